@@ -1,0 +1,1 @@
+"""The `llmsizer` command line: thin parsers over the public API."""

@@ -1,0 +1,124 @@
+"""`llmsizer models` (list/search the catalog) and `llmsizer inspect` (architecture and parameters)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..catalog import models as catalog
+from ..formulas.params import count_params
+from ..formulas.weight_formats import format_names, stored_format, weight_bytes
+from ..models import load_model
+from ..render.text import table
+from ..units import format_bytes, format_count
+from .common import emit_json
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("models", help="list or search the built-in model catalog",
+                       description="List the built-in catalog (published config.json values with sources).",
+                       epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_models)
+
+    p = sub.add_parser("inspect", help="architecture and parameter breakdown of a model",
+                       description="Show the architecture and the exact parameter breakdown of a catalog model, "
+                                   "a config.json, a model folder (safetensors headers) or a GGUF file.",
+                       epilog="examples:\n  llmsizer inspect meta-llama/Llama-3.1-8B\n"
+                              "  llmsizer inspect ./my-model/config.json --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("model", help="catalog name or id, config.json, model folder or .gguf file")
+    p.add_argument("--hub", action="store_true", help="fetch config.json from the Hugging Face Hub if not local")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("formats", help="list weight formats",
+                       description="List the weight formats llmsizer knows.")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else print("\n".join(format_names())))
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    found = catalog.search(args.query)
+    if args.json:
+        emit_json([{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
+                    "published_params": e.published_params, "model_type": e.config.get("model_type"),
+                    "source": e.source, "retrieved": e.retrieved} for e in found])
+        return 0
+    rows = []
+    for e in found:
+        pc = count_params(e.spec())
+        act = f"{format_count(pc.active)}" if pc.active != pc.total else ""
+        rows.append([e.name, e.id, format_count(pc.total), act, e.spec().attention_kind, e.config.get("model_type", "")])
+    print(table(rows, ["name", "id", "params", "active", "attention", "model_type"]))
+    print(f"{len(found)} models")
+    return 0
+
+
+def inspect_data(ref: str, hub: bool = False) -> dict[str, Any]:
+    spec = load_model(ref, hub=hub)
+    pc = count_params(spec)
+    fmt, group, why = stored_format(spec)
+    wb = weight_bytes(spec, fmt, group)
+    n_sliding = sum(1 for k in spec.layer_types if k == "sliding")
+    arch: dict[str, Any] = {
+        "model_type": spec.model_type, "layers": spec.num_layers, "hidden_size": spec.hidden_size,
+        "attention": spec.attention_kind, "num_heads": spec.num_heads, "num_kv_heads": spec.num_kv_heads,
+        "head_dim": spec.head_dim, "intermediate_size": spec.intermediate_size, "vocab_size": spec.vocab_size,
+        "tie_word_embeddings": spec.tie_word_embeddings, "sliding_window": spec.sliding_window,
+        "sliding_layers": n_sliding, "max_position_embeddings": spec.max_position_embeddings,
+    }
+    if spec.mla:
+        arch["mla"] = vars(spec.mla)
+    if spec.moe:
+        arch["moe"] = vars(spec.moe) | {"moe_layers": sum(spec.moe_layers)}
+    data = {
+        "model": spec.name, "source": spec.source, "architecture": arch,
+        "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
+        "published_params": spec.published_params,
+        "stored_format": {"format": fmt, "why": why, "bytes": wb.total},
+        "defaults_used": list(spec.notes),
+    }
+    if spec.file_weights is not None:
+        fw = spec.file_weights
+        data["file_weights"] = {"path": fw.path, "bytes": fw.total_bytes, "params_stored": fw.params,
+                                "by_dtype": dict(fw.by_dtype), "note": fw.note}
+    return data
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    d = inspect_data(args.model, args.hub)
+    if args.json:
+        emit_json(d)
+        return 0
+    a, p = d["architecture"], d["params"]
+    print(f"{d['model']}  [{a['model_type']}]  source: {d['source']}")
+    print(f"layers {a['layers']}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
+          f"{a['num_kv_heads']} kv x head_dim {a['head_dim']}, intermediate {a['intermediate_size']}, "
+          f"vocab {a['vocab_size']}, tied embeddings {a['tie_word_embeddings']}")
+    if a["sliding_layers"]:
+        print(f"sliding window {a['sliding_window']} on {a['sliding_layers']} of {a['layers']} layers")
+    if "moe" in a:
+        m = a["moe"]
+        print(f"MoE: {m['num_experts']} experts, top-{m['experts_per_token']}, expert intermediate "
+              f"{m['expert_intermediate_size']}, shared intermediate {m['shared_intermediate_size']}, "
+              f"{m['moe_layers']} MoE layers")
+    if "mla" in a:
+        print("MLA: " + ", ".join(f"{k} {v}" for k, v in a["mla"].items()))
+    rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in p["by_component"].items()]
+    rows.append(["TOTAL", f"{p['total']:,}", "100%"])
+    if p["active"] != p["total"]:
+        rows.append(["active per token", f"{p['active']:,}", f"{100 * p['active'] / p['total']:.2f}%"])
+    print(table(rows, ["component", "parameters", "share"]))
+    if d["published_params"]:
+        print(f"published: {d['published_params']:,}")
+    sf = d["stored_format"]
+    print(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
+    if "file_weights" in d:
+        fw = d["file_weights"]
+        print(f"files: {format_bytes(fw['bytes'])} in {fw['path']} ({', '.join(fw['by_dtype'])})")
+    for n in d["defaults_used"]:
+        print(f"default used: {n}")
+    return 0

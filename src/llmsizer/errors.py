@@ -1,0 +1,35 @@
+"""One error hierarchy for llmsizer.
+
+Every error subclasses both :class:`LlmsizerError` and the built-in exception a Python user would
+expect, so ``except ValueError`` keeps working. The CLI turns any ``LlmsizerError`` into one line on
+stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+
+class LlmsizerError(Exception):
+    """Base class of every error llmsizer raises on purpose."""
+
+
+class InputError(LlmsizerError, ValueError):
+    """A value given by the user is invalid (negative context, unknown format, bad unit...)."""
+
+
+class UnknownNameError(LlmsizerError, KeyError):
+    """A name looked up in a catalog (model, format, engine) does not exist."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class ModelFileError(LlmsizerError, ValueError):
+    """A model file (config.json, safetensors, GGUF) is missing, malformed or unsupported."""
+
+
+class UnsupportedArchitectureError(LlmsizerError, ValueError):
+    """A config describes an architecture whose structure llmsizer cannot count."""
+
+
+class HubUnavailableError(LlmsizerError, RuntimeError):
+    """The Hugging Face Hub (optional source) is not reachable or not installed."""

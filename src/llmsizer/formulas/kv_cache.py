@@ -1,0 +1,97 @@
+"""KV cache size from the attention structure.
+
+Per token and layer, a standard attention layer caches one key and one value vector per KV head:
+
+    kv_bytes_per_token_layer = (head_dim_k + head_dim_v) * num_kv_heads * bytes_per_element      (1)
+
+(Pope et al. 2022, "Efficiently Scaling Transformer Inference", arXiv 2211.05102, section 3.1; GQA/MQA
+shrink num_kv_heads: Ainslie et al. 2023, arXiv 2305.13245.) MLA caches one compressed latent and one
+shared rotary key per token instead (DeepSeek-V2, arXiv 2405.04434, eq. 10-11 and Table 1):
+
+    mla_bytes_per_token_layer = (kv_lora_rank + qk_rope_head_dim) * bytes_per_element            (2)
+
+Engines that do not implement the latent cache (transformers' DeepSeek code) cache the expanded keys
+and values: num_heads * (qk_nope_head_dim + qk_rope_head_dim) + num_heads * v_head_dim elements.
+
+A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
+Longformer; Jiang et al. 2023, Mistral 7B, section 2): transformers keeps window - 1
+(``cache_utils.DynamicSlidingWindowLayer.update``), other engines keep a little more (engine profiles).
+Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences.
+Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
+Kwon et al. 2023, arXiv 2309.06180, section 4.2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..specs import ModelSpec
+
+# bytes per element of each KV cache dtype; quantized llama.cpp types carry their block scale
+# (ggml-common.h: q8_0 = 34 B / 32, q4_0 = 18 B / 32, q4_1 = 20 B / 32, q5_0 = 22 B / 32, q5_1 = 24 B / 32,
+# iq4_nl = 18 B / 32).
+KV_DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
+    "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32, "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32,
+}
+
+
+def kv_dtype_bytes(kv_dtype: str) -> float:
+    key = kv_dtype.strip().lower().replace("-", "_")
+    key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32",
+           "auto": "bf16"}.get(key, key)
+    if key not in KV_DTYPE_BYTES:
+        raise InputError(f"unknown KV cache dtype {kv_dtype!r}; known: {', '.join(sorted(KV_DTYPE_BYTES))}")
+    return KV_DTYPE_BYTES[key]
+
+
+def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent") -> int:
+    """Elements one token occupies in one layer's cache: eq. (1) without the bytes, or eq. (2) for MLA."""
+    if spec.mla is not None:
+        m = spec.mla
+        if mla_mode == "latent":
+            return m.kv_lora_rank + m.qk_rope_head_dim
+        return spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + spec.num_heads * m.v_head_dim
+    return 2 * spec.num_kv_heads * spec.head_dim
+
+
+def sliding_tokens(tokens: int, window: int, window_extra: int) -> int:
+    """Tokens a sliding-window layer keeps for a sequence of ``tokens``: min(tokens, window + extra)."""
+    return min(tokens, max(window + window_extra, 1))
+
+
+def paged_tokens(tokens: int, block_size: int | None) -> int:
+    """Tokens rounded up to whole cache blocks (no rounding when block_size is None)."""
+    if not block_size:
+        return tokens
+    return math.ceil(tokens / block_size) * block_size
+
+
+@dataclass(frozen=True)
+class KVCache:
+    total_bytes: int
+    bytes_per_token: float  # summed over layers, for a sequence shorter than every window
+    full_layers: int
+    sliding_layers: int
+    tokens_full: int  # tokens cached per sequence in a full-attention layer
+    tokens_sliding: int  # tokens cached per sequence in a sliding layer
+
+
+def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
+             mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None) -> KVCache:
+    """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-2)."""
+    if tokens < 0 or sequences < 0:
+        raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
+    per_elem = kv_dtype_bytes(kv_dtype)
+    per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem
+    n_sliding = sum(1 for k in spec.layer_types if k == "sliding")
+    n_full = spec.num_layers - n_sliding
+    t_full = paged_tokens(tokens, block_size)
+    t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
+    total = (n_full * t_full + n_sliding * t_slide) * per_layer * sequences
+    return KVCache(
+        total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * spec.num_layers,
+        full_layers=n_full, sliding_layers=n_sliding, tokens_full=t_full, tokens_sliding=t_slide,
+    )

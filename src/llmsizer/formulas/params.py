@@ -1,0 +1,35 @@
+"""Parameter counts: total, per component, and active per token for MoE.
+
+Total = sum of every tensor's elements (``tensors.model_tensors``).
+Active per token (MoE) = total - routed-expert parameters x (1 - k/E): each token visits k of the E
+routed experts in every MoE layer (Fedus et al. 2022, Switch Transformer, section 2; DeepSeek-V3
+technical report arXiv 2412.19437 section 1, "671B total, 37B activated"). Embedding and vision
+parameters are counted as active, the convention those reports follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..specs import ModelSpec
+from .tensors import COMPONENTS, model_tensors
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int
+    active: int
+    by_component: dict[str, int]
+
+
+def count_params(spec: ModelSpec) -> ParamCounts:
+    """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
+    by: dict[str, int] = {c: 0 for c in COMPONENTS}
+    for t in model_tensors(spec):
+        by[t.component] += t.numel
+    total = sum(by.values())
+    active = total
+    if spec.moe is not None and by["experts"]:
+        inactive_share = 1 - spec.moe.experts_per_token / spec.moe.num_experts
+        active = total - round(by["experts"] * inactive_share)
+    return ParamCounts(total=total, active=active, by_component={k: v for k, v in by.items() if v})

@@ -1,0 +1,175 @@
+"""The tensor inventory of a model: every weight tensor its definition creates, with its shape.
+
+Parameter counts, weight bytes under any format, and per-layer offload all derive from this one list,
+so they cannot disagree. Shapes follow the Hugging Face ``transformers`` module definitions
+(``nn.Linear`` weight = [out_features, in_features]); the GGUF ``role`` names follow llama.cpp's
+``LLM_TENSOR_*`` names (``src/llama-arch.cpp``) so GGUF mixture rules can address them.
+
+References per block:
+- GQA/MHA/MQA attention: Ainslie et al. 2023 (arXiv 2305.13245); transformers ``modeling_llama.py``
+  ``LlamaAttention`` (q/k/v/o projections), ``modeling_qwen3.py`` (q_norm/k_norm over head_dim),
+  ``modeling_gpt_oss.py`` (``sinks``: one learned logit per head).
+- MLA: DeepSeek-V2 (arXiv 2405.04434) eqs. 9-19; transformers ``modeling_deepseek_v3.py``
+  ``DeepseekV3Attention`` (q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm,
+  kv_b_proj, o_proj).
+- SwiGLU MLP: Shazeer 2020 (arXiv 2002.05202) eq. 6 -> gate, up, down.
+- MoE: router [E, H], E experts, optional shared experts (DeepSeekMoE arXiv 2401.06066 eq. 3).
+- ViT encoder: Dosovitskiy et al. 2021 (arXiv 2010.11929) eq. 1-4; transformers ``modeling_siglip.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from ..specs import ModelSpec
+
+Component = Literal[
+    "embedding", "attention", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+]
+COMPONENTS: tuple[Component, ...] = (
+    "embedding", "attention", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+)
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """``count`` identical tensors of ``shape`` (a matrix is [out, in]) playing ``role`` in ``layer``.
+
+    ``layer`` is the decoder layer index, or -1 for tensors outside the layer stack.
+    ``matrix`` is True for 2-D weights of a linear map or embedding (what quantizers quantize).
+    """
+
+    role: str
+    component: Component
+    shape: tuple[int, ...]
+    count: int = 1
+    layer: int = -1
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n * self.count
+
+    @property
+    def matrix(self) -> bool:
+        return len(self.shape) == 2 and min(self.shape) > 1
+
+
+def _linear(role: str, comp: Component, out_f: int, in_f: int, layer: int, bias: bool,
+            count: int = 1) -> list[Tensor]:
+    items = [Tensor(role, comp, (out_f, in_f), count, layer)]
+    if bias:
+        items.append(Tensor(role + ".bias", comp, (out_f,), count, layer))
+    return items
+
+
+def _norm(role: str, width: int, kind: str, layer: int, comp: Component = "norm") -> list[Tensor]:
+    items = [Tensor(role, comp, (width,), 1, layer)]
+    if kind == "layernorm":
+        items.append(Tensor(role + ".bias", comp, (width,), 1, layer))
+    return items
+
+
+def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
+    h = spec.hidden_size
+    out: list[Tensor] = []
+    if spec.mla is not None:
+        m = spec.mla
+        qk_head = m.qk_nope_head_dim + m.qk_rope_head_dim
+        if m.q_lora_rank:
+            out += _linear("attn_q_a", "attention", m.q_lora_rank, h, i, spec.attention_qkv_bias)
+            out += _norm("attn_q_a_norm", m.q_lora_rank, "rmsnorm", i, "attention")
+            out += _linear("attn_q_b", "attention", spec.num_heads * qk_head, m.q_lora_rank, i, False)
+        else:
+            out += _linear("attn_q", "attention", spec.num_heads * qk_head, h, i, False)
+        out += _linear("attn_kv_a_mqa", "attention", m.kv_lora_rank + m.qk_rope_head_dim, h, i,
+                       spec.attention_qkv_bias)
+        out += _norm("attn_kv_a_norm", m.kv_lora_rank, "rmsnorm", i, "attention")
+        out += _linear("attn_kv_b", "attention", spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim),
+                       m.kv_lora_rank, i, False)
+        out += _linear("attn_output", "attention", h, spec.num_heads * m.v_head_dim, i,
+                       spec.attention_out_bias)
+        return out
+    hd = spec.head_dim
+    out += _linear("attn_q", "attention", spec.num_heads * hd, h, i, spec.attention_qkv_bias)
+    out += _linear("attn_k", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
+    out += _linear("attn_v", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
+    out += _linear("attn_output", "attention", h, spec.num_heads * hd, i, spec.attention_out_bias)
+    if spec.qk_norm != "none":
+        full = spec.qk_norm == "full"  # OLMo-2 normalises all heads at once; Qwen3/Gemma3 per head
+        out += _norm("attn_q_norm", hd * (spec.num_heads if full else 1), spec.norm_kind, i, "attention")
+        out += _norm("attn_k_norm", hd * (spec.num_kv_heads if full else 1), spec.norm_kind, i, "attention")
+    if spec.attention_sinks:
+        out.append(Tensor("attn_sinks", "attention", (spec.num_heads,), 1, i))
+    return out
+
+
+def _mlp(prefix: str, comp: Component, h: int, inter: int, gated: bool, bias: bool, i: int,
+         count: int = 1) -> list[Tensor]:
+    out: list[Tensor] = []
+    if gated:
+        out += _linear(f"{prefix}_gate", comp, inter, h, i, bias, count)
+    out += _linear(f"{prefix}_up", comp, inter, h, i, bias, count)
+    out += _linear(f"{prefix}_down", comp, h, inter, i, bias, count)
+    return out
+
+
+def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
+    h = spec.hidden_size
+    if not spec.moe_layers[i] or spec.moe is None:
+        return _mlp("ffn", "mlp", h, spec.intermediate_size, spec.mlp_gated, spec.mlp_bias, i)
+    moe = spec.moe
+    out = _linear("ffn_gate_inp", "router", moe.num_experts, h, i, moe.router_bias)
+    out += _mlp("ffn_exps", "experts", h, moe.expert_intermediate_size, moe.expert_gated, moe.expert_bias, i,
+                count=moe.num_experts)
+    if moe.shared_intermediate_size:
+        out += _mlp("ffn_shexp", "shared_experts", h, moe.shared_intermediate_size, True, False, i)
+        if moe.shared_expert_gate:
+            out.append(Tensor("ffn_gate_inp_shexp", "shared_experts", (1, h), 1, i))
+    return out
+
+
+def _vision(spec: ModelSpec) -> list[Tensor]:
+    v = spec.vision
+    if v is None:
+        return []
+    d, n_patches = v.hidden_size, (v.image_size // v.patch_size) ** 2
+    out = [
+        Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),
+        Tensor("v_patch_embd.bias", "vision", (d,)),
+        Tensor("v_pos_embd", "vision", (n_patches, d)),
+    ]
+    for j in range(v.num_layers):
+        for role in ("v_ln1", "v_ln2"):
+            out += _norm(role, d, "layernorm", j, "vision")
+        for role in ("v_attn_q", "v_attn_k", "v_attn_v", "v_attn_o"):
+            out += _linear(role, "vision", d, d, j, True)
+        out += _linear("v_ffn_up", "vision", v.intermediate_size, d, j, True)
+        out += _linear("v_ffn_down", "vision", d, v.intermediate_size, j, True)
+    out += _norm("v_post_ln", d, "layernorm", -1, "vision")
+    if v.projector_params:
+        out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return out
+
+
+@lru_cache(maxsize=256)
+def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
+    """Every weight tensor of ``spec``'s model definition (buffers such as rotary tables excluded)."""
+    h, v = spec.hidden_size, spec.vocab_size
+    out: list[Tensor] = [Tensor("token_embd", "embedding", (v, h))]
+    if spec.position_embeddings:
+        out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    for i in range(spec.num_layers):
+        out += _attention(spec, i)
+        out += _feed_forward(spec, i)
+        for j in range(spec.norms_per_layer):
+            out += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
+    out += _norm("output_norm", h, spec.norm_kind, -1)
+    if not spec.tie_word_embeddings:
+        out.append(Tensor("output", "lm_head", (v, h)))
+    out += _vision(spec)
+    return tuple(out)

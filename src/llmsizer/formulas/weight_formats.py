@@ -1,0 +1,329 @@
+"""Bytes of every weight tensor under each deployable format.
+
+A format decides, per tensor, the storage type and the bytes of its scales/zeros. Which tensors a
+format leaves unquantized follows the tool that produces it:
+
+================  ==========================================================================================
+format            rule and reference
+================  ==========================================================================================
+fp32/fp16/bf16    every tensor at 4/2/2 bytes per element.
+fp8               e4m3, 1 B/element + one fp32 scale per tensor; attention/MLP/expert matrices only;
+                  embeddings, lm_head, router and norms stay 16-bit (vLLM ``fp8.py`` Fp8LinearMethod;
+                  llm-compressor FP8 scheme ignores ``lm_head``).
+fp8-block         e4m3 with one fp32 scale per 128x128 block (DeepSeek-V3 ``weight_block_size``
+                  [128, 128]; ``weight_scale_inv`` tensors of ceil(out/128) x ceil(in/128)).
+int8              weight-only int8, one fp16 scale per output channel (compressed-tensors W8A16).
+llm.int8          bitsandbytes ``Linear8bitLt``: int8 ``CB`` + fp32 ``SCB`` per output row (Dettmers et al.
+                  2022, arXiv 2208.07339); every ``nn.Linear`` except ``lm_head`` (transformers
+                  ``get_keys_to_not_convert``).
+gptq-int4/int8    packed ``qweight`` (bits/8 B/elem), ``qzeros`` packed int32 (bits/8 B per group x out),
+                  fp16 ``scales`` per group x out, int32 ``g_idx`` per input feature (AutoGPTQ/GPTQModel
+                  ``QuantLinear``); decoder-layer linears only (not router, embeddings, lm_head, vision).
+awq-int4          packed ``qweight`` 0.5 B/elem, ``qzeros`` packed (0.5 B per group x out), fp16 ``scales``
+                  per group x out (AutoAWQ ``WQLinear_GEMM``); same modules as GPTQ.
+nf4/fp4 (-dq)     bitsandbytes ``Linear4bit``: 0.5 B/elem + fp32 absmax per 64-element block; with double
+                  quantization (``-dq``) absmax becomes uint8 plus one fp32 absmax per 256 blocks and a
+                  256-entry fp32 code (Dettmers et al. 2023, QLoRA, arXiv 2305.14314, section 3
+                  "Double Quantization": 0.5 -> 0.127 bits/param). Every Linear except lm_head.
+mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt-oss ``modules_to_not_convert``:
+                  attention, router, embeddings, lm_head stay bf16; experts only).
+gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
+                  per-tensor type chosen by ``llama_tensor_get_type_impl`` in ``src/llama-quant.cpp``
+                  (mixtures, ``use_more_bits``, output/tied-embedding rule, shape fallbacks), block sizes
+                  from ``ggml_types.json``; 1-D tensors and the router stay F32.
+================  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ..errors import InputError
+from ..specs import ModelSpec
+from .tensors import Tensor, model_tensors
+
+DENSE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+QUANT_COMPONENTS = {"attention", "mlp", "experts", "shared_experts"}
+
+# llama.cpp file type -> default tensor type (llama-quant.cpp llama_ftype_get_default_type)
+GGUF_FTYPES: dict[str, str] = {
+    "f32": "F32", "f16": "F16", "bf16": "BF16", "q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1",
+    "q5_0": "Q5_0", "q5_1": "Q5_1", "q2_k": "Q2_K", "q2_k_s": "Q2_K", "q3_k_s": "Q3_K", "q3_k_m": "Q3_K",
+    "q3_k_l": "Q3_K", "q4_k_s": "Q4_K", "q4_k_m": "Q4_K", "q5_k_s": "Q5_K", "q5_k_m": "Q5_K", "q6_k": "Q6_K",
+    "iq4_xs": "IQ4_XS", "iq4_nl": "IQ4_NL", "iq3_m": "IQ3_S", "iq3_s": "IQ3_S", "iq3_xxs": "IQ3_XXS",
+    "iq2_m": "IQ2_S", "iq2_xxs": "IQ2_XXS", "mxfp4_moe": "MXFP4",
+}
+
+FORMAT_BITS_HINT = {  # nominal bits per quantized weight, for ordering formats by precision
+    "fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "fp8-block": 8, "int8": 8, "llm.int8": 8, "gptq-int8": 8,
+    "gptq-int4": 4, "awq-int4": 4, "nf4": 4, "nf4-dq": 4, "fp4": 4, "fp4-dq": 4, "mxfp4": 4,
+}
+
+
+@lru_cache(maxsize=1)
+def ggml_types() -> dict[str, dict[str, Any]]:
+    text = resources.files("llmsizer.catalog.data").joinpath("ggml_types.json").read_text("utf-8")
+    types: dict[str, dict[str, Any]] = json.loads(text)["types"]
+    return types
+
+
+def ggml_tensor_bytes(ggml_type: str, numel: int) -> int:
+    """Bytes of ``numel`` elements stored as GGML type ``ggml_type`` (numel / block x bytes per block)."""
+    t = ggml_types()[ggml_type]
+    return math.ceil(numel / t["block"]) * t["bytes"]
+
+
+def format_names() -> list[str]:
+    return sorted(FORMAT_BITS_HINT) + [f"gguf:{k}" for k in sorted(GGUF_FTYPES)]
+
+
+def normalize_format(name: str) -> str:
+    """Canonical format name; accepts 'Q4_K_M', 'gguf-q4_k_m', 'int4' aliases. Unknown -> InputError."""
+    n = name.strip().lower().replace("_", "-") if not name.lower().startswith(("gguf", "q", "iq")) else name.strip().lower()
+    aliases = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "int4": "gptq-int4",
+               "gptq": "gptq-int4", "awq": "awq-int4", "bnb-nf4": "nf4", "bnb-4bit": "nf4", "qlora": "nf4-dq",
+               "bnb-8bit": "llm.int8", "llm-int8": "llm.int8", "fp8-e4m3": "fp8", "e4m3": "fp8", "int8-wo": "int8"}
+    n = aliases.get(n, n)
+    if n in FORMAT_BITS_HINT:
+        return n
+    g = n.removeprefix("gguf:").removeprefix("gguf-").replace("-", "_")
+    if g in GGUF_FTYPES:
+        return "gguf:" + g
+    raise InputError(f"unknown weight format {name!r}; known: {', '.join(format_names())}")
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Weight memory of a model under one format."""
+
+    format: str
+    total: int
+    by_component: dict[str, int]
+    by_storage: dict[str, int]  # storage type -> bytes (e.g. 'Q6_K', 'int4+scales', 'bf16')
+    notes: tuple[str, ...] = field(default=())
+    layer_bytes: tuple[int, ...] = ()  # bytes of each decoder layer (for partial offload)
+
+    @property
+    def bits_per_param(self) -> float:
+        return 0.0
+
+
+def _bnb4(numel: int, double_quant: bool) -> int:
+    """bitsandbytes 4-bit tensor: packed data + absmax (+ nested absmax and code with double quant)."""
+    blocks = math.ceil(numel / 64)
+    packed = math.ceil(numel / 2)
+    code = 16 * 4  # the 16-entry fp32 NF4/FP4 lookup table kept per tensor (QuantState.code)
+    if not double_quant:
+        return packed + blocks * 4 + code
+    return packed + blocks * 1 + math.ceil(blocks / 256) * 4 + 256 * 4 + 4 + code
+
+
+def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int) -> tuple[int, str]:
+    """Bytes of one tensor group under a non-GGUF format, and the storage label."""
+    out_f = t.shape[0]
+    in_f = t.shape[1] if len(t.shape) == 2 else 1
+    n = t.numel
+    per = n // t.count
+    if fmt in DENSE_BYTES:
+        return n * DENSE_BYTES[fmt], fmt
+    quantizable = t.matrix and t.component in QUANT_COMPONENTS
+    if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
+        quantizable = t.matrix and t.component not in ("embedding", "lm_head")
+    if fmt == "mxfp4":
+        quantizable = t.matrix and t.component == "experts"
+    if not quantizable:
+        return n * 2, "bf16"
+    if fmt == "fp8":
+        return n + 4 * t.count, "fp8"
+    if fmt == "fp8-block":
+        return n + 4 * math.ceil(out_f / 128) * math.ceil(in_f / 128) * t.count, "fp8"
+    if fmt == "int8":
+        return n + 2 * out_f * t.count, "int8"
+    if fmt == "llm.int8":
+        return n + 4 * out_f * t.count, "int8"
+    if fmt in ("gptq-int4", "gptq-int8", "awq-int4"):
+        bits = 8 if fmt.endswith("8") else 4
+        groups = math.ceil(in_f / group_size)
+        qweight = math.ceil(per * bits / 8)
+        qzeros = math.ceil(groups * out_f * bits / 8)
+        scales = groups * out_f * 2
+        g_idx = in_f * 4 if fmt.startswith("gptq") else 0
+        return (qweight + qzeros + scales + g_idx) * t.count, f"int{bits}"
+    if fmt in ("nf4", "nf4-dq", "fp4", "fp4-dq"):
+        return _bnb4(per, fmt.endswith("-dq")) * t.count, fmt.split("-")[0]
+    if fmt == "mxfp4":
+        return ggml_tensor_bytes("MXFP4", per) * t.count, "mxfp4"
+    raise InputError(f"unknown weight format {fmt!r}")
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    # llama-quant.cpp: first and last eighth of the layers, and every third layer in between
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
+    """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
+    base = GGUF_FTYPES[ftype]
+    if len(t.shape) < 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
+        return "F32" if len(t.shape) < 2 or t.role == "ffn_gate_inp" else "F16"
+    if base in ("F32", "F16", "BF16"):
+        return base
+    n = spec.num_layers
+    n_expert = spec.moe.num_experts if spec.moe else 1
+    n_gqa = spec.num_heads // spec.num_kv_heads
+    role, i = t.role, t.layer
+    new = base
+    is_output = role == "output" or (role == "token_embd" and spec.tie_word_embeddings)
+    if is_output:
+        nx = t.shape[1]
+        if ftype == "mxfp4_moe" or nx % ggml_types()[base]["block"] != 0:
+            new = "Q8_0"
+        elif ftype in ("iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq2_s", "iq2_m", "iq1_m"):
+            new = "Q5_K"
+        elif new != "Q8_0":
+            new = "Q6_K"
+        return new
+    if ftype == "mxfp4_moe":
+        new = "MXFP4" if t.component == "experts" else "Q8_0"
+    elif role == "token_embd":
+        pass
+    elif role in ("attn_v", "attn_kv_b"):
+        if ftype == "q2_k":
+            new = "Q4_K" if n_gqa >= 4 else "Q3_K"
+        elif ftype == "q2_k_s" and n_gqa >= 4:
+            new = "Q4_K"
+        elif ftype == "iq3_m":
+            new = "Q4_K"
+        elif ftype == "q3_k_m":
+            new = "Q5_K" if i < 2 else "Q4_K"
+        elif ftype == "q3_k_l":
+            new = "Q5_K"
+        elif ftype in ("iq4_nl", "iq4_xs") and n_gqa >= 4:
+            new = "Q5_K"
+        elif ftype in ("q4_k_m", "q5_k_m") and _use_more_bits(i, n):
+            new = "Q6_K"
+        elif ftype == "q4_k_s" and i < 4:
+            new = "Q5_K"
+        if n == 80 and n_gqa > 1 and new in ("Q3_K", "Q4_K"):
+            new = "Q5_K"  # llama.cpp LLM_TYPE_70B bump for 80-layer GQA models
+        if n_expert == 8:
+            new = "Q8_0"
+    elif role == "attn_k":
+        if n_expert == 8:
+            new = "Q8_0"
+    elif role.startswith("ffn") and role.endswith("_down"):
+        if ftype == "q2_k":
+            new = "Q3_K"
+        elif ftype == "q2_k_s" and i < n // 8:
+            new = "Q4_K"
+        elif ftype == "q3_k_m":
+            new = "Q5_K" if i < n // 16 else "Q4_K"
+        elif ftype == "iq3_m" and (i < n // 8 or (n_expert == 8 and _use_more_bits(i, n))):
+            new = "Q4_K"
+        elif ftype == "q3_k_l":
+            new = "Q5_K"
+        elif ftype == "q4_k_m":
+            if _use_more_bits(i, n):
+                new = "Q6_K"
+        elif i < n // 8 and ftype in ("iq4_nl", "iq4_xs"):
+            new = "Q5_K"
+        elif ftype == "q5_k_m" and _use_more_bits(i, n):
+            new = "Q6_K"
+        elif ftype == "q4_k_s" and i < n // 8:
+            new = "Q5_K"
+    elif role == "attn_output":
+        if n_expert == 8:
+            if ftype in ("q2_k", "q3_k_s", "q3_k_m", "iq4_nl", "q4_k_s", "q4_k_m", "iq3_s", "iq3_m", "iq4_xs"):
+                new = "Q5_K"
+        elif ftype == "q2_k":
+            new = "Q3_K"
+        elif ftype == "q3_k_m" or ftype == "iq3_m":
+            new = "Q4_K"
+        elif ftype == "q3_k_l":
+            new = "Q5_K"
+    # shape fallback (tensor_type_fallback): rows not divisible by the block size
+    ncols = t.shape[1]
+    if ncols % ggml_types()[new]["block"] != 0:
+        new = {"IQ4_XS": "IQ4_NL", "IQ3_S": "IQ4_NL", "IQ3_XXS": "IQ4_NL", "IQ2_S": "IQ4_NL", "IQ2_XXS": "IQ4_NL",
+               "Q2_K": "Q4_0", "Q3_K": "Q4_0", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}.get(new, new)
+        if ncols % ggml_types()[new]["block"] != 0:
+            new = "F16"
+    return new
+
+
+@lru_cache(maxsize=512)
+def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128) -> WeightBytes:
+    """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule)."""
+    fmt = normalize_format(fmt)
+    if group_size <= 0:
+        raise InputError(f"group_size must be positive, got {group_size}")
+    by_comp: dict[str, int] = {}
+    by_store: dict[str, int] = {}
+    layers = [0] * spec.num_layers
+    for t in model_tensors(spec):
+        if fmt.startswith("gguf:"):
+            gtype = gguf_tensor_type(spec, fmt[5:], t)
+            b = ggml_tensor_bytes(gtype, t.numel // t.count) * t.count
+            label = gtype
+        else:
+            b, label = _tensor_bytes_simple(fmt, t, group_size)
+        by_comp[t.component] = by_comp.get(t.component, 0) + b
+        by_store[label] = by_store.get(label, 0) + b
+        if t.layer >= 0 and t.component != "vision":
+            layers[t.layer] += b
+    notes: list[str] = []
+    if fmt.startswith("gguf:") and spec.vision is not None:
+        notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
+    return WeightBytes(fmt, sum(by_comp.values()), by_comp, by_store, tuple(notes), tuple(layers))
+
+
+def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
+    """Weight bytes exactly as stored in the files the spec was read from (safetensors/GGUF)."""
+    fw = spec.file_weights
+    if fw is None:
+        raise InputError(f"{spec.name}: no weight files were read")
+    layers = fw.layer_bytes or tuple([0] * spec.num_layers)
+    by_comp = {"embedding": fw.embedding_bytes, "lm_head": fw.output_bytes,
+               "layers_and_other": fw.total_bytes - fw.embedding_bytes - fw.output_bytes}
+    return WeightBytes("file", fw.total_bytes, {k: v for k, v in by_comp.items() if v}, dict(fw.by_dtype),
+                       (f"read from {fw.path}",), layers)
+
+
+def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
+    """The format a checkpoint is published in, from its quantization_config / torch_dtype.
+
+    Returns (format, group_size, explanation).
+    """
+    q = spec.quantization_config
+    method = str(q.get("quant_method", "")).lower()
+    if method == "fp8":
+        if q.get("weight_block_size"):
+            return "fp8-block", 128, f"quantization_config fp8 with weight_block_size {q['weight_block_size']}"
+        return "fp8", 128, "quantization_config fp8 (per-tensor scales)"
+    if method in ("gptq", "awq"):
+        bits = int(q.get("bits", q.get("w_bit", 4)))
+        gs = int(q.get("group_size", q.get("q_group_size", 128)) or 128)
+        if gs < 0:
+            gs = 1 << 30  # group_size -1 = one group per column
+        name = f"{method}-int{bits}"
+        if name not in FORMAT_BITS_HINT:
+            raise InputError(f"{spec.name}: {method} with {bits} bits is not supported (int4/int8 only)")
+        return name, gs, f"quantization_config {method} bits={bits} group_size={q.get('group_size')}"
+    if method == "bitsandbytes":
+        if q.get("load_in_4bit"):
+            kind = str(q.get("bnb_4bit_quant_type", "fp4"))
+            dq = "-dq" if q.get("bnb_4bit_use_double_quant") else ""
+            return f"{kind}{dq}", 128, f"quantization_config bitsandbytes 4-bit {kind}{dq}"
+        return "llm.int8", 128, "quantization_config bitsandbytes 8-bit"
+    if method == "mxfp4":
+        return "mxfp4", 128, "quantization_config mxfp4 (experts), rest bf16"
+    if method:
+        raise InputError(f"{spec.name}: quantization method {method!r} is not supported")
+    dtype = str(spec.torch_dtype or "bfloat16").lower()
+    fmt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
+    return fmt, 128, f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"

@@ -1,0 +1,247 @@
+"""config.json (a Hugging Face model config) -> ModelSpec.
+
+Keys are read from the config when present; when absent, the default of the transformers configuration
+class is taken from ``catalog/data/config_defaults.json`` and named in the spec's ``notes``; only
+``head_dim`` (= hidden_size / num_attention_heads) is derived. Model code is never imported or run.
+Supported ``model_type`` values are listed in :data:`SUPPORTED_MODEL_TYPES`.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelFileError, UnsupportedArchitectureError
+from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
+
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | {"gemma3", "gpt_bigcode"}))
+
+
+@lru_cache(maxsize=1)
+def _defaults() -> dict[str, dict[str, Any]]:
+    text = resources.files("llmsizer.catalog.data").joinpath("config_defaults.json").read_text("utf-8")
+    data: dict[str, dict[str, Any]] = json.loads(text)
+    return data
+
+
+class _Cfg:
+    """A config dict with class defaults behind it; records which defaults were used."""
+
+    def __init__(self, cfg: dict[str, Any], model_type: str, where: str) -> None:
+        self.cfg = cfg
+        self.defaults = _defaults().get(model_type, {})
+        self.model_type = model_type
+        self.where = where
+        self.used_defaults: list[str] = []
+
+    def has(self, key: str) -> bool:
+        return key in self.cfg or key in self.defaults
+
+    def get(self, key: str, fallback: Any = None) -> Any:
+        if key in self.cfg:
+            return self.cfg[key]
+        if key in self.defaults:
+            self.used_defaults.append(f"{key}={self.defaults[key]!r} ({self.defaults.get('_class', self.model_type)} default)")
+            return self.defaults[key]
+        return fallback
+
+    def req(self, *keys: str) -> int:
+        for k in keys:
+            v = self.get(k)
+            if v is not None:
+                if not isinstance(v, int) or isinstance(v, bool):
+                    raise ModelFileError(f"{self.where}: '{k}' must be an integer, got {v!r}")
+                return v
+        raise ModelFileError(f"{self.where}: missing required key '{keys[0]}' for model_type '{self.model_type}'")
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """Read and parse a config.json; malformed files raise one clear ModelFileError."""
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except FileNotFoundError:
+        raise ModelFileError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ModelFileError(f"{p}: cannot read ({e.__class__.__name__})") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    if not isinstance(cfg, dict):
+        raise ModelFileError(f"{p}: expected a JSON object at the top level")
+    return cfg
+
+
+def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
+    """Which layers use sliding-window attention, following each config class's rule."""
+    mt = c.model_type
+    window = c.get("sliding_window")
+    explicit = c.get("layer_types")
+    if explicit:
+        kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in explicit)
+        if len(kinds) != n_layers:
+            raise ModelFileError(f"{c.where}: layer_types has {len(kinds)} entries for {n_layers} layers")
+        return kinds, (window if "sliding" in kinds else None)
+    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
+        # Qwen2Config: sliding only if use_sliding_window, and only for layers >= max_window_layers.
+        if not c.get("use_sliding_window") or not window:
+            return ("full",) * n_layers, None
+        first = c.get("max_window_layers", 0) or 0
+        return tuple("sliding" if i >= first else "full" for i in range(n_layers)), window
+    if mt == "gemma2" and window:
+        # Gemma2Config: even layers (0, 2, ...) slide, odd layers attend globally.
+        return tuple("sliding" if (i + 1) % 2 else "full" for i in range(n_layers)), window
+    if mt == "gemma3_text" and window:
+        pattern = c.get("sliding_window_pattern") or 6
+        return tuple("sliding" if (i + 1) % pattern else "full" for i in range(n_layers)), window
+    if window and mt in ("mistral", "mixtral", "phi3"):
+        # A single sliding_window with no per-layer types applies to every layer
+        # (transformers DynamicCache and vLLM both read it that way).
+        if c.get("max_position_embeddings") and window >= c.get("max_position_embeddings"):
+            return ("full",) * n_layers, None
+        return ("sliding",) * n_layers, window
+    return ("full",) * n_layers, None
+
+
+def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[bool, ...]]:
+    mt = c.model_type
+    if mt == "mixtral":
+        moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok"), c.req("intermediate_size"))
+        return moe, (True,) * n_layers
+    if mt == "gpt_oss":
+        moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok", "experts_per_token"),
+                      c.req("intermediate_size"), router_bias=True, expert_bias=True)
+        return moe, (True,) * n_layers
+    if mt in ("qwen2_moe", "qwen3_moe"):
+        step = c.get("decoder_sparse_step", 1) or 1
+        dense = set(c.get("mlp_only_layers") or [])
+        n_exp = c.req("num_experts")
+        layers = tuple(i not in dense and n_exp > 0 and (i + 1) % step == 0 for i in range(n_layers))
+        shared = c.get("shared_expert_intermediate_size", 0) or 0
+        moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
+                      shared_intermediate_size=shared, shared_expert_gate=bool(shared))
+        return moe, layers
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        n_exp = c.get("n_routed_experts")
+        if not n_exp:
+            return None, (False,) * n_layers
+        first = c.get("first_k_dense_replace", 0) or 0
+        freq = c.get("moe_layer_freq", 1) or 1
+        layers = tuple(i >= first and i % freq == 0 for i in range(n_layers))
+        moe_inter = c.req("moe_intermediate_size")
+        shared = (c.get("n_shared_experts") or 0) * moe_inter
+        moe = MoESpec(n_exp, c.req("num_experts_per_tok"), moe_inter, shared_intermediate_size=shared)
+        return moe, layers
+    return None, (False,) * n_layers
+
+
+def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpec | None:
+    vcfg = full_cfg.get("vision_config")
+    if not isinstance(vcfg, dict):
+        return None
+    vtype = vcfg.get("model_type", "siglip_vision_model")
+    if vtype != "siglip_vision_model":
+        raise UnsupportedArchitectureError(f"{where}: vision encoder type '{vtype}' is not supported")
+    v = _Cfg(vcfg, vtype, where + " vision_config")
+    d = v.req("hidden_size")
+    # Gemma3MultiModalProjector: mm_input_projection_weight [d_vision, d_text] + mm_soft_emb_norm [d_vision]
+    # (transformers models/gemma3/modeling_gemma3.py).
+    projector = d * text_hidden + d
+    return VisionSpec(
+        hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("num_hidden_layers"),
+        image_size=v.req("image_size"), patch_size=v.req("patch_size"), num_channels=v.req("num_channels"),
+        projector_params=projector,
+    )
+
+
+def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
+                     published_params: int | None = None,
+                     published_active_params: int | None = None) -> ModelSpec:
+    """Build a ModelSpec from a parsed config.json (see module docstring for the rules)."""
+    where = source or name
+    mt = cfg.get("model_type")
+    if not isinstance(mt, str):
+        raise ModelFileError(f"{where}: config has no 'model_type'")
+    full_cfg = cfg
+    if mt == "gemma3":
+        text = dict(cfg.get("text_config") or {})
+        text.setdefault("model_type", "gemma3_text")
+        cfg, mt = text, "gemma3_text"
+    if mt not in SUPPORTED_MODEL_TYPES:
+        raise UnsupportedArchitectureError(
+            f"{where}: model_type '{mt}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+        )
+    if mt == "gpt_bigcode":
+        return _gpt_bigcode(cfg, name, where, published_params)
+    c = _Cfg(cfg, mt, where)
+    hidden = c.req("hidden_size")
+    n_layers = c.req("num_hidden_layers")
+    n_heads = c.req("num_attention_heads")
+    n_kv = c.get("num_key_value_heads") or n_heads
+    head_dim = c.get("head_dim") or hidden // n_heads
+    layer_types, window = _layer_types(c, n_layers)
+    moe, moe_layers = _moe(c, n_layers, hidden)
+    mla = None
+    if mt in ("deepseek_v2", "deepseek_v3"):
+        mla = MLASpec(q_lora_rank=c.get("q_lora_rank"), kv_lora_rank=c.req("kv_lora_rank"),
+                      qk_nope_head_dim=c.req("qk_nope_head_dim"), qk_rope_head_dim=c.req("qk_rope_head_dim"),
+                      v_head_dim=c.req("v_head_dim"))
+        head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        n_kv = n_heads  # MLA expands the latent to every head
+    qkv_bias = bool(c.get("attention_bias", False)) or mt == "qwen2" or mt == "qwen2_moe"
+    out_bias = bool(c.get("attention_bias", False)) if mt in ("llama", "gpt_oss", "granite", "olmo2") else False
+    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text") else ("full" if mt == "olmo2" else "none")
+    quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
+    if not isinstance(quant, dict):
+        raise ModelFileError(f"{where}: quantization_config must be an object")
+    vision = _vision(full_cfg, hidden, where) if full_cfg is not cfg else None
+    tie = full_cfg.get("tie_word_embeddings") if "tie_word_embeddings" in full_cfg else c.get("tie_word_embeddings", True)
+    spec = ModelSpec(
+        name=name, model_type=mt,
+        vocab_size=c.req("vocab_size"), hidden_size=hidden, num_layers=n_layers,
+        num_heads=n_heads, num_kv_heads=n_kv, head_dim=head_dim,
+        intermediate_size=c.get("intermediate_size") or 0,
+        tie_word_embeddings=bool(tie),
+        mlp_bias=bool(c.get("mlp_bias", False)),
+        attention_qkv_bias=qkv_bias, attention_out_bias=out_bias,
+        qk_norm=qk_norm,  # type: ignore[arg-type]
+        norms_per_layer=4 if mt in ("gemma2", "gemma3_text") else 2,
+        attention_sinks=mt == "gpt_oss",
+        mla=mla, moe=moe, moe_layers=moe_layers,
+        layer_types=layer_types, sliding_window=window,  # type: ignore[arg-type]
+        max_position_embeddings=c.get("max_position_embeddings"),
+        torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype") or full_cfg.get("torch_dtype") or full_cfg.get("dtype"),
+        quantization=tuple(sorted(quant.items())),
+        vision=vision,
+        published_params=published_params, published_active_params=published_active_params,
+        source=source, notes=tuple(c.used_defaults),
+    )
+    return spec
+
+
+def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | None) -> ModelSpec:
+    """GPT-BigCode (StarCoder): MQA, LayerNorm with bias, GELU MLP with bias, learned positions.
+
+    transformers models/gpt_bigcode/modeling_gpt_bigcode.py: c_attn = Linear(H, H + 2*head_dim) (MQA),
+    c_proj, mlp.c_fc/c_proj with bias, ln_1/ln_2/ln_f LayerNorm, wte/wpe embeddings, lm_head tied.
+    """
+    c = _Cfg(cfg, "gpt_bigcode", where)
+    hidden = c.req("n_embd", "hidden_size")
+    heads = c.req("n_head", "num_attention_heads")
+    inner = c.get("n_inner") or 4 * hidden
+    return ModelSpec(
+        name=name, model_type="gpt_bigcode", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("n_layer", "num_hidden_layers"), num_heads=heads,
+        num_kv_heads=1 if c.get("multi_query", True) else heads, head_dim=hidden // heads,
+        intermediate_size=inner, tie_word_embeddings=bool(c.get("tie_word_embeddings", True)),
+        mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True,
+        norm_kind="layernorm", position_embeddings=c.req("n_positions", "max_position_embeddings"),
+        max_position_embeddings=c.get("n_positions"), torch_dtype=cfg.get("torch_dtype"),
+        published_params=published, source=where, notes=tuple(c.used_defaults),
+    )

@@ -1,0 +1,1 @@
+"""Renderers: turn result objects into text or JSON. They compute nothing."""

@@ -1,0 +1,65 @@
+"""Plain-text tables for the terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..result import Estimate
+from ..units import format_bytes, format_count
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
+    """Left-aligned columns; the first column is padded, numbers right-aligned when they look numeric."""
+    cols = [list(map(str, header))] + [list(map(str, r)) for r in rows]
+    widths = [max(len(r[i]) for r in cols) for i in range(len(header))]
+    lines = []
+    for k, r in enumerate(cols):
+        cells = []
+        for i, c in enumerate(r):
+            numeric = k > 0 and i > 0 and c[:1].isdigit()
+            cells.append(c.rjust(widths[i]) if numeric else c.ljust(widths[i]))
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
+    out: list[str] = []
+    d = est.details
+    head = f"{est.model} - {est.kind} memory"
+    if "params_total" in d:
+        head += f"  ({format_count(d['params_total'])} params"
+        if d.get("params_active") and d["params_active"] != d["params_total"]:
+            head += f", {format_count(d['params_active'])} active"
+        head += f", {d.get('attention', '')})"
+    out.append(head)
+    rows = []
+    for it in est.items:
+        lo, mid, hi = it.range
+        rng = "" if lo == mid == hi else f"{format_bytes(lo)} - {format_bytes(hi)}"
+        rows.append([it.name, it.location, format_bytes(mid), rng, it.formula if verbose else _short(it.formula)])
+    for loc in ("device", "host"):
+        if any(i.location == loc for i in est.items):
+            lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+            rows.append([f"TOTAL {loc}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
+    out.append(table(rows, ["component", "where", "expected", "range", "how"]))
+    for key, label in (("admitted_sequences", "vLLM admits"), ("max_concurrency_at_context", "KV room for"),
+                       ("memory_needed_at_utilization", "GPU memory needed"), ("peak_phase", "peak at")):
+        if key in d:
+            v = d[key]
+            txt = format_bytes(v) if key == "memory_needed_at_utilization" else (
+                f"{v} sequences" if isinstance(v, int) else str(v))
+            out.append(f"{label}: {txt}")
+    if "fits" in d:
+        out.append(f"fits in {format_bytes(d['memory_budget'])}: {'yes' if d['fits'] else 'NO'} "
+                   f"(headroom {format_bytes(d['headroom_bytes'])})")
+    out.append("assumptions: " + "; ".join(
+        f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in est.assumptions))
+    for w in est.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
+
+
+def _short(text: str, n: int = 70) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."

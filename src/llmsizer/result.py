@@ -1,0 +1,92 @@
+"""The result objects every estimate returns: a breakdown, the assumptions applied, and warnings.
+
+Renderers (CLI table, JSON, reports) only read these objects. ``Estimate.to_dict()`` is the stable
+JSON structure (``schema_version`` bumps on incompatible changes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Location = Literal["device", "host"]
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Item:
+    """One memory component: expected bytes, a low/high range, where it lives, and why."""
+
+    name: str
+    bytes: int
+    location: Location = "device"
+    low: int | None = None
+    high: int | None = None
+    formula: str = ""
+    source: str = ""
+
+    @property
+    def range(self) -> tuple[int, int, int]:
+        lo = self.bytes if self.low is None else self.low
+        hi = self.bytes if self.high is None else self.high
+        return lo, self.bytes, hi
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, mid, hi = self.range
+        return {"name": self.name, "location": self.location, "bytes": mid, "low": lo, "high": hi,
+                "formula": self.formula, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """A value the estimate used. ``default`` is True when the user did not give it."""
+
+    name: str
+    value: Any
+    default: bool
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "default": self.default, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    kind: str
+    model: str
+    items: tuple[Item, ...]
+    assumptions: tuple[Assumption, ...]
+    warnings: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def total(self, location: Location = "device") -> tuple[int, int, int]:
+        """(low, expected, high) bytes summed over the items at ``location``."""
+        lo = mid = hi = 0
+        for it in self.items:
+            if it.location == location:
+                a, b, c = it.range
+                lo, mid, hi = lo + a, mid + b, hi + c
+        return lo, mid, hi
+
+    @property
+    def total_bytes(self) -> int:
+        return self.total("device")[1]
+
+    def item(self, name: str) -> Item:
+        for it in self.items:
+            if it.name == name:
+                return it
+        raise KeyError(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        totals = {}
+        for loc in ("device", "host"):
+            lo, mid, hi = self.total(loc)  # type: ignore[arg-type]
+            if any(it.location == loc for it in self.items):
+                totals[loc] = {"low": lo, "bytes": mid, "high": hi}
+        return {
+            "schema_version": SCHEMA_VERSION, "kind": self.kind, "model": self.model,
+            "totals": totals, "items": [i.to_dict() for i in self.items],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+            "warnings": list(self.warnings), "details": self.details,
+        }

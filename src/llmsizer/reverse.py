@@ -1,0 +1,64 @@
+"""The reverse questions: the largest context, or concurrency, that fits a memory budget.
+
+Memory is non-decreasing in context and in concurrency (every term of ``inference.estimate_inference``
+is), so the largest value that fits is found by bisection over whole tokens / sequences.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from .errors import InputError
+from .inference import estimate_inference
+from .models import load_model
+from .specs import InferenceWorkload, ModelSpec
+
+
+def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
+    est = estimate_inference(spec, w)
+    if w.engine == "vllm":
+        return bool(est.details.get("max_concurrency_at_context", 0) >= w.concurrency)
+    loc = "host" if w.device == "cpu" else "device"
+    return est.total(loc)[level] <= (w.memory or 0)  # type: ignore[arg-type]
+
+
+def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int) -> int:
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _fits(spec, replace(w, **{field: mid}), level):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any]) -> tuple[ModelSpec, InferenceWorkload]:
+    if memory is None or memory <= 0:
+        raise InputError("a positive memory budget is needed (e.g. --memory 24GiB)")
+    spec = load_model(model) if isinstance(model, str) else model
+    return spec, InferenceWorkload(memory=memory, **kwargs)
+
+
+def max_context(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
+    """Largest context (tokens per sequence) that fits ``memory`` bytes; 0 if even 1 token does not.
+
+    ``level`` picks which end of the range must fit: 'low', 'expected' or 'high'.
+    """
+    spec, w = _prepare(model, memory, kwargs)
+    upper = max(spec.max_position_embeddings or 0, 1 << 20)
+    return _largest(spec, w, "context", upper, _level(level))
+
+
+def max_concurrency(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
+    """Largest number of concurrent sequences of ``context`` tokens that fits ``memory`` bytes."""
+    spec, w = _prepare(model, memory, kwargs)
+    return _largest(spec, w, "concurrency", 1 << 20, _level(level))
+
+
+def _level(level: str) -> int:
+    levels = {"low": 0, "expected": 1, "high": 2}
+    if level not in levels:
+        raise InputError(f"level must be one of {', '.join(levels)}, got {level!r}")
+    return levels[level]

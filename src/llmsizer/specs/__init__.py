@@ -1,0 +1,8 @@
+"""Typed, validated specifications (no I/O)."""
+
+from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSpec
+
+__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
+from .workload import ATTENTION_IMPLS, DEVICES, ENGINES, InferenceWorkload
+
+__all__ += ["ATTENTION_IMPLS", "DEVICES", "ENGINES", "InferenceWorkload"]

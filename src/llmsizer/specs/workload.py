@@ -1,0 +1,63 @@
+"""InferenceWorkload: what the user wants to serve, validated up front (closed sets listed in errors)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+ENGINES = ("transformers", "vllm", "llamacpp")
+DEVICES = ("gpu", "cpu")
+ATTENTION_IMPLS = ("sdpa", "flash", "eager")
+
+
+@dataclass(frozen=True)
+class InferenceWorkload:
+    """A serving workload.
+
+    context: tokens each sequence holds at the end (prompt + output) [tokens].
+    concurrency: sequences served at once [sequences].
+    output_tokens: tokens generated per sequence (part of ``context``); None: engine default.
+    weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
+    kv_dtype: KV cache dtype; None: the engine default.
+    memory: device memory budget [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
+    """
+
+    context: int = 4096
+    concurrency: int = 1
+    output_tokens: int | None = None
+    weights: str | None = None
+    kv_dtype: str | None = None
+    device: str = "gpu"
+    engine: str = "transformers"
+    memory: int | None = None
+    attention: str = "sdpa"
+    group_size: int = 128
+    paged_block_size: int | None = None
+    gpu_memory_utilization: float | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    n_gpu_layers: int | None = None
+    n_ubatch: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.context <= 0:
+            raise InputError(f"context must be a positive number of tokens, got {self.context}")
+        if self.concurrency <= 0:
+            raise InputError(f"concurrency must be a positive number of sequences, got {self.concurrency}")
+        if self.output_tokens is not None and not 0 <= self.output_tokens <= self.context:
+            raise InputError(f"output_tokens must be between 0 and context ({self.context}), got {self.output_tokens}")
+        for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
+                                     ("attention", self.attention, ATTENTION_IMPLS)):
+            if value not in allowed:
+                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.memory is not None and self.memory <= 0:
+            raise InputError(f"memory must be positive, got {self.memory}")
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
+            raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise InputError(f"{name} must be positive, got {v}")
+        if self.n_gpu_layers is not None and self.n_gpu_layers < 0:
+            raise InputError(f"n_gpu_layers must not be negative, got {self.n_gpu_layers}")

@@ -1,0 +1,107 @@
+"""Quantities at the edges: parse what users type, format what they read.
+
+Inside llmsizer every quantity is a plain number in base units: bytes, parameters, tokens, seconds.
+This module is the only place that knows about suffixes. Binary prefixes (KiB, MiB, GiB, TiB = 2^10..2^40)
+and decimal prefixes (KB, MB, GB, TB = 10^3..10^12) are kept apart, as in pint's ``default_en.txt``;
+bits (``b``, ``Gb``) are converted to bytes by dividing by 8.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .errors import InputError
+
+KiB = 1024
+MiB = 1024**2
+GiB = 1024**3
+TiB = 1024**4
+
+_BYTE_UNITS: dict[str, float] = {
+    "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8,
+    "B": 1, "byte": 1, "bytes": 1,
+    "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+    "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+    "Kb": 1e3 / 8, "kb": 1e3 / 8, "Mb": 1e6 / 8, "Gb": 1e9 / 8, "Tb": 1e12 / 8,
+}
+
+_COUNT_SUFFIX: dict[str, float] = {
+    "": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "b": 1e9, "B": 1e9, "t": 1e12, "T": 1e12,
+}
+
+_NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+
+
+def parse_bytes(text: str | int | float, *, what: str = "memory") -> int:
+    """Parse a memory size such as ``"24GiB"``, ``"80 GB"``, ``"512MiB"`` or a plain byte count.
+
+    A bare number means bytes. Raises :class:`InputError` naming *what* on anything else.
+    """
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise InputError(f"{what}: must not be negative, got {text}")
+        return int(text)
+    s = str(text).strip()
+    m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
+    if not m or m.group(2) not in _BYTE_UNITS and m.group(2) != "":
+        raise InputError(
+            f"{what}: cannot read {text!r} as a size; write e.g. '24GiB', '80GB', '512MiB' "
+            "(GiB = 2^30 bytes, GB = 10^9 bytes)"
+        )
+    factor = _BYTE_UNITS.get(m.group(2), 1)
+    return int(round(float(m.group(1)) * factor))
+
+
+def parse_count(text: str | int | float, *, what: str = "count") -> int:
+    """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes)."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text < 0:
+            raise InputError(f"{what}: must not be negative, got {text}")
+        return int(text)
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
+    if not m:
+        raise InputError(f"{what}: cannot read {text!r} as a number; write e.g. '8192', '32k', '7B'")
+    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
+    if value < 0:
+        raise InputError(f"{what}: must not be negative, got {text!r}")
+    return int(round(value))
+
+
+def parse_tokens(text: str | int | float, *, what: str = "context") -> int:
+    """Parse a context length. Context sizes are quoted in binary thousands by model publishers
+    ("8k" = 8192, "128K" = 131072 tokens, e.g. Llama 3.1's 131072 max_position_embeddings), so k/K here
+    means 1024 and m/M 1024^2. Plain numbers are taken as written."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return parse_count(text, what=what)
+    s = str(text).strip().replace("_", "").replace(",", "")
+    m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
+    if not m:
+        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
+    factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
+    return int(round(float(m.group(1)) * factor))
+
+
+def format_bytes(n: float, *, binary: bool = True) -> str:
+    """Format bytes for people: GiB/MiB (binary, default) or GB/MB (decimal). Never mixes the two."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB") if binary else ("B", "KB", "MB", "GB", "TB", "PB")
+    base = 1024.0 if binary else 1000.0
+    x = float(n)
+    sign = "-" if x < 0 else ""
+    x = abs(x)
+    i = 0
+    while x >= base and i < len(units) - 1:
+        x /= base
+        i += 1
+    if i == 0:
+        return f"{sign}{int(x)} B"
+    return f"{sign}{x:.2f} {units[i]}"
+
+
+def format_count(n: float) -> str:
+    """Format a parameter or token count with a decimal suffix (K, M, B, T)."""
+    x = float(n)
+    for suffix, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.2f}{suffix}"
+    return f"{int(x)}"

@@ -1,0 +1,70 @@
+"""The CLI through its real entry point (a subprocess), as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_infer_json_matches_the_python_api():
+    import llmsizer
+    r = run("infer", "llama-3.1-8b", "--context", "8192", "--concurrency", "2", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    api = llmsizer.estimate_inference("llama-3.1-8b", context=8192, concurrency=2).to_dict()
+    assert data == json.loads(json.dumps(api, default=str))
+    assert {i["name"] for i in data["items"]} >= {"weights", "kv_cache", "activations"}
+    assert all(a["name"] and "default" in a for a in data["assumptions"])
+
+
+def test_table_output_names_every_component():
+    r = run("infer", "qwen2.5-7b", "--engine", "vllm", "--memory", "24GiB", "--context", "32k")
+    assert r.returncode == 0, r.stderr
+    for word in ("weights", "kv_cache", "activations", "cuda_graphs", "vLLM admits"):
+        assert word in r.stdout
+
+
+def test_unknown_model_is_one_line_exit_2_with_closest_names():
+    r = run("infer", "llama-3.1-8bb")
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "llama-3.1-8b" in r.stderr
+
+
+def test_nonsense_values_are_rejected():
+    for args in (["--context", "-5"], ["--concurrency", "0"], ["--weights", "q9_z"], ["--memory", "lots"],
+                 ["--engine", "tgi"], ["--kv-dtype", "fp3"]):
+        r = run("infer", "llama-3.1-8b", *args)
+        assert r.returncode == 2, args
+        assert "Traceback" not in r.stderr and r.stderr.strip(), args
+
+
+def test_malformed_config_json_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "config.json"
+    bad.write_text('{"model_type": "llama",\n "hidden_size": }')
+    r = run("inspect", str(bad))
+    assert r.returncode == 2
+    assert str(bad) in r.stderr and "line 2" in r.stderr
+
+
+def test_every_command_has_help_with_examples():
+    for cmd in ("models", "inspect", "infer"):
+        r = run(cmd, "--help")
+        assert r.returncode == 0 and "examples" in r.stdout
+
+
+def test_reverse_questions():
+    r = run("infer", "llama-3.1-8b", "--memory", "24GiB", "--max-context", "--max-concurrency", "--json")
+    assert r.returncode == 0, r.stderr
+    rev = json.loads(r.stdout)["reverse"]
+    assert rev["max_context"] > 0 and rev["max_concurrency"] >= 1
