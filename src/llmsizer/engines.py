@@ -35,9 +35,23 @@ TORCH_HOST_RUNTIME = Span(200 * MiB, 250 * MiB, 500 * MiB,
 LLAMACPP_HOST_RUNTIME = Span(20 * MiB, 60 * MiB, 150 * MiB,
                              "llama.cpp is a native binary; gguf-parser-go budgets 150 MiB footprint")
 
-# vLLM CUDA-graph capture memory (reported in its log 'Graph capturing finished in N secs, took X GiB').
-VLLM_CUDA_GRAPHS = Span(int(0.1 * GiB), int(0.5 * GiB), int(1.5 * GiB),
-                        "vLLM startup logs 'Graph capturing ... took 0.1-1.5 GiB' (docs/validation.md); 0 with enforce_eager")
+# vLLM CUDA-graph pool ('Graph capturing finished in N secs, took X GiB'; newer releases estimate it and
+# deduct it from the KV pool). Observed 0.10-1.03 GiB on one H100 (llm-d/llm-d-benchmark
+# config_explorer/empirical-vllm-memory-results.md @259334868c), 0.45 GiB (run-ai/runai-model-streamer#67).
+VLLM_CUDA_GRAPHS = Span(int(0.1 * GiB), int(0.4 * GiB), int(1.05 * GiB),
+                        "vLLM logs: 0.10-1.03 GiB on H100 (llm-d empirical-vllm-memory-results.md); 0 with enforce_eager")
+
+# vLLM 'non-torch memory' inside the pool (NCCL buffers, cuBLAS workspaces): 0.13-0.14 GiB on one H100,
+# 0.55 GiB per GPU at TP=2 (llm-d table); 0.35-0.39 GiB in V0 logs (vllm-project/vllm#10517, #11251).
+VLLM_NON_TORCH = Span(int(0.03 * GiB), int(0.13 * GiB), int(0.55 * GiB),
+                      "vLLM logs 'non-torch memory' (llm-d table; vllm#10517, #11251, #13882)")
+
+# Bytes the vLLM profile run's dummy sampler holds per logit (num_seqs x vocab): fp32 logits plus the
+# sort/softmax/cumsum copies of top-k/top-p sampling. Derived, not tuned: peak activation / (1024 x vocab)
+# over the five single-source rows of the llm-d H100 table (Llama-3.1-8B 4.76 GiB, Qwen3-0.6B 5.56,
+# Qwen3-32B 5.64, gpt-oss-20b 7.38, Llama-3.3-70B-FP8 TP2 4.84) = 38.4-39.6 B (mean 38.9); checked against
+# other rows in tests/validation/test_vllm_logs.py.
+VLLM_SAMPLER_BYTES_PER_LOGIT = 38.9
 
 
 @dataclass(frozen=True)
@@ -75,7 +89,5 @@ LLAMACPP = EngineProfile(
 PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP)}
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
-VLLM_MAX_NUM_SEQS = 256  # vLLM scheduler default max_num_seqs (V1 may raise it on large GPUs; set it explicitly)
-VLLM_MAX_NUM_BATCHED_TOKENS = 8192  # V1 default chunked-prefill token budget for the OpenAI server on >=70 GiB GPUs
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)
-LLAMACPP_KV_PAD = 256  # llama.cpp pads KV cells to 256 (llama_kv_cache::get_padding with flash attention)
+LLAMACPP_KV_PAD = 256  # llama.cpp pads n_ctx / KV cells to a multiple of 256 (llama-context.cpp, llama-kv-cache.cpp)

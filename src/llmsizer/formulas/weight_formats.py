@@ -97,6 +97,15 @@ def normalize_format(name: str) -> str:
     raise InputError(f"unknown weight format {name!r}; known: {', '.join(format_names())}")
 
 
+def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
+    """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
+    best = 0
+    for t in model_tensors(spec):
+        if t.matrix and t.component not in ("embedding", "lm_head", "vision"):
+            best = max(best, t.numel // t.count)
+    return best
+
+
 @dataclass(frozen=True)
 class WeightBytes:
     """Weight memory of a model under one format."""
@@ -107,10 +116,6 @@ class WeightBytes:
     by_storage: dict[str, int]  # storage type -> bytes (e.g. 'Q6_K', 'int4+scales', 'bf16')
     notes: tuple[str, ...] = field(default=())
     layer_bytes: tuple[int, ...] = ()  # bytes of each decoder layer (for partial offload)
-
-    @property
-    def bits_per_param(self) -> float:
-        return 0.0
 
 
 def _bnb4(numel: int, double_quant: bool) -> int:
@@ -123,7 +128,7 @@ def _bnb4(numel: int, double_quant: bool) -> int:
     return packed + blocks * 1 + math.ceil(blocks / 256) * 4 + 256 * 4 + 4 + code
 
 
-def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int) -> tuple[int, str]:
+def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int = 2) -> tuple[int, str]:
     """Bytes of one tensor group under a non-GGUF format, and the storage label."""
     out_f = t.shape[0]
     in_f = t.shape[1] if len(t.shape) == 2 else 1
@@ -137,7 +142,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int) -> tuple[int, str
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
     if not quantizable:
-        return n * 2, "bf16"
+        return n * other_bytes, {2: "bf16/fp16", 4: "fp32"}.get(other_bytes, "other")
     if fmt == "fp8":
         return n + 4 * t.count, "fp8"
     if fmt == "fp8-block":
@@ -257,8 +262,12 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 
 
 @lru_cache(maxsize=512)
-def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128) -> WeightBytes:
-    """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule)."""
+def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: int = 2) -> WeightBytes:
+    """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
+
+    ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
+    lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
+    """
     fmt = normalize_format(fmt)
     if group_size <= 0:
         raise InputError(f"group_size must be positive, got {group_size}")
@@ -271,7 +280,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128) -> WeightByte
             b = ggml_tensor_bytes(gtype, t.numel // t.count) * t.count
             label = gtype
         else:
-            b, label = _tensor_bytes_simple(fmt, t, group_size)
+            b, label = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
         by_comp[t.component] = by_comp.get(t.component, 0) + b
         by_store[label] = by_store.get(label, 0) + b
         if t.layer >= 0 and t.component != "vision":

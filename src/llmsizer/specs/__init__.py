@@ -3,6 +3,6 @@
 from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSpec
 
 __all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
-from .workload import ATTENTION_IMPLS, DEVICES, ENGINES, InferenceWorkload
+from .workload import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload
 
-__all__ += ["ATTENTION_IMPLS", "DEVICES", "ENGINES", "InferenceWorkload"]
+__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "ENGINES", "InferenceWorkload"]

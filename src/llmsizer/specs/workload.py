@@ -9,6 +9,7 @@ from ..errors import InputError
 ENGINES = ("transformers", "vllm", "llamacpp")
 DEVICES = ("gpu", "cpu")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
+DTYPES = ("bf16", "fp16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class InferenceWorkload:
     engine: str = "transformers"
     memory: int | None = None
     attention: str = "sdpa"
+    dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
     group_size: int = 128
     paged_block_size: int | None = None
     gpu_memory_utilization: float | None = None
@@ -51,6 +53,8 @@ class InferenceWorkload:
                                      ("attention", self.attention, ATTENTION_IMPLS)):
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
         if self.memory is not None and self.memory <= 0:
             raise InputError(f"memory must be positive, got {self.memory}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:

@@ -1,0 +1,71 @@
+"""Shared pieces of the inference composition: the accumulator and the items every engine reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import engines as E
+from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ..formulas.weight_formats import WeightBytes
+from ..result import Assumption, Item, Location
+from ..specs import InferenceWorkload, ModelSpec
+from ..units import format_bytes
+
+
+class Acc:
+    """Collects items, assumptions and warnings while an estimate is composed."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.assumptions: list[Assumption] = []
+        self.warnings: list[str] = []
+
+    def assume(self, name: str, value: Any, given: Any, why: str) -> Any:
+        """Use ``given`` when the user supplied it, else ``value``; record which."""
+        if given is not None:
+            self.assumptions.append(Assumption(name, given, False, "given"))
+            return given
+        self.assumptions.append(Assumption(name, value, True, why))
+        return value
+
+    def span(self, name: str, span: E.Span, location: Location = "device", formula: str = "") -> None:
+        self.items.append(Item(name, span.expected, location, span.low, span.high,
+                               formula or "named constant (engines.py)", span.source))
+
+
+@dataclass
+class Context:
+    spec: ModelSpec
+    w: InferenceWorkload
+    wb: WeightBytes
+    fmt: str
+    kv_dtype: str
+    act_bytes: int
+    profile: E.EngineProfile
+    acc: Acc
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None, note: str = "") -> Item:
+    parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(wb.by_storage.items(), key=lambda kv: -kv[1]))
+    return Item("weights", wb.total if nbytes is None else nbytes, location,
+                formula=f"sum over tensors in format {wb.format} ({parts}){note}",
+                source="formulas/weight_formats.py (per-format rules and references)")
+
+
+def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: int | None = None,
+            window_extra: int | None = None, name: str = "kv_cache") -> Item:
+    spec, prof = ctx.spec, ctx.profile
+    extra = prof.window_extra if window_extra is None else window_extra
+    kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block)
+    layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
+    if kv.sliding_layers:
+        layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"
+    if spec.mla is not None:
+        per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
+    else:
+        per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
+    return Item(name, kv.total_bytes, location,
+                formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} seqs",
+                source="formulas/kv_cache.py eqs. (1)-(2): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")

@@ -1,0 +1,145 @@
+"""Inference memory: the composition layer. Unpacks specs, calls formulas, records every default.
+
+    memory = weights + KV cache + activation workspace + runtime overhead
+(seed 000, "Estimation formula for inference resource usage"), each term from ``formulas/``, and how an
+engine allocates them from ``engines.py`` and the engine modules beside this one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import engines as E
+from ..errors import InputError
+from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ..formulas.params import count_params
+from ..formulas.weight_formats import file_weight_bytes, normalize_format, stored_format, weight_bytes
+from ..result import Assumption, Estimate
+from ..specs import InferenceWorkload, ModelSpec
+from ..units import format_bytes
+from .common import Acc, Context
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
+    if w.weights is None and spec.file_weights is not None:
+        acc.assumptions.append(Assumption("weights", "file", True,
+                                          f"exact tensor bytes read from {spec.file_weights.path}"))
+        if w.engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
+            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
+        return "file", w.group_size
+    if w.weights is None:
+        fmt, group, why = stored_format(spec)
+        acc.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
+    else:
+        fmt, group = normalize_format(w.weights), w.group_size
+        acc.assumptions.append(Assumption("weights", fmt, False, "given"))
+    if w.engine == "llamacpp" and not fmt.startswith("gguf:"):
+        if fmt in ("fp32", "fp16", "bf16"):
+            fmt = "gguf:" + ("f32" if fmt == "fp32" else fmt.replace("fp", "f"))
+            acc.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
+        else:
+            raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
+    if w.engine != "llamacpp" and fmt.startswith("gguf:"):
+        acc.warnings.append(f"{w.engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
+                            f"with Transformers'); weights counted in bf16 instead of {fmt}")
+        fmt = "bf16"
+    if fmt in ("gptq-int4", "gptq-int8", "awq-int4"):
+        acc.assumptions.append(Assumption("group_size", group, w.weights is None or w.group_size == 128,
+                                          "quantization group size (GPTQ/AWQ default 128)"))
+    if fmt == "mxfp4" and w.engine == "transformers":
+        acc.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
+                            "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
+    return fmt, group
+
+
+def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> str:
+    if fmt in ("fp32", "gguf:f32"):
+        default, why = "fp32", "fp32 weights compute in fp32"
+    elif (spec.torch_dtype or "").lower() == "float16":
+        default, why = "fp16", "checkpoint torch_dtype float16"
+    else:
+        default, why = "bf16", "bf16 compute (torch_dtype of the checkpoint or the usual choice)"
+    return str(acc.assume("dtype", default, w.dtype, why + "; activations and unquantized tensors use it"))
+
+
+def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
+    default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
+    kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
+    kv_dtype_bytes(kvd)  # validates the name
+    if profile.name == "transformers" and kvd not in ("fp32", "fp16", "bf16"):
+        acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
+                            f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
+    return kvd
+
+
+def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | None = None, **kwargs: Any) -> Estimate:
+    """Estimate the memory to serve ``model`` under ``workload`` (or keyword fields of InferenceWorkload).
+
+    Returns an :class:`~llmsizer.result.Estimate`: items (each with formula, source and range), the
+    assumptions applied (defaults flagged) and warnings.
+
+    >>> est = estimate_inference("qwen2.5-0.5b", context=4096, concurrency=1)
+    >>> est.item("weights").bytes > 0
+    True
+    """
+    if workload is not None and kwargs:
+        raise InputError("give either a workload or keyword fields, not both")
+    if isinstance(model, str):
+        from ..models import load_model
+        spec = load_model(model)
+    else:
+        spec = model
+    w = workload if workload is not None else InferenceWorkload(**kwargs)
+    if w.device == "cpu" and w.engine == "vllm":
+        raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
+    acc = Acc()
+    profile = E.PROFILES[w.engine]
+    acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
+    fmt, group = _resolve_weights(spec, w, acc)
+    dtype = _compute_dtype(spec, w, fmt, acc)
+    act_bytes = DTYPE_BYTES[dtype]
+    wb = file_weight_bytes(spec) if fmt == "file" else weight_bytes(spec, fmt, group, act_bytes)
+    kvd = _kv_dtype(w, profile, dtype, acc)
+    if spec.max_position_embeddings and w.context > spec.max_position_embeddings:
+        acc.warnings.append(f"context {w.context} exceeds the model's max_position_embeddings "
+                            f"{spec.max_position_embeddings}")
+    if spec.is_moe:
+        acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
+    ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc)
+    if w.engine == "vllm":
+        from .vllm import compose_vllm
+        compose_vllm(ctx)
+    elif w.engine == "llamacpp":
+        from .llamacpp import compose_llamacpp
+        compose_llamacpp(ctx)
+    else:
+        from .hf_transformers import compose_transformers
+        compose_transformers(ctx)
+    pc = count_params(spec)
+    details = ctx.details
+    details.update({
+        "params_total": pc.total, "params_active": pc.active, "weights_format": fmt,
+        "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
+        "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode).bytes_per_token,
+        "attention": spec.attention_kind,
+    })
+    est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    if w.memory is not None:
+        _check_fit(est, w, acc)
+        est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    return est
+
+
+def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
+    loc = "host" if w.device == "cpu" else "device"
+    lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+    mem = w.memory or 0
+    est.details.update({"memory_budget": mem, "fits": mid <= mem, "headroom_bytes": mem - mid})
+    if mid > mem:
+        acc.warnings.append(f"does not fit: needs {format_bytes(mid)} (range {format_bytes(lo)}-{format_bytes(hi)}) "
+                            f"but the budget is {format_bytes(mem)}")
+    elif hi > mem:
+        acc.warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)} "
+                            f"of the range (budget {format_bytes(mem)})")

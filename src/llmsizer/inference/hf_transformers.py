@@ -1,0 +1,58 @@
+"""Engine profile 'transformers': Hugging Face ``generate()`` with the default DynamicCache.
+
+Peak = max over the two phases of (KV cache then held + activations of that step):
+end of prefill (KV of the prompt, a forward over the whole prompt) and end of decoding (KV of the full
+context, a one-token forward). Logits are computed for the last position only and upcast to fp32
+(transformers ``GenerationMixin``: ``logits_to_keep=1``; ``next_token_logits.to(torch.float32)``).
+bitsandbytes 4-bit layers dequantize the whole weight to the compute dtype for inputs of more than one
+token (bitsandbytes ``autograd/_functions.py`` ``matmul_4bit``: ``gemv_4bit`` only for a single token,
+else ``dequantize_4bit(...).to(A.dtype)``), so prefill holds one dequantized matrix at a time.
+"""
+
+from __future__ import annotations
+
+from .. import engines as E
+from ..formulas.activations import prefill_activation_bytes
+from ..formulas.weight_formats import largest_quantized_matrix
+from ..result import Item, Location
+from ..units import format_bytes
+from .common import Context, kv_item, weights_item
+
+
+def compose_transformers(ctx: Context) -> None:
+    spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    loc: Location = "host" if w.device == "cpu" else "device"
+    out = acc.assume("output_tokens", 0, w.output_tokens,
+                     "not given: the whole context is taken as the prompt (the largest prefill)")
+    prompt = max(w.context - out, 1)
+    attention = acc.assume("attention", "sdpa", None if w.attention == "sdpa" else w.attention,
+                           "transformers default attn_implementation (no score matrix kept)")
+    pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention)
+    dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention)
+    kv_prompt = kv_item(ctx, prompt, w.concurrency, loc)
+    kv_end = kv_item(ctx, w.context, w.concurrency, loc)
+    dequant = 0
+    if ctx.fmt in ("nf4", "nf4-dq", "fp4", "fp4-dq") and prompt > 1:
+        dequant = largest_quantized_matrix(spec, ctx.fmt) * ctx.act_bytes
+    if kv_prompt.bytes + pre.peak_bytes + dequant >= kv_end.bytes + dec.peak_bytes:
+        kv, act, phase, deq = kv_prompt, pre, f"end of prefill ({prompt} prompt tokens)", dequant
+    else:
+        kv, act, phase, deq = kv_end, dec, f"end of decoding ({w.context} tokens)", 0
+    ctx.details["peak_phase"] = phase
+    acc.items.append(weights_item(ctx.wb, loc))
+    acc.items.append(kv)
+    acc.items.append(Item(
+        "activations", act.peak_bytes, loc, high=act.peak_bytes + act.logits_bytes,
+        formula=f"residual {format_bytes(act.residual_bytes)} + max(attention {format_bytes(act.attention_bytes)}, "
+                f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}) at {phase}",
+        source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)"))
+    if deq:
+        acc.items.append(Item("dequant_buffer", deq, loc,
+                              formula="largest 4-bit matrix dequantized to the compute dtype during prefill",
+                              source="bitsandbytes autograd/_functions.py matmul_4bit (dequantize_4bit for >1 token)"))
+    if loc == "device":
+        acc.span("cuda_context", E.CUDA_CONTEXT)
+        acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act.peak_bytes,
+                              formula="reserved - allocated: 0 expected, up to one more activation peak cached",
+                              source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
+    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")

@@ -1,0 +1,108 @@
+"""Engine profile 'vllm': a fixed memory pool filled with KV blocks.
+
+vLLM (``v1/worker/gpu_worker.py`` ``determine_available_memory``) sizes the KV pool as
+
+    kv_pool = gpu_memory_utilization x total_memory - weights - peak_activation - non_torch - cudagraph   (1)
+
+where ``peak_activation`` is the torch peak of a profile run: one forward over ``max_num_batched_tokens``
+tokens and a dummy sampler over ``max_num_seqs`` sequences (``gpu_model_runner.profile_run``). The CUDA
+context itself is outside the pool, in the (1 - utilization) headroom. Blocks of ``block_size`` tokens
+(Kwon et al. 2023, PagedAttention, section 4.2); a sliding-window layer needs at most
+ceil(min(window - 1 + max_num_batched_tokens, context) / block) + 1 blocks per request
+(``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``); MLA caches the latent
+(``MLAAttentionSpec``). Admitted sequences = pool / per-sequence KV (the log line "Maximum concurrency
+for N tokens per request").
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import engines as E
+from ..formulas.activations import prefill_activation_bytes
+from ..formulas.kv_cache import kv_cache
+from ..result import Item
+from ..units import GiB, format_bytes
+from .common import Context, kv_item, weights_item
+
+
+def _defaults(ctx: Context) -> tuple[int, int]:
+    """vLLM's max_num_seqs / max_num_batched_tokens defaults for `vllm serve` (EngineArgs batch defaults)."""
+    big = ctx.w.memory is not None and ctx.w.memory >= 70 * GiB
+    return (1024, 8192) if big else (256, 2048)
+
+
+def compose_vllm(ctx: Context) -> None:
+    spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    seqs_default, tokens_default = _defaults(ctx)
+    why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; A100 excepted)"
+           if seqs_default == 1024 else "vllm serve default on GPUs under 70 GiB (or memory not given)")
+    util = acc.assume("gpu_memory_utilization", E.VLLM_GPU_MEMORY_UTILIZATION, w.gpu_memory_utilization,
+                      "vLLM CacheConfig default (0.92 on the newest main; 0.9 in released docs)")
+    mnbt = acc.assume("max_num_batched_tokens", tokens_default, w.max_num_batched_tokens, why)
+    mns = acc.assume("max_num_seqs", seqs_default, w.max_num_seqs, why)
+    block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
+    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0)
+    sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
+    act = max(fwd.peak_bytes, sampler)
+    acc.items.append(weights_item(ctx.wb, "device"))
+    acc.items.append(Item(
+        "activations", act, "device", low=min(fwd.peak_bytes, act), high=fwd.peak_bytes + sampler,
+        formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}, sampler "
+                f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
+                f"{format_bytes(sampler)})",
+        source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
+               "(engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
+    acc.span("non_torch", E.VLLM_NON_TORCH, formula="non-torch allocations counted in the pool (NCCL, cuBLAS)")
+    acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM >= 0.21)")
+    fixed = ctx.wb.total + act + E.VLLM_NON_TORCH.expected + E.VLLM_CUDA_GRAPHS.expected
+    one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
+                       window_extra=mnbt - 1, block_size=block).total_bytes
+    one_seq += _sliding_spare_block(ctx, block)
+    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=mnbt - 1)
+    ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq})
+    if w.memory is None:
+        acc.items.append(need)
+        total = fixed + need.bytes
+        ctx.details["memory_needed"] = int(total / util) + E.CUDA_CONTEXT.expected
+        acc.warnings.append(f"vLLM pre-allocates KV to fill {util:.0%} of GPU memory; give --memory to see what it "
+                            f"admits. This workload needs a GPU of at least "
+                            f"{format_bytes(ctx.details['memory_needed'])}")
+        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
+        return
+    pool = int(util * w.memory)
+    kv_avail = pool - fixed
+    admitted = max(kv_avail, 0) // one_seq if one_seq else 0
+    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token
+    blocks = max(kv_avail, 0) // max(int(per_token_layers * block), 1)
+    ctx.details.update({"kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
+                        "max_concurrency_at_context": int(admitted),
+                        "admitted_sequences": int(min(admitted, mns))})
+    acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
+                          formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
+                                  f"cuda_graphs = {int(blocks)} blocks of {block} tokens",
+                          source="vLLM gpu_worker.determine_available_memory (eq. 1 of inference/vllm.py)"))
+    acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
+    if kv_avail <= 0:
+        acc.warnings.append("vLLM would fail at start-up ('No available memory for the cache blocks'): weights + "
+                            f"activations + overhead exceed {util:.0%} of {format_bytes(w.memory)}")
+    elif admitted < 1:
+        acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
+                            f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
+    elif admitted < w.concurrency:
+        acc.warnings.append(f"vLLM admits only {int(admitted)} sequences of {w.context} tokens at once "
+                            f"(asked {w.concurrency}); the rest wait in the queue")
+    if mns < w.concurrency:
+        acc.warnings.append(f"max_num_seqs {mns} caps concurrency below the {w.concurrency} requested")
+    if E.CUDA_CONTEXT.expected > w.memory - pool:
+        acc.warnings.append(f"the CUDA context (~{format_bytes(E.CUDA_CONTEXT.expected)}) may not fit the "
+                            f"{1 - util:.0%} left outside the vLLM pool")
+
+
+def _sliding_spare_block(ctx: Context, block: int) -> int:
+    """SlidingWindowSpec reserves one extra block per sliding layer and request."""
+    n_sliding = sum(1 for k in ctx.spec.layer_types if k == "sliding")
+    if not n_sliding:
+        return 0
+    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / ctx.spec.num_layers
+    return math.ceil(n_sliding * block * per_layer_token)

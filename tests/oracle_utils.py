@@ -1,0 +1,135 @@
+"""Independent truth for the formula tests: real transformers models, built from the same config.json dict.
+
+Nothing here calls llmsizer. Parameter counts come from ``nn.Module.parameters()`` of the model transformers
+builds (tied weights are deduplicated by ``parameters()``); components come from the module names the
+transformers definitions use (``model.layers.N.self_attn.*``, ``mlp.experts.*``, ``lm_head`` ...); KV bytes come
+from the tensors a real forward pass leaves in the returned ``Cache``.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import re
+import warnings
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+logging.getLogger("transformers").setLevel(logging.ERROR)
+transformers.logging.set_verbosity_error()
+warnings.filterwarnings("ignore", module="transformers")
+
+MULTIMODAL_TYPES = {"gemma3"}
+
+
+def hf_config(cfg: dict[str, Any]) -> Any:
+    """The transformers config object for a config.json dict (the dict is not modified)."""
+    d = copy.deepcopy(cfg)
+    return transformers.AutoConfig.for_model(**d)
+
+
+def build(cfg: dict[str, Any], device: str = "meta", dtype: Any = None, attn: str | None = None) -> Any:
+    """Instantiate the real model class for ``cfg`` (meta device: shapes only, no memory, no weights)."""
+    conf = hf_config(cfg)
+    if attn is not None:
+        conf._attn_implementation = attn
+    cls = (transformers.AutoModelForImageTextToText if cfg.get("model_type") in MULTIMODAL_TYPES
+           else transformers.AutoModelForCausalLM)
+    kwargs: dict[str, Any] = {}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    with torch.device(device):
+        model = cls.from_config(conf, **kwargs)
+    return model.eval()
+
+
+def real_param_count(model: Any) -> int:
+    """Parameters of the model as PyTorch holds them: tied tensors counted once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+# Module-name rules of the transformers definitions (first match wins). The names are those of
+# modeling_llama.py, modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py,
+# modeling_gpt_oss.py, modeling_gemma3.py and modeling_gpt_bigcode.py.
+_COMPONENT_RULES: tuple[tuple[str, str], ...] = (
+    (r"^lm_head\.", "lm_head"),
+    (r"(vision_tower|multi_modal_projector)\.", "vision"),
+    (r"(embed_tokens|\bwte|\bwpe)\.", "embedding"),
+    (r"\.mlp\.experts\.", "experts"),
+    (r"\.mlp\.(gate|router)\.", "router"),
+    (r"\.mlp\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
+    (r"\.(self_attn|attn)\.", "attention"),
+    (r"\.mlp\.", "mlp"),
+    (r"(norm|ln_\d|ln_f)", "norm"),
+)
+
+
+def component_of(name: str) -> str:
+    for pattern, comp in _COMPONENT_RULES:
+        if re.search(pattern, name):
+            return comp
+    raise AssertionError(f"parameter {name!r} matches no component rule")
+
+
+def real_components(model: Any) -> dict[str, int]:
+    """Parameter count per component, classified by transformers module names (tied tensors once)."""
+    out: dict[str, int] = {}
+    for name, p in model.named_parameters():  # remove_duplicate=True: a tied lm_head is not listed
+        comp = component_of(name)
+        out[comp] = out.get(comp, 0) + p.numel()
+    return {k: v for k, v in out.items() if v}
+
+
+def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    return cfg.get("text_config", cfg) if cfg.get("model_type") in MULTIMODAL_TYPES else cfg
+
+
+def experts_per_token(cfg: dict[str, Any]) -> tuple[int, int]:
+    """(k, E): routed experts a token visits and routed experts per MoE layer, from the config keys the
+    transformers MoE blocks read (``num_experts_per_tok`` / ``top_k``; ``num_local_experts`` / ``num_experts`` /
+    ``n_routed_experts``)."""
+    conf = hf_config(cfg).get_text_config()
+    k = getattr(conf, "num_experts_per_tok", None) or getattr(conf, "experts_per_token", None)
+    for key in ("n_routed_experts", "num_local_experts", "num_experts"):
+        e = getattr(conf, key, None)
+        if e:
+            return int(k), int(e)
+    raise AssertionError("not an MoE config")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# KV cache measured from a real forward pass
+# ---------------------------------------------------------------------------------------------------------
+
+def cache_layers(cache: Any) -> list[tuple[Any, Any]]:
+    """(keys, values) of every layer of a transformers 5 Cache that holds tensors."""
+    out = []
+    for layer in cache.layers:
+        k, v = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if k is not None and v is not None and k.numel():
+            out.append((k, v))
+    return out
+
+
+def cache_logical_bytes(cache: Any) -> int:
+    """Bytes of the key/value tensors as the cache exposes them (numel x element size)."""
+    return sum(t.numel() * t.element_size() for kv in cache_layers(cache) for t in kv)
+
+
+def cache_storage_bytes(cache: Any) -> int:
+    """Bytes of the storages those tensors keep alive (a sliced view keeps its whole base storage)."""
+    seen: dict[int, int] = {}
+    for kv in cache_layers(cache):
+        for t in kv:
+            s = t.untyped_storage()
+            seen[s.data_ptr()] = s.nbytes()
+    return sum(seen.values())
+
+
+def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, vocab, (batch, tokens), generator=g)

@@ -1,0 +1,54 @@
+"""vLLM start-up numbers vs validation/vllm_startup_logs.csv (real log lines, source per row).
+
+For each row the test predicts, from the catalog config alone: the weights vLLM loads, the peak activation
+of its profile run, and the KV pool it allocates (util x total - weights - activation - non-torch - graphs),
+and compares them with the logged values. Calibration rows fed the one derived constant
+(``engines.VLLM_SAMPLER_BYTES_PER_LOGIT``); their weights and KV-pool checks remain independent.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from llmsizer import estimate_inference
+from llmsizer.units import GiB
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "vllm_startup_logs.csv"
+ROWS = list(csv.DictReader(DATA.open(newline="", encoding="utf-8")))
+
+
+def _num(row: dict[str, str], key: str) -> float | None:
+    return float(row[key]) if row[key] else None
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_vllm_weights_activation_and_kv_pool(row: dict[str, str]) -> None:
+    total = float(row["gpu_total_gib"]) * GiB
+    kwargs = dict(engine="vllm", memory=int(total), context=int(row["max_model_len"]),
+                  gpu_memory_utilization=float(row["gpu_memory_utilization"]))
+    if row["max_num_seqs"]:
+        kwargs["max_num_seqs"] = int(row["max_num_seqs"])
+    if row["max_num_batched_tokens"]:
+        kwargs["max_num_batched_tokens"] = int(row["max_num_batched_tokens"])
+    est = estimate_inference(row["catalog_name"], **kwargs)
+    w = est.item("weights").bytes / GiB
+    act = est.item("activations").bytes / GiB
+    kv = est.details["kv_pool_bytes"] / GiB
+    lines = [f"{row['id']} {row['model']} on {row['gpu']} ({row['role']}):",
+             f"  weights    predicted {w:6.2f} GiB  logged {float(row['weights_gib']):6.2f}"]
+    assert abs(w - float(row["weights_gib"])) / float(row["weights_gib"]) <= 0.06
+    if _num(row, "activation_gib") is not None:
+        lines.append(f"  activation predicted {act:6.2f} GiB  logged {float(row['activation_gib']):6.2f}")
+        assert abs(act - float(row["activation_gib"])) <= 0.15 * float(row["activation_gib"]) + 0.25
+    logged_kv = float(row["kv_gib"])
+    lines.append(f"  KV pool    predicted {kv:6.2f} GiB  logged {logged_kv:6.2f}")
+    # the pool is a difference of large numbers: judge it against the GPU budget it was carved from
+    assert abs(kv - logged_kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * logged_kv
+    if row["max_concurrency"]:
+        conc = est.details["kv_pool_bytes"] / est.details["kv_bytes_per_sequence"]
+        lines.append(f"  max concurrency predicted {conc:.2f}x logged {row['max_concurrency']}x")
+        assert abs(conc - float(row["max_concurrency"])) <= 0.1 * float(row["max_concurrency"]) + 0.05
+    print("\n".join(lines))
