@@ -6,12 +6,11 @@ import argparse
 from typing import Any
 
 from ..inference import estimate_inference
-from ..models import load_model
 from ..render.text import render_estimate
 from ..reverse import max_concurrency, max_context
 from ..specs import ATTENTION_IMPLS, DEVICES, ENGINES, InferenceWorkload
 from ..units import format_count
-from .common import bytes_arg, count_arg, emit_json, tokens_arg
+from .common import add_model_args, bytes_arg, count_arg, emit_json, resolve_model, tokens_arg
 
 EPILOG = """examples:
   llmsizer infer llama-3.1-8b --context 8192 --concurrency 4
@@ -19,6 +18,7 @@ EPILOG = """examples:
   llmsizer infer qwen2.5-7b --engine vllm --memory 80GiB --context 32k --json
   llmsizer infer llama-3.1-8b --memory 24GiB --max-context
   llmsizer infer mistral-7b-v0.1 --device cpu --weights q4_0 --engine llamacpp
+  llmsizer infer --params 7B --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --context 16k
 """
 
 
@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
                        description="Memory needed to serve MODEL: weights + KV cache + activations + runtime "
                                    "overhead, each with its formula, source and range.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="catalog name or id, config.json, model folder or .gguf file")
+    add_model_args(p)
     p.add_argument("--weights", help="weight format (default: the checkpoint's stored format); see `llmsizer formats`")
     p.add_argument("--context", type=tokens_arg, default=4096,
                    help="tokens per sequence, prompt + output; 8k = 8192 (default 4096)")
@@ -47,7 +47,6 @@ def register(sub: Any) -> None:
     p.add_argument("--ubatch", type=int, dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
     p.add_argument("--max-concurrency", action="store_true", help="report the largest concurrency that fits --memory")
-    p.add_argument("--hub", action="store_true", help="fetch config.json from the Hugging Face Hub if not local")
     p.add_argument("--verbose", "-v", action="store_true", help="show full formulas")
     p.add_argument("--json", action="store_true", help="machine-readable output (same structure as Estimate.to_dict())")
     p.set_defaults(func=cmd_infer)
@@ -59,7 +58,7 @@ _FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "de
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    spec = load_model(args.model, hub=args.hub)
+    spec = resolve_model(args)
     fields = {k: getattr(args, k) for k in _FIELDS}
     workload = InferenceWorkload(**fields)
     est = estimate_inference(spec, workload)

@@ -8,10 +8,10 @@ from typing import Any
 from ..catalog import models as catalog
 from ..formulas.params import count_params
 from ..formulas.weight_formats import format_names, stored_format, weight_bytes
-from ..models import load_model
+from ..specs import ModelSpec
 from ..render.text import table
 from ..units import format_bytes, format_count
-from .common import emit_json
+from .common import add_model_args, emit_json, resolve_model
 
 
 def register(sub: Any) -> None:
@@ -29,8 +29,7 @@ def register(sub: Any) -> None:
                        epilog="examples:\n  llmsizer inspect meta-llama/Llama-3.1-8B\n"
                               "  llmsizer inspect ./my-model/config.json --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("model", help="catalog name or id, config.json, model folder or .gguf file")
-    p.add_argument("--hub", action="store_true", help="fetch config.json from the Hugging Face Hub if not local")
+    add_model_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
 
@@ -57,8 +56,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def inspect_data(ref: str, hub: bool = False) -> dict[str, Any]:
-    spec = load_model(ref, hub=hub)
+def inspect_data(spec: ModelSpec) -> dict[str, Any]:
     pc = count_params(spec)
     fmt, group, why = stored_format(spec)
     wb = weight_bytes(spec, fmt, group)
@@ -89,7 +87,7 @@ def inspect_data(ref: str, hub: bool = False) -> dict[str, Any]:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    d = inspect_data(args.model, args.hub)
+    d = inspect_data(resolve_model(args))
     if args.json:
         emit_json(d)
         return 0

@@ -10,6 +10,7 @@ parameters are counted as active, the convention those reports follow.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..specs import ModelSpec
 from .tensors import COMPONENTS, model_tensors
@@ -22,6 +23,7 @@ class ParamCounts:
     by_component: dict[str, int]
 
 
+@lru_cache(maxsize=256)
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
     by: dict[str, int] = {c: 0 for c in COMPONENTS}

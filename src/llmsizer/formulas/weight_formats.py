@@ -166,6 +166,9 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     raise InputError(f"unknown weight format {fmt!r}")
 
 
+_LAYER_DEPENDENT = frozenset({"attn_v", "attn_kv_b", "ffn_down", "ffn_exps_down", "ffn_shexp_down"})
+
+
 def _use_more_bits(i: int, n: int) -> bool:
     # llama-quant.cpp: first and last eighth of the layers, and every third layer in between
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
@@ -274,13 +277,20 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     by_comp: dict[str, int] = {}
     by_store: dict[str, int] = {}
     layers = [0] * spec.num_layers
+    memo: dict[tuple[object, ...], tuple[int, str]] = {}
     for t in model_tensors(spec):
-        if fmt.startswith("gguf:"):
-            gtype = gguf_tensor_type(spec, fmt[5:], t)
-            b = ggml_tensor_bytes(gtype, t.numel // t.count) * t.count
-            label = gtype
-        else:
-            b, label = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
+        # only these GGUF roles depend on the layer index (llama-quant.cpp use_more_bits / i_layer rules)
+        layer_key = t.layer if t.role in _LAYER_DEPENDENT else None
+        key = (t.role, t.shape, t.count, t.component, layer_key)
+        hit = memo.get(key)
+        if hit is None:
+            if fmt.startswith("gguf:"):
+                gtype = gguf_tensor_type(spec, fmt[5:], t)
+                hit = (ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype)
+            else:
+                hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
+            memo[key] = hit
+        b, label = hit
         by_comp[t.component] = by_comp.get(t.component, 0) + b
         by_store[label] = by_store.get(label, 0) + b
         if t.layer >= 0 and t.component != "vision":

@@ -97,6 +97,9 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     acc = Acc()
     profile = E.PROFILES[w.engine]
     acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
+    for note in spec.notes:  # config values the model reader had to default or derive
+        acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
+                                          "not in the model's config: default or derived"))
     fmt, group = _resolve_weights(spec, w, acc)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]

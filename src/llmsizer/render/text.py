@@ -44,13 +44,14 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
             lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
             rows.append([f"TOTAL {loc}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
     out.append(table(rows, ["component", "where", "expected", "range", "how"]))
-    for key, label in (("admitted_sequences", "vLLM admits"), ("max_concurrency_at_context", "KV room for"),
-                       ("memory_needed_at_utilization", "GPU memory needed"), ("peak_phase", "peak at")):
-        if key in d:
-            v = d[key]
-            txt = format_bytes(v) if key == "memory_needed_at_utilization" else (
-                f"{v} sequences" if isinstance(v, int) else str(v))
-            out.append(f"{label}: {txt}")
+    if "admitted_sequences" in d:
+        out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
+                   f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
+                   f"{d['kv_blocks']:,} blocks)")
+    if "memory_needed" in d:
+        out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
+    if "peak_phase" in d:
+        out.append(f"peak at: {d['peak_phase']}")
     if "fits" in d:
         out.append(f"fits in {format_bytes(d['memory_budget'])}: {'yes' if d['fits'] else 'NO'} "
                    f"(headroom {format_bytes(d['headroom_bytes'])})")

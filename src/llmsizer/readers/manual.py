@@ -1,0 +1,53 @@
+"""A ModelSpec from fields the user types (``--params 7B --layers 32 --hidden 4096 --heads 32 ...``).
+
+For models llmsizer does not know. The architecture is taken as a Llama-style decoder (RMSNorm, SwiGLU MLP,
+GQA, untied embeddings) unless told otherwise. When ``params`` is given without ``intermediate_size``, the
+MLP width is solved from the parameter count so that the total matches:
+
+    params = V*d*(2 - tied) + L*(d*(h + 2*h_kv)*d_h + h*d_h*d + 3*d*I + 2*d) + d     ->  solve for I
+
+Every value not given is named in the spec's ``notes`` (and so in the estimate's assumptions).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+from ..specs import ModelSpec
+
+DEFAULT_VOCAB = 32000  # Llama/Mistral tokenizer size, the most common vocabulary of open 7B-class models
+
+
+def spec_from_manual(*, params: int | None = None, layers: int | None = None, hidden: int | None = None,
+                     heads: int | None = None, kv_heads: int | None = None, head_dim: int | None = None,
+                     intermediate: int | None = None, vocab: int | None = None, tied: bool = False,
+                     name: str = "manual") -> ModelSpec:
+    """Build a Llama-style ModelSpec from manual fields (see module docstring)."""
+    missing = [n for n, v in (("--layers", layers), ("--hidden", hidden), ("--heads", heads)) if not v]
+    if missing:
+        raise InputError(f"a manual model needs {', '.join(missing)} (the KV cache and activations depend on "
+                         "them); --params alone only sizes the weights")
+    assert layers and hidden and heads
+    notes: list[str] = []
+    if kv_heads is None:
+        kv_heads = heads
+        notes.append(f"num_kv_heads={heads} (not given: multi-head attention assumed)")
+    if head_dim is None:
+        head_dim = hidden // heads
+    if vocab is None:
+        vocab = DEFAULT_VOCAB
+        notes.append(f"vocab_size={DEFAULT_VOCAB} (not given: Llama-2/Mistral tokenizer size assumed)")
+    per_layer_attn = hidden * (heads + 2 * kv_heads) * head_dim + heads * head_dim * hidden
+    embed = vocab * hidden * (1 if tied else 2)
+    if intermediate is None:
+        if params is None:
+            raise InputError("give --intermediate or --params (the MLP width is solved from the parameter count)")
+        rest = params - embed - hidden - layers * (per_layer_attn + 2 * hidden)
+        intermediate = rest // (3 * hidden * layers)
+        if intermediate <= 0:
+            raise InputError(f"--params {params:,} is too small for {layers} layers of width {hidden} and a "
+                             f"{vocab:,}-token vocabulary")
+        notes.append(f"intermediate_size={intermediate} (solved from params={params:,} for a SwiGLU MLP)")
+    return ModelSpec(name=name, model_type="manual", vocab_size=vocab, hidden_size=hidden, num_layers=layers,
+                     num_heads=heads, num_kv_heads=kv_heads, head_dim=head_dim, intermediate_size=intermediate,
+                     tie_word_embeddings=tied, source="manual fields", published_params=params,
+                     notes=tuple(notes))

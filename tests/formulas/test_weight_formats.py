@@ -1,0 +1,119 @@
+"""Weight formats against independent truth: the gguf package's block table, real bitsandbytes quantization,
+the QLoRA paper's bits-per-parameter equation, and the GPTQ/AWQ tensor shapes of their reference kernels."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmsizer.errors import InputError
+from llmsizer.formulas.tensors import Tensor
+from llmsizer.formulas.weight_formats import (
+    _bnb4,
+    _tensor_bytes_simple,
+    ggml_types,
+    normalize_format,
+    weight_bytes,
+)
+from llmsizer.catalog.models import find
+
+
+def test_ggml_block_table_matches_the_gguf_package():
+    gguf = pytest.importorskip("gguf")
+    ours = ggml_types()
+    for qtype, (block, nbytes) in gguf.GGML_QUANT_SIZES.items():
+        if qtype.name in ours:
+            assert (ours[qtype.name]["block"], ours[qtype.name]["bytes"]) == (block, nbytes), qtype.name
+    for name in ("Q8_0", "Q6_K", "Q5_K", "Q4_K", "Q4_0", "Q3_K", "Q2_K", "IQ4_XS", "MXFP4"):
+        assert name in ours
+
+
+@pytest.mark.parametrize("quant_type", ["nf4", "fp4"])
+@pytest.mark.parametrize("double_quant", [False, True])
+def test_bnb_4bit_bytes_equal_real_bitsandbytes_quantization(quant_type, double_quant):
+    torch = pytest.importorskip("torch")
+    F = pytest.importorskip("bitsandbytes.functional")
+    for shape in ((512, 768), (1000, 333)):
+        w = torch.randn(*shape, dtype=torch.bfloat16)
+        packed, state = F.quantize_4bit(w, quant_type=quant_type, compress_statistics=double_quant, blocksize=64)
+        real = packed.numel() * packed.element_size()
+        for key, v in state.as_dict(packed=False).items():
+            if torch.is_tensor(v):
+                real += v.numel() * v.element_size()
+            elif key == "nested_offset":
+                real += 4  # the fp32 offset subtracted before nested quantization
+        assert _bnb4(w.numel(), double_quant) == real
+
+
+def test_bnb_double_quant_matches_the_qlora_paper_equation():
+    # QLoRA (arXiv 2305.14314) section 3: absmax costs 32/64 = 0.5 bits/param, double quantization
+    # 8/64 + 32/(64*256) = 0.127 bits/param.
+    n = 64 * 256 * 4096
+    assert (8 * _bnb4(n, False)) / n - 4 == pytest.approx(0.5, abs=1e-3)
+    assert (8 * _bnb4(n, True)) / n - 4 == pytest.approx(8 / 64 + 32 / (64 * 256), abs=1e-3)
+
+
+def test_llm_int8_bytes_equal_real_bitsandbytes_vectorwise_quantization():
+    torch = pytest.importorskip("torch")
+    F = pytest.importorskip("bitsandbytes.functional")
+    w = torch.randn(384, 512, dtype=torch.float16)
+    cb, scb, _ = F.int8_vectorwise_quant(w)
+    real = cb.numel() * cb.element_size() + scb.numel() * scb.element_size()
+    t = Tensor("ffn_up", "mlp", (384, 512))
+    assert _tensor_bytes_simple("llm.int8", t, 128)[0] == real
+
+
+@pytest.mark.parametrize("fmt,bits", [("gptq-int4", 4), ("gptq-int8", 8), ("awq-int4", 4)])
+def test_gptq_awq_bytes_follow_the_reference_kernel_shapes(fmt, bits):
+    # AutoGPTQ qlinear (QuantLinear.__init__): qweight int32 [in*bits/32, out], qzeros int32
+    # [ceil(in/g), out*bits/32], scales fp16 [ceil(in/g), out], g_idx int32 [in].
+    # AutoAWQ WQLinear_GEMM: qweight int32 [in, out/8], qzeros int32 [ceil(in/g), out/8], scales fp16 [ceil(in/g), out].
+    out_f, in_f, g = 4096, 11008, 128
+    groups = math.ceil(in_f / g)
+    if fmt.startswith("gptq"):
+        expected = 4 * (in_f * bits // 32) * out_f + 4 * groups * (out_f * bits // 32) + 2 * groups * out_f + 4 * in_f
+    else:
+        expected = 4 * in_f * (out_f // 8) + 4 * groups * (out_f // 8) + 2 * groups * out_f
+    t = Tensor("ffn_down", "mlp", (out_f, in_f))
+    assert _tensor_bytes_simple(fmt, t, g)[0] == expected
+
+
+def test_formats_leave_embeddings_norms_and_lm_head_unquantized():
+    spec = find("llama-3.1-8b").spec()
+    emb = spec.vocab_size * spec.hidden_size
+    for fmt in ("gptq-int4", "awq-int4", "nf4", "fp8", "int8", "llm.int8"):
+        wb = weight_bytes(spec, fmt)
+        assert wb.by_component["embedding"] == 2 * emb, fmt
+        assert wb.by_component["lm_head"] == 2 * emb, fmt
+        assert wb.by_component["norm"] == 2 * (2 * spec.num_layers + 1) * spec.hidden_size, fmt
+
+
+def test_gguf_output_tensor_gets_q6_k_in_q4_k_m_and_tied_models_quantize_token_embd_like_output():
+    untied = weight_bytes(find("llama-3.1-8b").spec(), "q4_k_m")
+    tied = weight_bytes(find("llama-3.2-1b").spec(), "q4_k_m")
+    spec = find("llama-3.2-1b").spec()
+    # llama-quant.cpp: the output tensor (or token_embd when tied) -> Q6_K = 210 B per 256
+    assert tied.by_component["embedding"] == spec.vocab_size * spec.hidden_size // 256 * 210
+    s8 = find("llama-3.1-8b").spec()
+    assert untied.by_component["lm_head"] == s8.vocab_size * s8.hidden_size // 256 * 210
+    assert untied.by_component["embedding"] == s8.vocab_size * s8.hidden_size // 256 * 144  # Q4_K
+
+
+def test_gguf_q4_k_m_size_matches_a_published_file():
+    # runyard.dev blog "Q4_K_M vs Q5_K_M vs Q6_K vs Q8_0" (2026): "A 16-bit Llama-3.1-8B weighs 14.96 GB. The
+    # Q4_K_M build of the exact same model is 4.57 GB" (the figures are GiB: 8.03e9 x 2 B = 14.96 GiB).
+    spec = find("llama-3.1-8b").spec()
+    assert weight_bytes(spec, "bf16").total / 2**30 == pytest.approx(14.96, abs=0.01)
+    assert weight_bytes(spec, "q4_k_m").total / 2**30 == pytest.approx(4.57, rel=0.01)
+
+
+@pytest.mark.parametrize("alias,canonical", [("Q4_K_M", "gguf:q4_k_m"), ("int4", "gptq-int4"),
+                                              ("bfloat16", "bf16"), ("gguf-q8_0", "gguf:q8_0")])
+def test_format_aliases(alias, canonical):
+    assert normalize_format(alias) == canonical
+
+
+def test_unknown_format_lists_the_known_ones():
+    with pytest.raises(InputError, match="known: .*nf4"):
+        normalize_format("q9_z")
