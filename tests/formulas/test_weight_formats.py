@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from llmsizer.catalog.models import find
 from llmsizer.errors import InputError
 from llmsizer.formulas.tensors import Tensor
 from llmsizer.formulas.weight_formats import (
@@ -16,7 +17,6 @@ from llmsizer.formulas.weight_formats import (
     normalize_format,
     weight_bytes,
 )
-from llmsizer.catalog.models import find
 
 
 def test_ggml_block_table_matches_the_gguf_package():

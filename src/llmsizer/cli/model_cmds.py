@@ -8,8 +8,8 @@ from typing import Any
 from ..catalog import models as catalog
 from ..formulas.params import count_params
 from ..formulas.weight_formats import format_names, stored_format, weight_bytes
-from ..specs import ModelSpec
 from ..render.text import table
+from ..specs import ModelSpec
 from ..units import format_bytes, format_count
 from .common import add_model_args, emit_json, resolve_model
 
