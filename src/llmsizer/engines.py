@@ -43,8 +43,12 @@ VLLM_CUDA_GRAPHS = Span(int(0.1 * GiB), int(0.4 * GiB), int(1.05 * GiB),
 
 # vLLM 'non-torch memory' inside the pool (NCCL buffers, cuBLAS workspaces): 0.13-0.14 GiB on one H100,
 # 0.55 GiB per GPU at TP=2 (llm-d table); 0.35-0.39 GiB in V0 logs (vllm-project/vllm#10517, #11251).
-VLLM_NON_TORCH = Span(int(0.03 * GiB), int(0.13 * GiB), int(0.55 * GiB),
-                      "vLLM logs 'non-torch memory' (llm-d table; vllm#10517, #11251, #13882)")
+VLLM_NON_TORCH = Span(int(0.03 * GiB), int(0.13 * GiB), int(0.4 * GiB),
+                      "vLLM logs 'non-torch memory' on one GPU (llm-d table; vllm#10517, #11251, #13882)")
+# With tensor parallelism NCCL's communicator buffers add to it: 0.55 GiB per GPU at TP=2 (llm-d table),
+# 0.34-0.43 GiB at TP=4 (vllm-project/vllm#16570).
+VLLM_NON_TORCH_TP = Span(int(0.3 * GiB), int(0.55 * GiB), int(0.8 * GiB),
+                         "vLLM logs 'non-torch memory' with TP (llm-d table TP=2: 0.55 GiB; vllm#16570 TP=4)")
 
 # Bytes the vLLM profile run's dummy sampler holds per logit (num_seqs x vocab): fp32 logits plus the
 # sort/softmax/cumsum copies of top-k/top-p sampling. Derived, not tuned: peak activation / (1024 x vocab)

@@ -31,6 +31,10 @@ def test_vllm_weights_activation_and_kv_pool(row: dict[str, str]) -> None:
                   gpu_memory_utilization=float(row["gpu_memory_utilization"]))
     if row["max_num_seqs"]:
         kwargs["max_num_seqs"] = int(row["max_num_seqs"])
+    if row["weights"]:
+        kwargs["weights"] = row["weights"]
+    if row["tensor_parallel"] != "1":
+        kwargs["tensor_parallel"] = int(row["tensor_parallel"])
     if row["max_num_batched_tokens"]:
         kwargs["max_num_batched_tokens"] = int(row["max_num_batched_tokens"])
     est = estimate_inference(row["catalog_name"], **kwargs)

@@ -31,12 +31,13 @@ class PrefillActivations:
 
 def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
                              attention: str = "sdpa", logits_positions: int = 1,
-                             logits_bytes_per_elem: int = 4) -> PrefillActivations:
+                             logits_bytes_per_elem: int = 4, tp: int = 1) -> PrefillActivations:
     """Peak transient bytes of one forward over ``q_tokens`` new tokens per sequence.
 
     Parameters: batch [sequences], q_tokens [tokens processed now], kv_tokens [tokens attended to],
     act_bytes [bytes per activation element], attention ['sdpa' | 'flash' | 'eager'],
-    logits_positions [positions per sequence whose logits are computed].
+    logits_positions [positions per sequence whose logits are computed], tp [tensor-parallel degree:
+    heads and intermediate width are split across devices, the residual stream is not].
     """
     t = batch * q_tokens
     h = spec.hidden_size
@@ -50,9 +51,9 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         q_w = spec.num_heads * spec.head_dim
         kv_w = 2 * spec.num_kv_heads * spec.head_dim
         o_w = q_w
-    attn = t * (q_w + kv_w + o_w) * act_bytes
+    attn = t * (q_w + kv_w + o_w) * act_bytes // tp
     if attention == "eager":
-        attn += batch * spec.num_heads * q_tokens * kv_tokens * (2 * act_bytes + 4 + act_bytes)
+        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * (2 * act_bytes + 4 + act_bytes)
     if spec.is_moe and spec.moe is not None:
         moe = spec.moe
         # routed tokens: each token visits k experts; router logits in fp32
@@ -63,6 +64,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
             mlp = max(mlp, 3 * t * spec.intermediate_size * act_bytes)
     else:
         mlp = 3 * t * spec.intermediate_size * act_bytes
+    mlp //= tp
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
     peak = residual + max(attn, mlp, logits)
     return PrefillActivations(residual, attn, mlp, logits, peak)

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import engines as E
 from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ..formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ..formulas.weight_formats import WeightBytes
 from ..result import Assumption, Item, Location
 from ..specs import InferenceWorkload, ModelSpec
@@ -59,6 +60,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block)
+    tp = ctx.w.tensor_parallel
+    share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
     if kv.sliding_layers:
         layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"
@@ -66,6 +69,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
         per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
     else:
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
-    return Item(name, kv.total_bytes, location,
-                formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} seqs",
+    tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""
+    return Item(name, per_device(kv.total_bytes, share), location,
+                formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} seqs"
+                        + tp_note,
                 source="formulas/kv_cache.py eqs. (1)-(2): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")

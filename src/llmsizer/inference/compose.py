@@ -13,6 +13,7 @@ from .. import engines as E
 from ..errors import InputError
 from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
 from ..formulas.params import count_params
+from ..formulas.tensor_parallel import check_tensor_parallel, shard_weights
 from ..formulas.weight_formats import file_weight_bytes, normalize_format, stored_format, weight_bytes
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
@@ -104,6 +105,13 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
     wb = file_weight_bytes(spec) if fmt == "file" else weight_bytes(spec, fmt, group, act_bytes)
+    if w.tensor_parallel > 1:
+        check_tensor_parallel(spec, w.tensor_parallel)
+        if w.engine == "llamacpp":
+            raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; "
+                             "use tensor_parallel 1 (per-GPU layer split is not modelled yet)")
+        wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
+        acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
     if spec.max_position_embeddings and w.context > spec.max_position_embeddings:
         acc.warnings.append(f"context {w.context} exceeds the model's max_position_embeddings "

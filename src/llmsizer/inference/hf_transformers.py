@@ -27,8 +27,9 @@ def compose_transformers(ctx: Context) -> None:
     prompt = max(w.context - out, 1)
     attention = acc.assume("attention", "sdpa", None if w.attention == "sdpa" else w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
-    pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention)
-    dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention)
+    pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
+                                   tp=w.tensor_parallel)
+    dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel)
     kv_prompt = kv_item(ctx, prompt, w.concurrency, loc)
     kv_end = kv_item(ctx, w.context, w.concurrency, loc)
     dequant = 0

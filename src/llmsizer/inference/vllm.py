@@ -21,6 +21,7 @@ import math
 from .. import engines as E
 from ..formulas.activations import prefill_activation_bytes
 from ..formulas.kv_cache import kv_cache
+from ..formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ..result import Item
 from ..units import GiB, format_bytes
 from .common import Context, kv_item, weights_item
@@ -42,7 +43,8 @@ def compose_vllm(ctx: Context) -> None:
     mnbt = acc.assume("max_num_batched_tokens", tokens_default, w.max_num_batched_tokens, why)
     mns = acc.assume("max_num_seqs", seqs_default, w.max_num_seqs, why)
     block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
-    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0)
+    tp = w.tensor_parallel
+    fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
     acc.items.append(weights_item(ctx.wb, "device"))
@@ -53,12 +55,15 @@ def compose_vllm(ctx: Context) -> None:
                 f"{format_bytes(sampler)})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
                "(engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
-    acc.span("non_torch", E.VLLM_NON_TORCH, formula="non-torch allocations counted in the pool (NCCL, cuBLAS)")
+    acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
+             formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
     acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM >= 0.21)")
-    fixed = ctx.wb.total + act + E.VLLM_NON_TORCH.expected + E.VLLM_CUDA_GRAPHS.expected
+    non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
+    fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
+    share = kv_fraction_per_device(spec, tp, mla_latent=True)
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
                        window_extra=mnbt - 1, block_size=block).total_bytes
-    one_seq += _sliding_spare_block(ctx, block)
+    one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
     need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=mnbt - 1)
     ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq})
     if w.memory is None:
@@ -73,7 +78,7 @@ def compose_vllm(ctx: Context) -> None:
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token
+    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
     blocks = max(kv_avail, 0) // max(int(per_token_layers * block), 1)
     ctx.details.update({"kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),

@@ -41,6 +41,7 @@ class InferenceWorkload:
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
     n_ubatch: int | None = None
+    tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
 
     def __post_init__(self) -> None:
         if self.context <= 0:
@@ -59,7 +60,8 @@ class InferenceWorkload:
             raise InputError(f"memory must be positive, got {self.memory}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
-        for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size"):
+        for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
+                     "tensor_parallel"):
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise InputError(f"{name} must be positive, got {v}")

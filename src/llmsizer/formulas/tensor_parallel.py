@@ -1,0 +1,61 @@
+"""Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv 1909.08053, section 3): per-device shares.
+
+Column- and row-parallel linears split every matrix across ``tp`` devices; vocabulary-parallel
+embeddings and lm_head split the vocabulary (vLLM ``VocabParallelEmbedding``); 1-D tensors (norms) stay
+replicated. KV heads are split across devices, but a device holds at least one head, so with fewer KV
+heads than devices they are replicated (vLLM ``get_num_kv_heads``: max(1, num_kv_heads // tp)). An MLA
+latent cache is one shared "head" and is replicated on every device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from ..errors import InputError
+from ..specs import ModelSpec
+from .tensors import model_tensors
+from .weight_formats import WeightBytes
+
+
+def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
+    """TP must divide the attention heads (vLLM: 'Total number of attention heads must be divisible by tp')."""
+    if tp < 1:
+        raise InputError(f"tensor_parallel must be >= 1, got {tp}")
+    if spec.num_heads % tp:
+        raise InputError(f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
+
+
+def replicated_elements(spec: ModelSpec) -> int:
+    """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device."""
+    return sum(t.numel for t in model_tensors(spec) if len(t.shape) == 1)
+
+
+def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float = 4.0) -> WeightBytes:
+    """Per-device weights: (total - replicated) / tp + replicated. ``bytes_per_replicated`` = 4 (F32 in GGUF) or
+    the compute dtype's size; the 1-D share is tiny either way."""
+    if tp == 1:
+        return wb
+    rep = int(replicated_elements(spec) * bytes_per_replicated)
+    rep = min(rep, wb.total)
+
+    def share(x: int) -> int:
+        frac = x / wb.total if wb.total else 0.0
+        return int((x - rep * frac) / tp + rep * frac)
+
+    return replace(wb, total=share(wb.total), by_component={k: share(v) for k, v in wb.by_component.items()},
+                   by_storage={k: share(v) for k, v in wb.by_storage.items()},
+                   layer_bytes=tuple(share(v) for v in wb.layer_bytes),
+                   notes=wb.notes + (f"per device under tensor parallel {tp}",))
+
+
+def kv_fraction_per_device(spec: ModelSpec, tp: int, mla_latent: bool) -> float:
+    """Share of the KV cache one device holds: ceil-free max(1, kv_heads // tp) / kv_heads; 1 for MLA latent."""
+    if tp == 1 or (spec.mla is not None and mla_latent):
+        return 1.0
+    heads_here = max(1, spec.num_kv_heads // tp)
+    return heads_here / spec.num_kv_heads
+
+
+def per_device(nbytes: int, fraction: float) -> int:
+    return int(math.ceil(nbytes * fraction))
