@@ -133,3 +133,64 @@ def cache_storage_bytes(cache: Any) -> int:
 def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (batch, tokens), generator=g)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tiny configs, one per attention/FFN family (hidden 64, 2-4 layers, vocab 128)
+# ---------------------------------------------------------------------------------------------------------
+
+_BASE = {"vocab_size": 128, "hidden_size": 64, "intermediate_size": 96, "max_position_embeddings": 512}
+
+TINY_CONFIGS: dict[str, dict[str, Any]] = {
+    "llama-gqa": {**_BASE, "model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "num_key_value_heads": 2},
+    "llama-mha-bias-tied": {**_BASE, "model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 4, "attention_bias": True, "mlp_bias": True,
+                            "tie_word_embeddings": True},
+    "llama-mqa-headdim": {**_BASE, "model_type": "llama", "num_hidden_layers": 3, "num_attention_heads": 4,
+                          "num_key_value_heads": 1, "head_dim": 24},
+    "qwen2-bias": {**_BASE, "model_type": "qwen2", "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "num_key_value_heads": 2},
+    "qwen3-qknorm": {**_BASE, "model_type": "qwen3", "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "head_dim": 32},
+    "qwen2-sliding-upper-layers": {**_BASE, "model_type": "qwen2", "num_hidden_layers": 4,
+                                   "num_attention_heads": 4, "num_key_value_heads": 2, "use_sliding_window": True,
+                                   "sliding_window": 8, "max_window_layers": 2},
+    "mistral-sliding": {**_BASE, "model_type": "mistral", "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "sliding_window": 8},
+    "phi3-sliding": {**_BASE, "model_type": "phi3", "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 4, "sliding_window": 8, "pad_token_id": 0},
+    "gemma2-alternating": {**_BASE, "model_type": "gemma2", "num_hidden_layers": 4, "num_attention_heads": 4,
+                           "num_key_value_heads": 2, "head_dim": 16, "sliding_window": 8},
+    "gemma3-text-pattern3": {**_BASE, "model_type": "gemma3_text", "num_hidden_layers": 4,
+                             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                             "sliding_window": 8, "sliding_window_pattern": 3},
+    "gemma3-text-layer-types": {**_BASE, "model_type": "gemma3_text", "num_hidden_layers": 3,
+                                "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 16,
+                                "sliding_window": 6,
+                                "layer_types": ["full_attention", "sliding_attention", "sliding_attention"]},
+    "gpt-oss-layer-types": {**_BASE, "model_type": "gpt_oss", "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, "head_dim": 16, "sliding_window": 8,
+                            "num_local_experts": 4, "num_experts_per_tok": 2, "intermediate_size": 32,
+                            "layer_types": ["sliding_attention", "full_attention"]},
+    "mixtral-moe": {**_BASE, "model_type": "mixtral", "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "num_local_experts": 4, "num_experts_per_tok": 2},
+    "qwen3-moe": {**_BASE, "model_type": "qwen3_moe", "num_hidden_layers": 3, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "head_dim": 16, "num_experts": 8, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 32, "mlp_only_layers": [1]},
+    "qwen2-moe-shared": {**_BASE, "model_type": "qwen2_moe", "num_hidden_layers": 2, "num_attention_heads": 4,
+                         "num_key_value_heads": 2, "num_experts": 4, "num_experts_per_tok": 2,
+                         "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
+    "deepseek-v3-mla": {**_BASE, "model_type": "deepseek_v3", "num_hidden_layers": 3, "num_attention_heads": 4,
+                        "num_key_value_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
+                        "qk_rope_head_dim": 8, "v_head_dim": 12, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                        "n_group": 2, "topk_group": 1, "moe_intermediate_size": 24, "n_shared_experts": 1,
+                        "first_k_dense_replace": 1},
+    "deepseek-v2-no-q-lora": {**_BASE, "model_type": "deepseek_v2", "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": None,
+                              "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                              "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                              "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"},
+    "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4,
+                        "n_positions": 512, "multi_query": True},
+}

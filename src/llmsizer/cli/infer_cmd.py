@@ -8,7 +8,7 @@ from typing import Any
 from ..inference import estimate_inference
 from ..render.text import render_estimate
 from ..reverse import max_concurrency, max_context
-from ..specs import ATTENTION_IMPLS, DEVICES, ENGINES, InferenceWorkload
+from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload
 from ..units import format_count
 from .common import add_model_args, bytes_arg, count_arg, emit_json, resolve_model, tokens_arg
 
@@ -38,11 +38,14 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=ENGINES, default="transformers")
     p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB")
     p.add_argument("--attention", choices=ATTENTION_IMPLS, default="sdpa")
+    p.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
     p.add_argument("--group-size", type=int, default=128, help="GPTQ/AWQ group size (default 128)")
     p.add_argument("--block-size", type=int, dest="paged_block_size", help="paged KV block (vLLM: 16)")
     p.add_argument("--gpu-memory-utilization", type=float, help="vLLM (default 0.9)")
     p.add_argument("--max-num-seqs", type=int, help="vLLM (default 256)")
     p.add_argument("--max-num-batched-tokens", type=int, help="vLLM (default 8192)")
+    p.add_argument("--tp", "--tensor-parallel", type=int, default=1, dest="tensor_parallel",
+                   help="tensor-parallel devices per replica; memory is reported per device (default 1)")
     p.add_argument("--n-gpu-layers", type=int, help="llama.cpp layers offloaded (default: all)")
     p.add_argument("--ubatch", type=int, dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
@@ -54,7 +57,7 @@ def register(sub: Any) -> None:
 
 _FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "device", "engine", "memory",
            "attention", "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
-           "max_num_batched_tokens", "n_gpu_layers", "n_ubatch")
+           "max_num_batched_tokens", "n_gpu_layers", "n_ubatch", "tensor_parallel", "dtype")
 
 
 def cmd_infer(args: argparse.Namespace) -> int:

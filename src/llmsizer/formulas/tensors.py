@@ -19,7 +19,7 @@ References per block:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Literal
 
@@ -46,13 +46,13 @@ class Tensor:
     shape: tuple[int, ...]
     count: int = 1
     layer: int = -1
+    numel: int = field(init=False, repr=False, compare=False)  # elements of all ``count`` tensors
 
-    @property
-    def numel(self) -> int:
-        n = 1
+    def __post_init__(self) -> None:
+        n = self.count
         for d in self.shape:
             n *= d
-        return n * self.count
+        object.__setattr__(self, "numel", n)
 
     @property
     def matrix(self) -> bool:
@@ -127,9 +127,13 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     out += _mlp("ffn_exps", "experts", h, moe.expert_intermediate_size, moe.expert_gated, moe.expert_bias, i,
                 count=moe.num_experts)
     if moe.shared_intermediate_size:
-        out += _mlp("ffn_shexp", "shared_experts", h, moe.shared_intermediate_size, True, False, i)
-        if moe.shared_expert_gate:
-            out.append(Tensor("ffn_gate_inp_shexp", "shared_experts", (1, h), 1, i))
+        # shared experts are plain MLPs: DeepseekV2MLP carries config.mlp_bias (ModelSpec.mlp_bias), the
+        # Qwen2-MoE and DeepSeek-V3 ones hard-code bias=False (transformers modeling_deepseek_v2.py DeepseekV2Moe)
+        out += _mlp("ffn_shexp", "shared_experts", h, moe.shared_intermediate_size, True, spec.mlp_bias, i)
+    if moe.shared_expert_gate:
+        # Qwen2MoeSparseMoeBlock builds shared_expert_gate = Linear(H, 1) whatever the shared size
+        # (transformers modeling_qwen2_moe.py)
+        out.append(Tensor("ffn_gate_inp_shexp", "shared_experts", (1, h), 1, i))
     return out
 
 

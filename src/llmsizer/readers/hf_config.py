@@ -79,23 +79,44 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
 
 
 def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
-    """Which layers use sliding-window attention, following each config class's rule."""
+    """Which layers use sliding-window attention, following each config class's rule.
+
+    transformers builds its cache from ``config.layer_types`` when the class defines it, else it marks a
+    layer sliding when ``sliding_window`` is not None (``cache_utils.get_layer_types_and_kwargs``).
+    """
     mt = c.model_type
-    window = c.get("sliding_window")
     explicit = c.get("layer_types")
     if explicit:
         kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in explicit)
         if len(kinds) != n_layers:
             raise ModelFileError(f"{c.where}: layer_types has {len(kinds)} entries for {n_layers} layers")
-        return kinds, (window if "sliding" in kinds else None)
-    if mt in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):
-        # Qwen2Config: sliding only if use_sliding_window, and only for layers >= max_window_layers.
-        if not c.get("use_sliding_window") or not window:
+        return kinds, (c.get("sliding_window") if "sliding" in kinds else None)
+    if mt in ("qwen2", "qwen3"):
+        # Qwen2Config / Qwen3Config.__post_init__: sliding_window = None unless use_sliding_window; layers with
+        # index >= max_window_layers slide (configuration_qwen2.py, configuration_qwen3.py).
+        window = c.get("sliding_window") if c.get("use_sliding_window") else None
+        if not window:
             return ("full",) * n_layers, None
         first = c.get("max_window_layers", 0) or 0
-        return tuple("sliding" if i >= first else "full" for i in range(n_layers)), window
-    if mt == "gemma2" and window:
-        # Gemma2Config: even layers (0, 2, ...) slide, odd layers attend globally.
+        kinds = tuple("sliding" if i >= first else "full" for i in range(n_layers))
+        return kinds, (window if "sliding" in kinds else None)
+    if mt == "qwen2_moe":
+        # Qwen2MoeConfig.__post_init__: layer i slides if (i + 1) % 2 and i < max_window_layers and
+        # use_sliding_window (configuration_qwen2_moe.py) -- the opposite end of the stack from Qwen2.
+        window = c.get("sliding_window") if c.get("use_sliding_window") else None
+        if not window:
+            return ("full",) * n_layers, None
+        last = c.get("max_window_layers", 0) or 0
+        kinds = tuple("sliding" if (i + 1) % 2 and i < last else "full" for i in range(n_layers))
+        return kinds, (window if "sliding" in kinds else None)
+    if mt == "qwen3_moe":
+        # Qwen3MoeConfig has no layer_types and no max_window_layers: with use_sliding_window every layer
+        # slides (configuration_qwen3_moe.py __post_init__; cache_utils.get_layer_types_and_kwargs).
+        window = c.get("sliding_window") if c.get("use_sliding_window") else None
+        return (("sliding",) * n_layers, window) if window else (("full",) * n_layers, None)
+    window = c.get("sliding_window")
+    if mt in ("gemma2", "gpt_oss") and window:
+        # Gemma2Config / GptOssConfig: even layers (0, 2, ...) slide, odd layers attend globally.
         return tuple("sliding" if (i + 1) % 2 else "full" for i in range(n_layers)), window
     if mt == "gemma3_text" and window:
         pattern = c.get("sliding_window_pattern") or 6
@@ -107,6 +128,31 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
             return ("full",) * n_layers, None
         return ("sliding",) * n_layers, window
     return ("full",) * n_layers, None
+
+
+# Attention projection biases, as each transformers models/<type>/modeling_<type>.py builds them:
+# q/k/v/o_proj all take config.attention_bias (LlamaAttention and its copies); Qwen2Attention hard-codes
+# q/k/v bias=True, o bias=False; Qwen2MoeAttention uses config.qkv_bias (default True) for q/k/v, o bias=False;
+# Mistral, Mixtral and Phi3 hard-code bias=False; DeepseekV2/V3Attention put attention_bias on q_a_proj,
+# kv_a_proj_with_mqa and o_proj (the MLA branch of formulas/tensors.py reads qkv bias for the first two).
+ATTN_BIAS_QKVO = {"llama", "granite", "olmo2", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss",
+                  "deepseek_v2", "deepseek_v3"}
+# config.mlp_bias is honoured only by LlamaMLP, GraniteMLP and DeepseekV2MLP (dense and shared-expert MLPs);
+# every other MLP hard-codes bias=False.
+MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
+
+
+def _attention_biases(c: _Cfg) -> tuple[bool, bool]:
+    """(q/k/v bias, output-projection bias) of model type ``c.model_type``; see ATTN_BIAS_QKVO."""
+    mt = c.model_type
+    if mt == "qwen2":
+        return True, False
+    if mt == "qwen2_moe":
+        return bool(c.get("qkv_bias", True)), False
+    if mt in ATTN_BIAS_QKVO:
+        b = bool(c.get("attention_bias", False))
+        return b, b
+    return False, False
 
 
 def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[bool, ...]]:
@@ -123,9 +169,12 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         dense = set(c.get("mlp_only_layers") or [])
         n_exp = c.req("num_experts")
         layers = tuple(i not in dense and n_exp > 0 and (i + 1) % step == 0 for i in range(n_layers))
-        shared = c.get("shared_expert_intermediate_size", 0) or 0
+        # Qwen2MoeSparseMoeBlock always builds shared_expert (of shared_expert_intermediate_size) and
+        # shared_expert_gate; Qwen3MoeSparseMoeBlock has neither (modeling_qwen2_moe.py, modeling_qwen3_moe.py).
+        qwen2 = mt == "qwen2_moe"
+        shared = (c.get("shared_expert_intermediate_size", 0) or 0) if qwen2 else 0
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
-                      shared_intermediate_size=shared, shared_expert_gate=bool(shared))
+                      shared_intermediate_size=shared, shared_expert_gate=qwen2)
         return moe, layers
     if mt in ("deepseek_v2", "deepseek_v3"):
         n_exp = c.get("n_routed_experts")
@@ -150,6 +199,13 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpe
         raise UnsupportedArchitectureError(f"{where}: vision encoder type '{vtype}' is not supported")
     v = _Cfg(vcfg, vtype, where + " vision_config")
     d = v.req("hidden_size")
+    if v.get("vision_use_head"):
+        # SiglipVisionTransformer adds an attention-pooling head (SiglipMultiheadAttentionPoolingHead) when
+        # vision_use_head is true (the SiglipVisionConfig default); Gemma 3 checkpoints set it false and VisionSpec
+        # does not model the head, so refuse rather than undercount (transformers models/siglip/modeling_siglip.py).
+        raise UnsupportedArchitectureError(
+            f"{where}: vision_config.vision_use_head is true (SigLIP attention-pooling head); only "
+            "vision_use_head: false (Gemma 3) is supported")
     # Gemma3MultiModalProjector: mm_input_projection_weight [d_vision, d_text] + mm_soft_emb_norm [d_vision]
     # (transformers models/gemma3/modeling_gemma3.py).
     projector = d * text_hidden + d
@@ -194,21 +250,26 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
                       v_head_dim=c.req("v_head_dim"))
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         n_kv = n_heads  # MLA expands the latent to every head
-    qkv_bias = bool(c.get("attention_bias", False)) or mt == "qwen2" or mt == "qwen2_moe"
-    out_bias = bool(c.get("attention_bias", False)) if mt in ("llama", "gpt_oss", "granite", "olmo2") else False
+    qkv_bias, out_bias = _attention_biases(c)
     qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text") else ("full" if mt == "olmo2" else "none")
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
     vision = _vision(full_cfg, hidden, where) if full_cfg is not cfg else None
-    tie = full_cfg.get("tie_word_embeddings") if "tie_word_embeddings" in full_cfg else c.get("tie_word_embeddings", True)
+    if full_cfg is not cfg:
+        # Gemma3ForConditionalGeneration ties lm_head to the language model's embed_tokens by the top-level
+        # Gemma3Config.tie_word_embeddings (default True); text_config's flag is not consulted
+        # (transformers models/gemma3/modeling_gemma3.py _tied_weights_keys, configuration_gemma3.py).
+        tie = full_cfg.get("tie_word_embeddings", True)
+    else:
+        tie = c.get("tie_word_embeddings", True)
     spec = ModelSpec(
         name=name, model_type=mt,
         vocab_size=c.req("vocab_size"), hidden_size=hidden, num_layers=n_layers,
         num_heads=n_heads, num_kv_heads=n_kv, head_dim=head_dim,
         intermediate_size=c.get("intermediate_size") or 0,
         tie_word_embeddings=bool(tie),
-        mlp_bias=bool(c.get("mlp_bias", False)),
+        mlp_bias=bool(c.get("mlp_bias", False)) if mt in MLP_BIAS_TYPES else False,
         attention_qkv_bias=qkv_bias, attention_out_bias=out_bias,
         qk_norm=qk_norm,  # type: ignore[arg-type]
         norms_per_layer=4 if mt in ("gemma2", "gemma3_text") else 2,
