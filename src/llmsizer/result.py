@@ -69,8 +69,14 @@ class Estimate:
         return lo, mid, hi
 
     @property
+    def primary_location(self) -> Location:
+        """'device' when anything sits in device memory, else 'host' (CPU-only estimates)."""
+        return "device" if any(it.location == "device" for it in self.items) else "host"
+
+    @property
     def total_bytes(self) -> int:
-        return self.total("device")[1]
+        """Expected bytes at the primary location (GPU memory, or RAM for a CPU-only estimate)."""
+        return self.total(self.primary_location)[1]
 
     def item(self, name: str) -> Item:
         for it in self.items:

@@ -27,7 +27,8 @@ def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, leve
     lo, hi = 0, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if _fits(spec, replace(w, **{field: mid}), level):
+        changes: dict[str, Any] = {field: mid}
+        if _fits(spec, replace(w, **changes), level):
             lo = mid
         else:
             hi = mid - 1

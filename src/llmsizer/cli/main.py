@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from ..errors import LlmsizerError
 from . import infer_cmd, model_cmds
@@ -18,7 +19,7 @@ EPILOG = """examples:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own convention)
+    def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
         self.exit(2, f"llmsizer: error: {message} (see --help)\n")
 
 
