@@ -27,9 +27,21 @@ from .specs import InferenceWorkload, ModelSpec
 
 __version__ = "0.1.0"
 
+# Hardware fit/recommend load lazily: they read the hardware catalog and add ~45 ms to import.
+_LAZY = {"fit": "hardware.fit", "estimate_speed": "hardware.performance", "Constraints": "hardware.recommend",
+         "recommend_inference": "hardware.recommend", "recommend_training": "hardware.recommend",
+         "load_catalog": "catalog.hardware", "find_hardware": "catalog.hardware"}
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module 'llmsizer' has no attribute {name!r}")
+
 __all__ = [
     "Assumption", "Estimate", "HubUnavailableError", "InferenceWorkload", "InputError", "Item", "LlmsizerError",
     "ModelFileError", "ModelSpec", "UnknownNameError", "UnsupportedArchitectureError", "count_params",
     "estimate_inference", "format_names", "kv_cache", "load_model", "max_concurrency", "max_context",
-    "weight_bytes", "__version__",
+    "weight_bytes", "__version__", *_LAZY,
 ]

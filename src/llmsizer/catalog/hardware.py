@@ -1,0 +1,596 @@
+"""The hardware catalog: accelerators, Apple silicon, CPUs, cloud instances and interconnects, each value with
+its source and date, looked up by id, name or alias.
+
+Data files live in ``catalog/data/hardware/*.json``. Every number is stored as the source writes it (value +
+unit, e.g. ``{"value": 80, "unit": "GB"}``) and converted here, once, to base units: bytes, bytes/s, FLOP/s, W,
+USD/h. ``GB`` is 10^9 bytes and ``GiB`` 2^30 (``units.py``); ``Gb/s`` is bits. Dense peak FLOP/s are in ``flops``,
+2:4-sparse figures only in ``flops_sparse``. A ``null`` value means no source was found; it is never guessed.
+
+Users add or override entries with their own file (JSON; YAML too when PyYAML is importable)::
+
+    {"devices": [{"id": "my-laptop", "name": "My laptop", "kind": "cpu", "form_factor": "laptop",
+                  "memory": "32GiB", "memory_bandwidth": "68 GB/s", "owned": true}],
+     "instances": [{"id": "aws-p5.48xlarge", "price": 40.0}]}
+
+An entry whose id exists replaces the fields it gives. Plain numbers and strings ("24GiB", "1008 GB/s",
+"82 TFLOP/s") are accepted; their source is the file and their date its modification date. Errors name the file
+and the field in one line.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UnknownNameError
+from ..units import GiB
+
+KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
+FORM_FACTORS = ("datacenter", "desktop", "laptop", "server")
+
+# unit -> factor to the base unit of its quantity
+_MEMORY = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30,
+           "TiB": 2.0**40}
+_BANDWIDTH = {"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12, "MiB/s": 2.0**20, "GiB/s": 2.0**30,
+              "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8, "Tb/s": 1e12 / 8}
+_FLOPS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15, "TOP/s": 1e12, "POP/s": 1e15}
+_POWER = {"W": 1.0, "kW": 1e3}
+_PRICE = {"USD/h": 1.0, "USD": 1.0}
+_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0}
+UNIT_TABLES: dict[str, dict[str, float]] = {
+    "memory": _MEMORY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER, "price": _PRICE, "count": _COUNT,
+}
+_FIELD_QUANTITY = {
+    "memory": "memory", "memory_usable": "memory", "memory_options": "memory", "memory_bandwidth": "bandwidth",
+    "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
+    "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
+    "bandwidth": "bandwidth",
+}
+
+
+@dataclass(frozen=True)
+class Value:
+    """One sourced number. ``base`` is in base units (bytes, bytes/s, FLOP/s, W, USD/h); ``raw``/``unit`` are as
+    the source writes them."""
+
+    raw: Any
+    unit: str
+    base: Any
+    source: str
+    date: str
+    date_kind: str = "retrieved"
+    derived: str = ""
+    note: str = ""
+    confidence: str = ""
+    extra: tuple[tuple[str, Any], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"value": self.raw, "unit": self.unit, "base": self.base, "source": self.source,
+                             "date": self.date, "date_kind": self.date_kind}
+        for k in ("derived", "note", "confidence"):
+            if getattr(self, k):
+                d[k] = getattr(self, k)
+        d.update(dict(self.extra))
+        return d
+
+    def describe(self) -> str:
+        return f"{self.raw} {self.unit}"
+
+
+@dataclass(frozen=True)
+class Device:
+    """An accelerator, an Apple chip configuration or a CPU."""
+
+    id: str
+    name: str
+    kind: str
+    vendor: str = ""
+    form_factor: str = "datacenter"
+    aliases: tuple[str, ...] = ()
+    memory: Value | None = None
+    memory_usable: Value | None = None
+    memory_bandwidth: Value | None = None
+    flops: dict[str, Value] = field(default_factory=dict)
+    flops_sparse: dict[str, Value] = field(default_factory=dict)
+    tdp: Value | None = None
+    interconnect: str | None = None
+    interconnect_bandwidth: Value | None = None
+    launch_price: Value | None = None
+    price: Value | None = None  # hourly price of an owned or rented single device (user files)
+    memory_channels: Value | None = None
+    cores: Value | None = None
+    isa: dict[str, Value] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)  # field -> why it is null
+    owned: bool = False
+    origin: str = "catalog"
+    chip: str = ""  # Apple chip a memory configuration belongs to
+
+    @property
+    def memory_bytes(self) -> int | None:
+        """Memory the device offers: the driver-reported size when sourced, else the vendor's figure."""
+        v = self.memory_usable or self.memory
+        return int(v.base) if v is not None and v.base is not None else None
+
+    @property
+    def bandwidth(self) -> float | None:
+        """Peak memory bandwidth [bytes/s] or None when unsourced."""
+        return float(self.memory_bandwidth.base) if self.memory_bandwidth is not None else None
+
+    def peak_flops(self, dtype: str) -> tuple[float | None, str]:
+        """Dense peak FLOP/s for ``dtype`` and the key used. bf16 and fp16 stand in for each other (equal tensor
+        rates on Ampere and later, NVIDIA Ampere whitepaper); the substitution is named in the key."""
+        order = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
+                 "int8": ("int8",), "fp4": ("fp4",)}.get(dtype, (dtype,))
+        for k in order:
+            v = self.flops.get(k)
+            if v is not None and v.base:
+                return float(v.base), k
+        return None, dtype
+
+    @property
+    def unified_memory(self) -> bool:
+        return self.kind == "apple" or self.id == "dgx-spark"
+
+    def values(self) -> dict[str, Value]:
+        """Every sourced value of the entry, by dotted field name."""
+        out: dict[str, Value] = {}
+        for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
+                     "price", "memory_channels", "cores"):
+            v = getattr(self, name)
+            if v is not None:
+                out[name] = v
+        for group in ("flops", "flops_sparse", "isa"):
+            for k, v in getattr(self, group).items():
+                out[f"{group}.{k}"] = v
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "vendor": self.vendor,
+                "form_factor": self.form_factor, "aliases": list(self.aliases), "owned": self.owned,
+                "origin": self.origin, "interconnect": self.interconnect, "memory_bytes": self.memory_bytes,
+                "values": {k: v.to_dict() for k, v in self.values().items()}, "missing": dict(self.missing)}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A cloud instance type: ``device_count`` x ``device`` plus host resources and an hourly price."""
+
+    id: str
+    name: str
+    provider: str
+    device: Device
+    device_count: int
+    vcpus: Value | None = None
+    memory: Value | None = None
+    local_disk: Value | None = None
+    network: Value | None = None
+    price: Value | None = None
+    interconnect: str | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+    origin: str = "catalog"
+
+    @property
+    def price_per_hour(self) -> float | None:
+        return float(self.price.base) if self.price is not None else None
+
+    @property
+    def region(self) -> str:
+        return str(dict(self.price.extra).get("region", "")) if self.price is not None else ""
+
+    def values(self) -> dict[str, Value]:
+        return {k: getattr(self, k) for k in ("vcpus", "memory", "local_disk", "network", "price")
+                if getattr(self, k) is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "provider": self.provider, "device": self.device.id,
+                "device_count": self.device_count, "interconnect": self.interconnect, "region": self.region,
+                "price_per_hour": self.price_per_hour, "origin": self.origin,
+                "values": {k: v.to_dict() for k, v in self.values().items()}, "missing": dict(self.missing)}
+
+
+@dataclass(frozen=True)
+class Interconnect:
+    id: str
+    name: str
+    kind: str
+    bandwidth: Value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "kind": self.kind, "bandwidth": self.bandwidth.to_dict()}
+
+
+@dataclass(frozen=True)
+class HardwareCatalog:
+    devices: dict[str, Device]
+    instances: dict[str, Instance]
+    interconnects: dict[str, Interconnect]
+    sources: dict[str, dict[str, Any]]
+
+    def _index(self) -> dict[str, tuple[str, str]]:
+        idx: dict[str, tuple[str, str]] = {}
+        for d in self.devices.values():
+            for key in (d.id, d.name, *d.aliases):
+                idx.setdefault(_norm(key), ("device", d.id))
+        for i in self.instances.values():
+            for key in (i.id, i.name):
+                idx.setdefault(_norm(key), ("instance", i.id))
+        return idx
+
+    def find(self, name: str) -> Device | Instance:
+        """A device or instance by id, name or alias (case-insensitive); a miss names the closest entries."""
+        hit = self._index().get(_norm(name))
+        if hit is None:
+            names = sorted({*self.devices, *self.instances})
+            close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise UnknownNameError(f"unknown hardware {name!r}{hint} (list them with `llmsizer hardware list`)")
+        kind, key = hit
+        return self.devices[key] if kind == "device" else self.instances[key]
+
+    def device(self, name: str) -> Device:
+        """A device by name; an instance name resolves to its device."""
+        hw = self.find(name)
+        return hw.device if isinstance(hw, Instance) else hw
+
+    def interconnect(self, ident: str | None) -> Interconnect | None:
+        return self.interconnects.get(ident) if ident else None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[\s_]+", "-", s.strip().lower())
+
+
+# ----------------------------------------------------------------------------------------------- parsing
+
+class _Ctx:
+    def __init__(self, fname: str, sources: dict[str, dict[str, Any]], default_source: str | None,
+                 default_date: str | None) -> None:
+        self.fname = fname
+        self.sources = sources
+        self.default_source = default_source
+        self.default_date = default_date
+
+    def fail(self, where: str, msg: str) -> InputError:
+        return InputError(f"hardware file {self.fname}: {where}: {msg}")
+
+
+_SHORTHAND = re.compile(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]+)?\s*")
+_DEFAULT_UNIT = {"memory": "GiB", "bandwidth": "GB/s", "flops": "TFLOP/s", "power": "W", "price": "USD/h",
+                 "count": "vCPU"}
+
+
+def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value | None, str]:
+    """A Value, or (None, why) for an explicit null."""
+    if isinstance(raw, dict):
+        if "value" not in raw:
+            raise ctx.fail(where, "a value object needs a 'value' key")
+        v = raw["value"]
+        if v is None:
+            return None, str(raw.get("note", "no source"))
+        unit = raw.get("unit")
+        src = raw.get("source") or ctx.default_source
+        if not src:
+            raise ctx.fail(where, "every value needs a 'source'")
+        date = raw.get("date")
+        kind = "published" if date else ""
+        if not date:
+            s = ctx.sources.get(src)
+            if s is None and ctx.default_date is None:
+                raise ctx.fail(where, f"source {src!r} is not in the sources table and the value has no 'date'")
+            date = s["date"] if s else ctx.default_date
+            kind = s.get("date_kind", "retrieved") if s else "file"
+        extra = tuple((k, raw[k]) for k in sorted(raw) if k not in
+                      ("value", "unit", "source", "date", "derived", "note", "confidence"))
+        return _convert(v, unit, quantity, where, ctx, str(src), str(date), kind, str(raw.get("derived", "")),
+                        str(raw.get("note", "")), str(raw.get("confidence", "")), extra), ""
+    if raw is None:
+        return None, "no source"
+    if ctx.default_source is None:
+        raise ctx.fail(where, "catalog values must be value objects with a source")
+    unit = None
+    num: Any = raw
+    if isinstance(raw, str):
+        m = _SHORTHAND.fullmatch(raw)
+        if not m:
+            raise ctx.fail(where, f"cannot read {raw!r}; write a number with a unit, e.g. '24GiB', '1008 GB/s'")
+        num, unit = float(m.group(1)), m.group(2)
+    return _convert(num, unit, quantity, where, ctx, ctx.default_source, str(ctx.default_date), "file", "", "", "",
+                    ()), ""
+
+
+def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,
+             derived: str, note: str, confidence: str, extra: tuple[tuple[str, Any], ...]) -> Value:
+    table = UNIT_TABLES[quantity]
+    unit = unit or _DEFAULT_UNIT[quantity]
+    if quantity == "count" and unit not in table:
+        table = {unit: 1.0}
+    if unit not in table:
+        raise ctx.fail(where, f"unit {unit!r} is not a {quantity} unit; use one of: {', '.join(table)}")
+    factor = table[unit]
+    if isinstance(v, bool):
+        base: Any = v
+    elif isinstance(v, list):
+        if not all(isinstance(x, (int, float)) and x > 0 for x in v):
+            raise ctx.fail(where, "a list value must hold positive numbers")
+        base = [x * factor for x in v]
+    elif isinstance(v, (int, float)):
+        if v < 0:
+            raise ctx.fail(where, f"must not be negative, got {v}")
+        base = v * factor
+    else:
+        raise ctx.fail(where, f"value {v!r} is not a number")
+    return Value(v, unit, base, src, date, kind, derived, note, confidence, extra)
+
+
+def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[str, str]) -> dict[str, Value]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise ctx.fail(where, "must be an object of dtype -> value")
+    out: dict[str, Value] = {}
+    for k, r in raw.items():
+        q = quantity
+        if quantity == "flops" and isinstance(r, dict) and r.get("unit") == "flag":
+            q = "count"
+        val, why = _parse_value(r, q, f"{where}.{k}", ctx)
+        if val is None:
+            missing[f"{where.split('.')[-1]}.{k}"] = why
+        else:
+            out[k] = val
+    return out
+
+
+_DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
+                  "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
+                  "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
+                  "note", "notes"}
+
+
+def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
+    unknown = set(raw) - _DEVICE_FIELDS
+    if unknown:
+        raise ctx.fail(where, f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_DEVICE_FIELDS))}")
+    for k in ("id", "name", "kind"):
+        if not raw.get(k):
+            raise ctx.fail(f"{where}.{k}", "is required")
+    if raw["kind"] not in KINDS:
+        raise ctx.fail(f"{where}.kind", f"unknown kind {raw['kind']!r}; choose one of: {', '.join(KINDS)}")
+    ff = raw.get("form_factor", "datacenter")
+    if ff not in FORM_FACTORS:
+        raise ctx.fail(f"{where}.form_factor", f"unknown {ff!r}; choose one of: {', '.join(FORM_FACTORS)}")
+    missing: dict[str, str] = {}
+    vals: dict[str, Any] = {}
+    for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
+                 "price", "memory_channels", "cores", "memory_options"):
+        if name in raw:
+            v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
+            if v is None:
+                missing[name] = why
+            vals[name] = v
+    flops = _values_map(raw.get("flops"), "flops", f"{where}.flops", ctx, missing)
+    sparse = _values_map(raw.get("flops_sparse"), "flops", f"{where}.flops_sparse", ctx, missing)
+    isa = _values_map(raw.get("isa"), "count", f"{where}.isa", ctx, missing)
+    for k in list(isa):  # ISA flags are booleans with unit 'flag'
+        if not isinstance(isa[k].raw, bool):
+            raise ctx.fail(f"{where}.isa.{k}", "must be true or false")
+    base = Device(id=str(raw["id"]).lower(), name=str(raw["name"]), kind=raw["kind"], vendor=str(raw.get("vendor", "")),
+                  form_factor=ff, aliases=tuple(str(a) for a in raw.get("aliases", ())),
+                  memory=vals.get("memory"), memory_usable=vals.get("memory_usable"),
+                  memory_bandwidth=vals.get("memory_bandwidth"), flops=flops, flops_sparse=sparse, tdp=vals.get("tdp"),
+                  interconnect=raw.get("interconnect"), interconnect_bandwidth=vals.get("interconnect_bandwidth"),
+                  launch_price=vals.get("launch_price"), price=vals.get("price"),
+                  memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
+                  owned=bool(raw.get("owned", False)), origin=ctx.fname)
+    opts = vals.get("memory_options")
+    if opts is None:
+        return [base]
+    out = []
+    for gb_raw, b in zip(opts.raw, opts.base, strict=True):
+        mem = Value(gb_raw, opts.unit, b, opts.source, opts.date, opts.date_kind, note="one configurable option")
+        suffix = f"{gb_raw:g}{opts.unit.lower()}"
+        out.append(replace(base, id=f"{base.id}-{suffix}", name=f"{base.name} {gb_raw:g}{opts.unit}",
+                           aliases=tuple(f"{a}-{suffix}" for a in base.aliases), memory=mem, chip=base.id))
+    return out
+
+
+_INSTANCE_FIELDS = {"id", "name", "provider", "device", "device_count", "vcpus", "memory", "local_disk", "network",
+                    "price", "interconnect", "note"}
+
+
+def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Device]) -> Instance:
+    unknown = set(raw) - _INSTANCE_FIELDS
+    if unknown:
+        raise ctx.fail(where, f"unknown field(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_INSTANCE_FIELDS))}")
+    for k in ("id", "name", "provider", "device", "device_count"):
+        if raw.get(k) in (None, ""):
+            raise ctx.fail(f"{where}.{k}", "is required")
+    dev = devices.get(str(raw["device"]).lower())
+    if dev is None:
+        close = difflib.get_close_matches(str(raw["device"]).lower(), list(devices), n=3, cutoff=0.4)
+        raise ctx.fail(f"{where}.device", f"unknown device {raw['device']!r}" + (f"; closest: {', '.join(close)}" if close else ""))
+    count = raw["device_count"]
+    if not isinstance(count, int) or count < 1:
+        raise ctx.fail(f"{where}.device_count", f"must be a positive integer, got {count!r}")
+    missing: dict[str, str] = {}
+    vals: dict[str, Value | None] = {}
+    for name in ("vcpus", "memory", "local_disk", "network", "price"):
+        if name in raw:
+            v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
+            if v is None:
+                missing[name] = why
+            vals[name] = v
+    return Instance(id=str(raw["id"]).lower(), name=str(raw["name"]), provider=str(raw["provider"]).lower(),
+                    device=dev, device_count=count, vcpus=vals.get("vcpus"), memory=vals.get("memory"),
+                    local_disk=vals.get("local_disk"), network=vals.get("network"), price=vals.get("price"),
+                    interconnect=raw.get("interconnect"), missing=missing, origin=ctx.fname)
+
+
+def _read_builtin(name: str) -> dict[str, Any]:
+    text = resources.files("llmsizer.catalog.data").joinpath("hardware").joinpath(name).read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+_DEVICE_FILES = ("accelerators.json", "apple.json", "cpus.json")
+_INSTANCE_FILES = ("instances_aws.json", "instances_gcp.json", "instances_azure.json")
+
+
+@lru_cache(maxsize=1)
+def builtin_catalog() -> HardwareCatalog:
+    """The catalog shipped with llmsizer (cached)."""
+    sources: dict[str, dict[str, Any]] = _read_builtin("sources.json")["sources"]
+    devices: dict[str, Device] = {}
+    for fname in _DEVICE_FILES:
+        ctx = _Ctx(fname, sources, None, None)
+        for i, raw in enumerate(_read_builtin(fname)["devices"]):
+            for d in _device(raw, f"devices[{i}]", ctx):
+                devices[d.id] = d
+    instances: dict[str, Instance] = {}
+    for fname in _INSTANCE_FILES:
+        ctx = _Ctx(fname, sources, None, None)
+        for i, raw in enumerate(_read_builtin(fname)["instances"]):
+            inst = _instance(raw, f"instances[{i}]", ctx, devices)
+            instances[inst.id] = inst
+    ics: dict[str, Interconnect] = {}
+    ctx = _Ctx("interconnects.json", sources, None, None)
+    for i, raw in enumerate(_read_builtin("interconnects.json")["interconnects"]):
+        bw, why = _parse_value(raw.get("bandwidth"), "bandwidth", f"interconnects[{i}].bandwidth", ctx)
+        if bw is None:
+            raise ctx.fail(f"interconnects[{i}].bandwidth", why)
+        ics[raw["id"]] = Interconnect(raw["id"], raw["name"], raw["kind"], bw)
+    return HardwareCatalog(devices, instances, ics, sources)
+
+
+def _load_user_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as e:
+        raise InputError(f"hardware file {path}: cannot read ({e.strerror})") from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml  # type: ignore[import-untyped]
+        except ImportError:
+            raise InputError(f"hardware file {path}: YAML needs PyYAML (pip install pyyaml); or write JSON") from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise InputError(f"hardware file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise InputError(f"hardware file {path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"hardware file {path}: the top level must be an object with devices/instances")
+    unknown = set(data) - {"devices", "instances", "sources", "schema", "note"}
+    if unknown:
+        raise InputError(f"hardware file {path}: unknown top-level key(s) {', '.join(sorted(unknown))}; "
+                         "use devices, instances, sources")
+    return data
+
+
+def _merge_raw(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(old)
+    merged.update(new)
+    return merged
+
+
+def load_catalog(hardware_files: Sequence[str | Path] = ()) -> HardwareCatalog:
+    """The built-in catalog with user files applied in order (additions and field-wise overrides)."""
+    base = builtin_catalog()
+    if not hardware_files:
+        return base
+    key = tuple((str(Path(p)), Path(p).stat().st_mtime if Path(p).exists() else 0.0) for p in hardware_files)
+    return _load_with_files(key)
+
+
+@lru_cache(maxsize=16)
+def _load_with_files(key: tuple[tuple[str, float], ...]) -> HardwareCatalog:
+    cat = builtin_catalog()
+    sources = dict(cat.sources)
+    raw_devices = {}
+    for fname in _DEVICE_FILES:
+        for raw in _read_builtin(fname)["devices"]:
+            raw_devices[str(raw["id"]).lower()] = ("builtin", raw)
+    raw_instances = {}
+    for fname in _INSTANCE_FILES:
+        for raw in _read_builtin(fname)["instances"]:
+            raw_instances[str(raw["id"]).lower()] = ("builtin", raw)
+    user_ctx: dict[str, _Ctx] = {}
+    for pstr, _ in key:
+        path = Path(pstr)
+        data = _load_user_file(path)
+        mtime = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+        srcs = data.get("sources") or {}
+        if not isinstance(srcs, dict):
+            raise InputError(f"hardware file {path}: sources must be an object of key -> {{title, url, date}}")
+        for k, s in srcs.items():
+            if not isinstance(s, dict) or not s.get("date"):
+                raise InputError(f"hardware file {path}: sources.{k}: needs a 'date'")
+        sources.update(srcs)
+        sources[f"user:{path.name}"] = {"title": f"user hardware file {path}", "url": str(path), "date": mtime,
+                                        "date_kind": "file"}
+        user_ctx[pstr] = _Ctx(str(path), sources, f"user:{path.name}", mtime)
+        for group, store in (("devices", raw_devices), ("instances", raw_instances)):
+            items = data.get(group) or []
+            if not isinstance(items, list):
+                raise InputError(f"hardware file {path}: {group} must be a list")
+            for i, raw in enumerate(items):
+                if not isinstance(raw, dict) or not raw.get("id"):
+                    raise InputError(f"hardware file {path}: {group}[{i}].id: is required")
+                ident = str(raw["id"]).lower()
+                if ident in store:
+                    _, old = store[ident]
+                    store[ident] = (pstr, _merge_raw(old, raw))
+                else:
+                    store[ident] = (pstr, raw)
+    builtin = _Ctx("catalog", sources, None, None)
+    devices: dict[str, Device] = {}
+    for i, (origin, raw) in enumerate(raw_devices.values()):
+        ctx = user_ctx.get(origin, builtin)
+        for d in _device(raw, f"devices[{raw.get('id')}]" if origin != "builtin" else f"devices[{i}]", ctx):
+            devices[d.id] = d
+    instances: dict[str, Instance] = {}
+    for i, (origin, raw) in enumerate(raw_instances.values()):
+        ctx = user_ctx.get(origin, builtin)
+        inst = _instance(raw, f"instances[{raw.get('id')}]" if origin != "builtin" else f"instances[{i}]", ctx, devices)
+        instances[inst.id] = inst
+    return HardwareCatalog(devices, instances, dict(cat.interconnects), sources)
+
+
+def find_hardware(name: str, hardware_files: Sequence[str | Path] = ()) -> Device | Instance:
+    """Look up a device or instance by id, name or alias (case-insensitive; closest names on a miss)."""
+    return load_catalog(hardware_files).find(name)
+
+
+def search(text: str = "", kinds: Iterable[str] = (), hardware_files: Sequence[str | Path] = ()) -> list[Device | Instance]:
+    """Devices and instances whose id or name contains ``text``; ``kinds`` filters (gpu, apple, cpu, instance...)."""
+    cat = load_catalog(hardware_files)
+    t = text.lower()
+    ks = set(kinds)
+    out: list[Device | Instance] = []
+    for d in cat.devices.values():
+        if (not ks or d.kind in ks) and (not t or t in d.id or t in d.name.lower()):
+            out.append(d)
+    for i in cat.instances.values():
+        if (not ks or "instance" in ks or i.provider in ks) and (not t or t in i.id or t in i.name.lower()):
+            out.append(i)
+    return out
+
+
+def apple_gpu_memory(device: Device, fraction: float) -> int | None:
+    """Unified memory the Apple GPU may use: total x ``fraction`` (Metal recommendedMaxWorkingSetSize)."""
+    mem = device.memory_bytes
+    return int(mem * fraction) if mem is not None else None
+
+
+__all__ = ["Device", "GiB", "HardwareCatalog", "Instance", "Interconnect", "Value", "apple_gpu_memory",
+           "builtin_catalog", "find_hardware", "load_catalog", "search"]

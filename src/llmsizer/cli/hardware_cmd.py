@@ -1,0 +1,125 @@
+"""`llmsizer hardware [list|show NAME]`: the hardware catalog, every value with its source and date."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..catalog.hardware import Device, Instance, load_catalog, search
+from ..render.text import table
+from ..units import format_bytes
+from .common import emit_json
+
+EPILOG = """examples:
+  llmsizer hardware list
+  llmsizer hardware list --kind gpu
+  llmsizer hardware list --provider azure
+  llmsizer hardware list m3 --kind apple
+  llmsizer hardware show h100-sxm
+  llmsizer hardware show p5.48xlarge --json
+  llmsizer hardware list --hardware-file my-hardware.json
+"""
+
+KIND_CHOICES = ("gpu", "tpu", "accelerator", "apple", "cpu", "instance")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("hardware", help="list or show the hardware catalog (devices, cloud instances)",
+                       description="The hardware catalog: accelerators, Apple silicon, CPUs and cloud instances. "
+                                   "Every value carries its source and date; null means no source was found.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    hs = p.add_subparsers(dest="hw_command", metavar="{list,show}")
+    lp = hs.add_parser("list", help="list devices and instances", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    lp.add_argument("query", nargs="?", default="", help="text to search in ids and names")
+    _common(lp)
+    lp.add_argument("--kind", choices=KIND_CHOICES, help="only this kind")
+    lp.add_argument("--provider", help="only instances of this provider (aws, gcp, azure)")
+    sp = hs.add_parser("show", help="every value of one entry with source and date", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("name", help="device or instance id, name or alias (case-insensitive)")
+    _common(sp)
+    _common(p)
+    p.set_defaults(func=cmd_hardware, query="", kind=None, provider=None)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
+                   help="JSON (or YAML) file adding or overriding entries; repeatable")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def cmd_hardware(args: argparse.Namespace) -> int:
+    if getattr(args, "hw_command", None) == "show":
+        return cmd_show(args)
+    return cmd_list(args)
+
+
+def _fmt(v: Any, kind: str) -> str:
+    if v is None:
+        return ""
+    if kind == "bytes":
+        return format_bytes(v, binary=False)
+    if kind == "bw":
+        return f"{v / 1e9:,.0f} GB/s"
+    if kind == "flops":
+        return f"{v / 1e12:,.1f}"
+    return str(v)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    kinds = [args.kind] if args.kind else []
+    if args.provider:
+        kinds = [args.provider.lower()]
+    found = search(args.query, kinds, args.hardware_file)
+    devices = [d for d in found if isinstance(d, Device)]
+    instances = [i for i in found if isinstance(i, Instance)]
+    if args.json:
+        emit_json({"devices": [d.to_dict() for d in devices], "instances": [i.to_dict() for i in instances]})
+        return 0
+    if devices:
+        rows = []
+        for d in devices:
+            peak, key = d.peak_flops("fp32" if d.kind == "cpu" else "bf16")
+            rows.append([d.id, d.kind, d.form_factor, _fmt(d.memory_bytes, "bytes"), _fmt(d.bandwidth, "bw"),
+                         f"{_fmt(peak, 'flops')} {key}" if peak else "", _fmt(d.tdp.raw, "") + " W" if d.tdp else ""])
+        print(table(rows, ["device", "kind", "form", "memory", "bandwidth", "dense TFLOP/s", "TDP"]))
+    if instances:
+        if devices:
+            print()
+        rows = [[i.id, i.provider, f"{i.device_count} x {i.device.id}",
+                 f"${i.price_per_hour:,.2f}/h" if i.price_per_hour is not None else "", i.region] for i in instances]
+        print(table(rows, ["instance", "provider", "accelerators", "on-demand", "region"]))
+    print(f"{len(devices)} devices, {len(instances)} instances")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    cat = load_catalog(args.hardware_file)
+    hw = cat.find(args.name)
+    data = hw.to_dict()
+    if args.json:
+        data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
+        emit_json(data)
+        return 0
+    print(f"{hw.name}  ({hw.id})")
+    if isinstance(hw, Instance):
+        print(f"provider {hw.provider}; {hw.device_count} x {hw.device.name} ({hw.device.id})"
+              + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
+    else:
+        print(f"{hw.vendor} {hw.kind}, {hw.form_factor}" + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
+    rows = []
+    for name, v in hw.values().items():
+        extra = dict(v.extra)
+        note = "; ".join(x for x in (v.derived and f"derived: {v.derived}", extra.get("where", ""),
+                                     extra.get("region", "") and f"region {extra['region']}", v.note,
+                                     v.confidence and f"{v.confidence} confidence") if x)
+        rows.append([name, v.describe(), v.source, f"{v.date} ({v.date_kind})", note])
+    for name, why in hw.missing.items():
+        rows.append([name, "null", "", "", why])
+    print(table(rows, ["field", "value", "source", "date", "notes"]))
+    used = sorted({v.source for v in hw.values().values()})
+    for k in used:
+        s = cat.sources.get(k, {})
+        print(f"  [{k}] {s.get('title', '')} {s.get('url', '')}")
+    return 0

@@ -1,0 +1,137 @@
+"""`llmsizer recommend MODEL (--infer | --train)`: which hardware, how many, which weight format, at what cost."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import InputError
+from ..formulas.training_time import RECOMPUTE_MODES
+from ..hardware.recommend import (
+    Constraints,
+    Option,
+    Recommendation,
+    parse_duration,
+    recommend_inference,
+    recommend_training,
+)
+from ..render.text import table
+from ..units import format_bytes, format_count
+from .common import add_model_args, count_arg, emit_json, resolve_model, tokens_arg
+
+EPILOG = """examples:
+  llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
+  llmsizer recommend llama-3.1-70b-instruct --concurrency 128 --tokens-per-second 3000 --provider aws
+  llmsizer recommend qwen2.5-1.5b-instruct --laptop
+  llmsizer recommend llama-3.1-8b --max-cost-per-hour 2 --max-ttft 1 --cloud-only --json
+  llmsizer recommend llama-3.1-8b --train --tokens 10B --deadline 3d --max-cost 5000
+  llmsizer recommend qwen2.5-0.5b --hardware-file my-server.json --kwh-price 0.30
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("recommend", help="rank hardware for serving or training a model, by cost",
+                       description="Search devices x count x weight format x parallelism over the catalog (and "
+                                   "your --hardware-file) for options that fit and meet the constraints; rank by "
+                                   "cost; give the reason each option was chosen or rejected.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_args(p)
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--infer", action="store_true", help="serving (default)")
+    mode.add_argument("--train", action="store_true", help="training (time and cost; memory needs llmsizer.training)")
+    g = p.add_argument_group("inference workload")
+    g.add_argument("--context", type=tokens_arg, default=4096, help="tokens per sequence (default 4096)")
+    g.add_argument("--concurrency", type=count_arg, default=1, help="sequences at once (default 1)")
+    g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
+    g.add_argument("--weights", help="force one weight format instead of searching")
+    t = p.add_argument_group("training workload")
+    t.add_argument("--tokens", type=count_arg, help="tokens to train on (e.g. 10B)")
+    t.add_argument("--seq-len", type=tokens_arg, default=4096, help="sequence length (default 4096)")
+    t.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation")
+    t.add_argument("--utilization", type=float, help="MFU (or HFU with --recompute full); default from published runs")
+    c = p.add_argument_group("constraints")
+    c.add_argument("--max-cost-per-hour", type=float, help="budget in USD per hour")
+    c.add_argument("--max-cost", type=float, help="training budget for the whole run, USD")
+    c.add_argument("--deadline", help="training wall-clock limit, e.g. 3d, 12h")
+    c.add_argument("--tokens-per-second", type=float, help="aggregate decode throughput target")
+    c.add_argument("--user-tokens-per-second", type=float, help="minimum decode speed per user")
+    c.add_argument("--max-ttft", help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
+    c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")
+    c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
+    c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
+    c.add_argument("--kwh-price", type=float, help="USD per kWh, to price owned hardware by its power draw")
+    c.add_argument("--headroom", type=float, help="share of memory kept free (default 0.1)")
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
+    p.add_argument("--top", type=int, default=8, help="options and rejections to show (default 8)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
+    p.set_defaults(func=cmd_recommend)
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    cons = Constraints(max_cost_per_hour=args.max_cost_per_hour, tokens_per_second=args.tokens_per_second,
+                       user_tokens_per_second=args.user_tokens_per_second,
+                       max_ttft=parse_duration(args.max_ttft) if args.max_ttft else None,
+                       deadline=parse_duration(args.deadline) if args.deadline else None, max_cost=args.max_cost,
+                       laptop=args.laptop, cloud_only=args.cloud_only, providers=tuple(args.provider),
+                       kwh_price=args.kwh_price, headroom=args.headroom)
+    if args.train:
+        if not args.tokens:
+            raise InputError("--train needs --tokens (how many tokens to train on, e.g. 10B)")
+        rec = recommend_training(spec, tokens=args.tokens, seq_len=args.seq_len, recompute=args.recompute,
+                                 utilization=args.utilization, constraints=cons, hardware_files=args.hardware_file)
+    else:
+        rec = recommend_inference(spec, context=args.context, concurrency=args.concurrency,
+                                  output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
+                                  hardware_files=args.hardware_file)
+    if args.json:
+        emit_json(rec.to_dict())
+        return 0
+    print(render_recommendation(rec, args.top))
+    return 0 if rec.options else 1
+
+
+def _price(o: Option) -> str:
+    if o.price_per_hour is None:
+        return "-"
+    return f"${o.price_per_hour:,.2f}/h" + (" (power)" if o.cost_basis == "power" else "")
+
+
+def render_recommendation(rec: Recommendation, top: int = 8) -> str:
+    out = [f"{rec.model}: {rec.kind} options ({len(rec.options)} meet the constraints, {len(rec.rejected)} rejected)"]
+    if rec.kind == "inference":
+        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
+                 o.weights_format.removeprefix("gguf:"), _price(o),
+                 f"{o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else "?",
+                 f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
+                 f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
+                 f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
+                for o in rec.options[:top]]
+        header = ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
+    else:
+        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
+                 _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h", f"{o.device_hours or 0:,.0f}",
+                 f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"] for o in rec.options[:top]]
+        header = ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
+        wl = rec.workload
+        out.append(f"{format_count(wl['tokens'])} tokens x {wl['flops_per_token']:.3g} FLOP/token = "
+                   f"{wl['total_flops']:.3g} FLOP")
+    if rows:
+        out.append(table(rows, header))
+    if rec.chosen is not None:
+        out.append("chosen: " + rec.chosen.target + " - " + "; ".join(rec.chosen.reasons))
+    for a in rec.advice:
+        out.append("advice: " + a)
+    for q in rec.quantization:
+        out.append("quantization: " + q)
+    if rec.rejected:
+        out.append("rejected (cheapest first):")
+        for o in rec.rejected[:top]:
+            mem = f" [{format_bytes(o.memory_per_device)}]" if o.memory_per_device else ""
+            out.append(f"  {o.target}: {'; '.join(o.reasons)}{mem}")
+        if len(rec.rejected) > top:
+            out.append(f"  ... {len(rec.rejected) - top} more (--top N or --json)")
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in rec.assumptions))
+    for w in rec.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)

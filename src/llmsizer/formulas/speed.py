@@ -1,0 +1,175 @@
+"""Inference speed from FLOPs, bytes moved, and a device's peak rates: prefill (compute-bound), decode
+(memory-bandwidth-bound), and the roofline that says which bound applies.
+
+Units: FLOPs [FLOP], bytes [B], bandwidth [B/s], peak [FLOP/s], time [s]. Pure functions; no defaults that
+change an answer (efficiencies are arguments; their named defaults live in ``hardware/efficiency.py``).
+
+Equations
+---------
+Forward FLOPs of a decoder token (Kaplan et al. 2020, "Scaling Laws for Neural Language Models",
+arXiv 2001.08361, Table 1: C_forward = 2N + 2 n_layer n_ctx d_attn for the QK^T product; the value product
+doubles the context term, as in PaLM, Chowdhery et al. 2022, arXiv 2204.02311, Appendix B)::
+
+    F_token(c) = 2 N_active + 4 L d_attn c                                              (1)
+
+with N_active the parameters a token multiplies (MoE: shared + k routed experts), L layers, d_attn = heads x
+head_dim and c the tokens attended. A causal prefill of T tokens after P cached tokens attends c = P + t for
+token t = 1..T::
+
+    F_prefill = 2 N_active T + 4 L d_attn (T P + T (T + 1) / 2)                         (2)
+
+Time of a phase on a device with peak rate R [FLOP/s] and bandwidth B [B/s], at efficiencies e_c, e_m (the
+roofline model, Williams, Waterman & Patterson 2009, CACM 52(4), "Roofline: an insightful visual performance
+model")::
+
+    t = max(F / (R e_c), bytes / (B e_m))                                               (3)
+
+Decode reads every weight once per step plus each sequence's KV cache (Pope et al. 2022, "Efficiently Scaling
+Transformer Inference", arXiv 2211.05102, section 2)::
+
+    bytes_step = W + b * KV(c)          F_step = b * F_token(c)                         (4)
+
+for b sequences decoded together. Arithmetic intensity I = F / bytes; the ridge point R / B separates
+memory-bound (I < R/B) from compute-bound phases.
+
+MoE weights read per decode step: with k of E experts per token and uniform routing, b tokens touch a
+fraction 1 - (1 - k/E)^b of a layer's experts (expected coverage of b independent draws)::
+
+    W_step = W_dense + W_experts (1 - (1 - k/E)^b)                                      (5)
+
+Tensor parallelism over n devices adds two all-reduces of the activations per layer (Shoeybi et al. 2019,
+Megatron-LM, arXiv 1909.08053, section 3); a ring all-reduce of S bytes over n devices moves 2 (n-1)/n S bytes
+per device (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2))::
+
+    t_allreduce = 2 (n - 1) / n * S / B_link                                            (6)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise InputError(f"{name} must be positive, got {value}")
+
+
+def attended_tokens(tokens: int, past_tokens: int = 0, window: int | None = None) -> float:
+    """Sum over ``tokens`` new causal tokens of the tokens each attends: sum_{t=1..T} min(P + t, W).
+
+    Without a window this is T P + T (T + 1) / 2 (eq. 2); a sliding-window layer caps each term at W."""
+    if tokens < 0 or past_tokens < 0:
+        raise InputError("tokens and past_tokens must not be negative")
+    if window is None or past_tokens + tokens <= window:
+        return tokens * past_tokens + tokens * (tokens + 1) / 2
+    # terms P+1 .. P+T; those <= W sum arithmetically, the rest are W each
+    below = max(0, min(tokens, window - past_tokens))
+    first = past_tokens + 1
+    return below * (first + past_tokens + below) / 2 + (tokens - below) * window
+
+
+def attention_flops(num_layers: int, attn_width: int, tokens: int, past_tokens: int = 0,
+                    window: int | None = None) -> float:
+    """Causal attention FLOPs (QK^T and AV) of ``tokens`` new tokens after ``past_tokens`` cached: the context
+    term of eq. (2), 4 L d_attn (T P + T (T+1) / 2) [FLOP]; ``window`` caps the attended span."""
+    return 4.0 * num_layers * attn_width * attended_tokens(tokens, past_tokens, window)
+
+
+def prefill_flops(params_active: float, tokens: int, num_layers: int, attn_width: int, past_tokens: int = 0) -> float:
+    """Eq. (2): FLOPs to process a prompt of ``tokens`` tokens [FLOP]."""
+    return 2.0 * params_active * tokens + attention_flops(num_layers, attn_width, tokens, past_tokens)
+
+
+def decode_flops_per_token(params_active: float, num_layers: int, attn_width: int, context: int) -> float:
+    """Eq. (1): FLOPs to generate one token that attends ``context`` tokens [FLOP]."""
+    return 2.0 * params_active + 4.0 * num_layers * attn_width * context
+
+
+def compute_time(flops: float, peak_flops: float, efficiency: float) -> float:
+    """Seconds to execute ``flops`` at ``peak_flops`` x ``efficiency`` (first term of eq. 3)."""
+    _positive("peak_flops", peak_flops)
+    _positive("efficiency", efficiency)
+    return flops / (peak_flops * efficiency)
+
+
+def memory_time(nbytes: float, bandwidth: float, efficiency: float) -> float:
+    """Seconds to stream ``nbytes`` at ``bandwidth`` x ``efficiency`` (second term of eq. 3)."""
+    _positive("bandwidth", bandwidth)
+    _positive("efficiency", efficiency)
+    return nbytes / (bandwidth * efficiency)
+
+
+def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: int) -> float:
+    """Eq. (5): expected fraction of a layer's routed experts that ``batch`` tokens touch (uniform routing)."""
+    if not 0 < experts_per_token <= num_experts:
+        raise InputError(f"experts_per_token must be in 1..num_experts, got {experts_per_token}/{num_experts}")
+    if batch < 1:
+        raise InputError(f"batch must be >= 1, got {batch}")
+    return 1.0 - (1.0 - experts_per_token / num_experts) ** batch
+
+
+def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:
+    """Eq. (6): ring all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]."""
+    if devices <= 1:
+        return 0.0
+    _positive("link_bandwidth", link_bandwidth)
+    return 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Where a phase sits on the roofline: intensity [FLOP/B], ridge point [FLOP/B], the attainable rate
+    min(R, I B) [FLOP/s] and the binding resource."""
+
+    intensity: float
+    ridge: float
+    attainable_flops: float
+    bound: str  # "memory" or "compute"
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {"intensity_flop_per_byte": self.intensity, "ridge_flop_per_byte": self.ridge,
+                "attainable_flops": self.attainable_flops, "bound": self.bound}
+
+
+def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -> Roofline:
+    """Arithmetic intensity I = flops / bytes against the ridge R / B (Williams et al. 2009)."""
+    _positive("peak_flops", peak_flops)
+    _positive("bandwidth", bandwidth)
+    intensity = flops / nbytes if nbytes > 0 else float("inf")
+    ridge = peak_flops / bandwidth
+    attainable = min(peak_flops, intensity * bandwidth)
+    return Roofline(intensity, ridge, attainable, "memory" if intensity < ridge else "compute")
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    """Time of one phase: the larger of its compute and memory times (eq. 3) plus communication."""
+
+    seconds: float
+    compute_seconds: float
+    memory_seconds: float
+    comm_seconds: float
+
+    @property
+    def bound(self) -> str:
+        if self.comm_seconds > max(self.compute_seconds, self.memory_seconds):
+            return "communication"
+        return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {"seconds": self.seconds, "compute_seconds": self.compute_seconds,
+                "memory_seconds": self.memory_seconds, "comm_seconds": self.comm_seconds, "bound": self.bound}
+
+
+def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
+               compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0) -> PhaseTime:
+    """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own).
+
+    Raises InputError when both are unknown."""
+    if not peak_flops and not bandwidth:
+        raise InputError("need a peak FLOP/s or a memory bandwidth to estimate time")
+    tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
+    tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
+    return PhaseTime(max(tc, tm) + comm_seconds, tc, tm, comm_seconds)

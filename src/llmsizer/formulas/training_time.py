@@ -1,0 +1,75 @@
+"""Training compute and wall-clock time.
+
+FLOPs per trained token (forward + backward), for N parameters, L layers, attention width d = heads x head_dim
+and sequence length s::
+
+    no recomputation:    F = 6 N + 12 L d s                                             (1)
+    full recomputation:  F = 8 N + 16 L d s                                             (2)
+
+(1): 2N forward + 4N backward (Kaplan et al. 2020, arXiv 2001.08361, section 2.1, C ~ 6N per token); the
+attention term 12 L d s is PaLM's (Chowdhery et al. 2022, arXiv 2204.02311, Appendix B, "6N + 12LHQT").
+(2): full activation checkpointing runs the forward pass twice, adding 2N + 4 L d s (Narayanan et al. 2021,
+"Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", arXiv 2104.04473, eq. 3:
+F = 96 B s l h^2 (1 + s / 6h + V / 16 l h) per iteration, which is 8N + 16 l h s + 6 h V per token with
+N = 12 l h^2; the 6hV logit term is the lm_head's share of 6N counted separately there).
+
+Wall clock at model-FLOPs utilisation u on n devices of dense peak R [FLOP/s] (Chowdhery et al. 2022,
+section 4.1, MFU)::
+
+    t = T F / (n R u)          device-hours = n t / 3600                               (3)
+
+MFU counts the FLOPs of (1); hardware-FLOPs utilisation counts those actually executed, (2) with recomputation.
+Megatron's "% of peak" uses (2)-style counting, so it is an HFU.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..errors import InputError
+
+Recompute = Literal["none", "full"]
+RECOMPUTE_MODES = ("none", "full")
+
+
+def training_flops_per_token(params: float, num_layers: int, attn_width: int, seq_len: int,
+                             recompute: str = "none") -> float:
+    """Eqs. (1)-(2): training FLOPs per token [FLOP]."""
+    if recompute not in RECOMPUTE_MODES:
+        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
+    if params <= 0 or seq_len <= 0:
+        raise InputError("params and seq_len must be positive")
+    if recompute == "full":
+        return 8.0 * params + 16.0 * num_layers * attn_width * seq_len
+    return 6.0 * params + 12.0 * num_layers * attn_width * seq_len
+
+
+def megatron_flops_per_iteration(batch: int, seq_len: int, num_layers: int, hidden: int, vocab: int) -> float:
+    """Narayanan et al. 2021 eq. 3 (with full recomputation), FLOPs per iteration of ``batch`` sequences."""
+    h, s, n = float(hidden), float(seq_len), float(num_layers)
+    return 96.0 * batch * s * n * h * h * (1.0 + s / (6.0 * h) + vocab / (16.0 * n * h))
+
+
+def training_seconds(tokens: float, flops_per_token: float, devices: int, peak_flops: float, utilization: float) -> float:
+    """Eq. (3): wall-clock seconds to train on ``tokens`` tokens."""
+    if devices < 1:
+        raise InputError(f"devices must be >= 1, got {devices}")
+    if peak_flops <= 0 or not 0 < utilization <= 1:
+        raise InputError(f"need peak_flops > 0 and utilization in (0, 1], got {peak_flops}, {utilization}")
+    return tokens * flops_per_token / (devices * peak_flops * utilization)
+
+
+def tokens_per_second(flops_per_token: float, devices: int, peak_flops: float, utilization: float) -> float:
+    """Training throughput implied by eq. (3) [tokens/s]."""
+    return devices * peak_flops * utilization / flops_per_token
+
+
+def device_hours(seconds: float, devices: int) -> float:
+    """Eq. (3): devices x hours."""
+    return devices * seconds / 3600.0
+
+
+def achieved_utilization(tokens_per_second_measured: float, flops_per_token: float, devices: int,
+                         peak_flops: float) -> float:
+    """The utilisation a measured throughput implies: tokens/s x F / (n R)."""
+    return tokens_per_second_measured * flops_per_token / (devices * peak_flops)

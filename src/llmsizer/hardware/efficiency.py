@@ -1,0 +1,85 @@
+"""Efficiency factors: the share of a device's peak that real kernels reach, as named, cited defaults.
+
+Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
+following ``engines.py``. None of them is fitted to llmsizer's validation rows (tests/validation/); those rows
+only measure how far these defaults land.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Factor:
+    name: str
+    low: float
+    expected: float
+    high: float
+    source: str
+
+    def to_dict(self) -> dict[str, float | str]:
+        return {"name": self.name, "low": self.low, "expected": self.expected, "high": self.high, "source": self.source}
+
+
+# Decode streams weights + KV from memory. NVIDIA AIConfigurator scales the datasheet bandwidth by
+# mem_bw_empirical_scaling_factor = 0.8 in its system files (shared/research/anchors.md, H200 system YAML).
+# llmfit's whole speed model is bandwidth / model size x 0.55 (low end).
+DECODE_BANDWIDTH_GPU = Factor(
+    "decode_bandwidth_efficiency_gpu", 0.55, 0.80, 0.90,
+    "NVIDIA AIConfigurator systems/*.yaml mem_bw_empirical_scaling_factor 0.8; llmfit uses 0.55")
+
+# llama.cpp's quantized (K-quant, Q4_0...) matrix-vector kernels spend time dequantizing; llmfit, which sizes
+# GGUF models for llama.cpp/Ollama users, uses bandwidth x 0.55 (llmfit docs/how-it-works.md, anchors.md).
+DECODE_BANDWIDTH_GGUF = Factor(
+    "decode_bandwidth_efficiency_gguf_quantized", 0.45, 0.55, 0.80,
+    "llmfit docs/how-it-works.md: 'bandwidth / model size x 0.55' (GGUF on llama.cpp)")
+
+# CPU decode: a llama.cpp user measured about 35 GB/s on dual-channel DDR5-4800 (76.8 GB/s theoretical),
+# 35 / 76.8 = 0.46 (ai-radar.it, 'ottimizzare modelli MoE su CPU', in shared/research/hardware_notes.md §5).
+DECODE_BANDWIDTH_CPU = Factor(
+    "decode_bandwidth_efficiency_cpu", 0.35, 0.46, 0.65,
+    "ai-radar.it: ~35 GB/s of 76.8 GB/s in llama.cpp on desktop DDR5 (35 / 76.8 = 0.46)")
+
+# Prefill and batched decode are matrix-matrix products. PyTorch's RuntimeEstimator cost model divides FLOPs
+# by 0.75 x peak (torch/distributed/_tools/runtime_estimator.py, operator-level-cost-model); gpu_poor uses 0.85.
+COMPUTE = Factor(
+    "compute_efficiency", 0.50, 0.75, 0.85,
+    "PyTorch RuntimeEstimator operator-level-cost-model: flops / (0.75 x peak); gpu_poor 0.85")
+
+# Training utilisation. Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
+# parameters, 32-3072 GPUs): 43-52 % of peak counting recomputation FLOPs, median 45.5 % -> hardware FLOPs
+# utilisation to use with the recompute FLOP count.
+TRAINING_HFU = Factor(
+    "training_hardware_flops_utilization", 0.43, 0.455, 0.52,
+    "Narayanan et al. 2021 (arXiv 2104.04473) Table 1: 43-52 % of peak, median 45.5 % (recompute counted)")
+# PaLM 540B trained at 46.2 % model FLOPs utilisation (Chowdhery et al. 2022, arXiv 2204.02311, Table 3);
+# used with the no-recompute FLOP count.
+TRAINING_MFU = Factor(
+    "training_model_flops_utilization", 0.30, 0.462, 0.55,
+    "Chowdhery et al. 2022 (PaLM) Table 3: 46.2 % MFU; Megatron Table 1 range as the high end")
+
+# Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
+# M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's
+# tech talk 10580).
+APPLE_GPU_WORKING_SET = Factor(
+    "apple_gpu_working_set_fraction", 0.70, 0.75, 0.78,
+    "Metal recommendedMaxWorkingSetSize 70-78 % of unified memory (XiongjieDai README, Apple tech talk 10580)")
+
+# Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
+# A policy default, not a measurement: recorded as an assumption and settable (--headroom).
+DEFAULT_HEADROOM = 0.10
+
+ALL = (DECODE_BANDWIDTH_GPU, DECODE_BANDWIDTH_GGUF, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, TRAINING_MFU,
+       APPLE_GPU_WORKING_SET)
+
+_DENSE_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
+
+
+def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:
+    """The bandwidth factor for a device kind (gpu/apple/cpu...) and weight format (see the module constants)."""
+    if device_kind == "cpu":
+        return DECODE_BANDWIDTH_CPU
+    if weights_format.startswith("gguf:") and weights_format not in _DENSE_GGUF:
+        return DECODE_BANDWIDTH_GGUF
+    return DECODE_BANDWIDTH_GPU

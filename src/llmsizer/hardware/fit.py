@@ -1,0 +1,281 @@
+"""Does a workload fit on N x device, with a stated headroom? Memory per device from
+``estimate_inference(..., tensor_parallel=t, memory=...)`` (or the training estimate when ``llmsizer.training``
+is installed), and the speed it would run at (``performance.estimate_speed``).
+
+Memory budget per device = usable memory x (1 - headroom). Usable memory is the driver-reported size when the
+catalog has one, else the vendor's figure as written (a vendor "80 GB" taken as 80 x 10^9 B, which is
+conservative when the part really has 80 GiB). Apple GPUs may use only the Metal working-set share of unified
+memory (``efficiency.APPLE_GPU_WORKING_SET``); CPUs use RAM, which must not spill into swap. For vLLM the
+headroom is its ``gpu_memory_utilization`` (1 - headroom) and a workload fits when the KV pool admits the
+requested concurrency.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import Device, Instance, load_catalog
+from ..errors import InputError
+from ..formulas.weight_formats import normalize_format, stored_format
+from ..inference import estimate_inference
+from ..models import load_model
+from ..result import Assumption, Estimate
+from ..specs import ModelSpec
+from ..units import format_bytes
+from . import efficiency as E
+from .performance import SpeedEstimate, estimate_speed
+
+
+def training_available() -> bool:
+    """True when the training estimator (another issue's module) is installed."""
+    return importlib.util.find_spec("llmsizer.training") is not None
+
+
+def default_engine(device: Device, count: int) -> str:
+    """vLLM for data-center accelerators (and any multi-GPU replica), llama.cpp for Apple, CPUs and one
+    consumer card (where GGUF formats are the usual way to fit)."""
+    if device.kind in ("apple", "cpu"):
+        return "llamacpp"
+    if device.form_factor == "datacenter" or count > 1:
+        return "vllm"
+    return "llamacpp"
+
+
+def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
+    """Largest t <= count that divides both ``count`` and the attention heads (vLLM's rule); the rest of the
+    devices run replicas (data parallel)."""
+    for t in range(count, 0, -1):
+        if count % t == 0 and spec.num_heads % t == 0:
+            return t
+    return 1
+
+
+def usable_memory(device: Device, memory: int | None = None) -> tuple[int | None, list[Assumption]]:
+    """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it."""
+    notes: list[Assumption] = []
+    if memory is not None:
+        notes.append(Assumption("device_memory", format_bytes(memory), False, "given"))
+        base = memory
+    else:
+        base_opt = device.memory_bytes
+        if base_opt is None:
+            return None, notes
+        base = base_opt
+        src = device.memory_usable or device.memory
+        why = ("driver-reported size" if device.memory_usable is not None else
+               f"vendor figure {src.describe() if src else ''} taken at its written unit")
+        notes.append(Assumption("device_memory", format_bytes(base), True, why))
+    if device.kind == "apple":
+        frac = E.APPLE_GPU_WORKING_SET.expected
+        notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
+        base = int(base * frac)
+    return base, notes
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Whether a workload fits on ``count`` x ``device``; memory per device against the budget, and speed."""
+
+    kind: str
+    model: str
+    target: str
+    device: str
+    count: int
+    tensor_parallel: int
+    replicas: int
+    engine: str
+    weights_format: str
+    fits: bool
+    memory_per_device: int | None
+    memory_high_per_device: int | None
+    budget_per_device: int | None
+    headroom: float
+    estimate: Estimate | None
+    speed: SpeedEstimate | None
+    training_time: dict[str, Any] | None = None
+    reasons: tuple[str, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    warnings: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        if self.memory_per_device is None or self.budget_per_device is None:
+            return None
+        return self.budget_per_device - self.memory_per_device
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
+            "device": self.device, "count": self.count, "tensor_parallel": self.tensor_parallel,
+            "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
+            "fits": self.fits, "memory_per_device": self.memory_per_device,
+            "memory_high_per_device": self.memory_high_per_device, "budget_per_device": self.budget_per_device,
+            "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "reasons": list(self.reasons),
+            "memory": self.estimate.to_dict() if self.estimate else None,
+            "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
+            "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
+            "details": self.details,
+        }
+
+
+def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int | None, str, Instance | None]:
+    """(device, instance device count or None, target id, instance) for a name, Device or Instance."""
+    hw = load_catalog(hardware_files).find(hardware) if isinstance(hardware, str) else hardware
+    if isinstance(hw, Instance):
+        return hw.device, hw.device_count, hw.id, hw
+    return hw, None, hw.id, None
+
+
+def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
+    """Per-direction bandwidth between the devices of one replica: the instance's interconnect, else the device's."""
+    cat = load_catalog(hardware_files)
+    if instance is not None and instance.interconnect:
+        ic = cat.interconnect(instance.interconnect)
+        if ic is not None:
+            return float(ic.bandwidth.base)
+    if device.interconnect_bandwidth is not None:
+        return float(device.interconnect_bandwidth.base)
+    ic = cat.interconnect(device.interconnect)
+    return float(ic.bandwidth.base) if ic else None
+
+
+_SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
+
+
+def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
+                  mla: str, link: float | None) -> SpeedEstimate:
+    """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
+    configurations of one Apple chip (and instances sharing a device) share one estimate."""
+    peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))
+    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link)
+    hit = _SPEED_MEMO.get(key)
+    if hit is None or hit.device != device.id:
+        if hit is None:
+            if len(_SPEED_MEMO) > 4096:
+                _SPEED_MEMO.clear()
+            hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
+                                 concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link)
+            _SPEED_MEMO[key] = hit
+        else:
+            from dataclasses import replace
+            hit = replace(hit, device=device.id)
+    return hit
+
+
+def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+        headroom: float | None = None, engine: str | None = None, weights: str | None = None, context: int = 4096,
+        concurrency: int = 1, output_tokens: int | None = None, memory: int | None = None,
+        kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
+        **workload: Any) -> FitResult:
+    """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
+    own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine)."""
+    spec = load_model(model) if isinstance(model, str) else model
+    device, inst_count, target, instance = resolve_target(hardware, hardware_files)
+    n = count or inst_count or 1
+    if inst_count and count and count != inst_count:
+        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+    if not 0 <= (headroom if headroom is not None else 0) < 1:
+        raise InputError(f"headroom must be in [0, 1), got {headroom}")
+    assumptions: list[Assumption] = []
+    warnings: list[str] = []
+    reasons: list[str] = []
+    hr = E.DEFAULT_HEADROOM if headroom is None else headroom
+    assumptions.append(Assumption("headroom", hr, headroom is None, "memory kept free on each device "
+                                  "(fragmentation, other processes, no swapping)"))
+    eng = engine or default_engine(device, n)
+    assumptions.append(Assumption("engine", eng, engine is None, "vLLM on data-center GPUs, llama.cpp on Apple, "
+                                  "CPUs and single consumer cards"))
+    if eng == "llamacpp" and n > 1:
+        raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; not modelled: "
+                         "use --engine vllm for more than one device")
+    if eng == "vllm" and device.kind in ("cpu", "apple"):
+        raise InputError(f"the vllm profile models GPU serving; {device.id} is {device.kind}: use llamacpp or transformers")
+    tp = choose_tensor_parallel(spec, n)
+    replicas = n // tp
+    if replicas > 1:
+        assumptions.append(Assumption("replicas", replicas, True,
+                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
+    if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
+        memory = int(instance.memory.base)  # a CPU instance's RAM is the model's memory
+    fmt = normalize_format(weights) if weights else None
+    if fmt is None:
+        fmt, _, why = stored_format(spec)
+        if eng == "llamacpp" and not fmt.startswith("gguf:"):
+            fmt = "gguf:" + {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}.get(fmt, "f16")
+        assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
+    usable, notes = usable_memory(device, memory)
+    assumptions.extend(notes)
+    if usable is None:
+        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
+    budget = int(usable * (1 - hr))
+    on_cpu = device.kind == "cpu"
+    fields: dict[str, Any] = dict(context=context, concurrency=concurrency, output_tokens=output_tokens,
+                                  weights=fmt, engine=eng, device="cpu" if on_cpu else "gpu",
+                                  tensor_parallel=tp, kv_dtype=kv_dtype, **workload)
+    if eng == "vllm":
+        fields.update(memory=usable, gpu_memory_utilization=1 - hr)
+    else:
+        fields.update(memory=budget)
+    est = estimate_inference(spec, **fields)
+    loc = "host" if on_cpu else "device"
+    lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+    if eng == "vllm":
+        admitted = int(est.details.get("max_concurrency_at_context", 0))
+        fits = admitted >= concurrency
+        reasons.append(f"vLLM KV pool holds {admitted} sequence(s) of {context} tokens at utilization {1 - hr:.2f}"
+                       + ("" if fits else f"; {concurrency} requested"))
+        mem_used = int(est.details.get("memory_needed", mid))
+    else:
+        fits = mid <= budget
+        mem_used = mid
+        reasons.append(f"needs {format_bytes(mid)} per device of a {format_bytes(budget)} budget "
+                       f"({format_bytes(usable)} x (1 - {hr:g} headroom))")
+        if fits and hi > budget:
+            warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)}")
+    warnings.extend(w for w in est.warnings if not w.startswith("does not fit") and not w.startswith("memory is per device"))
+    sp = None
+    if speed:
+        kvd = str(est.details.get("kv_dtype", "bf16"))
+        prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
+        out = context - prompt
+        sp = _speed_cached(spec, device, tp, str(est.details.get("weights_format", fmt)), prompt, out,
+                           max(1, concurrency // replicas), kvd, "expanded" if eng == "transformers" else "latent",
+                           link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
+    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                     hi if eng != "vllm" else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                     tuple(assumptions), tuple(warnings), {"usable_memory_per_device": usable})
+
+
+def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+                 headroom: float | None = None, hardware_files: Sequence[str | Path] = (),
+                 **training_fields: Any) -> FitResult:
+    """Fit a training workload using ``llmsizer.training.estimate_training`` when it is installed."""
+    spec = load_model(model) if isinstance(model, str) else model
+    device, inst_count, target, _ = resolve_target(hardware, hardware_files)
+    n = count or inst_count or 1
+    hr = E.DEFAULT_HEADROOM if headroom is None else headroom
+    usable, notes = usable_memory(device)
+    assumptions = [Assumption("headroom", hr, headroom is None, "memory kept free on each device"), *notes]
+    if not training_available():
+        return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", False, None, None,
+                         int(usable * (1 - hr)) if usable else None, hr, None, None, None,
+                         ("training memory not checked: llmsizer.training is not installed",), tuple(assumptions),
+                         ("llmsizer.training is not available; only training time can be estimated",))
+    mod = importlib.import_module("llmsizer.training")
+    try:
+        est = mod.estimate_training(spec, **training_fields)
+        need = int(est.total_bytes)
+    except (TypeError, AttributeError) as e:
+        raise InputError(f"llmsizer.training.estimate_training could not be used: {e}") from None
+    budget = int(usable * (1 - hr)) if usable else None
+    fits = budget is not None and need <= budget
+    reason = (f"training needs {format_bytes(need)} per device of a {format_bytes(budget)} budget"
+              if budget else "device memory unknown")
+    return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", fits, need, need, budget, hr, est,
+                     None, None, (reason,), tuple(assumptions), tuple(est.warnings))

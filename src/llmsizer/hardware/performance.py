@@ -1,0 +1,222 @@
+"""Inference speed of a model on N x device: composes ``formulas/speed.py`` with the model's tensor inventory
+and the device's sourced peaks. No arithmetic of its own beyond unpacking (every equation is in formulas/).
+
+Per device under tensor parallelism t: weights/t (``shard_weights``), the KV share of ``kv_fraction_per_device``,
+FLOPs/t, plus two all-reduces of the activations per layer over the interconnect (formulas/speed.py eq. 6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..formulas.kv_cache import kv_cache
+from ..formulas.params import count_params
+from ..formulas.speed import (
+    PhaseTime,
+    Roofline,
+    allreduce_time,
+    attended_tokens,
+    moe_expert_fraction,
+    phase_time,
+    roofline,
+)
+from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
+from ..formulas.weight_formats import normalize_format, weight_bytes
+from ..result import Assumption
+from ..specs import ModelSpec
+from . import efficiency as E
+
+_ACT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
+    """The matmul dtype a weight format runs at: fp8 weights on fp8-capable devices, fp32 on CPUs, else 16-bit
+    (quantized integer/GGUF weights are dequantized to 16-bit for the matmul)."""
+    if device_kind == "cpu":
+        return "fp32"
+    if fmt in ("fp8", "fp8-block") and has_fp8:
+        return "fp8"
+    if fmt in ("fp32", "gguf:f32"):
+        return "fp32"
+    if fmt in ("fp16", "gguf:f16"):
+        return "fp16"
+    return "bf16" if device_kind != "apple" else "fp16"
+
+
+def attention_width(spec: ModelSpec) -> int:
+    """d_attn = heads x query/key head width (MLA: qk_nope + qk_rope per head)."""
+    if spec.mla is not None:
+        return spec.num_heads * (spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim)
+    return spec.num_heads * spec.head_dim
+
+
+@dataclass(frozen=True)
+class SpeedEstimate:
+    """Prefill / time-to-first-token and decode speed for one replica on ``count`` devices."""
+
+    model: str
+    device: str
+    count: int
+    tensor_parallel: int
+    weights_format: str
+    compute_dtype: str
+    prompt_tokens: int
+    output_tokens: int
+    concurrency: int
+    prefill: PhaseTime | None
+    decode: PhaseTime | None
+    decode_single: PhaseTime | None
+    roofline_prefill: Roofline | None
+    roofline_decode: Roofline | None
+    assumptions: tuple[Assumption, ...] = ()
+    warnings: tuple[str, ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ttft_seconds(self) -> float | None:
+        """Time to first token of one request on an idle replica = its prefill time."""
+        return self.prefill.seconds if self.prefill else None
+
+    @property
+    def tokens_per_second_per_user(self) -> float | None:
+        return 1.0 / self.decode.seconds if self.decode else None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Aggregate decode throughput at ``concurrency`` sequences [tokens/s]."""
+        return self.concurrency / self.decode.seconds if self.decode else None
+
+    @property
+    def single_stream_tokens_per_second(self) -> float | None:
+        return 1.0 / self.decode_single.seconds if self.decode_single else None
+
+    @property
+    def prefill_tokens_per_second(self) -> float | None:
+        return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
+            "tensor_parallel": self.tensor_parallel, "weights_format": self.weights_format,
+            "compute_dtype": self.compute_dtype, "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens, "concurrency": self.concurrency,
+            "ttft_seconds": self.ttft_seconds, "prefill_tokens_per_second": self.prefill_tokens_per_second,
+            "tokens_per_second_per_user": self.tokens_per_second_per_user,
+            "tokens_per_second": self.tokens_per_second,
+            "single_stream_tokens_per_second": self.single_stream_tokens_per_second,
+            "prefill": self.prefill.to_dict() if self.prefill else None,
+            "decode": self.decode.to_dict() if self.decode else None,
+            "roofline": {"prefill": self.roofline_prefill.to_dict() if self.roofline_prefill else None,
+                         "decode": self.roofline_decode.to_dict() if self.roofline_decode else None},
+            "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
+            "details": self.details,
+        }
+
+
+def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
+    """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
+    n_sliding = spec.layer_types.count("sliding")
+    n_full = spec.num_layers - n_sliding
+    total = n_full * attended_tokens(tokens, past)
+    if n_sliding:
+        total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
+    return 4.0 * width * total
+
+
+def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_format: str = "bf16",
+                   prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1,
+                   tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
+                   link_bandwidth: float | None = None, compute_efficiency: float | None = None,
+                   bandwidth_efficiency: float | None = None) -> SpeedEstimate:
+    """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
+    ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2)."""
+    if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
+        raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    fmt = normalize_format(weights_format)
+    tp = tensor_parallel or count
+    assumptions: list[Assumption] = []
+    warnings: list[str] = []
+    has_fp8 = "fp8" in device.flops
+    dtype = compute_dtype_for(fmt, device.kind, has_fp8)
+    act_bytes = _ACT_BYTES.get(dtype, 2)
+    peak, peak_key = device.peak_flops(dtype)
+    if peak is not None and peak_key != dtype:
+        assumptions.append(Assumption("peak_dtype", peak_key, True,
+                                      f"{device.id} lists no {dtype} rate; the {peak_key} tensor rate is used "
+                                      "(equal on Ampere and later, NVIDIA Ampere whitepaper)"))
+    bw = device.bandwidth
+    if peak is None:
+        warnings.append(f"{device.id}: no sourced {dtype} peak FLOP/s; prefill/TTFT cannot be estimated")
+    if bw is None:
+        warnings.append(f"{device.id}: no sourced memory bandwidth; decode speed cannot be estimated")
+    ce = compute_efficiency if compute_efficiency is not None else E.COMPUTE.expected
+    bw_factor = E.decode_bandwidth_factor(device.kind, fmt)
+    be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
+    assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
+    assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
+
+    pc = count_params(spec)
+    wb = weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
+    emb_params = pc.by_component.get("embedding", 0)
+    emb_bytes = wb.by_component.get("embedding", 0)
+    # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
+    # runs once per image, not per text token (GGUF keeps it in a separate mmproj file).
+    matmul_params = pc.active - (0 if spec.tie_word_embeddings else emb_params) - pc.by_component.get("vision", 0)
+    read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
+    wb_dev = shard_weights(spec, wb, tp, act_bytes)
+    shard = wb_dev.total / wb.total if wb.total else 1.0
+    expert_bytes = wb.by_component.get("experts", 0)
+    width = attention_width(spec)
+    kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
+    link = link_bandwidth
+    if tp > 1 and link is None:
+        warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
+                        "is not counted")
+
+    def comm(tokens: int) -> float:
+        if tp <= 1 or not link:
+            return 0.0
+        per_layer = tokens * spec.hidden_size * act_bytes
+        return 2 * spec.num_layers * allreduce_time(per_layer, tp, link)
+
+    # prefill of one prompt (TTFT)
+    prefill = roof_p = None
+    p_flops = 2.0 * matmul_params * prompt_tokens + _attention_flops_step(spec, width, prompt_tokens, 0)
+    p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
+                                            window_extra=0).total_bytes * kv_share
+    if peak is not None or bw is not None:
+        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce, be, comm(prompt_tokens))
+        if peak and bw:
+            roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
+
+    def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
+        ctx = prompt_tokens + output_tokens // 2
+        flops = batch * (2.0 * matmul_params + _attention_flops_step(spec, width, 1, ctx)) / tp
+        w = float(read_bytes)
+        if spec.moe is not None and expert_bytes:
+            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, batch)
+            w = read_bytes - expert_bytes + expert_bytes * frac
+        kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
+        nbytes = w * shard + kv
+        if peak is None and bw is None:
+            return None, None
+        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch))
+        r = roofline(flops, nbytes, peak, bw) if peak and bw else None
+        return t, r
+
+    decode, roof_d = decode_at(concurrency)
+    single, _ = decode_at(1) if concurrency > 1 else (decode, roof_d)
+    if bw is None:  # a compute-only decode time would be wildly optimistic
+        decode = single = None
+        roof_d = None
+    if peak is None:
+        prefill = None
+        roof_p = None
+    details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
+               "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
+               "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
+               "bandwidth_factor": bw_factor.name, "link_bandwidth": link}
+    return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
+                         prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)

@@ -1,0 +1,567 @@
+"""Which hardware to run a model on: search device x count x weight format x parallelism over the catalog,
+keep the options that fit and meet the constraints, rank them by cost, and say why each was chosen or rejected.
+
+Search (inference):
+- candidates: cloud instances (filtered by provider), plus local hardware (Apple silicon configurations,
+  desktop GPUs, and devices the user's hardware file marks ``owned``); ``laptop`` keeps laptop devices only,
+  ``cloud_only`` keeps instances only;
+- per candidate, weight formats from highest quality down (engine's ladder: bf16 -> fp8 -> AWQ int4 on vLLM;
+  F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
+  headroom and meets the latency limits is taken;
+- tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
+  are added until an aggregate tokens/s target is met;
+- rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
+
+CPU vs GPU follows the seed's reasoning with numbers: small models, low traffic and quantization can serve on
+a CPU; large models, high concurrency or low latency need GPUs. The advice quotes the speed each would give.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
+from ..errors import InputError
+from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
+from ..formulas.params import count_params
+from ..formulas.training_time import RECOMPUTE_MODES, device_hours, training_flops_per_token, training_seconds
+from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from ..models import load_model
+from ..result import Assumption
+from ..specs import ModelSpec
+from ..units import format_bytes, format_count
+from . import efficiency as E
+from .fit import FitResult, choose_tensor_parallel, default_engine, fit, fit_training, training_available, usable_memory
+from .performance import attention_width, estimate_speed
+
+VLLM_LADDER = ("bf16", "fp8", "awq-int4")
+GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
+MAX_REPLICAS = 64
+MAX_NODES = 512
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """What the user requires. Rates in tokens/s, times in seconds, prices in USD/h (or USD for a run)."""
+
+    max_cost_per_hour: float | None = None
+    tokens_per_second: float | None = None  # aggregate decode throughput target
+    user_tokens_per_second: float | None = None  # minimum decode speed each user sees
+    max_ttft: float | None = None  # time to first token limit [s]
+    deadline: float | None = None  # training wall-clock limit [s]
+    max_cost: float | None = None  # training run budget [USD]
+    laptop: bool = False
+    cloud_only: bool = False
+    providers: tuple[str, ...] = ()
+    kwh_price: float | None = None  # USD/kWh for owned hardware
+    headroom: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_cost_per_hour", "tokens_per_second", "user_tokens_per_second", "max_ttft", "deadline",
+                     "max_cost", "kwh_price"):
+            v = getattr(self, name)
+            if v is not None and v <= 0:
+                raise InputError(f"{name} must be positive, got {v}")
+        if self.laptop and self.cloud_only:
+            raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) not in (None, False, ())}
+
+
+@dataclass(frozen=True)
+class Option:
+    """One evaluated hardware choice and the reasons it was chosen or rejected."""
+
+    target: str
+    name: str
+    provider: str
+    device: str
+    device_kind: str
+    count: int
+    tensor_parallel: int
+    replicas: int
+    engine: str
+    weights_format: str
+    status: str  # chosen | meets | rejected
+    reasons: tuple[str, ...]
+    price_per_hour: float | None = None
+    cost_basis: str = "unknown"
+    memory_per_device: int | None = None
+    budget_per_device: int | None = None
+    ttft_seconds: float | None = None
+    tokens_per_second_per_user: float | None = None
+    tokens_per_second: float | None = None
+    cost_per_million_tokens: float | None = None
+    training_seconds: float | None = None
+    device_hours: float | None = None
+    run_cost: float | None = None
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device_kind == "cpu"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) if k != "reasons" else list(self.reasons) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    kind: str
+    model: str
+    workload: dict[str, Any]
+    constraints: Constraints
+    options: tuple[Option, ...]  # meeting every constraint, best first; options[0] is chosen
+    rejected: tuple[Option, ...]
+    advice: tuple[str, ...] = ()
+    quantization: tuple[str, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def chosen(self) -> Option | None:
+        return self.options[0] if self.options else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": 1, "kind": f"recommend-{self.kind}", "model": self.model, "workload": self.workload,
+                "constraints": self.constraints.to_dict(), "chosen": self.chosen.to_dict() if self.chosen else None,
+                "options": [o.to_dict() for o in self.options], "rejected": [o.to_dict() for o in self.rejected],
+                "advice": list(self.advice), "quantization": list(self.quantization),
+                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)}
+
+
+@dataclass
+class _Candidate:
+    target: str
+    name: str
+    provider: str
+    device: Device
+    count: int
+    instance: Instance | None
+    price: float | None
+    cost_basis: str
+    memory: int | None = None  # RAM of a CPU instance
+    notes: list[str] = field(default_factory=list)
+
+
+def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[list[_Candidate], list[Option]]:
+    out: list[_Candidate] = []
+    skipped: list[Option] = []
+    providers = {p.lower() for p in c.providers}
+    if not c.laptop:
+        for inst in cat.instances.values():
+            if providers and inst.provider not in providers:
+                continue
+            mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
+            cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
+                              inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+            if inst.price is not None:
+                cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
+                                  f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
+                                                           if inst.price.confidence else ""))
+            out.append(cand)
+    if c.cloud_only or providers:
+        return out, skipped
+    for d in cat.devices.values():
+        local = d.owned or d.kind == "apple" or d.form_factor in ("desktop", "laptop") or d.origin != "catalog"
+        if c.laptop and d.form_factor != "laptop":
+            continue
+        if not local:
+            continue
+        if d.memory_bytes is None:
+            skipped.append(_rejected_stub(d, "memory size unknown (add it with --hardware-file)"))
+            continue
+        price, basis = None, "unknown"
+        if d.price is not None:
+            price, basis = float(d.price.base), "given"
+        elif c.kwh_price is not None and d.tdp is not None:
+            price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price), "power"
+        out.append(_Candidate(d.id, d.name, "owned" if d.owned else "local", d, 1, None, price, basis))
+    return out, skipped
+
+
+def _rejected_stub(d: Device, why: str) -> Option:
+    return Option(d.id, d.name, "local", d.id, d.kind, 1, 1, 1, "", "", "rejected", (why,))
+
+
+def _ladder(spec: ModelSpec, engine: str, device: Device, weights: str | None) -> tuple[str, ...]:
+    if weights:
+        return (normalize_format(weights),)
+    if engine == "llamacpp":
+        return GGUF_LADDER
+    stored, _, _ = stored_format(spec)
+    ladder = [stored] if stored not in VLLM_LADDER else []
+    for f in VLLM_LADDER:
+        if f == "fp8" and "fp8" not in device.flops:
+            continue
+        ladder.append(f)
+    return tuple(ladder)
+
+
+def _price_text(p: float | None, basis: str) -> str:
+    if p is None:
+        return "no hourly price"
+    return f"${p:.2f}/h" + (" (power)" if basis == "power" else "")
+
+
+def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurrency: int = 1,
+                        output_tokens: int | None = None, weights: str | None = None,
+                        constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
+                        catalog: HardwareCatalog | None = None, quantization_advice: bool = True) -> Recommendation:
+    """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens."""
+    spec = load_model(model) if isinstance(model, str) else model
+    c = constraints or Constraints()
+    cat = catalog or load_catalog(hardware_files)
+    hr = E.DEFAULT_HEADROOM if c.headroom is None else c.headroom
+    cands, rejected = _candidates(cat, c, training=False)
+    meets: list[Option] = []
+    memo: dict[tuple[Any, ...], Option] = {}
+    for cand in cands:
+        key = (cand.device.id, cand.count, cand.memory, cand.instance.interconnect if cand.instance else None)
+        base = memo.get(key)
+        if base is None:
+            base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
+            memo[key] = base
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
+        (meets if opt.status == "meets" else rejected).append(opt)
+    meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
+    if meets:
+        first = meets[0]
+        why = (f"cheapest option that fits and meets every constraint ({_price_text(first.price_per_hour, first.cost_basis)})"
+               if first.price_per_hour is not None else "fits and meets every constraint; no option with a price does")
+        meets[0] = _replace(first, status="chosen", reasons=(why, *first.reasons))
+    rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
+    assumptions = [Assumption("headroom", hr, c.headroom is None, "memory kept free on each device"),
+                   Assumption("context", context, False, "tokens per sequence (prompt + output)"),
+                   Assumption("concurrency", concurrency, False, "sequences served at once")]
+    advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
+    quant = _quantization_advice(spec, cat, context, hr) if quantization_advice else ()
+    warnings = []
+    if not any(o.price_per_hour is not None for o in meets + rejected):
+        warnings.append("no candidate has an hourly price; ranking is by throughput")
+    return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
+                          "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
+                          tuple(advice), tuple(quant), tuple(assumptions), tuple(warnings))
+
+
+def _replace(o: Option, **kw: Any) -> Option:
+    d = {k: getattr(o, k) for k in o.__dataclass_fields__}
+    d.update(kw)
+    return Option(**d)
+
+
+def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
+              weights: str | None, c: Constraints, hr: float, cat: HardwareCatalog,
+              hardware_files: Sequence[str | Path]) -> Option:
+    """Best weight format for one device x count (price-independent part); status meets/rejected."""
+    dev, n = cand.device, cand.count
+    engine = default_engine(dev, n)
+    ladder = _ladder(spec, engine, dev, weights)
+    tp = choose_tensor_parallel(spec, n)
+    usable, _ = usable_memory(dev, cand.memory)
+    stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
+                                device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
+    if usable is None:
+        return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
+    budget = usable * (1 - hr)
+    first_fit: FitResult | None = None
+    first_reasons: list[str] = []
+    smallest: tuple[int, str] | None = None
+    for fmt in ladder:
+        try:
+            wb = weight_bytes(spec, fmt, 128, 2).total
+        except InputError:
+            continue
+        if wb / tp > budget:
+            smallest = (int(wb / tp), fmt)
+            continue
+        try:
+            r = fit(spec, cand.instance or dev, None if cand.instance else n, headroom=hr, engine=engine, weights=fmt,
+                    context=context, concurrency=max(1, concurrency), output_tokens=output_tokens,
+                    memory=cand.memory, hardware_files=hardware_files)
+        except InputError as e:
+            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
+        if not r.fits:
+            smallest = (r.memory_per_device or int(wb / tp), fmt)
+            continue
+        if first_fit is None:
+            first_fit = r
+        sp = r.speed
+        bad = _latency_failures(sp, c)
+        if not bad:
+            return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"])
+        first_reasons = [f"at {_fmt_name(fmt)}: " + "; ".join(bad)]
+    if first_fit is not None:
+        return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
+    why = "does not fit"
+    if smallest is not None:
+        why = (f"does not fit: the smallest format tried ({_fmt_name(smallest[1])}) needs "
+               f"{format_bytes(smallest[0])} per device, budget {format_bytes(int(budget))}")
+    return Option(**stub, weights_format="", status="rejected", reasons=(why,), budget_per_device=int(budget))
+
+
+def _fmt_name(fmt: str) -> str:
+    return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
+
+
+def _latency_failures(sp: Any, c: Constraints) -> list[str]:
+    bad = []
+    if sp is None:
+        return ["speed unknown"] if (c.max_ttft or c.user_tokens_per_second or c.tokens_per_second) else []
+    if c.max_ttft is not None:
+        if sp.ttft_seconds is None:
+            bad.append("TTFT unknown (no sourced peak FLOP/s)")
+        elif sp.ttft_seconds > c.max_ttft:
+            bad.append(f"TTFT {sp.ttft_seconds:.2f} s > {c.max_ttft:g} s")
+    if c.user_tokens_per_second is not None:
+        if sp.tokens_per_second_per_user is None:
+            bad.append("decode speed unknown (no sourced bandwidth)")
+        elif sp.tokens_per_second_per_user < c.user_tokens_per_second:
+            bad.append(f"{sp.tokens_per_second_per_user:.1f} tokens/s per user < {c.user_tokens_per_second:g}")
+    if c.tokens_per_second is not None and sp.tokens_per_second is None:
+        bad.append("decode speed unknown (no sourced bandwidth)")
+    return bad
+
+
+def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
+    sp = r.speed
+    return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "engine": r.engine}, weights_format=r.weights_format,
+                  status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
+                  budget_per_device=r.budget_per_device,
+                  ttft_seconds=sp.ttft_seconds if sp else None,
+                  tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
+                  tokens_per_second=(sp.tokens_per_second * r.replicas) if sp and sp.tokens_per_second else None)
+
+
+def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
+            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path]) -> Option:
+    """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
+    opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
+                   cost_basis=cand.cost_basis)
+    if opt.status != "meets":
+        return opt
+    reasons = list(opt.reasons)
+    replicas = 1
+    tps = opt.tokens_per_second
+    if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
+        replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens)
+        if tps is None or tps < c.tokens_per_second:
+            return _replace(opt, status="rejected", reasons=(
+                f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
+                f"of {c.tokens_per_second:g}",))
+        reasons.append(f"{replicas} replicas to reach {c.tokens_per_second:g} tokens/s ({tps:.0f})")
+        opt = _replace(opt, tokens_per_second_per_user=per_user)
+    price = cand.price * replicas if cand.price is not None else None
+    cpm = cost_per_million_tokens(price, tps) if price is not None and tps else None
+    opt = _replace(opt, replicas=replicas, tokens_per_second=tps, price_per_hour=price, cost_per_million_tokens=cpm,
+                   reasons=tuple(reasons + cand.notes))
+    if c.max_cost_per_hour is not None:
+        if price is None:
+            return _replace(opt, status="rejected", reasons=("no hourly price to compare with the budget",))
+        if price > c.max_cost_per_hour:
+            return _replace(opt, status="rejected",
+                            reasons=(f"${price:.2f}/h exceeds the ${c.max_cost_per_hour:g}/h budget", *reasons))
+    return opt
+
+
+def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
+                  output_tokens: int | None) -> tuple[int, float | None, float | None]:
+    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly)."""
+    prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
+    out = context - prompt
+    guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
+    for r in range(guess, MAX_REPLICAS + 1):
+        per = max(1, math.ceil(concurrency / r))
+        sp = estimate_speed(spec, cand.device, opt.tensor_parallel, weights_format=opt.weights_format,
+                            prompt_tokens=prompt, output_tokens=out, concurrency=per)
+        if sp.tokens_per_second is None:
+            return r, None, None
+        total = sp.tokens_per_second * r * (cand.count // opt.tensor_parallel)
+        if total >= target:
+            return r, total, sp.tokens_per_second_per_user
+    return MAX_REPLICAS, None, None
+
+
+def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option], c: Constraints,
+                    concurrency: int) -> list[str]:
+    """The seed's CPU-vs-GPU reasoning, with the numbers of the best option of each kind."""
+    def best(opts: list[Option], cpu: bool) -> Option | None:
+        pool = [o for o in opts if o.is_cpu == cpu and o.tokens_per_second_per_user]
+        pool.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0)))
+        return pool[0] if pool else None
+
+    def speed(o: Option) -> str:
+        ttft = f", TTFT {o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else ""
+        return (f"{o.name} at {_fmt_name(o.weights_format)}: {o.tokens_per_second_per_user:.1f} tokens/s per user, "
+                f"{o.tokens_per_second or 0:.0f} tokens/s in total at concurrency {concurrency}{ttft}, "
+                f"{_price_text(o.price_per_hour, o.cost_basis)}")
+
+    n = count_params(spec).total
+    cpu_ok, gpu_ok = best(meets, True), best(meets, False)
+    cpu_any = cpu_ok or best(rejected, True)
+    gpu_any = gpu_ok or best(rejected, False)
+    out: list[str] = []
+    size = f"{format_count(n)} parameters"
+    if cpu_ok and (not gpu_ok or (cpu_ok.price_per_hour or 0) <= (gpu_ok.price_per_hour or math.inf)):
+        out.append(f"CPU is enough ({size}, concurrency {concurrency}): {speed(cpu_ok)}. Small models at low "
+                   "traffic, quantized, serve on a CPU; a GPU only pays off with more users or a latency limit.")
+        if gpu_ok:
+            out.append(f"For comparison, the cheapest GPU option: {speed(gpu_ok)}.")
+    elif gpu_ok and (cpu_any is not None or any(o.is_cpu for o in rejected)):
+        if cpu_any is not None:
+            cpu_txt = f"the best CPU option reaches {speed(cpu_any)}"
+            if cpu_any.status == "rejected":
+                cpu_txt += f" ({'; '.join(cpu_any.reasons)})"
+        else:
+            worst = next(o for o in rejected if o.is_cpu)
+            cpu_txt = f"the CPU option {worst.name} is rejected: {'; '.join(worst.reasons)}"
+        out.append(f"Use a GPU ({size}, concurrency {concurrency}): {speed(gpu_ok)}; {cpu_txt}. Large models, high "
+                   "concurrency or low latency need the GPU's memory capacity, bandwidth and compute.")
+    elif gpu_ok:
+        out.append(f"Best option ({size}, concurrency {concurrency}): {speed(gpu_ok)}. No CPU option was evaluated "
+                   "(the catalog has no CPU machine with a sourced RAM size and bandwidth): add yours with "
+                   "--hardware-file to compare; small models at low traffic, quantized, can serve on a CPU.")
+    elif gpu_any or cpu_any:
+        out.append("No option meets every constraint; the closest: "
+                   + "; ".join(speed(o) for o in (gpu_any, cpu_any) if o is not None and o.tokens_per_second_per_user))
+    return out
+
+
+def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, hr: float) -> list[str]:
+    """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M')."""
+    from ..inference import estimate_inference
+    sizes = sorted({int(d.memory.raw) for d in cat.devices.values()
+                    if d.kind == "gpu" and d.memory is not None and d.memory.unit == "GB" and not d.chip})
+    out: list[str] = []
+    ctx_txt = f"{context // 1024}k" if context % 1024 == 0 else str(context)
+    last = None
+    for gb in sizes:
+        budget = gb * 1e9 * (1 - hr)
+        found = None
+        for fmt in GGUF_LADDER:
+            if weight_bytes(spec, fmt, 128, 2).total > budget:
+                continue
+            est = estimate_inference(spec, context=context, weights=fmt, engine="llamacpp")
+            need = est.total("device")[1]
+            if need <= budget:
+                found = (fmt, need)
+                break
+        if found is None:
+            continue
+        if found[0] == last:
+            continue
+        last = found[0]
+        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context "
+                   f"(needs {format_bytes(found[1])} with {hr:.0%} headroom kept)")
+        if found[0] == GGUF_LADDER[0]:
+            break
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- training
+
+def recommend_training(model: ModelSpec | str, *, tokens: float, seq_len: int = 4096, recompute: str = "none",
+                       utilization: float | None = None, constraints: Constraints | None = None,
+                       hardware_files: Sequence[str | Path] = (), catalog: HardwareCatalog | None = None,
+                       training_fields: dict[str, Any] | None = None) -> Recommendation:
+    """Rank hardware for training ``model`` on ``tokens`` tokens: time from FLOPs at a utilisation, nodes added
+    until the deadline is met, cost from the hourly price; memory checked when ``llmsizer.training`` exists."""
+    spec = load_model(model) if isinstance(model, str) else model
+    if recompute not in RECOMPUTE_MODES:
+        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
+    if tokens <= 0:
+        raise InputError(f"tokens must be positive, got {tokens}")
+    c = constraints or Constraints()
+    cat = catalog or load_catalog(hardware_files)
+    factor = E.TRAINING_HFU if recompute == "full" else E.TRAINING_MFU
+    u = utilization if utilization is not None else factor.expected
+    n_params = count_params(spec).active
+    fpt = training_flops_per_token(n_params, spec.num_layers, attention_width(spec), seq_len, recompute)
+    assumptions = [Assumption("utilization", u, utilization is None, factor.source),
+                   Assumption("flops_per_token", fpt, True, "formulas/training_time.py eq. "
+                              + ("(2), full recomputation" if recompute == "full" else "(1)"))]
+    warnings: list[str] = []
+    mem_checked = training_available()
+    if not mem_checked:
+        warnings.append("llmsizer.training is not installed: training memory is not checked, only time and cost")
+    cands, rejected = _candidates(cat, c, training=True)
+    meets: list[Option] = []
+    for cand in cands:
+        dev = cand.device
+        stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
+                                    device_kind=dev.kind, count=cand.count, tensor_parallel=cand.count, engine="",
+                                    weights_format="bf16")
+        peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
+        if peak is None:
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
+            continue
+        reasons: list[str] = []
+        if mem_checked:
+            try:
+                fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+                                  headroom=c.headroom, hardware_files=hardware_files, **(training_fields or {}))
+            except (InputError, TypeError, AttributeError) as e:  # another module's API: degrade, do not fail
+                warnings.append(f"training memory not checked: llmsizer.training failed ({e})")
+                mem_checked = False
+            else:
+                if not fr.fits:
+                    rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons))
+                    continue
+                reasons.extend(fr.reasons)
+        one = training_seconds(tokens, fpt, cand.count, peak, u)
+        nodes = 1
+        if c.deadline is not None and one > c.deadline:
+            nodes = math.ceil(one / c.deadline)
+            if nodes > MAX_NODES or cand.instance is None:
+                rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
+                    f"{one / 3600:.1f} h on one {'instance' if cand.instance else 'device'} misses the "
+                    f"{c.deadline / 3600:.1f} h deadline" + ("" if cand.instance else " (local hardware does not scale out)"),)))
+                continue
+            reasons.append(f"{nodes} instances to meet the deadline (linear scaling assumed)")
+        secs = one / nodes
+        devices = cand.count * nodes
+        price = cand.price * nodes if cand.price is not None else None
+        total = price * secs / 3600 if price is not None else None
+        opt = Option(**stub, replicas=nodes, status="meets", reasons=tuple(reasons), price_per_hour=price,
+                     cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
+                     run_cost=total)
+        if c.max_cost is not None and (total is None or total > c.max_cost):
+            opt = _replace(opt, status="rejected", reasons=(
+                "no price to compare with the budget" if total is None else f"run costs ${total:,.0f} > ${c.max_cost:,.0f}",))
+        elif c.max_cost_per_hour is not None and (price is None or price > c.max_cost_per_hour):
+            opt = _replace(opt, status="rejected", reasons=(
+                "no hourly price" if price is None else f"${price:.2f}/h exceeds ${c.max_cost_per_hour:g}/h",))
+        (meets if opt.status == "meets" else rejected).append(opt)
+    meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0))
+    if meets:
+        f0 = meets[0]
+        meets[0] = _replace(f0, status="chosen", reasons=(
+            f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {(f0.training_seconds or 0) / 3600:.1f} h)"
+            if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
+    rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0))
+    workload = {"tokens": tokens, "seq_len": seq_len, "recompute": recompute, "flops_per_token": fpt,
+                "total_flops": fpt * tokens}
+    return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),
+                          tuple(assumptions), tuple(warnings))
+
+
+_DURATION = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in '3d', '12h', '90m', '45s', '1.5w' or a plain number of seconds."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        if text <= 0:
+            raise InputError(f"duration must be positive, got {text}")
+        return float(text)
+    m = __import__("re").fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text).lower())
+    if not m or m.group(2) not in ("", *_DURATION):
+        raise InputError(f"cannot read {text!r} as a duration; write e.g. '3d', '12h', '90m', '3600'")
+    value = float(m.group(1)) * _DURATION.get(m.group(2) or "s", 1)
+    if value <= 0:
+        raise InputError(f"duration must be positive, got {text!r}")
+    return value

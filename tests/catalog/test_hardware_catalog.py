@@ -1,0 +1,230 @@
+"""The hardware catalog: every entry loads, every value has a source and a date, units parse, no dense field
+holds a sparse figure, values sit in plausible ranges, lookups and user files behave."""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmsizer.catalog.hardware import UNIT_TABLES, builtin_catalog, find_hardware, load_catalog, search
+from llmsizer.errors import InputError, LlmsizerError, UnknownNameError
+from llmsizer.units import GiB
+
+DATA = resources.files("llmsizer.catalog.data").joinpath("hardware")
+FILES = sorted(p.name for p in DATA.iterdir() if p.name.endswith(".json"))
+DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+
+def _value_objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    if isinstance(node, dict):
+        if "value" in node:
+            return [(path, node)]
+        for k, v in node.items():
+            out += _value_objects(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out += _value_objects(v, f"{path}[{i}]")
+    return out
+
+
+def test_the_expected_files_exist() -> None:
+    assert set(FILES) >= {"accelerators.json", "apple.json", "cpus.json", "instances_aws.json", "instances_gcp.json",
+                          "instances_azure.json", "interconnects.json", "sources.json"}
+
+
+@pytest.mark.parametrize("fname", [f for f in FILES if f != "sources.json"])
+def test_every_non_null_value_has_a_known_source_with_a_date_and_a_unit(fname: str) -> None:
+    sources = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]
+    data = json.loads(DATA.joinpath(fname).read_text("utf-8"))
+    objs = _value_objects(data)
+    assert objs
+    all_units = {u for t in UNIT_TABLES.values() for u in t} | {"flag", "vCPU", "channels", "cores"}
+    for path, v in objs:
+        if v["value"] is None:
+            assert v.get("note"), f"{fname}{path}: a null value says why"
+            continue
+        assert v.get("source") in sources, f"{fname}{path}: source {v.get('source')!r} not in sources.json"
+        date = v.get("date") or sources[v["source"]]["date"]
+        assert DATE.match(date), f"{fname}{path}: date {date!r}"
+        assert v.get("unit") in all_units, f"{fname}{path}: unit {v.get('unit')!r}"
+        if v["source"] == "derived":
+            assert v.get("derived"), f"{fname}{path}: a derived value shows its arithmetic"
+
+
+def test_sources_have_titles_and_dates() -> None:
+    for key, s in json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"].items():
+        assert s["title"] and DATE.match(s["date"]) and s["date_kind"] in ("published", "retrieved", "commit"), key
+
+
+def test_every_entry_loads_and_converts_to_base_units() -> None:
+    cat = builtin_catalog()
+    assert len([d for d in cat.devices.values() if d.kind in ("gpu", "tpu", "accelerator")]) >= 25
+    assert {i.provider for i in cat.instances.values()} == {"aws", "gcp", "azure"}
+    for d in cat.devices.values():
+        for name, v in d.values().items():
+            assert v.source and DATE.match(v.date), (d.id, name)
+    # unit conversion: GB is 10^9, GiB is 2^30, MiB 2^20, TB/s 10^12, Gb/s bits
+    h100 = cat.devices["h100-sxm"]
+    assert h100.memory.base == 80e9 and h100.memory_usable.base == 81920 * 2**20
+    assert h100.memory_bytes == 80 * GiB
+    assert h100.bandwidth == 3350e9
+    assert h100.flops["bf16"].base == pytest.approx(989.4e12)
+    assert cat.interconnects["efa-p5"].bandwidth.base == pytest.approx(3200e9 / 8)
+
+
+REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l40", "l4",
+            "a10g", "a10", "t4", "v100-sxm2-16gb", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-6000-ada", "rtx-a6000",
+            "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p"]
+
+
+def test_the_issue_list_of_accelerators_is_present() -> None:
+    cat = builtin_catalog()
+    for ident in REQUIRED:
+        assert ident in cat.devices
+    chips = {d.chip for d in cat.devices.values() if d.kind == "apple"} | {d.id for d in cat.devices.values() if d.kind == "apple"}
+    for fam in ("m1", "m2", "m3", "m4"):
+        assert any(c.startswith(f"apple-{fam}") for c in chips)
+
+
+def test_sparse_figures_are_twice_dense_where_both_are_given() -> None:
+    """NVIDIA 2:4 structured sparsity doubles the math rate (hardware_notes.md §1)."""
+    checked = 0
+    for d in builtin_catalog().devices.values():
+        for k, sparse in d.flops_sparse.items():
+            if k in d.flops:
+                assert sparse.base / d.flops[k].base == pytest.approx(2.0, rel=0.02), (d.id, k)
+                checked += 1
+    assert checked >= 15
+
+
+# Sparse marketing figures named in shared/research/hardware_notes.md §1: they must never sit in a dense field.
+KNOWN_SPARSE = {("h100-sxm", "bf16"): 1979, ("h100-sxm", "fp8"): 3958, ("l4", "bf16"): 242, ("l40s", "fp8"): 1466,
+                ("h200", "bf16"): 1979, ("rtx-5090", "fp8"): 3352, ("rtx-5090", "fp4"): 3352, ("mi300x", "bf16"): 2614.9}
+
+
+def test_no_dense_field_holds_a_known_sparse_figure() -> None:
+    cat = builtin_catalog()
+    for (dev, key), sparse in KNOWN_SPARSE.items():
+        v = cat.devices[dev].flops.get(key)
+        if v is not None:
+            assert abs(v.raw - sparse) / sparse > 0.05, (dev, key, v.raw)
+
+
+def test_nvidia_fp8_is_twice_bf16_where_both_are_dense() -> None:
+    """Hopper, Ada and Blackwell tensor cores run FP8 at twice the BF16/FP16 rate (dense and sparse alike), so a
+    ratio of 1 or 4 would mean one of the two fields holds a sparse figure."""
+    n = 0
+    for d in builtin_catalog().devices.values():
+        if d.vendor == "NVIDIA" and "fp8" in d.flops:
+            half = d.flops.get("bf16") or d.flops.get("fp16")
+            if half is not None:
+                assert d.flops["fp8"].base / half.base == pytest.approx(2.0, rel=0.02), d.id
+                n += 1
+    assert n >= 7
+
+
+def test_values_are_in_plausible_ranges() -> None:
+    cat = builtin_catalog()
+    for d in cat.devices.values():
+        if d.memory_bytes is not None:
+            assert 4e9 <= d.memory_bytes <= 300e9, d.id
+        if d.bandwidth is not None:
+            assert 30e9 <= d.bandwidth <= 10e12, d.id
+        for k, v in d.flops.items():
+            if isinstance(v.base, float | int) and v.unit != "flag":
+                assert 0.1e12 <= v.base <= 10e15, (d.id, k)
+        if d.tdp is not None:
+            assert 10 <= d.tdp.base <= 1500, d.id
+        if d.memory_usable is not None and d.memory is not None and d.memory.unit == "GB":
+            # the driver size is the vendor's number read as GiB or GB: within 10 %
+            assert 0.9 <= d.memory_usable.base / d.memory.base <= 1.1, d.id
+    for i in cat.instances.values():
+        assert i.device_count in (1, 2, 4, 8, 16), i.id
+        if i.price_per_hour is not None:
+            assert 0.05 <= i.price_per_hour <= 200, i.id
+            assert i.region, i.id
+
+
+def test_every_price_records_region_and_date() -> None:
+    for fname in ("instances_aws.json", "instances_gcp.json", "instances_azure.json"):
+        for inst in json.loads(DATA.joinpath(fname).read_text("utf-8"))["instances"]:
+            p = inst["price"]
+            if p["value"] is not None:
+                assert p["unit"] == "USD/h" and p.get("region") and p.get("source"), inst["id"]
+
+
+def test_lookup_by_id_name_alias_case_insensitive() -> None:
+    assert find_hardware("H100").id == "h100-sxm"
+    assert find_hardware("NVIDIA H100 SXM5 80GB").id == "h100-sxm"
+    assert find_hardware("P5.48XLARGE").id == "aws-p5.48xlarge"
+    assert find_hardware("aws-p5.48xlarge").device.id == "h100-sxm"
+    assert find_hardware("apple-m3-max-48gb").memory_bytes == 48e9
+
+
+def test_unknown_name_names_the_closest() -> None:
+    with pytest.raises(UnknownNameError) as e:
+        find_hardware("h100-sxn")
+    assert "h100-sxm" in str(e.value) and isinstance(e.value, KeyError) and isinstance(e.value, LlmsizerError)
+
+
+def test_search_filters_by_kind_and_provider() -> None:
+    assert all(d.kind == "apple" for d in search("m3", ["apple"]))
+    assert {i.provider for i in search("", ["azure"])} == {"azure"}
+
+
+def _write(tmp_path: Path, data: Any, name: str = "hw.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(data), "utf-8")
+    return p
+
+
+def test_user_file_adds_and_overrides(tmp_path: Path) -> None:
+    f = _write(tmp_path, {
+        "devices": [{"id": "my-laptop", "name": "My laptop", "kind": "cpu", "form_factor": "laptop",
+                     "memory": "32GiB", "memory_bandwidth": "68 GB/s", "owned": True}],
+        "instances": [{"id": "aws-p5.48xlarge", "price": 40.0}]})
+    cat = load_catalog([f])
+    lap = cat.device("my-laptop")
+    assert lap.memory_bytes == 32 * GiB and lap.bandwidth == 68e9 and lap.owned
+    assert lap.memory.source.startswith("user:") and DATE.match(lap.memory.date)
+    p5 = cat.find("p5.48xlarge")
+    assert p5.price_per_hour == 40.0 and p5.device_count == 8  # other fields kept
+    assert builtin_catalog().instances["aws-p5.48xlarge"].price_per_hour == 55.04  # built-in untouched
+
+
+@pytest.mark.parametrize("entry, field", [
+    ({"id": "x", "name": "x", "kind": "gpu", "memory": "24 GX"}, "memory"),
+    ({"id": "x", "name": "x", "kind": "gpu", "colour": "red"}, "colour"),
+    ({"id": "x", "name": "x", "kind": "quantum"}, "kind"),
+    ({"id": "x", "name": "x", "kind": "gpu", "memory_bandwidth": {"value": 1, "unit": "GB"}}, "memory_bandwidth"),
+])
+def test_user_file_errors_are_one_line_naming_file_and_field(tmp_path: Path, entry: dict[str, Any], field: str) -> None:
+    f = _write(tmp_path, {"devices": [entry]})
+    with pytest.raises(InputError) as e:
+        load_catalog([f])
+    msg = str(e.value)
+    assert "\n" not in msg and str(f) in msg and field in msg
+
+
+def test_user_file_bad_json_and_instance_device(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops", "utf-8")
+    with pytest.raises(InputError, match="not valid JSON"):
+        load_catalog([bad])
+    f = _write(tmp_path, {"instances": [{"id": "c-1", "name": "c1", "provider": "x", "device": "h100-sxn",
+                                         "device_count": 1}]}, "i.json")
+    with pytest.raises(InputError, match="h100-sxm"):
+        load_catalog([f])
+
+
+def test_user_yaml_file(tmp_path: Path) -> None:
+    pytest.importorskip("yaml")
+    f = tmp_path / "hw.yaml"
+    f.write_text("devices:\n  - {id: box, name: Box, kind: cpu, memory: 64GiB, memory_bandwidth: 100 GB/s}\n", "utf-8")
+    assert load_catalog([f]).device("box").memory_bytes == 64 * GiB

@@ -1,0 +1,146 @@
+"""Speed, training-time and cost formulas against hand-computed textbook cases (arithmetic in each test)."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.errors import InputError
+from llmsizer.formulas.cost import cost_per_million_tokens, energy_kwh, power_cost, run_cost
+from llmsizer.formulas.speed import (
+    allreduce_time,
+    attended_tokens,
+    attention_flops,
+    compute_time,
+    decode_flops_per_token,
+    memory_time,
+    moe_expert_fraction,
+    phase_time,
+    prefill_flops,
+    roofline,
+)
+from llmsizer.formulas.training_time import (
+    achieved_utilization,
+    device_hours,
+    megatron_flops_per_iteration,
+    tokens_per_second,
+    training_flops_per_token,
+    training_seconds,
+)
+
+
+def test_decode_of_a_7b_fp16_model_is_bandwidth_bound() -> None:
+    # 7e9 params x 2 B = 14e9 B per token; at 1000 GB/s: 14e9 / 1e12 = 0.014 s -> 71.4 tokens/s
+    assert memory_time(14e9, 1e12, 1.0) == pytest.approx(0.014)
+    # at 80 % of peak: 14e9 / 0.8e12 = 0.0175 s
+    assert memory_time(14e9, 1e12, 0.8) == pytest.approx(0.0175)
+    # compute for one token: 2 x 7e9 = 1.4e10 FLOP at 312e12 x 0.5 -> 8.97e-5 s, far below 0.014 s
+    t = phase_time(1.4e10, 14e9, 312e12, 1e12, 0.5, 1.0)
+    assert t.bound == "memory" and t.seconds == pytest.approx(0.014)
+
+
+def test_prefill_flops_textbook_case() -> None:
+    # N = 7e9, T = 1000 tokens, L = 32, d = 4096
+    # linear: 2 x 7e9 x 1000 = 1.4e13
+    # attention: 4 x 32 x 4096 x (1000 x 1001 / 2) = 524288 x 500500 = 2.62406144e11
+    f = prefill_flops(7e9, 1000, 32, 4096)
+    assert f == pytest.approx(1.4e13 + 2.62406144e11)
+    # on one A100 (312e12 dense BF16) at 50 %: 1.4262406144e13 / 1.56e14 = 0.091426 s
+    assert compute_time(f, 312e12, 0.5) == pytest.approx(0.0914256804, rel=1e-6)
+
+
+def test_attention_flops_with_past_and_window() -> None:
+    # 10 new tokens after 0: attended 1+2+...+10 = 55
+    assert attended_tokens(10) == 55
+    # after 5 cached: 6+7+...+15 = 10 x 5 + 55 = 105
+    assert attended_tokens(10, 5) == 105
+    # window 4: min(t, 4) for t = 1..10 = 1+2+3+4 + 6 x 4 = 34
+    assert attended_tokens(10, 0, 4) == 34
+    # window 8 after 5 cached: terms 6,7,8 then 8 x 7 -> 21 + 56 = 77
+    assert attended_tokens(10, 5, 8) == 77
+    # 4 x L x d x attended: 4 x 2 x 8 x 55 = 3520
+    assert attention_flops(2, 8, 10) == 3520
+
+
+def test_decode_flops_per_token() -> None:
+    # 2 x 8e9 + 4 x 32 x 4096 x 1000 = 1.6e10 + 5.24288e8
+    assert decode_flops_per_token(8e9, 32, 4096, 1000) == pytest.approx(1.6524288e10)
+
+
+def test_roofline_ridge_point() -> None:
+    # 2e9 FLOP over 1e9 B: intensity 2 FLOP/B; ridge 100e12 / 1e12 = 100 -> memory-bound, attainable 2 x 1e12
+    r = roofline(2e9, 1e9, 100e12, 1e12)
+    assert (r.intensity, r.ridge, r.bound) == (2.0, 100.0, "memory")
+    assert r.attainable_flops == pytest.approx(2e12)
+    # 1e15 FLOP over 1e9 B: intensity 1e6 > 100 -> compute-bound at the peak
+    r = roofline(1e15, 1e9, 100e12, 1e12)
+    assert r.bound == "compute" and r.attainable_flops == 100e12
+
+
+def test_moe_expert_coverage() -> None:
+    # k=2 of E=8: one token touches 2/8 = 0.25; two tokens 1 - 0.75^2 = 0.4375; 32 tokens ~1 - 0.75^32
+    assert moe_expert_fraction(2, 8, 1) == pytest.approx(0.25)
+    assert moe_expert_fraction(2, 8, 2) == pytest.approx(0.4375)
+    assert moe_expert_fraction(2, 8, 32) == pytest.approx(1 - 0.75**32)
+    with pytest.raises(InputError):
+        moe_expert_fraction(9, 8, 1)
+
+
+def test_ring_allreduce() -> None:
+    # 1 MB over 8 devices at 100 GB/s: 2 x 7/8 x 1e6 / 1e11 = 1.75e-5 s; one device: nothing to reduce
+    assert allreduce_time(1e6, 8, 100e9) == pytest.approx(1.75e-5)
+    assert allreduce_time(1e6, 1, 100e9) == 0.0
+
+
+def test_training_flops_per_token_with_and_without_recompute() -> None:
+    # N = 7e9, L = 32, d = 4096, s = 2048
+    # none: 6 x 7e9 + 12 x 32 x 4096 x 2048 = 4.2e10 + 3221225472
+    assert training_flops_per_token(7e9, 32, 4096, 2048) == pytest.approx(4.2e10 + 3221225472)
+    # full: 8 x 7e9 + 16 x 32 x 4096 x 2048 = 5.6e10 + 4294967296
+    assert training_flops_per_token(7e9, 32, 4096, 2048, "full") == pytest.approx(5.6e10 + 4294967296)
+    with pytest.raises(InputError):
+        training_flops_per_token(7e9, 32, 4096, 2048, "selective")
+
+
+def test_gpt3_training_compute_matches_the_paper() -> None:
+    # Brown et al. 2020, Table D.1: GPT-3 175B, 300B tokens, 3.14e23 FLOPs (6ND, attention excluded).
+    # Ours: (6 x 175e9 + 12 x 96 x 12288 x 2048) x 300e9 = (1.05e12 + 2.899e10) x 3e11 = 3.237e23 (+3 %:
+    # the attention term the paper leaves out)
+    total = training_flops_per_token(175e9, 96, 12288, 2048) * 300e9
+    assert total == pytest.approx(3.14e23, rel=0.05)
+
+
+def test_recompute_formula_agrees_with_megatron_eq3() -> None:
+    # Narayanan et al. 2021 eq. 3 per token = 96 l h^2 + 16 l h s + 6 h V. With N = 12 l h^2 (their
+    # non-embedding count) our full-recompute 8N + 16 l h s equals it up to the logit term 6 h V.
+    layers, h, s, v, b = 24, 2304, 2048, 51200, 512
+    eq3_per_token = megatron_flops_per_iteration(b, s, layers, h, v) / (b * s)
+    ours = training_flops_per_token(12 * layers * h * h, layers, h, s, "full") + 6 * h * v
+    assert ours == pytest.approx(eq3_per_token, rel=1e-9)
+
+
+def test_megatron_table1_row_reproduces_its_achieved_rate() -> None:
+    # Table 1, 1.7B row: 32 GPUs at 137 TFLOP/s each = 44 % of 312. Utilisation from a throughput is the
+    # inverse of eq. 3: tokens/s x F / (n R). Pick tokens/s so that n R u / F gives back u = 0.44.
+    f = training_flops_per_token(1.7e9, 24, 2304, 2048, "full")
+    tps = tokens_per_second(f, 32, 312e12, 0.44)
+    assert achieved_utilization(tps, f, 32, 312e12) == pytest.approx(0.44)
+
+
+def test_training_wall_clock_and_device_hours() -> None:
+    # 1e12 tokens x 6e9 FLOP/token / (1000 devices x 312e12 x 0.5) = 6e21 / 1.56e17 = 38461.54 s
+    secs = training_seconds(1e12, 6e9, 1000, 312e12, 0.5)
+    assert secs == pytest.approx(38461.538, rel=1e-6)
+    # device-hours: 1000 x 38461.54 / 3600 = 10683.76
+    assert device_hours(secs, 1000) == pytest.approx(10683.76, rel=1e-6)
+
+
+def test_costs() -> None:
+    # $2/h for 30 minutes = $1
+    assert run_cost(2.0, 1800) == pytest.approx(1.0)
+    # $3.60/h at 100 tokens/s: 3.6 / 360000 tokens x 1e6 = $10 per million tokens
+    assert cost_per_million_tokens(3.6, 100) == pytest.approx(10.0)
+    # 700 W x 8 devices x 10 h = 56 kWh; at $0.15/kWh = $8.40
+    assert energy_kwh(700, 10, 8) == pytest.approx(56.0)
+    assert power_cost(700, 10, 0.15, 8) == pytest.approx(8.4)
+    with pytest.raises(InputError):
+        cost_per_million_tokens(1.0, 0)

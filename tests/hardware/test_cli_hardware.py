@@ -1,0 +1,70 @@
+"""`llmsizer hardware`, `fit` and `recommend` through the CLI entry point (main.main), registering the command
+modules when main.py does not list them yet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmsizer.cli import fit_cmd, hardware_cmd, main, recommend_cmd
+
+
+@pytest.fixture()
+def cli(monkeypatch: pytest.MonkeyPatch):
+    original = main.build_parser
+
+    def build():
+        p = original()
+        sub = next(a for a in p._actions if a.dest == "command")
+        for name, mod in (("hardware", hardware_cmd), ("fit", fit_cmd), ("recommend", recommend_cmd)):
+            if name not in sub.choices:
+                mod.register(sub)
+        return p
+
+    monkeypatch.setattr(main, "build_parser", build)
+    return main.main
+
+
+def test_hardware_list_and_show(cli, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["hardware", "list", "--kind", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "h100-sxm" in out and "devices" in out
+    assert cli(["hardware", "show", "H100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["id"] == "h100-sxm" and data["values"]["memory_bandwidth"]["source"] in data["sources"]
+    assert cli(["hardware", "show", "p5.48xlarge"]) == 0
+    assert "us-east-1" in capsys.readouterr().out
+
+
+def test_unknown_hardware_is_one_line_exit_2(cli, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli(["hardware", "show", "h100-sxn"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "h100-sxm" in err
+
+
+def test_fit_text_and_json(cli, capsys: pytest.CaptureFixture[str], hw_file: Path) -> None:
+    assert cli(["fit", "qwen2.5-0.5b", "--device", "test-gpu", "--hardware-file", str(hw_file)]) == 0
+    out = capsys.readouterr().out
+    assert "FITS" in out and "prefill (TTFT)" in out and "roofline" in out
+    assert cli(["fit", "llama-3.1-8b", "--device", "test-gpu", "--headroom", "0.9", "--engine", "transformers",
+                "--hardware-file", str(hw_file), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fits"] is False and data["budget_per_device"] < data["memory_per_device"]
+
+
+def test_recommend_text_and_json(cli, capsys: pytest.CaptureFixture[str], hw_file: Path) -> None:
+    assert cli(["recommend", "qwen2.5-0.5b", "--provider", "test", "--hardware-file", str(hw_file)]) == 0
+    out = capsys.readouterr().out
+    assert "chosen: test-cpu-64" in out and "advice: CPU is enough" in out
+    assert cli(["recommend", "llama-3.1-8b", "--train", "--tokens", "1B", "--deadline", "1d", "--provider", "test",
+                "--hardware-file", str(hw_file), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kind"] == "recommend-training" and data["chosen"]["training_seconds"] <= 86400
+
+
+def test_recommend_help_has_examples(cli, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli(["recommend", "--help"])
+    assert "examples:" in capsys.readouterr().out

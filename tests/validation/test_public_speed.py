@@ -1,0 +1,218 @@
+"""Speed model vs published measurements: every throughput and MFU row of validation/public_measurements.csv
+that the model can express, plus llama.cpp llama-bench rows from XiongjieDai/GPU-Benchmarks-on-LLM-Inference.
+
+Nothing here is tuned: predictions use the named defaults of ``hardware/efficiency.py`` and the catalog's
+sourced peaks. Run with ``-s`` to see the table; the summary (median and worst |error|) goes to
+docs/hardware.md. Rows the model cannot express are listed with the reason.
+
+Assumptions (stated per row in the table):
+- llama-bench ``tgN`` = N tokens generated after a 1-token prompt at KV depth 0 (``tgN @ dD``: after D tokens);
+  ``ppN`` = prefill throughput of an N-token prompt; ``B=32`` rows decode 32 sequences together.
+- Qwen2.5-Coder-7B and Qwen3-Coder-30B-A3B share the architecture of the catalog's Qwen2.5-7B and Qwen3-30B-A3B;
+  LLaMA 1/2 7B and Llama 3 8B use the catalog's Llama-2-7B and Llama-3.1-8B configs (same layer shapes).
+- torchtune rows: no activation checkpointing (the README table does not say); full fine-tuning costs
+  6N + 12 L d s FLOPs per token, LoRA/QLoRA 4N + 12 L d s (frozen base weights: no weight gradients, so the
+  backward pass costs 2N instead of 4N; attention has no weights and keeps its full backward); "A100" is
+  taken as A100 SXM 80GB (312 dense BF16 TFLOP/s either size).
+- Megatron rows report HFU (recomputation counted); llmsizer's default HFU is the median of those same rows,
+  so they are calibration rows, not an independent check.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.catalog.models import find
+from llmsizer.formulas.params import count_params
+from llmsizer.formulas.training_time import tokens_per_second, training_flops_per_token
+from llmsizer.hardware import efficiency as E
+from llmsizer.hardware.performance import attention_width, estimate_speed
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
+
+
+@dataclass
+class Row:
+    id: str
+    what: str
+    measured: float
+    predicted: float | None
+    group: str  # decode | prefill | training | mfu
+    note: str
+
+    @property
+    def error(self) -> float | None:
+        return None if self.predicted is None else (self.predicted - self.measured) / self.measured
+
+
+def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1):
+    spec = find(model).spec()
+    return estimate_speed(spec, builtin_catalog().devices[device], weights_format=fmt, prompt_tokens=prompt,
+                          output_tokens=output, concurrency=batch, kv_dtype="fp16")
+
+
+# llama.cpp rows of the CSV: id -> (catalog model, format, test) ; test: ("tg", prompt, output, batch)
+SPARK = {
+    "PM0091": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 1, 32, 1)),
+    "PM0092": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 32768, 32, 1)),
+    "PM0097": ("qwen3-30b-a3b", "gguf:q8_0", ("tg", 1, 32, 1)),
+    "PM0099": ("qwen2.5-7b", "gguf:q8_0", ("tg", 1, 32, 1)),
+    "PM0100": ("qwen2.5-7b", "gguf:q8_0", ("tg", 32768, 32, 1)),
+    "PM0102": ("gemma-3-4b-it", "gguf:q4_0", ("tg", 1, 32, 1)),
+    "PM0103": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tgB", 512, 32, 32)),
+    "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
+    "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
+}
+NOT_EXPRESSIBLE = {
+    "PM0088": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0089": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0090": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0093": "gpt-oss-120b is not in the model catalog",
+    "PM0094": "gpt-oss-120b is not in the model catalog",
+    "PM0095": "gpt-oss-120b is not in the model catalog",
+    "PM0096": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0098": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0101": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0104": "gpt-oss-120b is not in the model catalog",
+}
+TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
+TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+
+# XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench, snapshots May 2024 for
+# Llama 3 8B; Dec 2023 for LLaMA 7B): (device, catalog model, format, test, value tokens/s, table)
+EXTRA = [
+    ("rtx-3090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 115.42, "LLaMA 3 NVIDIA"),
+    ("rtx-3090", "llama-3.1-8b", "gguf:f16", "tg512", 47.40, "LLaMA 3 NVIDIA"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 130.58, "LLaMA 3 NVIDIA"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 7138.99, "LLaMA 3 NVIDIA"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "tg512", 54.84, "LLaMA 3 NVIDIA"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "pp512", 9382.00, "LLaMA 3 NVIDIA"),
+    ("apple-m1-8gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 10.20, "LLaMA 3 Apple (M1 7-core GPU)"),
+    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 35.73, "LLaMA 3 Apple"),
+    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 408.23, "LLaMA 3 Apple"),
+    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 18.75, "LLaMA 3 Apple"),
+    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 517.34, "LLaMA 3 Apple"),
+    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 78.81, "LLaMA 3 Apple"),
+    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 994.04, "LLaMA 3 Apple"),
+    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "tg512", 36.90, "LLaMA 3 Apple"),
+    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "pp512", 1175.40, "LLaMA 3 Apple"),
+    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 48.97, "LLaMA 3 Apple"),
+    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 693.32, "LLaMA 3 Apple"),
+    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 22.04, "LLaMA 3 Apple"),
+    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 769.84, "LLaMA 3 Apple"),
+    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "tg128", 43.96, "LLaMA 7B (lengths not stated; tg128/pp512 assumed)"),
+    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "pp512", 3716.76, "LLaMA 7B (lengths not stated)"),
+    ("rtx-4090", "llama-2-7b-hf", "gguf:f16", "tg128", 60.92, "LLaMA 7B (lengths not stated)"),
+    ("rtx-4090", "llama-2-7b-hf", "gguf:q4_0", "tg128", 149.41, "LLaMA 7B (lengths not stated)"),
+    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "tg128", 83.32, "LLaMA 2 overview (lengths not stated)"),
+    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "pp512", 7367.0, "LLaMA 2 overview (lengths not stated)"),
+    ("h100-pcie", "llama-2-7b-hf", "gguf:q4_0", "tg128", 133.77, "LLaMA 2 overview (lengths not stated)"),
+]
+
+
+def _csv_rows() -> list[dict[str, str]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r["kind"] in ("throughput", "mfu")]
+
+
+def _predict_csv(r: dict[str, str]) -> Row:
+    rid, value = r["id"], float(r["value"])
+    if rid in NOT_EXPRESSIBLE:
+        return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + NOT_EXPRESSIBLE[rid])
+    if rid in SPARK:
+        model, fmt, (test, prompt, out, batch) = SPARK[rid]
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch)
+        pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
+        return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred, "decode",
+                   f"bandwidth factor {s.details['bandwidth_factor']}")
+    if r["kind"] == "mfu":
+        return Row(rid, f"Megatron {r['params']} HFU %", value, 100 * E.TRAINING_HFU.expected, "mfu",
+                   "calibration row (default HFU is the median of these rows)")
+    if r["framework"] == "torchtune":
+        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
+        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
+        n = int(r["num_gpus"])
+        seq = int(r["seq_len"])
+        params = count_params(spec).total
+        width = attention_width(spec)
+        if r["method"] in ("LoRA", "QLoRA"):
+            fpt = 4 * params + 12 * spec.num_layers * width * seq
+        else:
+            fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
+        peak, key = dev.peak_flops("bf16")
+        assert peak is not None
+        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
+        note = f"{r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
+        if "PagedAdamW" in r["other_settings"]:
+            note += "; optimizer paging to host not modelled"
+        return Row(rid, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']}", value, pred, "training", note)
+    return Row(rid, r["metric"][:40], value, None, "-", "not expressible: no rule for this row")
+
+
+def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
+    n = int(test[2:])
+    if test.startswith("tg"):
+        s = _speed(model, dev, fmt, 1, n)
+        pred, group = s.tokens_per_second_per_user, "decode"
+    else:
+        s = _speed(model, dev, fmt, n, 1)
+        pred, group = s.prefill_tokens_per_second, "prefill"
+    return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
+
+
+def all_rows() -> list[Row]:
+    return [_predict_csv(r) for r in _csv_rows()] + [_predict_extra(*e) for e in EXTRA]
+
+
+def summary(rows: list[Row]) -> dict[str, tuple[int, float, float]]:
+    out = {}
+    for group in ("decode", "prefill", "training", "mfu"):
+        errs = [abs(r.error) for r in rows if r.group == group and r.error is not None]
+        if errs:
+            out[group] = (len(errs), statistics.median(errs), max(errs))
+    return out
+
+
+def test_print_validation_table() -> None:
+    rows = all_rows()
+    print()
+    print(f"{'id':7} {'case':58} {'measured':>10} {'predicted':>10} {'error':>8}  note")
+    for r in rows:
+        pred = f"{r.predicted:10.1f}" if r.predicted is not None else f"{'-':>10}"
+        err = f"{r.error:+8.1%}" if r.error is not None else f"{'':>8}"
+        print(f"{r.id:7} {r.what[:58]:58} {r.measured:10.1f} {pred} {err}  {r.note}")
+    for group, (n, med, worst) in summary(rows).items():
+        print(f"{group:9}: {n:2d} rows, median |error| {med:.1%}, worst {worst:.1%}")
+    csv_ids = {r["id"] for r in _csv_rows()}
+    assert {r.id for r in rows if r.id != "XD"} == csv_ids  # every CSV row is listed, expressed or not
+
+
+def test_csv_decode_rows_are_within_a_factor_two() -> None:
+    """Bandwidth-bound decode is the model's core claim: every expressible decode row of the project's
+    validation CSV lands within 2x. (Known gap, printed above: small models on fast GPUs in the Dec 2023
+    llama.cpp rows run 1.4-2.2x below the bandwidth bound -- per-token kernel overheads, not modelled.)"""
+    rows = [r for r in all_rows() if r.group == "decode" and r.error is not None and r.id != "XD"]
+    assert len(rows) >= 8
+    for r in rows:
+        assert r.predicted is not None
+        assert 0.5 <= r.predicted / r.measured <= 2.0, (r.id, r.what, r.measured, r.predicted)
+
+
+def test_decode_median_error_is_modest() -> None:
+    n, med, _ = summary(all_rows())["decode"]
+    assert n >= 20
+    assert med < 0.30
+
+
+@pytest.mark.parametrize("dev", ["rtx-4090", "apple-m2-ultra-192gb"])
+def test_quantized_decode_is_faster_than_f16(dev: str) -> None:
+    """Measured on both devices (Q4_K_M 130.6 vs F16 54.8 t/s; 78.8 vs 36.9): fewer bytes per token."""
+    q4 = _speed("llama-3.1-8b", dev, "gguf:q4_k_m", 1, 512).tokens_per_second_per_user
+    f16 = _speed("llama-3.1-8b", dev, "gguf:f16", 1, 512).tokens_per_second_per_user
+    assert q4 > f16
