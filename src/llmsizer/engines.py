@@ -67,14 +67,19 @@ class EngineProfile:
     kv_dtype_default: str
     description: str
     source: str
+    prefill_keeps_full_prompt: bool = False  # sliding layers still hold the whole prompt right after prefill
 
 
 TRANSFORMERS = EngineProfile(
-    name="transformers", mla_mode="expanded", window_extra=-1, block_size=None, kv_dtype_default="model",
-    description="Hugging Face transformers generate(): DynamicCache grows with the sequence; sliding layers keep "
-                "window-1 tokens; DeepSeek MLA caches expanded K/V; weights as loaded.",
-    source="transformers cache_utils.py (DynamicLayer, DynamicSlidingWindowLayer.update: keeps the last "
-           "sliding_window-1 tokens); models/deepseek_v3/modeling_deepseek_v3.py (caches key_states/value_states per head)",
+    name="transformers", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="model",
+    description="Hugging Face transformers generate(): DynamicCache grows with the sequence; a sliding layer holds "
+                "the whole prompt right after prefill and `window` tokens during decoding; DeepSeek MLA caches the "
+                "latent; weights as loaded.",
+    source="transformers 5.24 cache_utils.py DynamicSlidingWindowLayer.update (stores a slice of the concatenated "
+           "K/V: the slice keeps the whole tensor alive, so storage is the full prompt after prefill and `window` "
+           "tokens after a decode step; measured in tests/formulas/test_kv_cache_forward.py); "
+           "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
+    prefill_keeps_full_prompt=True,
 )
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",

@@ -5,9 +5,10 @@ and the MLP block, on top of the residual stream and its normalised copy (both [
 Counts follow the transformers modules (``modeling_llama.py``): ``LlamaMLP.forward`` evaluates
 ``down(act(gate(x)) * up(x))``, so act(gate), up and their product (3 x [tokens, intermediate]) coexist;
 attention holds q, k, v and its output. Eager attention additionally materialises the score matrix
-[batch, heads, q_len, kv_len]: scores and the masked scores in the activation dtype plus the fp32
-softmax and its cast back (``eager_attention_forward``: ``softmax(..., dtype=torch.float32).to(q.dtype)``)
-= 8 bytes per score for a 16-bit model. SDPA/flash kernels never materialise it (Dao et al. 2022,
+[batch, heads, q_len, kv_len] (``eager_attention_forward``: scores, + mask, ``softmax(..., dtype=torch.float32)
+.to(q.dtype)``): measured with a live-tensor tracker (tests/formulas/test_activations_forward.py) it holds
+2 x act_bytes per score, plus the fp32 softmax and its cast back for 16-bit models (10 B/score in bf16,
+8 B/score in fp32), plus the additive causal mask [batch, 1, q_len, kv_len] in the activation dtype. SDPA/flash kernels never materialise it (Dao et al. 2022,
 FlashAttention, arXiv 2205.14135, section 3.1).
 The last step of the model turns hidden states into logits [tokens_out, vocab] and ``generate`` upcasts
 them to fp32: only the last position is computed (transformers ``logits_to_keep=1`` during generation).
@@ -53,7 +54,9 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         o_w = q_w
     attn = t * (q_w + kv_w + o_w) * act_bytes // tp
     if attention == "eager":
-        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * (2 * act_bytes + 4 + act_bytes)
+        per_score = 2 * act_bytes + (4 + act_bytes if act_bytes < 4 else 0)
+        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * per_score
+        attn += batch * q_tokens * kv_tokens * act_bytes  # the additive causal mask
     if spec.is_moe and spec.moe is not None:
         moe = spec.moe
         # routed tokens: each token visits k experts; router logits in fp32

@@ -10,12 +10,14 @@ shared rotary key per token instead (DeepSeek-V2, arXiv 2405.04434, eq. 10-11 an
 
     mla_bytes_per_token_layer = (kv_lora_rank + qk_rope_head_dim) * bytes_per_element            (2)
 
-Engines that do not implement the latent cache (transformers' DeepSeek code) cache the expanded keys
-and values: num_heads * (qk_nope_head_dim + qk_rope_head_dim) + num_heads * v_head_dim elements.
+Engines that do not implement the latent cache (older transformers DeepSeek code, naive ports) cache the
+expanded keys and values: num_heads * (qk_nope_head_dim + qk_rope_head_dim) + num_heads * v_head_dim
+elements (``mla_mode="expanded"``); transformers 5.x and vLLM cache the latent.
 
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
-Longformer; Jiang et al. 2023, Mistral 7B, section 2): transformers keeps window - 1
-(``cache_utils.DynamicSlidingWindowLayer.update``), other engines keep a little more (engine profiles).
+Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
+(``engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
+window - 1 + max_num_batched_tokens, llama.cpp n_swa x n_seq + n_ubatch.
 Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).

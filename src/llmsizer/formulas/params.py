@@ -3,8 +3,10 @@
 Total = sum of every tensor's elements (``tensors.model_tensors``).
 Active per token (MoE) = total - routed-expert parameters x (1 - k/E): each token visits k of the E
 routed experts in every MoE layer (Fedus et al. 2022, Switch Transformer, section 2; DeepSeek-V3
-technical report arXiv 2412.19437 section 1, "671B total, 37B activated"). Embedding and vision
-parameters are counted as active, the convention those reports follow.
+technical report arXiv 2412.19437 section 1, "671B total, 37B activated"). Here the input embedding and
+vision parameters count as active (Qwen's "A3B"/"A22B" follow this); DeepSeek and OpenAI publish active
+counts without the input embedding ("36.6B including 0.9B for the output head"):
+``active_without_embedding`` gives that figure.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ class ParamCounts:
     total: int
     active: int
     by_component: dict[str, int]
+
+    @property
+    def active_without_embedding(self) -> int:
+        return self.active - self.by_component.get("embedding", 0)
 
 
 @lru_cache(maxsize=256)

@@ -30,7 +30,8 @@ def compose_transformers(ctx: Context) -> None:
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
                                    tp=w.tensor_parallel)
     dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel)
-    kv_prompt = kv_item(ctx, prompt, w.concurrency, loc)
+    # right after prefill a sliding layer still holds the whole prompt (see engines.TRANSFORMERS)
+    kv_prompt = kv_item(ctx, prompt, w.concurrency, loc, window_extra=prompt)
     kv_end = kv_item(ctx, w.context, w.concurrency, loc)
     dequant = 0
     if ctx.fmt in ("nf4", "nf4-dq", "fp4", "fp4-dq") and prompt > 1:

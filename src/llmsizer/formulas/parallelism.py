@@ -1,0 +1,102 @@
+"""Distributed training: what each device holds under data, ZeRO/FSDP, tensor, pipeline and expert parallelism.
+
+- **ZeRO** (Rajbhandari et al. 2020, arXiv 1910.02054, section 5.1-5.3 and Figure 1): with N_d data-parallel
+  ranks, stage 1 (P_os) partitions the optimizer states (and the fp32 master copy they include), stage 2
+  (P_os+g) also the gradients, stage 3 (P_os+g+p) also the parameters:
+  per device = (2 + 2 + K) Psi at stage 0, 2 Psi + 2 Psi + K Psi / N_d at 1, 2 Psi + (2 + K) Psi / N_d at 2,
+  (2 + 2 + K) Psi / N_d at 3. PyTorch FSDP: FULL_SHARD = stage 3, SHARD_GRAD_OP = stage 2, HYBRID_SHARD =
+  stage 3 within a node and replication across nodes (torch.distributed.fsdp ShardingStrategy docs).
+  Stage 3 re-gathers each layer's parameters for its forward and backward: the gathered working set is the
+  current layer plus one prefetched layer (FSDP ``forward_prefetch``/``BackwardPrefetch.BACKWARD_PRE``;
+  DeepSpeed ``stage3_prefetch_bucket_size``), and the layer's full gradients exist until they are
+  reduce-scattered.
+- **Data parallel buckets**: PyTorch DDP copies gradients into flat all-reduce buckets of ``bucket_cap_mb``
+  = 25 MB each; the buckets together hold every gradient a second time unless ``gradient_as_bucket_view=True``
+  (torch DistributedDataParallel docs: "the saved memory size will be equal to the total gradients size").
+  DeepSpeed ZeRO-1/2 reduce through ``reduce_bucket_size`` = 5e8 elements (DeepSpeed config docs).
+- **Tensor parallel** (Shoeybi et al. 2019, arXiv 1909.08053, section 3): matrices split t ways, 1-D tensors
+  replicated (``tensor_parallel.replicated_elements``).
+- **Pipeline parallel** with the 1F1B schedule (Narayanan et al. 2021, arXiv 2104.04473, section 2.2.1 and
+  Figure 4): stage i of p keeps the activations of min(p - i, m) micro-batches in flight (m = micro-batches
+  per step); the first stage is the most loaded (p micro-batches of L/p layers: the activations of a whole
+  model's worth of layers, Korthikanti et al. 2022 section 4.2.3).
+- **Expert parallel** (Lepikhin et al. 2021, GShard, arXiv 2006.16668; Fedus et al. 2022 section 2.2): the E
+  routed experts of a layer are split over ep ranks, E/ep each; tokens are exchanged all-to-all, so each rank
+  processes about t k / ... tokens' worth of expert work on average, up to the capacity factor times that.
+- **Offload**: ZeRO-Offload (Ren et al. 2021, arXiv 2101.06840, section 4) keeps the fp32 master weights,
+  optimizer states and the gradients on the host and runs the optimizer there; ZeRO-Infinity parameter
+  offload (Rajbhandari et al. 2021, arXiv 2104.07857) keeps the parameters there too, gathering each layer
+  on demand.
+"""
+
+from __future__ import annotations
+
+import math
+
+DDP_BUCKET_CAP_BYTES = 25 * 10**6  # torch DDP bucket_cap_mb default = 25 (MB)
+DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000  # DeepSpeed zero_optimization.reduce_bucket_size default 5e8
+FSDP_PREFETCH_LAYERS = 1  # one layer gathered ahead (forward_prefetch / BACKWARD_PRE)
+MOE_CAPACITY_FACTOR = 1.25  # Switch Transformer (Fedus et al. 2022) section 2.2 training capacity factor
+
+
+def shard(total_bytes: int, ways: int) -> int:
+    """Bytes one of ``ways`` ranks holds of a flat partition (ZeRO pads to equal partitions: ceil)."""
+    return math.ceil(total_bytes / max(1, ways))
+
+
+def zero_shards(stage: int, group: int) -> tuple[int, int, int]:
+    """Partition factors (weights, gradients, optimizer states + master) for a ZeRO stage over ``group`` ranks.
+
+    >>> zero_shards(2, 8)
+    (1, 8, 8)
+    """
+    return (group if stage >= 3 else 1, group if stage >= 2 else 1, group if stage >= 1 else 1)
+
+
+def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: float = 2, k: float = 12) -> float:
+    """Model-state bytes per parameter per device under ZeRO (section 5, Figure 1): e.g. (2 + 2 + 12)/N_d at 3.
+
+    >>> zero_bytes_per_param(0, 64), zero_bytes_per_param(1, 64), zero_bytes_per_param(3, 64)
+    (16.0, 4.1875, 0.25)
+    """
+    w, g, o = zero_shards(stage, group)
+    return weight_b / w + grad_b / g + k / o
+
+
+def pipeline_stage_layers(num_layers: int, pp: int) -> list[range]:
+    """Layers of each pipeline stage: an even split, the remainder given to the first stages."""
+    base, extra = divmod(num_layers, pp)
+    out, start = [], 0
+    for i in range(pp):
+        n = base + (1 if i < extra else 0)
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
+    """Micro-batches whose activations stage ``stage`` holds at once under 1F1B: min(pp - stage, m).
+
+    >>> [inflight_microbatches(i, 4, 8) for i in range(4)]
+    [4, 3, 2, 1]
+    """
+    return max(1, min(pp - stage, micro_batches))
+
+
+def ddp_bucket_bytes(grad_bytes: int, bucket_view: bool = False) -> int:
+    """Persistent flat all-reduce buckets of PyTorch DDP: a second copy of every gradient (0 with bucket views)."""
+    return 0 if bucket_view else grad_bytes
+
+
+def reduce_bucket_bytes(grad_elements: int, grad_b: int) -> int:
+    """DeepSpeed ZeRO-1/2 gradient reduction buffer: min(reduce_bucket_size, gradient elements) elements."""
+    return min(DEEPSPEED_REDUCE_BUCKET_ELEMENTS, grad_elements) * grad_b
+
+
+def gathered_layer_bytes(layer_weight_bytes: list[int], shard_ways: int) -> int:
+    """ZeRO-3/FSDP working set on top of the shards: the largest layer gathered whole plus one prefetched layer,
+    minus the shard of them each rank already holds."""
+    if not layer_weight_bytes or shard_ways <= 1:
+        return 0
+    largest = sorted(layer_weight_bytes, reverse=True)[: 1 + FSDP_PREFETCH_LAYERS]
+    return sum(largest) - sum(shard(x, shard_ways) for x in largest)

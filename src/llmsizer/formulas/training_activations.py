@@ -1,0 +1,381 @@
+"""Activations a training step keeps for the backward pass, per decoder layer, for the model's real structure.
+
+**The textbook count.** Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
+Models", arXiv 2205.05198), section 4.1, eq. 1: one GPT layer (16-bit activations, dropout everywhere)
+stores
+
+    s b h (34 + 5 a s / h)  bytes                                                          (K1)
+
+(attention 11 sbh + 5 a s^2 b, MLP 19 sbh, two LayerNorms 4 sbh); with tensor parallelism t, eq. 2:
+s b h (10 + 24/t + 5 a s/(h t)); with sequence parallelism as well, eq. 4: s b h/t (34 + 5 a s/h).
+:func:`korthikanti_layer_bytes` implements them for comparison.
+
+**What a Hugging Face decoder actually keeps** (counted from the tensors autograd saves in transformers 5
+``modeling_llama.py`` / ``modeling_qwen3_moe.py`` / ``integrations/sdpa_attention.py`` / ``integrations/moe.py``
+under PyTorch 2.x, and checked against measured training steps in ``tests/training``). With t = b s tokens,
+q_w = heads x head_dim, kv_w = kv_heads x head_dim, I = intermediate size, c = compute element size,
+r = residual-stream element size (the embedding's dtype):
+
+- RMSNorm (``hidden.to(float32) ... weight * hidden.to(input_dtype)``): its fp32 input (4 t h; the residual
+  itself when it is fp32), 1/rms (4 t) and, when the norm weight is trained, the normalised tensor (r t h).
+  K1 counts 2 sbh per LayerNorm (its 16-bit input only).
+- Projection inputs: every linear whose weight (or LoRA adapter) is trained saves its input. Without
+  autocast q/k/v share one saved tensor (c t h), as do gate/up; under ``torch.autocast`` each linear casts
+  its fp32 input itself, so q, k and v keep three half-precision copies (3 c t h) and gate/up two. Autocast
+  also keeps the half-precision copy of every weight it casts (2 B/param, the '6 bytes of weights' of the
+  HF mixed-precision accounting) until that layer's backward. K1 has one shared 2 sbh input.
+- Attention, SDPA/flash with no mask: rotated q (c t q_w), rotated k and v (2 c t kv_w: GQA keeps the
+  smaller K/V, K1 assumes MHA), the output (c t q_w) and the fp32 log-sum-exp (4 b heads s); no s^2 term
+  (Dao et al. 2022, FlashAttention, section 3.1). With a mask (sliding window shorter than the sequence,
+  packing) transformers repeats K/V to every head and SDPA keeps the float mask per layer (c b s^2).
+  Eager: q, the transposed K copy, the repeated V and the output copy (4 c t q_w) plus the fp32 softmax
+  (4 b heads s^2) and its cast to the compute dtype (c b heads s^2); K1's 5 a s^2 b also has the dropout mask
+  (LLMs train with attention_dropout 0: no mask is made).
+- SwiGLU MLP ``down(act(gate(x)) * up(x))`` (Shazeer 2020): act input, act output, up output and the product
+  (4 c t I); K1's GeLU MLP keeps 2 x 4h-wide tensors + a dropout mask (19 sbh). GeLU MLPs here keep 2 c t I.
+- MoE (grouped_mm experts, transformers ``integrations/moe.py``): router input, fp32 router probabilities
+  (4 t E), then for the S = t k routed token copies: gathered inputs (S h), gate_up output (2 S I), act
+  output and product (2 S I) and the expert output kept for the routing-weight product (S h), in the
+  *weight* dtype (grouped_mm is not autocast-enabled: the inputs are cast to the weights' dtype).
+- Rotary cos/sin (2 r b s head_dim, shared by all layers); no dropout masks; residual adds keep nothing.
+- Head: the final norm, the lm_head input, and the loss: ``ForCausalLMLoss`` upcasts logits to fp32
+  (``logits.float()``) and cross-entropy keeps the fp32 log-softmax (4 t V): large for 150k vocabularies.
+  During the loss backward two more fp32 [t, V] tensors exist (the NLL gradient and the log-softmax input
+  gradient): 12 B per logit at that moment.
+- LoRA (Hu et al. 2021): a frozen base linear keeps only its weight, but lora_A saves its input (a fresh
+  half copy per adapter under autocast, because PEFT casts the input to the fp32 adapter dtype first) and
+  lora_B saves the rank-r intermediate (c t r); frozen norms keep only their input. DoRA additionally keeps
+  the base and LoRA outputs per adapted module (2 c t out) for the magnitude gradient.
+- Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant
+  ``torch.utils.checkpoint`` per decoder layer): a layer keeps only its input (r t h); its activations are
+  recomputed one layer at a time in the backward. 'selective' recomputes only the attention core
+  (Korthikanti et al. 2022 section 4.2): the s^2 terms of eager attention; SDPA/flash have none to drop.
+
+Tensor parallelism splits the per-head and intermediate terms by t (Megatron column/row-parallel
+linears); the [t, h] terms outside the TP region are replicated unless sequence parallelism splits them
+(Korthikanti section 4.2.2); the vocabulary-parallel loss splits [t, V] terms by t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..specs import ModelSpec
+
+ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
+MLP_INPUTS = ("ffn_gate", "ffn_up")
+
+
+@dataclass(frozen=True)
+class ActivationSetup:
+    """How a step types and keeps its tensors (built by ``training.compose`` from the workload).
+
+    batch [sequences], seq [tokens], residual/compute/expert/weight_copy [bytes per element],
+    autocast [torch.autocast casts linear inputs], full [base weights trained], adapted [roles with LoRA
+    adapters], adapter_cast_copy [PEFT casts each adapter input to a different dtype, then autocast copies it],
+    rank [LoRA r], dora, attention ['sdpa'|'flash'|'eager'], packing, checkpointing ['none'|'full'|'selective'],
+    tp, sp [sequence parallel].
+    """
+
+    batch: int
+    seq: int
+    residual: int = 4
+    compute: int = 4
+    expert: int = 4
+    weight_copy: int = 0
+    autocast: bool = False
+    full: bool = True
+    adapted: frozenset[str] = field(default_factory=frozenset)
+    adapter_cast_copy: bool = False
+    rank: int = 0
+    dora: bool = False
+    attention: str = "sdpa"
+    packing: bool = False
+    checkpointing: str = "none"
+    tp: int = 1
+    sp: bool = False
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.seq
+
+
+@dataclass(frozen=True)
+class Term:
+    """One group of saved tensors: ``bytes`` on one device, with the arithmetic that produced it."""
+
+    name: str
+    bytes: int
+    formula: str
+
+
+def _div(x: int, tp: int) -> int:
+    return -(-x // tp)
+
+
+def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: bool, st: ActivationSetup,
+                kind: str = "rmsnorm") -> list[Term]:
+    """A norm's saved tensors: RMSNorm keeps its fp32 input, 1/rms and (weight trained) the normalised tensor;
+    LayerNorm (``native_layer_norm``) keeps its input, mean and rstd. Split by SP (outside the TP region)."""
+    t = _div(tokens, st.tp) if st.sp else tokens
+    if kind == "layernorm":
+        return [Term(f"{name} input + mean/rstd", t * width * input_bytes + 2 * t * 4,
+                     f"{t} tokens x {width} x {input_bytes} B + 2 x 4 B per token (native_layer_norm)")]
+    out = [Term(f"{name} fp32 input + 1/rms", t * width * 4 + t * 4,
+                f"{t} tokens x {width} x 4 B (hidden.to(float32)) + 4 B per token")]
+    if trained:
+        out.append(Term(f"{name} normalised", t * width * input_bytes,
+                        f"{t} x {width} x {input_bytes} B (norm weight trained)"))
+    return out
+
+
+def _head_dims(spec: ModelSpec) -> tuple[int, int, int, int]:
+    """(q width, k width, v width, attention-output width) per token, before TP."""
+    if spec.mla is not None:
+        m = spec.mla
+        qk = spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
+        return qk, qk, spec.num_heads * m.v_head_dim, spec.num_heads * m.v_head_dim
+    q = spec.num_heads * spec.head_dim
+    kv = spec.num_kv_heads * spec.head_dim
+    return q, kv, kv, q
+
+
+def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
+    """True when transformers hands SDPA an explicit mask: a sliding window shorter than the sequence, or packed
+    documents (block-diagonal mask). Flash kernels take windows and varlen offsets natively."""
+    if st.attention == "flash":
+        return False
+    sliding = spec.layer_types[layer] == "sliding" and spec.sliding_window is not None and st.seq > spec.sliding_window
+    return sliding or st.packing
+
+
+def _input_copies(consumers: tuple[str, ...], present: set[str], st: ActivationSetup, input_is_compute: bool) -> int:
+    """How many copies of a shared projection input are saved (see module docstring, 'Projection inputs')."""
+    saving = [c for c in consumers if c in present and (st.full or c in st.adapted)]
+    if not saving:
+        return 0
+    if st.autocast and not input_is_compute:
+        return len(saving)
+    if st.autocast and st.adapter_cast_copy and not st.full:
+        return len(saving)
+    return 1
+
+
+def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
+                      layer_weight_elements: int = 0) -> tuple[Term, ...]:
+    """Bytes decoder layer ``layer`` keeps for its backward on one device, as named terms (module docstring).
+
+    ``layer_weight_elements``: elements of this layer's linear weights that autocast copies (0 when weights are
+    already half precision or quantized); their copies are a term of their own.
+    """
+    t = st.tokens
+    tp = st.tp
+    c, r = st.compute, st.residual
+    h = spec.hidden_size
+    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
+    heads = _div(spec.num_heads, tp)
+    out: list[Term] = []
+    kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
+    norm_trained = st.full
+    out += _norm_terms("attention norm", t, h, r, norm_trained, st, kind=kind)
+    present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None else {"attn_q"}
+    n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
+    ts = _div(t, tp) if st.sp else t
+    if n_in:
+        out.append(Term("q/k/v projection inputs", n_in * ts * h * c,
+                        f"{n_in} x {ts} tokens x {h} x {c} B" + (" (one autocast copy per projection)" if n_in > 1 else "")))
+    if spec.mla is not None:
+        m = spec.mla
+        lat = m.kv_lora_rank + m.qk_rope_head_dim
+        extra = t * (lat + (m.q_lora_rank or 0)) * c * (2 if st.full else 1)
+        out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
+                        f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
+    if spec.qk_norm != "none":
+        out.append(Term("q/k norms fp32 inputs", t * (q_w + k_w) * 4 + t * (heads + max(1, spec.num_kv_heads // tp)) * 4,
+                        f"{t} x ({q_w} + {k_w}) x 4 B + 1/rms per head"))
+        if st.full:
+            out.append(Term("q/k norms normalised", t * (q_w + k_w) * c, f"{t} x ({q_w} + {k_w}) x {c} B"))
+    mask = needs_mask(spec, layer, st)
+    if st.attention == "eager":
+        kv_len = st.seq
+        out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
+                        f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
+        score_b = 4 + (c if c != 4 else 0)
+        if st.checkpointing != "selective":
+            out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
+                            f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
+                            + (f" + {c} B cast)" if c != 4 else ")")))
+    else:
+        kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
+        kk, vv = (q_w, q_w) if kv_rep else (k_w, v_w)
+        out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
+                        f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
+                        + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
+        out.append(Term("attention log-sum-exp", st.batch * heads * st.seq * 4, f"{st.batch} x {heads} x {st.seq} x 4 B"))
+        if mask:
+            out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
+                            f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
+    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy
+    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted:
+        out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
+    # MLP
+    for j in range(spec.norms_per_layer - 1):
+        out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h, r if j == 0 else c, norm_trained, st,
+                           kind=kind)
+    if spec.moe_layers[layer] and spec.moe is not None:
+        out += _moe_terms(spec, st)
+    else:
+        out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"))
+    if st.adapted and not st.full:
+        n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
+        out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
+        if st.dora:
+            widths = {"attn_q": q_w, "attn_k": k_w, "attn_v": v_w, "attn_output": h, "ffn_gate": spec.intermediate_size,
+                      "ffn_up": spec.intermediate_size, "ffn_down": h}
+            wsum = sum(widths.get(role, h) for role in st.adapted)
+            out.append(Term("DoRA base + LoRA outputs", 2 * t * wsum * c, f"2 x {t} x {wsum} x {c} B"))
+    if layer_weight_elements and st.weight_copy:
+        out.append(Term("autocast weight copies", layer_weight_elements * st.weight_copy,
+                        f"{layer_weight_elements:,} weights x {st.weight_copy} B (torch.autocast cast cache)"))
+    return tuple(out)
+
+
+def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str,
+                     roles: tuple[str, str, str]) -> list[Term]:
+    t, c, h = st.tokens, st.compute, spec.hidden_size
+    i_w = _div(width, st.tp)
+    ts = _div(t, st.tp) if st.sp else t
+    out: list[Term] = []
+    gated = spec.mlp_gated
+    consumers = roles[:2] if gated else roles[1:2]
+    n_in = _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c))
+    if n_in:
+        out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
+    down_saves = st.full or roles[2] in st.adapted
+    if gated:
+        n = 3 + (1 if down_saves else 0)
+        out.append(Term(f"{name} act input, act output, up output" + (", product" if down_saves else ""),
+                        n * t * i_w * c, f"{n} x {t} x {i_w} x {c} B (SwiGLU)"))
+    else:
+        n = 1 + (1 if down_saves else 0)
+        out.append(Term(f"{name} act input" + (", act output" if down_saves else ""), n * t * i_w * c,
+                        f"{n} x {t} x {i_w} x {c} B (GeLU MLP)"))
+    return out
+
+
+def _moe_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    assert spec.moe is not None
+    moe = spec.moe
+    t, c, e, h = st.tokens, st.compute, st.expert, spec.hidden_size
+    s_routed = t * moe.experts_per_token
+    i_w = _div(moe.expert_intermediate_size, st.tp)
+    out: list[Term] = []
+    consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else [])
+    n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
+    if n_in:
+        out.append(Term("router/shared-expert input", n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
+    out.append(Term("router probabilities", t * moe.num_experts * 4 + t * moe.experts_per_token * 12,
+                    f"{t} x {moe.num_experts} experts x 4 B (fp32 softmax) + top-k weights/indices"))
+    up = 2 if moe.expert_gated else 1
+    if st.full:
+        n = 2 * h + (up + 2) * i_w if moe.expert_gated else 2 * h + 2 * i_w
+        out.append(Term("routed experts (grouped_mm)", s_routed * n * e + s_routed * 16,
+                        f"{s_routed} routed copies x ({2}h + {up + 2 if moe.expert_gated else 2} I) x {e} B "
+                        "(inputs, gate_up, act, product, output; weight dtype)"))
+    else:
+        n = (up + 1) * i_w
+        out.append(Term("routed experts (frozen)", s_routed * n * e, f"{s_routed} x {up + 1} x {i_w} x {e} B"))
+    if moe.shared_intermediate_size:
+        out += _dense_mlp_terms(spec, st, moe.shared_intermediate_size, "shared expert",
+                                ("ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"))
+    return out
+
+
+def checkpoint_input_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
+    """Bytes a fully checkpointed layer keeps: its input hidden state (r t h; split by SP)."""
+    t = _div(st.tokens, st.tp) if st.sp else st.tokens
+    return t * spec.hidden_size * st.residual
+
+
+def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Peak gradient tensors alive inside one layer's backward (a named transient, approximate).
+
+    MLP backward: the gradients of the act output, up output and act input coexist (3 c t I; MoE: over the
+    t k routed copies in the weight dtype) plus the incoming and outgoing residual gradients (2 r t h).
+    Attention backward: dq, dk, dv and d(out) (c t (2 q_w + 2 kv_w)), plus 2 fp32 score-sized tensors for
+    eager attention (softmax backward).
+    """
+    t, c, r = st.tokens, st.compute, st.residual
+    q_w, k_w, v_w, o_w = (_div(x, st.tp) for x in _head_dims(spec))
+    if spec.moe_layers[layer] and spec.moe is not None:
+        mlp = 3 * t * spec.moe.experts_per_token * _div(spec.moe.expert_intermediate_size, st.tp) * st.expert
+        mlp += 3 * t * _div(spec.moe.shared_intermediate_size, st.tp) * c
+    else:
+        mlp = 3 * t * _div(spec.intermediate_size, st.tp) * c
+    attn = t * (q_w + k_w + v_w + o_w) * c
+    if st.attention == "eager":
+        attn += 2 * st.batch * _div(spec.num_heads, st.tp) * st.seq * st.seq * 4
+    return max(mlp, attn) + 2 * t * spec.hidden_size * r
+
+
+@dataclass(frozen=True)
+class HeadActivations:
+    saved: tuple[Term, ...]  # kept until the backward reaches the head
+    logits_forward: int  # logits + fp32 upcast alive while the loss is computed (forward only)
+    loss_backward: int  # extra fp32 [t, V] gradients during the loss backward
+    shared: tuple[Term, ...]  # rotary tables and shared masks (alive for the whole step)
+
+
+def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
+                     lm_head_weight_copy: int = 0) -> HeadActivations:
+    """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP."""
+    t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
+    v = _div(spec.vocab_size, st.tp)
+    kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
+    saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind))
+    if lm_head_trained:
+        n = 1
+        ts = _div(t, st.tp) if st.sp else t
+        saved.append(Term("lm_head input", n * ts * h * c, f"{ts} x {h} x {c} B"))
+    if lm_head_weight_copy:
+        saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
+                          f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
+    saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
+                      f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
+    logits_fwd = t * v * c + (t * v * 4 if c != 4 else 0)
+    loss_bwd = 2 * t * v * 4
+    shared: list[Term] = []
+    if spec.position_embeddings == 0:
+        hd = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
+        shared.append(Term("rotary cos/sin", 2 * t * hd * r, f"2 x {t} x {hd} x {r} B (shared by all layers)"))
+    if st.attention == "eager":
+        shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
+                           f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)"))
+    elif any(needs_mask(spec, i, st) for i in range(spec.num_layers)):
+        shared.append(Term("boolean attention mask", st.batch * st.seq * st.seq,
+                           f"{st.batch} x {st.seq}^2 x 1 B (shared, forward only)"))
+    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(shared))
+
+
+def korthikanti_layer_bytes(seq: int, batch: int, hidden: int, heads: int, tp: int = 1, sp: bool = False,
+                            recompute: str = "none") -> int:
+    """Korthikanti et al. 2022 (arXiv 2205.05198) activation bytes of one layer, 16-bit activations.
+
+    eq. 1: s b h (34 + 5 a s / h); eq. 2 (TP t): s b h (10 + 24/t + 5 a s / (h t)); eq. 4 (TP + SP):
+    s b h / t (34 + 5 a s / h); selective recomputation (section 4.3) drops the 5 a s / h term; full
+    recomputation keeps the layer input, 2 s b h (section 4.3, 'full activation recomputation').
+
+    >>> korthikanti_layer_bytes(2048, 1, 4096, 32)
+    1610612736
+    """
+    sbh = seq * batch * hidden
+    quad = 5 * heads * seq / hidden
+    if recompute == "full":
+        return 2 * sbh // (tp if sp else 1)
+    if recompute == "selective":
+        quad = 0.0
+    if sp:
+        return int(sbh / tp * (34 + quad))
+    if tp > 1:
+        return int(sbh * (10 + 24 / tp + quad / tp))
+    return int(sbh * (34 + quad))

@@ -1,0 +1,245 @@
+"""Model states of training: weights, master weights, gradients and optimizer states, per precision recipe.
+
+A *recipe* fixes the element size of each copy a framework keeps for every trained parameter:
+
+==============  =====  ======  =====  =========  ========  =================================================
+recipe          model  master  grads  main grad  autocast  source
+==============  =====  ======  =====  =========  ========  =================================================
+fp32            4      -       4      -          -         plain fp32 training
+bf16-mixed      4      -       4      -          2         torch.autocast (PyTorch AMP docs); HF Trainer
+fp16-mixed                                                 ``--bf16/--fp16``: transformers docs "Model training
+                                                           anatomy" (model_memory_anatomy.md): weights 6 B/param
+                                                           in mixed precision (fp32 + half copy), gradients
+                                                           4 B/param "always kept in fp32", AdamW 8 B -> 18
+bf16 / fp16     2      -       2      -          -         pure half precision: every tensor in bf16, torch
+                                                           optimizers keep states in the parameter dtype
+                                                           (``torch.zeros_like(p)`` in torch/optim/adamw.py)
+deepspeed-bf16  2      4       2      -          -         ZeRO paper (Rajbhandari et al. 2020, arXiv 1910.02054)
+deepspeed-fp16                                             section 3.1: "2Psi + 2Psi + K Psi" with K = 12 (fp32
+                                                           parameters, momentum, variance) -> 16 B/param
+megatron-bf16   2      4       4      -          -         Megatron-LM README "Distributed Optimizer": bf16
+                                                           param, fp32 grads: 18 B/param (6 + 12/d sharded)
+megatron-fp16   2      4       2      4          -         same table: fp16 param, fp16 grads: 20 B/param
+                                                           (4 + 16/d sharded; fp32 main grads are a copy)
+==============  =====  ======  =====  =========  ========  =================================================
+
+**16 versus 18 bytes per parameter.** Both counts are right, for different recipes. The ZeRO paper's 16
+(2 + 2 + 4 + 8) describes frameworks that *store* the model in half precision and keep a separate fp32
+master copy inside the optimizer (DeepSpeed, and Megatron with fp16 gradients minus its main-grad copy);
+gradients are produced in half precision (2 B). PyTorch AMP, which the Hugging Face Trainer uses, keeps the
+model itself in fp32 (that *is* the master copy, 4 B), lets ``torch.autocast`` make a half-precision copy of
+each weight for the matmuls (2 B, alive between a layer's forward and its backward), and accumulates
+gradients into the fp32 parameters' ``.grad`` (4 B): 4 + 2 + 4 + 8 = 18. Megatron's bf16 recipe reaches 18
+another way (2 B bf16 model, 4 B fp32 main gradients, 4 B master, 8 B Adam).
+
+Optimizer states per trained element (``s`` = state element size):
+
+===================  ==============================================  ==========================================
+optimizer            state                                           source
+===================  ==============================================  ==========================================
+adam / adamw         exp_avg + exp_avg_sq = 2s, + a 4 B ``step``     Kingma & Ba 2015 Alg. 1; torch/optim/adam.py
+                     scalar tensor per parameter tensor              ``_init_group``
+adamw-8bit           uint8 state1 + state2 (2 B) + fp32 absmax per   Dettmers et al. 2022 (arXiv 2110.02861) sec.
+                     256-element block each; tensors under 4096      2; bitsandbytes optim/optimizer.py
+                     elements keep 32-bit states; two 256-entry      ``Optimizer2State.init_state``
+                     fp32 quantization maps shared by all tensors    (min_8bit_size=4096, blocksize 256)
+paged-adamw(-8bit)   same bytes, allocated as CUDA unified memory    bitsandbytes ``get_paged``; QLoRA paper
+                     the driver pages to host RAM under pressure     (Dettmers et al. 2023) sec. 3 "Paged Optimizers"
+sgd                  none                                            torch/optim/sgd.py
+sgd-momentum         momentum_buffer = s                             torch/optim/sgd.py (clone of the gradient)
+adafactor            factored second moment: rows + columns of each  Shazeer & Stern 2018 (arXiv 1804.04235)
+                     matrix (n/cols + n/rows elements), a full       sec. 3; torch/optim/_adafactor.py
+                     vector for 1-D tensors; no first moment; a 4 B  (row_var, col_var, variance, step)
+                     ``step``
+lion                 exp_avg = s (one momentum)                      Chen et al. 2023 (arXiv 2302.06675) Alg. 2
+===================  ==============================================  ==========================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
+BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
+BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block
+BNB_QMAP_BYTES = 2 * 256 * 4  # the 'dynamic' and 'udynamic' 256-entry fp32 maps, shared by every tensor
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """Element sizes [bytes] a precision recipe keeps per trained parameter (see module table)."""
+
+    name: str
+    model_bytes: int  # the weights the forward reads, as stored on the model
+    master_bytes: int  # a separate fp32 master copy held by the optimizer (0: the model weights are the master)
+    grad_bytes: int  # gradients as produced/accumulated
+    main_grad_bytes: int  # a separate fp32 gradient copy the optimizer reads (Megatron fp16)
+    autocast_bytes: int  # half-precision weight copy torch.autocast makes for each matmul (0: none)
+    compute_bytes: int  # element size of matmul inputs/outputs (activations)
+    default_state_dtype: str
+    description: str
+    source: str
+
+    @property
+    def autocast(self) -> bool:
+        return self.autocast_bytes > 0
+
+    def bytes_per_param(self, state_bytes_per_param: float) -> float:
+        """Model-state bytes per trained parameter: model + master + grads + main grads + autocast copy + states."""
+        return (self.model_bytes + self.master_bytes + self.grad_bytes + self.main_grad_bytes + self.autocast_bytes
+                + state_bytes_per_param)
+
+
+_HF = "transformers docs 'Model training anatomy' (model_memory_anatomy.md, 'Anatomy of Model's Memory')"
+_ZERO = "Rajbhandari et al. 2020, ZeRO (arXiv 1910.02054), section 3.1 and Figure 1 (K = 12)"
+_MEGATRON = "Megatron-LM README, 'Distributed Optimizer' bytes-per-parameter table"
+RECIPES: dict[str, Recipe] = {
+    "fp32": Recipe("fp32", 4, 0, 4, 0, 0, 4, "fp32", "fp32 weights, gradients, states and activations",
+                   "plain fp32 training"),
+    "bf16-mixed": Recipe("bf16-mixed", 4, 0, 4, 0, 2, 2, "fp32",
+                         "PyTorch AMP (torch.autocast bf16): fp32 weights are the master copy, bf16 copies for "
+                         "matmuls, fp32 gradients; HF Trainer --bf16 (18 B/param with AdamW)", _HF),
+    "fp16-mixed": Recipe("fp16-mixed", 4, 0, 4, 0, 2, 2, "fp32",
+                         "PyTorch AMP (torch.autocast fp16 + GradScaler): as bf16-mixed; HF Trainer --fp16", _HF),
+    "bf16": Recipe("bf16", 2, 0, 2, 0, 0, 2, "bf16",
+                   "pure bf16: weights, gradients and optimizer states in bf16 (torchtune dtype=bf16)",
+                   "torch optimizers keep states in the parameter dtype (torch/optim/adamw.py zeros_like)"),
+    "fp16": Recipe("fp16", 2, 0, 2, 0, 0, 2, "fp16", "pure fp16 (rarely stable; listed for completeness)",
+                   "torch optimizers keep states in the parameter dtype"),
+    "deepspeed-bf16": Recipe("deepspeed-bf16", 2, 4, 2, 0, 0, 2, "fp32",
+                             "DeepSpeed mixed precision: bf16 model and gradients, fp32 master + Adam states "
+                             "(16 B/param)", _ZERO),
+    "deepspeed-fp16": Recipe("deepspeed-fp16", 2, 4, 2, 0, 0, 2, "fp32",
+                             "DeepSpeed fp16 mixed precision with loss scaling (16 B/param)", _ZERO),
+    "megatron-bf16": Recipe("megatron-bf16", 2, 4, 4, 0, 0, 2, "fp32",
+                            "Megatron-LM bf16: bf16 model, fp32 main gradients, fp32 master (18 B/param)", _MEGATRON),
+    "megatron-fp16": Recipe("megatron-fp16", 2, 4, 2, 4, 0, 2, "fp32",
+                            "Megatron-LM fp16: fp16 model and gradients + fp32 main params and main grads "
+                            "(20 B/param)", _MEGATRON),
+}
+
+
+def recipe(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise InputError(f"unknown precision {name!r}; choose one of: {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+@dataclass(frozen=True)
+class OptimizerInfo:
+    name: str
+    states: float  # state elements per trained element (2 for Adam)
+    paged: bool  # states live in CUDA unified memory (bitsandbytes paged optimizers)
+    eight_bit: bool
+    description: str
+    source: str
+
+
+OPTIMIZER_INFO: dict[str, OptimizerInfo] = {
+    "adamw": OptimizerInfo("adamw", 2, False, False, "AdamW: first and second moment (Loshchilov & Hutter 2019)",
+                           "torch/optim/adamw.py; Kingma & Ba 2015 Algorithm 1"),
+    "adam": OptimizerInfo("adam", 2, False, False, "Adam: first and second moment", "Kingma & Ba 2015 Algorithm 1"),
+    "adamw-8bit": OptimizerInfo("adamw-8bit", 2, False, True,
+                                "bitsandbytes 8-bit AdamW: block-wise quantized moments (uint8 + fp32 absmax / 256)",
+                                "Dettmers et al. 2022 (arXiv 2110.02861); bitsandbytes Optimizer2State.init_state"),
+    "paged-adamw": OptimizerInfo("paged-adamw", 2, True, False,
+                                 "bitsandbytes PagedAdamW (32-bit states in CUDA unified memory)",
+                                 "QLoRA (Dettmers et al. 2023, arXiv 2305.14314) section 3; bitsandbytes get_paged"),
+    "paged-adamw-8bit": OptimizerInfo("paged-adamw-8bit", 2, True, True,
+                                      "bitsandbytes PagedAdamW8bit (8-bit states in CUDA unified memory)",
+                                      "bitsandbytes optim/adamw.py PagedAdamW8bit"),
+    "sgd": OptimizerInfo("sgd", 0, False, False, "SGD without momentum: no state", "torch/optim/sgd.py"),
+    "sgd-momentum": OptimizerInfo("sgd-momentum", 1, False, False, "SGD with momentum: one buffer",
+                                  "torch/optim/sgd.py (momentum_buffer)"),
+    "adafactor": OptimizerInfo("adafactor", 0, False, False,
+                               "Adafactor: factored second moment (row and column statistics), no first moment",
+                               "Shazeer & Stern 2018 (arXiv 1804.04235) section 3; torch/optim/_adafactor.py"),
+    "lion": OptimizerInfo("lion", 1, False, False, "Lion: one momentum buffer (sign update)",
+                          "Chen et al. 2023 (arXiv 2302.06675) Algorithm 2"),
+}
+
+
+def optimizer_info(name: str) -> OptimizerInfo:
+    if name not in OPTIMIZER_INFO:
+        raise InputError(f"unknown optimizer {name!r}; choose one of: {', '.join(OPTIMIZER_INFO)}")
+    return OPTIMIZER_INFO[name]
+
+
+def _numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def optimizer_state_bytes(shapes: Iterable[Sequence[int]], optimizer: str, state_bytes: int) -> int:
+    """Exact optimizer-state bytes for trained tensors of the given shapes.
+
+    Parameters: shapes [one shape per trained parameter tensor], optimizer [OPTIMIZER_INFO key],
+    state_bytes [element size of the 32-bit-class states: 4 fp32, 2 bf16/fp16].
+    Rules per optimizer are in the module table; e.g. AdamW: sum over tensors of (2 n s + 4).
+
+    >>> optimizer_state_bytes([(4096, 4096)], "adamw", 4)
+    134217732
+    """
+    info = optimizer_info(optimizer)
+    total = 0
+    any_8bit = False
+    for shape in shapes:
+        n = _numel(shape)
+        if info.name in ("adamw", "adam"):
+            total += 2 * n * state_bytes + ADAM_STEP_BYTES
+        elif info.eight_bit or info.name == "paged-adamw":
+            if info.eight_bit and n >= BNB_MIN_8BIT_SIZE:
+                total += 2 * n + 2 * 4 * math.ceil(n / BNB_BLOCKSIZE)
+                any_8bit = True
+            else:
+                total += 2 * n * 4  # bitsandbytes 32-bit states are always fp32
+        elif info.name == "sgd-momentum":
+            total += n * state_bytes
+        elif info.name == "lion":
+            total += n * state_bytes
+        elif info.name == "adafactor":
+            if len(shape) >= 2:
+                total += (n // shape[-1] + n // shape[-2]) * state_bytes
+            else:
+                total += n * state_bytes
+            total += ADAM_STEP_BYTES
+    if any_8bit:
+        total += BNB_QMAP_BYTES
+    return total
+
+
+def state_bytes_per_param(optimizer: str, state_bytes: int) -> float:
+    """Optimizer-state bytes per trained element for a large matrix (the asymptotic rate, for explanations)."""
+    info = optimizer_info(optimizer)
+    if info.eight_bit:
+        return 2 + 8 / BNB_BLOCKSIZE
+    if info.name == "paged-adamw":
+        return 8
+    return info.states * state_bytes
+
+
+def step_temporary_bytes(optimizer: str, impl: str, trained_elements: int, largest_tensor: int,
+                         state_bytes: int) -> int:
+    """Transient bytes the optimizer step allocates on top of the states (a named term).
+
+    Adam/AdamW ``foreach`` (torch's default on CUDA): ``torch._foreach_sqrt(exp_avg_sqs)`` makes one
+    state-sized list of temporaries over the whole parameter group -> n x s (torch/optim/adam.py
+    ``_multi_tensor_adam``); ``for-loop`` makes one ``denom`` per tensor in turn -> largest tensor x s
+    (``_single_tensor_adam``); ``fused`` kernels update in place -> 0. Adafactor ``foreach`` keeps row/column
+    temporaries (counted as the largest tensor). bitsandbytes optimizers update in place (0). SGD and Lion
+    update in place.
+    """
+    info = optimizer_info(optimizer)
+    if info.name in ("adamw", "adam"):
+        return {"fused": 0, "foreach": trained_elements * state_bytes,
+                "for-loop": largest_tensor * state_bytes}[impl]
+    if info.name == "adafactor":
+        return largest_tensor * state_bytes
+    return 0
