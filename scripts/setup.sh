@@ -7,7 +7,7 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 if [ "${1:-}" = "test" ]; then
   # torch pinned exactly: 2.13.0 is the CPU build; any other spec pulls a multi-GB CUDA build
   .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[test,gguf]"
+  .venv/bin/python -m pip install -q -e ".[test]"
 else
   .venv/bin/python -m pip install -q -e .
 fi

@@ -16,6 +16,8 @@ from .specs import ModelSpec
 def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
     """A ModelSpec for ``ref``: a catalog name/id, a config.json, a model folder, or a .gguf file."""
     p = Path(ref).expanduser()
+    if p.is_file() and (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
+        p = p.parent  # a weight file or shard index: read the folder it belongs to
     if p.exists():
         if p.is_dir():
             from .readers.hf_folder import spec_from_folder

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..catalog import models as catalog
 from ..formulas.params import count_params
-from ..formulas.weight_formats import format_names, stored_format, weight_bytes
+from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
 from ..render.text import table
 from ..specs import ModelSpec
 from ..units import format_bytes, format_count
@@ -58,8 +58,12 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:
     pc = count_params(spec)
-    fmt, group, why = stored_format(spec)
-    wb = weight_bytes(spec, fmt, group)
+    if spec.file_weights is not None:
+        wb = file_weight_bytes(spec)
+        fmt, why = "file", f"exact tensor bytes read from {spec.file_weights.path}"
+    else:
+        fmt, group, why = stored_format(spec)
+        wb = weight_bytes(spec, fmt, group)
     n_sliding = sum(1 for k in spec.layer_types if k == "sliding")
     arch: dict[str, Any] = {
         "model_type": spec.model_type, "layers": spec.num_layers, "hidden_size": spec.hidden_size,
@@ -77,7 +81,7 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
         "published_params": spec.published_params,
         "stored_format": {"format": fmt, "why": why, "bytes": wb.total},
-        "defaults_used": list(spec.notes),
+        "notes": list(spec.notes),
     }
     if spec.file_weights is not None:
         fw = spec.file_weights
@@ -117,6 +121,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if "file_weights" in d:
         fw = d["file_weights"]
         print(f"files: {format_bytes(fw['bytes'])} in {fw['path']} ({', '.join(fw['by_dtype'])})")
-    for n in d["defaults_used"]:
-        print(f"default used: {n}")
+    for n in d["notes"]:
+        print(f"note: {n}")
     return 0

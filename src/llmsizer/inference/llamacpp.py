@@ -32,11 +32,16 @@ def compose_llamacpp(ctx: Context) -> None:
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
     out_bytes = out_matrix + 4 * spec.hidden_size  # + final norm (F32)
     gpu_w = sum(wb.layer_bytes[n - layers_on:]) + (out_bytes if out_on_gpu else 0)
-    host_w = wb.total - sum(wb.layer_bytes[n - layers_on:]) - (
-        0 if (spec.tie_word_embeddings or not out_on_gpu) else out_bytes)
+    # what moved to the device leaves the host, except a tied output matrix, which is a device-side copy
+    moved_out = (out_bytes - (out_matrix if spec.tie_word_embeddings else 0)) if out_on_gpu else 0
+    host_w = wb.total - sum(wb.layer_bytes[n - layers_on:]) - moved_out
     n_ctx = paged_tokens(w.context * w.concurrency, E.LLAMACPP_KV_PAD)
     ctx.details["n_ctx"] = n_ctx
     swa_extra = (spec.sliding_window or 0) * (w.concurrency - 1) + ubatch
+    if spec.model_type == "phi3" and spec.sliding_window:
+        # llama.cpp disables Phi-3's sliding window (src/llama-model.cpp LLM_ARCH_PHI3: swa_type NONE): full KV
+        swa_extra = n_ctx
+        acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
     kv_all = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra).total_bytes
     kv_dev = kv_all * layers_on // n
     if on_gpu:

@@ -167,7 +167,9 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
     if mt in ("qwen2_moe", "qwen3_moe"):
         step = c.get("decoder_sparse_step", 1) or 1
         dense = set(c.get("mlp_only_layers") or [])
-        n_exp = c.req("num_experts")
+        # transformers 5 saves Qwen3MoeConfig with 'num_local_experts'; published configs say 'num_experts'
+        n_exp = c.req("num_local_experts") if ("num_local_experts" in c.cfg and "num_experts" not in c.cfg) \
+            else c.req("num_experts")
         layers = tuple(i not in dense and n_exp > 0 and (i + 1) % step == 0 for i in range(n_layers))
         # Qwen2MoeSparseMoeBlock always builds shared_expert (of shared_expert_intermediate_size) and
         # shared_expert_gate; Qwen3MoeSparseMoeBlock has neither (modeling_qwen2_moe.py, modeling_qwen3_moe.py).

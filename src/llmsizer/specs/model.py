@@ -119,6 +119,9 @@ class ModelSpec:
             v = getattr(self, fname)
             if not isinstance(v, int) or v <= 0:
                 raise InputError(f"model {self.name!r}: {fname} must be a positive integer, got {v!r}")
+        if self.num_layers > 10_000 or self.hidden_size > 1_000_000 or self.vocab_size > 100_000_000:
+            raise InputError(f"model {self.name!r}: implausible size (layers {self.num_layers}, hidden "
+                             f"{self.hidden_size}, vocab {self.vocab_size}); is the config corrupt?")
         if self.intermediate_size < 0:
             raise InputError(f"model {self.name!r}: intermediate_size must not be negative")
         if self.num_heads % self.num_kv_heads != 0:

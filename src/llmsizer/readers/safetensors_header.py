@@ -1,0 +1,272 @@
+"""safetensors headers -> typed tensor records, without reading any tensor data.
+
+File layout (huggingface/safetensors README, section "Format"):
+
+=========  ==============================================================================================
+bytes      content
+=========  ==============================================================================================
+8          ``N``: unsigned 64-bit little-endian integer, the size of the header
+N          UTF-8 JSON object starting with ``{`` (may be right-padded with spaces): tensor name ->
+           ``{"dtype": "BF16", "shape": [...], "data_offsets": [BEGIN, END]}``; an optional
+           ``"__metadata__"`` entry maps strings to strings
+rest       the byte buffer; offsets are relative to its start and must cover it entirely, without holes
+           or overlaps ("The byte buffer needs to be entirely indexed, and cannot contain holes")
+=========  ==============================================================================================
+
+A sharded checkpoint has ``model.safetensors.index.json`` whose ``weight_map`` maps each tensor name to
+its shard file (transformers ``modeling_utils``; huggingface_hub ``get_safetensors_metadata``).
+Every structural error raises one :class:`~llmsizer.errors.ModelFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ModelFileError
+from ..specs import FileWeights
+from .hf_config import load_config_file
+
+# Bits per element of each safetensors dtype (safetensors ``Dtype::bitsize``, safetensors/src/tensor.rs).
+# Sub-byte types are packed: the header shape counts logical elements, bytes = ceil(elements x bits / 8).
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8, "U8": 8, "I8": 8,
+    "F8_E4M3": 8, "F8_E5M2": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "F8_E8M0": 8,
+    "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
+    "I32": 32, "U32": 32, "F32": 32,
+    "I64": 64, "U64": 64, "F64": 64, "C64": 64,
+    "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6,
+}
+
+MAX_HEADER_BYTES = 100_000_000  # safetensors rejects larger headers (MAX_HEADER_SIZE in safetensors/src/tensor.rs)
+INDEX_FILE = "model.safetensors.index.json"
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One stored tensor: name, dtype label, logical shape and the exact bytes it occupies on disk."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    file: str = ""
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def _read_prefix(path: Path) -> tuple[int, bytes, int]:
+    """(header length N, header bytes, file size); checks the length against the file."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise ModelFileError(f"{path}: truncated safetensors file ({size} bytes, the 8-byte header "
+                                     "length is missing)")
+            (n,) = struct.unpack("<Q", head)
+            if n > size - 8:
+                raise ModelFileError(f"{path}: header length {n} is larger than the file ({size} bytes)")
+            if n > MAX_HEADER_BYTES:
+                raise ModelFileError(f"{path}: header length {n} exceeds the safetensors limit of "
+                                     f"{MAX_HEADER_BYTES} bytes")
+            raw = f.read(n)
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: no such file") from None
+    except OSError as e:
+        raise ModelFileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror or e})") from None
+    if len(raw) < n:
+        raise ModelFileError(f"{path}: truncated header ({len(raw)} of {n} bytes)")
+    return n, raw, size
+
+
+def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ModelFileError(f"{path}: header is not UTF-8 text") from None
+    if not text.startswith("{"):
+        raise ModelFileError(f"{path}: header is not a JSON object (no leading '{{'; not a safetensors file?)")
+    try:
+        header = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ModelFileError(f"{path}: header is not valid JSON ({e.msg} at character {e.pos})") from None
+    if not isinstance(header, dict):
+        raise ModelFileError(f"{path}: header is not a JSON object")
+    return header
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _tensor(path: Path, name: str, entry: Any) -> tuple[TensorInfo, int, int]:
+    """Validate one header entry; returns the record and its [begin, end) offsets."""
+    if not isinstance(entry, dict):
+        raise ModelFileError(f"{path}: tensor {name!r}: entry is not an object")
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if dtype not in DTYPE_BITS:
+        raise ModelFileError(f"{path}: tensor {name!r}: unknown dtype {dtype!r}; known: {', '.join(DTYPE_BITS)}")
+    if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
+        raise ModelFileError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)):
+        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets must be [BEGIN, END]")
+    begin, end = offsets
+    if end < begin:
+        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets end {end} is before begin {begin}")
+    bits = math.prod(shape) * DTYPE_BITS[dtype]
+    if bits % 8 or bits // 8 != end - begin:
+        raise ModelFileError(f"{path}: tensor {name!r}: {dtype} {shape} needs {bits / 8:g} bytes but data_offsets "
+                             f"span {end - begin}")
+    return TensorInfo(name, dtype, tuple(shape), end - begin, str(path)), begin, end
+
+
+def _check_coverage(path: Path, spans: list[tuple[int, int, str]], buffer: int) -> None:
+    """The byte buffer must be covered exactly once (safetensors README, "Format")."""
+    pos = 0
+    for begin, end, name in sorted(spans):
+        if begin != pos:
+            what = "overlaps the previous tensor" if begin < pos else f"leaves a hole at byte {pos}"
+            raise ModelFileError(f"{path}: tensor {name!r} at data offset {begin} {what}")
+        pos = end
+    if pos > buffer:
+        raise ModelFileError(f"{path}: truncated: tensor data ends at byte {pos} of the buffer but the file holds "
+                             f"only {buffer} bytes after the header")
+    if pos < buffer:
+        raise ModelFileError(f"{path}: {buffer - pos} unindexed bytes after the last tensor")
+
+
+def read_header(path: str | os.PathLike[str]) -> list[TensorInfo]:
+    """Tensor records of one .safetensors file, read from its header only (no tensor data).
+
+    >>> # read_header("model.safetensors")[0]  ->  TensorInfo(name='lm_head.weight', dtype='BF16', ...)
+    """
+    p = Path(path)
+    n, raw, size = _read_prefix(p)
+    header = _parse_json(p, raw)
+    header.pop("__metadata__", None)
+    tensors: list[TensorInfo] = []
+    spans: list[tuple[int, int, str]] = []
+    for name, entry in header.items():
+        info, begin, end = _tensor(p, name, entry)
+        tensors.append(info)
+        spans.append((begin, end, name))
+    _check_coverage(p, spans, size - 8 - n)
+    return tensors
+
+
+def data_bytes(path: str | os.PathLike[str]) -> int:
+    """Size of the byte buffer of a .safetensors file: file size - 8 - header length."""
+    n, _, size = _read_prefix(Path(path))
+    return size - 8 - n
+
+
+def read_index(index_path: str | os.PathLike[str]) -> list[TensorInfo]:
+    """Tensor records of a sharded checkpoint: each shard named in ``weight_map`` is read once.
+
+    Every tensor the index names must be in the shard it points to.
+    """
+    p = Path(index_path)
+    index = load_config_file(p)  # same JSON reading and one-line errors as config.json
+    weight_map = index.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ModelFileError(f"{p}: missing or empty 'weight_map'")
+    if not all(isinstance(v, str) for v in weight_map.values()):
+        raise ModelFileError(f"{p}: weight_map values must be shard file names")
+    tensors: list[TensorInfo] = []
+    for shard in sorted(set(weight_map.values())):
+        shard_path = p.parent / shard
+        if not shard_path.is_file():
+            raise ModelFileError(f"{p}: shard {shard!r} named in weight_map is missing")
+        found = read_header(shard_path)
+        names = {t.name for t in found}
+        missing = [k for k, v in weight_map.items() if v == shard and k not in names]
+        if missing:
+            raise ModelFileError(f"{p}: tensor {missing[0]!r} is mapped to {shard} but that shard does not hold it"
+                                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        tensors.extend(found)
+    return tensors
+
+
+def weight_files(folder: Path) -> list[Path]:
+    """The .safetensors files that hold a folder's model weights, in the order transformers picks them.
+
+    ``model.safetensors.index.json`` first, then ``model.safetensors``; otherwise every ``*.safetensors``
+    except Mistral's duplicate ``consolidated*.safetensors`` and PEFT ``adapter_model*.safetensors``
+    (kept only when nothing else is there).
+    """
+    index = folder / INDEX_FILE
+    if index.is_file():
+        return [index]
+    single = folder / "model.safetensors"
+    if single.is_file():
+        return [single]
+    found = sorted(f for f in folder.glob("*.safetensors") if f.is_file())
+    main = [f for f in found if not f.name.startswith(("consolidated", "adapter_model"))]
+    return main or found
+
+
+def read_folder(folder: str | os.PathLike[str]) -> tuple[list[TensorInfo], list[Path]]:
+    """Tensor records of every weight file in ``folder`` (see :func:`weight_files`) and the files read."""
+    files = weight_files(Path(folder))
+    tensors: list[TensorInfo] = []
+    for f in files:
+        tensors.extend(read_index(f) if f.name.endswith(".index.json") else read_header(f))
+    _check_unique(Path(folder), tensors)
+    return tensors, files
+
+
+def _check_unique(where: Path, tensors: Iterable[TensorInfo]) -> None:
+    seen: dict[str, str] = {}
+    for t in tensors:
+        if t.name in seen:
+            raise ModelFileError(f"{where}: tensor {t.name!r} appears in both {seen[t.name]} and {t.file}")
+        seen[t.name] = t.file
+
+
+Role = Literal["embedding", "output", "other"]
+
+
+def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
+              layer_of: Callable[[str], int | None], role_of: Callable[[str], Role],
+              notes: Iterable[str] = ()) -> FileWeights:
+    """Exact stored bytes of a tensor table as :class:`FileWeights` (used by the safetensors and GGUF readers).
+
+    ``layer_of(name)`` gives the decoder layer a tensor belongs to (None: outside the stack);
+    ``role_of(name)`` marks the input embedding and the output projection. Tensors of layers numbered
+    beyond ``num_layers`` (DeepSeek-V3 multi-token-prediction layers) count in the total only.
+    """
+    by_dtype: dict[str, int] = {}
+    layers = [0] * num_layers
+    extra: set[int] = set()
+    emb = out = 0
+    for t in tensors:
+        by_dtype[t.dtype] = by_dtype.get(t.dtype, 0) + t.nbytes
+        i = layer_of(t.name)
+        if i is not None and i < num_layers:
+            layers[i] += t.nbytes
+        elif i is not None:
+            extra.add(i)
+        role = role_of(t.name)
+        if role == "embedding":
+            emb += t.nbytes
+        elif role == "output":
+            out += t.nbytes
+    parts = list(notes)
+    if extra:
+        parts.append(f"tensors of layer(s) {', '.join(map(str, sorted(extra)))} beyond the {num_layers} decoder "
+                     "layers (e.g. multi-token prediction) count in the total but in no layer")
+    return FileWeights(
+        path=label, total_bytes=sum(t.nbytes for t in tensors), params=sum(t.numel for t in tensors),
+        by_dtype=tuple(sorted(by_dtype.items(), key=lambda kv: (-kv[1], kv[0]))),
+        layer_bytes=tuple(layers) if any(layers) else (), embedding_bytes=emb, output_bytes=out,
+        note="; ".join(parts),
+    )
