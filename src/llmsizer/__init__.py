@@ -23,7 +23,8 @@ from .inference import estimate_inference
 from .models import load_model
 from .result import Assumption, Estimate, Item
 from .reverse import max_concurrency, max_context
-from .specs import InferenceWorkload, ModelSpec
+from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+from .training import estimate_training, max_micro_batch, max_seq_len
 
 __version__ = "0.1.0"
 
@@ -43,5 +44,6 @@ __all__ = [
     "Assumption", "Estimate", "HubUnavailableError", "InferenceWorkload", "InputError", "Item", "LlmsizerError",
     "ModelFileError", "ModelSpec", "UnknownNameError", "UnsupportedArchitectureError", "count_params",
     "estimate_inference", "format_names", "kv_cache", "load_model", "max_concurrency", "max_context",
-    "weight_bytes", "__version__", *_LAZY,
+    "weight_bytes", "__version__", "TrainingWorkload", "estimate_training", "max_micro_batch", "max_seq_len",
+    *_LAZY,
 ]

@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
-from . import fit_cmd, hardware_cmd, infer_cmd, model_cmds, recommend_cmd
+from . import fit_cmd, hardware_cmd, infer_cmd, model_cmds, recommend_cmd, train_cmd
 
 EPILOG = """examples:
   llmsizer models qwen
   llmsizer inspect meta-llama/Llama-3.1-8B
   llmsizer infer llama-3.1-8b --weights q4_k_m --engine llamacpp --context 8192
   llmsizer infer qwen2.5-7b --engine vllm --memory 24GiB --context 32k --concurrency 8 --json
+  llmsizer train llama-3.1-8b --method lora --batch 4 --seq 4096 --grad-checkpointing full
   llmsizer fit llama-3.3-70b-instruct --device h100-sxm --count 2 --engine vllm
   llmsizer recommend llama-3.1-8b --context 8k --concurrency 8
 """
@@ -34,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     model_cmds.register(sub)
     infer_cmd.register(sub)
+    train_cmd.register(sub)
     hardware_cmd.register(sub)
     fit_cmd.register(sub)
     recommend_cmd.register(sub)

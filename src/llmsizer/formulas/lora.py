@@ -12,11 +12,23 @@ adds a trained magnitude vector m with one entry per output feature (``lora_magn
 for a linear, embedding_dim for an embedding). The alpha scaling has no memory effect.
 
 Target names map onto tensor roles of ``formulas/tensors.py`` (``specs.training.LORA_TARGETS``): q/k/v/o ->
-attn_q/attn_k/attn_v/attn_output; gate/up/down -> the dense MLP and shared-expert projections (PEFT matches
-``*.gate_proj`` etc.; transformers 5 stores routed experts as fused 3-D parameters that ``target_modules`` does
-not match, so routed experts stay frozen); embed -> token_embd; lm_head -> output. Vision-tower linears are
-never matched by these names.
+attn_q/attn_k/attn_v/attn_output; gate/up/down -> the dense MLP and shared-expert projections; embed ->
+token_embd; lm_head -> output. Vision-tower linears are never matched by these names.
+
+Routed experts: transformers 5 stores them as fused 3-D parameters (``gate_up_proj`` [E, 2I, H], ``down_proj``
+[E, H, I]). For the model types transformers converts with the 'qwen2_moe' or 'mixtral' pattern
+(``transformers.conversion_mapping._MODEL_TO_CONVERSION_PATTERN``: qwen3_moe, deepseek_v2/v3, olmoe, glm4_moe,
+mixtral, ...) PEFT rewrites the gate/up/down targets into ``target_parameters`` on those experts
+(peft/utils/transformers_weight_conversion.py ``_convert_peft_config_moe``): gate and up must be targeted
+together and share one adapter of rank 2r on ``gate_up_proj``, down gets rank r, and each ``lora.ParamWrapper``
+stores lora_A [r' E, in] and lora_B [out, r' E]:
+
+    r' x E x (in_features + out_features)                                                    (2)
+
+The rewritten names no longer match the dense MLP layers or shared experts of those models, which then stay
+frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 """
+
 
 from __future__ import annotations
 
@@ -26,6 +38,12 @@ from ..errors import InputError
 from ..specs import ModelSpec
 from ..specs.training import LORA_TARGETS, normalize_targets
 from .tensors import Tensor, model_tensors
+
+# model types whose experts PEFT targets through the transformers v5 conversion (see module docstring)
+PEFT_EXPERT_CONVERSION = frozenset({
+    "qwen3_moe", "deepseek_v2", "deepseek_v3", "olmoe", "glm4_moe", "ernie4_5_moe", "dots1", "hunyuan_v1_moe",
+    "qwen3_next", "flex_olmo", "mixtral", "minimax",
+})
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,8 @@ class AdaptedModule:
     out_features: int
     count: int = 1
     embedding: bool = False
+    experts: int = 1  # > 1: a ParamWrapper adapter over a fused 3-D expert parameter (eq. 2)
+    rank_mult: int = 1  # 2 for the fused gate_up_proj
 
 
 @dataclass(frozen=True)
@@ -48,18 +68,26 @@ class LoraParams:
     total: int  # trainable parameters (A + B [+ magnitude])
     by_target: dict[str, int] = field(default_factory=dict)
 
+    def module_shapes(self, m: AdaptedModule) -> list[tuple[int, ...]]:
+        """Shapes of the tensors PEFT creates for one adapted module: lora_A, lora_B (and DoRA's magnitude)."""
+        r = self.rank * m.rank_mult * m.experts
+        out: list[tuple[int, ...]] = [(r, m.in_features), (m.out_features, r)]
+        if self.dora and m.experts == 1:
+            out.append((m.out_features,))
+        return out
+
     def shapes(self) -> list[tuple[int, ...]]:
         """The shape of every trainable tensor PEFT creates (for exact optimizer-state counts)."""
         out: list[tuple[int, ...]] = []
         for m in self.modules:
             for _ in range(m.count):
-                out += [(self.rank, m.in_features), (m.out_features, self.rank)]
-                if self.dora:
-                    out.append((m.out_features,))
+                out += self.module_shapes(m)
         return out
 
 
 def _role_target(role: str) -> str | None:
+    if role in ("ffn_exps_gate_up", "ffn_exps_down"):  # the fused-expert adapters of eq. (2)
+        return "gate_up" if role.endswith("gate_up") else "down"
     for name, roles in LORA_TARGETS.items():
         if role in roles:
             return name
@@ -70,8 +98,22 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in)."""
     wanted = set(normalize_targets(targets))
     out: list[AdaptedModule] = []
+    if spec.is_moe and spec.moe is not None and spec.model_type in PEFT_EXPERT_CONVERSION:
+        exp = wanted & {"gate", "up", "down"}
+        if spec.moe.expert_gated and len(exp & {"gate", "up"}) == 1:
+            raise InputError(f"{spec.name}: PEFT fuses the experts' gate and up projections into gate_up_proj; "
+                             "target both gate and up, or neither")
+        e, h, i_e = spec.moe.num_experts, spec.hidden_size, spec.moe.expert_intermediate_size
+        for layer, is_moe in enumerate(spec.moe_layers):
+            if not is_moe:
+                continue
+            if exp & {"gate", "up"}:
+                out.append(AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
+            if "down" in exp:
+                out.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+        wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
     for t in model_tensors(spec):
-        if t.role.endswith(".bias") or len(t.shape) != 2 or t.component == "vision":
+        if t.role.endswith(".bias") or len(t.shape) != 2 or t.component in ("vision", "experts"):
             continue
         name = _role_target(t.role)
         if name is None or name not in wanted:
@@ -98,10 +140,14 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     mods = adapted_modules(spec, targets)
     if not mods:
         raise InputError(f"{spec.name}: no module matches the LoRA targets {', '.join(normalize_targets(targets))}")
+    if dora and any(m.experts > 1 for m in mods):
+        raise InputError(f"{spec.name}: DoRA cannot adapt routed experts (PEFT lora.ParamWrapper does not support "
+                         "use_dora); target attention projections only")
     by: dict[str, int] = {}
     total = 0
     for m in mods:
-        n = m.count * (rank * (m.in_features + m.out_features) + (m.out_features if dora else 0))
+        r = rank * m.rank_mult * m.experts
+        n = m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
         name = _role_target(m.role) or m.role
         by[name] = by.get(name, 0) + n
         total += n

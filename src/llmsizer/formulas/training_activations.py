@@ -277,7 +277,15 @@ def _moe_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
     out.append(Term("router probabilities", t * moe.num_experts * 4 + t * moe.experts_per_token * 12,
                     f"{t} x {moe.num_experts} experts x 4 B (fp32 softmax) + top-k weights/indices"))
     up = 2 if moe.expert_gated else 1
-    if st.full:
+    adapted = [r for r in st.adapted if r.startswith("ffn_exps_")]
+    if adapted:
+        # PEFT ParamWrapper: W + B A is materialised per layer through a parametrization and saved by grouped_mm
+        # (peft/tuners/lora/layer.py ParamWrapper._activate_lora); the inputs are saved as for trained experts
+        i_full = moe.expert_intermediate_size
+        merged = sum(moe.num_experts * h * (up * i_full if r.endswith("gate_up") else i_full) for r in adapted)
+        out.append(Term("LoRA-merged expert weights", _div(merged, st.tp) * e,
+                        f"{moe.num_experts} experts x merged W + BA of {', '.join(sorted(adapted))} x {e} B"))
+    if st.full or adapted:
         n = 2 * h + (up + 2) * i_w if moe.expert_gated else 2 * h + 2 * i_w
         out.append(Term("routed experts (grouped_mm)", s_routed * n * e + s_routed * 16,
                         f"{s_routed} routed copies x ({2}h + {up + 2 if moe.expert_gated else 2} I) x {e} B "
@@ -327,8 +335,13 @@ class HeadActivations:
 
 
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
-                     lm_head_weight_copy: int = 0) -> HeadActivations:
-    """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP."""
+                     lm_head_weight_copy: int = 0, loss_chunks: int = 1) -> HeadActivations:
+    """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
+
+    ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
+    gradients exist for one chunk of t / loss_chunks tokens at a time; the fp32 log-softmax of every chunk is
+    still kept for the backward.
+    """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
@@ -342,8 +355,9 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
-    logits_fwd = t * v * c + (t * v * 4 if c != 4 else 0)
-    loss_bwd = 2 * t * v * 4
+    chunk = -(-t // max(1, loss_chunks))
+    logits_fwd = t * v * c + (chunk * v * 4 if c != 4 else 0)
+    loss_bwd = 2 * chunk * v * 4
     shared: list[Term] = []
     if spec.position_embeddings == 0:
         hd = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
@@ -366,7 +380,7 @@ def korthikanti_layer_bytes(seq: int, batch: int, hidden: int, heads: int, tp: i
     recomputation keeps the layer input, 2 s b h (section 4.3, 'full activation recomputation').
 
     >>> korthikanti_layer_bytes(2048, 1, 4096, 32)
-    1610612736
+    956301312
     """
     sbh = seq * batch * hidden
     quad = 5 * heads * seq / hidden

@@ -231,7 +231,8 @@ def step_temporary_bytes(optimizer: str, impl: str, trained_elements: int, large
 
     Adam/AdamW ``foreach`` (torch's default on CUDA): ``torch._foreach_sqrt(exp_avg_sqs)`` makes one
     state-sized list of temporaries over the whole parameter group -> n x s (torch/optim/adam.py
-    ``_multi_tensor_adam``); ``for-loop`` makes one ``denom`` per tensor in turn -> largest tensor x s
+    ``_multi_tensor_adam``); ``for-loop`` computes ``denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt)``
+    one tensor at a time, the sqrt and the quotient coexisting -> 2 x largest tensor x s
     (``_single_tensor_adam``); ``fused`` kernels update in place -> 0. Adafactor ``foreach`` keeps row/column
     temporaries (counted as the largest tensor). bitsandbytes optimizers update in place (0). SGD and Lion
     update in place.
@@ -239,7 +240,7 @@ def step_temporary_bytes(optimizer: str, impl: str, trained_elements: int, large
     info = optimizer_info(optimizer)
     if info.name in ("adamw", "adam"):
         return {"fused": 0, "foreach": trained_elements * state_bytes,
-                "for-loop": largest_tensor * state_bytes}[impl]
+                "for-loop": 2 * largest_tensor * state_bytes}[impl]
     if info.name == "adafactor":
         return largest_tensor * state_bytes
     return 0

@@ -268,12 +268,23 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
                          ("training memory not checked: llmsizer.training is not installed",), tuple(assumptions),
                          ("llmsizer.training is not available; only training time can be estimated",))
     mod = importlib.import_module("llmsizer.training")
+    budget = int(usable * (1 - hr)) if usable else None
+    fields = dict(training_fields)
+    fields.setdefault("gpus", n)
+    # With several devices and no sharding given, take the least-sharded ZeRO stage that fits (less
+    # communication first: 0 -> 1 -> 2 -> 3), and record the choice.
+    stages = [fields.get("zero", 0)] if ("zero" in fields or "fsdp" in fields or fields["gpus"] == 1) else [0, 1, 2, 3]
     try:
-        est = mod.estimate_training(spec, **training_fields)
-        need = int(est.total_bytes)
+        for stage in stages:
+            trial = dict(fields, zero=stage) if "fsdp" not in fields else dict(fields)
+            est = mod.estimate_training(spec, **trial)
+            need = int(est.total_bytes)
+            if budget is not None and need <= budget:
+                break
     except (TypeError, AttributeError) as e:
         raise InputError(f"llmsizer.training.estimate_training could not be used: {e}") from None
-    budget = int(usable * (1 - hr)) if usable else None
+    if len(stages) > 1:
+        assumptions.append(Assumption("zero", stage, True, "least-sharded ZeRO stage that fits (0 -> 3)"))
     fits = budget is not None and need <= budget
     reason = (f"training needs {format_bytes(need)} per device of a {format_bytes(budget)} budget"
               if budget else "device memory unknown")

@@ -3,6 +3,8 @@
 from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSpec
 
 __all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
+from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload
 
 __all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "ENGINES", "InferenceWorkload"]
+__all__ += ["METHODS", "OPTIMIZERS", "PRECISIONS", "TrainingWorkload"]

@@ -1,0 +1,194 @@
+"""TrainingWorkload: a training or fine-tuning run, validated up front (closed sets listed in errors).
+
+Everything that changes the memory of a step is a field here; model-dependent checks (TP dividing the
+heads, QLoRA needing quantizable linears, EP dividing the experts) happen in ``training.compose`` where the
+model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+METHODS = ("full", "lora", "dora", "qlora")
+OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+              "adafactor", "lion")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+              "megatron-bf16", "megatron-fp16")
+STATE_DTYPES = ("fp32", "bf16", "fp16")
+OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
+GRAD_CHECKPOINTING = ("none", "full", "selective")
+TRAIN_ATTENTION = ("sdpa", "flash", "eager")
+FSDP_MODES = ("full", "grad_op", "hybrid")
+OFFLOAD = ("none", "optimizer", "params")
+ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
+
+# LoRA target names -> tensor roles of ``formulas/tensors.py`` (HF/PEFT module names accepted as aliases).
+LORA_TARGETS: dict[str, tuple[str, ...]] = {
+    "q": ("attn_q",), "k": ("attn_k",), "v": ("attn_v",), "o": ("attn_output",),
+    "gate": ("ffn_gate", "ffn_shexp_gate"), "up": ("ffn_up", "ffn_shexp_up"), "down": ("ffn_down", "ffn_shexp_down"),
+    "embed": ("token_embd",), "lm_head": ("output",),
+}
+_TARGET_ALIASES = {
+    "q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "out_proj": "o", "output_proj": "o",
+    "gate_proj": "gate", "up_proj": "up", "down_proj": "down", "embed_tokens": "embed", "embeddings": "embed",
+    "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
+}
+ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Canonical LoRA target names from 'q,k,v' / ['q_proj', 'v_proj'] / 'all-linear'. Unknown -> InputError."""
+    items = [t.strip().lower() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
+    out: list[str] = []
+    for t in items:
+        names = ALL_LINEAR if t in ("all-linear", "all_linear", "all") else (_TARGET_ALIASES.get(t, t),)
+        for n in names:
+            if n not in LORA_TARGETS:
+                raise InputError(f"unknown LoRA target {t!r}; choose from: {', '.join(LORA_TARGETS)} "
+                                 "(or their module names q_proj, gate_proj, ...; 'all-linear')")
+            if n not in out:
+                out.append(n)
+    if not out:
+        raise InputError("LoRA needs at least one target module (e.g. --targets q,v)")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TrainingWorkload:
+    """One training or fine-tuning run.
+
+    method: 'full' (every parameter trained), 'lora' / 'dora' (frozen base + low-rank adapters; DoRA adds a
+        magnitude vector per adapted module), 'qlora' (LoRA on a 4-bit NF4 double-quantized base).
+    rank, alpha, targets, adapter_dtype: LoRA rank r, scaling alpha (no memory effect), adapted modules, dtype of
+        the adapter weights (None: fp32 under mixed precision as PEFT casts them, else the precision's dtype).
+    base_dtype: dtype of the frozen base weights for lora/dora (None: bf16, or fp32 for precision fp32); the
+        non-quantized tensors for qlora.
+    optimizer / optimizer_state_dtype / optimizer_impl: see ``formulas/training_states.py``; None = defaults.
+    precision: the recipe deciding the dtype of weights, master weights, gradients and activations.
+    micro_batch [sequences per device per forward], seq_len [tokens per sequence], grad_accumulation [micro-
+        batches per optimizer step; the pipeline's micro-batch count].
+    grad_checkpointing: 'none' | 'full' (each decoder layer recomputed) | 'selective' (attention core only,
+        Korthikanti et al. 2022 section 4.2).
+    attention: 'sdpa' | 'flash' | 'eager'.  packing: several documents per row (a block-diagonal mask for
+        sdpa/eager; varlen kernels for flash).
+    loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
+        ``ForCausalLMLoss``; torchtune ``CEWithChunkedOutputLoss`` uses 8), which bounds the fp32 upcast.
+    optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
+        (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
+    gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
+        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
+    memory: device memory budget [bytes]; None: not checked.
+    """
+
+    method: str = "full"
+    rank: int = 16
+    alpha: int | None = None
+    targets: tuple[str, ...] = ALL_LINEAR
+    adapter_dtype: str | None = None
+    base_dtype: str | None = None
+    optimizer: str | None = None
+    optimizer_state_dtype: str | None = None
+    optimizer_impl: str | None = None
+    precision: str = "bf16-mixed"
+    micro_batch: int = 1
+    seq_len: int = 2048
+    grad_accumulation: int = 1
+    grad_checkpointing: str = "none"
+    attention: str = "sdpa"
+    packing: bool = False
+    loss_chunks: int = 1
+    optimizer_in_backward: bool = False
+    gpus: int = 1
+    zero: int = 0
+    fsdp: str | None = None
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    sequence_parallel: bool = False
+    offload: str = "none"
+    gpus_per_node: int = 8
+    memory: int | None = None
+
+    def __post_init__(self) -> None:
+        closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
+                  ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
+                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD))
+        for name, value, allowed in closed:
+            if value not in allowed:
+                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        optional = (("optimizer", self.optimizer, OPTIMIZERS),
+                    ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
+                    ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),
+                    ("adapter_dtype", self.adapter_dtype, ADAPTER_DTYPES),
+                    ("base_dtype", self.base_dtype, ADAPTER_DTYPES), ("fsdp", self.fsdp, FSDP_MODES))
+        for opt_name, opt_value, opt_allowed in optional:
+            if opt_value is not None and opt_value not in opt_allowed:
+                raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
+        for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "ep", "gpus_per_node",
+                     "loss_chunks"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        if self.method != "full":
+            if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
+                raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
+            object.__setattr__(self, "targets", normalize_targets(self.targets))
+        if self.zero not in (0, 1, 2, 3):
+            raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
+        if self.fsdp is not None and self.zero:
+            raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
+        model_parallel = self.tp * self.pp
+        if self.gpus % model_parallel:
+            raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp ({self.tp} x {self.pp})")
+        if (self.gpus // model_parallel) % self.ep:
+            raise InputError(f"ep ({self.ep}) must divide the data-parallel degree gpus/(tp*pp) = "
+                             f"{self.gpus // model_parallel}")
+        if self.sequence_parallel and self.tp == 1:
+            raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
+        if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
+            raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
+                             f"({self.gpus_per_node})")
+        if self.offload == "params" and self.shard_stage < 3:
+            raise InputError("offload='params' needs fully sharded parameters (zero=3 or fsdp='full'/'hybrid')")
+        if self.method == "qlora" and self.precision in ("fp32", "fp16", "deepspeed-fp16", "megatron-fp16",
+                                                          "megatron-bf16", "deepspeed-bf16"):
+            raise InputError(f"qlora computes in bf16 on a 4-bit base; precision {self.precision!r} does not apply "
+                             "(use bf16-mixed or bf16)")
+        if self.optimizer_in_backward and (self.grad_accumulation > 1 or self.pp > 1):
+            raise InputError("optimizer_in_backward updates each parameter during the backward, so it cannot "
+                             "accumulate gradients (grad_accumulation and pp must be 1)")
+        if self.base_dtype is not None and self.method == "full":
+            raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights as "
+                             "the precision recipe says")
+        if self.memory is not None and self.memory <= 0:
+            raise InputError(f"memory must be positive, got {self.memory}")
+
+    @property
+    def dora(self) -> bool:
+        return self.method == "dora"
+
+    @property
+    def adapters(self) -> bool:
+        """True for the parameter-efficient methods (a frozen base plus trained adapters)."""
+        return self.method != "full"
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel degree: gpus / (tp x pp)."""
+        return self.gpus // (self.tp * self.pp)
+
+    @property
+    def shard_stage(self) -> int:
+        """ZeRO stage equivalent: fsdp full/hybrid -> 3, grad_op -> 2 (PyTorch FSDP docs, ShardingStrategy)."""
+        if self.fsdp is None:
+            return self.zero
+        return 2 if self.fsdp == "grad_op" else 3
+
+    @property
+    def shard_group(self) -> int:
+        """Devices one shard group spans: the data-parallel degree, or one node's GPUs for hybrid sharding."""
+        if self.fsdp == "hybrid":
+            return max(1, min(self.dp, self.gpus_per_node // (self.tp * self.pp) or 1))
+        return self.dp

@@ -1,0 +1,301 @@
+"""Training / fine-tuning memory: the composition layer. Unpacks specs, calls formulas, records every default.
+
+    device peak = max over the moments of a step (timeline.py) of
+                  model states (states.py) + saved activations + transients
+
+for the most loaded device (pipeline stage); host RAM items when offloading. Each item names its formula
+module; the explanation of the precision recipe (16 vs 18 bytes per parameter) is an assumption of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import engines as E
+from ..errors import InputError
+from ..formulas.activations import prefill_activation_bytes
+from ..formulas.parallelism import DDP_BUCKET_CAP_BYTES
+from ..formulas.params import count_params
+from ..formulas.training_activations import korthikanti_layer_bytes
+from ..formulas.training_states import optimizer_info, recipe, state_bytes_per_param
+from ..formulas.weight_formats import weight_bytes
+from ..inference.common import Acc
+from ..result import Assumption, Estimate, Item
+from ..specs import ModelSpec, TrainingWorkload
+from ..units import format_bytes, format_count
+from .setup import TrainingContext, record_workload, resolve
+from .states import StageStates, stage_states
+from .timeline import StageTimeline, stage_timeline
+
+RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
+ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
+PAR_SRC = "formulas/parallelism.py (ZeRO section 5, FSDP, Megatron TP, 1F1B pipeline)"
+
+WHY_16_VS_18 = (
+    "16 B/param (ZeRO paper: 2 fp16 weights + 2 fp16 grads + 4 fp32 master + 8 Adam) describes DeepSpeed-style "
+    "training that stores the model in half precision with a separate fp32 master copy; 18 B/param (HF docs: "
+    "6 weights = fp32 + half copy, 4 fp32 grads, 8 Adam) describes PyTorch AMP / HF Trainer, where the fp32 "
+    "model is the master, autocast makes the half copy, and gradients are fp32. Megatron bf16 is also 18 "
+    "(2 + 4 fp32 main grads + 4 + 8). Activations come on top of either.")
+
+COMPONENT_FORMULA = {
+    "activations": ("saved activations of the decoder layers", ACT_SRC),
+    "autocast_weight_copies": ("half-precision copies torch.autocast makes of fp32 linear weights (2 B each)",
+                               "PyTorch AMP autocast cast cache; HF docs '6 bytes per parameter' in mixed precision"),
+    "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
+    "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
+                        "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),
+    "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
+    "backward_transient": ("gradients alive inside one layer's backward", ACT_SRC + " layer_backward_transient"),
+    "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
+                         PAR_SRC),
+    "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
+    "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
+                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
+}
+TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
+
+
+def _load(model: ModelSpec | str) -> ModelSpec:
+    if isinstance(model, str):
+        from ..models import load_model
+        return load_model(model)
+    return model
+
+
+def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None = None, **kwargs: Any) -> Estimate:
+    """Estimate the per-device peak memory of training ``model`` under ``workload`` (or TrainingWorkload fields).
+
+    Returns an :class:`~llmsizer.result.Estimate` of kind 'training': items (each with formula, source and
+    range) of the most loaded device at its peak moment, host items when offloading, the assumptions applied
+    (defaults flagged) and warnings; ``details`` holds the model-state totals, every phase's total and the
+    per-layer activation terms.
+
+    >>> est = estimate_training("qwen2.5-0.5b", method="lora", micro_batch=2, seq_len=1024)
+    >>> est.item("weights").bytes > 0
+    True
+    """
+    if workload is not None and kwargs:
+        raise InputError("give either a workload or keyword fields, not both")
+    spec = _load(model)
+    w = workload if workload is not None else TrainingWorkload(**kwargs)
+    acc = Acc()
+    for note in spec.notes:
+        acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
+                                          "not in the model's config: default or derived"))
+    ctx = resolve(spec, w, acc)
+    record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
+    results = []
+    for s in sorted({0, w.pp - 1}):
+        st = stage_states(ctx, s)
+        results.append((st, stage_timeline(ctx, st)))
+    st, tl = max(results, key=lambda r: r[1].peak.total)
+    _items(ctx, st, tl, acc)
+    _explain(ctx, acc)
+    _warnings(ctx, st, tl, acc)
+    details = _details(ctx, st, tl, results)
+    details["peak_phase"] = tl.peak.name + (f" (pipeline stage {st.stage})" if w.pp > 1 else "")
+    est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    if w.memory is not None:
+        lo, mid, hi = est.total("device")
+        details.update({"memory_budget": w.memory, "fits": mid <= w.memory, "headroom_bytes": w.memory - mid})
+        if mid > w.memory:
+            acc.warnings.append(f"does not fit: needs {format_bytes(mid)} per device (range {format_bytes(lo)}-"
+                                f"{format_bytes(hi)}) but the budget is {format_bytes(w.memory)}")
+        elif hi > w.memory:
+            acc.warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)}")
+        est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    return est
+
+
+def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
+    spec, w, rec = ctx.spec, ctx.w, ctx.recipe
+    parts = tl.peak.parts
+    pc = count_params(spec)
+    layout = _layout_text(w)
+    fmt = ctx.base_format
+    size = "NF4 double-quantized" if fmt == "nf4-dq" else f"{ctx.base_bytes} B"
+    acc.items.append(Item("weights", parts.get("weights", 0), "device",
+                          formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
+                          source="formulas/weight_formats.py; " + RECIPE_SRC))
+    if "adapter_weights" in parts and ctx.lora is not None:
+        acc.items.append(Item("adapter_weights", parts["adapter_weights"], "device",
+                              formula=f"{format_count(ctx.lora.total)} LoRA params (rank {ctx.lora.rank}"
+                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B",
+                              source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear)"))
+    if "master_weights" in parts:
+        acc.items.append(Item("master_weights", parts["master_weights"], "device",
+                              formula=f"{format_count(st.trained_elements)} trained x 4 B fp32 master{layout}",
+                              source=RECIPE_SRC))
+    grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
+    g = parts.get("gradients", 0)
+    g_note = "" if g else (f" - none at this moment (zero_grad(set_to_none=True) frees them before the forward); "
+                           f"full size {format_bytes(st.grads + st.main_grads)}")
+    acc.items.append(Item("gradients", g, "device",
+                          formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
+                                  + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
+                          source=RECIPE_SRC))
+    opt = ctx.optimizer
+    where = ""
+    if w.offload != "none":
+        where = " - offloaded to host"
+    elif opt.paged:
+        where = " - paged: in unified memory, see the host item"
+    acc.items.append(Item("optimizer_states", parts.get("optimizer_states", 0), "device",
+                          formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
+                                  f"param ({opt.description}){where}",
+                          source="formulas/training_states.py optimizer table; " + opt.source))
+    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "rotary_and_masks",
+                 "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer"):
+        if name not in parts:
+            continue
+        what, src = COMPONENT_FORMULA[name]
+        formula, high = what, None
+        if name == "gradient_buckets" and w.shard_stage == 0:
+            n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
+            formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "
+                       "(gradient_as_bucket_view=False, the default)")
+        if name == "activations":
+            formula = _activation_formula(ctx, tl)
+            if spec.is_moe:
+                routed = sum(t.bytes for terms in tl.layer_terms.values() for t in terms if "experts" in t.name)
+                high = parts[name] + int(routed * tl.inflight * 0.25)
+        acc.items.append(Item(name, parts[name], "device", None, high, formula, src))
+    if "optimizer_step_temporaries" in parts:
+        acc.items.append(Item("optimizer_step_temporaries", parts["optimizer_step_temporaries"], "device", 0,
+                              max(parts["optimizer_step_temporaries"], tl.step_temporaries_foreach),
+                              formula=f"optimizer_impl {ctx.optimizer_impl}: fused 0; foreach one state-sized "
+                                      f"temporary ({format_bytes(tl.step_temporaries_foreach)})",
+                              source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py)"))
+    acc.span("cuda_context", E.CUDA_CONTEXT)
+    acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
+                          formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
+                                  "created in step 1 may not fit the blocks the backward freed, so reserved can grow "
+                                  "by up to the freed activation blocks",
+                          source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
+                                 "expandable_segments)"))
+    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+    if st.paged_optimizer:
+        acc.items.append(Item("paged_optimizer_states", st.paged_optimizer, "host", 0, st.paged_optimizer,
+                              formula="bitsandbytes paged states live in CUDA unified memory: on the GPU while it has "
+                                      "room, evicted to host RAM under pressure; torch's allocator does not count them",
+                              source="bitsandbytes functional.get_paged (cudaMallocManaged); QLoRA section 3"))
+    for name, b in st.host.items():
+        if b:
+            acc.items.append(Item(f"host_{name}", b, "host",
+                                  formula=f"offload={w.offload}: {name} kept in host RAM (pinned)",
+                                  source=PAR_SRC + "; Ren et al. 2021 ZeRO-Offload section 4"))
+
+
+def _layout_text(w: TrainingWorkload) -> str:
+    parts = []
+    if w.tp > 1:
+        parts.append(f"/ TP {w.tp}")
+    if w.pp > 1:
+        parts.append(f"PP stage of {w.pp}")
+    if w.ep > 1:
+        parts.append(f"experts / EP {w.ep}")
+    if w.shard_stage:
+        kind = f"FSDP {w.fsdp}" if w.fsdp else f"ZeRO-{w.zero}"
+        parts.append(f"{kind} over {w.shard_group}")
+    return (" " + ", ".join(parts)) if parts else ""
+
+
+def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
+    w = ctx.w
+    first = min(tl.layer_terms)
+    per_layer = sum(t.bytes for t in tl.layer_terms[first])
+    n = len(tl.layer_terms)
+    text = (f"{n} layers x {format_bytes(per_layer)} (layer {first}: "
+            + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
+    if w.grad_checkpointing == "full":
+        text = f"checkpointed: {n} layer inputs kept, one layer recomputed at a time; " + text
+    if tl.inflight > 1:
+        text += f" x {tl.inflight} in-flight micro-batches (1F1B)"
+    return text
+
+
+def _explain(ctx: TrainingContext, acc: Acc) -> None:
+    rec, opt = ctx.recipe, ctx.optimizer
+    sb = state_bytes_per_param(opt.name, ctx.state_bytes)
+    if ctx.w.adapters:
+        a = ctx.adapter_bytes
+        base = "NF4 (~0.5 B)" if ctx.base_format == "nf4-dq" else f"{ctx.base_bytes} B"
+        value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
+                 f"frozen base {base} per param, no gradients or states")
+        acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
+        return
+    parts = [f"{rec.model_bytes} model"]
+    if rec.autocast_bytes:
+        parts.append(f"{rec.autocast_bytes} autocast copy")
+    if rec.master_bytes:
+        parts.append(f"{rec.master_bytes} fp32 master")
+    parts.append(f"{rec.grad_bytes} grads")
+    if rec.main_grad_bytes:
+        parts.append(f"{rec.main_grad_bytes} fp32 main grads")
+    parts.append(f"{sb:g} {opt.name}")
+    value = f"{rec.bytes_per_param(sb):g} B per trained param = " + " + ".join(parts)
+    acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
+
+
+def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
+    spec, w = ctx.spec, ctx.w
+    peak = tl.peak.total
+    inf = weight_bytes(spec, "bf16").total + prefill_activation_bytes(spec, w.micro_batch, w.seq_len,
+                                                                      w.seq_len).peak_bytes
+    if peak > inf:
+        acc.warnings.append(f"sized with inference numbers (bf16 weights + one forward's activations) this would be "
+                            f"{format_bytes(inf)}; training needs {format_bytes(peak)} per device "
+                            f"({peak / max(inf, 1):.1f}x)")
+    if ctx.optimizer.paged:
+        acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
+                            "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
+    if w.pp > 1:
+        acc.warnings.append(f"memory of the most loaded pipeline stage ({st.stage}); the first stage keeps "
+                            f"{min(w.pp, w.grad_accumulation)} micro-batches in flight under 1F1B")
+        if w.grad_accumulation < w.pp:
+            acc.warnings.append(f"pipeline with {w.grad_accumulation} micro-batches < {w.pp} stages leaves bubbles; "
+                                "set grad_accumulation >= pp")
+    if spec.is_moe:
+        acc.warnings.append("MoE: routed-expert activations assume balanced routing; the range's high end allows "
+                            "a 1.25 capacity factor (Switch Transformer section 2.2)")
+    if w.gpus > 1:
+        acc.warnings.append(f"memory is per device, for the most loaded of {w.gpus} devices")
+    if spec.max_position_embeddings and w.seq_len > spec.max_position_embeddings:
+        acc.warnings.append(f"seq_len {w.seq_len} exceeds the model's max_position_embeddings "
+                            f"{spec.max_position_embeddings}")
+    if w.attention == "eager":
+        acc.warnings.append("eager attention keeps the [batch, heads, seq, seq] score matrix per layer; sdpa/flash "
+                            "do not")
+
+
+def _details(ctx: TrainingContext, st: StageStates, tl: StageTimeline,
+             results: list[tuple[StageStates, StageTimeline]]) -> dict[str, Any]:
+    spec, w = ctx.spec, ctx.w
+    pc = count_params(spec)
+    first, last = min(tl.layer_terms), max(tl.layer_terms)
+    keep = {"forward end", "loss backward", "backward end", "optimizer step", f"backward layer {first}",
+            f"backward layer {last}"}
+    return {
+        "params_total": pc.total, "params_active": pc.active, "attention": spec.attention_kind,
+        "params_trainable": ctx.lora.total if ctx.lora else pc.total,
+        "model_states": {"weights": st.weights, "adapter_weights": st.adapter_weights, "master_weights": st.master,
+                         "gradients": st.grads + st.main_grads,
+                         "optimizer_states": st.optimizer + st.paged_optimizer + st.host.get("optimizer_states", 0)},
+        "tensor_peak_bytes": tl.peak.total,
+        "saved_activations_bytes": next(p.parts.get("activations", 0) for p in tl.phases if p.name == "forward end"),
+        "phases": {p.name: p.total for p in tl.phases if p.name in keep},
+        "peak_parts": dict(tl.peak.parts),
+        "layer_terms": [{"name": t.name, "bytes": t.bytes, "formula": t.formula} for t in tl.layer_terms[first]],
+        "korthikanti_layer_bytes": korthikanti_layer_bytes(w.seq_len, w.micro_batch, spec.hidden_size,
+                                                           spec.num_heads, w.tp, w.sequence_parallel),
+        "stage_peaks": {r[0].stage: r[1].peak.total for r in results},
+    }
+
+
+def explain_recipe(precision: str, optimizer: str = "adamw") -> str:
+    """One line: bytes per trained parameter of a recipe + optimizer, and why sources say 16 or 18."""
+    rec, opt = recipe(precision), optimizer_info(optimizer)
+    sb = state_bytes_per_param(opt.name, 4 if rec.default_state_dtype == "fp32" else 2)
+    return f"{precision} + {optimizer}: {rec.bytes_per_param(sb):g} B/param. {WHY_16_VS_18}"

@@ -1,0 +1,61 @@
+"""The reverse questions for training: the largest micro-batch, or sequence length, that fits a memory budget.
+
+Per-device memory is non-decreasing in micro-batch and in sequence length (every activation term of
+``formulas/training_activations.py`` grows with tokens; model states do not depend on them), so the largest
+value that fits is found by bisection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..errors import InputError
+from ..specs import ModelSpec, TrainingWorkload
+from .compose import _load, estimate_training
+
+LEVELS = {"low": 0, "expected": 1, "high": 2}
+
+
+def _fits(spec: ModelSpec, w: TrainingWorkload, memory: int, level: int) -> bool:
+    return estimate_training(spec, w).total("device")[level] <= memory
+
+
+def _largest(spec: ModelSpec, w: TrainingWorkload, field: str, upper: int, memory: int, level: int) -> int:
+    lo, hi = 0, upper
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        changes: dict[str, Any] = {field: mid}
+        if _fits(spec, replace(w, **changes), memory, level):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _prepare(model: ModelSpec | str, memory: int | None, level: str,
+             kwargs: dict[str, Any]) -> tuple[ModelSpec, TrainingWorkload, int, int]:
+    if memory is None or memory <= 0:
+        raise InputError("a positive memory budget is needed (e.g. --memory 80GiB)")
+    if level not in LEVELS:
+        raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    kwargs.pop("memory", None)
+    return _load(model), TrainingWorkload(**kwargs), memory, LEVELS[level]
+
+
+def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
+    """Largest micro-batch (sequences per device per forward) of ``seq_len`` tokens that fits ``memory`` bytes
+    per device; 0 if even one sequence does not fit.
+
+    >>> max_micro_batch("qwen2.5-0.5b", 80 * 2**30, seq_len=2048) > 1
+    True
+    """
+    spec, w, mem, lv = _prepare(model, memory, level, kwargs)
+    return _largest(spec, w, "micro_batch", 1 << 16, mem, lv)
+
+
+def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
+    """Longest sequence (tokens) at ``micro_batch`` sequences that fits ``memory`` bytes per device; 0 if none."""
+    spec, w, mem, lv = _prepare(model, memory, level, kwargs)
+    upper = max(spec.max_position_embeddings or 0, 1 << 20)
+    return _largest(spec, w, "seq_len", upper, mem, lv)

@@ -1,0 +1,141 @@
+"""Resolve a TrainingWorkload against a model: every default applied here is recorded as an assumption.
+
+The result (:class:`TrainingContext`) holds only decisions (dtypes, trained tensors, parallel layout); the
+arithmetic lives in ``formulas/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..errors import InputError
+from ..formulas.lora import LoraParams, lora_params, quantizable_tensors
+from ..formulas.tensor_parallel import check_tensor_parallel
+from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_states import DTYPE_BYTES, OptimizerInfo, Recipe, optimizer_info, recipe
+from ..inference.common import Acc
+from ..result import Assumption
+from ..specs import ModelSpec, TrainingWorkload
+
+_DEFAULTS = {f.name: f.default for f in fields(TrainingWorkload)}
+_WHY = {
+    "method": "full fine-tuning: every parameter trained",
+    "precision": "",
+    "micro_batch": "sequences per device per forward pass",
+    "seq_len": "tokens per sequence (padded or packed length)",
+    "grad_accumulation": "micro-batches per optimizer step",
+    "grad_checkpointing": "no activation checkpointing",
+    "attention": "transformers default attn_implementation sdpa",
+    "packing": "one document per row, causal mask only",
+    "gpus": "one device",
+    "zero": "no ZeRO sharding",
+    "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
+    "offload": "everything on the device",
+}
+
+
+def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
+    """Record workload fields; a field equal to its dataclass default is flagged default=True."""
+    for name in names:
+        value = getattr(w, name)
+        default = value == _DEFAULTS[name]
+        why = _WHY.get(name, "") if default else "given"
+        if name == "precision":
+            why = recipe(w.precision).description
+        acc.assumptions.append(Assumption(name, value, default, why))
+
+
+@dataclass(frozen=True)
+class TrainingContext:
+    spec: ModelSpec
+    w: TrainingWorkload
+    recipe: Recipe
+    optimizer: OptimizerInfo
+    state_bytes: int  # element size of 32-bit-class optimizer states
+    optimizer_impl: str
+    base_bytes: int  # element size of the (frozen or trained) model weights
+    base_format: str  # weight format name for weight_formats.weight_bytes ('fp32', 'bf16', 'nf4-dq')
+    adapter_bytes: int  # element size of adapters and their gradients (LoRA)
+    lora: LoraParams | None
+    act: ActivationSetup
+    weight_copy_bytes: int  # autocast half copies of fp32 linear weights (0: none)
+
+
+def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
+    if w.method == "qlora":
+        return "paged-adamw", "QLoRA recipe: paged AdamW (Dettmers et al. 2023, arXiv 2305.14314, section 3)"
+    return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
+
+
+def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
+    """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
+    rec = recipe(w.precision)
+    record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
+                             "grad_checkpointing", "attention", "packing"))
+    opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
+    opt = optimizer_info(str(opt_name))
+    if w.tp > 1:
+        check_tensor_parallel(spec, w.tp)
+    if w.ep > 1:
+        if not spec.is_moe or spec.moe is None:
+            raise InputError(f"expert parallelism (ep={w.ep}) needs a mixture-of-experts model; {spec.name} is dense")
+        if spec.moe.num_experts % w.ep:
+            raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
+    if w.pp > spec.num_layers:
+        raise InputError(f"pp {w.pp} exceeds the {spec.num_layers} layers of {spec.name}")
+
+    # weights of the model
+    if w.method == "full":
+        base_bytes, base_format = rec.model_bytes, {4: "fp32", 2: "bf16"}[rec.model_bytes]
+    elif w.method == "qlora":
+        q = spec.quantization_config.get("quant_method")
+        if q and q != "bitsandbytes":
+            raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4; {spec.name} is already "
+                             f"{q}-quantized (train LoRA on it instead, or start from the unquantized checkpoint)")
+        if not quantizable_tensors(spec):
+            raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
+        other = acc.assume("base_dtype", "bf16", w.base_dtype,
+                           "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")
+        base_bytes, base_format = DTYPE_BYTES[str(other)], "nf4-dq"
+        acc.assumptions.append(Assumption("base_weights", "nf4-dq", True, "QLoRA: NF4 with double quantization "
+                                          "(Dettmers et al. 2023 section 3), bitsandbytes Linear4bit"))
+    else:
+        default = "fp32" if w.precision == "fp32" else "bf16"
+        bd = str(acc.assume("base_dtype", default, w.base_dtype,
+                            "frozen base loaded in bf16 (torch_dtype=bfloat16), the usual PEFT setup"
+                            if default == "bf16" else "fp32 training keeps the base in fp32"))
+        base_bytes, base_format = DTYPE_BYTES[bd], bd
+
+    lora = None
+    adapter_bytes = 0
+    if w.adapters:
+        lora = lora_params(spec, w.rank, w.targets, dora=w.dora)
+        default_ad = "fp32" if (rec.autocast or rec.master_bytes or w.precision == "fp32") else w.precision.split("-")[0]
+        ad = str(acc.assume("adapter_dtype", default_ad, w.adapter_dtype,
+                            "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
+                            if default_ad == "fp32" else "adapters in the training dtype (pure half precision)"))
+        adapter_bytes = DTYPE_BYTES[ad]
+        acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
+                                          + (", DoRA" if w.dora else ""), w.rank == _DEFAULTS["rank"],
+                                          "LoRA rank and adapted modules (Hu et al. 2021)"))
+    sd_default = rec.default_state_dtype if not w.adapters else (
+        "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)
+    sd = str(acc.assume("optimizer_state_dtype", sd_default, w.optimizer_state_dtype,
+                        "torch optimizers keep states in the dtype of the parameters they update"))
+    impl = str(acc.assume("optimizer_impl", "fused", w.optimizer_impl,
+                          "HF Trainer default optim adamw_torch_fused (torch >= 2.8); plain torch.optim.AdamW on "
+                          "CUDA uses foreach, which adds one state-sized temporary at the step"))
+
+    copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
+    compute = rec.compute_bytes if w.method != "qlora" else 2
+    residual = base_bytes
+    adapted = frozenset(m.role for m in lora.modules) if lora else frozenset()
+    act = ActivationSetup(
+        batch=w.micro_batch, seq=w.seq_len, residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
+        weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
+        adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
+        rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
+        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel)
+    return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
+                           optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
+                           adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies)

@@ -1,0 +1,214 @@
+"""Per-device model states: weights, adapters, master copy, gradients, optimizer states, autocast copies.
+
+Routes the workload's layout (TP, PP stage, EP, ZeRO/FSDP shards, offload) onto the formulas of
+``formulas/training_states.py``, ``formulas/parallelism.py`` and ``formulas/weight_formats.py``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..formulas.parallelism import pipeline_stage_layers, shard, zero_shards
+from ..formulas.tensor_parallel import shard_weights
+from ..formulas.tensors import Tensor, model_tensors
+from ..formulas.training_states import optimizer_state_bytes
+from ..formulas.weight_formats import weight_bytes
+from ..specs import ModelSpec
+from .setup import TrainingContext
+
+AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast
+
+
+def torch_param_shapes(spec: ModelSpec, tensors: list[Tensor] | None = None) -> list[tuple[int, ...]]:
+    """Parameter tensors as transformers 5 defines them: routed experts are fused 3-D parameters
+    (``gate_up_proj`` [E, 2I, H] and ``down_proj`` [E, H, I], plus their biases), everything else one tensor each.
+    Used for per-tensor optimizer state (Adam's ``step``, bitsandbytes' 8-bit threshold)."""
+    out: list[tuple[int, ...]] = []
+    fused: dict[tuple[int, str], list[Tensor]] = {}
+    for t in (tensors if tensors is not None else list(model_tensors(spec))):
+        if t.component == "experts":
+            kind = "down" if "down" in t.role else "gate_up"
+            kind += ".bias" if t.role.endswith(".bias") else ""
+            fused.setdefault((t.layer, kind), []).append(t)
+        else:
+            out.append(t.shape)
+    for group in fused.values():
+        e = group[0].count
+        rows = sum(t.shape[0] for t in group)
+        out.append((e, rows, *group[0].shape[1:]))
+    return out
+
+
+@dataclass
+class StageStates:
+    """Model states of one device (one pipeline stage) [bytes], and the per-layer parts the timeline needs."""
+
+    stage: int
+    layers: range
+    weights: int = 0
+    adapter_weights: int = 0
+    master: int = 0
+    grads: int = 0
+    main_grads: int = 0
+    optimizer: int = 0
+    paged_optimizer: int = 0
+    trained_elements: int = 0  # on this device, before ZeRO sharding
+    largest_trained: int = 0
+    layer_grads: dict[int, int] = field(default_factory=dict)  # unsharded gradient bytes per layer
+    head_grads: int = 0  # lm_head, final norm (and a tied embedding): produced first in the backward
+    layer_weights: dict[int, int] = field(default_factory=dict)  # bytes per gather unit (layers; -1 embedding,
+    # -2 lm_head + final norm) for ZeRO-3 gathers
+    layer_copy_elements: dict[int, int] = field(default_factory=dict)  # autocast-copied weight elements
+    lm_head_copy_elements: int = 0
+    has_embedding: bool = False
+    has_head: bool = False
+    host: dict[str, int] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _stage_of(t: Tensor, stages: list[range]) -> set[int]:
+    if t.layer >= 0 and t.component != "vision":
+        return {i for i, r in enumerate(stages) if t.layer in r}
+    if t.role in ("output", "output_norm") or t.role.startswith("output_norm"):
+        return {len(stages) - 1}
+    return {0}
+
+
+def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
+    """Model states on a device of pipeline stage ``stage`` (see module docstring)."""
+    spec, w, rec = ctx.spec, ctx.w, ctx.recipe
+    stages = pipeline_stage_layers(spec.num_layers, w.pp)
+    last = len(stages) - 1
+    st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
+    tp, ep = w.tp, w.ep
+    tied_copy = spec.tie_word_embeddings and w.pp > 1 and stage == last
+
+    # ---- base weights (format-aware, TP-sharded by weight_formats/tensor_parallel) ----
+    wb = weight_bytes(spec, ctx.base_format, 128, ctx.base_bytes)
+    wb = shard_weights(spec, wb, tp, ctx.base_bytes) if tp > 1 else wb
+    expert_elems: dict[int, int] = {}
+    for t in model_tensors(spec):
+        if t.component == "experts":
+            expert_elems[t.layer] = expert_elems.get(t.layer, 0) + t.numel
+    total_expert = sum(expert_elems.values())
+    expert_bytes = wb.by_component.get("experts", 0)
+    layer_total = 0
+    for i in stages[stage]:
+        b = wb.layer_bytes[i] if wb.layer_bytes else 0
+        if ep > 1 and total_expert:
+            b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
+        st.layer_weights[i] = b
+        layer_total += b
+    non_layer = wb.total - sum(wb.layer_bytes)
+    emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0)
+    head_part = non_layer - emb
+    weights = layer_total + (emb if stage == 0 else 0) + (head_part if stage == last else 0)
+    if tied_copy:
+        weights += wb.by_component.get("embedding", 0)
+        st.notes.append("tied embeddings: the last pipeline stage holds a copy of the embedding for lm_head")
+
+    # ---- trained tensors ----
+    trained: list[Tensor] = []
+    if w.method == "full":
+        for t in model_tensors(spec):
+            if stage in _stage_of(t, stages) or (tied_copy and t.role == "token_embd"):
+                trained.append(t)
+    shapes: list[tuple[int, ...]] = []
+    per_layer_elems: dict[int, int] = {}
+    head_elems = embed_elems = 0
+    for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+        n = math.prod(shp)
+        n = n if len(shp) == 1 else math.ceil(n / tp)
+        if t.component == "experts":
+            n = math.ceil(n / ep)
+        shapes.append(shp if (tp == 1 and ep == 1) else (n,))
+        if t.layer >= 0 and t.component != "vision":
+            per_layer_elems[t.layer] = per_layer_elems.get(t.layer, 0) + n
+        elif t.component in ("embedding", "vision") and not (t.role == "token_embd" and spec.tie_word_embeddings
+                                                              and stage == last):
+            embed_elems += n  # its gradient appears only when the backward reaches the input
+        else:
+            head_elems += n
+        st.largest_trained = max(st.largest_trained, n)
+    if ctx.lora is not None:
+        for m in ctx.lora.modules:
+            layer_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else
+                                                                         next(i for i, r in enumerate(stages)
+                                                                              if m.layer in r))
+            if layer_stage != stage:
+                continue
+            for _ in range(m.count):
+                for shp in ctx.lora.module_shapes(m):
+                    n = math.prod(shp)
+                    shapes.append(shp)
+                    if m.layer >= 0:
+                        per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n
+                    elif m.role == "token_embd":
+                        embed_elems += n
+                    else:
+                        head_elems += n
+                    st.largest_trained = max(st.largest_trained, n)
+    trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
+    st.trained_elements = trained_elems
+    grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
+
+    # ---- ZeRO / FSDP shards ----
+    w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
+    if w.adapters:
+        st.adapter_weights = shard(trained_elems * ctx.adapter_bytes, w_shard)
+        st.weights = shard(weights, w_shard)
+    else:
+        st.weights = shard(weights, w_shard)
+    st.master = shard(trained_elems * 4, o_shard) if rec.master_bytes else 0
+    st.grads = shard(trained_elems * grad_b, g_shard)
+    st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
+    states = shard(optimizer_state_bytes(shapes, ctx.optimizer.name, ctx.state_bytes), o_shard)
+    if ctx.optimizer.paged:
+        st.paged_optimizer = states
+    else:
+        st.optimizer = states
+    st.layer_grads = {i: n * grad_b for i, n in per_layer_elems.items()}
+    st.head_grads = head_elems * grad_b
+
+    # ---- autocast half copies of fp32 linear weights ----
+    if ctx.weight_copy_bytes:
+        for t in model_tensors(spec):
+            if len(t.shape) == 2 and t.component in AUTOCAST_COMPONENTS and stage in _stage_of(t, stages):
+                n = math.ceil(t.numel / tp)
+                if t.component == "lm_head":
+                    st.lm_head_copy_elements += n
+                else:
+                    st.layer_copy_elements[t.layer] = st.layer_copy_elements.get(t.layer, 0) + n
+        if spec.tie_word_embeddings and stage == last:
+            st.lm_head_copy_elements += math.ceil(spec.vocab_size * spec.hidden_size / tp)
+
+    # ---- offload ----
+    if w.offload in ("optimizer", "params"):
+        st.host["optimizer_states"] = st.optimizer + st.paged_optimizer
+        st.host["master_weights"] = st.master
+        st.host["gradients"] = st.grads + st.main_grads
+        st.optimizer = st.paged_optimizer = st.master = st.main_grads = 0
+    if w.offload == "params":
+        st.host["weights"] = st.weights + st.adapter_weights
+        st.weights = st.adapter_weights = 0
+    # units a ZeRO-3/FSDP rank gathers whole besides the layers: the embedding (first stage) and lm_head (last)
+    if stage == 0 and emb:
+        st.layer_weights[-1] = emb
+    if stage == last and head_part:
+        st.layer_weights[-2] = head_part + (wb.by_component.get("embedding", 0) if tied_copy else 0)
+    return st
+
+
+def _fused_order(tensors: list[Tensor]) -> list[Tensor]:
+    """The tensor behind each entry of :func:`torch_param_shapes` (same order), for layer/component lookups."""
+    out: list[Tensor] = []
+    fused: dict[tuple[int, str], Tensor] = {}
+    for t in tensors:
+        if t.component == "experts":
+            kind = ("down" if "down" in t.role else "gate_up") + (".bias" if t.role.endswith(".bias") else "")
+            fused.setdefault((t.layer, kind), t)
+        else:
+            out.append(t)
+    out.extend(fused.values())
+    return out

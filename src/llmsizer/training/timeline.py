@@ -1,0 +1,221 @@
+"""The moments of a training step at which device memory can peak, each a sum of named components.
+
+A step runs forward (activations accumulate), the loss, backward (activations are freed layer by layer while
+gradients appear) and the optimizer step. With ``zero_grad(set_to_none=True)`` (the PyTorch >= 2.0 default and
+what HF Trainer does) gradients do not exist during the forward of a step's first micro-batch; with gradient
+accumulation or pipeline micro-batches they persist. The peak is the largest of:
+
+- ``forward end``: every layer's saved activations, the logits and their fp32 upcast, all autocast weight
+  copies (they stay in the autocast cache until the forward leaves the autocast context, even with
+  checkpointing);
+- ``loss backward``: saved activations + the two fp32 [t, V] loss gradients (12 B per logit with the saved
+  log-softmax);
+- ``backward at layer j``: layers <= j still saved (or their checkpoint inputs plus layer j recomputed),
+  gradients of the layers above, and the layer's backward transient;
+- ``optimizer step``: all gradients + states + the step's temporaries.
+
+Each component is computed by a formula module; this module only adds them up per moment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..formulas.parallelism import (
+    ddp_bucket_bytes,
+    gathered_layer_bytes,
+    inflight_microbatches,
+    reduce_bucket_bytes,
+    shard,
+    zero_shards,
+)
+from ..formulas.training_activations import (
+    Term,
+    checkpoint_input_bytes,
+    head_activations,
+    layer_backward_transient,
+    layer_saved_terms,
+)
+from ..formulas.training_states import step_temporary_bytes
+from ..formulas.weight_formats import largest_quantized_matrix
+from .setup import TrainingContext
+from .states import StageStates
+
+
+@dataclass
+class Phase:
+    name: str
+    parts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts.values())
+
+
+@dataclass
+class StageTimeline:
+    stage: int
+    phases: list[Phase]
+    layer_terms: dict[int, tuple[Term, ...]]
+    head_terms: tuple[Term, ...]
+    shared_terms: tuple[Term, ...]
+    inflight: int
+    step_temporaries: int
+    step_temporaries_foreach: int
+
+    @property
+    def peak(self) -> Phase:
+        return max(self.phases, key=lambda p: p.total)
+
+
+def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
+    return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
+
+
+def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
+    spec, w, act = ctx.spec, ctx.w, ctx.act
+    gc = w.grad_checkpointing == "full"
+    m = inflight_microbatches(st.stage, w.pp, w.grad_accumulation) if w.pp > 1 else 1
+    copy_b = ctx.weight_copy_bytes
+    terms = {i: layer_saved_terms(spec, i, act, st.layer_copy_elements.get(i, 0)) for i in st.layers}
+    copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
+    full_layer = {i: _sum(terms[i]) for i in st.layers}
+    dropped = {i: 0 for i in st.layers}  # selective recomputation: the attention core is rebuilt in the backward
+    if w.grad_checkpointing == "selective":
+        none = replace(act, checkpointing="none")
+        dropped = {i: _sum(layer_saved_terms(spec, i, none, st.layer_copy_elements.get(i, 0))) - full_layer[i]
+                   for i in st.layers}
+    kept_layer = {i: (checkpoint_input_bytes(spec, act) if gc else full_layer[i]) for i in st.layers}
+    transient = {i: layer_backward_transient(spec, i, act) for i in st.layers}
+    head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted,
+                            lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
+                            loss_chunks=w.loss_chunks) if st.has_head else None
+    shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
+    shared_fwd = sum(t.bytes for t in head.shared) if head else 0
+    if not head:  # rotary tables exist on every stage
+        from ..formulas.training_activations import head_activations as _h
+        shared_terms = _h(spec, act, False).shared
+        shared_saved = sum(t.bytes for t in shared_terms if "mask" not in t.name)
+        shared_fwd = sum(t.bytes for t in shared_terms)
+    else:
+        shared_terms = head.shared
+
+    base: dict[str, int] = {"weights": st.weights}
+    if st.adapter_weights:
+        base["adapter_weights"] = st.adapter_weights
+    if st.master:
+        base["master_weights"] = st.master
+    if st.optimizer:
+        base["optimizer_states"] = st.optimizer
+    persist = w.grad_accumulation > 1 or w.pp > 1
+    w_shard, g_shard, _ = zero_shards(w.shard_stage, w.shard_group)
+    grads_all = st.grads + st.main_grads
+    if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
+        base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
+    gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
+    if w.offload == "params":
+        gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
+    reduce_buf = 0
+    if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None:
+        reduce_buf = reduce_bucket_bytes(st.trained_elements, ctx.recipe.grad_bytes)
+    if w.shard_stage >= 2 and w.fsdp is not None and st.layer_grads:
+        reduce_buf = max(st.layer_grads.values())  # one FSDP unit's unsharded gradients before reduce-scatter
+    dequant = 0
+    if w.method == "qlora":
+        dequant = largest_quantized_matrix(spec, "nf4-dq") * 2 // max(1, w.tp)
+
+    in_bwd = w.optimizer_in_backward
+
+    def grads_part(upper: int | None) -> int:
+        """Gradients alive when the backward has finished every layer above ``upper`` (None: all)."""
+        if in_bwd:  # each gradient is consumed by its parameter's update as soon as it is accumulated
+            return st.layer_grads.get(upper, st.head_grads) if upper is not None else st.head_grads
+        if persist or upper is None:
+            return grads_all
+        g = st.head_grads + sum(v for i, v in st.layer_grads.items() if i > upper)
+        scale = grads_all / max(1, st.grads) if st.grads else 1
+        return int(shard(g, g_shard) * scale)
+
+    phases: list[Phase] = []
+    all_kept = sum(kept_layer.values())
+    layer_copies = sum(copies.values())
+    head_copy = st.lm_head_copy_elements * copy_b if head else 0
+    # forward end (the last stage computes the loss; other stages end their forward with their last layer)
+    f = Phase("forward end", dict(base))
+    if gc:  # checkpointed layers keep only their inputs; the autocast cache still holds the copies of trained
+        # weights (it caches casts of leaf tensors that require grad) until the forward leaves autocast
+        f.parts["activations"] = m * all_kept
+        copies_fwd = (layer_copies if w.method == "full" else 0) + head_copy
+    else:
+        f.parts["activations"] = m * (all_kept - layer_copies)
+        copies_fwd = m * layer_copies + head_copy
+    if copies_fwd:
+        f.parts["autocast_weight_copies"] = copies_fwd
+    if head:
+        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        f.parts["logits_and_loss"] = head.logits_forward
+    f.parts["rotary_and_masks"] = shared_fwd
+    if persist:
+        f.parts["gradients"] = grads_all
+    if gather:
+        f.parts["gathered_params"] = gather
+    if dequant:
+        f.parts["dequant_buffer"] = dequant
+    phases.append(f)
+    if head:
+        b = Phase("loss backward", dict(base))
+        b.parts["activations"] = m * all_kept if gc else m * (all_kept - layer_copies)
+        copies_bwd = (0 if gc else m * layer_copies) + head_copy
+        if copies_bwd:
+            b.parts["autocast_weight_copies"] = copies_bwd
+        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        b.parts["logits_and_loss"] = head.loss_backward
+        b.parts["rotary_and_masks"] = shared_saved
+        if persist:
+            b.parts["gradients"] = grads_all
+        if gather:
+            b.parts["gathered_params"] = gather
+        phases.append(b)
+    order = sorted(st.layers, reverse=True)
+    for idx, j in enumerate(order):
+        below = [i for i in st.layers if i <= j]
+        p = Phase(f"backward layer {j}", dict(base))
+        kept = sum(kept_layer[i] for i in below) + (m - 1) * all_kept
+        live_copies = sum(copies[i] for i in below) if not gc else copies[j]
+        # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
+        shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
+        recompute = (full_layer[j] - copies[j] - shared_input) if gc else dropped[j]
+        p.parts["activations"] = kept - (sum(copies[i] for i in below) if not gc else 0) + recompute
+        if live_copies:
+            p.parts["autocast_weight_copies"] = live_copies
+        p.parts["rotary_and_masks"] = shared_saved
+        p.parts["gradients"] = grads_part(j)
+        p.parts["backward_transient"] = transient[j]
+        if gather:
+            p.parts["gathered_params"] = gather
+        if reduce_buf:
+            p.parts["gradient_buckets"] = p.parts.get("gradient_buckets", 0) + reduce_buf
+        if dequant:
+            p.parts["dequant_buffer"] = dequant
+        if idx in (0, len(order) - 1) or len(order) <= 64:
+            phases.append(p)
+    if st.has_embedding:
+        e = Phase("backward end", dict(base))
+        e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
+        e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
+        phases.append(e)
+    step_tmp = 0
+    foreach_tmp = step_temporary_bytes(ctx.optimizer.name, "foreach", st.trained_elements, st.largest_trained,
+                                       ctx.state_bytes)
+    if w.offload == "none" and not in_bwd:
+        step_tmp = step_temporary_bytes(ctx.optimizer.name, ctx.optimizer_impl, st.trained_elements,
+                                        st.largest_trained, ctx.state_bytes)
+        _, _, o_shard = zero_shards(w.shard_stage, w.shard_group)
+        step_tmp, foreach_tmp = shard(step_tmp, o_shard), shard(foreach_tmp, o_shard)
+        s = Phase("optimizer step", dict(base))
+        s.parts["gradients"] = grads_all
+        s.parts["optimizer_step_temporaries"] = step_tmp
+        phases.append(s)
+    else:
+        foreach_tmp = 0
+    return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp)

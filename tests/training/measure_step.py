@@ -1,0 +1,225 @@
+"""Measured truth for training memory: real training steps of a small random-weight transformers model.
+
+Run as a script in a fresh process (``python measure_step.py '<case json>'``); prints one JSON object.
+Nothing here imports llmsizer: every number comes from PyTorch's own tensors.
+
+- ``peak_bytes``: the peak of live tensor bytes over all steps, followed by :class:`LiveTensorBytes`, a
+  ``TorchDispatchMode`` that registers the storage of every tensor an operator returns and drops it when the
+  storage is freed (the method of ``torch.distributed._tools.mem_tracker.MemTracker``, which agrees with it to
+  the byte on full fine-tuning but refuses models with frozen parameters, so it cannot follow LoRA), with the
+  split at that peak into parameters, gradients, optimizer state and the rest.
+- ``param_bytes`` / ``grad_bytes`` / ``optimizer_state_bytes``: counted from the real tensors (unique parameter
+  storages, ``p.grad`` after the first backward, every distinct storage in ``optimizer.state``).
+- ``rss_train_delta_bytes``: process peak RSS (``ru_maxrss``) minus RSS just before the first step, a
+  cross-check; the caller sets ``MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0`` so that freed tensors
+  go back to the OS.
+- ``fake``: the whole run under ``FakeTensorMode`` (shapes, dtypes and lifetimes without arithmetic), for a
+  full-size model in seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import resource
+import sys
+from typing import Any
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _tensor_bytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
+
+
+class LiveTensorBytes:
+    """A TorchDispatchMode that follows the bytes of every live tensor storage and records the peak.
+
+    Every tensor an operator returns is registered by its storage (views share one storage); a weak
+    reference to the storage object drops it from the count when the storage is freed. At each new peak the
+    live bytes are split into parameters, gradients, optimizer state and the rest (activations and
+    temporaries), by asking which live storages ``classify`` attributes to which category.
+    """
+
+    def __init__(self, classify: Any) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tracker = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                tracker._track_tree(out)
+                return out
+
+        self.mode = _Mode()
+        self.classify = classify
+        self.live: dict[int, int] = {}
+        self._refs: dict[int, Any] = {}
+        self.current = 0
+        self.peak = 0
+        self.peak_breakdown: dict[str, int] = {}
+
+    def _track_tree(self, out: Any) -> None:
+        import torch
+        from torch.utils._pytree import tree_flatten
+
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self.track(t)
+
+    def track(self, t: Any) -> None:
+        import weakref
+
+        if t.device.type == "meta":
+            return
+        st = t.untyped_storage()
+        key = st._cdata
+        nbytes = st.nbytes()
+        if key in self.live:
+            if self.live[key] != nbytes:  # resized in place
+                self.current += nbytes - self.live[key]
+                self.live[key] = nbytes
+        else:
+            self.live[key] = nbytes
+            self.current += nbytes
+            self._refs[key] = weakref.ref(st, lambda _r, key=key: self._free(key))
+        if self.current > self.peak:
+            self.peak = self.current
+            self.peak_breakdown = self.classify(self.live)
+
+    def _free(self, key: int) -> None:
+        self.current -= self.live.pop(key, 0)
+        self._refs.pop(key, None)
+
+
+def main(case: dict[str, Any]) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    torch.manual_seed(case.get("seed", 0))
+    torch.set_num_threads(1)
+    base_rss = _rss_bytes()
+
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[case.get("dtype", "fp32")]
+    conf = transformers.AutoConfig.for_model(**copy.deepcopy(case["config"]))
+    conf._attn_implementation = case.get("attn", "sdpa")
+    fake: Any = contextlib.nullcontext()
+    if case.get("fake"):  # shapes and lifetimes only: a full-size model in seconds (no arithmetic is done)
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        fake = FakeTensorMode()
+    with fake, torch.device("cpu"):
+        model = transformers.AutoModelForCausalLM.from_config(conf, dtype=dtype)
+    model.train()
+    lora = case.get("lora")
+    if lora:
+        import peft
+
+        lcfg = peft.LoraConfig(r=lora["r"], lora_alpha=lora.get("alpha", 2 * lora["r"]),
+                               target_modules=lora["targets"], lora_dropout=lora.get("dropout", 0.0),
+                               use_dora=lora.get("dora", False), bias="none")
+        model = peft.get_peft_model(model, lcfg)
+    if case.get("grad_ckpt"):
+        model.gradient_checkpointing_enable()
+    params = [p for p in model.parameters() if p.requires_grad]
+    name = case.get("optimizer", "adamw")
+    with fake:
+        opt = _optimizer(torch, name, params, case.get("foreach", True))
+    return _run(torch, case, model, opt, params, conf, fake, base_rss)
+
+
+def _optimizer(torch: Any, name: str, params: list[Any], foreach: bool) -> Any:
+    if name == "adamw":
+        opt: Any = torch.optim.AdamW(params, lr=1e-4, foreach=foreach)
+    elif name == "sgd":
+        opt = torch.optim.SGD(params, lr=1e-3, foreach=foreach)
+    elif name == "sgd-momentum":
+        opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9, foreach=foreach)
+    elif name == "adafactor":
+        opt = torch.optim.Adafactor(params, lr=1e-3, foreach=foreach)
+    elif name == "adamw-8bit":
+        import bitsandbytes as bnb
+
+        opt = bnb.optim.AdamW8bit(params, lr=1e-4)
+    else:
+        raise ValueError(name)
+    return opt
+
+
+def _run(torch: Any, case: dict[str, Any], model: Any, opt: Any, params: list[Any], conf: Any, fake: Any,
+         base_rss: int) -> dict[str, Any]:
+    import time
+
+    b, s = case["batch"], case["seq"]
+    vocab = conf.get_text_config().vocab_size
+    with fake:
+        ids = torch.randint(0, vocab, (b, s))
+    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if case.get("autocast") == "bf16"
+                else contextlib.nullcontext())
+
+    seen: set[int] = set()
+    param_bytes = trainable_bytes = 0
+    for p in model.parameters():
+        key = p.untyped_storage()._cdata
+        if key in seen:
+            continue
+        seen.add(key)
+        param_bytes += p.untyped_storage().nbytes()
+        if p.requires_grad:
+            trainable_bytes += p.untyped_storage().nbytes()
+    buffer_bytes = sum(_tensor_bytes(x) for x in model.buffers())
+
+    grad_bytes = state_bytes = 0
+    t0 = time.time()
+    rss_before = _rss_bytes()
+
+    def storages(tensors: Any) -> dict[int, int]:
+        return {t.untyped_storage()._cdata: t.untyped_storage().nbytes() for t in tensors}
+
+    def classify(live: dict[int, int]) -> dict[str, int]:
+        groups = {
+            "parameters": storages(model.parameters()),
+            "gradients": storages(p.grad for p in model.parameters() if p.grad is not None),
+            "optimizer_state": storages(v for st in opt.state.values() for v in st.values() if torch.is_tensor(v)),
+        }
+        out = {k: sum(n for key, n in g.items() if key in live) for k, g in groups.items()}
+        out["activations_and_temporaries"] = sum(live.values()) - sum(out.values())
+        return out
+
+    tracker = LiveTensorBytes(classify)
+    for t in [*model.parameters(), *model.buffers(), ids]:
+        tracker.track(t)
+    with fake, tracker.mode:
+        for step in range(case.get("steps", 3)):
+            with autocast:
+                loss = model(input_ids=ids, labels=ids).loss
+            loss.backward()
+            del loss
+            if step == 0:
+                grad_bytes = sum(_tensor_bytes(p.grad) for p in params if p.grad is not None)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+    state_bytes = sum(storages(v for st in opt.state.values() for v in st.values() if torch.is_tensor(v)).values())
+    t1 = time.time()
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    trainable_count = sum(p.numel() for p in params)
+    return {
+        "peak_bytes": tracker.peak, "peak_by_category": tracker.peak_breakdown,
+        "param_bytes": param_bytes, "trainable_param_bytes": trainable_bytes, "buffer_bytes": buffer_bytes,
+        "trainable_params": trainable_count, "grad_bytes": grad_bytes, "optimizer_state_bytes": state_bytes,
+        "rss_delta_bytes": rss_peak - base_rss, "rss_train_delta_bytes": rss_peak - rss_before,
+        "loop_secs": round(t1 - t0, 2),
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(json.loads(sys.argv[1]))))

@@ -1,0 +1,88 @@
+"""`llmsizer train` through its own parser (``train_cmd.register``), as the main CLI will wire it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+
+import pytest
+
+from llmsizer.cli import train_cmd
+from llmsizer.errors import InputError, LlmsizerError, UnknownNameError
+from llmsizer.training import estimate_training, max_micro_batch
+
+
+def run(*argv: str) -> str:
+    p = argparse.ArgumentParser(prog="llmsizer")
+    sub = p.add_subparsers()
+    train_cmd.register(sub)
+    args = p.parse_args(["train", *argv])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert args.func(args) == 0
+    return out.getvalue()
+
+
+def test_json_equals_the_python_api() -> None:
+    data = json.loads(run("llama-3.1-8b", "--method", "lora", "--rank", "16", "--targets", "q,k,v,o",
+                          "--batch", "2", "--seq", "4k", "--grad-checkpointing", "full", "--json"))
+    api = estimate_training("llama-3.1-8b", method="lora", rank=16, targets="q,k,v,o", micro_batch=2, seq_len=4096,
+                            grad_checkpointing="full").to_dict()
+    assert data == json.loads(json.dumps(api, default=str))
+    assert data["kind"] == "training"
+    names = {i["name"] for i in data["items"]}
+    assert {"weights", "adapter_weights", "gradients", "optimizer_states", "activations"} <= names
+    assert any(a["name"] == "bytes_per_param" for a in data["assumptions"])
+
+
+def test_table_names_components_and_explains_16_vs_18() -> None:
+    text = run("qwen2.5-7b", "--gpus", "8", "--zero", "3", "--batch", "2", "--seq", "8192",
+               "--grad-checkpointing", "full", "--verbose")
+    for word in ("weights", "optimizer_states", "activations", "gathered_params", "TOTAL device", "peak at:",
+                 "bytes_per_param=18", "ZeRO-3 over 8"):
+        assert word in text
+    assert "sized with inference numbers" in text
+
+
+def test_offload_puts_states_on_the_host() -> None:
+    data = json.loads(run("llama-3.1-8b", "--gpus", "4", "--zero", "2", "--offload", "optimizer", "--json"))
+    host = {i["name"] for i in data["items"] if i["location"] == "host"}
+    assert {"host_optimizer_states", "host_gradients"} <= host
+    assert "host" in data["totals"]
+
+
+def test_reverse_questions() -> None:
+    text = run("llama-3.1-8b", "--method", "lora", "--seq", "2048", "--memory", "40GiB", "--max-batch", "--max-seq")
+    assert "largest micro-batch that fits:" in text and "longest sequence that fits:" in text
+    data = json.loads(run("llama-3.1-8b", "--method", "lora", "--seq", "2048", "--memory", "40GiB", "--max-batch",
+                          "--json"))
+    best = data["reverse"]["max_micro_batch"]
+    assert best == max_micro_batch("llama-3.1-8b", 40 * 2**30, method="lora", seq_len=2048) and best >= 1
+    fits = estimate_training("llama-3.1-8b", method="lora", seq_len=2048, micro_batch=best).total("device")[1]
+    over = estimate_training("llama-3.1-8b", method="lora", seq_len=2048, micro_batch=best + 1).total("device")[1]
+    assert fits <= 40 * 2**30 < over
+
+
+def test_qlora_and_moe_expert_parallel_run() -> None:
+    text = run("llama-3.1-8b", "--method", "qlora", "--rank", "64", "--batch", "2", "--seq", "4096",
+               "--memory", "24GiB")
+    assert "nf4-dq" in text and "paged_optimizer_states" in text
+    data = json.loads(run("qwen3-30b-a3b", "--gpus", "8", "--ep", "8", "--fsdp", "full", "--seq", "4096", "--json"))
+    assert any("experts / EP 8" in i["formula"] for i in data["items"] if i["name"] == "weights")
+
+
+@pytest.mark.parametrize(("argv", "error"), [
+    (["llama-3.1-8b", "--method", "lora", "--rank", "0"], InputError),
+    (["llama-3.1-8b", "--zero", "4"], InputError),
+    (["llama-3.1-8b", "--gpus", "3", "--tp", "3"], InputError),
+    (["llama-3.1-8b", "--targets", "q,xyz", "--method", "lora"], InputError),
+    (["llama-3.1-8bb"], UnknownNameError),
+    (["llama-3.1-8b", "--max-batch"], InputError),
+])
+def test_bad_input_raises_library_errors(argv: list[str], error: type) -> None:
+    with pytest.raises(error) as info:
+        run(*argv)
+    assert isinstance(info.value, LlmsizerError)
+    assert "\n" not in str(info.value)

@@ -1,0 +1,85 @@
+"""Bad training inputs fail early with one clear line naming the field and the allowed values."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.errors import InputError, LlmsizerError
+from llmsizer.readers.hf_config import spec_from_config
+from llmsizer.specs import TrainingWorkload
+from llmsizer.training import estimate_training, max_micro_batch
+
+LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
+         "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert text and "\n" not in text
+    return text
+
+
+@pytest.mark.parametrize(("fields", "words"), [
+    (dict(method="lora", rank=0), ["rank", "positive"]),
+    (dict(zero=4), ["zero", "0, 1, 2 or 3"]),
+    (dict(method="sft"), ["method", "full, lora, dora, qlora"]),
+    (dict(precision="bf32"), ["precision", "bf16-mixed"]),
+    (dict(optimizer="adamax"), ["optimizer", "adamw"]),
+    (dict(grad_checkpointing="some"), ["grad_checkpointing", "selective"]),
+    (dict(attention="xformers"), ["attention", "sdpa"]),
+    (dict(method="lora", targets="q,qkv"), ["LoRA target", "'qkv'"]),
+    (dict(gpus=3, tp=2), ["gpus", "tp x pp"]),
+    (dict(zero=2, fsdp="full"), ["ZeRO", "FSDP"]),
+    (dict(offload="params", zero=2, gpus=2), ["offload='params'", "zero=3"]),
+    (dict(micro_batch=0), ["micro_batch", "positive"]),
+    (dict(method="qlora", precision="fp32"), ["qlora", "bf16"]),
+    (dict(sequence_parallel=True), ["sequence_parallel", "tp > 1"]),
+    (dict(optimizer_in_backward=True, grad_accumulation=4), ["optimizer_in_backward", "grad_accumulation"]),
+])
+def test_workload_rejects(fields: dict, words: list[str]) -> None:
+    with pytest.raises(InputError) as info:
+        TrainingWorkload(**fields)
+    text = _one_line(info.value)
+    for w in words:
+        assert w in text
+
+
+def test_tensor_parallel_must_divide_heads() -> None:
+    spec = spec_from_config(LLAMA, name="llama-7b")
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, gpus=3, tp=3)
+    assert "does not divide the 32 attention heads" in _one_line(info.value)
+
+
+def test_qlora_needs_quantizable_linears() -> None:
+    gptq = dict(LLAMA, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128})
+    spec = spec_from_config(gptq, name="llama-7b-gptq")
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, method="qlora")
+    assert "already gptq-quantized" in _one_line(info.value)
+
+
+def test_expert_parallel_needs_moe() -> None:
+    spec = spec_from_config(LLAMA, name="llama-7b")
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, gpus=2, ep=2)
+    assert "mixture-of-experts" in _one_line(info.value)
+
+
+def test_lora_target_missing_in_model_and_dora_on_experts() -> None:
+    moe = {"model_type": "qwen3_moe", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_experts": 4,
+           "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+    spec = spec_from_config(moe, name="tiny-moe")
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, method="dora", targets="q,gate,up")
+    assert "DoRA cannot adapt routed experts" in _one_line(info.value)
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, method="lora", targets="gate")
+    assert "target both gate and up" in _one_line(info.value)
+
+
+def test_reverse_questions_need_a_budget() -> None:
+    spec = spec_from_config(LLAMA, name="llama-7b")
+    with pytest.raises(LlmsizerError):
+        max_micro_batch(spec, 0)
