@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
-from . import fit_cmd, hardware_cmd, infer_cmd, model_cmds, recommend_cmd, train_cmd
+from . import fit_cmd, hardware_cmd, infer_cmd, model_cmds, plan_cmd, recommend_cmd, request_cmd, train_cmd
 
 EPILOG = """examples:
+  llmsizer plan examples/lora-finetune-and-chat.yaml -o report.html
+  llmsizer request new -o my-request.yaml
   llmsizer models qwen
   llmsizer inspect meta-llama/Llama-3.1-8B
   llmsizer infer llama-3.1-8b --weights q4_k_m --engine llamacpp --context 8192
@@ -39,6 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     hardware_cmd.register(sub)
     fit_cmd.register(sub)
     recommend_cmd.register(sub)
+    plan_cmd.register(sub)
+    request_cmd.register(sub)
     return p
 
 

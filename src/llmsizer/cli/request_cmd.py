@@ -1,0 +1,94 @@
+"""`llmsizer request new|check|schema`: write a commented request template, validate a request, print the
+request's JSON Schema."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..request import RequestError, load_request
+from ..request.spec import TrainingJob
+from .plan_cmd import write_atomic
+
+EPILOG = """examples:
+  llmsizer request new -o my-request.yaml
+  llmsizer request check my-request.yaml
+  llmsizer request check my-request.yaml --json
+  llmsizer request schema -o request.schema.json
+
+A request describes each training and inference job separately (model, data, checkpoints, hand-over; traffic,
+service hours, access, operations), with optional resources, budget and deadline. Plan it with `llmsizer plan`.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("request", help="resource requests: write a template, validate one, print the JSON Schema",
+                       description="Work with request files: `new` writes a commented template listing every field, "
+                                   "`check` validates a request (each problem on one line with its line number), "
+                                   "`schema` prints the JSON Schema.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    rs = p.add_subparsers(dest="request_command", metavar="ACTION", parser_class=type(p))
+    n = rs.add_parser("new", help="write a commented request template", epilog=EPILOG,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    n.add_argument("-o", "--output", help="file to write (default: print it)")
+    n.add_argument("--force", action="store_true", help="overwrite an existing file")
+    n.set_defaults(func=cmd_new)
+    c = rs.add_parser("check", help="validate a request file", epilog=EPILOG,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("request", help="request file (YAML or JSON)")
+    c.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
+    c.add_argument("--json", action="store_true", help="print the validated request (or the errors) as JSON")
+    c.set_defaults(func=cmd_check)
+    s = rs.add_parser("schema", help="print the JSON Schema of request files", epilog=EPILOG,
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("-o", "--output", help="file to write (default: print it)")
+    s.set_defaults(func=cmd_schema)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ..request.template import template
+    text = template()
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise InputError(f"{out} exists; use --force to overwrite it")
+    write_atomic(out, text)
+    print(f"template written to {out}; fill it in, then: llmsizer request check {out}")
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    try:
+        req = load_request(args.request, hardware_files=args.hardware_file)
+    except RequestError as e:
+        if args.json:
+            json.dump({"valid": False, "errors": e.errors}, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+        for line in e.errors:
+            print(f"llmsizer: error: {line}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump({"valid": True, "request": req.to_dict()}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    n_train = sum(isinstance(j, TrainingJob) for j in req.jobs)
+    print(f"{args.request}: valid request with {len(req.jobs)} job(s): {n_train} training, "
+          f"{len(req.jobs) - n_train} inference ({', '.join(j.name for j in req.jobs)})")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from ..request.schema import schema_text
+    if args.output:
+        write_atomic(Path(args.output), schema_text())
+        print(f"schema written to {args.output}")
+    else:
+        sys.stdout.write(schema_text())
+    return 0

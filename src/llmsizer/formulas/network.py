@@ -1,0 +1,211 @@
+"""Network traffic of training (collectives between devices) and of serving (requests in, tokens out).
+
+Units: bytes [B], bandwidth [B/s], time [s], rates [1/s]. Pure functions.
+
+Training collectives
+--------------------
+A ring all-reduce of S bytes over n ranks sends (and receives) per rank (Patarasuk & Yuan 2009, "Bandwidth
+optimal all-reduce algorithms for clusters of workstations", J. Parallel Distrib. Comput. 69(2); NCCL-tests
+``doc/PERFORMANCE.md``: bus bandwidth = algorithm bandwidth x 2 (n - 1) / n)::
+
+    V_allreduce = 2 (n - 1) / n S                                                         (1)
+    V_reduce_scatter = V_all_gather = (n - 1) / n S                                       (2)
+
+Data parallelism over d ranks, per optimizer step of m micro-batches, with G gradient bytes and W weight bytes
+per model replica (ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054, section 7: baseline DP all-reduces the
+gradients, 2 Psi; P_os and P_os+g reduce-scatter gradients and all-gather the updated parameters, 2 Psi; P_os+g+p
+all-gathers the parameters for the forward and again for the backward and reduce-scatters gradients, 3 Psi,
+"1.5x" DP)::
+
+    DDP (gradients accumulated locally, no_sync):  V = 2 (d - 1) / d G                    (3a)
+    ZeRO-1:  V = (d - 1) / d G + (d - 1) / d W                                            (3b)
+    ZeRO-2:  V = m (d - 1) / d G + (d - 1) / d W   (partitioned gradients: reduced every micro-batch)  (3c)
+    ZeRO-3 / FSDP full:  V = m [2 (d - 1) / d W + (d - 1) / d G]                          (3d)
+
+Tensor parallelism over t devices: two all-reduces of the [b, s, h] activations in each layer's forward and two
+in its backward (Shoeybi et al. 2019, Megatron-LM, arXiv 1909.08053, section 3 and Figure 4; Narayanan et al. 2021,
+arXiv 2104.04473, section 3.2), per micro-batch of b sequences of s tokens on a stage of L layers, a bytes per
+activation element::
+
+    V_tp = 4 L 2 (t - 1) / t b s h a                                                      (4)
+
+Pipeline parallelism: each stage boundary sends the activations forward and receives their gradients backward,
+b s h a bytes each way per micro-batch (Narayanan et al. 2021 section 3.2, point-to-point)::
+
+    V_pp = 2 b s h a                                                                      (5)
+
+Time on a link of bandwidth B, and the share of a step spent communicating if nothing overlaps (an upper bound:
+DDP and ZeRO overlap bucketed communication with the backward)::
+
+    t = V / B                                                                             (6)
+    share = t_comm / (t_comm + t_compute)                                                 (7)
+
+Across machines the ring is limited by each device's share of its machine's network: B_dev = B_node / g for g
+devices per machine (NCCL runs one ring per NIC; a p5.48xlarge has 3200 Gb/s for 8 GPUs = 50 GB/s each)::
+
+    B_dev = B_node / g                                                                    (8)
+
+Serving
+-------
+Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
+system, so with C requests in flight each taking W seconds::
+
+    lambda = C / W,   W = TTFT + O / r_user                                               (9)
+
+Traffic in and out: prompt text of P tokens and generated text of O tokens at c bytes per token (about 4 B of
+UTF-8 per token of English, OpenAI's rule of thumb), plus a fixed envelope per request and response; streamed
+output sends one server-sent event per token, each in its own TLS record and TCP segment::
+
+    ingress = lambda (P c + o_req),   egress = lambda (O c_out + o_resp)                  (10)
+
+with c_out = c for a whole response, or the bytes of one SSE chunk + TLS 1.3 record overhead (5 B header + 1 B
+content type + 16 B AEAD tag, RFC 8446 section 5.2) + TCP/IPv4 headers (20 + 20 + 12 B timestamp option, RFC 791,
+RFC 9293, RFC 7323) for a stream. The envelopes are measured from the literal examples below (``len()`` of each).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+
+TEXT_BYTES_PER_TOKEN = 4.0  # OpenAI help: 1 token ~= 4 characters of English text
+
+# One OpenAI-compatible streaming chunk (the chat.completion.chunk object; vLLM's server sends the same shape).
+SSE_CHUNK_EXAMPLE = (
+    'data: {"id":"chatcmpl-0123456789abcdef0123456789abcdef","object":"chat.completion.chunk",'
+    '"created":1730000000,"model":"llama-3.1-8b","choices":[{"index":0,"delta":{"content":" word"},'
+    '"logprobs":null,"finish_reason":null}]}\n\n'
+)
+TLS13_RECORD_OVERHEAD = 5 + 1 + 16  # RFC 8446 5.2: header, inner content type, AEAD tag
+TCP_IP_HEADERS = 20 + 20 + 12  # IPv4 + TCP + timestamp option
+STREAM_BYTES_PER_TOKEN = len(SSE_CHUNK_EXAMPLE.encode()) + TLS13_RECORD_OVERHEAD + TCP_IP_HEADERS
+
+# Request and response envelopes around the text (headers + JSON without the text itself).
+REQUEST_ENVELOPE_EXAMPLE = (
+    "POST /v1/chat/completions HTTP/1.1\r\nHost: llm.internal.example.com\r\n"
+    "Authorization: Bearer sk-0123456789abcdef0123456789abcdef0123456789abcdef\r\n"
+    "Content-Type: application/json\r\nContent-Length: 4096\r\nAccept: text/event-stream\r\n\r\n"
+    '{"model":"llama-3.1-8b","messages":[{"role":"system","content":""},{"role":"user","content":""}],'
+    '"stream":true,"max_tokens":512,"temperature":0.7}'
+)
+RESPONSE_ENVELOPE_EXAMPLE = (
+    "HTTP/1.1 200 OK\r\ndate: Mon, 01 Jan 2025 00:00:00 GMT\r\nserver: uvicorn\r\n"
+    "content-type: application/json\r\ncontent-length: 1024\r\n\r\n"
+    '{"id":"chatcmpl-0123456789abcdef0123456789abcdef","object":"chat.completion","created":1730000000,'
+    '"model":"llama-3.1-8b","choices":[{"index":0,"message":{"role":"assistant","content":""},'
+    '"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":300,'
+    '"total_tokens":1300}}'
+)
+REQUEST_OVERHEAD_BYTES = len(REQUEST_ENVELOPE_EXAMPLE.encode())
+RESPONSE_OVERHEAD_BYTES = len(RESPONSE_ENVELOPE_EXAMPLE.encode())
+
+
+def _check(n: int) -> None:
+    if n < 1:
+        raise InputError(f"ranks must be >= 1, got {n}")
+
+
+def allreduce_bytes(nbytes: float, n: int) -> float:
+    """Eq. (1): bytes each of ``n`` ranks sends in a ring all-reduce of ``nbytes``.
+
+    >>> allreduce_bytes(1000, 4)
+    1500.0
+    """
+    _check(n)
+    return 2.0 * (n - 1) / n * nbytes
+
+
+def reduce_scatter_bytes(nbytes: float, n: int) -> float:
+    """Eq. (2): bytes each rank sends in a reduce-scatter (or all-gather) of ``nbytes``."""
+    _check(n)
+    return (n - 1) / n * nbytes
+
+
+all_gather_bytes = reduce_scatter_bytes
+
+
+def data_parallel_step_bytes(grad_bytes: float, weight_bytes: float, dp: int, stage: int,
+                             micro_batches: int = 1) -> float:
+    """Eqs. (3a-d): bytes each data-parallel rank sends per optimizer step.
+
+    ``stage`` 0 = DDP, 1-3 = ZeRO stage (FSDP grad_op = 2, full = 3).
+
+    >>> data_parallel_step_bytes(100, 100, 2, 0), data_parallel_step_bytes(100, 100, 2, 3, micro_batches=2)
+    (100.0, 300.0)
+    """
+    _check(dp)
+    if micro_batches < 1:
+        raise InputError(f"micro_batches must be >= 1, got {micro_batches}")
+    if stage == 0:
+        return allreduce_bytes(grad_bytes, dp)
+    if stage == 1:
+        return reduce_scatter_bytes(grad_bytes, dp) + all_gather_bytes(weight_bytes, dp)
+    if stage == 2:
+        return micro_batches * reduce_scatter_bytes(grad_bytes, dp) + all_gather_bytes(weight_bytes, dp)
+    if stage == 3:
+        return micro_batches * (2 * all_gather_bytes(weight_bytes, dp) + reduce_scatter_bytes(grad_bytes, dp))
+    raise InputError(f"ZeRO stage must be 0-3, got {stage}")
+
+
+def tensor_parallel_bytes(layers: int, tokens: int, hidden_size: int, act_bytes: int, tp: int) -> float:
+    """Eq. (4): bytes each TP rank sends per micro-batch of ``tokens`` (= b s) tokens over ``layers`` layers.
+
+    >>> tensor_parallel_bytes(1, 10, 10, 2, 2)   # 4 all-reduces of 200 B over 2 ranks: 4 x 200
+    800.0
+    """
+    _check(tp)
+    return 4.0 * layers * allreduce_bytes(float(tokens) * hidden_size * act_bytes, tp)
+
+
+def pipeline_bytes(tokens: int, hidden_size: int, act_bytes: int) -> float:
+    """Eq. (5): bytes across one stage boundary per micro-batch (activations forward + gradients back)."""
+    return 2.0 * tokens * hidden_size * act_bytes
+
+
+def transfer_seconds(nbytes: float, bandwidth: float) -> float:
+    """Eq. (6): seconds to move ``nbytes`` at ``bandwidth`` [B/s]."""
+    if bandwidth <= 0:
+        raise InputError(f"bandwidth must be positive, got {bandwidth}")
+    return nbytes / bandwidth
+
+
+def comm_share(comm_seconds: float, compute_seconds: float) -> float:
+    """Eq. (7): share of a step spent communicating when nothing overlaps."""
+    total = comm_seconds + compute_seconds
+    return comm_seconds / total if total > 0 else 0.0
+
+
+def device_share_of_node_bandwidth(node_bandwidth: float, devices_per_node: int) -> float:
+    """Eq. (8): one device's share of its machine's network [B/s]."""
+    _check(devices_per_node)
+    return node_bandwidth / devices_per_node
+
+
+def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float) -> float:
+    """Eq. (9): time one request spends in the server: prefill then decode of its output."""
+    if tokens_per_second_per_user <= 0:
+        raise InputError("tokens_per_second_per_user must be positive")
+    return ttft + output_tokens / tokens_per_second_per_user
+
+
+def littles_law_rate(concurrency: float, seconds_per_request: float) -> float:
+    """Eq. (9): arrival rate [1/s] that keeps ``concurrency`` requests in flight.
+
+    >>> littles_law_rate(16, 8.0)
+    2.0
+    """
+    if seconds_per_request <= 0:
+        raise InputError("seconds_per_request must be positive")
+    return concurrency / seconds_per_request
+
+
+def ingress_bytes_per_second(rate: float, prompt_tokens: float, bytes_per_token: float = TEXT_BYTES_PER_TOKEN,
+                             overhead: float = REQUEST_OVERHEAD_BYTES) -> float:
+    """Eq. (10): bytes/s arriving at the service."""
+    return rate * (prompt_tokens * bytes_per_token + overhead)
+
+
+def egress_bytes_per_second(rate: float, output_tokens: float, stream: bool = True,
+                            overhead: float = RESPONSE_OVERHEAD_BYTES) -> float:
+    """Eq. (10): bytes/s leaving the service (streamed: one SSE chunk per token)."""
+    per_token = STREAM_BYTES_PER_TOKEN if stream else TEXT_BYTES_PER_TOKEN
+    return rate * (output_tokens * per_token + overhead)

@@ -1,0 +1,136 @@
+"""The plan of a whole request: each job planned separately (training first, so a service can serve a trained
+model), the totals, the checks, and the plan-wide charts. Routing only."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..request.reader import load_request
+from ..request.spec import InferenceJob, Job, Request, TrainingJob
+from ..result import Assumption
+from .checks import run_checks
+from .common import Sec
+from .hardware import PlanContext
+from .inference import plan_inference
+from .result import Chart, JobPlan, Plan, Section, Series
+from .training import plan_training
+
+GENERAL_NOTES = (
+    "Training and inference are sized separately: full training needs several times the memory of serving the "
+    "same model (weights + gradients + optimizer states + activations), parameter-efficient fine-tuning a little "
+    "more than serving.",
+)
+
+
+def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), today: _dt.date | None = None,
+              alternatives: bool = True) -> Plan:
+    """Plan every job of ``request`` and run the checks. ``alternatives=False`` skips the catalog search for
+    other hardware (the cost-per-option comparison) for jobs whose resources are named.
+
+    >>> from llmsizer.request import parse_request
+    >>> req = parse_request('''
+    ... jobs:
+    ...   - {name: chat, kind: inference, model: {name: qwen2.5-0.5b}, resources: {device: l4},
+    ...      traffic: {concurrency: {typical: 2, peak: 8}, context: {typical: 2k, peak: 4k}}}
+    ... ''')
+    >>> plan = make_plan(req)
+    >>> plan.job("chat").facts["fits"]
+    True
+    """
+    ctx = PlanContext(hardware_files=tuple(hardware_files), today=today or _dt.date.today(), alternatives=alternatives)
+    plans: dict[str, JobPlan] = {}
+    trained: dict[str, TrainingJob] = {}
+    for job in request.jobs:
+        if isinstance(job, TrainingJob):
+            with _about(request, job):
+                plans[job.name] = plan_training(job, request, ctx)
+            trained[job.name] = job
+    for job in request.jobs:
+        if isinstance(job, InferenceJob):
+            with _about(request, job):
+                plans[job.name] = plan_inference(job, request, ctx, trained)
+    ordered = tuple(plans[j.name] for j in request.jobs)
+    checks = run_checks(request, plans)
+    totals = _totals(request, ordered)
+    charts = (_memory_chart(ordered),)
+    title = request.title or Path(request.source).stem
+    return Plan(title, request.source, ordered, totals, checks, charts, GENERAL_NOTES, tuple(ctx.notes),
+                request.to_dict())
+
+
+@contextmanager
+def _about(request: Request, job: Job) -> Iterator[None]:
+    """Name the file, line and job in an input error raised while planning (e.g. a TP degree that does not
+    divide the model's heads, found only once the model is known)."""
+    try:
+        yield
+    except InputError as e:
+        raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
+
+
+def plan_file(path: str | Path, *, hardware_files: Sequence[str | Path] = (), today: _dt.date | None = None,
+              alternatives: bool = True) -> Plan:
+    """Read, validate and plan a request file."""
+    return make_plan(load_request(path, hardware_files=hardware_files), hardware_files=hardware_files, today=today,
+                     alternatives=alternatives)
+
+
+def _totals(req: Request, jobs: tuple[JobPlan, ...]) -> Section:
+    t = Sec("totals", "Totals")
+    devices: dict[str, int] = {}
+    for j in jobs:
+        if j.hardware.device:
+            devices[j.hardware.device] = devices.get(j.hardware.device, 0) + j.hardware.count
+    t.add("devices", "devices", ", ".join(f"{n} x {d}" for d, n in devices.items()) or "none", "text",
+          "sum over jobs (jobs on the same pool may share them)")
+    t.add("storage", "storage to provision", sum(j.facts.get("storage_total") or 0 for j in jobs), "B_disk",
+          "sum of the jobs' storage")
+    one_off = [j.facts.get("cost_total") for j in jobs if j.kind == "training"]
+    t.add("training_cost", "training runs", sum(x for x in one_off if x) if any(one_off) else None, "USD",
+          "sum of run costs (by the hour)")
+    monthly = [j.facts.get("cost_month") for j in jobs if j.kind == "inference"]
+    t.add("services_month", "services per month", sum(x for x in monthly if x) if any(monthly) else None, "USD",
+          "sum of monthly costs (by the hour)")
+    svc_total = [j.facts.get("cost_total") for j in jobs if j.kind == "inference"]
+    t.add("services_total", "services over their duration",
+          sum(x for x in svc_total if x) if any(svc_total) else None, "USD")
+    everything = [j.facts.get("cost_total") for j in jobs]
+    t.add("total", "total estimated cost", sum(x for x in everything if x) if any(everything) else None, "USD",
+          "training runs + services over their duration" + (
+              "; unpriced jobs not counted" if any(x is None for x in everything) else ""))
+    t.add("budget", "budget (request)", req.budget.total, "USD", "budget.total")
+    t.add("budget_month", "monthly budget (request)", req.budget.per_month, "USD", "budget.per_month")
+    return t.build()
+
+
+def _memory_chart(jobs: tuple[JobPlan, ...]) -> Chart:
+    """Memory per device of each job as stacked components (at the peak of training, the peak load of serving)."""
+    names: list[str] = []
+    rows: list[dict[str, float]] = []
+    limits: list[tuple[int, float]] = []
+    for i, j in enumerate(jobs):
+        row: dict[str, float] = {}
+        if j.estimate is not None:
+            loc: Any = j.estimate.primary_location
+            for it in j.estimate.items:
+                if it.location == loc and it.bytes > 0:
+                    row[it.name] = row.get(it.name, 0.0) + float(it.bytes)
+                    if it.name not in names:
+                        names.append(it.name)
+        rows.append(row)
+        budget = j.facts.get("memory_budget")
+        if budget:
+            limits.append((i, float(budget)))
+    series = tuple(Series(n, tuple((float(i), r.get(n, 0.0)) for i, r in enumerate(rows))) for n in names)
+    cats = tuple(f"{j.name} ({j.kind})" for j in jobs)
+    return Chart("memory-breakdown", "Memory per device by job", "stacked-bars", "job", "memory per device", "B",
+                 series, categories=cats, limits=tuple(limits),
+                 note="training at its peak moment; services at their peak load per replica; ticks: device budget")
+
+
+__all__ = ["Assumption", "make_plan", "plan_file"]

@@ -1,0 +1,103 @@
+"""The hardware a job is planned on: resolve the request's resources against the hardware catalog, or turn a
+recommendation into the same shape. Routing only: prices, memories and bandwidths are the catalog's values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
+from ..hardware.fit import link_bandwidth_for, usable_memory
+from ..hardware.recommend import Option
+from ..request.spec import Resources
+from ..result import Assumption
+from .result import Hardware
+
+
+@dataclass
+class PlanContext:
+    """What every job's plan shares: the hardware catalog, user hardware files, today's date."""
+
+    hardware_files: tuple[str | Path, ...] = ()
+    today: Any = None
+    catalog: HardwareCatalog | None = None
+    alternatives: bool = True  # search the catalog for alternatives (cost per option) even when resources are named
+    notes: list[Assumption] = field(default_factory=list)
+
+    def cat(self) -> HardwareCatalog:
+        if self.catalog is None:
+            self.catalog = load_catalog(self.hardware_files)
+        return self.catalog
+
+
+def _price(res: Resources, device: Device, instance: Instance | None, count: int, nodes: int) -> tuple[float | None, str]:
+    if res.price_per_hour is not None:
+        return res.price_per_hour, "given in the request"
+    if instance is not None and instance.price_per_hour is not None:
+        p = instance.price
+        src = f"{p.source}, {p.date}" if p is not None else ""
+        return instance.price_per_hour * nodes, f"on-demand {instance.id} x {nodes} in {instance.region} ({src})"
+    if device.price is not None:
+        return float(device.price.base) * count, f"{device.id} hourly price x {count} (hardware file)"
+    return None, "unknown: no catalog price; give resources.price_per_hour"
+
+
+def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device | None, Instance | None]:
+    """The Hardware a request names (None when it names none)."""
+    if not res.given:
+        return None, None, None
+    cat = ctx.cat()
+    instance: Instance | None = None
+    if res.instance is not None:
+        hw = cat.find(res.instance)
+        instance = hw if isinstance(hw, Instance) else None
+    device = instance.device if instance is not None else cat.device(str(res.device))
+    nodes = res.nodes or 1
+    if instance is not None:
+        count = instance.device_count * nodes
+    else:
+        count = res.count or nodes
+    usable, _ = usable_memory(device, res.memory)
+    price, basis = _price(res, device, instance, count, nodes)
+    link = None
+    if res.interconnect is not None and cat.interconnect(res.interconnect) is not None:
+        ic = cat.interconnect(res.interconnect)
+        link = float(ic.bandwidth.base) if ic is not None else None
+    elif count // nodes > 1:
+        link = link_bandwidth_for(device, instance, ctx.hardware_files)
+    node_bw = res.network
+    if node_bw is None and instance is not None and instance.network is not None:
+        node_bw = float(instance.network.base)
+    return Hardware("requested", device.id, device.name, device.kind, count, nodes, instance.id if instance else None,
+                    usable, price, basis, res.pool, link, node_bw), device, instance
+
+
+def from_option(o: Option, res: Resources, ctx: PlanContext) -> tuple[Hardware, Device, Instance | None]:
+    """The Hardware of a recommended option (replicas of an instance become nodes)."""
+    cat = ctx.cat()
+    hw = cat.find(o.target)
+    instance = hw if isinstance(hw, Instance) else None
+    device = instance.device if instance is not None else cat.device(o.device)
+    nodes = max(1, o.replicas) if instance is not None else 1
+    count = o.count * nodes
+    usable, _ = usable_memory(device, res.memory)
+    link = link_bandwidth_for(device, instance, ctx.hardware_files) if o.count > 1 else None
+    node_bw = float(instance.network.base) if instance is not None and instance.network is not None else None
+    price = o.price_per_hour
+    basis = ("on-demand, from `llmsizer recommend`" if price is not None else "unknown: no catalog price")
+    return Hardware("suggested", device.id, device.name, device.kind, count, nodes, instance.id if instance else None,
+                    usable, price, basis, res.pool, link, node_bw, o.engine or None, o.tensor_parallel,
+                    o.replicas), device, instance
+
+
+def none_hardware(res: Resources) -> Hardware:
+    return Hardware("none", pool=res.pool)
+
+
+def option_dict(o: Option, basis: str) -> dict[str, Any]:
+    """A compact record of one alternative (for the cost-per-option chart and tables)."""
+    return {"target": o.target, "name": o.name, "hardware": f"{o.count} x {o.device}" + (
+        f" x{o.replicas}" if o.replicas > 1 else ""), "status": o.status, "price_per_hour": o.price_per_hour,
+        "run_cost": o.run_cost, "training_seconds": o.training_seconds, "weights_format": o.weights_format,
+        "tokens_per_second": o.tokens_per_second, "basis": basis, "reasons": list(o.reasons)}

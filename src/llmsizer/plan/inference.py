@@ -1,0 +1,470 @@
+"""Plan one inference (serving) job: memory per device at typical and peak load and the hardware it fits, speed,
+storage, network in and out, operations, and cost by the hour or reserved. Routing only: memory from
+``estimate_inference`` / ``hardware.fit``, alternatives from ``hardware.recommend``, numbers from the formula
+modules."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import InputError, LlmsizerError
+from ..formulas import network as N
+from ..formulas import storage as S
+from ..formulas.cost import cost_per_million_tokens
+from ..formulas.lora import lora_params
+from ..formulas.params import count_params
+from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from ..hardware import efficiency as E
+from ..hardware.fit import FitResult, choose_tensor_parallel, default_engine, fit
+from ..hardware.recommend import Constraints, recommend_inference
+from ..inference import estimate_inference
+from ..models import load_model
+from ..request.quantities import HOURS_PER_MONTH
+from ..request.spec import InferenceJob, Request, TrainingJob
+from ..result import Assumption, Estimate
+from ..specs import ModelSpec
+from ..specs.training import ALL_LINEAR
+from ..units import format_bytes, format_count
+from . import pricing as P
+from .common import Notes, Sec, deadline_seconds, geometric_points
+from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
+from .result import Chart, Hardware, JobPlan, Series
+
+
+class _Skip(Exception):
+    """No catalog search wanted."""
+
+
+LORA_DTYPE_BYTES = 2  # vLLM allocates LoRA buffers in the model dtype (bf16/fp16)
+VLLM_DEFAULT_MAX_LORAS = 1  # vLLM EngineArgs --max-loras default
+VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
+
+
+def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
+         context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
+    return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
+               output_tokens=output, memory=memory, kv_dtype=job.kv_cache_dtype, dtype=job.precision,
+               hardware_files=ctx.hardware_files)
+
+
+def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
+    """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on every linear layer it can
+    adapt (vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
+    the model dtype, split over ``tp`` tensor-parallel devices. Eq. (1) of formulas/lora.py per module."""
+    per_adapter = lora_params(spec, rank, ALL_LINEAR).total * LORA_DTYPE_BYTES
+    return math.ceil(slots * per_adapter / max(1, tp))
+
+
+def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: dict[str, TrainingJob]) -> JobPlan:
+    notes = Notes()
+    spec = load_model(str(job.model.name))
+    pc = count_params(spec)
+    t = job.traffic
+    conc_peak = int(t.concurrency.worst or 1)
+    conc_typ = int(t.concurrency.typical or conc_peak)
+    ctx_peak = int(notes.assume("context", 4096, t.context.worst, "no traffic.context given: 4096 tokens"))
+    ctx_typ = int(t.context.typical or ctx_peak)
+    out_peak = int(notes.assume("output", min(256, ctx_peak // 2), t.output.worst,
+                                "no traffic.output given: min(256, context / 2) tokens"))
+    out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
+    fmt = job.quantization or job.precision
+    src = sources.get(job.model.from_job or "")
+    deadline_seconds(job, req, ctx.today, notes)
+
+    # ---- hardware and fit at peak ----
+    hw, device, instance = requested(job.resources, ctx)
+    cons = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
+                       max_cost_per_hour=job.budget.per_hour)
+    rec = None
+    try:
+        if not (ctx.alternatives or hw is None):
+            raise _Skip
+        rec = recommend_inference(spec, context=ctx_peak, concurrency=conc_peak, output_tokens=out_peak,
+                                  weights=job.quantization, constraints=cons, hardware_files=ctx.hardware_files,
+                                  catalog=ctx.cat(), quantization_advice=False)
+    except _Skip:
+        pass
+    except LlmsizerError as e:
+        notes.warnings.append(f"no alternatives searched: {e}")
+    options = [option_dict(o, "on-demand price x service hours") for o in (rec.options[:6] if rec else ())]
+    if hw is None and rec is not None and rec.chosen is not None:
+        hw, device, instance = from_option(rec.chosen, job.resources, ctx)
+        fmt = rec.chosen.weights_format or fmt
+        notes.advice.append(f"no resources named: planned on {hw.label} at {fmt}, the cheapest option `llmsizer "
+                            "recommend` finds that fits the peak load and meets the latency limits")
+    f_peak = f_typ = None
+    tp, replicas = 1, 1
+    if hw is not None and device is not None:
+        # one replica = tp devices of one machine; the load is spread evenly over all replicas
+        engine_hint = job.engine or default_engine(device, hw.per_node)
+        tp = 1 if engine_hint == "llamacpp" or device.kind in ("cpu", "apple") else \
+            choose_tensor_parallel(spec, hw.per_node)
+        replicas = max(1, hw.per_node // tp) * hw.nodes
+        if replicas > 1:
+            notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
+                                                f"replicas of {tp} (tensor parallel within a machine); the load is "
+                                                "split evenly"))
+        try:
+            f_peak = _fit(spec, device, tp, job, fmt, job.engine, ctx_peak, math.ceil(conc_peak / replicas),
+                          out_peak, ctx, job.resources.memory)
+            f_typ = _fit(spec, device, tp, job, fmt, job.engine, ctx_typ, math.ceil(conc_typ / replicas), out_typ,
+                         ctx, job.resources.memory)
+        except InputError as e:
+            notes.warnings.append(f"cannot fit on {hw.label}: {e}")
+            notes.facts["fit_error"] = str(e)
+        if f_peak is not None:
+            hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
+                             "tensor_parallel": tp, "replicas": replicas})
+    if hw is None:
+        hw = none_hardware(job.resources)
+    engine = f_peak.engine if f_peak else (job.engine or "vllm")
+    fmt_used = f_peak.weights_format if f_peak else (normalize_format(fmt) if fmt else stored_format(spec)[0])
+    on_cpu = hw.device_kind == "cpu"
+
+    # ---- memory ----
+    mem = Sec("memory", "Memory per device")
+    per_rep_peak = math.ceil(conc_peak / replicas)
+    need_est = _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu)
+    loc = "host" if on_cpu else "device"
+    need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]
+    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
+            "weights + KV cache + activations + runtime (estimate_inference)", "inference/compose.py")
+    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu)
+    mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
+            need_typ_est.total(loc)[1] if need_typ_est else None, "B")  # type: ignore[arg-type]
+    usable = hw.memory_per_device
+    budget_dev = f_peak.budget_per_device if f_peak else (int(usable * (1 - E.DEFAULT_HEADROOM)) if usable else None)
+    mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
+    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {E.DEFAULT_HEADROOM:g} headroom)")
+    adapters = _adapters(job, spec, src, tp, notes)
+    if adapters["mode"] == "dynamic":
+        mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
+                adapters["slot_bytes"], "B", "slots x LoRA params on every linear x 2 B / TP (vLLM --max-loras, "
+                "--max-lora-rank)", "vLLM lora/models.py LoRAModelManager")
+    fits = f_peak.fits if f_peak else None
+    if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
+        try:
+            f_dyn = _fit(spec, device, tp, job, fmt_used, engine, ctx_peak, math.ceil(conc_peak / replicas),
+                         out_peak, ctx, usable - adapters["slot_bytes"])
+            fits = f_dyn.fits
+            f_peak = f_dyn
+        except InputError:
+            pass
+    mem.add("fits", "peak load fits", fits, "bool", f_peak.reasons[0] if f_peak and f_peak.reasons else "")
+    if f_peak is not None and f_peak.estimate is not None and "max_concurrency_at_context" in f_peak.estimate.details:
+        mem.add("admitted", f"sequences of {ctx_peak} tokens the KV pool admits per replica",
+                f_peak.estimate.details["max_concurrency_at_context"], "count", "vLLM KV pool / KV per sequence")
+    mem.add("weights", "weights per device", need_est.details.get("weights_bytes") if need_est else None, "B",
+            f"{fmt_used}" + (f", / TP {tp}" if tp > 1 else ""))
+    notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev})
+
+    # ---- speed ----
+    spd = Sec("speed", "Speed")
+    sp_peak = f_peak.speed if f_peak else None
+    sp_typ = f_typ.speed if f_typ else None
+    spd.add("ttft_typical", "time to first token, typical", sp_typ.ttft_seconds if sp_typ else None, "s",
+            "prefill of one prompt (roofline)", "formulas/speed.py eqs. (2)-(3)")
+    spd.add("ttft_peak", "time to first token, peak context", sp_peak.ttft_seconds if sp_peak else None, "s")
+    spd.add("tps_user_typical", "tokens/s per user, typical", sp_typ.tokens_per_second_per_user if sp_typ else None,
+            "tokens/s", "decode step time at the typical concurrency", "formulas/speed.py eq. (4)")
+    spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
+            "tokens/s")
+    agg_typ = (sp_typ.tokens_per_second * replicas) if sp_typ and sp_typ.tokens_per_second else None
+    spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
+    spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
+    spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
+    notes.facts.update({"ttft_peak": sp_peak.ttft_seconds if sp_peak else None,
+                        "tps_user_peak": sp_peak.tokens_per_second_per_user if sp_peak else None})
+
+    # ---- network ----
+    net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes)
+    # ---- storage ----
+    st = _storage(job, spec, fmt_used, adapters, net, notes)
+    # ---- cost ----
+    cost = _cost(job, req, hw, agg_typ, notes)
+    # ---- operations ----
+    ops = _operations(job)
+
+    charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
+                     options)
+    summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
+               f"{conc_peak} requests x {ctx_peak} tokens")
+    _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=hw.instance is None
+            and job.resources.price_per_hour is not None)
+    est = need_est
+    return JobPlan(job.name, "inference", spec.name, summary, hw,
+                   (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), est,
+                   tuple(notes.assumptions) + (tuple(f_peak.assumptions) if f_peak else ()),
+                   tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
+                   tuple(options), dict(notes.facts))
+
+
+def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,
+          job: InferenceJob, on_cpu: bool) -> Estimate | None:
+    """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need)."""
+    try:
+        return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
+                                  output_tokens=min(output, context - 1), tensor_parallel=tp,
+                                  kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu")
+    except InputError:
+        return None
+
+
+def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: Notes) -> dict[str, Any]:
+    a = job.adapters
+    peft_src = src is not None and src.method != "full"
+    if a.mode is None and a.count is None and not peft_src:
+        return {"mode": None, "slots": 0, "rank": 0, "slot_bytes": 0, "count": 0}
+    mode = a.mode or "merged"
+    if a.mode is None:
+        notes.assumptions.append(Assumption("adapters.mode", "merged", True, "the adapter from the training job is "
+                                            "merged into the weights unless adapters.mode says dynamic"))
+    rank = a.rank or (src.peft.rank if src is not None and src.peft.rank else VLLM_DEFAULT_MAX_LORA_RANK)
+    count = a.count or 1
+    slots = a.max_loaded or min(count, VLLM_DEFAULT_MAX_LORAS) if mode == "dynamic" else 0
+    slot_bytes = lora_slot_bytes(spec, rank, slots, tp) if mode == "dynamic" else 0
+    return {"mode": mode, "slots": slots, "rank": rank, "slot_bytes": slot_bytes, "count": count,
+            "per_adapter_dynamic": lora_slot_bytes(spec, rank, 1, tp)}
+
+
+def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_peak: int, ctx_typ: int,
+             ctx_peak: int, out_typ: int, out_peak: int, notes: Notes) -> Sec:
+    net = Sec("network", "Network")
+    stream = job.access.stream if job.access.stream is not None else True
+    if job.access.stream is None:
+        notes.assumptions.append(Assumption("access.stream", True, True, "chat services stream tokens"))
+    rates: dict[str, float | None] = {}
+    for level, conc, ctxl, out, sp in (("typical", conc_typ, ctx_typ, out_typ, sp_typ),
+                                       ("peak", conc_peak, ctx_peak, out_peak, sp_peak)):
+        given = getattr(job.traffic.requests_per_second, level)
+        if given is not None:
+            rate, how = given, "traffic.requests_per_second"
+        elif sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user:
+            w = N.request_seconds(sp.ttft_seconds, out, sp.tokens_per_second_per_user)
+            rate = N.littles_law_rate(conc, w)
+            how = f"Little's law: {conc} in flight / {w:.1f} s per request (TTFT + {out} tokens at the decode speed)"
+        else:
+            rate, how = None, "unknown: give traffic.requests_per_second"
+        rates[level] = rate
+        net.add(f"requests_{level}", f"requests per second, {level}", rate, "1/s", how, "formulas/network.py eq. (9)")
+        prompt = max(0, ctxl - out)
+        net.add(f"ingress_{level}", f"traffic in, {level}", N.ingress_bytes_per_second(rate, prompt) if rate else None,
+                "B/s", f"rate x ({prompt} prompt tokens x {N.TEXT_BYTES_PER_TOKEN:g} B + {N.REQUEST_OVERHEAD_BYTES} B "
+                "envelope)", "formulas/network.py eq. (10)")
+        per_tok = N.STREAM_BYTES_PER_TOKEN if stream else N.TEXT_BYTES_PER_TOKEN
+        net.add(f"egress_{level}", f"traffic out, {level}",
+                N.egress_bytes_per_second(rate, out, stream) if rate else None, "B/s",
+                f"rate x ({out} tokens x {per_tok:g} B{' per streamed chunk' if stream else ''} + "
+                f"{N.RESPONSE_OVERHEAD_BYTES} B envelope)", "formulas/network.py eq. (10)")
+    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    r = rates["typical"]
+    if r:
+        month_in = N.ingress_bytes_per_second(r, max(0, ctx_typ - out_typ)) * hours * 3600
+        month_out = N.egress_bytes_per_second(r, out_typ, stream) * hours * 3600
+        net.add("month_in", "traffic in per month (typical)", month_in, "B_disk", f"x {hours:,.0f} service hours")
+        net.add("month_out", "traffic out per month (typical)", month_out, "B_disk", f"x {hours:,.0f} service hours")
+    notes.facts["requests_per_second"] = r
+    a = job.access
+    net.add("access_method", "access method", a.method, "text", "access.method")
+    net.add("clients", "who connects", a.clients, "text", "access.clients")
+    net.add("isolation", "network isolation", a.isolation, "text", "access.isolation")
+    net.add("fixed_address", "fixed address needed", a.fixed_address, "bool", "access.fixed_address")
+    if a.fixed_address:
+        net.note("one fixed address for the service endpoint (a load balancer in front of the replicas), kept "
+                 "across maintenance and redeployments")
+    if a.allowlist:
+        net.add("allowlist", "allowed networks", ", ".join(a.allowlist), "text", "access.allowlist")
+    if a.isolation in ("dedicated-network", "air-gapped"):
+        net.note(f"isolation '{a.isolation}': model files, images and updates must be brought in without internet "
+                 "access" if a.isolation == "air-gapped" else "isolation 'dedicated-network': no shared tenancy on "
+                 "the network path")
+    return net
+
+
+def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, Any], net: Sec, notes: Notes) -> Sec:
+    st = Sec("storage", "Storage")
+    parts: dict[str, int] = {}
+    w = weight_bytes(spec, fmt).total
+    st.add("model_files", "model files", w, "B_disk", f"weights in {fmt}", "formulas/weight_formats.py")
+    parts["model_files"] = w
+    if adapters["mode"] == "dynamic":
+        ab = adapters["count"] * adapters["per_adapter_dynamic"]
+        st.add("adapter_files", "adapter files", ab, "B_disk", f"{adapters['count']} adapters of rank "
+               f"{adapters['rank']}", "formulas/storage.py eq. (9)")
+        parts["adapter_files"] = ab
+    elif adapters["mode"] == "merged" and adapters["count"] > 1:
+        extra = (adapters["count"] - 1) * w
+        st.add("merged_copies", "further merged models", extra, "B_disk", f"{adapters['count'] - 1} more merged copies")
+        parts["merged_copies"] = extra
+    rate = notes.facts.get("requests_per_second")
+    lg = job.operations.logs
+    retention = lg.retention if lg.retention is not None else 30 * 86400.0
+    if lg.retention is None:
+        notes.assumptions.append(Assumption("operations.logs.retention", "30 days", True, "no retention given"))
+    hours = P.service_hours_per_month(job.service.hours_per_day or 24, job.service.days_per_week or 7)
+    busy = hours / HOURS_PER_MONTH
+    per_req = S.REQUEST_LOG_BYTES
+    how = f"{S.REQUEST_LOG_BYTES} B metadata per request"
+    if lg.content:
+        ctx_t = job.traffic.context.typical or job.traffic.context.worst or 4096
+        per_req += int(ctx_t * S.TEXT_BYTES_PER_TOKEN)
+        how += f" + {ctx_t:g} tokens of text x {S.TEXT_BYTES_PER_TOKEN:g} B"
+    logs = S.log_bytes(rate * retention * busy, per_req) if rate else 0
+    st.add("logs", "request logs kept", logs, "B_disk", f"requests/s x retention x busy share x ({how})",
+           "formulas/storage.py eq. (10)")
+    parts["logs"] = logs
+    sub = sum(parts.values())
+    st.add("subtotal", "subtotal", sub, "B_disk")
+    total = S.with_headroom(sub)
+    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DEFAULT_HEADROOM:g} headroom)",
+           "formulas/storage.py eq. (11)")
+    st.add("requested", "storage requested (resources.storage)", job.resources.storage, "B_disk")
+    notes.facts["storage_total"] = total
+    return st
+
+
+def service_months(job: InferenceJob, notes: Notes) -> float:
+    if job.service.duration is not None:
+        return job.service.duration / 3600 / HOURS_PER_MONTH
+    notes.assumptions.append(Assumption("service.duration", "12 months", True, "ongoing or not stated: costs are "
+                                        "shown for 12 months"))
+    return 12.0
+
+
+def _cost(job: InferenceJob, req: Request, hw: Hardware, tps_total: float | None, notes: Notes) -> Sec:
+    cost = Sec("cost", "Cost")
+    price = hw.price_per_hour
+    cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
+    hpd, dpw = job.service.hours_per_day or 24, job.service.days_per_week or 7
+    hours = P.service_hours_per_month(hpd, dpw)
+    cost.add("service_hours_month", "service hours per month", hours, "count",
+             f"730 x {hpd:g} h/day x {dpw:g} days/week / 168", "plan/pricing.py eq. (5)")
+    months = service_months(job, notes)
+    cost.add("months", "months of service", months, "count", "service.duration / 730 h")
+    monthly = P.hourly_cost(price, hours) if price is not None else None
+    cost.add("monthly_hourly", "per month, paid by the hour", monthly, "USD", "price x service hours",
+             "plan/pricing.py eq. (2)")
+    total = monthly * months if monthly is not None else None
+    cost.add("hourly_total", "whole service, paid by the hour", total, "USD", "per month x months")
+    u = P.busy_share(hours, HOURS_PER_MONTH)
+    cost.add("busy_share", "busy share of a reservation", u, "share", "service hours / all hours",
+             "plan/pricing.py eq. (1)")
+    cost.add("break_even_discount", "reservation pays off above a discount of", P.break_even_discount(u), "share",
+             "1 - busy share", "plan/pricing.py eq. (4)")
+    discount = job.pricing.reserved_discount if job.pricing.reserved_discount is not None \
+        else req.pricing.reserved_discount
+    if discount is not None and price is not None:
+        reserved_month = P.reserved_cost(price, discount, HOURS_PER_MONTH)
+        cost.add("monthly_reserved", "per month, reserved", reserved_month, "USD",
+                 f"price x (1 - {discount:.0%}) x 730 h", "plan/pricing.py eq. (3)")
+        cost.add("reserved_total", "whole service, reserved", reserved_month * months, "USD")
+    model = job.pricing.model or req.pricing.model or "undecided"
+    cost.add("pricing_model", "pricing (request)", model, "text")
+    cpm = cost_per_million_tokens(price, tps_total) if price is not None and tps_total else None
+    cost.add("per_million_tokens", "per million output tokens (typical load)", cpm, "USD",
+             "price / (tokens/s x 3600) x 10^6", "formulas/cost.py eq. (2)")
+    cost.add("budget", "budget (job)", job.budget.total, "USD", "budget.total")
+    cost.add("budget_month", "monthly budget (job)", job.budget.per_month, "USD", "budget.per_month")
+    notes.facts.update({"cost_total": total, "cost_month": monthly, "price_per_hour": price, "months": months})
+    return cost
+
+
+def _operations(job: InferenceJob) -> Sec:
+    ops = Sec("operations", "Service and operations")
+    sv, op = job.service, job.operations
+    ops.add("duration", "service duration", sv.duration, "s", "service.duration")
+    ops.add("ongoing", "ongoing", sv.ongoing, "bool")
+    ops.add("hours", "hours", f"{sv.hours_per_day or 24:g} h/day, {sv.days_per_week or 7:g} days/week", "text")
+    ops.add("availability", "availability target", sv.availability, "text")
+    ops.add("interruptible", "interruptible periods", "; ".join(sv.interruptible) if sv.interruptible else None,
+            "text")
+    ops.add("maintenance_windows", "maintenance windows",
+            "; ".join(sv.maintenance_windows) if sv.maintenance_windows else None, "text")
+    ops.add("monitoring", "monitoring", op.monitoring, "text")
+    ops.add("logs", "logs", f"{op.logs.location or 'location not stated'}"
+            + (f", kept {op.logs.retention / 86400:g} days" if op.logs.retention else "")
+            + (", prompts and outputs logged" if op.logs.content else ""), "text")
+    ops.add("incident_contacts", "incident contacts",
+            ", ".join(op.incident_contacts) if op.incident_contacts else None, "text")
+    return ops
+
+
+def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, ctx_peak: int, conc_peak: int,
+            out_peak: int, budget_dev: int | None, on_cpu: bool, hw: Hardware, cost: Sec,
+            options: list[dict[str, Any]]) -> tuple[Chart, ...]:
+    loc = "host" if on_cpu else "device"
+    markers = (("device budget", float(budget_dev)),) if budget_dev else ()
+    charts: list[Chart] = []
+    top = max(2 * ctx_peak, 4096)
+    if spec.max_position_embeddings:
+        top = min(top, spec.max_position_embeddings)
+    per_rep = math.ceil(conc_peak / max(1, hw.replicas))
+    pts = []
+    for c in geometric_points(512, top, ctx_peak, 8):
+        e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu)
+        if e is not None:
+            pts.append((float(c), float(e.total(loc)[1])))  # type: ignore[arg-type]
+    charts.append(Chart(f"{job.name}-memory-context", f"{job.name}: memory per device vs context", "lines",
+                        "context (tokens per request)", "memory per device", "B",
+                        (Series(f"{per_rep} concurrent requests", tuple(pts)),), "tokens", markers=markers,
+                        job=job.name, note=f"{engine}, {fmt}; peak context {ctx_peak}"))
+    pts = []
+    for n in geometric_points(1, max(2 * per_rep, 8), per_rep, 8):
+        e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu)
+        if e is not None:
+            pts.append((float(n), float(e.total(loc)[1])))  # type: ignore[arg-type]
+    charts.append(Chart(f"{job.name}-memory-concurrency", f"{job.name}: memory per device vs concurrency", "lines",
+                        "concurrent requests per replica", "memory per device", "B",
+                        (Series(f"context {ctx_peak} tokens", tuple(pts)),), "requests", markers=markers,
+                        job=job.name, note=f"peak concurrency {conc_peak}"))
+    cats, vals = [], []
+    monthly = cost.value("monthly_hourly")
+    hours = cost.value("service_hours_month", HOURS_PER_MONTH)
+    if monthly is not None:
+        cats.append(f"request: {hw.label} (hourly)")
+        vals.append(float(monthly))
+    if cost.value("monthly_reserved") is not None:
+        cats.append(f"request: {hw.label} (reserved)")
+        vals.append(float(cost.value("monthly_reserved")))
+    for o in options:
+        if o.get("price_per_hour") is not None:
+            cats.append(f"{o['target']} ({o['weights_format'].removeprefix('gguf:')})")
+            vals.append(float(o["price_per_hour"]) * hours)
+    if cats:
+        charts.append(Chart(f"{job.name}-cost", f"{job.name}: cost per month per option", "bars", "option",
+                            "cost per month", "USD", (Series("per month", tuple((float(i), v)
+                                                                                for i, v in enumerate(vals))),),
+                            categories=tuple(cats), job=job.name,
+                            note="on-demand prices x service hours; alternatives from `llmsizer recommend`"))
+    return tuple(charts)
+
+
+def _advice(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, adapters: dict[str, Any], fmt: str,
+            cost: Sec, notes: Notes, owned: bool = False) -> None:
+    if adapters["mode"] is not None:
+        w = weight_bytes(spec, fmt).total
+        n = adapters["count"]
+        per = adapters["per_adapter_dynamic"]
+        origin = f"the adapter from training job '{src.name}'" if src is not None else "the LoRA adapters"
+        notes.advice.append(
+            f"Deploying {origin}: merged into the base weights it serves as a plain model ({format_bytes(w)} of "
+            f"weights, no extra memory or latency), but each further adapter needs its own copy of the model; loaded "
+            f"dynamically (vLLM --enable-lora --max-loras K --max-lora-rank {adapters['rank']}) one copy of the base "
+            f"serves every adapter, at {format_bytes(per)} of device memory per adapter slot and some decode speed for "
+            f"the LoRA kernels. With {n} adapter(s): merged {format_bytes(n * w)} of weights in total, dynamic "
+            f"{format_bytes(w + per * min(n, adapters['slots'] or 1))}. Chosen: {adapters['mode']}.")
+    be = cost.value("break_even_discount")
+    u = cost.value("busy_share")
+    if owned:
+        notes.advice.append("Hourly or reserved? The price is the team's own hourly figure for hardware it runs "
+                            "itself, so provider pricing does not apply.")
+    elif be is not None and u is not None:
+        if u >= 0.999:
+            notes.advice.append("Hourly or reserved? The service runs around the clock, so any reservation discount "
+                                "pays off against hourly prices for the reserved period; hourly keeps the freedom to "
+                                "resize or stop. Confirm the discount and term with the provider.")
+        else:
+            notes.advice.append(f"Hourly or reserved? The service is needed {u:.0%} of the hours: stopping hourly "
+                                f"resources outside service hours beats a reservation unless its discount exceeds "
+                                f"{be:.0%}.")

@@ -1,0 +1,236 @@
+"""The plan objects: per job and in total, figures with their formulas, checks with severity, chart data.
+
+Renderers (terminal, Markdown, HTML, JSON) only read these objects; ``Plan.to_dict()`` is the stable JSON
+structure (``schema_version`` bumps on incompatible changes). Figures hold plain numbers in base units; the
+``unit`` names how to show them:
+
+====================  =============================================================
+unit                  meaning / display
+====================  =============================================================
+``B``                 memory bytes, shown binary (GiB)
+``B_disk``            disk or transfer bytes, shown decimal (GB, TB) as disks are sold
+``B/s``               bytes per second, shown decimal (GB/s) and in bits (Gb/s)
+``s``                 seconds, shown as min / h / days
+``USD``, ``USD/h``    US dollars, per hour
+``tokens``, ``count``, ``steps``, ``FLOP``, ``1/s``, ``share``, ``bool``, ``text``
+====================  =============================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..result import Assumption, Estimate
+
+SCHEMA_VERSION = 1
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One number of the plan: value in base units, how it was computed and from what source."""
+
+    key: str
+    label: str
+    value: Any
+    unit: str = ""
+    formula: str = ""
+    source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "label": self.label, "value": self.value, "unit": self.unit,
+                "formula": self.formula, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str
+    title: str
+    figures: tuple[Figure, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def get(self, key: str) -> Figure | None:
+        return next((f for f in self.figures if f.key == key), None)
+
+    def value(self, key: str, default: Any = None) -> Any:
+        f = self.get(key)
+        return default if f is None or f.value is None else f.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "title": self.title, "figures": [f.to_dict() for f in self.figures],
+                "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    points: tuple[tuple[float, float], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "points": [list(p) for p in self.points]}
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Data for one chart. ``kind``: 'lines' (series of (x, y) points), 'stacked-bars' (one bar per category;
+    each series gives a segment per category as (category index, value)), 'bars' (one series, (index, value)).
+    ``markers`` are horizontal reference lines (label, y); ``limits`` per-category reference ticks."""
+
+    id: str
+    title: str
+    kind: str
+    x_label: str
+    y_label: str
+    y_unit: str
+    series: tuple[Series, ...]
+    x_unit: str = ""
+    categories: tuple[str, ...] = ()
+    markers: tuple[tuple[str, float], ...] = ()
+    limits: tuple[tuple[int, float], ...] = ()
+    job: str | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "kind": self.kind, "job": self.job, "x_label": self.x_label,
+                "x_unit": self.x_unit, "y_label": self.y_label, "y_unit": self.y_unit,
+                "categories": list(self.categories), "series": [s.to_dict() for s in self.series],
+                "markers": [list(m) for m in self.markers], "limits": [list(lim) for lim in self.limits],
+                "note": self.note}
+
+
+@dataclass(frozen=True)
+class Check:
+    """A problem or advice a careful reviewer would raise. ``severity``: error (fix before resources can be
+    agreed), warning (should be addressed), info (advice)."""
+
+    id: str
+    severity: str
+    title: str
+    message: str
+    job: str | None = None
+    field: str | None = None
+    line: int | None = None
+    advice: str = ""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {self.severity}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "severity": self.severity, "title": self.title, "message": self.message,
+                "job": self.job, "field": self.field, "line": self.line, "advice": self.advice}
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """The hardware a job is planned on: what the request names, or what llmsizer suggests."""
+
+    origin: str  # requested | suggested | none
+    device: str | None = None
+    device_name: str = ""
+    device_kind: str = ""
+    count: int = 0
+    nodes: int = 1
+    instance: str | None = None
+    memory_per_device: int | None = None  # usable bytes before headroom
+    price_per_hour: float | None = None
+    price_basis: str = "unknown"
+    pool: str | None = None
+    link_bandwidth: float | None = None  # between the devices of one machine, per direction [B/s]
+    node_bandwidth: float | None = None  # of each machine to the others [B/s]
+    engine: str | None = None
+    tensor_parallel: int = 1
+    replicas: int = 1
+
+    @property
+    def per_node(self) -> int:
+        return max(1, self.count // max(1, self.nodes))
+
+    @property
+    def label(self) -> str:
+        if self.origin == "none" or self.device is None:
+            return "no hardware"
+        text = f"{self.count} x {self.device}"
+        if self.instance:
+            text += f" ({self.nodes} x {self.instance})"
+        elif self.nodes > 1:
+            text += f" on {self.nodes} machines"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["per_node"] = self.per_node
+        d["label"] = self.label
+        return d
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    name: str
+    kind: str
+    model: str
+    summary: str
+    hardware: Hardware
+    sections: tuple[Section, ...]
+    estimate: Estimate | None = None
+    assumptions: tuple[Assumption, ...] = ()
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    charts: tuple[Chart, ...] = ()
+    options: tuple[dict[str, Any], ...] = ()
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def section(self, key: str) -> Section:
+        for s in self.sections:
+            if s.key == key:
+                return s
+        return Section(key, key)
+
+    def value(self, section: str, key: str, default: Any = None) -> Any:
+        return self.section(section).value(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "model": self.model, "summary": self.summary,
+                "hardware": self.hardware.to_dict(), "sections": [s.to_dict() for s in self.sections],
+                "memory_estimate": self.estimate.to_dict() if self.estimate else None,
+                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
+                "notes": list(self.notes), "charts": [c.to_dict() for c in self.charts],
+                "options": list(self.options), "facts": dict(self.facts)}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A checked plan for a whole request."""
+
+    title: str
+    source: str
+    jobs: tuple[JobPlan, ...]
+    totals: Section
+    checks: tuple[Check, ...]
+    charts: tuple[Chart, ...] = ()
+    notes: tuple[str, ...] = ()
+    assumptions: tuple[Assumption, ...] = ()
+    request: dict[str, Any] = field(default_factory=dict)
+
+    def job(self, name: str) -> JobPlan:
+        for j in self.jobs:
+            if j.name == name:
+                return j
+        raise KeyError(name)
+
+    def checks_of(self, severity: str) -> tuple[Check, ...]:
+        return tuple(c for c in self.checks if c.severity == severity)
+
+    @property
+    def ok(self) -> bool:
+        """True when no check has severity 'error'."""
+        return not self.checks_of("error")
+
+    def to_dict(self) -> dict[str, Any]:
+        counts = {s: len(self.checks_of(s)) for s in SEVERITIES}
+        return {"schema_version": SCHEMA_VERSION, "kind": "plan", "title": self.title, "source": self.source,
+                "ok": self.ok, "check_counts": counts, "checks": [c.to_dict() for c in self.checks],
+                "totals": self.totals.to_dict(), "jobs": [j.to_dict() for j in self.jobs],
+                "charts": [c.to_dict() for c in self.charts], "notes": list(self.notes),
+                "assumptions": [a.to_dict() for a in self.assumptions], "request": self.request}

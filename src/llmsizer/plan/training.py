@@ -1,0 +1,573 @@
+"""Plan one training / fine-tuning job: memory per device and the hardware it fits, storage, network, duration and
+cost with the checkpoint/resume risk. Routing only: every number comes from ``llmsizer.training``, the hardware
+modules or a formula module (``formulas/storage.py``, ``formulas/network.py``, ``formulas/training_time.py``,
+``formulas/cost.py``, ``plan/pricing.py``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import InputError, LlmsizerError
+from ..formulas import network as N
+from ..formulas import storage as S
+from ..formulas.cost import run_cost
+from ..formulas.lora import lora_params
+from ..formulas.params import count_params
+from ..formulas.training_states import DTYPE_BYTES, recipe, state_bytes_per_param
+from ..formulas.training_time import device_hours, training_flops_per_token, training_seconds
+from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
+from ..hardware import efficiency as E
+from ..hardware.performance import attention_width
+from ..hardware.recommend import Constraints, recommend_training
+from ..inference import estimate_inference
+from ..models import load_model
+from ..request.spec import Request, TrainingJob
+from ..result import Assumption, Estimate
+from ..specs import ModelSpec
+from ..units import format_bytes, format_count
+from . import pricing as P
+from .common import Notes, Sec, deadline_seconds, geometric_points
+from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
+from .result import Chart, Hardware, JobPlan, Series
+
+SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
+                        "grad_checkpointing", "attention", "packing", "zero", "fsdp", "tp", "pp", "offload")
+TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
+
+
+def _assumed(est: Estimate, name: str, default: Any) -> Any:
+    for a in est.assumptions:
+        if a.name == name:
+            return a.value
+    return default
+
+
+def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any]:
+    """TrainingWorkload keyword fields from the request (defaults are the workload's, recorded by the estimate)."""
+    s = job.settings
+    fields: dict[str, Any] = {k: getattr(s, k) for k in SETTINGS_TO_WORKLOAD if getattr(s, k) is not None}
+    fields["method"] = job.method
+    if job.method != "full":
+        if job.peft.rank is not None:
+            fields["rank"] = job.peft.rank
+        if job.peft.targets is not None:
+            fields["targets"] = job.peft.targets
+    fields["gpus"] = max(1, gpus)
+    if gpus > 1:
+        fields["gpus_per_node"] = max(1, per_node)
+    return fields
+
+
+def _estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
+    from ..training import estimate_training
+    return estimate_training(spec, **fields)
+
+
+def _tokens(job: TrainingJob, seq_len: int, notes: Notes) -> tuple[int | None, int | None, str]:
+    """(tokens per epoch, tokens to train on, how they were obtained)."""
+    d, s = job.dataset, job.settings
+    per_epoch: int | None = d.tokens
+    how = "dataset.tokens"
+    if per_epoch is None and d.examples is not None:
+        per_epoch = d.examples * seq_len
+        how = f"dataset.examples x seq_len ({format_count(d.examples)} x {seq_len}, each padded to seq_len)"
+        notes.assumptions.append(Assumption("dataset.tokens", per_epoch, True, how + "; give dataset.tokens"))
+    if per_epoch is None and d.size is not None and (d.format or "jsonl") in TEXT_FORMATS:
+        per_epoch = int(d.size / S.TEXT_BYTES_PER_TOKEN)
+        how = f"dataset.size / {S.TEXT_BYTES_PER_TOKEN:g} B per token (OpenAI: ~4 characters per token)"
+        notes.assumptions.append(Assumption("dataset.tokens", per_epoch, True, how + "; give dataset.tokens"))
+    if s.train_tokens is not None:
+        return per_epoch, s.train_tokens, "settings.train_tokens"
+    if per_epoch is None:
+        return None, None, "unknown"
+    epochs = notes.assume("epochs", 1.0, s.epochs, "one pass over the dataset")
+    return per_epoch, int(per_epoch * float(epochs)), f"{how} x {float(epochs):g} epochs"
+
+
+def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
+    notes = Notes()
+    spec = load_model(str(job.model.name))
+    pc = count_params(spec)
+    s = job.settings
+    seq_len = s.seq_len or 2048
+    micro = s.micro_batch or 1
+    accum = s.grad_accumulation or 1
+    per_epoch, tokens, tokens_how = _tokens(job, seq_len, notes)
+    recompute = "full" if s.grad_checkpointing == "full" else "none"
+    deadline = deadline_seconds(job, req, ctx.today, notes)
+
+    # ---- hardware: what the request names, or a suggestion ----
+    hw, device, instance = requested(job.resources, ctx)
+    options: list[dict[str, Any]] = []
+    rec = None
+    budget = job.budget.total
+    if tokens and (ctx.alternatives or not job.resources.given):
+        base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
+                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload")}
+        try:
+            rec = recommend_training(spec, tokens=tokens, seq_len=seq_len, recompute=recompute,
+                                     utilization=s.utilization,
+                                     constraints=Constraints(deadline=deadline, max_cost=budget),
+                                     hardware_files=ctx.hardware_files, catalog=ctx.cat(),
+                                     training_fields=base_fields)
+        except LlmsizerError as e:
+            notes.warnings.append(f"no alternatives searched: {e}")
+    if rec is not None:
+        basis = "memory checked on one device without sharding (recommend); time at the default utilization"
+        options = [option_dict(o, basis) for o in rec.options[:6]]
+    if hw is None:
+        if rec is not None and rec.chosen is not None:
+            hw, device, instance = from_option(rec.chosen, job.resources, ctx)
+            notes.advice.append(f"no resources named: planned on {hw.label}, the cheapest option `llmsizer "
+                                f"recommend --train` finds that fits and meets the deadline and budget")
+        else:
+            hw = none_hardware(job.resources)
+    gpus = hw.count or 1
+    fields = workload_fields(job, gpus, hw.per_node)
+    est = _estimate(spec, fields)
+    w_prec = str(fields.get("precision", "bf16-mixed"))
+
+    # ---- memory ----
+    mem = Sec("memory", "Memory per device")
+    need_lo, need, need_hi = est.total("device")
+    mem.add("need", "training needs per device (expected)", need, "B", "peak over the moments of a step: model states "
+            "+ activations + transients (llmsizer.training)", "training/compose.py")
+    mem.add("need_high", "training needs per device (high end)", need_hi, "B", "upper end of the ranges")
+    headroom = E.DEFAULT_HEADROOM
+    usable = hw.memory_per_device
+    budget_dev = int(usable * (1 - headroom)) if usable else None
+    mem.add("usable", "memory of one device", usable, "B",
+            "resources.memory" if job.resources.memory else "catalog (driver-reported size if sourced)")
+    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {headroom:g} headroom)",
+            "hardware/efficiency.py DEFAULT_HEADROOM")
+    fits = budget_dev is not None and need <= budget_dev
+    mem.add("fits", "fits", fits if budget_dev is not None else None, "bool")
+    inf = estimate_inference(spec, context=seq_len, concurrency=micro, weights="bf16", dtype="bf16")
+    inf_need = inf.total("device")[1]
+    mem.add("inference_need", "the same model sized for inference", inf_need, "B",
+            f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
+            "estimate would ask for)")
+    mem.add("ratio", "training / inference memory", need / inf_need if inf_need else None, "ratio")
+    states = est.details.get("model_states", {})
+    for k in ("weights", "adapter_weights", "master_weights", "gradients", "optimizer_states"):
+        if states.get(k):
+            mem.add(f"state_{k}", f"  of which {k.replace('_', ' ')}", states[k], "B", "per device")
+    if est.details.get("peak_phase"):
+        mem.note(f"peak at: {est.details['peak_phase']}")
+    notes.facts.update({"memory_need": need, "memory_budget": budget_dev, "inference_need": inf_need, "fits": fits})
+
+    # ---- duration ----
+    dur = Sec("duration", "Duration")
+    peak_dtype = "fp32" if hw.device_kind == "cpu" else "bf16"
+    peak = device.peak_flops(peak_dtype)[0] if device is not None else None
+    factor = E.TRAINING_HFU if recompute == "full" else E.TRAINING_MFU
+    util = s.utilization if s.utilization is not None else factor.expected
+    notes.assumptions.append(Assumption("utilization", util, s.utilization is None, factor.source))
+    fpt = training_flops_per_token(pc.active, spec.num_layers, attention_width(spec), seq_len, recompute)
+    dp = gpus // ((s.tp or 1) * (s.pp or 1))
+    tokens_per_step = micro * seq_len * accum * dp
+    dur.add("tokens", "tokens to train on", tokens, "tokens", tokens_how)
+    dur.add("flops_per_token", "FLOPs per token", fpt, "FLOP", "6N + 12 L d s" if recompute == "none" else
+            "8N + 16 L d s (full recomputation)", "formulas/training_time.py eqs. (1)-(2)")
+    if job.method != "full":
+        notes.assumptions.append(Assumption("peft_flops", "6N counted", True, "the 6N + 12Lds count includes weight "
+                                            "gradients a frozen base does not compute (about 4N for LoRA, Hu et al. "
+                                            "2021 section 4.2): the duration is an upper bound"))
+    secs = None
+    if tokens and peak:
+        secs = training_seconds(tokens, fpt, gpus, peak, util)
+    elif tokens and device is not None:
+        notes.warnings.append(f"{device.id} has no sourced {peak_dtype} peak FLOP/s: duration not estimated")
+    dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
+            f"{util:.3g} utilization)", "formulas/training_time.py eq. (3)")
+    steps = math.ceil(tokens / tokens_per_step) if tokens else None
+    dur.add("tokens_per_step", "tokens per optimizer step", tokens_per_step, "tokens",
+            f"micro_batch {micro} x seq_len {seq_len} x grad_accumulation {accum} x data-parallel {dp}")
+    dur.add("steps", "optimizer steps", steps, "steps", "ceil(tokens / tokens per step)")
+    step_s = secs / steps if secs and steps else None
+    dur.add("step_seconds", "time per step", step_s, "s", "wall-clock / steps")
+    dh = device_hours(secs, gpus) if secs else None
+    dur.add("device_hours", "device-hours", dh, "count", f"{gpus} devices x hours", "formulas/training_time.py eq. (3)")
+    dur.add("expected", "expected duration (request)", job.expected_duration, "s", "expected_duration")
+    if deadline is not None:
+        dur.add("deadline", "time until the deadline", deadline, "s", "deadline - start")
+
+    # checkpoint / resume risk
+    ck = job.checkpoints
+    interval_s = None
+    if ck.interval is not None:
+        interval_s = ck.interval.seconds if ck.interval.seconds is not None else (
+            ck.interval.steps * step_s if step_s and ck.interval.steps else None)
+    dur.add("checkpoint_interval", "checkpoint interval", interval_s, "s",
+            "checkpoints.interval" + (f" ({ck.interval.steps} steps x step time)" if ck.interval and ck.interval.steps
+                                      else ""))
+    resume = ck.resume
+    if resume is False or interval_s is None:
+        lost = secs
+        lost_how = "no resumable checkpoint: an interruption restarts the run"
+    else:
+        lost = min(interval_s, secs) if secs else interval_s
+        lost_how = "progress since the last checkpoint: at most one checkpoint interval (half on average)"
+    dur.add("lost_per_interruption", "progress lost per interruption (worst case)", lost, "s", lost_how)
+    price = hw.price_per_hour
+    lost_cost = run_cost(price, lost) if price is not None and lost else None
+    dur.add("lost_cost", "cost of one interruption (worst case)", lost_cost, "USD",
+            "price per hour x progress lost", "formulas/cost.py eq. (1)")
+    saves = S.checkpoints_written(secs, interval_s) if secs and interval_s else None
+    dur.add("checkpoints_written", "checkpoints written during the run", saves, "count", "floor(wall-clock / interval)",
+            "formulas/storage.py eq. (7)")
+    notes.facts.update({"seconds": secs, "deadline_seconds": deadline, "interval_seconds": interval_s,
+                        "steps": steps, "step_seconds": step_s})
+
+    # ---- storage ----
+    st, series, _ = _storage(job, spec, est, pc.total, tokens, per_epoch, steps, secs, interval_s, saves, w_prec,
+                             gpus, notes)
+    # ---- network ----
+    net = _network(job, spec, est, hw, fields, gpus, pc.total, step_s, tokens, secs, notes)
+    # ---- cost ----
+    cost = _cost(job, req, hw, secs, notes)
+
+    charts = _charts(job, spec, fields, seq_len, budget_dev, series, st, hw, cost, options)
+    sections = (mem.build(), st.build(), net.build(), dur.build(), cost.build())
+    summary = (f"{job.method} {'training' if job.method == 'full' else 'fine-tuning'} of {spec.name} "
+               f"({format_count(pc.total)} params) on {hw.label}")
+    _advice(job, spec, inf_need, need, notes)
+    return JobPlan(job.name, "training", spec.name, summary, hw, sections, est,
+                   tuple(notes.assumptions) + tuple(est.assumptions), tuple(notes.warnings) + tuple(est.warnings),
+                   tuple(notes.advice), charts, tuple(options), dict(notes.facts))
+
+
+def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, precision: str,
+                     notes: Notes) -> tuple[int, str, int]:
+    """(bytes of one checkpoint, formula text, trained params)."""
+    rec_states = recipe(precision)
+    opt = str(_assumed(est, "optimizer", "adamw"))
+    sdt = str(_assumed(est, "optimizer_state_dtype", rec_states.default_state_dtype))
+    ob = state_bytes_per_param(opt, DTYPE_BYTES.get(sdt, 4))
+    save_opt = job.checkpoints.save_optimizer is not False
+    if not save_opt:
+        ob = 0.0
+    if job.method == "full":
+        trained, wb, mb = params, float(rec_states.model_bytes), float(rec_states.master_bytes if save_opt else 0)
+        what = f"{format_count(params)} params x ({wb:g} weights + {mb:g} fp32 master + {ob:g} {opt} states) B"
+    else:
+        targets = job.peft.targets or ("q", "k", "v", "o", "gate", "up", "down")
+        trained = lora_params(spec, job.peft.rank or 16, targets, dora=job.method == "dora").total
+        ad = str(_assumed(est, "adapter_dtype", "fp32"))
+        wb, mb = float(DTYPE_BYTES.get(ad, 4)), 0.0
+        what = (f"{format_count(trained)} adapter params x ({wb:g} {ad} adapter + {ob:g} {opt} states) B; the frozen "
+                "base is not saved")
+    return S.checkpoint_bytes(trained, wb, mb, ob), what, trained
+
+
+def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, tokens: int | None,
+             per_epoch: int | None, steps: int | None, secs: float | None, interval_s: float | None,
+             saves: int | None, precision: str, gpus: int, notes: Notes) -> tuple[Sec, list[Series], int]:
+    st = Sec("storage", "Storage")
+    d, ck, ho = job.dataset, job.checkpoints, job.handover
+    parts: dict[str, int] = {}
+    if job.purpose == "pretraining":
+        base = 0
+        st.add("base_model", "base model files", 0, "B_disk", "pre-training starts from random weights")
+    else:
+        if spec.file_weights is not None:
+            base = file_weight_bytes(spec).total
+            how = f"weight files read from {spec.file_weights.path}"
+        else:
+            fmt, _, why = stored_format(spec)
+            base = weight_bytes(spec, fmt).total
+            how = f"weights in the published format {fmt} ({why})"
+        st.add("base_model", "base model files", base, "B_disk", how, "formulas/weight_formats.py")
+    parts["base_model"] = base
+    if d.size is not None:
+        raw, raw_how = d.size, "dataset.size"
+    elif per_epoch is not None:
+        raw = S.raw_text_bytes(per_epoch)
+        raw_how = f"{format_count(per_epoch)} tokens x {S.TEXT_BYTES_PER_TOKEN:g} B (no dataset.size given)"
+        notes.assumptions.append(Assumption("dataset.size", raw, True, raw_how))
+    else:
+        raw, raw_how = 0, "unknown: give dataset.size"
+    st.add("dataset_raw", "dataset as delivered", raw, "B_disk", raw_how, "formulas/storage.py eq. (3)")
+    parts["dataset_raw"] = raw
+    tok = 0
+    if per_epoch is not None and d.format != "megatron-bin":
+        tok = S.tokenized_dataset_bytes(per_epoch, spec.vocab_size, d.examples or 0)
+        st.add("dataset_tokenized", "dataset tokenized", tok, "B_disk",
+               f"{format_count(per_epoch)} tokens x {S.token_id_bytes(spec.vocab_size)} B per id (vocab "
+               f"{spec.vocab_size:,})" + (f" + index of {format_count(d.examples)} documents" if d.examples else ""),
+               "formulas/storage.py eqs. (1)-(2) (Megatron-LM indexed dataset)")
+    parts["dataset_tokenized"] = tok
+    one, one_how, trained = _checkpoint_size(job, spec, est, params, precision, notes)
+    st.add("checkpoint_one", "one checkpoint", one, "B_disk", one_how, "formulas/storage.py eq. (4)")
+    base_file = weight_bytes(spec, "bf16").total
+    st.add("checkpoint_vs_model", "one checkpoint / bf16 model file", one / base_file if base_file else None, "ratio")
+    shard_stage = job.settings.zero or 0
+    if job.settings.fsdp is not None:
+        shard_stage = 2 if job.settings.fsdp == "grad_op" else 3
+    if shard_stage:
+        ranks = max(1, gpus // ((job.settings.tp or 1) * (job.settings.pp or 1)))
+        st.add("checkpoint_shard", "written by each rank", S.checkpoint_shard_bytes(one, ranks), "B_disk",
+               f"one checkpoint / {ranks} data-parallel ranks (sharded optimizer states)", "formulas/storage.py eq. (5)")
+    keep = ck.keep
+    if keep is None and interval_s is not None:
+        keep_n = saves or 1
+        notes.assumptions.append(Assumption("checkpoints.keep", "all", True, "no checkpoints.keep: none deleted"))
+        kept = keep_n * one
+        kept_how = f"{keep_n} checkpoints written, none deleted"
+    elif keep is None:
+        kept, kept_how = 0, "no checkpoints planned"
+    else:
+        kept = S.kept_checkpoints_bytes(one, keep)
+        kept_how = f"({keep} kept + 1 being written) x one checkpoint"
+    st.add("checkpoints", "checkpoints (peak)", kept, "B_disk", kept_how, "formulas/storage.py eq. (6)")
+    parts["checkpoints"] = kept
+    arts = tuple(a.lower() for a in (ho.artifacts or ()))
+    if job.method == "full":
+        final, final_how = weight_bytes(spec, "bf16").total, "the trained model in bf16"
+    else:
+        ad = str(_assumed(est, "adapter_dtype", "fp32"))
+        final = S.adapter_bytes(trained, DTYPE_BYTES.get(ad, 4))
+        final_how = f"adapter: {format_count(trained)} params x {DTYPE_BYTES.get(ad, 4)} B ({ad})"
+        if "merged-model" in arts or "merged" in arts:
+            final += weight_bytes(spec, "bf16").total
+            final_how += " + the merged model in bf16"
+    st.add("final_model", "final model files", final, "B_disk", final_how, "formulas/storage.py eq. (9)")
+    parts["final_model"] = final
+    logs = S.log_bytes(steps or 0, S.TRAINING_LOG_BYTES_PER_STEP)
+    st.add("logs", "training logs", logs, "B_disk", f"{steps or 0:,} steps x {S.TRAINING_LOG_BYTES_PER_STEP} B "
+           "(policy default)", "formulas/storage.py eq. (10)")
+    parts["logs"] = logs
+    subtotal = sum(parts.values())
+    st.add("subtotal", "subtotal", subtotal, "B_disk", " + ".join(k for k, v in parts.items() if v))
+    total = S.with_headroom(subtotal)
+    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DEFAULT_HEADROOM:g} headroom)",
+           "formulas/storage.py eq. (11)")
+    st.add("requested", "storage requested (resources.storage)", job.resources.storage, "B_disk")
+    st.add("checkpoint_requested", "checkpoint storage requested (checkpoints.storage)", ck.storage, "B_disk")
+    fixed = subtotal - kept
+    cap_ckpt = ck.storage if ck.storage is not None else (
+        job.resources.storage - fixed if job.resources.storage is not None else None)
+    fill = None
+    if cap_ckpt is not None and interval_s and one:
+        n_fail, t_fail = S.disk_full_at(cap_ckpt, 0, one, interval_s)
+        if secs is not None and t_fail <= secs:
+            fill = (n_fail, t_fail)
+    st.add("fills_at_checkpoint", "unpruned: the disk fills at checkpoint", fill[0] if fill else None, "count",
+           "floor((capacity - other files) / checkpoint) + 1", "formulas/storage.py eq. (8)")
+    st.add("fills_after", "unpruned: the disk fills after", fill[1] if fill else None, "s", "that checkpoint x interval")
+    notes.facts.update({"storage_total": total, "checkpoint_bytes": one, "checkpoints_bytes": kept,
+                        "storage_fixed": fixed, "checkpoint_capacity": cap_ckpt, "disk_fill": fill,
+                        "storage_subtotal": subtotal})
+    series = _storage_series(secs, interval_s, fixed, one, keep, saves)
+    return st, series, fixed
+
+
+def _storage_series(secs: float | None, interval_s: float | None, fixed: int, one: int, keep: int | None,
+                    saves: int | None) -> list[Series]:
+    if not secs or not interval_s or not saves:
+        return []
+    n_pts = min(saves, 48)
+    pruned, unpruned = [(0.0, float(fixed))], [(0.0, float(fixed))]
+    for k in range(1, n_pts + 1):
+        n = round(k * saves / n_pts)
+        t = n * interval_s / 3600
+        unpruned.append((t, float(fixed + n * one)))
+        kept = n if keep is None else min(n, keep)
+        pruned.append((t, float(fixed + kept * one)))
+    end = secs / 3600
+    unpruned.append((end, unpruned[-1][1]))
+    pruned.append((end, pruned[-1][1]))
+    out = [Series("checkpoints not pruned", tuple(unpruned))]
+    if keep is not None:
+        out.insert(0, Series(f"keeping {keep}", tuple(pruned)))
+    return out
+
+
+def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fields: dict[str, Any], gpus: int,
+             params: int, step_s: float | None, tokens: int | None, secs: float | None, notes: Notes) -> Sec:
+    net = Sec("network", "Network")
+    s = job.settings
+    tp, pp = s.tp or 1, s.pp or 1
+    dp = max(1, gpus // (tp * pp))
+    accum = s.grad_accumulation or 1
+    micro = s.micro_batch or 1
+    seq = s.seq_len or 2048
+    stage = 0
+    if s.zero:
+        stage = s.zero
+    elif s.fsdp:
+        stage = 2 if s.fsdp == "grad_op" else 3
+    rec_states = recipe(str(fields.get("precision", "bf16-mixed")))
+    if job.method == "full":
+        trained = params
+        grad_b = rec_states.grad_bytes
+        gathered_w = weight_bytes(spec, "bf16").total if rec_states.model_bytes == 2 else params * rec_states.model_bytes
+    else:
+        targets = job.peft.targets or ("q", "k", "v", "o", "gate", "up", "down")
+        trained = lora_params(spec, job.peft.rank or 16, targets, dora=job.method == "dora").total
+        ad = str(_assumed(est, "adapter_dtype", "fp32"))
+        grad_b = DTYPE_BYTES.get(ad, 4)
+        gathered_w = weight_bytes(spec, "bf16").total if stage == 3 else trained * grad_b
+    grad = trained * grad_b / (tp * pp)
+    weights = gathered_w / (tp * pp)
+    net.add("devices", "devices / machines", f"{gpus} on {hw.nodes}", "text",
+            f"data-parallel {dp} x tensor-parallel {tp} x pipeline {pp}")
+    if gpus <= 1:
+        net.note("one device: no traffic between devices")
+        _data_rate(net, job, spec, tokens, secs)
+        return net
+    v_dp = N.data_parallel_step_bytes(grad, weights, dp, stage, accum) if dp > 1 else 0.0
+    kind = {0: "DDP gradient all-reduce", 1: "ZeRO-1 reduce-scatter + all-gather", 2: "ZeRO-2 per-micro-batch "
+            "reduce-scatter + all-gather", 3: "ZeRO-3 parameter all-gathers + gradient reduce-scatter"}[stage]
+    net.add("dp_bytes", f"data-parallel traffic per step ({kind})", v_dp, "B_disk",
+            f"gradients {format_bytes(grad)} / weights {format_bytes(weights)} per replica, {dp} ranks, {accum} "
+            "micro-batches", "formulas/network.py eqs. (1)-(3)")
+    v_tp = accum * N.tensor_parallel_bytes(spec.num_layers // pp, micro * seq, spec.hidden_size, 2, tp) if tp > 1 \
+        else 0.0
+    net.add("tp_bytes", "tensor-parallel traffic per step", v_tp, "B_disk",
+            f"{accum} micro-batches x 4 all-reduces x {spec.num_layers // pp} layers of {micro} x {seq} x "
+            f"{spec.hidden_size} bf16 activations", "formulas/network.py eq. (4)")
+    v_pp = accum * N.pipeline_bytes(micro * seq, spec.hidden_size, 2) if pp > 1 else 0.0
+    net.add("pp_bytes", "pipeline traffic per step (per stage boundary)", v_pp, "B_disk",
+            f"{accum} micro-batches x activations forward + gradients backward", "formulas/network.py eq. (5)")
+    intra = hw.link_bandwidth
+    inter = N.device_share_of_node_bandwidth(hw.node_bandwidth, hw.per_node) if hw.node_bandwidth else None
+    multi = hw.nodes > 1
+    net.add("link_bandwidth", "link between devices in a machine", intra, "B/s", "catalog interconnect (per direction)")
+    net.add("node_bandwidth", "network of each machine", hw.node_bandwidth, "B/s",
+            "resources.network or the instance's network")
+    net.add("device_network_share", "network share per device", inter, "B/s", "machine network / devices per machine",
+            "formulas/network.py eq. (8)")
+    t_comm = 0.0
+    missing: list[str] = []
+
+    def time_on(v: float, crosses: bool, what: str) -> float:
+        if v <= 0:
+            return 0.0
+        bw = inter if crosses else intra
+        if crosses and intra is not None and inter is not None:
+            bw = min(intra, inter)
+        if bw is None:
+            missing.append(what)
+            return 0.0
+        return N.transfer_seconds(v, bw)
+
+    t_comm += time_on(v_dp, multi, "data-parallel traffic between machines" if multi else "data-parallel traffic")
+    if tp > hw.per_node and hw.per_node >= 1 and tp > 1:
+        notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP within "
+                              "one machine's fast links")
+    t_comm += time_on(v_tp, tp > hw.per_node, "tensor-parallel traffic")
+    t_comm += time_on(v_pp, multi, "pipeline traffic")
+    net.add("comm_seconds", "communication per step (not overlapped)", t_comm if not missing else None, "s",
+            "bytes / bandwidth per collective", "formulas/network.py eq. (6)")
+    net.add("compute_seconds", "compute per step", step_s, "s", "from the duration estimate")
+    share = N.comm_share(t_comm, step_s) if step_s and not missing else None
+    net.add("comm_share", "share of a step spent communicating (upper bound)", share, "share",
+            "comm / (comm + compute); DDP/ZeRO overlap part of it with the backward", "formulas/network.py eq. (7)")
+    if missing and gpus > 1:
+        notes.facts["network_unknown"] = missing
+    notes.facts["comm_share"] = share
+    _data_rate(net, job, spec, tokens, secs)
+    return net
+
+
+def _data_rate(net: Sec, job: TrainingJob, spec: ModelSpec, tokens: int | None, secs: float | None) -> None:
+    rate = tokens / secs * S.token_id_bytes(spec.vocab_size) if tokens and secs else None
+    net.add("data_read_rate", "dataset read rate needed", rate, "B/s", "tokens/s x bytes per token id")
+    net.add("data_read_speed", "dataset read speed (request)", job.dataset.read_speed, "B/s", "dataset.read_speed")
+    if job.dataset.size and job.dataset.read_speed:
+        net.add("staging_seconds", "time to read the dataset once", N.transfer_seconds(job.dataset.size,
+                job.dataset.read_speed), "s", "dataset.size / dataset.read_speed", "formulas/network.py eq. (6)")
+
+
+def _cost(job: TrainingJob, req: Request, hw: Hardware, secs: float | None, notes: Notes) -> Sec:
+    cost = Sec("cost", "Cost")
+    price = hw.price_per_hour
+    cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
+    hourly = run_cost(price, secs) if price is not None and secs else None
+    cost.add("hourly_total", "run cost, paid by the hour", hourly, "USD", "price x wall-clock",
+             "formulas/cost.py eq. (1)")
+    pr = job.pricing
+    model = pr.model or req.pricing.model or "undecided"
+    discount = pr.reserved_discount if pr.reserved_discount is not None else req.pricing.reserved_discount
+    term = pr.reserved_term if pr.reserved_term is not None else req.pricing.reserved_term
+    cost.add("pricing_model", "pricing (request)", model, "text")
+    if secs:
+        period_h = max(secs, term or 0) / 3600
+        u = P.busy_share(secs / 3600, period_h)
+        cost.add("busy_share", "busy share of a reservation", u, "share",
+                 "run hours / reserved hours" + ("" if term else " (reserving exactly the estimated run)"),
+                 "plan/pricing.py eq. (1)")
+        cost.add("break_even_discount", "reservation pays off above a discount of", P.break_even_discount(u),
+                 "share", "1 - busy share", "plan/pricing.py eq. (4)")
+        if discount is not None and price is not None:
+            cost.add("reserved_total", "run cost, reserved", P.reserved_cost(price, discount, period_h), "USD",
+                     f"price x (1 - {discount:.0%}) x {period_h:,.0f} h", "plan/pricing.py eq. (3)")
+    cost.add("budget", "budget (job)", job.budget.total, "USD", "budget.total")
+    notes.facts.update({"cost_total": hourly, "price_per_hour": price})
+    return cost
+
+
+def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: int, budget_dev: int | None,
+            series: list[Series], st: Sec, hw: Hardware, cost: Sec, options: list[dict[str, Any]]) -> tuple[Chart, ...]:
+    charts: list[Chart] = []
+    pts = []
+    top = max(2 * seq_len, 4096)
+    if spec.max_position_embeddings:
+        top = min(top, spec.max_position_embeddings)
+    for sl in geometric_points(512, top, seq_len, 7):
+        try:
+            e = _estimate(spec, {**fields, "seq_len": sl})
+        except InputError:
+            continue
+        pts.append((float(sl), float(e.total("device")[1])))
+    markers = (("device budget", float(budget_dev)),) if budget_dev else ()
+    charts.append(Chart(f"{job.name}-memory-seq", f"{job.name}: memory per device vs sequence length", "lines",
+                        "sequence length", "memory per device", "B", (Series("training, expected", tuple(pts)),),
+                        "tokens", markers=markers, job=job.name,
+                        note=f"micro_batch {fields.get('micro_batch', 1)}; request: {seq_len} tokens"))
+    if series:
+        caps: list[tuple[str, float]] = []
+        if job.resources.storage is not None:
+            caps.append(("storage requested", float(job.resources.storage)))
+        ck_store, fixed = job.checkpoints.storage, st.value("subtotal", 0) - st.value("checkpoints", 0)
+        if ck_store is not None:
+            caps.append(("checkpoint space", float(fixed + ck_store)))
+        charts.append(Chart(f"{job.name}-storage", f"{job.name}: storage over the run", "lines", "hours",
+                            "disk used", "B_disk", tuple(series), "h", markers=tuple(caps), job=job.name,
+                            note="datasets, base model, logs and final files, plus the checkpoints on disk"))
+    cats, vals = [], []
+    price_run = next((f.value for f in cost.figures if f.key == "hourly_total"), None)
+    if price_run:
+        cats.append(f"request: {hw.label} (hourly)")
+        vals.append(float(price_run))
+    reserved = next((f.value for f in cost.figures if f.key == "reserved_total"), None)
+    if reserved:
+        cats.append(f"request: {hw.label} (reserved)")
+        vals.append(float(reserved))
+    for o in options:
+        if o.get("run_cost") is not None:
+            cats.append(f"{o['target']}" + (f" x{o['hardware'].split(' x')[-1]}" if "x" in o["hardware"][-3:] else ""))
+            vals.append(float(o["run_cost"]))
+    if cats:
+        charts.append(Chart(f"{job.name}-cost", f"{job.name}: cost of the run per option", "bars", "option",
+                            "run cost", "USD", (Series("run cost", tuple((float(i), v) for i, v in enumerate(vals))),),
+                            categories=tuple(cats), job=job.name,
+                            note="alternatives from `llmsizer recommend --train` (on-demand prices)"))
+    return tuple(charts)
+
+
+def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int, need: int, notes: Notes) -> None:
+    if job.purpose == "pretraining":
+        return
+    why = {"knowledge": "Knowledge that changes or must be cited is usually better served by retrieval over the "
+                        "documents than by training it into the weights.",
+           "style": "Tone and style are often reachable with instructions and a few examples in the prompt.",
+           "format": "Output formats are often reachable with instructions, examples and constrained decoding."}
+    line = (f"Is training needed? Many cases are met by {spec.name} as it is, with prompt design and retrieval: "
+            f"serving it needs about {format_bytes(inf_need)} per device against {format_bytes(need)} to train it. "
+            "Validate with inference first and fine-tune only if that falls short.")
+    if job.purpose in why:
+        line += " " + why[job.purpose]
+    notes.advice.append(line)

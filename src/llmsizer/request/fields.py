@@ -1,0 +1,341 @@
+"""The request format as one table of fields: the reader validates against it, ``schema.py`` publishes it as a
+JSON Schema and ``template.py`` writes the commented template from it. Change a field here and all three follow.
+
+Each :class:`Field` has a value type (see ``TYPES``), a one-line doc, an example (used by the template; every
+example must validate) and, for sections, child fields. ``kinds`` limits a job-level field to training or
+inference jobs. The seed items each field carries are named in ``SEED_ITEMS`` (tests check every one is here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..specs.workload import ENGINES
+
+# value types; the reader's converter and the schema's JSON type for each
+TYPES = {
+    "str": "free text",
+    "name": "a name: letters, digits, '-', '_', '.'",
+    "int": "a whole number",
+    "number": "a number",
+    "bool": "true or false",
+    "enum": "one of the listed choices",
+    "size": "a size: '2 TB', '80GiB', '500 GB' (GB = 10^9 B, GiB = 2^30 B)",
+    "count": "a count: 40000, '40k', '1.5M'",
+    "tokens": "a token count: '500k tokens' (= 500,000), '2B tokens'",
+    "context": "a sequence length in tokens: 4096, '8k' (= 8192), '128k'",
+    "duration": "a duration with a unit: '3 days', '12h', '90 min', '6 months' (month = 730 h)",
+    "interval": "a time ('2h') or a step count ('500 steps')",
+    "money": "US dollars: 20000, '20000 USD', '$20k'",
+    "money_h": "US dollars per hour: 12.5, '$12.5/h'",
+    "money_month": "US dollars per month: '$5k/month'",
+    "bandwidth": "a bandwidth: '10 Gb/s' (bits), '500 MB/s' (bytes)",
+    "rate": "requests per time: 5 (per second), '300/min', '10000/day'",
+    "share": "a share: 0.4 or '40%'",
+    "date": "a date YYYY-MM-DD",
+    "deadline": "a date (2025-07-01) or a duration from the start ('3 weeks')",
+    "str_list": "a list of text items (one item may be written without the list)",
+    "targets": "LoRA target modules: 'all-linear', or a list such as [q, k, v, o] / [q_proj, v_proj]",
+    "weights": "'none' or a weight format (fp8, awq-int4, gptq-int4, int8, nf4, q4_k_m, q8_0, ...)",
+    "dist": "typical and peak values: {typical: X, peak: Y} (a single value means typical only)",
+    "section": "a mapping of the listed keys",
+    "jobs": "a list of jobs",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str
+    doc: str
+    example: Any = None
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    fields: tuple[Field, ...] = ()
+    kinds: tuple[str, ...] = ("training", "inference")
+    item: str = ""  # value type of a 'dist' (typical/peak) pair
+    minimum: float | None = None
+    maximum: float | None = None
+    template: bool = True  # written into the template (examples only for the fields that read well there)
+
+    def __post_init__(self) -> None:
+        if self.type not in TYPES:
+            raise ValueError(f"field {self.name}: unknown type {self.type}")
+        if self.type == "dist" and not self.item:
+            raise ValueError(f"field {self.name}: a dist needs an item type")
+
+    def child(self, name: str) -> Field | None:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        return None
+
+
+def F(name: str, type_: str, doc: str, example: Any = None, **kw: Any) -> Field:
+    return Field(name, type_, doc, example, **kw)
+
+
+SENSITIVITY = ("public", "internal", "confidential", "restricted")
+DATASET_FORMATS = ("jsonl", "json", "parquet", "csv", "text", "arrow", "webdataset", "tfrecord", "megatron-bin",
+                   "other")
+PURPOSES = ("knowledge", "style", "task", "format", "language", "domain", "pretraining", "other")
+ACCESS_METHODS = ("public-api", "private-api", "vpn", "intranet", "batch", "other")
+ISOLATION = ("none", "vpc", "dedicated-network", "air-gapped")
+PRICING_MODELS = ("hourly", "reserved", "undecided")
+ADAPTER_MODES = ("merged", "dynamic")
+INFER_PRECISIONS = ("bf16", "fp16", "fp32")
+
+# Training settings mirror specs/training.py TrainingWorkload (kept in step by tests/request).
+_METHODS = ("full", "lora", "dora", "qlora")
+_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+               "megatron-bf16", "megatron-fp16")
+_OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+               "adafactor", "lion")
+_GC = ("none", "full", "selective")
+_ATTN = ("sdpa", "flash", "eager")
+_FSDP = ("full", "grad_op", "hybrid")
+_OFFLOAD = ("none", "optimizer", "params")
+
+MODEL = F("model", "section", "the model: catalog name, Hugging Face id, config.json or model folder", required=True,
+          fields=(
+              F("name", "str", "catalog name, Hugging Face id, or a path to config.json / a model folder / .gguf",
+                "llama-3.1-8b"),
+              F("size", "count", "parameter count as you know it ('8B'); checked against the model's own count",
+                "8B"),
+              F("revision", "str", "checkpoint revision or version tag", template=False),
+              F("from_job", "name", "serve the model a training job of this request produces", kinds=("inference",),
+                template=False),
+          ))
+
+RESOURCES = F("resources", "section", "the resources you have in mind (optional: without them llmsizer suggests some)",
+              fields=(
+                  F("device", "str", "device from `llmsizer hardware list` (h100-sxm, a100-sxm-80gb, l40s, a CPU...)",
+                    "h100-sxm"),
+                  F("instance", "str", "a cloud instance from the catalog (aws-p5.48xlarge, ...); brings its devices",
+                    template=False),
+                  F("count", "int", "devices in total (default: the instance's devices x nodes, else 1)", 1,
+                    minimum=1),
+                  F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
+                  F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU)", template=False),
+                  F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
+                    "2 TB"),
+                  F("pool", "str", "name of the machines or cluster the job runs on; jobs naming the same pool share "
+                    "hardware", "gpu-cluster-a"),
+                  F("interconnect", "str", "link between the devices of one machine (nvlink4, pcie5, ...)",
+                    template=False),
+                  F("network", "bandwidth", "network bandwidth of each machine to the others ('400 Gb/s')",
+                    template=False),
+                  F("price_per_hour", "money_h", "hourly price of all these resources together (overrides the "
+                    "catalog's on-demand price; for owned hardware: your cost)", template=False),
+              ))
+
+BUDGET = F("budget", "section", "money available", fields=(
+    F("total", "money", "the whole budget", "$20k"),
+    F("per_month", "money_month", "a monthly limit (services)", template=False),
+    F("per_hour", "money_h", "an hourly limit", template=False),
+))
+
+PRICING = F("pricing", "section", "how the resources are paid for", fields=(
+    F("model", "enum", "hourly (pay as you go), reserved (for a period), or undecided", "undecided",
+      choices=PRICING_MODELS),
+    F("reserved_discount", "share", "discount of a reservation against the hourly price, if you have a quote "
+      "('35%')", template=False),
+    F("reserved_term", "duration", "length of the reservation you would take ('1 year')", template=False),
+))
+
+COMMON = (
+    F("name", "name", "unique name of the job", required=True),
+    F("kind", "enum", "training or inference", required=True, choices=("training", "inference")),
+    F("description", "str", "what the job is for", template=False),
+    MODEL,
+    RESOURCES,
+    F("start", "date", "when the job starts (YYYY-MM-DD)", template=False),
+    F("deadline", "deadline", "when it must be done (training) or live (inference): a date or a duration",
+      template=False),
+    BUDGET,
+    PRICING,
+)
+
+TRAINING = (
+    F("method", "enum", "full training, or parameter-efficient: lora, dora, qlora", "lora", required=True,
+      choices=_METHODS, kinds=("training",)),
+    F("purpose", "enum", "what training should add: knowledge, style, task, format, language, domain, pretraining",
+      "task", choices=PURPOSES, kinds=("training",)),
+    F("baseline_tried", "bool", "was the base model with prompt design and retrieval tried first?", True,
+      kinds=("training",)),
+    F("peft", "section", "parameter-efficient settings (lora, dora, qlora)", kinds=("training",), fields=(
+        F("rank", "int", "LoRA rank r", 16, minimum=1),
+        F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, minimum=0),
+        F("targets", "targets", "adapted modules", "all-linear"),
+        F("dropout", "share", "LoRA dropout", template=False),
+    )),
+    F("settings", "section", "training settings (each optional; defaults are stated in the plan)",
+      kinds=("training",), fields=(
+          F("precision", "enum", "precision recipe", "bf16-mixed", choices=_PRECISIONS),
+          F("optimizer", "enum", "optimizer", "adamw", choices=_OPTIMIZERS),
+          F("micro_batch", "int", "sequences per device per forward pass", 4, minimum=1),
+          F("seq_len", "context", "tokens per training sequence", "4k"),
+          F("grad_accumulation", "int", "micro-batches per optimizer step", 4, minimum=1),
+          F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
+          F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
+          F("packing", "bool", "several documents packed per sequence", template=False),
+          F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),
+          F("fsdp", "enum", "PyTorch FSDP sharding", template=False, choices=_FSDP),
+          F("tp", "int", "tensor-parallel degree", template=False, minimum=1),
+          F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
+          F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
+          F("epochs", "number", "passes over the dataset", 3, minimum=0),
+          F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
+            template=False),
+          F("utilization", "share", "model FLOPs utilization you measured (default: published runs)",
+            template=False),
+      )),
+    F("dataset", "section", "the training data", required=True, kinds=("training",), fields=(
+        F("size", "size", "size on disk as delivered", "20 GB"),
+        F("tokens", "tokens", "tokens in one pass", "60M tokens"),
+        F("examples", "count", "documents or examples", "40k"),
+        F("format", "enum", "file format", "jsonl", choices=DATASET_FORMATS),
+        F("location", "str", "where the data lives now and where it will be read from",
+          "on-premises NAS, /data/tickets (copied to the training cluster)"),
+        F("sensitivity", "enum", "public, internal, confidential or restricted", "confidential",
+          choices=SENSITIVITY),
+        F("personal_data", "bool", "contains personal data", False),
+        F("access", "str", "who may read it, and how", "read-only service account of the ML team"),
+        F("offsite_allowed", "bool", "may the data sit in a partner data center?", False),
+        F("read_speed", "bandwidth", "read speed of the storage the data is read from", "1 GB/s"),
+    )),
+    F("expected_duration", "duration", "how long you expect the run to take", "12h", kinds=("training",)),
+    F("checkpoints", "section", "checkpoints and resuming", kinds=("training",), fields=(
+        F("resume", "bool", "can the run resume from a checkpoint after an interruption?", True),
+        F("interval", "interval", "time or steps between checkpoints", "1h"),
+        F("keep", "int", "checkpoints kept (older ones deleted)", 3, minimum=0),
+        F("storage", "size", "disk space set aside for checkpoints", "100 GB"),
+        F("location", "str", "where checkpoints are written", "/scratch/checkpoints"),
+        F("save_optimizer", "bool", "checkpoints include optimizer states (needed to resume exactly)", True),
+    )),
+    F("handover", "section", "where the results go when training ends, and how the environment is cleaned up",
+      kinds=("training",), fields=(
+          F("model_destination", "str", "where the trained model or adapter files go",
+            "s3://ml-models/support-assistant/"),
+          F("artifacts", "str_list", "what is handed over: adapter, merged-model, model, checkpoints, logs, "
+            "metrics", ["adapter", "logs"]),
+          F("logs_destination", "str", "where training logs and metrics go", "s3://ml-logs/support-assistant/"),
+          F("data_disposal", "str", "what happens to the copies of the dataset", "deleted from the cluster after "
+            "hand-over"),
+          F("cleanup", "str", "how the environment is cleaned up", "scratch and checkpoints wiped; jobs and "
+            "credentials removed"),
+          F("owner", "str", "who receives the results", "ML team lead"),
+      )),
+)
+
+INFERENCE = (
+    F("precision", "enum", "dtype of unquantized weights and compute", "bf16", choices=INFER_PRECISIONS,
+      kinds=("inference",)),
+    F("quantization", "weights", "'none' or the weight format served (fp8, awq-int4, q4_k_m, ...)", "none",
+      kinds=("inference",)),
+    F("engine", "enum", "serving engine (default: vllm on data-center GPUs, llamacpp elsewhere)", "vllm",
+      choices=ENGINES, kinds=("inference",)),
+    F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,
+      kinds=("inference",)),
+    F("adapters", "section", "LoRA adapters on the served model", kinds=("inference",), template=False, fields=(
+        F("mode", "enum", "merged into the weights, or loaded dynamically by the server", "merged",
+          choices=ADAPTER_MODES),
+        F("count", "int", "adapters served", 1, minimum=1),
+        F("max_loaded", "int", "adapters resident on the device at once (dynamic; vLLM --max-loras)", minimum=1),
+        F("rank", "int", "largest adapter rank (vLLM --max-lora-rank)", minimum=1),
+    )),
+    F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
+        F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},
+          item="count"),
+        F("context", "dist", "tokens per request, prompt + output", {"typical": "2k", "peak": "8k"},
+          item="context"),
+        F("output", "dist", "tokens generated per request", {"typical": 300, "peak": 1000}, item="context"),
+        F("requests_per_second", "dist", "arriving requests (default: from concurrency and speed)",
+          item="rate", template=False),
+        F("users", "count", "people or client systems using the service", 200),
+    )),
+    F("latency", "section", "what users must see", kinds=("inference",), fields=(
+        F("ttft", "duration", "time to first token, at most", "2 s"),
+        F("tokens_per_second_per_user", "number", "generation speed each user sees, at least", 15, minimum=0),
+    )),
+    F("service", "section", "how long and when the service runs", kinds=("inference",), fields=(
+        F("duration", "duration", "how long the service runs ('12 months'); omit with ongoing: true",
+          "12 months"),
+        F("ongoing", "bool", "runs with no planned end", template=False),
+        F("hours_per_day", "number", "hours per day it must be up", 24, minimum=0, maximum=24),
+        F("days_per_week", "number", "days per week it must be up", 7, minimum=0, maximum=7),
+        F("interruptible", "str_list", "periods when an interruption is acceptable", ["weekdays 01:00-05:00 UTC"]),
+        F("maintenance_windows", "str_list", "agreed maintenance windows", ["Sundays 02:00-04:00 UTC"]),
+        F("availability", "str", "availability target", "99.5%"),
+    )),
+    F("access", "section", "how clients reach the service", kinds=("inference",), fields=(
+        F("method", "enum", "public-api, private-api, vpn, intranet, batch", "private-api",
+          choices=ACCESS_METHODS),
+        F("clients", "str", "who connects", "the support web app (about 200 agents)"),
+        F("isolation", "enum", "network isolation: none, vpc, dedicated-network, air-gapped", "vpc",
+          choices=ISOLATION),
+        F("fixed_address", "bool", "a fixed IP address is required (allow-lists, firewall rules)", True),
+        F("allowlist", "str_list", "networks allowed to connect", ["10.20.0.0/16"]),
+        F("stream", "bool", "responses are streamed token by token", True),
+    )),
+    F("operations", "section", "monitoring, logs and incidents", kinds=("inference",), fields=(
+        F("monitoring", "str", "what is monitored, and where", "Prometheus metrics, Grafana dashboards, alerts"),
+        F("logs", "section", "request logs", fields=(
+            F("location", "str", "where logs are kept", "central log store"),
+            F("retention", "duration", "how long logs are kept", "30 days"),
+            F("content", "bool", "prompts and outputs are logged (not only metadata)", False),
+        )),
+        F("incident_contacts", "str_list", "who is called when it breaks", ["oncall-ml@example.com"]),
+    )),
+)
+
+JOB_FIELDS: tuple[Field, ...] = COMMON + TRAINING + INFERENCE
+
+TOP: tuple[Field, ...] = (
+    F("version", "int", "request format version", 1, minimum=1, maximum=1),
+    F("title", "str", "what the request is for", "Support assistant: fine-tune and serve"),
+    F("team", "str", "who is asking", "Customer support ML team"),
+    F("contact", "str", "how to reach the team", "ml-team@example.com"),
+    F("start", "date", "default start date of the jobs", template=False),
+    F("budget", "section", "budget for the whole request", fields=(
+        F("total", "money", "the whole budget", "$60k"),
+        F("per_month", "money_month", "a monthly limit", template=False),
+    )),
+    F("pricing", "section", "default for the jobs: how resources are paid for", fields=PRICING.fields,
+      template=False),
+    F("jobs", "jobs", "the training and inference jobs, each described separately", required=True),
+)
+
+# The seed's "what to state for each", mapped to fields (tests check every path exists and parses).
+SEED_ITEMS: dict[str, tuple[str, ...]] = {
+    "training: base model and size": ("model.name", "model.size"),
+    "training: full or parameter-efficient": ("method", "peft.rank", "peft.targets"),
+    "training: dataset size, format, location and sensitivity": (
+        "dataset.size", "dataset.tokens", "dataset.format", "dataset.location", "dataset.sensitivity",
+        "dataset.access", "dataset.offsite_allowed", "dataset.read_speed"),
+    "training: expected duration and whether it can resume from checkpoints": (
+        "expected_duration", "checkpoints.resume"),
+    "training: number of checkpoints to keep and storage needed": (
+        "checkpoints.keep", "checkpoints.interval", "checkpoints.storage"),
+    "training: where model files go at the end and how the environment is cleaned up": (
+        "handover.model_destination", "handover.cleanup", "handover.data_disposal", "handover.logs_destination"),
+    "inference: model, precision and whether it is quantized": ("model.name", "precision", "quantization"),
+    "inference: distribution of concurrency, context length and output length": (
+        "traffic.concurrency.typical", "traffic.concurrency.peak", "traffic.context.typical",
+        "traffic.context.peak", "traffic.output.typical", "traffic.output.peak"),
+    "inference: duration, interruptible periods and maintenance windows": (
+        "service.duration", "service.interruptible", "service.maintenance_windows"),
+    "inference: access method, network isolation and fixed-address needs": (
+        "access.method", "access.isolation", "access.fixed_address"),
+    "inference: monitoring, logs and incident contacts": (
+        "operations.monitoring", "operations.logs.retention", "operations.incident_contacts"),
+    "optional: resources in mind (device, count, instance)": ("resources.device", "resources.count",
+                                                              "resources.instance"),
+    "optional: budget, deadline, hourly vs reserved": ("budget.total", "deadline", "pricing.model"),
+}
+
+
+def job_fields(kind: str | None) -> tuple[Field, ...]:
+    """Fields allowed in a job of ``kind`` (all job fields when the kind is unknown)."""
+    return tuple(f for f in JOB_FIELDS if kind is None or kind in f.kinds)

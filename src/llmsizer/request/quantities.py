@@ -1,0 +1,258 @@
+"""Quantities as request files write them: "2 TB", "500k tokens", "3 days", "80GiB", "$20k", "10 Gb/s", "5/s".
+
+Everything becomes a plain number in base units (bytes, tokens, seconds, USD, bytes/s, requests/s). Sizes and
+plain counts go through ``units.py`` (GiB = 2^30 vs GB = 10^9 kept apart; context lengths "8k" = 8192 as model
+publishers write them); this module adds the units ``units.py`` does not cover: durations, money, bandwidth,
+request rates and shares. Each parser raises :class:`InputError` with a one-line hint; the request reader adds
+the file, line, job and field.
+
+Calendar conventions (stated, not hidden): a month is 730 hours (8760 / 12, the AWS Pricing Calculator's
+"730 hours in a month"), a year 8760 hours (365 days, AWS's one-year Reserved Instance term of 31,536,000 s).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+
+from ..errors import InputError
+from ..units import parse_bytes, parse_count, parse_tokens
+
+HOURS_PER_MONTH = 730.0
+HOURS_PER_YEAR = 8760.0
+
+_NUM = r"([0-9][0-9_,]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+)"
+
+_DURATION_UNITS: dict[str, float] = {
+    "ms": 1e-3, "millisecond": 1e-3, "milliseconds": 1e-3,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "w": 604800.0, "wk": 604800.0, "week": 604800.0, "weeks": 604800.0,
+    "month": HOURS_PER_MONTH * 3600, "months": HOURS_PER_MONTH * 3600, "mo": HOURS_PER_MONTH * 3600,
+    "y": HOURS_PER_YEAR * 3600, "yr": HOURS_PER_YEAR * 3600, "year": HOURS_PER_YEAR * 3600,
+    "years": HOURS_PER_YEAR * 3600,
+}
+
+_BANDWIDTH_UNITS: dict[str, float] = {
+    "B/s": 1.0, "KB/s": 1e3, "kB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12,
+    "KiB/s": 2.0**10, "MiB/s": 2.0**20, "GiB/s": 2.0**30,
+    "b/s": 1 / 8, "bps": 1 / 8, "Kb/s": 1e3 / 8, "kb/s": 1e3 / 8, "Kbps": 1e3 / 8, "kbps": 1e3 / 8,
+    "Mb/s": 1e6 / 8, "Mbps": 1e6 / 8, "Gb/s": 1e9 / 8, "Gbps": 1e9 / 8, "Tb/s": 1e12 / 8, "Tbps": 1e12 / 8,
+}
+
+_RATE_UNITS: dict[str, float] = {
+    "s": 1.0, "sec": 1.0, "second": 1.0, "min": 1 / 60, "minute": 1 / 60, "h": 1 / 3600, "hour": 1 / 3600,
+    "d": 1 / 86400, "day": 1 / 86400,
+}
+
+_CURRENCY = re.compile(r"\b(EUR|GBP|JPY|CNY|RMB|CHF|CAD|AUD|INR|KRW|SGD|HKD|TWD)\b|[€£¥]", re.IGNORECASE)
+
+
+def _number(text: str) -> float:
+    return float(text.replace("_", "").replace(",", ""))
+
+
+def _strip_word(text: str, words: tuple[str, ...]) -> str:
+    s = str(text).strip()
+    for w in words:
+        if s.lower().endswith(" " + w) or (s.lower().endswith(w) and s[: -len(w)][-1:].isdigit()):
+            return s[: -len(w)].strip()
+    return s
+
+
+def parse_size(value: object) -> int:
+    """Bytes from "2 TB", "80GiB", "512 MiB" or a plain byte count (decimal and binary prefixes kept apart)."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
+    try:
+        return parse_bytes(value, what="size")  # type: ignore[arg-type]
+    except InputError:
+        raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
+                         "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
+
+
+def parse_plain_count(value: object, words: tuple[str, ...] = ()) -> int:
+    """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples")."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a number; write e.g. '8', '40k', '1.5M'")
+    if isinstance(value, str):
+        value = _strip_word(value, words)
+    try:
+        return parse_count(value, what="count")  # type: ignore[arg-type]
+    except InputError:
+        raise InputError(f"cannot read {value!r} as a number; write e.g. '8', '40k', '1.5M'") from None
+
+
+def parse_token_count(value: object) -> int:
+    """A number of tokens in a dataset or run: "500k tokens" = 500,000, "2B tokens" = 2 x 10^9 (decimal
+    suffixes, as dataset sizes are quoted)."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a token count; write e.g. '500k tokens', '2B tokens'")
+    if isinstance(value, str):
+        value = _strip_word(value, ("tokens", "token"))
+    try:
+        return parse_count(value, what="tokens")  # type: ignore[arg-type]
+    except InputError:
+        raise InputError(f"cannot read {value!r} as a token count; write e.g. '500k tokens', '2B tokens', "
+                         "'60M'") from None
+
+
+def parse_context(value: object) -> int:
+    """A sequence length: "8k" = 8192, "128k" = 131072 (binary thousands, as model publishers quote context),
+    a plain number as written; an optional trailing "tokens" is ignored."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a token length; write e.g. '4096', '8k' (= 8192)")
+    if isinstance(value, str):
+        value = _strip_word(value, ("tokens", "token"))
+    try:
+        return parse_tokens(value, what="length")  # type: ignore[arg-type]
+    except InputError:
+        raise InputError(f"cannot read {value!r} as a token length; write e.g. '4096', '8k' (= 8192), "
+                         "'128k'") from None
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from "3 days", "12h", "90 min", "2 weeks", "6 months", "1 year", "500 ms".
+
+    A bare number is refused: "3" could be seconds, hours or days."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        raise InputError(f"duration {value!r} has no unit; write e.g. '3 days', '12h', '90 min', '6 months'")
+    s = str(value).strip()
+    m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", s)
+    if not m:
+        raise InputError(f"cannot read {value!r} as a duration; write e.g. '3 days', '12h', '90 min', '6 months'")
+    unit = m.group(2).lower()
+    if unit == "m":
+        raise InputError(f"duration {value!r}: 'm' could be minutes or months; write 'min' or 'months'")
+    if unit not in _DURATION_UNITS:
+        raise InputError(f"duration {value!r}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
+                         "months, years")
+    seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
+    if seconds <= 0:
+        raise InputError(f"duration {value!r} must be positive")
+    return seconds
+
+
+def parse_interval(value: object) -> tuple[float | None, int | None]:
+    """A checkpoint interval: a duration ("2h") -> (seconds, None), or a step count ("500 steps") -> (None, 500)."""
+    if isinstance(value, str) and re.search(r"\bsteps?\s*$", value.strip(), re.IGNORECASE):
+        n = parse_plain_count(re.sub(r"\s*steps?\s*$", "", value.strip(), flags=re.IGNORECASE))
+        if n < 1:
+            raise InputError(f"interval {value!r} must be at least 1 step")
+        return None, n
+    try:
+        return parse_duration(value), None
+    except InputError:
+        raise InputError(f"cannot read {value!r} as an interval; write a time ('2h', '30 min') or a step count "
+                         "('500 steps')") from None
+
+
+def parse_money(value: object, period: str | None = None) -> float:
+    """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M"; with ``period`` ("h" or "month") a trailing
+    "/h" or "/month" is accepted. Other currencies are refused: catalog prices are USD."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as an amount; write e.g. '20000 USD', '$20k'")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise InputError(f"amount must not be negative, got {value}")
+        return float(value)
+    s = str(value).strip()
+    if _CURRENCY.search(s):
+        raise InputError(f"amount {value!r}: give US dollars (the catalog's prices are USD); convert first")
+    if period is not None:
+        words = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo")}[period]
+        for w in words:
+            if s.lower().endswith(w):
+                s = s[: -len(w)].strip()
+                break
+    s = re.sub(r"^(USD|US\$|\$)\s*", "", s, flags=re.IGNORECASE)
+    s = re.sub(r"\s*(USD|dollars?)$", "", s, flags=re.IGNORECASE)
+    m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
+    if not m:
+        hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
+        raise InputError(f"cannot read {value!r} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
+    return _number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)]
+
+
+def parse_bandwidth(value: object) -> float:
+    """Bytes per second from "10 Gb/s", "10 Gbps" (bits) or "500 MB/s", "2 GiB/s" (bytes)."""
+    if isinstance(value, bool) or isinstance(value, (int, float)):
+        raise InputError(f"bandwidth {value!r} has no unit; write e.g. '10 Gb/s' (bits) or '500 MB/s' (bytes)")
+    s = str(value).strip()
+    m = re.fullmatch(_NUM + r"\s*([A-Za-z/]+)", s)
+    if not m or m.group(2) not in _BANDWIDTH_UNITS:
+        raise InputError(f"cannot read {value!r} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
+                         "(b = bits, B = bytes)")
+    return _number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)]
+
+
+def parse_rate(value: object) -> float:
+    """Requests per second from 5, "5/s", "300/min", "300 per minute", "10000/day", "2 rps"."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a rate; write e.g. '5/s', '300/min'")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise InputError(f"rate must not be negative, got {value}")
+        return float(value)
+    s = str(value).strip().lower()
+    s = re.sub(r"\s*(requests?|req)\s*", " ", s).strip()
+    m = re.fullmatch(_NUM + r"\s*(?:/|per\s+)?\s*([a-z]*)", s)
+    if not m:
+        raise InputError(f"cannot read {value!r} as a rate; write e.g. '5/s', '300/min', '10000/day'")
+    unit = m.group(2) or "s"
+    if unit == "rps":
+        unit = "s"
+    if unit not in _RATE_UNITS:
+        raise InputError(f"rate {value!r}: unknown period {unit!r}; use /s, /min, /h or /day")
+    return _number(m.group(1)) * _RATE_UNITS[unit]
+
+
+def parse_share(value: object) -> float:
+    """A share in [0, 1] from 0.4 or "40%"."""
+    if isinstance(value, bool):
+        raise InputError(f"cannot read {value!r} as a share; write e.g. 0.4 or '40%'")
+    if isinstance(value, str):
+        s = value.strip()
+        if s.endswith("%"):
+            try:
+                v = float(s[:-1]) / 100
+            except ValueError:
+                raise InputError(f"cannot read {value!r} as a percentage") from None
+        else:
+            try:
+                v = float(s)
+            except ValueError:
+                raise InputError(f"cannot read {value!r} as a share; write e.g. 0.4 or '40%'") from None
+    elif isinstance(value, (int, float)):
+        v = float(value)
+    else:
+        raise InputError(f"cannot read {value!r} as a share")
+    if not 0 <= v <= 1:
+        raise InputError(f"share {value!r} must be between 0 and 1 (0% and 100%)")
+    return v
+
+
+def parse_date(value: object) -> _dt.date:
+    """A calendar date: YAML's 2025-07-01 or the string "2025-07-01"."""
+    if isinstance(value, _dt.datetime):
+        return value.date()
+    if isinstance(value, _dt.date):
+        return value
+    try:
+        return _dt.date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise InputError(f"cannot read {value!r} as a date; write YYYY-MM-DD, e.g. 2025-07-01") from None
+
+
+def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None]:
+    """A deadline: a date (2025-07-01) or a duration from the start ("3 weeks")."""
+    if isinstance(value, (_dt.date, _dt.datetime)) or (isinstance(value, str)
+                                                       and re.fullmatch(r"\s*\d{4}-\d{2}-\d{2}\s*", value)):
+        return parse_date(value), None
+    try:
+        return None, parse_duration(value)
+    except InputError:
+        raise InputError(f"cannot read {value!r} as a deadline; write a date (2025-07-01) or a duration from the "
+                         "start ('3 weeks')") from None

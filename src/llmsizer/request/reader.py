@@ -1,0 +1,590 @@
+"""Read a request file (YAML, or JSON, which is YAML too) into a :class:`~llmsizer.request.spec.Request`.
+
+The file is *composed* into PyYAML's node tree rather than loaded, so every key and value keeps its line
+(``node.start_mark.line``). Each value is validated against the field table (``fields.py``); every problem
+becomes one line naming the file, the line, the job, the field and what to write instead::
+
+    support.yaml:23: job 'chat' (inference): traffic.concurrency.peak: cannot read 'lots' as a number; ...
+    support.yaml:31: job 'chat' (inference): unknown key 'maintenance_window' in service; did you mean
+        'maintenance_windows'?
+
+All problems are collected before raising :class:`RequestError` (its ``errors`` list holds the lines).
+PyYAML is imported here, lazily: ``import llmsizer`` does not pay for it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, LlmsizerError
+from . import quantities as Q
+from .fields import JOB_FIELDS, TOP, Field, job_fields
+from .spec import (
+    Access,
+    Adapters,
+    Budget,
+    Checkpoints,
+    Dataset,
+    Deadline,
+    Dist,
+    Handover,
+    InferenceJob,
+    Interval,
+    Latency,
+    Logs,
+    ModelRef,
+    Operations,
+    Peft,
+    Pricing,
+    Request,
+    Resources,
+    Service,
+    TopBudget,
+    Traffic,
+    TrainingJob,
+    TrainingSettings,
+)
+
+
+class RequestError(InputError):
+    """A request file is invalid. ``errors`` holds one line per problem (file:line: job: field: message)."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+# section name -> class, per scope
+JOB_SECTIONS: dict[str, type] = {
+    "model": ModelRef, "resources": Resources, "budget": Budget, "pricing": Pricing, "peft": Peft,
+    "settings": TrainingSettings, "dataset": Dataset, "checkpoints": Checkpoints, "handover": Handover,
+    "adapters": Adapters, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
+    "operations": Operations, "operations.logs": Logs,
+}
+TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_PLAIN_COUNT_WORDS = ("examples", "documents", "docs", "users", "requests", "sequences", "params", "parameters",
+                      "devices", "steps")
+
+
+def _closest(word: str, options: Sequence[str]) -> str:
+    hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {hit[0]!r}?" if hit else ""
+
+
+class _Reader:
+    def __init__(self, source: str, base_dir: Path, hardware_files: Sequence[str | Path], check_names: bool) -> None:
+        try:
+            import yaml  # lazily: only request files need PyYAML
+        except ImportError:  # pragma: no cover - PyYAML is a core dependency
+            raise InputError("reading request files needs PyYAML (pip install pyyaml)") from None
+
+        self.yaml = yaml
+        self.source = source
+        self.base_dir = base_dir
+        self.hardware_files = tuple(hardware_files)
+        self.check_names = check_names
+        self.errors: list[tuple[int, str]] = []
+        self.failed: set[str] = set()  # line keys of values that already have an error
+        self.lines: dict[str, int] = {}
+        self.loader: Any = None
+
+    # ------------------------------------------------------------------ errors
+    def err(self, node: Any, where: str, path: str, msg: str, lkey: str = "") -> None:
+        line = node.start_mark.line + 1 if hasattr(node, "start_mark") else int(node or 0)
+        if lkey:
+            self.failed.add(lkey)
+        field = f"{path}: " if path else ""
+        self.errors.append((line, f"{self.source}:{line}: {where}{field}{msg}"))
+
+    # ------------------------------------------------------------------ nodes
+    def is_map(self, node: Any) -> bool:
+        return isinstance(node, self.yaml.MappingNode)
+
+    def is_seq(self, node: Any) -> bool:
+        return isinstance(node, self.yaml.SequenceNode)
+
+    def is_scalar(self, node: Any) -> bool:
+        return isinstance(node, self.yaml.ScalarNode)
+
+    def is_null(self, node: Any) -> bool:
+        return self.is_scalar(node) and node.tag == "tag:yaml.org,2002:null"
+
+    def construct(self, node: Any) -> Any:
+        return self.loader.construct_object(node, deep=True)
+
+    def pairs(self, node: Any, where: str, path: str) -> list[tuple[str, Any, Any]]:
+        """(key, key node, value node) of a mapping; duplicate and non-text keys are errors."""
+        out: list[tuple[str, Any, Any]] = []
+        seen: dict[str, int] = {}
+        for knode, vnode in node.value:
+            if not self.is_scalar(knode):
+                self.err(knode, where, path, "keys must be plain names")
+                continue
+            key = str(knode.value)
+            if key in seen:
+                self.err(knode, where, f"{path}.{key}" if path else key,
+                         f"given twice (first on line {seen[key]})")
+                continue
+            seen[key] = knode.start_mark.line + 1
+            out.append((key, knode, vnode))
+        return out
+
+    # ------------------------------------------------------------------ values
+    def value(self, f: Field, node: Any, where: str, path: str, lkey: str, scope: str) -> Any:
+        """Convert one node for field ``f``; on a problem record an error and return None."""
+        self.lines[lkey] = node.start_mark.line + 1
+        if self.is_null(node):
+            return None
+        t = f.type
+        try:
+            if t == "section":
+                if not self.is_map(node):
+                    raise InputError(f"must be a mapping of keys ({', '.join(c.name for c in f.fields)})")
+                return self.section(f, node, where, path, lkey, scope)
+            if t == "dist":
+                return self.dist(f, node, where, path, lkey)
+            if t in ("str_list", "targets") and self.is_seq(node):
+                items = []
+                for item in node.value:
+                    if not self.is_scalar(item) or self.is_null(item) or not str(item.value).strip():
+                        raise InputError("list items must be non-empty text")
+                    items.append(str(item.value).strip())
+                if not items:
+                    raise InputError("the list is empty")
+                return self.targets(items) if t == "targets" else tuple(items)
+            if not self.is_scalar(node):
+                raise InputError(f"must be a single value ({f.doc}), not a "
+                                 f"{'list' if self.is_seq(node) else 'mapping'}")
+            return self.scalar(f, node)
+        except InputError as e:
+            self.err(node, where, path, str(e), lkey)
+            return None
+
+    def scalar(self, f: Field, node: Any) -> Any:
+        t = f.type
+        raw = str(node.value)
+        text = raw.strip()
+        plain = node.tag == "tag:yaml.org,2002:str"
+        if t == "str":
+            if not text:
+                raise InputError("must not be empty")
+            return text
+        if t == "str_list":
+            if not text:
+                raise InputError("must not be empty")
+            return (text,)
+        if t == "targets":
+            return self.targets(text)
+        if t == "name":
+            if not _NAME.fullmatch(text):
+                raise InputError(f"{text!r} is not a valid name; use letters, digits, '-', '_' and '.'")
+            return text
+        if t == "enum":
+            low = text.lower()
+            if low in f.choices:
+                return low
+            raise InputError(f"unknown value {text!r}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
+        if t == "bool":
+            v = self.construct(node)
+            if not isinstance(v, bool):
+                raise InputError(f"must be true or false, got {text!r}")
+            return v
+        v = self.construct(node)
+        if t == "int":
+            if isinstance(v, bool):
+                raise InputError(f"must be a whole number, got {text!r}")
+            n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS) if isinstance(v, str) else v
+            if not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
+                raise InputError(f"must be a whole number, got {text!r}")
+            return self.bounded(f, int(n))
+        if t == "number":
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                try:
+                    v = float(text)
+                except ValueError:
+                    raise InputError(f"must be a number, got {text!r}") from None
+            return self.bounded(f, float(v))
+        if t == "size":
+            return Q.parse_size(v if not plain else text)
+        if t == "count":
+            return Q.parse_plain_count(v if not plain else text, _PLAIN_COUNT_WORDS)
+        if t == "tokens":
+            return Q.parse_token_count(v if not plain else text)
+        if t == "context":
+            return Q.parse_context(v if not plain else text)
+        if t == "duration":
+            return Q.parse_duration(v if not plain else text)
+        if t == "interval":
+            secs, steps = Q.parse_interval(v if not plain else text)
+            return Interval(secs, steps)
+        if t == "money":
+            return Q.parse_money(v if not plain else text)
+        if t == "money_h":
+            return Q.parse_money(v if not plain else text, "h")
+        if t == "money_month":
+            return Q.parse_money(v if not plain else text, "month")
+        if t == "bandwidth":
+            return Q.parse_bandwidth(v if not plain else text)
+        if t == "rate":
+            return Q.parse_rate(v if not plain else text)
+        if t == "share":
+            return Q.parse_share(v if not plain else text)
+        if t == "date":
+            return Q.parse_date(v)
+        if t == "deadline":
+            d, secs = Q.parse_date_or_duration(v)
+            return Deadline(d, secs)
+        if t == "weights":
+            if text.lower() in ("none", "no", "false", "off"):
+                return None
+            from ..formulas.weight_formats import normalize_format
+            return normalize_format(text)
+        raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
+
+    def bounded(self, f: Field, v: float) -> Any:
+        if f.minimum is not None and v < f.minimum:
+            raise InputError(f"must be at least {f.minimum:g}, got {v:g}")
+        if f.maximum is not None and v > f.maximum:
+            raise InputError(f"must be at most {f.maximum:g}, got {v:g}")
+        return v
+
+    def targets(self, value: str | list[str]) -> tuple[str, ...]:
+        try:
+            from ..specs.training import normalize_targets
+        except ImportError:  # pragma: no cover - the training spec is another module
+            return tuple(value.split(",")) if isinstance(value, str) else tuple(value)
+        return normalize_targets(value)
+
+    def dist(self, f: Field, node: Any, where: str, path: str, lkey: str) -> Dist | None:
+        item = Field("value", f.item, f.doc)
+        if self.is_scalar(node):
+            self.lines[lkey + ".typical"] = node.start_mark.line + 1
+            v = self.value(item, node, where, path, lkey + ".typical", "job")
+            return Dist(typical=v)
+        if not self.is_map(node):
+            raise InputError("must be a value or {typical: ..., peak: ...}")
+        out: dict[str, Any] = {}
+        for key, knode, vnode in self.pairs(node, where, path):
+            if key not in ("typical", "peak"):
+                self.err(knode, where, f"{path}.{key}", f"unknown key in {f.name}; use typical and peak"
+                         + _closest(key, ("typical", "peak")), f"{lkey}.{key}")
+                continue
+            out[key] = self.value(item, vnode, where, f"{path}.{key}", f"{lkey}.{key}", "job")
+        return Dist(**out)
+
+    def section(self, f: Field, node: Any, where: str, path: str, lkey: str, scope: str,
+                allowed: Sequence[Field] | None = None) -> Any:
+        fields = tuple(allowed if allowed is not None else f.fields)
+        names = [c.name for c in fields]
+        out: dict[str, Any] = {}
+        for key, knode, vnode in self.pairs(node, where, path):
+            child = next((c for c in fields if c.name == key), None)
+            cpath = f"{path}.{key}" if path else key
+            if child is None:
+                self.err(knode, where, cpath, self.unknown_key_message(key, f, names, scope, where),
+                         f"{lkey}.{key}" if lkey else key)
+                continue
+            ckey = f"{lkey}.{key}" if lkey else key
+            out[key] = self.value(child, vnode, where, cpath, ckey, scope)
+            self.lines[ckey] = knode.start_mark.line + 1  # the key's line (a block value starts below it)
+        for c in fields:
+            if c.required and c.name not in out and c.name != "jobs":
+                self.err(node, where, f"{path}.{c.name}" if path else c.name, f"is required ({c.doc})",
+                         f"{lkey}.{c.name}" if lkey else c.name)
+        cls = (TOP_SECTIONS if scope == "top" else JOB_SECTIONS).get(path, None) if path else None
+        if cls is None:
+            return out
+        return cls(**{k: v for k, v in out.items() if v is not None})
+
+    def unknown_key_message(self, key: str, f: Field, names: list[str], scope: str, where: str) -> str:
+        section = f"in {f.name}" if f.name else "here"
+        if scope == "job" and not f.name:
+            other = next((x for x in JOB_FIELDS if x.name == key), None)
+            if other is not None:
+                return (f"'{key}' applies to {' and '.join(other.kinds)} jobs, not to this one")
+        return f"unknown key {key!r} {section}{_closest(key, names)} (allowed: {', '.join(names)})"
+
+    # ------------------------------------------------------------------ jobs
+    def job(self, index: int, node: Any) -> Any:
+        lkey = f"jobs[{index}]"
+        self.lines[lkey] = node.start_mark.line + 1
+        if not self.is_map(node):
+            self.err(node, f"job #{index + 1}: ", "", "must be a mapping with name, kind, model, ...")
+            return None
+        raw: dict[str, Any] = {}
+        for kn, vn in node.value:  # the first of duplicated keys counts, as in pairs()
+            if self.is_scalar(kn):
+                raw.setdefault(str(kn.value), vn)
+        name_node = raw.get("name")
+        name = str(name_node.value) if name_node is not None and self.is_scalar(name_node) else f"#{index + 1}"
+        kind_node = raw.get("kind")
+        kind = str(kind_node.value).strip().lower() if kind_node is not None and self.is_scalar(kind_node) else None
+        if kind not in ("training", "inference"):
+            kind = None
+        where = f"job '{name}'" + (f" ({kind})" if kind else "") + ": "
+        root = Field("", "section", "job", fields=job_fields(kind))
+        values = self.section(root, node, where, "", lkey, "job")
+        if kind is None:
+            return None
+        values["line"] = node.start_mark.line + 1
+        cls = TrainingJob if kind == "training" else InferenceJob
+        try:
+            return cls(**{k: v for k, v in values.items() if v is not None})
+        except TypeError:  # a required value failed to convert; its error is recorded
+            return None
+
+    # ------------------------------------------------------------------ whole file
+    def read(self, text: str) -> Request | None:
+        yaml = self.yaml
+        try:
+            self.loader = yaml.SafeLoader(text)
+            root = self.loader.get_single_node()
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line = mark.line + 1 if mark is not None else 0
+            self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
+            return None
+        except yaml.YAMLError as e:
+            self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
+            return None
+        if root is None:
+            self.errors.append((1, f"{self.source}:1: the file is empty; start from `llmsizer request new`"))
+            return None
+        if not self.is_map(root):
+            self.err(root, "", "", "the top level must be a mapping with title, jobs, ... "
+                     "(start from `llmsizer request new`)")
+            return None
+        jobs_node = None
+        values: dict[str, Any] = {}
+        for key, knode, vnode in self.pairs(root, "", ""):
+            f = next((c for c in TOP if c.name == key), None)
+            if f is None:
+                job_key = next((x for x in JOB_FIELDS if x.name == key), None)
+                hint = " (it belongs inside a job under jobs:)" if job_key else ""
+                self.err(knode, "", key, f"unknown top-level key{hint}{_closest(key, [c.name for c in TOP])} "
+                         f"(allowed: {', '.join(c.name for c in TOP)})")
+                continue
+            if key == "jobs":
+                jobs_node = vnode
+                self.lines["jobs"] = vnode.start_mark.line + 1
+                continue
+            values[key] = self.value(f, vnode, "", key, key, "top")
+        jobs: list[tuple[int, Any]] = []
+        if jobs_node is None:
+            self.err(root, "", "jobs", "is required: a list of training and inference jobs")
+        elif not self.is_seq(jobs_node) or not jobs_node.value:
+            self.err(jobs_node, "", "jobs", "must be a non-empty list of jobs (each starting with '- name: ...')")
+        else:
+            built = [(i, self.job(i, n)) for i, n in enumerate(jobs_node.value)]
+            jobs = [(i, j) for i, j in built if j is not None]
+        resolved = self.cross_checks(jobs, values.get("start"))
+        if self.errors:
+            return None
+        return Request(jobs=tuple(resolved), **{k: v for k, v in values.items() if v is not None},
+                       source=self.source, base_dir=str(self.base_dir), lines=dict(self.lines))
+
+    # ------------------------------------------------------------------ checks across fields
+    def jerr(self, idx: int, job: Any, path: str, msg: str) -> None:
+        key = f"jobs[{idx}]" + (f".{path}" if path else "")
+        if any(f == key or f.startswith(key + ".") or key.startswith(f + ".") for f in self.failed):
+            return  # this field (or the section holding it) already has its own error
+        line = self.lines.get(key)
+        parts = path.split(".")
+        while line is None and parts:
+            parts = parts[:-1]
+            line = self.lines.get(".".join([f"jobs[{idx}]", *parts]))
+        self.err(line or job.line, f"job '{job.name}' ({job.kind}): ", path, msg, key)
+
+    def cross_checks(self, jobs: list[tuple[int, Any]], start: _dt.date | None) -> list[Any]:
+        """Checks that need several fields or other jobs; returns the jobs with references resolved."""
+        from dataclasses import replace
+
+        names: dict[str, Any] = {}
+        for i, j in jobs:
+            if j.name in names:
+                self.jerr(i, j, "name", f"another job is also named {j.name!r}; job names must be unique")
+            names.setdefault(j.name, j)
+        out = []
+        for i, j in jobs:
+            m = j.model
+            if isinstance(j, InferenceJob) and m.from_job is not None:
+                src = names.get(m.from_job)
+                if src is None or not isinstance(src, TrainingJob):
+                    trains = [x.name for _, x in jobs if isinstance(x, TrainingJob)]
+                    self.jerr(i, j, "model.from_job", f"no training job named {m.from_job!r} in this request"
+                              + (f" (training jobs: {', '.join(trains)})" if trains else ""))
+                elif m.name is None:
+                    j = replace(j, model=replace(m, name=src.model.name))
+                    m = j.model
+            if m.name is None and m.from_job is None:
+                self.jerr(i, j, "model.name", "is required (a catalog name, Hugging Face id or config.json path)"
+                          + (" or model.from_job" if isinstance(j, InferenceJob) else ""))
+            elif m.name is not None and self.check_names:
+                resolved = self.model_ref(m.name)
+                try:
+                    from ..models import load_model
+                    load_model(resolved)
+                except LlmsizerError as e:
+                    self.jerr(i, j, "model.name", str(e))
+                else:
+                    if resolved != m.name:
+                        j = replace(j, model=replace(m, name=resolved))
+            if isinstance(j, TrainingJob):
+                self.training_checks(i, j)
+            else:
+                self.inference_checks(i, j)
+            self.resource_checks(i, j)
+            begin = j.start or start
+            if j.deadline is not None and j.deadline.date is not None and begin is not None \
+                    and j.deadline.date <= begin:
+                self.jerr(i, j, "deadline", f"{j.deadline.date} is not after the start {begin}")
+            out.append(j)
+        return out
+
+    def model_ref(self, name: str) -> str:
+        p = Path(name).expanduser()
+        if not p.is_absolute() and (self.base_dir / p).exists():
+            return str(self.base_dir / p)
+        return name
+
+    def training_checks(self, i: int, j: TrainingJob) -> None:
+        peft_given = any(v is not None for v in vars(j.peft).values())
+        if j.method == "full" and peft_given:
+            self.jerr(i, j, "peft", "parameter-efficient settings are given but method is 'full'; set method "
+                      "to lora, dora or qlora, or remove peft")
+        s = j.settings
+        if s.zero and s.fsdp:
+            self.jerr(i, j, "settings.fsdp", "give settings.zero or settings.fsdp, not both")
+            return
+        try:
+            from ..specs.training import TrainingWorkload
+        except ImportError:  # pragma: no cover - another module
+            return
+        fields = {k: v for k, v in vars(s).items() if v is not None
+                  and k not in ("epochs", "train_tokens", "utilization")}
+        fields["method"] = j.method
+        if j.method != "full":
+            if j.peft.rank is not None:
+                fields["rank"] = j.peft.rank
+            if j.peft.targets is not None:
+                fields["targets"] = j.peft.targets
+        fields["gpus"] = self.device_count(j.resources) or (s.tp or 1) * (s.pp or 1)  # unknown: check the rest
+        try:
+            TrainingWorkload(**fields)
+        except InputError as e:
+            self.jerr(i, j, "settings", str(e))
+        except TypeError as e:  # the training spec changed under us; say so rather than crash
+            self.jerr(i, j, "settings", f"cannot be checked against TrainingWorkload ({e})")
+
+    def device_count(self, r: Resources) -> int | None:
+        """Devices the resources name: count, or an instance's devices x nodes (None when not stated)."""
+        if r.count:
+            return r.count
+        if r.instance is not None and self.check_names:
+            from ..catalog.hardware import Instance, load_catalog
+            try:
+                hw = load_catalog(self.hardware_files).find(r.instance)
+            except LlmsizerError:
+                return None  # reported by resource_checks
+            if isinstance(hw, Instance):
+                return hw.device_count * (r.nodes or 1)
+        return r.nodes
+
+    def inference_checks(self, i: int, j: InferenceJob) -> None:
+        t = j.traffic
+        for name in ("concurrency", "context", "output", "requests_per_second"):
+            d: Dist = getattr(t, name)
+            if d.typical is not None and d.peak is not None and d.peak < d.typical:
+                self.jerr(i, j, f"traffic.{name}.peak", f"peak {d.peak:g} is below typical {d.typical:g}")
+        for level in ("typical", "peak"):
+            out, ctx = getattr(t.output, level), getattr(t.context, level)
+            if out is not None and ctx is not None and out >= ctx:
+                self.jerr(i, j, f"traffic.output.{level}", f"{out:g} output tokens do not fit in a context of "
+                          f"{ctx:g} (context = prompt + output)")
+        if t.concurrency.typical is None and t.concurrency.peak is None:
+            self.jerr(i, j, "traffic.concurrency", "is required: how many requests are served at once "
+                      "({typical: 8, peak: 32})")
+        sv = j.service
+        if sv.duration is not None and sv.ongoing:
+            self.jerr(i, j, "service.ongoing", "give service.duration or ongoing: true, not both")
+        if j.kv_cache_dtype is not None:
+            try:
+                from ..formulas.kv_cache import kv_dtype_bytes
+                kv_dtype_bytes(j.kv_cache_dtype)
+            except InputError as e:
+                self.jerr(i, j, "kv_cache_dtype", str(e))
+        if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
+                and j.adapters.rank is None:
+            self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "
+                      "this request (model.from_job)")
+
+    def resource_checks(self, i: int, j: Any) -> None:
+        r: Resources = j.resources
+        if r.count is not None and r.nodes is not None and r.count % r.nodes:
+            self.jerr(i, j, "resources.count", f"{r.count} devices do not split evenly over {r.nodes} nodes")
+        if not self.check_names or (not r.given and r.interconnect is None):
+            return
+        from ..catalog.hardware import Instance, load_catalog
+        try:
+            cat = load_catalog(self.hardware_files)
+        except LlmsizerError as e:
+            self.jerr(i, j, "resources", str(e))
+            return
+        inst = None
+        if r.instance is not None:
+            try:
+                hw = cat.find(r.instance)
+            except LlmsizerError as e:
+                self.jerr(i, j, "resources.instance", str(e))
+                hw = None
+            if hw is not None and not isinstance(hw, Instance):
+                self.jerr(i, j, "resources.instance", f"{r.instance!r} is a device, not an instance; write it "
+                          "under resources.device")
+            elif hw is not None:
+                inst = hw
+        if r.device is not None:
+            try:
+                dev = cat.device(r.device)
+            except LlmsizerError as e:
+                self.jerr(i, j, "resources.device", str(e))
+            else:
+                if inst is not None and inst.device.id != dev.id:
+                    self.jerr(i, j, "resources.device", f"{r.instance} holds {inst.device.id}, not {dev.id}")
+        if inst is not None and r.count is not None and r.count != inst.device_count * (r.nodes or 1):
+            self.jerr(i, j, "resources.count", f"{r.count} devices do not match {r.nodes or 1} x {inst.id} "
+                      f"({inst.device_count} devices each); give nodes instead of count")
+        if r.interconnect is not None and cat.interconnect(r.interconnect) is None:
+            names = sorted(cat.interconnects)
+            self.jerr(i, j, "resources.interconnect", f"unknown interconnect {r.interconnect!r}"
+                      f"{_closest(r.interconnect, names)} (known: {', '.join(names)})")
+
+
+def parse_request(text: str, *, source: str = "<request>", base_dir: str | Path = ".",
+                  hardware_files: Sequence[str | Path] = (), check_names: bool = True) -> Request:
+    """Validate request ``text``; raise :class:`RequestError` listing every problem (file:line: job: field)."""
+    r = _Reader(source, Path(base_dir), hardware_files, check_names)
+    req = r.read(text)
+    if r.errors or req is None:
+        errors = [m for _, m in sorted(r.errors, key=lambda e: e[0])]
+        raise RequestError(errors or [f"{source}: invalid request"])
+    return req
+
+
+def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (), check_names: bool = True) -> Request:
+    """Read and validate a request file (YAML or JSON)."""
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except OSError as e:
+        raise InputError(f"request file {p}: cannot read ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise InputError(f"request file {p}: not UTF-8 text") from None
+    return parse_request(text, source=str(p), base_dir=p.parent, hardware_files=hardware_files,
+                         check_names=check_names)

@@ -1,0 +1,295 @@
+"""Typed, validated request specs (frozen; no I/O). Built by ``reader.py`` from the field table in ``fields.py``;
+every section class has one attribute per field of its section (a test keeps the two in step). Values are in
+base units: bytes, tokens, seconds, USD, bytes/s, requests/s; dates are ``datetime.date``.
+
+A section that the file leaves out is an instance with every attribute None, so checks can ask "was the
+checkpoint storage stated?" without guarding against a missing section.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str | None = None
+    size: int | None = None  # parameters, as the team states it
+    revision: str | None = None
+    from_job: str | None = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    device: str | None = None
+    instance: str | None = None
+    count: int | None = None
+    nodes: int | None = None
+    memory: int | None = None  # bytes per device
+    storage: int | None = None  # bytes
+    pool: str | None = None
+    interconnect: str | None = None
+    network: float | None = None  # bytes/s per machine
+    price_per_hour: float | None = None  # USD/h for all of it
+
+    @property
+    def given(self) -> bool:
+        return self.device is not None or self.instance is not None
+
+
+@dataclass(frozen=True)
+class Budget:
+    total: float | None = None
+    per_month: float | None = None
+    per_hour: float | None = None
+
+
+@dataclass(frozen=True)
+class Pricing:
+    model: str | None = None
+    reserved_discount: float | None = None
+    reserved_term: float | None = None  # seconds
+
+
+@dataclass(frozen=True)
+class Deadline:
+    date: _dt.date | None = None
+    seconds: float | None = None  # from the start
+
+
+@dataclass(frozen=True)
+class Peft:
+    rank: int | None = None
+    alpha: float | None = None
+    targets: tuple[str, ...] | None = None
+    dropout: float | None = None
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    precision: str | None = None
+    optimizer: str | None = None
+    micro_batch: int | None = None
+    seq_len: int | None = None
+    grad_accumulation: int | None = None
+    grad_checkpointing: str | None = None
+    attention: str | None = None
+    packing: bool | None = None
+    zero: int | None = None
+    fsdp: str | None = None
+    tp: int | None = None
+    pp: int | None = None
+    offload: str | None = None
+    epochs: float | None = None
+    train_tokens: int | None = None
+    utilization: float | None = None
+
+
+@dataclass(frozen=True)
+class Dataset:
+    size: int | None = None  # bytes
+    tokens: int | None = None
+    examples: int | None = None
+    format: str | None = None
+    location: str | None = None
+    sensitivity: str | None = None
+    personal_data: bool | None = None
+    access: str | None = None
+    offsite_allowed: bool | None = None
+    read_speed: float | None = None  # bytes/s
+
+
+@dataclass(frozen=True)
+class Interval:
+    seconds: float | None = None
+    steps: int | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    resume: bool | None = None
+    interval: Interval | None = None
+    keep: int | None = None
+    storage: int | None = None  # bytes
+    location: str | None = None
+    save_optimizer: bool | None = None
+
+
+@dataclass(frozen=True)
+class Handover:
+    model_destination: str | None = None
+    artifacts: tuple[str, ...] | None = None
+    logs_destination: str | None = None
+    data_disposal: str | None = None
+    cleanup: str | None = None
+    owner: str | None = None
+
+
+@dataclass(frozen=True)
+class Dist:
+    """Typical and peak of one traffic quantity."""
+
+    typical: float | None = None
+    peak: float | None = None
+
+    @property
+    def worst(self) -> float | None:
+        return self.peak if self.peak is not None else self.typical
+
+
+@dataclass(frozen=True)
+class Adapters:
+    mode: str | None = None
+    count: int | None = None
+    max_loaded: int | None = None
+    rank: int | None = None
+
+
+@dataclass(frozen=True)
+class Traffic:
+    concurrency: Dist = field(default_factory=Dist)
+    context: Dist = field(default_factory=Dist)
+    output: Dist = field(default_factory=Dist)
+    requests_per_second: Dist = field(default_factory=Dist)
+    users: int | None = None
+
+
+@dataclass(frozen=True)
+class Latency:
+    ttft: float | None = None  # seconds
+    tokens_per_second_per_user: float | None = None
+
+
+@dataclass(frozen=True)
+class Service:
+    duration: float | None = None  # seconds
+    ongoing: bool | None = None
+    hours_per_day: float | None = None
+    days_per_week: float | None = None
+    interruptible: tuple[str, ...] | None = None
+    maintenance_windows: tuple[str, ...] | None = None
+    availability: str | None = None
+
+
+@dataclass(frozen=True)
+class Access:
+    method: str | None = None
+    clients: str | None = None
+    isolation: str | None = None
+    fixed_address: bool | None = None
+    allowlist: tuple[str, ...] | None = None
+    stream: bool | None = None
+
+
+@dataclass(frozen=True)
+class Logs:
+    location: str | None = None
+    retention: float | None = None  # seconds
+    content: bool | None = None
+
+
+@dataclass(frozen=True)
+class Operations:
+    monitoring: str | None = None
+    logs: Logs = field(default_factory=Logs)
+    incident_contacts: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class _JobBase:
+    name: str
+    kind: str
+    description: str | None = None
+    model: ModelRef = field(default_factory=ModelRef)
+    resources: Resources = field(default_factory=Resources)
+    start: _dt.date | None = None
+    deadline: Deadline | None = None
+    budget: Budget = field(default_factory=Budget)
+    pricing: Pricing = field(default_factory=Pricing)
+    line: int = 0  # line of the job in the request file
+
+
+@dataclass(frozen=True)
+class TrainingJob(_JobBase):
+    method: str = "full"
+    purpose: str | None = None
+    baseline_tried: bool | None = None
+    peft: Peft = field(default_factory=Peft)
+    settings: TrainingSettings = field(default_factory=TrainingSettings)
+    dataset: Dataset = field(default_factory=Dataset)
+    expected_duration: float | None = None
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    handover: Handover = field(default_factory=Handover)
+
+
+@dataclass(frozen=True)
+class InferenceJob(_JobBase):
+    precision: str | None = None
+    quantization: str | None = None  # normalized weight format, or None for 'none'
+    engine: str | None = None
+    kv_cache_dtype: str | None = None
+    adapters: Adapters = field(default_factory=Adapters)
+    traffic: Traffic = field(default_factory=Traffic)
+    latency: Latency = field(default_factory=Latency)
+    service: Service = field(default_factory=Service)
+    access: Access = field(default_factory=Access)
+    operations: Operations = field(default_factory=Operations)
+
+
+Job = TrainingJob | InferenceJob
+
+
+@dataclass(frozen=True)
+class TopBudget:
+    total: float | None = None
+    per_month: float | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """A whole request: any number of jobs, each described separately so each can be checked."""
+
+    jobs: tuple[Job, ...]
+    version: int = 1
+    title: str | None = None
+    team: str | None = None
+    contact: str | None = None
+    start: _dt.date | None = None
+    budget: TopBudget = field(default_factory=TopBudget)
+    pricing: Pricing = field(default_factory=Pricing)
+    source: str = "<request>"
+    base_dir: str = "."
+    lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
+
+    def job(self, name: str) -> Job:
+        for j in self.jobs:
+            if j.name == name:
+                return j
+        raise KeyError(name)
+
+    def line_of(self, job: Job | None, path: str = "") -> int | None:
+        """The line of ``path`` inside ``job`` (or at the top level), falling back to the nearest parent given."""
+        prefix = f"jobs[{self.jobs.index(job)}]" if job is not None else ""
+        parts = path.split(".") if path else []
+        while True:
+            key = ".".join(x for x in (prefix, *parts) if x)
+            if key in self.lines:
+                return self.lines[key]
+            if not parts:
+                return job.line if job is not None else None
+            parts = parts[:-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        def clean(x: Any) -> Any:
+            if isinstance(x, dict):
+                return {k: clean(v) for k, v in x.items() if v is not None and k != "lines"}
+            if isinstance(x, (list, tuple)):
+                return [clean(v) for v in x]
+            if isinstance(x, _dt.date):
+                return x.isoformat()
+            return x
+        return clean(asdict(self))  # type: ignore[no-any-return]

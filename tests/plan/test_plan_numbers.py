@@ -1,0 +1,159 @@
+"""Plan figures on small requests, checked against their formulas with the arithmetic written out.
+
+Model: Qwen2.5-0.5B (hidden 896, 24 layers, 14 query heads and 2 KV heads of 64, intermediate 4864, vocabulary
+151,936, tied embeddings): small enough to plan in a blink, with a vocabulary above 65,500 (4-byte token ids).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.formulas.params import count_params
+from llmsizer.models import load_model
+from llmsizer.plan import make_plan
+from llmsizer.request import parse_request
+from request.helpers import job_yaml
+
+# LoRA rank r on q, k, v, o, gate, up, down of one Qwen2.5-0.5B layer: r x (in + out) each
+#   q 896+896, k 896+128, v 896+128, o 896+896, gate 896+4864, up 896+4864, down 4864+896 = 22,912 per unit rank
+LORA_PER_RANK_PER_LAYER = 1792 + 1024 + 1024 + 1792 + 5760 * 3
+LORA_16 = 16 * LORA_PER_RANK_PER_LAYER * 24  # 8,798,208 adapter parameters
+
+
+def plan_of(text: str, **kw):
+    return make_plan(parse_request(text, source="t.yaml"), alternatives=False, **kw)
+
+
+@pytest.fixture(scope="module")
+def lora_plan():
+    text = job_yaml("training", """\
+    method: lora
+    peft: {rank: 16, targets: all-linear}
+    settings: {micro_batch: 8, seq_len: 1024, grad_accumulation: 4, epochs: 2}
+    dataset: {size: 50 MB, tokens: 10M tokens, examples: 10k, format: jsonl}
+    checkpoints: {resume: true, interval: 30 min, keep: 2, storage: 1 GB}
+    resources: {device: h100-sxm, count: 1, storage: 10 GB, price_per_hour: $4/h}
+    """)
+    return plan_of(text).jobs[0]
+
+
+def test_lora_checkpoint_and_storage(lora_plan):
+    st = lora_plan.section("storage")
+    assert LORA_16 == 8_798_208
+    one = LORA_16 * (4 + 8)  # fp32 adapters (PEFT under AMP) + AdamW's two fp32 moments
+    assert st.value("checkpoint_one") == one == 105_578_496
+    assert st.value("checkpoints") == (2 + 1) * one  # keep 2, one more while the newest is written
+    # tokenized: 10M ids x 4 B + 10k documents x 12 B + 8 B x (10k + 1) document indices
+    assert st.value("dataset_tokenized") == 10_000_000 * 4 + 10_000 * 12 + 8 * 10_001 == 40_200_008
+    assert st.value("dataset_raw") == 50_000_000
+    assert st.value("final_model") == LORA_16 * 4  # the adapter file in fp32
+    steps = math.ceil(2 * 10_000_000 / (8 * 1024 * 4))  # tokens / (micro x seq x accumulation x 1 device) = 611
+    assert steps == 611 and lora_plan.value("duration", "steps") == steps
+    assert st.value("logs") == 611 * 1024
+    spec = load_model("qwen2.5-0.5b")
+    assert st.value("base_model") == 2 * count_params(spec).total  # bf16 checkpoint as published
+    parts = ("base_model", "dataset_raw", "dataset_tokenized", "checkpoints", "final_model", "logs")
+    subtotal = sum(st.value(k) for k in parts)
+    assert st.value("subtotal") == subtotal
+    assert st.value("total") == math.ceil(subtotal * 1.2)
+
+
+def test_lora_duration_and_cost(lora_plan):
+    d, c = lora_plan.section("duration"), lora_plan.section("cost")
+    n = count_params(load_model("qwen2.5-0.5b")).total
+    fpt = 6 * n + 12 * 24 * (14 * 64) * 1024  # no recomputation: 6N + 12 L d s
+    assert d.value("flops_per_token") == fpt
+    peak = builtin_catalog().devices["h100-sxm"].peak_flops("bf16")[0]
+    secs = 20_000_000 * fpt / (1 * peak * 0.462)  # tokens x F / (devices x peak x MFU)
+    assert d.value("seconds") == pytest.approx(secs)
+    assert c.value("hourly_total") == pytest.approx(4.0 * secs / 3600)
+    # an interruption loses at most one interval (30 min) when the run is longer than that
+    assert d.value("lost_per_interruption") == pytest.approx(min(1800.0, secs))
+    assert d.value("checkpoints_written") == int(secs // 1800)
+
+
+def test_multi_node_data_parallel_traffic():
+    """8 GPUs on 2 machines with 100 Gb/s each: the gradient all-reduce crosses the slow network."""
+    text = job_yaml("training", """\
+    method: full
+    settings: {micro_batch: 1, seq_len: 2048, grad_accumulation: 2}
+    resources: {device: h100-sxm, count: 8, nodes: 2, network: 100 Gb/s}
+    """)
+    net = plan_of(text).jobs[0].section("network")
+    n = count_params(load_model("qwen2.5-0.5b")).total
+    grads = n * 4  # bf16-mixed keeps fp32 gradients
+    v = 2 * 7 / 8 * grads  # ring all-reduce over 8 data-parallel ranks
+    assert net.value("dp_bytes") == pytest.approx(v)
+    per_device = 100e9 / 8 / 4  # 12.5 GB/s per machine shared by 4 GPUs
+    assert net.value("device_network_share") == pytest.approx(per_device)
+    assert net.value("comm_seconds") == pytest.approx(v / per_device)  # NVLink (450 GB/s) is not the bottleneck
+    share = net.value("comm_seconds") / (net.value("comm_seconds") + net.value("compute_seconds"))
+    assert net.value("comm_share") == pytest.approx(share)
+
+
+def test_zero3_and_tensor_parallel_traffic():
+    text = job_yaml("training", """\
+    method: full
+    settings: {precision: deepspeed-bf16, micro_batch: 2, seq_len: 1024, grad_accumulation: 3, zero: 3, tp: 2}
+    resources: {device: h100-sxm, count: 8}
+    """)
+    net = plan_of(text).jobs[0].section("network")
+    spec = load_model("qwen2.5-0.5b")
+    from llmsizer.formulas.weight_formats import weight_bytes
+    n = count_params(spec).total
+    g = n * 2 / 2  # bf16 gradients of a TP-2 shard
+    w = weight_bytes(spec, "bf16").total / 2  # bf16 weights of a TP-2 shard, gathered for each micro-batch
+    dp = 8 // 2
+    zero3 = 3 * (2 * (dp - 1) / dp * w + (dp - 1) / dp * g)  # 3 micro-batches x (2 all-gathers + 1 reduce-scatter)
+    assert net.value("dp_bytes") == pytest.approx(zero3)
+    tp = 3 * 4 * 24 * 2 * (2 - 1) / 2 * (2 * 1024) * 896 * 2  # micro-batches x 4 all-reduces x layers x ...
+    assert net.value("tp_bytes") == pytest.approx(tp)
+
+
+def test_inference_traffic_storage_and_cost():
+    text = job_yaml("inference", """\
+    traffic:
+      concurrency: {typical: 4, peak: 8}
+      context: {typical: 2k, peak: 4k}
+      output: {typical: 200, peak: 400}
+    service: {duration: 6 months, hours_per_day: 12, days_per_week: 5, maintenance_windows: [Sun]}
+    access: {stream: true}
+    operations: {logs: {retention: 10 days, content: false}}
+    resources: {device: l4, count: 1, price_per_hour: $1/h}
+    """)
+    j = plan_of(text).jobs[0]
+    spd, net, st, cost = (j.section(k) for k in ("speed", "network", "storage", "cost"))
+    from llmsizer.formulas import network as N
+    w = spd.value("ttft_typical") + 200 / spd.value("tps_user_typical")  # seconds per request
+    rate = 4 / w  # Little's law
+    assert net.value("requests_typical") == pytest.approx(rate)
+    assert net.value("ingress_typical") == pytest.approx(rate * ((2048 - 200) * 4 + N.REQUEST_OVERHEAD_BYTES))
+    assert net.value("egress_typical") == pytest.approx(rate * (200 * N.STREAM_BYTES_PER_TOKEN
+                                                                + N.RESPONSE_OVERHEAD_BYTES))
+    hours = 730 * 12 * 5 / 168  # 260.7 service hours a month
+    assert cost.value("service_hours_month") == pytest.approx(hours)
+    assert cost.value("monthly_hourly") == pytest.approx(1.0 * hours)
+    assert cost.value("hourly_total") == pytest.approx(hours * 6)  # six months of 730 h
+    assert cost.value("break_even_discount") == pytest.approx(1 - hours / 730)
+    busy = hours / 730
+    assert st.value("logs") == math.ceil(rate * 10 * 86400 * busy * 1024)
+    assert st.value("total") == math.ceil((st.value("model_files") + st.value("logs")) * 1.2)
+
+
+def test_dynamic_lora_slots_cost_device_memory():
+    text = ("jobs:\n"
+            "  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: lora\n"
+            "    peft: {rank: 16}\n    dataset: {tokens: 1M}\n"
+            "  - name: chat\n    kind: inference\n    model: {from_job: ft}\n"
+            "    adapters: {mode: dynamic, count: 5, max_loaded: 3}\n"
+            "    traffic: {concurrency: {typical: 2, peak: 4}, context: {typical: 1k, peak: 2k}}\n"
+            "    resources: {device: l4}\n")
+    j = plan_of(text).job("chat")
+    # vLLM buffers for 3 slots of rank 16 on every linear, bf16: 3 x 8,798,208 x 2 B
+    assert j.value("memory", "adapter_slots") == 3 * LORA_16 * 2 == 52_789_248
+    assert j.value("storage", "adapter_files") == 5 * LORA_16 * 2
+    note = next(n for n in j.notes if n.startswith("Deploying"))
+    assert "merged" in note and "dynamically" in note and "16.78 MiB" in note  # one slot: 17,596,416 B
