@@ -16,22 +16,21 @@ from .errors import (
     UnknownNameError,
     UnsupportedArchitectureError,
 )
-from .formulas.kv_cache import kv_cache
-from .formulas.params import count_params
-from .formulas.weight_formats import format_names, weight_bytes
-from .inference import estimate_inference
-from .models import load_model
 from .result import Assumption, Estimate, Item
-from .reverse import max_concurrency, max_context
-from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .training import estimate_training, max_micro_batch, max_seq_len
 
 __version__ = "0.1.0"
 
-# Hardware fit/recommend load lazily: they read the hardware catalog and add ~45 ms to import.
-_LAZY = {"fit": "hardware.fit", "estimate_speed": "hardware.performance", "Constraints": "hardware.recommend",
-         "recommend_inference": "hardware.recommend", "recommend_training": "hardware.recommend",
-         "load_catalog": "catalog.hardware", "find_hardware": "catalog.hardware"}
+# The rest of the public API loads on first use, so `import llmsizer` (and the CLI's start-up) stays fast.
+_LAZY = {
+    "kv_cache": "formulas.kv_cache", "count_params": "formulas.params", "format_names": "formulas.weight_formats",
+    "weight_bytes": "formulas.weight_formats", "estimate_inference": "inference", "load_model": "models",
+    "max_concurrency": "reverse", "max_context": "reverse", "InferenceWorkload": "specs", "ModelSpec": "specs",
+    "TrainingWorkload": "specs", "estimate_training": "training", "max_micro_batch": "training",
+    "max_seq_len": "training", "fit": "hardware.fit", "estimate_speed": "hardware.performance",
+    "Constraints": "hardware.recommend", "recommend_inference": "hardware.recommend",
+    "recommend_training": "hardware.recommend", "load_catalog": "catalog.hardware",
+    "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -41,9 +40,6 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'llmsizer' has no attribute {name!r}")
 
 __all__ = [
-    "Assumption", "Estimate", "HubUnavailableError", "InferenceWorkload", "InputError", "Item", "LlmsizerError",
-    "ModelFileError", "ModelSpec", "UnknownNameError", "UnsupportedArchitectureError", "count_params",
-    "estimate_inference", "format_names", "kv_cache", "load_model", "max_concurrency", "max_context",
-    "weight_bytes", "__version__", "TrainingWorkload", "estimate_training", "max_micro_batch", "max_seq_len",
-    *_LAZY,
+    "Assumption", "Estimate", "HubUnavailableError", "InputError", "Item", "LlmsizerError", "ModelFileError",
+    "UnknownNameError", "UnsupportedArchitectureError", "__version__", *_LAZY,
 ]

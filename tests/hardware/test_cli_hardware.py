@@ -1,5 +1,4 @@
-"""`llmsizer hardware`, `fit` and `recommend` through the CLI entry point (main.main), registering the command
-modules when main.py does not list them yet."""
+"""`llmsizer hardware`, `fit` and `recommend` through the CLI entry point (main.main)."""
 
 from __future__ import annotations
 
@@ -8,22 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from llmsizer.cli import fit_cmd, hardware_cmd, main, recommend_cmd
+from llmsizer.cli import main
 
 
 @pytest.fixture()
-def cli(monkeypatch: pytest.MonkeyPatch):
-    original = main.build_parser
-
-    def build():
-        p = original()
-        sub = next(a for a in p._actions if a.dest == "command")
-        for name, mod in (("hardware", hardware_cmd), ("fit", fit_cmd), ("recommend", recommend_cmd)):
-            if name not in sub.choices:
-                mod.register(sub)
-        return p
-
-    monkeypatch.setattr(main, "build_parser", build)
+def cli():
     return main.main
 
 

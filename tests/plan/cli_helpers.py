@@ -1,5 +1,4 @@
-"""Run the CLI through ``llmsizer.cli.main.main`` with the plan/request commands registered (they are registered
-there by the lead; until then this helper adds them to the real parser, keeping main's error handling)."""
+"""Run the CLI through ``llmsizer.cli.main.main`` (the real parser and error handling)."""
 
 from __future__ import annotations
 
@@ -7,21 +6,11 @@ import argparse
 from collections.abc import Sequence
 
 from llmsizer.cli import main as cli_main
-from llmsizer.cli import plan_cmd, request_cmd
-
-_REAL_BUILD = cli_main.build_parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _REAL_BUILD()
-    sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
-    if "plan" not in sub.choices:
-        plan_cmd.register(sub)
-    if "request" not in sub.choices:
-        request_cmd.register(sub)
-    return p
+    return cli_main.build_parser(all_commands=True)
 
 
-def run_cli(argv: Sequence[str], monkeypatch) -> int:
-    monkeypatch.setattr(cli_main, "build_parser", build_parser)
+def run_cli(argv: Sequence[str], monkeypatch=None) -> int:
     return cli_main.main(list(argv))

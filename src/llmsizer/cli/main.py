@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
-from . import fit_cmd, hardware_cmd, infer_cmd, model_cmds, plan_cmd, recommend_cmd, request_cmd, train_cmd
+
+# command -> module that registers it. Only the module of the command being run is imported, so the CLI
+# starts fast; `llmsizer --help` imports them all to list them.
+COMMANDS = {
+    "models": "model_cmds", "inspect": "model_cmds", "formats": "model_cmds", "infer": "infer_cmd",
+    "train": "train_cmd", "hardware": "hardware_cmd", "fit": "fit_cmd", "recommend": "recommend_cmd",
+    "plan": "plan_cmd", "request": "request_cmd", "measure": "measure_cmd", "validate": "validate_cmd",
+    "capacity": "capacity_cmd",
+}
 
 EPILOG = """examples:
   llmsizer plan examples/lora-finetune-and-chat.yaml -o report.html
@@ -28,26 +37,34 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"llmsizer: error: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _modules(argv: Sequence[str] | None) -> list[str]:
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    if words and words[0] in COMMANDS:
+        return [COMMANDS[words[0]]]
+    return list(dict.fromkeys(COMMANDS.values()))
+
+
+def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = False) -> argparse.ArgumentParser:
     p = _Parser(prog="llmsizer", description="What does this LLM workload need? Memory, with every number "
                 "traceable to a formula and a source.", epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     from .. import __version__
     p.add_argument("--version", action="version", version=f"llmsizer {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    model_cmds.register(sub)
-    infer_cmd.register(sub)
-    train_cmd.register(sub)
-    hardware_cmd.register(sub)
-    fit_cmd.register(sub)
-    recommend_cmd.register(sub)
-    plan_cmd.register(sub)
-    request_cmd.register(sub)
+    names = list(dict.fromkeys(COMMANDS.values())) if all_commands else _modules(argv)
+    for name in names:
+        try:
+            module = importlib.import_module(f".{name}", __package__)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.endswith(name):
+                continue  # a command module not shipped in this build
+            raise
+        module.register(sub)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
