@@ -219,7 +219,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                                   weights=fmt, engine=eng, device="cpu" if on_cpu else "gpu",
                                   tensor_parallel=tp, kv_dtype=kv_dtype, **workload)
     if eng == "vllm":
+        # vLLM's pool is (1 - headroom) x memory; the CUDA context lives in the rest, so the budget is the device
         fields.update(memory=usable, gpu_memory_utilization=1 - hr)
+        budget = usable
     else:
         fields.update(memory=budget)
     est = estimate_inference(spec, **fields)
@@ -245,7 +247,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
         out = context - prompt
         sp = _speed_cached(spec, device, tp, str(est.details.get("weights_format", fmt)), prompt, out,
-                           max(1, concurrency // replicas), kvd, "expanded" if eng == "transformers" else "latent",
+                           max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                      hi if eng != "vllm" else mem_used, budget, hr, est, sp, None, tuple(reasons),
