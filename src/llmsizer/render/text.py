@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ..result import Estimate
 from ..units import format_bytes, format_count
+
+
+_QUANTITY = re.compile(r"-?[\d.,]+(\s?[A-Za-z%$/]{1,6})?")
 
 
 def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
@@ -16,7 +20,7 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     for k, r in enumerate(cols):
         cells = []
         for i, c in enumerate(r):
-            numeric = k > 0 and i > 0 and c[:1].isdigit()
+            numeric = k > 0 and i > 0 and _QUANTITY.fullmatch(c) is not None
             cells.append(c.rjust(widths[i]) if numeric else c.ljust(widths[i]))
         lines.append("  ".join(cells).rstrip())
         if k == 0:
