@@ -1,12 +1,15 @@
-"""Speed benchmark for issue targets: one inference estimate in-process (<= 1 ms median) and the CLI's
-cold start for `llmsizer infer ... --json` (<= 300 ms). Not a timed test: run it and read the numbers.
+"""Speed benchmark for the issue targets: one inference estimate in-process (<= 1 ms median), the CLI's cold
+start for `llmsizer infer ... --json` (<= 300 ms), one training estimate in-process (when ``llmsizer.training``
+exists) and `recommend` over the whole hardware catalog (<= 200 ms, when ``llmsizer.hardware.recommend`` exists).
+Not a timed test: run it and read the numbers; ``--markdown bench/RESULTS.md`` writes them with the machine.
 
-    .venv/bin/python bench/bench_inference.py [--repeat 200] [--cli-repeat 15]
+    .venv/bin/python bench/bench_inference.py [--repeat 200] [--cli-repeat 15] [--markdown bench/RESULTS.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import statistics
@@ -29,17 +32,69 @@ CASES = [
 ]
 
 
-def in_process(repeat: int) -> dict[str, float]:
+def in_process(repeat: int, cold: bool = True) -> dict[str, float]:
+    """Median ms per estimate. cold: the tensor inventory and weight-byte caches are cleared before each one (a
+    model seen for the first time); warm: they are kept (the same model asked again with other settings)."""
     out = {}
     for name, kw in CASES:
         spec = find(name).spec()
+        estimate_inference(spec, **kw)
         times = []
         for _ in range(repeat):
-            # cold caches: every estimate rebuilds the tensor inventory and weight bytes
+            if cold:
+                tensors.model_tensors.cache_clear()
+                weight_formats.weight_bytes.cache_clear()
+            t = time.perf_counter()
+            estimate_inference(spec, **kw)
+            times.append(time.perf_counter() - t)
+        out[name] = statistics.median(times) * 1e3
+    return out
+
+
+def training_in_process(repeat: int) -> dict[str, float]:
+    """Median ms of one training estimate, cold caches (only when llmsizer.training is installed)."""
+    if importlib.util.find_spec("llmsizer.training") is None:
+        return {}
+    from llmsizer.training import estimate_training
+
+    out = {}
+    for name, kw in (("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
+                     ("qwen2.5-7b", dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full"))):
+        spec = find(name).spec()
+        times = []
+        for _ in range(repeat):
             tensors.model_tensors.cache_clear()
             weight_formats.weight_bytes.cache_clear()
             t = time.perf_counter()
-            estimate_inference(spec, **kw)
+            estimate_training(spec, **kw)
+            times.append(time.perf_counter() - t)
+        out[f"{name} {kw['method']}"] = statistics.median(times) * 1e3
+    return out
+
+
+def recommend_whole_catalog(repeat: int) -> dict[str, float]:
+    """Median ms of `recommend` over every device and instance of the catalog, cold caches (the catalog itself is
+    loaded once per process, as the CLI does); only when llmsizer.hardware.recommend exists."""
+    if importlib.util.find_spec("llmsizer.hardware.recommend") is None:
+        return {}
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.formulas import params
+    from llmsizer.hardware import fit as fit_module
+    from llmsizer.hardware.recommend import recommend_inference
+
+    builtin_catalog()
+    out = {}
+    for name, kw in (("llama-3.1-8b, 8k x 8", dict(context=8192, concurrency=8)),
+                     ("qwen3-30b-a3b, 4k x 4", dict(context=4096, concurrency=4))):
+        spec = find(name.split(",")[0]).spec()
+        times = []
+        for _ in range(repeat):
+            getattr(fit_module, "_SPEED_MEMO", {}).clear()
+            tensors.model_tensors.cache_clear()
+            weight_formats.weight_bytes.cache_clear()
+            params.count_params.cache_clear()
+            t = time.perf_counter()
+            recommend_inference(spec, **kw)
             times.append(time.perf_counter() - t)
         out[name] = statistics.median(times) * 1e3
     return out
@@ -58,15 +113,58 @@ def cli_cold_start(repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def machine() -> str:
+    from llmsizer.measure.probe import cpu_name
+
+    load = ""
+    if hasattr(os, "getloadavg"):
+        load = f", load average {os.getloadavg()[0]:.2f} when measured (other work on the machine adds noise)"
+    return (f"{cpu_name()}, {os.cpu_count()} logical CPUs, {platform.machine()}, {platform.system()}, "
+            f"Python {platform.python_version()}{load}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=200)
     ap.add_argument("--cli-repeat", type=int, default=15)
+    ap.add_argument("--recommend-repeat", type=int, default=10)
+    ap.add_argument("--markdown", help="write the results as Markdown (bench/RESULTS.md)")
     a = ap.parse_args()
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    for name, ms in in_process(a.repeat).items():
-        print(f"in-process estimate, cold caches, {name:15s}: {ms:.3f} ms median")
-    print(f"CLI cold start `llmsizer infer llama-3.1-8b --json`: {cli_cold_start(a.cli_repeat):.0f} ms median")
+    lines = [f"machine: {machine()}"]
+    est = in_process(a.repeat)
+    warm = in_process(a.repeat, cold=False)
+    for name, ms in est.items():
+        lines.append(f"in-process inference estimate, cold caches, {name:15s}: {ms:.3f} ms median (target <= 1 ms)")
+    for name, ms in warm.items():
+        lines.append(f"in-process inference estimate, warm caches, {name:15s}: {ms:.3f} ms median (target <= 1 ms)")
+    for name, ms in training_in_process(max(a.repeat // 4, 10)).items():
+        lines.append(f"in-process training estimate, cold caches, {name:20s}: {ms:.3f} ms median")
+    cli = cli_cold_start(a.cli_repeat)
+    lines.append(f"CLI cold start `llmsizer infer llama-3.1-8b --json`: {cli:.0f} ms median (target <= 300 ms)")
+    rec = recommend_whole_catalog(a.recommend_repeat)
+    for name, ms in rec.items():
+        lines.append(f"recommend over the whole catalog, cold caches, {name}: {ms:.1f} ms median (target <= 200 ms)")
+    print("\n".join(lines))
+    if a.markdown:
+        ok = (max(est.values()) <= 1.0, cli <= 300, (max(rec.values()) <= 200) if rec else None,
+              max(warm.values()) <= 1.0)
+        verdict = {True: "met", False: "NOT met", None: "not measured (no recommend module)"}
+        md = ["# Speed results", "",
+              "Generated by `.venv/bin/python bench/bench_inference.py --markdown bench/RESULTS.md` (medians; "
+              "cold caches = the tensor inventory and weight-byte caches cleared before each estimate).", "",
+              f"Machine: {machine()}.", "",
+              "| target | measured | status |", "|---|---|---|",
+              f"| in-process estimate <= 1 ms median, cold caches (a model seen the first time) | "
+              f"{', '.join(f'{k} {v:.3f} ms' for k, v in est.items())} | {verdict[ok[0]]} |",
+              f"| in-process estimate <= 1 ms median, warm caches (the same model, other settings) | "
+              f"{', '.join(f'{k} {v:.3f} ms' for k, v in warm.items())} | {verdict[ok[3]]} |",
+              f"| CLI cold start <= 300 ms | `llmsizer infer llama-3.1-8b --json`: {cli:.0f} ms | {verdict[ok[1]]} |",
+              f"| `recommend` over the whole catalog <= 200 ms | "
+              f"{', '.join(f'{k}: {v:.1f} ms' for k, v in rec.items()) or '-'} | {verdict[ok[2]]} |", "",
+              "All lines:", "", "```", *lines, "```", "",
+              "The side-by-side comparison with accelerate, hf-mem and llm-analysis (answers, errors, time per "
+              "answer, cold starts) is in `bench/compare_tools.md`.", ""]
+        Path(a.markdown).write_text("\n".join(md), encoding="utf-8")
 
 
 if __name__ == "__main__":

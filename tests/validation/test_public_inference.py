@@ -14,40 +14,26 @@ Assumptions this test has to make (printed with each row):
   load_in_4bit=True, low_cpu_mem_usage=True, pad_token_id=0)``), so unquantized tensors and the 4-bit
   compute dtype are fp32 (transformers/bitsandbytes defaults of 2023);
 - ``load_in_4bit=True`` without a quant type means bitsandbytes' default fp4, no double quantization.
+
+The prediction (architecture, settings, which items count) lives in ``llmsizer.validation_cases`` so that
+``llmsizer validate`` reports the same figures; the assertion and its tolerance stay here.
 """
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
-from llmsizer import estimate_inference
-from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.units import GiB
-
-DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
-STARCODER = dict(model_type="gpt_bigcode", vocab_size=49152, n_embd=6144, n_layer=40, n_head=48, n_inner=24576,
-                 n_positions=8192, multi_query=True, tie_word_embeddings=True)
-CASES = {"PM0083": ("bf16", "bf16"), "PM0084": ("llm.int8", "fp32"), "PM0085": ("fp4", "fp32")}
-TOLERANCE = 0.05
-
-
-def _rows() -> dict[str, dict[str, str]]:
-    with DATA.open(newline="", encoding="utf-8") as f:
-        return {r["id"]: r for r in csv.DictReader(f)}
+from llmsizer.validation_cases import OCTOCODER_CASES as CASES
+from llmsizer.validation_cases import OCTOCODER_TOLERANCE as TOLERANCE
+from llmsizer.validation_cases import octocoder_prediction, public_rows
 
 
 @pytest.mark.parametrize("row_id", sorted(CASES))
 def test_octocoder_peak_allocated(row_id: str) -> None:
-    row = _rows()[row_id]
+    row = public_rows()[row_id]
     measured = float(row["value"]) * GiB  # the guide's bytes_to_giga_bytes divides by 1024**3
-    weights, dtype = CASES[row_id]
-    spec = spec_from_config(STARCODER, name="bigcode/octocoder")
-    est = estimate_inference(spec, context=24 + 60, output_tokens=60, weights=weights, dtype=dtype)
-    tensors = sum(i.bytes for i in est.items if i.location == "device" and i.name not in ("cuda_context",
-                                                                                              "allocator_cache"))
+    tensors, weights, dtype = octocoder_prediction(row_id)
     err = (tensors - measured) / measured
     print(f"{row_id} {row['precision']}: predicted {tensors / GiB:.2f} GiB, measured {measured / GiB:.2f} GiB, "
           f"error {err:+.1%} (weights={weights}, dtype={dtype})")

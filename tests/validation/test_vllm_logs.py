@@ -4,20 +4,18 @@ For each row the test predicts, from the catalog config alone: the weights vLLM 
 of its profile run, and the KV pool it allocates (util x total - weights - activation - non-torch - graphs),
 and compares them with the logged values. Calibration rows fed the one derived constant
 (``engines.VLLM_SAMPLER_BYTES_PER_LOGIT``); their weights and KV-pool checks remain independent.
+
+The estimate call for a row (``vllm_kwargs``/``vllm_prediction``) lives in ``llmsizer.validation_cases`` so that
+``llmsizer validate`` reports the same figures; the assertions and tolerances stay here.
 """
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import pytest
 
-from llmsizer import estimate_inference
-from llmsizer.units import GiB
+from llmsizer.validation_cases import vllm_prediction, vllm_rows
 
-DATA = Path(__file__).resolve().parents[2] / "validation" / "vllm_startup_logs.csv"
-ROWS = list(csv.DictReader(DATA.open(newline="", encoding="utf-8")))
+ROWS = vllm_rows()
 
 
 def _num(row: dict[str, str], key: str) -> float | None:
@@ -26,21 +24,10 @@ def _num(row: dict[str, str], key: str) -> float | None:
 
 @pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
 def test_vllm_weights_activation_and_kv_pool(row: dict[str, str]) -> None:
-    total = float(row["gpu_total_gib"]) * GiB
-    kwargs = dict(engine="vllm", memory=int(total), context=int(row["max_model_len"]),
-                  gpu_memory_utilization=float(row["gpu_memory_utilization"]))
-    if row["max_num_seqs"]:
-        kwargs["max_num_seqs"] = int(row["max_num_seqs"])
-    if row["weights"]:
-        kwargs["weights"] = row["weights"]
-    if row["tensor_parallel"] != "1":
-        kwargs["tensor_parallel"] = int(row["tensor_parallel"])
-    if row["max_num_batched_tokens"]:
-        kwargs["max_num_batched_tokens"] = int(row["max_num_batched_tokens"])
-    est = estimate_inference(row["catalog_name"], **kwargs)
-    w = est.item("weights").bytes / GiB
-    act = est.item("activations").bytes / GiB
-    kv = est.details["kv_pool_bytes"] / GiB
+    p = vllm_prediction(row)  # estimate_inference(catalog_name, engine="vllm", memory=..., ...) per row
+    w = p.weights_gib
+    act = p.activation_gib
+    kv = p.kv_gib
     lines = [f"{row['id']} {row['model']} on {row['gpu']} ({row['role']}):",
              f"  weights    predicted {w:6.2f} GiB  logged {float(row['weights_gib']):6.2f}"]
     assert abs(w - float(row["weights_gib"])) / float(row["weights_gib"]) <= 0.06
@@ -52,7 +39,7 @@ def test_vllm_weights_activation_and_kv_pool(row: dict[str, str]) -> None:
     # the pool is a difference of large numbers: judge it against the GPU budget it was carved from
     assert abs(kv - logged_kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * logged_kv
     if row["max_concurrency"]:
-        conc = est.details["kv_pool_bytes"] / est.details["kv_bytes_per_sequence"]
+        conc = p.max_concurrency
         lines.append(f"  max concurrency predicted {conc:.2f}x logged {row['max_concurrency']}x")
         assert abs(conc - float(row["max_concurrency"])) <= 0.1 * float(row["max_concurrency"]) + 0.05
     print("\n".join(lines))

@@ -30,6 +30,8 @@ EPILOG = """examples:
   llmsizer train llama-3.1-8b --method lora --batch 4 --seq 4096 --grad-checkpointing full
   llmsizer fit llama-3.3-70b-instruct --device h100-sxm --count 2 --engine vllm
   llmsizer recommend llama-3.1-8b --context 8k --concurrency 8
+  llmsizer measure infer qwen2.5-0.5b --context 4096
+  llmsizer validate
 """
 
 

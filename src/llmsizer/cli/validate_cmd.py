@@ -1,0 +1,201 @@
+"""`llmsizer validate`: llmsizer's own error against published and measured runs, per row and per kind."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import emit_json
+
+GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md"
+
+EPILOG = f"""examples:
+  llmsizer validate                       # public set + validation/measured/*.jsonl + local results store
+  llmsizer validate --no-store --json
+  {GENERATOR}
+
+Error = (predicted - measured) / measured. The summary gives the median and 90th percentile of |error| per kind
+(inference memory, training memory, throughput); calibration rows (ones that fed a constant), rows whose settings
+had to be assumed and lower bounds (out-of-memory runs) are listed but kept out of it.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("validate", help="llmsizer's error against published and measured runs",
+                       description="Compare llmsizer's estimates with every published measurement it can express "
+                                   "(validation/*.csv), the committed measured runs (validation/measured/*.jsonl) "
+                                   "and the local results store of `llmsizer measure`.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    p.set_defaults(func=cmd_validate)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", help="validation data folder (default: the repository's validation/)")
+    p.add_argument("--store", help="results store to include (default ~/.cache/llmsizer/results.sqlite)")
+    p.add_argument("--no-store", action="store_true", help="leave the local results store out")
+    p.add_argument("--no-public", action="store_true", help="measured runs only")
+    p.add_argument("--markdown", metavar="PATH", help="also write the report as Markdown")
+    p.add_argument("--json", action="store_true", help="cases and summary as JSON")
+
+
+def gather(args: argparse.Namespace) -> dict[str, Any]:
+    from .. import validation_cases as V
+    from ..measure.store import ResultStore, read_jsonl
+
+    data = V.data_dir(args.data)
+    cases: list[V.Case] = []
+    missing: list[V.NotExpressed] = []
+    sources = []
+    if not args.no_public:
+        c, m = V.public_cases(data)
+        cases += c
+        missing += m
+        sources.append(f"{data / 'public_measurements.csv'} and {data / 'vllm_startup_logs.csv'}")
+    files = sorted(glob.glob(str(data / "measured" / "*.jsonl")))
+    if files:
+        c, m = V.measured_cases(read_jsonl(files))
+        cases += c
+        missing += m
+        sources += files
+    if not args.no_store:
+        store = ResultStore(args.store)
+        recs = store.records()
+        if recs:
+            c, m = V.measured_cases(recs)
+            cases += c
+            missing += m
+            sources.append(f"{store.path} ({len(recs)} records)")
+    return {"cases": cases, "missing": missing, "summary": V.summarize(cases), "sources": sources,
+            "by_origin": {o: V.summarize(cases, o) for o in ("published", "measured")}}
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}" if abs(v) < 10 else f"{v:,.1f}"
+
+
+def _pct(e: float | None) -> str:
+    return "-" if e is None else f"{e:+.1%}"
+
+
+def _within(c: Any) -> str:
+    if c.excluded:
+        ok = {True: ", met", False: ", not met", None: ""}[c.within]
+        return f"({c.excluded}{ok})"
+    return {True: "yes", False: "NO", None: ""}[c.within]
+
+
+def render_text(g: dict[str, Any]) -> str:
+    from .. import validation_cases as V
+    from ..render.text import table
+
+    out = []
+    for kind in V.KINDS:
+        mine = [c for c in g["cases"] if c.kind == kind]
+        if not mine:
+            continue
+        out.append(f"== {kind} ==")
+        rows = [[c.id, c.what[:64], _fmt(c.predicted), _fmt(c.measured), c.unit, _pct(c.error), _within(c)]
+                for c in mine]
+        out.append(table(rows, ["id", "case", "predicted", "measured", "unit", "error", "within tolerance"]))
+        out.append("")
+    out.append("summary (|error|; calibration, assumed-settings and lower-bound rows excluded):")
+    rows = []
+    for s in g["summary"]:
+        rows.append([s.kind, str(s.n), _pct(s.median).lstrip("+") if s.median is not None else "-",
+                     _pct(s.p90).lstrip("+") if s.p90 is not None else "-",
+                     f"{s.within}/{s.with_tolerance}" if s.with_tolerance else "-", str(s.excluded_rows)])
+    out.append(table(rows, ["kind", "rows", "median", "p90", "within tolerance", "excluded rows"]))
+    if g["missing"]:
+        out.append(f"not expressed: {len(g['missing'])} rows (see --markdown or --json for why)")
+    return "\n".join(out)
+
+
+def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
+    from .. import __version__
+    from .. import validation_cases as V
+    from ..measure.probe import now_iso
+
+    lines = [f"<!-- generated by `{command}`; do not edit by hand -->", "", "# Accuracy: llmsizer against measured runs",
+             "", f"Generated {now_iso()[:10]} by `{command}` (llmsizer {__version__}). Error = (predicted - measured) "
+             "/ measured; positive means llmsizer over-estimates. Calibration rows (those that fed a constant), rows "
+             "whose unpublished settings had to be assumed, and lower bounds (runs that ran out of memory) are "
+             "listed but kept out of the summary. Sources: every public row carries its source in "
+             "`validation/*.csv`; measured runs carry their settings, device, versions and date in "
+             "`validation/measured/*.jsonl`. The same command without the main CLI: "
+             "`python -m llmsizer.cli.validate_cmd --no-store --markdown docs/accuracy.md`.", "", "## Summary", "",
+             "| kind | rows | median abs error | 90th percentile abs error | within tolerance | excluded rows |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for s in g["summary"]:
+        lines.append(f"| {s.kind} | {s.n} | {_pct(s.median).lstrip('+')} | {_pct(s.p90).lstrip('+')} | "
+                     f"{f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | {s.excluded_rows} |")
+    lines += ["", "By origin (published measurements in `validation/*.csv`; runs measured with `llmsizer measure`):",
+              "", "| kind | origin | rows | median abs error | 90th percentile abs error |", "|---|---|---:|---:|---:|"]
+    for origin, summ in g.get("by_origin", {}).items():
+        for s in summ:
+            if s.n:
+                lines.append(f"| {s.kind} | {origin} | {s.n} | {_pct(s.median).lstrip('+')} | "
+                             f"{_pct(s.p90).lstrip('+')} |")
+    for kind in V.KINDS:
+        mine = [c for c in g["cases"] if c.kind == kind]
+        if not mine:
+            continue
+        lines += ["", f"## {kind[0].upper() + kind[1:]}", "",
+                  "| id | case | predicted | measured | unit | error | within tolerance | note |",
+                  "|---|---|---:|---:|---|---:|---|---|"]
+        for c in mine:
+            tol = _within(c) + (f" ({c.tolerance})" if c.tolerance and not c.excluded else "")
+            lines.append(f"| {c.id} | {c.what} | {_fmt(c.predicted)} | {_fmt(c.measured)} | {c.unit} | "
+                         f"{_pct(c.error)} | {tol} | {c.note.replace('|', '/')} |")
+    if g["missing"]:
+        lines += ["", "## Rows not expressed", "", "| id | kind | why |", "|---|---|---|"]
+        lines += [f"| {m.id} | {m.kind} | {m.why.replace('|', '/')} |" for m in g["missing"]]
+    lines += ["", "## Data", ""] + [f"- `{_rel(s)}`" for s in g["sources"]]
+    return "\n".join(lines) + "\n"
+
+
+def _rel(path: str) -> str:
+    try:
+        return str(Path(path.split(" ")[0]).resolve().relative_to(Path.cwd())) + (
+            " " + path.split(" ", 1)[1] if " " in path else "")
+    except ValueError:
+        return path
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    g = gather(args)
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(g), encoding="utf-8")
+    if args.json:
+        emit_json({"cases": [c.to_dict() for c in g["cases"]],
+                   "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
+                   "summary": [s.to_dict() for s in g["summary"]], "sources": g["sources"]})
+    else:
+        print(render_text(g))
+        if args.markdown:
+            print(f"report written to {args.markdown}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m llmsizer.cli.validate_cmd``: the command without the main CLI."""
+    from ..errors import LlmsizerError
+    from .main import _Parser
+
+    p = _Parser(prog="llmsizer validate", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        return cmd_validate(args)
+    except LlmsizerError as e:
+        print(f"llmsizer: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

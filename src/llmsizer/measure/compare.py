@@ -1,0 +1,318 @@
+"""Measured vs estimated: the estimate of a record's settings, and one row per component and per total.
+
+Error is ``(estimated - measured) / measured``: positive when llmsizer over-estimates. Rows with a ``kind``
+(``inference memory``, ``training memory``, ``throughput``) are the headline figures ``llmsizer validate``
+summarises; the others are the per-component breakdown.
+
+What is compared with what (inference, the ``transformers`` engine profile):
+
+==================  ==================================================  ===========================================
+row                 estimate                                            measurement
+==================  ==================================================  ===========================================
+weights             item ``weights``                                    parameter + buffer (+ 4-bit state) bytes
+kv_cache            item ``kv_cache`` (KV at the peak phase)            KV-cache storages live at the tensor peak
+activations         ``activations`` + ``dequant_buffer``                the rest of the live tensors at the peak
+peak tensors        sum of the three                                    tracker peak (CPU) / ``max_memory_allocated``
+allocator cache     ``allocator_cache``                                 ``max_memory_reserved - max_memory_allocated``
+cuda_context        ``cuda_context``                                    NVML process memory - ``memory_reserved()``
+device total        device total                                        ``cuda_context + max_memory_reserved``
+host runtime        ``host_runtime``                                    RSS after the imports
+process RSS         host total (CPU runs)                               peak RSS of the process
+==================  ==================================================  ===========================================
+
+Training rows use ``llmsizer.training.estimate_training`` when it is installed (its items are grouped into
+weights / gradients / optimizer state / activations by name); without it only the measurement is shown.
+Throughput rows need the device in the hardware catalog (``llmsizer.hardware.performance.estimate_speed``;
+training: ``formulas/training_time.py`` at the catalog's default MFU).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import LlmsizerError
+from ..result import Estimate
+from ..specs import ModelSpec
+
+MEMORY_KINDS = {"inference": "inference memory", "training": "training memory"}
+THROUGHPUT = "throughput"
+
+
+@dataclass(frozen=True)
+class Row:
+    component: str
+    estimated: float | None
+    measured: float | None
+    unit: str = "bytes"
+    kind: str | None = None
+    low: float | None = None
+    high: float | None = None
+    note: str = ""
+
+    @property
+    def error(self) -> float | None:
+        if self.estimated is None or not self.measured:
+            return None
+        return (self.estimated - self.measured) / self.measured
+
+    @property
+    def within_range(self) -> bool | None:
+        if self.measured is None or self.low is None or self.high is None or self.low == self.high:
+            return None
+        return self.low <= self.measured <= self.high
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"component": self.component, "kind": self.kind, "unit": self.unit, "estimated": self.estimated,
+                "low": self.low, "high": self.high, "measured": self.measured, "error": self.error,
+                "within_range": self.within_range, "note": self.note}
+
+
+def spec_of(record: dict[str, Any]) -> ModelSpec:
+    from ..readers.hf_config import spec_from_config
+
+    model = record["model"]
+    return spec_from_config(model["config"], name=model["name"], source=model.get("source", ""))
+
+
+# -- estimates --------------------------------------------------------------------------------------------------
+
+def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
+    from ..inference import estimate_inference
+
+    return estimate_inference(spec, context=s["context"], concurrency=s["concurrency"],
+                              output_tokens=s["output_tokens"], device="gpu" if s["device"] == "cuda" else "cpu",
+                              engine="transformers", dtype=s["dtype"], attention=s["attention"],
+                              weights=s.get("weights") or s["dtype"])
+
+
+def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
+    """``llmsizer.training.estimate_training`` for the settings, or None and why not."""
+    if importlib.util.find_spec("llmsizer.training") is None:
+        return None, "llmsizer.training is not installed: measurement only"
+    try:
+        from ..training import estimate_training  # type: ignore[attr-defined]
+    except ImportError as e:
+        return None, f"llmsizer.training could not be imported: {e}"
+    fields: dict[str, Any] = {"method": s["method"], "optimizer": s["optimizer"], "precision": s["precision"],
+                              "micro_batch": s["micro_batch"], "seq_len": s["seq_len"],
+                              "grad_checkpointing": s["grad_checkpointing"], "attention": s["attention"]}
+    if s.get("optimizer_impl"):
+        fields["optimizer_impl"] = s["optimizer_impl"]
+    if s["method"] != "full":
+        fields.update(rank=s["rank"], targets=tuple(s["targets"]))
+        if s.get("alpha"):
+            fields["alpha"] = s["alpha"]
+        if s.get("base_dtype"):
+            fields["base_dtype"] = s["base_dtype"]
+    try:
+        return estimate_training(spec, **fields), ""
+    except (TypeError, LlmsizerError) as e:
+        return None, f"estimate_training could not express these settings: {e}"
+
+
+def _group(name: str) -> str:
+    n = name.lower()
+    if any(k in n for k in ("context", "allocator", "nccl", "runtime", "host", "fragment", "overhead", "cache")):
+        return "overhead"
+    if "temporar" in n or "transient" in n:
+        return "activations"
+    if "grad" in n:
+        return "gradients"
+    if "optim" in n or "state" in n:
+        return "optimizer_state"
+    if any(k in n for k in ("activ", "logit", "autocast", "recompute", "workspace", "loss", "dequant")):
+        return "activations"
+    if any(k in n for k in ("weight", "param", "adapter", "master", "lora", "embedding")):
+        return "weights"
+    return "activations"
+
+
+def _catalog_device(name: str | None) -> Any:
+    if not name:
+        return None
+    from ..catalog.hardware import builtin_catalog
+
+    cat = builtin_catalog()
+    tries = [name, name.replace("NVIDIA ", "")]
+    if "H100" in name:
+        tries.append("h100-pcie" if "PCIe" in name else "h100-nvl" if "NVL" in name else "h100-sxm")
+    for t in tries:
+        try:
+            return cat.device(t)
+        except LlmsizerError:
+            continue
+    return None
+
+
+# -- rows -------------------------------------------------------------------------------------------------------
+
+def _item_bytes(est: Estimate, *names: str) -> tuple[int, int, int] | None:
+    lo = mid = hi = 0
+    found = False
+    for it in est.items:
+        if it.name in names:
+            a, b, c = it.range
+            lo, mid, hi, found = lo + a, mid + b, hi + c, True
+    return (lo, mid, hi) if found else None
+
+
+def _row(component: str, est: tuple[int, int, int] | None, measured: Any, kind: str | None = None,
+         note: str = "") -> Row:
+    if est is None:
+        return Row(component, None, measured, kind=kind, note=note)
+    return Row(component, est[1], measured, kind=kind, low=est[0], high=est[2], note=note)
+
+
+def inference_rows(record: dict[str, Any], est: Estimate) -> list[Row]:
+    m, s = record.get("measured", {}), record["settings"]
+    split = m.get("peak_split") or {}
+    cuda = s["device"] == "cuda"
+    kind = MEMORY_KINDS["inference"]
+    rows = [
+        _row("weights", _item_bytes(est, "weights"), m.get("weights_bytes")),
+        _row("kv_cache", _item_bytes(est, "kv_cache"), split.get("kv_cache"), note="KV live at the tensor peak"),
+        _row("activations", _item_bytes(est, "activations", "dequant_buffer"), split.get("activations"),
+             note="live tensors at the peak besides weights and KV"),
+    ]
+    tensors = _item_bytes(est, "weights", "kv_cache", "activations", "dequant_buffer")
+    if cuda:
+        rows.append(_row("peak tensors (tracker)", tensors, m.get("peak_tensor_bytes")))
+        rows.append(_row("peak allocated", tensors, m.get("max_memory_allocated"), kind,
+                         "torch.cuda.max_memory_allocated"))
+        if m.get("max_memory_reserved") is not None:
+            rows.append(_row("allocator cache", _item_bytes(est, "allocator_cache"),
+                             m["max_memory_reserved"] - m["max_memory_allocated"], note="reserved - allocated"))
+        rows.append(_row("cuda_context", _item_bytes(est, "cuda_context"), m.get("cuda_context_bytes"),
+                         note="NVML process memory - torch reserved"))
+        rows.append(_row("device total", est.total("device"), m.get("device_peak_bytes"), kind,
+                         "CUDA context + max_memory_reserved (NVML)"))
+    else:
+        rows.append(_row("peak tensors", tensors, m.get("peak_tensor_bytes"), kind, "live tensor bytes (tracker)"))
+        rows.append(_row("host runtime", _item_bytes(est, "host_runtime"), m.get("baseline_rss_bytes"),
+                         note="RSS after importing torch + transformers"))
+        rows.append(_row("process RSS", est.total("host"), m.get("peak_rss_bytes"), kind, "peak RSS (VmHWM)"))
+    return rows
+
+
+def training_rows(record: dict[str, Any], est: Estimate | None, why: str) -> list[Row]:
+    m, s = record.get("measured", {}), record["settings"]
+    split = m.get("peak_split") or {}
+    cuda = s["device"] == "cuda"
+    kind = MEMORY_KINDS["training"]
+    groups: dict[str, list[int]] = {}
+    if est is not None:
+        for it in est.items:
+            if it.location != "device":
+                continue
+            acc = groups.setdefault(_group(it.name), [0, 0, 0])
+            for i, v in enumerate(it.range):
+                acc[i] += v
+
+    def group(name: str) -> tuple[int, int, int] | None:
+        return (groups[name][0], groups[name][1], groups[name][2]) if name in groups else None
+
+    rows = [_row(name, group(name), split.get(name), note=why if est is None else "at the tensor peak")
+            for name in ("weights", "gradients", "optimizer_state", "activations")]
+    tensors = None
+    if est is not None:
+        parts = [groups[k] for k in groups if k != "overhead"]
+        tensors = (sum(p[0] for p in parts), sum(p[1] for p in parts), sum(p[2] for p in parts))
+    if cuda:
+        rows.append(_row("peak tensors (tracker)", tensors, m.get("peak_tensor_bytes")))
+        rows.append(_row("peak allocated", tensors, m.get("max_memory_allocated"), kind,
+                         "torch.cuda.max_memory_allocated"))
+        rows.append(_row("device total", est.total("device") if est is not None else None,
+                         m.get("device_peak_bytes"), kind, "CUDA context + max_memory_reserved (NVML)"))
+    else:
+        rows.append(_row("peak tensors", tensors, m.get("peak_tensor_bytes"), kind, "live tensor bytes (tracker)"))
+        rows.append(Row("process RSS", None, m.get("peak_rss_bytes"), note="no CPU-side training estimate"))
+    return rows
+
+
+def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
+    s, t, dev = record["settings"], record.get("timing", {}), record.get("device", {})
+    device = _catalog_device(dev.get("name")) if s["device"] == "cuda" else None
+    if device is None:
+        return []
+    name = device.id
+    if s["kind"] == "inference":
+        from ..hardware.performance import estimate_speed
+
+        try:
+            sp = estimate_speed(spec, device, weights_format=s.get("weights") or s["dtype"],
+                                prompt_tokens=s["context"] - s["output_tokens"],
+                                output_tokens=max(s["output_tokens"], 1), concurrency=s["concurrency"],
+                                kv_dtype=s["dtype"])
+        except LlmsizerError:
+            return []
+        rows = [Row("prefill tokens/s", sp.prefill_tokens_per_second, t.get("prefill_tokens_per_second"),
+                    "tokens/s", THROUGHPUT, note=f"{name}: estimate is one request's prefill rate")]
+        if s["output_tokens"]:
+            rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
+                            THROUGHPUT, note=f"{name}: aggregate over {s['concurrency']} sequences"))
+        return rows
+    from ..formulas.params import count_params
+    from ..formulas.training_time import tokens_per_second, training_flops_per_token
+    from ..hardware import efficiency as E
+    from ..hardware.performance import attention_width
+
+    peak, _ = device.peak_flops("bf16" if s.get("precision") != "fp32" else "fp32")
+    if peak is None or not t.get("tokens_per_second"):
+        return []
+    params = count_params(spec).total
+    width = attention_width(spec)
+    if s["method"] == "full":
+        fpt = training_flops_per_token(params, spec.num_layers, width, s["seq_len"],
+                                       "full" if s["grad_checkpointing"] == "full" else "none")
+        how = "6N + attention"
+    else:  # frozen base: no weight gradients (4N), plus recomputation of the forward when checkpointing
+        fpt = (4 + (2 if s["grad_checkpointing"] == "full" else 0)) * params + 12 * spec.num_layers * width * s["seq_len"]
+        how = "4N (+2N recompute) + attention"
+    pred = tokens_per_second(fpt, 1, peak, E.TRAINING_MFU.expected)
+    return [Row("training tokens/s", pred, t["tokens_per_second"], "tokens/s", THROUGHPUT,
+                note=f"{name}: {how} FLOPs/token at MFU {E.TRAINING_MFU.expected}")]
+
+
+def compare_record(record: dict[str, Any]) -> dict[str, Any]:
+    """The estimate for ``record``'s settings (made now) and the comparison rows; keys to merge into the record."""
+    s = record.get("settings") or {}
+    if record.get("status") == "error" and not record.get("measured"):
+        return {"comparison": [], "estimate_note": "the run failed before measuring anything"}
+    if s.get("device") not in ("cpu", "cuda"):
+        return {"comparison": [], "estimate_note": "the worker did not report its device: nothing to compare"}
+    try:
+        spec = spec_of(record)
+    except LlmsizerError as e:
+        return {"comparison": [], "estimate_note": f"no estimate: {e}"}
+    out: dict[str, Any] = {}
+    if s["kind"] == "inference":
+        try:
+            est: Estimate | None = inference_estimate(spec, s)
+            why = ""
+        except LlmsizerError as e:
+            est, why = None, f"no estimate: {e}"
+        rows = inference_rows(record, est) if est is not None else []
+    else:
+        est, why = training_estimate(spec, s)
+        rows = training_rows(record, est, why)
+    if record.get("status") == "ok":
+        rows += throughput_rows(record, spec)
+    if est is not None:
+        loc = est.primary_location
+        lo, mid, hi = est.total(loc)
+        out["estimate_total"] = {"location": loc, "low": lo, "bytes": mid, "high": hi}
+        out["estimate"] = est.to_dict()
+    if why:
+        out["estimate_note"] = why
+    out["comparison"] = [r.to_dict() for r in rows]
+    return out
+
+
+def rows_of(record: dict[str, Any]) -> list[Row]:
+    """Comparison rows of a record, re-estimated with this llmsizer (for ``validate``)."""
+    if record.get("status") != "ok":
+        return []
+    return [Row(d["component"], d["estimated"], d["measured"], d["unit"], d["kind"], d["low"], d["high"], d["note"])
+            for d in compare_record(record)["comparison"]]

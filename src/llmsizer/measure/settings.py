@@ -1,0 +1,203 @@
+"""What a measurement runs: one validated, JSON-round-trippable settings object (no torch here).
+
+The names follow the estimators' workloads so a measurement can be compared with the estimate of the same
+settings: ``context``/``concurrency``/``output_tokens``/``dtype``/``weights``/``attention`` as in
+:class:`~llmsizer.specs.InferenceWorkload`; ``method``/``rank``/``targets``/``optimizer``/``precision``/
+``micro_batch``/``seq_len``/``grad_checkpointing`` as in :class:`~llmsizer.specs.training.TrainingWorkload`.
+Only what can really be run on one device in a few steps is accepted; everything else is refused up front with
+the list of allowed values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from ..errors import InputError, LlmsizerError
+
+KINDS = ("inference", "training")
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("bf16", "fp16", "fp32")
+INFER_WEIGHTS = ("nf4", "nf4-dq")  # besides the compute dtype itself: bitsandbytes 4-bit (CUDA)
+ATTENTION = ("sdpa", "eager", "flash")
+METHODS = ("full", "lora", "dora", "qlora")
+OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
+              "adafactor", "lion")
+BNB_OPTIMIZERS = ("adamw-8bit", "paged-adamw", "paged-adamw-8bit", "lion")
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16")
+GRAD_CHECKPOINTING = ("none", "full")
+OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
+ALL_LINEAR = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+class MeasureUnavailableError(LlmsizerError, RuntimeError):
+    """The optional 'measure' extra (torch, transformers, peft) is not installed."""
+
+
+# transformers attn_implementation for each attention name (flash needs the flash-attn package)
+HF_ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """One measurement.
+
+    kind: 'inference' (prefill of ``context - output_tokens`` prompt tokens for ``concurrency`` sequences, then
+        ``output_tokens`` one-token decode steps, greedy, transformers DynamicCache) or 'training' (optimizer
+        steps on ``micro_batch`` x ``seq_len`` random tokens).
+    model: catalog name, config.json or model folder (a folder with weight files is loaded as a checkpoint
+        unless ``random_weights``).
+    device: 'auto' (CUDA when available, else CPU), 'cpu' or 'cuda'.
+    dtype: inference compute and weight dtype; None: bf16 on CUDA, fp32 on CPU (recorded as a default).
+    weights: inference weight format besides the dtype: 'nf4' / 'nf4-dq' (bitsandbytes 4-bit; CUDA).
+    steps: timed repetitions after the tracked pass (inference: whole prefill+decode passes; training:
+        optimizer steps). The tracked pass is one inference pass, or two training steps (the second one runs
+        with the optimizer state allocated).
+    base_dtype: dtype of the frozen base of lora/dora (and of the tensors QLoRA leaves unquantized); None: bf16,
+        or fp32 for precision fp32 (the estimator's default).
+    optimizer_impl: 'fused' / 'foreach' / 'for-loop' (torch optimizers); None: torch's default (foreach on CUDA,
+        for-loop on CPU).
+    memory_cap: bytes the workload may use (CUDA: ``set_per_process_memory_fraction``; CPU: a limit on the
+        growth of the process's data segment, ``RLIMIT_DATA``); None: no cap.
+    """
+
+    kind: str
+    model: str
+    device: str = "auto"
+    # inference
+    context: int = 1024
+    concurrency: int = 1
+    output_tokens: int = 16
+    dtype: str | None = None
+    weights: str | None = None
+    attention: str = "sdpa"
+    # training
+    method: str = "full"
+    rank: int = 16
+    alpha: int | None = None
+    targets: tuple[str, ...] = ALL_LINEAR
+    optimizer: str = "adamw"
+    precision: str | None = None
+    base_dtype: str | None = None
+    optimizer_impl: str | None = None
+    micro_batch: int = 1
+    seq_len: int = 512
+    grad_checkpointing: str = "none"
+    # both
+    steps: int | None = None
+    seed: int = 0
+    threads: int | None = None
+    memory_cap: int | None = None
+    random_weights: bool = False
+    allow_cpu_bnb: bool = False  # bitsandbytes 4-bit/8-bit on CPU: for tests of the code path only
+
+    def __post_init__(self) -> None:
+        closed = (("kind", self.kind, KINDS), ("device", self.device, DEVICES),
+                  ("attention", self.attention, ATTENTION), ("method", self.method, METHODS),
+                  ("optimizer", self.optimizer, OPTIMIZERS),
+                  ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING))
+        for name, value, allowed in closed:
+            if value not in allowed:
+                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.dtype is not None and self.dtype not in DTYPES:
+            raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
+        for opt_name, opt_value, opt_allowed in (("base_dtype", self.base_dtype, DTYPES),
+                                                 ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS)):
+            if opt_value is not None and opt_value not in opt_allowed:
+                raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
+        if self.base_dtype is not None and self.method == "full":
+            raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights "
+                             "in the precision's dtype")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise InputError(f"measure runs precision {self.precision!r} only through its own framework; choose one "
+                             f"of: {', '.join(PRECISIONS)}")
+        if self.weights is not None and self.weights not in (*DTYPES, *INFER_WEIGHTS):
+            raise InputError(f"measure loads weights as {', '.join((*DTYPES, *INFER_WEIGHTS))}; got {self.weights!r}")
+        for name in ("context", "concurrency", "micro_batch", "seq_len", "rank"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        if not 0 <= self.output_tokens < self.context:
+            raise InputError(f"output_tokens must be between 0 and context - 1 ({self.context - 1}), "
+                             f"got {self.output_tokens}")
+        if self.steps is not None and self.steps < 0:
+            raise InputError(f"steps must not be negative, got {self.steps}")
+        if self.memory_cap is not None and self.memory_cap <= 0:
+            raise InputError(f"memory_cap must be positive, got {self.memory_cap}")
+        if not self.targets:
+            raise InputError("LoRA needs at least one target module (e.g. q_proj,v_proj)")
+        if self.method == "qlora" and self.precision in ("fp32", "fp16", "fp16-mixed"):
+            raise InputError(f"qlora computes in bf16 on a 4-bit base; precision {self.precision!r} does not apply "
+                             "(use bf16-mixed or bf16)")
+        if self.device == "cpu" and not self.allow_cpu_bnb:
+            if self.kind == "training" and self.method == "qlora":
+                raise InputError("QLoRA needs CUDA (bitsandbytes 4-bit kernels); measure it on a GPU")
+            if self.kind == "inference" and self.weights in INFER_WEIGHTS:
+                raise InputError("bitsandbytes 4-bit weights need CUDA; measure them on a GPU")
+            if self.kind == "training" and self.optimizer in BNB_OPTIMIZERS:
+                raise InputError(f"optimizer {self.optimizer} (bitsandbytes) needs CUDA; measure it on a GPU")
+
+    # -- derived ---------------------------------------------------------------------------------------------
+    @property
+    def prompt_tokens(self) -> int:
+        return self.context - self.output_tokens
+
+    @property
+    def timed_steps(self) -> int:
+        return self.steps if self.steps is not None else (1 if self.kind == "inference" else 2)
+
+    def resolved(self, device: str) -> tuple[MeasureSettings, list[tuple[str, Any, str]]]:
+        """Settings with the device and every default filled in, and the defaults applied (name, value, why)."""
+        defaults: list[tuple[str, Any, str]] = []
+        changes: dict[str, Any] = {"device": device}
+        if self.device == "auto":
+            defaults.append(("device", device, "CUDA when torch sees a GPU, else CPU"))
+        if self.kind == "inference" and self.dtype is None:
+            changes["dtype"] = "bf16" if device == "cuda" else "fp32"
+            defaults.append(("dtype", changes["dtype"], "bf16 on CUDA; fp32 on CPU (bf16 matmuls are slow there)"))
+        if self.kind == "training" and self.precision is None:
+            changes["precision"] = "bf16" if self.method == "qlora" else "bf16-mixed" if device == "cuda" else "fp32"
+            defaults.append(("precision", changes["precision"], "bf16-mixed on CUDA (HF Trainer --bf16; bf16 for "
+                                                                 "QLoRA), fp32 on CPU"))
+        precision = changes.get("precision", self.precision)
+        if self.kind == "training" and self.method != "full" and self.base_dtype is None:
+            changes["base_dtype"] = "fp32" if precision == "fp32" else "bf16"
+            defaults.append(("base_dtype", changes["base_dtype"], "frozen base in bf16 (torch_dtype=bfloat16, the "
+                                                                   "usual PEFT setup); fp32 for precision fp32"))
+        if self.kind == "training" and self.optimizer_impl is None and self.optimizer not in BNB_OPTIMIZERS:
+            changes["optimizer_impl"] = "foreach" if device == "cuda" else "for-loop"
+            defaults.append(("optimizer_impl", changes["optimizer_impl"], "torch's default: foreach for CUDA "
+                                                                           "tensors, a for-loop on CPU"))
+        if self.steps is None:
+            changes["steps"] = self.timed_steps
+            defaults.append(("steps", changes["steps"], "timed repetitions after the tracked pass"))
+        return replace(self, **changes), defaults
+
+    # -- (de)serialisation ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["targets"] = list(self.targets)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> MeasureSettings:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise InputError(f"unknown measure settings: {', '.join(unknown)}")
+        kw = dict(d)
+        if "targets" in kw:
+            kw["targets"] = normalize_targets(kw["targets"])
+        return cls(**kw)
+
+
+def normalize_targets(targets: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """PEFT module names from 'q_proj,v_proj', ['q', 'v'] or 'all-linear' (short names q/k/v/o/gate/up/down)."""
+    items = [t.strip() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
+    out: list[str] = []
+    for t in items:
+        names = ALL_LINEAR if t.lower() in ("all-linear", "all_linear", "all") else (
+            t if t.endswith("_proj") or t not in ("q", "k", "v", "o", "gate", "up", "down") else f"{t}_proj",)
+        for n in names:
+            if n not in out:
+                out.append(n)
+    return tuple(out)

@@ -1,0 +1,574 @@
+"""Published validation rows that llmsizer can express, and how: shared by ``tests/validation/`` and
+``llmsizer validate`` so the report and the tests judge the same predictions.
+
+The data lives in the repository's ``validation/`` folder (every row with its source; nothing here is produced
+by llmsizer):
+
+- ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
+  ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
+- ``vllm_startup_logs.csv``: vLLM start-up log lines (weights, profile-run activation, KV pool, concurrency).
+- ``measured/*.jsonl``: runs measured with ``llmsizer measure`` (``bench/gpu_validation.sh`` on GPUs).
+
+A :class:`Case` is one predicted-vs-measured figure with its kind (``inference memory``, ``training memory``,
+``throughput``), the tolerance the tests hold it to (where they set one) and, when it is reported but kept out of
+the error summary, why (``excluded``): a *calibration* row (one that fed a constant), a row whose unpublished
+settings had to be *assumed*, or a *lower bound* (a run that ran out of memory).
+
+Assumptions for the public rows are stated next to each group below and in the tests that use them.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .units import GiB
+
+INFERENCE_MEMORY = "inference memory"
+TRAINING_MEMORY = "training memory"
+THROUGHPUT = "throughput"
+KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, THROUGHPUT)
+CALIBRATION = "calibration"
+ASSUMED = "settings assumed"
+LOWER_BOUND = "lower bound"
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    kind: str
+    what: str
+    predicted: float | None
+    measured: float
+    unit: str
+    within: bool | None = None  # inside the tolerance the tests hold it to (None: no tolerance set)
+    tolerance: str = ""
+    excluded: str = ""  # why the row is kept out of the summary ('' = summarised)
+    source: str = ""
+    note: str = ""
+    origin: str = "published"  # 'published' (validation/*.csv) or 'measured' (llmsizer measure records)
+
+    @property
+    def error(self) -> float | None:
+        if self.predicted is None or not self.measured or self.excluded == LOWER_BOUND:
+            return None
+        return (self.predicted - self.measured) / self.measured
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "what": self.what, "predicted": self.predicted,
+                "measured": self.measured, "unit": self.unit, "error": self.error, "within": self.within,
+                "tolerance": self.tolerance, "excluded": self.excluded, "source": self.source, "note": self.note,
+                "origin": self.origin}
+
+
+@dataclass(frozen=True)
+class NotExpressed:
+    id: str
+    kind: str
+    why: str
+
+
+@dataclass
+class Summary:
+    kind: str
+    n: int
+    median: float | None
+    p90: float | None
+    excluded_rows: int = 0
+    within: int = 0
+    with_tolerance: int = 0
+    errors: list[float] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rows": self.n, "median_abs_error": self.median, "p90_abs_error": self.p90,
+                "rows_excluded": self.excluded_rows, "within_tolerance": self.within,
+                "with_tolerance": self.with_tolerance}
+
+
+# -- data ------------------------------------------------------------------------------------------------------
+
+def default_data_dir() -> Path:
+    """The repository's ``validation/`` (next to ``src/``), else ``./validation``."""
+    here = Path(__file__).resolve().parents[2] / "validation"
+    return here if here.is_dir() else Path.cwd() / "validation"
+
+
+def data_dir(path: str | Path | None = None) -> Path:
+    d = Path(path) if path is not None else default_data_dir()
+    if not (d / "public_measurements.csv").is_file():
+        raise InputError(f"no validation data in {d} (expected public_measurements.csv); give --data DIR, the "
+                         "repository's validation/ folder")
+    return d
+
+
+@lru_cache(maxsize=4)
+def _read_csv(path: str) -> tuple[dict[str, str], ...]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return tuple(csv.DictReader(f))
+
+
+def public_rows(data: str | Path | None = None) -> dict[str, dict[str, str]]:
+    """``public_measurements.csv`` rows by id."""
+    return {r["id"]: dict(r) for r in _read_csv(str(data_dir(data) / "public_measurements.csv"))}
+
+
+# -- inference memory: bigcode/octocoder with transformers (PM0083-PM0085) -----------------------------------
+# Assumptions (tests/validation/test_public_inference.py): StarCoder architecture values from the Cerebras
+# modelzoo StarCoder HF-converter defaults (code index id 11117433255); a ~24-token prompt and 60 new tokens;
+# the 8-bit/4-bit runs passed no torch_dtype (fp32 unquantized tensors and 4-bit compute); load_in_4bit=True =
+# bitsandbytes' default fp4 without double quantization. Compared: tensors only (max_memory_allocated).
+
+STARCODER = dict(model_type="gpt_bigcode", vocab_size=49152, n_embd=6144, n_layer=40, n_head=48, n_inner=24576,
+                 n_positions=8192, multi_query=True, tie_word_embeddings=True)
+OCTOCODER_CASES = {"PM0083": ("bf16", "bf16"), "PM0084": ("llm.int8", "fp32"), "PM0085": ("fp4", "fp32")}
+OCTOCODER_TOLERANCE = 0.05
+
+
+def octocoder_prediction(row_id: str) -> tuple[int, str, str]:
+    """Predicted tensor bytes on the GPU for row ``row_id``, with the weights format and dtype used."""
+    from .inference import estimate_inference
+    from .readers.hf_config import spec_from_config
+
+    weights, dtype = OCTOCODER_CASES[row_id]
+    spec = spec_from_config(STARCODER, name="bigcode/octocoder")
+    est = estimate_inference(spec, context=24 + 60, output_tokens=60, weights=weights, dtype=dtype)
+    tensors = sum(i.bytes for i in est.items if i.location == "device" and i.name not in ("cuda_context",
+                                                                                              "allocator_cache"))
+    return tensors, weights, dtype
+
+
+def octocoder_cases(data: str | Path | None = None) -> list[Case]:
+    rows = public_rows(data)
+    out = []
+    for rid in sorted(OCTOCODER_CASES):
+        row = rows[rid]
+        measured = float(row["value"]) * GiB  # the guide's bytes_to_giga_bytes divides by 1024**3
+        tensors, weights, dtype = octocoder_prediction(rid)
+        err = (tensors - measured) / measured
+        out.append(Case(rid, INFERENCE_MEMORY, f"octocoder 15.5B {row['precision']} transformers, peak allocated",
+                        tensors / GiB, measured / GiB, "GiB", abs(err) <= OCTOCODER_TOLERANCE,
+                        f"error within \u00b1{OCTOCODER_TOLERANCE:.0%}", source=row["source"],
+                        note=f"weights={weights}, dtype={dtype}"))
+    return out
+
+
+# -- inference memory: vLLM start-up logs ----------------------------------------------------------------------
+
+def vllm_rows(data: str | Path | None = None) -> list[dict[str, str]]:
+    return [dict(r) for r in _read_csv(str(data_dir(data) / "vllm_startup_logs.csv"))]
+
+
+def vllm_kwargs(row: dict[str, str]) -> dict[str, Any]:
+    """``estimate_inference`` fields for one log row (engine vllm, the row's GPU memory and settings)."""
+    total = float(row["gpu_total_gib"]) * GiB
+    kwargs: dict[str, Any] = dict(engine="vllm", memory=int(total), context=int(row["max_model_len"]),
+                                  gpu_memory_utilization=float(row["gpu_memory_utilization"]))
+    if row["max_num_seqs"]:
+        kwargs["max_num_seqs"] = int(row["max_num_seqs"])
+    if row["weights"]:
+        kwargs["weights"] = row["weights"]
+    if row["tensor_parallel"] != "1":
+        kwargs["tensor_parallel"] = int(row["tensor_parallel"])
+    if row["max_num_batched_tokens"]:
+        kwargs["max_num_batched_tokens"] = int(row["max_num_batched_tokens"])
+    return kwargs
+
+
+@dataclass(frozen=True)
+class VllmPrediction:
+    weights_gib: float
+    activation_gib: float
+    kv_gib: float
+    max_concurrency: float
+
+
+def vllm_prediction(row: dict[str, str]) -> VllmPrediction:
+    from .inference import estimate_inference
+
+    est = estimate_inference(row["catalog_name"], **vllm_kwargs(row))
+    return VllmPrediction(est.item("weights").bytes / GiB, est.item("activations").bytes / GiB,
+                          est.details["kv_pool_bytes"] / GiB,
+                          est.details["kv_pool_bytes"] / est.details["kv_bytes_per_sequence"])
+
+
+def vllm_cases(data: str | Path | None = None) -> list[Case]:
+    """Four figures per log row, with the tolerances of tests/validation/test_vllm_logs.py."""
+    out = []
+    for row in vllm_rows(data):
+        p = vllm_prediction(row)
+        calib = row["role"].startswith("calibration")
+        base = f"{row['model']} on {row['gpu']}"
+        w = float(row["weights_gib"])
+        out.append(Case(f"{row['id']}.weights", INFERENCE_MEMORY, f"vLLM weights, {base}", p.weights_gib, w, "GiB",
+                        abs(p.weights_gib - w) / w <= 0.06, "error within \u00b16%", source=row["source"]))
+        if row["activation_gib"]:
+            a = float(row["activation_gib"])
+            out.append(Case(f"{row['id']}.activation", INFERENCE_MEMORY, f"vLLM profile-run activation, {base}",
+                            p.activation_gib, a, "GiB", abs(p.activation_gib - a) <= 0.15 * a + 0.25,
+                            "within 15% + 0.25 GiB", excluded=CALIBRATION if calib else "", source=row["source"],
+                            note="fed engines.VLLM_SAMPLER_BYTES_PER_LOGIT" if calib else "held-out"))
+        kv = float(row["kv_gib"])
+        out.append(Case(f"{row['id']}.kv_pool", INFERENCE_MEMORY, f"vLLM KV pool, {base}", p.kv_gib, kv, "GiB",
+                        abs(p.kv_gib - kv) <= 0.02 * float(row["gpu_total_gib"]) + 0.1 * kv,
+                        "within 2% of the GPU + 10%", source=row["source"]))
+        if row["max_concurrency"]:
+            c = float(row["max_concurrency"])
+            out.append(Case(f"{row['id']}.concurrency", INFERENCE_MEMORY, f"vLLM max concurrency, {base}",
+                            p.max_concurrency, c, "x", abs(p.max_concurrency - c) <= 0.1 * c + 0.05,
+                            "within 10% + 0.05", source=row["source"]))
+    return out
+
+
+# -- throughput: the CSV's throughput and MFU rows ----------------------------------------------------------------
+# Same rules as tests/validation/test_public_speed.py (CSV rows only): llama-bench ``tgN`` = N tokens generated
+# after a 1-token prompt (``@ dD``: after D tokens), ``ppN`` = prefill of N tokens, ``B=32`` rows decode 32
+# sequences together; Qwen2.5-Coder-7B / Qwen3-Coder-30B-A3B take the catalog's Qwen2.5-7B / Qwen3-30B-A3B;
+# torchtune rows without activation checkpointing, full fine-tuning 6N + 12 L d s FLOPs per token, LoRA/QLoRA
+# 4N + 12 L d s; "A100" = A100 SXM 80GB; Megatron rows report HFU and are calibration rows.
+
+SPARK = {
+    "PM0091": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 1, 32, 1)),
+    "PM0092": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 32768, 32, 1)),
+    "PM0097": ("qwen3-30b-a3b", "gguf:q8_0", ("tg", 1, 32, 1)),
+    "PM0099": ("qwen2.5-7b", "gguf:q8_0", ("tg", 1, 32, 1)),
+    "PM0100": ("qwen2.5-7b", "gguf:q8_0", ("tg", 32768, 32, 1)),
+    "PM0102": ("gemma-3-4b-it", "gguf:q4_0", ("tg", 1, 32, 1)),
+    "PM0103": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tgB", 512, 32, 32)),
+    "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
+    "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
+}
+SPEED_NOT_EXPRESSIBLE = {
+    "PM0088": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0089": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0090": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0093": "gpt-oss-120b is not in the model catalog",
+    "PM0094": "gpt-oss-120b is not in the model catalog",
+    "PM0095": "gpt-oss-120b is not in the model catalog",
+    "PM0096": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0098": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0101": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
+    "PM0104": "gpt-oss-120b is not in the model catalog",
+}
+TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
+TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+
+
+def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1) -> Any:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .hardware.performance import estimate_speed
+
+    return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
+                          prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16")
+
+
+def speed_case(r: dict[str, str]) -> Case | NotExpressed:
+    """One throughput/MFU row of the CSV as a case (or why it cannot be expressed)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .formulas.params import count_params
+    from .formulas.training_time import tokens_per_second, training_flops_per_token
+    from .hardware import efficiency as E
+    from .hardware.performance import attention_width
+
+    rid, value = r["id"], float(r["value"])
+    if rid in SPEED_NOT_EXPRESSIBLE:
+        return NotExpressed(rid, THROUGHPUT, SPEED_NOT_EXPRESSIBLE[rid])
+    if rid in SPARK:
+        model, fmt, (test, prompt, out, batch) = SPARK[rid]
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch)
+        pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
+        return Case(rid, THROUGHPUT, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
+                    "tokens/s", None if pred is None else 0.5 <= pred / value <= 2.0, "within a factor 2",
+                    source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
+    if r["kind"] == "mfu":
+        return Case(rid, THROUGHPUT, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
+                    excluded=CALIBRATION, source=r["source"],
+                    note="calibration row (default HFU is the median of these rows)")
+    if r["framework"] == "torchtune":
+        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
+        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
+        n, seq = int(r["num_gpus"]), int(r["seq_len"])
+        params = count_params(spec).total
+        width = attention_width(spec)
+        fpt: float
+        if r["method"] in ("LoRA", "QLoRA"):
+            fpt = 4 * params + 12 * spec.num_layers * width * seq
+        else:
+            fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
+        peak, key = dev.peak_flops("bf16")
+        if peak is None:
+            return NotExpressed(rid, THROUGHPUT, f"{dev.id} has no sourced bf16 peak")
+        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
+        note = f"training; {r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
+        if "PagedAdamW" in r["other_settings"]:
+            note += "; optimizer paging to host not modelled"
+        return Case(rid, THROUGHPUT, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
+                    value, "tokens/s", source=r["source"], note=note)
+    return NotExpressed(rid, THROUGHPUT, "no rule for this row")
+
+
+def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
+    cases: list[Case] = []
+    missing: list[NotExpressed] = []
+    for r in public_rows(data).values():
+        if r["kind"] in ("throughput", "mfu"):
+            c = speed_case(r)
+            (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
+    return cases, missing
+
+
+# -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
+# The rows and their assumptions as tests/validation/test_public_training.py states them (torchtune 2024 recipes:
+# pure bf16, activation checkpointing, packed sequences, SDPA, fp32 cross-entropy; LoRA targets/rank of each
+# recipe; PagedAdamW + optimizer in backward for the single-device full recipe; FSDP FULL_SHARD when
+# distributed). Compared: ``details['tensor_peak_bytes']`` (torchtune logs max_memory_allocated / 1e9). Rows whose
+# batch, sequence length, method and device count are all published are summarised and held to
+# TRAINING_TOLERANCE; the others are reported with their assumed settings.
+
+TRAINING_TOLERANCE = 0.35
+TRAINING_UNIT = {"GB": 1e9, "GiB": GiB, "MB": 2**20}  # PEFT's script prints bytes >> 20 as 'MB'
+TT = dict(precision="bf16", grad_checkpointing="full", micro_batch=4, seq_len=2048, optimizer_impl="fused")
+TT_NOTE = "torchtune 2024 recipe: pure bf16, activation checkpointing, packed sequences, fp32 CE loss"
+_BLOOM = "bigscience/bloomz-7b1"
+# row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
+TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
+    "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
+                                     grad_accumulation=16),
+               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile ignored", True, "peak"),
+    "PM0019": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", grad_accumulation=64),
+               TT_NOTE + "; LoRA q,v r8, AdamW", True, "peak"),
+    "PM0021": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
+                                     grad_accumulation=32),
+               TT_NOTE + "; LoRA q,v r8, FSDP over 2", True, "peak"),
+    "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
+               TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward",
+               True, "peak"),
+    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
+               TT_NOTE + "; full, AdamW fused, FSDP over 4", True, "peak"),
+    "PM0027": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="lora", rank=16, targets="q,v,o,gate,up,down",
+                                      gpus=8, fsdp="full"),
+               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
+    "PM0029": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="full", optimizer="paged-adamw", gpus=8, fsdp="full"),
+               TT_NOTE + "; full, PagedAdamW, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
+    "PM0051": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; batch 2, sequence length not published: 1024 assumed", False, "peak"),
+    "PM0052": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="all-linear"),
+               TT_NOTE + "; all layers r8; sequence length 1024 assumed", False, "peak"),
+    "PM0053": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="q,v"),
+               TT_NOTE + "; q,v r64; sequence length 1024 assumed", False, "peak"),
+    "PM0054": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="all-linear"),
+               TT_NOTE + "; all layers r64; sequence length 1024 assumed", False, "peak"),
+    "PM0055": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v"),
+               "weights after model init only (bf16 base + adapters); measured is reserved memory", False, "weights"),
+    "PM0056": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; batch 2 (config), sequence length 1024 assumed; reserved memory", False, "peak"),
+    "PM0057": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down"),
+               "weights after model init only; torchtune's init peak includes the bf16 state dict it quantizes",
+               False, "weights"),
+    "PM0058": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
+                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
+               TT_NOTE + "; QLoRA, batch 2, sequence length 1024 assumed; reserved memory", False, "peak"),
+    "PM0059": ("llama-3.1-8b", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; Llama-3-8B as the catalog's Llama-3.1-8B, batch 2, sequence length 1024 assumed",
+               False, "peak"),
+    "PM0060": ("llama-3.2-3b", dict(TT, method="lora", rank=64, targets="q,v,o,gate,up,down"),
+               "weights after model init (bf16 base + rank-64 bf16 adapters on q,v,o + MLP, 3B_lora_single_device)",
+               True, "weights"),
+    "PM0061": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
+                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
+               TT_NOTE + "; config defaults (batch 2), sequence length 1024 assumed", False, "peak"),
+    "PM0062": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v", gpus=2,
+                                     fsdp="full"),
+               TT_NOTE + "; batch 2, sequence length 1024 assumed, FSDP over 2", False, "peak"),
+    "PM0063": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; batch 2, sequence length 1024 assumed", False, "peak"),
+    "PM0064": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", optimizer="paged-adamw",
+                                     optimizer_in_backward=True),
+               TT_NOTE + "; 7B_full_low_memory, batch 2, sequence length 1024 assumed", False, "peak"),
+    "PM0065": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", gpus=4, fsdp="full"),
+               TT_NOTE + "; 7B_full, batch 2, sequence length 1024 assumed, FSDP over 4", False, "peak"),
+    "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64),
+               "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
+               "the A100 80GB)", True, "oom"),
+    "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
+                            base_dtype="fp32"),
+               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens assumed",
+               False, "peak"),
+    "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
+                            base_dtype="fp32", zero=3, offload="params"),
+               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
+}
+TRAINING_NOT_EXPRESSIBLE = {
+    "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
+    "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",
+}
+
+
+def bloom_7b1() -> Any:
+    """bigscience/bloomz-7b1 from its config.json values (hidden 4096, 30 layers, 32 heads, vocab 250880, 4h GeLU
+    MLP, fused QKV with biases, LayerNorm, tied embeddings; ALiBi, no rotary)."""
+    from .specs import ModelSpec
+
+    return ModelSpec(name=_BLOOM, model_type="bloom", vocab_size=250880, hidden_size=4096, num_layers=30,
+                     num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=16384, tie_word_embeddings=True,
+                     mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True,
+                     norm_kind="layernorm", max_position_embeddings=2048)
+
+
+def training_prediction(row_id: str) -> int:
+    """Predicted bytes for a train_memory row: tensor peak, or weights (+ adapters) for the model-init rows."""
+    from .models import load_model
+    from .training import estimate_training  # type: ignore[attr-defined]
+
+    model, fields, _, _, what = TRAINING_ROWS[row_id]
+    spec = bloom_7b1() if model == _BLOOM else load_model(model)
+    est = estimate_training(spec, **fields)
+    if what == "weights":
+        return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
+    return int(est.details["tensor_peak_bytes"])
+
+
+def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
+    cases: list[Case] = []
+    missing: list[NotExpressed] = []
+    rows = [r for r in public_rows(data).values() if r["kind"] == "train_memory"]
+    if rows and not _training_available():
+        return [], [NotExpressed(r["id"], TRAINING_MEMORY, "llmsizer.training is not installed") for r in rows]
+    for r in rows:
+        rid = r["id"]
+        if rid not in TRAINING_ROWS:
+            why = next((v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
+            if why is None and "host" in r["hardware"]:
+                why = "host RAM of a run whose device-side settings are not published"
+            missing.append(NotExpressed(rid, TRAINING_MEMORY, why or "settings not published"))
+            continue
+        _, _, note, specified, what = TRAINING_ROWS[rid]
+        pred = training_prediction(rid) / GiB
+        label = f"{r['framework']} {r['model']} {r['method']} x{r['num_gpus']} ({what})"
+        if what == "oom":
+            cases.append(Case(rid, TRAINING_MEMORY, label, pred, 80e9 / GiB, "GiB", pred > 80e9 / GiB,
+                              "predicted above the 80 GB that ran out", LOWER_BOUND, r["source"], note))
+            continue
+        measured = float(r["value"]) * TRAINING_UNIT[r["unit"]] / GiB
+        err = (pred - measured) / measured
+        cases.append(Case(rid, TRAINING_MEMORY, label, pred, measured, "GiB",
+                          abs(err) <= TRAINING_TOLERANCE if specified else None,
+                          f"error within \u00b1{TRAINING_TOLERANCE:.0%}" if specified else "",
+                          "" if specified else ASSUMED, r["source"], note))
+    return cases, missing
+
+
+def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
+    """Every public row the tests express, and the public rows nothing expresses (with why)."""
+    speed, missing = speed_cases(data)
+    train, train_missing = training_cases(data)
+    cases = octocoder_cases(data) + vllm_cases(data) + train + speed
+    missing += train_missing
+    used = {c.id.split(".")[0] for c in cases} | {m.id for m in missing}
+    for rid, r in public_rows(data).items():
+        if rid not in used and r["kind"] == "infer_memory":
+            missing.append(NotExpressed(rid, INFERENCE_MEMORY, "no rule for this row"))
+    return cases, sorted(missing, key=lambda m: m.id)
+
+
+def _training_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("llmsizer.training") is not None
+
+
+# -- measured runs (llmsizer measure) ------------------------------------------------------------------------------
+
+def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[NotExpressed]]:
+    """Headline rows of measured records (re-estimated with this llmsizer); failed runs are listed as such."""
+    from .measure.compare import rows_of
+
+    cases: list[Case] = []
+    missing: list[NotExpressed] = []
+    for rec in records:
+        rid = _record_id(rec)
+        if rec.get("status") != "ok":
+            missing.append(NotExpressed(rid, _record_kind(rec), f"run {rec.get('status')}: "
+                                        f"{str(rec.get('error', ''))[:120]}"))
+            continue
+        what = _record_what(rec)
+        got = False
+        for row in rows_of(rec):
+            if row.kind is None or row.measured is None:
+                continue
+            got = True
+            if row.unit == "bytes":
+                pred = None if row.estimated is None else row.estimated / GiB
+                meas, unit = row.measured / GiB, "GiB"
+                within = None if row.within_range is None else row.within_range
+                tol = "inside the estimate's range" if within is not None else ""
+            else:
+                pred, meas, unit, within, tol = row.estimated, row.measured, row.unit, None, ""
+            if pred is None:
+                missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
+                continue
+            cases.append(Case(f"{rid}", row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
+                              source=rec.get("source_file", "local results store"), note=row.note,
+                              origin="measured"))
+        if not got:
+            missing.append(NotExpressed(rid, _record_kind(rec), "no comparable figure in the record"))
+    return cases, missing
+
+
+def _record_id(rec: dict[str, Any]) -> str:
+    if rec.get("source_file"):
+        return f"{Path(rec['source_file']).stem}:{rec.get('source_line')}"
+    return f"store#{rec.get('store_id', '?')}"
+
+
+def _record_kind(rec: dict[str, Any]) -> str:
+    return TRAINING_MEMORY if rec.get("kind") == "training" else INFERENCE_MEMORY
+
+
+def _record_what(rec: dict[str, Any]) -> str:
+    s, dev = rec.get("settings", {}), rec.get("device", {})
+    name = rec.get("model", {}).get("name", "?").split("/")[-1]
+    where = dev.get("name") or dev.get("type", "?")
+    if rec.get("kind") == "inference":
+        return (f"{name} infer ctx {s.get('context')} x{s.get('concurrency')} {s.get('weights') or s.get('dtype')} "
+                f"on {where}")
+    ck = " ckpt" if s.get("grad_checkpointing") == "full" else ""
+    return (f"{name} train {s.get('method')} {s.get('precision')} {s.get('optimizer')} "
+            f"b{s.get('micro_batch')}x{s.get('seq_len')}{ck} on {where}")
+
+
+# -- summary ------------------------------------------------------------------------------------------------------
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Linear-interpolation percentile (``q`` in [0, 100]) of ``values``; None when empty."""
+    if not values:
+        return None
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0]
+    pos = (len(xs) - 1) * q / 100
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summarize(cases: Iterable[Case], origin: str | None = None) -> list[Summary]:
+    """Median and 90th percentile of |error| per kind (of one origin when given); excluded rows (calibration,
+    assumed settings, lower bounds) are counted apart, not summarised."""
+    out = []
+    cases = [c for c in cases if origin is None or c.origin == origin]
+    for kind in KINDS:
+        mine = [c for c in cases if c.kind == kind]
+        used = [c for c in mine if not c.excluded and c.error is not None]
+        errs = [abs(c.error) for c in used if c.error is not None]
+        out.append(Summary(kind, len(errs), statistics.median(errs) if errs else None, percentile(errs, 90),
+                           sum(1 for c in mine if c.excluded), sum(1 for c in used if c.within),
+                           sum(1 for c in used if c.within is not None), errs))
+    return out
