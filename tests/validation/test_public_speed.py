@@ -57,32 +57,9 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
                           output_tokens=output, concurrency=batch, kv_dtype="fp16")
 
 
-# llama.cpp rows of the CSV: id -> (catalog model, format, test) ; test: ("tg", prompt, output, batch)
-SPARK = {
-    "PM0091": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 1, 32, 1)),
-    "PM0092": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tg", 32768, 32, 1)),
-    "PM0097": ("qwen3-30b-a3b", "gguf:q8_0", ("tg", 1, 32, 1)),
-    "PM0099": ("qwen2.5-7b", "gguf:q8_0", ("tg", 1, 32, 1)),
-    "PM0100": ("qwen2.5-7b", "gguf:q8_0", ("tg", 32768, 32, 1)),
-    "PM0102": ("gemma-3-4b-it", "gguf:q4_0", ("tg", 1, 32, 1)),
-    "PM0103": ("gpt-oss-20b", "gguf:mxfp4_moe", ("tgB", 512, 32, 32)),
-    "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
-    "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
-}
-NOT_EXPRESSIBLE = {
-    "PM0088": "prompt length in tokens not given (only '10x system prompt')",
-    "PM0089": "prompt length in tokens not given (only '10x system prompt')",
-    "PM0090": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
-    "PM0093": "gpt-oss-120b is not in the model catalog",
-    "PM0094": "gpt-oss-120b is not in the model catalog",
-    "PM0095": "gpt-oss-120b is not in the model catalog",
-    "PM0096": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
-    "PM0098": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
-    "PM0101": "DGX Spark (GB10) has no sourced dense BF16 peak: prefill not estimable",
-    "PM0104": "gpt-oss-120b is not in the model catalog",
-}
-TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
-TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+# the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
+from llmsizer.validation_cases import SPARK, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
+from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench, snapshots May 2024 for
 # Llama 3 8B; Dec 2023 for LLaMA 7B): (device, catalog model, format, test, value tokens/s, table)
