@@ -19,8 +19,8 @@ References per block:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from typing import Literal
 
 from ..specs import ModelSpec
@@ -33,30 +33,37 @@ COMPONENTS: tuple[Component, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(tuple):  # type: ignore[type-arg]
     """``count`` identical tensors of ``shape`` (a matrix is [out, in]) playing ``role`` in ``layer``.
 
-    ``layer`` is the decoder layer index, or -1 for tensors outside the layer stack.
-    ``matrix`` is True for 2-D weights of a linear map or embedding (what quantizers quantize).
+    ``layer`` is the decoder layer index, or -1 for tensors outside the layer stack; ``numel`` is the
+    elements of all ``count`` tensors; ``matrix`` is True for 2-D weights of a linear map or embedding
+    (what quantizers quantize). An immutable tuple: a model has hundreds of these and building them is
+    the hot path of a cold estimate.
     """
 
-    role: str
-    component: Component
-    shape: tuple[int, ...]
-    count: int = 1
-    layer: int = -1
-    numel: int = field(init=False, repr=False, compare=False)  # elements of all ``count`` tensors
+    __slots__ = ()
 
-    def __post_init__(self) -> None:
-        n = self.count
-        for d in self.shape:
+    def __new__(cls, role: str, component: Component, shape: tuple[int, ...], count: int = 1,
+                layer: int = -1) -> Tensor:
+        n = count
+        for d in shape:
             n *= d
-        object.__setattr__(self, "numel", n)
+        return tuple.__new__(cls, (role, component, shape, count, layer, n))
+
+    role: str = property(itemgetter(0))  # type: ignore[assignment]
+    component: Component = property(itemgetter(1))  # type: ignore[assignment]
+    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]
+    count: int = property(itemgetter(3))  # type: ignore[assignment]
+    layer: int = property(itemgetter(4))  # type: ignore[assignment]
+    numel: int = property(itemgetter(5))  # type: ignore[assignment]
 
     @property
     def matrix(self) -> bool:
         return len(self.shape) == 2 and min(self.shape) > 1
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.role!r}, {self.component!r}, {self.shape}, count={self.count}, layer={self.layer})"
 
 
 def _linear(role: str, comp: Component, out_f: int, in_f: int, layer: int, bias: bool,
