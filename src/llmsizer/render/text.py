@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from ..result import Estimate
 from ..units import format_bytes, format_count
 
-
 _QUANTITY = re.compile(r"-?[\d.,]+(\s?[A-Za-z%$/]{1,6})?")
 
 
