@@ -1,0 +1,415 @@
+"""Read a provider's inventory file (YAML) into an :class:`Inventory`: sites, nodes, shared storage, fabrics,
+addresses, isolated segments and maintenance windows.
+
+Like the request reader, the file is *composed* into PyYAML's node tree so every problem is one line naming the
+file, the line and the field::
+
+    inventory.yaml:14: nodes[2] 'gpu-07': device: unknown hardware 'h100-sx'; closest: h100-sxm, ...
+    inventory.yaml:21: nodes[3] 'gpu-08': site: 'fra2' is not a site of this inventory (sites: fra1)
+
+All problems are collected before raising :class:`InventoryError` (``errors`` holds the lines).
+
+Layout (see ``examples/inventory.yaml``)::
+
+    sites:    [{id, public_addresses, isolated_segments, fabrics: [{id, bandwidth}]}]
+    nodes:    [{id, site, device, devices, cpus, ram, disk, fabric, pools: [training|serving|...], count}]
+    storage:  [{id, site, capacity}]
+    maintenance: [{start, end, nodes: [...] | site: ...}]
+
+``count: N`` on a node expands it into N identical nodes ``<id>-01`` .. ``<id>-N``.
+Times are UTC, written ``2025-10-01`` or ``2025-10-01 06:00``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, LlmsizerError
+from ..request import quantities as Q
+
+TRAINING = "training"
+SERVING = "serving"
+
+
+class InventoryError(InputError):
+    """An inventory file is invalid. ``errors`` holds one line per problem (file:line: where: field: message)."""
+
+    def __init__(self, errors: Sequence[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+@dataclass(frozen=True)
+class Fabric:
+    id: str
+    site: str
+    bandwidth: float | None = None  # bytes/s per node
+
+
+@dataclass(frozen=True)
+class Site:
+    id: str
+    public_addresses: int = 0
+    isolated_segments: int = 0
+    fabrics: tuple[Fabric, ...] = ()
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    site: str
+    device: str  # catalog device id
+    devices: int
+    cpus: int = 0
+    ram: int = 0  # bytes
+    disk: int = 0  # bytes
+    fabric: str | None = None
+    pools: tuple[str, ...] = ()
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class StoragePool:
+    id: str
+    site: str
+    capacity: int  # bytes
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    start: _dt.datetime
+    end: _dt.datetime
+    nodes: tuple[str, ...] = ()  # node ids affected (a site's window lists all its nodes)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Inventory:
+    sites: tuple[Site, ...]
+    nodes: tuple[Node, ...]
+    storage: tuple[StoragePool, ...] = ()
+    maintenance: tuple[Maintenance, ...] = ()
+    source: str = "<inventory>"
+    provider: str = ""
+    device_memory: dict[str, int] = field(default_factory=dict)  # device id -> bytes per device
+    device_flops: dict[str, float] = field(default_factory=dict)  # device id -> dense bf16 FLOP/s
+
+    def site(self, ident: str) -> Site:
+        return next(s for s in self.sites if s.id == ident)
+
+    def node(self, ident: str) -> Node:
+        return next(n for n in self.nodes if n.id == ident)
+
+    @property
+    def device_types(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(n.device for n in self.nodes))
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+def _closest(word: str, options: Sequence[str]) -> str:
+    hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {hit[0]!r}?" if hit else ""
+
+
+SITE_KEYS = ("id", "name", "public_addresses", "isolated_segments", "fabrics")
+FABRIC_KEYS = ("id", "bandwidth")
+NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
+STORAGE_KEYS = ("id", "site", "capacity")
+MAINT_KEYS = ("start", "end", "nodes", "site", "note")
+TOP_KEYS = ("version", "provider", "sites", "nodes", "storage", "maintenance")
+
+
+class _Reader:
+    def __init__(self, source: str, hardware_files: Sequence[str | Path]) -> None:
+        import yaml
+
+        self.yaml = yaml
+        self.source = source
+        self.hardware_files = tuple(hardware_files)
+        self.errors: list[tuple[int, str]] = []
+
+    def err(self, node: Any, where: str, msg: str) -> None:
+        line = node.start_mark.line + 1 if hasattr(node, "start_mark") else int(node or 0)
+        self.errors.append((line, f"{self.source}:{line}: {where}: {msg}" if where else f"{self.source}:{line}: {msg}"))
+
+    def mapping(self, node: Any, where: str, allowed: Sequence[str]) -> dict[str, tuple[Any, Any]]:
+        if not isinstance(node, self.yaml.MappingNode):
+            self.err(node, where, f"must be a mapping of keys ({', '.join(allowed)})")
+            return {}
+        out: dict[str, tuple[Any, Any]] = {}
+        for k, v in node.value:
+            key = str(k.value) if isinstance(k, self.yaml.ScalarNode) else "?"
+            if key not in allowed:
+                self.err(k, where, f"unknown key {key!r}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
+            elif key in out:
+                self.err(k, where, f"{key}: given twice (first on line {out[key][0].start_mark.line + 1})")
+            else:
+                out[key] = (k, v)
+        return out
+
+    def seq(self, node: Any, where: str) -> list[Any]:
+        if not isinstance(node, self.yaml.SequenceNode):
+            self.err(node, where, "must be a list")
+            return []
+        return list(node.value)
+
+    def scalar(self, m: dict[str, tuple[Any, Any]], key: str, where: str, kind: str, required: bool = False,
+               parent: Any = None, default: Any = None) -> Any:
+        if key not in m:
+            if required:
+                self.err(parent, where, f"{key}: is required")
+            return default
+        vnode = m[key][1]
+        if not isinstance(vnode, self.yaml.ScalarNode):
+            self.err(vnode, where, f"{key}: must be a single value")
+            return default
+        text = str(vnode.value).strip()
+        try:
+            if kind == "str":
+                if not text:
+                    raise InputError("must not be empty")
+                return text
+            if kind == "int":
+                try:
+                    n = int(text.replace("_", ""))
+                except ValueError:
+                    raise InputError(f"must be a whole number, got {text!r}") from None
+                if n < 0:
+                    raise InputError(f"must not be negative, got {n}")
+                return n
+            if kind == "size":
+                if text.startswith("-"):
+                    raise InputError(f"must not be negative, got {text!r}")
+                return Q.parse_size(text)
+            if kind == "bandwidth":
+                return Q.parse_bandwidth(text)
+            if kind == "time":
+                return parse_time(text)
+        except InputError as e:
+            self.err(vnode, where, f"{key}: {e}")
+            return default
+        raise AssertionError(kind)  # pragma: no cover
+
+    def strs(self, m: dict[str, tuple[Any, Any]], key: str, where: str) -> tuple[str, ...]:
+        if key not in m:
+            return ()
+        vnode = m[key][1]
+        if isinstance(vnode, self.yaml.ScalarNode):
+            return tuple(s.strip() for s in str(vnode.value).split(",") if s.strip())
+        out = []
+        for item in self.seq(vnode, f"{where}: {key}"):
+            if not isinstance(item, self.yaml.ScalarNode) or not str(item.value).strip():
+                self.err(item, where, f"{key}: list items must be non-empty text")
+            else:
+                out.append(str(item.value).strip())
+        return tuple(out)
+
+    def read(self, text: str) -> Inventory | None:
+        yaml = self.yaml
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line = mark.line + 1 if mark is not None else 0
+            self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
+            return None
+        if root is None:
+            self.errors.append((1, f"{self.source}:1: the file is empty; start from examples/inventory.yaml"))
+            return None
+        top = self.mapping(root, "", TOP_KEYS)
+        if not top:
+            return None
+        provider = self.scalar(top, "provider", "", "str", default="") or ""
+        sites = self.sites(top)
+        site_ids = [s.id for s in sites]
+        fabrics = {f.id: f for s in sites for f in s.fabrics}
+        nodes = self.nodes(top, root, site_ids, fabrics)
+        storage = self.storage(top, site_ids)
+        maint = self.maintenance(top, site_ids, nodes)
+        if self.errors:
+            return None
+        from ..catalog.hardware import load_catalog
+        cat = load_catalog(self.hardware_files)
+        mem: dict[str, int] = {}
+        flops: dict[str, float] = {}
+        for n in nodes:
+            d = cat.device(n.device)
+            mem[d.id] = int(d.memory_bytes or 0)
+            fl = d.flops.get("bf16") or d.flops.get("fp16") or d.flops.get("fp32")
+            flops[d.id] = float(fl.base) if fl is not None and fl.base else 0.0
+        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem, flops)
+
+    def ids(self, seen: dict[str, int], ident: str | None, node: Any, where: str, what: str) -> None:
+        if ident is None:
+            return
+        if ident in seen:
+            self.err(node, where, f"id {ident!r} is used twice (first {what} on line {seen[ident]})")
+        else:
+            seen[ident] = node.start_mark.line + 1
+
+    def sites(self, top: dict[str, tuple[Any, Any]]) -> list[Site]:
+        if "sites" not in top:
+            self.errors.append((1, f"{self.source}:1: sites: is required: a list of sites ({', '.join(SITE_KEYS)})"))
+            return []
+        out: list[Site] = []
+        seen: dict[str, int] = {}
+        fseen: dict[str, int] = {}
+        for i, sn in enumerate(self.seq(top["sites"][1], "sites")):
+            m = self.mapping(sn, f"sites[{i}]", SITE_KEYS)
+            sid = self.scalar(m, "id", f"sites[{i}]", "str", True, sn)
+            where = f"site {sid!r}" if sid else f"sites[{i}]"
+            self.ids(seen, sid, sn, where, "site")
+            fabrics = []
+            if "fabrics" in m:
+                for k, fn in enumerate(self.seq(m["fabrics"][1], f"{where}: fabrics")):
+                    fm = self.mapping(fn, f"{where}: fabrics[{k}]", FABRIC_KEYS)
+                    fid = self.scalar(fm, "id", f"{where}: fabrics[{k}]", "str", True, fn)
+                    self.ids(fseen, fid, fn, f"{where}: fabric {fid!r}", "fabric")
+                    bw = self.scalar(fm, "bandwidth", f"{where}: fabric {fid!r}", "bandwidth")
+                    if fid:
+                        fabrics.append(Fabric(fid, sid or "", bw))
+            if sid:
+                out.append(Site(sid, self.scalar(m, "public_addresses", where, "int", default=0),
+                                self.scalar(m, "isolated_segments", where, "int", default=0), tuple(fabrics)))
+        return out
+
+    def nodes(self, top: dict[str, tuple[Any, Any]], root: Any, site_ids: list[str],
+              fabrics: dict[str, Fabric]) -> list[Node]:
+        from ..catalog.hardware import load_catalog
+        if "nodes" not in top:
+            self.err(root, "", "nodes: is required: a list of machines")
+            return []
+        try:
+            cat = load_catalog(self.hardware_files)
+        except LlmsizerError as e:
+            self.err(root, "", str(e))
+            return []
+        out: list[Node] = []
+        seen: dict[str, int] = {}
+        for i, nn in enumerate(self.seq(top["nodes"][1], "nodes")):
+            m = self.mapping(nn, f"nodes[{i}]", NODE_KEYS)
+            nid = self.scalar(m, "id", f"nodes[{i}]", "str", True, nn)
+            where = f"nodes[{i}] {nid!r}" if nid else f"nodes[{i}]"
+            site = self.scalar(m, "site", where, "str")
+            if site is None and "site" not in m:
+                self.err(nn, where, f"site: the node is in no site; give site: one of {', '.join(site_ids) or '-'}")
+            elif site is not None and site not in site_ids:
+                self.err(m["site"][1], where, f"site: {site!r} is not a site of this inventory"
+                         f"{_closest(site, site_ids)} (sites: {', '.join(site_ids) or 'none'})")
+            device = self.scalar(m, "device", where, "str", True, nn)
+            dev_id = None
+            if device is not None:
+                try:
+                    dev_id = cat.device(device).id
+                except LlmsizerError as e:
+                    self.err(m["device"][1], where, f"device: {e}")
+            devices = self.scalar(m, "devices", where, "int", True, nn)
+            if devices == 0:
+                self.err(m["devices"][1], where, "devices: must be at least 1")
+            fabric = self.scalar(m, "fabric", where, "str")
+            if fabric is not None:
+                fab = fabrics.get(fabric)
+                if fab is None:
+                    self.err(m["fabric"][1], where, f"fabric: {fabric!r} is not declared under any site's fabrics"
+                             f"{_closest(fabric, list(fabrics))}")
+                elif site is not None and fab.site != site:
+                    self.err(m["fabric"][1], where, f"fabric: {fabric!r} belongs to site {fab.site!r}, not {site!r}")
+            pools = self.strs(m, "pools", where)
+            count = self.scalar(m, "count", where, "int", default=1)
+            if count == 0:
+                self.err(m["count"][1], where, "count: must be at least 1")
+            kw = dict(site=site or "", device=dev_id or "", devices=devices or 0,
+                      cpus=self.scalar(m, "cpus", where, "int", default=0),
+                      ram=self.scalar(m, "ram", where, "size", default=0),
+                      disk=self.scalar(m, "disk", where, "size", default=0),
+                      fabric=fabric, pools=pools, line=nn.start_mark.line + 1)
+            names = [nid] if (count or 1) == 1 else [f"{nid}-{k:02d}" for k in range(1, (count or 1) + 1)]
+            for name in names:
+                if nid is None:
+                    continue
+                self.ids(seen, name, nn, where, "node")
+                out.append(Node(name, **kw))  # type: ignore[arg-type]
+        return out
+
+    def storage(self, top: dict[str, tuple[Any, Any]], site_ids: list[str]) -> list[StoragePool]:
+        out: list[StoragePool] = []
+        seen: dict[str, int] = {}
+        for i, sn in enumerate(self.seq(top["storage"][1], "storage") if "storage" in top else []):
+            m = self.mapping(sn, f"storage[{i}]", STORAGE_KEYS)
+            sid = self.scalar(m, "id", f"storage[{i}]", "str", True, sn)
+            where = f"storage {sid!r}" if sid else f"storage[{i}]"
+            self.ids(seen, sid, sn, where, "storage pool")
+            site = self.scalar(m, "site", where, "str", True, sn)
+            if site is not None and site not in site_ids:
+                self.err(m["site"][1], where, f"site: {site!r} is not a site of this inventory"
+                         f"{_closest(site, site_ids)}")
+            cap = self.scalar(m, "capacity", where, "size", True, sn)
+            if sid and site and cap is not None:
+                out.append(StoragePool(sid, site, cap))
+        return out
+
+    def maintenance(self, top: dict[str, tuple[Any, Any]], site_ids: list[str], nodes: list[Node]) -> list[Maintenance]:
+        out: list[Maintenance] = []
+        node_ids = [n.id for n in nodes]
+        for i, mn in enumerate(self.seq(top["maintenance"][1], "maintenance") if "maintenance" in top else []):
+            where = f"maintenance[{i}]"
+            m = self.mapping(mn, where, MAINT_KEYS)
+            start = self.scalar(m, "start", where, "time", True, mn)
+            end = self.scalar(m, "end", where, "time", True, mn)
+            if start is not None and end is not None and end <= start:
+                self.err(m["end"][1], where, f"end: {end} is not after the start {start}")
+            affected = list(self.strs(m, "nodes", where))
+            for n in affected:
+                if n not in node_ids:
+                    self.err(m["nodes"][1], where, f"nodes: {n!r} is not a node of this inventory"
+                             f"{_closest(n, node_ids)}")
+            site = self.scalar(m, "site", where, "str")
+            if site is not None:
+                if site not in site_ids:
+                    self.err(m["site"][1], where, f"site: {site!r} is not a site of this inventory")
+                affected += [n.id for n in nodes if n.site == site]
+            if not affected and "nodes" not in m and "site" not in m:
+                self.err(mn, where, "give the nodes or the site the window applies to")
+            if start is not None and end is not None:
+                out.append(Maintenance(start, end, tuple(dict.fromkeys(affected)),
+                                       self.scalar(m, "note", where, "str", default="") or ""))
+        return out
+
+
+def parse_time(value: object) -> _dt.datetime:
+    """A UTC time: ``2025-10-01``, ``2025-10-01 06:00`` or ``2025-10-01T06:00``; returns a naive UTC datetime."""
+    if isinstance(value, _dt.datetime):
+        return value.replace(tzinfo=None) if value.tzinfo is None else \
+            value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    if isinstance(value, _dt.date):
+        return _dt.datetime(value.year, value.month, value.day)
+    text = str(value).strip().replace("Z", "+00:00")
+    try:
+        t = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"cannot read {text!r} as a time; write 2025-10-01 or 2025-10-01 06:00 (UTC)") from None
+    return parse_time(t)
+
+
+def parse_inventory(text: str, *, source: str = "<inventory>", hardware_files: Sequence[str | Path] = ()) -> Inventory:
+    """Validate inventory ``text``; raise :class:`InventoryError` listing every problem (file:line: where: field)."""
+    r = _Reader(source, hardware_files)
+    inv = r.read(text)
+    if r.errors or inv is None:
+        raise InventoryError([m for _, m in sorted(r.errors, key=lambda e: e[0])] or [f"{source}: invalid inventory"])
+    return inv
+
+
+def load_inventory(path: str | Path, *, hardware_files: Sequence[str | Path] = ()) -> Inventory:
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8")
+    except OSError as e:
+        raise InputError(f"inventory file {p}: cannot read ({e.strerror})") from None
+    return parse_inventory(text, source=str(p), hardware_files=hardware_files)

@@ -1,0 +1,55 @@
+"""What each job of a planned request needs from a provider: a :class:`~.placement.JobNeed` per job, read from the
+plan's figures (devices, nodes, memory, duration, storage with checkpoints) and the request (start, deadline,
+access, maintenance windows). Routing only."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from ..plan.result import JobPlan, Plan
+from ..request.spec import Request
+from .placement import SERVICE_HORIZON, JobNeed
+
+
+def _day(d: _dt.date | None) -> _dt.datetime | None:
+    return _dt.datetime(d.year, d.month, d.day) if d is not None else None
+
+
+def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNeed:
+    hw = jp.hardware
+    f = jp.facts
+    start = _day(job.start) or _day(request.start) or now
+    if jp.kind == "training":
+        seconds = float(f.get("seconds") or 3600.0)
+    else:
+        sv = job.service
+        seconds = float(sv.duration) if sv.duration else SERVICE_HORIZON
+    deadline = None  # a service's deadline is when it must be up, not when it ends
+    if jp.kind == "training" and job.deadline is not None:
+        deadline = _day(job.deadline.date) if job.deadline.date is not None else \
+            start + _dt.timedelta(seconds=float(job.deadline.seconds or 0))
+    total = float(f.get("storage_total") or 0)
+    sub = float(f.get("storage_subtotal") or total)
+    scale = total / sub if sub else 1.0  # the plan's headroom over the sum of parts
+    ck = int(f.get("checkpoint_bytes") or 0)
+    n_ck = round(float(f.get("checkpoints_bytes") or 0) / ck) if ck else 0
+    fixed_raw = f.get("storage_fixed")
+    fixed = float(fixed_raw) * scale if fixed_raw is not None else total
+    access = getattr(job, "access", None)
+    service = getattr(job, "service", None)
+    return JobNeed(
+        name=jp.name, kind=jp.kind, device=hw.device or "", devices=max(1, hw.count), nodes=max(1, hw.nodes),
+        seconds=seconds, start=start, deadline=deadline, memory_need=int(f.get("memory_need") or 0),
+        device_kind=hw.device_kind or "gpu", storage_fixed=int(fixed), checkpoint_bytes=int(ck * scale),
+        checkpoint_interval=float(f.get("interval_seconds") or 0.0), checkpoints_max=n_ck,
+        fixed_address=bool(access and access.fixed_address),
+        isolation=access.isolation if access and access.isolation not in (None, "none") else None,
+        accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)))
+
+
+def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None) -> list[JobNeed]:
+    """One need per job with hardware, in the request's order (jobs without a device are skipped)."""
+    now = now or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+    jobs = {j.name: j for j in request.jobs}
+    return [need_of(jp, jobs[jp.name], request, now) for jp in plan.jobs if jp.hardware.device]

@@ -1,0 +1,441 @@
+"""Where and when each job of a request fits in a provider's inventory, given the bookings already made.
+
+Pure logic, no I/O. A booking holds *items*: an amount of one resource over a time interval. Resources are named
+
+===================  ========================================  ================================
+resource             capacity                                  held by
+===================  ========================================  ================================
+``node:<id>``        the node's devices                        devices per node, whole run
+``ram:<id>``         the node's RAM [B]                        CPU jobs: their memory need;
+                                                               GPU jobs: the node's RAM share
+``storage:<id>``     the pool's capacity [B]                   fixed data for the whole run, plus
+                                                               checkpoints in steps as they accumulate
+``addr:<site>``      the site's public/fixed addresses         1 when access.fixed_address
+``seg:<site>``       the site's isolated network segments      1 when access.isolation is not none
+===================  ========================================  ================================
+
+Rules: a training job runs only on nodes labelled ``training``, a service only on ``serving`` nodes, and a
+node never hosts a training job and a service at the same time; a multi-node training job takes all its nodes
+from one fabric; a job that states no maintenance window of its own does not run across a provider's
+maintenance window on its nodes; storage is checked over the whole run (the peak of fixed data + accumulated
+checkpoints against the pool's capacity minus what other bookings hold at each moment).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .inventory import SERVING, TRAINING, Inventory, Node
+
+SERVICE_HORIZON = 365 * 86400.0  # an ongoing service is placed for a year
+MAX_STORAGE_STEPS = 20
+MAX_TRIES = 400
+
+
+@dataclass(frozen=True)
+class Item:
+    """An amount of one resource held from ``start`` to ``end`` (UTC, end excluded)."""
+
+    resource: str
+    amount: float
+    start: _dt.datetime
+    end: _dt.datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"resource": self.resource, "amount": self.amount, "start": self.start.isoformat(),
+                "end": self.end.isoformat()}
+
+
+@dataclass(frozen=True)
+class Booking:
+    """A reservation already made (tentative or confirmed; released ones are not passed here)."""
+
+    id: str
+    job: str
+    kind: str  # training | inference
+    items: tuple[Item, ...]
+    state: str = "confirmed"
+
+
+@dataclass(frozen=True)
+class JobNeed:
+    """What one job needs from the provider, in base units (bytes, seconds)."""
+
+    name: str
+    kind: str  # training | inference
+    device: str  # catalog device id
+    devices: int
+    nodes: int = 1
+    seconds: float = 3600.0
+    start: _dt.datetime = _dt.datetime(2025, 1, 1)
+    deadline: _dt.datetime | None = None
+    memory_need: int = 0  # per device [B]
+    device_kind: str = "gpu"
+    storage_fixed: int = 0  # [B] held for the whole run
+    checkpoint_bytes: int = 0
+    checkpoint_interval: float = 0.0  # [s]
+    checkpoints_max: int = 0  # checkpoints held at once (0: no checkpoints)
+    fixed_address: bool = False
+    isolation: str | None = None
+    accepts_maintenance: bool = False
+
+    @property
+    def per_node(self) -> int:
+        return math.ceil(self.devices / max(1, self.nodes))
+
+    @property
+    def end(self) -> _dt.datetime:
+        return self.start + _dt.timedelta(seconds=self.seconds)
+
+    @property
+    def label(self) -> str:
+        return TRAINING if self.kind == "training" else SERVING
+
+    @property
+    def storage_peak(self) -> int:
+        return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        for k in ("start", "deadline"):
+            d[k] = d[k].isoformat() if d[k] else None
+        return d
+
+
+@dataclass(frozen=True)
+class Placement:
+    job: str
+    kind: str
+    start: _dt.datetime
+    end: _dt.datetime
+    site: str
+    nodes: tuple[str, ...]
+    devices_per_node: int
+    device: str
+    storage_pool: str | None
+    items: tuple[Item, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
+                "site": self.site, "nodes": list(self.nodes), "devices_per_node": self.devices_per_node,
+                "device": self.device, "storage_pool": self.storage_pool, "items": [i.to_dict() for i in self.items]}
+
+
+@dataclass(frozen=True)
+class JobCheck:
+    """The answer for one job: fits in the requested window or not, why not, and what would."""
+
+    need: JobNeed
+    fits: bool
+    placement: Placement | None  # in the requested window, else the earliest one found (or None)
+    binding: str | None = None  # device | pool | node-size | busy | maintenance | fabric | storage | addresses | isolation
+    reason: str = ""
+    alternatives: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
+                "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
+                "reason": self.reason, "alternatives": list(self.alternatives)}
+
+
+class NoFit(Exception):
+    def __init__(self, binding: str, reason: str) -> None:
+        super().__init__(reason)
+        self.binding = binding
+        self.reason = reason
+
+
+# ------------------------------------------------------------------------------------------ capacity over time
+
+def capacities(inv: Inventory) -> dict[str, float]:
+    cap: dict[str, float] = {}
+    for n in inv.nodes:
+        cap[f"node:{n.id}"] = n.devices
+        if n.ram:
+            cap[f"ram:{n.id}"] = n.ram
+    for s in inv.storage:
+        cap[f"storage:{s.id}"] = s.capacity
+    for site in inv.sites:
+        cap[f"addr:{site.id}"] = site.public_addresses
+        cap[f"seg:{site.id}"] = site.isolated_segments
+    return cap
+
+
+def peak(items: Iterable[Item], lo: _dt.datetime, hi: _dt.datetime) -> float:
+    """The largest total amount that ``items`` (of one resource) hold at any moment in [lo, hi)."""
+    its = [i for i in items if i.start < hi and i.end > lo]
+    points = {lo} | {i.start for i in its if lo <= i.start < hi}
+    return max((sum(i.amount for i in its if i.start <= p < i.end) for p in points), default=0.0)
+
+
+def overflow(new: Sequence[Item], existing: Iterable[Item], cap: dict[str, float]) -> list[tuple[str, float, float]]:
+    """(resource, peak load, capacity) for each resource that ``new`` items would push over its capacity."""
+    by_res: dict[str, list[Item]] = {}
+    for i in existing:
+        by_res.setdefault(i.resource, []).append(i)
+    out = []
+    for res in dict.fromkeys(i.resource for i in new):
+        mine = [i for i in new if i.resource == res]
+        load = 0.0
+        for m in mine:
+            load = max(load, peak([*by_res.get(res, []), *mine], m.start, m.end))
+        c = cap.get(res, 0.0)
+        if load > c + 1e-9:
+            out.append((res, load, c))
+    return out
+
+
+def storage_items(need: JobNeed, pool: str, start: _dt.datetime, end: _dt.datetime) -> list[Item]:
+    """Fixed data for the whole run, then checkpoints added in at most 20 steps as they are written (each step
+    reserved from the time of its first checkpoint: slightly early, never late)."""
+    res = f"storage:{pool}"
+    items = [Item(res, need.storage_fixed, start, end)] if need.storage_fixed else []
+    n = need.checkpoints_max
+    if n and need.checkpoint_bytes and need.checkpoint_interval > 0:
+        steps = min(n, MAX_STORAGE_STEPS)
+        prev = 0
+        for s in range(1, steps + 1):
+            upto = round(s * n / steps)
+            t = start + _dt.timedelta(seconds=need.checkpoint_interval * (prev + 1))
+            if t < end and upto > prev:
+                items.append(Item(res, need.checkpoint_bytes * (upto - prev), t, end))
+            prev = upto
+    return items
+
+
+# ------------------------------------------------------------------------------------------ one window
+
+def _kind_of(bookings: Sequence[Booking]) -> dict[str, str]:
+    return {b.id: b.kind for b in bookings}
+
+
+def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start: _dt.datetime) -> Placement:
+    """Place ``need`` starting at ``start`` or raise :class:`NoFit` with the binding constraint."""
+    end = start + _dt.timedelta(seconds=math.ceil(need.seconds))
+    cap = capacities(inv)
+    existing = [i for b in bookings for i in b.items]
+    per_node = need.per_node
+    of_type = [n for n in inv.nodes if n.device == need.device]
+    if not of_type:
+        have = ", ".join(inv.device_types) or "none"
+        raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})")
+    pooled = [n for n in of_type if need.label in n.pools]
+    if not pooled:
+        raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
+                    f"(training and serving run on separate resources)")
+    big = [n for n in pooled if n.devices >= per_node]
+    if not big:
+        raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
+                    f"{max(n.devices for n in pooled)}")
+    if not need.accepts_maintenance:
+        ok = [n for n in big if not any(n.id in m.nodes and m.start < end and m.end > start
+                                        for m in inv.maintenance)]
+        if not ok:
+            m = next(m for m in inv.maintenance if m.start < end and m.end > start and set(m.nodes) & {
+                n.id for n in big})
+            raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
+                        f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''})")
+        big = ok
+    other_kind = {b.id for b in bookings if b.kind != need.kind}
+    free: list[Node] = []
+    for n in big:
+        if any(i.resource == f"node:{n.id}" and i.start < end and i.end > start for b in bookings
+               if b.id in other_kind for i in b.items):
+            continue  # separation: no training and serving on one node at once
+        items = _node_items(need, n, start, end)
+        if not overflow(items, existing, cap):
+            free.append(n)
+    if len(free) < need.nodes:
+        raise NoFit("busy", f"{len(free)} of {len(big)} suitable {need.device} node(s) have {per_node} device(s) "
+                    f"free for the whole window; {need.nodes} needed")
+    groups: dict[tuple[str, str | None], list[Node]] = {}
+    for n in free:
+        if need.nodes > 1 and n.fabric is None:
+            continue
+        groups.setdefault((n.site, n.fabric if need.nodes > 1 else None), []).append(n)
+    fitting = [(k, v) for k, v in groups.items() if len(v) >= need.nodes]
+    if not fitting:
+        best = max((len(v) for v in groups.values()), default=0)
+        raise NoFit("fabric", f"{len(free)} free {need.device} nodes, but at most {best} on one fabric; "
+                    f"a {need.nodes}-node training job must stay inside one fabric")
+    last: NoFit | None = None
+    for (site_id, _fabric), group in sorted(fitting, key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        chosen = sorted(group, key=lambda n: (n.devices, n.id))[:need.nodes]
+        items = [i for n in chosen for i in _node_items(need, n, start, end)]
+        site = inv.site(site_id)
+        try:
+            if need.fixed_address:
+                if site.public_addresses < 1:
+                    raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
+                items.append(Item(f"addr:{site_id}", 1, start, end))
+            if need.isolation and need.isolation != "none":
+                if site.isolated_segments < 1:
+                    raise NoFit("isolation", f"site {site_id} has no isolated network segment "
+                                f"({need.isolation} requested)")
+                items.append(Item(f"seg:{site_id}", 1, start, end))
+            bad = overflow(items, existing, cap)
+            if bad:
+                res = bad[0][0]
+                what = "addresses" if res.startswith("addr:") else "isolation" if res.startswith("seg:") else "busy"
+                raise NoFit(what, f"{res} is fully booked in the window ({bad[0][1]:g} of {bad[0][2]:g})")
+            pool_id = None
+            if need.storage_peak:
+                pools = [s for s in inv.storage if s.site == site_id]
+                if not pools:
+                    raise NoFit("storage", f"site {site_id} has no shared storage pool")
+                worst = None
+                for p in sorted(pools, key=lambda s: -s.capacity):
+                    st = storage_items(need, p.id, start, end)
+                    sbad = overflow(st, existing, cap)
+                    if not sbad:
+                        pool_id = p.id
+                        items += st
+                        break
+                    worst = worst or sbad[0]
+                if pool_id is None:
+                    assert worst is not None
+                    raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
+                                f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
+                                f"at its peak, checkpoints accumulating)")
+            return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), per_node,
+                             need.device, pool_id, tuple(items))
+        except NoFit as e:
+            last = e
+    assert last is not None
+    raise last
+
+
+def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:
+    items = [Item(f"node:{n.id}", need.per_node, start, end)]
+    if n.ram:
+        ram = need.memory_need * need.per_node if need.device_kind == "cpu" else n.ram * need.per_node / n.devices
+        items.append(Item(f"ram:{n.id}", ram, start, end))
+    return items
+
+
+# ------------------------------------------------------------------------------------------ search
+
+def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking],
+             horizon: float = 2 * 365 * 86400.0) -> tuple[Placement | None, NoFit | None]:
+    """The earliest placement from ``need.start`` on: tries the requested start, then every moment a booking or
+    maintenance window ends (or a booking starts) within ``horizon`` seconds."""
+    t0 = need.start
+    limit = t0 + _dt.timedelta(seconds=horizon)
+    times = {t0}
+    for b in bookings:
+        for i in b.items:
+            times.update(t for t in (i.start, i.end) if t0 < t < limit)
+    times.update(m.end for m in inv.maintenance if t0 < m.end < limit)
+    first: NoFit | None = None
+    for t in sorted(times)[:MAX_TRIES]:
+        try:
+            return try_window(need, inv, bookings, t), first
+        except NoFit as e:
+            first = first or e
+            if e.binding in ("device", "pool", "node-size"):
+                break  # waiting does not help
+    return None, first
+
+
+def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> JobCheck:
+    """Does ``need`` fit in its requested window (from its start, ending by its deadline)? If not: the binding
+    constraint, the earliest window, and alternatives that fit."""
+    try:
+        p = try_window(need, inv, bookings, need.start)
+        if need.deadline is None or p.end <= need.deadline:
+            return JobCheck(need, True, p)
+        reason = NoFit("deadline", f"the run ends {p.end:%Y-%m-%d %H:%M}, after the deadline {need.deadline:%Y-%m-%d}")
+    except NoFit as e:
+        reason = e
+    later, _ = earliest(need, inv, bookings)
+    alts: list[str] = []
+    if later is not None and later.start > need.start:
+        late = need.deadline is not None and later.end > need.deadline
+        alts.append(f"start later: from {later.start:%Y-%m-%d %H:%M} on {len(later.nodes)} node(s) at "
+                    f"{later.site} (ends {later.end:%Y-%m-%d %H:%M}{', after the deadline' if late else ''})")
+    alts += alternatives(need, inv, bookings)
+    return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts))
+
+
+def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> Placement | None:
+    try:
+        p = try_window(need, inv, bookings, need.start)
+    except NoFit:
+        return None
+    return p if need.deadline is None or p.end <= need.deadline else None
+
+
+def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> list[str]:
+    """Concrete alternatives that fit in the requested window (rough scalings, each stated)."""
+    out: list[str] = []
+    # another device type of the same pool: enough memory per device, duration scaled by peak FLOP/s (training)
+    for dev in inv.device_types:
+        if dev == need.device or not any(dev == n.device and need.label in n.pools for n in inv.nodes):
+            continue
+        mem = inv.device_memory.get(dev, 0)
+        if not mem:
+            continue
+        count = need.devices if not need.memory_need or mem >= need.memory_need * 1.0 else \
+            math.ceil(need.devices * need.memory_need / mem)
+        seconds = need.seconds
+        if need.kind == "training":
+            a, b = inv.device_flops.get(need.device, 0.0), inv.device_flops.get(dev, 0.0)
+            if a and b:
+                seconds = need.seconds * a / b * need.devices / count
+        largest = max(n.devices for n in inv.nodes if n.device == dev)
+        nodes = max(need.nodes, math.ceil(count / largest))
+        count = math.ceil(count / nodes) * nodes
+        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=seconds,
+                      memory_need=min(need.memory_need, mem))
+        p = _fits_by_deadline(alt, inv, bookings)
+        if p is not None:
+            out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
+                       + (f", about {seconds / 3600:.1f} h (scaled by peak bf16 FLOP/s)" if need.kind == "training"
+                          else ""))
+    if need.kind == "training":
+        # more devices for a shorter run (linear scaling assumed: an upper bound on the gain)
+        for factor in (2, 4):
+            per = need.per_node * factor
+            fits_node = any(n.devices >= per and n.device == need.device for n in inv.nodes)
+            alt = replace(need, devices=need.devices * factor, seconds=need.seconds / factor,
+                          nodes=need.nodes if fits_node else need.nodes * factor)
+            p = _fits_by_deadline(alt, inv, bookings)
+            if p is not None:
+                out.append(f"more devices for a shorter run: {alt.devices} x {need.device} on {alt.nodes} node(s), "
+                           f"about {alt.seconds / 3600:.1f} h (linear scaling assumed)")
+                break
+    else:
+        # a quantized model: 8-bit weights roughly halve the memory a replica needs
+        if need.devices > 1:
+            alt = replace(need, devices=max(1, need.devices // 2), nodes=1)
+            if _fits_by_deadline(alt, inv, bookings) is not None:
+                out.append(f"serve a quantized model (8-bit weights): {alt.devices} x {need.device} instead of "
+                           f"{need.devices}")
+        elif need.memory_need:
+            for dev in inv.device_types:
+                mem = inv.device_memory.get(dev, 0)
+                if dev != need.device and mem and mem >= need.memory_need * 0.6:
+                    alt = replace(need, device=dev, memory_need=int(need.memory_need * 0.6))
+                    p = _fits_by_deadline(alt, inv, bookings)
+                    if p is not None:
+                        out.append(f"serve a quantized model (8-bit weights, about {need.memory_need * 0.6 / 2**30:.0f}"
+                                   f" GiB per device): 1 x {dev} at {p.site}")
+                        break
+    return out
+
+
+def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking]) -> list[JobCheck]:
+    """Check the jobs of one request in order; each placement found is held while checking the next ones, so two
+    jobs of the same request do not count on the same devices."""
+    held = list(bookings)
+    out = []
+    for need in needs:
+        c = check_job(need, inv, held)
+        out.append(c)
+        if c.placement is not None:
+            held.append(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))
+    return out

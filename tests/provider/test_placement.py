@@ -1,0 +1,237 @@
+"""Placement on small inventories, each built to exercise one constraint."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+from pathlib import Path
+
+from llmsizer.provider.placement import (
+    Booking,
+    Item,
+    JobNeed,
+    check_job,
+    check_needs,
+    earliest,
+    peak,
+    storage_items,
+    try_window,
+)
+
+from .conftest import inv
+
+ROOT = Path(__file__).resolve().parents[2]
+T0 = dt.datetime(2025, 10, 1)
+H = 3600.0
+D = 86400.0
+
+
+def train(**kw) -> JobNeed:
+    base = dict(name="t", kind="training", device="h100-sxm", devices=8, nodes=1, seconds=10 * H, start=T0,
+                memory_need=40 * 2**30)
+    base.update(kw)
+    return JobNeed(**base)
+
+
+def serve(**kw) -> JobNeed:
+    base = dict(name="s", kind="inference", device="h100-sxm", devices=1, nodes=1, seconds=30 * D, start=T0,
+                memory_need=60 * 2**30)
+    base.update(kw)
+    return JobNeed(**base)
+
+
+FABRICS = inv("""
+    sites:
+      - id: s1
+        fabrics: [{id: fa}, {id: fb}]
+    nodes:
+      - {id: a, count: 3, site: s1, device: h100-sxm, devices: 8, fabric: fa, pools: [training]}
+      - {id: b, count: 3, site: s1, device: h100-sxm, devices: 8, fabric: fb, pools: [training]}
+""")
+
+
+def test_multi_node_training_stays_inside_one_fabric():
+    p = try_window(train(devices=24, nodes=3), FABRICS, [], T0)
+    assert len({n[0] for n in p.nodes}) == 1  # all a-* or all b-*
+    c = check_job(train(devices=32, nodes=4), FABRICS, [])
+    assert not c.fits and c.binding == "fabric"
+    assert "at most 3 on one fabric" in c.reason
+
+
+def test_fabric_blocked_by_booking_then_earliest_window():
+    held = Booking("x", "other", "training", (Item("node:a-01", 8, T0, T0 + dt.timedelta(hours=5)),
+                                              Item("node:b-01", 8, T0, T0 + dt.timedelta(hours=20))))
+    c = check_job(train(devices=24, nodes=3), FABRICS, [held])
+    assert not c.fits and c.binding == "fabric"
+    assert c.placement is not None and c.placement.start == T0 + dt.timedelta(hours=5)
+    assert c.placement.nodes == ("a-01", "a-02", "a-03")
+    assert any(a.startswith("start later: from 2025-10-01 05:00") for a in c.alternatives)
+
+
+POOLS = inv("""
+    sites: [{id: s1}]
+    nodes:
+      - {id: t, site: s1, device: h100-sxm, devices: 8, pools: [training]}
+      - {id: both, site: s1, device: h100-sxm, devices: 8, pools: [training, serving]}
+""")
+
+
+def test_training_and_serving_on_separate_resources():
+    only_serving = inv("""
+        sites: [{id: s1}]
+        nodes: [{id: v, site: s1, device: h100-sxm, devices: 8, pools: [serving]}]
+    """)
+    c = check_job(train(), only_serving, [])
+    assert not c.fits and c.binding == "pool" and "training pool" in c.reason
+    assert try_window(serve(), POOLS, [], T0).nodes == ("both",)  # the only serving node
+    # a node running a service does not take training at the same time, even with devices free
+    svc = Booking("svc", "s", "inference", (Item("node:both", 1, T0, T0 + dt.timedelta(days=30)),))
+    busy_t = Booking("tr", "t0", "training", (Item("node:t", 8, T0, T0 + dt.timedelta(days=1)),))
+    c = check_job(train(devices=4), POOLS, [svc, busy_t])
+    assert not c.fits and c.binding == "busy"
+    assert c.placement is not None and c.placement.nodes == ("t",)  # after the other training run
+
+
+def test_node_size_and_unknown_device():
+    assert check_job(train(devices=16), POOLS, []).binding == "node-size"
+    c = check_job(train(device="a100-pcie-80gb"), POOLS, [])
+    assert c.binding == "device" and "h100-sxm" in c.reason and c.placement is None
+
+
+STORAGE = inv("""
+    sites: [{id: s1}]
+    nodes: [{id: n, count: 2, site: s1, device: h100-sxm, devices: 8, pools: [training]}]
+    storage: [{id: fs, site: s1, capacity: 10 TB}]
+""")
+
+
+def ckpt_job(**kw) -> JobNeed:
+    return train(storage_fixed=4 * 10**12, checkpoint_bytes=10**12, checkpoint_interval=H, checkpoints_max=5,
+                 seconds=10 * H, **kw)
+
+
+def test_storage_items_accumulate_checkpoints():
+    need = ckpt_job()
+    items = storage_items(need, "fs", T0, need.end)
+    assert peak(items, T0, T0 + dt.timedelta(minutes=30)) == 4e12  # before the first checkpoint
+    assert peak(items, T0 + dt.timedelta(hours=1), T0 + dt.timedelta(hours=2)) == 5e12
+    assert peak(items, T0, need.end) == 9e12 == need.storage_peak
+
+
+def test_storage_capacity_over_the_whole_run():
+    assert try_window(ckpt_job(), STORAGE, [], T0).storage_pool == "fs"
+    # another booking holds 3 TB for the first 2 hours: fine, our checkpoints accumulate later
+    early = Booking("e", "early", "training", (Item("storage:fs", 3e12, T0, T0 + dt.timedelta(hours=2)),))
+    assert try_window(ckpt_job(), STORAGE, [early], T0).storage_pool == "fs"
+    # held for the whole run: at our peak (9 TB) the pool would need 12 TB
+    late = Booking("l", "late", "training", (Item("storage:fs", 3e12, T0, T0 + dt.timedelta(days=2)),))
+    c = check_job(ckpt_job(), STORAGE, [late])
+    assert not c.fits and c.binding == "storage" and "checkpoints accumulating" in c.reason
+    assert c.placement is not None and c.placement.start == T0 + dt.timedelta(days=2)
+
+
+MAINT = inv("""
+    sites: [{id: s1}]
+    nodes: [{id: n, site: s1, device: h100-sxm, devices: 8, pools: [training, serving]}]
+    maintenance: [{nodes: [n], start: 2025-10-01 04:00, end: 2025-10-01 08:00, note: firmware}]
+""")
+
+
+def test_maintenance_window_blocks_a_run_and_moves_it():
+    c = check_job(train(), MAINT, [])
+    assert not c.fits and c.binding == "maintenance" and "firmware" in c.reason
+    assert c.placement is not None and c.placement.start == dt.datetime(2025, 10, 1, 8)
+    # a run that ends before the window fits
+    assert check_job(train(seconds=3 * H), MAINT, []).fits
+    # a service that states its own maintenance windows accepts the provider's
+    assert check_job(serve(accepts_maintenance=True), MAINT, []).fits
+    assert check_job(serve(), MAINT, []).binding == "maintenance"
+
+
+ADDR = inv("""
+    sites:
+      - {id: s1, public_addresses: 1, isolated_segments: 1}
+      - {id: s2}
+    nodes:
+      - {id: n1, site: s1, device: h100-sxm, devices: 8, pools: [serving]}
+      - {id: n2, site: s2, device: h100-sxm, devices: 8, pools: [serving]}
+""")
+
+
+def test_addresses_and_isolation():
+    # s2 has no addresses: the fixed-address service goes to s1
+    p = try_window(serve(fixed_address=True, isolation="vpc"), ADDR, [], T0)
+    assert p.site == "s1" and {"addr:s1", "seg:s1"} <= {i.resource for i in p.items}
+    held = Booking("x", "other", "inference", p.items)
+    c = check_job(serve(fixed_address=True), ADDR, [held])
+    assert not c.fits and c.binding == "addresses"
+    c = check_job(serve(isolation="air-gapped"), ADDR, [held])
+    assert not c.fits and c.binding == "isolation"
+    assert check_job(serve(), ADDR, [held]).fits  # no address needed: s1 or s2
+
+
+def test_deadline_and_alternatives():
+    mixed = inv("""
+        sites: [{id: s1}]
+        nodes:
+          - {id: h, count: 2, site: s1, device: h100-sxm, devices: 8, pools: [training]}
+          - {id: a, count: 2, site: s1, device: a100-pcie-80gb, devices: 8, pools: [training, serving]}
+    """)
+    busy = Booking("x", "other", "training", (Item("node:h-01", 8, T0, T0 + dt.timedelta(days=3)),
+                                              Item("node:h-02", 4, T0, T0 + dt.timedelta(days=3))))
+    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1))
+    c = check_job(need, mixed, [busy])
+    assert not c.fits and c.binding == "busy"
+    texts = " | ".join(c.alternatives)
+    assert "after the deadline" in texts  # start later
+    assert "other device type: 8 x a100-pcie-80gb" in texts
+    assert "about 19.0 h (scaled by peak bf16 FLOP/s)" in texts  # 6 h x 989 / 312 TFLOP/s
+    svc = serve(device="h100-sxm", devices=2, seconds=10 * D)
+    c = check_job(svc, inv("""
+        sites: [{id: s1}]
+        nodes: [{id: v, site: s1, device: h100-sxm, devices: 1, pools: [serving]}]
+    """), [])
+    assert c.binding == "node-size"
+    assert any("quantized" in a for a in c.alternatives)
+
+
+def test_more_devices_for_a_shorter_run():
+    need = train(devices=4, seconds=40 * H, deadline=T0 + dt.timedelta(hours=30))
+    c = check_job(need, FABRICS, [])
+    assert not c.fits and c.binding == "deadline"
+    assert any(a.startswith("more devices for a shorter run: 8 x h100-sxm") for a in c.alternatives)
+
+
+def test_jobs_of_one_request_do_not_share_devices():
+    one = inv("""
+        sites: [{id: s1}]
+        nodes: [{id: n, site: s1, device: h100-sxm, devices: 8, pools: [training]}]
+    """)
+    a, b = check_needs([train(name="a"), train(name="b")], one, [])
+    assert a.fits and not b.fits
+    assert b.placement is not None and b.placement.start == a.placement.end
+
+
+def test_earliest_gives_up_on_structural_misfits():
+    p, why = earliest(train(devices=64), POOLS, [])
+    assert p is None and why is not None and why.binding == "node-size"
+
+
+def test_needs_from_the_example_plans():
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.inventory import load_inventory
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.request import load_request
+
+    inventory = load_inventory(ROOT / "examples" / "inventory.yaml")
+    req = load_request(ROOT / "examples" / "pretraining-multinode.yaml")
+    (need,) = needs_from_plan(make_plan(req, alternatives=False), req)
+    assert (need.device, need.devices, need.nodes, need.checkpoints_max) == ("h100-sxm", 64, 8, 6)
+    assert need.deadline == dt.datetime(2025, 10, 25)
+    (c,) = check_needs([need], inventory, [])
+    assert c.fits and len(c.placement.nodes) == 8
+    assert len({inventory.node(n).fabric for n in c.placement.nodes}) == 1
+    # the same run booked twice does not fit in one fabric: the second waits for the first
+    (c2,) = check_needs([replace(need, name="again")], inventory,
+                        [Booking("b", "pretrain-8b", "training", c.placement.items)])
+    assert not c2.fits and c2.binding == "fabric" and c2.placement.start >= c.placement.end

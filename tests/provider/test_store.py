@@ -1,0 +1,125 @@
+"""The reservation store: booking, conflicts, release; and concurrent bookings racing for scarce devices against
+a real SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import datetime as dt
+import multiprocessing as mp
+from typing import Any
+
+import pytest
+
+pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy 2 (the 'provider' extra)")
+
+from llmsizer.provider.placement import Item, Placement  # noqa: E402
+from llmsizer.provider.store import BookingConflict, Store, StoreError, db_url, utilisation  # noqa: E402
+
+T0 = dt.datetime(2025, 10, 1)
+CAP = {"node:n1": 2.0, "storage:fs": 10e12}
+PROCESSES = 8
+ATTEMPTS = 5
+WINDOWS = 3  # attempt k books window k % WINDOWS: each window holds 2 devices
+
+
+def placement(job: str, window: int = 0, devices: float = 1, storage: float = 0) -> Placement:
+    start = T0 + dt.timedelta(days=10 * window)
+    end = start + dt.timedelta(days=2)
+    items = [Item("node:n1", devices, start, end)]
+    if storage:
+        items.append(Item("storage:fs", storage, start + dt.timedelta(days=1), end))
+    return Placement(job, "training", start, end, "s1", ("n1",), int(devices), "h100-sxm", "fs", tuple(items))
+
+
+def test_db_url():
+    assert db_url(None) == "sqlite:///llmsizer-bookings.db"
+    assert db_url("x.db") == "sqlite:///x.db"
+    assert db_url("postgresql://u@h/db") == "postgresql+psycopg://u@h/db"
+
+
+def test_book_conflict_release(tmp_path):
+    s = Store(str(tmp_path / "b.db"))
+    a = s.book(placement("a"), CAP)
+    b = s.book(placement("b"), CAP, state="tentative")
+    with pytest.raises(BookingConflict, match="job 'c' no longer fits: node:n1 would hold 3 of 2"):
+        s.book(placement("c"), CAP)
+    assert {x.job: x.state for x in s.bookings()} == {"a": "confirmed", "b": "tentative"}
+    assert utilisation(s.bookings(), CAP, T0 + dt.timedelta(hours=1))["node:n1"] == 1.0
+    s.release(b)
+    assert s.book(placement("c"), CAP)
+    s.set_state(a, "released")
+    assert [x.job for x in s.bookings()] == ["c"]
+    assert len(s.reservations()) == 3  # released ones stay on record
+    with pytest.raises(ValueError, match="no reservation 'nope'"):
+        s.release("nope")
+    # storage held from day 1 counts over time too
+    with pytest.raises(BookingConflict, match="storage:fs"):
+        s.book(placement("d", storage=11e12), CAP)
+    s.close()
+    # the schema is created once; reopening the file keeps the bookings
+    assert [x.job for x in Store(str(tmp_path / "b.db")).bookings()] == ["c"]
+
+
+def test_bad_store():
+    with pytest.raises(StoreError):
+        Store("sqlite:////nonexistent-folder/x/y.db")
+
+
+# ------------------------------------------------------------------------------------------ concurrency
+
+def _worker(url: str, wid: int, barrier: Any, out: Any) -> None:
+    store = Store(url)
+    results = []
+    barrier.wait()
+    for k in range(ATTEMPTS):
+        job = f"w{wid}-{k}"
+        try:
+            rid = store.book(placement(job, window=k % WINDOWS), CAP)
+            results.append(("ok", job, rid))
+        except BookingConflict:
+            results.append(("conflict", job, ""))
+        except Exception as e:  # noqa: BLE001 - anything else is a failure of the test
+            results.append(("error", job, f"{type(e).__name__}: {e}"))
+    store.close()
+    out.put(results)
+
+
+def race(url: str) -> None:
+    Store(url).close()  # create the schema before the race, as the CLI would on first use
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(PROCESSES)
+    out = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(url, i, barrier, out)) for i in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    results = [r for _ in procs for r in out.get(timeout=240)]
+    for p in procs:
+        p.join(timeout=60)
+    errors = [r for r in results if r[0] == "error"]
+    assert not errors, errors
+    ok = [r for r in results if r[0] == "ok"]
+    assert len(results) == PROCESSES * ATTEMPTS
+    stored = Store(url).bookings()
+    # capacity never exceeded: 2 devices per window, each booking takes 1
+    per_window: dict[dt.datetime, int] = {}
+    for b in stored:
+        per_window[b.items[0].start] = per_window.get(b.items[0].start, 0) + 1
+    assert all(n <= 2 for n in per_window.values()), per_window
+    # nothing lost: every success is stored, nothing else is, and every window was filled
+    assert sorted(r[2] for r in ok) == sorted(b.id for b in stored)
+    assert len(ok) == 2 * WINDOWS
+
+
+def test_concurrent_bookings_sqlite(tmp_path):
+    race(str(tmp_path / "race.db"))
+
+
+def test_concurrent_bookings_postgresql(pg_url):
+    import sqlalchemy as sa
+
+    from llmsizer.provider.store import db_url as to_url
+    eng = sa.create_engine(to_url(pg_url), isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:  # a fresh database per run
+        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_race")
+        c.exec_driver_sql("CREATE DATABASE llmsizer_race")
+    eng.dispose()
+    race(pg_url.rsplit("/", 1)[0] + "/llmsizer_race")
