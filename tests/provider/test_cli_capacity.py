@@ -11,7 +11,7 @@ pytest.importorskip("sqlalchemy", reason="the reservation store needs SQLAlchemy
 from llmsizer.cli.capacity_cmd import register  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-INV = str(ROOT / "examples" / "inventory.yaml")
+INV = str(ROOT / "examples" / "provider" / "inventory.yaml")
 PRE = str(ROOT / "examples" / "pretraining-multinode.yaml")
 LORA = str(ROOT / "examples" / "lora-finetune-and-chat.yaml")
 

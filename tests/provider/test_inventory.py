@@ -30,7 +30,7 @@ def errors(text: str) -> list[str]:
 
 
 def test_example_inventory_loads():
-    inv = load_inventory(ROOT / "examples" / "inventory.yaml")
+    inv = load_inventory(ROOT / "examples" / "provider" / "inventory.yaml")
     assert len(inv.nodes) == 21
     assert {n.device for n in inv.nodes} == {"h100-sxm", "a100-pcie-80gb", "intel-xeon-spr-8ch"}
     assert inv.storage[0].capacity == 2 * 10**15

@@ -223,7 +223,7 @@ def test_needs_from_the_example_plans():
     from llmsizer.provider.needs import needs_from_plan
     from llmsizer.request import load_request
 
-    inventory = load_inventory(ROOT / "examples" / "inventory.yaml")
+    inventory = load_inventory(ROOT / "examples" / "provider" / "inventory.yaml")
     req = load_request(ROOT / "examples" / "pretraining-multinode.yaml")
     (need,) = needs_from_plan(make_plan(req, alternatives=False), req)
     assert (need.device, need.devices, need.nodes, need.checkpoints_max) == ("h100-sxm", 64, 8, 6)

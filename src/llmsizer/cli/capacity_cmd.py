@@ -13,10 +13,10 @@ from typing import Any
 from ..errors import InputError
 
 EPILOG = """examples:
-  llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/inventory.yaml
-  llmsizer capacity book examples/pretraining-multinode.yaml --inventory examples/inventory.yaml --db bookings.db
+  llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
+  llmsizer capacity book examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml --db bookings.db
   llmsizer capacity book my-request.yaml --inventory inv.yaml --db postgresql://user@host/llmsizer --earliest
-  llmsizer capacity show --inventory examples/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
+  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
   llmsizer capacity release 3f2a9c0d1e4b --db bookings.db
 
 --db is a SQLite file (default: llmsizer-bookings.db, created on first use) or a postgresql:// URL (needs

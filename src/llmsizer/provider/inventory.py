@@ -9,7 +9,7 @@ file, the line and the field::
 
 All problems are collected before raising :class:`InventoryError` (``errors`` holds the lines).
 
-Layout (see ``examples/inventory.yaml``)::
+Layout (see ``examples/provider/inventory.yaml``)::
 
     sites:    [{id, public_addresses, isolated_segments, fabrics: [{id, bandwidth}]}]
     nodes:    [{id, site, device, devices, cpus, ram, disk, fabric, pools: [training|serving|...], count}]
@@ -220,7 +220,7 @@ class _Reader:
             self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
             return None
         if root is None:
-            self.errors.append((1, f"{self.source}:1: the file is empty; start from examples/inventory.yaml"))
+            self.errors.append((1, f"{self.source}:1: the file is empty; start from examples/provider/inventory.yaml"))
             return None
         top = self.mapping(root, "", TOP_KEYS)
         if not top:
