@@ -48,8 +48,13 @@ def test_check_book_show_release(tmp_path, capsys):
     assert run("capacity", "release", booked["id"], "--db", db) == 0
     capsys.readouterr()
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 0
+    # the service's agreed windows (Sundays 02:00-04:00, weekdays 01:00-05:00) do not cover the provider's
+    # Saturday firmware window at fra1: not in the requested window, but from its end on
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
-               "--tentative") == 0
+               "--tentative") == 1
+    assert "outside the job's agreed maintenance windows" in capsys.readouterr().err
+    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
+               "--tentative", "--earliest") == 0
     assert "booked" in capsys.readouterr().out
 
 
@@ -57,3 +62,89 @@ def test_bad_inventory_is_one_line_per_problem(tmp_path, capsys):
     bad = tmp_path / "inv.yaml"
     bad.write_text("sites: [{id: s}]\nnodes:\n  - {id: n, device: h100, devices: -1}\n")
     assert run("capacity", "check", PRE, "--inventory", str(bad), "--no-db") == 2
+
+
+SMALL_INV = """\
+version: 1
+sites:
+  - {id: s1, public_addresses: 1, isolated_segments: 1}
+nodes:
+  - {id: train-01, site: s1, device: h100-sxm, devices: 8, ram: 2 TiB, pools: [training]}
+  - {id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, ram: 880 GiB, pools: [serving]}
+storage:
+  - {id: fs, site: s1, capacity: 1 PB}
+"""
+
+
+def test_book_is_all_or_none(tmp_path, capsys, monkeypatch):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(SMALL_INV)
+    db = str(tmp_path / "b.db")
+    from llmsizer.provider.store import Store
+    # the only serving device is taken by an earlier booking of the service
+    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db, "--job", "support-chat") == 0
+    capsys.readouterr()
+    # the whole request: the service no longer fits at check time -> nothing is booked, the training job neither
+    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db) == 1
+    err = capsys.readouterr().err
+    assert "support-chat: not booked" in err and "nothing of this request was booked" in err
+    assert [b.job for b in Store(db).bookings()] == ["support-chat"]
+    # a stale view (another booking landed after the check): the re-check in one transaction refuses the whole
+    # request with a one-line error naming the job, and records nothing
+    monkeypatch.setattr(Store, "bookings", lambda self, include_tentative=True: [])
+    import argparse
+
+    from llmsizer.provider.store import BookingConflict
+    p = argparse.ArgumentParser(prog="llmsizer")
+    register(p.add_subparsers(dest="command"))
+    args = p.parse_args(["capacity", "book", LORA, "--inventory", str(inv), "--db", db])
+    with pytest.raises(BookingConflict, match=r"^job 'support-chat' no longer fits: node:serve-01 would hold 2 of 1")\
+            as e:
+        args.func(args)
+    assert "\n" not in str(e.value)
+    monkeypatch.undo()
+    assert [r["job"] for r in Store(db).reservations()] == ["support-chat"]
+
+
+def test_show_html_is_self_contained(tmp_path, capsys):
+    import re
+    from html.parser import HTMLParser
+    db = str(tmp_path / "b.db")
+    assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json") == 0
+    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--tentative", "--earliest") == 0
+    capsys.readouterr()
+    page = tmp_path / "cap.html"
+    assert run("capacity", "show", "--inventory", INV, "--db", db, "--html", str(page)) == 0
+    text = page.read_text("utf-8")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".cap.html")] == []  # temp file renamed
+
+    class Check(HTMLParser):
+        void = {"meta", "br", "img", "input", "link", "hr", "col", "area", "base", "wbr", "source", "track"}
+        svg_void = {"rect", "line", "circle", "path", "polyline", "polygon"}
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.stack: list[str] = []
+            self.tags: list[str] = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append(tag)
+            if tag not in self.void:
+                self.stack.append(tag)
+
+        def handle_startendtag(self, tag, attrs):
+            self.tags.append(tag)
+
+        def handle_endtag(self, tag):
+            assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+            self.stack.pop()
+
+    c = Check()
+    c.feed(text)
+    c.close()
+    assert c.stack == []  # every element closed, properly nested
+    assert text.startswith("<!DOCTYPE html>") and "Content-Security-Policy" in text
+    assert c.tags.count("svg") == 3  # one timeline per device type of the inventory
+    assert "<script" not in text.lower() and not re.search(r"https?:", text)
+    assert "<svg" in text and "Devices held over time: h100-sxm" in text
+    assert 'id="bookings"' in text and "ticket-lora" in text and "support-chat" in text and "tentative" in text

@@ -235,3 +235,36 @@ def test_needs_from_the_example_plans():
     (c2,) = check_needs([replace(need, name="again")], inventory,
                         [Booking("b", "pretrain-8b", "training", c.placement.items)])
     assert not c2.fits and c2.binding == "fabric" and c2.placement.start >= c.placement.end
+
+
+def test_service_maintenance_windows_are_honoured():
+    from llmsizer.provider.windows import parse_window, within
+    # the provider's window is Wednesday 2025-10-01 04:00-08:00
+    def agreed(*w: str) -> JobNeed:
+        return serve(accepts_maintenance=True, maintenance_windows=w)
+    c = check_job(agreed("Sundays 02:00-04:00 UTC"), MAINT, [])
+    assert not c.fits and c.binding == "maintenance" and "outside the job's agreed maintenance windows" in c.reason
+    assert "Sundays 02:00-04:00 UTC" in c.reason
+    assert c.placement is not None and c.placement.start == dt.datetime(2025, 10, 1, 8)  # after the window
+    for ok in ("Wednesdays 03:00-09:00 UTC", "daily 04:00-08:00", "weekdays 01:00-09:00 UTC", "Mon-Fri 04:00-08:00",
+               "Tue 23:00-09:00", "2025-10-01 00:00-12:00", "2025-09-30 12:00 - 2025-10-02 00:00",
+               "by arrangement with the operator"):  # prose cannot be checked: accepted, as before
+        assert check_job(agreed("Sundays 02:00-04:00", ok), MAINT, []).fits, ok
+    for bad in ("Wednesdays 05:00-08:00", "Tue 23:00-05:00", "weekends 00:00-23:59", "2025-10-02 00:00-12:00"):
+        assert not check_job(agreed(bad), MAINT, []).fits, bad
+    assert check_job(serve(accepts_maintenance=True), MAINT, []).fits  # no windows listed: any is accepted
+    assert parse_window("Sundays 02:00-04:00 CET") is None and parse_window("Sun 02:00-02:00") is None
+    assert within(dt.datetime(2025, 10, 5, 2), dt.datetime(2025, 10, 5, 4), ["Sundays 02:00-04:00 UTC"])
+
+
+def test_need_of_reads_maintenance_windows_and_interruptible_periods():
+    from types import SimpleNamespace
+
+    from llmsizer.provider.needs import need_of
+    hw = SimpleNamespace(device="h100-sxm", count=1, nodes=1, device_kind="gpu")
+    jp = SimpleNamespace(hardware=hw, facts={}, kind="inference", name="s")
+    sv = SimpleNamespace(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
+                         interruptible=("weekdays 01:00-05:00 UTC",))
+    job = SimpleNamespace(start=None, deadline=None, service=sv, access=None)
+    n = need_of(jp, job, SimpleNamespace(start=None), T0)  # type: ignore[arg-type]
+    assert n.accepts_maintenance and n.maintenance_windows == ("Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC")

@@ -59,6 +59,28 @@ def test_book_conflict_release(tmp_path):
     assert [x.job for x in Store(str(tmp_path / "b.db")).bookings()] == ["c"]
 
 
+def test_book_all_is_all_or_none(tmp_path):
+    s = Store(str(tmp_path / "b.db"))
+    x = s.book(placement("x", window=0), CAP)  # 1 of the 2 devices in window 0
+    n_before = len(s.reservations())
+    # the first job fits (window 1), the second (2 devices in window 0) no longer does: nothing is written
+    with pytest.raises(BookingConflict, match=r"job 'b' no longer fits: node:n1 would hold 3 of 2.*nothing of this "
+                                              r"request was booked") as e:
+        s.book_all([placement("a", window=1), placement("b", window=0, devices=2)], CAP)
+    assert "\n" not in str(e.value)
+    assert len(s.reservations()) == n_before == 1
+    assert [b.id for b in s.bookings()] == [x]
+    # jobs of one request count on each other: 1 + 1 fits beside nothing, but not beside x
+    with pytest.raises(BookingConflict, match="job 'd' no longer fits"):
+        s.book_all([placement("c", window=2), placement("d", window=2, devices=2)], CAP)
+    assert len(s.reservations()) == 1
+    ids = s.book_all([placement("a", window=1), placement("b", window=0)], CAP, state="tentative")
+    assert len(ids) == 2 and {b.job: b.state for b in s.bookings()} == {"x": "confirmed", "a": "tentative",
+                                                                         "b": "tentative"}
+    assert s.book_all([], CAP) == []
+    s.close()
+
+
 def test_bad_store():
     with pytest.raises(StoreError):
         Store("sqlite:////nonexistent-folder/x/y.db")

@@ -17,11 +17,13 @@ EPILOG = """examples:
   llmsizer capacity book examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml --db bookings.db
   llmsizer capacity book my-request.yaml --inventory inv.yaml --db postgresql://user@host/llmsizer --earliest
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
+  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --html capacity.html
   llmsizer capacity release 3f2a9c0d1e4b --db bookings.db
 
 --db is a SQLite file (default: llmsizer-bookings.db, created on first use) or a postgresql:// URL (needs
 `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when every job fits (is booked), 1 when some
-do not, 2 on invalid input or a booking that no longer fits.
+do not, 2 on invalid input or a booking that no longer fits. `book` is all or none: every job of the request
+is recorded in one transaction, or nothing is.
 """
 
 
@@ -65,6 +67,8 @@ def register(sub: Any) -> None:
     common(q)
     q.add_argument("--at", help="utilisation of every resource at this time (UTC)")
     q.add_argument("--svg", metavar="FILE", help="write the utilisation timeline as an SVG chart")
+    q.add_argument("--html", metavar="FILE", help="write a self-contained HTML page: the timeline chart per device "
+                                                  "type and the bookings table")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
@@ -137,28 +141,34 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
+    """All or none: when some job of the request does not fit, nothing is booked; the jobs that do fit are
+    booked together in one transaction (re-checked under the same locks), so either all are recorded or none."""
     from ..provider.placement import capacities
     inv, checks = _checks(args)
     store = _store(args)
     cap = capacities(inv)
-    booked: list[dict[str, Any]] = []
-    ok = True
-    for c in checks:
-        p = c.placement
-        if p is None or (not c.fits and not args.earliest):
-            ok = False
-            print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
-            continue
-        rid = store.book(p, cap, state="tentative" if args.tentative else "confirmed", note=str(args.request))
-        booked.append({"id": rid, "job": p.job, "start": p.start.isoformat(), "end": p.end.isoformat(),
-                       "nodes": list(p.nodes)})
+    missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
+    for c in missing:
+        print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
+    if missing:
+        if len(checks) > 1:
+            print("nothing of this request was booked (all or none)", file=sys.stderr)
+        if args.json:
+            json.dump([], sys.stdout)
+            sys.stdout.write("\n")
+        return 1
+    placements = [c.placement for c in checks if c.placement is not None]
+    rids = store.book_all(placements, cap, state="tentative" if args.tentative else "confirmed",
+                          note=str(args.request))
+    booked = [{"id": rid, "job": p.job, "start": p.start.isoformat(), "end": p.end.isoformat(),
+               "nodes": list(p.nodes)} for rid, p in zip(rids, placements, strict=True)]
     if args.json:
         json.dump(booked, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         for b in booked:
             print(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])}")
-    return 0 if ok else 1
+    return 0
 
 
 def cmd_state(args: argparse.Namespace) -> int:
@@ -171,25 +181,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def timeline(inv: Any, bookings: list[Any], points: int = 40) -> tuple[list[_dt.datetime], dict[str, list[float]]]:
     """Share of each device type's devices held, at ``points`` moments spanning the bookings."""
-    items = [i for b in bookings for i in b.items if i.resource.startswith("node:")]
-    if not items:
-        return [], {}
-    lo, hi = min(i.start for i in items), max(i.end for i in items)
-    step = (hi - lo) / max(1, points - 1)
-    times = [lo + step * k for k in range(points)]
-    node_dev = {f"node:{n.id}": n.device for n in inv.nodes}
-    total: dict[str, int] = {}
-    for n in inv.nodes:
-        total[n.device] = total.get(n.device, 0) + n.devices
-    series: dict[str, list[float]] = {d: [] for d in total}
-    for t in times:
-        held = {d: 0.0 for d in total}
-        for i in items:
-            if i.start <= t < i.end and i.resource in node_dev:
-                held[node_dev[i.resource]] += i.amount
-        for d in total:
-            series[d].append(held[d] / total[d])
-    return times, series
+    from ..provider.report import timeline as _timeline
+    return _timeline(inv, bookings, points)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -224,13 +217,14 @@ def cmd_show(args: argparse.Namespace) -> int:
                 if share:
                     print(f"  {res:<32} {share:.0%}")
     if args.svg:
-        from ..plan.result import Chart, Series
-        from ..render.svg import line_chart
-        times, series = timeline(inv, bookings)
-        t0 = times[0] if times else _dt.datetime(2000, 1, 1)
-        chart = Chart("capacity-timeline", "Devices held over time", "lines", "days from first booking",
-                      "share of devices", "share", tuple(
-                          Series(d, tuple(((t - t0).total_seconds() / 86400, v) for t, v in zip(times, vals, strict=True)))
-                          for d, vals in series.items()))
-        Path(args.svg).write_text(line_chart(chart), "utf-8")
+        from ..provider.report import timeline_svg
+        from .plan_cmd import write_atomic
+        write_atomic(Path(args.svg), timeline_svg(inv, bookings))
+    if args.html:
+        from ..provider.report import render_capacity_html
+        from .plan_cmd import write_atomic
+        title = f"Capacity: {inv.provider}" if inv.provider else "Capacity"
+        write_atomic(Path(args.html), render_capacity_html(
+            inv, bookings, rows, title=title,
+            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)))
     return 0

@@ -66,9 +66,33 @@ APPLE_GPU_WORKING_SET = Factor(
     "apple_gpu_working_set_fraction", 0.70, 0.75, 0.78,
     "Metal recommendedMaxWorkingSetSize 70-78 % of unified memory (XiongjieDai README, Apple tech talk 10580)")
 
+# A cloud CPU VM shares its host socket's memory channels with other tenants. Assumption (named, not measured):
+# a VM's memory bandwidth scales with its vCPU share of one socket, bandwidth_vm = bandwidth_socket x
+# min(1, vCPUs / socket cores), where the socket's core count comes from the CPU entry ('cores'). It counts one
+# vCPU as one physical core, which is how AWS sizes its AMD m7a instances (SMT off); on SMT hosts (2 vCPUs per
+# core) it overstates the share up to 2x. A VM larger than one socket is capped at one socket's bandwidth
+# (llama.cpp threads on a multi-socket VM do not add the second socket's bandwidth without NUMA placement).
+VM_BANDWIDTH_SHARE_NAME = "cpu_vm_bandwidth_share"
+VM_BANDWIDTH_SHARE_SOURCE = ("assumption: socket bandwidth x min(1, vCPUs / socket cores); "
+                             "see docs/hardware.md 'CPU cloud instances'")
+
+
+def vm_bandwidth_share(vcpus: float, socket_cores: float) -> float:
+    """The share of one socket's memory bandwidth a VM with ``vcpus`` gets (see VM_BANDWIDTH_SHARE_SOURCE)."""
+    if vcpus <= 0 or socket_cores <= 0:
+        raise ValueError("vcpus and socket_cores must be positive")
+    return min(1.0, vcpus / socket_cores)
+
+
 # Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
 # A policy default, not a measurement: recorded as an assumption and settable (--headroom).
 DEFAULT_HEADROOM = 0.10
+
+# When a serving request gives no speed or latency limit, each user should at least get text as fast as people
+# read it: Brysbaert (2019), "How many words do we read per minute? A review and meta-analysis of reading rate",
+# Journal of Memory and Language 109:104047 -- 238 words/min for silent reading of non-fiction; at 4/3 tokens per
+# English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
+READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, DECODE_BANDWIDTH_GGUF, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, TRAINING_MFU,
        APPLE_GPU_WORKING_SET)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -168,6 +168,25 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     return hit
 
 
+def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
+    """A CPU instance's device with its bandwidth scaled to the VM's vCPU share of the socket
+    (efficiency.vm_bandwidth_share); the device unchanged when it is not a CPU or a number is missing."""
+    bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
+    if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
+        return device
+    share = E.vm_bandwidth_share(float(vcpus.base), float(cores.base))
+    if assumptions is not None:
+        assumptions.append(Assumption(E.VM_BANDWIDTH_SHARE_NAME, share, True,
+                                      f"{vcpus.raw:g} vCPUs of a {cores.raw:g}-core socket; "
+                                      + E.VM_BANDWIDTH_SHARE_SOURCE))
+    if share >= 1.0:
+        return device
+    scaled = replace(bw, base=float(bw.base) * share, source="derived",
+                     derived=f"{bw.raw:g} {bw.unit} ({bw.source}) x {share:.4g} vCPU share of the socket",
+                     note=E.VM_BANDWIDTH_SHARE_SOURCE)
+    return replace(device, memory_bandwidth=scaled)
+
+
 def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
         headroom: float | None = None, engine: str | None = None, weights: str | None = None, context: int = 4096,
         concurrency: int = 1, output_tokens: int | None = None, memory: int | None = None,
@@ -203,6 +222,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                                       f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
     if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
         memory = int(instance.memory.base)  # a CPU instance's RAM is the model's memory
+    if instance is not None:
+        device = vm_share_device(device, instance, assumptions)
     fmt = normalize_format(weights) if weights else None
     if fmt is None:
         fmt, _, why = stored_format(spec)

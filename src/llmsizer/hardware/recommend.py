@@ -18,6 +18,7 @@ a CPU; large models, high concurrency or low latency need GPUs. The advice quote
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -215,13 +216,17 @@ def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurre
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens."""
     spec = load_model(model) if isinstance(model, str) else model
     c = constraints or Constraints()
+    reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
+    if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
+        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = catalog or load_catalog(hardware_files)
     hr = E.DEFAULT_HEADROOM if c.headroom is None else c.headroom
     cands, rejected = _candidates(cat, c, training=False)
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], Option] = {}
     for cand in cands:
-        key = (cand.device.id, cand.count, cand.memory, cand.instance.interconnect if cand.instance else None)
+        key = (cand.device.id, cand.count, cand.memory, cand.instance.interconnect if cand.instance else None,
+               cand.instance.vcpus.raw if cand.instance and cand.instance.vcpus else None)
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
@@ -238,6 +243,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurre
     assumptions = [Assumption("headroom", hr, c.headroom is None, "memory kept free on each device"),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
+    if reading_floor:
+        assumptions.append(Assumption(
+            "user_tokens_per_second", c.user_tokens_per_second, True,
+            "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
+            "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
     quant = _quantization_advice(spec, cat, context, hr) if quantization_advice else ()
     warnings = []
@@ -409,6 +419,9 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     if cpu_ok and (not gpu_ok or (cpu_ok.price_per_hour or 0) <= (gpu_ok.price_per_hour or math.inf)):
         out.append(f"CPU is enough ({size}, concurrency {concurrency}): {speed(cpu_ok)}. Small models at low "
                    "traffic, quantized, serve on a CPU; a GPU only pays off with more users or a latency limit.")
+        if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):
+            out[-1] += (" No speed or latency limit was given, so any speed counts: set --user-tokens-per-second, "
+                        "--tokens-per-second or --max-ttft to hold the CPU to one.")
         if gpu_ok:
             out.append(f"For comparison, the cheapest GPU option: {speed(gpu_ok)}.")
     elif gpu_ok and (cpu_any is not None or any(o.is_cpu for o in rejected)):

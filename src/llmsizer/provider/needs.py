@@ -45,7 +45,9 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNe
         checkpoint_interval=float(f.get("interval_seconds") or 0.0), checkpoints_max=n_ck,
         fixed_address=bool(access and access.fixed_address),
         isolation=access.isolation if access and access.isolation not in (None, "none") else None,
-        accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)))
+        accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)),
+        maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
+        else ())
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None) -> list[JobNeed]:

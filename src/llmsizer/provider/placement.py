@@ -17,7 +17,8 @@ resource             capacity                                  held by
 Rules: a training job runs only on nodes labelled ``training``, a service only on ``serving`` nodes, and a
 node never hosts a training job and a service at the same time; a multi-node training job takes all its nodes
 from one fabric; a job that states no maintenance window of its own does not run across a provider's
-maintenance window on its nodes; storage is checked over the whole run (the peak of fixed data + accumulated
+maintenance window on its nodes, and a service that states its own maintenance windows or interruptible periods
+accepts the provider's only inside one of them; storage is checked over the whole run (the peak of fixed data + accumulated
 checkpoints against the pool's capacity minus what other bookings hold at each moment).
 """
 
@@ -29,7 +30,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .inventory import SERVING, TRAINING, Inventory, Node
+from .inventory import SERVING, TRAINING, Inventory, Maintenance, Node
+from .windows import within
 
 SERVICE_HORIZON = 365 * 86400.0  # an ongoing service is placed for a year
 MAX_STORAGE_STEPS = 20
@@ -82,6 +84,9 @@ class JobNeed:
     fixed_address: bool = False
     isolation: str | None = None
     accepts_maintenance: bool = False
+    # the service's agreed windows (service.maintenance_windows and service.interruptible periods): a provider's
+    # maintenance on its nodes is accepted only inside one of them; empty: any, when accepts_maintenance
+    maintenance_windows: tuple[str, ...] = ()
 
     @property
     def per_node(self) -> int:
@@ -231,14 +236,17 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
                     f"{max(n.devices for n in pooled)}")
-    if not need.accepts_maintenance:
-        ok = [n for n in big if not any(n.id in m.nodes and m.start < end and m.end > start
-                                        for m in inv.maintenance)]
+    if not need.accepts_maintenance or need.maintenance_windows:
+        def refused(m: Maintenance) -> bool:
+            return m.start < end and m.end > start and (
+                not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
+        ok = [n for n in big if not any(n.id in m.nodes and refused(m) for m in inv.maintenance)]
         if not ok:
-            m = next(m for m in inv.maintenance if m.start < end and m.end > start and set(m.nodes) & {
-                n.id for n in big})
+            m = next(m for m in inv.maintenance if refused(m) and set(m.nodes) & {n.id for n in big})
+            agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
+                if need.accepts_maintenance else ""
             raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
-                        f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''})")
+                        f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
         big = ok
     other_kind = {b.id for b in bookings if b.kind != need.kind}
     free: list[Node] = []

@@ -6,7 +6,7 @@ Tables: ``reservations`` (id, job, kind, state tentative/confirmed/released, sta
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``meta`` (schema version).
 
-:meth:`Store.book` is atomic: inside one transaction it takes a lock (SQLite: ``BEGIN IMMEDIATE``, a write lock
+:meth:`Store.book` and :meth:`Store.book_all` (every job of one request, all or none) are atomic: inside one transaction it takes a lock (SQLite: ``BEGIN IMMEDIATE``, a write lock
 on the whole file; PostgreSQL: ``SELECT ... FOR UPDATE`` on the lock rows of every resource it holds, in a fixed
 order), re-reads the holds of those resources, re-checks capacity over time and only then inserts. Two bookings
 racing for the same devices cannot both succeed; the loser gets :class:`BookingConflict`.
@@ -125,38 +125,54 @@ class Store:
     def book(self, placement: Placement, capacity: dict[str, float], *, state: str = "confirmed",
              note: str = "") -> str:
         """Record ``placement`` atomically; raise :class:`BookingConflict` when it no longer fits."""
+        return self.book_all([placement], capacity, state=state, note=note)[0]
+
+    def book_all(self, placements: Sequence[Placement], capacity: dict[str, float], *, state: str = "confirmed",
+                 note: str = "") -> list[str]:
+        """Record every placement of one request in ONE transaction, all or none: under the locks of every
+        resource they hold, re-check each against the stored holds plus the placements before it; when one no
+        longer fits, raise :class:`BookingConflict` naming its job and record nothing. Returns the ids, in order."""
         sa = self.sa
         if state not in ("tentative", "confirmed"):
             raise InputError(f"state must be tentative or confirmed, not {state!r}")
-        resources = sorted({i.resource for i in placement.items})
-        rid = uuid.uuid4().hex[:12]
+        if not placements:
+            return []
+        resources = sorted({i.resource for p in placements for i in p.items})
+        rids = [uuid.uuid4().hex[:12] for _ in placements]
         try:
             with self.engine.begin() as c:  # SQLite: BEGIN IMMEDIATE (see __init__)
-                if not self.sqlite:
+                if not self.sqlite and resources:
                     self._ensure_locks(resources)
                     c.execute(sa.select(self.locks.c.resource).where(self.locks.c.resource.in_(resources))
                               .order_by(self.locks.c.resource).with_for_update()).all()
-                lo = min(i.start for i in placement.items)
-                hi = max(i.end for i in placement.items)
+                lo_all = min((i.start for p in placements for i in p.items), default=placements[0].start)
+                hi_all = max((i.end for p in placements for i in p.items), default=placements[0].end)
                 rows = c.execute(
                     sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
                     .where(self.res.c.state != "released", self.holds.c.resource.in_(resources),
-                           self.holds.c.start < hi, self.holds.c.end > lo)).mappings().all()
+                           self.holds.c.start < hi_all, self.holds.c.end > lo_all)).mappings().all()
                 existing = [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in rows]
-                bad = overflow(placement.items, existing, capacity)
-                if bad:
-                    res, load, cap = bad[0]
-                    raise BookingConflict(f"job {placement.job!r} no longer fits: {res} would hold {load:g} of "
-                                          f"{cap:g} between {lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}; run "
-                                          "`llmsizer capacity check` again")
+                for placement in placements:
+                    bad = overflow(placement.items, existing, capacity)
+                    if bad:
+                        lo, hi = placement.start, placement.end
+                        res, load, cap = bad[0]
+                        others = "; nothing of this request was booked" if len(placements) > 1 else ""
+                        raise BookingConflict(f"job {placement.job!r} no longer fits: {res} would hold {load:g} of "
+                                              f"{cap:g} between {lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}"
+                                              f"{others}; run `llmsizer capacity check` again")
+                    existing.extend(placement.items)  # the next job of the request counts on these too
                 now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
-                c.execute(self.res.insert().values(id=rid, job=placement.job, kind=placement.kind, state=state,
-                                                   start=placement.start, end=placement.end, created=now, note=note))
-                c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
-                                                     start=i.start, end=i.end) for i in placement.items])
+                for rid, placement in zip(rids, placements, strict=True):
+                    c.execute(self.res.insert().values(id=rid, job=placement.job, kind=placement.kind, state=state,
+                                                       start=placement.start, end=placement.end, created=now,
+                                                       note=note))
+                    if placement.items:
+                        c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
+                                                             start=i.start, end=i.end) for i in placement.items])
         except sa.exc.OperationalError as e:
             raise StoreError(f"booking failed: {str(e).splitlines()[0]}") from None
-        return rid
+        return rids
 
     def _ensure_locks(self, resources: Sequence[str]) -> None:
         from sqlalchemy.dialects.postgresql import insert
