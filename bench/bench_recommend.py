@@ -41,6 +41,7 @@ CASES = [
 
 def clear() -> None:
     fit_module._SPEED_MEMO.clear()
+    fit_module._TRAINING_CACHE.clear()
     tensors.model_tensors.cache_clear()
     weight_formats.weight_bytes.cache_clear()
     params.count_params.cache_clear()

@@ -275,6 +275,26 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                      tuple(assumptions), tuple(warnings), {"usable_memory_per_device": usable})
 
 
+_TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, Any], ...]], Any] = {}
+
+
+def _training_estimate(mod: Any, spec: ModelSpec, fields: dict[str, Any]) -> Any:
+    """estimate_training memoised per (spec, fields): per-device training memory does not depend on the device
+    type, so a catalog-wide search evaluates each (device count, ZeRO stage) once, not once per device."""
+    try:
+        key = (id(spec), tuple(sorted(fields.items())))
+        hash(key)
+    except TypeError:
+        return mod.estimate_training(spec, **fields)
+    hit = _TRAINING_CACHE.get(key)
+    if hit is None or hit[0] is not spec:
+        if len(_TRAINING_CACHE) > 4096:
+            _TRAINING_CACHE.clear()
+        hit = (spec, mod.estimate_training(spec, **fields))
+        _TRAINING_CACHE[key] = hit
+    return hit[1]
+
+
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, hardware_files: Sequence[str | Path] = (),
                  **training_fields: Any) -> FitResult:
@@ -300,7 +320,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     try:
         for stage in stages:
             trial = dict(fields, zero=stage) if "fsdp" not in fields else dict(fields)
-            est = mod.estimate_training(spec, **trial)
+            est = _training_estimate(mod, spec, trial)
             need = int(est.total_bytes)
             if budget is not None and need <= budget:
                 break
