@@ -1,0 +1,84 @@
+"""Catalog entries whose config.json is derived rather than copied verbatim, checked against first-party truth.
+
+Two entries have no verbatim config.json in the reachable sources (their ``source`` starts with DERIVED):
+
+- ``llama-3.1-405b``: built from Meta's own ``model_args`` (llama-models ``sku_list.py``). The one value that
+  is not a plain rename, ``intermediate_size``, follows Meta's reference ``FeedForward`` sizing rule
+  (llama-models ``models/llama3/model.py``: ``int(2 * 4 * dim / 3)``, times ``ffn_dim_multiplier``, rounded
+  up to ``multiple_of``). The rule is checked here on the two Llama 3.1 configs we hold verbatim (8B, 70B)
+  with their own sku_list.py args before it is trusted for 405B.
+- ``gpt-oss-120b``: transformers' ``GptOssConfig`` defaults are documented as the GPT-OSS-120B
+  configuration; every architecture key of our entry must equal them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.models import entries
+
+ENTRIES = entries()
+
+# Meta's first-party model_args (llama-models models/llama3_1/api/sku_list.py@1768925a): dim,
+# ffn_dim_multiplier, multiple_of. The 405B row is also stored in the entry's config_derivation.
+META_ARGS = {"llama-3.1-8b": (4096, 1.3, 1024), "llama-3.1-70b-instruct": (8192, 1.3, 4096)}
+
+
+def meta_ffn_hidden(dim: int, ffn_dim_multiplier: float, multiple_of: int) -> int:
+    hidden = int(2 * (4 * dim) / 3)
+    hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+
+
+@pytest.mark.parametrize("name", sorted(META_ARGS))
+def test_meta_ffn_rule_reproduces_the_verbatim_llama31_configs(name):
+    assert meta_ffn_hidden(*META_ARGS[name]) == ENTRIES[name].config["intermediate_size"]
+
+
+def _derivation(name: str) -> dict:
+    import json
+    from importlib import resources
+
+    text = resources.files("llmsizer.catalog.data").joinpath("models", f"{name}.json").read_text("utf-8")
+    return json.loads(text)["config_derivation"]
+
+
+def test_llama_405b_config_follows_metas_model_args():
+    cfg = ENTRIES["llama-3.1-405b"].config
+    args = _derivation("llama-3.1-405b")["first_party_args"]
+    assert cfg["hidden_size"] == args["dim"]
+    assert cfg["num_hidden_layers"] == args["n_layers"]
+    assert cfg["num_attention_heads"] == args["n_heads"]
+    assert cfg["num_key_value_heads"] == args["n_kv_heads"]
+    assert cfg["vocab_size"] == args["vocab_size"]
+    assert cfg["rms_norm_eps"] == args["norm_eps"]
+    assert cfg["rope_theta"] == args["rope_theta"]
+    assert cfg["intermediate_size"] == meta_ffn_hidden(args["dim"], args["ffn_dim_multiplier"], args["multiple_of"])
+    # use_scaled_rope is the llama3 rope_scaling block, shared with the verbatim 8B config
+    assert args["use_scaled_rope"] and cfg["rope_scaling"] == ENTRIES["llama-3.1-8b"].config["rope_scaling"]
+
+
+GPT_OSS_ARCH_KEYS = (
+    "num_hidden_layers", "num_local_experts", "num_experts_per_tok", "vocab_size", "hidden_size",
+    "intermediate_size", "head_dim", "num_attention_heads", "num_key_value_heads", "sliding_window",
+    "layer_types", "tie_word_embeddings", "attention_bias", "max_position_embeddings", "rms_norm_eps",
+)
+
+
+@pytest.mark.slow
+def test_gpt_oss_120b_equals_transformers_documented_120b_defaults():
+    transformers = pytest.importorskip("transformers")
+    ref = transformers.GptOssConfig()
+    cfg = ENTRIES["gpt-oss-120b"].config
+    for key in GPT_OSS_ARCH_KEYS:
+        assert cfg[key] == getattr(ref, key), key
+    rope = ref.rope_parameters
+    assert cfg["rope_theta"] == rope["rope_theta"]
+    for key in ("factor", "beta_fast", "beta_slow", "original_max_position_embeddings", "rope_type", "truncate"):
+        assert cfg["rope_scaling"][key] == rope[key], key
+
+
+def test_derived_entries_say_so_in_their_source():
+    for name in ("llama-3.1-405b", "gpt-oss-120b"):
+        assert ENTRIES[name].source.startswith("DERIVED"), name
+        assert _derivation(name)["other_keys_from"] in ENTRIES
