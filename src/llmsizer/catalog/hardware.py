@@ -30,7 +30,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UnknownNameError
+from ..errors import InputError, ModelFileError, UnknownNameError
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -439,6 +439,7 @@ def _read_builtin(name: str) -> dict[str, Any]:
     return data
 
 
+_SOURCE_FILES = ("sources.json", "sources_cloud.json")
 _DEVICE_FILES = ("accelerators.json", "apple.json", "cpus.json")
 _INSTANCE_FILES = ("instances_aws.json", "instances_gcp.json", "instances_azure.json")
 
@@ -446,7 +447,12 @@ _INSTANCE_FILES = ("instances_aws.json", "instances_gcp.json", "instances_azure.
 @lru_cache(maxsize=1)
 def builtin_catalog() -> HardwareCatalog:
     """The catalog shipped with llmsizer (cached)."""
-    sources: dict[str, dict[str, Any]] = _read_builtin("sources.json")["sources"]
+    sources: dict[str, dict[str, Any]] = {}
+    for fname in _SOURCE_FILES:
+        for key, src in _read_builtin(fname)["sources"].items():
+            if key in sources:
+                raise ModelFileError(f"hardware catalog {fname}: source {key!r} is also defined in another sources file")
+            sources[key] = src
     devices: dict[str, Device] = {}
     for fname in _DEVICE_FILES:
         ctx = _Ctx(fname, sources, None, None)
