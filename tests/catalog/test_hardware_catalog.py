@@ -18,6 +18,14 @@ from llmsizer.units import GiB
 DATA = resources.files("llmsizer.catalog.data").joinpath("hardware")
 FILES = sorted(p.name for p in DATA.iterdir() if p.name.endswith(".json"))
 DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+SOURCE_FILES = [f for f in FILES if f.startswith("sources")]
+
+
+def _all_sources() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in SOURCE_FILES:
+        out.update(json.loads(DATA.joinpath(f).read_text("utf-8"))["sources"])
+    return out
 
 
 def _value_objects(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
@@ -38,9 +46,9 @@ def test_the_expected_files_exist() -> None:
                           "instances_azure.json", "interconnects.json", "sources.json"}
 
 
-@pytest.mark.parametrize("fname", [f for f in FILES if f != "sources.json"])
+@pytest.mark.parametrize("fname", [f for f in FILES if f not in SOURCE_FILES])
 def test_every_non_null_value_has_a_known_source_with_a_date_and_a_unit(fname: str) -> None:
-    sources = json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"]
+    sources = _all_sources()
     data = json.loads(DATA.joinpath(fname).read_text("utf-8"))
     objs = _value_objects(data)
     assert objs
@@ -49,7 +57,7 @@ def test_every_non_null_value_has_a_known_source_with_a_date_and_a_unit(fname: s
         if v["value"] is None:
             assert v.get("note"), f"{fname}{path}: a null value says why"
             continue
-        assert v.get("source") in sources, f"{fname}{path}: source {v.get('source')!r} not in sources.json"
+        assert v.get("source") in sources, f"{fname}{path}: source {v.get('source')!r} not in any sources*.json"
         date = v.get("date") or sources[v["source"]]["date"]
         assert DATE.match(date), f"{fname}{path}: date {date!r}"
         assert v.get("unit") in all_units, f"{fname}{path}: unit {v.get('unit')!r}"
@@ -58,7 +66,7 @@ def test_every_non_null_value_has_a_known_source_with_a_date_and_a_unit(fname: s
 
 
 def test_sources_have_titles_and_dates() -> None:
-    for key, s in json.loads(DATA.joinpath("sources.json").read_text("utf-8"))["sources"].items():
+    for key, s in _all_sources().items():
         assert s["title"] and DATE.match(s["date"]) and s["date_kind"] in ("published", "retrieved", "commit"), key
 
 
