@@ -141,7 +141,7 @@ def test_values_are_in_plausible_ranges() -> None:
     cat = builtin_catalog()
     for d in cat.devices.values():
         if d.memory_bytes is not None:
-            assert 4e9 <= d.memory_bytes <= 300e9, d.id
+            assert 4e9 <= d.memory_bytes <= 600e9, d.id  # largest: Apple M3 Ultra 512 GB unified memory
         if d.bandwidth is not None:
             assert 30e9 <= d.bandwidth <= 10e12, d.id
         for k, v in d.flops.items():
@@ -236,3 +236,40 @@ def test_user_yaml_file(tmp_path: Path) -> None:
     f = tmp_path / "hw.yaml"
     f.write_text("devices:\n  - {id: box, name: Box, kind: cpu, memory: 64GiB, memory_bandwidth: 100 GB/s}\n", "utf-8")
     assert load_catalog([f]).device("box").memory_bytes == 64 * GiB
+
+
+def test_instance_loader_reads_threads_per_core(tmp_path: Path) -> None:
+    cat = builtin_catalog()
+    m7a, m7i = cat.instances["aws-m7a.2xlarge"], cat.instances["aws-m7i.2xlarge"]
+    assert m7a.threads_per_core is not None and m7a.threads_per_core.base == 1
+    assert m7a.threads_per_core.source == "aws-cpu-options" and m7a.physical_cores == 8
+    assert m7i.threads_per_core is not None and m7i.threads_per_core.base == 2 and m7i.physical_cores == 4
+    assert "threads_per_core" in m7i.values()
+    # a user file may give it (value object or shorthand) and may leave it out (then one vCPU counts as one core)
+    f = _write(tmp_path, {"instances": [
+        {"id": "box-smt", "name": "box-smt", "provider": "x", "device": "amd-epyc-9654", "device_count": 1,
+         "vcpus": 16, "threads_per_core": {"value": 2, "unit": "threads/core", "source": "me"}},
+        {"id": "box-plain", "name": "box-plain", "provider": "x", "device": "amd-epyc-9654", "device_count": 1,
+         "vcpus": 16}]})
+    c = load_catalog([f])
+    assert c.instances["box-smt"].physical_cores == 8
+    assert c.instances["box-plain"].threads_per_core is None and c.instances["box-plain"].physical_cores == 16
+    bad = _write(tmp_path, {"instances": [{"id": "b", "name": "b", "provider": "x", "device": "amd-epyc-9654",
+                                           "device_count": 1, "vcpus": 4, "threads_per_core": 3}]}, "bad.json")
+    with pytest.raises(InputError, match="threads_per_core"):
+        load_catalog([bad])
+
+
+def test_every_cpu_only_catalog_instance_has_threads_per_core_cores_and_a_price_or_note() -> None:
+    raw = {i["id"]: i for f in ("instances_aws.json", "instances_gcp.json", "instances_azure.json")
+           for i in json.loads(DATA.joinpath(f).read_text("utf-8"))["instances"]}
+    cpu = [i for i in builtin_catalog().instances.values() if i.device.kind == "cpu"]
+    assert {i.provider for i in cpu} >= {"aws", "gcp", "azure"}
+    for inst in cpu:
+        assert "threads_per_core" in raw[inst.id], inst.id
+        assert inst.threads_per_core is not None and inst.threads_per_core.source, inst.id
+        assert inst.device.cores is not None and inst.device.cores.source, inst.id
+        assert inst.device.memory_bandwidth is not None, inst.id
+        assert inst.vcpus is not None and inst.memory is not None, inst.id
+        assert inst.price is not None or raw[inst.id]["price"].get("note"), inst.id
+        assert raw[inst.id].get("note"), inst.id  # says which part the instance is linked to and how sure

@@ -60,6 +60,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
 from llmsizer.validation_cases import SPARK, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
+from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
 
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench, snapshots May 2024 for
 # Llama 3 8B; Dec 2023 for LLaMA 7B): (device, catalog model, format, test, value tokens/s, table)
@@ -104,10 +105,13 @@ def _predict_csv(r: dict[str, str]) -> Row:
         return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch)
+        s = _speed_case(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB")
+        if test == "pp":
+            return Row(rid, f"{model} {fmt[5:]} DGX Spark pp{prompt}", value, s.prefill_tokens_per_second,
+                       "prefill", "BF16 peak derived (low confidence)")
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
-        return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred, "decode",
-                   f"bandwidth factor {s.details['bandwidth_factor']}")
+        return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred,
+                   "batched" if test == "tgB" else "decode", f"bandwidth factor {s.details['bandwidth_factor']}")
     if r["kind"] == "mfu":
         return Row(rid, f"Megatron {r['params']} HFU %", value, 100 * E.TRAINING_HFU.expected, "mfu",
                    "calibration row (default HFU is the median of these rows)")
@@ -132,11 +136,17 @@ def _predict_csv(r: dict[str, str]) -> Row:
     return Row(rid, r["metric"][:40], value, None, "-", "not expressible: no rule for this row")
 
 
+# the rows hardware/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
+CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("apple-m2-ultra-192gb", "llama-3.1-8b")}
+
+
 def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
     n = int(test[2:])
     if test.startswith("tg"):
         s = _speed(model, dev, fmt, 1, n)
         pred, group = s.tokens_per_second_per_user, "decode"
+        if (dev, model) in CALIBRATION:
+            group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_*"
     else:
         s = _speed(model, dev, fmt, n, 1)
         pred, group = s.prefill_tokens_per_second, "prefill"
@@ -149,7 +159,7 @@ def all_rows() -> list[Row]:
 
 def summary(rows: list[Row]) -> dict[str, tuple[int, float, float]]:
     out = {}
-    for group in ("decode", "prefill", "training", "mfu"):
+    for group in ("decode", "batched", "prefill", "training", "mfu", "calibration"):
         errs = [abs(r.error) for r in rows if r.group == group and r.error is not None]
         if errs:
             out[group] = (len(errs), statistics.median(errs), max(errs))
@@ -170,21 +180,30 @@ def test_print_validation_table() -> None:
     assert {r.id for r in rows if r.id != "XD"} == csv_ids  # every CSV row is listed, expressed or not
 
 
-def test_csv_decode_rows_are_within_a_factor_two() -> None:
-    """Bandwidth-bound decode is the model's core claim: every expressible decode row of the project's
-    validation CSV lands within 2x. (Known gap, printed above: small models on fast GPUs in the Dec 2023
-    llama.cpp rows run 1.4-2.2x below the bandwidth bound -- per-token kernel overheads, not modelled.)"""
+def test_csv_single_stream_decode_rows_are_within_25_percent() -> None:
+    """Single-sequence decode (bytes / bandwidth + a per-layer step overhead, formulas/speed.py eq. 7) is the
+    model's core claim: every expressible decode row of the project's validation CSV (DGX Spark, none of them a
+    calibration row) lands within 25 %."""
     rows = [r for r in all_rows() if r.group == "decode" and r.error is not None and r.id != "XD"]
     assert len(rows) >= 8
     for r in rows:
         assert r.predicted is not None
-        assert 0.5 <= r.predicted / r.measured <= 2.0, (r.id, r.what, r.measured, r.predicted)
+        assert abs(r.error) <= 0.25, (r.id, r.what, r.measured, r.predicted)
 
 
-def test_decode_median_error_is_modest() -> None:
+def test_held_out_decode_median_error_is_small() -> None:
     n, med, _ = summary(all_rows())["decode"]
-    assert n >= 20
-    assert med < 0.30
+    assert n >= 15
+    assert med < 0.12
+
+
+def test_llama_cpp_batched_decode_is_an_upper_bound() -> None:
+    """llama-batched-bench at 32 sequences runs well below the roofline on DGX Spark (its batched quantized
+    kernels are not modelled): the estimate must stay an upper bound there, as its warning says."""
+    rows = [r for r in all_rows() if r.group == "batched"]
+    assert len(rows) == 4
+    for r in rows:
+        assert r.predicted is not None and r.predicted >= r.measured, (r.id, r.what, r.measured, r.predicted)
 
 
 @pytest.mark.parametrize("dev", ["rtx-4090", "apple-m2-ultra-192gb"])

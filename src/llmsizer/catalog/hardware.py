@@ -44,7 +44,7 @@ _BANDWIDTH = {"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12, "MiB/s": 2.0**
 _FLOPS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15, "TOP/s": 1e12, "POP/s": 1e15}
 _POWER = {"W": 1.0, "kW": 1e3}
 _PRICE = {"USD/h": 1.0, "USD": 1.0}
-_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0}
+_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER, "price": _PRICE, "count": _COUNT,
 }
@@ -52,7 +52,7 @@ _FIELD_QUANTITY = {
     "memory": "memory", "memory_usable": "memory", "memory_options": "memory", "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
-    "bandwidth": "bandwidth",
+    "bandwidth": "bandwidth", "threads_per_core": "count",
 }
 
 
@@ -176,6 +176,16 @@ class Instance:
     interconnect: str | None = None
     missing: dict[str, str] = field(default_factory=dict)
     origin: str = "catalog"
+    # hardware threads per physical core behind the vCPUs (2 with SMT / Hyper-Threading, 1 without); None = not given
+    threads_per_core: Value | None = None
+
+    @property
+    def physical_cores(self) -> float | None:
+        """vCPUs / threads_per_core; vCPUs alone when threads_per_core is not given; None without vCPUs."""
+        if self.vcpus is None:
+            return None
+        tpc = float(self.threads_per_core.base) if self.threads_per_core is not None else 1.0
+        return float(self.vcpus.base) / tpc
 
     @property
     def price_per_hour(self) -> float | None:
@@ -186,7 +196,7 @@ class Instance:
         return str(dict(self.price.extra).get("region", "")) if self.price is not None else ""
 
     def values(self) -> dict[str, Value]:
-        return {k: getattr(self, k) for k in ("vcpus", "memory", "local_disk", "network", "price")
+        return {k: getattr(self, k) for k in ("vcpus", "threads_per_core", "memory", "local_disk", "network", "price")
                 if getattr(self, k) is not None}
 
     def to_dict(self) -> dict[str, Any]:
@@ -402,7 +412,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
 
 
 _INSTANCE_FIELDS = {"id", "name", "provider", "device", "device_count", "vcpus", "memory", "local_disk", "network",
-                    "price", "interconnect", "note"}
+                    "price", "interconnect", "note", "threads_per_core"}
 
 
 def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Device]) -> Instance:
@@ -421,16 +431,23 @@ def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Dev
         raise ctx.fail(f"{where}.device_count", f"must be a positive integer, got {count!r}")
     missing: dict[str, str] = {}
     vals: dict[str, Value | None] = {}
-    for name in ("vcpus", "memory", "local_disk", "network", "price"):
+    for name in ("vcpus", "threads_per_core", "memory", "local_disk", "network", "price"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
                 missing[name] = why
             vals[name] = v
+    tpc = vals.get("threads_per_core")
+    if tpc is not None and (isinstance(tpc.base, (bool, list)) or tpc.base not in (1, 2, 4, 8)):
+        raise ctx.fail(f"{where}.threads_per_core", f"must be 1, 2, 4 or 8 hardware threads per core, got {tpc.raw!r}")
+    if dev.kind == "cpu" and ctx.default_source is None and "threads_per_core" not in raw:
+        # the built-in catalog: a CPU-only instance's share of the socket depends on it (efficiency.vm_bandwidth_share)
+        raise ctx.fail(f"{where}.threads_per_core", "a CPU-only catalog instance needs a sourced threads_per_core "
+                       "(1 = one vCPU per physical core, 2 = SMT); write {'value': null, 'note': ...} if unknown")
     return Instance(id=str(raw["id"]).lower(), name=str(raw["name"]), provider=str(raw["provider"]).lower(),
                     device=dev, device_count=count, vcpus=vals.get("vcpus"), memory=vals.get("memory"),
                     local_disk=vals.get("local_disk"), network=vals.get("network"), price=vals.get("price"),
-                    interconnect=raw.get("interconnect"), missing=missing, origin=ctx.fname)
+                    interconnect=raw.get("interconnect"), missing=missing, origin=ctx.fname, threads_per_core=tpc)
 
 
 def _read_builtin(name: str) -> dict[str, Any]:

@@ -42,6 +42,14 @@ Megatron-LM, arXiv 1909.08053, section 3); a ring all-reduce of S bytes over n d
 per device (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2))::
 
     t_allreduce = 2 (n - 1) / n * S / B_link                                            (6)
+
+A decode step also has a fixed part that moves no weight bytes: per layer, kernel-launch gaps and kernels too
+short to reach full bandwidth (llama.cpp at batch 1). With tau seconds per layer (an engine x backend constant)::
+
+    t_step = max(F / (R e_c), bytes / (B e_m)) + t_comm + L tau                         (7)
+
+When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
+tools/batched-bench/batched-bench.cpp), they route to the same k experts and (5) takes b = 1.
 """
 
 from __future__ import annotations
@@ -151,6 +159,7 @@ class PhaseTime:
     compute_seconds: float
     memory_seconds: float
     comm_seconds: float
+    overhead_seconds: float = 0.0
 
     @property
     def bound(self) -> str:
@@ -160,16 +169,32 @@ class PhaseTime:
 
     def to_dict(self) -> dict[str, float | str]:
         return {"seconds": self.seconds, "compute_seconds": self.compute_seconds,
-                "memory_seconds": self.memory_seconds, "comm_seconds": self.comm_seconds, "bound": self.bound}
+                "memory_seconds": self.memory_seconds, "comm_seconds": self.comm_seconds,
+                "overhead_seconds": self.overhead_seconds, "bound": self.bound}
 
 
 def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
-               compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0) -> PhaseTime:
-    """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own).
+               compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0,
+               overhead_seconds: float = 0.0) -> PhaseTime:
+    """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own), plus
+    communication and a fixed per-step ``overhead_seconds`` (eq. 7).
 
     Raises InputError when both are unknown."""
     if not peak_flops and not bandwidth:
         raise InputError("need a peak FLOP/s or a memory bandwidth to estimate time")
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
-    return PhaseTime(max(tc, tm) + comm_seconds, tc, tm, comm_seconds)
+    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
+
+
+def step_overhead(num_layers: int, seconds_per_layer: float) -> float:
+    """Eq. (7): the fixed time of one decode step that moves no weight bytes, t_o = L x tau [s].
+
+    Each layer of a step launches the same short chain of kernels (norm, projections, attention, MLP); at batch
+    1 the gaps between them and the kernels too small to reach full bandwidth add a time that grows with the
+    layer count, not with the bytes read (NVIDIA's CUDA-graphs work on llama.cpp measured part of it: issue
+    ggml-org/llama.cpp#6763, H100-PCIe Llama-2-7B Q4_K_M 143.35 -> 163.83 tokens/s by removing GPU-side launch
+    gaps alone). tau is an engine x backend constant (hardware/efficiency.py)."""
+    if num_layers < 0 or seconds_per_layer < 0:
+        raise InputError("num_layers and seconds_per_layer must be >= 0")
+    return num_layers * seconds_per_layer

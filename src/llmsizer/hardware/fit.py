@@ -169,20 +169,26 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
 
 
 def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
-    """A CPU instance's device with its bandwidth scaled to the VM's vCPU share of the socket
-    (efficiency.vm_bandwidth_share); the device unchanged when it is not a CPU or a number is missing."""
+    """A CPU instance's device with its bandwidth scaled to the VM's share of the socket's physical cores
+    (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device unchanged when it
+    is not a CPU or a number is missing."""
     bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
     if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
         return device
-    share = E.vm_bandwidth_share(float(vcpus.base), float(cores.base))
+    tpc_v = instance.threads_per_core
+    tpc = float(tpc_v.base) if tpc_v is not None else 1.0
+    share = E.vm_bandwidth_share(float(vcpus.base), float(cores.base), tpc)
     if assumptions is not None:
+        how = (f"{tpc:g} threads per core ({tpc_v.source})" if tpc_v is not None
+               else "threads_per_core not given: one vCPU counted as one core")
         assumptions.append(Assumption(E.VM_BANDWIDTH_SHARE_NAME, share, True,
-                                      f"{vcpus.raw:g} vCPUs of a {cores.raw:g}-core socket; "
+                                      f"{vcpus.raw:g} vCPUs, {how}, of a {cores.raw:g}-core socket; "
                                       + E.VM_BANDWIDTH_SHARE_SOURCE))
     if share >= 1.0:
         return device
     scaled = replace(bw, base=float(bw.base) * share, source="derived",
-                     derived=f"{bw.raw:g} {bw.unit} ({bw.source}) x {share:.4g} vCPU share of the socket",
+                     derived=f"{bw.raw:g} {bw.unit} ({bw.source}) x {share:.4g} share of the socket's cores "
+                             f"({vcpus.raw:g} vCPUs / {tpc:g} threads per core / {cores.raw:g} cores)",
                      note=E.VM_BANDWIDTH_SHARE_SOURCE)
     return replace(device, memory_bandwidth=scaled)
 

@@ -21,6 +21,7 @@ from ..formulas.speed import (
     moe_expert_fraction,
     phase_time,
     roofline,
+    step_overhead,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import normalize_format, weight_bytes
@@ -129,9 +130,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1,
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
-                   bandwidth_efficiency: float | None = None) -> SpeedEstimate:
+                   bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
+                   identical_sequences: bool = False) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
-    ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2)."""
+    ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
+
+    ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
+    ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
+    so MoE routing picks the same experts for all of them."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     fmt = normalize_format(weights_format)
@@ -156,6 +162,20 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
     assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
     assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
+    ov_factor = E.decode_layer_overhead(device.kind, fmt)
+    tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
+    if ov_factor is not None or layer_overhead is not None:
+        assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
+                                      ov_factor.source if ov_factor and layer_overhead is None else "given"))
+    if identical_sequences and spec.moe is not None:
+        assumptions.append(Assumption("identical_sequences", True, False,
+                                      "every sequence carries the same tokens: MoE routes all of them to the same "
+                                      "experts (formulas/speed.py, after eq. 7)"))
+    step_fixed = step_overhead(spec.num_layers, tau)
+    if fmt.startswith("gguf:") and concurrency > 1 and device.kind != "cpu":
+        warnings.append("llama.cpp decode of several sequences at once is an upper bound here: its batched "
+                        "quantized kernels ran 1.5-5x below this estimate on DGX Spark (32 sequences, "
+                        "validation rows PM0103-PM0106)")
 
     pc = count_params(spec)
     wb = weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
@@ -196,13 +216,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         flops = batch * (2.0 * matmul_params + _attention_flops_step(spec, width, 1, ctx)) / tp
         w = float(read_bytes)
         if spec.moe is not None and expert_bytes:
-            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, batch)
+            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts,
+                                       1 if identical_sequences else batch)
             w = read_bytes - expert_bytes + expert_bytes * frac
         kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
         nbytes = w * shard + kv
         if peak is None and bw is None:
             return None, None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch))
+        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
         r = roofline(flops, nbytes, peak, bw) if peak and bw else None
         return t, r
 
@@ -217,6 +238,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
                "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
                "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
-               "bandwidth_factor": bw_factor.name, "link_bandwidth": link}
+               "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
+               "decode_overhead_seconds": step_fixed}
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
