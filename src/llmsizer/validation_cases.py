@@ -32,8 +32,12 @@ from .units import GiB
 
 INFERENCE_MEMORY = "inference memory"
 TRAINING_MEMORY = "training memory"
-THROUGHPUT = "throughput"
-KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, THROUGHPUT)
+THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
+DECODE = "decode throughput"  # published single-sequence decode rows
+BATCHED = "batched decode throughput"
+PREFILL = "prefill throughput"
+TRAINING_SPEED = "training throughput"  # tokens/s and MFU
+KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
 CALIBRATION = "calibration"
 ASSUMED = "settings assumed"
 LOWER_BOUND = "lower bound"
@@ -281,7 +285,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
-        return NotExpressed(rid, THROUGHPUT, SPEED_NOT_EXPRESSIBLE[rid])
+        return NotExpressed(rid, PREFILL, SPEED_NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
@@ -289,20 +293,20 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
-            return Case(rid, THROUGHPUT, f"llama.cpp {model} {fmt[5:]} DGX Spark pp{prompt}", pred, value, "tokens/s",
+            return Case(rid, PREFILL, f"llama.cpp {model} {fmt[5:]} DGX Spark pp{prompt}", pred, value, "tokens/s",
                         None if pred is None else 0.5 <= pred / value <= 2.0, "within a factor 2",
                         source=r["source"], note=f"prefill; DGX Spark BF16 peak {s.details['peak_flops']:.3g} FLOP/s "
                         "(derived, low confidence)")
         if test == "tgB":
-            return Case(rid, THROUGHPUT, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
+            return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else pred >= value,
                         "upper bound (llama.cpp batched kernels not modelled)", source=r["source"],
                         note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
-        return Case(rid, THROUGHPUT, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
+        return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
     if r["kind"] == "mfu":
-        return Case(rid, THROUGHPUT, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
+        return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtune":
@@ -318,14 +322,14 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
             fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
         peak, key = dev.peak_flops("bf16")
         if peak is None:
-            return NotExpressed(rid, THROUGHPUT, f"{dev.id} has no sourced bf16 peak")
+            return NotExpressed(rid, TRAINING_SPEED, f"{dev.id} has no sourced bf16 peak")
         pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
         note = f"training; {r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
         if "PagedAdamW" in r["other_settings"]:
             note += "; optimizer paging to host not modelled"
-        return Case(rid, THROUGHPUT, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
+        return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
                     value, "tokens/s", source=r["source"], note=note)
-    return NotExpressed(rid, THROUGHPUT, "no rule for this row")
+    return NotExpressed(rid, DECODE, "no rule for this row")
 
 
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:

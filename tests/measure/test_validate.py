@@ -17,7 +17,8 @@ def test_validate_prints_medians_on_shipped_data(capsys: pytest.CaptureFixture[s
     assert validate_cmd.main(["--no-store"]) == 0
     out = capsys.readouterr().out
     assert "summary (|error|; calibration, assumed-settings and lower-bound rows excluded):" in out
-    for kind in ("inference memory", "training memory", "throughput"):
+    for kind in ("inference memory", "training memory", "decode throughput", "prefill throughput",
+                 "training throughput"):
         assert kind in out
     summary = out.split("summary")[-1]
     assert "median" in summary and "p90" in summary
@@ -32,7 +33,8 @@ def test_validate_json_summary_values() -> None:
     mem = by_kind["inference memory"]
     assert mem.n >= 16 and mem.median is not None and mem.median < 0.05
     assert mem.within == mem.with_tolerance  # every tolerance the tests hold is met
-    assert by_kind["throughput"].n >= 10 and by_kind["throughput"].excluded_rows == 10
+    assert by_kind["training throughput"].excluded_rows == 10  # the Megatron HFU calibration rows
+    assert by_kind["decode throughput"].n >= 8 and by_kind["decode throughput"].median < 0.12
     assert any(m.kind == "training memory" for m in missing)
 
 

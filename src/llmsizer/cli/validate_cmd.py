@@ -107,6 +107,8 @@ def render_text(g: dict[str, Any]) -> str:
     out.append("summary (|error|; calibration, assumed-settings and lower-bound rows excluded):")
     rows = []
     for s in g["summary"]:
+        if not s.n and not s.excluded_rows:
+            continue
         rows.append([s.kind, str(s.n), _pct(s.median).lstrip("+") if s.median is not None else "-",
                      _pct(s.p90).lstrip("+") if s.p90 is not None else "-",
                      f"{s.within}/{s.with_tolerance}" if s.with_tolerance else "-", str(s.excluded_rows)])
@@ -132,6 +134,8 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
              "| kind | rows | median abs error | 90th percentile abs error | within tolerance | excluded rows |",
              "|---|---:|---:|---:|---:|---:|"]
     for s in g["summary"]:
+        if not s.n and not s.excluded_rows:
+            continue
         lines.append(f"| {s.kind} | {s.n} | {_pct(s.median).lstrip('+')} | {_pct(s.p90).lstrip('+')} | "
                      f"{f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | {s.excluded_rows} |")
     lines += ["", "By origin (published measurements in `validation/*.csv`; runs measured with `llmsizer measure`):",
