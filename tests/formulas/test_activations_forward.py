@@ -4,14 +4,15 @@ Independent truth: ``torch.distributed._tools.mem_tracker.MemTracker`` (a TorchD
 storage an op creates until it is freed) records the peak bytes of live tensors -- parameters, buffers, the
 KV cache and every intermediate -- during a no-grad forward of a small llama (hidden 256, intermediate 1024,
 2 layers, 4 heads / 2 KV heads, vocab 1024) over B=2 sequences of T=512 tokens with ``logits_to_keep=1``
-(what ``generate()`` asks for at prefill). Tolerance 25 %; measured and predicted numbers are printed.
+(what ``generate()`` asks for at prefill). Tolerance 10 %; measured and predicted numbers are printed.
 
-Measured (transformers 5.24, torch 2.13 CPU; MiB, ratio = predicted / measured):
+Measured (transformers 5.24, torch 2.13 CPU; MiB, ratio = predicted / measured), with the input embeddings and
+the post-attention residual that transformers keeps alive counted (``embeds_held``):
 
-    fp32 eager  measured 37.76  predicted 48.50  ratio 1.285   <- outside 25 %: see KNOWN below
-    fp32 sdpa   measured 27.76  predicted 25.50  ratio 0.919
-    bf16 eager  measured 29.88  predicted 28.25  ratio 0.945
-    bf16 sdpa   measured 13.88  predicted 12.75  ratio 0.919
+    fp32 eager  measured 37.76  predicted 35.50  ratio 0.940
+    fp32 sdpa   measured 27.76  predicted 27.50  ratio 0.991   (0.919 without embeds_held)
+    bf16 eager  measured 29.88  predicted 29.75  ratio 0.996
+    bf16 sdpa   measured 13.88  predicted 13.75  ratio 0.991   (0.919 without embeds_held)
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ CONFIG = {"model_type": "llama", "vocab_size": 1024, "hidden_size": 256, "interm
           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
           "max_position_embeddings": 1024}
 BATCH, TOKENS = 2, 512
-TOLERANCE = 0.25
+TOLERANCE = 0.10
 DTYPES = {"fp32": (torch.float32, 4), "bf16": (torch.bfloat16, 2)}
 
 # Systematic mismatch found by this test (formula not adjusted here; reported to the maintainers). Fitting
@@ -65,7 +66,7 @@ def _predict(kv_dtype: str, attention: str) -> dict[str, Any]:
     kv = kv_cache(spec, TOKENS, BATCH, kv_dtype).total_bytes
     # a bare forward returns logits in the model dtype: no fp32 upcast (logits_bytes_per_elem=0)
     act = prefill_activation_bytes(spec, BATCH, TOKENS, TOKENS, act_bytes, attention, logits_positions=1,
-                                   logits_bytes_per_elem=0)
+                                   logits_bytes_per_elem=0, embeds_held=True)
     return {"weights": weights, "kv": kv, "activations": act.peak_bytes, "total": weights + kv + act.peak_bytes}
 
 
@@ -79,7 +80,7 @@ def _cases() -> list[Any]:
 
 
 @pytest.mark.parametrize(("kv_dtype", "attention"), _cases())
-def test_prefill_peak_within_25_percent_of_live_tensors(kv_dtype, attention, capsys):
+def test_prefill_peak_within_10_percent_of_live_tensors(kv_dtype, attention, capsys):
     measured = _measure(kv_dtype, attention)
     pred = _predict(kv_dtype, attention)
     ratio = pred["total"] / measured
