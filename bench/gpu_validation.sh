@@ -27,12 +27,21 @@ log() { printf '[gpu_validation %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 T0=$(date +%s)
 
 # 1. An interpreter that has torch (a preinstalled CUDA torch wins; never an unpinned torch from PyPI).
+# First pass: an interpreter whose torch sees a GPU (the matrix) or that also has transformers (the smoke run,
+# e.g. the project's .venv); second pass: any torch.
 has_torch() { "$1" -c "import torch" >/dev/null 2>&1; }
+fits_run() {
+  if [ "$SMOKE" = 1 ]; then "$1" -c "import torch, transformers, peft" >/dev/null 2>&1
+  else "$1" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" >/dev/null 2>&1; fi
+}
+CANDS=("${PYTHON:-}" "$VENV/bin/python" "$ROOT/.venv/bin/python" python3 python)
 BASE=""
-for cand in "${PYTHON:-}" "$VENV/bin/python" python3 python; do
-  [ -n "$cand" ] || continue
-  command -v "$cand" >/dev/null 2>&1 || [ -x "$cand" ] || continue
-  if has_torch "$cand"; then BASE="$cand"; break; fi
+for check in fits_run has_torch; do
+  for cand in "${CANDS[@]}"; do
+    [ -n "$cand" ] || continue
+    command -v "$cand" >/dev/null 2>&1 || [ -x "$cand" ] || continue
+    if "$check" "$cand"; then BASE="$cand"; break 2; fi
+  done
 done
 if [ -z "$BASE" ]; then
   BASE="$(command -v python3 || command -v python)"
@@ -42,7 +51,8 @@ log "starting from $BASE ($("$BASE" -c 'import sys; print(sys.version.split()[0]
 
 # 2. A venv that sees the preinstalled packages (--system-site-packages), topped up with what is missing.
 PY="$BASE"
-if [ "$BASE" != "$VENV/bin/python" ]; then
+# (an interpreter that already fits the run is used as it is: a venv made from a venv would not see its packages)
+if [ "$BASE" != "$VENV/bin/python" ] && ! fits_run "$BASE"; then
   if [ ! -x "$VENV/bin/python" ]; then
     "$BASE" -m venv --system-site-packages "$VENV" >/dev/null 2>&1 || log "venv creation failed; using $BASE as is"
   fi

@@ -59,3 +59,31 @@ def test_killed_worker_is_reported_as_oom(tmp_path: Path) -> None:
     fake.chmod(0o755)
     res = runner.run_worker({"settings": {"device": "cpu"}}, python=str(fake))
     assert res["status"] == "oom" and "signal 9" in res["error"]
+
+
+def test_mocked_cuda_record_is_compared_per_component(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CUDA half of the comparison (no GPU here): a worker record with the fields worker.py writes on CUDA
+    becomes rows for allocated, allocator cache (reserved - allocated), CUDA context and device total, each
+    against the estimate's matching items; the row arithmetic is checked, not the figures (invented)."""
+    gib = 2**30
+    measured = {"weights_bytes": 15 * gib, "peak_tensor_bytes": 17 * gib, "max_memory_allocated": 17 * gib,
+                "max_memory_reserved": 18 * gib, "cuda_context_bytes": gib // 2,
+                "device_peak_bytes": gib // 2 + 18 * gib,
+                "peak_split": {"weights": 15 * gib, "kv_cache": gib, "activations": gib}}
+
+    def fake_worker(job: dict[str, Any], **kw: Any) -> dict[str, Any]:
+        s = dict(job["settings"], device="cuda", dtype="bf16", steps=1)
+        return {"status": "ok", "settings": s, "measured": measured, "timing": {}, "warnings": [],
+                "device": {"type": "cuda", "name": "NVIDIA H100 80GB HBM3", "total_memory_bytes": 80 * gib}}
+
+    monkeypatch.setattr(runner, "run_worker", fake_worker)
+    rec = measure(MeasureSettings("inference", "llama-3.1-8b", device="cuda", context=4096), progress=False)
+    assert rec["status"] == "ok"
+    rows = {c["component"]: c for c in rec["comparison"]}
+    assert rows["allocator cache"]["measured"] == gib  # reserved - allocated
+    assert rows["cuda_context"]["measured"] == gib // 2
+    assert rows["device total"]["measured"] == gib // 2 + 18 * gib
+    assert rows["peak allocated"]["kind"] == "inference memory" and rows["device total"]["kind"] == "inference memory"
+    for name in ("peak allocated", "device total", "cuda_context"):
+        r = rows[name]
+        assert r["estimated"] and r["error"] == pytest.approx((r["estimated"] - r["measured"]) / r["measured"])
