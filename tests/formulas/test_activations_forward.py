@@ -6,13 +6,14 @@ KV cache and every intermediate -- during a no-grad forward of a small llama (hi
 2 layers, 4 heads / 2 KV heads, vocab 1024) over B=2 sequences of T=512 tokens with ``logits_to_keep=1``
 (what ``generate()`` asks for at prefill). Tolerance 10 %; measured and predicted numbers are printed.
 
-Measured (transformers 5.24, torch 2.13 CPU; MiB, ratio = predicted / measured), with the input embeddings and
-the post-attention residual that transformers keeps alive counted (``embeds_held``):
+Measured (transformers 5.24, torch 2.13 CPU; MiB, ratio = predicted / measured), with what transformers' forward
+keeps alive through the layer loop counted (``forward_locals``: input embeddings, rotary cos/sin tables, the
+post-attention residual during the MLP); position ids per row, as ``generate()`` passes them:
 
-    fp32 eager  measured 37.76  predicted 35.50  ratio 0.940
-    fp32 sdpa   measured 27.76  predicted 27.50  ratio 0.991   (0.919 without embeds_held)
-    bf16 eager  measured 29.88  predicted 29.75  ratio 0.996
-    bf16 sdpa   measured 13.88  predicted 13.75  ratio 0.991   (0.919 without embeds_held)
+    fp32 eager  measured 38.01  predicted 36.00  ratio 0.947
+    fp32 sdpa   measured 28.01  predicted 28.00  ratio 1.000   (0.919 without forward_locals)
+    bf16 eager  measured 30.01  predicted 30.00  ratio 1.000
+    bf16 sdpa   measured 14.01  predicted 14.00  ratio 1.000   (0.919 without forward_locals)
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def _measure(kv_dtype: str, attention: str) -> int:
     tracker = mem_tracker.MemTracker()
     tracker.track_external(model)
     with torch.no_grad(), tracker:
-        model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        # per-row position ids, as generate() passes them (so the rotary tables are [B, T, head_dim])
+        pos = torch.arange(TOKENS).unsqueeze(0).expand(BATCH, TOKENS)
+        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1)
     return int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
 
 
@@ -66,7 +69,7 @@ def _predict(kv_dtype: str, attention: str) -> dict[str, Any]:
     kv = kv_cache(spec, TOKENS, BATCH, kv_dtype).total_bytes
     # a bare forward returns logits in the model dtype: no fp32 upcast (logits_bytes_per_elem=0)
     act = prefill_activation_bytes(spec, BATCH, TOKENS, TOKENS, act_bytes, attention, logits_positions=1,
-                                   logits_bytes_per_elem=0, embeds_held=True)
+                                   logits_bytes_per_elem=0, forward_locals=True)
     return {"weights": weights, "kv": kv, "activations": act.peak_bytes, "total": weights + kv + act.peak_bytes}
 
 

@@ -10,14 +10,15 @@ attention holds q, k, v and its output. Eager attention additionally materialise
 2 x act_bytes per score, plus the fp32 softmax and its cast back for 16-bit models (10 B/score in bf16,
 8 B/score in fp32), plus the additive causal mask [batch, 1, q_len, kv_len] in the activation dtype. SDPA/flash kernels never materialise it (Dao et al. 2022,
 FlashAttention, arXiv 2205.14135, section 3.1).
-When the model's forward keeps its input embeddings referenced through the layer loop (transformers
-``LlamaModel.forward``: ``inputs_embeds`` stays a local while ``hidden_states = decoder_layer(hidden_states, ...)``
-runs; the same in the other decoder-only models), that copy is live in every layer; and while the MLP runs, the
-decoder layer holds the post-attention sum as its next ``residual`` besides the layer input and the MLP's
-normalised input (``LlamaDecoderLayer.forward``: ``residual = hidden_states`` after the first add). So with
-``embeds_held`` the attention phase carries one more [tokens, hidden] tensor and the MLP phase two more: measured
-on CPU (tests/formulas/test_activations_forward.py), SmolLM2-135M at 4 x 2048 tokens holds 4 hidden-sized
-tensors next to act(gate), up and their product at the peak.
+When the model's forward keeps locals alive through the layer loop (``forward_locals``, transformers
+``LlamaModel.forward`` and the other decoder-only models): ``inputs_embeds`` stays referenced while
+``hidden_states = decoder_layer(hidden_states, ...)`` runs, and so do the rotary tables ``cos, sin =
+position_embeddings`` ([batch, tokens, rope dim] each, in the activation dtype; Gemma 3 computes one pair per
+layer type). While the MLP runs, the decoder layer also holds the post-attention sum as its next ``residual``
+besides the layer input and the MLP's normalised input (``LlamaDecoderLayer.forward``: ``residual =
+hidden_states`` after the first add). So the attention phase carries one more [tokens, hidden] tensor and the MLP
+phase two more, both plus the rotary tables: traced on CPU, SmolLM2-135M at 4 x 2048 tokens holds 4
+hidden-sized tensors and the two [4, 2048, 64] tables next to act(gate), up and their product at the peak.
 The last step of the model turns hidden states into logits [tokens_out, vocab] and ``generate`` upcasts
 them to fp32: only the last position is computed (transformers ``logits_to_keep=1`` during generation).
 """
@@ -41,14 +42,14 @@ class PrefillActivations:
 def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
                              attention: str = "sdpa", logits_positions: int = 1,
                              logits_bytes_per_elem: int = 4, tp: int = 1,
-                             embeds_held: bool = False) -> PrefillActivations:
+                             forward_locals: bool = False) -> PrefillActivations:
     """Peak transient bytes of one forward over ``q_tokens`` new tokens per sequence.
 
     Parameters: batch [sequences], q_tokens [tokens processed now], kv_tokens [tokens attended to],
     act_bytes [bytes per activation element], attention ['sdpa' | 'flash' | 'eager'],
     logits_positions [positions per sequence whose logits are computed], tp [tensor-parallel degree:
-    heads and intermediate width are split across devices, the residual stream is not], embeds_held [the
-    forward keeps its input embeddings and the post-attention residual alive, as transformers does].
+    heads and intermediate width are split across devices, the residual stream is not], forward_locals [the
+    forward keeps its input embeddings, rotary tables and the post-attention residual alive, as transformers does].
     """
     t = batch * q_tokens
     h = spec.hidden_size
@@ -78,9 +79,14 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     else:
         mlp = 3 * t * spec.intermediate_size * act_bytes
     mlp //= tp
-    if embeds_held:  # inputs_embeds (+ the post-attention residual during the MLP), see the module docstring
-        attn += t * h * act_bytes
-        mlp += 2 * t * h * act_bytes
+    if forward_locals:  # inputs_embeds, rotary cos/sin (+ the post-attention residual in the MLP): module docstring
+        rope = 0
+        if not spec.position_embeddings:
+            rope_dim = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
+            pairs = len(set(spec.layer_types)) if spec.model_type.startswith("gemma3") else 1
+            rope = 2 * pairs * t * rope_dim * act_bytes
+        attn += t * h * act_bytes + rope
+        mlp += 2 * t * h * act_bytes + rope
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
     peak = residual + max(attn, mlp, logits)
     return PrefillActivations(residual, attn, mlp, logits, peak)

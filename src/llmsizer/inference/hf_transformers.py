@@ -28,9 +28,9 @@ def compose_transformers(ctx: Context) -> None:
     attention = acc.assume("attention", "sdpa", None if w.attention == "sdpa" else w.attention,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
-                                   tp=w.tensor_parallel, embeds_held=True)
+                                   tp=w.tensor_parallel, forward_locals=True)
     dec = prefill_activation_bytes(spec, w.concurrency, 1, w.context, ctx.act_bytes, attention, tp=w.tensor_parallel,
-                                   embeds_held=True)
+                                   forward_locals=True)
     # right after prefill a sliding layer still holds the whole prompt (see engines.TRANSFORMERS)
     kv_prompt = kv_item(ctx, prompt, w.concurrency, loc, window_extra=prompt)
     kv_end = kv_item(ctx, w.context, w.concurrency, loc)
