@@ -174,11 +174,21 @@ def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     out: list[Tensor] = [Tensor("token_embd", "embedding", (v, h))]
     if spec.position_embeddings:
         out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    # a layer's tensors depend on the layer only through its index and whether its feed-forward is MoE: build
+    # each kind once (as layer 0 / the first layer of that kind) and re-stamp the index (the cold-estimate hot path)
+    templates: dict[bool, list[Tensor]] = {}
+    new = tuple.__new__
     for i in range(spec.num_layers):
-        out += _attention(spec, i)
-        out += _feed_forward(spec, i)
-        for j in range(spec.norms_per_layer):
-            out += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
+        kind = spec.moe_layers[i] and spec.moe is not None
+        tpl = templates.get(kind)
+        if tpl is None:
+            tpl = _attention(spec, i) + _feed_forward(spec, i)
+            for j in range(spec.norms_per_layer):
+                tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
+            templates[kind] = tpl
+            out += tpl
+            continue
+        out += [new(Tensor, (t[0], t[1], t[2], t[3], i, t[5])) for t in tpl]
     out += _norm("output_norm", h, spec.norm_kind, -1)
     if not spec.tie_word_embeddings:
         out.append(Tensor("output", "lm_head", (v, h)))

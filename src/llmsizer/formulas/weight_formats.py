@@ -174,6 +174,12 @@ def _use_more_bits(i: int, n: int) -> bool:
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
 
 
+def _layer_class(i: int, n: int) -> tuple[bool, ...]:
+    """Every layer predicate ``gguf_tensor_type`` applies (keep the two in step): layers with the same class get
+    the same type, so ``weight_bytes`` resolves each class once instead of each layer."""
+    return (i < 2, i < 4, i < n // 16, i < n // 8, _use_more_bits(i, n))
+
+
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
@@ -278,23 +284,26 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     by_store: dict[str, int] = {}
     layers = [0] * spec.num_layers
     memo: dict[tuple[object, ...], tuple[int, str]] = {}
+    gguf = fmt.startswith("gguf:")
+    layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
+    n_layers = spec.num_layers
     for t in model_tensors(spec):
+        role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
         # only these GGUF roles depend on the layer index (llama-quant.cpp use_more_bits / i_layer rules)
-        layer_key = t.layer if t.role in _LAYER_DEPENDENT else None
-        key = (t.role, t.shape, t.count, t.component, layer_key)
+        key = (role, shape, count, comp, _layer_class(layer, n_layers) if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
-            if fmt.startswith("gguf:"):
+            if gguf:
                 gtype = gguf_tensor_type(spec, fmt[5:], t)
-                hit = (ggml_tensor_bytes(gtype, t.numel // t.count) * t.count, gtype)
+                hit = (ggml_tensor_bytes(gtype, numel // count) * count, gtype)
             else:
                 hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
             memo[key] = hit
         b, label = hit
-        by_comp[t.component] = by_comp.get(t.component, 0) + b
+        by_comp[comp] = by_comp.get(comp, 0) + b
         by_store[label] = by_store.get(label, 0) + b
-        if t.layer >= 0 and t.component != "vision":
-            layers[t.layer] += b
+        if layer >= 0 and comp != "vision":
+            layers[layer] += b
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
