@@ -33,6 +33,7 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -85,6 +86,7 @@ class LoraParams:
         return out
 
 
+@cache
 def _role_target(role: str) -> str | None:
     if role in ("ffn_exps_gate_up", "ffn_exps_down"):  # the fused-expert adapters of eq. (2)
         return "gate_up" if role.endswith("gate_up") else "down"
@@ -112,16 +114,16 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
             if "down" in exp:
                 out.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
-    for t in model_tensors(spec):
-        if t.role.endswith(".bias") or len(t.shape) != 2 or t.component in ("vision", "experts"):
+    for role, comp, shape, count, layer, _ in model_tensors(spec):
+        if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
             continue
-        name = _role_target(t.role)
+        name = _role_target(role)
         if name is None or name not in wanted:
             continue
-        if t.role == "token_embd":  # nn.Embedding(V, h): weight [V, h] = (num_embeddings, embedding_dim)
-            out.append(AdaptedModule(t.role, t.layer, t.shape[0], t.shape[1], t.count, embedding=True))
+        if role == "token_embd":  # nn.Embedding(V, h): weight [V, h] = (num_embeddings, embedding_dim)
+            out.append(AdaptedModule(role, layer, shape[0], shape[1], count, embedding=True))
         else:
-            out.append(AdaptedModule(t.role, t.layer, t.shape[1], t.shape[0], t.count))
+            out.append(AdaptedModule(role, layer, shape[1], shape[0], count))
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
         out.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))

@@ -100,9 +100,9 @@ def normalize_format(name: str) -> str:
 def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
     best = 0
-    for t in model_tensors(spec):
-        if t.matrix and t.component not in ("embedding", "lm_head", "vision"):
-            best = max(best, t.numel // t.count)
+    for _role, comp, shape, count, _layer, numel in model_tensors(spec):
+        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision"):  # Tensor.matrix
+            best = max(best, numel // count)
     return best
 
 

@@ -132,23 +132,23 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
         st.largest_trained = max(st.largest_trained, n)
     if ctx.lora is not None:
+        stage_of_layer = {i: k for k, r in enumerate(stages) for i in r}
         for m in ctx.lora.modules:
             layer_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else
-                                                                         next(i for i, r in enumerate(stages)
-                                                                              if m.layer in r))
-            if layer_stage != stage:
+                                                                         stage_of_layer[m.layer])
+            if layer_stage != stage or m.count < 1:
                 continue
-            for _ in range(m.count):
-                for shp in ctx.lora.module_shapes(m):
-                    n = math.prod(shp)
-                    shapes.append(shp)
-                    if m.layer >= 0:
-                        per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n
-                    elif m.role == "token_embd":
-                        embed_elems += n
-                    else:
-                        head_elems += n
-                    st.largest_trained = max(st.largest_trained, n)
+            m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
+            sizes = [math.prod(shp) for shp in m_shapes]
+            shapes.extend(m_shapes * m.count)
+            n_all = sum(sizes) * m.count
+            if m.layer >= 0:
+                per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n_all
+            elif m.role == "token_embd":
+                embed_elems += n_all
+            else:
+                head_elems += n_all
+            st.largest_trained = max(st.largest_trained, *sizes)
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes

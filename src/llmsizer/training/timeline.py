@@ -19,6 +19,7 @@ Each component is computed by a formula module; this module only adds them up pe
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 
 from ..formulas.parallelism import (
@@ -77,16 +78,28 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gc = w.grad_checkpointing == "full"
     m = inflight_microbatches(st.stage, w.pp, w.grad_accumulation) if w.pp > 1 else 1
     copy_b = ctx.weight_copy_bytes
-    terms = {i: layer_saved_terms(spec, i, act, st.layer_copy_elements.get(i, 0)) for i in st.layers}
+    # a layer's terms depend on it only through its attention kind, whether its MLP is MoE and its autocast weight
+    # copies: evaluate each distinct kind once (a 32-layer model has one or two kinds)
+    def kind(i: int) -> tuple[object, ...]:
+        return spec.layer_types[i], spec.moe_layers[i], st.layer_copy_elements.get(i, 0)
+
+    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int]] = {}
+    none = replace(act, checkpointing="none") if w.grad_checkpointing == "selective" else None
+    for i in st.layers:
+        k = kind(i)
+        if k not in by_kind:
+            t_i = layer_saved_terms(spec, i, act, k[2])  # type: ignore[arg-type]
+            full_i = _sum(t_i)
+            drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
+            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act))
+    terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
-    full_layer = {i: _sum(terms[i]) for i in st.layers}
-    dropped = {i: 0 for i in st.layers}  # selective recomputation: the attention core is rebuilt in the backward
-    if w.grad_checkpointing == "selective":
-        none = replace(act, checkpointing="none")
-        dropped = {i: _sum(layer_saved_terms(spec, i, none, st.layer_copy_elements.get(i, 0))) - full_layer[i]
-                   for i in st.layers}
-    kept_layer = {i: (checkpoint_input_bytes(spec, act) if gc else full_layer[i]) for i in st.layers}
-    transient = {i: layer_backward_transient(spec, i, act) for i in st.layers}
+    full_layer = {i: by_kind[kind(i)][1] for i in st.layers}
+    # selective recomputation: the attention core is rebuilt in the backward
+    dropped = {i: by_kind[kind(i)][2] for i in st.layers}
+    kept_input = checkpoint_input_bytes(spec, act) if gc else 0
+    kept_layer = {i: (kept_input if gc else full_layer[i]) for i in st.layers}
+    transient = {i: by_kind[kind(i)][3] for i in st.layers}
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks) if st.has_head else None
@@ -125,6 +138,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         dequant = largest_quantized_matrix(spec, "nf4-dq") * 2 // max(1, w.tp)
 
     in_bwd = w.optimizer_in_backward
+    # suffix sums of the per-layer gradients by layer index (grads_part is asked once per layer: O(L), not O(L^2))
+    g_keys = sorted(st.layer_grads)
+    g_suffix = [0] * (len(g_keys) + 1)
+    for n_k in range(len(g_keys) - 1, -1, -1):
+        g_suffix[n_k] = g_suffix[n_k + 1] + st.layer_grads[g_keys[n_k]]
+
+    def grads_above(upper: int) -> int:
+        return g_suffix[bisect_right(g_keys, upper)]
 
     def grads_part(upper: int | None) -> int:
         """Gradients alive when the backward has finished every layer above ``upper`` (None: all)."""
@@ -132,7 +153,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             return st.layer_grads.get(upper, st.head_grads) if upper is not None else st.head_grads
         if persist or upper is None:
             return grads_all
-        g = st.head_grads + sum(v for i, v in st.layer_grads.items() if i > upper)
+        g = st.head_grads + grads_above(upper)
         scale = grads_all / max(1, st.grads) if st.grads else 1
         return int(shard(g, g_shard) * scale)
 
@@ -177,15 +198,21 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             b.parts["gathered_params"] = gather
         phases.append(b)
     order = sorted(st.layers, reverse=True)
+    kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
+    copies_below: dict[int, int] = {}
+    run_k = run_c = 0
+    for i in reversed(order):
+        run_k += kept_layer[i]
+        run_c += copies[i]
+        kept_below[i], copies_below[i] = run_k, run_c
     for idx, j in enumerate(order):
-        below = [i for i in st.layers if i <= j]
         p = Phase(f"backward layer {j}", dict(base))
-        kept = sum(kept_layer[i] for i in below) + (m - 1) * all_kept
-        live_copies = sum(copies[i] for i in below) if not gc else copies[j]
+        kept = kept_below[j] + (m - 1) * all_kept
+        live_copies = copies_below[j] if not gc else copies[j]
         # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
         shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
         recompute = (full_layer[j] - copies[j] - shared_input) if gc else dropped[j]
-        p.parts["activations"] = kept - (sum(copies[i] for i in below) if not gc else 0) + recompute
+        p.parts["activations"] = kept - (copies_below[j] if not gc else 0) + recompute
         if live_copies:
             p.parts["autocast_weight_copies"] = live_copies
         p.parts["rotary_and_masks"] = shared_saved
