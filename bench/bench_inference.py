@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from llmsizer import estimate_inference  # noqa: E402
 from llmsizer.catalog.models import find  # noqa: E402
-from llmsizer.formulas import tensors, weight_formats  # noqa: E402
+from llmsizer.formulas import lora, tensors, weight_formats  # noqa: E402
 
 CASES = [
     ("llama-3.1-8b", dict(context=8192, concurrency=4)),
@@ -65,6 +65,7 @@ def training_in_process(repeat: int) -> dict[str, float]:
         for _ in range(repeat):
             tensors.model_tensors.cache_clear()
             weight_formats.weight_bytes.cache_clear()
+            lora.adapted_modules.cache_clear()
             t = time.perf_counter()
             estimate_training(spec, **kw)
             times.append(time.perf_counter() - t)
@@ -93,6 +94,7 @@ def recommend_whole_catalog(repeat: int) -> dict[str, float]:
             tensors.model_tensors.cache_clear()
             weight_formats.weight_bytes.cache_clear()
             params.count_params.cache_clear()
+            lora.adapted_modules.cache_clear()
             t = time.perf_counter()
             recommend_inference(spec, **kw)
             times.append(time.perf_counter() - t)

@@ -33,7 +33,7 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -96,6 +96,7 @@ def _role_target(role: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
     """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in)."""
     wanted = set(normalize_targets(targets))
@@ -161,6 +162,12 @@ def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str
     for m in mods:
         out.setdefault(m.layer, set()).add(m.role)
     return out
+
+
+def any_quantizable(spec: ModelSpec) -> bool:
+    """Whether :func:`quantizable_tensors` is non-empty (stops at the first match)."""
+    return any(t.matrix and t.component not in ("embedding", "lm_head", "vision") and not t.role.endswith(".bias")
+               for t in model_tensors(spec))
 
 
 def quantizable_tensors(spec: ModelSpec) -> list[Tensor]:

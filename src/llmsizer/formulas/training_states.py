@@ -58,6 +58,7 @@ lion                 exp_avg = s (one momentum)                      Chen et al.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -190,7 +191,9 @@ def optimizer_state_bytes(shapes: Iterable[Sequence[int]], optimizer: str, state
     info = optimizer_info(optimizer)
     total = 0
     any_8bit = False
-    for shape in shapes:
+    # each rule is per tensor, so identical shapes (one per layer) are evaluated once and multiplied
+    for shape, k in Counter(tuple(sp) for sp in shapes).items():
+        before = total
         n = _numel(shape)
         if info.name in ("adamw", "adam"):
             total += 2 * n * state_bytes + ADAM_STEP_BYTES
@@ -210,6 +213,7 @@ def optimizer_state_bytes(shapes: Iterable[Sequence[int]], optimizer: str, state
             else:
                 total += n * state_bytes
             total += ADAM_STEP_BYTES
+        total = before + (total - before) * k
     if any_8bit:
         total += BNB_QMAP_BYTES
     return total

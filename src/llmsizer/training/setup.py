@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ..errors import InputError
-from ..formulas.lora import LoraParams, lora_params, quantizable_tensors
+from ..formulas.lora import LoraParams, any_quantizable, lora_params
 from ..formulas.tensor_parallel import check_tensor_parallel
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import DTYPE_BYTES, OptimizerInfo, Recipe, optimizer_info, recipe
@@ -92,7 +92,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         if q and q != "bitsandbytes":
             raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4; {spec.name} is already "
                              f"{q}-quantized (train LoRA on it instead, or start from the unquantized checkpoint)")
-        if not quantizable_tensors(spec):
+        if not any_quantizable(spec):
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
         other = acc.assume("base_dtype", "bf16", w.base_dtype,
                            "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")

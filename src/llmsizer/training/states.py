@@ -67,19 +67,20 @@ class StageStates:
     notes: list[str] = field(default_factory=list)
 
 
-def _stage_of(t: Tensor, stages: list[range]) -> set[int]:
-    if t.layer >= 0 and t.component != "vision":
-        return {i for i, r in enumerate(stages) if t.layer in r}
-    if t.role in ("output", "output_norm") or t.role.startswith("output_norm"):
-        return {len(stages) - 1}
-    return {0}
-
-
 def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     """Model states on a device of pipeline stage ``stage`` (see module docstring)."""
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
     stages = pipeline_stage_layers(spec.num_layers, w.pp)
     last = len(stages) - 1
+    layer_stage = {i: k for k, r in enumerate(stages) for i in r}
+
+    def in_stage(t: Tensor) -> bool:
+        """Whether tensor ``t`` lives on this pipeline stage: its layer's stage; embeddings on the first stage,
+        the final norm and lm_head on the last."""
+        if t.layer >= 0 and t.component != "vision":
+            return layer_stage.get(t.layer) == stage
+        return stage == (last if t.role in ("output", "output_norm") or t.role.startswith("output_norm") else 0)
+
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
     tp, ep = w.tp, w.ep
     tied_copy = spec.tie_word_embeddings and w.pp > 1 and stage == last
@@ -112,7 +113,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     trained: list[Tensor] = []
     if w.method == "full":
         for t in model_tensors(spec):
-            if stage in _stage_of(t, stages) or (tied_copy and t.role == "token_embd"):
+            if in_stage(t) or (tied_copy and t.role == "token_embd"):
                 trained.append(t)
     shapes: list[tuple[int, ...]] = []
     per_layer_elems: dict[int, int] = {}
@@ -132,11 +133,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
         st.largest_trained = max(st.largest_trained, n)
     if ctx.lora is not None:
-        stage_of_layer = {i: k for k, r in enumerate(stages) for i in r}
         for m in ctx.lora.modules:
-            layer_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else
-                                                                         stage_of_layer[m.layer])
-            if layer_stage != stage or m.count < 1:
+            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+            if m_stage != stage or m.count < 1:
                 continue
             m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
             sizes = [math.prod(shp) for shp in m_shapes]
@@ -174,7 +173,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:
         for t in model_tensors(spec):
-            if len(t.shape) == 2 and t.component in AUTOCAST_COMPONENTS and stage in _stage_of(t, stages):
+            if len(t.shape) == 2 and t.component in AUTOCAST_COMPONENTS and in_stage(t):
                 n = math.ceil(t.numel / tp)
                 if t.component == "lm_head":
                     st.lm_head_copy_elements += n

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from ..formulas.parallelism import (
     ddp_bucket_bytes,
@@ -64,8 +65,9 @@ class StageTimeline:
     step_temporaries: int
     step_temporaries_foreach: int
 
-    @property
+    @cached_property
     def peak(self) -> Phase:
+        """The phase with the most bytes (computed once: the timeline is complete when built)."""
         return max(self.phases, key=lambda p: p.total)
 
 
