@@ -133,21 +133,27 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
         st.largest_trained = max(st.largest_trained, n)
     if ctx.lora is not None:
+        by_shape: dict[tuple[object, ...], tuple[list[tuple[int, ...]], int, int]] = {}  # one entry per module kind
         for m in ctx.lora.modules:
             m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
             if m_stage != stage or m.count < 1:
                 continue
-            m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
-            sizes = [math.prod(shp) for shp in m_shapes]
-            shapes.extend(m_shapes * m.count)
-            n_all = sum(sizes) * m.count
+            sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
+            hit = by_shape.get(sig)
+            if hit is None:
+                m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
+                sizes = [math.prod(shp) for shp in m_shapes]
+                hit = by_shape[sig] = (m_shapes * m.count, sum(sizes) * m.count, max(sizes))
+            m_all_shapes, n_all, biggest = hit
+            shapes.extend(m_all_shapes)
             if m.layer >= 0:
                 per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n_all
             elif m.role == "token_embd":
                 embed_elems += n_all
             else:
                 head_elems += n_all
-            st.largest_trained = max(st.largest_trained, *sizes)
+            if biggest > st.largest_trained:
+                st.largest_trained = biggest
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
