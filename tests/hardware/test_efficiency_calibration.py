@@ -59,3 +59,12 @@ def test_overhead_applies_to_gguf_on_gpus_only():
     assert E.decode_layer_overhead("apple", "gguf:f16") is E.LLAMACPP_LAYER_OVERHEAD_APPLE
     assert E.decode_layer_overhead("cpu", "gguf:q4_k_m") is None
     assert E.decode_layer_overhead("gpu", "bf16") is None
+
+
+@pytest.mark.parametrize("gpu", ["rtx-3090", "rtx-4090"])
+def test_gpu_ranges_cover_each_gpus_own_fit(gpu):
+    """The stated ranges are the envelope of the joint fit and each GPU fitted alone."""
+    eta, tau = _fit({gpu})
+    bw, ov = E.LLAMACPP_DECODE_BANDWIDTH, E.LLAMACPP_LAYER_OVERHEAD_GPU
+    assert bw.low - 0.001 <= eta <= bw.high + 0.001
+    assert ov.high - 0.2e-6 <= tau <= ov.low + 0.2e-6
