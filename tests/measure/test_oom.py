@@ -61,6 +61,18 @@ def test_killed_worker_is_reported_as_oom(tmp_path: Path) -> None:
     assert res["status"] == "oom" and "signal 9" in res["error"]
 
 
+def test_aborted_worker_under_a_cap_is_oom_and_without_a_cap_an_error(tmp_path: Path) -> None:
+    """SIGABRT is how native code ends when an allocation fails under RLIMIT_DATA (seen here: the real-cap test
+    above aborted instead of raising on an Intel Sapphire Rapids guest); without a cap it stays an error."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nkill -6 $$\n")
+    fake.chmod(0o755)
+    capped = runner.run_worker({"settings": {"device": "cpu", "memory_cap": 40 * 2**20}}, python=str(fake))
+    assert capped["status"] == "oom" and "signal 6" in capped["error"]
+    free = runner.run_worker({"settings": {"device": "cpu"}}, python=str(fake))
+    assert free["status"] == "error" and free["oom_at"] is None
+
+
 def test_mocked_cuda_record_is_compared_per_component(monkeypatch: pytest.MonkeyPatch) -> None:
     """The CUDA half of the comparison (no GPU here): a worker record with the fields worker.py writes on CUDA
     becomes rows for allocated, allocator cache (reserved - allocated), CUDA context and device total, each

@@ -10,7 +10,7 @@ Asserted per case:
 - weights, gradients and optimizer states EXACTLY equal to the bytes of the real parameters, ``.grad`` tensors
   and ``optimizer.state`` tensors;
 - process peak RSS (with ``MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0``) at least the tracked peak
-  over the parameters and at most that plus a fixed 48 MiB of non-tensor memory (allocator arenas, autograd
+  over the parameters and at most that plus a fixed 80 MiB of non-tensor memory (allocator arenas, autograd
   nodes, thread pools).
 
 Model dimensions differ from those used while the activation terms were worked out (hidden 256, 4 layers),
@@ -39,7 +39,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 MiB = 2**20
 PEAK_TOLERANCE = 0.10
-RSS_SLACK = 48 * MiB
+# Non-tensor memory of a training step (allocator arenas, autograd nodes, thread pools, oneDNN kernels, the
+# tracker's own bookkeeping). Measured: up to 48 MiB on the AMD EPYC CI machine (2026-11), 55-74 MiB on an Intel
+# Sapphire Rapids KVM guest (2026-12-01, the three checkpointing cases). The bound is the larger, rounded up.
+RSS_SLACK = 80 * MiB
 
 LLAMA = {"model_type": "llama", "vocab_size": 5000, "hidden_size": 320, "intermediate_size": 864,
          "num_hidden_layers": 3, "num_attention_heads": 10, "num_key_value_heads": 2,

@@ -119,9 +119,14 @@ def run_worker(job: dict[str, Any], *, timeout: float = DEFAULT_TIMEOUT, python:
             return dict(json.loads(line[len("@@result "):]))
     if proc.returncode is not None and proc.returncode < 0:
         sig = -proc.returncode
-        status = "oom" if sig == 9 else "error"
-        why = " (SIGKILL: most likely the kernel's out-of-memory killer)" if sig == 9 else ""
-        return {"status": status, "oom_at": "unknown step" if sig == 9 else None,
+        capped = job.get("settings", {}).get("memory_cap") is not None
+        # SIGKILL: the kernel's OOM killer. SIGABRT under a RLIMIT_DATA cap: native code whose allocation failed
+        # aborts (an uncaught std::bad_alloc calls std::terminate; a thread pool that cannot map a stack aborts).
+        oom = sig == 9 or (sig == 6 and capped)
+        status = "oom" if oom else "error"
+        why = (" (SIGKILL: most likely the kernel's out-of-memory killer)" if sig == 9 else
+               " (SIGABRT under the memory cap: an allocation in native code failed)" if oom else "")
+        return {"status": status, "oom_at": "unknown step" if oom else None,
                 "error": f"the worker was killed by signal {sig}{why}", "stderr_tail": "".join(err_tail)[-2000:]}
     return {"status": "error", "error": f"the worker exited with code {proc.returncode} and no result",
             "stderr_tail": "".join(err_tail)[-2000:]}
