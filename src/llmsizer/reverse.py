@@ -1,7 +1,8 @@
 """The reverse questions: the largest context, or concurrency, that fits a memory budget.
 
 Memory is non-decreasing in context and in concurrency (every term of ``inference.estimate_inference``
-is), so the largest value that fits is found by bisection over whole tokens / sequences.
+is), so the largest value that fits is found by bisection over whole tokens / sequences. "Fits" is the
+estimate's own verdict (estimate/verdict.py: memory x (1 - headroom), or what vLLM's KV pool admits).
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from .specs import InferenceWorkload, ModelSpec
 
 
 def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
+    """The verdict of estimate/verdict.py at the chosen end of the range (vLLM: what its pool admits)."""
     est = estimate_inference(spec, w)
-    if w.engine == "vllm":
-        return bool(est.details.get("max_concurrency_at_context", 0) >= w.concurrency)
+    if w.engine == "vllm" or level == 1:
+        return bool(est.details["fits"])
     loc = "host" if w.device == "cpu" else "device"
-    return est.total(loc)[level] <= (w.memory or 0)  # type: ignore[arg-type]
+    return est.total(loc)[level] <= int(est.details["memory_budget"])  # type: ignore[arg-type]
 
 
 def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int) -> int:

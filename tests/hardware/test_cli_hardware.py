@@ -37,7 +37,7 @@ def test_fit_text_and_json(cli, capsys: pytest.CaptureFixture[str], hw_file: Pat
     out = capsys.readouterr().out
     assert "FITS" in out and "prefill (TTFT)" in out and "roofline" in out
     assert cli(["fit", "llama-3.1-8b", "--device", "test-gpu", "--headroom", "0.9", "--engine", "transformers",
-                "--hardware-file", str(hw_file), "--json"]) == 0
+                "--hardware-file", str(hw_file), "--json"]) == 1  # answered: does not fit
     data = json.loads(capsys.readouterr().out)
     assert data["fits"] is False and data["budget_per_device"] < data["memory_per_device"]
 

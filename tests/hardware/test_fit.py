@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.hardware.fit import choose_tensor_parallel, fit, fit_training, training_available
+from llmsizer.hardware.fit import choose_tensor_parallel, fit, fit_training
 from llmsizer.models import load_model
 from llmsizer.units import GiB
 
@@ -62,8 +62,3 @@ def test_apple_gpu_uses_the_metal_working_set_share() -> None:
     assert r.details["usable_memory_per_device"] == int(48e9 * 0.75)
 
 
-def test_training_fit_without_the_training_module_says_so(hw_file: Path) -> None:
-    if training_available():
-        pytest.skip("llmsizer.training is installed")
-    r = fit_training("llama-3.1-8b", "test-gpu-8", hardware_files=[hw_file])
-    assert not r.fits and "not installed" in r.reasons[0]

@@ -64,7 +64,10 @@ def test_lora_checkpoint_and_storage(lora_plan):
 def test_lora_duration_and_cost(lora_plan):
     d, c = lora_plan.section("duration"), lora_plan.section("cost")
     n = count_params(load_model("qwen2.5-0.5b")).total
-    fpt = 6 * n + 12 * 24 * (14 * 64) * 1024  # no recomputation: 6N + 12 L d s
+    # LoRA rank 16 on every linear of Qwen2.5-0.5B (hidden 896, kv 2 x 64, MLP 4864, 24 layers): r x (in + out)
+    n_lora = 24 * 16 * ((896 + 896) * 2 + (896 + 128) * 2 + (896 + 4864) * 3)
+    # a frozen base skips the weight-gradient GEMMs: 4N + 6 N_lora + 12 L d s (training_time.py eq. 4)
+    fpt = 4 * n + 6 * n_lora + 12 * 24 * (14 * 64) * 1024
     assert d.value("flops_per_token") == fpt
     peak = builtin_catalog().devices["h100-sxm"].peak_flops("bf16")[0]
     secs = 20_000_000 * fpt / (1 * peak * 0.462)  # tokens x F / (devices x peak x MFU)

@@ -28,6 +28,12 @@ def count_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def exit_code(fits: bool | None) -> int:
+    """The exit-code convention (README "Exit codes"): 0 answered and it fits / holds (or nothing was checked),
+    1 answered and it does not fit or a stated constraint fails; bad input exits 2 in main()."""
+    return 1 if fits is False else 0
+
+
 def emit_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")

@@ -8,9 +8,10 @@ from typing import Any
 from ..inference import estimate_inference
 from ..render.text import render_estimate
 from ..reverse import max_concurrency, max_context
-from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload
+from ..specs import DEVICES, InferenceWorkload
 from ..units import format_count
-from .common import add_model_args, bytes_arg, count_arg, emit_json, resolve_model, tokens_arg
+from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .workload_args import add_headroom_arg, add_inference_args, inference_fields
 
 EPILOG = """examples:
   llmsizer infer llama-3.1-8b --context 8192 --concurrency 4
@@ -28,26 +29,11 @@ def register(sub: Any) -> None:
                                    "overhead, each with its formula, source and range.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
-    p.add_argument("--weights", help="weight format (default: the checkpoint's stored format); see `llmsizer formats`")
-    p.add_argument("--context", type=tokens_arg, default=4096,
-                   help="tokens per sequence, prompt + output; 8k = 8192 (default 4096)")
-    p.add_argument("--concurrency", type=count_arg, default=1, help="sequences at once (default 1)")
-    p.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
-    p.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: engine's)")
-    p.add_argument("--device", choices=DEVICES, default="gpu")
-    p.add_argument("--engine", choices=ENGINES, default="transformers")
-    p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB")
-    p.add_argument("--attention", choices=ATTENTION_IMPLS, default="sdpa")
-    p.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
-    p.add_argument("--group-size", type=int, default=128, help="GPTQ/AWQ group size (default 128)")
-    p.add_argument("--block-size", type=int, dest="paged_block_size", help="paged KV block (vLLM: 16)")
-    p.add_argument("--gpu-memory-utilization", type=float, help="vLLM (default 0.9)")
-    p.add_argument("--max-num-seqs", type=int, help="vLLM (default 256)")
-    p.add_argument("--max-num-batched-tokens", type=int, help="vLLM (default 8192)")
-    p.add_argument("--tp", "--tensor-parallel", type=int, default=1, dest="tensor_parallel",
-                   help="tensor-parallel devices per replica; memory is reported per device (default 1)")
-    p.add_argument("--n-gpu-layers", type=int, help="llama.cpp layers offloaded (default: all)")
-    p.add_argument("--ubatch", type=int, dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    add_inference_args(p)
+    p.add_argument("--device", choices=DEVICES, help="gpu or cpu (RAM) (default gpu)")
+    p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB; "
+                   "with it the answer says whether it fits (exit code 1 when it does not)")
+    add_headroom_arg(p)
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
     p.add_argument("--max-concurrency", action="store_true", help="report the largest concurrency that fits --memory")
     p.add_argument("--verbose", "-v", action="store_true", help="show full formulas")
@@ -55,14 +41,12 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_infer)
 
 
-_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "device", "engine", "memory",
-           "attention", "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
-           "max_num_batched_tokens", "n_gpu_layers", "n_ubatch", "tensor_parallel", "dtype")
-
-
 def cmd_infer(args: argparse.Namespace) -> int:
     spec = resolve_model(args)
-    fields = {k: getattr(args, k) for k in _FIELDS}
+    fields = inference_fields(args)
+    for k in ("device", "memory", "headroom"):
+        if getattr(args, k) is not None:
+            fields[k] = getattr(args, k)
     workload = InferenceWorkload(**fields)
     est = estimate_inference(spec, workload)
     data = est.to_dict()
@@ -75,13 +59,17 @@ def cmd_infer(args: argparse.Namespace) -> int:
             reverse["max_concurrency"] = max_concurrency(spec, args.memory,
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
         data["reverse"] = reverse
+    code = exit_code(est.details.get("fits"))
     if args.json:
         emit_json(data)
-        return 0
+        return code
     print(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
         print(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
-              f"({reverse['max_context']:,}) at concurrency {args.concurrency}")
+              f"({reverse['max_context']:,}) at concurrency {workload.concurrency}" if reverse["max_context"] else
+              f"no context fits: even 1 token at concurrency {workload.concurrency} does not")
     if "max_concurrency" in reverse:
-        print(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {args.context:,} tokens")
-    return 0
+        print(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {workload.context:,} tokens"
+              if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
+              "does not")
+    return code

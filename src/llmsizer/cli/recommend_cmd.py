@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..formulas.training_time import RECOMPUTE_MODES
 from ..hardware.recommend import (
     Constraints,
     Option,
@@ -16,8 +15,10 @@ from ..hardware.recommend import (
     recommend_training,
 )
 from ..render.text import table
+from ..specs import InferenceWorkload
 from ..units import format_bytes, format_count
-from .common import add_model_args, count_arg, emit_json, resolve_model, tokens_arg
+from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg
+from .workload_args import add_headroom_arg, add_training_args, training_fields
 
 EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
@@ -26,6 +27,8 @@ EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --max-cost-per-hour 2 --max-ttft 1 --cloud-only --json
   llmsizer recommend llama-3.1-8b --train --tokens 10B --deadline 3d --max-cost 5000
   llmsizer recommend qwen2.5-0.5b --hardware-file my-server.json --kwh-price 0.30
+
+exit code: 0 an option meets every constraint, 1 none does, 2 bad input
 """
 
 
@@ -38,17 +41,13 @@ def register(sub: Any) -> None:
     add_model_args(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--infer", action="store_true", help="serving (default)")
-    mode.add_argument("--train", action="store_true", help="training (time and cost; memory needs llmsizer.training)")
+    mode.add_argument("--train", action="store_true", help="training: memory per option, time and cost")
     g = p.add_argument_group("inference workload")
-    g.add_argument("--context", type=tokens_arg, default=4096, help="tokens per sequence (default 4096)")
-    g.add_argument("--concurrency", type=count_arg, default=1, help="sequences at once (default 1)")
+    g.add_argument("--context", type=tokens_arg, help=f"tokens per sequence (default {InferenceWorkload.context})")
+    g.add_argument("--concurrency", type=count_arg, help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
     g.add_argument("--weights", help="force one weight format instead of searching")
-    t = p.add_argument_group("training workload")
-    t.add_argument("--tokens", type=count_arg, help="tokens to train on (e.g. 10B)")
-    t.add_argument("--seq-len", type=tokens_arg, default=4096, help="sequence length (default 4096)")
-    t.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation")
-    t.add_argument("--utilization", type=float, help="MFU (or HFU with --recompute full); default from published runs")
+    add_training_args(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float, help="budget in USD per hour")
     c.add_argument("--max-cost", type=float, help="training budget for the whole run, USD")
@@ -60,7 +59,7 @@ def register(sub: Any) -> None:
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
     c.add_argument("--kwh-price", type=float, help="USD per kWh, to price owned hardware by its power draw")
-    c.add_argument("--headroom", type=float, help="share of memory kept free (default 0.1)")
+    add_headroom_arg(c)
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--top", type=int, default=8, help="options and rejections to show (default 8)")
     p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
@@ -78,17 +77,18 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.train:
         if not args.tokens:
             raise InputError("--train needs --tokens (how many tokens to train on, e.g. 10B)")
-        rec = recommend_training(spec, tokens=args.tokens, seq_len=args.seq_len, recompute=args.recompute,
-                                 utilization=args.utilization, constraints=cons, hardware_files=args.hardware_file)
+        rec = recommend_training(spec, tokens=args.tokens, utilization=args.utilization, constraints=cons,
+                                 hardware_files=args.hardware_file, training_fields=training_fields(args))
     else:
-        rec = recommend_inference(spec, context=args.context, concurrency=args.concurrency,
+        rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
+                                  concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
                                   hardware_files=args.hardware_file)
     if args.json:
         emit_json(rec.to_dict())
-        return 0
+        return exit_code(bool(rec.options))
     print(render_recommendation(rec, args.top))
-    return 0 if rec.options else 1
+    return exit_code(bool(rec.options))
 
 
 def _price(o: Option) -> str:

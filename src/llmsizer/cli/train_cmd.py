@@ -5,21 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
+from ..estimate.duration import Duration, training_duration_for
+from ..hardware.fit import fit_training, resolve_target
 from ..render.text import render_estimate
-from ..specs.training import (
-    FSDP_MODES,
-    GRAD_CHECKPOINTING,
-    METHODS,
-    OFFLOAD,
-    OPTIMIZER_IMPLS,
-    OPTIMIZERS,
-    PRECISIONS,
-    STATE_DTYPES,
-    TRAIN_ATTENTION,
-    TrainingWorkload,
-)
+from ..specs.training import TrainingWorkload
 from ..training import estimate_training, max_micro_batch, max_seq_len
-from .common import add_model_args, bytes_arg, count_arg, emit_json, resolve_model, tokens_arg
+from ..units import format_count
+from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .workload_args import add_headroom_arg, add_training_args, training_fields
 
 EPILOG = """examples:
   llmsizer train llama-3.1-8b --method full --batch 4 --seq 4096 --grad-checkpointing full
@@ -41,39 +35,14 @@ def register(sub: Any) -> None:
                                    "source and range; host RAM when offloading.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
-    p.add_argument("--method", choices=METHODS, default="full", help="full fine-tuning or adapters (default full)")
-    p.add_argument("--rank", type=int, default=16, help="LoRA rank r (default 16)")
-    p.add_argument("--alpha", type=int, help="LoRA alpha (recorded; no memory effect)")
-    p.add_argument("--targets", default="q,k,v,o,gate,up,down",
-                   help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear")
-    p.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
-                   "precision)")
-    p.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
-    p.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (qlora: paged-adamw)")
-    p.add_argument("--optimizer-state-dtype", choices=STATE_DTYPES)
-    p.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, help="torch optimizer kernel (default fused)")
-    p.add_argument("--precision", choices=PRECISIONS, default="bf16-mixed",
-                   help="precision recipe (default bf16-mixed: PyTorch AMP / HF Trainer --bf16)")
-    p.add_argument("--batch", "--micro-batch", type=count_arg, default=1, dest="micro_batch",
-                   help="sequences per device per forward (default 1)")
-    p.add_argument("--seq", "--seq-len", type=tokens_arg, default=2048, dest="seq_len",
-                   help="tokens per sequence; 4k = 4096 (default 2048)")
-    p.add_argument("--grad-accumulation", type=int, default=1, help="micro-batches per optimizer step (default 1)")
-    p.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING, default="none")
-    p.add_argument("--attention", choices=TRAIN_ATTENTION, default="sdpa")
-    p.add_argument("--packing", action="store_true", help="several documents per row (block-diagonal mask)")
-    p.add_argument("--loss-chunks", type=int, default=1, help="cross-entropy chunks (torchtune: 8; default 1)")
-    p.add_argument("--optimizer-in-backward", action="store_true", help="update each parameter during backward")
-    p.add_argument("--gpus", type=int, default=1, help="devices in total (default 1)")
-    p.add_argument("--zero", type=int, default=0, help="DeepSpeed ZeRO stage 0-3 (default 0)")
-    p.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree")
-    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel stages")
-    p.add_argument("--ep", type=int, default=1, help="expert-parallel degree (MoE)")
-    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (needs --tp)")
-    p.add_argument("--offload", choices=OFFLOAD, default="none", help="CPU offload (ZeRO-Offload / -Infinity)")
-    p.add_argument("--gpus-per-node", type=int, default=8, help="for --fsdp hybrid (default 8)")
-    p.add_argument("--memory", type=bytes_arg, help="device memory, e.g. 24GiB, 80GB")
+    add_training_args(p)
+    p.add_argument("--memory", type=bytes_arg, help="device memory, e.g. 24GiB, 80GB; with it the answer says "
+                   "whether it fits (exit code 1 when it does not)")
+    add_headroom_arg(p)
+    p.add_argument("--device", help="a device or instance from `llmsizer hardware list`: its memory is the budget "
+                   "(as in `fit --train`) and, with --tokens, the duration on it")
+    p.add_argument("--count", type=int, help="devices (default: the instance's count, else --gpus, else 1)")
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")
     p.add_argument("--max-seq", action="store_true", help="report the longest sequence that fits --memory")
     p.add_argument("--verbose", "-v", action="store_true", help="show full formulas")
@@ -81,35 +50,73 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_train)
 
 
-_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer", "optimizer_state_dtype",
-           "optimizer_impl", "precision", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing",
-           "attention", "packing", "loss_chunks", "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep",
-           "sequence_parallel", "offload", "gpus_per_node", "memory")
-
-
 def cmd_train(args: argparse.Namespace) -> int:
     spec = resolve_model(args)
-    fields = {k: getattr(args, k) for k in _FIELDS}
-    if fields["method"] == "full":
-        fields["targets"] = TrainingWorkload.targets  # LoRA targets do not apply
-    workload = TrainingWorkload(**fields)
-    est = estimate_training(spec, workload)
+    fields = training_fields(args)
+    duration = None
+    if args.device:
+        r = fit_training(spec, args.device, args.count or fields.get("gpus"), headroom=args.headroom,
+                         memory=args.memory, hardware_files=args.hardware_file, **fields)
+        assert r.estimate is not None
+        est, memory = r.estimate, r.details["usable_memory_per_device"]
+        if args.tokens:
+            device, _, _, _ = resolve_target(args.device, args.hardware_file)
+            duration = training_duration_for(spec, device, r.count, args.tokens, fields, args.utilization)
+    else:
+        if args.tokens:
+            raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
+        memory = args.memory
+        est = estimate_training(spec, TrainingWorkload(**fields, memory=memory, headroom=args.headroom))
     data = est.to_dict()
+    if duration is not None:
+        data["duration"] = duration.to_dict()
     reverse: dict[str, int] = {}
     if args.max_batch or args.max_seq:
-        rest = {k: v for k, v in fields.items() if k != "memory"}
+        if memory is None:
+            raise InputError("--max-batch and --max-seq need --memory or --device")
+        rest = {k: v for k, v in est_fields(est, fields).items()}
         if args.max_batch:
-            reverse["max_micro_batch"] = max_micro_batch(spec, args.memory,
+            reverse["max_micro_batch"] = max_micro_batch(spec, memory, headroom=args.headroom,
                                                          **{k: v for k, v in rest.items() if k != "micro_batch"})
         if args.max_seq:
-            reverse["max_seq_len"] = max_seq_len(spec, args.memory, **{k: v for k, v in rest.items() if k != "seq_len"})
+            reverse["max_seq_len"] = max_seq_len(spec, memory, headroom=args.headroom,
+                                                 **{k: v for k, v in rest.items() if k != "seq_len"})
         data["reverse"] = reverse
+    fits = est.details.get("fits")
+    if reverse and 0 in reverse.values():
+        fits = False
+    code = exit_code(fits)
     if args.json:
         emit_json(data)
-        return 0
+        return code
     print(render_estimate(est, verbose=args.verbose))
+    seq = fields.get("seq_len", TrainingWorkload.seq_len)
+    batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
     if "max_micro_batch" in reverse:
-        print(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {args.seq_len:,} tokens")
+        print(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
+              if reverse["max_micro_batch"] else f"batch 1 does not fit: one sequence of {seq:,} tokens needs more "
+              "than the budget")
     if "max_seq_len" in reverse:
-        print(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {args.micro_batch}")
-    return 0
+        print(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
+              if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even 1 token does not")
+    if duration is not None:
+        print(render_duration(duration))
+    return code
+
+
+def est_fields(est: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    """The workload fields for the reverse questions: the user's plus the ZeRO stage fit chose, if any."""
+    out = dict(fields)
+    for a in est.assumptions:
+        if a.name == "zero" and "zero" not in out and "fsdp" not in out:
+            out["zero"] = a.value
+    return out
+
+
+def render_duration(d: Duration) -> str:
+    if d.seconds is None:
+        return "duration: " + "; ".join(d.warnings)
+    line = (f"duration: {format_count(d.tokens)} tokens x {d.flops.per_token:.3g} FLOP/token ({d.flops.formula}) "
+            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key}) = "
+            f"{d.seconds / 3600:,.1f} h wall clock, {d.device_hours or 0:,.1f} device-hours")
+    return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])

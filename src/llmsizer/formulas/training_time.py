@@ -20,6 +20,18 @@ section 4.1, MFU)::
 
 MFU counts the FLOPs of (1); hardware-FLOPs utilisation counts those actually executed, (2) with recomputation.
 Megatron's "% of peak" uses (2)-style counting, so it is an HFU.
+
+Adapters (LoRA, DoRA, QLoRA) on a frozen base of N parameters with N_a trained adapter parameters::
+
+    no recomputation:    F = 4 N + 6 N_a + 12 L d s                                       (4)
+    full recomputation:  F = 6 N + 6 N_a + 16 L d s                                       (5)
+
+The backward pass of a linear layer is two GEMMs of the forward's size: the gradient of its input (2N per token
+over the model) and the gradient of its weight (2N); a frozen weight needs only the first (Kaplan et al. 2020
+section 2.1 splits the 6N the same way; Hu et al. 2021, arXiv 2106.09685, section 4.2: LoRA does not compute
+the gradients of the frozen weights). The adapters train fully (6 N_a) and attention has no weights, so its
+term is unchanged. QLoRA adds the dequantization of the 4-bit base in every forward and backward, which is
+memory-bound work this FLOP count leaves out.
 """
 
 from __future__ import annotations
@@ -42,6 +54,18 @@ def training_flops_per_token(params: float, num_layers: int, attn_width: int, se
     if recompute == "full":
         return 8.0 * params + 16.0 * num_layers * attn_width * seq_len
     return 6.0 * params + 12.0 * num_layers * attn_width * seq_len
+
+
+def adapter_flops_per_token(params: float, adapter_params: float, num_layers: int, attn_width: int, seq_len: int,
+                            recompute: str = "none") -> float:
+    """Eqs. (4)-(5): FLOPs per token [FLOP] when only ``adapter_params`` train over a frozen base of ``params``."""
+    if recompute not in RECOMPUTE_MODES:
+        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
+    if params <= 0 or seq_len <= 0 or adapter_params < 0:
+        raise InputError("params and seq_len must be positive, adapter_params not negative")
+    if recompute == "full":
+        return 6.0 * params + 6.0 * adapter_params + 16.0 * num_layers * attn_width * seq_len
+    return 4.0 * params + 6.0 * adapter_params + 12.0 * num_layers * attn_width * seq_len
 
 
 def megatron_flops_per_iteration(batch: int, seq_len: int, num_layers: int, hidden: int, vocab: int) -> float:

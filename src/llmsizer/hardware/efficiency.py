@@ -106,9 +106,6 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
     return min(1.0, vcpus / threads_per_core / socket_cores)
 
 
-# Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
-# A policy default, not a measurement: recorded as an assumption and settable (--headroom).
-DEFAULT_HEADROOM = 0.10
 
 # When a serving request gives no speed or latency limit, each user should at least get text as fast as people
 # read it: Brysbaert (2019), "How many words do we read per minute? A review and meta-analysis of reading rate",

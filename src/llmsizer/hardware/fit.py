@@ -1,19 +1,14 @@
-"""Does a workload fit on N x device, with a stated headroom? Memory per device from
-``estimate_inference(..., tensor_parallel=t, memory=...)`` (or the training estimate when ``llmsizer.training``
-is installed), and the speed it would run at (``performance.estimate_speed``).
+"""Does a workload fit on N x device, with a stated headroom? Memory per device and the verdict come from the
+estimators (``estimate_inference`` / ``estimate_training`` given the device's memory and the headroom: the one
+rule in ``estimate/verdict.py``), and the speed it would run at from ``performance.estimate_speed``.
 
-Memory budget per device = usable memory x (1 - headroom). Usable memory is the driver-reported size when the
-catalog has one, else the vendor's figure as written (a vendor "80 GB" taken as 80 x 10^9 B, which is
-conservative when the part really has 80 GiB). Apple GPUs may use only the Metal working-set share of unified
-memory (``efficiency.APPLE_GPU_WORKING_SET``); CPUs use RAM, which must not spill into swap. For vLLM the
-headroom is its ``gpu_memory_utilization`` (1 - headroom) and a workload fits when the KV pool admits the
-requested concurrency.
+Usable memory is the catalog's device memory (``Device.memory_bytes``). Apple GPUs may use only the Metal
+working-set share of unified memory (``efficiency.APPLE_GPU_WORKING_SET``); CPUs use RAM, which must not spill
+into swap.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,19 +16,15 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
-from ..formulas.weight_formats import normalize_format, stored_format
+from ..estimate.verdict import check_headroom, headroom_assumption
 from ..inference import estimate_inference
 from ..models import load_model
 from ..result import Assumption, Estimate
-from ..specs import ModelSpec
+from ..specs import InferenceWorkload, ModelSpec
+from ..training import estimate_training
 from ..units import format_bytes
 from . import efficiency as E
 from .performance import SpeedEstimate, estimate_speed
-
-
-def training_available() -> bool:
-    """True when the training estimator (another issue's module) is installed."""
-    return importlib.util.find_spec("llmsizer.training") is not None
 
 
 def default_engine(device: Device, count: int) -> str:
@@ -168,6 +159,13 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     return hit
 
 
+def instance_memory(device: Device, instance: Instance | None, memory: int | None) -> int | None:
+    """The memory a workload gets: ``memory`` when given, else a CPU instance's RAM, else None (the device's)."""
+    if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
+        return int(instance.memory.base)
+    return memory
+
+
 def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
     """A CPU instance's device with its bandwidth scaled to the VM's share of the socket's physical cores
     (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device unchanged when it
@@ -194,25 +192,24 @@ def vm_share_device(device: Device, instance: Instance, assumptions: list[Assump
 
 
 def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
-        headroom: float | None = None, engine: str | None = None, weights: str | None = None, context: int = 4096,
-        concurrency: int = 1, output_tokens: int | None = None, memory: int | None = None,
+        headroom: float | None = None, engine: str | None = None, weights: str | None = None,
+        context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
-    own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine)."""
+    own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
+    format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
+    so ``fit`` and ``infer`` give one answer."""
     spec = load_model(model) if isinstance(model, str) else model
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     n = count or inst_count or 1
+    if n < 1:
+        raise InputError(f"count must be at least 1, got {n}")
     if inst_count and count and count != inst_count:
         raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
-    if not 0 <= (headroom if headroom is not None else 0) < 1:
-        raise InputError(f"headroom must be in [0, 1), got {headroom}")
-    assumptions: list[Assumption] = []
+    hr = check_headroom(headroom)
+    assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
-    reasons: list[str] = []
-    hr = E.DEFAULT_HEADROOM if headroom is None else headroom
-    assumptions.append(Assumption("headroom", hr, headroom is None, "memory kept free on each device "
-                                  "(fragmentation, other processes, no swapping)"))
     eng = engine or default_engine(device, n)
     assumptions.append(Assumption("engine", eng, engine is None, "vLLM on data-center GPUs, llama.cpp on Apple, "
                                   "CPUs and single consumer cards"))
@@ -226,116 +223,91 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     if replicas > 1:
         assumptions.append(Assumption("replicas", replicas, True,
                                       f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
-    if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
-        memory = int(instance.memory.base)  # a CPU instance's RAM is the model's memory
+    memory = instance_memory(device, instance, memory)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
-    fmt = normalize_format(weights) if weights else None
-    if fmt is None:
-        fmt, _, why = stored_format(spec)
-        if eng == "llamacpp" and not fmt.startswith("gguf:"):
-            fmt = "gguf:" + {"fp32": "f32", "fp16": "f16", "bf16": "bf16"}.get(fmt, "f16")
-        assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
     usable, notes = usable_memory(device, memory)
     assumptions.extend(notes)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
-    budget = int(usable * (1 - hr))
     on_cpu = device.kind == "cpu"
-    fields: dict[str, Any] = dict(context=context, concurrency=concurrency, output_tokens=output_tokens,
-                                  weights=fmt, engine=eng, device="cpu" if on_cpu else "gpu",
-                                  tensor_parallel=tp, kv_dtype=kv_dtype, **workload)
-    if eng == "vllm":
-        # vLLM's pool is (1 - headroom) x memory; the CUDA context lives in the rest, so the budget is the device
-        fields.update(memory=usable, gpu_memory_utilization=1 - hr)
-        budget = usable
-    else:
-        fields.update(memory=budget)
-    est = estimate_inference(spec, **fields)
-    loc = "host" if on_cpu else "device"
-    lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-    if eng == "vllm":
-        admitted = int(est.details.get("max_concurrency_at_context", 0))
-        fits = admitted >= concurrency
-        reasons.append(f"vLLM KV pool holds {admitted} sequence(s) of {context} tokens at utilization {1 - hr:.2f}"
-                       + ("" if fits else f"; {concurrency} requested"))
-        mem_used = int(est.details.get("memory_needed", mid))
-    else:
-        fits = mid <= budget
-        mem_used = mid
-        reasons.append(f"needs {format_bytes(mid)} per device of a {format_bytes(budget)} budget "
-                       f"({format_bytes(usable)} x (1 - {hr:g} headroom))")
-        if fits and hi > budget:
-            warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)}")
-    warnings.extend(w for w in est.warnings if not w.startswith("does not fit") and not w.startswith("memory is per device"))
+    est = estimate_inference(spec, context=context, concurrency=concurrency, output_tokens=output_tokens,
+                             weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
+                             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+    d = est.details
+    fmt = str(d.get("weights_format"))
+    fits, budget = bool(d["fits"]), int(d["memory_budget"])
+    lo, mid, hi = est.total("host" if on_cpu else "device")
+    mem_used = mid
+    reasons = [str(d["verdict"])]
+    warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))
     sp = None
     if speed:
-        kvd = str(est.details.get("kv_dtype", "bf16"))
-        prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
-        out = context - prompt
-        sp = _speed_cached(spec, device, tp, str(est.details.get("weights_format", fmt)), prompt, out,
-                           max(1, concurrency // replicas), kvd, "latent",
+        kvd = str(d.get("kv_dtype", "bf16"))
+        prompt, out = prompt_and_output(context, output_tokens)
+        sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                      hi if eng != "vllm" else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                     tuple(assumptions), tuple(warnings), {"usable_memory_per_device": usable})
+                     tuple(assumptions), tuple(warnings),
+                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+
+
+def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:
+    """(prompt tokens, output tokens) of a sequence of ``context`` tokens: output_tokens when given, else
+    min(256, context / 2) generated (the default every speed estimate uses)."""
+    prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
+    return prompt, context - prompt
 
 
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, Any], ...]], Any] = {}
 
 
-def _training_estimate(mod: Any, spec: ModelSpec, fields: dict[str, Any]) -> Any:
+def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     """estimate_training memoised per (spec, fields): per-device training memory does not depend on the device
-    type, so a catalog-wide search evaluates each (device count, ZeRO stage) once, not once per device."""
-    try:
-        key = (id(spec), tuple(sorted(fields.items())))
-        hash(key)
-    except TypeError:
-        return mod.estimate_training(spec, **fields)
+    type, so a catalog-wide search evaluates each (device count, ZeRO stage, memory) once, not once per device."""
+    key = (id(spec), tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items())))
     hit = _TRAINING_CACHE.get(key)
     if hit is None or hit[0] is not spec:
         if len(_TRAINING_CACHE) > 4096:
             _TRAINING_CACHE.clear()
-        hit = (spec, mod.estimate_training(spec, **fields))
+        hit = (spec, estimate_training(spec, **fields))
         _TRAINING_CACHE[key] = hit
-    return hit[1]
+    return hit[1]  # type: ignore[no-any-return]
 
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
-                 headroom: float | None = None, hardware_files: Sequence[str | Path] = (),
-                 **training_fields: Any) -> FitResult:
-    """Fit a training workload using ``llmsizer.training.estimate_training`` when it is installed."""
+                 headroom: float | None = None, memory: int | None = None,
+                 hardware_files: Sequence[str | Path] = (), **training_fields: Any) -> FitResult:
+    """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware``: the per-device
+    memory and verdict are ``estimate_training``'s with the device's memory and the headroom, so ``fit --train``
+    and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
+    stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded."""
     spec = load_model(model) if isinstance(model, str) else model
-    device, inst_count, target, _ = resolve_target(hardware, hardware_files)
+    device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     n = count or inst_count or 1
-    hr = E.DEFAULT_HEADROOM if headroom is None else headroom
-    usable, notes = usable_memory(device)
-    assumptions = [Assumption("headroom", hr, headroom is None, "memory kept free on each device"), *notes]
-    if not training_available():
-        return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", False, None, None,
-                         int(usable * (1 - hr)) if usable else None, hr, None, None, None,
-                         ("training memory not checked: llmsizer.training is not installed",), tuple(assumptions),
-                         ("llmsizer.training is not available; only training time can be estimated",))
-    mod = importlib.import_module("llmsizer.training")
-    budget = int(usable * (1 - hr)) if usable else None
-    fields = dict(training_fields)
+    if n < 1:
+        raise InputError(f"count must be at least 1, got {n}")
+    if inst_count and count and count != inst_count:
+        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+    hr = check_headroom(headroom)
+    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
+    assumptions = [headroom_assumption(headroom), *notes]
+    if usable is None:
+        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
+    fields = {k: v for k, v in training_fields.items() if v is not None}
     fields.setdefault("gpus", n)
-    # With several devices and no sharding given, take the least-sharded ZeRO stage that fits (less
-    # communication first: 0 -> 1 -> 2 -> 3), and record the choice.
-    stages = [fields.get("zero", 0)] if ("zero" in fields or "fsdp" in fields or fields["gpus"] == 1) else [0, 1, 2, 3]
-    try:
-        for stage in stages:
-            trial = dict(fields, zero=stage) if "fsdp" not in fields else dict(fields)
-            est = _training_estimate(mod, spec, trial)
-            need = int(est.total_bytes)
-            if budget is not None and need <= budget:
-                break
-    except (TypeError, AttributeError) as e:
-        raise InputError(f"llmsizer.training.estimate_training could not be used: {e}") from None
+    fields.update(memory=usable, headroom=headroom)
+    stages = ([fields.get("zero", 0)] if ("zero" in fields or "fsdp" in fields or fields["gpus"] == 1)
+              else [0, 1, 2, 3])
+    for stage in stages:
+        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
+        if est.details["fits"]:
+            break
     if len(stages) > 1:
         assumptions.append(Assumption("zero", stage, True, "least-sharded ZeRO stage that fits (0 -> 3)"))
-    fits = budget is not None and need <= budget
-    reason = (f"training needs {format_bytes(need)} per device of a {format_bytes(budget)} budget"
-              if budget else "device memory unknown")
-    return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", fits, need, need, budget, hr, est,
-                     None, None, (reason,), tuple(assumptions), tuple(est.warnings))
+    d = est.details
+    lo, need, hi = est.total("device")
+    return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", bool(d["fits"]), need, hi,
+                     int(d["memory_budget"]), hr, est, None, None, (str(d["verdict"]),), tuple(assumptions),
+                     tuple(est.warnings), {"usable_memory_per_device": usable})

@@ -27,17 +27,27 @@ from typing import Any
 
 from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from ..errors import InputError
+from ..estimate.duration import flops_per_token, recompute_mode, training_duration
+from ..estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.params import count_params
-from ..formulas.training_time import RECOMPUTE_MODES, device_hours, training_flops_per_token, training_seconds
+from ..formulas.training_time import device_hours
 from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
 from ..models import load_model
 from ..result import Assumption
-from ..specs import ModelSpec
+from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..units import format_bytes, format_count
 from . import efficiency as E
-from .fit import FitResult, choose_tensor_parallel, default_engine, fit, fit_training, training_available, usable_memory
-from .performance import attention_width, estimate_speed
+from .fit import (
+    FitResult,
+    choose_tensor_parallel,
+    default_engine,
+    fit,
+    fit_training,
+    prompt_and_output,
+    usable_memory,
+)
+from .performance import estimate_speed
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
 GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
@@ -209,7 +219,8 @@ def _price_text(p: float | None, basis: str) -> str:
     return f"${p:.2f}/h" + (" (power)" if basis == "power" else "")
 
 
-def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurrency: int = 1,
+def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkload.context,
+                        concurrency: int = InferenceWorkload.concurrency,
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True) -> Recommendation:
@@ -220,7 +231,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurre
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = catalog or load_catalog(hardware_files)
-    hr = E.DEFAULT_HEADROOM if c.headroom is None else c.headroom
+    hr = check_headroom(c.headroom)
     cands, rejected = _candidates(cat, c, training=False)
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], Option] = {}
@@ -240,7 +251,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = 4096, concurre
                if first.price_per_hour is not None else "fits and meets every constraint; no option with a price does")
         meets[0] = _replace(first, status="chosen", reasons=(why, *first.reasons))
     rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
-    assumptions = [Assumption("headroom", hr, c.headroom is None, "memory kept free on each device"),
+    assumptions = [headroom_assumption(c.headroom),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
     if reading_floor:
@@ -277,7 +288,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
     if usable is None:
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
-    budget = usable * (1 - hr)
+    budget = memory_budget(usable, hr)
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
     smallest: tuple[int, str] | None = None
@@ -381,8 +392,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
                   output_tokens: int | None) -> tuple[int, float | None, float | None]:
     """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly)."""
-    prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
-    out = context - prompt
+    prompt, out = prompt_and_output(context, output_tokens)
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     for r in range(guess, MAX_REPLICAS + 1):
         per = max(1, math.ceil(concurrency / r))
@@ -477,30 +487,29 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, hr
 
 # ------------------------------------------------------------------------------------------------- training
 
-def recommend_training(model: ModelSpec | str, *, tokens: float, seq_len: int = 4096, recompute: str = "none",
-                       utilization: float | None = None, constraints: Constraints | None = None,
-                       hardware_files: Sequence[str | Path] = (), catalog: HardwareCatalog | None = None,
-                       training_fields: dict[str, Any] | None = None) -> Recommendation:
-    """Rank hardware for training ``model`` on ``tokens`` tokens: time from FLOPs at a utilisation, nodes added
-    until the deadline is met, cost from the hourly price; memory checked when ``llmsizer.training`` exists."""
+def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: float | None = None,
+                       constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
+                       catalog: HardwareCatalog | None = None, training_fields: dict[str, Any] | None = None,
+                       **fields: Any) -> Recommendation:
+    """Rank hardware for training ``model`` on ``tokens`` tokens. The workload is keyword fields of
+    TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
+    ...): memory and verdict per option from ``fit_training``, time from ``estimate.duration`` (the same rules as
+    ``train``, ``fit --train`` and ``plan``), nodes added until the deadline is met, cost from the hourly price."""
     spec = load_model(model) if isinstance(model, str) else model
-    if recompute not in RECOMPUTE_MODES:
-        raise InputError(f"unknown recompute {recompute!r}; choose one of: {', '.join(RECOMPUTE_MODES)}")
     if tokens <= 0:
         raise InputError(f"tokens must be positive, got {tokens}")
+    wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
+    training_fields = wl
     c = constraints or Constraints()
     cat = catalog or load_catalog(hardware_files)
-    factor = E.TRAINING_HFU if recompute == "full" else E.TRAINING_MFU
-    u = utilization if utilization is not None else factor.expected
-    n_params = count_params(spec).active
-    fpt = training_flops_per_token(n_params, spec.num_layers, attention_width(spec), seq_len, recompute)
-    assumptions = [Assumption("utilization", u, utilization is None, factor.source),
-                   Assumption("flops_per_token", fpt, True, "formulas/training_time.py eq. "
-                              + ("(2), full recomputation" if recompute == "full" else "(1)"))]
+    method = str(wl.get("method", "full"))
+    seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))
+    ckpt = wl.get("grad_checkpointing")
+    lora_kw = {k: wl[k] for k in ("rank", "targets") if k in wl}
+    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw)
+    fpt = fl.per_token
+    assumptions: list[Assumption] = []
     warnings: list[str] = []
-    mem_checked = training_available()
-    if not mem_checked:
-        warnings.append("llmsizer.training is not installed: training memory is not checked, only time and cost")
     cands, rejected = _candidates(cat, c, training=True)
     meets: list[Option] = []
     for cand in cands:
@@ -513,19 +522,21 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, seq_len: int = 
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
             continue
         reasons: list[str] = []
-        if mem_checked:
-            try:
-                fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
-                                  headroom=c.headroom, hardware_files=hardware_files, **(training_fields or {}))
-            except (InputError, TypeError, AttributeError) as e:  # another module's API: degrade, do not fail
-                warnings.append(f"training memory not checked: llmsizer.training failed ({e})")
-                mem_checked = False
-            else:
-                if not fr.fits:
-                    rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons))
-                    continue
-                reasons.extend(fr.reasons)
-        one = training_seconds(tokens, fpt, cand.count, peak, u)
+        if dev.memory_bytes is None and cand.memory is None:
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
+            continue
+        fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
+                          memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
+        if not fr.fits:
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons))
+            continue
+        reasons.extend(fr.reasons)
+        dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
+                                grad_checkpointing=ckpt, utilization=utilization, **lora_kw)
+        if not assumptions:
+            assumptions.extend(dur.assumptions)
+            warnings.extend(dur.warnings)
+        one = float(dur.seconds or 0.0)
         nodes = 1
         if c.deadline is not None and one > c.deadline:
             nodes = math.ceil(one / c.deadline)
@@ -556,8 +567,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, seq_len: int = 
             f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {(f0.training_seconds or 0) / 3600:.1f} h)"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
     rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0))
-    workload = {"tokens": tokens, "seq_len": seq_len, "recompute": recompute, "flops_per_token": fpt,
-                "total_flops": fpt * tokens}
+    workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
+                "flops_per_token": fpt, "flops_formula": fl.formula, "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),
                           tuple(assumptions), tuple(warnings))
 

@@ -7,52 +7,29 @@ engine allocates them from ``engines.py`` and the engine modules beside this one
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import engines as E
 from ..errors import InputError
+from ..estimate.formats import engine_weights
+from ..estimate.verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
 from ..formulas.params import count_params
 from ..formulas.tensor_parallel import check_tensor_parallel, shard_weights
-from ..formulas.weight_formats import file_weight_bytes, normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import file_weight_bytes, weight_bytes
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..units import format_bytes
 from .common import Acc, Context
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
-    if w.weights is None and spec.file_weights is not None:
-        acc.assumptions.append(Assumption("weights", "file", True,
-                                          f"exact tensor bytes read from {spec.file_weights.path}"))
-        if w.engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
-            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
-        return "file", w.group_size
-    if w.weights is None:
-        fmt, group, why = stored_format(spec)
-        acc.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
-    else:
-        fmt, group = normalize_format(w.weights), w.group_size
-        acc.assumptions.append(Assumption("weights", fmt, False, "given"))
-    if w.engine == "llamacpp" and not fmt.startswith("gguf:"):
-        if fmt in ("fp32", "fp16", "bf16"):
-            fmt = "gguf:" + ("f32" if fmt == "fp32" else fmt.replace("fp", "f"))
-            acc.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
-        else:
-            raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
-    if w.engine != "llamacpp" and fmt.startswith("gguf:"):
-        acc.warnings.append(f"{w.engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
-                            f"with Transformers'); weights counted in bf16 instead of {fmt}")
-        fmt = "bf16"
-    if fmt in ("gptq-int4", "gptq-int8", "awq-int4"):
-        acc.assumptions.append(Assumption("group_size", group, w.weights is None or w.group_size == 128,
-                                          "quantization group size (GPTQ/AWQ default 128)"))
-    if fmt == "mxfp4" and w.engine == "transformers":
-        acc.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
-                            "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
-    return fmt, group
+    choice = engine_weights(spec, w.engine, w.weights, w.group_size)
+    acc.assumptions.extend(choice.assumptions)
+    acc.warnings.extend(choice.warnings)
+    return choice.fmt, choice.group_size
 
 
 def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) -> str:
@@ -93,6 +70,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     else:
         spec = model
     w = workload if workload is not None else InferenceWorkload(**kwargs)
+    if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
+        w = replace(w, gpu_memory_utilization=1 - w.headroom)  # one convention: vLLM's pool is what headroom leaves
     if w.device == "cpu" and w.engine == "vllm":
         raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
     acc = Acc()
@@ -144,13 +123,17 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
 
 
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
-    loc = "host" if w.device == "cpu" else "device"
-    lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+    """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
+    need against memory x (1 - headroom)."""
     mem = w.memory or 0
-    est.details.update({"memory_budget": mem, "fits": mid <= mem, "headroom_bytes": mem - mid})
-    if mid > mem:
-        acc.warnings.append(f"does not fit: needs {format_bytes(mid)} (range {format_bytes(lo)}-{format_bytes(hi)}) "
-                            f"but the budget is {format_bytes(mem)}")
-    elif hi > mem:
-        acc.warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)} "
-                            f"of the range (budget {format_bytes(mem)})")
+    if w.engine == "vllm":
+        util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
+        v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
+                              est.total("device")[1], mem, util)
+    else:
+        acc.assumptions.append(headroom_assumption(w.headroom))
+        loc = "host" if w.device == "cpu" else "device"
+        lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
+        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom))
+    est.details.update(v.details())
+    acc.warnings.extend(v.warnings)

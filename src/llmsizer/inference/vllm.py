@@ -80,7 +80,7 @@ def compose_vllm(ctx: Context) -> None:
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
     blocks = max(kv_avail, 0) // max(int(per_token_layers * block), 1)
-    ctx.details.update({"kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
+    ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns))})
     acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
@@ -94,9 +94,6 @@ def compose_vllm(ctx: Context) -> None:
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
-    elif admitted < w.concurrency:
-        acc.warnings.append(f"vLLM admits only {int(admitted)} sequences of {w.context} tokens at once "
-                            f"(asked {w.concurrency}); the rest wait in the queue")
     if mns < w.concurrency:
         acc.warnings.append(f"max_num_seqs {mns} caps concurrency below the {w.concurrency} requested")
     if E.CUDA_CONTEXT.expected > w.memory - pool:

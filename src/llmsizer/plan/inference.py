@@ -9,13 +9,13 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
 from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
-from ..hardware import efficiency as E
 from ..hardware.fit import FitResult, choose_tensor_parallel, default_engine, fit
 from ..hardware.recommend import Constraints, recommend_inference
 from ..inference import estimate_inference
@@ -134,9 +134,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             need_typ_est.total(loc)[1] if need_typ_est else None, "B")  # type: ignore[arg-type]
     usable = hw.memory_per_device
-    budget_dev = f_peak.budget_per_device if f_peak else (int(usable * (1 - E.DEFAULT_HEADROOM)) if usable else None)
+    budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
-    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {E.DEFAULT_HEADROOM:g} headroom)")
+    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
+            "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",

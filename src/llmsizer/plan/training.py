@@ -9,16 +9,16 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..estimate.duration import training_duration_for
+from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import run_cost
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
 from ..formulas.training_states import DTYPE_BYTES, recipe, state_bytes_per_param
-from ..formulas.training_time import device_hours, training_flops_per_token, training_seconds
+from ..formulas.training_time import device_hours
 from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
-from ..hardware import efficiency as E
-from ..hardware.performance import attention_width
 from ..hardware.recommend import Constraints, recommend_training
 from ..inference import estimate_inference
 from ..models import load_model
@@ -94,7 +94,6 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     micro = s.micro_batch or 1
     accum = s.grad_accumulation or 1
     per_epoch, tokens, tokens_how = _tokens(job, seq_len, notes)
-    recompute = "full" if s.grad_checkpointing == "full" else "none"
     deadline = deadline_seconds(job, req, ctx.today, notes)
 
     # ---- hardware: what the request names, or a suggestion ----
@@ -106,8 +105,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
                        if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload")}
         try:
-            rec = recommend_training(spec, tokens=tokens, seq_len=seq_len, recompute=recompute,
-                                     utilization=s.utilization,
+            rec = recommend_training(spec, tokens=tokens, utilization=s.utilization,
                                      constraints=Constraints(deadline=deadline, max_cost=budget),
                                      hardware_files=ctx.hardware_files, catalog=ctx.cat(),
                                      training_fields=base_fields)
@@ -125,23 +123,23 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             hw = none_hardware(job.resources)
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
-    est = _estimate(spec, fields)
+    usable = hw.memory_per_device
+    est = _estimate(spec, dict(fields, memory=usable) if usable else fields)
     w_prec = str(fields.get("precision", "bf16-mixed"))
 
-    # ---- memory ----
+    # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
     mem = Sec("memory", "Memory per device")
     need_lo, need, need_hi = est.total("device")
     mem.add("need", "training needs per device (expected)", need, "B", "peak over the moments of a step: model states "
             "+ activations + transients (llmsizer.training)", "training/compose.py")
     mem.add("need_high", "training needs per device (high end)", need_hi, "B", "upper end of the ranges")
-    headroom = E.DEFAULT_HEADROOM
-    usable = hw.memory_per_device
-    budget_dev = int(usable * (1 - headroom)) if usable else None
+    budget_dev = est.details.get("memory_budget") if usable else None
+    headroom = est.details.get("headroom", DEFAULT_HEADROOM)
     mem.add("usable", "memory of one device", usable, "B",
             "resources.memory" if job.resources.memory else "catalog (driver-reported size if sourced)")
     mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {headroom:g} headroom)",
-            "hardware/efficiency.py DEFAULT_HEADROOM")
-    fits = budget_dev is not None and need <= budget_dev
+            "estimate/verdict.py eq. (1)")
+    fits = bool(est.details["fits"]) if budget_dev is not None else False
     mem.add("fits", "fits", fits if budget_dev is not None else None, "bool")
     inf = estimate_inference(spec, context=seq_len, concurrency=micro, weights="bf16", dtype="bf16")
     inf_need = inf.total("device")[1]
@@ -159,28 +157,19 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
 
     # ---- duration ----
     dur = Sec("duration", "Duration")
-    peak_dtype = "fp32" if hw.device_kind == "cpu" else "bf16"
-    peak = device.peak_flops(peak_dtype)[0] if device is not None else None
-    factor = E.TRAINING_HFU if recompute == "full" else E.TRAINING_MFU
-    util = s.utilization if s.utilization is not None else factor.expected
-    notes.assumptions.append(Assumption("utilization", util, s.utilization is None, factor.source))
-    fpt = training_flops_per_token(pc.active, spec.num_layers, attention_width(spec), seq_len, recompute)
     dp = gpus // ((s.tp or 1) * (s.pp or 1))
     tokens_per_step = micro * seq_len * accum * dp
     dur.add("tokens", "tokens to train on", tokens, "tokens", tokens_how)
-    dur.add("flops_per_token", "FLOPs per token", fpt, "FLOP", "6N + 12 L d s" if recompute == "none" else
-            "8N + 16 L d s (full recomputation)", "formulas/training_time.py eqs. (1)-(2)")
-    if job.method != "full":
-        notes.assumptions.append(Assumption("peft_flops", "6N counted", True, "the 6N + 12Lds count includes weight "
-                                            "gradients a frozen base does not compute (about 4N for LoRA, Hu et al. "
-                                            "2021 section 4.2): the duration is an upper bound"))
     secs = None
-    if tokens and peak:
-        secs = training_seconds(tokens, fpt, gpus, peak, util)
-    elif tokens and device is not None:
-        notes.warnings.append(f"{device.id} has no sourced {peak_dtype} peak FLOP/s: duration not estimated")
+    util = s.utilization
+    if tokens and device is not None:
+        d = training_duration_for(spec, device, gpus, tokens, fields, s.utilization)  # the one duration rule
+        util, secs = d.utilization, d.seconds
+        notes.assumptions.extend(d.assumptions)
+        notes.warnings.extend(d.warnings)
+        dur.add("flops_per_token", "FLOPs per token", d.flops.per_token, "FLOP", d.flops.formula, d.flops.source)
     dur.add("seconds", "wall-clock (estimated)", secs, "s", f"tokens x FLOPs/token / ({gpus} devices x peak x "
-            f"{util:.3g} utilization)", "formulas/training_time.py eq. (3)")
+            f"{util if util is not None else 'default'} utilization)", "formulas/training_time.py eq. (3)")
     steps = math.ceil(tokens / tokens_per_step) if tokens else None
     dur.add("tokens_per_step", "tokens per optimizer step", tokens_per_step, "tokens",
             f"micro_batch {micro} x seq_len {seq_len} x grad_accumulation {accum} x data-parallel {dp}")

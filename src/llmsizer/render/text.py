@@ -56,8 +56,9 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
     if "peak_phase" in d:
         out.append(f"peak at: {d['peak_phase']}")
     if "fits" in d:
-        out.append(f"fits in {format_bytes(d['memory_budget'])}: {'yes' if d['fits'] else 'NO'} "
-                   f"(headroom {format_bytes(d['headroom_bytes'])})")
+        left = (f"; {format_bytes(d['headroom_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
+                and d["fits"] else "")
+        out.append(f"fits: {'yes' if d['fits'] else 'NO'} ({d['verdict']}{left})")
     out.append("assumptions: " + "; ".join(
         f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in est.assumptions))
     for w in est.warnings:

@@ -79,7 +79,8 @@ class TrainingWorkload:
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
-    memory: device memory budget [bytes]; None: not checked.
+    memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
+        eq. 1); None: DEFAULT_HEADROOM.
     """
 
     method: str = "full"
@@ -110,6 +111,7 @@ class TrainingWorkload:
     offload: str = "none"
     gpus_per_node: int = 8
     memory: int | None = None
+    headroom: float | None = None
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
@@ -164,6 +166,8 @@ class TrainingWorkload:
                              "the precision recipe says")
         if self.memory is not None and self.memory <= 0:
             raise InputError(f"memory must be positive, got {self.memory}")
+        if self.headroom is not None and not 0 <= self.headroom < 1:
+            raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
 
     @property
     def dora(self) -> bool:

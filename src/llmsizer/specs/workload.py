@@ -21,7 +21,9 @@ class InferenceWorkload:
     output_tokens: tokens generated per sequence (part of ``context``); None: engine default.
     weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
     kv_dtype: KV cache dtype; None: the engine default.
-    memory: device memory budget [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
+    memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
+    headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: DEFAULT_HEADROOM, or for vLLM
+        1 - gpu_memory_utilization.
     """
 
     context: int = 4096
@@ -32,6 +34,7 @@ class InferenceWorkload:
     device: str = "gpu"
     engine: str = "transformers"
     memory: int | None = None
+    headroom: float | None = None
     attention: str = "sdpa"
     dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
     group_size: int = 128
@@ -58,6 +61,8 @@ class InferenceWorkload:
             raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
         if self.memory is not None and self.memory <= 0:
             raise InputError(f"memory must be positive, got {self.memory}")
+        if self.headroom is not None and not 0 <= self.headroom < 1:
+            raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",

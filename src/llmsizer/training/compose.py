@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import engines as E
 from ..errors import InputError
+from ..estimate.verdict import check_headroom, headroom_assumption, memory_verdict
 from ..formulas.activations import prefill_activation_bytes
 from ..formulas.parallelism import DDP_BUCKET_CAP_BYTES
 from ..formulas.params import count_params
@@ -38,6 +39,9 @@ WHY_16_VS_18 = (
     "6 weights = fp32 + half copy, 4 fp32 grads, 8 Adam) describes PyTorch AMP / HF Trainer, where the fp32 "
     "model is the master, autocast makes the half copy, and gradients are fp32. Megatron bf16 is also 18 "
     "(2 + 4 fp32 main grads + 4 + 8). Activations come on top of either.")
+
+MODEL_STATE_PARTS = ("weights", "master_weights", "gradients", "main_grads", "optimizer_states",
+                     "autocast_weight_copies")
 
 COMPONENT_FORMULA = {
     "activations": ("saved activations of the decoder layers", ACT_SRC),
@@ -92,19 +96,17 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         results.append((st, stage_timeline(ctx, st)))
     st, tl = max(results, key=lambda r: r[1].peak.total)
     _items(ctx, st, tl, acc)
-    _explain(ctx, acc)
+    _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
     details["peak_phase"] = tl.peak.name + (f" (pipeline stage {st.stage})" if w.pp > 1 else "")
     est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
-    if w.memory is not None:
+    if w.memory is not None:  # the one fit rule (estimate/verdict.py)
+        acc.assumptions.append(headroom_assumption(w.headroom))
         lo, mid, hi = est.total("device")
-        details.update({"memory_budget": w.memory, "fits": mid <= w.memory, "headroom_bytes": w.memory - mid})
-        if mid > w.memory:
-            acc.warnings.append(f"does not fit: needs {format_bytes(mid)} per device (range {format_bytes(lo)}-"
-                                f"{format_bytes(hi)}) but the budget is {format_bytes(w.memory)}")
-        elif hi > w.memory:
-            acc.warnings.append(f"fits at the expected {format_bytes(mid)} but not at the high end {format_bytes(hi)}")
+        v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom))
+        details.update(v.details())
+        acc.warnings.extend(v.warnings)
         est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     return est
 
@@ -216,7 +218,7 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     return text
 
 
-def _explain(ctx: TrainingContext, acc: Acc) -> None:
+def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     rec, opt = ctx.recipe, ctx.optimizer
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
@@ -237,6 +239,18 @@ def _explain(ctx: TrainingContext, acc: Acc) -> None:
     parts.append(f"{sb:g} {opt.name}")
     value = f"{rec.bytes_per_param(sb):g} B per trained param = " + " + ".join(parts)
     acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
+    # The recipe adds up every state a step allocates; they are not all live at the peak (timeline.py).
+    trained = count_params(ctx.spec).total
+    live = {k: v for k, v in tl.peak.parts.items() if k in MODEL_STATE_PARTS and v}
+    if trained and live:
+        at_peak = sum(live.values()) / trained
+        acc.assumptions.append(Assumption(
+            "model_state_bytes_per_param_at_peak", round(at_peak, 2), True,
+            f"live at the peak ({tl.peak.name}): " + " + ".join(f"{k} {v / trained:.2f}" for k, v in live.items())
+            + " B/param (per device, after sharding). The per-param sum above never is live at once: the "
+            "autocast half copies exist from the forward to the end of the backward, gradients appear during "
+            "the backward (zero_grad(set_to_none=True) frees them after the step), so the peak holds less than "
+            "the sum"))
 
 
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:

@@ -1,5 +1,7 @@
 """The reverse questions for training: the largest micro-batch, or sequence length, that fits a memory budget.
 
+"Fits" is the one rule of estimate/verdict.py: the chosen end of the range within memory x (1 - headroom).
+
 Per-device memory is non-decreasing in micro-batch and in sequence length (every activation term of
 ``formulas/training_activations.py`` grows with tokens; model states do not depend on them), so the largest
 value that fits is found by bisection.
@@ -11,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.verdict import check_headroom, memory_budget
 from ..specs import ModelSpec, TrainingWorkload
 from .compose import _load, estimate_training
 
@@ -40,12 +43,13 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     kwargs.pop("memory", None)
-    return _load(model), TrainingWorkload(**kwargs), memory, LEVELS[level]
+    budget = memory_budget(memory, check_headroom(kwargs.pop("headroom", None)))
+    return _load(model), TrainingWorkload(**kwargs), budget, LEVELS[level]
 
 
 def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
     """Largest micro-batch (sequences per device per forward) of ``seq_len`` tokens that fits ``memory`` bytes
-    per device; 0 if even one sequence does not fit.
+    per device (less the headroom); 0 if even one sequence does not fit.
 
     >>> max_micro_batch("qwen2.5-0.5b", 80 * 2**30, seq_len=2048) > 1
     True

@@ -1,0 +1,148 @@
+"""The workload flags, one group per kind of workload, shared by ``infer``, ``train``, ``fit`` and ``recommend``.
+
+One name per concept and one set of defaults: every flag defaults to None and the workload dataclass
+(``specs.InferenceWorkload``, ``specs.TrainingWorkload``) applies its own default, which the estimate records as
+an assumption. The help texts quote those defaults from the dataclasses, so they cannot drift.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..estimate.verdict import DEFAULT_HEADROOM
+from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
+from ..specs.training import (
+    FSDP_MODES,
+    GRAD_CHECKPOINTING,
+    METHODS,
+    OFFLOAD,
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    PRECISIONS,
+    STATE_DTYPES,
+)
+from .common import count_arg, tokens_arg
+
+IW, TW = InferenceWorkload, TrainingWorkload
+
+
+def headroom_arg(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"headroom must be a number in [0, 1), got {text!r}") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"headroom must be in [0, 1), got {text}")
+    return v
+
+
+def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
+    p.add_argument("--headroom", type=headroom_arg,
+                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
+                        "gpu_memory_utilization)")
+
+
+def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
+    p.add_argument("--attention", choices=ATTENTION_IMPLS, help=f"attention kernel (default {IW.attention})")
+
+
+def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
+                       attention: bool = True) -> None:
+    """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
+    unless ``engine`` is kept)."""
+    g = p.add_argument_group("inference workload")
+    g.add_argument("--weights", help="weight format (default: the checkpoint's stored format; GGUF for llama.cpp); "
+                   "see `llmsizer formats`")
+    g.add_argument("--context", type=tokens_arg,
+                   help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
+    g.add_argument("--concurrency", type=count_arg, help=f"sequences at once (default {IW.concurrency})")
+    g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
+    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: the engine's)")
+    if engine:
+        g.add_argument("--engine", choices=ENGINES, help=f"serving engine (default {IW.engine})")
+    if attention:
+        add_attention_arg(g)
+    g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
+    g.add_argument("--group-size", type=int, help=f"GPTQ/AWQ group size (default {IW.group_size})")
+    g.add_argument("--block-size", type=int, dest="paged_block_size", help="paged KV block (vLLM default 16)")
+    g.add_argument("--gpu-memory-utilization", type=float, help="vLLM (default 0.9, or 1 - --headroom)")
+    g.add_argument("--max-num-seqs", type=int, help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
+    g.add_argument("--max-num-batched-tokens", type=int,
+                   help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
+    if tensor_parallel:
+        g.add_argument("--tp", "--tensor-parallel", type=int, dest="tensor_parallel",
+                       help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
+    g.add_argument("--n-gpu-layers", type=int, help="llama.cpp layers offloaded (default: all)")
+    g.add_argument("--ubatch", type=int, dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+
+
+INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
+                    "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch")
+
+
+def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """InferenceWorkload keyword fields the user gave (the dataclass supplies the rest)."""
+    return {k: getattr(args, k) for k in INFERENCE_FIELDS if getattr(args, k, None) is not None}
+
+
+def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> None:
+    g = p.add_argument_group("training workload")
+    g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
+    g.add_argument("--rank", type=int, help=f"LoRA rank r (default {TW.rank})")
+    g.add_argument("--alpha", type=int, help="LoRA alpha (recorded; no memory effect)")
+    g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
+                   f"(default {','.join(TW.targets)})")
+    g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
+                   "precision)")
+    g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
+    g.add_argument("--optimizer", choices=OPTIMIZERS, help="default adamw (qlora: paged-adamw)")
+    g.add_argument("--optimizer-state-dtype", choices=STATE_DTYPES)
+    g.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, help="torch optimizer kernel (default fused)")
+    g.add_argument("--precision", choices=PRECISIONS,
+                   help=f"precision recipe (default {TW.precision}: PyTorch AMP / HF Trainer --bf16)")
+    g.add_argument("--batch", "--micro-batch", type=count_arg, dest="micro_batch",
+                   help=f"sequences per device per forward (default {TW.micro_batch})")
+    g.add_argument("--seq", "--seq-len", type=tokens_arg, dest="seq_len",
+                   help=f"tokens per training sequence; 4k = 4096 (default {TW.seq_len})")
+    g.add_argument("--grad-accumulation", type=int, help=f"micro-batches per optimizer step (default "
+                   f"{TW.grad_accumulation})")
+    g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
+                   help=f"activation checkpointing (default {TW.grad_checkpointing})")
+    if attention:
+        add_attention_arg(g)
+    g.add_argument("--packing", action="store_true", default=None,
+                   help="several documents per row (block-diagonal mask)")
+    g.add_argument("--loss-chunks", type=int, help="cross-entropy chunks (torchtune: 8; default 1)")
+    g.add_argument("--optimizer-in-backward", action="store_true", default=None,
+                   help="update each parameter during backward")
+    g.add_argument("--gpus", type=int, help="devices in total (default 1; fit/recommend: the devices they place)")
+    g.add_argument("--zero", type=int, help="DeepSpeed ZeRO stage 0-3 (default 0; fit/recommend on several "
+                   "devices: the least-sharded stage that fits)")
+    g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
+    g.add_argument("--tp", type=int, help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=int, help="pipeline-parallel stages (default 1)")
+    g.add_argument("--ep", type=int, help="expert-parallel degree, MoE (default 1)")
+    g.add_argument("--sequence-parallel", action="store_true", default=None,
+                   help="Megatron sequence parallelism (needs --tp)")
+    g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none)")
+    g.add_argument("--gpus-per-node", type=int, help=f"for --fsdp hybrid (default {TW.gpus_per_node})")
+    g.add_argument("--tokens", type=count_arg, help="tokens to train on, for the duration (e.g. 10B)")
+    g.add_argument("--utilization", type=float, help="model FLOPs utilisation for the duration (default: "
+                   "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
+
+
+TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
+                   "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
+                   "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
+                   "gpus_per_node")
+
+
+def training_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """TrainingWorkload keyword fields the user gave (the dataclass supplies the rest)."""
+    out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
+    if out.get("method", TW.method) == "full":
+        out.pop("targets", None)  # LoRA targets do not apply
+    return out

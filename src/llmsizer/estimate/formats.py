@@ -1,0 +1,71 @@
+"""Which weight format an engine runs: the one rule for ``infer``, ``fit``, ``recommend`` and ``plan``.
+
+- A model file (folder with safetensors, or .gguf) is sized from its exact tensor bytes; llama.cpp needs a .gguf.
+- No format given: the checkpoint's stored format (``formulas.weight_formats.stored_format``). llama.cpp runs
+  GGUF files, so an unquantized checkpoint is taken as the GGUF file llama.cpp's converter writes from it at the
+  same precision (convert_hf_to_gguf.py ``--outtype`` f32 / f16 / bf16), and an MXFP4 checkpoint (gpt-oss) as
+  ``gguf:mxfp4_moe`` (llama.cpp's MXFP4_MOE file type keeps the experts in MXFP4, src/llama-quant.cpp). Other
+  quantized checkpoints (GPTQ, AWQ, FP8, bitsandbytes) have no GGUF counterpart: the user names one.
+- GGUF formats on vLLM or transformers: both dequantize GGUF on load (transformers docs "GGUF and interaction with
+  Transformers"), so the weights count in bf16, with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..formulas.weight_formats import normalize_format, stored_format
+from ..result import Assumption
+from ..specs import ModelSpec
+
+GGUF_FROM_STORED = {"fp32": "gguf:f32", "fp16": "gguf:f16", "bf16": "gguf:bf16", "mxfp4": "gguf:mxfp4_moe"}
+GROUPED = ("gptq-int4", "gptq-int8", "awq-int4")
+
+
+@dataclass
+class FormatChoice:
+    """The format an estimate uses ('file' for a model file's exact bytes), its group size, and why."""
+
+    fmt: str
+    group_size: int
+    assumptions: list[Assumption] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = 128) -> FormatChoice:
+    """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default)."""
+    if weights is None and spec.file_weights is not None:
+        if engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
+            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
+        return FormatChoice("file", group_size, [Assumption("weights", "file", True,
+                                                            f"exact tensor bytes read from {spec.file_weights.path}")])
+    out = FormatChoice("", group_size)
+    if weights is None:
+        fmt, out.group_size, why = stored_format(spec)
+        if engine == "llamacpp" and not fmt.startswith("gguf:"):
+            if fmt not in GGUF_FROM_STORED:
+                raise InputError(f"engine llamacpp runs GGUF formats; {spec.name} is stored as {fmt!r}, which has no "
+                                 "GGUF counterpart: name one (e.g. --weights q4_k_m or q8_0)")
+            fmt, why = GGUF_FROM_STORED[fmt], f"the GGUF llama.cpp converts the checkpoint to ({why} -> {fmt})"
+        out.assumptions.append(Assumption("weights", fmt, True, f"checkpoint's stored format ({why})"))
+    else:
+        fmt = normalize_format(weights)
+        out.assumptions.append(Assumption("weights", fmt, False, "given"))
+        if engine == "llamacpp" and not fmt.startswith("gguf:"):
+            if fmt not in ("fp32", "fp16", "bf16"):
+                raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
+            fmt = GGUF_FROM_STORED[fmt]
+            out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
+    if engine != "llamacpp" and fmt.startswith("gguf:"):
+        out.warnings.append(f"{engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
+                            f"with Transformers'); weights counted in bf16 instead of {fmt}")
+        fmt = "bf16"
+    if fmt in GROUPED:
+        out.assumptions.append(Assumption("group_size", out.group_size, weights is None or group_size == 128,
+                                          "quantization group size (GPTQ/AWQ default 128)"))
+    if fmt == "mxfp4" and engine == "transformers":
+        out.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
+                            "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
+    out.fmt = fmt
+    return out

@@ -1,0 +1,98 @@
+"""Does it fit? The one rule every command uses: headroom, budget and verdict.
+
+    budget = device memory x (1 - headroom)                                                   (1)
+    fits   = expected need <= budget                                                          (2)
+    vLLM:  fits = sequences the KV pool admits >= concurrency, with gpu_memory_utilization = 1 - headroom   (3)
+
+(1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for allocator
+fragmentation, other processes and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
+and the verdict states that it uses the expected (middle) value of the range; when the high end does not fit a
+warning says so. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences
+its KV pool holds (vllm/worker/gpu_worker.py ``determine_available_memory``); its default 0.9 equals
+1 - DEFAULT_HEADROOM, so the two conventions coincide when neither is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..result import Assumption
+from ..units import format_bytes
+
+# Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
+# A policy default, not a measurement: recorded as an assumption and settable (--headroom).
+DEFAULT_HEADROOM = 0.10
+HEADROOM_WHY = "memory kept free on each device (fragmentation, other processes, no swapping)"
+
+
+def check_headroom(headroom: float | None) -> float:
+    """The headroom in force: ``headroom`` validated, or DEFAULT_HEADROOM when None."""
+    if headroom is None:
+        return DEFAULT_HEADROOM
+    if not 0 <= headroom < 1:
+        raise InputError(f"headroom must be in [0, 1), got {headroom}")
+    return float(headroom)
+
+
+def headroom_assumption(headroom: float | None) -> Assumption:
+    return Assumption("headroom", check_headroom(headroom), headroom is None, HEADROOM_WHY)
+
+
+def memory_budget(usable: int, headroom: float) -> int:
+    """Eq. (1): bytes a workload may use on a device of ``usable`` bytes."""
+    return int(usable * (1 - headroom))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The fit verdict for one device: need against budget, and why."""
+
+    fits: bool
+    need: int  # expected bytes per device
+    need_high: int
+    usable: int  # device memory
+    headroom: float
+    budget: int  # usable x (1 - headroom)
+    basis: str  # "expected" (eq. 2) or "vllm-admission" (eq. 3)
+    reason: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def headroom_bytes(self) -> int:
+        return self.budget - self.need
+
+    def details(self) -> dict[str, object]:
+        return {"fits": self.fits, "memory_budget": self.budget, "device_memory": self.usable,
+                "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "verdict_basis": self.basis,
+                "verdict": self.reason}
+
+
+def memory_verdict(need: int, need_high: int, usable: int, headroom: float) -> Verdict:
+    """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]."""
+    budget = memory_budget(usable, headroom)
+    fits = need <= budget
+    reason = (f"needs {format_bytes(need)} per device of a {format_bytes(budget)} budget "
+              f"({format_bytes(usable)} x (1 - {headroom:g} headroom))")
+    warnings: tuple[str, ...] = ()
+    if not fits:
+        warnings = (f"does not fit: needs {format_bytes(need)} (high end {format_bytes(need_high)}) but the budget "
+                    f"is {format_bytes(budget)} ({format_bytes(usable)} x (1 - {headroom:g} headroom))",)
+    elif need_high > budget:
+        warnings = (f"fits at the expected {format_bytes(need)} but not at the high end {format_bytes(need_high)} "
+                    f"of the range (budget {format_bytes(budget)})",)
+    return Verdict(fits, need, need_high, usable, headroom, budget, "expected", reason, warnings)
+
+
+def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,
+                      utilization: float) -> Verdict:
+    """Eq. (3): vLLM fits when its KV pool admits ``concurrency`` sequences of ``context`` tokens."""
+    fits = admitted >= concurrency
+    budget = int(usable * utilization)
+    reason = (f"vLLM KV pool holds {admitted} sequence(s) of {context} tokens at utilization {utilization:.2f}"
+              + ("" if fits else f"; {concurrency} requested"))
+    warnings: tuple[str, ...] = ()
+    if not fits:
+        warnings = (f"does not fit: vLLM admits {admitted} sequence(s) of {context} tokens at once, "
+                    f"{concurrency} requested (gpu_memory_utilization {utilization:.2f} of {format_bytes(usable)})",)
+    return Verdict(fits, need, need, usable, 1 - utilization, budget, "vllm-admission", reason, warnings)
