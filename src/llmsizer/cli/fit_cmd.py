@@ -9,9 +9,9 @@ from ..formulas.training_time import RECOMPUTE_MODES, device_hours, training_flo
 from ..hardware import efficiency as E
 from ..hardware.fit import FitResult, fit, fit_training, resolve_target
 from ..hardware.performance import attention_width
-from ..render.text import table
+from ..render.fit_text import render_fit
 from ..specs import DTYPES, ENGINES
-from ..units import format_bytes, format_count
+from ..units import format_count
 from .common import add_model_args, bytes_arg, count_arg, emit_json, resolve_model, tokens_arg
 
 EPILOG = """examples:
@@ -124,36 +124,3 @@ def _training_time(spec: Any, args: argparse.Namespace) -> dict[str, Any]:
             "utilization": factor.expected, "utilization_source": factor.source, "seconds": secs,
             "device_hours": device_hours(secs, n), "price_per_hour": price,
             "cost": price * secs / 3600 if price is not None else None}
-
-
-def render_fit(r: FitResult) -> str:
-    out = [f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
-           f"[{r.engine}, {r.weights_format}, TP {r.tensor_parallel}" + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]"]
-    for why in r.reasons:
-        out.append(f"  {why}")
-    if r.memory_per_device is not None and r.budget_per_device is not None:
-        out.append(f"  memory per device {format_bytes(r.memory_per_device)}, budget {format_bytes(r.budget_per_device)}, "
-                   f"headroom left {format_bytes(r.headroom_bytes or 0)}")
-    s = r.speed
-    if s is not None:
-        rows = []
-        if s.prefill is not None:
-            rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s", f"{s.prefill_tokens_per_second:,.0f} tokens/s",
-                         s.prefill.bound, _roof(s.roofline_prefill)])
-        if s.decode is not None:
-            rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
-                         f"{s.tokens_per_second:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
-                         s.decode.bound, _roof(s.roofline_decode)])
-        if rows:
-            out.append(table(rows, ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]))
-        for w in s.warnings:
-            out.append(f"warning: {w}")
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
-                                           for a in (*r.assumptions, *(s.assumptions if s else ()))))
-    for w in r.warnings:
-        out.append(f"warning: {w}")
-    return "\n".join(out)
-
-
-def _roof(rf: Any) -> str:
-    return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""

@@ -134,6 +134,14 @@ class Recommendation:
                 "advice": list(self.advice), "quantization": list(self.quantization),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)}
 
+    def __str__(self) -> str:
+        from ..render.notebook import recommendation_text
+        return recommendation_text(self)
+
+    def _repr_html_(self) -> str:
+        from ..render.notebook import recommendation_html
+        return recommendation_html(self)
+
 
 @dataclass
 class _Candidate:
