@@ -112,6 +112,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Recommendation:
+    """Ranked hardware options (``options[0]`` is chosen), the rejections with reasons, advice, assumptions, warnings."""
+
     kind: str
     model: str
     workload: dict[str, Any]
