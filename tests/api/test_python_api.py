@@ -296,3 +296,43 @@ def test_plan_html_has_checks_totals_and_escapes_the_request(tmp_path):
     assert [r[:2] for r in totals] == [[f.label, format_value(f.value, f.unit)] for f in plan.totals.figures
                                        if f.value is not None]
     assert len(totals) >= 3
+
+
+def test_str_of_a_training_fit_is_what_llmsizer_fit_train_prints():
+    from llmsizer.hardware.fit import fit_training
+    r = fit_training("qwen2.5-0.5b", "rtx-4090")
+    printed = cli("fit", "qwen2.5-0.5b", "--device", "rtx-4090", "--train")
+    assert "training on 1 x rtx-4090" in printed
+    assert str(r) == printed.rstrip("\n")
+    frag = r._repr_html_()
+    p = parse(frag)
+    self_contained(frag, p)
+    assert r.estimate is not None
+    check_breakdown(table(p, "breakdown"), r.estimate)
+
+
+def test_training_recommendation_html_lists_the_options():
+    rec = llmsizer.recommend_training("qwen2.5-0.5b", tokens=1e9, constraints=llmsizer.Constraints(cloud_only=True))
+    frag = rec._repr_html_()
+    p = parse(frag)
+    self_contained(frag, p)
+    rows = table(p, "options")
+    assert rows[0][1:4] == ["option", "hardware", "cost"]
+    assert [r[1] for r in rows[1:]] == [o.target for o in rec.options[:8]]
+    assert str(rec).splitlines()[1] in "".join(p.text)  # the FLOP line the CLI prints
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").glob("*.yaml")))
+def test_every_example_plan_prints_as_the_cli_and_renders(example):
+    plan = llmsizer.plan_file(str(ROOT / "examples" / example))
+    assert str(plan) == cli("plan", str(ROOT / "examples" / example)).rstrip("\n")
+    frag = plan._repr_html_()
+    p = parse(frag)
+    self_contained(frag, p)
+    checks = [c for c, _ in p.tables].count("checks")
+    assert checks == (1 if plan.checks else 0)
+    text = "".join(p.text)
+    for j in plan.jobs:
+        assert j.summary in text
+        for w in j.warnings:
+            assert w in text
