@@ -6,7 +6,13 @@ The public API (no torch/transformers import happens here):
 >>> est = llmsizer.estimate_inference("llama-3.1-8b", context=8192, concurrency=4)
 >>> sorted(i.name for i in est.items)[:3]
 ['activations', 'allocator_cache', 'cuda_context']
+
+Results print as the table the CLI prints (``print(est)``), render as an HTML table in Jupyter, and keep
+``to_dict()`` for JSON. ``dir(llmsizer)`` lists the public names; ``help(llmsizer.NAME)`` documents each.
+docs/python-api.md walks through a notebook session.
 """
+
+from typing import TYPE_CHECKING
 
 from .errors import (
     HubUnavailableError,
@@ -30,16 +36,47 @@ _LAZY = {
     "Constraints": "hardware.recommend", "recommend_inference": "hardware.recommend",
     "recommend_training": "hardware.recommend", "load_catalog": "catalog.hardware",
     "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
+    "FitResult": "hardware.fit", "Recommendation": "hardware.recommend", "Plan": "plan",
 }
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
+    from .catalog.hardware import find_hardware, load_catalog
+    from .formulas.kv_cache import kv_cache
+    from .formulas.params import count_params
+    from .formulas.weight_formats import format_names, weight_bytes
+    from .hardware.fit import FitResult, fit
+    from .hardware.performance import estimate_speed
+    from .hardware.recommend import Constraints, Recommendation, recommend_inference, recommend_training
+    from .inference import estimate_inference
+    from .models import load_model
+    from .plan import Plan, make_plan, plan_file
+    from .request import load_request
+    from .reverse import max_concurrency, max_context
+    from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+    from .training import estimate_training, max_micro_batch, max_seq_len
+
+
+# Written out (not built from _LAZY) so linters and type checkers read it; tests/api checks the two agree.
+__all__ = [
+    "Assumption", "Estimate", "HubUnavailableError", "InputError", "Item", "LlmsizerError", "ModelFileError",
+    "UnknownNameError", "UnsupportedArchitectureError", "__version__",
+    "kv_cache", "count_params", "format_names", "weight_bytes", "estimate_inference", "load_model",
+    "max_concurrency", "max_context", "InferenceWorkload", "ModelSpec", "TrainingWorkload", "estimate_training",
+    "max_micro_batch", "max_seq_len", "fit", "estimate_speed", "Constraints", "recommend_inference",
+    "recommend_training", "load_catalog", "find_hardware", "make_plan", "plan_file", "load_request",
+    "FitResult", "Recommendation", "Plan",
+]
 
 
 def __getattr__(name: str) -> object:
+    """Load a public name of ``_LAZY`` from its module on first use."""
     if name in _LAZY:
         import importlib
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'llmsizer' has no attribute {name!r}")
 
-__all__ = [
-    "Assumption", "Estimate", "HubUnavailableError", "InputError", "Item", "LlmsizerError", "ModelFileError",
-    "UnknownNameError", "UnsupportedArchitectureError", "__version__", *_LAZY,
-]
+
+
+def __dir__() -> list[str]:
+    """The public API (``__all__``, including the lazily loaded names) and the module's own attributes."""
+    return sorted(set(__all__) | set(globals()))

@@ -52,6 +52,14 @@ class Assumption:
 
 @dataclass(frozen=True)
 class Estimate:
+    """A memory estimate: the components (``items``), the values it assumed, and warnings.
+
+    ``total(location)`` sums the items at ``"device"`` (GPU memory) or ``"host"`` (RAM) as (low, expected, high)
+    bytes; ``item(name)`` finds one component; ``details`` holds the figures a renderer may show (parameter counts,
+    vLLM admission, the memory budget and whether it fits). ``str(est)`` is the table ``llmsizer infer`` prints,
+    a Jupyter notebook shows it as an HTML table, and ``to_dict()`` is the JSON structure ``--json`` writes.
+    """
+
     kind: str
     model: str
     items: tuple[Item, ...]
@@ -96,3 +104,13 @@ class Estimate:
             "assumptions": [a.to_dict() for a in self.assumptions],
             "warnings": list(self.warnings), "details": self.details,
         }
+
+    def __str__(self) -> str:
+        """The table ``llmsizer infer`` (or ``train``) prints for this estimate."""
+        from .render.text import render_estimate
+        return render_estimate(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rendering: the breakdown with totals, assumptions and warnings as escaped, script-free HTML."""
+        from .render.notebook import estimate_html
+        return estimate_html(self)

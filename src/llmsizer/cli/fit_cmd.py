@@ -8,8 +8,7 @@ from typing import Any
 from ..estimate.duration import training_duration_for
 from ..formulas.cost import run_cost
 from ..hardware.fit import FitResult, fit, fit_training, resolve_target
-from ..render.text import table
-from ..units import format_bytes
+from ..render.fit_text import render_fit
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .train_cmd import render_duration
 from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
@@ -66,17 +65,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(data)
             return exit_code(r.fits)
-        print(f"{spec.name} training on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}")
-        for why in r.reasons:
-            print(f"  {why}")
+        print(render_fit(r))
         if dur is not None:
-            print("  " + render_duration(dur).replace("\n", "\n  "))
+            print(render_duration(dur))
             if data["training_time"]["cost"] is not None:
-                print(f"  cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
-        print("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
-                                           for a in r.assumptions))
-        for w in r.warnings:
-            print(f"warning: {w}")
+                print(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
         return exit_code(r.fits)
     fields = inference_fields(args)
     if args.attention is not None:
@@ -115,34 +108,3 @@ def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:
             "per_million_tokens": cost_per_million_tokens(price, tps) if price is not None and tps else None}
 
 
-def render_fit(r: FitResult) -> str:
-    out = [f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
-           f"[{r.engine}, {r.weights_format}, TP {r.tensor_parallel}" + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]"]
-    for why in r.reasons:
-        out.append(f"  {why}")
-    if r.memory_per_device is not None and r.budget_per_device is not None:
-        out.append(f"  memory per device {format_bytes(r.memory_per_device)}, budget {format_bytes(r.budget_per_device)}, "
-                   f"headroom left {format_bytes(r.headroom_bytes or 0)}")
-    s = r.speed
-    if s is not None:
-        rows = []
-        if s.prefill is not None:
-            rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s", f"{s.prefill_tokens_per_second:,.0f} tokens/s",
-                         s.prefill.bound, _roof(s.roofline_prefill)])
-        if s.decode is not None:
-            rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
-                         f"{s.tokens_per_second:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
-                         s.decode.bound, _roof(s.roofline_decode)])
-        if rows:
-            out.append(table(rows, ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]))
-        for w in s.warnings:
-            out.append(f"warning: {w}")
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
-                                           for a in (*r.assumptions, *(s.assumptions if s else ()))))
-    for w in r.warnings:
-        out.append(f"warning: {w}")
-    return "\n".join(out)
-
-
-def _roof(rf: Any) -> str:
-    return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""

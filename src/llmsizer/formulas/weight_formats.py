@@ -79,6 +79,7 @@ def ggml_tensor_bytes(ggml_type: str, numel: int) -> int:
 
 
 def format_names() -> list[str]:
+    """Every weight format name llmsizer knows: the named formats, then the GGUF types as ``gguf:NAME``."""
     return sorted(FORMAT_BITS_HINT) + [f"gguf:{k}" for k in sorted(GGUF_FTYPES)]
 
 

@@ -114,6 +114,14 @@ class FitResult:
             "details": self.details,
         }
 
+    def __str__(self) -> str:
+        from ..render.fit_text import render_fit
+        return render_fit(self)
+
+    def _repr_html_(self) -> str:
+        from ..render.notebook import fit_html
+        return fit_html(self)
+
 
 def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int | None, str, Instance | None]:
     """(device, instance device count or None, target id, instance) for a name, Device or Instance."""

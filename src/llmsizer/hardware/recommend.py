@@ -122,6 +122,8 @@ class Option:
 
 @dataclass(frozen=True)
 class Recommendation:
+    """Ranked hardware options (``options[0]`` is chosen), the rejections with reasons, advice, assumptions, warnings."""
+
     kind: str
     model: str
     workload: dict[str, Any]
@@ -143,6 +145,14 @@ class Recommendation:
                 "options": [o.to_dict() for o in self.options], "rejected": [o.to_dict() for o in self.rejected],
                 "advice": list(self.advice), "quantization": list(self.quantization),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)}
+
+    def __str__(self) -> str:
+        from ..render.notebook import recommendation_text
+        return recommendation_text(self)
+
+    def _repr_html_(self) -> str:
+        from ..render.notebook import recommendation_html
+        return recommendation_html(self)
 
 
 @dataclass

@@ -234,3 +234,13 @@ class Plan:
                 "totals": self.totals.to_dict(), "jobs": [j.to_dict() for j in self.jobs],
                 "charts": [c.to_dict() for c in self.charts], "notes": list(self.notes),
                 "assumptions": [a.to_dict() for a in self.assumptions], "request": self.request}
+
+    def __str__(self) -> str:
+        """The summary ``llmsizer plan`` prints: checks, each job's figures, totals."""
+        from ..render.notebook import plan_text
+        return plan_text(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rendering: checks, totals and each job's figures, assumptions and warnings (escaped HTML)."""
+        from ..render.notebook import plan_html
+        return plan_html(self)

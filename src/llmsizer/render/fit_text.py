@@ -1,0 +1,82 @@
+"""Plain-text rendering of a ``FitResult``: what ``llmsizer fit`` prints and what ``str(fit_result)`` shows."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..units import format_bytes
+from .text import table
+
+if TYPE_CHECKING:
+    from ..hardware.fit import FitResult
+    from ..hardware.performance import SpeedEstimate
+    from ..result import Assumption
+
+
+def render_fit(r: FitResult) -> str:
+    """The fit verdict, memory per device against the budget, the speed table, assumptions and warnings.
+
+    A training fit (``r.kind == "training"``) prints the lines ``llmsizer fit --train`` prints before its optional
+    training-time line: verdict, reasons, assumptions, warnings."""
+    if r.kind == "training":
+        lines = [f"{r.model} training on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}"]
+        lines += [f"  {why}" for why in r.reasons]
+        lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+                                                 for a in r.assumptions))
+        lines += [f"warning: {w}" for w in r.warnings]
+        return "\n".join(lines)
+    out = [fit_headline(r)]
+    for why in r.reasons:
+        out.append(f"  {why}")
+    if r.memory_per_device is not None and r.budget_per_device is not None:
+        out.append(f"  {memory_line(r)}")
+    s = r.speed
+    if s is not None:
+        rows = speed_rows(s)
+        if rows:
+            out.append(table(rows, SPEED_HEADER))
+        for w in s.warnings:
+            out.append(f"warning: {w}")
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+                                           for a in fit_assumptions(r)))
+    for w in r.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
+
+
+SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge FLOP/B)"]
+
+
+def fit_headline(r: FitResult) -> str:
+    """'MODEL on N x DEVICE (TARGET): FITS  [engine, format, TP t]' for an inference fit."""
+    return (f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
+            f"[{r.engine}, {r.weights_format}, TP {r.tensor_parallel}"
+            + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")
+
+
+def memory_line(r: FitResult) -> str:
+    """Memory per device against the budget (call only when both are known)."""
+    return (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
+            f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
+
+
+def fit_assumptions(r: FitResult) -> tuple[Assumption, ...]:
+    """The fit's assumptions followed by its speed estimate's."""
+    return (*r.assumptions, *(r.speed.assumptions if r.speed else ()))
+
+
+def speed_rows(s: SpeedEstimate) -> list[list[str]]:
+    """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order."""
+    rows = []
+    if s.prefill is not None:
+        rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s", f"{s.prefill_tokens_per_second:,.0f} tokens/s",
+                     s.prefill.bound, _roof(s.roofline_prefill)])
+    if s.decode is not None:
+        rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
+                     f"{s.tokens_per_second:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
+                     s.decode.bound, _roof(s.roofline_decode)])
+    return rows
+
+
+def _roof(rf: Any) -> str:
+    return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""
