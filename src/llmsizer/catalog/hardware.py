@@ -3,8 +3,11 @@ its source and date, looked up by id, name or alias.
 
 Data files live in ``catalog/data/hardware/*.json``. Every number is stored as the source writes it (value +
 unit, e.g. ``{"value": 80, "unit": "GB"}``) and converted here, once, to base units: bytes, bytes/s, FLOP/s, W,
-USD/h. ``GB`` is 10^9 bytes and ``GiB`` 2^30 (``units.py``); ``Gb/s`` is bits. Dense peak FLOP/s are in ``flops``,
-2:4-sparse figures only in ``flops_sparse``. A ``null`` value means no source was found; it is never guessed.
+USD/h. ``GB`` is 10^9 bytes and ``GiB`` 2^30 (``units.py``); ``Gb/s`` is bits -- except for memory *capacity*
+(device memory, unified memory, host RAM), where one convention holds (``MEMORY_CONVENTION`` below): the
+driver-reported capacity where a sourced report exists, else the vendor's figure read with JEDEC's binary meaning
+(``24 GB`` GDDR = 24 GiB). Dense peak FLOP/s are in ``flops``, 2:4-sparse figures only in ``flops_sparse``. A
+``null`` value means no source was found; it is never guessed.
 
 Users add or override entries with their own file (JSON; YAML too when PyYAML is importable)::
 
@@ -43,17 +46,54 @@ _BANDWIDTH = {"B/s": 1.0, "MB/s": 1e6, "GB/s": 1e9, "TB/s": 1e12, "MiB/s": 2.0**
               "Mb/s": 1e6 / 8, "Gb/s": 1e9 / 8, "Tb/s": 1e12 / 8}
 _FLOPS = {"FLOP/s": 1.0, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15, "TOP/s": 1e12, "POP/s": 1e15}
 _POWER = {"W": 1.0, "kW": 1e3}
+# Memory capacity: JEDEC's binary prefixes. Decimal-looking units (KB, MB, GB, TB) written for a memory capacity
+# mean 2^10, 2^20, 2^30, 2^40 bytes (see MEMORY_CONVENTION); disks and bandwidths stay decimal (_MEMORY, _BANDWIDTH).
+_JEDEC_BINARY = {"KB": 10, "MB": 20, "GB": 30, "TB": 40}
+_CAPACITY = {"B": 1.0, **{u: 2.0**e for u, e in _JEDEC_BINARY.items()}, "KiB": 2.0**10, "MiB": 2.0**20,
+             "GiB": 2.0**30, "TiB": 2.0**40}
 _PRICE = {"USD/h": 1.0, "USD": 1.0}
 _COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
-    "memory": _MEMORY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER, "price": _PRICE, "count": _COUNT,
+    "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
+    "price": _PRICE, "count": _COUNT,
 }
 _FIELD_QUANTITY = {
-    "memory": "memory", "memory_usable": "memory", "memory_options": "memory", "memory_bandwidth": "bandwidth",
+    "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
     "bandwidth": "bandwidth", "threads_per_core": "count",
 }
+
+# ------------------------------------------------------------------------------ memory capacity convention
+MEMORY_CONVENTION = (
+    "device memory = the capacity the driver reports (nvidia-smi memory.total, rocm-smi 'VRAM Total Memory (B)', "
+    "a cloud API's GpuInfo MemoryInfo.SizeInMiB) where a sourced report exists; otherwise the vendor's figure read "
+    "with JEDEC's binary meaning for semiconductor memory (JEDEC JESD100B.01 and JESD21-C: kilo/mega/giga applied "
+    "to memory capacity = 2^10/2^20/2^30; DRAM and HBM come in binary sizes), so '24 GB' = 24 GiB")
+"""The one rule for memory capacity (issue #11 item 5), applied by the loader below to every device (GPU, TPU,
+accelerator, Apple unified memory, CPU) and to instance host RAM:
+
+1. ``memory_usable`` holds the capacity a driver reports, with its source (a real ``nvidia-smi`` / ``rocm-smi``
+   output or a cloud API's GpuInfo SizeInMiB). It is preferred where sourced: drivers report *less* than the
+   binary figure on many parts (nvidia-smi: H100 81559 MiB of 80 GiB, RTX 4090 24564 MiB of 24 GiB, L4 23034 MiB).
+   Where a cloud API's figure and nvidia-smi differ, the catalog row keeps nvidia-smi and notes the other.
+2. Without one, ``memory`` is the vendor's figure; its ``GB`` is read as GiB (JEDEC JESD100B.01 / JESD21-C define
+   the prefix giga, applied to semiconductor memory capacity, as 2^30; memory chips come in binary sizes), and the
+   reading is recorded in the value's ``derived`` field. Apple's "36GB" unified memory is 36 GiB (a Mac mini M1 whose
+   system_profiler says "Memory: 16 GB" reports ``sysctl hw.memsize: 17179869184`` = 16 GiB, find_string id
+   60805743077); host RAM "1900 GB" is 1900 GiB.
+
+Disks (``local_disk``) and all bandwidths stay decimal. ``Device.memory_basis`` says which case a device is in."""
+
+
+def _jedec_reading(v: Any, unit: str) -> str:
+    """The ``derived`` text of a decimal-looking capacity read as binary ('' for other units)."""
+    exp = _JEDEC_BINARY.get(unit)
+    if exp is None:
+        return ""
+    shown = "/".join(f"{x:g}" for x in v) if isinstance(v, list) else f"{v:g}"
+    return (f"{shown} {unit} read as {shown} x 2^{exp} B ({unit[0]}iB): JEDEC binary prefix for memory capacity "
+            "(JESD100B.01, JESD21-C)")
 
 
 @dataclass(frozen=True)
@@ -115,9 +155,35 @@ class Device:
 
     @property
     def memory_bytes(self) -> int | None:
-        """Memory the device offers: the driver-reported size when sourced, else the vendor's figure."""
+        """Memory the device offers (``MEMORY_CONVENTION``): the driver-reported capacity when sourced, else the
+        vendor's figure read as binary (80 GB = 80 GiB)."""
         v = self.memory_usable or self.memory
         return int(v.base) if v is not None and v.base is not None else None
+
+    @property
+    def memory_basis(self) -> str:
+        """Which case of ``MEMORY_CONVENTION`` gives ``memory_bytes``: ``driver`` (a sourced driver report),
+        ``vendor-binary`` (the vendor's GB read as GiB), ``stated`` (given in binary units or bytes, e.g. a user
+        file's "32GiB"), or '' when unknown."""
+        if self.memory_usable is not None:
+            return "driver"
+        if self.memory is None:
+            return ""
+        return "vendor-binary" if self.memory.unit in _JEDEC_BINARY else "stated"
+
+    def memory_basis_text(self) -> str:
+        """One line saying where ``memory_bytes`` comes from, for people."""
+        basis = self.memory_basis
+        if basis == "driver" and self.memory_usable is not None:
+            where = dict(self.memory_usable.extra).get("where", "")
+            return (f"driver-reported {self.memory_usable.describe()} [{self.memory_usable.source}]"
+                    + (f" ({where})" if where else ""))
+        if basis == "vendor-binary" and self.memory is not None:
+            return (f"vendor figure {self.memory.describe()} read as {self.memory.raw:g} {self.memory.unit[0]}iB "
+                    f"(JEDEC binary prefix); no driver report sourced [{self.memory.source}]")
+        if basis == "stated" and self.memory is not None:
+            return f"as stated: {self.memory.describe()} [{self.memory.source}]"
+        return "unknown"
 
     @property
     def bandwidth(self) -> float | None:
@@ -156,6 +222,7 @@ class Device:
         return {"id": self.id, "name": self.name, "kind": self.kind, "vendor": self.vendor,
                 "form_factor": self.form_factor, "aliases": list(self.aliases), "owned": self.owned,
                 "origin": self.origin, "interconnect": self.interconnect, "memory_bytes": self.memory_bytes,
+                "memory_basis": self.memory_basis,
                 "values": {k: v.to_dict() for k, v in self.values().items()}, "missing": dict(self.missing)}
 
 
@@ -273,8 +340,8 @@ class _Ctx:
 
 
 _SHORTHAND = re.compile(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]+)?\s*")
-_DEFAULT_UNIT = {"memory": "GiB", "bandwidth": "GB/s", "flops": "TFLOP/s", "power": "W", "price": "USD/h",
-                 "count": "vCPU"}
+_DEFAULT_UNIT = {"memory": "GiB", "capacity": "GiB", "bandwidth": "GB/s", "flops": "TFLOP/s", "power": "W",
+                 "price": "USD/h", "count": "vCPU"}
 
 
 def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value | None, str]:
@@ -337,6 +404,10 @@ def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src
         base = v * factor
     else:
         raise ctx.fail(where, f"value {v!r} is not a number")
+    if quantity == "capacity" and not isinstance(v, bool):
+        reading = _jedec_reading(v, unit)
+        if reading:
+            derived = f"{reading}; {derived}" if derived else reading
     return Value(v, unit, base, src, date, kind, derived, note, confidence, extra)
 
 
@@ -404,7 +475,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
         return [base]
     out = []
     for gb_raw, b in zip(opts.raw, opts.base, strict=True):
-        mem = Value(gb_raw, opts.unit, b, opts.source, opts.date, opts.date_kind, note="one configurable option")
+        mem = Value(gb_raw, opts.unit, b, opts.source, opts.date, opts.date_kind,
+                    derived=_jedec_reading(gb_raw, opts.unit), note="one configurable option", extra=opts.extra)
         suffix = f"{gb_raw:g}{opts.unit.lower()}"
         out.append(replace(base, id=f"{base.id}-{suffix}", name=f"{base.name} {gb_raw:g}{opts.unit}",
                            aliases=tuple(f"{a}-{suffix}" for a in base.aliases), memory=mem, chip=base.id))
@@ -615,5 +687,5 @@ def apple_gpu_memory(device: Device, fraction: float) -> int | None:
     return int(mem * fraction) if mem is not None else None
 
 
-__all__ = ["Device", "GiB", "HardwareCatalog", "Instance", "Interconnect", "Value", "apple_gpu_memory",
-           "builtin_catalog", "find_hardware", "load_catalog", "search"]
+__all__ = ["MEMORY_CONVENTION", "Device", "GiB", "HardwareCatalog", "Instance", "Interconnect", "Value",
+           "apple_gpu_memory", "builtin_catalog", "find_hardware", "load_catalog", "search"]

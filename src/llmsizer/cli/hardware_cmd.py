@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..catalog.hardware import Device, Instance, load_catalog, search
+from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
 from ..render.text import table
 from ..units import format_bytes
 from .common import emit_json
@@ -59,12 +59,15 @@ def _fmt(v: Any, kind: str) -> str:
     if v is None:
         return ""
     if kind == "bytes":
-        return format_bytes(v, binary=False)
+        return format_bytes(v)  # memory capacity: always GiB (MEMORY_CONVENTION)
     if kind == "bw":
         return f"{v / 1e9:,.0f} GB/s"
     if kind == "flops":
         return f"{v / 1e12:,.1f}"
     return str(v)
+
+
+_BASIS_LABEL = {"driver": "driver", "vendor-binary": "vendor GB=GiB", "stated": "as stated", "": ""}
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -81,9 +84,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         rows = []
         for d in devices:
             peak, key = d.peak_flops("fp32" if d.kind == "cpu" else "bf16")
-            rows.append([d.id, d.kind, d.form_factor, _fmt(d.memory_bytes, "bytes"), _fmt(d.bandwidth, "bw"),
-                         f"{_fmt(peak, 'flops')} {key}" if peak else "", _fmt(d.tdp.raw, "") + " W" if d.tdp else ""])
-        print(table(rows, ["device", "kind", "form", "memory", "bandwidth", "dense TFLOP/s", "TDP"]))
+            rows.append([d.id, d.kind, d.form_factor, _fmt(d.memory_bytes, "bytes"), _BASIS_LABEL[d.memory_basis],
+                         _fmt(d.bandwidth, "bw"), f"{_fmt(peak, 'flops')} {key}" if peak else "",
+                         _fmt(d.tdp.raw, "") + " W" if d.tdp else ""])
+        print(table(rows, ["device", "kind", "form", "memory", "memory basis", "bandwidth", "dense TFLOP/s", "TDP"]))
+        print("memory (GiB) basis: 'driver' = the capacity a driver reports (nvidia-smi memory.total, rocm-smi VRAM "
+              "total, cloud GpuInfo SizeInMiB), sourced per device; 'vendor GB=GiB' = no driver report sourced, the "
+              "vendor's GB read as GiB (JEDEC JESD100B.01 binary prefix); 'as stated' = given in GiB or bytes")
     if instances:
         if devices:
             print()
@@ -108,6 +115,9 @@ def cmd_show(args: argparse.Namespace) -> int:
               + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
     else:
         print(f"{hw.vendor} {hw.kind}, {hw.form_factor}" + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
+        if hw.memory_bytes is not None:
+            print(f"memory: {format_bytes(hw.memory_bytes)} ({hw.memory_bytes:,} B), {hw.memory_basis_text()}")
+            print(f"  convention: {MEMORY_CONVENTION}")
     rows = []
     for name, v in hw.values().items():
         extra = dict(v.extra)
