@@ -57,10 +57,7 @@ def usable_memory(device: Device, memory: int | None = None) -> tuple[int | None
         if base_opt is None:
             return None, notes
         base = base_opt
-        src = device.memory_usable or device.memory
-        why = ("driver-reported size" if device.memory_usable is not None else
-               f"vendor figure {src.describe() if src else ''} taken at its written unit")
-        notes.append(Assumption("device_memory", format_bytes(base), True, why))
+        notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
     if device.kind == "apple":
         frac = E.APPLE_GPU_WORKING_SET.expected
         notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))

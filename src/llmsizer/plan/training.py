@@ -136,7 +136,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     budget_dev = est.details.get("memory_budget") if usable else None
     headroom = est.details.get("headroom", DEFAULT_HEADROOM)
     mem.add("usable", "memory of one device", usable, "B",
-            "resources.memory" if job.resources.memory else "catalog (driver-reported size if sourced)")
+            "resources.memory" if job.resources.memory else
+            "catalog: driver-reported size where sourced, else the vendor figure read as binary (MEMORY_CONVENTION)")
     mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {headroom:g} headroom)",
             "estimate/verdict.py eq. (1)")
     fits = bool(est.details["fits"]) if budget_dev is not None else False
