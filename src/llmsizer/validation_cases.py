@@ -278,10 +278,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     """One throughput/MFU row of the CSV as a case (or why it cannot be expressed)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
-    from .formulas.params import count_params
-    from .formulas.training_time import tokens_per_second, training_flops_per_token
+    from .estimate.duration import flops_per_token
+    from .formulas.training_time import tokens_per_second
     from .hardware import efficiency as E
-    from .hardware.performance import attention_width
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
@@ -313,13 +312,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
         dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
         n, seq = int(r["num_gpus"]), int(r["seq_len"])
-        params = count_params(spec).total
-        width = attention_width(spec)
-        fpt: float
-        if r["method"] in ("LoRA", "QLoRA"):
-            fpt = 4 * params + 12 * spec.num_layers * width * seq
-        else:
-            fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
+        # the one FLOP rule (estimate/duration.py); adapters as the torchtune recipes of the memory rows below set
+        # them: LoRA rank 8 on q,v (llama2/7B_lora*), QLoRA rank 8 on every linear (7B_qlora_single_device)
+        method = r["method"].lower()
+        adapters = {"lora": ("q", "v"), "qlora": ("q", "k", "v", "o", "gate", "up", "down")}
+        fpt = (flops_per_token(spec, method, seq, "none", rank=8, targets=adapters[method]) if method in adapters
+               else flops_per_token(spec, "full", seq, "none")).per_token
         peak, key = dev.peak_flops("bf16")
         if peak is None:
             return NotExpressed(rid, TRAINING_SPEED, f"{dev.id} has no sourced bf16 peak")

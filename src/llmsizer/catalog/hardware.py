@@ -335,6 +335,11 @@ class _Ctx:
         self.default_source = default_source
         self.default_date = default_date
 
+    @property
+    def origin(self) -> str:
+        """'catalog' for the built-in data files (whichever file holds the row), else the user file's path."""
+        return self.fname if self.default_source is not None else "catalog"
+
     def fail(self, where: str, msg: str) -> InputError:
         return InputError(f"hardware file {self.fname}: {where}: {msg}")
 
@@ -469,7 +474,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   interconnect=raw.get("interconnect"), interconnect_bandwidth=vals.get("interconnect_bandwidth"),
                   launch_price=vals.get("launch_price"), price=vals.get("price"),
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
-                  owned=bool(raw.get("owned", False)), origin=ctx.fname)
+                  owned=bool(raw.get("owned", False)), origin=ctx.origin)
     opts = vals.get("memory_options")
     if opts is None:
         return [base]
@@ -519,7 +524,7 @@ def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Dev
     return Instance(id=str(raw["id"]).lower(), name=str(raw["name"]), provider=str(raw["provider"]).lower(),
                     device=dev, device_count=count, vcpus=vals.get("vcpus"), memory=vals.get("memory"),
                     local_disk=vals.get("local_disk"), network=vals.get("network"), price=vals.get("price"),
-                    interconnect=raw.get("interconnect"), missing=missing, origin=ctx.fname, threads_per_core=tpc)
+                    interconnect=raw.get("interconnect"), missing=missing, origin=ctx.origin, threads_per_core=tpc)
 
 
 def _read_builtin(name: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device, Instance, load_catalog
+from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..estimate.verdict import check_headroom, headroom_assumption
 from ..inference import estimate_inference
@@ -148,7 +148,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   mla: str, link: float | None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
-    peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))
+    peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
@@ -172,9 +172,9 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
 
 
 def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
-    """A CPU instance's device with its bandwidth scaled to the VM's share of the socket's physical cores
-    (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device unchanged when it
-    is not a CPU or a number is missing."""
+    """A CPU instance's device with its memory bandwidth and peak FLOP/s scaled to the VM's share of the socket's
+    physical cores (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device
+    unchanged when it is not a CPU or a number is missing. Speed on an instance is always computed on this device."""
     bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
     if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
         return device
@@ -189,11 +189,15 @@ def vm_share_device(device: Device, instance: Instance, assumptions: list[Assump
                                       + E.VM_BANDWIDTH_SHARE_SOURCE))
     if share >= 1.0:
         return device
-    scaled = replace(bw, base=float(bw.base) * share, source="derived",
-                     derived=f"{bw.raw:g} {bw.unit} ({bw.source}) x {share:.4g} share of the socket's cores "
-                             f"({vcpus.raw:g} vCPUs / {tpc:g} threads per core / {cores.raw:g} cores)",
-                     note=E.VM_BANDWIDTH_SHARE_SOURCE)
-    return replace(device, memory_bandwidth=scaled)
+    why = (f"x {share:.4g} share of the socket's cores ({vcpus.raw:g} vCPUs / {tpc:g} threads per core / "
+           f"{cores.raw:g} cores)")
+
+    def part(v: Value) -> Value:
+        return replace(v, base=float(v.base) * share, source="derived", derived=f"{v.raw:g} {v.unit} ({v.source}) "
+                       + why, note=E.VM_BANDWIDTH_SHARE_SOURCE)
+
+    # Peak FLOP/s is per core x cores: a VM computes with its own cores only (SMT siblings share one core's units).
+    return replace(device, memory_bandwidth=part(bw), flops={k: part(v) for k, v in device.flops.items()})
 
 
 def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,

@@ -46,6 +46,7 @@ from .fit import (
     fit_training,
     prompt_and_output,
     usable_memory,
+    vm_share_device,
 )
 from .performance import estimate_speed
 
@@ -246,8 +247,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], Option] = {}
     for cand in cands:
-        key = (cand.device.id, cand.count, cand.memory, cand.instance.interconnect if cand.instance else None,
-               cand.instance.vcpus.raw if cand.instance and cand.instance.vcpus else None)
+        inst = cand.instance  # the key holds everything the evaluation reads (the VM share needs vCPUs and SMT)
+        key = (cand.device.id, cand.count, cand.memory, inst.interconnect if inst else None,
+               inst.vcpus.raw if inst and inst.vcpus else None,
+               inst.threads_per_core.raw if inst and inst.threads_per_core else None)
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
@@ -406,7 +409,8 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     for r in range(guess, MAX_REPLICAS + 1):
         per = max(1, math.ceil(concurrency / r))
-        sp = estimate_speed(spec, cand.device, opt.tensor_parallel, weights_format=opt.weights_format,
+        device = vm_share_device(cand.device, cand.instance) if cand.instance is not None else cand.device
+        sp = estimate_speed(spec, device, opt.tensor_parallel, weights_format=opt.weights_format,
                             prompt_tokens=prompt, output_tokens=out, concurrency=per)
         if sp.tokens_per_second is None:
             return r, None, None
