@@ -8,7 +8,6 @@ the closest names.
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass
 from functools import lru_cache
@@ -18,6 +17,9 @@ from typing import Any
 from ..errors import ModelFileError, UnknownNameError
 from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
+from ..suggest import did_you_mean
+
+MODEL_SUGGESTION_CUTOFF = 0.5  # looser than the default: model names share long prefixes ("qwen2.5-", "llama-3.")
 
 
 @dataclass(frozen=True)
@@ -75,8 +77,7 @@ def find(name: str) -> CatalogEntry:
     hit = _index().get(key) or _index().get(key.split("/")[-1])
     if hit:
         return entries()[hit]
-    close = difflib.get_close_matches(key.split("/")[-1], list(entries()), n=5, cutoff=0.5)
-    hint = f"; closest: {', '.join(close)}" if close else ""
+    hint = did_you_mean(key.split("/")[-1], list(entries()), cutoff=MODEL_SUGGESTION_CUTOFF)
     raise UnknownNameError(f"unknown model {name!r}{hint} (list them with `llmsizer models`)")
 
 

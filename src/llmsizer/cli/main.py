@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
+from ..suggest import close_matches, did_you_mean
 
 # command -> module that registers it. Only the module of the command being run is imported, so the CLI
 # starts fast; `llmsizer --help` imports them all to list them.
@@ -35,9 +38,46 @@ EPILOG = """examples:
 """
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'[^']*'|\"[^\"]*\") \(choose from (?P<choices>.*)\)$")
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of ``parser`` and of the sub-command parsers registered under it."""
+    out: list[str] = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _option_strings(sub)
+    return list(dict.fromkeys(out))
+
+
+def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's message plus "did you mean" for a mistyped sub-command, choice or option."""
+    m = _INVALID_CHOICE.search(message)
+    if m:
+        try:
+            value = ast.literal_eval(m["value"])
+            choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+        except (ValueError, SyntaxError):
+            return message
+        head = message[:m.end("value")]
+        return head + did_you_mean(str(value), choices) + message[m.end("value"):]
+    if message.startswith(_UNRECOGNIZED):
+        options = _option_strings(parser)
+        words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
+        hits = {w: h[0] for w in words for h in [close_matches(w, options, n=1)] if h}
+        if len(hits) == 1:
+            return message + f"; did you mean {next(iter(hits.values()))!r}?"
+        if hits:
+            return message + "; did you mean " + ", ".join(f"{h!r} for {w!r}" for w, h in hits.items()) + "?"
+    return message
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
-        self.exit(2, f"llmsizer: error: {message} (see --help)\n")
+        self.exit(2, f"llmsizer: error: {_with_suggestion(self, message)} (see --help)\n")
 
 
 def _modules(argv: Sequence[str] | None) -> list[str]:
