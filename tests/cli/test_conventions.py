@@ -54,3 +54,33 @@ def test_close_matches_helper_is_case_insensitive_and_keeps_spelling():
     assert close_matches("LLAMACP", ["transformers", "vllm", "llamacpp"]) == ["llamacpp"]
     assert did_you_mean("--contxt", ["--context", "--concurrency"], n=1) == "; did you mean '--context'?"
     assert did_you_mean("zzz", ["--context"]) == ""
+
+
+# ------------------------------------------------------------------------------------------ engine aliases
+
+@pytest.mark.parametrize("alias", ["llama.cpp", "llama-cpp", "LLAMA.CPP"])
+def test_llama_cpp_spellings_are_the_llamacpp_engine(alias):
+    base = ("infer", "llama-3.1-8b", "--weights", "q4_k_m", "--context", "4096", "--json")
+    want = run(*base, "--engine", "llamacpp")
+    got = run(*base, "--engine", alias)
+    assert want.returncode == 0 and got.returncode == 0, got.stderr
+    assert got.stdout == want.stdout
+    assert '"value": "llamacpp"' in got.stdout
+
+
+def test_engine_alias_in_the_python_api():
+    import llmsizer
+    from llmsizer.specs import InferenceWorkload
+    assert InferenceWorkload(engine="llama.cpp").engine == "llamacpp"
+    a = llmsizer.estimate_inference("qwen2.5-0.5b", engine="llama.cpp", weights="q8_0").to_dict()
+    b = llmsizer.estimate_inference("qwen2.5-0.5b", engine="llamacpp", weights="q8_0").to_dict()
+    assert a == b
+
+
+def test_unknown_engine_still_rejected_with_the_list():
+    from llmsizer.errors import InputError
+    from llmsizer.specs import InferenceWorkload
+    with pytest.raises(InputError, match="choose one of: transformers, vllm, llamacpp"):
+        InferenceWorkload(engine="llama.c")
+    err = one_line_error(run("infer", "llama-3.1-8b", "--engine", "tgi"))
+    assert "invalid choice: 'tgi'" in err

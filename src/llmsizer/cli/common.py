@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import InputError
 from ..models import load_model
 from ..readers.manual import spec_from_manual
-from ..specs import ModelSpec
+from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
 
 
@@ -26,6 +26,22 @@ def count_arg(text: str) -> int:
         return parse_count(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def engine_arg(text: str) -> str:
+    """--engine value: 'llama.cpp' / 'llama-cpp' / 'LlamaCpp' -> 'llamacpp' (argparse's choices then check it)."""
+    return normalize_engine(text)
+
+
+def accept_engine_aliases(parser: argparse.ArgumentParser) -> None:
+    """Give every option of ``parser`` (and its sub-commands) whose choices are the engines the
+    :func:`engine_arg` normalizer, so each command's ``--engine`` accepts the aliases without its own code."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                accept_engine_aliases(sub)
+        elif action.choices is not None and tuple(action.choices) == ENGINES and action.type is None:
+            action.type = engine_arg
 
 
 def emit_json(data: Any) -> None:

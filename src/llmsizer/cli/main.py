@@ -103,6 +103,9 @@ def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = Fals
                 continue  # a command module not shipped in this build
             raise
         module.register(sub)
+    if names:
+        from .common import accept_engine_aliases
+        accept_engine_aliases(p)
     return p
 
 
