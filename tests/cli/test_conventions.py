@@ -84,3 +84,44 @@ def test_unknown_engine_still_rejected_with_the_list():
         InferenceWorkload(engine="llama.c")
     err = one_line_error(run("infer", "llama-3.1-8b", "--engine", "tgi"))
     assert "invalid choice: 'tgi'" in err
+
+
+# ------------------------------------------------------------------------------------------ fast --version / --help
+
+_PROBE = """
+import sys
+before = set(sys.modules)
+from llmsizer.cli.main import main
+try:
+    main({argv!r})
+except SystemExit:
+    pass
+sys.stdout.flush()
+print("MODULES", " ".join(sorted(set(sys.modules) - before)))
+"""
+
+
+def _imported(*argv: str) -> tuple[str, set[str]]:
+    r = subprocess.run([sys.executable, "-c", _PROBE.format(argv=list(argv))], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+    assert r.returncode == 0, r.stderr
+    out, _, mods = r.stdout.rpartition("MODULES ")
+    return out, set(mods.split())
+
+
+def test_version_imports_no_command_module():
+    out, mods = _imported("--version")
+    from llmsizer import __version__
+    assert out.strip() == f"llmsizer {__version__}"
+    cli = {m for m in mods if m.startswith("llmsizer.cli.")}
+    assert cli == {"llmsizer.cli.main"}, cli
+    assert not {m for m in mods if m.startswith(("llmsizer.catalog", "llmsizer.plan", "llmsizer.request"))}
+
+
+def test_help_lists_every_command_without_heavy_imports():
+    from llmsizer.cli.main import COMMANDS
+    out, mods = _imported("--help")
+    for name in COMMANDS:
+        assert f"    {name}" in out, name
+    third_party = {m.split(".")[0] for m in mods} - set(sys.stdlib_module_names) - {"llmsizer"}
+    assert not third_party, third_party  # no torch, transformers, numpy, yaml, web stack

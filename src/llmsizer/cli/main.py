@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import os
 import re
@@ -12,10 +11,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
-from ..suggest import close_matches, did_you_mean
 
 # command -> module that registers it. Only the module of the command being run is imported, so the CLI
-# starts fast; `llmsizer --help` imports them all to list them.
+# starts fast; `llmsizer --help` imports them all to list them; `llmsizer --version` imports none.
 COMMANDS = {
     "models": "model_cmds", "inspect": "model_cmds", "formats": "model_cmds", "infer": "infer_cmd",
     "train": "train_cmd", "hardware": "hardware_cmd", "fit": "fit_cmd", "recommend": "recommend_cmd",
@@ -55,6 +53,9 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     """argparse's message plus "did you mean" for a mistyped sub-command, choice or option."""
+    import ast
+
+    from ..suggest import close_matches, did_you_mean
     m = _INVALID_CHOICE.search(message)
     if m:
         try:
@@ -81,9 +82,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _modules(argv: Sequence[str] | None) -> list[str]:
-    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    args = list(sys.argv[1:] if argv is None else argv)
+    words = [a for a in args if not a.startswith("-")]
     if words and words[0] in COMMANDS:
         return [COMMANDS[words[0]]]
+    if not words and "--version" in args and not {"-h", "--help"} & set(args):
+        return []  # `llmsizer --version`: the top-level parser alone answers it
     return list(dict.fromkeys(COMMANDS.values()))
 
 
