@@ -125,3 +125,44 @@ def test_help_lists_every_command_without_heavy_imports():
         assert f"    {name}" in out, name
     third_party = {m.split(".")[0] for m in mods} - set(sys.stdlib_module_names) - {"llmsizer"}
     assert not third_party, third_party  # no torch, transformers, numpy, yaml, web stack
+
+
+# ------------------------------------------------------------------------------------------ output file modes
+
+@pytest.fixture
+def umask():
+    def set_mask(mask: int) -> None:
+        os.umask(mask)
+    old = os.umask(0o022)
+    yield set_mask
+    os.umask(old)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+@pytest.mark.parametrize(("mask", "mode"), [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_written_files_get_the_users_normal_permissions(tmp_path, umask, mask, mode):
+    umask(mask)
+    outputs = {
+        "request.yaml": ["request", "new", "-o", str(tmp_path / "request.yaml")],
+        "schema.json": ["request", "schema", "-o", str(tmp_path / "schema.json")],
+        "plan.json": ["plan", str(ROOT / "examples" / "cpu-internal-tool.yaml"), "-q", "-o",
+                      str(tmp_path / "plan.json")],
+    }
+    for name, args in outputs.items():
+        r = run(*args)
+        assert r.returncode in (0, 1), r.stderr
+        got = (tmp_path / name).stat().st_mode & 0o777
+        assert got == mode, (name, oct(got), oct(mode))
+    plain = tmp_path / "plain.txt"  # the truth: what open() gives under this umask
+    plain.write_text("x")
+    assert plain.stat().st_mode & 0o777 == mode
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_overwritten_file_keeps_its_mode(tmp_path, umask):
+    out = tmp_path / "schema.json"
+    out.write_text("old")
+    out.chmod(0o600)
+    assert run("request", "schema", "-o", str(out)).returncode == 0
+    assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old"

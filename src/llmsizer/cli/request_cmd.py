@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InputError
 from ..request import RequestError, load_request
 from ..request.spec import TrainingJob
-from .plan_cmd import write_atomic
+from .common import write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
