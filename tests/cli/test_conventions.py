@@ -166,3 +166,37 @@ def test_overwritten_file_keeps_its_mode(tmp_path, umask):
     out.chmod(0o600)
     assert run("request", "schema", "-o", str(out)).returncode == 0
     assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old"
+
+
+# ------------------------------------------------------------------------------------------ request from stdin
+
+EXAMPLE = ROOT / "examples" / "cpu-internal-tool.yaml"
+BAD_REQUEST = "version: 1\njobs:\n  - name: chat\n    kind: inference\n    modle: llama-3.1-8b\n"
+
+
+def test_request_check_reads_stdin():
+    r = run("request", "check", "-", stdin=EXAMPLE.read_text())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("<stdin>: valid request with 1 job(s)")
+
+
+def test_plan_reads_stdin_and_gives_the_same_plan(tmp_path):
+    import json
+    from_file = run("plan", str(EXAMPLE), "--json", "--today", "2026-01-05")
+    from_stdin = run("plan", "-", "--json", "--today", "2026-01-05", stdin=EXAMPLE.read_text())
+    assert from_file.returncode == from_stdin.returncode and from_file.returncode in (0, 1), from_stdin.stderr
+    a, b = json.loads(from_file.stdout), json.loads(from_stdin.stdout)
+    assert b["source"] == "<stdin>" and a["source"] == str(EXAMPLE)
+    a = json.loads(from_file.stdout.replace(json.dumps(str(EXAMPLE)), '"<stdin>"'))
+    assert a["request"].pop("base_dir") == str(EXAMPLE.parent)
+    assert b["request"].pop("base_dir") == os.getcwd()  # relative model paths in a piped request: from here
+    assert a == b
+
+
+@pytest.mark.parametrize("command", [["request", "check", "-"], ["plan", "-"]])
+def test_stdin_errors_name_stdin_and_the_line(command):
+    r = run(*command, stdin=BAD_REQUEST)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert any(line.startswith("llmsizer: error: <stdin>:5: ") and "'modle'" in line for line in lines), r.stderr
+    assert all(line.startswith("llmsizer: error: <stdin>:") for line in lines), r.stderr

@@ -23,6 +23,7 @@ EPILOG = """examples:
   llmsizer plan examples/cpu-internal-tool.yaml -o plan.json
   llmsizer plan my-request.yaml --json
   llmsizer plan my-request.yaml --hardware-file our-servers.yaml
+  generate-request | llmsizer plan - -o report.html
 
 Write a request with `llmsizer request new -o my-request.yaml`; validate it with `llmsizer request check`.
 Exit status: 0 when no check is an error, 1 when some are (the plan and report are still written), 2 when the
@@ -39,7 +40,8 @@ def register(sub: Any) -> None:
                                    "the hardware that fits, storage, network, duration and cost, and the checks a "
                                    "reviewer would raise. Prints a summary; -o writes an HTML, Markdown or JSON report.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("request", help="request file (YAML or JSON); start from `llmsizer request new`")
+    p.add_argument("request", help="request file (YAML or JSON), or - to read it from standard input; start from "
+                                   "`llmsizer request new`")
     p.add_argument("-o", "--output", help="write a report: .html (self-contained, with charts), .md or .json")
     p.add_argument("--format", choices=("html", "md", "json"), help="report format (default: from the -o extension)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON instead of the summary")
