@@ -200,3 +200,74 @@ def test_stdin_errors_name_stdin_and_the_line(command):
     lines = r.stderr.splitlines()
     assert any(line.startswith("llmsizer: error: <stdin>:5: ") and "'modle'" in line for line in lines), r.stderr
     assert all(line.startswith("llmsizer: error: <stdin>:") for line in lines), r.stderr
+
+
+# ------------------------------------------------------------------------------------------ instruct/chat variants
+
+def _infer_json(model: str) -> dict:
+    import json
+    r = run("infer", model, "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_qwen25_instruct_resolves_to_its_base_saying_so():
+    import json
+    d = _infer_json("Qwen2.5-7B-Instruct")
+    notes = [a for a in d["assumptions"] if a["name"] == "model.name"]
+    assert len(notes) == 1 and notes[0]["value"].startswith("Qwen2.5-7B-Instruct resolved to Qwen/Qwen2.5-7B ")
+    assert "same architecture" in notes[0]["value"]
+    # Qwen2.5-7B-Instruct's published shape (config.json; model card: 28 layers, 28 Q / 4 KV heads, 7.61B params)
+    r = run("inspect", "Qwen/Qwen2.5-7B-Instruct", "--json")
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    a = info["architecture"]
+    assert (a["layers"], a["hidden_size"], a["num_heads"], a["num_kv_heads"], a["intermediate_size"],
+            a["vocab_size"], a["tie_word_embeddings"]) == (28, 3584, 28, 4, 18944, 152064, False)
+    assert 7.61e9 <= info["params"]["total"] < 7.62e9  # the card writes 7.61B
+    assert any("resolved to Qwen/Qwen2.5-7B" in n for n in info["notes"])
+
+
+@pytest.mark.parametrize(("asked", "entry"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B"),  # an alias in the catalog: now said too
+    ("qwen2.5-14b-instruct", "Qwen/Qwen2.5-14B"),
+    ("Qwen/Qwen3-8B-Base", "Qwen/Qwen3-8B"),
+    ("google/gemma-3-1b-pt", "google/gemma-3-1b-it"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", "mistralai/Mistral-7B-v0.1"),
+])
+def test_variants_resolve_with_a_named_assumption(asked, entry):
+    from llmsizer.models import load_model
+    spec = load_model(asked)
+    assert spec.name == entry
+    assert [n for n in spec.notes if n.startswith("name=")] == [
+        f"name={asked} resolved to {entry} (same architecture: instruct/chat/base releases of one model share "
+        f"layer shapes and vocabulary; other config values, e.g. max_position_embeddings, are {entry}'s)"]
+
+
+@pytest.mark.parametrize("exact", ["qwen2.5-7b", "Qwen/Qwen2.5-7B", "meta-llama/Meta-Llama-3.1-8B", "mixtral-8x22b",
+                                   "qwen2.5-1.5b-instruct"])
+def test_catalog_names_and_renames_carry_no_resolution_note(exact):
+    from llmsizer.models import load_model
+    assert not [n for n in load_model(exact).notes if n.startswith("name=")]
+
+
+@pytest.mark.parametrize("other", ["Qwen2.5-7B-Instruct-1M", "Qwen/Qwen3-4B-Instruct-2507", "qwen2.5-8b-instruct",
+                                   "Qwen/Qwen2.5-Coder-7B-Instruct", "llama-3.2-11b-vision-instruct"])
+def test_other_sizes_and_releases_stay_unknown(other):
+    err = one_line_error(run("infer", other))
+    assert f"unknown model {other!r}" in err
+
+
+def test_a_variant_known_to_differ_is_refused_with_the_reason():
+    err = one_line_error(run("infer", "mistralai/Mixtral-8x22B-Instruct-v0.1"))
+    assert "vocab_size is 32768" in err and "config.json" in err
+
+
+def test_hub_lookup_beats_variant_resolution(monkeypatch):
+    import llmsizer.readers.hub as hub
+    from llmsizer.models import load_model
+    seen = []
+    monkeypatch.setattr(hub, "spec_from_hub", lambda ref: seen.append(ref) or load_model("qwen2.5-3b"))
+    load_model("Qwen/Qwen2.5-7B-Instruct", hub=True)
+    assert seen == ["Qwen/Qwen2.5-7B-Instruct"]
+    assert load_model("Qwen/Qwen2.5-7B", hub=True).name == "Qwen/Qwen2.5-7B" and seen == seen[:1]
