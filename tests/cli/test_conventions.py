@@ -4,6 +4,7 @@ a fast --version, shell completion, output file permissions. Run through the rea
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -271,3 +272,70 @@ def test_hub_lookup_beats_variant_resolution(monkeypatch):
     load_model("Qwen/Qwen2.5-7B-Instruct", hub=True)
     assert seen == ["Qwen/Qwen2.5-7B-Instruct"]
     assert load_model("Qwen/Qwen2.5-7B", hub=True).name == "Qwen/Qwen2.5-7B" and seen == seen[:1]
+
+
+# ------------------------------------------------------------------------------------------ shell completion
+
+BASH = shutil.which("bash")
+ZSH = shutil.which("zsh")
+
+
+@pytest.fixture(scope="module")
+def bash_script(tmp_path_factory) -> Path:
+    r = run("completion", "bash")
+    assert r.returncode == 0, r.stderr
+    p = tmp_path_factory.mktemp("completion") / "llmsizer.bash"
+    p.write_text(r.stdout)
+    return p
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_bash_completion_is_valid_and_lists_every_sub_command(bash_script):
+    from llmsizer.cli.main import COMMANDS
+    assert subprocess.run([BASH, "-n", str(bash_script)], capture_output=True).returncode == 0
+    top = subprocess.run([BASH, "-c", f'source "{bash_script}"; __llmsizer_subs ""'], capture_output=True,
+                         text=True).stdout.split()
+    assert sorted(top) == sorted(COMMANDS)
+
+
+def _complete(script: Path, *words: str) -> list[str]:
+    """COMPREPLY for the command line ``llmsizer WORDS`` with the cursor on the last word."""
+    line = " ".join(["llmsizer", *words])
+    quoted = " ".join(f"'{w}'" for w in ["llmsizer", *words])
+    cmd = (f'source "{script}"; COMP_WORDS=({quoted}); COMP_CWORD={len(words)}; COMP_LINE="{line}"; '
+           '_llmsizer; printf "%s\\n" "${COMPREPLY[@]}"')
+    r = subprocess.run([BASH, "-c", cmd], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return sorted(w for w in r.stdout.split("\n") if w)
+
+
+@pytest.mark.skipif(BASH is None, reason="needs bash")
+def test_bash_completion_completes_from_the_parser_and_catalog(bash_script):
+    from llmsizer.catalog.models import entries
+    from llmsizer.specs import ENGINES
+    assert _complete(bash_script, "tr") == ["train"]
+    assert _complete(bash_script, "infer", "--conte") == ["--context"]
+    assert _complete(bash_script, "infer", "llama-3.1-8b", "--engine", "") == sorted(ENGINES)
+    assert _complete(bash_script, "request", "c") == ["check"]
+    assert "--hardware-file" in _complete(bash_script, "request", "check", "--")
+    assert _complete(bash_script, "infer", "qwen2.5-7") == sorted(n for n in entries() if n.startswith("qwen2.5-7"))
+    assert _complete(bash_script, "plan", "--format", "") == ["html", "json", "md"]
+    assert _complete(bash_script, "infer", "--context", "") == []  # a free value: the shell's file default
+
+
+def test_zsh_completion_shares_the_tables_and_registers_natively(bash_script):
+    r = run("completion", "zsh")
+    assert r.returncode == 0, r.stderr
+    tables = bash_script.read_text().split("\n", 1)[1].split("_llmsizer() {")[0]
+    assert tables in r.stdout and "compdef _llmsizer llmsizer" in r.stdout and "bashcompinit" not in r.stdout
+    if ZSH:  # syntax, then the completing function with zsh's compadd/_files/compdef stubbed to print
+        assert subprocess.run([ZSH, "-f", "-n", "-c", r.stdout], capture_output=True).returncode == 0
+        stubs = 'compdef() { :; }; compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }; _files() { print FILES; }'
+        probe = ('t() { words=("$@"); CURRENT=$#; _llmsizer; }; t llmsizer infer x --engine ""; print SEP; '
+                 't llmsizer request c; print SEP; t llmsizer infer --context ""')
+        z = subprocess.run([ZSH, "-f", "-c", f"{stubs}\n{r.stdout}\n{probe}"], capture_output=True, text=True)
+        engines, request, value = (part.split() for part in z.stdout.split("SEP"))
+        assert engines == ["transformers", "vllm", "llamacpp"] and request == ["new", "check", "schema"]
+        assert value == ["FILES"]
+    err = one_line_error(run("completion", "fish"))
+    assert "invalid choice: 'fish'" in err

@@ -18,7 +18,7 @@ COMMANDS = {
     "models": "model_cmds", "inspect": "model_cmds", "formats": "model_cmds", "infer": "infer_cmd",
     "train": "train_cmd", "hardware": "hardware_cmd", "fit": "fit_cmd", "recommend": "recommend_cmd",
     "plan": "plan_cmd", "request": "request_cmd", "measure": "measure_cmd", "validate": "validate_cmd",
-    "capacity": "capacity_cmd",
+    "capacity": "capacity_cmd", "completion": "completion_cmd",
 }
 
 EPILOG = """examples:
@@ -33,6 +33,7 @@ EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --context 8k --concurrency 8
   llmsizer measure infer qwen2.5-0.5b --context 4096
   llmsizer validate
+  eval "$(llmsizer completion bash)"
 """
 
 
