@@ -4,6 +4,7 @@ a fast --version, shell completion, output file permissions. Run through the rea
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -339,3 +340,38 @@ def test_zsh_completion_shares_the_tables_and_registers_natively(bash_script):
         assert value == ["FILES"]
     err = one_line_error(run("completion", "fish"))
     assert "invalid choice: 'fish'" in err
+
+
+# ------------------------------------------------------------------------------------------ no internal notes
+
+_INTERNAL = re.compile(r"(?:\bids?|index) \d{6,}|code-search|search-index|code-index|reported by the index|"
+                       r"shared/research|read_file|find_string", re.I)
+
+
+def test_model_sources_shown_to_users_cite_no_internal_index_ids():
+    import json
+
+    from llmsizer.catalog.models import entries
+    from llmsizer.cli.model_cmds import inspect_data
+    r = run("models", "--json")
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    assert len(listed) == len(entries())
+    for m in listed:
+        assert not _INTERNAL.search(m["source"]), (m["name"], _INTERNAL.search(m["source"]))
+    for e in entries().values():
+        shown = json.dumps(inspect_data(e.spec()))
+        assert not _INTERNAL.search(shown), (e.name, _INTERNAL.search(shown))
+        assert shown.count("@") >= e.source.count("@")  # public repository@commit citations are all kept
+
+
+def test_public_citation_keeps_the_public_part():
+    from llmsizer.catalog.models import public_citation
+    text = ("GitHub code-search index copy, file id 7768956847 (repository/path not reported by the index): dict "
+            "`X`; identical in code-index file ids 4813762979 and 2485673147 (citing https://hf.co/x/config.json); "
+            "same values in org/repo:path.py@0123456789abcdef0123456789abcdef01234567 (card copy, code-index file "
+            "id 11240120624)")
+    assert public_citation(text) == (
+        "a public GitHub copy (repository not recorded): dict `X`; identical in public GitHub code (citing "
+        "https://hf.co/x/config.json); same values in org/repo:path.py@0123456789abcdef0123456789abcdef01234567 "
+        "(card copy)")

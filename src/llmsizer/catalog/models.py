@@ -17,6 +17,7 @@ unknown. :data:`VARIANTS_THAT_DIFFER` lists variants known to change the archite
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -56,6 +57,37 @@ class CatalogEntry:
 
     def spec(self) -> ModelSpec:
         return _spec(self.name)
+
+    @property
+    def public_source(self) -> str:
+        """``source`` as users see it: public citations (repository:path@commit, URLs, papers) kept, references to
+        the search index our research notes used (file ids a user cannot look up) taken out."""
+        return public_citation(self.source)
+
+
+# Research notes cite copies by the id a code-search index gave them; users cannot look those up.
+_IDS = r"(?:(?:code|search)-)?(?:index )?(?:file )?ids? \d{6,}(?:(?:,\s*|\s*/\s*|\s+and\s+)\d{6,})*"
+_INDEX_REFS = (
+    (re.compile(r"GitHub code-search index copy, file id \d+ \(repository/path not reported by the index\)"),
+     "a public GitHub copy (repository not recorded)"),
+    (re.compile(r"GitHub code-search index copy, file id \d+"), "a public GitHub copy"),
+    (re.compile(r"repository/path not reported by the index"), "repository not recorded"),
+    (re.compile(r"GitHub (?:Python|C\+\+|Rust|C#)? ?(?:file|test)? ?\((?:search-)?index file id \d+(, )?"),
+     "public GitHub code ("),
+    (re.compile(r"\b(in|quoted in|from) " + _IDS), r"\1 public GitHub code"),
+    (re.compile(r"(?:[,;]?\s*(?:and|same values|identical)?\s*)" + _IDS), ""),
+    (re.compile(r"\(\s*[,;]?\s*"), "("),
+    (re.compile(r"\s*\(\)"), ""),
+    (re.compile(r"\(,\s*"), "("),
+    (re.compile(r"(\(\d\)),\s*"), r"\1 "),
+)
+
+
+def public_citation(text: str) -> str:
+    """``text`` without references to code-search index ids (see :attr:`CatalogEntry.public_source`)."""
+    for pattern, repl in _INDEX_REFS:
+        text = pattern.sub(repl, text)
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -148,7 +180,7 @@ def _variant_spec(entry: str, asked: str) -> ModelSpec:
 @lru_cache(maxsize=128)
 def _spec(name: str) -> ModelSpec:
     e = entries()[name]
-    return spec_from_config(e.config, name=e.id, source=f"catalog: {e.source} (retrieved {e.retrieved})",
+    return spec_from_config(e.config, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)
 
