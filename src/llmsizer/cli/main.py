@@ -34,6 +34,9 @@ EPILOG = """examples:
   llmsizer measure infer qwen2.5-0.5b --context 4096
   llmsizer validate
   eval "$(llmsizer completion bash)"
+
+Bad input (an unknown command, option, value or model name; an unreadable request) prints one line per problem on
+stderr, with "did you mean" when a known name is close, and exits 2. A request path of - reads standard input.
 """
 
 
