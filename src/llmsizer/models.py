@@ -1,7 +1,8 @@
 """Resolve what the user names into a ModelSpec: catalog name, config.json, model folder, GGUF, Hub id.
 
 Order: an existing path (folder, config.json, .gguf) wins; then the built-in catalog; then, only when
-``hub=True``, the Hugging Face Hub (optional extra). Nothing downloads weights; no model code runs.
+``hub=True``, the Hugging Face Hub (optional extra); then an instruct/chat/base variant of a catalog model,
+resolved to it and saying so (see :mod:`llmsizer.catalog.models`). Nothing downloads weights; no model code runs.
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
             return spec_from_gguf(p)
         from .readers.hf_config import load_config_file, spec_from_config
         return spec_from_config(load_config_file(p), name=p.parent.name or p.name, source=str(p))
-    try:
-        return catalog.find(ref).spec()
-    except UnknownNameError:
-        if hub and "/" in ref:
+    if hub and "/" in ref:  # the Hub's own config of a variant beats resolving it to its base in the catalog
+        try:
+            return catalog.find_spec(ref, variants=False)
+        except UnknownNameError:
             from .readers.hub import spec_from_hub
             return spec_from_hub(ref)
-        raise
+    return catalog.find_spec(ref)

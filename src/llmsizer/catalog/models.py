@@ -4,13 +4,21 @@ Each file in ``data/models/`` holds one model: its Hugging Face id, the verbatim
 publisher's parameter count and where every value came from. Lookup is case-insensitive and accepts
 the full id (``meta-llama/Llama-3.1-8B``), the bare name (``llama-3.1-8b``) or an alias; a miss lists
 the closest names.
+
+Variants. A post-trained release (``-Instruct``, ``-Chat``, ``-it``) and its pre-trained base (``-Base``,
+``-pt``) share the architecture: the same layer shapes and vocabulary, hence the same memory. A name that
+becomes a catalog entry once the words in :data:`VARIANT_WORDS` are removed from it (``Qwen2.5-7B-Instruct``
+-> ``qwen2.5-7b``; ``gemma-3-4b-pt`` -> ``gemma-3-4b-it``'s base) resolves to that entry, and the spec says so
+in its notes (the estimate's assumption ``model.name``). Only the variant word is removed: a different
+size, version or date (``Qwen2.5-7B-Instruct-1M``, ``Qwen3-4B-Instruct-2507``) is a different name and stays
+unknown. :data:`VARIANTS_THAT_DIFFER` lists variants known to change the architecture; they never resolve.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -18,6 +26,21 @@ from typing import Any
 from ..errors import ModelFileError, UnknownNameError
 from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
+from ..suggest import did_you_mean
+
+MODEL_SUGGESTION_CUTOFF = 0.5  # looser than the default: model names share long prefixes ("qwen2.5-", "llama-3.")
+
+# Hyphen-separated words that name a post-trained or pre-trained release of the same architecture.
+VARIANT_WORDS = ("instruct", "chat", "it", "base", "pt")
+
+# Variant names (lower case, without the org) whose config is known to differ in shape from the entry they
+# would resolve to: resolving them would be wrong, so they stay unknown with the reason.
+VARIANTS_THAT_DIFFER = {
+    "mixtral-8x22b-instruct-v0.1": "its vocab_size is 32768 (v3 tokenizer), the base Mixtral-8x22B-v0.1 has 32000",
+}
+
+VARIANT_NOTE = ("{asked} resolved to {id} (same architecture: instruct/chat/base releases of one model share layer "
+                "shapes and vocabulary; other config values, e.g. max_position_embeddings, are {id}'s)")
 
 
 @dataclass(frozen=True)
@@ -34,6 +57,37 @@ class CatalogEntry:
 
     def spec(self) -> ModelSpec:
         return _spec(self.name)
+
+    @property
+    def public_source(self) -> str:
+        """``source`` as users see it: public citations (repository:path@commit, URLs, papers) kept, references to
+        the search index our research notes used (file ids a user cannot look up) taken out."""
+        return public_citation(self.source)
+
+
+# Research notes cite copies by the id a code-search index gave them; users cannot look those up.
+_IDS = r"(?:(?:code|search)-)?(?:index )?(?:file )?ids? \d{6,}(?:(?:,\s*|\s*/\s*|\s+and\s+)\d{6,})*"
+_INDEX_REFS = (
+    (re.compile(r"GitHub code-search index copy, file id \d+ \(repository/path not reported by the index\)"),
+     "a public GitHub copy (repository not recorded)"),
+    (re.compile(r"GitHub code-search index copy, file id \d+"), "a public GitHub copy"),
+    (re.compile(r"repository/path not reported by the index"), "repository not recorded"),
+    (re.compile(r"GitHub (?:Python|C\+\+|Rust|C#)? ?(?:file|test)? ?\((?:search-)?index file id \d+(, )?"),
+     "public GitHub code ("),
+    (re.compile(r"\b(in|quoted in|from) " + _IDS), r"\1 public GitHub code"),
+    (re.compile(r"(?:[,;]?\s*(?:and|same values|identical)?\s*)" + _IDS), ""),
+    (re.compile(r"\(\s*[,;]?\s*"), "("),
+    (re.compile(r"\s*\(\)"), ""),
+    (re.compile(r"\(,\s*"), "("),
+    (re.compile(r"(\(\d\)),\s*"), r"\1 "),
+)
+
+
+def public_citation(text: str) -> str:
+    """``text`` without references to code-search index ids (see :attr:`CatalogEntry.public_source`)."""
+    for pattern, repl in _INDEX_REFS:
+        text = pattern.sub(repl, text)
+    return text
 
 
 @lru_cache(maxsize=1)
@@ -69,21 +123,64 @@ def _index() -> dict[str, str]:
     return idx
 
 
-def find(name: str) -> CatalogEntry:
-    """Look a model up by id, name or alias (case-insensitive); a miss names the closest matches."""
+def variant_base(name: str) -> str:
+    """``name`` (lower case, without the org) with the :data:`VARIANT_WORDS` removed: 'Qwen/Qwen2.5-7B-Instruct'
+    -> 'qwen2.5-7b', 'Llama-2-7b-chat-hf' -> 'llama-2-7b-hf'."""
+    words = name.strip().lower().split("/")[-1].split("-")
+    return "-".join(w for w in words if w not in VARIANT_WORDS) or name.lower()
+
+
+@lru_cache(maxsize=1)
+def _variant_index() -> dict[str, str]:
+    idx: dict[str, str] = {}
+    for e in entries().values():
+        for key in (e.name, e.id, *e.aliases):
+            idx.setdefault(variant_base(key), e.name)
+    return idx
+
+
+def _lookup(name: str, *, variants: bool) -> tuple[CatalogEntry, bool]:
+    """(entry, whether ``name`` is a variant release of it) or UnknownNameError."""
     key = name.strip().lower()
-    hit = _index().get(key) or _index().get(key.split("/")[-1])
+    bare = key.split("/")[-1]
+    hit = _index().get(key) or _index().get(bare)
     if hit:
-        return entries()[hit]
-    close = difflib.get_close_matches(key.split("/")[-1], list(entries()), n=5, cutoff=0.5)
-    hint = f"; closest: {', '.join(close)}" if close else ""
+        e = entries()[hit]
+        own = {e.name, e.id.lower(), e.id.lower().split("/")[-1]}
+        return e, bare not in own and variant_base(bare) in {variant_base(k) for k in own}
+    if bare in VARIANTS_THAT_DIFFER:
+        raise UnknownNameError(f"unknown model {name!r}: not resolved to its base because "
+                               f"{VARIANTS_THAT_DIFFER[bare]}; give its config.json")
+    base = _variant_index().get(variant_base(bare)) if variants and variant_base(bare) != bare else None
+    if base:
+        return entries()[base], True
+    hint = did_you_mean(bare, list(entries()), cutoff=MODEL_SUGGESTION_CUTOFF)
     raise UnknownNameError(f"unknown model {name!r}{hint} (list them with `llmsizer models`)")
+
+
+def find(name: str, *, variants: bool = True) -> CatalogEntry:
+    """Look a model up by id, name or alias (case-insensitive), or as an instruct/chat/base variant of one
+    (``variants``; see the module docstring); a miss names the closest matches."""
+    return _lookup(name, variants=variants)[0]
+
+
+def find_spec(name: str, *, variants: bool = True) -> ModelSpec:
+    """The ModelSpec of catalog model ``name``; a variant release of a catalog entry gets the entry's spec with a
+    ``name=`` note saying so (the estimate shows it as the assumption ``model.name``)."""
+    e, is_variant = _lookup(name, variants=variants)
+    return _variant_spec(e.name, name.strip()) if is_variant else e.spec()
+
+
+@lru_cache(maxsize=128)
+def _variant_spec(entry: str, asked: str) -> ModelSpec:
+    spec = _spec(entry)
+    return replace(spec, notes=(*spec.notes, "name=" + VARIANT_NOTE.format(asked=asked, id=spec.name)))
 
 
 @lru_cache(maxsize=128)
 def _spec(name: str) -> ModelSpec:
     e = entries()[name]
-    return spec_from_config(e.config, name=e.id, source=f"catalog: {e.source} (retrieved {e.retrieved})",
+    return spec_from_config(e.config, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)
 

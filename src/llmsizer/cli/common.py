@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import stat
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..models import load_model
 from ..readers.manual import spec_from_manual
-from ..specs import ModelSpec
+from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
 
 
@@ -32,6 +36,22 @@ def exit_code(fits: bool | None) -> int:
     """The exit-code convention (README "Exit codes"): 0 answered and it fits / holds (or nothing was checked),
     1 answered and it does not fit or a stated constraint fails; bad input exits 2 in main()."""
     return 1 if fits is False else 0
+
+
+def engine_arg(text: str) -> str:
+    """--engine value: 'llama.cpp' / 'llama-cpp' / 'LlamaCpp' -> 'llamacpp' (argparse's choices then check it)."""
+    return normalize_engine(text)
+
+
+def accept_engine_aliases(parser: argparse.ArgumentParser) -> None:
+    """Give every option of ``parser`` (and its sub-commands) whose choices are the engines the
+    :func:`engine_arg` normalizer, so each command's ``--engine`` accepts the aliases without its own code."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                accept_engine_aliases(sub)
+        elif action.choices is not None and tuple(action.choices) == ENGINES and action.type is None:
+            action.type = engine_arg
 
 
 def emit_json(data: Any) -> None:
@@ -74,3 +94,35 @@ def resolve_model(args: argparse.Namespace) -> ModelSpec:
     return spec_from_manual(params=args.params, layers=args.layers, hidden=args.hidden, heads=args.heads,
                             kv_heads=args.kv_heads, head_dim=args.head_dim, intermediate=args.intermediate,
                             vocab=args.vocab, tied=args.tied)
+
+
+NEW_FILE_MODE = 0o666  # what open() asks for a new file; the process umask takes its bits away (0644 under 022)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)  # the only portable way to read it is to set it; put it straight back
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, renamed when complete: a failure
+    leaves nothing half-written. The file gets the permissions a plain ``open()`` would give it (an existing
+    file keeps its own; a new one NEW_FILE_MODE less the umask), not the private 0600 of a temporary file."""
+    path = path.expanduser()
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"cannot write {path}: folder {folder} does not exist")
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = NEW_FILE_MODE & ~_umask()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

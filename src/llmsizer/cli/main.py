@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -12,12 +13,12 @@ from typing import NoReturn
 from ..errors import LlmsizerError
 
 # command -> module that registers it. Only the module of the command being run is imported, so the CLI
-# starts fast; `llmsizer --help` imports them all to list them.
+# starts fast; `llmsizer --help` imports them all to list them; `llmsizer --version` imports none.
 COMMANDS = {
     "models": "model_cmds", "inspect": "model_cmds", "formats": "model_cmds", "infer": "infer_cmd",
     "train": "train_cmd", "hardware": "hardware_cmd", "fit": "fit_cmd", "recommend": "recommend_cmd",
     "plan": "plan_cmd", "request": "request_cmd", "measure": "measure_cmd", "validate": "validate_cmd",
-    "capacity": "capacity_cmd",
+    "capacity": "capacity_cmd", "completion": "completion_cmd",
 }
 
 EPILOG = """examples:
@@ -32,18 +33,65 @@ EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --context 8k --concurrency 8
   llmsizer measure infer qwen2.5-0.5b --context 4096
   llmsizer validate
+  eval "$(llmsizer completion bash)"
+
+Bad input (an unknown command, option, value or model name; an unreadable request) prints one line per problem on
+stderr, with "did you mean" when a known name is close, and exits 2. A request path of - reads standard input.
 """
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: (?P<value>'[^']*'|\"[^\"]*\") \(choose from (?P<choices>.*)\)$")
+_UNRECOGNIZED = "unrecognized arguments: "
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every long option of ``parser`` and of the sub-command parsers registered under it."""
+    out: list[str] = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _option_strings(sub)
+    return list(dict.fromkeys(out))
+
+
+def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's message plus "did you mean" for a mistyped sub-command, choice or option."""
+    import ast
+
+    from ..suggest import close_matches, did_you_mean
+    m = _INVALID_CHOICE.search(message)
+    if m:
+        try:
+            value = ast.literal_eval(m["value"])
+            choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+        except (ValueError, SyntaxError):
+            return message
+        head = message[:m.end("value")]
+        return head + did_you_mean(str(value), choices) + message[m.end("value"):]
+    if message.startswith(_UNRECOGNIZED):
+        options = _option_strings(parser)
+        words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
+        hits = {w: h[0] for w in words for h in [close_matches(w, options, n=1)] if h}
+        if len(hits) == 1:
+            return message + f"; did you mean {next(iter(hits.values()))!r}?"
+        if hits:
+            return message + "; did you mean " + ", ".join(f"{h!r} for {w!r}" for w, h in hits.items()) + "?"
+    return message
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
-        self.exit(2, f"llmsizer: error: {message} (see --help)\n")
+        self.exit(2, f"llmsizer: error: {_with_suggestion(self, message)} (see --help)\n")
 
 
 def _modules(argv: Sequence[str] | None) -> list[str]:
-    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    args = list(sys.argv[1:] if argv is None else argv)
+    words = [a for a in args if not a.startswith("-")]
     if words and words[0] in COMMANDS:
         return [COMMANDS[words[0]]]
+    if not words and "--version" in args and not {"-h", "--help"} & set(args):
+        return []  # `llmsizer --version`: the top-level parser alone answers it
     return list(dict.fromkeys(COMMANDS.values()))
 
 
@@ -63,6 +111,9 @@ def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = Fals
                 continue  # a command module not shipped in this build
             raise
         module.register(sub)
+    if names:
+        from .common import accept_engine_aliases
+        accept_engine_aliases(p)
     return p
 
 

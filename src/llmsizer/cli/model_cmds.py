@@ -44,7 +44,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         emit_json([{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
                     "published_params": e.published_params, "model_type": e.config.get("model_type"),
-                    "source": e.source, "retrieved": e.retrieved} for e in found])
+                    "source": e.public_source, "retrieved": e.retrieved} for e in found])
         return 0
     rows = []
     for e in found:

@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from ..plan import Plan, make_plan
 from ..plan.result import JobPlan
 from ..render.markdown import SEVERITY_LABEL, check_line, format_usd, format_value
 from ..request import RequestError, load_request
+from .common import write_atomic
 
 EPILOG = """examples:
   llmsizer plan examples/lora-finetune-and-chat.yaml
@@ -24,6 +23,7 @@ EPILOG = """examples:
   llmsizer plan examples/cpu-internal-tool.yaml -o plan.json
   llmsizer plan my-request.yaml --json
   llmsizer plan my-request.yaml --hardware-file our-servers.yaml
+  generate-request | llmsizer plan - -o report.html
 
 Write a request with `llmsizer request new -o my-request.yaml`; validate it with `llmsizer request check`.
 Exit status: 0 when no check is an error, 1 when some are (the plan and report are still written), 2 when the
@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
                                    "the hardware that fits, storage, network, duration and cost, and the checks a "
                                    "reviewer would raise. Prints a summary; -o writes an HTML, Markdown or JSON report.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("request", help="request file (YAML or JSON); start from `llmsizer request new`")
+    p.add_argument("request", help="request file (YAML or JSON), or - to read it from standard input; start from "
+                                   "`llmsizer request new`")
     p.add_argument("-o", "--output", help="write a report: .html (self-contained, with charts), .md or .json")
     p.add_argument("--format", choices=("html", "md", "json"), help="report format (default: from the -o extension)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON instead of the summary")
@@ -61,23 +62,6 @@ def render(plan: Plan, fmt: str) -> str:
         from ..render.markdown import render_markdown
         return render_markdown(plan)
     return json.dumps(plan.to_dict(), indent=2, default=str) + "\n"
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, renamed when complete: a failure
-    leaves nothing half-written."""
-    path = path.expanduser()
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 from ..errors import InputError
 from ..request import RequestError, load_request
 from ..request.spec import TrainingJob
-from .plan_cmd import write_atomic
+from .common import write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     n.set_defaults(func=cmd_new)
     c = rs.add_parser("check", help="validate a request file", epilog=EPILOG,
                       formatter_class=argparse.RawDescriptionHelpFormatter)
-    c.add_argument("request", help="request file (YAML or JSON)")
+    c.add_argument("request", help="request file (YAML or JSON), or - to read it from standard input")
     c.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     c.add_argument("--json", action="store_true", help="print the validated request (or the errors) as JSON")
     c.set_defaults(func=cmd_check)
@@ -79,7 +79,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     n_train = sum(isinstance(j, TrainingJob) for j in req.jobs)
-    print(f"{args.request}: valid request with {len(req.jobs)} job(s): {n_train} training, "
+    print(f"{req.source}: valid request with {len(req.jobs)} job(s): {n_train} training, "
           f"{len(req.jobs) - n_train} inference ({', '.join(j.name for j in req.jobs)})")
     return 0
 

@@ -21,6 +21,7 @@ from ..inference import estimate_inference
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
+from ..specs.workload import normalize_engine
 from ..training import estimate_training
 from ..units import format_bytes
 from . import efficiency as E
@@ -219,7 +220,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     hr = check_headroom(headroom)
     assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
-    eng = engine or default_engine(device, n)
+    eng = normalize_engine(engine) if engine else default_engine(device, n)
     assumptions.append(Assumption("engine", eng, engine is None, "vLLM on data-center GPUs, llama.cpp on Apple, "
                                   "CPUs and single consumer cards"))
     if eng == "llamacpp" and n > 1:

@@ -17,11 +17,13 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..specs.workload import ENGINES, normalize_engine
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
@@ -187,7 +189,7 @@ class _Reader:
                 raise InputError(f"{text!r} is not a valid name; use letters, digits, '-', '_' and '.'")
             return text
         if t == "enum":
-            low = text.lower()
+            low = normalize_engine(text) if f.choices == ENGINES else text.lower()  # 'llama.cpp' -> 'llamacpp'
             if low in f.choices:
                 return low
             raise InputError(f"unknown value {text!r}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
@@ -577,8 +579,22 @@ def parse_request(text: str, *, source: str = "<request>", base_dir: str | Path 
     return req
 
 
+STDIN = "-"  # the request path that means "read standard input"
+STDIN_SOURCE = "<stdin>"  # how error messages name standard input
+
+
 def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (), check_names: bool = True) -> Request:
-    """Read and validate a request file (YAML or JSON)."""
+    """Read and validate a request file (YAML or JSON); ``"-"`` reads standard input (errors name
+    ``<stdin>:LINE``; relative model paths count from the current folder)."""
+    if str(path) == STDIN:
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:
+            raise InputError(f"request from {STDIN_SOURCE}: not UTF-8 text") from None
+        except OSError as e:
+            raise InputError(f"request from {STDIN_SOURCE}: cannot read ({e.strerror})") from None
+        return parse_request(text, source=STDIN_SOURCE, base_dir=Path.cwd(), hardware_files=hardware_files,
+                             check_names=check_names)
     p = Path(path)
     try:
         text = p.read_text("utf-8")

@@ -4,7 +4,8 @@ from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSp
 
 __all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
-from .workload import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload
+from .workload import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINE_ALIASES, ENGINES, InferenceWorkload, normalize_engine
 
-__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "ENGINES", "InferenceWorkload"]
+__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "ENGINE_ALIASES", "ENGINES", "InferenceWorkload",
+            "normalize_engine"]
 __all__ += ["METHODS", "OPTIMIZERS", "PRECISIONS", "TrainingWorkload"]

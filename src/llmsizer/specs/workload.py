@@ -7,9 +7,19 @@ from dataclasses import dataclass
 from ..errors import InputError
 
 ENGINES = ("transformers", "vllm", "llamacpp")
+# Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
+ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
 DEVICES = ("gpu", "cpu")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
+
+
+def normalize_engine(name: str) -> str:
+    """The ENGINES name for ``name`` (case-insensitive, aliases such as 'llama.cpp' accepted); other text is
+    returned as written, for the caller's validation to reject with the list of engines."""
+    key = name.strip().lower()
+    key = ENGINE_ALIASES.get(key, key)
+    return key if key in ENGINES else name
 
 
 @dataclass(frozen=True)
@@ -47,6 +57,8 @@ class InferenceWorkload:
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
 
     def __post_init__(self) -> None:
+        if isinstance(self.engine, str):
+            object.__setattr__(self, "engine", normalize_engine(self.engine))
         if self.context <= 0:
             raise InputError(f"context must be a positive number of tokens, got {self.context}")
         if self.concurrency <= 0:
