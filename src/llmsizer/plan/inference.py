@@ -125,7 +125,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # ---- memory ----
     mem = Sec("memory", "Memory per device")
     per_rep_peak = math.ceil(conc_peak / replicas)
-    need_est = _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu)
+    # the fit's own estimate (one answer); vLLM fills its pool when given memory, so its need is asked without one
+    need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None and engine != "vllm" else
+                _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu))
     loc = "host" if on_cpu else "device"
     need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
@@ -206,7 +208,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
     """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need)."""
     try:
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
-                                  output_tokens=min(output, context - 1), tensor_parallel=tp,
+                                  output_tokens=output, tensor_parallel=tp,
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu")
     except InputError:
         return None

@@ -1,0 +1,248 @@
+"""One estimator, one answer (#11): the same question asked through different commands gets the same numbers.
+
+Property-based over catalog models x workloads x devices x counts (hypothesis): ``infer --memory`` = ``fit`` =
+the matching ``recommend`` option = the ``plan`` service for memory, verdict and speed; ``train --memory`` =
+``fit --train`` = the matching ``recommend --train`` option = the ``plan`` training job for per-device memory,
+verdict and duration; the same exit code for the same verdict. Each numbered test below reproduces one item of
+the issue and failed before the fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from llmsizer.catalog.hardware import builtin_catalog, load_catalog
+from llmsizer.cli.main import main
+from llmsizer.estimate.duration import training_duration
+from llmsizer.estimate.verdict import DEFAULT_HEADROOM
+from llmsizer.hardware.fit import fit, fit_training, vm_share_device
+from llmsizer.hardware.recommend import Constraints, recommend_inference, recommend_training
+from llmsizer.inference import estimate_inference
+from llmsizer.models import load_model
+from llmsizer.training import estimate_training
+
+GiB = 2**30
+DENSE = ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b", "mistral-7b-v0.1", "gemma-2-2b-it"]
+MOE = ["qwen3-30b-a3b", "mixtral-8x7b-v0.1"]
+GPUS = ["h100-sxm", "a100-sxm-80gb", "rtx-4090", "l4", "l40s"]
+PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, out.getvalue()
+
+
+def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
+    code, text = run(*argv, "--json")
+    return code, json.loads(text)
+
+
+# ---------------------------------------------------------------------------------------------------- inference
+
+@PROPS
+@given(model=st.sampled_from(DENSE + MOE), device=st.sampled_from(GPUS),
+       engine=st.sampled_from(["transformers", "vllm", "llamacpp"]),
+       context=st.sampled_from([512, 4096, 32768]), concurrency=st.sampled_from([1, 4, 32]))
+def test_infer_with_the_devices_memory_is_fit(model: str, device: str, engine: str, context: int,
+                                               concurrency: int) -> None:
+    weights = "q4_k_m" if engine == "llamacpp" else None
+    r = fit(model, device, 1, engine=engine, weights=weights, context=context, concurrency=concurrency, speed=False)
+    memory = builtin_catalog().devices[device].memory_bytes
+    est = estimate_inference(model, engine=engine, weights=weights, context=context, concurrency=concurrency,
+                             memory=memory)
+    assert r.fits == est.details["fits"]
+    assert r.budget_per_device == est.details["memory_budget"]
+    assert r.memory_per_device == est.total("device")[1]
+    assert r.weights_format == est.details["weights_format"]
+
+
+@PROPS
+@given(model=st.sampled_from(DENSE), device=st.sampled_from(GPUS), engine=st.sampled_from(["transformers", "vllm"]),
+       context=st.sampled_from([2048, 65536]), concurrency=st.sampled_from([1, 64]))
+def test_infer_and_fit_exit_with_the_same_code_for_the_same_verdict(model: str, device: str, engine: str,
+                                                                     context: int, concurrency: int) -> None:
+    memory = builtin_catalog().devices[device].memory_bytes
+    wl = ("--engine", engine, "--context", str(context), "--concurrency", str(concurrency))
+    code_infer, data = run_json("infer", model, *wl, "--memory", f"{memory}B")
+    code_fit, fdata = run_json("fit", model, "--device", device, *wl)
+    assert code_infer == code_fit == (0 if data["details"]["fits"] else 1)
+    assert fdata["fits"] == data["details"]["fits"]
+
+
+def test_recommend_options_are_what_fit_says_on_the_same_target() -> None:
+    rec = recommend_inference("llama-3.1-8b", context=8192, concurrency=16, constraints=Constraints(providers=("aws",)))
+    assert rec.options
+    for o in list(rec.options)[:6]:
+        r = fit("llama-3.1-8b", o.target, engine=o.engine, weights=o.weights_format, context=8192,
+                concurrency=16)
+        assert r.fits and r.memory_per_device == o.memory_per_device
+        assert r.speed is not None and r.speed.tokens_per_second_per_user == o.tokens_per_second_per_user
+
+
+# ----------------------------------------------------------------------------------------------------- training
+
+@PROPS
+@given(model=st.sampled_from(DENSE), method=st.sampled_from(["full", "lora", "qlora"]),
+       seq=st.sampled_from([512, 4096, 16384]), batch=st.sampled_from([1, 4]), device=st.sampled_from(GPUS),
+       ckpt=st.sampled_from(["none", "full"]))
+def test_train_with_the_devices_memory_is_fit_train(model: str, method: str, seq: int, batch: int, device: str,
+                                                    ckpt: str) -> None:
+    fields = dict(method=method, seq_len=seq, micro_batch=batch, grad_checkpointing=ckpt)
+    r = fit_training(model, device, 1, **fields)
+    est = estimate_training(model, memory=builtin_catalog().devices[device].memory_bytes, **fields)
+    assert r.fits == est.details["fits"]
+    assert r.memory_per_device == est.total("device")[1]
+    assert r.budget_per_device == est.details["memory_budget"]
+
+
+def test_cli_train_on_a_device_equals_fit_train() -> None:
+    wl = ("--method", "lora", "--batch", "4", "--seq", "4096", "--grad-checkpointing", "full")
+    code_t, t = run_json("train", "llama-3.1-8b", *wl, "--device", "h100-sxm", "--tokens", "1B")
+    code_f, f = run_json("fit", "llama-3.1-8b", "--device", "h100-sxm", "--train", *wl, "--tokens", "1B")
+    assert code_t == code_f == 0
+    assert f["memory"]["details"]["fits"] is t["details"]["fits"] is True
+    assert f["memory"]["items"] == t["items"]
+    assert f["training_time"]["seconds"] == pytest.approx(t["duration"]["seconds"])
+
+
+def test_recommend_training_options_are_fit_train_and_the_duration_rule() -> None:
+    fields = dict(method="lora", seq_len=4096, micro_batch=2)
+    rec = recommend_training("llama-3.1-8b", tokens=1e9, constraints=Constraints(providers=("aws",)),
+                             training_fields=fields)
+    assert rec.options
+    cat = load_catalog()
+    for o in list(rec.options)[:5]:
+        r = fit_training("llama-3.1-8b", o.target, **fields)
+        assert r.fits
+        inst = cat.instances[o.target]
+        d = training_duration(load_model("llama-3.1-8b"), inst.device, inst.device_count * o.replicas, 1e9,
+                              method="lora", seq_len=4096)
+        assert o.training_seconds == pytest.approx(d.seconds)
+
+
+def test_plan_training_job_is_fit_train_and_the_duration_rule() -> None:
+    """examples/lora-finetune-and-chat.yaml's training job, its settings written out from the request file."""
+    from llmsizer.plan import plan_file
+
+    plan = plan_file(Path(__file__).resolve().parents[2] / "examples" / "lora-finetune-and-chat.yaml")
+    job = plan.job("ticket-lora")
+    settings = dict(method="lora", rank=16, targets="all-linear", precision="bf16-mixed", optimizer="adamw",
+                    micro_batch=4, seq_len=4096, grad_accumulation=8, grad_checkpointing="full")
+    r = fit_training("llama-3.1-8b", "h100-sxm", 1, **settings)
+    mem = job.section("memory")
+    assert mem.value("need") == r.memory_per_device and mem.value("fits") is r.fits
+    assert mem.value("budget") == r.budget_per_device
+    d = training_duration(load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"], 1, 3 * 240e6,
+                          method="lora", seq_len=4096, grad_checkpointing="full", rank=16, targets="all-linear")
+    assert job.section("duration").value("seconds") == pytest.approx(d.seconds)
+
+
+def test_plan_service_is_fit_on_its_device() -> None:
+    """examples/cpu-internal-tool.yaml's service (llama.cpp on a 64 GiB CPU server; traffic written out)."""
+    from llmsizer.plan import plan_file
+
+    plan = plan_file(Path(__file__).resolve().parents[2] / "examples" / "cpu-internal-tool.yaml")
+    job = plan.job("drafting-helper")
+    hw = job.hardware
+    assert hw.device is not None and hw.memory_per_device is not None
+    # the request: q4_k_m on llama.cpp, bf16 compute, peak traffic 6 x 4k tokens with 500 generated
+    r = fit(job.model, hw.device, 1, engine="llamacpp", weights="q4_k_m", dtype="bf16", context=4096,
+            concurrency=6, output_tokens=500, memory=hw.memory_per_device)
+    mem = job.section("memory")
+    assert mem.value("need_peak") == r.memory_per_device
+    assert mem.value("budget") == r.budget_per_device and mem.value("fits") is r.fits
+
+
+# ------------------------------------------------------------------------------------- the issue's items 1-9
+
+def test_item1_fit_train_reads_the_sequence_length() -> None:
+    short = fit_training("llama-3.1-8b", "h100-sxm", seq_len=4096)
+    long = fit_training("llama-3.1-8b", "h100-sxm", seq_len=65536)
+    assert long.memory_per_device > short.memory_per_device
+    code, data = run_json("fit", "llama-3.1-8b", "--device", "h100-sxm", "--train", "--seq-len", "4096")
+    _, train = run_json("train", "llama-3.1-8b", "--seq", "4096", "--memory", f"{data['details']['usable_memory_per_device']}B")
+    assert data["memory"]["items"] == train["items"] and code == 1  # 8B full fine-tune: 140 GiB > 80 GiB
+
+
+def test_item2_one_format_rule_for_infer_and_fit() -> None:
+    code, data = run_json("infer", "gpt-oss-20b", "--engine", "llamacpp")
+    assert code == 0 and data["details"]["weights_format"] == "gguf:mxfp4_moe"
+    r = fit("gpt-oss-20b", "rtx-4090", engine="llamacpp", speed=False)
+    assert r.weights_format == "gguf:mxfp4_moe"
+    v = fit("llama-3.1-8b", "h100-sxm", engine="vllm", weights="q4_k_m", speed=False)
+    assert v.weights_format == "bf16" and any("dequantizes GGUF" in w for w in v.warnings)
+
+
+def test_item3_one_fit_verdict_and_exit_code() -> None:
+    code, data = run_json("infer", "llama-3.3-70b-instruct", "--engine", "vllm", "--tp", "2", "--memory", "80GiB")
+    assert data["details"]["max_concurrency_at_context"] == 0 and data["details"]["fits"] is False and code == 1
+    # transformers at the boundary: fits in 80 GiB without headroom, not with the default 10 % (train/infer kept none)
+    need = estimate_inference("llama-3.1-8b", context=4096).total("device")[1]
+    memory = int(need / (1 - DEFAULT_HEADROOM / 2))
+    code, data = run_json("infer", "llama-3.1-8b", "--memory", f"{memory}B")
+    assert code == 1 and data["details"]["memory_budget"] == int(memory * (1 - DEFAULT_HEADROOM))
+    code0, _ = run_json("infer", "llama-3.1-8b", "--memory", f"{memory}B", "--headroom", "0")
+    assert code0 == 0
+
+
+def test_item4_a_cpu_vm_gets_its_share_of_compute_and_recommend_agrees_with_fit() -> None:
+    cat = load_catalog()
+    inst = cat.instances["gcp-c3d-standard-8"]
+    vm = vm_share_device(inst.device, inst)
+    share = float(vm.memory_bandwidth.base) / float(inst.device.memory_bandwidth.base)  # type: ignore[union-attr]
+    assert share < 1
+    for k, v in inst.device.flops.items():
+        assert float(vm.flops[k].base) == pytest.approx(float(v.base) * share)
+    rec = recommend_inference("qwen2.5-0.5b", context=2048, concurrency=64)
+    opts = {o.target: o for o in (*rec.options, *rec.rejected)}
+    o = opts["gcp-c3d-standard-8"]
+    r = fit("qwen2.5-0.5b", "gcp-c3d-standard-8", weights=o.weights_format or None, context=2048, concurrency=64)
+    assert r.speed is not None and o.tokens_per_second == pytest.approx(r.speed.tokens_per_second)
+    assert rec.chosen is not None and not rec.chosen.is_cpu  # 64 users at reading speed: a GPU
+
+
+def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration() -> None:
+    spec, dev = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
+    full = training_duration(spec, dev, 1, 1e9, method="full", seq_len=2048)
+    lora = training_duration(spec, dev, 1, 1e9, method="lora", seq_len=2048)
+    assert full.seconds and lora.seconds and lora.seconds < 0.75 * full.seconds
+    code, text = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
+    assert code == 0 and "duration:" in text and "h wall clock" in text
+
+
+def test_item7_the_output_says_what_is_live_at_the_peak() -> None:
+    est = estimate_training("llama-3.1-8b")
+    recipe = next(a for a in est.assumptions if a.name == "bytes_per_param")
+    live = next(a for a in est.assumptions if a.name == "model_state_bytes_per_param_at_peak")
+    assert str(recipe.value).startswith("18 B") and float(live.value) < 18
+    assert "never is live at once" in live.why and est.details["peak_phase"] in live.why
+
+
+def test_item8_the_built_in_data_centre_cards_are_not_local_options(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"devices": []}', "utf-8")
+    a = recommend_inference("qwen2.5-0.5b")
+    b = recommend_inference("qwen2.5-0.5b", hardware_files=[empty])
+    assert {o.target for o in (*a.options, *a.rejected)} == {o.target for o in (*b.options, *b.rejected)}
+    assert not any(o.target == "h100-sxm" for o in (*a.options, *a.rejected))
+
+
+def test_item9_reverse_questions_say_when_nothing_fits_and_help_states_no_unapplied_default() -> None:
+    code, text = run("train", "llama-3.1-8b", "--memory", "40GiB", "--max-batch")
+    assert code == 1 and "batch 1 does not fit" in text
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(["infer", "--help"])
+    help_text = out.getvalue()
+    assert "--max-num-batched-tokens" in help_text and "(default 8192)" not in help_text
