@@ -9,7 +9,7 @@
 # Environment: PYTHON (interpreter to start from), LLMSIZER_GPU_VENV (default .venv-gpu), LLMSIZER_GPU_TOTAL
 # (seconds for set-up + matrix, default 450), LLMSIZER_CASE_TIMEOUT (seconds per case, default 150).
 #
-# Robustness: each case runs in its own process (`python -m llmsizer.measure ...`, which itself measures in a
+# Robustness: each case runs in its own process (`python -m llmsizer.cli.main measure ...`, which itself measures in a
 # child process) under a timeout; a case that fails, runs out of memory or times out is recorded as such and the
 # matrix goes on; cases that no longer fit the time budget are recorded as skipped. Nothing is downloaded at run
 # time except, when missing, the pinned packages below (the GPU machine may be offline: then what is installed
@@ -176,7 +176,7 @@ for n, case in enumerate(CASES, 1):
         print(f"[{n:2d}/{len(CASES)}] skipped (budget): {' '.join(case)}", file=sys.stderr, flush=True)
         continue
     before = lines(OUT)
-    args = [sys.executable, "-m", "llmsizer.measure", case[0], case[1], *shlex.split(case[2]), "--json", "--no-store", "--quiet",
+    args = [sys.executable, "-m", "llmsizer.cli.main", "measure", case[0], case[1], *shlex.split(case[2]), "--json", "--no-store", "--quiet",
             "--timeout", str(CASE_TIMEOUT), "--jsonl", OUT]
     t = time.monotonic()
     try:

@@ -18,7 +18,7 @@ from llmsizer.measure import MeasureSettings, measure, oom_message, runner
 def test_real_memory_cap_on_cpu(tiny_config: Path, tmp_path: Path) -> None:
     """Through the command: the worker runs out of its 40 MiB data-segment cap; exit code 3, clean message."""
     store = tmp_path / "r.sqlite"
-    p = subprocess.run([sys.executable, "-m", "llmsizer.measure", "infer", str(tiny_config), "--device", "cpu",
+    p = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "measure", "infer", str(tiny_config), "--device", "cpu",
                         "--context", "1024", "--memory-cap", "40MiB", "--json", "--store", str(store)],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 3, p.stderr

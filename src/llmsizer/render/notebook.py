@@ -153,7 +153,7 @@ def fit_html(r: FitResult) -> str:
 
 def recommendation_text(rec: Recommendation, top: int = 8) -> str:
     """What ``llmsizer recommend`` prints (the command's own renderer)."""
-    from ..cli.recommend_cmd import render_recommendation
+    from .recommend_text import render_recommendation
     return render_recommendation(rec, top)
 
 
@@ -213,7 +213,7 @@ def recommendation_html(rec: Recommendation, top: int = 8) -> str:
 
 def plan_text(plan: Plan) -> str:
     """The summary ``llmsizer plan`` prints (the command's own renderer)."""
-    from ..cli.plan_cmd import render_plan_text
+    from .plan_text import render_plan_text
     return render_plan_text(plan)
 
 

@@ -1,0 +1,83 @@
+"""Plain-text rendering of a ``Plan``: what ``llmsizer plan`` prints and what ``str(plan)`` shows."""
+
+from __future__ import annotations
+
+from ..plan import Plan
+from ..plan.result import JobPlan
+from .markdown import SEVERITY_LABEL, check_line, format_usd, format_value
+
+
+def _v(j: JobPlan, section: str, key: str) -> str:
+    f = j.section(section).get(key)
+    return format_value(f.value, f.unit) if f is not None else "-"
+
+
+def _job_lines(j: JobPlan) -> list[str]:
+    hw = j.hardware
+    out = [f"{j.name} ({j.kind}): {j.summary}"]
+    mem = j.section("memory")
+    if j.kind == "training":
+        fits = mem.value("fits")
+        out.append(f"  memory    {_v(j, 'memory', 'need')} per device of a {_v(j, 'memory', 'budget')} budget"
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}); "
+                   f"{_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})")
+        out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')});"
+                   f" one checkpoint {_v(j, 'storage', 'checkpoint_one')}, checkpoints at peak "
+                   f"{_v(j, 'storage', 'checkpoints')}")
+        if j.hardware.count > 1:
+            out.append(f"  network   {_v(j, 'network', 'dp_bytes')} per step between data-parallel ranks; "
+                       f"communication {_v(j, 'network', 'comm_seconds')} of a {_v(j, 'network', 'compute_seconds')} "
+                       f"step ({_v(j, 'network', 'comm_share')} if not overlapped)")
+        lost_cost = j.section("duration").value("lost_cost")
+        out.append(f"  duration  {_v(j, 'duration', 'seconds')} wall-clock, {_v(j, 'duration', 'device_hours')} "
+                   f"device-hours, {_v(j, 'duration', 'steps')} steps; an interruption loses up to "
+                   f"{_v(j, 'duration', 'lost_per_interruption')}"
+                   + (f" ({_v(j, 'duration', 'lost_cost')})" if lost_cost is not None else ""))
+        budget = f"; budget {_v(j, 'cost', 'budget')}" if j.section("cost").value("budget") else ""
+        if j.section("cost").value("price_per_hour") is None:
+            out.append(f"  cost      unknown: no price for {hw.label} (give resources.price_per_hour){budget}")
+        else:
+            out.append(f"  cost      {_v(j, 'cost', 'hourly_total')} by the hour at {_v(j, 'cost', 'price_per_hour')}"
+                       + budget)
+    else:
+        fits = mem.value("fits")
+        adm = mem.get("admitted")
+        out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'})"
+                   + (f"; vLLM admits {adm.value} sequences of the peak context" if adm is not None else ""))
+        out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
+                   f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user")
+        net = j.section("network")
+        extras = [x for x in (net.value("isolation"), "fixed address" if net.value("fixed_address") else None) if x]
+        out.append(f"  network   in {_v(j, 'network', 'ingress_typical')}, out {_v(j, 'network', 'egress_typical')} "
+                   f"typical" + (f"; {', '.join(str(x) for x in extras)}" if extras else ""))
+        out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')})")
+        if j.section("cost").value("price_per_hour") is None:
+            out.append(f"  cost      unknown: no price for {hw.label} (give resources.price_per_hour)")
+        else:
+            out.append(f"  cost      {_v(j, 'cost', 'monthly_hourly')}/month by the hour ({_v(j, 'cost', 'hourly_total')}"
+                       f" over {_v(j, 'cost', 'months')} months); {_v(j, 'cost', 'per_million_tokens')} per million "
+                       "output tokens")
+    if hw.origin == "suggested":
+        out.append(f"  hardware  suggested: {hw.label}" + (f" at {format_usd(hw.price_per_hour)}/h"
+                                                         if hw.price_per_hour is not None else ""))
+    return out
+
+
+def render_plan_text(plan: Plan) -> str:
+    e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
+    out = [f"Plan: {plan.title}  ({plan.source})", f"checks: {e} error(s), {w} warning(s), {i} note(s)"]
+    for c in plan.checks:
+        out.append(f"  {SEVERITY_LABEL[c.severity]:<7} {check_line(c, plan.source)}")
+        if c.advice:
+            out.append(f"          -> {c.advice}")
+    out.append("")
+    for j in plan.jobs:
+        out += _job_lines(j)
+        for n in j.notes:
+            out.append(f"  note: {n}")
+        out.append("")
+    t = plan.totals
+    out.append("totals: " + "; ".join(f"{f.label} {format_value(f.value, f.unit)}" for f in t.figures
+                                      if f.value is not None))
+    return "\n".join(out)

@@ -1,0 +1,53 @@
+"""Plain-text rendering of a ``Recommendation``: what ``llmsizer recommend`` prints and what ``str(rec)`` shows."""
+
+from __future__ import annotations
+
+from ..hardware.recommend import Option, Recommendation
+from ..units import format_bytes, format_count
+from .text import table
+
+
+def _price(o: Option) -> str:
+    if o.price_per_hour is None:
+        return "-"
+    return f"${o.price_per_hour:,.2f}/h" + (" (power)" if o.cost_basis == "power" else "")
+
+
+def render_recommendation(rec: Recommendation, top: int = 8) -> str:
+    out = [f"{rec.model}: {rec.kind} options ({len(rec.options)} meet the constraints, {len(rec.rejected)} rejected)"]
+    if rec.kind == "inference":
+        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
+                 o.weights_format.removeprefix("gguf:"), _price(o),
+                 f"{o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else "?",
+                 f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
+                 f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
+                 f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
+                for o in rec.options[:top]]
+        header = ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
+    else:
+        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
+                 _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h", f"{o.device_hours or 0:,.0f}",
+                 f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"] for o in rec.options[:top]]
+        header = ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
+        wl = rec.workload
+        out.append(f"{format_count(wl['tokens'])} tokens x {wl['flops_per_token']:.3g} FLOP/token = "
+                   f"{wl['total_flops']:.3g} FLOP")
+    if rows:
+        out.append(table(rows, header))
+    if rec.chosen is not None:
+        out.append("chosen: " + rec.chosen.target + " - " + "; ".join(rec.chosen.reasons))
+    for a in rec.advice:
+        out.append("advice: " + a)
+    for q in rec.quantization:
+        out.append("quantization: " + q)
+    if rec.rejected:
+        out.append("rejected (cheapest first):")
+        for o in rec.rejected[:top]:
+            mem = f" [{format_bytes(o.memory_per_device)}]" if o.memory_per_device else ""
+            out.append(f"  {o.target}: {'; '.join(o.reasons)}{mem}")
+        if len(rec.rejected) > top:
+            out.append(f"  ... {len(rec.rejected) - top} more (--top N or --json)")
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in rec.assumptions))
+    for w in rec.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
