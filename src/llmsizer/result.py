@@ -50,6 +50,25 @@ class Assumption:
         return {"name": self.name, "value": self.value, "default": self.default, "why": self.why}
 
 
+class Notes:
+    """The one accumulator of assumptions (each default named) and warnings while a result is composed; the
+    estimators' ``Acc`` adds the breakdown items, the planners' ``JobNotes`` the advice and facts of a job."""
+
+    given_why = "given"
+
+    def __init__(self) -> None:
+        self.assumptions: list[Assumption] = []
+        self.warnings: list[str] = []
+
+    def assume(self, name: str, value: Any, given: Any, why: str) -> Any:
+        """Use ``given`` when the user supplied it, else ``value``; record which."""
+        if given is not None:
+            self.assumptions.append(Assumption(name, given, False, self.given_why))
+            return given
+        self.assumptions.append(Assumption(name, value, True, why))
+        return value
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A memory estimate: the components (``items``), the values it assumed, and warnings.

@@ -30,12 +30,13 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from .dtypes import DTYPE_BYTES
 
 # bytes per element of each KV cache dtype; quantized llama.cpp types carry their block scale
 # (ggml-common.h: q8_0 = 34 B / 32, q4_0 = 18 B / 32, q4_1 = 20 B / 32, q5_0 = 22 B / 32, q5_1 = 24 B / 32,
 # iq4_nl = 18 B / 32).
 KV_DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
+    **{k: float(v) for k, v in DTYPE_BYTES.items()}, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
     "q8_0": 34 / 32, "q5_1": 24 / 32, "q5_0": 22 / 32, "q4_1": 20 / 32, "q4_0": 18 / 32, "iq4_nl": 18 / 32,
 }
 

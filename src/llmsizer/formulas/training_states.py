@@ -64,7 +64,6 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 ADAM_STEP_BYTES = 4  # torch keeps ``state["step"]`` as a float32 scalar tensor (``_get_scalar_dtype()``)
 BNB_MIN_8BIT_SIZE = 4096  # bitsandbytes Optimizer8bit default min_8bit_size
 BNB_BLOCKSIZE = 256  # bitsandbytes blockwise 8-bit optimizer state block

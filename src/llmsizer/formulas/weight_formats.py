@@ -45,9 +45,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from .dtypes import DTYPE_BYTES
 from .tensors import Tensor, model_tensors
 
-DENSE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 QUANT_COMPONENTS = {"attention", "mlp", "experts", "shared_experts"}
 
 # llama.cpp file type -> default tensor type (llama-quant.cpp llama_ftype_get_default_type)
@@ -135,8 +135,8 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
     in_f = t.shape[1] if len(t.shape) == 2 else 1
     n = t.numel
     per = n // t.count
-    if fmt in DENSE_BYTES:
-        return n * DENSE_BYTES[fmt], fmt
+    if fmt in DTYPE_BYTES:
+        return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
     if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
         quantizable = t.matrix and t.component not in ("embedding", "lm_head")

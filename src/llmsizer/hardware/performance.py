@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache
 from ..formulas.params import count_params
 from ..formulas.speed import (
@@ -28,8 +29,6 @@ from ..formulas.weight_formats import normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
-
-_ACT_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -146,7 +145,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
-    act_bytes = _ACT_BYTES.get(dtype, 2)
+    act_bytes = DTYPE_BYTES.get(dtype, 2)
     peak, peak_key = device.peak_flops(dtype)
     if peak is not None and peak_key != dtype:
         assumptions.append(Assumption("peak_dtype", peak_key, True,

@@ -9,26 +9,17 @@ from .. import engines as E
 from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
 from ..formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ..formulas.weight_formats import WeightBytes
-from ..result import Assumption, Item, Location
+from ..result import Item, Location, Notes
 from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_bytes
 
 
-class Acc:
+class Acc(Notes):
     """Collects items, assumptions and warnings while an estimate is composed."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.items: list[Item] = []
-        self.assumptions: list[Assumption] = []
-        self.warnings: list[str] = []
-
-    def assume(self, name: str, value: Any, given: Any, why: str) -> Any:
-        """Use ``given`` when the user supplied it, else ``value``; record which."""
-        if given is not None:
-            self.assumptions.append(Assumption(name, given, False, "given"))
-            return given
-        self.assumptions.append(Assumption(name, value, True, why))
-        return value
 
     def span(self, name: str, span: E.Span, location: Location = "device", formula: str = "") -> None:
         self.items.append(Item(name, span.expected, location, span.low, span.high,

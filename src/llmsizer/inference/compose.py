@@ -14,6 +14,7 @@ from .. import engines as E
 from ..errors import InputError
 from ..estimate.formats import engine_weights
 from ..estimate.verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
+from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
 from ..formulas.params import count_params
 from ..formulas.tensor_parallel import check_tensor_parallel, shard_weights
@@ -21,8 +22,6 @@ from ..formulas.weight_formats import file_weight_bytes, weight_bytes
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from .common import Acc, Context
-
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from ..request.spec import Deadline, Job, Request
-from ..result import Assumption
+from ..result import Assumption, Notes
 from .result import Figure, Section
 
 
@@ -34,24 +34,18 @@ class Sec:
         return Section(self.key, self.title, tuple(self.figures), tuple(self.notes))
 
 
-class Notes:
-    """Assumptions (each default named), warnings and FAQ advice of one job."""
+class JobNotes(Notes):
+    """Assumptions (each default named), warnings, FAQ advice and facts of one job."""
+
+    given_why = "given in the request"
 
     def __init__(self) -> None:
-        self.assumptions: list[Assumption] = []
-        self.warnings: list[str] = []
+        super().__init__()
         self.advice: list[str] = []
         self.facts: dict[str, Any] = {}
 
-    def assume(self, name: str, value: Any, given: Any, why: str) -> Any:
-        if given is not None:
-            self.assumptions.append(Assumption(name, given, False, "given in the request"))
-            return given
-        self.assumptions.append(Assumption(name, value, True, why))
-        return value
 
-
-def deadline_seconds(job: Job, req: Request, today: _dt.date, notes: Notes) -> float | None:
+def deadline_seconds(job: Job, req: Request, today: _dt.date, notes: JobNotes) -> float | None:
     """Seconds from the job's start to its deadline (a date deadline without a start counts from today)."""
     d: Deadline | None = job.deadline
     if d is None:

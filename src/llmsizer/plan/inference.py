@@ -27,7 +27,7 @@ from ..specs import ModelSpec
 from ..specs.training import ALL_LINEAR
 from ..units import format_bytes, format_count
 from . import pricing as P
-from .common import Notes, Sec, deadline_seconds, geometric_points
+from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
 from .result import Chart, Hardware, JobPlan, Series
 
@@ -57,7 +57,7 @@ def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
 
 
 def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: dict[str, TrainingJob]) -> JobPlan:
-    notes = Notes()
+    notes = JobNotes()
     spec = load_model(str(job.model.name))
     pc = count_params(spec)
     t = job.traffic
@@ -214,7 +214,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return None
 
 
-def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: Notes) -> dict[str, Any]:
+def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes) -> dict[str, Any]:
     a = job.adapters
     peft_src = src is not None and src.method != "full"
     if a.mode is None and a.count is None and not peft_src:
@@ -232,7 +232,7 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
 
 
 def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_peak: int, ctx_typ: int,
-             ctx_peak: int, out_typ: int, out_peak: int, notes: Notes) -> Sec:
+             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes) -> Sec:
     net = Sec("network", "Network")
     stream = job.access.stream if job.access.stream is not None else True
     if job.access.stream is None:
@@ -285,7 +285,7 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
     return net
 
 
-def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, Any], net: Sec, notes: Notes) -> Sec:
+def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, Any], net: Sec, notes: JobNotes) -> Sec:
     st = Sec("storage", "Storage")
     parts: dict[str, int] = {}
     w = weight_bytes(spec, fmt).total
@@ -327,7 +327,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     return st
 
 
-def service_months(job: InferenceJob, notes: Notes) -> float:
+def service_months(job: InferenceJob, notes: JobNotes) -> float:
     if job.service.duration is not None:
         return job.service.duration / 3600 / HOURS_PER_MONTH
     notes.assumptions.append(Assumption("service.duration", "12 months", True, "ongoing or not stated: costs are "
@@ -335,7 +335,7 @@ def service_months(job: InferenceJob, notes: Notes) -> float:
     return 12.0
 
 
-def _cost(job: InferenceJob, req: Request, hw: Hardware, tps_total: float | None, notes: Notes) -> Sec:
+def _cost(job: InferenceJob, req: Request, hw: Hardware, tps_total: float | None, notes: JobNotes) -> Sec:
     cost = Sec("cost", "Cost")
     price = hw.price_per_hour
     cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
@@ -444,7 +444,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
 
 
 def _advice(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, adapters: dict[str, Any], fmt: str,
-            cost: Sec, notes: Notes, owned: bool = False) -> None:
+            cost: Sec, notes: JobNotes, owned: bool = False) -> None:
     if adapters["mode"] is not None:
         w = weight_bytes(spec, fmt).total
         n = adapters["count"]

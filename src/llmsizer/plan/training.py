@@ -14,9 +14,10 @@ from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import run_cost
+from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
-from ..formulas.training_states import DTYPE_BYTES, recipe, state_bytes_per_param
+from ..formulas.training_states import recipe, state_bytes_per_param
 from ..formulas.training_time import device_hours
 from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
 from ..hardware.recommend import Constraints, recommend_training
@@ -27,7 +28,7 @@ from ..result import Assumption, Estimate
 from ..specs import ModelSpec
 from ..units import format_bytes, format_count
 from . import pricing as P
-from .common import Notes, Sec, deadline_seconds, geometric_points
+from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
 from .result import Chart, Hardware, JobPlan, Series
 
@@ -64,7 +65,7 @@ def _estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return estimate_training(spec, **fields)
 
 
-def _tokens(job: TrainingJob, seq_len: int, notes: Notes) -> tuple[int | None, int | None, str]:
+def _tokens(job: TrainingJob, seq_len: int, notes: JobNotes) -> tuple[int | None, int | None, str]:
     """(tokens per epoch, tokens to train on, how they were obtained)."""
     d, s = job.dataset, job.settings
     per_epoch: int | None = d.tokens
@@ -86,7 +87,7 @@ def _tokens(job: TrainingJob, seq_len: int, notes: Notes) -> tuple[int | None, i
 
 
 def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
-    notes = Notes()
+    notes = JobNotes()
     spec = load_model(str(job.model.name))
     pc = count_params(spec)
     s = job.settings
@@ -229,7 +230,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
 
 
 def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, precision: str,
-                     notes: Notes) -> tuple[int, str, int]:
+                     notes: JobNotes) -> tuple[int, str, int]:
     """(bytes of one checkpoint, formula text, trained params)."""
     rec_states = recipe(precision)
     opt = str(_assumed(est, "optimizer", "adamw"))
@@ -253,7 +254,7 @@ def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: i
 
 def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, tokens: int | None,
              per_epoch: int | None, steps: int | None, secs: float | None, interval_s: float | None,
-             saves: int | None, precision: str, gpus: int, notes: Notes) -> tuple[Sec, list[Series], int]:
+             saves: int | None, precision: str, gpus: int, notes: JobNotes) -> tuple[Sec, list[Series], int]:
     st = Sec("storage", "Storage")
     d, ck, ho = job.dataset, job.checkpoints, job.handover
     parts: dict[str, int] = {}
@@ -375,7 +376,7 @@ def _storage_series(secs: float | None, interval_s: float | None, fixed: int, on
 
 
 def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fields: dict[str, Any], gpus: int,
-             params: int, step_s: float | None, tokens: int | None, secs: float | None, notes: Notes) -> Sec:
+             params: int, step_s: float | None, tokens: int | None, secs: float | None, notes: JobNotes) -> Sec:
     net = Sec("network", "Network")
     s = job.settings
     tp, pp = s.tp or 1, s.pp or 1
@@ -471,7 +472,7 @@ def _data_rate(net: Sec, job: TrainingJob, spec: ModelSpec, tokens: int | None, 
                 job.dataset.read_speed), "s", "dataset.size / dataset.read_speed", "formulas/network.py eq. (6)")
 
 
-def _cost(job: TrainingJob, req: Request, hw: Hardware, secs: float | None, notes: Notes) -> Sec:
+def _cost(job: TrainingJob, req: Request, hw: Hardware, secs: float | None, notes: JobNotes) -> Sec:
     cost = Sec("cost", "Cost")
     price = hw.price_per_hour
     cost.add("price_per_hour", "price per hour", price, "USD/h", hw.price_basis)
@@ -548,7 +549,7 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
     return tuple(charts)
 
 
-def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int, need: int, notes: Notes) -> None:
+def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int, need: int, notes: JobNotes) -> None:
     if job.purpose == "pretraining":
         return
     why = {"knowledge": "Knowledge that changes or must be cited is usually better served by retrieval over the "

@@ -16,7 +16,7 @@ from .. import engines as E
 from ..errors import InputError
 from ..estimate.verdict import check_headroom, headroom_assumption, memory_verdict
 from ..formulas.activations import prefill_activation_bytes
-from ..formulas.parallelism import DDP_BUCKET_CAP_BYTES
+from ..formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ..formulas.params import count_params
 from ..formulas.training_activations import korthikanti_layer_bytes
 from ..formulas.training_states import optimizer_info, recipe, state_bytes_per_param
@@ -162,7 +162,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
                 routed = sum(t.bytes for terms in tl.layer_terms.values() for t in terms if "experts" in t.name)
-                high = parts[name] + int(routed * tl.inflight * 0.25)
+                # uneven routing: an expert may take up to the capacity factor x its even share of tokens
+                high = parts[name] + int(routed * tl.inflight * (MOE_CAPACITY_FACTOR - 1))
         acc.items.append(Item(name, parts[name], "device", None, high, formula, src))
     if "optimizer_step_temporaries" in parts:
         acc.items.append(Item("optimizer_step_temporaries", parts["optimizer_step_temporaries"], "device", 0,
