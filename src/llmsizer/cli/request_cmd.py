@@ -73,7 +73,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         for line in e.errors:
             print(f"llmsizer: error: {line}", file=sys.stderr)
-        return 2
+        return 1  # answered: the request is not valid (exit codes: README)
     if args.json:
         json.dump({"valid": True, "request": req.to_dict()}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

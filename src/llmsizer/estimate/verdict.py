@@ -53,7 +53,7 @@ class Verdict:
     need_high: int
     usable: int  # device memory
     headroom: float
-    budget: int  # usable x (1 - headroom)
+    budget: int  # usable x (1 - headroom); vLLM: usable (its pool is utilization x usable, eq. 3)
     basis: str  # "expected" (eq. 2) or "vllm-admission" (eq. 3)
     reason: str
     warnings: tuple[str, ...] = ()
@@ -88,7 +88,7 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
                       utilization: float) -> Verdict:
     """Eq. (3): vLLM fits when its KV pool admits ``concurrency`` sequences of ``context`` tokens."""
     fits = admitted >= concurrency
-    budget = int(usable * utilization)
+    budget = usable  # vLLM sizes its pool from the whole device (utilization x memory); the rest holds the context
     reason = (f"vLLM KV pool holds {admitted} sequence(s) of {context} tokens at utilization {utilization:.2f}"
               + ("" if fits else f"; {concurrency} requested"))
     warnings: tuple[str, ...] = ()

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Regenerate the documentation that is program output: docs/cli.md (every command's --help) and the example
+outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced).
+
+    python scripts/gen_docs.py          # rewrite both files
+    python scripts/gen_docs.py --check  # exit 1 and name the stale file when either differs (tests/docs)
+
+Commands run in-process through ``llmsizer.cli.main.main`` with a fixed terminal width, in a scratch folder
+that holds a copy of examples/ (so ``-o report.html`` writes nothing into the repository).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTH = "120"
+FENCE = "```"
+
+
+def run(argv: list[str], cwd: Path) -> str:
+    from llmsizer.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+            main(argv)
+    finally:
+        os.chdir(old)
+    return out.getvalue() + err.getvalue()
+
+
+def _commands() -> list[list[str]]:
+    """Every command and sub-action, as argv prefixes: [], [infer], [hardware, list], ..."""
+    from llmsizer.cli.main import build_parser
+
+    parser = build_parser([], all_commands=True)
+    found: list[list[str]] = [[]]
+
+    def walk(p: argparse.ArgumentParser, prefix: list[str]) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found.append([*prefix, name])
+                    walk(sub, [*prefix, name])
+
+    walk(parser, [])
+    return found
+
+
+def cli_reference(cwd: Path) -> str:
+    out = ["# CLI reference", "",
+           "Generated from `--help` by `scripts/gen_docs.py`; `tests/docs/test_generated_docs.py` fails when it is "
+           "stale. Exit codes: 0 answered and it fits / holds, 1 answered and it does not fit or a stated "
+           "constraint fails, 2 bad input (README, \"Exit codes\").", ""]
+    for argv in _commands():
+        title = " ".join(["llmsizer", *argv])
+        out += [f"## `{title}`", "", FENCE, run([*argv, "--help"], cwd).rstrip(), FENCE, ""]
+    return "\n".join(out)
+
+
+def readme_examples(text: str, cwd: Path) -> str:
+    def replace(m: re.Match[str]) -> str:
+        cmd = m.group(1)
+        argv = shlex.split(cmd)[1:]
+        return f"{FENCE}\n$ {cmd}\n{run(argv, cwd).rstrip()}\n{FENCE}"
+
+    return re.sub(rf"{FENCE}\n\$ (llmsizer [^\n]*)\n.*?\n{FENCE}", replace, text, flags=re.S)
+
+
+def generate() -> dict[Path, str]:
+    os.environ["COLUMNS"] = WIDTH
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+        shutil.copytree(ROOT / "examples", cwd / "examples")
+        readme = ROOT / "README.md"
+        return {ROOT / "docs" / "cli.md": cli_reference(cwd) + "\n",
+                readme: readme_examples(readme.read_text("utf-8"), cwd)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="report stale files instead of writing them")
+    args = ap.parse_args(argv)
+    stale = []
+    for path, text in generate().items():
+        old = path.read_text("utf-8") if path.exists() else ""
+        if old != text:
+            stale.append(path)
+            if not args.check:
+                path.write_text(text, "utf-8")
+    if args.check and stale:
+        print("stale: " + ", ".join(str(p.relative_to(ROOT)) for p in stale) + " (run scripts/gen_docs.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "src"))
+    sys.exit(main())
