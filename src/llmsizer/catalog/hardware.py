@@ -225,6 +225,16 @@ class HardwareCatalog:
     sources: dict[str, dict[str, Any]]
 
     def _index(self) -> dict[str, tuple[str, str]]:
+        """Normalized id/name/alias -> (kind, id), built once per catalog (the catalog is never mutated after it
+        is built: user files make a new one). Kept in the instance dict, outside the dataclass fields, so it does
+        not take part in equality or repr."""
+        idx: dict[str, tuple[str, str]] | None = self.__dict__.get("_name_index")
+        if idx is None:
+            idx = self._build_index()
+            self.__dict__["_name_index"] = idx
+        return idx
+
+    def _build_index(self) -> dict[str, tuple[str, str]]:
         idx: dict[str, tuple[str, str]] = {}
         for d in self.devices.values():
             for key in (d.id, d.name, *d.aliases):
@@ -254,8 +264,11 @@ class HardwareCatalog:
         return self.interconnects.get(ident) if ident else None
 
 
+_NORM_SEP = re.compile(r"[\s_]+")
+
+
 def _norm(s: str) -> str:
-    return re.sub(r"[\s_]+", "-", s.strip().lower())
+    return _NORM_SEP.sub("-", s.strip().lower())
 
 
 # ----------------------------------------------------------------------------------------------- parsing

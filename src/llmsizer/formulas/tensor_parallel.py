@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -26,6 +27,7 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         raise InputError(f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
+@lru_cache(maxsize=256)  # per spec, like model_tensors
 def replicated_elements(spec: ModelSpec) -> int:
     """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device."""
     return sum(t.numel for t in model_tensors(spec) if len(t.shape) == 1)

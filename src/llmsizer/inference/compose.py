@@ -93,6 +93,33 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     else:
         spec = model
     w = workload if workload is not None else InferenceWorkload(**kwargs)
+    # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
+    # object alive) and every workload field with its type (1 and 1.0, True and 1 are different keys). A
+    # catalog-wide search asks the same question for every device of one memory size; `plan` for every job.
+    vals = tuple(w.__dict__.values())
+    key = (id(spec), vals, tuple(map(type, vals)))
+    hit = _MEMO.get(key)
+    if hit is not None and hit[0] is spec:
+        return _copy(hit[1])
+    est = _estimate(spec, w)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = (spec, est)
+    return _copy(est)
+
+
+_MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+_MEMO_SIZE = 4096
+
+
+def _copy(est: Estimate) -> Estimate:
+    """The memoized estimate with its own details (the one mutable part), so no caller can change another's."""
+    details = {k: dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v
+               for k, v in est.details.items()}
+    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, details)
+
+
+def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.device == "cpu" and w.engine == "vllm":
         raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
     acc = Acc()
