@@ -127,9 +127,16 @@ def clear_caches() -> None:
     for fn in (kv_cache.kv_cache, tensor_parallel.replicated_elements):
         if hasattr(fn, "cache_clear"):
             fn.cache_clear()
-    memo = getattr(compose, "_MEMO", None)
-    if memo is not None:
-        memo.clear()
+    from llmsizer import units
+    from llmsizer.training import compose as training_compose
+
+    for fn in (units.format_bytes, weight_formats.normalize_format):
+        if hasattr(fn, "cache_clear"):
+            fn.cache_clear()
+    for module, name in ((compose, "_MEMO"), (training_compose, "_MEMO"), (tensor_parallel, "_SHARD_MEMO")):
+        memo = getattr(module, name, None)
+        if memo is not None:
+            memo.clear()
 
 
 def plan_once(path: Path) -> tuple[float, float, Any]:
@@ -175,10 +182,12 @@ def main() -> None:
         kinds = [j.kind for j in plan.jobs]
         read = statistics.median(r[0] for r in runs)
         total = statistics.median(r[1] for r in runs)
+        fastest = min(r[1] for r in runs)
         target = TARGETS.get(n)
         verdict = "" if target is None else f" (target <= {target:g} s): {'OK' if total <= target else 'OVER'}"
         print(f"plan of {n} jobs ({kinds.count('training')} training, {kinds.count('inference')} inference, "
-              f"{len(plan.checks)} checks): {total:.2f} s CPU median of {a.repeat} (read {read:.2f} s), "
+              f"{len(plan.checks)} checks): {total:.2f} s CPU median of {a.repeat}, fastest {fastest:.2f} s "
+              f"(read {read:.2f} s), "
               f"{total / n * 1e3:.1f} ms per job{verdict}")
 
 

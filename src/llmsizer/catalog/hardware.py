@@ -85,6 +85,10 @@ class Value:
         return f"{self.raw} {self.unit}"
 
 
+_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
+               "int8": ("int8",), "fp4": ("fp4",)}
+
+
 @dataclass(frozen=True)
 class Device:
     """An accelerator, an Apple chip configuration or a CPU."""
@@ -127,9 +131,7 @@ class Device:
     def peak_flops(self, dtype: str) -> tuple[float | None, str]:
         """Dense peak FLOP/s for ``dtype`` and the key used. bf16 and fp16 stand in for each other (equal tensor
         rates on Ampere and later, NVIDIA Ampere whitepaper); the substitution is named in the key."""
-        order = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
-                 "int8": ("int8",), "fp4": ("fp4",)}.get(dtype, (dtype,))
-        for k in order:
+        for k in _PEAK_ORDER.get(dtype, (dtype,)):
             v = self.flops.get(k)
             if v is not None and v.base:
                 return float(v.base), k
