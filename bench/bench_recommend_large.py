@@ -10,7 +10,7 @@ Timed in-process, CPU time (``time.process_time``), median of ``--repeat`` runs,
 catalog caches and the estimate caches cleared): reading + merging the file, then the search; ``--cli`` also
 times the whole `llmsizer recommend ... --hardware-file` command in a subprocess (wall clock). Not a timed test.
 
-    .venv/bin/python bench/bench_recommend_large.py [--entries 5000] [--repeat 3] [--cli] [--profile]
+    .venv/bin/python bench/bench_recommend_large.py [--entries 5000] [--repeat 3] [--unique-memory] [--cli] [--profile]
 """
 
 from __future__ import annotations
@@ -44,14 +44,14 @@ def _num(v: Any) -> float | None:
     return float(v.base) if v is not None and v.base is not None and not isinstance(v.base, (bool, list)) else None
 
 
-def _device_entry(d: Device, k: int) -> dict[str, Any]:
+def _device_entry(d: Device, k: int, unique: bool = False) -> dict[str, Any]:
     s = SCALES[k % len(SCALES)]
     e: dict[str, Any] = {"id": f"{d.id}-var{k}", "name": f"{d.name} variant {k}", "kind": d.kind,
                          "form_factor": d.form_factor if d.form_factor != "datacenter" else "server",
                          "vendor": d.vendor}
     mem = d.memory_bytes
     if mem is not None:
-        e["memory"] = f"{mem * s / 2**30:.3f}GiB"
+        e["memory"] = f"{mem * s / 2**30 + (k / 1024 if unique else 0):.6f}GiB"
     bw = d.bandwidth
     if bw is not None:
         e["memory_bandwidth"] = f"{bw * (0.8 + 0.1 * (k % 5)) / 1e9:.1f} GB/s"
@@ -70,13 +70,14 @@ def _device_entry(d: Device, k: int) -> dict[str, Any]:
     return e
 
 
-def hardware_file(entries: int) -> dict[str, Any]:
-    """``entries`` hardware entries: 60% device variants, 40% instance variants of the built-in catalog."""
+def hardware_file(entries: int, unique: bool = False) -> dict[str, Any]:
+    """``entries`` hardware entries: 60% device variants, 40% instance variants of the built-in catalog.
+    ``unique``: every device variant gets its own memory size (k MiB more), so no two share a memory estimate."""
     cat = builtin_catalog()
     devices = [d for d in cat.devices.values() if d.memory_bytes is not None]
     instances = list(cat.instances.values())
     n_dev = entries * 3 // 5
-    out_dev = [_device_entry(devices[i % len(devices)], i) for i in range(n_dev)]
+    out_dev = [_device_entry(devices[i % len(devices)], i, unique) for i in range(n_dev)]
     out_inst = []
     for i in range(entries - n_dev):
         inst = instances[i % len(instances)]
@@ -148,9 +149,13 @@ def main() -> None:
     ap.add_argument("--cli", action="store_true", help="also time the CLI command (subprocess, wall clock)")
     ap.add_argument("--profile", action="store_true", help="profile one run (cProfile, top 30)")
     ap.add_argument("--keep", help="write the hardware file here instead of a temporary folder")
+    ap.add_argument("--unique-memory", action="store_true",
+                    help="every device variant with its own memory size (the default file repeats 91 sizes)")
     a = ap.parse_args()
     path = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="llmsizer-bench-hw-")) / "hardware.json"
-    path.write_text(json.dumps(hardware_file(a.entries), indent=1), "utf-8")
+    data = hardware_file(a.entries, a.unique_memory)
+    path.write_text(json.dumps(data, indent=1), "utf-8")
+    sizes = len({d.get("memory") for d in data["devices"]})
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, Python {platform.python_version()}, "
           f"load average {load:.2f}")
@@ -173,7 +178,8 @@ def main() -> None:
     total = statistics.median(r[1] for r in runs)
     fastest = min(r[1] for r in runs)
     n = len(rec.options) + len(rec.rejected)
-    print(f"recommend {MODEL}, {CONTEXT} x {CONCURRENCY}, {a.entries}-entry hardware file: {n} options evaluated, "
+    print(f"recommend {MODEL}, {CONTEXT} x {CONCURRENCY}, {a.entries}-entry hardware file ({sizes} distinct "
+          f"device memory sizes): {n} options evaluated, "
           f"{total:.2f} s CPU median of {a.repeat}, fastest {fastest:.2f} s (reading the file {read:.2f} s) "
           f"(target <= {TARGET_S:g} s): "
           f"{'OK' if total <= TARGET_S else 'OVER'}")
