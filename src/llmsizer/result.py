@@ -87,13 +87,21 @@ class Estimate:
     details: dict[str, Any] = field(default_factory=dict)
 
     def total(self, location: Location = "device") -> tuple[int, int, int]:
-        """(low, expected, high) bytes summed over the items at ``location``."""
-        lo = mid = hi = 0
-        for it in self.items:
-            if it.location == location:
-                a, b, c = it.range
-                lo, mid, hi = lo + a, mid + b, hi + c
-        return lo, mid, hi
+        """(low, expected, high) bytes summed over the items at ``location`` (summed once per location: the
+        items are a tuple of frozen items; the sums live in the instance dict, outside the dataclass fields)."""
+        cache: dict[str, tuple[int, int, int]] | None = self.__dict__.get("_totals")
+        if cache is None:
+            cache = {}
+            self.__dict__["_totals"] = cache
+        hit = cache.get(location)
+        if hit is None:
+            lo = mid = hi = 0
+            for it in self.items:
+                if it.location == location:
+                    a, b, c = it.range
+                    lo, mid, hi = lo + a, mid + b, hi + c
+            hit = cache[location] = (lo, mid, hi)
+        return hit
 
     @property
     def primary_location(self) -> Location:

@@ -9,6 +9,7 @@ bits (``b``, ``Gb``) are converted to bytes by dividing by 8.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .errors import InputError
 
@@ -82,6 +83,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context") -> int:
     return int(round(float(m.group(1)) * factor))
 
 
+@lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over
 def format_bytes(n: float, *, binary: bool = True) -> str:
     """Format bytes for people: GiB/MiB (binary, default) or GB/MB (decimal). Never mixes the two."""
     units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB") if binary else ("B", "KB", "MB", "GB", "TB", "PB")

@@ -125,6 +125,10 @@ class Value:
         return f"{self.raw} {self.unit}"
 
 
+_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
+               "int8": ("int8",), "fp4": ("fp4",)}
+
+
 @dataclass(frozen=True)
 class Device:
     """An accelerator, an Apple chip configuration or a CPU."""
@@ -193,9 +197,7 @@ class Device:
     def peak_flops(self, dtype: str) -> tuple[float | None, str]:
         """Dense peak FLOP/s for ``dtype`` and the key used. bf16 and fp16 stand in for each other (equal tensor
         rates on Ampere and later, NVIDIA Ampere whitepaper); the substitution is named in the key."""
-        order = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
-                 "int8": ("int8",), "fp4": ("fp4",)}.get(dtype, (dtype,))
-        for k in order:
+        for k in _PEAK_ORDER.get(dtype, (dtype,)):
             v = self.flops.get(k)
             if v is not None and v.base:
                 return float(v.base), k
@@ -292,6 +294,16 @@ class HardwareCatalog:
     sources: dict[str, dict[str, Any]]
 
     def _index(self) -> dict[str, tuple[str, str]]:
+        """Normalized id/name/alias -> (kind, id), built once per catalog (the catalog is never mutated after it
+        is built: user files make a new one). Kept in the instance dict, outside the dataclass fields, so it does
+        not take part in equality or repr."""
+        idx: dict[str, tuple[str, str]] | None = self.__dict__.get("_name_index")
+        if idx is None:
+            idx = self._build_index()
+            self.__dict__["_name_index"] = idx
+        return idx
+
+    def _build_index(self) -> dict[str, tuple[str, str]]:
         idx: dict[str, tuple[str, str]] = {}
         for d in self.devices.values():
             for key in (d.id, d.name, *d.aliases):
@@ -321,8 +333,11 @@ class HardwareCatalog:
         return self.interconnects.get(ident) if ident else None
 
 
+_NORM_SEP = re.compile(r"[\s_]+")
+
+
 def _norm(s: str) -> str:
-    return re.sub(r"[\s_]+", "-", s.strip().lower())
+    return _NORM_SEP.sub("-", s.strip().lower())
 
 
 # ----------------------------------------------------------------------------------------------- parsing

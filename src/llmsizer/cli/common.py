@@ -55,8 +55,9 @@ def accept_engine_aliases(parser: argparse.ArgumentParser) -> None:
 
 
 def emit_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
-    sys.stdout.write("\n")
+    # one write of the whole text: json.dump streams one write per token (a 5,000-option recommend made
+    # 500,000 writes, about 1 s), the text is the same
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
 def tokens_arg(text: str) -> int:

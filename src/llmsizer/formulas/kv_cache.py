@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -82,6 +83,7 @@ class KVCache:
     tokens_sliding: int  # tokens cached per sequence in a sliding layer
 
 
+@lru_cache(maxsize=8192, typed=True)  # a pure function of its arguments (the spec is frozen); KVCache is frozen
 def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
              mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None) -> KVCache:
     """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-2)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -26,6 +27,7 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         raise InputError(f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
+@lru_cache(maxsize=256)  # per spec, like model_tensors
 def replicated_elements(spec: ModelSpec) -> int:
     """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device."""
     return sum(t.numel for t in model_tensors(spec) if len(t.shape) == 1)
@@ -36,6 +38,23 @@ def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicate
     the compute dtype's size; the 1-D share is tiny either way."""
     if tp == 1:
         return wb
+    # memoized on the spec and weight objects themselves (both treated as immutable, as weight_bytes' cache
+    # already does) and the numbers with their types
+    key = (id(spec), id(wb), tp, bytes_per_replicated, type(tp), type(bytes_per_replicated))
+    hit = _SHARD_MEMO.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is wb:
+        return hit[2]
+    out = _shard_weights(spec, wb, tp, bytes_per_replicated)
+    if len(_SHARD_MEMO) >= 2048:
+        _SHARD_MEMO.clear()
+    _SHARD_MEMO[key] = (spec, wb, out)
+    return out
+
+
+_SHARD_MEMO: dict[tuple[object, ...], tuple[ModelSpec, WeightBytes, WeightBytes]] = {}
+
+
+def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float) -> WeightBytes:
     rep = int(replicated_elements(spec) * bytes_per_replicated)
     rep = min(rep, wb.total)
 

@@ -83,6 +83,7 @@ def format_names() -> list[str]:
     return sorted(FORMAT_BITS_HINT) + [f"gguf:{k}" for k in sorted(GGUF_FTYPES)]
 
 
+@lru_cache(maxsize=1024)  # a pure function of the name (unknown names raise, and are not cached)
 def normalize_format(name: str) -> str:
     """Canonical format name; accepts 'Q4_K_M', 'gguf-q4_k_m', 'int4' aliases. Unknown -> InputError."""
     n = name.strip().lower().replace("_", "-") if not name.lower().startswith(("gguf", "q", "iq")) else name.strip().lower()

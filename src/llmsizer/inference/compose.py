@@ -68,7 +68,44 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         spec = load_model(model)
     else:
         spec = model
+    # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
+    # object alive) and the workload, field by field with each value's type (1 and 1.0, True and 1 are different
+    # keys) -- or, when called with keyword fields, those names and values (a hit skips building the workload,
+    # which validated the same fields the first time). A catalog-wide search asks the same question for every
+    # device of one memory size; `plan` for every job.
+    if workload is None:
+        key: tuple[Any, ...] = (id(spec), True, tuple(kwargs.items()), tuple(map(type, kwargs.values())))
+    else:
+        vals = tuple(workload.__dict__.values())
+        key = (id(spec), False, vals, tuple(map(type, vals)))
+    try:
+        hit = _MEMO.get(key)
+    except TypeError:  # an unhashable value: no memo
+        key, hit = (), None
+    if hit is not None and hit[0] is spec:
+        return _copy(hit[1])
     w = workload if workload is not None else InferenceWorkload(**kwargs)
+    est = _estimate(spec, w)
+    if key:
+        if len(_MEMO) >= _MEMO_SIZE:
+            _MEMO.clear()
+        _MEMO[key] = (spec, est)
+    return _copy(est)
+
+
+_MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+_MEMO_SIZE = 4096
+
+
+def _copy(est: Estimate) -> Estimate:
+    """The memoized estimate with its own ``details`` dict (the one mutable part: a caller adding or replacing a
+    key does not change another's; nested values are shared and, like weight_bytes' cached results, read-only)."""
+    out = Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, dict(est.details))
+    out.__dict__["_totals"] = est.__dict__.setdefault("_totals", {})  # same items, same sums (Estimate.total)
+    return out
+
+
+def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         w = replace(w, gpu_memory_utilization=1 - w.headroom)  # one convention: vLLM's pool is what headroom leaves
     if w.device == "cpu" and w.engine == "vllm":

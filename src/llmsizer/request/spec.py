@@ -263,15 +263,34 @@ class Request:
     base_dir: str = "."
     lines: dict[str, int] = field(default_factory=dict, compare=False, repr=False)
 
+    def _job_index(self) -> tuple[dict[str, Job], dict[int, int] | None]:
+        """(name -> first job of that name, id(job) -> position), built once: the jobs tuple never changes. The
+        position map is None when two jobs share a name (then two jobs may be equal, and a lookup by equality,
+        as ``tuple.index`` does, is the only exact one)."""
+        hit: tuple[dict[str, Job], dict[int, int] | None] | None = self.__dict__.get("_jobs_by")
+        if hit is None:
+            by_name: dict[str, Job] = {}
+            for j in self.jobs:
+                by_name.setdefault(j.name, j)
+            pos: dict[int, int] | None = None
+            if len(by_name) == len(self.jobs):
+                pos = {id(j): i for i, j in enumerate(self.jobs)}
+            hit = (by_name, pos)
+            self.__dict__["_jobs_by"] = hit
+        return hit
+
     def job(self, name: str) -> Job:
-        for j in self.jobs:
-            if j.name == name:
-                return j
-        raise KeyError(name)
+        return self._job_index()[0][name]
+
+    def job_position(self, job: Job) -> int:
+        """Index of ``job`` in ``jobs`` (as ``jobs.index(job)``, without the linear search)."""
+        pos = self._job_index()[1]
+        i = pos.get(id(job)) if pos is not None else None
+        return i if i is not None else self.jobs.index(job)
 
     def line_of(self, job: Job | None, path: str = "") -> int | None:
         """The line of ``path`` inside ``job`` (or at the top level), falling back to the nearest parent given."""
-        prefix = f"jobs[{self.jobs.index(job)}]" if job is not None else ""
+        prefix = f"jobs[{self.job_position(job)}]" if job is not None else ""
         parts = path.split(".") if path else []
         while True:
             key = ".".join(x for x in (prefix, *parts) if x)

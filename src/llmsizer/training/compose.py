@@ -84,6 +84,39 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
+    # memoized on exactly what the estimate reads: the spec (by identity; the memo keeps it alive) and every
+    # workload field with its type. Each caller gets its own copy of ``details`` (the one mutable part).
+    vals = tuple(w.__dict__.values())
+    key = (id(spec), vals, tuple(map(type, vals)))
+    try:
+        hit = _MEMO.get(key)
+    except TypeError:  # an unhashable field value: no memo
+        return _estimate(spec, w)
+    if hit is not None and hit[0] is spec:
+        return _copy(hit[1])
+    est = _estimate(spec, w)
+    if len(_MEMO) >= 1024:
+        _MEMO.clear()
+    _MEMO[key] = (spec, est)
+    return _copy(est)
+
+
+_MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+
+
+def _copy_value(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: _copy_value(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_copy_value(x) for x in v]
+    return v
+
+
+def _copy(est: Estimate) -> Estimate:
+    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, _copy_value(est.details))
+
+
+def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     acc = Acc()
     for note in spec.notes:
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
