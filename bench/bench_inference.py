@@ -1,6 +1,6 @@
 """Speed benchmark for the issue targets: one inference estimate in-process (<= 1 ms median), the CLI's cold
-start for `llmsizer infer ... --json` (<= 300 ms), one training estimate in-process (when ``llmsizer.training``
-exists) and `recommend` over the whole hardware catalog (<= 200 ms, when ``llmsizer.hardware.recommend`` exists).
+start for `llmsizer infer ... --json` (<= 300 ms), one training estimate in-process (when ``llmsizer.estimate.training``
+exists) and `recommend` over the whole hardware catalog (<= 200 ms, when ``llmsizer.recommend`` exists).
 Not a timed test: run it and read the numbers; ``--markdown bench/RESULTS.md`` writes them with the machine.
 
     .venv/bin/python bench/bench_inference.py [--repeat 200] [--cli-repeat 15] [--markdown bench/RESULTS.md]
@@ -52,10 +52,10 @@ def in_process(repeat: int, cold: bool = True) -> dict[str, float]:
 
 
 def training_in_process(repeat: int) -> dict[str, float]:
-    """Median ms of one training estimate, cold caches (only when llmsizer.training is installed)."""
-    if importlib.util.find_spec("llmsizer.training") is None:
+    """Median ms of one training estimate, cold caches (only when llmsizer.estimate.training is installed)."""
+    if importlib.util.find_spec("llmsizer.estimate.training") is None:
         return {}
-    from llmsizer.training import estimate_training
+    from llmsizer.estimate.training import estimate_training
 
     out = {}
     for name, kw in (("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
@@ -75,13 +75,13 @@ def training_in_process(repeat: int) -> dict[str, float]:
 
 def recommend_whole_catalog(repeat: int) -> dict[str, float]:
     """Median ms of `recommend` over every device and instance of the catalog, cold caches (the catalog itself is
-    loaded once per process, as the CLI does); only when llmsizer.hardware.recommend exists."""
-    if importlib.util.find_spec("llmsizer.hardware.recommend") is None:
+    loaded once per process, as the CLI does); only when llmsizer.recommend exists."""
+    if importlib.util.find_spec("llmsizer.recommend") is None:
         return {}
     from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate import fit as fit_module
     from llmsizer.formulas import params
-    from llmsizer.hardware import fit as fit_module
-    from llmsizer.hardware.recommend import recommend_inference
+    from llmsizer.recommend import recommend_inference
 
     builtin_catalog()
     out = {}

@@ -110,8 +110,8 @@ def write_request(n_jobs: int, folder: Path) -> Path:
 
 def clear_caches() -> None:
     """Forget what earlier runs computed (estimates, tensor inventories, fits), keep the loaded catalogs."""
+    from llmsizer.estimate import fit as fit_module
     from llmsizer.formulas import params, tensors, weight_formats
-    from llmsizer.hardware import fit as fit_module
 
     for name in ("_SPEED_MEMO", "_TRAINING_CACHE"):
         memo = getattr(fit_module, name, None)
@@ -121,14 +121,14 @@ def clear_caches() -> None:
     weight_formats.weight_bytes.cache_clear()
     params.count_params.cache_clear()
     # memos added for issue 11 (absent before it): cleared too, so every run starts cold
+    from llmsizer.estimate.inference import compose
     from llmsizer.formulas import kv_cache, tensor_parallel
-    from llmsizer.inference import compose
 
     for fn in (kv_cache.kv_cache, tensor_parallel.replicated_elements):
         if hasattr(fn, "cache_clear"):
             fn.cache_clear()
     from llmsizer import units
-    from llmsizer.training import compose as training_compose
+    from llmsizer.estimate.training import compose as training_compose
 
     for fn in (units.format_bytes, weight_formats.normalize_format):
         if hasattr(fn, "cache_clear"):

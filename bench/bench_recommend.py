@@ -22,9 +22,9 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from llmsizer.catalog.hardware import builtin_catalog  # noqa: E402
 from llmsizer.catalog.models import find  # noqa: E402
+from llmsizer.estimate import fit as fit_module  # noqa: E402
 from llmsizer.formulas import params, tensors, weight_formats  # noqa: E402
-from llmsizer.hardware import fit as fit_module  # noqa: E402
-from llmsizer.hardware.recommend import Constraints, recommend_inference, recommend_training  # noqa: E402
+from llmsizer.recommend import Constraints, recommend_inference, recommend_training  # noqa: E402
 
 CASES = [
     ("llama-3.1-8b, 8k context, concurrency 8", "llama-3.1-8b",

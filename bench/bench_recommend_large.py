@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from llmsizer.catalog import hardware as hw_module  # noqa: E402
 from llmsizer.catalog.hardware import Device, builtin_catalog, load_catalog  # noqa: E402
 from llmsizer.catalog.models import find  # noqa: E402
-from llmsizer.hardware.recommend import recommend_inference  # noqa: E402
+from llmsizer.recommend import recommend_inference  # noqa: E402
 
 TARGET_S = 1.0
 MODEL, CONTEXT, CONCURRENCY = "llama-3.1-8b", 8192, 8
@@ -100,8 +100,8 @@ def hardware_file(entries: int, unique: bool = False) -> dict[str, Any]:
 
 def clear_caches() -> None:
     """A cold process: no parsed user catalog, no cached estimates (the built-in catalog stays loaded)."""
+    from llmsizer.estimate import fit as fit_module
     from llmsizer.formulas import params, tensors, weight_formats
-    from llmsizer.hardware import fit as fit_module
 
     hw_module._load_with_files.cache_clear()
     for name in ("_SPEED_MEMO", "_TRAINING_CACHE"):
@@ -112,14 +112,14 @@ def clear_caches() -> None:
     weight_formats.weight_bytes.cache_clear()
     params.count_params.cache_clear()
     # memos added for issue 11 (absent before it): cleared too, so every run starts cold
+    from llmsizer.estimate.inference import compose
     from llmsizer.formulas import kv_cache, tensor_parallel
-    from llmsizer.inference import compose
 
     for fn in (kv_cache.kv_cache, tensor_parallel.replicated_elements):
         if hasattr(fn, "cache_clear"):
             fn.cache_clear()
     from llmsizer import units
-    from llmsizer.training import compose as training_compose
+    from llmsizer.estimate.training import compose as training_compose
 
     for fn in (units.format_bytes, weight_formats.normalize_format):
         if hasattr(fn, "cache_clear"):

@@ -160,7 +160,7 @@ def ask_llmsizer(case: Case) -> float:
                                  device="cpu" if case.id.startswith("M-") else "gpu")
         return float(sum(i.bytes for i in est.items if i.name in ("weights", "kv_cache", "activations",
                                                                    "dequant_buffer")))
-    from llmsizer.training import estimate_training
+    from llmsizer.estimate.training import estimate_training
     from llmsizer.validation_cases import TRAINING_ROWS, training_prediction
 
     if case.id in TRAINING_ROWS:
@@ -280,7 +280,7 @@ def ask_llm_analysis(case: Case) -> float:
 
 TOOLS: dict[str, Callable[[Case], float]] = {"llmsizer": ask_llmsizer, "accelerate": ask_accelerate,
                                              "hf-mem": ask_hf_mem, "llm-analysis": ask_llm_analysis}
-IMPORTS = {"llmsizer": "import llmsizer, llmsizer.training", "accelerate": "import accelerate.commands.estimate",
+IMPORTS = {"llmsizer": "import llmsizer, llmsizer.estimate.training", "accelerate": "import accelerate.commands.estimate",
            "hf-mem": "import hf_mem.run", "llm-analysis": "import llm_analysis.analysis"}
 OFFLINE = {"llmsizer": "yes (catalog / config.json; nothing downloaded)",
            "accelerate": "CLI: no (verify_on_hub -> huggingface_hub.model_info first); reproduced with its functions",

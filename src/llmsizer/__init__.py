@@ -29,31 +29,31 @@ __version__ = "0.1.0"
 # The rest of the public API loads on first use, so `import llmsizer` (and the CLI's start-up) stays fast.
 _LAZY = {
     "kv_cache": "formulas.kv_cache", "count_params": "formulas.params", "format_names": "formulas.weight_formats",
-    "weight_bytes": "formulas.weight_formats", "estimate_inference": "inference", "load_model": "models",
-    "max_concurrency": "reverse", "max_context": "reverse", "InferenceWorkload": "specs", "ModelSpec": "specs",
-    "TrainingWorkload": "specs", "estimate_training": "training", "max_micro_batch": "training",
-    "max_seq_len": "training", "fit": "hardware.fit", "estimate_speed": "hardware.performance",
-    "Constraints": "hardware.recommend", "recommend_inference": "hardware.recommend",
-    "recommend_training": "hardware.recommend", "load_catalog": "catalog.hardware",
+    "weight_bytes": "formulas.weight_formats", "estimate_inference": "estimate.inference", "load_model": "models",
+    "max_concurrency": "estimate.inference.reverse", "max_context": "estimate.inference.reverse", "InferenceWorkload": "specs", "ModelSpec": "specs",
+    "TrainingWorkload": "specs", "estimate_training": "estimate.training", "max_micro_batch": "estimate.training",
+    "max_seq_len": "estimate.training", "fit": "estimate.fit", "estimate_speed": "estimate.speed",
+    "Constraints": "recommend", "recommend_inference": "recommend",
+    "recommend_training": "recommend", "load_catalog": "catalog.hardware",
     "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
-    "FitResult": "hardware.fit", "Recommendation": "hardware.recommend", "Plan": "plan",
+    "FitResult": "estimate.fit", "Recommendation": "recommend", "Plan": "plan",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
     from .catalog.hardware import find_hardware, load_catalog
+    from .estimate.fit import FitResult, fit
+    from .estimate.inference import estimate_inference
+    from .estimate.inference.reverse import max_concurrency, max_context
+    from .estimate.speed import estimate_speed
+    from .estimate.training import estimate_training, max_micro_batch, max_seq_len
     from .formulas.kv_cache import kv_cache
     from .formulas.params import count_params
     from .formulas.weight_formats import format_names, weight_bytes
-    from .hardware.fit import FitResult, fit
-    from .hardware.performance import estimate_speed
-    from .hardware.recommend import Constraints, Recommendation, recommend_inference, recommend_training
-    from .inference import estimate_inference
     from .models import load_model
     from .plan import Plan, make_plan, plan_file
+    from .recommend import Constraints, Recommendation, recommend_inference, recommend_training
     from .request import load_request
-    from .reverse import max_concurrency, max_context
     from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-    from .training import estimate_training, max_micro_batch, max_seq_len
 
 
 # Written out (not built from _LAZY) so linters and type checkers read it; tests/api checks the two agree.

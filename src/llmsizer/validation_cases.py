@@ -136,7 +136,7 @@ OCTOCODER_TOLERANCE = 0.05
 
 def octocoder_prediction(row_id: str) -> tuple[int, str, str]:
     """Predicted tensor bytes on the GPU for row ``row_id``, with the weights format and dtype used."""
-    from .inference import estimate_inference
+    from .estimate.inference import estimate_inference
     from .readers.hf_config import spec_from_config
 
     weights, dtype = OCTOCODER_CASES[row_id]
@@ -193,7 +193,7 @@ class VllmPrediction:
 
 
 def vllm_prediction(row: dict[str, str]) -> VllmPrediction:
-    from .inference import estimate_inference
+    from .estimate.inference import estimate_inference
 
     est = estimate_inference(row["catalog_name"], **vllm_kwargs(row))
     return VllmPrediction(est.item("weights").bytes / GiB, est.item("activations").bytes / GiB,
@@ -267,7 +267,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
            identical: bool = False) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
-    from .hardware.performance import estimate_speed
+    from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
@@ -278,9 +278,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     """One throughput/MFU row of the CSV as a case (or why it cannot be expressed)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate import efficiency as E
     from .estimate.duration import flops_per_token
     from .formulas.training_time import tokens_per_second
-    from .hardware import efficiency as E
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
@@ -440,8 +440,8 @@ def bloom_7b1() -> Any:
 
 def training_prediction(row_id: str) -> int:
     """Predicted bytes for a train_memory row: tensor peak, or weights (+ adapters) for the model-init rows."""
+    from .estimate.training import estimate_training
     from .models import load_model
-    from .training import estimate_training  # type: ignore[attr-defined]
 
     model, fields, _, _, what = TRAINING_ROWS[row_id]
     spec = bloom_7b1() if model == _BLOOM else load_model(model)
@@ -456,7 +456,7 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
     missing: list[NotExpressed] = []
     rows = [r for r in public_rows(data).values() if r["kind"] == "train_memory"]
     if rows and not _training_available():
-        return [], [NotExpressed(r["id"], TRAINING_MEMORY, "llmsizer.training is not installed") for r in rows]
+        return [], [NotExpressed(r["id"], TRAINING_MEMORY, "llmsizer.estimate.training is not installed") for r in rows]
     for r in rows:
         rid = r["id"]
         if rid not in TRAINING_ROWS:
@@ -497,7 +497,7 @@ def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotEx
 def _training_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("llmsizer.training") is not None
+    return importlib.util.find_spec("llmsizer.estimate.training") is not None
 
 
 # -- measured runs (llmsizer measure) ------------------------------------------------------------------------------

@@ -45,8 +45,8 @@ def test_dir_shows_every_public_name_without_loading_it():
     code = ("import sys, llmsizer; names = dir(llmsizer); "
             "print(sorted(set(llmsizer.__all__) - set(names))); "
             f"print(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})); "
-            "print(sorted(m for m in ('llmsizer.inference', 'llmsizer.hardware.fit', 'llmsizer.plan', "
-            "'llmsizer.training', 'llmsizer.render.notebook') if m in sys.modules))")
+            "print(sorted(m for m in ('llmsizer.estimate.inference', 'llmsizer.estimate.fit', 'llmsizer.plan', "
+            "'llmsizer.estimate.training', 'llmsizer.render.notebook') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, check=True,
                          timeout=60).stdout.splitlines()
     assert out == ["[]", "[]", "[]"], out  # nothing missing from dir(); nothing heavy or lazy imported
@@ -299,7 +299,7 @@ def test_plan_html_has_checks_totals_and_escapes_the_request(tmp_path):
 
 
 def test_str_of_a_training_fit_is_what_llmsizer_fit_train_prints():
-    from llmsizer.hardware.fit import fit_training
+    from llmsizer.estimate.fit import fit_training
     r = fit_training("qwen2.5-0.5b", "rtx-4090")
     printed = cli("fit", "qwen2.5-0.5b", "--device", "rtx-4090", "--train")
     assert "training on 1 x rtx-4090" in printed

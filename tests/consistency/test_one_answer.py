@@ -22,12 +22,12 @@ from hypothesis import strategies as st
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.cli.main import main
 from llmsizer.estimate.duration import training_duration
+from llmsizer.estimate.fit import fit, fit_training, vm_share_device
+from llmsizer.estimate.inference import estimate_inference
+from llmsizer.estimate.training import estimate_training
 from llmsizer.estimate.verdict import DEFAULT_HEADROOM
-from llmsizer.hardware.fit import fit, fit_training, vm_share_device
-from llmsizer.hardware.recommend import Constraints, recommend_inference, recommend_training
-from llmsizer.inference import estimate_inference
 from llmsizer.models import load_model
-from llmsizer.training import estimate_training
+from llmsizer.recommend import Constraints, recommend_inference, recommend_training
 
 GiB = 2**30
 DENSE = ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b", "mistral-7b-v0.1", "gemma-2-2b-it"]

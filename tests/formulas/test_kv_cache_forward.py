@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from llmsizer import engines
+from llmsizer.estimate import engines
 from llmsizer.formulas.kv_cache import kv_cache
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from llmsizer.catalog.hardware import load_catalog
-from llmsizer.hardware import efficiency as E
-from llmsizer.hardware.fit import fit, vm_share_device
-from llmsizer.hardware.recommend import Constraints, recommend_inference
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.fit import fit, vm_share_device
+from llmsizer.recommend import Constraints, recommend_inference
 
 # a modest interactive service: 5 tokens/s per user and the first token within 10 s
 LIMITS = Constraints(cloud_only=True, user_tokens_per_second=5, max_ttft=10)

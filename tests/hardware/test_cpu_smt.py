@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from llmsizer.catalog.hardware import Value, load_catalog
-from llmsizer.hardware import efficiency as E
-from llmsizer.hardware.fit import vm_share_device
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.fit import vm_share_device
 
 
 def test_share_counts_physical_cores() -> None:

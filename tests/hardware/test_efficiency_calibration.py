@@ -1,4 +1,4 @@
-"""The calibrated llama.cpp decode constants of hardware/efficiency.py, re-derived from their rows.
+"""The calibrated llama.cpp decode constants of estimate/efficiency.py, re-derived from their rows.
 
 efficiency.py states: least squares of t = bytes / (B x eta) + L x tau over the llama-bench tg512 rows of
 Llama-3-8B Q4_K_M and F16 on RTX 3090 + RTX 4090 (GPU constants) and on M2 Ultra (Apple constants). This test
@@ -12,8 +12,8 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
-from llmsizer.hardware import efficiency as E
-from llmsizer.hardware.performance import estimate_speed
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.speed import estimate_speed
 from validation.test_public_speed import CALIBRATION, EXTRA
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.hardware.fit import choose_tensor_parallel, fit
+from llmsizer.estimate.fit import choose_tensor_parallel, fit
 from llmsizer.models import load_model
 from llmsizer.units import GiB
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from llmsizer.errors import InputError
-from llmsizer.hardware.recommend import (
+from llmsizer.recommend import (
     GGUF_LADDER,
     Constraints,
     parse_duration,

@@ -32,8 +32,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
-from llmsizer.training import estimate_training  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmsizer.estimate.training import estimate_training
 from llmsizer.formulas.lora import lora_params
 from llmsizer.models import load_model
-from llmsizer.training import estimate_training
 
 MODELS = ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "mistral-7b-v0.1", "gemma-2-2b-it", "qwen3-30b-a3b"]
 DENSE = ["llama-3.2-1b", "qwen2.5-0.5b", "qwen3-0.6b", "mistral-7b-v0.1"]

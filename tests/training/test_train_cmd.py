@@ -11,7 +11,7 @@ import pytest
 
 from llmsizer.cli import train_cmd
 from llmsizer.errors import InputError, LlmsizerError, UnknownNameError
-from llmsizer.training import estimate_training, max_micro_batch
+from llmsizer.estimate.training import estimate_training, max_micro_batch
 
 
 def run(*argv: str, code: int = 0) -> str:

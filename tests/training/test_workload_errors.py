@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from llmsizer.errors import InputError, LlmsizerError
+from llmsizer.estimate.training import estimate_training, max_micro_batch
 from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.specs import TrainingWorkload
-from llmsizer.training import estimate_training, max_micro_batch
 
 LLAMA = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008,
          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32}

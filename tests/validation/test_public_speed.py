@@ -1,7 +1,7 @@
 """Speed model vs published measurements: every throughput and MFU row of validation/public_measurements.csv
 that the model can express, plus llama.cpp llama-bench rows from XiongjieDai/GPU-Benchmarks-on-LLM-Inference.
 
-Nothing here is tuned: predictions use the named defaults of ``hardware/efficiency.py`` and the catalog's
+Nothing here is tuned: predictions use the named defaults of ``estimate/efficiency.py`` and the catalog's
 sourced peaks. Run with ``-s`` to see the table; the summary (median and worst |error|) goes to
 docs/hardware.md. Rows the model cannot express are listed with the reason.
 
@@ -29,10 +29,10 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.speed import attention_width, estimate_speed
 from llmsizer.formulas.params import count_params
 from llmsizer.formulas.training_time import tokens_per_second, training_flops_per_token
-from llmsizer.hardware import efficiency as E
-from llmsizer.hardware.performance import attention_width, estimate_speed
 
 DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
 
@@ -136,7 +136,7 @@ def _predict_csv(r: dict[str, str]) -> Row:
     return Row(rid, r["metric"][:40], value, None, "-", "not expressible: no rule for this row")
 
 
-# the rows hardware/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
+# the rows estimate/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
 CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("apple-m2-ultra-192gb", "llama-3.1-8b")}
 
 

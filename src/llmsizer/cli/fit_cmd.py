@@ -6,8 +6,8 @@ import argparse
 from typing import Any
 
 from ..estimate.duration import training_duration_for
+from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
-from ..hardware.fit import FitResult, fit, fit_training, resolve_target
 from ..render.fit_text import render_fit
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .train_cmd import render_duration

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..inference import estimate_inference
+from ..estimate.inference import estimate_inference
+from ..estimate.inference.reverse import max_concurrency, max_context
 from ..render.text import render_estimate
-from ..reverse import max_concurrency, max_context
 from ..specs import DEVICES, InferenceWorkload
 from ..units import format_count
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model

@@ -6,12 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..hardware.recommend import (
-    Constraints,
-    parse_duration,
-    recommend_inference,
-    recommend_training,
-)
+from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..specs import InferenceWorkload
 from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg

@@ -7,10 +7,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
-from ..hardware.fit import fit_training, resolve_target
+from ..estimate.fit import fit_training, resolve_target
+from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
-from ..training import estimate_training, max_micro_batch, max_seq_len
 from ..units import format_count
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .workload_args import add_headroom_arg, add_training_args, training_fields

@@ -3,7 +3,7 @@ and ``plan``.
 
 FLOPs per token by method (formulas/training_time.py: eqs. (1)-(2) full, (4)-(5) adapters), recomputation from
 the gradient-checkpointing setting, the device's dense peak for the compute dtype, and a utilisation factor
-(hardware/efficiency.py: TRAINING_HFU with full recomputation, TRAINING_MFU otherwise), then eq. (3).
+(estimate/efficiency.py: TRAINING_HFU with full recomputation, TRAINING_MFU otherwise), then eq. (3).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from ..errors import InputError
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
 from ..formulas.training_time import adapter_flops_per_token, device_hours, training_flops_per_token, training_seconds
-from ..hardware import efficiency as E
-from ..hardware.performance import attention_width
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
+from . import efficiency as E
+from .speed import attention_width
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 

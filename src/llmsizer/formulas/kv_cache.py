@@ -16,7 +16,7 @@ elements (``mla_mode="expanded"``); transformers 5.x and vLLM cache the latent.
 
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
-(``engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
+(``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
 window - 1 + max_num_batched_tokens, llama.cpp n_swa x n_seq + n_ubatch.
 Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,

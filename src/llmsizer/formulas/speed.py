@@ -2,7 +2,7 @@
 (memory-bandwidth-bound), and the roofline that says which bound applies.
 
 Units: FLOPs [FLOP], bytes [B], bandwidth [B/s], peak [FLOP/s], time [s]. Pure functions; no defaults that
-change an answer (efficiencies are arguments; their named defaults live in ``hardware/efficiency.py``).
+change an answer (efficiencies are arguments; their named defaults live in ``estimate/efficiency.py``).
 
 Equations
 ---------
@@ -194,7 +194,7 @@ def step_overhead(num_layers: int, seconds_per_layer: float) -> float:
     1 the gaps between them and the kernels too small to reach full bandwidth add a time that grows with the
     layer count, not with the bytes read (NVIDIA's CUDA-graphs work on llama.cpp measured part of it: issue
     ggml-org/llama.cpp#6763, H100-PCIe Llama-2-7B Q4_K_M 143.35 -> 163.83 tokens/s by removing GPU-side launch
-    gaps alone). tau is an engine x backend constant (hardware/efficiency.py)."""
+    gaps alone). tau is an engine x backend constant (estimate/efficiency.py)."""
     if num_layers < 0 or seconds_per_layer < 0:
         raise InputError("num_layers and seconds_per_layer must be >= 0")
     return num_layers * seconds_per_layer

@@ -20,9 +20,9 @@ host runtime        ``host_runtime``                                    RSS afte
 process RSS         host total (CPU runs)                               peak RSS of the process
 ==================  ==================================================  ===========================================
 
-Training rows use ``llmsizer.training.estimate_training`` when it is installed (its items are grouped into
+Training rows use ``llmsizer.estimate.training.estimate_training`` when it is installed (its items are grouped into
 weights / gradients / optimizer state / activations by name); without it only the measurement is shown.
-Throughput rows need the device in the hardware catalog (``llmsizer.hardware.performance.estimate_speed``;
+Throughput rows need the device in the hardware catalog (``llmsizer.estimate.speed.estimate_speed``;
 training: ``formulas/training_time.py`` at the catalog's default MFU).
 """
 
@@ -79,7 +79,7 @@ def spec_of(record: dict[str, Any]) -> ModelSpec:
 # -- estimates --------------------------------------------------------------------------------------------------
 
 def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
-    from ..inference import estimate_inference
+    from ..estimate.inference import estimate_inference
 
     return estimate_inference(spec, context=s["context"], concurrency=s["concurrency"],
                               output_tokens=s["output_tokens"], device="gpu" if s["device"] == "cuda" else "cpu",
@@ -88,13 +88,13 @@ def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
 
 
 def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
-    """``llmsizer.training.estimate_training`` for the settings, or None and why not."""
-    if importlib.util.find_spec("llmsizer.training") is None:
-        return None, "llmsizer.training is not installed: measurement only"
+    """``llmsizer.estimate.training.estimate_training`` for the settings, or None and why not."""
+    if importlib.util.find_spec("llmsizer.estimate.training") is None:
+        return None, "llmsizer.estimate.training is not installed: measurement only"
     try:
-        from ..training import estimate_training  # type: ignore[attr-defined]
+        from ..estimate.training import estimate_training
     except ImportError as e:
-        return None, f"llmsizer.training could not be imported: {e}"
+        return None, f"llmsizer.estimate.training could not be imported: {e}"
     fields: dict[str, Any] = {"method": s["method"], "optimizer": s["optimizer"], "precision": s["precision"],
                               "micro_batch": s["micro_batch"], "seq_len": s["seq_len"],
                               "grad_checkpointing": s["grad_checkpointing"], "attention": s["attention"]}
@@ -238,7 +238,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
         return []
     name = device.id
     if s["kind"] == "inference":
-        from ..hardware.performance import estimate_speed
+        from ..estimate.speed import estimate_speed
 
         try:
             sp = estimate_speed(spec, device, weights_format=s.get("weights") or s["dtype"],
@@ -253,10 +253,10 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
             rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
                             THROUGHPUT, note=f"{name}: aggregate over {s['concurrency']} sequences"))
         return rows
+    from ..estimate import efficiency as E
+    from ..estimate.speed import attention_width
     from ..formulas.params import count_params
     from ..formulas.training_time import tokens_per_second, training_flops_per_token
-    from ..hardware import efficiency as E
-    from ..hardware.performance import attention_width
 
     peak, _ = device.peak_flops("bf16" if s.get("precision") != "fp32" else "fp32")
     if peak is None or not t.get("tokens_per_second"):

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from ..hardware.fit import link_bandwidth_for, usable_memory
-from ..hardware.recommend import Option
+from ..estimate.fit import link_bandwidth_for, usable_memory
+from ..recommend import Option
 from ..request.spec import Resources
 from ..result import Assumption
 from .result import Hardware

@@ -9,6 +9,8 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit
+from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -16,10 +18,8 @@ from ..formulas.cost import cost_per_million_tokens
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
 from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
-from ..hardware.fit import FitResult, choose_tensor_parallel, default_engine, fit
-from ..hardware.recommend import Constraints, recommend_inference
-from ..inference import estimate_inference
 from ..models import load_model
+from ..recommend import Constraints, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
@@ -131,7 +131,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     loc = "host" if on_cpu else "device"
     need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
-            "weights + KV cache + activations + runtime (estimate_inference)", "inference/compose.py")
+            "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu)
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             need_typ_est.total(loc)[1] if need_typ_est else None, "B")  # type: ignore[arg-type]

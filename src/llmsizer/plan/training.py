@@ -1,5 +1,5 @@
 """Plan one training / fine-tuning job: memory per device and the hardware it fits, storage, network, duration and
-cost with the checkpoint/resume risk. Routing only: every number comes from ``llmsizer.training``, the hardware
+cost with the checkpoint/resume risk. Routing only: every number comes from ``llmsizer.estimate.training``, the hardware
 modules or a formula module (``formulas/storage.py``, ``formulas/network.py``, ``formulas/training_time.py``,
 ``formulas/cost.py``, ``plan/pricing.py``)."""
 
@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..estimate.duration import training_duration_for
+from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -20,9 +21,8 @@ from ..formulas.params import count_params
 from ..formulas.training_states import recipe, state_bytes_per_param
 from ..formulas.training_time import device_hours
 from ..formulas.weight_formats import file_weight_bytes, stored_format, weight_bytes
-from ..hardware.recommend import Constraints, recommend_training
-from ..inference import estimate_inference
 from ..models import load_model
+from ..recommend import Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec
@@ -61,7 +61,7 @@ def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any
 
 
 def _estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
-    from ..training import estimate_training
+    from ..estimate.training import estimate_training
     return estimate_training(spec, **fields)
 
 
@@ -132,7 +132,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     mem = Sec("memory", "Memory per device")
     need_lo, need, need_hi = est.total("device")
     mem.add("need", "training needs per device (expected)", need, "B", "peak over the moments of a step: model states "
-            "+ activations + transients (llmsizer.training)", "training/compose.py")
+            "+ activations + transients (llmsizer.estimate.training)", "estimate/training/compose.py")
     mem.add("need_high", "training needs per device (high end)", need_hi, "B", "upper end of the ranges")
     budget_dev = est.details.get("memory_budget") if usable else None
     headroom = est.details.get("headroom", DEFAULT_HEADROOM)

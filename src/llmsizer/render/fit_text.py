@@ -8,8 +8,8 @@ from ..units import format_bytes
 from .text import table
 
 if TYPE_CHECKING:
-    from ..hardware.fit import FitResult
-    from ..hardware.performance import SpeedEstimate
+    from ..estimate.fit import FitResult
+    from ..estimate.speed import SpeedEstimate
     from ..result import Assumption
 
 

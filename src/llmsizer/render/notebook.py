@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from ..units import format_bytes, format_count
 
 if TYPE_CHECKING:
-    from ..hardware.fit import FitResult
-    from ..hardware.recommend import Option, Recommendation
+    from ..estimate.fit import FitResult
     from ..plan.result import Plan
+    from ..recommend import Option, Recommendation
     from ..result import Assumption, Estimate
 
 STYLE = ("<style>.llmsizer table{border-collapse:collapse;margin:4px 0 10px}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..hardware.recommend import Option, Recommendation
+from ..recommend import Option, Recommendation
 from ..units import format_bytes, format_count
 from .text import table
 

@@ -11,11 +11,11 @@ full cache, in f32.
 
 from __future__ import annotations
 
+from ...formulas.activations import prefill_activation_bytes
+from ...formulas.kv_cache import kv_cache, paged_tokens
+from ...result import Item
+from ...units import format_bytes
 from .. import engines as E
-from ..formulas.activations import prefill_activation_bytes
-from ..formulas.kv_cache import kv_cache, paged_tokens
-from ..result import Item
-from ..units import format_bytes
 from .common import Context, kv_item, weights_item
 
 

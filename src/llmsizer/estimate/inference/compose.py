@@ -2,7 +2,7 @@
 
     memory = weights + KV cache + activation workspace + runtime overhead
 (seed 000, "Estimation formula for inference resource usage"), each term from ``formulas/``, and how an
-engine allocates them from ``engines.py`` and the engine modules beside this one.
+engine allocates them from ``estimate/engines.py`` and the engine modules beside this one.
 """
 
 from __future__ import annotations
@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from ...errors import InputError
+from ...formulas.dtypes import DTYPE_BYTES
+from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.params import count_params
+from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
+from ...formulas.weight_formats import file_weight_bytes, weight_bytes
+from ...result import Assumption, Estimate
+from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
-from ..errors import InputError
-from ..estimate.formats import engine_weights
-from ..estimate.verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
-from ..formulas.dtypes import DTYPE_BYTES
-from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
-from ..formulas.params import count_params
-from ..formulas.tensor_parallel import check_tensor_parallel, shard_weights
-from ..formulas.weight_formats import file_weight_bytes, weight_bytes
-from ..result import Assumption, Estimate
-from ..specs import InferenceWorkload, ModelSpec
+from ..formats import engine_weights
+from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context
 
 
@@ -64,7 +64,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     if isinstance(model, str):
-        from ..models import load_model
+        from ...models import load_model
         spec = load_model(model)
     else:
         spec = model

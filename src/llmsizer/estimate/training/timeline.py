@@ -23,7 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ..formulas.parallelism import (
+from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
     inflight_microbatches,
@@ -31,15 +31,15 @@ from ..formulas.parallelism import (
     shard,
     zero_shards,
 )
-from ..formulas.training_activations import (
+from ...formulas.training_activations import (
     Term,
     checkpoint_input_bytes,
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
 )
-from ..formulas.training_states import step_temporary_bytes
-from ..formulas.weight_formats import largest_quantized_matrix
+from ...formulas.training_states import step_temporary_bytes
+from ...formulas.weight_formats import largest_quantized_matrix
 from .setup import TrainingContext
 from .states import StageStates
 
@@ -108,7 +108,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
-        from ..formulas.training_activations import head_activations as _h
+        from ...formulas.training_activations import head_activations as _h
         shared_terms = _h(spec, act, False).shared
         shared_saved = sum(t.bytes for t in shared_terms if "mask" not in t.name)
         shared_fwd = sum(t.bytes for t in shared_terms)

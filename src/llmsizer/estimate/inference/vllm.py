@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 
+from ...formulas.activations import prefill_activation_bytes
+from ...formulas.kv_cache import kv_cache
+from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...result import Item
+from ...units import GiB, format_bytes
 from .. import engines as E
-from ..formulas.activations import prefill_activation_bytes
-from ..formulas.kv_cache import kv_cache
-from ..formulas.tensor_parallel import kv_fraction_per_device, per_device
-from ..result import Item
-from ..units import GiB, format_bytes
 from .common import Context, kv_item, weights_item
 
 
@@ -54,7 +54,7 @@ def compose_vllm(ctx: Context) -> None:
                 f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
                 f"{format_bytes(sampler)})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
-               "(engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
+               "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
              formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
     acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM >= 0.21)")
@@ -86,7 +86,7 @@ def compose_vllm(ctx: Context) -> None:
     acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
                           formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
                                   f"cuda_graphs = {int(blocks)} blocks of {block} tokens",
-                          source="vLLM gpu_worker.determine_available_memory (eq. 1 of inference/vllm.py)"))
+                          source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
     acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
     if kv_avail <= 0:
         acc.warnings.append("vLLM would fail at start-up ('No available memory for the cache blocks'): weights + "

@@ -9,12 +9,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..formulas.parallelism import pipeline_stage_layers, shard, zero_shards
-from ..formulas.tensor_parallel import shard_weights
-from ..formulas.tensors import Tensor, model_tensors
-from ..formulas.training_states import optimizer_state_bytes
-from ..formulas.weight_formats import weight_bytes
-from ..specs import ModelSpec
+from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
+from ...formulas.tensor_parallel import shard_weights
+from ...formulas.tensors import Tensor, model_tensors
+from ...formulas.training_states import optimizer_state_bytes
+from ...formulas.weight_formats import weight_bytes
+from ...specs import ModelSpec
 from .setup import TrainingContext
 
 AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast

@@ -16,16 +16,16 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
-from ..estimate.verdict import check_headroom, headroom_assumption
-from ..inference import estimate_inference
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import normalize_engine
-from ..training import estimate_training
 from ..units import format_bytes
 from . import efficiency as E
-from .performance import SpeedEstimate, estimate_speed
+from .inference import estimate_inference
+from .speed import SpeedEstimate, estimate_speed
+from .training import estimate_training
+from .verdict import check_headroom, headroom_assumption
 
 
 def default_engine(device: Device, count: int) -> str:

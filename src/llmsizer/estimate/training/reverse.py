@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..errors import InputError
-from ..estimate.verdict import check_headroom, memory_budget
-from ..specs import ModelSpec, TrainingWorkload
+from ...errors import InputError
+from ...specs import ModelSpec, TrainingWorkload
+from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training
 
 LEVELS = {"low": 0, "expected": 1, "high": 2}

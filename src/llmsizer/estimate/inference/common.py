@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...formulas.weight_formats import WeightBytes
+from ...result import Item, Location, Notes
+from ...specs import InferenceWorkload, ModelSpec
+from ...units import format_bytes
 from .. import engines as E
-from ..formulas.kv_cache import kv_cache, kv_dtype_bytes
-from ..formulas.tensor_parallel import kv_fraction_per_device, per_device
-from ..formulas.weight_formats import WeightBytes
-from ..result import Item, Location, Notes
-from ..specs import InferenceWorkload, ModelSpec
-from ..units import format_bytes
 
 
 class Acc(Notes):
@@ -23,7 +23,7 @@ class Acc(Notes):
 
     def span(self, name: str, span: E.Span, location: Location = "device", formula: str = "") -> None:
         self.items.append(Item(name, span.expected, location, span.low, span.high,
-                               formula or "named constant (engines.py)", span.source))
+                               formula or "named constant (estimate/engines.py)", span.source))
 
 
 @dataclass

@@ -25,20 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from ..errors import InputError
-from ..estimate.duration import flops_per_token, recompute_mode, training_duration
-from ..estimate.verdict import check_headroom, headroom_assumption, memory_budget
-from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
-from ..formulas.params import count_params
-from ..formulas.training_time import device_hours
-from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
-from ..models import load_model
-from ..result import Assumption
-from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from ..units import format_bytes, format_count
-from . import efficiency as E
-from .fit import (
+from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
+from .errors import InputError
+from .estimate import efficiency as E
+from .estimate.duration import flops_per_token, recompute_mode, training_duration
+from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
     default_engine,
@@ -48,7 +39,16 @@ from .fit import (
     usable_memory,
     vm_share_device,
 )
-from .performance import estimate_speed
+from .estimate.speed import estimate_speed
+from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
+from .formulas.cost import cost_per_million_tokens, power_price_per_hour
+from .formulas.params import count_params
+from .formulas.training_time import device_hours
+from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from .models import load_model
+from .result import Assumption
+from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+from .units import format_bytes, format_count
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
 GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
@@ -148,11 +148,11 @@ class Recommendation:
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings)}
 
     def __str__(self) -> str:
-        from ..render.notebook import recommendation_text
+        from .render.notebook import recommendation_text
         return recommendation_text(self)
 
     def _repr_html_(self) -> str:
-        from ..render.notebook import recommendation_html
+        from .render.notebook import recommendation_html
         return recommendation_html(self)
 
 
@@ -470,7 +470,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
 def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, hr: float) -> list[str]:
     """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M')."""
-    from ..inference import estimate_inference
+    from .estimate.inference import estimate_inference
     sizes = sorted({int(d.memory.raw) for d in cat.devices.values()
                     if d.kind == "gpu" and d.memory is not None and d.memory.unit == "GB" and not d.chip})
     out: list[str] = []

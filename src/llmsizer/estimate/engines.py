@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .units import GiB, MiB
+from ..units import GiB, MiB
 
 
 @dataclass(frozen=True)

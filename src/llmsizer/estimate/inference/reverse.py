@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .errors import InputError
-from .inference import estimate_inference
-from .models import load_model
-from .specs import InferenceWorkload, ModelSpec
+from ...errors import InputError
+from ...models import load_model
+from ...specs import InferenceWorkload, ModelSpec
+from . import estimate_inference
 
 
 def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:

@@ -12,19 +12,19 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ...errors import InputError
+from ...formulas.activations import prefill_activation_bytes
+from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
+from ...formulas.params import count_params
+from ...formulas.training_activations import korthikanti_layer_bytes
+from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
+from ...formulas.weight_formats import weight_bytes
+from ...result import Assumption, Estimate, Item
+from ...specs import ModelSpec, TrainingWorkload
+from ...units import format_bytes, format_count
 from .. import engines as E
-from ..errors import InputError
-from ..estimate.verdict import check_headroom, headroom_assumption, memory_verdict
-from ..formulas.activations import prefill_activation_bytes
-from ..formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
-from ..formulas.params import count_params
-from ..formulas.training_activations import korthikanti_layer_bytes
-from ..formulas.training_states import optimizer_info, recipe, state_bytes_per_param
-from ..formulas.weight_formats import weight_bytes
 from ..inference.common import Acc
-from ..result import Assumption, Estimate, Item
-from ..specs import ModelSpec, TrainingWorkload
-from ..units import format_bytes, format_count
+from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, record_workload, resolve
 from .states import StageStates, stage_states
 from .timeline import StageTimeline, stage_timeline
@@ -63,7 +63,7 @@ TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
 def _load(model: ModelSpec | str) -> ModelSpec:
     if isinstance(model, str):
-        from ..models import load_model
+        from ...models import load_model
         return load_model(model)
     return model
 

@@ -1,7 +1,7 @@
 """Efficiency factors: the share of a device's peak that real kernels reach, as named, cited defaults.
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
-following ``engines.py``. Only the four llama.cpp decode constants are calibrated on validation rows (named
+following ``estimate/engines.py``. Only the four llama.cpp decode constants are calibrated on validation rows (named
 below, and left out of the error summary); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """

@@ -11,11 +11,11 @@ else ``dequantize_4bit(...).to(A.dtype)``), so prefill holds one dequantized mat
 
 from __future__ import annotations
 
+from ...formulas.activations import prefill_activation_bytes
+from ...formulas.weight_formats import largest_quantized_matrix
+from ...result import Item, Location
+from ...units import format_bytes
 from .. import engines as E
-from ..formulas.activations import prefill_activation_bytes
-from ..formulas.weight_formats import largest_quantized_matrix
-from ..result import Item, Location
-from ..units import format_bytes
 from .common import Context, kv_item, weights_item
 
 

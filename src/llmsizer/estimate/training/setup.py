@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..errors import InputError
-from ..formulas.dtypes import DTYPE_BYTES
-from ..formulas.lora import LoraParams, any_quantizable, lora_params
-from ..formulas.tensor_parallel import check_tensor_parallel
-from ..formulas.training_activations import ActivationSetup
-from ..formulas.training_states import OptimizerInfo, Recipe, optimizer_info, recipe
+from ...errors import InputError
+from ...formulas.dtypes import DTYPE_BYTES
+from ...formulas.lora import LoraParams, any_quantizable, lora_params
+from ...formulas.tensor_parallel import check_tensor_parallel
+from ...formulas.training_activations import ActivationSetup
+from ...formulas.training_states import OptimizerInfo, Recipe, optimizer_info, recipe
+from ...result import Assumption
+from ...specs import ModelSpec, TrainingWorkload
 from ..inference.common import Acc
-from ..result import Assumption
-from ..specs import ModelSpec, TrainingWorkload
 
 _DEFAULTS = {f.name: f.default for f in fields(TrainingWorkload)}
 _WHY = {
