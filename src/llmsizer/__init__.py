@@ -14,6 +14,7 @@ docs/python-api.md walks through a notebook session.
 
 from typing import TYPE_CHECKING
 
+from ._version import __version__
 from .errors import (
     HubUnavailableError,
     InputError,
@@ -23,8 +24,6 @@ from .errors import (
     UnsupportedArchitectureError,
 )
 from .result import Assumption, Estimate, Item
-
-__version__ = "0.1.0"
 
 # The rest of the public API loads on first use, so `import llmsizer` (and the CLI's start-up) stays fast.
 _LAZY = {

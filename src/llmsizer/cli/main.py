@@ -99,7 +99,7 @@ def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = Fals
     p = _Parser(prog="llmsizer", description="What does this LLM workload need? Memory, with every number "
                 "traceable to a formula and a source.", epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    from .. import __version__
+    from .._version import __version__
     p.add_argument("--version", action="version", version=f"llmsizer {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     names = list(dict.fromkeys(COMMANDS.values())) if all_commands else _modules(argv)

@@ -73,7 +73,7 @@ IDX_BYTES_PER_DOCUMENT = 8  # int64 document index (Megatron .idx)
 TEXT_BYTES_PER_TOKEN = 4.0  # OpenAI help: 1 token ~= 4 characters of English text (UTF-8: 1 byte each)
 TRAINING_LOG_BYTES_PER_STEP = 1024  # policy default: one metrics line + event records per logged step
 REQUEST_LOG_BYTES = 1024  # policy default: one structured access-log line per request (metadata only)
-DEFAULT_HEADROOM = 0.20  # policy default: share of the disk kept free
+DISK_HEADROOM = 0.20  # policy default: share of the disk kept free (memory headroom: estimate/verdict.py)
 
 
 def _nonneg(**values: float) -> None:
@@ -177,7 +177,7 @@ def log_bytes(events: float, bytes_per_event: float) -> int:
     return int(math.ceil(events * bytes_per_event))
 
 
-def with_headroom(total: int, headroom: float = DEFAULT_HEADROOM) -> int:
+def with_headroom(total: int, headroom: float = DISK_HEADROOM) -> int:
     """Eq. (11): space to provision with a margin ``headroom`` on top of ``total`` [B]."""
     if not 0 <= headroom < 1:
         raise InputError(f"headroom must be in [0, 1), got {headroom}")

@@ -150,7 +150,7 @@ def _smi(args: list[str]) -> str | None:
 
 def versions(modules: tuple[str, ...] = ("torch", "transformers", "peft", "bitsandbytes", "accelerate")) -> dict[str, Any]:
     """Versions of Python, llmsizer and the given modules *already imported* (nothing is imported here)."""
-    from .. import __version__
+    from .._version import __version__
 
     out: dict[str, Any] = {"python": platform.python_version(), "llmsizer": __version__}
     for m in modules:

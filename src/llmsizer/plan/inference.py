@@ -320,7 +320,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     sub = sum(parts.values())
     st.add("subtotal", "subtotal", sub, "B_disk")
     total = S.with_headroom(sub)
-    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DEFAULT_HEADROOM:g} headroom)",
+    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DISK_HEADROOM:g} headroom)",
            "formulas/storage.py eq. (11)")
     st.add("requested", "storage requested (resources.storage)", job.resources.storage, "B_disk")
     notes.facts["storage_total"] = total

@@ -332,7 +332,7 @@ def _storage(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, toke
     subtotal = sum(parts.values())
     st.add("subtotal", "subtotal", subtotal, "B_disk", " + ".join(k for k, v in parts.items() if v))
     total = S.with_headroom(subtotal)
-    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DEFAULT_HEADROOM:g} headroom)",
+    st.add("total", "storage to provision", total, "B_disk", f"subtotal x (1 + {S.DISK_HEADROOM:g} headroom)",
            "formulas/storage.py eq. (11)")
     st.add("requested", "storage requested (resources.storage)", job.resources.storage, "B_disk")
     st.add("checkpoint_requested", "checkpoint storage requested (checkpoints.storage)", ck.storage, "B_disk")

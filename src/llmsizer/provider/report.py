@@ -72,7 +72,7 @@ def _fmt(t: Any) -> str:
 def render_capacity_html(inv: Inventory, bookings: Sequence[Booking], reservations: Sequence[dict[str, Any]],
                          *, title: str = "", generated: _dt.datetime | None = None) -> str:
     """The utilisation timeline (one chart per device type) and the reservations as one HTML page."""
-    from .. import __version__
+    from .._version import __version__
     from ..render.html import CSP, CSS
     from ..render.svg import line_chart
     times, series = timeline(inv, bookings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from html import escape
 
-from .. import __version__
+from .._version import __version__
 from ..plan.result import Check, JobPlan, Plan, Section
 from .markdown import SEVERITY_LABEL, format_usd, format_value
 from .svg import render_chart
