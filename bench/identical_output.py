@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""The identical-output matrix: a fixed grid of inference and training estimates through the public API, written
+as JSON lines (one per estimate: its inputs, every item's bytes and range, the totals), so a refactor can prove it
+changed no number, or list exactly which ones it changed.
+
+    PYTHONPATH=src python bench/identical_output.py > after.jsonl
+    (in a checkout of the old commit) PYTHONPATH=src python bench/identical_output.py > before.jsonl
+    python bench/identical_output.py --compare before.jsonl after.jsonl
+
+Only the top-level API (``llmsizer.estimate_inference``, ``llmsizer.estimate_training``) is used, so the script
+runs unchanged on commits whose internal layout differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+from typing import Any
+
+MODELS = ["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b-v0.1", "gemma-2-9b-it", "deepseek-v2-lite",
+          "phi-3-mini-4k-instruct", "gpt-oss-20b"]
+INFERENCE = [
+    dict(engine=e, weights=w, context=c, concurrency=n)
+    for e, w in (("transformers", None), ("transformers", "nf4"), ("vllm", None), ("vllm", "awq-int4"),
+                 ("llamacpp", "q4_k_m"), ("llamacpp", "q8_0"))
+    for c, n in ((2048, 1), (8192, 8), (32768, 4))
+]
+TRAINING = [
+    dict(method=m, grad_checkpointing=g, micro_batch=b, seq_len=s, **par)
+    for m, g, (b, s), par in itertools.product(
+        ("full", "lora", "qlora"), ("none", "full"), ((1, 2048), (4, 4096)),
+        ({}, {"gpus": 8, "zero": 3}, {"gpus": 8, "fsdp": "full"}, {"gpus": 8, "tp": 2, "pp": 2}))
+    if not (m == "qlora" and par)
+]
+
+
+def rows() -> list[dict[str, Any]]:
+    import llmsizer
+
+    out: list[dict[str, Any]] = []
+    for model in MODELS:
+        for kind, grid, fn in (("inference", INFERENCE, llmsizer.estimate_inference),
+                               ("training", TRAINING, llmsizer.estimate_training)):
+            for kw in grid:
+                row: dict[str, Any] = {"model": model, "kind": kind, **{k: v for k, v in kw.items() if v is not None}}
+                try:
+                    est = fn(model, **{k: v for k, v in kw.items() if v is not None})  # type: ignore[operator]
+                except Exception as e:  # noqa: BLE001 - the error text is part of the output to compare
+                    row["error"] = str(e)
+                else:
+                    row["items"] = {i.name: list(i.range) for i in est.items}
+                    row["total_device"] = list(est.total("device"))
+                out.append(row)
+    return out
+
+
+def _key(r: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in r.items() if k not in ("items", "total_device", "error")}, sort_keys=True)
+
+
+def compare(before: str, after: str) -> int:
+    def load(p: str) -> dict[str, dict[str, Any]]:
+        with open(p, encoding="utf-8") as f:
+            return {_key(r): r for r in map(json.loads, f)}
+    a, b = load(before), load(after)
+    changed = [k for k in a if k in b and a[k] != b[k]]
+    for k in changed:
+        print(f"CHANGED {k}\n  before {json.dumps({x: a[k].get(x) for x in ('total_device', 'error')})}\n"
+              f"  after  {json.dumps({x: b[k].get(x) for x in ('total_device', 'error')})}")
+    missing = set(a) ^ set(b)
+    print(f"{len(a)} estimates before, {len(b)} after; {len(changed)} changed; {len(missing)} only on one side")
+    return 1 if changed or missing else 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    args = ap.parse_args()
+    if args.compare:
+        return compare(*args.compare)
+    for r in rows():
+        sys.stdout.write(json.dumps(r, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
