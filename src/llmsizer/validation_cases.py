@@ -455,8 +455,6 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
     cases: list[Case] = []
     missing: list[NotExpressed] = []
     rows = [r for r in public_rows(data).values() if r["kind"] == "train_memory"]
-    if rows and not _training_available():
-        return [], [NotExpressed(r["id"], TRAINING_MEMORY, "llmsizer.estimate.training is not installed") for r in rows]
     for r in rows:
         rid = r["id"]
         if rid not in TRAINING_ROWS:
@@ -492,12 +490,6 @@ def public_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotEx
         if rid not in used and r["kind"] == "infer_memory":
             missing.append(NotExpressed(rid, INFERENCE_MEMORY, "no rule for this row"))
     return cases, sorted(missing, key=lambda m: m.id)
-
-
-def _training_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("llmsizer.estimate.training") is not None
 
 
 # -- measured runs (llmsizer measure) ------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from .commands import COMMAND_HELP
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -28,8 +29,7 @@ is recorded in one transaction, or nothing is.
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("capacity", help="the provider's side: does a request fit the inventory; book, release, "
-                                        "show utilisation",
+    p = sub.add_parser("capacity", help=COMMAND_HELP["capacity"],
                        description="Check a request against a provider's inventory and bookings, book placements "
                                    "atomically, release them, show utilisation over time.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,6 +13,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from .commands import COMMAND_HELP
+
 SHELLS = ("bash", "zsh")
 
 EPILOG = """examples:
@@ -23,7 +25,7 @@ EPILOG = """examples:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("completion", help="print a shell completion script (bash or zsh)",
+    p = sub.add_parser("completion", help=COMMAND_HELP["completion"],
                        description="Print a completion script for SHELL: sub-commands, options, choices and the "
                                    "catalog's model names. Load it from your shell's start-up file.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,6 +9,7 @@ from ..estimate.duration import training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
 from ..render.fit_text import render_fit
+from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .train_cmd import render_duration
 from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
@@ -27,7 +28,7 @@ exit code: 0 it fits, 1 it does not, 2 bad input
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("fit", help="does a workload fit on N x device; memory per device, speed",
+    p = sub.add_parser("fit", help=COMMAND_HELP["fit"],
                        description="Check that MODEL fits on COUNT x DEVICE (a device or a cloud instance) with a "
                                    "stated headroom, and estimate TTFT and tokens/s there (or, with --train, the "
                                    "training memory and duration). Memory and verdict are the same as `infer "

@@ -8,6 +8,7 @@ from typing import Any
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
 from ..render.text import table
 from ..units import format_bytes
+from .commands import COMMAND_HELP
 from .common import emit_json
 
 EPILOG = """examples:
@@ -24,7 +25,7 @@ KIND_CHOICES = ("gpu", "tpu", "accelerator", "apple", "cpu", "instance")
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("hardware", help="list or show the hardware catalog (devices, cloud instances)",
+    p = sub.add_parser("hardware", help=COMMAND_HELP["hardware"],
                        description="The hardware catalog: accelerators, Apple silicon, CPUs and cloud instances. "
                                    "Every value carries its source and date; null means no source was found.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

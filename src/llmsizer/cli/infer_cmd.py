@@ -10,6 +10,7 @@ from ..estimate.inference.reverse import max_concurrency, max_context
 from ..render.text import render_estimate
 from ..specs import DEVICES, InferenceWorkload
 from ..units import format_count
+from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .workload_args import add_headroom_arg, add_inference_args, inference_fields
 
@@ -24,7 +25,7 @@ EPILOG = """examples:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("infer", help="memory to serve a model (GPU or CPU), per engine",
+    p = sub.add_parser("infer", help=COMMAND_HELP["infer"],
                        description="Memory needed to serve MODEL: weights + KV cache + activations + runtime "
                                    "overhead, each with its formula, source and range.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)

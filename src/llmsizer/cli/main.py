@@ -11,15 +11,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ..errors import LlmsizerError
-
-# command -> module that registers it. Only the module of the command being run is imported, so the CLI
-# starts fast; `llmsizer --help` imports them all to list them; `llmsizer --version` imports none.
-COMMANDS = {
-    "models": "model_cmds", "inspect": "model_cmds", "formats": "model_cmds", "infer": "infer_cmd",
-    "train": "train_cmd", "hardware": "hardware_cmd", "fit": "fit_cmd", "recommend": "recommend_cmd",
-    "plan": "plan_cmd", "request": "request_cmd", "measure": "measure_cmd", "validate": "validate_cmd",
-    "capacity": "capacity_cmd", "completion": "completion_cmd",
-}
+from .commands import COMMAND_HELP, COMMANDS
 
 EPILOG = """examples:
   llmsizer plan examples/lora-finetune-and-chat.yaml -o report.html
@@ -90,9 +82,9 @@ def _modules(argv: Sequence[str] | None) -> list[str]:
     words = [a for a in args if not a.startswith("-")]
     if words and words[0] in COMMANDS:
         return [COMMANDS[words[0]]]
-    if not words and "--version" in args and not {"-h", "--help"} & set(args):
-        return []  # `llmsizer --version`: the top-level parser alone answers it
-    return list(dict.fromkeys(COMMANDS.values()))
+    if not words:
+        return []  # `llmsizer --version` / `--help`: the top-level parser and the command list answer it
+    return list(dict.fromkeys(COMMANDS.values()))  # an unknown command: every parser, for "did you mean"
 
 
 def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = False) -> argparse.ArgumentParser:
@@ -103,6 +95,9 @@ def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = Fals
     p.add_argument("--version", action="version", version=f"llmsizer {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     names = list(dict.fromkeys(COMMANDS.values())) if all_commands else _modules(argv)
+    if not names:  # list the commands from their registry without importing their modules
+        for command, text in COMMAND_HELP.items():
+            sub.add_parser(command, help=text)
     for name in names:
         try:
             module = importlib.import_module(f".{name}", __package__)

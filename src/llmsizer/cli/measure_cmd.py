@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from .commands import COMMAND_HELP
 from .common import bytes_arg, count_arg, emit_json, tokens_arg
 
 EPILOG = """examples:
@@ -41,7 +42,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("measure", help="measure a real run on this machine and compare it with the estimate",
+    p = sub.add_parser("measure", help=COMMAND_HELP["measure"],
                        description="Run inference or a training step for a few steps with random weights on the "
                                    "local device; print measured vs estimated memory per component and in total, "
                                    "and the speed.",

@@ -11,11 +11,12 @@ from ..formulas.weight_formats import file_weight_bytes, format_names, stored_fo
 from ..render.text import table
 from ..specs import ModelSpec
 from ..units import format_bytes, format_count
+from .commands import COMMAND_HELP
 from .common import add_model_args, emit_json, resolve_model
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("models", help="list or search the built-in model catalog",
+    p = sub.add_parser("models", help=COMMAND_HELP["models"],
                        description="List the built-in catalog (published config.json values with sources).",
                        epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -23,7 +24,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
 
-    p = sub.add_parser("inspect", help="architecture and parameter breakdown of a model",
+    p = sub.add_parser("inspect", help=COMMAND_HELP["inspect"],
                        description="Show the architecture and the exact parameter breakdown of a catalog model, "
                                    "a config.json, a model folder (safetensors headers) or a GGUF file.",
                        epilog="examples:\n  llmsizer inspect meta-llama/Llama-3.1-8B\n"
@@ -33,7 +34,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_inspect)
 
-    p = sub.add_parser("formats", help="list weight formats",
+    p = sub.add_parser("formats", help=COMMAND_HELP["formats"],
                        description="List the weight formats llmsizer knows.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else print("\n".join(format_names())))

@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
 from ..request import RequestError, load_request
+from .commands import COMMAND_HELP
 from .common import write_atomic
 
 EPILOG = """examples:
@@ -33,8 +34,7 @@ FORMATS = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".js
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("plan", help="a request file in, a complete checked plan out (memory, hardware, storage, "
-                                    "network, duration, cost, checks)",
+    p = sub.add_parser("plan", help=COMMAND_HELP["plan"],
                        description="Plan every training and inference job of REQUEST (YAML): memory per device and "
                                    "the hardware that fits, storage, network, duration and cost, and the checks a "
                                    "reviewer would raise. Prints a summary; -o writes an HTML, Markdown or JSON report.",

@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..specs import InferenceWorkload
+from .commands import COMMAND_HELP
 from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg
 from .workload_args import add_headroom_arg, add_training_args, training_fields
 
@@ -25,7 +26,7 @@ exit code: 0 an option meets every constraint, 1 none does, 2 bad input
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("recommend", help="rank hardware for serving or training a model, by cost",
+    p = sub.add_parser("recommend", help=COMMAND_HELP["recommend"],
                        description="Search devices x count x weight format x parallelism over the catalog (and "
                                    "your --hardware-file) for options that fit and meet the constraints; rank by "
                                    "cost; give the reason each option was chosen or rejected.",

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import InputError
 from ..request import RequestError, load_request
 from ..request.spec import TrainingJob
+from .commands import COMMAND_HELP
 from .common import write_atomic
 
 EPILOG = """examples:
@@ -26,7 +27,7 @@ service hours, access, operations), with optional resources, budget and deadline
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("request", help="resource requests: write a template, validate one, print the JSON Schema",
+    p = sub.add_parser("request", help=COMMAND_HELP["request"],
                        description="Work with request files: `new` writes a commented template listing every field, "
                                    "`check` validates a request (each problem on one line with its line number), "
                                    "`schema` prints the JSON Schema.",

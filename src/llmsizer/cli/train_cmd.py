@@ -12,6 +12,7 @@ from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
 from ..units import format_count
+from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .workload_args import add_headroom_arg, add_training_args, training_fields
 
@@ -29,7 +30,7 @@ EPILOG = """examples:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("train", help="memory to train or fine-tune a model (full, LoRA, QLoRA), per device",
+    p = sub.add_parser("train", help=COMMAND_HELP["train"],
                        description="Per-device peak memory of a training step: weights, master weights, gradients, "
                                    "optimizer states, saved activations and transient peaks, each with its formula, "
                                    "source and range; host RAM when offloading.",

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .commands import COMMAND_HELP
 from .common import emit_json
 
 GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md"
@@ -24,7 +25,7 @@ had to be assumed and lower bounds (out-of-memory runs) are listed but kept out 
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("validate", help="llmsizer's error against published and measured runs",
+    p = sub.add_parser("validate", help=COMMAND_HELP["validate"],
                        description="Compare llmsizer's estimates with every published measurement it can express "
                                    "(validation/*.csv), the committed measured runs (validation/measured/*.jsonl) "
                                    "and the local results store of `llmsizer measure`.",

@@ -28,7 +28,6 @@ training: ``formulas/training_time.py`` at the catalog's default MFU).
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,13 +87,10 @@ def inference_estimate(spec: ModelSpec, s: dict[str, Any]) -> Estimate:
 
 
 def training_estimate(spec: ModelSpec, s: dict[str, Any]) -> tuple[Estimate | None, str]:
-    """``llmsizer.estimate.training.estimate_training`` for the settings, or None and why not."""
-    if importlib.util.find_spec("llmsizer.estimate.training") is None:
-        return None, "llmsizer.estimate.training is not installed: measurement only"
-    try:
-        from ..estimate.training import estimate_training
-    except ImportError as e:
-        return None, f"llmsizer.estimate.training could not be imported: {e}"
+    """``estimate_training`` for the settings of a measured run (the second value is kept for callers that report
+    why no estimate exists; it is always empty now that the estimator is part of the core)."""
+    from ..estimate.training import estimate_training
+
     fields: dict[str, Any] = {"method": s["method"], "optimizer": s["optimizer"], "precision": s["precision"],
                               "micro_batch": s["micro_batch"], "seq_len": s["seq_len"],
                               "grad_checkpointing": s["grad_checkpointing"], "attention": s["attention"]}
