@@ -3,9 +3,11 @@ recommendation into the same shape. Routing only: prices, memories and bandwidth
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from ..estimate.fit import link_bandwidth_for, usable_memory
@@ -24,11 +26,48 @@ class PlanContext:
     catalog: HardwareCatalog | None = None
     alternatives: bool = True  # search the catalog for alternatives (cost per option) even when resources are named
     notes: list[Assumption] = field(default_factory=list)
+    # catalog searches already made for this plan (search()): key -> ((spec, kwargs), answer)
+    searches: dict[tuple[Any, ...], tuple[tuple[Any, dict[str, Any]], Any]] = field(default_factory=dict, repr=False)
 
     def cat(self) -> HardwareCatalog:
         if self.catalog is None:
             self.catalog = load_catalog(self.hardware_files)
         return self.catalog
+
+    def search(self, fn: Callable[..., T], spec: Any, **kwargs: Any) -> T:
+        """``fn(spec, **kwargs)`` (a catalog search: recommend_inference / recommend_training), once per plan
+        for each distinct question: memoized on ``fn``, the spec object and every keyword value with its type
+        (dicts by their sorted items; the catalog and other unhashable objects by identity). Jobs with the same
+        model and traffic shape share one search; the answer is the same object, which is frozen. An error is
+        not memoized."""
+        key = (fn, id(spec), tuple((k, _key(v)) for k, v in sorted(kwargs.items())))
+        hit = self.searches.get(key)
+        if hit is not None and hit[0][0] is spec:
+            return hit[1]  # type: ignore[no-any-return]
+        out = fn(spec, **kwargs)
+        self.searches[key] = ((spec, kwargs), out)  # kept alive: no object whose id is in a key is reused
+        return out
+
+
+T = TypeVar("T")
+
+
+def _key(v: Any) -> Any:
+    """A hashable stand-in for a keyword value that equals another's exactly when the values would give the same
+    search (type included: 1 and 1.0 are different keys)."""
+    if isinstance(v, (HardwareCatalog, Device, Instance)):
+        return ("id", id(v))  # large, and the same object for the whole plan
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):  # e.g. Constraints: field by field, types kept
+        return (type(v).__name__, tuple((f.name, _key(getattr(v, f.name))) for f in dataclasses.fields(v)))
+    if isinstance(v, dict):
+        return ("dict", tuple((k, _key(x)) for k, x in sorted(v.items(), key=lambda kv: str(kv[0]))))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_key(x) for x in v))
+    try:
+        hash(v)
+    except TypeError:
+        return ("id", id(v))
+    return (type(v).__name__, v)
 
 
 def _price(res: Resources, device: Device, instance: Instance | None, count: int, nodes: int) -> tuple[float | None, str]:

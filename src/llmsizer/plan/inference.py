@@ -80,9 +80,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     try:
         if not (ctx.alternatives or hw is None):
             raise _Skip
-        rec = recommend_inference(spec, context=ctx_peak, concurrency=conc_peak, output_tokens=out_peak,
-                                  weights=job.quantization, constraints=cons, hardware_files=ctx.hardware_files,
-                                  catalog=ctx.cat(), quantization_advice=False)
+        rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
+                         output_tokens=out_peak, weights=job.quantization, constraints=cons,
+                         hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False)
     except _Skip:
         pass
     except LlmsizerError as e:

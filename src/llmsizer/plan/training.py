@@ -106,10 +106,9 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
                        if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload")}
         try:
-            rec = recommend_training(spec, tokens=tokens, utilization=s.utilization,
-                                     constraints=Constraints(deadline=deadline, max_cost=budget),
-                                     hardware_files=ctx.hardware_files, catalog=ctx.cat(),
-                                     training_fields=base_fields)
+            rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
+                             constraints=Constraints(deadline=deadline, max_cost=budget),
+                             hardware_files=ctx.hardware_files, catalog=ctx.cat(), training_fields=base_fields)
         except LlmsizerError as e:
             notes.warnings.append(f"no alternatives searched: {e}")
     if rec is not None:

@@ -7,7 +7,7 @@ engine allocates them from ``estimate/engines.py`` and the engine modules beside
 
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
 from typing import Any
 
 from ...errors import InputError
@@ -76,8 +76,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     if workload is None:
         key: tuple[Any, ...] = (id(spec), True, tuple(kwargs.items()), tuple(map(type, kwargs.values())))
     else:
-        vals = tuple(workload.__dict__.values())
-        key = (id(spec), False, vals, tuple(map(type, vals)))
+        key = _workload_key(spec, workload)
     try:
         hit = _MEMO.get(key)
     except TypeError:  # an unhashable value: no memo
@@ -97,6 +96,27 @@ _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
 _MEMO_SIZE = 4096
 
 
+def _workload_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...]:
+    vals = tuple(w.__dict__.values())
+    return (id(spec), False, vals, tuple(map(type, vals)))
+
+
+def _memoized(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
+    """The estimate of ``w`` through the memo (shared object: read it, do not change it)."""
+    key = _workload_key(spec, w)
+    try:
+        hit = _MEMO.get(key)
+    except TypeError:
+        return _estimate(spec, w)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    est = _estimate(spec, w)
+    if len(_MEMO) >= _MEMO_SIZE:
+        _MEMO.clear()
+    _MEMO[key] = (spec, est)
+    return est
+
+
 def _copy(est: Estimate) -> Estimate:
     """The memoized estimate with its own ``details`` dict (the one mutable part: a caller adding or replacing a
     key does not change another's; nested values are shared and, like weight_bytes' cached results, read-only)."""
@@ -107,7 +127,21 @@ def _copy(est: Estimate) -> Estimate:
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
-        w = replace(w, gpu_memory_utilization=1 - w.headroom)  # one convention: vLLM's pool is what headroom leaves
+        # one convention: vLLM's pool is what the headroom leaves
+        w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
+    if w.memory is not None and w.engine != "vllm":
+        # Only vLLM's composition reads the memory (it sizes the KV pool from it); for the other engines the
+        # breakdown is the same for every budget, so it is composed once without one (memoized) and checked
+        # against this budget here -- what the end of this function does with the same breakdown.
+        base = _memoized(spec, dataclasses.replace(w, memory=None))
+        acc = Acc()
+        acc.warnings.extend(base.warnings)
+        details = dict(base.details)
+        est = Estimate("inference", spec.name, base.items, base.assumptions, base.warnings, details)
+        est.__dict__["_totals"] = base.__dict__.setdefault("_totals", {})  # same items, same sums
+        _check_fit(est, w, acc)
+        return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
+                        tuple(acc.warnings), details)
     if w.device == "cpu" and w.engine == "vllm":
         raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
     acc = Acc()
