@@ -313,15 +313,18 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if wb / tp > budget:
             smallest = (int(wb / tp), fmt)
             continue
-        try:
-            r = fit(spec, cand.instance or dev, None if cand.instance else n, headroom=hr, engine=engine, weights=fmt,
-                    context=context, concurrency=max(1, concurrency), output_tokens=output_tokens,
-                    memory=cand.memory, hardware_files=hardware_files)
+        args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
+                                    concurrency=max(1, concurrency), output_tokens=output_tokens,
+                                    memory=cand.memory, hardware_files=hardware_files)
+        target, count = cand.instance or dev, None if cand.instance else n
+        try:  # memory decides the rung; the speed is computed only for a rung that fits (same estimate, memoized)
+            r = fit(spec, target, count, speed=False, **args)
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not r.fits:
             smallest = (r.memory_per_device or int(wb / tp), fmt)
             continue
+        r = fit(spec, target, count, **args)
         if first_fit is None:
             first_fit = r
         sp = r.speed
@@ -546,7 +549,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             continue
         reasons.extend(fr.reasons)
         dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
-                                grad_checkpointing=ckpt, utilization=utilization, **lora_kw)
+                                grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)

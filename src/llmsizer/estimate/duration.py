@@ -86,12 +86,14 @@ class Duration:
 
 def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: float, *, method: str = "full",
                       seq_len: int = 2048, grad_checkpointing: str | None = None, utilization: float | None = None,
-                      rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets) -> Duration:
-    """Eq. (3) of formulas/training_time.py for this model, method and device."""
+                      rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
+                      flops: TrainingFlops | None = None) -> Duration:
+    """Eq. (3) of formulas/training_time.py for this model, method and device. ``flops``: the FLOP count of
+    these same settings when the caller already has it (a search over devices computes it once)."""
     if tokens <= 0:
         raise InputError(f"tokens must be positive, got {tokens}")
     recompute = recompute_mode(grad_checkpointing)
-    fl = flops_per_token(spec, method, seq_len, recompute, rank, targets)
+    fl = flops or flops_per_token(spec, method, seq_len, recompute, rank, targets)
     factor = E.TRAINING_HFU if recompute == "full" else E.TRAINING_MFU
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
