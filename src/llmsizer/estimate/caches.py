@@ -1,0 +1,26 @@
+"""Every memo of the composition core and the formulas it calls, cleared in one place: benchmarks measure a
+"cold" estimate (a model seen for the first time) by calling ``clear_caches()`` first. The catalogs' own caches
+(model and hardware catalogs loaded once) are kept: loading them is start-up, not estimation."""
+
+from __future__ import annotations
+
+
+def clear_caches(estimates_only: bool = False) -> None:
+    """Forget every memoized estimate, tensor inventory, weight-byte table, KV size and speed estimate; with
+    ``estimates_only`` only the finished estimates (the model's tensor inventory and weight bytes stay: "warm",
+    the same model asked again with other settings)."""
+    from ..formulas import kv_cache, lora, params, tensor_parallel, tensors, weight_formats
+    from ..units import format_bytes
+    from . import fit
+    from .inference import compose as inference_compose
+    from .training import compose as training_compose
+
+    for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO):
+        memo.clear()
+    if estimates_only:
+        return
+    for f in (tensors.model_tensors, params.count_params, weight_formats.normalize_format,
+              weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
+              lora._role_target, kv_cache.kv_cache, format_bytes):
+        f.cache_clear()
+    tensor_parallel._SHARD_MEMO.clear()
