@@ -109,34 +109,10 @@ def write_request(n_jobs: int, folder: Path) -> Path:
 
 
 def clear_caches() -> None:
-    """Forget what earlier runs computed (estimates, tensor inventories, fits), keep the loaded catalogs."""
-    from llmsizer.estimate import fit as fit_module
-    from llmsizer.formulas import params, tensors, weight_formats
+    """Forget what earlier runs computed (every memo of the core, estimate/caches.py); keep the loaded catalogs."""
+    from llmsizer.estimate.caches import clear_caches as clear
 
-    for name in ("_SPEED_MEMO", "_TRAINING_CACHE"):
-        memo = getattr(fit_module, name, None)
-        if memo is not None:
-            memo.clear()
-    tensors.model_tensors.cache_clear()
-    weight_formats.weight_bytes.cache_clear()
-    params.count_params.cache_clear()
-    # memos added for issue 11 (absent before it): cleared too, so every run starts cold
-    from llmsizer.estimate.inference import compose
-    from llmsizer.formulas import kv_cache, tensor_parallel
-
-    for fn in (kv_cache.kv_cache, tensor_parallel.replicated_elements):
-        if hasattr(fn, "cache_clear"):
-            fn.cache_clear()
-    from llmsizer import units
-    from llmsizer.estimate.training import compose as training_compose
-
-    for fn in (units.format_bytes, weight_formats.normalize_format):
-        if hasattr(fn, "cache_clear"):
-            fn.cache_clear()
-    for module, name in ((compose, "_MEMO"), (training_compose, "_MEMO"), (tensor_parallel, "_SHARD_MEMO")):
-        memo = getattr(module, name, None)
-        if memo is not None:
-            memo.clear()
+    clear()
 
 
 def plan_once(path: Path) -> tuple[float, float, Any]:

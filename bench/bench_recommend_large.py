@@ -30,7 +30,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from llmsizer.catalog import hardware as hw_module  # noqa: E402
 from llmsizer.catalog.hardware import Device, builtin_catalog, load_catalog  # noqa: E402
 from llmsizer.catalog.models import find  # noqa: E402
 from llmsizer.recommend import recommend_inference  # noqa: E402
@@ -99,35 +98,10 @@ def hardware_file(entries: int, unique: bool = False) -> dict[str, Any]:
 
 
 def clear_caches() -> None:
-    """A cold process: no parsed user catalog, no cached estimates (the built-in catalog stays loaded)."""
-    from llmsizer.estimate import fit as fit_module
-    from llmsizer.formulas import params, tensors, weight_formats
+    """Forget what earlier runs computed (every memo of the core, estimate/caches.py); keep the loaded catalogs."""
+    from llmsizer.estimate.caches import clear_caches as clear
 
-    hw_module._load_with_files.cache_clear()
-    for name in ("_SPEED_MEMO", "_TRAINING_CACHE"):
-        memo = getattr(fit_module, name, None)
-        if memo is not None:
-            memo.clear()
-    tensors.model_tensors.cache_clear()
-    weight_formats.weight_bytes.cache_clear()
-    params.count_params.cache_clear()
-    # memos added for issue 11 (absent before it): cleared too, so every run starts cold
-    from llmsizer.estimate.inference import compose
-    from llmsizer.formulas import kv_cache, tensor_parallel
-
-    for fn in (kv_cache.kv_cache, tensor_parallel.replicated_elements):
-        if hasattr(fn, "cache_clear"):
-            fn.cache_clear()
-    from llmsizer import units
-    from llmsizer.estimate.training import compose as training_compose
-
-    for fn in (units.format_bytes, weight_formats.normalize_format):
-        if hasattr(fn, "cache_clear"):
-            fn.cache_clear()
-    for module, name in ((compose, "_MEMO"), (training_compose, "_MEMO"), (tensor_parallel, "_SHARD_MEMO")):
-        memo = getattr(module, name, None)
-        if memo is not None:
-            memo.clear()
+    clear()
 
 
 def run_once(path: Path) -> tuple[float, float, Any]:

@@ -129,6 +129,18 @@ def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[s
     return hw, None, hw.id, None
 
 
+def target_and_count(hardware: str | Device | Instance, count: int | None,
+                     hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, str, Instance | None]:
+    """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1."""
+    device, inst_count, target, instance = resolve_target(hardware, hardware_files)
+    n = count or inst_count or 1
+    if n < 1:
+        raise InputError(f"count must be at least 1, got {n}")
+    if inst_count and count and count != inst_count:
+        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+    return device, n, target, instance
+
+
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
     """Per-direction bandwidth between the devices of one replica: the instance's interconnect, else the device's."""
     cat = load_catalog(hardware_files)
@@ -211,12 +223,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
     so ``fit`` and ``infer`` give one answer."""
     spec = load_model(model) if isinstance(model, str) else model
-    device, inst_count, target, instance = resolve_target(hardware, hardware_files)
-    n = count or inst_count or 1
-    if n < 1:
-        raise InputError(f"count must be at least 1, got {n}")
-    if inst_count and count and count != inst_count:
-        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+    device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
@@ -294,12 +301,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
     stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded."""
     spec = load_model(model) if isinstance(model, str) else model
-    device, inst_count, target, instance = resolve_target(hardware, hardware_files)
-    n = count or inst_count or 1
-    if n < 1:
-        raise InputError(f"count must be at least 1, got {n}")
-    if inst_count and count and count != inst_count:
-        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+    device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     usable, notes = usable_memory(device, instance_memory(device, instance, memory))
     assumptions = [headroom_assumption(headroom), *notes]

@@ -13,11 +13,13 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from ..units import format_bytes, format_count
+from .recommend_text import option_rows, workload_line
+from .text import estimate_facts
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
     from ..plan.result import Plan
-    from ..recommend import Option, Recommendation
+    from ..recommend import Recommendation
     from ..result import Assumption, Estimate
 
 STYLE = ("<style>.llmsizer table{border-collapse:collapse;margin:4px 0 10px}"
@@ -101,27 +103,10 @@ def estimate_breakdown(est: Estimate) -> str:
                   total_rows=totals, table_class="breakdown")
 
 
-def _estimate_facts(est: Estimate) -> list[str]:
-    d = est.details
-    out = []
-    if "admitted_sequences" in d:
-        out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
-                   f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
-                   f"{d['kv_blocks']:,} blocks)")
-    if "memory_needed" in d:
-        out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
-    if "peak_phase" in d:
-        out.append(f"peak at: {d['peak_phase']}")
-    if "fits" in d:
-        out.append(f"fits in {format_bytes(d['memory_budget'])}: {'yes' if d['fits'] else 'NO'} "
-                   f"(headroom {format_bytes(d['headroom_bytes'])})")
-    return out
-
-
 def estimate_html(est: Estimate) -> str:
     """An ``Estimate`` as an HTML fragment: heading, breakdown with totals, facts, assumptions, warnings."""
     return _wrap("estimate", [f"<h4>{escape(estimate_heading(est))}</h4>", estimate_breakdown(est),
-                              _lines(_estimate_facts(est)), _assumptions(est.assumptions), _warnings(est.warnings)])
+                              _lines(estimate_facts(est)), _assumptions(est.assumptions), _warnings(est.warnings)])
 
 
 # ------------------------------------------------------------------------------------------------ fit
@@ -157,39 +142,18 @@ def recommendation_text(rec: Recommendation, top: int = 8) -> str:
     return render_recommendation(rec, top)
 
 
-def _price(o: Option) -> str:
-    if o.price_per_hour is None:
-        return "-"
-    return f"${o.price_per_hour:,.2f}/h" + (" (power)" if o.cost_basis == "power" else "")
-
-
 def recommendation_html(rec: Recommendation, top: int = 8) -> str:
     """A ``Recommendation`` as an HTML fragment: the options table (as ``llmsizer recommend`` prints it), the
     choice and its reasons, advice, the cheapest rejections with their reasons, assumptions and warnings."""
     parts = [f"<h4>{escape(rec.model)}: {escape(rec.kind)} options ({len(rec.options)} meet the constraints, "
              f"{len(rec.rejected)} rejected)</h4>"]
 
-    def hw(o: Option) -> str:
-        return f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else "")
-
+    rows, header = option_rows(rec, top)
     if rec.kind == "inference":
-        rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
-                 f"{o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else "?",
-                 f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
-                 f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
-                 f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
-                for o in rec.options[:top]]
-        header = ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
         num: tuple[int, ...] = (4, 5, 6, 7, 8)
     else:
-        rows = [[o.status, o.target, hw(o), _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h",
-                 f"{o.device_hours or 0:,.0f}", f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"]
-                for o in rec.options[:top]]
-        header = ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
         num = (3, 4, 5, 6)
-        wl = rec.workload
-        parts.append(_lines([f"{format_count(wl['tokens'])} tokens x {wl['flops_per_token']:.3g} FLOP/token = "
-                             f"{wl['total_flops']:.3g} FLOP"]))
+        parts.append(_lines([workload_line(rec)]))
     if rows:
         parts.append(_table(header, rows, num=num, total_rows=(0,) if rec.chosen is not None else (),
                             table_class="options"))

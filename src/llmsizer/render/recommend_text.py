@@ -13,25 +13,37 @@ def _price(o: Option) -> str:
     return f"${o.price_per_hour:,.2f}/h" + (" (power)" if o.cost_basis == "power" else "")
 
 
-def render_recommendation(rec: Recommendation, top: int = 8) -> str:
-    out = [f"{rec.model}: {rec.kind} options ({len(rec.options)} meet the constraints, {len(rec.rejected)} rejected)"]
+def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], list[str]]:
+    """The options table (rows, header) the terminal and the notebook HTML both show."""
+    def hw(o: Option) -> str:
+        return f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else "")
+
     if rec.kind == "inference":
-        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
-                 o.weights_format.removeprefix("gguf:"), _price(o),
+        rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
                  f"{o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else "?",
                  f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
                  f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
                  f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
                 for o in rec.options[:top]]
-        header = ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
-    else:
-        rows = [[o.status, o.target, f"{o.count} x {o.device}" + (f" x{o.replicas}" if o.replicas > 1 else ""),
-                 _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h", f"{o.device_hours or 0:,.0f}",
-                 f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"] for o in rec.options[:top]]
-        header = ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
-        wl = rec.workload
-        out.append(f"{format_count(wl['tokens'])} tokens x {wl['flops_per_token']:.3g} FLOP/token = "
-                   f"{wl['total_flops']:.3g} FLOP")
+        return rows, ["", "option", "hardware", "weights", "cost", "TTFT", "tok/s/user", "tok/s total", "$/M tokens"]
+    rows = [[o.status, o.target, hw(o), _price(o), f"{(o.training_seconds or 0) / 3600:,.1f} h",
+             f"{o.device_hours or 0:,.0f}", f"${o.run_cost:,.0f}" if o.run_cost is not None else "-"]
+            for o in rec.options[:top]]
+    return rows, ["", "option", "hardware", "cost", "wall clock", "device-h", "run cost"]
+
+
+def workload_line(rec: Recommendation) -> str:
+    """The training search's FLOP count: tokens x FLOP/token = total."""
+    wl = rec.workload
+    return (f"{format_count(wl['tokens'])} tokens x {wl['flops_per_token']:.3g} FLOP/token ({wl.get('flops_formula', '')}) "
+            f"= {wl['total_flops']:.3g} FLOP")
+
+
+def render_recommendation(rec: Recommendation, top: int = 8) -> str:
+    out = [f"{rec.model}: {rec.kind} options ({len(rec.options)} meet the constraints, {len(rec.rejected)} rejected)"]
+    rows, header = option_rows(rec, top)
+    if rec.kind != "inference":
+        out.append(workload_line(rec))
     if rows:
         out.append(table(rows, header))
     if rec.chosen is not None:

@@ -47,6 +47,19 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
             lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
             rows.append([f"TOTAL {loc}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
     out.append(table(rows, ["component", "where", "expected", "range", "how"]))
+    out += estimate_facts(est)
+    out.append("assumptions: " + "; ".join(
+        f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in est.assumptions))
+    for w in est.warnings:
+        out.append(f"warning: {w}")
+    return "\n".join(out)
+
+
+def estimate_facts(est: Estimate) -> list[str]:
+    """The lines under the breakdown (what vLLM admits, the need, the peak moment, the fit verdict): the terminal
+    and the notebook HTML print the same ones."""
+    d = est.details
+    out: list[str] = []
     if "admitted_sequences" in d:
         out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
                    f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
@@ -59,11 +72,7 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
         left = (f"; {format_bytes(d['headroom_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
                 and d["fits"] else "")
         out.append(f"fits: {'yes' if d['fits'] else 'NO'} ({d['verdict']}{left})")
-    out.append("assumptions: " + "; ".join(
-        f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in est.assumptions))
-    for w in est.warnings:
-        out.append(f"warning: {w}")
-    return "\n".join(out)
+    return out
 
 
 def _short(text: str, n: int = 70) -> str:
