@@ -22,8 +22,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from llmsizer.catalog.hardware import builtin_catalog  # noqa: E402
 from llmsizer.catalog.models import find  # noqa: E402
-from llmsizer.estimate import fit as fit_module  # noqa: E402
-from llmsizer.formulas import params, tensors, weight_formats  # noqa: E402
+from llmsizer.estimate.caches import clear_caches  # noqa: E402
 from llmsizer.recommend import Constraints, recommend_inference, recommend_training  # noqa: E402
 
 CASES = [
@@ -40,11 +39,7 @@ CASES = [
 
 
 def clear() -> None:
-    fit_module._SPEED_MEMO.clear()
-    fit_module._TRAINING_CACHE.clear()
-    tensors.model_tensors.cache_clear()
-    weight_formats.weight_bytes.cache_clear()
-    params.count_params.cache_clear()
+    clear_caches()  # every memo of the core (estimate/caches.py)
 
 
 def main() -> None:

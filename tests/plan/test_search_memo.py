@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from llmsizer.recommend import Constraints, recommend_inference
 
 from llmsizer.errors import InputError
 from llmsizer.models import load_model
 from llmsizer.plan.hardware import PlanContext
+from llmsizer.recommend import Constraints, recommend_inference
 
 
 def test_same_question_is_searched_once_and_answers_as_a_direct_call() -> None:

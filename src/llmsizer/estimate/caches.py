@@ -19,7 +19,7 @@ def clear_caches(estimates_only: bool = False) -> None:
         memo.clear()
     if estimates_only:
         return
-    for f in (tensors.model_tensors, params.count_params, weight_formats.normalize_format,
+    for f in (tensors.model_layout, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
               lora._role_target, kv_cache.kv_cache, format_bytes):
         f.cache_clear()

@@ -167,13 +167,24 @@ def _vision(spec: ModelSpec) -> list[Tensor]:
     return out
 
 
-@lru_cache(maxsize=256)
 def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     """Every weight tensor of ``spec``'s model definition (buffers such as rotary tables excluded)."""
+    return model_layout(spec)[0]
+
+
+Layout = tuple[tuple[Tensor, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+
+
+@lru_cache(maxsize=256)
+def model_layout(spec: ModelSpec) -> Layout:
+    """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
+    layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision)."""
     h, v = spec.hidden_size, spec.vocab_size
     out: list[Tensor] = [Tensor("token_embd", "embedding", (v, h))]
     if spec.position_embeddings:
         out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    before = tuple(range(len(out)))
+    ranges: list[tuple[int, int]] = []
     # a layer's tensors depend on the layer only through its index and whether its feed-forward is MoE: build
     # each kind once (as layer 0 / the first layer of that kind) and re-stamp the index (the cold-estimate hot path)
     templates: dict[bool, list[Tensor]] = {}
@@ -181,16 +192,19 @@ def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     for i in range(spec.num_layers):
         kind = spec.moe_layers[i] and spec.moe is not None
         tpl = templates.get(kind)
+        start = len(out)
         if tpl is None:
             tpl = _attention(spec, i) + _feed_forward(spec, i)
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
             templates[kind] = tpl
             out += tpl
-            continue
-        out += [new(Tensor, (t[0], t[1], t[2], t[3], i, t[5])) for t in tpl]
+        else:
+            out += [new(Tensor, (t[0], t[1], t[2], t[3], i, t[5])) for t in tpl]
+        ranges.append((start, len(out)))
+    first_after = len(out)
     out += _norm("output_norm", h, spec.norm_kind, -1)
     if not spec.tie_word_embeddings:
         out.append(Tensor("output", "lm_head", (v, h)))
     out += _vision(spec)
-    return tuple(out)
+    return tuple(out), before, tuple(ranges), tuple(range(first_after, len(out)))

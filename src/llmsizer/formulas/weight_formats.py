@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, model_tensors
+from .tensors import Tensor, model_layout, model_tensors
 
 QUANT_COMPONENTS = {"attention", "mlp", "experts", "shared_experts"}
 
@@ -289,7 +289,9 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     gguf = fmt.startswith("gguf:")
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
     n_layers = spec.num_layers
-    for t in model_tensors(spec):
+    tensors, before, ranges, after = model_layout(spec)
+
+    def one(t: Tensor) -> tuple[int, str]:
         role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
         # only these GGUF roles depend on the layer index (llama-quant.cpp use_more_bits / i_layer rules)
         key = (role, shape, count, comp, _layer_class(layer, n_layers) if role in layer_dependent else None)
@@ -301,11 +303,41 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
             else:
                 hit = _tensor_bytes_simple(fmt, t, group_size, other_bytes)
             memo[key] = hit
-        b, label = hit
+        return hit
+
+    def add(comp: str, label: str, b: int) -> None:
         by_comp[comp] = by_comp.get(comp, 0) + b
         by_store[label] = by_store.get(label, 0) + b
-        if layer >= 0 and comp != "vision":
-            layers[layer] += b
+
+    for idx in before:
+        t = tensors[idx]
+        b, label = one(t)
+        add(t[1], label, b)
+    # a decoder layer's bytes depend on it only through its kind (MoE or dense feed-forward) and, for GGUF, the
+    # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
+    per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int]] = {}
+    moe = spec.moe is not None and bool(spec.moe_layers)
+    for i, (a, z) in enumerate(ranges):
+        lkey = (moe and spec.moe_layers[i], _layer_class(i, n_layers) if gguf else None)
+        agg = per_layer.get(lkey)
+        if agg is None:
+            comps: dict[str, int] = {}
+            stores: dict[str, int] = {}
+            for t in tensors[a:z]:  # in tensor order, so keys first appear in the same order as tensor by tensor
+                b, label = one(t)
+                comps[t[1]] = comps.get(t[1], 0) + b
+                stores[label] = stores.get(label, 0) + b
+            agg = (comps, stores, sum(comps.values()))
+            per_layer[lkey] = agg
+        for comp, b in agg[0].items():
+            by_comp[comp] = by_comp.get(comp, 0) + b
+        for label, b in agg[1].items():
+            by_store[label] = by_store.get(label, 0) + b
+        layers[i] = agg[2]
+    for idx in after:
+        t = tensors[idx]
+        b, label = one(t)
+        add(t[1], label, b)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
