@@ -80,8 +80,8 @@ accelerator, Apple unified memory, CPU) and to instance host RAM:
 2. Without one, ``memory`` is the vendor's figure; its ``GB`` is read as GiB (JEDEC JESD100B.01 / JESD21-C define
    the prefix giga, applied to semiconductor memory capacity, as 2^30; memory chips come in binary sizes), and the
    reading is recorded in the value's ``derived`` field. Apple's "36GB" unified memory is 36 GiB (a Mac mini M1 whose
-   system_profiler says "Memory: 16 GB" reports ``sysctl hw.memsize: 17179869184`` = 16 GiB, find_string id
-   60805743077); host RAM "1900 GB" is 1900 GiB.
+   system_profiler says "Memory: 16 GB" reports ``sysctl hw.memsize: 17179869184`` = 16 GiB, in a log pasted in a
+   public GitHub file, repository not recorded); host RAM "1900 GB" is 1900 GiB.
 
 Disks (``local_disk``) and all bandwidths stay decimal. ``Device.memory_basis`` says which case a device is in."""
 
