@@ -170,6 +170,26 @@ class _Candidate:
     notes: list[str] = field(default_factory=list)
 
 
+def _instance_candidate(inst: Instance) -> _Candidate:
+    mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
+    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
+                      inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+    if inst.price is not None:
+        cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
+                          f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
+                                                   if inst.price.confidence else ""))
+    return cand
+
+
+def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
+    price, basis = None, "unknown"
+    if d.price is not None:
+        price, basis = float(d.price.base) * count, "given"
+    elif c.kwh_price is not None and d.tdp is not None:
+        price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price, count), "power"
+    return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
+
+
 def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[list[_Candidate], list[Option]]:
     out: list[_Candidate] = []
     skipped: list[Option] = []
@@ -178,14 +198,7 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
         for inst in cat.instances.values():
             if providers and inst.provider not in providers:
                 continue
-            mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
-            cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
-                              inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
-            if inst.price is not None:
-                cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
-                                  f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
-                                                           if inst.price.confidence else ""))
-            out.append(cand)
+            out.append(_instance_candidate(inst))
     if c.cloud_only or providers:
         return out, skipped
     for d in cat.devices.values():
@@ -197,13 +210,27 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
         if d.memory_bytes is None:
             skipped.append(_rejected_stub(d, "memory size unknown (add it with --hardware-file)"))
             continue
-        price, basis = None, "unknown"
-        if d.price is not None:
-            price, basis = float(d.price.base), "given"
-        elif c.kwh_price is not None and d.tdp is not None:
-            price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price), "power"
-        out.append(_Candidate(d.id, d.name, "owned" if d.owned else "local", d, 1, None, price, basis))
+        out.append(_device_candidate(d, c))
     return out, skipped
+
+
+def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+                   context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
+                   output_tokens: int | None = None, weights: str | None = None,
+                   constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = ()) -> Option:
+    """The evaluation ``recommend`` makes of one candidate: the highest-quality weight format on the engine's ladder
+    that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
+    ``llmsizer models --fits-on`` asks it for every catalog model."""
+    spec = load_model(model) if isinstance(model, str) else model
+    c = constraints or Constraints()
+    if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
+        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
+    cat = load_catalog(hardware_files)
+    hw = cat.find(hardware) if isinstance(hardware, str) else hardware
+    cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
+    hr = check_headroom(c.headroom)
+    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
+    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
 
 
 def _rejected_stub(d: Device, why: str) -> Option:

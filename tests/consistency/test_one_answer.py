@@ -257,3 +257,24 @@ def test_item9_validate_never_calls_a_miss_of_more_than_100_percent_within_toler
     assert big, "the prefill rows that miss by 2-4x are expected here"
     assert all(c.within is False for c in big if c.kind != "batched decode throughput"), \
         [(c.id, c.error) for c in big if c.within]
+
+
+def test_models_fits_on_is_fit_with_the_format_it_names() -> None:
+    """`models --fits-on` (which models fit my machine, #16) answers with recommend's evaluation of that hardware:
+    every model it lists as fitting fits by `fit` at the format it names, and the next larger format on the ladder
+    of the one engine does not."""
+    from llmsizer.recommend import GGUF_LADDER
+
+    code, data = run_json("models", "--fits-on", "rtx-4090", "--context", "8k")
+    assert code == 0
+    fitting = [m for m in data["models"] if m["status"] == "meets"]
+    assert fitting and len(fitting) < len(data["models"])  # a 70B does not fit a 24 GiB card
+    for m in fitting[:8]:
+        r = fit(m["id"], "rtx-4090", engine=m["engine"], weights=m["weights_format"], context=8192, speed=False)
+        assert r.fits and r.memory_per_device == m["memory_per_device"]
+        i = GGUF_LADDER.index(m["weights_format"])
+        if i > 0:
+            bigger = fit(m["id"], "rtx-4090", engine=m["engine"], weights=GGUF_LADDER[i - 1], context=8192)
+            # the larger format either does not fit or is slower than reading speed (the floor recommend applies)
+            assert not bigger.fits or (bigger.speed is not None and bigger.speed.tokens_per_second_per_user is not None
+                                       and bigger.speed.tokens_per_second_per_user < 5.3)

@@ -9,18 +9,32 @@ from ..catalog import models as catalog
 from ..formulas.params import count_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
 from ..render.text import table
-from ..specs import ModelSpec
+from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, emit_json, resolve_model
+from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("models", help=COMMAND_HELP["models"],
                        description="List the built-in catalog (published config.json values with sources).",
-                       epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json",
+                       epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json\n"
+                              "  llmsizer models --fits-on rtx-4090 --context 8k\n"
+                              "  llmsizer models qwen --fits-on apple-m3-max-36gb --concurrency 2\n\n"
+                              "--fits-on answers 'which models fit my machine': for each model, the highest-quality "
+                              "weight format\nthat fits and serves every user at reading speed or faster (the "
+                              "evaluation `recommend` makes of that\nhardware); exit code 0 when at least one "
+                              "model fits, 1 when none does.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
+    p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
+                   "and speed")
+    p.add_argument("--count", type=int, help="devices, with --fits-on (default: the instance's count, else 1)")
+    p.add_argument("--context", type=tokens_arg, help=f"tokens per sequence, with --fits-on (default "
+                   f"{InferenceWorkload.context})")
+    p.add_argument("--concurrency", type=count_arg, help=f"sequences at once, with --fits-on (default "
+                   f"{InferenceWorkload.concurrency})")
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
 
@@ -42,6 +56,8 @@ def register(sub: Any) -> None:
 
 def cmd_models(args: argparse.Namespace) -> int:
     found = catalog.search(args.query)
+    if args.fits_on:
+        return _fits_on(found, args)
     if args.json:
         emit_json([{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
                     "published_params": e.published_params, "model_type": e.config.get("model_type"),
@@ -55,6 +71,34 @@ def cmd_models(args: argparse.Namespace) -> int:
     print(table(rows, ["name", "id", "params", "active", "attention", "model_type"]))
     print(f"{len(found)} models")
     return 0
+
+
+def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
+    """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
+    from ..recommend import best_option_on
+
+    context = args.context or InferenceWorkload.context
+    concurrency = args.concurrency or InferenceWorkload.concurrency
+    opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
+                               hardware_files=args.hardware_file)) for e in found]
+    if args.json:
+        emit_json({"hardware": args.fits_on, "context": context, "concurrency": concurrency,
+                   "models": [{"id": e.id, **o.to_dict()} for e, o in opts]})
+        return exit_code(any(o.status == "meets" for _, o in opts))
+    rows = []
+    for e, o in sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total)):
+        ok = o.status == "meets"
+        rows.append([e.name, format_count(count_params(e.spec()).total),
+                     o.weights_format.removeprefix("gguf:") if ok else "-",
+                     format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
+                     f"{o.tokens_per_second_per_user:.1f}" if ok and o.tokens_per_second_per_user else "-",
+                     "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
+    print(f"models on {args.fits_on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
+          "that fits at reading speed or faster")
+    print(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
+    n = sum(o.status == "meets" for _, o in opts)
+    print(f"{n} of {len(opts)} models fit")
+    return exit_code(n > 0)
 
 
 def inspect_data(spec: ModelSpec) -> dict[str, Any]:
