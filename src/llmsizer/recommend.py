@@ -300,7 +300,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, hr) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
@@ -320,7 +320,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
               hardware_files: Sequence[str | Path]) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
-    engine = default_engine(dev, n)
+    engine = default_engine(dev, n, weights)
     ladder = _ladder(spec, engine, dev, weights)
     tp = choose_tensor_parallel(spec, n)
     usable, _ = usable_memory(dev, cand.memory)
@@ -352,13 +352,14 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             smallest = (r.memory_per_device or int(wb / tp), fmt)
             continue
         r = fit(spec, target, count, **args)
-        if first_fit is None:
-            first_fit = r
         sp = r.speed
         bad = _latency_failures(sp, c)
         if not bad:
             return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"])
-        first_reasons = [f"at {_fmt_name(fmt)}: " + "; ".join(bad)]
+        if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
+            first_fit = r
+            first_reasons = [f"at {_fmt_name(fmt)}: " + "; ".join(bad) + " (smaller formats on the ladder "
+                             "fall short too)"]
     if first_fit is not None:
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
@@ -498,32 +499,35 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
     return out
 
 
-def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, hr: float) -> list[str]:
-    """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M')."""
+def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, concurrency: int,
+                         hr: float) -> list[str]:
+    """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M'), at the
+    requested context and concurrency, judged by the one fit rule against the smallest card sold with that label
+    (an RTX 4090's 24564 MiB and an L4's 23034 MiB are both "24 GB")."""
     from .estimate.inference import estimate_inference
-    sizes = sorted({int(d.memory.raw) for d in cat.devices.values()
-                    if d.kind == "gpu" and d.memory is not None and d.memory.unit == "GB" and not d.chip})
+    smallest: dict[int, int] = {}
+    for d in cat.devices.values():
+        if d.kind == "gpu" and d.memory is not None and d.memory.unit == "GB" and not d.chip and d.memory_bytes:
+            gb = int(d.memory.raw)
+            smallest[gb] = min(smallest.get(gb, d.memory_bytes), d.memory_bytes)
     out: list[str] = []
     ctx_txt = f"{context // 1024}k" if context % 1024 == 0 else str(context)
     last = None
-    for gb in sizes:
-        budget = gb * 1e9 * (1 - hr)
+    for gb, memory in sorted(smallest.items()):
         found = None
         for fmt in GGUF_LADDER:
-            if weight_bytes(spec, fmt, 128, 2).total > budget:
+            if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
-            est = estimate_inference(spec, context=context, weights=fmt, engine="llamacpp")
-            need = est.total("device")[1]
-            if need <= budget:
-                found = (fmt, need)
+            est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt, engine="llamacpp",
+                                     memory=memory, headroom=hr)
+            if est.details["fits"]:
+                found = (fmt, est.total("device")[1], memory)
                 break
-        if found is None:
-            continue
-        if found[0] == last:
+        if found is None or found[0] == last:
             continue
         last = found[0]
-        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context "
-                   f"(needs {format_bytes(found[1])} with {hr:.0%} headroom kept)")
+        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context x {concurrency} "
+                   f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
         if found[0] == GGUF_LADDER[0]:
             break
     return out
@@ -559,8 +563,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     for cand in cands:
         dev = cand.device
         stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
-                                    device_kind=dev.kind, count=cand.count, tensor_parallel=cand.count, engine="",
-                                    weights_format="bf16")
+                                    device_kind=dev.kind, count=cand.count,
+                                    tensor_parallel=int(wl.get("tp", 1)), engine="",
+                                    weights_format="nf4-dq" if method == "qlora" else "bf16")
         peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
         if peak is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
@@ -572,7 +577,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
                           memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
         if not fr.fits:
-            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons))
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
+                                   memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
         dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
@@ -596,7 +602,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         total = price * secs / 3600 if price is not None else None
         opt = Option(**stub, replicas=nodes, status="meets", reasons=tuple(reasons), price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
-                     run_cost=total)
+                     run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)
         if c.max_cost is not None and (total is None or total > c.max_cost):
             opt = _replace(opt, status="rejected", reasons=(
                 "no price to compare with the budget" if total is None else f"run costs ${total:,.0f} > ${c.max_cost:,.0f}",))

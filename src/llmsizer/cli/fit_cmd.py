@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from ..estimate.duration import training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
@@ -40,7 +41,9 @@ def register(sub: Any) -> None:
     add_headroom_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
-    add_inference_args(p, tensor_parallel=False, attention=False)
+    add_inference_args(p, tensor_parallel=False, attention=False,
+                       engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
+                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
     add_training_args(p)
     p.add_argument("--kwh-price", type=float, help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
@@ -73,6 +76,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 print(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
         return exit_code(r.fits)
     fields = inference_fields(args)
+    if args.tp is not None:
+        raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
+                         "(the largest divisor of the count that divides the heads)")
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,

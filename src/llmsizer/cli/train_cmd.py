@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import fit_training, resolve_target
+from ..estimate.fit import fit_training, resolve_target, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
@@ -67,7 +67,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
         memory = args.memory
-        est = estimate_training(spec, TrainingWorkload(**fields, memory=memory, headroom=args.headroom))
+        if memory is not None:  # the one rule fit --train uses (several devices: least-sharded ZeRO that fits)
+            TrainingWorkload(**fields)  # validates the flags first
+            est = training_on_memory(spec, fields, memory, args.headroom)
+        else:
+            est = estimate_training(spec, TrainingWorkload(**fields, headroom=args.headroom))
     data = est.to_dict()
     if duration is not None:
         data["duration"] = duration.to_dict()

@@ -48,7 +48,7 @@ def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
-                       attention: bool = True) -> None:
+                       attention: bool = True, engine_default: str = f"default {IW.engine}") -> None:
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
     unless ``engine`` is kept)."""
     g = p.add_argument_group("inference workload")
@@ -60,7 +60,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
     g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: the engine's)")
     if engine:
-        g.add_argument("--engine", choices=ENGINES, help=f"serving engine (default {IW.engine})")
+        g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")

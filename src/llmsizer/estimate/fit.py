@@ -16,6 +16,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
+from ..formulas.weight_formats import normalize_format
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
@@ -28,14 +29,24 @@ from .training import estimate_training
 from .verdict import check_headroom, headroom_assumption
 
 
-def default_engine(device: Device, count: int) -> str:
-    """vLLM for data-center accelerators (and any multi-GPU replica), llama.cpp for Apple, CPUs and one
-    consumer card (where GGUF formats are the usual way to fit)."""
-    if device.kind in ("apple", "cpu"):
+def default_engine(device: Device, count: int, weights: str | None = None) -> str:
+    """The engine a workload runs on when none is named: the one that runs the requested weight format (GGUF:
+    llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and Apple); otherwise vLLM for
+    data-center accelerators (and any multi-GPU replica), llama.cpp for Apple, CPUs and one consumer card (where
+    GGUF formats are the usual way to fit)."""
+    fmt = normalize_format(weights) if weights else None
+    quantized = fmt is not None and fmt not in ("fp32", "fp16", "bf16")
+    if fmt is not None and fmt.startswith("gguf:"):
         return "llamacpp"
-    if device.form_factor == "datacenter" or count > 1:
+    if device.kind in ("apple", "cpu"):
+        return "transformers" if quantized else "llamacpp"
+    if device.form_factor == "datacenter" or count > 1 or quantized:
         return "vllm"
     return "llamacpp"
+
+
+ENGINE_WHY = ("the engine that runs the requested weight format (GGUF: llama.cpp); else vLLM on data-center GPUs "
+              "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
@@ -133,6 +144,8 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
                      hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, str, Instance | None]:
     """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
+    if count is not None and count < 1:
+        raise InputError(f"count must be at least 1, got {count}")
     n = count or inst_count or 1
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
@@ -227,9 +240,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     hr = check_headroom(headroom)
     assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
-    eng = normalize_engine(engine) if engine else default_engine(device, n)
-    assumptions.append(Assumption("engine", eng, engine is None, "vLLM on data-center GPUs, llama.cpp on Apple, "
-                                  "CPUs and single consumer cards"))
+    eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
+    assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
     if eng == "llamacpp" and n > 1:
         raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; not modelled: "
                          "use --engine vllm for more than one device")
@@ -293,6 +305,26 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
+ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
+
+
+def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None) -> Estimate:
+    """``estimate_training`` on devices of ``memory`` bytes, the one rule ``train --memory``, ``fit --train``,
+    ``recommend --train`` and ``plan`` share: with several devices and no sharding given (no zero, no fsdp), the
+    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
+    fields = dict(fields, memory=memory, headroom=headroom)
+    auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
+    for stage in ([0, 1, 2, 3] if auto else [fields.get("zero", 0)]):
+        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
+        if est.details["fits"]:
+            break
+    if auto:
+        assumptions = tuple(Assumption("zero", stage, True, ZERO_WHY) if a.name == "zero" else a
+                            for a in est.assumptions)
+        est = Estimate(est.kind, est.model, est.items, assumptions, est.warnings, dict(est.details))
+    return est
+
+
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, memory: int | None = None,
                  hardware_files: Sequence[str | Path] = (), **training_fields: Any) -> FitResult:
@@ -309,17 +341,11 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
     fields.setdefault("gpus", n)
-    fields.update(memory=usable, headroom=headroom)
-    stages = ([fields.get("zero", 0)] if ("zero" in fields or "fsdp" in fields or fields["gpus"] == 1)
-              else [0, 1, 2, 3])
-    for stage in stages:
-        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
-        if est.details["fits"]:
-            break
-    if len(stages) > 1:
-        assumptions.append(Assumption("zero", stage, True, "least-sharded ZeRO stage that fits (0 -> 3)"))
+    est = training_on_memory(spec, fields, usable, headroom)
+    assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details
     lo, need, hi = est.total("device")
-    return FitResult("training", spec.name, target, device.id, n, n, 1, "", "", bool(d["fits"]), need, hi,
+    tp = int(fields.get("tp", 1))
+    return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
                      int(d["memory_budget"]), hr, est, None, None, (str(d["verdict"]),), tuple(assumptions),
                      tuple(est.warnings), {"usable_memory_per_device": usable})

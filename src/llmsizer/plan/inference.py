@@ -97,7 +97,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     tp, replicas = 1, 1
     if hw is not None and device is not None:
         # one replica = tp devices of one machine; the load is spread evenly over all replicas
-        engine_hint = job.engine or default_engine(device, hw.per_node)
+        engine_hint = job.engine or default_engine(device, hw.per_node, job.quantization)
         tp = 1 if engine_hint == "llamacpp" or device.kind in ("cpu", "apple") else \
             choose_tensor_parallel(spec, hw.per_node)
         replicas = max(1, hw.per_node // tp) * hw.nodes

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..estimate.duration import training_duration_for
+from ..estimate.fit import training_on_memory
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
@@ -124,7 +125,12 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
     usable = hw.memory_per_device
-    est = _estimate(spec, dict(fields, memory=usable) if usable else fields)
+    # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
+    # least-sharded ZeRO stage that fits, as train --device and fit --train take it
+    est = training_on_memory(spec, fields, usable, None) if usable else _estimate(spec, fields)
+    if usable:
+        fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
+            if "fsdp" not in fields else fields
     w_prec = str(fields.get("precision", "bf16-mixed"))
 
     # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
