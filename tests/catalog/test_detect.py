@@ -219,3 +219,32 @@ def test_read_outputs_refuses_two_files_for_one_output(tmp_path: Path) -> None:
     (tmp_path / "lscpu.txt").write_text(text("lscpu/amd-epyc-7451-2s-util-linux.txt"), "utf-8")
     with pytest.raises(InputError, match="keep one"):
         read_outputs(tmp_path)
+
+
+def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> None:
+    """The live path with a stand-in runner that answers with a real recorded output (an H100 machine)."""
+    import subprocess
+
+    from llmsizer.catalog.detect import run_commands
+
+    ran: list[tuple[str, ...]] = []
+
+    def runner(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        if argv[0].endswith("nvidia-smi"):
+            return subprocess.CompletedProcess(list(argv), 0, text("nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv"),
+                                               "")
+        return subprocess.CompletedProcess(list(argv), 9, "", "")
+
+    def which(name: str) -> str | None:
+        return f"/opt/bin/{name}" if name in ("nvidia-smi", "lscpu") else None
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(text("proc-meminfo/16gb-server-openfalcon.txt"), "utf-8")
+    outputs, skipped = run_commands(runner, which, meminfo)
+    assert [a[0] for a in ran] == ["/opt/bin/nvidia-smi", "/opt/bin/lscpu"]  # absolute path, no shell
+    assert [o.name for o in outputs] == ["nvidia-smi-query-gpu", "proc-meminfo"]
+    assert any(s.startswith("lscpu: exit 9") for s in skipped) and "rocm-smi: not installed" in skipped
+    det = detect(outputs, skipped)
+    assert [(d.id, d.memory_bytes) for d in det.devices] == [("detected-h100-sxm", 81559 * MiB),
+                                                            ("detected-cpu", 16268680 * KiB)]

@@ -21,6 +21,7 @@ its output came from and the date. Detected devices are ``owned: true`` and thei
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
 import shutil
 import subprocess
@@ -123,8 +124,9 @@ Runner = Callable[[tuple[str, ...]], "subprocess.CompletedProcess[str]"]
 
 
 def _run(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    # argv[0] is the absolute path shutil.which found; no shell; English labels for lscpu
     return subprocess.run(list(argv), capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-                          env={"LC_ALL": "C", "PATH": "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"})
+                          env={**os.environ, "LC_ALL": "C"})
 
 
 def run_commands(runner: Runner = _run, which: Callable[[str], str | None] = shutil.which,
@@ -146,11 +148,12 @@ def run_commands(runner: Runner = _run, which: Callable[[str], str | None] = shu
         if name in _MACOS and sys.platform != "darwin":
             skipped.append(f"{argv[0]}: macOS only")
             continue
-        if which(argv[0]) is None:
+        exe = which(argv[0])
+        if exe is None:
             skipped.append(f"{argv[0]}: not installed")
             continue
         try:
-            r = runner(argv)
+            r = runner((exe, *argv[1:]))
         except (OSError, subprocess.TimeoutExpired) as e:
             skipped.append(f"{shown}: {type(e).__name__}")
             continue
