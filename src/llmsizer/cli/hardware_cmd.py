@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -169,9 +170,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_detect(args: argparse.Namespace) -> int:
     det = detect_machine(args.from_dir)
     text = json.dumps(det.document, indent=2) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written
+        check = Path(tmp) / "detected.json"
+        check.write_text(text, "utf-8")
+        load_catalog([check])
     if args.output:
         write_atomic(Path(args.output), text)
-        load_catalog([Path(args.output).expanduser()])  # the file must load as every command will read it
     if args.json:
         emit_json({"written": args.output, "hardware_file": det.document,
                    "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}
