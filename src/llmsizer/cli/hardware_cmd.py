@@ -1,15 +1,20 @@
-"""`llmsizer hardware [list|show NAME]`: the hardware catalog, every value with its source and date."""
+"""`llmsizer hardware [list|show NAME|detect]`: the hardware catalog, every value with its source and date; `detect`
+describes the machine it runs on as a hardware file (catalog/detect.py)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
+from ..catalog.detect import COMMANDS, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
 from ..render.text import table
 from ..units import format_bytes
 from .commands import COMMAND_HELP
-from .common import emit_json
+from .common import emit_json, write_atomic
 
 EPILOG = """examples:
   llmsizer hardware list
@@ -19,6 +24,18 @@ EPILOG = """examples:
   llmsizer hardware show h100-sxm
   llmsizer hardware show p5.48xlarge --json
   llmsizer hardware list --hardware-file my-hardware.json
+  llmsizer hardware detect -o my-hardware.json
+"""
+
+DETECT_EPILOG = f"""outputs read (under --from DIR: files with these names, an extension allowed):
+{chr(10).join(f"  {name:36} {' '.join(argv)}" for name, argv in COMMANDS.items())}
+
+examples:
+  llmsizer hardware detect
+  llmsizer hardware detect -o my-hardware.json
+  llmsizer fit qwen2.5-7b --device detected-cpu --hardware-file my-hardware.json
+  llmsizer recommend qwen2.5-7b --hardware-file my-hardware.json
+  llmsizer hardware detect --from saved-outputs/ --json
 """
 
 KIND_CHOICES = ("gpu", "tpu", "accelerator", "apple", "cpu", "instance")
@@ -29,7 +46,7 @@ def register(sub: Any) -> None:
                        description="The hardware catalog: accelerators, Apple silicon, CPUs and cloud instances. "
                                    "Every value carries its source and date; null means no source was found.",
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    hs = p.add_subparsers(dest="hw_command", metavar="{list,show}")
+    hs = p.add_subparsers(dest="hw_command", metavar="{list,show,detect}")
     lp = hs.add_parser("list", help="list devices and instances", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     lp.add_argument("query", nargs="?", default="", help="text to search in ids and names")
@@ -40,6 +57,18 @@ def register(sub: Any) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("name", help="device or instance id, name or alias (case-insensitive)")
     _common(sp)
+    dp = hs.add_parser("detect", help="describe this machine as a hardware file (GPUs, CPU, RAM, Apple chip)",
+                       description="Describe the machine as a hardware file that every command accepts with "
+                                   "--hardware-file: GPUs from nvidia-smi/rocm-smi (driver-reported memory), the CPU "
+                                   "from lscpu and RAM from /proc/meminfo, an Apple chip from system_profiler/sysctl. "
+                                   "Devices found in the catalog keep its bandwidth and FLOP/s; others get the "
+                                   "detected memory and null bandwidth/FLOP/s (never guessed). Only the fixed, "
+                                   "read-only commands below are run, each if installed, without a shell.",
+                       epilog=DETECT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    dp.add_argument("--from", dest="from_dir", metavar="DIR",
+                    help="read saved command outputs from DIR instead of running the commands")
+    dp.add_argument("-o", "--output", metavar="FILE", help="write the hardware file here (JSON)")
+    dp.add_argument("--json", action="store_true", help="machine-readable output (the file and what was read)")
     _common(p)
     p.set_defaults(func=cmd_hardware, query="", kind=None, provider=None)
 
@@ -53,6 +82,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def cmd_hardware(args: argparse.Namespace) -> int:
     if getattr(args, "hw_command", None) == "show":
         return cmd_show(args)
+    if getattr(args, "hw_command", None) == "detect":
+        return cmd_detect(args)
     return cmd_list(args)
 
 
@@ -133,4 +164,36 @@ def cmd_show(args: argparse.Namespace) -> int:
     for k in used:
         s = cat.sources.get(k, {})
         print(f"  [{k}] {s.get('title', '')} {s.get('url', '')}")
+    return 0
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+    det = detect_machine(args.from_dir)
+    text = json.dumps(det.document, indent=2) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written
+        check = Path(tmp) / "detected.json"
+        check.write_text(text, "utf-8")
+        load_catalog([check])
+    if args.output:
+        write_atomic(Path(args.output), text)
+    if args.json:
+        emit_json({"written": args.output, "hardware_file": det.document,
+                   "read": [{"output": o.name, "command": o.command, "from": o.origin, "date": o.date}
+                            for o in det.outputs],
+                   "skipped": det.skipped})
+        return 0
+    rows = [[d.id, d.kind, str(d.count), format_bytes(d.memory_bytes) if d.memory_bytes else "unknown",
+             d.catalog_id or "not in catalog", d.note] for d in det.devices]
+    print(table(rows, ["device", "kind", "count", "memory", "catalog", "notes"]))
+    for o in det.outputs:
+        print(f"read: {o.command}  [{o.origin}, {o.date}]")
+    for s in det.skipped:
+        print(f"skipped: {s}")
+    if args.output:
+        print(f"wrote {args.output}; use it with --hardware-file {args.output}, e.g. "
+              f"`llmsizer fit MODEL --device {det.devices[0].id}"
+              + (f" --count {det.devices[0].count}" if det.devices[0].count > 1 else "")
+              + f" --hardware-file {args.output}`")
+    else:
+        print("write it as a hardware file with -o FILE (or see it with --json)")
     return 0

@@ -1,0 +1,394 @@
+"""Describe the machine llmsizer runs on as a user hardware file (issue #16, ``llmsizer hardware detect``).
+
+Each output is read by a pure parser in ``readers/system_outputs.py``; this module gathers the outputs (runs the
+fixed, read-only commands below when they exist, or reads them from a folder with ``from_dir``) and maps the records
+to catalog devices with the catalog's own ``find`` (ids, names, aliases):
+
+- a GPU whose driver name is a catalog name or alias ('NVIDIA H100 80GB HBM3' -> h100-sxm) takes the catalog's
+  bandwidth, FLOP/s and TDP (with their catalog sources) and the driver-reported memory (``memory_usable``: the
+  catalog's own convention, MEMORY_CONVENTION);
+- a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s; the
+  memory is ``/proc/meminfo`` MemTotal;
+- an Apple chip and memory size (``system_profiler``/``sysctl``) map to the catalog configuration ('Apple M1' +
+  16 GiB -> apple-m1-16gb);
+- anything not in the catalog becomes a device of its kind with the detected memory; bandwidth and FLOP/s are
+  null with a note (never guessed).
+
+Every detected value's source is a ``detected:<output>`` entry of the file's ``sources`` table: the command, where
+its output came from and the date. Detected devices are ``owned: true`` and their ids start with ``detected-``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..readers import system_outputs as so
+from .hardware import Device, HardwareCatalog, Value, builtin_catalog
+
+# output name (the file name under --from DIR) -> the fixed, read-only command that prints it
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "nvidia-smi-query-gpu": ("nvidia-smi", "--query-gpu=index,name,memory.total,driver_version,pci.bus_id",
+                             "--format=csv"),
+    "nvidia-smi-q": ("nvidia-smi", "-q"),
+    "rocm-smi-json": ("rocm-smi", "--showproductname", "--showmeminfo", "vram", "--json"),
+    "lscpu": ("lscpu",),
+    "proc-meminfo": ("/proc/meminfo",),  # a file: read, never run
+    "sysctl-macos": ("sysctl", "machdep.cpu.brand_string", "hw.memsize"),
+    "system_profiler-SPHardwareDataType": ("system_profiler", "SPHardwareDataType"),
+}
+# nvidia-smi -q is read from a folder only; live, the CSV query gives the same name and memory
+_LIVE = ("nvidia-smi-query-gpu", "rocm-smi-json", "lscpu", "proc-meminfo", "sysctl-macos",
+         "system_profiler-SPHardwareDataType")
+_MACOS = ("sysctl-macos", "system_profiler-SPHardwareDataType")
+TIMEOUT_S = 10.0
+MEMINFO = Path("/proc/meminfo")
+
+
+@dataclass(frozen=True)
+class Output:
+    """One command's output and where it came from."""
+
+    name: str
+    text: str
+    command: str
+    origin: str  # 'this machine' or the file it was read from
+    date: str
+
+    @property
+    def source_key(self) -> str:
+        return f"detected:{self.name}"
+
+    @property
+    def what(self) -> str:
+        return f"{self.command} output ({self.origin})"
+
+
+@dataclass(frozen=True)
+class DetectedDevice:
+    id: str
+    name: str
+    kind: str
+    count: int
+    memory_bytes: int
+    memory_from: str
+    catalog_id: str | None
+    note: str = ""
+
+
+@dataclass
+class Detection:
+    document: dict[str, Any]  # the hardware file
+    devices: list[DetectedDevice] = field(default_factory=list)
+    outputs: list[Output] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what was not read, and why
+
+
+# --------------------------------------------------------------------------------------------- gathering
+
+def read_outputs(folder: str | Path) -> list[Output]:
+    """Saved outputs from ``folder``: a file named as the output (``lscpu``) or with one extension
+    (``lscpu.txt``, ``nvidia-smi-query-gpu.csv``). Their date is the file's modification date."""
+    d = Path(folder).expanduser()
+    if not d.is_dir():
+        raise InputError(f"--from {folder}: not a folder")
+    out = []
+    for name, argv in COMMANDS.items():
+        hits = sorted(p for p in d.iterdir() if p.is_file() and (p.name == name or p.stem == name))
+        if len(hits) > 1:
+            raise InputError(f"--from {folder}: {len(hits)} files for {name} ({', '.join(p.name for p in hits)}); "
+                             "keep one")
+        if hits:
+            p = hits[0]
+            try:
+                text = p.read_text("utf-8")
+            except (OSError, UnicodeDecodeError) as e:
+                raise InputError(f"--from {folder}: cannot read {p.name} ({e})") from None
+            date = _dt.datetime.fromtimestamp(p.stat().st_mtime, _dt.timezone.utc).date().isoformat()
+            out.append(Output(name, text, " ".join(argv), str(p), date))
+    if not out:
+        raise InputError(f"--from {folder}: no saved output found; name the files {', '.join(COMMANDS)}")
+    return out
+
+
+Runner = Callable[[tuple[str, ...]], "subprocess.CompletedProcess[str]"]
+
+
+def _run(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    # argv[0] is the absolute path shutil.which found; no shell; English labels for lscpu
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+                          env={**os.environ, "LC_ALL": "C"})
+
+
+def run_commands(runner: Runner = _run, which: Callable[[str], str | None] = shutil.which,
+                 meminfo: Path = MEMINFO) -> tuple[list[Output], list[str]]:
+    """Run each fixed command that exists (no shell, ``TIMEOUT_S``), read ``/proc/meminfo``; skip what is absent
+    or fails, saying why."""
+    today = _dt.datetime.now(_dt.timezone.utc).date().isoformat()
+    out: list[Output] = []
+    skipped: list[str] = []
+    for name in _LIVE:
+        argv = COMMANDS[name]
+        shown = " ".join(argv)
+        if name == "proc-meminfo":
+            if meminfo.is_file():
+                out.append(Output(name, meminfo.read_text("utf-8", errors="replace"), shown, "this machine", today))
+            else:
+                skipped.append(f"{meminfo}: not present")
+            continue
+        if name in _MACOS and sys.platform != "darwin":
+            skipped.append(f"{argv[0]}: macOS only")
+            continue
+        exe = which(argv[0])
+        if exe is None:
+            skipped.append(f"{argv[0]}: not installed")
+            continue
+        try:
+            r = runner((exe, *argv[1:]))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            skipped.append(f"{shown}: {type(e).__name__}")
+            continue
+        if r.returncode != 0:
+            why = (r.stderr or r.stdout or "").strip().splitlines()
+            skipped.append(f"{shown}: exit {r.returncode}" + (f" ({why[0][:120]})" if why else ""))
+            continue
+        out.append(Output(name, r.stdout, shown, "this machine", today))
+    return out, skipped
+
+
+# ----------------------------------------------------------------------------------------------- mapping
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _slug(text: str) -> str:
+    return _SLUG.sub("-", text.lower()).strip("-")
+
+
+def _catalog_device(cat: HardwareCatalog, names: list[str], kind: str) -> Device | None:
+    for n in names:
+        if not n.strip():
+            continue
+        try:
+            hw = cat.find(n)
+        except KeyError:
+            continue
+        if isinstance(hw, Device) and hw.kind == kind:
+            return hw
+    return None
+
+
+def _gpu_names(name: str) -> list[str]:
+    return [name, re.sub(r"^(NVIDIA|AMD)\s+", "", name)]
+
+
+def _cpu_names(model: str) -> list[str]:
+    clean = re.sub(r"\((R|TM|tm|r)\)", "", model)
+    clean = re.sub(r"@.*$", "", clean)
+    clean = re.sub(r"\b(CPU|Processor|\d+-Core)\b", "", clean)
+    clean = " ".join(clean.split())
+    return [model, clean, re.sub(r"^(Intel|AMD)\s+", "", clean)]
+
+
+def _catalog_value(v: Value, cat: HardwareCatalog) -> dict[str, Any]:
+    """A catalog value as a hardware-file value object that keeps its catalog source."""
+    d: dict[str, Any] = {"value": v.raw, "unit": v.unit, "source": v.source}
+    if cat.sources.get(v.source, {}).get("date") != v.date:
+        d["date"] = v.date
+    for k in ("derived", "note", "confidence"):
+        if getattr(v, k):
+            d[k] = getattr(v, k)
+    d.update(dict(v.extra))
+    return d
+
+
+def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu: bool = False) -> None:
+    entry["vendor"] = dev.vendor
+    entry["form_factor"] = dev.form_factor
+    if dev.interconnect:
+        entry["interconnect"] = dev.interconnect
+    for name in ("memory_bandwidth", "tdp"):
+        v = getattr(dev, name)
+        if v is not None:
+            entry[name] = _catalog_value(v, cat)
+    for group in ("flops", "isa") if cpu else ("flops",):
+        vals = getattr(dev, group)
+        if vals:
+            entry[group] = {k: _catalog_value(v, cat) for k, v in vals.items()}
+    for name, why in dev.missing.items():
+        if name in ("memory_bandwidth",) and name not in entry:
+            entry[name] = {"value": None, "note": f"catalog {dev.id}: {why}"}
+
+
+def _unknown(entry: dict[str, Any], what: str, flops_key: str) -> None:
+    why = f"{what} is not in the catalog: no source for its {{}}; not guessed (add it to this file)"
+    entry["memory_bandwidth"] = {"value": None, "note": why.format("memory bandwidth")}
+    entry["flops"] = {flops_key: {"value": None, "note": why.format("peak FLOP/s")}}
+
+
+def _unique(ident: str, used: set[str]) -> str:
+    out, n = ident, 2
+    while out in used:
+        out, n = f"{ident}-{n}", n + 1
+    used.add(out)
+    return out
+
+
+class _Builder:
+    """Hardware-file device entries and their summaries, with unique ids."""
+
+    def __init__(self, cat: HardwareCatalog, det: Detection) -> None:
+        self.cat = cat
+        self.det = det
+        self.entries: list[dict[str, Any]] = []
+        self.used: set[str] = set()
+
+    def add(self, entry: dict[str, Any], name: str, count: int, memory: int | None, memory_from: str,
+            dev: Device | None) -> None:
+        entry["id"] = _unique(entry["id"], self.used)
+        self.entries.append(entry)
+        self.det.devices.append(DetectedDevice(entry["id"], name, entry["kind"], count, memory or 0, memory_from,
+                                               dev.id if dev else None, str(entry.get("note", ""))))
+
+    def gpus(self, o: Output, gpus: list[so.Gpu], vendor: str) -> None:
+        groups: dict[tuple[str, int], list[so.Gpu]] = {}
+        for g in gpus:
+            groups.setdefault((g.name, g.memory_bytes), []).append(g)
+        for (name, mem), same in groups.items():
+            g = same[0]
+            dev = _catalog_device(self.cat, _gpu_names(name), "gpu")
+            mem_val: dict[str, Any] = ({"value": mem // so.MIB, "unit": "MiB"} if g.memory_text.endswith("MiB")
+                                       else {"value": mem, "unit": "B"})
+            idx = ", ".join(str(x.index) for x in same)
+            mem_val.update(source=o.source_key, where=f"{name}: {g.memory_text} (GPU {idx})")
+            entry: dict[str, Any] = {"id": f"detected-{dev.id if dev else _slug(name)}", "name": f"{name} (detected)",
+                                     "kind": "gpu", "vendor": vendor, "memory_usable": mem_val, "owned": True}
+            note = f"{len(same)} on this machine (GPU {idx})" + (f", driver {g.driver}" if g.driver else "")
+            if dev is not None:
+                _from_catalog(entry, dev, self.cat)
+                note += f"; bandwidth, FLOP/s and TDP from catalog {dev.id}"
+            else:
+                _unknown(entry, f"GPU {name!r}", "bf16")
+            entry["note"] = note
+            self.add(entry, name, len(same), mem, o.source_key, dev)
+
+    def cpu(self, lscpu: Output | None, meminfo: Output | None) -> None:
+        cpu = so.parse_lscpu(lscpu.text, lscpu.what) if lscpu else None
+        ram = so.parse_meminfo(meminfo.text, meminfo.what) if meminfo else None
+        dev = _catalog_device(self.cat, _cpu_names(cpu.model), "cpu") if cpu else None
+        model = cpu.model if cpu else "CPU"
+        entry: dict[str, Any] = {"id": f"detected-{dev.id}" if dev else "detected-cpu", "name": f"{model} (detected)",
+                                 "kind": "cpu", "owned": True}
+        parts = []
+        if cpu is not None and lscpu is not None:
+            entry["cores"] = {"value": cpu.cores, "unit": "cores", "source": lscpu.source_key,
+                              "where": f"Socket(s): {cpu.sockets} x Core(s) per socket: {cpu.cores_per_socket}"}
+            parts.append(f"{cpu.sockets} socket(s) x {cpu.cores_per_socket} cores x {cpu.threads_per_core} "
+                         f"threads/core = {cpu.cpus} CPUs")
+        if ram is not None and meminfo is not None:
+            entry["memory"] = {"value": ram // so.KIB, "unit": "KiB", "source": meminfo.source_key,
+                               "where": f"MemTotal: {ram // so.KIB} kB"}
+        else:
+            entry["memory"] = {"value": None, "note": "/proc/meminfo not read"}
+        if dev is not None:
+            _from_catalog(entry, dev, self.cat, cpu=True)
+            parts.append(f"bandwidth and FLOP/s from catalog {dev.id}"
+                         + (f" (one socket; this machine has {cpu.sockets})" if cpu and cpu.sockets > 1 else ""))
+        else:
+            _unknown(entry, f"CPU {model!r}", "fp32")
+        entry["note"] = "; ".join(parts)
+        self.add(entry, model, 1, ram, meminfo.source_key if meminfo and ram else "", dev)
+
+    def apple(self, profiler: Output | None, sysctl: Output | None) -> None:
+        sp = so.parse_system_profiler_hardware(profiler.text, profiler.what) if profiler else None
+        sc = so.parse_sysctl(sysctl.text, sysctl.what) if sysctl else None
+        chip = (sp.chip if sp else "") or (sc.chip if sc else "")
+        # memory: sysctl hw.memsize (bytes) when printed, else system_profiler's 'Memory: 16 GB'
+        mem_o, m = ((sysctl, sc) if sc is not None and sc.memory_bytes is not None else (profiler, sp))
+        mem = m.memory_bytes if m is not None else None
+        if not chip and mem is None:
+            self.det.skipped.append("Apple: neither the chip nor the memory size is in the outputs read")
+            return
+        dev = (_catalog_device(self.cat, [f"{chip} {mem // so.GIB}GB"], "apple")
+               if chip and mem and mem % so.GIB == 0 else None)
+        name = chip or (sc.model if sc else "") or "Apple"
+        entry: dict[str, Any] = {"id": f"detected-{dev.id if dev else _slug(chip or 'apple')}",
+                                 "name": f"{name} (detected)", "kind": "apple", "vendor": "Apple", "owned": True}
+        if mem is not None and mem_o is not None and m is not None:
+            entry["memory"] = {"value": mem, "unit": "B"} if m is sc else {"value": mem // so.GIB, "unit": "GB"}
+            entry["memory"].update(source=mem_o.source_key, where=m.memory_text)
+        else:
+            entry["memory"] = {"value": None, "note": "no memory size in the outputs read"}
+        if dev is not None:
+            _from_catalog(entry, dev, self.cat)
+            entry["note"] = f"bandwidth and FLOP/s from catalog {dev.id}"
+        else:
+            _unknown(entry, f"Apple chip {name!r}" + (f" with {mem // so.GIB} GiB" if mem else ""), "fp16")
+            entry["form_factor"] = "laptop" if sp is not None and "Book" in sp.model else "desktop"
+            entry["note"] = ("chip not named in the outputs" if not chip
+                             else "" if mem else "memory size not in the outputs")
+        self.add(entry, name, 1, mem, mem_o.source_key if mem_o and mem else "", dev)
+
+
+def detect(outputs: list[Output], skipped: list[str] | None = None,
+           catalog: HardwareCatalog | None = None) -> Detection:
+    """The hardware file describing the machine whose ``outputs`` these are."""
+    by = {o.name: o for o in outputs}
+    det = Detection(document={}, outputs=list(outputs), skipped=list(skipped or []))
+    b = _Builder(catalog or builtin_catalog(), det)
+    if "nvidia-smi-query-gpu" in by:  # the CSV query is preferred over -q
+        o = by["nvidia-smi-query-gpu"]
+        b.gpus(o, so.parse_nvidia_smi_csv(o.text, o.what), "NVIDIA")
+    elif "nvidia-smi-q" in by:
+        o = by["nvidia-smi-q"]
+        b.gpus(o, so.parse_nvidia_smi_q(o.text, o.what), "NVIDIA")
+    if "rocm-smi-json" in by:
+        o = by["rocm-smi-json"]
+        b.gpus(o, so.parse_rocm_smi_json(o.text, o.what), "AMD")
+    if "lscpu" in by or "proc-meminfo" in by:
+        b.cpu(by.get("lscpu"), by.get("proc-meminfo"))
+    if "system_profiler-SPHardwareDataType" in by or "sysctl-macos" in by:
+        b.apple(by.get("system_profiler-SPHardwareDataType"), by.get("sysctl-macos"))
+    devices = b.entries
+    if not devices:
+        raise InputError("hardware detect: nothing detected (no GPU, CPU or Apple output was read"
+                         + (f"; skipped: {'; '.join(det.skipped)}" if det.skipped else "") + ")")
+    sources = {o.source_key: {"title": f"`{o.command}` on the detected machine"
+                              + ("" if o.origin == "this machine" else f", output read from {o.origin}"),
+                              "command": o.command, "url": "",
+                              "date": o.date, "date_kind": "detected"} for o in outputs}
+    used_src = {s for d in devices for s in _sources_of(d)}
+    det.document = {"note": "written by `llmsizer hardware detect`: the devices of one machine; detected values "
+                            "cite the command they came from, catalog values keep their catalog source",
+                    "sources": {k: v for k, v in sources.items() if k in used_src}, "devices": devices}
+    return det
+
+
+def _sources_of(obj: Any) -> set[str]:
+    if isinstance(obj, dict):
+        out = {obj["source"]} if isinstance(obj.get("source"), str) else set()
+        for v in obj.values():
+            out |= _sources_of(v)
+        return out
+    return set()
+
+
+def detect_machine(from_dir: str | Path | None = None) -> Detection:
+    """Detect this machine (running the commands that exist) or the one whose outputs are saved in ``from_dir``."""
+    if from_dir is not None:
+        return detect(read_outputs(from_dir))
+    outputs, skipped = run_commands()
+    return detect(outputs, skipped)
+
+
+__all__ = ["COMMANDS", "DetectedDevice", "Detection", "Output", "detect", "detect_machine", "read_outputs",
+           "run_commands"]

@@ -1,0 +1,228 @@
+"""Read what system commands print about the machine: one small pure function per output (text in, typed record
+out), no I/O. ``catalog/detect.py`` runs the commands (or reads saved outputs) and maps the records to catalog
+devices.
+
+Outputs read (tests: real recorded outputs in ``tests/fixtures/real_outputs/``):
+
+- ``nvidia-smi --query-gpu=index,name,memory.total,driver_version,pci.bus_id --format=csv``: one row per GPU;
+  columns are found by header name, so any field list holding ``name`` and ``memory.total`` is read;
+- ``nvidia-smi -q``: ``Product Name`` and ``FB Memory Usage / Total`` per GPU;
+- ``rocm-smi --showproductname --showmeminfo vram --json``: ``Card Series`` (else ``Device Name``) and
+  ``VRAM Total Memory (B)`` per card;
+- ``lscpu`` (English labels, ``LC_ALL=C``): model name, sockets, cores per socket, threads per core, CPUs;
+- ``/proc/meminfo``: ``MemTotal`` (its ``kB`` is KiB, proc(5));
+- ``sysctl machdep.cpu.brand_string hw.memsize`` (``key: value`` lines, as ``sysctl -a`` prints them);
+- ``system_profiler SPHardwareDataType``: ``Chip`` and ``Memory`` (``16 GB``; read as GiB, MEMORY_CONVENTION).
+
+A damaged output raises ``InputError`` naming the output and what is missing, in one line.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+MIB = 2**20
+KIB = 2**10
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One GPU as its driver reports it."""
+
+    name: str
+    memory_bytes: int
+    memory_text: str  # the driver's own words, e.g. '81559 MiB'
+    index: int
+    driver: str = ""
+    bus_id: str = ""
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """The host CPU as ``lscpu`` reports it."""
+
+    model: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    cpus: int
+
+    @property
+    def cores(self) -> int:
+        return self.sockets * self.cores_per_socket
+
+
+@dataclass(frozen=True)
+class AppleMachine:
+    """An Apple silicon Mac: chip and unified memory, from ``system_profiler`` and/or ``sysctl``."""
+
+    chip: str  # 'Apple M2 Pro'; '' when the output does not name it
+    memory_bytes: int | None
+    memory_text: str  # as printed: '16 GB' or 'hw.memsize: 17179869184'
+    model: str = ""
+
+
+def _fail(what: str, msg: str) -> InputError:
+    return InputError(f"{what}: {msg}")
+
+
+def _mib(text: str, what: str) -> int:
+    m = re.fullmatch(r"\s*(\d+)\s*MiB\s*", text)
+    if not m:
+        raise _fail(what, f"memory {text.strip()!r} is not 'N MiB'")
+    return int(m.group(1)) * MIB
+
+
+def parse_nvidia_smi_csv(text: str, what: str = "nvidia-smi --query-gpu output") -> list[Gpu]:
+    """GPUs from ``nvidia-smi --query-gpu=...,name,...,memory.total,... --format=csv`` (header line + one row per
+    GPU). The header names its columns (``memory.total [MiB]``), so the field order does not matter."""
+    rows = [r for r in csv.reader(io.StringIO(text.strip())) if r]
+    if not rows:
+        raise _fail(what, "empty")
+    header = [h.strip().split(" [")[0] for h in rows[0]]
+    for need in ("name", "memory.total"):
+        if need not in header:
+            raise _fail(what, f"no {need!r} column in the header (run it with --query-gpu=name,memory.total "
+                              "--format=csv)")
+    col = {h: i for i, h in enumerate(header)}
+    out = []
+    for n, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise _fail(what, f"line {n} has {len(row)} fields, the header {len(header)}")
+        cell = {h: row[i].strip() for h, i in col.items()}
+        idx = cell.get("index", "")
+        out.append(Gpu(name=cell["name"], memory_bytes=_mib(cell["memory.total"], f"{what} line {n}"),
+                       memory_text=cell["memory.total"], index=int(idx) if idx.isdigit() else n - 2,
+                       driver=cell.get("driver_version", ""), bus_id=cell.get("pci.bus_id", "")))
+    if not out:
+        raise _fail(what, "a header but no GPU rows")
+    return out
+
+
+_SMI_Q_GPU = re.compile(r"^GPU (\S+)\s*$", re.M)
+
+
+def parse_nvidia_smi_q(text: str, what: str = "nvidia-smi -q output") -> list[Gpu]:
+    """GPUs from ``nvidia-smi -q``: each ``GPU <bus id>`` block's ``Product Name`` and the ``Total`` under
+    ``FB Memory Usage`` (the framebuffer memory nvidia-smi --query-gpu calls memory.total)."""
+    driver = ""
+    m = re.search(r"^Driver Version\s*:\s*(\S+)", text, re.M)
+    if m:
+        driver = m.group(1)
+    starts = list(_SMI_Q_GPU.finditer(text))
+    if not starts:
+        raise _fail(what, "no 'GPU <bus id>' section")
+    out = []
+    for i, s in enumerate(starts):
+        block = text[s.end(): starts[i + 1].start() if i + 1 < len(starts) else len(text)]
+        name = re.search(r"^\s+Product Name\s*:\s*(.+?)\s*$", block, re.M)
+        fb = re.search(r"^\s+FB Memory Usage\s*\n\s+Total\s*:\s*(.+?)\s*$", block, re.M)
+        if not name or not fb:
+            raise _fail(what, f"GPU {s.group(1)}: no {'Product Name' if not name else 'FB Memory Usage / Total'}")
+        out.append(Gpu(name=name.group(1), memory_bytes=_mib(fb.group(1), f"{what} GPU {s.group(1)}"),
+                       memory_text=fb.group(1), index=i, driver=driver, bus_id=s.group(1)))
+    return out
+
+
+def parse_rocm_smi_json(text: str, what: str = "rocm-smi --json output") -> list[Gpu]:
+    """GPUs from ``rocm-smi --showproductname --showmeminfo vram --json``: one ``cardN`` object each, its name
+    from ``Card Series`` (else ``Device Name``) and its memory from ``VRAM Total Memory (B)``."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise _fail(what, f"not valid JSON (line {e.lineno}: {e.msg})") from None
+    if not isinstance(data, dict):
+        raise _fail(what, "the top level is not an object of cards")
+    out = []
+    for key in sorted((k for k in data if re.fullmatch(r"card\d+", k)), key=lambda k: int(k[4:])):
+        card = data[key]
+        if not isinstance(card, dict):
+            raise _fail(what, f"{key} is not an object")
+        name = card.get("Card Series") or card.get("Device Name")
+        vram = card.get("VRAM Total Memory (B)")
+        if not name or vram is None:
+            raise _fail(what, f"{key}: no {'Card Series / Device Name' if not name else 'VRAM Total Memory (B)'} "
+                              "(run it with --showproductname --showmeminfo vram)")
+        if not str(vram).isdigit():
+            raise _fail(what, f"{key}: VRAM Total Memory (B) {vram!r} is not a byte count")
+        out.append(Gpu(name=str(name), memory_bytes=int(vram), memory_text=f"{vram} B", index=int(key[4:])))
+    if not out:
+        raise _fail(what, "no cardN entry")
+    return out
+
+
+def _colon_fields(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        k, sep, v = line.partition(":")
+        if sep:
+            out.setdefault(k.strip(), v.strip())
+    return out
+
+
+def parse_lscpu(text: str, what: str = "lscpu output") -> Cpu:
+    """The CPU from ``lscpu`` (flat or sectioned layout; English labels)."""
+    f = _colon_fields(text)
+
+    def num(key: str) -> int:
+        v = f.get(key)
+        if v is None:
+            raise _fail(what, f"no '{key}:' line")
+        if not v.isdigit() or int(v) < 1:
+            raise _fail(what, f"'{key}: {v}' is not a positive whole number")
+        return int(v)
+
+    model = f.get("Model name")
+    if not model:
+        raise _fail(what, "no 'Model name:' line")
+    return Cpu(model=model, sockets=num("Socket(s)"), cores_per_socket=num("Core(s) per socket"),
+               threads_per_core=num("Thread(s) per core"), cpus=num("CPU(s)"))
+
+
+def parse_meminfo(text: str, what: str = "/proc/meminfo") -> int:
+    """``MemTotal`` in bytes (``/proc/meminfo`` writes kB meaning KiB, proc(5))."""
+    m = re.search(r"^MemTotal:\s*(\d+)\s*kB\s*$", text, re.M)
+    if not m:
+        raise _fail(what, "no 'MemTotal: N kB' line")
+    return int(m.group(1)) * KIB
+
+
+def parse_sysctl(text: str, what: str = "sysctl output") -> AppleMachine:
+    """Chip and memory from ``sysctl machdep.cpu.brand_string hw.memsize`` (``key: value`` lines). A brand that
+    is not ``Apple ...`` (Intel Macs) or the early-Big-Sur ``Apple processor`` gives no chip."""
+    f = _colon_fields(text)
+    brand = f.get("machdep.cpu.brand_string")
+    if brand is None:
+        raise _fail(what, "no 'machdep.cpu.brand_string:' line")
+    mem = f.get("hw.memsize")
+    if mem is not None and not mem.isdigit():
+        raise _fail(what, f"'hw.memsize: {mem}' is not a byte count")
+    chip = brand if re.fullmatch(r"Apple M\d+(?: (?:Pro|Max|Ultra))?", brand) else ""
+    return AppleMachine(chip=chip, memory_bytes=int(mem) if mem else None,
+                        memory_text=f"hw.memsize: {mem}" if mem else "", model=brand)
+
+
+def parse_system_profiler_hardware(text: str, what: str = "system_profiler SPHardwareDataType output") -> AppleMachine:
+    """Chip and memory from ``system_profiler SPHardwareDataType`` (``Chip: Apple M1``, ``Memory: 16 GB``; the GB
+    of a memory capacity is read as GiB, MEMORY_CONVENTION: a 16 GB M1 reports hw.memsize 17179869184)."""
+    f = _colon_fields(text)
+    mem = f.get("Memory")
+    if mem is None:
+        raise _fail(what, "no 'Memory:' line")
+    m = re.fullmatch(r"(\d+)\s*(GB|TB)", mem)
+    if not m:
+        raise _fail(what, f"'Memory: {mem}' is not 'N GB'")
+    size = int(m.group(1)) * (GIB if m.group(2) == "GB" else 2**40)
+    return AppleMachine(chip=f.get("Chip", ""), memory_bytes=size, memory_text=f"Memory: {mem}",
+                        model=f.get("Model Name", ""))
+
+
+__all__ = ["AppleMachine", "Cpu", "Gpu", "parse_lscpu", "parse_meminfo", "parse_nvidia_smi_csv", "parse_nvidia_smi_q",
+           "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_hardware"]

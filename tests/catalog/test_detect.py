@@ -1,0 +1,250 @@
+"""`hardware detect`'s parsers and catalog mapping against REAL recorded command outputs
+(tests/fixtures/real_outputs/, each file's source in its README). Expected values are read by eye from the files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from llmsizer.catalog.detect import Output, detect, read_outputs
+from llmsizer.catalog.hardware import builtin_catalog, load_catalog
+from llmsizer.errors import InputError
+from llmsizer.readers import system_outputs as so
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs"
+MiB, KiB, GiB = 2**20, 2**10, 2**30
+
+
+def text(rel: str) -> str:
+    return (REAL / rel).read_text("utf-8")
+
+
+def out(name: str, rel: str) -> Output:
+    return Output(name, text(rel), name, str(REAL / rel), "2026-12-01")
+
+
+# ------------------------------------------------------------------------------------------------- parsers
+
+@pytest.mark.parametrize("rel, name, mib, driver, bus", [
+    ("h100-80gb-hbm3-allfields.csv", "NVIDIA H100 80GB HBM3", 81559, "590.48.01", "00000000:00:09.0"),
+    ("l40s-allfields.csv", "NVIDIA L40S", 46068, "595.80", "00000000:01:00.0"),
+    ("rtx-4080-super-allfields.csv", "NVIDIA GeForce RTX 4080 SUPER", 16376, "595.71.05", "00000000:01:00.0"),
+])
+def test_nvidia_smi_query_gpu_csv(rel: str, name: str, mib: int, driver: str, bus: str) -> None:
+    gpus = so.parse_nvidia_smi_csv(text(f"nvidia-smi-query-gpu/{rel}"))
+    assert len(gpus) == 1  # 'count' column: 1
+    g = gpus[0]
+    assert (g.name, g.memory_bytes, g.memory_text, g.driver, g.bus_id, g.index) == (
+        name, mib * MiB, f"{mib} MiB", driver, bus, 0)
+
+
+@pytest.mark.parametrize("rel, name, mib", [
+    ("h100-80gb-hbm3.txt", "NVIDIA H100 80GB HBM3", 81559),
+    ("l40s.txt", "NVIDIA L40S", 46068),
+    ("rtx-4080-super.txt", "NVIDIA GeForce RTX 4080 SUPER", 16376),
+])
+def test_nvidia_smi_q(rel: str, name: str, mib: int) -> None:
+    gpus = so.parse_nvidia_smi_q(text(f"nvidia-smi-q/{rel}"))
+    assert [(g.name, g.memory_bytes) for g in gpus] == [(name, mib * MiB)]  # 'Attached GPUs : 1'
+
+
+def test_rocm_smi_json() -> None:
+    gpus = so.parse_rocm_smi_json(text("rocm-smi-json/rx7800xt-navi32-gpustack.json"))
+    assert [(g.name, g.memory_bytes, g.index) for g in gpus] == [
+        ("Navi 32 [Radeon RX 7700 XT / 7800 XT]", 17163091968, 0)]
+
+
+@pytest.mark.parametrize("rel, model, sockets, cores, threads, cpus", [
+    ("amd-epyc-7451-2s-util-linux.txt", "AMD EPYC 7451 24-Core Processor", 2, 24, 2, 96),
+    ("intel-xeon-gold-6326-2s-truncated.txt", "Intel(R) Xeon(R) Gold 6326 CPU @ 2.90GHz", 2, 16, 2, 64),
+    ("intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt", "Intel(R) Xeon(R) Platinum 8488C", 2, 48, 2, 192),
+])
+def test_lscpu(rel: str, model: str, sockets: int, cores: int, threads: int, cpus: int) -> None:
+    c = so.parse_lscpu(text(f"lscpu/{rel}"))
+    assert (c.model, c.sockets, c.cores_per_socket, c.threads_per_core, c.cpus) == (model, sockets, cores, threads,
+                                                                                      cpus)
+    assert c.cores == sockets * cores
+
+
+@pytest.mark.parametrize("rel, kb", [
+    ("16gb-server-openfalcon.txt", 16268680),
+    ("1gb-vm-node-procfs-stats.txt", 1019732),
+    ("566gib-server-hugepages-htop-truncated.txt", 593026380),
+])
+def test_meminfo(rel: str, kb: int) -> None:
+    assert so.parse_meminfo(text(f"proc-meminfo/{rel}")) == kb * KiB
+
+
+def test_sysctl() -> None:
+    m1 = so.parse_sysctl(text("sysctl-macos/apple-m1-machdep-cpu-glpi.txt"))
+    assert (m1.chip, m1.memory_bytes) == ("Apple M1", None)  # `sysctl -a machdep.cpu` prints no hw.memsize
+    early = so.parse_sysctl(text("sysctl-macos/apple-m1-bigsur-early-brand-archspec.txt"))
+    assert (early.chip, early.model) == ("", "Apple processor")  # early Big Sur names no chip
+
+
+@pytest.mark.parametrize("rel, chip, model", [
+    ("apple-m1-macbookair-glpi.txt", "Apple M1", "MacBook Air"),
+    ("apple-m2-pro-macbookpro-cpufetch.txt", "Apple M2 Pro", "MacBook Pro"),
+])
+def test_system_profiler_hardware(rel: str, chip: str, model: str) -> None:
+    m = so.parse_system_profiler_hardware(text(f"system_profiler-SPHardwareDataType/{rel}"))
+    assert (m.chip, m.model, m.memory_bytes, m.memory_text) == (chip, model, 16 * GiB, "Memory: 16 GB")
+
+
+# -------------------------------------------------------------------------------------- damaged outputs
+
+def _first_lines(rel: str, n: int) -> str:
+    return "\n".join(text(rel).splitlines()[:n]) + "\n"
+
+
+def _cut_row(rel: str) -> str:
+    """The header and the first half of the GPU row: output cut off mid-line."""
+    head, row = text(rel).splitlines()[:2]
+    return f"{head}\n{row[: len(row) // 2]}\n"
+
+
+@pytest.mark.parametrize("parse, damaged, says", [
+    (so.parse_nvidia_smi_csv, _first_lines("nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv", 1), "no GPU rows"),
+    (so.parse_nvidia_smi_csv, _cut_row("nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv"), "fields"),
+    (so.parse_nvidia_smi_q, _first_lines("nvidia-smi-q/h100-80gb-hbm3.txt", 100), "FB Memory Usage"),
+    (so.parse_rocm_smi_json, _first_lines("rocm-smi-json/rx7800xt-navi32-gpustack.json", 10), "not valid JSON"),
+    (so.parse_lscpu, _first_lines("lscpu/amd-epyc-7451-2s-util-linux.txt", 6), "Model name"),
+    (so.parse_meminfo, text("proc-meminfo/16gb-server-openfalcon.txt").split("\n", 1)[1], "MemTotal"),
+    (so.parse_system_profiler_hardware, _first_lines("system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt",
+                                                     8), "Memory"),
+])
+def test_a_damaged_output_is_one_line_error(parse, damaged: str, says: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError) as e:
+        parse(damaged)
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------ catalog mapping
+
+def test_nvidia_gpu_maps_to_the_catalog_with_driver_memory() -> None:
+    det = detect([out("nvidia-smi-query-gpu", "nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv")])
+    (d,) = det.devices
+    assert (d.id, d.catalog_id, d.count, d.memory_bytes) == ("detected-h100-sxm", "h100-sxm", 1, 81559 * MiB)
+    (entry,) = det.document["devices"]
+    assert entry["owned"] is True
+    assert entry["memory_usable"]["value"] == 81559 and entry["memory_usable"]["unit"] == "MiB"
+    assert entry["memory_usable"]["source"] == "detected:nvidia-smi-query-gpu"
+    assert det.document["sources"]["detected:nvidia-smi-query-gpu"]["date"] == "2026-12-01"
+    cat = builtin_catalog().devices["h100-sxm"]
+    assert entry["memory_bandwidth"]["value"] == cat.memory_bandwidth.raw  # type: ignore[union-attr]
+    assert entry["memory_bandwidth"]["source"] == cat.memory_bandwidth.source  # type: ignore[union-attr]
+    assert entry["flops"]["bf16"]["value"] == cat.flops["bf16"].raw
+
+
+@pytest.mark.parametrize("name, rel, catalog_id", [
+    ("nvidia-smi-q", "nvidia-smi-q/l40s.txt", "l40s"),
+    ("nvidia-smi-q", "nvidia-smi-q/h100-80gb-hbm3.txt", "h100-sxm"),
+    ("nvidia-smi-q", "nvidia-smi-q/rtx-4080-super.txt", None),
+    ("rocm-smi-json", "rocm-smi-json/rx7800xt-navi32-gpustack.json", None),
+])
+def test_gpu_catalog_match_or_nulls(name: str, rel: str, catalog_id: str | None) -> None:
+    det = detect([out(name, rel)])
+    (d,) = det.devices
+    assert d.catalog_id == catalog_id
+    (entry,) = det.document["devices"]
+    if catalog_id is None:  # not in the catalog: the detected memory, no guessed bandwidth or FLOP/s
+        assert entry["memory_bandwidth"]["value"] is None and "not guessed" in entry["memory_bandwidth"]["note"]
+        assert all(v["value"] is None for v in entry["flops"].values())
+
+
+def test_cpu_in_the_catalog_and_memtotal() -> None:
+    det = detect([out("lscpu", "lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt"),
+                  out("proc-meminfo", "proc-meminfo/566gib-server-hugepages-htop-truncated.txt")])
+    (d,) = det.devices
+    assert (d.id, d.kind, d.catalog_id, d.memory_bytes) == (
+        "detected-intel-xeon-platinum-8488c", "cpu", "intel-xeon-platinum-8488c", 593026380 * KiB)
+    (entry,) = det.document["devices"]
+    assert entry["cores"]["value"] == 96 and entry["memory"] == {
+        "value": 593026380, "unit": "KiB", "source": "detected:proc-meminfo", "where": "MemTotal: 593026380 kB"}
+    assert entry["memory_bandwidth"]["source"] == builtin_catalog().devices[
+        "intel-xeon-platinum-8488c"].memory_bandwidth.source  # type: ignore[union-attr]
+
+
+def test_cpu_not_in_the_catalog_keeps_bandwidth_null() -> None:
+    det = detect([out("lscpu", "lscpu/amd-epyc-7451-2s-util-linux.txt"),
+                  out("proc-meminfo", "proc-meminfo/16gb-server-openfalcon.txt")])
+    (d,) = det.devices
+    assert (d.id, d.name, d.catalog_id, d.memory_bytes) == ("detected-cpu", "AMD EPYC 7451 24-Core Processor", None,
+                                                           16268680 * KiB)
+    (entry,) = det.document["devices"]
+    assert entry["memory_bandwidth"]["value"] is None and entry["flops"]["fp32"]["value"] is None
+
+
+@pytest.mark.parametrize("rel, catalog_id", [
+    ("apple-m1-macbookair-glpi.txt", "apple-m1-16gb"),
+    ("apple-m2-pro-macbookpro-cpufetch.txt", "apple-m2-pro-16gb"),
+])
+def test_apple_maps_to_the_catalog_configuration(rel: str, catalog_id: str) -> None:
+    det = detect([out("system_profiler-SPHardwareDataType", f"system_profiler-SPHardwareDataType/{rel}"),
+                  out("sysctl-macos", "sysctl-macos/apple-m1-machdep-cpu-glpi.txt")])
+    (d,) = det.devices
+    assert (d.id, d.kind, d.catalog_id, d.memory_bytes) == (f"detected-{catalog_id}", "apple", catalog_id, 16 * GiB)
+
+
+def test_early_big_sur_sysctl_alone_detects_nothing() -> None:
+    with pytest.raises(InputError, match="nothing detected"):
+        detect([out("sysctl-macos", "sysctl-macos/apple-m1-bigsur-early-brand-archspec.txt")])
+
+
+def test_the_document_loads_as_a_hardware_file(tmp_path: Path) -> None:
+    for rel, name in (("nvidia-smi-query-gpu/rtx-4080-super-allfields.csv", "nvidia-smi-query-gpu.csv"),
+                      ("rocm-smi-json/rx7800xt-navi32-gpustack.json", "rocm-smi-json.json"),
+                      ("lscpu/intel-xeon-gold-6326-2s-truncated.txt", "lscpu"),
+                      ("proc-meminfo/1gb-vm-node-procfs-stats.txt", "proc-meminfo.txt")):
+        (tmp_path / name).write_text(text(rel), "utf-8")
+    det = detect(read_outputs(tmp_path))
+    f = tmp_path / "hw.json"
+    f.write_text(json.dumps(det.document), "utf-8")
+    cat = load_catalog([f])
+    got = {d.id: cat.devices[d.id] for d in det.devices}
+    assert set(got) == {"detected-nvidia-geforce-rtx-4080-super", "detected-navi-32-radeon-rx-7700-xt-7800-xt",
+                        "detected-cpu"}
+    assert got["detected-nvidia-geforce-rtx-4080-super"].memory_bytes == 16376 * MiB
+    assert got["detected-nvidia-geforce-rtx-4080-super"].memory_basis == "driver"
+    assert got["detected-navi-32-radeon-rx-7700-xt-7800-xt"].memory_bytes == 17163091968
+    assert got["detected-cpu"].memory_bytes == 1019732 * KiB
+    assert all(d.owned and d.origin == str(f) for d in got.values())
+    assert got["detected-cpu"].bandwidth is None and "memory_bandwidth" in got["detected-cpu"].missing
+
+
+def test_read_outputs_refuses_two_files_for_one_output(tmp_path: Path) -> None:
+    (tmp_path / "lscpu").write_text(text("lscpu/amd-epyc-7451-2s-util-linux.txt"), "utf-8")
+    (tmp_path / "lscpu.txt").write_text(text("lscpu/amd-epyc-7451-2s-util-linux.txt"), "utf-8")
+    with pytest.raises(InputError, match="keep one"):
+        read_outputs(tmp_path)
+
+
+def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> None:
+    """The live path with a stand-in runner that answers with a real recorded output (an H100 machine)."""
+    import subprocess
+
+    from llmsizer.catalog.detect import run_commands
+
+    ran: list[tuple[str, ...]] = []
+
+    def runner(argv: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+        ran.append(argv)
+        if argv[0].endswith("nvidia-smi"):
+            return subprocess.CompletedProcess(list(argv), 0, text("nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv"),
+                                               "")
+        return subprocess.CompletedProcess(list(argv), 9, "", "")
+
+    def which(name: str) -> str | None:
+        return f"/opt/bin/{name}" if name in ("nvidia-smi", "lscpu") else None
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(text("proc-meminfo/16gb-server-openfalcon.txt"), "utf-8")
+    outputs, skipped = run_commands(runner, which, meminfo)
+    assert [a[0] for a in ran] == ["/opt/bin/nvidia-smi", "/opt/bin/lscpu"]  # absolute path, no shell
+    assert [o.name for o in outputs] == ["nvidia-smi-query-gpu", "proc-meminfo"]
+    assert any(s.startswith("lscpu: exit 9") for s in skipped) and "rocm-smi: not installed" in skipped
+    det = detect(outputs, skipped)
+    assert [(d.id, d.memory_bytes) for d in det.devices] == [("detected-h100-sxm", 81559 * MiB),
+                                                            ("detected-cpu", 16268680 * KiB)]

@@ -1,0 +1,126 @@
+"""`llmsizer hardware detect` through the real entry point: saved real outputs (--from) -> a hardware file that loads
+and that fit and recommend use; a damaged output -> one line, exit 2; this machine (no --from) -> its CPU and RAM."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmsizer.catalog.hardware import load_catalog
+from llmsizer.readers.system_outputs import parse_lscpu, parse_meminfo
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs"
+MiB, KiB = 2**20, 2**10
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+def saved(folder: Path, **files: str) -> Path:
+    """A --from folder: real fixture files under the output names (`lscpu`, `nvidia-smi-query-gpu.csv`...)."""
+    folder.mkdir(exist_ok=True)
+    for name, rel in files.items():
+        shutil.copyfile(REAL / rel, folder / name)
+    return folder
+
+
+@pytest.fixture
+def h100_server(tmp_path: Path) -> Path:
+    return saved(tmp_path / "out", **{
+        "nvidia-smi-query-gpu.csv": "nvidia-smi-query-gpu/h100-80gb-hbm3-allfields.csv",
+        "lscpu.txt": "lscpu/intel-xeon-platinum-8488c-2s-c7i-metal-truncated.txt",
+        "proc-meminfo": "proc-meminfo/566gib-server-hugepages-htop-truncated.txt"})
+
+
+def test_detect_from_saved_outputs_writes_a_file_fit_and_recommend_use(h100_server: Path, tmp_path: Path) -> None:
+    f = tmp_path / "my-hardware.json"
+    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f))
+    assert r.returncode == 0, r.stderr
+    assert "detected-h100-sxm" in r.stdout and "detected-intel-xeon-platinum-8488c" in r.stdout
+    cat = load_catalog([f])
+    gpu = cat.devices["detected-h100-sxm"]
+    assert gpu.owned and gpu.memory_bytes == 81559 * MiB and gpu.memory_basis == "driver"
+    assert gpu.memory_usable is not None and gpu.memory_usable.source == "detected:nvidia-smi-query-gpu"
+    assert "nvidia-smi --query-gpu" in cat.sources["detected:nvidia-smi-query-gpu"]["command"]
+    assert gpu.bandwidth == cat.devices["h100-sxm"].bandwidth
+    cpu = cat.devices["detected-intel-xeon-platinum-8488c"]
+    assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == cat.devices["intel-xeon-platinum-8488c"].bandwidth
+
+    fit = run("fit", "qwen2.5-0.5b", "--device", "detected-h100-sxm", "--hardware-file", str(f), "--json")
+    assert fit.returncode == 0, fit.stderr
+    data = json.loads(fit.stdout)
+    assert data["device"] == "detected-h100-sxm" and data["fits"] is True
+    assert data["budget_per_device"] == 81559 * MiB
+
+    rec = run("recommend", "qwen2.5-0.5b", "--hardware-file", str(f), "--json")
+    assert rec.returncode == 0, rec.stderr
+    owned = {o["target"]: o["provider"] for o in json.loads(rec.stdout)["options"]}
+    assert owned.get("detected-h100-sxm") == "owned"
+
+
+def test_detect_json_says_what_was_read(h100_server: Path) -> None:
+    r = run("hardware", "detect", "--from", str(h100_server), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["written"] is None
+    assert {x["output"] for x in data["read"]} == {"nvidia-smi-query-gpu", "lscpu", "proc-meminfo"}
+    assert [d["id"] for d in data["hardware_file"]["devices"]] == ["detected-h100-sxm",
+                                                                   "detected-intel-xeon-platinum-8488c"]
+
+
+def test_apple_from_saved_outputs(tmp_path: Path) -> None:
+    folder = saved(tmp_path / "mac", **{
+        "system_profiler-SPHardwareDataType.txt": "system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt",
+        "sysctl-macos.txt": "sysctl-macos/apple-m1-machdep-cpu-glpi.txt"})
+    f = tmp_path / "mac.json"
+    r = run("hardware", "detect", "--from", str(folder), "-o", str(f))
+    assert r.returncode == 0, r.stderr
+    fit = run("fit", "qwen2.5-0.5b", "--device", "detected-apple-m1-16gb", "--hardware-file", str(f), "--json")
+    assert fit.returncode == 0, fit.stderr
+    assert json.loads(fit.stdout)["device"] == "detected-apple-m1-16gb"
+
+
+def test_a_damaged_output_is_one_line_exit_2(tmp_path: Path) -> None:
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    lines = (REAL / "lscpu/amd-epyc-7451-2s-util-linux.txt").read_text("utf-8").splitlines()
+    (folder / "lscpu").write_text("\n".join(lines[:6]) + "\n", "utf-8")  # cut off before 'Model name:'
+    out = tmp_path / "never.json"
+    r = run("hardware", "detect", "--from", str(folder), "-o", str(out))
+    assert r.returncode == 2
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "lscpu" in r.stderr and "Model name" in r.stderr
+    assert not out.exists()
+
+
+def test_an_empty_folder_is_one_line_exit_2(tmp_path: Path) -> None:
+    r = run("hardware", "detect", "--from", str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no saved output" in r.stderr
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and shutil.which("lscpu")
+                         and Path("/proc/meminfo").is_file()), reason="needs Linux with lscpu and /proc/meminfo")
+def test_this_machine(tmp_path: Path) -> None:
+    f = tmp_path / "here.json"
+    r = run("hardware", "detect", "-o", str(f), "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert {"lscpu", "proc-meminfo"} <= {x["output"] for x in data["read"]}
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10, check=True,
+                           env={"LC_ALL": "C", "PATH": os.environ.get("PATH", "/usr/bin:/bin")}).stdout
+    cpu = parse_lscpu(lscpu)
+    ram = parse_meminfo(Path("/proc/meminfo").read_text("utf-8"))
+    (dev,) = [d for d in load_catalog([f]).devices.values() if d.owned and d.kind == "cpu"]
+    assert dev.name == f"{cpu.model} (detected)"
+    assert dev.memory_bytes == ram
+    assert dev.cores is not None and dev.cores.base == cpu.cores
