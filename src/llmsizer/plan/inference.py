@@ -126,13 +126,17 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem = Sec("memory", "Memory per device")
     per_rep_peak = math.ceil(conc_peak / replicas)
     # the fit's own estimate (one answer); vLLM fills its pool when given memory, so its need is asked without one
+    # but with the batch limits vLLM takes on this device
+    batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
+             if f_peak is not None and f_peak.estimate is not None and engine == "vllm" else {})
     need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None and engine != "vllm" else
-                _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu))
+                _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     loc = "host" if on_cpu else "device"
     need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
-    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu)
+    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu,
+                         batch)
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             need_typ_est.total(loc)[1] if need_typ_est else None, "B")  # type: ignore[arg-type]
     usable = hw.memory_per_device
@@ -190,7 +194,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     ops = _operations(job)
 
     charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
-                     options)
+                     options, batch)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
                f"{conc_peak} requests x {ctx_peak} tokens")
     _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=hw.instance is None
@@ -204,12 +208,15 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,
-          job: InferenceJob, on_cpu: bool) -> Estimate | None:
-    """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need)."""
+          job: InferenceJob, on_cpu: bool, batch: dict[str, Any] | None = None) -> Estimate | None:
+    """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need).
+    ``batch``: vLLM's max_num_seqs / max_num_batched_tokens as the fit on the device applied them (vLLM's defaults
+    depend on the GPU's memory, which this estimate is not given)."""
     try:
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, tensor_parallel=tp,
-                                  kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu")
+                                  kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
+                                  **(batch or {}))
     except InputError:
         return None
 
@@ -395,7 +402,7 @@ def _operations(job: InferenceJob) -> Sec:
 
 def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, ctx_peak: int, conc_peak: int,
             out_peak: int, budget_dev: int | None, on_cpu: bool, hw: Hardware, cost: Sec,
-            options: list[dict[str, Any]]) -> tuple[Chart, ...]:
+            options: list[dict[str, Any]], batch: dict[str, Any] | None = None) -> tuple[Chart, ...]:
     loc = "host" if on_cpu else "device"
     markers = (("device budget", float(budget_dev)),) if budget_dev else ()
     charts: list[Chart] = []
@@ -405,7 +412,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     per_rep = math.ceil(conc_peak / max(1, hw.replicas))
     pts = []
     for c in geometric_points(512, top, ctx_peak, 8):
-        e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu)
+        e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu, batch)
         if e is not None:
             pts.append((float(c), float(e.total(loc)[1])))  # type: ignore[arg-type]
     charts.append(Chart(f"{job.name}-memory-context", f"{job.name}: memory per device vs context", "lines",
@@ -414,7 +421,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
                         job=job.name, note=f"{engine}, {fmt}; peak context {ctx_peak}"))
     pts = []
     for n in geometric_points(1, max(2 * per_rep, 8), per_rep, 8):
-        e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu)
+        e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu, batch)
         if e is not None:
             pts.append((float(n), float(e.total(loc)[1])))  # type: ignore[arg-type]
     charts.append(Chart(f"{job.name}-memory-concurrency", f"{job.name}: memory per device vs concurrency", "lines",

@@ -56,8 +56,12 @@ def fit_headline(r: FitResult) -> str:
 
 def memory_line(r: FitResult) -> str:
     """Memory per device against the budget (call only when both are known)."""
-    return (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
+    line = (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
             f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
+    need = r.estimate.details.get("workload_bytes") if r.estimate is not None else None
+    if need is not None:  # vLLM reserves its pool whatever the load: say what this workload needs of it
+        line += f"; vLLM reserves the pool, this workload needs {format_bytes(need)} of it"
+    return line
 
 
 def fit_assumptions(r: FitResult) -> tuple[Assumption, ...]:

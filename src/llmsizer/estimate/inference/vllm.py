@@ -75,6 +75,8 @@ def compose_vllm(ctx: Context) -> None:
                             f"{format_bytes(ctx.details['memory_needed'])}")
         acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
         return
+    # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
+    ctx.details["workload_bytes"] = int(fixed + need.bytes + E.CUDA_CONTEXT.expected)
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
