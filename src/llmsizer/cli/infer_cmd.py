@@ -66,9 +66,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
         return code
     print(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
+        mpe = spec.max_position_embeddings
         print(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
               f"({reverse['max_context']:,}) at concurrency {workload.concurrency}" if reverse["max_context"] else
               f"no context fits: even 1 token at concurrency {workload.concurrency} does not")
+        if mpe and reverse["max_context"] > mpe:
+            print(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
+                  "was not trained for it")
     if "max_concurrency" in reverse:
         print(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {workload.context:,} tokens"
               if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
