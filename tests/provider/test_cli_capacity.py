@@ -115,11 +115,15 @@ def test_show_html_is_self_contained(tmp_path, capsys):
     import re
     from html.parser import HTMLParser
     db = str(tmp_path / "b.db")
-    assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json", *NOW) == 0
-    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--tentative", "--earliest", *NOW) == 0
+    # fra1 as the provider's own site, so that the LoRA job's confidential, on-premises-only data may go there
+    own = tmp_path / "inv.yaml"
+    own.write_text(Path(INV).read_text().replace("operator: partner", "operator: provider"))
+    inv_own = str(own)
+    assert run("capacity", "book", PRE, "--inventory", inv_own, "--db", db, "--json", *NOW) == 0
+    assert run("capacity", "book", LORA, "--inventory", inv_own, "--db", db, "--tentative", "--earliest", *NOW) == 0
     capsys.readouterr()
     page = tmp_path / "cap.html"
-    assert run("capacity", "show", "--inventory", INV, "--db", db, "--html", str(page)) == 0
+    assert run("capacity", "show", "--inventory", inv_own, "--db", db, "--html", str(page)) == 0
     text = page.read_text("utf-8")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".cap.html")] == []  # temp file renamed
 
@@ -153,3 +157,16 @@ def test_show_html_is_self_contained(tmp_path, capsys):
     assert "<script" not in text.lower() and not re.search(r"https?:", text)
     assert "<svg" in text and "Devices held over time: h100-sxm" in text
     assert 'id="bookings"' in text and "ticket-lora" in text and "support-chat" in text and "tentative" in text
+
+
+def test_shipped_example_honours_offsite_policy(capsys):
+    """examples/lora-finetune-and-chat.yaml: the LoRA job's dataset is confidential with offsite_allowed: false;
+    fra1 is a partner data centre in the shipped inventory, so the job must not be placed there."""
+    assert run("capacity", "check", LORA, "--inventory", INV, "--no-db", *NOW) == 1
+    out = capsys.readouterr().out
+    lora = out.split("support-chat (inference)")[0]
+    assert "FITS" not in lora and "[policy]" in lora
+    assert "fra1 is a partner data centre and the data (confidential) may not sit off-site (offsite_allowed: " \
+           "false)" in lora
+    assert run("capacity", "check", PRE, "--inventory", INV, "--no-db", *NOW) == 0  # internal, offsite allowed
+    assert "FITS     at fra1 (partner, DE)" in capsys.readouterr().out

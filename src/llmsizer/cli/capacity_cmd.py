@@ -176,7 +176,7 @@ def _fmt(t: _dt.datetime) -> str:
     return f"{t:%Y-%m-%d %H:%M}"
 
 
-def render_checks(checks: list[Any]) -> str:
+def render_checks(checks: list[Any], inv: Any = None) -> str:
     out = []
     for c in checks:
         n = c.need
@@ -185,7 +185,8 @@ def render_checks(checks: list[Any]) -> str:
         out.append(head)
         p = c.placement
         if c.fits and p is not None:
-            out.append(f"  FITS     at {p.site}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
+            where = f"{p.site} ({inv.site(p.site).label})" if inv is not None else p.site
+            out.append(f"  FITS     at {where}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
                        f"{_fmt(p.start)} -> {_fmt(p.end)}")
         else:
             out.append(f"  DOES NOT FIT in the requested window: [{c.binding}] {c.reason}")
@@ -197,12 +198,12 @@ def render_checks(checks: list[Any]) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    _, checks = _checks(args)
+    inv, checks = _checks(args)
     if args.json:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(render_checks(checks))
+        print(render_checks(checks, inv))
     return 0 if all(c.fits for c in checks) else 1
 
 
