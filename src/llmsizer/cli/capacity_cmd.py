@@ -19,7 +19,9 @@ EPILOG = """examples:
   llmsizer capacity book my-request.yaml --inventory inv.yaml --db postgresql://user@host/llmsizer --earliest
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --html capacity.html
-  llmsizer capacity release 3f2a9c0d1e4b --db bookings.db
+  llmsizer capacity confirm 3f2a9c0d1e4b --inventory examples/provider/inventory.yaml --db bookings.db
+  llmsizer capacity release 3f2a9c0d1e4b --db bookings.db --actor ops-alice
+  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --audit
 
 --db is a SQLite file (default: llmsizer-bookings.db, created on first booking; `check` and `show` never
 create it) or a postgresql:// URL (needs `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when
