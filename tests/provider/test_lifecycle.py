@@ -324,3 +324,58 @@ def test_cli_earliest_loser_of_a_race_tries_the_next_window(tmp_path, capsys, mo
     out = capsys.readouterr()
     assert "lost a race" in out.err and "trying the next window" in out.err
     assert json.loads(out.out)[0]["start"] == "2025-10-08T00:00:00"
+
+
+def test_schema_1_file_is_read_then_migrated(tmp_path):
+    """A store written before the lifecycle (states tentative/confirmed/released, no idem_key/hold_until/audit):
+    read-only opens count its holds without changing the file; the first write migrates it (tentative -> held)."""
+    import sqlite3
+    path = tmp_path / "old.db"
+    con = sqlite3.connect(path)
+    con.executescript("""
+        CREATE TABLE meta (key VARCHAR(64) PRIMARY KEY, value VARCHAR(200));
+        INSERT INTO meta VALUES ('schema_version', '1');
+        CREATE TABLE reservations (id VARCHAR(64) PRIMARY KEY, job VARCHAR(200) NOT NULL, kind VARCHAR(20) NOT NULL,
+            state VARCHAR(20) NOT NULL, start DATETIME NOT NULL, "end" DATETIME NOT NULL, created DATETIME NOT NULL,
+            note TEXT);
+        CREATE TABLE holds (id INTEGER PRIMARY KEY AUTOINCREMENT, reservation VARCHAR(64) NOT NULL
+            REFERENCES reservations(id), resource VARCHAR(200) NOT NULL, amount FLOAT NOT NULL,
+            start DATETIME NOT NULL, "end" DATETIME NOT NULL);
+        CREATE TABLE resource_locks (resource VARCHAR(200) PRIMARY KEY);
+        INSERT INTO reservations VALUES ('old1', 'j', 'training', 'tentative', '2025-10-01 00:00:00.000000',
+            '2025-10-03 00:00:00.000000', '2025-09-01 00:00:00.000000', '');
+        INSERT INTO holds (reservation, resource, amount, start, "end") VALUES ('old1', 'node:n1', 4,
+            '2025-10-01 00:00:00.000000', '2025-10-03 00:00:00.000000');
+    """)
+    con.commit()
+    con.close()
+    before = path.read_bytes()
+    ro = Store(str(path), readonly=True)
+    assert [(b.id, b.state) for b in ro.bookings()] == [("old1", "held")] and ro.audit() == []
+    ro.close()
+    assert path.read_bytes() == before
+    s = Store(str(path))
+    with pytest.raises(BookingConflict, match="would hold 5 of 4"):
+        s.book(placement("new"), CAP, now=NOW_T)
+    assert s.reservations()[0]["state"] == "held"
+    s.transition("old1", "confirmed", CAP, now=NOW_T)
+    assert [(e["actor"], e["before"], e["after"]) for e in s.audit()] == [("migration", None, "held"),
+                                                                          (s.audit()[1]["actor"], "held", "confirmed")]
+    assert replay(s.audit()) == {"old1": "confirmed"}
+
+
+def test_check_on_an_empty_postgresql_database(pg_url, capsys):
+    import sqlalchemy as sa
+
+    from llmsizer.provider.store import db_url
+    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_empty")
+        c.exec_driver_sql("CREATE DATABASE llmsizer_empty")
+    eng.dispose()
+    url = pg_url.rsplit("/", 1)[0] + "/llmsizer_empty"
+    from .test_cli_capacity import INV, PRE
+    assert run("capacity", "check", PRE, "--inventory", INV, "--db", url, *NOW) == 0
+    eng = sa.create_engine(db_url(url))
+    assert not sa.inspect(eng).has_table("reservations")  # check created nothing
+    eng.dispose()

@@ -190,7 +190,13 @@ class Store:
             sa.Column("reservation", sa.String(64), nullable=False, index=True),
             sa.Column("before", sa.String(20)), sa.Column("after", sa.String(20), nullable=False),
             sa.Column("detail", sa.Text, default=""))
+        self.empty = False
         if readonly:
+            try:  # a database nobody has booked into yet has no tables: nothing is held
+                self.empty = not sa.inspect(self.engine).has_table("reservations")
+            except sa.exc.SQLAlchemyError as e:
+                raise StoreError(f"cannot open the reservation store {self.url.split('@')[-1]}: "
+                                 f"{str(e).splitlines()[0]}") from None
             return
         try:
             md.create_all(self.engine)  # idempotent: creates what is missing
@@ -204,16 +210,30 @@ class Store:
     def _migrate(self) -> None:
         """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``."""
         sa = self.sa
-        cols = {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
+        if row is not None and row[0] == str(SCHEMA_VERSION):
+            return
+        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP")):
+            if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
+                try:
+                    with self.engine.begin() as c:
+                        c.exec_driver_sql(f"ALTER TABLE reservations ADD COLUMN {name} {typ}")
+                except sa.exc.SQLAlchemyError:  # another process added it at the same moment
+                    if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
+                        raise
         with self.engine.begin() as c:
-            for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP")):
-                if name not in cols:
-                    c.exec_driver_sql(f"ALTER TABLE reservations ADD COLUMN {name} {typ}")
             c.execute(sa.update(self.res).where(self.res.c.state == "tentative").values(state="held"))
+            if row is not None and c.execute(sa.select(sa.func.count()).select_from(self.audit_t)).scalar() == 0:
+                # reservations written before the audit log: one "migrate" entry each, so the log replays
+                now = utcnow()
+                for rid, st in c.execute(sa.select(self.res.c.id, self.res.c.state).order_by(self.res.c.created)
+                                         ).all():
+                    self._log(c, rid, None, st, "migration", now, "migrate", "recorded before the audit log")
             row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
             if row is None:
                 c.execute(self.meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
-            elif row[0] != str(SCHEMA_VERSION):
+            else:
                 c.execute(sa.update(self.meta).where(self.meta.c.key == "schema_version")
                           .values(value=str(SCHEMA_VERSION)))
 
@@ -231,25 +251,38 @@ class Store:
         """Reservations that hold capacity (held, confirmed, active; without held ones when
         ``include_tentative`` is false) with their holds."""
         sa = self.sa
-        states = HOLDING if include_tentative else ("confirmed", "active")
+        if self.empty:
+            return []
+        # "tentative": a schema-1 file opened read-only (not migrated) still counts its holds
+        states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(self.res).where(self.res.c.state.in_(states))).mappings().all()
+            rows = c.execute(sa.select(*self._base_cols()).where(self.res.c.state.in_(states))).mappings().all()
             holds = c.execute(sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
                               .where(self.res.c.state.in_(states))).mappings().all()
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(Item(h["resource"], h["amount"], h["start"], h["end"]))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), r["state"]) for r in rows]
+        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]))
+                for r in rows]
+
+    def _base_cols(self) -> list[Any]:
+        """The columns of schema 1 (present in every version)."""
+        return [self.res.c[k] for k in ("id", "job", "kind", "state", "start", "end", "created", "note")]
 
     def reservations(self) -> list[dict[str, Any]]:
         sa = self.sa
+        if self.empty:
+            return []
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(self.res).order_by(self.res.c.start, self.res.c.created)).mappings().all()
-        return [dict(r) for r in rows]
+            rows = c.execute(sa.select(*self._base_cols()).order_by(self.res.c.start, self.res.c.created)
+                             ).mappings().all()
+        return [{**r, "state": ALIASES.get(r["state"], r["state"])} for r in rows]
 
     def audit(self) -> list[dict[str, Any]]:
         """The audit log, oldest first."""
         sa = self.sa
+        if self.empty or (self.readonly and not sa.inspect(self.engine).has_table("audit")):
+            return []
         with self.engine.connect() as c:
             rows = c.execute(sa.select(self.audit_t).order_by(self.audit_t.c.seq)).mappings().all()
         return [dict(r) for r in rows]
