@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INV = str(ROOT / "examples" / "provider" / "inventory.yaml")
 PRE = str(ROOT / "examples" / "pretraining-multinode.yaml")
 LORA = str(ROOT / "examples" / "lora-finetune-and-chat.yaml")
+NOW = ("--now", "2025-09-01")  # the examples' windows start in September/October 2025
 
 
 def run(*argv: str) -> int:
@@ -33,7 +34,7 @@ def test_check_book_show_release(tmp_path, capsys):
     db = str(tmp_path / "b.db")
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 0
     assert "FITS     at fra1" in capsys.readouterr().out
-    assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json") == 0
+    assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json", *NOW) == 0
     import json
     (booked,) = json.loads(capsys.readouterr().out)
     assert len(booked["nodes"]) == 8
@@ -51,10 +52,10 @@ def test_check_book_show_release(tmp_path, capsys):
     # the service's agreed windows (Sundays 02:00-04:00, weekdays 01:00-05:00) do not cover the provider's
     # Saturday firmware window at fra1: not in the requested window, but from its end on
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
-               "--tentative") == 1
+               "--tentative", *NOW) == 1
     assert "outside the job's agreed maintenance windows" in capsys.readouterr().err
     assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--job", "support-chat",
-               "--tentative", "--earliest") == 0
+               "--tentative", "--earliest", *NOW) == 0
     assert "booked" in capsys.readouterr().out
 
 
@@ -81,11 +82,15 @@ def test_book_is_all_or_none(tmp_path, capsys, monkeypatch):
     inv.write_text(SMALL_INV)
     db = str(tmp_path / "b.db")
     from llmsizer.provider.store import Store
-    # the only serving device is taken by an earlier booking of the service
-    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db, "--job", "support-chat") == 0
+    # the only serving device is taken by an earlier booking of the service, from another request (the same
+    # request would be answered with its existing booking: idempotency)
+    other = tmp_path / "other.yaml"
+    other.write_text(Path(LORA).read_text().replace("copied to the cluster's scratch disk", "copied to scratch"))
+    assert run("capacity", "book", str(other), "--inventory", str(inv), "--db", db, "--job", "support-chat",
+               *NOW) == 0
     capsys.readouterr()
     # the whole request: the service no longer fits at check time -> nothing is booked, the training job neither
-    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db) == 1
+    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db, *NOW) == 1
     err = capsys.readouterr().err
     assert "support-chat: not booked" in err and "nothing of this request was booked" in err
     assert [b.job for b in Store(db).bookings()] == ["support-chat"]
@@ -97,7 +102,7 @@ def test_book_is_all_or_none(tmp_path, capsys, monkeypatch):
     from llmsizer.provider.store import BookingConflict
     p = argparse.ArgumentParser(prog="llmsizer")
     register(p.add_subparsers(dest="command"))
-    args = p.parse_args(["capacity", "book", LORA, "--inventory", str(inv), "--db", db])
+    args = p.parse_args(["capacity", "book", LORA, "--inventory", str(inv), "--db", db, *NOW])
     with pytest.raises(BookingConflict, match=r"^job 'support-chat' no longer fits: node:serve-01 would hold 2 of 1")\
             as e:
         args.func(args)
@@ -110,11 +115,15 @@ def test_show_html_is_self_contained(tmp_path, capsys):
     import re
     from html.parser import HTMLParser
     db = str(tmp_path / "b.db")
-    assert run("capacity", "book", PRE, "--inventory", INV, "--db", db, "--json") == 0
-    assert run("capacity", "book", LORA, "--inventory", INV, "--db", db, "--tentative", "--earliest") == 0
+    # fra1 as the provider's own site, so that the LoRA job's confidential, on-premises-only data may go there
+    own = tmp_path / "inv.yaml"
+    own.write_text(Path(INV).read_text().replace("operator: partner", "operator: provider"))
+    inv_own = str(own)
+    assert run("capacity", "book", PRE, "--inventory", inv_own, "--db", db, "--json", *NOW) == 0
+    assert run("capacity", "book", LORA, "--inventory", inv_own, "--db", db, "--tentative", "--earliest", *NOW) == 0
     capsys.readouterr()
     page = tmp_path / "cap.html"
-    assert run("capacity", "show", "--inventory", INV, "--db", db, "--html", str(page)) == 0
+    assert run("capacity", "show", "--inventory", inv_own, "--db", db, "--html", str(page)) == 0
     text = page.read_text("utf-8")
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".cap.html")] == []  # temp file renamed
 
@@ -148,3 +157,16 @@ def test_show_html_is_self_contained(tmp_path, capsys):
     assert "<script" not in text.lower() and not re.search(r"https?:", text)
     assert "<svg" in text and "Devices held over time: h100-sxm" in text
     assert 'id="bookings"' in text and "ticket-lora" in text and "support-chat" in text and "tentative" in text
+
+
+def test_shipped_example_honours_offsite_policy(capsys):
+    """examples/lora-finetune-and-chat.yaml: the LoRA job's dataset is confidential with offsite_allowed: false;
+    fra1 is a partner data centre in the shipped inventory, so the job must not be placed there."""
+    assert run("capacity", "check", LORA, "--inventory", INV, "--no-db", *NOW) == 1
+    out = capsys.readouterr().out
+    lora = out.split("support-chat (inference)")[0]
+    assert "FITS" not in lora and "[policy]" in lora
+    assert "fra1 is a partner data centre and the data (confidential) may not sit off-site (offsite_allowed: " \
+           "false)" in lora
+    assert run("capacity", "check", PRE, "--inventory", INV, "--no-db", *NOW) == 0  # internal, offsite allowed
+    assert "FITS     at fra1 (partner, DE)" in capsys.readouterr().out

@@ -6,6 +6,8 @@ import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from llmsizer.provider.placement import (
     Booking,
     Item,
@@ -268,3 +270,49 @@ def test_need_of_reads_maintenance_windows_and_interruptible_periods():
     job = SimpleNamespace(start=None, deadline=None, service=sv, access=None)
     n = need_of(jp, job, SimpleNamespace(start=None), T0)  # type: ignore[arg-type]
     assert n.accepts_maintenance and n.maintenance_windows == ("Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC")
+
+
+# ------------------------------------------------------------------------------------------ data policy (#14)
+
+POLICY_INV = """\
+sites:
+  - {id: own, operator: provider, jurisdiction: DE, max_sensitivity: internal}
+  - {id: colo, operator: partner, jurisdiction: NL}
+nodes:
+  - {id: own-01, site: own, device: h100-sxm, devices: 8, pools: [training]}
+  - {id: colo-01, site: colo, device: h100-sxm, devices: 8, pools: [training]}
+"""
+
+
+@pytest.mark.parametrize(("sensitivity", "offsite", "site"), [
+    ("public", True, "colo"),  # 'colo' sorts first among the sites that may take it... both may: first by id
+    ("internal", None, "colo"),
+    ("internal", False, "own"),  # may not leave: only the provider's own site
+    ("confidential", True, "colo"),  # 'own' is cleared for internal at most
+    ("confidential", None, None),  # partner: offsite not stated; own: not cleared
+    ("restricted", False, None),
+])
+def test_data_policy_against_site_attributes(sensitivity, offsite, site):
+    from llmsizer.provider.placement import JobNeed, check_job
+    i = inv(POLICY_INV)
+    need = JobNeed("j", "training", "h100-sxm", 8, start=dt.datetime(2025, 10, 1), sensitivity=sensitivity,
+                   offsite_allowed=offsite)
+    c = check_job(need, i, [])
+    if site is None:
+        assert not c.fits and c.binding == "policy" and c.placement is None
+        assert "own is cleared for data up to internal" in c.reason
+        assert "colo is a partner data centre" in c.reason
+    else:
+        assert c.fits and c.placement is not None and c.placement.site == site, c.reason
+
+
+def test_policy_attributes_are_validated():
+    from llmsizer.provider.inventory import InventoryError
+    with pytest.raises(InventoryError) as e:
+        inv("sites: [{id: s, operator: friend, max_sensitivity: secret}]\n"
+            "nodes: [{id: n, site: s, device: h100-sxm, devices: 8}]\n")
+    assert e.value.errors == [
+        "inv.yaml:1: site 's': operator: must be provider (the provider's own data centre) or partner (a "
+        "partner's data centre), not 'friend'",
+        "inv.yaml:1: site 's': max_sensitivity: must be one of public, internal, confidential, restricted, not "
+        "'secret'"]

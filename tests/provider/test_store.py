@@ -42,7 +42,7 @@ def test_book_conflict_release(tmp_path):
     b = s.book(placement("b"), CAP, state="tentative")
     with pytest.raises(BookingConflict, match="job 'c' no longer fits: node:n1 would hold 3 of 2"):
         s.book(placement("c"), CAP)
-    assert {x.job: x.state for x in s.bookings()} == {"a": "confirmed", "b": "tentative"}
+    assert {x.job: x.state for x in s.bookings()} == {"a": "confirmed", "b": "held"}
     assert utilisation(s.bookings(), CAP, T0 + dt.timedelta(hours=1))["node:n1"] == 1.0
     s.release(b)
     assert s.book(placement("c"), CAP)
@@ -75,8 +75,8 @@ def test_book_all_is_all_or_none(tmp_path):
         s.book_all([placement("c", window=2), placement("d", window=2, devices=2)], CAP)
     assert len(s.reservations()) == 1
     ids = s.book_all([placement("a", window=1), placement("b", window=0)], CAP, state="tentative")
-    assert len(ids) == 2 and {b.job: b.state for b in s.bookings()} == {"x": "confirmed", "a": "tentative",
-                                                                         "b": "tentative"}
+    assert len(ids) == 2 and {b.job: b.state for b in s.bookings()} == {"x": "confirmed", "a": "held",
+                                                                         "b": "held"}
     assert s.book_all([], CAP) == []
     s.close()
 

@@ -19,12 +19,23 @@ EPILOG = """examples:
   llmsizer capacity book my-request.yaml --inventory inv.yaml --db postgresql://user@host/llmsizer --earliest
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --at 2025-10-05 --svg usage.svg
   llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --html capacity.html
-  llmsizer capacity release 3f2a9c0d1e4b --db bookings.db
+  llmsizer capacity confirm 3f2a9c0d1e4b --inventory examples/provider/inventory.yaml --db bookings.db
+  llmsizer capacity release 3f2a9c0d1e4b --db bookings.db --actor ops-alice
+  llmsizer capacity show --inventory examples/provider/inventory.yaml --db bookings.db --audit
 
---db is a SQLite file (default: llmsizer-bookings.db, created on first use) or a postgresql:// URL (needs
-`pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when every job fits (is booked), 1 when some
-do not, 2 on invalid input or a booking that no longer fits. `book` is all or none: every job of the request
-is recorded in one transaction, or nothing is.
+--db is a SQLite file (default: llmsizer-bookings.db, created on first booking; `check` and `show` never
+create it) or a postgresql:// URL (needs `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when
+every job fits (is booked), 1 when some do not, 2 on invalid input (a window in the past included) or a booking
+that no longer fits. `book` is all or none: every job of the request is recorded in one transaction, or nothing
+is; booking the same request and job again returns the existing booking. With --earliest, a booking that lost a
+race is re-checked and tries the next window.
+
+Lifecycle (see llmsizer/provider/store.py): requested -> held -> confirmed -> active -> finished, and released /
+expired. hold, confirm and activate re-check capacity in the same transaction (they need --inventory). Exit
+status of hold/confirm/activate/finish/release/expire: 0 done, 1 refused (a transition the lifecycle does not
+allow, e.g. confirming a released booking, or it no longer fits: the request was understood, the answer is no),
+2 on invalid input (an unknown id). Every change is written to the audit log (`capacity show --audit`), with
+--actor or the OS user.
 """
 
 
@@ -43,6 +54,9 @@ def register(sub: Any) -> None:
         q.add_argument("--db", metavar="URL", help="reservation store: SQLite file (default llmsizer-bookings.db) "
                                                    "or postgresql://... URL")
 
+    def actor(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--actor", help="who makes the change, for the audit log (default: the OS user)")
+
     for name, helptext in (("check", "does each job fit, where and when; the binding constraint and alternatives"),
                            ("book", "check, then record the placements atomically")):
         q = cs.add_parser(name, help=helptext, description=helptext, epilog=EPILOG,
@@ -56,12 +70,30 @@ def register(sub: Any) -> None:
             q.add_argument("--job", action="append", default=[], help="book only these jobs (default: all)")
             q.add_argument("--earliest", action="store_true",
                            help="book the earliest window when the requested one does not fit")
-            q.add_argument("--tentative", action="store_true", help="book as tentative (default: confirmed)")
+            q.add_argument("--tentative", action="store_true", help="book as held (a tentative hold that expires; "
+                                                                     "default: confirmed)")
+            q.add_argument("--state", choices=("requested", "held", "confirmed"),
+                           help="state of the new booking (default confirmed; --tentative = held)")
+            q.add_argument("--hold-hours", type=float, default=24.0, metavar="H",
+                           help="a requested/held booking expires after H hours unless confirmed (default 24)")
+            actor(q)
         q.set_defaults(func=cmd_check if name == "check" else cmd_book)
-    for name, state in (("release", "released"), ("confirm", "confirmed")):
-        q = cs.add_parser(name, help=f"mark reservations {state}")
-        q.add_argument("ids", nargs="+", metavar="ID", help="reservation ids (see `capacity show`)")
+    for name, state, helptext in (
+            ("hold", "held", "hold requested bookings (re-checks capacity; needs --inventory)"),
+            ("confirm", "confirmed", "confirm held bookings (re-checks capacity; needs --inventory)"),
+            ("activate", "active", "mark confirmed bookings as running (re-checks capacity; needs --inventory)"),
+            ("finish", "finished", "mark running bookings as finished"),
+            ("release", "released", "release (cancel) bookings"),
+            ("expire", "expired", "expire requested/held bookings; without ids: every one whose hold has lapsed")):
+        q = cs.add_parser(name, help=helptext, description=helptext, epilog=EPILOG,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+        q.add_argument("ids", nargs="*" if state == "expired" else "+", metavar="ID",
+                       help="reservation ids (see `capacity show`)")
+        q.add_argument("--inventory", metavar="FILE", help="inventory file (YAML): the capacities to re-check")
+        q.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
+                       help="extra hardware (JSON/YAML)")
         common(q, inventory=False)
+        actor(q)
         q.set_defaults(func=cmd_state, state=state)
     q = cs.add_parser("show", help="reservations and utilisation over time")
     common(q)
@@ -69,14 +101,18 @@ def register(sub: Any) -> None:
     q.add_argument("--svg", metavar="FILE", help="write the utilisation timeline as an SVG chart")
     q.add_argument("--html", metavar="FILE", help="write a self-contained HTML page: the timeline chart per device "
                                                   "type and the bookings table")
+    q.add_argument("--audit", action="store_true", help="print the audit log: who changed what, when, before -> after")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_show)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _store(args: argparse.Namespace, *, readonly: bool = False) -> Any:
+    """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created)."""
     from ..provider.store import Store
-    return Store(args.db)
+    if readonly and not Store.exists(args.db):
+        return None
+    return Store(args.db, readonly=readonly)
 
 
 def _now(text: str | None) -> _dt.datetime | None:
@@ -86,31 +122,63 @@ def _now(text: str | None) -> _dt.datetime | None:
     return parse_time(text)
 
 
-def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+def _utcnow(args: argparse.Namespace) -> _dt.datetime:
+    return _now(getattr(args, "now", None)) or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from ..plan import make_plan
     from ..provider.inventory import load_inventory
     from ..provider.needs import needs_from_plan
-    from ..provider.placement import check_needs
     from ..request import load_request
 
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     req = load_request(args.request, hardware_files=args.hardware_file)
     plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
-    needs = needs_from_plan(plan, req, _now(args.now))
+    needs = needs_from_plan(plan, req, _utcnow(args))
     if getattr(args, "job", None):
         unknown = [j for j in args.job if j not in {n.name for n in needs}]
         if unknown:
             raise InputError(f"--job {unknown[0]!r}: no such job with hardware in {args.request}")
         needs = [n for n in needs if n.name in args.job]
-    bookings = [] if args.no_db else _store(args).bookings()
-    return inv, check_needs(needs, inv, bookings)
+    return inv, req, needs
+
+
+def _bookings(args: argparse.Namespace) -> list[Any]:
+    if args.no_db:
+        return []
+    store = _store(args, readonly=True)
+    if store is None:
+        return []
+    try:
+        return list(store.bookings())
+    finally:
+        store.close()
+
+
+def _checks(args: argparse.Namespace) -> tuple[Any, list[Any]]:
+    from ..provider.placement import check_needs
+    inv, _, needs = _needs(args)
+    return inv, check_needs(needs, inv, _bookings(args))
+
+
+def request_key(req: Any, job: str) -> str:
+    """The idempotency key of one job of a request: sha256 of the request's canonical content (every field, as
+    read and normalised; not the file name or layout) and the job name."""
+    import dataclasses
+    import hashlib
+    data = dataclasses.asdict(req)
+    data.pop("source", None)
+    data.pop("lines", None)
+    text = json.dumps({"request": data, "job": job}, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _fmt(t: _dt.datetime) -> str:
     return f"{t:%Y-%m-%d %H:%M}"
 
 
-def render_checks(checks: list[Any]) -> str:
+def render_checks(checks: list[Any], inv: Any = None) -> str:
     out = []
     for c in checks:
         n = c.need
@@ -119,7 +187,8 @@ def render_checks(checks: list[Any]) -> str:
         out.append(head)
         p = c.placement
         if c.fits and p is not None:
-            out.append(f"  FITS     at {p.site}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
+            where = f"{p.site} ({inv.site(p.site).label})" if inv is not None else p.site
+            out.append(f"  FITS     at {where}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
                        f"{_fmt(p.start)} -> {_fmt(p.end)}")
         else:
             out.append(f"  DOES NOT FIT in the requested window: [{c.binding}] {c.reason}")
@@ -131,52 +200,109 @@ def render_checks(checks: list[Any]) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    _, checks = _checks(args)
+    inv, checks = _checks(args)
     if args.json:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(render_checks(checks))
+        print(render_checks(checks, inv))
     return 0 if all(c.fits for c in checks) else 1
 
 
 def cmd_book(args: argparse.Namespace) -> int:
     """All or none: when some job of the request does not fit, nothing is booked; the jobs that do fit are
-    booked together in one transaction (re-checked under the same locks), so either all are recorded or none."""
-    from ..provider.placement import capacities
-    inv, checks = _checks(args)
-    store = _store(args)
+    booked together in one transaction (re-checked under the same locks), so either all are recorded or none.
+    The same request and job booked again returns the existing live booking (idempotency key)."""
+    from dataclasses import replace
+
+    from ..provider.placement import capacities, check_needs
+    from ..provider.store import BookingConflict, Store, Submitted
+    inv, req, needs = _needs(args)
+    now = _utcnow(args)
+    if args.earliest:  # the search starts now at the earliest: a window in the past is never offered
+        needs = [replace(n, start=max(n.start, now)) for n in needs]
+    else:
+        for n in needs:
+            if n.start < now:
+                raise InputError(f"job {n.name!r}: the requested window starts {_fmt(n.start)}, before now "
+                                 f"({_fmt(now)} UTC); give a later start or use --earliest")
+    state = args.state or ("held" if args.tentative else "confirmed")
     cap = capacities(inv)
-    missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
-    for c in missing:
-        print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
-    if missing:
-        if len(checks) > 1:
-            print("nothing of this request was booked (all or none)", file=sys.stderr)
-        if args.json:
-            json.dump([], sys.stdout)
-            sys.stdout.write("\n")
-        return 1
-    placements = [c.placement for c in checks if c.placement is not None]
-    rids = store.book_all(placements, cap, state="tentative" if args.tentative else "confirmed",
-                          note=str(args.request))
-    booked = [{"id": rid, "job": p.job, "start": p.start.isoformat(), "end": p.end.isoformat(),
-               "nodes": list(p.nodes)} for rid, p in zip(rids, placements, strict=True)]
+    keys = {n.name: request_key(req, n.name) for n in needs}
+    store = Store(args.db)
+    found = store.live_by_key(list(keys.values()))
+    done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
+                   for n in needs if keys[n.name] in found]
+    needs = [n for n in needs if keys[n.name] not in found]
+    done: list[Any] = []
+    placements: list[Any] = []
+    tries = 5 if args.earliest else 1
+    for attempt in range(tries if needs else 0):
+        checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
+        missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
+        for c in missing:
+            print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
+        if missing:
+            if len(checks) > 1:
+                print("nothing of this request was booked (all or none)", file=sys.stderr)
+            if args.json:
+                json.dump([], sys.stdout)
+                sys.stdout.write("\n")
+            return 1
+        placements = [c.placement for c in checks if c.placement is not None]
+        try:
+            done = store.submit(placements, cap, state=state, note=str(args.request),
+                                keys=[keys[p.job] for p in placements], actor=args.actor, not_before=now,
+                                hold_for=_dt.timedelta(hours=args.hold_hours))
+            break
+        except BookingConflict as e:
+            if attempt + 1 == tries:
+                raise
+            print(f"lost a race ({e}); trying the next window", file=sys.stderr)
+    booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
+                                    for d in done_before]
+    booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),
+                "end": p.end.isoformat(), "nodes": list(p.nodes)} for d, p in zip(done, placements, strict=True)]
     if args.json:
         json.dump(booked, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         for b in booked:
-            print(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])}")
+            if b["existing"]:
+                print(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
+                      "before, nothing new was recorded")
+            else:
+                print(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
+                      f"({b['state']})")
     return 0
 
 
 def cmd_state(args: argparse.Namespace) -> int:
-    store = _store(args)
+    """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
+    it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
+    from ..provider.store import HOLDING, BookingConflict, IllegalTransition, Store
+    cap = None
+    if args.state in HOLDING:
+        if not args.inventory:
+            raise InputError(f"becoming {args.state} re-checks capacity: give --inventory FILE")
+        from ..provider.inventory import load_inventory
+        from ..provider.placement import capacities
+        cap = capacities(load_inventory(args.inventory, hardware_files=args.hardware_file))
+    store = Store(args.db)
+    if args.state == "expired" and not args.ids:
+        for rid in store.expire_due(actor=args.actor):
+            print(f"{rid}: expired")
+        return 0
+    status = 0
     for rid in args.ids:
-        store.set_state(rid, args.state)
-        print(f"{rid}: {args.state}")
-    return 0
+        try:
+            before = store.transition(rid, args.state, cap, actor=args.actor)
+        except (IllegalTransition, BookingConflict) as e:
+            print(f"{rid}: refused: {e}", file=sys.stderr)
+            status = 1
+            continue
+        print(f"{rid}: {before} -> {args.state}")
+    return status
 
 
 def timeline(inv: Any, bookings: list[Any], points: int = 40) -> tuple[list[_dt.datetime], dict[str, list[float]]]:
@@ -190,12 +316,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.placement import capacities
     from ..provider.store import utilisation
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
-    store = _store(args)
-    rows = store.reservations()
-    bookings = store.bookings()
+    store = _store(args, readonly=True)
+    rows = store.reservations() if store else []
+    bookings = store.bookings() if store else []
+    audit = store.audit() if store and args.audit else []
     at = _now(args.at)
     if args.json:
         data: dict[str, Any] = {"reservations": rows}
+        if args.audit:
+            data["audit"] = audit
         if at:
             data["utilisation"] = utilisation(bookings, capacities(inv), at)
         json.dump(data, sys.stdout, indent=2, default=str)
@@ -211,6 +340,11 @@ def cmd_show(args: argparse.Namespace) -> int:
             for dev, vals in series.items():
                 line = "".join(bars[min(9, round(v * 9))] for v in vals)
                 print(f"  {dev:<22} |{line}| peak {max(vals):.0%}")
+        if args.audit:
+            print(f"audit log: {len(audit)} change(s)")
+            for e in audit:
+                print(f"  {_fmt(e['at'])}  {e['actor']:<12} {e['action']:<9} {e['reservation']}  "
+                      f"{e['before'] or '(new)'} -> {e['after']}" + (f"  {e['detail']}" if e.get("detail") else ""))
         if at:
             print(f"utilisation at {_fmt(at)}:")
             for res, share in sorted(utilisation(bookings, capacities(inv), at).items()):

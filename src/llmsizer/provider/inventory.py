@@ -11,10 +11,17 @@ All problems are collected before raising :class:`InventoryError` (``errors`` ho
 
 Layout (see ``examples/provider/inventory.yaml``)::
 
-    sites:    [{id, public_addresses, isolated_segments, fabrics: [{id, bandwidth}]}]
+    sites:    [{id, operator, jurisdiction, max_sensitivity, public_addresses, isolated_segments,
+                fabrics: [{id, bandwidth}]}]
     nodes:    [{id, site, device, devices, cpus, ram, disk, fabric, pools: [training|serving|...], count}]
     storage:  [{id, site, capacity}]
     maintenance: [{start, end, nodes: [...] | site: ...}]
+
+A site's policy attributes (checked against each job's data, see :mod:`.placement`): ``operator`` is
+``provider`` (the provider's own data centre, the default) or ``partner`` (a partner's or colocation data centre:
+"off-site" for data with ``offsite_allowed: false``); ``jurisdiction`` is free text naming the legal
+jurisdiction/region (e.g. ``DE``, ``EU``), shown with every placement; ``max_sensitivity`` is the most sensitive data
+class the site is cleared for (public < internal < confidential < restricted; default restricted: no limit).
 
 ``count: N`` on a node expands it into N identical nodes ``<id>-01`` .. ``<id>-N``.
 Times are UTC, written ``2025-10-01`` or ``2025-10-01 06:00``.
@@ -51,12 +58,24 @@ class Fabric:
     bandwidth: float | None = None  # bytes/s per node
 
 
+OPERATORS = ("provider", "partner")
+SENSITIVITY = ("public", "internal", "confidential", "restricted")  # as in the request's dataset.sensitivity
+
+
 @dataclass(frozen=True)
 class Site:
     id: str
     public_addresses: int = 0
     isolated_segments: int = 0
     fabrics: tuple[Fabric, ...] = ()
+    operator: str = "provider"  # provider | partner
+    jurisdiction: str = ""
+    max_sensitivity: str = "restricted"
+
+    @property
+    def label(self) -> str:
+        """``partner, DE``: how the site is shown next to a placement."""
+        return ", ".join(x for x in (self.operator, self.jurisdiction) if x)
 
 
 @dataclass(frozen=True)
@@ -117,7 +136,8 @@ def _closest(word: str, options: Sequence[str]) -> str:
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
 
-SITE_KEYS = ("id", "name", "public_addresses", "isolated_segments", "fabrics")
+SITE_KEYS = ("id", "name", "operator", "jurisdiction", "max_sensitivity", "public_addresses", "isolated_segments",
+             "fabrics")
 FABRIC_KEYS = ("id", "bandwidth")
 NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
 STORAGE_KEYS = ("id", "site", "capacity")
@@ -274,9 +294,21 @@ class _Reader:
                     bw = self.scalar(fm, "bandwidth", f"{where}: fabric {fid!r}", "bandwidth")
                     if fid:
                         fabrics.append(Fabric(fid, sid or "", bw))
+            operator = self.scalar(m, "operator", where, "str", default="provider")
+            if operator not in OPERATORS:
+                self.err(m["operator"][1], where, f"operator: must be provider (the provider's own data centre) or "
+                         f"partner (a partner's data centre), not {operator!r}")
+                operator = "provider"
+            clearance = self.scalar(m, "max_sensitivity", where, "str", default="restricted")
+            if clearance not in SENSITIVITY:
+                self.err(m["max_sensitivity"][1], where, f"max_sensitivity: must be one of {', '.join(SENSITIVITY)}"
+                         f"{_closest(str(clearance), SENSITIVITY)}, not {clearance!r}")
+                clearance = "restricted"
             if sid:
                 out.append(Site(sid, self.scalar(m, "public_addresses", where, "int", default=0),
-                                self.scalar(m, "isolated_segments", where, "int", default=0), tuple(fabrics)))
+                                self.scalar(m, "isolated_segments", where, "int", default=0), tuple(fabrics),
+                                operator, self.scalar(m, "jurisdiction", where, "str", default="") or "",
+                                clearance))
         return out
 
     def nodes(self, top: dict[str, tuple[Any, Any]], root: Any, site_ids: list[str],

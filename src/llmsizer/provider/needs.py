@@ -37,6 +37,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNe
     fixed_raw = f.get("storage_fixed")
     fixed = float(fixed_raw) * scale if fixed_raw is not None else total
     access = getattr(job, "access", None)
+    data = getattr(job, "dataset", None)
     service = getattr(job, "service", None)
     return JobNeed(
         name=jp.name, kind=jp.kind, device=hw.device or "", devices=max(1, hw.count), nodes=max(1, hw.nodes),
@@ -47,7 +48,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNe
         isolation=access.isolation if access and access.isolation not in (None, "none") else None,
         accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)),
         maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
-        else ())
+        else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None))
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None) -> list[JobNeed]:

@@ -14,7 +14,9 @@ resource             capacity                                  held by
 ``seg:<site>``       the site's isolated network segments      1 when access.isolation is not none
 ===================  ========================================  ================================
 
-Rules: a training job runs only on nodes labelled ``training``, a service only on ``serving`` nodes, and a
+Rules: a job runs only at a site its data may sit at (policy: data with ``offsite_allowed: false``, or
+confidential/restricted data that does not state it, never at a ``partner`` site; data more sensitive than a
+site's ``max_sensitivity`` never there); a training job runs only on nodes labelled ``training``, a service only on ``serving`` nodes, and a
 node never hosts a training job and a service at the same time; a multi-node training job takes all its nodes
 from one fabric; a job that states no maintenance window of its own does not run across a provider's
 maintenance window on its nodes, and a service that states its own maintenance windows or interruptible periods
@@ -30,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .inventory import SERVING, TRAINING, Inventory, Maintenance, Node
+from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
 from .windows import within
 
 SERVICE_HORIZON = 365 * 86400.0  # an ongoing service is placed for a year
@@ -87,6 +89,9 @@ class JobNeed:
     # the service's agreed windows (service.maintenance_windows and service.interruptible periods): a provider's
     # maintenance on its nodes is accepted only inside one of them; empty: any, when accepts_maintenance
     maintenance_windows: tuple[str, ...] = ()
+    # the job's data (request dataset.sensitivity and dataset.offsite_allowed): where it may be placed
+    sensitivity: str | None = None
+    offsite_allowed: bool | None = None
 
     @property
     def per_node(self) -> int:
@@ -137,7 +142,7 @@ class JobCheck:
     need: JobNeed
     fits: bool
     placement: Placement | None  # in the requested window, else the earliest one found (or None)
-    binding: str | None = None  # device | pool | node-size | busy | maintenance | fabric | storage | addresses | isolation
+    binding: str | None = None  # device|pool|policy|node-size|busy|maintenance|fabric|storage|addresses|isolation
     reason: str = ""
     alternatives: tuple[str, ...] = ()
 
@@ -214,6 +219,21 @@ def storage_items(need: JobNeed, pool: str, start: _dt.datetime, end: _dt.dateti
 
 # ------------------------------------------------------------------------------------------ one window
 
+def site_refusal(need: JobNeed, site: Site) -> str | None:
+    """Why ``need``'s data may not sit at ``site`` (None: it may)."""
+    data = f"the data ({need.sensitivity})" if need.sensitivity else "the data"
+    if site.operator == "partner":
+        if need.offsite_allowed is False:
+            return f"{site.id} is a partner data centre and {data} may not sit off-site (offsite_allowed: false)"
+        if need.offsite_allowed is None and need.sensitivity in ("confidential", "restricted"):
+            return (f"{site.id} is a partner data centre and {data} does not state offsite_allowed "
+                    "(say whether it may sit in a partner data centre)")
+    if need.sensitivity in SENSITIVITY and SENSITIVITY.index(need.sensitivity) > SENSITIVITY.index(
+            site.max_sensitivity):
+        return f"{site.id} is cleared for data up to {site.max_sensitivity}, {data} is more sensitive"
+    return None
+
+
 def _kind_of(bookings: Sequence[Booking]) -> dict[str, str]:
     return {b.id: b.kind for b in bookings}
 
@@ -232,6 +252,12 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
                     f"(training and serving run on separate resources)")
+    refused_at = {s.id: r for s in inv.sites if (r := site_refusal(need, s)) is not None}
+    allowed = [n for n in pooled if n.site not in refused_at]
+    if not allowed:
+        why = "; ".join(refused_at[s] for s in dict.fromkeys(n.site for n in pooled))
+        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job's data may sit at: {why}")
+    pooled = allowed
     big = [n for n in pooled if n.devices >= per_node]
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
@@ -344,7 +370,7 @@ def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking],
             return try_window(need, inv, bookings, t), first
         except NoFit as e:
             first = first or e
-            if e.binding in ("device", "pool", "node-size"):
+            if e.binding in ("device", "pool", "node-size", "policy"):
                 break  # waiting does not help
     return None, first
 

@@ -1,30 +1,71 @@
 """Reservations over time, in SQLite (default: a file, nothing to install) or PostgreSQL (``postgresql://...``,
 driver psycopg 3), through SQLAlchemy 2 Core (the ``provider`` extra; imported lazily). The schema is created on
-first use.
+first use (never by a read-only open: ``capacity check`` and ``show`` do not create a database file).
 
-Tables: ``reservations`` (id, job, kind, state tentative/confirmed/released, start, end, created, note),
+Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
-resource, locked while a booking re-checks capacity), ``meta`` (schema version).
+resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
+``meta`` (schema version).
 
-:meth:`Store.book` and :meth:`Store.book_all` (every job of one request, all or none) are atomic: inside one transaction it takes a lock (SQLite: ``BEGIN IMMEDIATE``, a write lock
-on the whole file; PostgreSQL: ``SELECT ... FOR UPDATE`` on the lock rows of every resource it holds, in a fixed
-order), re-reads the holds of those resources, re-checks capacity over time and only then inserts. Two bookings
-racing for the same devices cannot both succeed; the loser gets :class:`BookingConflict`.
+The booking lifecycle is an explicit state machine. Capacity-holding states: ``held``, ``confirmed``, ``active``.
+
+=============  ==========================================  ====================================================
+state          may go to                                   meaning
+=============  ==========================================  ====================================================
+(new)          requested, held, confirmed                  ``book`` (``--state``; ``--tentative`` = held)
+requested      held*, confirmed*, released, expired        asked for, holds nothing yet
+held           confirmed*, released, expired               a tentative hold until ``hold_until``, then expired
+confirmed      active*, released                           the provider has agreed
+active         finished, released                          running
+finished       -                                           ran to its end (terminal)
+released       -                                           cancelled / given back (terminal)
+expired        -                                           a request or hold that lapsed (terminal)
+=============  ==========================================  ====================================================
+
+``*``: a transition into a capacity-holding state. Each of them (and every new booking into one) re-checks
+capacity INSIDE the transaction that writes it: SQLite ``BEGIN IMMEDIATE`` (a write lock on the whole file);
+PostgreSQL ``SELECT ... FOR UPDATE`` on the lock rows of every resource the booking holds, in a fixed order, then
+on the reservation's own row. It re-reads the holds of those resources in holding states and refuses with
+:class:`BookingConflict` when the booking would push one over capacity at any moment. A transition not in the table
+(confirm a released booking) raises :class:`IllegalTransition`. Every transition, the first one included, appends
+one ``audit`` row in the same transaction, so the audit log replays to the stored states.
+
+Idempotency: a booking may carry a key (``capacity book``: sha256 of the request's canonical content and the job
+name); booking a key that already has a booking in a live state (requested/held/confirmed/active) returns that
+booking instead of a second one.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import getpass
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from .placement import Booking, Item, Placement, overflow
 
-SCHEMA_VERSION = 1
-STATES = ("tentative", "confirmed", "released")
+SCHEMA_VERSION = 2
+STATES = ("requested", "held", "confirmed", "active", "finished", "released", "expired")
+HOLDING = ("held", "confirmed", "active")
+LIVE = ("requested", *HOLDING)
+TERMINAL = ("finished", "released", "expired")
+#: before -> the states it may go to (None: a new booking). The one table of allowed transitions.
+TRANSITIONS: dict[str | None, tuple[str, ...]] = {
+    None: ("requested", "held", "confirmed"),
+    "requested": ("held", "confirmed", "released", "expired"),
+    "held": ("confirmed", "released", "expired"),
+    "confirmed": ("active", "released"),
+    "active": ("finished", "released"),
+    "finished": (),
+    "released": (),
+    "expired": (),
+}
+ALIASES = {"tentative": "held"}  # schema 1 and ``--tentative``
+DEFAULT_HOLD = _dt.timedelta(hours=24)
 
 
 class StoreError(LlmsizerError, RuntimeError):
@@ -33,6 +74,33 @@ class StoreError(LlmsizerError, RuntimeError):
 
 class BookingConflict(InputError):
     """A booking no longer fits: capacity was taken since the check."""
+
+
+class IllegalTransition(InputError):
+    """A lifecycle transition not in :data:`TRANSITIONS` (e.g. confirm a released booking)."""
+
+
+class PastWindow(InputError):
+    """A booking whose window starts before now."""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    id: str
+    job: str
+    existing: bool  # True: the idempotency key matched a live booking, nothing new was written
+    state: str
+
+
+def utcnow() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
+
+
+def default_actor() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no user name in this environment
+        return "unknown"
 
 
 def db_url(db: str | None) -> str:
@@ -47,8 +115,25 @@ def db_url(db: str | None) -> str:
     return db
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file of a ``sqlite:///`` URL (None for memory or another database)."""
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url[len("sqlite:///"):].split("?", 1)[0]
+    return path if path and path != ":memory:" else None
+
+
+def state_name(state: str) -> str:
+    s = ALIASES.get(state, state)
+    if s not in STATES:
+        raise InputError(f"unknown state {state!r}; one of {', '.join(STATES)}")
+    return s
+
+
 class Store:
-    def __init__(self, db: str | None = None) -> None:
+    def __init__(self, db: str | None = None, *, readonly: bool = False) -> None:
+        """Open (and, unless ``readonly``, create) the store. ``readonly`` on a SQLite file that does not exist
+        raises :class:`FileNotFoundError`-like :class:`StoreError`; use :meth:`exists` first to avoid it."""
         try:
             import sqlalchemy as sa
         except ImportError:
@@ -56,9 +141,17 @@ class Store:
         self.sa = sa
         self.url = db_url(db)
         self.sqlite = self.url.startswith("sqlite")
+        self.readonly = readonly
         try:
             if self.sqlite:
-                self.engine = sa.create_engine(self.url, connect_args={"timeout": 60})
+                path = sqlite_path(self.url)
+                if readonly and path is not None:
+                    if not Path(path).exists():
+                        raise StoreError(f"no reservation store at {path}")
+                    url = f"sqlite:///file:{Path(path).resolve()}?mode=ro&uri=true"
+                else:
+                    url = self.url
+                self.engine = sa.create_engine(url, connect_args={"timeout": 60})
 
                 @sa.event.listens_for(self.engine, "connect")
                 def _no_autobegin(dbapi_conn: Any, _rec: Any) -> None:
@@ -66,9 +159,11 @@ class Store:
 
                 @sa.event.listens_for(self.engine, "begin")
                 def _immediate(conn: Any) -> None:
-                    conn.exec_driver_sql("BEGIN IMMEDIATE")
+                    conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
             else:
                 self.engine = sa.create_engine(self.url, pool_pre_ping=True)
+        except StoreError:
+            raise
         except Exception as e:  # bad URL, missing driver
             raise StoreError(f"cannot open the reservation store {db!r}: {e}") from None
         md = sa.MetaData()
@@ -79,7 +174,8 @@ class Store:
             sa.Column("job", sa.String(200), nullable=False), sa.Column("kind", sa.String(20), nullable=False),
             sa.Column("state", sa.String(20), nullable=False), sa.Column("start", sa.DateTime, nullable=False),
             sa.Column("end", sa.DateTime, nullable=False), sa.Column("created", sa.DateTime, nullable=False),
-            sa.Column("note", sa.Text, default=""))
+            sa.Column("note", sa.Text, default=""), sa.Column("idem_key", sa.String(64), index=True),
+            sa.Column("hold_until", sa.DateTime))
         self.holds = sa.Table(
             "holds", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("reservation", sa.String(64), sa.ForeignKey("reservations.id"), nullable=False, index=True),
@@ -87,109 +183,331 @@ class Store:
             sa.Column("amount", sa.Float, nullable=False), sa.Column("start", sa.DateTime, nullable=False),
             sa.Column("end", sa.DateTime, nullable=False))
         self.locks = sa.Table("resource_locks", md, sa.Column("resource", sa.String(200), primary_key=True))
+        self.audit_t = sa.Table(
+            "audit", md, sa.Column("seq", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("at", sa.DateTime, nullable=False), sa.Column("actor", sa.String(200), nullable=False),
+            sa.Column("action", sa.String(40), nullable=False),
+            sa.Column("reservation", sa.String(64), nullable=False, index=True),
+            sa.Column("before", sa.String(20)), sa.Column("after", sa.String(20), nullable=False),
+            sa.Column("detail", sa.Text, default=""))
+        self.empty = False
+        if readonly:
+            try:  # a database nobody has booked into yet has no tables: nothing is held
+                self.empty = not sa.inspect(self.engine).has_table("reservations")
+            except sa.exc.SQLAlchemyError as e:
+                raise StoreError(f"cannot open the reservation store {self.url.split('@')[-1]}: "
+                                 f"{str(e).splitlines()[0]}") from None
+            return
         try:
             md.create_all(self.engine)  # idempotent: creates what is missing
-            with self.engine.begin() as c:
-                if c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first() is None:
-                    c.execute(self.meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            self._migrate()
         except sa.exc.IntegrityError:
             pass  # another process created it at the same moment
         except sa.exc.SQLAlchemyError as e:
             raise StoreError(f"cannot open the reservation store {self.url.split('@')[-1]}: "
                              f"{str(e).splitlines()[0]}") from None
 
+    def _migrate(self) -> None:
+        """Schema 1 -> 2: the idem_key and hold_until columns; state ``tentative`` is now ``held``."""
+        sa = self.sa
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
+        if row is not None and row[0] == str(SCHEMA_VERSION):
+            return
+        for name, typ in (("idem_key", "VARCHAR(64)"), ("hold_until", "TIMESTAMP")):
+            if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
+                try:
+                    with self.engine.begin() as c:
+                        c.exec_driver_sql(f"ALTER TABLE reservations ADD COLUMN {name} {typ}")
+                except sa.exc.SQLAlchemyError:  # another process added it at the same moment
+                    if name not in {c["name"] for c in sa.inspect(self.engine).get_columns("reservations")}:
+                        raise
+        with self.engine.begin() as c:
+            c.execute(sa.update(self.res).where(self.res.c.state == "tentative").values(state="held"))
+            if row is not None and c.execute(sa.select(sa.func.count()).select_from(self.audit_t)).scalar() == 0:
+                # reservations written before the audit log: one "migrate" entry each, so the log replays
+                now = utcnow()
+                for rid, st in c.execute(sa.select(self.res.c.id, self.res.c.state).order_by(self.res.c.created)
+                                         ).all():
+                    self._log(c, rid, None, st, "migration", now, "migrate", "recorded before the audit log")
+            row = c.execute(sa.select(self.meta.c.value).where(self.meta.c.key == "schema_version")).first()
+            if row is None:
+                c.execute(self.meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION)))
+            else:
+                c.execute(sa.update(self.meta).where(self.meta.c.key == "schema_version")
+                          .values(value=str(SCHEMA_VERSION)))
+
+    @staticmethod
+    def exists(db: str | None) -> bool:
+        """False only for a SQLite file that is not there (a server database is taken to exist)."""
+        path = sqlite_path(db_url(db))
+        return path is None or Path(path).exists()
+
     def close(self) -> None:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ reading
     def bookings(self, *, include_tentative: bool = True) -> list[Booking]:
-        """Active reservations (not released) with their holds."""
+        """Reservations that hold capacity (held, confirmed, active; without held ones when
+        ``include_tentative`` is false) with their holds."""
         sa = self.sa
-        states = ("tentative", "confirmed") if include_tentative else ("confirmed",)
+        if self.empty:
+            return []
+        # "tentative": a schema-1 file opened read-only (not migrated) still counts its holds
+        states = (*HOLDING, "tentative") if include_tentative else ("confirmed", "active")
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(self.res).where(self.res.c.state.in_(states))).mappings().all()
+            rows = c.execute(sa.select(*self._base_cols()).where(self.res.c.state.in_(states))).mappings().all()
             holds = c.execute(sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
                               .where(self.res.c.state.in_(states))).mappings().all()
         by: dict[str, list[Item]] = {}
         for h in holds:
             by.setdefault(h["reservation"], []).append(Item(h["resource"], h["amount"], h["start"], h["end"]))
-        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), r["state"]) for r in rows]
+        return [Booking(r["id"], r["job"], r["kind"], tuple(by.get(r["id"], [])), ALIASES.get(r["state"], r["state"]))
+                for r in rows]
+
+    def _base_cols(self) -> list[Any]:
+        """The columns of schema 1 (present in every version)."""
+        return [self.res.c[k] for k in ("id", "job", "kind", "state", "start", "end", "created", "note")]
 
     def reservations(self) -> list[dict[str, Any]]:
         sa = self.sa
+        if self.empty:
+            return []
         with self.engine.connect() as c:
-            rows = c.execute(sa.select(self.res).order_by(self.res.c.start)).mappings().all()
+            rows = c.execute(sa.select(*self._base_cols()).order_by(self.res.c.start, self.res.c.created)
+                             ).mappings().all()
+        return [{**r, "state": ALIASES.get(r["state"], r["state"])} for r in rows]
+
+    def audit(self) -> list[dict[str, Any]]:
+        """The audit log, oldest first."""
+        sa = self.sa
+        if self.empty or (self.readonly and not sa.inspect(self.engine).has_table("audit")):
+            return []
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(self.audit_t).order_by(self.audit_t.c.seq)).mappings().all()
         return [dict(r) for r in rows]
 
+    def live_by_key(self, keys: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """key -> (id, state) of the oldest live booking (requested/held/confirmed/active) with that key."""
+        sa = self.sa
+        out: dict[str, tuple[str, str]] = {}
+        if not keys:
+            return out
+        with self.engine.connect() as c:
+            for r in c.execute(sa.select(self.res.c.id, self.res.c.idem_key, self.res.c.state)
+                               .where(self.res.c.idem_key.in_(list(keys)), self.res.c.state.in_(LIVE))
+                               .order_by(self.res.c.created)).all():
+                out.setdefault(r[1], (r[0], r[2]))
+        return out
+
+    def holds_of(self, rid: str) -> list[Item]:
+        sa = self.sa
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(self.holds).where(self.holds.c.reservation == rid)).mappings().all()
+        return [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in rows]
+
     # ------------------------------------------------------------------ writing
+    def _log(self, c: Any, rid: str, before: str | None, after: str, actor: str, now: _dt.datetime,
+             action: str, detail: str = "") -> None:
+        c.execute(self.audit_t.insert().values(at=now, actor=actor, action=action, reservation=rid, before=before,
+                                               after=after, detail=detail))
+
+    def _lock(self, c: Any, names: Sequence[str]) -> None:
+        """PostgreSQL: lock the rows of ``names`` (created when missing) in a fixed order. SQLite: the whole
+        file is already write-locked by ``BEGIN IMMEDIATE``."""
+        if self.sqlite or not names:
+            return
+        sa = self.sa
+        names = sorted(set(names))
+        self._ensure_locks(names)
+        c.execute(sa.select(self.locks.c.resource).where(self.locks.c.resource.in_(names))
+                  .order_by(self.locks.c.resource).with_for_update()).all()
+
+    def _held_items(self, c: Any, resources: Sequence[str], lo: _dt.datetime, hi: _dt.datetime,
+                    exclude: str | None = None) -> list[Item]:
+        sa = self.sa
+        q = (sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
+             .where(self.res.c.state.in_(HOLDING), self.holds.c.resource.in_(list(resources)),
+                    self.holds.c.start < hi, self.holds.c.end > lo))
+        if exclude is not None:
+            q = q.where(self.res.c.id != exclude)
+        return [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in c.execute(q).mappings().all()]
+
+    @staticmethod
+    def _conflict(job: str, items: Sequence[Item], existing: Sequence[Item], capacity: dict[str, float],
+                  suffix: str = "") -> BookingConflict | None:
+        bad = overflow(items, existing, capacity)
+        if not bad:
+            return None
+        lo = min(i.start for i in items)
+        hi = max(i.end for i in items)
+        res, load, cap = bad[0]
+        return BookingConflict(f"job {job!r} no longer fits: {res} would hold {load:g} of {cap:g} between "
+                               f"{lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}{suffix}; run `llmsizer capacity check` "
+                               "again")
+
     def book(self, placement: Placement, capacity: dict[str, float], *, state: str = "confirmed",
-             note: str = "") -> str:
+             note: str = "", **kw: Any) -> str:
         """Record ``placement`` atomically; raise :class:`BookingConflict` when it no longer fits."""
-        return self.book_all([placement], capacity, state=state, note=note)[0]
+        return self.book_all([placement], capacity, state=state, note=note, **kw)[0]
 
     def book_all(self, placements: Sequence[Placement], capacity: dict[str, float], *, state: str = "confirmed",
-                 note: str = "") -> list[str]:
+                 note: str = "", **kw: Any) -> list[str]:
+        """Record every placement of one request in ONE transaction, all or none (see :meth:`submit`).
+        Returns the ids, in order."""
+        return [s.id for s in self.submit(placements, capacity, state=state, note=note, **kw)]
+
+    def submit(self, placements: Sequence[Placement], capacity: dict[str, float], *, state: str = "confirmed",
+               note: str = "", keys: Sequence[str | None] | None = None, actor: str | None = None,
+               now: _dt.datetime | None = None, hold_for: _dt.timedelta = DEFAULT_HOLD,
+               not_before: _dt.datetime | None = None) -> list[Submitted]:
         """Record every placement of one request in ONE transaction, all or none: under the locks of every
         resource they hold, re-check each against the stored holds plus the placements before it; when one no
-        longer fits, raise :class:`BookingConflict` naming its job and record nothing. Returns the ids, in order."""
+        longer fits, raise :class:`BookingConflict` naming its job and record nothing. A placement whose key
+        (``keys``, one per placement) already has a live booking is answered with that booking (``existing``).
+        ``not_before``: refuse (:class:`PastWindow`) a placement starting before it."""
         sa = self.sa
-        if state not in ("tentative", "confirmed"):
-            raise InputError(f"state must be tentative or confirmed, not {state!r}")
+        state = state_name(state)
+        if state not in TRANSITIONS[None]:
+            raise IllegalTransition(f"a new booking may be {', '.join(TRANSITIONS[None])}, not {state}")
         if not placements:
             return []
+        keys = list(keys) if keys is not None else [None] * len(placements)
+        if len(keys) != len(placements):
+            raise InputError("one idempotency key per placement")
+        if not_before is not None:
+            for p in placements:
+                if p.start < not_before:
+                    raise PastWindow(f"job {p.job!r}: the window starts {p.start:%Y-%m-%d %H:%M}, before now "
+                                     f"({not_before:%Y-%m-%d %H:%M} UTC); give a later start or use --earliest")
+        actor = actor or default_actor()
+        now = now or utcnow()
+        self.expire_due(now, actor=actor)
         resources = sorted({i.resource for p in placements for i in p.items})
-        rids = [uuid.uuid4().hex[:12] for _ in placements]
+        out: list[Submitted] = []
         try:
             with self.engine.begin() as c:  # SQLite: BEGIN IMMEDIATE (see __init__)
-                if not self.sqlite and resources:
-                    self._ensure_locks(resources)
-                    c.execute(sa.select(self.locks.c.resource).where(self.locks.c.resource.in_(resources))
-                              .order_by(self.locks.c.resource).with_for_update()).all()
-                lo_all = min((i.start for p in placements for i in p.items), default=placements[0].start)
-                hi_all = max((i.end for p in placements for i in p.items), default=placements[0].end)
-                rows = c.execute(
-                    sa.select(self.holds).join(self.res, self.holds.c.reservation == self.res.c.id)
-                    .where(self.res.c.state != "released", self.holds.c.resource.in_(resources),
-                           self.holds.c.start < hi_all, self.holds.c.end > lo_all)).mappings().all()
-                existing = [Item(r["resource"], r["amount"], r["start"], r["end"]) for r in rows]
-                for placement in placements:
-                    bad = overflow(placement.items, existing, capacity)
-                    if bad:
-                        lo, hi = placement.start, placement.end
-                        res, load, cap = bad[0]
+                self._lock(c, [*resources, *(f"key:{k}" for k in keys if k)])
+                found: dict[str, tuple[str, str]] = {}
+                live_keys = [k for k in keys if k]
+                if live_keys:
+                    for r in c.execute(sa.select(self.res.c.id, self.res.c.idem_key, self.res.c.state)
+                                       .where(self.res.c.idem_key.in_(live_keys), self.res.c.state.in_(LIVE))
+                                       .order_by(self.res.c.created)).all():
+                        found.setdefault(r[1], (r[0], r[2]))
+                new = [(p, k) for p, k in zip(placements, keys, strict=True) if not (k and k in found)]
+                if state in HOLDING and new:
+                    items_all = [i for p, _ in new for i in p.items]
+                    lo_all = min((i.start for i in items_all), default=new[0][0].start)
+                    hi_all = max((i.end for i in items_all), default=new[0][0].end)
+                    existing = self._held_items(c, resources, lo_all, hi_all)
+                    for placement, _ in new:
                         others = "; nothing of this request was booked" if len(placements) > 1 else ""
-                        raise BookingConflict(f"job {placement.job!r} no longer fits: {res} would hold {load:g} of "
-                                              f"{cap:g} between {lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}"
-                                              f"{others}; run `llmsizer capacity check` again")
-                    existing.extend(placement.items)  # the next job of the request counts on these too
-                now = _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None)
-                for rid, placement in zip(rids, placements, strict=True):
-                    c.execute(self.res.insert().values(id=rid, job=placement.job, kind=placement.kind, state=state,
-                                                       start=placement.start, end=placement.end, created=now,
-                                                       note=note))
+                        err = self._conflict(placement.job, placement.items, existing, capacity, others) \
+                            if placement.items else None
+                        if err:
+                            raise err
+                        existing.extend(placement.items)  # the next job of the request counts on these too
+                for placement, key in zip(placements, keys, strict=True):
+                    if key and key in found:
+                        rid, st = found[key]
+                        out.append(Submitted(rid, placement.job, True, st))
+                        continue
+                    rid = uuid.uuid4().hex[:12]
+                    c.execute(self.res.insert().values(
+                        id=rid, job=placement.job, kind=placement.kind, state=state, start=placement.start,
+                        end=placement.end, created=now, note=note, idem_key=key,
+                        hold_until=now + hold_for if state in ("held", "requested") else None))
                     if placement.items:
                         c.execute(self.holds.insert(), [dict(reservation=rid, resource=i.resource, amount=i.amount,
                                                              start=i.start, end=i.end) for i in placement.items])
+                    self._log(c, rid, None, state, actor, now, "book", note)
+                    out.append(Submitted(rid, placement.job, False, state))
         except sa.exc.OperationalError as e:
             raise StoreError(f"booking failed: {str(e).splitlines()[0]}") from None
-        return rids
+        return out
 
     def _ensure_locks(self, resources: Sequence[str]) -> None:
         from sqlalchemy.dialects.postgresql import insert
         with self.engine.begin() as c:
             c.execute(insert(self.locks).values([{"resource": r} for r in resources]).on_conflict_do_nothing())
 
-    def set_state(self, rid: str, state: str) -> None:
-        if state not in STATES:
-            raise InputError(f"unknown state {state!r}; one of {', '.join(STATES)}")
+    def transition(self, rid: str, to: str, capacity: dict[str, float] | None = None, *,
+                   actor: str | None = None, now: _dt.datetime | None = None) -> str:
+        """Move reservation ``rid`` to state ``to`` in one transaction; returns the state before. Into a
+        capacity-holding state it re-checks capacity (``capacity`` is then required) under the locks of the
+        reservation's resources; a held booking past its ``hold_until`` is expired instead and refused."""
         sa = self.sa
-        with self.engine.begin() as c:
-            n = c.execute(sa.update(self.res).where(self.res.c.id == rid).values(state=state)).rowcount
-        if not n:
-            raise InputError(f"no reservation {rid!r} (list them with `llmsizer capacity show`)")
+        to = state_name(to)
+        actor = actor or default_actor()
+        now = now or utcnow()
+        items = self.holds_of(rid)  # a reservation's holds never change after it is written
+        try:
+            with self.engine.begin() as c:
+                self._lock(c, [i.resource for i in items])
+                q = sa.select(self.res).where(self.res.c.id == rid)
+                row = c.execute(q if self.sqlite else q.with_for_update()).mappings().first()
+                if row is None:
+                    raise InputError(f"no reservation {rid!r} (list them with `llmsizer capacity show`)")
+                before = row["state"]
+                if to == before:
+                    raise IllegalTransition(f"{rid} is already {before}")
+                if to not in TRANSITIONS.get(before, ()):
+                    allowed = ", ".join(TRANSITIONS.get(before, ())) or "nothing: it is final"
+                    raise IllegalTransition(f"{rid} ({row['job']}) is {before}; it cannot become {to} "
+                                            f"(from {before} it may go to: {allowed})")
+                lapsed = before in ("held", "requested") and row["hold_until"] is not None and \
+                    row["hold_until"] <= now and to != "released"
+                if lapsed and to != "expired":
+                    c.execute(sa.update(self.res).where(self.res.c.id == rid).values(state="expired"))
+                    self._log(c, rid, before, "expired", actor, now, "expire", f"hold lapsed at {row['hold_until']}")
+                if not lapsed and to in HOLDING and items:
+                    if capacity is None:
+                        raise InputError(f"becoming {to} re-checks capacity: give --inventory")
+                    lo = min(i.start for i in items)
+                    hi = max(i.end for i in items)
+                    err = self._conflict(row["job"], items, self._held_items(
+                        c, sorted({i.resource for i in items}), lo, hi, exclude=rid), capacity)
+                    if err:
+                        raise err
+                if not lapsed or to == "expired":
+                    c.execute(sa.update(self.res).where(self.res.c.id == rid)
+                              .values(state=to, hold_until=None if to not in ("held", "requested") else
+                                      row["hold_until"]))
+                    self._log(c, rid, before, to, actor, now, {"held": "hold", "confirmed": "confirm",
+                                                               "active": "activate", "finished": "finish",
+                                                               "released": "release", "expired": "expire"}[to])
+        except sa.exc.OperationalError as e:
+            raise StoreError(f"{rid}: the change failed: {str(e).splitlines()[0]}") from None
+        if lapsed and to != "expired":
+            raise IllegalTransition(f"{rid} ({row['job']}): its hold lapsed at {row['hold_until']:%Y-%m-%d %H:%M} "
+                                    f"UTC and is now expired; book again")
+        return str(before)
 
-    def release(self, rid: str) -> None:
-        self.set_state(rid, "released")
+    def expire_due(self, now: _dt.datetime | None = None, *, actor: str | None = None) -> list[str]:
+        """Expire every requested/held booking whose ``hold_until`` has passed; returns their ids."""
+        sa = self.sa
+        now = now or utcnow()
+        actor = actor or default_actor()
+        with self.engine.connect() as c:
+            due = c.execute(sa.select(self.res.c.id, self.res.c.state)
+                            .where(self.res.c.state.in_(("held", "requested")), self.res.c.hold_until <= now)).all()
+        done = []
+        for rid, st in due:
+            with self.engine.begin() as c:
+                n = c.execute(sa.update(self.res).where(self.res.c.id == rid, self.res.c.state == st)
+                              .values(state="expired")).rowcount
+                if n:
+                    self._log(c, rid, st, "expired", actor, now, "expire", "hold lapsed")
+                    done.append(rid)
+        return done
+
+    def set_state(self, rid: str, state: str, capacity: dict[str, float] | None = None, **kw: Any) -> None:
+        """Compatibility wrapper of :meth:`transition`."""
+        self.transition(rid, state, capacity, **kw)
+
+    def release(self, rid: str, **kw: Any) -> None:
+        self.transition(rid, "released", **kw)
 
 
 def utilisation(bookings: Sequence[Booking], capacity: dict[str, float], at: _dt.datetime) -> dict[str, float]:
