@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import check_output
 from .commands import COMMAND_HELP
 
 EPILOG = """examples:
@@ -189,6 +190,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
+    inputs = [args.inventory, args.db, *(args.hardware_file or ())]
+    for out in (args.svg, args.html):
+        if out:
+            check_output(out, inputs)  # before any work
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     store = _store(args)
     rows = store.reservations()
@@ -218,13 +223,13 @@ def cmd_show(args: argparse.Namespace) -> int:
                     print(f"  {res:<32} {share:.0%}")
     if args.svg:
         from ..provider.report import timeline_svg
-        from .plan_cmd import write_atomic
-        write_atomic(Path(args.svg), timeline_svg(inv, bookings))
+        from .common import write_atomic
+        write_atomic(Path(args.svg), timeline_svg(inv, bookings), inputs)
     if args.html:
         from ..provider.report import render_capacity_html
-        from .plan_cmd import write_atomic
+        from .common import write_atomic
         title = f"Capacity: {inv.provider}" if inv.provider else "Capacity"
         write_atomic(Path(args.html), render_capacity_html(
             inv, bookings, rows, title=title,
-            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)))
+            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)), inputs)
     return 0

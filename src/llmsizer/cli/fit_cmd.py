@@ -8,9 +8,10 @@ from typing import Any
 from ..estimate.duration import training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
+from ..numbers import COUNT, MONEY
 from ..render.fit_text import render_fit
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .common import add_model_args, bytes_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .train_cmd import render_duration
 from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
 
@@ -36,13 +37,13 @@ def register(sub: Any) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
-    p.add_argument("--count", type=int, help="devices (default: the instance's count, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1)")
     add_headroom_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
     add_inference_args(p, tensor_parallel=False, attention=False)
     add_training_args(p)
-    p.add_argument("--kwh-price", type=float, help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
+    p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_fit)

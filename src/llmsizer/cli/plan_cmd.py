@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import check_output
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
 from ..request import RequestError, load_request
@@ -76,6 +77,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
             today = _dt.date.fromisoformat(args.today)
         except ValueError:
             raise InputError(f"--today {args.today!r}: write YYYY-MM-DD") from None
+    inputs = [args.request, *(args.hardware_file or ())]
+    if out is not None:
+        check_output(out, inputs)  # before any work: a folder, a device or an input is refused up front
     try:
         req = load_request(args.request, hardware_files=args.hardware_file)
     except RequestError as e:
@@ -84,7 +88,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 2
     plan = make_plan(req, hardware_files=args.hardware_file, today=today, alternatives=not args.no_alternatives)
     if out is not None:
-        write_atomic(out, render(plan, fmt or "json"))
+        write_atomic(out, render(plan, fmt or "json"), inputs)
     if args.json:
         sys.stdout.write(render(plan, "json"))
     elif not args.quiet:

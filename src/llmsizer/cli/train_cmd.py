@@ -9,11 +9,12 @@ from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import fit_training, resolve_target
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
+from ..numbers import COUNT
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
 from ..units import format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import add_headroom_arg, add_training_args, training_fields
 
 EPILOG = """examples:
@@ -42,7 +43,7 @@ def register(sub: Any) -> None:
     add_headroom_arg(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`: its memory is the budget "
                    "(as in `fit --train`) and, with --tokens, the duration on it")
-    p.add_argument("--count", type=int, help="devices (default: the instance's count, else --gpus, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")
     p.add_argument("--max-seq", action="store_true", help="report the longest sequence that fits --memory")

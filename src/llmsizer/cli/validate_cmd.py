@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..inputs import check_output
 from .commands import COMMAND_HELP
-from .common import emit_json
+from .common import emit_json, write_atomic
 
 GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md"
 
@@ -173,9 +174,11 @@ def _rel(path: str) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.markdown:
+        check_output(args.markdown)  # a folder or a device is refused before the cases run
     g = gather(args)
     if args.markdown:
-        Path(args.markdown).write_text(render_markdown(g), encoding="utf-8")
+        write_atomic(Path(args.markdown), render_markdown(g))
     if args.json:
         emit_json({"cases": [c.to_dict() for c in g["cases"]],
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],

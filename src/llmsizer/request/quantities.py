@@ -16,6 +16,7 @@ import datetime as _dt
 import re
 
 from ..errors import InputError
+from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, check_number
 from ..units import parse_bytes, parse_count, parse_tokens
 
 HOURS_PER_MONTH = 730.0
@@ -68,6 +69,8 @@ def parse_size(value: object) -> int:
         raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
     try:
         return parse_bytes(value, what="size")  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
                          "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
@@ -81,6 +84,8 @@ def parse_plain_count(value: object, words: tuple[str, ...] = ()) -> int:
         value = _strip_word(value, words)
     try:
         return parse_count(value, what="count")  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {value!r} as a number; write e.g. '8', '40k', '1.5M'") from None
 
@@ -93,7 +98,9 @@ def parse_token_count(value: object) -> int:
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_count(value, what="tokens")  # type: ignore[arg-type]
+        return parse_count(value, what="tokens", rng=TRAIN_TOKENS)  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {value!r} as a token count; write e.g. '500k tokens', '2B tokens', "
                          "'60M'") from None
@@ -107,7 +114,9 @@ def parse_context(value: object) -> int:
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_tokens(value, what="length")  # type: ignore[arg-type]
+        return parse_tokens(value, what="length", rng=TOKENS)  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {value!r} as a token length; write e.g. '4096', '8k' (= 8192), "
                          "'128k'") from None
@@ -132,7 +141,7 @@ def parse_duration(value: object) -> float:
     seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
     if seconds <= 0:
         raise InputError(f"duration {value!r} must be positive")
-    return seconds
+    return float(check_number(seconds, "duration", SECONDS))
 
 
 def parse_interval(value: object) -> tuple[float | None, int | None]:
@@ -144,6 +153,8 @@ def parse_interval(value: object) -> tuple[float | None, int | None]:
         return None, n
     try:
         return parse_duration(value), None
+    except NumberError:
+        raise
     except InputError:
         raise InputError(f"cannot read {value!r} as an interval; write a time ('2h', '30 min') or a step count "
                          "('500 steps')") from None
@@ -155,9 +166,7 @@ def parse_money(value: object, period: str | None = None) -> float:
     if isinstance(value, bool):
         raise InputError(f"cannot read {value!r} as an amount; write e.g. '20000 USD', '$20k'")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise InputError(f"amount must not be negative, got {value}")
-        return float(value)
+        return float(check_number(value, "amount", MONEY))
     s = str(value).strip()
     if _CURRENCY.search(s):
         raise InputError(f"amount {value!r}: give US dollars (the catalog's prices are USD); convert first")
@@ -173,7 +182,8 @@ def parse_money(value: object, period: str | None = None) -> float:
     if not m:
         hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
         raise InputError(f"cannot read {value!r} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
-    return _number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)]
+    return float(check_number(_number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)],
+                              "amount", MONEY))
 
 
 def parse_bandwidth(value: object) -> float:
@@ -185,7 +195,7 @@ def parse_bandwidth(value: object) -> float:
     if not m or m.group(2) not in _BANDWIDTH_UNITS:
         raise InputError(f"cannot read {value!r} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
                          "(b = bits, B = bytes)")
-    return _number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)]
+    return float(check_number(_number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)], "bandwidth", BANDWIDTH))
 
 
 def parse_rate(value: object) -> float:
@@ -193,9 +203,7 @@ def parse_rate(value: object) -> float:
     if isinstance(value, bool):
         raise InputError(f"cannot read {value!r} as a rate; write e.g. '5/s', '300/min'")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise InputError(f"rate must not be negative, got {value}")
-        return float(value)
+        return float(check_number(value, "rate", RATE))
     s = str(value).strip().lower()
     s = re.sub(r"\s*(requests?|req)\s*", " ", s).strip()
     m = re.fullmatch(_NUM + r"\s*(?:/|per\s+)?\s*([a-z]*)", s)
@@ -206,7 +214,7 @@ def parse_rate(value: object) -> float:
         unit = "s"
     if unit not in _RATE_UNITS:
         raise InputError(f"rate {value!r}: unknown period {unit!r}; use /s, /min, /h or /day")
-    return _number(m.group(1)) * _RATE_UNITS[unit]
+    return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "rate", RATE))
 
 
 def parse_share(value: object) -> float:
@@ -231,7 +239,7 @@ def parse_share(value: object) -> float:
         raise InputError(f"cannot read {value!r} as a share")
     if not 0 <= v <= 1:
         raise InputError(f"share {value!r} must be between 0 and 1 (0% and 100%)")
-    return v
+    return float(check_number(v, "share", FRACTION))
 
 
 def parse_date(value: object) -> _dt.date:

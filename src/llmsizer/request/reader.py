@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..inputs import TOO_DEEP, check_model_name, foreign_tag, read_small_text
+from ..inputs import short as _short
+from ..numbers import COUNT, POSITIVE, Range, check_number
 from ..specs.workload import ENGINES, normalize_engine
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
@@ -71,6 +74,12 @@ JOB_SECTIONS: dict[str, type] = {
 TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+_COUNT_WHY = "a count; 2^20 = 1,048,576 is past every real setting"
+
+# The largest request a person or a generator writes is far smaller: the examples are ~3 KB, a 200-job request
+# ~60 KB. Past 1 MiB the file is a mistake (or hostile), and reading it would cost seconds and hundreds of MB.
+MAX_REQUEST_BYTES = 2**20
 _PLAIN_COUNT_WORDS = ("examples", "documents", "docs", "users", "requests", "sequences", "params", "parameters",
                       "devices", "steps")
 
@@ -119,7 +128,11 @@ class _Reader:
         return self.is_scalar(node) and node.tag == "tag:yaml.org,2002:null"
 
     def construct(self, node: Any) -> Any:
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except (self.yaml.YAMLError, ValueError, TypeError, OverflowError) as e:  # '!!int abc', '!!float x'
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            raise InputError(f"cannot read {_short(node.value)} as {kind} ({type(e).__name__})") from None
 
     def pairs(self, node: Any, where: str, path: str) -> list[tuple[str, Any, Any]]:
         """(key, key node, value node) of a mapping; duplicate and non-text keys are errors."""
@@ -170,6 +183,30 @@ class _Reader:
             return None
 
     def scalar(self, f: Field, node: Any) -> Any:
+        v = self.scalar_value(f, node)
+        rng = self.range(f)
+        if rng is None or v is None:
+            return v
+        if isinstance(v, Interval):
+            if v.steps is not None:
+                check_number(v.steps, "", COUNT)
+            return v
+        return check_number(v, "", rng)  # the one validation layer (issue #15); the caller adds file:line: field
+
+    @staticmethod
+    def range(f: Field) -> Range | None:
+        """The allowed range of a numeric field: its own bounds, else a documented default."""
+        if f.type == "int":
+            return Range(f.minimum if f.minimum is not None else 0,
+                         f.maximum if f.maximum is not None else COUNT.high, True,
+                         "the request format's bound" if f.maximum is not None else _COUNT_WHY)
+        if f.type == "number":
+            return Range(f.minimum if f.minimum is not None else 0,
+                         f.maximum if f.maximum is not None else POSITIVE.high, False,
+                         "the request format's bound" if f.maximum is not None else POSITIVE.why)
+        return None  # sizes, counts, tokens, durations, money...: checked by their parsers (quantities.py)
+
+    def scalar_value(self, f: Field, node: Any) -> Any:
         t = f.type
         raw = str(node.value)
         text = raw.strip()
@@ -201,18 +238,18 @@ class _Reader:
         v = self.construct(node)
         if t == "int":
             if isinstance(v, bool):
-                raise InputError(f"must be a whole number, got {text!r}")
+                raise InputError(f"must be a whole number, got {_short(text)}")
             n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS) if isinstance(v, str) else v
-            if not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
-                raise InputError(f"must be a whole number, got {text!r}")
-            return self.bounded(f, int(n))
+            if not isinstance(n, (int, float)):
+                raise InputError(f"must be a whole number, got {_short(text)}")
+            return n
         if t == "number":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 try:
                     v = float(text)
                 except ValueError:
-                    raise InputError(f"must be a number, got {text!r}") from None
-            return self.bounded(f, float(v))
+                    raise InputError(f"must be a number, got {_short(text)}") from None
+            return v
         if t == "size":
             return Q.parse_size(v if not plain else text)
         if t == "count":
@@ -249,13 +286,6 @@ class _Reader:
             from ..formulas.weight_formats import normalize_format
             return normalize_format(text)
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
-
-    def bounded(self, f: Field, v: float) -> Any:
-        if f.minimum is not None and v < f.minimum:
-            raise InputError(f"must be at least {f.minimum:g}, got {v:g}")
-        if f.maximum is not None and v > f.maximum:
-            raise InputError(f"must be at most {f.maximum:g}, got {v:g}")
-        return v
 
     def targets(self, value: str | list[str]) -> tuple[str, ...]:
         try:
@@ -345,6 +375,10 @@ class _Reader:
     # ------------------------------------------------------------------ whole file
     def read(self, text: str) -> Request | None:
         yaml = self.yaml
+        if len(text) > MAX_REQUEST_BYTES:
+            self.errors.append((0, f"{self.source}: {len(text):,} characters is too large for a request "
+                                   f"(at most {MAX_REQUEST_BYTES:,}: the largest real requests are ~100 KB)"))
+            return None
         try:
             # libyaml's parser when PyYAML has it (same nodes, tags and marks, several times faster on large
             # requests); a file it rejects is parsed again by the pure-Python one, whose messages are the
@@ -366,8 +400,16 @@ class _Reader:
         except yaml.YAMLError as e:
             self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
             return None
+        except RecursionError:
+            self.errors.append((0, f"{self.source}: {TOO_DEEP}; a request is at most a few levels deep"))
+            return None
         if root is None:
             self.errors.append((1, f"{self.source}:1: the file is empty; start from `llmsizer request new`"))
+            return None
+        bad_tag = foreign_tag(yaml, root)
+        if bad_tag is not None:
+            self.err(bad_tag[0], "", "", f"YAML tag {bad_tag[1]} is not allowed in a request; write plain values "
+                     "(no '!' tags)")
             return None
         if not self.is_map(root):
             self.err(root, "", "", "the top level must be a mapping with title, jobs, ... "
@@ -439,12 +481,14 @@ class _Reader:
                 self.jerr(i, j, "model.name", "is required (a catalog name, Hugging Face id or config.json path)"
                           + (" or model.from_job" if isinstance(j, InferenceJob) else ""))
             elif m.name is not None and self.check_names:
-                resolved = self.model_ref(m.name)
                 try:
+                    resolved = self.model_ref(check_model_name(m.name, "model"))
                     from ..models import load_model
                     load_model(resolved)
                 except LlmsizerError as e:
                     self.jerr(i, j, "model.name", str(e))
+                except OSError as e:  # a path the operating system refuses (a component over 255 bytes...)
+                    self.jerr(i, j, "model.name", f"cannot read {_short(m.name, 40)} ({e.strerror or e})")
                 else:
                     if resolved != m.name:
                         j = replace(j, model=replace(m, name=resolved))
@@ -598,7 +642,7 @@ def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (),
     ``<stdin>:LINE``; relative model paths count from the current folder)."""
     if str(path) == STDIN:
         try:
-            text = sys.stdin.read()
+            text = sys.stdin.read(MAX_REQUEST_BYTES + 1)
         except UnicodeDecodeError:
             raise InputError(f"request from {STDIN_SOURCE}: not UTF-8 text") from None
         except OSError as e:
@@ -606,11 +650,8 @@ def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (),
         return parse_request(text, source=STDIN_SOURCE, base_dir=Path.cwd(), hardware_files=hardware_files,
                              check_names=check_names)
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"request file {p}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"request file {p}: not UTF-8 text") from None
+    text = read_small_text(p, "request file", MAX_REQUEST_BYTES)
+
     return parse_request(text, source=str(p), base_dir=p.parent, hardware_files=hardware_files,
                          check_names=check_names)
+
