@@ -204,3 +204,47 @@ def test_validate_markdown_onto_a_folder(tmp_path, capsys) -> None:
     assert code == 2 and "is a folder" in one_line(err)
 
 
+
+
+# ------------------------------------------------------------------ 4. output hygiene
+ESC = "\x1b[31m"
+
+
+def test_escape_codes_in_a_request_title_are_escaped_on_the_terminal(tmp_path, capsys) -> None:
+    req = tmp_path / "req.yaml"
+    req.write_text(EXAMPLE.read_text().replace('title: "', 'title: "\\u001b[31m\\u001b]0;owned\\u0007 ', 1))
+    code, out, _ = run(["plan", str(req)], capsys)
+    assert code in (0, 1) and "\x1b" not in out and "\x07" not in out and "\\x1b[31m" in out
+
+
+def test_escape_codes_in_a_model_path_are_escaped(tmp_path, capsys) -> None:
+    import json
+    folder = tmp_path / f"m{ESC}"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 256, "num_hidden_layers": 2,
+        "num_attention_heads": 4, "num_key_value_heads": 4, "intermediate_size": 512, "vocab_size": 1000,
+        "max_position_embeddings": 2048}))
+    code, out, err = run(["infer", str(folder / "config.json")], capsys)
+    assert code == 0 and "\x1b" not in out + err and "\\x1b[31m" in out
+
+
+def test_escape_codes_in_an_error_line_are_escaped(tmp_path, capsys) -> None:
+    code, _, err = run(["plan", str(tmp_path / f"no{ESC}.yaml")], capsys)
+    assert code == 2 and "\x1b" not in err and "\\x1b[31m" in one_line(err)
+
+
+def test_markdown_report_escapes_html(tmp_path, capsys) -> None:
+    req = tmp_path / "req.yaml"
+    req.write_text(EXAMPLE.read_text().replace('title: "', 'title: "<script>alert(1)</script> <img src=x onerror=y> ', 1))
+    out = tmp_path / "r.md"
+    code, _, _ = run(["plan", str(req), "-o", str(out)], capsys)
+    text = out.read_text()
+    assert code in (0, 1) and "<script>" not in text and "<img" not in text and "&lt;script&gt;" in text
+    assert "<details><summary>Assumptions</summary>" in text  # the report's own tags stay
+
+
+def test_term_helper_escapes_controls_keeps_text() -> None:
+    from llmsizer.render.safe import term
+    assert term("a\tb\nc") == "a\tb\nc"
+    assert term("x\x1b[31my\r\x9b\u202e") == "x\\x1b[31my\\x0d\\x9b\\u202e"

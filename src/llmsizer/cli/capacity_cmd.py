@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_output
+from ..render.safe import say
 from .commands import COMMAND_HELP
 
 EPILOG = """examples:
@@ -137,7 +138,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(render_checks(checks))
+        say(render_checks(checks))
     return 0 if all(c.fits for c in checks) else 1
 
 
@@ -150,10 +151,10 @@ def cmd_book(args: argparse.Namespace) -> int:
     cap = capacities(inv)
     missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
     for c in missing:
-        print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
+        say(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
     if missing:
         if len(checks) > 1:
-            print("nothing of this request was booked (all or none)", file=sys.stderr)
+            say("nothing of this request was booked (all or none)", file=sys.stderr)
         if args.json:
             json.dump([], sys.stdout)
             sys.stdout.write("\n")
@@ -168,7 +169,7 @@ def cmd_book(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         for b in booked:
-            print(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])}")
+            say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])}")
     return 0
 
 
@@ -176,7 +177,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     store = _store(args)
     for rid in args.ids:
         store.set_state(rid, args.state)
-        print(f"{rid}: {args.state}")
+        say(f"{rid}: {args.state}")
     return 0
 
 
@@ -206,21 +207,21 @@ def cmd_show(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(f"{len(rows)} reservation(s)")
+        say(f"{len(rows)} reservation(s)")
         for r in rows:
-            print(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
+            say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
         times, series = timeline(inv, bookings)
         if times:
-            print(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
+            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
             bars = " .:-=+*#%@"
             for dev, vals in series.items():
                 line = "".join(bars[min(9, round(v * 9))] for v in vals)
-                print(f"  {dev:<22} |{line}| peak {max(vals):.0%}")
+                say(f"  {dev:<22} |{line}| peak {max(vals):.0%}")
         if at:
-            print(f"utilisation at {_fmt(at)}:")
+            say(f"utilisation at {_fmt(at)}:")
             for res, share in sorted(utilisation(bookings, capacities(inv), at).items()):
                 if share:
-                    print(f"  {res:<32} {share:.0%}")
+                    say(f"  {res:<32} {share:.0%}")
     if args.svg:
         from ..provider.report import timeline_svg
         from .common import write_atomic

@@ -10,6 +10,7 @@ from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
 from ..numbers import COUNT, MONEY
 from ..render.fit_text import render_fit
+from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .train_cmd import render_duration
@@ -67,11 +68,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(data)
             return exit_code(r.fits)
-        print(render_fit(r))
+        say(render_fit(r))
         if dur is not None:
-            print(render_duration(dur))
+            say(render_duration(dur))
             if data["training_time"]["cost"] is not None:
-                print(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
         return exit_code(r.fits)
     fields = inference_fields(args)
     if args.attention is not None:
@@ -83,13 +84,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return exit_code(r.fits)
-    print(render_fit(r))
+    say(render_fit(r))
     c = data["cost"]
     if c.get("price_per_hour") is not None:
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
         if c.get("per_million_tokens") is not None:
             line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
-        print(line)
+        say(line)
     return exit_code(r.fits)
 
 

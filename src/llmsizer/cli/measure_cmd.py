@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..numbers import CONCURRENCY, COUNT, SECONDS, SEED, WIDTH
+from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, tokens_arg
 
@@ -127,13 +128,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(record)
     else:
-        print(render_record(record))
+        say(render_record(record))
         if record.get("store_path"):
-            print(f"stored as #{record['store_id']} in {record['store_path']}")
+            say(f"stored as #{record['store_id']} in {record['store_path']}")
     if record["status"] == "oom":
-        print(f"llmsizer: {oom_message(record)}", file=sys.stderr)
+        say(f"llmsizer: {oom_message(record)}", file=sys.stderr)
         return 3
     if record["status"] != "ok":
-        print(f"llmsizer: measurement {record['status']}: {record.get('error', '')}", file=sys.stderr)
+        say(f"llmsizer: measurement {record['status']}: {record.get('error', '')}", file=sys.stderr)
         return 1
     return 0

@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..inputs import check_output
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
+from ..render.safe import say
 from ..request import RequestError, load_request
 from .commands import COMMAND_HELP
 from .common import write_atomic
@@ -84,7 +85,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         req = load_request(args.request, hardware_files=args.hardware_file)
     except RequestError as e:
         for line in e.errors:
-            print(f"llmsizer: error: {line}", file=sys.stderr)
+            say(f"llmsizer: error: {line}", file=sys.stderr)
         return 2
     plan = make_plan(req, hardware_files=args.hardware_file, today=today, alternatives=not args.no_alternatives)
     if out is not None:
@@ -92,7 +93,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(render(plan, "json"))
     elif not args.quiet:
-        print(render_plan_text(plan))
+        say(render_plan_text(plan))
         if out is not None:
-            print(f"report written to {out}")
+            say(f"report written to {out}")
     return 0 if plan.ok else 1

@@ -9,6 +9,7 @@ from ..errors import InputError
 from ..numbers import CONCURRENCY, MONEY, POSITIVE, TOP
 from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
+from ..render.safe import say
 from ..specs import InferenceWorkload
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
@@ -81,5 +82,5 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(rec.to_dict())
         return exit_code(bool(rec.options))
-    print(render_recommendation(rec, args.top))
+    say(render_recommendation(rec, args.top))
     return exit_code(bool(rec.options))

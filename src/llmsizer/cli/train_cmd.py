@@ -10,6 +10,7 @@ from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import fit_training, resolve_target
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
+from ..render.safe import say
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
 from ..units import format_count
@@ -91,18 +92,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
-    print(render_estimate(est, verbose=args.verbose))
+    say(render_estimate(est, verbose=args.verbose))
     seq = fields.get("seq_len", TrainingWorkload.seq_len)
     batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
     if "max_micro_batch" in reverse:
-        print(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
+        say(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
               if reverse["max_micro_batch"] else f"batch 1 does not fit: one sequence of {seq:,} tokens needs more "
               "than the budget")
     if "max_seq_len" in reverse:
-        print(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
+        say(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
               if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even 1 token does not")
     if duration is not None:
-        print(render_duration(duration))
+        say(render_duration(duration))
     return code
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..inputs import check_output
+from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import emit_json, write_atomic
 
@@ -184,9 +185,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
                    "summary": [s.to_dict() for s in g["summary"]], "sources": g["sources"]})
     else:
-        print(render_text(g))
+        say(render_text(g))
         if args.markdown:
-            print(f"report written to {args.markdown}")
+            say(f"report written to {args.markdown}")
     return 0
 
 
@@ -201,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return cmd_validate(args)
     except LlmsizerError as e:
-        print(f"llmsizer: error: {e}", file=sys.stderr)
+        say(f"llmsizer: error: {e}", file=sys.stderr)
         return 2
 
 
