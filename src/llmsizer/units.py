@@ -13,6 +13,7 @@ import re
 from functools import lru_cache
 
 from .errors import InputError
+from .inputs import short
 from .numbers import AMOUNT, SIZE, TOKENS, Range, check_number
 
 KiB = 1024
@@ -54,7 +55,7 @@ def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = S
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
     if not m or m.group(2) not in _BYTE_UNITS and m.group(2) != "":
         raise InputError(
-            f"{what}: cannot read {text!r} as a size; write e.g. '24GiB', '80GB', '512MiB' "
+            f"{what}: cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
             "(GiB = 2^30 bytes, GB = 10^9 bytes)"
         )
     factor = _BYTE_UNITS.get(m.group(2), 1)
@@ -68,7 +69,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {text!r} as a number; write e.g. '8192', '32k', '7B'")
+        raise InputError(f"{what}: cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
     return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng)
 
 
@@ -81,7 +82,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
+        raise InputError(f"{what}: cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
     return _checked(float(m.group(1)) * factor, what, rng)
 

@@ -37,6 +37,8 @@ from ..units import parse_bytes, parse_count, parse_tokens
 
 def _argtype(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     def convert(text: str) -> Any:
+        if len(text) > 200:  # no number is written in 200 characters; keep a 1 MB value out of the message
+            raise argparse.ArgumentTypeError(f"a value of {len(text):,} characters is not a number")
         try:
             return parse(text)
         except InputError as e:
