@@ -248,3 +248,30 @@ def test_term_helper_escapes_controls_keeps_text() -> None:
     from llmsizer.render.safe import term
     assert term("a\tb\nc") == "a\tb\nc"
     assert term("x\x1b[31my\r\x9b\u202e") == "x\\x1b[31my\\x0d\\x9b\\u202e"
+
+
+def test_too_many_jobs_are_refused_fast(tmp_path, capsys) -> None:
+    job = ("  - name: j{i}\n    kind: inference\n    model: {{name: qwen2.5-0.5b}}\n"
+           "    traffic: {{concurrency: 2, context: 2k}}\n")
+    req = tmp_path / "many.yaml"
+    req.write_text("version: 1\njobs:\n" + "".join(job.format(i=i) for i in range(5000)))
+    t = time.perf_counter()
+    code, _, err = run(["plan", str(req)], capsys)
+    assert code == 2 and f"{req}:3: jobs: 5,000 jobs is too many" in one_line(err) and time.perf_counter() - t < 10
+
+
+@pytest.mark.parametrize("line", ["k" * 900_000 + ": 1", "    model: {name: " + "m" * 900_000 + "}",
+                                  "    engine: " + "e" * 900_000])
+def test_a_huge_key_or_name_in_a_request_is_short_and_fast(tmp_path, line, capsys) -> None:
+    text = EXAMPLE.read_text()
+    if line.startswith("    "):
+        text = text.replace("    engine: llamacpp\n", line + "\n", 1) if "engine" in line else \
+            text.replace("    model:\n      name: qwen2.5-1.5b-instruct\n      size: 1.5B\n", line + "\n", 1)
+    else:
+        text = line + "\n" + text
+    req = tmp_path / "big-key.yaml"
+    req.write_text(text)
+    t = time.perf_counter()
+    code, _, err = run(["plan", str(req)], capsys)
+    assert code == 2 and time.perf_counter() - t < 10
+    assert all(len(ln) < 2000 for ln in err.splitlines()) and "Traceback" not in err, err[:300]

@@ -115,6 +115,8 @@ class Inventory:
 # ------------------------------------------------------------------------------------------ reading
 
 def _closest(word: str, options: Sequence[str]) -> str:
+    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
+        return ""
     hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
@@ -126,8 +128,9 @@ STORAGE_KEYS = ("id", "site", "capacity")
 MAINT_KEYS = ("start", "end", "nodes", "site", "note")
 # A 10,000-node inventory is about 1 MB of YAML; past 8 MiB the file is a mistake (reading it would take seconds).
 MAX_INVENTORY_BYTES = 8 * 2**20
-# devices per node, node counts, CPUs, addresses: 2^20 is past every real data centre's per-entry count
-INVENTORY_COUNT = Range(0, 2**20, True, "a count per inventory entry; 2^20 is past any real one")
+# devices per node, node counts (each expanded into nodes), CPUs, addresses: the largest clusters hold ~100,000
+# GPUs in ~12,500 nodes, so 2^16 per entry is past any real one and bounds what a `count:` expands into
+INVENTORY_COUNT = Range(0, 2**16, True, "a count per inventory entry; the largest clusters have ~12,500 nodes")
 
 TOP_KEYS = ("version", "provider", "sites", "nodes", "storage", "maintenance")
 
@@ -153,7 +156,7 @@ class _Reader:
         for k, v in node.value:
             key = str(k.value) if isinstance(k, self.yaml.ScalarNode) else "?"
             if key not in allowed:
-                self.err(k, where, f"unknown key {key!r}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
+                self.err(k, where, f"unknown key {short(key)}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
             elif key in out:
                 self.err(k, where, f"{key}: given twice (first on line {out[key][0].start_mark.line + 1})")
             else:

@@ -80,11 +80,16 @@ _COUNT_WHY = "a count; 2^20 = 1,048,576 is past every real setting"
 # The largest request a person or a generator writes is far smaller: the examples are ~3 KB, a 200-job request
 # ~60 KB. Past 1 MiB the file is a mistake (or hostile), and reading it would cost seconds and hundreds of MB.
 MAX_REQUEST_BYTES = 2**20
+# A request describes one team's workloads: the examples hold 1 to 3 jobs. 1,000 jobs plan in a few seconds;
+# ten times as many took minutes, so more is refused rather than left running.
+MAX_JOBS = 1000
 _PLAIN_COUNT_WORDS = ("examples", "documents", "docs", "users", "requests", "sequences", "params", "parameters",
                       "devices", "steps")
 
 
 def _closest(word: str, options: Sequence[str]) -> str:
+    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
+        return ""
     hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
@@ -111,8 +116,11 @@ class _Reader:
         line = node.start_mark.line + 1 if hasattr(node, "start_mark") else int(node or 0)
         if lkey:
             self.failed.add(lkey)
+        if len(path) > 200:  # a key of any length is possible; the line names its start
+            path = path[:197] + "..."
         field = f"{path}: " if path else ""
-        self.errors.append((line, f"{self.source}:{line}: {where}{field}{msg}"))
+        text = f"{self.source}:{line}: {where}{field}{msg}"
+        self.errors.append((line, text.replace("\r", "\\r").replace("\n", "\\n")))  # one line per problem
 
     # ------------------------------------------------------------------ nodes
     def is_map(self, node: Any) -> bool:
@@ -229,7 +237,7 @@ class _Reader:
             low = normalize_engine(text) if f.choices == ENGINES else text.lower()  # 'llama.cpp' -> 'llamacpp'
             if low in f.choices:
                 return low
-            raise InputError(f"unknown value {text!r}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
+            raise InputError(f"unknown value {_short(text)}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
         if t == "bool":
             v = self.construct(node)
             if not isinstance(v, bool):
@@ -341,7 +349,7 @@ class _Reader:
             other = next((x for x in JOB_FIELDS if x.name == key), None)
             if other is not None:
                 return (f"'{key}' applies to {' and '.join(other.kinds)} jobs, not to this one")
-        return f"unknown key {key!r} {section}{_closest(key, names)} (allowed: {', '.join(names)})"
+        return f"unknown key {_short(key)} {section}{_closest(key, names)} (allowed: {', '.join(names)})"
 
     # ------------------------------------------------------------------ jobs
     def job(self, index: int, node: Any) -> Any:
@@ -356,6 +364,8 @@ class _Reader:
                 raw.setdefault(str(kn.value), vn)
         name_node = raw.get("name")
         name = str(name_node.value) if name_node is not None and self.is_scalar(name_node) else f"#{index + 1}"
+        if len(name) > 60:  # an invalid name is reported on its own line; the others quote its start
+            name = name[:57] + "..."
         kind_node = raw.get("kind")
         kind = str(kind_node.value).strip().lower() if kind_node is not None and self.is_scalar(kind_node) else None
         if kind not in ("training", "inference"):
@@ -435,6 +445,9 @@ class _Reader:
             self.err(root, "", "jobs", "is required: a list of training and inference jobs")
         elif not self.is_seq(jobs_node) or not jobs_node.value:
             self.err(jobs_node, "", "jobs", "must be a non-empty list of jobs (each starting with '- name: ...')")
+        elif len(jobs_node.value) > MAX_JOBS:
+            self.err(jobs_node, "", "jobs", f"{len(jobs_node.value):,} jobs is too many for one request (at most "
+                     f"{MAX_JOBS:,}); split it into several requests")
         else:
             built = [(i, self.job(i, n)) for i, n in enumerate(jobs_node.value)]
             jobs = [(i, j) for i, j in built if j is not None]
