@@ -275,3 +275,25 @@ def test_a_huge_key_or_name_in_a_request_is_short_and_fast(tmp_path, line, capsy
     code, _, err = run(["plan", str(req)], capsys)
     assert code == 2 and time.perf_counter() - t < 10
     assert all(len(ln) < 2000 for ln in err.splitlines()) and "Traceback" not in err, err[:300]
+
+
+@pytest.mark.parametrize("name, body, fragment", [
+    ("hw.yaml", "devices: !!int abc\n", "not valid YAML"),
+    ("hw.json", '{"devices": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ("hw.yaml", "devices: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+])
+def test_hostile_hardware_files_are_one_line(tmp_path, name, body, fragment, capsys) -> None:
+    hw = tmp_path / name
+    hw.write_text(body)
+    code, _, err = run(["plan", str(EXAMPLE), "--hardware-file", str(hw)], capsys)
+    assert code == 2 and fragment in one_line(err), err[:300]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
+def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
+    fifo = tmp_path / "hw.json"
+    os.mkfifo(fifo)
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", str(EXAMPLE), "--hardware-file",
+                        str(fifo)], capture_output=True, text=True, env=env, timeout=30)
+    assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
