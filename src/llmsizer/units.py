@@ -36,6 +36,10 @@ _COUNT_SUFFIX: dict[str, float] = {
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
 
+def _head(what: str) -> str:
+    return f"{what}: " if what else ""  # no name: the caller names the value (argparse: "argument --memory:")
+
+
 def _checked(value: float, what: str, rng: Range) -> int:
     """``value`` rounded to a whole number, through the one validation layer (finite and in ``rng``)."""
     if isinstance(value, float) and math.isfinite(value):
@@ -55,7 +59,7 @@ def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = S
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
     if not m or m.group(2) not in _BYTE_UNITS and m.group(2) != "":
         raise InputError(
-            f"{what}: cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
+            f"{_head(what)}cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
             "(GiB = 2^30 bytes, GB = 10^9 bytes)"
         )
     factor = _BYTE_UNITS.get(m.group(2), 1)
@@ -69,7 +73,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
+        raise InputError(f"{_head(what)}cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
     return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng)
 
 
@@ -82,7 +86,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
+        raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
     return _checked(float(m.group(1)) * factor, what, rng)
 

@@ -74,17 +74,17 @@ def float_arg(rng: Range) -> Callable[[str], float]:
 
 def bytes_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a size ('24GiB', '80GB') in ``rng``."""
-    return _argtype(lambda t: parse_bytes(t, what="size", rng=rng), "size")
+    return _argtype(lambda t: parse_bytes(t, what="", rng=rng), "size")
 
 
 def count_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a count ('7B', '32k', '8') in ``rng``."""
-    return _argtype(lambda t: parse_count(t, what="count", rng=rng), "count")
+    return _argtype(lambda t: parse_count(t, what="", rng=rng), "count")
 
 
 def tokens_in(rng: Range) -> Callable[[str], int]:
     """argparse type: a token length ('8k' = 8192) in ``rng``."""
-    return _argtype(lambda t: parse_tokens(t, what="tokens", rng=rng), "tokens")
+    return _argtype(lambda t: parse_tokens(t, what="", rng=rng), "tokens")
 
 
 bytes_arg = bytes_in(BYTES)

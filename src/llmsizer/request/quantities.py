@@ -69,7 +69,7 @@ def parse_size(value: object) -> int:
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
     try:
-        return parse_bytes(value, what="size")  # type: ignore[arg-type]
+        return parse_bytes(value, what="")  # type: ignore[arg-type]
     except NumberError:
         raise
     except InputError:
@@ -84,7 +84,7 @@ def parse_plain_count(value: object, words: tuple[str, ...] = ()) -> int:
     if isinstance(value, str):
         value = _strip_word(value, words)
     try:
-        return parse_count(value, what="count")  # type: ignore[arg-type]
+        return parse_count(value, what="")  # type: ignore[arg-type]
     except NumberError:
         raise
     except InputError:
@@ -99,7 +99,7 @@ def parse_token_count(value: object) -> int:
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_count(value, what="tokens", rng=TRAIN_TOKENS)  # type: ignore[arg-type]
+        return parse_count(value, what="", rng=TRAIN_TOKENS)  # type: ignore[arg-type]
     except NumberError:
         raise
     except InputError:
@@ -115,7 +115,7 @@ def parse_context(value: object) -> int:
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_tokens(value, what="length", rng=TOKENS)  # type: ignore[arg-type]
+        return parse_tokens(value, what="", rng=TOKENS)  # type: ignore[arg-type]
     except NumberError:
         raise
     except InputError:
@@ -142,7 +142,7 @@ def parse_duration(value: object) -> float:
     seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
     if seconds <= 0:
         raise InputError(f"duration {short(value)} must be positive")
-    return float(check_number(seconds, "duration", SECONDS))
+    return float(check_number(seconds, "", SECONDS))
 
 
 def parse_interval(value: object) -> tuple[float | None, int | None]:
@@ -167,7 +167,7 @@ def parse_money(value: object, period: str | None = None) -> float:
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as an amount; write e.g. '20000 USD', '$20k'")
     if isinstance(value, (int, float)):
-        return float(check_number(value, "amount", MONEY))
+        return float(check_number(value, "", MONEY))
     s = str(value).strip()
     if _CURRENCY.search(s):
         raise InputError(f"amount {short(value)}: give US dollars (the catalog's prices are USD); convert first")
@@ -196,7 +196,7 @@ def parse_bandwidth(value: object) -> float:
     if not m or m.group(2) not in _BANDWIDTH_UNITS:
         raise InputError(f"cannot read {short(value)} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
                          "(b = bits, B = bytes)")
-    return float(check_number(_number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)], "bandwidth", BANDWIDTH))
+    return float(check_number(_number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)], "", BANDWIDTH))
 
 
 def parse_rate(value: object) -> float:
@@ -204,7 +204,7 @@ def parse_rate(value: object) -> float:
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as a rate; write e.g. '5/s', '300/min'")
     if isinstance(value, (int, float)):
-        return float(check_number(value, "rate", RATE))
+        return float(check_number(value, "", RATE))
     s = str(value).strip().lower()
     s = re.sub(r"\s*(requests?|req)\s*", " ", s).strip()
     m = re.fullmatch(_NUM + r"\s*(?:/|per\s+)?\s*([a-z]*)", s)
@@ -215,7 +215,7 @@ def parse_rate(value: object) -> float:
         unit = "s"
     if unit not in _RATE_UNITS:
         raise InputError(f"rate {short(value)}: unknown period {unit!r}; use /s, /min, /h or /day")
-    return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "rate", RATE))
+    return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "", RATE))
 
 
 def parse_share(value: object) -> float:
@@ -240,7 +240,7 @@ def parse_share(value: object) -> float:
         raise InputError(f"cannot read {short(value)} as a share")
     if not 0 <= v <= 1:
         raise InputError(f"share {short(value)} must be between 0 and 1 (0% and 100%)")
-    return float(check_number(v, "share", FRACTION))
+    return float(check_number(v, "", FRACTION))
 
 
 def parse_date(value: object) -> _dt.date:
