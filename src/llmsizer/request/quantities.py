@@ -184,7 +184,7 @@ def parse_money(value: object, period: str | None = None) -> float:
         hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
         raise InputError(f"cannot read {short(value)} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
     return float(check_number(_number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)],
-                              "amount", MONEY))
+                              "", MONEY))
 
 
 def parse_bandwidth(value: object) -> float:
