@@ -30,7 +30,11 @@ class Range:
 
 
 def _fmt(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() and abs(x) < 1e18 else f"{x:g}"
+    if float(x).is_integer() and abs(x) < 1e18:
+        return f"{int(x):,}"
+    if float(x).is_integer() and x > 0 and int(x) & (int(x) - 1) == 0:
+        return f"2^{int(x).bit_length() - 1}"
+    return f"{x:g}"
 
 
 # documented maxima: each far above published models and serving setups (docs/security.md)
@@ -45,18 +49,50 @@ COUNT = Range(1, 2**20, True, "devices, nodes, batch or steps")
 FRACTION = Range(0, 1, False, "a share of a whole")
 BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1 EiB")
 POSITIVE = Range(0, 1e30, False, "a non-negative finite quantity")
+# CLI flags and request fields (issue #15)
+PARAMS = Range(1, 10**15, True, "parameters; the largest published models have ~2 x 10^12")
+AMOUNT = Range(0, 10**15, True, "a count of people, examples or parameters; 10^15 is past every real one")
+TRAIN_TOKENS = Range(0, 10**16, True, "tokens to train on; the largest published runs use ~4 x 10^13")
+SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1 EiB")
+SECONDS = Range(0, 3.2e10, False, "seconds; 3.2 x 10^10 s is about 1,000 years")
+MONEY = Range(0, 1e15, False, "US dollars; 10^15 is past any budget")
+BANDWIDTH = Range(0, 1e15, False, "bytes per second; 1 PB/s is past any network or disk")
+RATE = Range(0, 1e12, False, "requests per second; 10^12 is past any service")
+HEADROOM = Range(0, 0.99, False, "share of device memory kept free; 1 would leave nothing to use")
+UTILIZATION = Range(0.001, 1, False, "a share of device memory or of peak FLOPs; 0 would do nothing")
+GPU_LAYERS = Range(0, 10_000, True, "layers offloaded to the GPU; 0 = none")
+ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
+SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")
+TOP = Range(1, 10_000, True, "rows shown")
+
+
+class NumberError(InputError):
+    """A number that was read but is not finite, not whole where it must be, or out of its range: its message
+    already says everything (parsers that rewrite their own "cannot read" messages pass it through)."""
 
 
 def check_number(value: object, name: str, rng: Range, where: str = "") -> float | int:
     """``value`` as an int (integral ranges) or float, or one-line InputError naming ``name`` and ``where``."""
     at = f" ({where})" if where else ""
+    head = f"{name}{at}: " if name or at else ""  # no name: the caller (argparse, the request reader) adds it
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InputError(f"{name}{at}: expected {rng.describe()}, got {value!r}")
+        raise NumberError(f"{head}expected {rng.describe()}, got {_shown(value)}")
     if isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"{name}{at}: must be finite, got {value!r}; expected {rng.describe()}")
+        raise NumberError(f"{head}must be finite, got {value!r}; expected {rng.describe()}")
     if rng.integral and isinstance(value, float) and not value.is_integer():
-        raise InputError(f"{name}{at}: must be a whole number, got {value!r}; expected {rng.describe()}")
+        raise NumberError(f"{head}must be a whole number, got {value!r}; expected {rng.describe()}")
     if not rng.low <= value <= rng.high:
-        shown = value if abs(value) < 1e18 else f"{value:.3g}"
-        raise InputError(f"{name}{at}: {shown} is out of range; expected {rng.describe()}")
+        raise NumberError(f"{head}{_shown(value)} is out of range; expected {rng.describe()}")
     return int(value) if rng.integral else float(value)
+
+
+def _shown(value: object) -> str:
+    """The value for a message, short: a 10^400 integer or a 1 MB string must not become the message."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    if isinstance(value, int) and abs(value) >= 10**18:
+        return f"about 10^{int(math.log10(abs(value)))}" if value > 0 else f"about -10^{int(math.log10(-value))}"
+    if abs(value) >= 1e18:
+        return f"{value:.3g}"
+    return f"{value:g}" if isinstance(value, float) else str(value)

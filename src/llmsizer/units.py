@@ -8,10 +8,13 @@ bits (``b``, ``Gb``) are converted to bytes by dividing by 8.
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 
 from .errors import InputError
+from .inputs import short
+from .numbers import AMOUNT, SIZE, TOKENS, Range, check_number
 
 KiB = 1024
 MiB = 1024**2
@@ -33,54 +36,59 @@ _COUNT_SUFFIX: dict[str, float] = {
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
 
-def parse_bytes(text: str | int | float, *, what: str = "memory") -> int:
+def _head(what: str) -> str:
+    return f"{what}: " if what else ""  # no name: the caller names the value (argparse: "argument --memory:")
+
+
+def _checked(value: float, what: str, rng: Range) -> int:
+    """``value`` rounded to a whole number, through the one validation layer (finite and in ``rng``)."""
+    if isinstance(value, float) and math.isfinite(value):
+        value = round(value)
+    return int(check_number(value, what, rng))
+
+
+def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = SIZE) -> int:
     """Parse a memory size such as ``"24GiB"``, ``"80 GB"``, ``"512MiB"`` or a plain byte count.
 
-    A bare number means bytes. Raises :class:`InputError` naming *what* on anything else.
+    A bare number means bytes. Raises :class:`InputError` naming *what* on anything else, and
+    :class:`~llmsizer.numbers.NumberError` for a value that is not finite or outside ``rng``.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text < 0:
-            raise InputError(f"{what}: must not be negative, got {text}")
-        return int(text)
+        return _checked(text, what, rng)
     s = str(text).strip()
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
     if not m or m.group(2) not in _BYTE_UNITS and m.group(2) != "":
         raise InputError(
-            f"{what}: cannot read {text!r} as a size; write e.g. '24GiB', '80GB', '512MiB' "
+            f"{_head(what)}cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
             "(GiB = 2^30 bytes, GB = 10^9 bytes)"
         )
     factor = _BYTE_UNITS.get(m.group(2), 1)
-    return int(round(float(m.group(1)) * factor))
+    return _checked(float(m.group(1)) * factor, what, rng)
 
 
-def parse_count(text: str | int | float, *, what: str = "count") -> int:
+def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:
     """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text < 0:
-            raise InputError(f"{what}: must not be negative, got {text}")
-        return int(text)
+        return _checked(text, what, rng)
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {text!r} as a number; write e.g. '8192', '32k', '7B'")
-    value = float(m.group(1)) * _COUNT_SUFFIX[m.group(2)]
-    if value < 0:
-        raise InputError(f"{what}: must not be negative, got {text!r}")
-    return int(round(value))
+        raise InputError(f"{_head(what)}cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
+    return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng)
 
 
-def parse_tokens(text: str | int | float, *, what: str = "context") -> int:
+def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range = TOKENS) -> int:
     """Parse a context length. Context sizes are quoted in binary thousands by model publishers
     ("8k" = 8192, "128K" = 131072 tokens, e.g. Llama 3.1's 131072 max_position_embeddings), so k/K here
     means 1024 and m/M 1024^2. Plain numbers are taken as written."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return parse_count(text, what=what)
+        return parse_count(text, what=what, rng=rng)
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
-        raise InputError(f"{what}: cannot read {text!r} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
+        raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
-    return int(round(float(m.group(1)) * factor))
+    return _checked(float(m.group(1)) * factor, what, rng)
 
 
 @lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over

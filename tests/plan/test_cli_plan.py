@@ -95,7 +95,8 @@ def test_atomic_write_cleans_up_on_error(tmp_path, monkeypatch):
     def fail(src, dst):
         raise OSError("disk full")
     monkeypatch.setattr("os.replace", fail)
-    with pytest.raises(OSError):
+    from llmsizer.errors import InputError
+    with pytest.raises(InputError, match="disk full"):  # one line for the CLI, not an OSError traceback
         write_atomic(tmp_path / "x.md", "text")
     assert list(tmp_path.iterdir()) == []
 

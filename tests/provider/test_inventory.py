@@ -63,8 +63,8 @@ def test_node_in_unknown_site():
 def test_negative_counts():
     errs = errors(GOOD.replace("devices: 8", "devices: -8").replace("public_addresses: 2", "public_addresses: -1"))
     assert len(errs) == 2
-    assert errs[0].startswith("inv.yaml:3: ") and "public_addresses: must not be negative" in errs[0]
-    assert errs[1].startswith("inv.yaml:6: ") and "devices: must not be negative" in errs[1]
+    assert errs[0].startswith("inv.yaml:3: ") and "public_addresses: -1 is out of range; expected an integer in [0, 65,536]" in errs[0]
+    assert errs[1].startswith("inv.yaml:6: ") and "devices: -8 is out of range; expected an integer in [0, " in errs[1]
 
 
 def test_negative_capacity():

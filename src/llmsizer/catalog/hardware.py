@@ -584,11 +584,13 @@ def builtin_catalog() -> HardwareCatalog:
     return HardwareCatalog(devices, instances, ics, sources)
 
 
+# The bundled catalog (every device and instance llmsizer knows) is ~200 KB; a user's file is smaller still.
+MAX_HARDWARE_FILE_BYTES = 8 * 2**20
+
+
 def _load_user_file(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"hardware file {path}: cannot read ({e.strerror})") from None
+    from ..inputs import read_small_text
+    text = read_small_text(path, "hardware file", MAX_HARDWARE_FILE_BYTES)  # a pipe or device is refused up front
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml  # type: ignore[import-untyped]
@@ -598,11 +600,18 @@ def _load_user_file(path: Path) -> dict[str, Any]:
             data = yaml.safe_load(text)
         except yaml.YAMLError as e:
             raise InputError(f"hardware file {path}: not valid YAML ({str(e).splitlines()[0]})") from None
+        except RecursionError:
+            raise InputError(f"hardware file {path}: nested too deeply") from None
+        except (ValueError, TypeError, IndexError, OverflowError) as e:  # '!!int abc' and the like
+            raise InputError(f"hardware file {path}: not valid YAML ({type(e).__name__}: a tagged value "
+                             "cannot be read)") from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"hardware file {path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+        except RecursionError:
+            raise InputError(f"hardware file {path}: nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(f"hardware file {path}: the top level must be an object with devices/instances")
     unknown = set(data) - {"devices", "instances", "sources", "schema", "note"}

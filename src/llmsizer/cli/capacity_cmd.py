@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import check_output
+from ..render.safe import say
 from .commands import COMMAND_HELP
 
 EPILOG = """examples:
@@ -205,7 +207,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(render_checks(checks, inv))
+        say(render_checks(checks, inv))
     return 0 if all(c.fits for c in checks) else 1
 
 
@@ -241,10 +243,10 @@ def cmd_book(args: argparse.Namespace) -> int:
         checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:
-            print(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
+            say(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
         if missing:
             if len(checks) > 1:
-                print("nothing of this request was booked (all or none)", file=sys.stderr)
+                say("nothing of this request was booked (all or none)", file=sys.stderr)
             if args.json:
                 json.dump([], sys.stdout)
                 sys.stdout.write("\n")
@@ -258,7 +260,7 @@ def cmd_book(args: argparse.Namespace) -> int:
         except BookingConflict as e:
             if attempt + 1 == tries:
                 raise
-            print(f"lost a race ({e}); trying the next window", file=sys.stderr)
+            say(f"lost a race ({e}); trying the next window", file=sys.stderr)
     booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
                                     for d in done_before]
     booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),
@@ -269,10 +271,10 @@ def cmd_book(args: argparse.Namespace) -> int:
     else:
         for b in booked:
             if b["existing"]:
-                print(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
+                say(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
                       "before, nothing new was recorded")
             else:
-                print(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
+                say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
                       f"({b['state']})")
     return 0
 
@@ -291,17 +293,17 @@ def cmd_state(args: argparse.Namespace) -> int:
     store = Store(args.db)
     if args.state == "expired" and not args.ids:
         for rid in store.expire_due(actor=args.actor):
-            print(f"{rid}: expired")
+            say(f"{rid}: expired")
         return 0
     status = 0
     for rid in args.ids:
         try:
             before = store.transition(rid, args.state, cap, actor=args.actor)
         except (IllegalTransition, BookingConflict) as e:
-            print(f"{rid}: refused: {e}", file=sys.stderr)
+            say(f"{rid}: refused: {e}", file=sys.stderr)
             status = 1
             continue
-        print(f"{rid}: {before} -> {args.state}")
+        say(f"{rid}: {before} -> {args.state}")
     return status
 
 
@@ -315,6 +317,10 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
+    inputs = [args.inventory, args.db, *(args.hardware_file or ())]
+    for out in (args.svg, args.html):
+        if out:
+            check_output(out, inputs)  # before any work
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     store = _store(args, readonly=True)
     rows = store.reservations() if store else []
@@ -330,35 +336,35 @@ def cmd_show(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(f"{len(rows)} reservation(s)")
+        say(f"{len(rows)} reservation(s)")
         for r in rows:
-            print(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
+            say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
         times, series = timeline(inv, bookings)
         if times:
-            print(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
+            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
             bars = " .:-=+*#%@"
             for dev, vals in series.items():
                 line = "".join(bars[min(9, round(v * 9))] for v in vals)
-                print(f"  {dev:<22} |{line}| peak {max(vals):.0%}")
+                say(f"  {dev:<22} |{line}| peak {max(vals):.0%}")
         if args.audit:
-            print(f"audit log: {len(audit)} change(s)")
+            say(f"audit log: {len(audit)} change(s)")
             for e in audit:
-                print(f"  {_fmt(e['at'])}  {e['actor']:<12} {e['action']:<9} {e['reservation']}  "
+                say(f"  {_fmt(e['at'])}  {e['actor']:<12} {e['action']:<9} {e['reservation']}  "
                       f"{e['before'] or '(new)'} -> {e['after']}" + (f"  {e['detail']}" if e.get("detail") else ""))
         if at:
-            print(f"utilisation at {_fmt(at)}:")
+            say(f"utilisation at {_fmt(at)}:")
             for res, share in sorted(utilisation(bookings, capacities(inv), at).items()):
                 if share:
-                    print(f"  {res:<32} {share:.0%}")
+                    say(f"  {res:<32} {share:.0%}")
     if args.svg:
         from ..provider.report import timeline_svg
-        from .plan_cmd import write_atomic
-        write_atomic(Path(args.svg), timeline_svg(inv, bookings))
+        from .common import write_atomic
+        write_atomic(Path(args.svg), timeline_svg(inv, bookings), inputs)
     if args.html:
         from ..provider.report import render_capacity_html
-        from .plan_cmd import write_atomic
+        from .common import write_atomic
         title = f"Capacity: {inv.provider}" if inv.provider else "Capacity"
         write_atomic(Path(args.html), render_capacity_html(
             inv, bookings, rows, title=title,
-            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)))
+            generated=_dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)), inputs)
     return 0

@@ -8,28 +8,87 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import check_model_name, check_output, short
 from ..models import load_model
+from ..numbers import (
+    AMOUNT,
+    BYTES,
+    HEADS,
+    LAYERS,
+    PARAMS,
+    TOKENS,
+    VOCAB,
+    WIDTH,
+    Range,
+    check_number,
+)
 from ..readers.manual import spec_from_manual
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
 
+# Every numeric flag goes through the one validation layer (numbers.check_number, issue #15): argparse names the
+# flag ("argument --count: -1 is out of range; expected an integer in [1, 1,048,576] (...)"), exit 2.
 
-def bytes_arg(text: str) -> int:
+
+def _argtype(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        if len(text) > 200:  # no number is written in 200 characters; keep a 1 MB value out of the message
+            raise argparse.ArgumentTypeError(f"a value of {len(text):,} characters is not a number")
+        try:
+            return parse(text)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = name  # argparse names the type in some of its messages
+    return convert
+
+
+def _number(text: str, rng: Range) -> int | float:
+    s = text.strip().replace("_", "")
+    if len(s) > 100:
+        raise InputError(f"expected {rng.describe()}, got a {len(text):,}-character value")
     try:
-        return parse_bytes(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+        value: int | float = int(s)
+    except ValueError:
+        try:
+            value = float(s)
+        except ValueError:
+            raise InputError(f"cannot read {text!r} as a number; expected {rng.describe()}") from None
+    return check_number(value, "", rng)
 
 
-def count_arg(text: str) -> int:
-    try:
-        return parse_count(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def int_arg(rng: Range) -> Callable[[str], int]:
+    """argparse type: a whole number in ``rng`` (``--count``, ``--tp``, ``--layers``...)."""
+    assert rng.integral
+    return _argtype(lambda t: int(_number(t, rng)), "int")
+
+
+def float_arg(rng: Range) -> Callable[[str], float]:
+    """argparse type: a number in ``rng`` (``--utilization``, ``--kwh-price``...)."""
+    return _argtype(lambda t: float(_number(t, rng)), "float")
+
+
+def bytes_in(rng: Range) -> Callable[[str], int]:
+    """argparse type: a size ('24GiB', '80GB') in ``rng``."""
+    return _argtype(lambda t: parse_bytes(t, what="", rng=rng), "size")
+
+
+def count_in(rng: Range) -> Callable[[str], int]:
+    """argparse type: a count ('7B', '32k', '8') in ``rng``."""
+    return _argtype(lambda t: parse_count(t, what="", rng=rng), "count")
+
+
+def tokens_in(rng: Range) -> Callable[[str], int]:
+    """argparse type: a token length ('8k' = 8192) in ``rng``."""
+    return _argtype(lambda t: parse_tokens(t, what="", rng=rng), "tokens")
+
+
+bytes_arg = bytes_in(BYTES)
+count_arg = count_in(AMOUNT)
 
 
 def exit_code(fits: bool | None) -> int:
@@ -60,11 +119,7 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
-def tokens_arg(text: str) -> int:
-    try:
-        return parse_tokens(text)
-    except InputError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+tokens_arg = tokens_in(TOKENS)
 
 
 def add_model_args(p: argparse.ArgumentParser) -> None:
@@ -73,14 +128,14 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
                    "(omit and give --params/--layers/... for a model llmsizer does not know)")
     p.add_argument("--hub", action="store_true", help="fetch config.json from the Hugging Face Hub if not local")
     g = p.add_argument_group("manual model (Llama-style decoder)")
-    g.add_argument("--params", type=count_arg, help="parameter count, e.g. 7B (solves the MLP width)")
-    g.add_argument("--layers", type=int)
-    g.add_argument("--hidden", type=int)
-    g.add_argument("--heads", type=int)
-    g.add_argument("--kv-heads", type=int)
-    g.add_argument("--head-dim", type=int)
-    g.add_argument("--intermediate", type=int)
-    g.add_argument("--vocab", type=int)
+    g.add_argument("--params", type=count_in(PARAMS), help="parameter count, e.g. 7B (solves the MLP width)")
+    g.add_argument("--layers", type=int_arg(LAYERS))
+    g.add_argument("--hidden", type=int_arg(WIDTH))
+    g.add_argument("--heads", type=int_arg(HEADS))
+    g.add_argument("--kv-heads", type=int_arg(HEADS))
+    g.add_argument("--head-dim", type=int_arg(WIDTH))
+    g.add_argument("--intermediate", type=int_arg(WIDTH))
+    g.add_argument("--vocab", type=int_arg(VOCAB))
     g.add_argument("--tied", action="store_true", help="tied input/output embeddings")
 
 
@@ -89,7 +144,10 @@ def resolve_model(args: argparse.Namespace) -> ModelSpec:
     if args.model and manual:
         raise InputError("give a MODEL or manual fields (--params/--layers/...), not both")
     if args.model:
-        return load_model(args.model, hub=args.hub)
+        try:
+            return load_model(check_model_name(args.model), hub=args.hub)
+        except OSError as e:  # a path the operating system refuses (a component over 255 bytes...)
+            raise InputError(f"model {short(args.model, 40)}: cannot read ({e.strerror or e})") from None
     if not manual:
         raise InputError("give a MODEL (see `llmsizer models`) or manual fields (--params 7B --layers 32 ...)")
     return spec_from_manual(params=args.params, layers=args.layers, hidden=args.hidden, heads=args.heads,
@@ -106,11 +164,12 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, renamed when complete: a failure
     leaves nothing half-written. The file gets the permissions a plain ``open()`` would give it (an existing
-    file keeps its own; a new one NEW_FILE_MODE less the umask), not the private 0600 of a temporary file."""
-    path = path.expanduser()
+    file keeps its own; a new one NEW_FILE_MODE less the umask), not the private 0600 of a temporary file.
+    A folder, a device or pipe, or one of the command's ``inputs`` is refused (inputs.check_output)."""
+    path = check_output(path, inputs)
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise InputError(f"cannot write {path}: folder {folder} does not exist")
@@ -118,12 +177,18 @@ def write_atomic(path: Path, text: str) -> None:
         mode = stat.S_IMODE(path.stat().st_mode)
     except OSError:
         mode = NEW_FILE_MODE & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -9,9 +9,11 @@ from ..errors import InputError
 from ..estimate.duration import training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
+from ..numbers import COUNT, MONEY
 from ..render.fit_text import render_fit
+from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .common import add_model_args, bytes_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .train_cmd import render_duration
 from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
 
@@ -37,7 +39,7 @@ def register(sub: Any) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
-    p.add_argument("--count", type=int, help="devices (default: the instance's count, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1)")
     add_headroom_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
@@ -45,7 +47,7 @@ def register(sub: Any) -> None:
                        engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
                                       "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
     add_training_args(p)
-    p.add_argument("--kwh-price", type=float, help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
+    p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_fit)
@@ -69,11 +71,11 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if args.json:
             emit_json(data)
             return exit_code(r.fits)
-        print(render_fit(r))
+        say(render_fit(r))
         if dur is not None:
-            print(render_duration(dur))
+            say(render_duration(dur))
             if data["training_time"]["cost"] is not None:
-                print(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
         return exit_code(r.fits)
     fields = inference_fields(args)
     if args.tp is not None:
@@ -88,13 +90,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return exit_code(r.fits)
-    print(render_fit(r))
+    say(render_fit(r))
     c = data["cost"]
     if c.get("price_per_hour") is not None:
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
         if c.get("per_million_tokens") is not None:
             line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
-        print(line)
+        say(line)
     return exit_code(r.fits)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalog.detect import COMMANDS, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
+from ..render.safe import say
 from ..render.text import table
 from ..units import format_bytes
 from .commands import COMMAND_HELP
@@ -119,17 +120,17 @@ def cmd_list(args: argparse.Namespace) -> int:
             rows.append([d.id, d.kind, d.form_factor, _fmt(d.memory_bytes, "bytes"), _BASIS_LABEL[d.memory_basis],
                          _fmt(d.bandwidth, "bw"), f"{_fmt(peak, 'flops')} {key}" if peak else "",
                          _fmt(d.tdp.raw, "") + " W" if d.tdp else ""])
-        print(table(rows, ["device", "kind", "form", "memory", "memory basis", "bandwidth", "dense TFLOP/s", "TDP"]))
-        print("memory (GiB) basis: 'driver' = the capacity a driver reports (nvidia-smi memory.total, rocm-smi VRAM "
+        say(table(rows, ["device", "kind", "form", "memory", "memory basis", "bandwidth", "dense TFLOP/s", "TDP"]))
+        say("memory (GiB) basis: 'driver' = the capacity a driver reports (nvidia-smi memory.total, rocm-smi VRAM "
               "total, cloud GpuInfo SizeInMiB), sourced per device; 'vendor GB=GiB' = no driver report sourced, the "
               "vendor's GB read as GiB (JEDEC JESD100B.01 binary prefix); 'as stated' = given in GiB or bytes")
     if instances:
         if devices:
-            print()
+            say()
         rows = [[i.id, i.provider, f"{i.device_count} x {i.device.id}",
                  f"${i.price_per_hour:,.2f}/h" if i.price_per_hour is not None else "", i.region] for i in instances]
-        print(table(rows, ["instance", "provider", "accelerators", "on-demand", "region"]))
-    print(f"{len(devices)} devices, {len(instances)} instances")
+        say(table(rows, ["instance", "provider", "accelerators", "on-demand", "region"]))
+    say(f"{len(devices)} devices, {len(instances)} instances")
     return 0
 
 
@@ -141,15 +142,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
         emit_json(data)
         return 0
-    print(f"{hw.name}  ({hw.id})")
+    say(f"{hw.name}  ({hw.id})")
     if isinstance(hw, Instance):
-        print(f"provider {hw.provider}; {hw.device_count} x {hw.device.name} ({hw.device.id})"
+        say(f"provider {hw.provider}; {hw.device_count} x {hw.device.name} ({hw.device.id})"
               + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
     else:
-        print(f"{hw.vendor} {hw.kind}, {hw.form_factor}" + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
+        say(f"{hw.vendor} {hw.kind}, {hw.form_factor}" + (f"; interconnect {hw.interconnect}" if hw.interconnect else ""))
         if hw.memory_bytes is not None:
-            print(f"memory: {format_bytes(hw.memory_bytes)} ({hw.memory_bytes:,} B), {hw.memory_basis_text()}")
-            print(f"  convention: {MEMORY_CONVENTION}")
+            say(f"memory: {format_bytes(hw.memory_bytes)} ({hw.memory_bytes:,} B), {hw.memory_basis_text()}")
+            say(f"  convention: {MEMORY_CONVENTION}")
     rows = []
     for name, v in hw.values().items():
         extra = dict(v.extra)
@@ -159,11 +160,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         rows.append([name, v.describe(), v.source, f"{v.date} ({v.date_kind})", note])
     for name, why in hw.missing.items():
         rows.append([name, "null", "", "", why])
-    print(table(rows, ["field", "value", "source", "date", "notes"]))
+    say(table(rows, ["field", "value", "source", "date", "notes"]))
     used = sorted({v.source for v in hw.values().values()})
     for k in used:
         s = cat.sources.get(k, {})
-        print(f"  [{k}] {s.get('title', '')} {s.get('url', '')}")
+        say(f"  [{k}] {s.get('title', '')} {s.get('url', '')}")
     return 0
 
 
@@ -184,16 +185,16 @@ def cmd_detect(args: argparse.Namespace) -> int:
         return 0
     rows = [[d.id, d.kind, str(d.count), format_bytes(d.memory_bytes) if d.memory_bytes else "unknown",
              d.catalog_id or "not in catalog", d.note] for d in det.devices]
-    print(table(rows, ["device", "kind", "count", "memory", "catalog", "notes"]))
+    say(table(rows, ["device", "kind", "count", "memory", "catalog", "notes"]))
     for o in det.outputs:
-        print(f"read: {o.command}  [{o.origin}, {o.date}]")
+        say(f"read: {o.command}  [{o.origin}, {o.date}]")
     for s in det.skipped:
-        print(f"skipped: {s}")
+        say(f"skipped: {s}")
     if args.output:
-        print(f"wrote {args.output}; use it with --hardware-file {args.output}, e.g. "
+        say(f"wrote {args.output}; use it with --hardware-file {args.output}, e.g. "
               f"`llmsizer fit MODEL --device {det.devices[0].id}"
               + (f" --count {det.devices[0].count}" if det.devices[0].count > 1 else "")
               + f" --hardware-file {args.output}`")
     else:
-        print("write it as a hardware file with -o FILE (or see it with --json)")
+        say("write it as a hardware file with -o FILE (or see it with --json)")
     return 0

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.reverse import max_concurrency, max_context
+from ..render.safe import say
 from ..render.text import render_estimate
 from ..specs import DEVICES, InferenceWorkload
 from ..units import format_count
@@ -64,17 +65,17 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
-    print(render_estimate(est, verbose=args.verbose))
+    say(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
         mpe = spec.max_position_embeddings
-        print(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
+        say(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
               f"({reverse['max_context']:,}) at concurrency {workload.concurrency}" if reverse["max_context"] else
               f"no context fits: even 1 token at concurrency {workload.concurrency} does not")
         if mpe and reverse["max_context"] > mpe:
-            print(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
+            say(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
                   "was not trained for it")
     if "max_concurrency" in reverse:
-        print(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {workload.context:,} tokens"
+        say(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {workload.context:,} tokens"
               if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
               "does not")
     return code

@@ -74,7 +74,8 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
-        self.exit(2, f"llmsizer: error: {_with_suggestion(self, message)} (see --help)\n")
+        from ..render.safe import term
+        self.exit(2, term(f"llmsizer: error: {_with_suggestion(self, message)} (see --help)") + "\n")
 
 
 def _modules(argv: Sequence[str] | None) -> list[str]:
@@ -121,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except LlmsizerError as e:
-        print(f"llmsizer: error: {e}", file=sys.stderr)
+        from ..render.safe import term
+        print(term(f"llmsizer: error: {e}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -6,8 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from ..numbers import CONCURRENCY, COUNT, SECONDS, SEED, WIDTH
+from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import bytes_arg, count_arg, emit_json, tokens_arg
+from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, tokens_arg
 
 EPILOG = """examples:
   llmsizer measure infer qwen2.5-0.5b --context 4096 --concurrency 4
@@ -27,13 +29,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where to run (default: CUDA when available, else CPU)")
     p.add_argument("--attention", choices=("sdpa", "eager", "flash"), default="sdpa")
-    p.add_argument("--steps", type=int, help="timed repetitions after the tracked pass (inference 1, training 2)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
+    p.add_argument("--steps", type=int_arg(COUNT), help="timed repetitions after the tracked pass (inference 1, training 2)")
+    p.add_argument("--seed", type=int_arg(SEED), default=0)
+    p.add_argument("--threads", type=int_arg(COUNT), help="torch CPU threads (default: torch's)")
     p.add_argument("--memory-cap", type=bytes_arg, help="memory the run may use, e.g. 8GiB (CUDA: per-process "
                    "fraction; CPU: data-segment limit)")
     p.add_argument("--random-weights", action="store_true", help="random weights even for a folder with weights")
-    p.add_argument("--timeout", type=float, default=1800.0, help="seconds before the run is killed (default 1800)")
+    p.add_argument("--timeout", type=float_arg(SECONDS), default=1800.0, help="seconds before the run is killed (default 1800)")
     p.add_argument("--store", help="results store (SQLite) to append to (default ~/.cache/llmsizer/results.sqlite)")
     p.add_argument("--no-store", action="store_true", help="do not append the result to the store")
     p.add_argument("--jsonl", help="also append the record to this JSON-lines file")
@@ -53,7 +55,7 @@ def register(sub: Any) -> None:
     _common(pi)
     pi.add_argument("--context", type=tokens_arg, default=1024,
                     help="tokens per sequence at the end, prompt + output (default 1024)")
-    pi.add_argument("--concurrency", type=count_arg, default=1, help="sequences at once (default 1)")
+    pi.add_argument("--concurrency", type=count_in(CONCURRENCY), default=1, help="sequences at once (default 1)")
     pi.add_argument("--output-tokens", type=tokens_arg, default=16, help="tokens decoded per sequence (default 16)")
     pi.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default: bf16 on CUDA, fp32 on CPU")
     pi.add_argument("--weights", choices=("nf4", "nf4-dq"), help="bitsandbytes 4-bit weights (CUDA)")
@@ -62,8 +64,8 @@ def register(sub: Any) -> None:
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(pt)
     pt.add_argument("--method", choices=("full", "lora", "dora", "qlora"), default="full")
-    pt.add_argument("--rank", type=int, default=16, help="LoRA rank (default 16)")
-    pt.add_argument("--alpha", type=int, help="LoRA alpha (default 2 x rank)")
+    pt.add_argument("--rank", type=int_arg(WIDTH), default=16, help="LoRA rank (default 16)")
+    pt.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (default 2 x rank)")
     pt.add_argument("--targets", default="all-linear", help="LoRA targets: q_proj,v_proj or all-linear (default)")
     pt.add_argument("--optimizer", default="adamw",
                     choices=("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -74,7 +76,7 @@ def register(sub: Any) -> None:
                     help="torch optimizer implementation (default: torch's, foreach on CUDA)")
     pt.add_argument("--base-dtype", choices=("bf16", "fp16", "fp32"),
                     help="frozen base dtype for lora/dora/qlora (default bf16; fp32 with --precision fp32)")
-    pt.add_argument("--micro-batch", type=int, default=1, help="sequences per step (default 1)")
+    pt.add_argument("--micro-batch", type=int_arg(COUNT), default=1, help="sequences per step (default 1)")
     pt.add_argument("--seq-len", type=tokens_arg, default=512, help="tokens per sequence (default 512)")
     pt.add_argument("--grad-checkpointing", choices=("none", "full"), default="none")
     pt.set_defaults(func=cmd_measure, kind="training")
@@ -126,13 +128,13 @@ def cmd_measure(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(record)
     else:
-        print(render_record(record))
+        say(render_record(record))
         if record.get("store_path"):
-            print(f"stored as #{record['store_id']} in {record['store_path']}")
+            say(f"stored as #{record['store_id']} in {record['store_path']}")
     if record["status"] == "oom":
-        print(f"llmsizer: {oom_message(record)}", file=sys.stderr)
+        say(f"llmsizer: {oom_message(record)}", file=sys.stderr)
         return 3
     if record["status"] != "ok":
-        print(f"llmsizer: measurement {record['status']}: {record.get('error', '')}", file=sys.stderr)
+        say(f"llmsizer: measurement {record['status']}: {record.get('error', '')}", file=sys.stderr)
         return 1
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 from ..catalog import models as catalog
 from ..formulas.params import count_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
+from ..render.safe import say
 from ..render.text import table
 from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_bytes, format_count
@@ -51,7 +52,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("formats", help=COMMAND_HELP["formats"],
                        description="List the weight formats llmsizer knows.")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else print("\n".join(format_names())))
+    p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else say("\n".join(format_names())))
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -68,8 +69,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         pc = count_params(e.spec())
         act = f"{format_count(pc.active)}" if pc.active != pc.total else ""
         rows.append([e.name, e.id, format_count(pc.total), act, e.spec().attention_kind, e.config.get("model_type", "")])
-    print(table(rows, ["name", "id", "params", "active", "attention", "model_type"]))
-    print(f"{len(found)} models")
+    say(table(rows, ["name", "id", "params", "active", "attention", "model_type"]))
+    say(f"{len(found)} models")
     return 0
 
 
@@ -93,11 +94,11 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      f"{o.tokens_per_second_per_user:.1f}" if ok and o.tokens_per_second_per_user else "-",
                      "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
-    print(f"models on {args.fits_on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
+    say(f"models on {args.fits_on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
           "that fits at reading speed or faster")
-    print(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
+    say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
-    print(f"{n} of {len(opts)} models fit")
+    say(f"{n} of {len(opts)} models fit")
     return exit_code(n > 0)
 
 
@@ -141,31 +142,31 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         emit_json(d)
         return 0
     a, p = d["architecture"], d["params"]
-    print(f"{d['model']}  [{a['model_type']}]  source: {d['source']}")
-    print(f"layers {a['layers']}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
+    say(f"{d['model']}  [{a['model_type']}]  source: {d['source']}")
+    say(f"layers {a['layers']}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
           f"{a['num_kv_heads']} kv x head_dim {a['head_dim']}, intermediate {a['intermediate_size']}, "
           f"vocab {a['vocab_size']}, tied embeddings {a['tie_word_embeddings']}")
     if a["sliding_layers"]:
-        print(f"sliding window {a['sliding_window']} on {a['sliding_layers']} of {a['layers']} layers")
+        say(f"sliding window {a['sliding_window']} on {a['sliding_layers']} of {a['layers']} layers")
     if "moe" in a:
         m = a["moe"]
-        print(f"MoE: {m['num_experts']} experts, top-{m['experts_per_token']}, expert intermediate "
+        say(f"MoE: {m['num_experts']} experts, top-{m['experts_per_token']}, expert intermediate "
               f"{m['expert_intermediate_size']}, shared intermediate {m['shared_intermediate_size']}, "
               f"{m['moe_layers']} MoE layers")
     if "mla" in a:
-        print("MLA: " + ", ".join(f"{k} {v}" for k, v in a["mla"].items()))
+        say("MLA: " + ", ".join(f"{k} {v}" for k, v in a["mla"].items()))
     rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in p["by_component"].items()]
     rows.append(["TOTAL", f"{p['total']:,}", "100%"])
     if p["active"] != p["total"]:
         rows.append(["active per token", f"{p['active']:,}", f"{100 * p['active'] / p['total']:.2f}%"])
-    print(table(rows, ["component", "parameters", "share"]))
+    say(table(rows, ["component", "parameters", "share"]))
     if d["published_params"]:
-        print(f"published: {d['published_params']:,}")
+        say(f"published: {d['published_params']:,}")
     sf = d["stored_format"]
-    print(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
+    say(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
     if "file_weights" in d:
         fw = d["file_weights"]
-        print(f"files: {format_bytes(fw['bytes'])} in {fw['path']} ({', '.join(fw['by_dtype'])})")
+        say(f"files: {format_bytes(fw['bytes'])} in {fw['path']} ({', '.join(fw['by_dtype'])})")
     for n in d["notes"]:
-        print(f"note: {n}")
+        say(f"note: {n}")
     return 0

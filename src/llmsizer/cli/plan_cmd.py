@@ -10,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..inputs import check_output
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
+from ..render.safe import say
 from ..request import RequestError, load_request
 from .commands import COMMAND_HELP
 from .common import write_atomic
@@ -76,19 +78,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
             today = _dt.date.fromisoformat(args.today)
         except ValueError:
             raise InputError(f"--today {args.today!r}: write YYYY-MM-DD") from None
+    inputs = [args.request, *(args.hardware_file or ())]
+    if out is not None:
+        check_output(out, inputs)  # before any work: a folder, a device or an input is refused up front
     try:
         req = load_request(args.request, hardware_files=args.hardware_file)
     except RequestError as e:
         for line in e.errors:
-            print(f"llmsizer: error: {line}", file=sys.stderr)
+            say(f"llmsizer: error: {line}", file=sys.stderr)
         return 2
     plan = make_plan(req, hardware_files=args.hardware_file, today=today, alternatives=not args.no_alternatives)
     if out is not None:
-        write_atomic(out, render(plan, fmt or "json"))
+        write_atomic(out, render(plan, fmt or "json"), inputs)
     if args.json:
         sys.stdout.write(render(plan, "json"))
     elif not args.quiet:
-        print(render_plan_text(plan))
+        say(render_plan_text(plan))
         if out is not None:
-            print(f"report written to {out}")
+            say(f"report written to {out}")
     return 0 if plan.ok else 1

@@ -6,11 +6,13 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
+from ..numbers import CONCURRENCY, MONEY, POSITIVE, TOP
 from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
+from ..render.safe import say
 from ..specs import InferenceWorkload
 from .commands import COMMAND_HELP
-from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg
+from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
 from .workload_args import add_headroom_arg, add_training_args, training_fields
 
 EPILOG = """examples:
@@ -37,24 +39,24 @@ def register(sub: Any) -> None:
     mode.add_argument("--train", action="store_true", help="training: memory per option, time and cost")
     g = p.add_argument_group("inference workload")
     g.add_argument("--context", type=tokens_arg, help=f"tokens per sequence (default {InferenceWorkload.context})")
-    g.add_argument("--concurrency", type=count_arg, help=f"sequences at once (default {InferenceWorkload.concurrency})")
+    g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
     g.add_argument("--weights", help="force one weight format instead of searching")
     add_training_args(p)
     c = p.add_argument_group("constraints")
-    c.add_argument("--max-cost-per-hour", type=float, help="budget in USD per hour")
-    c.add_argument("--max-cost", type=float, help="training budget for the whole run, USD")
+    c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
+    c.add_argument("--max-cost", type=float_arg(MONEY), help="training budget for the whole run, USD")
     c.add_argument("--deadline", help="training wall-clock limit, e.g. 3d, 12h")
-    c.add_argument("--tokens-per-second", type=float, help="aggregate decode throughput target")
-    c.add_argument("--user-tokens-per-second", type=float, help="minimum decode speed per user")
+    c.add_argument("--tokens-per-second", type=float_arg(POSITIVE), help="aggregate decode throughput target")
+    c.add_argument("--user-tokens-per-second", type=float_arg(POSITIVE), help="minimum decode speed per user")
     c.add_argument("--max-ttft", help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
     c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
-    c.add_argument("--kwh-price", type=float, help="USD per kWh, to price owned hardware by its power draw")
+    c.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh, to price owned hardware by its power draw")
     add_headroom_arg(c)
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
-    p.add_argument("--top", type=int, default=8, help="options and rejections to show (default 8)")
+    p.add_argument("--top", type=int_arg(TOP), default=8, help="options and rejections to show (default 8)")
     p.add_argument("--json", action="store_true", help="machine-readable output (everything)")
     p.set_defaults(func=cmd_recommend)
 
@@ -80,5 +82,5 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(rec.to_dict())
         return exit_code(bool(rec.options))
-    print(render_recommendation(rec, args.top))
+    say(render_recommendation(rec, args.top))
     return exit_code(bool(rec.options))

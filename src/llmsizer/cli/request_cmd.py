@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..render.safe import say
 from ..request import RequestError, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
@@ -61,7 +62,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     if out.exists() and not args.force:
         raise InputError(f"{out} exists; use --force to overwrite it")
     write_atomic(out, text)
-    print(f"template written to {out}; fill it in, then: llmsizer request check {out}")
+    say(f"template written to {out}; fill it in, then: llmsizer request check {out}")
     return 0
 
 
@@ -73,14 +74,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             json.dump({"valid": False, "errors": e.errors}, sys.stdout, indent=2)
             sys.stdout.write("\n")
         for line in e.errors:
-            print(f"llmsizer: error: {line}", file=sys.stderr)
+            say(f"llmsizer: error: {line}", file=sys.stderr)
         return 1  # answered: the request is not valid (exit codes: README)
     if args.json:
         json.dump({"valid": True, "request": req.to_dict()}, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return 0
     n_train = sum(isinstance(j, TrainingJob) for j in req.jobs)
-    print(f"{req.source}: valid request with {len(req.jobs)} job(s): {n_train} training, "
+    say(f"{req.source}: valid request with {len(req.jobs)} job(s): {n_train} training, "
           f"{len(req.jobs) - n_train} inference ({', '.join(j.name for j in req.jobs)})")
     return 0
 
@@ -89,7 +90,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
     from ..request.schema import schema_text
     if args.output:
         write_atomic(Path(args.output), schema_text())
-        print(f"schema written to {args.output}")
+        say(f"schema written to {args.output}")
     else:
         sys.stdout.write(schema_text())
     return 0

@@ -9,11 +9,13 @@ from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import fit_training, resolve_target, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
+from ..numbers import COUNT
+from ..render.safe import say
 from ..render.text import render_estimate
 from ..specs.training import TrainingWorkload
 from ..units import format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
+from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import add_headroom_arg, add_training_args, training_fields
 
 EPILOG = """examples:
@@ -42,7 +44,7 @@ def register(sub: Any) -> None:
     add_headroom_arg(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`: its memory is the budget "
                    "(as in `fit --train`) and, with --tokens, the duration on it")
-    p.add_argument("--count", type=int, help="devices (default: the instance's count, else --gpus, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")
     p.add_argument("--max-seq", action="store_true", help="report the longest sequence that fits --memory")
@@ -94,18 +96,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
-    print(render_estimate(est, verbose=args.verbose))
+    say(render_estimate(est, verbose=args.verbose))
     seq = fields.get("seq_len", TrainingWorkload.seq_len)
     batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
     if "max_micro_batch" in reverse:
-        print(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
+        say(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
               if reverse["max_micro_batch"] else f"batch 1 does not fit: one sequence of {seq:,} tokens needs more "
               "than the budget")
     if "max_seq_len" in reverse:
-        print(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
+        say(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
               if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even 1 token does not")
     if duration is not None:
-        print(render_duration(duration))
+        say(render_duration(duration))
     return code
 
 

@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..inputs import check_output
+from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import emit_json
+from .common import emit_json, write_atomic
 
 GENERATOR = "llmsizer validate --no-store --markdown docs/accuracy.md"
 
@@ -173,17 +175,19 @@ def _rel(path: str) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.markdown:
+        check_output(args.markdown)  # a folder or a device is refused before the cases run
     g = gather(args)
     if args.markdown:
-        Path(args.markdown).write_text(render_markdown(g), encoding="utf-8")
+        write_atomic(Path(args.markdown), render_markdown(g))
     if args.json:
         emit_json({"cases": [c.to_dict() for c in g["cases"]],
                    "not_expressed": [{"id": m.id, "kind": m.kind, "why": m.why} for m in g["missing"]],
                    "summary": [s.to_dict() for s in g["summary"]], "sources": g["sources"]})
     else:
-        print(render_text(g))
+        say(render_text(g))
         if args.markdown:
-            print(f"report written to {args.markdown}")
+            say(f"report written to {args.markdown}")
     return 0
 
 
@@ -198,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return cmd_validate(args)
     except LlmsizerError as e:
-        print(f"llmsizer: error: {e}", file=sys.stderr)
+        say(f"llmsizer: error: {e}", file=sys.stderr)
         return 2
 
 

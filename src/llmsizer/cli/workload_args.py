@@ -11,6 +11,17 @@ import argparse
 from typing import Any
 
 from ..estimate.verdict import DEFAULT_HEADROOM
+from ..numbers import (
+    CONCURRENCY,
+    COUNT,
+    GPU_LAYERS,
+    HEADROOM,
+    TOKENS,
+    TRAIN_TOKENS,
+    UTILIZATION,
+    WIDTH,
+    ZERO_STAGE,
+)
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     FSDP_MODES,
@@ -22,19 +33,12 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from .common import count_arg, tokens_arg
+from .common import count_in, float_arg, int_arg, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
 
-def headroom_arg(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"headroom must be a number in [0, 1), got {text!r}") from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(f"headroom must be in [0, 1), got {text}")
-    return v
+headroom_arg = float_arg(HEADROOM)
 
 
 def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -56,7 +60,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    "see `llmsizer formats`")
     g.add_argument("--context", type=tokens_arg,
                    help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
-    g.add_argument("--concurrency", type=count_arg, help=f"sequences at once (default {IW.concurrency})")
+    g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {IW.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
     g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: the engine's)")
     if engine:
@@ -64,17 +68,17 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
-    g.add_argument("--group-size", type=int, help=f"GPTQ/AWQ group size (default {IW.group_size})")
-    g.add_argument("--block-size", type=int, dest="paged_block_size", help="paged KV block (vLLM default 16)")
-    g.add_argument("--gpu-memory-utilization", type=float, help="vLLM (default 0.9, or 1 - --headroom)")
-    g.add_argument("--max-num-seqs", type=int, help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
-    g.add_argument("--max-num-batched-tokens", type=int,
+    g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
+    g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
+    g.add_argument("--gpu-memory-utilization", type=float_arg(UTILIZATION), help="vLLM (default 0.9, or 1 - --headroom)")
+    g.add_argument("--max-num-seqs", type=int_arg(CONCURRENCY), help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
+    g.add_argument("--max-num-batched-tokens", type=int_arg(TOKENS),
                    help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
     if tensor_parallel:
-        g.add_argument("--tp", "--tensor-parallel", type=int, dest="tensor_parallel",
+        g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
-    g.add_argument("--n-gpu-layers", type=int, help="llama.cpp layers offloaded (default: all)")
-    g.add_argument("--ubatch", type=int, dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    g.add_argument("--n-gpu-layers", type=int_arg(GPU_LAYERS), help="llama.cpp layers offloaded (default: all)")
+    g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
@@ -90,8 +94,8 @@ def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
 def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> None:
     g = p.add_argument_group("training workload")
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
-    g.add_argument("--rank", type=int, help=f"LoRA rank r (default {TW.rank})")
-    g.add_argument("--alpha", type=int, help="LoRA alpha (recorded; no memory effect)")
+    g.add_argument("--rank", type=int_arg(WIDTH), help=f"LoRA rank r (default {TW.rank})")
+    g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
@@ -102,11 +106,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--optimizer-impl", choices=OPTIMIZER_IMPLS, help="torch optimizer kernel (default fused)")
     g.add_argument("--precision", choices=PRECISIONS,
                    help=f"precision recipe (default {TW.precision}: PyTorch AMP / HF Trainer --bf16)")
-    g.add_argument("--batch", "--micro-batch", type=count_arg, dest="micro_batch",
+    g.add_argument("--batch", "--micro-batch", type=count_in(COUNT), dest="micro_batch",
                    help=f"sequences per device per forward (default {TW.micro_batch})")
     g.add_argument("--seq", "--seq-len", type=tokens_arg, dest="seq_len",
                    help=f"tokens per training sequence; 4k = 4096 (default {TW.seq_len})")
-    g.add_argument("--grad-accumulation", type=int, help=f"micro-batches per optimizer step (default "
+    g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
                    help=f"activation checkpointing (default {TW.grad_checkpointing})")
@@ -114,22 +118,22 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
         add_attention_arg(g)
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")
-    g.add_argument("--loss-chunks", type=int, help="cross-entropy chunks (torchtune: 8; default 1)")
+    g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
-    g.add_argument("--gpus", type=int, help="devices in total (default 1; fit/recommend: the devices they place)")
-    g.add_argument("--zero", type=int, help="DeepSpeed ZeRO stage 0-3 (default 0; fit/recommend on several "
+    g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
+    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; fit/recommend on several "
                    "devices: the least-sharded stage that fits)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
-    g.add_argument("--tp", type=int, help="tensor-parallel degree (default 1)")
-    g.add_argument("--pp", type=int, help="pipeline-parallel stages (default 1)")
-    g.add_argument("--ep", type=int, help="expert-parallel degree, MoE (default 1)")
+    g.add_argument("--tp", type=int_arg(COUNT), help="tensor-parallel degree (default 1)")
+    g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
+    g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none)")
-    g.add_argument("--gpus-per-node", type=int, help=f"for --fsdp hybrid (default {TW.gpus_per_node})")
-    g.add_argument("--tokens", type=count_arg, help="tokens to train on, for the duration (e.g. 10B)")
-    g.add_argument("--utilization", type=float, help="model FLOPs utilisation for the duration (default: "
+    g.add_argument("--gpus-per-node", type=int_arg(COUNT), help=f"for --fsdp hybrid (default {TW.gpus_per_node})")
+    g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
+    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
 
 

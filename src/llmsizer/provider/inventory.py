@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..inputs import TOO_DEEP, foreign_tag, read_small_text, short
+from ..numbers import Range, check_number
 from ..request import quantities as Q
 
 TRAINING = "training"
@@ -132,6 +134,8 @@ class Inventory:
 # ------------------------------------------------------------------------------------------ reading
 
 def _closest(word: str, options: Sequence[str]) -> str:
+    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
+        return ""
     hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
@@ -142,6 +146,12 @@ FABRIC_KEYS = ("id", "bandwidth")
 NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
 STORAGE_KEYS = ("id", "site", "capacity")
 MAINT_KEYS = ("start", "end", "nodes", "site", "note")
+# A 10,000-node inventory is about 1 MB of YAML; past 8 MiB the file is a mistake (reading it would take seconds).
+MAX_INVENTORY_BYTES = 8 * 2**20
+# devices per node, node counts (each expanded into nodes), CPUs, addresses: the largest clusters hold ~100,000
+# GPUs in ~12,500 nodes, so 2^16 per entry is past any real one and bounds what a `count:` expands into
+INVENTORY_COUNT = Range(0, 2**16, True, "a count per inventory entry; the largest clusters have ~12,500 nodes")
+
 TOP_KEYS = ("version", "provider", "sites", "nodes", "storage", "maintenance")
 
 
@@ -166,7 +176,7 @@ class _Reader:
         for k, v in node.value:
             key = str(k.value) if isinstance(k, self.yaml.ScalarNode) else "?"
             if key not in allowed:
-                self.err(k, where, f"unknown key {key!r}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
+                self.err(k, where, f"unknown key {short(key)}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
             elif key in out:
                 self.err(k, where, f"{key}: given twice (first on line {out[key][0].start_mark.line + 1})")
             else:
@@ -196,13 +206,12 @@ class _Reader:
                     raise InputError("must not be empty")
                 return text
             if kind == "int":
+                digits = text.replace("_", "")
                 try:
-                    n = int(text.replace("_", ""))
+                    n = int(digits) if len(digits) <= 30 else float(digits)
                 except ValueError:
-                    raise InputError(f"must be a whole number, got {text!r}") from None
-                if n < 0:
-                    raise InputError(f"must not be negative, got {n}")
-                return n
+                    raise InputError(f"must be a whole number, got {short(text)}") from None
+                return check_number(n, "", INVENTORY_COUNT)
             if kind == "size":
                 if text.startswith("-"):
                     raise InputError(f"must not be negative, got {text!r}")
@@ -232,6 +241,10 @@ class _Reader:
 
     def read(self, text: str) -> Inventory | None:
         yaml = self.yaml
+        if len(text) > MAX_INVENTORY_BYTES:
+            self.errors.append((0, f"{self.source}: {len(text):,} characters is too large for an inventory "
+                                   f"(at most {MAX_INVENTORY_BYTES:,})"))
+            return None
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
         except yaml.MarkedYAMLError as e:
@@ -239,8 +252,19 @@ class _Reader:
             line = mark.line + 1 if mark is not None else 0
             self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
             return None
+        except yaml.YAMLError as e:
+            self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
+            return None
+        except RecursionError:
+            self.errors.append((0, f"{self.source}: {TOO_DEEP}; an inventory is a few levels deep"))
+            return None
         if root is None:
             self.errors.append((1, f"{self.source}:1: the file is empty; start from examples/provider/inventory.yaml"))
+            return None
+        bad_tag = foreign_tag(yaml, root)
+        if bad_tag is not None:
+            self.err(bad_tag[0], "", f"YAML tag {bad_tag[1]} is not allowed in an inventory; write plain values "
+                     "(no '!' tags)")
             return None
         top = self.mapping(root, "", TOP_KEYS)
         if not top:
@@ -440,8 +464,5 @@ def parse_inventory(text: str, *, source: str = "<inventory>", hardware_files: S
 
 def load_inventory(path: str | Path, *, hardware_files: Sequence[str | Path] = ()) -> Inventory:
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"inventory file {p}: cannot read ({e.strerror})") from None
+    text = read_small_text(p, "inventory file", MAX_INVENTORY_BYTES)
     return parse_inventory(text, source=str(p), hardware_files=hardware_files)

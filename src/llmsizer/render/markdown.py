@@ -7,6 +7,7 @@ from typing import Any
 
 from ..plan.result import Chart, Check, Figure, JobPlan, Plan, Section
 from ..units import format_bytes, format_count
+from .safe import md_text
 
 SEVERITY_LABEL = {"error": "ERROR", "warning": "WARNING", "info": "NOTE"}
 
@@ -205,4 +206,14 @@ def render_markdown(plan: Plan) -> str:
         out += _job_md(j)
     if plan.notes:
         out += ["## General notes", ""] + [f"- {n}" for n in plan.notes] + [""]
-    return "\n".join(out).rstrip() + "\n"
+    return _html_safe("\n".join(out).rstrip() + "\n")
+
+
+_OWN_TAGS = frozenset({"<details><summary>Assumptions</summary>", "</details>"})  # whole lines this renderer writes
+
+
+def _html_safe(text: str) -> str:
+    """The report with HTML escaped on every line but the renderer's own tag lines: request titles, job notes
+    and model names are the user's text, and a ``<script>`` or ``<img onerror=...>`` in them must stay text
+    wherever the Markdown is rendered (issue #15). Control characters are shown as escapes."""
+    return "\n".join(line if line in _OWN_TAGS else md_text(line) for line in text.split("\n"))

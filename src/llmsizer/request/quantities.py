@@ -16,6 +16,8 @@ import datetime as _dt
 import re
 
 from ..errors import InputError
+from ..inputs import short
+from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, check_number
 from ..units import parse_bytes, parse_count, parse_tokens
 
 HOURS_PER_MONTH = 730.0
@@ -65,37 +67,43 @@ def _strip_word(text: str, words: tuple[str, ...]) -> str:
 def parse_size(value: object) -> int:
     """Bytes from "2 TB", "80GiB", "512 MiB" or a plain byte count (decimal and binary prefixes kept apart)."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
+        raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
     try:
-        return parse_bytes(value, what="size")  # type: ignore[arg-type]
+        return parse_bytes(value, what="")  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
-        raise InputError(f"cannot read {value!r} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
+        raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
                          "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
 
 
 def parse_plain_count(value: object, words: tuple[str, ...] = ()) -> int:
     """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples")."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a number; write e.g. '8', '40k', '1.5M'")
+        raise InputError(f"cannot read {short(value)} as a number; write e.g. '8', '40k', '1.5M'")
     if isinstance(value, str):
         value = _strip_word(value, words)
     try:
-        return parse_count(value, what="count")  # type: ignore[arg-type]
+        return parse_count(value, what="")  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
-        raise InputError(f"cannot read {value!r} as a number; write e.g. '8', '40k', '1.5M'") from None
+        raise InputError(f"cannot read {short(value)} as a number; write e.g. '8', '40k', '1.5M'") from None
 
 
 def parse_token_count(value: object) -> int:
     """A number of tokens in a dataset or run: "500k tokens" = 500,000, "2B tokens" = 2 x 10^9 (decimal
     suffixes, as dataset sizes are quoted)."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a token count; write e.g. '500k tokens', '2B tokens'")
+        raise InputError(f"cannot read {short(value)} as a token count; write e.g. '500k tokens', '2B tokens'")
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_count(value, what="tokens")  # type: ignore[arg-type]
+        return parse_count(value, what="", rng=TRAIN_TOKENS)  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
-        raise InputError(f"cannot read {value!r} as a token count; write e.g. '500k tokens', '2B tokens', "
+        raise InputError(f"cannot read {short(value)} as a token count; write e.g. '500k tokens', '2B tokens', "
                          "'60M'") from None
 
 
@@ -103,13 +111,15 @@ def parse_context(value: object) -> int:
     """A sequence length: "8k" = 8192, "128k" = 131072 (binary thousands, as model publishers quote context),
     a plain number as written; an optional trailing "tokens" is ignored."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a token length; write e.g. '4096', '8k' (= 8192)")
+        raise InputError(f"cannot read {short(value)} as a token length; write e.g. '4096', '8k' (= 8192)")
     if isinstance(value, str):
         value = _strip_word(value, ("tokens", "token"))
     try:
-        return parse_tokens(value, what="length")  # type: ignore[arg-type]
+        return parse_tokens(value, what="", rng=TOKENS)  # type: ignore[arg-type]
+    except NumberError:
+        raise
     except InputError:
-        raise InputError(f"cannot read {value!r} as a token length; write e.g. '4096', '8k' (= 8192), "
+        raise InputError(f"cannot read {short(value)} as a token length; write e.g. '4096', '8k' (= 8192), "
                          "'128k'") from None
 
 
@@ -118,21 +128,21 @@ def parse_duration(value: object) -> float:
 
     A bare number is refused: "3" could be seconds, hours or days."""
     if isinstance(value, bool) or isinstance(value, (int, float)):
-        raise InputError(f"duration {value!r} has no unit; write e.g. '3 days', '12h', '90 min', '6 months'")
+        raise InputError(f"duration {short(value)} has no unit; write e.g. '3 days', '12h', '90 min', '6 months'")
     s = str(value).strip()
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", s)
     if not m:
-        raise InputError(f"cannot read {value!r} as a duration; write e.g. '3 days', '12h', '90 min', '6 months'")
+        raise InputError(f"cannot read {short(value)} as a duration; write e.g. '3 days', '12h', '90 min', '6 months'")
     unit = m.group(2).lower()
     if unit == "m":
-        raise InputError(f"duration {value!r}: 'm' could be minutes or months; write 'min' or 'months'")
+        raise InputError(f"duration {short(value)}: 'm' could be minutes or months; write 'min' or 'months'")
     if unit not in _DURATION_UNITS:
-        raise InputError(f"duration {value!r}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
+        raise InputError(f"duration {short(value)}: unknown unit {m.group(2)!r}; use ms, s, min, h, days, weeks, "
                          "months, years")
     seconds = _number(m.group(1)) * _DURATION_UNITS[unit]
     if seconds <= 0:
-        raise InputError(f"duration {value!r} must be positive")
-    return seconds
+        raise InputError(f"duration {short(value)} must be positive")
+    return float(check_number(seconds, "", SECONDS))
 
 
 def parse_interval(value: object) -> tuple[float | None, int | None]:
@@ -140,12 +150,14 @@ def parse_interval(value: object) -> tuple[float | None, int | None]:
     if isinstance(value, str) and re.search(r"\bsteps?\s*$", value.strip(), re.IGNORECASE):
         n = parse_plain_count(re.sub(r"\s*steps?\s*$", "", value.strip(), flags=re.IGNORECASE))
         if n < 1:
-            raise InputError(f"interval {value!r} must be at least 1 step")
+            raise InputError(f"interval {short(value)} must be at least 1 step")
         return None, n
     try:
         return parse_duration(value), None
+    except NumberError:
+        raise
     except InputError:
-        raise InputError(f"cannot read {value!r} as an interval; write a time ('2h', '30 min') or a step count "
+        raise InputError(f"cannot read {short(value)} as an interval; write a time ('2h', '30 min') or a step count "
                          "('500 steps')") from None
 
 
@@ -153,14 +165,12 @@ def parse_money(value: object, period: str | None = None) -> float:
     """US dollars from 20000, "20000 USD", "$20k", "USD 1.5M"; with ``period`` ("h" or "month") a trailing
     "/h" or "/month" is accepted. Other currencies are refused: catalog prices are USD."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as an amount; write e.g. '20000 USD', '$20k'")
+        raise InputError(f"cannot read {short(value)} as an amount; write e.g. '20000 USD', '$20k'")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise InputError(f"amount must not be negative, got {value}")
-        return float(value)
+        return float(check_number(value, "", MONEY))
     s = str(value).strip()
     if _CURRENCY.search(s):
-        raise InputError(f"amount {value!r}: give US dollars (the catalog's prices are USD); convert first")
+        raise InputError(f"amount {short(value)}: give US dollars (the catalog's prices are USD); convert first")
     if period is not None:
         words = {"h": ("/h", "/hour", "per hour", "/hr"), "month": ("/month", "per month", "/mo")}[period]
         for w in words:
@@ -172,66 +182,65 @@ def parse_money(value: object, period: str | None = None) -> float:
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
         hint = {"h": " per hour, e.g. '$12/h'", "month": " per month, e.g. '$5k/month'"}.get(period or "", "")
-        raise InputError(f"cannot read {value!r} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
-    return _number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)]
+        raise InputError(f"cannot read {short(value)} as an amount{hint}; write e.g. '20000 USD', '$20k', '1.5M USD'")
+    return float(check_number(_number(m.group(1)) * {"": 1.0, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6}[m.group(2)],
+                              "", MONEY))
 
 
 def parse_bandwidth(value: object) -> float:
     """Bytes per second from "10 Gb/s", "10 Gbps" (bits) or "500 MB/s", "2 GiB/s" (bytes)."""
     if isinstance(value, bool) or isinstance(value, (int, float)):
-        raise InputError(f"bandwidth {value!r} has no unit; write e.g. '10 Gb/s' (bits) or '500 MB/s' (bytes)")
+        raise InputError(f"bandwidth {short(value)} has no unit; write e.g. '10 Gb/s' (bits) or '500 MB/s' (bytes)")
     s = str(value).strip()
     m = re.fullmatch(_NUM + r"\s*([A-Za-z/]+)", s)
     if not m or m.group(2) not in _BANDWIDTH_UNITS:
-        raise InputError(f"cannot read {value!r} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
+        raise InputError(f"cannot read {short(value)} as a bandwidth; write e.g. '10 Gb/s', '25 Gbps', '500 MB/s' "
                          "(b = bits, B = bytes)")
-    return _number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)]
+    return float(check_number(_number(m.group(1)) * _BANDWIDTH_UNITS[m.group(2)], "", BANDWIDTH))
 
 
 def parse_rate(value: object) -> float:
     """Requests per second from 5, "5/s", "300/min", "300 per minute", "10000/day", "2 rps"."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a rate; write e.g. '5/s', '300/min'")
+        raise InputError(f"cannot read {short(value)} as a rate; write e.g. '5/s', '300/min'")
     if isinstance(value, (int, float)):
-        if value < 0:
-            raise InputError(f"rate must not be negative, got {value}")
-        return float(value)
+        return float(check_number(value, "", RATE))
     s = str(value).strip().lower()
     s = re.sub(r"\s*(requests?|req)\s*", " ", s).strip()
     m = re.fullmatch(_NUM + r"\s*(?:/|per\s+)?\s*([a-z]*)", s)
     if not m:
-        raise InputError(f"cannot read {value!r} as a rate; write e.g. '5/s', '300/min', '10000/day'")
+        raise InputError(f"cannot read {short(value)} as a rate; write e.g. '5/s', '300/min', '10000/day'")
     unit = m.group(2) or "s"
     if unit == "rps":
         unit = "s"
     if unit not in _RATE_UNITS:
-        raise InputError(f"rate {value!r}: unknown period {unit!r}; use /s, /min, /h or /day")
-    return _number(m.group(1)) * _RATE_UNITS[unit]
+        raise InputError(f"rate {short(value)}: unknown period {unit!r}; use /s, /min, /h or /day")
+    return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "", RATE))
 
 
 def parse_share(value: object) -> float:
     """A share in [0, 1] from 0.4 or "40%"."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {value!r} as a share; write e.g. 0.4 or '40%'")
+        raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'")
     if isinstance(value, str):
         s = value.strip()
         if s.endswith("%"):
             try:
                 v = float(s[:-1]) / 100
             except ValueError:
-                raise InputError(f"cannot read {value!r} as a percentage") from None
+                raise InputError(f"cannot read {short(value)} as a percentage") from None
         else:
             try:
                 v = float(s)
             except ValueError:
-                raise InputError(f"cannot read {value!r} as a share; write e.g. 0.4 or '40%'") from None
+                raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'") from None
     elif isinstance(value, (int, float)):
         v = float(value)
     else:
-        raise InputError(f"cannot read {value!r} as a share")
+        raise InputError(f"cannot read {short(value)} as a share")
     if not 0 <= v <= 1:
-        raise InputError(f"share {value!r} must be between 0 and 1 (0% and 100%)")
-    return v
+        raise InputError(f"share {short(value)} must be between 0 and 1 (0% and 100%)")
+    return float(check_number(v, "", FRACTION))
 
 
 def parse_date(value: object) -> _dt.date:
@@ -243,7 +252,7 @@ def parse_date(value: object) -> _dt.date:
     try:
         return _dt.date.fromisoformat(str(value).strip())
     except ValueError:
-        raise InputError(f"cannot read {value!r} as a date; write YYYY-MM-DD, e.g. 2025-07-01") from None
+        raise InputError(f"cannot read {short(value)} as a date; write YYYY-MM-DD, e.g. 2025-07-01") from None
 
 
 def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None]:
@@ -254,5 +263,5 @@ def parse_date_or_duration(value: object) -> tuple[_dt.date | None, float | None
     try:
         return None, parse_duration(value)
     except InputError:
-        raise InputError(f"cannot read {value!r} as a deadline; write a date (2025-07-01) or a duration from the "
+        raise InputError(f"cannot read {short(value)} as a deadline; write a date (2025-07-01) or a duration from the "
                          "start ('3 weeks')") from None

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..inputs import TOO_DEEP, check_model_name, foreign_tag, read_small_text
+from ..inputs import short as _short
+from ..numbers import COUNT, POSITIVE, Range, check_number
 from ..specs.workload import ENGINES, normalize_engine
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
@@ -71,11 +74,22 @@ JOB_SECTIONS: dict[str, type] = {
 TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+_COUNT_WHY = "a count; 2^20 = 1,048,576 is past every real setting"
+
+# The largest request a person or a generator writes is far smaller: the examples are ~3 KB, a 200-job request
+# ~60 KB. Past 1 MiB the file is a mistake (or hostile), and reading it would cost seconds and hundreds of MB.
+MAX_REQUEST_BYTES = 2**20
+# A request describes one team's workloads: the examples hold 1 to 3 jobs. 1,000 jobs plan in a few seconds;
+# ten times as many took minutes, so more is refused rather than left running.
+MAX_JOBS = 1000
 _PLAIN_COUNT_WORDS = ("examples", "documents", "docs", "users", "requests", "sequences", "params", "parameters",
                       "devices", "steps")
 
 
 def _closest(word: str, options: Sequence[str]) -> str:
+    if len(word) > 100:  # no name is that long; difflib on a 1 MB key would take seconds
+        return ""
     hit = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
@@ -102,8 +116,11 @@ class _Reader:
         line = node.start_mark.line + 1 if hasattr(node, "start_mark") else int(node or 0)
         if lkey:
             self.failed.add(lkey)
+        if len(path) > 200:  # a key of any length is possible; the line names its start
+            path = path[:197] + "..."
         field = f"{path}: " if path else ""
-        self.errors.append((line, f"{self.source}:{line}: {where}{field}{msg}"))
+        text = f"{self.source}:{line}: {where}{field}{msg}"
+        self.errors.append((line, text.replace("\r", "\\r").replace("\n", "\\n")))  # one line per problem
 
     # ------------------------------------------------------------------ nodes
     def is_map(self, node: Any) -> bool:
@@ -119,7 +136,11 @@ class _Reader:
         return self.is_scalar(node) and node.tag == "tag:yaml.org,2002:null"
 
     def construct(self, node: Any) -> Any:
-        return self.loader.construct_object(node, deep=True)
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except Exception as e:  # noqa: BLE001 - "!!int abc", "!!int ''": the safe constructors raise anything
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            raise InputError(f"cannot read {_short(node.value)} as {kind} ({type(e).__name__})") from None
 
     def pairs(self, node: Any, where: str, path: str) -> list[tuple[str, Any, Any]]:
         """(key, key node, value node) of a mapping; duplicate and non-text keys are errors."""
@@ -170,6 +191,30 @@ class _Reader:
             return None
 
     def scalar(self, f: Field, node: Any) -> Any:
+        v = self.scalar_value(f, node)
+        rng = self.range(f)
+        if rng is None or v is None:
+            return v
+        if isinstance(v, Interval):
+            if v.steps is not None:
+                check_number(v.steps, "", COUNT)
+            return v
+        return check_number(v, "", rng)  # the one validation layer (issue #15); the caller adds file:line: field
+
+    @staticmethod
+    def range(f: Field) -> Range | None:
+        """The allowed range of a numeric field: its own bounds, else a documented default."""
+        if f.type == "int":
+            return Range(f.minimum if f.minimum is not None else 0,
+                         f.maximum if f.maximum is not None else COUNT.high, True,
+                         "the request format's bound" if f.maximum is not None else _COUNT_WHY)
+        if f.type == "number":
+            return Range(f.minimum if f.minimum is not None else 0,
+                         f.maximum if f.maximum is not None else POSITIVE.high, False,
+                         "the request format's bound" if f.maximum is not None else POSITIVE.why)
+        return None  # sizes, counts, tokens, durations, money...: checked by their parsers (quantities.py)
+
+    def scalar_value(self, f: Field, node: Any) -> Any:
         t = f.type
         raw = str(node.value)
         text = raw.strip()
@@ -192,7 +237,7 @@ class _Reader:
             low = normalize_engine(text) if f.choices == ENGINES else text.lower()  # 'llama.cpp' -> 'llamacpp'
             if low in f.choices:
                 return low
-            raise InputError(f"unknown value {text!r}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
+            raise InputError(f"unknown value {_short(text)}; choose one of: {', '.join(f.choices)}{_closest(low, f.choices)}")
         if t == "bool":
             v = self.construct(node)
             if not isinstance(v, bool):
@@ -201,18 +246,18 @@ class _Reader:
         v = self.construct(node)
         if t == "int":
             if isinstance(v, bool):
-                raise InputError(f"must be a whole number, got {text!r}")
+                raise InputError(f"must be a whole number, got {_short(text)}")
             n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS) if isinstance(v, str) else v
-            if not isinstance(n, int) and not (isinstance(n, float) and n.is_integer()):
-                raise InputError(f"must be a whole number, got {text!r}")
-            return self.bounded(f, int(n))
+            if not isinstance(n, (int, float)):
+                raise InputError(f"must be a whole number, got {_short(text)}")
+            return n
         if t == "number":
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 try:
                     v = float(text)
                 except ValueError:
-                    raise InputError(f"must be a number, got {text!r}") from None
-            return self.bounded(f, float(v))
+                    raise InputError(f"must be a number, got {_short(text)}") from None
+            return v
         if t == "size":
             return Q.parse_size(v if not plain else text)
         if t == "count":
@@ -249,13 +294,6 @@ class _Reader:
             from ..formulas.weight_formats import normalize_format
             return normalize_format(text)
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
-
-    def bounded(self, f: Field, v: float) -> Any:
-        if f.minimum is not None and v < f.minimum:
-            raise InputError(f"must be at least {f.minimum:g}, got {v:g}")
-        if f.maximum is not None and v > f.maximum:
-            raise InputError(f"must be at most {f.maximum:g}, got {v:g}")
-        return v
 
     def targets(self, value: str | list[str]) -> tuple[str, ...]:
         try:
@@ -311,7 +349,7 @@ class _Reader:
             other = next((x for x in JOB_FIELDS if x.name == key), None)
             if other is not None:
                 return (f"'{key}' applies to {' and '.join(other.kinds)} jobs, not to this one")
-        return f"unknown key {key!r} {section}{_closest(key, names)} (allowed: {', '.join(names)})"
+        return f"unknown key {_short(key)} {section}{_closest(key, names)} (allowed: {', '.join(names)})"
 
     # ------------------------------------------------------------------ jobs
     def job(self, index: int, node: Any) -> Any:
@@ -326,6 +364,8 @@ class _Reader:
                 raw.setdefault(str(kn.value), vn)
         name_node = raw.get("name")
         name = str(name_node.value) if name_node is not None and self.is_scalar(name_node) else f"#{index + 1}"
+        if len(name) > 60:  # an invalid name is reported on its own line; the others quote its start
+            name = name[:57] + "..."
         kind_node = raw.get("kind")
         kind = str(kind_node.value).strip().lower() if kind_node is not None and self.is_scalar(kind_node) else None
         if kind not in ("training", "inference"):
@@ -345,6 +385,10 @@ class _Reader:
     # ------------------------------------------------------------------ whole file
     def read(self, text: str) -> Request | None:
         yaml = self.yaml
+        if len(text) > MAX_REQUEST_BYTES:
+            self.errors.append((0, f"{self.source}: {len(text):,} characters is too large for a request "
+                                   f"(at most {MAX_REQUEST_BYTES:,}: the largest real requests are ~100 KB)"))
+            return None
         try:
             # libyaml's parser when PyYAML has it (same nodes, tags and marks, several times faster on large
             # requests); a file it rejects is parsed again by the pure-Python one, whose messages are the
@@ -366,8 +410,16 @@ class _Reader:
         except yaml.YAMLError as e:
             self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
             return None
+        except RecursionError:
+            self.errors.append((0, f"{self.source}: {TOO_DEEP}; a request is at most a few levels deep"))
+            return None
         if root is None:
             self.errors.append((1, f"{self.source}:1: the file is empty; start from `llmsizer request new`"))
+            return None
+        bad_tag = foreign_tag(yaml, root)
+        if bad_tag is not None:
+            self.err(bad_tag[0], "", "", f"YAML tag {bad_tag[1]} is not allowed in a request; write plain values "
+                     "(no '!' tags)")
             return None
         if not self.is_map(root):
             self.err(root, "", "", "the top level must be a mapping with title, jobs, ... "
@@ -393,6 +445,9 @@ class _Reader:
             self.err(root, "", "jobs", "is required: a list of training and inference jobs")
         elif not self.is_seq(jobs_node) or not jobs_node.value:
             self.err(jobs_node, "", "jobs", "must be a non-empty list of jobs (each starting with '- name: ...')")
+        elif len(jobs_node.value) > MAX_JOBS:
+            self.err(jobs_node, "", "jobs", f"{len(jobs_node.value):,} jobs is too many for one request (at most "
+                     f"{MAX_JOBS:,}); split it into several requests")
         else:
             built = [(i, self.job(i, n)) for i, n in enumerate(jobs_node.value)]
             jobs = [(i, j) for i, j in built if j is not None]
@@ -439,12 +494,14 @@ class _Reader:
                 self.jerr(i, j, "model.name", "is required (a catalog name, Hugging Face id or config.json path)"
                           + (" or model.from_job" if isinstance(j, InferenceJob) else ""))
             elif m.name is not None and self.check_names:
-                resolved = self.model_ref(m.name)
                 try:
+                    resolved = self.model_ref(check_model_name(m.name, "model"))
                     from ..models import load_model
                     load_model(resolved)
                 except LlmsizerError as e:
                     self.jerr(i, j, "model.name", str(e))
+                except OSError as e:  # a path the operating system refuses (a component over 255 bytes...)
+                    self.jerr(i, j, "model.name", f"cannot read {_short(m.name, 40)} ({e.strerror or e})")
                 else:
                     if resolved != m.name:
                         j = replace(j, model=replace(m, name=resolved))
@@ -598,7 +655,7 @@ def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (),
     ``<stdin>:LINE``; relative model paths count from the current folder)."""
     if str(path) == STDIN:
         try:
-            text = sys.stdin.read()
+            text = sys.stdin.read(MAX_REQUEST_BYTES + 1)
         except UnicodeDecodeError:
             raise InputError(f"request from {STDIN_SOURCE}: not UTF-8 text") from None
         except OSError as e:
@@ -606,11 +663,8 @@ def load_request(path: str | Path, *, hardware_files: Sequence[str | Path] = (),
         return parse_request(text, source=STDIN_SOURCE, base_dir=Path.cwd(), hardware_files=hardware_files,
                              check_names=check_names)
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except OSError as e:
-        raise InputError(f"request file {p}: cannot read ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(f"request file {p}: not UTF-8 text") from None
+    text = read_small_text(p, "request file", MAX_REQUEST_BYTES)
+
     return parse_request(text, source=str(p), base_dir=p.parent, hardware_files=hardware_files,
                          check_names=check_names)
+

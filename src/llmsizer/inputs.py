@@ -1,0 +1,112 @@
+"""Reading input files and writing outputs safely (issue #15): only regular files of a bounded size are read
+(a named pipe would wait for a writer forever, a device would never end), YAML is composed into nodes with its
+depth and tags checked, and outputs never land on a folder, a device or one of the inputs."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+# YAML tags an input may carry: the ones PyYAML's safe loader resolves by itself. Any other (``!!python/name``,
+# ``!custom``, ``!!binary``) is refused with its line; nothing is ever constructed from a tag.
+PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in
+                       ("str", "int", "float", "bool", "null", "map", "seq", "timestamp"))
+
+
+def short(value: object, limit: int = 60) -> str:
+    """repr of a value cut to ``limit`` characters: a 1 MB value must not become the message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_small_text(path: Path, what: str, limit: int) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes, or a one-line InputError. Pipes, devices and
+    folders are refused before opening."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise InputError(f"{what} {path}: cannot read ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{what} {path}: is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{what} {path}: not a regular file (a pipe or a device); give a file")
+    if st.st_size > limit:
+        raise InputError(f"{what} {path}: {st.st_size:,} bytes is too large (at most {limit:,})")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise InputError(f"{what} {path}: cannot read ({e.strerror})") from None
+    if len(data) > limit:
+        raise InputError(f"{what} {path}: too large (at most {limit:,} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{what} {path}: not UTF-8 text") from None
+
+
+def foreign_tag(yaml: Any, root: Any) -> tuple[Any, str] | None:
+    """The first node (in file order) whose tag is not a plain YAML one and the tag as written, walked without
+    recursion; None when every tag is plain."""
+    stack, bad = [root], []
+    while stack:
+        node = stack.pop()
+        if node.tag not in PLAIN_TAGS:
+            bad.append(node)
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                stack += (k, v)
+    if not bad:
+        return None
+    node = min(bad, key=lambda n: n.start_mark.index)
+    return node, short(str(node.tag).replace("tag:yaml.org,2002:", "!!"))
+
+
+TOO_DEEP = "nested too deeply (lists or mappings inside each other hundreds of levels down)"
+
+
+def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
+    """``path`` as an output: not a folder, not a device or pipe, not one of ``inputs`` (compared as the same file
+    on disk, so ``./req.json`` and a link to it count). Called before any work, and again by the writer."""
+    out = Path(path).expanduser()
+    try:
+        st = os.stat(out)
+    except OSError:
+        return out  # a new file: nothing to overwrite
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"cannot write {out}: it is a folder; give a file name")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"cannot write {out}: not a regular file (a pipe or a device)")
+    for given in inputs:
+        if given is None or str(given) == "-":
+            continue
+        try:
+            same = os.path.samefile(out, Path(given).expanduser())
+        except OSError:
+            continue
+        if same:
+            raise InputError(f"cannot write {out}: it is an input of this command ({given}); it would be "
+                             "overwritten; choose another file name")
+    return out
+
+
+# PATH_MAX on Linux; Hugging Face ids are at most 96 characters. A longer "model name" is a mistake, and the
+# operating system would refuse it as a path anyway (with an OSError, not a message).
+MAX_MODEL_NAME = 4096
+
+
+def check_model_name(name: str, what: str = "model") -> str:
+    """``name`` if it can be a catalog name, Hub id or path; else a one-line InputError (never the whole name)."""
+    if len(name) > MAX_MODEL_NAME:
+        raise InputError(f"{what} {short(name, 40)}: a name of {len(name):,} characters is too long "
+                         f"(at most {MAX_MODEL_NAME:,})")
+    if "\x00" in name:
+        raise InputError(f"{what} {short(name, 40)}: a name cannot contain a NUL character")
+    return name
