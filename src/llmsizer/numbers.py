@@ -45,6 +45,13 @@ COUNT = Range(1, 2**20, True, "devices, nodes, batch or steps")
 FRACTION = Range(0, 1, False, "a share of a whole")
 BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1 EiB")
 POSITIVE = Range(0, 1e30, False, "a non-negative finite quantity")
+# model-description fields that may be 0 (absent block / first layer index) and image sizes (readers, #15)
+LAYER_INDEX = Range(0, 10_000, True, "a layer index or number of layers; 0 allowed, at most LAYERS' maximum")
+TOKENS_OR_ZERO = Range(0, 2**31, True, "tokens; 0 means no sliding window")
+PARAMS = Range(1, 10**15, True, "parameters; the largest published models have ~2*10^12")
+WIDTH_OR_ZERO = Range(0, 2**20, True, "a width; 0 means the block is absent")
+EXPERTS_OR_ZERO = Range(0, 65_536, True, "MoE experts; 0 means none")
+PIXELS = Range(1, 2**16, True, "image side, patch side or channels of a vision encoder; published ones are <= 2^12")
 
 
 def check_number(value: object, name: str, rng: Range, where: str = "") -> float | int:
