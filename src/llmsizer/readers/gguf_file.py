@@ -37,7 +37,7 @@ from ..numbers import (
     check_number,
 )
 from ..specs import MLASpec, ModelSpec, MoESpec
-from .gguf_header import GGUFHeader, StringArray, read_gguf_header
+from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
 from .safetensors_header import Role, TensorInfo, summarize
 
 # GGUF general.architecture -> the transformers model_type the spec follows
@@ -94,7 +94,7 @@ class _Meta:
     def length(self, key: str) -> int | None:
         """Number of elements of an array value."""
         v = self.values.get(self.key(key))
-        if isinstance(v, StringArray):
+        if isinstance(v, (StringArray, LongArray)):
             return v.count
         return len(v) if isinstance(v, list) else None
 
@@ -160,7 +160,7 @@ def _part_paths(path: Path, meta: _Meta) -> list[Path]:
                              f"'<name>-00001-of-{count:05d}.gguf'")
     parts = [path.with_name(f"{m['prefix']}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
     for p in parts:
-        if not p.is_file():
+        if not p.exists():
             raise ModelFileError(f"{path}: part {p.name} of the split GGUF is missing")
     return parts
 
@@ -404,8 +404,6 @@ def spec_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     a truncated or corrupt file, or a missing metadata key -> ModelFileError.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ModelFileError(f"{p}: no such file")
     meta, table, parts = _read(p)
     if meta.arch not in ARCHITECTURES:
         raise UnsupportedArchitectureError(f"{p}: GGUF architecture '{meta.arch}' is not supported; supported: "

@@ -31,6 +31,7 @@ from ..numbers import (
     check_number,
 )
 from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
+from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
@@ -109,18 +110,13 @@ class _Cfg:
 
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read and parse a config.json; malformed files raise one clear ModelFileError."""
+    """Read and parse a config.json; malformed files raise one clear ModelFileError.
+
+    Only a regular file of at most MAX_JSON_FILE_BYTES is read, and its nesting depth and value count are
+    checked before parsing (:mod:`llmsizer.readers.safe_io`).
+    """
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except FileNotFoundError:
-        raise ModelFileError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelFileError(f"{p}: cannot read ({e.__class__.__name__})") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ModelFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    cfg = loads_bounded(read_regular(p, MAX_JSON_FILE_BYTES, "JSON file"), str(p), "the file")
     if not isinstance(cfg, dict):
         raise ModelFileError(f"{p}: expected a JSON object at the top level")
     return cfg
