@@ -106,7 +106,7 @@ def _tensor(path: Path, name: str, entry: Any) -> tuple[TensorInfo, int, int]:
     if not isinstance(entry, dict):
         raise ModelFileError(f"{path}: tensor {name!r}: entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in DTYPE_BITS:
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise ModelFileError(f"{path}: tensor {name!r}: unknown dtype {dtype!r}; known: {', '.join(DTYPE_BITS)}")
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
         raise ModelFileError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers")
