@@ -173,3 +173,13 @@ def test_a_5000_digit_integer_in_config_is_one_line(tmp_path):
     path.write_text('{"model_type": "llama", "num_hidden_layers": ' + "9" * 5000 + "}")
     out = run_bounded(LOAD, path)  # ValueError (int max str digits) traceback before #15
     assert out.startswith("ERROR") and str(path) in out, out
+
+
+# --- what an error line shows of untrusted text -------------------------------------------------------------
+
+def test_untrusted_names_are_escaped_and_cut_in_error_lines(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**H.LLAMA_CONFIG, "model_type": "\x1b[2J\x1b[31mevil" + "x" * 100_000}))
+    out = run_bounded(LOAD, path)  # before #15 the escape codes and all 100k characters reached the terminal
+    assert out.startswith("ERROR") and "model_type" in out, out[:300]
+    assert "\x1b" not in out and len(out) < 1000, out[:300]

@@ -38,6 +38,7 @@ from ..numbers import (
 )
 from ..specs import MLASpec, ModelSpec, MoESpec
 from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
+from .safe_io import shown
 from .safetensors_header import Role, TensorInfo, summarize
 
 # GGUF general.architecture -> the transformers model_type the spec follows
@@ -136,7 +137,7 @@ class _Table:
         for t in header.tensors:
             base = t.name.removesuffix(".weight")
             if base in self.ne:
-                raise ModelFileError(f"{header.path}: tensor {t.name!r} appears in two parts")
+                raise ModelFileError(f"{header.path}: tensor {shown(t.name)} appears in two parts")
             self.records.append(TensorInfo(t.name, t.ggml_type, t.shape, t.nbytes, str(header.path)))
             self.ne[base] = t.shape
 
@@ -406,7 +407,7 @@ def spec_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     p = Path(path)
     meta, table, parts = _read(p)
     if meta.arch not in ARCHITECTURES:
-        raise UnsupportedArchitectureError(f"{p}: GGUF architecture '{meta.arch}' is not supported; supported: "
+        raise UnsupportedArchitectureError(f"{p}: GGUF architecture {shown(meta.arch)} is not supported; supported: "
                                            f"{', '.join(SUPPORTED_ARCHITECTURES)}")
     spec = _build_spec(p, meta, table)
     label = str(p) if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} parts)"

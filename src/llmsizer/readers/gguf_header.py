@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import ModelFileError
 from ..formulas.weight_formats import ggml_types
-from .safe_io import MAX_TENSORS, open_regular
+from .safe_io import MAX_TENSORS, open_regular, shown
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ def _tensor_info(c: _Cursor) -> tuple[str, tuple[int, ...], int, int]:
     name = c.string(MAX_TENSOR_NAME_BYTES, "a tensor name")
     n_dims = c.u32()
     if n_dims > GGML_MAX_DIMS:
-        raise ModelFileError(f"{c.path}: tensor {name!r} has {n_dims} dimensions (at most {GGML_MAX_DIMS})")
+        raise ModelFileError(f"{c.path}: tensor {shown(name)} has {n_dims} dimensions (at most {GGML_MAX_DIMS})")
     shape = tuple(int(d) for d in c.unpack(f"{n_dims}Q"))
     return name, shape, c.u32(), c.u64()
 
@@ -205,12 +205,12 @@ def _tensor_info(c: _Cursor) -> tuple[str, tuple[int, ...], int, int]:
 def _tensor(path: Path, name: str, shape: tuple[int, ...], type_id: int, offset: int) -> GGUFTensor:
     known = _types_by_id().get(type_id)
     if known is None:
-        raise ModelFileError(f"{path}: tensor {name!r} has ggml type id {type_id}, unknown to llmsizer "
+        raise ModelFileError(f"{path}: tensor {shown(name)} has ggml type id {type_id}, unknown to llmsizer "
                              "(catalog/data/ggml_types.json)")
     tname, block, size = known
     numel = math.prod(shape)
     if numel % block:
-        raise ModelFileError(f"{path}: tensor {name!r}: {numel} elements are not whole {tname} blocks of {block}")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: {numel} elements are not whole {tname} blocks of {block}")
     return GGUFTensor(name, tname, shape, offset, numel // block * size)
 
 
@@ -232,21 +232,21 @@ def _parse(path: Path, buf: Any) -> GGUFHeader:
     for _ in range(n_kv):
         key = c.string(MAX_KEY_BYTES, "a metadata key")
         if key in meta:
-            raise ModelFileError(f"{path}: metadata key {key!r} appears twice")
+            raise ModelFileError(f"{path}: metadata key {shown(key)} appears twice")
         meta[key] = c.value(c.u32())
     c.count(n_tensors, MAX_TENSORS, _MIN_TENSOR_INFO_BYTES, "tensors")
     infos = [_tensor_info(c) for _ in range(n_tensors)]
     align = meta.get("general.alignment", DEFAULT_ALIGNMENT)
     if not isinstance(align, int) or align <= 0 or align & (align - 1):
-        raise ModelFileError(f"{path}: general.alignment {align!r} is not a power of two")
+        raise ModelFileError(f"{path}: general.alignment {shown(align)} is not a power of two")
     start = -(-c.pos // align) * align
     tensors, seen = [], set()
     for name, shape, type_id, offset in infos:
         t = _tensor(path, name, shape, type_id, start + offset)
         if name in seen:
-            raise ModelFileError(f"{path}: tensor {name!r} appears twice")
+            raise ModelFileError(f"{path}: tensor {shown(name)} appears twice")
         if t.data_offset + t.nbytes > len(buf):
-            raise ModelFileError(f"{path}: truncated: tensor {name!r} ends at byte {t.data_offset + t.nbytes} "
+            raise ModelFileError(f"{path}: truncated: tensor {shown(name)} ends at byte {t.data_offset + t.nbytes} "
                                  f"but the file has {len(buf)}")
         seen.add(name)
         tensors.append(t)

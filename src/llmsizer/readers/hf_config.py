@@ -31,7 +31,7 @@ from ..numbers import (
     check_number,
 )
 from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
-from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular
+from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
@@ -94,7 +94,7 @@ class _Cfg:
             v = self.get(k)
             if v is not None:
                 if not isinstance(v, int) or isinstance(v, bool):  # a key outside NUMERIC_KEYS
-                    raise ModelFileError(f"{self.where}: '{k}' must be an integer, got {v!r}")
+                    raise ModelFileError(f"{self.where}: '{k}' must be an integer, got {shown(v)}")
                 return v
         raise ModelFileError(f"{self.where}: missing required key '{keys[0]}' for model_type '{self.model_type}'")
 
@@ -243,7 +243,7 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpe
         return None
     vtype = vcfg.get("model_type", "siglip_vision_model")
     if vtype != "siglip_vision_model":
-        raise UnsupportedArchitectureError(f"{where}: vision encoder type '{vtype}' is not supported")
+        raise UnsupportedArchitectureError(f"{where}: vision encoder type {shown(vtype)} is not supported")
     v = _Cfg(vcfg, vtype, where + " vision_config")
     d = v.req("hidden_size")
     if v.get("vision_use_head"):
@@ -280,12 +280,12 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         cfg, mt = text, "gemma3_text"
     if mt not in SUPPORTED_MODEL_TYPES:
         raise UnsupportedArchitectureError(
-            f"{where}: model_type '{mt}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"{where}: model_type {shown(mt)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     for d in (cfg, full_cfg):
         for key in ("torch_dtype", "dtype"):
             if d.get(key) is not None and not isinstance(d.get(key), str):
-                raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {d.get(key)!r}")
+                raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {shown(d.get(key))}")
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
     c = _Cfg(cfg, mt, where)

@@ -43,6 +43,13 @@ for _c in b"]}":
     _DEPTH_STEP[_c] = -1
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a name or value from an untrusted file, safe to print in an
+    error line (control characters escaped by repr, no megabyte-long lines)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 @contextmanager
 def open_regular(path: Path, what: str = "file") -> Iterator[BinaryIO]:
     """``path`` opened for binary reading, refused in one line unless it is a regular file.

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from ..errors import ModelFileError
 from ..specs import FileWeights
 from .hf_config import load_config_file
-from .safe_io import MAX_TENSORS, loads_bounded, open_regular
+from .safe_io import MAX_TENSORS, loads_bounded, open_regular, shown
 
 # Bits per element of each safetensors dtype (safetensors ``Dtype::bitsize``, safetensors/src/tensor.rs).
 # Sub-byte types are packed: the header shape counts logical elements, bytes = ceil(elements x bits / 8).
@@ -104,20 +104,20 @@ def _is_count(v: Any) -> bool:
 def _tensor(path: Path, name: str, entry: Any) -> tuple[TensorInfo, int, int]:
     """Validate one header entry; returns the record and its [begin, end) offsets."""
     if not isinstance(entry, dict):
-        raise ModelFileError(f"{path}: tensor {name!r}: entry is not an object")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-        raise ModelFileError(f"{path}: tensor {name!r}: unknown dtype {dtype!r}; known: {', '.join(DTYPE_BITS)}")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: unknown dtype {shown(dtype)}; known: {', '.join(DTYPE_BITS)}")
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-        raise ModelFileError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: shape must be a list of non-negative integers")
     if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)):
-        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets must be [BEGIN, END]")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: data_offsets must be [BEGIN, END]")
     begin, end = offsets
     if end < begin:
-        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets end {end} is before begin {begin}")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: data_offsets end {end} is before begin {begin}")
     bits = math.prod(shape) * DTYPE_BITS[dtype]
     if bits % 8 or bits // 8 != end - begin:
-        raise ModelFileError(f"{path}: tensor {name!r}: {dtype} {shape} needs {bits / 8:g} bytes but data_offsets "
+        raise ModelFileError(f"{path}: tensor {shown(name)}: {dtype} {shape} needs {bits / 8:g} bytes but data_offsets "
                              f"span {end - begin}")
     return TensorInfo(name, dtype, tuple(shape), end - begin, str(path)), begin, end
 
@@ -128,7 +128,7 @@ def _check_coverage(path: Path, spans: list[tuple[int, int, str]], buffer: int) 
     for begin, end, name in sorted(spans):
         if begin != pos:
             what = "overlaps the previous tensor" if begin < pos else f"leaves a hole at byte {pos}"
-            raise ModelFileError(f"{path}: tensor {name!r} at data offset {begin} {what}")
+            raise ModelFileError(f"{path}: tensor {shown(name)} at data offset {begin} {what}")
         pos = end
     if pos > buffer:
         raise ModelFileError(f"{path}: truncated: tensor data ends at byte {pos} of the buffer but the file holds "
@@ -182,14 +182,14 @@ def read_index(index_path: str | os.PathLike[str]) -> list[TensorInfo]:
     for shard in sorted(set(weight_map.values())):
         shard_path = inside_folder(p.parent, shard, f"{p}: weight_map")
         if not shard_path.exists():
-            raise ModelFileError(f"{p}: shard {shard!r} named in weight_map is missing")
+            raise ModelFileError(f"{p}: shard {shown(shard)} named in weight_map is missing")
         found = read_header(shard_path)
         if len(tensors) + len(found) > MAX_TENSORS:
             raise ModelFileError(f"{p}: the shards hold more than {MAX_TENSORS:,} tensors (the limit)")
         names = {t.name for t in found}
         missing = [k for k, v in weight_map.items() if v == shard and k not in names]
         if missing:
-            raise ModelFileError(f"{p}: tensor {missing[0]!r} is mapped to {shard} but that shard does not hold it"
+            raise ModelFileError(f"{p}: tensor {shown(missing[0])} is mapped to {shard} but that shard does not hold it"
                                  + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
         tensors.extend(found)
     return tensors
@@ -216,11 +216,11 @@ def inside_folder(folder: Path, name: str, what: str) -> Path:
     """
     rel = Path(name)
     if not name or rel.is_absolute() or rel.drive or ".." in rel.parts or "\0" in name:
-        raise ModelFileError(f"{what} names {name!r}, which is not a file name inside the model folder")
+        raise ModelFileError(f"{what} names {shown(name)}, which is not a file name inside the model folder")
     path = folder / rel
     target = path.resolve()
     if not any(target == r or r in target.parents for r in _roots(folder)):
-        raise ModelFileError(f"{what} names {name!r}, which leads outside the model folder")
+        raise ModelFileError(f"{what} names {shown(name)}, which leads outside the model folder")
     return path
 
 
@@ -259,7 +259,7 @@ def _check_unique(where: Path, tensors: Iterable[TensorInfo]) -> None:
     seen: dict[str, str] = {}
     for t in tensors:
         if t.name in seen:
-            raise ModelFileError(f"{where}: tensor {t.name!r} appears in both {seen[t.name]} and {t.file}")
+            raise ModelFileError(f"{where}: tensor {shown(t.name)} appears in both {seen[t.name]} and {t.file}")
         seen[t.name] = t.file
 
 
