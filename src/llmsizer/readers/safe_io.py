@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ MAX_JSON_VALUES = 4_000_000
 # projection and scale, hold ~10^5. 2^18 = 262,144 bounds the time and memory a tensor table can take.
 MAX_TENSORS = 2**18
 
-_STRINGS = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # JSON strings (escapes included), unrolled: linear time
+_CHUNK = 1 << 20
 _NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b"[]{},")))
 _DEPTH_STEP = [0] * 256
 for _c in b"[{":
@@ -100,18 +99,27 @@ def read_regular(path: Path, limit: int, what: str = "file") -> bytes:
 def json_shape(raw: bytes) -> tuple[int, int, int]:
     """(deepest nesting, upper bound on the number of values, number of objects) of JSON text, without parsing.
 
-    Strings are blanked first (brackets and commas inside them do not count); then every value but the first
-    of each container is preceded by a comma, so commas + containers + 1 bounds the values. Linear time, C speed.
+    Escaped backslashes and quotes are dropped first, so every remaining quote opens or closes a string; the
+    text is then scanned in 1 MiB chunks, keeping only the brackets, braces and commas outside strings (C-speed
+    split/translate/accumulate; memory: one chunk). Every value but the first of each container is preceded by
+    a comma, so commas + containers + 1 bounds the values. For invalid JSON the figures are only estimates; the
+    parser then reports the error.
     """
     if b"\\" in raw:
-        bare = _STRINGS.sub(b"", raw)
-    else:  # no escapes: the text between the 2k-th and (2k+1)-th quote is a string (4x faster than the regex)
-        bare = b"".join(raw.split(b'"')[0::2])
-    structure = bare.translate(None, _NOT_STRUCTURE)
-    depth = max(accumulate(map(_DEPTH_STEP.__getitem__, structure)), default=0)
-    objects = structure.count(b"{")
-    values = structure.count(b",") + structure.count(b"[") + objects + 1
-    return depth, values, objects
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    depth = level = objects = values = 0
+    inside = False  # inside a string at the chunk's start
+    for start in range(0, len(raw), _CHUNK):
+        parts = raw[start:start + _CHUNK].split(b'"')
+        structure = b"".join(parts[1::2] if inside else parts[0::2]).translate(None, _NOT_STRUCTURE)
+        inside ^= (len(parts) - 1) % 2 == 1
+        if structure:
+            levels = list(accumulate(map(_DEPTH_STEP.__getitem__, structure), initial=level))
+            depth, level = max(depth, max(levels)), levels[-1]
+            n_objects = structure.count(b"{")
+            objects += n_objects
+            values += structure.count(b",") + structure.count(b"[") + n_objects
+    return depth, values + 1, objects
 
 
 def loads_bounded(raw: bytes, where: str, what: str = "JSON", max_objects: int | None = None,
