@@ -96,7 +96,7 @@ _OPTIONAL = {"sliding_window", "max_position_embeddings"}
 _SUB_RANGES: dict[str, Range] = {
     "num_experts": EXPERTS_OR_ZERO, "experts_per_token": EXPERTS, "expert_intermediate_size": WIDTH_OR_ZERO,
     "shared_intermediate_size": WIDTH_OR_ZERO,
-    "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH,
+    "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
     "v_head_dim": WIDTH,
     "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
     "patch_size": PIXELS, "num_channels": PIXELS,
