@@ -131,3 +131,9 @@ def test_impossible_gguf_numbers_are_refused_naming_the_key_and_file(tmp_path, k
         spec_from_gguf(path)
     msg = str(e.value)
     assert "\n" not in msg and key in msg and str(path) in msg, msg
+
+
+@pytest.mark.parametrize("value", ["\x1b[31m" + "9" * 100_000, ["x"] * 50_000, {"a": "b" * 100_000}])
+def test_a_non_number_is_shown_short_and_escaped(tmp_path, value):
+    msg = _refused(_config(tmp_path, hidden_size=value), "hidden_size")
+    assert len(msg) < 600 and "\x1b" not in msg, msg[:300]

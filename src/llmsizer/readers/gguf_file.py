@@ -111,6 +111,8 @@ class _Meta:
         rng = KEY_RANGES[key]
         name, where = self.key(key), str(self.path)
         if isinstance(v, list):
+            if not all(isinstance(x, (int, float)) for x in v):
+                raise ModelFileError(f"{self.path}: metadata '{name}' must hold numbers, got {shown(v)}")
             values = {check_number(x, name, rng, where) for x in v}
             if len(values) > 1:
                 raise UnsupportedArchitectureError(

@@ -86,6 +86,8 @@ class _Cfg:
         else:
             return fallback
         if key in NUMERIC_KEYS and v is not None:
+            if not isinstance(v, (int, float)):  # a string, list or object: shown cut short, escaped
+                raise InputError(f"{key} ({self.where}): expected {NUMERIC_KEYS[key].describe()}, got {shown(v)}")
             return check_number(v, key, NUMERIC_KEYS[key], self.where)
         return v
 
