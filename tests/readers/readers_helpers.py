@@ -96,7 +96,9 @@ class GGUFModel:
         rng = np.random.default_rng(seed)
         w = gguf.GGUFWriter(str(path), self.arch, **writer_kw)
         for key, val in self.meta.items():
-            if isinstance(val, bool):
+            if isinstance(val, U64):
+                w.add_uint64(key, int(val))
+            elif isinstance(val, bool):
                 w.add_bool(key, val)
             elif isinstance(val, int):
                 w.add_uint32(key, val)
@@ -306,3 +308,7 @@ def phi3_gguf() -> GGUFModel:
               (b + "attn_output.weight", (h, heads * hd), Q.Q8_0),
               (b + "ffn_up.weight", (2 * ffn, h), Q.Q4_0), (b + "ffn_down.weight", (h, ffn), Q.Q8_0)]
     return GGUFModel(a, meta, t)
+
+
+class U64(int):
+    """A metadata integer GGUFModel.write stores as uint64 (plain ints are written as uint32)."""

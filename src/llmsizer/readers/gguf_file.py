@@ -23,8 +23,22 @@ from typing import Any
 
 from ..errors import InputError, ModelFileError, UnsupportedArchitectureError
 from ..formulas.params import count_params
+from ..numbers import (
+    EXPERTS,
+    EXPERTS_OR_ZERO,
+    HEADS,
+    LAYERS,
+    TOKENS,
+    TOKENS_OR_ZERO,
+    VOCAB,
+    WIDTH,
+    WIDTH_OR_ZERO,
+    Range,
+    check_number,
+)
 from ..specs import MLASpec, ModelSpec, MoESpec
-from .gguf_header import GGUFHeader, StringArray, read_gguf_header
+from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
+from .safe_io import shown
 from .safetensors_header import Role, TensorInfo, summarize
 
 # GGUF general.architecture -> the transformers model_type the spec follows
@@ -39,6 +53,24 @@ NON_PARAMETER = ("rope_freqs", "rope_factors_long", "rope_factors_short", "exp_p
 FILE_TYPE_DTYPE = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype ALL_F32, MOSTLY_F16, MOSTLY_BF16
 _SPLIT = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _BLK = re.compile(r"^blk\.(\d+)\.")
+MAX_SPLIT_PARTS = 99_999  # gguf-split numbers the parts with five digits ('-00001-of-00003')
+# Every integer metadata key the reader uses and its documented range (llmsizer.numbers), checked when read.
+KEY_RANGES: dict[str, Range] = {
+    "{arch}.block_count": LAYERS, "{arch}.embedding_length": WIDTH, "{arch}.feed_forward_length": WIDTH_OR_ZERO,
+    "{arch}.attention.head_count": HEADS, "{arch}.attention.head_count_kv": HEADS,
+    "{arch}.attention.key_length": WIDTH, "{arch}.attention.value_length": WIDTH,
+    "{arch}.attention.key_length_mla": WIDTH, "{arch}.attention.value_length_mla": WIDTH,
+    "{arch}.attention.q_lora_rank": WIDTH_OR_ZERO, "{arch}.attention.kv_lora_rank": WIDTH,
+    "{arch}.attention.sliding_window": TOKENS_OR_ZERO, "{arch}.context_length": TOKENS,
+    "{arch}.rope.dimension_count": WIDTH, "{arch}.vocab_size": VOCAB,
+    "{arch}.expert_count": EXPERTS_OR_ZERO, "{arch}.expert_used_count": EXPERTS,
+    "{arch}.expert_feed_forward_length": WIDTH_OR_ZERO, "{arch}.expert_shared_count": EXPERTS_OR_ZERO,
+    "{arch}.expert_shared_feed_forward_length": WIDTH_OR_ZERO,
+    "{arch}.expert_gating_func": Range(0, 255, True, "llama_expert_gating_func_type id"),
+    "general.file_type": Range(0, 1023, True, "llama_ftype id"),
+    "split.count": Range(1, MAX_SPLIT_PARTS, True, "gguf-split numbers its parts with five digits"),
+    "split.tensors.count": Range(0, 2**20, True, "tensors of all parts (gguf_header.MAX_TENSORS per part)"),
+}
 
 
 class _Meta:
@@ -63,15 +95,25 @@ class _Meta:
     def length(self, key: str) -> int | None:
         """Number of elements of an array value."""
         v = self.values.get(self.key(key))
-        if isinstance(v, StringArray):
+        if isinstance(v, (StringArray, LongArray)):
             return v.count
         return len(v) if isinstance(v, list) else None
 
     def int_(self, key: str, required: bool = False) -> int | None:
-        """An integer value; a per-layer array is accepted when all its entries agree."""
+        """An integer value in the key's range (KEY_RANGES); a per-layer array is accepted when all entries agree."""
         v = self.get(key, required)
+        try:
+            return self._int(key, v, required)
+        except InputError as e:  # a number out of its documented range: a corrupt or hostile file
+            raise ModelFileError(str(e)) from None
+
+    def _int(self, key: str, v: Any, required: bool) -> int | None:
+        rng = KEY_RANGES[key]
+        name, where = self.key(key), str(self.path)
         if isinstance(v, list):
-            values = set(v)
+            if not all(isinstance(x, (int, float)) for x in v):
+                raise ModelFileError(f"{self.path}: metadata '{name}' must hold numbers, got {shown(v)}")
+            values = {check_number(x, name, rng, where) for x in v}
             if len(values) > 1:
                 raise UnsupportedArchitectureError(
                     f"{self.path}: '{self.key(key)}' differs between layers ({min(values)}..{max(values)}); "
@@ -81,9 +123,9 @@ class _Meta:
             if required:
                 raise ModelFileError(f"{self.path}: missing metadata key '{self.key(key)}'")
             return None
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise ModelFileError(f"{self.path}: metadata '{self.key(key)}' must be a non-negative integer, got {v!r}")
-        return v
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise ModelFileError(f"{self.path}: metadata '{name}' must be an integer, got {type(v).__name__}")
+        return int(check_number(v, name, rng, where))
 
 
 @dataclass
@@ -97,7 +139,7 @@ class _Table:
         for t in header.tensors:
             base = t.name.removesuffix(".weight")
             if base in self.ne:
-                raise ModelFileError(f"{header.path}: tensor {t.name!r} appears in two parts")
+                raise ModelFileError(f"{header.path}: tensor {shown(t.name)} appears in two parts")
             self.records.append(TensorInfo(t.name, t.ggml_type, t.shape, t.nbytes, str(header.path)))
             self.ne[base] = t.shape
 
@@ -121,7 +163,7 @@ def _part_paths(path: Path, meta: _Meta) -> list[Path]:
                              f"'<name>-00001-of-{count:05d}.gguf'")
     parts = [path.with_name(f"{m['prefix']}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
     for p in parts:
-        if not p.is_file():
+        if not p.exists():
             raise ModelFileError(f"{path}: part {p.name} of the split GGUF is missing")
     return parts
 
@@ -365,11 +407,9 @@ def spec_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     a truncated or corrupt file, or a missing metadata key -> ModelFileError.
     """
     p = Path(path)
-    if not p.is_file():
-        raise ModelFileError(f"{p}: no such file")
     meta, table, parts = _read(p)
     if meta.arch not in ARCHITECTURES:
-        raise UnsupportedArchitectureError(f"{p}: GGUF architecture '{meta.arch}' is not supported; supported: "
+        raise UnsupportedArchitectureError(f"{p}: GGUF architecture {shown(meta.arch)} is not supported; supported: "
                                            f"{', '.join(SUPPORTED_ARCHITECTURES)}")
     spec = _build_spec(p, meta, table)
     label = str(p) if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} parts)"

@@ -14,12 +14,46 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelFileError, UnsupportedArchitectureError
+from ..errors import InputError, ModelFileError, UnsupportedArchitectureError
+from ..numbers import (
+    EXPERTS,
+    EXPERTS_OR_ZERO,
+    HEADS,
+    LAYER_INDEX,
+    LAYERS,
+    PIXELS,
+    TOKENS,
+    TOKENS_OR_ZERO,
+    VOCAB,
+    WIDTH,
+    WIDTH_OR_ZERO,
+    Range,
+    check_number,
+)
 from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
+from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | {"gemma3", "gpt_bigcode"}))
+
+# Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
+# Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
+NUMERIC_KEYS: dict[str, Range] = {
+    "num_hidden_layers": LAYERS, "n_layer": LAYERS,
+    "num_attention_heads": HEADS, "n_head": HEADS, "num_key_value_heads": HEADS,
+    "hidden_size": WIDTH, "n_embd": WIDTH, "head_dim": WIDTH, "n_inner": WIDTH,
+    "intermediate_size": WIDTH_OR_ZERO, "moe_intermediate_size": WIDTH, "shared_expert_intermediate_size": WIDTH_OR_ZERO,
+    "kv_lora_rank": WIDTH, "q_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
+    "v_head_dim": WIDTH,
+    "vocab_size": VOCAB,
+    "num_local_experts": EXPERTS, "num_experts": EXPERTS_OR_ZERO, "n_routed_experts": EXPERTS_OR_ZERO,
+    "num_experts_per_tok": EXPERTS, "experts_per_token": EXPERTS, "n_shared_experts": EXPERTS_OR_ZERO,
+    "max_position_embeddings": TOKENS, "n_positions": TOKENS, "sliding_window": TOKENS_OR_ZERO,
+    "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
+    "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
+    "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS,
+}
 
 
 @lru_cache(maxsize=1)
@@ -43,36 +77,48 @@ class _Cfg:
         return key in self.cfg or key in self.defaults
 
     def get(self, key: str, fallback: Any = None) -> Any:
+        """The config's value (else the class default, else ``fallback``); numeric keys are range-checked."""
         if key in self.cfg:
-            return self.cfg[key]
-        if key in self.defaults:
+            v = self.cfg[key]
+        elif key in self.defaults:
             self.used_defaults.append(f"{key}={self.defaults[key]!r} ({self.defaults.get('_class', self.model_type)} default)")
-            return self.defaults[key]
-        return fallback
+            v = self.defaults[key]
+        else:
+            return fallback
+        if key in NUMERIC_KEYS and v is not None:
+            if not isinstance(v, (int, float)):  # a string, list or object: shown cut short, escaped
+                raise InputError(f"{key} ({self.where}): expected {NUMERIC_KEYS[key].describe()}, got {shown(v)}")
+            return check_number(v, key, NUMERIC_KEYS[key], self.where)
+        return v
 
     def req(self, *keys: str) -> int:
         for k in keys:
             v = self.get(k)
             if v is not None:
-                if not isinstance(v, int) or isinstance(v, bool):
-                    raise ModelFileError(f"{self.where}: '{k}' must be an integer, got {v!r}")
+                if not isinstance(v, int) or isinstance(v, bool):  # a key outside NUMERIC_KEYS
+                    raise ModelFileError(f"{self.where}: '{k}' must be an integer, got {shown(v)}")
                 return v
         raise ModelFileError(f"{self.where}: missing required key '{keys[0]}' for model_type '{self.model_type}'")
 
+    def layer_list(self, key: str, n_layers: int) -> list[Any] | None:
+        """A per-layer list (``layer_types``, ``mlp_only_layers``): a JSON list of at most ``n_layers`` entries."""
+        v = self.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, list) or len(v) > n_layers:
+            raise ModelFileError(f"{self.where}: '{key}' must be a list of at most {n_layers} entries (one per layer), "
+                                 f"got {type(v).__name__}" + (f" of {len(v)}" if isinstance(v, list) else ""))
+        return v
+
 
 def load_config_file(path: str | Path) -> dict[str, Any]:
-    """Read and parse a config.json; malformed files raise one clear ModelFileError."""
+    """Read and parse a config.json; malformed files raise one clear ModelFileError.
+
+    Only a regular file of at most MAX_JSON_FILE_BYTES is read, and its nesting depth and value count are
+    checked before parsing (:mod:`llmsizer.readers.safe_io`).
+    """
     p = Path(path)
-    try:
-        text = p.read_text("utf-8")
-    except FileNotFoundError:
-        raise ModelFileError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ModelFileError(f"{p}: cannot read ({e.__class__.__name__})") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ModelFileError(f"{p}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    cfg = loads_bounded(read_regular(p, MAX_JSON_FILE_BYTES, "JSON file"), str(p), "the file")
     if not isinstance(cfg, dict):
         raise ModelFileError(f"{p}: expected a JSON object at the top level")
     return cfg
@@ -85,7 +131,7 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
     layer sliding when ``sliding_window`` is not None (``cache_utils.get_layer_types_and_kwargs``).
     """
     mt = c.model_type
-    explicit = c.get("layer_types")
+    explicit = c.layer_list("layer_types", n_layers)
     if explicit:
         kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in explicit)
         if len(kinds) != n_layers:
@@ -166,7 +212,8 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         return moe, (True,) * n_layers
     if mt in ("qwen2_moe", "qwen3_moe"):
         step = c.get("decoder_sparse_step", 1) or 1
-        dense = set(c.get("mlp_only_layers") or [])
+        dense = {check_number(i, "mlp_only_layers entry", LAYER_INDEX, c.where)
+                 for i in c.layer_list("mlp_only_layers", n_layers) or []}
         # transformers 5 saves Qwen3MoeConfig with 'num_local_experts'; published configs say 'num_experts'
         n_exp = c.req("num_local_experts") if ("num_local_experts" in c.cfg and "num_experts" not in c.cfg) \
             else c.req("num_experts")
@@ -198,7 +245,7 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpe
         return None
     vtype = vcfg.get("model_type", "siglip_vision_model")
     if vtype != "siglip_vision_model":
-        raise UnsupportedArchitectureError(f"{where}: vision encoder type '{vtype}' is not supported")
+        raise UnsupportedArchitectureError(f"{where}: vision encoder type {shown(vtype)} is not supported")
     v = _Cfg(vcfg, vtype, where + " vision_config")
     d = v.req("hidden_size")
     if v.get("vision_use_head"):
@@ -228,13 +275,19 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         raise ModelFileError(f"{where}: config has no 'model_type'")
     full_cfg = cfg
     if mt == "gemma3":
+        if not isinstance(cfg.get("text_config") or {}, dict):
+            raise ModelFileError(f"{where}: text_config must be an object")
         text = dict(cfg.get("text_config") or {})
         text.setdefault("model_type", "gemma3_text")
         cfg, mt = text, "gemma3_text"
     if mt not in SUPPORTED_MODEL_TYPES:
         raise UnsupportedArchitectureError(
-            f"{where}: model_type '{mt}' is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
+            f"{where}: model_type {shown(mt)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
+    for d in (cfg, full_cfg):
+        for key in ("torch_dtype", "dtype"):
+            if d.get(key) is not None and not isinstance(d.get(key), str):
+                raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {shown(d.get(key))}")
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
     c = _Cfg(cfg, mt, where)
@@ -242,7 +295,13 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     n_layers = c.req("num_hidden_layers")
     n_heads = c.req("num_attention_heads")
     n_kv = c.get("num_key_value_heads") or n_heads
-    head_dim = c.get("head_dim") or hidden // n_heads
+    head_dim = c.get("head_dim") or hidden // n_heads  # transformers: getattr(config, "head_dim", H // heads)
+    if head_dim < 1:
+        raise InputError(f"{where}: hidden_size ({hidden}) is smaller than num_attention_heads ({n_heads}) "
+                             "and no head_dim is given")
+    if n_heads % n_kv:
+        raise InputError(f"{where}: num_attention_heads ({n_heads}) is not a multiple of num_key_value_heads "
+                             f"({n_kv}); grouped-query attention shares each KV head among a whole group")
     layer_types, window = _layer_types(c, n_layers)
     moe, moe_layers = _moe(c, n_layers, hidden)
     mla = None
@@ -297,6 +356,8 @@ def _gpt_bigcode(cfg: dict[str, Any], name: str, where: str, published: int | No
     c = _Cfg(cfg, "gpt_bigcode", where)
     hidden = c.req("n_embd", "hidden_size")
     heads = c.req("n_head", "num_attention_heads")
+    if hidden % heads:  # GPTBigCodeAttention raises ValueError unless embed_dim is divisible by num_heads
+        raise InputError(f"{where}: n_embd ({hidden}) is not divisible by n_head ({heads})")
     inner = c.get("n_inner") or 4 * hidden
     return ModelSpec(
         name=name, model_type="gpt_bigcode", vocab_size=c.req("vocab_size"), hidden_size=hidden,

@@ -20,7 +20,7 @@ from ..errors import ModelFileError
 from ..formulas.params import count_params
 from ..specs import ModelSpec
 from .hf_config import load_config_file, spec_from_config
-from .safetensors_header import Role, TensorInfo, read_folder, summarize
+from .safetensors_header import Role, TensorInfo, inside_folder, read_folder, summarize
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
 _NOT_TEXT = re.compile(r"vision|visual|multi_modal_projector|mm_projector|audio")
@@ -104,9 +104,9 @@ def spec_from_folder(path: str | os.PathLike[str]) -> ModelSpec:
     folder = Path(path)
     if not folder.is_dir():
         raise ModelFileError(f"{folder}: not a folder")
-    cfg = folder / "config.json"
-    if not cfg.is_file():
+    if not (folder / "config.json").exists():
         raise ModelFileError(f"{folder}: no config.json in the model folder")
+    cfg = inside_folder(folder, "config.json", str(folder))  # a link out of the folder is refused
     name = folder.name or folder.resolve().name
     spec = spec_from_config(load_config_file(cfg), name=name, source=str(folder))
     tensors, files = read_folder(folder)

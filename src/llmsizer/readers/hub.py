@@ -17,6 +17,7 @@ from ..errors import HubUnavailableError, InputError, ModelFileError, UnknownNam
 from ..specs import ModelSpec
 from .hf_config import load_config_file, spec_from_config
 from .hf_folder import attach_file_weights
+from .safe_io import MAX_TENSORS
 from .safetensors_header import TensorInfo
 
 INSTALL_HINT = "pip install 'llmsizer[hub]'"
@@ -79,8 +80,10 @@ def _config_path(hf: Any, repo_id: str, revision: str | None, is_offline: bool) 
 
 def _tensors(meta: Any) -> list[TensorInfo]:
     """huggingface_hub SafetensorsRepoMetadata -> our records (bytes from data_offsets)."""
-    out = []
+    out: list[TensorInfo] = []
     for fname, fmeta in sorted(meta.files_metadata.items()):
+        if len(out) + len(fmeta.tensors) > MAX_TENSORS:  # same limit as local folders (docs/security.md)
+            raise ModelFileError(f"the safetensors headers list more than {MAX_TENSORS:,} tensors (the limit)")
         for name, t in fmeta.tensors.items():
             begin, end = t.data_offsets
             out.append(TensorInfo(name, str(t.dtype), tuple(int(d) for d in t.shape), int(end) - int(begin), fname))

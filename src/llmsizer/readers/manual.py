@@ -12,6 +12,7 @@ Every value not given is named in the spec's ``notes`` (and so in the estimate's
 from __future__ import annotations
 
 from ..errors import InputError
+from ..numbers import HEADS, LAYERS, PARAMS, VOCAB, WIDTH, WIDTH_OR_ZERO, check_number
 from ..specs import ModelSpec
 
 DEFAULT_VOCAB = 32000  # Llama/Mistral tokenizer size, the most common vocabulary of open 7B-class models
@@ -22,7 +23,13 @@ def spec_from_manual(*, params: int | None = None, layers: int | None = None, hi
                      intermediate: int | None = None, vocab: int | None = None, tied: bool = False,
                      name: str = "manual") -> ModelSpec:
     """Build a Llama-style ModelSpec from manual fields (see module docstring)."""
-    missing = [n for n, v in (("--layers", layers), ("--hidden", hidden), ("--heads", heads)) if not v]
+    # every given number through the one validation layer, named by its flag, before any arithmetic
+    for flag, v, rng in (("--params", params, PARAMS), ("--layers", layers, LAYERS), ("--hidden", hidden, WIDTH),
+                         ("--heads", heads, HEADS), ("--kv-heads", kv_heads, HEADS), ("--head-dim", head_dim, WIDTH),
+                         ("--intermediate", intermediate, WIDTH_OR_ZERO), ("--vocab", vocab, VOCAB)):
+        if v is not None:
+            check_number(v, flag, rng)
+    missing = [n for n, v in (("--layers", layers), ("--hidden", hidden), ("--heads", heads)) if v is None]
     if missing:
         raise InputError(f"a manual model needs {', '.join(missing)} (the KV cache and activations depend on "
                          "them); --params alone only sizes the weights")
@@ -33,6 +40,11 @@ def spec_from_manual(*, params: int | None = None, layers: int | None = None, hi
         notes.append(f"num_kv_heads={heads} (not given: multi-head attention assumed)")
     if head_dim is None:
         head_dim = hidden // heads
+        if head_dim < 1:
+            raise InputError(f"--hidden {hidden} is smaller than --heads {heads}; give --head-dim")
+    if heads % kv_heads:
+        raise InputError(f"--heads {heads} is not a multiple of --kv-heads {kv_heads} (each KV head serves a whole "
+                         "group of query heads)")
     if vocab is None:
         vocab = DEFAULT_VOCAB
         notes.append(f"vocab_size={DEFAULT_VOCAB} (not given: Llama-2/Mistral tokenizer size assumed)")

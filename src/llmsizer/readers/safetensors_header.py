@@ -20,7 +20,6 @@ Every structural error raises one :class:`~llmsizer.errors.ModelFileError` namin
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
@@ -32,6 +31,7 @@ from typing import Any, Literal
 from ..errors import ModelFileError
 from ..specs import FileWeights
 from .hf_config import load_config_file
+from .safe_io import MAX_TENSORS, loads_bounded, open_regular, shown
 
 # Bits per element of each safetensors dtype (safetensors ``Dtype::bitsize``, safetensors/src/tensor.rs).
 # Sub-byte types are packed: the header shape counts logical elements, bytes = ceil(elements x bits / 8).
@@ -66,8 +66,8 @@ class TensorInfo:
 def _read_prefix(path: Path) -> tuple[int, bytes, int]:
     """(header length N, header bytes, file size); checks the length against the file."""
     try:
-        size = path.stat().st_size
-        with path.open("rb") as f:
+        with open_regular(path, "safetensors file") as f:
+            size = os.fstat(f.fileno()).st_size
             head = f.read(8)
             if len(head) < 8:
                 raise ModelFileError(f"{path}: truncated safetensors file ({size} bytes, the 8-byte header "
@@ -79,8 +79,6 @@ def _read_prefix(path: Path) -> tuple[int, bytes, int]:
                 raise ModelFileError(f"{path}: header length {n} exceeds the safetensors limit of "
                                      f"{MAX_HEADER_BYTES} bytes")
             raw = f.read(n)
-    except FileNotFoundError:
-        raise ModelFileError(f"{path}: no such file") from None
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror or e})") from None
     if len(raw) < n:
@@ -89,42 +87,38 @@ def _read_prefix(path: Path) -> tuple[int, bytes, int]:
 
 
 def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ModelFileError(f"{path}: header is not UTF-8 text") from None
-    if not text.startswith("{"):
+    if not raw.startswith(b"{"):
         raise ModelFileError(f"{path}: header is not a JSON object (no leading '{{'; not a safetensors file?)")
-    try:
-        header = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ModelFileError(f"{path}: header is not valid JSON ({e.msg} at character {e.pos})") from None
+    # depth, value and tensor counts checked before parsing: one object per tensor, one for the header itself and
+    # one for __metadata__
+    header = loads_bounded(raw, str(path), "header", MAX_TENSORS + 2, "objects (one per tensor)")
     if not isinstance(header, dict):
         raise ModelFileError(f"{path}: header is not a JSON object")
     return header
 
 
-def _is_count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def _counts(values: list[Any]) -> bool:
+    """All non-negative ints (not bools): map/set/min run in C, ~3x faster than a generator per element."""
+    return set(map(type, values)) <= {int} and (not values or min(values) >= 0)
 
 
 def _tensor(path: Path, name: str, entry: Any) -> tuple[TensorInfo, int, int]:
     """Validate one header entry; returns the record and its [begin, end) offsets."""
     if not isinstance(entry, dict):
-        raise ModelFileError(f"{path}: tensor {name!r}: entry is not an object")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: entry is not an object")
     dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
-    if dtype not in DTYPE_BITS:
-        raise ModelFileError(f"{path}: tensor {name!r}: unknown dtype {dtype!r}; known: {', '.join(DTYPE_BITS)}")
-    if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-        raise ModelFileError(f"{path}: tensor {name!r}: shape must be a list of non-negative integers")
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_count(o) for o in offsets)):
-        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets must be [BEGIN, END]")
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise ModelFileError(f"{path}: tensor {shown(name)}: unknown dtype {shown(dtype)}; known: {', '.join(DTYPE_BITS)}")
+    if not isinstance(shape, list) or not _counts(shape):
+        raise ModelFileError(f"{path}: tensor {shown(name)}: shape must be a list of non-negative integers")
+    if not (isinstance(offsets, list) and len(offsets) == 2 and _counts(offsets)):
+        raise ModelFileError(f"{path}: tensor {shown(name)}: data_offsets must be [BEGIN, END]")
     begin, end = offsets
     if end < begin:
-        raise ModelFileError(f"{path}: tensor {name!r}: data_offsets end {end} is before begin {begin}")
+        raise ModelFileError(f"{path}: tensor {shown(name)}: data_offsets end {end} is before begin {begin}")
     bits = math.prod(shape) * DTYPE_BITS[dtype]
     if bits % 8 or bits // 8 != end - begin:
-        raise ModelFileError(f"{path}: tensor {name!r}: {dtype} {shape} needs {bits / 8:g} bytes but data_offsets "
+        raise ModelFileError(f"{path}: tensor {shown(name)}: {dtype} {shape} needs {bits / 8:g} bytes but data_offsets "
                              f"span {end - begin}")
     return TensorInfo(name, dtype, tuple(shape), end - begin, str(path)), begin, end
 
@@ -135,7 +129,7 @@ def _check_coverage(path: Path, spans: list[tuple[int, int, str]], buffer: int) 
     for begin, end, name in sorted(spans):
         if begin != pos:
             what = "overlaps the previous tensor" if begin < pos else f"leaves a hole at byte {pos}"
-            raise ModelFileError(f"{path}: tensor {name!r} at data offset {begin} {what}")
+            raise ModelFileError(f"{path}: tensor {shown(name)} at data offset {begin} {what}")
         pos = end
     if pos > buffer:
         raise ModelFileError(f"{path}: truncated: tensor data ends at byte {pos} of the buffer but the file holds "
@@ -153,6 +147,8 @@ def read_header(path: str | os.PathLike[str]) -> list[TensorInfo]:
     n, raw, size = _read_prefix(p)
     header = _parse_json(p, raw)
     header.pop("__metadata__", None)
+    if len(header) > MAX_TENSORS:
+        raise ModelFileError(f"{p}: header lists {len(header):,} tensors; the limit is {MAX_TENSORS:,}")
     tensors: list[TensorInfo] = []
     spans: list[tuple[int, int, str]] = []
     for name, entry in header.items():
@@ -181,19 +177,52 @@ def read_index(index_path: str | os.PathLike[str]) -> list[TensorInfo]:
         raise ModelFileError(f"{p}: missing or empty 'weight_map'")
     if not all(isinstance(v, str) for v in weight_map.values()):
         raise ModelFileError(f"{p}: weight_map values must be shard file names")
+    if len(weight_map) > MAX_TENSORS:
+        raise ModelFileError(f"{p}: weight_map lists {len(weight_map):,} tensors; the limit is {MAX_TENSORS:,}")
     tensors: list[TensorInfo] = []
     for shard in sorted(set(weight_map.values())):
-        shard_path = p.parent / shard
-        if not shard_path.is_file():
-            raise ModelFileError(f"{p}: shard {shard!r} named in weight_map is missing")
+        shard_path = inside_folder(p.parent, shard, f"{p}: weight_map")
+        if not shard_path.exists():
+            raise ModelFileError(f"{p}: shard {shown(shard)} named in weight_map is missing")
         found = read_header(shard_path)
+        if len(tensors) + len(found) > MAX_TENSORS:
+            raise ModelFileError(f"{p}: the shards hold more than {MAX_TENSORS:,} tensors (the limit)")
         names = {t.name for t in found}
         missing = [k for k, v in weight_map.items() if v == shard and k not in names]
         if missing:
-            raise ModelFileError(f"{p}: tensor {missing[0]!r} is mapped to {shard} but that shard does not hold it"
+            raise ModelFileError(f"{p}: tensor {shown(missing[0])} is mapped to {shard} but that shard does not hold it"
                                  + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
         tensors.extend(found)
     return tensors
+
+
+def _roots(folder: Path) -> list[Path]:
+    """Where a model folder's files may live: the folder itself, and for a Hugging Face cache snapshot
+    (``models--org--name/snapshots/<rev>``, whose files are symlinks into ``../../blobs``) that blob store."""
+    real = folder.resolve()
+    roots = [real]
+    if folder.absolute().parent.name == "snapshots":
+        blobs = folder.absolute().parent.parent / "blobs"
+        if blobs.is_dir():
+            roots.append(blobs.resolve())
+    return roots
+
+
+def inside_folder(folder: Path, name: str, what: str) -> Path:
+    """``folder / name`` if it names a file inside the model folder (after following links), else one line.
+
+    ``name`` comes from a file llmsizer does not trust (an index's weight_map, a folder listing): an absolute
+    path, a '..' step, or a link leading out of the folder is refused before anything is opened, and the
+    message names only what the index says (nothing about the outside file: not its size, not its bytes).
+    """
+    rel = Path(name)
+    if not name or rel.is_absolute() or rel.drive or ".." in rel.parts or "\0" in name:
+        raise ModelFileError(f"{what} names {shown(name)}, which is not a file name inside the model folder")
+    path = folder / rel
+    target = path.resolve()
+    if not any(target == r or r in target.parents for r in _roots(folder)):
+        raise ModelFileError(f"{what} names {shown(name)}, which leads outside the model folder")
+    return path
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -204,12 +233,13 @@ def weight_files(folder: Path) -> list[Path]:
     (kept only when nothing else is there).
     """
     index = folder / INDEX_FILE
-    if index.is_file():
-        return [index]
+    if index.exists():
+        return [inside_folder(folder, INDEX_FILE, str(folder))]
     single = folder / "model.safetensors"
-    if single.is_file():
-        return [single]
-    found = sorted(f for f in folder.glob("*.safetensors") if f.is_file())
+    if single.exists():
+        return [inside_folder(folder, single.name, str(folder))]
+    found = sorted(inside_folder(folder, f.name, str(folder)) for f in folder.glob("*.safetensors")
+                   if not f.is_dir())
     main = [f for f in found if not f.name.startswith(("consolidated", "adapter_model"))]
     return main or found
 
@@ -220,6 +250,8 @@ def read_folder(folder: str | os.PathLike[str]) -> tuple[list[TensorInfo], list[
     tensors: list[TensorInfo] = []
     for f in files:
         tensors.extend(read_index(f) if f.name.endswith(".index.json") else read_header(f))
+        if len(tensors) > MAX_TENSORS:
+            raise ModelFileError(f"{folder}: the weight files hold more than {MAX_TENSORS:,} tensors (the limit)")
     _check_unique(Path(folder), tensors)
     return tensors, files
 
@@ -228,7 +260,7 @@ def _check_unique(where: Path, tensors: Iterable[TensorInfo]) -> None:
     seen: dict[str, str] = {}
     for t in tensors:
         if t.name in seen:
-            raise ModelFileError(f"{where}: tensor {t.name!r} appears in both {seen[t.name]} and {t.file}")
+            raise ModelFileError(f"{where}: tensor {shown(t.name)} appears in both {seen[t.name]} and {t.file}")
         seen[t.name] = t.file
 
 

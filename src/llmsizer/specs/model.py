@@ -10,6 +10,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import InputError
+from ..numbers import (
+    EXPERTS,
+    EXPERTS_OR_ZERO,
+    HEADS,
+    LAYERS,
+    PIXELS,
+    TOKENS,
+    TOKENS_OR_ZERO,
+    VOCAB,
+    WIDTH,
+    WIDTH_OR_ZERO,
+    Range,
+    check_number,
+)
 
 LayerKind = Literal["full", "sliding"]
 NormKind = Literal["rmsnorm", "layernorm"]
@@ -71,6 +85,32 @@ class FileWeights:
     note: str = ""
 
 
+# ModelSpec fields that are numbers, and their documented ranges (llmsizer.numbers)
+_FIELD_RANGES: tuple[tuple[str, Range], ...] = (
+    ("vocab_size", VOCAB), ("hidden_size", WIDTH), ("num_layers", LAYERS), ("num_heads", HEADS),
+    ("num_kv_heads", HEADS), ("head_dim", WIDTH), ("intermediate_size", WIDTH_OR_ZERO),
+    ("position_embeddings", TOKENS_OR_ZERO), ("norms_per_layer", Range(0, 16, True, "norms in one decoder layer")),
+    ("sliding_window", TOKENS_OR_ZERO), ("max_position_embeddings", TOKENS),
+)
+_OPTIONAL = {"sliding_window", "max_position_embeddings"}
+_SUB_RANGES: dict[str, Range] = {
+    "num_experts": EXPERTS_OR_ZERO, "experts_per_token": EXPERTS, "expert_intermediate_size": WIDTH_OR_ZERO,
+    "shared_intermediate_size": WIDTH_OR_ZERO,
+    "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
+    "v_head_dim": WIDTH,
+    "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
+    "patch_size": PIXELS, "num_channels": PIXELS,
+}
+
+
+def _check_sub(sub: MoESpec | MLASpec | VisionSpec, where: str) -> None:
+    """The numeric fields of an MoE / MLA / vision part through ``check_number`` (None: absent, e.g. q_lora_rank)."""
+    for fname, rng in _SUB_RANGES.items():
+        v = getattr(sub, fname, None)
+        if v is not None:
+            check_number(v, f"{type(sub).__name__}.{fname}", rng, where)
+
+
 @dataclass(frozen=True, eq=False)
 class ModelSpec:
     """Decoder-only transformer architecture.
@@ -115,20 +155,28 @@ class ModelSpec:
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
-        for fname in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "head_dim"):
+        # every size through the one number-validation layer (llmsizer.numbers), before any per-layer tuple exists
+        where = f"model {self.name!r}"
+        for fname, rng in _FIELD_RANGES:
             v = getattr(self, fname)
-            if not isinstance(v, int) or v <= 0:
-                raise InputError(f"model {self.name!r}: {fname} must be a positive integer, got {v!r}")
-        if self.num_layers > 10_000 or self.hidden_size > 1_000_000 or self.vocab_size > 100_000_000:
-            raise InputError(f"model {self.name!r}: implausible size (layers {self.num_layers}, hidden "
-                             f"{self.hidden_size}, vocab {self.vocab_size}); is the config corrupt?")
-        if self.intermediate_size < 0:
-            raise InputError(f"model {self.name!r}: intermediate_size must not be negative")
+            if v is None and fname in _OPTIONAL:
+                continue
+            object.__setattr__(self, fname, check_number(v, fname, rng, where))
         if self.num_heads % self.num_kv_heads != 0:
             raise InputError(
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_kv_heads})"
             )
+        for sub in (self.moe, self.mla, self.vision):
+            if sub is not None:
+                _check_sub(sub, where)
+        if self.moe is not None and self.moe.num_experts and self.moe.experts_per_token > self.moe.num_experts:
+            raise InputError(f"model {self.name!r}: experts_per_token ({self.moe.experts_per_token}) exceeds "
+                             f"num_experts ({self.moe.num_experts})")
+        for fname in ("layer_types", "moe_layers"):
+            v = getattr(self, fname)
+            if not isinstance(v, tuple) or len(v) not in (0, self.num_layers):
+                raise InputError(f"model {self.name!r}: {fname} must have one entry per layer ({self.num_layers})")
         if not self.layer_types:
             object.__setattr__(self, "layer_types", ("full",) * self.num_layers)
         if not self.moe_layers:
