@@ -15,6 +15,28 @@ from llmsizer.readers.safetensors_header import read_header
 @pytest.fixture(autouse=True)
 def _online(monkeypatch):
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    from llmsizer.readers import hub
+
+    monkeypatch.setattr(hub, "reachable", lambda hf, timeout=hub.REACH_TIMEOUT_S: True)  # the faked Hub answers
+
+
+def test_an_unreachable_hub_fails_in_one_line_within_seconds(tmp_path):
+    """The real huggingface_hub against an endpoint that refuses connections retried for ~23 s before its error;
+    one short connection attempt first gives the one-line error at once (exit 2)."""
+    import os
+    import subprocess
+    import time
+
+    pytest.importorskip("huggingface_hub")
+    env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", HF_HOME=str(tmp_path / "hf"))
+    env.pop("HF_HUB_OFFLINE", None)
+    t = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "some-org/some-model", "--hub"],
+                       capture_output=True, text=True, env=env, timeout=60)
+    took = time.monotonic() - t
+    assert r.returncode == 2 and took < 10, (r.returncode, took)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot be reached" in lines[0] and "Traceback" not in r.stderr
 
 
 def _fake_hub(monkeypatch, download, metadata=None):
