@@ -4,8 +4,8 @@ one problem, never a traceback; each document under 10 s, and the process under 
 
 from __future__ import annotations
 
-import resource
 import time
+import tracemalloc
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -52,6 +52,18 @@ def nested(depth: int) -> str:
 
 
 def _check(text: str) -> None:
+    # this example's own peak allocation (the process's lifetime peak RSS also counts earlier tests: torch models
+    # built before in the same pytest process put it above 1 GiB on CI)
+    tracemalloc.start()
+    try:
+        _check_one(text)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < 2**30, f"peak allocation {peak:,} bytes"
+
+
+def _check_one(text: str) -> None:
     t = time.perf_counter()
     try:
         req = parse_request(text, source="fuzz.yaml", base_dir=ROOT)
@@ -67,8 +79,7 @@ def _check(text: str) -> None:
             make_plan(req, alternatives=False)
         except LlmsizerError as e:
             assert "\n" not in str(e), str(e)[:300]
-    assert time.perf_counter() - t < 10
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 2**20  # KiB on Linux: 1 GiB
+    assert time.perf_counter() - t < 40  # 10 s, with tracemalloc's ~2-4x slow-down
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
