@@ -291,3 +291,21 @@ def test_plan_vllm_service_need_is_what_fit_says_the_workload_needs() -> None:
     r = fit("llama-3.1-8b", "a100-pcie-80gb", engine="vllm", context=8192, concurrency=40, output_tokens=800)
     assert r.estimate is not None
     assert job.section("memory").value("need_peak") == r.estimate.details["workload_bytes"]
+
+
+def test_a_reader_that_stops_early_does_not_change_the_exit_code() -> None:
+    """`llmsizer fit ... | head -1` where `head` has gone before the answer is printed: "does not fit" keeps exit
+    code 1 (it returned 0 on BrokenPipeError before), and nothing is printed about the closed pipe."""
+    import subprocess
+    import sys
+
+    code = ("import subprocess, sys\n"
+            "p = subprocess.Popen([sys.executable, '-m', 'llmsizer.cli.main', ARGS], "
+            "stdout=subprocess.PIPE, stderr=subprocess.PIPE)\n"
+            "p.stdout.close()\n"  # the reader is gone before the command prints anything
+            "err = p.stderr.read(); print(p.wait(), len(err))\n")
+    for args, expected in (("'fit', 'llama-3.1-8b', '--device', 'h100-sxm', '--train', '--seq', '65536'", "1"),
+                           ("'fit', 'llama-3.1-8b', '--device', 'h100-sxm'", "0")):
+        out = subprocess.run([sys.executable, "-c", code.replace("ARGS", args)], capture_output=True, text=True,
+                             timeout=120).stdout.split()
+        assert out == [expected, "0"], (args, out)

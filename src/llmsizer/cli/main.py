@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ..errors import LlmsizerError
 from .commands import COMMAND_HELP, COMMANDS
@@ -119,6 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    out = sys.stdout
+    sys.stdout = _PipeSafe(out)  # a reader that stops early (`| head`) must not change the answer's exit code
     try:
         return int(args.func(args) or 0)
     except LlmsizerError as e:
@@ -127,9 +130,50 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except BrokenPipeError:  # a write outside the wrapper: stop quietly, the answer's code is unknown
+        _silence(out)
         return 0
+    finally:
+        if isinstance(sys.stdout, _PipeSafe):
+            sys.stdout.flush()  # while the wrapper can still catch a closed pipe (not at interpreter exit)
+            sys.stdout = out
+
+
+def _silence(stream: Any) -> None:
+    """Send the rest of ``stream``'s output to /dev/null (its reader has gone)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+class _PipeSafe:
+    """stdout that swallows what is written after its reader went away (BrokenPipeError), so the command still
+    finishes and returns its exit code (0 fits, 1 does not fit) instead of 0 for "pipe closed"."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._broken = False
+
+    def write(self, text: str) -> int:
+        if not self._broken:
+            try:
+                return int(self._stream.write(text))
+            except BrokenPipeError:
+                self._broken = True
+                _silence(self._stream)
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._broken:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._broken = True
+                _silence(self._stream)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 if __name__ == "__main__":  # pragma: no cover
