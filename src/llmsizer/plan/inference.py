@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit
+from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit, prompt_and_output
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
@@ -23,7 +23,7 @@ from ..recommend import Constraints, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
-from ..specs import ModelSpec
+from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
 from ..units import format_bytes, format_count
 from . import pricing as P
@@ -63,10 +63,12 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     t = job.traffic
     conc_peak = int(t.concurrency.worst or 1)
     conc_typ = int(t.concurrency.typical or conc_peak)
-    ctx_peak = int(notes.assume("context", 4096, t.context.worst, "no traffic.context given: 4096 tokens"))
+    ctx_peak = int(notes.assume("context", InferenceWorkload.context, t.context.worst,
+                                f"no traffic.context given: {InferenceWorkload.context} tokens"))
     ctx_typ = int(t.context.typical or ctx_peak)
-    out_peak = int(notes.assume("output", min(256, ctx_peak // 2), t.output.worst,
-                                "no traffic.output given: min(256, context / 2) tokens"))
+    out_peak = int(notes.assume("output", prompt_and_output(ctx_peak, None)[1], t.output.worst,
+                                "no traffic.output given: min(256, context / 2) tokens (estimate/fit.py "
+                                "prompt_and_output, the default of every speed estimate)"))
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     fmt = job.quantization or job.precision
     src = sources.get(job.model.from_job or "")
@@ -317,7 +319,7 @@ def _storage(job: InferenceJob, spec: ModelSpec, fmt: str, adapters: dict[str, A
     per_req = S.REQUEST_LOG_BYTES
     how = f"{S.REQUEST_LOG_BYTES} B metadata per request"
     if lg.content:
-        ctx_t = job.traffic.context.typical or job.traffic.context.worst or 4096
+        ctx_t = job.traffic.context.typical or job.traffic.context.worst or InferenceWorkload.context
         per_req += int(ctx_t * S.TEXT_BYTES_PER_TOKEN)
         how += f" + {ctx_t:g} tokens of text x {S.TEXT_BYTES_PER_TOKEN:g} B"
     logs = S.log_bytes(rate * retention * busy, per_req) if rate else 0

@@ -26,7 +26,7 @@ from ..models import load_model
 from ..recommend import Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
-from ..specs import ModelSpec
+from ..specs import ModelSpec, TrainingWorkload
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -92,7 +92,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     spec = load_model(str(job.model.name))
     pc = count_params(spec)
     s = job.settings
-    seq_len = s.seq_len or 2048
+    seq_len = s.seq_len or TrainingWorkload.seq_len
     micro = s.micro_batch or 1
     accum = s.grad_accumulation or 1
     per_epoch, tokens, tokens_how = _tokens(job, seq_len, notes)
@@ -249,7 +249,7 @@ def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: i
         what = f"{format_count(params)} params x ({wb:g} weights + {mb:g} fp32 master + {ob:g} {opt} states) B"
     else:
         targets = job.peft.targets or ("q", "k", "v", "o", "gate", "up", "down")
-        trained = lora_params(spec, job.peft.rank or 16, targets, dora=job.method == "dora").total
+        trained = lora_params(spec, job.peft.rank or TrainingWorkload.rank, targets, dora=job.method == "dora").total
         ad = str(_assumed(est, "adapter_dtype", "fp32"))
         wb, mb = float(DTYPE_BYTES.get(ad, 4)), 0.0
         what = (f"{format_count(trained)} adapter params x ({wb:g} {ad} adapter + {ob:g} {opt} states) B; the frozen "
@@ -388,7 +388,7 @@ def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fie
     dp = max(1, gpus // (tp * pp))
     accum = s.grad_accumulation or 1
     micro = s.micro_batch or 1
-    seq = s.seq_len or 2048
+    seq = s.seq_len or TrainingWorkload.seq_len
     stage = 0
     if s.zero:
         stage = s.zero
@@ -401,7 +401,7 @@ def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fie
         gathered_w = weight_bytes(spec, "bf16").total if rec_states.model_bytes == 2 else params * rec_states.model_bytes
     else:
         targets = job.peft.targets or ("q", "k", "v", "o", "gate", "up", "down")
-        trained = lora_params(spec, job.peft.rank or 16, targets, dora=job.method == "dora").total
+        trained = lora_params(spec, job.peft.rank or TrainingWorkload.rank, targets, dora=job.method == "dora").total
         ad = str(_assumed(est, "adapter_dtype", "fp32"))
         grad_b = DTYPE_BYTES.get(ad, 4)
         gathered_w = weight_bytes(spec, "bf16").total if stage == 3 else trained * grad_b

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import TYPE_CHECKING
 
-from ..units import format_bytes, format_count
+from ..units import format_bytes
 from .recommend_text import option_rows, workload_line
-from .text import estimate_facts
+from .text import estimate_facts, estimate_heading
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -71,18 +71,6 @@ def _lines(lines: Sequence[str]) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ estimate
-
-def estimate_heading(est: Estimate) -> str:
-    """'MODEL - KIND memory  (N params, attention)': the first line of ``render_estimate``."""
-    d = est.details
-    head = f"{est.model} - {est.kind} memory"
-    if "params_total" in d:
-        head += f"  ({format_count(d['params_total'])} params"
-        if d.get("params_active") and d["params_active"] != d["params_total"]:
-            head += f", {format_count(d['params_active'])} active"
-        head += f", {d.get('attention', '')})"
-    return head
-
 
 def estimate_breakdown(est: Estimate) -> str:
     """The breakdown table: one row per component (expected bytes, low-high range, formula and source) and a TOTAL

@@ -27,8 +27,8 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
-    out: list[str] = []
+def estimate_heading(est: Estimate) -> str:
+    """'MODEL - KIND memory  (N params, attention)': the first line of ``render_estimate``."""
     d = est.details
     head = f"{est.model} - {est.kind} memory"
     if "params_total" in d:
@@ -36,7 +36,12 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
         if d.get("params_active") and d["params_active"] != d["params_total"]:
             head += f", {format_count(d['params_active'])} active"
         head += f", {d.get('attention', '')})"
-    out.append(head)
+    return head
+
+
+def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
+    out: list[str] = []
+    out.append(estimate_heading(est))
     rows = []
     for it in est.items:
         lo, mid, hi = it.range
