@@ -14,6 +14,7 @@ from ..numbers import (
     EXPERTS,
     EXPERTS_OR_ZERO,
     HEADS,
+    IMAGE_AREA,
     LAYERS,
     PIXELS,
     TOKENS,
@@ -26,6 +27,8 @@ from ..numbers import (
 )
 
 LayerKind = Literal["full", "sliding"]
+VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
+VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -65,6 +68,17 @@ class VisionSpec:
     patch_size: int
     num_channels: int = 3
     projector_params: int = 0  # parameters of the vision->text projector (computed by the reader)
+    num_heads: int = 1  # attention heads of the encoder (its activation peak)
+    # how an image becomes context tokens (formulas/vision_tokens.py, each rule cited to its processor)
+    token_rule: VisionTokenRule = "fixed"
+    tokens_per_image: int = 0  # rule "fixed": soft tokens per image (Gemma 3 mm_tokens_per_image)
+    spatial_merge_size: int = 1  # patches merged per side into one token (Qwen merger 2, Llama 4 pixel shuffle 2)
+    temporal_patch_size: int = 1  # video frames per temporal patch (Qwen 2)
+    min_pixels: int = 0  # dynamic resolution bounds of the image processor (Qwen size.shortest_edge/longest_edge)
+    max_pixels: int = 0
+    video_min_pixels: int = 0  # the video processor's bounds; 0: no video input
+    video_max_pixels: int = 0
+    max_tiles: int = 1  # rule "llama4": max_patches; "mllama": max_image_tiles
 
 
 @dataclass(frozen=True)
@@ -99,7 +113,9 @@ _SUB_RANGES: dict[str, Range] = {
     "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
     "v_head_dim": WIDTH,
     "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
-    "patch_size": PIXELS, "num_channels": PIXELS,
+    "patch_size": PIXELS, "num_channels": PIXELS, "num_heads": HEADS, "tokens_per_image": TOKENS_OR_ZERO,
+    "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
+    "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,
 }
 
 
@@ -109,6 +125,9 @@ def _check_sub(sub: MoESpec | MLASpec | VisionSpec, where: str) -> None:
         v = getattr(sub, fname, None)
         if v is not None:
             check_number(v, f"{type(sub).__name__}.{fname}", rng, where)
+    if isinstance(sub, VisionSpec) and sub.token_rule not in VISION_TOKEN_RULES:
+        raise InputError(f"{where}: unknown vision token rule {sub.token_rule!r}; choose one of: "
+                         f"{', '.join(VISION_TOKEN_RULES)}")
 
 
 @dataclass(frozen=True, eq=False)
