@@ -13,7 +13,7 @@ from ..render.safe import say
 from ..specs import InferenceWorkload
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
-from .workload_args import add_headroom_arg, add_training_args, training_fields
+from .workload_args import add_headroom_arg, add_media_args, add_training_args, media_fields, training_fields
 
 EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     g.add_argument("--context", type=tokens_arg, help=f"tokens per sequence (default {InferenceWorkload.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
+    add_media_args(g)
     g.add_argument("--weights", help="force one weight format instead of searching")
     add_training_args(p)
     c = p.add_argument_group("constraints")
@@ -78,7 +79,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
-                                  hardware_files=args.hardware_file)
+                                  hardware_files=args.hardware_file, media=media_fields(args))
     if args.json:
         emit_json(rec.to_dict())
         return exit_code(bool(rec.options))

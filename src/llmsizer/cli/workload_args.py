@@ -16,9 +16,11 @@ from ..numbers import (
     COUNT,
     GPU_LAYERS,
     HEADROOM,
+    IMAGES,
     TOKENS,
     TRAIN_TOKENS,
     UTILIZATION,
+    VIDEO_FRAMES,
     WIDTH,
     ZERO_STAGE,
 )
@@ -33,7 +35,8 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from .common import count_in, float_arg, int_arg, tokens_arg
+from ..units import parse_image_size
+from .common import argtype, count_in, float_arg, int_arg, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
@@ -49,6 +52,29 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--attention", choices=ATTENTION_IMPLS, help=f"attention kernel (default {IW.attention})")
+
+
+image_size_arg = argtype(lambda t: parse_image_size(t, what=""), "WxH")
+
+
+def add_media_args(g: argparse.ArgumentParser | Any) -> None:
+    """Images and video in each prompt (multimodal models): their tokens add to --context."""
+    g.add_argument("--images", type=int_arg(IMAGES),
+                   help=f"images in each sequence's prompt; their tokens add to --context (default {IW.images})")
+    g.add_argument("--image-size", type=image_size_arg, metavar="WxH",
+                   help="width x height of each image in pixels, e.g. 1024x768 (default: the vision encoder's input "
+                        "size; required for dynamic-resolution models)")
+    g.add_argument("--video-frames", type=int_arg(VIDEO_FRAMES),
+                   help=f"sampled frames of one video in each prompt (default {IW.video_frames}: no video)")
+    g.add_argument("--video-size", type=image_size_arg, metavar="WxH", help="width x height of each video frame")
+
+
+MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size")
+
+
+def media_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The image/video fields of InferenceWorkload the user gave."""
+    return {k: getattr(args, k) for k in MEDIA_FIELDS if getattr(args, k, None) is not None}
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
@@ -79,11 +105,12 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
     g.add_argument("--n-gpu-layers", type=int_arg(GPU_LAYERS), help="llama.cpp layers offloaded (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    add_media_args(g)
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch")
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:

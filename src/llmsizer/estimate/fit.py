@@ -273,7 +273,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     sp = None
     if speed:
         kvd = str(d.get("kv_dtype", "bf16"))
+        # image/video tokens are prompt tokens too (estimate/inference/media.py)
         prompt, out = prompt_and_output(context, output_tokens)
+        prompt += int(d.get("media_tokens", 0))
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,

@@ -52,7 +52,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "max_position_embeddings": TOKENS, "n_positions": TOKENS, "sliding_window": TOKENS_OR_ZERO,
     "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
     "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
-    "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS,
+    "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS, "mm_tokens_per_image": TOKENS,
 }
 
 
@@ -239,7 +239,7 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
     return None, (False,) * n_layers
 
 
-def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpec | None:
+def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[str]) -> VisionSpec | None:
     vcfg = full_cfg.get("vision_config")
     if not isinstance(vcfg, dict):
         return None
@@ -258,11 +258,18 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpe
     # Gemma3MultiModalProjector: mm_input_projection_weight [d_vision, d_text] + mm_soft_emb_norm [d_vision]
     # (transformers models/gemma3/modeling_gemma3.py).
     projector = d * text_hidden + d
-    return VisionSpec(
+    top = _Cfg(full_cfg, str(full_cfg.get("model_type")), where)
+    # Gemma 3: every image (resized to image_size) becomes mm_tokens_per_image soft tokens
+    # (transformers models/gemma3/processing_gemma3.py image_seq_length; formulas/vision_tokens.py rule "fixed")
+    tokens = top.get("mm_tokens_per_image")
+    vision = VisionSpec(
         hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("num_hidden_layers"),
         image_size=v.req("image_size"), patch_size=v.req("patch_size"), num_channels=v.req("num_channels"),
-        projector_params=projector,
+        projector_params=projector, num_heads=v.req("num_attention_heads"), token_rule="fixed",
+        tokens_per_image=tokens,
     )
+    notes.extend(v.used_defaults + top.used_defaults)
+    return vision
 
 
 def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
@@ -316,7 +323,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
-    vision = _vision(full_cfg, hidden, where) if full_cfg is not cfg else None
+    vision = _vision(full_cfg, hidden, where, c.used_defaults) if full_cfg is not cfg else None
     if full_cfg is not cfg:
         # Gemma3ForConditionalGeneration ties lm_head to the language model's embed_tokens by the top-level
         # Gemma3Config.tie_word_embeddings (default True); text_config's flag is not consulted

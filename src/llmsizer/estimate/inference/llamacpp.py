@@ -69,6 +69,15 @@ def compose_llamacpp(ctx: Context) -> None:
                                   f"logits {ubatch} x vocab)",
                           source="formulas/activations.py applied to llama.cpp's f32 ggml graph "
                                  "(llama-context.cpp reserves it for n_ubatch tokens and a full cache)"))
+    if ctx.media is not None:
+        # mtmd encodes one image (tile) at a time on clip's own f32 graph, beside the text context's buffers
+        # (tools/mtmd/mtmd.cpp mtmd_encode_chunk -> clip_image_batch_encode with one image)
+        enc = ctx.media.encoder(spec, 1, 4, "flash")
+        acc.items.append(Item("vision_compute_buffer", enc.peak_bytes, "device" if on_gpu else "host",
+                              low=enc.peak_bytes // 2, high=enc.peak_bytes * 2,
+                              formula="f32 graph of the vision encoder over one image: pixels + max(attention, mlp)",
+                              source="formulas/vision_activations.py eqs. (1)-(4) applied to llama.cpp's clip graph "
+                                     "(tools/mtmd/clip.cpp)"))
     if on_gpu:
         acc.span("cuda_context", E.CUDA_CONTEXT)
     acc.span("host_runtime", E.LLAMACPP_HOST_RUNTIME, "host")
