@@ -23,7 +23,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3"}
+MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl"}
 
 
 def hf_config(cfg: dict[str, Any]) -> Any:
@@ -57,7 +57,7 @@ def real_param_count(model: Any) -> int:
 # modeling_gpt_oss.py, modeling_gemma3.py and modeling_gpt_bigcode.py.
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"^lm_head\.", "lm_head"),
-    (r"(vision_tower|multi_modal_projector)\.", "vision"),
+    (r"(vision_tower|multi_modal_projector|\bvisual)\.", "vision"),
     (r"(embed_tokens|\bwte|\bwpe)\.", "embedding"),
     (r"\.mlp\.experts\.", "experts"),
     (r"\.mlp\.(gate|router)\.", "router"),

@@ -77,7 +77,7 @@ _FAMILY: dict[str, dict[str, Any]] = {
     "gpt_oss": {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 8, "intermediate_size": 32},
     "phi3": {"pad_token_id": 0},
 }
-_TYPES = [t for t in SUPPORTED_MODEL_TYPES if t not in ("gemma3", "gpt_bigcode")]
+_TYPES = [t for t in SUPPORTED_MODEL_TYPES if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl")]
 
 # one optional key at a time, on top of the sparse config (only where the class reads that key)
 OMIT = object()  # the key is absent from config.json
@@ -197,3 +197,30 @@ def test_siglip_attention_pooling_head_is_refused_not_undercounted():
     assert any(".head." in n for n, _ in model.named_parameters())  # transformers builds the pooling head
     with pytest.raises(UnsupportedArchitectureError, match="vision_use_head"):
         spec_from_config(cfg, name="gemma3-tiny")
+
+
+# --- Qwen2.5-VL: flat (published) and nested configs, the tie flag, the vision tower and its merger -----------
+
+_Q25_TEXT = {"vocab_size": 128, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2}
+_Q25_VISION = {"model_type": "qwen2_5_vl", "depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4,
+               "in_chans": 3, "out_hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2,
+               "temporal_patch_size": 2, "window_size": 112, "fullatt_block_indexes": [1]}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "text_config"])
+@pytest.mark.parametrize("tie", [OMIT, True, False])
+def test_qwen2_5_vl_builds_the_model_transformers_builds(nested, tie):
+    text = {**_Q25_TEXT, "tie_word_embeddings": tie}
+    text = {k: v for k, v in text.items() if v is not OMIT}
+    if nested:
+        cfg = {"model_type": "qwen2_5_vl", "text_config": {**text, "model_type": "qwen2_5_vl_text"},
+               "vision_config": _Q25_VISION}
+    else:
+        cfg = {"model_type": "qwen2_5_vl", **text, "vision_config": _Q25_VISION}
+    model = build(cfg)
+    spec = spec_from_config(cfg, name="qwen2.5-vl-tiny")
+    ours = count_params(spec)
+    assert ours.total == real_param_count(model)
+    assert ours.by_component == real_components(model)
+    assert spec.vision is not None and spec.vision.token_rule == "qwen2_vl"

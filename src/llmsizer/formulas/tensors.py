@@ -144,10 +144,31 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     return out
 
 
+def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
+    """Qwen2.5-VL's vision tower (transformers modeling_qwen2_5_vl.py): Conv3d patch embedding without bias
+    [d, C, t, p, p]; per block RMSNorm norm1/norm2, fused qkv Linear(d, 3d) and proj Linear(d, d) with biases,
+    SwiGLU gate/up/down with biases; the patch merger's parameters in ``projector_params``."""
+    v = spec.vision
+    assert v is not None
+    d = v.hidden_size
+    out = [Tensor("v_patch_embd", "vision", (d, v.num_channels * v.temporal_patch_size * v.patch_size
+                                             * v.patch_size))]
+    for j in range(v.num_layers):
+        for role in ("v_ln1", "v_ln2"):
+            out += _norm(role, d, "rmsnorm", j, "vision")
+        out += _linear("v_attn_qkv", "vision", 3 * d, d, j, True)
+        out += _linear("v_attn_o", "vision", d, d, j, True)
+        out += _mlp("v_ffn", "vision", d, v.intermediate_size, True, True, j)
+    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return out
+
+
 def _vision(spec: ModelSpec) -> list[Tensor]:
     v = spec.vision
     if v is None:
         return []
+    if v.encoder == "qwen2_5_vl":
+        return _qwen_vision(spec)
     d, n_patches = v.hidden_size, (v.image_size // v.patch_size) ** 2
     out = [
         Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),

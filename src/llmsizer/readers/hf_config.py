@@ -19,6 +19,7 @@ from ..numbers import (
     EXPERTS,
     EXPERTS_OR_ZERO,
     HEADS,
+    IMAGE_AREA,
     LAYER_INDEX,
     LAYERS,
     PIXELS,
@@ -33,9 +34,18 @@ from ..numbers import (
 from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
 from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
-LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
+              "qwen2_5_vl_text"}  # qwen2_5_vl_text: only as the language model of a qwen2_5_vl config
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
-SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | {"gemma3", "gpt_bigcode"}))
+# multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text"}) | MOE_TYPES | {"gpt_bigcode"}
+                                     | set(MULTIMODAL)))
+# Qwen2VLImageProcessor / Qwen2VLVideoProcessor class defaults (transformers models/qwen2_vl/
+# image_processing_qwen2_vl.py L96 size, video_processing_qwen2_vl.py L118 size), used when a catalog entry gives
+# no preprocessor_config; the published Qwen2.5-VL preprocessor_config.json raises max_pixels to 12845056.
+QWEN_VL_PIXELS = {"min_pixels": 56 * 56, "max_pixels": 28 * 28 * 1280}
+QWEN_VL_VIDEO_PIXELS = {"min_pixels": 128 * 28 * 28, "max_pixels": 28 * 28 * 768}
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
 # Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
@@ -53,6 +63,8 @@ NUMERIC_KEYS: dict[str, Range] = {
     "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
     "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
     "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS, "mm_tokens_per_image": TOKENS,
+    "depth": LAYERS, "num_heads": HEADS, "in_channels": PIXELS, "spatial_merge_size": PIXELS,
+    "temporal_patch_size": PIXELS, "out_hidden_size": WIDTH, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
 }
 
 
@@ -137,8 +149,8 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
         if len(kinds) != n_layers:
             raise ModelFileError(f"{c.where}: layer_types has {len(kinds)} entries for {n_layers} layers")
         return kinds, (c.get("sliding_window") if "sliding" in kinds else None)
-    if mt in ("qwen2", "qwen3"):
-        # Qwen2Config / Qwen3Config.__post_init__: sliding_window = None unless use_sliding_window; layers with
+    if mt in ("qwen2", "qwen3", "qwen2_5_vl_text"):
+        # Qwen2Config / Qwen3Config / Qwen2_5_VLTextConfig.__post_init__: sliding_window = None unless use_sliding_window; layers with
         # index >= max_window_layers slide (configuration_qwen2.py, configuration_qwen3.py).
         window = c.get("sliding_window") if c.get("use_sliding_window") else None
         if not window:
@@ -191,7 +203,7 @@ MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
 def _attention_biases(c: _Cfg) -> tuple[bool, bool]:
     """(q/k/v bias, output-projection bias) of model type ``c.model_type``; see ATTN_BIAS_QKVO."""
     mt = c.model_type
-    if mt == "qwen2":
+    if mt in ("qwen2", "qwen2_5_vl_text"):  # Qwen2_5_VLAttention: q/k/v bias, o_proj without
         return True, False
     if mt == "qwen2_moe":
         return bool(c.get("qkv_bias", True)), False
@@ -272,6 +284,45 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[
     return vision
 
 
+def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[str]) -> VisionSpec:
+    """Qwen2.5-VL's vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py
+    Qwen2_5_VisionTransformerPretrainedModel) and its processor's dynamic-resolution rule."""
+    vcfg = full_cfg.get("vision_config")
+    if not isinstance(vcfg, dict):
+        raise ModelFileError(f"{where}: vision_config must be an object")
+    v = _Cfg(vcfg, "qwen2_5_vl_vision", where + " vision_config")
+    d, merge = v.req("hidden_size"), v.req("spatial_merge_size")
+    out = v.req("out_hidden_size")
+    if out != text_hidden:
+        raise ModelFileError(f"{where}: vision_config.out_hidden_size ({out}) differs from the text hidden_size "
+                             f"({text_hidden})")
+    # Qwen2_5_VLPatchMerger: ln_q RMSNorm [d] + Linear(d m^2, d m^2) + GELU + Linear(d m^2, out), both with bias
+    wide = d * merge * merge
+    projector = d + wide * wide + wide + out * wide + out
+    pre = full_cfg.get("preprocessor_config") or {}
+    vid = full_cfg.get("video_preprocessor_config") or {}
+    if not isinstance(pre, dict) or not isinstance(vid, dict):
+        raise ModelFileError(f"{where}: preprocessor_config / video_preprocessor_config must be objects")
+    pixels = []
+    for what, given, default in (("preprocessor_config", pre, QWEN_VL_PIXELS),
+                                 ("video_preprocessor_config", vid, QWEN_VL_VIDEO_PIXELS)):
+        p = _Cfg(given, "qwen2_vl_processor", f"{where} {what}")
+        for key in ("min_pixels", "max_pixels"):
+            val = p.get(key)
+            if val is None:
+                val = default[key]
+                notes.append(f"{what}.{key}={val} (Qwen2VL processor class default)")
+            pixels.append(int(val))
+    vision = VisionSpec(
+        hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("depth"), image_size=0,
+        patch_size=v.req("patch_size"), num_channels=v.req("in_channels"), projector_params=projector,
+        num_heads=v.req("num_heads"), token_rule="qwen2_vl", spatial_merge_size=merge,
+        temporal_patch_size=v.req("temporal_patch_size"), min_pixels=pixels[0], max_pixels=pixels[1],
+        video_min_pixels=pixels[2], video_max_pixels=pixels[3], encoder="qwen2_5_vl")
+    notes.extend(v.used_defaults)
+    return vision
+
+
 def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
                      published_params: int | None = None,
                      published_active_params: int | None = None) -> ModelSpec:
@@ -281,13 +332,17 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if not isinstance(mt, str):
         raise ModelFileError(f"{where}: config has no 'model_type'")
     full_cfg = cfg
-    if mt == "gemma3":
+    if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")
-        text = dict(cfg.get("text_config") or {})
-        text.setdefault("model_type", "gemma3_text")
-        cfg, mt = text, "gemma3_text"
-    if mt not in SUPPORTED_MODEL_TYPES:
+        if mt == "qwen2_5_vl" and "text_config" not in cfg:
+            # published Qwen2.5-VL configs are flat: Qwen2_5_VLConfig.__post_init__ pops the text keys from the top
+            text = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type")}
+        else:
+            text = dict(cfg.get("text_config") or {})
+        text["model_type"] = MULTIMODAL[mt]
+        cfg, mt = text, MULTIMODAL[mt]
+    if mt not in SUPPORTED_MODEL_TYPES and mt not in MULTIMODAL.values():
         raise UnsupportedArchitectureError(
             f"{where}: model_type {shown(mt)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
@@ -323,8 +378,18 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
-    vision = _vision(full_cfg, hidden, where, c.used_defaults) if full_cfg is not cfg else None
+    vision = None
     if full_cfg is not cfg:
+        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt == "qwen2_5_vl_text"
+                  else _vision(full_cfg, hidden, where, c.used_defaults))
+    if full_cfg is not cfg and mt == "qwen2_5_vl_text":
+        # Qwen2_5_VLConfig.tie_word_embeddings (default False), or a pre-v5 text_config's True forwarded to it
+        # (configuration_qwen2_5_vl.py __post_init__)
+        top = _Cfg(full_cfg, "qwen2_5_vl", where)
+        tie = bool(top.get("tie_word_embeddings")) or bool((full_cfg.get("text_config") or {}).get(
+            "tie_word_embeddings", False))
+        c.used_defaults.extend(top.used_defaults)
+    elif full_cfg is not cfg:
         # Gemma3ForConditionalGeneration ties lm_head to the language model's embed_tokens by the top-level
         # Gemma3Config.tie_word_embeddings (default True); text_config's flag is not consulted
         # (transformers models/gemma3/modeling_gemma3.py _tied_weights_keys, configuration_gemma3.py).

@@ -29,6 +29,7 @@ from ..numbers import (
 LayerKind = Literal["full", "sliding"]
 VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
+VisionEncoder = Literal["siglip", "qwen2_5_vl"]
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -59,7 +60,11 @@ class MoESpec:
 
 @dataclass(frozen=True)
 class VisionSpec:
-    """A ViT/SigLIP-style image encoder attached to a multimodal LM (Dosovitskiy et al. 2021)."""
+    """A ViT/SigLIP-style image encoder attached to a multimodal LM (Dosovitskiy et al. 2021).
+
+    ``encoder`` names the block layout (formulas/tensors.py): "siglip" (LayerNorm, GELU MLP, learned positions;
+    Gemma 3) or "qwen2_5_vl" (RMSNorm, SwiGLU MLP with biases, fused qkv, Conv3d patches, rotary positions).
+    ``image_size`` is the square input side, 0 for dynamic resolution."""
 
     hidden_size: int
     intermediate_size: int
@@ -79,6 +84,7 @@ class VisionSpec:
     video_min_pixels: int = 0  # the video processor's bounds; 0: no video input
     video_max_pixels: int = 0
     max_tiles: int = 1  # rule "llama4": max_patches; "mllama": max_image_tiles
+    encoder: VisionEncoder = "siglip"
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,8 @@ _SUB_RANGES: dict[str, Range] = {
     "shared_intermediate_size": WIDTH_OR_ZERO,
     "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
     "v_head_dim": WIDTH,
-    "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
+    "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS,
+    "image_size": Range(0, 2**16, True, "image side of a vision encoder (0: dynamic resolution)"),
     "patch_size": PIXELS, "num_channels": PIXELS, "num_heads": HEADS, "tokens_per_image": TOKENS_OR_ZERO,
     "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
     "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,

@@ -50,7 +50,7 @@ def compose_transformers(ctx: Context) -> None:
         # the vision tower runs at the start of the first forward over every image of the batch, before any K/V
         # is written (modeling_gemma3.py Gemma3Model.forward: get_image_features, then the decoder layers)
         enc = ctx.media.encoder(spec, ctx.media.encoder_sequences * w.concurrency, ctx.act_bytes, attention)
-        if enc.peak_bytes > kv.bytes + act.peak_bytes + deq:
+        if enc is not None and enc.peak_bytes > kv.bytes + act.peak_bytes + deq:
             phase = f"vision encoder ({ctx.media.encoder_sequences * w.concurrency} images)"
             kv = kv_item(ctx, 0, w.concurrency, loc)
             deq = 0

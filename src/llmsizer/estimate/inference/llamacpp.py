@@ -69,10 +69,10 @@ def compose_llamacpp(ctx: Context) -> None:
                                   f"logits {ubatch} x vocab)",
                           source="formulas/activations.py applied to llama.cpp's f32 ggml graph "
                                  "(llama-context.cpp reserves it for n_ubatch tokens and a full cache)"))
-    if ctx.media is not None:
+    enc = ctx.media.encoder(spec, 1, 4, "flash") if ctx.media is not None else None
+    if enc is not None:
         # mtmd encodes one image (tile) at a time on clip's own f32 graph, beside the text context's buffers
         # (tools/mtmd/mtmd.cpp mtmd_encode_chunk -> clip_image_batch_encode with one image)
-        enc = ctx.media.encoder(spec, 1, 4, "flash")
         acc.items.append(Item("vision_compute_buffer", enc.peak_bytes, "device" if on_gpu else "host",
                               low=enc.peak_bytes // 2, high=enc.peak_bytes * 2,
                               formula="f32 graph of the vision encoder over one image: pixels + max(attention, mlp)",

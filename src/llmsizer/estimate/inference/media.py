@@ -15,6 +15,9 @@ from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
 
+# encoder layouts whose activation peak formulas/vision_activations.py models (checked against live tensors)
+MODELLED_ENCODERS = ("siglip",)
+
 
 @dataclass(frozen=True)
 class Media:
@@ -79,5 +82,8 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     notes.assumptions.append(Assumption(
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
+    if v.encoder not in MODELLED_ENCODERS:
+        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (only SigLIP's is, "
+                              "formulas/vision_activations.py): its forward over the images is left out of the peak")
     details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
     return Media(tokens, sequences, patches, details)

@@ -51,9 +51,10 @@ def compose_vllm(ctx: Context) -> None:
     if ctx.media is not None:
         # the profile run also encodes dummy images (gpu_model_runner.profile_run: _dummy_mm_inputs through the
         # encoder before the text forward); its peak counts when it is the larger
-        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences, ctx.act_bytes, "flash").peak_bytes
-        act = max(act, enc)
-        encoder = f", vision encoder over one request's images {format_bytes(enc)}"
+        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences, ctx.act_bytes, "flash")
+        if enc is not None:
+            act = max(act, enc.peak_bytes)
+            encoder = f", vision encoder over one request's images {format_bytes(enc.peak_bytes)}"
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
         "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
