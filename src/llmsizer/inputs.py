@@ -59,10 +59,14 @@ def read_small_text(path: Path, what: str, limit: int) -> str:
 
 def foreign_tag(yaml: Any, root: Any) -> tuple[Any, str] | None:
     """The first node (in file order) whose tag is not a plain YAML one and the tag as written, walked without
-    recursion; None when every tag is plain."""
-    stack, bad = [root], []
+    recursion; None when every tag is plain. Each node is visited once: aliases make the node tree a graph, and
+    nine anchors of nine aliases each ("billion laughs") would otherwise be 9^9 visits."""
+    stack, bad, seen = [root], [], set()
     while stack:
         node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if node.tag not in PLAIN_TAGS:
             bad.append(node)
         if isinstance(node, yaml.SequenceNode):
