@@ -264,6 +264,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                              weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
+    if "media_tokens" in d:
+        assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
+                                      f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     lo, mid, hi = est.total("host" if on_cpu else "device")
