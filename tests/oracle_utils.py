@@ -23,7 +23,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl"}
+MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl"}
 
 
 def hf_config(cfg: dict[str, Any]) -> Any:

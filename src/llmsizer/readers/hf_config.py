@@ -35,17 +35,19 @@ from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
 from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
-              "qwen2_5_vl_text"}  # qwen2_5_vl_text: only as the language model of a qwen2_5_vl config
+              "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
 # multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
-MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text"}
-SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text"}) | MOE_TYPES | {"gpt_bigcode"}
-                                     | set(MULTIMODAL)))
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text", "qwen3_vl_text"}) | MOE_TYPES
+                                     | {"gpt_bigcode"} | set(MULTIMODAL)))
 # Qwen2VLImageProcessor / Qwen2VLVideoProcessor class defaults (transformers models/qwen2_vl/
 # image_processing_qwen2_vl.py L96 size, video_processing_qwen2_vl.py L118 size), used when a catalog entry gives
 # no preprocessor_config; the published Qwen2.5-VL preprocessor_config.json raises max_pixels to 12845056.
 QWEN_VL_PIXELS = {"min_pixels": 56 * 56, "max_pixels": 28 * 28 * 1280}
 QWEN_VL_VIDEO_PIXELS = {"min_pixels": 128 * 28 * 28, "max_pixels": 28 * 28 * 768}
+# Qwen3VLVideoProcessor class defaults (video_processing_qwen3_vl.py L114 size)
+QWEN3_VL_VIDEO_PIXELS = {"min_pixels": 128 * 32 * 32, "max_pixels": 32 * 32 * 768}
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
 # Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
@@ -65,6 +67,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS, "mm_tokens_per_image": TOKENS,
     "depth": LAYERS, "num_heads": HEADS, "in_channels": PIXELS, "spatial_merge_size": PIXELS,
     "temporal_patch_size": PIXELS, "out_hidden_size": WIDTH, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
+    "shortest_edge": IMAGE_AREA, "longest_edge": IMAGE_AREA, "num_position_embeddings": TOKENS,
 }
 
 
@@ -194,7 +197,7 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
 # Mistral, Mixtral and Phi3 hard-code bias=False; DeepseekV2/V3Attention put attention_bias on q_a_proj,
 # kv_a_proj_with_mqa and o_proj (the MLA branch of formulas/tensors.py reads qkv bias for the first two).
 ATTN_BIAS_QKVO = {"llama", "granite", "olmo2", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss",
-                  "deepseek_v2", "deepseek_v3"}
+                  "deepseek_v2", "deepseek_v3", "qwen3_vl_text"}
 # config.mlp_bias is honoured only by LlamaMLP, GraniteMLP and DeepseekV2MLP (dense and shared-expert MLPs);
 # every other MLP hard-codes bias=False.
 MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
@@ -285,40 +288,64 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[
 
 
 def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[str]) -> VisionSpec:
-    """Qwen2.5-VL's vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py
-    Qwen2_5_VisionTransformerPretrainedModel) and its processor's dynamic-resolution rule."""
+    """Qwen2.5-VL's / Qwen3-VL's vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py
+    Qwen2_5_VisionTransformerPretrainedModel, models/qwen3_vl/modeling_qwen3_vl.py Qwen3VLVisionModel) and its
+    processor's dynamic-resolution rule."""
     vcfg = full_cfg.get("vision_config")
     if not isinstance(vcfg, dict):
         raise ModelFileError(f"{where}: vision_config must be an object")
-    v = _Cfg(vcfg, "qwen2_5_vl_vision", where + " vision_config")
+    qwen3 = full_cfg.get("model_type") == "qwen3_vl"
+    v = _Cfg(vcfg, "qwen3_vl_vision" if qwen3 else "qwen2_5_vl_vision", where + " vision_config")
     d, merge = v.req("hidden_size"), v.req("spatial_merge_size")
     out = v.req("out_hidden_size")
     if out != text_hidden:
         raise ModelFileError(f"{where}: vision_config.out_hidden_size ({out}) differs from the text hidden_size "
                              f"({text_hidden})")
-    # Qwen2_5_VLPatchMerger: ln_q RMSNorm [d] + Linear(d m^2, d m^2) + GELU + Linear(d m^2, out), both with bias
+    # Qwen2_5_VLPatchMerger: ln_q RMSNorm [d] + Linear(d m^2, d m^2) + GELU + Linear(d m^2, out), both with bias.
+    # Qwen3VLVisionPatchMerger: the same with a LayerNorm (weight + bias) over d, and one more merger per
+    # deepstack_visual_indexes entry normalising over d m^2 (use_postshuffle_norm=True; modeling_qwen3_vl.py)
     wide = d * merge * merge
-    projector = d + wide * wide + wide + out * wide + out
+    mlp = wide * wide + wide + out * wide + out
+    projector = d + mlp
+    deepstack = 0
+    if qwen3:
+        stack = v.get("deepstack_visual_indexes") or []
+        if not isinstance(stack, list):
+            raise ModelFileError(f"{where}: vision_config.deepstack_visual_indexes must be a list")
+        deepstack = len(stack)
+        projector = 2 * d + mlp + deepstack * (2 * wide + mlp)
     pre = full_cfg.get("preprocessor_config") or {}
     vid = full_cfg.get("video_preprocessor_config") or {}
     if not isinstance(pre, dict) or not isinstance(vid, dict):
         raise ModelFileError(f"{where}: preprocessor_config / video_preprocessor_config must be objects")
     pixels = []
     for what, given, default in (("preprocessor_config", pre, QWEN_VL_PIXELS),
-                                 ("video_preprocessor_config", vid, QWEN_VL_VIDEO_PIXELS)):
+                                 ("video_preprocessor_config", vid, QWEN3_VL_VIDEO_PIXELS if qwen3
+                                  else QWEN_VL_VIDEO_PIXELS)):
         p = _Cfg(given, "qwen2_vl_processor", f"{where} {what}")
-        for key in ("min_pixels", "max_pixels"):
+        size = p.get("size") or {}
+        if not isinstance(size, dict):
+            raise ModelFileError(f"{where} {what}: size must be an object")
+        # fast-processor files keep the bounds under size {shortest_edge, longest_edge} (image_processing_qwen2_vl.py)
+        edges = _Cfg(size, "qwen2_vl_processor", f"{where} {what}.size")
+        for key, edge in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
             val = p.get(key)
             if val is None:
+                val = edges.get(edge)
+            if val is None:
                 val = default[key]
-                notes.append(f"{what}.{key}={val} (Qwen2VL processor class default)")
+                cls = "Qwen3VLVideoProcessor" if qwen3 and what.startswith("video") else (
+                    "Qwen2VLVideoProcessor" if what.startswith("video") else "Qwen2VLImageProcessor")
+                notes.append(f"{what}.{key}={val} ({cls} class default)")
             pixels.append(int(val))
     vision = VisionSpec(
         hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("depth"), image_size=0,
         patch_size=v.req("patch_size"), num_channels=v.req("in_channels"), projector_params=projector,
-        num_heads=v.req("num_heads"), token_rule="qwen2_vl", spatial_merge_size=merge,
+        num_heads=v.req("num_heads"), spatial_merge_size=merge,
         temporal_patch_size=v.req("temporal_patch_size"), min_pixels=pixels[0], max_pixels=pixels[1],
-        video_min_pixels=pixels[2], video_max_pixels=pixels[3], encoder="qwen2_5_vl")
+        video_min_pixels=pixels[2], video_max_pixels=pixels[3], encoder="qwen3_vl" if qwen3 else "qwen2_5_vl",
+        token_rule="qwen3_vl" if qwen3 else "qwen2_vl",
+        position_embeddings=v.req("num_position_embeddings") if qwen3 else 0)
     notes.extend(v.used_defaults)
     return vision
 
@@ -374,13 +401,13 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         n_kv = n_heads  # MLA expands the latent to every head
     qkv_bias, out_bias = _attention_biases(c)
-    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text") else ("full" if mt == "olmo2" else "none")
+    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_vl_text") else ("full" if mt == "olmo2" else "none")
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
     vision = None
     if full_cfg is not cfg:
-        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt == "qwen2_5_vl_text"
+        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt in ("qwen2_5_vl_text", "qwen3_vl_text")
                   else _vision(full_cfg, hidden, where, c.used_defaults))
     if full_cfg is not cfg and mt == "qwen2_5_vl_text":
         # Qwen2_5_VLConfig.tie_word_embeddings (default False), or a pre-v5 text_config's True forwarded to it
@@ -388,6 +415,12 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         top = _Cfg(full_cfg, "qwen2_5_vl", where)
         tie = bool(top.get("tie_word_embeddings")) or bool((full_cfg.get("text_config") or {}).get(
             "tie_word_embeddings", False))
+        c.used_defaults.extend(top.used_defaults)
+    elif full_cfg is not cfg and mt == "qwen3_vl_text":
+        # Qwen3VLConfig.tie_word_embeddings (default False); text_config's flag is not forwarded
+        # (configuration_qwen3_vl.py)
+        top = _Cfg(full_cfg, "qwen3_vl", where)
+        tie = bool(top.get("tie_word_embeddings"))
         c.used_defaults.extend(top.used_defaults)
     elif full_cfg is not cfg:
         # Gemma3ForConditionalGeneration ties lm_head to the language model's embed_tokens by the top-level

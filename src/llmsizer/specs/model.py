@@ -29,7 +29,7 @@ from ..numbers import (
 LayerKind = Literal["full", "sliding"]
 VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
-VisionEncoder = Literal["siglip", "qwen2_5_vl"]
+VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl"]
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -63,7 +63,9 @@ class VisionSpec:
     """A ViT/SigLIP-style image encoder attached to a multimodal LM (Dosovitskiy et al. 2021).
 
     ``encoder`` names the block layout (formulas/tensors.py): "siglip" (LayerNorm, GELU MLP, learned positions;
-    Gemma 3) or "qwen2_5_vl" (RMSNorm, SwiGLU MLP with biases, fused qkv, Conv3d patches, rotary positions).
+    Gemma 3), "qwen2_5_vl" (RMSNorm, SwiGLU MLP with biases, fused qkv, Conv3d patches, rotary positions) or
+    "qwen3_vl" (LayerNorm, GELU MLP, fused qkv, Conv3d patches with bias, learned + rotary positions, DeepStack
+    mergers).
     ``image_size`` is the square input side, 0 for dynamic resolution."""
 
     hidden_size: int
@@ -85,6 +87,7 @@ class VisionSpec:
     video_max_pixels: int = 0
     max_tiles: int = 1  # rule "llama4": max_patches; "mllama": max_image_tiles
     encoder: VisionEncoder = "siglip"
+    position_embeddings: int = 0  # rule qwen3_vl: rows of the learned position table (num_position_embeddings)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ _SUB_RANGES: dict[str, Range] = {
     "patch_size": PIXELS, "num_channels": PIXELS, "num_heads": HEADS, "tokens_per_image": TOKENS_OR_ZERO,
     "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
     "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,
+    "position_embeddings": TOKENS_OR_ZERO,
 }
 
 
