@@ -242,13 +242,15 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
-    if eng == "llamacpp" and n > 1:
-        raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; not modelled: "
-                         "use --engine vllm for more than one device")
     if eng == "vllm" and device.kind in ("cpu", "apple"):
         raise InputError(f"the vllm profile models GPU serving; {device.id} is {device.kind}: use llamacpp or transformers")
-    tp = choose_tensor_parallel(spec, n)
-    replicas = n // tp
+    split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
+    if split and device.kind in ("cpu", "apple"):
+        raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    if split:
+        workload.setdefault("gpus", n)
+    tp = 1 if split else choose_tensor_parallel(spec, n)
+    replicas = 1 if split else n // tp
     if replicas > 1:
         assumptions.append(Assumption("replicas", replicas, True,
                                       f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
@@ -267,6 +269,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     fmt = str(d.get("weights_format"))
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     lo, mid, hi = est.total("host" if on_cpu else "device")
+    if split:  # memory per device: the fullest GPU of the split (estimate/inference/llamacpp.py)
+        per_gpu = [dv for dv in d["split"]["devices"] if dv["device"] != "host"]
+        mid, hi = max(dv["total"] for dv in per_gpu), max(dv["total_high"] for dv in per_gpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
     warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))

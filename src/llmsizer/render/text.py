@@ -69,6 +69,14 @@ def estimate_facts(est: Estimate) -> list[str]:
         out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
                    f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
                    f"{d['kv_blocks']:,} blocks)")
+    if "split" in d:
+        sp = d["split"]
+        out.append(f"llama.cpp placement (-sm {sp['split_mode']}, -ngl {sp['n_gpu_layers']}"
+                   + (f", --n-cpu-moe {sp['n_cpu_moe']}" if sp["n_cpu_moe"] else "") + "):")
+        for dev in sp["devices"]:
+            out.append(f"  {dev['device']:<5} {dev['layers']:<22} weights {format_bytes(dev['weights'])}, KV "
+                       f"{format_bytes(dev['kv_cache'])}, compute {format_bytes(dev['compute_buffer'])}, runtime "
+                       f"{format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:

@@ -157,8 +157,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         if w.engine == "llamacpp":
-            raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; "
-                             "use tensor_parallel 1 (per-GPU layer split is not modelled yet)")
+            raise InputError("llama.cpp splits layers (or rows) across GPUs rather than tensor-parallel shards; "
+                             "use gpus N with split_mode layer|row (--gpus N --split-mode layer)")
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
@@ -200,6 +200,13 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
         v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
                               est.total("device")[1], mem, util)
+    elif w.engine == "llamacpp" and w.device == "gpu" and w.gpus > 1:
+        # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
+        acc.assumptions.append(headroom_assumption(w.headroom))
+        gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
+        worst = max(gpus, key=lambda d: d["total"])
+        v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, check_headroom(w.headroom))
+        v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1))
     else:
         acc.assumptions.append(headroom_assumption(w.headroom))
         loc = "host" if w.device == "cpu" else "device"
