@@ -74,9 +74,15 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
     g.add_argument("--gpu-memory-utilization", type=float_arg(UTILIZATION), help="vLLM (default 0.9, or 1 - --headroom)")
-    g.add_argument("--max-num-seqs", type=int_arg(CONCURRENCY), help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
-    g.add_argument("--max-num-batched-tokens", type=int_arg(TOKENS),
-                   help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
+    g.add_argument("--max-num-seqs", "--max-running-requests", type=int_arg(CONCURRENCY), dest="max_num_seqs",
+                   help="vLLM max_num_seqs / SGLang max_running_requests (default: the engine's; see the assumptions)")
+    g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=int_arg(TOKENS),
+                   dest="max_num_batched_tokens",
+                   help="vLLM max_num_batched_tokens / SGLang chunked_prefill_size (default: the engine's, by GPU "
+                        "memory; see the assumptions)")
+    g.add_argument("--mem-fraction-static", type=float_arg(UTILIZATION),
+                   help="SGLang: share of the memory free before loading for weights + token pool (default: "
+                        "SGLang's, by GPU memory and TP)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
@@ -96,7 +102,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
-                    "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
+                    "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
                     "tensor_split", "n_cpu_moe")
 

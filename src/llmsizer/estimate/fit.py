@@ -242,8 +242,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
-    if eng == "vllm" and device.kind in ("cpu", "apple"):
-        raise InputError(f"the vllm profile models GPU serving; {device.id} is {device.kind}: use llamacpp or transformers")
+    if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
+        raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
+                         "transformers")
     split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
     if split and device.kind in ("cpu", "apple"):
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
@@ -282,7 +283,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                     hi if eng != "vllm" else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                      tuple(assumptions), tuple(warnings),
                      {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
 

@@ -2,19 +2,21 @@
 with a stated margin, printed as the exact llama.cpp flags.
 
 It follows the order of llama.cpp's own ``--fit`` (common/fit.cpp ``common_params_fit_impl``, llama.cpp
-ggml-org/llama.cpp@0c1e57098 as vendored by llama-cpp-python 0.3.36; the defaults are in common/common.h:478-483):
+ggml-org/llama.cpp@0c1e57098 as vendored by llama-cpp-python 0.3.36; the defaults are in common/common.h:478-483;
+``--fit`` gives up when the user set ``-ngl`` (common/fit.cpp:464) or asked for ``-sm row`` (:477-478), so
+the flags printed end with ``-fit off``):
 
-1. Projected use with the defaults (every layer offloaded, split by free memory) against ``free - margin`` on
+1. Projected use (common/fit.cpp:261-371) with the defaults (every layer offloaded, split by free memory) against ``free - margin`` on
    each device; nothing changes when it fits. The margin is ``--fit-target``, 1024 MiB per device by default
    (common/common.h:483); the context, when not given, starts at the model's training context (n_ctx_train).
-2. Reduce the context, when it was not given, down to at least ``--fit-ctx`` 4096 (common/common.h:480), aligned
+2. (common/fit.cpp:373-460) Reduce the context, when it was not given, down to at least ``--fit-ctx`` 4096 (common/common.h:480), aligned
    to 256 tokens ("round down context for CUDA backend"). llama.cpp interpolates linearly between two
    measurements; memory is linear in the context here, so the largest aligned context that fits is solved for.
-3. Fill the GPUs back to front with whole layers, the last GPU taking the output layer ("the last device has the
+3. (common/fit.cpp:488-733) Fill the GPUs back to front with whole layers, the last GPU taking the output layer ("the last device has the
    output layer, which cannot be a partial layer"): each GPU gets as many of the remaining last layers as fit
    its target; the per-GPU layer counts become ``--tensor-split`` (fit.cpp ``set_ngl_tensor_split_tbo`` writes
-   tensor_split[id] = n_layer) and their sum ``-ngl``.
-4. For a MoE model, layers are first filled with their expert tensors in host memory ("dense-only" layers);
+   tensor_split[id] = n_layer, :556) and their sum ``-ngl``.
+4. (common/fit.cpp:615-650, 735-) For a MoE model, layers are first filled with their expert tensors in host memory ("dense-only" layers);
    when all of them fit, experts are brought back onto the GPUs until they are full.
 
 One difference, stated with every answer: llama.cpp moves the experts of the *last* layers of each GPU to the CPU

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-ENGINES = ("transformers", "vllm", "llamacpp")
+ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
 DEVICES = ("gpu", "cpu")
@@ -51,6 +51,7 @@ class InferenceWorkload:
     group_size: int = 128
     paged_block_size: int | None = None
     gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None  # SGLang --mem-fraction-static; None: SGLang's default for the GPU
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
@@ -82,6 +83,8 @@ class InferenceWorkload:
             raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
+            raise InputError(f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
                      "tensor_parallel"):
             v = getattr(self, name)

@@ -115,6 +115,9 @@ def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
             raise InputError(f"tensor_split gives {len(w.tensor_split)} shares for one GPU; set gpus (--gpus/--count)")
         return (w.split_mode or "layer"), [1.0] * gpus
     mode = str(acc.assume("split_mode", "layer", w.split_mode, "llama.cpp default -sm layer (common/common.h:485)"))
+    if mode == "row":
+        acc.warnings.append("-sm row needs a backend with split buffers: at llama.cpp@0c1e57098 SYCL and Hexagon; "
+                            "CUDA builds of that commit refuse it (src/llama-model.cpp:1163), older ones accept it")
     if mode == "none":
         raise InputError("split_mode none runs on one GPU (src/llama.cpp:289-301); use gpus 1 or split_mode layer/row")
     if w.tensor_split is None:

@@ -16,10 +16,13 @@ line numbers of that tree):
     (TENSOR_DUPLICATED).
 (4) ``--n-cpu-moe N`` keeps the routed-expert tensors (``blk.i.ffn_*_exps``) of layers 0..N-1 in host memory
     whatever device their layer is on (common/arg.cpp:2766-2775, common/common.h:1198-1217).
-(5) Row split (``-sm row``): each GPU's buffer list starts with the split buffer type (src/llama-model.cpp:1140-1165),
-    which holds the 2-D matrices a GPU layer multiplies with (not 3-D expert stacks: ggml-cuda supports_op refuses
-    split buffers with ne[2] > 1) divided by rows in the ``--tensor-split`` proportions (src/llama-model.cpp:835-855);
-    norms and expert stacks stay on the layer's device.
+(5) Row split (``-sm row``): each GPU's buffer list starts with its backend's split buffer type
+    (src/llama-model.cpp:1140-1165), which holds the 2-D matrices of the GPU layers divided by rows,
+    GPU i taking rows [nrows x p_{i-1}, nrows x p_i) (ggml/src/ggml-sycl/ggml-sycl.cpp:1183-1195 get_row_split);
+    3-D expert stacks cannot be split (ggml-sycl.cpp:5205: "mul_mat_id does not support split buffers") and, with
+    norms, stay on the layer's device. At this commit only the SYCL and Hexagon backends export a split buffer
+    type (ggml-sycl.cpp:1512, ggml-hexagon.cpp:8081); a CUDA build refuses ``-sm row`` ("device ... does not
+    support split buffers", src/llama-model.cpp:1163) -- older CUDA builds had one, with the same row rule.
 (6) KV cache: each layer's K and V live on that layer's device (src/llama-kv-cache.cpp:216-219, ``model.dev_layer(il)``
     with offload_kqv, the default), in host memory for CPU layers.
 (7) Compute buffers: llama-context.cpp reserves one compute buffer per backend for the worst-case graph of one ubatch
