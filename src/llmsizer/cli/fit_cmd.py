@@ -71,6 +71,8 @@ def register(sub: Any) -> None:
                    help="free memory of each GPU for --auto, e.g. 23GiB,11GiB (default: --memory or the catalog "
                         "memory, x --count)")
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
+    p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
+                   "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False,
                        engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
                                       "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
@@ -117,7 +119,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, **fields)
+            hardware_files=args.hardware_file, host_device=args.host_device, **fields)
     data = r.to_dict()
     data["cost"] = _cost(r, args)
     if args.json:

@@ -35,6 +35,11 @@ def render_fit(r: FitResult) -> str:
         rows = speed_rows(s)
         if rows:
             out.append(table(rows, SPEED_HEADER))
+        sd = s.details.get("split_decode")
+        if sd and sd.get("seconds"):
+            parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
+            out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
+                       f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         for w in s.warnings:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"

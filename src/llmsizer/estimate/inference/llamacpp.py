@@ -105,6 +105,7 @@ def compose_llamacpp(ctx: Context) -> None:
     acc.span("host_runtime", E.LLAMACPP_HOST_RUNTIME, "host")
     if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
         ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)
+        ctx.details["split"]["embedding"] = emb
 
 
 def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
@@ -161,7 +162,7 @@ def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl:
             holds = "token embd" + ("" if holds == "no layers" else ", " + holds) \
                 + (f", experts 0-{n_cpu_moe - 1}" if n_cpu_moe else "")
         devices.append({"device": p.name, "layers": holds, "n_layers": len(p.layers) + int(p.output),
-                        "weights": p.weights, "kv_cache": p.kv, "compute_buffer": p.compute,
+                        "weights": p.weights, "experts": p.experts, "kv_cache": p.kv, "compute_buffer": p.compute,
                         "runtime": fixed, "total": p.total + fixed, "total_high": p.weights + p.kv + 2 * p.compute
                         + fixed_hi})
     return {"split_mode": mode, "tensor_split": shares, "n_gpu_layers": ngl, "n_cpu_moe": n_cpu_moe,

@@ -106,6 +106,7 @@ class DevicePart:
     weights: int = 0
     kv: int = 0
     compute: int = 0
+    experts: int = 0  # of ``weights``: routed-expert tensors (a decode step reads only the routed share)
 
     @property
     def total(self) -> int:
@@ -168,7 +169,10 @@ def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[fl
         w, e, m = costs.weights[il], costs.experts[il], costs.matrices[il]
         if il < n_cpu_moe and e:
             host.weights += e
+            host.experts += e
             w -= e
+        else:
+            part.experts += e
         if d != CPU and row and m:
             spread(m)
             w -= m
