@@ -40,6 +40,7 @@ import struct
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...errors import InputError
 
@@ -67,6 +68,11 @@ def split_points(shares: Sequence[float]) -> list[float]:
 
 def layer_devices(n_layer: int, n_gpu_layers: int, points: Sequence[float]) -> tuple[int, ...]:
     """Rule (2): the device of layers 0..n_layer (index n_layer = the output layer); CPU (-1) for host layers."""
+    return _layer_devices(n_layer, n_gpu_layers, tuple(points))
+
+
+@lru_cache(maxsize=1024)
+def _layer_devices(n_layer: int, n_gpu_layers: int, points: tuple[float, ...]) -> tuple[int, ...]:
     i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0)
     act = min(n_gpu_layers, n_layer + 1) if points else 0
     out = []
