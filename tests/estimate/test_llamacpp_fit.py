@@ -109,3 +109,11 @@ def test_cli_fit_auto_prints_flags_and_json():
     small = _cli("fit", "llama-3.1-70b-instruct", "--device", "rtx-3090", "--weights", "q4_k_m", "--auto",
                  "--free", "20GiB", "--host-memory", "8GiB")
     assert small.returncode == 1 and "host memory" in small.stdout
+
+
+def test_flags_give_the_kv_cells_of_all_slots():
+    """llama-server: -c is n_ctx, the KV cells of all -np slots together (each slot gets n_ctx / n_parallel)."""
+    r = fit_llamacpp("qwen2.5-0.5b", [24 * GiB], weights="q8_0", context=8192, concurrency=4)
+    f = r.flags()
+    assert f[f.index("-c") + 1] == str(4 * 8192) and f[f.index("-np") + 1] == "4"
+    assert r.estimate.details["n_ctx"] == 4 * 8192

@@ -71,14 +71,15 @@ class LlamaCppFit:
 
     def flags(self) -> list[str]:
         """The llama.cpp arguments (llama-server / llama-cli), ``-fit off`` so llama.cpp keeps them as given."""
-        out = ["-c", str(self.context), "-ngl", str(self.n_gpu_layers)]
+        concurrency = int(self.details.get("concurrency", 1))
+        # -c is the KV cells of all slots together; -np N gives each of N slots -c / N (llama-server)
+        out = ["-c", str(self.context * concurrency), "-ngl", str(self.n_gpu_layers)]
         if len(self.free) > 1:
             out += ["-sm", "layer", "-ts", ",".join(map(str, self.tensor_split))]
         if self.n_cpu_moe:
             out += ["--n-cpu-moe", str(self.n_cpu_moe)]
-        concurrency = int(self.details.get("concurrency", 1))
         if concurrency > 1:
-            out += ["-np", str(concurrency), "--kv-unified"]
+            out += ["-np", str(concurrency)]
         return out + ["-fit", "off"]
 
     def devices(self) -> list[dict[str, Any]]:
