@@ -313,7 +313,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, media) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")

@@ -95,3 +95,14 @@ def test_request_file_media_reaches_the_plan(tmp_path):
     bad.write_text(req.read_text(encoding="utf-8").replace("1024x768", "1024 by 768"), encoding="utf-8")
     r = run("plan", str(bad))
     assert r.returncode == 2 and f"{bad}:9:" in r.stderr and "media.image_size" in r.stderr
+
+
+def test_recommend_counts_the_image_tokens():
+    from llmsizer.recommend import recommend_inference
+    rec = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4, media={"images": 4})
+    assert any(a.name == "media_tokens" and a.value == 4 * GEMMA_IMAGE for a in rec.assumptions)
+    plain = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4)
+    mem = {o.target: o.memory_per_device for o in rec.options if o.memory_per_device}
+    base = {o.target: o.memory_per_device for o in plain.options if o.memory_per_device}
+    shared = [t for t in mem if t in base]
+    assert shared and all(mem[t] >= base[t] for t in shared) and any(mem[t] > base[t] for t in shared)
