@@ -106,3 +106,23 @@ def test_recommend_counts_the_image_tokens():
     base = {o.target: o.memory_per_device for o in plain.options if o.memory_per_device}
     shared = [t for t in mem if t in base]
     assert shared and all(mem[t] >= base[t] for t in shared) and any(mem[t] > base[t] for t in shared)
+
+
+def test_a_model_folder_reads_its_preprocessor_config(tmp_path):
+    from llmsizer.catalog.models import entries
+    from llmsizer.errors import ModelFileError
+    from llmsizer.formulas.vision_tokens import image_tokens
+    from llmsizer.readers.hf_folder import spec_from_folder
+    (tmp_path / "config.json").write_text(json.dumps(entries()["qwen2.5-vl-7b-instruct"].config), encoding="utf-8")
+    bare = spec_from_folder(tmp_path)
+    assert bare.vision is not None and bare.vision.max_pixels == 28 * 28 * 1280  # the processor class default
+    assert any(n.startswith("preprocessor_config.max_pixels=") for n in bare.notes)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"min_pixels": 3136, "max_pixels": 12845056}),
+                                                       encoding="utf-8")
+    spec = spec_from_folder(tmp_path)
+    assert spec.vision is not None and spec.vision.max_pixels == 12845056
+    # a 4K image: 1,224 tokens under the class default's 1,003,520-pixel bound, 10,551 under the published 12,845,056
+    assert image_tokens(bare.vision, 3840, 2160).tokens < image_tokens(spec.vision, 3840, 2160).tokens
+    (tmp_path / "preprocessor_config.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ModelFileError, match="preprocessor_config"):
+        spec_from_folder(tmp_path)
