@@ -126,3 +126,12 @@ def test_a_model_folder_reads_its_preprocessor_config(tmp_path):
     (tmp_path / "preprocessor_config.json").write_text("[1, 2]", encoding="utf-8")
     with pytest.raises(ModelFileError, match="preprocessor_config"):
         spec_from_folder(tmp_path)
+
+
+def test_pan_and_scan_flag():
+    # 1600 x 600: 3 crops (round(1600 / 600), image_processing_gemma3.py), each another 256 + 2 tokens
+    r = run("infer", "gemma-3-4b-it", "--images", "1", "--image-size", "1600x600", "--pan-and-scan", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["details"]["media_tokens"] == 4 * GEMMA_IMAGE
+    r = run("infer", "qwen2.5-vl-7b-instruct", "--images", "1", "--image-size", "1600x600", "--pan-and-scan")
+    assert r.returncode == 2 and "no pan-and-scan" in r.stderr

@@ -40,6 +40,7 @@ QWEN3 = VisionSpec(1152, 4304, 27, 0, 16, token_rule="qwen3_vl", spatial_merge_s
                    min_pixels=65536, max_pixels=16777216, video_min_pixels=128 * 32 * 32,
                    video_max_pixels=32 * 32 * 768)
 GEMMA3 = VisionSpec(1152, 4304, 27, 896, 14, token_rule="fixed", tokens_per_image=256)
+GEMMA3_PAS = VisionSpec(1152, 4304, 27, 896, 14, token_rule="fixed", tokens_per_image=256, pan_and_scan=True)
 LLAMA4 = VisionSpec(1408, 5632, 34, 336, 14, token_rule="llama4", spatial_merge_size=2, max_tiles=16)
 MLLAMA = VisionSpec(1280, 5120, 32, 560, 14, token_rule="mllama", max_tiles=4)
 
@@ -117,3 +118,18 @@ def test_bad_media_are_one_line_errors():
         video_tokens(GEMMA3, 8, 640, 480)
     with pytest.raises(InputError, match="aspect ratio"):
         image_tokens(QWEN25, 20000, 10)
+
+
+@pytest.mark.parametrize(("w", "h"), SIZES + [(1200, 480), (480, 1200), (600, 500), (5000, 1000), (700, 256)])
+def test_gemma3_pan_and_scan_crops_match_the_processor(w, h):
+    from transformers.models.gemma3.image_processing_pil_gemma3 import Gemma3ImageProcessorPil
+    # the Gemma3Processor's pan-and-scan defaults (processing_gemma3.py L29-32), given explicitly
+    proc = Gemma3ImageProcessorPil(size={"height": 896, "width": 896}, do_pan_and_scan=True,
+                                   pan_and_scan_min_crop_size=256, pan_and_scan_max_num_crops=4,
+                                   pan_and_scan_min_ratio_to_activate=1.2)
+    crops = int(np.asarray(proc(images=[_image(w, h)], return_tensors="np")["num_crops"]).sum())
+    got = image_tokens(GEMMA3_PAS, w, h, pan_and_scan=True)
+    assert got.tokens == (1 + crops) * (256 + DELIMITERS["fixed"])
+    assert got.encoder_sequences == 1 + crops
+    with pytest.raises(InputError, match="pan-and-scan"):
+        image_tokens(QWEN25, w, h, pan_and_scan=True)

@@ -70,9 +70,11 @@ def add_media_args(g: argparse.ArgumentParser | Any) -> None:
     g.add_argument("--video-frames", type=int_arg(VIDEO_FRAMES),
                    help=f"sampled frames of one video in each prompt (default {IW.video_frames}: no video)")
     g.add_argument("--video-size", type=image_size_arg, metavar="WxH", help="width x height of each video frame")
+    g.add_argument("--pan-and-scan", action="store_true", default=None,
+                   help="Gemma 3: the processor also crops wide/tall images, each crop more tokens (default off)")
 
 
-MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size")
+MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size", "pan_and_scan")
 
 
 def media_fields(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,11 @@ Rules (``VisionSpec.token_rule``):
   ``tokens_per_image`` soft tokens. Gemma 3: ``mm_tokens_per_image`` = 256 after 4x4 average pooling of the
   64x64 SigLIP patches (``gemma3/processing_gemma3.py`` L41-49: ``image_seq_length=256``, ``full_image_sequence =
   "\\n\\n" + boi + image_token * 256 + eoi + "\\n\\n"``); pan-and-scan is off by default (L29
-  ``"do_pan_and_scan": False``). LLaVA: (image_size / patch)^2, minus the CLS token under the "default" feature
+  ``"do_pan_and_scan": False``). With it, a wide or tall image also gives ``pan_and_scan_crops`` crops
+  (``gemma3/image_processing_gemma3.py`` L104-148, defaults ``processing_gemma3.py`` L30-32: min crop 256 px, at
+  most 4 crops, ratio 1.2), each another full image sequence (``processing_gemma3.py`` L154-163
+  ``replace_image_token``; the sentence it adds around them, "Here is the original image ... crops to help you see
+  better", is text, not counted). LLaVA: (image_size / patch)^2, minus the CLS token under the "default" feature
   strategy (``llava/processing_llava.py`` L66-68).
 - ``qwen2_vl`` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL images): ``smart_resize`` rounds height and width to multiples of
   factor = patch x merge, then scales into [min_pixels, max_pixels] (``qwen2_vl/image_processing_qwen2_vl.py``
@@ -128,13 +132,45 @@ def llama4_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[i
     return min(options, key=lambda a: a[0] * a[1]) if len(options) > 1 else options[0]
 
 
-def image_tokens(v: VisionSpec, width: int, height: int) -> MediaTokens:
-    """Context tokens of one ``width`` x ``height`` image under ``v``'s rule (see the module docstring)."""
+# Gemma3Processor's pan-and-scan defaults (gemma3/processing_gemma3.py L30-32)
+PAN_AND_SCAN_MIN_CROP = 256
+PAN_AND_SCAN_MAX_CROPS = 4
+PAN_AND_SCAN_MIN_RATIO = 1.2
+
+
+def pan_and_scan_crops(width: int, height: int, min_crop: int = PAN_AND_SCAN_MIN_CROP,
+                       max_crops: int = PAN_AND_SCAN_MAX_CROPS, min_ratio: float = PAN_AND_SCAN_MIN_RATIO) -> int:
+    """Crops Gemma 3's pan-and-scan adds to a ``width`` x ``height`` image: none unless the long side is at least
+    ``min_ratio`` times the short one; then round(long / short) crops along the long side, at least 2, at most
+    ``max_crops``, and none if a crop would be under ``min_crop`` px (image_processing_gemma3.py L104-148)."""
+    if width >= height:
+        if width / height < min_ratio:
+            return 0
+        n_w = min(int(math.floor(width / height + 0.5)), int(math.floor(width / min_crop)))
+        n_w, n_h = min(max_crops, max(2, n_w)), 1
+    else:
+        if height / width < min_ratio:
+            return 0
+        n_h = min(int(math.floor(height / width + 0.5)), int(math.floor(height / min_crop)))
+        n_w, n_h = 1, min(max_crops, max(2, n_h))
+    if min(int(math.ceil(width / n_w)), int(math.ceil(height / n_h))) < min_crop:
+        return 0
+    return n_w * n_h
+
+
+def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = False) -> MediaTokens:
+    """Context tokens of one ``width`` x ``height`` image under ``v``'s rule (see the module docstring);
+    ``pan_and_scan``: Gemma 3's crops as well (the processor's do_pan_and_scan)."""
     rule = v.token_rule
+    if pan_and_scan and not v.pan_and_scan:
+        raise InputError("this model's processor has no pan-and-scan")
     if rule == "fixed":
         n = v.tokens_per_image
-        return MediaTokens(n + DELIMITERS[rule], 0, 1, (v.image_size // v.patch_size) ** 2,
-                           f"{n} tokens per image (resized to {v.image_size}x{v.image_size})")
+        crops = pan_and_scan_crops(width, height) if pan_and_scan else 0
+        seqs = 1 + crops
+        return MediaTokens(seqs * (n + DELIMITERS[rule]), 0, seqs, (v.image_size // v.patch_size) ** 2,
+                           f"{n} tokens per image (resized to {v.image_size}x{v.image_size})"
+                           + (f" + {crops} pan-and-scan crops of {n} each" if crops else ""))
     if rule in ("qwen2_vl", "qwen3_vl"):
         m = v.spatial_merge_size
         h, w = smart_resize(height, width, v.patch_size * m, v.min_pixels, v.max_pixels)

@@ -281,7 +281,7 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[
         hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("num_hidden_layers"),
         image_size=v.req("image_size"), patch_size=v.req("patch_size"), num_channels=v.req("num_channels"),
         projector_params=projector, num_heads=v.req("num_attention_heads"), token_rule="fixed",
-        tokens_per_image=tokens,
+        tokens_per_image=tokens, pan_and_scan=True,
     )
     notes.extend(v.used_defaults + top.used_defaults)
     return vision

@@ -255,6 +255,8 @@ INFERENCE = (
         F("video_frames", "int", "sampled frames of one video in each prompt", 16, minimum=0, maximum=65536,
           template=False),
         F("video_size", "image_size", "width x height of each video frame", "640x360", template=False),
+        F("pan_and_scan", "bool", "Gemma 3: the processor also crops wide/tall images (more tokens; default off)",
+          template=False),
     )),
     F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
         F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},

@@ -164,6 +164,7 @@ class Media:
     image_size: tuple[int, int] | None = None  # (width, height) pixels
     video_frames: int | None = None
     video_size: tuple[int, int] | None = None
+    pan_and_scan: bool | None = None
 
     def fields(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}

@@ -88,6 +88,7 @@ class VisionSpec:
     max_tiles: int = 1  # rule "llama4": max_patches; "mllama": max_image_tiles
     encoder: VisionEncoder = "siglip"
     position_embeddings: int = 0  # rule qwen3_vl: rows of the learned position table (num_position_embeddings)
+    pan_and_scan: bool = False  # the processor can add crops of wide/tall images (Gemma 3's do_pan_and_scan)
 
 
 @dataclass(frozen=True)

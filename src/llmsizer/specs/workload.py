@@ -40,6 +40,7 @@ class InferenceWorkload:
     image_size: (width, height) of each image [pixels]; None: the vision encoder's own input size.
     video_frames: sampled frames of one video in each sequence's prompt [frames]; 0: no video.
     video_size: (width, height) of each frame [pixels]; None: the vision encoder's own input size.
+    pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
     """
 
     context: int = 4096
@@ -70,6 +71,7 @@ class InferenceWorkload:
     image_size: tuple[int, int] | None = None
     video_frames: int = 0
     video_size: tuple[int, int] | None = None
+    pan_and_scan: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
@@ -109,6 +111,10 @@ class InferenceWorkload:
                 object.__setattr__(self, name, tuple(int(check_number(x, name, PIXELS)) for x in v))
         if self.image_size is not None and not self.images:
             raise InputError("image_size is given but images is 0; give the number of images per sequence")
+        if not isinstance(self.pan_and_scan, bool):
+            raise InputError(f"pan_and_scan must be true or false, got {self.pan_and_scan!r}")
+        if self.pan_and_scan and not self.images:
+            raise InputError("pan_and_scan is set but images is 0; give the number of images per sequence")
         if self.video_size is not None and not self.video_frames:
             raise InputError("video_size is given but video_frames is 0; give the sampled frames per video")
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:

@@ -60,7 +60,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     parts: list[tuple[str, int, MediaTokens]] = []
     if w.images:
         iw, ih = _size(spec, w.image_size, "image", "--image-size", notes)
-        per = image_tokens(v, iw, ih)
+        if w.pan_and_scan and not v.pan_and_scan:
+            raise InputError(f"model {spec.name!r}: its image processor has no pan-and-scan")
+        per = image_tokens(v, iw, ih, w.pan_and_scan)
         if per.cross_tokens:
             raise InputError(f"model {spec.name!r}: images enter through cross-attention layers, not modelled")
         parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
