@@ -43,11 +43,31 @@ def test_image_tokens_are_in_the_kv_cache(engine):
 
 
 def test_encoder_peak_is_a_phase_of_transformers():
-    # 16 images x 8 sequences at a short context: the SigLIP forward over 128 images is the peak
-    est = estimate_inference("gemma-3-4b-it", context=256, concurrency=8, images=16)
+    from llmsizer.formulas.vision_activations import encoder_activation_bytes
+    spec = load_model("gemma-3-4b-it")
+    assert spec.vision is not None
+    patches = (896 // 14) ** 2  # every image resized to 896 px, 14 px patches
+    # 16 images x 8 sequences at a short context: the SigLIP forward over all 128 images at once is the peak
+    est = estimate_inference(spec, context=256, concurrency=8, images=16)
     assert est.details["peak_phase"].startswith("vision encoder (128 images)")
     act = {i.name: i for i in est.items}["activations"]
     assert "vision_activations.py" in act.source
+    assert act.bytes == encoder_activation_bytes(spec.vision, 128, patches, 2, "sdpa").peak_bytes
+    # llama.cpp's clip encodes one image at a time in f32, whatever the number of images
+    cpp = {i.name: i for i in estimate_inference(spec, context=256, images=16, engine="llamacpp").items}
+    assert cpp["vision_compute_buffer"].bytes == encoder_activation_bytes(spec.vision, 1, patches, 4).peak_bytes
+    # vLLM's profile run encodes one request's images
+    vllm = {i.name: i for i in estimate_inference(spec, context=256, images=16, engine="vllm").items}
+    assert vllm["activations"].bytes >= encoder_activation_bytes(spec.vision, 16, patches, 2, "flash").peak_bytes
+
+
+def test_an_unmodelled_encoder_is_left_out_with_a_warning():
+    est = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080),
+                             engine="llamacpp")
+    assert "vision_compute_buffer" not in {i.name for i in est.items}
+    assert any("activation peak is not modelled" in w for w in est.warnings)
+    hf = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080))
+    assert not hf.details["peak_phase"].startswith("vision encoder")
 
 
 def test_fit_infer_and_the_cli_agree():
@@ -102,8 +122,9 @@ def test_recommend_counts_the_image_tokens():
     rec = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4, media={"images": 4})
     assert any(a.name == "media_tokens" and a.value == 4 * GEMMA_IMAGE for a in rec.assumptions)
     plain = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4)
-    mem = {o.target: o.memory_per_device for o in rec.options if o.memory_per_device}
-    base = {o.target: o.memory_per_device for o in plain.options if o.memory_per_device}
+    # the same target at the same weight format (images may push an option down the format ladder)
+    mem = {(o.target, o.weights_format): o.memory_per_device for o in rec.options if o.memory_per_device}
+    base = {(o.target, o.weights_format): o.memory_per_device for o in plain.options if o.memory_per_device}
     shared = [t for t in mem if t in base]
     assert shared and all(mem[t] >= base[t] for t in shared) and any(mem[t] > base[t] for t in shared)
 

@@ -26,11 +26,13 @@ class Media:
     encoder_patches: int  # patches of the largest of them
     details: dict[str, int]
 
-    def encoder(self, spec: ModelSpec, requests: int, act_bytes: int, attention: str) -> EncoderActivations:
-        """The encoder's peak when it runs over the media of ``requests`` sequences at once."""
+    def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations | None:
+        """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once;
+        None where no measured formula exists for the encoder's layout (media_in_context warns)."""
         assert spec.vision is not None
-        return encoder_activation_bytes(spec.vision, requests * self.encoder_sequences, self.encoder_patches,
-                                         act_bytes, attention)
+        if spec.vision.encoder not in MODELLED_ENCODERS:
+            return None
+        return encoder_activation_bytes(spec.vision, sequences, self.encoder_patches, act_bytes, attention)
 
 
 def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, notes: Notes) -> tuple[int, int]:
