@@ -156,3 +156,17 @@ def test_pan_and_scan_flag():
     assert json.loads(r.stdout)["details"]["media_tokens"] == 4 * GEMMA_IMAGE
     r = run("infer", "qwen2.5-vl-7b-instruct", "--images", "1", "--image-size", "1600x600", "--pan-and-scan")
     assert r.returncode == 2 and "no pan-and-scan" in r.stderr
+
+
+@pytest.mark.parametrize(("text", "want"), [("1024x768", (1024, 768)), (" 640 X 480 ", (640, 480)), ("8*8", (8, 8)),
+                                            ([1920, 1080], (1920, 1080))])
+def test_image_size_parses_width_by_height(text, want):
+    from llmsizer.units import parse_image_size
+    assert parse_image_size(text) == want
+
+
+@pytest.mark.parametrize("text", ["1024", "1024x", "x768", "-1x5", "0x10", "70000x10", "1.5x2", "axb", [1, 2, 3]])
+def test_bad_image_sizes_are_input_errors(text):
+    from llmsizer.units import parse_image_size
+    with pytest.raises(InputError):
+        parse_image_size(text)
