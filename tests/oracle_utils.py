@@ -55,15 +55,26 @@ def real_param_count(model: Any) -> int:
 # Module-name rules of the transformers definitions (first match wins). The names are those of
 # modeling_llama.py, modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py,
 # modeling_gpt_oss.py, modeling_gemma3.py and modeling_gpt_bigcode.py.
+# Hybrid / state-space families (modeling_qwen3_next.py, modeling_jamba.py, modeling_falcon_h1.py,
+# modeling_granitemoehybrid.py, modeling_nemotron_h.py, modeling_mamba2.py): the recurrent mixer is ``linear_attn`` /
+# ``mamba``, or a ``mixer`` whose parameter names say which block it is (Nemotron-H puts attention, Mamba, MLP
+# and MoE all under ``mixer``); the feed-forward block is ``feed_forward`` (Jamba, Falcon-H1),
+# ``block_sparse_moe`` + ``shared_mlp`` (Granite-4.0-H) or ``mixer`` (Nemotron-H).
+_FFN = r"(mlp|feed_forward|block_sparse_moe|mixer)"
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"^lm_head\.", "lm_head"),
     (r"(vision_tower|multi_modal_projector)\.", "vision"),
-    (r"(embed_tokens|\bwte|\bwpe)\.", "embedding"),
-    (r"\.mlp\.experts\.", "experts"),
-    (r"\.mlp\.(gate|router)\.", "router"),
+    (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
+    (r"\.(linear_attn|mamba)\.", "recurrent"),
+    (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
+    (r"\.mixer\.(q_proj|k_proj|v_proj|o_proj)\.", "attention"),
+    (_FFN + r"\.experts\.", "experts"),
+    (_FFN + r"\.(gate|router)\.", "router"),
     (r"\.mlp\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
+    (r"\.mixer\.shared_experts\.", "shared_experts"),
+    (r"\.shared_mlp\.", "shared_experts"),
     (r"\.(self_attn|attn)\.", "attention"),
-    (r"\.mlp\.", "mlp"),
+    (_FFN + r"\.", "mlp"),
     (r"(norm|ln_\d|ln_f)", "norm"),
 )
 
@@ -81,6 +92,8 @@ def real_components(model: Any) -> dict[str, int]:
     for name, p in model.named_parameters():  # remove_duplicate=True: a tied lm_head is not listed
         comp = component_of(name)
         out[comp] = out.get(comp, 0) + p.numel()
+    if "shared_experts" in out and "experts" not in out:  # Granite-4.0-H without experts: shared_mlp is the MLP
+        out["mlp"] = out.get("mlp", 0) + out.pop("shared_experts")
     return {k: v for k, v in out.items() if v}
 
 

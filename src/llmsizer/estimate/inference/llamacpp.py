@@ -16,7 +16,7 @@ from ...formulas.kv_cache import kv_cache, paged_tokens
 from ...result import Item
 from ...units import format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, state_item, weights_item
 
 
 def compose_llamacpp(ctx: Context) -> None:
@@ -43,7 +43,9 @@ def compose_llamacpp(ctx: Context) -> None:
         swa_extra = n_ctx
         acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
     kv_all = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra).total_bytes
-    kv_dev = kv_all * layers_on // n
+    # the KV of the attention layers among the offloaded ones (hybrid models: layers without attention have none)
+    attn_on = sum(1 for k in spec.layer_types[n - layers_on:] if k != "none")
+    kv_dev = kv_all * attn_on // spec.attention_layers if spec.attention_layers else 0
     if on_gpu:
         acc.items.append(weights_item(wb, "device", gpu_w, f"; {layers_on}/{n} layers offloaded"
                                       + (" + output layer" if out_on_gpu else "")))
@@ -54,13 +56,26 @@ def compose_llamacpp(ctx: Context) -> None:
     else:
         acc.items.append(weights_item(wb, "host"))
     kv = kv_item(ctx, n_ctx, 1, "device" if on_gpu else "host", window_extra=swa_extra)
-    if on_gpu:
-        acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers",
-                              source=kv.source))
+    if on_gpu and spec.attention_layers:
+        acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {attn_on}/"
+                              f"{spec.attention_layers} layers", source=kv.source))
         if kv_all - kv_dev:
             acc.items.append(Item("kv_cache_host", kv_all - kv_dev, "host", formula="KV of the layers on the CPU"))
-    else:
+    elif spec.attention_layers:
         acc.items.append(kv)
+    if spec.recurrent_layer_count:
+        # one state row per sequence slot (n_seq_max = the concurrency), on the device of its layer
+        st = state_item(ctx, w.concurrency, "device" if on_gpu else "host")
+        if on_gpu:
+            rec_on = sum(spec.recurrent_layers[n - layers_on:])
+            dev_b = st.bytes * rec_on // max(spec.recurrent_layer_count, 1)
+            acc.items.append(Item(st.name, dev_b, "device", formula=st.formula + f" x {rec_on}/"
+                                  f"{spec.recurrent_layer_count} recurrent layers offloaded", source=st.source))
+            if st.bytes - dev_b:
+                acc.items.append(Item("recurrent_state_host", st.bytes - dev_b, "host",
+                                      formula="state of the recurrent layers on the CPU", source=st.source))
+        else:
+            acc.items.append(st)
     graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
                                      logits_bytes_per_elem=0)
     acc.items.append(Item("compute_buffer", graph.peak_bytes, "device" if on_gpu else "host",

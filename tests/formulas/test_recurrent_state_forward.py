@@ -1,0 +1,152 @@
+"""Recurrent (conv + SSM / delta-rule) state and the KV cache of hybrid models, against a real forward pass.
+
+Independent truth: transformers 5.24 runs each family's tiny model on the CPU (its torch fallback kernels: no
+mamba_ssm / causal-conv1d / fla installed), prefill of 7 tokens then one decode step for 2 sequences, and the
+returned Cache's tensors are measured: ``conv_states`` and ``recurrent_states`` of every LinearAttention layer,
+``keys`` and ``values`` of every attention layer. The estimate's ``recurrent_state`` and ``kv_cache`` items must
+equal those bytes. vLLM and llama.cpp cannot run here: their state is checked against the shapes their source
+allocates, written out in the test from the cited lines (formulas/recurrent_state.py module docstring).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from llmsizer import estimate_inference
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import build, torch, transformers
+
+pytestmark = pytest.mark.slow
+
+TINY: dict[str, dict[str, Any]] = {
+    "qwen3_next": {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                   "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+                   "linear_value_head_dim": 12, "num_experts": 8, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
+    "jamba": {"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 4,
+              "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2,
+              "expert_layer_offset": 1, "mamba_d_state": 8, "use_mamba_kernels": False},
+    "falcon_h1": {"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
+                  "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_d_conv": 3},
+    "nemotron_h": {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64,
+                   "hybrid_override_pattern": "M-M*ME", "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "intermediate_size": 96, "mamba_num_heads": 8, "mamba_head_dim": 16,
+                   "ssm_state_size": 16, "n_groups": 2, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48},
+    "granitemoehybrid": {"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 64,
+                         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                         "intermediate_size": 32, "shared_intermediate_size": 96, "num_local_experts": 4,
+                         "num_experts_per_tok": 2, "layer_types": ["mamba", "mamba", "attention", "mamba"],
+                         "mamba_n_heads": 8, "mamba_d_state": 16},
+    "mamba2": {"model_type": "mamba2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3, "num_heads": 8,
+               "head_dim": 16, "state_size": 16, "n_groups": 2, "conv_kernel": 5},
+}
+BATCH, PROMPT = 2, 7
+
+
+def _measure(cfg: dict[str, Any], dtype: Any) -> tuple[int, int]:
+    """(state bytes, KV bytes) held by the cache after a prefill of PROMPT tokens and one decode step."""
+    model = build(cfg, device="cpu", dtype=dtype)
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, cfg["vocab_size"], (BATCH, PROMPT), generator=gen)
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).past_key_values
+        cache = model(input_ids=ids[:, :1], cache=cache, use_cache=True).past_key_values
+    state = kv = 0
+    for layer in cache.layers:
+        for attr in ("conv_states", "recurrent_states"):
+            for t in (getattr(layer, attr, None) or {}).values():
+                if t is not None:
+                    state += t.numel() * t.element_size()
+        for attr in ("keys", "values"):
+            t = getattr(layer, attr, None)
+            if isinstance(t, torch.Tensor) and t.numel():
+                kv += t.numel() * t.element_size()
+    return state, kv
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("family", sorted(TINY))
+def test_transformers_state_and_kv_equal_the_cache_of_a_real_forward(family, dtype):
+    cfg = TINY[family]
+    measured_state, measured_kv = _measure(cfg, torch.bfloat16 if dtype == "bf16" else torch.float32)
+    spec = spec_from_config(cfg, name=family)
+    est = estimate_inference(spec, engine="transformers", context=PROMPT + 1, concurrency=BATCH, dtype=dtype,
+                             weights=dtype, device="cpu")
+    assert est.item("recurrent_state").bytes == measured_state
+    names = {i.name for i in est.items}
+    if measured_kv:
+        assert est.item("kv_cache").bytes == measured_kv
+    else:  # Mamba-2: no attention layer, no KV item
+        assert "kv_cache" not in names
+
+
+def _spec(model_type: str) -> Any:
+    """The full-size model of the configuration class's defaults (as transformers saves its config.json)."""
+    return spec_from_config(transformers.AutoConfig.for_model(model_type).to_dict(), name=model_type)
+
+
+def test_vllm_qwen3_next_state_page_and_hybrid_block_follow_its_source():
+    """Qwen3-Next-80B shape in bf16: vLLM gated_delta_net_state_shape = conv (conv_dim, conv_kernel - 1) with
+    conv_dim = head_k_dim x num_k_heads x 2 + head_v_dim x num_v_heads, temporal (num_v_heads, head_v_dim,
+    head_k_dim), both in the model dtype; the attention block = 16 x ceil(page / (16 x KV bytes per token and
+    layer)) and the state page padded to block x KV bytes per token and layer (_align_hybrid_block_size)."""
+    conv = (128 * 16 * 2 + 128 * 32) * (4 - 1) * 2
+    temporal = 32 * 128 * 128 * 2
+    page = conv + temporal
+    kv_token_layer = 2 * 2 * 256 * 2  # K and V, 2 KV heads, head_dim 256, bf16
+    block = 16 * math.ceil(page / (16 * kv_token_layer))
+    spec = _spec("qwen3_next")
+    est = estimate_inference(spec, engine="vllm", context=32768, concurrency=3, memory=141 * 2**30)
+    assert est.details["hybrid_block_size"] == block == 544
+    per_seq = est.details["recurrent_state_bytes_per_sequence"]
+    assert per_seq == 36 * block * kv_token_layer  # 36 Gated DeltaNet layers, one padded page each
+    assert est.details["recurrent_state_needed_bytes"] == 3 * per_seq
+    assert est.details["kv_needed_bytes"] == 3 * 12 * math.ceil(32768 / block) * block * kv_token_layer
+
+
+def test_vllm_nemotron_h_keeps_its_ssm_state_in_fp32():
+    """vLLM NemotronHForCausalLMConfig: mamba_ssm_cache_dtype from the HF config, float32 when absent (the
+    NemotronHConfig default); the conv state stays in the model dtype; the page is padded to the attention page."""
+    spec = _spec("nemotron_h")
+    r = spec.recurrent
+    est = estimate_inference(spec, engine="vllm", context=4096, concurrency=1)
+    conv = (r.d_inner + 2 * r.n_groups * r.d_state) * (r.d_conv - 1) * 2
+    ssm = r.num_heads * r.head_dim * r.d_state * 4
+    kv_token_layer = 2 * spec.num_kv_heads * spec.head_dim * 2
+    block = 16 * math.ceil((conv + ssm) / (16 * kv_token_layer))  # the page padded to the attention page
+    assert est.details["state_dtypes"] == ["bf16", "fp32"]
+    assert "fp32" in est.item("recurrent_state").formula
+    assert est.details["recurrent_state_bytes_per_sequence"] == block * kv_token_layer * spec.recurrent_layer_count
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid",
+                                        "mamba2"])
+def test_llamacpp_state_is_f32_rows_of_n_embd_r_plus_n_embd_s(model_type):
+    """llama.cpp: per recurrent layer and sequence slot, n_embd_r = (d_conv - 1) x (d_inner + 2 n_group d_state)
+    and n_embd_s = d_state x d_inner, both F32 (llama-hparams.cpp L127-152; llama-model.cpp create_memory)."""
+    spec = _spec(model_type)
+    r = spec.recurrent
+    n_embd_r = (r.d_conv - 1) * (r.d_inner + 2 * r.n_groups * r.d_state)
+    n_embd_s = r.d_state * r.d_inner
+    est = estimate_inference(spec, engine="llamacpp", context=2048, concurrency=4, device="cpu", weights="gguf:q8_0")
+    assert est.item("recurrent_state").bytes == (n_embd_r + n_embd_s) * 4 * spec.recurrent_layer_count * 4
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm", "llamacpp"])
+def test_state_does_not_grow_with_the_context_and_kv_only_counts_attention_layers(engine):
+    spec = _spec("jamba")  # 32 layers: 4 attention, 28 Mamba
+    def est(ctx: int) -> Any:
+        return estimate_inference(spec, engine=engine, context=ctx, concurrency=2)
+    short, long = est(4096), est(16384)
+    assert short.details["recurrent_state_bytes_per_sequence"] == long.details["recurrent_state_bytes_per_sequence"]
+    if engine != "vllm":
+        assert short.item("recurrent_state").bytes == long.item("recurrent_state").bytes
+        assert long.item("kv_cache").bytes == 4 * short.item("kv_cache").bytes
+    assert short.details["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * (2 if engine != "llamacpp" else 2)
