@@ -70,7 +70,7 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"\.mixer\.(q_proj|k_proj|v_proj|o_proj)\.", "attention"),
     (_FFN + r"\.experts\.", "experts"),
     (_FFN + r"\.(gate|router)\.", "router"),
-    (r"\.mlp\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
+    (_FFN + r"\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
     (r"\.mixer\.shared_experts\.", "shared_experts"),
     (r"\.shared_mlp\.", "shared_experts"),
     (r"\.(self_attn|attn)\.", "attention"),

@@ -42,6 +42,10 @@ _GRANITE = {"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 
             "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 32,
             "shared_intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2,
             "layer_types": ["mamba", "mamba", "attention", "mamba"], "mamba_n_heads": 8, "mamba_d_state": 16}
+_LLAMA4 = {"model_type": "llama4_text", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+           "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1,
+           "attention_chunk_size": 16}
 _MAMBA2 = {"model_type": "mamba2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3, "num_heads": 8,
            "head_dim": 16, "state_size": 16, "n_groups": 2}
 
@@ -70,6 +74,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("granitemoehybrid-biases", {**_GRANITE, "mamba_proj_bias": True, "attention_bias": True,
                                  "layer_types": ["linear_attention", "full_attention", "linear_attention",
                                                  "full_attention"]}),
+    ("llama4_text", _LLAMA4),
+    ("llama4_text-interleaved", {**_LLAMA4, "interleave_moe_layer_step": 2, "attention_bias": True}),
+    ("llama4_text-moe_layers", {**_LLAMA4, "moe_layers": [1, 6], "no_rope_layers": [1, 0, 1, 1, 0, 1, 1, 1]}),
+    ("llama4_text-interval", {**_LLAMA4, "no_rope_layer_interval": 2, "tie_word_embeddings": True}),
     ("mamba2", _MAMBA2),
     ("mamba2-biases-tied", {**_MAMBA2, "use_bias": True, "use_conv_bias": False, "tie_word_embeddings": True}),
 ]
@@ -106,7 +114,7 @@ def test_tiny_config_builds_the_model_transformers_builds(label, cfg):
 
 
 @pytest.mark.parametrize("model_type", ["qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid",
-                                        "mamba2"])
+                                        "mamba2", "llama4_text"])
 def test_full_size_class_default_config(model_type):
     """The configuration class's defaults, saved as transformers saves a config.json (``to_dict``): a full-size model
     (Qwen3NextConfig: 48 layers, 512 experts, 80B)."""
@@ -144,3 +152,24 @@ def test_qwen3_next_class_default_is_the_80b_model():
 def test_bad_hybrid_config_is_one_clear_error(cfg, err):
     with pytest.raises(err):
         spec_from_config(cfg, name="bad")
+
+
+@pytest.mark.parametrize("cfg", [c for label, c in CASES if label.startswith("llama4")] + [None],
+                         ids=[label for label, _ in CASES if label.startswith("llama4")] + ["full-size"])
+def test_llama4_chunked_layers_are_the_cache_layers_transformers_builds(cfg):
+    """Which layers cache a chunk (sliding of attention_chunk_size) and which the whole context: the layer kinds and
+    windows transformers' own cache reads (cache_utils.get_layer_types_and_kwargs)."""
+    from transformers.cache_utils import get_layer_types_and_kwargs
+    cfg = cfg or _full_size("llama4_text")
+    kinds, kwargs = get_layer_types_and_kwargs(transformers.AutoConfig.for_model(**cfg))
+    spec = spec_from_config(cfg, name="llama4")
+    assert spec.layer_types == tuple("sliding" if k == "chunked_attention" else "full" for k in kinds)
+    assert {kw["sliding_window"] for kw in kwargs if "sliding_window" in kw} == {spec.sliding_window}
+
+
+def test_llama4_scout_class_default_has_17b_active():
+    """Llama4TextConfig's defaults are Llama-4-Scout-17B-16E's text stack (48 layers, 16 experts, top-1, MoE every
+    layer); Meta's card: '17B active parameters' (its '109B total' includes the vision encoder, not built here: the
+    text stack counts 107,769,861,120, exact against transformers in test_full_size_class_default_config)."""
+    pc = count_params(spec_from_config(_full_size("llama4_text"), name="scout"))
+    assert abs(pc.active - 17e9) <= 0.5e9  # 17,172,894,720

@@ -2,8 +2,8 @@
 
 Independent truth: transformers 5.24 runs each family's tiny model on the CPU (its torch fallback kernels: no
 mamba_ssm / causal-conv1d / fla installed), prefill of 7 tokens then one decode step for 2 sequences, and the
-returned Cache's tensors are measured: ``conv_states`` and ``recurrent_states`` of every LinearAttention layer,
-``keys`` and ``values`` of every attention layer. The estimate's ``recurrent_state`` and ``kv_cache`` items must
+returned Cache's tensors are measured (the storages they keep alive): ``conv_states`` and ``recurrent_states`` of
+every LinearAttention layer, ``keys`` and ``values`` of every attention layer. The estimate's ``recurrent_state`` and ``kv_cache`` items must
 equal those bytes. vLLM and llama.cpp cannot run here: their state is checked against the shapes their source
 allocates, written out in the test from the cited lines (formulas/recurrent_state.py module docstring).
 """
@@ -17,7 +17,7 @@ import pytest
 
 from llmsizer import estimate_inference
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, torch, transformers
+from oracle_utils import build, cache_storage_bytes, torch, transformers
 
 pytestmark = pytest.mark.slow
 
@@ -58,17 +58,13 @@ def _measure(cfg: dict[str, Any], dtype: Any) -> tuple[int, int]:
     with torch.no_grad():
         cache = model(input_ids=ids, use_cache=True).past_key_values
         cache = model(input_ids=ids[:, :1], cache=cache, use_cache=True).past_key_values
-    state = kv = 0
+    state: dict[int, int] = {}  # storages kept alive (a sliced view keeps its whole base)
     for layer in cache.layers:
         for attr in ("conv_states", "recurrent_states"):
             for t in (getattr(layer, attr, None) or {}).values():
                 if t is not None:
-                    state += t.numel() * t.element_size()
-        for attr in ("keys", "values"):
-            t = getattr(layer, attr, None)
-            if isinstance(t, torch.Tensor) and t.numel():
-                kv += t.numel() * t.element_size()
-    return state, kv
+                    state[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+    return sum(state.values()), cache_storage_bytes(cache)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp32"])
@@ -150,3 +146,26 @@ def test_state_does_not_grow_with_the_context_and_kv_only_counts_attention_layer
         assert short.item("recurrent_state").bytes == long.item("recurrent_state").bytes
         assert long.item("kv_cache").bytes == 4 * short.item("kv_cache").bytes
     assert short.details["kv_bytes_per_token"] == 4 * 2 * 8 * 128 * (2 if engine != "llamacpp" else 2)
+
+
+def test_llama4_chunked_layers_keep_one_chunk_after_a_decode_step():
+    """Llama 4's chunked local attention caches like a sliding window of attention_chunk_size (transformers
+    DynamicSlidingWindowLayer): after a 20-token prefill and one decode step, the chunked layers keep 16 tokens of storage alive
+    (they expose the last 15 as a slice of the concatenated 16) and the global (NoPE) layers all 21 -- measured on
+    the cache of a real CPU forward."""
+    from llmsizer.estimate.engines import TRANSFORMERS
+    from llmsizer.formulas.kv_cache import kv_cache
+
+    cfg = {"model_type": "llama4_text", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+           "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 16}
+    model = build(cfg, device="cpu", dtype=torch.float32)
+    ids = torch.randint(0, 128, (BATCH, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        cache = model(input_ids=ids, use_cache=True).past_key_values
+        cache = model(input_ids=ids[:, :1], cache=cache, use_cache=True).past_key_values
+    measured = cache_storage_bytes(cache)  # the storages the sliced views keep alive (logical: 15 tokens each)
+    spec = spec_from_config(cfg, name="llama4")
+    assert spec.layer_types == ("sliding", "sliding", "sliding", "full")
+    ours = kv_cache(spec, 21, BATCH, "fp32", window_extra=TRANSFORMERS.window_extra).total_bytes
+    assert ours == measured == (3 * 16 + 21) * 2 * 2 * 16 * 4 * BATCH

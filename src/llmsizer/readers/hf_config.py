@@ -39,7 +39,7 @@ EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
-HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2"}
+HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | HYBRID_TYPES | {"gemma3", "gpt_bigcode"}))
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
@@ -67,6 +67,8 @@ NUMERIC_KEYS: dict[str, Range] = {
     "n_groups": HEADS, "attn_layer_period": LAYERS, "attn_layer_offset": LAYER_INDEX,
     "expert_layer_period": LAYERS, "expert_layer_offset": LAYER_INDEX, "shared_intermediate_size": WIDTH_OR_ZERO,
     "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
+    "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
+    "no_rope_layer_interval": LAYERS,
 }
 
 

@@ -13,6 +13,13 @@ feed-forward block and an MoE block is the one its transformers (v5.24.0) config
 - ``granitemoehybrid`` (GraniteMoeHybridDecoderLayer): ``layer_types`` (legacy "mamba"/"attention") picks Mamba-2
   or attention; every layer has the shared MLP and, with num_local_experts > 0, an MoE block.
 - ``mamba2`` (Mamba2Block): every layer is one norm + a Mamba-2 mixer, no attention, no MLP.
+- ``llama4_text`` (Llama4TextConfig.__post_init__, Llama4TextDecoderLayer): chunked local attention on the RoPE
+  layers (``no_rope_layers[i]`` = 1; default: all but every ``no_rope_layer_interval``-th), global NoPE attention
+  on the others; MoE (routed experts + a shared expert of ``intermediate_size``) on ``moe_layers`` (default every
+  ``interleave_moe_layer_step``-th), a dense MLP of ``intermediate_size_mlp`` elsewhere. A chunked layer caches like
+  a sliding one of ``attention_chunk_size`` tokens (transformers cache_utils.py L1471-1473: "From a cache point of
+  view, sliding and chunked are the same"; llama.cpp LLAMA_SWA_TYPE_CHUNKED uses the same iSWA cache), so it is a
+  "sliding" layer here; the multimodal ``llama4`` wrapper is not read here.
 """
 
 from __future__ import annotations
@@ -26,8 +33,6 @@ from ..numbers import EXPERTS_OR_ZERO, LAYER_INDEX, LAYERS, check_number
 from ..specs import ModelSpec, MoESpec, RecurrentSpec
 from .hf_config import _Cfg, _moe
 from .safe_io import shown
-
-HYBRID_TYPES = frozenset({"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2"})
 
 # legacy layer names -> the current ones (transformers configuration_utils._LEGACY_LAYER_TYPE_REMAP)
 _LEGACY = {"mamba": "linear_attention", "attention": "full_attention"}
@@ -187,6 +192,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                       head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size"),
                       mlp_bias=bool(c.get("mlp_bias", False)), attention_qkv_bias=bias, attention_out_bias=bias,
                       recurrent=rec, recurrent_layers=(True,) * n_layers)
+    elif mt == "llama4_text":
+        fields.update(_llama4_text(c, n_layers, hidden))
     elif mt == "granitemoehybrid":
         kinds = _block_types(c, n_layers, {"linear_attention", "full_attention"}) or ["linear_attention"] * n_layers
         heads = c.req("num_attention_heads")
@@ -226,3 +233,33 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"), quantization=tuple(sorted(quant.items())),
         published_params=published_params, published_active_params=published_active_params,
         source=source, notes=tuple(dict.fromkeys(c.used_defaults)), **fields)
+
+
+def _llama4_text(c: _Cfg, n_layers: int, hidden: int) -> dict[str, Any]:
+    """Llama 4's text stack (module docstring): chunked / global attention and interleaved MoE layers."""
+    heads = c.req("num_attention_heads")
+    moe_idx = c.layer_list("moe_layers", n_layers)
+    if moe_idx is None:
+        step = c.req("interleave_moe_layer_step")
+        moe_idx = list(range(step - 1, n_layers, step))
+    moe_set = {check_number(i, "moe_layers entry", LAYER_INDEX, c.where) for i in moe_idx}
+    chunk = c.get("attention_chunk_size", 8192)
+    kinds = _block_types(c, n_layers, {"chunked_attention", "full_attention"}) if "layer_types" in c.cfg else []
+    if not kinds:
+        rope = c.layer_list("no_rope_layers", n_layers) or []
+        if not rope:  # Llama4TextConfig.__post_init__: a NoPE (global) layer every no_rope_layer_interval layers
+            every = c.req("no_rope_layer_interval")
+            rope = [int((i + 1) % every != 0) for i in range(n_layers)]
+        if len(rope) != n_layers:
+            raise ModelFileError(f"{c.where}: no_rope_layers must have one entry per layer ({n_layers})")
+        kinds = ["chunked_attention" if r and chunk is not None else "full_attention" for r in rope]
+    n_exp = c.req("num_local_experts")
+    inter = c.req("intermediate_size")
+    moe = MoESpec(n_exp, c.req("num_experts_per_tok"), inter, shared_intermediate_size=inter)
+    bias = bool(c.get("attention_bias", False))
+    layer_types = tuple("sliding" if k == "chunked_attention" else "full" for k in kinds)
+    return dict(num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads,
+                head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size_mlp"),
+                attention_qkv_bias=bias, attention_out_bias=bias, moe=moe,
+                moe_layers=tuple(i in moe_set for i in range(n_layers)), layer_types=layer_types,
+                sliding_window=chunk if "sliding" in layer_types else None)
