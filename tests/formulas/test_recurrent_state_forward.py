@@ -169,3 +169,15 @@ def test_llama4_chunked_layers_keep_one_chunk_after_a_decode_step():
     assert spec.layer_types == ("sliding", "sliding", "sliding", "full")
     ours = kv_cache(spec, 21, BATCH, "fp32", window_extra=TRANSFORMERS.window_extra).total_bytes
     assert ours == measured == (3 * 16 + 21) * 2 * 2 * 16 * 4 * BATCH
+
+
+def test_vllm_llama4_chunked_layers_follow_chunked_local_attention_spec():
+    """vLLM ChunkedLocalAttentionSpec.max_memory_usage_bytes: cdiv(min(chunk + max_num_batched_tokens, max_model_len),
+    block) blocks per chunked layer, no spare block; the NoPE layers hold the whole context. Scout's text stack
+    (Llama4TextConfig defaults): 36 chunked + 12 global layers, 8 KV heads x 128, bf16; chunk 8192; 2048 batched."""
+    spec = _spec("llama4_text")
+    est = estimate_inference(spec, engine="vllm", context=32768, concurrency=1)
+    per_token_layer = 2 * 8 * 128 * 2
+    chunked_tokens = 16 * math.ceil(min(8192 + 2048, 32768) / 16)
+    assert spec.layer_types.count("sliding") == 36 and spec.layer_types.count("full") == 12
+    assert est.details["kv_bytes_per_sequence"] == (36 * chunked_tokens + 12 * 32768) * per_token_layer

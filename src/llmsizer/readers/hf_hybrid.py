@@ -262,4 +262,4 @@ def _llama4_text(c: _Cfg, n_layers: int, hidden: int) -> dict[str, Any]:
                 head_dim=c.get("head_dim") or hidden // heads, intermediate_size=c.req("intermediate_size_mlp"),
                 attention_qkv_bias=bias, attention_out_bias=bias, moe=moe,
                 moe_layers=tuple(i in moe_set for i in range(n_layers)), layer_types=layer_types,
-                sliding_window=chunk if "sliding" in layer_types else None)
+                sliding_window=chunk if "sliding" in layer_types else None, chunked_attention="sliding" in layer_types)

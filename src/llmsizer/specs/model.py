@@ -198,6 +198,7 @@ class ModelSpec:
     recurrent_layers: tuple[bool, ...] = ()
     ffn_layers: tuple[bool, ...] = ()
     attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a sigmoid gate per head (2 x q width)
+    chunked_attention: bool = False  # the "sliding" layers attend within fixed chunks of sliding_window (Llama 4)
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None

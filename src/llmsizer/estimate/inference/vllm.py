@@ -64,10 +64,14 @@ def compose_vllm(ctx: Context) -> None:
     non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    # a sliding layer keeps window - 1 + max_num_batched_tokens tokens and one spare block; a chunked-local one
+    # (Llama 4) chunk + max_num_batched_tokens and no spare block (v1/kv_cache_interface.py SlidingWindowSpec,
+    # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
+    extra = mnbt if spec.chunked_attention else mnbt - 1
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
-                       window_extra=mnbt - 1, block_size=block).total_bytes
+                       window_extra=extra, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
-    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=mnbt - 1)
+    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=extra)
     state = state_item(ctx, w.concurrency, "device", padded_layer_bytes=page) if page is not None else None
     state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes if page is not None else 0
     one_seq += state_one
@@ -125,7 +129,7 @@ def compose_vllm(ctx: Context) -> None:
 def _sliding_spare_block(ctx: Context, block: int) -> int:
     """SlidingWindowSpec reserves one extra block per sliding layer and request."""
     n_sliding = ctx.spec.layer_types.count("sliding")
-    if not n_sliding:
+    if not n_sliding or ctx.spec.chunked_attention:
         return 0
     per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token \
         / ctx.spec.attention_layers
