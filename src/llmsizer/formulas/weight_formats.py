@@ -185,10 +185,11 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
-    if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd", "ssm_a") or t.component == "vision":
-        # 1-D tensors, the router, the SSM conv kernel and A stay F32 (llama-quant.cpp: only 2-D weights are
-        # quantized; ssm_conv1d/ssm_a/ssm_d are excluded by name)
-        return "F32" if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "ssm_a") else "F16"
+    if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
+        # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
+        # quantized, "ssm_conv1d.weight" excluded by name); Jamba's 2-D A [d_inner, d_state] goes through the
+        # shape fallback below (16 columns: no quant block fits -> F16)
+        return "F32" if len(t.shape) != 2 or t.role == "ffn_gate_inp" else "F16"
     if base in ("F32", "F16", "BF16"):
         return base
     n = spec.num_layers
