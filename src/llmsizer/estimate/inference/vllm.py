@@ -46,6 +46,9 @@ def compose_vllm(ctx: Context) -> None:
     tp = w.tensor_parallel
     page = None  # a recurrent layer's state page per sequence (padded to the attention page in a hybrid)
     if spec.recurrent_layer_count:
+        acc.assume("mamba_cache_mode", "none", None,
+                   "vLLM CacheConfig default: one recurrent state page per request and layer, no cached prefix states "
+                   "(with prefix caching, 'align'/'all' keep more pages)")
         block, page = _hybrid_pages(ctx, block)
     fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
