@@ -25,6 +25,10 @@ def test_partial_offload_splits_kv_and_state_by_layer(gpus):
     assert est.item("kv_cache_host").bytes == 2 * n_ctx * KV_CELL_LAYER
     assert est.item("recurrent_state").bytes == 17 * 2 * STATE_LAYER_SEQ
     assert est.item("recurrent_state_host").bytes == 11 * 2 * STATE_LAYER_SEQ
+    # the per-device split lists each device's share of the state, in its total
+    devices = est.details["split"]["devices"]
+    assert sum(d["recurrent_state"] for d in devices) == 28 * 2 * STATE_LAYER_SEQ
+    assert next(d for d in devices if d["device"] == "host")["recurrent_state"] == 11 * 2 * STATE_LAYER_SEQ
 
 
 def test_on_the_cpu_the_state_and_the_attention_kv_are_host_items():

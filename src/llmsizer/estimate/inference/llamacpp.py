@@ -85,8 +85,9 @@ def compose_llamacpp(ctx: Context) -> None:
             acc.items.append(Item("kv_cache_host", host.kv, "host", formula="KV of the layers on the CPU"))
     elif spec.attention_layers:
         acc.items.append(kv)
+    state_by_part: dict[str, int] = {}
     if spec.recurrent_layer_count:
-        _state_items(ctx, gpu_parts if on_gpu else [])
+        state_by_part = _state_items(ctx, gpu_parts if on_gpu else [])
     how = (f"f32 graph of one ubatch ({ubatch} tokens): residual + max(attention, mlp, logits {ubatch} x vocab)")
     src = ("formulas/activations.py applied to llama.cpp's f32 ggml graph (llama-context.cpp reserves it for "
            "n_ubatch tokens and a full cache, one buffer per backend)")
@@ -109,26 +110,34 @@ def compose_llamacpp(ctx: Context) -> None:
     if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
         ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)
         ctx.details["split"]["embedding"] = emb
+        for d in ctx.details["split"]["devices"]:  # each device's share of the recurrent state (0 without one)
+            d["recurrent_state"] = state_by_part.get(d["device"], 0)
+            d["total"] += d["recurrent_state"]
+            d["total_high"] += d["recurrent_state"]
 
 
-def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> None:
+def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> dict[str, int]:
     """The recurrent state: one F32 row per sequence slot (n_seq_max = the concurrency) and recurrent layer, on the
-    device of its layer (src/llama-memory-recurrent.cpp: ``model.dev_layer(i)`` when offloading). The placement of
-    layers (llamacpp_split.place) does not weigh it: a few MiB per layer and sequence."""
+    device of its layer (src/llama-memory-recurrent.cpp: ``model.dev_layer(i)`` when offloading). Returns each
+    part's bytes. The placement of layers (llamacpp_split.place) does not weigh it: a few MiB per layer and
+    sequence."""
     spec, acc = ctx.spec, ctx.acc
     st = state_item(ctx, ctx.w.concurrency, "device" if gpu_parts else "host")
     if not gpu_parts:
         acc.items.append(st)
-        return
+        return {"host": st.bytes}
     per_layer = st.bytes / spec.recurrent_layer_count
     state_layers = per_layer_kv(st.bytes, [per_layer if r else 0.0 for r in spec.recurrent_layers])
-    dev_b = sum(state_layers[i] for p in gpu_parts for i in p.layers)
+    by_part = {p.name: sum(state_layers[i] for i in p.layers) for p in gpu_parts}
+    dev_b = sum(by_part.values())
+    by_part["host"] = st.bytes - dev_b
     rec_on = sum(1 for p in gpu_parts for i in p.layers if spec.recurrent_layers[i])
     acc.items.append(Item(st.name, dev_b, "device", formula=st.formula + f" x {rec_on}/{spec.recurrent_layer_count} "
                           "recurrent layers offloaded", source=st.source))
     if st.bytes - dev_b:
         acc.items.append(Item("recurrent_state_host", st.bytes - dev_b, "host",
                               formula="state of the recurrent layers on the CPU", source=st.source))
+    return by_part
 
 
 def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
