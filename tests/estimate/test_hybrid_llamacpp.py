@@ -36,3 +36,26 @@ def test_on_the_cpu_the_state_and_the_attention_kv_are_host_items():
     assert {i.location for i in est.items if i.name in ("kv_cache", "recurrent_state")} == {"host"}
     assert est.item("recurrent_state").bytes == 28 * STATE_LAYER_SEQ
     assert est.item("kv_cache").bytes == 4 * 4096 * KV_CELL_LAYER
+
+
+def test_split_decode_moves_each_devices_share_of_the_state():
+    """The split decode (formulas/speed.py eq. 8) streams, per device, its weights, its KV share and -- for a hybrid
+    model -- its share of one sequence's recurrent state twice (read + write)."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.speed import split_decode
+    from llmsizer.models import load_model
+
+    spec = load_model("jamba-1.5-mini")
+    est = estimate_inference(spec, engine="llamacpp", weights="gguf:q4_k_m", context=8192, concurrency=2,
+                             n_gpu_layers=20, gpus=2)
+    split = est.details["split"]
+    cat = builtin_catalog()
+    gpu, host = cat.devices["rtx-4090"], cat.find("epyc-9654")
+    res = split_decode(spec, split, gpu, host, "gguf:q4_k_m", 4096, est.details["n_ctx"], None)
+    for row in res["devices"]:
+        d = next(x for x in split["devices"] if x["device"] == row["device"])
+        frac_kv = 4096 / est.details["n_ctx"]
+        base = d["weights"] - d.get("experts", 0) * (1 - 2 / 16) + d["kv_cache"] * frac_kv
+        if d["device"] == "host":
+            base -= split["embedding"]
+        assert row["bytes"] == pytest.approx(base + 2 * d["recurrent_state"] / 2)

@@ -278,7 +278,9 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
     gpu_layers = 0
     for d in devices:
         is_host = d["device"] == "host"
-        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share
+        # + the sequence's recurrent state, read and written once per token (hybrid models)
+        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share \
+            + 2 * d.get("recurrent_state_per_sequence", 0)
         if is_host:
             read -= split.get("embedding", 0)  # decode reads one embedding row
             dev = host

@@ -112,6 +112,7 @@ def compose_llamacpp(ctx: Context) -> None:
         ctx.details["split"]["embedding"] = emb
         for d in ctx.details["split"]["devices"]:  # each device's share of the recurrent state (0 without one)
             d["recurrent_state"] = state_by_part.get(d["device"], 0)
+            d["recurrent_state_per_sequence"] = d["recurrent_state"] // max(w.concurrency, 1)
             d["total"] += d["recurrent_state"]
             d["total_high"] += d["recurrent_state"]
 
