@@ -255,6 +255,8 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
+PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
 SPEED_NOT_EXPRESSIBLE = {
     "PM0088": "prompt length in tokens not given (only '10x system prompt')",
     "PM0089": "prompt length in tokens not given (only '10x system prompt')",
@@ -264,14 +266,14 @@ TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False) -> Any:
+           identical: bool = False, ubatch: int | None = None) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical)
+                          identical_sequences=identical, ubatch=ubatch)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -288,14 +290,16 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB")
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
+            calib = rid in PREFILL_CALIBRATION
             return Case(rid, PREFILL, f"llama.cpp {model} {fmt[5:]} DGX Spark pp{prompt}", pred, value, "tokens/s",
                         None if pred is None else 0.5 <= pred / value <= 2.0, "within a factor 2",
-                        source=r["source"], note=f"prefill; DGX Spark BF16 peak {s.details['peak_flops']:.3g} FLOP/s "
-                        "(derived, low confidence)")
+                        excluded=CALIBRATION if calib else "", source=r["source"],
+                        note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
+                        + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else pred >= value,

@@ -58,7 +58,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
 
 
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
-from llmsizer.validation_cases import SPARK, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
+from llmsizer.validation_cases import PREFILL_CALIBRATION, SPARK, SPARK_UBATCH, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
 
@@ -105,10 +105,12 @@ def _predict_csv(r: dict[str, str]) -> Row:
         return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
-        s = _speed_case(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB")
+        s = _speed_case(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
         if test == "pp":
+            calib = rid in PREFILL_CALIBRATION
             return Row(rid, f"{model} {fmt[5:]} DGX Spark pp{prompt}", value, s.prefill_tokens_per_second,
-                       "prefill", "BF16 peak derived (low confidence)")
+                       "calibration" if calib else "prefill", "int8 peak derived (low confidence)"
+                       + ("; calibration row of efficiency.LLAMACPP_MMQ" if calib else ""))
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred,
                    "batched" if test == "tgB" else "decode", f"bandwidth factor {s.details['bandwidth_factor']}")
@@ -138,6 +140,8 @@ def _predict_csv(r: dict[str, str]) -> Row:
 
 # the rows estimate/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
 CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("apple-m2-ultra-192gb", "llama-3.1-8b")}
+# the pp512 rows the llama.cpp prefill constants are calibrated on (tests/hardware/test_prefill_calibration.py)
+PREFILL_CALIBRATION_XD = {("rtx-4090", "llama-3.1-8b")}
 
 
 def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
@@ -150,6 +154,8 @@ def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, tabl
     else:
         s = _speed(model, dev, fmt, n, 1)
         pred, group = s.prefill_tokens_per_second, "prefill"
+        if (dev, model) in PREFILL_CALIBRATION_XD:
+            group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_CUBLAS"
     return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
 
 

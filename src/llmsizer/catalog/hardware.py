@@ -125,7 +125,9 @@ class Value:
         return f"{self.raw} {self.unit}"
 
 
-_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
+# fp16_acc16: FP16 tensor math with FP16 accumulation (cuBLAS CUBLAS_COMPUTE_16F), 2x the FP32-accumulate rate on
+# GeForce cards, equal to it on data-centre parts (where only 'fp16' is listed)
+_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp16_acc16": ("fp16_acc16", "fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
                "int8": ("int8",), "fp4": ("fp4",)}
 
 

@@ -1,8 +1,8 @@
 """Efficiency factors: the share of a device's peak that real kernels reach, as named, cited defaults.
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
-following ``estimate/engines.py``. Only the four llama.cpp decode constants are calibrated on validation rows (named
-below, and left out of the error summary); every other factor comes from outside llmsizer's validation rows
+following ``estimate/engines.py``. Only the four llama.cpp decode constants and the three llama.cpp prefill constants
+are calibrated on validation rows (named below, and left out of the error summary); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
 
@@ -66,6 +66,56 @@ COMPUTE = Factor(
     "compute_efficiency", 0.50, 0.75, 0.85,
     "PyTorch RuntimeEstimator operator-level-cost-model: flops / (0.75 x peak); gpu_poor 0.85")
 
+# llama.cpp prefill on NVIDIA GPUs: the kernel each matrix product takes, read from ggml-cuda (ggml-org/llama.cpp
+# @027ef87). ggml/src/ggml-cuda/mmq.cu ggml_cuda_should_use_mmq: the quantized types (Q4_0 .. Q8_0, MXFP4, the
+# K-quants Q2_K .. Q6_K, the IQ types) take MMQ -- int8 tensor-core MMA on the weights as stored, activations
+# quantized to q8_1 -- whenever `turing_mma_available(cc)` (Turing and later), at every batch size and for MoE
+# (mul_mat_id) too; F16/BF16/F32 weights go to cuBLAS (ggml-cuda.cu ggml_cuda_op_mul_mat_cublas: cublasGemmEx
+# with CUBLAS_COMPUTE_16F on NVIDIA, i.e. FP16 accumulation, the GeForce rate that is 2x the FP32-accumulate one).
+# Attention (flash-attention or KQ/KQV batched GEMMs) runs on FP16 tensor cores like the cuBLAS path. So each
+# path's time is eq. (8) of formulas/speed.py at that path's peak: int8 TOP/s for MMQ, the FP16-accumulate rate
+# for cuBLAS; a routed-expert product (MMQ mul_mat_id) sees only min(T, n_ubatch) k / E tokens and reaches
+# e n / (n + n_h) of the MMQ efficiency (dense products run at ubatch >= 512 columns and take e itself; a
+# column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %
+# of the int8 rate as the RTX 4090 at 512). CALIBRATED (three constants, three named rows, solved exactly by
+# tests/hardware/test_efficiency_calibration.py): llama-bench Llama-3-8B pp512 Q4_K_M (MMQ) and F16 (cuBLAS) on
+# RTX 4090 (XiongjieDai README @00dd2bd) and Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark (MoE: 128 tokens per
+# expert, so it fixes the half-efficiency column count; validation row PM0096). These three rows are calibration
+# rows in the report; the other prefill rows (DGX Spark dense and gpt-oss MoE, RTX A6000, H100-PCIe) are held
+# out. Result: MMQ 15.2 % of the int8 rate, cuBLAS 40.0 % of the FP16-accumulate rate, n_h = 208 tokens per
+# expert. Replaces one 0.75 x the BF16 peak for every path, which erred +105 .. +329 % on DGX Spark (MMQ reaches
+# a small share of the int8 rate) and +477 % on H100-PCIe (held-out after: DGX Spark -40 .. +25 %, RTX A6000
+# +27 %, H100-PCIe +214 %, a December-2023 build). Low = expected = high: one calibration set, no spread claimed
+# (the calibrated report ranges carry the spread, validation_cases.RANGE_*).
+LLAMACPP_MMQ = Factor(
+    "llamacpp_prefill_mmq_efficiency", 0.152, 0.152, 0.152,
+    "calibrated: llama-bench Llama-3-8B Q4_K_M pp512 on RTX 4090 + Qwen3-30B-A3B Q8_0 pp2048 on DGX Spark; "
+    "share of the int8 tensor peak (ggml-cuda mmq.cu ggml_cuda_should_use_mmq)")
+LLAMACPP_CUBLAS = Factor(
+    "llamacpp_prefill_cublas_efficiency", 0.400, 0.400, 0.400,
+    "calibrated: llama-bench Llama-3-8B F16 pp512 on RTX 4090; share of the FP16-accumulate tensor peak "
+    "(ggml-cuda.cu cublasGemmEx CUBLAS_COMPUTE_16F)")
+LLAMACPP_HALF_COLUMNS = Factor(
+    "llamacpp_gemm_half_efficiency_columns", 208.0, 208.0, 208.0,
+    "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# llama.cpp's default micro-batch: tokens per graph evaluation (common/common.h n_ubatch = 512; llama-bench
+# -ub default 512). A prompt longer than this runs in chunks of this many columns.
+LLAMACPP_UBATCH = 512
+MMQ_PATH, CUBLAS_PATH = "mmq", "cublas"
+# Up to this many tokens per product ggml-cuda runs the matrix-vector kernels (mmvq.cuh MMVQ_MAX_BATCH_SIZE 8);
+# a larger decode batch takes the MMQ/cuBLAS path of prefill.
+LLAMACPP_MMVQ_MAX_BATCH = 8
+_CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
+
+
+def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> str | None:
+    """The ggml-cuda kernel path of llama.cpp's matrix products for a GGUF file type on an NVIDIA GPU: 'mmq' for
+    quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights."""
+    if not weights_format.startswith("gguf:") or device_kind != "gpu" or vendor != "NVIDIA":
+        return None
+    return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
+
+
 # Training utilisation. Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
 # parameters, 32-3072 GPUs): 43-52 % of peak counting recomputation FLOPs, median 45.5 % -> hardware FLOPs
 # utilisation to use with the recompute FLOP count.
@@ -113,8 +163,8 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 # English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
-ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE,
-       LLAMACPP_LAYER_OVERHEAD_APPLE, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, TRAINING_MFU, APPLE_GPU_WORKING_SET)
+ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
+       LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, TRAINING_MFU, APPLE_GPU_WORKING_SET)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

@@ -19,6 +19,7 @@ from ..formulas.speed import (
     Roofline,
     allreduce_time,
     attended_tokens,
+    gemm_time,
     moe_expert_fraction,
     phase_time,
     roofline,
@@ -125,18 +126,51 @@ def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -
     return 4.0 * width * total
 
 
+def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
+                                 ubatch: int, flops: float, attn_flops: float, peak: float,
+                                 assumptions: list[Assumption], same_experts: bool = False) -> float:
+    """llama.cpp prefill on an NVIDIA GPU: eq. (8) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
+    dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
+    x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
+    the equivalent share of ``peak`` so that eq. (3) keeps one form."""
+    mmq = path == E.MMQ_PATH
+    factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
+    gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+    fp16_peak, _ = device.peak_flops("fp16_acc16")
+    if gemm_peak is None or fp16_peak is None:
+        return E.COMPUTE.expected
+    h = E.LLAMACPP_HALF_COLUMNS.expected if mmq else 0.0  # calibrated on MMQ expert products only
+    cols = float(min(tokens, ubatch))
+    experts = 0.0
+    expert_cols = cols
+    if spec.moe is not None:
+        experts = pc.by_component.get("experts", 0) * spec.moe.experts_per_token / spec.moe.num_experts
+        expert_cols = cols if same_experts else max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
+    t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
+    if experts:
+        t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
+    t += gemm_time(attn_flops, fp16_peak, E.LLAMACPP_CUBLAS.expected, cols, 0.0)
+    assumptions.append(Assumption("llamacpp_kernel_path", f"{path} ({gemm_key} peak)", True, factor.source))
+    assumptions.append(Assumption(factor.name, factor.expected, True, factor.source))
+    assumptions.append(Assumption(E.LLAMACPP_HALF_COLUMNS.name, h, True, E.LLAMACPP_HALF_COLUMNS.source))
+    assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
+                                  "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
+    return flops / (peak * t)
+
+
 def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_format: str = "bf16",
                    prompt_tokens: int = 1024, output_tokens: int = 256, concurrency: int = 1,
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
-                   identical_sequences: bool = False) -> SpeedEstimate:
+                   identical_sequences: bool = False, ubatch: int | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
     ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
-    so MoE routing picks the same experts for all of them."""
+    so MoE routing picks the same experts for all of them. ``ubatch``: tokens per graph evaluation of llama.cpp
+    (its n_ubatch; default ``efficiency.LLAMACPP_UBATCH``), the column count of its prefill matrix products."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     fmt = normalize_format(weights_format)
@@ -200,13 +234,20 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         per_layer = tokens * spec.hidden_size * act_bytes
         return 2 * spec.num_layers * allreduce_time(per_layer, tp, link)
 
-    # prefill of one prompt (TTFT)
+    # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 8 note)
     prefill = roof_p = None
-    p_flops = 2.0 * matmul_params * prompt_tokens + _attention_flops_step(spec, width, prompt_tokens, 0)
+    head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+    p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
+    p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
+    path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
+    ce_p = ce
+    if path is not None and peak is not None and compute_efficiency is None:
+        ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
+                                          ubatch or E.LLAMACPP_UBATCH, p_flops, p_attn, peak, assumptions)
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
                                             window_extra=0).total_bytes * kv_share
     if peak is not None or bw is not None:
-        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce, be, comm(prompt_tokens))
+        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
         if peak and bw:
             roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
 
@@ -222,7 +263,18 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         nbytes = w * shard + kv
         if peak is None and bw is None:
             return None, None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
+        ce_d = ce
+        if path is not None and peak is not None and compute_efficiency is None and batch > E.LLAMACPP_MMVQ_MAX_BATCH:
+            # more than MMVQ's batch: the products run on the prefill kernel path, over `batch` columns
+            ce_d = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params, batch, batch, flops * tp,
+                                                batch * _attention_flops_step(spec, width, 1, ctx), peak, [],
+                                                same_experts=identical_sequences)
+            if batch == concurrency:
+                assumptions.append(Assumption("llamacpp_batched_decode_path", path, True,
+                                              f"{batch} sequences > MMVQ_MAX_BATCH_SIZE "
+                                              f"{E.LLAMACPP_MMVQ_MAX_BATCH} (ggml-cuda mmvq.cuh): the "
+                                              "products take the prefill kernel path (efficiency.LLAMACPP_MMQ)"))
+        t = phase_time(flops, nbytes, peak, bw, ce_d, be, comm(batch), step_fixed)
         r = roofline(flops, nbytes, peak, bw) if peak and bw else None
         return t, r
 
