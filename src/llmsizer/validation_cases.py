@@ -6,6 +6,7 @@ by llmsizer):
 
 - ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
   ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
+- ``llamacpp_bench.csv``: llama.cpp llama-bench decode/prefill rows with their quoted README lines.
 - ``vllm_startup_logs.csv``: vLLM start-up log lines (weights, profile-run activation, KV pool, concurrency).
 - ``measured/*.jsonl``: runs measured with ``llmsizer measure`` (``bench/gpu_validation.sh`` on GPUs).
 
@@ -39,6 +40,8 @@ PREFILL = "prefill throughput"
 TRAINING_SPEED = "training throughput"  # tokens/s and MFU
 KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
 CALIBRATION = "calibration"
+# Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
+TOLERANCE = {DECODE: 0.25, PREFILL: 0.5}
 ASSUMED = "settings assumed"
 LOWER_BOUND = "lower bound"
 
@@ -334,6 +337,46 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     return NotExpressed(rid, DECODE, "no rule for this row")
 
 
+# -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
+# ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
+# constants (ppN rows of the RTX 4090); kept out of the summary.
+
+@dataclass(frozen=True)
+class BenchRow:
+    id: str
+    device: str
+    model: str
+    weights: str
+    test: str
+    value: float
+    role: str
+    table: str
+    source: str
+
+
+def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
+    path = data_dir(data) / "llamacpp_bench.csv"
+    return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
+                     r["role"], r["table"], r["source"]) for r in _read_csv(str(path))]
+
+
+def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
+    out = []
+    for r in llamacpp_bench_rows(data):
+        n = int(r.test[2:])
+        decode = r.test.startswith("tg")
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1)
+        pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
+        calib = r.role == "calibration"
+        kind = DECODE if decode else PREFILL
+        tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
+        out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
+                        "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        excluded=CALIBRATION if calib else "", source=r.source,
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")))
+    return out
+
+
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     cases: list[Case] = []
     missing: list[NotExpressed] = []
@@ -341,7 +384,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases, missing
+    return cases + llamacpp_bench_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------

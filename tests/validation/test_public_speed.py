@@ -61,37 +61,11 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
 from llmsizer.validation_cases import PREFILL_CALIBRATION, SPARK, SPARK_UBATCH, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
+from llmsizer.validation_cases import llamacpp_bench_rows  # noqa: E402
 
-# XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench, snapshots May 2024 for
-# Llama 3 8B; Dec 2023 for LLaMA 7B): (device, catalog model, format, test, value tokens/s, table)
-EXTRA = [
-    ("rtx-3090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 115.42, "LLaMA 3 NVIDIA"),
-    ("rtx-3090", "llama-3.1-8b", "gguf:f16", "tg512", 47.40, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 130.58, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 7138.99, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "tg512", 54.84, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "pp512", 9382.00, "LLaMA 3 NVIDIA"),
-    ("apple-m1-8gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 10.20, "LLaMA 3 Apple (M1 7-core GPU)"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 35.73, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 408.23, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 18.75, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 517.34, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 78.81, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 994.04, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "tg512", 36.90, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "pp512", 1175.40, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 48.97, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 693.32, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 22.04, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 769.84, "LLaMA 3 Apple"),
-    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "tg128", 43.96, "LLaMA 7B (lengths not stated; tg128/pp512 assumed)"),
-    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "pp512", 3716.76, "LLaMA 7B (lengths not stated)"),
-    ("rtx-4090", "llama-2-7b-hf", "gguf:f16", "tg128", 60.92, "LLaMA 7B (lengths not stated)"),
-    ("rtx-4090", "llama-2-7b-hf", "gguf:q4_0", "tg128", 149.41, "LLaMA 7B (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "tg128", 83.32, "LLaMA 2 overview (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "pp512", 7367.0, "LLaMA 2 overview (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:q4_0", "tg128", 133.77, "LLaMA 2 overview (lengths not stated)"),
-]
+# XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench), with quotes in
+# validation/llamacpp_bench.csv: (device, catalog model, format, test, value tokens/s, table)
+EXTRA = [(r.device, r.model, r.weights, r.test, r.value, r.table) for r in llamacpp_bench_rows()]
 
 
 def _csv_rows() -> list[dict[str, str]]:
@@ -149,12 +123,12 @@ def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, tabl
     if test.startswith("tg"):
         s = _speed(model, dev, fmt, 1, n)
         pred, group = s.tokens_per_second_per_user, "decode"
-        if (dev, model) in CALIBRATION:
+        if (dev, model) in CALIBRATION and test == "tg512":
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_*"
     else:
         s = _speed(model, dev, fmt, n, 1)
         pred, group = s.prefill_tokens_per_second, "prefill"
-        if (dev, model) in PREFILL_CALIBRATION_XD:
+        if (dev, model) in PREFILL_CALIBRATION_XD and test == "pp512":
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_CUBLAS"
     return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
 
