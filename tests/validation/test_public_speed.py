@@ -58,10 +58,16 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
 
 
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
-from llmsizer.validation_cases import PREFILL_CALIBRATION, SPARK, SPARK_UBATCH, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
+from llmsizer.validation_cases import (  # noqa: E402
+    PREFILL_CALIBRATION,
+    SPARK,
+    SPARK_UBATCH,
+    TORCHTUNE_DEVICE,
+    TORCHTUNE_MODEL,
+    llamacpp_bench_rows,  # noqa: E402
+)
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
-from llmsizer.validation_cases import llamacpp_bench_rows  # noqa: E402
 
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench), with quotes in
 # validation/llamacpp_bench.csv: (device, catalog model, format, test, value tokens/s, table)
