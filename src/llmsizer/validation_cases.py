@@ -29,19 +29,26 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .estimate.ranges import (  # the kind names have one home, next to their bands
+    BATCHED,
+    DECODE,
+    INFERENCE_MEMORY,
+    LLAMACPP,
+    PREFILL,
+    PYTORCH_TRAINING,
+    TRAINING_MEMORY,
+    TRAINING_SPEED,
+    TRANSFORMERS,
+    VLLM,
+    calibrated_range,
+)
 from .units import GiB
 
-INFERENCE_MEMORY = "inference memory"
-TRAINING_MEMORY = "training memory"
 THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
-DECODE = "decode throughput"  # published single-sequence decode rows
-BATCHED = "batched decode throughput"
-PREFILL = "prefill throughput"
-TRAINING_SPEED = "training throughput"  # tokens/s and MFU
 KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
 CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
-TOLERANCE = {DECODE: 0.25, PREFILL: 0.5}
+TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
 ASSUMED = "settings assumed"
 LOWER_BOUND = "lower bound"
 
@@ -236,8 +243,9 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
 # Same rules as tests/validation/test_public_speed.py (CSV rows only): llama-bench ``tgN`` = N tokens generated
 # after a 1-token prompt (``@ dD``: after D tokens), ``ppN`` = prefill of N tokens, ``B=32`` rows decode 32
 # sequences together; Qwen2.5-Coder-7B / Qwen3-Coder-30B-A3B take the catalog's Qwen2.5-7B / Qwen3-30B-A3B;
-# torchtune rows without activation checkpointing, full fine-tuning 6N + 12 L d s FLOPs per token, LoRA/QLoRA
-# 4N + 12 L d s; "A100" = A100 SXM 80GB; Megatron rows report HFU and are calibration rows.
+# torchtune rows with the settings of the memory row of the same README line (TORCHTUNE_SPEED_TWIN -> TRAINING_ROWS:
+# activation checkpointing, adapters, FSDP, optimizer) through estimate/duration.py; "A100" = A100 SXM 80GB;
+# Megatron rows report HFU and are calibration rows.
 
 SPARK = {
     "PM0090": ("gpt-oss-20b", "gguf:mxfp4_moe", ("pp", 2048, 1, 1)),
@@ -266,6 +274,11 @@ SPEED_NOT_EXPRESSIBLE = {
 }
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+# each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
+TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
+                        "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
+# rows that fed a training-speed constant (estimate/efficiency.py), by the constant
+TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH"}
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
@@ -284,8 +297,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate import efficiency as E
-    from .estimate.duration import flops_per_token
-    from .formulas.training_time import tokens_per_second
+    from .estimate.duration import training_duration_for
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
@@ -305,8 +317,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                         + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
-                        value, "tokens/s", None if pred is None else pred >= value,
-                        "upper bound (llama.cpp batched kernels not modelled)", source=r["source"],
+                        value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
                         note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
@@ -316,24 +328,26 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtune":
-        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
+        # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
+        # optimizer), through the one duration rule (estimate/duration.py)
+        twin = TORCHTUNE_SPEED_TWIN[rid]
+        model, fields, _, specified, _ = TRAINING_ROWS[twin]
+        spec = find(model).spec()
         dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
-        n, seq = int(r["num_gpus"]), int(r["seq_len"])
-        # the one FLOP rule (estimate/duration.py); adapters as the torchtune recipes of the memory rows below set
-        # them: LoRA rank 8 on q,v (llama2/7B_lora*), QLoRA rank 8 on every linear (7B_qlora_single_device)
-        method = r["method"].lower()
-        adapters = {"lora": ("q", "v"), "qlora": ("q", "k", "v", "o", "gate", "up", "down")}
-        fpt = (flops_per_token(spec, method, seq, "none", rank=8, targets=adapters[method]) if method in adapters
-               else flops_per_token(spec, "full", seq, "none")).per_token
-        peak, key = dev.peak_flops("bf16")
-        if peak is None:
-            return NotExpressed(rid, TRAINING_SPEED, f"{dev.id} has no sourced bf16 peak")
-        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
-        note = f"training; {r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
-        if "PagedAdamW" in r["other_settings"]:
-            note += "; optimizer paging to host not modelled"
+        n = int(r["num_gpus"])
+        d = training_duration_for(spec, dev, n, 1e6, fields)
+        pred = d.tokens_per_second
+        st = d.step
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
+                + (f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
+                   f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
+                + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
+        excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
+        tol = TOLERANCE[TRAINING_SPEED]
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", source=r["source"], note=note)
+                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
     return NotExpressed(rid, DECODE, "no rule for this row")
 
 
@@ -562,8 +576,12 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if row.unit == "bytes":
                 pred = None if row.estimated is None else row.estimated / GiB
                 meas, unit = row.measured / GiB, "GiB"
-                within = None if row.within_range is None else row.within_range
-                tol = "inside the estimate's range" if within is not None else ""
+                # judged against the calibrated range of its kind (estimate/ranges.py), not the estimate's own
+                # component ranges, several of which are a single point (no downside)
+                rng = calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
+                                       pred)
+                within = None if rng is None else rng[0] <= meas <= rng[1]
+                tol = "inside the calibrated range" if within is not None else ""
             else:
                 pred, meas, unit, within, tol = row.estimated, row.measured, row.unit, None, ""
             if pred is None:
@@ -597,6 +615,74 @@ def _record_what(rec: dict[str, Any]) -> str:
     ck = " ckpt" if s.get("grad_checkpointing") == "full" else ""
     return (f"{name} train {s.get('method')} {s.get('precision')} {s.get('optimizer')} "
             f"b{s.get('micro_batch')}x{s.get('seq_len')}{ck} on {where}")
+
+
+# -- calibrated ranges ---------------------------------------------------------------------------------------------
+
+def engine_of(case: Case) -> str:
+    """The engine a row measured (the key of its band in estimate/ranges.py)."""
+    if case.kind == INFERENCE_MEMORY:
+        return VLLM if case.id.startswith("VL") else TRANSFORMERS
+    if case.kind in (DECODE, BATCHED, PREFILL):
+        return LLAMACPP
+    if case.kind == THROUGHPUT:
+        return TRANSFORMERS
+    return PYTORCH_TRAINING
+
+
+def repo_cases(data: str | Path | None = None) -> list[Case]:
+    """Every row of the repository's validation/ (public CSVs and measured/*.jsonl): the rows bands come from."""
+    from .measure.store import read_jsonl
+
+    cases, _ = public_cases(data)
+    files = sorted(str(f) for f in (data_dir(data) / "measured").glob("*.jsonl"))
+    if files:
+        cases += measured_cases(read_jsonl(files))[0]
+    return cases
+
+
+def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine)."""
+    out: dict[tuple[str, str], list[Case]] = {}
+    for c in cases:
+        if c.excluded or c.error is None or not c.predicted:
+            continue
+        out.setdefault((c.kind, engine_of(c)), []).append(c)
+    return out
+
+
+@dataclass
+class Coverage:
+    kind: str
+    engine: str
+    rows: int
+    low: float | None  # the band in force (estimate/ranges.py); None: no band
+    high: float | None
+    inside: int
+    inside_loo: int  # each row against the band of the other rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "engine": self.engine, "rows": self.rows, "band_low": self.low,
+                "band_high": self.high, "inside": self.inside, "inside_leave_one_out": self.inside_loo}
+
+
+def coverage(cases: Iterable[Case]) -> list[Coverage]:
+    """Per (kind, engine): how many summarised rows' measured values fall inside the calibrated range."""
+    from .estimate.ranges import band, band_for
+
+    out = []
+    for (kind, engine), rows in sorted(band_rows(cases).items()):
+        b = band_for(kind, engine)
+        ratios = [c.measured / c.predicted for c in rows if c.predicted]
+        inside = sum(1 for r in ratios if b is not None and b.low <= r <= b.high)
+        loo = 0
+        for i, r in enumerate(ratios):
+            rest = ratios[:i] + ratios[i + 1:]
+            if rest:
+                lo, hi = band(rest)
+                loo += lo <= r <= hi
+        out.append(Coverage(kind, engine, len(ratios), b.low if b else None, b.high if b else None, inside, loo))
+    return out
 
 
 # -- summary ------------------------------------------------------------------------------------------------------

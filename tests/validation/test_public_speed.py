@@ -10,10 +10,9 @@ Assumptions (stated per row in the table):
   ``ppN`` = prefill throughput of an N-token prompt; ``B=32`` rows decode 32 sequences together.
 - Qwen2.5-Coder-7B and Qwen3-Coder-30B-A3B share the architecture of the catalog's Qwen2.5-7B and Qwen3-30B-A3B;
   LLaMA 1/2 7B and Llama 3 8B use the catalog's Llama-2-7B and Llama-3.1-8B configs (same layer shapes).
-- torchtune rows: no activation checkpointing (the README table does not say); full fine-tuning costs
-  6N + 12 L d s FLOPs per token, LoRA/QLoRA 4N + 12 L d s (frozen base weights: no weight gradients, so the
-  backward pass costs 2N instead of 4N; attention has no weights and keeps its full backward); "A100" is
-  taken as A100 SXM 80GB (312 dense BF16 TFLOP/s either size).
+- torchtune rows: the settings of the memory row of the same README line (validation_cases.TORCHTUNE_SPEED_TWIN:
+  activation checkpointing, adapters, FSDP, optimizer) through the one duration rule (estimate/duration.py:
+  per-device compute, data-parallel communication, optimizer paging); PM0020 and PM0022 fed its two constants.
 - Megatron rows report HFU (recomputation counted); llmsizer's default HFU is the median of those same rows,
   so they are calibration rows, not an independent check.
 """
@@ -30,9 +29,7 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.estimate import efficiency as E
-from llmsizer.estimate.speed import attention_width, estimate_speed
-from llmsizer.formulas.params import count_params
-from llmsizer.formulas.training_time import tokens_per_second, training_flops_per_token
+from llmsizer.estimate.speed import estimate_speed
 
 DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
 
@@ -62,9 +59,9 @@ from llmsizer.validation_cases import (  # noqa: E402
     PREFILL_CALIBRATION,
     SPARK,
     SPARK_UBATCH,
-    TORCHTUNE_DEVICE,
-    TORCHTUNE_MODEL,
-    llamacpp_bench_rows,  # noqa: E402
+    Case,
+    llamacpp_bench_rows,
+    speed_case,
 )
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
@@ -97,24 +94,11 @@ def _predict_csv(r: dict[str, str]) -> Row:
     if r["kind"] == "mfu":
         return Row(rid, f"Megatron {r['params']} HFU %", value, 100 * E.TRAINING_HFU.expected, "mfu",
                    "calibration row (default HFU is the median of these rows)")
-    if r["framework"] == "torchtune":
-        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
-        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
-        n = int(r["num_gpus"])
-        seq = int(r["seq_len"])
-        params = count_params(spec).total
-        width = attention_width(spec)
-        if r["method"] in ("LoRA", "QLoRA"):
-            fpt = 4 * params + 12 * spec.num_layers * width * seq
-        else:
-            fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
-        peak, key = dev.peak_flops("bf16")
-        assert peak is not None
-        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
-        note = f"{r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
-        if "PagedAdamW" in r["other_settings"]:
-            note += "; optimizer paging to host not modelled"
-        return Row(rid, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']}", value, pred, "training", note)
+    if r["framework"] == "torchtune":  # the report's expression (validation_cases.speed_case: the duration rule)
+        c = speed_case(r)
+        assert isinstance(c, Case)
+        group = "calibration" if c.excluded == "calibration" else "training"
+        return Row(rid, c.what, value, c.predicted, group, c.note)
     return Row(rid, r["metric"][:40], value, None, "-", "not expressible: no rule for this row")
 
 

@@ -116,17 +116,35 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> st
     return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
 
 
-# Training utilisation. Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
+# Training utilisation at scale with tensor/pipeline parallelism (used only when tp x pp > 1, where communication and
+# pipeline bubbles are inside it). Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
 # parameters, 32-3072 GPUs): 43-52 % of peak counting recomputation FLOPs, median 45.5 % -> hardware FLOPs
 # utilisation to use with the recompute FLOP count.
 TRAINING_HFU = Factor(
     "training_hardware_flops_utilization", 0.43, 0.455, 0.52,
     "Narayanan et al. 2021 (arXiv 2104.04473) Table 1: 43-52 % of peak, median 45.5 % (recompute counted)")
-# PaLM 540B trained at 46.2 % model FLOPs utilisation (Chowdhery et al. 2022, arXiv 2204.02311, Table 3);
-# used with the no-recompute FLOP count.
-TRAINING_MFU = Factor(
-    "training_model_flops_utilization", 0.30, 0.462, 0.55,
-    "Chowdhery et al. 2022 (PaLM) Table 3: 46.2 % MFU; Megatron Table 1 range as the high end")
+# Training on one device or data-parallel devices (formulas/training_time.py eqs. 6-8): the share of the dense BF16
+# peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
+# being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
+# checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
+# 0.699 of 165.2 TFLOP/s; re-derived by tests/hardware/test_training_calibration.py. Replaces PaLM's 46.2 % MFU
+# (a 6144-chip run with its communication inside), which under-predicted single-device runs and over-predicted
+# data-parallel runs over PCIe by up to +404 %.
+TRAINING_DEVICE_UTILIZATION = Factor(
+    "training_device_utilization", 0.699, 0.699, 0.699,
+    "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
+# GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
+# support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
+# bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
+# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.555 GB/s; re-derived by tests/hardware/test_training_calibration.py.
+NO_PEER_TO_PEER = ("rtx-4090",)
+HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
+    "host_staged_collective_bandwidth", 4.555e9, 4.555e9, 4.555e9,
+    "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
+# Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
+# pcie4 interconnect), the link of every device the validation rows use.
+HOST_LINK_BANDWIDTH = 32e9
+HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
 
 # Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
 # M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's
@@ -164,7 +182,8 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
-       LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, TRAINING_MFU, APPLE_GPU_WORKING_SET)
+       LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
+       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, APPLE_GPU_WORKING_SET)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

@@ -30,6 +30,7 @@ from ..formulas.weight_formats import normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from . import ranges as R
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -97,6 +98,22 @@ class SpeedEstimate:
     def prefill_tokens_per_second(self) -> float | None:
         return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
 
+    @property
+    def engine(self) -> str | None:
+        """The engine whose validation rows calibrate this estimate's ranges (estimate/ranges.py)."""
+        return R.LLAMACPP if self.weights_format.startswith("gguf:") else None
+
+    @property
+    def prefill_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] prefill tokens/s (estimate/ranges.py); None without validation rows."""
+        return R.calibrated_range(R.PREFILL, self.engine or "", self.prefill_tokens_per_second)
+
+    @property
+    def decode_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] aggregate decode tokens/s (batched band above one sequence)."""
+        kind = R.BATCHED if self.concurrency > 1 else R.DECODE
+        return R.calibrated_range(kind, self.engine or "", self.tokens_per_second)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
@@ -113,6 +130,9 @@ class SpeedEstimate:
                          "decode": self.roofline_decode.to_dict() if self.roofline_decode else None},
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details,
+            "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
+                                  "tokens_per_second": self.decode_range,
+                                  "source": "estimate/ranges.py (>= 90 % of the validation rows of this engine)"},
         }
 
 
