@@ -277,6 +277,10 @@ TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
 TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
                         "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
+# torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1 and 3 (FSDP rows): llama3_8b.toml @9dec370
+# (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
+TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
+                       grad_checkpointing="selective", fsdp="full", optimizer="adamw")
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH"}
 
@@ -327,6 +331,24 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
+    if r["framework"] == "torchtitan":
+        if r["other_settings"] != "FSDP":
+            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: torch.compile and Float8 linears are "
+                                "not options of the training-speed model")
+        n = int(r["num_gpus"])
+        fields = dict(TORCHTITAN_FSDP, gpus=n)
+        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+        pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+        st = d.step
+        tol = TOLERANCE[TRAINING_SPEED]
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
+                    "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", excluded=ASSUMED, source=r["source"],
+                    note="settings assumed: the device is an H100 96GB HBM2e at 500 W whose peak 'lies between SXM "
+                    "and NVL' (h100-sxm taken); op-level selective AC recomputes every second mm, counted as no "
+                    "recomputation; one interconnect (NVLink) for all devices"
+                    + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
+                       if st else ""))
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
