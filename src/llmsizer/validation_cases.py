@@ -286,14 +286,14 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False, ubatch: int | None = None) -> Any:
+           identical: bool = False, ubatch: int | None = None, flash: bool = True) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical, ubatch=ubatch)
+                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -390,6 +390,11 @@ class BenchRow:
     source: str
 
 
+# The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
+# ran without flash attention unless -fa 1 was given in the 2023-2024 builds these rows come from.
+BENCH_FLASH_ATTENTION = False
+
+
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
     path = data_dir(data) / "llamacpp_bench.csv"
     return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
@@ -401,7 +406,7 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     for r in llamacpp_bench_rows(data):
         n = int(r.test[2:])
         decode = r.test.startswith("tg")
-        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1)
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         kind = DECODE if decode else PREFILL

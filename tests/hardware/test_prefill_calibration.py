@@ -20,11 +20,11 @@ from llmsizer.catalog.models import find
 from llmsizer.estimate import efficiency as E
 from llmsizer.estimate.speed import estimate_speed
 
-# (device, catalog model, format, prompt tokens, ubatch, measured tokens/s, where)
+# (device, catalog model, format, prompt tokens, ubatch, measured tokens/s, flash attention, where)
 CALIBRATION_ROWS = (
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", 512, 512, 7138.99, "XiongjieDai README @00dd2bd, LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", 512, 512, 9382.00, "XiongjieDai README @00dd2bd, LLaMA 3 NVIDIA"),
-    ("dgx-spark", "qwen3-30b-a3b", "gguf:q8_0", 2048, 2048, 3175.62, "validation row PM0096"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", 512, 512, 7138.99, False, "XiongjieDai README @00dd2bd (XD04)"),
+    ("rtx-4090", "llama-3.1-8b", "gguf:f16", 512, 512, 9382.00, False, "XiongjieDai README @00dd2bd (XD06)"),
+    ("dgx-spark", "qwen3-30b-a3b", "gguf:q8_0", 2048, 2048, 3175.62, True, "validation row PM0096"),
 )
 
 
@@ -41,10 +41,10 @@ def _constants(mmq: float, cublas: float, half: float) -> Iterator[None]:
 
 
 def _rate(row: tuple, mmq: float, cublas: float, half: float) -> float:
-    dev, model, fmt, prompt, ub, _, _ = row
+    dev, model, fmt, prompt, ub, _, flash, _ = row
     with _constants(mmq, cublas, half):
         s = estimate_speed(find(model).spec(), builtin_catalog().devices[dev], weights_format=fmt,
-                           prompt_tokens=prompt, output_tokens=1, kv_dtype="fp16", ubatch=ub)
+                           prompt_tokens=prompt, output_tokens=1, kv_dtype="fp16", ubatch=ub, flash_attention=flash)
     assert s.prefill_tokens_per_second is not None
     return s.prefill_tokens_per_second
 
@@ -97,3 +97,22 @@ def test_kernel_path_follows_ggml_cuda() -> None:
     assert E.llamacpp_gemm_path("gguf:f16", "gpu", "NVIDIA") == E.CUBLAS_PATH
     assert E.llamacpp_gemm_path("gguf:q4_0", "apple", "Apple") is None
     assert E.llamacpp_gemm_path("bf16", "gpu", "NVIDIA") is None
+
+
+def test_without_flash_attention_the_scores_pass_through_memory() -> None:
+    """The time difference of fa 0 vs fa 1 is 16 bytes per score (heads x attended tokens x layers) at the
+    llama.cpp bandwidth: 32 heads x 4096 x 4097 / 2 x 32 layers for Llama-3-8B pp4096."""
+    spec = find("llama-3.1-8b").spec()
+    dev = builtin_catalog().devices["rtx-4090"]
+    t = {fa: estimate_speed(spec, dev, weights_format="gguf:q4_k_m", prompt_tokens=4096, output_tokens=1,
+                            flash_attention=fa).prefill.seconds for fa in (True, False)}
+    scores = 32 * (4096 * 4097 / 2) * 32
+    assert t[False] - t[True] == pytest.approx(16 * scores / (dev.bandwidth * E.LLAMACPP_DECODE_BANDWIDTH.expected),
+                                               rel=1e-6)
+
+
+def test_gemm_time_is_eq_8() -> None:
+    from llmsizer.formulas.speed import gemm_time
+
+    assert gemm_time(1e12, 1e12, 0.5, 100, 0) == pytest.approx(2.0)
+    assert gemm_time(1e12, 1e12, 0.5, 100, 100) == pytest.approx(4.0)  # half efficiency at n = n_h

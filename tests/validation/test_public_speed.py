@@ -51,11 +51,13 @@ class Row:
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1):
     spec = find(model).spec()
     return estimate_speed(spec, builtin_catalog().devices[device], weights_format=fmt, prompt_tokens=prompt,
-                          output_tokens=output, concurrency=batch, kv_dtype="fp16")
+                          output_tokens=output, concurrency=batch, kv_dtype="fp16",
+                          flash_attention=BENCH_FLASH_ATTENTION)
 
 
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
 from llmsizer.validation_cases import (  # noqa: E402
+    BENCH_FLASH_ATTENTION,
     PREFILL_CALIBRATION,
     SPARK,
     SPARK_UBATCH,

@@ -31,6 +31,7 @@ from ..formulas.weight_formats import normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from . import engines as ENG
 from . import ranges as R
 
 
@@ -137,19 +138,25 @@ class SpeedEstimate:
         }
 
 
-def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
-    """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
+def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:
+    """Sum over layers of the tokens each new token attends, sliding layers capped at their window."""
     n_sliding = spec.layer_types.count("sliding")
     n_full = spec.num_layers - n_sliding
     total = n_full * attended_tokens(tokens, past)
     if n_sliding:
         total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
-    return 4.0 * width * total
+    return total
+
+
+def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
+    """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
+    return 4.0 * width * _attended_all_layers(spec, tokens, past)
 
 
 def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
-                                 assumptions: list[Assumption], same_experts: bool = False) -> float:
+                                 assumptions: list[Assumption], same_experts: bool = False,
+                                 flash_attention: bool = True) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (8) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
     x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
@@ -171,6 +178,11 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     if experts:
         t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
     t += gemm_time(attn_flops, fp16_peak, E.LLAMACPP_CUBLAS.expected, cols, 0.0)
+    if not flash_attention and device.bandwidth:
+        # without flash attention the scores are materialised (llama-graph.cpp build_attn_mha: kq = mul_mat(k, q)
+        # at GGML_PREC_F32, soft_max_ext, kqv = mul_mat(v, kq)): 4 passes of 4 bytes per score through memory
+        scores = spec.num_heads * _attended_all_layers(spec, tokens, 0)
+        t += E.LLAMACPP_KQ_BYTES_PER_SCORE * scores / (device.bandwidth * E.LLAMACPP_DECODE_BANDWIDTH.expected)
     assumptions.append(Assumption("llamacpp_kernel_path", f"{path} ({gemm_key} peak)", True, factor.source))
     assumptions.append(Assumption(factor.name, factor.expected, True, factor.source))
     assumptions.append(Assumption(E.LLAMACPP_HALF_COLUMNS.name, h, True, E.LLAMACPP_HALF_COLUMNS.source))
@@ -184,14 +196,17 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
-                   identical_sequences: bool = False, ubatch: int | None = None) -> SpeedEstimate:
+                   identical_sequences: bool = False, ubatch: int | None = None,
+                   flash_attention: bool = True) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
     ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
     so MoE routing picks the same experts for all of them. ``ubatch``: tokens per graph evaluation of llama.cpp
-    (its n_ubatch; default ``efficiency.LLAMACPP_UBATCH``), the column count of its prefill matrix products."""
+    (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the column count of its prefill matrix products.
+    ``flash_attention``: llama.cpp's -fa (on by default since -fa auto; off in builds before 2025 unless given):
+    without it the attention scores pass through memory during prefill."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     fmt = normalize_format(weights_format)
@@ -264,7 +279,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     ce_p = ce
     if path is not None and peak is not None and compute_efficiency is None:
         ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
-                                          ubatch or E.LLAMACPP_UBATCH, p_flops, p_attn, peak, assumptions)
+                                          ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
+                                          flash_attention=flash_attention)
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
                                             window_extra=0).total_bytes * kv_share
     if peak is not None or bw is not None:
