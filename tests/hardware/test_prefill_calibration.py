@@ -111,7 +111,7 @@ def test_without_flash_attention_the_scores_pass_through_memory() -> None:
                                                rel=1e-6)
 
 
-def test_gemm_time_is_eq_8() -> None:
+def test_gemm_time_is_eq_9() -> None:
     from llmsizer.formulas.speed import gemm_time
 
     assert gemm_time(1e12, 1e12, 0.5, 100, 0) == pytest.approx(2.0)

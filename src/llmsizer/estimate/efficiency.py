@@ -73,7 +73,7 @@ COMPUTE = Factor(
 # (mul_mat_id) too; F16/BF16/F32 weights go to cuBLAS (ggml-cuda.cu ggml_cuda_op_mul_mat_cublas: cublasGemmEx
 # with CUBLAS_COMPUTE_16F on NVIDIA, i.e. FP16 accumulation, the GeForce rate that is 2x the FP32-accumulate one).
 # Attention (flash-attention or KQ/KQV batched GEMMs) runs on FP16 tensor cores like the cuBLAS path. So each
-# path's time is eq. (8) of formulas/speed.py at that path's peak: int8 TOP/s for MMQ, the FP16-accumulate rate
+# path's time is eq. (9) of formulas/speed.py at that path's peak: int8 TOP/s for MMQ, the FP16-accumulate rate
 # for cuBLAS; a routed-expert product (MMQ mul_mat_id) sees only min(T, n_ubatch) k / E tokens and reaches
 # e n / (n + n_h) of the MMQ efficiency (dense products run at ubatch >= 512 columns and take e itself; a
 # column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %

@@ -157,7 +157,7 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
                                  assumptions: list[Assumption], same_experts: bool = False,
                                  flash_attention: bool = True) -> float:
-    """llama.cpp prefill on an NVIDIA GPU: eq. (8) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
+    """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
     x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
     the equivalent share of ``peak`` so that eq. (3) keeps one form."""
@@ -270,7 +270,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         per_layer = tokens * spec.hidden_size * act_bytes
         return 2 * spec.num_layers * allreduce_time(per_layer, tp, link)
 
-    # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 8 note)
+    # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
     prefill = roof_p = None
     head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
     p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)

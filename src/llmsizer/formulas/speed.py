@@ -54,7 +54,7 @@ loads each weight tile once per column tile, so narrow products (few tokens, or 
 n k / E of them) amortise the weight loads and the launch over fewer FLOPs (a saturating, Michaelis-Menten form
 with n_h the column count at half efficiency)::
 
-    t_gemm = 2 P T / (R_k e_k) x (1 + n_h / n)                                          (8)
+    t_gemm = 2 P T / (R_k e_k) x (1 + n_h / n)                                          (9)
 
 (T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py.) Prefill computes the
 logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
@@ -123,7 +123,7 @@ def memory_time(nbytes: float, bandwidth: float, efficiency: float) -> float:
 
 
 def gemm_time(flops: float, peak_flops: float, efficiency: float, columns: float, half_columns: float) -> float:
-    """Eq. (8): seconds for matrix products of ``flops`` FLOPs whose launches each cover ``columns`` tokens, on a
+    """Eq. (9): seconds for matrix products of ``flops`` FLOPs whose launches each cover ``columns`` tokens, on a
     kernel path of peak ``peak_flops`` x ``efficiency`` that reaches half of it at ``half_columns`` columns."""
     _positive("peak_flops", peak_flops)
     _positive("efficiency", efficiency)
