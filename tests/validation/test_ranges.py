@@ -28,7 +28,7 @@ def test_bands_follow_from_the_rows(cases) -> None:
         derived[(kind, engine)] = (math.floor(lo * 1e4) / 1e4, math.ceil(hi * 1e4) / 1e4, len(rows))
     stated = {k: (b.low, b.high, b.rows) for k, b in R.BANDS.items()}
     lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n})" for (k, e), (lo, hi, n) in derived.items())
-    assert stated == derived, "re-derive estimate/ranges.py BANDS:\n" + lines
+    assert stated == derived, "re-derive estimate/ranges.py BANDS (scripts/rederive_bands.py):\n" + lines
 
 
 def test_coverage_is_at_least_90_percent_per_kind_and_engine(cases) -> None:
