@@ -282,7 +282,8 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective", fsdp="full", optimizer="adamw")
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
-TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH"}
+TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
+                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
@@ -341,12 +342,14 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
+        calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", excluded=ASSUMED, source=r["source"],
-                    note="settings assumed: the device is an H100 96GB HBM2e at 500 W whose peak 'lies between SXM "
-                    "and NVL' (h100-sxm taken); op-level selective AC recomputes every second mm, counted as no "
-                    "recomputation; one interconnect (NVLink) for all devices"
+                    f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
+                    note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
+                    + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
+                    "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
+                    "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
     if r["framework"] == "torchtune":

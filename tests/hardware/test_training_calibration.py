@@ -3,6 +3,8 @@ the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8)
 
 - TRAINING_DEVICE_UTILIZATION from PM0020 (torchtune Llama2-7B LoRA, 1 x RTX 4090, 2582 tokens/s): one device, no
   communication or paging, so u = compute time at u = 1 / measured time per micro-step.
+- TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
+  GPU): communication (NVLink) overlapped and shorter than compute, so u = compute time at u = 1 / measured time.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
   step is communication-bound (eq. 8), so B_host = n x bytes per device / measured time per micro-step.
 """
@@ -56,3 +58,23 @@ def test_ring_volumes_follow_the_collectives() -> None:
     assert data_parallel_bytes(4, 100.0, 100.0, True) == pytest.approx(0.75 * 300)
     assert data_parallel_bytes(4, 100.0, 100.0, False) == pytest.approx(0.75 * 200)
     assert data_parallel_bytes(1, 100.0, 100.0, True) == 0.0
+
+
+def test_hopper_utilization_follows_from_its_row() -> None:
+    from llmsizer.validation_cases import TORCHTITAN_FSDP
+
+    r = public_rows()["PM0501"]
+    n = int(r["num_gpus"])
+    d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+                              dict(TORCHTITAN_FSDP, gpus=n), utilization=1.0)
+    assert d.step is not None
+    t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
+    assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
+    u = d.step.compute_seconds / t_micro
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
+
+
+def test_architectures_without_a_row_take_the_ada_value() -> None:
+    f, own = E.training_utilization("ampere")
+    assert f is E.TRAINING_DEVICE_UTILIZATION and not own
+    assert E.training_utilization("hopper")[1]

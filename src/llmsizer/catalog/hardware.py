@@ -158,6 +158,7 @@ class Device:
     owned: bool = False
     origin: str = "catalog"
     chip: str = ""  # Apple chip a memory configuration belongs to
+    architecture: str = ""  # GPU architecture (NVIDIA: volta, turing, ampere, ada, hopper, blackwell)
 
     @property
     def memory_bytes(self) -> int | None:
@@ -454,7 +455,7 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes"}
+                  "note", "notes", "architecture"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -491,7 +492,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   interconnect=raw.get("interconnect"), interconnect_bandwidth=vals.get("interconnect_bandwidth"),
                   launch_price=vals.get("launch_price"), price=vals.get("price"),
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
-                  owned=bool(raw.get("owned", False)), origin=ctx.origin)
+                  owned=bool(raw.get("owned", False)), origin=ctx.origin,
+                  architecture=str(raw.get("architecture", "")).lower())
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

@@ -193,7 +193,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets)
-    factor = E.TRAINING_HFU if w.tp * w.pp > 1 else E.TRAINING_DEVICE_UTILIZATION
+    own = True
+    if w.tp * w.pp > 1:
+        factor = E.TRAINING_HFU
+    else:
+        factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
         raise InputError(f"utilization must be in (0, 1], got {u}")
@@ -201,6 +205,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     notes = [Assumption("utilization", u, utilization is None, factor.source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
+    if not own and utilization is None:
+        notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
+                                "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
     if w.method == "qlora":
         warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
                         "work is not in the FLOP count, so the duration is a lower bound")

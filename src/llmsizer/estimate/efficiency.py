@@ -135,6 +135,26 @@ TRAINING_HFU = Factor(
 TRAINING_DEVICE_UTILIZATION = Factor(
     "training_device_utilization", 0.699, 0.699, 0.699,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
+# The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
+# share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
+# on one named row: torchtitan Llama 3.1 8B FSDP on 8 x H100 (500 W, HBM2e), 5762 tokens/s per GPU (PM0501,
+# benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
+# tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
+# under-predicts a 700 W H100 SXM by up to their peak ratio. Architectures without a row of their own take the Ada
+# value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
+TRAINING_UTILIZATION_BY_ARCH = {
+    "ada": TRAINING_DEVICE_UTILIZATION,
+    "hopper": Factor("training_device_utilization_hopper", 0.356, 0.356, 0.356,
+                     "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
+                     "(H100 SXM peak x time)"),
+}
+
+
+def training_utilization(architecture: str) -> tuple[Factor, bool]:
+    """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: the
+    Ada value stands in)."""
+    f = TRAINING_UTILIZATION_BY_ARCH.get(architecture)
+    return (f, True) if f is not None else (TRAINING_DEVICE_UTILIZATION, False)
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
