@@ -1,8 +1,10 @@
 """Efficiency factors: the share of a device's peak that real kernels reach, as named, cited defaults.
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
-following ``estimate/engines.py``. Only the four llama.cpp decode constants and the three llama.cpp prefill constants
-are calibrated on validation rows (named below, and left out of the error summary); every other factor comes from outside llmsizer's validation rows
+following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
+re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
+constants and the three training-speed constants (utilisation on Ada and on Hopper, the shared host-path collective
+bandwidth); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
 
