@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache
 from ..formulas.params import count_params
+from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
     PhaseTime,
     Roofline,
@@ -142,7 +143,7 @@ class SpeedEstimate:
 def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:
     """Sum over layers of the tokens each new token attends, sliding layers capped at their window."""
     n_sliding = spec.layer_types.count("sliding")
-    n_full = spec.num_layers - n_sliding
+    n_full = spec.layer_types.count("full")  # layers without attention ("none") attend to nothing
     total = n_full * attended_tokens(tokens, past)
     if n_sliding:
         total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
@@ -197,17 +198,21 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
-                   identical_sequences: bool = False, ubatch: int | None = None,
+                   identical_sequences: bool = False,
+                   state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
                    flash_attention: bool = True) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
     ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
-    so MoE routing picks the same experts for all of them. ``ubatch``: tokens per graph evaluation of llama.cpp
-    (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the column count of its prefill matrix products.
-    ``flash_attention``: llama.cpp's -fa (on by default since -fa auto; off in builds before 2025 unless given):
-    without it the attention scores pass through memory during prefill."""
+    so MoE routing picks the same experts for all of them. ``state_dtypes`` (conv, SSM) size the per-sequence state of
+    recurrent layers, read and written once per decode step (formulas/recurrent_state.py); the default is the widest
+    any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate.
+    ``ubatch``: tokens per graph evaluation of llama.cpp (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the
+    column count of its prefill matrix products. ``flash_attention``: llama.cpp's -fa (on by default since -fa
+    auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
+    prefill."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -287,8 +292,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
                                           ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
                                           flash_attention=flash_attention)
+
+    def state_bytes(batch: int) -> float:
+        """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
+        conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
+        return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
+
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
-                                            window_extra=0).total_bytes * kv_share
+                                            window_extra=0).total_bytes * kv_share + state_bytes(1)
     if peak is not None or bw is not None:
         prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
         if peak and bw:
@@ -303,7 +314,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                                        1 if identical_sequences else batch)
             w = read_bytes - expert_bytes + expert_bytes * frac
         kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
-        nbytes = w * shard + kv
+        # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
+        nbytes = w * shard + kv + 2 * state_bytes(batch)
         if peak is None and bw is None:
             return None, None
         ce_d = ce
@@ -334,6 +346,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
                "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
                "decode_overhead_seconds": step_fixed}
+    if spec.recurrent_layer_count:
+        details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
+        details["state_dtypes"] = list(state_dtypes)
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
 
@@ -359,7 +374,9 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
     gpu_layers = 0
     for d in devices:
         is_host = d["device"] == "host"
-        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share
+        # + the sequence's recurrent state, read and written once per token (hybrid models)
+        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share \
+            + 2 * d.get("recurrent_state_per_sequence", 0)
         if is_host:
             read -= split.get("embedding", 0)  # decode reads one embedding row
             dev = host
