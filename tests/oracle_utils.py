@@ -26,9 +26,16 @@ warnings.filterwarnings("ignore", module="transformers")
 MULTIMODAL_TYPES = {"gemma3"}
 
 
+# model_type values transformers itself reads as another family: Kimi K2's 'kimi_k2' (architectures
+# DeepseekV3ForCausalLM) becomes 'deepseek_v3' (transformers models/kimi_k25/configuration_kimi_k25.py,
+# Kimi_K25Config.__post_init__ "BC: load from remote config on the hub where the model-type points to remote config").
+TRANSFORMERS_MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
+
+
 def hf_config(cfg: dict[str, Any]) -> Any:
     """The transformers config object for a config.json dict (the dict is not modified)."""
     d = copy.deepcopy(cfg)
+    d["model_type"] = TRANSFORMERS_MODEL_TYPE_ALIASES.get(d.get("model_type"), d.get("model_type"))
     return transformers.AutoConfig.for_model(**d)
 
 
