@@ -62,6 +62,7 @@ def compose_vllm(ctx: Context) -> None:
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
+                       indexer_cache=E.VLLM.dsa_indexer_cache,
                        window_extra=mnbt - 1, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
     need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=mnbt - 1)
@@ -80,7 +81,8 @@ def compose_vllm(ctx: Context) -> None:
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
+    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                                indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token * share
     blocks = max(kv_avail, 0) // max(int(per_token_layers * block), 1)
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
@@ -108,5 +110,6 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     n_sliding = sum(1 for k in ctx.spec.layer_types if k == "sliding")
     if not n_sliding:
         return 0
-    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / ctx.spec.num_layers
+    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.num_layers
     return math.ceil(n_sliding * block * per_layer_token)
