@@ -43,7 +43,7 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-a6000": 49140,  # 'NVIDIA RTX A6000 | 49140 MiB | driver 580.173.02'
     "rtx-pro-6000-server": 97887,  # nvidia-smi 'NVIDIA RTX PRO 6000 Blac... ... 97887MiB', driver 580.178.04
     "mi300x": 205822885888 / MiB,  # rocm-smi 'VRAM Total Memory (B): 205822885888'
-    "b300": 275040,  # NVIDIA AIConfigurator b300_sxm.yaml: '275040MiB reported by nvidia-smi'
+    "b300": 275040,  # AIConfigurator b300_sxm.yaml '275040MiB reported by nvidia-smi'; 'NVIDIA B300 SXM6 AC' 275040 MiB
     "gb200": 189471,  # NVIDIA AIConfigurator gb200.yaml: '189471MiB reported by nvidia-smi'
     "rtx-5080": 16303,  # resource audit 'NVIDIA GeForce RTX 5080', driver 610.88, 'gpu_total_memory_mib': 16303
     "rtx-pro-6000-workstation": 97886,  # 'NVIDIA RTX PRO 6000 Blackwell Workstation Edition ... VRAM: 97886 MiB'
