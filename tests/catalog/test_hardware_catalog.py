@@ -91,7 +91,7 @@ REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb"
             "a10g", "a10", "t4", "v100-sxm2-16gb", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-6000-ada", "rtx-a6000",
             "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p",
             # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
-            "rtx-5080", "rtx-5070", "rtx-5060-ti-16gb", "b300", "gb200", "mi325x", "mi355x", "h20",
+            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "b300", "gb200", "mi325x", "mi355x", "h20",
             "rtx-pro-6000-workstation"]
 
 
