@@ -289,3 +289,10 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
     assert find_hardware("m4max-36gb").id == m36.id
     bins = {d.id for d in builtin_catalog().devices.values() if d.chip in ("apple-m4-max", "apple-m4-max-32c")}
     assert bins == {"apple-m4-max-32c-36gb", "apple-m4-max-48gb", "apple-m4-max-64gb", "apple-m4-max-128gb"}
+    # M3 Max: 14-core CPU / 30-core GPU with 36 or 96 GB at 300 GB/s, 16-core / 40-core with 48-128 GB at 400 GB/s
+    # (llama.cpp discussion #4167 table); the old ids of the 30-core configurations still resolve
+    assert {find_hardware(f"apple-m3-max-{g}gb").bandwidth for g in (36, 96)} == {300e9}
+    assert {find_hardware(f"apple-m3-max-{g}gb").bandwidth for g in (48, 64, 128)} == {400e9}
+    # M4 Pro: both bins 273 GB/s; the 20-core bin is its own chip with more shader FLOP/s
+    pro16, pro20 = find_hardware("apple-m4-pro-24gb"), find_hardware("apple-m4-pro-20c-24gb")
+    assert pro16.bandwidth == pro20.bandwidth == 273e9 and pro20.flops["fp16"].base > pro16.flops["fp16"].base
