@@ -312,7 +312,7 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     elif host_holds:
         warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
                         "decode speed of the split")
-    res = split_decode(spec, split, device, host, fmt, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
+    res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
                        link_bandwidth_for(device, instance, hardware_files))
     warnings.extend(res.get("warnings", []))
     if res.get("seconds") is None:

@@ -26,10 +26,11 @@ from ..formulas.speed import (
     step_overhead,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
-from ..formulas.weight_formats import normalize_format, weight_bytes
+from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from .formats import file_kernel_format
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -140,9 +141,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     so MoE routing picks the same experts for all of them."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
-    fmt = normalize_format(weights_format)
     tp = tensor_parallel or count
     assumptions: list[Assumption] = []
+    if weights_format == "file":  # a model file: exact bytes, kernels of its dominant type
+        fmt, why = file_kernel_format(spec)
+        assumptions.append(Assumption("kernel_format", fmt, True, why))
+    else:
+        fmt = normalize_format(weights_format)
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
@@ -178,7 +183,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                         "validation rows PM0103-PM0106)")
 
     pc = count_params(spec)
-    wb = weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -187,7 +192,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
-    expert_bytes = wb.by_component.get("experts", 0)
+    # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
+    expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
     width = attention_width(spec)
     kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
     link = link_bandwidth
