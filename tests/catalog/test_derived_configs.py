@@ -110,3 +110,24 @@ def test_mistral_small_count_is_the_checkpoint_size():
     idx = _derivation("mistral-small-24b-instruct-2501")["checkpoint_index"]
     total = count_params(ENTRIES["mistral-small-24b-instruct-2501"].spec()).total
     assert total * idx["dtype_bytes"] == idx["total_size"] == 47_144_806_400
+
+
+# DeepSeek-V3.1 resolves to the deepseek-v3 entry. Its architecture keys, as NVIDIA's DeepSeek-V3.1-NVFP4
+# config.json copies them (ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/
+# nvidia--DeepSeek-V3.1-NVFP4_config.json@095f58a51c4ca8e61b66ec108d86f223f8d559ce), verbatim:
+DEEPSEEK_V31_ARCH = {
+    "first_k_dense_replace": 3, "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1,
+    "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1,
+    "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "tie_word_embeddings": False,
+    "topk_group": 4, "v_head_dim": 128, "vocab_size": 129280,
+}
+
+
+def test_deepseek_v31_alias_has_the_v3_architecture():
+    from llmsizer.catalog.models import find
+    entry = find("deepseek-ai/DeepSeek-V3.1")
+    assert entry.name == "deepseek-v3"
+    for key, value in DEEPSEEK_V31_ARCH.items():
+        assert entry.config[key] == value, key
