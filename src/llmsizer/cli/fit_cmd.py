@@ -6,12 +6,13 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import training_duration_for
+from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target
 from ..formulas.cost import run_cost
 from ..numbers import COUNT, MONEY
 from ..render.fit_text import render_fit
 from ..render.safe import say
+from ..specs import ModelSpec
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .train_cmd import render_duration
@@ -53,8 +54,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_fit)
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def fit_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, Any], int, FitResult, Duration | None]:
+    """The answer of `fit` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data."""
     if args.train:
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
@@ -68,15 +70,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
             price = instance.price_per_hour if instance is not None else None
             data["training_time"]["price_per_hour"] = price
             data["training_time"]["cost"] = run_cost(price, dur.seconds) if price is not None and dur.seconds else None
-        if args.json:
-            emit_json(data)
-            return exit_code(r.fits)
-        say(render_fit(r))
-        if dur is not None:
-            say(render_duration(dur))
-            if data["training_time"]["cost"] is not None:
-                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
-        return exit_code(r.fits)
+        return data, exit_code(r.fits), r, dur
     fields = inference_fields(args)
     if args.tp is not None:
         raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
@@ -87,17 +81,29 @@ def cmd_fit(args: argparse.Namespace) -> int:
             hardware_files=args.hardware_file, **fields)
     data = r.to_dict()
     data["cost"] = _cost(r, args)
+    return data, exit_code(r.fits), r, None
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, r, dur = fit_answer(spec, args)
     if args.json:
         emit_json(data)
-        return exit_code(r.fits)
+        return code
     say(render_fit(r))
+    if args.train:
+        if dur is not None:
+            say(render_duration(dur))
+            if data["training_time"]["cost"] is not None:
+                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+        return code
     c = data["cost"]
     if c.get("price_per_hour") is not None:
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
         if c.get("per_million_tokens") is not None:
             line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
         say(line)
-    return exit_code(r.fits)
+    return code
 
 
 def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:

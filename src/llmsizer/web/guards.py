@@ -1,0 +1,104 @@
+"""The limits every request meets before it reaches a route: the body size (413), the security headers of every
+answer, and no traceback ever (a 500 problem). A plain ASGI middleware, so a refused body is never read whole."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .problems import problem_response
+
+log = logging.getLogger("llmsizer.web")
+
+BODY_LIMIT = 1_000_000  # bytes of a request body (issue #13: 1 MB); the model-file upload has its own (sources.py)
+
+# No inline script or style, nothing from another origin; the report (HTML) sets its own, stricter policy.
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "font-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+REPORT_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; sandbox"
+SECURITY_HEADERS = {
+    "content-security-policy": CSP,
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "cross-origin-opener-policy": "same-origin",
+    "cross-origin-resource-policy": "same-origin",
+    "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=(), usb=()",
+}
+
+
+class Guard:
+    """Body limit (per path: ``limits`` maps a path to its own limit), security headers, a problem for a crash."""
+
+    def __init__(self, app: ASGIApp, body_limit: int = BODY_LIMIT, limits: dict[str, int] | None = None) -> None:
+        self.app, self.body_limit, self.limits = app, body_limit, dict(limits or {})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_secured(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                headers = MutableHeaders(scope=message)
+                for k, v in SECURITY_HEADERS.items():
+                    if k not in headers:
+                        headers[k] = v
+                if scope["path"].startswith("/api/") and "cache-control" not in headers:
+                    headers["cache-control"] = "no-store"
+            await send(message)
+
+        limit = self.limits.get(scope["path"], self.body_limit)
+        too_large = problem_response(413, f"request body larger than {limit:,} bytes (the limit of {scope['path']})")
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None:
+            try:
+                declared = int(length)
+            except ValueError:
+                declared = -1
+            if declared < 0:
+                await problem_response(400, "Content-Length is not a number")(scope, receive, send_secured)
+                return
+            if declared > limit:
+                await too_large(scope, receive, send_secured)
+                return
+        body, more = [], True
+        size = 0
+        while more:  # read the body here, up to the limit, so no route ever holds more
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await too_large(scope, receive, send_secured)
+                return
+            body.append(chunk)
+            more = message.get("more_body", False)
+        whole: dict[str, Any] = {"type": "http.request", "body": b"".join(body), "more_body": False}
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return whole
+            return await receive()
+
+        try:
+            await self.app(scope, replay, send_secured)
+        except Exception:  # the routes answer their own errors; this is the last line: log it, never show it
+            log.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await internal_error()(scope, receive, send_secured)
+
+
+def internal_error() -> Any:
+    return problem_response(500, "internal error: the server could not answer this request (the server's log has "
+                                 "the details)")
