@@ -12,21 +12,15 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[3]
-CHROMIUM = Path(os.environ.get("LLMSIZER_CHROMIUM", "/usr/bin/chromium"))
-
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} is absent: install Debian's chromium (apt-get install -y chromium; .ci/run does) to run "
-                "the browser tests of the web pages", allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402  (after the skip: needs chromium)
+from browser_helpers import CHROMIUM, ROOT, SKIP, cli_env
+from playwright.sync_api import Browser, Page, sync_playwright
 
 
 def _free_port() -> int:
@@ -35,26 +29,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cli_env() -> dict[str, str]:
-    """The environment of a child llmsizer: this tree's code first."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    return env
-
-
 @pytest.fixture(scope="session")
 def server() -> Iterator[str]:
     """``llmsizer serve --port N`` started as the user starts it; its base URL once /api/v1 answers."""
     port = _free_port()
+    log = tempfile.TemporaryFile("w+")  # a file, not a pipe: a pipe nobody reads can block the server
     proc = subprocess.Popen([sys.executable, "-m", "llmsizer.cli.main", "serve", "--port", str(port)],
-                            env=cli_env(), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            env=cli_env(), cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     try:
         while True:
             if proc.poll() is not None:
-                out = proc.stdout.read() if proc.stdout else ""
-                pytest.fail(f"llmsizer serve exited with {proc.returncode}:\n{out}")
+                log.seek(0)
+                pytest.fail(f"llmsizer serve exited with {proc.returncode}:\n{log.read()}")
             try:
                 with urllib.request.urlopen(f"{base}/api/v1", timeout=2) as r:
                     if r.status == 200:
@@ -71,10 +59,13 @@ def server() -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.skip(SKIP)
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
         yield b

@@ -20,15 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser_helpers import CHROMIUM, ROOT, SKIP, cli_env
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-from conftest import ROOT, cli_env
 
 sys.path.insert(0, str(ROOT / "tests" / "readers"))
 import readers_helpers as H  # noqa: E402  (tiny real GGUF files written by gguf-py)
 
 EXAMPLE = ROOT / "examples" / "lora-finetune-and-chat.yaml"
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
 
 
 def cli(*args: str, json_out: bool = True) -> Any:
@@ -121,7 +121,9 @@ def test_type_a_model_change_the_context_and_equal_the_api_and_the_cli(page: Pag
     assert again["totals"] == at32k["totals"]
 
     wait_grid(page)
-    page.screenshot(path=shots / "calculator.png", full_page=True)
+    page.screenshot(path=shots / "calculator-full.png", full_page=True)
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=shots / "calculator.png")
 
 
 def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, shots: Path) -> None:
@@ -140,6 +142,10 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     assert page.locator("#rev-batch b").get_attribute("data-value") == str(want["reverse"]["max_micro_batch"])
     assert page.locator("#rev-seq b").get_attribute("data-value") == str(want["reverse"]["max_seq_len"])
     assert "tab=train" in page.url and "method=lora" in page.url
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    check = api(server, "/request/check", {"request": Path(dl.value.path()).read_text(), "filename": "request.yaml"})
+    assert check["valid"], check
 
     wait_grid(page)
     for device, count in (("rtx-4090", 1), ("h100-sxm", 2)):  # no instance has 1 x rtx-4090 or 2 x h100: fit by count
@@ -151,6 +157,33 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     page.locator("#tab-train").focus()
     page.keyboard.press("Home")
     assert page.locator("#tab-infer").get_attribute("aria-selected") == "true"
+
+
+def test_bad_input_shows_the_cli_message_at_its_field_and_the_yaml_is_a_valid_request(page: Page, server: str) -> None:
+    ready(page, "/?model=llama-3.1-8b&context=8k&memory=24GiB")
+    wait_attr(page, "#total", "bytes", cli("infer", "llama-3.1-8b", "--context", "8k", "--memory", "24GiB")["totals"]
+              ["device"]["bytes"], "the first answer")
+    page.get_by_label("Context").fill("-5")
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "llama-3.1-8b", "--context=-5"],
+                       env=cli_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    message = r.stderr.strip().removeprefix("llmsizer: error: ")
+    page.wait_for_selector("#problem:not([hidden])")
+    assert page.locator("#problem").inner_text() == message
+    assert page.get_by_label("Context").get_attribute("aria-invalid") == "true"
+    page.get_by_label("Context").fill("16k")
+    page.wait_for_selector("#problem", state="hidden")
+    assert page.get_by_label("Context").get_attribute("aria-invalid") is None
+
+    page.get_by_label("Weight format").fill("q4_k_m")
+    page.get_by_label("Engine").select_option("llamacpp")
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    text = Path(dl.value.path()).read_text()
+    check = api(server, "/request/check", {"request": text, "filename": "request.yaml"})
+    assert check["valid"], check
+    job = check["request"]["jobs"][0]
+    assert job["engine"] == "llamacpp" and "q4_k_m" in json.dumps(job)
 
 
 def test_fits_on_grid_equals_fit(page: Page, server: str) -> None:

@@ -17,6 +17,7 @@ const form = document.getElementById("calc-form");
 const $ = (id) => document.getElementById(id);
 let tab = "infer";
 let instances = [];
+let defaults = {}; // the estimator's defaults (/pages/choices.json)
 let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
@@ -108,13 +109,14 @@ function render(d) {
 
   const r = d.reverse || {};
   const cards = [];
-  const rv = (id, label, value, unit, note) => el("div", { id }, label, el("b", { "data-value": value ?? "" }, value === undefined ? "–" : `${formatInt(value)}${unit}`), el("span", { class: "small muted" }, note));
+  const rv = (id, label, value, unit, note) => el("div", { id }, label, el("b", { "data-value": value ?? "" },
+    value === undefined ? "–" : `${formatInt(value)} ${unit}${value === 1 ? "" : "s"}`), el("span", { class: "small muted" }, note));
   if (tab === "train") {
-    cards.push(rv("rev-batch", "largest micro-batch", r.max_micro_batch, " sequences", r.max_micro_batch === 0 ? "batch 1 does not fit" : ""));
-    cards.push(rv("rev-seq", "longest sequence", r.max_seq_len, " tokens", r.max_seq_len === 0 ? "nothing fits" : ""));
+    cards.push(rv("rev-batch", "largest micro-batch", r.max_micro_batch, "sequence", r.max_micro_batch === 0 ? "batch 1 does not fit" : ""));
+    cards.push(rv("rev-seq", "longest sequence", r.max_seq_len, "token", r.max_seq_len === 0 ? "nothing fits" : ""));
   } else {
-    cards.push(rv("rev-context", "largest context", r.max_context, " tokens", r.max_context === 0 ? "no context fits" : ""));
-    cards.push(rv("rev-concurrency", "largest concurrency", r.max_concurrency, " sequences", r.max_concurrency === 0 ? "not even one" : ""));
+    cards.push(rv("rev-context", "largest context", r.max_context, "token", r.max_context === 0 ? "no context fits" : ""));
+    cards.push(rv("rev-concurrency", "largest concurrency", r.max_concurrency, "sequence", r.max_concurrency === 0 ? "not even one" : ""));
   }
   if (!d.reverse) cards.push(el("div", { class: "small muted" }, "Give a memory per device to see the largest workload that fits."));
   $("reverse").replaceChildren(...cards);
@@ -189,7 +191,7 @@ $("copy-cli").addEventListener("click", async () => {
 
 $("download-yaml").addEventListener("click", () => {
   const { fields, common } = workload();
-  const text = requestYaml(tab, picker.label() || "MODEL", fields, common);
+  const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults);
   download("request.yaml", text, "application/yaml");
   $("action-status").textContent = "request.yaml downloaded: check it on the Request page";
 });
@@ -218,6 +220,7 @@ async function start() {
     get("/hardware").then((h) => { instances = h.instances || []; }).catch(() => {}),
   ]);
   fillChoices(form, choices);
+  defaults = choices.defaults;
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered
   document.body.dataset.ready = "1";
   changed();

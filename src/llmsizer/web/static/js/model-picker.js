@@ -22,6 +22,14 @@ export function modelPicker(onChange) {
     list.replaceChildren(...models.map((m) => el("option", { value: m.id }, `${m.name} (${formatCount(m.params)})`)));
   }).catch(() => {});
 
+  get("").then((info) => { // the server says whether it can reach the Hub (the hub extra)
+    if (info.hub === false) {
+      hub.checked = false;
+      hub.disabled = true;
+      hub.nextElementSibling.textContent = "the server has no Hub client (the hub extra): catalog names only";
+    }
+  }).catch(() => {});
+
   const clearFile = () => { uploaded = null; note.replaceChildren(); fileInput.value = ""; };
   input.addEventListener("input", () => { if (uploaded) clearFile(); onChange(); });
   hub.addEventListener("change", onChange);

@@ -56,15 +56,18 @@ export function cliCommand(command, model, fields, switches) {
 
 function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|off|~)$/i.test(v) ? v : JSON.stringify(String(v)); }
 
-/** A request YAML with one job, the calculator's workload (request files: `llmsizer request new`). */
-export function requestYaml(kind, model, f, common) {
+/**
+ * A request YAML with one job, the calculator's workload (request files: `llmsizer request new`). A field the
+ * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
+ */
+export function requestYaml(kind, model, f, common, defaults = {}) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
   if (common.memory) res.push(`      memory: ${yq(common.memory)}  # memory per device`);
   if (kind === "train") {
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
-      `    method: ${yq(f.method || "full")}`);
+      `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
     const keys = ["precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing", "zero",
       "fsdp", "tp", "pp", "offload"].filter((k) => f[k]);
@@ -76,11 +79,9 @@ export function requestYaml(kind, model, f, common) {
     if (f.engine) L.push(`    engine: ${yq(f.engine)}`);
     L.push(`    quantization: ${yq(f.weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
-    L.push("    traffic:");
-    if (f.concurrency) L.push(`      concurrency: ${yq(f.concurrency)}`);
-    if (f.context) L.push(`      context: ${yq(f.context)}`);
+    L.push("    traffic:", `      concurrency: ${yq(String(f.concurrency || defaults.concurrency))}`,
+      `      context: ${yq(String(f.context || defaults.context))}`);
     if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);
-    if (!f.concurrency && !f.context && !f.output_tokens) L.pop();
   }
   if (res.length) L.push("    resources:", ...res);
   return `${L.join("\n")}\n`;
