@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import socket
 import sys
 from typing import Any
 
@@ -43,6 +44,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..web.app import create_app
+    try:  # bound here, so a taken port or a foreign address is one line (uvicorn would log and exit 1)
+        sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
+                                    else socket.AF_INET)
+    except OSError as e:
+        raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     app = create_app()
     if args.host not in LOOPBACK:
         print(f"llmsizer: warning: listening on {args.host}: anyone who can reach this machine can use the app",
@@ -50,9 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     print(f"llmsizer {app.version}: serving on http://{host}:{args.port} (Ctrl-C to stop)", file=sys.stderr,
           flush=True)
-    try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level="warning", access_log=False,
-                    server_header=False)
-    except OSError as e:  # the port is taken, the address is not this machine's
-        raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, server_header=False))
+    with sock:
+        server.run(sockets=[sock])
     return 0

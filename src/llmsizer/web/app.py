@@ -17,7 +17,7 @@ from starlette.staticfiles import StaticFiles
 from .._version import __version__
 from .api import PREFIX, TIME_LIMIT_S, router
 from .guards import BODY_LIMIT, Guard
-from .problems import problem_response
+from .problems import Problem, problem_response
 from .sources import UPLOAD_LIMIT, Uploads
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -41,10 +41,16 @@ def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT
         app.include_router(pages.router)
     else:  # the pages' files without their module: serve them as they are
         app.mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static")
+    app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(HTTPException, _http_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
     app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit})
     return app
+
+
+async def _problem(request: Request, exc: Any) -> Response:
+    response: Response = exc.response()
+    return response
 
 
 async def _http_problem(request: Request, exc: Any) -> Response:

@@ -10,7 +10,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from ..errors import LlmsizerError, UnknownNameError
+from ..errors import HubUnavailableError, LlmsizerError, UnknownNameError
 from ..render.safe import term
 
 PROBLEM_JSON = "application/problem+json"
@@ -63,6 +63,11 @@ def from_error(e: LlmsizerError, *, not_found: bool = False) -> Problem:
     """A library error (the CLI's exit 2) as a 4xx with the CLI's message; an unknown name in a URL path is 404."""
     detail = term(str(e))
     m = _FLAG.search(detail)
-    field = m.group(1).replace("-", "_") if m else ("model" if detail.startswith("model ") else None)
+    if isinstance(e, HubUnavailableError):
+        field: str | None = "hub"
+    elif detail.startswith(("model ", "unknown model ", "give a MODEL")):
+        field = "model"
+    else:
+        field = m.group(1).replace("-", "_") if m else None
     status = 404 if not_found and isinstance(e, UnknownNameError) else 400
     return Problem(status, detail, field)

@@ -149,14 +149,14 @@ def model_loader(fields: Mapping[str, Any], uploads: Uploads) -> tuple[str | Non
                            "'model' (a catalog name) or 'config' (its config.json) with it", "model_file")
 
     def load(ref: str, hub: bool = False) -> ModelSpec:
-        if config is not None:
-            spec = spec_from_config(config, name=label, source=f"{label}/config.json")
-        else:
+        if config is None:
             spec = load_named(ref, hub=hub)
+        else:  # as the CLI names LABEL/config.json, or the folder LABEL when its weight files come too
+            spec = spec_from_config(config, name=label, source=label if ups else f"{label}/config.json")
         if not ups:
             return spec
         tensors = [t for u in ups for t in u.tensors]
-        return attach_file_weights(spec, tensors, " + ".join(u.name for u in ups))
+        return attach_file_weights(spec, tensors, label if config is not None else " + ".join(u.name for u in ups))
 
     return (label if config is not None else name), load
 
