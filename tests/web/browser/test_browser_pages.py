@@ -228,6 +228,38 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     assert "Using tiny-llama.gguf" in page.locator("#file-note").inner_text()
 
 
+DROP = """async ([files]) => {  // a real drop event carrying File objects, as a drag from the desktop delivers
+  const dt = new DataTransfer();
+  for (const [name, b64] of files) {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    dt.items.add(new File([bytes], name));
+  }
+  const zone = document.getElementById("drop");
+  zone.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
+  zone.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+}"""
+
+
+def test_drop_two_safetensors_shards_with_their_config(page: Page, server: str, tmp_path: Path) -> None:
+    import base64
+
+    import numpy as np
+
+    folder = tmp_path / "tiny"
+    shards = H.write_folder(folder, H.LLAMA_CONFIG, H.random_arrays(H.llama_shapes(H.LLAMA_CONFIG), np.float16), 2)
+    expected = sum(H.safetensors_data_size(p) for p in shards)  # file size - 8 - header length, per shard
+    sent: list[int] = []
+    page.on("request", lambda r: sent.append(len(r.post_data_buffer or b"")) if "/model-files" in r.url else None)
+    ready(page, "/?context=2k&memory=")
+    files = [(p.name, base64.b64encode(p.read_bytes()).decode()) for p in [folder / "config.json", *shards]]
+    page.evaluate(DROP, [files])
+    wait_attr(page, "#file-bytes", "bytes", expected, "the shards' weight bytes")
+    want = cli("infer", str(folder), "--context", "2k")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the dropped folder's total")
+    headers = sorted(8 + int.from_bytes(p.read_bytes()[:8], "little") for p in shards)
+    assert sorted(sent) == headers  # each shard's length prefix + JSON header, no tensor bytes
+
+
 def test_a_dropped_config_json_is_the_model(page: Page, server: str, tmp_path: Path) -> None:
     cfg = tmp_path / "config.json"
     cfg.write_text(json.dumps(H.LLAMA_CONFIG))
@@ -311,6 +343,15 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     assert page.locator("#chart-cost-speed circle.point").count() == len(drawn)
     assert page.locator("#chart-cost-speed circle.chosen").count() == 1
     page.screenshot(path=shots / "compare.png", full_page=False)
+
+    page.get_by_role("tab", name="Training").click()
+    page.get_by_label("Method").select_option("lora")
+    page.get_by_label("Tokens", exact=True).fill("2B")
+    train = cli("recommend", "llama-3.1-8b", "--train", "--tokens", "2B", "--method", "lora")
+    page.wait_for_function("(name) => document.getElementById('chosen-title')?.textContent.includes(name) && "
+                           "document.getElementById('speed-col').textContent === 'hours'", arg=train["chosen"]["name"])
+    assert page.locator("#chart-cost-speed circle.point").count() == len(
+        [o for o in train["options"] if o["run_cost"] and o["training_seconds"]])
 
 
 # ---------------------------------------------------------------------------------------------- accessibility
