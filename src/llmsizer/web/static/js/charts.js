@@ -1,7 +1,7 @@
 // SVG charts with the look of the HTML report's (render/svg.py): the same palette, font, grid lines, frame,
 // title and budget-marker colour, drawn in the browser from the API's numbers. No plotting library.
 
-import { axisBytes, formatRate, formatUsd } from "./format.js";
+import { axisBytes, formatRate, formatTick, formatUsd } from "./format.js";
 
 export const PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
   "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#c5b0d5", "#c49c94"];
@@ -123,6 +123,7 @@ export function memoryBars(id, title, rows, width = 760) {
  */
 export function costSpeed(id, title, points, axes, width = 760, height = 380) {
   const xFmt = axes.xFmt || formatRate, yFmt = axes.yFmt || formatUsd;
+  const xTick = axes.xTick || formatTick, yTick = (v) => `$${formatTick(v)}`;
   const pts = points.filter((p) => p.x > 0 && p.y > 0);
   if (!pts.length) {
     const svg = open(id, title, 480, 60);
@@ -140,25 +141,30 @@ export function costSpeed(id, title, points, axes, width = 760, height = 380) {
   const sy = (v) => top + ph - ((Math.log10(v) - yr[0]) / (yr[1] - yr[0])) * ph;
   const svg = open(id, title, width, height);
   const decades = (r) => { const out = []; for (let e = r[0]; e <= r[1]; e += 1) for (const m of [1, 2, 5]) { const v = m * 10 ** e; if (Math.log10(v) <= r[1] + 1e-9) out.push([v, m === 1]); } return out; };
+  // 1-2-5 labels over a few decades; over many, the powers of ten only (the 2s and 5s keep their grid lines)
   for (const [v, major] of decades(yr)) {
     svg.append(s("line", { x1: left, y1: sy(v).toFixed(1), x2: left + pw, y2: sy(v).toFixed(1), stroke: major ? "#e6e6e6" : "#f2f2f2" }));
-    svg.append(t(left - 6, sy(v) + 4, yFmt(v), 10, "end", "#555"));
+    if (major || yr[1] - yr[0] <= 3) svg.append(t(left - 6, sy(v) + 4, yTick(v), 10, "end", "#555"));
   }
   for (const [v, major] of decades(xr)) {
     svg.append(s("line", { x1: sx(v).toFixed(1), y1: top, x2: sx(v).toFixed(1), y2: top + ph, stroke: major ? "#e6e6e6" : "#f2f2f2" }));
-    svg.append(t(sx(v), top + ph + 16, xFmt(v), 10, "middle", "#555"));
+    if (major || xr[1] - xr[0] <= 2) svg.append(t(sx(v), top + ph + 16, xTick(v), 10, "middle", "#555"));
   }
   svg.append(s("rect", { x: left, y: top, width: pw, height: ph, fill: "none", stroke: "#bbb" }));
   svg.append(t(left + pw / 2, top + ph + 32, axes.x, 11, "middle", "#333"));
   svg.append(t(14, top + ph / 2, axes.y, 11, "middle", "#333", "normal",
     { transform: `rotate(-90 14 ${(top + ph / 2).toFixed(1)})` }));
-  for (const p of pts) {
+  for (const p of [...pts.filter((q) => !q.chosen), ...pts.filter((q) => q.chosen)]) { // the chosen one on top
     const c = PALETTE[kinds.indexOf(p.kind) % PALETTE.length];
     const dot = s("circle", { class: p.chosen ? "point chosen" : "point", cx: sx(p.x).toFixed(1), cy: sy(p.y).toFixed(1),
       r: p.chosen ? 6 : 4, fill: c, "fill-opacity": 0.8, stroke: p.chosen ? MARKER : "#fff", "stroke-width": p.chosen ? 2.5 : 1 });
     dot.append(s("title", {}, `${p.label}: ${xFmt(p.x)} ${axes.unit}, ${yFmt(p.y)}`));
     svg.append(dot);
-    if (p.chosen) svg.append(t(sx(p.x) + 9, sy(p.y) - 8, `chosen: ${short(p.label, 30)}`, 10, "start", MARKER, "600"));
+    if (p.chosen) {
+      const right = sx(p.x) > left + pw * 0.6;
+      svg.append(t(sx(p.x) + (right ? -9 : 9), sy(p.y) - 9, `chosen: ${short(p.label, 34)}`, 10, right ? "end" : "start", MARKER, "600",
+        { stroke: "#ffffff", "stroke-width": 3, "paint-order": "stroke" }));
+    }
   }
   kinds.forEach((k, i) => {
     const x0 = left + i * 120, y0 = height - 12;

@@ -3,7 +3,7 @@
 
 import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
-import { el, formatBytes, formatCount, formatRate, formatSeconds, formatUsd } from "./format.js";
+import { el, formatBytes, formatCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { fillChoices, setupTabs } from "./ui.js";
 
@@ -73,9 +73,12 @@ function render(rec, top) {
   const box = $("chart-box");
   box.querySelector("svg")?.remove();
   box.prepend(train
-    ? costSpeed("cost-speed", `${rec.model}: run cost against run time`, pts, { x: "wall-clock hours (log)", y: "USD per run (log)", unit: "h", xFmt: (v) => `${formatRate(v)} h` })
+    ? costSpeed("cost-speed", `${rec.model}: run cost against run time`, pts, { x: "wall-clock hours (log)", y: "USD per run (log)", unit: "h", xFmt: (v) => `${formatRate(v)} h`, xTick: (v) => `${formatTick(v)} h` })
     : costSpeed("cost-speed", `${rec.model}: price against speed`, pts, { x: "output tokens per second, all users (log)", y: "USD per hour (log)", unit: "tokens/s" }));
 
+  $("chart-caption").textContent = train
+    ? "Each option that fits and meets the constraints: its run time against the run's cost (log scales); the chosen one ringed in red."
+    : "Each option that fits and meets the constraints: its output speed (all users) against its price per hour (log scales); the chosen one ringed in red.";
   $("speed-col").textContent = train ? "hours" : "tokens/s";
   $("extra-col").textContent = train ? "run cost" : "TTFT";
   $("options").tBodies[0].replaceChildren(...rec.options.slice(0, top).map((o, i) => el("tr", { class: o.status === "chosen" ? "chosen" : "" },

@@ -44,6 +44,9 @@ export function formatRate(x) {
   return x.toPrecision(2);
 }
 
+/** A round axis tick (1, 2, 5 x 10^k): "0.5", "20", "1,000". */
+export function formatTick(v) { return Number(v.toPrecision(3)).toLocaleString("en-US", { maximumFractionDigits: 3 }); }
+
 export function formatSeconds(s) {
   if (s === null || s === undefined) return "-";
   if (s < 1) return `${(s * 1000).toFixed(0)} ms`;

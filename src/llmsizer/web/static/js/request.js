@@ -106,6 +106,7 @@ async function viewReport() {
       const sheet = new w.CSSStyleSheet();
       sheet.replaceSync(css.join("\n"));
       frame.contentDocument.adoptedStyleSheets = [sheet];
+      frame.style.height = `${frame.contentDocument.documentElement.scrollHeight + 4}px`; // CSSOM, allowed by the CSP
       frame.dataset.loaded = "1";
     }, { once: true });
     frame.dataset.loaded = "";
