@@ -55,7 +55,9 @@ class Guard:
             await send(message)
 
         limit = self.limits.get(scope["path"], self.body_limit)
-        too_large = problem_response(413, f"request body larger than {limit:,} bytes (the limit of {scope['path']})")
+
+        def too_large() -> Any:
+            return problem_response(413, f"request body larger than {limit:,} bytes (the limit of {scope['path']})")
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None:
             try:
@@ -66,7 +68,7 @@ class Guard:
                 await problem_response(400, "Content-Length is not a number")(scope, receive, send_secured)
                 return
             if declared > limit:
-                await too_large(scope, receive, send_secured)
+                await too_large()(scope, receive, send_secured)
                 return
         body, more = [], True
         size = 0
@@ -77,7 +79,7 @@ class Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await too_large(scope, receive, send_secured)
+                await too_large()(scope, receive, send_secured)
                 return
             body.append(chunk)
             more = message.get("more_body", False)
