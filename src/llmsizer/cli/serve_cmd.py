@@ -49,7 +49,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                                     else socket.AF_INET)
     except OSError as e:
         raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
-    app = create_app()
+    # on this machine only, the app answers only to this machine's names (a DNS-rebinding page is refused)
+    app = create_app(hosts=frozenset(LOOPBACK) if args.host in LOOPBACK else None)
     if args.host not in LOOPBACK:
         print(f"llmsizer: warning: listening on {args.host}: anyone who can reach this machine can use the app",
               file=sys.stderr)

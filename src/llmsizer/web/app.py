@@ -27,9 +27,10 @@ DESCRIPTION = ("What does this LLM workload need? The JSON API of llmsizer: ever
 
 
 def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT,
-               upload_limit: int = UPLOAD_LIMIT) -> FastAPI:
+               upload_limit: int = UPLOAD_LIMIT, hosts: frozenset[str] | None = None) -> FastAPI:
     """The web app. ``time_limit``: seconds one request may take (503 after); ``body_limit``: bytes of a JSON body
-    (413 past it); ``upload_limit``: bytes of a model-file header."""
+    (413 past it); ``upload_limit``: bytes of a model-file header; ``hosts``: the names the Host header may carry
+    (None: any; ``serve`` on a loopback address gives the loopback names)."""
     app = FastAPI(title="llmsizer", version=__version__, description=DESCRIPTION,
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
                   swagger_ui_oauth2_redirect_url=None)
@@ -44,7 +45,7 @@ def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT
     app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(HTTPException, _http_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
-    app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit})
+    app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit}, hosts=hosts)
     return app
 
 

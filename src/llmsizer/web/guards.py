@@ -30,11 +30,22 @@ SECURITY_HEADERS = {
 }
 
 
-class Guard:
-    """Body limit (per path: ``limits`` maps a path to its own limit), security headers, a problem for a crash."""
+def host_name(header: bytes) -> str:
+    """The host of a Host header, without its port ('[::1]:8000' -> '::1', 'localhost:8000' -> 'localhost')."""
+    text = header.decode("latin-1").strip().lower()
+    if text.startswith("["):
+        return text[1:text.find("]")] if "]" in text else text
+    return text.rsplit(":", 1)[0] if text.count(":") == 1 else text
 
-    def __init__(self, app: ASGIApp, body_limit: int = BODY_LIMIT, limits: dict[str, int] | None = None) -> None:
-        self.app, self.body_limit, self.limits = app, body_limit, dict(limits or {})
+
+class Guard:
+    """Body limit (per path: ``limits`` maps a path to its own limit), security headers, a problem for a crash, and,
+    when ``hosts`` is given, only those names in the Host header: a page of another site that rebinds its DNS name
+    to 127.0.0.1 (DNS rebinding) is refused instead of talking to the app as if it were its own origin."""
+
+    def __init__(self, app: ASGIApp, body_limit: int = BODY_LIMIT, limits: dict[str, int] | None = None,
+                 hosts: frozenset[str] | None = None) -> None:
+        self.app, self.body_limit, self.limits, self.hosts = app, body_limit, dict(limits or {}), hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -54,6 +65,12 @@ class Guard:
                     headers["cache-control"] = "no-store"
             await send(message)
 
+        if self.hosts is not None:
+            host = host_name(dict(scope.get("headers") or []).get(b"host", b""))
+            if host not in self.hosts:
+                await problem_response(400, f"host {host[:100]!r} is not this server's name (it answers "
+                                            f"{', '.join(sorted(self.hosts))})")(scope, receive, send_secured)
+                return
         limit = self.limits.get(scope["path"], self.body_limit)
 
         def too_large() -> Any:

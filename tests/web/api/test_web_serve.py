@@ -109,3 +109,28 @@ def test_serve_without_the_web_extra_is_one_line_and_exit_2():
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr == ("llmsizer: error: serve needs the web extra (fastapi, uvicorn not installed): "
                         "pip install 'llmsizer[web]'\n")
+
+
+def test_another_host_name_is_refused(server):
+    """A page of another site whose DNS name now points at 127.0.0.1 (DNS rebinding) sends its own name as Host."""
+    base, port, _ = server
+    r = httpx.get(f"{base}/api/v1", headers={"Host": f"attacker.example:{port}"}, timeout=60)
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+    assert "attacker.example" in r.json()["detail"]
+    for name in ("localhost", "127.0.0.1"):
+        assert httpx.get(f"{base}/api/v1", headers={"Host": f"{name}:{port}"}, timeout=60).status_code == 200
+
+
+def test_concurrent_answers_are_the_cli_answers(server):
+    """Requests answered at once, cold, in the server's worker threads (one shared parser, shared estimate caches)
+    get the bytes the CLI prints for each."""
+    from concurrent.futures import ThreadPoolExecutor
+    base, _, _ = server
+    cases = [(m, c, e) for m in ("llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-27b-it") for c in (3001, 9001)
+             for e in ("vllm", "llamacpp")]  # contexts no other test asks for: nothing memoized yet
+    bodies = [{"model": m, "context": c, "engine": e} for m, c, e in cases]
+    with ThreadPoolExecutor(12) as pool, httpx.Client(timeout=120) as http:
+        at_once = list(pool.map(lambda b: http.post(f"{base}/api/v1/infer", json=b).text, bodies * 3))
+    cli = [run_cli("infer", m, "--context", str(c), "--engine", e, "--json").stdout for m, c, e in cases]
+    assert at_once == cli * 3
+    assert len(set(cli)) == len(cases)
