@@ -309,21 +309,25 @@ def test_open_the_report_and_download_it(page: Page, server: str, shots: Path, t
     assert bg == "rgb(249, 250, 251)"
     page.locator("#report-section").screenshot(path=shots / "report.png")
 
-    # downloads: the bytes of `llmsizer plan -o report.html|.md|.json` for the same file
+    # downloads: the bytes of `llmsizer plan -o report.html|.md` and its --json for the same file (two CLI runs)
     req = tmp_path / "request.yaml"
     req.write_text(text)
+    want = {}
+    for ext, extra in (("html", ["--json"]), ("md", ["--quiet"])):
+        r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", "request.yaml", "-o", f"report.{ext}",
+                            *extra], env=cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert r.returncode in (0, 1), r.stderr
+        want[ext] = (tmp_path / f"report.{ext}").read_text()
+        if ext == "html":
+            want["json"] = r.stdout
     for button, ext in (("Report as HTML", "html"), ("as Markdown", "md"), ("as JSON", "json")):
         with page.expect_download() as dl:
             page.get_by_role("button", name=button, exact=True).click()
         got = Path(dl.value.path()).read_text()
-        out = tmp_path / f"report.{ext}"
-        r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", "request.yaml", "-o", out.name],
-                           env=cli_env(), cwd=tmp_path, capture_output=True, text=True, timeout=60)
-        assert r.returncode in (0, 1), r.stderr
         if ext == "json":
-            assert json.loads(got) == json.loads(out.read_text())
+            assert json.loads(got) == json.loads(want["json"])
         else:
-            assert got == out.read_text(), f"report.{ext} differs from the CLI's"
+            assert got == want[ext], f"report.{ext} differs from the CLI's"
 
 
 # ---------------------------------------------------------------------------------------------- compare

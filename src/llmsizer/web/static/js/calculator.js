@@ -40,6 +40,7 @@ function status(text, busy = false) { const s = $("status"); s.textContent = tex
 
 function showProblem(e) {
   const p = $("problem");
+  $("results").classList.toggle("stale", Boolean(e)); // the numbers below answer the previous input
   if (!e) { p.hidden = true; p.textContent = ""; form.querySelectorAll("[aria-invalid]").forEach((c) => c.removeAttribute("aria-invalid")); return; }
   p.hidden = false;
   p.textContent = e.message;
@@ -60,6 +61,7 @@ async function compute() {
     if (mine !== seq) return;
     showProblem(null);
     render(data);
+    gridSoon(); // the grid asks 32 questions of the same model and workload: only once this one is answered
     status(`answered in the same way as: ${command()}`);
   } catch (e) {
     if (e.name === "AbortError") return;
@@ -199,12 +201,11 @@ $("download-yaml").addEventListener("click", () => {
 // ---------------------------------------------------------------------------------------------- wiring
 
 const computeSoon = debounce(compute, 250);
-const gridSoon = debounce(grid, 700);
+const gridSoon = debounce(grid, 400);
 
 function changed() {
   saveToUrl(state());
   computeSoon();
-  gridSoon();
 }
 
 form.addEventListener("input", changed);
