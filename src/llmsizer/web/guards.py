@@ -14,6 +14,7 @@ from .problems import problem_response
 log = logging.getLogger("llmsizer.web")
 
 BODY_LIMIT = 1_000_000  # bytes of a request body (issue #13: 1 MB); the model-file upload has its own (sources.py)
+BUFFERED_LIMIT = 256 << 20  # bytes of all request bodies being read at once (eight 32 MiB uploads); 503 past it
 
 # No inline script or style, nothing from another origin; the report (HTML) sets its own, stricter policy.
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -44,8 +45,9 @@ class Guard:
     to 127.0.0.1 (DNS rebinding) is refused instead of talking to the app as if it were its own origin."""
 
     def __init__(self, app: ASGIApp, body_limit: int = BODY_LIMIT, limits: dict[str, int] | None = None,
-                 hosts: frozenset[str] | None = None) -> None:
+                 hosts: frozenset[str] | None = None, buffered_limit: int = BUFFERED_LIMIT) -> None:
         self.app, self.body_limit, self.limits, self.hosts = app, body_limit, dict(limits or {}), hosts
+        self.buffered_limit, self.buffered = buffered_limit, 0  # one event loop: no lock needed
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,35 +89,49 @@ class Guard:
             if declared > limit:
                 await too_large()(scope, receive, send_secured)
                 return
+        try:  # every byte read is counted in self.buffered until the answer is sent
+            whole = await self._read(scope, receive, send_secured, limit, too_large)
+            if whole is None:
+                return
+            sent = False
+
+            async def replay() -> Message:
+                nonlocal sent
+                if not sent:
+                    sent = True
+                    return whole
+                return await receive()
+
+            try:
+                await self.app(scope, replay, send_secured)
+            except Exception:  # the routes answer their own errors; this is the last line: log it, never show it
+                log.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
+                if not started:
+                    await internal_error()(scope, receive, send_secured)
+        finally:
+            self.buffered -= scope.get("llmsizer.buffered", 0)
+
+    async def _read(self, scope: Scope, receive: Receive, send: Send, limit: int, too_large: Any) -> Message | None:
+        """The whole body as one message, read here up to ``limit`` so no route ever holds more; None when this
+        answered it (413, 503) or the client left."""
         body, more = [], True
-        size = 0
-        while more:  # read the body here, up to the limit, so no route ever holds more
+        while more:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return
+                return None
             chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await too_large()(scope, receive, send_secured)
-                return
+            scope["llmsizer.buffered"] = scope.get("llmsizer.buffered", 0) + len(chunk)
+            self.buffered += len(chunk)
+            if scope["llmsizer.buffered"] > limit:
+                await too_large()(scope, receive, send)
+                return None
+            if self.buffered > self.buffered_limit:
+                await problem_response(503, "the server is reading too many large requests at once; try again",
+                                       headers={"Retry-After": "1"})(scope, receive, send)
+                return None
             body.append(chunk)
             more = message.get("more_body", False)
-        whole: dict[str, Any] = {"type": "http.request", "body": b"".join(body), "more_body": False}
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return whole
-            return await receive()
-
-        try:
-            await self.app(scope, replay, send_secured)
-        except Exception:  # the routes answer their own errors; this is the last line: log it, never show it
-            log.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
-            if not started:
-                await internal_error()(scope, receive, send_secured)
+        return {"type": "http.request", "body": b"".join(body), "more_body": False}
 
 
 def internal_error() -> Any:

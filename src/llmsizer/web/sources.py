@@ -21,6 +21,7 @@ from ..readers.gguf_file import spec_from_gguf_header
 from ..readers.gguf_header import parse_gguf_header
 from ..readers.hf_config import spec_from_config
 from ..readers.hf_folder import attach_file_weights, layer_of, role_of
+from ..readers.safe_io import MAX_TENSORS
 from ..readers.safetensors_header import TensorInfo, header_tensors, summarize
 from ..specs import ModelSpec
 from .problems import Problem
@@ -30,7 +31,8 @@ KINDS = ("gguf", "safetensors")
 # A GGUF header holds the tokenizer (vocabulary, merges): 5-10 MB for the 128k-262k-token vocabularies of current
 # models, so the header upload has its own cap above the 1 MB of a JSON body. The page sends min(size, this).
 UPLOAD_LIMIT = 32 << 20
-KEEP_UPLOADS = 32  # parsed headers kept in memory (least recently used dropped first)
+KEEP_UPLOADS = 32  # parsed headers kept in memory (least recently used dropped first)...
+KEEP_TENSORS = MAX_TENSORS  # ...and tensor records of all of them together (~0.5 KB each: ~130 MB at most)
 LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ +-]{0,199}$")
 
 MODEL_SCHEMA: dict[str, Any] = {
@@ -72,9 +74,9 @@ class Upload:
 class Uploads:
     """The parsed headers, by the hash of what was sent (so the same file uploaded twice is one entry)."""
 
-    def __init__(self, keep: int = KEEP_UPLOADS) -> None:
+    def __init__(self, keep: int = KEEP_UPLOADS, keep_tensors: int = KEEP_TENSORS) -> None:
         self._items: OrderedDict[str, Upload] = OrderedDict()
-        self._keep = keep
+        self._keep, self._keep_tensors = keep, keep_tensors
         self._lock = threading.Lock()
 
     def add(self, kind: str, name: str, size: int, data: bytes) -> Upload:
@@ -87,7 +89,8 @@ class Uploads:
         upload = parse_upload(key, kind, name, size, data)
         with self._lock:
             self._items[key] = upload
-            while len(self._items) > self._keep:
+            while len(self._items) > 1 and (len(self._items) > self._keep or
+                                            sum(len(u.tensors) for u in self._items.values()) > self._keep_tensors):
                 self._items.popitem(last=False)
         return upload
 
@@ -98,7 +101,7 @@ class Uploads:
             upload = self._items.get(key)
         if upload is None:
             raise Problem(400, f"model_file {key[:80]!r}: not uploaded to this server, or forgotten (it keeps the "
-                               f"last {self._keep}; a restart forgets all): upload the header again to "
+                               f"last {self._keep} headers; a restart forgets all): upload the header again to "
                                "POST /api/v1/model-files", "model_file")
         return upload
 

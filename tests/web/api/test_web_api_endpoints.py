@@ -97,10 +97,12 @@ def test_an_unknown_query_parameter_is_the_cli_unrecognized_argument(client):
 
 
 def test_a_value_cannot_smuggle_another_option(client):
-    # passed as --weights=VALUE: the whole string is the value, never an option of its own
+    # passed as --weights=VALUE: the whole string is the value of --weights, never an option of its own
     p = _problem(client.post("/api/v1/infer", json={"model": "llama-3.1-8b", "weights": "--hardware-file=/etc/x"}),
                  400)
-    assert "unknown weight format" in p["detail"] or "format" in p["detail"]
+    cli = run_cli("infer", "llama-3.1-8b", "--weights=--hardware-file=/etc/x")
+    assert cli.returncode == 2 and cli.stderr == f"llmsizer: error: {p['detail']}\n"
+    assert "weight format" in p["detail"] and "/etc/x" in p["detail"]
 
 
 # ---------------------------------------------------------------------------------------------------- limits
@@ -287,3 +289,61 @@ def test_the_published_openapi_document_is_the_one_served(client):
     from web_api_helpers import ROOT
     published = json.loads((ROOT / "docs" / "openapi.json").read_text("utf-8"))
     assert client.get("/api/v1/openapi.json").json() == published  # regenerate: scripts/gen_docs.py
+
+
+def _header(n_tensors: int) -> bytes:
+    """A safetensors header of ``n_tensors`` one-byte U8 tensors (the format: 8-byte length, JSON)."""
+    entries = {f"t{i}": {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]} for i in range(n_tensors)}
+    raw = json.dumps(entries).encode()
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def test_the_upload_store_keeps_a_bounded_number_of_tensor_records():
+    from llmsizer.web.problems import Problem
+    from llmsizer.web.sources import Uploads
+    store = Uploads(keep=32, keep_tensors=5)
+    first = store.add("safetensors", "a.safetensors", len(_header(3)) + 3, _header(3))
+    second = store.add("safetensors", "b.safetensors", len(_header(3)) + 3, _header(3))
+    assert len(second.tensors) == 3
+    with pytest.raises(Problem):  # 6 records > 5: the oldest upload is forgotten
+        store.get(first.id)
+    assert store.get(second.id) is second
+
+
+def test_bodies_read_at_once_are_bounded_together():
+    """Two requests whose bodies arrive slowly, at once: past the shared limit the second is a 503, and what was
+    counted is given back when each answer is sent."""
+    import anyio
+
+    from llmsizer.web.guards import Guard
+
+    async def app(scope, receive, send):
+        message = await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": message["body"]})
+
+    guard = Guard(app, body_limit=100, buffered_limit=10)
+    statuses: list[int] = []
+
+    async def one() -> None:
+        chunks = [{"type": "http.request", "body": b"x" * 3, "more_body": i < 2} for i in range(3)]
+
+        async def receive():
+            await anyio.sleep(0.01)
+            return chunks.pop(0)
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+        scope = {"type": "http", "path": "/api/v1/infer", "method": "POST", "headers": []}
+        await guard(scope, receive, send)
+
+    async def both() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+    anyio.run(both)
+    assert sorted(statuses) == [200, 503]
+    assert guard.buffered == 0
+    anyio.run(one)  # alone again: fits
+    assert statuses[-1] == 200 and guard.buffered == 0
