@@ -60,8 +60,10 @@ _FLAG = re.compile(r"--([a-z][a-z0-9-]*)")
 
 
 def from_error(e: LlmsizerError, *, not_found: bool = False) -> Problem:
-    """A library error (the CLI's exit 2) as a 4xx with the CLI's message; an unknown name in a URL path is 404."""
-    detail = term(str(e))
+    """A library error (the CLI's exit 2) as a 4xx with the CLI's message; an unknown name in a URL path is 404.
+    An error with several problems (the CLI prints one line each) has the first as detail and all in errors."""
+    lines = [term(line) for line in str(e).splitlines()] or [""]
+    detail = lines[0]
     m = _FLAG.search(detail)
     if isinstance(e, HubUnavailableError):
         field: str | None = "hub"
@@ -70,4 +72,4 @@ def from_error(e: LlmsizerError, *, not_found: bool = False) -> Problem:
     else:
         field = m.group(1).replace("-", "_") if m else None
     status = 404 if not_found and isinstance(e, UnknownNameError) else 400
-    return Problem(status, detail, field)
+    return Problem(status, detail, field, lines if len(lines) > 1 else None)

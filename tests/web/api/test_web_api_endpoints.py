@@ -347,3 +347,11 @@ def test_bodies_read_at_once_are_bounded_together():
     assert guard.buffered == 0
     anyio.run(one)  # alone again: fits
     assert statuses[-1] == 200 and guard.buffered == 0
+
+
+def test_an_error_with_several_problems_lists_each_as_the_cli_prints_them():
+    from llmsizer.errors import InputError
+    from llmsizer.web.problems import from_error
+    p = from_error(InputError("inventory.yaml:3: node 'a': memory: not a size\ninventory.yaml:9: node 'b': count: 0"))
+    assert p.status == 400 and p.detail == "inventory.yaml:3: node 'a': memory: not a size"
+    assert p.errors == ["inventory.yaml:3: node 'a': memory: not a size", "inventory.yaml:9: node 'b': count: 0"]
