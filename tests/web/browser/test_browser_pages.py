@@ -347,6 +347,10 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     assert page.locator("#chart-cost-speed circle.point").count() == len(drawn)
     assert page.locator("#chart-cost-speed circle.chosen").count() == 1
     page.screenshot(path=shots / "compare.png", full_page=False)
+    page.get_by_role("button", name="Copy as CLI command").click()
+    command = page.locator("#action-status").get_attribute("data-command")
+    assert command and command.startswith("llmsizer recommend llama-3.1-8b")
+    assert cli(*shlex.split(command)[1:])["chosen"] == chosen  # the copied command answers the same
 
     page.get_by_role("tab", name="Training").click()
     page.get_by_label("Method").select_option("lora")
