@@ -74,8 +74,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser, server: str) -> Iterator[Page]:
-    """A fresh page (its own storage); every console error and uncaught exception fails the test, except Chromium's
-    note of a 4xx answer (bad input is answered 400 on purpose; the page shows the message)."""
+    """A fresh page (its own storage); every console error, uncaught exception or request to another origin fails
+    the test, except Chromium's note of a 4xx answer (bad input is answered 400 on purpose; the page shows it)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True, base_url=server)
     pg = ctx.new_page()
     problems: list[str] = []
@@ -84,6 +84,9 @@ def page(browser: Browser, server: str) -> Iterator[Page]:
         if m.type == "error" and not text.startswith("Failed to load resource: the server responded with a status of 4"):  # type: ignore[attr-defined]
             problems.append(f"console error: {text}")
     pg.on("console", console)
+    # offline first: nothing is fetched from another origin (no CDN, no font, no analytics)
+    pg.on("request", lambda r: problems.append(f"request to another origin: {r.url}")
+          if not r.url.startswith((server, "data:", "blob:", "about:")) else None)
     pg.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
     pg.set_default_timeout(15_000)
     yield pg

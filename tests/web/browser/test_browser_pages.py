@@ -71,8 +71,12 @@ def ready(page: Page, path: str) -> None:
 
 
 def wait_grid(page: Page) -> None:
+    """Wait until every cell of the fits-on grid is answered; each must be a verdict (a device id the catalog
+    lost would show its error instead)."""
     page.wait_for_function("() => document.querySelectorAll('#fits-grid .cell').length > 0 && "
                            "!document.querySelector('#fits-grid .cell.pending')", timeout=60_000)
+    errors = page.locator("#fits-grid .cell:not([data-fits])")
+    assert errors.count() == 0, errors.all_inner_texts()
 
 
 # ---------------------------------------------------------------------------------------------- calculator
