@@ -41,7 +41,12 @@ class _UsageError(Exception):
 
 
 class _WebParser(_Parser):
-    """The CLI's parser, raising its one-line message instead of printing it and exiting."""
+    """The CLI's parser, raising its one-line message instead of printing it and exiting. A field must name its
+    option in full: no abbreviations (argparse would read ``hardware_fil`` as ``--hardware-file``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise _UsageError(usage_message(self, message))
@@ -110,9 +115,14 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
         words += _words(key, value)
     words += ["--", *positionals] if positionals else []
     try:
-        return _parser(command[0]).parse_args(words)
+        args = _parser(command[0]).parse_args(words)
     except _UsageError as e:
         raise Problem(400, str(e), _field(command, str(e), given)) from None
+    for action in subparser(command)._actions:  # belt and braces: a denied option cannot have been set
+        if action.dest in DENIED and getattr(args, action.dest, action.default) != action.default:
+            raise Problem(400, f"field '{action.dest}' is not accepted by the web API: {DENIED[action.dest]}",
+                          action.dest)
+    return args
 
 
 _ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")

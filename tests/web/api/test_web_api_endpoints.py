@@ -355,3 +355,18 @@ def test_an_error_with_several_problems_lists_each_as_the_cli_prints_them():
     p = from_error(InputError("inventory.yaml:3: node 'a': memory: not a size\ninventory.yaml:9: node 'b': count: 0"))
     assert p.status == 400 and p.detail == "inventory.yaml:3: node 'a': memory: not a size"
     assert p.errors == ["inventory.yaml:3: node 'a': memory: not a size", "inventory.yaml:9: node 'b': count: 0"]
+
+
+@pytest.mark.parametrize("key", ["hardware_file", "hardware_fil", "hardware", "hardware_f"])
+def test_no_spelling_of_a_denied_option_reads_a_server_file(client, tmp_path, key):
+    """argparse accepts a prefix of an option on the command line; the API takes fields in full only, so no
+    prefix of --hardware-file makes the server read a file."""
+    hw = tmp_path / "hw.json"
+    hw.write_text(json.dumps({"devices": [{"id": "web-secret-gpu", "name": "Secret", "kind": "gpu",
+                                           "memory": "80GiB", "memory_bandwidth": "2000 GB/s"}]}))
+    listed = run_cli("hardware", "list", "--hardware-file", str(hw), "--json")
+    assert "web-secret-gpu" in listed.stdout  # the file is a good hardware file: the CLI reads it
+    for r in (client.get(f"/api/v1/hardware?{key}={hw}"),
+              client.post("/api/v1/fit", json={"model": "llama-3.1-8b", "device": "web-secret-gpu", key: str(hw)})):
+        _problem(r, 400, key)
+        assert "web-secret-gpu" not in r.text
