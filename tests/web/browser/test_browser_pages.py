@@ -146,6 +146,10 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     assert page.locator("#rev-batch b").get_attribute("data-value") == str(want["reverse"]["max_micro_batch"])
     assert page.locator("#rev-seq b").get_attribute("data-value") == str(want["reverse"]["max_seq_len"])
     assert "tab=train" in page.url and "method=lora" in page.url
+    page.get_by_role("button", name="Copy as CLI command").click()
+    command = page.locator("#action-status").get_attribute("data-command")
+    assert command and command.startswith("llmsizer train llama-3.1-8b") and "--batch 4" in command
+    assert cli(*shlex.split(command)[1:])["totals"] == want["totals"]
     with page.expect_download() as dl:
         page.get_by_role("button", name="Download as request YAML").click()
     check = api(server, "/request/check", {"request": Path(dl.value.path()).read_text(), "filename": "request.yaml"})
