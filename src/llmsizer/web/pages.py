@@ -12,6 +12,7 @@ their relative name; a request names a key of that table or gets 404.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def _send(name: str) -> Response:
                                                                "X-Content-Type-Options": "nosniff"})
 
 
-def _page_route(file: str):  # type: ignore[no-untyped-def]
+def _page_route(file: str) -> Callable[[], Response]:
     def page() -> Response:
         return _send(file)
     page.__name__ = "page_" + file.split(".")[0]
