@@ -22,6 +22,7 @@ from ..formulas.speed import (
     moe_expert_fraction,
     phase_time,
     roofline,
+    split_decode_time,
     step_overhead,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
@@ -241,3 +242,59 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "decode_overhead_seconds": step_fixed}
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
+
+
+def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | None, weights_format: str,
+                 context: int, n_ctx: int, link_bandwidth: float | None) -> dict[str, Any]:
+    """Decode of one sequence over a llama.cpp layer split (eq. 8 of formulas/speed.py): each device streams what
+    it holds at its own bandwidth (GPU layers at the GPU's, host layers and --n-cpu-moe experts at the host's), one
+    after the other, plus the activations crossing PCIe. ``split`` is the estimate's placement
+    (details["split"]); ``context`` the tokens attended mid-generation; ``host`` a CPU catalog device or None."""
+    devices = split["devices"]
+    warnings: list[str] = []
+    if split["split_mode"] == "row":
+        return {"seconds": None, "warnings": ["-sm row decode speed is not modelled (every GPU reads its rows of "
+                                              "each layer in parallel, with a transfer per matrix)"]}
+    frac = 1.0
+    if spec.moe is not None:
+        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1)
+    kv_share = min(1.0, context / n_ctx) if n_ctx else 0.0
+    rows, parts = [], []
+    ov = E.decode_layer_overhead(gpu.kind, weights_format)
+    tau = ov.expected if ov else 0.0
+    gpu_layers = 0
+    for d in devices:
+        is_host = d["device"] == "host"
+        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share
+        if is_host:
+            read -= split.get("embedding", 0)  # decode reads one embedding row
+            dev = host
+        else:
+            dev = gpu
+            gpu_layers += d["n_layers"]
+        if read <= 0:
+            continue
+        bw = dev.bandwidth if dev is not None else None
+        eff = E.decode_bandwidth_factor(dev.kind if dev is not None else "cpu", weights_format).expected
+        if bw is None:
+            warnings.append(f"{d['device']}: no memory bandwidth"
+                            + (" (give --host-device, a CPU from the catalog)" if is_host else ""))
+            return {"seconds": None, "warnings": warnings}
+        parts.append((read, float(bw), eff))
+        rows.append({"device": d["device"], "bytes": read, "bandwidth": float(bw), "efficiency": eff,
+                     "seconds": read / (float(bw) * eff)})
+    order = [d for d in devices if d["device"] == "host" and d["n_layers"] > 0] + \
+        [d for d in devices if d["device"] != "host" and d["n_layers"] > 0]
+    hidden = spec.hidden_size * 4
+    transfer = hidden * max(len(order) - 1, 0)
+    if order and order[0]["device"] != "host":
+        transfer += hidden  # the embedding row goes from the host to the first GPU
+    if any(d["device"] != "host" and "output" in d["layers"] for d in devices):
+        transfer += spec.vocab_size * 4  # logits back to the host for sampling
+    if transfer and link_bandwidth is None:
+        warnings.append("no PCIe bandwidth for the device: the transfers between devices are not counted")
+    t = split_decode_time(parts, transfer, link_bandwidth, step_overhead(gpu_layers, tau))
+    return {"seconds": t.seconds, "tokens_per_second": 1.0 / t.seconds if t.seconds else None,
+            "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
+            "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
+            "source": "formulas/speed.py eq. (8)"}

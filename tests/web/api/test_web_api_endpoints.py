@@ -50,7 +50,8 @@ def test_every_route_is_in_the_openapi_document(client, app):
     # the CLI's long options with - written _; the model fields; nothing that names a server file
     assert {"kv_dtype", "context", "concurrency", "max_context", "model", "config", "model_file"} <= set(props)
     assert "hardware_file" not in props and "json" not in props and "help" not in props
-    assert props["engine"]["enum"] == ["transformers", "vllm", "llamacpp"]
+    from llmsizer.specs import ENGINES
+    assert props["engine"]["enum"] == list(ENGINES)
     assert props["max_context"]["type"] == "boolean"
     fit = doc["paths"]["/api/v1/fit"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert fit["required"] == ["device"]
