@@ -43,6 +43,11 @@ POSTS = [
                      "seq": 4096, "tokens": "1B"},
      ["fit", "llama-3.1-8b", "--device", "h100-sxm", "--train", "--method", "lora", "--batch", "4", "--seq", "4096",
       "--tokens", "1B"]),
+    ("/api/v1/fit", {"model": "llama-3.1-70b-instruct", "device": "rtx-3090", "count": 2, "weights": "q4_k_m",
+                     "auto": True},  # llama.cpp's auto-fit: another answer shape, the same rule
+     ["fit", "llama-3.1-70b-instruct", "--device", "rtx-3090", "--count", "2", "--weights", "q4_k_m", "--auto"]),
+    ("/api/v1/infer", {"model": "qwen2.5-7b", "engine": "sglang", "memory": "24GiB", "context": "16k"},
+     ["infer", "qwen2.5-7b", "--engine", "sglang", "--memory", "24GiB", "--context", "16k"]),
     ("/api/v1/recommend", {"model": "qwen2.5-1.5b-instruct", "laptop": True},
      ["recommend", "qwen2.5-1.5b-instruct", "--laptop"]),
     ("/api/v1/recommend", {"model": "llama-3.1-8b", "provider": ["aws", "gcp"], "max_cost_per_hour": 5,
