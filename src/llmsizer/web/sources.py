@@ -33,7 +33,8 @@ KINDS = ("gguf", "safetensors")
 UPLOAD_LIMIT = 32 << 20
 KEEP_UPLOADS = 32  # parsed headers kept in memory (least recently used dropped first)...
 KEEP_TENSORS = MAX_TENSORS  # ...and tensor records of all of them together (~0.5 KB each: ~130 MB at most)
-LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._ +-]{0,199}$")
+# a file name as a browser gives it (File.name): any characters but folder separators and control characters
+LABEL = re.compile(r"^[^/\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]{1,200}$")
 
 MODEL_SCHEMA: dict[str, Any] = {
     "model": {"type": "string", "description": "a catalog name or id (GET /api/v1/models), or a Hugging Face id "
@@ -107,9 +108,9 @@ class Uploads:
 
 
 def check_label(name: str, field: str) -> str:
-    if not LABEL.match(name) or ".." in name:
-        raise Problem(400, f"{field} {name[:80]!r}: a file name (letters, digits, . _ + - and spaces, at most 200; "
-                           "no folders)", field)
+    if not LABEL.match(name) or name.strip() in ("", ".", ".."):
+        raise Problem(400, f"{field} {name[:80]!r}: a file name (at most 200 characters; no folder, no control "
+                           "characters)", field)
     return name
 
 

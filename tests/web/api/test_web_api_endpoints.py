@@ -79,7 +79,7 @@ def test_a_body_that_is_not_json_is_415_or_400(client):
     ({"model": 8}, "model", "a string"),
     ({"model": "llama-3.1-8b", "config": {"model_type": "llama"}}, "config", "not both"),
     ({"config": ["not", "an", "object"]}, "config", "JSON object"),
-    ({"config": {"model_type": "llama"}, "config_name": "../../etc"}, "config_name", "no folders"),
+    ({"config": {"model_type": "llama"}, "config_name": "../../etc"}, "config_name", "no folder"),
     ({"model_file": "sha256:0000"}, "model_file", "upload the header again"),
 ])
 def test_bad_fields_name_the_field(client, body, field, words):
@@ -371,3 +371,16 @@ def test_no_spelling_of_a_denied_option_reads_a_server_file(client, tmp_path, ke
               client.post("/api/v1/fit", json={"model": "llama-3.1-8b", "device": "web-secret-gpu", key: str(hw)})):
         _problem(r, 400, key)
         assert "web-secret-gpu" not in r.text
+
+
+@pytest.mark.parametrize("name, ok", [("модель-Q4_K_M.gguf", True), ("my model (1).gguf", True), ("../x.gguf", False),
+                                      ("a\\b.gguf", False), ("..", False), ("x\x1b[31m.gguf", False),
+                                      ("a\u202eb.gguf", False), ("x" * 201, False)])
+def test_a_file_name_is_a_label_never_a_path(name, ok):
+    from llmsizer.web.problems import Problem
+    from llmsizer.web.sources import check_label
+    if ok:
+        assert check_label(name, "name") == name
+    else:
+        with pytest.raises(Problem):
+            check_label(name, "name")
