@@ -39,6 +39,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for s, d in ((400, "bad input: the CLI's one-line message (exit code 2) and the field"),
                  (413, "request body too large"), (415, "wrong content type"),
                  (503, "no answer within the per-request time limit"), (500, "internal error (no details)"))}
+_NOT_FOUND = {404: {"description": "no such entry in the catalog (the CLI's one-line message)",
+                    "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}}}
 _ANSWER = {"description": "the same JSON as the CLI's --json for this input; the CLI's exit code (0 or 1: does not "
                           "fit, a constraint fails) in the X-Llmsizer-Exit-Code header",
            "content": {"application/json": {"schema": {}}}}
@@ -116,7 +118,7 @@ async def models(request: Request, query: str | None = Query(None, description="
                  fits_on: str | None = Query(None, description="a device or instance: which models fit it"),
                  count: str | None = None, context: str | None = None, concurrency: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
-    params = dict(request.query_params)
+    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
     q = params.pop("query", None)
 
     def work() -> Response:
@@ -126,7 +128,7 @@ async def models(request: Request, query: str | None = Query(None, description="
 
 
 @router.get("/models/{model:path}", summary="one model: architecture and parameters (inspect --json)",
-            responses={200: _ANSWER, 404: _ERRORS[400], **_ERRORS})
+            responses={200: _ANSWER, **_NOT_FOUND, **_ERRORS})
 async def model(request: Request, model: str) -> Response:
     return await _inspect(request, {"model": model}, not_found=True)
 
@@ -158,7 +160,7 @@ async def hardware(request: Request, query: str | None = Query(None, description
                    kind: str | None = Query(None, description="gpu, tpu, accelerator, apple, cpu, instance"),
                    provider: str | None = Query(None, description="aws, gcp, azure")) -> Response:
     from ..cli.hardware_cmd import list_answer
-    params = dict(request.query_params)
+    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
     q = params.pop("query", None)
 
     def work() -> Response:
@@ -167,7 +169,7 @@ async def hardware(request: Request, query: str | None = Query(None, description
 
 
 @router.get("/hardware/{name:path}", summary="one device or instance, every value with source and date "
-            "(hardware show --json)", responses={200: _ANSWER, 404: _ERRORS[400], **_ERRORS})
+            "(hardware show --json)", responses={200: _ANSWER, **_NOT_FOUND, **_ERRORS})
 async def hardware_one(request: Request, name: str) -> Response:
     from ..cli.hardware_cmd import show_answer
 
