@@ -36,7 +36,13 @@ def cli(*args: str, json_out: bool = True) -> Any:
     cmd = [sys.executable, "-m", "llmsizer.cli.main", *args] + (["--json"] if json_out else [])
     r = subprocess.run(cmd, env=cli_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert r.returncode in (0, 1), f"{' '.join(args)} exited {r.returncode}: {r.stderr}"
-    return json.loads(r.stdout) if json_out else r.stdout
+    if not json_out:
+        return r.stdout
+    try:
+        return json.loads(r.stdout)
+    except json.JSONDecodeError as e:
+        pytest.fail(f"llmsizer {' '.join(args)} --json printed no JSON ({e}); stdout {r.stdout[:300]!r}, "
+                    f"stderr {r.stderr[:300]!r}")
 
 
 def api(server: str, path: str, body: dict[str, Any]) -> Any:
@@ -150,6 +156,20 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     command = page.locator("#action-status").get_attribute("data-command")
     assert command and command.startswith("llmsizer train llama-3.1-8b") and "--batch 4" in command
     assert cli(*shlex.split(command)[1:])["totals"] == want["totals"]
+
+    # on a catalog device, with tokens: its memory is the budget and the duration is train --device --tokens's
+    page.get_by_role("textbox", name="Memory per device").fill("")
+    page.get_by_label("Device or instance").fill("h100-sxm")
+    page.get_by_label("Tokens", exact=True).fill("1B")
+    run = cli("train", "llama-3.1-8b", "--method", "lora", "--batch", "4", "--seq", "2k", "--device", "h100-sxm",
+              "--tokens", "1B", "--max-batch", "--max-seq")
+    wait_attr(page, "#duration-card", "seconds", run["duration"]["seconds"], "the training duration")
+    wait_attr(page, "#total", "bytes", run["totals"]["device"]["bytes"], "training total on the device")
+    assert page.locator("#rev-batch b").get_attribute("data-value") == str(run["reverse"]["max_micro_batch"])
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    check = api(server, "/request/check", {"request": Path(dl.value.path()).read_text(), "filename": "request.yaml"})
+    assert check["valid"], check
     with page.expect_download() as dl:
         page.get_by_role("button", name="Download as request YAML").click()
     check = api(server, "/request/check", {"request": Path(dl.value.path()).read_text(), "filename": "request.yaml"})

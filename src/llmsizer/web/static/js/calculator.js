@@ -3,10 +3,10 @@
 
 import { ApiError, debounce, get, pool, post } from "./api.js";
 import { memoryBars } from "./charts.js";
-import { el, formatBytes, formatInt, formatRate, formatSeconds, formatUsd } from "./format.js";
+import { el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
-import { COMMON_FIELDS, INFER_FIELDS, TRAIN_FIELDS, cliCommand, download, formValues, loadFromUrl, requestYaml,
-  saveToUrl } from "./state.js";
+import { COMMON_FIELDS, INFER_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, formValues, loadFromUrl,
+  requestYaml, saveToUrl } from "./state.js";
 import { fillChoices, setupTabs } from "./ui.js";
 
 // the fits-on grid: common devices of each class (consumer card, inference cards, training cards, AMD)
@@ -48,10 +48,13 @@ function showProblem(e) {
   if (field) field.setAttribute("aria-invalid", "true");
 }
 
+/** The reverse questions need a budget: a memory, or (training) a device whose memory is the budget. */
+function reverseAsked(fields, common) { return Boolean(common.memory || (tab === "train" && fields.train_device)); }
+
 async function compute() {
   const { fields, common } = workload();
-  const body = { ...picker.fields(), ...fields, ...common };
-  if (common.memory) Object.assign(body, tab === "train" ? { max_batch: true, max_seq: true } : { max_context: true, max_concurrency: true });
+  const body = { ...picker.fields(), ...apiFields(fields), ...common };
+  if (reverseAsked(fields, common)) Object.assign(body, tab === "train" ? { max_batch: true, max_seq: true } : { max_context: true, max_concurrency: true });
   if (current) current.abort();
   current = new AbortController();
   const mine = ++seq;
@@ -120,8 +123,16 @@ function render(d) {
     cards.push(rv("rev-context", "largest context", r.max_context, "token", r.max_context === 0 ? "no context fits" : ""));
     cards.push(rv("rev-concurrency", "largest concurrency", r.max_concurrency, "sequence", r.max_concurrency === 0 ? "not even one" : ""));
   }
-  if (!d.reverse) cards.push(el("div", { class: "small muted" }, "Give a memory per device to see the largest workload that fits."));
+  if (!d.reverse) cards.push(el("div", { class: "small muted" }, "Give a memory per device (or, training, a device) to see the largest workload that fits."));
   $("reverse").replaceChildren(...cards);
+  const du = d.duration;
+  $("duration").replaceChildren(...(du ? [el("div", { class: "card", id: "duration-card", "data-seconds": du.seconds ?? "" },
+    el("h3", {}, "Duration"),
+    du.seconds === null ? el("p", {}, du.warnings.join("; ")) : el("p", {},
+      el("b", {}, `${formatSeconds(du.seconds)} wall clock`), `, ${formatRate(du.device_hours)} device-hours: `,
+      `${formatCount(du.tokens)} tokens × ${du.flops_per_token.toPrecision(3)} FLOP/token (${du.flops_formula}) on ${du.devices} device(s) `
+      + `at ${(du.utilization * 100).toFixed(1)} % of ${du.peak_flops.toPrecision(3)} FLOP/s (${du.peak_key})`),
+    el("p", { class: "small muted" }, `${du.flops_source}; utilization: ${du.utilization_source}`))] : []));
 }
 
 // ---------------------------------------------------------------------------------------------- fits-on grid
@@ -139,8 +150,8 @@ function gridSkeleton() {
 
 async function grid() {
   const { fields, common } = workload();
-  const base = { ...picker.fields(), ...fields };
-  delete base.device; delete base.gpus; delete base.tp;
+  const base = { ...picker.fields(), ...apiFields(fields) };
+  delete base.device; delete base.count; delete base.gpus; delete base.tp; // each cell says its own
   if (common.headroom) base.headroom = common.headroom;
   if (tab === "train") base.train = true;
   if (gridCurrent) gridCurrent.abort();
@@ -163,6 +174,8 @@ async function grid() {
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
       if (r.fits && r.cost?.per_million_tokens) lines.push(el("br"), `${formatUsd(r.cost.per_million_tokens)} / M tokens`);
+      const tt = r.training_time;
+      if (r.fits && tt?.seconds) lines.push(el("br"), `${formatSeconds(tt.seconds)}${tt.cost ? `, ${formatUsd(tt.cost)} per run` : ""}`);
       cell.replaceChildren(...lines.map((x) => (typeof x === "string" ? document.createTextNode(` ${x}`) : x)));
       cell.title = (r.reasons || []).join("; ");
     } catch (e) {
@@ -179,7 +192,7 @@ async function grid() {
 function command() {
   const { fields, common } = workload();
   const f = { ...(formValues(form, ["hub"])), ...fields, ...common };
-  const sw = common.memory ? (tab === "train" ? ["--max-batch", "--max-seq"] : ["--max-context", "--max-concurrency"]) : [];
+  const sw = reverseAsked(fields, common) ? (tab === "train" ? ["--max-batch", "--max-seq"] : ["--max-context", "--max-concurrency"]) : [];
   return cliCommand(tab === "train" ? "train" : "infer", picker.label() || "MODEL", f, sw);
 }
 
@@ -218,7 +231,10 @@ async function start() {
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
   const [choices] = await Promise.all([
     fetch("/pages/choices.json").then((r) => r.json()),
-    get("/hardware").then((h) => { instances = h.instances || []; }).catch(() => {}),
+    get("/hardware").then((h) => {
+      instances = h.instances || [];
+      $("device-options").replaceChildren(...[...(h.devices || []), ...instances].map((x) => el("option", { value: x.id }, x.name)));
+    }).catch(() => {}),
   ]);
   fillChoices(form, choices);
   defaults = choices.defaults;

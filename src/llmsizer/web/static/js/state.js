@@ -2,11 +2,19 @@
 
 export const INFER_FIELDS = ["engine", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
-  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload"];
+  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
 
 // API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
-const FLAG = { micro_batch: "--batch", seq_len: "--seq" };
+// (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu)
+const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device" };
+
+/** The form's fields as the API names them (the training tab's device is the API's ``device``). */
+export function apiFields(fields) {
+  const out = { ...fields };
+  if ("train_device" in out) { out.device = out.train_device; delete out.train_device; }
+  return out;
+}
 
 export function flagOf(field) { return FLAG[field] || `--${field.replaceAll("_", "-")}`; }
 
@@ -71,9 +79,12 @@ export function requestYaml(kind, model, f, common, defaults = {}) {
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
     const keys = ["precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing", "zero",
       "fsdp", "tp", "pp", "offload"].filter((k) => f[k]);
-    if (keys.length) L.push("    settings:", ...keys.map((k) => `      ${k}: ${yq(f[k])}`));
+    const settings = keys.map((k) => `      ${k}: ${yq(f[k])}`);
+    if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
+    if (settings.length) L.push("    settings:", ...settings);
     L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
-    if (f.gpus) res.push(`      count: ${yq(f.gpus)}`);
+    if (f.train_device) res.push(`      device: ${yq(f.train_device)}`);
+    if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
   } else {
     L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
     if (f.engine) L.push(`    engine: ${yq(f.engine)}`);
