@@ -255,6 +255,17 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     assert body == file_bytes[: len(body)]
     assert "Using tiny-llama.gguf" in page.locator("#file-note").inner_text()
 
+    # the fits-on grid of the dropped file answers as `llmsizer fit FILE` does, verdict or error
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "fit", str(path), "--device", "rtx-4090",
+                        "--json"], env=cli_env(), capture_output=True, text=True, timeout=60)
+    page.wait_for_function("() => document.getElementById('grid-problem') || "
+                           "(document.querySelectorAll('#fits-grid .cell').length && "
+                           "!document.querySelector('#fits-grid .cell.pending'))", timeout=60_000)
+    if r.returncode == 2:
+        assert page.locator("#grid-problem").inner_text().endswith(r.stderr.strip().removeprefix("llmsizer: error: "))
+    else:
+        assert page.locator("#cell-rtx-4090-1").get_attribute("data-fits") == str(json.loads(r.stdout)["fits"]).lower()
+
 
 DROP = """async ([files]) => {  // a real drop event carrying File objects, as a drag from the desktop delivers
   const dt = new DataTransfer();

@@ -181,10 +181,16 @@ async function grid() {
     } catch (e) {
       if (e.name === "AbortError" || !cell) return;
       cell.className = "cell nofit";
+      cell.dataset.error = e.message;
       cell.textContent = e.message.length > 80 ? `${e.message.slice(0, 79)}…` : e.message;
       cell.title = e.message;
     }
   });
+  const errors = [...$("fits-grid").querySelectorAll(".cell")].map((c) => c.dataset.error);
+  if (!ctl.signal.aborted && errors.length && errors.every((m) => m && m === errors[0])) { // one answer, said once
+    $("fits-grid").tBodies[0].replaceChildren(el("tr", {}, el("td", { colspan: 1 + GRID_COUNTS.length, class: "problem",
+      id: "grid-problem" }, `llmsizer fit answers for every cell: ${errors[0]}`)));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------- actions

@@ -71,7 +71,7 @@ async function readFiles(files) {
     const up = await uploadHeader("gguf", f.name, f.size, h.bytes);
     return { name: f.name, fields: { model_file: up.model_file },
       summary: el("span", {}, `Using ${f.name}: its ${formatBytes(h.bytes.length)} header was read and sent, `
-        + `not its ${formatBytes(f.size - h.bytes.length)} of tensor data; ${formatInt(up.tensors)} tensors, `,
+        + `not its ${formatBytes(f.size - h.bytes.length)} of tensor data: `,
       el("b", { id: "file-bytes", "data-bytes": up.bytes }, `${formatInt(up.bytes)} bytes`), " of weights.") };
   }
   const config = cfg.length ? { config: JSON.parse(await configText(cfg[0])), config_name: cfg[0].name.replace(/\.json$/i, "") } : null;
