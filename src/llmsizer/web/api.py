@@ -39,8 +39,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for s, d in ((400, "bad input: the CLI's one-line message (exit code 2) and the field"),
                  (413, "request body too large"), (415, "wrong content type"),
                  (503, "no answer within the per-request time limit"), (500, "internal error (no details)"))}
-_NOT_FOUND = {404: {"description": "no such entry in the catalog (the CLI's one-line message)",
-                    "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}}}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"description": "no such entry in the catalog (the CLI's one-line message)",
+          "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}}}
 _ANSWER = {"description": "the same JSON as the CLI's --json for this input; the CLI's exit code (0 or 1: does not "
                           "fit, a constraint fails) in the X-Llmsizer-Exit-Code header",
            "content": {"application/json": {"schema": {}}}}

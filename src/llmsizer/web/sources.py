@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ModelFileError
 from ..models import load_named
 from ..readers.gguf_file import spec_from_gguf_header
 from ..readers.gguf_header import parse_gguf_header
@@ -117,7 +118,14 @@ def check_label(name: str, field: str) -> str:
 def parse_upload(key: str, kind: str, name: str, size: int, data: bytes) -> Upload:
     """Parse an uploaded header with the readers the CLI uses on files (header-only, the same checks)."""
     if kind == "gguf":
-        header = parse_gguf_header(data, name, size)
+        try:
+            header = parse_gguf_header(data, name, size)
+        except ModelFileError as e:  # "the file has N" counts the bytes sent, not the file: say so
+            if "truncated GGUF header" in str(e) and len(data) < size:
+                raise ModelFileError(f"{e}; only the first {len(data):,} of the file's {size:,} bytes were sent, and "
+                                     "the header goes on: send more of the file (up to where its tensor data "
+                                     "starts)") from None
+            raise
         spec = spec_from_gguf_header(header)
         return Upload(key, kind, name, size, spec, ())
     tensors = header_tensors(data, name, size)

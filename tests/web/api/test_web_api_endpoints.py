@@ -231,6 +231,7 @@ def test_a_gguf_header_cut_short_says_so(client, tmp_path):
     data = path.read_bytes()
     p = _problem(_upload(client, "gguf", "m.gguf", len(data), data[:200]), 400)
     assert p["detail"].startswith("m.gguf: truncated GGUF header")
+    assert f"only the first 200 of the file's {len(data):,} bytes were sent" in p["detail"]
     p = _problem(_upload(client, "gguf", "m.gguf", 300, data), 400)  # more bytes than the file has
     assert "file size" in p["detail"]
 
