@@ -76,6 +76,14 @@ def ready(page: Page, path: str) -> None:
     page.wait_for_selector("body[data-ready='1']")
 
 
+def copy_command(page: Page) -> str:
+    """Click "Copy as CLI command" and return the command the page shows (and copies)."""
+    page.evaluate("delete document.getElementById('action-status').dataset.command")
+    page.get_by_role("button", name="Copy as CLI command").click()
+    page.wait_for_selector("#action-status[data-command]")
+    return page.locator("#action-status").get_attribute("data-command") or ""
+
+
 def wait_grid(page: Page) -> None:
     """Wait until every cell of the fits-on grid is answered; each must be a verdict (a device id the catalog
     lost would show its error instead)."""
@@ -124,8 +132,7 @@ def test_type_a_model_change_the_context_and_equal_the_api_and_the_cli(page: Pag
     other.close()
 
     # "copy as CLI command" prints the same number
-    page.get_by_role("button", name="Copy as CLI command").click()
-    command = page.locator("#action-status").get_attribute("data-command")
+    command = copy_command(page)
     assert command and command.startswith("llmsizer infer qwen2.5-7b")
     again = cli(*shlex.split(command)[1:])
     assert again["totals"] == at32k["totals"]
@@ -152,8 +159,7 @@ def test_training_tab_by_keyboard_and_the_fits_on_grid(page: Page, server: str, 
     assert page.locator("#rev-batch b").get_attribute("data-value") == str(want["reverse"]["max_micro_batch"])
     assert page.locator("#rev-seq b").get_attribute("data-value") == str(want["reverse"]["max_seq_len"])
     assert "tab=train" in page.url and "method=lora" in page.url
-    page.get_by_role("button", name="Copy as CLI command").click()
-    command = page.locator("#action-status").get_attribute("data-command")
+    command = copy_command(page)
     assert command and command.startswith("llmsizer train llama-3.1-8b") and "--batch 4" in command
     assert cli(*shlex.split(command)[1:])["totals"] == want["totals"]
 
@@ -386,8 +392,7 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
     assert page.locator("#chart-cost-speed circle.point").count() == len(drawn)
     assert page.locator("#chart-cost-speed circle.chosen").count() == 1
     page.screenshot(path=shots / "compare.png", full_page=False)
-    page.get_by_role("button", name="Copy as CLI command").click()
-    command = page.locator("#action-status").get_attribute("data-command")
+    command = copy_command(page)
     assert command and command.startswith("llmsizer recommend llama-3.1-8b")
     assert cli(*shlex.split(command)[1:])["chosen"] == chosen  # the copied command answers the same
 

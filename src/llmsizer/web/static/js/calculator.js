@@ -204,10 +204,10 @@ function command() {
 
 $("copy-cli").addEventListener("click", async () => {
   const text = command();
-  try { await navigator.clipboard.writeText(text); $("action-status").textContent = `copied: ${text}`; } catch {
-    $("action-status").textContent = text; // no clipboard permission: show it to copy by hand
-  }
-  $("action-status").dataset.command = text;
+  const out = $("action-status");
+  out.dataset.command = text; // set before the clipboard answers: the command is on the page either way
+  out.textContent = text;
+  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
 });
 
 $("download-yaml").addEventListener("click", () => {

@@ -97,8 +97,10 @@ function render(rec, top) {
 
 $("copy-cli").addEventListener("click", async () => {
   const text = command();
-  try { await navigator.clipboard.writeText(text); $("action-status").textContent = `copied: ${text}`; } catch { $("action-status").textContent = text; }
-  $("action-status").dataset.command = text;
+  const out = $("action-status");
+  out.dataset.command = text; // set before the clipboard answers: the command is on the page either way
+  out.textContent = text;
+  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
 });
 
 const computeSoon = debounce(compute, 400);
