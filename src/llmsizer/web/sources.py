@@ -59,7 +59,8 @@ class Upload:
     name: str
     size: int
     spec: ModelSpec | None
-    tensors: tuple[TensorInfo, ...]
+    tensors: tuple[TensorInfo, ...]  # a safetensors header's records (a GGUF's are summed up in its spec)
+    tensor_count: int
 
     def to_dict(self) -> dict[str, Any]:
         from ..cli.model_cmds import inspect_data
@@ -67,7 +68,7 @@ class Upload:
             summarize(self.name, self.tensors, 0, layer_of, role_of)
         assert fw is not None
         out: dict[str, Any] = {"model_file": self.id, "kind": self.kind, "name": self.name, "size": self.size,
-                               "tensors": len(self.tensors), "bytes": fw.total_bytes, "by_dtype": dict(fw.by_dtype)}
+                               "tensors": self.tensor_count, "bytes": fw.total_bytes, "by_dtype": dict(fw.by_dtype)}
         if self.spec is not None:
             out["model"] = inspect_data(self.spec)
         return out
@@ -127,9 +128,9 @@ def parse_upload(key: str, kind: str, name: str, size: int, data: bytes) -> Uplo
                                      "starts)") from None
             raise
         spec = spec_from_gguf_header(header)
-        return Upload(key, kind, name, size, spec, ())
+        return Upload(key, kind, name, size, spec, (), len(header.tensors))
     tensors = header_tensors(data, name, size)
-    return Upload(key, kind, name, size, None, tuple(tensors))
+    return Upload(key, kind, name, size, None, tuple(tensors), len(tensors))
 
 
 def model_loader(fields: Mapping[str, Any], uploads: Uploads) -> tuple[str | None, Callable[..., ModelSpec]]:

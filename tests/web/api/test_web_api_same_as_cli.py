@@ -176,6 +176,7 @@ def test_a_gguf_header_alone_gives_the_cli_answer_for_the_whole_file(client, tmp
                      content=data[:header_end], headers={"content-type": "application/octet-stream"})
     assert up.status_code == 200, up.text
     assert up.json()["bytes"] == sum(model.expected_bytes().values())  # the writer's bytes, not ours
+    assert up.json()["tensors"] == len(model.tensors)
     assert up.json()["model"] == json.loads(run_cli("inspect", path.name, "--json", cwd=tmp_path).stdout)
     cli = run_cli("infer", path.name, "--engine", "llamacpp", "--context", "256", "--json", cwd=tmp_path)
     r = client.post("/api/v1/infer", json={"model_file": up.json()["model_file"], "engine": "llamacpp",
@@ -194,6 +195,7 @@ def test_a_safetensors_header_with_its_config_is_the_cli_reading_the_folder(clie
                      content=data[:8 + n], headers={"content-type": "application/octet-stream"})
     assert up.status_code == 200, up.text
     assert up.json()["bytes"] == H.safetensors_data_size(weights)
+    assert up.json()["tensors"] == len(H.llama_shapes(H.LLAMA_CONFIG))
     cli = run_cli("infer", "tiny-llama", "--context", "256", "--json", cwd=tmp_path)
     r = client.post("/api/v1/infer", json={"config": H.LLAMA_CONFIG, "config_name": "tiny-llama",
                                            "model_file": up.json()["model_file"], "context": 256})
