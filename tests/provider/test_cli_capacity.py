@@ -95,18 +95,12 @@ def test_book_is_all_or_none(tmp_path, capsys, monkeypatch):
     assert "support-chat: not booked" in err and "nothing of this request was booked" in err
     assert [b.job for b in Store(db).bookings()] == ["support-chat"]
     # a stale view (another booking landed after the check): the re-check in one transaction refuses the whole
-    # request with a one-line error naming the job, and records nothing
+    # request: exit 1 (answered: it no longer fits), one line naming the job, and nothing recorded
     monkeypatch.setattr(Store, "bookings", lambda self, include_tentative=True: [])
-    import argparse
-
-    from llmsizer.provider.store import BookingConflict
-    p = argparse.ArgumentParser(prog="llmsizer")
-    register(p.add_subparsers(dest="command"))
-    args = p.parse_args(["capacity", "book", LORA, "--inventory", str(inv), "--db", db, *NOW])
-    with pytest.raises(BookingConflict, match=r"^job 'support-chat' no longer fits: node:serve-01 would hold 2 of 1")\
-            as e:
-        args.func(args)
-    assert "\n" not in str(e.value)
+    assert run("capacity", "book", LORA, "--inventory", str(inv), "--db", db, *NOW) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("not booked: job 'support-chat' no longer fits: node:serve-01 would hold 2 of 1"), err
+    assert len(err.strip().splitlines()) == 1 and "--earliest books the next free window" in err
     monkeypatch.undo()
     assert [r["job"] for r in Store(db).reservations()] == ["support-chat"]
 

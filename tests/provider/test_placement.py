@@ -181,13 +181,27 @@ def test_deadline_and_alternatives():
     """)
     busy = Booking("x", "other", "training", (Item("node:h-01", 8, T0, T0 + dt.timedelta(days=3)),
                                               Item("node:h-02", 4, T0, T0 + dt.timedelta(days=3))))
-    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1))
+    asked: list[tuple[str, int, int]] = []
+
+    def timer(device: str, devices: int, nodes: int) -> float:  # what the duration rule answers, per device
+        asked.append((device, devices, nodes))
+        return {"h100-sxm": 6 * H, "a100-pcie-80gb": 17 * H}[device] * 8 / devices
+
+    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1), run_seconds=timer)
     c = check_job(need, mixed, [busy])
     assert not c.fits and c.binding == "busy"
     texts = " | ".join(c.alternatives)
     assert "after the deadline" in texts  # start later
-    assert "other device type: 8 x a100-pcie-80gb" in texts
-    assert "about 19.0 h (scaled by peak bf16 FLOP/s)" in texts  # 6 h x 989 / 312 TFLOP/s
+    # the alternative carries ITS OWN run time (17 h on the A100s), not the original's 6 h, and is placed for it
+    assert "other device type: 8 x a100-pcie-80gb on 1 node(s) at s1, about 17.0 h on a100-pcie-80gb " \
+           "(estimate/duration.py), ends 2025-10-01 17:00" in texts
+    assert ("a100-pcie-80gb", 8, 1) in asked
+    # without a way to time it, no other device is offered for a training run (no guessed duration)
+    assert not any("other device type" in a for a in check_job(replace(need, run_seconds=None), mixed,
+                                                               [busy]).alternatives)
+    # an alternative whose own run time misses the deadline is not offered
+    slow = replace(need, run_seconds=lambda d, n, k: 30 * H)
+    assert not any("other device type" in a for a in check_job(slow, mixed, [busy]).alternatives)
     svc = serve(device="h100-sxm", devices=2, seconds=10 * D)
     c = check_job(svc, inv("""
         sites: [{id: s1}]
@@ -197,11 +211,34 @@ def test_deadline_and_alternatives():
     assert any("quantized" in a for a in c.alternatives)
 
 
-def test_more_devices_for_a_shorter_run():
-    need = train(devices=4, seconds=40 * H, deadline=T0 + dt.timedelta(hours=30))
-    c = check_job(need, FABRICS, [])
-    assert not c.fits and c.binding == "deadline"
-    assert any(a.startswith("more devices for a shorter run: 8 x h100-sxm") for a in c.alternatives)
+def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):
+    """End to end on the LoRA example: the H100 is taken, an A100 node is free. The alternative's hours must be
+    the plan's own duration for the same request naming the A100 (the one duration rule), not the H100's."""
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.request import load_request, parse_request
+
+    text = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
+    req = load_request(ROOT / "examples" / "lora-finetune-and-chat.yaml")
+    plan = make_plan(req, alternatives=False)
+    (need,) = [n for n in needs_from_plan(plan, req) if n.name == "ticket-lora"]
+    two = inv("""
+        sites: [{id: s1}]
+        nodes:
+          - {id: h, site: s1, device: h100-sxm, devices: 1, pools: [training]}
+          - {id: a, site: s1, device: a100-sxm-80gb, devices: 1, pools: [training]}
+        storage: [{id: fs, site: s1, capacity: 1 PB}]
+    """)
+    held = Booking("x", "other", "training", (Item("node:h", 1, need.start, need.start + dt.timedelta(days=30)),))
+    c = check_job(replace(need, deadline=None), two, [held])
+    (alt,) = [a for a in c.alternatives if a.startswith("other device type")]
+    a100 = parse_request(text.replace("device: h100-sxm\n      count: 1\n      storage: 200 GB",
+                                      "device: a100-sxm-80gb\n      count: 1\n      storage: 200 GB"),
+                         source="a100.yaml")
+    a100_hours = make_plan(a100, alternatives=False).jobs[0].facts["seconds"] / 3600
+    h100_hours = need.seconds / 3600
+    assert abs(a100_hours - h100_hours) > 1  # the two devices differ: the test can tell them apart
+    assert f"about {a100_hours:.1f} h on a100-sxm-80gb" in alt, (alt, a100_hours, h100_hours)
 
 
 def test_jobs_of_one_request_do_not_share_devices():

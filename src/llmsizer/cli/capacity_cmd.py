@@ -27,10 +27,10 @@ EPILOG = """examples:
 
 --db is a SQLite file (default: llmsizer-bookings.db, created on first booking; `check` and `show` never
 create it) or a postgresql:// URL (needs `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when
-every job fits (is booked), 1 when some do not, 2 on invalid input (a window in the past included) or a booking
-that no longer fits. `book` is all or none: every job of the request is recorded in one transaction, or nothing
-is; booking the same request and job again returns the existing booking. With --earliest, a booking that lost a
-race is re-checked and tries the next window.
+every job fits (is booked), 1 when some do not (or a booking lost a race: capacity was taken between the check
+and the write), 2 on invalid input (a window in the past included). `book` is all or none: every job of the
+request is recorded in one transaction, or nothing is; booking the same request and job again returns the
+existing booking. With --earliest, a booking that lost a race is re-checked and tries the next window.
 
 Lifecycle (see llmsizer/provider/store.py): requested -> held -> confirmed -> active -> finished, and released /
 expired. hold, confirm and activate re-check capacity in the same transaction (they need --inventory). Exit
@@ -39,6 +39,10 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 2 on invalid input (an unknown id). Every change is written to the audit log (`capacity show --audit`), with
 --actor or the OS user.
 """
+
+
+#: ``book --earliest``: how many times a booking that lost a race is re-checked and tried in the next window
+RACE_RETRIES = 20
 
 
 def register(sub: Any) -> None:
@@ -110,10 +114,15 @@ def register(sub: Any) -> None:
 
 
 def _store(args: argparse.Namespace, *, readonly: bool = False) -> Any:
-    """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created)."""
-    from ..provider.store import Store
+    """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created), and a
+    SQLite file is read with the standard library (no SQLAlchemy needed to check against it)."""
+    from ..provider.store import Store, db_url, sqlite_path
     if readonly and not Store.exists(args.db):
         return None
+    path = sqlite_path(db_url(args.db))
+    if readonly and path is not None:
+        from ..provider.sqlite_read import ReadOnlySqlite
+        return ReadOnlySqlite(path)
     return Store(args.db, readonly=readonly)
 
 
@@ -137,7 +146,7 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     req = load_request(args.request, hardware_files=args.hardware_file)
     plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
-    needs = needs_from_plan(plan, req, _utcnow(args))
+    needs = needs_from_plan(plan, req, _utcnow(args), args.hardware_file)
     if getattr(args, "job", None):
         unknown = [j for j in args.job if j not in {n.name for n in needs}]
         if unknown:
@@ -238,7 +247,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     needs = [n for n in needs if keys[n.name] not in found]
     done: list[Any] = []
     placements: list[Any] = []
-    tries = 5 if args.earliest else 1
+    tries = RACE_RETRIES if args.earliest else 1
     for attempt in range(tries if needs else 0):
         checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
@@ -258,9 +267,17 @@ def cmd_book(args: argparse.Namespace) -> int:
                                 hold_for=_dt.timedelta(hours=args.hold_hours))
             break
         except BookingConflict as e:
-            if attempt + 1 == tries:
-                raise
-            say(f"lost a race ({e}); trying the next window", file=sys.stderr)
+            # another booking took the capacity between the check and the write: the request was understood and
+            # the answer is "no longer fits" (exit 1, like a job that does not fit), not invalid input
+            if attempt + 1 < tries:
+                say(f"lost a race ({e}); trying the next window", file=sys.stderr)
+                continue
+            say(f"not booked: {e}" + (f" (after {tries} tries)" if tries > 1 else
+                                      "; --earliest books the next free window instead"), file=sys.stderr)
+            if args.json:
+                json.dump([], sys.stdout)
+                sys.stdout.write("\n")
+            return 1
     booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
                                     for d in done_before]
     booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),

@@ -118,7 +118,6 @@ class Inventory:
     source: str = "<inventory>"
     provider: str = ""
     device_memory: dict[str, int] = field(default_factory=dict)  # device id -> bytes per device
-    device_flops: dict[str, float] = field(default_factory=dict)  # device id -> dense bf16 FLOP/s
 
     def site(self, ident: str) -> Site:
         return next(s for s in self.sites if s.id == ident)
@@ -281,13 +280,11 @@ class _Reader:
         from ..catalog.hardware import load_catalog
         cat = load_catalog(self.hardware_files)
         mem: dict[str, int] = {}
-        flops: dict[str, float] = {}
         for n in nodes:
-            d = cat.device(n.device)
-            mem[d.id] = int(d.memory_bytes or 0)
-            fl = d.flops.get("bf16") or d.flops.get("fp16") or d.flops.get("fp32")
-            flops[d.id] = float(fl.base) if fl is not None and fl.base else 0.0
-        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem, flops)
+            if n.device not in mem:
+                d = cat.device(n.device)
+                mem[d.id] = int(d.memory_bytes or 0)
+        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem)
 
     def ids(self, seen: dict[str, int], ident: str | None, node: Any, where: str, what: str) -> None:
         if ident is None:

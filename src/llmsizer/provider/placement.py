@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
@@ -92,6 +92,10 @@ class JobNeed:
     # the job's data (request dataset.sensitivity and dataset.offsite_allowed): where it may be placed
     sensitivity: str | None = None
     offsite_allowed: bool | None = None
+    # a training run's wall-clock seconds on (device, devices, nodes), from the one duration rule
+    # (plan/training.py run_seconds -> estimate/duration.py): how long an alternative device runs. None: not known
+    # (alternatives that change the device or the count are then not offered for training)
+    run_seconds: Callable[[str, int, int], float | None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def per_node(self) -> int:
@@ -110,7 +114,7 @@ class JobNeed:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "run_seconds"}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
@@ -404,9 +408,11 @@ def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]
 
 
 def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> list[str]:
-    """Concrete alternatives that fit in the requested window (rough scalings, each stated)."""
+    """Concrete alternatives that fit in the requested window. A training alternative is timed on its own device
+    and count by the one duration rule (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that
+    time; the quantized-service alternative is a rough rule and says so."""
     out: list[str] = []
-    # another device type of the same pool: enough memory per device, duration scaled by peak FLOP/s (training)
+    # another device type of the same pool: enough memory per device; a training run takes its own time there
     for dev in inv.device_types:
         if dev == need.device or not any(dev == n.device and need.label in n.pools for n in inv.nodes):
             continue
@@ -415,34 +421,37 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> 
             continue
         count = need.devices if not need.memory_need or mem >= need.memory_need * 1.0 else \
             math.ceil(need.devices * need.memory_need / mem)
-        seconds = need.seconds
-        if need.kind == "training":
-            a, b = inv.device_flops.get(need.device, 0.0), inv.device_flops.get(dev, 0.0)
-            if a and b:
-                seconds = need.seconds * a / b * need.devices / count
         largest = max(n.devices for n in inv.nodes if n.device == dev)
         nodes = max(need.nodes, math.ceil(count / largest))
         count = math.ceil(count / nodes) * nodes
-        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=seconds,
+        seconds: float | None = need.seconds
+        if need.kind == "training":
+            seconds = need.run_seconds(dev, count, nodes) if need.run_seconds is not None else None
+            if not seconds:
+                continue  # cannot time the run on this device: no claim
+        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=float(seconds or need.seconds),
                       memory_need=min(need.memory_need, mem))
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
-                       + (f", about {seconds / 3600:.1f} h (scaled by peak bf16 FLOP/s)" if need.kind == "training"
-                          else ""))
-    if need.kind == "training":
-        # more devices for a shorter run (linear scaling assumed: an upper bound on the gain)
+                       + (f", about {alt.seconds / 3600:.1f} h on {dev} (estimate/duration.py), ends "
+                          f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
+    if need.kind == "training" and need.run_seconds is not None:
+        # more devices for a shorter run (eq. (3) scales linearly with devices: an upper bound on the gain)
         for factor in (2, 4):
             per = need.per_node * factor
             fits_node = any(n.devices >= per and n.device == need.device for n in inv.nodes)
-            alt = replace(need, devices=need.devices * factor, seconds=need.seconds / factor,
-                          nodes=need.nodes if fits_node else need.nodes * factor)
+            nodes = need.nodes if fits_node else need.nodes * factor
+            secs = need.run_seconds(need.device, need.devices * factor, nodes)
+            if not secs:
+                break
+            alt = replace(need, devices=need.devices * factor, seconds=float(secs), nodes=nodes)
             p = _fits_by_deadline(alt, inv, bookings)
             if p is not None:
                 out.append(f"more devices for a shorter run: {alt.devices} x {need.device} on {alt.nodes} node(s), "
                            f"about {alt.seconds / 3600:.1f} h (linear scaling assumed)")
                 break
-    else:
+    elif need.kind != "training":
         # a quantized model: 8-bit weights roughly halve the memory a replica needs
         if need.devices > 1:
             alt = replace(need, devices=max(1, need.devices // 2), nodes=1)
