@@ -26,6 +26,7 @@ checkpoints against the pool's capacity minus what other bookings hold at each m
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -238,15 +239,86 @@ def site_refusal(need: JobNeed, site: Site) -> str | None:
     return None
 
 
-def _kind_of(bookings: Sequence[Booking]) -> dict[str, str]:
-    return {b.id: b.kind for b in bookings}
+class Held:
+    """The holds of the bookings as an interval index: per resource, the holds sorted by start and the longest
+    hold's length there, so the holds overlapping ``[lo, hi)`` are those starting in ``[lo - longest, hi)``
+    (two bisections) that end after ``lo``. Built once per check, O(n log n); a query costs O(log n + k) instead
+    of a pass over every booking. ``add`` keeps it sorted (the jobs of one request held while checking the next)."""
+
+    def __init__(self, bookings: Iterable[Booking] = ()) -> None:
+        self.bookings: list[Booking] = []
+        self._starts: dict[str, list[_dt.datetime]] = {}
+        self._items: dict[str, list[tuple[Item, str]]] = {}  # (hold, kind of its booking), sorted by start
+        self._longest: dict[str, _dt.timedelta] = {}
+        grouped: dict[str, list[tuple[Item, str]]] = {}
+        for bk in bookings:
+            self.bookings.append(bk)
+            for i in bk.items:
+                grouped.setdefault(i.resource, []).append((i, bk.kind))
+        for res, its in grouped.items():
+            its.sort(key=lambda e: e[0].start)
+            self._items[res] = its
+            self._starts[res] = [e[0].start for e in its]
+            self._longest[res] = max(e[0].end - e[0].start for e in its)
+
+    def add(self, bk: Booking) -> None:
+        self.bookings.append(bk)
+        for i in bk.items:
+            starts = self._starts.setdefault(i.resource, [])
+            k = bisect.bisect_right(starts, i.start)
+            starts.insert(k, i.start)
+            self._items.setdefault(i.resource, []).insert(k, (i, bk.kind))
+            self._longest[i.resource] = max(self._longest.get(i.resource, _dt.timedelta(0)), i.end - i.start)
+
+    def overlapping(self, res: str, lo: _dt.datetime, hi: _dt.datetime) -> list[tuple[Item, str]]:
+        """(hold, kind) of every hold on ``res`` that overlaps ``[lo, hi)``."""
+        starts = self._starts.get(res)
+        if not starts:
+            return []
+        its = self._items[res]
+        first = bisect.bisect_right(starts, lo - self._longest[res])
+        last = bisect.bisect_left(starts, hi)
+        return [e for e in its[first:last] if e[0].end > lo]
+
+    def overflow(self, new: Sequence[Item], cap: dict[str, float]) -> list[tuple[str, float, float]]:
+        """:func:`overflow` of ``new`` against the indexed holds."""
+        out = []
+        for res in dict.fromkeys(i.resource for i in new):
+            mine = [i for i in new if i.resource == res]
+            lo, hi = min(i.start for i in mine), max(i.end for i in mine)
+            near = [e[0] for e in self.overlapping(res, lo, hi)]
+            load = max(peak([*near, *mine], m.start, m.end) for m in mine)
+            c = cap.get(res, 0.0)
+            if load > c + 1e-9:
+                out.append((res, load, c))
+        return out
+
+    def ends(self, resources: Iterable[str], lo: _dt.datetime, hi: _dt.datetime) -> set[_dt.datetime]:
+        """The moments in ``(lo, hi)`` when a hold on one of ``resources`` ends."""
+        out: set[_dt.datetime] = set()
+        for res in resources:
+            for i, _ in self.overlapping(res, lo, hi):
+                if lo < i.end < hi:
+                    out.add(i.end)
+        return out
 
 
-def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start: _dt.datetime) -> Placement:
-    """Place ``need`` starting at ``start`` or raise :class:`NoFit` with the binding constraint."""
-    end = start + _dt.timedelta(seconds=math.ceil(need.seconds))
-    cap = capacities(inv)
-    existing = [i for b in bookings for i in b.items]
+def as_held(bookings: Sequence[Booking] | Held) -> Held:
+    return bookings if isinstance(bookings, Held) else Held(bookings)
+
+
+def _capacities(inv: Inventory) -> dict[str, float]:
+    """:func:`capacities`, computed once per inventory (an inventory never changes after it is read)."""
+    cap: dict[str, float] | None = inv.__dict__.get("_capacities")
+    if cap is None:
+        cap = capacities(inv)
+        inv.__dict__["_capacities"] = cap
+    return cap
+
+
+def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
+    """The nodes that could ever take ``need`` (device type, pool, data policy, node size), whatever the time;
+    raise :class:`NoFit` naming the constraint when none can (waiting does not help then)."""
     per_node = need.per_node
     of_type = [n for n in inv.nodes if n.device == need.device]
     if not of_type:
@@ -261,90 +333,165 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start
     if not allowed:
         why = "; ".join(refused_at[s] for s in dict.fromkeys(n.site for n in pooled))
         raise NoFit("policy", f"no {need.label} {need.device} node at a site the job's data may sit at: {why}")
-    pooled = allowed
-    big = [n for n in pooled if n.devices >= per_node]
+    big = [n for n in allowed if n.devices >= per_node]
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
-                    f"{max(n.devices for n in pooled)}")
-    if not need.accepts_maintenance or need.maintenance_windows:
-        def refused(m: Maintenance) -> bool:
-            return m.start < end and m.end > start and (
-                not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
-        ok = [n for n in big if not any(n.id in m.nodes and refused(m) for m in inv.maintenance)]
-        if not ok:
-            m = next(m for m in inv.maintenance if refused(m) and set(m.nodes) & {n.id for n in big})
-            agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
-                if need.accepts_maintenance else ""
-            raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
-                        f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
-        big = ok
-    other_kind = {b.id for b in bookings if b.kind != need.kind}
-    free: list[Node] = []
+                    f"{max(n.devices for n in allowed)}")
+    return big
+
+
+def _maintenance_ok(need: JobNeed, inv: Inventory, nodes: list[Node], start: _dt.datetime,
+                    end: _dt.datetime) -> list[Node]:
+    """``nodes`` without those whose maintenance in [start, end) the job does not accept; NoFit when none is left."""
+    if need.accepts_maintenance and not need.maintenance_windows:
+        return nodes
+
+    def refused(m: Maintenance) -> bool:
+        return m.start < end and m.end > start and (
+            not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
+    hit = [m for m in inv.maintenance if refused(m)]
+    if not hit:
+        return nodes
+    down = {nid for m in hit for nid in m.nodes}
+    ok = [n for n in nodes if n.id not in down]
+    if not ok:
+        m = next(m for m in hit if set(m.nodes) & {n.id for n in nodes})
+        agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
+            if need.accepts_maintenance else ""
+        raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
+                    f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
+    return ok
+
+
+def _node_busy_until(need: JobNeed, n: Node, held: Held, cap: dict[str, float], start: _dt.datetime,
+                     end: _dt.datetime) -> _dt.datetime | None:
+    """None when node ``n`` can take its share of ``need`` over [start, end); else a moment before which it
+    cannot (for any later start t' below it the window still contains a moment that is over capacity, or a hold
+    of the other kind: such a hold started before ``end`` <= t' + duration and ends after t')."""
+    until: _dt.datetime | None = None
+    other = [i.end for i, kind in held.overlapping(f"node:{n.id}", start, end) if kind != need.kind]
+    if other:
+        until = max(other)  # separation: no training and serving on one node at once
+    for i in _node_items(need, n, start, end):
+        near = [e[0] for e in held.overlapping(i.resource, start, end)]
+        if not near:
+            continue
+        room = cap.get(i.resource, 0.0) - i.amount + 1e-9
+        for p in {start} | {h.start for h in near if h.start > start}:
+            active = [h for h in near if h.start <= p < h.end]
+            if sum(h.amount for h in active) > room:
+                # every hold active at p is still active at any start t' in (p, min end): still over capacity
+                bound = min(h.end for h in active)
+                until = bound if until is None else max(until, bound)
+    return until
+
+
+def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
+               nodes: list[Node] | None = None, exact: bool = True,
+               busy_until: dict[str, _dt.datetime] | None = None) -> Placement:
+    """Place ``need`` starting at ``start`` or raise :class:`NoFit` with the binding constraint. ``nodes``: the
+    result of :func:`suitable` when the caller has it; ``exact=False`` (a search over many start times) stops
+    looking at a fabric as soon as it cannot hold the job, and then gives a shorter reason; ``busy_until`` (node id
+    -> a moment before which the node cannot take the job, kept across the tries of one search) skips nodes known
+    to be busy."""
+    end = start + _dt.timedelta(seconds=math.ceil(need.seconds))
+    cap = _capacities(inv)
+    held = as_held(bookings)
+    per_node = need.per_node
+    big = _maintenance_ok(need, inv, nodes if nodes is not None else suitable(need, inv), start, end)
+
+    def free(n: Node) -> bool:
+        if busy_until is None:
+            return _node_busy_until(need, n, held, cap, start, end) is None
+        if busy_until.get(n.id, start) > start:
+            return False  # known busy at every start before that moment
+        until = _node_busy_until(need, n, held, cap, start, end)
+        if until is not None:
+            busy_until[n.id] = until
+        return until is None
+
+    groups: dict[tuple[str, str], list[Node]] = {}
     for n in big:
-        if any(i.resource == f"node:{n.id}" and i.start < end and i.end > start for b in bookings
-               if b.id in other_kind for i in b.items):
-            continue  # separation: no training and serving on one node at once
-        items = _node_items(need, n, start, end)
-        if not overflow(items, existing, cap):
-            free.append(n)
-    if len(free) < need.nodes:
-        raise NoFit("busy", f"{len(free)} of {len(big)} suitable {need.device} node(s) have {per_node} device(s) "
-                    f"free for the whole window; {need.nodes} needed")
-    groups: dict[tuple[str, str | None], list[Node]] = {}
-    for n in free:
         if need.nodes > 1 and n.fabric is None:
             continue
-        groups.setdefault((n.site, n.fabric if need.nodes > 1 else None), []).append(n)
-    fitting = [(k, v) for k, v in groups.items() if len(v) >= need.nodes]
-    if not fitting:
-        best = max((len(v) for v in groups.values()), default=0)
-        raise NoFit("fabric", f"{len(free)} free {need.device} nodes, but at most {best} on one fabric; "
-                    f"a {need.nodes}-node training job must stay inside one fabric")
+        groups.setdefault((n.site, n.fabric or "" if need.nodes > 1 else ""), []).append(n)
     last: NoFit | None = None
-    for (site_id, _fabric), group in sorted(fitting, key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        chosen = sorted(group, key=lambda n: (n.devices, n.id))[:need.nodes]
-        items = [i for n in chosen for i in _node_items(need, n, start, end)]
-        site = inv.site(site_id)
+    for (site_id, _fabric), group in sorted(groups.items(), key=lambda kv: kv[0]):
+        if len(group) < need.nodes:
+            continue
+        chosen: list[Node] = []
+        busy = 0
+        for n in sorted(group, key=lambda n: (n.devices, n.id)):
+            if len(group) - busy < need.nodes:
+                break  # this fabric cannot hold the job any more
+            if free(n):
+                chosen.append(n)
+                if len(chosen) == need.nodes:
+                    break
+            else:
+                busy += 1
+        if len(chosen) < need.nodes:
+            continue
         try:
-            if need.fixed_address:
-                if site.public_addresses < 1:
-                    raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
-                items.append(Item(f"addr:{site_id}", 1, start, end))
-            if need.isolation and need.isolation != "none":
-                if site.isolated_segments < 1:
-                    raise NoFit("isolation", f"site {site_id} has no isolated network segment "
-                                f"({need.isolation} requested)")
-                items.append(Item(f"seg:{site_id}", 1, start, end))
-            bad = overflow(items, existing, cap)
-            if bad:
-                res = bad[0][0]
-                what = "addresses" if res.startswith("addr:") else "isolation" if res.startswith("seg:") else "busy"
-                raise NoFit(what, f"{res} is fully booked in the window ({bad[0][1]:g} of {bad[0][2]:g})")
-            pool_id = None
-            if need.storage_peak:
-                pools = [s for s in inv.storage if s.site == site_id]
-                if not pools:
-                    raise NoFit("storage", f"site {site_id} has no shared storage pool")
-                worst = None
-                for p in sorted(pools, key=lambda s: -s.capacity):
-                    st = storage_items(need, p.id, start, end)
-                    sbad = overflow(st, existing, cap)
-                    if not sbad:
-                        pool_id = p.id
-                        items += st
-                        break
-                    worst = worst or sbad[0]
-                if pool_id is None:
-                    assert worst is not None
-                    raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
-                                f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
-                                f"at its peak, checkpoints accumulating)")
-            return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), per_node,
-                             need.device, pool_id, tuple(items))
+            return _place(need, inv, held, cap, site_id, chosen, start, end)
         except NoFit as e:
             last = e
-    assert last is not None
-    raise last
+    if last is not None:
+        raise last
+    if not exact:
+        raise NoFit("busy", f"no {need.nodes} {need.device} node(s) with {per_node} device(s) free from "
+                    f"{start:%Y-%m-%d %H:%M}")
+    frees = [n for n in big if free(n)]
+    if len(frees) < need.nodes:
+        raise NoFit("busy", f"{len(frees)} of {len(big)} suitable {need.device} node(s) have {per_node} device(s) "
+                    f"free for the whole window; {need.nodes} needed")
+    best: dict[tuple[str, str | None], int] = {}
+    for n in frees:
+        if need.nodes > 1 and n.fabric is not None:
+            best[(n.site, n.fabric)] = best.get((n.site, n.fabric), 0) + 1
+    raise NoFit("fabric", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} on "
+                f"one fabric; a {need.nodes}-node training job must stay inside one fabric")
+
+
+def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], site_id: str, chosen: list[Node],
+           start: _dt.datetime, end: _dt.datetime) -> Placement:
+    """The placement on ``chosen`` nodes at ``site_id``: addresses, isolation and storage added, or NoFit."""
+    items = [i for n in chosen for i in _node_items(need, n, start, end)]
+    site = inv.site(site_id)
+    if need.fixed_address:
+        if site.public_addresses < 1:
+            raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
+        items.append(Item(f"addr:{site_id}", 1, start, end))
+    if need.isolation and need.isolation != "none":
+        if site.isolated_segments < 1:
+            raise NoFit("isolation", f"site {site_id} has no isolated network segment ({need.isolation} requested)")
+        items.append(Item(f"seg:{site_id}", 1, start, end))
+    bad = held.overflow(items, cap)
+    if bad:
+        res = bad[0][0]
+        what = "addresses" if res.startswith("addr:") else "isolation" if res.startswith("seg:") else "busy"
+        raise NoFit(what, f"{res} is fully booked in the window ({bad[0][1]:g} of {bad[0][2]:g})")
+    pool_id = None
+    if need.storage_peak:
+        pools = [s for s in inv.storage if s.site == site_id]
+        if not pools:
+            raise NoFit("storage", f"site {site_id} has no shared storage pool")
+        worst = None
+        for p in sorted(pools, key=lambda s: -s.capacity):
+            st = storage_items(need, p.id, start, end)
+            sbad = held.overflow(st, cap)
+            if not sbad:
+                pool_id = p.id
+                items += st
+                break
+            worst = worst or sbad[0]
+        if pool_id is None:
+            assert worst is not None
+            raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
+                        f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
+                        f"at its peak, checkpoints accumulating)")
+    return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
+                     need.device, pool_id, tuple(items))
 
 
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:
@@ -357,31 +504,43 @@ def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) 
 
 # ------------------------------------------------------------------------------------------ search
 
-def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking],
+def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
              horizon: float = 2 * 365 * 86400.0) -> tuple[Placement | None, NoFit | None]:
-    """The earliest placement from ``need.start`` on: tries the requested start, then every moment a booking or
-    maintenance window ends (or a booking starts) within ``horizon`` seconds."""
+    """The earliest placement from ``need.start`` on: tries the requested start, then every moment within
+    ``horizon`` seconds when a hold on a resource the job could use, or a maintenance window, ends (a start can
+    become possible only when something ends), at most ``MAX_TRIES`` of them."""
+    held = as_held(bookings)
     t0 = need.start
+    try:
+        nodes = suitable(need, inv)
+    except NoFit as e:
+        return None, e  # waiting does not help
+    try:
+        return try_window(need, inv, held, t0, nodes=nodes), None
+    except NoFit as e:
+        first = e
     limit = t0 + _dt.timedelta(seconds=horizon)
-    times = {t0}
-    for b in bookings:
-        for i in b.items:
-            times.update(t for t in (i.start, i.end) if t0 < t < limit)
+    sites = {n.site for n in nodes}
+    resources = [f"{kind}:{n.id}" for n in nodes for kind in ("node", "ram")]
+    resources += [f"storage:{s.id}" for s in inv.storage if s.site in sites]
+    resources += [f"{kind}:{s}" for s in sites for kind in ("addr", "seg")]
+    times = held.ends(resources, t0, limit)
     times.update(m.end for m in inv.maintenance if t0 < m.end < limit)
-    first: NoFit | None = None
+    busy: dict[str, _dt.datetime] = {}
     for t in sorted(times)[:MAX_TRIES]:
+        if busy and sum(1 for n in nodes if busy.get(n.id, t) <= t) < need.nodes:
+            continue  # too few nodes could be free from t: nothing to try
         try:
-            return try_window(need, inv, bookings, t), first
-        except NoFit as e:
-            first = first or e
-            if e.binding in ("device", "pool", "node-size", "policy"):
-                break  # waiting does not help
+            return try_window(need, inv, held, t, nodes=nodes, exact=False, busy_until=busy), first
+        except NoFit:
+            continue
     return None, first
 
 
-def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> JobCheck:
+def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> JobCheck:
     """Does ``need`` fit in its requested window (from its start, ending by its deadline)? If not: the binding
     constraint, the earliest window, and alternatives that fit."""
+    bookings = as_held(bookings)
     try:
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
@@ -399,7 +558,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> Job
     return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts))
 
 
-def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> Placement | None:
+def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> Placement | None:
     try:
         p = try_window(need, inv, bookings, need.start)
     except NoFit:
@@ -407,7 +566,7 @@ def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]
     return p if need.deadline is None or p.end <= need.deadline else None
 
 
-def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> list[str]:
+def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
     """Concrete alternatives that fit in the requested window. A training alternative is timed on its own device
     and count by the one duration rule (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that
     time; the quantized-service alternative is a rough rule and says so."""
@@ -471,14 +630,14 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> 
     return out
 
 
-def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking]) -> list[JobCheck]:
+def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking] | Held) -> list[JobCheck]:
     """Check the jobs of one request in order; each placement found is held while checking the next ones, so two
     jobs of the same request do not count on the same devices."""
-    held = list(bookings)
+    held = Held(bookings.bookings if isinstance(bookings, Held) else bookings)
     out = []
     for need in needs:
         c = check_job(need, inv, held)
         out.append(c)
         if c.placement is not None:
-            held.append(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))
+            held.add(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))
     return out
