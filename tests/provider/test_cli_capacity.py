@@ -40,7 +40,7 @@ def test_check_book_show_release(tmp_path, capsys):
     assert len(booked["nodes"]) == 8
     assert run("capacity", "check", PRE, "--inventory", INV, "--db", db) == 1
     out = capsys.readouterr().out
-    assert "DOES NOT FIT" in out and "[fabric]" in out and "start later" in out
+    assert "DOES NOT FIT" in out and "[busy] 4 of 12" in out and "start later" in out
     svg = tmp_path / "u.svg"
     assert run("capacity", "show", "--inventory", INV, "--db", db, "--at", "2025-10-05", "--svg", str(svg)) == 0
     out = capsys.readouterr().out
@@ -70,8 +70,8 @@ version: 1
 sites:
   - {id: s1, public_addresses: 1, isolated_segments: 1}
 nodes:
-  - {id: train-01, site: s1, device: h100-sxm, devices: 8, ram: 2 TiB, pools: [training]}
-  - {id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, ram: 880 GiB, pools: [serving]}
+  - {id: train-01, site: s1, device: h100-sxm, devices: 8, ram: 2 TiB, pools: [training, training-cluster]}
+  - {id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, ram: 880 GiB, pools: [serving, serving-cluster]}
 storage:
   - {id: fs, site: s1, capacity: 1 PB}
 """

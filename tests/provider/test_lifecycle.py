@@ -165,7 +165,7 @@ def test_cli_lifecycle_and_audit(tmp_path, capsys, monkeypatch):
     inv = tmp_path / "inv.yaml"
     inv.write_text("sites: [{id: s1, public_addresses: 8, isolated_segments: 8}]\n"
                    "storage: [{id: fs, site: s1, capacity: 1 PB}]\n"
-                   "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving]}]\n")
+                   "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving, serving-cluster]}]\n")
     db = str(tmp_path / "b.db")
     text = Path(LORA).read_text()
     ids = []
@@ -256,7 +256,7 @@ def test_confirm_race_postgresql(pg_url):
 
 SMALL = ("sites: [{id: s1, public_addresses: 8, isolated_segments: 8}]\n"
          "storage: [{id: fs, site: s1, capacity: 1 PB}]\n"
-         "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving]}]\n")
+         "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving, serving-cluster]}]\n")
 
 
 def test_cli_same_request_twice_returns_the_booking(tmp_path, capsys):

@@ -225,8 +225,8 @@ def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):
     two = inv("""
         sites: [{id: s1}]
         nodes:
-          - {id: h, site: s1, device: h100-sxm, devices: 1, pools: [training]}
-          - {id: a, site: s1, device: a100-sxm-80gb, devices: 1, pools: [training]}
+          - {id: h, site: s1, device: h100-sxm, devices: 1, pools: [training, training-cluster]}
+          - {id: a, site: s1, device: a100-sxm-80gb, devices: 1, pools: [training, training-cluster]}
         storage: [{id: fs, site: s1, capacity: 1 PB}]
     """)
     held = Booking("x", "other", "training", (Item("node:h", 1, need.start, need.start + dt.timedelta(days=30)),))
@@ -270,10 +270,15 @@ def test_needs_from_the_example_plans():
     (c,) = check_needs([need], inventory, [])
     assert c.fits and len(c.placement.nodes) == 8
     assert len({inventory.node(n).fabric for n in c.placement.nodes}) == 1
-    # the same run booked twice does not fit in one fabric: the second waits for the first
+    # the same run booked twice: its pool (pretraining-cluster: the 12 nodes of fabric a) has 4 nodes left, the
+    # second waits for the first; without the pool the 4 nodes of fabric b are not one fabric of 8 either
     (c2,) = check_needs([replace(need, name="again")], inventory,
                         [Booking("b", "pretrain-8b", "training", c.placement.items)])
-    assert not c2.fits and c2.binding == "fabric" and c2.placement.start >= c.placement.end
+    assert not c2.fits and c2.binding == "busy" and c2.placement.start >= c.placement.end
+    assert c2.reason.startswith("4 of 12 suitable h100-sxm node(s)")
+    (c3,) = check_needs([replace(need, name="again", pool=None)], inventory,
+                        [Booking("b", "pretrain-8b", "training", c.placement.items)])
+    assert not c3.fits and c3.binding == "fabric" and c3.placement.start >= c.placement.end
 
 
 def test_service_maintenance_windows_are_honoured():
@@ -302,9 +307,10 @@ def test_need_of_reads_maintenance_windows_and_interruptible_periods():
     from llmsizer.provider.needs import need_of
     hw = SimpleNamespace(device="h100-sxm", count=1, nodes=1, device_kind="gpu")
     jp = SimpleNamespace(hardware=hw, facts={}, kind="inference", name="s")
-    sv = SimpleNamespace(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
-                         interruptible=("weekdays 01:00-05:00 UTC",))
-    job = SimpleNamespace(start=None, deadline=None, service=sv, access=None)
+    from llmsizer.request.spec import InferenceJob, Service
+    sv = Service(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
+                 interruptible=("weekdays 01:00-05:00 UTC",))
+    job = InferenceJob(name="s", kind="inference", service=sv)
     n = need_of(jp, job, SimpleNamespace(start=None), T0)  # type: ignore[arg-type]
     assert n.accepts_maintenance and n.maintenance_windows == ("Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC")
 
@@ -353,3 +359,74 @@ def test_policy_attributes_are_validated():
         "partner's data centre), not 'friend'",
         "inv.yaml:1: site 's': max_sensitivity: must be one of public, internal, confidential, restricted, not "
         "'secret'"]
+
+
+# ------------------------------------------------------------------------------------------ policies (#14)
+
+NAMED = inv("""
+    sites:
+      - {id: de1, jurisdiction: DE, regions: [EU], fabrics: [{id: slow, bandwidth: 100 Gb/s},
+                                                             {id: fast, bandwidth: 3200 Gb/s}]}
+      - {id: us1, jurisdiction: US, fabrics: [{id: us-f, bandwidth: 3200 Gb/s}]}
+    nodes:
+      - {id: a, count: 2, site: de1, device: h100-sxm, devices: 8, fabric: slow, pools: [training, team-a]}
+      - {id: b, count: 2, site: de1, device: h100-sxm, devices: 8, fabric: fast, pools: [training, team-b]}
+      - {id: u, count: 2, site: us1, device: h100-sxm, devices: 8, fabric: us-f, pools: [training, team-a]}
+""")
+
+
+def test_request_pool_is_honoured():
+    c = check_job(train(pool="team-b"), NAMED, [])
+    assert c.fits and c.placement.nodes == ("b-01",)
+    # team-b's nodes busy: the job waits for them, it does not move to another pool's free nodes
+    held = Booking("x", "o", "training", tuple(Item(f"node:b-0{k}", 8, T0, T0 + dt.timedelta(days=2))
+                                               for k in (1, 2)))
+    c = check_job(train(pool="team-b"), NAMED, [held])
+    assert not c.fits and c.binding == "busy" and set(c.placement.nodes) <= {"b-01", "b-02"}
+    c = check_job(train(pool="team-z"), NAMED, [])
+    assert not c.fits and c.binding == "pool" and c.placement is None
+    assert "names pool 'team-z' (resources.pool)" in c.reason and "team-a, team-b" in c.reason
+
+
+def test_jurisdiction_and_regions():
+    assert check_job(train(jurisdiction="US"), NAMED, []).placement.site == "us1"
+    assert check_job(train(jurisdiction="eu"), NAMED, []).placement.site == "de1"  # a region of de1
+    c = check_job(train(jurisdiction="CH"), NAMED, [])
+    assert not c.fits and c.binding == "policy" and c.placement is None
+    assert "de1 is in DE, EU; the job must run in CH (resources.jurisdiction)" in c.reason
+    assert "us1 is in US" in c.reason
+
+
+def test_multi_node_job_needs_the_fabric_bandwidth_its_plan_assumes():
+    need = train(devices=16, nodes=2, network=400e9, pool="team-a", jurisdiction="DE")  # 3200 Gb/s per node
+    c = check_job(need, NAMED, [])
+    assert not c.fits and c.binding == "fabric" and c.placement is None
+    assert "needs 3200 Gb/s per node" in c.reason and "slow 100 Gb/s" in c.reason
+    assert check_job(replace(need, pool=None), NAMED, []).placement.nodes == ("b-01", "b-02")  # the fast fabric
+    assert check_job(replace(need, network=10e9), NAMED, []).fits  # 80 Gb/s: the slow fabric will do
+    assert check_job(replace(need, nodes=1, devices=8), NAMED, []).fits  # one node: no fabric traffic
+
+
+def test_ongoing_service_is_held_until_released(tmp_path):
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.provider.placement import ONGOING_END
+    from llmsizer.request import parse_request
+    text = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
+    ongoing = parse_request(text.replace("      duration: 12 months\n", "      ongoing: true\n"), source="o.yaml")
+    stated = parse_request(text, source="s.yaml")
+    serving = inv("""
+        sites: [{id: s1, public_addresses: 2, isolated_segments: 2}]
+        storage: [{id: fs, site: s1, capacity: 1 PB}]
+        nodes: [{id: v, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving, serving-cluster]}]
+    """)
+    (svc,) = [n for n in needs_from_plan(make_plan(ongoing, alternatives=False), ongoing) if n.kind == "inference"]
+    (year,) = [n for n in needs_from_plan(make_plan(stated, alternatives=False), stated) if n.kind == "inference"]
+    assert svc.ongoing and not year.ongoing
+    p = check_job(svc, serving, []).placement
+    assert p.end == ONGOING_END and all(i.end == ONGOING_END for i in p.items)
+    assert check_job(year, serving, []).placement.end == year.start + dt.timedelta(days=365)  # its 12 months
+    # the ongoing service holds the device for good: another service finds no window in the next two years
+    c = check_job(replace(year, name="later", start=year.start + dt.timedelta(days=500)), serving,
+                  [Booking("svc", "support-chat", "inference", p.items)])
+    assert not c.fits and c.placement is None

@@ -186,15 +186,17 @@ def request_key(req: Any, job: str) -> str:
 
 
 def _fmt(t: _dt.datetime) -> str:
-    return f"{t:%Y-%m-%d %H:%M}"
+    from ..provider.placement import ONGOING_END
+    return "until released" if t >= ONGOING_END else f"{t:%Y-%m-%d %H:%M}"
 
 
 def render_checks(checks: list[Any], inv: Any = None) -> str:
     out = []
     for c in checks:
         n = c.need
+        span = "ongoing (held until released)" if n.ongoing else f"{n.seconds / 3600:.1f} h"
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
-            + f", {n.seconds / 3600:.1f} h from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
+            + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
         out.append(head)
         p = c.placement
         if c.fits and p is not None:

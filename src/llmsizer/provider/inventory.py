@@ -73,6 +73,7 @@ class Site:
     operator: str = "provider"  # provider | partner
     jurisdiction: str = ""
     max_sensitivity: str = "restricted"
+    regions: tuple[str, ...] = ()  # larger areas the site belongs to (EU, EEA), matched by resources.jurisdiction
 
     @property
     def label(self) -> str:
@@ -139,8 +140,8 @@ def _closest(word: str, options: Sequence[str]) -> str:
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
 
-SITE_KEYS = ("id", "name", "operator", "jurisdiction", "max_sensitivity", "public_addresses", "isolated_segments",
-             "fabrics")
+SITE_KEYS = ("id", "name", "operator", "jurisdiction", "regions", "max_sensitivity", "public_addresses",
+             "isolated_segments", "fabrics")
 FABRIC_KEYS = ("id", "bandwidth")
 NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
 STORAGE_KEYS = ("id", "site", "capacity")
@@ -329,7 +330,7 @@ class _Reader:
                 out.append(Site(sid, self.scalar(m, "public_addresses", where, "int", default=0),
                                 self.scalar(m, "isolated_segments", where, "int", default=0), tuple(fabrics),
                                 operator, self.scalar(m, "jurisdiction", where, "str", default="") or "",
-                                clearance))
+                                clearance, self.strs(m, "regions", where)))
         return out
 
     def nodes(self, top: dict[str, tuple[Any, Any]], root: Any, site_ids: list[str],

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
-from .placement import SERVICE_HORIZON, JobNeed
+from .placement import ONGOING_END, JobNeed
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
@@ -34,11 +34,14 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     hw = jp.hardware
     f = jp.facts
     start = _day(job.start) or _day(request.start) or now
+    ongoing = False
     if jp.kind == "training":
         seconds = float(f.get("seconds") or 3600.0)
     else:
         sv = job.service
-        seconds = float(sv.duration) if sv.duration else SERVICE_HORIZON
+        # a service is held for its whole stated duration; with no duration (ongoing) until it is released
+        ongoing = bool(sv.ongoing) or not sv.duration
+        seconds = float(sv.duration) if sv.duration and not sv.ongoing else (ONGOING_END - start).total_seconds()
     deadline = None  # a service's deadline is when it must be up, not when it ends
     if jp.kind == "training" and job.deadline is not None:
         deadline = _day(job.deadline.date) if job.deadline.date is not None else \
@@ -63,7 +66,9 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)),
         maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
         else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
-        run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None)
+        run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
+        pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
+        network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing)
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,

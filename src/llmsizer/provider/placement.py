@@ -36,7 +36,10 @@ from typing import Any
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
 from .windows import within
 
-SERVICE_HORIZON = 365 * 86400.0  # an ongoing service is placed for a year
+SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
+#: an ongoing service (``service.ongoing``, or no ``service.duration``) holds its devices until it is released:
+#: its holds end at this moment, so no later booking can take them
+ONGOING_END = _dt.datetime(9999, 1, 1)
 MAX_STORAGE_STEPS = 20
 MAX_TRIES = 400
 
@@ -97,6 +100,13 @@ class JobNeed:
     # (plan/training.py run_seconds -> estimate/duration.py): how long an alternative device runs. None: not known
     # (alternatives that change the device or the count are then not offered for training)
     run_seconds: Callable[[str, int, int], float | None] | None = field(default=None, compare=False, repr=False)
+    # the request's resources.pool (a pool the job must run in), resources.jurisdiction (where it must run: a
+    # site's jurisdiction or one of its regions) and the network per node the plan assumed [B/s] (a multi-node
+    # job's fabric must give at least that)
+    pool: str | None = None
+    jurisdiction: str | None = None
+    network: float | None = None
+    ongoing: bool = False  # a service with no planned end: held until released (ONGOING_END)
 
     @property
     def per_node(self) -> int:
@@ -104,7 +114,7 @@ class JobNeed:
 
     @property
     def end(self) -> _dt.datetime:
-        return self.start + _dt.timedelta(seconds=self.seconds)
+        return window_end(self, self.start)
 
     @property
     def label(self) -> str:
@@ -155,6 +165,13 @@ class JobCheck:
         return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
                 "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
                 "reason": self.reason, "alternatives": list(self.alternatives)}
+
+
+def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
+    """When ``need`` started at ``start`` ends: ONGOING_END for an ongoing service, else start + its seconds."""
+    if need.ongoing:
+        return ONGOING_END
+    return start + _dt.timedelta(seconds=math.ceil(need.seconds))
 
 
 class NoFit(Exception):
@@ -225,7 +242,12 @@ def storage_items(need: JobNeed, pool: str, start: _dt.datetime, end: _dt.dateti
 # ------------------------------------------------------------------------------------------ one window
 
 def site_refusal(need: JobNeed, site: Site) -> str | None:
-    """Why ``need``'s data may not sit at ``site`` (None: it may)."""
+    """Why ``need`` may not run at ``site`` (None: it may): its jurisdiction, or where its data may sit."""
+    if need.jurisdiction:
+        want = need.jurisdiction.casefold()
+        if want != site.jurisdiction.casefold() and want not in {r.casefold() for r in site.regions}:
+            where = ", ".join(x for x in (site.jurisdiction, *site.regions) if x) or "no stated jurisdiction"
+            return f"{site.id} is in {where}; the job must run in {need.jurisdiction} (resources.jurisdiction)"
     data = f"the data ({need.sensitivity})" if need.sensitivity else "the data"
     if site.operator == "partner":
         if need.offsite_allowed is False:
@@ -276,7 +298,8 @@ class Held:
         if not starts:
             return []
         its = self._items[res]
-        first = bisect.bisect_right(starts, lo - self._longest[res])
+        longest = self._longest[res]
+        first = 0 if lo - _dt.datetime.min <= longest else bisect.bisect_right(starts, lo - longest)
         last = bisect.bisect_left(starts, hi)
         return [e for e in its[first:last] if e[0].end > lo]
 
@@ -328,15 +351,33 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
                     f"(training and serving run on separate resources)")
+    if need.pool:
+        named = [n for n in pooled if need.pool in n.pools]
+        if not named:
+            pools = sorted({p for n in inv.nodes for p in n.pools} - {TRAINING, SERVING})
+            raise NoFit("pool", f"the request names pool {need.pool!r} (resources.pool); no {need.label} "
+                        f"{need.device} node is in it (named pools of this inventory: {', '.join(pools) or 'none'})")
+        pooled = named
     refused_at = {s.id: r for s in inv.sites if (r := site_refusal(need, s)) is not None}
     allowed = [n for n in pooled if n.site not in refused_at]
     if not allowed:
         why = "; ".join(refused_at[s] for s in dict.fromkeys(n.site for n in pooled))
-        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job's data may sit at: {why}")
+        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job may run at: {why}")
     big = [n for n in allowed if n.devices >= per_node]
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
                     f"{max(n.devices for n in allowed)}")
+    if need.nodes > 1 and need.network:
+        fabrics = {f.id: f for site in inv.sites for f in site.fabrics}
+        slow = {n.fabric for n in big if n.fabric and (fabrics[n.fabric].bandwidth or 0) < need.network
+                and fabrics[n.fabric].bandwidth is not None}
+        fast = [n for n in big if n.fabric not in slow]
+        if not fast:
+            have = ", ".join(f"{f} {(fabrics[f].bandwidth or 0) * 8 / 1e9:g} Gb/s" for f in sorted(slow))
+            raise NoFit("fabric", f"a {need.nodes}-node job needs {need.network * 8 / 1e9:g} Gb/s per node between "
+                        f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
+                        f"({have})")
+        big = fast
     return big
 
 
@@ -394,7 +435,7 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     looking at a fabric as soon as it cannot hold the job, and then gives a shorter reason; ``busy_until`` (node id
     -> a moment before which the node cannot take the job, kept across the tries of one search) skips nodes known
     to be busy."""
-    end = start + _dt.timedelta(seconds=math.ceil(need.seconds))
+    end = window_end(need, start)
     cap = _capacities(inv)
     held = as_held(bookings)
     per_node = need.per_node
