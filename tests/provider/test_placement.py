@@ -311,7 +311,7 @@ def test_need_of_reads_maintenance_windows_and_interruptible_periods():
     sv = Service(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
                  interruptible=("weekdays 01:00-05:00 UTC",))
     job = InferenceJob(name="s", kind="inference", service=sv)
-    n = need_of(jp, job, SimpleNamespace(start=None), T0)  # type: ignore[arg-type]
+    n = need_of(jp, job, SimpleNamespace(start=None, team=None), T0)  # type: ignore[arg-type]
     assert n.accepts_maintenance and n.maintenance_windows == ("Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC")
 
 

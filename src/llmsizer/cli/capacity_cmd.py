@@ -203,6 +203,8 @@ def render_checks(checks: list[Any], inv: Any = None) -> str:
             where = f"{p.site} ({inv.site(p.site).label})" if inv is not None else p.site
             out.append(f"  FITS     at {where}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
                        f"{_fmt(p.start)} -> {_fmt(p.end)}")
+            if p.quota:
+                out.append(f"  quota: {p.quota}")
         else:
             out.append(f"  DOES NOT FIT in the requested window: [{c.binding}] {c.reason}")
             for a in c.alternatives:

@@ -68,7 +68,8 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
-        network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing)
+        network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
+        team=request.team)
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,

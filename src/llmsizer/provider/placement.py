@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
+from .quota import USAGE, check_quota, usage_resource
 from .windows import within
 
 SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
@@ -107,6 +108,7 @@ class JobNeed:
     jurisdiction: str | None = None
     network: float | None = None
     ongoing: bool = False  # a service with no planned end: held until released (ONGOING_END)
+    team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
 
     @property
     def per_node(self) -> int:
@@ -143,11 +145,13 @@ class Placement:
     device: str
     storage_pool: str | None
     items: tuple[Item, ...]
+    quota: str = ""  # how the team's quota admits it (within nominal, or borrowing from the cohort)
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
                 "site": self.site, "nodes": list(self.nodes), "devices_per_node": self.devices_per_node,
-                "device": self.device, "storage_pool": self.storage_pool, "items": [i.to_dict() for i in self.items]}
+                "device": self.device, "storage_pool": self.storage_pool, "quota": self.quota,
+                "items": [i.to_dict() for i in self.items]}
 
 
 @dataclass(frozen=True)
@@ -210,7 +214,7 @@ def overflow(new: Sequence[Item], existing: Iterable[Item], cap: dict[str, float
     for i in existing:
         by_res.setdefault(i.resource, []).append(i)
     out = []
-    for res in dict.fromkeys(i.resource for i in new):
+    for res in dict.fromkeys(i.resource for i in new if not i.resource.startswith(USAGE)):
         mine = [i for i in new if i.resource == res]
         load = 0.0
         for m in mine:
@@ -306,7 +310,7 @@ class Held:
     def overflow(self, new: Sequence[Item], cap: dict[str, float]) -> list[tuple[str, float, float]]:
         """:func:`overflow` of ``new`` against the indexed holds."""
         out = []
-        for res in dict.fromkeys(i.resource for i in new):
+        for res in dict.fromkeys(i.resource for i in new if not i.resource.startswith(USAGE)):
             mine = [i for i in new if i.resource == res]
             lo, hi = min(i.start for i in mine), max(i.end for i in mine)
             near = [e[0] for e in self.overlapping(res, lo, hi)]
@@ -440,6 +444,10 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
     held = as_held(bookings)
     per_node = need.per_node
     big = _maintenance_ok(need, inv, nodes if nodes is not None else suitable(need, inv), start, end)
+    quota = check_quota(need.team, need.device, need.per_node * need.nodes, start, end, inv.quotas,
+                        lambda res, lo, hi: [e[0] for e in held.overlapping(res, lo, hi)]) if inv.quotas else None
+    if quota is not None and not quota.fits:
+        raise NoFit("quota", quota.text)
 
     def free(n: Node) -> bool:
         if busy_until is None:
@@ -474,7 +482,8 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
         if len(chosen) < need.nodes:
             continue
         try:
-            return _place(need, inv, held, cap, site_id, chosen, start, end)
+            return replace(_place(need, inv, held, cap, site_id, chosen, start, end),
+                           quota=quota.text if quota is not None else "")
         except NoFit as e:
             last = e
     if last is not None:
@@ -498,6 +507,8 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
            start: _dt.datetime, end: _dt.datetime) -> Placement:
     """The placement on ``chosen`` nodes at ``site_id``: addresses, isolation and storage added, or NoFit."""
     items = [i for n in chosen for i in _node_items(need, n, start, end)]
+    if need.team:  # who holds it: the usage the team's quota counts (not a capacity)
+        items.append(Item(usage_resource(need.team, need.device), need.per_node * len(chosen), start, end))
     site = inv.site(site_id)
     if need.fixed_address:
         if site.public_addresses < 1:
@@ -565,6 +576,7 @@ def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
     resources = [f"{kind}:{n.id}" for n in nodes for kind in ("node", "ram")]
     resources += [f"storage:{s.id}" for s in inv.storage if s.site in sites]
     resources += [f"{kind}:{s}" for s in sites for kind in ("addr", "seg")]
+    resources += [usage_resource(q.team, q.device) for q in inv.quotas if q.device == need.device]  # quota frees up
     times = held.ends(resources, t0, limit)
     times.update(m.end for m in inv.maintenance if t0 < m.end < limit)
     busy: dict[str, _dt.datetime] = {}

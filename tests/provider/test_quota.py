@@ -1,0 +1,103 @@
+"""Team quotas with borrowing in a cohort (#14), against the worked examples of Kueue's documentation
+(kubernetes-sigs/kueue site/content/en/docs/concepts/cluster_queue.md, "Borrowing example" and "BorrowingLimit"):
+team-a-cq (nominal 9) and team-b-cq (nominal 12) in cohort team-ab; with team-b idle, team-a admits up to
+12 + 9 = 21; with borrowingLimit 1 on team-a, up to 9 + 1 = 10."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from llmsizer.provider.inventory import InventoryError
+from llmsizer.provider.placement import Booking, Item, JobNeed, check_job, check_needs
+
+from .conftest import inv
+
+T0 = dt.datetime(2026, 1, 1)
+H = 3600.0
+
+NODES = """
+sites: [{id: s1, fabrics: [{id: f1}]}]
+nodes: [{id: n, count: 3, site: s1, device: h100-sxm, devices: 24, fabric: f1, pools: [training]}]
+"""
+
+
+def quotas(limit: str = "") -> str:
+    return NODES + f"""quotas:
+  - {{team: team-a, device: h100-sxm, devices: 9, cohort: team-ab{limit}}}
+  - {{team: team-b, device: h100-sxm, devices: 12, cohort: team-ab}}
+  - {{team: loner, device: h100-sxm, devices: 4}}
+"""
+
+
+def job(team: str, devices: int, **kw) -> JobNeed:
+    return JobNeed("j", "training", "h100-sxm", devices, 1 if devices <= 24 else 2, 10 * H, T0, team=team, **kw)
+
+
+def test_borrowing_within_the_cohort_like_kueue():
+    cohort = inv(quotas())
+    assert check_job(job("team-a", 9), cohort, []).placement.quota == "within team 'team-a' h100-sxm nominal quota " \
+                                                                      "of 9 devices"
+    c = check_job(job("team-a", 21), cohort, [])  # 12 + 9, team-b idle
+    assert c.fits and c.placement.quota == "borrows 12 h100-sxm from cohort 'team-ab' (nominal 9)"
+    c = check_job(job("team-a", 22), cohort, [])
+    assert not c.fits and c.binding == "quota"
+    assert c.reason == ("quota of team 'team-a' h100-sxm: 0 held + 22 asked at 2026-01-01 00:00 > nominal 9; "
+                        "cohort 'team-ab' has 21 unused (no borrowing limit)")
+    # team-b uses its nominal 12: nothing is left to borrow, team-a gets its own 9 only
+    busy_b = Booking("b", "b", "training", (Item("team:team-b:h100-sxm", 12, T0, T0 + dt.timedelta(days=2)),))
+    assert check_job(job("team-a", 9), cohort, [busy_b]).fits
+    c = check_job(job("team-a", 10), cohort, [busy_b])
+    assert not c.fits and c.binding == "quota" and "cohort 'team-ab' has 9 unused" in c.reason
+    # ... and waits until team-b's usage ends
+    assert c.placement is not None and c.placement.start == T0 + dt.timedelta(days=2)
+    # a team outside any cohort cannot borrow; a team without a quota is not limited
+    assert not check_job(job("loner", 5), cohort, []).fits
+    assert check_job(job("nobody", 48), cohort, []).fits
+    assert check_job(job("", 48), cohort, []).fits
+
+
+def test_borrowing_limit_like_kueue():
+    limited = inv(quotas(", borrowing_limit: 1"))
+    assert check_job(job("team-a", 10), limited, []).fits  # 9 + 1
+    c = check_job(job("team-a", 11), limited, [])
+    assert not c.fits and "(borrowing limit 1)" in c.reason
+    # team-b has no limit: it may borrow all of team-a's unused 9 (12 + 9)
+    assert check_job(job("team-b", 21), limited, []).fits
+
+
+def test_jobs_of_one_request_count_together_and_usage_is_recorded():
+    cohort = inv(quotas())
+    a, b = check_needs([job("team-a", 16), job("team-a", 8)], cohort, [])
+    assert a.fits and not b.fits and b.binding == "quota"  # 16 + 8 > 21
+    assert any(i.resource == "team:team-a:h100-sxm" and i.amount == 16 for i in a.placement.items)
+
+
+def test_device_hours_quota():
+    hours = inv(NODES + """quotas:
+  - {team: t, device: h100-sxm, device_hours: 100, start: 2026-01-01, end: 2026-02-01}
+""")
+    used = Booking("u", "u", "training", (Item("team:t:h100-sxm", 1, T0, T0 + dt.timedelta(hours=90)),))
+    assert check_job(JobNeed("j", "training", "h100-sxm", 1, 1, 10 * H, T0, team="t"), hours,
+                     [used]).placement.quota == "100 of 100 device-hours in 2026-01-01..2026-02-01"
+    c = check_job(JobNeed("j", "training", "h100-sxm", 1, 1, 11 * H, T0, team="t"), hours, [used])
+    assert not c.fits and c.binding == "quota"
+    assert c.reason == ("quota of team 't' h100-sxm: 90 device-hours booked in 2026-01-01..2026-02-01 + 11 asked "
+                        "> nominal 100; no cohort to borrow from")
+    # outside the period the hours do not count
+    later = JobNeed("j", "training", "h100-sxm", 1, 1, 11 * H, dt.datetime(2026, 3, 1), team="t")
+    assert check_job(later, hours, [used]).fits
+
+
+def test_quota_entries_are_checked():
+    with pytest.raises(InventoryError) as e:
+        inv(NODES + """quotas:
+  - {team: a, device: h100-sx, devices: 4}
+  - {team: b, device: h100-sxm}
+  - {team: c, device: h100-sxm, devices: 2, start: 2026-02-01, end: 2026-01-01, colour: red}
+""")
+    text = str(e.value)
+    assert "quotas[0]: device: unknown" in text and "h100-sxm" in text
+    assert "quotas[1]: give devices (nominal devices at once) or device_hours" in text
+    assert "quotas[2]: end: 2026-01-01 00:00:00 is not after the start" in text and "colour" in text
