@@ -60,6 +60,11 @@ def register(sub: Any) -> None:
         q.add_argument("--db", metavar="URL", help="reservation store: SQLite file (default llmsizer-bookings.db) "
                                                    "or postgresql://... URL")
 
+    def auth(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--auth", metavar="FILE", help="the provider's auth file (hashed tokens and roles; default "
+                                                      "$LLMSIZER_AUTH); when set, every action needs a token")
+        q.add_argument("--token-file", metavar="FILE", help="file holding your token (default $LLMSIZER_TOKEN)")
+
     def actor(q: argparse.ArgumentParser) -> None:
         q.add_argument("--actor", help="who makes the change, for the audit log (default: the OS user)")
 
@@ -72,6 +77,7 @@ def register(sub: Any) -> None:
         q.add_argument("--no-db", action="store_true", help="ignore existing bookings (check only)")
         q.add_argument("--now", help="time the check is made, for jobs without a start (UTC, default now)")
         q.add_argument("--json", action="store_true", help="print the result as JSON")
+        auth(q)
         if name == "book":
             q.add_argument("--job", action="append", default=[], help="book only these jobs (default: all)")
             q.add_argument("--earliest", action="store_true",
@@ -100,6 +106,7 @@ def register(sub: Any) -> None:
                        help="extra hardware (JSON/YAML)")
         common(q, inventory=False)
         actor(q)
+        auth(q)
         q.set_defaults(func=cmd_state, state=state)
     q = cs.add_parser("show", help="reservations and utilisation over time")
     common(q)
@@ -109,8 +116,48 @@ def register(sub: Any) -> None:
                                                   "type and the bookings table")
     q.add_argument("--audit", action="store_true", help="print the audit log: who changed what, when, before -> after")
     q.add_argument("--json", action="store_true")
+    auth(q)
     q.set_defaults(func=cmd_show)
+    q = cs.add_parser("token", help="make a token for the auth file: prints the token (give it to its holder) and "
+                                    "the line to add (only a salted scrypt hash of it)")
+    q.add_argument("--name", required=True, help="who holds it (written to the audit log)")
+    q.add_argument("--role", required=True, choices=("requester", "operator"))
+    q.set_defaults(func=cmd_token)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _authorize(args: argparse.Namespace, action: str) -> None:
+    """When the provider has an auth file (--auth or $LLMSIZER_AUTH), the token must allow ``action``; the
+    token's name becomes the actor. A refusal is written to the audit log (when the store exists) and raised."""
+    import os
+
+    from ..provider.auth import Forbidden, authorize, load_auth, read_token
+    path = getattr(args, "auth", None) or os.environ.get("LLMSIZER_AUTH")
+    if not path:
+        return
+    config = load_auth(path)
+    try:
+        role = authorize(read_token(token_file=getattr(args, "token_file", None)), action, config)
+    except Forbidden as e:
+        from ..provider.store import Store, StoreError
+        if Store.exists(getattr(args, "db", None)):
+            try:
+                store = Store(args.db)
+                store.log_denied(action, str(e), actor=getattr(args, "actor", None))
+                store.close()
+            except StoreError:
+                pass  # no SQLAlchemy: the refusal itself still stands
+        raise
+    args.actor = role.name
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from ..provider.auth import hash_token, new_token
+    token = new_token()
+    say(f"token for {args.name} ({args.role}), shown once: {token}")
+    say("add to the auth file under tokens:")
+    say(f'  - {{name: {json.dumps(args.name)}, role: {args.role}, scrypt: "{hash_token(token)}"}}')
+    return 0
 
 
 def _store(args: argparse.Namespace, *, readonly: bool = False) -> Any:
@@ -215,6 +262,7 @@ def render_checks(checks: list[Any], inv: Any = None) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    _authorize(args, "check")
     inv, checks = _checks(args)
     if args.json:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
@@ -232,6 +280,8 @@ def cmd_book(args: argparse.Namespace) -> int:
 
     from ..provider.placement import capacities, check_needs
     from ..provider.store import BookingConflict, Store, Submitted
+    _authorize(args, "book-confirmed" if (args.state or ("held" if args.tentative else "confirmed")) == "confirmed"
+               else "submit")
     inv, req, needs = _needs(args)
     now = _utcnow(args)
     if args.earliest:  # the search starts now at the earliest: a window in the past is never offered
@@ -304,6 +354,8 @@ def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
     from ..provider.store import HOLDING, BookingConflict, IllegalTransition, Store
+    _authorize(args, {"held": "hold", "confirmed": "confirm", "active": "activate", "finished": "finish",
+                      "released": "release", "expired": "expire"}[args.state])
     cap = None
     if args.state in HOLDING:
         if not args.inventory:
@@ -338,6 +390,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
+    _authorize(args, "show")
     inputs = [args.inventory, args.db, *(args.hardware_file or ())]
     for out in (args.svg, args.html):
         if out:

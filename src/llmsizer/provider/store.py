@@ -427,6 +427,11 @@ class Store:
             raise StoreError(f"booking failed: {str(e).splitlines()[0]}") from None
         return out
 
+    def log_denied(self, action: str, detail: str, *, actor: str | None = None, now: _dt.datetime | None = None) -> None:
+        """Append a refused operation (no role for it) to the audit log: reservation ``-``, after ``denied``."""
+        with self.engine.begin() as c:
+            self._log(c, "-", None, "denied", actor or default_actor(), now or utcnow(), f"denied:{action}", detail)
+
     def _ensure_locks(self, resources: Sequence[str]) -> None:
         from sqlalchemy.dialects.postgresql import insert
         with self.engine.begin() as c:
