@@ -118,6 +118,25 @@ def register(sub: Any) -> None:
     q.add_argument("--json", action="store_true")
     auth(q)
     q.set_defaults(func=cmd_show)
+    q = cs.add_parser("export", help="hand a confirmed booking to the scheduler: a Slurm reservation + sbatch line, "
+                                     "Kueue YAML (ResourceFlavor, ClusterQueue, LocalQueue) or a Blazar lease command")
+    q.add_argument("id", metavar="ID", help="reservation id (see `capacity show`)")
+    q.add_argument("--format", required=True, choices=("slurm", "kueue", "blazar"))
+    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=)")
+    q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
+    auth(q)
+    q.set_defaults(func=cmd_export)
+    q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form)")
+    q.add_argument("--scontrol", required=True, metavar="FILE", help="saved output of `scontrol show node [--oneline]`")
+    q.add_argument("--site", required=True, help="site id for the nodes")
+    q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
+                   help="Slurm GPU type -> catalog device (a100=a100-sxm-80gb); needed unless the type is a catalog id")
+    q.add_argument("--pools", default="training", help="pools every node joins (comma-separated; its Slurm "
+                                                       "partitions are added)")
+    q.add_argument("-o", "--output", required=True, metavar="FILE", help="inventory file to write (YAML)")
+    q.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
+    auth(q)
+    q.set_defaults(func=cmd_import)
     q = cs.add_parser("token", help="make a token for the auth file: prints the token (give it to its holder) and "
                                     "the line to add (only a salted scrypt hash of it)")
     q.add_argument("--name", required=True, help="who holds it (written to the audit log)")
@@ -149,6 +168,61 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
                 pass  # no SQLAlchemy: the refusal itself still stands
         raise
     args.actor = role.name
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Exit 0 with the scheduler's input; 1 when the booking is not confirmed or active (answered: nothing to hand
+    over); 2 for an unknown id."""
+    from ..provider.quota import USAGE
+    from ..provider.scheduler_export import Handover, render
+    _authorize(args, "export")
+    store = _store(args, readonly=True)
+    rows = {r["id"]: r for r in (store.reservations() if store else [])}
+    row = rows.get(args.id)
+    if row is None:
+        raise InputError(f"no reservation {args.id!r} (list them with `llmsizer capacity show`)")
+    if row["state"] not in ("confirmed", "active"):
+        say(f"{args.id} ({row['job']}) is {row['state']}: only a confirmed or active booking is handed to a "
+            "scheduler", file=sys.stderr)
+        return 1
+    items = next(b.items for b in store.bookings() if b.id == args.id)
+    nodes = tuple(sorted(i.resource.split(":", 1)[1] for i in items if i.resource.startswith("node:")))
+    per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
+    usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
+    team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
+    say(render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user),
+               args.format), end="")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..catalog.hardware import load_catalog
+    from ..inputs import read_small_text
+    from ..provider.inventory import parse_inventory
+    from ..provider.scheduler_import import inventory_yaml, parse_scontrol_nodes
+    from .common import write_atomic
+    _authorize(args, "inventory")
+    check_output(args.output, [args.scontrol])
+    mapping = {}
+    for m in args.device_map:
+        if "=" not in m:
+            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb)")
+        k, v = m.split("=", 1)
+        mapping[k.strip()] = v.strip()
+    cat = load_catalog(args.hardware_file)
+    known = {d.id for d in cat.devices.values()}
+    for k, v in mapping.items():
+        mapping[k] = cat.device(v).id  # a wrong catalog name: one line with the closest names
+        known.add(mapping[k])
+    nodes = parse_scontrol_nodes(read_small_text(Path(args.scontrol), "scontrol output", 64 * 2**20), args.scontrol)
+    text, notes = inventory_yaml(nodes, site=args.site, device_map=mapping, known=known, source=args.scontrol,
+                                 pools=tuple(p.strip() for p in args.pools.split(",") if p.strip()))
+    parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # what is written reads back
+    write_atomic(Path(args.output), text, [args.scontrol])
+    for n in notes:
+        say(n, file=sys.stderr)
+    say(f"wrote {args.output}: {len(nodes) - len(notes)} node(s) at site {args.site}")
+    return 0
 
 
 def cmd_token(args: argparse.Namespace) -> int:
