@@ -95,7 +95,38 @@ LLAMACPP = EngineProfile(
     source="llama.cpp common/common.h (cache_type_k/v = f16, n_ubatch = 512), src/llama-model.cpp (input layer on "
            "CPU), src/llama-kv-cache.cpp",
 )
-PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP)}
+SGLANG = EngineProfile(
+    name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
+    description="SGLang: loads weights, then fills mem_fraction_static of the memory free before loading with a "
+                "token pool (max_total_num_tokens); the rest (1 - mem_fraction_static) is left for activations and "
+                "CUDA graphs; finished requests stay in the pool as a radix (prefix) cache, evicted as needed.",
+    source="SGLang 0.5.23 (PyPI wheel) sglang/srt/arg_groups/memory_hook.py, mem_cache/kv_cache_configurator.py, "
+           "model_executor/pool_configurator.py (line numbers in estimate/inference/sglang.py)",
+)
+PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP, SGLANG)}
+
+# SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound
+# [MiB], (chunked_prefill_size, decode CUDA-graph max_bs at tp < 4, at tp >= 4). The last row is ">= 160 GiB".
+SGLANG_TIERS: tuple[tuple[float, int, int, int], ...] = (
+    (20 * 1024, 2048, 8, 8),  # T4, 4080
+    (35 * 1024, 4096, 48, 160),  # A10, 4090, 5090
+    (60 * 1024, 4096, 32, 160),  # A100 40GB, L40
+    (90 * 1024, 8192, 256, 512),  # H100, A100 80GB
+    (160 * 1024, 8192, 256, 512),  # H20, H200
+    (float("inf"), 16384, 512, 512),  # B200, MI300
+)
+# reserved_mem [MiB] = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + graphs, >= 10 GiB above
+# 60 GiB of GPU memory (memory_hook.py:305-315); graphs = 2 x decode max_bs + 8 per prefill graph size (1.5 GiB with
+# MLA) (memory_hook.py:357-390).
+SGLANG_RESERVED_FLOOR_MIB = 512
+SGLANG_ACTIVATION_MIB_PER_TOKEN = 1.5
+SGLANG_MIN_ACTIVATION_TOKENS = 2048
+SGLANG_TP_MIB = 1024 / 8
+SGLANG_DECODE_GRAPH_MIB_PER_BS = 2
+SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
+SGLANG_PREFILL_GRAPH_MLA_MIB = 1.5 * 1024
+SGLANG_BIG_GPU_MIB = 60 * 1024
+SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)

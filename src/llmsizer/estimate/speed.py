@@ -22,13 +22,15 @@ from ..formulas.speed import (
     moe_expert_fraction,
     phase_time,
     roofline,
+    split_decode_time,
     step_overhead,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
-from ..formulas.weight_formats import normalize_format, weight_bytes
+from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from .formats import file_kernel_format
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -139,9 +141,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     so MoE routing picks the same experts for all of them."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
-    fmt = normalize_format(weights_format)
     tp = tensor_parallel or count
     assumptions: list[Assumption] = []
+    if weights_format == "file":  # a model file: exact bytes, kernels of its dominant type
+        fmt, why = file_kernel_format(spec)
+        assumptions.append(Assumption("kernel_format", fmt, True, why))
+    else:
+        fmt = normalize_format(weights_format)
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
@@ -177,7 +183,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                         "validation rows PM0103-PM0106)")
 
     pc = count_params(spec)
-    wb = weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -186,7 +192,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
-    expert_bytes = wb.by_component.get("experts", 0)
+    # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
+    expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
     width = attention_width(spec)
     kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
     link = link_bandwidth
@@ -241,3 +248,59 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "decode_overhead_seconds": step_fixed}
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
+
+
+def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | None, weights_format: str,
+                 context: int, n_ctx: int, link_bandwidth: float | None) -> dict[str, Any]:
+    """Decode of one sequence over a llama.cpp layer split (eq. 8 of formulas/speed.py): each device streams what
+    it holds at its own bandwidth (GPU layers at the GPU's, host layers and --n-cpu-moe experts at the host's), one
+    after the other, plus the activations crossing PCIe. ``split`` is the estimate's placement
+    (details["split"]); ``context`` the tokens attended mid-generation; ``host`` a CPU catalog device or None."""
+    devices = split["devices"]
+    warnings: list[str] = []
+    if split["split_mode"] == "row":
+        return {"seconds": None, "warnings": ["-sm row decode speed is not modelled (every GPU reads its rows of "
+                                              "each layer in parallel, with a transfer per matrix)"]}
+    frac = 1.0
+    if spec.moe is not None:
+        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1)
+    kv_share = min(1.0, context / n_ctx) if n_ctx else 0.0
+    rows, parts = [], []
+    ov = E.decode_layer_overhead(gpu.kind, weights_format)
+    tau = ov.expected if ov else 0.0
+    gpu_layers = 0
+    for d in devices:
+        is_host = d["device"] == "host"
+        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share
+        if is_host:
+            read -= split.get("embedding", 0)  # decode reads one embedding row
+            dev = host
+        else:
+            dev = gpu
+            gpu_layers += d["n_layers"]
+        if read <= 0:
+            continue
+        bw = dev.bandwidth if dev is not None else None
+        eff = E.decode_bandwidth_factor(dev.kind if dev is not None else "cpu", weights_format).expected
+        if bw is None:
+            warnings.append(f"{d['device']}: no memory bandwidth"
+                            + (" (give --host-device, a CPU from the catalog)" if is_host else ""))
+            return {"seconds": None, "warnings": warnings}
+        parts.append((read, float(bw), eff))
+        rows.append({"device": d["device"], "bytes": read, "bandwidth": float(bw), "efficiency": eff,
+                     "seconds": read / (float(bw) * eff)})
+    order = [d for d in devices if d["device"] == "host" and d["n_layers"] > 0] + \
+        [d for d in devices if d["device"] != "host" and d["n_layers"] > 0]
+    hidden = spec.hidden_size * 4
+    transfer = hidden * max(len(order) - 1, 0)
+    if order and order[0]["device"] != "host":
+        transfer += hidden  # the embedding row goes from the host to the first GPU
+    if any(d["device"] != "host" and "output" in d["layers"] for d in devices):
+        transfer += spec.vocab_size * 4  # logits back to the host for sampling
+    if transfer and link_bandwidth is None:
+        warnings.append("no PCIe bandwidth for the device: the transfers between devices are not counted")
+    t = split_decode_time(parts, transfer, link_bandwidth, step_overhead(gpu_layers, tau))
+    return {"seconds": t.seconds, "tokens_per_second": 1.0 / t.seconds if t.seconds else None,
+            "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
+            "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
+            "source": "formulas/speed.py eq. (8)"}

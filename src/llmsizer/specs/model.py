@@ -72,7 +72,9 @@ class FileWeights:
     """Exact weight storage read from files (safetensors headers or a GGUF tensor table).
 
     ``by_dtype`` maps the stored dtype/type name ('BF16', 'F8_E4M3', 'Q4_K', ...) to bytes;
-    ``layer_bytes`` gives the bytes of each decoder layer when the tensor names reveal it.
+    ``layer_bytes`` gives the bytes of each decoder layer when the tensor names reveal it; of these,
+    ``layer_expert_bytes`` are routed-expert tensors (GGUF ``ffn_*_exps``, which ``--n-cpu-moe`` keeps in host
+    memory) and ``layer_matrix_bytes`` other 2-D matrices (what llama.cpp's row split spreads over GPUs).
     """
 
     path: str
@@ -81,6 +83,8 @@ class FileWeights:
     by_dtype: tuple[tuple[str, int], ...]
     layer_bytes: tuple[int, ...] = ()
     embedding_bytes: int = 0
+    layer_expert_bytes: tuple[int, ...] = ()
+    layer_matrix_bytes: tuple[int, ...] = ()
     output_bytes: int = 0
     note: str = ""
 

@@ -129,8 +129,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
-    if w.memory is not None and w.engine != "vllm":
-        # Only vLLM's composition reads the memory (it sizes the KV pool from it); for the other engines the
+    if w.memory is not None and w.engine not in ("vllm", "sglang"):
+        # Only vLLM's and SGLang's compositions read the memory (it sizes the KV pool from it); for the other engines the
         # breakdown is the same for every budget, so it is composed once without one (memoized) and checked
         # against this budget here -- what the end of this function does with the same breakdown.
         base = _memoized(spec, dataclasses.replace(w, memory=None))
@@ -142,8 +142,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
-    if w.device == "cpu" and w.engine == "vllm":
-        raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
+    if w.device == "cpu" and w.engine in ("vllm", "sglang"):
+        raise InputError(f"the {w.engine} profile models GPU serving; use engine transformers or llamacpp for "
+                         "device cpu")
     acc = Acc()
     profile = E.PROFILES[w.engine]
     acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
@@ -157,8 +158,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         if w.engine == "llamacpp":
-            raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; "
-                             "use tensor_parallel 1 (per-GPU layer split is not modelled yet)")
+            raise InputError("llama.cpp splits layers (or rows) across GPUs rather than tensor-parallel shards; "
+                             "use gpus N with split_mode layer|row (--gpus N --split-mode layer)")
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
@@ -174,6 +175,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     elif w.engine == "llamacpp":
         from .llamacpp import compose_llamacpp
         compose_llamacpp(ctx)
+    elif w.engine == "sglang":
+        from .sglang import compose_sglang
+        compose_sglang(ctx)
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
@@ -200,6 +204,19 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
         v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
                               est.total("device")[1], mem, util)
+    elif w.engine == "sglang":
+        mfs = float(est.details.get("mem_fraction_static", 0.0))
+        v = admission_verdict(int(est.details.get("admitted_sequences", 0)), w.concurrency, w.context,
+                              est.total("device")[1], mem, mfs, engine="SGLang",
+                              pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
+                              knob="mem_fraction_static")
+    elif w.engine == "llamacpp" and w.device == "gpu" and w.gpus > 1:
+        # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
+        acc.assumptions.append(headroom_assumption(w.headroom))
+        gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
+        worst = max(gpus, key=lambda d: d["total"])
+        v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, check_headroom(w.headroom))
+        v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1))
     else:
         acc.assumptions.append(headroom_assumption(w.headroom))
         loc = "host" if w.device == "cpu" else "device"
