@@ -101,3 +101,69 @@ def test_quota_entries_are_checked():
     assert "quotas[0]: device: unknown" in text and "h100-sxm" in text
     assert "quotas[1]: give devices (nominal devices at once) or device_hours" in text
     assert "quotas[2]: end: 2026-01-01 00:00:00 is not after the start" in text and "colour" in text
+
+
+def test_quota_rechecked_in_the_booking_transaction(tmp_path):
+    """Five processes of one team book 1 device each at once; the node has 4 devices, the team's quota is 2 (no
+    cohort): exactly 2 are booked whatever the interleaving (the others exit 1: answered, does not fit). The
+    processes may or may not overlap on a busy machine; test_quota_recheck_refuses_a_stale_view forces it."""
+    pytest.importorskip("sqlalchemy")
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from llmsizer.provider.store import Store
+
+    from .test_lifecycle import RACE_REQ
+    inv_file = tmp_path / "inv.yaml"
+    inv_file.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+                        "nodes: [{id: n1, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving]}]\n"
+                        "quotas: [{team: chat team, device: a100-pcie-80gb, devices: 2}]\n")
+    db = str(tmp_path / "q.db")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    code = "import sys; from llmsizer.cli.main import main; sys.exit(main())"
+    procs = []
+    for k in range(5):
+        req = tmp_path / f"r{k}.yaml"
+        req.write_text(RACE_REQ.format(k=k))
+        procs.append(subprocess.Popen([sys.executable, "-c", code, "capacity", "book", str(req), "--inventory",
+                                       str(inv_file), "--db", db, "--now", "2025-09-01"], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": src}))
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]  # type: ignore[union-attr]
+    assert sorted(r[0] for r in results) == [0, 0, 1, 1, 1], results
+    assert all("quota of team 'chat team' a100-pcie-80gb" in err for rc, err in results if rc == 1), results
+    assert len(Store(db).bookings()) == 2
+
+
+def test_quota_recheck_refuses_a_stale_view(tmp_path, capsys, monkeypatch):
+    """Deterministic form of the race: the second booking is checked against a stale (empty) view of the store,
+    as when another process of the team booked between the check and the write. The transaction's re-check of
+    the quota refuses it (exit 1, one line naming the quota); before the re-check it was booked (3 of quota 2)."""
+    pytest.importorskip("sqlalchemy")
+    from llmsizer.provider.store import Store
+
+    from .test_cli_capacity import run
+    from .test_lifecycle import RACE_REQ
+    inv_file = tmp_path / "inv.yaml"
+    inv_file.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+                        "nodes: [{id: n1, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving]}]\n"
+                        "quotas: [{team: chat team, device: a100-pcie-80gb, devices: 2}]\n")
+    db = str(tmp_path / "q.db")
+    reqs = []
+    for k in range(3):
+        reqs.append(tmp_path / f"r{k}.yaml")
+        reqs[-1].write_text(RACE_REQ.format(k=k))
+    for r in reqs[:2]:
+        assert run("capacity", "book", str(r), "--inventory", str(inv_file), "--db", db, "--now", "2025-09-01") == 0
+    assert run("capacity", "book", str(reqs[2]), "--inventory", str(inv_file), "--db", db, "--now",
+               "2025-09-01") == 1  # the check sees the team at its quota
+    capsys.readouterr()
+    monkeypatch.setattr(Store, "bookings", lambda self, include_tentative=True: [])
+    assert run("capacity", "book", str(reqs[2]), "--inventory", str(inv_file), "--db", db, "--now",
+               "2025-09-01") == 1
+    err = capsys.readouterr().err
+    assert err.startswith("not booked: job 'chat' no longer fits: quota of team 'chat team' a100-pcie-80gb: 2 held "
+                          "+ 1 asked"), err
+    monkeypatch.undo()
+    assert len(Store(db).bookings()) == 2

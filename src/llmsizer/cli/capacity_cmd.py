@@ -393,7 +393,7 @@ def cmd_book(args: argparse.Namespace) -> int:
             return 1
         placements = [c.placement for c in checks if c.placement is not None]
         try:
-            done = store.submit(placements, cap, state=state, note=str(args.request),
+            done = store.submit(placements, cap, state=state, note=str(args.request), quotas=inv.quotas,
                                 keys=[keys[p.job] for p in placements], actor=args.actor, not_before=now,
                                 hold_for=_dt.timedelta(hours=args.hold_hours))
             break
