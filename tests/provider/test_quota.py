@@ -167,3 +167,40 @@ def test_quota_recheck_refuses_a_stale_view(tmp_path, capsys, monkeypatch):
                           "+ 1 asked"), err
     monkeypatch.undo()
     assert len(Store(db).bookings()) == 2
+
+
+def _confirm_over_quota(db: str, tmp_path, capsys) -> None:
+    from .test_cli_capacity import run
+    from .test_lifecycle import RACE_REQ
+    inv_file = tmp_path / "inv.yaml"
+    inv_file.write_text("sites: [{id: s1}]\nstorage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+                        "nodes: [{id: n1, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving]}]\n"
+                        "quotas: [{team: chat team, device: a100-pcie-80gb, devices: 2}]\n")
+    ids = []
+    for k in range(3):  # requested bookings hold nothing: all three are taken
+        req = tmp_path / f"r{k}.yaml"
+        req.write_text(RACE_REQ.format(k=k))
+        assert run("capacity", "book", str(req), "--inventory", str(inv_file), "--db", db, "--state", "requested",
+                   "--now", "2025-09-01") == 0
+        ids.append(capsys.readouterr().out.split("booked ")[1].split(":")[0])
+    codes = [run("capacity", "confirm", rid, "--inventory", str(inv_file), "--db", db) for rid in ids]
+    assert codes == [0, 0, 1]
+    assert f"{ids[2]}: refused: job 'chat' no longer fits: quota of team 'chat team' a100-pcie-80gb: 2 held + 1 " \
+           "asked" in capsys.readouterr().err
+
+
+def test_confirm_rechecks_the_quota_sqlite(tmp_path, capsys):
+    pytest.importorskip("sqlalchemy")
+    _confirm_over_quota(str(tmp_path / "c.db"), tmp_path, capsys)
+
+
+def test_confirm_rechecks_the_quota_postgresql(pg_url, tmp_path, capsys):
+    import sqlalchemy as sa
+
+    from llmsizer.provider.store import db_url
+    eng = sa.create_engine(db_url(pg_url), isolation_level="AUTOCOMMIT")
+    with eng.connect() as c:
+        c.exec_driver_sql("DROP DATABASE IF EXISTS llmsizer_quota")
+        c.exec_driver_sql("CREATE DATABASE llmsizer_quota")
+    eng.dispose()
+    _confirm_over_quota(pg_url.rsplit("/", 1)[0] + "/llmsizer_quota", tmp_path, capsys)

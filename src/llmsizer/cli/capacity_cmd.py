@@ -434,12 +434,14 @@ def cmd_state(args: argparse.Namespace) -> int:
     _authorize(args, {"held": "hold", "confirmed": "confirm", "active": "activate", "finished": "finish",
                       "released": "release", "expired": "expire"}[args.state])
     cap = None
+    quotas: tuple[Any, ...] = ()
     if args.state in HOLDING:
         if not args.inventory:
             raise InputError(f"becoming {args.state} re-checks capacity: give --inventory FILE")
         from ..provider.inventory import load_inventory
         from ..provider.placement import capacities
-        cap = capacities(load_inventory(args.inventory, hardware_files=args.hardware_file))
+        inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
+        cap, quotas = capacities(inv), inv.quotas
     store = _store(args)
     if args.state == "expired" and not args.ids:
         for rid in store.expire_due(actor=args.actor):
@@ -448,7 +450,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     status = 0
     for rid in args.ids:
         try:
-            before = store.transition(rid, args.state, cap, actor=args.actor)
+            before = store.transition(rid, args.state, cap, actor=args.actor, quotas=quotas)
         except (IllegalTransition, BookingConflict) as e:
             say(f"{rid}: refused: {e}", file=sys.stderr)
             status = 1

@@ -454,18 +454,21 @@ class Store:
             c.execute(insert(self.locks).values([{"resource": r} for r in resources]).on_conflict_do_nothing())
 
     def transition(self, rid: str, to: str, capacity: dict[str, float] | None = None, *,
-                   actor: str | None = None, now: _dt.datetime | None = None) -> str:
+                   actor: str | None = None, now: _dt.datetime | None = None, quotas: Sequence[Quota] = ()) -> str:
         """Move reservation ``rid`` to state ``to`` in one transaction; returns the state before. Into a
-        capacity-holding state it re-checks capacity (``capacity`` is then required) under the locks of the
-        reservation's resources; a held booking past its ``hold_until`` is expired instead and refused."""
+        capacity-holding state it re-checks capacity (``capacity`` is then required) and the team's quota
+        (``quotas``) under the locks of the reservation's resources and of its cohort's usage; a held booking past
+        its ``hold_until`` is expired instead and refused."""
         sa = self.sa
         to = state_name(to)
         actor = actor or default_actor()
         now = now or utcnow()
         items = self.holds_of(rid)  # a reservation's holds never change after it is written
+        devices = {i.resource.rsplit(":", 1)[1] for i in items if i.resource.startswith(USAGE)}
+        usage_res = sorted({usage_resource(q.team, q.device) for q in quotas if q.device in devices})
         try:
             with self.engine.begin() as c:
-                self._lock(c, [i.resource for i in items])
+                self._lock(c, [*(i.resource for i in items), *usage_res])
                 q = sa.select(self.res).where(self.res.c.id == rid)
                 row = c.execute(q if self.sqlite else q.with_for_update()).mappings().first()
                 if row is None:
@@ -491,6 +494,15 @@ class Store:
                         c, sorted({i.resource for i in items}), lo, hi, exclude=rid), capacity)
                     if err:
                         raise err
+                    usage = self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max, exclude=rid) \
+                        if usage_res else []
+                    for u in [i for i in items if i.resource.startswith(USAGE) and quotas]:
+                        team, device = u.resource[len(USAGE):].rsplit(":", 1)
+                        ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
+                                          lambda res, lo, hi: [i for i in usage if i.resource == res and
+                                                               i.start < hi and i.end > lo])
+                        if ans is not None and not ans.fits:
+                            raise BookingConflict(f"job {row['job']!r} no longer fits: {ans.text}")
                 if not lapsed or to == "expired":
                     c.execute(sa.update(self.res).where(self.res.c.id == rid)
                               .values(state=to, hold_until=None if to not in ("held", "requested") else
