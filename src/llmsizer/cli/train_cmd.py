@@ -124,6 +124,15 @@ def render_duration(d: Duration) -> str:
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
     line = (f"duration: {format_count(d.tokens)} tokens x {d.flops.per_token:.3g} FLOP/token ({d.flops.formula}) "
-            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key}) = "
-            f"{d.seconds / 3600:,.1f} h wall clock, {d.device_hours or 0:,.1f} device-hours")
+            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
+    st = d.step
+    if st is not None:
+        line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
+                 + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
+                 + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
+                 + f" -> {st.tokens_per_second:,.0f} tokens/s")
+    rng = d.seconds_range
+    line += (f" = {d.seconds / 3600:,.1f} h wall clock"
+             + (f" ({rng[0] / 3600:,.1f}-{rng[1] / 3600:,.1f} h calibrated range)" if rng else "")
+             + f", {d.device_hours or 0:,.1f} device-hours")
     return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])

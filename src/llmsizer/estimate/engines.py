@@ -68,6 +68,11 @@ class EngineProfile:
     description: str
     source: str
     prefill_keeps_full_prompt: bool = False  # sliding layers still hold the whole prompt right after prefill
+    # recurrent (Mamba / Gated DeltaNet) state, formulas/recurrent_state.py: conv columns kept beyond d_conv - 1, the
+    # conv and SSM state dtypes ("model": the activation / model dtype) and where the rule is read
+    conv_state_window: int = 0
+    state_dtypes: tuple[str, str] = ("model", "model")
+    state_source: str = ""
 
 
 TRANSFORMERS = EngineProfile(
@@ -80,6 +85,10 @@ TRANSFORMERS = EngineProfile(
            "tokens after a decode step; measured in tests/formulas/test_kv_cache_forward.py); "
            "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
     prefill_keeps_full_prompt=True,
+    conv_state_window=1, state_dtypes=("model", "fp32"),
+    state_source="transformers 5.24 cache_utils.py LinearAttentionLayer.lazy_initialization L1226-1230 (conv state "
+                 "[B, channels, d_conv] in the activation dtype), update_recurrent_state L1284-1298 (zeros_like the "
+                 "mixer's fp32 state; measured in tests/formulas/test_recurrent_state_forward.py)",
 )
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
@@ -87,6 +96,11 @@ VLLM = EngineProfile(
                 "to fill gpu_memory_utilization x GPU memory; MLA caches the latent; paged blocks of 16 tokens.",
     source="vLLM docs 'Engine arguments' (gpu_memory_utilization 0.9, block_size 16); "
            "vllm/v1/kv_cache_interface.py (MLAAttentionSpec, SlidingWindowSpec); Kwon et al. 2023 (PagedAttention)",
+    state_dtypes=("model", "model"),
+    state_source="vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator (conv_kernel - 1 columns), "
+                 "MambaStateDtypeCalculator._mamba_state_dtype (mamba_cache_dtype / mamba_ssm_cache_dtype 'auto' = "
+                 "model dtype); vllm/v1/kv_cache_interface.py MambaSpec.page_size_bytes (one page per request and "
+                 "layer); vllm/model_executor/models/config.py NemotronHForCausalLMConfig (fp32 SSM state)",
 )
 LLAMACPP = EngineProfile(
     name="llamacpp", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="fp16",
@@ -94,6 +108,10 @@ LLAMACPP = EngineProfile(
                 "unified KV cache of n_ctx cells (f16 by default), compute buffers sized for n_ubatch tokens.",
     source="llama.cpp common/common.h (cache_type_k/v = f16, n_ubatch = 512), src/llama-model.cpp (input layer on "
            "CPU), src/llama-kv-cache.cpp",
+    state_dtypes=("fp32", "fp32"),
+    state_source="llama.cpp src/llama-model.cpp create_memory (r and s GGML_TYPE_F32, mem_size = max(1, n_seq_max)); "
+                 "src/llama-hparams.cpp n_embd_r L127-142 ((d_conv - 1) x conv channels), n_embd_s L144-152 "
+                 "(d_state x d_inner); src/llama-memory-recurrent.cpp L101-103 (one row per sequence slot)",
 )
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
@@ -127,6 +145,13 @@ SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
 SGLANG_PREFILL_GRAPH_MLA_MIB = 1.5 * 1024
 SGLANG_BIG_GPU_MIB = 60 * 1024
 SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
+
+# vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer) holds
+# one Mamba state page, in multiples of the kernel block alignment (16 tokens); the Mamba page is then padded to the
+# attention page (vllm/platforms/interface.py _align_hybrid_block_size, formerly
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config; mamba_cache_mode
+# "none": one state page per request and recurrent layer).
+VLLM_KERNEL_BLOCK_ALIGNMENT = 16
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)

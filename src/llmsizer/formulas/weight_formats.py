@@ -48,7 +48,7 @@ from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
 from .tensors import Tensor, model_layout, model_tensors
 
-QUANT_COMPONENTS = {"attention", "mlp", "experts", "shared_experts"}
+QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
 # llama.cpp file type -> default tensor type (llama-quant.cpp llama_ftype_get_default_type)
 GGUF_FTYPES: dict[str, str] = {
@@ -187,8 +187,11 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
-    if len(t.shape) < 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
-        return "F32" if len(t.shape) < 2 or t.role == "ffn_gate_inp" else "F16"
+    if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
+        # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
+        # quantized, "ssm_conv1d.weight" excluded by name); Jamba's 2-D A [d_inner, d_state] goes through the
+        # shape fallback below (16 columns: no quant block fits -> F16)
+        return "F32" if len(t.shape) != 2 or t.role == "ffn_gate_inp" else "F16"
     if base in ("F32", "F16", "BF16"):
         return base
     n = spec.num_layers
@@ -317,12 +320,11 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         t = tensors[idx]
         b, label = one(t)
         add(t[1], label, b)
-    # a decoder layer's bytes depend on it only through its kind (MoE or dense feed-forward) and, for GGUF, the
+    # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
     # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
     per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
-    moe = spec.moe is not None and bool(spec.moe_layers)
     for i, (a, z) in enumerate(ranges):
-        lkey = (moe and spec.moe_layers[i], _layer_class(i, n_layers) if gguf else None)
+        lkey = (spec.layer_key(i), _layer_class(i, n_layers) if gguf else None)
         agg = per_layer.get(lkey)
         if agg is None:
             comps: dict[str, int] = {}

@@ -1,8 +1,8 @@
 """Typed, validated specifications (no I/O)."""
 
-from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSpec
+from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, RecurrentSpec, VisionSpec
 
-__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
+__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec", "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (
     ATTENTION_IMPLS,

@@ -21,7 +21,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
-from .common import Acc, Context
+from .common import Acc, Context, state_dtypes, state_of
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
@@ -166,9 +166,18 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if spec.max_position_embeddings and w.context > spec.max_position_embeddings:
         acc.warnings.append(f"context {w.context} exceeds the model's max_position_embeddings "
                             f"{spec.max_position_embeddings}")
+    if spec.recurrent_layer_count:
+        acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
+                            f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
+                            "(recurrent_state), only the attention layers hold a KV cache; the activation peak of "
+                            "the recurrent mixers' chunked scan is approximated by the attention-layer rule")
+        if w.engine == "sglang":
+            acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool), which "
+                                "is not modelled here: only the attention layers' KV is in this estimate")
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
-    ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc)
+    ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
+                  dtype=dtype)
     if w.engine == "vllm":
         from .vllm import compose_vllm
         compose_vllm(ctx)
@@ -189,6 +198,11 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode).bytes_per_token,
         "attention": spec.attention_kind,
     })
+    if spec.recurrent_layer_count:
+        details.update({"recurrent_layers": spec.recurrent_layer_count, "attention_layers": spec.attention_layers,
+                        "state_dtypes": list(state_dtypes(ctx))})
+        # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
+        details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)

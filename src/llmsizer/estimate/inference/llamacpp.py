@@ -21,7 +21,7 @@ from ...formulas.kv_cache import kv_cache, paged_tokens
 from ...result import Item
 from ...units import format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, state_item, weights_item
 from .llamacpp_split import DevicePart, LayerCosts, per_layer_kv, place, split_points
 
 
@@ -49,9 +49,10 @@ def compose_llamacpp(ctx: Context) -> None:
         swa_extra = n_ctx
         acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
     kvc = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra)
-    per_token_layer = kvc.bytes_per_token / n if n else 0.0
-    kv_layers = per_layer_kv(kvc.total_bytes, [per_token_layer * (kvc.tokens_sliding if k == "sliding"
-                                                                   else kvc.tokens_full) for k in spec.layer_types])
+    # per attention layer; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only) hold no KV
+    per_token_layer = kvc.bytes_per_token / spec.attention_layers if spec.attention_layers else 0.0
+    kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else per_token_layer * (
+        kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.layer_types])
     graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
                                      logits_bytes_per_elem=0)
     layer_graph = graph.residual_bytes + max(graph.attention_bytes, graph.mlp_bytes)
@@ -76,14 +77,17 @@ def compose_llamacpp(ctx: Context) -> None:
     else:
         acc.items.append(weights_item(wb, "host"))
     kv = kv_item(ctx, n_ctx, 1, "device" if on_gpu else "host", window_extra=swa_extra)
-    if on_gpu:
+    if on_gpu and spec.attention_layers:
         kv_dev = sum(p.kv for p in gpu_parts)
         acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers"
                               + _per_gpu(gpu_parts, "kv"), source=kv.source))
         if host.kv:
             acc.items.append(Item("kv_cache_host", host.kv, "host", formula="KV of the layers on the CPU"))
-    else:
+    elif spec.attention_layers:
         acc.items.append(kv)
+    state_by_part: dict[str, int] = {}
+    if spec.recurrent_layer_count:
+        state_by_part = _state_items(ctx, gpu_parts if on_gpu else [])
     how = (f"f32 graph of one ubatch ({ubatch} tokens): residual + max(attention, mlp, logits {ubatch} x vocab)")
     src = ("formulas/activations.py applied to llama.cpp's f32 ggml graph (llama-context.cpp reserves it for "
            "n_ubatch tokens and a full cache, one buffer per backend)")
@@ -106,6 +110,35 @@ def compose_llamacpp(ctx: Context) -> None:
     if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
         ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)
         ctx.details["split"]["embedding"] = emb
+        for d in ctx.details["split"]["devices"]:  # each device's share of the recurrent state (0 without one)
+            d["recurrent_state"] = state_by_part.get(d["device"], 0)
+            d["recurrent_state_per_sequence"] = d["recurrent_state"] // max(w.concurrency, 1)
+            d["total"] += d["recurrent_state"]
+            d["total_high"] += d["recurrent_state"]
+
+
+def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> dict[str, int]:
+    """The recurrent state: one F32 row per sequence slot (n_seq_max = the concurrency) and recurrent layer, on the
+    device of its layer (src/llama-memory-recurrent.cpp: ``model.dev_layer(i)`` when offloading). Returns each
+    part's bytes. The placement of layers (llamacpp_split.place) does not weigh it: a few MiB per layer and
+    sequence."""
+    spec, acc = ctx.spec, ctx.acc
+    st = state_item(ctx, ctx.w.concurrency, "device" if gpu_parts else "host")
+    if not gpu_parts:
+        acc.items.append(st)
+        return {"host": st.bytes}
+    per_layer = st.bytes / spec.recurrent_layer_count
+    state_layers = per_layer_kv(st.bytes, [per_layer if r else 0.0 for r in spec.recurrent_layers])
+    by_part = {p.name: sum(state_layers[i] for i in p.layers) for p in gpu_parts}
+    dev_b = sum(by_part.values())
+    by_part["host"] = st.bytes - dev_b
+    rec_on = sum(1 for p in gpu_parts for i in p.layers if spec.recurrent_layers[i])
+    acc.items.append(Item(st.name, dev_b, "device", formula=st.formula + f" x {rec_on}/{spec.recurrent_layer_count} "
+                          "recurrent layers offloaded", source=st.source))
+    if st.bytes - dev_b:
+        acc.items.append(Item("recurrent_state_host", st.bytes - dev_b, "host",
+                              formula="state of the recurrent layers on the CPU", source=st.source))
+    return by_part
 
 
 def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
