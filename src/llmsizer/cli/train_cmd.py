@@ -12,6 +12,8 @@ from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
 from ..render.text import render_estimate
+from ..result import Estimate
+from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
 from ..units import format_count
 from .commands import COMMAND_HELP
@@ -53,8 +55,10 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_train)
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def train_answer(spec: ModelSpec, args: argparse.Namespace
+                 ) -> tuple[dict[str, Any], int, Estimate, Duration | None, dict[str, Any]]:
+    """The answer of `train` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data."""
     fields = training_fields(args)
     duration = None
     if args.device:
@@ -92,10 +96,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     fits = est.details.get("fits")
     if reverse and 0 in reverse.values():
         fits = False
-    code = exit_code(fits)
+    return data, exit_code(fits), est, duration, fields
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, est, duration, fields = train_answer(spec, args)
     if args.json:
         emit_json(data)
         return code
+    reverse = data.get("reverse", {})
     say(render_estimate(est, verbose=args.verbose))
     seq = fields.get("seq_len", TrainingWorkload.seq_len)
     batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
