@@ -12,7 +12,7 @@ import pytest
 import yaml
 from browser_helpers import CHROMIUM, SKIP
 from playwright.sync_api import Page
-from test_browser_pages import api, cli, copy_command, ready, wait_attr
+from test_browser_pages import LABELS, api, cli, copy_command, ready, wait_attr
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
 
@@ -26,6 +26,13 @@ def test_images_on_a_vision_model_are_the_cli_media_tokens_and_totals(page: Page
     model.fill("")
     model.press_sequentially(VL)
     page.wait_for_selector("#media:not([hidden])")
+    assert page.evaluate(LABELS) == []  # the image and video inputs are labelled, and reached with Tab in order
+    page.get_by_label("Device", exact=True).focus()
+    tabbed = []
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        tabbed.append(page.evaluate("document.activeElement.id"))
+    assert tabbed == ["images", "image_size", "video_frames", "video_size", "pan_and_scan"], tabbed
     page.get_by_label("Images", exact=True).fill("2")
     page.get_by_label("Image size").fill("1024x768")
     argv = ["infer", VL, "--context", "8k", "--memory", "24GiB", "--images", "2", "--image-size", "1024x768",
