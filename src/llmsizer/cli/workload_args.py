@@ -113,7 +113,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
-                   help=f"activation checkpointing (default {TW.grad_checkpointing})")
+                   help=f"activation checkpointing; selective-op: torchtitan's op-level policy (default "
+                   f"{TW.grad_checkpointing})")
+    g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
+                   "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--packing", action="store_true", default=None,
@@ -139,7 +142,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
 

@@ -92,7 +92,7 @@ _PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf
                "megatron-bf16", "megatron-fp16")
 _OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
                "adafactor", "lion")
-_GC = ("none", "full", "selective")
+_GC = ("none", "full", "selective", "selective-op")
 _ATTN = ("sdpa", "flash", "eager")
 _FSDP = ("full", "grad_op", "hybrid")
 _OFFLOAD = ("none", "optimizer", "params")
@@ -178,6 +178,8 @@ TRAINING = (
           F("seq_len", "context", "tokens per training sequence", "4k"),
           F("grad_accumulation", "int", "micro-batches per optimizer step", 4, minimum=1),
           F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
+          F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
+            template=False, minimum=1),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),

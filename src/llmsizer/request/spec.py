@@ -75,6 +75,7 @@ class TrainingSettings:
     seq_len: int | None = None
     grad_accumulation: int | None = None
     grad_checkpointing: str | None = None
+    checkpoint_every: int | None = None
     attention: str | None = None
     packing: bool | None = None
     zero: int | None = None

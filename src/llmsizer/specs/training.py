@@ -18,7 +18,7 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf1
               "megatron-bf16", "megatron-fp16")
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
-GRAD_CHECKPOINTING = ("none", "full", "selective")
+GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
@@ -70,7 +70,11 @@ class TrainingWorkload:
     micro_batch [sequences per device per forward], seq_len [tokens per sequence], grad_accumulation [micro-
         batches per optimizer step; the pipeline's micro-batch count].
     grad_checkpointing: 'none' | 'full' (each decoder layer recomputed) | 'selective' (attention core only,
-        Korthikanti et al. 2022 section 4.2).
+        Korthikanti et al. 2022 section 4.2) | 'selective-op' (torchtitan's op-level ``SelectiveAC``: matmul and
+        attention outputs saved, every second matmul and all other ops recomputed;
+        ``formulas/selective_checkpointing.py``).
+    checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
+        keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
     attention: 'sdpa' | 'flash' | 'eager'.  packing: several documents per row (a block-diagonal mask for
         sdpa/eager; varlen kernels for flash).
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
@@ -97,6 +101,7 @@ class TrainingWorkload:
     seq_len: int = 2048
     grad_accumulation: int = 1
     grad_checkpointing: str = "none"
+    checkpoint_every: int = 1
     attention: str = "sdpa"
     packing: bool = False
     loss_chunks: int = 1
@@ -129,7 +134,7 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
         for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "ep", "gpus_per_node",
-                     "loss_chunks"):
+                     "loss_chunks", "checkpoint_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -137,6 +142,9 @@ class TrainingWorkload:
             if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
                 raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
             object.__setattr__(self, "targets", normalize_targets(self.targets))
+        if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
+            raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
+                             f"layer checkpointed), not {self.grad_checkpointing!r}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:

@@ -16,6 +16,7 @@ from ...errors import InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
+from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
 from ...formulas.weight_formats import weight_bytes
@@ -245,8 +246,14 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     n = len(tl.layer_terms)
     text = (f"{n} layers x {format_bytes(per_layer)} (layer {first}: "
             + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
+    every = f"every {w.checkpoint_every}-th layer " if w.checkpoint_every > 1 else ""
     if w.grad_checkpointing == "full":
-        text = f"checkpointed: {n} layer inputs kept, one layer recomputed at a time; " + text
+        text = f"checkpointed {every or 'every layer '}(input kept, recomputed in the backward); " + text
+    elif w.grad_checkpointing == "selective-op":
+        op = op_sac_saved_terms(ctx.spec, first, ctx.act)
+        text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"
+                " kept per checkpointed layer (" + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in op)
+                + "); without it " + text)
     if tl.inflight > 1:
         text += f" x {tl.inflight} in-flight micro-batches (1F1B)"
     return text

@@ -26,6 +26,7 @@ _WHY = {
     "seq_len": "tokens per sequence (padded or packed length)",
     "grad_accumulation": "micro-batches per optimizer step",
     "grad_checkpointing": "no activation checkpointing",
+    "checkpoint_every": "every decoder layer checkpointed alike",
     "attention": "transformers default attn_implementation sdpa",
     "packing": "one document per row, causal mask only",
     "gpus": "one device",
@@ -73,6 +74,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     rec = recipe(w.precision)
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing"))
+    if w.grad_checkpointing in ("full", "selective-op"):
+        record_workload(w, acc, ("checkpoint_every",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
     opt = optimizer_info(str(opt_name))
     if w.tp > 1:

@@ -31,6 +31,7 @@ from ...formulas.parallelism import (
     shard,
     zero_shards,
 )
+from ...formulas.selective_checkpointing import op_sac_reused_bytes, op_sac_saved_terms
 from ...formulas.training_activations import (
     Term,
     checkpoint_input_bytes,
@@ -77,7 +78,7 @@ def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
 
 def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     spec, w, act = ctx.spec, ctx.w, ctx.act
-    gc = w.grad_checkpointing == "full"
+    mode = w.grad_checkpointing
     m = inflight_microbatches(st.stage, w.pp, w.grad_accumulation) if w.pp > 1 else 1
     copy_b = ctx.weight_copy_bytes
     # a layer's terms depend on it only through its attention kind, whether its MLP is MoE and its autocast weight
@@ -85,22 +86,34 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     def kind(i: int) -> tuple[object, ...]:
         return spec.layer_types[i], spec.moe_layers[i], st.layer_copy_elements.get(i, 0)
 
-    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int]] = {}
-    none = replace(act, checkpointing="none") if w.grad_checkpointing == "selective" else None
+    # per kind: (saved terms, their total, bytes selective recompute drops, backward transient,
+    #            bytes a checkpointed layer keeps, bytes its backward rebuilds)
+    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
+    none = replace(act, checkpointing="none") if mode == "selective" else None
+    # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
+    shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
     for i in st.layers:
         k = kind(i)
         if k not in by_kind:
             t_i = layer_saved_terms(spec, i, act, k[2])  # type: ignore[arg-type]
             full_i = _sum(t_i)
             drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
-            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act))
+            copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
+            if mode == "selective-op":
+                keep_i = _sum(op_sac_saved_terms(spec, i, act))
+                rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
+            else:
+                keep_i = checkpoint_input_bytes(spec, act)
+                rebuild_i = full_i - copies_i - shared_input
+            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act), keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
-    full_layer = {i: by_kind[kind(i)][1] for i in st.layers}
-    # selective recomputation: the attention core is rebuilt in the backward
-    dropped = {i: by_kind[kind(i)][2] for i in st.layers}
-    kept_input = checkpoint_input_bytes(spec, act) if gc else 0
-    kept_layer = {i: (kept_input if gc else full_layer[i]) for i in st.layers}
+    # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
+    ckpt = {i: mode in ("full", "selective-op") and (i + 1) % w.checkpoint_every == 0 for i in st.layers}
+    # activations (autocast copies apart) a layer keeps between its forward and its backward
+    act_kept = {i: by_kind[kind(i)][4] if ckpt[i] else by_kind[kind(i)][1] - copies[i] for i in st.layers}
+    # bytes the backward of layer i rebuilds: the checkpointed layer's recompute, or what selective drops
+    recompute = {i: by_kind[kind(i)][5] if ckpt[i] else by_kind[kind(i)][2] for i in st.layers}
     transient = {i: by_kind[kind(i)][3] for i in st.layers}
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
@@ -160,20 +173,18 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         return int(shard(g, g_shard) * scale)
 
     phases: list[Phase] = []
-    all_kept = sum(kept_layer.values())
-    layer_copies = sum(copies.values())
+    all_kept = sum(act_kept.values())
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
+    # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
+    # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
+    # for trained weights, until the forward leaves autocast, and come back while that layer is recomputed
+    copies_fwd = sum((copies[i] if w.method == "full" else 0) if ckpt[i] else m * copies[i] for i in st.layers)
+    copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     f = Phase("forward end", dict(base))
-    if gc:  # checkpointed layers keep only their inputs; the autocast cache still holds the copies of trained
-        # weights (it caches casts of leaf tensors that require grad) until the forward leaves autocast
-        f.parts["activations"] = m * all_kept
-        copies_fwd = (layer_copies if w.method == "full" else 0) + head_copy
-    else:
-        f.parts["activations"] = m * (all_kept - layer_copies)
-        copies_fwd = m * layer_copies + head_copy
-    if copies_fwd:
-        f.parts["autocast_weight_copies"] = copies_fwd
+    f.parts["activations"] = m * all_kept
+    if copies_fwd + head_copy:
+        f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
         f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
         f.parts["logits_and_loss"] = head.logits_forward
@@ -187,8 +198,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     phases.append(f)
     if head:
         b = Phase("loss backward", dict(base))
-        b.parts["activations"] = m * all_kept if gc else m * (all_kept - layer_copies)
-        copies_bwd = (0 if gc else m * layer_copies) + head_copy
+        b.parts["activations"] = m * all_kept
+        copies_bwd = m * sum(copies_kept.values()) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
@@ -204,17 +215,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     copies_below: dict[int, int] = {}
     run_k = run_c = 0
     for i in reversed(order):
-        run_k += kept_layer[i]
-        run_c += copies[i]
+        run_k += act_kept[i]
+        run_c += copies_kept[i]
         kept_below[i], copies_below[i] = run_k, run_c
     for idx, j in enumerate(order):
         p = Phase(f"backward layer {j}", dict(base))
-        kept = kept_below[j] + (m - 1) * all_kept
-        live_copies = copies_below[j] if not gc else copies[j]
-        # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
-        shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
-        recompute = (full_layer[j] - copies[j] - shared_input) if gc else dropped[j]
-        p.parts["activations"] = kept - (copies_below[j] if not gc else 0) + recompute
+        p.parts["activations"] = kept_below[j] + (m - 1) * all_kept + recompute[j]
+        live_copies = copies_below[j] + (m - 1) * sum(copies_kept.values()) + (copies[j] if ckpt[j] else 0)
         if live_copies:
             p.parts["autocast_weight_copies"] = live_copies
         p.parts["rotary_and_masks"] = shared_saved
