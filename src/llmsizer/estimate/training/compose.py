@@ -168,6 +168,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     g = parts.get("gradients", 0)
     g_note = "" if g else (f" - none at this moment (zero_grad(set_to_none=True) frees them before the forward); "
                            f"full size {format_bytes(st.grads + st.main_grads)}")
+    if w.offload != "none":
+        g_note = " - offloaded to host with the optimizer (see host_gradients)"
     acc.items.append(Item("gradients", g, "device",
                           formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
                                   + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
@@ -192,6 +194,14 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
             formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "
                        "(gradient_as_bucket_view=False, the default)")
+        if name == "gradient_buckets" and w.zero == 3 and w.fsdp is None:
+            formula = ("DeepSpeed ZeRO-3 IPG bucket: reduce_bucket_size 5e8 elements of the gradient dtype, allocated "
+                       "at initialisation (+ at the step: the fp32 copy of a sub-group's gradient partition)")
+            src = "formulas/deepspeed_zero.py (deepspeed/runtime/zero/stage3.py lines 731-735, 2398-2408; config.py)"
+        if name == "gathered_params" and w.zero == 3 and w.fsdp is None:
+            formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
+                       "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
+            src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:

@@ -23,6 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -143,6 +144,22 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
+    # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
+    # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
+    ds3 = w.zero == 3 and w.fsdp is None
+    gather_fwd = gather_bwd = {}
+    if ds3:
+        elt = max(1, ctx.base_bytes)
+        keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
+        units = [st.layer_weights[k] for k in keys]
+        held = held_after_forward([b // elt for b in units])
+        extra = [b if w.offload == "params" else b - shard(b, w_shard) for b in units]
+        ahead = prefetch_bytes([b // elt for b in units], elt) if (w_shard > 1 or w.offload == "params") else 0
+        held_extra = [x if h else 0 for x, h in zip(extra, held, strict=True)]
+        gather_fwd = {k: sum(held_extra) + ahead for k in ("forward",)}
+        gather_bwd = {k: sum(held_extra[:n]) + (0 if held[n] else extra[n]) + ahead for n, k in enumerate(keys)}
+        base["gradient_buckets"] = ipg_bucket_bytes(ctx.recipe.grad_bytes if not w.adapters else ctx.adapter_bytes)
+        persist = persist or w.offload == "none"
     reduce_buf = 0
     if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None:
         reduce_buf = reduce_bucket_bytes(st.trained_elements, ctx.recipe.grad_bytes)
@@ -164,6 +181,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
 
     def grads_part(upper: int | None) -> int:
         """Gradients alive when the backward has finished every layer above ``upper`` (None: all)."""
+        if w.offload != "none":  # the shards are on the host (states.py); the unit's own are in gradient_buckets
+            return 0
         if in_bwd:  # each gradient is consumed by its parameter's update as soon as it is accumulated
             return st.layer_grads.get(upper, st.head_grads) if upper is not None else st.head_grads
         if persist or upper is None:
@@ -191,8 +210,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     f.parts["rotary_and_masks"] = shared_fwd
     if persist:
         f.parts["gradients"] = grads_all
-    if gather:
-        f.parts["gathered_params"] = gather
+    if gather or gather_fwd:
+        f.parts["gathered_params"] = gather_fwd.get("forward", gather)
     if dequant:
         f.parts["dequant_buffer"] = dequant
     phases.append(f)
@@ -207,8 +226,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         b.parts["rotary_and_masks"] = shared_saved
         if persist:
             b.parts["gradients"] = grads_all
-        if gather:
-            b.parts["gathered_params"] = gather
+        if gather or gather_fwd:
+            b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
     order = sorted(st.layers, reverse=True)
     kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
@@ -227,8 +246,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         p.parts["rotary_and_masks"] = shared_saved
         p.parts["gradients"] = grads_part(j)
         p.parts["backward_transient"] = transient[j]
-        if gather:
-            p.parts["gathered_params"] = gather
+        if gather or gather_bwd:
+            p.parts["gathered_params"] = gather_bwd.get(j, gather)
         if reduce_buf:
             p.parts["gradient_buckets"] = p.parts.get("gradient_buckets", 0) + reduce_buf
         if dequant:
@@ -251,6 +270,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         s = Phase("optimizer step", dict(base))
         s.parts["gradients"] = grads_all
         s.parts["optimizer_step_temporaries"] = step_tmp
+        if ds3:  # the fp32 copy of a sub-group's gradient partition (deepspeed_zero.step_grad_copy_bytes)
+            s.parts["gradient_buckets"] = s.parts.get("gradient_buckets", 0) + step_grad_copy_bytes(
+                -(-st.trained_elements // max(1, w.shard_group)))
         phases.append(s)
     else:
         foreach_tmp = 0
