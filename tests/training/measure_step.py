@@ -141,7 +141,8 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
 
         lcfg = peft.LoraConfig(r=lora["r"], lora_alpha=lora.get("alpha", 2 * lora["r"]),
                                target_modules=lora["targets"], lora_dropout=lora.get("dropout", 0.0),
-                               use_dora=lora.get("dora", False), bias="none")
+                               use_dora=lora.get("dora", False), bias="none",
+                               modules_to_save=lora.get("modules_to_save"))
         model = peft.get_peft_model(model, lcfg)
     if case.get("grad_ckpt"):
         model.gradient_checkpointing_enable()

@@ -98,6 +98,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
+    g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
+                   "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
                    "precision)")
     g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
@@ -140,7 +142,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
 
 
-TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
+TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
@@ -152,4 +154,5 @@ def training_fields(args: argparse.Namespace) -> dict[str, Any]:
     out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
     if out.get("method", TW.method) == "full":
         out.pop("targets", None)  # LoRA targets do not apply
+        out.pop("modules_to_save", None)
     return out

@@ -55,6 +55,8 @@ def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any
             fields["rank"] = job.peft.rank
         if job.peft.targets is not None:
             fields["targets"] = job.peft.targets
+        if job.peft.modules_to_save is not None:
+            fields["modules_to_save"] = job.peft.modules_to_save
     fields["gpus"] = max(1, gpus)
     if gpus > 1:
         fields["gpus_per_node"] = max(1, per_node)

@@ -168,6 +168,8 @@ TRAINING = (
         F("rank", "int", "LoRA rank r", 16, minimum=1),
         F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, minimum=0),
         F("targets", "targets", "adapted modules", "all-linear"),
+        F("modules_to_save", "str_list", "whole modules trained beside the adapters: embed, lm_head (PEFT "
+          "modules_to_save)", template=False),
         F("dropout", "share", "LoRA dropout", template=False),
     )),
     F("settings", "section", "training settings (each optional; defaults are stated in the plan)",

@@ -64,6 +64,7 @@ class Peft:
     rank: int | None = None
     alpha: float | None = None
     targets: tuple[str, ...] | None = None
+    modules_to_save: tuple[str, ...] | None = None
     dropout: float | None = None
 
 

@@ -36,6 +36,23 @@ _TARGET_ALIASES = {
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+# PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
+MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
+_SAVE_ALIASES = {"embed_tokens": "embed", "embeddings": "embed", "wte": "embed", "tok_embeddings": "embed",
+                 "output": "lm_head"}
+
+
+def normalize_modules_to_save(names: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Canonical names ('embed', 'lm_head') from 'embed_tokens,lm_head' / ['lm_head']. Unknown -> InputError."""
+    items = [t.strip().lower() for t in (names.split(",") if isinstance(names, str) else names) if t.strip()]
+    out: list[str] = []
+    for t in items:
+        n = _SAVE_ALIASES.get(t, t)
+        if n not in MODULES_TO_SAVE:
+            raise InputError(f"unknown module to save {t!r}; choose from: embed (embed_tokens), lm_head")
+        if n not in out:
+            out.append(n)
+    return tuple(out)
 
 
 def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -63,6 +80,9 @@ class TrainingWorkload:
         magnitude vector per adapted module), 'qlora' (LoRA on a 4-bit NF4 double-quantized base).
     rank, alpha, targets, adapter_dtype: LoRA rank r, scaling alpha (no memory effect), adapted modules, dtype of
         the adapter weights (None: fp32 under mixed precision as PEFT casts them, else the precision's dtype).
+    modules_to_save: whole modules trained beside the adapters ('embed', 'lm_head'; PEFT ``modules_to_save``):
+        PEFT's ``ModulesToSaveWrapper`` keeps the frozen original and trains a deep copy in the base dtype
+        (peft/utils/other.py), which gets gradients and optimizer states of its own.
     base_dtype: dtype of the frozen base weights for lora/dora (None: bf16, or fp32 for precision fp32); the
         non-quantized tensors for qlora.
     optimizer / optimizer_state_dtype / optimizer_impl: see ``formulas/training_states.py``; None = defaults.
@@ -92,6 +112,7 @@ class TrainingWorkload:
     alpha: int | None = None
     targets: tuple[str, ...] = ALL_LINEAR
     adapter_dtype: str | None = None
+    modules_to_save: tuple[str, ...] = ()
     base_dtype: str | None = None
     optimizer: str | None = None
     optimizer_state_dtype: str | None = None
@@ -142,6 +163,9 @@ class TrainingWorkload:
             if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
                 raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
             object.__setattr__(self, "targets", normalize_targets(self.targets))
+        object.__setattr__(self, "modules_to_save", normalize_modules_to_save(self.modules_to_save))
+        if self.modules_to_save and self.method == "full":
+            raise InputError("modules_to_save applies to lora/dora/qlora (full training trains every module already)")
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")

@@ -158,8 +158,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if "adapter_weights" in parts and ctx.lora is not None:
         acc.items.append(Item("adapter_weights", parts["adapter_weights"], "device",
                               formula=f"{format_count(ctx.lora.total)} LoRA params (rank {ctx.lora.rank}"
-                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B",
-                              source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear)"))
+                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B"
+                                      + (f" + trained copies of {', '.join(w.modules_to_save)} (modules_to_save) in "
+                                         "the base dtype" if w.modules_to_save else ""),
+                              source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear; "
+                                     "peft/utils/other.py ModulesToSaveWrapper)"))
     if "master_weights" in parts:
         acc.items.append(Item("master_weights", parts["master_weights"], "device",
                               formula=f"{format_count(st.trained_elements)} trained x 4 B fp32 master{layout}",

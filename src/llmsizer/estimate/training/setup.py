@@ -119,6 +119,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                             "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
                             if default_ad == "fp32" else "adapters in the training dtype (pure half precision)"))
         adapter_bytes = DTYPE_BYTES[ad]
+        if w.modules_to_save:
+            acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
+                                              "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
                                           + (", DoRA" if w.dora else ""), w.rank == _DEFAULTS["rank"],
                                           "LoRA rank and adapted modules (Hu et al. 2021)"))

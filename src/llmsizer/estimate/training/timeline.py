@@ -116,7 +116,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # bytes the backward of layer i rebuilds: the checkpointed layer's recompute, or what selective drops
     recompute = {i: by_kind[kind(i)][5] if ckpt[i] else by_kind[kind(i)][2] for i in st.layers}
     transient = {i: by_kind[kind(i)][3] for i in st.layers}
-    head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted,
+    head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
+                            or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks) if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
