@@ -153,6 +153,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         elt = max(1, ctx.base_bytes)
         keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
         units = [st.layer_weights[k] for k in keys]
+        if spec.tie_word_embeddings and keys and keys[0] == -1 and keys[-1] == -2 and w.pp == 1:
+            units[-1] += units[0]  # a tied lm_head runs on the embedding's parameter: gathered again for the loss
         held = held_after_forward([b // elt for b in units])
         extra = [b if w.offload == "params" else b - shard(b, w_shard) for b in units]
         ahead = prefetch_bytes([b // elt for b in units], elt) if (w_shard > 1 or w.offload == "params") else 0
