@@ -55,15 +55,26 @@ def real_param_count(model: Any) -> int:
 # Module-name rules of the transformers definitions (first match wins). The names are those of
 # modeling_llama.py, modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py,
 # modeling_gpt_oss.py, modeling_gemma3.py and modeling_gpt_bigcode.py.
+# Hybrid / state-space families (modeling_qwen3_next.py, modeling_jamba.py, modeling_falcon_h1.py,
+# modeling_granitemoehybrid.py, modeling_nemotron_h.py, modeling_mamba2.py): the recurrent mixer is ``linear_attn`` /
+# ``mamba``, or a ``mixer`` whose parameter names say which block it is (Nemotron-H puts attention, Mamba, MLP
+# and MoE all under ``mixer``); the feed-forward block is ``feed_forward`` (Jamba, Falcon-H1),
+# ``block_sparse_moe`` + ``shared_mlp`` (Granite-4.0-H) or ``mixer`` (Nemotron-H).
+_FFN = r"(mlp|feed_forward|block_sparse_moe|mixer)"
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"^lm_head\.", "lm_head"),
     (r"(vision_tower|multi_modal_projector)\.", "vision"),
-    (r"(embed_tokens|\bwte|\bwpe)\.", "embedding"),
-    (r"\.mlp\.experts\.", "experts"),
-    (r"\.mlp\.(gate|router)\.", "router"),
-    (r"\.mlp\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
+    (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
+    (r"\.(linear_attn|mamba)\.", "recurrent"),
+    (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
+    (r"\.mixer\.(q_proj|k_proj|v_proj|o_proj)\.", "attention"),
+    (_FFN + r"\.experts\.", "experts"),
+    (_FFN + r"\.(gate|router)\.", "router"),
+    (_FFN + r"\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
+    (r"\.mixer\.shared_experts\.", "shared_experts"),
+    (r"\.shared_mlp\.", "shared_experts"),
     (r"\.(self_attn|attn)\.", "attention"),
-    (r"\.mlp\.", "mlp"),
+    (_FFN + r"\.", "mlp"),
     (r"(norm|ln_\d|ln_f)", "norm"),
 )
 
@@ -81,6 +92,8 @@ def real_components(model: Any) -> dict[str, int]:
     for name, p in model.named_parameters():  # remove_duplicate=True: a tied lm_head is not listed
         comp = component_of(name)
         out[comp] = out.get(comp, 0) + p.numel()
+    if "shared_experts" in out and "experts" not in out:  # Granite-4.0-H without experts: shared_mlp is the MLP
+        out["mlp"] = out.get("mlp", 0) + out.pop("shared_experts")
     return {k: v for k, v in out.items() if v}
 
 
@@ -193,4 +206,34 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                               "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"},
     "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4,
                         "n_positions": 512, "multi_query": True},
+}
+
+
+# Tiny hybrid / state-space configs, one per family (tests/formulas/test_recurrent_state_forward.py,
+# tests/readers/test_hybrid_checkpoints.py); use_mamba_kernels off so Jamba runs its torch path on the CPU
+HYBRID_TINY: dict[str, dict[str, Any]] = {
+    "qwen3_next": {"model_type": "qwen3_next", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 4,
+                   "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+                   "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+                   "linear_value_head_dim": 12, "num_experts": 8, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48},
+    "jamba": {"model_type": "jamba", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 8,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "num_experts": 4,
+              "num_experts_per_tok": 2, "attn_layer_period": 4, "attn_layer_offset": 1, "expert_layer_period": 2,
+              "expert_layer_offset": 1, "mamba_d_state": 8, "use_mamba_kernels": False},
+    "falcon_h1": {"model_type": "falcon_h1", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3,
+                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 96, "mamba_d_ssm": 128,
+                  "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_d_conv": 3},
+    "nemotron_h": {"model_type": "nemotron_h", "vocab_size": 128, "hidden_size": 64,
+                   "hybrid_override_pattern": "M-M*ME", "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "intermediate_size": 96, "mamba_num_heads": 8, "mamba_head_dim": 16,
+                   "ssm_state_size": 16, "n_groups": 2, "n_routed_experts": 4, "num_experts_per_tok": 2,
+                   "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 48},
+    "granitemoehybrid": {"model_type": "granitemoehybrid", "vocab_size": 128, "hidden_size": 64,
+                         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                         "intermediate_size": 32, "shared_intermediate_size": 96, "num_local_experts": 4,
+                         "num_experts_per_tok": 2, "layer_types": ["mamba", "mamba", "attention", "mamba"],
+                         "mamba_n_heads": 8, "mamba_d_state": 16},
+    "mamba2": {"model_type": "mamba2", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 3, "num_heads": 8,
+               "head_dim": 16, "state_size": 16, "n_groups": 2, "conv_kernel": 5},
 }

@@ -36,6 +36,7 @@ _LAZY = {
     "recommend_training": "recommend", "load_catalog": "catalog.hardware",
     "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
     "FitResult": "estimate.fit", "Recommendation": "recommend", "Plan": "plan",
+    "fit_llamacpp": "estimate.llamacpp_fit", "LlamaCppFit": "estimate.llamacpp_fit",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load laz
     from .estimate.fit import FitResult, fit
     from .estimate.inference import estimate_inference
     from .estimate.inference.reverse import max_concurrency, max_context
+    from .estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp
     from .estimate.speed import estimate_speed
     from .estimate.training import estimate_training, max_micro_batch, max_seq_len
     from .formulas.kv_cache import kv_cache
@@ -63,7 +65,7 @@ __all__ = [
     "max_concurrency", "max_context", "InferenceWorkload", "ModelSpec", "TrainingWorkload", "estimate_training",
     "max_micro_batch", "max_seq_len", "fit", "estimate_speed", "Constraints", "recommend_inference",
     "recommend_training", "load_catalog", "find_hardware", "make_plan", "plan_file", "load_request",
-    "FitResult", "Recommendation", "Plan",
+    "FitResult", "Recommendation", "Plan", "fit_llamacpp", "LlamaCppFit",
 ]
 
 

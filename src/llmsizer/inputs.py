@@ -24,9 +24,9 @@ def short(value: object, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def read_small_text(path: Path, what: str, limit: int) -> str:
-    """The UTF-8 text of a regular file of at most ``limit`` bytes, or a one-line InputError. Pipes, devices and
-    folders are refused before opening."""
+def regular_file(path: str | Path, what: str) -> os.stat_result:
+    """The stat of ``path`` when it is a regular file, else a one-line InputError: a folder, a named pipe (opening
+    it waits for a writer forever) or a device (never ends) is refused before anything opens it."""
     try:
         st = os.stat(path)
     except OSError as e:
@@ -35,6 +35,13 @@ def read_small_text(path: Path, what: str, limit: int) -> str:
         raise InputError(f"{what} {path}: is a folder, not a file")
     if not stat.S_ISREG(st.st_mode):
         raise InputError(f"{what} {path}: not a regular file (a pipe or a device); give a file")
+    return st
+
+
+def read_small_text(path: Path, what: str, limit: int) -> str:
+    """The UTF-8 text of a regular file of at most ``limit`` bytes, or a one-line InputError. Pipes, devices and
+    folders are refused before opening."""
+    st = regular_file(path, what)
     if st.st_size > limit:
         raise InputError(f"{what} {path}: {st.st_size:,} bytes is too large (at most {limit:,})")
     try:
@@ -52,10 +59,14 @@ def read_small_text(path: Path, what: str, limit: int) -> str:
 
 def foreign_tag(yaml: Any, root: Any) -> tuple[Any, str] | None:
     """The first node (in file order) whose tag is not a plain YAML one and the tag as written, walked without
-    recursion; None when every tag is plain."""
-    stack, bad = [root], []
+    recursion; None when every tag is plain. Each node is visited once: aliases make the node tree a graph, and
+    nine anchors of nine aliases each ("billion laughs") would otherwise be 9^9 visits."""
+    stack, bad, seen = [root], [], set()
     while stack:
         node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
         if node.tag not in PLAIN_TAGS:
             bad.append(node)
         if isinstance(node, yaml.SequenceNode):

@@ -48,6 +48,7 @@ from .formulas.weight_formats import normalize_format, stored_format, weight_byt
 from .models import load_model
 from .result import Assumption
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
+from .specs.workload import normalize_engine
 from .units import format_bytes, format_count
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
@@ -217,7 +218,8 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
 def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                    context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
                    output_tokens: int | None = None, weights: str | None = None,
-                   constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = ()) -> Option:
+                   constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
+                   engine: str | None = None) -> Option:
     """The evaluation ``recommend`` makes of one candidate: the highest-quality weight format on the engine's ladder
     that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
     ``llmsizer models --fits-on`` asks it for every catalog model."""
@@ -229,7 +231,7 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     hw = cat.find(hardware) if isinstance(hardware, str) else hardware
     cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
     hr = check_headroom(c.headroom)
-    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
+    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
     return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
 
 
@@ -261,8 +263,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         concurrency: int = InferenceWorkload.concurrency,
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
-                        catalog: HardwareCatalog | None = None, quantization_advice: bool = True) -> Recommendation:
-    """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens."""
+                        catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
+                        engine: str | None = None) -> Recommendation:
+    """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
+    each candidate's default engine, ``estimate.fit.default_engine``)."""
     spec = load_model(model) if isinstance(model, str) else model
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
@@ -280,7 +284,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                inst.threads_per_core.raw if inst and inst.threads_per_core else None)
         base = memo.get(key)
         if base is None:
-            base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files)
+            base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
+                             engine)
             memo[key] = base
         opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
         (meets if opt.status == "meets" else rejected).append(opt)
@@ -317,12 +322,14 @@ def _replace(o: Option, **kw: Any) -> Option:
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
               weights: str | None, c: Constraints, hr: float, cat: HardwareCatalog,
-              hardware_files: Sequence[str | Path]) -> Option:
+              hardware_files: Sequence[str | Path], engine_given: str | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
-    engine = default_engine(dev, n, weights)
+    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights)
     ladder = _ladder(spec, engine, dev, weights)
-    tp = choose_tensor_parallel(spec, n)
+    # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
+    tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
+    spread = n if engine == "llamacpp" and dev.kind not in ("cpu", "apple") else tp
     usable, _ = usable_memory(dev, cand.memory)
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
@@ -337,8 +344,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = weight_bytes(spec, fmt, 128, 2).total
         except InputError:
             continue
-        if wb / tp > budget:
-            smallest = (int(wb / tp), fmt)
+        if wb / spread > budget:
+            smallest = (int(wb / spread), fmt)
             continue
         args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
@@ -349,7 +356,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not r.fits:
-            smallest = (r.memory_per_device or int(wb / tp), fmt)
+            smallest = (r.memory_per_device or int(wb / spread), fmt)
             continue
         r = fit(spec, target, count, **args)
         sp = r.speed

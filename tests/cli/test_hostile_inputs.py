@@ -169,16 +169,30 @@ def test_plan_output_onto_its_own_request_is_refused(tmp_path, monkeypatch, caps
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
-@pytest.mark.parametrize("command", ["plan", "inventory"])
+@pytest.mark.parametrize("command", ["plan", "inventory", "db-show", "db-book"])
 def test_named_pipe_input_is_refused_up_front(tmp_path, command) -> None:
     fifo = tmp_path / "pipe.yaml"
     os.mkfifo(fifo)
-    argv = ["plan", str(fifo)] if command == "plan" else \
-        ["capacity", "show", "--inventory", str(fifo), "--db", str(tmp_path / "b.db")]
+    inventory = str(ROOT / "examples" / "provider" / "inventory.yaml")
+    argv = {"plan": ["plan", str(fifo)],
+            "inventory": ["capacity", "show", "--inventory", str(fifo), "--db", str(tmp_path / "b.db")],
+            # a named pipe as the SQLite store: opening it waited for a writer forever before
+            "db-show": ["capacity", "show", "--inventory", inventory, "--db", str(fifo)],
+            "db-book": ["capacity", "book", str(EXAMPLE), "--inventory", inventory, "--db", str(fifo),
+                        "--earliest"]}[command]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *argv], capture_output=True, text=True,
                        env=env, timeout=30)
     assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
+
+
+@pytest.mark.parametrize("db", ["/dev/null", "folder"])
+def test_store_that_is_not_a_regular_file_is_refused(tmp_path, capsys, db) -> None:
+    """/dev/null read as an empty store ("0 reservation(s)", exit 0) before; a folder is named as one."""
+    path = tmp_path if db == "folder" else db
+    code, _, err = run(["capacity", "show", "--inventory", str(ROOT / "examples" / "provider" / "inventory.yaml"),
+                        "--db", str(path)], capsys)
+    assert code == 2 and ("not a regular file" in one_line(err) or "is a folder" in one_line(err)), err
 
 
 def test_outputs_are_atomic_with_normal_permissions(tmp_path, capsys) -> None:

@@ -16,8 +16,10 @@ from llmsizer.cli.main import main
 MODEL = "qwen2.5-0.5b"
 FLAGS = {
     "infer": ["--context", "--concurrency", "--output-tokens", "--memory", "--headroom", "--tp",
-              "--gpu-memory-utilization", "--max-num-seqs", "--group-size", "--n-gpu-layers"],
-    "fit": ["--count", "--memory", "--kwh-price", "--context", "--concurrency"],
+              "--gpu-memory-utilization", "--max-num-seqs", "--group-size", "--n-gpu-layers", "--gpus",
+              "--tensor-split", "--n-cpu-moe", "--mem-fraction-static"],
+    "fit": ["--count", "--memory", "--kwh-price", "--context", "--concurrency", "--fit-target", "--free",
+            "--host-memory"],
     "train": ["--batch", "--seq", "--rank", "--gpus", "--zero", "--utilization", "--tokens", "--grad-accumulation",
               "--memory", "--count"],
 }

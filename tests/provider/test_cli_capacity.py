@@ -61,8 +61,12 @@ def test_check_book_show_release(tmp_path, capsys):
 
 def test_bad_inventory_is_one_line_per_problem(tmp_path, capsys):
     bad = tmp_path / "inv.yaml"
-    bad.write_text("sites: [{id: s}]\nnodes:\n  - {id: n, device: h100, devices: -1}\n")
-    assert run("capacity", "check", PRE, "--inventory", str(bad), "--no-db") == 2
+    bad.write_text("sites: [{id: s}]\nnodes:\n  - {id: n, device: h100, devices: -1}\n  - {id: m, device: h100}\n")
+    from llmsizer.cli.main import main
+    assert main(["capacity", "check", PRE, "--inventory", str(bad), "--no-db"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    # each problem is its own line with the error prefix (the second one lost it before)
+    assert len(lines) >= 2 and all(ln.startswith(f"llmsizer: error: {bad}:") for ln in lines), lines
 
 
 SMALL_INV = """\

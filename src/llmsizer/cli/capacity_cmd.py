@@ -6,12 +6,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..inputs import check_output
+from ..inputs import check_output, regular_file
 from ..render.safe import say
 from .commands import COMMAND_HELP
 
@@ -111,7 +112,10 @@ def register(sub: Any) -> None:
 
 def _store(args: argparse.Namespace, *, readonly: bool = False) -> Any:
     """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created)."""
-    from ..provider.store import Store
+    from ..provider.store import Store, db_url, sqlite_path
+    path = sqlite_path(db_url(args.db))
+    if path is not None and os.path.lexists(path):
+        regular_file(path, "--db")  # a named pipe would hang SQLite's open; /dev/null would read as empty
     if readonly and not Store.exists(args.db):
         return None
     return Store(args.db, readonly=readonly)
@@ -218,7 +222,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from ..provider.placement import capacities, check_needs
-    from ..provider.store import BookingConflict, Store, Submitted
+    from ..provider.store import BookingConflict, Submitted
     inv, req, needs = _needs(args)
     now = _utcnow(args)
     if args.earliest:  # the search starts now at the earliest: a window in the past is never offered
@@ -231,7 +235,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     state = args.state or ("held" if args.tentative else "confirmed")
     cap = capacities(inv)
     keys = {n.name: request_key(req, n.name) for n in needs}
-    store = Store(args.db)
+    store = _store(args)
     found = store.live_by_key(list(keys.values()))
     done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
                    for n in needs if keys[n.name] in found]
@@ -282,7 +286,7 @@ def cmd_book(args: argparse.Namespace) -> int:
 def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
-    from ..provider.store import HOLDING, BookingConflict, IllegalTransition, Store
+    from ..provider.store import HOLDING, BookingConflict, IllegalTransition
     cap = None
     if args.state in HOLDING:
         if not args.inventory:
@@ -290,7 +294,7 @@ def cmd_state(args: argparse.Namespace) -> int:
         from ..provider.inventory import load_inventory
         from ..provider.placement import capacities
         cap = capacities(load_inventory(args.inventory, hardware_files=args.hardware_file))
-    store = Store(args.db)
+    store = _store(args)
     if args.state == "expired" and not args.ids:
         for rid in store.expire_due(actor=args.actor):
             say(f"{rid}: expired")

@@ -88,6 +88,17 @@ def tokens_in(rng: Range) -> Callable[[str], int]:
 
 
 bytes_arg = bytes_in(BYTES)
+
+
+def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable[[str], tuple[Any, ...]]:
+    """argparse type: comma-separated values, each read by ``parse`` (``--tensor-split 3,1``, ``--free 22GiB,10GiB``)."""
+    def convert(text: str) -> tuple[Any, ...]:
+        parts = [p for p in text.replace("/", ",").split(",")]
+        if len(parts) > most or any(not p.strip() for p in parts):
+            raise argparse.ArgumentTypeError(f"expected 1 to {most} comma-separated values, got {text[:80]!r}")
+        return tuple(parse(p) for p in parts)
+    convert.__name__ = name
+    return convert
 count_arg = count_in(AMOUNT)
 
 

@@ -7,13 +7,26 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import training_duration_for
-from ..estimate.fit import FitResult, fit, fit_training, resolve_target
+from ..estimate.fit import FitResult, fit, fit_training, resolve_target, target_and_count, usable_memory
+from ..estimate.llamacpp_fit import FIT_TARGET, fit_llamacpp
 from ..formulas.cost import run_cost
-from ..numbers import COUNT, MONEY
+from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
 from ..render.safe import say
+from ..specs.workload import normalize_engine
+from ..units import MiB
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
+from .common import (
+    add_model_args,
+    bytes_arg,
+    bytes_in,
+    emit_json,
+    exit_code,
+    float_arg,
+    int_arg,
+    list_of,
+    resolve_model,
+)
 from .train_cmd import render_duration
 from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
 
@@ -25,6 +38,12 @@ EPILOG = """examples:
   llmsizer fit llama-3.1-8b --device apple-m3-max-36gb --headroom 0.2
   llmsizer fit llama-3.1-8b --device a100-sxm-80gb --count 8 --train --tokens 10B --seq 4096
   llmsizer fit llama-3.1-8b --device h100-sxm --train --method lora --batch 4 --seq 4096 --tokens 1B
+  llmsizer fit llama-3.1-70b-instruct --device rtx-3090 --count 2 --engine llamacpp --weights q4_k_m -ts 3,2
+  llmsizer fit qwen3-30b-a3b --device rtx-4090 --engine llamacpp --weights q4_k_m --auto --context 64k
+  llmsizer fit llama-3.3-70b-instruct --device rtx-3090 --engine llamacpp --weights q4_k_m --auto --free 23GiB,11GiB
+
+--auto (llama.cpp): choose the context (unless --context is given), -ngl, --tensor-split and --n-cpu-moe so that
+each GPU keeps --fit-target free, in the order of llama.cpp's own --fit (common/fit.cpp), and print the flags.
 
 exit code: 0 it fits, 1 it does not, 2 bad input
 """
@@ -43,6 +62,17 @@ def register(sub: Any) -> None:
     add_headroom_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
+    a = p.add_argument_group("llama.cpp auto-fit")
+    a.add_argument("--auto", action="store_true",
+                   help="llama.cpp: choose -c, -ngl, -ts and --n-cpu-moe to fit each GPU (prints the flags)")
+    a.add_argument("--fit-target", type=bytes_in(SIZE), help="memory left free on each GPU with --auto "
+                   f"(llama.cpp --fit-target; default {FIT_TARGET // MiB} MiB)")
+    a.add_argument("--free", type=list_of(bytes_arg, "sizes", MAX_GPUS),
+                   help="free memory of each GPU for --auto, e.g. 23GiB,11GiB (default: --memory or the catalog "
+                        "memory, x --count)")
+    a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
+    p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
+                   "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False,
                        engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
                                       "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
@@ -78,13 +108,18 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
         return exit_code(r.fits)
     fields = inference_fields(args)
+    fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
+    if args.auto or args.free or args.fit_target is not None:
+        return _auto(spec, args, fields)
+    if args.host_memory is not None:
+        raise InputError("--host-memory applies to --auto")
     if args.tp is not None:
         raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
                          "(the largest divisor of the count that divides the heads)")
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, **fields)
+            hardware_files=args.hardware_file, host_device=args.host_device, **fields)
     data = r.to_dict()
     data["cost"] = _cost(r, args)
     if args.json:
@@ -97,6 +132,35 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if c.get("per_million_tokens") is not None:
             line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
         say(line)
+    return exit_code(r.fits)
+
+
+def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> int:
+    """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device."""
+    if not args.auto:
+        raise InputError("--free and --fit-target apply to --auto")
+    if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":
+        raise InputError("--auto fits llama.cpp; drop --engine or use --engine llamacpp")
+    if args.headroom is not None:
+        raise InputError("--auto keeps --fit-target free on each GPU (llama.cpp's margin); drop --headroom")
+    device, count, _, _ = target_and_count(args.device, args.count, args.hardware_file)
+    if device.kind in ("cpu", "apple"):
+        raise InputError(f"--auto places layers on GPUs; {device.id} is {device.kind}")
+    if args.free:
+        if args.count is not None and args.count != len(args.free):
+            raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
+        free = list(args.free)
+    else:
+        usable, _ = usable_memory(device, args.memory)
+        if usable is None:
+            raise InputError(f"{device.id} has no sourced memory size; give --free (e.g. 22GiB) or --memory")
+        free = [usable] * count
+    context = fields.pop("context", None)
+    r = fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)
+    if args.json:
+        emit_json(r.to_dict())
+    else:
+        say(str(r))
     return exit_code(r.fits)
 
 

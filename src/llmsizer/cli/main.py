@@ -126,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except LlmsizerError as e:
         from ..render.safe import term
-        print(term(f"llmsizer: error: {e}"), file=sys.stderr)
+        for line in str(e).splitlines() or [""]:  # a file with several problems: one prefixed line each
+            print(term(f"llmsizer: error: {line}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

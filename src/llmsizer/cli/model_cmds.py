@@ -122,6 +122,13 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         arch["mla"] = vars(spec.mla)
     if spec.moe:
         arch["moe"] = vars(spec.moe) | {"moe_layers": sum(spec.moe_layers)}
+    if spec.recurrent is not None and spec.recurrent_layer_count:
+        # one letter per layer: A attention, R recurrent mixer, H both (Falcon-H1), F feed-forward only
+        sched = "".join("H" if a != "none" and r else "A" if a != "none" else "R" if r else "F"
+                        for a, r in zip(spec.layer_types, spec.recurrent_layers, strict=True))
+        arch["recurrent"] = vars(spec.recurrent) | {"recurrent_layers": spec.recurrent_layer_count,
+                                                    "attention_layers": spec.attention_layers,
+                                                    "layer_schedule": sched}
     data = {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
@@ -155,6 +162,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
               f"{m['moe_layers']} MoE layers")
     if "mla" in a:
         say("MLA: " + ", ".join(f"{k} {v}" for k, v in a["mla"].items()))
+    if "recurrent" in a:
+        r = a["recurrent"]
+        say(f"{r['kind']} mixer on {r['recurrent_layers']} layers, attention on {r['attention_layers']}: d_inner "
+            f"{r['d_inner']}, d_state {r['d_state']}, d_conv {r['d_conv']}, heads {r['num_heads']}, groups "
+            f"{r['n_groups']}; layers (A attention, R recurrent, H both, F feed-forward only): {r['layer_schedule']}")
     rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in p["by_component"].items()]
     rows.append(["TOTAL", f"{p['total']:,}", "100%"])
     if p["active"] != p["total"]:

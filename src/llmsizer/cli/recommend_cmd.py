@@ -10,7 +10,7 @@ from ..numbers import CONCURRENCY, MONEY, POSITIVE, TOP
 from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
-from ..specs import InferenceWorkload
+from ..specs import ENGINES, InferenceWorkload, normalize_engine
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
 from .workload_args import add_headroom_arg, add_training_args, training_fields
@@ -42,6 +42,8 @@ def register(sub: Any) -> None:
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
     g.add_argument("--weights", help="force one weight format instead of searching")
+    g.add_argument("--engine", choices=ENGINES, help="serving engine for every option (default: each option's: "
+                   "vLLM on data-center GPUs and several devices, llama.cpp on Apple, CPUs and single consumer cards)")
     add_training_args(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
@@ -78,7 +80,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
-                                  hardware_files=args.hardware_file)
+                                  hardware_files=args.hardware_file,
+                                  engine=normalize_engine(args.engine) if args.engine else None)
     if args.json:
         emit_json(rec.to_dict())
         return exit_code(bool(rec.options))

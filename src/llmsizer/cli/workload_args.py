@@ -16,13 +16,16 @@ from ..numbers import (
     COUNT,
     GPU_LAYERS,
     HEADROOM,
+    MAX_GPUS,
+    SPLIT_SHARE,
     TOKENS,
     TRAIN_TOKENS,
     UTILIZATION,
     WIDTH,
     ZERO_STAGE,
+    Range,
 )
-from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
+from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     FSDP_MODES,
     GRAD_CHECKPOINTING,
@@ -33,7 +36,7 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from .common import count_in, float_arg, int_arg, tokens_arg
+from .common import count_in, float_arg, int_arg, list_of, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
@@ -71,19 +74,37 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
     g.add_argument("--gpu-memory-utilization", type=float_arg(UTILIZATION), help="vLLM (default 0.9, or 1 - --headroom)")
-    g.add_argument("--max-num-seqs", type=int_arg(CONCURRENCY), help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
-    g.add_argument("--max-num-batched-tokens", type=int_arg(TOKENS),
-                   help="vLLM (default: vLLM's, by GPU memory; see the assumptions)")
+    g.add_argument("--max-num-seqs", "--max-running-requests", type=int_arg(CONCURRENCY), dest="max_num_seqs",
+                   help="vLLM max_num_seqs / SGLang max_running_requests (default: the engine's; see the assumptions)")
+    g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=int_arg(TOKENS),
+                   dest="max_num_batched_tokens",
+                   help="vLLM max_num_batched_tokens / SGLang chunked_prefill_size (default: the engine's, by GPU "
+                        "memory; see the assumptions)")
+    g.add_argument("--mem-fraction-static", type=float_arg(UTILIZATION),
+                   help="SGLang: share of the memory free before loading for weights + token pool (default: "
+                        "SGLang's, by GPU memory and TP)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
                        help=f"tensor-parallel devices per replica; memory is per device (default {IW.tensor_parallel})")
-    g.add_argument("--n-gpu-layers", type=int_arg(GPU_LAYERS), help="llama.cpp layers offloaded (default: all)")
+    g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
+                   help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    if tensor_parallel:
+        g.add_argument("--gpus", type=int_arg(Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")),
+                       help=f"llama.cpp: GPUs one model is split over; memory is per GPU (default {IW.gpus})")
+    g.add_argument("--split-mode", "-sm", choices=SPLIT_MODES,
+                   help="llama.cpp: split whole layers (layer, the default) or each matrix by rows (row) over the GPUs")
+    g.add_argument("--tensor-split", "-ts", type=list_of(float_arg(SPLIT_SHARE), "proportions", MAX_GPUS),
+                   help="llama.cpp: share of the model per GPU, e.g. 3,1 (default: by free memory, equal for "
+                        "identical GPUs)")
+    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(GPU_LAYERS),
+                   help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
-                    "group_size", "paged_block_size", "gpu_memory_utilization", "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch")
+                    "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
+                    "tensor_split", "n_cpu_moe")
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:

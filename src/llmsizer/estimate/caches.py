@@ -13,6 +13,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     from ..units import format_bytes
     from . import fit
     from .inference import compose as inference_compose
+    from .inference import llamacpp_split
     from .training import compose as training_compose
 
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO):
@@ -21,6 +22,6 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
-              lora._role_target, kv_cache.kv_cache, format_bytes):
+              lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()

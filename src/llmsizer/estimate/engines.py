@@ -68,6 +68,11 @@ class EngineProfile:
     description: str
     source: str
     prefill_keeps_full_prompt: bool = False  # sliding layers still hold the whole prompt right after prefill
+    # recurrent (Mamba / Gated DeltaNet) state, formulas/recurrent_state.py: conv columns kept beyond d_conv - 1, the
+    # conv and SSM state dtypes ("model": the activation / model dtype) and where the rule is read
+    conv_state_window: int = 0
+    state_dtypes: tuple[str, str] = ("model", "model")
+    state_source: str = ""
 
 
 TRANSFORMERS = EngineProfile(
@@ -80,6 +85,10 @@ TRANSFORMERS = EngineProfile(
            "tokens after a decode step; measured in tests/formulas/test_kv_cache_forward.py); "
            "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
     prefill_keeps_full_prompt=True,
+    conv_state_window=1, state_dtypes=("model", "fp32"),
+    state_source="transformers 5.24 cache_utils.py LinearAttentionLayer.lazy_initialization L1226-1230 (conv state "
+                 "[B, channels, d_conv] in the activation dtype), update_recurrent_state L1284-1298 (zeros_like the "
+                 "mixer's fp32 state; measured in tests/formulas/test_recurrent_state_forward.py)",
 )
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
@@ -87,6 +96,11 @@ VLLM = EngineProfile(
                 "to fill gpu_memory_utilization x GPU memory; MLA caches the latent; paged blocks of 16 tokens.",
     source="vLLM docs 'Engine arguments' (gpu_memory_utilization 0.9, block_size 16); "
            "vllm/v1/kv_cache_interface.py (MLAAttentionSpec, SlidingWindowSpec); Kwon et al. 2023 (PagedAttention)",
+    state_dtypes=("model", "model"),
+    state_source="vllm/model_executor/layers/mamba/mamba_utils.py MambaStateShapeCalculator (conv_kernel - 1 columns), "
+                 "MambaStateDtypeCalculator._mamba_state_dtype (mamba_cache_dtype / mamba_ssm_cache_dtype 'auto' = "
+                 "model dtype); vllm/v1/kv_cache_interface.py MambaSpec.page_size_bytes (one page per request and "
+                 "layer); vllm/model_executor/models/config.py NemotronHForCausalLMConfig (fp32 SSM state)",
 )
 LLAMACPP = EngineProfile(
     name="llamacpp", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="fp16",
@@ -94,8 +108,50 @@ LLAMACPP = EngineProfile(
                 "unified KV cache of n_ctx cells (f16 by default), compute buffers sized for n_ubatch tokens.",
     source="llama.cpp common/common.h (cache_type_k/v = f16, n_ubatch = 512), src/llama-model.cpp (input layer on "
            "CPU), src/llama-kv-cache.cpp",
+    state_dtypes=("fp32", "fp32"),
+    state_source="llama.cpp src/llama-model.cpp create_memory (r and s GGML_TYPE_F32, mem_size = max(1, n_seq_max)); "
+                 "src/llama-hparams.cpp n_embd_r L127-142 ((d_conv - 1) x conv channels), n_embd_s L144-152 "
+                 "(d_state x d_inner); src/llama-memory-recurrent.cpp L101-103 (one row per sequence slot)",
 )
-PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP)}
+SGLANG = EngineProfile(
+    name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
+    description="SGLang: loads weights, then fills mem_fraction_static of the memory free before loading with a "
+                "token pool (max_total_num_tokens); the rest (1 - mem_fraction_static) is left for activations and "
+                "CUDA graphs; finished requests stay in the pool as a radix (prefix) cache, evicted as needed.",
+    source="SGLang 0.5.23 (PyPI wheel) sglang/srt/arg_groups/memory_hook.py, mem_cache/kv_cache_configurator.py, "
+           "model_executor/pool_configurator.py (line numbers in estimate/inference/sglang.py)",
+)
+PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP, SGLANG)}
+
+# SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound
+# [MiB], (chunked_prefill_size, decode CUDA-graph max_bs at tp < 4, at tp >= 4). The last row is ">= 160 GiB".
+SGLANG_TIERS: tuple[tuple[float, int, int, int], ...] = (
+    (20 * 1024, 2048, 8, 8),  # T4, 4080
+    (35 * 1024, 4096, 48, 160),  # A10, 4090, 5090
+    (60 * 1024, 4096, 32, 160),  # A100 40GB, L40
+    (90 * 1024, 8192, 256, 512),  # H100, A100 80GB
+    (160 * 1024, 8192, 256, 512),  # H20, H200
+    (float("inf"), 16384, 512, 512),  # B200, MI300
+)
+# reserved_mem [MiB] = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024 + graphs, >= 10 GiB above
+# 60 GiB of GPU memory (memory_hook.py:305-315); graphs = 2 x decode max_bs + 8 per prefill graph size (1.5 GiB with
+# MLA) (memory_hook.py:357-390).
+SGLANG_RESERVED_FLOOR_MIB = 512
+SGLANG_ACTIVATION_MIB_PER_TOKEN = 1.5
+SGLANG_MIN_ACTIVATION_TOKENS = 2048
+SGLANG_TP_MIB = 1024 / 8
+SGLANG_DECODE_GRAPH_MIB_PER_BS = 2
+SGLANG_PREFILL_GRAPH_MIB_PER_SIZE = 8
+SGLANG_PREFILL_GRAPH_MLA_MIB = 1.5 * 1024
+SGLANG_BIG_GPU_MIB = 60 * 1024
+SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
+
+# vLLM's hybrid allocator: attention blocks grow until one attention page (block x KV bytes per token and layer) holds
+# one Mamba state page, in multiples of the kernel block alignment (16 tokens); the Mamba page is then padded to the
+# attention page (vllm/platforms/interface.py _align_hybrid_block_size, formerly
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config; mamba_cache_mode
+# "none": one state page per request and recurrent layer).
+VLLM_KERNEL_BLOCK_ALIGNMENT = 16
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)

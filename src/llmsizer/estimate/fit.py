@@ -16,6 +16,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
+from ..formulas.speed import PhaseTime
 from ..formulas.weight_formats import normalize_format
 from ..models import load_model
 from ..result import Assumption, Estimate
@@ -24,7 +25,7 @@ from ..specs.workload import normalize_engine
 from ..units import format_bytes
 from . import efficiency as E
 from .inference import estimate_inference
-from .speed import SpeedEstimate, estimate_speed
+from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
 from .verdict import check_headroom, headroom_assumption
 
@@ -171,18 +172,19 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
-                  mla: str, link: float | None) -> SpeedEstimate:
+                  mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32")) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
-    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link)
+    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
             if len(_SPEED_MEMO) > 4096:
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
-                                 concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link)
+                                 concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
+                                 state_dtypes=states)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -230,11 +232,13 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         headroom: float | None = None, engine: str | None = None, weights: str | None = None,
         context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
-        **workload: Any) -> FitResult:
+        host_device: str | Device | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
-    so ``fit`` and ``infer`` give one answer."""
+    so ``fit`` and ``infer`` give one answer. A llama.cpp split over several GPUs or with layers or experts on the
+    CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
+    gives the host's memory bandwidth."""
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
@@ -242,13 +246,16 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
-    if eng == "llamacpp" and n > 1:
-        raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; not modelled: "
-                         "use --engine vllm for more than one device")
-    if eng == "vllm" and device.kind in ("cpu", "apple"):
-        raise InputError(f"the vllm profile models GPU serving; {device.id} is {device.kind}: use llamacpp or transformers")
-    tp = choose_tensor_parallel(spec, n)
-    replicas = n // tp
+    if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
+        raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
+                         "transformers")
+    split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
+    if split and device.kind in ("cpu", "apple"):
+        raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    if split:
+        workload.setdefault("gpus", n)
+    tp = 1 if split else choose_tensor_parallel(spec, n)
+    replicas = 1 if split else n // tp
     if replicas > 1:
         assumptions.append(Assumption("replicas", replicas, True,
                                       f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
@@ -267,6 +274,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     fmt = str(d.get("weights_format"))
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     lo, mid, hi = est.total("host" if on_cpu else "device")
+    if split:  # memory per device: the fullest GPU of the split (estimate/inference/llamacpp.py)
+        per_gpu = [dv for dv in d["split"]["devices"] if dv["device"] != "host"]
+        mid, hi = max(dv["total"] for dv in per_gpu), max(dv["total_high"] for dv in per_gpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
     warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))
@@ -274,12 +284,49 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     if speed:
         kvd = str(d.get("kv_dtype", "bf16"))
         prompt, out = prompt_and_output(context, output_tokens)
+        conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
-                           link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None)
+                           link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
+                           (str(conv_d), str(ssm_d)))
+        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
+                          sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                     hi if eng != "vllm" else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                      tuple(assumptions), tuple(warnings),
                      {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+
+
+def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: str | Device | None,
+                 hardware_files: Sequence[str | Path], instance: Instance | None, fmt: str, prompt: int, out: int,
+                 concurrency: int, sp: SpeedEstimate, warnings: list[str]) -> SpeedEstimate:
+    """The decode of a llama.cpp split (eq. 8) in place of the one-device decode, for one sequence."""
+    split = est.details.get("split")
+    if not split or device.kind == "cpu":
+        return sp
+    host_holds = any(d["device"] == "host" and (d["n_layers"] or d.get("experts")) for d in split["devices"])
+    gpus = sum(1 for d in split["devices"] if d["device"] != "host" and d["n_layers"])
+    if not host_holds and gpus <= 1:
+        return sp
+    host = None
+    if host_device is not None:
+        host = load_catalog(hardware_files).find(host_device) if isinstance(host_device, str) else host_device
+        if isinstance(host, Instance) or host.kind != "cpu":
+            raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
+    elif host_holds:
+        warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
+                        "decode speed of the split")
+    res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),
+                       link_bandwidth_for(device, instance, hardware_files))
+    warnings.extend(res.get("warnings", []))
+    if res.get("seconds") is None:
+        return replace(sp, decode=None, decode_single=None, roofline_decode=None) if host_holds else sp
+    t = PhaseTime(res["seconds"], 0.0, res["memory_seconds"], res["transfer_seconds"], res["overhead_seconds"])
+    details = dict(sp.details, split_decode=res)
+    if concurrency > 1:
+        warnings.append("the split's decode time (eq. 8) is for one sequence; the decode of several sequences at "
+                        "once assumes every layer on one device")
+        return replace(sp, decode_single=t, details=details)
+    return replace(sp, decode=t, decode_single=t, details=details)
 
 
 def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:

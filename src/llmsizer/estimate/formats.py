@@ -6,6 +6,8 @@
   same precision (convert_hf_to_gguf.py ``--outtype`` f32 / f16 / bf16), and an MXFP4 checkpoint (gpt-oss) as
   ``gguf:mxfp4_moe`` (llama.cpp's MXFP4_MOE file type keeps the experts in MXFP4, src/llama-quant.cpp). Other
   quantized checkpoints (GPTQ, AWQ, FP8, bitsandbytes) have no GGUF counterpart: the user names one.
+- Speed of a model file: its bytes are exact, but the kernels that run it follow its dominant stored type
+  (``file_kernel_format``): a GGUF file's largest tensor type by bytes, a safetensors folder's stored format.
 - GGUF formats on vLLM or transformers: both dequantize GGUF on load (transformers docs "GGUF and interaction with
   Transformers"), so the weights count in bf16, with a warning.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..formulas.weight_formats import normalize_format, stored_format
+from ..formulas.weight_formats import GGUF_FTYPES, normalize_format, stored_format
 from ..result import Assumption
 from ..specs import ModelSpec
 
@@ -69,3 +71,22 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                             "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
     out.fmt = fmt
     return out
+
+
+def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:
+    """(format, why) whose kernels run a model file: the speed model's efficiency class and compute dtype follow it,
+    while the bytes read stay the file's exact ones. A GGUF file: its largest tensor type by bytes other than F32
+    (norms and biases), as the llama_ftype llama-quantize names after that type (Q4_K -> q4_k_m, Q8_0 -> q8_0);
+    a safetensors folder: its stored format (quantization_config / torch_dtype)."""
+    fw = spec.file_weights
+    if fw is None or not fw.path.lower().endswith(".gguf"):
+        fmt, _group, why = stored_format(spec)
+        return fmt, f"the checkpoint's stored format ({why})"
+    types = [t for t, _ in fw.by_dtype if t != "F32"] or [t for t, _ in fw.by_dtype]
+    for t in types:  # by_dtype is sorted by bytes, largest first
+        names = [n for n, ggml in GGUF_FTYPES.items() if ggml == t]
+        for name in (t.lower(), t.lower() + "_m", *names):
+            if name in names:
+                return "gguf:" + name, f"the file's largest tensor type {t} ({fw.path})"
+    raise InputError(f"{fw.path}: no GGUF file type runs its tensor types ({', '.join(types)}); "
+                     "give --weights to name the format")

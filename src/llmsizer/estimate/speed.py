@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache
 from ..formulas.params import count_params
+from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
     PhaseTime,
     Roofline,
@@ -22,13 +23,15 @@ from ..formulas.speed import (
     moe_expert_fraction,
     phase_time,
     roofline,
+    split_decode_time,
     step_overhead,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
-from ..formulas.weight_formats import normalize_format, weight_bytes
+from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from .formats import file_kernel_format
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -118,7 +121,7 @@ class SpeedEstimate:
 def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
     """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
     n_sliding = spec.layer_types.count("sliding")
-    n_full = spec.num_layers - n_sliding
+    n_full = spec.layer_types.count("full")  # layers without attention ("none") attend to nothing
     total = n_full * attended_tokens(tokens, past)
     if n_sliding:
         total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
@@ -130,18 +133,25 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    tensor_parallel: int | None = None, kv_dtype: str = "bf16", mla_mode: str = "latent",
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
-                   identical_sequences: bool = False) -> SpeedEstimate:
+                   identical_sequences: bool = False,
+                   state_dtypes: tuple[str, str] = ("fp32", "fp32")) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
     ``layer_overhead`` [s per layer per decode step] overrides the engine default (eq. 7 of formulas/speed.py);
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
-    so MoE routing picks the same experts for all of them."""
+    so MoE routing picks the same experts for all of them. ``state_dtypes`` (conv, SSM) size the per-sequence state of
+    recurrent layers, read and written once per decode step (formulas/recurrent_state.py); the default is the widest
+    any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
-    fmt = normalize_format(weights_format)
     tp = tensor_parallel or count
     assumptions: list[Assumption] = []
+    if weights_format == "file":  # a model file: exact bytes, kernels of its dominant type
+        fmt, why = file_kernel_format(spec)
+        assumptions.append(Assumption("kernel_format", fmt, True, why))
+    else:
+        fmt = normalize_format(weights_format)
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
@@ -177,7 +187,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                         "validation rows PM0103-PM0106)")
 
     pc = count_params(spec)
-    wb = weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -186,7 +196,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
-    expert_bytes = wb.by_component.get("experts", 0)
+    # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
+    expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
     width = attention_width(spec)
     kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
     link = link_bandwidth
@@ -203,8 +214,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     # prefill of one prompt (TTFT)
     prefill = roof_p = None
     p_flops = 2.0 * matmul_params * prompt_tokens + _attention_flops_step(spec, width, prompt_tokens, 0)
+    def state_bytes(batch: int) -> float:
+        """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
+        conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
+        return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
+
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
-                                            window_extra=0).total_bytes * kv_share
+                                            window_extra=0).total_bytes * kv_share + state_bytes(1)
     if peak is not None or bw is not None:
         prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce, be, comm(prompt_tokens))
         if peak and bw:
@@ -219,7 +235,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                                        1 if identical_sequences else batch)
             w = read_bytes - expert_bytes + expert_bytes * frac
         kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
-        nbytes = w * shard + kv
+        # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
+        nbytes = w * shard + kv + 2 * state_bytes(batch)
         if peak is None and bw is None:
             return None, None
         t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
@@ -239,5 +256,66 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
                "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
                "decode_overhead_seconds": step_fixed}
+    if spec.recurrent_layer_count:
+        details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
+        details["state_dtypes"] = list(state_dtypes)
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
+
+
+def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | None, weights_format: str,
+                 context: int, n_ctx: int, link_bandwidth: float | None) -> dict[str, Any]:
+    """Decode of one sequence over a llama.cpp layer split (eq. 8 of formulas/speed.py): each device streams what
+    it holds at its own bandwidth (GPU layers at the GPU's, host layers and --n-cpu-moe experts at the host's), one
+    after the other, plus the activations crossing PCIe. ``split`` is the estimate's placement
+    (details["split"]); ``context`` the tokens attended mid-generation; ``host`` a CPU catalog device or None."""
+    devices = split["devices"]
+    warnings: list[str] = []
+    if split["split_mode"] == "row":
+        return {"seconds": None, "warnings": ["-sm row decode speed is not modelled (every GPU reads its rows of "
+                                              "each layer in parallel, with a transfer per matrix)"]}
+    frac = 1.0
+    if spec.moe is not None:
+        frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1)
+    kv_share = min(1.0, context / n_ctx) if n_ctx else 0.0
+    rows, parts = [], []
+    ov = E.decode_layer_overhead(gpu.kind, weights_format)
+    tau = ov.expected if ov else 0.0
+    gpu_layers = 0
+    for d in devices:
+        is_host = d["device"] == "host"
+        # + the sequence's recurrent state, read and written once per token (hybrid models)
+        read = d["weights"] - d.get("experts", 0) * (1 - frac) + d["kv_cache"] * kv_share \
+            + 2 * d.get("recurrent_state_per_sequence", 0)
+        if is_host:
+            read -= split.get("embedding", 0)  # decode reads one embedding row
+            dev = host
+        else:
+            dev = gpu
+            gpu_layers += d["n_layers"]
+        if read <= 0:
+            continue
+        bw = dev.bandwidth if dev is not None else None
+        eff = E.decode_bandwidth_factor(dev.kind if dev is not None else "cpu", weights_format).expected
+        if bw is None:
+            warnings.append(f"{d['device']}: no memory bandwidth"
+                            + (" (give --host-device, a CPU from the catalog)" if is_host else ""))
+            return {"seconds": None, "warnings": warnings}
+        parts.append((read, float(bw), eff))
+        rows.append({"device": d["device"], "bytes": read, "bandwidth": float(bw), "efficiency": eff,
+                     "seconds": read / (float(bw) * eff)})
+    order = [d for d in devices if d["device"] == "host" and d["n_layers"] > 0] + \
+        [d for d in devices if d["device"] != "host" and d["n_layers"] > 0]
+    hidden = spec.hidden_size * 4
+    transfer = hidden * max(len(order) - 1, 0)
+    if order and order[0]["device"] != "host":
+        transfer += hidden  # the embedding row goes from the host to the first GPU
+    if any(d["device"] != "host" and "output" in d["layers"] for d in devices):
+        transfer += spec.vocab_size * 4  # logits back to the host for sampling
+    if transfer and link_bandwidth is None:
+        warnings.append("no PCIe bandwidth for the device: the transfers between devices are not counted")
+    t = split_decode_time(parts, transfer, link_bandwidth, step_overhead(gpu_layers, tau))
+    return {"seconds": t.seconds, "tokens_per_second": 1.0 / t.seconds if t.seconds else None,
+            "memory_seconds": t.memory_seconds, "transfer_seconds": t.comm_seconds, "transfer_bytes": transfer,
+            "overhead_seconds": t.overhead_seconds, "devices": rows, "warnings": warnings,
+            "source": "formulas/speed.py eq. (8)"}

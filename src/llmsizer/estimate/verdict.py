@@ -85,14 +85,18 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float) -> V
 
 
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,
-                      utilization: float) -> Verdict:
-    """Eq. (3): vLLM fits when its KV pool admits ``concurrency`` sequences of ``context`` tokens."""
+                      utilization: float, *, engine: str = "vLLM", pool: str = "KV pool",
+                      knob: str = "gpu_memory_utilization") -> Verdict:
+    """Eq. (3): a pool engine (vLLM; SGLang with its token pool and mem_fraction_static) fits when its pool admits
+    ``concurrency`` sequences of ``context`` tokens."""
     fits = admitted >= concurrency
-    budget = usable  # vLLM sizes its pool from the whole device (utilization x memory); the rest holds the context
-    reason = (f"vLLM KV pool holds {admitted} sequence(s) of {context} tokens at utilization {utilization:.2f}"
+    budget = usable  # the engine sizes its pool from the whole device (utilization x memory)
+    at = "utilization" if knob == "gpu_memory_utilization" else knob
+    reason = (f"{engine} {pool} holds {admitted} sequence(s) of {context} tokens at {at} {utilization:.2f}"
               + ("" if fits else f"; {concurrency} requested"))
     warnings: tuple[str, ...] = ()
     if not fits:
-        warnings = (f"does not fit: vLLM admits {admitted} sequence(s) of {context} tokens at once, "
-                    f"{concurrency} requested (gpu_memory_utilization {utilization:.2f} of {format_bytes(usable)})",)
-    return Verdict(fits, need, need, usable, 1 - utilization, budget, "vllm-admission", reason, warnings)
+        warnings = (f"does not fit: {engine} admits {admitted} sequence(s) of {context} tokens at once, "
+                    f"{concurrency} requested ({knob} {utilization:.2f} of {format_bytes(usable)})",)
+    basis = "vllm-admission" if engine == "vLLM" else f"{engine.lower()}-admission"
+    return Verdict(fits, need, need, usable, 1 - utilization, budget, basis, reason, warnings)

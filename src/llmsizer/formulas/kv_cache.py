@@ -18,7 +18,9 @@ A sliding-window layer holds at most ``window + window_extra`` tokens per sequen
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
 (``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
 window - 1 + max_num_batched_tokens, llama.cpp n_swa x n_seq + n_ubatch.
-Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences.
+Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences; layers without attention
+(``layer_types`` "none": Mamba / Gated DeltaNet / MLP-only layers of hybrid models) cache no keys or values --
+their per-sequence state is in ``formulas/recurrent_state.py``.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).
 """
@@ -76,7 +78,7 @@ def paged_tokens(tokens: int, block_size: int | None) -> int:
 @dataclass(frozen=True)
 class KVCache:
     total_bytes: int
-    bytes_per_token: float  # summed over layers, for a sequence shorter than every window
+    bytes_per_token: float  # summed over the attention layers, for a sequence shorter than every window
     full_layers: int
     sliding_layers: int
     tokens_full: int  # tokens cached per sequence in a full-attention layer
@@ -91,12 +93,12 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
     per_elem = kv_dtype_bytes(kv_dtype)
     per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem
-    n_sliding = sum(1 for k in spec.layer_types if k == "sliding")
-    n_full = spec.num_layers - n_sliding
+    n_sliding = spec.layer_types.count("sliding")
+    n_full = spec.layer_types.count("full")
     t_full = paged_tokens(tokens, block_size)
     t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
     total = (n_full * t_full + n_sliding * t_slide) * per_layer * sequences
     return KVCache(
-        total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * spec.num_layers,
+        total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * (n_full + n_sliding),
         full_layers=n_full, sliding_layers=n_sliding, tokens_full=t_full, tokens_sliding=t_slide,
     )

@@ -54,6 +54,7 @@ tools/batched-bench/batched-bench.cpp), they route to the same k experts and (5)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -198,3 +199,21 @@ def step_overhead(num_layers: int, seconds_per_layer: float) -> float:
     if num_layers < 0 or seconds_per_layer < 0:
         raise InputError("num_layers and seconds_per_layer must be >= 0")
     return num_layers * seconds_per_layer
+
+
+def split_decode_time(parts: Sequence[tuple[float, float, float]], transfer_bytes: float,
+                      link_bandwidth: float | None, overhead_seconds: float = 0.0) -> PhaseTime:
+    """Eq. (8): one decode step of a model split by layers over devices that run one after the other (llama.cpp
+    layer split and partial offload: each device computes its layers, then hands the activations on)::
+
+        t = sum_d bytes_d / (B_d e_d) + X / B_link + L tau                                              (8)
+
+    ``parts`` is (bytes read [B], bandwidth [B/s], efficiency) per device; ``transfer_bytes`` X what crosses the
+    link per step (the f32 residual, hidden x 4 B, at each change of device along the layer order, and the f32
+    logits back to the host) over ``link_bandwidth`` (PCIe). The link's latency (~10 us per transfer) is not
+    included: at batch 1 it can exceed the transfer time."""
+    if transfer_bytes < 0:
+        raise InputError("transfer_bytes must be >= 0")
+    tm = sum(memory_time(b, bw, e) for b, bw, e in parts if b > 0)
+    comm = transfer_bytes / link_bandwidth if transfer_bytes and link_bandwidth else 0.0
+    return PhaseTime(tm + comm + overhead_seconds, 0.0, tm, comm, overhead_seconds)

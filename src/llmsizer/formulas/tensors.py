@@ -15,6 +15,13 @@ References per block:
 - SwiGLU MLP: Shazeer 2020 (arXiv 2002.05202) eq. 6 -> gate, up, down.
 - MoE: router [E, H], E experts, optional shared experts (DeepSeekMoE arXiv 2401.06066 eq. 3).
 - ViT encoder: Dosovitskiy et al. 2021 (arXiv 2010.11929) eq. 1-4; transformers ``modeling_siglip.py``.
+- Recurrent mixers (``RecurrentSpec``): Mamba-1 as transformers ``modeling_jamba.py`` ``JambaMambaMixer`` builds it
+  (in_proj, conv1d, x_proj, dt_proj, A_log [d_inner, d_state], D, out_proj, dt/B/C RMSNorms); Mamba-2 as
+  ``modeling_mamba2.py`` ``Mamba2Mixer`` and its copies in ``modeling_nemotron_h.py``, ``modeling_granitemoehybrid.py``,
+  ``modeling_falcon_h1.py`` (in_proj to [z, xBC, dt], conv1d over xBC, dt_bias/A_log/D per head, gated RMSNorm,
+  out_proj); Gated DeltaNet as ``modeling_qwen3_next.py`` ``Qwen3NextGatedDeltaNet`` (in_proj_qkvz, in_proj_ba,
+  conv1d over qkv, dt_bias/A_log per value head, gated RMSNorm over the value head, out_proj). Roles follow
+  llama.cpp's ``LLM_TENSOR_SSM_*`` names.
 """
 
 from __future__ import annotations
@@ -26,10 +33,10 @@ from typing import Literal
 from ..specs import ModelSpec
 
 Component = Literal[
-    "embedding", "attention", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
 ]
 COMPONENTS: tuple[Component, ...] = (
-    "embedding", "attention", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
 )
 
 
@@ -38,7 +45,7 @@ class Tensor(tuple):  # type: ignore[type-arg]
 
     ``layer`` is the decoder layer index, or -1 for tensors outside the layer stack; ``numel`` is the
     elements of all ``count`` tensors; ``matrix`` is True for 2-D weights of a linear map or embedding
-    (what quantizers quantize). An immutable tuple: a model has hundreds of these and building them is
+    (what quantizers quantize; Mamba-1's 2-D A_log is not one). An immutable tuple: a model has hundreds of these and building them is
     the hot path of a cold estimate.
     """
 
@@ -60,7 +67,8 @@ class Tensor(tuple):  # type: ignore[type-arg]
 
     @property
     def matrix(self) -> bool:
-        return len(self.shape) == 2 and min(self.shape) > 1
+        # Mamba-1's A_log [d_inner, d_state] is 2-D but no linear map: never quantized
+        return len(self.shape) == 2 and min(self.shape) > 1 and self[0] != "ssm_a"
 
     def __repr__(self) -> str:
         return f"Tensor({self.role!r}, {self.component!r}, {self.shape}, count={self.count}, layer={self.layer})"
@@ -102,7 +110,8 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
                        spec.attention_out_bias)
         return out
     hd = spec.head_dim
-    out += _linear("attn_q", "attention", spec.num_heads * hd, h, i, spec.attention_qkv_bias)
+    q_out = spec.num_heads * hd * (2 if spec.attention_output_gate else 1)  # Qwen3NextAttention: query + gate
+    out += _linear("attn_q", "attention", q_out, h, i, spec.attention_qkv_bias)
     out += _linear("attn_k", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
     out += _linear("attn_v", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
     out += _linear("attn_output", "attention", h, spec.num_heads * hd, i, spec.attention_out_bias)
@@ -112,6 +121,51 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
         out += _norm("attn_k_norm", hd * (spec.num_kv_heads if full else 1), spec.norm_kind, i, "attention")
     if spec.attention_sinks:
         out.append(Tensor("attn_sinks", "attention", (spec.num_heads,), 1, i))
+    return out
+
+
+def _recurrent(spec: ModelSpec, i: int) -> list[Tensor]:
+    """The tensors of layer ``i``'s recurrent mixer (module docstring: Mamba-1, Mamba-2, Gated DeltaNet)."""
+    r, h = spec.recurrent, spec.hidden_size
+    if r is None:
+        return []
+    c: Component = "recurrent"
+    conv = r.conv_channels
+    out: list[Tensor] = []
+    if r.kind == "gated_deltanet":
+        key_dim = r.n_groups * r.d_state
+        out += _linear("ssm_in", c, 2 * key_dim + 2 * r.d_inner, h, i, False)  # in_proj_qkvz
+        out += _linear("ssm_ba", c, 2 * r.num_heads, h, i, False)  # in_proj_ba: beta and the decay input
+        out.append(Tensor("ssm_conv1d", c, (conv, 1, r.d_conv), 1, i))
+        out.append(Tensor("ssm_dt", c, (r.num_heads,), 1, i))
+        out.append(Tensor("ssm_a", c, (r.num_heads,), 1, i))
+        out.append(Tensor("ssm_norm", c, (r.head_dim,), 1, i))
+        out += _linear("ssm_out", c, h, r.d_inner, i, False)
+        return out
+    if r.kind == "mamba":
+        out += _linear("ssm_in", c, 2 * r.d_inner, h, i, r.in_proj_bias)
+        out.append(Tensor("ssm_conv1d", c, (conv, 1, r.d_conv), 1, i))
+        if r.conv_bias:
+            out.append(Tensor("ssm_conv1d.bias", c, (conv,), 1, i))
+        out += _linear("ssm_x", c, r.dt_rank + 2 * r.d_state, r.d_inner, i, False)
+        out += _linear("ssm_dt", c, r.d_inner, r.dt_rank, i, True)
+        out.append(Tensor("ssm_a", c, (r.d_inner, r.d_state), 1, i))
+        out.append(Tensor("ssm_d", c, (r.d_inner,), 1, i))
+        out += _linear("ssm_out", c, h, r.d_inner, i, r.out_proj_bias)
+        if r.bcdt_norms:
+            out += [Tensor("ssm_dt_norm", c, (r.dt_rank,), 1, i), Tensor("ssm_b_norm", c, (r.d_state,), 1, i),
+                    Tensor("ssm_c_norm", c, (r.d_state,), 1, i)]
+        return out
+    # mamba2: in_proj -> [z (d_inner), xBC (conv channels), dt (heads)]
+    out += _linear("ssm_in", c, r.d_inner + conv + r.num_heads, h, i, r.in_proj_bias)
+    out.append(Tensor("ssm_conv1d", c, (conv, 1, r.d_conv), 1, i))
+    if r.conv_bias:
+        out.append(Tensor("ssm_conv1d.bias", c, (conv,), 1, i))
+    out += [Tensor("ssm_dt", c, (r.num_heads,), 1, i), Tensor("ssm_a", c, (r.num_heads,), 1, i),
+            Tensor("ssm_d", c, (r.num_heads,), 1, i)]
+    if r.gated_norm:
+        out.append(Tensor("ssm_norm", c, (r.d_inner,), 1, i))
+    out += _linear("ssm_out", c, h, r.d_inner, i, r.out_proj_bias)
     return out
 
 
@@ -136,7 +190,8 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     if moe.shared_intermediate_size:
         # shared experts are plain MLPs: DeepseekV2MLP carries config.mlp_bias (ModelSpec.mlp_bias), the
         # Qwen2-MoE and DeepSeek-V3 ones hard-code bias=False (transformers modeling_deepseek_v2.py DeepseekV2Moe)
-        out += _mlp("ffn_shexp", "shared_experts", h, moe.shared_intermediate_size, True, spec.mlp_bias, i)
+        out += _mlp("ffn_shexp", "shared_experts", h, moe.shared_intermediate_size, moe.shared_expert_gated,
+                    spec.mlp_bias, i)
     if moe.shared_expert_gate:
         # Qwen2MoeSparseMoeBlock builds shared_expert_gate = Linear(H, 1) whatever the shared size
         # (transformers modeling_qwen2_moe.py)
@@ -185,16 +240,18 @@ def model_layout(spec: ModelSpec) -> Layout:
         out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
     before = tuple(range(len(out)))
     ranges: list[tuple[int, int]] = []
-    # a layer's tensors depend on the layer only through its index and whether its feed-forward is MoE: build
-    # each kind once (as layer 0 / the first layer of that kind) and re-stamp the index (the cold-estimate hot path)
-    templates: dict[bool, list[Tensor]] = {}
+    # a layer's tensors depend on the layer only through its index and its kind (ModelSpec.layer_key: attention,
+    # recurrent mixer, feed-forward, MoE): build each kind once (as the first layer of that kind) and re-stamp the
+    # index (the cold-estimate hot path)
+    templates: dict[tuple[bool, bool, bool, bool], list[Tensor]] = {}
     new = tuple.__new__
     for i in range(spec.num_layers):
-        kind = spec.moe_layers[i] and spec.moe is not None
+        kind = spec.layer_key(i)
         tpl = templates.get(kind)
         start = len(out)
         if tpl is None:
-            tpl = _attention(spec, i) + _feed_forward(spec, i)
+            tpl = (_attention(spec, i) if kind[0] else []) + (_recurrent(spec, i) if kind[1] else []) \
+                + (_feed_forward(spec, i) if kind[2] else [])
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
             templates[kind] = tpl

@@ -48,7 +48,7 @@ from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
 from .tensors import Tensor, model_layout, model_tensors
 
-QUANT_COMPONENTS = {"attention", "mlp", "experts", "shared_experts"}
+QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
 # llama.cpp file type -> default tensor type (llama-quant.cpp llama_ftype_get_default_type)
 GGUF_FTYPES: dict[str, str] = {
@@ -118,6 +118,8 @@ class WeightBytes:
     by_storage: dict[str, int]  # storage type -> bytes (e.g. 'Q6_K', 'int4+scales', 'bf16')
     notes: tuple[str, ...] = field(default=())
     layer_bytes: tuple[int, ...] = ()  # bytes of each decoder layer (for partial offload)
+    layer_expert_bytes: tuple[int, ...] = ()  # of each layer's bytes: routed experts (llama.cpp --n-cpu-moe)
+    layer_matrix_bytes: tuple[int, ...] = ()  # of each layer's bytes: other 2-D matrices (llama.cpp row split)
 
 
 def _bnb4(numel: int, double_quant: bool) -> int:
@@ -185,8 +187,11 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
-    if len(t.shape) < 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
-        return "F32" if len(t.shape) < 2 or t.role == "ffn_gate_inp" else "F16"
+    if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
+        # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
+        # quantized, "ssm_conv1d.weight" excluded by name); Jamba's 2-D A [d_inner, d_state] goes through the
+        # shape fallback below (16 columns: no quant block fits -> F16)
+        return "F32" if len(t.shape) != 2 or t.role == "ffn_gate_inp" else "F16"
     if base in ("F32", "F16", "BF16"):
         return base
     n = spec.num_layers
@@ -285,6 +290,8 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     by_comp: dict[str, int] = {}
     by_store: dict[str, int] = {}
     layers = [0] * spec.num_layers
+    experts = [0] * spec.num_layers
+    matrices = [0] * spec.num_layers
     memo: dict[tuple[object, ...], tuple[int, str]] = {}
     gguf = fmt.startswith("gguf:")
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
@@ -313,27 +320,31 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         t = tensors[idx]
         b, label = one(t)
         add(t[1], label, b)
-    # a decoder layer's bytes depend on it only through its kind (MoE or dense feed-forward) and, for GGUF, the
+    # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
     # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
-    per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int]] = {}
-    moe = spec.moe is not None and bool(spec.moe_layers)
+    per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
     for i, (a, z) in enumerate(ranges):
-        lkey = (moe and spec.moe_layers[i], _layer_class(i, n_layers) if gguf else None)
+        lkey = (spec.layer_key(i), _layer_class(i, n_layers) if gguf else None)
         agg = per_layer.get(lkey)
         if agg is None:
             comps: dict[str, int] = {}
             stores: dict[str, int] = {}
+            exp = mat = 0
             for t in tensors[a:z]:  # in tensor order, so keys first appear in the same order as tensor by tensor
                 b, label = one(t)
                 comps[t[1]] = comps.get(t[1], 0) + b
                 stores[label] = stores.get(label, 0) + b
-            agg = (comps, stores, sum(comps.values()))
+                if t[1] == "experts":
+                    exp += b
+                elif t.matrix:
+                    mat += b
+            agg = (comps, stores, sum(comps.values()), exp, mat)
             per_layer[lkey] = agg
         for comp, b in agg[0].items():
             by_comp[comp] = by_comp.get(comp, 0) + b
         for label, b in agg[1].items():
             by_store[label] = by_store.get(label, 0) + b
-        layers[i] = agg[2]
+        layers[i], experts[i], matrices[i] = agg[2], agg[3], agg[4]
     for idx in after:
         t = tensors[idx]
         b, label = one(t)
@@ -341,7 +352,8 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
-    return WeightBytes(fmt, sum(by_comp.values()), by_comp, by_store, tuple(notes), tuple(layers))
+    return WeightBytes(fmt, sum(by_comp.values()), by_comp, by_store, tuple(notes), tuple(layers), tuple(experts),
+                       tuple(matrices))
 
 
 def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
@@ -352,8 +364,10 @@ def file_weight_bytes(spec: ModelSpec) -> WeightBytes:
     layers = fw.layer_bytes or tuple([0] * spec.num_layers)
     by_comp = {"embedding": fw.embedding_bytes, "lm_head": fw.output_bytes,
                "layers_and_other": fw.total_bytes - fw.embedding_bytes - fw.output_bytes}
+    n = len(layers)
     return WeightBytes("file", fw.total_bytes, {k: v for k, v in by_comp.items() if v}, dict(fw.by_dtype),
-                       (f"read from {fw.path}",), layers)
+                       (f"read from {fw.path}",), layers, fw.layer_expert_bytes or tuple([0] * n),
+                       fw.layer_matrix_bytes or tuple([0] * n))
 
 
 def stored_format(spec: ModelSpec) -> tuple[str, int, str]:

@@ -131,7 +131,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # but with the batch limits vLLM takes on this device
     batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
              if f_peak is not None and f_peak.estimate is not None and engine == "vllm" else {})
-    need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None and engine != "vllm" else
+    need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None
+                and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     loc = "host" if on_cpu else "device"
     need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]

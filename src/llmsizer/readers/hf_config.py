@@ -33,9 +33,14 @@ from ..numbers import (
 from ..specs import MLASpec, ModelSpec, MoESpec, VisionSpec
 from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 
+CONV_KERNEL = Range(1, 1024, True, "a causal conv kernel width")
+EXPAND = Range(1, 64, True, "a Mamba expansion factor")
+
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
 MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
-SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | {"gemma3", "gpt_bigcode"}))
+# hybrid attention / state-space families: readers/hf_hybrid.py
+HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | HYBRID_TYPES | {"gemma3", "gpt_bigcode"}))
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
 # Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
@@ -53,6 +58,17 @@ NUMERIC_KEYS: dict[str, Range] = {
     "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
     "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
     "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS,
+    # hybrid / state-space families (readers/hf_hybrid.py)
+    "linear_num_value_heads": HEADS, "linear_num_key_heads": HEADS, "linear_key_head_dim": WIDTH,
+    "linear_value_head_dim": WIDTH, "linear_conv_kernel_dim": CONV_KERNEL,
+    "mamba_d_state": WIDTH, "mamba_d_conv": CONV_KERNEL, "mamba_expand": EXPAND, "mamba_n_heads": HEADS,
+    "mamba_n_groups": HEADS, "mamba_d_ssm": WIDTH, "mamba_num_heads": HEADS, "mamba_head_dim": WIDTH,
+    "ssm_state_size": WIDTH, "state_size": WIDTH, "conv_kernel": CONV_KERNEL, "expand": EXPAND, "num_heads": HEADS,
+    "n_groups": HEADS, "attn_layer_period": LAYERS, "attn_layer_offset": LAYER_INDEX,
+    "expert_layer_period": LAYERS, "expert_layer_offset": LAYER_INDEX, "shared_intermediate_size": WIDTH_OR_ZERO,
+    "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
+    "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
+    "no_rope_layer_interval": LAYERS,
 }
 
 
@@ -210,7 +226,7 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok", "experts_per_token"),
                       c.req("intermediate_size"), router_bias=True, expert_bias=True)
         return moe, (True,) * n_layers
-    if mt in ("qwen2_moe", "qwen3_moe"):
+    if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         step = c.get("decoder_sparse_step", 1) or 1
         dense = {check_number(i, "mlp_only_layers entry", LAYER_INDEX, c.where)
                  for i in c.layer_list("mlp_only_layers", n_layers) or []}
@@ -218,9 +234,10 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         n_exp = c.req("num_local_experts") if ("num_local_experts" in c.cfg and "num_experts" not in c.cfg) \
             else c.req("num_experts")
         layers = tuple(i not in dense and n_exp > 0 and (i + 1) % step == 0 for i in range(n_layers))
-        # Qwen2MoeSparseMoeBlock always builds shared_expert (of shared_expert_intermediate_size) and
-        # shared_expert_gate; Qwen3MoeSparseMoeBlock has neither (modeling_qwen2_moe.py, modeling_qwen3_moe.py).
-        qwen2 = mt == "qwen2_moe"
+        # Qwen2MoeSparseMoeBlock (and Qwen3NextSparseMoeBlock) always builds shared_expert (of
+        # shared_expert_intermediate_size) and shared_expert_gate; Qwen3MoeSparseMoeBlock has neither
+        # (modeling_qwen2_moe.py, modeling_qwen3_next.py, modeling_qwen3_moe.py).
+        qwen2 = mt != "qwen3_moe"
         shared = (c.get("shared_expert_intermediate_size", 0) or 0) if qwen2 else 0
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
                       shared_intermediate_size=shared, shared_expert_gate=qwen2)
@@ -290,6 +307,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
                 raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {shown(d.get(key))}")
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
+    if mt in HYBRID_TYPES:
+        from .hf_hybrid import hybrid_spec  # same floor; hf_hybrid reuses this module's _Cfg and _moe
+        return hybrid_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params,
+                           published_active_params=published_active_params)
     c = _Cfg(cfg, mt, where)
     hidden = c.req("hidden_size")
     n_layers = c.req("num_hidden_layers")

@@ -24,7 +24,7 @@ from .safetensors_header import Role, TensorInfo, inside_folder, read_folder, su
 
 _LAYER = re.compile(r"(?:^|\.)(?:layers|h)\.(\d+)\.")
 _NOT_TEXT = re.compile(r"vision|visual|multi_modal_projector|mm_projector|audio")
-_EMBED = re.compile(r"(?:^|\.)(?:embed_tokens|wte|wpe)\.")
+_EMBED = re.compile(r"(?:^|\.)(?:embed_tokens|wte|wpe|embeddings)\.")  # embeddings: Mamba-2, Nemotron-H
 _OUTPUT = re.compile(r"(?:^|\.)lm_head\.")
 
 

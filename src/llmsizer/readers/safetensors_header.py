@@ -278,6 +278,8 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
     """
     by_dtype: dict[str, int] = {}
     layers = [0] * num_layers
+    experts = [0] * num_layers
+    matrices = [0] * num_layers
     extra: set[int] = set()
     emb = out = 0
     for t in tensors:
@@ -285,6 +287,10 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
         i = layer_of(t.name)
         if i is not None and i < num_layers:
             layers[i] += t.nbytes
+            if _is_expert(t.name):
+                experts[i] += t.nbytes
+            elif sum(d > 1 for d in t.shape) == 2:
+                matrices[i] += t.nbytes
         elif i is not None:
             extra.add(i)
         role = role_of(t.name)
@@ -300,5 +306,12 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
         path=label, total_bytes=sum(t.nbytes for t in tensors), params=sum(t.numel for t in tensors),
         by_dtype=tuple(sorted(by_dtype.items(), key=lambda kv: (-kv[1], kv[0]))),
         layer_bytes=tuple(layers) if any(layers) else (), embedding_bytes=emb, output_bytes=out,
-        note="; ".join(parts),
+        layer_expert_bytes=tuple(experts) if any(experts) else (),
+        layer_matrix_bytes=tuple(matrices) if any(matrices) else (), note="; ".join(parts),
     )
+
+
+def _is_expert(name: str) -> bool:
+    """A routed-expert tensor: GGUF ``blk.N.ffn_{up,down,gate,gate_up}_{,ch}exps`` (llama.cpp common/common.h
+    LLM_FFN_EXPS_REGEX, the tensors ``--n-cpu-moe`` matches) or a checkpoint's ``.experts.`` weights."""
+    return "_exps" in name or ".experts." in name

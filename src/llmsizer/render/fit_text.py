@@ -35,6 +35,11 @@ def render_fit(r: FitResult) -> str:
         rows = speed_rows(s)
         if rows:
             out.append(table(rows, SPEED_HEADER))
+        sd = s.details.get("split_decode")
+        if sd and sd.get("seconds"):
+            parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
+            out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
+                       f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         for w in s.warnings:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
@@ -49,8 +54,10 @@ SPEED_HEADER = ["phase", "time", "rate", "bound", "roofline (intensity / ridge F
 
 def fit_headline(r: FitResult) -> str:
     """'MODEL on N x DEVICE (TARGET): FITS  [engine, format, TP t]' for an inference fit."""
+    split = (r.estimate.details.get("split") if r.estimate is not None else None) if r.count > 1 else None
+    par = f"{split['split_mode']} split over {r.count} GPUs" if split else f"TP {r.tensor_parallel}"
     return (f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
-            f"[{r.engine}, {r.weights_format}, TP {r.tensor_parallel}"
+            f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")
 
 
@@ -84,3 +91,22 @@ def speed_rows(s: SpeedEstimate) -> list[list[str]]:
 
 def _roof(rf: Any) -> str:
     return f"{rf.intensity:,.1f} / {rf.ridge:,.0f} -> {rf.bound}-bound" if rf is not None else ""
+
+
+def render_llamacpp_fit(r: Any) -> str:
+    """The auto-fit of llama.cpp: the flags, each device's memory against its target, the steps taken."""
+    out = [f"{r.model}: llama.cpp auto-fit on {len(r.free)} GPU(s): {'FITS' if r.fits else 'DOES NOT FIT'}"
+           + ("" if r.full_offload else f" (partial offload: {r.n_gpu_layers}/{r.n_layer + 1} layers on GPUs)"),
+           "flags: " + " ".join(r.flags())]
+    rows = []
+    for d in r.devices():
+        rows.append([d["device"], d["layers"], format_bytes(d["weights"]), format_bytes(d["kv_cache"]),
+                     format_bytes(d["compute_buffer"]), format_bytes(d["total"]),
+                     format_bytes(d["free"]) if "free" in d else "", format_bytes(d["left"]) if "left" in d else ""])
+    out.append(table(rows, ["device", "holds", "weights", "KV", "compute", "total", "free", "left"]))
+    out.append(f"margin kept free on each GPU: {format_bytes(r.margin)}")
+    out += [f"  {s}" for s in r.steps]
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+                                           for a in r.assumptions))
+    out += [f"warning: {w}" for w in r.warnings]
+    return "\n".join(out)

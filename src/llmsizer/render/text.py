@@ -65,10 +65,24 @@ def estimate_facts(est: Estimate) -> list[str]:
     and the notebook HTML print the same ones."""
     d = est.details
     out: list[str] = []
-    if "admitted_sequences" in d:
+    if "admitted_sequences" in d and "kv_blocks" in d:
         out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
                    f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
                    f"{d['kv_blocks']:,} blocks)")
+    if "max_total_num_tokens" in d:
+        out.append(f"SGLang: max_total_num_tokens {d['max_total_num_tokens']:,} (mem_fraction_static "
+                   f"{d['mem_fraction_static']}), max_running_requests {d['max_running_requests']:,}; admits "
+                   f"{d['admitted_sequences']} sequences of this length at once")
+        if "engines_differ_because" in d:
+            out.append(f"vs vLLM on the same memory: {d['engines_differ_because']}")
+    if "split" in d:
+        sp = d["split"]
+        out.append(f"llama.cpp placement (-sm {sp['split_mode']}, -ngl {sp['n_gpu_layers']}"
+                   + (f", --n-cpu-moe {sp['n_cpu_moe']}" if sp["n_cpu_moe"] else "") + "):")
+        for dev in sp["devices"]:
+            out.append(f"  {dev['device']:<5} {dev['layers']:<22} weights {format_bytes(dev['weights'])}, KV "
+                       f"{format_bytes(dev['kv_cache'])}, compute {format_bytes(dev['compute_buffer'])}, runtime "
+                       f"{format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:

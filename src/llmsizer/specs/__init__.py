@@ -1,11 +1,20 @@
 """Typed, validated specifications (no I/O)."""
 
-from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, VisionSpec
+from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, RecurrentSpec, VisionSpec
 
-__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "VisionSpec"]
+__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec", "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
-from .workload import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINE_ALIASES, ENGINES, InferenceWorkload, normalize_engine
+from .workload import (
+    ATTENTION_IMPLS,
+    DEVICES,
+    DTYPES,
+    ENGINE_ALIASES,
+    ENGINES,
+    SPLIT_MODES,
+    InferenceWorkload,
+    normalize_engine,
+)
 
-__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "ENGINE_ALIASES", "ENGINES", "InferenceWorkload",
+__all__ += ["ATTENTION_IMPLS", "DEVICES", "DTYPES", "SPLIT_MODES", "ENGINE_ALIASES", "ENGINES", "InferenceWorkload",
             "normalize_engine"]
 __all__ += ["METHODS", "OPTIMIZERS", "PRECISIONS", "TrainingWorkload"]

@@ -25,7 +25,8 @@ from ..numbers import (
     check_number,
 )
 
-LayerKind = Literal["full", "sliding"]
+LayerKind = Literal["full", "sliding", "none"]  # the attention of a layer; "none": no attention (no KV cache)
+RecurrentKind = Literal["mamba", "mamba2", "gated_deltanet"]
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -52,6 +53,51 @@ class MoESpec:
     router_bias: bool = False  # gpt-oss router has a bias
     expert_bias: bool = False  # gpt-oss experts carry biases
     expert_gated: bool = True  # SwiGLU experts (gate + up + down)
+    shared_expert_gated: bool = True  # the shared MLP is SwiGLU too (Nemotron-H: up + down, ReLU^2)
+
+
+@dataclass(frozen=True)
+class RecurrentSpec:
+    """A recurrent token mixer whose per-sequence state does not grow with the context.
+
+    - ``mamba``: the selective SSM of Mamba-1 (Gu & Dao 2023, arXiv 2312.00752, Algorithm 2): state
+      [d_inner, d_state] per sequence, a depthwise causal conv of width ``d_conv`` over d_inner channels.
+    - ``mamba2``: SSD (Dao & Gu 2024, arXiv 2405.21060, section 7): ``num_heads`` heads of ``head_dim`` channels,
+      state [num_heads, head_dim, d_state]; B and C shared by ``n_groups`` groups; the conv runs over
+      x, B and C (d_inner + 2 x n_groups x d_state channels).
+    - ``gated_deltanet``: Gated DeltaNet (Yang et al. 2024, arXiv 2412.06464, eq. 10): ``num_heads`` value
+      heads of ``head_dim`` (= d_inner / num_heads), ``n_groups`` key heads of ``d_state`` (the key head width);
+      state [num_heads, d_state, head_dim]; the conv runs over q, k and v.
+    In all three the recurrent state holds d_inner x d_state elements per layer and sequence.
+    """
+
+    kind: RecurrentKind
+    d_inner: int  # value channels (mamba: expand x hidden; gated_deltanet: num_v_heads x head_v_dim)
+    d_state: int  # SSM state size N (gated_deltanet: key head width)
+    d_conv: int  # causal conv kernel width
+    num_heads: int = 1  # mamba2 heads / gated_deltanet value heads (mamba: 1)
+    n_groups: int = 0  # mamba2 B/C groups / gated_deltanet key heads (mamba: 0, its conv covers x only)
+    dt_rank: int = 0  # mamba: rank of the dt projection
+    conv_bias: bool = True
+    in_proj_bias: bool = False
+    out_proj_bias: bool = False
+    gated_norm: bool = True  # mamba2: RMSNormGated over d_inner; gated_deltanet: over head_dim
+    bcdt_norms: bool = False  # Jamba: RMSNorms on dt, B and C
+    ssm_cache_dtype: str | None = None  # the config's mamba_ssm_cache_dtype (vLLM honours it for Nemotron-H)
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_inner // max(self.num_heads, 1)
+
+    @property
+    def conv_channels(self) -> int:
+        """Channels of the causal conv (and of its cached state): x (+ B and C, or q and k)."""
+        return self.d_inner + 2 * self.n_groups * self.d_state
+
+    @property
+    def state_elements(self) -> int:
+        """Elements of the recurrent (SSM / delta-rule) state of one layer and sequence."""
+        return self.d_inner * self.d_state
 
 
 @dataclass(frozen=True)
@@ -72,7 +118,9 @@ class FileWeights:
     """Exact weight storage read from files (safetensors headers or a GGUF tensor table).
 
     ``by_dtype`` maps the stored dtype/type name ('BF16', 'F8_E4M3', 'Q4_K', ...) to bytes;
-    ``layer_bytes`` gives the bytes of each decoder layer when the tensor names reveal it.
+    ``layer_bytes`` gives the bytes of each decoder layer when the tensor names reveal it; of these,
+    ``layer_expert_bytes`` are routed-expert tensors (GGUF ``ffn_*_exps``, which ``--n-cpu-moe`` keeps in host
+    memory) and ``layer_matrix_bytes`` other 2-D matrices (what llama.cpp's row split spreads over GPUs).
     """
 
     path: str
@@ -81,6 +129,8 @@ class FileWeights:
     by_dtype: tuple[tuple[str, int], ...]
     layer_bytes: tuple[int, ...] = ()
     embedding_bytes: int = 0
+    layer_expert_bytes: tuple[int, ...] = ()
+    layer_matrix_bytes: tuple[int, ...] = ()
     output_bytes: int = 0
     note: str = ""
 
@@ -100,10 +150,12 @@ _SUB_RANGES: dict[str, Range] = {
     "v_head_dim": WIDTH,
     "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
     "patch_size": PIXELS, "num_channels": PIXELS,
+    "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"), "num_heads": HEADS,
+    "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
 }
 
 
-def _check_sub(sub: MoESpec | MLASpec | VisionSpec, where: str) -> None:
+def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec, where: str) -> None:
     """The numeric fields of an MoE / MLA / vision part through ``check_number`` (None: absent, e.g. q_lora_rank)."""
     for fname, rng in _SUB_RANGES.items():
         v = getattr(sub, fname, None)
@@ -115,8 +167,11 @@ def _check_sub(sub: MoESpec | MLASpec | VisionSpec, where: str) -> None:
 class ModelSpec:
     """Decoder-only transformer architecture.
 
-    ``layer_types[i]`` says whether layer *i* attends globally ("full") or within ``sliding_window``
-    tokens ("sliding"); ``moe_layers[i]`` says whether layer *i* has an MoE feed-forward block.
+    ``layer_types[i]`` says whether layer *i* attends globally ("full"), within ``sliding_window``
+    tokens ("sliding") or not at all ("none": a recurrent-only or feed-forward-only layer);
+    ``recurrent_layers[i]`` whether it has the ``recurrent`` mixer (Mamba / Gated DeltaNet; Falcon-H1 layers have
+    both); ``ffn_layers[i]`` whether it has a feed-forward block (Mamba-2 and Nemotron-H mixer-only layers do not);
+    ``moe_layers[i]`` whether that block is MoE.
     Identity-hashed (``eq=False``) so derived results can be cached per spec.
     """
 
@@ -143,6 +198,11 @@ class ModelSpec:
     moe: MoESpec | None = None
     moe_layers: tuple[bool, ...] = ()
     layer_types: tuple[LayerKind, ...] = ()
+    recurrent: RecurrentSpec | None = None
+    recurrent_layers: tuple[bool, ...] = ()
+    ffn_layers: tuple[bool, ...] = ()
+    attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a sigmoid gate per head (2 x q width)
+    chunked_attention: bool = False  # the "sliding" layers attend within fixed chunks of sliding_window (Llama 4)
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
@@ -167,13 +227,13 @@ class ModelSpec:
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_kv_heads})"
             )
-        for sub in (self.moe, self.mla, self.vision):
+        for sub in (self.moe, self.mla, self.vision, self.recurrent):
             if sub is not None:
                 _check_sub(sub, where)
         if self.moe is not None and self.moe.num_experts and self.moe.experts_per_token > self.moe.num_experts:
             raise InputError(f"model {self.name!r}: experts_per_token ({self.moe.experts_per_token}) exceeds "
                              f"num_experts ({self.moe.num_experts})")
-        for fname in ("layer_types", "moe_layers"):
+        for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers"):
             v = getattr(self, fname)
             if not isinstance(v, tuple) or len(v) not in (0, self.num_layers):
                 raise InputError(f"model {self.name!r}: {fname} must have one entry per layer ({self.num_layers})")
@@ -181,6 +241,12 @@ class ModelSpec:
             object.__setattr__(self, "layer_types", ("full",) * self.num_layers)
         if not self.moe_layers:
             object.__setattr__(self, "moe_layers", (self.moe is not None,) * self.num_layers)
+        if not self.recurrent_layers:
+            object.__setattr__(self, "recurrent_layers", (False,) * self.num_layers)
+        if not self.ffn_layers:
+            object.__setattr__(self, "ffn_layers", (True,) * self.num_layers)
+        if any(self.recurrent_layers) and self.recurrent is None:
+            raise InputError(f"model {self.name!r}: recurrent layers need a recurrent mixer spec")
         if len(self.layer_types) != self.num_layers or len(self.moe_layers) != self.num_layers:
             raise InputError(
                 f"model {self.name!r}: layer_types/moe_layers must have one entry per layer ({self.num_layers})"
@@ -197,7 +263,30 @@ class ModelSpec:
         return self.moe is not None and any(self.moe_layers)
 
     @property
+    def attention_layers(self) -> int:
+        """Layers with attention (and so a KV cache)."""
+        return self.num_layers - self.layer_types.count("none")
+
+    @property
+    def recurrent_layer_count(self) -> int:
+        """Layers with a recurrent mixer (and so a per-sequence state)."""
+        return sum(self.recurrent_layers) if self.recurrent is not None else 0
+
+    def layer_key(self, i: int) -> tuple[bool, bool, bool, bool]:
+        """What decides layer ``i``'s tensors: (has attention, has the recurrent mixer, has a feed-forward, MoE)."""
+        return (self.layer_types[i] != "none", self.recurrent_layers[i], self.ffn_layers[i],
+                self.moe_layers[i] and self.moe is not None)
+
+    @property
     def attention_kind(self) -> str:
+        if self.recurrent is not None and self.recurrent_layer_count:  # a hybrid or attention-free model
+            mixer = {"mamba": "Mamba", "mamba2": "Mamba-2", "gated_deltanet": "Gated DeltaNet"}[self.recurrent.kind]
+            if not self.attention_layers:
+                return mixer
+            return f"{self._attention_kind()} + {mixer}"
+        return self._attention_kind()
+
+    def _attention_kind(self) -> str:
         if self.mla is not None:
             return "MLA"
         if self.num_kv_heads == self.num_heads:

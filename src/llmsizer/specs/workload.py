@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-ENGINES = ("transformers", "vllm", "llamacpp")
+ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
 DEVICES = ("gpu", "cpu")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
+SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
 def normalize_engine(name: str) -> str:
@@ -50,11 +51,16 @@ class InferenceWorkload:
     group_size: int = 128
     paged_block_size: int | None = None
     gpu_memory_utilization: float | None = None
+    mem_fraction_static: float | None = None  # SGLang --mem-fraction-static; None: SGLang's default for the GPU
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
     n_ubatch: int | None = None
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
+    gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
+    split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
+    tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts proportions per GPU; None: by free memory
+    n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe: experts of the first N layers in host memory
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
@@ -77,6 +83,8 @@ class InferenceWorkload:
             raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:
+            raise InputError(f"mem_fraction_static must be in (0, 1], got {self.mem_fraction_static}")
         for name in ("paged_block_size", "max_num_seqs", "max_num_batched_tokens", "n_ubatch", "group_size",
                      "tensor_parallel"):
             v = getattr(self, name)
@@ -84,3 +92,20 @@ class InferenceWorkload:
                 raise InputError(f"{name} must be positive, got {v}")
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:
             raise InputError(f"n_gpu_layers must not be negative, got {self.n_gpu_layers}")
+        if self.gpus <= 0:
+            raise InputError(f"gpus must be positive, got {self.gpus}")
+        if self.n_cpu_moe is not None and self.n_cpu_moe < 0:
+            raise InputError(f"n_cpu_moe must not be negative, got {self.n_cpu_moe}")
+        if self.split_mode is not None and self.split_mode not in SPLIT_MODES:
+            raise InputError(f"unknown split_mode {self.split_mode!r}; choose one of: {', '.join(SPLIT_MODES)}")
+        if self.tensor_split is not None:
+            ts = tuple(float(x) for x in self.tensor_split)
+            if not ts or any(not x >= 0 or x == float("inf") for x in ts) or not sum(ts) > 0:
+                raise InputError(f"tensor_split must be non-negative proportions with a positive sum, got {list(ts)}")
+            object.__setattr__(self, "tensor_split", ts)
+        llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
+                                              ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
+                         if v not in (None, False)]
+        if llamacpp_only and self.engine != "llamacpp":
+            raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
+                             "tensor_parallel")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.recurrent_state import RecurrentState, recurrent_state
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import WeightBytes
 from ...result import Item, Location, Notes
@@ -37,6 +38,7 @@ class Context:
     profile: E.EngineProfile
     acc: Acc
     details: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "bf16"  # the compute (activation) dtype
 
 
 def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None, note: str = "") -> Item:
@@ -65,3 +67,44 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
                 formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} seqs"
                         + tp_note,
                 source="formulas/kv_cache.py eqs. (1)-(2): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")
+
+
+_CACHE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def state_dtypes(ctx: Context) -> tuple[str, str]:
+    """(conv, SSM) state dtypes of this engine (EngineProfile.state_dtypes; "model" = the activation dtype). vLLM keeps
+    the SSM state in the config's mamba_ssm_cache_dtype where the model's config hook reads it (Nemotron-H)."""
+    conv, ssm = (ctx.dtype if d == "model" else d for d in ctx.profile.state_dtypes)
+    r = ctx.spec.recurrent
+    if ctx.profile.name == "vllm" and r is not None and r.ssm_cache_dtype:
+        ssm = _CACHE_DTYPES[r.ssm_cache_dtype]
+    return conv, ssm
+
+
+def state_of(ctx: Context, seqs: int) -> RecurrentState:
+    """The recurrent state of ``seqs`` sequences under this engine's rules (formulas/recurrent_state.py)."""
+    conv, ssm = state_dtypes(ctx)
+    return recurrent_state(ctx.spec, seqs, kv_dtype_bytes(conv), kv_dtype_bytes(ssm), ctx.profile.conv_state_window)
+
+
+def state_item(ctx: Context, seqs: int, location: Location, *, padded_layer_bytes: int | None = None,
+               name: str = "recurrent_state") -> Item:
+    """The per-sequence conv + SSM state of the recurrent layers, independent of the context (eqs. 1-3 of
+    formulas/recurrent_state.py); ``padded_layer_bytes``: vLLM's page per layer and sequence after padding."""
+    st = state_of(ctx, seqs)
+    r = ctx.spec.recurrent
+    if r is None:
+        raise ValueError(f"{ctx.spec.name} has no recurrent layers")
+    conv, ssm = state_dtypes(ctx)
+    tp = ctx.w.tensor_parallel
+    per_layer = f"(conv {r.conv_channels} ch x {st.conv_len} x {kv_dtype_bytes(conv):g} B ({conv}) + ssm {r.d_inner} x " \
+                f"{r.d_state} x {kv_dtype_bytes(ssm):g} B ({ssm}))"
+    total = st.total_bytes
+    if padded_layer_bytes is not None and padded_layer_bytes > st.per_layer_bytes:
+        total = padded_layer_bytes * st.layers * seqs
+        per_layer += f" padded to a {format_bytes(padded_layer_bytes)} page"
+    return Item(name, per_device(total, 1 / tp if tp > 1 else 1.0), location,
+                formula=f"{st.layers} {r.kind} layers x {per_layer} x {seqs} seqs"
+                        + (f" / {tp} per device (TP {tp})" if tp > 1 else "") + "; independent of the context",
+                source="formulas/recurrent_state.py eqs. (1)-(3); " + ctx.profile.state_source)

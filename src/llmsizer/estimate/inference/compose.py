@@ -21,7 +21,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
-from .common import Acc, Context
+from .common import Acc, Context, state_dtypes, state_of
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
@@ -129,8 +129,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
-    if w.memory is not None and w.engine != "vllm":
-        # Only vLLM's composition reads the memory (it sizes the KV pool from it); for the other engines the
+    if w.memory is not None and w.engine not in ("vllm", "sglang"):
+        # Only vLLM's and SGLang's compositions read the memory (it sizes the KV pool from it); for the other engines the
         # breakdown is the same for every budget, so it is composed once without one (memoized) and checked
         # against this budget here -- what the end of this function does with the same breakdown.
         base = _memoized(spec, dataclasses.replace(w, memory=None))
@@ -142,8 +142,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
-    if w.device == "cpu" and w.engine == "vllm":
-        raise InputError("the vllm profile models GPU serving; use engine transformers or llamacpp for device cpu")
+    if w.device == "cpu" and w.engine in ("vllm", "sglang"):
+        raise InputError(f"the {w.engine} profile models GPU serving; use engine transformers or llamacpp for "
+                         "device cpu")
     acc = Acc()
     profile = E.PROFILES[w.engine]
     acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
@@ -157,23 +158,35 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         if w.engine == "llamacpp":
-            raise InputError("llama.cpp splits layers across GPUs rather than tensor-parallel shards; "
-                             "use tensor_parallel 1 (per-GPU layer split is not modelled yet)")
+            raise InputError("llama.cpp splits layers (or rows) across GPUs rather than tensor-parallel shards; "
+                             "use gpus N with split_mode layer|row (--gpus N --split-mode layer)")
         wb = shard_weights(spec, wb, w.tensor_parallel, act_bytes)
         acc.warnings.append(f"memory is per device, for each of {w.tensor_parallel} tensor-parallel devices")
     kvd = _kv_dtype(w, profile, dtype, acc)
     if spec.max_position_embeddings and w.context > spec.max_position_embeddings:
         acc.warnings.append(f"context {w.context} exceeds the model's max_position_embeddings "
                             f"{spec.max_position_embeddings}")
+    if spec.recurrent_layer_count:
+        acc.warnings.append(f"{spec.recurrent_layer_count} of {spec.num_layers} layers are recurrent "
+                            f"({spec.attention_kind}): their conv + SSM state is a fixed size per sequence "
+                            "(recurrent_state), only the attention layers hold a KV cache; the activation peak of "
+                            "the recurrent mixers' chunked scan is approximated by the attention-layer rule")
+        if w.engine == "sglang":
+            acc.warnings.append("SGLang keeps the recurrent state in a separate per-request pool (MambaPool), which "
+                                "is not modelled here: only the attention layers' KV is in this estimate")
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
-    ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc)
+    ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
+                  dtype=dtype)
     if w.engine == "vllm":
         from .vllm import compose_vllm
         compose_vllm(ctx)
     elif w.engine == "llamacpp":
         from .llamacpp import compose_llamacpp
         compose_llamacpp(ctx)
+    elif w.engine == "sglang":
+        from .sglang import compose_sglang
+        compose_sglang(ctx)
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
@@ -185,6 +198,11 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode).bytes_per_token,
         "attention": spec.attention_kind,
     })
+    if spec.recurrent_layer_count:
+        details.update({"recurrent_layers": spec.recurrent_layer_count, "attention_layers": spec.attention_layers,
+                        "state_dtypes": list(state_dtypes(ctx))})
+        # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
+        details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)
@@ -200,6 +218,19 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
         v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
                               est.total("device")[1], mem, util)
+    elif w.engine == "sglang":
+        mfs = float(est.details.get("mem_fraction_static", 0.0))
+        v = admission_verdict(int(est.details.get("admitted_sequences", 0)), w.concurrency, w.context,
+                              est.total("device")[1], mem, mfs, engine="SGLang",
+                              pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
+                              knob="mem_fraction_static")
+    elif w.engine == "llamacpp" and w.device == "gpu" and w.gpus > 1:
+        # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
+        acc.assumptions.append(headroom_assumption(w.headroom))
+        gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
+        worst = max(gpus, key=lambda d: d["total"])
+        v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, check_headroom(w.headroom))
+        v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1))
     else:
         acc.assumptions.append(headroom_assumption(w.headroom))
         loc = "host" if w.device == "cpu" else "device"

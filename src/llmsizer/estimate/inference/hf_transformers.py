@@ -16,7 +16,7 @@ from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
 from ...units import format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, state_item, weights_item
 
 
 def compose_transformers(ctx: Context) -> None:
@@ -43,7 +43,10 @@ def compose_transformers(ctx: Context) -> None:
         kv, act, phase, deq = kv_end, dec, f"end of decoding ({w.context} tokens)", 0
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
-    acc.items.append(kv)
+    if spec.attention_layers:
+        acc.items.append(kv)
+    if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
+        acc.items.append(state_item(ctx, w.concurrency, loc))
     acc.items.append(Item(
         "activations", act.peak_bytes, loc, high=act.peak_bytes + act.logits_bytes,
         formula=f"residual {format_bytes(act.residual_bytes)} + max(attention {format_bytes(act.attention_bytes)}, "

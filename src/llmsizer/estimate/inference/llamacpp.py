@@ -1,40 +1,46 @@
 """Engine profile 'llamacpp': GGUF weights split between host and device by -ngl, one unified KV cache.
 
 Rules (llama.cpp ``src/llama-model.cpp``, ``src/llama-kv-cache.cpp``, ``src/llama-kv-cache-iswa.cpp``,
-``src/llama-context.cpp``): token embeddings always stay in host memory; the last ``n_gpu_layers``
-repeating layers go to the device, and the output layer too once ``n_gpu_layers`` > n_layer (a tied
-model gets a device copy of token_embd, ``TENSOR_DUPLICATED``); the KV cache holds n_ctx cells for all
-sequences (f16 K and V by default), a sliding-window layer holds
+``src/llama-context.cpp``): token embeddings always stay in host memory; ``-ngl N`` offloads the last N of the
+n_layer + 1 layers, the output layer counting as the last, so it is offloaded first (a tied model gets a device
+copy of token_embd, ``TENSOR_DUPLICATED``); several GPUs share the offloaded layers by ``--tensor-split`` (layer
+split) or each matrix by rows (row split), and ``--n-cpu-moe`` keeps expert tensors in host memory -- the
+placement rules and their source lines are in ``llamacpp_split.py``; the KV cache holds n_ctx cells for all
+sequences (f16 K and V by default) on each layer's device, a sliding-window layer holds
 pad256(min(n_ctx, n_swa x n_seq + n_ubatch)) cells; the compute buffer is reserved for one ubatch with a
-full cache, in f32.
+full cache, in f32, on each device that computes layers.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from ...errors import InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache, paged_tokens
 from ...result import Item
 from ...units import format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, state_item, weights_item
+from .llamacpp_split import DevicePart, LayerCosts, per_layer_kv, place, split_points
 
 
 def compose_llamacpp(ctx: Context) -> None:
     spec, w, acc, wb = ctx.spec, ctx.w, ctx.acc, ctx.wb
     n = spec.num_layers
     on_gpu = w.device == "gpu"
+    gpus = w.gpus if on_gpu else 0
     ngl = acc.assume("n_gpu_layers", n + 1 if on_gpu else 0, w.n_gpu_layers if on_gpu else None,
                      "all layers and the output layer offloaded" if on_gpu else "CPU only")
     ngl = min(ngl, n + 1) if on_gpu else 0
     ubatch = acc.assume("n_ubatch", E.LLAMACPP_N_UBATCH, w.n_ubatch, "llama.cpp default physical batch")
-    layers_on = min(ngl, n)
-    out_on_gpu = ngl > n
+    mode, shares = _split_settings(ctx, gpus)
+    n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
-    out_bytes = out_matrix + 4 * spec.hidden_size  # + final norm (F32)
-    gpu_w = sum(wb.layer_bytes[n - layers_on:]) + (out_bytes if out_on_gpu else 0)
-    # what moved to the device leaves the host, except a tied output matrix, which is a device-side copy
-    moved_out = (out_bytes - (out_matrix if spec.tie_word_embeddings else 0)) if out_on_gpu else 0
-    host_w = wb.total - sum(wb.layer_bytes[n - layers_on:]) - moved_out
+    out_other = 4 * spec.hidden_size  # final norm (F32)
+    emb = wb.by_component.get("embedding", 0)
+    other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
+                     - out_other, 0)
     n_ctx = paged_tokens(w.context * w.concurrency, E.LLAMACPP_KV_PAD)
     ctx.details["n_ctx"] = n_ctx
     swa_extra = (spec.sliding_window or 0) * (w.concurrency - 1) + ubatch
@@ -42,33 +48,155 @@ def compose_llamacpp(ctx: Context) -> None:
         # llama.cpp disables Phi-3's sliding window (src/llama-model.cpp LLM_ARCH_PHI3: swa_type NONE): full KV
         swa_extra = n_ctx
         acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
-    kv_all = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra).total_bytes
-    kv_dev = kv_all * layers_on // n
+    kvc = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra)
+    # per attention layer; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only) hold no KV
+    per_token_layer = kvc.bytes_per_token / spec.attention_layers if spec.attention_layers else 0.0
+    kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else per_token_layer * (
+        kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.layer_types])
+    graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
+                                     logits_bytes_per_elem=0)
+    layer_graph = graph.residual_bytes + max(graph.attention_bytes, graph.mlp_bytes)
+    zeros = (0,) * n
+    costs = LayerCosts(wb.layer_bytes or zeros, wb.layer_expert_bytes or zeros, wb.layer_matrix_bytes or zeros,
+                       kv_layers, out_matrix, out_other, emb, other_host, spec.tie_word_embeddings, layer_graph,
+                       graph.peak_bytes)
+    parts = place(costs, gpus, ngl, split_points(shares) if gpus else [], split_mode=mode, row_shares=shares,
+                  n_cpu_moe=n_cpu_moe)
+    gpu_parts, host = parts[:-1], parts[-1]
+    layers_on = sum(1 for d in gpu_parts for _ in d.layers)
+    out_on_gpu = any(p.output for p in gpu_parts)
     if on_gpu:
-        acc.items.append(weights_item(wb, "device", gpu_w, f"; {layers_on}/{n} layers offloaded"
-                                      + (" + output layer" if out_on_gpu else "")))
-        acc.items.append(Item("weights_host", host_w, "host",
-                              formula=f"token embeddings {format_bytes(wb.by_component.get('embedding', 0))} + "
-                                      "layers kept on the CPU",
-                              source="llama.cpp src/llama-model.cpp: the input layer stays in host memory"))
+        note = f"; {layers_on}/{n} layers offloaded" + (" + output layer" if out_on_gpu else "")
+        if n_cpu_moe:
+            note += f"; experts of layers 0-{n_cpu_moe - 1} in host memory (--n-cpu-moe {n_cpu_moe})"
+        acc.items.append(weights_item(wb, "device", sum(p.weights for p in gpu_parts), note + _per_gpu(gpu_parts, "weights")))
+        acc.items.append(Item("weights_host", host.weights, "host",
+                              formula=f"token embeddings {format_bytes(emb)} + layers kept on the CPU"
+                                      + (" + offloaded experts" if n_cpu_moe else ""),
+                              source="llama.cpp src/llama-model.cpp:1603-1605: the input layer stays in host memory"))
     else:
         acc.items.append(weights_item(wb, "host"))
     kv = kv_item(ctx, n_ctx, 1, "device" if on_gpu else "host", window_extra=swa_extra)
-    if on_gpu:
-        acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers",
-                              source=kv.source))
-        if kv_all - kv_dev:
-            acc.items.append(Item("kv_cache_host", kv_all - kv_dev, "host", formula="KV of the layers on the CPU"))
-    else:
+    if on_gpu and spec.attention_layers:
+        kv_dev = sum(p.kv for p in gpu_parts)
+        acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers"
+                              + _per_gpu(gpu_parts, "kv"), source=kv.source))
+        if host.kv:
+            acc.items.append(Item("kv_cache_host", host.kv, "host", formula="KV of the layers on the CPU"))
+    elif spec.attention_layers:
         acc.items.append(kv)
-    graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
-                                     logits_bytes_per_elem=0)
-    acc.items.append(Item("compute_buffer", graph.peak_bytes, "device" if on_gpu else "host",
-                          low=graph.peak_bytes // 2, high=graph.peak_bytes * 2,
-                          formula=f"f32 graph of one ubatch ({ubatch} tokens): residual + max(attention, mlp, "
-                                  f"logits {ubatch} x vocab)",
-                          source="formulas/activations.py applied to llama.cpp's f32 ggml graph "
-                                 "(llama-context.cpp reserves it for n_ubatch tokens and a full cache)"))
+    state_by_part: dict[str, int] = {}
+    if spec.recurrent_layer_count:
+        state_by_part = _state_items(ctx, gpu_parts if on_gpu else [])
+    how = (f"f32 graph of one ubatch ({ubatch} tokens): residual + max(attention, mlp, logits {ubatch} x vocab)")
+    src = ("formulas/activations.py applied to llama.cpp's f32 ggml graph (llama-context.cpp reserves it for "
+           "n_ubatch tokens and a full cache, one buffer per backend)")
     if on_gpu:
-        acc.span("cuda_context", E.CUDA_CONTEXT)
+        dev_c = sum(p.compute for p in gpu_parts)
+        acc.items.append(Item("compute_buffer", dev_c, "device", low=dev_c // 2, high=dev_c * 2,
+                              formula=how + _per_gpu(gpu_parts, "compute"), source=src))
+        if host.compute:
+            acc.items.append(Item("compute_buffer_host", host.compute, "host", low=host.compute // 2,
+                                  high=host.compute * 2, formula="the same graph for the layers on the CPU",
+                                  source=src))
+        c = E.CUDA_CONTEXT
+        ctx_span = c if gpus == 1 else E.Span(gpus * c.low, gpus * c.expected, gpus * c.high, c.source)
+        acc.span("cuda_context", ctx_span, formula="named constant (estimate/engines.py)"
+                 + (f" x {gpus} GPUs" if gpus > 1 else ""))
+    else:
+        acc.items.append(Item("compute_buffer", graph.peak_bytes, "host", low=graph.peak_bytes // 2,
+                              high=graph.peak_bytes * 2, formula=how, source=src))
     acc.span("host_runtime", E.LLAMACPP_HOST_RUNTIME, "host")
+    if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
+        ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)
+        ctx.details["split"]["embedding"] = emb
+        for d in ctx.details["split"]["devices"]:  # each device's share of the recurrent state (0 without one)
+            d["recurrent_state"] = state_by_part.get(d["device"], 0)
+            d["recurrent_state_per_sequence"] = d["recurrent_state"] // max(w.concurrency, 1)
+            d["total"] += d["recurrent_state"]
+            d["total_high"] += d["recurrent_state"]
+
+
+def _state_items(ctx: Context, gpu_parts: list[DevicePart]) -> dict[str, int]:
+    """The recurrent state: one F32 row per sequence slot (n_seq_max = the concurrency) and recurrent layer, on the
+    device of its layer (src/llama-memory-recurrent.cpp: ``model.dev_layer(i)`` when offloading). Returns each
+    part's bytes. The placement of layers (llamacpp_split.place) does not weigh it: a few MiB per layer and
+    sequence."""
+    spec, acc = ctx.spec, ctx.acc
+    st = state_item(ctx, ctx.w.concurrency, "device" if gpu_parts else "host")
+    if not gpu_parts:
+        acc.items.append(st)
+        return {"host": st.bytes}
+    per_layer = st.bytes / spec.recurrent_layer_count
+    state_layers = per_layer_kv(st.bytes, [per_layer if r else 0.0 for r in spec.recurrent_layers])
+    by_part = {p.name: sum(state_layers[i] for i in p.layers) for p in gpu_parts}
+    dev_b = sum(by_part.values())
+    by_part["host"] = st.bytes - dev_b
+    rec_on = sum(1 for p in gpu_parts for i in p.layers if spec.recurrent_layers[i])
+    acc.items.append(Item(st.name, dev_b, "device", formula=st.formula + f" x {rec_on}/{spec.recurrent_layer_count} "
+                          "recurrent layers offloaded", source=st.source))
+    if st.bytes - dev_b:
+        acc.items.append(Item("recurrent_state_host", st.bytes - dev_b, "host",
+                              formula="state of the recurrent layers on the CPU", source=st.source))
+    return by_part
+
+
+def _split_settings(ctx: Context, gpus: int) -> tuple[str, list[float]]:
+    """(split mode, tensor-split shares) in force, recorded as assumptions when several GPUs are used."""
+    w, acc = ctx.w, ctx.acc
+    if gpus <= 1:
+        if w.tensor_split is not None and len(w.tensor_split) > 1:
+            raise InputError(f"tensor_split gives {len(w.tensor_split)} shares for one GPU; set gpus (--gpus/--count)")
+        return (w.split_mode or "layer"), [1.0] * gpus
+    mode = str(acc.assume("split_mode", "layer", w.split_mode, "llama.cpp default -sm layer (common/common.h:485)"))
+    if mode == "row":
+        acc.warnings.append("-sm row needs a backend with split buffers: at llama.cpp@0c1e57098 SYCL and Hexagon; "
+                            "CUDA builds of that commit refuse it (src/llama-model.cpp:1163), older ones accept it")
+    if mode == "none":
+        raise InputError("split_mode none runs on one GPU (src/llama.cpp:289-301); use gpus 1 or split_mode layer/row")
+    if w.tensor_split is None:
+        acc.assume("tensor_split", ",".join(["1"] * gpus), None,
+                   "llama.cpp splits by each GPU's free memory when no --tensor-split is given "
+                   "(src/llama-model.cpp:1559-1574): equal shares for identical GPUs")
+        return mode, [1.0] * gpus
+    if len(w.tensor_split) != gpus:
+        raise InputError(f"tensor_split has {len(w.tensor_split)} shares for {gpus} GPUs; give one per GPU")
+    acc.assume("tensor_split", ",".join(f"{s:g}" for s in w.tensor_split), ",".join(f"{s:g}" for s in w.tensor_split), "given")
+    return mode, list(w.tensor_split)
+
+
+def _n_cpu_moe(ctx: Context) -> int:
+    spec, w = ctx.spec, ctx.w
+    if w.n_cpu_moe is None:
+        return 0
+    if not spec.is_moe:
+        raise InputError(f"n_cpu_moe keeps MoE expert tensors in host memory; {spec.name} has no experts")
+    if w.device != "gpu":
+        raise InputError("n_cpu_moe applies to GPU offload; on device cpu every tensor is in host memory")
+    return int(ctx.acc.assume("n_cpu_moe", w.n_cpu_moe, w.n_cpu_moe, "given (common/arg.cpp:2766-2775)"))
+
+
+def _per_gpu(parts: list[DevicePart], attr: str) -> str:
+    if len(parts) <= 1:
+        return ""
+    return " (" + ", ".join(f"{p.name} {format_bytes(getattr(p, attr))}" for p in parts) + ")"
+
+
+def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl: int,
+                   n_cpu_moe: int) -> dict[str, Any]:
+    ctx_b = E.CUDA_CONTEXT
+    devices = []
+    for p in parts:
+        gpu = p.name != "host"
+        fixed = ctx_b.expected if gpu else E.LLAMACPP_HOST_RUNTIME.expected
+        fixed_hi = ctx_b.high if gpu else E.LLAMACPP_HOST_RUNTIME.high
+        holds = p.layer_range()
+        if not gpu:
+            holds = "token embd" + ("" if holds == "no layers" else ", " + holds) \
+                + (f", experts 0-{n_cpu_moe - 1}" if n_cpu_moe else "")
+        devices.append({"device": p.name, "layers": holds, "n_layers": len(p.layers) + int(p.output),
+                        "weights": p.weights, "experts": p.experts, "kv_cache": p.kv, "compute_buffer": p.compute,
+                        "runtime": fixed, "total": p.total + fixed, "total_high": p.weights + p.kv + 2 * p.compute
+                        + fixed_hi})
+    return {"split_mode": mode, "tensor_split": shares, "n_gpu_layers": ngl, "n_cpu_moe": n_cpu_moe,
+            "devices": devices}

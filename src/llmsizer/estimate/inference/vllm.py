@@ -24,7 +24,7 @@ from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
 from ...units import GiB, format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, state_item, state_of, weights_item
 
 
 def _defaults(ctx: Context) -> tuple[int, int]:
@@ -44,6 +44,12 @@ def compose_vllm(ctx: Context) -> None:
     mns = acc.assume("max_num_seqs", seqs_default, w.max_num_seqs, why)
     block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
     tp = w.tensor_parallel
+    page = None  # a recurrent layer's state page per sequence (padded to the attention page in a hybrid)
+    if spec.recurrent_layer_count:
+        acc.assume("mamba_cache_mode", "none", None,
+                   "vLLM CacheConfig default: one recurrent state page per request and layer, no cached prefix states "
+                   "(with prefix caching, 'align'/'all' keep more pages)")
+        block, page = _hybrid_pages(ctx, block)
     fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
@@ -61,14 +67,27 @@ def compose_vllm(ctx: Context) -> None:
     non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    # a sliding layer keeps window - 1 + max_num_batched_tokens tokens and one spare block; a chunked-local one
+    # (Llama 4) chunk + max_num_batched_tokens and no spare block (v1/kv_cache_interface.py SlidingWindowSpec,
+    # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
+    extra = mnbt if spec.chunked_attention else mnbt - 1
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
-                       window_extra=mnbt - 1, block_size=block).total_bytes
+                       window_extra=extra, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
-    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=mnbt - 1)
+    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=extra)
+    state = state_item(ctx, w.concurrency, "device", padded_layer_bytes=page) if page is not None else None
+    state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes if page is not None else 0
+    one_seq += state_one
     ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq})
+    if state is not None:
+        ctx.details.update({"recurrent_state_needed_bytes": state.bytes, "recurrent_state_bytes_per_sequence":
+                            state_one})
     if w.memory is None:
-        acc.items.append(need)
-        total = fixed + need.bytes
+        if spec.attention_layers:
+            acc.items.append(need)
+        if state is not None:
+            acc.items.append(state)
+        total = fixed + need.bytes + (state.bytes if state is not None else 0)
         ctx.details["memory_needed"] = int(total / util) + E.CUDA_CONTEXT.expected
         acc.warnings.append(f"vLLM pre-allocates KV to fill {util:.0%} of GPU memory; give --memory to see what it "
                             f"admits. This workload needs a GPU of at least "
@@ -76,18 +95,25 @@ def compose_vllm(ctx: Context) -> None:
         acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
         return
     # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
-    ctx.details["workload_bytes"] = int(fixed + need.bytes + E.CUDA_CONTEXT.expected)
+    ctx.details["workload_bytes"] = int(fixed + need.bytes + (state.bytes if state is not None else 0)
+                                        + E.CUDA_CONTEXT.expected)
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
-    blocks = max(kv_avail, 0) // max(int(per_token_layers * block), 1)
+    # the pool's pages also hold the recurrent states of the admitted sequences
+    kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.attention_layers else kv_avail
+    blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.attention_layers else 0
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns))})
+    pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.attention_layers else "recurrent state pages"
+    if state is not None:
+        pool_what += f", incl. the recurrent state of the {int(admitted)} admitted sequences " \
+                     f"({format_bytes(state_one)} each: {state.formula})"
     acc.items.append(Item("kv_cache", max(kv_avail, 0), "device",
                           formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
-                                  f"cuda_graphs = {int(blocks)} blocks of {block} tokens",
+                                  f"cuda_graphs = {pool_what}",
                           source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
     acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
     if kv_avail <= 0:
@@ -105,8 +131,31 @@ def compose_vllm(ctx: Context) -> None:
 
 def _sliding_spare_block(ctx: Context, block: int) -> int:
     """SlidingWindowSpec reserves one extra block per sliding layer and request."""
-    n_sliding = sum(1 for k in ctx.spec.layer_types if k == "sliding")
-    if not n_sliding:
+    n_sliding = ctx.spec.layer_types.count("sliding")
+    if not n_sliding or ctx.spec.chunked_attention:
         return 0
-    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / ctx.spec.num_layers
+    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token \
+        / ctx.spec.attention_layers
     return math.ceil(n_sliding * block * per_layer_token)
+
+
+def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
+    """(attention block size, padded state page per recurrent layer and sequence) of vLLM's hybrid allocator.
+
+    The attention block grows to the smallest multiple of the kernel alignment whose page (block x KV bytes per token
+    and layer) holds one recurrent state page; the state page is padded to that attention page
+    (estimate/engines.py VLLM_KERNEL_BLOCK_ALIGNMENT: vllm/platforms/interface.py _align_hybrid_block_size).
+    A model without attention keeps its state pages unpadded."""
+    spec = ctx.spec
+    state_page = state_of(ctx, 1).per_layer_bytes
+    if not spec.attention_layers:
+        return block, math.ceil(state_page)
+    attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.attention_layers
+    align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
+    hybrid_block = align * math.ceil(state_page / (align * attn_1tok))
+    new_block = max(block, hybrid_block)
+    if new_block != block:
+        ctx.acc.warnings.append(f"vLLM's hybrid allocator sets the attention block size to {new_block} tokens so that "
+                                f"one attention page holds one recurrent state page ({format_bytes(state_page)})")
+    ctx.details["hybrid_block_size"] = new_block
+    return new_block, math.ceil(new_block * attn_1tok)

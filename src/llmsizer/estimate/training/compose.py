@@ -325,6 +325,10 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
         if w.grad_accumulation < w.pp:
             acc.warnings.append(f"pipeline with {w.grad_accumulation} micro-batches < {w.pp} stages leaves bubbles; "
                                 "set grad_accumulation >= pp")
+    if spec.recurrent_layer_count:
+        acc.warnings.append(f"{spec.recurrent_layer_count} {spec.recurrent.kind if spec.recurrent else ''} layers: "
+                            "their saved activations (chunked scan / delta-rule intermediates) are not modelled; "
+                            "they are counted with the attention-layer rules")
     if spec.is_moe:
         acc.warnings.append("MoE: routed-expert activations assume balanced routing; the range's high end allows "
                             "a 1.25 capacity factor (Switch Transformer section 2.2)")

@@ -1,0 +1,163 @@
+"""Engine profile 'sglang': a token pool sized from ``--mem-fraction-static``.
+
+Rules read in SGLang 0.5.23 (the PyPI wheel; line numbers of that release):
+
+(1) ``mem_fraction_static`` default (sglang/srt/arg_groups/memory_hook.py:90-160, 289-339). From the GPU's total
+    memory ``M`` [MiB]: the tier gives ``chunked_prefill_size`` and the decode CUDA-graph ``max_bs``
+    (engines.SGLANG_TIERS); then
+
+        reserved = 512 + 1.5 x max(chunked_prefill_size, 2048) + tp x pp / 8 x 1024
+                   + 2 x max_bs + 8 x (prefill graph sizes)          [1.5 GiB instead with MLA]
+        reserved = max(reserved, 10240) when M > 60 GiB
+        mem_fraction_static = round((M - reserved) / M, 3)                                           (1)
+
+    The prefill graph sizes are the capture list of cuda_graph_hook.py:480-497 up to chunked_prefill_size (the
+    breakable prefill graph is the CUDA default, model_executor/cuda_graph_config.py:119-123).
+(2) Token pool (mem_cache/kv_cache_configurator.py:2990-3060): with ``pre`` the free memory before the weights
+    are loaded (total - CUDA context - with TP NCCL's buffers: distributed/bootstrap.py:193-216 measures it after
+    the parallel groups are set up), ``rest = (pre - weights) - pre x (1 - mem_fraction_static)``, i.e.
+
+        kv_pool = mem_fraction_static x pre - weights                                                (2)
+
+(3) ``max_total_num_tokens = kv_pool // cell_size // page_size x page_size`` (model_executor/pool_configurator.py:
+    636-647) with ``cell_size = kv_heads per rank x (head_dim + v_head_dim) x layers x dtype bytes``
+    (pool_configurator.py:492-498), the MLA latent for DeepSeek-style models; page_size 1.
+(4) ``max_running_requests = min(max(min(tokens / context_len x 512, 4096), 2048), tokens // 2)``
+    (kv_cache_configurator.py:3119-3132), context_len = the model's context length.
+(5) Radix cache: finished requests' KV stays in the same pool as a prefix cache and is evicted (LRU) when running
+    requests need the room, so it does not lower the capacity for running requests; requests that share a prefix
+    hold it once.
+
+Why vLLM reports a different capacity for the same card: vLLM's pool is ``gpu_memory_utilization x total - weights
+- profiled activation peak - non-torch - CUDA graphs`` (vllm.py eq. 1), SGLang's is eq. (2): a different fraction
+(0.9 against eq. (1)'s tiered value), applied to the memory free before loading, with activations and graphs left
+to the fraction's remainder instead of being measured and subtracted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...formulas.kv_cache import kv_cache
+from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
+from ...result import Item
+from ...units import MiB, format_bytes
+from .. import engines as E
+from .common import Context, kv_item, weights_item
+
+
+def prefill_graph_sizes(max_bs: int) -> list[int]:
+    """The prefill CUDA-graph capture sizes up to ``max_bs`` tokens (cuda_graph_hook.py:480-497)."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
+             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
+    return [s for s in sizes if s <= max_bs]
+
+
+def default_mem_fraction_static(total_bytes: int, tp: int = 1, mla: bool = False,
+                                chunked_prefill_size: int | None = None) -> tuple[float, dict[str, Any]]:
+    """Eq. (1): SGLang's default ``mem_fraction_static`` for a GPU of ``total_bytes`` and its parts [MiB]."""
+    gpu_mem = total_bytes / MiB
+    tier = next(t for t in E.SGLANG_TIERS if gpu_mem < t[0])
+    chunked = chunked_prefill_size or tier[1]
+    max_bs = tier[2] if tp < 4 else tier[3]
+    activation = E.SGLANG_ACTIVATION_MIB_PER_TOKEN * max(chunked, E.SGLANG_MIN_ACTIVATION_TOKENS)
+    prefill_max = min(8192, chunked) if mla else chunked
+    graphs = E.SGLANG_DECODE_GRAPH_MIB_PER_BS * max_bs + (
+        E.SGLANG_PREFILL_GRAPH_MLA_MIB if mla else E.SGLANG_PREFILL_GRAPH_MIB_PER_SIZE * len(prefill_graph_sizes(prefill_max)))
+    reserved = E.SGLANG_RESERVED_FLOOR_MIB + activation + tp * E.SGLANG_TP_MIB + graphs
+    if gpu_mem > E.SGLANG_BIG_GPU_MIB:
+        reserved = max(reserved, E.SGLANG_BIG_GPU_MIN_RESERVED_MIB)
+    return round((gpu_mem - reserved) / gpu_mem, 3), {
+        "gpu_mem_mib": gpu_mem, "chunked_prefill_size": chunked, "decode_graph_max_bs": max_bs,
+        "reserved_mib": reserved, "activation_mib": activation, "graphs_mib": graphs}
+
+
+def compose_sglang(ctx: Context) -> None:
+    spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    tp = w.tensor_parallel
+    mla = spec.mla is not None
+    share = kv_fraction_per_device(spec, tp, mla_latent=True)
+    cell = per_device(int(kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token), share)
+    if any(k == "sliding" for k in spec.layer_types):
+        acc.warnings.append("SGLang sizes sliding-window models with a separate SWA pool (HybridSWAPoolConfigurator); "
+                            "not modelled: every layer is counted as full attention (fewer tokens than SGLang)")
+    acc.items.append(weights_item(ctx.wb, "device"))
+    ctx.details.update({"kv_cell_bytes": cell})
+    need = kv_item(ctx, w.context, w.concurrency, "device", block=1, window_extra=0)
+    if w.memory is None:
+        acc.items.append(need)
+        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+        acc.warnings.append("SGLang sizes its token pool from the GPU's memory (--mem-fraction-static); give --memory "
+                            "to see its max_total_num_tokens and what it admits")
+        return
+    default, parts = default_mem_fraction_static(w.memory, tp, mla, w.max_num_batched_tokens)
+    mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
+                           f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
+                           "MiB) / M (memory_hook.py:289-339)"))
+    acc.assume("chunked_prefill_size", parts["chunked_prefill_size"], w.max_num_batched_tokens,
+               "SGLang memory-tier default (memory_hook.py:90-160)")
+    # measured after the parallel groups exist (distributed/bootstrap.py measure_pre_model_load_memory: "Call after
+    # parallel initialization"): with TP, NCCL's communicator buffers are already allocated
+    comm = E.VLLM_NON_TORCH_TP.expected if tp > 1 else 0
+    pre = w.memory - E.CUDA_CONTEXT.expected - comm
+    pool = max(int(mfs * pre) - ctx.wb.total, 0)
+    page = 1
+    tokens = pool // cell // page * page if cell else 0
+    context_len = spec.max_position_embeddings or w.context
+    est_reqs = max(min(int(tokens / context_len * 512), 4096), 2048)
+    max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
+    fits_one = tokens // w.context
+    admitted = min(fits_one, max_running)
+    reserve = pre - int(mfs * pre)
+    acc.items.append(Item("kv_cache", pool, "device",
+                          formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = "
+                                  f"{tokens:,} tokens x {cell:,} B",
+                          source="SGLang kv_cache_configurator.py:2990-3060, pool_configurator.py:636-647 "
+                                 "(eqs. 2-3 of estimate/inference/sglang.py)"))
+    acc.items.append(Item("runtime_reserve", reserve, "device",
+                          formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
+                          source="SGLang memory_hook.py:289-339 (eq. 1)"))
+    acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+    if tp > 1:
+        acc.span("communicators", E.VLLM_NON_TORCH_TP,
+                 formula="NCCL communicator buffers with TP, allocated before the pool is sized")
+    ctx.details.update({
+        "mem_fraction_static": mfs, "kv_pool_bytes": pool, "max_total_num_tokens": tokens, "kv_tokens": tokens,
+        "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
+        "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
+        "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected,
+        "kv_needed_bytes": need.bytes})
+    if pool <= 0:
+        acc.warnings.append("SGLang would fail at start-up (\"Loaded weights leave no GPU memory for the KV cache\", "
+                            "kv_cache_configurator.py:3043-3058): raise --mem-fraction-static or use more memory")
+    elif fits_one < 1:
+        acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
+                            "holds")
+    if max_running < w.concurrency:
+        acc.warnings.append(f"max_running_requests {max_running} caps concurrency below the {w.concurrency} requested")
+    acc.assumptions.append(_radix_note())
+    _compare_vllm(ctx, tokens)
+
+
+def _radix_note() -> Any:
+    from ...result import Assumption
+    return Assumption("radix_cache", "on", True, "SGLang keeps finished requests' KV as a prefix cache in the same pool "
+                      "and evicts it when running requests need room: capacity shown for requests sharing no prefix")
+
+
+def _compare_vllm(ctx: Context, sglang_tokens: int) -> None:
+    """The KV tokens vLLM's default pool would hold on the same card (one core: estimate_inference with vllm)."""
+    from .compose import estimate_inference
+    w = ctx.w
+    v = estimate_inference(ctx.spec, engine="vllm", weights=w.weights, kv_dtype=w.kv_dtype, context=w.context,
+                           concurrency=w.concurrency, memory=w.memory, tensor_parallel=w.tensor_parallel,
+                           dtype=w.dtype, group_size=w.group_size)
+    vt = int(v.details.get("kv_tokens", 0))
+    ctx.details["vllm_kv_tokens"] = vt
+    measured = sum(i.bytes for i in v.items if i.name in ("activations", "non_torch", "cuda_graphs"))
+    ctx.details["engines_differ_because"] = (
+        f"SGLang: mem_fraction_static {ctx.details['mem_fraction_static']} x (memory free before loading) - weights "
+        f"= {sglang_tokens:,} tokens, leaving {format_bytes(ctx.details['sglang_reserved_mib'] * MiB)} by its "
+        f"default's rule for activations and CUDA graphs; vLLM: gpu_memory_utilization "
+        f"{v.details.get('gpu_memory_utilization')} x memory - weights - profiled activations, non-torch and CUDA "
+        f"graphs ({format_bytes(measured)}) = {vt:,} tokens")

@@ -1,0 +1,266 @@
+"""llama.cpp auto-fit: the context, ``-ngl``, ``--tensor-split`` and ``--n-cpu-moe`` that fit each GPU's free memory
+with a stated margin, printed as the exact llama.cpp flags.
+
+It follows the order of llama.cpp's own ``--fit`` (common/fit.cpp ``common_params_fit_impl``, llama.cpp
+ggml-org/llama.cpp@0c1e57098 as vendored by llama-cpp-python 0.3.36; the defaults are in common/common.h:478-483;
+``--fit`` gives up when the user set ``-ngl`` (common/fit.cpp:464) or asked for ``-sm row`` (:477-478), so
+the flags printed end with ``-fit off``):
+
+1. Projected use (common/fit.cpp:261-371) with the defaults (every layer offloaded, split by free memory) against ``free - margin`` on
+   each device; nothing changes when it fits. The margin is ``--fit-target``, 1024 MiB per device by default
+   (common/common.h:483); the context, when not given, starts at the model's training context (n_ctx_train).
+2. (common/fit.cpp:373-460) Reduce the context, when it was not given, down to at least ``--fit-ctx`` 4096 (common/common.h:480), aligned
+   to 256 tokens ("round down context for CUDA backend"). llama.cpp interpolates linearly between two
+   measurements; memory is linear in the context here, so the largest aligned context that fits is solved for.
+3. (common/fit.cpp:488-733) Fill the GPUs back to front with whole layers, the last GPU taking the output layer ("the last device has the
+   output layer, which cannot be a partial layer"): each GPU gets as many of the remaining last layers as fit
+   its target; the per-GPU layer counts become ``--tensor-split`` (fit.cpp ``set_ngl_tensor_split_tbo`` writes
+   tensor_split[id] = n_layer, :556) and their sum ``-ngl``.
+4. (common/fit.cpp:615-650, 735-) For a MoE model, layers are first filled with their expert tensors in host memory ("dense-only" layers);
+   when all of them fit, experts are brought back onto the GPUs until they are full.
+
+One difference, stated with every answer: llama.cpp moves the experts of the *last* layers of each GPU to the CPU
+through ``-ot`` buffer overrides; this fit expresses the result as ``--n-cpu-moe N`` (the experts of the *first*
+N layers, common/arg.cpp:2766-2775), the flag users type, which needs the same memory when the layers are alike.
+Every candidate is sized by ``estimate_inference`` (the one composition core), so the answer is what ``infer``
+reports for the same flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..models import load_model
+from ..result import Assumption, Estimate
+from ..specs import ModelSpec
+from ..units import MiB, format_bytes
+from .inference import estimate_inference
+
+FIT_TARGET = 1024 * MiB  # common/common.h:483: fit_params_target, 1024 MiB per device
+FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
+CTX_ALIGN = 256  # common/fit.cpp: "round down context for CUDA backend" (align = 256 x n_streams)
+FIT_SOURCE = "llama.cpp common/fit.cpp common_params_fit_impl (ggml-org/llama.cpp@0c1e57098)"
+
+
+@dataclass(frozen=True)
+class LlamaCppFit:
+    """The flags that fit, the memory each device then holds, and the steps taken."""
+
+    model: str
+    free: tuple[int, ...]  # free memory per GPU [bytes]
+    margin: int  # bytes left free on each GPU (--fit-target)
+    context: int
+    n_gpu_layers: int
+    n_layer: int
+    tensor_split: tuple[int, ...]  # layers per GPU (empty on one GPU)
+    n_cpu_moe: int
+    fits: bool
+    estimate: Estimate
+    steps: tuple[str, ...]
+    assumptions: tuple[Assumption, ...] = ()
+    warnings: tuple[str, ...] = ()
+    host_memory: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def full_offload(self) -> bool:
+        return self.n_gpu_layers >= self.n_layer + 1
+
+    def flags(self) -> list[str]:
+        """The llama.cpp arguments (llama-server / llama-cli), ``-fit off`` so llama.cpp keeps them as given."""
+        concurrency = int(self.details.get("concurrency", 1))
+        # -c is the KV cells of all slots together; -np N gives each of N slots -c / N (llama-server)
+        out = ["-c", str(self.context * concurrency), "-ngl", str(self.n_gpu_layers)]
+        if len(self.free) > 1:
+            out += ["-sm", "layer", "-ts", ",".join(map(str, self.tensor_split))]
+        if self.n_cpu_moe:
+            out += ["--n-cpu-moe", str(self.n_cpu_moe)]
+        if concurrency > 1:
+            out += ["-np", str(concurrency)]
+        return out + ["-fit", "off"]
+
+    def devices(self) -> list[dict[str, Any]]:
+        rows = []
+        for dev in self.estimate.details["split"]["devices"]:
+            row = dict(dev)
+            if dev["device"] != "host":
+                i = int(dev["device"][3:])
+                row["free"], row["target"] = self.free[i], self.free[i] - self.margin
+                row["left"] = self.free[i] - dev["total"]
+            elif self.host_memory is not None:
+                row["free"], row["target"], row["left"] = self.host_memory, self.host_memory, self.host_memory - dev["total"]
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
+                "full_offload": self.full_offload, "flags": self.flags(), "command": " ".join(self.flags()),
+                "context": self.context, "n_gpu_layers": self.n_gpu_layers, "tensor_split": list(self.tensor_split),
+                "n_cpu_moe": self.n_cpu_moe, "margin": self.margin, "free": list(self.free),
+                "host_memory": self.host_memory, "devices": self.devices(), "steps": list(self.steps),
+                "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
+                "memory": self.estimate.to_dict(), "details": self.details}
+
+    def __str__(self) -> str:
+        from ..render.fit_text import render_llamacpp_fit
+        return render_llamacpp_fit(self)
+
+
+def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | None = None,
+                 context: int | None = None, min_context: int = FIT_MIN_CTX, host_memory: int | None = None,
+                 **workload: Any) -> LlamaCppFit:
+    """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4). ``context`` None: the
+    largest that fits, from the model's training context down to ``min_context``; given: kept."""
+    spec = load_model(model) if isinstance(model, str) else model
+    if not free or any(f <= 0 for f in free):
+        raise InputError(f"free memory must be given for each GPU and be positive, got {list(free)}")
+    for key in ("gpus", "n_gpu_layers", "tensor_split", "n_cpu_moe", "split_mode", "tensor_parallel", "memory"):
+        if workload.get(key) is not None:
+            raise InputError(f"{key} is what the auto-fit chooses; drop it (or size those flags with infer/fit)")
+    workload.pop("engine", None)
+    margin = FIT_TARGET if margin is None else margin
+    if margin < 0:
+        raise InputError(f"fit target margin must not be negative, got {margin}")
+    nd, n = len(free), spec.num_layers
+    targets = [f - margin for f in free]
+    assumptions = [Assumption("fit_target", format_bytes(margin), margin == FIT_TARGET,
+                              "memory left free on each GPU (llama.cpp --fit-target, common/common.h:483)")]
+    steps: list[str] = []
+    n_ctx_train = spec.max_position_embeddings or max(context or 0, min_context)  # llama.cpp: n_ctx_train
+    ctx_max: int = context if context is not None else n_ctx_train
+    if context is None:
+        assumptions.append(Assumption("context", f"auto: {min(min_context, n_ctx_train)}..{n_ctx_train}", True,
+                                      "not given: the largest that fits, from the training context down to --fit-ctx "
+                                      f"{min_context} (common/common.h:480)"))
+
+    def run(ctx: int, counts: Sequence[int], n_cpu_moe: int) -> Estimate:
+        ngl = sum(counts)
+        return estimate_inference(spec, engine="llamacpp", device="gpu", context=ctx, gpus=nd, n_gpu_layers=ngl,
+                                  tensor_split=tuple(float(c) for c in counts) if ngl else None,
+                                  n_cpu_moe=n_cpu_moe if spec.is_moe else None, **workload)
+
+    def used(est: Estimate) -> list[int]:
+        return [d["total"] for d in est.details["split"]["devices"][:nd]]
+
+    def fill(ctx: int, n_cpu_moe: int) -> list[int]:
+        """Step 3: whole layers back to front, each GPU taking the most of the remaining last layers that fit."""
+        counts = [0] * nd
+        remaining = n + 1
+        for i in reversed(range(nd)):
+            def ok(k: int, i: int = i) -> bool:
+                trial = counts.copy()
+                trial[i] = k
+                return used(run(ctx, trial, n_cpu_moe))[i] <= targets[i]
+            counts[i] = _largest(0, remaining, ok)
+            remaining -= counts[i]
+        return counts
+
+    def all_on(ctx: int, n_cpu_moe: int) -> list[int] | None:
+        counts = fill(ctx, n_cpu_moe)
+        return counts if sum(counts) == n + 1 else None
+
+    # step 1: the defaults (every layer offloaded, split by free memory)
+    default = estimate_inference(spec, engine="llamacpp", device="gpu", context=ctx_max, gpus=nd, n_gpu_layers=n + 1,
+                                 tensor_split=tuple(float(f) for f in free), **workload)
+    if all(u <= t for u, t in zip(used(default), targets, strict=True)):
+        steps.append(f"step 1: every layer offloaded at context {ctx_max} fits each GPU's target: no changes needed")
+        counts = [d["n_layers"] for d in default.details["split"]["devices"][:nd]]
+        return _result(spec, free, margin, ctx_max, counts, 0, run(ctx_max, counts, 0), steps, assumptions,
+                       host_memory, workload)
+    steps.append(f"step 1: every layer offloaded at context {ctx_max} exceeds a GPU's target (free - margin)")
+    ctx = ctx_max
+    counts_found: list[int] | None = None
+    if context is None and ctx_max > min_context:
+        # step 2: the largest aligned context with every layer offloaded
+        lo = max(min_context, CTX_ALIGN) // CTX_ALIGN
+        hi = ctx_max // CTX_ALIGN
+        best = _largest(lo - 1, hi, lambda k: k >= lo and all_on(k * CTX_ALIGN, 0) is not None)
+        if best >= lo:
+            ctx = best * CTX_ALIGN
+            counts_found = all_on(ctx, 0)
+            steps.append(f"step 2: context reduced from {ctx_max} to {ctx}: every layer fits")
+        else:
+            ctx = min(min_context, ctx_max)
+            steps.append(f"step 2: even at the minimum context {ctx} not every layer fits; context {ctx}")
+    elif context is not None:
+        steps.append(f"step 2: context {context} given: kept")
+    n_cpu_moe = 0
+    if counts_found is None:
+        counts = fill(ctx, 0)
+        if sum(counts) == n + 1:
+            counts_found = counts
+        elif not spec.is_moe:
+            counts_found = counts
+            steps.append(f"step 3: {sum(counts)} of {n + 1} layers (output layer included) fit on the GPUs; "
+                         "the rest run on the CPU")
+        else:
+            dense = fill(ctx, n)
+            if sum(dense) < n + 1:
+                counts_found, n_cpu_moe = dense, n
+                steps.append(f"step 3: with every expert tensor in host memory {sum(dense)} of {n + 1} layers fit")
+            else:
+                # step 4: bring experts back: the fewest layers whose experts stay in host memory
+                n_cpu_moe = _smallest_moe(n, lambda m: all_on(ctx, m) is not None)
+                counts_found = all_on(ctx, n_cpu_moe)
+                steps.append("step 3: every layer fits with its experts in host memory")
+                steps.append(f"step 4: experts of {n - n_cpu_moe} layers moved back to the GPUs; those of "
+                             f"{n_cpu_moe} stay in host memory (--n-cpu-moe {n_cpu_moe})")
+    assert counts_found is not None
+    est = run(ctx, counts_found, n_cpu_moe)
+    return _result(spec, free, margin, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload)
+
+
+def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """The largest k in [lo, hi] with ok(k), ok being monotone (true up to some k); lo when only lo is."""
+    if ok(hi):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _smallest_moe(n: int, ok: Callable[[int], bool]) -> int:
+    """The smallest m in [0, n] with ok(m) (ok monotone: true from some m on; ok(n) is known true)."""
+    lo, hi = -1, n
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts: Sequence[int], n_cpu_moe: int,
+            est: Estimate, steps: list[str], assumptions: list[Assumption], host_memory: int | None,
+            workload: dict[str, Any]) -> LlamaCppFit:
+    nd = len(free)
+    devs = est.details["split"]["devices"]
+    warnings = [w for w in est.warnings if not w.startswith("MoE: every expert")]
+    fits = all(d["total"] <= f - margin for d, f in zip(devs[:nd], free, strict=True))
+    if not fits:
+        warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
+                        "use a smaller model or format")
+    host = devs[-1]
+    if host_memory is not None and host["total"] > host_memory:
+        fits = False
+        warnings.append(f"host memory: needs {format_bytes(host['total'])} of {format_bytes(host_memory)} RAM "
+                        "(layers and experts kept on the CPU)")
+    if n_cpu_moe:
+        warnings.append("llama.cpp's own --fit moves the experts of each GPU's last layers to the CPU (-ot overrides); "
+                        f"--n-cpu-moe {n_cpu_moe} moves those of the first {n_cpu_moe} layers, the same memory when "
+                        "the layers are alike")
+    if sum(counts) < spec.num_layers + 1:
+        warnings.append(f"{spec.num_layers + 1 - sum(counts)} layer(s) run on the CPU: decode speed is bound by host "
+                        "memory bandwidth for them")
+    return LlamaCppFit(spec.name, tuple(free), margin, ctx, sum(counts), spec.num_layers,
+                       tuple(counts) if nd > 1 else (), n_cpu_moe, fits, est, tuple(steps), tuple(assumptions),
+                       tuple(warnings), host_memory,
+                       {"source": FIT_SOURCE, "concurrency": workload.get("concurrency", 1)})

@@ -1,0 +1,73 @@
+"""Per-sequence state of recurrent mixers (Mamba-1, Mamba-2, Gated DeltaNet): fixed size, whatever the context.
+
+A recurrent layer carries, per sequence, the last inputs of its causal convolution and the SSM / delta-rule state
+(``specs.RecurrentSpec``):
+
+    conv_state_bytes  = conv_channels x conv_len x conv_bytes                                            (1)
+    ssm_state_bytes   = d_inner x d_state x ssm_bytes                                                    (2)
+    state_bytes       = (1 + 2) x recurrent_layers x sequences                                           (3)
+
+conv_channels = d_inner + 2 x n_groups x d_state (Mamba-2: x, B, C -- Dao & Gu 2024, arXiv 2405.21060, section 7;
+Gated DeltaNet: q, k, v -- Yang et al. 2024, arXiv 2412.06464) or d_inner (Mamba-1: x only -- Gu & Dao 2023,
+arXiv 2312.00752, section 3.4). The SSM state is [d_inner, d_state] (Mamba-1), [heads, head_dim, d_state]
+(Mamba-2) or [value heads, key head dim, value head dim] (Gated DeltaNet): d_inner x d_state elements each.
+``conv_len`` is what each engine keeps of the kernel window:
+
+- transformers 5.24: ``d_conv`` columns (``cache_utils.py`` ``LinearAttentionLayer.lazy_initialization`` L1226-1230
+  allocates ``(*conv_states.shape[:-1], conv_kernel_size)`` in the conv input's dtype; ``update_conv_state``
+  L1244-1282 keeps the last ``conv_kernel_size``), the recurrent state ``zeros_like`` what the mixer returns
+  (``update_recurrent_state`` L1284-1298): fp32 on the torch path of every family here, also for bf16 models
+  (measured, tests/formulas/test_recurrent_state_forward.py);
+- vLLM: ``d_conv - 1`` columns (``vllm/model_executor/layers/mamba/mamba_utils.py``
+  ``MambaStateShapeCalculator.mamba1_state_shape`` / ``mamba2_state_shape`` / ``gated_delta_net_state_shape``:
+  ``conv_kernel - 1``), both states in the model dtype unless ``mamba_ssm_cache_dtype`` says otherwise
+  (``MambaStateDtypeCalculator._mamba_state_dtype``); one page of sum(prod(shape) x dtype size) per request and layer
+  (``vllm/v1/kv_cache_interface.py`` ``MambaSpec.page_size_bytes``);
+- llama.cpp: ``d_conv - 1`` columns (``src/llama-hparams.cpp`` ``n_embd_r`` L127-142: "the first column of the
+  conv_state is shifted out"; ``n_embd_s`` L144-152 = d_state x d_inner), both F32
+  (``src/llama-model.cpp`` ``create_memory``: ``GGML_TYPE_F32, GGML_TYPE_F32``), one row per sequence slot
+  (``src/llama-memory-recurrent.cpp`` L101-103: ``n_rows = mem_size x (1 + n_rs_seq)``, mem_size = max(1, n_seq_max)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..specs import ModelSpec
+
+
+@dataclass(frozen=True)
+class RecurrentState:
+    total_bytes: int  # eq. (3)
+    conv_bytes: float  # eq. (1), one layer and sequence
+    ssm_bytes: float  # eq. (2), one layer and sequence
+    layers: int  # recurrent layers
+    sequences: int
+    conv_len: int  # kernel columns kept
+
+    @property
+    def per_sequence_bytes(self) -> int:
+        return int(math.ceil((self.conv_bytes + self.ssm_bytes) * self.layers))
+
+    @property
+    def per_layer_bytes(self) -> float:
+        """One layer's state of one sequence (a vLLM Mamba page before padding)."""
+        return self.conv_bytes + self.ssm_bytes
+
+
+def recurrent_state(spec: ModelSpec, sequences: int, conv_bytes: float, ssm_bytes: float,
+                    conv_window: int = 0) -> RecurrentState:
+    """State of ``sequences`` sequences (eqs. 1-3). conv_bytes / ssm_bytes [bytes per element];
+    conv_window: columns kept beyond ``d_conv - 1`` (transformers 1, vLLM and llama.cpp 0)."""
+    if sequences < 0:
+        raise InputError(f"sequences must not be negative (got {sequences})")
+    r = spec.recurrent
+    if r is None or not spec.recurrent_layer_count:
+        return RecurrentState(0, 0.0, 0.0, 0, sequences, 0)
+    conv_len = max(r.d_conv - 1 + conv_window, 0)
+    conv = r.conv_channels * conv_len * conv_bytes
+    ssm = r.state_elements * ssm_bytes
+    layers = spec.recurrent_layer_count
+    return RecurrentState(int(math.ceil((conv + ssm) * layers * sequences)), conv, ssm, layers, sequences, conv_len)

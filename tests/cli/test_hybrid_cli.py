@@ -1,0 +1,45 @@
+"""Hybrid models through the real CLI entry point: the state is its own breakdown row, the layer schedule is shown,
+and fit answers through the same core (exit 1 when it does not fit)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_infer_lists_the_recurrent_state_with_formula_and_source():
+    r = run("infer", "jamba-1.5-mini", "--context", "8192", "--concurrency", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    items = {i["name"]: i for i in data["items"]}
+    st = items["recurrent_state"]
+    # Jamba-1.5-Mini: 28 Mamba layers, d_inner 8192, d_state 16, d_conv 4; transformers keeps the conv window in
+    # bf16 and the SSM state in fp32: 28 x (8192 x 4 x 2 + 8192 x 16 x 4) x 4 sequences
+    assert st["bytes"] == 28 * (8192 * 4 * 2 + 8192 * 16 * 4) * 4
+    assert "independent of the context" in st["formula"] and "recurrent_state.py" in st["source"]
+    # KV for the 4 attention layers only: 4 x 8192 tokens x 2 x 8 heads x 128 x 2 B x 4 sequences
+    assert items["kv_cache"]["bytes"] == 4 * 8192 * 2 * 8 * 128 * 2 * 4
+    assert data["details"]["recurrent_layers"] == 28 and data["details"]["attention_layers"] == 4
+
+
+def test_inspect_shows_the_layer_schedule():
+    r = run("inspect", "jamba-1.5-mini")
+    assert r.returncode == 0, r.stderr
+    assert "mamba mixer on 28 layers, attention on 4" in r.stdout
+    assert "RRRRARRR" * 4 in r.stdout  # attention at i % 8 == 4 (attn_layer_period 8, offset 4)
+
+
+def test_fit_answers_with_the_state_in_the_vllm_pool():
+    r = run("fit", "jamba-1.5-mini", "--device", "h100", "--context", "32768", "--concurrency", "8", "--json")
+    assert r.returncode == 1, r.stderr  # 96 GiB of bf16 weights do not fit one 80 GB card
+    data = json.loads(r.stdout)
+    assert data["fits"] is False
