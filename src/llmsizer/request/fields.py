@@ -88,7 +88,7 @@ INFER_PRECISIONS = ("bf16", "fp16", "fp32")
 
 # Training settings mirror specs/training.py TrainingWorkload (kept in step by tests/request).
 _METHODS = ("full", "lora", "dora", "qlora")
-_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
                "megatron-bf16", "megatron-fp16")
 _OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
                "adafactor", "lion")

@@ -14,7 +14,7 @@ from ..errors import InputError
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
               "adafactor", "lion")
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
               "megatron-bf16", "megatron-fp16")
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
@@ -184,6 +184,9 @@ class TrainingWorkload:
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
             raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
                              f"({self.gpus_per_node})")
+        if self.precision == "fsdp-bf16-mixed" and self.fsdp is None:
+            raise InputError("precision 'fsdp-bf16-mixed' is FSDP's MixedPrecisionPolicy; give fsdp (full, grad_op or "
+                             "hybrid)")
         if self.offload == "params" and self.shard_stage < 3:
             raise InputError("offload='params' needs fully sharded parameters (zero=3 or fsdp='full'/'hybrid')")
         if self.method == "qlora" and self.precision in ("fp32", "fp16", "deepspeed-fp16", "megatron-fp16",

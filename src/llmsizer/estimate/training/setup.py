@@ -135,7 +135,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
 
     copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
     compute = rec.compute_bytes if w.method != "qlora" else 2
-    residual = base_bytes
+    # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
+    residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
     adapted = frozenset(m.role for m in lora.modules) if lora else frozenset()
     act = ActivationSetup(
         batch=w.micro_batch, seq=w.seq_len, residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,

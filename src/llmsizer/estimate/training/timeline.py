@@ -145,6 +145,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
+    if w.precision == "fsdp-bf16-mixed" and gather:  # units are all-gathered in param_dtype (bf16), not fp32
+        gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
     # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
     # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
     ds3 = w.zero == 3 and w.fsdp is None
