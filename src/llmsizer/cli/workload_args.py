@@ -148,6 +148,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
+    g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
+                   "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
                    "precision)")
     g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
@@ -163,7 +165,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
-                   help=f"activation checkpointing (default {TW.grad_checkpointing})")
+                   help=f"activation checkpointing; selective-op: torchtitan's op-level policy (default "
+                   f"{TW.grad_checkpointing})")
+    g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
+                   "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--packing", action="store_true", default=None,
@@ -187,9 +192,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
 
 
-TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
+TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
 
@@ -199,4 +204,5 @@ def training_fields(args: argparse.Namespace) -> dict[str, Any]:
     out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
     if out.get("method", TW.method) == "full":
         out.pop("targets", None)  # LoRA targets do not apply
+        out.pop("modules_to_save", None)
     return out
