@@ -309,3 +309,29 @@ def test_a_reader_that_stops_early_does_not_change_the_exit_code() -> None:
         out = subprocess.run([sys.executable, "-c", code.replace("ARGS", args)], capture_output=True, text=True,
                              timeout=120).stdout.split()
         assert out == [expected, "0"], (args, out)
+
+
+def test_plan_llamacpp_service_on_two_gpus_is_the_split_fit_says() -> None:
+    """A llama.cpp service on 2 x RTX 3090 (Llama-3.3-70B Q4_K_M, 8k): llama-server splits the layers over both
+    cards (llama.cpp's default -sm layer; the 39.6 GiB GGUF is widely run on 2 x 24 GB), as ``fit --count 2`` and
+    ``infer --gpus 2`` answer. The plan asked the fit for ONE card per replica (2 replicas of 42.3 GiB: DOES NOT
+    FIT) before the fix."""
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: llama-3.3-70b-instruct}\n"
+            "    quantization: q4_k_m\n    engine: llamacpp\n    traffic:\n      concurrency: {typical: 1, peak: 1}\n"
+            "      context: {typical: 8k, peak: 8k}\n      output: {typical: 256, peak: 256}\n"
+            "    resources: {device: rtx-3090, count: 2}\n")
+    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
+    r = fit("llama-3.3-70b-instruct", "rtx-3090", 2, engine="llamacpp", weights="q4_k_m", context=8192,
+            concurrency=1, output_tokens=256)
+    mem = job.section("memory")
+    assert r.fits and r.memory_per_device < 24 * GiB
+    assert mem.value("fits") is True and mem.value("need_peak") == r.memory_per_device
+    assert mem.value("need_typical") == r.memory_per_device
+    assert job.section("speed").value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user)
+    code, data = run_json("infer", "llama-3.3-70b-instruct", "--engine", "llamacpp", "--weights", "q4_k_m",
+                          "--gpus", "2", "--context", "8k", "--output-tokens", "256", "--memory", "24GiB")
+    gpus = [d["total"] for d in data["details"]["split"]["devices"] if d["device"] != "host"]
+    assert code == 0 and max(gpus) == r.memory_per_device
