@@ -25,6 +25,7 @@ from ..request.spec import InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
+from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -136,12 +137,15 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
+    if engine == "sglang":  # SGLang's need: fit's workload share of the card (the estimate without memory has no
+        need = _workload_need(f_peak, need)  # room for activations and graphs; SGLang sizes them from the card)
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu,
                          batch)
+    need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
-            need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None, "B")
+            _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
     budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
@@ -164,7 +168,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("fits", "peak load fits", fits, "bool", f_peak.reasons[0] if f_peak and f_peak.reasons else "")
     if f_peak is not None and f_peak.estimate is not None and "max_concurrency_at_context" in f_peak.estimate.details:
         mem.add("admitted", f"sequences of {ctx_peak} tokens the KV pool admits per replica",
-                f_peak.estimate.details["max_concurrency_at_context"], "count", "vLLM KV pool / KV per sequence")
+                f_peak.estimate.details["max_concurrency_at_context"], "count",
+                f"{ENGINE_NAMES.get(engine, engine)} KV pool / KV per sequence")
     split = need_est.details.get("split") if need_est else None
     w_dev = (max(int(d["weights"]) for d in split["devices"] if d["device"] != "host") if split else
              need_est.details.get("weights_bytes") if need_est else None)
@@ -225,6 +230,12 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
                                   **(batch or {}))
     except InputError:
         return None
+
+
+def _workload_need(f: FitResult | None, default: int | None) -> int | None:
+    """What the load needs of a card whose engine sizes a pool from it: fit's ``workload_bytes``."""
+    need = f.estimate.details.get("workload_bytes") if f is not None and f.estimate is not None else None
+    return int(need) if need is not None else default
 
 
 def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:
