@@ -311,3 +311,26 @@ def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", str(EXAMPLE), "--hardware-file",
                         str(fifo)], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
+
+
+# ------------------------------------------------------------------ engine flags on the wrong engine
+@pytest.mark.parametrize("engine, flag, value, owner", [
+    ("vllm", "-ngl", "3", "llamacpp"), ("sglang", "-ngl", "3", "llamacpp"), ("transformers", "-ngl", "3", "llamacpp"),
+    ("vllm", "--ubatch", "256", "llamacpp"), ("sglang", "--ubatch", "256", "llamacpp"),
+    ("vllm", "--mem-fraction-static", "0.5", "sglang"), ("llamacpp", "--mem-fraction-static", "0.5", "sglang"),
+    ("sglang", "--gpu-memory-utilization", "0.5", "vllm"), ("llamacpp", "--gpu-memory-utilization", "0.5", "vllm"),
+])
+def test_an_engine_flag_on_another_engine_is_refused(engine, flag, value, owner, capsys) -> None:
+    """Each of these is read by one engine's profile only (vLLM gpu_memory_utilization, SGLang
+    --mem-fraction-static, llama.cpp -ngl / -ub): on another engine the answer silently ignored it (exit 0, the
+    same numbers as without it) while --gpus/-ts/--n-cpu-moe on the wrong engine exit 2."""
+    code, _, err = run(["infer", "llama-3.1-8b", "--engine", engine, flag, value, "--memory", "24GiB"], capsys)
+    field = {"-ngl": "n_gpu_layers", "--ubatch": "n_ubatch"}.get(flag, flag.lstrip("-").replace("-", "_"))
+    line = one_line(err)
+    assert code == 2 and owner in line and field in line, line
+
+
+def test_n_cpu_moe_range_error_describes_n_cpu_moe(capsys) -> None:
+    code, _, err = run(["infer", "qwen3-30b-a3b", "--engine", "llamacpp", "--n-cpu-moe", "-1"], capsys)
+    line = one_line(err)
+    assert code == 2 and "--n-cpu-moe" in line and "offloaded to the GPU" not in line and "host" in line, line

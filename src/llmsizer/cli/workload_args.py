@@ -14,6 +14,7 @@ from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
     COUNT,
+    CPU_MOE_LAYERS,
     GPU_LAYERS,
     HEADROOM,
     MAX_GPUS,
@@ -97,7 +98,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--tensor-split", "-ts", type=list_of(float_arg(SPLIT_SHARE), "proportions", MAX_GPUS),
                    help="llama.cpp: share of the model per GPU, e.g. 3,1 (default: by free memory, equal for "
                         "identical GPUs)")
-    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(GPU_LAYERS),
+    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
 
 
