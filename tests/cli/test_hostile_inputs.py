@@ -334,3 +334,16 @@ def test_n_cpu_moe_range_error_describes_n_cpu_moe(capsys) -> None:
     code, _, err = run(["infer", "qwen3-30b-a3b", "--engine", "llamacpp", "--n-cpu-moe", "-1"], capsys)
     line = one_line(err)
     assert code == 2 and "--n-cpu-moe" in line and "offloaded to the GPU" not in line and "host" in line, line
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--gpus", "2"], "gpus"), (["-ngl", "5"], "n_gpu_layers"), (["-sm", "row"], "split_mode"),
+    (["--gpus", "2", "-ts", "1,1"], "gpus, tensor_split"), (["--n-cpu-moe", "2"], "n_cpu_moe"),
+])
+def test_gpu_offload_flags_on_a_cpu_are_refused(flags, field, capsys) -> None:
+    """llama.cpp on --device cpu keeps every tensor in host memory: --gpus/-ngl/-sm were ignored (exit 0, the CPU
+    answer), and --gpus 2 -ts 1,1 said 'gives 2 shares for one GPU; set gpus' although gpus was set."""
+    code, _, err = run(["infer", "qwen3-30b-a3b", "--engine", "llamacpp", "--weights", "q4_k_m", "--device", "cpu",
+                        *flags], capsys)
+    line = one_line(err)
+    assert code == 2 and field in line and "device cpu" in line, line

@@ -115,3 +115,9 @@ class InferenceWorkload:
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")
+        offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
+                                        ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
+                                        ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]
+        if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
+            raise InputError(f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is in host "
+                             "memory (use device gpu)")
