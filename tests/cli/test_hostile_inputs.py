@@ -319,13 +319,17 @@ def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     ("vllm", "--ubatch", "256", "llamacpp"), ("sglang", "--ubatch", "256", "llamacpp"),
     ("vllm", "--mem-fraction-static", "0.5", "sglang"), ("llamacpp", "--mem-fraction-static", "0.5", "sglang"),
     ("sglang", "--gpu-memory-utilization", "0.5", "vllm"), ("llamacpp", "--gpu-memory-utilization", "0.5", "vllm"),
+    ("sglang", "--block-size", "32", "vllm"), ("llamacpp", "--block-size", "32", "vllm"),
+    ("llamacpp", "--max-num-seqs", "4", "vllm or sglang"), ("transformers", "--max-num-seqs", "4", "vllm or sglang"),
+    ("llamacpp", "--max-num-batched-tokens", "1024", "vllm or sglang"),
 ])
 def test_an_engine_flag_on_another_engine_is_refused(engine, flag, value, owner, capsys) -> None:
     """Each of these is read by one engine's profile only (vLLM gpu_memory_utilization, SGLang
     --mem-fraction-static, llama.cpp -ngl / -ub): on another engine the answer silently ignored it (exit 0, the
     same numbers as without it) while --gpus/-ts/--n-cpu-moe on the wrong engine exit 2."""
     code, _, err = run(["infer", "llama-3.1-8b", "--engine", engine, flag, value, "--memory", "24GiB"], capsys)
-    field = {"-ngl": "n_gpu_layers", "--ubatch": "n_ubatch"}.get(flag, flag.lstrip("-").replace("-", "_"))
+    field = {"-ngl": "n_gpu_layers", "--ubatch": "n_ubatch", "--block-size": "paged_block_size"}.get(
+        flag, flag.lstrip("-").replace("-", "_"))
     line = one_line(err)
     assert code == 2 and owner in line and field in line, line
 

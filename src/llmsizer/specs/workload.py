@@ -108,10 +108,12 @@ class InferenceWorkload:
         llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
                          if v not in (None, False)]
-        for name, owner in (("n_gpu_layers", "llamacpp"), ("n_ubatch", "llamacpp"), ("mem_fraction_static", "sglang"),
-                            ("gpu_memory_utilization", "vllm")):
-            if getattr(self, name) is not None and self.engine != owner:  # read by one profile only: refused, not ignored
-                raise InputError(f"{name} applies to engine {owner}, not {self.engine}")
+        for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)),
+                             ("mem_fraction_static", ("sglang",)), ("gpu_memory_utilization", ("vllm",)),
+                             ("paged_block_size", ("vllm",)), ("max_num_seqs", ("vllm", "sglang")),
+                             ("max_num_batched_tokens", ("vllm", "sglang"))):
+            if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
+                raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")
