@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate the documentation that is program output: docs/cli.md (every command's --help) and the example
-outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced).
+"""Regenerate the documentation that is program output: docs/cli.md (every command's --help), the example
+outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced) and
+docs/openapi.json (the web API's OpenAPI document, as ``llmsizer serve`` serves it; when the web extra is installed).
 
     python scripts/gen_docs.py          # rewrite both files
     python scripts/gen_docs.py --check  # exit 1 and name the stale file when either differs (tests/docs)
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -85,8 +87,19 @@ def generate() -> dict[Path, str]:
         cwd = Path(tmp)
         shutil.copytree(ROOT / "examples", cwd / "examples")
         readme = ROOT / "README.md"
-        return {ROOT / "docs" / "cli.md": cli_reference(cwd) + "\n",
-                readme: readme_examples(readme.read_text("utf-8"), cwd)}
+        out = {ROOT / "docs" / "cli.md": cli_reference(cwd) + "\n",
+               readme: readme_examples(readme.read_text("utf-8"), cwd)}
+    if importlib.util.find_spec("fastapi") is not None:
+        out[ROOT / "docs" / "openapi.json"] = openapi_text()
+    return out
+
+
+def openapi_text() -> str:
+    """The OpenAPI document the app serves at /api/v1/openapi.json, as published in docs/."""
+    import json
+
+    from llmsizer.web.app import create_app
+    return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

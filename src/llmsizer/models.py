@@ -7,15 +7,40 @@ resolved to it and saying so (see :mod:`llmsizer.catalog.models`). Nothing downl
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
 from .catalog import models as catalog
 from .errors import UnknownNameError
 from .specs import ModelSpec
 
+# False while serving the web API: a name from the network is never looked up as a file on the server (issue #13,
+# "no server-side path from user input"); it is a catalog name or a Hub id, nothing else. A context variable, so
+# each request's worker thread carries its own setting.
+_LOCAL_PATHS: ContextVar[bool] = ContextVar("llmsizer_local_paths", default=True)
+
+
+@contextlib.contextmanager
+def names_only() -> Iterator[None]:
+    """Within this block, :func:`load_model` (and the request reader) read no file: every name is a catalog
+    name or a Hub id."""
+    token = _LOCAL_PATHS.set(False)
+    try:
+        yield
+    finally:
+        _LOCAL_PATHS.reset(token)
+
+
+def local_paths_allowed() -> bool:
+    return _LOCAL_PATHS.get()
+
 
 def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
     """A ModelSpec for ``ref``: a catalog name/id, a config.json, a model folder, or a .gguf file."""
+    if not local_paths_allowed():
+        return load_named(ref, hub=hub)
     p = Path(ref).expanduser()
     if p.is_file() and (p.suffix == ".safetensors" or p.name.endswith(".safetensors.index.json")):
         p = p.parent  # a weight file or shard index: read the folder it belongs to
@@ -28,6 +53,11 @@ def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
             return spec_from_gguf(p)
         from .readers.hf_config import load_config_file, spec_from_config
         return spec_from_config(load_config_file(p), name=p.parent.name or p.name, source=str(p))
+    return load_named(ref, hub=hub)
+
+
+def load_named(ref: str, *, hub: bool = False) -> ModelSpec:
+    """A ModelSpec for a name that is not a file: a catalog name/id, or (``hub=True``) a Hugging Face Hub id."""
     if hub and "/" in ref:  # the Hub's own config of a variant beats resolving it to its base in the catalog
         try:
             return catalog.find_spec(ref, variants=False)

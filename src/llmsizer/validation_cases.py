@@ -6,6 +6,7 @@ by llmsizer):
 
 - ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
   ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
+- ``llamacpp_bench.csv``: llama.cpp llama-bench decode/prefill rows with their quoted README lines.
 - ``vllm_startup_logs.csv``: vLLM start-up log lines (weights, profile-run activation, KV pool, concurrency).
 - ``measured/*.jsonl``: runs measured with ``llmsizer measure`` (``bench/gpu_validation.sh`` on GPUs).
 
@@ -28,17 +29,26 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .estimate.ranges import (  # the kind names have one home, next to their bands
+    BATCHED,
+    DECODE,
+    INFERENCE_MEMORY,
+    LLAMACPP,
+    PREFILL,
+    PYTORCH_TRAINING,
+    TRAINING_MEMORY,
+    TRAINING_SPEED,
+    TRANSFORMERS,
+    VLLM,
+    calibrated_range,
+)
 from .units import GiB
 
-INFERENCE_MEMORY = "inference memory"
-TRAINING_MEMORY = "training memory"
 THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
-DECODE = "decode throughput"  # published single-sequence decode rows
-BATCHED = "batched decode throughput"
-PREFILL = "prefill throughput"
-TRAINING_SPEED = "training throughput"  # tokens/s and MFU
 KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
 CALIBRATION = "calibration"
+# Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
+TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
 ASSUMED = "settings assumed"
 LOWER_BOUND = "lower bound"
 
@@ -233,8 +243,9 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
 # Same rules as tests/validation/test_public_speed.py (CSV rows only): llama-bench ``tgN`` = N tokens generated
 # after a 1-token prompt (``@ dD``: after D tokens), ``ppN`` = prefill of N tokens, ``B=32`` rows decode 32
 # sequences together; Qwen2.5-Coder-7B / Qwen3-Coder-30B-A3B take the catalog's Qwen2.5-7B / Qwen3-30B-A3B;
-# torchtune rows without activation checkpointing, full fine-tuning 6N + 12 L d s FLOPs per token, LoRA/QLoRA
-# 4N + 12 L d s; "A100" = A100 SXM 80GB; Megatron rows report HFU and are calibration rows.
+# torchtune rows with the settings of the memory row of the same README line (TORCHTUNE_SPEED_TWIN -> TRAINING_ROWS:
+# activation checkpointing, adapters, FSDP, optimizer) through estimate/duration.py; "A100" = A100 SXM 80GB;
+# Megatron rows report HFU and are calibration rows.
 
 SPARK = {
     "PM0090": ("gpt-oss-20b", "gguf:mxfp4_moe", ("pp", 2048, 1, 1)),
@@ -255,23 +266,35 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
+PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
 SPEED_NOT_EXPRESSIBLE = {
     "PM0088": "prompt length in tokens not given (only '10x system prompt')",
     "PM0089": "prompt length in tokens not given (only '10x system prompt')",
 }
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+# each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
+TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
+                        "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
+# torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1 and 3 (FSDP rows): llama3_8b.toml @9dec370
+# (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
+TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
+                       grad_checkpointing="selective", fsdp="full", optimizer="adamw")
+# rows that fed a training-speed constant (estimate/efficiency.py), by the constant
+TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
+                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False) -> Any:
+           identical: bool = False, ubatch: int | None = None, flash: bool = True) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical)
+                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -279,8 +302,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate import efficiency as E
-    from .estimate.duration import flops_per_token
-    from .formulas.training_time import tokens_per_second
+    from .estimate.duration import training_duration_for
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
@@ -288,18 +310,20 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB")
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
+            calib = rid in PREFILL_CALIBRATION
             return Case(rid, PREFILL, f"llama.cpp {model} {fmt[5:]} DGX Spark pp{prompt}", pred, value, "tokens/s",
                         None if pred is None else 0.5 <= pred / value <= 2.0, "within a factor 2",
-                        source=r["source"], note=f"prefill; DGX Spark BF16 peak {s.details['peak_flops']:.3g} FLOP/s "
-                        "(derived, low confidence)")
+                        excluded=CALIBRATION if calib else "", source=r["source"],
+                        note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
+                        + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
-                        value, "tokens/s", None if pred is None else pred >= value,
-                        "upper bound (llama.cpp batched kernels not modelled)", source=r["source"],
+                        value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
                         note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
@@ -308,26 +332,93 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
+    if r["framework"] == "torchtitan":
+        if r["other_settings"] != "FSDP":
+            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: torch.compile and Float8 linears are "
+                                "not options of the training-speed model")
+        n = int(r["num_gpus"])
+        fields = dict(TORCHTITAN_FSDP, gpus=n)
+        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+        pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+        st = d.step
+        tol = TOLERANCE[TRAINING_SPEED]
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
+                    "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
+                    note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
+                    + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
+                    "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
+                    "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
+                    + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
+                       if st else ""))
     if r["framework"] == "torchtune":
-        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
+        # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
+        # optimizer), through the one duration rule (estimate/duration.py)
+        twin = TORCHTUNE_SPEED_TWIN[rid]
+        model, fields, _, specified, _ = TRAINING_ROWS[twin]
+        spec = find(model).spec()
         dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
-        n, seq = int(r["num_gpus"]), int(r["seq_len"])
-        # the one FLOP rule (estimate/duration.py); adapters as the torchtune recipes of the memory rows below set
-        # them: LoRA rank 8 on q,v (llama2/7B_lora*), QLoRA rank 8 on every linear (7B_qlora_single_device)
-        method = r["method"].lower()
-        adapters = {"lora": ("q", "v"), "qlora": ("q", "k", "v", "o", "gate", "up", "down")}
-        fpt = (flops_per_token(spec, method, seq, "none", rank=8, targets=adapters[method]) if method in adapters
-               else flops_per_token(spec, "full", seq, "none")).per_token
-        peak, key = dev.peak_flops("bf16")
-        if peak is None:
-            return NotExpressed(rid, TRAINING_SPEED, f"{dev.id} has no sourced bf16 peak")
-        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
-        note = f"training; {r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
-        if "PagedAdamW" in r["other_settings"]:
-            note += "; optimizer paging to host not modelled"
+        n = int(r["num_gpus"])
+        d = training_duration_for(spec, dev, n, 1e6, fields)
+        pred = d.tokens_per_second
+        st = d.step
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
+                + (f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
+                   f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
+                + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
+        excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
+        tol = TOLERANCE[TRAINING_SPEED]
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", source=r["source"], note=note)
+                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
     return NotExpressed(rid, DECODE, "no rule for this row")
+
+
+# -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
+# ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
+# constants (ppN rows of the RTX 4090); kept out of the summary.
+
+@dataclass(frozen=True)
+class BenchRow:
+    id: str
+    device: str
+    model: str
+    weights: str
+    test: str
+    value: float
+    role: str
+    table: str
+    source: str
+
+
+# The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
+# ran without flash attention unless -fa 1 was given in the 2023-2024 builds these rows come from.
+BENCH_FLASH_ATTENTION = False
+
+
+def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
+    path = data_dir(data) / "llamacpp_bench.csv"
+    return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
+                     r["role"], r["table"], r["source"]) for r in _read_csv(str(path))]
+
+
+def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
+    out = []
+    for r in llamacpp_bench_rows(data):
+        n = int(r.test[2:])
+        decode = r.test.startswith("tg")
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
+        pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
+        calib = r.role == "calibration"
+        kind = DECODE if decode else PREFILL
+        tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
+        out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
+                        "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        excluded=CALIBRATION if calib else "", source=r.source,
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")))
+    return out
 
 
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
@@ -337,7 +428,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases, missing
+    return cases + llamacpp_bench_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -515,8 +606,12 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if row.unit == "bytes":
                 pred = None if row.estimated is None else row.estimated / GiB
                 meas, unit = row.measured / GiB, "GiB"
-                within = None if row.within_range is None else row.within_range
-                tol = "inside the estimate's range" if within is not None else ""
+                # judged against the calibrated range of its kind (estimate/ranges.py), not the estimate's own
+                # component ranges, several of which are a single point (no downside)
+                rng = calibrated_range(row.kind, TRANSFORMERS if row.kind == INFERENCE_MEMORY else PYTORCH_TRAINING,
+                                       pred)
+                within = None if rng is None else rng[0] <= meas <= rng[1]
+                tol = "inside the calibrated range" if within is not None else ""
             else:
                 pred, meas, unit, within, tol = row.estimated, row.measured, row.unit, None, ""
             if pred is None:
@@ -550,6 +645,74 @@ def _record_what(rec: dict[str, Any]) -> str:
     ck = " ckpt" if s.get("grad_checkpointing") == "full" else ""
     return (f"{name} train {s.get('method')} {s.get('precision')} {s.get('optimizer')} "
             f"b{s.get('micro_batch')}x{s.get('seq_len')}{ck} on {where}")
+
+
+# -- calibrated ranges ---------------------------------------------------------------------------------------------
+
+def engine_of(case: Case) -> str:
+    """The engine a row measured (the key of its band in estimate/ranges.py)."""
+    if case.kind == INFERENCE_MEMORY:
+        return VLLM if case.id.startswith("VL") else TRANSFORMERS
+    if case.kind in (DECODE, BATCHED, PREFILL):
+        return LLAMACPP
+    if case.kind == THROUGHPUT:
+        return TRANSFORMERS
+    return PYTORCH_TRAINING
+
+
+def repo_cases(data: str | Path | None = None) -> list[Case]:
+    """Every row of the repository's validation/ (public CSVs and measured/*.jsonl): the rows bands come from."""
+    from .measure.store import read_jsonl
+
+    cases, _ = public_cases(data)
+    files = sorted(str(f) for f in (data_dir(data) / "measured").glob("*.jsonl"))
+    if files:
+        cases += measured_cases(read_jsonl(files))[0]
+    return cases
+
+
+def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine)."""
+    out: dict[tuple[str, str], list[Case]] = {}
+    for c in cases:
+        if c.excluded or c.error is None or not c.predicted:
+            continue
+        out.setdefault((c.kind, engine_of(c)), []).append(c)
+    return out
+
+
+@dataclass
+class Coverage:
+    kind: str
+    engine: str
+    rows: int
+    low: float | None  # the band in force (estimate/ranges.py); None: no band
+    high: float | None
+    inside: int
+    inside_loo: int  # each row against the band of the other rows
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "engine": self.engine, "rows": self.rows, "band_low": self.low,
+                "band_high": self.high, "inside": self.inside, "inside_leave_one_out": self.inside_loo}
+
+
+def coverage(cases: Iterable[Case]) -> list[Coverage]:
+    """Per (kind, engine): how many summarised rows' measured values fall inside the calibrated range."""
+    from .estimate.ranges import band, band_for
+
+    out = []
+    for (kind, engine), rows in sorted(band_rows(cases).items()):
+        b = band_for(kind, engine)
+        ratios = [c.measured / c.predicted for c in rows if c.predicted]
+        inside = sum(1 for r in ratios if b is not None and b.low <= r <= b.high)
+        loo = 0
+        for i, r in enumerate(ratios):
+            rest = ratios[:i] + ratios[i + 1:]
+            if rest:
+                lo, hi = band(rest)
+                loo += lo <= r <= hi
+        out.append(Coverage(kind, engine, len(ratios), b.low if b else None, b.high if b else None, inside, loo))
+    return out
 
 
 # -- summary ------------------------------------------------------------------------------------------------------

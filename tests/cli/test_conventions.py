@@ -130,6 +130,17 @@ def test_help_lists_every_command_without_importing_them():
     assert not third_party, third_party  # no torch, transformers, numpy, yaml, web stack
 
 
+WEB_STACK = {"fastapi", "starlette", "uvicorn", "pydantic", "pydantic_core", "anyio", "httpx", "h11"}
+
+
+def test_only_serve_imports_the_web_stack():
+    """`import llmsizer` and every command but a running `serve` stay free of the web stack (issue #13)."""
+    for argv in (("infer", "llama-3.1-8b", "--json"), ("serve", "--help"), ("request", "new")):
+        _, mods = _imported(*argv)
+        web = {m for m in mods if m.split(".")[0] in WEB_STACK or m.startswith("llmsizer.web")}
+        assert not web, (argv, sorted(web)[:10])
+
+
 # ------------------------------------------------------------------------------------------ output file modes
 
 @pytest.fixture

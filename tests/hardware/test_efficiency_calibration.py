@@ -21,7 +21,7 @@ def _fit(devices: set[str]) -> tuple[float, float]:
     """(eta, tau) minimising the squared error of the step time over the calibration rows of ``devices``."""
     xs, ls, ys = [], [], []
     for dev, model, fmt, test, value, _ in EXTRA:
-        if dev not in devices or (dev, model) not in CALIBRATION or not test.startswith("tg"):
+        if dev not in devices or (dev, model) not in CALIBRATION or test != "tg512":
             continue
         s = estimate_speed(find(model).spec(), builtin_catalog().devices[dev], weights_format=fmt, prompt_tokens=1,
                            output_tokens=int(test[2:]), kv_dtype="fp16", bandwidth_efficiency=1.0, layer_overhead=0.0)

@@ -181,13 +181,27 @@ def test_deadline_and_alternatives():
     """)
     busy = Booking("x", "other", "training", (Item("node:h-01", 8, T0, T0 + dt.timedelta(days=3)),
                                               Item("node:h-02", 4, T0, T0 + dt.timedelta(days=3))))
-    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1))
+    asked: list[tuple[str, int, int]] = []
+
+    def timer(device: str, devices: int, nodes: int) -> float:  # what the duration rule answers, per device
+        asked.append((device, devices, nodes))
+        return {"h100-sxm": 6 * H, "a100-pcie-80gb": 17 * H}[device] * 8 / devices
+
+    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1), run_seconds=timer)
     c = check_job(need, mixed, [busy])
     assert not c.fits and c.binding == "busy"
     texts = " | ".join(c.alternatives)
     assert "after the deadline" in texts  # start later
-    assert "other device type: 8 x a100-pcie-80gb" in texts
-    assert "about 19.0 h (scaled by peak bf16 FLOP/s)" in texts  # 6 h x 989 / 312 TFLOP/s
+    # the alternative carries ITS OWN run time (17 h on the A100s), not the original's 6 h, and is placed for it
+    assert "other device type: 8 x a100-pcie-80gb on 1 node(s) at s1, about 17.0 h on a100-pcie-80gb " \
+           "(estimate/duration.py), ends 2025-10-01 17:00" in texts
+    assert ("a100-pcie-80gb", 8, 1) in asked
+    # without a way to time it, no other device is offered for a training run (no guessed duration)
+    assert not any("other device type" in a for a in check_job(replace(need, run_seconds=None), mixed,
+                                                               [busy]).alternatives)
+    # an alternative whose own run time misses the deadline is not offered
+    slow = replace(need, run_seconds=lambda d, n, k: 30 * H)
+    assert not any("other device type" in a for a in check_job(slow, mixed, [busy]).alternatives)
     svc = serve(device="h100-sxm", devices=2, seconds=10 * D)
     c = check_job(svc, inv("""
         sites: [{id: s1}]
@@ -197,11 +211,34 @@ def test_deadline_and_alternatives():
     assert any("quantized" in a for a in c.alternatives)
 
 
-def test_more_devices_for_a_shorter_run():
-    need = train(devices=4, seconds=40 * H, deadline=T0 + dt.timedelta(hours=30))
-    c = check_job(need, FABRICS, [])
-    assert not c.fits and c.binding == "deadline"
-    assert any(a.startswith("more devices for a shorter run: 8 x h100-sxm") for a in c.alternatives)
+def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):
+    """End to end on the LoRA example: the H100 is taken, an A100 node is free. The alternative's hours must be
+    the plan's own duration for the same request naming the A100 (the one duration rule), not the H100's."""
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.request import load_request, parse_request
+
+    text = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
+    req = load_request(ROOT / "examples" / "lora-finetune-and-chat.yaml")
+    plan = make_plan(req, alternatives=False)
+    (need,) = [n for n in needs_from_plan(plan, req) if n.name == "ticket-lora"]
+    two = inv("""
+        sites: [{id: s1}]
+        nodes:
+          - {id: h, site: s1, device: h100-sxm, devices: 1, pools: [training, training-cluster]}
+          - {id: a, site: s1, device: a100-sxm-80gb, devices: 1, pools: [training, training-cluster]}
+        storage: [{id: fs, site: s1, capacity: 1 PB}]
+    """)
+    held = Booking("x", "other", "training", (Item("node:h", 1, need.start, need.start + dt.timedelta(days=30)),))
+    c = check_job(replace(need, deadline=None), two, [held])
+    (alt,) = [a for a in c.alternatives if a.startswith("other device type")]
+    a100 = parse_request(text.replace("device: h100-sxm\n      count: 1\n      storage: 200 GB",
+                                      "device: a100-sxm-80gb\n      count: 1\n      storage: 200 GB"),
+                         source="a100.yaml")
+    a100_hours = make_plan(a100, alternatives=False).jobs[0].facts["seconds"] / 3600
+    h100_hours = need.seconds / 3600
+    assert abs(a100_hours - h100_hours) > 1  # the two devices differ: the test can tell them apart
+    assert f"about {a100_hours:.1f} h on a100-sxm-80gb" in alt, (alt, a100_hours, h100_hours)
 
 
 def test_jobs_of_one_request_do_not_share_devices():
@@ -233,10 +270,15 @@ def test_needs_from_the_example_plans():
     (c,) = check_needs([need], inventory, [])
     assert c.fits and len(c.placement.nodes) == 8
     assert len({inventory.node(n).fabric for n in c.placement.nodes}) == 1
-    # the same run booked twice does not fit in one fabric: the second waits for the first
+    # the same run booked twice: its pool (pretraining-cluster: the 12 nodes of fabric a) has 4 nodes left, the
+    # second waits for the first; without the pool the 4 nodes of fabric b are not one fabric of 8 either
     (c2,) = check_needs([replace(need, name="again")], inventory,
                         [Booking("b", "pretrain-8b", "training", c.placement.items)])
-    assert not c2.fits and c2.binding == "fabric" and c2.placement.start >= c.placement.end
+    assert not c2.fits and c2.binding == "busy" and c2.placement.start >= c.placement.end
+    assert c2.reason.startswith("4 of 12 suitable h100-sxm node(s)")
+    (c3,) = check_needs([replace(need, name="again", pool=None)], inventory,
+                        [Booking("b", "pretrain-8b", "training", c.placement.items)])
+    assert not c3.fits and c3.binding == "fabric" and c3.placement.start >= c.placement.end
 
 
 def test_service_maintenance_windows_are_honoured():
@@ -265,10 +307,11 @@ def test_need_of_reads_maintenance_windows_and_interruptible_periods():
     from llmsizer.provider.needs import need_of
     hw = SimpleNamespace(device="h100-sxm", count=1, nodes=1, device_kind="gpu")
     jp = SimpleNamespace(hardware=hw, facts={}, kind="inference", name="s")
-    sv = SimpleNamespace(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
-                         interruptible=("weekdays 01:00-05:00 UTC",))
-    job = SimpleNamespace(start=None, deadline=None, service=sv, access=None)
-    n = need_of(jp, job, SimpleNamespace(start=None), T0)  # type: ignore[arg-type]
+    from llmsizer.request.spec import InferenceJob, Service
+    sv = Service(duration=86400.0, maintenance_windows=("Sundays 02:00-04:00 UTC",),
+                 interruptible=("weekdays 01:00-05:00 UTC",))
+    job = InferenceJob(name="s", kind="inference", service=sv)
+    n = need_of(jp, job, SimpleNamespace(start=None, team=None), T0)  # type: ignore[arg-type]
     assert n.accepts_maintenance and n.maintenance_windows == ("Sundays 02:00-04:00 UTC", "weekdays 01:00-05:00 UTC")
 
 
@@ -316,3 +359,74 @@ def test_policy_attributes_are_validated():
         "partner's data centre), not 'friend'",
         "inv.yaml:1: site 's': max_sensitivity: must be one of public, internal, confidential, restricted, not "
         "'secret'"]
+
+
+# ------------------------------------------------------------------------------------------ policies (#14)
+
+NAMED = inv("""
+    sites:
+      - {id: de1, jurisdiction: DE, regions: [EU], fabrics: [{id: slow, bandwidth: 100 Gb/s},
+                                                             {id: fast, bandwidth: 3200 Gb/s}]}
+      - {id: us1, jurisdiction: US, fabrics: [{id: us-f, bandwidth: 3200 Gb/s}]}
+    nodes:
+      - {id: a, count: 2, site: de1, device: h100-sxm, devices: 8, fabric: slow, pools: [training, team-a]}
+      - {id: b, count: 2, site: de1, device: h100-sxm, devices: 8, fabric: fast, pools: [training, team-b]}
+      - {id: u, count: 2, site: us1, device: h100-sxm, devices: 8, fabric: us-f, pools: [training, team-a]}
+""")
+
+
+def test_request_pool_is_honoured():
+    c = check_job(train(pool="team-b"), NAMED, [])
+    assert c.fits and c.placement.nodes == ("b-01",)
+    # team-b's nodes busy: the job waits for them, it does not move to another pool's free nodes
+    held = Booking("x", "o", "training", tuple(Item(f"node:b-0{k}", 8, T0, T0 + dt.timedelta(days=2))
+                                               for k in (1, 2)))
+    c = check_job(train(pool="team-b"), NAMED, [held])
+    assert not c.fits and c.binding == "busy" and set(c.placement.nodes) <= {"b-01", "b-02"}
+    c = check_job(train(pool="team-z"), NAMED, [])
+    assert not c.fits and c.binding == "pool" and c.placement is None
+    assert "names pool 'team-z' (resources.pool)" in c.reason and "team-a, team-b" in c.reason
+
+
+def test_jurisdiction_and_regions():
+    assert check_job(train(jurisdiction="US"), NAMED, []).placement.site == "us1"
+    assert check_job(train(jurisdiction="eu"), NAMED, []).placement.site == "de1"  # a region of de1
+    c = check_job(train(jurisdiction="CH"), NAMED, [])
+    assert not c.fits and c.binding == "policy" and c.placement is None
+    assert "de1 is in DE, EU; the job must run in CH (resources.jurisdiction)" in c.reason
+    assert "us1 is in US" in c.reason
+
+
+def test_multi_node_job_needs_the_fabric_bandwidth_its_plan_assumes():
+    need = train(devices=16, nodes=2, network=400e9, pool="team-a", jurisdiction="DE")  # 3200 Gb/s per node
+    c = check_job(need, NAMED, [])
+    assert not c.fits and c.binding == "fabric" and c.placement is None
+    assert "needs 3200 Gb/s per node" in c.reason and "slow 100 Gb/s" in c.reason
+    assert check_job(replace(need, pool=None), NAMED, []).placement.nodes == ("b-01", "b-02")  # the fast fabric
+    assert check_job(replace(need, network=10e9), NAMED, []).fits  # 80 Gb/s: the slow fabric will do
+    assert check_job(replace(need, nodes=1, devices=8), NAMED, []).fits  # one node: no fabric traffic
+
+
+def test_ongoing_service_is_held_until_released(tmp_path):
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.provider.placement import ONGOING_END
+    from llmsizer.request import parse_request
+    text = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
+    ongoing = parse_request(text.replace("      duration: 12 months\n", "      ongoing: true\n"), source="o.yaml")
+    stated = parse_request(text, source="s.yaml")
+    serving = inv("""
+        sites: [{id: s1, public_addresses: 2, isolated_segments: 2}]
+        storage: [{id: fs, site: s1, capacity: 1 PB}]
+        nodes: [{id: v, site: s1, device: a100-pcie-80gb, devices: 1, pools: [serving, serving-cluster]}]
+    """)
+    (svc,) = [n for n in needs_from_plan(make_plan(ongoing, alternatives=False), ongoing) if n.kind == "inference"]
+    (year,) = [n for n in needs_from_plan(make_plan(stated, alternatives=False), stated) if n.kind == "inference"]
+    assert svc.ongoing and not year.ongoing
+    p = check_job(svc, serving, []).placement
+    assert p.end == ONGOING_END and all(i.end == ONGOING_END for i in p.items)
+    assert check_job(year, serving, []).placement.end == year.start + dt.timedelta(days=365)  # its 12 months
+    # the ongoing service holds the device for good: another service finds no window in the next two years
+    c = check_job(replace(year, name="later", start=year.start + dt.timedelta(days=500)), serving,
+                  [Booking("svc", "support-chat", "inference", p.items)])
+    assert not c.fits and c.placement is None

@@ -10,10 +10,9 @@ Assumptions (stated per row in the table):
   ``ppN`` = prefill throughput of an N-token prompt; ``B=32`` rows decode 32 sequences together.
 - Qwen2.5-Coder-7B and Qwen3-Coder-30B-A3B share the architecture of the catalog's Qwen2.5-7B and Qwen3-30B-A3B;
   LLaMA 1/2 7B and Llama 3 8B use the catalog's Llama-2-7B and Llama-3.1-8B configs (same layer shapes).
-- torchtune rows: no activation checkpointing (the README table does not say); full fine-tuning costs
-  6N + 12 L d s FLOPs per token, LoRA/QLoRA 4N + 12 L d s (frozen base weights: no weight gradients, so the
-  backward pass costs 2N instead of 4N; attention has no weights and keeps its full backward); "A100" is
-  taken as A100 SXM 80GB (312 dense BF16 TFLOP/s either size).
+- torchtune rows: the settings of the memory row of the same README line (validation_cases.TORCHTUNE_SPEED_TWIN:
+  activation checkpointing, adapters, FSDP, optimizer) through the one duration rule (estimate/duration.py:
+  per-device compute, data-parallel communication, optimizer paging); PM0020 and PM0022 fed its two constants.
 - Megatron rows report HFU (recomputation counted); llmsizer's default HFU is the median of those same rows,
   so they are calibration rows, not an independent check.
 """
@@ -30,9 +29,7 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.estimate import efficiency as E
-from llmsizer.estimate.speed import attention_width, estimate_speed
-from llmsizer.formulas.params import count_params
-from llmsizer.formulas.training_time import tokens_per_second, training_flops_per_token
+from llmsizer.estimate.speed import estimate_speed
 
 DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
 
@@ -54,44 +51,26 @@ class Row:
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1):
     spec = find(model).spec()
     return estimate_speed(spec, builtin_catalog().devices[device], weights_format=fmt, prompt_tokens=prompt,
-                          output_tokens=output, concurrency=batch, kv_dtype="fp16")
+                          output_tokens=output, concurrency=batch, kv_dtype="fp16",
+                          flash_attention=BENCH_FLASH_ATTENTION)
 
 
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
-from llmsizer.validation_cases import SPARK, TORCHTUNE_DEVICE, TORCHTUNE_MODEL  # noqa: E402
+from llmsizer.validation_cases import (  # noqa: E402
+    BENCH_FLASH_ATTENTION,
+    PREFILL_CALIBRATION,
+    SPARK,
+    SPARK_UBATCH,
+    Case,
+    llamacpp_bench_rows,
+    speed_case,
+)
 from llmsizer.validation_cases import SPEED_NOT_EXPRESSIBLE as NOT_EXPRESSIBLE  # noqa: E402
 from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
 
-# XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench, snapshots May 2024 for
-# Llama 3 8B; Dec 2023 for LLaMA 7B): (device, catalog model, format, test, value tokens/s, table)
-EXTRA = [
-    ("rtx-3090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 115.42, "LLaMA 3 NVIDIA"),
-    ("rtx-3090", "llama-3.1-8b", "gguf:f16", "tg512", 47.40, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 130.58, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 7138.99, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "tg512", 54.84, "LLaMA 3 NVIDIA"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", "pp512", 9382.00, "LLaMA 3 NVIDIA"),
-    ("apple-m1-8gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 10.20, "LLaMA 3 Apple (M1 7-core GPU)"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 35.73, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 408.23, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 18.75, "LLaMA 3 Apple"),
-    ("apple-m1-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 517.34, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 78.81, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 994.04, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "tg512", 36.90, "LLaMA 3 Apple"),
-    ("apple-m2-ultra-192gb", "llama-3.1-8b", "gguf:f16", "pp512", 1175.40, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "tg512", 48.97, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:q4_k_m", "pp512", 693.32, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "tg512", 22.04, "LLaMA 3 Apple"),
-    ("apple-m3-max-64gb", "llama-3.1-8b", "gguf:f16", "pp512", 769.84, "LLaMA 3 Apple"),
-    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "tg128", 43.96, "LLaMA 7B (lengths not stated; tg128/pp512 assumed)"),
-    ("rtx-a6000", "llama-2-7b-hf", "gguf:f16", "pp512", 3716.76, "LLaMA 7B (lengths not stated)"),
-    ("rtx-4090", "llama-2-7b-hf", "gguf:f16", "tg128", 60.92, "LLaMA 7B (lengths not stated)"),
-    ("rtx-4090", "llama-2-7b-hf", "gguf:q4_0", "tg128", 149.41, "LLaMA 7B (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "tg128", 83.32, "LLaMA 2 overview (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:f16", "pp512", 7367.0, "LLaMA 2 overview (lengths not stated)"),
-    ("h100-pcie", "llama-2-7b-hf", "gguf:q4_0", "tg128", 133.77, "LLaMA 2 overview (lengths not stated)"),
-]
+# XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench), with quotes in
+# validation/llamacpp_bench.csv: (device, catalog model, format, test, value tokens/s, table)
+EXTRA = [(r.device, r.model, r.weights, r.test, r.value, r.table) for r in llamacpp_bench_rows()]
 
 
 def _csv_rows() -> list[dict[str, str]]:
@@ -105,39 +84,31 @@ def _predict_csv(r: dict[str, str]) -> Row:
         return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
-        s = _speed_case(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB")
+        s = _speed_case(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
         if test == "pp":
+            calib = rid in PREFILL_CALIBRATION
             return Row(rid, f"{model} {fmt[5:]} DGX Spark pp{prompt}", value, s.prefill_tokens_per_second,
-                       "prefill", "BF16 peak derived (low confidence)")
+                       "calibration" if calib else "prefill", "int8 peak derived (low confidence)"
+                       + ("; calibration row of efficiency.LLAMACPP_MMQ" if calib else ""))
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred,
                    "batched" if test == "tgB" else "decode", f"bandwidth factor {s.details['bandwidth_factor']}")
     if r["kind"] == "mfu":
         return Row(rid, f"Megatron {r['params']} HFU %", value, 100 * E.TRAINING_HFU.expected, "mfu",
                    "calibration row (default HFU is the median of these rows)")
-    if r["framework"] == "torchtune":
-        spec = find(TORCHTUNE_MODEL[r["model"]]).spec()
-        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
-        n = int(r["num_gpus"])
-        seq = int(r["seq_len"])
-        params = count_params(spec).total
-        width = attention_width(spec)
-        if r["method"] in ("LoRA", "QLoRA"):
-            fpt = 4 * params + 12 * spec.num_layers * width * seq
-        else:
-            fpt = training_flops_per_token(params, spec.num_layers, width, seq, "none")
-        peak, key = dev.peak_flops("bf16")
-        assert peak is not None
-        pred = tokens_per_second(fpt, n, peak, E.TRAINING_MFU.expected)
-        note = f"{r['method']}, {n} x {dev.id} ({key} peak), MFU {E.TRAINING_MFU.expected}"
-        if "PagedAdamW" in r["other_settings"]:
-            note += "; optimizer paging to host not modelled"
-        return Row(rid, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']}", value, pred, "training", note)
+    if r["framework"] in ("torchtune", "torchtitan"):  # the report's expression (speed_case: the duration rule)
+        c = speed_case(r)
+        if not isinstance(c, Case):
+            return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + c.why)
+        group = "calibration" if c.excluded == "calibration" else "training"
+        return Row(rid, c.what, value, c.predicted, group, c.note)
     return Row(rid, r["metric"][:40], value, None, "-", "not expressible: no rule for this row")
 
 
 # the rows estimate/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
 CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("apple-m2-ultra-192gb", "llama-3.1-8b")}
+# the pp512 rows the llama.cpp prefill constants are calibrated on (tests/hardware/test_prefill_calibration.py)
+PREFILL_CALIBRATION_XD = {("rtx-4090", "llama-3.1-8b")}
 
 
 def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
@@ -145,11 +116,13 @@ def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, tabl
     if test.startswith("tg"):
         s = _speed(model, dev, fmt, 1, n)
         pred, group = s.tokens_per_second_per_user, "decode"
-        if (dev, model) in CALIBRATION:
+        if (dev, model) in CALIBRATION and test == "tg512":
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_*"
     else:
         s = _speed(model, dev, fmt, n, 1)
         pred, group = s.prefill_tokens_per_second, "prefill"
+        if (dev, model) in PREFILL_CALIBRATION_XD and test == "pp512":
+            group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_CUBLAS"
     return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
 
 

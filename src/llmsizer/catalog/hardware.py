@@ -125,7 +125,9 @@ class Value:
         return f"{self.raw} {self.unit}"
 
 
-_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
+# fp16_acc16: FP16 tensor math with FP16 accumulation (cuBLAS CUBLAS_COMPUTE_16F), 2x the FP32-accumulate rate on
+# GeForce cards, equal to it on data-centre parts (where only 'fp16' is listed)
+_PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp16_acc16": ("fp16_acc16", "fp16", "bf16"), "fp8": ("fp8",), "fp32": ("fp32",),
                "int8": ("int8",), "fp4": ("fp4",)}
 
 
@@ -156,6 +158,7 @@ class Device:
     owned: bool = False
     origin: str = "catalog"
     chip: str = ""  # Apple chip a memory configuration belongs to
+    architecture: str = ""  # GPU architecture (NVIDIA: volta, turing, ampere, ada, hopper, blackwell)
 
     @property
     def memory_bytes(self) -> int | None:
@@ -452,7 +455,7 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes"}
+                  "note", "notes", "architecture"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -489,7 +492,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   interconnect=raw.get("interconnect"), interconnect_bandwidth=vals.get("interconnect_bandwidth"),
                   launch_price=vals.get("launch_price"), price=vals.get("price"),
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
-                  owned=bool(raw.get("owned", False)), origin=ctx.origin)
+                  owned=bool(raw.get("owned", False)), origin=ctx.origin,
+                  architecture=str(raw.get("architecture", "")).lower())
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

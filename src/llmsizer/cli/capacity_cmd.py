@@ -28,10 +28,10 @@ EPILOG = """examples:
 
 --db is a SQLite file (default: llmsizer-bookings.db, created on first booking; `check` and `show` never
 create it) or a postgresql:// URL (needs `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when
-every job fits (is booked), 1 when some do not, 2 on invalid input (a window in the past included) or a booking
-that no longer fits. `book` is all or none: every job of the request is recorded in one transaction, or nothing
-is; booking the same request and job again returns the existing booking. With --earliest, a booking that lost a
-race is re-checked and tries the next window.
+every job fits (is booked), 1 when some do not (or a booking lost a race: capacity was taken between the check
+and the write), 2 on invalid input (a window in the past included). `book` is all or none: every job of the
+request is recorded in one transaction, or nothing is; booking the same request and job again returns the
+existing booking. With --earliest, a booking that lost a race is re-checked and tries the next window.
 
 Lifecycle (see llmsizer/provider/store.py): requested -> held -> confirmed -> active -> finished, and released /
 expired. hold, confirm and activate re-check capacity in the same transaction (they need --inventory). Exit
@@ -40,6 +40,10 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 2 on invalid input (an unknown id). Every change is written to the audit log (`capacity show --audit`), with
 --actor or the OS user.
 """
+
+
+#: ``book --earliest``: how many times a booking that lost a race is re-checked and tried in the next window
+RACE_RETRIES = 20
 
 
 def register(sub: Any) -> None:
@@ -57,6 +61,11 @@ def register(sub: Any) -> None:
         q.add_argument("--db", metavar="URL", help="reservation store: SQLite file (default llmsizer-bookings.db) "
                                                    "or postgresql://... URL")
 
+    def auth(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--auth", metavar="FILE", help="the provider's auth file (hashed tokens and roles; default "
+                                                      "$LLMSIZER_AUTH); when set, every action needs a token")
+        q.add_argument("--token-file", metavar="FILE", help="file holding your token (default $LLMSIZER_TOKEN)")
+
     def actor(q: argparse.ArgumentParser) -> None:
         q.add_argument("--actor", help="who makes the change, for the audit log (default: the OS user)")
 
@@ -69,6 +78,7 @@ def register(sub: Any) -> None:
         q.add_argument("--no-db", action="store_true", help="ignore existing bookings (check only)")
         q.add_argument("--now", help="time the check is made, for jobs without a start (UTC, default now)")
         q.add_argument("--json", action="store_true", help="print the result as JSON")
+        auth(q)
         if name == "book":
             q.add_argument("--job", action="append", default=[], help="book only these jobs (default: all)")
             q.add_argument("--earliest", action="store_true",
@@ -97,6 +107,7 @@ def register(sub: Any) -> None:
                        help="extra hardware (JSON/YAML)")
         common(q, inventory=False)
         actor(q)
+        auth(q)
         q.set_defaults(func=cmd_state, state=state)
     q = cs.add_parser("show", help="reservations and utilisation over time")
     common(q)
@@ -106,18 +117,136 @@ def register(sub: Any) -> None:
                                                   "type and the bookings table")
     q.add_argument("--audit", action="store_true", help="print the audit log: who changed what, when, before -> after")
     q.add_argument("--json", action="store_true")
+    auth(q)
     q.set_defaults(func=cmd_show)
+    q = cs.add_parser("export", help="hand a confirmed booking to the scheduler: a Slurm reservation + sbatch line, "
+                                     "Kueue YAML (ResourceFlavor, ClusterQueue, LocalQueue) or a Blazar lease command")
+    q.add_argument("id", metavar="ID", help="reservation id (see `capacity show`)")
+    q.add_argument("--format", required=True, choices=("slurm", "kueue", "blazar"))
+    q.add_argument("--user", help="Slurm user(s) the reservation is for (Users=)")
+    q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
+    auth(q)
+    q.set_defaults(func=cmd_export)
+    q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form)")
+    q.add_argument("--scontrol", required=True, metavar="FILE", help="saved output of `scontrol show node [--oneline]`")
+    q.add_argument("--site", required=True, help="site id for the nodes")
+    q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
+                   help="Slurm GPU type -> catalog device (a100=a100-sxm-80gb); needed unless the type is a catalog id")
+    q.add_argument("--pools", default="training", help="pools every node joins (comma-separated; its Slurm "
+                                                       "partitions are added)")
+    q.add_argument("-o", "--output", required=True, metavar="FILE", help="inventory file to write (YAML)")
+    q.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
+    auth(q)
+    q.set_defaults(func=cmd_import)
+    q = cs.add_parser("token", help="make a token for the auth file: prints the token (give it to its holder) and "
+                                    "the line to add (only a salted scrypt hash of it)")
+    q.add_argument("--name", required=True, help="who holds it (written to the audit log)")
+    q.add_argument("--role", required=True, choices=("requester", "operator"))
+    q.set_defaults(func=cmd_token)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
+def _authorize(args: argparse.Namespace, action: str) -> None:
+    """When the provider has an auth file (--auth or $LLMSIZER_AUTH), the token must allow ``action``; the
+    token's name becomes the actor. A refusal is written to the audit log (when the store exists) and raised."""
+    import os
+
+    from ..provider.auth import Forbidden, authorize, load_auth, read_token
+    path = getattr(args, "auth", None) or os.environ.get("LLMSIZER_AUTH")
+    if not path:
+        return
+    config = load_auth(path)
+    try:
+        role = authorize(read_token(token_file=getattr(args, "token_file", None)), action, config)
+    except Forbidden as e:
+        from ..provider.store import Store, StoreError
+        if Store.exists(getattr(args, "db", None)):
+            try:
+                store = Store(args.db)
+                store.log_denied(action, str(e), actor=getattr(args, "actor", None))
+                store.close()
+            except StoreError:
+                pass  # no SQLAlchemy: the refusal itself still stands
+        raise
+    args.actor = role.name
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Exit 0 with the scheduler's input; 1 when the booking is not confirmed or active (answered: nothing to hand
+    over); 2 for an unknown id."""
+    from ..provider.quota import USAGE
+    from ..provider.scheduler_export import Handover, render
+    _authorize(args, "export")
+    store = _store(args, readonly=True)
+    rows = {r["id"]: r for r in (store.reservations() if store else [])}
+    row = rows.get(args.id)
+    if row is None:
+        raise InputError(f"no reservation {args.id!r} (list them with `llmsizer capacity show`)")
+    if row["state"] not in ("confirmed", "active"):
+        say(f"{args.id} ({row['job']}) is {row['state']}: only a confirmed or active booking is handed to a "
+            "scheduler", file=sys.stderr)
+        return 1
+    items = next(b.items for b in store.bookings() if b.id == args.id)
+    nodes = tuple(sorted(i.resource.split(":", 1)[1] for i in items if i.resource.startswith("node:")))
+    per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
+    usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
+    team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
+    say(render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user),
+               args.format), end="")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from ..catalog.hardware import load_catalog
+    from ..inputs import read_small_text
+    from ..provider.inventory import parse_inventory
+    from ..provider.scheduler_import import inventory_yaml, parse_scontrol_nodes
+    from .common import write_atomic
+    _authorize(args, "inventory")
+    check_output(args.output, [args.scontrol])
+    mapping = {}
+    for m in args.device_map:
+        if "=" not in m:
+            raise InputError(f"--device-map {m!r}: write TYPE=DEVICE (a100=a100-sxm-80gb)")
+        k, v = m.split("=", 1)
+        mapping[k.strip()] = v.strip()
+    cat = load_catalog(args.hardware_file)
+    known = {d.id for d in cat.devices.values()}
+    for k, v in mapping.items():
+        mapping[k] = cat.device(v).id  # a wrong catalog name: one line with the closest names
+        known.add(mapping[k])
+    nodes = parse_scontrol_nodes(read_small_text(Path(args.scontrol), "scontrol output", 64 * 2**20), args.scontrol)
+    text, notes = inventory_yaml(nodes, site=args.site, device_map=mapping, known=known, source=args.scontrol,
+                                 pools=tuple(p.strip() for p in args.pools.split(",") if p.strip()))
+    parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # what is written reads back
+    write_atomic(Path(args.output), text, [args.scontrol])
+    for n in notes:
+        say(n, file=sys.stderr)
+    say(f"wrote {args.output}: {len(nodes) - len(notes)} node(s) at site {args.site}")
+    return 0
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    from ..provider.auth import hash_token, new_token
+    token = new_token()
+    say(f"token for {args.name} ({args.role}), shown once: {token}")
+    say("add to the auth file under tokens:")
+    say(f'  - {{name: {json.dumps(args.name)}, role: {args.role}, scrypt: "{hash_token(token)}"}}')
+    return 0
+
+
 def _store(args: argparse.Namespace, *, readonly: bool = False) -> Any:
-    """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created)."""
+    """The reservation store; ``readonly``: None when a SQLite file is not there (nothing is created), and a
+    SQLite file is read with the standard library (no SQLAlchemy needed to check against it)."""
     from ..provider.store import Store, db_url, sqlite_path
     path = sqlite_path(db_url(args.db))
     if path is not None and os.path.lexists(path):
         regular_file(path, "--db")  # a named pipe would hang SQLite's open; /dev/null would read as empty
     if readonly and not Store.exists(args.db):
         return None
+    if readonly and path is not None:
+        from ..provider.sqlite_read import ReadOnlySqlite
+        return ReadOnlySqlite(path)
     return Store(args.db, readonly=readonly)
 
 
@@ -141,7 +270,7 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     req = load_request(args.request, hardware_files=args.hardware_file)
     plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
-    needs = needs_from_plan(plan, req, _utcnow(args))
+    needs = needs_from_plan(plan, req, _utcnow(args), args.hardware_file)
     if getattr(args, "job", None):
         unknown = [j for j in args.job if j not in {n.name for n in needs}]
         if unknown:
@@ -181,21 +310,25 @@ def request_key(req: Any, job: str) -> str:
 
 
 def _fmt(t: _dt.datetime) -> str:
-    return f"{t:%Y-%m-%d %H:%M}"
+    from ..provider.placement import ONGOING_END
+    return "until released" if t >= ONGOING_END else f"{t:%Y-%m-%d %H:%M}"
 
 
 def render_checks(checks: list[Any], inv: Any = None) -> str:
     out = []
     for c in checks:
         n = c.need
+        span = "ongoing (held until released)" if n.ongoing else f"{n.seconds / 3600:.1f} h"
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
-            + f", {n.seconds / 3600:.1f} h from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
+            + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
         out.append(head)
         p = c.placement
         if c.fits and p is not None:
             where = f"{p.site} ({inv.site(p.site).label})" if inv is not None else p.site
             out.append(f"  FITS     at {where}: {', '.join(p.nodes)}; storage {p.storage_pool or '-'}; "
                        f"{_fmt(p.start)} -> {_fmt(p.end)}")
+            if p.quota:
+                out.append(f"  quota: {p.quota}")
         else:
             out.append(f"  DOES NOT FIT in the requested window: [{c.binding}] {c.reason}")
             for a in c.alternatives:
@@ -206,6 +339,7 @@ def render_checks(checks: list[Any], inv: Any = None) -> str:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    _authorize(args, "check")
     inv, checks = _checks(args)
     if args.json:
         json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
@@ -223,6 +357,8 @@ def cmd_book(args: argparse.Namespace) -> int:
 
     from ..provider.placement import capacities, check_needs
     from ..provider.store import BookingConflict, Submitted
+    _authorize(args, "book-confirmed" if (args.state or ("held" if args.tentative else "confirmed")) == "confirmed"
+               else "submit")
     inv, req, needs = _needs(args)
     now = _utcnow(args)
     if args.earliest:  # the search starts now at the earliest: a window in the past is never offered
@@ -242,7 +378,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     needs = [n for n in needs if keys[n.name] not in found]
     done: list[Any] = []
     placements: list[Any] = []
-    tries = 5 if args.earliest else 1
+    tries = RACE_RETRIES if args.earliest else 1
     for attempt in range(tries if needs else 0):
         checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
@@ -257,14 +393,22 @@ def cmd_book(args: argparse.Namespace) -> int:
             return 1
         placements = [c.placement for c in checks if c.placement is not None]
         try:
-            done = store.submit(placements, cap, state=state, note=str(args.request),
+            done = store.submit(placements, cap, state=state, note=str(args.request), quotas=inv.quotas,
                                 keys=[keys[p.job] for p in placements], actor=args.actor, not_before=now,
                                 hold_for=_dt.timedelta(hours=args.hold_hours))
             break
         except BookingConflict as e:
-            if attempt + 1 == tries:
-                raise
-            say(f"lost a race ({e}); trying the next window", file=sys.stderr)
+            # another booking took the capacity between the check and the write: the request was understood and
+            # the answer is "no longer fits" (exit 1, like a job that does not fit), not invalid input
+            if attempt + 1 < tries:
+                say(f"lost a race ({e}); trying the next window", file=sys.stderr)
+                continue
+            say(f"not booked: {e}" + (f" (after {tries} tries)" if tries > 1 else
+                                      "; --earliest books the next free window instead"), file=sys.stderr)
+            if args.json:
+                json.dump([], sys.stdout)
+                sys.stdout.write("\n")
+            return 1
     booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
                                     for d in done_before]
     booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),
@@ -287,13 +431,17 @@ def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
     from ..provider.store import HOLDING, BookingConflict, IllegalTransition
+    _authorize(args, {"held": "hold", "confirmed": "confirm", "active": "activate", "finished": "finish",
+                      "released": "release", "expired": "expire"}[args.state])
     cap = None
+    quotas: tuple[Any, ...] = ()
     if args.state in HOLDING:
         if not args.inventory:
             raise InputError(f"becoming {args.state} re-checks capacity: give --inventory FILE")
         from ..provider.inventory import load_inventory
         from ..provider.placement import capacities
-        cap = capacities(load_inventory(args.inventory, hardware_files=args.hardware_file))
+        inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
+        cap, quotas = capacities(inv), inv.quotas
     store = _store(args)
     if args.state == "expired" and not args.ids:
         for rid in store.expire_due(actor=args.actor):
@@ -302,7 +450,7 @@ def cmd_state(args: argparse.Namespace) -> int:
     status = 0
     for rid in args.ids:
         try:
-            before = store.transition(rid, args.state, cap, actor=args.actor)
+            before = store.transition(rid, args.state, cap, actor=args.actor, quotas=quotas)
         except (IllegalTransition, BookingConflict) as e:
             say(f"{rid}: refused: {e}", file=sys.stderr)
             status = 1
@@ -321,6 +469,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
+    _authorize(args, "show")
     inputs = [args.inventory, args.db, *(args.hardware_file or ())]
     for out in (args.svg, args.html):
         if out:

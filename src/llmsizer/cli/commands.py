@@ -19,6 +19,7 @@ COMMANDS = {
     "validate": "validate_cmd",
     "capacity": "capacity_cmd",
     "completion": "completion_cmd",
+    "serve": "serve_cmd",
 }
 
 COMMAND_HELP = {
@@ -36,4 +37,5 @@ COMMAND_HELP = {
     "validate": "llmsizer's error against published and measured runs",
     "capacity": "the provider's side: does a request fit the inventory; book, release, show utilisation",
     "completion": "print a shell completion script (bash or zsh)",
+    "serve": "the web app and its JSON API on localhost (needs the web extra)",
 }

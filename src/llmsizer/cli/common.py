@@ -124,10 +124,15 @@ def accept_engine_aliases(parser: argparse.ArgumentParser) -> None:
             action.type = engine_arg
 
 
+def json_text(data: Any) -> str:
+    """The text of every ``--json`` answer (and of the web API's answers: the same bytes)."""
+    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+
+
 def emit_json(data: Any) -> None:
     # one write of the whole text: json.dump streams one write per token (a 5,000-option recommend made
     # 500,000 writes, about 1 s), the text is the same
-    sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.write(json_text(data))
 
 
 tokens_arg = tokens_in(TOKENS)
@@ -150,13 +155,15 @@ def add_model_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tied", action="store_true", help="tied input/output embeddings")
 
 
-def resolve_model(args: argparse.Namespace) -> ModelSpec:
+def resolve_model(args: argparse.Namespace, load: Callable[..., ModelSpec] = load_model) -> ModelSpec:
+    """The model the command names: MODEL through ``load`` (``load_model``: a path, a catalog name or a Hub id;
+    the web API passes its own loader, which never opens a server-side path), or the manual fields."""
     manual = any(getattr(args, k) is not None for k in ("params", "layers", "hidden", "heads"))
     if args.model and manual:
         raise InputError("give a MODEL or manual fields (--params/--layers/...), not both")
     if args.model:
         try:
-            return load_model(check_model_name(args.model), hub=args.hub)
+            return load(check_model_name(args.model), hub=args.hub)
         except OSError as e:  # a path the operating system refuses (a component over 255 bytes...)
             raise InputError(f"model {short(args.model, 40)}: cannot read ({e.strerror or e})") from None
     if not manual:

@@ -6,13 +6,14 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import training_duration_for
+from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import FitResult, fit, fit_training, resolve_target, target_and_count, usable_memory
-from ..estimate.llamacpp_fit import FIT_TARGET, fit_llamacpp
+from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
 from ..formulas.cost import run_cost
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
 from ..render.safe import say
+from ..specs import ModelSpec
 from ..specs.workload import normalize_engine
 from ..units import MiB
 from .commands import COMMAND_HELP
@@ -83,8 +84,10 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_fit)
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def fit_answer(spec: ModelSpec, args: argparse.Namespace
+               ) -> tuple[dict[str, Any], int, FitResult | LlamaCppFit, Duration | None]:
+    """The answer of `fit` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data. With --auto the result is llama.cpp's auto-fit (LlamaCppFit)."""
     if args.train:
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
@@ -98,19 +101,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
             price = instance.price_per_hour if instance is not None else None
             data["training_time"]["price_per_hour"] = price
             data["training_time"]["cost"] = run_cost(price, dur.seconds) if price is not None and dur.seconds else None
-        if args.json:
-            emit_json(data)
-            return exit_code(r.fits)
-        say(render_fit(r))
-        if dur is not None:
-            say(render_duration(dur))
-            if data["training_time"]["cost"] is not None:
-                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
-        return exit_code(r.fits)
+        return data, exit_code(r.fits), r, dur
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     if args.auto or args.free or args.fit_target is not None:
-        return _auto(spec, args, fields)
+        auto = _auto(spec, args, fields)
+        return auto.to_dict(), exit_code(auto.fits), auto, None
     if args.host_memory is not None:
         raise InputError("--host-memory applies to --auto")
     if args.tp is not None:
@@ -122,20 +118,35 @@ def cmd_fit(args: argparse.Namespace) -> int:
             hardware_files=args.hardware_file, host_device=args.host_device, **fields)
     data = r.to_dict()
     data["cost"] = _cost(r, args)
+    return data, exit_code(r.fits), r, None
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, r, dur = fit_answer(spec, args)
     if args.json:
         emit_json(data)
-        return exit_code(r.fits)
+        return code
+    if isinstance(r, LlamaCppFit):
+        say(str(r))
+        return code
     say(render_fit(r))
+    if args.train:
+        if dur is not None:
+            say(render_duration(dur))
+            if data["training_time"]["cost"] is not None:
+                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+        return code
     c = data["cost"]
     if c.get("price_per_hour") is not None:
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
         if c.get("per_million_tokens") is not None:
             line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
         say(line)
-    return exit_code(r.fits)
+    return code
 
 
-def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> int:
+def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaCppFit:
     """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device."""
     if not args.auto:
         raise InputError("--free and --fit-target apply to --auto")
@@ -156,12 +167,7 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> int:
             raise InputError(f"{device.id} has no sourced memory size; give --free (e.g. 22GiB) or --memory")
         free = [usable] * count
     context = fields.pop("context", None)
-    r = fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)
-    if args.json:
-        emit_json(r.to_dict())
-    else:
-        say(str(r))
-    return exit_code(r.fits)
+    return fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)
 
 
 def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:

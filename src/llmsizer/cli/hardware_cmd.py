@@ -103,16 +103,33 @@ def _fmt(v: Any, kind: str) -> str:
 _BASIS_LABEL = {"driver": "driver", "vendor-binary": "vendor GB=GiB", "stated": "as stated", "": ""}
 
 
-def cmd_list(args: argparse.Namespace) -> int:
+def _found(args: argparse.Namespace) -> tuple[list[Device], list[Instance]]:
     kinds = [args.kind] if args.kind else []
     if args.provider:
         kinds = [args.provider.lower()]
     found = search(args.query, kinds, args.hardware_file)
-    devices = [d for d in found if isinstance(d, Device)]
-    instances = [i for i in found if isinstance(i, Instance)]
+    return [d for d in found if isinstance(d, Device)], [i for i in found if isinstance(i, Instance)]
+
+
+def list_answer(args: argparse.Namespace) -> dict[str, Any]:
+    """`hardware list --json` (and the web API's hardware list)."""
+    devices, instances = _found(args)
+    return {"devices": [d.to_dict() for d in devices], "instances": [i.to_dict() for i in instances]}
+
+
+def show_answer(args: argparse.Namespace) -> dict[str, Any]:
+    """`hardware show NAME --json` (and the web API's one hardware entry)."""
+    cat = load_catalog(args.hardware_file)
+    data = cat.find(args.name).to_dict()
+    data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
+    return data
+
+
+def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
-        emit_json({"devices": [d.to_dict() for d in devices], "instances": [i.to_dict() for i in instances]})
+        emit_json(list_answer(args))
         return 0
+    devices, instances = _found(args)
     if devices:
         rows = []
         for d in devices:
@@ -135,13 +152,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    if args.json:
+        emit_json(show_answer(args))
+        return 0
     cat = load_catalog(args.hardware_file)
     hw = cat.find(args.name)
-    data = hw.to_dict()
-    if args.json:
-        data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
-        emit_json(data)
-        return 0
     say(f"{hw.name}  ({hw.id})")
     if isinstance(hw, Instance):
         say(f"provider {hw.provider}; {hw.device_count} x {hw.device.name} ({hw.device.id})"

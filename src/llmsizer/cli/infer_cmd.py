@@ -9,7 +9,8 @@ from ..estimate.inference import estimate_inference
 from ..estimate.inference.reverse import max_concurrency, max_context
 from ..render.safe import say
 from ..render.text import render_estimate
-from ..specs import DEVICES, InferenceWorkload
+from ..result import Estimate
+from ..specs import DEVICES, InferenceWorkload, ModelSpec
 from ..units import format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
@@ -43,8 +44,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_infer)
 
 
-def cmd_infer(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, Any], int, Estimate, InferenceWorkload]:
+    """The answer of `infer` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data."""
     fields = inference_fields(args)
     for k in ("device", "memory", "headroom"):
         if getattr(args, k) is not None:
@@ -61,10 +63,16 @@ def cmd_infer(args: argparse.Namespace) -> int:
             reverse["max_concurrency"] = max_concurrency(spec, args.memory,
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
         data["reverse"] = reverse
-    code = exit_code(est.details.get("fits"))
+    return data, exit_code(est.details.get("fits")), est, workload
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, est, workload = infer_answer(spec, args)
     if args.json:
         emit_json(data)
         return code
+    reverse = data.get("reverse", {})
     say(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
         mpe = spec.max_position_embeddings

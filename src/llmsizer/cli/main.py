@@ -73,10 +73,15 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     return message
 
 
+def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
+    """The one line a usage error prints after "llmsizer: error: " (the web API answers it as its 4xx detail)."""
+    from ..render.safe import term
+    return term(f"{_with_suggestion(parser, message)} (see --help)")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
-        from ..render.safe import term
-        self.exit(2, term(f"llmsizer: error: {_with_suggestion(self, message)} (see --help)") + "\n")
+        self.exit(2, f"llmsizer: error: {usage_message(self, message)}\n")
 
 
 def _modules(argv: Sequence[str] | None) -> list[str]:
@@ -89,13 +94,17 @@ def _modules(argv: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(COMMANDS.values()))  # an unknown command: every parser, for "did you mean"
 
 
-def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = False) -> argparse.ArgumentParser:
-    p = _Parser(prog="llmsizer", description="What does this LLM workload need? Memory, with every number "
+def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = False,
+                 parser_class: type[argparse.ArgumentParser] | None = None) -> argparse.ArgumentParser:
+    """The command-line parser (only the modules of the command in ``argv``). ``parser_class`` replaces the
+    one-line-and-exit parser for callers that turn a usage error into their own answer (the web API)."""
+    cls = parser_class or _Parser
+    p = cls(prog="llmsizer", description="What does this LLM workload need? Memory, with every number "
                 "traceable to a formula and a source.", epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     from .._version import __version__
     p.add_argument("--version", action="version", version=f"llmsizer {__version__}")
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=cls)
     names = list(dict.fromkeys(COMMANDS.values())) if all_commands else _modules(argv)
     if not names:  # list the commands from their registry without importing their modules
         for command, text in COMMAND_HELP.items():

@@ -55,15 +55,25 @@ def register(sub: Any) -> None:
     p.set_defaults(func=lambda a: emit_json(format_names()) if a.json else say("\n".join(format_names())))
 
 
+def models_answer(args: argparse.Namespace) -> tuple[Any, int]:
+    """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same)."""
+    found = catalog.search(args.query)
+    if args.fits_on:
+        data, code, _ = fits_on_answer(found, args)
+        return data, code
+    return [{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
+             "published_params": e.published_params, "model_type": e.config.get("model_type"),
+             "source": e.public_source, "retrieved": e.retrieved} for e in found], 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
+    if args.json:
+        data, code = models_answer(args)
+        emit_json(data)
+        return code
     found = catalog.search(args.query)
     if args.fits_on:
         return _fits_on(found, args)
-    if args.json:
-        emit_json([{"id": e.id, "name": e.name, "aliases": list(e.aliases), "params": count_params(e.spec()).total,
-                    "published_params": e.published_params, "model_type": e.config.get("model_type"),
-                    "source": e.public_source, "retrieved": e.retrieved} for e in found])
-        return 0
     rows = []
     for e in found:
         pc = count_params(e.spec())
@@ -74,7 +84,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
+def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..recommend import best_option_on
 
@@ -82,10 +92,15 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     concurrency = args.concurrency or InferenceWorkload.concurrency
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
                                hardware_files=args.hardware_file)) for e in found]
-    if args.json:
-        emit_json({"hardware": args.fits_on, "context": context, "concurrency": concurrency,
-                   "models": [{"id": e.id, **o.to_dict()} for e, o in opts]})
-        return exit_code(any(o.status == "meets" for _, o in opts))
+    data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency,
+            "models": [{"id": e.id, **o.to_dict()} for e, o in opts]}
+    return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
+
+
+def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
+    _, _, opts = fits_on_answer(found, args)
+    context = args.context or InferenceWorkload.context
+    concurrency = args.concurrency or InferenceWorkload.concurrency
     rows = []
     for e, o in sorted(opts, key=lambda p: (p[1].status != "meets", -count_params(p[0].spec()).total)):
         ok = o.status == "meets"

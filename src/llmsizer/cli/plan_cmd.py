@@ -14,7 +14,7 @@ from ..inputs import check_output
 from ..plan import Plan, make_plan
 from ..render.plan_text import render_plan_text
 from ..render.safe import say
-from ..request import RequestError, load_request
+from ..request import Request, RequestError, load_request
 from .commands import COMMAND_HELP
 from .common import write_atomic
 
@@ -65,6 +65,21 @@ def render(plan: Plan, fmt: str) -> str:
     return json.dumps(plan.to_dict(), indent=2, default=str) + "\n"
 
 
+def plan_today(args: argparse.Namespace) -> _dt.date | None:
+    """--today as a date (None: today)."""
+    if not args.today:
+        return None
+    try:
+        return _dt.date.fromisoformat(args.today)
+    except ValueError:
+        raise InputError(f"--today {args.today!r}: write YYYY-MM-DD") from None
+
+
+def plan_answer(req: Request, args: argparse.Namespace, today: _dt.date | None) -> Plan:
+    """The plan of a validated request under the flags (the web API plans the same way)."""
+    return make_plan(req, hardware_files=args.hardware_file, today=today, alternatives=not args.no_alternatives)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     fmt = args.format
     out = Path(args.output) if args.output else None
@@ -72,12 +87,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         fmt = FORMATS.get(out.suffix.lower())
         if fmt is None:
             raise InputError(f"cannot tell the report format of {out.name!r}: use .html, .md or .json, or --format")
-    today = None
-    if args.today:
-        try:
-            today = _dt.date.fromisoformat(args.today)
-        except ValueError:
-            raise InputError(f"--today {args.today!r}: write YYYY-MM-DD") from None
+    today = plan_today(args)
     inputs = [args.request, *(args.hardware_file or ())]
     if out is not None:
         check_output(out, inputs)  # before any work: a folder, a device or an input is refused up front
@@ -87,7 +97,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for line in e.errors:
             say(f"llmsizer: error: {line}", file=sys.stderr)
         return 2
-    plan = make_plan(req, hardware_files=args.hardware_file, today=today, alternatives=not args.no_alternatives)
+    plan = plan_answer(req, args, today)
     if out is not None:
         write_atomic(out, render(plan, fmt or "json"), inputs)
     if args.json:

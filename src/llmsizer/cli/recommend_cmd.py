@@ -7,10 +7,10 @@ from typing import Any
 
 from ..errors import InputError
 from ..numbers import CONCURRENCY, MONEY, POSITIVE, TOP
-from ..recommend import Constraints, parse_duration, recommend_inference, recommend_training
+from ..recommend import Constraints, Recommendation, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
-from ..specs import ENGINES, InferenceWorkload, normalize_engine
+from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
 from .workload_args import add_headroom_arg, add_training_args, training_fields
@@ -63,8 +63,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_recommend)
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, Any], int, Recommendation]:
+    """The answer of `recommend` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data."""
     cons = Constraints(max_cost_per_hour=args.max_cost_per_hour, tokens_per_second=args.tokens_per_second,
                        user_tokens_per_second=args.user_tokens_per_second,
                        max_ttft=parse_duration(args.max_ttft) if args.max_ttft else None,
@@ -82,8 +83,14 @@ def cmd_recommend(args: argparse.Namespace) -> int:
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
                                   hardware_files=args.hardware_file,
                                   engine=normalize_engine(args.engine) if args.engine else None)
+    return rec.to_dict(), exit_code(bool(rec.options)), rec
+
+
+def cmd_recommend(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, rec = recommend_answer(spec, args)
     if args.json:
-        emit_json(rec.to_dict())
-        return exit_code(bool(rec.options))
+        emit_json(data)
+        return code
     say(render_recommendation(rec, args.top))
-    return exit_code(bool(rec.options))
+    return code

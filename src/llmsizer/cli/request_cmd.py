@@ -4,17 +4,17 @@ request's JSON Schema."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..render.safe import say
-from ..request import RequestError, load_request
+from ..request import Request, RequestError, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
-from .common import write_atomic
+from .common import json_text, write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
@@ -66,20 +66,25 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def check_answer(load: Callable[[], Request]) -> tuple[dict[str, Any], int, Request | None]:
+    """`request check --json` data and exit code for the request ``load`` reads (the web API returns the same)."""
     try:
-        req = load_request(args.request, hardware_files=args.hardware_file)
+        req = load()
     except RequestError as e:
-        if args.json:
-            json.dump({"valid": False, "errors": e.errors}, sys.stdout, indent=2)
-            sys.stdout.write("\n")
-        for line in e.errors:
-            say(f"llmsizer: error: {line}", file=sys.stderr)
-        return 1  # answered: the request is not valid (exit codes: README)
+        return {"valid": False, "errors": e.errors}, 1, None  # answered: the request is not valid (README)
+    return {"valid": True, "request": req.to_dict()}, 0, req
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    data, code, req = check_answer(lambda: load_request(args.request, hardware_files=args.hardware_file))
     if args.json:
-        json.dump({"valid": True, "request": req.to_dict()}, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
-        return 0
+        sys.stdout.write(json_text(data))
+    if req is None:
+        for line in data["errors"]:
+            say(f"llmsizer: error: {line}", file=sys.stderr)
+        return code
+    if args.json:
+        return code
     n_train = sum(isinstance(j, TrainingJob) for j in req.jobs)
     say(f"{req.source}: valid request with {len(req.jobs)} job(s): {n_train} training, "
           f"{len(req.jobs) - n_train} inference ({', '.join(j.name for j in req.jobs)})")

@@ -12,6 +12,8 @@ from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
 from ..render.text import render_estimate
+from ..result import Estimate
+from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
 from ..units import format_count
 from .commands import COMMAND_HELP
@@ -53,8 +55,10 @@ def register(sub: Any) -> None:
     p.set_defaults(func=cmd_train)
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    spec = resolve_model(args)
+def train_answer(spec: ModelSpec, args: argparse.Namespace
+                 ) -> tuple[dict[str, Any], int, Estimate, Duration | None, dict[str, Any]]:
+    """The answer of `train` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
+    returns the same data."""
     fields = training_fields(args)
     duration = None
     if args.device:
@@ -92,10 +96,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     fits = est.details.get("fits")
     if reverse and 0 in reverse.values():
         fits = False
-    code = exit_code(fits)
+    return data, exit_code(fits), est, duration, fields
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    spec = resolve_model(args)
+    data, code, est, duration, fields = train_answer(spec, args)
     if args.json:
         emit_json(data)
         return code
+    reverse = data.get("reverse", {})
     say(render_estimate(est, verbose=args.verbose))
     seq = fields.get("seq_len", TrainingWorkload.seq_len)
     batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
@@ -124,6 +134,15 @@ def render_duration(d: Duration) -> str:
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
     line = (f"duration: {format_count(d.tokens)} tokens x {d.flops.per_token:.3g} FLOP/token ({d.flops.formula}) "
-            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key}) = "
-            f"{d.seconds / 3600:,.1f} h wall clock, {d.device_hours or 0:,.1f} device-hours")
+            f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
+    st = d.step
+    if st is not None:
+        line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
+                 + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
+                 + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
+                 + f" -> {st.tokens_per_second:,.0f} tokens/s")
+    rng = d.seconds_range
+    line += (f" = {d.seconds / 3600:,.1f} h wall clock"
+             + (f" ({rng[0] / 3600:,.1f}-{rng[1] / 3600:,.1f} h calibrated range)" if rng else "")
+             + f", {d.device_hours or 0:,.1f} device-hours")
     return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])

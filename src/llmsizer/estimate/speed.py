@@ -20,6 +20,7 @@ from ..formulas.speed import (
     Roofline,
     allreduce_time,
     attended_tokens,
+    gemm_time,
     moe_expert_fraction,
     phase_time,
     roofline,
@@ -31,6 +32,8 @@ from ..formulas.weight_formats import file_weight_bytes, normalize_format, weigh
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
+from . import engines as ENG
+from . import ranges as R
 from .formats import file_kernel_format
 
 
@@ -99,6 +102,22 @@ class SpeedEstimate:
     def prefill_tokens_per_second(self) -> float | None:
         return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
 
+    @property
+    def engine(self) -> str | None:
+        """The engine whose validation rows calibrate this estimate's ranges (estimate/ranges.py)."""
+        return R.LLAMACPP if self.weights_format.startswith("gguf:") else None
+
+    @property
+    def prefill_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] prefill tokens/s (estimate/ranges.py); None without validation rows."""
+        return R.calibrated_range(R.PREFILL, self.engine or "", self.prefill_tokens_per_second)
+
+    @property
+    def decode_range(self) -> tuple[float, float] | None:
+        """Calibrated [low, high] aggregate decode tokens/s (batched band above one sequence)."""
+        kind = R.BATCHED if self.concurrency > 1 else R.DECODE
+        return R.calibrated_range(kind, self.engine or "", self.tokens_per_second)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "speed", "model": self.model, "device": self.device, "count": self.count,
@@ -115,17 +134,63 @@ class SpeedEstimate:
                          "decode": self.roofline_decode.to_dict() if self.roofline_decode else None},
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details,
+            "calibrated_ranges": {"prefill_tokens_per_second": self.prefill_range,
+                                  "tokens_per_second": self.decode_range,
+                                  "source": "estimate/ranges.py (>= 90 % of the validation rows of this engine)"},
         }
 
 
-def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
-    """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
+def _attended_all_layers(spec: ModelSpec, tokens: int, past: int) -> float:
+    """Sum over layers of the tokens each new token attends, sliding layers capped at their window."""
     n_sliding = spec.layer_types.count("sliding")
     n_full = spec.layer_types.count("full")  # layers without attention ("none") attend to nothing
     total = n_full * attended_tokens(tokens, past)
     if n_sliding:
         total += n_sliding * attended_tokens(tokens, past, spec.sliding_window)
-    return 4.0 * width * total
+    return total
+
+
+def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -> float:
+    """Causal attention FLOPs over all layers, sliding layers capped at their window (speed.py eq. 2)."""
+    return 4.0 * width * _attended_all_layers(spec, tokens, past)
+
+
+def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
+                                 ubatch: int, flops: float, attn_flops: float, peak: float,
+                                 assumptions: list[Assumption], same_experts: bool = False,
+                                 flash_attention: bool = True) -> float:
+    """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
+    dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
+    x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
+    the equivalent share of ``peak`` so that eq. (3) keeps one form."""
+    mmq = path == E.MMQ_PATH
+    factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
+    gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+    fp16_peak, _ = device.peak_flops("fp16_acc16")
+    if gemm_peak is None or fp16_peak is None:
+        return E.COMPUTE.expected
+    h = E.LLAMACPP_HALF_COLUMNS.expected if mmq else 0.0  # calibrated on MMQ expert products only
+    cols = float(min(tokens, ubatch))
+    experts = 0.0
+    expert_cols = cols
+    if spec.moe is not None:
+        experts = pc.by_component.get("experts", 0) * spec.moe.experts_per_token / spec.moe.num_experts
+        expert_cols = cols if same_experts else max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
+    t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
+    if experts:
+        t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
+    t += gemm_time(attn_flops, fp16_peak, E.LLAMACPP_CUBLAS.expected, cols, 0.0)
+    if not flash_attention and device.bandwidth:
+        # without flash attention the scores are materialised (llama-graph.cpp build_attn_mha: kq = mul_mat(k, q)
+        # at GGML_PREC_F32, soft_max_ext, kqv = mul_mat(v, kq)): 4 passes of 4 bytes per score through memory
+        scores = spec.num_heads * _attended_all_layers(spec, tokens, 0)
+        t += E.LLAMACPP_KQ_BYTES_PER_SCORE * scores / (device.bandwidth * E.LLAMACPP_DECODE_BANDWIDTH.expected)
+    assumptions.append(Assumption("llamacpp_kernel_path", f"{path} ({gemm_key} peak)", True, factor.source))
+    assumptions.append(Assumption(factor.name, factor.expected, True, factor.source))
+    assumptions.append(Assumption(E.LLAMACPP_HALF_COLUMNS.name, h, True, E.LLAMACPP_HALF_COLUMNS.source))
+    assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
+                                  "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
+    return flops / (peak * t)
 
 
 def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_format: str = "bf16",
@@ -134,7 +199,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    link_bandwidth: float | None = None, compute_efficiency: float | None = None,
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
                    identical_sequences: bool = False,
-                   state_dtypes: tuple[str, str] = ("fp32", "fp32")) -> SpeedEstimate:
+                   state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
+                   flash_attention: bool = True) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -142,7 +208,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     ``identical_sequences`` says every sequence carries the same tokens (benchmarks such as llama-batched-bench),
     so MoE routing picks the same experts for all of them. ``state_dtypes`` (conv, SSM) size the per-sequence state of
     recurrent layers, read and written once per decode step (formulas/recurrent_state.py); the default is the widest
-    any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate."""
+    any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate.
+    ``ubatch``: tokens per graph evaluation of llama.cpp (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the
+    column count of its prefill matrix products. ``flash_attention``: llama.cpp's -fa (on by default since -fa
+    auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
+    prefill."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -211,9 +281,18 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         per_layer = tokens * spec.hidden_size * act_bytes
         return 2 * spec.num_layers * allreduce_time(per_layer, tp, link)
 
-    # prefill of one prompt (TTFT)
+    # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
     prefill = roof_p = None
-    p_flops = 2.0 * matmul_params * prompt_tokens + _attention_flops_step(spec, width, prompt_tokens, 0)
+    head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+    p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
+    p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
+    path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
+    ce_p = ce
+    if path is not None and peak is not None and compute_efficiency is None:
+        ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
+                                          ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
+                                          flash_attention=flash_attention)
+
     def state_bytes(batch: int) -> float:
         """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
         conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
@@ -222,7 +301,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
                                             window_extra=0).total_bytes * kv_share + state_bytes(1)
     if peak is not None or bw is not None:
-        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce, be, comm(prompt_tokens))
+        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
         if peak and bw:
             roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
 
@@ -239,7 +318,18 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         nbytes = w * shard + kv + 2 * state_bytes(batch)
         if peak is None and bw is None:
             return None, None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
+        ce_d = ce
+        if path is not None and peak is not None and compute_efficiency is None and batch > E.LLAMACPP_MMVQ_MAX_BATCH:
+            # more than MMVQ's batch: the products run on the prefill kernel path, over `batch` columns
+            ce_d = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params, batch, batch, flops * tp,
+                                                batch * _attention_flops_step(spec, width, 1, ctx), peak, [],
+                                                same_experts=identical_sequences)
+            if batch == concurrency:
+                assumptions.append(Assumption("llamacpp_batched_decode_path", path, True,
+                                              f"{batch} sequences > MMVQ_MAX_BATCH_SIZE "
+                                              f"{E.LLAMACPP_MMVQ_MAX_BATCH} (ggml-cuda mmvq.cuh): the "
+                                              "products take the prefill kernel path (efficiency.LLAMACPP_MMQ)"))
+        t = phase_time(flops, nbytes, peak, bw, ce_d, be, comm(batch), step_fixed)
         r = roofline(flops, nbytes, peak, bw) if peak and bw else None
         return t, r
 

@@ -72,8 +72,8 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float) -> V
     """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]."""
     budget = memory_budget(usable, headroom)
     fits = need <= budget
-    reason = (f"needs {format_bytes(need)} per device of a {format_bytes(budget)} budget "
-              f"({format_bytes(usable)} x (1 - {headroom:g} headroom))")
+    reason = (f"needs {format_bytes(need)} per device (the expected value; high end {format_bytes(need_high)}) "
+              f"of a {format_bytes(budget)} budget ({format_bytes(usable)} x (1 - {headroom:g} headroom))")
     warnings: tuple[str, ...] = ()
     if not fits:
         warnings = (f"does not fit: needs {format_bytes(need)} (high end {format_bytes(need_high)}) but the budget "

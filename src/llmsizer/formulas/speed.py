@@ -48,6 +48,18 @@ short to reach full bandwidth (llama.cpp at batch 1). With tau seconds per layer
 
     t_step = max(F / (R e_c), bytes / (B e_m)) + t_comm + L tau                         (7)
 
+A matrix product of P weights over n columns (tokens in one kernel launch) on a kernel path with peak rate R_k
+(the tensor-core rate that path runs at) and efficiency e_k reaches e_k n / (n + n_h) of R_k: a tile-based GEMM
+loads each weight tile once per column tile, so narrow products (few tokens, or an MoE expert that sees only
+n k / E of them) amortise the weight loads and the launch over fewer FLOPs (a saturating, Michaelis-Menten form
+with n_h the column count at half efficiency)::
+
+    t_gemm = 2 P T / (R_k e_k) x (1 + n_h / n)                                          (9)
+
+(T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py.) Prefill computes the
+logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
+"only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
+
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they route to the same k experts and (5) takes b = 1.
 """
@@ -108,6 +120,17 @@ def memory_time(nbytes: float, bandwidth: float, efficiency: float) -> float:
     _positive("bandwidth", bandwidth)
     _positive("efficiency", efficiency)
     return nbytes / (bandwidth * efficiency)
+
+
+def gemm_time(flops: float, peak_flops: float, efficiency: float, columns: float, half_columns: float) -> float:
+    """Eq. (9): seconds for matrix products of ``flops`` FLOPs whose launches each cover ``columns`` tokens, on a
+    kernel path of peak ``peak_flops`` x ``efficiency`` that reaches half of it at ``half_columns`` columns."""
+    _positive("peak_flops", peak_flops)
+    _positive("efficiency", efficiency)
+    _positive("columns", columns)
+    if half_columns < 0:
+        raise InputError(f"half_columns must not be negative, got {half_columns}")
+    return flops / (peak_flops * efficiency) * (1.0 + half_columns / columns)
 
 
 def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: int) -> float:

@@ -11,7 +11,8 @@ References per block:
   ``modeling_gpt_oss.py`` (``sinks``: one learned logit per head).
 - MLA: DeepSeek-V2 (arXiv 2405.04434) eqs. 9-19; transformers ``modeling_deepseek_v3.py``
   ``DeepseekV3Attention`` (q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm,
-  kv_b_proj, o_proj).
+  kv_b_proj, o_proj); DSA lightning indexer: DeepSeek-V3.2-Exp report (DeepSeek_V3_2.pdf), ``modeling_deepseek_v32.py``
+  ``DeepseekV32Indexer`` (wq_b, wk, k_norm, weights_proj).
 - SwiGLU MLP: Shazeer 2020 (arXiv 2002.05202) eq. 6 -> gate, up, down.
 - MoE: router [E, H], E experts, optional shared experts (DeepSeekMoE arXiv 2401.06066 eq. 3).
 - ViT encoder: Dosovitskiy et al. 2021 (arXiv 2010.11929) eq. 1-4; transformers ``modeling_siglip.py``.
@@ -108,6 +109,15 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
                        m.kv_lora_rank, i, False)
         out += _linear("attn_output", "attention", h, spec.num_heads * m.v_head_dim, i,
                        spec.attention_out_bias)
+        if m.index_n_heads:
+            # DSA lightning indexer (transformers modeling_deepseek_v32.py DeepseekV32Indexer; DeepSeek's reference
+            # inference/model.py Indexer): wq_b [n_idx*d_idx, q_lora_rank], wk [d_idx, H], k_norm = LayerNorm(d_idx)
+            # with bias, weights_proj [n_idx, H] -- all without bias
+            d_idx = m.index_head_dim
+            out += _linear("indexer_q_b", "attention", m.index_n_heads * d_idx, m.q_lora_rank or h, i, False)
+            out += _linear("indexer_k", "attention", d_idx, h, i, False)
+            out += _norm("indexer_k_norm", d_idx, "layernorm", i, "attention")
+            out += _linear("indexer_proj", "attention", m.index_n_heads, h, i, False)
         return out
     hd = spec.head_dim
     q_out = spec.num_heads * hd * (2 if spec.attention_output_gate else 1)  # Qwen3NextAttention: query + gate

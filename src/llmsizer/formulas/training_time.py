@@ -32,6 +32,32 @@ section 2.1 splits the 6N the same way; Hu et al. 2021, arXiv 2106.09685, sectio
 the gradients of the frozen weights). The adapters train fully (6 N_a) and attention has no weights, so its
 term is unchanged. QLoRA adds the dequantization of the 4-bit base in every forward and backward, which is
 memory-bound work this FLOP count leaves out.
+
+Step time of data-parallel training on n devices (per micro-step of T tokens per device, F FLOPs per token, peak
+R, achieved utilisation u of the executed FLOPs)::
+
+    t_compute = T F / (R u)                                                             (6)
+
+Data-parallel communication per micro-step and device, ring collectives (Patarasuk & Yuan 2009, J. Parallel
+Distrib. Comput. 69(2): a ring all-gather or reduce-scatter of S bytes moves (n-1)/n S per device, an
+all-reduce twice that). W = bytes of the full weights, G = bytes of the trained parameters' gradients::
+
+    sharded (FSDP FULL_SHARD, ZeRO-3):  b = (n-1)/n (2 W + G)                           (7a)
+    replicated (DDP, ZeRO-1/2):         b = 2 (n-1)/n G                                 (7b)
+
+(7a): FULL_SHARD all-gathers each layer's parameters in the forward pass, frees them (reshard_after_forward)
+and all-gathers them again for the backward pass, then reduce-scatters the gradients (Zhao et al. 2023, "PyTorch
+FSDP", arXiv 2304.11277, section 3.2; Rajbhandari et al. 2020, ZeRO, arXiv 1910.02054, section 7.2.2: 3x the
+parameter volume, 1.5x DDP's all-reduce). Over direct links (NVLink, PCIe peer-to-peer) of per-direction bandwidth
+B each device moves its own b: t = b / B. Devices without peer-to-peer access stage every transfer through host
+memory, whose bandwidth B_host all n devices share: t = n b / B_host. FSDP prefetches the next layer's all-gather
+while the current layer computes (Zhao et al. 2023, section 3.3, backward and forward prefetch), so::
+
+    t_micro = max(t_compute, t_comm)                                                     (8)
+
+Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
+out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
+pages move). Tokens per second over a step of k micro-steps: n k T / (k t_micro + t_page).
 """
 
 from __future__ import annotations
@@ -97,3 +123,30 @@ def achieved_utilization(tokens_per_second_measured: float, flops_per_token: flo
                          peak_flops: float) -> float:
     """The utilisation a measured throughput implies: tokens/s x F / (n R)."""
     return tokens_per_second_measured * flops_per_token / (devices * peak_flops)
+
+
+def data_parallel_bytes(devices: int, weight_bytes: float, grad_bytes: float, sharded: bool) -> float:
+    """Eq. (7a)/(7b): bytes each device sends per micro-step for data-parallel training [B]."""
+    if devices < 1 or weight_bytes < 0 or grad_bytes < 0:
+        raise InputError("devices must be >= 1 and byte counts not negative")
+    share = (devices - 1) / devices
+    return share * (2.0 * weight_bytes + grad_bytes) if sharded else 2.0 * share * grad_bytes
+
+
+def communication_seconds(bytes_per_device: float, devices: int, bandwidth: float, host_staged: bool) -> float:
+    """Time of eq. (7)'s traffic: ``bytes_per_device / bandwidth`` over direct links, ``devices x
+    bytes_per_device / bandwidth`` through a host path that all devices share [s]."""
+    if bandwidth <= 0:
+        raise InputError(f"bandwidth must be positive, got {bandwidth}")
+    return (devices if host_staged else 1) * bytes_per_device / bandwidth
+
+
+def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: int, compute_s: float,
+                           comm_s: float, paging_s: float = 0.0) -> float:
+    """Eq. (8) and the paging term: tokens per second over one optimizer step of ``micro_steps`` micro-steps."""
+    if devices < 1 or micro_steps < 1 or tokens_per_micro <= 0:
+        raise InputError("devices, micro_steps must be >= 1 and tokens_per_micro positive")
+    step = micro_steps * max(compute_s, comm_s) + paging_s
+    if step <= 0:
+        raise InputError("step time must be positive")
+    return devices * tokens_per_micro * micro_steps / step

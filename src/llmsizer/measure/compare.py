@@ -249,26 +249,20 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
             rows.append(Row("decode tokens/s", sp.tokens_per_second, t.get("decode_tokens_per_second"), "tokens/s",
                             THROUGHPUT, note=f"{name}: aggregate over {s['concurrency']} sequences"))
         return rows
-    from ..estimate import efficiency as E
-    from ..estimate.speed import attention_width
-    from ..formulas.params import count_params
-    from ..formulas.training_time import tokens_per_second, training_flops_per_token
+    from ..estimate.duration import training_duration_for
+    from ..specs import TrainingWorkload
 
-    peak, _ = device.peak_flops("bf16" if s.get("precision") != "fp32" else "fp32")
-    if peak is None or not t.get("tokens_per_second"):
+    if not t.get("tokens_per_second"):
         return []
-    params = count_params(spec).total
-    width = attention_width(spec)
-    if s["method"] == "full":
-        fpt = training_flops_per_token(params, spec.num_layers, width, s["seq_len"],
-                                       "full" if s["grad_checkpointing"] == "full" else "none")
-        how = "6N + attention"
-    else:  # frozen base: no weight gradients (4N), plus recomputation of the forward when checkpointing
-        fpt = (4 + (2 if s["grad_checkpointing"] == "full" else 0)) * params + 12 * spec.num_layers * width * s["seq_len"]
-        how = "4N (+2N recompute) + attention"
-    pred = tokens_per_second(fpt, 1, peak, E.TRAINING_MFU.expected)
-    return [Row("training tokens/s", pred, t["tokens_per_second"], "tokens/s", THROUGHPUT,
-                note=f"{name}: {how} FLOPs/token at MFU {E.TRAINING_MFU.expected}")]
+    fields = {k: v for k, v in s.items() if k in TrainingWorkload.__dataclass_fields__ and v is not None}
+    try:  # the one duration rule (estimate/duration.py), with the record's own settings
+        d = training_duration_for(spec, device, int(fields.get("gpus", 1)), 1e6, fields)
+    except LlmsizerError:
+        return []
+    if d.tokens_per_second is None:
+        return []
+    return [Row("training tokens/s", d.tokens_per_second, t["tokens_per_second"], "tokens/s", THROUGHPUT,
+                note=f"{name}: {d.flops.formula} FLOPs/token at utilisation {d.utilization:.3f}")]
 
 
 def compare_record(record: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
 from ..estimate.duration import training_duration_for
 from ..estimate.fit import training_on_memory
@@ -85,6 +86,19 @@ def _tokens(job: TrainingJob, seq_len: int, notes: JobNotes) -> tuple[int | None
         return None, None, "unknown"
     epochs = notes.assume("epochs", 1.0, s.epochs, "one pass over the dataset")
     return per_epoch, int(per_epoch * float(epochs)), f"{how} x {float(epochs):g} epochs"
+
+
+def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) -> float | None:
+    """Wall-clock seconds of ``job`` on ``devices`` x ``device`` over ``nodes`` machines: the same tokens, settings
+    and utilization as :func:`plan_training`, through the one duration rule (``estimate/duration.py``). None when
+    the tokens are unknown or the device has no sourced peak. Used to time an alternative device (provider check)."""
+    spec = load_model(str(job.model.name))
+    seq_len = job.settings.seq_len or TrainingWorkload.seq_len
+    _, tokens, _ = _tokens(job, seq_len, JobNotes())
+    if not tokens:
+        return None
+    fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
+    return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
 
 
 def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:

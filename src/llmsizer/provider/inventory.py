@@ -73,6 +73,7 @@ class Site:
     operator: str = "provider"  # provider | partner
     jurisdiction: str = ""
     max_sensitivity: str = "restricted"
+    regions: tuple[str, ...] = ()  # larger areas the site belongs to (EU, EEA), matched by resources.jurisdiction
 
     @property
     def label(self) -> str:
@@ -110,6 +111,24 @@ class Maintenance:
 
 
 @dataclass(frozen=True)
+class Quota:
+    """A team's quota for one device type (a Kueue ClusterQueue's flavor: nominalQuota, borrowingLimit, cohort).
+    ``devices``: nominal devices held at once; ``device_hours``: nominal device-hours booked in [start, end);
+    ``borrowing_limit`` / ``borrowing_limit_hours``: how much above nominal it may borrow from the unused nominal
+    quota of its cohort (None: up to what the cohort has unused; 0: no borrowing)."""
+
+    team: str
+    device: str
+    devices: int | None = None
+    device_hours: float | None = None
+    cohort: str | None = None
+    borrowing_limit: int | None = None
+    borrowing_limit_hours: float | None = None
+    start: _dt.datetime | None = None
+    end: _dt.datetime | None = None
+
+
+@dataclass(frozen=True)
 class Inventory:
     sites: tuple[Site, ...]
     nodes: tuple[Node, ...]
@@ -118,7 +137,7 @@ class Inventory:
     source: str = "<inventory>"
     provider: str = ""
     device_memory: dict[str, int] = field(default_factory=dict)  # device id -> bytes per device
-    device_flops: dict[str, float] = field(default_factory=dict)  # device id -> dense bf16 FLOP/s
+    quotas: tuple[Quota, ...] = ()
 
     def site(self, ident: str) -> Site:
         return next(s for s in self.sites if s.id == ident)
@@ -140,8 +159,8 @@ def _closest(word: str, options: Sequence[str]) -> str:
     return f"; did you mean {hit[0]!r}?" if hit else ""
 
 
-SITE_KEYS = ("id", "name", "operator", "jurisdiction", "max_sensitivity", "public_addresses", "isolated_segments",
-             "fabrics")
+SITE_KEYS = ("id", "name", "operator", "jurisdiction", "regions", "max_sensitivity", "public_addresses",
+             "isolated_segments", "fabrics")
 FABRIC_KEYS = ("id", "bandwidth")
 NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
 STORAGE_KEYS = ("id", "site", "capacity")
@@ -152,7 +171,9 @@ MAX_INVENTORY_BYTES = 8 * 2**20
 # GPUs in ~12,500 nodes, so 2^16 per entry is past any real one and bounds what a `count:` expands into
 INVENTORY_COUNT = Range(0, 2**16, True, "a count per inventory entry; the largest clusters have ~12,500 nodes")
 
-TOP_KEYS = ("version", "provider", "sites", "nodes", "storage", "maintenance")
+TOP_KEYS = ("version", "provider", "sites", "nodes", "storage", "maintenance", "quotas")
+QUOTA_KEYS = ("team", "device", "devices", "device_hours", "cohort", "borrowing_limit", "borrowing_limit_hours",
+              "start", "end")
 
 
 class _Reader:
@@ -276,18 +297,47 @@ class _Reader:
         nodes = self.nodes(top, root, site_ids, fabrics)
         storage = self.storage(top, site_ids)
         maint = self.maintenance(top, site_ids, nodes)
+        quotas = self.quotas(top)
         if self.errors:
             return None
         from ..catalog.hardware import load_catalog
         cat = load_catalog(self.hardware_files)
         mem: dict[str, int] = {}
-        flops: dict[str, float] = {}
         for n in nodes:
-            d = cat.device(n.device)
-            mem[d.id] = int(d.memory_bytes or 0)
-            fl = d.flops.get("bf16") or d.flops.get("fp16") or d.flops.get("fp32")
-            flops[d.id] = float(fl.base) if fl is not None and fl.base else 0.0
-        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem, flops)
+            if n.device not in mem:
+                d = cat.device(n.device)
+                mem[d.id] = int(d.memory_bytes or 0)
+        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem,
+                         tuple(quotas))
+
+    def quotas(self, top: dict[str, tuple[Any, Any]]) -> list[Quota]:
+        from ..catalog.hardware import load_catalog
+        out: list[Quota] = []
+        seen: dict[str, int] = {}
+        for i, qn in enumerate(self.seq(top["quotas"][1], "quotas") if "quotas" in top else []):
+            where = f"quotas[{i}]"
+            m = self.mapping(qn, where, QUOTA_KEYS)
+            team = self.scalar(m, "team", where, "str", True, qn)
+            device = self.scalar(m, "device", where, "str", True, qn)
+            if device is not None:
+                try:
+                    device = load_catalog(self.hardware_files).device(device).id
+                except LlmsizerError as e:
+                    self.err(m["device"][1], where, f"device: {e}")
+            self.ids(seen, f"{team}/{device}" if team and device else None, qn, where, "quota of this team and "
+                     "device")
+            devices = self.scalar(m, "devices", where, "int")
+            hours = self.scalar(m, "device_hours", where, "int")
+            if devices is None and hours is None and "devices" not in m and "device_hours" not in m:
+                self.err(qn, where, "give devices (nominal devices at once) or device_hours (nominal device-hours)")
+            start, end = self.scalar(m, "start", where, "time"), self.scalar(m, "end", where, "time")
+            if start is not None and end is not None and end <= start:
+                self.err(m["end"][1], where, f"end: {end} is not after the start {start}")
+            if team and device:
+                out.append(Quota(team, device, devices, float(hours) if hours is not None else None,
+                                 self.scalar(m, "cohort", where, "str"), self.scalar(m, "borrowing_limit", where, "int"),
+                                 self.scalar(m, "borrowing_limit_hours", where, "int"), start, end))
+        return out
 
     def ids(self, seen: dict[str, int], ident: str | None, node: Any, where: str, what: str) -> None:
         if ident is None:
@@ -332,7 +382,7 @@ class _Reader:
                 out.append(Site(sid, self.scalar(m, "public_addresses", where, "int", default=0),
                                 self.scalar(m, "isolated_segments", where, "int", default=0), tuple(fabrics),
                                 operator, self.scalar(m, "jurisdiction", where, "str", default="") or "",
-                                clearance))
+                                clearance, self.strs(m, "regions", where)))
         return out
 
     def nodes(self, top: dict[str, tuple[Any, Any]], root: Any, site_ids: list[str],

@@ -5,26 +5,43 @@ access, maintenance windows). Routing only."""
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
-from .placement import SERVICE_HORIZON, JobNeed
+from .placement import ONGOING_END, JobNeed
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
     return _dt.datetime(d.year, d.month, d.day) if d is not None else None
 
 
-def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNeed:
+def _timer(job: Any, hardware_files: Sequence[str | Path]) -> Callable[[str, int, int], float | None]:
+    """``job``'s wall-clock seconds on (device, devices, nodes): plan/training.py ``run_seconds``, the one
+    duration rule (estimate/duration.py)."""
+    from ..catalog.hardware import load_catalog
+    from ..plan.training import run_seconds
+
+    def seconds_on(device: str, devices: int, nodes: int) -> float | None:
+        return run_seconds(job, load_catalog(hardware_files).device(device), devices, nodes)
+    return seconds_on
+
+
+def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
+            hardware_files: Sequence[str | Path] = ()) -> JobNeed:
     hw = jp.hardware
     f = jp.facts
     start = _day(job.start) or _day(request.start) or now
+    ongoing = False
     if jp.kind == "training":
         seconds = float(f.get("seconds") or 3600.0)
     else:
         sv = job.service
-        seconds = float(sv.duration) if sv.duration else SERVICE_HORIZON
+        # a service is held for its whole stated duration; with no duration (ongoing) until it is released
+        ongoing = bool(sv.ongoing) or not sv.duration
+        seconds = float(sv.duration) if sv.duration and not sv.ongoing else (ONGOING_END - start).total_seconds()
     deadline = None  # a service's deadline is when it must be up, not when it ends
     if jp.kind == "training" and job.deadline is not None:
         deadline = _day(job.deadline.date) if job.deadline.date is not None else \
@@ -48,11 +65,16 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime) -> JobNe
         isolation=access.isolation if access and access.isolation not in (None, "none") else None,
         accepts_maintenance=bool(service and (service.maintenance_windows or service.interruptible)),
         maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
-        else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None))
+        else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
+        run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
+        pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
+        network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
+        team=request.team)
 
 
-def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None) -> list[JobNeed]:
+def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,
+                    hardware_files: Sequence[str | Path] = ()) -> list[JobNeed]:
     """One need per job with hardware, in the request's order (jobs without a device are skipped)."""
     now = now or _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     jobs = {j.name: j for j in request.jobs}
-    return [need_of(jp, jobs[jp.name], request, now) for jp in plan.jobs if jp.hardware.device]
+    return [need_of(jp, jobs[jp.name], request, now, hardware_files) for jp in plan.jobs if jp.hardware.device]

@@ -26,16 +26,21 @@ checkpoints against the pool's capacity minus what other bookings hold at each m
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
+from .quota import USAGE, check_quota, usage_resource
 from .windows import within
 
-SERVICE_HORIZON = 365 * 86400.0  # an ongoing service is placed for a year
+SERVICE_HORIZON = 365 * 86400.0  # the span of a timeline when every booking is open-ended
+#: an ongoing service (``service.ongoing``, or no ``service.duration``) holds its devices until it is released:
+#: its holds end at this moment, so no later booking can take them
+ONGOING_END = _dt.datetime(9999, 1, 1)
 MAX_STORAGE_STEPS = 20
 MAX_TRIES = 400
 
@@ -92,6 +97,18 @@ class JobNeed:
     # the job's data (request dataset.sensitivity and dataset.offsite_allowed): where it may be placed
     sensitivity: str | None = None
     offsite_allowed: bool | None = None
+    # a training run's wall-clock seconds on (device, devices, nodes), from the one duration rule
+    # (plan/training.py run_seconds -> estimate/duration.py): how long an alternative device runs. None: not known
+    # (alternatives that change the device or the count are then not offered for training)
+    run_seconds: Callable[[str, int, int], float | None] | None = field(default=None, compare=False, repr=False)
+    # the request's resources.pool (a pool the job must run in), resources.jurisdiction (where it must run: a
+    # site's jurisdiction or one of its regions) and the network per node the plan assumed [B/s] (a multi-node
+    # job's fabric must give at least that)
+    pool: str | None = None
+    jurisdiction: str | None = None
+    network: float | None = None
+    ongoing: bool = False  # a service with no planned end: held until released (ONGOING_END)
+    team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
 
     @property
     def per_node(self) -> int:
@@ -99,7 +116,7 @@ class JobNeed:
 
     @property
     def end(self) -> _dt.datetime:
-        return self.start + _dt.timedelta(seconds=self.seconds)
+        return window_end(self, self.start)
 
     @property
     def label(self) -> str:
@@ -110,7 +127,7 @@ class JobNeed:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "run_seconds"}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
@@ -128,11 +145,13 @@ class Placement:
     device: str
     storage_pool: str | None
     items: tuple[Item, ...]
+    quota: str = ""  # how the team's quota admits it (within nominal, or borrowing from the cohort)
 
     def to_dict(self) -> dict[str, Any]:
         return {"job": self.job, "kind": self.kind, "start": self.start.isoformat(), "end": self.end.isoformat(),
                 "site": self.site, "nodes": list(self.nodes), "devices_per_node": self.devices_per_node,
-                "device": self.device, "storage_pool": self.storage_pool, "items": [i.to_dict() for i in self.items]}
+                "device": self.device, "storage_pool": self.storage_pool, "quota": self.quota,
+                "items": [i.to_dict() for i in self.items]}
 
 
 @dataclass(frozen=True)
@@ -150,6 +169,13 @@ class JobCheck:
         return {"job": self.need.name, "fits": self.fits, "need": self.need.to_dict(),
                 "placement": self.placement.to_dict() if self.placement else None, "binding": self.binding,
                 "reason": self.reason, "alternatives": list(self.alternatives)}
+
+
+def window_end(need: JobNeed, start: _dt.datetime) -> _dt.datetime:
+    """When ``need`` started at ``start`` ends: ONGOING_END for an ongoing service, else start + its seconds."""
+    if need.ongoing:
+        return ONGOING_END
+    return start + _dt.timedelta(seconds=math.ceil(need.seconds))
 
 
 class NoFit(Exception):
@@ -188,7 +214,7 @@ def overflow(new: Sequence[Item], existing: Iterable[Item], cap: dict[str, float
     for i in existing:
         by_res.setdefault(i.resource, []).append(i)
     out = []
-    for res in dict.fromkeys(i.resource for i in new):
+    for res in dict.fromkeys(i.resource for i in new if not i.resource.startswith(USAGE)):
         mine = [i for i in new if i.resource == res]
         load = 0.0
         for m in mine:
@@ -220,7 +246,12 @@ def storage_items(need: JobNeed, pool: str, start: _dt.datetime, end: _dt.dateti
 # ------------------------------------------------------------------------------------------ one window
 
 def site_refusal(need: JobNeed, site: Site) -> str | None:
-    """Why ``need``'s data may not sit at ``site`` (None: it may)."""
+    """Why ``need`` may not run at ``site`` (None: it may): its jurisdiction, or where its data may sit."""
+    if need.jurisdiction:
+        want = need.jurisdiction.casefold()
+        if want != site.jurisdiction.casefold() and want not in {r.casefold() for r in site.regions}:
+            where = ", ".join(x for x in (site.jurisdiction, *site.regions) if x) or "no stated jurisdiction"
+            return f"{site.id} is in {where}; the job must run in {need.jurisdiction} (resources.jurisdiction)"
     data = f"the data ({need.sensitivity})" if need.sensitivity else "the data"
     if site.operator == "partner":
         if need.offsite_allowed is False:
@@ -234,15 +265,87 @@ def site_refusal(need: JobNeed, site: Site) -> str | None:
     return None
 
 
-def _kind_of(bookings: Sequence[Booking]) -> dict[str, str]:
-    return {b.id: b.kind for b in bookings}
+class Held:
+    """The holds of the bookings as an interval index: per resource, the holds sorted by start and the longest
+    hold's length there, so the holds overlapping ``[lo, hi)`` are those starting in ``[lo - longest, hi)``
+    (two bisections) that end after ``lo``. Built once per check, O(n log n); a query costs O(log n + k) instead
+    of a pass over every booking. ``add`` keeps it sorted (the jobs of one request held while checking the next)."""
+
+    def __init__(self, bookings: Iterable[Booking] = ()) -> None:
+        self.bookings: list[Booking] = []
+        self._starts: dict[str, list[_dt.datetime]] = {}
+        self._items: dict[str, list[tuple[Item, str]]] = {}  # (hold, kind of its booking), sorted by start
+        self._longest: dict[str, _dt.timedelta] = {}
+        grouped: dict[str, list[tuple[Item, str]]] = {}
+        for bk in bookings:
+            self.bookings.append(bk)
+            for i in bk.items:
+                grouped.setdefault(i.resource, []).append((i, bk.kind))
+        for res, its in grouped.items():
+            its.sort(key=lambda e: e[0].start)
+            self._items[res] = its
+            self._starts[res] = [e[0].start for e in its]
+            self._longest[res] = max(e[0].end - e[0].start for e in its)
+
+    def add(self, bk: Booking) -> None:
+        self.bookings.append(bk)
+        for i in bk.items:
+            starts = self._starts.setdefault(i.resource, [])
+            k = bisect.bisect_right(starts, i.start)
+            starts.insert(k, i.start)
+            self._items.setdefault(i.resource, []).insert(k, (i, bk.kind))
+            self._longest[i.resource] = max(self._longest.get(i.resource, _dt.timedelta(0)), i.end - i.start)
+
+    def overlapping(self, res: str, lo: _dt.datetime, hi: _dt.datetime) -> list[tuple[Item, str]]:
+        """(hold, kind) of every hold on ``res`` that overlaps ``[lo, hi)``."""
+        starts = self._starts.get(res)
+        if not starts:
+            return []
+        its = self._items[res]
+        longest = self._longest[res]
+        first = 0 if lo - _dt.datetime.min <= longest else bisect.bisect_right(starts, lo - longest)
+        last = bisect.bisect_left(starts, hi)
+        return [e for e in its[first:last] if e[0].end > lo]
+
+    def overflow(self, new: Sequence[Item], cap: dict[str, float]) -> list[tuple[str, float, float]]:
+        """:func:`overflow` of ``new`` against the indexed holds."""
+        out = []
+        for res in dict.fromkeys(i.resource for i in new if not i.resource.startswith(USAGE)):
+            mine = [i for i in new if i.resource == res]
+            lo, hi = min(i.start for i in mine), max(i.end for i in mine)
+            near = [e[0] for e in self.overlapping(res, lo, hi)]
+            load = max(peak([*near, *mine], m.start, m.end) for m in mine)
+            c = cap.get(res, 0.0)
+            if load > c + 1e-9:
+                out.append((res, load, c))
+        return out
+
+    def ends(self, resources: Iterable[str], lo: _dt.datetime, hi: _dt.datetime) -> set[_dt.datetime]:
+        """The moments in ``(lo, hi)`` when a hold on one of ``resources`` ends."""
+        out: set[_dt.datetime] = set()
+        for res in resources:
+            for i, _ in self.overlapping(res, lo, hi):
+                if lo < i.end < hi:
+                    out.add(i.end)
+        return out
 
 
-def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start: _dt.datetime) -> Placement:
-    """Place ``need`` starting at ``start`` or raise :class:`NoFit` with the binding constraint."""
-    end = start + _dt.timedelta(seconds=math.ceil(need.seconds))
-    cap = capacities(inv)
-    existing = [i for b in bookings for i in b.items]
+def as_held(bookings: Sequence[Booking] | Held) -> Held:
+    return bookings if isinstance(bookings, Held) else Held(bookings)
+
+
+def _capacities(inv: Inventory) -> dict[str, float]:
+    """:func:`capacities`, computed once per inventory (an inventory never changes after it is read)."""
+    cap: dict[str, float] | None = inv.__dict__.get("_capacities")
+    if cap is None:
+        cap = capacities(inv)
+        inv.__dict__["_capacities"] = cap
+    return cap
+
+
+def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
+    """The nodes that could ever take ``need`` (device type, pool, data policy, node size), whatever the time;
+    raise :class:`NoFit` naming the constraint when none can (waiting does not help then)."""
     per_node = need.per_node
     of_type = [n for n in inv.nodes if n.device == need.device]
     if not of_type:
@@ -252,95 +355,195 @@ def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking], start
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
                     f"(training and serving run on separate resources)")
+    if need.pool:
+        named = [n for n in pooled if need.pool in n.pools]
+        if not named:
+            pools = sorted({p for n in inv.nodes for p in n.pools} - {TRAINING, SERVING})
+            raise NoFit("pool", f"the request names pool {need.pool!r} (resources.pool); no {need.label} "
+                        f"{need.device} node is in it (named pools of this inventory: {', '.join(pools) or 'none'})")
+        pooled = named
     refused_at = {s.id: r for s in inv.sites if (r := site_refusal(need, s)) is not None}
     allowed = [n for n in pooled if n.site not in refused_at]
     if not allowed:
         why = "; ".join(refused_at[s] for s in dict.fromkeys(n.site for n in pooled))
-        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job's data may sit at: {why}")
-    pooled = allowed
-    big = [n for n in pooled if n.devices >= per_node]
+        raise NoFit("policy", f"no {need.label} {need.device} node at a site the job may run at: {why}")
+    big = [n for n in allowed if n.devices >= per_node]
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
-                    f"{max(n.devices for n in pooled)}")
-    if not need.accepts_maintenance or need.maintenance_windows:
-        def refused(m: Maintenance) -> bool:
-            return m.start < end and m.end > start and (
-                not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
-        ok = [n for n in big if not any(n.id in m.nodes and refused(m) for m in inv.maintenance)]
-        if not ok:
-            m = next(m for m in inv.maintenance if refused(m) and set(m.nodes) & {n.id for n in big})
-            agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
-                if need.accepts_maintenance else ""
-            raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
-                        f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
-        big = ok
-    other_kind = {b.id for b in bookings if b.kind != need.kind}
-    free: list[Node] = []
+                    f"{max(n.devices for n in allowed)}")
+    if need.nodes > 1 and need.network:
+        fabrics = {f.id: f for site in inv.sites for f in site.fabrics}
+        slow = {n.fabric for n in big if n.fabric and (fabrics[n.fabric].bandwidth or 0) < need.network
+                and fabrics[n.fabric].bandwidth is not None}
+        fast = [n for n in big if n.fabric not in slow]
+        if not fast:
+            have = ", ".join(f"{f} {(fabrics[f].bandwidth or 0) * 8 / 1e9:g} Gb/s" for f in sorted(slow))
+            raise NoFit("fabric", f"a {need.nodes}-node job needs {need.network * 8 / 1e9:g} Gb/s per node between "
+                        f"its nodes (the network its plan assumes); the fabrics of the suitable nodes give less "
+                        f"({have})")
+        big = fast
+    return big
+
+
+def _maintenance_ok(need: JobNeed, inv: Inventory, nodes: list[Node], start: _dt.datetime,
+                    end: _dt.datetime) -> list[Node]:
+    """``nodes`` without those whose maintenance in [start, end) the job does not accept; NoFit when none is left."""
+    if need.accepts_maintenance and not need.maintenance_windows:
+        return nodes
+
+    def refused(m: Maintenance) -> bool:
+        return m.start < end and m.end > start and (
+            not need.accepts_maintenance or not within(m.start, m.end, need.maintenance_windows))
+    hit = [m for m in inv.maintenance if refused(m)]
+    if not hit:
+        return nodes
+    down = {nid for m in hit for nid in m.nodes}
+    ok = [n for n in nodes if n.id not in down]
+    if not ok:
+        m = next(m for m in hit if set(m.nodes) & {n.id for n in nodes})
+        agreed = f" outside the job's agreed maintenance windows ({'; '.join(need.maintenance_windows)})" \
+            if need.accepts_maintenance else ""
+        raise NoFit("maintenance", f"every suitable node has a maintenance window in the run "
+                    f"({m.start:%Y-%m-%d %H:%M}-{m.end:%Y-%m-%d %H:%M}{' ' + m.note if m.note else ''}){agreed}")
+    return ok
+
+
+def _node_busy_until(need: JobNeed, n: Node, held: Held, cap: dict[str, float], start: _dt.datetime,
+                     end: _dt.datetime) -> _dt.datetime | None:
+    """None when node ``n`` can take its share of ``need`` over [start, end); else a moment before which it
+    cannot (for any later start t' below it the window still contains a moment that is over capacity, or a hold
+    of the other kind: such a hold started before ``end`` <= t' + duration and ends after t')."""
+    until: _dt.datetime | None = None
+    other = [i.end for i, kind in held.overlapping(f"node:{n.id}", start, end) if kind != need.kind]
+    if other:
+        until = max(other)  # separation: no training and serving on one node at once
+    for i in _node_items(need, n, start, end):
+        near = [e[0] for e in held.overlapping(i.resource, start, end)]
+        if not near:
+            continue
+        room = cap.get(i.resource, 0.0) - i.amount + 1e-9
+        for p in {start} | {h.start for h in near if h.start > start}:
+            active = [h for h in near if h.start <= p < h.end]
+            if sum(h.amount for h in active) > room:
+                # every hold active at p is still active at any start t' in (p, min end): still over capacity
+                bound = min(h.end for h in active)
+                until = bound if until is None else max(until, bound)
+    return until
+
+
+def try_window(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held, start: _dt.datetime, *,
+               nodes: list[Node] | None = None, exact: bool = True,
+               busy_until: dict[str, _dt.datetime] | None = None) -> Placement:
+    """Place ``need`` starting at ``start`` or raise :class:`NoFit` with the binding constraint. ``nodes``: the
+    result of :func:`suitable` when the caller has it; ``exact=False`` (a search over many start times) stops
+    looking at a fabric as soon as it cannot hold the job, and then gives a shorter reason; ``busy_until`` (node id
+    -> a moment before which the node cannot take the job, kept across the tries of one search) skips nodes known
+    to be busy."""
+    end = window_end(need, start)
+    cap = _capacities(inv)
+    held = as_held(bookings)
+    per_node = need.per_node
+    big = _maintenance_ok(need, inv, nodes if nodes is not None else suitable(need, inv), start, end)
+    quota = check_quota(need.team, need.device, need.per_node * need.nodes, start, end, inv.quotas,
+                        lambda res, lo, hi: [e[0] for e in held.overlapping(res, lo, hi)]) if inv.quotas else None
+    if quota is not None and not quota.fits:
+        raise NoFit("quota", quota.text)
+
+    def free(n: Node) -> bool:
+        if busy_until is None:
+            return _node_busy_until(need, n, held, cap, start, end) is None
+        if busy_until.get(n.id, start) > start:
+            return False  # known busy at every start before that moment
+        until = _node_busy_until(need, n, held, cap, start, end)
+        if until is not None:
+            busy_until[n.id] = until
+        return until is None
+
+    groups: dict[tuple[str, str], list[Node]] = {}
     for n in big:
-        if any(i.resource == f"node:{n.id}" and i.start < end and i.end > start for b in bookings
-               if b.id in other_kind for i in b.items):
-            continue  # separation: no training and serving on one node at once
-        items = _node_items(need, n, start, end)
-        if not overflow(items, existing, cap):
-            free.append(n)
-    if len(free) < need.nodes:
-        raise NoFit("busy", f"{len(free)} of {len(big)} suitable {need.device} node(s) have {per_node} device(s) "
-                    f"free for the whole window; {need.nodes} needed")
-    groups: dict[tuple[str, str | None], list[Node]] = {}
-    for n in free:
         if need.nodes > 1 and n.fabric is None:
             continue
-        groups.setdefault((n.site, n.fabric if need.nodes > 1 else None), []).append(n)
-    fitting = [(k, v) for k, v in groups.items() if len(v) >= need.nodes]
-    if not fitting:
-        best = max((len(v) for v in groups.values()), default=0)
-        raise NoFit("fabric", f"{len(free)} free {need.device} nodes, but at most {best} on one fabric; "
-                    f"a {need.nodes}-node training job must stay inside one fabric")
+        groups.setdefault((n.site, n.fabric or "" if need.nodes > 1 else ""), []).append(n)
     last: NoFit | None = None
-    for (site_id, _fabric), group in sorted(fitting, key=lambda kv: (kv[0][0], kv[0][1] or "")):
-        chosen = sorted(group, key=lambda n: (n.devices, n.id))[:need.nodes]
-        items = [i for n in chosen for i in _node_items(need, n, start, end)]
-        site = inv.site(site_id)
+    for (site_id, _fabric), group in sorted(groups.items(), key=lambda kv: kv[0]):
+        if len(group) < need.nodes:
+            continue
+        chosen: list[Node] = []
+        busy = 0
+        for n in sorted(group, key=lambda n: (n.devices, n.id)):
+            if len(group) - busy < need.nodes:
+                break  # this fabric cannot hold the job any more
+            if free(n):
+                chosen.append(n)
+                if len(chosen) == need.nodes:
+                    break
+            else:
+                busy += 1
+        if len(chosen) < need.nodes:
+            continue
         try:
-            if need.fixed_address:
-                if site.public_addresses < 1:
-                    raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
-                items.append(Item(f"addr:{site_id}", 1, start, end))
-            if need.isolation and need.isolation != "none":
-                if site.isolated_segments < 1:
-                    raise NoFit("isolation", f"site {site_id} has no isolated network segment "
-                                f"({need.isolation} requested)")
-                items.append(Item(f"seg:{site_id}", 1, start, end))
-            bad = overflow(items, existing, cap)
-            if bad:
-                res = bad[0][0]
-                what = "addresses" if res.startswith("addr:") else "isolation" if res.startswith("seg:") else "busy"
-                raise NoFit(what, f"{res} is fully booked in the window ({bad[0][1]:g} of {bad[0][2]:g})")
-            pool_id = None
-            if need.storage_peak:
-                pools = [s for s in inv.storage if s.site == site_id]
-                if not pools:
-                    raise NoFit("storage", f"site {site_id} has no shared storage pool")
-                worst = None
-                for p in sorted(pools, key=lambda s: -s.capacity):
-                    st = storage_items(need, p.id, start, end)
-                    sbad = overflow(st, existing, cap)
-                    if not sbad:
-                        pool_id = p.id
-                        items += st
-                        break
-                    worst = worst or sbad[0]
-                if pool_id is None:
-                    assert worst is not None
-                    raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
-                                f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
-                                f"at its peak, checkpoints accumulating)")
-            return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), per_node,
-                             need.device, pool_id, tuple(items))
+            return replace(_place(need, inv, held, cap, site_id, chosen, start, end),
+                           quota=quota.text if quota is not None else "")
         except NoFit as e:
             last = e
-    assert last is not None
-    raise last
+    if last is not None:
+        raise last
+    if not exact:
+        raise NoFit("busy", f"no {need.nodes} {need.device} node(s) with {per_node} device(s) free from "
+                    f"{start:%Y-%m-%d %H:%M}")
+    frees = [n for n in big if free(n)]
+    if len(frees) < need.nodes:
+        raise NoFit("busy", f"{len(frees)} of {len(big)} suitable {need.device} node(s) have {per_node} device(s) "
+                    f"free for the whole window; {need.nodes} needed")
+    best: dict[tuple[str, str | None], int] = {}
+    for n in frees:
+        if need.nodes > 1 and n.fabric is not None:
+            best[(n.site, n.fabric)] = best.get((n.site, n.fabric), 0) + 1
+    raise NoFit("fabric", f"{len(frees)} free {need.device} nodes, but at most {max(best.values(), default=0)} on "
+                f"one fabric; a {need.nodes}-node training job must stay inside one fabric")
+
+
+def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], site_id: str, chosen: list[Node],
+           start: _dt.datetime, end: _dt.datetime) -> Placement:
+    """The placement on ``chosen`` nodes at ``site_id``: addresses, isolation and storage added, or NoFit."""
+    items = [i for n in chosen for i in _node_items(need, n, start, end)]
+    if need.team:  # who holds it: the usage the team's quota counts (not a capacity)
+        items.append(Item(usage_resource(need.team, need.device), need.per_node * len(chosen), start, end))
+    site = inv.site(site_id)
+    if need.fixed_address:
+        if site.public_addresses < 1:
+            raise NoFit("addresses", f"site {site_id} has no public/fixed addresses")
+        items.append(Item(f"addr:{site_id}", 1, start, end))
+    if need.isolation and need.isolation != "none":
+        if site.isolated_segments < 1:
+            raise NoFit("isolation", f"site {site_id} has no isolated network segment ({need.isolation} requested)")
+        items.append(Item(f"seg:{site_id}", 1, start, end))
+    bad = held.overflow(items, cap)
+    if bad:
+        res = bad[0][0]
+        what = "addresses" if res.startswith("addr:") else "isolation" if res.startswith("seg:") else "busy"
+        raise NoFit(what, f"{res} is fully booked in the window ({bad[0][1]:g} of {bad[0][2]:g})")
+    pool_id = None
+    if need.storage_peak:
+        pools = [s for s in inv.storage if s.site == site_id]
+        if not pools:
+            raise NoFit("storage", f"site {site_id} has no shared storage pool")
+        worst = None
+        for p in sorted(pools, key=lambda s: -s.capacity):
+            st = storage_items(need, p.id, start, end)
+            sbad = held.overflow(st, cap)
+            if not sbad:
+                pool_id = p.id
+                items += st
+                break
+            worst = worst or sbad[0]
+        if pool_id is None:
+            assert worst is not None
+            raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
+                        f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
+                        f"at its peak, checkpoints accumulating)")
+    return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
+                     need.device, pool_id, tuple(items))
 
 
 def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) -> list[Item]:
@@ -353,31 +556,44 @@ def _node_items(need: JobNeed, n: Node, start: _dt.datetime, end: _dt.datetime) 
 
 # ------------------------------------------------------------------------------------------ search
 
-def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking],
+def earliest(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held,
              horizon: float = 2 * 365 * 86400.0) -> tuple[Placement | None, NoFit | None]:
-    """The earliest placement from ``need.start`` on: tries the requested start, then every moment a booking or
-    maintenance window ends (or a booking starts) within ``horizon`` seconds."""
+    """The earliest placement from ``need.start`` on: tries the requested start, then every moment within
+    ``horizon`` seconds when a hold on a resource the job could use, or a maintenance window, ends (a start can
+    become possible only when something ends), at most ``MAX_TRIES`` of them."""
+    held = as_held(bookings)
     t0 = need.start
+    try:
+        nodes = suitable(need, inv)
+    except NoFit as e:
+        return None, e  # waiting does not help
+    try:
+        return try_window(need, inv, held, t0, nodes=nodes), None
+    except NoFit as e:
+        first = e
     limit = t0 + _dt.timedelta(seconds=horizon)
-    times = {t0}
-    for b in bookings:
-        for i in b.items:
-            times.update(t for t in (i.start, i.end) if t0 < t < limit)
+    sites = {n.site for n in nodes}
+    resources = [f"{kind}:{n.id}" for n in nodes for kind in ("node", "ram")]
+    resources += [f"storage:{s.id}" for s in inv.storage if s.site in sites]
+    resources += [f"{kind}:{s}" for s in sites for kind in ("addr", "seg")]
+    resources += [usage_resource(q.team, q.device) for q in inv.quotas if q.device == need.device]  # quota frees up
+    times = held.ends(resources, t0, limit)
     times.update(m.end for m in inv.maintenance if t0 < m.end < limit)
-    first: NoFit | None = None
+    busy: dict[str, _dt.datetime] = {}
     for t in sorted(times)[:MAX_TRIES]:
+        if busy and sum(1 for n in nodes if busy.get(n.id, t) <= t) < need.nodes:
+            continue  # too few nodes could be free from t: nothing to try
         try:
-            return try_window(need, inv, bookings, t), first
-        except NoFit as e:
-            first = first or e
-            if e.binding in ("device", "pool", "node-size", "policy"):
-                break  # waiting does not help
+            return try_window(need, inv, held, t, nodes=nodes, exact=False, busy_until=busy), first
+        except NoFit:
+            continue
     return None, first
 
 
-def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> JobCheck:
+def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> JobCheck:
     """Does ``need`` fit in its requested window (from its start, ending by its deadline)? If not: the binding
     constraint, the earliest window, and alternatives that fit."""
+    bookings = as_held(bookings)
     try:
         p = try_window(need, inv, bookings, need.start)
         if need.deadline is None or p.end <= need.deadline:
@@ -395,7 +611,7 @@ def check_job(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> Job
     return JobCheck(need, False, later, reason.binding, reason.reason, tuple(alts))
 
 
-def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> Placement | None:
+def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> Placement | None:
     try:
         p = try_window(need, inv, bookings, need.start)
     except NoFit:
@@ -403,10 +619,12 @@ def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]
     return p if need.deadline is None or p.end <= need.deadline else None
 
 
-def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> list[str]:
-    """Concrete alternatives that fit in the requested window (rough scalings, each stated)."""
+def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
+    """Concrete alternatives that fit in the requested window. A training alternative is timed on its own device
+    and count by the one duration rule (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that
+    time; the quantized-service alternative is a rough rule and says so."""
     out: list[str] = []
-    # another device type of the same pool: enough memory per device, duration scaled by peak FLOP/s (training)
+    # another device type of the same pool: enough memory per device; a training run takes its own time there
     for dev in inv.device_types:
         if dev == need.device or not any(dev == n.device and need.label in n.pools for n in inv.nodes):
             continue
@@ -415,34 +633,37 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> 
             continue
         count = need.devices if not need.memory_need or mem >= need.memory_need * 1.0 else \
             math.ceil(need.devices * need.memory_need / mem)
-        seconds = need.seconds
-        if need.kind == "training":
-            a, b = inv.device_flops.get(need.device, 0.0), inv.device_flops.get(dev, 0.0)
-            if a and b:
-                seconds = need.seconds * a / b * need.devices / count
         largest = max(n.devices for n in inv.nodes if n.device == dev)
         nodes = max(need.nodes, math.ceil(count / largest))
         count = math.ceil(count / nodes) * nodes
-        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=seconds,
+        seconds: float | None = need.seconds
+        if need.kind == "training":
+            seconds = need.run_seconds(dev, count, nodes) if need.run_seconds is not None else None
+            if not seconds:
+                continue  # cannot time the run on this device: no claim
+        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=float(seconds or need.seconds),
                       memory_need=min(need.memory_need, mem))
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
-                       + (f", about {seconds / 3600:.1f} h (scaled by peak bf16 FLOP/s)" if need.kind == "training"
-                          else ""))
-    if need.kind == "training":
-        # more devices for a shorter run (linear scaling assumed: an upper bound on the gain)
+                       + (f", about {alt.seconds / 3600:.1f} h on {dev} (estimate/duration.py), ends "
+                          f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
+    if need.kind == "training" and need.run_seconds is not None:
+        # more devices for a shorter run (eq. (3) scales linearly with devices: an upper bound on the gain)
         for factor in (2, 4):
             per = need.per_node * factor
             fits_node = any(n.devices >= per and n.device == need.device for n in inv.nodes)
-            alt = replace(need, devices=need.devices * factor, seconds=need.seconds / factor,
-                          nodes=need.nodes if fits_node else need.nodes * factor)
+            nodes = need.nodes if fits_node else need.nodes * factor
+            secs = need.run_seconds(need.device, need.devices * factor, nodes)
+            if not secs:
+                break
+            alt = replace(need, devices=need.devices * factor, seconds=float(secs), nodes=nodes)
             p = _fits_by_deadline(alt, inv, bookings)
             if p is not None:
                 out.append(f"more devices for a shorter run: {alt.devices} x {need.device} on {alt.nodes} node(s), "
                            f"about {alt.seconds / 3600:.1f} h (linear scaling assumed)")
                 break
-    else:
+    elif need.kind != "training":
         # a quantized model: 8-bit weights roughly halve the memory a replica needs
         if need.devices > 1:
             alt = replace(need, devices=max(1, need.devices // 2), nodes=1)
@@ -462,14 +683,14 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]) -> 
     return out
 
 
-def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking]) -> list[JobCheck]:
+def check_needs(needs: Sequence[JobNeed], inv: Inventory, bookings: Sequence[Booking] | Held) -> list[JobCheck]:
     """Check the jobs of one request in order; each placement found is held while checking the next ones, so two
     jobs of the same request do not count on the same devices."""
-    held = list(bookings)
+    held = Held(bookings.bookings if isinstance(bookings, Held) else bookings)
     out = []
     for need in needs:
         c = check_job(need, inv, held)
         out.append(c)
         if c.placement is not None:
-            held.append(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))
+            held.add(Booking(f"pending:{need.name}", need.name, need.kind, c.placement.items, "tentative"))
     return out

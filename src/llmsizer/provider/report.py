@@ -11,7 +11,7 @@ from html import escape
 from typing import Any
 
 from .inventory import Inventory
-from .placement import Booking
+from .placement import ONGOING_END, SERVICE_HORIZON, Booking
 
 TIMELINE_POINTS = 40
 
@@ -22,7 +22,9 @@ def timeline(inv: Inventory, bookings: Sequence[Booking], points: int = TIMELINE
     items = [i for b in bookings for i in b.items if i.resource.startswith("node:")]
     if not items:
         return [], {}
-    lo, hi = min(i.start for i in items), max(i.end for i in items)
+    lo = min(i.start for i in items)
+    finite = [i.end for i in items if i.end < ONGOING_END]  # an ongoing service's holds have no end: not the span
+    hi = max(finite, default=lo + _dt.timedelta(seconds=SERVICE_HORIZON))
     step = (hi - lo) / max(1, points - 1)
     times = [lo + step * k for k in range(points)]
     node_dev = {f"node:{n.id}": n.device for n in inv.nodes}
@@ -66,7 +68,9 @@ def _inline(svg: str) -> str:
 
 
 def _fmt(t: Any) -> str:
-    return f"{t:%Y-%m-%d %H:%M}" if isinstance(t, _dt.datetime) else str(t)
+    if isinstance(t, _dt.datetime):
+        return "until released" if t >= ONGOING_END else f"{t:%Y-%m-%d %H:%M}"
+    return str(t)
 
 
 def render_capacity_html(inv: Inventory, bookings: Sequence[Booking], reservations: Sequence[dict[str, Any]],

@@ -46,7 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from .inventory import Quota
 from .placement import Booking, Item, Placement, overflow
+from .quota import USAGE, check_quota, usage_resource
 
 SCHEMA_VERSION = 2
 STATES = ("requested", "held", "confirmed", "active", "finished", "released", "expired")
@@ -360,12 +362,13 @@ class Store:
     def submit(self, placements: Sequence[Placement], capacity: dict[str, float], *, state: str = "confirmed",
                note: str = "", keys: Sequence[str | None] | None = None, actor: str | None = None,
                now: _dt.datetime | None = None, hold_for: _dt.timedelta = DEFAULT_HOLD,
-               not_before: _dt.datetime | None = None) -> list[Submitted]:
+               not_before: _dt.datetime | None = None, quotas: Sequence[Quota] = ()) -> list[Submitted]:
         """Record every placement of one request in ONE transaction, all or none: under the locks of every
         resource they hold, re-check each against the stored holds plus the placements before it; when one no
         longer fits, raise :class:`BookingConflict` naming its job and record nothing. A placement whose key
         (``keys``, one per placement) already has a live booking is answered with that booking (``existing``).
-        ``not_before``: refuse (:class:`PastWindow`) a placement starting before it."""
+        ``not_before``: refuse (:class:`PastWindow`) a placement starting before it. ``quotas``: the inventory's
+        team quotas, re-checked in the same transaction (under the locks of every cohort member's usage)."""
         sa = self.sa
         state = state_name(state)
         if state not in TRANSITIONS[None]:
@@ -384,6 +387,9 @@ class Store:
         now = now or utcnow()
         self.expire_due(now, actor=actor)
         resources = sorted({i.resource for p in placements for i in p.items})
+        devices = {i.resource.rsplit(":", 1)[1] for p in placements for i in p.items if i.resource.startswith(USAGE)}
+        usage_res = sorted({usage_resource(q.team, q.device) for q in quotas if q.device in devices})
+        resources = sorted({*resources, *usage_res})
         out: list[Submitted] = []
         try:
             with self.engine.begin() as c:  # SQLite: BEGIN IMMEDIATE (see __init__)
@@ -401,13 +407,23 @@ class Store:
                     lo_all = min((i.start for i in items_all), default=new[0][0].start)
                     hi_all = max((i.end for i in items_all), default=new[0][0].end)
                     existing = self._held_items(c, resources, lo_all, hi_all)
+                    usage = self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max) if usage_res else []
                     for placement, _ in new:
                         others = "; nothing of this request was booked" if len(placements) > 1 else ""
                         err = self._conflict(placement.job, placement.items, existing, capacity, others) \
                             if placement.items else None
                         if err:
                             raise err
+                        for u in [i for i in placement.items if i.resource.startswith(USAGE) and quotas]:
+                            team, device = u.resource[len(USAGE):].rsplit(":", 1)
+                            ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
+                                              lambda res, lo, hi: [i for i in usage if i.resource == res and
+                                                                   i.start < hi and i.end > lo])
+                            if ans is not None and not ans.fits:
+                                raise BookingConflict(f"job {placement.job!r} no longer fits: {ans.text}{others}; "
+                                                      "run `llmsizer capacity check` again")
                         existing.extend(placement.items)  # the next job of the request counts on these too
+                        usage.extend(i for i in placement.items if i.resource.startswith(USAGE))
                 for placement, key in zip(placements, keys, strict=True):
                     if key and key in found:
                         rid, st = found[key]
@@ -427,24 +443,32 @@ class Store:
             raise StoreError(f"booking failed: {str(e).splitlines()[0]}") from None
         return out
 
+    def log_denied(self, action: str, detail: str, *, actor: str | None = None, now: _dt.datetime | None = None) -> None:
+        """Append a refused operation (no role for it) to the audit log: reservation ``-``, after ``denied``."""
+        with self.engine.begin() as c:
+            self._log(c, "-", None, "denied", actor or default_actor(), now or utcnow(), f"denied:{action}", detail)
+
     def _ensure_locks(self, resources: Sequence[str]) -> None:
         from sqlalchemy.dialects.postgresql import insert
         with self.engine.begin() as c:
             c.execute(insert(self.locks).values([{"resource": r} for r in resources]).on_conflict_do_nothing())
 
     def transition(self, rid: str, to: str, capacity: dict[str, float] | None = None, *,
-                   actor: str | None = None, now: _dt.datetime | None = None) -> str:
+                   actor: str | None = None, now: _dt.datetime | None = None, quotas: Sequence[Quota] = ()) -> str:
         """Move reservation ``rid`` to state ``to`` in one transaction; returns the state before. Into a
-        capacity-holding state it re-checks capacity (``capacity`` is then required) under the locks of the
-        reservation's resources; a held booking past its ``hold_until`` is expired instead and refused."""
+        capacity-holding state it re-checks capacity (``capacity`` is then required) and the team's quota
+        (``quotas``) under the locks of the reservation's resources and of its cohort's usage; a held booking past
+        its ``hold_until`` is expired instead and refused."""
         sa = self.sa
         to = state_name(to)
         actor = actor or default_actor()
         now = now or utcnow()
         items = self.holds_of(rid)  # a reservation's holds never change after it is written
+        devices = {i.resource.rsplit(":", 1)[1] for i in items if i.resource.startswith(USAGE)}
+        usage_res = sorted({usage_resource(q.team, q.device) for q in quotas if q.device in devices})
         try:
             with self.engine.begin() as c:
-                self._lock(c, [i.resource for i in items])
+                self._lock(c, [*(i.resource for i in items), *usage_res])
                 q = sa.select(self.res).where(self.res.c.id == rid)
                 row = c.execute(q if self.sqlite else q.with_for_update()).mappings().first()
                 if row is None:
@@ -470,6 +494,15 @@ class Store:
                         c, sorted({i.resource for i in items}), lo, hi, exclude=rid), capacity)
                     if err:
                         raise err
+                    usage = self._held_items(c, usage_res, _dt.datetime.min, _dt.datetime.max, exclude=rid) \
+                        if usage_res else []
+                    for u in [i for i in items if i.resource.startswith(USAGE) and quotas]:
+                        team, device = u.resource[len(USAGE):].rsplit(":", 1)
+                        ans = check_quota(team, device, int(u.amount), u.start, u.end, quotas,
+                                          lambda res, lo, hi: [i for i in usage if i.resource == res and
+                                                               i.start < hi and i.end > lo])
+                        if ans is not None and not ans.fits:
+                            raise BookingConflict(f"job {row['job']!r} no longer fits: {ans.text}")
                 if not lapsed or to == "expired":
                     c.execute(sa.update(self.res).where(self.res.c.id == rid)
                               .values(state=to, hold_until=None if to not in ("held", "requested") else

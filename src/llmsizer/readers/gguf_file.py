@@ -408,6 +408,25 @@ def spec_from_gguf(path: str | os.PathLike[str]) -> ModelSpec:
     """
     p = Path(path)
     meta, table, parts = _read(p)
+    return _spec(p, meta, table, parts)
+
+
+def spec_from_gguf_header(header: GGUFHeader) -> ModelSpec:
+    """ModelSpec of one GGUF header already parsed (:func:`~llmsizer.readers.gguf_header.parse_gguf_header`: the
+    web page sends only the header bytes). A part of a split GGUF is refused: its other parts are not here."""
+    meta = _Meta(header)
+    count = meta.int_("split.count") or 1
+    if count > 1:
+        raise ModelFileError(f"{header.path}: one part of a split GGUF ({count} parts); the other parts' tensors are "
+                             "not here: run `llmsizer inspect` on the first part, next to the others")
+    if not meta.arch:
+        raise ModelFileError(f"{header.path}: missing metadata key 'general.architecture'")
+    table = _Table()
+    table.add(header)
+    return _spec(header.path, meta, table, [header.path])
+
+
+def _spec(p: Path, meta: _Meta, table: _Table, parts: list[Path]) -> ModelSpec:
     if meta.arch not in ARCHITECTURES:
         raise UnsupportedArchitectureError(f"{p}: GGUF architecture {shown(meta.arch)} is not supported; supported: "
                                            f"{', '.join(SUPPORTED_ARCHITECTURES)}")

@@ -214,7 +214,9 @@ def _tensor(path: Path, name: str, shape: tuple[int, ...], type_id: int, offset:
     return GGUFTensor(name, tname, shape, offset, numel // block * size)
 
 
-def _parse(path: Path, buf: Any) -> GGUFHeader:
+def _parse(path: Path, buf: Any, file_size: int | None = None) -> GGUFHeader:
+    """The header in ``buf``; each tensor's data must end within ``file_size`` (default: ``buf`` is the whole file)."""
+    size = len(buf) if file_size is None else file_size
     magic = bytes(buf[:4])
     if magic != b"GGUF":
         raise ModelFileError(f"{path}: not a GGUF file (starts with {magic!r}, expected b'GGUF')")
@@ -245,9 +247,9 @@ def _parse(path: Path, buf: Any) -> GGUFHeader:
         t = _tensor(path, name, shape, type_id, start + offset)
         if name in seen:
             raise ModelFileError(f"{path}: tensor {shown(name)} appears twice")
-        if t.data_offset + t.nbytes > len(buf):
+        if t.data_offset + t.nbytes > size:
             raise ModelFileError(f"{path}: truncated: tensor {shown(name)} ends at byte {t.data_offset + t.nbytes} "
-                                 f"but the file has {len(buf)}")
+                                 f"but the file has {size}")
         seen.add(name)
         tensors.append(t)
     return GGUFHeader(path, version, meta, tuple(tensors), start)
@@ -271,3 +273,16 @@ def read_gguf_header(path: str | os.PathLike[str]) -> GGUFHeader:
         raise ModelFileError(f"{p}: no such file") from None
     except OSError as e:
         raise ModelFileError(f"{p}: cannot read ({e.__class__.__name__}: {e.strerror or e})") from None
+
+
+def parse_gguf_header(data: bytes, name: str, file_size: int) -> GGUFHeader:
+    """Metadata and tensor table from the first bytes of a GGUF file of ``file_size`` bytes (the web page sends
+    only these, read in the browser with ``File.slice``): the same parser as :func:`read_gguf_header`, with the
+    tensor table checked against the whole file's size. ``name`` labels the file in messages; nothing is opened.
+    A header longer than ``data`` is reported as truncated."""
+    p = Path(name)
+    if not data:
+        raise ModelFileError(f"{p}: empty file (not a GGUF file)")
+    if len(data) > file_size:
+        raise ModelFileError(f"{p}: {len(data):,} bytes sent but the file size is given as {file_size:,}")
+    return _parse(p, memoryview(data), file_size)

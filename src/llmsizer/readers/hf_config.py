@@ -37,10 +37,17 @@ CONV_KERNEL = Range(1, 1024, True, "a causal conv kernel width")
 EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe"}
+MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | HYBRID_TYPES | {"gemma3", "gpt_bigcode"}))
+# model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
+# architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
+# ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
+# README_zh.md), and transformers reads it the same way (models/kimi_k25/configuration_kimi_k25.py
+# Kimi_K25Config.__post_init__: a text_config of model_type 'kimi_k2' becomes 'deepseek_v3').
+MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
 # Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
@@ -50,7 +57,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "hidden_size": WIDTH, "n_embd": WIDTH, "head_dim": WIDTH, "n_inner": WIDTH,
     "intermediate_size": WIDTH_OR_ZERO, "moe_intermediate_size": WIDTH, "shared_expert_intermediate_size": WIDTH_OR_ZERO,
     "kv_lora_rank": WIDTH, "q_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
-    "v_head_dim": WIDTH,
+    "v_head_dim": WIDTH, "index_n_heads": HEADS, "index_head_dim": WIDTH,
     "vocab_size": VOCAB,
     "num_local_experts": EXPERTS, "num_experts": EXPERTS_OR_ZERO, "n_routed_experts": EXPERTS_OR_ZERO,
     "num_experts_per_tok": EXPERTS, "experts_per_token": EXPERTS, "n_shared_experts": EXPERTS_OR_ZERO,
@@ -198,7 +205,7 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
 # Mistral, Mixtral and Phi3 hard-code bias=False; DeepseekV2/V3Attention put attention_bias on q_a_proj,
 # kv_a_proj_with_mqa and o_proj (the MLA branch of formulas/tensors.py reads qkv bias for the first two).
 ATTN_BIAS_QKVO = {"llama", "granite", "olmo2", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss",
-                  "deepseek_v2", "deepseek_v3"}
+                  "deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # config.mlp_bias is honoured only by LlamaMLP, GraniteMLP and DeepseekV2MLP (dense and shared-expert MLPs);
 # every other MLP hard-codes bias=False.
 MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
@@ -211,6 +218,9 @@ def _attention_biases(c: _Cfg) -> tuple[bool, bool]:
         return True, False
     if mt == "qwen2_moe":
         return bool(c.get("qkv_bias", True)), False
+    if mt == "glm4_moe":
+        # Glm4MoeAttention: q/k/v_proj bias=config.attention_bias, o_proj bias=False (modeling_glm4_moe.py)
+        return bool(c.get("attention_bias", False)), False
     if mt in ATTN_BIAS_QKVO:
         b = bool(c.get("attention_bias", False))
         return b, b
@@ -242,12 +252,16 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
                       shared_intermediate_size=shared, shared_expert_gate=qwen2)
         return moe, layers
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe"):
+        # Glm4MoeDecoderLayer: MoE when layer_idx >= first_k_dense_replace; shared_experts = Glm4MoeMLP of
+        # moe_intermediate_size * n_shared_experts; router weight [E, H], no bias (e_score_correction_bias is a
+        # buffer) -- the DeepSeek-V3 layout (modeling_glm4_moe.py). DeepseekV32Config: the first
+        # first_k_dense_replace layers dense, the rest sparse (configuration_deepseek_v32.py mlp_layer_types).
         n_exp = c.get("n_routed_experts")
         if not n_exp:
             return None, (False,) * n_layers
         first = c.get("first_k_dense_replace", 0) or 0
-        freq = c.get("moe_layer_freq", 1) or 1
+        freq = (c.get("moe_layer_freq", 1) or 1) if mt in ("deepseek_v2", "deepseek_v3") else 1
         layers = tuple(i >= first and i % freq == 0 for i in range(n_layers))
         moe_inter = c.req("moe_intermediate_size")
         shared = (c.get("n_shared_experts") or 0) * moe_inter
@@ -297,6 +311,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         text = dict(cfg.get("text_config") or {})
         text.setdefault("model_type", "gemma3_text")
         cfg, mt = text, "gemma3_text"
+    if mt in MODEL_TYPE_ALIASES:
+        cfg = {**cfg, "model_type": MODEL_TYPE_ALIASES[mt]}
+        mt = MODEL_TYPE_ALIASES[mt]
     if mt not in SUPPORTED_MODEL_TYPES:
         raise UnsupportedArchitectureError(
             f"{where}: model_type {shown(mt)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
@@ -326,14 +343,21 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     layer_types, window = _layer_types(c, n_layers)
     moe, moe_layers = _moe(c, n_layers, hidden)
     mla = None
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in MLA_TYPES:
+        # DeepSeek-V3.2 adds the DSA lightning indexer to every layer (index_n_heads x index_head_dim):
+        # DeepseekV32Indexer in transformers models/deepseek_v32/modeling_deepseek_v32.py
+        dsa = mt == "deepseek_v32"
         mla = MLASpec(q_lora_rank=c.get("q_lora_rank"), kv_lora_rank=c.req("kv_lora_rank"),
                       qk_nope_head_dim=c.req("qk_nope_head_dim"), qk_rope_head_dim=c.req("qk_rope_head_dim"),
-                      v_head_dim=c.req("v_head_dim"))
+                      v_head_dim=c.req("v_head_dim"),
+                      index_n_heads=c.req("index_n_heads") if dsa else 0,
+                      index_head_dim=c.req("index_head_dim") if dsa else 0)
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         n_kv = n_heads  # MLA expands the latent to every head
     qkv_bias, out_bias = _attention_biases(c)
     qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text") else ("full" if mt == "olmo2" else "none")
+    if mt == "glm4_moe" and c.get("use_qk_norm"):
+        qk_norm = "per_head"  # Glm4MoeAttention: q_norm/k_norm = RMSNorm(head_dim) when config.use_qk_norm
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")

@@ -73,17 +73,21 @@ def _read_prefix(path: Path) -> tuple[int, bytes, int]:
                 raise ModelFileError(f"{path}: truncated safetensors file ({size} bytes, the 8-byte header "
                                      "length is missing)")
             (n,) = struct.unpack("<Q", head)
-            if n > size - 8:
-                raise ModelFileError(f"{path}: header length {n} is larger than the file ({size} bytes)")
-            if n > MAX_HEADER_BYTES:
-                raise ModelFileError(f"{path}: header length {n} exceeds the safetensors limit of "
-                                     f"{MAX_HEADER_BYTES} bytes")
+            _check_length(path, n, size)
             raw = f.read(n)
     except OSError as e:
         raise ModelFileError(f"{path}: cannot read ({e.__class__.__name__}: {e.strerror or e})") from None
     if len(raw) < n:
         raise ModelFileError(f"{path}: truncated header ({len(raw)} of {n} bytes)")
     return n, raw, size
+
+
+def _check_length(path: Path, n: int, size: int) -> None:
+    if n > size - 8:
+        raise ModelFileError(f"{path}: header length {n} is larger than the file ({size} bytes)")
+    if n > MAX_HEADER_BYTES:
+        raise ModelFileError(f"{path}: header length {n} exceeds the safetensors limit of "
+                             f"{MAX_HEADER_BYTES} bytes")
 
 
 def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
@@ -145,6 +149,28 @@ def read_header(path: str | os.PathLike[str]) -> list[TensorInfo]:
     """
     p = Path(path)
     n, raw, size = _read_prefix(p)
+    return _tensors(p, raw, size - 8 - n)
+
+
+def header_tensors(data: bytes, name: str, file_size: int) -> list[TensorInfo]:
+    """Tensor records from the first bytes of a .safetensors file of ``file_size`` bytes (the web page sends only
+    the 8-byte length and the JSON header, read in the browser with ``File.slice``): the same checks as
+    :func:`read_header`, the byte buffer's coverage checked against the whole file's size. ``name`` labels the file
+    in messages; nothing is opened."""
+    p = Path(name)
+    if len(data) < 8:
+        raise ModelFileError(f"{p}: truncated safetensors file ({len(data)} bytes, the 8-byte header length is missing)")
+    if len(data) > file_size:
+        raise ModelFileError(f"{p}: {len(data):,} bytes sent but the file size is given as {file_size:,}")
+    (n,) = struct.unpack("<Q", data[:8])
+    _check_length(p, n, file_size)
+    raw = data[8:8 + n]
+    if len(raw) < n:
+        raise ModelFileError(f"{p}: truncated header ({len(raw)} of {n} bytes)")
+    return _tensors(p, raw, file_size - 8 - n)
+
+
+def _tensors(p: Path, raw: bytes, buffer: int) -> list[TensorInfo]:
     header = _parse_json(p, raw)
     header.pop("__metadata__", None)
     if len(header) > MAX_TENSORS:
@@ -155,7 +181,7 @@ def read_header(path: str | os.PathLike[str]) -> list[TensorInfo]:
         info, begin, end = _tensor(p, name, entry)
         tensors.append(info)
         spans.append((begin, end, name))
-    _check_coverage(p, spans, size - 8 - n)
+    _check_coverage(p, spans, buffer)
     return tensors
 
 

@@ -82,13 +82,20 @@ def speed_rows(s: SpeedEstimate) -> list[list[str]]:
     """Rows of the speed table (prefill, decode), in ``SPEED_HEADER`` order."""
     rows = []
     if s.prefill is not None:
-        rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s", f"{s.prefill_tokens_per_second:,.0f} tokens/s",
+        rows.append(["prefill (TTFT)", f"{s.ttft_seconds:.3f} s",
+                     f"{s.prefill_tokens_per_second:,.0f} tokens/s{_range(s.prefill_range, '{:,.0f}')}",
                      s.prefill.bound, _roof(s.roofline_prefill)])
     if s.decode is not None:
         rows.append([f"decode x{s.concurrency}", f"{s.decode.seconds * 1e3:.1f} ms/step",
-                     f"{s.tokens_per_second:,.1f} tokens/s ({s.tokens_per_second_per_user:.1f} per user)",
+                     f"{s.tokens_per_second:,.1f} tokens/s{_range(s.decode_range, '{:,.1f}')} "
+                     f"({s.tokens_per_second_per_user:.1f} per user)",
                      s.decode.bound, _roof(s.roofline_decode)])
     return rows
+
+
+def _range(r: tuple[float, float] | None, fmt: str) -> str:
+    """' (low-high)': the calibrated range (estimate/ranges.py), or nothing without one."""
+    return "" if r is None else f" ({fmt.format(r[0])}-{fmt.format(r[1])})"
 
 
 def _roof(rf: Any) -> str:

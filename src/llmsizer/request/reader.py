@@ -518,6 +518,9 @@ class _Reader:
         return out
 
     def model_ref(self, name: str) -> str:
+        from ..models import local_paths_allowed
+        if not local_paths_allowed():  # the web API: a name is never looked up on the server's disk
+            return name
         p = Path(name).expanduser()
         if not p.is_absolute() and (self.base_dir / p).exists():
             return str(self.base_dir / p)

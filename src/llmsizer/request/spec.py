@@ -30,6 +30,7 @@ class Resources:
     memory: int | None = None  # bytes per device
     storage: int | None = None  # bytes
     pool: str | None = None
+    jurisdiction: str | None = None
     interconnect: str | None = None
     network: float | None = None  # bytes/s per machine
     price_per_hour: float | None = None  # USD/h for all of it

@@ -39,6 +39,10 @@ class MLASpec:
     qk_nope_head_dim: int
     qk_rope_head_dim: int  # d_h^R, the decoupled rotary key shared by all heads
     v_head_dim: int
+    # DeepSeek Sparse Attention (DeepSeek-V3.2-Exp report, DeepSeek_V3_2.pdf): the lightning indexer's heads and
+    # head size; 0 = no indexer (V2/V3)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)

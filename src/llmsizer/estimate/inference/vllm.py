@@ -72,6 +72,7 @@ def compose_vllm(ctx: Context) -> None:
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
     extra = mnbt if spec.chunked_attention else mnbt - 1
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
+                       indexer_cache=E.VLLM.dsa_indexer_cache,
                        window_extra=extra, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
     need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=extra)
@@ -100,7 +101,8 @@ def compose_vllm(ctx: Context) -> None:
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
+    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                                indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token * share
     # the pool's pages also hold the recurrent states of the admitted sequences
     kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.attention_layers else kv_avail
     blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.attention_layers else 0
@@ -134,8 +136,8 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     n_sliding = ctx.spec.layer_types.count("sliding")
     if not n_sliding or ctx.spec.chunked_attention:
         return 0
-    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token \
-        / ctx.spec.attention_layers
+    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.attention_layers
     return math.ceil(n_sliding * block * per_layer_token)
 
 

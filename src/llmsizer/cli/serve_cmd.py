@@ -1,0 +1,63 @@
+"""`llmsizer serve`: the web app (calculator, compare, request pages) and its JSON API on localhost."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import socket
+import sys
+from typing import Any
+
+from ..errors import InputError
+from ..numbers import Range
+from .commands import COMMAND_HELP
+from .common import int_arg
+
+PORT = Range(1, 65535, True, "a TCP port")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+INSTALL_HINT = "pip install 'llmsizer[web]'"
+
+EPILOG = """examples:
+  llmsizer serve                      # http://127.0.0.1:8000
+  llmsizer serve --port 8080
+  llmsizer serve --host 0.0.0.0       # reachable from the network: anyone who can reach it can use it
+
+The API answers under /api/v1 (every answer is the JSON the CLI prints with --json); its OpenAPI document is
+/api/v1/openapi.json. Needs the web extra: pip install 'llmsizer[web]'.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("serve", help=COMMAND_HELP["serve"],
+                       description="Serve the web app (calculator, compare, request pages) and the JSON API "
+                                   "(/api/v1) on this machine. Every number is the CLI's for the same input.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int_arg(PORT), default=8000, help="TCP port (default 8000)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    missing = [m for m in ("fastapi", "uvicorn") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise InputError(f"serve needs the web extra ({', '.join(missing)} not installed): {INSTALL_HINT}")
+    import uvicorn
+
+    from ..web.app import create_app
+    try:  # bound here, so a taken port or a foreign address is one line (uvicorn would log and exit 1)
+        sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
+                                    else socket.AF_INET)
+    except OSError as e:
+        raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
+    # on this machine only, the app answers only to this machine's names (a DNS-rebinding page is refused)
+    app = create_app(hosts=frozenset(LOOPBACK) if args.host in LOOPBACK else None)
+    if args.host not in LOOPBACK:
+        print(f"llmsizer: warning: listening on {args.host}: anyone who can reach this machine can use the app",
+              file=sys.stderr)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"llmsizer {app.version}: serving on http://{host}:{args.port} (Ctrl-C to stop)", file=sys.stderr,
+          flush=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, server_header=False))
+    with sock:
+        server.run(sockets=[sock])
+    return 0

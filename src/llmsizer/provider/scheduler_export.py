@@ -1,0 +1,125 @@
+"""A confirmed booking handed to the scheduler the provider runs. Renders only (text out).
+
+* Slurm: an advance reservation of the booked nodes for the booked window, and the matching job line.
+  ``scontrol create reservation ReservationName=... StartTime=YYYY-MM-DDTHH:MM:SS Duration=<minutes> Nodes=...
+  Users=...`` and ``sbatch --reservation=<name>`` (Slurm, "Advanced Resource Reservation Guide",
+  https://slurm.schedmd.com/reservations.html: "Reservation Creation" and "Reservation Use"; Duration in minutes,
+  ``UNLIMITED`` for an ongoing booking). A reservation holds whole nodes; the job line asks for the booked GPUs per
+  node (``--gres=gpu:N``).
+* Kueue: a ResourceFlavor for the device type, a ClusterQueue whose ``nominalQuota`` of ``nvidia.com/gpu`` is the
+  booked count, and a LocalQueue in the team's namespace (kueue.x-k8s.io/v1beta1; kubernetes-sigs/kueue
+  site/content/en/docs/concepts/cluster_queue.md, resource_flavor.md, local_queue.md). Kueue has no calendar: the
+  queue admits from when it exists, so create it at the booking's start and delete it at its end.
+* OpenStack Blazar: a host lease on the booked hosts for the window (``openstack reservation lease create
+  --reservation resource_type=physical:host,min=N,max=N,hypervisor_properties=... --start-date "YYYY-MM-DD HH:MM"
+  --end-date ... NAME``; Blazar "Host Reservation", https://docs.openstack.org/blazar/latest/cli/host-reservation.html;
+  the dates as in the Reservation API, CCYY-MM-DD hh:mm).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+from dataclasses import dataclass
+
+from .placement import ONGOING_END
+
+FORMATS = ("slurm", "kueue", "blazar")
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What a scheduler needs of one booking."""
+
+    id: str
+    job: str
+    start: _dt.datetime
+    end: _dt.datetime
+    nodes: tuple[str, ...]
+    devices_per_node: int
+    device: str
+    team: str | None = None
+    user: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"llmsizer-{_slug(self.job)}-{self.id}"
+
+    @property
+    def ongoing(self) -> bool:
+        return self.end >= ONGOING_END
+
+
+def _slug(text: str) -> str:
+    """A DNS-1123 label piece: lower case, digits and '-' (Kubernetes names)."""
+    return re.sub(r"[^a-z0-9-]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def slurm(h: Handover) -> str:
+    minutes = "UNLIMITED" if h.ongoing else str(math.ceil((h.end - h.start).total_seconds() / 60))
+    users = f" Users={h.user}" if h.user else ""
+    return (f"scontrol create reservation ReservationName={h.name} StartTime={h.start:%Y-%m-%dT%H:%M:%S} "
+            f"Duration={minutes} Nodes={','.join(h.nodes)}{users}\n"
+            f"sbatch --reservation={h.name} --nodes={len(h.nodes)} --gres=gpu:{h.devices_per_node} JOB_SCRIPT\n")
+
+
+def kueue(h: Handover) -> str:
+    flavor = _slug(h.device)
+    queue = _slug(h.name)
+    ns = _slug(h.team or "default")
+    total = h.devices_per_node * len(h.nodes)
+    until = "until released" if h.ongoing else f"{h.end:%Y-%m-%d %H:%M} UTC"
+    return f"""# booking {h.id} ({h.job}): {total} x {h.device} on {', '.join(h.nodes)}, {h.start:%Y-%m-%d %H:%M} UTC ->
+# {until}. Kueue has no calendar: apply at the start, delete the ClusterQueue at the end. Label the booked
+# nodes llmsizer.io/device={h.device} so the flavor selects them.
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ResourceFlavor
+metadata:
+  name: {flavor}
+spec:
+  nodeLabels:
+    llmsizer.io/device: {json.dumps(h.device)}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata:
+  name: {queue}
+spec:
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: ["nvidia.com/gpu"]
+    flavors:
+    - name: {flavor}
+      resources:
+      - name: "nvidia.com/gpu"
+        nominalQuota: {total}
+---
+apiVersion: kueue.x-k8s.io/v1beta1
+kind: LocalQueue
+metadata:
+  namespace: {ns}
+  name: {queue}
+spec:
+  clusterQueue: {queue}
+"""
+
+
+def blazar(h: Handover) -> str:
+    hosts = ", ".join(json.dumps(n) for n in h.nodes)
+    props = f'["in", "$hypervisor_hostname", {hosts}]'
+    end = h.end
+    note = ""
+    if h.ongoing:
+        end = h.start + _dt.timedelta(days=365)
+        note = ("# ongoing booking: a Blazar lease needs an end date; this one ends after a year: extend it with "
+                "`openstack reservation lease update --prolong-for` before then\n")
+    n = len(h.nodes)
+    return (note + f"openstack reservation lease create --reservation resource_type=physical:host,min={n},max={n},"
+            f"hypervisor_properties='{props}' --start-date \"{h.start:%Y-%m-%d %H:%M}\" "
+            f"--end-date \"{end:%Y-%m-%d %H:%M}\" {h.name}\n")
+
+
+def render(h: Handover, fmt: str) -> str:
+    return {"slurm": slurm, "kueue": kueue, "blazar": blazar}[fmt](h)

@@ -1,0 +1,72 @@
+"""The app factory of ``llmsizer serve``: ``create_app()`` returns the FastAPI app (the API under ``/api/v1``, the
+pages from ``pages.py`` when present, the guard of every request)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
+
+from .._version import __version__
+from .api import PREFIX, TIME_LIMIT_S, router
+from .guards import BODY_LIMIT, Guard
+from .problems import Problem, problem_response
+from .sources import UPLOAD_LIMIT, Uploads
+
+STATIC = Path(__file__).resolve().parent / "static"
+DESCRIPTION = ("What does this LLM workload need? The JSON API of llmsizer: every answer is the JSON the CLI prints "
+               "with --json for the same input; request fields are the CLI's long options with - written _; errors "
+               "are application/problem+json with the CLI's one-line message.")
+
+
+def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT,
+               upload_limit: int = UPLOAD_LIMIT, hosts: frozenset[str] | None = None) -> FastAPI:
+    """The web app. ``time_limit``: seconds one request may take (503 after); ``body_limit``: bytes of a JSON body
+    (413 past it); ``upload_limit``: bytes of a model-file header; ``hosts``: the names the Host header may carry
+    (None: any; ``serve`` on a loopback address gives the loopback names)."""
+    app = FastAPI(title="llmsizer", version=__version__, description=DESCRIPTION,
+                  openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
+                  swagger_ui_oauth2_redirect_url=None)
+    app.state.time_limit = time_limit
+    app.state.uploads = Uploads()
+    app.include_router(router)
+    if importlib.util.find_spec(f"{__package__}.pages") is not None:
+        pages = importlib.import_module(f"{__package__}.pages")
+        app.include_router(pages.router)
+    else:  # the pages' files without their module: serve them as they are
+        app.mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static")
+    app.add_exception_handler(Problem, _problem)
+    app.add_exception_handler(HTTPException, _http_problem)
+    app.add_exception_handler(RequestValidationError, _validation_problem)
+    app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit}, hosts=hosts)
+    return app
+
+
+async def _problem(request: Request, exc: Any) -> Response:
+    response: Response = exc.response()
+    return response
+
+
+async def _http_problem(request: Request, exc: Any) -> Response:
+    detail = exc.detail if isinstance(exc.detail, str) else "error"
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no such page or API route: {request.url.path[:200]}"
+    elif exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path[:200]}"
+    return problem_response(exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+
+async def _validation_problem(request: Request, exc: Any) -> Response:
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = [str(x) for x in first.get("loc", ()) if x not in ("query", "path", "body")]
+    field = loc[-1] if loc else None
+    msg = str(first.get("msg", "invalid value"))
+    return problem_response(400, f"{field or 'request'}: {msg}", field)

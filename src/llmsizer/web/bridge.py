@@ -1,0 +1,187 @@
+"""JSON fields -> the CLI's own argument parser, so a web request gets the CLI's defaults, validation and messages.
+
+A body ``{"kv_dtype": "fp8", "context": "8k", "max_context": true}`` for ``infer`` becomes the command line
+``infer --kv-dtype=fp8 --context=8k --max-context`` and is parsed by the parser ``llmsizer`` itself builds
+(``cli.main.build_parser``): one home for every flag, its type, range, choices and default (the workload
+dataclasses). A usage error is the CLI's one line (``usage_message``), raised as a 400 naming the field instead of
+exiting. Values are always passed as ``--flag=value``, so a value can never be read as another option.
+
+The request schemas of the OpenAPI document are derived from the same parser (:func:`body_schema`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn
+
+from ..cli.main import _Parser, build_parser, usage_message
+from ..inputs import short
+from .problems import Problem
+
+# flags a web request may not set, and why (the rest of each command's flags are fields)
+DENIED = {
+    "help": "the API documents itself at /api/v1/openapi.json",
+    "json": "the API always answers JSON",
+    "hardware_file": "it names a file on the server; the server reads no path from a request",
+    "verbose": "it changes the text output only",
+    "output": "it writes a file on the server; ask for the format instead",
+    "quiet": "it changes the text output only",
+    "force": "it overwrites a file on the server",
+    "version": "GET /api/v1 gives the version",
+}
+
+FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _WebParser(_Parser):
+    """The CLI's parser, raising its one-line message instead of printing it and exiting. A field must name its
+    option in full: no abbreviations (argparse would read ``hardware_fil`` as ``--hardware-file``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(usage_message(self, message))
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        raise _UsageError((message or "").strip() or "not a request the API answers")
+
+
+_PARSERS: dict[str, argparse.ArgumentParser] = {}
+_LOCK = threading.Lock()
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    """The top-level parser holding ``command`` (built once; parsing does not change it)."""
+    with _LOCK:
+        if command not in _PARSERS:
+            _PARSERS[command] = build_parser([command], parser_class=_WebParser)
+        return _PARSERS[command]
+
+
+def subparser(command: tuple[str, ...]) -> argparse.ArgumentParser:
+    """The parser of ``command`` (``("infer",)``, ``("hardware", "list")``)."""
+    p = _parser(command[0])
+    for word in command:
+        sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
+        p = sub.choices[word]
+    return p
+
+
+def _option(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def _words(key: str, value: Any) -> list[str]:
+    opt = _option(key)
+    if value is None or value is False:
+        return []  # not given: the CLI default applies (an on/off flag cannot be switched off, only left out)
+    if value is True:
+        return [opt]
+    if isinstance(value, (str, int, float)):
+        return [f"{opt}={value}"]
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return [f"{opt}={v}" for v in value]
+    kind = "an object" if isinstance(value, dict) else "a list of other things" if isinstance(value, list) else \
+        type(value).__name__
+    raise Problem(400, f"field '{key}': expected a string, a number, true/false or a list of strings, got {kind}",
+                  key)
+
+
+def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable[str] = (),
+          positionals: Iterable[str] = ()) -> argparse.Namespace:
+    """Parse ``fields`` (a JSON body or query parameters) as the command line of ``command``; ``skip`` are fields
+    the caller reads itself (the model source, the request text)."""
+    skipped = set(skip)
+    words: list[str] = [*command]
+    given: dict[str, str] = {}  # option -> field
+    for key, value in fields.items():
+        if key in skipped:
+            continue
+        if not isinstance(key, str) or not FIELD_NAME.match(key):
+            raise Problem(400, f"field {short(key, 40)}: not a field name; fields are the command's long options "
+                               "with - written _ (e.g. kv_dtype for --kv-dtype)", str(key)[:64])
+        if key in DENIED:
+            raise Problem(400, f"field '{key}' is not accepted by the web API: {DENIED[key]}", key)
+        given[_option(key)] = key
+        words += _words(key, value)
+    words += ["--", *positionals] if positionals else []
+    try:
+        args = _parser(command[0]).parse_args(words)
+    except _UsageError as e:
+        raise Problem(400, str(e), _field(command, str(e), given)) from None
+    for action in subparser(command)._actions:  # belt and braces: a denied option cannot have been set
+        if action.dest in DENIED and getattr(args, action.dest, action.default) != action.default:
+            raise Problem(400, f"field '{action.dest}' is not accepted by the web API: {DENIED[action.dest]}",
+                          action.dest)
+    return args
+
+
+_ARGUMENT = re.compile(r"^(?:argument |unrecognized arguments: |the following arguments are required: )(--[a-z0-9-]+)")
+
+
+def _field(command: tuple[str, ...], message: str, given: dict[str, str]) -> str | None:
+    """The field a usage message is about: the option it names, as the field the request used for it."""
+    m = _ARGUMENT.match(message)
+    if not m:
+        return None
+    opt = m.group(1)
+    for action in subparser(command)._actions:
+        if opt in action.option_strings:
+            for o in action.option_strings:
+                if o in given:
+                    return given[o]
+    return given.get(opt, opt[2:].replace("-", "_"))
+
+
+# ------------------------------------------------------------------------------------------------ OpenAPI schemas
+
+_INTEGER_TYPES = {"int", "count", "tokens", "size"}  # cli.common's converters, by the name they give themselves
+
+
+def _schema(p: argparse.ArgumentParser, a: argparse.Action, aliases: list[str]) -> dict[str, Any]:
+    out: dict[str, Any]
+    if isinstance(a, (argparse._StoreTrueAction, argparse._StoreConstAction)):
+        out = {"type": "boolean"}
+    elif isinstance(a, argparse._AppendAction):
+        out = {"type": "array", "items": {"type": "string"}}
+    elif a.choices is not None:
+        out = {"type": "string", "enum": [str(c) for c in a.choices]}
+    else:
+        name = getattr(a.type, "__name__", "str")
+        out = {"type": ["integer", "string"]} if name in _INTEGER_TYPES or a.type is int else \
+            {"type": ["number", "string"]} if name == "float" else {"type": "string"}
+    text = p._get_formatter()._expand_help(a) if a.help else ""
+    if aliases:
+        text += ("; " if text else "") + "also accepted as " + ", ".join(aliases)
+    if text:
+        out["description"] = text
+    return out
+
+
+def body_schema(command: tuple[str, ...], extra: Mapping[str, Any] | None = None,
+                skip: Iterable[str] = ()) -> dict[str, Any]:
+    """JSON Schema of the body of ``command``: one property per long option (the CLI's help as description)."""
+    p = subparser(command)
+    skipped = set(skip)
+    props: dict[str, Any] = dict(extra or {})
+    required: list[str] = []
+    for a in p._actions:
+        longs = [o[2:].replace("-", "_") for o in a.option_strings if o.startswith("--")]
+        if not longs or longs[0] in DENIED or longs[0] in skipped:
+            continue
+        props[longs[0]] = _schema(p, a, longs[1:])
+        if a.required:
+            required.append(longs[0])
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    return out

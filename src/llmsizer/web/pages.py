@@ -1,0 +1,112 @@
+"""The pages of ``llmsizer serve`` (issue #13): the calculator (``/``), compare (``/compare``) and request
+(``/request``) pages and their static files, as a FastAPI ``router`` the app includes.
+
+The pages are plain HTML, CSS and JavaScript modules shipped in the package (``web/static/``): no build step, no
+CDN, nothing fetched from another origin, no inline script or style (the app's Content-Security-Policy forbids
+them). Every number a page shows comes from the JSON API (``/api/v1/...``), which renders the one estimator.
+
+No server-side path is built from user input: the static files are read once, at import, into a table keyed by
+their relative name; a request names a key of that table or gets 404.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+from fastapi.responses import JSONResponse, Response
+
+from ..estimate.verdict import DEFAULT_HEADROOM
+from ..formulas.kv_cache import KV_DTYPE_BYTES
+from ..formulas.weight_formats import format_names
+from ..numbers import ZERO_STAGE
+from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
+from ..specs.training import FSDP_MODES, GRAD_CHECKPOINTING, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".ico": "image/x-icon",
+    ".txt": "text/plain; charset=utf-8",
+}
+
+# the pages: URL path -> file under static/
+PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html"}
+
+
+def _load(root: Path) -> dict[str, tuple[bytes, str]]:
+    """Every shippable file under ``root`` (by its posix path relative to ``root``) with its media type."""
+    table: dict[str, tuple[bytes, str]] = {}
+    for p in sorted(root.rglob("*")):
+        media = MEDIA_TYPES.get(p.suffix.lower())
+        if p.is_file() and media is not None and "__pycache__" not in p.parts:
+            table[p.relative_to(root).as_posix()] = (p.read_bytes(), media)
+    return table
+
+
+FILES = _load(STATIC)
+
+router = APIRouter(include_in_schema=False)
+
+
+def _send(name: str) -> Response:
+    entry = FILES.get(name)
+    if entry is None:
+        raise HTTPException(status_code=404, detail="no such page or file")
+    body, media = entry
+    return Response(content=body, media_type=media, headers={"Cache-Control": "no-cache",
+                                                               "X-Content-Type-Options": "nosniff"})
+
+
+def _page_route(file: str) -> Callable[[], Response]:
+    def page() -> Response:
+        return _send(file)
+    page.__name__ = "page_" + file.split(".")[0]
+    return page
+
+
+for _path, _file in PAGES.items():
+    router.add_api_route(_path, _page_route(_file), methods=["GET"], response_class=Response)
+
+
+def choices() -> dict[str, Any]:
+    """The closed sets the forms offer and the defaults they name, read from their one home (the specs' tuples
+    and dataclasses, the format and KV dtype tables, the headroom rule), so a page cannot drift from the CLI."""
+    defaults: dict[str, Any] = {}
+    for cls in (InferenceWorkload, TrainingWorkload):
+        for f in dataclasses.fields(cls):
+            if f.default is not None and f.default is not dataclasses.MISSING and not isinstance(f.default, (tuple, bool)):
+                defaults.setdefault(f.name, f.default)
+    defaults["headroom"] = DEFAULT_HEADROOM
+    return {
+        "choices": {
+            "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES), "attention": list(ATTENTION_IMPLS),
+            "methods": list(METHODS), "optimizers": list(OPTIMIZERS), "precisions": list(PRECISIONS),
+            "grad_checkpointing": list(GRAD_CHECKPOINTING), "fsdp": list(FSDP_MODES), "offload": list(OFFLOAD),
+            "zero_stages": list(range(int(ZERO_STAGE.low), int(ZERO_STAGE.high) + 1)),
+            "kv_dtypes": sorted(KV_DTYPE_BYTES), "weight_formats": list(format_names()),
+        },
+        "defaults": defaults,
+    }
+
+
+CHOICES = choices()
+
+
+@router.get("/pages/choices.json")
+def page_choices() -> JSONResponse:
+    return JSONResponse(CHOICES, headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/static/{name:path}", response_class=Response)
+def static_file(name: str) -> Response:
+    """A file of the pages (CSS, JavaScript modules, licences): looked up by name in FILES, never opened by it."""
+    return _send(name)

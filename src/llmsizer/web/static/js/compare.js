@@ -1,0 +1,125 @@
+// Compare: `llmsizer recommend` as a page. Ranked options with the reason for each choice and each rejection,
+// cost against speed, and the CPU-or-GPU advice, all from the recommend API's answer.
+
+import { ApiError, debounce, get, post } from "./api.js";
+import { costSpeed } from "./charts.js";
+import { el, formatBytes, formatCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
+import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
+import { fillChoices, setupTabs } from "./ui.js";
+
+const INFER = ["context", "concurrency", "output_tokens", "weights", "tokens_per_second", "user_tokens_per_second", "max_ttft"];
+const TRAIN = ["tokens", "method", "micro_batch", "seq_len", "grad_checkpointing", "deadline", "max_cost"];
+const COMMON = ["model", "max_cost_per_hour", "provider", "cloud_only", "laptop", "headroom", "top"];
+
+const form = document.getElementById("cmp-form");
+const $ = (id) => document.getElementById(id);
+let tab = "infer";
+let current = null;
+
+function fields() {
+  const f = formValues(form, [...COMMON, ...(tab === "train" ? TRAIN : INFER)]);
+  if (f.provider) f.provider = [f.provider];
+  return f;
+}
+
+function command() {
+  const f = fields();
+  const flat = { ...f, ...(f.provider ? { provider: f.provider[0] } : {}) };
+  return cliCommand("recommend", f.model || "MODEL", flat, [tab === "train" ? "--train" : "--infer"]);
+}
+
+function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
+
+async function compute() {
+  const f = fields();
+  const body = { ...f, [tab === "train" ? "train" : "infer"]: true };
+  saveToUrl({ tab, ...formValues(form, [...COMMON, ...INFER, ...TRAIN]) });
+  if (current) current.abort();
+  current = new AbortController();
+  status("searching the catalog…", true);
+  try {
+    const rec = await post("/recommend", body, current.signal);
+    $("problem").hidden = true;
+    render(rec, Number(f.top || 12));
+    status(`${rec.options.length} options fit, ${rec.rejected.length} rejected — ${command()}`);
+  } catch (e) {
+    if (e.name === "AbortError") return;
+    $("problem").hidden = false;
+    $("problem").textContent = e instanceof ApiError ? e.message : `the server did not answer (${e.message})`;
+    status("");
+  }
+}
+
+const label = (o) => `${o.count} × ${o.device}${o.name && o.name !== o.device ? ` (${o.provider ? `${o.provider} ` : ""}${o.name})` : ""}`;
+const reasons = (o) => el("ul", { class: "reasons" }, o.reasons.map((r) => el("li", {}, r)));
+
+function render(rec, top) {
+  const train = rec.kind === "recommend-training";
+  const c = rec.chosen;
+  $("chosen").replaceChildren(...(c ? [
+    el("h2", { id: "chosen-title" }, "Chosen: ", label(c)),
+    el("div", { class: "headline" },
+      el("span", {}, el("span", { class: "big" }, formatUsd(train ? c.run_cost : c.price_per_hour)), el("span", { class: "sub" }, train ? " for the run" : " per hour")),
+      train ? el("span", { class: "sub" }, `${formatSeconds(c.training_seconds)} wall clock, ${formatRate(c.device_hours)} device-hours`)
+        : el("span", { class: "sub" }, `${formatRate(c.tokens_per_second)} tokens/s in total, ${formatRate(c.tokens_per_second_per_user)} per user, TTFT ${formatSeconds(c.ttft_seconds)}`),
+      el("span", { class: "sub" }, `${c.weights_format || "-"}${c.engine ? ` on ${c.engine}` : ""}, ${formatBytes(c.memory_per_device)} of ${formatBytes(c.budget_per_device)} per device`)),
+    reasons(c)] : [el("p", { class: "problem" }, "No option fits and meets every constraint: see the rejections below.")]));
+
+  $("advice").replaceChildren(...rec.advice.map((a) => el("p", { class: "advice" }, a)),
+    ...(rec.quantization.length ? [el("div", { class: "card" }, el("h3", {}, "Which card at which format"), el("ul", { class: "notes" }, rec.quantization.map((q) => el("li", {}, q))))] : []));
+
+  const pts = rec.options.map((o) => ({ x: train ? o.training_seconds / 3600 : o.tokens_per_second, y: train ? o.run_cost : o.price_per_hour,
+    label: label(o), kind: o.device_kind, chosen: o.status === "chosen" }));
+  const box = $("chart-box");
+  box.querySelector("svg")?.remove();
+  box.prepend(train
+    ? costSpeed("cost-speed", `${rec.model}: run cost against run time`, pts, { x: "wall-clock hours (log)", y: "USD per run (log)", unit: "h", xFmt: (v) => `${formatRate(v)} h`, xTick: (v) => `${formatTick(v)} h` })
+    : costSpeed("cost-speed", `${rec.model}: price against speed`, pts, { x: "output tokens per second, all users (log)", y: "USD per hour (log)", unit: "tokens/s" }));
+
+  $("chart-caption").textContent = train
+    ? "Each option that fits and meets the constraints: its run time against the run's cost (log scales); the chosen one ringed in red."
+    : "Each option that fits and meets the constraints: its output speed (all users) against its price per hour (log scales); the chosen one ringed in red.";
+  $("speed-col").textContent = train ? "hours" : "tokens/s";
+  $("extra-col").textContent = train ? "run cost" : "TTFT";
+  $("options").tBodies[0].replaceChildren(...rec.options.slice(0, top).map((o, i) => el("tr", { class: o.status === "chosen" ? "chosen" : "" },
+    el("td", { class: "num" }, String(i + 1)), el("td", {}, label(o)),
+    el("td", {}, `${o.weights_format || "-"}${o.engine ? `, ${o.engine}` : ""}`),
+    el("td", { class: "num" }, formatUsd(o.price_per_hour)),
+    el("td", { class: "num" }, train ? formatRate(o.training_seconds / 3600) : formatRate(o.tokens_per_second)),
+    el("td", { class: "num" }, train ? formatUsd(o.run_cost) : formatSeconds(o.ttft_seconds)),
+    el("td", {}, reasons(o)))));
+  $("rejected").tBodies[0].replaceChildren(...rec.rejected.slice(0, top).map((o) => el("tr", {},
+    el("td", {}, label(o)), el("td", { class: "num" }, formatUsd(o.price_per_hour)), el("td", {}, reasons(o)))));
+  $("notes").replaceChildren(...(rec.assumptions.length ? [el("div", { class: "card" }, el("h3", {}, "Assumptions"),
+    el("ul", { class: "notes" }, rec.assumptions.map((a) => el("li", {}, el("code", {}, a.name), ` = ${a.value}${a.default ? " (default)" : ""}: ${a.why}`))))] : []),
+  ...(rec.warnings.length ? [el("div", { class: "card" }, el("h3", {}, "Warnings"), el("ul", { class: "notes" }, rec.warnings.map((w) => el("li", {}, w))))] : []));
+}
+
+$("copy-cli").addEventListener("click", async () => {
+  const text = command();
+  const out = $("action-status");
+  out.dataset.command = text; // set before the clipboard answers: the command is on the page either way
+  out.textContent = text;
+  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
+});
+
+const computeSoon = debounce(compute, 400);
+form.addEventListener("input", computeSoon);
+form.addEventListener("submit", (e) => e.preventDefault());
+
+async function start() {
+  const [choices, hw, models] = await Promise.all([fetch("/pages/choices.json").then((r) => r.json()),
+    get("/hardware").catch(() => ({ instances: [] })), get("/models").catch(() => [])]);
+  fillChoices(form, choices);
+  const providers = [...new Set((hw.instances || []).map((i) => i.provider).filter(Boolean))].sort();
+  $("provider").append(...providers.map((p) => el("option", { value: p }, p)));
+  $("model-options").replaceChildren(...models.map((m) => el("option", { value: m.id }, `${m.name} (${formatCount(m.params)})`)));
+  const q = loadFromUrl(form, [...COMMON, ...INFER, ...TRAIN]);
+  if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
+  document.body.dataset.ready = "1";
+  compute();
+}
+
+const tabs = setupTabs(document.querySelector("[role=tablist]"), (name) => { tab = name; computeSoon(); });
+
+start();

@@ -1,0 +1,106 @@
+// Page state <-> URL (a link reproduces the page), and the same state as a CLI command or a request YAML.
+
+export const INFER_FIELDS = ["engine", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
+export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
+  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "train_device", "count", "tokens"];
+export const COMMON_FIELDS = ["model", "memory", "headroom"];
+
+// API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
+// (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu)
+const FLAG = { micro_batch: "--batch", seq_len: "--seq", train_device: "--device" };
+
+/** The form's fields as the API names them (the training tab's device is the API's ``device``). */
+export function apiFields(fields) {
+  const out = { ...fields };
+  if ("train_device" in out) { out.device = out.train_device; delete out.train_device; }
+  return out;
+}
+
+export function flagOf(field) { return FLAG[field] || `--${field.replaceAll("_", "-")}`; }
+
+/** The named form controls' values, empty ones left out; checkboxes as true. */
+export function formValues(form, names) {
+  const out = {};
+  for (const name of names) {
+    const c = form.elements.namedItem(name);
+    if (!c) continue;
+    if (c.type === "checkbox") { if (c.checked) out[name] = true; } else if (c.value.trim() !== "") out[name] = c.value.trim();
+  }
+  return out;
+}
+
+/** Write the state to the URL (replaceState: typing does not fill the history). */
+export function saveToUrl(state) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(state)) if (v !== undefined && v !== "") q.set(k, v === true ? "1" : v);
+  const url = `${location.pathname}?${q}`;
+  if (url !== location.pathname + location.search) history.replaceState(null, "", url);
+}
+
+/** Put the URL's state into the form: with any parameter, the URL states every field (absent = empty). */
+export function loadFromUrl(form, names) {
+  const q = new URLSearchParams(location.search);
+  if (![...q.keys()].length) return null;
+  for (const name of names) {
+    const c = form.elements.namedItem(name);
+    if (!c) continue;
+    if (c.type === "checkbox") c.checked = q.get(name) === "1";
+    else c.value = q.get(name) ?? "";
+  }
+  return q;
+}
+
+function shq(v) { return /^[\w@%+=:,./-]+$/.test(v) ? v : `'${String(v).replaceAll("'", "'\\''")}'`; }
+
+/** The CLI command that prints the same answer. */
+export function cliCommand(command, model, fields, switches) {
+  const parts = ["llmsizer", command, shq(model)];
+  for (const [k, v] of Object.entries(fields)) {
+    if (k === "model") continue;
+    if (v === true) parts.push(flagOf(k)); else parts.push(flagOf(k), shq(v));
+  }
+  return parts.concat(switches).join(" ");
+}
+
+function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|off|~)$/i.test(v) ? v : JSON.stringify(String(v)); }
+
+/**
+ * A request YAML with one job, the calculator's workload (request files: `llmsizer request new`). A field the
+ * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
+ */
+export function requestYaml(kind, model, f, common, defaults = {}) {
+  const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
+    "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
+  const res = [];
+  if (common.memory) res.push(`      memory: ${yq(common.memory)}  # memory per device`);
+  if (kind === "train") {
+    L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
+      `    method: ${yq(f.method || defaults.method)}`);
+    if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
+    const keys = ["precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing", "zero",
+      "fsdp", "tp", "pp", "offload"].filter((k) => f[k]);
+    const settings = keys.map((k) => `      ${k}: ${yq(f[k])}`);
+    if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
+    if (settings.length) L.push("    settings:", ...settings);
+    L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
+    if (f.train_device) res.push(`      device: ${yq(f.train_device)}`);
+    if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
+  } else {
+    L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
+    if (f.engine) L.push(`    engine: ${yq(f.engine)}`);
+    L.push(`    quantization: ${yq(f.weights || "none")}`);
+    if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
+    L.push("    traffic:", `      concurrency: ${yq(String(f.concurrency || defaults.concurrency))}`,
+      `      context: ${yq(String(f.context || defaults.context))}`);
+    if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);
+  }
+  if (res.length) L.push("    resources:", ...res);
+  return `${L.join("\n")}\n`;
+}
+
+export function download(name, text, type) {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const a = document.createElement("a");
+  a.href = url; a.download = name; document.body.append(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}

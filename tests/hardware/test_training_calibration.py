@@ -1,0 +1,80 @@
+"""The calibrated training-speed constants of estimate/efficiency.py, re-derived from their named rows through
+the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8).
+
+- TRAINING_DEVICE_UTILIZATION from PM0020 (torchtune Llama2-7B LoRA, 1 x RTX 4090, 2582 tokens/s): one device, no
+  communication or paging, so u = compute time at u = 1 / measured time per micro-step.
+- TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
+  GPU): communication (NVLink) overlapped and shorter than compute, so u = compute time at u = 1 / measured time.
+- HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
+  step is communication-bound (eq. 8), so B_host = n x bytes per device / measured time per micro-step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.catalog.models import find
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.validation_cases import TORCHTUNE_SPEED_TWIN, TRAINING_ROWS, public_rows
+
+
+def _row(rid: str):
+    r = public_rows()[rid]
+    model, fields, *_ = TRAINING_ROWS[TORCHTUNE_SPEED_TWIN[rid]]
+    return r, find(model).spec(), builtin_catalog().devices["rtx-4090"], int(r["num_gpus"]), fields
+
+
+def derive() -> tuple[float, float]:
+    r, spec, dev, n, fields = _row("PM0020")
+    d = training_duration_for(spec, dev, n, 1e6, fields, utilization=1.0)
+    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+    tokens = fields["micro_batch"] * fields["seq_len"]
+    u = d.step.compute_seconds / (n * tokens / float(r["value"]))
+    r, spec, dev, n, fields = _row("PM0022")
+    d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
+    assert d.step is not None and d.step.topology == "host-staged"
+    t_micro = n * tokens / float(r["value"])
+    assert t_micro > d.step.compute_seconds  # communication-bound, so the row determines the bandwidth
+    return u, n * d.step.comm_bytes / t_micro
+
+
+def test_training_constants_follow_from_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(E, "HOST_STAGED_COLLECTIVE_BANDWIDTH",
+                        dataclasses.replace(E.HOST_STAGED_COLLECTIVE_BANDWIDTH, expected=1.0))
+    u, bw = derive()
+    assert u == pytest.approx(E.TRAINING_DEVICE_UTILIZATION.expected, abs=0.0005)
+    monkeypatch.undo()
+    assert bw == pytest.approx(E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected, rel=0.001)
+
+
+def test_ring_volumes_follow_the_collectives() -> None:
+    """Eq. (7a)/(7b): FSDP FULL_SHARD moves 3x the weights' share (all-gather x2 + reduce-scatter), DDP 2x."""
+    from llmsizer.formulas.training_time import data_parallel_bytes
+
+    assert data_parallel_bytes(4, 100.0, 100.0, True) == pytest.approx(0.75 * 300)
+    assert data_parallel_bytes(4, 100.0, 100.0, False) == pytest.approx(0.75 * 200)
+    assert data_parallel_bytes(1, 100.0, 100.0, True) == 0.0
+
+
+def test_hopper_utilization_follows_from_its_row() -> None:
+    from llmsizer.validation_cases import TORCHTITAN_FSDP
+
+    r = public_rows()["PM0501"]
+    n = int(r["num_gpus"])
+    d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+                              dict(TORCHTITAN_FSDP, gpus=n), utilization=1.0)
+    assert d.step is not None
+    t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
+    assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
+    u = d.step.compute_seconds / t_micro
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
+
+
+def test_architectures_without_a_row_take_the_ada_value() -> None:
+    f, own = E.training_utilization("ampere")
+    assert f is E.TRAINING_DEVICE_UTILIZATION and not own
+    assert E.training_utilization("hopper")[1]
