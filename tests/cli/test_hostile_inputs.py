@@ -351,3 +351,18 @@ def test_gpu_offload_flags_on_a_cpu_are_refused(flags, field, capsys) -> None:
                         *flags], capsys)
     line = one_line(err)
     assert code == 2 and field in line and "device cpu" in line, line
+
+
+@pytest.mark.parametrize("argv, flags", [
+    (["fit", "llama-3.1-8b", "--device", "h100-sxm", "--method", "lora", "--tokens", "1B"], "--method, --tokens"),
+    (["fit", "llama-3.1-8b", "--device", "rtx-3090", "--count", "2", "--engine", "llamacpp", "--gpus", "4"], "--gpus"),
+    (["fit", "llama-3.1-8b", "--device", "h100-sxm", "--zero", "3"], "--zero"),
+    (["fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--seq", "4096"], "--seq"),
+    (["recommend", "llama-3.1-8b", "--method", "lora", "--batch", "4"], "--method, --batch"),
+])
+def test_training_flags_without_train_are_refused(argv, flags, capsys) -> None:
+    """fit/recommend without --train size serving: a training flag there was ignored (exit 0, a serving answer to
+    a question about fine-tuning; `fit --count 2 --gpus 4` split over 2 GPUs) while --tp was refused."""
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    assert code == 2 and flags in line and "--train" in line, line

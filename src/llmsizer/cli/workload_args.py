@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
@@ -164,6 +165,21 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_
                    "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
+
+
+TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name
+
+
+def refuse_training_flags(args: argparse.Namespace) -> None:
+    """``fit``/``recommend`` without --train answer a serving question: a training flag given there would be ignored
+    (e.g. ``--method lora --tokens 1B`` answered for serving, exit 0), so it is refused, naming the flags."""
+    given = [k for k in TRAINING_FIELDS if k != "attention" and getattr(args, k, None) not in (None, False)]
+    given += [k for k in ("tokens", "utilization") if getattr(args, k, None) is not None]
+    if given:
+        flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
+        raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
+                         f"{'it' if len(given) == 1 else 'them'} to size serving"
+                         + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:
