@@ -54,6 +54,8 @@ def test_config_defaults_equal_the_transformers_class_defaults(model_type):
             pytest.fail(f"{cls.__name__} has no field {key!r} (config_defaults.json says {ours!r})")
         # __post_init__ may normalise a field (mlp_only_layers None -> []): either form is the class default
         normalised = getattr(transformers.AutoConfig.for_model(model_type), key, real)
+        if isinstance(real, tuple):  # JSON has no tuples: a tuple default is written as a list
+            real, normalised = list(real), list(normalised)
         assert ours in (real, normalised), (
             f"{cls.__name__}.{key}: config_defaults.json {ours!r}, transformers {real!r} / {normalised!r}")
 
@@ -83,7 +85,8 @@ _FAMILY: dict[str, dict[str, Any]] = {
     "phi3": {"pad_token_id": 0},
 }
 # hybrid / state-space families have their own sparse and varied configs in tests/catalog/test_hybrid_params.py
-_TYPES = [t for t in SUPPORTED_MODEL_TYPES if t not in ("gemma3", "gpt_bigcode") and t not in HYBRID_TYPES]
+_TYPES = [t for t in SUPPORTED_MODEL_TYPES
+          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl") and t not in HYBRID_TYPES]
 
 # one optional key at a time, on top of the sparse config (only where the class reads that key)
 OMIT = object()  # the key is absent from config.json
@@ -207,3 +210,56 @@ def test_siglip_attention_pooling_head_is_refused_not_undercounted():
     assert any(".head." in n for n, _ in model.named_parameters())  # transformers builds the pooling head
     with pytest.raises(UnsupportedArchitectureError, match="vision_use_head"):
         spec_from_config(cfg, name="gemma3-tiny")
+
+
+# --- Qwen2.5-VL: flat (published) and nested configs, the tie flag, the vision tower and its merger -----------
+
+_Q25_TEXT = {"vocab_size": 128, "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "num_key_value_heads": 2}
+_Q25_VISION = {"model_type": "qwen2_5_vl", "depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4,
+               "in_chans": 3, "out_hidden_size": 64, "patch_size": 14, "spatial_merge_size": 2,
+               "temporal_patch_size": 2, "window_size": 112, "fullatt_block_indexes": [1]}
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["flat", "text_config"])
+@pytest.mark.parametrize("tie", [OMIT, True, False])
+def test_qwen2_5_vl_builds_the_model_transformers_builds(nested, tie):
+    text = {**_Q25_TEXT, "tie_word_embeddings": tie}
+    text = {k: v for k, v in text.items() if v is not OMIT}
+    if nested:
+        cfg = {"model_type": "qwen2_5_vl", "text_config": {**text, "model_type": "qwen2_5_vl_text"},
+               "vision_config": _Q25_VISION}
+    else:
+        cfg = {"model_type": "qwen2_5_vl", **text, "vision_config": _Q25_VISION}
+    model = build(cfg)
+    spec = spec_from_config(cfg, name="qwen2.5-vl-tiny")
+    ours = count_params(spec)
+    assert ours.total == real_param_count(model)
+    assert ours.by_component == real_components(model)
+    assert spec.vision is not None and spec.vision.token_rule == "qwen2_vl"
+
+
+_Q3_TEXT = {"model_type": "qwen3_vl_text", "vocab_size": 128, "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+_Q3_VISION = {"model_type": "qwen3_vl", "depth": 3, "hidden_size": 32, "intermediate_size": 48, "num_heads": 4,
+              "in_channels": 3, "out_hidden_size": 64, "patch_size": 16, "spatial_merge_size": 2,
+              "temporal_patch_size": 2, "num_position_embeddings": 36, "deepstack_visual_indexes": [0, 2]}
+
+
+@pytest.mark.parametrize("top_tie", [OMIT, True, False])
+@pytest.mark.parametrize("text_tie", [OMIT, True, False])
+@pytest.mark.parametrize("extra", [{}, {"attention_bias": True}, {"deepstack_visual_indexes": []}],
+                         ids=["plain", "attention_bias", "no-deepstack"])
+def test_qwen3_vl_builds_the_model_transformers_builds(top_tie, text_tie, extra):
+    text = {**_Q3_TEXT, "tie_word_embeddings": text_tie, **{k: v for k, v in extra.items() if k in _Q3_TEXT or
+                                                            k == "attention_bias"}}
+    vision = {**_Q3_VISION, **{k: v for k, v in extra.items() if k in _Q3_VISION}}
+    cfg = {"model_type": "qwen3_vl", "text_config": {k: v for k, v in text.items() if v is not OMIT},
+           "vision_config": vision, "tie_word_embeddings": top_tie}
+    cfg = {k: v for k, v in cfg.items() if v is not OMIT}
+    model = build(cfg)
+    spec = spec_from_config(cfg, name="qwen3-vl-tiny")
+    ours = count_params(spec)
+    assert ours.total == real_param_count(model)
+    assert ours.by_component == real_components(model)
+    assert spec.vision is not None and spec.vision.token_rule == "qwen3_vl"

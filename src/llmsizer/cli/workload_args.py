@@ -18,11 +18,13 @@ from ..numbers import (
     CPU_MOE_LAYERS,
     GPU_LAYERS,
     HEADROOM,
+    IMAGES,
     MAX_GPUS,
     SPLIT_SHARE,
     TOKENS,
     TRAIN_TOKENS,
     UTILIZATION,
+    VIDEO_FRAMES,
     WIDTH,
     ZERO_STAGE,
     Range,
@@ -38,7 +40,8 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from .common import count_in, float_arg, int_arg, list_of, tokens_arg
+from ..units import parse_image_size
+from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
@@ -54,6 +57,31 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--attention", choices=ATTENTION_IMPLS, help=f"attention kernel (default {IW.attention})")
+
+
+image_size_arg = argtype(lambda t: parse_image_size(t, what=""), "WxH")
+
+
+def add_media_args(g: argparse.ArgumentParser | Any) -> None:
+    """Images and video in each prompt (multimodal models): their tokens add to --context."""
+    g.add_argument("--images", type=int_arg(IMAGES),
+                   help=f"images in each sequence's prompt; their tokens add to --context (default {IW.images})")
+    g.add_argument("--image-size", type=image_size_arg, metavar="WxH",
+                   help="width x height of each image in pixels, e.g. 1024x768 (default: the vision encoder's input "
+                        "size; required for dynamic-resolution models)")
+    g.add_argument("--video-frames", type=int_arg(VIDEO_FRAMES),
+                   help=f"sampled frames of one video in each prompt (default {IW.video_frames}: no video)")
+    g.add_argument("--video-size", type=image_size_arg, metavar="WxH", help="width x height of each video frame")
+    g.add_argument("--pan-and-scan", action="store_true", default=None,
+                   help="Gemma 3: the processor also crops wide/tall images, each crop more tokens (default off)")
+
+
+MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size", "pan_and_scan")
+
+
+def media_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The image/video fields of InferenceWorkload the user gave."""
+    return {k: getattr(args, k) for k in MEDIA_FIELDS if getattr(args, k, None) is not None}
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
@@ -101,12 +129,13 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "identical GPUs)")
     g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
+    add_media_args(g)
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
-                    "tensor_split", "n_cpu_moe")
+                    "tensor_split", "n_cpu_moe") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -121,6 +150,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
+    g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
+                   "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
                    "precision)")
     g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
@@ -136,7 +167,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
-                   help=f"activation checkpointing (default {TW.grad_checkpointing})")
+                   help=f"activation checkpointing; selective-op: torchtitan's op-level policy (default "
+                   f"{TW.grad_checkpointing})")
+    g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
+                   "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--packing", action="store_true", default=None,
@@ -160,9 +194,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
 
 
-TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
+TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
 
@@ -187,4 +221,5 @@ def training_fields(args: argparse.Namespace) -> dict[str, Any]:
     out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
     if out.get("method", TW.method) == "full":
         out.pop("targets", None)  # LoRA targets do not apply
+        out.pop("modules_to_save", None)
     return out

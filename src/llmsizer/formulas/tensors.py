@@ -209,10 +209,37 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     return out
 
 
+def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
+    """Qwen2.5-VL's vision tower (transformers modeling_qwen2_5_vl.py): Conv3d patch embedding without bias
+    [d, C, t, p, p]; per block RMSNorm norm1/norm2, fused qkv Linear(d, 3d) and proj Linear(d, d) with biases,
+    SwiGLU gate/up/down with biases. Qwen3-VL's (modeling_qwen3_vl.py Qwen3VLVisionModel): the Conv3d with a bias,
+    a learned position table [num_position_embeddings, d], LayerNorms, a GELU fc1/fc2 MLP with biases. The patch
+    mergers' parameters in ``projector_params``."""
+    v = spec.vision
+    assert v is not None
+    d = v.hidden_size
+    qwen3 = v.encoder == "qwen3_vl"
+    out = [Tensor("v_patch_embd", "vision", (d, v.num_channels * v.temporal_patch_size * v.patch_size
+                                             * v.patch_size))]
+    if qwen3:
+        out += [Tensor("v_patch_embd.bias", "vision", (d,)),
+                Tensor("v_pos_embd", "vision", (v.position_embeddings, d))]
+    for j in range(v.num_layers):
+        for role in ("v_ln1", "v_ln2"):
+            out += _norm(role, d, "layernorm" if qwen3 else "rmsnorm", j, "vision")
+        out += _linear("v_attn_qkv", "vision", 3 * d, d, j, True)
+        out += _linear("v_attn_o", "vision", d, d, j, True)
+        out += _mlp("v_ffn", "vision", d, v.intermediate_size, not qwen3, True, j)
+    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return out
+
+
 def _vision(spec: ModelSpec) -> list[Tensor]:
     v = spec.vision
     if v is None:
         return []
+    if v.encoder in ("qwen2_5_vl", "qwen3_vl"):
+        return _qwen_vision(spec)
     d, n_patches = v.hidden_size, (v.image_size // v.patch_size) ** 2
     out = [
         Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),

@@ -13,6 +13,7 @@ from ...result import Item, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...units import format_bytes
 from .. import engines as E
+from .media import Media
 
 
 class Acc(Notes):
@@ -37,6 +38,7 @@ class Context:
     act_bytes: int
     profile: E.EngineProfile
     acc: Acc
+    media: Media | None = None  # images / video in each prompt (media.py); their tokens are already in w.context
     details: dict[str, Any] = field(default_factory=dict)
     dtype: str = "bf16"  # the compute (activation) dtype
 

@@ -53,12 +53,20 @@ def compose_vllm(ctx: Context) -> None:
     fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
+    encoder = ""
+    if ctx.media is not None:
+        # the profile run also encodes dummy images (gpu_model_runner.profile_run: _dummy_mm_inputs through the
+        # encoder before the text forward); its peak counts when it is the larger
+        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences, ctx.act_bytes, "flash")
+        if enc is not None:
+            act = max(act, enc.peak_bytes)
+            encoder = f", vision encoder over one request's images {format_bytes(enc.peak_bytes)}"
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
-        "activations", act, "device", low=min(fwd.peak_bytes, act), high=fwd.peak_bytes + sampler,
+        "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
         formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}, sampler "
                 f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
-                f"{format_bytes(sampler)})",
+                f"{format_bytes(sampler)}{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
                "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
