@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
     COUNT,
+    CPU_MOE_LAYERS,
     GPU_LAYERS,
     HEADROOM,
     IMAGES,
@@ -125,7 +127,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--tensor-split", "-ts", type=list_of(float_arg(SPLIT_SHARE), "proportions", MAX_GPUS),
                    help="llama.cpp: share of the model per GPU, e.g. 3,1 (default: by free memory, equal for "
                         "identical GPUs)")
-    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(GPU_LAYERS),
+    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
     add_media_args(g)
 
@@ -197,6 +199,21 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
+
+
+TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name
+
+
+def refuse_training_flags(args: argparse.Namespace) -> None:
+    """``fit``/``recommend`` without --train answer a serving question: a training flag given there would be ignored
+    (e.g. ``--method lora --tokens 1B`` answered for serving, exit 0), so it is refused, naming the flags."""
+    given = [k for k in TRAINING_FIELDS if k != "attention" and getattr(args, k, None) not in (None, False)]
+    given += [k for k in ("tokens", "utilization") if getattr(args, k, None) is not None]
+    if given:
+        flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
+        raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
+                         f"{'it' if len(given) == 1 else 'them'} to size serving"
+                         + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:
