@@ -48,6 +48,9 @@ def one_line(err: str) -> str:
     (["train", "llama-3.1-8b", "--zero", "7"], "--zero", "[0, 3]"),
     (["infer", "--params", "7B", "--layers", "1e9", "--hidden", "4096", "--heads", "32"], "--layers", "[1, 10,000]"),
     (["recommend", "llama-3.1-8b", "--max-cost-per-hour", "-5"], "--max-cost-per-hour", "out of range"),
+    # models --fits-on answered for concurrency 1 and one device when given 0 (exit 0)
+    (["models", "--fits-on", "rtx-4090", "--concurrency", "0"], "--concurrency", "[1, 16,777,216]"),
+    (["models", "--fits-on", "rtx-4090", "--count", "0"], "--count", "[1, 1,048,576]"),
 ])
 def test_cli_numbers_are_refused_with_the_flag_and_range(argv, flag, fragment, capsys) -> None:
     code, out, err = run(argv, capsys)
