@@ -7,7 +7,7 @@ import { el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, for
 import { modelPicker } from "./model-picker.js";
 import { COMMON_FIELDS, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, formValues, loadFromUrl,
   requestYaml, saveToUrl } from "./state.js";
-import { fillChoices, setupTabs } from "./ui.js";
+import { copyButton, fillChoices, setupTabs } from "./ui.js";
 
 // the fits-on grid: common devices of each class (consumer card, inference cards, training cards, AMD)
 export const GRID_DEVICES = ["rtx-4090", "l4", "a10g", "l40s", "a100-sxm-80gb", "h100-sxm", "h200", "mi300x"];
@@ -225,13 +225,7 @@ function command() {
   return cliCommand(tab === "train" ? "train" : "infer", picker.label() || "MODEL", f, sw);
 }
 
-$("copy-cli").addEventListener("click", async () => {
-  const text = command();
-  const out = $("action-status");
-  out.dataset.command = text; // set before the clipboard answers: the command is on the page either way
-  out.textContent = text;
-  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
-});
+copyButton($("copy-cli"), $("action-status"), command);
 
 $("download-yaml").addEventListener("click", () => {
   const { fields, common } = workload();

@@ -5,7 +5,7 @@ import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
 import { el, formatBytes, formatCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
-import { fillChoices, setupTabs } from "./ui.js";
+import { copyButton, fillChoices, setupTabs } from "./ui.js";
 
 const INFER = ["context", "concurrency", "output_tokens", "weights", "tokens_per_second", "user_tokens_per_second", "max_ttft"];
 const TRAIN = ["tokens", "method", "micro_batch", "seq_len", "grad_checkpointing", "deadline", "max_cost"];
@@ -95,13 +95,7 @@ function render(rec, top) {
   ...(rec.warnings.length ? [el("div", { class: "card" }, el("h3", {}, "Warnings"), el("ul", { class: "notes" }, rec.warnings.map((w) => el("li", {}, w))))] : []));
 }
 
-$("copy-cli").addEventListener("click", async () => {
-  const text = command();
-  const out = $("action-status");
-  out.dataset.command = text; // set before the clipboard answers: the command is on the page either way
-  out.textContent = text;
-  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
-});
+copyButton($("copy-cli"), $("action-status"), command);
 
 const computeSoon = debounce(compute, 400);
 form.addEventListener("input", computeSoon);

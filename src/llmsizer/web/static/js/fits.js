@@ -5,6 +5,7 @@
 import { ApiError, debounce, get } from "./api.js";
 import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
+import { copyButton } from "./ui.js";
 
 export const FIELDS = ["fits_on", "count", "context", "concurrency", "query"];
 
@@ -82,13 +83,7 @@ function render(d) {
   }));
 }
 
-$("copy-cli").addEventListener("click", async () => {
-  const text = command();
-  const out = $("action-status");
-  out.dataset.command = text;
-  out.textContent = text;
-  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
-});
+copyButton($("copy-cli"), $("action-status"), command);
 
 const computeSoon = debounce(compute, 300);
 form.addEventListener("input", computeSoon);

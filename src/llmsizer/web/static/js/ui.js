@@ -52,3 +52,16 @@ export function setupTabs(list, onSelect) {
   });
   return { select };
 }
+
+/**
+ * A "copy as CLI command" button: the command is written into ``status`` (and its data-command) before the
+ * clipboard answers, so it is on the page even where the clipboard is refused; then copied.
+ */
+export function copyButton(button, status, command) {
+  button.addEventListener("click", async () => {
+    const text = command();
+    status.dataset.command = text;
+    status.textContent = text;
+    try { await navigator.clipboard.writeText(text); status.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
+  });
+}
