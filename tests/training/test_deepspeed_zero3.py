@@ -11,11 +11,6 @@ small random-weight Llama, one process per rank over gloo, and follows every liv
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +19,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("deepspeed")
+
+from ranks import run_ranks  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.deepspeed_zero import REDUCE_BUCKET_SIZE, ipg_bucket_bytes  # noqa: E402
@@ -39,26 +36,8 @@ CASE = dict(config=LLAMA, batch=2, seq=256)
 FIELDS = dict(precision="deepspeed-bf16", micro_batch=2, seq_len=256, zero=3, optimizer_impl="for-loop")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(case: dict[str, Any], ranks: int = 1) -> dict[str, Any]:
-    port = str(_free_port())
-    procs = []
-    for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=port, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
-        procs.append(subprocess.Popen([sys.executable, str(HERE / "deepspeed_step.py"), json.dumps(case)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    outs = [p.communicate(timeout=600) for p in procs]
-    for p, (_, err) in zip(procs, outs, strict=True):
-        if p.returncode:
-            raise RuntimeError(err[-4000:])
-    result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
-    return result
+    return run_ranks(HERE / "deepspeed_step.py", case, ranks, local_rank_zero=True)
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,6 @@ measured peak, and the autocast recipe must miss it by more than that.
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +16,8 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
+
+from ranks import run_ranks  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
@@ -41,26 +38,8 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _run(case: dict[str, Any], ranks: int = 2) -> dict[str, Any]:
-    port = str(_free_port())
-    procs = []
-    for rank in range(ranks):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=port, OMP_NUM_THREADS="1")
-        procs.append(subprocess.Popen([sys.executable, str(HERE / "fsdp_step.py"), json.dumps(case)],
-                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    outs = [p.communicate(timeout=600) for p in procs]
-    for p, (_, err) in zip(procs, outs, strict=True):
-        if p.returncode:
-            raise RuntimeError(err[-4000:])
-    result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
-    return result
+    return run_ranks(HERE / "fsdp_step.py", case, ranks)
 
 
 @pytest.mark.parametrize("name", list(CASES))
