@@ -43,6 +43,9 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 """
 
 
+#: how the auth file is named in a refusal answered over HTTP (the server's path is not the caller's business)
+WEB_AUTH_SOURCE = "the provider's auth file"
+
 #: ``book --earliest``: how many times a booking that lost a race is re-checked and tried in the next window
 RACE_RETRIES = 20
 
@@ -154,6 +157,8 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
     token's name becomes the actor. A refusal is written to the audit log (when the store exists) and raised.
     The web API sets ``args.web_token`` (a bearer token) or ``args.web_role`` (a signed-in session's role, already
     checked against the same auth file at login) instead of the CLI's --token-file / $LLMSIZER_TOKEN."""
+    from dataclasses import replace
+
     from ..provider.auth import Forbidden, allow, authorize, load_auth, read_token
     path = getattr(args, "auth", None) or (None if hasattr(args, "web_token") else os.environ.get("LLMSIZER_AUTH"))
     if not path:
@@ -161,11 +166,15 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
     try:
         session = getattr(args, "web_role", None)
         if session is not None:
+            args.actor = session.name  # known from the signed-in session: a refusal is logged under it
             role = allow(session, action)
         else:
             token = args.web_token if hasattr(args, "web_token") else read_token(
                 token_file=getattr(args, "token_file", None))
-            role = authorize(token, action, load_auth(path))
+            config = load_auth(path)
+            if hasattr(args, "web_token"):  # over HTTP the message names no server-side path
+                config = replace(config, source=WEB_AUTH_SOURCE)
+            role = authorize(token, action, config)
     except Forbidden as e:
         log_denied(args, action, str(e))
         raise

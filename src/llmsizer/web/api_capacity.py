@@ -28,6 +28,7 @@ from .problems import PROBLEM_JSON, PROBLEM_SCHEMA, Problem
 
 router = APIRouter(prefix=f"{PREFIX}/capacity")
 NOTES_HEADER = "X-Llmsizer-Notes"
+WEB_ACTOR = "web"  # the audit log's actor of a call refused before anyone was identified (the role's name after)
 REQUEST_LABEL = "request.yaml"
 HOLD_HOURS = Range(0, 24 * 366, False, "hours a requested or held booking lasts unconfirmed; at most a year")
 
@@ -64,7 +65,7 @@ def config_of(request: Request) -> ProviderConfig:
 
 def namespace(http: Request, cfg: ProviderConfig, **fields: Any) -> argparse.Namespace:
     """The CLI's namespace for one call: the server's files, the caller's credentials, ``fields``."""
-    args = argparse.Namespace(inventory=cfg.inventory, db=cfg.db, auth=cfg.auth, hardware_file=[], actor=None,
+    args = argparse.Namespace(inventory=cfg.inventory, db=cfg.db, auth=cfg.auth, hardware_file=[], actor=WEB_ACTOR,
                               token_file=None, json=True, **fields)
     header = http.headers.get("authorization", "")
     if header[:7].lower() == "bearer ":
@@ -255,6 +256,9 @@ async def export(request: Request, rid: str, format: str, user: str | None = Non
 @router.post("/login", summary="sign in to the console with a token: a session cookie and its CSRF token",
              responses={**_ERRORS})
 async def login(request: Request) -> Response:
+    from dataclasses import replace
+
+    from ..cli.capacity_cmd import WEB_AUTH_SOURCE
     from ..provider.auth import Forbidden, authorize, load_auth
     cfg = config_of(request)
     fields = await body_of(request)
@@ -267,10 +271,10 @@ async def login(request: Request) -> Response:
 
     def work() -> Response:
         try:
-            who = authorize(token, "show", load_auth(auth_path))
+            who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE))
         except Forbidden as e:
             from ..cli.capacity_cmd import log_denied
-            log_denied(argparse.Namespace(db=cfg.db, actor=None), "login", str(e))
+            log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", str(e))
             raise
         cookie, nonce = sessions.issue(cfg.session_key, who)
         response = json_answer({"name": who.name, "role": who.role, "csrf": nonce})
@@ -312,10 +316,16 @@ async def console(request: Request) -> Response:
 def console_view(args: argparse.Namespace) -> dict[str, Any]:
     from ..cli.capacity_cmd import show_answer
     from ..provider.placement import capacities, overflow
+    from ..provider.store import utcnow, utilisation
     inv, rows, bookings, audit_rows, _, _ = show_answer(args)
     cap = capacities(inv)
+    # utilisation (the store's rule) now and at its peak: the moments a hold starts are where the load can rise
+    starts = sorted({i.start for b in bookings for i in b.items if i.resource.startswith("node:")})
+    shares = [utilisation(bookings, cap, t) for t in starts]
+    now = utilisation(bookings, cap, utcnow())
     nodes = [{"id": n.id, "site": n.site, "device": n.device, "devices": n.devices, "pools": list(n.pools),
-              "fabric": n.fabric} for n in inv.nodes]
+              "fabric": n.fabric, "now": now.get(f"node:{n.id}", 0.0),
+              "peak": max((u.get(f"node:{n.id}", 0.0) for u in shares), default=0.0)} for n in inv.nodes]
     items = {b.id: b for b in bookings}
     firm = [i for b in bookings if b.state in ("confirmed", "active") for i in b.items]
     queue, holds = [], []

@@ -39,7 +39,7 @@ MEDIA_TYPES = {
 }
 
 # the pages: URL path -> file under static/
-PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html"}
+PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/console": "console.html"}
 
 
 def _load(root: Path) -> dict[str, tuple[bytes, str]]:
