@@ -23,12 +23,19 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3"}
+MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl"}
+
+
+# model_type values transformers itself reads as another family: Kimi K2's 'kimi_k2' (architectures
+# DeepseekV3ForCausalLM) becomes 'deepseek_v3' (transformers models/kimi_k25/configuration_kimi_k25.py,
+# Kimi_K25Config.__post_init__ "BC: load from remote config on the hub where the model-type points to remote config").
+TRANSFORMERS_MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
 
 
 def hf_config(cfg: dict[str, Any]) -> Any:
     """The transformers config object for a config.json dict (the dict is not modified)."""
     d = copy.deepcopy(cfg)
+    d["model_type"] = TRANSFORMERS_MODEL_TYPE_ALIASES.get(d.get("model_type"), d.get("model_type"))
     return transformers.AutoConfig.for_model(**d)
 
 
@@ -54,7 +61,8 @@ def real_param_count(model: Any) -> int:
 
 # Module-name rules of the transformers definitions (first match wins). The names are those of
 # modeling_llama.py, modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py,
-# modeling_gpt_oss.py, modeling_gemma3.py and modeling_gpt_bigcode.py.
+# modeling_gpt_oss.py, modeling_gemma3.py, modeling_qwen2_5_vl.py / modeling_qwen3_vl.py (the ``visual`` tower) and
+# modeling_gpt_bigcode.py.
 # Hybrid / state-space families (modeling_qwen3_next.py, modeling_jamba.py, modeling_falcon_h1.py,
 # modeling_granitemoehybrid.py, modeling_nemotron_h.py, modeling_mamba2.py): the recurrent mixer is ``linear_attn`` /
 # ``mamba``, or a ``mixer`` whose parameter names say which block it is (Nemotron-H puts attention, Mamba, MLP
@@ -63,7 +71,7 @@ def real_param_count(model: Any) -> int:
 _FFN = r"(mlp|feed_forward|block_sparse_moe|mixer)"
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"^lm_head\.", "lm_head"),
-    (r"(vision_tower|multi_modal_projector)\.", "vision"),
+    (r"(vision_tower|multi_modal_projector|\bvisual)\.", "vision"),
     (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
     (r"\.(linear_attn|mamba)\.", "recurrent"),
     (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
@@ -128,15 +136,26 @@ def cache_layers(cache: Any) -> list[tuple[Any, Any]]:
     return out
 
 
+def cache_indexer_keys(cache: Any) -> list[Any]:
+    """The DSA indexer key tensors of a transformers 5 Cache (``DynamicIndexedLayer.indexer_keys``, DeepSeek-V3.2)."""
+    out = []
+    for layer in cache.layers:
+        t = getattr(layer, "indexer_keys", None)
+        if t is not None and t.numel():
+            out.append(t)
+    return out
+
+
 def cache_logical_bytes(cache: Any) -> int:
-    """Bytes of the key/value tensors as the cache exposes them (numel x element size)."""
-    return sum(t.numel() * t.element_size() for kv in cache_layers(cache) for t in kv)
+    """Bytes of the key/value (and DSA indexer key) tensors as the cache exposes them (numel x element size)."""
+    tensors = [t for kv in cache_layers(cache) for t in kv] + cache_indexer_keys(cache)
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def cache_storage_bytes(cache: Any) -> int:
     """Bytes of the storages those tensors keep alive (a sliced view keeps its whole base storage)."""
     seen: dict[int, int] = {}
-    for kv in cache_layers(cache):
+    for kv in [*cache_layers(cache), cache_indexer_keys(cache)]:
         for t in kv:
             s = t.untyped_storage()
             seen[s.data_ptr()] = s.nbytes()
@@ -199,6 +218,11 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                         "qk_rope_head_dim": 8, "v_head_dim": 12, "n_routed_experts": 8, "num_experts_per_tok": 2,
                         "n_group": 2, "topk_group": 1, "moe_intermediate_size": 24, "n_shared_experts": 1,
                         "first_k_dense_replace": 1},
+    "deepseek-v32-dsa": {**_BASE, "model_type": "deepseek_v32", "num_hidden_layers": 3, "num_attention_heads": 4,
+                         "num_key_value_heads": 4, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
+                         "qk_rope_head_dim": 8, "v_head_dim": 12, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                         "n_group": 2, "topk_group": 1, "moe_intermediate_size": 24, "n_shared_experts": 1,
+                         "first_k_dense_replace": 1, "index_n_heads": 2, "index_head_dim": 8, "index_topk": 4},
     "deepseek-v2-no-q-lora": {**_BASE, "model_type": "deepseek_v2", "num_hidden_layers": 2,
                               "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": None,
                               "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,

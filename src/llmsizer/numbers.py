@@ -73,6 +73,9 @@ TOKENS_OR_ZERO = Range(0, 2**31, True, "tokens; 0 means no sliding window")
 WIDTH_OR_ZERO = Range(0, 2**20, True, "a width; 0 means the block is absent")
 EXPERTS_OR_ZERO = Range(0, 65_536, True, "MoE experts; 0 means none")
 PIXELS = Range(1, 2**16, True, "image side, patch side or channels of a vision encoder; published ones are <= 2^12")
+IMAGE_AREA = Range(0, 2**32, True, "pixels of an image or video; 0 means no bound given")
+IMAGES = Range(0, 4096, True, "images per sequence; published models accept at most a few hundred")
+VIDEO_FRAMES = Range(0, 2**16, True, "sampled video frames per sequence; Qwen2-VL samples at most 768")
 
 
 class NumberError(InputError):

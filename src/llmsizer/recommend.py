@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from .estimate.fit import (
     usable_memory,
     vm_share_device,
 )
+from .estimate.inference.media import media_in_context
 from .estimate.speed import estimate_speed
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens, power_price_per_hour
@@ -46,7 +47,7 @@ from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
 from .models import load_model
-from .result import Assumption
+from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import normalize_engine
 from .units import format_bytes, format_count
@@ -264,10 +265,14 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
-                        engine: str | None = None) -> Recommendation:
+                        engine: str | None = None, media: Mapping[str, Any] | None = None) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
-    each candidate's default engine, ``estimate.fit.default_engine``)."""
+    each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
+    fields, whose tokens add to each prompt)."""
     spec = load_model(model) if isinstance(model, str) else model
+    media = dict(media or {})
+    found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
+    extra_prompt = found.tokens if found is not None else 0
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -285,9 +290,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
-                             engine)
+                             engine, media)
             memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, extra_prompt)
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     if meets:
@@ -299,13 +304,16 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     assumptions = [headroom_assumption(c.headroom),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
+    if found is not None:
+        assumptions.append(Assumption("media_tokens", found.tokens, False, "image/video tokens per sequence, added "
+                                      "to the context and the prompt (estimate/inference/media.py)"))
     if reading_floor:
         assumptions.append(Assumption(
             "user_tokens_per_second", c.user_tokens_per_second, True,
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, media) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
@@ -322,7 +330,8 @@ def _replace(o: Option, **kw: Any) -> Option:
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
               weights: str | None, c: Constraints, hr: float, cat: HardwareCatalog,
-              hardware_files: Sequence[str | Path], engine_given: str | None = None) -> Option:
+              hardware_files: Sequence[str | Path], engine_given: str | None = None,
+              media: Mapping[str, Any] | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights)
@@ -349,7 +358,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             continue
         args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
-                                    memory=cand.memory, hardware_files=hardware_files)
+                                    memory=cand.memory, hardware_files=hardware_files, **(media or {}))
         target, count = cand.instance or dev, None if cand.instance else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (same estimate, memoized)
             r = fit(spec, target, count, speed=False, **args)
@@ -410,7 +419,8 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
-            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path]) -> Option:
+            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path],
+            extra_prompt: int = 0) -> Option:
     """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
                    cost_basis=cand.cost_basis)
@@ -420,7 +430,8 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     replicas = 1
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
-        replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens)
+        replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens,
+                                                extra_prompt)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
                 f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
@@ -441,9 +452,11 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
-                  output_tokens: int | None) -> tuple[int, float | None, float | None]:
-    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly)."""
+                  output_tokens: int | None, extra_prompt: int = 0) -> tuple[int, float | None, float | None]:
+    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly);
+    ``extra_prompt``: image/video tokens in each prompt."""
     prompt, out = prompt_and_output(context, output_tokens)
+    prompt += extra_prompt
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     for r in range(guess, MAX_REPLICAS + 1):
         per = max(1, math.ceil(concurrency / r))
@@ -507,7 +520,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
 
 def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, concurrency: int,
-                         hr: float) -> list[str]:
+                         hr: float, media: Mapping[str, Any] | None = None) -> list[str]:
     """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M'), at the
     requested context and concurrency, judged by the one fit rule against the smallest card sold with that label
     (an RTX 4090's 24564 MiB and an L4's 23034 MiB are both "24 GB")."""
@@ -526,7 +539,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
             est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt, engine="llamacpp",
-                                     memory=memory, headroom=hr)
+                                     memory=memory, headroom=hr, **(media or {}))
             if est.details["fits"]:
                 found = (fmt, est.total("device")[1], memory)
                 break

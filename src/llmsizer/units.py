@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from .errors import InputError
 from .inputs import short
-from .numbers import AMOUNT, SIZE, TOKENS, Range, check_number
+from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, Range, check_number
 
 KiB = 1024
 MiB = 1024**2
@@ -89,6 +89,23 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
     return _checked(float(m.group(1)) * factor, what, rng)
+
+
+def parse_image_size(text: str | list[int] | tuple[int, ...], *, what: str = "image size") -> tuple[int, int]:
+    """Parse an image or video frame size ``"1024x768"`` (width x height, pixels; ``x``, ``X`` or ``*``), or a
+    [width, height] pair, into (width, height), each side through ``check_number`` (PIXELS)."""
+    if isinstance(text, (list, tuple)):
+        if len(text) != 2:
+            raise InputError(f"{_head(what)}expected [width, height], got {len(text)} values")
+        w, h = text
+    else:
+        m = re.fullmatch(r"\s*([0-9]+)\s*[xX*\u00d7]\s*([0-9]+)\s*", str(text))
+        if not m:
+            raise InputError(f"{_head(what)}cannot read {short(text)} as an image size; write WIDTHxHEIGHT in "
+                             "pixels, e.g. '1024x768'")
+        w, h = int(m.group(1)), int(m.group(2))
+    return (int(check_number(w, f"{what} width" if what else "width", PIXELS)),
+            int(check_number(h, f"{what} height" if what else "height", PIXELS)))
 
 
 @lru_cache(maxsize=8192)  # a pure function; a catalog-wide search formats the same budgets over and over

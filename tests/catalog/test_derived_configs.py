@@ -1,6 +1,6 @@
 """Catalog entries whose config.json is derived rather than copied verbatim, checked against first-party truth.
 
-Two entries have no verbatim config.json in the reachable sources (their ``source`` starts with DERIVED):
+Three entries have no verbatim config.json in the reachable sources (their ``source`` starts with DERIVED):
 
 - ``llama-3.1-405b``: built from Meta's own ``model_args`` (llama-models ``sku_list.py``). The one value that
   is not a plain rename, ``intermediate_size``, follows Meta's reference ``FeedForward`` sizing rule
@@ -9,6 +9,9 @@ Two entries have no verbatim config.json in the reachable sources (their ``sourc
   with their own sku_list.py args before it is trusted for 405B.
 - ``gpt-oss-120b``: transformers' ``GptOssConfig`` defaults are documented as the GPT-OSS-120B
   configuration; every architecture key of our entry must equal them.
+- ``mistral-small-24b-instruct-2501``: built from Mistral's own ``params.json`` of the release, renamed key by key;
+  the release's ``model.safetensors.index.json`` is the independent check: its ``total_size`` (bytes of the
+  bf16 checkpoint) is twice the parameter count, and it lists an ``lm_head`` (untied embeddings).
 """
 
 from __future__ import annotations
@@ -82,3 +85,49 @@ def test_derived_entries_say_so_in_their_source():
     for name in ("llama-3.1-405b", "gpt-oss-120b"):
         assert ENTRIES[name].source.startswith("DERIVED"), name
         assert _derivation(name)["other_keys_from"] in ENTRIES
+    assert ENTRIES["mistral-small-24b-instruct-2501"].source.startswith("DERIVED")
+
+
+# Mistral params.json -> transformers MistralConfig (transformers models/mistral/convert_mistral_weights_to_hf.py)
+MISTRAL_KEYS = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "head_dim": "head_dim",
+                "hidden_dim": "intermediate_size", "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
+                "norm_eps": "rms_norm_eps", "vocab_size": "vocab_size", "rope_theta": "rope_theta",
+                "max_seq_len": "max_position_embeddings"}
+
+
+def test_mistral_small_config_is_its_params_json_renamed():
+    d = _derivation("mistral-small-24b-instruct-2501")
+    cfg = ENTRIES["mistral-small-24b-instruct-2501"].config
+    assert set(d["first_party_args"]) == set(MISTRAL_KEYS)
+    for ours, theirs in MISTRAL_KEYS.items():
+        assert cfg[theirs] == d["first_party_args"][ours], theirs
+    assert cfg["tie_word_embeddings"] is (not d["checkpoint_index"]["has_lm_head"])
+
+
+def test_mistral_small_count_is_the_checkpoint_size():
+    """Independent truth: the bytes of the released bf16 checkpoint (model.safetensors.index.json total_size)."""
+    from llmsizer.formulas.params import count_params
+    idx = _derivation("mistral-small-24b-instruct-2501")["checkpoint_index"]
+    total = count_params(ENTRIES["mistral-small-24b-instruct-2501"].spec()).total
+    assert total * idx["dtype_bytes"] == idx["total_size"] == 47_144_806_400
+
+
+# DeepSeek-V3.1 resolves to the deepseek-v3 entry. Its architecture keys, as NVIDIA's DeepSeek-V3.1-NVFP4
+# config.json copies them (ai-dynamo/aiconfigurator:aic-core/src/aiconfigurator_core/model_configs/
+# nvidia--DeepSeek-V3.1-NVFP4_config.json@095f58a51c4ca8e61b66ec108d86f223f8d559ce), verbatim:
+DEEPSEEK_V31_ARCH = {
+    "first_k_dense_replace": 3, "hidden_size": 7168, "intermediate_size": 18432, "kv_lora_rank": 512,
+    "max_position_embeddings": 163840, "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1,
+    "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128,
+    "num_experts_per_tok": 8, "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1,
+    "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "tie_word_embeddings": False,
+    "topk_group": 4, "v_head_dim": 128, "vocab_size": 129280,
+}
+
+
+def test_deepseek_v31_alias_has_the_v3_architecture():
+    from llmsizer.catalog.models import find
+    entry = find("deepseek-ai/DeepSeek-V3.1")
+    assert entry.name == "deepseek-v3"
+    for key, value in DEEPSEEK_V31_ARCH.items():
+        assert entry.config[key] == value, key

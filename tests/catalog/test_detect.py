@@ -248,3 +248,16 @@ def test_run_commands_runs_what_exists_and_skips_the_rest(tmp_path: Path) -> Non
     det = detect(outputs, skipped)
     assert [(d.id, d.memory_bytes) for d in det.devices] == [("detected-h100-sxm", 81559 * MiB),
                                                             ("detected-cpu", 16268680 * KiB)]
+
+
+@pytest.mark.parametrize(("driver_name", "device"), [
+    ("NVIDIA GeForce RTX 5080", "rtx-5080"), ("NVIDIA B300 SXM6 AC", "b300"), ("NVIDIA H20", "h20"),
+    ("NVIDIA GB200", "gb200"), ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000-workstation"),
+    ("AMD Instinct MI325X", "mi325x"), ("NVIDIA GeForce RTX 5060 Ti", "rtx-5060-ti-16gb"),
+    ("NVIDIA GeForce RTX 5070 Ti", "rtx-5070-ti"), ("NVIDIA GeForce RTX 5070", "rtx-5070"),
+])
+def test_driver_names_of_the_new_devices_map_to_their_catalog_rows(driver_name, device):
+    """Names as nvidia-smi / rocm-smi print them (e.g. 'NVIDIA B300 SXM6 AC' in published nvidia-smi captures)."""
+    from llmsizer.catalog.detect import _catalog_device, _gpu_names
+    dev = _catalog_device(builtin_catalog(), _gpu_names(driver_name), "gpu")
+    assert dev is not None and dev.id == device

@@ -89,7 +89,10 @@ def test_every_entry_loads_and_converts_to_base_units() -> None:
 
 REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb", "a100-sxm-40gb", "l40s", "l40", "l4",
             "a10g", "a10", "t4", "v100-sxm2-16gb", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-6000-ada", "rtx-a6000",
-            "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p"]
+            "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p",
+            # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
+            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "b300", "gb200", "mi325x", "mi355x", "h20",
+            "rtx-pro-6000-workstation"]
 
 
 def test_the_issue_list_of_accelerators_is_present() -> None:
@@ -147,7 +150,7 @@ def test_values_are_in_plausible_ranges() -> None:
             assert 30e9 <= d.bandwidth <= 10e12, d.id
         for k, v in d.flops.items():
             if isinstance(v.base, float | int) and v.unit != "flag":
-                assert 0.1e12 <= v.base <= 10e15, (d.id, k)
+                assert 0.1e12 <= v.base <= 20e15, (d.id, k)  # largest: B300 dense FP4, 14 PFLOP/s
         if d.tdp is not None:
             assert 10 <= d.tdp.base <= 1500, d.id
         if d.memory_usable is not None and d.memory is not None and d.memory.unit == "GB":
@@ -274,3 +277,22 @@ def test_every_cpu_only_catalog_instance_has_threads_per_core_cores_and_a_price_
         assert inst.vcpus is not None and inst.memory is not None, inst.id
         assert inst.price is not None or raw[inst.id]["price"].get("note"), inst.id
         assert raw[inst.id].get("note"), inst.id  # says which part the instance is linked to and how sure
+
+
+def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
+    """One M4 Max name, two chips: the 14-core CPU / 32-core GPU bin ships with 36 GB at 410 GB/s, the 16-core CPU /
+    40-core GPU bin with 48 GB or more at 546 GB/s (Notebookcheck's M4 Max 32-core and 40-core GPU pages). The
+    36 GB configuration keeps its old id through an alias."""
+    m36, m48 = find_hardware("apple-m4-max-36gb"), find_hardware("apple-m4-max-48gb")
+    assert m36.chip == "apple-m4-max-32c" and m36.bandwidth == 410e9 and m36.memory_bytes == 36 * GiB
+    assert m48.chip == "apple-m4-max" and m48.bandwidth == 546e9
+    assert find_hardware("m4max-36gb").id == m36.id
+    bins = {d.id for d in builtin_catalog().devices.values() if d.chip in ("apple-m4-max", "apple-m4-max-32c")}
+    assert bins == {"apple-m4-max-32c-36gb", "apple-m4-max-48gb", "apple-m4-max-64gb", "apple-m4-max-128gb"}
+    # M3 Max: 14-core CPU / 30-core GPU with 36 or 96 GB at 300 GB/s, 16-core / 40-core with 48-128 GB at 400 GB/s
+    # (llama.cpp discussion #4167 table); the old ids of the 30-core configurations still resolve
+    assert {find_hardware(f"apple-m3-max-{g}gb").bandwidth for g in (36, 96)} == {300e9}
+    assert {find_hardware(f"apple-m3-max-{g}gb").bandwidth for g in (48, 64, 128)} == {400e9}
+    # M4 Pro: both bins 273 GB/s; the 20-core bin is its own chip with more shader FLOP/s
+    pro16, pro20 = find_hardware("apple-m4-pro-24gb"), find_hardware("apple-m4-pro-20c-24gb")
+    assert pro16.bandwidth == pro20.bandwidth == 273e9 and pro20.flops["fp16"].base > pro16.flops["fp16"].base

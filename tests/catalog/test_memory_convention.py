@@ -43,9 +43,17 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-a6000": 49140,  # 'NVIDIA RTX A6000 | 49140 MiB | driver 580.173.02'
     "rtx-pro-6000-server": 97887,  # nvidia-smi 'NVIDIA RTX PRO 6000 Blac... ... 97887MiB', driver 580.178.04
     "mi300x": 205822885888 / MiB,  # rocm-smi 'VRAM Total Memory (B): 205822885888'
+    "b300": 275040,  # AIConfigurator b300_sxm.yaml '275040MiB reported by nvidia-smi'; 'NVIDIA B300 SXM6 AC' 275040 MiB
+    "gb200": 189471,  # NVIDIA AIConfigurator gb200.yaml: '189471MiB reported by nvidia-smi'
+    "rtx-5080": 16303,  # resource audit 'NVIDIA GeForce RTX 5080', driver 610.88, 'gpu_total_memory_mib': 16303
+    "rtx-pro-6000-workstation": 97886,
+    "rtx-5070-ti": 16303,  # 'NVIDIA GeForce RTX 5070 Ti ... driver 596.49 ... 16,303 MiB reported VRAM'
+    "h20": 97871,  # nvidia-smi 'NVIDIA H20 ... 4MiB /  97871MiB'
+  # 'NVIDIA RTX PRO 6000 Blackwell Workstation Edition ... VRAM: 97886 MiB'
 }
 # devices with no driver report found: the vendor's figure in GB, read as GiB
-VENDOR_GB = {"dgx-spark": 128, "mi250x": 128, "gaudi2": 96, "gaudi3": 128, "tpu-v5e": 16, "tpu-v5p": 95}
+VENDOR_GB = {"dgx-spark": 128, "mi250x": 128, "gaudi2": 96, "gaudi3": 128, "tpu-v5e": 16, "tpu-v5p": 95,
+             "mi325x": 256, "mi355x": 288, "rtx-5070": 12, "rtx-5060-ti-16gb": 16}
 
 ACCELERATOR_KINDS = ("gpu", "tpu", "accelerator")
 

@@ -80,6 +80,14 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                  "3.35B truncated, not rounded; excluding the embedding gives 3.04B, further off",
     ("deepseek-v2-lite", "active"): "card '2.4B active' vs 2,661,150,208 with the embedding, 2,451,435,008 without "
                                     "it (the DeepSeek-V3 convention below): 2.45B truncated to 2.4B",
+    ("qwen3-coder-30b-a3b-instruct", "active"): "card '3.3B activated' vs 3,353,032,704: the Qwen3-30B-A3B "
+                                                "architecture and the same truncation as qwen3-30b-a3b above",
+    ("glm-4.5-air", "total"): "'106 billion total' vs 106,852,245,504 built from the config (46 layers; the MTP "
+                              "layer is not built by transformers and would add more): 106.85B truncated to 106B",
+    ("glm-4.5-air", "active"): "'12 billion active' vs 13,424,123,904 (8 of 128 experts + shared expert, dense "
+                               "layer 0, attention, embedding and lm_head); 12,803,366,912 without the input "
+                               "embedding, 12,182,609,920 without both embedding tables: no stated convention gives 12B "
+                               "within its rounding",
 }
 # Publishers that leave the input-embedding table (a lookup, no compute) out of the active count, stated
 # by the source: DeepSeek-V3 README_WEIGHTS.md "Activation parameters: 36.6B (including 0.9B for the output
@@ -87,7 +95,9 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
 # rounded (37.55B with the embedding would be outside "37B"); gpt-oss model card 3.61B active of 20.91B
 # (= total active minus the 0.58B embedding), and 5.13B of 116.83B for gpt-oss-120b. llmsizer counts the embedding as active (formulas/params.py);
 # for these the test compares active minus embedding.
-ACTIVE_EXCLUDES_INPUT_EMBEDDING = {"deepseek-v3", "deepseek-r1", "gpt-oss-20b", "gpt-oss-120b"}
+# Kimi K2 is the DeepSeek-V3 architecture (its config says DeepseekV3ForCausalLM) and its "32 billion activated"
+# (arXiv 2507.20534) is 31.69B without the input embedding (32.86B with it, outside "32B").
+ACTIVE_EXCLUDES_INPUT_EMBEDDING = {"deepseek-v3", "deepseek-r1", "gpt-oss-20b", "gpt-oss-120b", "kimi-k2-instruct"}
 
 
 def _published_rows() -> list[Any]:

@@ -30,6 +30,7 @@ from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import (
     TINY_CONFIGS,
     build,
+    cache_indexer_keys,
     cache_layers,
     cache_logical_bytes,
     cache_storage_bytes,
@@ -150,3 +151,28 @@ def test_transformers_engine_profile_matches_the_bytes_held(name):
     predicted = kv_cache(_spec(name), tokens + 1, batch, "bf16", mla_mode=prof.mla_mode,
                          window_extra=prof.window_extra).total_bytes
     assert predicted == cache_storage_bytes(step)
+
+
+# --- DeepSeek-V3.2 DSA indexer keys -------------------------------------------------------------------------
+
+def test_dsa_indexer_keys_are_cached_at_the_model_dtype_beside_the_latent():
+    """transformers' DynamicIndexedLayer keeps [B, T, index_head_dim] indexer keys in the model dtype."""
+    cfg = TINY_CONFIGS["deepseek-v32-dsa"]
+    cache = _prefill("deepseek-v32-dsa", "bf16", 2, 7)
+    keys = cache_indexer_keys(cache)
+    assert len(keys) == cfg["num_hidden_layers"]
+    for t in keys:
+        assert tuple(t.shape) == (2, 7, cfg["index_head_dim"]) and t.dtype == torch.bfloat16
+
+
+def test_vllm_and_sglang_store_dsa_indexer_keys_as_fp8_with_block_scales():
+    """vLLM DeepseekV32IndexerCache and SGLang NSATokenToKVPool: index_head_dim + index_head_dim // 128 * 4 bytes
+    (uint8) per token and layer, whatever the KV dtype; the latent stays at the KV dtype."""
+    from llmsizer.catalog.models import find_spec
+    spec = find_spec("deepseek-v3.2")
+    assert (spec.mla.index_head_dim, spec.num_layers) == (128, 61)
+    for profile in (engines.PROFILES["vllm"], engines.PROFILES["sglang"]):
+        per_token = kv_cache(spec, 1, 1, "bf16", mla_mode="latent",
+                             indexer_cache=profile.dsa_indexer_cache).bytes_per_token
+        assert per_token == 61 * ((512 + 64) * 2 + (128 + 4))
+    assert kv_cache(spec, 1, 1, "bf16").bytes_per_token == 61 * (512 + 64 + 128) * 2  # transformers

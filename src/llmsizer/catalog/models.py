@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -54,6 +54,8 @@ class CatalogEntry:
     source: str
     retrieved: str
     config: dict[str, Any]
+    # the image processor's own file (preprocessor_config.json), for models whose tokens per image depend on it
+    preprocessor: dict[str, Any] = field(default_factory=dict)
 
     def spec(self) -> ModelSpec:
         return _spec(self.name)
@@ -106,6 +108,7 @@ def entries() -> dict[str, CatalogEntry]:
                 published_params_source=d.get("published_params_source", ""),
                 published_active_params=d.get("published_active_params"),
                 source=d["source"], retrieved=d["retrieved"], config=d["config"],
+                preprocessor=d.get("preprocessor_config") or {},
             )
         except (KeyError, json.JSONDecodeError) as exc:
             raise ModelFileError(f"catalog file {f.name}: malformed ({exc})") from None
@@ -180,7 +183,8 @@ def _variant_spec(entry: str, asked: str) -> ModelSpec:
 @lru_cache(maxsize=128)
 def _spec(name: str) -> ModelSpec:
     e = entries()[name]
-    return spec_from_config(e.config, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
+    cfg = {**e.config, "preprocessor_config": e.preprocessor} if e.preprocessor else e.config
+    return spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)
 

@@ -47,6 +47,9 @@ def _argtype(parse: Callable[[str], Any], name: str) -> Callable[[str], Any]:
     return convert
 
 
+argtype = _argtype  # for argparse types defined beside their flags (workload_args.py)
+
+
 def _number(text: str, rng: Range) -> int | float:
     s = text.strip().replace("_", "")
     if len(s) > 100:

@@ -23,6 +23,8 @@ EPILOG = """examples:
   llmsizer infer llama-3.1-8b --memory 24GiB --max-context
   llmsizer infer mistral-7b-v0.1 --device cpu --weights q4_0 --engine llamacpp
   llmsizer infer --params 7B --layers 32 --hidden 4096 --heads 32 --kv-heads 8 --context 16k
+  llmsizer infer gemma-3-27b-it --images 4 --context 8k --concurrency 4
+  llmsizer infer qwen2.5-vl-7b-instruct --images 2 --image-size 1920x1080 --engine vllm --memory 24GiB
 """
 
 

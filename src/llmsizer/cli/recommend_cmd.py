@@ -13,7 +13,7 @@ from ..render.safe import say
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
-from .workload_args import add_headroom_arg, add_training_args, training_fields
+from .workload_args import add_headroom_arg, add_media_args, add_training_args, media_fields, training_fields
 
 EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     g.add_argument("--context", type=tokens_arg, help=f"tokens per sequence (default {InferenceWorkload.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
+    add_media_args(g)
     g.add_argument("--weights", help="force one weight format instead of searching")
     g.add_argument("--engine", choices=ENGINES, help="serving engine for every option (default: each option's: "
                    "vLLM on data-center GPUs and several devices, llama.cpp on Apple, CPUs and single consumer cards)")
@@ -81,7 +82,7 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
-                                  hardware_files=args.hardware_file,
+                                  hardware_files=args.hardware_file, media=media_fields(args),
                                   engine=normalize_engine(args.engine) if args.engine else None)
     return rec.to_dict(), exit_code(bool(rec.options)), rec
 

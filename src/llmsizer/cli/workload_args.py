@@ -16,11 +16,13 @@ from ..numbers import (
     COUNT,
     GPU_LAYERS,
     HEADROOM,
+    IMAGES,
     MAX_GPUS,
     SPLIT_SHARE,
     TOKENS,
     TRAIN_TOKENS,
     UTILIZATION,
+    VIDEO_FRAMES,
     WIDTH,
     ZERO_STAGE,
     Range,
@@ -36,7 +38,8 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from .common import count_in, float_arg, int_arg, list_of, tokens_arg
+from ..units import parse_image_size
+from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
@@ -52,6 +55,31 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--attention", choices=ATTENTION_IMPLS, help=f"attention kernel (default {IW.attention})")
+
+
+image_size_arg = argtype(lambda t: parse_image_size(t, what=""), "WxH")
+
+
+def add_media_args(g: argparse.ArgumentParser | Any) -> None:
+    """Images and video in each prompt (multimodal models): their tokens add to --context."""
+    g.add_argument("--images", type=int_arg(IMAGES),
+                   help=f"images in each sequence's prompt; their tokens add to --context (default {IW.images})")
+    g.add_argument("--image-size", type=image_size_arg, metavar="WxH",
+                   help="width x height of each image in pixels, e.g. 1024x768 (default: the vision encoder's input "
+                        "size; required for dynamic-resolution models)")
+    g.add_argument("--video-frames", type=int_arg(VIDEO_FRAMES),
+                   help=f"sampled frames of one video in each prompt (default {IW.video_frames}: no video)")
+    g.add_argument("--video-size", type=image_size_arg, metavar="WxH", help="width x height of each video frame")
+    g.add_argument("--pan-and-scan", action="store_true", default=None,
+                   help="Gemma 3: the processor also crops wide/tall images, each crop more tokens (default off)")
+
+
+MEDIA_FIELDS = ("images", "image_size", "video_frames", "video_size", "pan_and_scan")
+
+
+def media_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The image/video fields of InferenceWorkload the user gave."""
+    return {k: getattr(args, k) for k in MEDIA_FIELDS if getattr(args, k, None) is not None}
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
@@ -99,12 +127,13 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                         "identical GPUs)")
     g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(GPU_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
+    add_media_args(g)
 
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
-                    "tensor_split", "n_cpu_moe")
+                    "tensor_split", "n_cpu_moe") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:

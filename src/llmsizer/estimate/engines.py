@@ -68,6 +68,9 @@ class EngineProfile:
     description: str
     source: str
     prefill_keeps_full_prompt: bool = False  # sliding layers still hold the whole prompt right after prefill
+    # DSA indexer key cache (DeepSeek-V3.2): 'kv' at the KV dtype, 'fp8_scaled' FP8 + fp32 scale per 128
+    # (formulas/kv_cache.py eq. 3)
+    dsa_indexer_cache: str = "kv"
     # recurrent (Mamba / Gated DeltaNet) state, formulas/recurrent_state.py: conv columns kept beyond d_conv - 1, the
     # conv and SSM state dtypes ("model": the activation / model dtype) and where the rule is read
     conv_state_window: int = 0
@@ -92,6 +95,7 @@ TRANSFORMERS = EngineProfile(
 )
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
+    dsa_indexer_cache="fp8_scaled",
     description="vLLM: loads weights, profiles a dummy batch of max_num_batched_tokens, then pre-allocates KV blocks "
                 "to fill gpu_memory_utilization x GPU memory; MLA caches the latent; paged blocks of 16 tokens.",
     source="vLLM docs 'Engine arguments' (gpu_memory_utilization 0.9, block_size 16); "
@@ -115,6 +119,7 @@ LLAMACPP = EngineProfile(
 )
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
+    dsa_indexer_cache="fp8_scaled",
     description="SGLang: loads weights, then fills mem_fraction_static of the memory free before loading with a "
                 "token pool (max_total_num_tokens); the rest (1 - mem_fraction_static) is left for activations and "
                 "CUDA graphs; finished requests stay in the pool as a radix (prefix) cache, evicted as needed.",

@@ -271,6 +271,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                              weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
+    if "media_tokens" in d:
+        assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
+                                      f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     lo, mid, hi = est.total("host" if on_cpu else "device")
@@ -283,7 +286,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     sp = None
     if speed:
         kvd = str(d.get("kv_dtype", "bf16"))
+        # image/video tokens are prompt tokens too (estimate/inference/media.py)
         prompt, out = prompt_and_output(context, output_tokens)
+        prompt += int(d.get("media_tokens", 0))
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,

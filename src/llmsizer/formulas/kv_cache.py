@@ -14,6 +14,17 @@ Engines that do not implement the latent cache (older transformers DeepSeek code
 expanded keys and values: num_heads * (qk_nope_head_dim + qk_rope_head_dim) + num_heads * v_head_dim
 elements (``mla_mode="expanded"``); transformers 5.x and vLLM cache the latent.
 
+DeepSeek Sparse Attention (DeepSeek-V3.2) adds the lightning indexer's key, one head of ``index_head_dim`` per
+token and layer, cached beside the latent:
+
+    dsa_bytes_per_token_layer = mla_bytes_per_token_layer + index_head_dim * indexer_bytes_per_element   (3)
+
+transformers keeps the indexer keys at the model dtype like the rest of the cache (cache_utils.py
+``DynamicIndexedLayer.indexer_keys`` [B, T, index_head_dim]; measured in tests/formulas/test_kv_cache_forward.py);
+vLLM and SGLang store them as FP8 with one fp32 scale per 128 values, index_head_dim + index_head_dim // 128 * 4
+bytes of uint8 whatever the KV dtype (vLLM ``DeepseekV32IndexerCache`` head_size, SGLang ``NSATokenToKVPool``
+index_k_with_scale_buffer): ``indexer_cache="fp8_scaled"``.
+
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
 (``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
@@ -44,6 +55,12 @@ KV_DTYPE_BYTES: dict[str, float] = {
 }
 
 
+# bytes per element of the DSA indexer key cache, eq. (3): 'kv' = at the KV dtype (transformers); 'fp8_scaled' =
+# FP8 plus one fp32 scale per 128 values (vLLM, SGLang)
+INDEXER_CACHE_KINDS = ("kv", "fp8_scaled")
+INDEXER_FP8_SCALE_BLOCK = 128
+
+
 def kv_dtype_bytes(kv_dtype: str) -> float:
     key = kv_dtype.strip().lower().replace("-", "_")
     key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32",
@@ -61,6 +78,18 @@ def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent") -> in
             return m.kv_lora_rank + m.qk_rope_head_dim
         return spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + spec.num_heads * m.v_head_dim
     return 2 * spec.num_kv_heads * spec.head_dim
+
+
+def indexer_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, indexer_cache: str = "kv") -> float:
+    """Bytes of one token's DSA indexer key in one layer (eq. 3); 0 without an indexer."""
+    m = spec.mla
+    if m is None or not m.index_head_dim:
+        return 0.0
+    if indexer_cache == "fp8_scaled":
+        return float(m.index_head_dim + m.index_head_dim // INDEXER_FP8_SCALE_BLOCK * 4)
+    if indexer_cache != "kv":
+        raise InputError(f"unknown indexer cache {indexer_cache!r}; known: {', '.join(INDEXER_CACHE_KINDS)}")
+    return m.index_head_dim * kv_dtype_bytes(kv_dtype)
 
 
 def sliding_tokens(tokens: int, window: int, window_extra: int) -> int:
@@ -87,12 +116,14 @@ class KVCache:
 
 @lru_cache(maxsize=8192, typed=True)  # a pure function of its arguments (the spec is frozen); KVCache is frozen
 def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
-             mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None) -> KVCache:
-    """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-2)."""
+             mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None,
+             indexer_cache: str = "kv") -> KVCache:
+    """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3)."""
     if tokens < 0 or sequences < 0:
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
     per_elem = kv_dtype_bytes(kv_dtype)
-    per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem
+    per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem + indexer_bytes_per_token_layer(
+        spec, kv_dtype, indexer_cache)
     n_sliding = spec.layer_types.count("sliding")
     n_full = spec.layer_types.count("full")
     t_full = paged_tokens(tokens, block_size)

@@ -11,7 +11,8 @@ References per block:
   ``modeling_gpt_oss.py`` (``sinks``: one learned logit per head).
 - MLA: DeepSeek-V2 (arXiv 2405.04434) eqs. 9-19; transformers ``modeling_deepseek_v3.py``
   ``DeepseekV3Attention`` (q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm,
-  kv_b_proj, o_proj).
+  kv_b_proj, o_proj); DSA lightning indexer: DeepSeek-V3.2-Exp report (DeepSeek_V3_2.pdf), ``modeling_deepseek_v32.py``
+  ``DeepseekV32Indexer`` (wq_b, wk, k_norm, weights_proj).
 - SwiGLU MLP: Shazeer 2020 (arXiv 2002.05202) eq. 6 -> gate, up, down.
 - MoE: router [E, H], E experts, optional shared experts (DeepSeekMoE arXiv 2401.06066 eq. 3).
 - ViT encoder: Dosovitskiy et al. 2021 (arXiv 2010.11929) eq. 1-4; transformers ``modeling_siglip.py``.
@@ -108,6 +109,15 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
                        m.kv_lora_rank, i, False)
         out += _linear("attn_output", "attention", h, spec.num_heads * m.v_head_dim, i,
                        spec.attention_out_bias)
+        if m.index_n_heads:
+            # DSA lightning indexer (transformers modeling_deepseek_v32.py DeepseekV32Indexer; DeepSeek's reference
+            # inference/model.py Indexer): wq_b [n_idx*d_idx, q_lora_rank], wk [d_idx, H], k_norm = LayerNorm(d_idx)
+            # with bias, weights_proj [n_idx, H] -- all without bias
+            d_idx = m.index_head_dim
+            out += _linear("indexer_q_b", "attention", m.index_n_heads * d_idx, m.q_lora_rank or h, i, False)
+            out += _linear("indexer_k", "attention", d_idx, h, i, False)
+            out += _norm("indexer_k_norm", d_idx, "layernorm", i, "attention")
+            out += _linear("indexer_proj", "attention", m.index_n_heads, h, i, False)
         return out
     hd = spec.head_dim
     q_out = spec.num_heads * hd * (2 if spec.attention_output_gate else 1)  # Qwen3NextAttention: query + gate
@@ -199,10 +209,37 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     return out
 
 
+def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
+    """Qwen2.5-VL's vision tower (transformers modeling_qwen2_5_vl.py): Conv3d patch embedding without bias
+    [d, C, t, p, p]; per block RMSNorm norm1/norm2, fused qkv Linear(d, 3d) and proj Linear(d, d) with biases,
+    SwiGLU gate/up/down with biases. Qwen3-VL's (modeling_qwen3_vl.py Qwen3VLVisionModel): the Conv3d with a bias,
+    a learned position table [num_position_embeddings, d], LayerNorms, a GELU fc1/fc2 MLP with biases. The patch
+    mergers' parameters in ``projector_params``."""
+    v = spec.vision
+    assert v is not None
+    d = v.hidden_size
+    qwen3 = v.encoder == "qwen3_vl"
+    out = [Tensor("v_patch_embd", "vision", (d, v.num_channels * v.temporal_patch_size * v.patch_size
+                                             * v.patch_size))]
+    if qwen3:
+        out += [Tensor("v_patch_embd.bias", "vision", (d,)),
+                Tensor("v_pos_embd", "vision", (v.position_embeddings, d))]
+    for j in range(v.num_layers):
+        for role in ("v_ln1", "v_ln2"):
+            out += _norm(role, d, "layernorm" if qwen3 else "rmsnorm", j, "vision")
+        out += _linear("v_attn_qkv", "vision", 3 * d, d, j, True)
+        out += _linear("v_attn_o", "vision", d, d, j, True)
+        out += _mlp("v_ffn", "vision", d, v.intermediate_size, not qwen3, True, j)
+    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return out
+
+
 def _vision(spec: ModelSpec) -> list[Tensor]:
     v = spec.vision
     if v is None:
         return []
+    if v.encoder in ("qwen2_5_vl", "qwen3_vl"):
+        return _qwen_vision(spec)
     d, n_patches = v.hidden_size, (v.image_size // v.patch_size) ** 2
     out = [
         Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),

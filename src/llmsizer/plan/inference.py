@@ -45,7 +45,7 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
          context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, kv_dtype=job.kv_cache_dtype, dtype=job.precision,
-               hardware_files=ctx.hardware_files)
+               hardware_files=ctx.hardware_files, **job.media.fields())
 
 
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
@@ -84,7 +84,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             raise _Skip
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
                          output_tokens=out_peak, weights=job.quantization, constraints=cons,
-                         hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False)
+                         hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
+                         media=job.media.fields())
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -219,7 +220,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, tensor_parallel=tp,
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **(batch or {}))
+                                  **job.media.fields(), **(batch or {}))
     except InputError:
         return None
 

@@ -19,6 +19,7 @@ from ..numbers import (
     EXPERTS,
     EXPERTS_OR_ZERO,
     HEADS,
+    IMAGE_AREA,
     LAYER_INDEX,
     LAYERS,
     PIXELS,
@@ -36,11 +37,29 @@ from .safe_io import MAX_JSON_FILE_BYTES, loads_bounded, read_regular, shown
 CONV_KERNEL = Range(1, 1024, True, "a causal conv kernel width")
 EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 
-LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2"}
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"}
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
+              "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe"}
+MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
-SUPPORTED_MODEL_TYPES = tuple(sorted(LLAMA_LIKE | MOE_TYPES | HYBRID_TYPES | {"gemma3", "gpt_bigcode"}))
+# multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text", "qwen3_vl_text"}) | MOE_TYPES | HYBRID_TYPES
+                                     | {"gpt_bigcode"} | set(MULTIMODAL)))
+# model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
+# architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
+# ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
+# README_zh.md), and transformers reads it the same way (models/kimi_k25/configuration_kimi_k25.py
+# Kimi_K25Config.__post_init__: a text_config of model_type 'kimi_k2' becomes 'deepseek_v3').
+MODEL_TYPE_ALIASES = {"kimi_k2": "deepseek_v3"}
+# Qwen2VLImageProcessor / Qwen2VLVideoProcessor class defaults (transformers models/qwen2_vl/
+# image_processing_qwen2_vl.py L96 size, video_processing_qwen2_vl.py L118 size), used when a catalog entry gives
+# no preprocessor_config; the published Qwen2.5-VL preprocessor_config.json raises max_pixels to 12845056.
+QWEN_VL_PIXELS = {"min_pixels": 56 * 56, "max_pixels": 28 * 28 * 1280}
+QWEN_VL_VIDEO_PIXELS = {"min_pixels": 128 * 28 * 28, "max_pixels": 28 * 28 * 768}
+# Qwen3VLVideoProcessor class defaults (video_processing_qwen3_vl.py L114 size)
+QWEN3_VL_VIDEO_PIXELS = {"min_pixels": 128 * 32 * 32, "max_pixels": 32 * 32 * 768}
 
 # Every numeric config key the reader uses, and the documented range (llmsizer.numbers) its value must lie in.
 # Each value is checked when it is read, before anything proportional to it (per-layer lists) is built.
@@ -50,20 +69,23 @@ NUMERIC_KEYS: dict[str, Range] = {
     "hidden_size": WIDTH, "n_embd": WIDTH, "head_dim": WIDTH, "n_inner": WIDTH,
     "intermediate_size": WIDTH_OR_ZERO, "moe_intermediate_size": WIDTH, "shared_expert_intermediate_size": WIDTH_OR_ZERO,
     "kv_lora_rank": WIDTH, "q_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
-    "v_head_dim": WIDTH,
+    "v_head_dim": WIDTH, "index_n_heads": HEADS, "index_head_dim": WIDTH,
     "vocab_size": VOCAB,
     "num_local_experts": EXPERTS, "num_experts": EXPERTS_OR_ZERO, "n_routed_experts": EXPERTS_OR_ZERO,
     "num_experts_per_tok": EXPERTS, "experts_per_token": EXPERTS, "n_shared_experts": EXPERTS_OR_ZERO,
     "max_position_embeddings": TOKENS, "n_positions": TOKENS, "sliding_window": TOKENS_OR_ZERO,
     "first_k_dense_replace": LAYER_INDEX, "max_window_layers": LAYER_INDEX,
     "decoder_sparse_step": LAYERS, "moe_layer_freq": LAYERS, "sliding_window_pattern": LAYERS,
-    "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS,
-    # hybrid / state-space families (readers/hf_hybrid.py)
+    "image_size": PIXELS, "patch_size": PIXELS, "num_channels": PIXELS, "mm_tokens_per_image": TOKENS,
+    "depth": LAYERS, "num_heads": HEADS, "in_channels": PIXELS, "spatial_merge_size": PIXELS,
+    "temporal_patch_size": PIXELS, "out_hidden_size": WIDTH, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
+    "shortest_edge": IMAGE_AREA, "longest_edge": IMAGE_AREA, "num_position_embeddings": TOKENS,
+    # hybrid / state-space families (readers/hf_hybrid.py); "num_heads" (HEADS) is listed with the vision keys above
     "linear_num_value_heads": HEADS, "linear_num_key_heads": HEADS, "linear_key_head_dim": WIDTH,
     "linear_value_head_dim": WIDTH, "linear_conv_kernel_dim": CONV_KERNEL,
     "mamba_d_state": WIDTH, "mamba_d_conv": CONV_KERNEL, "mamba_expand": EXPAND, "mamba_n_heads": HEADS,
     "mamba_n_groups": HEADS, "mamba_d_ssm": WIDTH, "mamba_num_heads": HEADS, "mamba_head_dim": WIDTH,
-    "ssm_state_size": WIDTH, "state_size": WIDTH, "conv_kernel": CONV_KERNEL, "expand": EXPAND, "num_heads": HEADS,
+    "ssm_state_size": WIDTH, "state_size": WIDTH, "conv_kernel": CONV_KERNEL, "expand": EXPAND,
     "n_groups": HEADS, "attn_layer_period": LAYERS, "attn_layer_offset": LAYER_INDEX,
     "expert_layer_period": LAYERS, "expert_layer_offset": LAYER_INDEX, "shared_intermediate_size": WIDTH_OR_ZERO,
     "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
@@ -153,8 +175,8 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
         if len(kinds) != n_layers:
             raise ModelFileError(f"{c.where}: layer_types has {len(kinds)} entries for {n_layers} layers")
         return kinds, (c.get("sliding_window") if "sliding" in kinds else None)
-    if mt in ("qwen2", "qwen3"):
-        # Qwen2Config / Qwen3Config.__post_init__: sliding_window = None unless use_sliding_window; layers with
+    if mt in ("qwen2", "qwen3", "qwen2_5_vl_text"):
+        # Qwen2Config / Qwen3Config / Qwen2_5_VLTextConfig.__post_init__: sliding_window = None unless use_sliding_window; layers with
         # index >= max_window_layers slide (configuration_qwen2.py, configuration_qwen3.py).
         window = c.get("sliding_window") if c.get("use_sliding_window") else None
         if not window:
@@ -198,7 +220,7 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
 # Mistral, Mixtral and Phi3 hard-code bias=False; DeepseekV2/V3Attention put attention_bias on q_a_proj,
 # kv_a_proj_with_mqa and o_proj (the MLA branch of formulas/tensors.py reads qkv bias for the first two).
 ATTN_BIAS_QKVO = {"llama", "granite", "olmo2", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss",
-                  "deepseek_v2", "deepseek_v3"}
+                  "deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_vl_text"}
 # config.mlp_bias is honoured only by LlamaMLP, GraniteMLP and DeepseekV2MLP (dense and shared-expert MLPs);
 # every other MLP hard-codes bias=False.
 MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
@@ -207,10 +229,13 @@ MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
 def _attention_biases(c: _Cfg) -> tuple[bool, bool]:
     """(q/k/v bias, output-projection bias) of model type ``c.model_type``; see ATTN_BIAS_QKVO."""
     mt = c.model_type
-    if mt == "qwen2":
+    if mt in ("qwen2", "qwen2_5_vl_text"):  # Qwen2_5_VLAttention: q/k/v bias, o_proj without
         return True, False
     if mt == "qwen2_moe":
         return bool(c.get("qkv_bias", True)), False
+    if mt == "glm4_moe":
+        # Glm4MoeAttention: q/k/v_proj bias=config.attention_bias, o_proj bias=False (modeling_glm4_moe.py)
+        return bool(c.get("attention_bias", False)), False
     if mt in ATTN_BIAS_QKVO:
         b = bool(c.get("attention_bias", False))
         return b, b
@@ -242,12 +267,16 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
                       shared_intermediate_size=shared, shared_expert_gate=qwen2)
         return moe, layers
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "glm4_moe"):
+        # Glm4MoeDecoderLayer: MoE when layer_idx >= first_k_dense_replace; shared_experts = Glm4MoeMLP of
+        # moe_intermediate_size * n_shared_experts; router weight [E, H], no bias (e_score_correction_bias is a
+        # buffer) -- the DeepSeek-V3 layout (modeling_glm4_moe.py). DeepseekV32Config: the first
+        # first_k_dense_replace layers dense, the rest sparse (configuration_deepseek_v32.py mlp_layer_types).
         n_exp = c.get("n_routed_experts")
         if not n_exp:
             return None, (False,) * n_layers
         first = c.get("first_k_dense_replace", 0) or 0
-        freq = c.get("moe_layer_freq", 1) or 1
+        freq = (c.get("moe_layer_freq", 1) or 1) if mt in ("deepseek_v2", "deepseek_v3") else 1
         layers = tuple(i >= first and i % freq == 0 for i in range(n_layers))
         moe_inter = c.req("moe_intermediate_size")
         shared = (c.get("n_shared_experts") or 0) * moe_inter
@@ -256,7 +285,7 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
     return None, (False,) * n_layers
 
 
-def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpec | None:
+def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[str]) -> VisionSpec | None:
     vcfg = full_cfg.get("vision_config")
     if not isinstance(vcfg, dict):
         return None
@@ -275,11 +304,81 @@ def _vision(full_cfg: dict[str, Any], text_hidden: int, where: str) -> VisionSpe
     # Gemma3MultiModalProjector: mm_input_projection_weight [d_vision, d_text] + mm_soft_emb_norm [d_vision]
     # (transformers models/gemma3/modeling_gemma3.py).
     projector = d * text_hidden + d
-    return VisionSpec(
+    top = _Cfg(full_cfg, str(full_cfg.get("model_type")), where)
+    # Gemma 3: every image (resized to image_size) becomes mm_tokens_per_image soft tokens
+    # (transformers models/gemma3/processing_gemma3.py image_seq_length; formulas/vision_tokens.py rule "fixed")
+    tokens = top.get("mm_tokens_per_image")
+    vision = VisionSpec(
         hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("num_hidden_layers"),
         image_size=v.req("image_size"), patch_size=v.req("patch_size"), num_channels=v.req("num_channels"),
-        projector_params=projector,
+        projector_params=projector, num_heads=v.req("num_attention_heads"), token_rule="fixed",
+        tokens_per_image=tokens, pan_and_scan=True,
     )
+    notes.extend(v.used_defaults + top.used_defaults)
+    return vision
+
+
+def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: list[str]) -> VisionSpec:
+    """Qwen2.5-VL's / Qwen3-VL's vision tower (transformers models/qwen2_5_vl/modeling_qwen2_5_vl.py
+    Qwen2_5_VisionTransformerPretrainedModel, models/qwen3_vl/modeling_qwen3_vl.py Qwen3VLVisionModel) and its
+    processor's dynamic-resolution rule."""
+    vcfg = full_cfg.get("vision_config")
+    if not isinstance(vcfg, dict):
+        raise ModelFileError(f"{where}: vision_config must be an object")
+    qwen3 = full_cfg.get("model_type") == "qwen3_vl"
+    v = _Cfg(vcfg, "qwen3_vl_vision" if qwen3 else "qwen2_5_vl_vision", where + " vision_config")
+    d, merge = v.req("hidden_size"), v.req("spatial_merge_size")
+    out = v.req("out_hidden_size")
+    if out != text_hidden:
+        raise ModelFileError(f"{where}: vision_config.out_hidden_size ({out}) differs from the text hidden_size "
+                             f"({text_hidden})")
+    # Qwen2_5_VLPatchMerger: ln_q RMSNorm [d] + Linear(d m^2, d m^2) + GELU + Linear(d m^2, out), both with bias.
+    # Qwen3VLVisionPatchMerger: the same with a LayerNorm (weight + bias) over d, and one more merger per
+    # deepstack_visual_indexes entry normalising over d m^2 (use_postshuffle_norm=True; modeling_qwen3_vl.py)
+    wide = d * merge * merge
+    mlp = wide * wide + wide + out * wide + out
+    projector = d + mlp
+    deepstack = 0
+    if qwen3:
+        stack = v.get("deepstack_visual_indexes") or []
+        if not isinstance(stack, list):
+            raise ModelFileError(f"{where}: vision_config.deepstack_visual_indexes must be a list")
+        deepstack = len(stack)
+        projector = 2 * d + mlp + deepstack * (2 * wide + mlp)
+    pre = full_cfg.get("preprocessor_config") or {}
+    vid = full_cfg.get("video_preprocessor_config") or {}
+    if not isinstance(pre, dict) or not isinstance(vid, dict):
+        raise ModelFileError(f"{where}: preprocessor_config / video_preprocessor_config must be objects")
+    pixels = []
+    for what, given, default in (("preprocessor_config", pre, QWEN_VL_PIXELS),
+                                 ("video_preprocessor_config", vid, QWEN3_VL_VIDEO_PIXELS if qwen3
+                                  else QWEN_VL_VIDEO_PIXELS)):
+        p = _Cfg(given, "qwen2_vl_processor", f"{where} {what}")
+        size = p.get("size") or {}
+        if not isinstance(size, dict):
+            raise ModelFileError(f"{where} {what}: size must be an object")
+        # fast-processor files keep the bounds under size {shortest_edge, longest_edge} (image_processing_qwen2_vl.py)
+        edges = _Cfg(size, "qwen2_vl_processor", f"{where} {what}.size")
+        for key, edge in (("min_pixels", "shortest_edge"), ("max_pixels", "longest_edge")):
+            val = p.get(key)
+            if val is None:
+                val = edges.get(edge)
+            if val is None:
+                val = default[key]
+                cls = "Qwen3VLVideoProcessor" if qwen3 and what.startswith("video") else (
+                    "Qwen2VLVideoProcessor" if what.startswith("video") else "Qwen2VLImageProcessor")
+                notes.append(f"{what}.{key}={val} ({cls} class default)")
+            pixels.append(int(val))
+    vision = VisionSpec(
+        hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("depth"), image_size=0,
+        patch_size=v.req("patch_size"), num_channels=v.req("in_channels"), projector_params=projector,
+        num_heads=v.req("num_heads"), spatial_merge_size=merge,
+        temporal_patch_size=v.req("temporal_patch_size"), min_pixels=pixels[0], max_pixels=pixels[1],
+        video_min_pixels=pixels[2], video_max_pixels=pixels[3], encoder="qwen3_vl" if qwen3 else "qwen2_5_vl",
+        token_rule="qwen3_vl" if qwen3 else "qwen2_vl",
+        position_embeddings=v.req("num_position_embeddings") if qwen3 else 0)
+    notes.extend(v.used_defaults)
+    return vision
 
 
 def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
@@ -291,13 +390,20 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if not isinstance(mt, str):
         raise ModelFileError(f"{where}: config has no 'model_type'")
     full_cfg = cfg
-    if mt == "gemma3":
+    if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")
-        text = dict(cfg.get("text_config") or {})
-        text.setdefault("model_type", "gemma3_text")
-        cfg, mt = text, "gemma3_text"
-    if mt not in SUPPORTED_MODEL_TYPES:
+        if mt == "qwen2_5_vl" and "text_config" not in cfg:
+            # published Qwen2.5-VL configs are flat: Qwen2_5_VLConfig.__post_init__ pops the text keys from the top
+            text = {k: v for k, v in cfg.items() if k not in ("vision_config", "model_type")}
+        else:
+            text = dict(cfg.get("text_config") or {})
+        text["model_type"] = MULTIMODAL[mt]
+        cfg, mt = text, MULTIMODAL[mt]
+    if mt in MODEL_TYPE_ALIASES:
+        cfg = {**cfg, "model_type": MODEL_TYPE_ALIASES[mt]}
+        mt = MODEL_TYPE_ALIASES[mt]
+    if mt not in SUPPORTED_MODEL_TYPES and mt not in MULTIMODAL.values():
         raise UnsupportedArchitectureError(
             f"{where}: model_type {shown(mt)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
@@ -326,19 +432,42 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     layer_types, window = _layer_types(c, n_layers)
     moe, moe_layers = _moe(c, n_layers, hidden)
     mla = None
-    if mt in ("deepseek_v2", "deepseek_v3"):
+    if mt in MLA_TYPES:
+        # DeepSeek-V3.2 adds the DSA lightning indexer to every layer (index_n_heads x index_head_dim):
+        # DeepseekV32Indexer in transformers models/deepseek_v32/modeling_deepseek_v32.py
+        dsa = mt == "deepseek_v32"
         mla = MLASpec(q_lora_rank=c.get("q_lora_rank"), kv_lora_rank=c.req("kv_lora_rank"),
                       qk_nope_head_dim=c.req("qk_nope_head_dim"), qk_rope_head_dim=c.req("qk_rope_head_dim"),
-                      v_head_dim=c.req("v_head_dim"))
+                      v_head_dim=c.req("v_head_dim"),
+                      index_n_heads=c.req("index_n_heads") if dsa else 0,
+                      index_head_dim=c.req("index_head_dim") if dsa else 0)
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         n_kv = n_heads  # MLA expands the latent to every head
     qkv_bias, out_bias = _attention_biases(c)
-    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text") else ("full" if mt == "olmo2" else "none")
+    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_vl_text") else ("full" if mt == "olmo2" else "none")
+    if mt == "glm4_moe" and c.get("use_qk_norm"):
+        qk_norm = "per_head"  # Glm4MoeAttention: q_norm/k_norm = RMSNorm(head_dim) when config.use_qk_norm
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
     if not isinstance(quant, dict):
         raise ModelFileError(f"{where}: quantization_config must be an object")
-    vision = _vision(full_cfg, hidden, where) if full_cfg is not cfg else None
+    vision = None
     if full_cfg is not cfg:
+        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt in ("qwen2_5_vl_text", "qwen3_vl_text")
+                  else _vision(full_cfg, hidden, where, c.used_defaults))
+    if full_cfg is not cfg and mt == "qwen2_5_vl_text":
+        # Qwen2_5_VLConfig.tie_word_embeddings (default False), or a pre-v5 text_config's True forwarded to it
+        # (configuration_qwen2_5_vl.py __post_init__)
+        top = _Cfg(full_cfg, "qwen2_5_vl", where)
+        tie = bool(top.get("tie_word_embeddings")) or bool((full_cfg.get("text_config") or {}).get(
+            "tie_word_embeddings", False))
+        c.used_defaults.extend(top.used_defaults)
+    elif full_cfg is not cfg and mt == "qwen3_vl_text":
+        # Qwen3VLConfig.tie_word_embeddings (default False); text_config's flag is not forwarded
+        # (configuration_qwen3_vl.py)
+        top = _Cfg(full_cfg, "qwen3_vl", where)
+        tie = bool(top.get("tie_word_embeddings"))
+        c.used_defaults.extend(top.used_defaults)
+    elif full_cfg is not cfg:
         # Gemma3ForConditionalGeneration ties lm_head to the language model's embed_tokens by the top-level
         # Gemma3Config.tie_word_embeddings (default True); text_config's flag is not consulted
         # (transformers models/gemma3/modeling_gemma3.py _tied_weights_keys, configuration_gemma3.py).

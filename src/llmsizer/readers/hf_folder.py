@@ -108,7 +108,14 @@ def spec_from_folder(path: str | os.PathLike[str]) -> ModelSpec:
         raise ModelFileError(f"{folder}: no config.json in the model folder")
     cfg = inside_folder(folder, "config.json", str(folder))  # a link out of the folder is refused
     name = folder.name or folder.resolve().name
-    spec = spec_from_config(load_config_file(cfg), name=name, source=str(folder))
+    config = load_config_file(cfg)
+    if "vision_config" in config:
+        # a multimodal model's image/video processor files: their pixel bounds decide the tokens per image
+        # (formulas/vision_tokens.py); read with the same limits as config.json
+        for key in ("preprocessor_config", "video_preprocessor_config"):
+            if (folder / f"{key}.json").exists():
+                config = {**config, key: load_config_file(inside_folder(folder, f"{key}.json", str(folder)))}
+    spec = spec_from_config(config, name=name, source=str(folder))
     tensors, files = read_folder(folder)
     if not tensors:
         return replace(spec, notes=spec.notes + (_no_weights_note(folder, files),))

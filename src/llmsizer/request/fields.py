@@ -37,6 +37,7 @@ TYPES = {
     "deadline": "a date (2025-07-01) or a duration from the start ('3 weeks')",
     "str_list": "a list of text items (one item may be written without the list)",
     "targets": "LoRA target modules: 'all-linear', or a list such as [q, k, v, o] / [q_proj, v_proj]",
+    "image_size": "an image size in pixels, width x height: '1024x768'",
     "weights": "'none' or a weight format (fp8, awq-int4, gptq-int4, int8, nf4, q4_k_m, q8_0, ...)",
     "dist": "typical and peak values: {typical: X, peak: Y} (a single value means typical only)",
     "section": "a mapping of the listed keys",
@@ -246,6 +247,18 @@ INFERENCE = (
         F("count", "int", "adapters served", 1, minimum=1),
         F("max_loaded", "int", "adapters resident on the device at once (dynamic; vLLM --max-loras)", minimum=1),
         F("rank", "int", "largest adapter rank (vLLM --max-lora-rank)", minimum=1),
+    )),
+    F("media", "section", "images and video in each request's prompt (multimodal models): their tokens add to the "
+      "context", kinds=("inference",), fields=(
+        F("images", "int", "images in each request's prompt (a multimodal model only)", 2, minimum=0, maximum=4096,
+          template=False),
+        F("image_size", "image_size", "width x height of each image (default: the vision encoder's input size)",
+          "1024x768", template=False),
+        F("video_frames", "int", "sampled frames of one video in each prompt", 16, minimum=0, maximum=65536,
+          template=False),
+        F("video_size", "image_size", "width x height of each video frame", "640x360", template=False),
+        F("pan_and_scan", "bool", "Gemma 3: the processor also crops wide/tall images (more tokens; default off)",
+          template=False),
     )),
     F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
         F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},

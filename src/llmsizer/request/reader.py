@@ -42,6 +42,7 @@ from .spec import (
     Interval,
     Latency,
     Logs,
+    Media,
     ModelRef,
     Operations,
     Peft,
@@ -68,7 +69,7 @@ class RequestError(InputError):
 JOB_SECTIONS: dict[str, type] = {
     "model": ModelRef, "resources": Resources, "budget": Budget, "pricing": Pricing, "peft": Peft,
     "settings": TrainingSettings, "dataset": Dataset, "checkpoints": Checkpoints, "handover": Handover,
-    "adapters": Adapters, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
+    "adapters": Adapters, "media": Media, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
     "operations": Operations, "operations.logs": Logs,
 }
 TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
@@ -288,6 +289,9 @@ class _Reader:
         if t == "deadline":
             d, secs = Q.parse_date_or_duration(v)
             return Deadline(d, secs)
+        if t == "image_size":
+            from ..units import parse_image_size
+            return parse_image_size(text, what="")
         if t == "weights":
             if text.lower() in ("none", "no", "false", "off"):
                 return None

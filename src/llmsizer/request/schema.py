@@ -38,6 +38,7 @@ _SCALAR: dict[str, dict[str, Any]] = {
     "date": {"type": "string", "format": "date"},
     "deadline": {"type": "string"},
     "weights": {"type": "string"},
+    "image_size": {"type": "string", "pattern": "^\\s*[0-9]+\\s*[xX*]\\s*[0-9]+\\s*$"},
 }
 
 

@@ -158,6 +158,20 @@ class Traffic:
 
 
 @dataclass(frozen=True)
+class Media:
+    """Images and video in each request's prompt (InferenceWorkload's fields of the same names)."""
+
+    images: int | None = None
+    image_size: tuple[int, int] | None = None  # (width, height) pixels
+    video_frames: int | None = None
+    video_size: tuple[int, int] | None = None
+    pan_and_scan: bool | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Latency:
     ttft: float | None = None  # seconds
     tokens_per_second_per_user: float | None = None
@@ -232,6 +246,7 @@ class InferenceJob(_JobBase):
     engine: str | None = None
     kv_cache_dtype: str | None = None
     adapters: Adapters = field(default_factory=Adapters)
+    media: Media = field(default_factory=Media)
     traffic: Traffic = field(default_factory=Traffic)
     latency: Latency = field(default_factory=Latency)
     service: Service = field(default_factory=Service)

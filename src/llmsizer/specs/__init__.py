@@ -1,8 +1,9 @@
 """Typed, validated specifications (no I/O)."""
 
-from .model import FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, RecurrentSpec, VisionSpec
+from .model import VISION_TOKEN_RULES, FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, RecurrentSpec, VisionSpec
 
-__all__ = ["FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec", "VisionSpec"]
+__all__ = ["VISION_TOKEN_RULES", "FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
+           "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (
     ATTENTION_IMPLS,

@@ -14,6 +14,7 @@ from ..numbers import (
     EXPERTS,
     EXPERTS_OR_ZERO,
     HEADS,
+    IMAGE_AREA,
     LAYERS,
     PIXELS,
     TOKENS,
@@ -27,6 +28,9 @@ from ..numbers import (
 
 LayerKind = Literal["full", "sliding", "none"]  # the attention of a layer; "none": no attention (no KV cache)
 RecurrentKind = Literal["mamba", "mamba2", "gated_deltanet"]
+VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
+VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
+VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl"]
 NormKind = Literal["rmsnorm", "layernorm"]
 
 
@@ -39,6 +43,10 @@ class MLASpec:
     qk_nope_head_dim: int
     qk_rope_head_dim: int  # d_h^R, the decoupled rotary key shared by all heads
     v_head_dim: int
+    # DeepSeek Sparse Attention (DeepSeek-V3.2-Exp report, DeepSeek_V3_2.pdf): the lightning indexer's heads and
+    # head size; 0 = no indexer (V2/V3)
+    index_n_heads: int = 0
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,13 @@ class RecurrentSpec:
 
 @dataclass(frozen=True)
 class VisionSpec:
-    """A ViT/SigLIP-style image encoder attached to a multimodal LM (Dosovitskiy et al. 2021)."""
+    """A ViT/SigLIP-style image encoder attached to a multimodal LM (Dosovitskiy et al. 2021).
+
+    ``encoder`` names the block layout (formulas/tensors.py): "siglip" (LayerNorm, GELU MLP, learned positions;
+    Gemma 3), "qwen2_5_vl" (RMSNorm, SwiGLU MLP with biases, fused qkv, Conv3d patches, rotary positions) or
+    "qwen3_vl" (LayerNorm, GELU MLP, fused qkv, Conv3d patches with bias, learned + rotary positions, DeepStack
+    mergers).
+    ``image_size`` is the square input side, 0 for dynamic resolution."""
 
     hidden_size: int
     intermediate_size: int
@@ -111,6 +125,20 @@ class VisionSpec:
     patch_size: int
     num_channels: int = 3
     projector_params: int = 0  # parameters of the vision->text projector (computed by the reader)
+    num_heads: int = 1  # attention heads of the encoder (its activation peak)
+    # how an image becomes context tokens (formulas/vision_tokens.py, each rule cited to its processor)
+    token_rule: VisionTokenRule = "fixed"
+    tokens_per_image: int = 0  # rule "fixed": soft tokens per image (Gemma 3 mm_tokens_per_image)
+    spatial_merge_size: int = 1  # patches merged per side into one token (Qwen merger 2, Llama 4 pixel shuffle 2)
+    temporal_patch_size: int = 1  # video frames per temporal patch (Qwen 2)
+    min_pixels: int = 0  # dynamic resolution bounds of the image processor (Qwen size.shortest_edge/longest_edge)
+    max_pixels: int = 0
+    video_min_pixels: int = 0  # the video processor's bounds; 0: no video input
+    video_max_pixels: int = 0
+    max_tiles: int = 1  # rule "llama4": max_patches; "mllama": max_image_tiles
+    encoder: VisionEncoder = "siglip"
+    position_embeddings: int = 0  # rule qwen3_vl: rows of the learned position table (num_position_embeddings)
+    pan_and_scan: bool = False  # the processor can add crops of wide/tall images (Gemma 3's do_pan_and_scan)
 
 
 @dataclass(frozen=True)
@@ -148,9 +176,14 @@ _SUB_RANGES: dict[str, Range] = {
     "shared_intermediate_size": WIDTH_OR_ZERO,
     "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
     "v_head_dim": WIDTH,
-    "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS, "image_size": PIXELS,
-    "patch_size": PIXELS, "num_channels": PIXELS,
-    "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"), "num_heads": HEADS,
+    "hidden_size": WIDTH, "intermediate_size": WIDTH, "num_layers": LAYERS,
+    "image_size": Range(0, 2**16, True, "image side of a vision encoder (0: dynamic resolution)"),
+    "patch_size": PIXELS, "num_channels": PIXELS, "num_heads": HEADS, "tokens_per_image": TOKENS_OR_ZERO,
+    "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
+    "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,
+    "position_embeddings": TOKENS_OR_ZERO,
+    # RecurrentSpec (num_heads: HEADS, shared with VisionSpec above)
+    "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"),
     "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
 }
 
@@ -161,6 +194,9 @@ def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec, where: str) 
         v = getattr(sub, fname, None)
         if v is not None:
             check_number(v, f"{type(sub).__name__}.{fname}", rng, where)
+    if isinstance(sub, VisionSpec) and sub.token_rule not in VISION_TOKEN_RULES:
+        raise InputError(f"{where}: unknown vision token rule {sub.token_rule!r}; choose one of: "
+                         f"{', '.join(VISION_TOKEN_RULES)}")
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
@@ -35,6 +36,11 @@ class InferenceWorkload:
     memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
     headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: DEFAULT_HEADROOM, or for vLLM
         1 - gpu_memory_utilization.
+    images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
+    image_size: (width, height) of each image [pixels]; None: the vision encoder's own input size.
+    video_frames: sampled frames of one video in each sequence's prompt [frames]; 0: no video.
+    video_size: (width, height) of each frame [pixels]; None: the vision encoder's own input size.
+    pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
     """
 
     context: int = 4096
@@ -61,6 +67,11 @@ class InferenceWorkload:
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts proportions per GPU; None: by free memory
     n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe: experts of the first N layers in host memory
+    images: int = 0
+    image_size: tuple[int, int] | None = None
+    video_frames: int = 0
+    video_size: tuple[int, int] | None = None
+    pan_and_scan: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
@@ -90,6 +101,22 @@ class InferenceWorkload:
             v = getattr(self, name)
             if v is not None and v <= 0:
                 raise InputError(f"{name} must be positive, got {v}")
+        object.__setattr__(self, "images", check_number(self.images, "images", IMAGES))
+        object.__setattr__(self, "video_frames", check_number(self.video_frames, "video_frames", VIDEO_FRAMES))
+        for name in ("image_size", "video_size"):
+            v = getattr(self, name)
+            if v is not None:
+                if not isinstance(v, tuple) or len(v) != 2:
+                    raise InputError(f"{name} must be (width, height) in pixels, got {v!r}")
+                object.__setattr__(self, name, tuple(int(check_number(x, name, PIXELS)) for x in v))
+        if self.image_size is not None and not self.images:
+            raise InputError("image_size is given but images is 0; give the number of images per sequence")
+        if not isinstance(self.pan_and_scan, bool):
+            raise InputError(f"pan_and_scan must be true or false, got {self.pan_and_scan!r}")
+        if self.pan_and_scan and not self.images:
+            raise InputError("pan_and_scan is set but images is 0; give the number of images per sequence")
+        if self.video_size is not None and not self.video_frames:
+            raise InputError("video_size is given but video_frames is 0; give the sampled frames per video")
         if self.n_gpu_layers is not None and self.n_gpu_layers < 0:
             raise InputError(f"n_gpu_layers must not be negative, got {self.n_gpu_layers}")
         if self.gpus <= 0:

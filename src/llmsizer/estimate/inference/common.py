@@ -13,6 +13,7 @@ from ...result import Item, Location, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...units import format_bytes
 from .. import engines as E
+from .media import Media
 
 
 class Acc(Notes):
@@ -37,6 +38,7 @@ class Context:
     act_bytes: int
     profile: E.EngineProfile
     acc: Acc
+    media: Media | None = None  # images / video in each prompt (media.py); their tokens are already in w.context
     details: dict[str, Any] = field(default_factory=dict)
     dtype: str = "bf16"  # the compute (activation) dtype
 
@@ -52,7 +54,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
             window_extra: int | None = None, name: str = "kv_cache") -> Item:
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
-    kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block)
+    kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
+                  indexer_cache=prof.dsa_indexer_cache)
     tp = ctx.w.tensor_parallel
     share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
@@ -60,6 +63,8 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
         layers += f" + {kv.sliding_layers} sliding layers x {kv.tokens_sliding} tokens"
     if spec.mla is not None:
         per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
+        if spec.mla.index_head_dim:
+            per += f" + DSA indexer key ({prof.dsa_indexer_cache}, eq. 3)"
     else:
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
     tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""

@@ -22,6 +22,7 @@ from .. import engines as E
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
+from .media import media_in_context
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
@@ -148,6 +149,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     acc = Acc()
     profile = E.PROFILES[w.engine]
     acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
+    media = media_in_context(spec, w, acc)
+    if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
+        w = dataclasses.replace(w, context=w.context + media.tokens)
     for note in spec.notes:  # config values the model reader had to default or derive
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
                                           "not in the model's config: default or derived"))
@@ -177,7 +181,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if spec.is_moe:
         acc.warnings.append("MoE: every expert must be resident in memory; only compute scales with active parameters")
     ctx = Context(spec=spec, w=w, wb=wb, fmt=fmt, kv_dtype=kvd, act_bytes=act_bytes, profile=profile, acc=acc,
-                  dtype=dtype)
+                  dtype=dtype, media=media)
+    if media is not None:
+        ctx.details.update(media.details)
     if w.engine == "vllm":
         from .vllm import compose_vllm
         compose_vllm(ctx)
@@ -195,7 +201,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     details.update({
         "params_total": pc.total, "params_active": pc.active, "weights_format": fmt,
         "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
-        "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode).bytes_per_token,
+        "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
+                                       indexer_cache=profile.dsa_indexer_cache).bytes_per_token,
         "attention": spec.attention_kind,
     })
     if spec.recurrent_layer_count:

@@ -41,24 +41,38 @@ def compose_transformers(ctx: Context) -> None:
         kv, act, phase, deq = kv_prompt, pre, f"end of prefill ({prompt} prompt tokens)", dequant
     else:
         kv, act, phase, deq = kv_end, dec, f"end of decoding ({w.context} tokens)", 0
+    act_item = Item(
+        "activations", act.peak_bytes, loc, high=act.peak_bytes + act.logits_bytes,
+        formula=f"residual {format_bytes(act.residual_bytes)} + max(attention {format_bytes(act.attention_bytes)}, "
+                f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}) at {phase}",
+        source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)")
+    if ctx.media is not None:
+        # the vision tower runs at the start of the first forward over every image of the batch, before any K/V
+        # is written (modeling_gemma3.py Gemma3Model.forward: get_image_features, then the decoder layers)
+        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences * w.concurrency, ctx.act_bytes, attention)
+        if enc is not None and enc.peak_bytes > kv.bytes + act.peak_bytes + deq:
+            phase = f"vision encoder ({ctx.media.encoder_sequences * w.concurrency} images)"
+            kv = kv_item(ctx, 0, w.concurrency, loc)
+            deq = 0
+            act_item = Item(
+                "activations", enc.peak_bytes, loc,
+                formula=f"pixel_values {format_bytes(enc.pixels_bytes)} + max(attention "
+                        f"{format_bytes(enc.attention_bytes)}, mlp {format_bytes(enc.mlp_bytes)}) at {phase}",
+                source="formulas/vision_activations.py eqs. (1)-(4) (transformers modeling_siglip.py)")
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
     if spec.attention_layers:
         acc.items.append(kv)
     if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
         acc.items.append(state_item(ctx, w.concurrency, loc))
-    acc.items.append(Item(
-        "activations", act.peak_bytes, loc, high=act.peak_bytes + act.logits_bytes,
-        formula=f"residual {format_bytes(act.residual_bytes)} + max(attention {format_bytes(act.attention_bytes)}, "
-                f"mlp {format_bytes(act.mlp_bytes)}, logits {format_bytes(act.logits_bytes)}) at {phase}",
-        source="formulas/activations.py (transformers modeling_llama.py LlamaMLP, eager_attention_forward)"))
+    acc.items.append(act_item)
     if deq:
         acc.items.append(Item("dequant_buffer", deq, loc,
                               formula="largest 4-bit matrix dequantized to the compute dtype during prefill",
                               source="bitsandbytes autograd/_functions.py matmul_4bit (dequantize_4bit for >1 token)"))
     if loc == "device":
         acc.span("cuda_context", E.CUDA_CONTEXT)
-        acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act.peak_bytes,
+        acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act_item.bytes,
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")

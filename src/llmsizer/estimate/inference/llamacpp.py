@@ -106,6 +106,15 @@ def compose_llamacpp(ctx: Context) -> None:
     else:
         acc.items.append(Item("compute_buffer", graph.peak_bytes, "host", low=graph.peak_bytes // 2,
                               high=graph.peak_bytes * 2, formula=how, source=src))
+    enc = ctx.media.encoder(spec, 1, 4, "flash") if ctx.media is not None else None
+    if enc is not None:
+        # mtmd encodes one image (tile) at a time on clip's own f32 graph, beside the text context's buffers
+        # (tools/mtmd/mtmd.cpp mtmd_encode_chunk -> clip_image_batch_encode with one image)
+        acc.items.append(Item("vision_compute_buffer", enc.peak_bytes, "device" if on_gpu else "host",
+                              low=enc.peak_bytes // 2, high=enc.peak_bytes * 2,
+                              formula="f32 graph of the vision encoder over one image: pixels + max(attention, mlp)",
+                              source="formulas/vision_activations.py eqs. (1)-(4) applied to llama.cpp's clip graph "
+                                     "(tools/mtmd/clip.cpp)"))
     acc.span("host_runtime", E.LLAMACPP_HOST_RUNTIME, "host")
     if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
         ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)

@@ -77,7 +77,8 @@ def compose_sglang(ctx: Context) -> None:
     tp = w.tensor_parallel
     mla = spec.mla is not None
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
-    cell = per_device(int(kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token), share)
+    cell = per_device(int(kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                                         indexer_cache=E.SGLANG.dsa_indexer_cache).bytes_per_token), share)
     if any(k == "sliding" for k in spec.layer_types):
         acc.warnings.append("SGLang sizes sliding-window models with a separate SWA pool (HybridSWAPoolConfigurator); "
                             "not modelled: every layer is counted as full attention (fewer tokens than SGLang)")

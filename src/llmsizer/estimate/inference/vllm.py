@@ -53,12 +53,20 @@ def compose_vllm(ctx: Context) -> None:
     fwd = prefill_activation_bytes(spec, 1, mnbt, mnbt, ctx.act_bytes, "flash", logits_positions=0, tp=tp)
     sampler = int(min(mns, mnbt) * spec.vocab_size * E.VLLM_SAMPLER_BYTES_PER_LOGIT)
     act = max(fwd.peak_bytes, sampler)
+    encoder = ""
+    if ctx.media is not None:
+        # the profile run also encodes dummy images (gpu_model_runner.profile_run: _dummy_mm_inputs through the
+        # encoder before the text forward); its peak counts when it is the larger
+        enc = ctx.media.encoder(spec, ctx.media.encoder_sequences, ctx.act_bytes, "flash")
+        if enc is not None:
+            act = max(act, enc.peak_bytes)
+            encoder = f", vision encoder over one request's images {format_bytes(enc.peak_bytes)}"
     acc.items.append(weights_item(ctx.wb, "device"))
     acc.items.append(Item(
-        "activations", act, "device", low=min(fwd.peak_bytes, act), high=fwd.peak_bytes + sampler,
+        "activations", act, "device", low=min(fwd.peak_bytes, act), high=max(fwd.peak_bytes + sampler, act),
         formula=f"profile run: max(forward over {mnbt} tokens {format_bytes(fwd.peak_bytes)}, sampler "
                 f"{min(mns, mnbt)} seqs x vocab {spec.vocab_size} x {E.VLLM_SAMPLER_BYTES_PER_LOGIT} B "
-                f"{format_bytes(sampler)})",
+                f"{format_bytes(sampler)}{encoder})",
         source="vLLM gpu_model_runner.profile_run; sampler bytes per logit derived from the llm-d vLLM memory table "
                "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
@@ -72,6 +80,7 @@ def compose_vllm(ctx: Context) -> None:
     # ChunkedLocalAttentionSpec.max_memory_usage_bytes)
     extra = mnbt if spec.chunked_attention else mnbt - 1
     one_seq = kv_cache(spec, w.context, 1, ctx.kv_dtype, mla_mode="latent",
+                       indexer_cache=E.VLLM.dsa_indexer_cache,
                        window_extra=extra, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
     need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=extra)
@@ -100,7 +109,8 @@ def compose_vllm(ctx: Context) -> None:
     pool = int(util * w.memory)
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
-    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token * share
+    per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                                indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token * share
     # the pool's pages also hold the recurrent states of the admitted sequences
     kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.attention_layers else kv_avail
     blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.attention_layers else 0
@@ -134,8 +144,8 @@ def _sliding_spare_block(ctx: Context, block: int) -> int:
     n_sliding = ctx.spec.layer_types.count("sliding")
     if not n_sliding or ctx.spec.chunked_attention:
         return 0
-    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token \
-        / ctx.spec.attention_layers
+    per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
+                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.attention_layers
     return math.ceil(n_sliding * block * per_layer_token)
 
 

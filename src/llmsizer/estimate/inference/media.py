@@ -1,0 +1,93 @@
+"""Images and video in the prompt: the tokens they add to each sequence's context and the vision encoder's work.
+
+The one place the inference estimate turns ``images`` / ``image_size`` / ``video_frames`` / ``video_size`` into
+numbers (formulas/vision_tokens.py for the tokens, formulas/vision_activations.py for the encoder's peak), so
+``infer``, ``fit``, ``recommend`` and ``plan`` read the same answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import InputError
+from ...formulas.vision_activations import EncoderActivations, encoder_activation_bytes
+from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
+from ...result import Assumption, Notes
+from ...specs import InferenceWorkload, ModelSpec
+
+# encoder layouts whose activation peak formulas/vision_activations.py models (checked against live tensors)
+MODELLED_ENCODERS = ("siglip",)
+
+
+@dataclass(frozen=True)
+class Media:
+    tokens: int  # context tokens the media add to each sequence
+    encoder_sequences: int  # encoder sequences per request (images, tiles, crops, video)
+    encoder_patches: int  # patches of the largest of them
+    details: dict[str, int]
+
+    def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations | None:
+        """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once;
+        None where no measured formula exists for the encoder's layout (media_in_context warns)."""
+        assert spec.vision is not None
+        if spec.vision.encoder not in MODELLED_ENCODERS:
+            return None
+        return encoder_activation_bytes(spec.vision, sequences, self.encoder_patches, act_bytes, attention)
+
+
+def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, notes: Notes) -> tuple[int, int]:
+    v = spec.vision
+    assert v is not None
+    if given is not None:
+        return given
+    if v.token_rule in ("qwen2_vl", "qwen3_vl"):
+        raise InputError(f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give "
+                         f"{flag} WIDTHxHEIGHT")
+    notes.assumptions.append(Assumption(f"{what}_size", f"{v.image_size}x{v.image_size}", True,
+                                        f"not given: the vision encoder's input size (every {what} is resized "
+                                        "or tiled to it)"))
+    return v.image_size, v.image_size
+
+
+def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Media | None:
+    """What ``w``'s images and video add to each sequence (None: none given). One-line InputError for a model
+    without a vision encoder, a video on an image-only model, or a missing size a rule needs."""
+    if not w.images and not w.video_frames:
+        return None
+    v = spec.vision
+    if v is None:
+        raise InputError(f"model {spec.name!r} has no vision encoder (text only): images and video do not apply")
+    tokens, sequences, patches = 0, 0, 0
+    details: dict[str, int] = {}
+    parts: list[tuple[str, int, MediaTokens]] = []
+    if w.images:
+        iw, ih = _size(spec, w.image_size, "image", "--image-size", notes)
+        if w.pan_and_scan and not v.pan_and_scan:
+            raise InputError(f"model {spec.name!r}: its image processor has no pan-and-scan")
+        per = image_tokens(v, iw, ih, w.pan_and_scan)
+        if per.cross_tokens:
+            raise InputError(f"model {spec.name!r}: images enter through cross-attention layers, not modelled")
+        parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
+        details["image_tokens_each"] = per.tokens
+    if w.video_frames:
+        if not v.video_max_pixels:
+            raise InputError(f"model {spec.name!r} takes no video input (its processor has no video rule)")
+        fw, fh = _size(spec, w.video_size, "video", "--video-size", notes)
+        per = video_tokens(v, w.video_frames, fw, fh)
+        parts.append((f"1 video of {w.video_frames} frames of {fw}x{fh}", 1, per))
+        details["video_tokens"] = per.tokens
+    for label, count, per in parts:
+        tokens += count * per.tokens
+        sequences += count * per.encoder_sequences
+        patches = max(patches, per.encoder_patches)
+        notes.assumptions.append(Assumption(
+            "media", label, False, f"{per.detail}; {per.tokens} context tokens each with the delimiter tokens "
+            "(formulas/vision_tokens.py, from the transformers processor)"))
+    notes.assumptions.append(Assumption(
+        "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
+        f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
+    if v.encoder not in MODELLED_ENCODERS:
+        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (only SigLIP's is, "
+                              "formulas/vision_activations.py): its forward over the images is left out of the peak")
+    details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
+    return Media(tokens, sequences, patches, details)

@@ -1,0 +1,213 @@
+"""Tokens an image or a video adds to a multimodal model's context, from each family's preprocessing rules.
+
+An image processor turns one picture into a fixed or size-dependent number of placeholder tokens; the model
+replaces them with the vision tower's output, so they occupy the language model's context (and its KV cache) like
+text. Each rule below follows the transformers 5.24 processor code line by line (paths under
+``src/transformers/models/``); ``tests/formulas/test_vision_tokens.py`` runs the real processors on CPU for several
+image sizes and compares.
+
+Rules (``VisionSpec.token_rule``):
+
+- ``fixed`` (Gemma 3, LLaVA): every image is resized to the tower's square ``image_size`` and becomes
+  ``tokens_per_image`` soft tokens. Gemma 3: ``mm_tokens_per_image`` = 256 after 4x4 average pooling of the
+  64x64 SigLIP patches (``gemma3/processing_gemma3.py`` L41-49: ``image_seq_length=256``, ``full_image_sequence =
+  "\\n\\n" + boi + image_token * 256 + eoi + "\\n\\n"``); pan-and-scan is off by default (L29
+  ``"do_pan_and_scan": False``). With it, a wide or tall image also gives ``pan_and_scan_crops`` crops
+  (``gemma3/image_processing_gemma3.py`` L104-148, defaults ``processing_gemma3.py`` L30-32: min crop 256 px, at
+  most 4 crops, ratio 1.2), each another full image sequence (``processing_gemma3.py`` L154-163
+  ``replace_image_token``; the sentence it adds around them, "Here is the original image ... crops to help you see
+  better", is text, not counted). LLaVA: (image_size / patch)^2, minus the CLS token under the "default" feature
+  strategy (``llava/processing_llava.py`` L66-68).
+- ``qwen2_vl`` (Qwen2-VL, Qwen2.5-VL, Qwen3-VL images): ``smart_resize`` rounds height and width to multiples of
+  factor = patch x merge, then scales into [min_pixels, max_pixels] (``qwen2_vl/image_processing_qwen2_vl.py``
+  L63-89); the grid is (H / patch) x (W / patch) patches (L185, L251 ``[1, grid_h, grid_w]``) and the merger fuses
+  merge x merge patches into one token, so tokens = grid_h x grid_w / merge^2 (``qwen2_vl/processing_qwen2_vl.py``
+  ``image_grid_thw.prod() // merge_length``), between <|vision_start|> and <|vision_end|>.
+- Qwen2-VL video (Qwen2.5-VL): the same ``smart_resize`` per frame with the video processor's pixel bounds, the
+  frames padded to a multiple of ``temporal_patch_size`` (``qwen2_vl/video_processing_qwen2_vl.py`` L44-70,
+  L288-294): tokens = ceil(F / 2) x grid_h x grid_w / merge^2.
+- ``qwen3_vl`` video: ``smart_resize`` over t x h x w (``qwen3_vl/video_processing_qwen3_vl.py`` L75-109) with
+  patch 16; the grid as above. The processor also writes a "<t seconds>" timestamp in text before each temporal
+  group (``qwen3_vl/processing_qwen3_vl.py``): a few text tokens per group, not counted here.
+- ``llama4``: the image is fitted to the canvas of at most ``max_tiles`` (16) tiles of ``image_size`` (336) that
+  needs the least up- or down-scaling (``llama4/image_processing_llama4.py`` L88-141 ``find_supported_resolutions``,
+  L180-275 ``get_best_fit``), split into tiles, plus one global tile when there is more than one
+  (L411-421); each tile gives (336 / 14)^2 / 4 = 144 tokens after the 2x2 pixel shuffle, with one separator after
+  each tile but the last of a row, one per row, and <|image_start|>, <|image|>, <|image_end|>
+  (``llama4/processing_llama4.py`` L89-132 ``_prompt_split_image``).
+- ``mllama`` (Llama-3.2-Vision): one <|image|> token in the context; the tower's output enters the text model as
+  cross-attention states, max_num_tiles x ((560 / 14)^2 + 1) = 4 x 1601 per image whatever its size (the
+  processor pads every image to ``max_image_tiles`` tiles: ``mllama/image_processing_mllama.py``; the model
+  reshapes the vision output to [images x tiles x 1601, hidden]: ``mllama/modeling_mllama.py`` L1355-1357), held
+  as K/V by every cross-attention layer.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..specs import VisionSpec
+
+# special tokens around each image's placeholders (see the module docstring for the processor lines)
+DELIMITERS = {"fixed": 2, "qwen2_vl": 2, "qwen3_vl": 2, "llama4": 3, "mllama": 0}
+MAX_ASPECT_RATIO = 200  # smart_resize raises ValueError beyond it (image_processing_qwen2_vl.py L75-78)
+
+
+@dataclass(frozen=True)
+class MediaTokens:
+    """What one image (or video) costs: ``tokens`` in the LM context (placeholders + delimiters),
+    ``cross_tokens`` of cross-attention states (Llama-3.2-Vision), and the vision tower's work:
+    ``encoder_sequences`` independent sequences (tiles, crops, frames groups) of ``encoder_patches`` each."""
+
+    tokens: int
+    cross_tokens: int
+    encoder_sequences: int
+    encoder_patches: int
+    detail: str
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """(height, width) after Qwen2-VL's dynamic resize [pixels]: multiples of ``factor`` = patch x merge whose
+    product lies in [min_pixels, max_pixels], aspect ratio kept (``image_processing_qwen2_vl.py`` L63-89)."""
+    if max(height, width) / min(height, width) > MAX_ASPECT_RATIO:
+        raise InputError(f"image {width}x{height}: aspect ratio over {MAX_ASPECT_RATIO} (the processor refuses it)")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    if h_bar * w_bar > max_pixels:
+        beta = math.sqrt((height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def smart_resize_video(frames: int, height: int, width: int, temporal: int, factor: int, min_pixels: int,
+                       max_pixels: int) -> tuple[int, int]:
+    """Qwen3-VL's video resize: the pixel bounds apply to t x h x w (``video_processing_qwen3_vl.py`` L75-109)."""
+    if frames < temporal:
+        raise InputError(f"video of {frames} frames: Qwen3-VL needs at least temporal_patch_size ({temporal})")
+    if height < factor or width < factor:
+        scale = max(factor / height, factor / width)
+        height, width = int(height * scale), int(width * scale)
+    if max(height, width) / min(height, width) > MAX_ASPECT_RATIO:
+        raise InputError(f"video {width}x{height}: aspect ratio over {MAX_ASPECT_RATIO} (the processor refuses it)")
+    h_bar = round(height / factor) * factor
+    w_bar = round(width / factor) * factor
+    t_bar = round(frames / temporal) * temporal
+    if t_bar * h_bar * w_bar > max_pixels:
+        beta = math.sqrt((frames * height * width) / max_pixels)
+        h_bar = max(factor, math.floor(height / beta / factor) * factor)
+        w_bar = max(factor, math.floor(width / beta / factor) * factor)
+    elif t_bar * h_bar * w_bar < min_pixels:
+        beta = math.sqrt(min_pixels / (frames * height * width))
+        h_bar = math.ceil(height * beta / factor) * factor
+        w_bar = math.ceil(width * beta / factor) * factor
+    return h_bar, w_bar
+
+
+def llama4_canvas(height: int, width: int, tile: int, max_tiles: int) -> tuple[int, int]:
+    """(tile rows, tile columns) Llama 4 fits an image to: of every arrangement of at most ``max_tiles`` tiles,
+    the one whose no-distortion scale is the smallest >= 1 (else the largest < 1), smallest area on a tie
+    (``image_processing_llama4.py`` ``find_supported_resolutions`` L88-141, ``get_best_fit`` L180-275)."""
+    arrangements: list[tuple[int, int]] = []
+    seen: dict[float, list[tuple[int, int]]] = {}
+    for chunks in range(max_tiles, 0, -1):
+        for f in sorted(d for d in range(1, chunks + 1) if chunks % d == 0):
+            seen.setdefault(f / (chunks // f), []).append((f, chunks // f))
+    for group in seen.values():
+        arrangements += group
+    scales = []
+    for rows, cols in arrangements:
+        # torch float32 in the reference: the same comparisons hold for these integer ratios
+        sh, sw = rows * tile / height, cols * tile / width
+        scales.append(sw if sh > sw else sh)
+    up = [s for s in scales if s >= 1]
+    chosen = min(up) if up else max(s for s in scales if s < 1)
+    options = [a for a, s in zip(arrangements, scales, strict=True) if s == chosen]
+    return min(options, key=lambda a: a[0] * a[1]) if len(options) > 1 else options[0]
+
+
+# Gemma3Processor's pan-and-scan defaults (gemma3/processing_gemma3.py L30-32)
+PAN_AND_SCAN_MIN_CROP = 256
+PAN_AND_SCAN_MAX_CROPS = 4
+PAN_AND_SCAN_MIN_RATIO = 1.2
+
+
+def pan_and_scan_crops(width: int, height: int, min_crop: int = PAN_AND_SCAN_MIN_CROP,
+                       max_crops: int = PAN_AND_SCAN_MAX_CROPS, min_ratio: float = PAN_AND_SCAN_MIN_RATIO) -> int:
+    """Crops Gemma 3's pan-and-scan adds to a ``width`` x ``height`` image: none unless the long side is at least
+    ``min_ratio`` times the short one; then round(long / short) crops along the long side, at least 2, at most
+    ``max_crops``, and none if a crop would be under ``min_crop`` px (image_processing_gemma3.py L104-148)."""
+    if width >= height:
+        if width / height < min_ratio:
+            return 0
+        n_w = min(int(math.floor(width / height + 0.5)), int(math.floor(width / min_crop)))
+        n_w, n_h = min(max_crops, max(2, n_w)), 1
+    else:
+        if height / width < min_ratio:
+            return 0
+        n_h = min(int(math.floor(height / width + 0.5)), int(math.floor(height / min_crop)))
+        n_w, n_h = 1, min(max_crops, max(2, n_h))
+    if min(int(math.ceil(width / n_w)), int(math.ceil(height / n_h))) < min_crop:
+        return 0
+    return n_w * n_h
+
+
+def image_tokens(v: VisionSpec, width: int, height: int, pan_and_scan: bool = False) -> MediaTokens:
+    """Context tokens of one ``width`` x ``height`` image under ``v``'s rule (see the module docstring);
+    ``pan_and_scan``: Gemma 3's crops as well (the processor's do_pan_and_scan)."""
+    rule = v.token_rule
+    if pan_and_scan and not v.pan_and_scan:
+        raise InputError("this model's processor has no pan-and-scan")
+    if rule == "fixed":
+        n = v.tokens_per_image
+        crops = pan_and_scan_crops(width, height) if pan_and_scan else 0
+        seqs = 1 + crops
+        return MediaTokens(seqs * (n + DELIMITERS[rule]), 0, seqs, (v.image_size // v.patch_size) ** 2,
+                           f"{n} tokens per image (resized to {v.image_size}x{v.image_size})"
+                           + (f" + {crops} pan-and-scan crops of {n} each" if crops else ""))
+    if rule in ("qwen2_vl", "qwen3_vl"):
+        m = v.spatial_merge_size
+        h, w = smart_resize(height, width, v.patch_size * m, v.min_pixels, v.max_pixels)
+        grid = (h // v.patch_size) * (w // v.patch_size)
+        return MediaTokens(grid // (m * m) + DELIMITERS[rule], 0, 1, grid,
+                           f"resized to {w}x{h}: {w // v.patch_size}x{h // v.patch_size} patches / {m}x{m} merge "
+                           f"= {grid // (m * m)} tokens")
+    if rule == "llama4":
+        rows, cols = llama4_canvas(height, width, v.image_size, v.max_tiles)
+        tiles = rows * cols
+        per_tile = (v.image_size // v.patch_size) ** 2 // (v.spatial_merge_size ** 2)
+        encoded = tiles + (1 if tiles > 1 else 0)  # + the global tile
+        separators = rows * cols if tiles > 1 else 0  # x-separators (cols - 1 per row) + one y-separator per row
+        tokens = per_tile * encoded + separators + DELIMITERS[rule]
+        return MediaTokens(tokens, 0, encoded, (v.image_size // v.patch_size) ** 2,
+                           f"{rows}x{cols} tiles of {v.image_size}" + (" + 1 global" if tiles > 1 else "")
+                           + f", {per_tile} tokens each")
+    if rule == "mllama":
+        per_tile = (v.image_size // v.patch_size) ** 2 + 1
+        return MediaTokens(1, v.max_tiles * per_tile, v.max_tiles, per_tile,
+                           f"1 <|image|> token; {v.max_tiles} tiles x {per_tile} cross-attention states")
+    raise InputError(f"unknown vision token rule {rule!r}")
+
+
+def video_tokens(v: VisionSpec, frames: int, width: int, height: int) -> MediaTokens:
+    """Context tokens of one video of ``frames`` sampled frames of ``width`` x ``height``."""
+    rule = v.token_rule
+    if rule not in ("qwen2_vl", "qwen3_vl") or not v.video_max_pixels:
+        raise InputError("this model takes no video input (its processor has no video rule)")
+    m, t, p = v.spatial_merge_size, v.temporal_patch_size, v.patch_size
+    if rule == "qwen3_vl":
+        h, w = smart_resize_video(frames, height, width, t, p * m, v.video_min_pixels, v.video_max_pixels)
+    else:
+        h, w = smart_resize(height, width, p * m, v.video_min_pixels, v.video_max_pixels)
+    groups = -(-frames // t)
+    grid = (h // p) * (w // p)
+    n = groups * grid // (m * m)
+    return MediaTokens(n + DELIMITERS[rule], 0, 1, groups * grid,
+                       f"{frames} frames -> {groups} groups of {t}, each resized to {w}x{h}: "
+                       f"{groups} x {grid // (m * m)} = {n} tokens")

@@ -1,0 +1,172 @@
+"""Images and video in the prompt (issue #16): flags, request file and the one core give one answer.
+
+The token counts themselves are tested against the real transformers processors in
+tests/formulas/test_vision_tokens.py and the encoder peak against live tensors in test_vision_activations.py; here:
+the image tokens are in the KV cache and the prompt as a user of every face sees them, and bad input is a one-line
+exit-2 error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cli.test_cli import SRC, run
+from llmsizer.errors import InputError
+from llmsizer.estimate.fit import fit
+from llmsizer.estimate.inference import estimate_inference
+from llmsizer.formulas.kv_cache import kv_cache
+from llmsizer.models import load_model
+from llmsizer.specs import InferenceWorkload
+
+# Gemma 3: 256 soft tokens + <start_of_image> + <end_of_image> per image (processing_gemma3.py)
+GEMMA_IMAGE = 258
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm", "llamacpp"])
+def test_image_tokens_are_in_the_kv_cache(engine):
+    spec = load_model("gemma-3-4b-it")
+    # a long text context: the peak is the language model's, not the vision encoder's
+    est = estimate_inference(spec, context=16384, concurrency=2, images=3, engine=engine)
+    assert est.details["media_tokens"] == 3 * GEMMA_IMAGE
+    assert est.details["context_with_media"] == 16384 + 3 * GEMMA_IMAGE
+    text = estimate_inference(spec, context=16384 + 3 * GEMMA_IMAGE, concurrency=2, engine=engine)
+    kv = {i.name: i.bytes for i in est.items}["kv_cache"]
+    assert kv == {i.name: i.bytes for i in text.items}["kv_cache"]
+    if engine == "transformers":  # DynamicCache at the end of decoding (the sliding layers keep their window)
+        assert kv >= kv_cache(spec, 16384 + 3 * GEMMA_IMAGE, 2, "bf16").total_bytes
+    assert any(a.name == "media_tokens" for a in est.assumptions)
+
+
+def test_encoder_peak_is_a_phase_of_transformers():
+    from llmsizer.formulas.vision_activations import encoder_activation_bytes
+    spec = load_model("gemma-3-4b-it")
+    assert spec.vision is not None
+    patches = (896 // 14) ** 2  # every image resized to 896 px, 14 px patches
+    # 16 images x 8 sequences at a short context: the SigLIP forward over all 128 images at once is the peak
+    est = estimate_inference(spec, context=256, concurrency=8, images=16)
+    assert est.details["peak_phase"].startswith("vision encoder (128 images)")
+    act = {i.name: i for i in est.items}["activations"]
+    assert "vision_activations.py" in act.source
+    assert act.bytes == encoder_activation_bytes(spec.vision, 128, patches, 2, "sdpa").peak_bytes
+    # llama.cpp's clip encodes one image at a time in f32, whatever the number of images
+    cpp = {i.name: i for i in estimate_inference(spec, context=256, images=16, engine="llamacpp").items}
+    assert cpp["vision_compute_buffer"].bytes == encoder_activation_bytes(spec.vision, 1, patches, 4).peak_bytes
+    # vLLM's profile run encodes one request's images
+    vllm = {i.name: i for i in estimate_inference(spec, context=256, images=16, engine="vllm").items}
+    assert vllm["activations"].bytes >= encoder_activation_bytes(spec.vision, 16, patches, 2, "flash").peak_bytes
+
+
+def test_an_unmodelled_encoder_is_left_out_with_a_warning():
+    est = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080),
+                             engine="llamacpp")
+    assert "vision_compute_buffer" not in {i.name for i in est.items}
+    assert any("activation peak is not modelled" in w for w in est.warnings)
+    hf = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080))
+    assert not hf.details["peak_phase"].startswith("vision encoder")
+
+
+def test_fit_infer_and_the_cli_agree():
+    est = estimate_inference("gemma-3-27b-it", context=4096, concurrency=4, images=2, engine="vllm",
+                             memory=80 * 2**30, headroom=0.1)
+    r = fit("gemma-3-27b-it", "h100-sxm", engine="vllm", context=4096, concurrency=4, images=2)
+    assert r.estimate.details["media_tokens"] == est.details["media_tokens"] == 2 * GEMMA_IMAGE
+    cli = run("infer", "gemma-3-27b-it", "--context", "4096", "--concurrency", "4", "--images", "2", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout)["details"]["media_tokens"] == 2 * GEMMA_IMAGE
+    plain = fit("gemma-3-27b-it", "h100-sxm", engine="vllm", context=4096, concurrency=4)
+    assert r.speed is not None and plain.speed is not None
+    assert r.speed.ttft_seconds > plain.speed.ttft_seconds  # image tokens are prompt tokens
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["qwen2.5-7b", "--images", "1"], "has no vision encoder"),
+    (["gemma-3-4b-it", "--video-frames", "8"], "takes no video input"),
+    (["gemma-3-4b-it", "--images", "1", "--image-size", "1024"], "--image-size"),
+    (["gemma-3-4b-it", "--images", "-1"], "--images"),
+    (["gemma-3-4b-it", "--image-size", "640x480"], "images is 0"),
+])
+def test_bad_media_input_is_one_line_exit_2(args, message):
+    r = run("infer", *args)
+    assert r.returncode == 2, r.stdout
+    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_workload_checks_sizes():
+    with pytest.raises(InputError, match="image_size"):
+        InferenceWorkload(images=1, image_size=(0, 10))
+    assert InferenceWorkload(images=1, image_size=(640, 480)).image_size == (640, 480)
+
+
+def test_request_file_media_reaches_the_plan(tmp_path):
+    req = tmp_path / "vision.yaml"
+    req.write_text("version: 1\njobs:\n  - name: vision-chat\n    kind: inference\n    model:\n      name: gemma-3-4b-it\n"
+                   "    media:\n      images: 2\n      image_size: 1024x768\n    traffic:\n      concurrency: 4\n"
+                   "      context: 2k\n    resources:\n      device: l4\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", str(req), "--json"], capture_output=True,
+                       text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=120)
+    assert r.returncode in (0, 1), r.stderr
+    assert '"media_tokens": 516' in r.stdout.replace("\n", "")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(req.read_text(encoding="utf-8").replace("1024x768", "1024 by 768"), encoding="utf-8")
+    r = run("plan", str(bad))
+    assert r.returncode == 2 and f"{bad}:9:" in r.stderr and "media.image_size" in r.stderr
+
+
+def test_recommend_counts_the_image_tokens():
+    from llmsizer.recommend import recommend_inference
+    rec = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4, media={"images": 4})
+    assert any(a.name == "media_tokens" and a.value == 4 * GEMMA_IMAGE for a in rec.assumptions)
+    plain = recommend_inference("gemma-3-4b-it", context=4096, concurrency=4)
+    # the same target at the same weight format (images may push an option down the format ladder)
+    mem = {(o.target, o.weights_format): o.memory_per_device for o in rec.options if o.memory_per_device}
+    base = {(o.target, o.weights_format): o.memory_per_device for o in plain.options if o.memory_per_device}
+    shared = [t for t in mem if t in base]
+    assert shared and all(mem[t] >= base[t] for t in shared) and any(mem[t] > base[t] for t in shared)
+
+
+def test_a_model_folder_reads_its_preprocessor_config(tmp_path):
+    from llmsizer.catalog.models import entries
+    from llmsizer.errors import ModelFileError
+    from llmsizer.formulas.vision_tokens import image_tokens
+    from llmsizer.readers.hf_folder import spec_from_folder
+    (tmp_path / "config.json").write_text(json.dumps(entries()["qwen2.5-vl-7b-instruct"].config), encoding="utf-8")
+    bare = spec_from_folder(tmp_path)
+    assert bare.vision is not None and bare.vision.max_pixels == 28 * 28 * 1280  # the processor class default
+    assert any(n.startswith("preprocessor_config.max_pixels=") for n in bare.notes)
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps({"min_pixels": 3136, "max_pixels": 12845056}),
+                                                       encoding="utf-8")
+    spec = spec_from_folder(tmp_path)
+    assert spec.vision is not None and spec.vision.max_pixels == 12845056
+    # a 4K image: 1,224 tokens under the class default's 1,003,520-pixel bound, 10,551 under the published 12,845,056
+    assert image_tokens(bare.vision, 3840, 2160).tokens < image_tokens(spec.vision, 3840, 2160).tokens
+    (tmp_path / "preprocessor_config.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ModelFileError, match="preprocessor_config"):
+        spec_from_folder(tmp_path)
+
+
+def test_pan_and_scan_flag():
+    # 1600 x 600: 3 crops (round(1600 / 600), image_processing_gemma3.py), each another 256 + 2 tokens
+    r = run("infer", "gemma-3-4b-it", "--images", "1", "--image-size", "1600x600", "--pan-and-scan", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["details"]["media_tokens"] == 4 * GEMMA_IMAGE
+    r = run("infer", "qwen2.5-vl-7b-instruct", "--images", "1", "--image-size", "1600x600", "--pan-and-scan")
+    assert r.returncode == 2 and "no pan-and-scan" in r.stderr
+
+
+@pytest.mark.parametrize(("text", "want"), [("1024x768", (1024, 768)), (" 640 X 480 ", (640, 480)), ("8*8", (8, 8)),
+                                            ([1920, 1080], (1920, 1080))])
+def test_image_size_parses_width_by_height(text, want):
+    from llmsizer.units import parse_image_size
+    assert parse_image_size(text) == want
+
+
+@pytest.mark.parametrize("text", ["1024", "1024x", "x768", "-1x5", "0x10", "70000x10", "1.5x2", "axb", [1, 2, 3]])
+def test_bad_image_sizes_are_input_errors(text):
+    from llmsizer.units import parse_image_size
+    with pytest.raises(InputError):
+        parse_image_size(text)
