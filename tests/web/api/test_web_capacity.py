@@ -205,3 +205,13 @@ def test_the_json_of_the_cli_has_not_moved(provider):
     (b,) = book(c, 5).json()
     out = cli(tmp, OPERATOR, "confirm", b["id"], "--inventory", cfg.inventory, "--db", cfg.db, "--json")
     assert json.loads(out.stdout) == [{"id": b["id"], "before": "held", "after": "confirmed"}]
+
+
+def test_serve_checks_the_provider_files_before_listening(tmp_path):
+    r = run_cli("serve", "--db", str(tmp_path / "b.db"), "--port", "1")
+    assert r.returncode == 2 and r.stderr.strip() == ("llmsizer: error: --db and --auth serve the provider's side: give "
+                                                      "--inventory FILE too")
+    bad = tmp_path / "inv.yaml"
+    bad.write_text("nodes: [")
+    r = run_cli("serve", "--inventory", str(bad), "--port", "1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "inv.yaml" in r.stderr
