@@ -215,3 +215,20 @@ def test_serve_checks_the_provider_files_before_listening(tmp_path):
     bad.write_text("nodes: [")
     r = run_cli("serve", "--inventory", str(bad), "--port", "1")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "inv.yaml" in r.stderr
+
+
+def test_not_booked_is_exit_1_with_the_cli_lines(provider):
+    """4 devices, 1 each: the fifth request is not booked: [] with exit code 1 (as `book --json`), and the lines the
+    CLI prints to stderr in X-Llmsizer-Notes."""
+    c, tmp, cfg = provider
+    for k in range(4):
+        assert book(c, 10 + k).headers["x-llmsizer-exit-code"] == "0"
+    r = book(c, 14)
+    assert r.status_code == 200 and r.json() == [] and r.headers["x-llmsizer-exit-code"] == "1"
+    notes = json.loads(r.headers["x-llmsizer-notes"])
+    assert len(notes) == 1 and notes[0].startswith("support-chat-14: not booked: ")
+    req = tmp / "r14.yaml"
+    req.write_text(chat(14))
+    out = cli(tmp, REQUESTER, "book", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--job",
+              "support-chat-14", "--now", NOW, "--state", "held", "--json")
+    assert out.returncode == 1 and out.stdout == r.text and out.stderr.strip().splitlines() == notes
