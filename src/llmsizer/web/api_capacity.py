@@ -327,7 +327,6 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
               "fabric": n.fabric, "now": now.get(f"node:{n.id}", 0.0),
               "peak": max((u.get(f"node:{n.id}", 0.0) for u in shares), default=0.0)} for n in inv.nodes]
     items = {b.id: b for b in bookings}
-    firm = [i for b in bookings if b.state in ("confirmed", "active") for i in b.items]
     queue, holds = [], []
     for r in rows:
         b = items.get(r["id"])
@@ -336,8 +335,10 @@ def console_view(args: argparse.Namespace) -> dict[str, Any]:
                 holds.append({"id": r["id"], "job": r["job"], "state": r["state"], "node": i.resource[5:],
                               "amount": i.amount, "start": i.start, "end": i.end})
         if r["state"] in ("requested", "held"):
+            # confirm's capacity rule (store.transition): its holds against every other booking's that holds
+            # capacity; the team quota is re-checked at confirm too, not here
             mine = list(b.items) if b else []
-            others = [i for i in firm if b is None or i not in mine]
+            others = [i for o in bookings if o.id != r["id"] for i in o.items]
             bad = overflow(mine, others, cap) if mine else []
             queue.append({**r, "fits": (not bad) if b else None, "binding": (
                 f"{bad[0][0]} would hold {bad[0][1]:g} of {bad[0][2]:g}" if bad else "")})

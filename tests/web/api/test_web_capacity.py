@@ -232,3 +232,24 @@ def test_not_booked_is_exit_1_with_the_cli_lines(provider):
     out = cli(tmp, REQUESTER, "book", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--job",
               "support-chat-14", "--now", NOW, "--state", "held", "--json")
     assert out.returncode == 1 and out.stdout == r.text and out.stderr.strip().splitlines() == notes
+
+
+def test_console_queue_says_which_held_booking_no_longer_fits(provider):
+    """Two held bookings of 1 device; the node shrinks to 1 device (a new inventory on the same store): the queue
+    says each would push node:serve-01 to 2 of 1, and confirming one is refused the same way."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    c, tmp, cfg = provider
+    ids = [book(c, 20 + k).json()[0]["id"] for k in range(2)]
+    small = tmp / "small.yaml"
+    small.write_text(INVENTORY.replace("devices: 4", "devices: 1"))
+    with TestClient(create_app(provider=ProviderConfig(str(small), cfg.db, cfg.auth, b"k" * 32))) as s:
+        queue = s.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]
+        assert [(q["id"], q["fits"], q["binding"]) for q in queue] == [
+            (rid, False, "node:serve-01 would hold 2 of 1") for rid in ids]
+        r = s.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
+        assert "node:serve-01 would hold 2 of 1" in r.json()[0]["refused"]
+    queue = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]
+    assert all(q["fits"] for q in queue)
