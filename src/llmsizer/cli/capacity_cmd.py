@@ -176,6 +176,8 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
                 config = replace(config, source=WEB_AUTH_SOURCE)
             role = authorize(token, action, config)
     except Forbidden as e:
+        if e.who:  # a known token without the role: the refusal is logged under its name
+            args.actor = e.who
         log_denied(args, action, str(e))
         raise
     args.actor = role.name

@@ -40,7 +40,12 @@ MAX_AUTH_BYTES = 1 << 20
 
 
 class Forbidden(InputError):
-    """The token does not allow the action (exit 2 on the CLI, 403 over HTTP)."""
+    """The token does not allow the action (exit 2 on the CLI, 403 over HTTP); ``who``: the token's name when it
+    is a known token without the role (the audit log's actor of the refusal), else None."""
+
+    def __init__(self, message: str, who: str | None = None) -> None:
+        super().__init__(message)
+        self.who = who
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ def allow(who: Role, action: str) -> Role:
     if need is None:
         raise InputError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
     if ROLES.index(who.role) < ROLES.index(need):
-        raise Forbidden(f"{action}: {who.name} is a {who.role}; it needs the {need} role")
+        raise Forbidden(f"{action}: {who.name} is a {who.role}; it needs the {need} role", who.name)
     return who
 
 

@@ -15,6 +15,7 @@ import argparse
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -248,6 +249,57 @@ async def export(request: Request, rid: str, format: str, user: str | None = Non
             raise Problem(409, message)
         kind = "application/yaml" if format == "kueue" else "text/plain"
         return Response(text, media_type=kind, headers={EXIT_HEADER: "0"})
+    return await run(request, forbidden_as_403(work))
+
+
+@router.get("/inventory", summary="the server's inventory file (YAML)", responses={**_ERRORS})
+async def inventory(request: Request) -> Response:
+    cfg = config_of(request)
+
+    def work() -> Response:
+        from ..cli.capacity_cmd import _authorize
+        from ..inputs import read_small_text
+        from ..provider.inventory import MAX_INVENTORY_BYTES
+        _authorize(namespace(request, cfg), "show")
+        return Response(read_small_text(Path(cfg.inventory), "inventory", MAX_INVENTORY_BYTES),
+                        media_type="application/yaml", headers={EXIT_HEADER: "0"})
+    return await run(request, forbidden_as_403(work))
+
+
+@router.put("/inventory", summary="replace the inventory (operators): body {\"inventory\": \"<YAML>\"}, checked as "
+            "`capacity check` reads it, written atomically over the server's file, logged", responses={**_ERRORS})
+async def edit_inventory(request: Request) -> Response:
+    cfg = config_of(request)
+    fields = await body_of(request)
+    _only(fields, ("inventory",))
+    text = _text(fields, "inventory")
+    if text is None:
+        raise Problem(400, "field 'inventory': give the inventory file's text (YAML)", "inventory")
+
+    def work() -> Response:
+        import hashlib
+
+        from ..cli.capacity_cmd import _authorize
+        from ..cli.common import write_atomic
+        from ..inputs import read_small_text
+        from ..provider.inventory import MAX_INVENTORY_BYTES, parse_inventory
+        from ..provider.store import Store
+        args = namespace(request, cfg)
+        _authorize(args, "inventory")
+        inv = parse_inventory(text, source="inventory.yaml")  # a bad file: 400 with the reader's line
+        path = Path(cfg.inventory)
+        old = read_small_text(path, "inventory", MAX_INVENTORY_BYTES)
+        write_atomic(path, text)
+        digest = [hashlib.sha256(t.encode()).hexdigest()[:12] for t in (old, text)]
+        if Store.exists(cfg.db):
+            store = Store(cfg.db)
+            try:
+                store.log_inventory(digest[0], digest[1], f"{len(inv.nodes)} node(s), {len(inv.sites)} site(s)",
+                                    actor=args.actor)
+            finally:
+                store.close()
+        return json_answer({"nodes": len(inv.nodes), "sites": len(inv.sites), "before": digest[0],
+                            "after": digest[1]})
     return await run(request, forbidden_as_403(work))
 
 
