@@ -160,7 +160,8 @@ def _authorize(args: argparse.Namespace, action: str) -> None:
     from dataclasses import replace
 
     from ..provider.auth import Forbidden, allow, authorize, load_auth, read_token
-    path = getattr(args, "auth", None) or (None if hasattr(args, "web_token") else os.environ.get("LLMSIZER_AUTH"))
+    web = hasattr(args, "web_token") or hasattr(args, "web_role")  # the server's auth file only, never the env
+    path = getattr(args, "auth", None) or (None if web else os.environ.get("LLMSIZER_AUTH"))
     if not path:
         return
     try:
