@@ -512,6 +512,16 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                             base_dtype="fp32", zero=3, offload="params"),
                "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
 }
+# torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
+# and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
+# lines 379-395 defaults). The measured
+# column is max *reserved* memory (torchtitan train.py line 393), the prediction tensors only (allocated): the rows
+# are reported, not summarised, until the allocator's reserve has a model of its own.
+TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
+TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
+                 "reserved memory, predicted is allocated")
+TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "peak")
+TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
 TRAINING_NOT_EXPRESSIBLE = {
     "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
     "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",

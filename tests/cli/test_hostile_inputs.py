@@ -48,6 +48,9 @@ def one_line(err: str) -> str:
     (["train", "llama-3.1-8b", "--zero", "7"], "--zero", "[0, 3]"),
     (["infer", "--params", "7B", "--layers", "1e9", "--hidden", "4096", "--heads", "32"], "--layers", "[1, 10,000]"),
     (["recommend", "llama-3.1-8b", "--max-cost-per-hour", "-5"], "--max-cost-per-hour", "out of range"),
+    # models --fits-on answered for concurrency 1 and one device when given 0 (exit 0)
+    (["models", "--fits-on", "rtx-4090", "--concurrency", "0"], "--concurrency", "[1, 16,777,216]"),
+    (["models", "--fits-on", "rtx-4090", "--count", "0"], "--count", "[1, 1,048,576]"),
 ])
 def test_cli_numbers_are_refused_with_the_flag_and_range(argv, flag, fragment, capsys) -> None:
     code, out, err = run(argv, capsys)
@@ -311,3 +314,58 @@ def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", str(EXAMPLE), "--hardware-file",
                         str(fifo)], capture_output=True, text=True, env=env, timeout=30)
     assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
+
+
+# ------------------------------------------------------------------ engine flags on the wrong engine
+@pytest.mark.parametrize("engine, flag, value, owner", [
+    ("vllm", "-ngl", "3", "llamacpp"), ("sglang", "-ngl", "3", "llamacpp"), ("transformers", "-ngl", "3", "llamacpp"),
+    ("vllm", "--ubatch", "256", "llamacpp"), ("sglang", "--ubatch", "256", "llamacpp"),
+    ("vllm", "--mem-fraction-static", "0.5", "sglang"), ("llamacpp", "--mem-fraction-static", "0.5", "sglang"),
+    ("sglang", "--gpu-memory-utilization", "0.5", "vllm"), ("llamacpp", "--gpu-memory-utilization", "0.5", "vllm"),
+    ("sglang", "--block-size", "32", "vllm"), ("llamacpp", "--block-size", "32", "vllm"),
+    ("llamacpp", "--max-num-seqs", "4", "vllm or sglang"), ("transformers", "--max-num-seqs", "4", "vllm or sglang"),
+    ("llamacpp", "--max-num-batched-tokens", "1024", "vllm or sglang"),
+])
+def test_an_engine_flag_on_another_engine_is_refused(engine, flag, value, owner, capsys) -> None:
+    """Each of these is read by one engine's profile only (vLLM gpu_memory_utilization, SGLang
+    --mem-fraction-static, llama.cpp -ngl / -ub): on another engine the answer silently ignored it (exit 0, the
+    same numbers as without it) while --gpus/-ts/--n-cpu-moe on the wrong engine exit 2."""
+    code, _, err = run(["infer", "llama-3.1-8b", "--engine", engine, flag, value, "--memory", "24GiB"], capsys)
+    field = {"-ngl": "n_gpu_layers", "--ubatch": "n_ubatch", "--block-size": "paged_block_size"}.get(
+        flag, flag.lstrip("-").replace("-", "_"))
+    line = one_line(err)
+    assert code == 2 and owner in line and field in line, line
+
+
+def test_n_cpu_moe_range_error_describes_n_cpu_moe(capsys) -> None:
+    code, _, err = run(["infer", "qwen3-30b-a3b", "--engine", "llamacpp", "--n-cpu-moe", "-1"], capsys)
+    line = one_line(err)
+    assert code == 2 and "--n-cpu-moe" in line and "offloaded to the GPU" not in line and "host" in line, line
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--gpus", "2"], "gpus"), (["-ngl", "5"], "n_gpu_layers"), (["-sm", "row"], "split_mode"),
+    (["--gpus", "2", "-ts", "1,1"], "gpus, tensor_split"), (["--n-cpu-moe", "2"], "n_cpu_moe"),
+])
+def test_gpu_offload_flags_on_a_cpu_are_refused(flags, field, capsys) -> None:
+    """llama.cpp on --device cpu keeps every tensor in host memory: --gpus/-ngl/-sm were ignored (exit 0, the CPU
+    answer), and --gpus 2 -ts 1,1 said 'gives 2 shares for one GPU; set gpus' although gpus was set."""
+    code, _, err = run(["infer", "qwen3-30b-a3b", "--engine", "llamacpp", "--weights", "q4_k_m", "--device", "cpu",
+                        *flags], capsys)
+    line = one_line(err)
+    assert code == 2 and field in line and "device cpu" in line, line
+
+
+@pytest.mark.parametrize("argv, flags", [
+    (["fit", "llama-3.1-8b", "--device", "h100-sxm", "--method", "lora", "--tokens", "1B"], "--method, --tokens"),
+    (["fit", "llama-3.1-8b", "--device", "rtx-3090", "--count", "2", "--engine", "llamacpp", "--gpus", "4"], "--gpus"),
+    (["fit", "llama-3.1-8b", "--device", "h100-sxm", "--zero", "3"], "--zero"),
+    (["fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--seq", "4096"], "--seq"),
+    (["recommend", "llama-3.1-8b", "--method", "lora", "--batch", "4"], "--method, --batch"),
+])
+def test_training_flags_without_train_are_refused(argv, flags, capsys) -> None:
+    """fit/recommend without --train size serving: a training flag there was ignored (exit 0, a serving answer to
+    a question about fine-tuning; `fit --count 2 --gpus 4` split over 2 GPUs) while --tp was refused."""
+    code, _, err = run(argv, capsys)
+    line = one_line(err)
+    assert code == 2 and flags in line and "--train" in line, line

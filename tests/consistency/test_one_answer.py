@@ -309,3 +309,57 @@ def test_a_reader_that_stops_early_does_not_change_the_exit_code() -> None:
         out = subprocess.run([sys.executable, "-c", code.replace("ARGS", args)], capture_output=True, text=True,
                              timeout=120).stdout.split()
         assert out == [expected, "0"], (args, out)
+
+
+def test_plan_llamacpp_service_on_two_gpus_is_the_split_fit_says() -> None:
+    """A llama.cpp service on 2 x RTX 3090 (Llama-3.3-70B Q4_K_M, 8k): llama-server splits the layers over both
+    cards (llama.cpp's default -sm layer; the 39.6 GiB GGUF is widely run on 2 x 24 GB), as ``fit --count 2`` and
+    ``infer --gpus 2`` answer. The plan asked the fit for ONE card per replica (2 replicas of 42.3 GiB: DOES NOT
+    FIT) before the fix."""
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: llama-3.3-70b-instruct}\n"
+            "    quantization: q4_k_m\n    engine: llamacpp\n    traffic:\n      concurrency: {typical: 1, peak: 1}\n"
+            "      context: {typical: 8k, peak: 8k}\n      output: {typical: 256, peak: 256}\n"
+            "    resources: {device: rtx-3090, count: 2}\n")
+    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
+    r = fit("llama-3.3-70b-instruct", "rtx-3090", 2, engine="llamacpp", weights="q4_k_m", context=8192,
+            concurrency=1, output_tokens=256)
+    mem = job.section("memory")
+    assert r.fits and r.memory_per_device < 24 * GiB
+    assert mem.value("fits") is True and mem.value("need_peak") == r.memory_per_device
+    assert mem.value("need_typical") == r.memory_per_device
+    assert job.section("speed").value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user)
+    code, data = run_json("infer", "llama-3.3-70b-instruct", "--engine", "llamacpp", "--weights", "q4_k_m",
+                          "--gpus", "2", "--context", "8k", "--output-tokens", "256", "--memory", "24GiB")
+    gpus = [d["total"] for d in data["details"]["split"]["devices"] if d["device"] != "host"]
+    assert code == 0 and max(gpus) == r.memory_per_device
+
+
+def test_plan_sglang_service_need_is_what_fit_says_the_workload_needs() -> None:
+    """SGLang on an RTX 4090 (Llama-3.1-8B bf16, 4k x 1): the plan's need at peak is fit's workload need (weights +
+    the KV of the load + the (1 - mem_fraction_static) share SGLang leaves for activations and CUDA graphs + the
+    CUDA context), as for vLLM. Before: the plan said 15.95 GiB (weights + KV + context, no activations at all) and
+    fit 22.90 GiB; both said 'vLLM' for SGLang's pool."""
+    from llmsizer.plan import make_plan
+    from llmsizer.render.plan_text import render_plan_text
+    from llmsizer.request import parse_request
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: llama-3.1-8b}\n"
+            "    precision: bf16\n    engine: sglang\n    traffic:\n      concurrency: {typical: 1, peak: 1}\n"
+            "      context: {typical: 4k, peak: 4k}\n      output: {typical: 256, peak: 256}\n"
+            "    resources: {device: rtx-4090, count: 1}\n")
+    plan = make_plan(parse_request(text, source="t.yaml"), alternatives=False)
+    job = plan.jobs[0]
+    r = fit("llama-3.1-8b", "rtx-4090", 1, engine="sglang", weights="bf16", dtype="bf16", context=4096,
+            concurrency=1, output_tokens=256)
+    assert r.estimate is not None
+    need = r.estimate.details["workload_bytes"]
+    weights = r.estimate.item("weights").bytes
+    assert need > weights + r.estimate.details["kv_needed_bytes"] + 2 * GiB  # SGLang leaves ~7 GiB beside the pool
+    assert job.section("memory").value("need_peak") == need
+    assert job.section("memory").value("need_typical") == need
+    code, out = run("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "sglang")
+    assert code == 0 and "SGLang reserves the pool" in out and "vLLM reserves" not in out
+    assert "vLLM admits" not in render_plan_text(plan)

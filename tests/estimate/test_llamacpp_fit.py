@@ -117,3 +117,17 @@ def test_flags_give_the_kv_cells_of_all_slots():
     f = r.flags()
     assert f[f.index("-c") + 1] == str(4 * 8192) and f[f.index("-np") + 1] == "4"
     assert r.estimate.details["n_ctx"] == 4 * 8192
+
+
+def test_what_the_host_holds_is_named_when_its_memory_is_not_given():
+    """-c 1,000,000,000 on Llama-3.3-70B: 1 of 81 layers on the GPUs, the KV of the other 80 on the host --
+    80 layers x 1e9 tokens x 2 (K, V) x 8 KV heads x 128 x 2 B = 327.68e12 B (298 TiB). Before: 'FITS', exit 0,
+    no word about the host; --host-memory (unset) is the only check of it."""
+    r = fit_llamacpp("llama-3.3-70b-instruct", [24 * GiB, 24 * GiB], weights="q4_k_m", context=1_000_000_000)
+    host_kv = 80 * 1_000_000_000 * 2 * 8 * 128 * 2
+    host = r.estimate.details["split"]["devices"][-1]
+    assert host["device"] == "host" and host["kv_cache"] >= host_kv
+    assert any("--host-memory" in w and "298" in w for w in r.warnings), r.warnings
+    checked = fit_llamacpp("llama-3.3-70b-instruct", [24 * GiB, 24 * GiB], weights="q4_k_m", context=1_000_000_000,
+                           host_memory=512 * GiB)
+    assert not checked.fits

@@ -177,3 +177,16 @@ def test_bad_split_inputs_are_one_line_errors():
             llmsizer.estimate_inference("llama-3.1-8b", engine="llamacpp", weights="q4_k_m", **kw)
     with pytest.raises(InputError, match="apply to engine llamacpp"):
         llmsizer.estimate_inference("llama-3.1-8b", engine="vllm", gpus=2)
+
+
+def test_n_cpu_moe_past_the_last_layer_is_every_layer():
+    """llama.cpp takes any --n-cpu-moe N (common/arg.cpp: a name pattern per layer index < N); Qwen3-30B-A3B has 48
+    layers (its config.json: num_hidden_layers 48), so N = 1000 keeps the same experts as N = 48. The placement
+    said 'experts 0-999'."""
+    from llmsizer.estimate.inference import estimate_inference
+
+    kw = dict(engine="llamacpp", weights="q4_k_m", context=4096)
+    all48 = estimate_inference("qwen3-30b-a3b", n_cpu_moe=48, **kw).details["split"]
+    big = estimate_inference("qwen3-30b-a3b", n_cpu_moe=1000, **kw).details["split"]
+    assert big["devices"] == all48["devices"] and big["n_cpu_moe"] == 48
+    assert big["devices"][-1]["layers"] == "token embd, experts 0-47"

@@ -104,3 +104,17 @@ def test_fit_and_cli_go_through_the_core():
                             "--memory", "24GiB", "--mem-fraction-static", "0.85", "--json"], capture_output=True,
                            text=True, env=env, timeout=120)
     assert given.returncode == 0 and '"mem_fraction_static": 0.85' in given.stdout
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4])
+def test_workload_need_is_every_item_with_the_load_in_place_of_the_pool(tp):
+    """What the load needs of the card (fit's 'this workload needs', plan's need at peak) is the breakdown with the
+    KV of the load instead of the whole pool: weights + KV needed + SGLang's reserve + CUDA context + (with TP) the
+    NCCL buffers measured before the pool is sized (distributed/bootstrap.py). Before: the NCCL buffers were left
+    out with TP > 1 (Llama-3.3-70B AWQ on 2 x 24 GiB: 26.54 GiB needed < 26.47 GiB of items + 0.08 GiB of KV)."""
+    est = llmsizer.estimate_inference("llama-3.3-70b-instruct", engine="sglang", weights="awq-int4", memory=24 * GiB,
+                                      tensor_parallel=tp, context=4096)
+    d = est.details
+    items = {i.name: i.bytes for i in est.items if i.location == "device"}
+    assert ("communicators" in items) is (tp > 1)
+    assert d["workload_bytes"] == sum(items.values()) - items["kv_cache"] + d["kv_needed_bytes"]

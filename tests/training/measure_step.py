@@ -141,15 +141,73 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
 
         lcfg = peft.LoraConfig(r=lora["r"], lora_alpha=lora.get("alpha", 2 * lora["r"]),
                                target_modules=lora["targets"], lora_dropout=lora.get("dropout", 0.0),
-                               use_dora=lora.get("dora", False), bias="none")
+                               use_dora=lora.get("dora", False), bias="none",
+                               modules_to_save=lora.get("modules_to_save"))
         model = peft.get_peft_model(model, lcfg)
     if case.get("grad_ckpt"):
         model.gradient_checkpointing_enable()
+    sac = case.get("sac")
+    if sac is not None:
+        _torchtitan_checkpointing(torch, model, sac)
     params = [p for p in model.parameters() if p.requires_grad]
     name = case.get("optimizer", "adamw")
     with fake:
         opt = _optimizer(torch, name, params, case.get("foreach", True))
     return _run(torch, case, model, opt, params, conf, fake, base_rss)
+
+
+def _torchtitan_save_ops(torch: Any) -> set[Any]:
+    """torchtitan's op save set (torchtitan/distributed/activation_checkpoint.py ``_get_default_save_ops`` at
+    b5bcd76, lines 31-94): the partitioner's compute-intensive ops, aten.linear, aten.max, aten.topk and the SDPA
+    variants, plus ``_scaled_dot_product_flash_attention_for_cpu``, the CPU counterpart of the CUDA flash op
+    (which is in the compute-intensive list), so that the CPU run keeps what the CUDA run keeps."""
+    from torch._functorch.partitioners import get_default_op_list
+
+    ops = {op.default for op in get_default_op_list().compute_intensive_ops}
+    aten = torch.ops.aten
+    ops |= {aten.linear.default, aten.max.default, aten.topk.default,
+            aten._scaled_dot_product_attention_math.default, aten._scaled_dot_product_flash_attention_for_cpu.default}
+    return ops
+
+
+def _torchtitan_checkpointing(torch: Any, model: Any, sac: Any) -> None:
+    """Wrap the decoder layers as torchtitan does.
+
+    ``sac == "op"``: ``SelectiveAC._wrap_block`` (same file, lines 214-287): a fresh policy per checkpointed call
+    that saves the outputs of the save ops except every second mm/linear (counted per call, from 1) and
+    recomputes everything else, through ``create_selective_checkpoint_contexts``.
+    ``sac == N`` (int): torchtitan's per-layer selective option before the policy refactor (``selective_ac_option
+    = "N"``, ``_apply_ac_to_transformer_block`` at 25413d2, lines 115-125): every N-th layer (counted from 1) is
+    fully checkpointed, the others keep all their activations.
+    """
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    save_ops = _torchtitan_save_ops(torch)
+    mm_ops = (torch.ops.aten.mm.default, torch.ops.aten.linear.default)
+
+    def policy() -> Any:
+        meta = {"forward_mm_count": 0, "recompute_mm_count": 0}
+
+        def wrapped(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
+            key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
+            if func in mm_ops:
+                meta[key] += 1
+            if func in save_ops:
+                if func in mm_ops and meta[key] % 2 == 0:
+                    return CheckpointPolicy.PREFER_RECOMPUTE
+                return CheckpointPolicy.MUST_SAVE
+            return CheckpointPolicy.PREFER_RECOMPUTE
+
+        return wrapped
+
+    kwargs: dict[str, Any] = {"use_reentrant": False}
+    if sac == "op":
+        kwargs["context_fn"] = lambda: create_selective_checkpoint_contexts(policy())
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    if sac != "op":
+        layers = model.get_decoder().layers
+        for i, layer in enumerate(layers):
+            layer.gradient_checkpointing = (i + 1) % int(sac) == 0
 
 
 def _optimizer(torch: Any, name: str, params: list[Any], foreach: bool) -> Any:

@@ -29,7 +29,14 @@ from .common import (
     resolve_model,
 )
 from .train_cmd import render_duration
-from .workload_args import add_headroom_arg, add_inference_args, add_training_args, inference_fields, training_fields
+from .workload_args import (
+    add_headroom_arg,
+    add_inference_args,
+    add_training_args,
+    inference_fields,
+    refuse_training_flags,
+    training_fields,
+)
 
 EPILOG = """examples:
   llmsizer fit llama-3.1-70b-instruct --device h100-sxm --count 2
@@ -104,14 +111,15 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         return data, exit_code(r.fits), r, dur
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
+    if args.tp is not None:
+        raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
+                         "(the largest divisor of the count that divides the heads)")
+    refuse_training_flags(args)
     if args.auto or args.free or args.fit_target is not None:
         auto = _auto(spec, args, fields)
         return auto.to_dict(), exit_code(auto.fits), auto, None
     if args.host_memory is not None:
         raise InputError("--host-memory applies to --auto")
-    if args.tp is not None:
-        raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
-                         "(the largest divisor of the count that divides the heads)")
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,

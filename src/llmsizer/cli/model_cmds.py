@@ -8,12 +8,13 @@ from typing import Any
 from ..catalog import models as catalog
 from ..formulas.params import count_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
+from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
 from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, count_arg, emit_json, exit_code, resolve_model, tokens_arg
+from .common import add_model_args, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
 
 
 def register(sub: Any) -> None:
@@ -30,10 +31,10 @@ def register(sub: Any) -> None:
     p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
     p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
                    "and speed")
-    p.add_argument("--count", type=int, help="devices, with --fits-on (default: the instance's count, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices, with --fits-on (default: the instance's count, else 1)")
     p.add_argument("--context", type=tokens_arg, help=f"tokens per sequence, with --fits-on (default "
                    f"{InferenceWorkload.context})")
-    p.add_argument("--concurrency", type=count_arg, help=f"sequences at once, with --fits-on (default "
+    p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
                    f"{InferenceWorkload.concurrency})")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")

@@ -13,7 +13,14 @@ from ..render.safe import say
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
-from .workload_args import add_headroom_arg, add_media_args, add_training_args, media_fields, training_fields
+from .workload_args import (
+    add_headroom_arg,
+    add_media_args,
+    add_training_args,
+    media_fields,
+    refuse_training_flags,
+    training_fields,
+)
 
 EPILOG = """examples:
   llmsizer recommend llama-3.1-8b --infer --context 8k --concurrency 8
@@ -79,6 +86,7 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
         rec = recommend_training(spec, tokens=args.tokens, utilization=args.utilization, constraints=cons,
                                  hardware_files=args.hardware_file, training_fields=training_fields(args))
     else:
+        refuse_training_flags(args)
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,

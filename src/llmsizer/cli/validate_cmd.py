@@ -45,6 +45,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="cases and summary as JSON")
 
 
+def _shown(path: Path) -> str:
+    """A data file as the report names it: relative to the working folder when inside it, so a report written in
+    one clone (docs/accuracy.md) does not carry that clone's absolute path."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def gather(args: argparse.Namespace) -> dict[str, Any]:
     from .. import validation_cases as V
     from ..measure.store import ResultStore, read_jsonl
@@ -57,7 +66,7 @@ def gather(args: argparse.Namespace) -> dict[str, Any]:
         c, m = V.public_cases(data)
         cases += c
         missing += m
-        sources.append(f"{data / 'public_measurements.csv'} and {data / 'vllm_startup_logs.csv'}")
+        sources.append(f"{_shown(data / 'public_measurements.csv')} and {_shown(data / 'vllm_startup_logs.csv')}")
     files = sorted(glob.glob(str(data / "measured" / "*.jsonl")))
     if files:
         c, m = V.measured_cases(read_jsonl(files))

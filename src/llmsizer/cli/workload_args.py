@@ -10,10 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
     COUNT,
+    CPU_MOE_LAYERS,
     GPU_LAYERS,
     HEADROOM,
     IMAGES,
@@ -125,7 +127,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--tensor-split", "-ts", type=list_of(float_arg(SPLIT_SHARE), "proportions", MAX_GPUS),
                    help="llama.cpp: share of the model per GPU, e.g. 3,1 (default: by free memory, equal for "
                         "identical GPUs)")
-    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(GPU_LAYERS),
+    g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
     add_media_args(g)
 
@@ -148,6 +150,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
+    g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
+                   "modules_to_save)")
     g.add_argument("--adapter-dtype", choices=STATE_DTYPES, help="LoRA weight dtype (default fp32 under mixed "
                    "precision)")
     g.add_argument("--base-dtype", choices=STATE_DTYPES, help="frozen base dtype for lora/dora (default bf16)")
@@ -163,7 +167,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
-                   help=f"activation checkpointing (default {TW.grad_checkpointing})")
+                   help=f"activation checkpointing; selective-op: torchtitan's op-level policy (default "
+                   f"{TW.grad_checkpointing})")
+    g.add_argument("--checkpoint-every", type=int_arg(COUNT), help="checkpoint only every N-th layer (full or "
+                   "selective-op; torchtitan selective_ac_option N; default 1)")
     if attention:
         add_attention_arg(g)
     g.add_argument("--packing", action="store_true", default=None,
@@ -187,11 +194,26 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
 
 
-TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "adapter_dtype", "base_dtype", "optimizer",
+TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "attention", "packing", "loss_chunks",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node")
+
+
+TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name
+
+
+def refuse_training_flags(args: argparse.Namespace) -> None:
+    """``fit``/``recommend`` without --train answer a serving question: a training flag given there would be ignored
+    (e.g. ``--method lora --tokens 1B`` answered for serving, exit 0), so it is refused, naming the flags."""
+    given = [k for k in TRAINING_FIELDS if k != "attention" and getattr(args, k, None) not in (None, False)]
+    given += [k for k in ("tokens", "utilization") if getattr(args, k, None) is not None]
+    if given:
+        flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
+        raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
+                         f"{'it' if len(given) == 1 else 'them'} to size serving"
+                         + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -199,4 +221,5 @@ def training_fields(args: argparse.Namespace) -> dict[str, Any]:
     out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
     if out.get("method", TW.method) == "full":
         out.pop("targets", None)  # LoRA targets do not apply
+        out.pop("modules_to_save", None)
     return out

@@ -59,6 +59,17 @@ def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
     return 1
 
 
+def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
+    """(expected, high) bytes ``est`` needs on one device: the total at its location, or with a llama.cpp split the
+    fullest GPU's (estimate/inference/llamacpp_split.py places layers, KV and compute per GPU)."""
+    split = est.details.get("split")
+    per_gpu = [dv for dv in split["devices"] if dv["device"] != "host"] if split and not on_cpu else []
+    if len(per_gpu) > 1:
+        return max(int(dv["total"]) for dv in per_gpu), max(int(dv["total_high"]) for dv in per_gpu)
+    _, mid, hi = est.total("host" if on_cpu else "device")
+    return int(mid), int(hi)
+
+
 def usable_memory(device: Device, memory: int | None = None) -> tuple[int | None, list[Assumption]]:
     """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it."""
     notes: list[Assumption] = []
@@ -276,10 +287,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
-    lo, mid, hi = est.total("host" if on_cpu else "device")
-    if split:  # memory per device: the fullest GPU of the split (estimate/inference/llamacpp.py)
-        per_gpu = [dv for dv in d["split"]["devices"] if dv["device"] != "host"]
-        mid, hi = max(dv["total"] for dv in per_gpu), max(dv["total_high"] for dv in per_gpu)
+    mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
     warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))

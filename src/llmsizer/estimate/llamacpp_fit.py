@@ -253,6 +253,9 @@ def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts:
         fits = False
         warnings.append(f"host memory: needs {format_bytes(host['total'])} of {format_bytes(host_memory)} RAM "
                         "(layers and experts kept on the CPU)")
+    elif host_memory is None and (host["n_layers"] or host.get("experts")):  # unchecked: say what it must hold
+        warnings.append(f"the host holds {format_bytes(host['total'])} (layers and experts kept on the CPU) and its "
+                        "RAM is not checked: give --host-memory")
     if n_cpu_moe:
         warnings.append("llama.cpp's own --fit moves the experts of each GPU's last layers to the CPU (-ot overrides); "
                         f"--n-cpu-moe {n_cpu_moe} moves those of the first {n_cpu_moe} layers, the same memory when "

@@ -11,6 +11,12 @@ fp16-mixed                                                 ``--bf16/--fp16``: tr
                                                            anatomy" (model_memory_anatomy.md): weights 6 B/param
                                                            in mixed precision (fp32 + half copy), gradients
                                                            4 B/param "always kept in fp32", AdamW 8 B -> 18
+fsdp-bf16-mixed 4      -       4      -          -         FSDP2 ``MixedPrecisionPolicy(param_dtype=bf16,
+                                                           reduce_dtype=fp32)`` (torchtitan, torchtune): fp32
+                                                           sharded parameters and gradients; each unit is
+                                                           all-gathered in bf16 for its forward/backward and freed
+                                                           after (reshard_after_forward), so no bf16 copy of every
+                                                           weight is held; activations and the residual stream bf16
 bf16 / fp16     2      -       2      -          -         pure half precision: every tensor in bf16, torch
                                                            optimizers keep states in the parameter dtype
                                                            (``torch.zeros_like(p)`` in torch/optim/adamw.py)
@@ -106,6 +112,11 @@ RECIPES: dict[str, Recipe] = {
                          "matmuls, fp32 gradients; HF Trainer --bf16 (18 B/param with AdamW)", _HF),
     "fp16-mixed": Recipe("fp16-mixed", 4, 0, 4, 0, 2, 2, "fp32",
                          "PyTorch AMP (torch.autocast fp16 + GradScaler): as bf16-mixed; HF Trainer --fp16", _HF),
+    "fsdp-bf16-mixed": Recipe("fsdp-bf16-mixed", 4, 0, 4, 0, 0, 2, "fp32",
+                              "FSDP MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32): fp32 sharded parameters, "
+                              "gradients and Adam states; bf16 units gathered one at a time (16 B/param sharded)",
+                              "torch/distributed/fsdp/_fully_shard/_fsdp_api.py MixedPrecisionPolicy; "
+                              "_fsdp_param.py (all-gather in param_dtype, reshard after forward)"),
     "bf16": Recipe("bf16", 2, 0, 2, 0, 0, 2, "bf16",
                    "pure bf16: weights, gradients and optimizer states in bf16 (torchtune dtype=bf16)",
                    "torch optimizers keep states in the parameter dtype (torch/optim/adamw.py zeros_like)"),

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit, prompt_and_output
+from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit, need_per_device, prompt_and_output
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
@@ -25,6 +25,7 @@ from ..request.spec import InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
+from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -101,7 +102,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if hw is not None and device is not None:
         # one replica = tp devices of one machine; the load is spread evenly over all replicas
         engine_hint = job.engine or default_engine(device, hw.per_node, job.quantization)
-        tp = 1 if engine_hint == "llamacpp" or device.kind in ("cpu", "apple") else \
+        # llama.cpp: one llama-server splits the model over the GPUs of its machine (-sm layer), as `fit --count`
+        tp = 1 if device.kind in ("cpu", "apple") else hw.per_node if engine_hint == "llamacpp" else \
             choose_tensor_parallel(spec, hw.per_node)
         replicas = max(1, hw.per_node // tp) * hw.nodes
         if replicas > 1:
@@ -135,14 +137,16 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
-    loc = "host" if on_cpu else "device"
-    need = need_est.total(loc)[1] if need_est else None  # type: ignore[arg-type]
+    need = need_per_device(need_est, on_cpu)[0] if need_est else None
+    if engine == "sglang":  # SGLang's need: fit's workload share of the card (the estimate without memory has no
+        need = _workload_need(f_peak, need)  # room for activations and graphs; SGLang sizes them from the card)
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu,
                          batch)
+    need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
-            need_typ_est.total(loc)[1] if need_typ_est else None, "B")  # type: ignore[arg-type]
+            _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
     budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
@@ -165,9 +169,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("fits", "peak load fits", fits, "bool", f_peak.reasons[0] if f_peak and f_peak.reasons else "")
     if f_peak is not None and f_peak.estimate is not None and "max_concurrency_at_context" in f_peak.estimate.details:
         mem.add("admitted", f"sequences of {ctx_peak} tokens the KV pool admits per replica",
-                f_peak.estimate.details["max_concurrency_at_context"], "count", "vLLM KV pool / KV per sequence")
-    mem.add("weights", "weights per device", need_est.details.get("weights_bytes") if need_est else None, "B",
-            f"{fmt_used}" + (f", / TP {tp}" if tp > 1 else ""))
+                f_peak.estimate.details["max_concurrency_at_context"], "count",
+                f"{ENGINE_NAMES.get(engine, engine)} KV pool / KV per sequence")
+    split = need_est.details.get("split") if need_est else None
+    w_dev = (max(int(d["weights"]) for d in split["devices"] if d["device"] != "host") if split else
+             need_est.details.get("weights_bytes") if need_est else None)
+    mem.add("weights", "weights per device", w_dev, "B",
+            f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
     notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev})
 
     # ---- speed ----
@@ -218,11 +226,24 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
     depend on the GPU's memory, which this estimate is not given)."""
     try:
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
-                                  output_tokens=output, tensor_parallel=tp,
+                                  output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
                                   **job.media.fields(), **(batch or {}))
     except InputError:
         return None
+
+
+def _workload_need(f: FitResult | None, default: int | None) -> int | None:
+    """What the load needs of a card whose engine sizes a pool from it: fit's ``workload_bytes``."""
+    need = f.estimate.details.get("workload_bytes") if f is not None and f.estimate is not None else None
+    return int(need) if need is not None else default
+
+
+def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:
+    """The devices of one replica as the engine uses them: llama.cpp splits the model (gpus), the others shard it."""
+    if engine == "llamacpp":
+        return {"gpus": devices} if devices > 1 and not on_cpu else {}
+    return {"tensor_parallel": devices}
 
 
 def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes) -> dict[str, Any]:
@@ -407,7 +428,6 @@ def _operations(job: InferenceJob) -> Sec:
 def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, ctx_peak: int, conc_peak: int,
             out_peak: int, budget_dev: int | None, on_cpu: bool, hw: Hardware, cost: Sec,
             options: list[dict[str, Any]], batch: dict[str, Any] | None = None) -> tuple[Chart, ...]:
-    loc = "host" if on_cpu else "device"
     markers = (("device budget", float(budget_dev)),) if budget_dev else ()
     charts: list[Chart] = []
     top = max(2 * ctx_peak, 4096)
@@ -418,7 +438,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     for c in geometric_points(512, top, ctx_peak, 8):
         e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu, batch)
         if e is not None:
-            pts.append((float(c), float(e.total(loc)[1])))  # type: ignore[arg-type]
+            pts.append((float(c), float(need_per_device(e, on_cpu)[0])))
     charts.append(Chart(f"{job.name}-memory-context", f"{job.name}: memory per device vs context", "lines",
                         "context (tokens per request)", "memory per device", "B",
                         (Series(f"{per_rep} concurrent requests", tuple(pts)),), "tokens", markers=markers,
@@ -427,7 +447,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     for n in geometric_points(1, max(2 * per_rep, 8), per_rep, 8):
         e = _need(spec, engine, fmt, ctx_peak, n, out_peak, tp, job, on_cpu, batch)
         if e is not None:
-            pts.append((float(n), float(e.total(loc)[1])))  # type: ignore[arg-type]
+            pts.append((float(n), float(need_per_device(e, on_cpu)[0])))
     charts.append(Chart(f"{job.name}-memory-concurrency", f"{job.name}: memory per device vs concurrency", "lines",
                         "concurrent requests per replica", "memory per device", "B",
                         (Series(f"context {ctx_peak} tokens", tuple(pts)),), "requests", markers=markers,

@@ -35,7 +35,7 @@ from .hardware import PlanContext, from_option, none_hardware, option_dict, requ
 from .result import Chart, Hardware, JobPlan, Series
 
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
-                        "grad_checkpointing", "attention", "packing", "zero", "fsdp", "tp", "pp", "offload")
+                        "grad_checkpointing", "checkpoint_every", "attention", "packing", "zero", "fsdp", "tp", "pp", "offload")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -56,6 +56,8 @@ def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any
             fields["rank"] = job.peft.rank
         if job.peft.targets is not None:
             fields["targets"] = job.peft.targets
+        if job.peft.modules_to_save is not None:
+            fields["modules_to_save"] = job.peft.modules_to_save
     fields["gpus"] = max(1, gpus)
     if gpus > 1:
         fields["gpus_per_node"] = max(1, per_node)

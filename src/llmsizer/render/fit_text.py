@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes
 from .text import table
 
@@ -66,8 +67,9 @@ def memory_line(r: FitResult) -> str:
     line = (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
             f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
     need = r.estimate.details.get("workload_bytes") if r.estimate is not None else None
-    if need is not None:  # vLLM reserves its pool whatever the load: say what this workload needs of it
-        line += f"; vLLM reserves the pool, this workload needs {format_bytes(need)} of it"
+    if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
+        line += (f"; {ENGINE_NAMES.get(r.engine, r.engine)} reserves the pool, this workload needs "
+                 f"{format_bytes(need)} of it")
     return line
 
 

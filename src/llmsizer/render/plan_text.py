@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..plan import Plan
 from ..plan.result import JobPlan
+from ..specs.workload import ENGINE_NAMES
 from .markdown import SEVERITY_LABEL, check_line, format_usd, format_value
 
 
@@ -44,7 +45,8 @@ def _job_lines(j: JobPlan) -> list[str]:
         adm = mem.get("admitted")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
                    f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'})"
-                   + (f"; vLLM admits {adm.value} sequences of the peak context" if adm is not None else ""))
+                   + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
+                      "the peak context" if adm is not None else ""))
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
                    f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user")
         net = j.section("network")

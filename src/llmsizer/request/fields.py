@@ -89,11 +89,11 @@ INFER_PRECISIONS = ("bf16", "fp16", "fp32")
 
 # Training settings mirror specs/training.py TrainingWorkload (kept in step by tests/request).
 _METHODS = ("full", "lora", "dora", "qlora")
-_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+_PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
                "megatron-bf16", "megatron-fp16")
 _OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
                "adafactor", "lion")
-_GC = ("none", "full", "selective")
+_GC = ("none", "full", "selective", "selective-op")
 _ATTN = ("sdpa", "flash", "eager")
 _FSDP = ("full", "grad_op", "hybrid")
 _OFFLOAD = ("none", "optimizer", "params")
@@ -171,6 +171,8 @@ TRAINING = (
         F("rank", "int", "LoRA rank r", 16, minimum=1),
         F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, minimum=0),
         F("targets", "targets", "adapted modules", "all-linear"),
+        F("modules_to_save", "str_list", "whole modules trained beside the adapters: embed, lm_head (PEFT "
+          "modules_to_save)", template=False),
         F("dropout", "share", "LoRA dropout", template=False),
     )),
     F("settings", "section", "training settings (each optional; defaults are stated in the plan)",
@@ -181,6 +183,8 @@ TRAINING = (
           F("seq_len", "context", "tokens per training sequence", "4k"),
           F("grad_accumulation", "int", "micro-batches per optimizer step", 4, minimum=1),
           F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
+          F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
+            template=False, minimum=1),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),

@@ -551,6 +551,8 @@ class _Reader:
                 fields["rank"] = j.peft.rank
             if j.peft.targets is not None:
                 fields["targets"] = j.peft.targets
+            if j.peft.modules_to_save is not None:
+                fields["modules_to_save"] = j.peft.modules_to_save
         fields["gpus"] = self.device_count(j.resources) or (s.tp or 1) * (s.pp or 1)  # unknown: check the rest
         try:
             TrainingWorkload(**fields)

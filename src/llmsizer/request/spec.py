@@ -65,6 +65,7 @@ class Peft:
     rank: int | None = None
     alpha: float | None = None
     targets: tuple[str, ...] | None = None
+    modules_to_save: tuple[str, ...] | None = None
     dropout: float | None = None
 
 
@@ -76,6 +77,7 @@ class TrainingSettings:
     seq_len: int | None = None
     grad_accumulation: int | None = None
     grad_checkpointing: str | None = None
+    checkpoint_every: int | None = None
     attention: str | None = None
     packing: bool | None = None
     zero: int | None = None

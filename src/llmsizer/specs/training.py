@@ -14,11 +14,11 @@ from ..errors import InputError
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
               "adafactor", "lion")
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp16", "deepspeed-bf16", "deepspeed-fp16",
               "megatron-bf16", "megatron-fp16")
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
-GRAD_CHECKPOINTING = ("none", "full", "selective")
+GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
@@ -36,6 +36,23 @@ _TARGET_ALIASES = {
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+# PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
+MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
+_SAVE_ALIASES = {"embed_tokens": "embed", "embeddings": "embed", "wte": "embed", "tok_embeddings": "embed",
+                 "output": "lm_head"}
+
+
+def normalize_modules_to_save(names: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """Canonical names ('embed', 'lm_head') from 'embed_tokens,lm_head' / ['lm_head']. Unknown -> InputError."""
+    items = [t.strip().lower() for t in (names.split(",") if isinstance(names, str) else names) if t.strip()]
+    out: list[str] = []
+    for t in items:
+        n = _SAVE_ALIASES.get(t, t)
+        if n not in MODULES_TO_SAVE:
+            raise InputError(f"unknown module to save {t!r}; choose from: embed (embed_tokens), lm_head")
+        if n not in out:
+            out.append(n)
+    return tuple(out)
 
 
 def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -63,6 +80,9 @@ class TrainingWorkload:
         magnitude vector per adapted module), 'qlora' (LoRA on a 4-bit NF4 double-quantized base).
     rank, alpha, targets, adapter_dtype: LoRA rank r, scaling alpha (no memory effect), adapted modules, dtype of
         the adapter weights (None: fp32 under mixed precision as PEFT casts them, else the precision's dtype).
+    modules_to_save: whole modules trained beside the adapters ('embed', 'lm_head'; PEFT ``modules_to_save``):
+        PEFT's ``ModulesToSaveWrapper`` keeps the frozen original and trains a deep copy in the base dtype
+        (peft/utils/other.py), which gets gradients and optimizer states of its own.
     base_dtype: dtype of the frozen base weights for lora/dora (None: bf16, or fp32 for precision fp32); the
         non-quantized tensors for qlora.
     optimizer / optimizer_state_dtype / optimizer_impl: see ``formulas/training_states.py``; None = defaults.
@@ -70,7 +90,11 @@ class TrainingWorkload:
     micro_batch [sequences per device per forward], seq_len [tokens per sequence], grad_accumulation [micro-
         batches per optimizer step; the pipeline's micro-batch count].
     grad_checkpointing: 'none' | 'full' (each decoder layer recomputed) | 'selective' (attention core only,
-        Korthikanti et al. 2022 section 4.2).
+        Korthikanti et al. 2022 section 4.2) | 'selective-op' (torchtitan's op-level ``SelectiveAC``: matmul and
+        attention outputs saved, every second matmul and all other ops recomputed;
+        ``formulas/selective_checkpointing.py``).
+    checkpoint_every: with 'full' or 'selective-op', only every N-th decoder layer is checkpointed, the others
+        keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
     attention: 'sdpa' | 'flash' | 'eager'.  packing: several documents per row (a block-diagonal mask for
         sdpa/eager; varlen kernels for flash).
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
@@ -88,6 +112,7 @@ class TrainingWorkload:
     alpha: int | None = None
     targets: tuple[str, ...] = ALL_LINEAR
     adapter_dtype: str | None = None
+    modules_to_save: tuple[str, ...] = ()
     base_dtype: str | None = None
     optimizer: str | None = None
     optimizer_state_dtype: str | None = None
@@ -97,6 +122,7 @@ class TrainingWorkload:
     seq_len: int = 2048
     grad_accumulation: int = 1
     grad_checkpointing: str = "none"
+    checkpoint_every: int = 1
     attention: str = "sdpa"
     packing: bool = False
     loss_chunks: int = 1
@@ -129,7 +155,7 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
         for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "ep", "gpus_per_node",
-                     "loss_chunks"):
+                     "loss_chunks", "checkpoint_every"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -137,6 +163,12 @@ class TrainingWorkload:
             if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
                 raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
             object.__setattr__(self, "targets", normalize_targets(self.targets))
+        object.__setattr__(self, "modules_to_save", normalize_modules_to_save(self.modules_to_save))
+        if self.modules_to_save and self.method == "full":
+            raise InputError("modules_to_save applies to lora/dora/qlora (full training trains every module already)")
+        if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
+            raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
+                             f"layer checkpointed), not {self.grad_checkpointing!r}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
@@ -152,6 +184,9 @@ class TrainingWorkload:
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
             raise InputError(f"hybrid sharding needs gpus ({self.gpus}) to be a multiple of gpus_per_node "
                              f"({self.gpus_per_node})")
+        if self.precision == "fsdp-bf16-mixed" and self.fsdp is None:
+            raise InputError("precision 'fsdp-bf16-mixed' is FSDP's MixedPrecisionPolicy; give fsdp (full, grad_op or "
+                             "hybrid)")
         if self.offload == "params" and self.shard_stage < 3:
             raise InputError("offload='params' needs fully sharded parameters (zero=3 or fsdp='full'/'hybrid')")
         if self.method == "qlora" and self.precision in ("fp32", "fp16", "deepspeed-fp16", "megatron-fp16",

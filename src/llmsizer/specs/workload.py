@@ -10,6 +10,8 @@ from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
+# How each engine calls itself in prose (what a rendered sentence names).
+ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang"}
 DEVICES = ("gpu", "cpu")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
@@ -133,6 +135,18 @@ class InferenceWorkload:
         llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
                          if v not in (None, False)]
+        for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)),
+                             ("mem_fraction_static", ("sglang",)), ("gpu_memory_utilization", ("vllm",)),
+                             ("paged_block_size", ("vllm",)), ("max_num_seqs", ("vllm", "sglang")),
+                             ("max_num_batched_tokens", ("vllm", "sglang"))):
+            if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
+                raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")
+        offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
+                                        ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
+                                        ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]
+        if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
+            raise InputError(f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is in host "
+                             "memory (use device gpu)")

@@ -128,6 +128,27 @@ async def models(request: Request, query: str | None = Query(None, description="
     return await run(request, work)
 
 
+@router.get("/models/fits-on", summary="which catalog models fit a device or instance (models --fits-on --json)",
+            responses={200: _ANSWER, **_ERRORS})
+async def models_fits_on(request: Request,
+                         fits_on: str = Query(description="a device or instance (hardware list): which models fit it"),
+                         query: str | None = Query(None, description="text to search in ids and names"),
+                         count: str | None = None, context: str | None = None,
+                         concurrency: str | None = None) -> Response:
+    """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""
+    from ..cli.model_cmds import models_answer
+    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
+    q = params.pop("query", None)
+    if not fits_on.strip():
+        return Problem(400, "field 'fits_on': give a device or instance (GET /api/v1/hardware lists them)",
+                       "fits_on").response()
+
+    def work() -> Response:
+        args = bridge.parse(("models",), params, positionals=[q] if q else [])
+        return json_answer(*models_answer(args))
+    return await run(request, work)
+
+
 @router.get("/models/{model:path}", summary="one model: architecture and parameters (inspect --json)",
             responses={200: _ANSWER, **_NOT_FOUND, **_ERRORS})
 async def model(request: Request, model: str) -> Response:

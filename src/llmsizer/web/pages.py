@@ -1,4 +1,4 @@
-"""The pages of ``llmsizer serve`` (issue #13): the calculator (``/``), compare (``/compare``) and request
+"""The pages of ``llmsizer serve`` (issue #13): the calculator (``/``), compare (``/compare``), what fits (``/fits``) and request
 (``/request``) pages and their static files, as a FastAPI ``router`` the app includes.
 
 The pages are plain HTML, CSS and JavaScript modules shipped in the package (``web/static/``): no build step, no
@@ -39,7 +39,8 @@ MEDIA_TYPES = {
 }
 
 # the pages: URL path -> file under static/
-PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/console": "console.html"}
+PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/fits": "fits.html",
+         "/console": "console.html"}
 
 
 def _load(root: Path) -> dict[str, tuple[bytes, str]]:

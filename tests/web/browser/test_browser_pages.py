@@ -416,7 +416,7 @@ LABELS = """() => [...document.querySelectorAll('input, select, textarea, button
   .map(c => c.outerHTML.slice(0, 120))"""
 
 
-@pytest.mark.parametrize("path", ["/", "/compare", "/request"])
+@pytest.mark.parametrize("path", ["/", "/compare", "/request", "/fits"])
 def test_every_control_is_labelled_and_reachable_by_keyboard(page: Page, path: str) -> None:
     page.goto(path)
     page.wait_for_load_state("networkidle")
@@ -428,7 +428,8 @@ def test_every_control_is_labelled_and_reachable_by_keyboard(page: Page, path: s
         page.keyboard.press("Tab")
         seen.append(page.evaluate("document.activeElement.id || document.activeElement.tagName"))
     want = {"/": ["model", "context", "memory", "copy-cli"], "/compare": ["model", "context", "copy-cli"],
-            "/request": ["template", "request-text", "view-report", "dl-json"]}[path]
+            "/request": ["template", "request-text", "view-report", "dl-json"],
+            "/fits": ["fits_on", "count", "context", "concurrency", "copy-cli"]}[path]
     for control in want:
         assert control in seen, f"{control} is not reached with Tab on {path}: {seen}"
     order = [seen.index(c) for c in want]

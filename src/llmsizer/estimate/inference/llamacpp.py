@@ -195,6 +195,7 @@ def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl:
                    n_cpu_moe: int) -> dict[str, Any]:
     ctx_b = E.CUDA_CONTEXT
     devices = []
+    n_cpu_moe = min(n_cpu_moe, sum(len(p.layers) for p in parts))  # llama.cpp takes any N; only the model's layers
     for p in parts:
         gpu = p.name != "host"
         fixed = ctx_b.expected if gpu else E.LLAMACPP_HOST_RUNTIME.expected

@@ -126,7 +126,7 @@ def compose_sglang(ctx: Context) -> None:
         "mem_fraction_static": mfs, "kv_pool_bytes": pool, "max_total_num_tokens": tokens, "kv_tokens": tokens,
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
-        "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected,
+        "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected + comm,
         "kv_needed_bytes": need.bytes})
     if pool <= 0:
         acc.warnings.append("SGLang would fail at start-up (\"Loaded weights leave no GPU memory for the KV cache\", "

@@ -16,6 +16,7 @@ from ...errors import InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
+from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
 from ...formulas.weight_formats import weight_bytes
@@ -157,8 +158,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if "adapter_weights" in parts and ctx.lora is not None:
         acc.items.append(Item("adapter_weights", parts["adapter_weights"], "device",
                               formula=f"{format_count(ctx.lora.total)} LoRA params (rank {ctx.lora.rank}"
-                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B",
-                              source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear)"))
+                                      f"{', DoRA' if ctx.lora.dora else ''}) x {ctx.adapter_bytes} B"
+                                      + (f" + trained copies of {', '.join(w.modules_to_save)} (modules_to_save) in "
+                                         "the base dtype" if w.modules_to_save else ""),
+                              source="formulas/lora.py (Hu et al. 2021 eq. 3; PEFT lora.Linear; "
+                                     "peft/utils/other.py ModulesToSaveWrapper)"))
     if "master_weights" in parts:
         acc.items.append(Item("master_weights", parts["master_weights"], "device",
                               formula=f"{format_count(st.trained_elements)} trained x 4 B fp32 master{layout}",
@@ -167,6 +171,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     g = parts.get("gradients", 0)
     g_note = "" if g else (f" - none at this moment (zero_grad(set_to_none=True) frees them before the forward); "
                            f"full size {format_bytes(st.grads + st.main_grads)}")
+    if w.offload != "none":
+        g_note = " - offloaded to host with the optimizer (see host_gradients)"
     acc.items.append(Item("gradients", g, "device",
                           formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
                                   + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
@@ -191,6 +197,14 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
             formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "
                        "(gradient_as_bucket_view=False, the default)")
+        if name == "gradient_buckets" and w.zero == 3 and w.fsdp is None:
+            formula = ("DeepSpeed ZeRO-3 IPG bucket: reduce_bucket_size 5e8 elements of the gradient dtype, allocated "
+                       "at initialisation (+ at the step: the fp32 copy of a sub-group's gradient partition)")
+            src = "formulas/deepspeed_zero.py (deepspeed/runtime/zero/stage3.py lines 731-735, 2398-2408; config.py)"
+        if name == "gathered_params" and w.zero == 3 and w.fsdp is None:
+            formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
+                       "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
+            src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
@@ -245,8 +259,14 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     n = len(tl.layer_terms)
     text = (f"{n} layers x {format_bytes(per_layer)} (layer {first}: "
             + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
+    every = f"every {w.checkpoint_every}-th layer " if w.checkpoint_every > 1 else ""
     if w.grad_checkpointing == "full":
-        text = f"checkpointed: {n} layer inputs kept, one layer recomputed at a time; " + text
+        text = f"checkpointed {every or 'every layer '}(input kept, recomputed in the backward); " + text
+    elif w.grad_checkpointing == "selective-op":
+        op = op_sac_saved_terms(ctx.spec, first, ctx.act)
+        text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"
+                " kept per checkpointed layer (" + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in op)
+                + "); without it " + text)
     if tl.inflight > 1:
         text += f" x {tl.inflight} in-flight micro-batches (1F1B)"
     return text

@@ -26,6 +26,7 @@ _WHY = {
     "seq_len": "tokens per sequence (padded or packed length)",
     "grad_accumulation": "micro-batches per optimizer step",
     "grad_checkpointing": "no activation checkpointing",
+    "checkpoint_every": "every decoder layer checkpointed alike",
     "attention": "transformers default attn_implementation sdpa",
     "packing": "one document per row, causal mask only",
     "gpus": "one device",
@@ -73,6 +74,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     rec = recipe(w.precision)
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing"))
+    if w.grad_checkpointing in ("full", "selective-op"):
+        record_workload(w, acc, ("checkpoint_every",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
     opt = optimizer_info(str(opt_name))
     if w.tp > 1:
@@ -116,6 +119,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                             "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
                             if default_ad == "fp32" else "adapters in the training dtype (pure half precision)"))
         adapter_bytes = DTYPE_BYTES[ad]
+        if w.modules_to_save:
+            acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
+                                              "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
                                           + (", DoRA" if w.dora else ""), w.rank == _DEFAULTS["rank"],
                                           "LoRA rank and adapted modules (Hu et al. 2021)"))
@@ -129,7 +135,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
 
     copies = 2 if (rec.autocast and base_bytes == 4 and w.method != "qlora") else 0
     compute = rec.compute_bytes if w.method != "qlora" else 2
-    residual = base_bytes
+    # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
+    residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
     adapted = frozenset(m.role for m in lora.modules) if lora else frozenset()
     act = ActivationSetup(
         batch=w.micro_batch, seq=w.seq_len, residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,

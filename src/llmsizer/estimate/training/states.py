@@ -9,12 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, model_tensors
 from ...formulas.training_states import optimizer_state_bytes
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
+from ...specs.training import MODULES_TO_SAVE
 from .setup import TrainingContext
 
 AUTOCAST_COMPONENTS = {"attention", "mlp", "router", "shared_experts", "lm_head"}  # F.linear under autocast
@@ -154,6 +156,26 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
                 head_elems += n_all
             if biggest > st.largest_trained:
                 st.largest_trained = biggest
+    # PEFT modules_to_save: a trainable deep copy of each module in the base dtype beside the frozen original
+    # (peft/utils/other.py ModulesToSaveWrapper); its gradients and optimizer states take that dtype too
+    save_shapes: list[tuple[int, ...]] = []
+    save_elems = save_head = 0
+    by_role = {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+    for name in w.modules_to_save:
+        role = MODULES_TO_SAVE[name]
+        t_save = by_role.get(role) or by_role["token_embd"]  # tied: lm_head is the embedding matrix
+        if (0 if role == "token_embd" else last) != stage:
+            continue
+        n = math.ceil(t_save.numel / tp)
+        save_shapes.append(t_save.shape if tp == 1 else (n,))
+        save_elems += n
+        if role == "token_embd":
+            embed_elems += n
+        else:
+            head_elems += n
+            save_head += n
+        st.largest_trained = max(st.largest_trained, n)
+    save_b = ctx.base_bytes if ctx.base_format != "nf4-dq" else DTYPE_BYTES["bf16"]
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
@@ -161,20 +183,23 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # ---- ZeRO / FSDP shards ----
     w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
     if w.adapters:
-        st.adapter_weights = shard(trained_elems * ctx.adapter_bytes, w_shard)
+        st.adapter_weights = shard((trained_elems - save_elems) * ctx.adapter_bytes + save_elems * save_b, w_shard)
         st.weights = shard(weights, w_shard)
     else:
         st.weights = shard(weights, w_shard)
     st.master = shard(trained_elems * 4, o_shard) if rec.master_bytes else 0
-    st.grads = shard(trained_elems * grad_b, g_shard)
+    st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
     st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
-    states = shard(optimizer_state_bytes(shapes, ctx.optimizer.name, ctx.state_bytes), o_shard)
+    states = optimizer_state_bytes(shapes, ctx.optimizer.name, ctx.state_bytes)
+    if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
+        states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
+    states = shard(states, o_shard)
     if ctx.optimizer.paged:
         st.paged_optimizer = states
     else:
         st.optimizer = states
     st.layer_grads = {i: n * grad_b for i, n in per_layer_elems.items()}
-    st.head_grads = head_elems * grad_b
+    st.head_grads = (head_elems - save_head) * grad_b + save_head * save_b
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:
@@ -193,7 +218,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.host["optimizer_states"] = st.optimizer + st.paged_optimizer
         st.host["master_weights"] = st.master
         st.host["gradients"] = st.grads + st.main_grads
-        st.optimizer = st.paged_optimizer = st.master = st.main_grads = 0
+        # the gradient shards live on the host too: DeepSpeed allocates grad_partitions_flat_buffer on the offload
+        # device (deepspeed/runtime/zero/stage3.py lines 742-746, pinned); FSDP CPUOffload(offload_params=True)
+        # "offloads gradients to CPU as well" (torch.distributed.fsdp CPUOffload docs; FSDP2 CPUOffloadPolicy, which
+        # torchtune's fsdp_cpu_offload uses). Only the unsharded gradients of the unit being reduced pass the device.
+        st.optimizer = st.paged_optimizer = st.master = st.main_grads = st.grads = 0
     if w.offload == "params":
         st.host["weights"] = st.weights + st.adapter_weights
         st.weights = st.adapter_weights = 0

@@ -23,6 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -31,6 +32,7 @@ from ...formulas.parallelism import (
     shard,
     zero_shards,
 )
+from ...formulas.selective_checkpointing import op_sac_reused_bytes, op_sac_saved_terms
 from ...formulas.training_activations import (
     Term,
     checkpoint_input_bytes,
@@ -77,7 +79,7 @@ def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
 
 def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     spec, w, act = ctx.spec, ctx.w, ctx.act
-    gc = w.grad_checkpointing == "full"
+    mode = w.grad_checkpointing
     m = inflight_microbatches(st.stage, w.pp, w.grad_accumulation) if w.pp > 1 else 1
     copy_b = ctx.weight_copy_bytes
     # a layer's terms depend on it only through its attention kind, whether its MLP is MoE and its autocast weight
@@ -85,24 +87,37 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     def kind(i: int) -> tuple[object, ...]:
         return spec.layer_types[i], spec.moe_layers[i], st.layer_copy_elements.get(i, 0)
 
-    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int]] = {}
-    none = replace(act, checkpointing="none") if w.grad_checkpointing == "selective" else None
+    # per kind: (saved terms, their total, bytes selective recompute drops, backward transient,
+    #            bytes a checkpointed layer keeps, bytes its backward rebuilds)
+    by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
+    none = replace(act, checkpointing="none") if mode == "selective" else None
+    # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
+    shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
     for i in st.layers:
         k = kind(i)
         if k not in by_kind:
             t_i = layer_saved_terms(spec, i, act, k[2])  # type: ignore[arg-type]
             full_i = _sum(t_i)
             drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
-            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act))
+            copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
+            if mode == "selective-op":
+                keep_i = _sum(op_sac_saved_terms(spec, i, act))
+                rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
+            else:
+                keep_i = checkpoint_input_bytes(spec, act)
+                rebuild_i = full_i - copies_i - shared_input
+            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act), keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
-    full_layer = {i: by_kind[kind(i)][1] for i in st.layers}
-    # selective recomputation: the attention core is rebuilt in the backward
-    dropped = {i: by_kind[kind(i)][2] for i in st.layers}
-    kept_input = checkpoint_input_bytes(spec, act) if gc else 0
-    kept_layer = {i: (kept_input if gc else full_layer[i]) for i in st.layers}
+    # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
+    ckpt = {i: mode in ("full", "selective-op") and (i + 1) % w.checkpoint_every == 0 for i in st.layers}
+    # activations (autocast copies apart) a layer keeps between its forward and its backward
+    act_kept = {i: by_kind[kind(i)][4] if ckpt[i] else by_kind[kind(i)][1] - copies[i] for i in st.layers}
+    # bytes the backward of layer i rebuilds: the checkpointed layer's recompute, or what selective drops
+    recompute = {i: by_kind[kind(i)][5] if ckpt[i] else by_kind[kind(i)][2] for i in st.layers}
     transient = {i: by_kind[kind(i)][3] for i in st.layers}
-    head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted,
+    head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
+                            or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks) if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
@@ -130,6 +145,26 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
+    if w.precision == "fsdp-bf16-mixed" and gather:  # units are all-gathered in param_dtype (bf16), not fp32
+        gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
+    # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
+    # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
+    ds3 = w.zero == 3 and w.fsdp is None
+    gather_fwd = gather_bwd = {}
+    if ds3:
+        elt = max(1, ctx.base_bytes)
+        keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
+        units = [st.layer_weights[k] for k in keys]
+        if spec.tie_word_embeddings and keys and keys[0] == -1 and keys[-1] == -2 and w.pp == 1:
+            units[-1] += units[0]  # a tied lm_head runs on the embedding's parameter: gathered again for the loss
+        held = held_after_forward([b // elt for b in units])
+        extra = [b if w.offload == "params" else b - shard(b, w_shard) for b in units]
+        ahead = prefetch_bytes([b // elt for b in units], elt) if (w_shard > 1 or w.offload == "params") else 0
+        held_extra = [x if h else 0 for x, h in zip(extra, held, strict=True)]
+        gather_fwd = {k: sum(held_extra) + ahead for k in ("forward",)}
+        gather_bwd = {k: sum(held_extra[:n]) + (0 if held[n] else extra[n]) + ahead for n, k in enumerate(keys)}
+        base["gradient_buckets"] = ipg_bucket_bytes(ctx.recipe.grad_bytes if not w.adapters else ctx.adapter_bytes)
+        persist = persist or w.offload == "none"
     reduce_buf = 0
     if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None:
         reduce_buf = reduce_bucket_bytes(st.trained_elements, ctx.recipe.grad_bytes)
@@ -151,6 +186,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
 
     def grads_part(upper: int | None) -> int:
         """Gradients alive when the backward has finished every layer above ``upper`` (None: all)."""
+        if w.offload != "none":  # the shards are on the host (states.py); the unit's own are in gradient_buckets
+            return 0
         if in_bwd:  # each gradient is consumed by its parameter's update as soon as it is accumulated
             return st.layer_grads.get(upper, st.head_grads) if upper is not None else st.head_grads
         if persist or upper is None:
@@ -160,35 +197,33 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         return int(shard(g, g_shard) * scale)
 
     phases: list[Phase] = []
-    all_kept = sum(kept_layer.values())
-    layer_copies = sum(copies.values())
+    all_kept = sum(act_kept.values())
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
+    # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
+    # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
+    # for trained weights, until the forward leaves autocast, and come back while that layer is recomputed
+    copies_fwd = sum((copies[i] if w.method == "full" else 0) if ckpt[i] else m * copies[i] for i in st.layers)
+    copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     f = Phase("forward end", dict(base))
-    if gc:  # checkpointed layers keep only their inputs; the autocast cache still holds the copies of trained
-        # weights (it caches casts of leaf tensors that require grad) until the forward leaves autocast
-        f.parts["activations"] = m * all_kept
-        copies_fwd = (layer_copies if w.method == "full" else 0) + head_copy
-    else:
-        f.parts["activations"] = m * (all_kept - layer_copies)
-        copies_fwd = m * layer_copies + head_copy
-    if copies_fwd:
-        f.parts["autocast_weight_copies"] = copies_fwd
+    f.parts["activations"] = m * all_kept
+    if copies_fwd + head_copy:
+        f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
         f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
     if persist:
         f.parts["gradients"] = grads_all
-    if gather:
-        f.parts["gathered_params"] = gather
+    if gather or gather_fwd:
+        f.parts["gathered_params"] = gather_fwd.get("forward", gather)
     if dequant:
         f.parts["dequant_buffer"] = dequant
     phases.append(f)
     if head:
         b = Phase("loss backward", dict(base))
-        b.parts["activations"] = m * all_kept if gc else m * (all_kept - layer_copies)
-        copies_bwd = (0 if gc else m * layer_copies) + head_copy
+        b.parts["activations"] = m * all_kept
+        copies_bwd = m * sum(copies_kept.values()) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
@@ -196,32 +231,28 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         b.parts["rotary_and_masks"] = shared_saved
         if persist:
             b.parts["gradients"] = grads_all
-        if gather:
-            b.parts["gathered_params"] = gather
+        if gather or gather_fwd:
+            b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
     order = sorted(st.layers, reverse=True)
     kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
     copies_below: dict[int, int] = {}
     run_k = run_c = 0
     for i in reversed(order):
-        run_k += kept_layer[i]
-        run_c += copies[i]
+        run_k += act_kept[i]
+        run_c += copies_kept[i]
         kept_below[i], copies_below[i] = run_k, run_c
     for idx, j in enumerate(order):
         p = Phase(f"backward layer {j}", dict(base))
-        kept = kept_below[j] + (m - 1) * all_kept
-        live_copies = copies_below[j] if not gc else copies[j]
-        # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
-        shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
-        recompute = (full_layer[j] - copies[j] - shared_input) if gc else dropped[j]
-        p.parts["activations"] = kept - (copies_below[j] if not gc else 0) + recompute
+        p.parts["activations"] = kept_below[j] + (m - 1) * all_kept + recompute[j]
+        live_copies = copies_below[j] + (m - 1) * sum(copies_kept.values()) + (copies[j] if ckpt[j] else 0)
         if live_copies:
             p.parts["autocast_weight_copies"] = live_copies
         p.parts["rotary_and_masks"] = shared_saved
         p.parts["gradients"] = grads_part(j)
         p.parts["backward_transient"] = transient[j]
-        if gather:
-            p.parts["gathered_params"] = gather
+        if gather or gather_bwd:
+            p.parts["gathered_params"] = gather_bwd.get(j, gather)
         if reduce_buf:
             p.parts["gradient_buckets"] = p.parts.get("gradient_buckets", 0) + reduce_buf
         if dequant:
@@ -244,6 +275,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         s = Phase("optimizer step", dict(base))
         s.parts["gradients"] = grads_all
         s.parts["optimizer_step_temporaries"] = step_tmp
+        if ds3:  # the fp32 copy of a sub-group's gradient partition (deepspeed_zero.step_grad_copy_bytes)
+            s.parts["gradient_buckets"] = s.parts.get("gradient_buckets", 0) + step_grad_copy_bytes(
+                -(-st.trained_elements // max(1, w.shard_group)))
         phases.append(s)
     else:
         foreach_tmp = 0

@@ -5,7 +5,7 @@ import { ApiError, debounce, get, pool, post } from "./api.js";
 import { memoryBars } from "./charts.js";
 import { el, formatBytes, formatCount, formatInt, formatRate, formatSeconds, formatUsd } from "./format.js";
 import { modelPicker } from "./model-picker.js";
-import { COMMON_FIELDS, INFER_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, formValues, loadFromUrl,
+import { COMMON_FIELDS, INFER_FIELDS, MEDIA_FIELDS, TRAIN_FIELDS, apiFields, cliCommand, download, formValues, loadFromUrl,
   requestYaml, saveToUrl } from "./state.js";
 import { fillChoices, setupTabs } from "./ui.js";
 
@@ -22,10 +22,27 @@ let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
 
-const picker = modelPicker(() => changed());
+const picker = modelPicker(() => { changed(); visionSoon(); });
+
+/** Show the image and video inputs when the model has a vision encoder (POST /inspect: params.by_component.vision). */
+async function checkVision() {
+  const mine = ++visionAsked;
+  let has = false;
+  try {
+    const d = await post("/inspect", picker.fields());
+    has = (d.params?.by_component?.vision || 0) > 0;
+  } catch { has = false; } // a model the server cannot read: the estimate says why
+  if (mine !== visionAsked) return;
+  $("media").hidden = !has;
+  if (has !== vision) { vision = has; changed(); }
+}
+
+let vision = false; // the model has a vision encoder (its inspect answer counts vision parameters)
+let visionAsked = 0;
 
 function workload() {
-  const fields = formValues(form, tab === "train" ? TRAIN_FIELDS : INFER_FIELDS);
+  const names = tab === "train" ? TRAIN_FIELDS : vision ? [...INFER_FIELDS, ...MEDIA_FIELDS] : INFER_FIELDS;
+  const fields = formValues(form, names);
   const common = formValues(form, COMMON_FIELDS.filter((k) => k !== "model"));
   return { fields, common };
 }
@@ -83,6 +100,12 @@ function render(d) {
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :
     el("span", { class: `badge ${fits ? "b-yes" : "b-no"}`, id: "fits" }, fits ? "fits" : "does not fit"));
   $("verdict-text").textContent = d.details.verdict || "";
+  const mt = $("media-tokens");
+  mt.hidden = !d.details.media_tokens;
+  mt.replaceChildren(...(d.details.media_tokens ? ["Images and video: ",
+    el("b", { id: "media-token-count", "data-value": d.details.media_tokens }, `${formatInt(d.details.media_tokens)} tokens`),
+    ` per sequence${d.details.image_tokens_each ? ` (${formatInt(d.details.image_tokens_each)} per image)` : ""}, added to `
+    + `${formatInt(d.details.text_context)} text tokens: ${formatInt(d.details.context_with_media)} tokens in the KV cache and the prefill`] : []));
 
   const rows = [];
   for (const loc of ["device", "host"]) {
@@ -221,6 +244,7 @@ $("download-yaml").addEventListener("click", () => {
 
 const computeSoon = debounce(compute, 250);
 const gridSoon = debounce(grid, 400);
+const visionSoon = debounce(checkVision, 250);
 
 function changed() {
   saveToUrl(state());
@@ -233,7 +257,7 @@ form.addEventListener("submit", (e) => e.preventDefault());
 const tabs = setupTabs(document.querySelector("[role=tablist]"), (name) => { tab = name; changed(); });
 
 async function start() {
-  const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...TRAIN_FIELDS]);
+  const q = loadFromUrl(form, [...COMMON_FIELDS, "hub", ...INFER_FIELDS, ...MEDIA_FIELDS, ...TRAIN_FIELDS]);
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
   const [choices] = await Promise.all([
     fetch("/pages/choices.json").then((r) => r.json()),
@@ -245,6 +269,7 @@ async function start() {
   fillChoices(form, choices);
   defaults = choices.defaults;
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered
+  await checkVision();
   document.body.dataset.ready = "1";
   changed();
 }

@@ -4,6 +4,8 @@ export const INFER_FIELDS = ["engine", "weights", "context", "concurrency", "out
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
   "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
+// images and video in each prompt (infer --images ...): offered only for a model with a vision encoder
+export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size", "pan_and_scan"];
 
 // API field -> CLI flag where the flag's name differs from the field's (workload_args.py: dest=...)
 // (train_device: the training tab's catalog device, `train --device`; the inference tab's device is gpu/cpu)
@@ -90,6 +92,8 @@ export function requestYaml(kind, model, f, common, defaults = {}) {
     if (f.engine) L.push(`    engine: ${yq(f.engine)}`);
     L.push(`    quantization: ${yq(f.weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
+    const media = MEDIA_FIELDS.filter((k) => f[k]);
+    if (media.length) L.push("    media:", ...media.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`));
     L.push("    traffic:", `      concurrency: ${yq(String(f.concurrency || defaults.concurrency))}`,
       `      context: ${yq(String(f.context || defaults.context))}`);
     if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);

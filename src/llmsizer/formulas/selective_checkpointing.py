@@ -1,0 +1,147 @@
+"""Op-level selective activation checkpointing (torchtitan ``SelectiveAC``): what one decoder layer keeps.
+
+torchtitan wraps every transformer block in ``checkpoint_wrapper`` with a
+``create_selective_checkpoint_contexts`` policy (torchtitan ``torchtitan/distributed/activation_checkpoint.py``
+at commit b5bcd76, ``SelectiveAC._wrap_block``, lines 214-287; the policy API is
+``torch.utils.checkpoint.create_selective_checkpoint_contexts``). For every ATen op run inside the block the
+policy answers MUST_SAVE or PREFER_RECOMPUTE:
+
+- the save set (``_get_default_save_ops``, lines 31-94) is the partitioner's compute-intensive ops
+  (``torch._functorch.partitioners.get_default_op_list``: mm, addmm, bmm, the SDPA flash/efficient kernels,
+  _scaled_mm, convolution) plus aten.linear, aten.max, aten.topk, the other SDPA variants and
+  reduce-scatter / all-to-all outputs;
+- mm/linear calls are counted from 1 within each checkpointed call, and every *second* one is recomputed
+  (lines 257-273: ``if func in mm_ops and meta[mm_count_key] % 2 == 0: return PREFER_RECOMPUTE``), so in a
+  Llama block (q, k, v, o, gate, up, down: 7 bias-free linears, each an aten.mm) the outputs of q, v, gate and
+  down are saved and k, o, up recomputed. A linear with a bias runs as aten.addmm on a contiguous 3-D input
+  (ATen ``linear``: ``_flatten_nd_linear``), which is in the save set but not counted: always saved;
+- everything else (norms, rotary, activation, residual adds, casts) is recomputed in the backward.
+
+The MoE router linear is force-recomputed by default (``force_recompute_mm_shapes_by_fqns = ["moe.router.gate"]``,
+lines 196-198) and does not advance the count; routed experts run as ``_grouped_mm``, outside the save set, so
+only the router's top-k (values and int64 indices) is kept. Before the refactor of 2026-06 (commit c5d93d1) the
+save list was ``_save_list`` (mm, the two CUDA SDPA kernels, reduce-scatter, max, flex attention: file at
+25413d2, lines 21-32; addmm and bmm recomputed); the every-second-mm rule is the same in both.
+
+A layer under this policy keeps, per device (t = b s tokens, c = compute element size, r = residual element
+size, widths after tensor parallelism):
+
+    checkpoint input  r t h   +   sum of saved matmul outputs  c t w_k   +   SDPA output c t q_w + fp32 lse 4 b a s
+
+with LoRA adapters in PEFT/torchtune order (base matmul, lora_A (width r), lora_B (the base output width)):
+they are matmuls too and shift the count. The backward of a layer rebuilds the rest of the layer's
+activations (:func:`op_sac_reused_bytes` names what the recompute can take from the saved outputs).
+"""
+
+from __future__ import annotations
+
+from ..specs import ModelSpec
+from .training_activations import ActivationSetup, Term, _div, _head_dims, checkpoint_input_bytes, needs_mask
+
+
+def layer_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, bool]]:
+    """The matmuls of one decoder layer in forward order: (name, output width per token on one device, counted).
+
+    ``counted`` is True for a bias-free linear (aten.mm, which the every-second rule counts) and False for a
+    linear with a bias (aten.addmm: always saved, not counted). LoRA adapters follow their base linear.
+    """
+    tp = st.tp
+    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
+    h = spec.hidden_size
+    out: list[tuple[str, int, bool]] = []
+
+    def linear(name: str, role: str, width: int, bias: bool) -> None:
+        out.append((name, width, not bias))
+        if role in st.adapted and not st.full:
+            out.append((f"{name} lora_A", st.rank, True))
+            out.append((f"{name} lora_B", width, True))
+
+    if spec.mla is not None:
+        m = spec.mla
+        if m.q_lora_rank:
+            linear("q_a", "", m.q_lora_rank, False)
+            linear("q_b", "attn_q", q_w, False)
+        else:
+            linear("q", "attn_q", q_w, False)
+        linear("kv_a", "", m.kv_lora_rank + m.qk_rope_head_dim, False)
+        linear("kv_b", "", _div(spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), tp), False)
+    else:
+        qkv_bias = spec.attention_qkv_bias
+        linear("q", "attn_q", q_w, qkv_bias)
+        linear("k", "attn_k", k_w, qkv_bias)
+        linear("v", "attn_v", v_w, qkv_bias)
+    linear("o", "attn_output", h, spec.attention_out_bias)
+    if spec.moe_layers[layer] and spec.moe is not None:
+        shared = spec.moe.shared_intermediate_size
+        if shared:
+            i_w = _div(shared, tp)
+            if spec.mlp_gated:
+                linear("shared gate", "ffn_shexp_gate", i_w, spec.mlp_bias)
+                linear("shared up", "ffn_shexp_up", i_w, spec.mlp_bias)
+            else:
+                linear("shared up", "ffn_shexp_up", i_w, spec.mlp_bias)
+            linear("shared down", "ffn_shexp_down", h, spec.mlp_bias)
+        return out
+    i_w = _div(spec.intermediate_size, tp)
+    if spec.mlp_gated:
+        linear("gate", "ffn_gate", i_w, spec.mlp_bias)
+        linear("up", "ffn_up", i_w, spec.mlp_bias)
+    else:
+        linear("up", "ffn_up", i_w, spec.mlp_bias)
+    linear("down", "ffn_down", h, spec.mlp_bias)
+    return out
+
+
+def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int]]:
+    """(name, width) of the matmul outputs the policy saves: every addmm, and the odd-numbered mm calls."""
+    saved: list[tuple[str, int]] = []
+    count = 0
+    for name, width, counted in layer_matmuls(spec, layer, st):
+        if counted:
+            count += 1
+            if count % 2 == 0:
+                continue
+        saved.append((name, width))
+    return saved
+
+
+def _attention_saved(spec: ModelSpec, layer: int, st: ActivationSetup) -> Term:
+    t, c = st.tokens, st.compute
+    q_w, _, _, o_w = (_div(x, st.tp) for x in _head_dims(spec))
+    heads = _div(spec.num_heads, st.tp)
+    if st.attention == "eager":  # q @ k^T and probs @ v are aten.bmm (always saved)
+        scores = st.batch * heads * st.seq * st.seq * c
+        return Term("attention bmm outputs (scores, probs @ v)", scores + t * o_w * c,
+                    f"{st.batch} x {heads} x {st.seq}^2 x {c} B + {t} x {o_w} x {c} B")
+    kernel = "efficient (masked)" if needs_mask(spec, layer, st) else "flash"
+    return Term("SDPA output + log-sum-exp", t * o_w * c + st.batch * heads * st.seq * 4,
+                f"{t} x {o_w} x {c} B + {st.batch} x {heads} x {st.seq} x 4 B (_scaled_dot_product_{kernel}_attention"
+                " outputs)")
+
+
+def op_sac_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup) -> tuple[Term, ...]:
+    """Bytes decoder layer ``layer`` keeps under op-level selective checkpointing (module docstring)."""
+    t, c = st.tokens, st.compute
+    out = [Term("checkpointed layer input", checkpoint_input_bytes(spec, st),
+                f"{t} x {spec.hidden_size} x {st.residual} B")]
+    saved = saved_matmuls(spec, layer, st)
+    widths = sum(w for _, w in saved)
+    if saved:
+        out.append(Term("saved matmul outputs", t * widths * c,
+                        f"{t} x ({' + '.join(f'{n} {w}' for n, w in saved)}) x {c} B "
+                        "(every addmm; mm calls 1, 3, 5, ...; the others recomputed)"))
+    out.append(_attention_saved(spec, layer, st))
+    if spec.moe_layers[layer] and spec.moe is not None:
+        k = spec.moe.experts_per_token
+        out.append(Term("router top-k (values + indices)", t * k * (4 + 8),
+                        f"{t} x top-{k} x (4 B fp32 score + 8 B int64 index); router and grouped_mm experts "
+                        "recomputed"))
+    return tuple(out)
+
+
+def op_sac_reused_bytes(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Bytes of the layer's ordinary saved tensors that the recompute takes from the policy's saved outputs
+    instead of rebuilding them: the SDPA output and log-sum-exp, and the layer input (which the first norm
+    saves itself when the residual stream is fp32)."""
+    shared_input = checkpoint_input_bytes(spec, st) if st.residual == 4 else 0
+    return _attention_saved(spec, layer, st).bytes + shared_input

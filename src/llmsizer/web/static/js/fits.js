@@ -1,0 +1,112 @@
+// "What fits my machine" (issue #16): `llmsizer models --fits-on DEVICE --json` as a page. The list is the API's
+// answer (GET /api/v1/models/fits-on), ranked as the CLI's table ranks it: the models that fit first, the largest
+// (by parameters, from the catalog list) first.
+
+import { ApiError, debounce, get } from "./api.js";
+import { el, formatBytes, formatCount, formatRate } from "./format.js";
+import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
+
+export const FIELDS = ["fits_on", "count", "context", "concurrency", "query"];
+
+const form = document.getElementById("fits-form");
+const $ = (id) => document.getElementById(id);
+let params = new Map(); // catalog id -> parameters (GET /models)
+let names = new Map(); // catalog id -> short name
+let current = null;
+let seq = 0;
+
+function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
+
+function showProblem(e) {
+  const p = $("problem");
+  $("results").classList.toggle("stale", Boolean(e));
+  form.querySelectorAll("[aria-invalid]").forEach((c) => c.removeAttribute("aria-invalid"));
+  if (!e) { p.hidden = true; p.textContent = ""; return; }
+  p.hidden = false;
+  p.textContent = e.message;
+  const field = form.elements.namedItem(e.field || "");
+  if (field) field.setAttribute("aria-invalid", "true");
+}
+
+/** The CLI's ranking (cli/model_cmds.py _fits_on): fits first, then the most parameters first. */
+export function ranked(models, paramsOf) {
+  return models.map((m, i) => ({ m, i })).sort((a, b) => ((a.m.status !== "meets") - (b.m.status !== "meets"))
+    || ((paramsOf(b.m.id) ?? 0) - (paramsOf(a.m.id) ?? 0)) || (a.i - b.i)).map((x) => x.m);
+}
+
+function command() {
+  const f = formValues(form, FIELDS);
+  const { query, fits_on: on, ...rest } = f;
+  const parts = cliCommand("models", query || "", { "fits-on": on || "DEVICE", ...rest }, ["--json"]);
+  return parts.replace("llmsizer models '' ", "llmsizer models ");
+}
+
+async function compute() {
+  const f = formValues(form, FIELDS);
+  saveToUrl(f);
+  if (!f.fits_on) { showProblem(new ApiError("give a device or instance", 400, "fits_on")); return; }
+  if (current) current.abort();
+  current = new AbortController();
+  const mine = ++seq;
+  status("evaluating every catalog model on this hardware…", true);
+  try {
+    const data = await get(`/models/fits-on?${new URLSearchParams(f)}`, current.signal);
+    if (mine !== seq) return;
+    showProblem(null);
+    render(data);
+    status(`the same answer as: ${command()}`);
+  } catch (e) {
+    if (e.name === "AbortError") return;
+    showProblem(e instanceof ApiError ? e : new Error(`the server did not answer (${e.message})`));
+    status("");
+  }
+}
+
+function render(d) {
+  const rows = ranked(d.models, (id) => params.get(id));
+  const n = rows.filter((m) => m.status === "meets").length;
+  $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
+    ` catalog models fit ${d.hardware} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
+  $("fits-table").tBodies[0].replaceChildren(...rows.map((m, i) => {
+    const ok = m.status === "meets";
+    return el("tr", { "data-id": m.id, "data-status": m.status },
+      el("td", {}, String(i + 1)),
+      el("th", { scope: "row", title: `${m.id}: ${m.reasons.join("; ")}` }, names.get(m.id) || m.id,
+        ...(ok ? [] : [el("div", { class: "small muted reason" }, m.reasons.join("; "))])), // a fit's reason: the columns
+      el("td", { class: "num" }, params.has(m.id) ? formatCount(params.get(m.id)) : ""),
+      el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, ok ? m.engine : ""),
+      el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "–"),
+      el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, ok && m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "–"),
+      el("td", { class: "num" }, ok && m.tokens_per_second ? formatRate(m.tokens_per_second) : "–"),
+      el("td", {}, el("span", { class: `badge ${ok ? "b-yes" : "b-no"}` }, ok ? "fits" : "no")));
+  }));
+}
+
+$("copy-cli").addEventListener("click", async () => {
+  const text = command();
+  const out = $("action-status");
+  out.dataset.command = text;
+  out.textContent = text;
+  try { await navigator.clipboard.writeText(text); out.textContent = `copied: ${text}`; } catch { /* shown to copy by hand */ }
+});
+
+const computeSoon = debounce(compute, 300);
+form.addEventListener("input", computeSoon);
+form.addEventListener("submit", (e) => { e.preventDefault(); compute(); });
+
+async function start() {
+  loadFromUrl(form, FIELDS);
+  await Promise.all([
+    get("/models").then((ms) => {
+      params = new Map(ms.map((m) => [m.id, m.params]));
+      names = new Map(ms.map((m) => [m.id, m.name]));
+    }).catch(() => {}),
+    get("/hardware").then((h) => {
+      $("device-options").replaceChildren(...[...(h.devices || []), ...(h.instances || [])].map((x) => el("option", { value: x.id }, x.name)));
+    }).catch(() => {}),
+  ]);
+  document.body.dataset.ready = "1";
+  compute();
+}
+
+start();

@@ -1,0 +1,65 @@
+"""Measured truth for DeepSpeed ZeRO-3: real training steps of a small random-weight transformers model under
+``deepspeed.initialize`` on the CPU accelerator (gloo), one process per rank.
+
+Run as a script (``python deepspeed_step.py '<case json>'`` with RANK / WORLD_SIZE / MASTER_PORT set); prints one
+JSON object. Nothing here imports llmsizer: the bytes come from :class:`measure_step.LiveTensorBytes`, which follows
+every tensor storage DeepSpeed and PyTorch create (``torch.empty`` buffers included: storage bytes, not RSS).
+
+- ``init_bytes``: live tensor bytes right after ``deepspeed.initialize`` (model, partitions, optimizer states, the
+  buffers ZeRO-3 allocates at initialisation);
+- ``peak_bytes``: the peak over ``steps`` training steps (forward, ``engine.backward``, ``engine.step``).
+
+DeepSpeed's CPU communication backend would JIT-compile its shared-memory extension (``build_shm_op``); that is a
+speed path only, so it is switched off and gloo does the collectives.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from typing import Any
+
+
+def main(case: dict[str, Any]) -> dict[str, Any]:
+    for key, value in (("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29533"), ("RANK", "0"), ("WORLD_SIZE", "1"),
+                       ("LOCAL_RANK", "0")):
+        os.environ.setdefault(key, value)
+    import deepspeed
+    import torch
+    import transformers
+
+    importlib.import_module("deepspeed.comm.torch")
+    sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]
+    from measure_step import LiveTensorBytes
+
+    transformers.logging.set_verbosity_error()
+    torch.set_num_threads(1)
+    conf = transformers.AutoConfig.for_model(**case["config"])
+    conf._attn_implementation = "sdpa"
+    zero: dict[str, Any] = {"stage": 3}
+    zero.update(case.get("zero", {}))
+    ds_config = {"train_micro_batch_size_per_gpu": case["batch"], "bf16": {"enabled": True},
+                 "zero_optimization": zero,
+                 "optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": True, "fused": False}}}
+    deepspeed.init_distributed(dist_backend="gloo")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(conf)
+    tracker = LiveTensorBytes(lambda live: {})
+    for p in model.parameters():
+        tracker.track(p)
+    with tracker.mode:
+        engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config, model_parameters=model.parameters())
+        init = tracker.current
+        ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
+        for _ in range(case.get("steps", 2)):
+            loss = engine(input_ids=ids, labels=ids).loss
+            engine.backward(loss)
+            engine.step()
+            del loss
+    return {"init_bytes": init, "peak_bytes": tracker.peak}
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(json.loads(sys.argv[1]))))

@@ -1,0 +1,98 @@
+"""DeepSpeed ZeRO-3's fixed buffers against real DeepSpeed training steps on the CPU (#12).
+
+``deepspeed_step.py`` runs ``deepspeed.initialize`` with ZeRO-3 and bf16 (DeepSpeed's defaults otherwise) on a
+small random-weight Llama, one process per rank over gloo, and follows every live tensor storage. Checked:
+
+- the IPG bucket (``formulas/deepspeed_zero.ipg_bucket_bytes``): the live bytes after initialisation differ, between
+  the default ``reduce_bucket_size`` (5e8) and 1e6, by the difference in elements x 2 B (bf16 gradients);
+- the whole step's peak on one and on two ranks within 5%, and on two ranks the part beside the bucket within 10%
+  (the gradient partition buffer held through the forward, modules held gathered through the loss).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("deepspeed")
+
+from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.formulas.deepspeed_zero import REDUCE_BUCKET_SIZE, ipg_bucket_bytes  # noqa: E402
+from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+MiB = 2**20
+LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
+         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+CASE = dict(config=LLAMA, batch=2, seq=256)
+# DeepSpeed builds torch.optim.AdamW(fused=False) for torch_adam; on CPU tensors torch picks the for-loop kernel
+FIELDS = dict(precision="deepspeed-bf16", micro_batch=2, seq_len=256, zero=3, optimizer_impl="for-loop")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(case: dict[str, Any], ranks: int = 1) -> dict[str, Any]:
+    port = str(_free_port())
+    procs = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=port, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([str(HERE), *sys.path]))
+        procs.append(subprocess.Popen([sys.executable, str(HERE / "deepspeed_step.py"), json.dumps(case)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        if p.returncode:
+            raise RuntimeError(err[-4000:])
+    result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def one_rank() -> dict[str, Any]:
+    return _run(CASE)
+
+
+def test_ipg_bucket_is_reduce_bucket_size_elements_of_the_gradient_dtype(one_rank: dict[str, Any]) -> None:
+    small = _run(dict(CASE, zero={"reduce_bucket_size": 1_000_000}))
+    delta = one_rank["init_bytes"] - small["init_bytes"]
+    expected = ipg_bucket_bytes(2) - ipg_bucket_bytes(2, 1_000_000)
+    print(f"\nIPG bucket: measured difference {delta / MiB:.1f} MiB, predicted {expected / MiB:.1f} MiB")
+    assert REDUCE_BUCKET_SIZE == 500_000_000
+    assert abs(delta - expected) / expected < 0.005
+
+
+def _check(measured: dict[str, Any], gpus: int) -> tuple[int, int]:
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    est = estimate_training(spec, gpus=gpus, **FIELDS)
+    pred, meas = est.details["tensor_peak_bytes"], measured["peak_bytes"]
+    print(f"\nZeRO-3 over {gpus}: predicted {pred / MiB:.1f} MiB at {est.details['peak_phase']}, measured "
+          f"{meas / MiB:.1f} MiB ({(pred - meas) / meas:+.2%}); parts "
+          + str({k: round(v / MiB, 2) for k, v in est.details["peak_parts"].items()}))
+    assert abs(pred - meas) / meas <= 0.05
+    return pred, meas
+
+
+def test_zero3_step_peak_one_rank(one_rank: dict[str, Any]) -> None:
+    _check(one_rank, 1)
+
+
+def test_zero3_step_peak_two_ranks() -> None:
+    pred, meas = _check(_run(CASE, ranks=2), 2)
+    bucket = ipg_bucket_bytes(2)  # checked against DeepSpeed above
+    rest_pred, rest_meas = pred - bucket, meas - bucket
+    print(f"beside the IPG bucket: predicted {rest_pred / MiB:.2f} MiB, measured {rest_meas / MiB:.2f} MiB")
+    assert abs(rest_pred - rest_meas) / rest_meas <= 0.10

@@ -1,0 +1,80 @@
+"""FSDP2 mixed precision (``precision='fsdp-bf16-mixed'``) against real FSDP2 training steps on the CPU (#12).
+
+``fsdp_step.py`` shards a small random-weight Llama with ``fully_shard`` and ``MixedPrecisionPolicy(param_dtype=
+bf16, reduce_dtype=fp32)`` over two gloo ranks and measures with PyTorch's ``FSDPMemTracker``. FSDP2 keeps fp32
+shards and gathers one bf16 unit at a time, freeing it after use: no bf16 copy of every weight is held (the
+autocast recipe 'bf16-mixed' holds one per layer until its backward). The estimate must be within 10% of the
+measured peak, and the autocast recipe must miss it by more than that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+MiB = 2**20
+TOLERANCE = 0.10
+LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
+         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "llama FSDP2 bf16/fp32 over 2, seq 256": (
+        dict(config=LLAMA, batch=2, seq=256),
+        dict(micro_batch=2, seq_len=256)),
+    "llama FSDP2 bf16/fp32 over 2, batch 4 x 512": (
+        dict(config=LLAMA, batch=4, seq=512),
+        dict(micro_batch=4, seq_len=512)),
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(case: dict[str, Any], ranks: int = 2) -> dict[str, Any]:
+    port = str(_free_port())
+    procs = []
+    for rank in range(ranks):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=port, OMP_NUM_THREADS="1")
+        procs.append(subprocess.Popen([sys.executable, str(HERE / "fsdp_step.py"), json.dumps(case)],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        if p.returncode:
+            raise RuntimeError(err[-4000:])
+    result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fsdp2_mixed_precision_peak(name: str) -> None:
+    case, fields = CASES[name]
+    m = _run(case)
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    common = dict(fields, gpus=2, fsdp="full", optimizer_impl="for-loop")
+    est = estimate_training(spec, precision="fsdp-bf16-mixed", **common)
+    autocast = estimate_training(spec, precision="bf16-mixed", **common).details["tensor_peak_bytes"]
+    pred, meas = est.details["tensor_peak_bytes"], m["Total"]
+    print(f"\n{name}: predicted {pred / MiB:.2f} MiB, measured {meas / MiB:.2f} MiB ({(pred - meas) / meas:+.2%}); "
+          f"autocast recipe {(autocast - meas) / meas:+.1%}; measured by category "
+          + str({k: round(v / MiB, 2) for k, v in m.items()}))
+    assert est.details["model_states"]["weights"] == m["SHARDED_PARAM"]
+    assert abs(pred - meas) / meas <= TOLERANCE
+    assert abs(autocast - meas) / meas > TOLERANCE

@@ -1,0 +1,116 @@
+"""In real Chromium against a real server (conftest.py), checked against separate ``llmsizer ... --json`` processes:
+the calculator's image and video inputs (shown only for a model with a vision encoder) give the CLI's media tokens
+and totals, flow into the link, the CLI command and the request YAML; the "what fits my machine" page lists the
+answer of ``llmsizer models --fits-on``, ranked as the CLI's table ranks it."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+from browser_helpers import CHROMIUM, SKIP
+from playwright.sync_api import Page
+from test_browser_pages import LABELS, api, cli, copy_command, ready, wait_attr
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
+
+VL = "qwen2.5-vl-7b-instruct"
+
+
+def test_images_on_a_vision_model_are_the_cli_media_tokens_and_totals(page: Page, server: str, shots: Path) -> None:
+    ready(page, "/?model=llama-3.1-8b&context=8k&memory=24GiB")
+    assert page.locator("#media").is_hidden()  # a text-only model: no image inputs
+    model = page.get_by_label("Model", exact=True)
+    model.fill("")
+    model.press_sequentially(VL)
+    page.wait_for_selector("#media:not([hidden])")
+    assert page.evaluate(LABELS) == []  # the image and video inputs are labelled, and reached with Tab in order
+    page.get_by_label("Device", exact=True).focus()
+    tabbed = []
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        tabbed.append(page.evaluate("document.activeElement.id"))
+    assert tabbed == ["images", "image_size", "video_frames", "video_size", "pan_and_scan"], tabbed
+    page.get_by_label("Images", exact=True).fill("2")
+    page.get_by_label("Image size").fill("1024x768")
+    argv = ["infer", VL, "--context", "8k", "--memory", "24GiB", "--images", "2", "--image-size", "1024x768",
+            "--max-context", "--max-concurrency"]
+    want = cli(*argv)
+    assert want["details"]["media_tokens"] > 0
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "total with 2 images")
+    assert page.locator("#media-token-count").get_attribute("data-value") == str(want["details"]["media_tokens"])
+    assert want["totals"] != cli("infer", VL, "--context", "8k", "--memory", "24GiB")["totals"]  # images count
+    for item in want["items"]:
+        row = page.locator(f'#breakdown tr[data-name="{item["name"]}"]')
+        assert row.locator("td.num").first.get_attribute("data-bytes") == str(item["bytes"])
+    assert "images=2" in page.url and "image_size=1024x768" in page.url
+
+    command = copy_command(page)
+    assert "--images 2" in command and "--image-size 1024x768" in command
+    assert cli(*shlex.split(command)[1:])["totals"] == want["totals"]
+
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    text = Path(dl.value.path()).read_text()
+    assert yaml.safe_load(text)["jobs"][0]["media"] == {"images": 2, "image_size": "1024x768"}
+    check = api(server, "/request/check", {"request": text, "filename": "request.yaml"})
+    assert check["valid"], check
+
+    other = page.context.new_page()  # the link reproduces the page, images included
+    other.goto(page.url)
+    wait_attr(other, "#total", "bytes", want["totals"]["device"]["bytes"], "the page opened from its link")
+    other.close()
+    page.set_viewport_size({"width": 1400, "height": 1500})  # the image inputs and the media tokens in one view
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=shots / "calculator-images.png")
+
+    model.fill("")  # back to a text-only model: the inputs go away and are not sent
+    model.press_sequentially("llama-3.1-8b")
+    page.wait_for_selector("#media", state="hidden")
+    wait_attr(page, "#total", "bytes", cli("infer", "llama-3.1-8b", "--context", "8k", "--memory", "24GiB")["totals"]
+              ["device"]["bytes"], "a text-only model after images")
+    assert page.locator("#problem").is_hidden()
+
+
+def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: Path) -> None:
+    ready(page, "/")
+    page.get_by_role("link", name="What fits my machine").click()
+    page.wait_for_url("**/fits*")
+    page.wait_for_selector("body[data-ready='1']")
+    page.get_by_label("Device or instance").fill("rtx-4090")
+    page.get_by_label("Context").fill("8k")
+    page.get_by_label("Concurrency").fill("2")
+    want = cli("models", "--fits-on", "rtx-4090", "--context", "8k", "--concurrency", "2")
+    n = sum(m["status"] == "meets" for m in want["models"])
+    assert 0 < n < len(want["models"])
+    wait_attr(page, "#fit-count", "fits", n, "models that fit")
+    page.wait_for_function("() => !document.querySelector('#status.busy')")
+    # the CLI's table, ranked: the same model names in the same order, with their format and tok/s
+    table = cli("models", "--fits-on", "rtx-4090", "--context", "8k", "--concurrency", "2", json_out=False)
+    names = {m["id"]: m for m in want["models"]}
+    rows = page.locator("#fits-table tbody tr")
+    assert rows.count() == len(want["models"])
+    ids = [rows.nth(i).get_attribute("data-id") for i in range(rows.count())]
+    by_name = {e["name"]: e["id"] for e in cli("models")}
+    cli_order = [by_name[ln.split()[0]] for ln in table.splitlines()[2:] if ln.split() and ln.split()[0] in by_name]
+    assert ids == cli_order
+    for i, mid in enumerate(ids):
+        m, row = names[mid], rows.nth(i)
+        assert row.get_attribute("data-status") == m["status"]
+        if m["status"] == "meets":
+            assert row.locator("td[data-value]").get_attribute("data-value") == str(m["tokens_per_second_per_user"])
+            assert row.locator("td[data-bytes]").get_attribute("data-bytes") == str(m["memory_per_device"])
+            assert m["weights_format"].removeprefix("gguf:") in row.inner_text()
+        else:  # why not, as the CLI says it
+            assert "; ".join(m["reasons"]) in row.inner_text()
+    command = copy_command(page)
+    assert command == "llmsizer models --fits-on rtx-4090 --context 8k --concurrency 2 --json"
+    assert cli(*shlex.split(command)[1:-1]) == want
+    assert "fits_on=rtx-4090" in page.url and "concurrency=2" in page.url
+    page.screenshot(path=shots / "fits.png")
+
+    page.get_by_label("Device or instance").fill("no-such-card")
+    page.wait_for_selector("#problem:not([hidden])")
+    assert "unknown hardware 'no-such-card'" in page.locator("#problem").inner_text()
