@@ -137,8 +137,8 @@ def test_idempotency_and_past_window(tmp_path):
 def replay(audit: list[dict[str, Any]]) -> dict[str, str]:
     state: dict[str, str] = {}
     for e in audit:
-        if e["action"].startswith("denied:"):
-            continue  # a refused operation (no role): changes nothing
+        if e["action"].startswith("denied:") or e["reservation"] == "-":
+            continue  # a refused operation (no role) or an inventory edit: changes no booking
         assert state.get(e["reservation"]) == e["before"], e  # each entry starts where the last one ended
         state[e["reservation"]] = e["after"]
     return state

@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..inputs import check_output, regular_file
 from ..render.safe import say
 from .commands import COMMAND_HELP
+from .common import emit_json
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -41,6 +42,9 @@ allow, e.g. confirming a released booking, or it no longer fits: the request was
 --actor or the OS user.
 """
 
+
+#: how the auth file is named in a refusal answered over HTTP (the server's path is not the caller's business)
+WEB_AUTH_SOURCE = "the provider's auth file"
 
 #: ``book --earliest``: how many times a booking that lost a race is re-checked and tried in the next window
 RACE_RETRIES = 20
@@ -108,6 +112,8 @@ def register(sub: Any) -> None:
         common(q, inventory=False)
         actor(q)
         auth(q)
+        q.add_argument("--json", action="store_true", help="print the result as JSON: {id, before, after} or "
+                                                           "{id, refused} per id")
         q.set_defaults(func=cmd_state, state=state)
     q = cs.add_parser("show", help="reservations and utilisation over time")
     common(q)
@@ -148,52 +154,84 @@ def register(sub: Any) -> None:
 
 def _authorize(args: argparse.Namespace, action: str) -> None:
     """When the provider has an auth file (--auth or $LLMSIZER_AUTH), the token must allow ``action``; the
-    token's name becomes the actor. A refusal is written to the audit log (when the store exists) and raised."""
-    import os
+    token's name becomes the actor. A refusal is written to the audit log (when the store exists) and raised.
+    The web API sets ``args.web_token`` (a bearer token) or ``args.web_role`` (a signed-in session's role, already
+    checked against the same auth file at login) instead of the CLI's --token-file / $LLMSIZER_TOKEN."""
+    from dataclasses import replace
 
-    from ..provider.auth import Forbidden, authorize, load_auth, read_token
-    path = getattr(args, "auth", None) or os.environ.get("LLMSIZER_AUTH")
+    from ..provider.auth import Forbidden, allow, authorize, load_auth, read_token
+    web = hasattr(args, "web_token") or hasattr(args, "web_role")  # the server's auth file only, never the env
+    path = getattr(args, "auth", None) or (None if web else os.environ.get("LLMSIZER_AUTH"))
     if not path:
         return
-    config = load_auth(path)
     try:
-        role = authorize(read_token(token_file=getattr(args, "token_file", None)), action, config)
+        session = getattr(args, "web_role", None)
+        if session is not None:
+            args.actor = session.name  # known from the signed-in session: a refusal is logged under it
+            role = allow(session, action)
+        else:
+            token = args.web_token if hasattr(args, "web_token") else read_token(
+                token_file=getattr(args, "token_file", None))
+            config = load_auth(path)
+            if hasattr(args, "web_token"):  # over HTTP the message names no server-side path
+                config = replace(config, source=WEB_AUTH_SOURCE)
+            role = authorize(token, action, config)
     except Forbidden as e:
-        from ..provider.store import Store, StoreError
-        if Store.exists(getattr(args, "db", None)):
-            try:
-                store = Store(args.db)
-                store.log_denied(action, str(e), actor=getattr(args, "actor", None))
-                store.close()
-            except StoreError:
-                pass  # no SQLAlchemy: the refusal itself still stands
+        if e.who:  # a known token without the role: the refusal is logged under its name
+            args.actor = e.who
+        log_denied(args, action, str(e))
         raise
     args.actor = role.name
+
+
+def log_denied(args: argparse.Namespace, action: str, detail: str) -> None:
+    """Write a refused action to the audit log, when the store exists."""
+    from ..provider.store import Store, StoreError
+    if Store.exists(getattr(args, "db", None)):
+        try:
+            store = Store(args.db)
+            store.log_denied(action, detail, actor=getattr(args, "actor", None))
+            store.close()
+        except StoreError:
+            pass  # no SQLAlchemy: the refusal itself still stands
+
+
+def export_answer(args: argparse.Namespace) -> tuple[str, int, str]:
+    """(the scheduler's input, exit code, the message on refusal): 0 with the text; 1 when the booking is not
+    confirmed or active (answered: nothing to hand over); an unknown id raises (exit 2)."""
+    from ..provider.quota import USAGE
+    from ..provider.scheduler_export import Handover, render
+    _authorize(args, "export")
+    store = _store(args, readonly=True)
+    try:
+        rows = {r["id"]: r for r in (store.reservations() if store else [])}
+        row = rows.get(args.id)
+        if row is None:
+            raise InputError(f"no reservation {args.id!r} (list them with `llmsizer capacity show`)")
+        if row["state"] not in ("confirmed", "active"):
+            return "", 1, (f"{args.id} ({row['job']}) is {row['state']}: only a confirmed or active booking is "
+                           "handed to a scheduler")
+        items = next(b.items for b in store.bookings() if b.id == args.id)
+    finally:
+        if store is not None:
+            store.close()
+    nodes = tuple(sorted(i.resource.split(":", 1)[1] for i in items if i.resource.startswith("node:")))
+    per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
+    usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
+    team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
+    return render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user),
+                  args.format), 0, ""
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Exit 0 with the scheduler's input; 1 when the booking is not confirmed or active (answered: nothing to hand
     over); 2 for an unknown id."""
-    from ..provider.quota import USAGE
-    from ..provider.scheduler_export import Handover, render
-    _authorize(args, "export")
-    store = _store(args, readonly=True)
-    rows = {r["id"]: r for r in (store.reservations() if store else [])}
-    row = rows.get(args.id)
-    if row is None:
-        raise InputError(f"no reservation {args.id!r} (list them with `llmsizer capacity show`)")
-    if row["state"] not in ("confirmed", "active"):
-        say(f"{args.id} ({row['job']}) is {row['state']}: only a confirmed or active booking is handed to a "
-            "scheduler", file=sys.stderr)
-        return 1
-    items = next(b.items for b in store.bookings() if b.id == args.id)
-    nodes = tuple(sorted(i.resource.split(":", 1)[1] for i in items if i.resource.startswith("node:")))
-    per = int(max((i.amount for i in items if i.resource.startswith("node:")), default=0))
-    usage = next((i.resource[len(USAGE):] for i in items if i.resource.startswith(USAGE)), None)
-    team, device = usage.rsplit(":", 1) if usage else (None, "gpu")
-    say(render(Handover(args.id, str(row["job"]), row["start"], row["end"], nodes, per, device, team, args.user),
-               args.format), end="")
-    return 0
+    text, code, message = export_answer(args)
+    if code:
+        say(message, file=sys.stderr)
+    else:
+        say(text, end="")
+    return code
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -268,7 +306,8 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     from ..request import load_request
 
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
-    req = load_request(args.request, hardware_files=args.hardware_file)
+    loader = getattr(args, "load_request", None)  # the web API: the request's text, parsed names-only
+    req = loader() if loader is not None else load_request(args.request, hardware_files=args.hardware_file)
     plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
     needs = needs_from_plan(plan, req, _utcnow(args), args.hardware_file)
     if getattr(args, "job", None):
@@ -338,25 +377,30 @@ def render_checks(checks: list[Any], inv: Any = None) -> str:
     return "\n".join(out)
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, str]:
+    """(the --json answer, exit code: 0 every job fits, 1 some do not, the text)."""
     _authorize(args, "check")
     inv, checks = _checks(args)
+    return [c.to_dict() for c in checks], 0 if all(c.fits for c in checks) else 1, render_checks(checks, inv)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    data, code, text = check_answer(args)
     if args.json:
-        json.dump([c.to_dict() for c in checks], sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        emit_json(data)
     else:
-        say(render_checks(checks, inv))
-    return 0 if all(c.fits for c in checks) else 1
+        say(text)
+    return code
 
 
-def cmd_book(args: argparse.Namespace) -> int:
+def book_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, list[str]]:
     """All or none: when some job of the request does not fit, nothing is booked; the jobs that do fit are
     booked together in one transaction (re-checked under the same locks), so either all are recorded or none.
-    The same request and job booked again returns the existing live booking (idempotency key)."""
+    The same request and job booked again returns the existing live booking (idempotency key).
+    Returns (the --json answer, exit code, the lines the CLI prints to stderr)."""
     from dataclasses import replace
 
-    from ..provider.placement import capacities, check_needs
-    from ..provider.store import BookingConflict, Submitted
+    from ..provider.placement import capacities
     _authorize(args, "book-confirmed" if (args.state or ("held" if args.tentative else "confirmed")) == "confirmed"
                else "submit")
     inv, req, needs = _needs(args)
@@ -372,10 +416,21 @@ def cmd_book(args: argparse.Namespace) -> int:
     cap = capacities(inv)
     keys = {n.name: request_key(req, n.name) for n in needs}
     store = _store(args)
+    try:
+        return _book(args, inv, needs, now, state, cap, keys, store)
+    finally:
+        store.close()
+
+
+def _book(args: argparse.Namespace, inv: Any, needs: list[Any], now: _dt.datetime, state: str,
+          cap: dict[str, float], keys: dict[str, str], store: Any) -> tuple[list[dict[str, Any]], int, list[str]]:
+    from ..provider.placement import check_needs
+    from ..provider.store import BookingConflict, Submitted
     found = store.live_by_key(list(keys.values()))
     done_before = [Submitted(found[keys[n.name]][0], n.name, True, found[keys[n.name]][1])
                    for n in needs if keys[n.name] in found]
     needs = [n for n in needs if keys[n.name] not in found]
+    notes: list[str] = []
     done: list[Any] = []
     placements: list[Any] = []
     tries = RACE_RETRIES if args.earliest else 1
@@ -383,14 +438,11 @@ def cmd_book(args: argparse.Namespace) -> int:
         checks = check_needs(needs, inv, [] if args.no_db else store.bookings())
         missing = [c for c in checks if c.placement is None or (not c.fits and not args.earliest)]
         for c in missing:
-            say(f"{c.need.name}: not booked: [{c.binding}] {c.reason}", file=sys.stderr)
+            notes.append(f"{c.need.name}: not booked: [{c.binding}] {c.reason}")
         if missing:
             if len(checks) > 1:
-                say("nothing of this request was booked (all or none)", file=sys.stderr)
-            if args.json:
-                json.dump([], sys.stdout)
-                sys.stdout.write("\n")
-            return 1
+                notes.append("nothing of this request was booked (all or none)")
+            return [], 1, notes
         placements = [c.placement for c in checks if c.placement is not None]
         try:
             done = store.submit(placements, cap, state=state, note=str(args.request), quotas=inv.quotas,
@@ -401,38 +453,45 @@ def cmd_book(args: argparse.Namespace) -> int:
             # another booking took the capacity between the check and the write: the request was understood and
             # the answer is "no longer fits" (exit 1, like a job that does not fit), not invalid input
             if attempt + 1 < tries:
-                say(f"lost a race ({e}); trying the next window", file=sys.stderr)
+                notes.append(f"lost a race ({e}); trying the next window")
                 continue
-            say(f"not booked: {e}" + (f" (after {tries} tries)" if tries > 1 else
-                                      "; --earliest books the next free window instead"), file=sys.stderr)
-            if args.json:
-                json.dump([], sys.stdout)
-                sys.stdout.write("\n")
-            return 1
+            notes.append(f"not booked: {e}" + (f" (after {tries} tries)" if tries > 1 else
+                                               "; --earliest books the next free window instead"))
+            return [], 1, notes
     booked: list[dict[str, Any]] = [{"id": d.id, "job": d.job, "state": d.state, "existing": True}
                                     for d in done_before]
     booked += [{"id": d.id, "job": p.job, "state": d.state, "existing": d.existing, "start": p.start.isoformat(),
                 "end": p.end.isoformat(), "nodes": list(p.nodes)} for d, p in zip(done, placements, strict=True)]
+    return booked, 0, notes
+
+
+def cmd_book(args: argparse.Namespace) -> int:
+    booked, code, notes = book_answer(args)
+    for n in notes:
+        say(n, file=sys.stderr)
     if args.json:
-        json.dump(booked, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        for b in booked:
-            if b["existing"]:
-                say(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
-                      "before, nothing new was recorded")
-            else:
-                say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
-                      f"({b['state']})")
-    return 0
+        emit_json(booked)
+        return code
+    for b in booked:
+        if b["existing"]:
+            say(f"already booked {b['id']}: {b['job']} ({b['state']}); the same request and job was booked "
+                "before, nothing new was recorded")
+        else:
+            say(f"booked {b['id']}: {b['job']} {b['start']} -> {b['end']} on {', '.join(b['nodes'])} "
+                f"({b['state']})")
+    return code
 
 
-def cmd_state(args: argparse.Namespace) -> int:
-    """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
-    it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
-    from ..provider.store import HOLDING, BookingConflict, IllegalTransition
-    _authorize(args, {"held": "hold", "confirmed": "confirm", "active": "activate", "finished": "finish",
-                      "released": "release", "expired": "expire"}[args.state])
+#: the lifecycle commands: state -> the action the auth table names
+STATE_ACTIONS = {"held": "hold", "confirmed": "confirm", "active": "activate", "finished": "finish",
+                 "released": "release", "expired": "expire"}
+
+
+def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
+    """One entry per id: ``{id, before, after}`` when changed, ``{id, refused}`` when the lifecycle or the capacity
+    says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2)."""
+    from ..provider.store import HOLDING
+    _authorize(args, STATE_ACTIONS[args.state])
     cap = None
     quotas: tuple[Any, ...] = ()
     if args.state in HOLDING:
@@ -443,19 +502,44 @@ def cmd_state(args: argparse.Namespace) -> int:
         inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
         cap, quotas = capacities(inv), inv.quotas
     store = _store(args)
+    try:
+        return _transitions(args, store, cap, quotas)
+    finally:
+        store.close()
+
+
+def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | None,
+                 quotas: tuple[Any, ...]) -> tuple[list[dict[str, Any]], int]:
+    from ..provider.store import BookingConflict, IllegalTransition
     if args.state == "expired" and not args.ids:
-        for rid in store.expire_due(actor=args.actor):
-            say(f"{rid}: expired")
-        return 0
+        return [{"id": rid, "before": None, "after": "expired"} for rid in store.expire_due(actor=args.actor)], 0
     status = 0
+    out: list[dict[str, Any]] = []
     for rid in args.ids:
         try:
             before = store.transition(rid, args.state, cap, actor=args.actor, quotas=quotas)
         except (IllegalTransition, BookingConflict) as e:
-            say(f"{rid}: refused: {e}", file=sys.stderr)
+            out.append({"id": rid, "refused": str(e)})
             status = 1
             continue
-        say(f"{rid}: {before} -> {args.state}")
+        out.append({"id": rid, "before": before, "after": args.state})
+    return out, status
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
+    it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
+    out, status = state_answer(args)
+    if getattr(args, "json", False):
+        emit_json(out)
+        return status
+    for e in out:
+        if "refused" in e:
+            say(f"{e['id']}: refused: {e['refused']}", file=sys.stderr)
+        elif e["before"] is None:
+            say(f"{e['id']}: expired")
+        else:
+            say(f"{e['id']}: {e['before']} -> {e['after']}")
     return status
 
 
@@ -465,29 +549,41 @@ def timeline(inv: Any, bookings: list[Any], points: int = 40) -> tuple[list[_dt.
     return _timeline(inv, bookings, points)
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def show_answer(args: argparse.Namespace) -> tuple[Any, list[dict[str, Any]], list[Any], list[dict[str, Any]],
+                                                  _dt.datetime | None, dict[str, Any]]:
+    """The inventory, reservations, bookings, audit entries, the --at time, and the --json answer."""
     from ..provider.inventory import load_inventory
     from ..provider.placement import capacities
     from ..provider.store import utilisation
     _authorize(args, "show")
+    at = _now(args.at)
+    inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
+    store = _store(args, readonly=True)
+    try:
+        rows = store.reservations() if store else []
+        bookings = store.bookings() if store else []
+        audit = store.audit() if store and args.audit else []
+    finally:
+        if store is not None:
+            store.close()
+    data: dict[str, Any] = {"reservations": rows}
+    if args.audit:
+        data["audit"] = audit
+    if at:
+        data["utilisation"] = utilisation(bookings, capacities(inv), at)
+    return inv, rows, bookings, audit, at, data
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from ..provider.placement import capacities
+    from ..provider.store import utilisation
     inputs = [args.inventory, args.db, *(args.hardware_file or ())]
     for out in (args.svg, args.html):
         if out:
             check_output(out, inputs)  # before any work
-    inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
-    store = _store(args, readonly=True)
-    rows = store.reservations() if store else []
-    bookings = store.bookings() if store else []
-    audit = store.audit() if store and args.audit else []
-    at = _now(args.at)
+    inv, rows, bookings, audit, at, data = show_answer(args)
     if args.json:
-        data: dict[str, Any] = {"reservations": rows}
-        if args.audit:
-            data["audit"] = audit
-        if at:
-            data["utilisation"] = utilisation(bookings, capacities(inv), at)
-        json.dump(data, sys.stdout, indent=2, default=str)
-        sys.stdout.write("\n")
+        emit_json(data)
     else:
         say(f"{len(rows)} reservation(s)")
         for r in rows:

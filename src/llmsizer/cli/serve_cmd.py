@@ -34,7 +34,36 @@ def register(sub: Any) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int_arg(PORT), default=8000, help="TCP port (default 8000)")
+    p.add_argument("--inventory", metavar="FILE", help="the provider's inventory (YAML): serves /api/v1/capacity "
+                                                       "and the console (/console); default $LLMSIZER_INVENTORY")
+    p.add_argument("--db", metavar="URL", help="reservation store: SQLite file or postgresql:// URL (default "
+                                               "$LLMSIZER_DB, else llmsizer-bookings.db); several servers may "
+                                               "share one PostgreSQL")
+    p.add_argument("--auth", metavar="FILE", help="the provider's auth file (hashed tokens and roles; default "
+                                                  "$LLMSIZER_AUTH); without one, anyone who reaches the server may "
+                                                  "book, confirm and release")
     p.set_defaults(func=cmd_serve)
+
+
+def provider_config(args: argparse.Namespace) -> Any:
+    """The provider's files, checked now (a bad inventory or auth file is one line and exit 2 before listening)."""
+    import os
+    inventory = args.inventory or os.environ.get("LLMSIZER_INVENTORY")
+    db = args.db or os.environ.get("LLMSIZER_DB")
+    auth = args.auth or os.environ.get("LLMSIZER_AUTH")
+    if not inventory:
+        if args.db or args.auth:
+            raise InputError("--db and --auth serve the provider's side: give --inventory FILE too")
+        return None
+    from ..provider.auth import load_auth
+    from ..provider.inventory import load_inventory
+    from ..web.api_capacity import ProviderConfig
+    from ..web.sessions import secret_from_env
+    load_inventory(inventory)
+    if auth:
+        load_auth(auth)
+    return ProviderConfig(inventory=str(inventory), db=db, auth=str(auth) if auth else None,
+                          session_key=secret_from_env())
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -44,13 +73,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from ..web.app import create_app
+    provider = provider_config(args)
     try:  # bound here, so a taken port or a foreign address is one line (uvicorn would log and exit 1)
         sock = socket.create_server((args.host, args.port), family=socket.AF_INET6 if ":" in args.host
                                     else socket.AF_INET)
     except OSError as e:
         raise InputError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     # on this machine only, the app answers only to this machine's names (a DNS-rebinding page is refused)
-    app = create_app(hosts=frozenset(LOOPBACK) if args.host in LOOPBACK else None)
+    app = create_app(hosts=frozenset(LOOPBACK) if args.host in LOOPBACK else None, provider=provider)
+    if provider is not None and provider.auth is None:
+        print("llmsizer: warning: no --auth file: every capacity call (book, confirm, release) is allowed to "
+              "anyone who reaches the server", file=sys.stderr)
     if args.host not in LOOPBACK:
         print(f"llmsizer: warning: listening on {args.host}: anyone who can reach this machine can use the app",
               file=sys.stderr)

@@ -40,7 +40,12 @@ MAX_AUTH_BYTES = 1 << 20
 
 
 class Forbidden(InputError):
-    """The token does not allow the action (exit 2 on the CLI, 403 over HTTP)."""
+    """The token does not allow the action (exit 2 on the CLI, 403 over HTTP); ``who``: the token's name when it
+    is a known token without the role (the audit log's actor of the refusal), else None."""
+
+    def __init__(self, message: str, who: str | None = None) -> None:
+        super().__init__(message)
+        self.who = who
 
 
 @dataclass(frozen=True)
@@ -123,9 +128,18 @@ def authorize(token: str | None, action: str, config: AuthConfig) -> Role:
             break
     if who is None:
         raise Forbidden(f"{action}: the token is not one of {config.source}'s")
+    return allow(Role(who.name, who.role), action)
+
+
+def allow(who: Role, action: str) -> Role:
+    """``who`` when its role may do ``action`` (a role already proven, e.g. a signed-in web session); else
+    :class:`Forbidden` with the same line as :func:`authorize`."""
+    need = ACTIONS.get(action)
+    if need is None:
+        raise InputError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
     if ROLES.index(who.role) < ROLES.index(need):
-        raise Forbidden(f"{action}: {who.name} is a {who.role}; it needs the {need} role")
-    return Role(who.name, who.role)
+        raise Forbidden(f"{action}: {who.name} is a {who.role}; it needs the {need} role", who.name)
+    return who
 
 
 def read_token(env: dict[str, Any] | None = None, token_file: str | None = None) -> str | None:

@@ -448,6 +448,13 @@ class Store:
         with self.engine.begin() as c:
             self._log(c, "-", None, "denied", actor or default_actor(), now or utcnow(), f"denied:{action}", detail)
 
+    def log_inventory(self, before: str, after: str, detail: str, *, actor: str | None = None,
+                      now: _dt.datetime | None = None) -> None:
+        """Append an edit of the inventory (before/after: the files' sha256 prefixes) to the audit log: reservation
+        ``-``, action ``inventory``; it changes no booking (a replay of bookings skips reservation ``-``)."""
+        with self.engine.begin() as c:
+            self._log(c, "-", before, after, actor or default_actor(), now or utcnow(), "inventory", detail)
+
     def _ensure_locks(self, resources: Sequence[str]) -> None:
         from sqlalchemy.dialects.postgresql import insert
         with self.engine.begin() as c:

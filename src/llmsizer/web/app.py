@@ -16,6 +16,8 @@ from starlette.staticfiles import StaticFiles
 
 from .._version import __version__
 from .api import PREFIX, TIME_LIMIT_S, router
+from .api_capacity import ProviderConfig
+from .api_capacity import router as capacity_router
 from .guards import BODY_LIMIT, Guard
 from .problems import Problem, problem_response
 from .sources import UPLOAD_LIMIT, Uploads
@@ -27,16 +29,20 @@ DESCRIPTION = ("What does this LLM workload need? The JSON API of llmsizer: ever
 
 
 def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT,
-               upload_limit: int = UPLOAD_LIMIT, hosts: frozenset[str] | None = None) -> FastAPI:
+               upload_limit: int = UPLOAD_LIMIT, hosts: frozenset[str] | None = None,
+               provider: ProviderConfig | None = None) -> FastAPI:
     """The web app. ``time_limit``: seconds one request may take (503 after); ``body_limit``: bytes of a JSON body
     (413 past it); ``upload_limit``: bytes of a model-file header; ``hosts``: the names the Host header may carry
-    (None: any; ``serve`` on a loopback address gives the loopback names)."""
+    (None: any; ``serve`` on a loopback address gives the loopback names); ``provider``: the inventory, store and
+    auth file of the ``/api/v1/capacity`` routes and the console (None: those answer 503)."""
     app = FastAPI(title="llmsizer", version=__version__, description=DESCRIPTION,
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
                   swagger_ui_oauth2_redirect_url=None)
     app.state.time_limit = time_limit
     app.state.uploads = Uploads()
+    app.state.provider = provider
     app.include_router(router)
+    app.include_router(capacity_router)
     if importlib.util.find_spec(f"{__package__}.pages") is not None:
         pages = importlib.import_module(f"{__package__}.pages")
         app.include_router(pages.router)

@@ -39,7 +39,8 @@ MEDIA_TYPES = {
 }
 
 # the pages: URL path -> file under static/
-PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/fits": "fits.html"}
+PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/fits": "fits.html",
+         "/console": "console.html"}
 
 
 def _load(root: Path) -> dict[str, tuple[bytes, str]]:

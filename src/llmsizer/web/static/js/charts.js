@@ -173,3 +173,66 @@ export function costSpeed(id, title, points, axes, width = 760, height = 380) {
   });
   return svg;
 }
+
+/**
+ * A bookings timeline (Gantt): one row per node, grouped by pool; each hold a bar from start to end whose height is
+ * its share of the node's devices (held: dashed outline); a red line at now. rows: [{pool, node, devices, label}];
+ * holds: [{id, job, state, node, amount, start: Date, end: Date}]; notes: node -> text at the row's right.
+ */
+export function gantt(id, title, rows, holds, notes, now, width = 1000) {
+  const STATE_COLOUR = { confirmed: PALETTE[0], active: PALETTE[2], held: PALETTE[1] };
+  const left = 190, right = 150, top = 40, row = 30;
+  const height = top + rows.length * row + 40;
+  const svg = open(id, title, width, height);
+  const lo = Math.min(...holds.map((h) => h.start.getTime()), now.getTime());
+  const hiRaw = Math.max(...holds.map((h) => h.end.getTime()).filter((v) => Number.isFinite(v)), lo + 86400e3);
+  const hi = lo + (hiRaw - lo) * 1.02;
+  const pw = width - left - right;
+  const x = (ms) => left + Math.max(0, Math.min(1, (ms - lo) / (hi - lo))) * pw;
+  const days = (hi - lo) / 86400e3;
+  for (const tk of niceTicks(0, days)) {
+    if (tk > days) continue;
+    const xx = x(lo + tk * 86400e3);
+    svg.append(s("line", { x1: xx.toFixed(1), y1: top, x2: xx.toFixed(1), y2: top + rows.length * row, stroke: "#e6e6e6" }));
+    svg.append(t(xx, top + rows.length * row + 14, formatTick(tk), 10, "middle", "#555"));
+  }
+  svg.append(t(left + pw / 2, top + rows.length * row + 30,
+    `days from ${new Date(lo).toISOString().slice(0, 16).replace("T", " ")} UTC`, 10, "middle", "#555"));
+  let pool = null;
+  rows.forEach((r, k) => {
+    const y = top + k * row;
+    if (r.pool !== pool) {
+      pool = r.pool;
+      svg.append(s("line", { x1: 8, y1: y, x2: width - 8, y2: y, stroke: "#c0c0c0" }));
+      svg.append(t(12, y + 12, short(pool, 16), 10, "start", "#555", "600"));
+    }
+    svg.append(t(left - 8, y + row / 2 + 4, short(r.label, 18), 10, "end"));
+    svg.append(s("rect", { x: left, y: y + 3, width: pw, height: row - 6, fill: "none", stroke: "#eeeeee" }));
+    const mine = holds.filter((h) => h.node === r.node).sort((a, b) => a.start - b.start);
+    const placed = [];
+    for (const h of mine) {
+      const below = placed.filter((p) => p.start < h.end && h.start < p.end).reduce((a, p) => a + p.amount, 0);
+      placed.push(h);
+      const hh = (row - 6) * Math.min(1, h.amount / r.devices);
+      const yy = y + row - 3 - hh - (row - 6) * Math.min(1, below / r.devices);
+      const bar = s("rect", { class: `hold hold-${h.state}`, "data-id": h.id, x: x(h.start.getTime()).toFixed(1),
+        y: Math.max(y + 3, yy).toFixed(1), width: Math.max(1, x(h.end.getTime()) - x(h.start.getTime())).toFixed(1),
+        height: hh.toFixed(1), fill: STATE_COLOUR[h.state] || "#7f7f7f", "fill-opacity": h.state === "held" ? 0.45 : 0.85,
+        stroke: STATE_COLOUR[h.state] || "#7f7f7f", "stroke-dasharray": h.state === "held" ? "3 2" : null });
+      bar.append(s("title", {}, `${h.id} ${h.job} (${h.state}): ${h.amount} of ${r.devices} devices`));
+      svg.append(bar);
+    }
+    svg.append(t(left + pw + 8, y + row / 2 + 4, notes[r.node] || "", 10, "start", "#222"));
+  });
+  const xn = x(now.getTime());
+  svg.append(s("line", { class: "now", x1: xn.toFixed(1), y1: top - 4, x2: xn.toFixed(1), y2: top + rows.length * row,
+    stroke: MARKER, "stroke-width": 1.5 }));
+  svg.append(t(xn, top - 7, "now", 10, "middle", MARKER));
+  let lx = width - right - 250;
+  for (const [state, colour] of Object.entries(STATE_COLOUR)) {
+    svg.append(s("rect", { x: lx, y: 11, width: 11, height: 11, fill: colour, "fill-opacity": state === "held" ? 0.45 : 0.85 }));
+    svg.append(t(lx + 15, 21, state, 10));
+    lx += 80;
+  }
+  return svg;
+}

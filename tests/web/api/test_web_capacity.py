@@ -1,0 +1,284 @@
+"""The provider's side over HTTP (#14): /api/v1/capacity answers the same JSON as `llmsizer capacity ... --json`
+(the real CLI in a subprocess, same inventory, store and auth file); every mutating call without the role is a 403
+with the CLI's message, written to the audit log; bad input is a 400 with the CLI's message; the console's sign-in
+is a signed HttpOnly SameSite=Strict cookie whose changes need the CSRF header."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from web_api_helpers import ROOT, run_cli
+
+pytest.importorskip("fastapi")
+pytest.importorskip("sqlalchemy")
+
+LORA = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
+NOW = "2025-09-01"
+INVENTORY = ("sites: [{id: s1, public_addresses: 8, isolated_segments: 8}]\n"
+             "storage: [{id: fs, site: s1, capacity: 1 PB}]\n"
+             "nodes: [{id: serve-01, site: s1, device: a100-pcie-80gb, devices: 4, pools: [serving, serving-cluster]}]\n")
+OPERATOR, REQUESTER = "op-token-0123456789abcdef", "rq-token-0123456789abcdef"
+MUTATING = ("hold", "confirm", "activate", "finish", "release", "expire")
+
+
+def chat(k: int) -> str:
+    return LORA.replace("support-chat", f"support-chat-{k}")
+
+
+@pytest.fixture()
+def provider(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from llmsizer.provider.auth import hash_token
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(INVENTORY)
+    auth = tmp_path / "auth.yaml"
+    auth.write_text("tokens:\n"
+                    f'  - {{name: olga, role: operator, scrypt: "{hash_token(OPERATOR)}"}}\n'
+                    f'  - {{name: rick, role: requester, scrypt: "{hash_token(REQUESTER)}"}}\n')
+    assert OPERATOR not in auth.read_text()  # no plaintext secret stored
+    db = str(tmp_path / "b.db")
+    cfg = ProviderConfig(inventory=str(inv), db=db, auth=str(auth), session_key=b"k" * 32)
+    with TestClient(create_app(provider=cfg), raise_server_exceptions=False) as c:
+        yield c, tmp_path, cfg
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def cli(tmp_path: Path, token: str, *args: str):
+    import os
+    env_token = os.environ.get("LLMSIZER_TOKEN")
+    os.environ["LLMSIZER_TOKEN"] = token
+    try:
+        return run_cli("capacity", *args, "--auth", str(tmp_path / "auth.yaml"))
+    finally:
+        if env_token is None:
+            os.environ.pop("LLMSIZER_TOKEN")
+        else:
+            os.environ["LLMSIZER_TOKEN"] = env_token
+
+
+def book(c, k: int, token: str = REQUESTER, state: str = "held"):
+    return c.post("/api/v1/capacity/book", json={"request": chat(k), "job": f"support-chat-{k}", "now": NOW,
+                                                 "state": state}, headers=bearer(token))
+
+
+def audit(c) -> list[dict]:
+    return c.get("/api/v1/capacity/audit", headers=bearer(REQUESTER)).json()["audit"]
+
+
+def test_check_is_the_cli_answer(provider):
+    c, tmp, cfg = provider
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": NOW}, headers=bearer(REQUESTER))
+    req = tmp / "r0.yaml"
+    req.write_text(chat(0))
+    out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--now", NOW, "--json")
+    assert r.status_code == 200, r.text
+    assert r.text == out.stdout  # byte for byte
+    assert r.headers["x-llmsizer-exit-code"] == str(out.returncode)
+
+
+def test_book_lifecycle_show_export_match_the_cli(provider):
+    c, tmp, cfg = provider
+    r = book(c, 0)
+    assert r.status_code == 200, r.text
+    (b,) = r.json()
+    assert b["state"] == "held" and not b["existing"]
+    again = book(c, 0)  # the same request and job: the existing booking (idempotency key)
+    assert again.json() == [{"id": b["id"], "job": "support-chat-0", "state": "held", "existing": True}]
+    r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
+    assert r.status_code == 200 and r.json() == [{"id": b["id"], "before": "held", "after": "confirmed"}]
+    r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
+    assert r.headers["x-llmsizer-exit-code"] == "1" and r.json()[0]["refused"] == f"{b['id']} is already confirmed"
+    show = c.get("/api/v1/capacity/show", params={"at": "2025-10-01"}, headers=bearer(REQUESTER))
+    out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--at", "2025-10-01", "--json")
+    assert show.text == out.stdout
+    aud = c.get("/api/v1/capacity/audit", headers=bearer(REQUESTER))
+    out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--audit", "--json")
+    assert aud.text == out.stdout
+    assert [(e["actor"], e["before"], e["after"]) for e in aud.json()["audit"]] == [
+        ("rick", None, "held"), ("olga", "held", "confirmed")]
+    for fmt in ("slurm", "kueue", "blazar"):
+        r = c.get(f"/api/v1/capacity/export/{b['id']}", params={"format": fmt}, headers=bearer(OPERATOR))
+        out = cli(tmp, OPERATOR, "export", b["id"], "--format", fmt, "--db", cfg.db)
+        assert r.status_code == 200 and r.text == out.stdout and out.returncode == 0
+    r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
+    assert r.json() == [{"id": b["id"], "before": "confirmed", "after": "released"}]
+    r = c.get(f"/api/v1/capacity/export/{b['id']}", params={"format": "slurm"}, headers=bearer(OPERATOR))
+    assert r.status_code == 409 and "only a confirmed or active booking" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("action", MUTATING)
+def test_mutating_call_without_the_role_is_403_and_logged(provider, action):
+    c, tmp, cfg = provider
+    (b,) = book(c, 1).json()
+    r = c.post(f"/api/v1/capacity/{action}", json={"ids": [b["id"]]}, headers=bearer(REQUESTER))
+    assert r.status_code == 403 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["detail"] == f"{action}: rick is a requester; it needs the operator role"
+    out = cli(tmp, REQUESTER, action, b["id"], "--inventory", cfg.inventory, "--db", cfg.db)
+    assert out.returncode == 2 and out.stderr.strip() == f"llmsizer: error: {r.json()['detail']}"
+    denied = [e for e in audit(c) if e["action"] == f"denied:{action}"]
+    assert len(denied) == 2 and denied[0]["detail"] == r.json()["detail"]  # the API's and the CLI's refusal
+    assert [e["actor"] for e in denied] == ["rick", "rick"]  # logged under the token's name
+    r = c.post(f"/api/v1/capacity/{action}", json={"ids": [b["id"]]})  # no token at all
+    assert r.status_code == 403 and r.json()["detail"].startswith(f"{action}: needs a operator token")
+
+
+def test_other_refusals(provider):
+    c, tmp, cfg = provider
+    book(c, 1)  # the store exists: refusals are logged in it
+    r = book(c, 2, state="confirmed")  # straight to confirmed: an operator's call
+    assert r.status_code == 403
+    assert r.json()["detail"] == "book-confirmed: rick is a requester; it needs the operator role"
+    r = c.get("/api/v1/capacity/export/x", params={"format": "slurm"}, headers=bearer(REQUESTER))
+    assert r.status_code == 403 and r.json()["detail"] == "export: rick is a requester; it needs the operator role"
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": NOW}, headers=bearer("forged"))
+    assert r.status_code == 403 and r.json()["detail"] == "check: the token is not one of the provider's auth file's"
+    assert {"denied:book-confirmed", "denied:export"} <= {e["action"] for e in audit(c)}
+
+
+def test_bad_input_is_a_400_with_the_cli_message(provider):
+    c, tmp, cfg = provider
+    r = c.post("/api/v1/capacity/release", json={"ids": ["nope"]}, headers=bearer(OPERATOR))
+    book(c, 3)
+    r = c.post("/api/v1/capacity/release", json={"ids": ["nope"]}, headers=bearer(OPERATOR))
+    out = cli(tmp, OPERATOR, "release", "nope", "--db", cfg.db)
+    assert r.status_code == 400 and out.returncode == 2
+    assert out.stderr.strip() == f"llmsizer: error: {r.json()['detail']}"
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": "yesterday"}, headers=bearer(REQUESTER))
+    req = tmp / "r.yaml"
+    req.write_text(chat(0))
+    out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--now", "yesterday")
+    assert r.status_code == 400 and out.stderr.strip() == f"llmsizer: error: {r.json()['detail']}"
+    r = c.post("/api/v1/capacity/book", json={"request": chat(0), "job": "support-chat-0", "now": "2030-01-01"},
+               headers=bearer(OPERATOR))  # the window is in the past of that now
+    assert r.status_code == 400 and "before now" in r.json()["detail"]
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "inventory": "/etc/passwd"},
+               headers=bearer(REQUESTER))
+    assert r.status_code == 400 and r.json()["field"] == "inventory"  # no server-side path from a request
+    r = c.post("/api/v1/capacity/check", json={"request": "jobs: [", "now": NOW}, headers=bearer(REQUESTER))
+    assert r.status_code == 400 and r.json()["detail"].startswith("request.yaml:")
+
+
+def test_console_sign_in_session_and_csrf(provider):
+    c, tmp, cfg = provider
+    (b,) = book(c, 4).json()
+    r = c.post("/api/v1/capacity/login", json={"token": "wrong"})
+    assert r.status_code == 403 and "llmsizer_session" not in r.cookies
+    r = c.post("/api/v1/capacity/login", json={"token": OPERATOR})
+    assert r.status_code == 200 and r.json()["role"] == "operator"
+    cookie = r.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and OPERATOR.lower() not in cookie
+    csrf = r.json()["csrf"]
+    assert c.get("/api/v1/capacity/session").json()["csrf"] == csrf
+    r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]})  # the cookie alone: no CSRF header
+    assert r.status_code == 403 and "X-CSRF-Token" in r.json()["detail"]
+    r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": "guess"})
+    assert r.status_code == 403
+    r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": csrf})
+    assert r.status_code == 200 and r.json()[0]["after"] == "confirmed"
+    assert audit(c)[-1]["actor"] == "olga"
+    view = c.get("/api/v1/capacity/console").json()
+    assert [h["node"] for h in view["holds"]] == ["serve-01"] and view["nodes"][0]["devices"] == 4
+    value = c.cookies["llmsizer_session"]
+    c.cookies.clear()
+    c.cookies.set("llmsizer_session", value[:-1] + ("0" if value[-1] != "0" else "1"))  # a forged signature
+    assert c.get("/api/v1/capacity/session").json()["signed_in"] is False
+    r = c.post("/api/v1/capacity/login", json={"token": REQUESTER})
+    r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": r.json()["csrf"]})
+    assert r.status_code == 403 and r.json()["detail"] == "release: rick is a requester; it needs the operator role"
+
+
+def test_without_an_inventory_the_capacity_routes_say_how_to_start(client):
+    r = client.post("/api/v1/capacity/check", json={"request": "x"})
+    assert r.status_code == 503 and "--inventory" in r.json()["detail"]
+
+
+def test_the_json_of_the_cli_has_not_moved(provider):
+    """The lifecycle commands' --json (new with the API): one entry per id."""
+    c, tmp, cfg = provider
+    (b,) = book(c, 5).json()
+    out = cli(tmp, OPERATOR, "confirm", b["id"], "--inventory", cfg.inventory, "--db", cfg.db, "--json")
+    assert json.loads(out.stdout) == [{"id": b["id"], "before": "held", "after": "confirmed"}]
+
+
+def test_serve_checks_the_provider_files_before_listening(tmp_path):
+    r = run_cli("serve", "--db", str(tmp_path / "b.db"), "--port", "1")
+    assert r.returncode == 2 and r.stderr.strip() == ("llmsizer: error: --db and --auth serve the provider's side: give "
+                                                      "--inventory FILE too")
+    bad = tmp_path / "inv.yaml"
+    bad.write_text("nodes: [")
+    r = run_cli("serve", "--inventory", str(bad), "--port", "1")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "inv.yaml" in r.stderr
+
+
+def test_not_booked_is_exit_1_with_the_cli_lines(provider):
+    """4 devices, 1 each: the fifth request is not booked: [] with exit code 1 (as `book --json`), and the lines the
+    CLI prints to stderr in X-Llmsizer-Notes."""
+    c, tmp, cfg = provider
+    for k in range(4):
+        assert book(c, 10 + k).headers["x-llmsizer-exit-code"] == "0"
+    r = book(c, 14)
+    assert r.status_code == 200 and r.json() == [] and r.headers["x-llmsizer-exit-code"] == "1"
+    notes = json.loads(r.headers["x-llmsizer-notes"])
+    assert len(notes) == 1 and notes[0].startswith("support-chat-14: not booked: ")
+    req = tmp / "r14.yaml"
+    req.write_text(chat(14))
+    out = cli(tmp, REQUESTER, "book", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--job",
+              "support-chat-14", "--now", NOW, "--state", "held", "--json")
+    assert out.returncode == 1 and out.stdout == r.text and out.stderr.strip().splitlines() == notes
+
+
+def test_console_queue_says_which_held_booking_no_longer_fits(provider):
+    """Two held bookings of 1 device; the node shrinks to 1 device (a new inventory on the same store): the queue
+    says each would push node:serve-01 to 2 of 1, and confirming one is refused the same way."""
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.api_capacity import ProviderConfig
+    from llmsizer.web.app import create_app
+    c, tmp, cfg = provider
+    ids = [book(c, 20 + k).json()[0]["id"] for k in range(2)]
+    small = tmp / "small.yaml"
+    small.write_text(INVENTORY.replace("devices: 4", "devices: 1"))
+    with TestClient(create_app(provider=ProviderConfig(str(small), cfg.db, cfg.auth, b"k" * 32))) as s:
+        queue = s.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]
+        assert [(q["id"], q["fits"], q["binding"]) for q in queue] == [
+            (rid, False, "node:serve-01 would hold 2 of 1") for rid in ids]
+        r = s.post("/api/v1/capacity/confirm", json={"ids": ids[:1]}, headers=bearer(OPERATOR))
+        assert "node:serve-01 would hold 2 of 1" in r.json()[0]["refused"]
+    queue = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()["queue"]
+    assert all(q["fits"] for q in queue)
+
+
+def test_operators_edit_the_inventory(provider):
+    """PUT /capacity/inventory: a requester is refused (403, logged); a bad file is a 400 with the line the CLI
+    prints for the same file; an operator's edit is written over the server's file, logged, and used at once."""
+    c, tmp, cfg = provider
+    book(c, 30)  # the store exists
+    bigger = INVENTORY.replace("devices: 4", "devices: 8")
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": bigger}, headers=bearer(REQUESTER))
+    assert r.status_code == 403 and r.json()["detail"] == "inventory: rick is a requester; it needs the operator role"
+    bad = "nodes: [{id: n1, site: nowhere, device: a100-pcie-80gb, devices: 4}]\n"
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": bad}, headers=bearer(OPERATOR))
+    (tmp / "cwd").mkdir()
+    (tmp / "cwd" / "inventory.yaml").write_text(bad)
+    (tmp / "cwd" / "r.yaml").write_text(chat(0))
+    out = run_cli("capacity", "check", "r.yaml", "--inventory", "inventory.yaml", "--no-db", cwd=tmp / "cwd")
+    assert r.status_code == 400 and out.returncode == 2
+    assert out.stderr.strip().splitlines()[0] == f"llmsizer: error: {r.json()['detail']}"
+    assert Path(cfg.inventory).read_text() == INVENTORY  # nothing written
+    r = c.put("/api/v1/capacity/inventory", json={"inventory": bigger}, headers=bearer(OPERATOR))
+    assert r.status_code == 200 and r.json()["nodes"] == 1
+    assert c.get("/api/v1/capacity/inventory", headers=bearer(REQUESTER)).text == bigger
+    view = c.get("/api/v1/capacity/console", headers=bearer(REQUESTER)).json()
+    assert view["nodes"][0]["devices"] == 8
+    edits = [e for e in view["audit"] if e["action"] == "inventory"]
+    assert [(e["actor"], e["before"], e["after"]) for e in edits] == [("olga", r.json()["before"], r.json()["after"])]
+    denied = [e for e in view["audit"] if e["action"] == "denied:inventory"]
+    assert [e["actor"] for e in denied] == ["rick"]  # the token's name, known though it lacks the role
