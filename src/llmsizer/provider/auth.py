@@ -120,7 +120,7 @@ def authorize(token: str | None, action: str, config: AuthConfig) -> Role:
     if need is None:
         raise InputError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
     if not token:
-        raise Forbidden(f"{action}: needs a {need} token: set LLMSIZER_TOKEN or give --token-file")
+        raise Forbidden(f"{action}: needs {_article(need)} {need} token: set LLMSIZER_TOKEN or give --token-file")
     who = None
     for e in config.tokens:
         if hmac.compare_digest(hashlib.scrypt(token.encode(), salt=e.salt, **SCRYPT), e.key):
@@ -138,7 +138,7 @@ def allow(who: Role, action: str) -> Role:
     if need is None:
         raise InputError(f"unknown action {action!r}; one of {', '.join(ACTIONS)}")
     if ROLES.index(who.role) < ROLES.index(need):
-        raise Forbidden(f"{action}: {who.name} is a {who.role}; it needs the {need} role", who.name)
+        raise Forbidden(f"{action}: {who.name} is {_article(who.role)} {who.role}; it needs the {need} role", who.name)
     return who
 
 
@@ -150,3 +150,8 @@ def read_token(env: dict[str, Any] | None = None, token_file: str | None = None)
         lines = read_small_text(Path(token_file), "token file", 4096).strip().splitlines()
         return lines[0].strip() if lines else None
     return (env if env is not None else os.environ).get("LLMSIZER_TOKEN") or None
+
+
+def _article(word: str) -> str:
+    """'an operator', 'a requester'."""
+    return "an" if word[:1].lower() in "aeiou" else "a"

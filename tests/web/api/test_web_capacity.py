@@ -127,7 +127,7 @@ def test_mutating_call_without_the_role_is_403_and_logged(provider, action):
     assert len(denied) == 2 and denied[0]["detail"] == r.json()["detail"]  # the API's and the CLI's refusal
     assert [e["actor"] for e in denied] == ["rick", "rick"]  # logged under the token's name
     r = c.post(f"/api/v1/capacity/{action}", json={"ids": [b["id"]]})  # no token at all
-    assert r.status_code == 403 and r.json()["detail"].startswith(f"{action}: needs a operator token")
+    assert r.status_code == 403 and r.json()["detail"].startswith(f"{action}: needs an operator token")
 
 
 def test_other_refusals(provider):
