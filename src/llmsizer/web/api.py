@@ -244,7 +244,8 @@ _REQUEST_FIELDS = {
 }
 
 
-def _request_text(fields: dict[str, Any]) -> tuple[str, str]:
+def request_text(fields: dict[str, Any]) -> tuple[str, str]:
+    """The request file's text and its label from a body's ``request`` / ``filename`` (plan, request check, capacity)."""
     text, name = fields.get("request"), fields.get("filename", REQUEST_LABEL)
     if not isinstance(text, str):
         raise Problem(400, "field 'request': expected the request file's text (a string)", "request")
@@ -266,7 +267,7 @@ async def plan(request: Request) -> Response:
 
     def work() -> Response:
         args = bridge.parse(("plan",), fields, skip=_REQUEST_FIELDS, positionals=["-"])
-        text, name = _request_text(fields)
+        text, name = request_text(fields)
         today = plan_today(args)
         result = plan_answer(parse_request(text, source=name), args, today)
         fmt = args.format or "json"
@@ -290,7 +291,7 @@ async def request_check(request: Request) -> Response:
 
     def work() -> Response:
         bridge.parse(("request", "check"), fields, skip=_REQUEST_FIELDS, positionals=["-"])
-        text, name = _request_text(fields)
+        text, name = request_text(fields)
         data, code, _ = check_answer(lambda: parse_request(text, source=name))
         return json_answer(data, code)
     return await run(request, work)

@@ -24,13 +24,13 @@ from starlette.responses import Response
 from ..numbers import Range
 from ..render.safe import term
 from . import sessions
-from .api import EXIT_HEADER, PREFIX, body_of, json_answer, run
+from .api import EXIT_HEADER, PREFIX, body_of, json_answer, request_text, run
 from .problems import PROBLEM_JSON, PROBLEM_SCHEMA, Problem
 
 router = APIRouter(prefix=f"{PREFIX}/capacity")
 NOTES_HEADER = "X-Llmsizer-Notes"
 WEB_ACTOR = "web"  # the audit log's actor of a call refused before anyone was identified (the role's name after)
-REQUEST_LABEL = "request.yaml"
+
 HOLD_HOURS = Range(0, 24 * 366, False, "hours a requested or held booking lasts unconfirmed; at most a year")
 
 #: the lifecycle routes: action -> the state it moves to (the CLI's ``capacity ACTION ID...``)
@@ -116,19 +116,9 @@ def _only(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
                           str(k)[:64])
 
 
-def _request_fields(fields: dict[str, Any]) -> tuple[str, str]:
-    from .sources import check_label
-    text, name = fields.get("request"), fields.get("filename", REQUEST_LABEL)
-    if not isinstance(text, str):
-        raise Problem(400, "field 'request': expected the request file's text (a string)", "request")
-    if not isinstance(name, str):
-        raise Problem(400, "field 'filename': expected a string", "filename")
-    return text, check_label(name, "filename")
-
-
 def _request_args(request: Request, cfg: ProviderConfig, fields: dict[str, Any], **extra: Any) -> argparse.Namespace:
     from ..request.reader import parse_request
-    text, name = _request_fields(fields)
+    text, name = request_text(fields)
     return namespace(request, cfg, request=name, load_request=lambda: parse_request(text, source=name),
                      no_db=_flag(fields, "no_db"), now=_text(fields, "now"), **extra)
 
