@@ -45,8 +45,10 @@ MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
 # multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
 MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text"}
+# Meta's Llama vision families, with their own towers and (mllama) cross-attention layers: readers/hf_llama_vision.py
+LLAMA_VISION = {"mllama", "llama4"}
 SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text", "qwen3_vl_text"}) | MOE_TYPES | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL)))
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
 # ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
@@ -91,6 +93,9 @@ NUMERIC_KEYS: dict[str, Range] = {
     "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
     "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
     "no_rope_layer_interval": LAYERS,
+    # Llama vision towers (readers/hf_llama_vision.py)
+    "num_global_layers": LAYERS, "attention_heads": HEADS, "vision_output_dim": WIDTH, "max_num_tiles": PIXELS,
+    "projector_input_dim": WIDTH, "projector_output_dim": WIDTH,
 }
 
 
@@ -390,6 +395,11 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if not isinstance(mt, str):
         raise ModelFileError(f"{where}: config has no 'model_type'")
     full_cfg = cfg
+    if mt in LLAMA_VISION:
+        from . import hf_llama_vision  # same floor; it reuses this module's _Cfg
+        read = hf_llama_vision.mllama_spec if mt == "mllama" else hf_llama_vision.llama4_spec
+        return read(cfg, name=name, where=where, source=source, published_params=published_params,
+                    published_active_params=published_active_params)
     if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")

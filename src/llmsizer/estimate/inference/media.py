@@ -25,6 +25,7 @@ class Media:
     encoder_sequences: int  # encoder sequences per request (images, tiles, crops, video)
     encoder_patches: int  # patches of the largest of them
     details: dict[str, int]
+    cross_tokens: int = 0  # image states each sequence's cross-attention layers hold (Llama-3.2-Vision)
 
     def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations | None:
         """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once;
@@ -57,7 +58,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     v = spec.vision
     if v is None:
         raise InputError(f"model {spec.name!r} has no vision encoder (text only): images and video do not apply")
-    tokens, sequences, patches = 0, 0, 0
+    tokens, sequences, patches, cross = 0, 0, 0, 0
     details: dict[str, int] = {}
     parts: list[tuple[str, int, MediaTokens]] = []
     if w.images:
@@ -65,8 +66,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         if w.pan_and_scan and not v.pan_and_scan:
             raise InputError(f"model {spec.name!r}: its image processor has no pan-and-scan")
         per = image_tokens(v, iw, ih, w.pan_and_scan)
-        if per.cross_tokens:
-            raise InputError(f"model {spec.name!r}: images enter through cross-attention layers, not modelled")
+        if per.cross_tokens and w.engine != "transformers":
+            raise InputError(f"model {spec.name!r}: its images enter through cross-attention layers, whose image "
+                             f"K/V is modelled for the transformers engine only (not {w.engine})")
         parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
         details["image_tokens_each"] = per.tokens
     if w.video_frames:
@@ -78,6 +80,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         details["video_tokens"] = per.tokens
     for label, count, per in parts:
         tokens += count * per.tokens
+        cross += count * per.cross_tokens
         sequences += count * per.encoder_sequences
         patches = max(patches, per.encoder_patches)
         notes.assumptions.append(Assumption(
@@ -90,4 +93,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (only SigLIP's is, "
                               "formulas/vision_activations.py): its forward over the images is left out of the peak")
     details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
-    return Media(tokens, sequences, patches, details)
+    if cross:
+        details["cross_attention_tokens"] = cross
+        notes.assumptions.append(Assumption(
+            "cross_attention_tokens", cross, False, f"image states per sequence held as K/V by each of the "
+            f"{spec.cross_attention_layer_count} cross-attention layers (formulas/kv_cache.py eq. 4)"))
+    return Media(tokens, sequences, patches, details, cross)
