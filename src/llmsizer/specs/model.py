@@ -144,6 +144,9 @@ class VisionSpec:
     pan_and_scan: bool = False  # the processor can add crops of wide/tall images (Gemma 3's do_pan_and_scan)
     global_layers: int = 0  # encoder "mllama": layers of the gated global encoder after the local one
     aspect_ratios: int = 0  # encoder "mllama": rows of the aspect-ratio / tile embeddings (max_aspect_ratio_id + 1)
+    window_patches: int = 0  # encoder "qwen2_5_vl": patches per attention window of its windowed layers (0: none)
+    windowed_layers: int = 0  # encoder "qwen2_5_vl": layers attending within windows (the others: whole images)
+    deepstack_features: int = 0  # encoder "qwen3_vl": DeepStack features merged before the last block runs
 
 
 @dataclass(frozen=True)
@@ -187,7 +190,9 @@ _SUB_RANGES: dict[str, Range] = {
     "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
     "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,
     "position_embeddings": TOKENS_OR_ZERO, "global_layers": Range(0, 1024, True, "global encoder layers"),
-    "aspect_ratios": Range(0, 4096, True, "aspect-ratio embedding rows"),
+    "aspect_ratios": Range(0, 4096, True, "aspect-ratio embedding rows"), "window_patches": TOKENS_OR_ZERO,
+    "windowed_layers": Range(0, 1024, True, "windowed encoder layers"),
+    "deepstack_features": Range(0, 1024, True, "DeepStack features"),
     # RecurrentSpec (num_heads: HEADS, shared with VisionSpec above)
     "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"),
     "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
