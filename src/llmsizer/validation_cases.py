@@ -429,17 +429,21 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
 # single-sequence and prefill constants only).
 
 def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
+    """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
+    single-sequence decode."""
     out = []
     for r in _read_csv(str(data_dir(data) / "llamacpp_batched_bench.csv")):
         prompt, gen, batch, value = int(r["prompt"]), int(r["generated"]), int(r["sequences"]), float(r["value"])
         s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
                    ubatch=SPARK_UBATCH)
+        kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
-        out.append(Case(r["id"], BATCHED, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
+        out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note=f"batched decode (llama-batched-bench, {r['gguf_file']})"))
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
+                        f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
+                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        + f" (llama-batched-bench, {r['gguf_file']})"))
     return out
 
 

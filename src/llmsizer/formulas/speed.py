@@ -84,6 +84,10 @@ first column's products are inside the calibrated single-sequence constants (e_m
 attention FLOPs at the FP16 tensor rate. Measured with llama-batched-bench on DGX Spark (build 6918, b = 2..32,
 contexts 0.5k-8k, five models): the step of a mixture-of-experts model grows 1.7-1.9x from b = 1 to b = 2, a dense
 model's 1.07-1.2x, although every sequence carries token 0: the routing does not stay identical, so W_b takes b.
+Part of that jump at b = 2 is the kernel of that build: ggml-cuda ran MoE products (mul_mat_id) of more than one
+token through MMQ until llama.cpp PR #18958 (2026-01-20, "use mmvq for mul-mat-id for small batch sizes ...
+previously there was a dip at n_tokens = 2"); eq. (10) does not model that dip (it is 22-31 % fast at b = 2 on
+those MoE rows).
 """
 
 from __future__ import annotations
