@@ -62,3 +62,19 @@ def test_moe_batched_step_reads_more_experts_even_for_identical_prompts() -> Non
     assert one is not None and two.decode is not None
     assert two.decode.memory_seconds > 1.5 * one.memory_seconds
     assert any(a.name == "identical_sequences_routing" for a in two.assumptions)
+
+
+def test_fit_speed_reads_the_workloads_n_ubatch() -> None:
+    """One answer: `fit` sizes llama.cpp's iSWA cache with the workload's n_ubatch, and its speed reads the same
+    cells (before, the speed took the 512 default whatever --ubatch said)."""
+    import llmsizer
+
+    small = llmsizer.fit("gemma-3-4b-it", "dgx-spark", weights="q4_0", engine="llamacpp", context=8192,
+                         concurrency=8, n_ubatch=512)
+    big = llmsizer.fit("gemma-3-4b-it", "dgx-spark", weights="q4_0", engine="llamacpp", context=8192,
+                       concurrency=8, n_ubatch=2048)
+    assert small.speed is not None and big.speed is not None
+    assert small.speed.decode is not None and big.speed.decode is not None
+    assert big.speed.decode.seconds > small.speed.decode.seconds
+    cells = [a.value for a in big.speed.assumptions if a.name == "llamacpp_sliding_cells_read"]
+    assert cells == [1024 + 2048]

@@ -34,6 +34,7 @@ def compose_llamacpp(ctx: Context) -> None:
                      "all layers and the output layer offloaded" if on_gpu else "CPU only")
     ngl = min(ngl, n + 1) if on_gpu else 0
     ubatch = acc.assume("n_ubatch", E.LLAMACPP_N_UBATCH, w.n_ubatch, "llama.cpp default physical batch")
+    ctx.details["n_ubatch"] = ubatch  # the speed estimate's prefill columns and sliding-layer cells (estimate/fit.py)
     mode, shares = _split_settings(ctx, gpus)
     n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
