@@ -211,7 +211,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     recurrent layers, read and written once per decode step (formulas/recurrent_state.py); the default is the widest
     any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate.
     ``ubatch``: tokens per graph evaluation of llama.cpp (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the
-    column count of its prefill matrix products. ``flash_attention``: llama.cpp's -fa (on by default since -fa
+    column count of its prefill matrix products and the cells beyond the window that its sliding layers keep and
+    read at decode (engines.llamacpp_window_extra). ``flash_attention``: llama.cpp's -fa (on by default since -fa
     auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
     prefill."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
@@ -333,7 +334,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if fmt.startswith("gguf:") and spec.sliding_window:
         swa_read = ENG.llamacpp_window_extra(spec.model_type, spec.sliding_window, ubatch or ENG.LLAMACPP_N_UBATCH, 1,
                                              prompt_tokens + output_tokens)
-        assumptions.append(Assumption("llamacpp_sliding_cells_read", spec.sliding_window + swa_read, True,
+        cells = min(prompt_tokens + output_tokens, spec.sliding_window + swa_read)
+        assumptions.append(Assumption("llamacpp_sliding_cells_read", cells, True,
                                       "llama.cpp iSWA cache of one sequence's stream: n_swa + n_ubatch cells, all "
                                       "read by a decode step (src/llama-kv-cache-iswa.cpp size_swa)"))
 
