@@ -326,7 +326,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
+                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
+                             "still read for b routings: formulas/speed.py eq. 10)")
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
