@@ -190,3 +190,22 @@ def test_bad_image_sizes_are_input_errors(text):
     from llmsizer.units import parse_image_size
     with pytest.raises(InputError):
         parse_image_size(text)
+
+
+def test_the_mllama_encoder_peak_is_modelled_without_a_warning():
+    """Llama-3.2-Vision's tower (eqs. 9-13, checked to the byte against live tensors in test_vision_activations.py):
+    images run as max_num_tiles tiles each, and the transformers estimate takes the tower's peak when it is larger."""
+    from llmsizer.formulas.vision_activations import mllama_encoder_activation_bytes
+    from llmsizer.readers.hf_config import spec_from_config
+    text = {"vocab_size": 1024, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 96, "cross_attention_layers": [1]}
+    vision = {"hidden_size": 128, "num_hidden_layers": 4, "num_global_layers": 2, "attention_heads": 4,
+              "intermediate_size": 256, "vision_output_dim": 384, "image_size": 560, "patch_size": 14,
+              "max_num_tiles": 4, "intermediate_layers_indices": [1, 3]}
+    spec = spec_from_config({"model_type": "mllama", "text_config": text, "vision_config": vision}, name="tiny-mllama")
+    assert spec.vision is not None and spec.vision.intermediate_features == 2
+    est = estimate_inference(spec, context=256, concurrency=2, images=3, weights="bf16")
+    assert not any("activation peak is not modelled" in w for w in est.warnings)
+    want = mllama_encoder_activation_bytes(spec.vision, 6, 2, 2, "sdpa")
+    assert est.details["peak_phase"].startswith("vision encoder")
+    assert est.item("activations").bytes == want.peak_bytes

@@ -10,13 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InputError
-from ...formulas.vision_activations import EncoderActivations, encoder_activation_bytes, qwen_encoder_activation_bytes
+from ...formulas.vision_activations import (
+    EncoderActivations,
+    encoder_activation_bytes,
+    mllama_encoder_activation_bytes,
+    qwen_encoder_activation_bytes,
+)
 from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
 
 # encoder layouts whose activation peak formulas/vision_activations.py models (checked against live tensors)
-MODELLED_ENCODERS = ("siglip", "qwen2_5_vl", "qwen3_vl")
+MODELLED_ENCODERS = ("siglip", "qwen2_5_vl", "qwen3_vl", "mllama")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,9 @@ class Media:
             return None
         if v.encoder == "siglip":
             return encoder_activation_bytes(v, sequences, self.encoder_patches, act_bytes, attention)
+        if v.encoder == "mllama":  # every image runs as max_tiles tiles (eqs. 9-13)
+            images = -(-sequences // v.max_tiles)
+            return mllama_encoder_activation_bytes(v, images, v.intermediate_features, act_bytes, attention)
         # the Qwen towers pack every sequence of the batch into one (eqs. 5-8): whole requests, or one sequence
         whole, rest = divmod(sequences, self.encoder_sequences)
         tokens = self.encoder_tokens * whole if not rest else sequences * self.encoder_patches
@@ -98,8 +106,8 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
     if v.encoder not in MODELLED_ENCODERS:
-        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (SigLIP's and the "
-                              "Qwen-VL towers' are, formulas/vision_activations.py): its forward over the images is "
+        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (SigLIP's, the "
+                              "Qwen-VL towers' and Llama-3.2-Vision's are, formulas/vision_activations.py): its forward over the images is "
                               "left out of the peak")
     details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
     if cross:
