@@ -376,8 +376,8 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
     fields = dict(fields, memory=memory, headroom=headroom)
     auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [fields.get("zero", 0)]):
-        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
+    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
+        est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
         if est.details["fits"]:
             break
     if auto:
@@ -402,7 +402,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
-    fields.setdefault("gpus", n)
+    if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
+        fields.setdefault("gpus", n)
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
+from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
@@ -26,6 +27,7 @@ def normalize_engine(name: str) -> str:
     return key if key in ENGINES else name
 
 
+@tracks_given
 @dataclass(frozen=True)
 class InferenceWorkload:
     """A serving workload.
@@ -45,6 +47,7 @@ class InferenceWorkload:
     pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
     kv_unified: llama.cpp's KV layout for several sequences: True one buffer shared by all (-kvu), False one stream
         per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
+    given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
     context: int = 4096
@@ -77,6 +80,8 @@ class InferenceWorkload:
     video_frames: int = 0
     video_size: tuple[int, int] | None = None
     pan_and_scan: bool = False
+    # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
+    given: frozenset[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
