@@ -225,7 +225,7 @@ def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequence
       stream per sequence (src/llama-kv-cache.cpp:84 ``n_stream = unified ? 1 : n_seq_max``; K and V tensors of
       kv_size x n_stream cells, :233-234, kv_size = n_ctx_seq from src/llama-model.cpp create_memory);
     - a sliding-window layer's stream: size_swa = pad256(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch))
-      (src/llama-kv-cache-iswa.cpp:69-73). Phi-3 runs without its window in llama.cpp (src/llama-model.cpp
+      (src/llama-kv-cache-iswa.cpp:69-73; "always padded to 256 for performance", issue #17037). Phi-3 runs without its window in llama.cpp (src/llama-model.cpp
       LLM_ARCH_PHI3: swa_type NONE): its sliding layers hold the full n_ctx_seq.
 
     Memory allocates ``streams`` x the cells; a decode step reads the cells in use (``decode_kv``), every cell of

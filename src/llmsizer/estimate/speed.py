@@ -212,7 +212,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate.
     ``ubatch``: tokens per graph evaluation of llama.cpp (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the
     column count of its prefill matrix products and the cells beyond the window that its sliding layers keep and
-    read at decode (engines.llamacpp_window_extra). ``flash_attention``: llama.cpp's -fa (on by default since -fa
+    read at decode (engines.llamacpp_kv_cells). ``flash_attention``: llama.cpp's -fa (on by default since -fa
     auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
     prefill. ``kv_unified``: llama.cpp's KV layout for the ``concurrency`` sequences (-kvu: one buffer for all;
     None: ``engines.LLAMACPP_KV_UNIFIED``, one stream per sequence), the cells its decode reads
