@@ -14,6 +14,9 @@ not llmsizer's code, are the truth):
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 import llmsizer
@@ -133,3 +136,39 @@ def test_one_sequence_has_one_stream_either_way() -> None:
     for u in (False, True):
         lay = ENG.llamacpp_kv_cells(spec.model_type, spec.sliding_window, 512, 1, 8192, unified=u)
         assert (lay.streams, lay.cells, lay.sliding_cells, lay.cross_sequence_attention) == (1, 8192, 1536, 1)
+
+
+# Live llama-server KV totals for Gemma-3-270m (18 layers: 3 global + 15 sliding, 1 KV head x 256, n_swa 512, f16,
+# default -ub 512), -c N with an explicit --parallel P (so kv_unified = false): unslothai/unsloth PR #5225
+# (danielhanchen, 2026-05-03, verify_parallel_matches_server.py: "server" column), and the rounding cases of PR #7530
+# (2026-07-28, llama.cpp build 10107 / 857c97607: "ctx 1024 with 3 slots allocates 1536 cells / 27.0 MiB, but 4 slots
+# allocates 1024 cells / 18.0 MiB").
+SERVER_MIB = [  # (-c, --parallel, measured KV MiB)
+    (4096, 1, 27.0), (4096, 2, 42.0), (4096, 4, 72.0), (4096, 8, 72.0),
+    (8192, 1, 39.0), (8192, 2, 54.0),
+    (1024, 3, 27.0), (1024, 4, 18.0),
+]
+
+
+def _gemma3_270m_geometry() -> Any:
+    """Gemma 3's text config with the 270m model's depth and widths; the KV reads only the layer schedule (every 6th
+    layer global), the KV heads, head_dim and the window, which are the 270m model's."""
+    import json
+
+    from llmsizer.catalog.models import find as _find
+    from llmsizer.readers.hf_config import spec_from_config
+
+    path = Path(llmsizer.__file__).parent / "catalog/data/models/gemma-3-1b-it.json"
+    cfg = dict(json.loads(path.read_text())["config"], num_hidden_layers=18, hidden_size=640, intermediate_size=2048)
+    assert _find("gemma-3-1b-it").spec().sliding_window == 512
+    return spec_from_config(cfg, name="gemma-3-270m-geometry")
+
+
+@pytest.mark.parametrize(("n_ctx", "parallel", "mib"), SERVER_MIB)
+def test_kv_equals_a_live_llama_server(n_ctx: int, parallel: int, mib: float) -> None:
+    spec = _gemma3_270m_geometry()
+    assert spec.layer_types.count("full") == 3 and spec.layer_types.count("sliding") == 15
+    # llmsizer's context is per sequence: -c = context x sequences (padded to 256 by llama.cpp)
+    est = llmsizer.estimate_inference(spec, engine="llamacpp", weights="q8_0", context=-(-n_ctx // parallel),
+                                      concurrency=parallel)
+    assert est.item("kv_cache").bytes == mib * 2**20

@@ -173,7 +173,7 @@ LLAMACPP_KV_UNIFIED = False
 LLAMACPP_KV_UNIFIED_SOURCE = (
     "llama-server -np N keeps common/common.h:575 kv_unified = false (one KV stream per sequence); only -np auto "
     "turns -kvu on (4 slots, tools/server/server.cpp:156-161; common/arg.cpp:1403, 1721-1728), ggml-org/llama.cpp"
-    "@0c1e57098")
+    "@0c1e57098; PR #16736 'By default, start the server using 4 slots and unified KV cache'")
 
 
 @dataclass(frozen=True)
