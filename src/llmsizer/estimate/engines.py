@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..units import GiB, MiB
 
 
@@ -231,7 +232,7 @@ def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequence
     Memory allocates ``streams`` x the cells; a decode step reads the cells in use (``decode_kv``), every cell of
     a sliding stream once it is full (out-of-window cells are masked, not skipped)."""
     if sequences < 1 or context < 1 or ubatch < 1:
-        raise ValueError("sequences, context and ubatch must be positive")
+        raise InputError(f"sequences, context and n_ubatch must be positive, got {sequences}, {context}, {ubatch}")
     pad = LLAMACPP_KV_PAD
     n_ctx = -(-context * sequences // pad) * pad
     if unified:
