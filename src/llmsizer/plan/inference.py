@@ -92,8 +92,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
                          output_tokens=out_peak, weights=job.quantization, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
-                         media=job.media.fields(), **({"engine": "llamacpp", **job.llamacpp.fields()}
-                                                     if job.llamacpp.fields() else {}))
+                         media=job.media.fields(), engine=job.engine or ("llamacpp" if job.llamacpp.fields()
+                                                                          else None),
+                         **job.llamacpp.fields())
     except _Skip:
         pass
     except LlmsizerError as e:
