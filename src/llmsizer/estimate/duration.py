@@ -94,7 +94,7 @@ class Duration:
     def seconds_range(self) -> tuple[float, float] | None:
         """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of
         data-parallel runs; None for tensor/pipeline-parallel runs (no validation rows)."""
-        if self.step is None or self.step.topology == "model-parallel" or self.seconds is None:
+        if self.step is None or self.step.topology in ("model-parallel", "cpu") or self.seconds is None:
             return None
         r = R.calibrated_range(R.TRAINING_SPEED, R.PYTORCH_TRAINING, self.step.tokens_per_second)
         return None if r is None else (self.tokens / r[1], self.tokens / r[0])
@@ -125,7 +125,7 @@ class StepTime:
     micro_steps: int
     tokens_per_second: float  # all devices
     comm_bytes: float  # per device per micro-step
-    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel'
+    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -168,6 +168,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                             "is not counted")
     elif n > 1:
         topology = "model-parallel"
+    if device.kind == "cpu" and n == 1:
+        topology = "cpu"
     t_p = 0.0
     if paged_bytes:
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
@@ -196,6 +198,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     own = True
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
+    elif device.kind == "cpu":
+        factor = E.TRAINING_UTILIZATION_CPU
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
@@ -211,6 +215,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if w.method == "qlora":
         warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
                         "work is not in the FLOP count, so the duration is a lower bound")
+    if device.kind == "cpu" and utilization is None and w.tp * w.pp == 1:
+        warnings.append(f"{device.id} is a CPU: no published CPU training measurement calibrates its utilisation, "
+                        f"so the duration is at 100% of its {key} peak, the shortest time that peak allows")
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))

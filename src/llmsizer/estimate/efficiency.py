@@ -152,6 +152,17 @@ TRAINING_UTILIZATION_BY_ARCH = {
 }
 
 
+# Training on a CPU: no published CPU training measurement with its full settings (model, tokens per step, CPU
+# model, thread count) was found to calibrate a CPU utilisation (searched: Intel's neural-chat and IPEX-LLM CPU
+# fine-tuning examples, which publish no throughput or no machine; a Llama-2-7B SFT on a dual Xeon 8480+ that
+# gives the wall clock but not the token count; the HF Sapphire Rapids blog, which trains DistilBERT). The GPU
+# values above do not apply to CPU kernels, so a CPU run is timed at the whole of the catalog's peak of its
+# compute dtype: the shortest time that peak allows, named as such in the duration's warnings.
+TRAINING_UTILIZATION_CPU = Factor(
+    "training_device_utilization_cpu", 1.0, 1.0, 1.0,
+    "not calibrated: no published CPU training row; 1.0 = the whole catalog peak (the shortest possible time)")
+
+
 def training_utilization(architecture: str) -> tuple[Factor, bool]:
     """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: the
     Ada value stands in)."""

@@ -365,6 +365,12 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
+def training_device_kind(device: Device) -> str:
+    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
+    else 'gpu'."""
+    return "cpu" if device.kind == "cpu" else "gpu"
+
+
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
 
 
@@ -401,6 +407,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
     fields.setdefault("gpus", n)
+    fields.setdefault("device", training_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

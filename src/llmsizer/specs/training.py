@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .workload import DEVICES
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -105,6 +106,8 @@ class TrainingWorkload:
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
+    device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
+        host RAM: no CUDA context, and the process's own runtime counts against that same memory).
     """
 
     method: str = "full"
@@ -138,11 +141,13 @@ class TrainingWorkload:
     gpus_per_node: int = 8
     memory: int | None = None
     headroom: float | None = None
+    device: str = "gpu"
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
-                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD))
+                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
+                  ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")

@@ -1,0 +1,79 @@
+"""Training on a CPU: host-memory fit without a CUDA context, and a duration from the CPU's own peak (not a GPU's
+calibrated utilisation), so that "CPU training is limited by speed, GPU training by memory" holds with numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.errors import InputError
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.estimate.engines import CUDA_CONTEXT, TORCH_HOST_RUNTIME
+from llmsizer.estimate.fit import fit_training
+from llmsizer.estimate.training import estimate_training
+from llmsizer.models import load_model
+from llmsizer.specs import TrainingWorkload
+from llmsizer.units import parse_bytes
+
+CPU = "intel-xeon-spr-8ch"
+HOST_RAM = parse_bytes("256GB")
+LORA = {"method": "lora", "rank": 16, "micro_batch": 1, "seq_len": 2048}
+
+
+def _names(est):  # type: ignore[no-untyped-def]
+    return {i.name: i for i in est.items}
+
+
+def test_cpu_training_has_no_cuda_context_and_counts_its_runtime_in_the_same_ram() -> None:
+    gpu = estimate_training("qwen2.5-0.5b", **LORA)
+    cpu = estimate_training("qwen2.5-0.5b", device="cpu", **LORA)
+    g, c = _names(gpu), _names(cpu)
+    assert "cuda_context" in g and "allocator_reserve" in g
+    assert "cuda_context" not in c and "allocator_reserve" not in c
+    assert g["host_runtime"].location == "host" and c["host_runtime"].location == "device"
+    # the same tensors; the CPU total swaps the CUDA context for the process runtime in that memory
+    assert cpu.total("device")[1] - gpu.total("device")[1] == TORCH_HOST_RUNTIME.expected - CUDA_CONTEXT.expected
+    assert any(a.name == "device" and a.value == "cpu" for a in cpu.assumptions)
+
+
+def test_fit_train_on_a_catalog_cpu_is_a_host_memory_fit() -> None:
+    r = fit_training("qwen2.5-0.5b", CPU, 1, memory=HOST_RAM, **LORA)
+    assert r.fits and "cuda_context" not in _names(r.estimate)
+    assert r.details["usable_memory_per_device"] == HOST_RAM
+
+
+def test_a_training_device_outside_the_closed_set_is_refused() -> None:
+    with pytest.raises(InputError, match="unknown device 'tpu'; choose one of: gpu, cpu"):
+        TrainingWorkload(device="tpu")
+
+
+def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
+    spec = load_model("qwen2.5-0.5b")
+    dev = builtin_catalog().devices[CPU]
+    d = training_duration_for(spec, dev, 1, 1e6, LORA)
+    assert d.utilization == E.TRAINING_UTILIZATION_CPU.expected
+    assert d.utilization != E.TRAINING_DEVICE_UTILIZATION.expected
+    assert d.peak_flops == dev.peak_flops("fp32")[0]
+    assert d.seconds_range is None  # the GPU runs' calibrated band does not apply
+    assert any("is a CPU" in w for w in d.warnings)
+    # eq. (6) at the whole fp32 peak: seconds = tokens x F / R
+    assert d.seconds == pytest.approx(1e6 * d.flops.per_token / d.peak_flops, rel=1e-9)
+
+
+def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
+    """The seed's claim with numbers. Memory: full fine-tuning of an 8B model needs far more than a 24 GB card and
+    fits in a 256 GB host. Speed: the same small LoRA fits both, but the CPU takes more than 10x the GPU's time,
+    even at the whole of the CPU's peak against the GPU's calibrated 69.9 %."""
+    full = {"method": "full", "micro_batch": 1, "seq_len": 2048}
+    assert not fit_training("llama-3.1-8b", "rtx-4090", 1, **full).fits
+    assert fit_training("llama-3.1-8b", CPU, 1, memory=HOST_RAM, **full).fits
+
+    assert fit_training("qwen2.5-0.5b", "rtx-4090", 1, **LORA).fits
+    assert fit_training("qwen2.5-0.5b", CPU, 1, memory=HOST_RAM, **LORA).fits
+    spec = load_model("qwen2.5-0.5b")
+    cat = builtin_catalog().devices
+    t_gpu = training_duration_for(spec, cat["rtx-4090"], 1, 10e6, LORA).seconds
+    t_cpu = training_duration_for(spec, cat[CPU], 1, 10e6, LORA).seconds
+    assert t_gpu is not None and t_cpu is not None
+    assert t_cpu > 10 * t_gpu
