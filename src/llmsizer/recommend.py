@@ -356,7 +356,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if wb / spread > budget:
             smallest = (int(wb / spread), fmt)
             continue
-        args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
+        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(media or {}))
         target, count = cand.instance or dev, None if cand.instance else n

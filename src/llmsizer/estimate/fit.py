@@ -253,9 +253,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
-    assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
+    # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
+    assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
     if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
         raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
