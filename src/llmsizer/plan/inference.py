@@ -46,7 +46,7 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
          context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, kv_dtype=job.kv_cache_dtype, dtype=job.precision,
-               hardware_files=ctx.hardware_files, **job.media.fields())
+               hardware_files=ctx.hardware_files, **job.media.fields(), **job.engine_settings.fields())
 
 
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
@@ -228,7 +228,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **job.media.fields(), **(batch or {}))
+                                  **job.media.fields(), **job.engine_settings.fields(), **(batch or {}))
     except InputError:
         return None
 
