@@ -49,12 +49,19 @@ def test_a_training_device_outside_the_closed_set_is_refused() -> None:
 
 
 def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
+    """A CPU with a sourced AMX BF16 peak takes the CPU utilisation calibrated on PM0600 for a bf16 recipe; one
+    without it (or an fp32 recipe) is timed at the whole of its FP32 peak and says so. Never the GPU's 69.9 %."""
     spec = load_model("qwen2.5-0.5b")
-    dev = builtin_catalog().devices[CPU]
-    d = training_duration_for(spec, dev, 1, 1e6, LORA)
-    assert d.utilization == E.TRAINING_UTILIZATION_CPU.expected
-    assert d.utilization != E.TRAINING_DEVICE_UTILIZATION.expected
-    assert d.peak_flops == dev.peak_flops("fp32")[0]
+    cat = builtin_catalog().devices
+    amx = training_duration_for(spec, cat["intel-xeon-platinum-8488c"], 1, 1e6, LORA)
+    assert amx.peak_key == "bf16" and amx.utilization == E.TRAINING_UTILIZATION_CPU_AMX.expected
+    assert amx.peak_flops == pytest.approx(48 * 3.2e9 * 1024)  # 48 cores x 3.2 GHz x 1,024 BF16 FLOP/cycle (AMX)
+    assert not any("is a CPU" in w for w in amx.warnings)
+    fp32 = training_duration_for(spec, cat["intel-xeon-platinum-8488c"], 1, 1e6, dict(LORA, precision="fp32"))
+    assert fp32.peak_key == "fp32" and fp32.utilization == E.TRAINING_UTILIZATION_CPU_BOUND.expected
+    d = training_duration_for(spec, cat[CPU], 1, 1e6, LORA)  # no sourced BF16 matrix peak
+    assert d.utilization == E.TRAINING_UTILIZATION_CPU_BOUND.expected != E.TRAINING_DEVICE_UTILIZATION.expected
+    assert d.peak_flops == cat[CPU].peak_flops("fp32")[0] and d.peak_key == "fp32"
     assert d.seconds_range is None  # the GPU runs' calibrated band does not apply
     assert any("is a CPU" in w for w in d.warnings)
     # eq. (6) at the whole fp32 peak: seconds = tokens x F / R
@@ -63,17 +70,19 @@ def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
 
 def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
     """The seed's claim with numbers. Memory: full fine-tuning of an 8B model needs far more than a 24 GB card and
-    fits in a 256 GB host. Speed: the same small LoRA fits both, but the CPU takes more than 10x the GPU's time,
-    even at the whole of the CPU's peak against the GPU's calibrated 69.9 %."""
+    fits in a 256 GB host. Speed: the same small LoRA fits both, but a 48-core Sapphire Rapids Xeon with AMX at the
+    CPU utilisation calibrated on PM0600 takes more than 10x the RTX 4090's time at its calibrated 69.9 %:
+    157 TFLOP/s x 0.0563 = 8.9 TFLOP/s against 165 TFLOP/s x 0.699 = 115 TFLOP/s."""
+    xeon = "intel-xeon-platinum-8488c"
     full = {"method": "full", "micro_batch": 1, "seq_len": 2048}
     assert not fit_training("llama-3.1-8b", "rtx-4090", 1, **full).fits
-    assert fit_training("llama-3.1-8b", CPU, 1, memory=HOST_RAM, **full).fits
+    assert fit_training("llama-3.1-8b", xeon, 1, memory=HOST_RAM, **full).fits
 
     assert fit_training("qwen2.5-0.5b", "rtx-4090", 1, **LORA).fits
-    assert fit_training("qwen2.5-0.5b", CPU, 1, memory=HOST_RAM, **LORA).fits
+    assert fit_training("qwen2.5-0.5b", xeon, 1, memory=HOST_RAM, **LORA).fits
     spec = load_model("qwen2.5-0.5b")
     cat = builtin_catalog().devices
     t_gpu = training_duration_for(spec, cat["rtx-4090"], 1, 10e6, LORA).seconds
-    t_cpu = training_duration_for(spec, cat[CPU], 1, 10e6, LORA).seconds
+    t_cpu = training_duration_for(spec, cat[xeon], 1, 10e6, LORA).seconds
     assert t_gpu is not None and t_cpu is not None
     assert t_cpu > 10 * t_gpu

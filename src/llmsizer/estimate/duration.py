@@ -196,16 +196,21 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets)
     own = True
+    peak, key = device.peak_flops("bf16")
+    cpu_bound = False
+    if device.kind == "cpu":  # a CPU: its BF16 matrix peak (AMX) for bf16 recipes where sourced, else its FP32 peak
+        matrix = "bf16" in w.precision and peak is not None
+        peak, key = (peak, key) if matrix else device.peak_flops("fp32")
+        cpu_bound = not matrix
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
     elif device.kind == "cpu":
-        factor = E.TRAINING_UTILIZATION_CPU
+        factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
         raise InputError(f"utilization must be in (0, 1], got {u}")
-    peak, key = device.peak_flops("fp32" if device.kind == "cpu" else "bf16")
     notes = [Assumption("utilization", u, utilization is None, factor.source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
@@ -215,9 +220,10 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if w.method == "qlora":
         warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
                         "work is not in the FLOP count, so the duration is a lower bound")
-    if device.kind == "cpu" and utilization is None and w.tp * w.pp == 1:
-        warnings.append(f"{device.id} is a CPU: no published CPU training measurement calibrates its utilisation, "
-                        f"so the duration is at 100% of its {key} peak, the shortest time that peak allows")
+    if cpu_bound and utilization is None and w.tp * w.pp == 1:
+        warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
+                        f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
+                        "the shortest time that peak allows")
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
