@@ -28,7 +28,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration
+from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
@@ -587,9 +587,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     device_kind=dev.kind, count=cand.count,
                                     tensor_parallel=int(wl.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
-        peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
+        peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
         if peak is None:
-            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
             continue
         reasons: list[str] = []
         if dev.memory_bytes is None and cand.memory is None:
@@ -602,7 +602,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
+        dur = training_duration(spec, vm_share_device(dev, cand.instance), cand.count, tokens, method=method,
+                                seq_len=seq_len,
                                 grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
         if not assumptions:
             assumptions.extend(dur.assumptions)

@@ -86,3 +86,24 @@ def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
     t_cpu = training_duration_for(spec, cat[xeon], 1, 10e6, LORA).seconds
     assert t_gpu is not None and t_cpu is not None
     assert t_cpu > 10 * t_gpu
+
+
+def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:
+    """`--device cpu` with --memory: a host-memory fit without a CUDA context; no peak is known, so the duration
+    is not estimated (rather than borrowed from another device); without --memory it asks for one."""
+    import contextlib
+    import io
+
+    from llmsizer.cli.main import main
+
+    r = fit_training("qwen2.5-0.5b", "cpu", 1, memory=HOST_RAM, **LORA)
+    assert r.fits and "cuda_context" not in _names(r.estimate)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["train", "qwen2.5-0.5b", "--device", "cpu", "--memory", "256GB", "--method", "lora",
+                     "--tokens", "10M"])
+    assert code == 0 and "cuda_context" not in out.getvalue()
+    assert "cpu has no sourced fp32 peak FLOP/s: duration not estimated" in out.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["fit", "qwen2.5-0.5b", "--device", "cpu", "--train"])
+    assert code == 2 and "give one with --memory" in err.getvalue()

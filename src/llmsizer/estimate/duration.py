@@ -178,6 +178,19 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology)
 
 
+def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
+    """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
+    dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
+    FP32 peak, which has no calibrated utilisation (True: efficiency.TRAINING_UTILIZATION_CPU_BOUND)."""
+    peak, key = device.peak_flops("bf16")
+    if device.kind != "cpu":
+        return peak, key, False
+    if "bf16" in precision and peak is not None:
+        return peak, key, False
+    peak, key = device.peak_flops("fp32")
+    return peak, key, True
+
+
 def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: float, *, method: str = "full",
                       seq_len: int = 2048, grad_checkpointing: str | None = None, utilization: float | None = None,
                       rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
@@ -196,12 +209,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets)
     own = True
-    peak, key = device.peak_flops("bf16")
-    cpu_bound = False
-    if device.kind == "cpu":  # a CPU: its BF16 matrix peak (AMX) for bf16 recipes where sourced, else its FP32 peak
-        matrix = "bf16" in w.precision and peak is not None
-        peak, key = (peak, key) if matrix else device.peak_flops("fp32")
-        cpu_bound = not matrix
+    peak, key, cpu_bound = training_peak(device, w.precision)
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
     elif device.kind == "cpu":
@@ -220,7 +228,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if w.method == "qlora":
         warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
                         "work is not in the FLOP count, so the duration is a lower bound")
-    if cpu_bound and utilization is None and w.tp * w.pp == 1:
+    if cpu_bound and utilization is None and w.tp * w.pp == 1 and peak is not None:
         warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
                         f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
                         "the shortest time that peak allows")

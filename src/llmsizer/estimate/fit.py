@@ -210,10 +210,13 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     return memory
 
 
-def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
+def vm_share_device(device: Device, instance: Instance | None, assumptions: list[Assumption] | None = None) -> Device:
     """A CPU instance's device with its memory bandwidth and peak FLOP/s scaled to the VM's share of the socket's
     physical cores (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device
-    unchanged when it is not a CPU or a number is missing. Speed on an instance is always computed on this device."""
+    unchanged when there is no instance, it is not a CPU or a number is missing. Speed and training duration on an
+    instance are always computed on this device."""
+    if instance is None:
+        return device
     bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
     if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
         return device
