@@ -107,3 +107,14 @@ def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(["fit", "qwen2.5-0.5b", "--device", "cpu", "--train"])
     assert code == 2 and "give one with --memory" in err.getvalue()
+
+
+def test_recommend_marks_a_cpu_time_that_is_only_a_lower_bound() -> None:
+    """An AMD EPYC instance (no sourced BF16 matrix peak, so no calibrated utilisation) is timed at its whole FP32
+    peak; recommend --train says so on the option, next to the calibrated Xeon (AMX) options."""
+    from llmsizer.recommend import recommend_training
+
+    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=LORA)
+    opts = {o.target: o for o in (*rec.options, *rec.rejected)}
+    assert any("time is a lower bound" in r for r in opts["aws-m7a.8xlarge"].reasons)
+    assert not any("lower bound" in r for r in opts["aws-m7i.4xlarge"].reasons)

@@ -85,6 +85,7 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
+    lower_bound: bool = False  # timed at the whole peak (a CPU with no calibrated utilisation): the shortest time
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -112,7 +113,7 @@ class Duration:
                 "calibrated_seconds_range": self.seconds_range,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "lower_bound": self.lower_bound}
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
+    bound = cpu_bound and utilization is None and w.tp * w.pp == 1
+    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],
