@@ -595,8 +595,15 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         if dev.memory_bytes is None and cand.memory is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
             continue
-        fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
-                          memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
+        try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
+            fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+                              headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
+                              **(training_fields or {}))
+        except InputError as e:
+            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
+                raise
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
+            continue
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))

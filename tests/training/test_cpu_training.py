@@ -118,3 +118,27 @@ def test_recommend_marks_a_cpu_time_that_is_only_a_lower_bound() -> None:
     opts = {o.target: o for o in (*rec.options, *rec.rejected)}
     assert any("time is a lower bound" in r for r in opts["aws-m7a.8xlarge"].reasons)
     assert not any("lower bound" in r for r in opts["aws-m7i.4xlarge"].reasons)
+
+
+def test_gpu_only_training_options_are_refused_or_replaced_on_a_cpu() -> None:
+    """Offload (GPU -> host RAM) and bitsandbytes' paged optimizers (CUDA unified memory) mean nothing on a CPU:
+    given, they are refused with one line; QLoRA's default paged AdamW becomes AdamW there, and says why."""
+    with pytest.raises(InputError, match="offload optimizer moves states from a GPU to host RAM"):
+        TrainingWorkload(device="cpu", offload="optimizer")
+    with pytest.raises(InputError, match="optimizer paged-adamw-8bit pages CUDA unified memory; on device cpu use "
+                                         "adamw-8bit"):
+        TrainingWorkload(device="cpu", method="qlora", optimizer="paged-adamw-8bit")
+    est = estimate_training("qwen2.5-0.5b", device="cpu", method="qlora", micro_batch=1, seq_len=1024)
+    opt = next(a for a in est.assumptions if a.name == "optimizer")
+    assert opt.value == "adamw" and "CUDA unified memory" in opt.why
+    assert not any(i.name == "paged_optimizer_states" for i in est.items)
+
+
+def test_recommend_rejects_a_cpu_that_cannot_run_the_settings_instead_of_failing() -> None:
+    from llmsizer.recommend import recommend_training
+
+    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=dict(LORA, method="qlora",
+                                                                               optimizer="paged-adamw"))
+    cpu = [o for o in rec.rejected if o.device_kind == "cpu" and o.target.startswith("aws-m7i")]
+    assert cpu and all("pages CUDA unified memory" in o.reasons[0] for o in cpu)
+    assert rec.chosen is not None and rec.chosen.device_kind != "cpu"

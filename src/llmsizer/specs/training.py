@@ -151,6 +151,12 @@ class TrainingWorkload:
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.device == "cpu" and self.offload != "none":
+            raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
+                             "there already (use offload none)")
+        if self.device == "cpu" and self.optimizer is not None and self.optimizer.startswith("paged-"):
+            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on device cpu use "
+                             f"{self.optimizer[len('paged-'):]}")
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),

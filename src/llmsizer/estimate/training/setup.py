@@ -64,6 +64,8 @@ class TrainingContext:
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
+    if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
+        return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
     if w.method == "qlora":
         return "paged-adamw", "QLoRA recipe: paged AdamW (Dettmers et al. 2023, arXiv 2305.14314, section 3)"
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
