@@ -144,9 +144,6 @@ class InferenceWorkload:
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
-        if self.headroom is not None and self.gpu_memory_utilization is not None:  # vLLM: headroom = 1 - utilization
-            raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
-                             "memory")
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")

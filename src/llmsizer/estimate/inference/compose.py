@@ -127,6 +127,9 @@ def _copy(est: Estimate) -> Estimate:
 
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
+    if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
+        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
+                         "memory")
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
