@@ -36,6 +36,7 @@ from .estimate.fit import (
     fit,
     fit_training,
     usable_memory,
+    vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
