@@ -196,3 +196,26 @@ jobs:
         {"name": "nvidia.com/gpu", "nominalQuota": 1}]
     assert run("capacity", "export", rid, "--format", "slurm", "--db", db) == 0
     assert "Nodes=nori" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("nodes: [", "not JSON"),
+    ('{"kind": "PodList", "items": []}', "not `kubectl get nodes -o json` output"),
+    ('{"kind": "List", "items": []}', "the node list is empty"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"kind": "List", "items": [' + "[" * 100_000 + "]" * 100_000 + "]}", "nested too deeply"),
+    ('{"kind": "List", "items": [[]]}', r"items\[0\]: expected a mapping"),
+    ('{"kind": "Node", "metadata": {"name": "n1"}, "status": {"capacity": {"nvidia.com/gpu": "8 GPUs"}}}',
+     "is not a Kubernetes quantity"),
+    ('{"kind": "Node", "metadata": {"name": "n1"}, "status": {"capacity": {"nvidia.com/gpu": "1500m"}}}',
+     "is not a whole number of devices"),
+    ('{"kind": "Node", "metadata": {"name": "n1\\nnodes: []"}}', "is not a Kubernetes name"),
+    ('{"kind": "Node", "metadata": {"name": "n1", "labels": {"nvidia.com/gpu.product": "x: y"}}, '
+     '"status": {"capacity": {"nvidia.com/gpu": "1"}}}', "is not a Kubernetes name"),
+])
+def test_kubectl_bad_input_is_one_line(text, message):
+    """Made-up broken inputs (not fixtures of real output): each is one InputError line, nothing half-read."""
+    from llmsizer.provider.scheduler_import import parse_kubectl_nodes
+    with pytest.raises(InputError, match=message) as e:
+        parse_kubectl_nodes(text, "nodes.json")
+    assert "\n" not in str(e.value) and str(e.value).startswith("nodes.json")
