@@ -13,7 +13,8 @@ device plugin offers; ``status.capacity`` when absent) of the extended resource 
 ``amd.com/gpu``; the product from the GPU feature discovery label ``nvidia.com/gpu.product`` (NVIDIA
 k8s-device-plugin ``internal/lm/resource.go`` ``getProductName``/``sanitise``: the NVML device name with characters
 other than ``[A-Za-z0-9-_. ]`` dropped and spaces written ``-``, ``-SHARED`` appended when time-sliced replicas are
-advertised, ``-MIG-<profile>`` for a MIG resource) or the AMD labeller's ``amd.com/gpu.product-name``; the memory
+advertised, ``-MIG-<profile>`` for a MIG resource; shared GPUs advertise replicas, so the count is divided by
+``nvidia.com/gpu.replicas``) or the AMD labeller's ``amd.com/gpu.product-name``; the memory
 per GPU from ``nvidia.com/gpu.memory`` (NVML total memory in MiB, same file: ``GetTotalMemoryMB``); CPUs and RAM
 from ``status.capacity`` (Kubernetes quantities); the node pool from the managed-Kubernetes pool labels
 (``POOL_LABELS``); Ready and cordoned state, kept as a comment. A product is matched to a catalog device the way
@@ -88,13 +89,18 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
     return out
 
 
+def _header(source: str, command: str, site: str) -> list[str]:
+    """The first lines of an imported inventory: where it came from, the version, its one site, ``nodes:``."""
+    return [f"# imported from {source} ({command}) by llmsizer capacity import", "version: 1",
+            f"sites:\n  - id: {site}", "nodes:"]
+
+
 def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],
                    known: set[str], source: str = "<scontrol>") -> tuple[str, list[str]]:
     """An inventory (YAML text) with one site and a node per GPU node; and notes (nodes skipped and why).
     ``known``: the catalog's device ids; an unmapped GPU type that is not one of them is an error naming it."""
     notes = []
-    lines = [f"# imported from {source} (scontrol show node) by llmsizer capacity import", "version: 1",
-             f"sites:\n  - id: {site}", "nodes:"]
+    lines = _header(source, "scontrol show node", site)
     missing = sorted({n.gpu_type or "?" for n in nodes if n.gpus and device_map.get(n.gpu_type or "", n.gpu_type)
                       not in known})
     if missing:
@@ -121,6 +127,9 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
 GPU_RESOURCES = {"nvidia.com/gpu": "nvidia.com/gpu.product", "amd.com/gpu": "amd.com/gpu.product-name"}
 #: per-GPU memory label (MiB) of NVIDIA GPU feature discovery
 GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+#: replicas per physical GPU when the device plugin shares GPUs (time-slicing or MPS): nvidia.com/gpu then counts
+#: replicas, not GPUs (k8s-device-plugin internal/lm/resource.go baseLabeler: "replicas", "-SHARED" product suffix)
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
 #: labels naming a node's pool in managed Kubernetes (AKS, GKE, EKS, Karpenter): the node joins that pool too
 POOL_LABELS = ("agentpool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
 #: a label's GPU memory may sit this far below the catalog device's before the mapping is refused (driver-reported
@@ -213,6 +222,14 @@ def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
                 if n:
                     resource, gpus = res, int(n)
                     break
+        shared = ""
+        replicas = labels.get(GPU_REPLICAS_LABEL, "1") if resource == "nvidia.com/gpu" else "1"
+        if not replicas.isdigit() or int(replicas) < 1:
+            raise InputError(f"{where}: {GPU_REPLICAS_LABEL}={short(replicas)} is not a whole number of replicas")
+        if int(replicas) > 1 and gpus:
+            # shared GPUs: the advertised count is replicas x GPUs; the inventory holds whole GPUs
+            shared = f",time-sliced x{replicas} ({gpus} replicas)"
+            gpus //= int(replicas)
         mem = labels.get(GPU_MEMORY_LABEL) if resource == "nvidia.com/gpu" else None
         if mem is not None and not mem.isdigit():
             raise InputError(f"{where}: {GPU_MEMORY_LABEL}={short(mem)} is not a whole number of MiB")
@@ -225,7 +242,7 @@ def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
             int(quantity(cap.get("cpu", 0), f"{where}: cpu")),
             int(quantity(cap.get("memory", 0), f"{where}: memory") / 2**20),
             tuple(dict.fromkeys(_name(labels[x], x, where) for x in POOL_LABELS if labels.get(x))),
-            f"Ready={ready}" + (",cordoned" if spec.get("unschedulable") else "")))
+            f"Ready={ready}" + (",cordoned" if spec.get("unschedulable") else "") + shared))
     if not out:
         raise InputError(f"{source}: the node list is empty")
     return out
@@ -283,8 +300,7 @@ def kubectl_inventory_yaml(nodes: list[K8sNode], *, site: str, device_map: dict[
                          f"a device the catalog lacks goes in a --hardware-file)")
     if not rows:
         raise InputError(f"{source}: no node with nvidia.com/gpu or amd.com/gpu")
-    lines = [f"# imported from {source} (kubectl get nodes -o json) by llmsizer capacity import", "version: 1",
-             f"sites:\n  - id: {site}", "nodes:"]
+    lines = _header(source, "kubectl get nodes -o json", site)
     for n, device in rows:
         node_pools = ", ".join(dict.fromkeys((*pools, *n.pools)))
         mem = f", {GPU_MEMORY_LABEL}={n.gpu_memory_mib}" if n.gpu_memory_mib is not None else ""
