@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ..numbers import Range
+from ..provider.store import LOGIN_FAILURES, LOGIN_WINDOW
 from ..render.safe import term
 from . import sessions
 from .api import EXIT_HEADER, PREFIX, body_of, json_answer, request_text, run
@@ -305,8 +306,9 @@ async def edit_inventory(request: Request) -> Response:
 
 # ------------------------------------------------------------------------------------------------------ console
 
-@router.post("/login", summary="sign in to the console with a token: a session cookie and its CSRF token; "
-             "after 5 failed sign-ins from one client within 15 minutes, a 429 until the window ends",
+@router.post("/login", summary="sign in to the console with a token: a session cookie and its CSRF token; after "
+             f"{LOGIN_FAILURES} failed sign-ins from one client within {LOGIN_WINDOW.total_seconds() / 60:g} minutes, "
+             "a 429 until the window ends",
              responses={**_ERRORS, 429: {"description": "too many failed sign-ins from this client (Retry-After)",
                                          "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}}})
 async def login(request: Request) -> Response:
@@ -326,7 +328,7 @@ async def login(request: Request) -> Response:
 
     def work() -> Response:
         from ..cli.capacity_cmd import log_denied
-        from ..provider.store import LOGIN_FAILURES, LOGIN_WINDOW, Store
+        from ..provider.store import Store
         store = Store(cfg.db)  # the failures live in the store: every server process sees the same count
         try:
             wait = store.login_wait(client)
