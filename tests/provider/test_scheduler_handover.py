@@ -196,6 +196,14 @@ jobs:
         {"name": "nvidia.com/gpu", "nominalQuota": 1}]
     assert run("capacity", "export", rid, "--format", "slurm", "--db", db) == 0
     assert "Nodes=nori" in capsys.readouterr().out
+    # a 7B model does not fit the 4 GiB vGPU: `plan` says so, and the provider's check gives the same answer (it
+    # printed FITS and booked it before: the check took the device count as given)
+    big = tmp_path / "big.yaml"
+    big.write_text(req.read_text().replace("qwen2.5-0.5b", "qwen2.5-7b").replace("name: chat", "name: chat7"))
+    assert run("capacity", "check", str(big), *common) == 1
+    out = capsys.readouterr().out
+    assert "DOES NOT FIT in the requested window: [memory] 1 x a16-4q does not hold the job" in out
+    assert run("capacity", "book", str(big), *common, "--db", db) == 1
 
 
 @pytest.mark.parametrize(("text", "message"), [
