@@ -262,13 +262,19 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
-                        engine: str | None = None, media: Mapping[str, Any] | None = None) -> Recommendation:
+                        engine: str | None = None, media: Mapping[str, Any] | None = None,
+                        kv_unified: bool | None = None) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
-    fields, whose tokens add to each prompt)."""
+    fields, whose tokens add to each prompt; ``kv_unified``: llama.cpp's KV layout, with engine llamacpp only)."""
     spec = load_model(model) if isinstance(model, str) else model
     media = dict(media or {})
     found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
+    if kv_unified is not None:  # an engine setting: refused, not ignored, where candidates may run another engine
+        if engine is None or normalize_engine(engine) != "llamacpp":
+            raise InputError("kv_unified applies to engine llamacpp; give engine llamacpp (--engine llamacpp)")
+    # the workload fields every fit of a candidate gets: media and engine settings
+    fields = dict(media, **({"kv_unified": kv_unified} if kv_unified is not None else {}))
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -286,9 +292,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
-                             engine, media)
+                             engine, fields)
             memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, media)
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     if meets:
@@ -309,7 +315,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr, media) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")

@@ -270,6 +270,10 @@ SPARK = {
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
+# The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
+# rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
+# false holds: one KV stream per sequence (ggml-org/llama.cpp@0c1e57098; -kvu exists since PR #14363, 2025-07).
+SPARK_KV_UNIFIED = False
 SPEED_NOT_EXPRESSIBLE = {
     "PM0088": "prompt length in tokens not given (only '10x system prompt')",
     "PM0089": "prompt length in tokens not given (only '10x system prompt')",
@@ -289,14 +293,16 @@ TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022":
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False, ubatch: int | None = None, flash: bool = True) -> Any:
+           identical: bool = False, ubatch: int | None = None, flash: bool = True,
+           kv_unified: bool | None = None) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash)
+                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
+                          kv_unified=kv_unified)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -312,7 +318,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH,
+                   kv_unified=SPARK_KV_UNIFIED)
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
@@ -436,7 +443,7 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     for r in _read_csv(str(data_dir(data) / "llamacpp_batched_bench.csv")):
         prompt, gen, batch, value = int(r["prompt"]), int(r["generated"]), int(r["sequences"]), float(r["value"])
         s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
-                   ubatch=SPARK_UBATCH)
+                   ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "

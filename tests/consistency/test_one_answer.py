@@ -382,3 +382,22 @@ def test_recommend_replicas_for_a_throughput_target_run_at_fits_speed() -> None:
         assert r.speed is not None and r.speed.tokens_per_second is not None
         assert o.tokens_per_second == pytest.approx(r.speed.tokens_per_second * r.replicas * o.replicas, rel=1e-12)
         assert o.tokens_per_second_per_user == r.speed.tokens_per_second_per_user
+
+
+def test_plan_alternatives_are_searched_on_the_jobs_engine() -> None:
+    """A job that names its engine gets alternatives sized on that engine, as ``recommend --engine`` gives them.
+    Before, the plan's search used each candidate's default engine unless a llamacpp section was present."""
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: qwen2.5-0.5b}\n"
+            "    precision: bf16\n    engine: vllm\n    traffic:\n      concurrency: {typical: 2, peak: 2}\n"
+            "      context: {typical: 2k, peak: 2k}\n      output: {typical: 128, peak: 128}\n")
+    plan = make_plan(parse_request(text, source="t.yaml"), alternatives=True)
+    got = [(o["target"], o["weights_format"], o["tokens_per_second"]) for o in plan.jobs[0].options]
+    rec = recommend_inference("qwen2.5-0.5b", context=2048, concurrency=2, output_tokens=128, engine="vllm",
+                              quantization_advice=False)
+    assert got and got == [(o.target, o.weights_format, o.tokens_per_second) for o in rec.options[:6]]
+    default = recommend_inference("qwen2.5-0.5b", context=2048, concurrency=2, output_tokens=128,
+                                  quantization_advice=False)
+    assert got != [(o.target, o.weights_format, o.tokens_per_second) for o in default.options[:6]]

@@ -184,11 +184,12 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
-                  ubatch: int | None = None) -> SpeedEstimate:
+                  ubatch: int | None = None, kv_unified: bool | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
-    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch)
+    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
+           kv_unified)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -196,7 +197,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states, ubatch=ubatch)
+                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -301,7 +302,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"))
+                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
@@ -375,8 +376,8 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
     fields = dict(fields, memory=memory, headroom=headroom)
     auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [fields.get("zero", 0)]):
-        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
+    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
+        est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
         if est.details["fits"]:
             break
     if auto:
@@ -401,7 +402,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
-    fields.setdefault("gpus", n)
+    if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
+        fields.setdefault("gpus", n)
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

@@ -264,6 +264,11 @@ INFERENCE = (
         F("pan_and_scan", "bool", "Gemma 3: the processor also crops wide/tall images (more tokens; default off)",
           template=False),
     )),
+    F("llamacpp", "section", "llama.cpp server settings (engine llamacpp only)", kinds=("inference",),
+      template=False, fields=(
+          F("kv_unified", "bool", "one KV buffer shared by all sequences (-kvu); default: llama-server's with -np N, "
+            "one stream per sequence", True, template=False),
+      )),
     F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
         F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},
           item="count"),

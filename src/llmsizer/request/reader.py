@@ -41,6 +41,7 @@ from .spec import (
     InferenceJob,
     Interval,
     Latency,
+    LlamaCppSettings,
     Logs,
     Media,
     ModelRef,
@@ -69,7 +70,7 @@ class RequestError(InputError):
 JOB_SECTIONS: dict[str, type] = {
     "model": ModelRef, "resources": Resources, "budget": Budget, "pricing": Pricing, "peft": Peft,
     "settings": TrainingSettings, "dataset": Dataset, "checkpoints": Checkpoints, "handover": Handover,
-    "adapters": Adapters, "media": Media, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
+    "adapters": Adapters, "media": Media, "llamacpp": LlamaCppSettings, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
     "operations": Operations, "operations.logs": Logs,
 }
 TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
@@ -589,6 +590,9 @@ class _Reader:
         if t.concurrency.typical is None and t.concurrency.peak is None:
             self.jerr(i, j, "traffic.concurrency", "is required: how many requests are served at once "
                       "({typical: 8, peak: 32})")
+        if j.llamacpp.fields() and j.engine != "llamacpp":
+            self.jerr(i, j, "llamacpp", "llama.cpp settings apply to engine llamacpp; set engine: llamacpp"
+                      + (f" (the job's engine is {j.engine})" if j.engine else ""))
         sv = j.service
         if sv.duration is not None and sv.ongoing:
             self.jerr(i, j, "service.ongoing", "give service.duration or ongoing: true, not both")

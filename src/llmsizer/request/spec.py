@@ -174,6 +174,17 @@ class Media:
 
 
 @dataclass(frozen=True)
+class LlamaCppSettings:
+    """llama.cpp server settings of an inference job on engine llamacpp (InferenceWorkload's fields of the same
+    names)."""
+
+    kv_unified: bool | None = None  # -kvu: one KV buffer for all sequences; None: llama-server's with -np N
+
+    def fields(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Latency:
     ttft: float | None = None  # seconds
     tokens_per_second_per_user: float | None = None
@@ -249,6 +260,7 @@ class InferenceJob(_JobBase):
     kv_cache_dtype: str | None = None
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)
+    llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     traffic: Traffic = field(default_factory=Traffic)
     latency: Latency = field(default_factory=Latency)
     service: Service = field(default_factory=Service)

@@ -7,9 +7,10 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .given import tracks_given
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -72,6 +73,7 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
+@tracks_given
 @dataclass(frozen=True)
 class TrainingWorkload:
     """One training or fine-tuning run.
@@ -105,6 +107,7 @@ class TrainingWorkload:
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
+    given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
     method: str = "full"
@@ -138,6 +141,8 @@ class TrainingWorkload:
     gpus_per_node: int = 8
     memory: int | None = None
     headroom: float | None = None
+    # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
+    given: frozenset[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),

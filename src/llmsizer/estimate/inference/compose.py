@@ -26,7 +26,7 @@ from .media import media_in_context
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
-    choice = engine_weights(spec, w.engine, w.weights, w.group_size)
+    choice = engine_weights(spec, w.engine, w.weights, w.group_size, "group_size" in (w.given or ()))
     acc.assumptions.extend(choice.assumptions)
     acc.warnings.extend(choice.warnings)
     return choice.fmt, choice.group_size
