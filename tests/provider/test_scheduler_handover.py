@@ -26,9 +26,17 @@ def test_parse_real_scontrol_show_node():
     # the values as printed in the fixture: Gres=gpu:a40:1(S:...), CPUTot=12, RealMemory=245760, Partitions=tn
     assert (n.name, n.gpu_type, n.gpus, n.cpus, n.memory_mib) == ("gpunode-1", "a40", 1, 12, 245760)
     assert n.partitions == ("tn",) and n.state == "IDLE+DYNAMIC_NORM" and n.features == ("esc8000a", "a40")
-    # --oneline prints the same Key=Value fields on one line per node: the same record read that way
-    one = " ".join(line.strip() for line in A40.read_text().splitlines())
+    # `scontrol --oneliner` is the same record with Slurm's line_end " " instead of "\n   " and one "\n" after a
+    # node instead of a blank line (SchedMD/slurm src/api/node_info.c, slurm_sprint_node_table:
+    # `line_end = (one_liner) ? " " : "\n   "`). No recorded --oneliner output was found; this derives it from
+    # the real multi-line recording by that rule, for two nodes (the second renamed) so the record split is tested.
+    text = A40.read_text()
+    one = text.rstrip("\n").replace("\n   ", " ") + "\n"
+    assert "\n" not in one.rstrip("\n") and one.startswith("NodeName=gpunode-1 Arch=x86_64 CoresPerSocket=1  CPUAlloc")
     assert parse_scontrol_nodes(one) == [n]
+    two = parse_scontrol_nodes(one + one.replace("gpunode-1", "gpunode-2"))
+    assert [m.name for m in two] == ["gpunode-1", "gpunode-2"] and two[0] == n
+    assert two[1].gpus == 1 and two[1].memory_mib == 245760
     with pytest.raises(InputError, match="not `scontrol show node` output"):
         parse_scontrol_nodes("PartitionName=tn\n")
 
