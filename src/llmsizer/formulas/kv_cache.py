@@ -28,7 +28,8 @@ index_k_with_scale_buffer): ``indexer_cache="fp8_scaled"``.
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
 (``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
-window - 1 + max_num_batched_tokens, llama.cpp n_swa x n_seq + n_ubatch.
+window - 1 + max_num_batched_tokens, llama.cpp n_swa x (n_seq with one unified stream, else 1) + n_ubatch per
+stream (``engines.llamacpp_kv_cells``).
 Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences; layers without attention
 (``layer_types`` "none": Mamba / Gated DeltaNet / MLP-only layers of hybrid models) cache no keys or values --
 their per-sequence state is in ``formulas/recurrent_state.py``.

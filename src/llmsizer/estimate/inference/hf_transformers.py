@@ -27,7 +27,7 @@ def compose_transformers(ctx: Context) -> None:
     out = acc.assume("output_tokens", 0, w.output_tokens,
                      "not given: the whole context is taken as the prompt (the largest prefill)")
     prompt = max(w.context - out, 1)
-    attention = acc.assume("attention", "sdpa", None if w.attention == "sdpa" else w.attention,
+    attention = acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
                                    tp=w.tensor_parallel, forward_locals=True)
