@@ -76,18 +76,26 @@ def test_the_qwen_encoder_peak_is_vllms_profile_peak_with_many_large_images():
     assert not any("activation peak is not modelled" in w for w in est.warnings)
 
 
-def test_an_unmodelled_encoder_is_left_out_with_a_warning():
-    """Llama 4's tower has no measured peak formula: left out of the peak, with a warning."""
+def test_the_llama4_encoder_peak_is_modelled_for_every_engine():
+    """Llama 4's tower (eqs. 14-17, checked to the byte against live tensors in test_vision_activations.py): every
+    tile and the global tile one sequence; llama.cpp's clip buffer is one tile in f32, transformers takes the
+    tower's peak when it is larger than the text phase."""
+    from llmsizer.formulas.vision_activations import llama4_encoder_activation_bytes
+    from llmsizer.formulas.vision_tokens import image_tokens
     from llmsizer.readers.hf_config import spec_from_config
     text = {"vocab_size": 1024, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
             "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 128, "intermediate_size_mlp": 512,
             "num_local_experts": 4, "num_experts_per_tok": 1}
     spec = spec_from_config({"model_type": "llama4", "text_config": text, "vision_config": {}}, name="tiny-llama4")
+    assert spec.vision is not None
     est = estimate_inference(spec, context=256, images=2, image_size=(1024, 768), engine="llamacpp")
-    assert "vision_compute_buffer" not in {i.name for i in est.items}
-    assert any("activation peak is not modelled" in w for w in est.warnings)
-    hf = estimate_inference(spec, context=256, concurrency=8, images=16, image_size=(1920, 1080))
-    assert not hf.details["peak_phase"].startswith("vision encoder")
+    assert est.item("vision_compute_buffer").bytes == llama4_encoder_activation_bytes(spec.vision, 1, 4,
+                                                                                      "flash").peak_bytes
+    assert not any("activation peak is not modelled" in w for w in est.warnings)
+    hf = estimate_inference(spec, context=256, concurrency=8, images=16, image_size=(1920, 1080), weights="bf16")
+    tiles = 8 * 16 * image_tokens(spec.vision, 1920, 1080).encoder_sequences  # the tiles + the global tile
+    assert hf.details["peak_phase"] == f"vision encoder ({tiles} images)"
+    assert hf.item("activations").bytes == llama4_encoder_activation_bytes(spec.vision, tiles, 2, "sdpa").peak_bytes
 
 
 def test_fit_infer_and_the_cli_agree():

@@ -212,3 +212,59 @@ def test_mllama_encoder_peak_matches_live_tensors(case, dtype, attention, images
     with capsys.disabled():
         print(f"\n[mllama {case} {dtype} {attention} x{images}] measured {real:,} B, predicted {pred.peak_bytes:,} B")
     assert pred.peak_bytes == real
+
+
+# --- Llama 4 tower, eqs. (14)-(17) ---------------------------------------------------------------------------------
+# Independent truth: LiveTensorBytes follows ``Llama4ForConditionalGeneration.get_image_features`` (the tower and its
+# pixel-shuffle adapter) of a small Llama 4 on pixel_values [tiles, 3, size, size] built in the model dtype
+# beforehand; weights, buffers (the complex RoPE table) and the pixels are not counted by it, the pixels are added
+# once. Measured (transformers 5.24, torch 2.13 CPU), every case predicted to the byte, e.g. base shape 1 tile:
+# fp32 sdpa 211,968 (MLP-bound), fp32 eager 279,568, bf16 sdpa 139,264 (the fp32/complex64 rotary upcast),
+# bf16 eager 139,784; 3 tiles exactly three times. Patches are small (4-8 px) so that d exceeds the unfolded
+# patch width 3 p^2, as at real size (d 1408 > 588).
+
+def _llama4(d: int = 64, heads: int = 4, inter: int = 256, img: int = 32, layers: int = 2, patch: int = 4) -> dict:  # type: ignore[type-arg]
+    text = {"model_type": "llama4_text", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+            "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 16,
+            "pad_token_id": 0}
+    # the adapter's fc1 reads the pixel-shuffled width d / ratio^2, which must be intermediate_size (= 4 d here)
+    vision = {"hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads, "intermediate_size": inter,
+              "vision_output_dim": 48, "image_size": img, "patch_size": patch, "pixel_shuffle_ratio": 0.5,
+              "projector_input_dim": 48, "projector_output_dim": 48}
+    return {"model_type": "llama4", "text_config": text, "vision_config": vision}
+
+
+LLAMA4_CASES = {"base": {}, "8-heads-3-layers": {"d": 128, "heads": 8, "inter": 512, "img": 48, "layers": 3},
+                "one-layer": {"d": 96, "heads": 2, "inter": 384, "img": 64, "patch": 8, "layers": 1},
+                "16-heads-long": {"heads": 16, "img": 64}}
+
+
+def _measure_llama4(cfg: dict, dtype: str, attention: str, tiles: int) -> int:  # type: ignore[type-arg]
+    dt, _ = DTYPES[dtype]
+    model = build(cfg, device="cpu", dtype=dt, attn=attention)
+    size = cfg["vision_config"]["image_size"]
+    pixels = torch.zeros(tiles, 3, size, size, dtype=dt)
+    known = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers(), pixels]}
+    tracker = _live_tracker()(lambda live: {})
+    follow = tracker.track
+    tracker.track = lambda t: None if t.untyped_storage()._cdata in known else follow(t)
+    with torch.no_grad(), tracker.mode:
+        model.get_image_features(pixels)
+    return tracker.peak + pixels.numel() * pixels.element_size()
+
+
+@pytest.mark.parametrize("tiles", [1, 3])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", list(LLAMA4_CASES))
+def test_llama4_encoder_peak_matches_live_tensors(case, dtype, attention, tiles, capsys):
+    from llmsizer.formulas.vision_activations import llama4_encoder_activation_bytes
+    cfg = _llama4(**LLAMA4_CASES[case])
+    spec = spec_from_config(cfg, name="tiny-llama4")
+    assert spec.vision is not None
+    pred = llama4_encoder_activation_bytes(spec.vision, tiles, DTYPES[dtype][1], attention).peak_bytes
+    real = _measure_llama4(cfg, dtype, attention, tiles)
+    with capsys.disabled():
+        print(f"\n[llama4 {case} {dtype} {attention} x{tiles}] measured {real:,} B, predicted {pred:,} B")
+    assert pred == real

@@ -76,6 +76,29 @@ tracker (tests/formulas/test_vision_activations.py), held through both encoders:
     peak = held + max((10), (11), (12))                                                                        (13)
 
 Real sizes (n_l 32, n_g 8, k 5, P 1601) make the tail (12) the largest phase.
+
+Llama 4's tower (transformers ``models/llama4/modeling_llama4.py``, ``Llama4VisionModel.forward`` L1084-1122) runs
+every tile (the processor's tiles and its global tile) as its own sequence of S = (image / patch)^2 + 1 positions
+(the class token), T = tiles x S, without a mask and without keeping the layers' outputs. Traced with the
+live-tensor tracker, for act bytes a:
+
+    rotary:    vision_apply_rotary_emb (L738-749) upcasts q and k to fp32 and multiplies them as complex64:
+               6 T d a (``layernorm_pre``'s output L1102, held by forward; the layer input; input_layernorm's
+               output; q, k, v) + 2 x 4 T d (the complex products) + for a 16-bit model 2 x 4 T d (q.float(),
+               k.float()) + 2 T d a (the rotated q, k cast back)                                            (14)
+    attention: sdpa 8 T d a (the six above with the rotated q and k, the attention output, o_proj's L807);
+               eager max(6 T d a + 2 tiles heads S^2 a, 8 T d a + tiles heads S^2 a) (scores and softmax L293
+               in the model dtype, then the probabilities beside the output)                               (15)
+    mlp:       4 T d a + 2 T I a (layernorm_pre's output, the layer input, the residual, the normed copy; fc1
+               and GELU L820); eager + tiles heads S^2 a (the layer keeps the probabilities ``self_attn``
+               returns, L849)                                                                               (16)
+
+    peak = pixel_values + max((14), (15), (16))                                                             (17)
+
+With a single layer its input is ``layernorm_pre``'s output itself: one T d a less in each phase. The
+pixel-shuffle adapter after the encoder (L1122: ``layernorm_post``, two permuted copies, then
+Llama4VisionMLP2 on (S - 1) r^2 rows) works on at most 4 T d a + smaller tensors: below (16) since I >= d (the
+adapter's fc1 reads d / r^2 = I features).
 """
 
 from __future__ import annotations
@@ -133,6 +156,24 @@ def mllama_encoder_activation_bytes(v: VisionSpec, images: int, intermediate_fea
         mlp += n * v.num_heads * seq * seq * a
     tail = max(k * t * d * a + (k + 1) * q, (2 + 2 * k) * q)
     return EncoderActivations(pixels, attn, mlp, pixels + held + max(attn, mlp, tail), held, tail)
+
+
+def llama4_encoder_activation_bytes(v: VisionSpec, tiles: int, act_bytes: int = 2,
+                                    attention: str = "sdpa") -> EncoderActivations:
+    """Peak transient bytes of one Llama 4 tower forward over ``tiles`` tiles (every image's tiles and its global
+    tile). Eqs. (14)-(17)."""
+    s, d, a = (v.image_size // v.patch_size) ** 2 + 1, v.hidden_size, act_bytes
+    t = tiles * s
+    one = t * d * a if v.num_layers == 1 else 0  # the layer input is layernorm_pre's output
+    rotary = 6 * t * d * a + 2 * 4 * t * d + (2 * 4 * t * d + 2 * t * d * a if a < 4 else 0) - one
+    probs = tiles * v.num_heads * s * s * a
+    if attention == "eager":
+        attn = max(6 * t * d * a + 2 * probs - one, 8 * t * d * a + probs - one, rotary)
+    else:
+        attn = max(8 * t * d * a - one, rotary)
+    mlp = 4 * t * d * a + 2 * t * v.intermediate_size * a + (probs if attention == "eager" else 0) - one
+    pixels = tiles * v.num_channels * v.image_size * v.image_size * a
+    return EncoderActivations(pixels, attn, mlp, pixels + max(attn, mlp))
 
 
 def qwen_encoder_activation_bytes(v: VisionSpec, tokens: int, longest: int, out_hidden: int, act_bytes: int = 2,
