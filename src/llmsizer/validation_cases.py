@@ -280,7 +280,7 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1 and 3 (FSDP rows): llama3_8b.toml @9dec370
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
-                       grad_checkpointing="selective", fsdp="full", optimizer="adamw")
+                       grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
@@ -349,7 +349,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
-                    "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
+                    f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
     if r["framework"] == "torchtune":
@@ -365,7 +365,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         st = d.step
         calib = rid in TRAINING_SPEED_CALIBRATION
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
-                + (f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
+                   + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
         excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
