@@ -281,6 +281,19 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0600-PM0607, every row
+# "torch compile enabled") and the optimization-flags table @1814feb (PM0610-PM0619, Llama 3.2 3B on one A100,
+# batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
+_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
+    **{f"PM06{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    "PM0610": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
+    # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
+    # plain cross-entropy: each is a later row) with packing to 4096 tokens
+    "PM0611": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
+                                    grad_checkpointing="none", optimizer="adamw")),
+    **{f"PM06{i:02d}": _COMPILED for i in range(12, 20)},
+}
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
@@ -352,6 +365,21 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
+    if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
+        row = TORCHTUNE_SPEED_ROWS[rid]
+        if isinstance(row, str):
+            return NotExpressed(rid, TRAINING_SPEED, row)
+        model, fields = row
+        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
+        n = int(r["num_gpus"])
+        d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                   f"{st.compute_seconds:.2f} s" if st else ""))
+        return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
+                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)

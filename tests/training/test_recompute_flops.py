@@ -31,7 +31,7 @@ LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 320, "interme
 TOKENS = 128
 
 
-def _count(sac: Any, lora: bool = False) -> int:
+def _count(sac: Any, lora: tuple[str, ...] = ()) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
     transformers.logging.set_verbosity_error()
@@ -43,7 +43,7 @@ def _count(sac: Any, lora: bool = False) -> int:
     if lora:
         import peft
 
-        model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+        model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_alpha=16, target_modules=list(lora),
                                                            lora_dropout=0.0))
     if sac is not None:
         _torchtitan_checkpointing(torch, model, sac)
@@ -55,8 +55,10 @@ def _count(sac: Any, lora: bool = False) -> int:
 
 @pytest.fixture(scope="module")
 def counts() -> dict[str, int]:
+    qv, every = ("q_proj", "v_proj"), ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     return {"none": _count(None), "op": _count("op"), "every2": _count(2), "every1": _count(1),
-            "lora none": _count(None, True), "lora op": _count("op", True), "lora every1": _count(1, True)}
+            "lora none": _count(None, qv), "lora op": _count("op", qv), "lora every1": _count(1, qv),
+            "all none": _count(None, every), "all op": _count("op", every), "all every1": _count(1, every)}
 
 
 def test_no_checkpointing_matches_eqs_1_and_4(counts: dict[str, int]) -> None:
@@ -80,15 +82,20 @@ def test_recompute_matmul_flops(counts: dict[str, int], case: str, sac: str, eve
     assert (counts[case] - counts["none"]) == ours * TOKENS
 
 
-@pytest.mark.parametrize("case,sac", [("lora op", "op"), ("lora every1", "full")])
-def test_recompute_with_adapters(counts: dict[str, int], case: str, sac: str) -> None:
-    """LoRA on q, v: the adapters' matmuls shift the every-second count of the op-level policy."""
+@pytest.mark.parametrize("case,sac,targets", [("lora op", "op", "q,v"), ("lora every1", "full", "q,v"),
+                                              ("all op", "op", "all-linear"), ("all every1", "full", "all-linear")])
+def test_recompute_with_adapters(counts: dict[str, int], case: str, sac: str, targets: str) -> None:
+    """LoRA adapters are matmuls too: they shift the every-second count of the op-level policy, and with an adapter
+    on the down projection the early stop comes after its lora_A (whose output lora_B's weight gradient needs), so
+    the frozen down projection before it runs again."""
     spec = spec_from_config(LLAMA, name="tiny-llama")
-    st = _matmul_setup(spec, "lora", 8, "q,v")
+    st = _matmul_setup(spec, "lora", 8, targets)
     rule = op_sac_recompute_flops if sac == "op" else full_recompute_flops
     ours = sum(rule(spec, i, st) for i in range(spec.num_layers))
     # gradient_checkpointing_enable makes the embedding output require grad (transformers enable_input_require_grads
-    # for a frozen base), so the first layer's input-gradient GEMMs skipped without checkpointing run here
+    # for a frozen base), so the first layer's input-gradient GEMMs of q, k, v and their lora_A, skipped without
+    # checkpointing, run here
     h, kv = LLAMA["hidden_size"], 64
-    first = h * h + 2 * h * kv + 2 * 8 * h
-    assert counts[case] - counts["lora none"] - 2 * first * TOKENS == ours * TOKENS
+    first = h * h + 2 * h * kv + (2 if targets == "q,v" else 3) * 8 * h
+    base = counts["lora none" if targets == "q,v" else "all none"]
+    assert counts[case] - base - 2 * first * TOKENS == ours * TOKENS

@@ -232,7 +232,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
         gemms = training_gemms(int(tokens), step_linears(spec, w.method, w.rank, w.targets, tp, w.dora))
-        e = shape_efficiency(gemms, peak, bw_mem or float("inf"))
+        e = shape_efficiency(gemms, peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"

@@ -131,13 +131,13 @@ TRAINING_HFU = Factor(
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
-# 0.6583 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
+# 0.6539 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
 # formulas/training_time.py eq. 2') and dividing by the GEMM shape efficiency (formulas/gemm_shapes.py: this row's
-# rank-8 adapter GEMMs are memory-bound, 0.982); re-derived by tests/hardware/test_training_calibration.py.
+# rank-8 adapter GEMMs are memory-bound, 0.988); re-derived by tests/hardware/test_training_calibration.py.
 # Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
 # runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.6583, 0.6583, 0.6583,
+    "training_device_utilization", 0.6539, 0.6539, 0.6539,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
