@@ -296,6 +296,19 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
                                     grad_checkpointing="none", optimizer="adamw")),
     **{f"PM06{i:02d}": _COMPILED for i in range(12, 20)},
 }
+# Qwen README "Profiling of Memory and Speed" (PM0620-PM0631): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
+# accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
+# 8 L / (s/iter). Qwen-7B (QWenLMHeadModel, remote code) is not a catalog model: written as the transformers qwen2
+# layout with its dimensions (config.json: hidden 4096, intermediate_size 22016 = 2 x 11008 for w1/w2, 32 layers,
+# 32 heads without GQA, vocab 151936, untied, bias on the fused c_attn only). LoRA (the chat model: no
+# modules_to_save): r 64 on c_attn, attn c_proj, w1, w2, mlp c_proj = every linear. Settings assumed (excluded from
+# the summary): that translation, and HF's reentrant checkpoint (transformers 4.32 default use_reentrant=True), which
+# re-runs each layer's down projection that the non-reentrant early stop skips (about 5 % more FLOPs).
+QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
+             "tie_word_embeddings": False, "max_position_embeddings": 8192}
+QWEN_SPEED_ROWS = {f"PM06{20 + i}": 256 * 2 ** i for i in range(6)}
+QWEN_QLORA_ROWS = {f"PM06{26 + i}" for i in range(6)}
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
@@ -368,6 +381,25 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
+    if rid in QWEN_QLORA_ROWS:
+        return NotExpressed(rid, TRAINING_SPEED, "Q-LoRA on the GPTQ Int4 model (auto-gptq kernels), not bitsandbytes NF4")
+    if rid in QWEN_SPEED_ROWS:
+        from .readers.hf_config import spec_from_config
+
+        seq = QWEN_SPEED_ROWS[rid]
+        fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+                      grad_accumulation=8, grad_checkpointing="full", attention="flash")
+        d = training_duration_for(spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"],
+                                  1, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        measured = 8 * seq / value
+        return Case(rid, TRAINING_SPEED, f"Qwen-7B LoRA 1xA100 seq {seq} tokens/s", pred, measured, "tokens/s",
+                    None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    excluded=ASSUMED, source=r["source"],
+                    note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
+                    "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
+                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                       f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
     if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
         row = TORCHTUNE_SPEED_ROWS[rid]
         if isinstance(row, str):
