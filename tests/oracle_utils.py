@@ -23,7 +23,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"}
+MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4"}
 
 
 # model_type values transformers itself reads as another family: Kimi K2's 'kimi_k2' (architectures

@@ -39,15 +39,22 @@ EXPAND = Range(1, 64, True, "a Mamba expansion factor")
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3", "granite", "phi3", "gemma", "gemma2", "gemma3_text", "olmo2",
               "qwen2_5_vl_text", "qwen3_vl_text"}  # *_vl_text: only as the language model of a *_vl config
-MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe"}
+MOE_TYPES = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "deepseek_v32", "gpt_oss", "glm4_moe",
+             "qwen3_vl_moe_text"}  # qwen3_vl_moe_text: only as the language model of a qwen3_vl_moe config
 MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 # hybrid attention / state-space families: readers/hf_hybrid.py
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
 # multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
-MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text"}
+# Qwen3-VL-MoE (Qwen3VLMoeTextModel): Qwen3-MoE's decoder (per-head q/k norms, routed experts without a shared
+# expert, mlp_only_layers / decoder_sparse_step) under Qwen3-VL's vision tower (models/qwen3_vl_moe/modeling_qwen3_vl_moe.py)
+MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text",
+              "qwen3_vl_moe": "qwen3_vl_moe_text"}
+QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisionModel / Qwen3VLMoeVisionModel)
 # Meta's Llama vision families, with their own towers and (mllama) cross-attention layers: readers/hf_llama_vision.py
 LLAMA_VISION = {"mllama", "llama4"}
-SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text", "qwen3_vl_text"}) | MOE_TYPES | HYBRID_TYPES
+# language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
+TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
+SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
                                      | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
@@ -225,7 +232,7 @@ def _layer_types(c: _Cfg, n_layers: int) -> tuple[tuple[str, ...], int | None]:
 # Mistral, Mixtral and Phi3 hard-code bias=False; DeepseekV2/V3Attention put attention_bias on q_a_proj,
 # kv_a_proj_with_mqa and o_proj (the MLA branch of formulas/tensors.py reads qkv bias for the first two).
 ATTN_BIAS_QKVO = {"llama", "granite", "olmo2", "gemma", "gemma2", "gemma3_text", "qwen3", "qwen3_moe", "gpt_oss",
-                  "deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_vl_text"}
+                  "deepseek_v2", "deepseek_v3", "deepseek_v32", "qwen3_vl_text", "qwen3_vl_moe_text"}
 # config.mlp_bias is honoured only by LlamaMLP, GraniteMLP and DeepseekV2MLP (dense and shared-expert MLPs);
 # every other MLP hard-codes bias=False.
 MLP_BIAS_TYPES = {"llama", "granite", "deepseek_v2"}
@@ -256,7 +263,7 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         moe = MoESpec(c.req("num_local_experts"), c.req("num_experts_per_tok", "experts_per_token"),
                       c.req("intermediate_size"), router_bias=True, expert_bias=True)
         return moe, (True,) * n_layers
-    if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
+    if mt in ("qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_vl_moe_text"):
         step = c.get("decoder_sparse_step", 1) or 1
         dense = {check_number(i, "mlp_only_layers entry", LAYER_INDEX, c.where)
                  for i in c.layer_list("mlp_only_layers", n_layers) or []}
@@ -267,7 +274,7 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         # Qwen2MoeSparseMoeBlock (and Qwen3NextSparseMoeBlock) always builds shared_expert (of
         # shared_expert_intermediate_size) and shared_expert_gate; Qwen3MoeSparseMoeBlock has neither
         # (modeling_qwen2_moe.py, modeling_qwen3_next.py, modeling_qwen3_moe.py).
-        qwen2 = mt != "qwen3_moe"
+        qwen2 = mt not in ("qwen3_moe", "qwen3_vl_moe_text")  # Qwen3VLMoeTextSparseMoeBlock: experts + gate only
         shared = (c.get("shared_expert_intermediate_size", 0) or 0) if qwen2 else 0
         moe = MoESpec(n_exp, c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
                       shared_intermediate_size=shared, shared_expert_gate=qwen2)
@@ -330,8 +337,8 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
     vcfg = full_cfg.get("vision_config")
     if not isinstance(vcfg, dict):
         raise ModelFileError(f"{where}: vision_config must be an object")
-    qwen3 = full_cfg.get("model_type") == "qwen3_vl"
-    v = _Cfg(vcfg, "qwen3_vl_vision" if qwen3 else "qwen2_5_vl_vision", where + " vision_config")
+    qwen3 = full_cfg.get("model_type") in QWEN3_VL_TYPES
+    v = _Cfg(vcfg, f"{full_cfg.get('model_type')}_vision", where + " vision_config")
     d, merge = v.req("hidden_size"), v.req("spatial_merge_size")
     out = v.req("out_hidden_size")
     if out != text_hidden:
@@ -465,7 +472,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim
         n_kv = n_heads  # MLA expands the latent to every head
     qkv_bias, out_bias = _attention_biases(c)
-    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_vl_text") else ("full" if mt == "olmo2" else "none")
+    qk_norm = "per_head" if mt in ("qwen3", "qwen3_moe", "gemma3_text", "qwen3_vl_text", "qwen3_vl_moe_text") else ("full" if mt == "olmo2" else "none")
     if mt == "glm4_moe" and c.get("use_qk_norm"):
         qk_norm = "per_head"  # Glm4MoeAttention: q_norm/k_norm = RMSNorm(head_dim) when config.use_qk_norm
     quant = cfg.get("quantization_config") or full_cfg.get("quantization_config") or {}
@@ -473,7 +480,7 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         raise ModelFileError(f"{where}: quantization_config must be an object")
     vision = None
     if full_cfg is not cfg:
-        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt in ("qwen2_5_vl_text", "qwen3_vl_text")
+        vision = (_qwen_vision(full_cfg, hidden, where, c.used_defaults) if mt in TEXT_OF_MULTIMODAL
                   else _vision(full_cfg, hidden, where, c.used_defaults))
     if full_cfg is not cfg and mt == "qwen2_5_vl_text":
         # Qwen2_5_VLConfig.tie_word_embeddings (default False), or a pre-v5 text_config's True forwarded to it
@@ -482,10 +489,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         tie = bool(top.get("tie_word_embeddings")) or bool((full_cfg.get("text_config") or {}).get(
             "tie_word_embeddings", False))
         c.used_defaults.extend(top.used_defaults)
-    elif full_cfg is not cfg and mt == "qwen3_vl_text":
-        # Qwen3VLConfig.tie_word_embeddings (default False); text_config's flag is not forwarded
-        # (configuration_qwen3_vl.py)
-        top = _Cfg(full_cfg, "qwen3_vl", where)
+    elif full_cfg is not cfg and mt in ("qwen3_vl_text", "qwen3_vl_moe_text"):
+        # Qwen3VLConfig / Qwen3VLMoeConfig.tie_word_embeddings (default False); text_config's flag is not forwarded
+        # (configuration_qwen3_vl.py, configuration_qwen3_vl_moe.py)
+        top = _Cfg(full_cfg, str(full_cfg.get("model_type")), where)
         tie = bool(top.get("tie_word_embeddings"))
         c.used_defaults.extend(top.used_defaults)
     elif full_cfg is not cfg:
