@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from llmsizer.errors import InputError, ModelFileError, UnsupportedArchitectureError
+from llmsizer.errors import InputError, ModelFileError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
 from oracle_utils import build, real_components, real_param_count, transformers
@@ -67,6 +67,9 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("nemotron_h-block-list", {**{k: v for k, v in _NEMOTRON_H.items() if k != "hybrid_override_pattern"},
                                "layers_block_type": ["mamba", "attention", "mlp", "mamba"], "mlp_bias": True,
                                "use_bias": True, "use_conv_bias": False}),
+    # Nemotron-3-Super: routed experts in a latent (fc1/fc2_latent_proj around NemotronHExperts)
+    ("nemotron_h-moe-latent", {**_NEMOTRON_H, "moe_latent_size": 24}),
+    ("nemotron_h-moe-latent-bias", {**_NEMOTRON_H, "moe_latent_size": 24, "mlp_bias": True}),
     ("nemotron_h-default-pattern", {k: v for k, v in _NEMOTRON_H.items() if k != "hybrid_override_pattern"}),
     ("granitemoehybrid", _GRANITE),
     ("granitemoehybrid-dense", {**_GRANITE, "num_local_experts": 0, "tie_word_embeddings": True}),
@@ -138,7 +141,8 @@ def test_qwen3_next_class_default_is_the_80b_model():
 @pytest.mark.parametrize(("cfg", "err"), [
     ({**_NEMOTRON_H, "hybrid_override_pattern": "MX*"}, ModelFileError),
     ({**_NEMOTRON_H, "hybrid_override_pattern": 7}, ModelFileError),
-    ({**_NEMOTRON_H, "moe_latent_size": 16}, UnsupportedArchitectureError),
+    ({**_NEMOTRON_H, "moe_latent_size": 0}, InputError),
+    ({**_NEMOTRON_H, "moe_latent_size": "wide"}, InputError),
     ({**_NEMOTRON_H, "mamba_ssm_cache_dtype": "int3"}, ModelFileError),
     ({**_GRANITE, "layer_types": ["mamba", "conv", "attention", "mamba"]}, ModelFileError),
     ({**_GRANITE, "layer_types": ["mamba"]}, ModelFileError),

@@ -212,8 +212,14 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
         return _mlp("ffn", "mlp", h, spec.intermediate_size, spec.mlp_gated, spec.mlp_bias, i)
     moe = spec.moe
     out = _linear("ffn_gate_inp", "router", moe.num_experts, h, i, moe.router_bias)
-    out += _mlp("ffn_exps", "experts", h, moe.expert_intermediate_size, moe.expert_gated, moe.expert_bias, i,
-                count=moe.num_experts)
+    if moe.latent_size:
+        # NemotronHMoE (transformers models/nemotron_h/modeling_nemotron_h.py): fc1_latent_proj H -> latent before
+        # the experts, fc2_latent_proj latent -> H after them, bias=config.mlp_bias; always active, counted as
+        # dense MLP weights; NemotronHExperts' up/down are [E, I, latent] / [E, latent, I]
+        out += _linear("ffn_latent_in", "mlp", moe.latent_size, h, i, spec.mlp_bias)
+        out += _linear("ffn_latent_out", "mlp", h, moe.latent_size, i, spec.mlp_bias)
+    out += _mlp("ffn_exps", "experts", moe.latent_size or h, moe.expert_intermediate_size, moe.expert_gated,
+                moe.expert_bias, i, count=moe.num_experts)
     if moe.shared_intermediate_size:
         # shared experts are plain MLPs: DeepseekV2MLP carries config.mlp_bias (ModelSpec.mlp_bias), the
         # Qwen2-MoE and DeepSeek-V3 ones hard-code bias=False (transformers modeling_deepseek_v2.py DeepseekV2Moe)

@@ -97,7 +97,7 @@ NUMERIC_KEYS: dict[str, Range] = {
     "ssm_state_size": WIDTH, "state_size": WIDTH, "conv_kernel": CONV_KERNEL, "expand": EXPAND,
     "n_groups": HEADS, "attn_layer_period": LAYERS, "attn_layer_offset": LAYER_INDEX,
     "expert_layer_period": LAYERS, "expert_layer_offset": LAYER_INDEX, "shared_intermediate_size": WIDTH_OR_ZERO,
-    "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
+    "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO, "moe_latent_size": WIDTH,
     "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
     "no_rope_layer_interval": LAYERS,
     # Llama vision towers (readers/hf_llama_vision.py)

@@ -28,7 +28,7 @@ import dataclasses
 import math
 from typing import Any
 
-from ..errors import InputError, ModelFileError, UnsupportedArchitectureError
+from ..errors import InputError, ModelFileError
 from ..numbers import EXPERTS_OR_ZERO, LAYER_INDEX, LAYERS, check_number
 from ..specs import ModelSpec, MoESpec, RecurrentSpec
 from .hf_config import _Cfg, _moe
@@ -91,9 +91,6 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
                 kinds = [_PATTERN[ch] for ch in pattern]
             else:  # NemotronHConfig default
                 kinds = ["linear_attention", "moe", "full_attention", "mlp"]
-        if c.get("moe_latent_size") is not None:
-            raise UnsupportedArchitectureError(f"{where}: Nemotron-H MoE latent projections (moe_latent_size) are "
-                                               "not modelled")
         n_layers = len(kinds)
         heads = c.req("num_attention_heads")
         mheads = c.req("mamba_num_heads")
@@ -112,7 +109,8 @@ def hybrid_spec(cfg: dict[str, Any], mt: str, *, name: str, where: str, source: 
         if "moe" in kinds:
             moe = MoESpec(c.req("n_routed_experts"), c.req("num_experts_per_tok"), c.req("moe_intermediate_size"),
                           shared_intermediate_size=c.get("moe_shared_expert_intermediate_size") or 0,
-                          expert_gated=False, shared_expert_gated=False)
+                          expert_gated=False, shared_expert_gated=False,
+                          latent_size=c.get("moe_latent_size") or 0)
         fields.update(
             num_heads=heads, num_kv_heads=c.get("num_key_value_heads") or heads, head_dim=c.req("head_dim"),
             intermediate_size=c.get("intermediate_size") or 0, mlp_gated=False, mlp_bias=bool(c.get("mlp_bias")),

@@ -63,6 +63,9 @@ class MoESpec:
     expert_bias: bool = False  # gpt-oss experts carry biases
     expert_gated: bool = True  # SwiGLU experts (gate + up + down)
     shared_expert_gated: bool = True  # the shared MLP is SwiGLU too (Nemotron-H: up + down, ReLU^2)
+    # Nemotron-H moe_latent_size: the routed experts run in a latent of this width, between fc1_latent_proj
+    # [latent, H] and fc2_latent_proj [H, latent] (bias = mlp_bias); 0: the experts read the hidden state itself
+    latent_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,7 @@ _FIELD_RANGES: tuple[tuple[str, Range], ...] = (
 _OPTIONAL = {"sliding_window", "max_position_embeddings"}
 _SUB_RANGES: dict[str, Range] = {
     "num_experts": EXPERTS_OR_ZERO, "experts_per_token": EXPERTS, "expert_intermediate_size": WIDTH_OR_ZERO,
+    "latent_size": WIDTH_OR_ZERO,
     "shared_intermediate_size": WIDTH_OR_ZERO,
     "q_lora_rank": WIDTH, "kv_lora_rank": WIDTH, "qk_nope_head_dim": WIDTH, "qk_rope_head_dim": WIDTH_OR_ZERO,
     "v_head_dim": WIDTH,
