@@ -32,6 +32,7 @@ from .train_cmd import render_duration
 from .workload_args import (
     add_headroom_arg,
     add_inference_args,
+    add_metric_arg,
     add_training_args,
     inference_fields,
     refuse_training_flags,
@@ -68,6 +69,7 @@ def register(sub: Any) -> None:
     p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1)")
     add_headroom_arg(p)
+    add_metric_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
     a = p.add_argument_group("llama.cpp auto-fit")

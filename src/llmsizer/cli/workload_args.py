@@ -40,6 +40,7 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
+from ..specs.workload import MEMORY_METRICS
 from ..units import parse_image_size
 from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
 
@@ -53,6 +54,13 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--headroom", type=headroom_arg,
                    help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
                         "gpu_memory_utilization)")
+
+
+def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
+    p.add_argument("--metric", choices=MEMORY_METRICS,
+                   help="what you will compare the memory with: allocated (torch.cuda.max_memory_allocated), "
+                        "reserved (max_memory_reserved: + the caching allocator's reserve, a calibrated range) or "
+                        "nvidia-smi (reserved + CUDA context); default: live tensors + CUDA context, no reserve")
 
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -135,7 +143,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
-                    "tensor_split", "n_cpu_moe") + MEDIA_FIELDS
+                    "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -198,7 +206,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node")
+                   "gpus_per_node", "metric")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name
@@ -207,7 +215,8 @@ TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields who
 def refuse_training_flags(args: argparse.Namespace) -> None:
     """``fit``/``recommend`` without --train answer a serving question: a training flag given there would be ignored
     (e.g. ``--method lora --tokens 1B`` answered for serving, exit 0), so it is refused, naming the flags."""
-    given = [k for k in TRAINING_FIELDS if k != "attention" and getattr(args, k, None) not in (None, False)]
+    given = [k for k in TRAINING_FIELDS if k not in ("attention", "metric")
+             and getattr(args, k, None) not in (None, False)]
     given += [k for k in ("tokens", "utilization") if getattr(args, k, None) is not None]
     if given:
         flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .workload import MEMORY_METRICS
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -105,6 +106,8 @@ class TrainingWorkload:
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
+    metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
+        (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
     """
 
     method: str = "full"
@@ -138,6 +141,7 @@ class TrainingWorkload:
     gpus_per_node: int = 8
     memory: int | None = None
     headroom: float | None = None
+    metric: str | None = None
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
@@ -203,6 +207,8 @@ class TrainingWorkload:
             raise InputError(f"memory must be positive, got {self.memory}")
         if self.headroom is not None and not 0 <= self.headroom < 1:
             raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
+        if self.metric is not None and self.metric not in MEMORY_METRICS:
+            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
 
     @property
     def dora(self) -> bool:

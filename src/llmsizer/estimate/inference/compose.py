@@ -19,6 +19,8 @@ from ...formulas.weight_formats import file_weight_bytes, weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
+from .. import ranges as R
+from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
@@ -196,6 +198,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
+    acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp"))
     pc = count_params(spec)
     details = ctx.details
     details.update({
@@ -210,6 +213,12 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                         "state_dtypes": list(state_dtypes(ctx))})
         # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
         details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
+    band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(w.engine)
+    if band_engine is not None and w.device != "cpu":
+        calibrated = calibrated_need(acc.items, sum(i.bytes for i in acc.items if i.location == "device"),
+                                     R.INFERENCE_MEMORY, band_engine)
+        if calibrated is not None:
+            details["calibrated_range"] = calibrated
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)
@@ -242,6 +251,6 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         acc.assumptions.append(headroom_assumption(w.headroom))
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom))
+        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom), est.details.get("calibrated_range"))
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)

@@ -24,7 +24,9 @@ from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
+from ..allocator import TRAINING, apply_metric, calibrated_need
 from ..inference.common import Acc
+from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, record_workload, resolve
 from .states import StageStates, stage_states
@@ -130,15 +132,19 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         results.append((st, stage_timeline(ctx, st)))
     st, tl = max(results, key=lambda r: r[1].peak.total)
     _items(ctx, st, tl, acc)
+    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
     details["peak_phase"] = tl.peak.name + (f" (pipeline stage {st.stage})" if w.pp > 1 else "")
     est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    lo, mid, hi = est.total("device")
+    calibrated = calibrated_need(est.items, mid, TRAINING_MEMORY, PYTORCH_TRAINING)
+    if calibrated is not None:
+        details["calibrated_range"] = calibrated
     if w.memory is not None:  # the one fit rule (estimate/verdict.py)
         acc.assumptions.append(headroom_assumption(w.headroom))
-        lo, mid, hi = est.total("device")
-        v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom))
+        v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom), calibrated)
         details.update(v.details())
         acc.warnings.extend(v.warnings)
         est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
