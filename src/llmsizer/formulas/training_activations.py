@@ -335,12 +335,20 @@ class HeadActivations:
 
 
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
-                     lm_head_weight_copy: int = 0, loss_chunks: int = 1) -> HeadActivations:
+                     lm_head_weight_copy: int = 0, loss_chunks: int = 1,
+                     linear_loss: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
     gradients exist for one chunk of t / loss_chunks tokens at a time; the fp32 log-softmax of every chunk is
     still kept for the backward.
+
+    ``linear_loss`` (torchtune ``LinearCrossEntropyLoss``, torchtune/modules/loss/cross_entropy_loss.py @ bd2a0fc:
+    the model skips its output layer, line 69; the hidden states are split into ``num_output_chunks`` row chunks,
+    line 177; each chunk's logits = lm_head(chunk), line 107, are upcast and passed to cross_entropy, line 110):
+    the bf16 logits exist for one chunk at a time as well, not for all t tokens. What autograd keeps is unchanged:
+    cross_entropy's fp32 log-softmax of every chunk (the float() cast and the chunk's bf16 logits are freed once
+    the chunk's loss is computed).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -356,7 +364,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
     chunk = -(-t // max(1, loss_chunks))
-    logits_fwd = t * v * c + (chunk * v * 4 if c != 4 else 0)
+    logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
     shared: list[Term] = []
     if spec.position_embeddings == 0:

@@ -23,6 +23,10 @@ GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
+# ce: logits from the model, then cross-entropy (transformers ForCausalLMLoss; with loss_chunks > 1 torchtune
+# CEWithChunkedOutputLoss); linear-ce: the lm_head applied inside the loss, chunk by chunk (torchtune
+# LinearCrossEntropyLoss), so the whole logits tensor never exists
+LOSSES = ("ce", "linear-ce")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 
 # LoRA target names -> tensor roles of ``formulas/tensors.py`` (HF/PEFT module names accepted as aliases).
@@ -100,6 +104,9 @@ class TrainingWorkload:
         sdpa/eager; varlen kernels for flash).
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
         ``ForCausalLMLoss``; torchtune ``CEWithChunkedOutputLoss`` uses 8), which bounds the fp32 upcast.
+    loss: 'ce' (the model returns logits; the loss upcasts them) or 'linear-ce' (torchtune
+        ``LinearCrossEntropyLoss``: the lm_head runs inside the loss per chunk of tokens, so only one chunk's
+        logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks).
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
@@ -129,6 +136,7 @@ class TrainingWorkload:
     attention: str = "sdpa"
     packing: bool = False
     loss_chunks: int = 1
+    loss: str = "ce"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -146,7 +154,8 @@ class TrainingWorkload:
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
-                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD))
+                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
+                  ("loss", self.loss, LOSSES))
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")

@@ -29,6 +29,8 @@ _WHY = {
     "checkpoint_every": "every decoder layer checkpointed alike",
     "attention": "transformers default attn_implementation sdpa",
     "packing": "one document per row, causal mask only",
+    "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
+    "loss_chunks": "the whole sequence's cross-entropy at once",
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -73,7 +75,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
     rec = recipe(w.precision)
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
-                             "grad_checkpointing", "attention", "packing"))
+                             "grad_checkpointing", "attention", "packing", "loss", "loss_chunks"))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])

@@ -119,7 +119,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
-                            loss_chunks=w.loss_chunks) if st.has_head else None
+                            loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
