@@ -33,6 +33,7 @@ from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWork
 from ..specs.training import (
     FSDP_MODES,
     GRAD_CHECKPOINTING,
+    KERNELS,
     LOSSES,
     METHODS,
     OFFLOAD,
@@ -187,7 +188,14 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
-                   f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8) (default {TW.loss})")
+                   f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
+                   f"Cross-Entropy, Unsloth's fused loss) (default {TW.loss})")
+    g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
+                   "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
+                   f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+    g.add_argument("--checkpoint-offload", action="store_true", default=None,
+                   help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
+                        "use_gradient_checkpointing='unsloth')")
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
@@ -208,7 +216,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "kernels",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node", "metric")
 

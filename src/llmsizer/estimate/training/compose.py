@@ -17,7 +17,7 @@ from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
-from ...formulas.training_activations import korthikanti_layer_bytes
+from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
 from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate, Item
@@ -237,6 +237,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               formula="bitsandbytes paged states live in CUDA unified memory: on the GPU while it has "
                                       "room, evicted to host RAM under pressure; torch's allocator does not count them",
                               source="bitsandbytes functional.get_paged (cudaMallocManaged); QLoRA section 3"))
+    if w.checkpoint_offload:
+        n = sum(1 for i in tl.layer_terms if (i + 1) % w.checkpoint_every == 0)
+        each = checkpoint_input_bytes(spec, ctx.act)
+        acc.items.append(Item("host_checkpointed_inputs", n * each * tl.inflight, "host",
+                              formula=f"{n} checkpointed layers x {format_bytes(each)} input"
+                                      + (f" x {tl.inflight} micro-batches" if tl.inflight > 1 else "")
+                                      + " in host RAM (copied out in the forward, back for each layer's recompute)",
+                              source="Unsloth offloaded checkpointing: unsloth_zoo/gradient_checkpointing.py @ 36ff5fc "
+                                     "lines 136-160 (hidden_states.to('cpu') in forward, back to the GPU in backward); "
+                                     "unsloth/models/llama.py @ e3162dc line 817"))
     for name, b in st.host.items():
         if b:
             acc.items.append(Item(f"host_{name}", b, "host",
@@ -267,7 +277,8 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
             + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
     every = f"every {w.checkpoint_every}-th layer " if w.checkpoint_every > 1 else ""
     if w.grad_checkpointing == "full":
-        text = f"checkpointed {every or 'every layer '}(input kept, recomputed in the backward); " + text
+        kept = "input in host RAM" if w.checkpoint_offload else "input kept"
+        text = f"checkpointed {every or 'every layer '}({kept}, recomputed in the backward); " + text
     elif w.grad_checkpointing == "selective-op":
         op = op_sac_saved_terms(ctx.spec, first, ctx.act)
         text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"
