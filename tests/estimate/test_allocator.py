@@ -50,8 +50,12 @@ def test_metrics_nest_allocated_reserved_nvidia_smi() -> None:
     assert by["allocated"].total("device") == (tensors, tensors, tensors)
     res, smi = by["reserved"].total("device"), by["nvidia-smi"].total("device")
     r = A.RESERVE[A.TRAINING]
-    assert res[1] == pytest.approx(tensors * r.expected, rel=1e-6)
-    assert res[0] == pytest.approx(tensors * r.low, rel=1e-6) and res[2] == pytest.approx(tensors * r.high, rel=1e-6)
+    persistent = sum(i.bytes for i in by["allocated"].items if i.name in A.PERSISTENT and i.location == "device")
+    assert 0 < persistent < tensors  # weights, adapters, optimizer states: allocated once, never fragmented
+    dynamic = tensors - persistent
+    assert res[1] == pytest.approx(persistent + dynamic * r.expected, rel=1e-6)
+    assert res[0] == pytest.approx(persistent + dynamic * r.low, rel=1e-6)
+    assert res[2] == pytest.approx(persistent + dynamic * r.high, rel=1e-6)
     assert smi[1] - res[1] == E.CUDA_CONTEXT.expected
     # the default keeps the device total as it was: live tensors + CUDA context, reserve 0 expected
     assert by[None].total("device")[1] == tensors + E.CUDA_CONTEXT.expected
@@ -73,9 +77,11 @@ def test_reserved_range_holds_torchtitans_max_reserved_memory(rid: str) -> None:
 
 
 def test_inference_metrics_and_llamacpp_has_no_caching_allocator() -> None:
-    alloc = estimate_inference("llama-3.1-8b", context=8192, metric="allocated").total("device")[1]
+    alloc = estimate_inference("llama-3.1-8b", context=8192, metric="allocated")
     res = estimate_inference("llama-3.1-8b", context=8192, metric="reserved").total("device")[1]
-    assert res == pytest.approx(alloc * A.RESERVE[A.INFERENCE].expected, rel=1e-6)
+    weights = alloc.item("weights").bytes
+    dynamic = alloc.total("device")[1] - weights  # KV cache and activations
+    assert res == pytest.approx(weights + dynamic * A.RESERVE[A.INFERENCE].expected, rel=1e-6)
     ll = {m: estimate_inference("llama-3.1-8b", context=8192, engine="llamacpp", metric=m).total("device")
           for m in A.METRICS}
     assert ll["allocated"] == ll["reserved"]

@@ -4,10 +4,11 @@ sequences padded to the length).
 
 The recipe as llmsizer states it: ``kernels='unsloth'`` (fused LoRA / RMSNorm kernels, formulas/unsloth_kernels.py),
 ``loss='cut-ce'`` (no [tokens, vocab] tensor), ``grad_checkpointing='full'`` with ``checkpoint_offload`` (layer
-inputs in host RAM). A run stops at the memory the caching allocator has *reserved*, so the published length must
-lie between the longest sequence whose live tensors fit (metric allocated) and the longest whose reserved memory
-fits (metric reserved, estimate/allocator.py): at this commit reserved-expected / measured = 0.64-0.92 and
-allocated / measured = 1.41-1.78 on the 12-80 GB rows.
+inputs in host RAM). A card runs out when its CUDA context plus the caching allocator's *reserved* memory reach its size, so
+the comparison is under ``metric='nvidia-smi'`` (estimate/allocator.py: persistent tensors + the dynamic ones x the
+calibrated reserved/allocated ratio, fitted on validation/allocator_pairs.csv, none of them Unsloth runs). At this
+commit the expected longest sequence is 0.95-1.08 x the published one on the 12-80 GB rows (8 GB: 1.9 x), and every
+published length lies inside the range (the ratio's high end to its low end).
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ def _predict(gb: float, recipe: dict[str, object], metric: str, level: str = "ex
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r["recipe"] == "unsloth"], ids=lambda r: r["id"])
-def test_unsloth_max_context_lies_between_reserved_and_allocated(row: dict[str, str]) -> None:
+def test_unsloth_max_context(row: dict[str, str]) -> None:
     gb, meas = float(row["gpu_vram_gb"]), int(row["max_context"])
-    allocated = _predict(gb, UNSLOTH, "allocated")
-    reserved = _predict(gb, UNSLOTH, "reserved", "high" if gb < 12 else "expected")
-    assert reserved <= meas <= allocated, (row["id"], reserved, meas, allocated)
-    if gb >= 12:  # and the live-tensor bound is not loose beyond 2x (8 GB: 4.3x; the fixed costs there are larger
-        assert allocated <= 2 * meas  # than modelled: a desktop card's display and driver take part of its 8 GB)
+    low, expected, high = (_predict(gb, UNSLOTH, "nvidia-smi", level) for level in ("high", "expected", "low"))
+    assert low <= meas <= high, (row["id"], low, meas, high)
+    if gb >= 12:  # 8 GB: 1.9 x; the fixed costs there are larger than modelled (a desktop card's display and
+        assert abs(expected / meas - 1) <= 0.10, (row["id"], expected, meas)  # driver take part of its 8 GB)
+    # live tensors alone (metric allocated) overshoot: the allocator's reserve is what stops the run
+    assert _predict(gb, UNSLOTH, "allocated") > 1.3 * meas
 
 
 def test_each_mechanism_of_the_recipe_lengthens_the_context() -> None:

@@ -4,12 +4,17 @@ Three figures a GPU user reads, each a superset of the one before:
 
     allocated  = live tensor bytes at the peak (torch.cuda.max_memory_allocated)                           (1)
     reserved   = allocated + the caching allocator's cached, unused blocks (max_memory_reserved)           (2)
+               = persistent + dynamic x rho,  rho = reserved / allocated of measured runs
     nvidia-smi = reserved + the CUDA context, kernels and library workspaces (the process's NVML memory)   (3)
 
 (1) is what the formulas compute; the allocator's block rounding to 512 B and its 2 MiB / 20 MiB segments are
 exact (formulas/caching_allocator.py) but small next to fragmentation, which is not: freed blocks that later
-allocations of other sizes cannot reuse (variable sequence lengths, caches grown by torch.cat). (2) is therefore
-allocated x a calibrated ratio reserved / allocated, as a range (``RESERVE``): low and high hold every named row of
+allocations of other sizes cannot reuse (variable sequence lengths, recomputation, caches grown by torch.cat).
+Only memory that is freed and allocated again fragments: the *persistent* tensors, allocated once when the model
+and optimizer are built and never freed (``PERSISTENT``: weights, adapters, fp32 masters, optimizer states), hold
+their blocks exactly; the *dynamic* rest (activations, gradients, which zero_grad(set_to_none=True) frees every
+step, transients, growing KV caches) is scaled by the calibrated ratio rho, as a range (``RESERVE``): low and high
+hold every named row of
 ``validation/allocator_pairs.csv`` of that phase (fewer than 20 rows: the full span, ``ranges.band``), expected is
 their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
 span (estimate/engines.py ``CUDA_CONTEXT``).
@@ -39,6 +44,7 @@ METRICS = MEMORY_METRICS
 ALLOCATOR_ITEMS = ("allocator_cache", "allocator_reserve")
 CONTEXT_ITEM = "cuda_context"
 NOT_TENSORS = ALLOCATOR_ITEMS + (CONTEXT_ITEM,)
+PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "paged_optimizer_states")
 TRAINING, INFERENCE = "training", "inference"
 PAIRS_FILE = "validation/allocator_pairs.csv"
 
@@ -93,13 +99,14 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
             or (i.name == CONTEXT_ITEM and metric == "nvidia-smi")]
     if metric != "allocated" and had_context:  # a device run: add the reserve (before the context, if kept)
         at = next((n for n, i in enumerate(keep) if i.name == CONTEXT_ITEM), len(keep))
-        keep.insert(at, reserve_item(tensor_bytes(keep), phase, pytorch))
+        dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in PERSISTENT)
+        keep.insert(at, reserve_item(dynamic, phase, pytorch))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
 
 def reserve_item(tensors: int, phase: str, pytorch: bool = True) -> Item:
-    """Eq. (2)'s reserve over ``tensors`` live bytes: allocated x (ratio - 1), low/expected/high."""
+    """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high."""
     if not pytorch:
         return Item("allocator_reserve", 0, "device", 0, 0,
                     formula="llama.cpp allocates its ggml buffers once at full size: reserved = allocated",
@@ -107,7 +114,8 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True) -> Item:
     r = RESERVE[phase]
     lo, mid, hi = (int(tensors * (x - 1)) for x in (r.low, r.expected, r.high))
     return Item("allocator_reserve", mid, "device", lo, hi,
-                formula=f"{format_bytes(tensors)} live x (reserved/allocated {r.expected:g} - 1); range "
+                formula=f"{format_bytes(tensors)} dynamic (not weights or optimizer states) x (reserved/allocated "
+                        f"{r.expected:g} - 1); range "
                         f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)}): "
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
                         "rounding (formulas/caching_allocator.py) included",
