@@ -125,7 +125,11 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True) -> Item:
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,
                     engine: str) -> dict[str, object] | None:
     """The calibrated range of the device need (estimate/ranges.py): the live-tensor part x the band of measured /
-    predicted of ``kind`` and ``engine``, the rest (reserve, context) at its expected value. None without a band."""
+    predicted of ``kind`` and ``engine``, the rest (reserve, context) at its expected value. None without a band.
+
+    The bands' rows compare live-tensor predictions with published figures of either kind (max_memory_allocated or
+    reserved), so under ``metric`` reserved or nvidia-smi the calibrated high end partly repeats the reserve: it is
+    the conservative side, and the verdict still decides on the expected value."""
     b = R.band_for(kind, engine)
     if b is None:
         return None
