@@ -121,3 +121,12 @@ def test_cli_metric_json_and_text() -> None:
     assert t.returncode == 0 and "calibrated range:" in t.stdout and "metric=allocated" in t.stdout
     bad = _cli("infer", "llama-3.1-8b", "--metric", "smi")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_preallocated_kv_pool_does_not_fragment() -> None:
+    # vLLM allocates its KV pool once at start-up: only the activations (and graph/non-torch buffers) are dynamic
+    est = estimate_inference("llama-3.1-8b", engine="vllm", memory=80 * GiB, context=8192, metric="reserved")
+    reserve = est.item("allocator_reserve").bytes
+    dynamic = sum(i.bytes for i in est.items if i.location == "device"
+                  and i.name not in ("weights", "kv_cache", "allocator_reserve"))
+    assert reserve == pytest.approx(dynamic * (A.RESERVE[A.INFERENCE].expected - 1), rel=1e-3)

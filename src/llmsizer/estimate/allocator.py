@@ -89,9 +89,12 @@ def tensor_bytes(items: list[Item] | tuple[Item, ...]) -> int:
     return sum(i.bytes for i in items if i.location == "device" and i.name not in NOT_TENSORS)
 
 
-def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True) -> Assumption:
+def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
+                 kv_pool: bool = False) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
-    allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). Returns the assumption."""
+    allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
+    one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
+    every step (transformers cache_utils.py DynamicLayer.update), so dynamic. Returns the assumption."""
     if check_metric(metric) is None:
         return Assumption("metric", DEFAULT_TEXT, True, METRIC_WHY)
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
@@ -99,7 +102,8 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
             or (i.name == CONTEXT_ITEM and metric == "nvidia-smi")]
     if metric != "allocated" and had_context:  # a device run: add the reserve (before the context, if kept)
         at = next((n for n, i in enumerate(keep) if i.name == CONTEXT_ITEM), len(keep))
-        dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in PERSISTENT)
+        persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
+        dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
         keep.insert(at, reserve_item(dynamic, phase, pytorch))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)

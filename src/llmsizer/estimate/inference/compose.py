@@ -198,7 +198,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
-    acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp"))
+    acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
+                                        kv_pool=w.engine in ("vllm", "sglang")))
     pc = count_params(spec)
     details = ctx.details
     details.update({
