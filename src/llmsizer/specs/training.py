@@ -7,10 +7,11 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
-from .workload import MEMORY_METRICS
+from .given import tracks_given
+from .workload import DEVICES, MEMORY_METRICS
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -81,6 +82,7 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
+@tracks_given
 @dataclass(frozen=True)
 class TrainingWorkload:
     """One training or fine-tuning run.
@@ -125,6 +127,9 @@ class TrainingWorkload:
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
         (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
+    given: the names of the fields the caller passed (set by the constructor, specs/given.py).
+    device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
+        host RAM: no CUDA context, and the process's own runtime counts against that same memory).
     """
 
     method: str = "full"
@@ -162,15 +167,25 @@ class TrainingWorkload:
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
+    # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
+    given: frozenset[str] | None = field(default=None, repr=False)
+    device: str = "gpu"
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
-                  ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS))
+                  ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
+                  ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.device == "cpu" and self.offload != "none":
+            raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
+                             "there already (use offload none)")
+        if self.device == "cpu" and self.optimizer is not None and self.optimizer.startswith("paged-"):
+            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on device cpu use "
+                             f"{self.optimizer[len('paged-'):]}")
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),

@@ -132,6 +132,9 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         results.append((st, stage_timeline(ctx, st)))
     st, tl = max(results, key=lambda r: r[1].peak.total)
     _items(ctx, st, tl, acc)
+    if w.metric is not None and w.device != "gpu":
+        raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
+                         f"device {w.device!r} is sized in host RAM (drop --metric)")
     acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
@@ -139,7 +142,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     details["peak_phase"] = tl.peak.name + (f" (pipeline stage {st.stage})" if w.pp > 1 else "")
     est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     lo, mid, hi = est.total("device")
-    calibrated = calibrated_need(est.items, mid, TRAINING_MEMORY, PYTORCH_TRAINING)
+    # the training memory band comes from GPU runs (validation rows); a CPU step has none
+    calibrated = calibrated_need(est.items, mid, TRAINING_MEMORY, PYTORCH_TRAINING) if w.device == "gpu" else None
     if calibrated is not None:
         details["calibrated_range"] = calibrated
     if w.memory is not None:  # the one fit rule (estimate/verdict.py)
@@ -224,14 +228,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               formula=f"optimizer_impl {ctx.optimizer_impl}: fused 0; foreach one state-sized "
                                       f"temporary ({format_bytes(tl.step_temporaries_foreach)})",
                               source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py)"))
-    acc.span("cuda_context", E.CUDA_CONTEXT)
-    acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
-                          formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
-                                  "created in step 1 may not fit the blocks the backward freed, so reserved can grow "
-                                  "by up to the freed activation blocks",
-                          source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
-                                 "expandable_segments)"))
-    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+    if w.device == "gpu":
+        acc.span("cuda_context", E.CUDA_CONTEXT)
+        acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
+                              formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
+                                      "created in step 1 may not fit the blocks the backward freed, so reserved can "
+                                      "grow by up to the freed activation blocks",
+                              source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
+                                     "expandable_segments)"))
+    # on a CPU the step's tensors and the process's own runtime share one memory, the RAM being checked
+    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host" if w.device == "gpu" else "device")
     if st.paged_optimizer:
         acc.items.append(Item("paged_optimizer_states", st.paged_optimizer, "host", 0, st.paged_optimizer,
                               formula="bitsandbytes paged states live in CUDA unified memory: on the GPU while it has "
