@@ -122,3 +122,26 @@ def test_the_engines_own_kv_dtypes_still_answer(engine, kv_dtype, weights):
 def test_zero_training_tokens_is_out_of_range(command):
     err = one_line_error(run(*command, "--tokens", "0"))
     assert "--tokens" in err and "out of range" in err, err
+
+
+# ------------------------------------------------------------------------- "did you mean" names the command's own options
+
+def test_did_you_mean_suggests_only_an_option_of_the_command_given():
+    # before: `models --fits-on l4 --images 1` suggested '--layers', an option of `inspect` (registered by the same
+    # module), which `models` refuses in turn
+    err = one_line_error(run("models", "--fits-on", "l4", "--images", "1"))
+    assert "unrecognized arguments: --images" in err and "--layers" not in err, err
+    err = one_line_error(run("models", "--fits-on", "l4", "--contxt", "8k"))
+    assert "did you mean '--context'" in err, err
+    err = one_line_error(run("hardware", "list", "--jsn"))
+    assert "did you mean '--json'" in err, err
+
+
+def test_python_dash_m_llmsizer_is_the_cli():
+    # before: "No module named llmsizer.__main__; 'llmsizer' is a package and cannot be directly executed"
+    r = subprocess.run([sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--concurrency", "0"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+    assert r.returncode == 2 and "--concurrency" in r.stderr, r.stderr
+    assert run("infer", "qwen2.5-0.5b", "--json").stdout == subprocess.run(
+        [sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--json"], capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=SRC), timeout=120).stdout
