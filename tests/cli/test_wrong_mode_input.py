@@ -145,3 +145,15 @@ def test_python_dash_m_llmsizer_is_the_cli():
     assert run("infer", "qwen2.5-0.5b", "--json").stdout == subprocess.run(
         [sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--json"], capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=SRC), timeout=120).stdout
+
+
+# ------------------------------------------------------------------------- fit --host-device
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--engine", "llamacpp", "--host-device", "foo"], "unknown hardware 'foo'"),  # before: exit 0, all layers on GPU
+    (["--engine", "llamacpp", "--host-device", "h100-sxm"], "must be a CPU"),
+    (["--engine", "vllm", "--host-device", "desktop-ddr5-4800-2ch"], "llamacpp"),  # before: ignored, exit 0
+])
+def test_host_device_is_checked_even_when_no_layer_runs_on_the_cpu(extra, named):
+    err = one_line_error(run("fit", "qwen2.5-0.5b", "--device", "rtx-4090", *extra))
+    assert named in err, err
