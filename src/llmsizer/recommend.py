@@ -28,7 +28,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration
+from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
@@ -36,6 +36,7 @@ from .estimate.fit import (
     fit,
     fit_training,
     usable_memory,
+    vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
@@ -375,7 +376,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if wb / spread > budget:
             smallest = (int(wb / spread), fmt)
             continue
-        args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
+        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(media or {}))
         target, count = cand.instance or dev, None if cand.instance else n
@@ -595,7 +597,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))
     ckpt = wl.get("grad_checkpointing")
     lora_kw = {k: wl[k] for k in ("rank", "targets") if k in wl}
-    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw)
+    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw,
+                         checkpoint_every=int(wl.get("checkpoint_every", 1)))
     fpt = fl.per_token
     assumptions: list[Assumption] = []
     warnings: list[str] = []
@@ -607,26 +610,37 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     device_kind=dev.kind, count=cand.count,
                                     tensor_parallel=int(wl.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
-        peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
+        peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
         if peak is None:
-            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
             continue
         reasons: list[str] = []
         if dev.memory_bytes is None and cand.memory is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
             continue
-        fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
-                          memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
+        try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
+            fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+                              headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
+                              **(training_fields or {}))
+        except InputError as e:
+            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
+                raise
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
+            continue
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
+        dur = training_duration(spec, vm_share_device(dev, cand.instance), cand.count, tokens, method=method,
+                                seq_len=seq_len,
                                 grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)
+        if dur.lower_bound:  # not comparable with calibrated options: say so on the option itself
+            reasons.append(f"time is a lower bound: no calibrated training utilisation for {dev.id} (100% of its "
+                           f"{dur.peak_key} peak)")
         one = float(dur.seconds or 0.0)
         nodes = 1
         if c.deadline is not None and one > c.deadline:

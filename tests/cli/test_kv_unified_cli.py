@@ -1,5 +1,5 @@
 """--kv-unified / --no-kv-unified through the real entry point: llama.cpp only (refused elsewhere, one line, exit 2),
-stated as a default or as given, printed as -kvu by the auto-fit, and read from a request file's llamacpp section
+stated as a default or as given, printed as -kvu by the auto-fit, and read from a request file's engine_settings section
 with the same answer as infer."""
 
 from __future__ import annotations
@@ -86,17 +86,17 @@ jobs:
     model: {{name: gemma-3-4b-it}}
     engine: {engine}
     quantization: q4_0
-    llamacpp: {{kv_unified: true}}
+    engine_settings: {{kv_unified: true}}
     resources: {{device: rtx-4090, count: 1}}
     traffic: {{concurrency: {{typical: 4, peak: 4}}, context: {{typical: 8k, peak: 8k}}}}
 """
 
 
-def test_request_llamacpp_section(tmp_path: Path) -> None:
+def test_request_engine_settings_kv_unified(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(REQUEST.format(engine="vllm"))
     r = run("request", "check", str(bad))
-    assert r.returncode != 0 and "llamacpp: llama.cpp settings apply to engine llamacpp" in r.stderr
+    assert r.returncode != 0 and "engine_settings.kv_unified: applies to engine llamacpp, not vllm" in r.stderr
     good = tmp_path / "good.yaml"
     good.write_text(REQUEST.format(engine="llamacpp"))
     assert run("request", "check", str(good)).returncode == 0

@@ -52,7 +52,7 @@ headroom_arg = float_arg(HEADROOM)
 def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--headroom", type=headroom_arg,
                    help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
-                        "gpu_memory_utilization)")
+                        "gpu_memory_utilization; SGLang keeps none: use --mem-fraction-static)")
 
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:

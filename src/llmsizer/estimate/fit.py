@@ -212,10 +212,13 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     return memory
 
 
-def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
+def vm_share_device(device: Device, instance: Instance | None, assumptions: list[Assumption] | None = None) -> Device:
     """A CPU instance's device with its memory bandwidth and peak FLOP/s scaled to the VM's share of the socket's
     physical cores (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device
-    unchanged when it is not a CPU or a number is missing. Speed on an instance is always computed on this device."""
+    unchanged when there is no instance, it is not a CPU or a number is missing. Speed and training duration on an
+    instance are always computed on this device."""
+    if instance is None:
+        return device
     bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
     if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
         return device
@@ -255,9 +258,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
-    assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
+    # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
+    assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
     if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
         raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
@@ -370,6 +374,12 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
+def training_device_kind(device: Device) -> str:
+    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
+    else 'gpu'."""
+    return "cpu" if device.kind == "cpu" else "gpu"
+
+
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
 
 
@@ -407,6 +417,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
+    fields.setdefault("device", training_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

@@ -50,9 +50,9 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
-    """The job's engine-specific settings for ``engine`` (the request's llamacpp section: llama.cpp only; the
-    reader refuses it for another engine)."""
-    return job.llamacpp.fields() if engine == "llamacpp" else {}
+    """The job's engine_settings when ``engine`` is the job's own engine (the reader refuses a setting of another
+    engine); none for hardware sized on another engine."""
+    return job.engine_settings.fields() if engine is not None and engine == job.engine else {}
 
 
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
@@ -92,9 +92,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
                          output_tokens=out_peak, weights=job.quantization, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
-                         media=job.media.fields(), engine=job.engine or ("llamacpp" if job.llamacpp.fields()
-                                                                          else None),
-                         **job.llamacpp.fields())
+                         media=job.media.fields(), engine=job.engine,
+                         **{k: v for k, v in job.engine_settings.fields().items() if k == "kv_unified"})
     except _Skip:
         pass
     except LlmsizerError as e:

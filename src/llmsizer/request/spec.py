@@ -174,11 +174,14 @@ class Media:
 
 
 @dataclass(frozen=True)
-class LlamaCppSettings:
-    """llama.cpp server settings of an inference job on engine llamacpp (InferenceWorkload's fields of the same
-    names)."""
+class EngineSettings:
+    """The serving engine's own settings (InferenceWorkload's fields of the same names, the CLI's flags)."""
 
-    kv_unified: bool | None = None  # -kvu: one KV buffer for all sequences; None: llama-server's with -np N
+    split_mode: str | None = None  # llama.cpp -sm
+    tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts
+    n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe
+    mem_fraction_static: float | None = None  # SGLang --mem-fraction-static
+    kv_unified: bool | None = None  # llama.cpp -kvu: one KV buffer for all sequences; None: llama-server's with -np N
 
     def fields(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -258,9 +261,9 @@ class InferenceJob(_JobBase):
     quantization: str | None = None  # normalized weight format, or None for 'none'
     engine: str | None = None
     kv_cache_dtype: str | None = None
+    engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)
-    llamacpp: LlamaCppSettings = field(default_factory=LlamaCppSettings)
     traffic: Traffic = field(default_factory=Traffic)
     latency: Latency = field(default_factory=Latency)
     service: Service = field(default_factory=Service)

@@ -151,6 +151,9 @@ class InferenceWorkload:
                              ("max_num_batched_tokens", ("vllm", "sglang"))):
             if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
+        if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
+            raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
+                             "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")

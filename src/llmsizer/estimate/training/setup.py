@@ -69,6 +69,8 @@ class TrainingContext:
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
+    if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
+        return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
     if w.method == "qlora":
         return "paged-adamw", "QLoRA recipe: paged AdamW (Dettmers et al. 2023, arXiv 2305.14314, section 3)"
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
@@ -81,6 +83,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              "grad_checkpointing", "attention", "packing"))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
+    if w.device != "gpu":
+        record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
     opt = optimizer_info(str(opt_name))
     if w.tp > 1:
