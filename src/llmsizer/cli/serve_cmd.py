@@ -114,7 +114,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ[WORKER_ENV] = json.dumps({
         "hosts": list(LOOPBACK) if args.host in LOOPBACK else None,
         "inventory": provider.inventory if provider else None, "db": provider.db if provider else None,
-        "auth": provider.auth if provider else None, "uploads_folder": folder,
+        "auth": provider.auth if provider else None, "uploads_folder": folder, "parent": os.getpid() if workers > 1
+        else None,
         "answer_cache": ENTRIES if args.answer_cache is None else args.answer_cache})
     try:
         if provider is not None and provider.auth is None:

@@ -73,6 +73,8 @@ def app_from_env() -> FastAPI:
 
     from .sessions import secret_from_env
     cfg = json.loads(os.environ[WORKER_ENV])
+    if cfg.get("parent"):
+        _end_with(int(cfg["parent"]))
     provider = None
     if cfg.get("inventory"):
         provider = ProviderConfig(inventory=cfg["inventory"], db=cfg.get("db"), auth=cfg.get("auth"),
@@ -80,6 +82,22 @@ def app_from_env() -> FastAPI:
     hosts = cfg.get("hosts")
     return create_app(hosts=frozenset(hosts) if hosts is not None else None, provider=provider,
                       uploads_folder=cfg.get("uploads_folder"), answer_cache=int(cfg.get("answer_cache", 0)))
+
+
+def _end_with(parent: int) -> None:
+    """Linux: this worker gets SIGTERM when the ``serve`` process that started it ends, even by SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``, man 2 prctl), so no orphaned worker keeps the port; elsewhere uvicorn's
+    supervisor ends its workers when it stops normally."""
+    import os
+    import signal
+    import sys
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the call above
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def _problem(request: Request, exc: Any) -> Response:

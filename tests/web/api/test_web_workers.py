@@ -171,3 +171,29 @@ def test_the_upload_folder_is_private_and_removed_at_the_end(tmp_path):
         assert proc.wait(timeout=30) == 0
     assert not os.path.exists(os.path.join(tmp, folders[0]))
     assert not [p for p in workers if os.path.exists(f"/proc/{p}")]  # no worker left behind
+
+
+def test_workers_end_when_the_server_is_killed():
+    """SIGKILL leaves the supervisor no chance to stop its workers: they end by themselves (no orphan on the port)."""
+    import signal
+    import time
+    port = free_port()
+    proc = start("--port", str(port), "--workers", "2")
+    try:
+        wait_until_up(proc, f"http://127.0.0.1:{port}/api/v1")
+        workers = workers_of(proc.pid)
+        assert len(workers) == 2
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    end = time.monotonic() + 30
+    while time.monotonic() < end and [p for p in workers if os.path.exists(f"/proc/{p}")
+                                      and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]:
+        time.sleep(0.2)
+    alive = [p for p in workers if os.path.exists(f"/proc/{p}")
+             and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]
+    for p in alive:  # do not leave them running if this fails
+        os.kill(p, signal.SIGKILL)
+    assert not alive
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
