@@ -35,12 +35,9 @@ from .estimate.fit import (
     default_engine,
     fit,
     fit_training,
-    prompt_and_output,
     usable_memory,
-    vm_share_device,
 )
 from .estimate.inference.media import media_in_context
-from .estimate.speed import estimate_speed
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens, power_price_per_hour
 from .formulas.params import count_params
@@ -233,7 +230,7 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
-    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
+    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
 
 
 def _rejected_stub(d: Device, why: str) -> Option:
@@ -272,7 +269,6 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     spec = load_model(model) if isinstance(model, str) else model
     media = dict(media or {})
     found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
-    extra_prompt = found.tokens if found is not None else 0
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -292,7 +288,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
                              engine, media)
             memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, extra_prompt)
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, media)
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     if meets:
@@ -419,8 +415,8 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
-            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path],
-            extra_prompt: int = 0) -> Option:
+            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float,
+            media: Mapping[str, Any] | None = None) -> Option:
     """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
                    cost_basis=cand.cost_basis)
@@ -431,7 +427,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens,
-                                                extra_prompt)
+                                                hardware_files, hr, media)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
                 f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
@@ -452,20 +448,22 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
-                  output_tokens: int | None, extra_prompt: int = 0) -> tuple[int, float | None, float | None]:
-    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly);
-    ``extra_prompt``: image/video tokens in each prompt."""
-    prompt, out = prompt_and_output(context, output_tokens)
-    prompt += extra_prompt
+                  output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float,
+                  media: Mapping[str, Any] | None) -> tuple[int, float | None, float | None]:
+    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly).
+    Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
+    media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
+    fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
         per = max(1, math.ceil(concurrency / r))
-        device = vm_share_device(cand.device, cand.instance) if cand.instance is not None else cand.device
-        sp = estimate_speed(spec, device, opt.tensor_parallel, weights_format=opt.weights_format,
-                            prompt_tokens=prompt, output_tokens=out, concurrency=per)
-        if sp.tokens_per_second is None:
+        one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
+                  context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
+                  hardware_files=hardware_files, **(media or {}))
+        sp = one.speed
+        if sp is None or sp.tokens_per_second is None:
             return r, None, None
-        total = sp.tokens_per_second * r * (cand.count // opt.tensor_parallel)
+        total = sp.tokens_per_second * one.replicas * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None

@@ -7,6 +7,8 @@ by llmsizer):
 - ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
   ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
 - ``llamacpp_bench.csv``: llama.cpp llama-bench decode/prefill rows with their quoted README lines.
+- ``llamacpp_batched_bench.csv``: llama.cpp llama-batched-bench rows (several sequences decoded at once) with their
+  quoted table lines.
 - ``vllm_startup_logs.csv``: vLLM start-up log lines (weights, profile-run activation, KV pool, concurrency).
 - ``measured/*.jsonl``: runs measured with ``llmsizer measure`` (``bench/gpu_validation.sh`` on GPUs).
 
@@ -324,7 +326,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
+                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
+                             "still read for b routings: formulas/speed.py eq. 10)")
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
@@ -421,6 +424,30 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     return out
 
 
+# -- llama.cpp llama-batched-bench rows: validation/llamacpp_batched_bench.csv (llama.cpp benches/dgx-spark.md) -----
+# B sequences decoded together (S_TG); the four B = 32 rows PM0103-PM0106 of public_measurements.csv are the same
+# tables' rows and are not repeated there. No row fed a constant (formulas/speed.py eq. 10 uses the calibrated
+# single-sequence and prefill constants only).
+
+def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
+    """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
+    single-sequence decode."""
+    out = []
+    for r in _read_csv(str(data_dir(data) / "llamacpp_batched_bench.csv")):
+        prompt, gen, batch, value = int(r["prompt"]), int(r["generated"]), int(r["sequences"]), float(r["value"])
+        s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
+                   ubatch=SPARK_UBATCH)
+        kind = BATCHED if batch > 1 else DECODE
+        pred = s.tokens_per_second
+        out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
+                        f"b{batch}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
+                        f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
+                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     cases: list[Case] = []
     missing: list[NotExpressed] = []
@@ -428,7 +455,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data), missing
+    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------

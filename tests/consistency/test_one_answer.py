@@ -363,3 +363,22 @@ def test_plan_sglang_service_need_is_what_fit_says_the_workload_needs() -> None:
     code, out = run("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "sglang")
     assert code == 0 and "SGLang reserves the pool" in out and "vLLM reserves" not in out
     assert "vLLM admits" not in render_plan_text(plan)
+
+
+def test_recommend_replicas_for_a_throughput_target_run_at_fits_speed() -> None:
+    """Replicas added to reach a tokens/s target are sized by ``fit`` at the per-replica concurrency, with the
+    option's engine and format: the link bandwidth of a multi-GPU instance (tensor parallel) and every other
+    workload setting ``fit`` reads are the same. Before, a bare speed estimate without the link was used."""
+    import math
+
+    rec = recommend_inference("llama-3.1-70b-instruct", context=4096, concurrency=64,
+                              constraints=Constraints(providers=("aws",), tokens_per_second=20000))
+    replicated = [o for o in rec.options if o.replicas > 1]
+    assert any(o.tensor_parallel > 1 for o in replicated)
+    for o in replicated[:4]:
+        per = max(1, math.ceil(64 / o.replicas))
+        r = fit("llama-3.1-70b-instruct", o.target, engine=o.engine, weights=o.weights_format, context=4096,
+                concurrency=per)
+        assert r.speed is not None and r.speed.tokens_per_second is not None
+        assert o.tokens_per_second == pytest.approx(r.speed.tokens_per_second * r.replicas * o.replicas, rel=1e-12)
+        assert o.tokens_per_second_per_user == r.speed.tokens_per_second_per_user

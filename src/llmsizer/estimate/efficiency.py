@@ -106,9 +106,9 @@ LLAMACPP_HALF_COLUMNS = Factor(
 # build_attn_mha).
 LLAMACPP_KQ_BYTES_PER_SCORE = 16
 MMQ_PATH, CUBLAS_PATH = "mmq", "cublas"
-# Up to this many tokens per product ggml-cuda runs the matrix-vector kernels (mmvq.cuh MMVQ_MAX_BATCH_SIZE 8);
-# a larger decode batch takes the MMQ/cuBLAS path of prefill.
-LLAMACPP_MMVQ_MAX_BATCH = 8
+# Decoding several sequences at once (formulas/speed.py eq. 10) uses the same path's rate for the products' columns
+# beyond the first: up to MMVQ_MAX_BATCH_SIZE = 8 columns ggml-cuda runs mmvq (the same weights per column), above it
+# MMQ/cuBLAS; no constant of its own (the per-column time measured on DGX Spark matches this rate, eq. 10).
 _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 
 

@@ -161,3 +161,15 @@ VLLM_KERNEL_BLOCK_ALIGNMENT = 16
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)
 LLAMACPP_KV_PAD = 256  # llama.cpp pads n_ctx / KV cells to a multiple of 256 (llama-context.cpp, llama-kv-cache.cpp)
+
+
+def llamacpp_window_extra(model_type: str, window: int | None, ubatch: int, sequences: int, n_ctx: int) -> int:
+    """Cells a sliding-window layer's llama.cpp KV stream holds beyond its window: the iSWA cache is
+    min(n_ctx, n_swa x n_seq + n_ubatch) cells (src/llama-kv-cache-iswa.cpp ``size_swa``; n_seq the sequences
+    sharing the stream: all of them with a unified cache, 1 with one stream per sequence, PR #14363), so the
+    extra is n_swa (n_seq - 1) + n_ubatch. A decode step's attention reads every cell of the stream in use
+    (out-of-window cells are masked, not skipped), so the same cells size memory and the per-token read. Phi-3
+    runs without its window in llama.cpp (src/llama-model.cpp LLM_ARCH_PHI3: swa_type NONE): the full n_ctx."""
+    if model_type == "phi3" and window:
+        return n_ctx
+    return (window or 0) * (sequences - 1) + ubatch

@@ -34,6 +34,7 @@ def compose_llamacpp(ctx: Context) -> None:
                      "all layers and the output layer offloaded" if on_gpu else "CPU only")
     ngl = min(ngl, n + 1) if on_gpu else 0
     ubatch = acc.assume("n_ubatch", E.LLAMACPP_N_UBATCH, w.n_ubatch, "llama.cpp default physical batch")
+    ctx.details["n_ubatch"] = ubatch  # the speed estimate's prefill columns and sliding-layer cells (estimate/fit.py)
     mode, shares = _split_settings(ctx, gpus)
     n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
@@ -43,10 +44,8 @@ def compose_llamacpp(ctx: Context) -> None:
                      - out_other, 0)
     n_ctx = paged_tokens(w.context * w.concurrency, E.LLAMACPP_KV_PAD)
     ctx.details["n_ctx"] = n_ctx
-    swa_extra = (spec.sliding_window or 0) * (w.concurrency - 1) + ubatch
+    swa_extra = E.llamacpp_window_extra(spec.model_type, spec.sliding_window, ubatch, w.concurrency, n_ctx)
     if spec.model_type == "phi3" and spec.sliding_window:
-        # llama.cpp disables Phi-3's sliding window (src/llama-model.cpp LLM_ARCH_PHI3: swa_type NONE): full KV
-        swa_extra = n_ctx
         acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
     kvc = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra)
     # per attention layer; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only) hold no KV
