@@ -56,7 +56,8 @@ def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT
     app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(HTTPException, _http_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
-    app.add_middleware(AnswerCache, entries=answer_cache)  # inside the guard (added last: outermost)
+    # inside the guard (added last: outermost); estimate routes called directly (routes: the API's)
+    app.add_middleware(AnswerCache, entries=answer_cache, routes=router.routes)
     app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit}, hosts=hosts)
     return app
 
