@@ -197,3 +197,10 @@ def test_workers_end_when_the_server_is_killed():
     assert not alive
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
+
+
+@pytest.mark.parametrize("args", [["--workers", "0"], ["--workers", "two"], ["--answer-cache", "-1"]])
+def test_bad_worker_settings_are_one_line_and_exit_2(args):
+    from web_api_helpers import run_cli
+    r = run_cli("serve", "--port", str(free_port()), *args)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1 and args[0] in r.stderr
