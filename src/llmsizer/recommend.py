@@ -28,7 +28,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration
+from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
@@ -36,6 +36,7 @@ from .estimate.fit import (
     fit,
     fit_training,
     usable_memory,
+    vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
@@ -262,13 +263,19 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
-                        engine: str | None = None, media: Mapping[str, Any] | None = None) -> Recommendation:
+                        engine: str | None = None, media: Mapping[str, Any] | None = None,
+                        kv_unified: bool | None = None) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
-    fields, whose tokens add to each prompt)."""
+    fields, whose tokens add to each prompt; ``kv_unified``: llama.cpp's KV layout, with engine llamacpp only)."""
     spec = load_model(model) if isinstance(model, str) else model
     media = dict(media or {})
     found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
+    if kv_unified is not None:  # an engine setting: refused, not ignored, where candidates may run another engine
+        if engine is None or normalize_engine(engine) != "llamacpp":
+            raise InputError("kv_unified applies to engine llamacpp; give engine llamacpp (--engine llamacpp)")
+    # the workload fields every fit of a candidate gets: media and engine settings
+    fields = dict(media, **({"kv_unified": kv_unified} if kv_unified is not None else {}))
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -286,9 +293,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
-                             engine, media)
+                             engine, fields)
             memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, media)
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     if meets:
@@ -309,7 +316,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr, media) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
@@ -352,7 +359,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if wb / spread > budget:
             smallest = (int(wb / spread), fmt)
             continue
-        args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
+        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(media or {}))
         target, count = cand.instance or dev, None if cand.instance else n
@@ -584,26 +592,37 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     device_kind=dev.kind, count=cand.count,
                                     tensor_parallel=int(wl.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
-        peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
+        peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
         if peak is None:
-            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
             continue
         reasons: list[str] = []
         if dev.memory_bytes is None and cand.memory is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
             continue
-        fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
-                          memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
+        try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
+            fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+                              headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
+                              **(training_fields or {}))
+        except InputError as e:
+            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
+                raise
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
+            continue
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
+        dur = training_duration(spec, vm_share_device(dev, cand.instance), cand.count, tokens, method=method,
+                                seq_len=seq_len,
                                 grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)
+        if dur.lower_bound:  # not comparable with calibrated options: say so on the option itself
+            reasons.append(f"time is a lower bound: no calibrated training utilisation for {dev.id} (100% of its "
+                           f"{dur.peak_key} peak)")
         one = float(dur.seconds or 0.0)
         nodes = 1
         if c.deadline is not None and one > c.deadline:

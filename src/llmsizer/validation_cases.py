@@ -270,10 +270,23 @@ SPARK = {
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
+# The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
+# rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
+# false holds: one KV stream per sequence (ggml-org/llama.cpp@0c1e57098; -kvu exists since PR #14363, 2025-07).
+SPARK_KV_UNIFIED = False
 SPEED_NOT_EXPRESSIBLE = {
     "PM0088": "prompt length in tokens not given (only '10x system prompt')",
     "PM0089": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0601": "3 x GCP c3-highmem-8 data parallel over the VMs' network: no sourced network bandwidth for C3 VMs, "
+              "and each rank's iteration (25.2 s) is faster than the single-VM run of the same settings (PM0600, "
+              "40.76 s), which no data-parallel model reproduces",
 }
+# Intel's Cloud Optimization Module for GCP: GPT-2 small (nanoGPT: 12 layers, width 768, 12 heads, vocab 50,257,
+# tied embeddings, 124,439,808 parameters) as a Llama-style manual model of that parameter count: the FLOP count
+# 6N + 12 L d s depends only on N, L, d and s; full fine-tuning in bf16 autocast, batch 32 x 1024, no recomputation
+CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257, tied=True)
+CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
+CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
@@ -285,18 +298,27 @@ TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq
                        grad_checkpointing="selective", fsdp="full", optimizer="adamw")
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
-                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
+                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
+                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX"}
+
+
+def cpu_gpt2_spec() -> Any:
+    """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
+    from .readers.manual import spec_from_manual
+    return spec_from_manual(name="gpt2 (manual)", **CPU_GPT2)  # type: ignore[arg-type]
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False, ubatch: int | None = None, flash: bool = True) -> Any:
+           identical: bool = False, ubatch: int | None = None, flash: bool = True,
+           kv_unified: bool | None = None) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash)
+                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
+                          kv_unified=kv_unified)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -308,11 +330,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
-        return NotExpressed(rid, PREFILL, SPEED_NOT_EXPRESSIBLE[rid])
+        return NotExpressed(rid, PREFILL if r["method"] == "inference" else TRAINING_SPEED, SPEED_NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH,
+                   kv_unified=SPARK_KV_UNIFIED)
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
@@ -355,6 +378,18 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
+    if rid in CPU_TRAINING_DEVICE:
+        dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
+        d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
+        pred = d.tokens_per_second
+        tol = TOLERANCE[TRAINING_SPEED]
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        return Case(rid, TRAINING_SPEED, f"IPEX GPT-2 small bf16 full fine-tune 1x{dev.id} tokens/s", pred, value,
+                    "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    excluded=CALIBRATION if calib else "", source=r["source"],
+                    note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
+                    f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -436,7 +471,7 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     for r in _read_csv(str(data_dir(data) / "llamacpp_batched_bench.csv")):
         prompt, gen, batch, value = int(r["prompt"]), int(r["generated"]), int(r["sequences"]), float(r["value"])
         s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
-                   ubatch=SPARK_UBATCH)
+                   ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "

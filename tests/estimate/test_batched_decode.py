@@ -9,22 +9,12 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
-from llmsizer.estimate import engines as ENG
 from llmsizer.estimate.speed import SpeedEstimate, estimate_speed
 
 
 def _speed(model: str, fmt: str, prompt: int, batch: int, **kw: Any) -> SpeedEstimate:
     return estimate_speed(find(model).spec(), builtin_catalog().devices["dgx-spark"], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=32, concurrency=batch, kv_dtype="fp16", **kw)
-
-
-def test_iswa_cells_follow_llama_cpp_size_swa() -> None:
-    # src/llama-kv-cache-iswa.cpp: size_swa = min(n_ctx, n_swa x n_seq + n_ubatch) (before padding), so the cells
-    # beyond the window are n_swa (n_seq - 1) + n_ubatch: Gemma 3 (n_swa 1024) with -ub 2048
-    assert ENG.llamacpp_window_extra("gemma3_text", 1024, 2048, 1, 8192) == 2048  # one stream per sequence
-    assert ENG.llamacpp_window_extra("gemma3_text", 1024, 2048, 4, 8192) == 3 * 1024 + 2048  # unified, 4 sequences
-    assert ENG.llamacpp_window_extra("llama", None, 512, 4, 8192) == 512  # no window: nothing to cap
-    assert ENG.llamacpp_window_extra("phi3", 2047, 512, 1, 4096) == 4096  # llama.cpp runs Phi-3 without its window
 
 
 def test_sliding_layers_read_the_stream_not_the_window() -> None:

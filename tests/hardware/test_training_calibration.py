@@ -78,3 +78,25 @@ def test_architectures_without_a_row_take_the_ada_value() -> None:
     f, own = E.training_utilization("ampere")
     assert f is E.TRAINING_DEVICE_UTILIZATION and not own
     assert E.training_utilization("hopper")[1]
+
+
+def test_cpu_amx_utilization_follows_from_its_row() -> None:
+    """TRAINING_UTILIZATION_CPU_AMX from PM0600 (Intel ICOM: GPT-2 small bf16 + IPEX full fine-tune on one GCP
+    c3-highmem-8, 32 x 1024 tokens per iteration, median 40.76 s): one CPU, no communication or paging, so u =
+    compute time at u = 1 / measured time per iteration. The time is re-read from the row's quoted iterations."""
+    import re
+    from statistics import median
+
+    from llmsizer.validation_cases import CPU_GPT2_FIELDS, CPU_TRAINING_DEVICE, cpu_gpt2_spec
+
+    r = public_rows()["PM0600"]
+    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
+    assert len(times) == 9 and all(40 < t < 42 for t in times)  # the iterations without an evaluation
+    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
+    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    dev = builtin_catalog().devices[CPU_TRAINING_DEVICE["PM0600"]]
+    d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS, utilization=1.0)
+    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+    assert d.peak_key == "bf16" and d.peak_flops == pytest.approx(4 * 3.0e9 * 1024)  # 4 cores x 3.0 GHz x AMX
+    u = d.step.compute_seconds / median(times)
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_AMX.expected, abs=0.00005)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import fit_training, resolve_target, training_on_memory
+from ..estimate.fit import fit_training, resolve_target, training_on_memory, vm_share_device
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
@@ -67,8 +67,9 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
         assert r.estimate is not None
         est, memory = r.estimate, r.details["usable_memory_per_device"]
         if args.tokens:
-            device, _, _, _ = resolve_target(args.device, args.hardware_file)
-            duration = training_duration_for(spec, device, r.count, args.tokens, fields, args.utilization)
+            device, _, _, instance = resolve_target(args.device, args.hardware_file)
+            duration = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
+                                             args.utilization)
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")

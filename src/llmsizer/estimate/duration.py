@@ -85,6 +85,7 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
+    lower_bound: bool = False  # timed at the whole peak (a CPU with no calibrated utilisation): the shortest time
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -94,7 +95,7 @@ class Duration:
     def seconds_range(self) -> tuple[float, float] | None:
         """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of
         data-parallel runs; None for tensor/pipeline-parallel runs (no validation rows)."""
-        if self.step is None or self.step.topology == "model-parallel" or self.seconds is None:
+        if self.step is None or self.step.topology in ("model-parallel", "cpu") or self.seconds is None:
             return None
         r = R.calibrated_range(R.TRAINING_SPEED, R.PYTORCH_TRAINING, self.step.tokens_per_second)
         return None if r is None else (self.tokens / r[1], self.tokens / r[0])
@@ -112,7 +113,7 @@ class Duration:
                 "calibrated_seconds_range": self.seconds_range,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "lower_bound": self.lower_bound}
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,7 @@ class StepTime:
     micro_steps: int
     tokens_per_second: float  # all devices
     comm_bytes: float  # per device per micro-step
-    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel'
+    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -168,12 +169,27 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                             "is not counted")
     elif n > 1:
         topology = "model-parallel"
+    if device.kind == "cpu" and n == 1:
+        topology = "cpu"
     t_p = 0.0
     if paged_bytes:
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_c, t_m, t_p)
     return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology)
+
+
+def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
+    """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
+    dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
+    FP32 peak, which has no calibrated utilisation (True: efficiency.TRAINING_UTILIZATION_CPU_BOUND)."""
+    peak, key = device.peak_flops("bf16")
+    if device.kind != "cpu":
+        return peak, key, False
+    if "bf16" in precision and peak is not None:
+        return peak, key, False
+    peak, key = device.peak_flops("fp32")
+    return peak, key, True
 
 
 def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: float, *, method: str = "full",
@@ -194,14 +210,16 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets)
     own = True
+    peak, key, cpu_bound = training_peak(device, w.precision)
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
+    elif device.kind == "cpu":
+        factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
         raise InputError(f"utilization must be in (0, 1], got {u}")
-    peak, key = device.peak_flops("fp32" if device.kind == "cpu" else "bf16")
     notes = [Assumption("utilization", u, utilization is None, factor.source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
@@ -211,12 +229,17 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if w.method == "qlora":
         warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
                         "work is not in the FLOP count, so the duration is a lower bound")
+    if cpu_bound and utilization is None and w.tp * w.pp == 1 and peak is not None:
+        warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
+                        f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
+                        "the shortest time that peak allows")
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
+    bound = cpu_bound and utilization is None and w.tp * w.pp == 1
+    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

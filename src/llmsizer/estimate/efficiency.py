@@ -3,8 +3,8 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
-constants and the three training-speed constants (utilisation on Ada and on Hopper, the shared host-path collective
-bandwidth); every other factor comes from outside llmsizer's validation rows
+constants and the four training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
+host-path collective bandwidth); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
 
@@ -152,6 +152,24 @@ TRAINING_UTILIZATION_BY_ARCH = {
 }
 
 
+# Training on a CPU with a BF16 matrix unit (Intel AMX): the share of the AMX peak (cores x all-core clock x 1,024
+# BF16 FLOP per cycle, the catalog's derived 'bf16' value) that the executed FLOPs reach. CALIBRATED on one named
+# row: Intel's Cloud Optimization Module, GPT-2 small (124M) full fine-tuning, bf16 autocast + IPEX O1, AdamW, batch
+# 32 x 1024 tokens per iteration, eager ("slow") attention, torch 1.13, on one GCP c3-highmem-8 (4 Sapphire Rapids
+# cores): median 40.76 s per iteration (PM0600) -> 804 tokens/s x 8.60e8 FLOP/token / 12.288 TFLOP/s = 0.0563;
+# re-derived by tests/hardware/test_training_calibration.py. Assumed to hold per core for larger Xeons (one VM of
+# 4 cores is the only row). CPUs without a sourced BF16 matrix peak, and fp32/fp16 recipes, have no calibrated
+# value: they are timed at the whole of their FP32 peak (TRAINING_UTILIZATION_CPU_BOUND, a lower bound on the
+# time), named in the duration's warnings.
+TRAINING_UTILIZATION_CPU_AMX = Factor(
+    "training_device_utilization_cpu_amx", 0.0563, 0.0563, 0.0563,
+    "calibrated: Intel ICOM GPT-2 small bf16 IPEX full fine-tune on 1 x GCP c3-highmem-8 (4 SPR cores), 32 x 1024 "
+    "tokens per 40.76 s (PM0600), executed FLOPs / (AMX BF16 peak x time)")
+TRAINING_UTILIZATION_CPU_BOUND = Factor(
+    "training_device_utilization_cpu_bound", 1.0, 1.0, 1.0,
+    "not calibrated: no published CPU training row for this peak; 1.0 = the whole peak (the shortest possible time)")
+
+
 def training_utilization(architecture: str) -> tuple[Factor, bool]:
     """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: the
     Ada value stands in)."""
@@ -207,7 +225,8 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
-       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, APPLE_GPU_WORKING_SET)
+       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
+       TRAINING_HFU, APPLE_GPU_WORKING_SET)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

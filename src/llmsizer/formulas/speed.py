@@ -81,7 +81,11 @@ take 0.1 ms. With the single-sequence step (7) as the calibrated base::
 W_b the weight bytes of (5) at b independent routings, S_b the recurrent state read and written, N the parameters
 a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
 first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
-attention FLOPs at the FP16 tensor rate. Measured with llama-batched-bench on DGX Spark (build 6918, b = 2..32,
+attention FLOPs at the FP16 tensor rate. The KV cells are llama.cpp's layout (estimate/engines.py
+``llamacpp_kv_cells``, the rule the memory estimate sizes with): one stream per sequence by default; with
+``--kv-unified`` all sequences share one buffer, the cells read are that buffer's cells in use, and each query's
+attention runs over every sequence's cells (masked, not skipped: PR #14363 "cross-sequence attention"), so F_attn
+grows by b. Measured with llama-batched-bench on DGX Spark (build 6918, b = 2..32,
 contexts 0.5k-8k, five models): the step of a mixture-of-experts model grows 1.7-1.9x from b = 1 to b = 2, a dense
 model's 1.07-1.2x, although every sequence carries token 0: the routing does not stay identical, so W_b takes b.
 Part of that jump at b = 2 is the kernel of that build: ggml-cuda ran MoE products (mul_mat_id) of more than one
