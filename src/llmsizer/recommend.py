@@ -580,7 +580,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))
     ckpt = wl.get("grad_checkpointing")
     lora_kw = {k: wl[k] for k in ("rank", "targets") if k in wl}
-    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw)
+    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw,
+                         checkpoint_every=int(wl.get("checkpoint_every", 1)))
     fpt = fl.per_token
     assumptions: list[Assumption] = []
     warnings: list[str] = []

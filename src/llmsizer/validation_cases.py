@@ -295,7 +295,33 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1 and 3 (FSDP rows): llama3_8b.toml @9dec370
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
-                       grad_checkpointing="selective", fsdp="full", optimizer="adamw")
+                       grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
+# "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
+# batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
+_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
+    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
+    # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
+    # plain cross-entropy: each is a later row) with packing to 4096 tokens
+    "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
+                                    grad_checkpointing="none", optimizer="adamw")),
+    **{f"PM07{i:02d}": _COMPILED for i in range(12, 20)},
+}
+# Qwen README "Profiling of Memory and Speed" (PM0720-PM0731): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
+# accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
+# 8 L / (s/iter). Qwen-7B (QWenLMHeadModel, remote code) is not a catalog model: written as the transformers qwen2
+# layout with its dimensions (config.json: hidden 4096, intermediate_size 22016 = 2 x 11008 for w1/w2, 32 layers,
+# 32 heads without GQA, vocab 151936, untied, bias on the fused c_attn only). LoRA (the chat model: no
+# modules_to_save): r 64 on c_attn, attn c_proj, w1, w2, mlp c_proj = every linear. Settings assumed (excluded from
+# the summary): that translation, and HF's reentrant checkpoint (transformers 4.32 default use_reentrant=True), which
+# re-runs each layer's down projection that the non-reentrant early stop skips (about 5 % more FLOPs).
+QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
+             "tie_word_embeddings": False, "max_position_embeddings": 8192}
+QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
+QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
@@ -375,7 +401,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
-                    "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
+                    f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
     if rid in CPU_TRAINING_DEVICE:
@@ -390,6 +416,40 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
                     f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
+    if rid in QWEN_QLORA_ROWS:
+        return NotExpressed(rid, TRAINING_SPEED, "Q-LoRA on the GPTQ Int4 model (auto-gptq kernels), not bitsandbytes NF4")
+    if rid in QWEN_SPEED_ROWS:
+        from .readers.hf_config import spec_from_config
+
+        seq = QWEN_SPEED_ROWS[rid]
+        fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+                      grad_accumulation=8, grad_checkpointing="full", attention="flash")
+        d = training_duration_for(spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"],
+                                  1, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        measured = 8 * seq / value
+        return Case(rid, TRAINING_SPEED, f"Qwen-7B LoRA 1xA100 seq {seq} tokens/s", pred, measured, "tokens/s",
+                    None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    excluded=ASSUMED, source=r["source"],
+                    note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
+                    "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
+                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                       f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
+    if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
+        row = TORCHTUNE_SPEED_ROWS[rid]
+        if isinstance(row, str):
+            return NotExpressed(rid, TRAINING_SPEED, row)
+        model, fields = row
+        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
+        n = int(r["num_gpus"])
+        d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                   f"{st.compute_seconds:.2f} s" if st else ""))
+        return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
+                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -403,7 +463,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         st = d.step
         calib = rid in TRAINING_SPEED_CALIBRATION
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
-                + (f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
+                   + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
         excluded = CALIBRATION if calib else ("" if specified else ASSUMED)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.cli.main import main
-from llmsizer.estimate.duration import training_duration
+from llmsizer.estimate.duration import training_duration, training_duration_for
 from llmsizer.estimate.fit import fit, fit_training, vm_share_device
 from llmsizer.estimate.inference import estimate_inference
 from llmsizer.estimate.training import estimate_training
@@ -143,8 +143,8 @@ def test_plan_training_job_is_fit_train_and_the_duration_rule() -> None:
     mem = job.section("memory")
     assert mem.value("need") == r.memory_per_device and mem.value("fits") is r.fits
     assert mem.value("budget") == r.budget_per_device
-    d = training_duration(load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"], 1, 3 * 240e6,
-                          method="lora", seq_len=4096, grad_checkpointing="full", rank=16, targets="all-linear")
+    d = training_duration_for(load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"], 1, 3 * 240e6,
+                              settings)  # the same settings: micro-batch x sequence sets the GEMM shapes
     assert job.section("duration").value("seconds") == pytest.approx(d.seconds)
 
 
@@ -216,7 +216,11 @@ def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration(
     spec, dev = load_model("llama-3.1-8b"), builtin_catalog().devices["h100-sxm"]
     full = training_duration(spec, dev, 1, 1e9, method="full", seq_len=2048)
     lora = training_duration(spec, dev, 1, 1e9, method="lora", seq_len=2048)
-    assert full.seconds and lora.seconds and lora.seconds < 0.75 * full.seconds
+    assert full.seconds and lora.seconds
+    # frozen base: no weight-gradient GEMMs, so at most (4N + 6N_a) / 6N of the time; the rank-r adapter GEMMs are
+    # memory-bound and give part of it back. Hu et al. 2021 (arXiv 2106.09685) section 4.2 measured a 25 % speedup
+    # (time x 0.8) on GPT-3 175B.
+    assert lora.flops.per_token / full.flops.per_token < lora.seconds / full.seconds < 0.85
     code, text = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
     assert code == 0 and "duration:" in text and "h wall clock" in text
 

@@ -2,7 +2,9 @@
 the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8).
 
 - TRAINING_DEVICE_UTILIZATION from PM0020 (torchtune Llama2-7B LoRA, 1 x RTX 4090, 2582 tokens/s): one device, no
-  communication or paging, so u = compute time at u = 1 / measured time per micro-step.
+  communication or paging, so u is the utilisation whose compute time per micro-step equals the measured one. The
+  memory-bound GEMMs (formulas/gemm_shapes.py: the rank-8 adapters) run at the memory bandwidth whatever u is, so
+  the compute time is not proportional to 1/u: u is solved by bisection.
 - TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
   GPU): communication (NVLink) overlapped and shorter than compute, so u = compute time at u = 1 / measured time.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
@@ -28,12 +30,26 @@ def _row(rid: str):
     return r, find(model).spec(), builtin_catalog().devices["rtx-4090"], int(r["num_gpus"]), fields
 
 
+def solve_utilization(compute_seconds, target: float) -> float:
+    """The u in (0, 1] whose ``compute_seconds(u)`` (decreasing in u) equals ``target``, by bisection."""
+    lo, hi = 1e-3, 1.0
+    assert compute_seconds(hi) < target < compute_seconds(lo)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if compute_seconds(mid) > target else (lo, mid)
+    return (lo + hi) / 2
+
+
 def derive() -> tuple[float, float]:
     r, spec, dev, n, fields = _row("PM0020")
-    d = training_duration_for(spec, dev, n, 1e6, fields, utilization=1.0)
-    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+
+    def compute(u: float) -> float:
+        d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
+        assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+        return d.step.compute_seconds
+
     tokens = fields["micro_batch"] * fields["seq_len"]
-    u = d.step.compute_seconds / (n * tokens / float(r["value"]))
+    u = solve_utilization(compute, n * tokens / float(r["value"]))
     r, spec, dev, n, fields = _row("PM0022")
     d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
     assert d.step is not None and d.step.topology == "host-staged"
@@ -65,12 +81,16 @@ def test_hopper_utilization_follows_from_its_row() -> None:
 
     r = public_rows()["PM0501"]
     n = int(r["num_gpus"])
-    d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
-                              dict(TORCHTITAN_FSDP, gpus=n), utilization=1.0)
-    assert d.step is not None
     t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
-    assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
-    u = d.step.compute_seconds / t_micro
+
+    def compute(u: float) -> float:
+        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+                                  dict(TORCHTITAN_FSDP, gpus=n), utilization=u)
+        assert d.step is not None
+        assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
+        return d.step.compute_seconds
+
+    u = solve_utilization(compute, t_micro)
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
 
 

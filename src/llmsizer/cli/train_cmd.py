@@ -138,7 +138,9 @@ def render_duration(d: Duration) -> str:
             f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
     st = d.step
     if st is not None:
+        line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
+                 + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")

@@ -131,22 +131,25 @@ TRAINING_HFU = Factor(
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
-# 0.699 of 165.2 TFLOP/s; re-derived by tests/hardware/test_training_calibration.py. Replaces PaLM's 46.2 % MFU
-# (a 6144-chip run with its communication inside), which under-predicted single-device runs and over-predicted
-# data-parallel runs over PCIe by up to +404 %.
+# 0.6539 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
+# formulas/training_time.py eq. 2') and dividing by the GEMM shape efficiency (formulas/gemm_shapes.py: this row's
+# rank-8 adapter GEMMs are memory-bound, 0.988); re-derived by tests/hardware/test_training_calibration.py.
+# Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
+# runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.699, 0.699, 0.699,
+    "training_device_utilization", 0.6539, 0.6539, 0.6539,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
 # on one named row: torchtitan Llama 3.1 8B FSDP on 8 x H100 (500 W, HBM2e), 5762 tokens/s per GPU (PM0501,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
 # tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
-# under-predicts a 700 W H100 SXM by up to their peak ratio. Architectures without a row of their own take the Ada
+# under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
+# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853. Architectures without a row of their own take the Ada
 # value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "hopper": Factor("training_device_utilization_hopper", 0.356, 0.356, 0.356,
+    "hopper": Factor("training_device_utilization_hopper", 0.3853, 0.3853, 0.3853,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
