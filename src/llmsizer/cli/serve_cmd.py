@@ -8,6 +8,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -81,6 +82,10 @@ def provider_config(args: argparse.Namespace) -> Any:
                           session_key=secret_from_env())
 
 
+def _stopped(signum: int, frame: Any) -> None:
+    raise SystemExit(0)
+
+
 def default_workers() -> int:
     """One worker process per CPU core this process may run on, at most MAX_DEFAULT_WORKERS."""
     try:
@@ -130,6 +135,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {"log_level": "warning", "access_log": False, "server_header": False}
         with sock:
             if workers == 1:
+                # uvicorn stops on SIGTERM, then raises the signal again for the handler it found: a default one
+                # would end the process before the folder below is removed
+                signal.signal(signal.SIGTERM, _stopped)
                 uvicorn.Server(uvicorn.Config(app_from_env(), **options)).run(sockets=[sock])
             else:  # uvicorn's supervisor: each worker imports the app factory and shares the bound socket
                 from uvicorn.supervisors import Multiprocess

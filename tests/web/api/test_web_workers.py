@@ -155,14 +155,15 @@ def test_a_console_sign_in_holds_on_every_worker(server):
                                                           "csrf": csrf, "auth": True}
 
 
-def test_the_upload_folder_is_private_and_removed_at_the_end(tmp_path):
+@pytest.mark.parametrize("n", [1, 2])
+def test_the_upload_folder_is_private_and_removed_at_the_end(tmp_path, n):
     port = free_port()
     env_before = set(os.listdir(os.environ.get("TMPDIR", "/tmp")))
-    proc = start("--port", str(port), "--workers", "2")
+    proc = start("--port", str(port), "--workers", str(n))
     try:
         wait_until_up(proc, f"http://127.0.0.1:{port}/api/v1")
         workers = workers_of(proc.pid)
-        assert len(workers) == 2
+        assert len(workers) == (n if n > 1 else 0)  # one worker: the serve process itself
         tmp = os.environ.get("TMPDIR", "/tmp")
         folders = [f for f in set(os.listdir(tmp)) - env_before if f.startswith("llmsizer-uploads-")]
         assert len(folders) == 1 and os.stat(os.path.join(tmp, folders[0])).st_mode & 0o077 == 0
