@@ -176,9 +176,12 @@ def test_the_upload_folder_is_private_and_removed_at_the_end(tmp_path, n):
 
 def test_workers_end_when_the_server_is_killed():
     """SIGKILL leaves the supervisor no chance to stop its workers: they end by themselves (no orphan on the port)."""
+    import shutil
     import signal
     import time
     port = free_port()
+    tmp = os.environ.get("TMPDIR", "/tmp")
+    before = set(os.listdir(tmp))
     proc = start("--port", str(port), "--workers", "2")
     try:
         wait_until_up(proc, f"http://127.0.0.1:{port}/api/v1")
@@ -187,6 +190,9 @@ def test_workers_end_when_the_server_is_killed():
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        for f in set(os.listdir(tmp)) - before:  # a killed server cannot remove its upload folder: the test does
+            if f.startswith("llmsizer-uploads-"):
+                shutil.rmtree(os.path.join(tmp, f), ignore_errors=True)
     end = time.monotonic() + 30
     while time.monotonic() < end and [p for p in workers if os.path.exists(f"/proc/{p}")
                                       and Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"]:
