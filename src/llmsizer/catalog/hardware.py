@@ -654,8 +654,13 @@ def _parse_user_text(text: str, path: str, is_yaml: bool) -> dict[str, Any]:
 
 
 def _merge_raw(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A user entry's fields over the catalog's. A new ``memory`` without a ``memory_usable`` of its own drops the
+    inherited driver-reported capacity: that report measured the old memory size, and the device-memory rule
+    (``Device.capacity``: the driver's report first) would otherwise keep answering with it."""
     merged = dict(old)
     merged.update(new)
+    if "memory" in new and "memory_usable" not in new:
+        merged.pop("memory_usable", None)
     return merged
 
 
