@@ -43,6 +43,7 @@ from .workload_args import (
     add_metric_arg,
     add_training_args,
     inference_fields,
+    refuse_serving_flags,
     refuse_training_flags,
     training_fields,
 )
@@ -106,6 +107,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     """The answer of `fit` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data. With --auto the result is llama.cpp's auto-fit (LlamaCppFit)."""
     if args.train:
+        refuse_serving_flags(args)
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                          hardware_files=args.hardware_file, **fields)

@@ -105,7 +105,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {IW.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
-    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: the engine's)")
+    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8 (vLLM, SGLang, transformers), q8_0, q4_0, "
+                   "... (llama.cpp) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
     if attention:
@@ -244,6 +245,24 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
         raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
                          f"{'it' if len(given) == 1 else 'them'} to size serving"
                          + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
+
+
+# flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
+SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
+SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
+SHARED = ("attention", "gpus")  # --attention serves both modes; fit's and recommend's --gpus is the training flag
+
+
+def refuse_serving_flags(args: argparse.Namespace) -> None:
+    """``fit``/``recommend`` with --train answer a training question: a serving flag given there would be ignored
+    (``fit --train --context 64k --engine sglang``, ``recommend --train --images 2`` answered for the training run,
+    exit 0), so it is refused, naming the flags -- the mirror of ``refuse_training_flags``."""
+    given = [k for k in (*INFERENCE_FIELDS, *SERVING_ONLY)
+             if k not in SHARED and getattr(args, k, None) not in (None, False)]
+    if given:
+        flags = ", ".join(SERVING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
+        raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to serving, not to --train (drop "
+                         f"{'it' if len(given) == 1 else 'them'}, or drop --train to size serving)")
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:

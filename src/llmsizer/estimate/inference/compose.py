@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
 from ...formulas.weight_formats import file_weight_bytes, weight_bytes
@@ -47,7 +47,12 @@ def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) ->
 def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
     default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
     kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
-    kv_dtype_bytes(kvd)  # validates the name
+    name = kv_dtype_name(kvd)  # validates the name
+    if name not in profile.kv_dtypes:  # E.EngineProfile.kv_dtypes: refused, not sized
+        owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
+        raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
+                         + (f" ({kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]})"
+                            if owners else ""))
     if profile.name == "transformers" and kvd not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
                             f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
