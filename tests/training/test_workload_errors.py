@@ -83,3 +83,16 @@ def test_reverse_questions_need_a_budget() -> None:
     spec = spec_from_config(LLAMA, name="llama-7b")
     with pytest.raises(LlmsizerError):
         max_micro_batch(spec, 0)
+
+
+def test_a_latent_moe_says_which_training_numbers_ignore_the_latent() -> None:
+    """Nemotron-3-Super's experts run in a 1024-wide latent (moe_latent_size). Its parameter count is exact, but
+    the activation, LoRA-shape and FLOP formulas still use hidden_size: the estimate says so. A MoE without the
+    latent (Nemotron-3-Nano) gets no such warning."""
+    from llmsizer.estimate.training import estimate_training
+
+    est = estimate_training("nvidia-nemotron-3-super-120b-a12b", method="lora", gpus=8, zero=3)
+    (w,) = [x for x in est.warnings if "moe_latent_size 1024" in x]
+    assert "hidden_size 4096" in w and "overestimate" in w
+    nano = estimate_training("nvidia-nemotron-3-nano-30b-a3b-bf16", method="lora")
+    assert not [x for x in nano.warnings if "latent" in x]

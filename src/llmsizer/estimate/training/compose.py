@@ -355,6 +355,11 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     if spec.is_moe:
         acc.warnings.append("MoE: routed-expert activations assume balanced routing; the range's high end allows "
                             "a 1.25 capacity factor (Switch Transformer section 2.2)")
+        if spec.moe is not None and spec.moe.latent_size:
+            acc.warnings.append(f"MoE latent projection (moe_latent_size {spec.moe.latent_size}): parameters, "
+                                "gradients and optimizer states are exact, but expert activations, LoRA shapes and "
+                                f"training FLOPs are sized at hidden_size {spec.hidden_size}, not the latent: an "
+                                "overestimate")
     if w.gpus > 1:
         acc.warnings.append(f"memory is per device, for the most loaded of {w.gpus} devices")
     if spec.max_position_embeddings and w.seq_len > spec.max_position_embeddings:
