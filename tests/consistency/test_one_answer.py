@@ -492,3 +492,15 @@ def test_plan_alternatives_are_searched_on_the_jobs_engine() -> None:
     default = recommend_inference("qwen2.5-0.5b", context=2048, concurrency=2, output_tokens=128,
                                   quantization_advice=False)
     assert got != [(o.target, o.weights_format, o.tokens_per_second) for o in default.options[:6]]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_stated_running_cap_below_the_concurrency_does_not_fit_on_either_pool_engine(engine: str) -> None:
+    """--max-num-seqs 4 with 8 sequences requested: that server runs 4 at once, on vLLM (max_num_seqs) as on SGLang
+    (max_running_requests). Before, vLLM said fits (exit 0) from its pool alone while SGLang said it does not."""
+    base = ("infer", "llama-3.1-8b", "--memory", "80GiB", "--engine", engine, "--concurrency", "8")
+    code, out = run_json(*base, "--max-num-seqs", "4")
+    assert code == 1 and out["details"]["fits"] is False
+    assert "max_num_seqs 4 (stated)" in out["details"]["verdict"]
+    code, out = run_json(*base, "--max-num-seqs", "16")
+    assert code == 0 and out["details"]["fits"] is True

@@ -235,17 +235,23 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     return est
 
 
+def _pool_admits(est: Estimate) -> int:
+    """Sequences of the context a pool engine's pool holds (vLLM's KV blocks, SGLang's token pool). One rule for
+    both engines: the verdict is the pool's; the engine's default cap on running sequences only warns (a
+    deployment raises it), while a cap the user states is checked in ``_check_fit``."""
+    return int(est.details.get("max_concurrency_at_context", 0))
+
+
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
     """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
     need against memory x (1 - headroom)."""
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
-        v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
-                              est.total("device")[1], mem, util)
+        v = admission_verdict(_pool_admits(est), w.concurrency, w.context, est.total("device")[1], mem, util)
     elif w.engine == "sglang":
         mfs = float(est.details.get("mem_fraction_static") or 0.0)
-        v = admission_verdict(int(est.details.get("admitted_sequences", 0)), w.concurrency, w.context,
+        v = admission_verdict(_pool_admits(est), w.concurrency, w.context,
                               est.total("device")[1], mem, mfs, engine="SGLang",
                               pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
                               knob="mem_fraction_static")
@@ -264,5 +270,9 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
         v = memory_verdict(mid, hi, mem, check_headroom(w.headroom), est.details.get("calibrated_range"))
+    if w.engine in ("vllm", "sglang") and v.fits and w.max_num_seqs is not None and w.max_num_seqs < w.concurrency:
+        # a stated --max-num-seqs / --max-running-requests: that server runs no more at once
+        cap = f"max_num_seqs {w.max_num_seqs} (stated) caps the sequences run at once; {w.concurrency} requested"
+        v = dataclasses.replace(v, fits=False, reason=cap, warnings=(f"does not fit: {cap}",))
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)
