@@ -23,7 +23,7 @@ logging.getLogger("transformers").setLevel(logging.ERROR)
 transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
-MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl"}
+MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"}
 
 
 # model_type values transformers itself reads as another family: Kimi K2's 'kimi_k2' (architectures
@@ -62,7 +62,8 @@ def real_param_count(model: Any) -> int:
 # Module-name rules of the transformers definitions (first match wins). The names are those of
 # modeling_llama.py, modeling_mixtral.py, modeling_qwen2_moe.py, modeling_qwen3_moe.py, modeling_deepseek_v3.py,
 # modeling_gpt_oss.py, modeling_gemma3.py, modeling_qwen2_5_vl.py / modeling_qwen3_vl.py (the ``visual`` tower) and
-# modeling_gpt_bigcode.py.
+# modeling_gpt_bigcode.py; modeling_mllama.py / modeling_llama4.py (the ``vision_model`` tower, ``cross_attn`` blocks
+# and their ``cross_attn_attn_gate`` / ``cross_attn_mlp_gate``, Llama 4's ``language_model.lm_head``).
 # Hybrid / state-space families (modeling_qwen3_next.py, modeling_jamba.py, modeling_falcon_h1.py,
 # modeling_granitemoehybrid.py, modeling_nemotron_h.py, modeling_mamba2.py): the recurrent mixer is ``linear_attn`` /
 # ``mamba``, or a ``mixer`` whose parameter names say which block it is (Nemotron-H puts attention, Mamba, MLP
@@ -70,8 +71,9 @@ def real_param_count(model: Any) -> int:
 # ``block_sparse_moe`` + ``shared_mlp`` (Granite-4.0-H) or ``mixer`` (Nemotron-H).
 _FFN = r"(mlp|feed_forward|block_sparse_moe|mixer)"
 _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
-    (r"^lm_head\.", "lm_head"),
-    (r"(vision_tower|multi_modal_projector|\bvisual)\.", "vision"),
+    (r"(^|language_model\.)lm_head\.", "lm_head"),
+    (r"(vision_tower|vision_model|multi_modal_projector|\bvisual)\.", "vision"),
+    (r"\.cross_attn(\.|_attn_gate$|_mlp_gate$)", "attention"),
     (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
     (r"\.(linear_attn|mamba)\.", "recurrent"),
     (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),

@@ -28,19 +28,17 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration
+from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
     default_engine,
     fit,
     fit_training,
-    prompt_and_output,
     usable_memory,
     vm_share_device,
 )
 from .estimate.inference.media import media_in_context
-from .estimate.speed import estimate_speed
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens, power_price_per_hour
 from .formulas.params import count_params
@@ -233,7 +231,7 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
-    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files)
+    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
 
 
 def _rejected_stub(d: Device, why: str) -> Option:
@@ -265,14 +263,19 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         output_tokens: int | None = None, weights: str | None = None,
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
-                        engine: str | None = None, media: Mapping[str, Any] | None = None) -> Recommendation:
+                        engine: str | None = None, media: Mapping[str, Any] | None = None,
+                        kv_unified: bool | None = None) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
-    fields, whose tokens add to each prompt)."""
+    fields, whose tokens add to each prompt; ``kv_unified``: llama.cpp's KV layout, with engine llamacpp only)."""
     spec = load_model(model) if isinstance(model, str) else model
     media = dict(media or {})
     found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
-    extra_prompt = found.tokens if found is not None else 0
+    if kv_unified is not None:  # an engine setting: refused, not ignored, where candidates may run another engine
+        if engine is None or normalize_engine(engine) != "llamacpp":
+            raise InputError("kv_unified applies to engine llamacpp; give engine llamacpp (--engine llamacpp)")
+    # the workload fields every fit of a candidate gets: media and engine settings
+    fields = dict(media, **({"kv_unified": kv_unified} if kv_unified is not None else {}))
     c = constraints or Constraints()
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -290,9 +293,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         base = memo.get(key)
         if base is None:
             base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files,
-                             engine, media)
+                             engine, fields)
             memo[key] = base
-        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, extra_prompt)
+        opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
         (meets if opt.status == "meets" else rejected).append(opt)
     meets.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0, -(o.tokens_per_second or 0.0)))
     if meets:
@@ -313,7 +316,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "no speed or latency limit given: at least human reading speed per user (Brysbaert 2019: 238 words/min "
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
-    quant = _quantization_advice(spec, cat, context, concurrency, hr, media) if quantization_advice else ()
+    quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
@@ -356,7 +359,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if wb / spread > budget:
             smallest = (int(wb / spread), fmt)
             continue
-        args: dict[str, Any] = dict(headroom=hr, engine=engine, weights=fmt, context=context,
+        # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(media or {}))
         target, count = cand.instance or dev, None if cand.instance else n
@@ -419,8 +423,8 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
-            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path],
-            extra_prompt: int = 0) -> Option:
+            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float,
+            media: Mapping[str, Any] | None = None) -> Option:
     """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
                    cost_basis=cand.cost_basis)
@@ -431,7 +435,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens,
-                                                extra_prompt)
+                                                hardware_files, hr, media)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
                 f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
@@ -452,20 +456,22 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
-                  output_tokens: int | None, extra_prompt: int = 0) -> tuple[int, float | None, float | None]:
-    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly);
-    ``extra_prompt``: image/video tokens in each prompt."""
-    prompt, out = prompt_and_output(context, output_tokens)
-    prompt += extra_prompt
+                  output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float,
+                  media: Mapping[str, Any] | None) -> tuple[int, float | None, float | None]:
+    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly).
+    Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
+    media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
+    fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
         per = max(1, math.ceil(concurrency / r))
-        device = vm_share_device(cand.device, cand.instance) if cand.instance is not None else cand.device
-        sp = estimate_speed(spec, device, opt.tensor_parallel, weights_format=opt.weights_format,
-                            prompt_tokens=prompt, output_tokens=out, concurrency=per)
-        if sp.tokens_per_second is None:
+        one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
+                  context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
+                  hardware_files=hardware_files, **(media or {}))
+        sp = one.speed
+        if sp is None or sp.tokens_per_second is None:
             return r, None, None
-        total = sp.tokens_per_second * r * (cand.count // opt.tensor_parallel)
+        total = sp.tokens_per_second * one.replicas * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None
@@ -574,7 +580,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))
     ckpt = wl.get("grad_checkpointing")
     lora_kw = {k: wl[k] for k in ("rank", "targets") if k in wl}
-    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw)
+    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw,
+                         checkpoint_every=int(wl.get("checkpoint_every", 1)))
     fpt = fl.per_token
     assumptions: list[Assumption] = []
     warnings: list[str] = []
@@ -586,26 +593,37 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                     device_kind=dev.kind, count=cand.count,
                                     tensor_parallel=int(wl.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
-        peak, _ = dev.peak_flops("fp32" if dev.kind == "cpu" else "bf16")
+        peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
         if peak is None:
-            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("no sourced bf16 peak FLOP/s",)))
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
             continue
         reasons: list[str] = []
         if dev.memory_bytes is None and cand.memory is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
             continue
-        fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count, headroom=c.headroom,
-                          memory=cand.memory, hardware_files=hardware_files, **(training_fields or {}))
+        try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
+            fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+                              headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
+                              **(training_fields or {}))
+        except InputError as e:
+            if dev.kind != "cpu":  # bad input for every device: exit 2 as before
+                raise
+            rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(str(e),)))
+            continue
         if not fr.fits:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=fr.reasons,
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration(spec, dev, cand.count, tokens, method=method, seq_len=seq_len,
+        dur = training_duration(spec, vm_share_device(dev, cand.instance), cand.count, tokens, method=method,
+                                seq_len=seq_len,
                                 grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)
+        if dur.lower_bound:  # not comparable with calibrated options: say so on the option itself
+            reasons.append(f"time is a lower bound: no calibrated training utilisation for {dev.id} (100% of its "
+                           f"{dur.peak_key} peak)")
         one = float(dur.seconds or 0.0)
         nodes = 1
         if c.deadline is not None and one > c.deadline:

@@ -7,6 +7,8 @@ by llmsizer):
 - ``public_measurements.csv``: inference memory rows PM0083-PM0085 (bigcode/octocoder with transformers,
   ``torch.cuda.max_memory_allocated``); throughput/MFU rows (torchtune, llama.cpp on DGX Spark, Megatron).
 - ``llamacpp_bench.csv``: llama.cpp llama-bench decode/prefill rows with their quoted README lines.
+- ``llamacpp_batched_bench.csv``: llama.cpp llama-batched-bench rows (several sequences decoded at once) with their
+  quoted table lines.
 - ``vllm_startup_logs.csv``: vLLM start-up log lines (weights, profile-run activation, KV pool, concurrency).
 - ``measured/*.jsonl``: runs measured with ``llmsizer measure`` (``bench/gpu_validation.sh`` on GPUs).
 
@@ -268,10 +270,23 @@ SPARK = {
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
+# The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
+# rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
+# false holds: one KV stream per sequence (ggml-org/llama.cpp@0c1e57098; -kvu exists since PR #14363, 2025-07).
+SPARK_KV_UNIFIED = False
 SPEED_NOT_EXPRESSIBLE = {
     "PM0088": "prompt length in tokens not given (only '10x system prompt')",
     "PM0089": "prompt length in tokens not given (only '10x system prompt')",
+    "PM0601": "3 x GCP c3-highmem-8 data parallel over the VMs' network: no sourced network bandwidth for C3 VMs, "
+              "and each rank's iteration (25.2 s) is faster than the single-VM run of the same settings (PM0600, "
+              "40.76 s), which no data-parallel model reproduces",
 }
+# Intel's Cloud Optimization Module for GCP: GPT-2 small (nanoGPT: 12 layers, width 768, 12 heads, vocab 50,257,
+# tied embeddings, 124,439,808 parameters) as a Llama-style manual model of that parameter count: the FLOP count
+# 6N + 12 L d s depends only on N, L, d and s; full fine-tuning in bf16 autocast, batch 32 x 1024, no recomputation
+CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257, tied=True)
+CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
+CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
@@ -280,21 +295,56 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # torchtitan benchmarks/llama3_h100_202412_torchtitan.md Tables 1 and 3 (FSDP rows): llama3_8b.toml @9dec370
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
-                       grad_checkpointing="selective", fsdp="full", optimizer="adamw")
+                       grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
+# "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
+# batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
+_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
+    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
+    # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
+    # plain cross-entropy: each is a later row) with packing to 4096 tokens
+    "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
+                                    grad_checkpointing="none", optimizer="adamw")),
+    **{f"PM07{i:02d}": _COMPILED for i in range(12, 20)},
+}
+# Qwen README "Profiling of Memory and Speed" (PM0720-PM0731): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
+# accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
+# 8 L / (s/iter). Qwen-7B (QWenLMHeadModel, remote code) is not a catalog model: written as the transformers qwen2
+# layout with its dimensions (config.json: hidden 4096, intermediate_size 22016 = 2 x 11008 for w1/w2, 32 layers,
+# 32 heads without GQA, vocab 151936, untied, bias on the fused c_attn only). LoRA (the chat model: no
+# modules_to_save): r 64 on c_attn, attn c_proj, w1, w2, mlp c_proj = every linear. Settings assumed (excluded from
+# the summary): that translation, and HF's reentrant checkpoint (transformers 4.32 default use_reentrant=True), which
+# re-runs each layer's down projection that the non-reentrant early stop skips (about 5 % more FLOPs).
+QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+             "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
+             "tie_word_embeddings": False, "max_position_embeddings": 8192}
+QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
+QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
-                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']"}
+                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
+                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX"}
+
+
+def cpu_gpt2_spec() -> Any:
+    """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
+    from .readers.manual import spec_from_manual
+    return spec_from_manual(name="gpt2 (manual)", **CPU_GPT2)  # type: ignore[arg-type]
 
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
-           identical: bool = False, ubatch: int | None = None, flash: bool = True) -> Any:
+           identical: bool = False, ubatch: int | None = None, flash: bool = True,
+           kv_unified: bool | None = None) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
 
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash)
+                          identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
+                          kv_unified=kv_unified)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -306,11 +356,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
     rid, value = r["id"], float(r["value"])
     if rid in SPEED_NOT_EXPRESSIBLE:
-        return NotExpressed(rid, PREFILL, SPEED_NOT_EXPRESSIBLE[rid])
+        return NotExpressed(rid, PREFILL if r["method"] == "inference" else TRAINING_SPEED, SPEED_NOT_EXPRESSIBLE[rid])
     if rid in SPARK:
         model, fmt, (test, prompt, out, batch) = SPARK[rid]
         # llama-batched-bench ("tgB") feeds token 0 to every sequence: identical sequences, identical routing
-        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH)
+        s = _speed(model, "dgx-spark", fmt, prompt, out, batch, identical=test == "tgB", ubatch=SPARK_UBATCH,
+                   kv_unified=SPARK_KV_UNIFIED)
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         if test == "pp":
             pred = s.prefill_tokens_per_second
@@ -324,7 +375,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; identical sequences (llama-batched-bench feeds token 0 to all)")
+                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
+                             "still read for b routings: formulas/speed.py eq. 10)")
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
@@ -349,9 +401,55 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
-                    "second mm, counted as no recomputation; one interconnect (NVLink) for all devices"
+                    f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                        if st else ""))
+    if rid in CPU_TRAINING_DEVICE:
+        dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
+        d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
+        pred = d.tokens_per_second
+        tol = TOLERANCE[TRAINING_SPEED]
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        return Case(rid, TRAINING_SPEED, f"IPEX GPT-2 small bf16 full fine-tune 1x{dev.id} tokens/s", pred, value,
+                    "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    excluded=CALIBRATION if calib else "", source=r["source"],
+                    note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
+                    f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
+    if rid in QWEN_QLORA_ROWS:
+        return NotExpressed(rid, TRAINING_SPEED, "Q-LoRA on the GPTQ Int4 model (auto-gptq kernels), not bitsandbytes NF4")
+    if rid in QWEN_SPEED_ROWS:
+        from .readers.hf_config import spec_from_config
+
+        seq = QWEN_SPEED_ROWS[rid]
+        fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+                      grad_accumulation=8, grad_checkpointing="full", attention="flash")
+        d = training_duration_for(spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"],
+                                  1, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        measured = 8 * seq / value
+        return Case(rid, TRAINING_SPEED, f"Qwen-7B LoRA 1xA100 seq {seq} tokens/s", pred, measured, "tokens/s",
+                    None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    excluded=ASSUMED, source=r["source"],
+                    note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
+                    "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
+                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                       f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
+    if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
+        row = TORCHTUNE_SPEED_ROWS[rid]
+        if isinstance(row, str):
+            return NotExpressed(rid, TRAINING_SPEED, row)
+        model, fields = row
+        dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
+        n = int(r["num_gpus"])
+        d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
+        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                   f"{st.compute_seconds:.2f} s" if st else ""))
+        return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
+                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                    f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -365,7 +463,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         st = d.step
         calib = rid in TRAINING_SPEED_CALIBRATION
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
-                + (f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
+                + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
+                   + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
         excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
@@ -421,6 +521,30 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     return out
 
 
+# -- llama.cpp llama-batched-bench rows: validation/llamacpp_batched_bench.csv (llama.cpp benches/dgx-spark.md) -----
+# B sequences decoded together (S_TG); the four B = 32 rows PM0103-PM0106 of public_measurements.csv are the same
+# tables' rows and are not repeated there. No row fed a constant (formulas/speed.py eq. 10 uses the calibrated
+# single-sequence and prefill constants only).
+
+def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
+    """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
+    single-sequence decode."""
+    out = []
+    for r in _read_csv(str(data_dir(data) / "llamacpp_batched_bench.csv")):
+        prompt, gen, batch, value = int(r["prompt"]), int(r["generated"]), int(r["sequences"]), float(r["value"])
+        s = _speed(r["catalog_model"], r["device"], r["weights"], prompt, gen, batch, identical=True,
+                   ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
+        kind = BATCHED if batch > 1 else DECODE
+        pred = s.tokens_per_second
+        out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
+                        f"b{batch}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
+                        f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
+                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     cases: list[Case] = []
     missing: list[NotExpressed] = []
@@ -428,7 +552,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data), missing
+    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------

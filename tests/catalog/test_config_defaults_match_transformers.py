@@ -86,7 +86,7 @@ _FAMILY: dict[str, dict[str, Any]] = {
 }
 # hybrid / state-space families have their own sparse and varied configs in tests/catalog/test_hybrid_params.py
 _TYPES = [t for t in SUPPORTED_MODEL_TYPES
-          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl") and t not in HYBRID_TYPES]
+          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4") and t not in HYBRID_TYPES]
 
 # one optional key at a time, on top of the sparse config (only where the class reads that key)
 OMIT = object()  # the key is absent from config.json

@@ -88,6 +88,10 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                "layer 0, attention, embedding and lm_head); 12,803,366,912 without the input "
                                "embedding, 12,182,609,920 without both embedding tables: no stated convention gives 12B "
                                "within its rounding",
+    ("nvidia-nemotron-3-nano-30b-a3b-bf16", "active"): "NeMo Megatron-Bridge '3.5B active' vs 3,580,073,408 (6 of 128 "
+                                                       "experts + the shared one, embedding in; the same page says 5 "
+                                                       "experts) and 3,227,751,872 without the input embedding: "
+                                                       "neither within the rounding of '3.5B'",
 }
 # Publishers that leave the input-embedding table (a lookup, no compute) out of the active count, stated
 # by the source: DeepSeek-V3 README_WEIGHTS.md "Activation parameters: 36.6B (including 0.9B for the output

@@ -43,3 +43,24 @@ def test_fit_answers_with_the_state_in_the_vllm_pool():
     assert r.returncode == 1, r.stderr  # 96 GiB of bf16 weights do not fit one 80 GB card
     data = json.loads(r.stdout)
     assert data["fits"] is False
+
+
+def test_vllm_on_a_pure_mamba2_model_counts_sequences_not_token_blocks(tmp_path: Path):
+    """No attention layer: vLLM's only KV-cache group is MambaSpec with a block of a whole request
+    (model_executor/models/config.py), so the pool holds whole-sequence state pages. It used to print '0 tokens in
+    0 blocks'. Mamba2Config defaults (64 layers, expand 2 x hidden 4096, 8 groups x state 128, 128 heads x 64,
+    conv 4), vLLM's Mamba-2 state shapes (mamba_utils.mamba2_state_shape): conv (d_inner + 2 x groups x state) x
+    (conv - 1), SSM heads x head_dim x state, both in the bf16 model dtype."""
+    cfg = {"model_type": "mamba2", "vocab_size": 32768, "hidden_size": 4096, "num_hidden_layers": 64,
+           "num_heads": 128, "head_dim": 64, "state_size": 128, "n_groups": 8, "expand": 2, "conv_kernel": 4}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    r = run("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8")
+    assert r.returncode == 0, r.stderr
+    assert "0 tokens in 0 blocks" not in r.stdout and "no KV blocks" in r.stdout
+    data = json.loads(run("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8",
+                          "--json").stdout)
+    d = data["details"]
+    per_seq = 64 * ((2 * 4096 + 2 * 8 * 128) * (4 - 1) * 2 + 128 * 64 * 128 * 2)
+    assert d["recurrent_state_pages"] == d["kv_pool_bytes"] // per_seq == d["max_concurrency_at_context"]
+    assert f"holds the recurrent state of {d['recurrent_state_pages']:,} sequences" in r.stdout

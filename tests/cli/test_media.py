@@ -61,12 +61,32 @@ def test_encoder_peak_is_a_phase_of_transformers():
     assert vllm["activations"].bytes >= encoder_activation_bytes(spec.vision, 16, patches, 2, "flash").peak_bytes
 
 
+def test_the_qwen_encoder_peak_is_vllms_profile_peak_with_many_large_images():
+    """16 full-HD images in one request: vLLM's profile run encodes them (gpu_model_runner.profile_run) and the
+    Qwen2.5-VL tower's forward over every patch (formulas/vision_activations.py eqs. 5-8, checked against live tensors
+    in test_vision_activations.py) is larger than the text forward over max_num_batched_tokens."""
+    from llmsizer.formulas.vision_activations import qwen_encoder_activation_bytes
+    from llmsizer.formulas.vision_tokens import image_tokens
+    spec = load_model("qwen2.5-vl-7b-instruct")
+    assert spec.vision is not None
+    est = estimate_inference(spec, context=256, images=16, image_size=(1920, 1080), engine="vllm")
+    patches = image_tokens(spec.vision, 1920, 1080).encoder_patches
+    want = qwen_encoder_activation_bytes(spec.vision, 16 * patches, patches, spec.hidden_size, 2, "flash")
+    assert est.item("activations").bytes == want.peak_bytes
+    assert not any("activation peak is not modelled" in w for w in est.warnings)
+
+
 def test_an_unmodelled_encoder_is_left_out_with_a_warning():
-    est = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080),
-                             engine="llamacpp")
+    """Llama 4's tower has no measured peak formula: left out of the peak, with a warning."""
+    from llmsizer.readers.hf_config import spec_from_config
+    text = {"vocab_size": 1024, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 128, "intermediate_size_mlp": 512,
+            "num_local_experts": 4, "num_experts_per_tok": 1}
+    spec = spec_from_config({"model_type": "llama4", "text_config": text, "vision_config": {}}, name="tiny-llama4")
+    est = estimate_inference(spec, context=256, images=2, image_size=(1024, 768), engine="llamacpp")
     assert "vision_compute_buffer" not in {i.name for i in est.items}
     assert any("activation peak is not modelled" in w for w in est.warnings)
-    hf = estimate_inference("qwen2.5-vl-7b-instruct", context=256, concurrency=8, images=16, image_size=(1920, 1080))
+    hf = estimate_inference(spec, context=256, concurrency=8, images=16, image_size=(1920, 1080))
     assert not hf.details["peak_phase"].startswith("vision encoder")
 
 

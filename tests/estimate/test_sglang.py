@@ -7,6 +7,7 @@ Expected values are worked out by hand from the cited lines; the log line is quo
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,47 @@ def test_workload_need_is_every_item_with_the_load_in_place_of_the_pool(tp):
     items = {i.name: i.bytes for i in est.items if i.location == "device"}
     assert ("communicators" in items) is (tp > 1)
     assert d["workload_bytes"] == sum(items.values()) - items["kv_cache"] + d["kv_needed_bytes"]
+
+
+def test_an_explicit_headroom_is_refused_for_sglang_the_default_is_not():
+    """SGLang keeps no free margin: its pool is mem_fraction_static of the memory (eq. 2), so a headroom the user
+    gives would be ignored; it is refused instead. recommend passes no headroom of its own (None: the default),
+    which every engine accepts. vLLM applies the headroom as 1 - gpu_memory_utilization, so giving both is refused."""
+    with pytest.raises(InputError, match="headroom does not apply to engine sglang"):
+        llmsizer.estimate_inference("qwen2.5-7b", engine="sglang", memory=24 * GiB, headroom=0.2)
+    with pytest.raises(InputError, match="headroom does not apply to engine sglang"):
+        llmsizer.fit("qwen2.5-7b", "rtx-4090", engine="sglang", headroom=0.2)
+    r = llmsizer.fit("qwen2.5-7b", "rtx-4090", engine="sglang")
+    assert not any(a.name == "headroom" for a in r.assumptions)  # not applied, so not recorded as a default
+    with pytest.raises(InputError, match="not both"):
+        llmsizer.estimate_inference("qwen2.5-7b", engine="vllm", memory=24 * GiB, headroom=0.2,
+                                    gpu_memory_utilization=0.8)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    cli = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "fit", "qwen2.5-7b", "--device", "rtx-4090",
+                          "--engine", "sglang", "--headroom", "0.2"], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "headroom does not apply" in cli.stderr
+    rec = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "recommend", "qwen2.5-0.5b", "--engine",
+                          "sglang", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    assert rec.returncode in (0, 1) and "headroom does not apply" not in rec.stdout + rec.stderr
+
+
+def test_a_card_smaller_than_sglangs_reserve_is_too_small_without_negative_rows():
+    """memory_hook.py:289-339: reserved >= 512 + 1.5 x max(chunked_prefill_size, 2048) MiB = 3584 MiB, more than
+    a 1 GiB card, so eq. (1) is negative: no token pool at all. Said plainly, exit 1, no negative fraction."""
+    mfs, parts = default_mem_fraction_static(1 * GiB)
+    assert parts["reserved_mib"] >= 512 + 1.5 * 2048 > 1024 and mfs < 0
+    est = llmsizer.estimate_inference("qwen2.5-0.5b", engine="sglang", memory=1 * GiB)
+    d = est.details
+    assert not d["fits"] and "too small for SGLang" in d["verdict"]
+    assert d["mem_fraction_static"] is None and d["max_total_num_tokens"] == 0
+    assert all(i.bytes >= 0 for i in est.items)
+    assert not any(a.name == "mem_fraction_static" for a in est.assumptions)
+    env = dict(os.environ, PYTHONPATH=SRC)
+    for cmd in (["infer", "qwen2.5-0.5b", "--engine", "sglang", "--memory", "1GiB"],
+                ["fit", "qwen2.5-0.5b", "--device", "rtx-4090", "--engine", "sglang", "--memory", "1GiB"]):
+        out = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *cmd], capture_output=True, text=True,
+                             env=env, timeout=120)
+        assert out.returncode == 1, out.stderr
+        assert "too small for SGLang" in out.stdout and "DOES NOT FIT" in out.stdout or "fits: NO" in out.stdout
+        assert not re.search(r"mem_fraction_static -\d|- -\d|runtime_reserve", out.stdout)  # no negative pool rows

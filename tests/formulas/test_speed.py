@@ -10,6 +10,7 @@ from llmsizer.formulas.speed import (
     allreduce_time,
     attended_tokens,
     attention_flops,
+    batched_decode_time,
     compute_time,
     decode_flops_per_token,
     memory_time,
@@ -36,6 +37,21 @@ def test_decode_of_a_7b_fp16_model_is_bandwidth_bound() -> None:
     # compute for one token: 2 x 7e9 = 1.4e10 FLOP at 312e12 x 0.5 -> 8.97e-5 s, far below 0.014 s
     t = phase_time(1.4e10, 14e9, 312e12, 1e12, 0.5, 1.0)
     assert t.bound == "memory" and t.seconds == pytest.approx(0.014)
+
+
+def test_batched_decode_adds_the_extra_columns_to_the_weight_stream() -> None:
+    # eq. (10), hand arithmetic: 8e9 B weights + 32 x 0.03e9 B KV = 8.96e9 B at 273e9 x 0.923 B/s = 35.56 ms;
+    # 2 x 7e9 x 31 = 4.34e11 FLOP at 250e12 x 0.157 = 11.06 ms; 1e11 attention FLOP at 125e12 x 0.4 = 2 ms;
+    # plus 2.6 ms fixed -> 51.22 ms (the roofline max of eq. 3 would give 35.56 + 2.6 = 38.16 ms)
+    t = batched_decode_time(8.96e9, 273e9, 0.923, 4.34e11, 250e12, 0.157, 1e11, 125e12, 0.4, 0.0, 2.6e-3)
+    assert t.memory_seconds == pytest.approx(8.96e9 / (273e9 * 0.923))
+    assert t.compute_seconds == pytest.approx(4.34e11 / (250e12 * 0.157) + 1e11 / (125e12 * 0.4))
+    assert t.seconds == pytest.approx(0.035560 + 0.011057 + 0.002 + 0.0026, rel=1e-4)
+    # one sequence: no extra columns, no attention -> the bandwidth term plus the fixed part (eq. 7)
+    one = batched_decode_time(8e9, 273e9, 0.923, 0.0, 250e12, 0.157, 0.0, 125e12, 0.4, 0.0, 2.6e-3)
+    assert one.seconds == pytest.approx(8e9 / (273e9 * 0.923) + 2.6e-3)
+    with pytest.raises(InputError):
+        batched_decode_time(-1.0, 273e9, 0.923, 0.0, 250e12, 0.157, 0.0, 125e12, 0.4)
 
 
 def test_prefill_flops_textbook_case() -> None:

@@ -65,3 +65,85 @@ def test_encoder_peak_matches_live_tensors(cfg, dtype, attention, images, capsys
     with capsys.disabled():
         print(f"\n[{dtype} {attention} x{images}] measured {real:,} B, predicted {pred:,} B, ratio {pred / real:.3f}")
     assert abs(pred / real - 1) <= TOLERANCE
+
+
+# --- Qwen2.5-VL and Qwen3-VL towers, eqs. (5)-(8) ----------------------------------------------------------------
+# Independent truth: tests/training/measure_step.py's LiveTensorBytes (a TorchDispatchMode registering the storage of
+# every tensor an operator returns, dropped when freed; the method of MemTracker) follows ``get_image_features`` of a
+# small Qwen2.5-VL / Qwen3-VL on packed pixel_values built in the model dtype beforehand; parameters, buffers and the
+# pixel tensor are not counted by it, and the pixel tensor (held by the caller) is added once.
+# Measured (transformers 5.24, torch 2.13 CPU, one 16x16-patch image unless noted), predicted within 140 B of each
+# (the small index tensors of cu_seqlens and the like) except eager with several images, where eq. (6) charges the
+# other images' outputs as if the largest came last (+0.55 % for 16x16 then 8x12):
+#   Qwen2.5-VL fp32 sdpa 1,897,048  fp32 eager 2,593,356  bf16 sdpa 1,196,616  bf16 eager 2,888,268
+#              wide MLP fp32 3,011,144 - 1,204,224 px; two images 16x16 + 8x12 fp32 sdpa 2,608,460
+#   Qwen3-VL   fp32 sdpa 2,375,716  bf16 sdpa 1,474,592  wide MLP bf16 1,540,128
+# The bf16 attention phase is apply_rotary_pos_emb_vision (q and k upcast to fp32, six fp32 T d tensors live), the
+# fp32 one the proj after the per-window outputs are concatenated; eager adds the score matrix of the longest image.
+
+def _live_tracker():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "training" / "measure_step.py"
+    spec = importlib.util.spec_from_file_location("measure_step", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.LiveTensorBytes
+
+
+def _qwen(kind: str, hidden: int = 64, inter: int = 128, heads: int = 4, depth: int = 4) -> dict:  # type: ignore[type-arg]
+    text = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 1,
+            "num_attention_heads": 2, "num_key_value_heads": 1}
+    vision = {"hidden_size": hidden, "intermediate_size": inter, "num_heads": heads, "depth": depth,
+              "out_hidden_size": 64, "spatial_merge_size": 2, "temporal_patch_size": 2}
+    if kind == "qwen2_5_vl":
+        vision.update(patch_size=14, fullatt_block_indexes=[1, 3], window_size=112)
+    else:
+        text["head_dim"] = 32
+        vision.update(patch_size=16, deepstack_visual_indexes=[1, 2], num_position_embeddings=144)
+    return {"model_type": kind, "text_config": text, "vision_config": vision}
+
+
+def _measure_qwen(cfg: dict, dtype: str, attention: str, grids: list) -> int:  # type: ignore[type-arg]
+    dt, _ = DTYPES[dtype]
+    model = build(cfg, device="cpu", dtype=dt, attn=attention)
+    p = cfg["vision_config"]["patch_size"]
+    pixels = torch.zeros(sum(t * h * w for t, h, w in grids), 3 * 2 * p * p, dtype=dt)
+    known = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers(), pixels]}
+    tracker = _live_tracker()(lambda live: {})
+    follow = tracker.track
+    tracker.track = lambda t: None if t.untyped_storage()._cdata in known else follow(t)  # weights, pixels: not counted
+    with torch.no_grad(), tracker.mode:
+        model.get_image_features(pixels, torch.tensor(grids))
+    return tracker.peak + pixels.numel() * pixels.element_size()
+
+
+QWEN_CASES = [
+    ("qwen2_5_vl", {}, [(1, 16, 16)]),
+    ("qwen2_5_vl", {"hidden": 128, "inter": 64, "heads": 8}, [(1, 16, 16)]),
+    ("qwen2_5_vl", {"inter": 512}, [(1, 16, 16)]),
+    ("qwen2_5_vl", {}, [(1, 16, 16), (1, 8, 12)]),
+    ("qwen3_vl", {}, [(1, 16, 16)]),
+    ("qwen3_vl", {"inter": 512}, [(1, 16, 16)]),
+    ("qwen3_vl", {"hidden": 128, "inter": 64, "heads": 8}, [(1, 8, 12), (1, 8, 12)]),
+]
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize(("kind", "shape", "grids"), QWEN_CASES,
+                         ids=[f"{k}-{'-'.join(map(str, s.values())) or 'base'}-{len(g)}img" for k, s, g in QWEN_CASES])
+def test_qwen_encoder_peak_matches_live_tensors(kind, shape, grids, dtype, attention, capsys):
+    from llmsizer.formulas.vision_activations import qwen_encoder_activation_bytes
+    cfg = _qwen(kind, **shape)
+    spec = spec_from_config(cfg, name=f"tiny-{kind}")
+    assert spec.vision is not None
+    patches = [t * h * w for t, h, w in grids]
+    pred = qwen_encoder_activation_bytes(spec.vision, sum(patches), max(patches), spec.hidden_size,
+                                         DTYPES[dtype][1], attention).peak_bytes
+    real = _measure_qwen(cfg, dtype, attention, grids)
+    with capsys.disabled():
+        print(f"\n[{kind} {shape} {grids} {dtype} {attention}] measured {real:,} B, predicted {pred:,} B, "
+              f"ratio {pred / real:.4f}")
+    assert abs(pred / real - 1) <= 0.01

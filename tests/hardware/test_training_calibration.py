@@ -2,7 +2,9 @@
 the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8).
 
 - TRAINING_DEVICE_UTILIZATION from PM0020 (torchtune Llama2-7B LoRA, 1 x RTX 4090, 2582 tokens/s): one device, no
-  communication or paging, so u = compute time at u = 1 / measured time per micro-step.
+  communication or paging, so u is the utilisation whose compute time per micro-step equals the measured one. The
+  memory-bound GEMMs (formulas/gemm_shapes.py: the rank-8 adapters) run at the memory bandwidth whatever u is, so
+  the compute time is not proportional to 1/u: u is solved by bisection.
 - TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
   GPU): communication (NVLink) overlapped and shorter than compute, so u = compute time at u = 1 / measured time.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
@@ -28,12 +30,26 @@ def _row(rid: str):
     return r, find(model).spec(), builtin_catalog().devices["rtx-4090"], int(r["num_gpus"]), fields
 
 
+def solve_utilization(compute_seconds, target: float) -> float:
+    """The u in (0, 1] whose ``compute_seconds(u)`` (decreasing in u) equals ``target``, by bisection."""
+    lo, hi = 1e-3, 1.0
+    assert compute_seconds(hi) < target < compute_seconds(lo)
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if compute_seconds(mid) > target else (lo, mid)
+    return (lo + hi) / 2
+
+
 def derive() -> tuple[float, float]:
     r, spec, dev, n, fields = _row("PM0020")
-    d = training_duration_for(spec, dev, n, 1e6, fields, utilization=1.0)
-    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+
+    def compute(u: float) -> float:
+        d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
+        assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+        return d.step.compute_seconds
+
     tokens = fields["micro_batch"] * fields["seq_len"]
-    u = d.step.compute_seconds / (n * tokens / float(r["value"]))
+    u = solve_utilization(compute, n * tokens / float(r["value"]))
     r, spec, dev, n, fields = _row("PM0022")
     d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
     assert d.step is not None and d.step.topology == "host-staged"
@@ -65,12 +81,16 @@ def test_hopper_utilization_follows_from_its_row() -> None:
 
     r = public_rows()["PM0501"]
     n = int(r["num_gpus"])
-    d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
-                              dict(TORCHTITAN_FSDP, gpus=n), utilization=1.0)
-    assert d.step is not None
     t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
-    assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
-    u = d.step.compute_seconds / t_micro
+
+    def compute(u: float) -> float:
+        d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
+                                  dict(TORCHTITAN_FSDP, gpus=n), utilization=u)
+        assert d.step is not None
+        assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
+        return d.step.compute_seconds
+
+    u = solve_utilization(compute, t_micro)
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
 
 
@@ -78,3 +98,25 @@ def test_architectures_without_a_row_take_the_ada_value() -> None:
     f, own = E.training_utilization("ampere")
     assert f is E.TRAINING_DEVICE_UTILIZATION and not own
     assert E.training_utilization("hopper")[1]
+
+
+def test_cpu_amx_utilization_follows_from_its_row() -> None:
+    """TRAINING_UTILIZATION_CPU_AMX from PM0600 (Intel ICOM: GPT-2 small bf16 + IPEX full fine-tune on one GCP
+    c3-highmem-8, 32 x 1024 tokens per iteration, median 40.76 s): one CPU, no communication or paging, so u =
+    compute time at u = 1 / measured time per iteration. The time is re-read from the row's quoted iterations."""
+    import re
+    from statistics import median
+
+    from llmsizer.validation_cases import CPU_GPT2_FIELDS, CPU_TRAINING_DEVICE, cpu_gpt2_spec
+
+    r = public_rows()["PM0600"]
+    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
+    assert len(times) == 9 and all(40 < t < 42 for t in times)  # the iterations without an evaluation
+    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
+    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    dev = builtin_catalog().devices[CPU_TRAINING_DEVICE["PM0600"]]
+    d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS, utilization=1.0)
+    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+    assert d.peak_key == "bf16" and d.peak_flops == pytest.approx(4 * 3.0e9 * 1024)  # 4 cores x 3.0 GHz x AMX
+    u = d.step.compute_seconds / median(times)
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_AMX.expected, abs=0.00005)

@@ -1,7 +1,8 @@
 """Property-based test of the booking lifecycle (hypothesis stateful testing) on a real SQLite file: any sequence
-of book / hold / confirm / activate / finish / release / expire (and time passing, so holds lapse) keeps every
-node within capacity at every instant; the store agrees with an independent model of the state table, and the
-audit log replays to the stored states."""
+of book (with or without an idempotency key) / hold / confirm / activate / finish / release / expire (and time
+passing, so holds lapse) keeps every node within capacity at every instant; the store agrees with an independent
+model of the state table (a key with a live booking gets that booking back, never a second one), and the audit log
+replays to the stored states."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ CAP = {"node:a": 3.0, "node:b": 2.0}
 T0 = dt.datetime(2025, 10, 1)
 HOLD = dt.timedelta(hours=2)
 HOLDING = {"held", "confirmed", "active"}
+LIVE = {"requested", *HOLDING}
 STATES = ["requested", "held", "confirmed", "active", "finished", "released", "expired"]
 
 item_st = st.tuples(st.sampled_from(sorted(CAP)), st.integers(1, 3), st.integers(0, 4), st.integers(1, 3))
@@ -57,6 +59,7 @@ class Lifecycle(RuleBasedStateMachine):
         self.state: dict[str, str] = {}
         self.until: dict[str, dt.datetime] = {}
         self.items: dict[str, list[tuple[str, float, dt.datetime, dt.datetime]]] = {}
+        self.keys: dict[str, str | None] = {}
 
     def teardown(self) -> None:
         self.store.close()
@@ -71,20 +74,28 @@ class Lifecycle(RuleBasedStateMachine):
                 self.state[rid] = "expired"
 
     @rule(target=ids, items=st.lists(item_st, min_size=1, max_size=2, unique_by=lambda x: x[0]),
-          state=st.sampled_from(["requested", "held", "confirmed"]))
-    def book(self, items, state):
+          state=st.sampled_from(["requested", "held", "confirmed"]), key=st.sampled_from([None, "k1", "k2"]))
+    def book(self, items, state, key):
         its = [(r, float(a), T0 + dt.timedelta(days=d), T0 + dt.timedelta(days=d + n)) for r, a, d, n in items]
         p = Placement("j", "training", min(i[2] for i in its), max(i[3] for i in its), "s", ("n",), 1, "x", None,
                       tuple(Item(*i) for i in its))
         self._sweep()  # every booking expires lapsed holds first
-        expect = state not in HOLDING or fits(self._holding() + its)
+        # idempotency: a key with a live booking (requested, held, confirmed, active) gets that booking back
+        live = [rid for rid, k in self.keys.items() if key and k == key and self.state[rid] in LIVE]
+        assert len(live) <= 1  # never two live bookings of one key
+        expect = bool(live) or state not in HOLDING or fits(self._holding() + its)
         try:
-            rid = self.store.book(p, CAP, state=state, now=self.now, hold_for=HOLD)
+            (got,) = self.store.submit([p], CAP, state=state, keys=[key], now=self.now, hold_for=HOLD)
         except BookingConflict:
             assert not expect
             return "none"
         assert expect
-        self.state[rid], self.until[rid], self.items[rid] = state, self.now + HOLD, its
+        if live:
+            assert got.existing and got.id == live[0] and got.state == self.state[live[0]]
+            return got.id
+        assert not got.existing and got.id not in self.state
+        rid = got.id
+        self.state[rid], self.until[rid], self.items[rid], self.keys[rid] = state, self.now + HOLD, its, key
         return rid
 
     @rule(rid=ids, to=st.sampled_from(STATES))

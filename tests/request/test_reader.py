@@ -388,3 +388,49 @@ def test_parallel_settings_are_checked_against_the_instance_devices():
     with pytest.raises(RequestError) as exc:
         parse_request(bad, source="r.yaml")
     assert exc.value.errors[0].startswith(f"r.yaml:{marked_line(bad)}: job 'ft' (training): settings: gpus (8)")
+
+
+def test_engine_settings_are_read_as_the_cli_flags_read_them():
+    text = job_yaml("inference", """\
+    engine: llama.cpp
+    engine_settings:
+      split_mode: row
+      tensor_split: "3, 1"
+      n_cpu_moe: 0
+    resources: {device: rtx-3090, count: 2}
+    """)
+    job = parse_request(text, source="r.yaml").jobs[0]
+    assert isinstance(job, InferenceJob) and job.engine == "llamacpp"
+    assert job.engine_settings.fields() == {"split_mode": "row", "tensor_split": (3.0, 1.0), "n_cpu_moe": 0}
+    text = job_yaml("inference", """\
+    engine: sglang
+    engine_settings: {mem_fraction_static: 0.8}
+    """)
+    assert parse_request(text, source="r.yaml").jobs[0].engine_settings.mem_fraction_static == 0.8
+
+
+@pytest.mark.parametrize("body, fragment", [
+    # the CLI's ranges (numbers.py SPLIT_SHARE, CPU_MOE_LAYERS, UTILIZATION) and choices (specs/workload.py)
+    ("engine: llamacpp\nengine_settings:\n  tensor_split: [3, -1]  #<\nresources: {device: rtx-3090, count: 2}",
+     "engine_settings.tensor_split: -1 is out of range"),
+    ("engine: llamacpp\nengine_settings:\n  tensor_split: [0, 0]  #<\nresources: {device: rtx-3090, count: 2}",
+     "must not all be 0"),
+    ("engine: llamacpp\nengine_settings:\n  tensor_split: [3, a]  #<\nresources: {device: rtx-3090, count: 2}",
+     "must be numbers, one share per GPU"),
+    ("engine: llamacpp\nengine_settings:\n  tensor_split: [3, 1, 1]  #<\nresources: {device: rtx-3090, count: 2}",
+     "has 3 shares for 2 GPUs; give one per GPU"),
+    ("engine: llamacpp\nengine_settings:\n  split_mode: diagonal  #<", "unknown value 'diagonal'; choose one of: "
+     "none, layer, row"),
+    ("engine: llamacpp\nengine_settings:\n  n_cpu_moe: -1  #<", "engine_settings.n_cpu_moe: -1 is out of range"),
+    ("engine: sglang\nengine_settings:\n  mem_fraction_static: 1.5  #<", "1.5 is out of range"),
+    ("engine: vllm\nengine_settings:\n  mem_fraction_static: 0.8  #<", "applies to engine sglang, not vllm"),
+    ("engine_settings:\n  n_cpu_moe: 4  #<", "applies to engine llamacpp, not the default engine; set engine: "
+     "llamacpp"),
+])
+def test_engine_settings_errors_name_the_field_and_its_line(body, fragment):
+    text = job_yaml("inference", body)
+    with pytest.raises(RequestError) as exc:
+        parse_request(text, source="r.yaml")
+    first = exc.value.errors[0]
+    assert fragment in first and first.startswith(f"r.yaml:{marked_line(text)}: job 'chat' (inference): "), first
+    assert len(exc.value.errors) == 1

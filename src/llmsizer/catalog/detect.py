@@ -188,7 +188,15 @@ def _catalog_device(cat: HardwareCatalog, names: list[str], kind: str) -> Device
 
 
 def _gpu_names(name: str) -> list[str]:
-    return [name, re.sub(r"^(NVIDIA|AMD)\s+", "", name)]
+    return [name, re.sub(r"^(NVIDIA|AMD)[\s_-]+", "", name)]
+
+
+def catalog_gpu(cat: HardwareCatalog, name: str) -> Device | None:
+    """The catalog GPU a driver-reported name stands for ('NVIDIA H100 80GB HBM3' -> h100-sxm), by the catalog's
+    ids, names and aliases, with or without the vendor word; None when there is none. The same match serves a
+    Kubernetes product label, which is that driver name with spaces written '-' (GPU feature discovery:
+    'NVIDIA-H100-80GB-HBM3'; the catalog's name index already treats '-', '_' and spaces alike)."""
+    return _catalog_device(cat, _gpu_names(name), "gpu")
 
 
 def _cpu_names(model: str) -> list[str]:
@@ -265,7 +273,7 @@ class _Builder:
             groups.setdefault((g.name, g.memory_bytes), []).append(g)
         for (name, mem), same in groups.items():
             g = same[0]
-            dev = _catalog_device(self.cat, _gpu_names(name), "gpu")
+            dev = catalog_gpu(self.cat, name)
             mem_val: dict[str, Any] = ({"value": mem // so.MIB, "unit": "MiB"} if g.memory_text.endswith("MiB")
                                        else {"value": mem, "unit": "B"})
             idx = ", ".join(str(x.index) for x in same)

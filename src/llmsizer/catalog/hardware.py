@@ -317,8 +317,11 @@ class HardwareCatalog:
         return idx
 
     def find(self, name: str) -> Device | Instance:
-        """A device or instance by id, name or alias (case-insensitive); a miss names the closest entries."""
+        """A device or instance by id, name or alias (case-insensitive); a miss names the closest entries. 'cpu'
+        (when no entry is named so) is GENERIC_CPU."""
         hit = self._index().get(_norm(name))
+        if hit is None and _norm(name) == GENERIC_CPU.id:
+            return GENERIC_CPU
         if hit is None:
             names = sorted({*self.devices, *self.instances})
             close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
@@ -335,6 +338,12 @@ class HardwareCatalog:
     def interconnect(self, ident: str | None) -> Interconnect | None:
         return self.interconnects.get(ident) if ident else None
 
+
+# `--device cpu`: a CPU host known only by its kind, for `fit`/`train` with `--memory` (its RAM). A CPU device has no
+# CUDA context (training: TrainingWorkload.device 'cpu'); with no sourced bandwidth or peak, speed and duration say
+# they are unknown instead of borrowing another device's figures. Name a catalog CPU for those.
+GENERIC_CPU = Device("cpu", "a CPU host (its RAM from --memory; no bandwidth or peak known)", "cpu",
+                     form_factor="server", origin="generic")
 
 _NORM_SEP = re.compile(r"[\s_]+")
 

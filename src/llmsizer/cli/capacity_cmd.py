@@ -133,13 +133,19 @@ def register(sub: Any) -> None:
     q.add_argument("--db", metavar="URL", help="reservation store (default llmsizer-bookings.db)")
     auth(q)
     q.set_defaults(func=cmd_export)
-    q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form)")
-    q.add_argument("--scontrol", required=True, metavar="FILE", help="saved output of `scontrol show node [--oneline]`")
+    q = cs.add_parser("import", help="write an inventory from `scontrol show node` output (either form) or a "
+                                     "Kubernetes node list (`kubectl get nodes -o json`)")
+    src = q.add_mutually_exclusive_group(required=True)
+    src.add_argument("--scontrol", metavar="FILE", help="saved output of `scontrol show node [--oneline]`")
+    src.add_argument("--kubectl", metavar="FILE", help="saved output of `kubectl get nodes -o json` (GPU count from "
+                                                       "nvidia.com/gpu or amd.com/gpu, product from the GPU feature "
+                                                       "discovery label)")
     q.add_argument("--site", required=True, help="site id for the nodes")
     q.add_argument("--device-map", action="append", default=[], metavar="TYPE=DEVICE",
-                   help="Slurm GPU type -> catalog device (a100=a100-sxm-80gb); needed unless the type is a catalog id")
+                   help="Slurm GPU type or Kubernetes product label -> catalog device (a100=a100-sxm-80gb); needed "
+                        "unless the type or product is a catalog name")
     q.add_argument("--pools", default="training", help="pools every node joins (comma-separated; its Slurm "
-                                                       "partitions are added)")
+                                                       "partitions or Kubernetes node pool are added)")
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="inventory file to write (YAML)")
     q.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     auth(q)
@@ -237,11 +243,12 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from ..catalog.hardware import load_catalog
     from ..inputs import read_small_text
+    from ..provider import scheduler_import as si
     from ..provider.inventory import parse_inventory
-    from ..provider.scheduler_import import inventory_yaml, parse_scontrol_nodes
     from .common import write_atomic
     _authorize(args, "inventory")
-    check_output(args.output, [args.scontrol])
+    given = args.scontrol or args.kubectl
+    check_output(args.output, [given])
     mapping = {}
     for m in args.device_map:
         if "=" not in m:
@@ -253,11 +260,18 @@ def cmd_import(args: argparse.Namespace) -> int:
     for k, v in mapping.items():
         mapping[k] = cat.device(v).id  # a wrong catalog name: one line with the closest names
         known.add(mapping[k])
-    nodes = parse_scontrol_nodes(read_small_text(Path(args.scontrol), "scontrol output", 64 * 2**20), args.scontrol)
-    text, notes = inventory_yaml(nodes, site=args.site, device_map=mapping, known=known, source=args.scontrol,
-                                 pools=tuple(p.strip() for p in args.pools.split(",") if p.strip()))
+    pools = tuple(p.strip() for p in args.pools.split(",") if p.strip())
+    nodes: list[Any]
+    if args.scontrol:
+        nodes = si.parse_scontrol_nodes(read_small_text(Path(given), "scontrol output", 64 * 2**20), given)
+        text, notes = si.inventory_yaml(nodes, site=args.site, device_map=mapping, known=known, source=given,
+                                        pools=pools)
+    else:
+        nodes = si.parse_kubectl_nodes(read_small_text(Path(given), "kubectl output", 64 * 2**20), given)
+        text, notes = si.kubectl_inventory_yaml(nodes, site=args.site, device_map=mapping, catalog=cat,
+                                                source=given, pools=pools)
     parse_inventory(text, source=args.output, hardware_files=args.hardware_file)  # what is written reads back
-    write_atomic(Path(args.output), text, [args.scontrol])
+    write_atomic(Path(args.output), text, [given])
     for n in notes:
         say(n, file=sys.stderr)
     say(f"wrote {args.output}: {len(nodes) - len(notes)} node(s) at site {args.site}")

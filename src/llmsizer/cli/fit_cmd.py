@@ -7,7 +7,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import FitResult, fit, fit_training, resolve_target, target_and_count, usable_memory
+from ..estimate.fit import (
+    FitResult,
+    fit,
+    fit_training,
+    resolve_target,
+    target_and_count,
+    usable_memory,
+    vm_share_device,
+)
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
 from ..formulas.cost import run_cost
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
@@ -103,7 +111,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         dur = None
         if args.tokens:
             device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            dur = training_duration_for(spec, device, r.count, args.tokens, fields, args.utilization)
+            dur = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
+                                        args.utilization)
             data["training_time"] = dur.to_dict()
             price = instance.price_per_hour if instance is not None else None
             data["training_time"]["price_per_hour"] = price

@@ -15,6 +15,7 @@ from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
 from .workload_args import (
     add_headroom_arg,
+    add_kv_unified_arg,
     add_media_args,
     add_training_args,
     media_fields,
@@ -49,6 +50,7 @@ def register(sub: Any) -> None:
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
     add_media_args(g)
+    add_kv_unified_arg(g)
     g.add_argument("--weights", help="force one weight format instead of searching")
     g.add_argument("--engine", choices=ENGINES, help="serving engine for every option (default: each option's: "
                    "vLLM on data-center GPUs and several devices, llama.cpp on Apple, CPUs and single consumer cards)")
@@ -81,6 +83,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                        laptop=args.laptop, cloud_only=args.cloud_only, providers=tuple(args.provider),
                        kwh_price=args.kwh_price, headroom=args.headroom)
     if args.train:
+        if args.kv_unified is not None:
+            raise InputError("--kv-unified is a llama.cpp serving setting; it does not apply with --train")
         if not args.tokens:
             raise InputError("--train needs --tokens (how many tokens to train on, e.g. 10B)")
         rec = recommend_training(spec, tokens=args.tokens, utilization=args.utilization, constraints=cons,
@@ -91,7 +95,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
                                   hardware_files=args.hardware_file, media=media_fields(args),
-                                  engine=normalize_engine(args.engine) if args.engine else None)
+                                  engine=normalize_engine(args.engine) if args.engine else None,
+                                  kv_unified=args.kv_unified)
     return rec.to_dict(), exit_code(bool(rec.options)), rec
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import fit_training, resolve_target, training_on_memory
+from ..estimate.fit import fit_training, resolve_target, training_on_memory, vm_share_device
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
@@ -67,8 +67,9 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
         assert r.estimate is not None
         est, memory = r.estimate, r.details["usable_memory_per_device"]
         if args.tokens:
-            device, _, _, _ = resolve_target(args.device, args.hardware_file)
-            duration = training_duration_for(spec, device, r.count, args.tokens, fields, args.utilization)
+            device, _, _, instance = resolve_target(args.device, args.hardware_file)
+            duration = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
+                                             args.utilization)
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
@@ -137,7 +138,9 @@ def render_duration(d: Duration) -> str:
             f"on {d.devices} device(s) at {d.utilization:.1%} of {d.peak_flops or 0:.3g} FLOP/s ({d.peak_key})")
     st = d.step
     if st is not None:
+        line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
+                 + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")

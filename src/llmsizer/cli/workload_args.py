@@ -53,7 +53,7 @@ headroom_arg = float_arg(HEADROOM)
 def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--headroom", type=headroom_arg,
                    help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
-                        "gpu_memory_utilization)")
+                        "gpu_memory_utilization; SGLang keeps none: use --mem-fraction-static)")
 
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -120,6 +120,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--n-gpu-layers", "-ngl", type=int_arg(GPU_LAYERS),
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
+    add_kv_unified_arg(g)
     if tensor_parallel:
         g.add_argument("--gpus", type=int_arg(Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")),
                        help=f"llama.cpp: GPUs one model is split over; memory is per GPU (default {IW.gpus})")
@@ -133,9 +134,17 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     add_media_args(g)
 
 
+def add_kv_unified_arg(g: Any) -> None:
+    """llama.cpp's KV layout for several sequences (InferenceWorkload.kv_unified): infer, fit and recommend."""
+    g.add_argument("--kv-unified", action=argparse.BooleanOptionalAction, default=None,
+                   help="llama.cpp -kvu: one KV buffer shared by all sequences; --no-kv-unified: one stream per "
+                        "sequence (default: llama-server's with -np N, one stream per sequence)")
+
+
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "gpus", "split_mode",
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified", "gpus",
+                    "split_mode",
                     "tensor_split", "n_cpu_moe") + MEDIA_FIELDS
 
 

@@ -2,10 +2,13 @@
 and ``plan``.
 
 FLOPs per token by method (formulas/training_time.py: eqs. (1)-(2) full, (4)-(5) adapters), recomputation from
-the gradient-checkpointing setting, the device's dense peak for the compute dtype at the achieved utilisation of the
-executed FLOPs (efficiency.TRAINING_DEVICE_UTILIZATION), data-parallel communication over the interconnect and
-paged-optimizer traffic over the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-scale
-utilisation (efficiency.TRAINING_HFU). The calibrated range of the result: estimate/ranges.py.
+the gradient-checkpointing setting (whole layers, eq. (2'), or torchtitan's op-level policy, eq. (2''), on every
+checkpointed layer), the device's dense peak for the compute dtype at the achieved utilisation of the executed FLOPs
+(efficiency.TRAINING_DEVICE_UTILIZATION) times the shape efficiency of the step's GEMMs (formulas/gemm_shapes.py
+eq. (4): roofline and tile quantization of each forward, input-gradient and weight-gradient GEMM), QLoRA's
+dequantization passes (eq. (9)), data-parallel communication over the interconnect and paged-optimizer traffic over
+the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-scale utilisation
+(efficiency.TRAINING_HFU). The calibrated range of the result: estimate/ranges.py.
 """
 
 from __future__ import annotations
@@ -15,13 +18,18 @@ from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError
+from ..formulas.gemm_shapes import shape_efficiency, training_gemms
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
+from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
+from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import (
     adapter_flops_per_token,
     communication_seconds,
     data_parallel_bytes,
+    dequantization_seconds,
     device_hours,
+    partial_recompute_flops,
     step_tokens_per_second,
     training_flops_per_token,
 )
@@ -39,9 +47,17 @@ ADAPTER_METHODS = ("lora", "dora", "qlora")
 
 
 def recompute_mode(grad_checkpointing: str | None) -> str:
-    """'full' when every layer's forward runs again in the backward pass, else 'none' (selective recomputation
+    """'full' when every checkpointed layer's forward runs again in the backward pass, 'selective-op' for
+    torchtitan's op-level policy (the unsaved matmuls run again), else 'none' (Megatron's selective recomputation
     re-runs only the attention core, whose FLOPs the 12 L d s term already counts once)."""
-    return "full" if grad_checkpointing == "full" else "none"
+    if grad_checkpointing in ("full", "selective-op"):
+        return grad_checkpointing
+    return "none"
+
+
+def checkpointed_layers(num_layers: int, checkpoint_every: int = 1) -> list[int]:
+    """The decoder layers checkpointed when only every N-th one is (torchtitan counts from 1: layers N, 2N, ...)."""
+    return [i for i in range(num_layers) if (i + 1) % checkpoint_every == 0]
 
 
 @dataclass(frozen=True)
@@ -52,22 +68,83 @@ class TrainingFlops:
     trained_params: int
 
 
+def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
+                  dora: bool = False) -> ActivationSetup:
+    """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism)."""
+    adapted = (frozenset(m.role for m in lora_params(spec, rank, targets, dora=dora).modules)
+               if method in ADAPTER_METHODS else frozenset())
+    return ActivationSetup(batch=1, seq=1, full=method not in ADAPTER_METHODS, adapted=adapted,
+                           rank=rank if adapted else 0, tp=tp)
+
+
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
-                    rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets) -> TrainingFlops:
-    """Training FLOPs per token for ``method`` (full, lora, dora, qlora)."""
+                    rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
+                    checkpoint_every: int = 1) -> TrainingFlops:
+    """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
+    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer."""
     n = count_params(spec).active
     width = attention_width(spec)
+    layers = spec.num_layers
+    ckpt = checkpointed_layers(layers, checkpoint_every) if recompute != "none" else []
+    every = f" of every {checkpoint_every}-th layer" if checkpoint_every > 1 else ""
     if method in ADAPTER_METHODS:
         na = lora_params(spec, rank, targets, dora=method == "dora").total
-        f = adapter_flops_per_token(n, na, spec.num_layers, width, seq_len, recompute)
-        return TrainingFlops(f, ("6N + 6N_a + 16 L d s (frozen base, full recomputation)" if recompute == "full"
-                                 else "4N + 6N_a + 12 L d s (frozen base: no weight gradients)"),
-                             "formulas/training_time.py eqs. (4)-(5)", na)
-    if method != "full":
+        f = adapter_flops_per_token(n, na, layers, width, seq_len, "none")
+        base, source, trained = "4N + 6N_a + 12 L d s (frozen base: no weight gradients)", "eqs. (4)-(5)", na
+    elif method == "full":
+        f = training_flops_per_token(n, layers, width, seq_len, "none")
+        base, source, trained = "6N + 12 L d s", "eqs. (1)-(2)", n
+    else:
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
-    f = training_flops_per_token(n, spec.num_layers, width, seq_len, recompute)
-    return TrainingFlops(f, "8N + 16 L d s (full recomputation)" if recompute == "full" else "6N + 12 L d s",
-                         "formulas/training_time.py eqs. (1)-(2)", n)
+    st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
+    if recompute == "full":
+        r = partial_recompute_flops(sum(full_recompute_flops(spec, i, st) for i in ckpt), width, seq_len, len(ckpt))
+        f += r
+        formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
+                   "early stop before each layer's last matmul)")
+        source += ", (2')"
+    elif recompute == "selective-op":
+        r = sum(op_sac_recompute_flops(spec, i, st) for i in ckpt)
+        f += r
+        formula = f"{base} + {r:.4g} (op-level selective recomputation{every}: unsaved matmuls)"
+        source += ", (2'')"
+    else:
+        formula = base
+    return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained)
+
+
+def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
+                 dora: bool = False) -> list[tuple[int, int, bool]]:
+    """(input width, output width, trained) of every linear layer one training step runs on one device: each decoder
+    layer's projections and adapters (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's
+    top-k routed experts, and the lm_head (trained only in full fine-tuning)."""
+    st = _matmul_setup(spec, method, rank, targets, tp, dora)
+    out: list[tuple[int, int, bool]] = []
+    for i in range(spec.num_layers):
+        for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st):
+            out.append((w_in, w_out, st.full or "lora_" in name))
+        if spec.moe_layers[i] and spec.moe is not None:
+            m = spec.moe
+            i_e = -(-m.expert_intermediate_size // tp)
+            for _ in range(m.experts_per_token):
+                out.extend([(spec.hidden_size, i_e, st.full)] * (2 if m.expert_gated else 1))
+                out.append((i_e, spec.hidden_size, st.full))
+    out.append((spec.hidden_size, spec.vocab_size, st.full))
+    return out
+
+
+def quantized_weights(spec: ModelSpec) -> int:
+    """Weights QLoRA keeps in NF4: every decoder-layer linear (bitsandbytes skips lm_head, transformers
+    ``llm_int8_skip_modules``; torchtune's builders use FrozenNF4Linear for the non-adapted projections) and all
+    routed experts of MoE layers."""
+    st = _matmul_setup(spec, "full", 0, ())
+    total = 0
+    for i in range(spec.num_layers):
+        total += sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
+        if spec.moe_layers[i] and spec.moe is not None:
+            m = spec.moe
+            total += m.num_experts * (3 if m.expert_gated else 2) * spec.hidden_size * m.expert_intermediate_size
+    return total
 
 
 @dataclass(frozen=True)
@@ -85,6 +162,7 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
+    lower_bound: bool = False  # timed at the whole peak (a CPU with no calibrated utilisation): the shortest time
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -94,7 +172,7 @@ class Duration:
     def seconds_range(self) -> tuple[float, float] | None:
         """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of
         data-parallel runs; None for tensor/pipeline-parallel runs (no validation rows)."""
-        if self.step is None or self.step.topology == "model-parallel" or self.seconds is None:
+        if self.step is None or self.step.topology in ("model-parallel", "cpu") or self.seconds is None:
             return None
         r = R.calibrated_range(R.TRAINING_SPEED, R.PYTORCH_TRAINING, self.step.tokens_per_second)
         return None if r is None else (self.tokens / r[1], self.tokens / r[0])
@@ -112,7 +190,7 @@ class Duration:
                 "calibrated_seconds_range": self.seconds_range,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings)}
+                "warnings": list(self.warnings), "lower_bound": self.lower_bound}
 
 
 @dataclass(frozen=True)
@@ -125,13 +203,16 @@ class StepTime:
     micro_steps: int
     tokens_per_second: float  # all devices
     comm_bytes: float  # per device per micro-step
-    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel'
+    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
+    shape_efficiency: float = 1.0  # formulas/gemm_shapes.py eq. (4), inside compute_seconds
+    dequant_seconds: float = 0.0  # per micro-step, eq. (9), inside compute_seconds
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
                 "paging_seconds": self.paging_seconds, "micro_steps": self.micro_steps,
                 "tokens_per_second": self.tokens_per_second, "comm_bytes": self.comm_bytes,
-                "topology": self.topology}
+                "topology": self.topology, "shape_efficiency": self.shape_efficiency,
+                "dequant_seconds": self.dequant_seconds}
 
 
 def _weight_format(w: TrainingWorkload) -> str:
@@ -147,7 +228,21 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's)."""
     n = w.gpus
     tokens = float(w.micro_batch * w.seq_len)
-    t_c = tokens * fl.per_token / (peak * u)
+    e, t_dq = 1.0, 0.0
+    bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
+    if device.kind == "gpu":
+        tp = w.tp if w.tp > 1 else 1
+        gemms = training_gemms(int(tokens), step_linears(spec, w.method, w.rank, w.targets, tp, w.dora))
+        e = shape_efficiency(gemms, peak * u, bw_mem or float("inf"))
+        notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
+                                f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
+                                f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
+                                f", tile quantization T = 128 (NVIDIA Matrix Multiplication Background guide)"))
+        if w.method == "qlora" and bw_mem:
+            layers = spec.num_layers
+            ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
+            t_dq = dequantization_seconds(quantized_weights(spec) / tp, 2.0 + ckpt / layers, bw_mem)
+    t_c = tokens * fl.per_token / (peak * u * e) + t_dq
     sharded = w.zero == 3 or w.fsdp in ("full", "hybrid")
     comm_b = t_m = 0.0
     topology = "single"
@@ -168,12 +263,27 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                             "is not counted")
     elif n > 1:
         topology = "model-parallel"
+    if device.kind == "cpu" and n == 1:
+        topology = "cpu"
     t_p = 0.0
     if paged_bytes:
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_c, t_m, t_p)
-    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology)
+    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq)
+
+
+def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
+    """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
+    dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
+    FP32 peak, which has no calibrated utilisation (True: efficiency.TRAINING_UTILIZATION_CPU_BOUND)."""
+    peak, key = device.peak_flops("bf16")
+    if device.kind != "cpu":
+        return peak, key, False
+    if "bf16" in precision and peak is not None:
+        return peak, key, False
+    peak, key = device.peak_flops("fp32")
+    return peak, key, True
 
 
 def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: float, *, method: str = "full",
@@ -192,16 +302,18 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)
-    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets)
+    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
     own = True
+    peak, key, cpu_bound = training_peak(device, w.precision)
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
+    elif device.kind == "cpu":
+        factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
         raise InputError(f"utilization must be in (0, 1], got {u}")
-    peak, key = device.peak_flops("fp32" if device.kind == "cpu" else "bf16")
     notes = [Assumption("utilization", u, utilization is None, factor.source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
@@ -209,14 +321,20 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
                                 "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
     if w.method == "qlora":
-        warnings.append("QLoRA dequantizes the 4-bit base in every forward and backward pass; that memory-bound "
-                        "work is not in the FLOP count, so the duration is a lower bound")
+        notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
+                                "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
+                                "dequantize every 4-bit weight in forward, backward and recomputed forward"))
+    if cpu_bound and utilization is None and w.tp * w.pp == 1 and peak is not None:
+        warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
+                        f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
+                        "the shortest time that peak allows")
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
+    bound = cpu_bound and utilization is None and w.tp * w.pp == 1
+    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

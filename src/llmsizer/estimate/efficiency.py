@@ -3,8 +3,8 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
-constants and the three training-speed constants (utilisation on Ada and on Hopper, the shared host-path collective
-bandwidth); every other factor comes from outside llmsizer's validation rows
+constants and the four training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
+host-path collective bandwidth); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
 
@@ -106,9 +106,9 @@ LLAMACPP_HALF_COLUMNS = Factor(
 # build_attn_mha).
 LLAMACPP_KQ_BYTES_PER_SCORE = 16
 MMQ_PATH, CUBLAS_PATH = "mmq", "cublas"
-# Up to this many tokens per product ggml-cuda runs the matrix-vector kernels (mmvq.cuh MMVQ_MAX_BATCH_SIZE 8);
-# a larger decode batch takes the MMQ/cuBLAS path of prefill.
-LLAMACPP_MMVQ_MAX_BATCH = 8
+# Decoding several sequences at once (formulas/speed.py eq. 10) uses the same path's rate for the products' columns
+# beyond the first: up to MMVQ_MAX_BATCH_SIZE = 8 columns ggml-cuda runs mmvq (the same weights per column), above it
+# MMQ/cuBLAS; no constant of its own (the per-column time measured on DGX Spark matches this rate, eq. 10).
 _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 
 
@@ -131,25 +131,46 @@ TRAINING_HFU = Factor(
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
-# 0.699 of 165.2 TFLOP/s; re-derived by tests/hardware/test_training_calibration.py. Replaces PaLM's 46.2 % MFU
-# (a 6144-chip run with its communication inside), which under-predicted single-device runs and over-predicted
-# data-parallel runs over PCIe by up to +404 %.
+# 0.6539 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
+# formulas/training_time.py eq. 2') and dividing by the GEMM shape efficiency (formulas/gemm_shapes.py: this row's
+# rank-8 adapter GEMMs are memory-bound, 0.988); re-derived by tests/hardware/test_training_calibration.py.
+# Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
+# runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.699, 0.699, 0.699,
+    "training_device_utilization", 0.6539, 0.6539, 0.6539,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
 # on one named row: torchtitan Llama 3.1 8B FSDP on 8 x H100 (500 W, HBM2e), 5762 tokens/s per GPU (PM0501,
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
 # tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
-# under-predicts a 700 W H100 SXM by up to their peak ratio. Architectures without a row of their own take the Ada
+# under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
+# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853. Architectures without a row of their own take the Ada
 # value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "hopper": Factor("training_device_utilization_hopper", 0.356, 0.356, 0.356,
+    "hopper": Factor("training_device_utilization_hopper", 0.3853, 0.3853, 0.3853,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
+
+
+# Training on a CPU with a BF16 matrix unit (Intel AMX): the share of the AMX peak (cores x all-core clock x 1,024
+# BF16 FLOP per cycle, the catalog's derived 'bf16' value) that the executed FLOPs reach. CALIBRATED on one named
+# row: Intel's Cloud Optimization Module, GPT-2 small (124M) full fine-tuning, bf16 autocast + IPEX O1, AdamW, batch
+# 32 x 1024 tokens per iteration, eager ("slow") attention, torch 1.13, on one GCP c3-highmem-8 (4 Sapphire Rapids
+# cores): median 40.76 s per iteration (PM0600) -> 804 tokens/s x 8.60e8 FLOP/token / 12.288 TFLOP/s = 0.0563;
+# re-derived by tests/hardware/test_training_calibration.py. Assumed to hold per core for larger Xeons (one VM of
+# 4 cores is the only row). CPUs without a sourced BF16 matrix peak, and fp32/fp16 recipes, have no calibrated
+# value: they are timed at the whole of their FP32 peak (TRAINING_UTILIZATION_CPU_BOUND, a lower bound on the
+# time), named in the duration's warnings.
+TRAINING_UTILIZATION_CPU_AMX = Factor(
+    "training_device_utilization_cpu_amx", 0.0563, 0.0563, 0.0563,
+    "calibrated: Intel ICOM GPT-2 small bf16 IPEX full fine-tune on 1 x GCP c3-highmem-8 (4 SPR cores), 32 x 1024 "
+    "tokens per 40.76 s (PM0600), executed FLOPs / (AMX BF16 peak x time)")
+TRAINING_UTILIZATION_CPU_BOUND = Factor(
+    "training_device_utilization_cpu_bound", 1.0, 1.0, 1.0,
+    "not calibrated: no published CPU training row for this peak; 1.0 = the whole peak (the shortest possible time)")
 
 
 def training_utilization(architecture: str) -> tuple[Factor, bool]:
@@ -207,7 +228,8 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
-       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, DECODE_BANDWIDTH_CPU, COMPUTE, TRAINING_HFU, APPLE_GPU_WORKING_SET)
+       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
+       TRAINING_HFU, APPLE_GPU_WORKING_SET)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

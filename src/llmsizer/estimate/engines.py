@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..units import GiB, MiB
 
 
@@ -108,8 +109,9 @@ VLLM = EngineProfile(
 )
 LLAMACPP = EngineProfile(
     name="llamacpp", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="fp16",
-    description="llama.cpp: GGUF weights (token embeddings stay in host memory; -ngl layers offloaded), one "
-                "unified KV cache of n_ctx cells (f16 by default), compute buffers sized for n_ubatch tokens.",
+    description="llama.cpp: GGUF weights (token embeddings stay in host memory; -ngl layers offloaded), a KV "
+                "cache of n_ctx cells (f16 by default; one stream per sequence, or one unified buffer with -kvu), "
+                "compute buffers sized for n_ubatch tokens.",
     source="llama.cpp common/common.h (cache_type_k/v = f16, n_ubatch = 512), src/llama-model.cpp (input layer on "
            "CPU), src/llama-kv-cache.cpp",
     state_dtypes=("fp32", "fp32"),
@@ -161,3 +163,86 @@ VLLM_KERNEL_BLOCK_ALIGNMENT = 16
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)
 LLAMACPP_KV_PAD = 256  # llama.cpp pads n_ctx / KV cells to a multiple of 256 (llama-context.cpp, llama-kv-cache.cpp)
+
+
+# llama.cpp's KV layout for several sequences (-np N): one unified buffer shared by all of them (-kvu) or one stream
+# per sequence. common/common.h:575 ``kv_unified = false``; llama-server turns it on only when -np is left at auto
+# (common/arg.cpp:1403 server default n_parallel = -1; tools/server/server.cpp:156-161 "n_parallel is set to auto,
+# using n_parallel = 4 and kv_unified = true"). llmsizer's concurrency is llama.cpp's -np, which a server for N
+# sequences is given (fit --auto prints it), so the default is one stream per sequence.
+LLAMACPP_KV_UNIFIED = False
+LLAMACPP_KV_UNIFIED_SOURCE = (
+    "llama-server -np N keeps common/common.h:575 kv_unified = false (one KV stream per sequence); only -np auto "
+    "turns -kvu on (4 slots, tools/server/server.cpp:156-161; common/arg.cpp:1403, 1721-1728), ggml-org/llama.cpp"
+    "@0c1e57098; PR #16736 'By default, start the server using 4 slots and unified KV cache'")
+
+
+@dataclass(frozen=True)
+class LlamaCppKV:
+    """llama.cpp's KV cells for ``sequences`` sequences (:func:`llamacpp_kv_cells`): ``streams`` buffers of
+    ``cells`` cells in each full-attention layer and ``sliding_cells`` in each sliding-window layer."""
+
+    unified: bool
+    sequences: int
+    streams: int  # n_stream: 1 unified, else n_seq_max (src/llama-kv-cache.cpp:84)
+    n_ctx: int  # cells of all streams together, after llama.cpp's rounding
+    cells: int  # per stream, full-attention layers (cparams.n_ctx_seq)
+    sliding_cells: int  # per stream, sliding-window layers (size_swa)
+    window: int  # the model's window (0: none)
+
+    @property
+    def window_extra(self) -> int:
+        """Cells a sliding layer's stream holds beyond the window (formulas/kv_cache.py ``window_extra``)."""
+        return self.sliding_cells - self.window
+
+    def stream_tokens(self, tokens_per_sequence: int | None = None) -> int:
+        """Cells in use in each stream when every sequence holds ``tokens_per_sequence`` tokens (None: the stream's
+        capacity, what memory allocates): a unified stream holds every sequence's tokens, a split one its own."""
+        if tokens_per_sequence is None:
+            return self.cells
+        return min(self.cells, tokens_per_sequence * (self.sequences if self.unified else 1))
+
+    def decode_kv(self, tokens_per_sequence: int) -> tuple[int, int]:
+        """(tokens per stream, streams) one decode step of every sequence reads (each cell once): the arguments of
+        formulas/kv_cache.kv_cache with ``window_extra``, as memory is sized with ``(stream_tokens(), streams)``."""
+        return self.stream_tokens(tokens_per_sequence), self.streams
+
+    @property
+    def cross_sequence_attention(self) -> int:
+        """Sequences whose cells each query's attention computes over: with one unified stream a query sees the
+        whole buffer and the other sequences' cells are masked, not skipped (llama.cpp PR #14363 "cross-sequence
+        attention ... which we then simply discard"; ggml-cuda fattn-common.cuh skips only trailing masked tiles);
+        1 with a stream per sequence."""
+        return self.sequences if self.unified else 1
+
+
+def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequences: int, context: int,
+                      unified: bool) -> LlamaCppKV:
+    """llama.cpp's KV cells for ``sequences`` sequences of ``context`` tokens (-c = context x sequences, -np =
+    sequences), ggml-org/llama.cpp@0c1e57098:
+
+    - n_ctx = pad256(context x sequences) (src/llama-context.cpp:290); unified: n_ctx_seq = n_ctx, one stream;
+      else n_ctx_seq = pad256(n_ctx / n_seq) and n_ctx = n_ctx_seq x n_seq (src/llama-context.cpp:292-306), one
+      stream per sequence (src/llama-kv-cache.cpp:84 ``n_stream = unified ? 1 : n_seq_max``; K and V tensors of
+      kv_size x n_stream cells, :233-234, kv_size = n_ctx_seq from src/llama-model.cpp create_memory);
+    - a sliding-window layer's stream: size_swa = pad256(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch))
+      (src/llama-kv-cache-iswa.cpp:69-73; "always padded to 256 for performance", issue #17037). Phi-3 runs without its window in llama.cpp (src/llama-model.cpp
+      LLM_ARCH_PHI3: swa_type NONE): its sliding layers hold the full n_ctx_seq.
+
+    Memory allocates ``streams`` x the cells; a decode step reads the cells in use (``decode_kv``), every cell of
+    a sliding stream once it is full (out-of-window cells are masked, not skipped)."""
+    if sequences < 1 or context < 1 or ubatch < 1:
+        raise InputError(f"sequences, context and n_ubatch must be positive, got {sequences}, {context}, {ubatch}")
+    pad = LLAMACPP_KV_PAD
+    n_ctx = -(-context * sequences // pad) * pad
+    if unified:
+        per_stream, streams = n_ctx, 1
+    else:
+        per_stream = -(-(n_ctx // sequences) // pad) * pad
+        streams, n_ctx = sequences, per_stream * sequences
+    w = window or 0
+    if model_type == "phi3" or not w:
+        sliding = per_stream
+    else:
+        sliding = min(per_stream, -(-(w * (sequences if unified else 1) + ubatch) // pad) * pad)
+    return LlamaCppKV(unified, sequences, streams, n_ctx, per_stream, sliding, w)

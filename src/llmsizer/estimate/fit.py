@@ -183,11 +183,13 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
-                  mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32")) -> SpeedEstimate:
+                  mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
+                  ubatch: int | None = None, kv_unified: bool | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
-    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states)
+    key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
+           kv_unified)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -195,7 +197,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states)
+                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -210,10 +212,13 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     return memory
 
 
-def vm_share_device(device: Device, instance: Instance, assumptions: list[Assumption] | None = None) -> Device:
+def vm_share_device(device: Device, instance: Instance | None, assumptions: list[Assumption] | None = None) -> Device:
     """A CPU instance's device with its memory bandwidth and peak FLOP/s scaled to the VM's share of the socket's
     physical cores (efficiency.vm_bandwidth_share: vCPUs / threads_per_core over the socket's cores); the device
-    unchanged when it is not a CPU or a number is missing. Speed on an instance is always computed on this device."""
+    unchanged when there is no instance, it is not a CPU or a number is missing. Speed and training duration on an
+    instance are always computed on this device."""
+    if instance is None:
+        return device
     bw, cores, vcpus = device.memory_bandwidth, device.cores, instance.vcpus
     if device.kind != "cpu" or bw is None or cores is None or vcpus is None:
         return device
@@ -253,9 +258,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
-    assumptions: list[Assumption] = [headroom_assumption(headroom)]
     warnings: list[str] = []
     eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
+    # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
+    assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
     if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
         raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
@@ -300,7 +306,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)))
+                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
@@ -365,6 +371,12 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
+def training_device_kind(device: Device) -> str:
+    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
+    else 'gpu'."""
+    return "cpu" if device.kind == "cpu" else "gpu"
+
+
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
 
 
@@ -374,8 +386,8 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
     fields = dict(fields, memory=memory, headroom=headroom)
     auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [fields.get("zero", 0)]):
-        est = _training_estimate(spec, dict(fields, zero=stage) if "fsdp" not in fields else dict(fields))
+    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
+        est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
         if est.details["fits"]:
             break
     if auto:
@@ -400,7 +412,9 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
-    fields.setdefault("gpus", n)
+    if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
+        fields.setdefault("gpus", n)
+    fields.setdefault("device", training_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

@@ -35,8 +35,10 @@ class FormatChoice:
     warnings: list[str] = field(default_factory=list)
 
 
-def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = 128) -> FormatChoice:
-    """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default)."""
+def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = 128,
+                   group_size_given: bool = False) -> FormatChoice:
+    """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
+    ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default)."""
     if weights is None and spec.file_weights is not None:
         if engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
             raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
@@ -64,7 +66,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                             f"with Transformers'); weights counted in bf16 instead of {fmt}")
         fmt = "bf16"
     if fmt in GROUPED:
-        out.assumptions.append(Assumption("group_size", out.group_size, weights is None or group_size == 128,
+        out.assumptions.append(Assumption("group_size", out.group_size, weights is None or not group_size_given,
                                           "quantization group size (GPTQ/AWQ default 128)"))
     if fmt == "mxfp4" and engine == "transformers":
         out.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "

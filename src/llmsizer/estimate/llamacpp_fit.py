@@ -79,7 +79,8 @@ class LlamaCppFit:
         if self.n_cpu_moe:
             out += ["--n-cpu-moe", str(self.n_cpu_moe)]
         if concurrency > 1:
-            out += ["-np", str(concurrency)]
+            # -np N alone keeps one KV stream per sequence (common/common.h:575); the unified layout sized needs -kvu
+            out += ["-np", str(concurrency)] + (["-kvu"] if self.details.get("kv_unified") else [])
         return out + ["-fit", "off"]
 
     def devices(self) -> list[dict[str, Any]]:
@@ -266,4 +267,5 @@ def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts:
     return LlamaCppFit(spec.name, tuple(free), margin, ctx, sum(counts), spec.num_layers,
                        tuple(counts) if nd > 1 else (), n_cpu_moe, fits, est, tuple(steps), tuple(assumptions),
                        tuple(warnings), host_memory,
-                       {"source": FIT_SOURCE, "concurrency": workload.get("concurrency", 1)})
+                       {"source": FIT_SOURCE, "concurrency": workload.get("concurrency", 1),
+                        "kv_unified": bool(est.details.get("kv_unified"))})

@@ -20,6 +20,7 @@ from ..formulas.speed import (
     Roofline,
     allreduce_time,
     attended_tokens,
+    batched_decode_time,
     gemm_time,
     moe_expert_fraction,
     phase_time,
@@ -157,7 +158,7 @@ def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -
 
 def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
-                                 assumptions: list[Assumption], same_experts: bool = False,
+                                 assumptions: list[Assumption],
                                  flash_attention: bool = True) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
@@ -175,7 +176,7 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     expert_cols = cols
     if spec.moe is not None:
         experts = pc.by_component.get("experts", 0) * spec.moe.experts_per_token / spec.moe.num_experts
-        expert_cols = cols if same_experts else max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
+        expert_cols = max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
     t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
     if experts:
         t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
@@ -200,7 +201,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
                    identical_sequences: bool = False,
                    state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
-                   flash_attention: bool = True) -> SpeedEstimate:
+                   flash_attention: bool = True, kv_unified: bool | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -210,9 +211,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     recurrent layers, read and written once per decode step (formulas/recurrent_state.py); the default is the widest
     any engine keeps (llama.cpp: F32, F32), and ``fit`` passes the engine's own from the inference estimate.
     ``ubatch``: tokens per graph evaluation of llama.cpp (its n_ubatch; default ``engines.LLAMACPP_N_UBATCH``), the
-    column count of its prefill matrix products. ``flash_attention``: llama.cpp's -fa (on by default since -fa
+    column count of its prefill matrix products and the cells beyond the window that its sliding layers keep and
+    read at decode (engines.llamacpp_kv_cells). ``flash_attention``: llama.cpp's -fa (on by default since -fa
     auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
-    prefill."""
+    prefill. ``kv_unified``: llama.cpp's KV layout for the ``concurrency`` sequences (-kvu: one buffer for all;
+    None: ``engines.LLAMACPP_KV_UNIFIED``, one stream per sequence), the cells its decode reads
+    (engines.llamacpp_kv_cells, the rule the memory estimate sizes with)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -246,15 +250,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if ov_factor is not None or layer_overhead is not None:
         assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
                                       ov_factor.source if ov_factor and layer_overhead is None else "given"))
-    if identical_sequences and spec.moe is not None:
+    if identical_sequences and spec.moe is not None and (
+            concurrency == 1 or E.llamacpp_gemm_path(fmt, device.kind, device.vendor) is None):
         assumptions.append(Assumption("identical_sequences", True, False,
                                       "every sequence carries the same tokens: MoE routes all of them to the same "
                                       "experts (formulas/speed.py, after eq. 7)"))
     step_fixed = step_overhead(spec.num_layers, tau)
-    if fmt.startswith("gguf:") and concurrency > 1 and device.kind != "cpu":
-        warnings.append("llama.cpp decode of several sequences at once is an upper bound here: its batched "
-                        "quantized kernels ran 1.5-5x below this estimate on DGX Spark (32 sequences, "
-                        "validation rows PM0103-PM0106)")
 
     pc = count_params(spec)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
@@ -305,31 +306,82 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if peak and bw:
             roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
 
+    def _llamacpp_batched(batch: int, attn: float, nbytes: float) -> PhaseTime:
+        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once."""
+        mmq = path == E.MMQ_PATH
+        factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
+        gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+        fp16_peak, _ = device.peak_flops("fp16_acc16")
+        if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
+            gemm_peak = fp16_peak = peak
+        if batch == concurrency:
+            assumptions.append(Assumption(
+                "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
+                f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
+                + (" over the whole unified buffer" if unified else ""),
+                True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
+                + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR #14363; no "
+                   "published -kvu measurement checks this case yet)"
+                   if unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
+            if spec.moe is not None and identical_sequences:
+                assumptions.append(Assumption(
+                    "identical_sequences_routing", "independent", True,
+                    "identical prompts still read the experts of b routings in llama.cpp's batched step "
+                    "(DGX Spark llama-batched-bench: MoE steps 1.7-1.9x longer at 2 sequences than at 1)"))
+        extra = 2.0 * matmul_params * (batch - 1) / tp
+        return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
+                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed)
+
+    # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
+    # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
+    # n_swa x n_seq + n_ubatch in one unified stream), not the window alone; other engines read the window
+    llamacpp = fmt.startswith("gguf:")
+    unified = ENG.LLAMACPP_KV_UNIFIED if kv_unified is None else kv_unified
+    ub = ubatch or ENG.LLAMACPP_N_UBATCH
+
+    def cells_at(batch: int) -> ENG.LlamaCppKV:
+        return ENG.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ub, batch, prompt_tokens + output_tokens,
+                                     unified)
+
+    if llamacpp:
+        lay = cells_at(concurrency)
+        assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
+        if spec.sliding_window:
+            used, _ = lay.decode_kv(prompt_tokens + output_tokens)
+            assumptions.append(Assumption(
+                "llamacpp_sliding_cells_read", min(used, lay.sliding_cells), True,
+                "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
+                "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
+                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"))
+
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
-        flops = batch * (2.0 * matmul_params + _attention_flops_step(spec, width, 1, ctx)) / tp
+        # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not skipped)
+        attn = batch * _attention_flops_step(spec, width, 1, ctx) / tp
+        if llamacpp:
+            attn *= cells_at(batch).cross_sequence_attention
+        flops = batch * 2.0 * matmul_params / tp + attn
         w = float(read_bytes)
         if spec.moe is not None and expert_bytes:
-            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts,
-                                       1 if identical_sequences else batch)
+            # llama.cpp's batched step (eq. 10) reads the experts of b routings: identical prompts do not keep them
+            # identical there (formulas/speed.py, eq. 10)
+            same = identical_sequences and not (path is not None and batch > 1)
+            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1 if same else batch)
             w = read_bytes - expert_bytes + expert_bytes * frac
-        kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
+        if llamacpp:
+            lay = cells_at(batch)
+            per_stream, streams = lay.decode_kv(ctx)
+            kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
+                          window_extra=lay.window_extra).total_bytes * kv_share
+        else:
+            kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
         # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
         nbytes = w * shard + kv + 2 * state_bytes(batch)
         if peak is None and bw is None:
             return None, None
-        ce_d = ce
-        if path is not None and peak is not None and compute_efficiency is None and batch > E.LLAMACPP_MMVQ_MAX_BATCH:
-            # more than MMVQ's batch: the products run on the prefill kernel path, over `batch` columns
-            ce_d = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params, batch, batch, flops * tp,
-                                                batch * _attention_flops_step(spec, width, 1, ctx), peak, [],
-                                                same_experts=identical_sequences)
-            if batch == concurrency:
-                assumptions.append(Assumption("llamacpp_batched_decode_path", path, True,
-                                              f"{batch} sequences > MMVQ_MAX_BATCH_SIZE "
-                                              f"{E.LLAMACPP_MMVQ_MAX_BATCH} (ggml-cuda mmvq.cuh): the "
-                                              "products take the prefill kernel path (efficiency.LLAMACPP_MMQ)"))
-        t = phase_time(flops, nbytes, peak, bw, ce_d, be, comm(batch), step_fixed)
+        if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
+            return _llamacpp_batched(batch, attn, nbytes), roofline(flops, nbytes, peak, bw) if peak else None
+        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
         r = roofline(flops, nbytes, peak, bw) if peak and bw else None
         return t, r
 

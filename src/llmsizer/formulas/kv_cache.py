@@ -28,12 +28,22 @@ index_k_with_scale_buffer): ``indexer_cache="fp8_scaled"``.
 A sliding-window layer holds at most ``window + window_extra`` tokens per sequence (Beltagy et al. 2020,
 Longformer; Jiang et al. 2023, Mistral 7B, section 2); each engine's extra is in its profile
 (``estimate/engines.py``): transformers' storage holds ``window`` tokens while decoding, vLLM
-window - 1 + max_num_batched_tokens, llama.cpp n_swa x n_seq + n_ubatch.
+window - 1 + max_num_batched_tokens, llama.cpp n_swa x (n_seq with one unified stream, else 1) + n_ubatch per
+stream (``engines.llamacpp_kv_cells``).
 Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences; layers without attention
 (``layer_types`` "none": Mamba / Gated DeltaNet / MLP-only layers of hybrid models) cache no keys or values --
 their per-sequence state is in ``formulas/recurrent_state.py``.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).
+
+A cross-attention layer (Llama-3.2-Vision) caches no text tokens; it keeps the keys and values of the image states,
+``cross_tokens`` per sequence (images x tiles x (patches + 1), formulas/vision_tokens.py rule "mllama"):
+
+    cross_kv_bytes = cross_layers * 2 * num_kv_heads * head_dim * cross_tokens * sequences * bytes_per_element   (4)
+
+(transformers modeling_mllama.py MllamaTextCrossAttention: ``cache.update(key_states, value_states, layer_idx)``
+with key_states [B, kv_heads, images x tiles x (patches + 1), head_dim]; measured in
+tests/formulas/test_cross_attention_kv.py.)
 """
 
 from __future__ import annotations
@@ -133,3 +143,10 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
         total_bytes=int(math.ceil(total)), bytes_per_token=per_layer * (n_full + n_sliding),
         full_layers=n_full, sliding_layers=n_sliding, tokens_full=t_full, tokens_sliding=t_slide,
     )
+
+
+def cross_attention_kv(spec: ModelSpec, cross_tokens: int, sequences: int, kv_dtype: str) -> int:
+    """Eq. (4): bytes of the image keys and values the cross-attention layers hold for ``sequences`` sequences of
+    ``cross_tokens`` image states each."""
+    per = spec.cross_attention_layer_count * 2 * spec.num_kv_heads * spec.head_dim
+    return math.ceil(per * cross_tokens * sequences * kv_dtype_bytes(kv_dtype))

@@ -39,57 +39,104 @@ from ..specs import ModelSpec
 from .training_activations import ActivationSetup, Term, _div, _head_dims, checkpoint_input_bytes, needs_mask
 
 
-def layer_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, bool]]:
-    """The matmuls of one decoder layer in forward order: (name, output width per token on one device, counted).
+def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, int, bool]]:
+    """The matmuls of one decoder layer in forward order: (name, input width, output width per token on one
+    device, counted).
 
     ``counted`` is True for a bias-free linear (aten.mm, which the every-second rule counts) and False for a
-    linear with a bias (aten.addmm: always saved, not counted). LoRA adapters follow their base linear.
+    linear with a bias (aten.addmm: always saved, not counted). LoRA adapters follow their base linear
+    (lora_A: input width -> r, lora_B: r -> output width). Column-parallel outputs and row-parallel inputs are
+    divided by the tensor-parallel degree. The routed experts of an MoE layer are not listed (``_grouped_mm``).
     """
     tp = st.tp
     q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
     h = spec.hidden_size
-    out: list[tuple[str, int, bool]] = []
+    out: list[tuple[str, int, int, bool]] = []
 
-    def linear(name: str, role: str, width: int, bias: bool) -> None:
-        out.append((name, width, not bias))
+    def linear(name: str, role: str, width_in: int, width: int, bias: bool) -> None:
+        out.append((name, width_in, width, not bias))
         if role in st.adapted and not st.full:
-            out.append((f"{name} lora_A", st.rank, True))
-            out.append((f"{name} lora_B", width, True))
+            out.append((f"{name} lora_A", width_in, st.rank, True))
+            out.append((f"{name} lora_B", st.rank, width, True))
 
     if spec.mla is not None:
         m = spec.mla
         if m.q_lora_rank:
-            linear("q_a", "", m.q_lora_rank, False)
-            linear("q_b", "attn_q", q_w, False)
+            linear("q_a", "", h, m.q_lora_rank, False)
+            linear("q_b", "attn_q", m.q_lora_rank, q_w, False)
         else:
-            linear("q", "attn_q", q_w, False)
-        linear("kv_a", "", m.kv_lora_rank + m.qk_rope_head_dim, False)
-        linear("kv_b", "", _div(spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), tp), False)
+            linear("q", "attn_q", h, q_w, False)
+        linear("kv_a", "", h, m.kv_lora_rank + m.qk_rope_head_dim, False)
+        linear("kv_b", "", m.kv_lora_rank, _div(spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), tp), False)
     else:
         qkv_bias = spec.attention_qkv_bias
-        linear("q", "attn_q", q_w, qkv_bias)
-        linear("k", "attn_k", k_w, qkv_bias)
-        linear("v", "attn_v", v_w, qkv_bias)
-    linear("o", "attn_output", h, spec.attention_out_bias)
+        linear("q", "attn_q", h, q_w, qkv_bias)
+        linear("k", "attn_k", h, k_w, qkv_bias)
+        linear("v", "attn_v", h, v_w, qkv_bias)
+    linear("o", "attn_output", o_w, h, spec.attention_out_bias)
     if spec.moe_layers[layer] and spec.moe is not None:
         shared = spec.moe.shared_intermediate_size
         if shared:
             i_w = _div(shared, tp)
             if spec.mlp_gated:
-                linear("shared gate", "ffn_shexp_gate", i_w, spec.mlp_bias)
-                linear("shared up", "ffn_shexp_up", i_w, spec.mlp_bias)
+                linear("shared gate", "ffn_shexp_gate", h, i_w, spec.mlp_bias)
+                linear("shared up", "ffn_shexp_up", h, i_w, spec.mlp_bias)
             else:
-                linear("shared up", "ffn_shexp_up", i_w, spec.mlp_bias)
-            linear("shared down", "ffn_shexp_down", h, spec.mlp_bias)
+                linear("shared up", "ffn_shexp_up", h, i_w, spec.mlp_bias)
+            linear("shared down", "ffn_shexp_down", i_w, h, spec.mlp_bias)
         return out
     i_w = _div(spec.intermediate_size, tp)
     if spec.mlp_gated:
-        linear("gate", "ffn_gate", i_w, spec.mlp_bias)
-        linear("up", "ffn_up", i_w, spec.mlp_bias)
+        linear("gate", "ffn_gate", h, i_w, spec.mlp_bias)
+        linear("up", "ffn_up", h, i_w, spec.mlp_bias)
     else:
-        linear("up", "ffn_up", i_w, spec.mlp_bias)
-    linear("down", "ffn_down", h, spec.mlp_bias)
+        linear("up", "ffn_up", h, i_w, spec.mlp_bias)
+    linear("down", "ffn_down", i_w, h, spec.mlp_bias)
     return out
+
+
+def layer_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, bool]]:
+    """The matmuls of one decoder layer in forward order: (name, output width per token on one device, counted)
+    (:func:`layer_matmul_shapes` without the input width)."""
+    return [(name, width, counted) for name, _, width, counted in layer_matmul_shapes(spec, layer, st)]
+
+
+def _moe_expert_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Forward FLOPs per token of an MoE layer's router (2 h E) and top-k routed experts (2 k x (3 or 2) h i_e)."""
+    if not (spec.moe_layers[layer] and spec.moe is not None):
+        return 0
+    m, h = spec.moe, spec.hidden_size
+    mats = 3 if m.expert_gated else 2
+    return 2 * h * m.num_experts + 2 * m.experts_per_token * mats * h * _div(m.expert_intermediate_size, st.tp)
+
+
+def full_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Matmul FLOPs per token that the backward of a fully checkpointed layer runs again: every matmul of the layer
+    but the last. PyTorch's non-reentrant checkpoint (torchtune's and torchtitan's ``checkpoint_wrapper``) stops the
+    recomputation as soon as every tensor the backward needs has been rebuilt (torch/utils/checkpoint.py,
+    ``set_checkpoint_early_stop``, default True); the layer's last matmul (the MLP down projection) feeds only the
+    residual add, whose backward needs no input, so it does not run again. Attention-core FLOPs: eq. (2') of
+    formulas/training_time.py."""
+    mm = layer_matmul_shapes(spec, layer, st)
+    return 2 * sum(w_in * w_out for _, w_in, w_out, _ in mm[:-1]) + _moe_expert_flops(spec, layer, st)
+
+
+def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Forward FLOPs per token that the backward of a layer checkpointed with the op-level policy runs again
+    (module docstring): 2 x input x output width of every mm the policy does not save (calls 2, 4, 6, ...) except
+    the layer's last matmul (early stop, :func:`full_recompute_flops`); in an MoE layer also the force-recomputed
+    router (2 h E) and the routed experts' ``_grouped_mm`` (outside the save set: 2 k x (3 or 2) h i_e). Norms,
+    rotary, activations and adds are recomputed too but carry no matmul FLOPs; the saved SDPA output means the
+    attention core is not run again."""
+    flops = 0
+    count = 0
+    mm = layer_matmul_shapes(spec, layer, st)
+    for j, (_, w_in, w_out, counted) in enumerate(mm):
+        if counted:
+            count += 1
+            if count % 2 == 0 and j < len(mm) - 1:
+                flops += 2 * w_in * w_out
+    return flops + _moe_expert_flops(spec, layer, st)
 
 
 def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int]]:

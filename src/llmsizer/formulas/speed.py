@@ -61,7 +61,37 @@ logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch wit
 "only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
 
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
-tools/batched-bench/batched-bench.cpp), they route to the same k experts and (5) takes b = 1.
+tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
+on DGX Spark they do not (see eq. 10), so the batched form takes the b of (5).
+
+Batched decode on llama.cpp's CUDA backend. One step of b sequences runs its kernels one after another
+(ggml_backend_sched computes the graph node by node): the matrix products stream the weights once for the whole batch
+(ggml-cuda mmvq.cu ``mul_mat_vec_q`` loops over up to MMVQ_MAX_BATCH_SIZE = 8 columns per weight row read; above
+that ggml-cuda.cu ``ggml_cuda_mul_mat`` takes mmq.cu ``ggml_cuda_mul_mat_q``, one weight tile per column tile), the
+flash-attention kernel of every sequence reads that sequence's own K and V cells (llama.cpp PR #14363 "high-throughput
+mode": one KV stream per sequence unless ``--kv-unified``, split in src/llama-graph.cpp build_attn @c96c48c
+L1035-1044, so the attention reads sum_s KV(c_s)), and each product's arithmetic over the b columns adds to, rather
+than hides under, the weight stream: measured (below), a dense Q8_0 7B model's step grows by 0.5-0.8 ms per extra
+sequence at a 0.5k context, the size of its 2N FLOPs at the calibrated MMQ rate, while the bytes it adds (its KV)
+take 0.1 ms. With the single-sequence step (7) as the calibrated base::
+
+    t_step(b) = (W_b + sum_s KV(c_s) + S_b) / (B e_m)  +  2 N (b - 1) / (R_k e_k)  +  F_attn(b) / (R_16 e_16)
+                + t_comm + L tau                                                              (10)
+
+W_b the weight bytes of (5) at b independent routings, S_b the recurrent state read and written, N the parameters
+a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
+first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
+attention FLOPs at the FP16 tensor rate. The KV cells are llama.cpp's layout (estimate/engines.py
+``llamacpp_kv_cells``, the rule the memory estimate sizes with): one stream per sequence by default; with
+``--kv-unified`` all sequences share one buffer, the cells read are that buffer's cells in use, and each query's
+attention runs over every sequence's cells (masked, not skipped: PR #14363 "cross-sequence attention"), so F_attn
+grows by b. Measured with llama-batched-bench on DGX Spark (build 6918, b = 2..32,
+contexts 0.5k-8k, five models): the step of a mixture-of-experts model grows 1.7-1.9x from b = 1 to b = 2, a dense
+model's 1.07-1.2x, although every sequence carries token 0: the routing does not stay identical, so W_b takes b.
+Part of that jump at b = 2 is the kernel of that build: ggml-cuda ran MoE products (mul_mat_id) of more than one
+token through MMQ until llama.cpp PR #18958 (2026-01-20, "use mmvq for mul-mat-id for small batch sizes ...
+previously there was a dip at n_tokens = 2"); eq. (10) does not model that dip (it is 22-31 % fast at b = 2 on
+those MoE rows).
 """
 
 from __future__ import annotations
@@ -209,6 +239,23 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
     return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
+
+
+def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
+                        gemm_peak: float, gemm_efficiency: float, attn_flops: float, attn_peak: float,
+                        attn_efficiency: float, comm_seconds: float = 0.0,
+                        overhead_seconds: float = 0.0) -> PhaseTime:
+    """Eq. (10): one decode step of several sequences on llama.cpp's CUDA backend: the bytes (weights once, every
+    sequence's KV and state) at ``bandwidth`` x ``bandwidth_efficiency``, plus the products' arithmetic beyond the
+    first column (``extra_gemm_flops`` = 2 N (b - 1)) at the kernel path's rate, plus the attention FLOPs at the FP16
+    rate, plus communication and the fixed per-step ``overhead_seconds`` (eq. 7). The compute terms add to the
+    memory term (kernels of a step run one after another; see eq. 10 in the module doc)."""
+    if nbytes < 0 or extra_gemm_flops < 0 or attn_flops < 0:
+        raise InputError("bytes and FLOPs must not be negative")
+    tm = memory_time(nbytes, bandwidth, bandwidth_efficiency)
+    tc = compute_time(extra_gemm_flops, gemm_peak, gemm_efficiency) + compute_time(attn_flops, attn_peak,
+                                                                                    attn_efficiency)
+    return PhaseTime(tm + tc + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
 
 
 def step_overhead(num_layers: int, seconds_per_layer: float) -> float:

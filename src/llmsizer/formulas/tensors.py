@@ -31,7 +31,7 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Literal
 
-from ..specs import ModelSpec
+from ..specs import LayerKey, ModelSpec
 
 Component = Literal[
     "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
@@ -131,6 +131,23 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
         out += _norm("attn_k_norm", hd * (spec.num_kv_heads if full else 1), spec.norm_kind, i, "attention")
     if spec.attention_sinks:
         out.append(Tensor("attn_sinks", "attention", (spec.num_heads,), 1, i))
+    return out
+
+
+def _cross_attention(spec: ModelSpec, i: int) -> list[Tensor]:
+    """Llama-3.2-Vision's cross-attention block (transformers modeling_mllama.py MllamaTextCrossAttention,
+    MllamaCrossAttentionDecoderLayer): q/k/v/o without bias (k and v read the image states, already projected to the
+    text width), RMSNorm q_norm and k_norm over head_dim, and two tanh gates of one element (cross_attn_attn_gate,
+    cross_attn_mlp_gate)."""
+    h, hd = spec.hidden_size, spec.head_dim
+    out = _linear("cross_attn_q", "attention", spec.num_heads * hd, h, i, False)
+    out += _linear("cross_attn_k", "attention", spec.num_kv_heads * hd, h, i, False)
+    out += _linear("cross_attn_v", "attention", spec.num_kv_heads * hd, h, i, False)
+    out += _linear("cross_attn_o", "attention", h, spec.num_heads * hd, i, False)
+    out += _norm("cross_attn_q_norm", hd, "rmsnorm", i, "attention")
+    out += _norm("cross_attn_k_norm", hd, "rmsnorm", i, "attention")
+    out += [Tensor("cross_attn_attn_gate", "attention", (1,), 1, i),
+            Tensor("cross_attn_mlp_gate", "attention", (1,), 1, i)]
     return out
 
 
@@ -234,12 +251,60 @@ def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
     return out
 
 
+def _vit_block(v_d: int, heads: int, inter: int, j: int, bias: bool) -> list[Tensor]:
+    """One pre-LayerNorm ViT block of the Llama vision towers: input/post-attention LayerNorms, q/k/v/o over
+    heads x (d // heads) channels, a GELU fc1/fc2 MLP with biases (modeling_mllama.py MllamaVisionEncoderLayer,
+    modeling_llama4.py Llama4VisionEncoderLayer)."""
+    inner = heads * (v_d // heads)
+    out: list[Tensor] = []
+    for role in ("v_ln1", "v_ln2"):
+        out += _norm(role, v_d, "layernorm", j, "vision")
+    for role in ("v_attn_q", "v_attn_k", "v_attn_v"):
+        out += _linear(role, "vision", inner, v_d, j, bias)
+    out += _linear("v_attn_o", "vision", v_d, inner, j, bias)
+    out += _linear("v_ffn_up", "vision", inter, v_d, j, True)
+    out += _linear("v_ffn_down", "vision", v_d, inter, j, True)
+    return out
+
+
+def _llama_vision(spec: ModelSpec) -> list[Tensor]:
+    """The Llama-3.2-Vision tower (modeling_mllama.py MllamaVisionModel): Conv2d patches without bias, a class
+    token, the gated position embedding [patches + 1, d] with its tile table [aspect ratios, tiles x (patches + 1)
+    x d], the gated pre- and post-tile aspect-ratio embeddings [aspect ratios, tiles x d], LayerNorms before and
+    after, ``num_layers`` local blocks without attention bias and ``global_layers`` gated global blocks (two
+    one-element tanh gates each). Llama 4's (modeling_llama4.py Llama4VisionModel): an unfolded Linear patch
+    embedding without bias, a class token, a position table [patches + 1, d], LayerNorms before and after,
+    ``num_layers`` blocks with attention biases. The projector (and Llama 4's pixel-shuffle MLP adapter) in
+    ``projector_params``."""
+    v = spec.vision
+    assert v is not None
+    d, patches = v.hidden_size, (v.image_size // v.patch_size) ** 2 + 1
+    mllama = v.encoder == "mllama"
+    out = [Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),
+           Tensor("v_class_embd", "vision", (d,)), Tensor("v_pos_embd", "vision", (patches, d))]
+    if mllama:
+        out += [Tensor("v_pos_gate", "vision", (1,)),
+                Tensor("v_tile_pos_embd", "vision", (v.aspect_ratios, v.max_tiles * patches * d))]
+        for role in ("v_pre_tile_embd", "v_post_tile_embd"):
+            out += [Tensor(role, "vision", (v.aspect_ratios, v.max_tiles * d)), Tensor(role + ".gate", "vision", (1,))]
+    out += _norm("v_ln_pre", d, "layernorm", -1, "vision") + _norm("v_ln_post", d, "layernorm", -1, "vision")
+    for j in range(v.num_layers):
+        out += _vit_block(d, v.num_heads, v.intermediate_size, j, not mllama)
+    for j in range(v.num_layers, v.num_layers + v.global_layers):
+        out += _vit_block(d, v.num_heads, v.intermediate_size, j, False)
+        out += [Tensor("v_gate_attn", "vision", (1,), 1, j), Tensor("v_gate_ffn", "vision", (1,), 1, j)]
+    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return out
+
+
 def _vision(spec: ModelSpec) -> list[Tensor]:
     v = spec.vision
     if v is None:
         return []
     if v.encoder in ("qwen2_5_vl", "qwen3_vl"):
         return _qwen_vision(spec)
+    if v.encoder in ("mllama", "llama4"):
+        return _llama_vision(spec)
     d, n_patches = v.hidden_size, (v.image_size // v.patch_size) ** 2
     out = [
         Tensor("v_patch_embd", "vision", (d, v.num_channels * v.patch_size * v.patch_size)),
@@ -272,7 +337,7 @@ def model_layout(spec: ModelSpec) -> Layout:
     """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
     layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision)."""
     h, v = spec.hidden_size, spec.vocab_size
-    out: list[Tensor] = [Tensor("token_embd", "embedding", (v, h))]
+    out: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
     if spec.position_embeddings:
         out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
     before = tuple(range(len(out)))
@@ -280,14 +345,15 @@ def model_layout(spec: ModelSpec) -> Layout:
     # a layer's tensors depend on the layer only through its index and its kind (ModelSpec.layer_key: attention,
     # recurrent mixer, feed-forward, MoE): build each kind once (as the first layer of that kind) and re-stamp the
     # index (the cold-estimate hot path)
-    templates: dict[tuple[bool, bool, bool, bool], list[Tensor]] = {}
+    templates: dict[LayerKey, list[Tensor]] = {}
     new = tuple.__new__
     for i in range(spec.num_layers):
         kind = spec.layer_key(i)
         tpl = templates.get(kind)
         start = len(out)
         if tpl is None:
-            tpl = (_attention(spec, i) if kind[0] else []) + (_recurrent(spec, i) if kind[1] else []) \
+            tpl = (_attention(spec, i) if kind[0] else []) + (_cross_attention(spec, i) if kind[4] else []) \
+                + (_recurrent(spec, i) if kind[1] else []) \
                 + (_feed_forward(spec, i) if kind[2] else [])
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)

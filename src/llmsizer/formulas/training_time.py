@@ -55,6 +55,32 @@ while the current layer computes (Zhao et al. 2023, section 3.3, backward and fo
 
     t_micro = max(t_compute, t_comm)                                                     (8)
 
+Recomputation that is not a whole layer (``recompute_flops_per_token``): a layer checkpointed with torchtitan's
+op-level policy re-runs every matmul the policy does not save (formulas/selective_checkpointing.py
+``op_sac_recompute_flops``: every second mm, the MoE router and routed experts); with only every k-th layer
+checkpointed (torchtitan ``selective_ac_option`` / ``ac_freq``) the share of checkpointed layers c / L scales the
+recompute term of (2) or of the op-level policy. The checkpoint wraps the decoder layers (HF
+``gradient_checkpointing_enable``, torchtune ``set_activation_checkpointing`` on ``TransformerSelfAttentionLayer``,
+torchtitan ``apply_ac`` per transformer block), so only their matmuls run again, not the embedding or the
+lm_head, and PyTorch's non-reentrant checkpoint stops before the layer's last matmul (M_l: 2 x the parameters of
+every matmul of layer l but the last, formulas/selective_checkpointing.py ``full_recompute_flops``)::
+
+    F = F_(1 or 4) + sum over checkpointed layers of M_l + 4 c d s    full recomputation of c layers  (2')
+    F = F_(1 or 4) + sum over checkpointed layers of R_l     op-level selective, R_l per token       (2'')
+
+QLoRA dequantizes each 4-bit weight to the compute dtype before each GEMM that uses it: bitsandbytes
+``MatMul4Bit`` (bitsandbytes/autograd/_functions.py @012c660) runs ``F.dequantize_4bit(B, quant_state)`` in
+``forward`` and again in ``backward`` for grad_A; torchao's ``LinearNF4`` (torchao/dtypes/nf4tensor.py, used by
+torchtune's QLoRA) does ``weight.to(input.dtype)`` in forward and ``weight.to(grad_output.dtype)`` in backward.
+Each dequantization reads the 4-bit codes (0.5 B/weight), the block scales and writes a bf16 copy (2 B/weight);
+with double quantization (bitsandbytes ``compress_statistics``, block 64) the uint8 absmax is first dequantized
+to fp32 (``dequantize_blockwise``: 1 B read + 4 B written per 64 weights) and read again (4 B per 64)::
+
+    beta = 0.5 + 2 + (1 + 4 + 4) / 64 = 2.640625 B per weight
+    t_dq = p N_q beta / B_mem,   p = 2 + c / L passes (forward, backward, recomputed forward)         (9)
+
+a memory-bound kernel at the device's memory bandwidth B_mem (a lower bound of its time).
+
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). Tokens per second over a step of k micro-steps: n k T / (k t_micro + t_page).
@@ -92,6 +118,25 @@ def adapter_flops_per_token(params: float, adapter_params: float, num_layers: in
     if recompute == "full":
         return 6.0 * params + 6.0 * adapter_params + 16.0 * num_layers * attn_width * seq_len
     return 4.0 * params + 6.0 * adapter_params + 12.0 * num_layers * attn_width * seq_len
+
+
+NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 2.0 + (1.0 + 4.0 + 4.0) / 64.0  # eq. (9) beta
+
+
+def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:
+    """Eq. (2'): FLOPs per token a full recomputation of ``checkpointed_layers`` decoder layers adds, their
+    recomputed matmuls taking ``matmul_flops`` per token in all."""
+    if checkpointed_layers < 0 or matmul_flops < 0:
+        raise InputError("checkpointed layers and matmul FLOPs must not be negative")
+    return matmul_flops + 4.0 * checkpointed_layers * attn_width * seq_len
+
+
+def dequantization_seconds(quantized_weights: float, passes: float, memory_bandwidth: float) -> float:
+    """Eq. (9): seconds per micro-step that NF4 dequantization of ``quantized_weights`` weights takes over
+    ``passes`` GEMM passes at ``memory_bandwidth`` [B/s]."""
+    if quantized_weights < 0 or passes < 0 or memory_bandwidth <= 0:
+        raise InputError("quantized weights and passes must not be negative, memory bandwidth positive")
+    return passes * quantized_weights * NF4_DEQUANT_BYTES_PER_WEIGHT / memory_bandwidth
 
 
 def megatron_flops_per_iteration(batch: int, seq_len: int, num_layers: int, hidden: int, vocab: int) -> float:

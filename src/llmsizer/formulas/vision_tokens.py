@@ -208,6 +208,7 @@ def video_tokens(v: VisionSpec, frames: int, width: int, height: int) -> MediaTo
     groups = -(-frames // t)
     grid = (h // p) * (w // p)
     n = groups * grid // (m * m)
-    return MediaTokens(n + DELIMITERS[rule], 0, 1, groups * grid,
+    # each temporal group is its own attention sequence in the tower (vision_utils.get_vision_cu_seqlens)
+    return MediaTokens(n + DELIMITERS[rule], 0, groups, grid,
                        f"{frames} frames -> {groups} groups of {t}, each resized to {w}x{h}: "
                        f"{groups} x {grid // (m * m)} = {n} tokens")

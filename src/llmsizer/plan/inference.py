@@ -46,7 +46,13 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
          context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, kv_dtype=job.kv_cache_dtype, dtype=job.precision,
-               hardware_files=ctx.hardware_files, **job.media.fields())
+               hardware_files=ctx.hardware_files, **job.media.fields(), **engine_settings(job, engine))
+
+
+def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
+    """The job's engine_settings when ``engine`` is the job's own engine (the reader refuses a setting of another
+    engine); none for hardware sized on another engine."""
+    return job.engine_settings.fields() if engine is not None and engine == job.engine else {}
 
 
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
@@ -86,7 +92,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
                          output_tokens=out_peak, weights=job.quantization, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
-                         media=job.media.fields())
+                         media=job.media.fields(), engine=job.engine,
+                         **{k: v for k, v in job.engine_settings.fields().items() if k == "kv_unified"})
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -228,7 +235,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **job.media.fields(), **(batch or {}))
+                                  **job.media.fields(), **engine_settings(job, engine), **(batch or {}))
     except InputError:
         return None
 

@@ -34,6 +34,9 @@ ACTIONS: dict[str, str] = {
     "check": "requester", "show": "requester", "submit": "requester",
     "book-confirmed": "operator", "hold": "operator", "confirm": "operator", "activate": "operator",
     "finish": "operator", "release": "operator", "expire": "operator", "inventory": "operator", "export": "operator",
+    # over HTTP, the time a check or booking is made at is the server's clock; only an operator may give another
+    # (a requester could otherwise book a window in the past)
+    "now": "operator",
 }
 SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
 MAX_AUTH_BYTES = 1 << 20

@@ -69,7 +69,18 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
-        team=request.team)
+        team=request.team, memory_verdict=_memory_verdict(jp))
+
+
+def _memory_verdict(jp: JobPlan) -> str:
+    """The plan's answer when the job does not fit its devices' memory (its facts ``fits``, ``memory_need``,
+    ``memory_budget``: plan/inference.py and plan/training.py), as one line; '' otherwise."""
+    f = jp.facts
+    need, budget = f.get("memory_need"), f.get("memory_budget")
+    if f.get("fits") is not False or not need or not budget:
+        return ""
+    return (f"{jp.hardware.label} does not hold the job: it needs {float(need) / 2**30:.2f} GiB per device, over the "
+            f"{float(budget) / 2**30:.2f} GiB budget per device (`llmsizer plan`: memory)")
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,

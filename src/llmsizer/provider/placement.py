@@ -108,6 +108,9 @@ class JobNeed:
     jurisdiction: str | None = None
     network: float | None = None
     ongoing: bool = False  # a service with no planned end: held until released (ONGOING_END)
+    # the plan's memory verdict when the job does not fit its device's memory (plan facts "fits" False): why, in one
+    # line; '' when it fits or is not known. No window or node can help then.
+    memory_verdict: str = ""
     team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
 
     @property
@@ -351,6 +354,8 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     if not of_type:
         have = ", ".join(inv.device_types) or "none"
         raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})")
+    if need.memory_verdict:
+        raise NoFit("memory", need.memory_verdict)
     pooled = [n for n in of_type if need.label in n.pools]
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "

@@ -1,19 +1,40 @@
 """An inventory from what a scheduler reports: ``scontrol show node`` (the multi-line form or ``--oneline``: the same
-``Key=Value`` fields, one node per record starting at ``NodeName=``).
+``Key=Value`` fields, one node per record starting at ``NodeName=``) and a Kubernetes node list (``kubectl get nodes
+-o json``, or one node: ``kubectl get node NAME -o json``).
 
 Read per node (Slurm's scontrol(1) NODE fields): ``NodeName``, ``Gres`` (``gpu:<type>:<count>(S:...)``: the GPU type
 and count; a node without a ``gpu`` GRES is skipped and counted), ``CPUTot``, ``RealMemory`` (MiB), ``Partitions``,
 ``State``, ``AvailableFeatures``. The GPU type is a Slurm name (``a40``, ``a100``), not a catalog id: the operator maps
 each to a catalog device (``--device-map a100=a100-sxm-80gb``; a type that is already a catalog id needs none), since
-Slurm does not say which variant (memory, SXM or PCIe) a node has. Pure: text in, records and YAML text out.
+Slurm does not say which variant (memory, SXM or PCIe) a node has.
+
+Read per Kubernetes node: ``metadata.name``; the GPU count from ``status.allocatable`` (the healthy devices the
+device plugin offers; ``status.capacity`` when absent) of the extended resource ``nvidia.com/gpu`` or
+``amd.com/gpu``; the product from the GPU feature discovery label ``nvidia.com/gpu.product`` (NVIDIA
+k8s-device-plugin ``internal/lm/resource.go`` ``getProductName``/``sanitise``: the NVML device name with characters
+other than ``[A-Za-z0-9-_. ]`` dropped and spaces written ``-``, ``-SHARED`` appended when time-sliced replicas are
+advertised, ``-MIG-<profile>`` for a MIG resource; shared GPUs advertise replicas, so the count is divided by
+``nvidia.com/gpu.replicas``) or the AMD labeller's ``amd.com/gpu.product-name``; the memory
+per GPU from ``nvidia.com/gpu.memory`` (NVML total memory in MiB, same file: ``GetTotalMemoryMB``); CPUs and RAM
+from ``status.capacity`` (Kubernetes quantities); the node pool from the managed-Kubernetes pool labels
+(``POOL_LABELS``); Ready and cordoned state, kept as a comment. A product is matched to a catalog device the way
+``hardware detect`` matches a driver name (:func:`..catalog.detect.catalog_gpu`), or mapped by the operator
+(``--device-map PRODUCT=DEVICE``). Pure: text in, records and YAML text out.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
+from ..inputs import TOO_DEEP, short
+
+if TYPE_CHECKING:
+    from ..catalog.hardware import HardwareCatalog
 
 _KEY = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z_/]*)=")
 _GPU = re.compile(r"(?:^|,)gpu:(?:([A-Za-z0-9_.\-]+):)?(\d+)")
@@ -68,13 +89,18 @@ def parse_scontrol_nodes(text: str, source: str = "<scontrol>") -> list[SlurmNod
     return out
 
 
+def _header(source: str, command: str, site: str) -> list[str]:
+    """The first lines of an imported inventory: where it came from, the version, its one site, ``nodes:``."""
+    return [f"# imported from {source} ({command}) by llmsizer capacity import", "version: 1",
+            f"sites:\n  - id: {site}", "nodes:"]
+
+
 def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],
                    known: set[str], source: str = "<scontrol>") -> tuple[str, list[str]]:
     """An inventory (YAML text) with one site and a node per GPU node; and notes (nodes skipped and why).
     ``known``: the catalog's device ids; an unmapped GPU type that is not one of them is an error naming it."""
     notes = []
-    lines = [f"# imported from {source} (scontrol show node) by llmsizer capacity import", "version: 1",
-             f"sites:\n  - id: {site}", "nodes:"]
+    lines = _header(source, "scontrol show node", site)
     missing = sorted({n.gpu_type or "?" for n in nodes if n.gpus and device_map.get(n.gpu_type or "", n.gpu_type)
                       not in known})
     if missing:
@@ -92,4 +118,192 @@ def inventory_yaml(nodes: list[SlurmNode], *, site: str, device_map: dict[str, s
         kept += 1
     if not kept:
         raise InputError(f"{source}: no node with a gpu GRES")
+    return "\n".join(lines) + "\n", notes
+
+
+# ----------------------------------------------------------------------------------------------- Kubernetes
+
+#: extended resources a GPU device plugin advertises -> the label holding the product name
+GPU_RESOURCES = {"nvidia.com/gpu": "nvidia.com/gpu.product", "amd.com/gpu": "amd.com/gpu.product-name"}
+#: per-GPU memory label (MiB) of NVIDIA GPU feature discovery
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"
+#: replicas per physical GPU when the device plugin shares GPUs (time-slicing or MPS): nvidia.com/gpu then counts
+#: replicas, not GPUs (k8s-device-plugin internal/lm/resource.go baseLabeler: "replicas", "-SHARED" product suffix)
+GPU_REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+#: labels naming a node's pool in managed Kubernetes (AKS, GKE, EKS, Karpenter): the node joins that pool too
+POOL_LABELS = ("agentpool", "cloud.google.com/gke-nodepool", "eks.amazonaws.com/nodegroup", "karpenter.sh/nodepool")
+#: a label's GPU memory may sit this far below the catalog device's before the mapping is refused (driver-reported
+#: totals of one model differ by a few MiB between drivers; a vGPU or MIG slice is a large fraction less)
+MEMORY_SLACK = 0.02
+
+# Kubernetes quantity (k8s.io/apimachinery pkg/api/resource/quantity.go, the serialized form): a decimal number,
+# then an optional binary (Ki..Ei), decimal (k..E, m for milli) or exponent suffix
+_QTY = re.compile(r"^([+-]?(?:\d+(?:\.\d*)?|\.\d+))(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?\d+)?$")
+_QTY_FACTOR: dict[str | None, Decimal | int] = {None: 1, "m": Decimal("0.001"), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+               "E": 10**18, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+
+
+@dataclass(frozen=True)
+class K8sNode:
+    name: str
+    resource: str | None  # nvidia.com/gpu | amd.com/gpu | None (no GPU)
+    gpus: int
+    product: str | None
+    gpu_memory_mib: int | None  # per GPU, from GPU_MEMORY_LABEL
+    cpus: int
+    ram_mib: int
+    pools: tuple[str, ...]
+    state: str  # Ready=True, and ",cordoned" when spec.unschedulable
+
+
+def quantity(text: Any, where: str) -> Decimal:
+    """A Kubernetes quantity ('1900m', '16367668Ki', '8', '129e6') as a number, or a one-line InputError."""
+    m = _QTY.match(str(text).strip())
+    if m is None:
+        raise InputError(f"{where}: {short(text)} is not a Kubernetes quantity (e.g. 8, 1900m, 16367668Ki)")
+    try:
+        value = Decimal(m.group(1))
+    except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+        raise InputError(f"{where}: {short(text)} is not a number") from None
+    suffix = m.group(2)
+    if suffix and suffix[0] in "eE":
+        exp = int(suffix[1:])
+        if abs(exp) > 30:
+            raise InputError(f"{where}: {short(text)}: exponent out of range")
+        return value.scaleb(exp)
+    return value * _QTY_FACTOR[suffix]
+
+
+def _obj(v: Any, where: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(f"{where}: expected a mapping, got {short(v)}")
+    return v
+
+
+def parse_kubectl_nodes(text: str, source: str = "<kubectl>") -> list[K8sNode]:
+    """The nodes of ``kubectl get nodes -o json`` (a List/NodeList) or ``kubectl get node NAME -o json`` (a Node)."""
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise InputError(f"{source}: {TOO_DEEP}") from None
+    except ValueError as e:
+        raise InputError(f"{source}: not JSON ({e}): save `kubectl get nodes -o json`") from None
+    if not isinstance(doc, dict) or doc.get("kind") not in ("List", "NodeList", "Node"):
+        raise InputError(f"{source}: not `kubectl get nodes -o json` output (no \"kind\": \"List\", \"NodeList\" "
+                         f"or \"Node\" at the top)")
+    items = [doc] if doc["kind"] == "Node" else doc.get("items")
+    if not isinstance(items, list):
+        raise InputError(f"{source}: \"items\" is not a list")
+    if len(items) > MAX_NODES:
+        raise InputError(f"{source}: {len(items):,} nodes; at most {MAX_NODES:,}")
+    out = []
+    for k, item in enumerate(items):
+        where = f"{source}: items[{k}]"
+        item = _obj(item, where)
+        if item.get("kind", "Node") != "Node":
+            raise InputError(f"{where}: kind {short(item.get('kind'))}, not Node")
+        meta, status, spec = (_obj(item.get(x), f"{where}.{x}") for x in ("metadata", "status", "spec"))
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{where}: metadata.name missing")
+        where = f"{source}: node {_name(name, 'name', where)!r}"
+        labels = {str(a): str(b) for a, b in _obj(meta.get("labels"), f"{where}: metadata.labels").items()}
+        cap = _obj(status.get("capacity"), f"{where}: status.capacity")
+        alloc = _obj(status.get("allocatable"), f"{where}: status.allocatable")
+        resource, gpus = None, 0
+        for res in GPU_RESOURCES:
+            raw = alloc.get(res, cap.get(res))
+            if raw is not None:
+                n = quantity(raw, f"{where}: {res}")
+                if n != int(n) or n < 0:
+                    raise InputError(f"{where}: {res}={short(raw)} is not a whole number of devices")
+                if n:
+                    resource, gpus = res, int(n)
+                    break
+        shared = ""
+        replicas = labels.get(GPU_REPLICAS_LABEL, "1") if resource == "nvidia.com/gpu" else "1"
+        if not replicas.isdigit() or int(replicas) < 1:
+            raise InputError(f"{where}: {GPU_REPLICAS_LABEL}={short(replicas)} is not a whole number of replicas")
+        if int(replicas) > 1 and gpus:
+            # shared GPUs: the advertised count is replicas x GPUs; the inventory holds whole GPUs
+            shared = f",time-sliced x{replicas} ({gpus} replicas)"
+            gpus //= int(replicas)
+        mem = labels.get(GPU_MEMORY_LABEL) if resource == "nvidia.com/gpu" else None
+        if mem is not None and not mem.isdigit():
+            raise InputError(f"{where}: {GPU_MEMORY_LABEL}={short(mem)} is not a whole number of MiB")
+        ready = next((c.get("status") for c in status.get("conditions") or [] if isinstance(c, dict)
+                      and c.get("type") == "Ready"), "Unknown")
+        product = labels.get(GPU_RESOURCES[resource]) if resource else None
+        out.append(K8sNode(
+            name, resource, gpus, _name(product, "product", where) if product else None,
+            int(mem) if mem is not None else None,
+            int(quantity(cap.get("cpu", 0), f"{where}: cpu")),
+            int(quantity(cap.get("memory", 0), f"{where}: memory") / 2**20),
+            tuple(dict.fromkeys(_name(labels[x], x, where) for x in POOL_LABELS if labels.get(x))),
+            f"Ready={ready}" + (",cordoned" if spec.get("unschedulable") else "") + shared))
+    if not out:
+        raise InputError(f"{source}: the node list is empty")
+    return out
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")
+
+
+def _name(value: str, what: str, where: str) -> str:
+    """A node, pool or product name as Kubernetes writes them (DNS-1123 and label-value characters), so that it is
+    written into the YAML unquoted and unchanged; anything else is refused."""
+    if not _NAME.match(value):
+        raise InputError(f"{where}: {what} {short(value)} is not a Kubernetes name (letters, digits, '.', '_', '-')")
+    return value
+
+
+def _product_names(product: str) -> list[str]:
+    """The names a product label may stand for: as written, and without GPU feature discovery's ``-SHARED``."""
+    return list(dict.fromkeys([product, re.sub(r"-SHARED$", "", product)]))
+
+
+def kubectl_inventory_yaml(nodes: list[K8sNode], *, site: str, device_map: dict[str, str], pools: tuple[str, ...],
+                           catalog: HardwareCatalog, source: str = "<kubectl>") -> tuple[str, list[str]]:
+    """An inventory (YAML text) with one site and a node per GPU node; and notes (nodes skipped and why).
+    ``device_map``: product label -> catalog device id (already resolved by the caller); a product neither mapped
+    nor matched in the catalog, or whose label memory is below the device's, is an error naming it."""
+    from ..catalog.detect import catalog_gpu
+    notes: list[str] = []
+    rows: list[tuple[K8sNode, str]] = []
+    missing: dict[str, str] = {}
+    for n in nodes:
+        if not n.gpus:
+            notes.append(f"{n.name}: no nvidia.com/gpu or amd.com/gpu, skipped")
+            continue
+        if not n.product:
+            raise InputError(f"{source}: node {n.name!r}: {n.gpus} {n.resource} but no {GPU_RESOURCES[str(n.resource)]}"
+                             f" label (install GPU feature discovery, or label the node)")
+        device = next((device_map[p] for p in _product_names(n.product) if p in device_map), None)
+        if device is None:
+            dev = next((d for p in _product_names(n.product) if (d := catalog_gpu(catalog, p)) is not None), None)
+            if dev is None:
+                mem = f" ({n.gpu_memory_mib} MiB each)" if n.gpu_memory_mib else ""
+                missing.setdefault(n.product, mem)
+                continue
+            device = dev.id
+        have = catalog.devices[device].memory_bytes
+        if n.gpu_memory_mib is not None and have and n.gpu_memory_mib * 2**20 < have * (1 - MEMORY_SLACK):
+            raise InputError(f"{source}: node {n.name!r}: {GPU_MEMORY_LABEL}={n.gpu_memory_mib} MiB is less than "
+                             f"{device}'s {have / 2**20:.0f} MiB (a vGPU or MIG slice?): map {n.product} to a device "
+                             f"with that memory (a --hardware-file entry)")
+        rows.append((n, device))
+    if missing:
+        raise InputError(f"{source}: GPU product(s) {', '.join(p + m for p, m in sorted(missing.items()))} are not "
+                         f"catalog devices: map each with --device-map PRODUCT=DEVICE (see `llmsizer hardware list`; "
+                         f"a device the catalog lacks goes in a --hardware-file)")
+    if not rows:
+        raise InputError(f"{source}: no node with nvidia.com/gpu or amd.com/gpu")
+    lines = _header(source, "kubectl get nodes -o json", site)
+    for n, device in rows:
+        node_pools = ", ".join(dict.fromkeys((*pools, *n.pools)))
+        mem = f", {GPU_MEMORY_LABEL}={n.gpu_memory_mib}" if n.gpu_memory_mib is not None else ""
+        lines.append(f"  - {{id: {n.name}, site: {site}, device: {device}, devices: {n.gpus}, cpus: {n.cpus}, "
+                     f"ram: {n.ram_mib} MiB, pools: [{node_pools}]}}  # {n.product}{mem}, {n.state}")
     return "\n".join(lines) + "\n", notes

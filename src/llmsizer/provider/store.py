@@ -5,7 +5,8 @@ first use (never by a read-only open: ``capacity check`` and ``show`` do not cre
 Tables: ``reservations`` (id, job, kind, state, start, end, created, note, idem_key, hold_until),
 ``holds`` (reservation, resource, amount, start, end: the placement's items), ``resource_locks`` (one row per
 resource, locked while a booking re-checks capacity), ``audit`` (append-only: who, what, when, before -> after),
-``meta`` (schema version).
+``meta`` (schema version), ``login_failures`` (the console's failed sign-ins per client, so every ``serve`` process
+sharing the store shares the limit: :meth:`Store.login_wait`).
 
 The booking lifecycle is an explicit state machine. Capacity-holding states: ``held``, ``confirmed``, ``active``.
 
@@ -53,6 +54,12 @@ from .quota import USAGE, check_quota, usage_resource
 SCHEMA_VERSION = 2
 STATES = ("requested", "held", "confirmed", "active", "finished", "released", "expired")
 HOLDING = ("held", "confirmed", "active")
+#: console sign-in limit: at most LOGIN_FAILURES failed sign-ins per client within LOGIN_WINDOW (counted from the
+#: first failure), then none until the window ends. OWASP Authentication Cheat Sheet, "Protect Against Automated
+#: Attacks" / account lockout: a threshold of failed attempts, an observation window and a lockout duration; the
+#: numbers are this project's choice (a person mistyping a token five times waits at most 15 minutes)
+LOGIN_FAILURES = 5
+LOGIN_WINDOW = _dt.timedelta(minutes=15)
 LIVE = ("requested", *HOLDING)
 TERMINAL = ("finished", "released", "expired")
 #: before -> the states it may go to (None: a new booking). The one table of allowed transitions.
@@ -192,6 +199,9 @@ class Store:
             sa.Column("reservation", sa.String(64), nullable=False, index=True),
             sa.Column("before", sa.String(20)), sa.Column("after", sa.String(20), nullable=False),
             sa.Column("detail", sa.Text, default=""))
+        self.logins = sa.Table(
+            "login_failures", md, sa.Column("client", sa.String(64), primary_key=True),
+            sa.Column("failures", sa.Integer, nullable=False), sa.Column("since", sa.DateTime, nullable=False))
         self.empty = False
         if readonly:
             try:  # a database nobody has booked into yet has no tables: nothing is held
@@ -442,6 +452,47 @@ class Store:
         except sa.exc.OperationalError as e:
             raise StoreError(f"booking failed: {str(e).splitlines()[0]}") from None
         return out
+
+    # ------------------------------------------------------------------ console sign-in limit
+    def login_wait(self, client: str, *, now: _dt.datetime | None = None) -> float:
+        """Seconds ``client`` (a key naming who signs in from where) must wait before its next sign-in attempt: 0
+        unless it has failed ``LOGIN_FAILURES`` times within ``LOGIN_WINDOW``, then until that window (counted
+        from its first failure) ends. Kept in the store, so every server process answers alike."""
+        sa = self.sa
+        now = now or utcnow()
+        with self.engine.connect() as c:
+            row = c.execute(sa.select(self.logins.c.failures, self.logins.c.since)
+                            .where(self.logins.c.client == client)).first()
+        if row is None or row.failures < LOGIN_FAILURES:
+            return 0.0
+        return max(0.0, (row.since + LOGIN_WINDOW - now).total_seconds())
+
+    def login_failed(self, client: str, *, now: _dt.datetime | None = None) -> int:
+        """Count a failed sign-in of ``client`` (one transaction; a window that has ended starts again); returns
+        the failures in the current window."""
+        sa = self.sa
+        now = now or utcnow()
+        t = self.logins
+        for _ in range(3):  # two processes inserting the first failure at once: the loser updates
+            try:
+                with self.engine.begin() as c:
+                    row = c.execute(sa.select(t.c.failures, t.c.since).where(t.c.client == client)).first()
+                    if row is None:
+                        c.execute(t.insert().values(client=client, failures=1, since=now))
+                        return 1
+                    if row.since + LOGIN_WINDOW <= now:
+                        c.execute(sa.update(t).where(t.c.client == client).values(failures=1, since=now))
+                        return 1
+                    c.execute(sa.update(t).where(t.c.client == client).values(failures=t.c.failures + 1))
+                    return int(row.failures) + 1
+            except sa.exc.IntegrityError:
+                continue
+        raise StoreError("could not count a failed sign-in (the store kept refusing the write)")
+
+    def login_succeeded(self, client: str) -> None:
+        """A sign-in of ``client`` worked: its failures are forgotten."""
+        with self.engine.begin() as c:
+            c.execute(self.sa.delete(self.logins).where(self.logins.c.client == client))
 
     def log_denied(self, action: str, detail: str, *, actor: str | None = None, now: _dt.datetime | None = None) -> None:
         """Append a refused operation (no role for it) to the audit log: reservation ``-``, after ``denied``."""

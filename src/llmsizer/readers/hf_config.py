@@ -45,8 +45,10 @@ MLA_TYPES = {"deepseek_v2", "deepseek_v3", "deepseek_v32"}
 HYBRID_TYPES = {"qwen3_next", "jamba", "falcon_h1", "nemotron_h", "granitemoehybrid", "mamba2", "llama4_text"}
 # multimodal configs: the language model in text_config (or, for Qwen2.5-VL, at the top level) + a vision_config
 MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_vl": "qwen3_vl_text"}
+# Meta's Llama vision families, with their own towers and (mllama) cross-attention layers: readers/hf_llama_vision.py
+LLAMA_VISION = {"mllama", "llama4"}
 SUPPORTED_MODEL_TYPES = tuple(sorted((LLAMA_LIKE - {"qwen2_5_vl_text", "qwen3_vl_text"}) | MOE_TYPES | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL)))
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
 # ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
@@ -91,6 +93,9 @@ NUMERIC_KEYS: dict[str, Range] = {
     "moe_shared_expert_intermediate_size": WIDTH_OR_ZERO,
     "intermediate_size_mlp": WIDTH, "attention_chunk_size": TOKENS, "interleave_moe_layer_step": LAYERS,
     "no_rope_layer_interval": LAYERS,
+    # Llama vision towers (readers/hf_llama_vision.py)
+    "num_global_layers": LAYERS, "attention_heads": HEADS, "vision_output_dim": WIDTH, "max_num_tiles": PIXELS,
+    "projector_input_dim": WIDTH, "projector_output_dim": WIDTH, "window_size": PIXELS,
 }
 
 
@@ -338,13 +343,23 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
     wide = d * merge * merge
     mlp = wide * wide + wide + out * wide + out
     projector = d + mlp
-    deepstack = 0
+    deepstack, held, depth, window, windowed = 0, 0, v.req("depth"), 0, 0
     if qwen3:
         stack = v.get("deepstack_visual_indexes") or []
         if not isinstance(stack, list):
             raise ModelFileError(f"{where}: vision_config.deepstack_visual_indexes must be a list")
         deepstack = len(stack)
         projector = 2 * d + mlp + deepstack * (2 * wide + mlp)
+        # features merged before the last block runs are held through it (Qwen3VLVisionModel.forward)
+        held = sum(1 for i in stack if isinstance(i, int) and i < depth - 1)
+    else:
+        # Qwen2.5-VL: the blocks outside fullatt_block_indexes attend within windows of
+        # (window_size // merge // patch)^2 merged units of merge^2 patches (vision_utils.get_vision_window_index)
+        full = v.get("fullatt_block_indexes") or []
+        if not isinstance(full, list):
+            raise ModelFileError(f"{where}: vision_config.fullatt_block_indexes must be a list")
+        windowed = depth - len({i for i in full if isinstance(i, int) and 0 <= i < depth})
+        window = (v.req("window_size") // merge // v.req("patch_size")) ** 2 * merge * merge
     pre = full_cfg.get("preprocessor_config") or {}
     vid = full_cfg.get("video_preprocessor_config") or {}
     if not isinstance(pre, dict) or not isinstance(vid, dict):
@@ -370,13 +385,14 @@ def _qwen_vision(full_cfg: dict[str, Any], text_hidden: int, where: str, notes: 
                 notes.append(f"{what}.{key}={val} ({cls} class default)")
             pixels.append(int(val))
     vision = VisionSpec(
-        hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=v.req("depth"), image_size=0,
+        hidden_size=d, intermediate_size=v.req("intermediate_size"), num_layers=depth, image_size=0,
         patch_size=v.req("patch_size"), num_channels=v.req("in_channels"), projector_params=projector,
         num_heads=v.req("num_heads"), spatial_merge_size=merge,
         temporal_patch_size=v.req("temporal_patch_size"), min_pixels=pixels[0], max_pixels=pixels[1],
         video_min_pixels=pixels[2], video_max_pixels=pixels[3], encoder="qwen3_vl" if qwen3 else "qwen2_5_vl",
         token_rule="qwen3_vl" if qwen3 else "qwen2_vl",
-        position_embeddings=v.req("num_position_embeddings") if qwen3 else 0)
+        position_embeddings=v.req("num_position_embeddings") if qwen3 else 0,
+        window_patches=window, windowed_layers=windowed, deepstack_features=held)
     notes.extend(v.used_defaults)
     return vision
 
@@ -390,6 +406,11 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if not isinstance(mt, str):
         raise ModelFileError(f"{where}: config has no 'model_type'")
     full_cfg = cfg
+    if mt in LLAMA_VISION:
+        from . import hf_llama_vision  # same floor; it reuses this module's _Cfg
+        read = hf_llama_vision.mllama_spec if mt == "mllama" else hf_llama_vision.llama4_spec
+        return read(cfg, name=name, where=where, source=source, published_params=published_params,
+                    published_active_params=published_active_params)
     if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")

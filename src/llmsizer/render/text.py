@@ -65,11 +65,15 @@ def estimate_facts(est: Estimate) -> list[str]:
     and the notebook HTML print the same ones."""
     d = est.details
     out: list[str] = []
-    if "admitted_sequences" in d and "kv_blocks" in d:
+    if "recurrent_state_pages" in d:  # no attention layer: the pool counts sequences, not tokens (vllm.py)
+        out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (the pool holds the recurrent state of "
+                   f"{d['recurrent_state_pages']:,} sequences, one page per layer each whatever their length; no "
+                   "attention layer, so no KV blocks)")
+    elif "admitted_sequences" in d and "kv_blocks" in d:
         out.append(f"vLLM admits {d['admitted_sequences']} sequences at once (KV pool room for "
                    f"{d['max_concurrency_at_context']} of this length, {d['kv_tokens']:,} tokens in "
                    f"{d['kv_blocks']:,} blocks)")
-    if "max_total_num_tokens" in d:
+    if "max_total_num_tokens" in d and not d.get("sglang_too_small"):  # too small: the verdict says why
         out.append(f"SGLang: max_total_num_tokens {d['max_total_num_tokens']:,} (mem_fraction_static "
                    f"{d['mem_fraction_static']}), max_running_requests {d['max_running_requests']:,}; admits "
                    f"{d['admitted_sequences']} sequences of this length at once")

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..specs.workload import ENGINES
+from ..numbers import CPU_MOE_LAYERS, UTILIZATION
+from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -38,6 +39,7 @@ TYPES = {
     "str_list": "a list of text items (one item may be written without the list)",
     "targets": "LoRA target modules: 'all-linear', or a list such as [q, k, v, o] / [q_proj, v_proj]",
     "image_size": "an image size in pixels, width x height: '1024x768'",
+    "ratios": "proportions, one per GPU: [3, 1] or '3,1'",
     "weights": "'none' or a weight format (fp8, awq-int4, gptq-int4, int8, nf4, q4_k_m, q8_0, ...)",
     "dist": "typical and peak values: {typical: X, peak: Y} (a single value means typical only)",
     "section": "a mapping of the listed keys",
@@ -252,6 +254,20 @@ INFERENCE = (
       choices=ENGINES, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,
       kinds=("inference",)),
+    F("engine_settings", "section", "the serving engine's own settings, as its flags (each optional; default: the "
+      "engine's); each applies to the engine named", kinds=("inference",), fields=(
+        F("split_mode", "enum", "llama.cpp -sm: whole layers (layer) or each matrix by rows (row) over the GPUs",
+          "layer", choices=SPLIT_MODES, template=False),
+        F("tensor_split", "ratios", "llama.cpp -ts: share of the model per GPU, one per device (default: by free "
+          "memory, equal for identical GPUs)", [3, 1], template=False),
+        F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
+          "memory", 8, minimum=CPU_MOE_LAYERS.low, maximum=CPU_MOE_LAYERS.high, template=False),
+        F("mem_fraction_static", "number", "SGLang --mem-fraction-static: share of the memory free before loading "
+          "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, minimum=UTILIZATION.low,
+          maximum=UTILIZATION.high, template=False),
+        F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
+          "with -np N, one stream per sequence", True, template=False),
+    )),
     F("adapters", "section", "LoRA adapters on the served model", kinds=("inference",), template=False, fields=(
         F("mode", "enum", "merged into the weights, or loaded dynamically by the server", "merged",
           choices=ADAPTER_MODES),

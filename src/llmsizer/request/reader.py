@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..inputs import TOO_DEEP, check_model_name, foreign_tag, read_small_text
 from ..inputs import short as _short
-from ..numbers import COUNT, POSITIVE, Range, check_number
+from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
 from ..specs.workload import ENGINES, normalize_engine
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
@@ -37,6 +37,7 @@ from .spec import (
     Dataset,
     Deadline,
     Dist,
+    EngineSettings,
     Handover,
     InferenceJob,
     Interval,
@@ -69,7 +70,7 @@ class RequestError(InputError):
 JOB_SECTIONS: dict[str, type] = {
     "model": ModelRef, "resources": Resources, "budget": Budget, "pricing": Pricing, "peft": Peft,
     "settings": TrainingSettings, "dataset": Dataset, "checkpoints": Checkpoints, "handover": Handover,
-    "adapters": Adapters, "media": Media, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
+    "adapters": Adapters, "engine_settings": EngineSettings, "media": Media, "traffic": Traffic, "latency": Latency, "service": Service, "access": Access,
     "operations": Operations, "operations.logs": Logs,
 }
 TOP_SECTIONS: dict[str, type] = {"budget": TopBudget, "pricing": Pricing}
@@ -183,6 +184,8 @@ class _Reader:
                 if not items:
                     raise InputError("the list is empty")
                 return self.targets(items) if t == "targets" else tuple(items)
+            if t == "ratios" and self.is_seq(node):
+                return self.ratios([item for item in node.value])
             if not self.is_scalar(node):
                 raise InputError(f"must be a single value ({f.doc}), not a "
                                  f"{'list' if self.is_seq(node) else 'mapping'}")
@@ -289,6 +292,8 @@ class _Reader:
         if t == "deadline":
             d, secs = Q.parse_date_or_duration(v)
             return Deadline(d, secs)
+        if t == "ratios":
+            return self.ratios(text.split(",") if plain else [node])
         if t == "image_size":
             from ..units import parse_image_size
             return parse_image_size(text, what="")
@@ -298,6 +303,26 @@ class _Reader:
             from ..formulas.weight_formats import normalize_format
             return normalize_format(text)
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error
+
+    def ratios(self, items: list[Any]) -> tuple[float, ...]:
+        """llama.cpp -ts proportions from YAML nodes or text pieces: each a number in SPLIT_SHARE (the CLI's
+        --tensor-split range), at most MAX_GPUS of them, not all zero."""
+        out: list[float] = []
+        for item in items:
+            raw = item.strip() if isinstance(item, str) else (self.construct(item) if self.is_scalar(item) else None)
+            if isinstance(raw, bool) or raw is None or raw == "":
+                raise InputError("must be numbers, one share per GPU ([3, 1] or '3,1')")
+            try:
+                x = float(raw)
+            except (TypeError, ValueError):
+                raise InputError(f"must be numbers, one share per GPU ([3, 1] or '3,1'); got {_short(str(raw))}") \
+                    from None
+            out.append(float(check_number(x, "", SPLIT_SHARE)))
+        if not out or len(out) > MAX_GPUS:
+            raise InputError(f"must give 1 to {MAX_GPUS} shares (llama.cpp's tensor_split limit)")
+        if not sum(out) > 0:
+            raise InputError("the shares must not all be 0")
+        return tuple(out)
 
     def targets(self, value: str | list[str]) -> tuple[str, ...]:
         try:
@@ -598,10 +623,24 @@ class _Reader:
                 kv_dtype_bytes(j.kv_cache_dtype)
             except InputError as e:
                 self.jerr(i, j, "kv_cache_dtype", str(e))
+        self.engine_settings_checks(i, j)
         if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
                 and j.adapters.rank is None:
             self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "
                       "this request (model.from_job)")
+
+    def engine_settings_checks(self, i: int, j: InferenceJob) -> None:
+        """Each engine setting applies to the engine it belongs to (InferenceWorkload refuses the others the same
+        way on the CLI); -ts gives one share per GPU of the job."""
+        for name in j.engine_settings.fields():
+            owner = "sglang" if name == "mem_fraction_static" else "llamacpp"
+            if j.engine != owner:
+                self.jerr(i, j, f"engine_settings.{name}", f"applies to engine {owner}, not "
+                          f"{j.engine if j.engine else 'the default engine'}; set engine: {owner}")
+        ts = j.engine_settings.tensor_split
+        n = self.device_count(j.resources)
+        if ts is not None and n is not None and len(ts) != n:
+            self.jerr(i, j, "engine_settings.tensor_split", f"has {len(ts)} shares for {n} GPUs; give one per GPU")
 
     def resource_checks(self, i: int, j: Any) -> None:
         r: Resources = j.resources

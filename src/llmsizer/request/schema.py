@@ -51,6 +51,9 @@ def _field_schema(f: Field) -> dict[str, Any]:
     elif f.type in ("str_list", "targets"):
         item = {"type": "string", "minLength": 1}
         s = {"oneOf": [item, {"type": "array", "items": item, "minItems": 1}]}
+    elif f.type == "ratios":
+        s = {"oneOf": [{"type": "string", "pattern": "^\\s*[0-9.eE+]+(\\s*,\\s*[0-9.eE+]+)*\\s*$"},
+                       {"type": "array", "items": {"type": "number", "minimum": 0}, "minItems": 1}]}
     elif f.type == "dist":
         item = dict(_SCALAR[f.item])
         s = {"oneOf": [item, {"type": "object", "additionalProperties": False,

@@ -179,6 +179,20 @@ class Media:
 
 
 @dataclass(frozen=True)
+class EngineSettings:
+    """The serving engine's own settings (InferenceWorkload's fields of the same names, the CLI's flags)."""
+
+    split_mode: str | None = None  # llama.cpp -sm
+    tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts
+    n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe
+    mem_fraction_static: float | None = None  # SGLang --mem-fraction-static
+    kv_unified: bool | None = None  # llama.cpp -kvu: one KV buffer for all sequences; None: llama-server's with -np N
+
+    def fields(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass(frozen=True)
 class Latency:
     ttft: float | None = None  # seconds
     tokens_per_second_per_user: float | None = None
@@ -252,6 +266,7 @@ class InferenceJob(_JobBase):
     quantization: str | None = None  # normalized weight format, or None for 'none'
     engine: str | None = None
     kv_cache_dtype: str | None = None
+    engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)
     media: Media = field(default_factory=Media)
     traffic: Traffic = field(default_factory=Traffic)

@@ -64,7 +64,7 @@ SHORT_HINT = {
     "duration": "e.g. 3 days, 12h", "interval": "e.g. 2h or 500 steps", "money": "USD", "money_h": "USD/h",
     "money_month": "USD/month", "bandwidth": "e.g. 10 Gb/s, 500 MB/s", "rate": "e.g. 5/s, 300/min",
     "share": "e.g. 0.4 or 40%", "date": "YYYY-MM-DD", "deadline": "a date or a duration from the start",
-    "str_list": "a list", "dist": "{typical: .., peak: ..}",
+    "str_list": "a list", "dist": "{typical: .., peak: ..}", "ratios": "e.g. [3, 1]",
 }
 
 

@@ -1,8 +1,18 @@
 """Typed, validated specifications (no I/O)."""
 
-from .model import VISION_TOKEN_RULES, FileWeights, LayerKind, MLASpec, ModelSpec, MoESpec, RecurrentSpec, VisionSpec
+from .model import (
+    VISION_TOKEN_RULES,
+    FileWeights,
+    LayerKey,
+    LayerKind,
+    MLASpec,
+    ModelSpec,
+    MoESpec,
+    RecurrentSpec,
+    VisionSpec,
+)
 
-__all__ = ["VISION_TOKEN_RULES", "FileWeights", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
+__all__ = ["VISION_TOKEN_RULES", "FileWeights", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
            "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (

@@ -30,8 +30,9 @@ LayerKind = Literal["full", "sliding", "none"]  # the attention of a layer; "non
 RecurrentKind = Literal["mamba", "mamba2", "gated_deltanet"]
 VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
-VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl"]
+VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
+LayerKey = tuple[bool, bool, bool, bool, bool]  # ModelSpec.layer_key
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,9 @@ class VisionSpec:
     ``encoder`` names the block layout (formulas/tensors.py): "siglip" (LayerNorm, GELU MLP, learned positions;
     Gemma 3), "qwen2_5_vl" (RMSNorm, SwiGLU MLP with biases, fused qkv, Conv3d patches, rotary positions) or
     "qwen3_vl" (LayerNorm, GELU MLP, fused qkv, Conv3d patches with bias, learned + rotary positions, DeepStack
-    mergers).
+    mergers), "mllama" (Llama-3.2-Vision: a local and a gated global encoder, tile and aspect-ratio embeddings;
+    its output enters the text model as cross-attention states) or "llama4" (unfolded-linear patches, LayerNorm,
+    GELU MLP with biases, rotary positions, a pixel-shuffle MLP adapter).
     ``image_size`` is the square input side, 0 for dynamic resolution."""
 
     hidden_size: int
@@ -139,6 +142,11 @@ class VisionSpec:
     encoder: VisionEncoder = "siglip"
     position_embeddings: int = 0  # rule qwen3_vl: rows of the learned position table (num_position_embeddings)
     pan_and_scan: bool = False  # the processor can add crops of wide/tall images (Gemma 3's do_pan_and_scan)
+    global_layers: int = 0  # encoder "mllama": layers of the gated global encoder after the local one
+    aspect_ratios: int = 0  # encoder "mllama": rows of the aspect-ratio / tile embeddings (max_aspect_ratio_id + 1)
+    window_patches: int = 0  # encoder "qwen2_5_vl": patches per attention window of its windowed layers (0: none)
+    windowed_layers: int = 0  # encoder "qwen2_5_vl": layers attending within windows (the others: whole images)
+    deepstack_features: int = 0  # encoder "qwen3_vl": DeepStack features merged before the last block runs
 
 
 @dataclass(frozen=True)
@@ -181,7 +189,10 @@ _SUB_RANGES: dict[str, Range] = {
     "patch_size": PIXELS, "num_channels": PIXELS, "num_heads": HEADS, "tokens_per_image": TOKENS_OR_ZERO,
     "spatial_merge_size": PIXELS, "temporal_patch_size": PIXELS, "min_pixels": IMAGE_AREA, "max_pixels": IMAGE_AREA,
     "video_min_pixels": IMAGE_AREA, "video_max_pixels": IMAGE_AREA, "max_tiles": PIXELS,
-    "position_embeddings": TOKENS_OR_ZERO,
+    "position_embeddings": TOKENS_OR_ZERO, "global_layers": Range(0, 1024, True, "global encoder layers"),
+    "aspect_ratios": Range(0, 4096, True, "aspect-ratio embedding rows"), "window_patches": TOKENS_OR_ZERO,
+    "windowed_layers": Range(0, 1024, True, "windowed encoder layers"),
+    "deepstack_features": Range(0, 1024, True, "DeepStack features"),
     # RecurrentSpec (num_heads: HEADS, shared with VisionSpec above)
     "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"),
     "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
@@ -239,6 +250,10 @@ class ModelSpec:
     ffn_layers: tuple[bool, ...] = ()
     attention_output_gate: bool = False  # Qwen3-Next: q_proj also emits a sigmoid gate per head (2 x q width)
     chunked_attention: bool = False  # the "sliding" layers attend within fixed chunks of sliding_window (Llama 4)
+    # Llama-3.2-Vision: layers whose attention is cross-attention to the image states (layer_types "none": they keep
+    # no text KV; their K/V over the images are formulas/kv_cache.py cross_attention_kv)
+    cross_attention_layers: tuple[bool, ...] = ()
+    extra_embedding_rows: int = 0  # input-embedding rows beyond vocab_size (MllamaTextModel: vocab_size + 8)
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
@@ -269,7 +284,8 @@ class ModelSpec:
         if self.moe is not None and self.moe.num_experts and self.moe.experts_per_token > self.moe.num_experts:
             raise InputError(f"model {self.name!r}: experts_per_token ({self.moe.experts_per_token}) exceeds "
                              f"num_experts ({self.moe.num_experts})")
-        for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers"):
+        check_number(self.extra_embedding_rows, "extra_embedding_rows", Range(0, 1024, True, "extra embedding rows"), where)
+        for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers", "cross_attention_layers"):
             v = getattr(self, fname)
             if not isinstance(v, tuple) or len(v) not in (0, self.num_layers):
                 raise InputError(f"model {self.name!r}: {fname} must have one entry per layer ({self.num_layers})")
@@ -281,6 +297,10 @@ class ModelSpec:
             object.__setattr__(self, "recurrent_layers", (False,) * self.num_layers)
         if not self.ffn_layers:
             object.__setattr__(self, "ffn_layers", (True,) * self.num_layers)
+        if not self.cross_attention_layers:
+            object.__setattr__(self, "cross_attention_layers", (False,) * self.num_layers)
+        elif any(c and t != "none" for c, t in zip(self.cross_attention_layers, self.layer_types, strict=True)):
+            raise InputError(f"model {self.name!r}: a cross-attention layer has no self-attention (layer_types none)")
         if any(self.recurrent_layers) and self.recurrent is None:
             raise InputError(f"model {self.name!r}: recurrent layers need a recurrent mixer spec")
         if len(self.layer_types) != self.num_layers or len(self.moe_layers) != self.num_layers:
@@ -308,10 +328,16 @@ class ModelSpec:
         """Layers with a recurrent mixer (and so a per-sequence state)."""
         return sum(self.recurrent_layers) if self.recurrent is not None else 0
 
-    def layer_key(self, i: int) -> tuple[bool, bool, bool, bool]:
-        """What decides layer ``i``'s tensors: (has attention, has the recurrent mixer, has a feed-forward, MoE)."""
+    @property
+    def cross_attention_layer_count(self) -> int:
+        """Layers that attend to the image states (Llama-3.2-Vision), not to the text."""
+        return sum(self.cross_attention_layers)
+
+    def layer_key(self, i: int) -> LayerKey:
+        """What decides layer ``i``'s tensors: (has attention, has the recurrent mixer, has a feed-forward, MoE,
+        is a cross-attention layer)."""
         return (self.layer_types[i] != "none", self.recurrent_layers[i], self.ffn_layers[i],
-                self.moe_layers[i] and self.moe is not None)
+                self.moe_layers[i] and self.moe is not None, self.cross_attention_layers[i])
 
     @property
     def attention_kind(self) -> str:

@@ -7,9 +7,11 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
+from .given import tracks_given
+from .workload import DEVICES
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -73,6 +75,7 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
     return tuple(out)
 
 
+@tracks_given
 @dataclass(frozen=True)
 class TrainingWorkload:
     """One training or fine-tuning run.
@@ -117,6 +120,9 @@ class TrainingWorkload:
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
+    given: the names of the fields the caller passed (set by the constructor, specs/given.py).
+    device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
+        host RAM: no CUDA context, and the process's own runtime counts against that same memory).
     """
 
     method: str = "full"
@@ -155,14 +161,28 @@ class TrainingWorkload:
     compile: bool = False
     memory: int | None = None
     headroom: float | None = None
+    # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
+    given: frozenset[str] | None = field(default=None, repr=False)
+    device: str = "gpu"
 
     def __post_init__(self) -> None:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
-                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD))
+                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
+                  ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.device == "cpu" and (self.activation_offload or self.float8):
+            raise InputError(("activation_offload copies saved activations from a GPU to host memory"
+                              if self.activation_offload else "float8 training runs torch._scaled_mm on GPU tensor "
+                              "cores") + "; on device cpu it does not apply")
+        if self.device == "cpu" and self.offload != "none":
+            raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
+                             "there already (use offload none)")
+        if self.device == "cpu" and self.optimizer is not None and self.optimizer.startswith("paged-"):
+            raise InputError(f"optimizer {self.optimizer} pages CUDA unified memory; on device cpu use "
+                             f"{self.optimizer[len('paged-'):]}")
         optional = (("optimizer", self.optimizer, OPTIMIZERS),
                     ("optimizer_state_dtype", self.optimizer_state_dtype, STATE_DTYPES),
                     ("optimizer_impl", self.optimizer_impl, OPTIMIZER_IMPLS),

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
+from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
@@ -26,6 +27,7 @@ def normalize_engine(name: str) -> str:
     return key if key in ENGINES else name
 
 
+@tracks_given
 @dataclass(frozen=True)
 class InferenceWorkload:
     """A serving workload.
@@ -43,6 +45,9 @@ class InferenceWorkload:
     video_frames: sampled frames of one video in each sequence's prompt [frames]; 0: no video.
     video_size: (width, height) of each frame [pixels]; None: the vision encoder's own input size.
     pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
+    kv_unified: llama.cpp's KV layout for several sequences: True one buffer shared by all (-kvu), False one stream
+        per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
+    given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
     context: int = 4096
@@ -64,6 +69,7 @@ class InferenceWorkload:
     max_num_batched_tokens: int | None = None
     n_gpu_layers: int | None = None
     n_ubatch: int | None = None
+    kv_unified: bool | None = None  # llama.cpp -kvu / -no-kvu: one KV buffer for all sequences; None: llama-server's
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
     gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
@@ -74,6 +80,8 @@ class InferenceWorkload:
     video_frames: int = 0
     video_size: tuple[int, int] | None = None
     pan_and_scan: bool = False
+    # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
+    given: frozenset[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
@@ -135,12 +143,17 @@ class InferenceWorkload:
         llamacpp_only = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                               ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe))
                          if v not in (None, False)]
-        for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)),
+        if self.kv_unified is not None and not isinstance(self.kv_unified, bool):
+            raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
+        for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)), ("kv_unified", ("llamacpp",)),
                              ("mem_fraction_static", ("sglang",)), ("gpu_memory_utilization", ("vllm",)),
                              ("paged_block_size", ("vllm",)), ("max_num_seqs", ("vllm", "sglang")),
                              ("max_num_batched_tokens", ("vllm", "sglang"))):
             if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
+        if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
+            raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
+                             "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
         if llamacpp_only and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")

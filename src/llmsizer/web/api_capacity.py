@@ -22,6 +22,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ..numbers import Range
+from ..provider.store import LOGIN_FAILURES, LOGIN_WINDOW
 from ..render.safe import term
 from . import sessions
 from .api import EXIT_HEADER, PREFIX, body_of, json_answer, request_text, run
@@ -76,8 +77,12 @@ def namespace(http: Request, cfg: ProviderConfig, **fields: Any) -> argparse.Nam
     if got is not None:
         who, nonce = got
         if http.method != "GET" and not sessions.csrf_ok(nonce, http.headers.get(sessions.CSRF_HEADER)):
-            raise Problem(403, "missing or wrong X-CSRF-Token header: a signed-in change repeats the session's "
-                               "CSRF token (GET /api/v1/capacity/session gives it)")
+            message = ("missing or wrong X-CSRF-Token header: a signed-in change repeats the session's CSRF token "
+                       "(GET /api/v1/capacity/session gives it)")
+            from ..cli.capacity_cmd import log_denied
+            log_denied(argparse.Namespace(db=cfg.db, actor=who.name), "csrf", f"{http.method} {http.url.path}: "
+                       f"{message}")
+            raise Problem(403, message)
         args.web_role = who
         return args
     args.web_token = None
@@ -117,10 +122,16 @@ def _only(fields: dict[str, Any], allowed: tuple[str, ...]) -> None:
 
 
 def _request_args(request: Request, cfg: ProviderConfig, fields: dict[str, Any], **extra: Any) -> argparse.Namespace:
+    """The namespace of a check or book. ``now`` (the time the call is made at) is the server's clock unless an
+    operator gives another: a requester's ``now`` is refused (403, logged), so no window in the past is booked."""
+    from ..cli.capacity_cmd import _authorize
     from ..request.reader import parse_request
     text, name = request_text(fields)
-    return namespace(request, cfg, request=name, load_request=lambda: parse_request(text, source=name),
+    args = namespace(request, cfg, request=name, load_request=lambda: parse_request(text, source=name),
                      no_db=_flag(fields, "no_db"), now=_text(fields, "now"), **extra)
+    if args.now is not None:
+        _authorize(args, "now")
+    return args
 
 
 _CHECK_FIELDS = ("request", "filename", "now", "no_db")
@@ -295,8 +306,11 @@ async def edit_inventory(request: Request) -> Response:
 
 # ------------------------------------------------------------------------------------------------------ console
 
-@router.post("/login", summary="sign in to the console with a token: a session cookie and its CSRF token",
-             responses={**_ERRORS})
+@router.post("/login", summary="sign in to the console with a token: a session cookie and its CSRF token; after "
+             f"{LOGIN_FAILURES} failed sign-ins from one client within {LOGIN_WINDOW.total_seconds() / 60:g} minutes, "
+             "a 429 until the window ends",
+             responses={**_ERRORS, 429: {"description": "too many failed sign-ins from this client (Retry-After)",
+                                         "content": {PROBLEM_JSON: {"schema": PROBLEM_SCHEMA}}}})
 async def login(request: Request) -> Response:
     from dataclasses import replace
 
@@ -310,20 +324,43 @@ async def login(request: Request) -> Response:
         raise Problem(400, "this server has no auth file (serve --auth FILE): there is nothing to sign in to; "
                            "every call is allowed")
     auth_path = cfg.auth
+    client = login_client(request)
 
     def work() -> Response:
+        from ..cli.capacity_cmd import log_denied
+        from ..provider.store import Store
+        store = Store(cfg.db)  # the failures live in the store: every server process sees the same count
         try:
-            who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE))
-        except Forbidden as e:
-            from ..cli.capacity_cmd import log_denied
-            log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", str(e))
-            raise
+            wait = store.login_wait(client)
+            if wait > 0:
+                message = (f"too many failed sign-ins from this client ({LOGIN_FAILURES} within "
+                           f"{LOGIN_WINDOW.total_seconds() / 60:g} min): try again in {wait:.0f} s")
+                log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", message)
+                raise Problem(429, message, headers={"Retry-After": str(max(1, int(wait + 0.999)))})
+            try:
+                who = authorize(token, "show", replace(load_auth(auth_path), source=WEB_AUTH_SOURCE))
+            except Forbidden as e:
+                store.login_failed(client)
+                log_denied(argparse.Namespace(db=cfg.db, actor=WEB_ACTOR), "login", str(e))
+                raise
+            store.login_succeeded(client)
+        finally:
+            store.close()
         cookie, nonce = sessions.issue(cfg.session_key, who)
         response = json_answer({"name": who.name, "role": who.role, "csrf": nonce})
         response.set_cookie(sessions.COOKIE, cookie, max_age=sessions.SESSION_S, httponly=True, samesite="strict",
                             secure=request.url.scheme == "https", path="/")
         return response
     return await run(request, forbidden_as_403(work))
+
+
+def login_client(request: Request) -> str:
+    """The key failed sign-ins are counted under: the client's address (a token names its holder only once it is
+    right, so a wrong one has no user to count against), hashed so the store keeps no address. Behind a proxy every
+    client shares the proxy's address: the limit then holds for all of them together."""
+    import hashlib
+    host = request.client.host if request.client else "?"
+    return hashlib.sha256(f"llmsizer-login|{host}".encode()).hexdigest()[:32]
 
 
 @router.post("/logout", summary="end the console session")

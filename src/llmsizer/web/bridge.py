@@ -80,8 +80,10 @@ def _option(key: str) -> str:
     return "--" + key.replace("_", "-")
 
 
-def _words(key: str, value: Any) -> list[str]:
+def _words(key: str, value: Any, negatable: bool = False) -> list[str]:
     opt = _option(key)
+    if value is False and negatable:  # --x / --no-x (argparse.BooleanOptionalAction): false is said, not left out
+        return ["--no-" + opt[2:]]
     if value is None or value is False:
         return []  # not given: the CLI default applies (an on/off flag cannot be switched off, only left out)
     if value is True:
@@ -103,6 +105,8 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
     skipped = set(skip)
     words: list[str] = [*command]
     given: dict[str, str] = {}  # option -> field
+    negatable = {o for a in subparser(command)._actions if isinstance(a, argparse.BooleanOptionalAction)
+                 for o in a.option_strings}
     for key, value in fields.items():
         if key in skipped:
             continue
@@ -112,7 +116,7 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
         if key in DENIED:
             raise Problem(400, f"field '{key}' is not accepted by the web API: {DENIED[key]}", key)
         given[_option(key)] = key
-        words += _words(key, value)
+        words += _words(key, value, _option(key) in negatable)
     words += ["--", *positionals] if positionals else []
     try:
         args = _parser(command[0]).parse_args(words)
@@ -149,7 +153,7 @@ _INTEGER_TYPES = {"int", "count", "tokens", "size"}  # cli.common's converters, 
 
 def _schema(p: argparse.ArgumentParser, a: argparse.Action, aliases: list[str]) -> dict[str, Any]:
     out: dict[str, Any]
-    if isinstance(a, (argparse._StoreTrueAction, argparse._StoreConstAction)):
+    if isinstance(a, (argparse._StoreTrueAction, argparse._StoreConstAction, argparse.BooleanOptionalAction)):
         out = {"type": "boolean"}
     elif isinstance(a, argparse._AppendAction):
         out = {"type": "array", "items": {"type": "string"}}
@@ -176,6 +180,8 @@ def body_schema(command: tuple[str, ...], extra: Mapping[str, Any] | None = None
     required: list[str] = []
     for a in p._actions:
         longs = [o[2:].replace("-", "_") for o in a.option_strings if o.startswith("--")]
+        if isinstance(a, argparse.BooleanOptionalAction):
+            longs = longs[:1]  # false sends the --no- form
         if not longs or longs[0] in DENIED or longs[0] in skipped:
             continue
         props[longs[0]] = _schema(p, a, longs[1:])

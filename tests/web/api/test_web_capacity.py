@@ -24,7 +24,8 @@ MUTATING = ("hold", "confirm", "activate", "finish", "release", "expire")
 
 
 def chat(k: int) -> str:
-    return LORA.replace("support-chat", f"support-chat-{k}")
+    """A request of its own per k, in a future window: over HTTP a requester's call is made at the server's clock."""
+    return LORA.replace("support-chat", f"support-chat-{k}").replace(": 2025-09-", ": 2030-09-")
 
 
 @pytest.fixture()
@@ -65,8 +66,8 @@ def cli(tmp_path: Path, token: str, *args: str):
 
 
 def book(c, k: int, token: str = REQUESTER, state: str = "held"):
-    return c.post("/api/v1/capacity/book", json={"request": chat(k), "job": f"support-chat-{k}", "now": NOW,
-                                                 "state": state}, headers=bearer(token))
+    return c.post("/api/v1/capacity/book", json={"request": chat(k), "job": f"support-chat-{k}", "state": state},
+                  headers=bearer(token))
 
 
 def audit(c) -> list[dict]:
@@ -75,10 +76,10 @@ def audit(c) -> list[dict]:
 
 def test_check_is_the_cli_answer(provider):
     c, tmp, cfg = provider
-    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": NOW}, headers=bearer(REQUESTER))
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0)}, headers=bearer(REQUESTER))
     req = tmp / "r0.yaml"
     req.write_text(chat(0))
-    out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--now", NOW, "--json")
+    out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--json")
     assert r.status_code == 200, r.text
     assert r.text == out.stdout  # byte for byte
     assert r.headers["x-llmsizer-exit-code"] == str(out.returncode)
@@ -96,8 +97,8 @@ def test_book_lifecycle_show_export_match_the_cli(provider):
     assert r.status_code == 200 and r.json() == [{"id": b["id"], "before": "held", "after": "confirmed"}]
     r = c.post("/api/v1/capacity/confirm", json={"ids": [b["id"]]}, headers=bearer(OPERATOR))
     assert r.headers["x-llmsizer-exit-code"] == "1" and r.json()[0]["refused"] == f"{b['id']} is already confirmed"
-    show = c.get("/api/v1/capacity/show", params={"at": "2025-10-01"}, headers=bearer(REQUESTER))
-    out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--at", "2025-10-01", "--json")
+    show = c.get("/api/v1/capacity/show", params={"at": "2030-10-01"}, headers=bearer(REQUESTER))
+    out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--at", "2030-10-01", "--json")
     assert show.text == out.stdout
     aud = c.get("/api/v1/capacity/audit", headers=bearer(REQUESTER))
     out = cli(tmp, REQUESTER, "show", "--inventory", cfg.inventory, "--db", cfg.db, "--audit", "--json")
@@ -138,7 +139,7 @@ def test_other_refusals(provider):
     assert r.json()["detail"] == "book-confirmed: rick is a requester; it needs the operator role"
     r = c.get("/api/v1/capacity/export/x", params={"format": "slurm"}, headers=bearer(REQUESTER))
     assert r.status_code == 403 and r.json()["detail"] == "export: rick is a requester; it needs the operator role"
-    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": NOW}, headers=bearer("forged"))
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0)}, headers=bearer("forged"))
     assert r.status_code == 403 and r.json()["detail"] == "check: the token is not one of the provider's auth file's"
     assert {"denied:book-confirmed", "denied:export"} <= {e["action"] for e in audit(c)}
 
@@ -151,18 +152,18 @@ def test_bad_input_is_a_400_with_the_cli_message(provider):
     out = cli(tmp, OPERATOR, "release", "nope", "--db", cfg.db)
     assert r.status_code == 400 and out.returncode == 2
     assert out.stderr.strip() == f"llmsizer: error: {r.json()['detail']}"
-    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": "yesterday"}, headers=bearer(REQUESTER))
+    r = c.post("/api/v1/capacity/check", json={"request": chat(0), "now": "yesterday"}, headers=bearer(OPERATOR))
     req = tmp / "r.yaml"
     req.write_text(chat(0))
     out = cli(tmp, REQUESTER, "check", str(req), "--inventory", cfg.inventory, "--now", "yesterday")
     assert r.status_code == 400 and out.stderr.strip() == f"llmsizer: error: {r.json()['detail']}"
-    r = c.post("/api/v1/capacity/book", json={"request": chat(0), "job": "support-chat-0", "now": "2030-01-01"},
+    r = c.post("/api/v1/capacity/book", json={"request": chat(0), "job": "support-chat-0", "now": "2031-01-01"},
                headers=bearer(OPERATOR))  # the window is in the past of that now
     assert r.status_code == 400 and "before now" in r.json()["detail"]
     r = c.post("/api/v1/capacity/check", json={"request": chat(0), "inventory": "/etc/passwd"},
                headers=bearer(REQUESTER))
     assert r.status_code == 400 and r.json()["field"] == "inventory"  # no server-side path from a request
-    r = c.post("/api/v1/capacity/check", json={"request": "jobs: [", "now": NOW}, headers=bearer(REQUESTER))
+    r = c.post("/api/v1/capacity/check", json={"request": "jobs: ["}, headers=bearer(REQUESTER))
     assert r.status_code == 400 and r.json()["detail"].startswith("request.yaml:")
 
 
@@ -231,7 +232,7 @@ def test_not_booked_is_exit_1_with_the_cli_lines(provider):
     req = tmp / "r14.yaml"
     req.write_text(chat(14))
     out = cli(tmp, REQUESTER, "book", str(req), "--inventory", cfg.inventory, "--db", cfg.db, "--job",
-              "support-chat-14", "--now", NOW, "--state", "held", "--json")
+              "support-chat-14", "--state", "held", "--json")
     assert out.returncode == 1 and out.stdout == r.text and out.stderr.strip().splitlines() == notes
 
 
@@ -282,3 +283,66 @@ def test_operators_edit_the_inventory(provider):
     assert [(e["actor"], e["before"], e["after"]) for e in edits] == [("olga", r.json()["before"], r.json()["after"])]
     denied = [e for e in view["audit"] if e["action"] == "denied:inventory"]
     assert [e["actor"] for e in denied] == ["rick"]  # the token's name, known though it lacks the role
+
+
+def test_a_requester_cannot_set_now(provider):
+    """Over HTTP a call is made at the server's clock: a requester's `now` (which would book a window in the past)
+    is a 403, logged; an operator may give one (replaying a day, a test); the CLI's --now is unchanged."""
+    c, tmp, cfg = provider
+    book(c, 40)  # the store exists: refusals are logged in it
+    past = LORA.replace("support-chat", "support-chat-41")  # its window: September 2025, before the clock
+    r = c.post("/api/v1/capacity/book", json={"request": past, "job": "support-chat-41", "now": NOW,
+                                              "state": "held"}, headers=bearer(REQUESTER))
+    assert r.status_code == 403 and r.json()["detail"] == "now: rick is a requester; it needs the operator role"
+    r = c.post("/api/v1/capacity/check", json={"request": past, "now": NOW}, headers=bearer(REQUESTER))
+    assert r.status_code == 403
+    assert [e["actor"] for e in audit(c) if e["action"] == "denied:now"] == ["rick", "rick"]
+    r = c.post("/api/v1/capacity/book", json={"request": past, "job": "support-chat-41", "state": "held"},
+               headers=bearer(REQUESTER))  # without it: the server's clock, and the window is in its past
+    assert r.status_code == 400 and "before now" in r.json()["detail"]
+    r = c.post("/api/v1/capacity/book", json={"request": past, "job": "support-chat-41", "now": NOW,
+                                              "state": "held"}, headers=bearer(OPERATOR))
+    assert r.status_code == 200 and r.json()[0]["state"] == "held"
+
+
+def test_a_csrf_refusal_is_logged(provider):
+    c, tmp, cfg = provider
+    (b,) = book(c, 42).json()
+    c.post("/api/v1/capacity/login", json={"token": OPERATOR})
+    r = c.post("/api/v1/capacity/release", json={"ids": [b["id"]]}, headers={"X-CSRF-Token": "forged"})
+    assert r.status_code == 403
+    (e,) = [e for e in audit(c) if e["action"] == "denied:csrf"]
+    assert e["actor"] == "olga" and e["detail"].startswith("POST /api/v1/capacity/release: missing or wrong X-CSRF")
+    rows = c.get("/api/v1/capacity/show", headers=bearer(REQUESTER)).json()["reservations"]
+    assert [r["state"] for r in rows if r["id"] == b["id"]] == ["held"]  # not released
+
+
+def test_sign_in_is_limited_per_client_across_server_processes(provider):
+    """5 failed sign-ins from one client within 15 minutes, then 429 (Retry-After) even for the right token, on
+    this server and on a second one sharing the store (another process in production: the count is in the store,
+    not in memory); a success resets the count; the window's end lifts the limit."""
+    import datetime as dt
+
+    from fastapi.testclient import TestClient
+
+    from llmsizer.provider.store import LOGIN_FAILURES, Store
+    from llmsizer.web.app import create_app
+    c, tmp, cfg = provider
+    assert c.post("/api/v1/capacity/login", json={"token": "wrong"}).status_code == 403
+    assert c.post("/api/v1/capacity/login", json={"token": OPERATOR}).status_code == 200  # resets the count
+    for _ in range(LOGIN_FAILURES):
+        assert c.post("/api/v1/capacity/login", json={"token": "wrong"}).status_code == 403
+    r = c.post("/api/v1/capacity/login", json={"token": OPERATOR})
+    assert r.status_code == 429 and "too many failed sign-ins" in r.json()["detail"]
+    assert 800 < int(r.headers["retry-after"]) <= 900 and "llmsizer_session" not in r.headers.get("set-cookie", "")
+    with TestClient(create_app(provider=cfg)) as other:  # a second server on the same store
+        assert other.post("/api/v1/capacity/login", json={"token": OPERATOR}).status_code == 429
+    denied = [e for e in audit(c) if e["action"] == "denied:login"]
+    assert len(denied) == 1 + LOGIN_FAILURES + 2 and "too many failed sign-ins" in denied[-1]["detail"]
+    store = Store(cfg.db)  # the window (15 min from the first failure) ends
+    try:
+        with store.engine.begin() as conn:
+            conn.execute(store.logins.update().values(since=dt.datetime(2000, 1, 1)))
+    finally:
+        store.close()
+    assert c.post("/api/v1/capacity/login", json={"token": OPERATOR}).status_code == 200

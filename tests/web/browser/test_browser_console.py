@@ -4,6 +4,7 @@ sees no confirm button and a forged confirm is refused (403) and logged."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,8 +66,9 @@ def provider_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # three bookings made over the API: two held (a requester's), one confirmed (an operator's)
         for k, (token, state) in enumerate(((REQUESTER, "held"), (REQUESTER, "held"), (OPERATOR, "confirmed"))):
             r = httpx.post(f"{base}/api/v1/capacity/book", headers={"Authorization": f"Bearer {token}"}, timeout=60,
-                           json={"request": LORA.replace("support-chat", f"support-chat-{k}"),
-                                 "job": f"support-chat-{k}", "now": "2025-09-01", "state": state})
+                           json={"request": LORA.replace("support-chat", f"support-chat-{k}").replace(
+                                     ": 2025-09-", ": 2030-09-"),  # a future window: the server's clock decides
+                                 "job": f"support-chat-{k}", "state": state})
             assert r.status_code == 200 and len(r.json()) == 1, r.text
         yield base
     finally:
@@ -142,8 +144,36 @@ def test_requester_sees_no_confirm_and_a_forged_call_is_refused(browser: Browser
         {'content-type': 'application/json'}, body: JSON.stringify({ids: [rid]})})).status""", rid)
     assert status == 403  # the cookie without the CSRF header
     pg.click("#reload")
-    first = pg.locator("#audit tbody tr").first
-    expect(first).to_contain_text("denied:confirm")
-    expect(first.locator("td").nth(1)).to_have_text("rick")  # the signed-in name, not the server user
+    rows = pg.locator("#audit tbody tr")  # newest first: the CSRF refusal, then the role refusal
+    expect(rows.nth(0)).to_contain_text("denied:csrf")
+    expect(rows.nth(1)).to_contain_text("denied:confirm")
+    expect(rows.nth(1).locator("td").nth(1)).to_have_text("rick")  # the signed-in name, not the server user
     pg.screenshot(path=shots / "console-requester.png", full_page=False)
+    assert not problems, problems
+
+
+def test_operator_edits_the_inventory_on_the_page(browser: Browser, provider_server: str):
+    """The inventory editor (operators only): a bad file is refused with the reader's line and nothing changes; a
+    good one is saved, the inventory table shows it, the audit log has the edit under the operator's name."""
+    problems: list[str] = []
+    pg = new_page(browser, provider_server, problems)
+    sign_in(pg, REQUESTER)
+    expect(pg.locator("#inventory-edit")).to_be_hidden()
+    pg.click("#sign-out")
+    sign_in(pg, OPERATOR)
+    editor = pg.locator("#inventory-text")
+    expect(editor).to_have_value(re.compile(r"id: serve-02, site: s1, device: a100-pcie-80gb, devices: 2"))
+    text = editor.input_value()
+    editor.fill(text.replace("site: s1, device: a100-pcie-80gb, devices: 2", "site: nowhere, device: a100-pcie-80gb, "
+                                                                             "devices: 2"))
+    pg.click("#inventory-save")
+    expect(pg.locator("#problem")).to_contain_text("'nowhere' is not a site of this inventory")
+    expect(pg.locator("#inventory tbody tr").nth(1).locator("td").nth(3)).to_have_text("2")
+    editor.fill(text.replace("devices: 2", "devices: 3"))
+    pg.click("#inventory-save")
+    expect(pg.locator("#status")).to_contain_text("inventory saved: 2 node(s)")
+    expect(pg.locator("#inventory tbody tr").nth(1).locator("td").nth(3)).to_have_text("3")
+    first = pg.locator("#audit tbody tr").first
+    expect(first).to_contain_text("inventory")
+    expect(first.locator("td").nth(1)).to_have_text("olga")
     assert not problems, problems

@@ -51,7 +51,7 @@ def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None,
 
 
 def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: int | None = None,
-            window_extra: int | None = None, name: str = "kv_cache") -> Item:
+            window_extra: int | None = None, name: str = "kv_cache", seqs_label: str = "seqs") -> Item:
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
@@ -69,7 +69,7 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
     tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""
     return Item(name, per_device(kv.total_bytes, share), location,
-                formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} seqs"
+                formula=f"({layers}) x {per} x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {seqs} {seqs_label}"
                         + tp_note,
                 source="formulas/kv_cache.py eqs. (1)-(2): Pope et al. 2022; DeepSeek-V2 eqs. 10-11")
 

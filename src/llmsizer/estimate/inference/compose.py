@@ -26,7 +26,7 @@ from .media import media_in_context
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
-    choice = engine_weights(spec, w.engine, w.weights, w.group_size)
+    choice = engine_weights(spec, w.engine, w.weights, w.group_size, "group_size" in (w.given or ()))
     acc.assumptions.extend(choice.assumptions)
     acc.warnings.extend(choice.warnings)
     return choice.fmt, choice.group_size
@@ -127,6 +127,9 @@ def _copy(est: Estimate) -> Estimate:
 
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
+    if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
+        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
+                         "memory")
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
@@ -226,11 +229,14 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         v = admission_verdict(int(est.details.get("max_concurrency_at_context", 0)), w.concurrency, w.context,
                               est.total("device")[1], mem, util)
     elif w.engine == "sglang":
-        mfs = float(est.details.get("mem_fraction_static", 0.0))
+        mfs = float(est.details.get("mem_fraction_static") or 0.0)
         v = admission_verdict(int(est.details.get("admitted_sequences", 0)), w.concurrency, w.context,
                               est.total("device")[1], mem, mfs, engine="SGLang",
                               pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
                               knob="mem_fraction_static")
+        if est.details.get("sglang_too_small"):  # no pool at all: say why, not "0 tokens at a fraction"
+            v = dataclasses.replace(v, reason=str(est.details["sglang_too_small"]),
+                                    warnings=(f"does not fit: {est.details['sglang_too_small']}",))
     elif w.engine == "llamacpp" and w.device == "gpu" and w.gpus > 1:
         # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
         acc.assumptions.append(headroom_assumption(w.headroom))

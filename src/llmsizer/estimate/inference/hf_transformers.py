@@ -12,6 +12,8 @@ else ``dequantize_4bit(...).to(A.dtype)``), so prefill holds one dequantized mat
 from __future__ import annotations
 
 from ...formulas.activations import prefill_activation_bytes
+from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
+from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
 from ...units import format_bytes
@@ -25,7 +27,7 @@ def compose_transformers(ctx: Context) -> None:
     out = acc.assume("output_tokens", 0, w.output_tokens,
                      "not given: the whole context is taken as the prompt (the largest prefill)")
     prompt = max(w.context - out, 1)
-    attention = acc.assume("attention", "sdpa", None if w.attention == "sdpa" else w.attention,
+    attention = acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
                                    tp=w.tensor_parallel, forward_locals=True)
@@ -56,15 +58,26 @@ def compose_transformers(ctx: Context) -> None:
             deq = 0
             act_item = Item(
                 "activations", enc.peak_bytes, loc,
-                formula=f"pixel_values {format_bytes(enc.pixels_bytes)} + max(attention "
-                        f"{format_bytes(enc.attention_bytes)}, mlp {format_bytes(enc.mlp_bytes)}) at {phase}",
-                source="formulas/vision_activations.py eqs. (1)-(4) (transformers modeling_siglip.py)")
+                formula=f"pixel_values {format_bytes(enc.pixels_bytes)}"
+                        + (f" + held {format_bytes(enc.held_bytes)}" if enc.held_bytes else "")
+                        + f" + max(attention {format_bytes(enc.attention_bytes)}, mlp {format_bytes(enc.mlp_bytes)}) "
+                          f"at {phase}",
+                source="formulas/vision_activations.py eqs. (1)-(4) (transformers modeling_siglip.py), (5)-(8) "
+                       "(modeling_qwen2_5_vl.py, modeling_qwen3_vl.py)")
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
     if spec.attention_layers:
         acc.items.append(kv)
     if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
         acc.items.append(state_item(ctx, w.concurrency, loc))
+    if ctx.media is not None and ctx.media.cross_tokens:  # written by the first forward, held to the end
+        cross, share = ctx.media.cross_tokens, kv_fraction_per_device(spec, w.tensor_parallel, False)
+        acc.items.append(Item(
+            "cross_attention_kv", per_device(cross_attention_kv(spec, cross, w.concurrency, ctx.kv_dtype), share), loc,
+            formula=f"{spec.cross_attention_layer_count} cross-attention layers x 2 x {spec.num_kv_heads} kv_heads x "
+                    f"{spec.head_dim} head_dim x {cross} image states x {kv_dtype_bytes(ctx.kv_dtype):g} B "
+                    f"({ctx.kv_dtype}) x {w.concurrency} seqs" + (f" x {share:g} per device" if share < 1 else ""),
+            source="formulas/kv_cache.py eq. (4) (transformers modeling_mllama.py MllamaTextCrossAttention)"))
     acc.items.append(act_item)
     if deq:
         acc.items.append(Item("dequant_buffer", deq, loc,

@@ -1,4 +1,4 @@
-"""Engine profile 'llamacpp': GGUF weights split between host and device by -ngl, one unified KV cache.
+"""Engine profile 'llamacpp': GGUF weights split between host and device by -ngl, a KV cache per sequence or unified.
 
 Rules (llama.cpp ``src/llama-model.cpp``, ``src/llama-kv-cache.cpp``, ``src/llama-kv-cache-iswa.cpp``,
 ``src/llama-context.cpp``): token embeddings always stay in host memory; ``-ngl N`` offloads the last N of the
@@ -6,9 +6,10 @@ n_layer + 1 layers, the output layer counting as the last, so it is offloaded fi
 copy of token_embd, ``TENSOR_DUPLICATED``); several GPUs share the offloaded layers by ``--tensor-split`` (layer
 split) or each matrix by rows (row split), and ``--n-cpu-moe`` keeps expert tensors in host memory -- the
 placement rules and their source lines are in ``llamacpp_split.py``; the KV cache holds n_ctx cells for all
-sequences (f16 K and V by default) on each layer's device, a sliding-window layer holds
-pad256(min(n_ctx, n_swa x n_seq + n_ubatch)) cells; the compute buffer is reserved for one ubatch with a
-full cache, in f32, on each device that computes layers.
+sequences (f16 K and V by default) on each layer's device, in one stream per sequence or one unified stream
+(-kvu), a sliding-window layer pad256(min(n_ctx_seq, n_swa x (unified ? n_seq : 1) + n_ubatch)) cells per
+stream (``engines.llamacpp_kv_cells``, the rule the speed estimate reads too); the compute buffer is reserved
+for one ubatch with a full cache, in f32, on each device that computes layers.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...formulas.activations import prefill_activation_bytes
-from ...formulas.kv_cache import kv_cache, paged_tokens
+from ...formulas.kv_cache import kv_cache
 from ...result import Item
 from ...units import format_bytes
 from .. import engines as E
@@ -34,6 +35,7 @@ def compose_llamacpp(ctx: Context) -> None:
                      "all layers and the output layer offloaded" if on_gpu else "CPU only")
     ngl = min(ngl, n + 1) if on_gpu else 0
     ubatch = acc.assume("n_ubatch", E.LLAMACPP_N_UBATCH, w.n_ubatch, "llama.cpp default physical batch")
+    ctx.details["n_ubatch"] = ubatch  # the speed estimate's prefill columns and sliding-layer cells (estimate/fit.py)
     mode, shares = _split_settings(ctx, gpus)
     n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
@@ -41,16 +43,21 @@ def compose_llamacpp(ctx: Context) -> None:
     emb = wb.by_component.get("embedding", 0)
     other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
                      - out_other, 0)
-    n_ctx = paged_tokens(w.context * w.concurrency, E.LLAMACPP_KV_PAD)
+    unified = bool(acc.assume("kv_unified", E.LLAMACPP_KV_UNIFIED, w.kv_unified, E.LLAMACPP_KV_UNIFIED_SOURCE))
+    ctx.details["kv_unified"] = unified  # the speed estimate reads the same cells (estimate/fit.py)
+    cells = E.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ubatch, w.concurrency, w.context, unified)
+    n_ctx = cells.n_ctx
     ctx.details["n_ctx"] = n_ctx
-    swa_extra = (spec.sliding_window or 0) * (w.concurrency - 1) + ubatch
+    ctx.details["kv_cells"] = {"streams": cells.streams, "cells_per_stream": cells.cells,
+                               "sliding_cells_per_stream": cells.sliding_cells if spec.sliding_window else None}
+    swa_extra = cells.window_extra
     if spec.model_type == "phi3" and spec.sliding_window:
-        # llama.cpp disables Phi-3's sliding window (src/llama-model.cpp LLM_ARCH_PHI3: swa_type NONE): full KV
-        swa_extra = n_ctx
         acc.warnings.append("llama.cpp runs Phi-3 without its sliding window: the KV cache holds the full context")
-    kvc = kv_cache(spec, n_ctx, 1, ctx.kv_dtype, mla_mode="latent", window_extra=swa_extra)
-    # per attention layer; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only) hold no KV
-    per_token_layer = kvc.bytes_per_token / spec.attention_layers if spec.attention_layers else 0.0
+    kvc = kv_cache(spec, cells.stream_tokens(), cells.streams, ctx.kv_dtype, mla_mode="latent",
+                   window_extra=swa_extra)
+    # per attention layer and stream; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only)
+    # hold no KV
+    per_token_layer = cells.streams * kvc.bytes_per_token / spec.attention_layers if spec.attention_layers else 0.0
     kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else per_token_layer * (
         kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.layer_types])
     graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
@@ -76,7 +83,8 @@ def compose_llamacpp(ctx: Context) -> None:
                               source="llama.cpp src/llama-model.cpp:1603-1605: the input layer stays in host memory"))
     else:
         acc.items.append(weights_item(wb, "host"))
-    kv = kv_item(ctx, n_ctx, 1, "device" if on_gpu else "host", window_extra=swa_extra)
+    kv = kv_item(ctx, cells.stream_tokens(), cells.streams, "device" if on_gpu else "host", window_extra=swa_extra,
+                 seqs_label="unified stream" if unified else "streams (one per sequence)")
     if on_gpu and spec.attention_layers:
         kv_dev = sum(p.kv for p in gpu_parts)
         acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers"

@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InputError
-from ...formulas.vision_activations import EncoderActivations, encoder_activation_bytes
+from ...formulas.vision_activations import EncoderActivations, encoder_activation_bytes, qwen_encoder_activation_bytes
 from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
 
 # encoder layouts whose activation peak formulas/vision_activations.py models (checked against live tensors)
-MODELLED_ENCODERS = ("siglip",)
+MODELLED_ENCODERS = ("siglip", "qwen2_5_vl", "qwen3_vl")
 
 
 @dataclass(frozen=True)
@@ -25,14 +25,22 @@ class Media:
     encoder_sequences: int  # encoder sequences per request (images, tiles, crops, video)
     encoder_patches: int  # patches of the largest of them
     details: dict[str, int]
+    cross_tokens: int = 0  # image states each sequence's cross-attention layers hold (Llama-3.2-Vision)
+    encoder_tokens: int = 0  # patches of all encoder sequences of one request (images, crops, video groups)
 
     def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations | None:
         """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once;
         None where no measured formula exists for the encoder's layout (media_in_context warns)."""
         assert spec.vision is not None
-        if spec.vision.encoder not in MODELLED_ENCODERS:
+        v = spec.vision
+        if v.encoder not in MODELLED_ENCODERS:
             return None
-        return encoder_activation_bytes(spec.vision, sequences, self.encoder_patches, act_bytes, attention)
+        if v.encoder == "siglip":
+            return encoder_activation_bytes(v, sequences, self.encoder_patches, act_bytes, attention)
+        # the Qwen towers pack every sequence of the batch into one (eqs. 5-8): whole requests, or one sequence
+        whole, rest = divmod(sequences, self.encoder_sequences)
+        tokens = self.encoder_tokens * whole if not rest else sequences * self.encoder_patches
+        return qwen_encoder_activation_bytes(v, tokens, self.encoder_patches, spec.hidden_size, act_bytes, attention)
 
 
 def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, notes: Notes) -> tuple[int, int]:
@@ -57,7 +65,7 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     v = spec.vision
     if v is None:
         raise InputError(f"model {spec.name!r} has no vision encoder (text only): images and video do not apply")
-    tokens, sequences, patches = 0, 0, 0
+    tokens, sequences, patches, cross, enc_tokens = 0, 0, 0, 0, 0
     details: dict[str, int] = {}
     parts: list[tuple[str, int, MediaTokens]] = []
     if w.images:
@@ -65,8 +73,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         if w.pan_and_scan and not v.pan_and_scan:
             raise InputError(f"model {spec.name!r}: its image processor has no pan-and-scan")
         per = image_tokens(v, iw, ih, w.pan_and_scan)
-        if per.cross_tokens:
-            raise InputError(f"model {spec.name!r}: images enter through cross-attention layers, not modelled")
+        if per.cross_tokens and w.engine != "transformers":
+            raise InputError(f"model {spec.name!r}: its images enter through cross-attention layers, whose image "
+                             f"K/V is modelled for the transformers engine only (not {w.engine})")
         parts.append((f"{w.images} image(s) of {iw}x{ih}", w.images, per))
         details["image_tokens_each"] = per.tokens
     if w.video_frames:
@@ -78,7 +87,9 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         details["video_tokens"] = per.tokens
     for label, count, per in parts:
         tokens += count * per.tokens
+        cross += count * per.cross_tokens
         sequences += count * per.encoder_sequences
+        enc_tokens += count * per.encoder_sequences * per.encoder_patches
         patches = max(patches, per.encoder_patches)
         notes.assumptions.append(Assumption(
             "media", label, False, f"{per.detail}; {per.tokens} context tokens each with the delimiter tokens "
@@ -87,7 +98,13 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
     if v.encoder not in MODELLED_ENCODERS:
-        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (only SigLIP's is, "
-                              "formulas/vision_activations.py): its forward over the images is left out of the peak")
+        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (SigLIP's and the "
+                              "Qwen-VL towers' are, formulas/vision_activations.py): its forward over the images is "
+                              "left out of the peak")
     details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
-    return Media(tokens, sequences, patches, details)
+    if cross:
+        details["cross_attention_tokens"] = cross
+        notes.assumptions.append(Assumption(
+            "cross_attention_tokens", cross, False, f"image states per sequence held as K/V by each of the "
+            f"{spec.cross_attention_layer_count} cross-attention layers (formulas/kv_cache.py eq. 4)"))
+    return Media(tokens, sequences, patches, details, cross, enc_tokens)

@@ -92,6 +92,18 @@ def compose_sglang(ctx: Context) -> None:
                             "to see its max_total_num_tokens and what it admits")
         return
     default, parts = default_mem_fraction_static(w.memory, tp, mla, w.max_num_batched_tokens)
+    if w.mem_fraction_static is None and default <= 0:  # eq. (1) leaves nothing: no pool, no negative fraction
+        too_small = (f"the device is too small for SGLang: its {parts['gpu_mem_mib']:,.0f} MiB are less than the "
+                     f"{parts['reserved_mib']:,.0f} MiB SGLang's default mem_fraction_static keeps back for "
+                     "activations and CUDA graphs (memory_hook.py:289-339), so no token pool is left")
+        acc.items.append(need)
+        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+        ctx.details.update({
+            "sglang_too_small": too_small, "mem_fraction_static": None, "max_total_num_tokens": 0, "kv_tokens": 0,
+            "max_running_requests": 0, "max_concurrency_at_context": 0, "admitted_sequences": 0,
+            "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
+            "workload_bytes": ctx.wb.total + need.bytes + E.CUDA_CONTEXT.expected})
+        return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
                            f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
                            "MiB) / M (memory_hook.py:289-339)"))

@@ -12,6 +12,14 @@ ceil(min(window - 1 + max_num_batched_tokens, context) / block) + 1 blocks per r
 (``v1/kv_cache_interface.py`` ``SlidingWindowSpec.max_memory_usage_bytes``); MLA caches the latent
 (``MLAAttentionSpec``). Admitted sequences = pool / per-sequence KV (the log line "Maximum concurrency
 for N tokens per request").
+
+A model without attention layers (pure Mamba/Mamba-2) has no KV blocks: its one KV-cache group is the recurrent
+layers' ``MambaSpec``, whose block is a whole request (``MambaSpec(block_size=model_config.max_model_len)``,
+vllm/model_executor/models/config.py ``HybridAttentionMambaModelConfig`` @0144dd5), so each block is one sequence's
+state page per layer and the pool holds ``pool / state per sequence`` sequences whatever their length. vLLM's
+log line "GPU KV cache size: N tokens" is then ``num_blocks x max_model_len`` (vllm/v1/core/kv_cache_utils.py
+``_report_kv_cache_config`` @001cabc: ``num_blocks // len(groups) x min block_size``), a count of sequences times
+the maximum length rather than of cached tokens; llmsizer reports the sequences (``recurrent_state_pages``).
 """
 
 from __future__ import annotations
@@ -117,6 +125,8 @@ def compose_vllm(ctx: Context) -> None:
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns))})
+    if not spec.attention_layers:  # attention-free: the pool is whole-request state pages, not token blocks
+        ctx.details["recurrent_state_pages"] = int(admitted)
     pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.attention_layers else "recurrent state pages"
     if state is not None:
         pool_what += f", incl. the recurrent state of the {int(admitted)} admitted sequences " \

@@ -235,14 +235,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               formula=f"optimizer_impl {ctx.optimizer_impl}: fused 0; foreach one state-sized "
                                       f"temporary ({format_bytes(tl.step_temporaries_foreach)})",
                               source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py)"))
-    acc.span("cuda_context", E.CUDA_CONTEXT)
-    acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
-                          formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
-                                  "created in step 1 may not fit the blocks the backward freed, so reserved can grow "
-                                  "by up to the freed activation blocks",
-                          source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
-                                 "expandable_segments)"))
-    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+    if w.device == "gpu":
+        acc.span("cuda_context", E.CUDA_CONTEXT)
+        acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
+                              formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
+                                      "created in step 1 may not fit the blocks the backward freed, so reserved can "
+                                      "grow by up to the freed activation blocks",
+                              source="PyTorch docs 'CUDA semantics: memory management' (caching allocator, "
+                                     "expandable_segments)"))
+    # on a CPU the step's tensors and the process's own runtime share one memory, the RAM being checked
+    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host" if w.device == "gpu" else "device")
     if st.paged_optimizer:
         acc.items.append(Item("paged_optimizer_states", st.paged_optimizer, "host", 0, st.paged_optimizer,
                               formula="bitsandbytes paged states live in CUDA unified memory: on the GPU while it has "

@@ -6,7 +6,7 @@ arithmetic lives in ``formulas/``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ...errors import InputError
 from ...formulas.context_parallel import local_tokens
@@ -19,7 +19,6 @@ from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ..inference.common import Acc
 
-_DEFAULTS = {f.name: f.default for f in fields(TrainingWorkload)}
 _WHY = {
     "method": "full fine-tuning: every parameter trained",
     "precision": "",
@@ -42,11 +41,17 @@ _WHY = {
 }
 
 
+def given(w: TrainingWorkload, *names: str) -> bool:
+    """Whether the caller gave any of ``names`` (specs/given.py), whatever the value: a given value equal to the
+    default is still given."""
+    return bool(w.given and w.given.intersection(names))
+
+
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
-    """Record workload fields; a field equal to its dataclass default is flagged default=True."""
+    """Record workload fields; a field the caller did not give is flagged default=True."""
     for name in names:
         value = getattr(w, name)
-        default = value == _DEFAULTS[name]
+        default = not given(w, name)
         why = _WHY.get(name, "") if default else "given"
         if name == "precision":
             why = recipe(w.precision).description
@@ -70,6 +75,8 @@ class TrainingContext:
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
+    if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
+        return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
     if w.method == "qlora":
         return "paged-adamw", "QLoRA recipe: paged AdamW (Dettmers et al. 2023, arXiv 2305.14314, section 3)"
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
@@ -85,6 +92,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
+    if w.device != "gpu":
+        record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
     opt = optimizer_info(str(opt_name))
     if w.tp > 1:
@@ -136,7 +145,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
-                                          + (", DoRA" if w.dora else ""), w.rank == _DEFAULTS["rank"],
+                                          + (", DoRA" if w.dora else ""), not given(w, "rank", "targets"),
                                           "LoRA rank and adapted modules (Hu et al. 2021)"))
     sd_default = rec.default_state_dtype if not w.adapters else (
         "fp32" if adapter_bytes == 4 or rec.master_bytes else rec.default_state_dtype)

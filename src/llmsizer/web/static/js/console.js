@@ -1,6 +1,6 @@
 // The provider console: sign-in (a token checked by the server, then a signed HttpOnly session cookie), the
 // bookings timeline per pool and node, the queue with its check results, confirm / release for operators, the
-// audit log. Every number is the API's (/api/v1/capacity, the CLI's capacity answers); the server decides who
+// audit log, and the inventory editor for operators (PUT /capacity/inventory). Every number is the API's (/api/v1/capacity, the CLI's capacity answers); the server decides who
 // may do what: the buttons an operator sees are a convenience, a requester's forged call is refused (403).
 
 import { API, ApiError } from "./api.js";
@@ -94,10 +94,28 @@ function render(view) {
 async function load() {
   try {
     render(await call("GET", "/capacity/console"));
+    const operator = session && session.role === "operator";
+    $("inventory-edit").hidden = !operator;
+    if (operator && document.activeElement !== $("inventory-text")) {
+      $("inventory-text").value = await call("GET", "/capacity/inventory");
+    }
   } catch (e) {
     problem(e.message);
   }
 }
+
+$("inventory-edit").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  problem("");
+  try {
+    const r = await call("PUT", "/capacity/inventory", { inventory: $("inventory-text").value });
+    $("status").textContent = `inventory saved: ${r.nodes} node(s), ${r.sites} site(s) (${r.before} -> ${r.after})`;
+  } catch (e) {
+    problem(e.message);
+    return;
+  }
+  await load();
+});
 
 async function start() {
   try {

@@ -1,0 +1,86 @@
+"""How well a matrix multiplication of a given shape uses a GPU: the roofline of its arithmetic intensity and the
+quantization of its output into tiles.
+
+NVIDIA, "Matrix Multiplication Background User's Guide" (Deep Learning Performance documentation,
+docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication), for C[M, N] = A[M, K] B[K, N]
+in elements of b bytes:
+
+    arithmetic intensity   I = 2 M N K / (b (M K + K N + M N))        [FLOP/B]                      (1)
+
+(section 2.1 "Math and Memory Bounds": the GEMM is limited by memory when I is below the device's ratio of
+math throughput to memory bandwidth). Its time on a device of sustained math rate R u and memory bandwidth B::
+
+    t = max(2 M N K / (R u), b (M K + K N + M N) / B)                                             (2)
+
+Tile quantization (section 4.1): the output is cut into thread-block tiles; a dimension that is not a multiple of
+the tile leaves the last tile partly idle, so a dimension x >= T runs at x / (ceil(x / T) T) of its work::
+
+    q(x) = x / (ceil(x / T) T)   for x >= T;   1 for x < T (cuBLAS then takes a smaller tile:
+                                                cublasLtMatmulTile_t goes down to 8 x 8)                 (3)
+
+with T = 128, the smaller side of the guide's 256 x 128 example tile. Wave quantization (section 4.2: the number
+of tiles against the number of SMs) needs the SM count, which the catalog does not hold; it is not modelled.
+
+Training runs three GEMMs per linear layer of input width k and output width n over t tokens (Kaplan et al.
+2020, section 2.1): the forward (M t, N n, K k), the gradient of its input (M t, N k, K n) and, for a trained
+weight only, the gradient of the weight (M n, N k, K t). The shape efficiency of a step is the FLOP-weighted
+harmonic mean over its GEMMs::
+
+    e = sum_g F_g / sum_g (F_g / e_g),   e_g = F_g / (R u t_g) x q(M_g) q(N_g)                     (4)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from ..errors import InputError
+
+TILE = 128  # the smaller side of the Matrix Multiplication Background guide's 256 x 128 example tile
+
+
+def arithmetic_intensity(m: float, n: float, k: float, elem_bytes: float = 2.0) -> float:
+    """Eq. (1): FLOPs per byte moved of an M x K by K x N GEMM."""
+    if min(m, n, k) <= 0 or elem_bytes <= 0:
+        raise InputError("GEMM dimensions and element size must be positive")
+    return 2.0 * m * n * k / (elem_bytes * (m * k + k * n + m * n))
+
+
+def tile_quantization(x: float, tile: int = TILE) -> float:
+    """Eq. (3): the share of useful work in the tiles that cover a dimension of ``x``."""
+    if x < tile:
+        return 1.0
+    return x / (math.ceil(x / tile) * tile)
+
+
+def gemm_efficiency(m: float, n: float, k: float, math_rate: float, bandwidth: float,
+                    elem_bytes: float = 2.0) -> float:
+    """Eqs. (2)-(3): the share of ``math_rate`` (sustained FLOP/s, R u) one GEMM reaches; memory-bound shapes run at
+    ``bandwidth`` [B/s]."""
+    if math_rate <= 0 or bandwidth <= 0:
+        raise InputError("math rate and bandwidth must be positive")
+    roof = min(1.0, arithmetic_intensity(m, n, k, elem_bytes) * bandwidth / math_rate)
+    return roof * tile_quantization(m) * tile_quantization(n)
+
+
+def training_gemms(tokens: int, linears: Iterable[tuple[int, int, bool]]) -> list[tuple[int, int, int]]:
+    """The (M, N, K) of every GEMM of one training step's linear layers: (input width, output width, trained)
+    per linear; forward and input gradient always, weight gradient for trained weights only."""
+    out: list[tuple[int, int, int]] = []
+    for k, n, trained in linears:
+        out.append((tokens, n, k))
+        out.append((tokens, k, n))
+        if trained:
+            out.append((n, k, tokens))
+    return out
+
+
+def shape_efficiency(gemms: Iterable[tuple[int, int, int]], math_rate: float, bandwidth: float,
+                     elem_bytes: float = 2.0) -> float:
+    """Eq. (4): FLOP-weighted harmonic mean of :func:`gemm_efficiency` over ``gemms`` (1.0 for none)."""
+    flops = time = 0.0
+    for m, n, k in gemms:
+        f = 2.0 * m * n * k
+        flops += f
+        time += f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes)
+    return flops / time if time else 1.0

@@ -1,0 +1,35 @@
+"""Which fields of a workload the caller gave: "given" is a fact of the call, not a comparison with the default (a
+value given equal to its default is still given, and must not be labelled "(default)" in the assumptions).
+
+:func:`tracks_given` wraps a frozen dataclass's ``__init__`` so that its ``given`` field holds the names of the fields
+passed to the constructor (positionally or by keyword) with a value other than None. The readers (CLI flags, request
+files, the web API) pass only what the user wrote, so ``given`` is what the user wrote. ``dataclasses.replace``
+passes ``given`` itself, so a copy keeps the original's record: fields a tool changes are not the user's.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def tracks_given(cls: type[T]) -> type[T]:
+    """Record the fields given to ``cls(...)`` in its ``given`` field (a ``frozenset[str] | None = None`` dataclass
+    field, set to a frozenset by the constructor)."""
+    init = cls.__init__
+    names = [f.name for f in fields(cls) if f.init and f.name != "given"]  # type: ignore[arg-type]
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        given = kwargs.pop("given", None)
+        init(self, *args, **kwargs)
+        if given is None:
+            passed = [*zip(names, args, strict=False), *kwargs.items()]
+            given = {n for n, v in passed if v is not None}
+        object.__setattr__(self, "given", frozenset(given))
+
+    setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses a direct assignment to a method
+    return cls

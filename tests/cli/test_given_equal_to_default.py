@@ -1,0 +1,77 @@
+"""A value the user gives is "given" even when it equals the default: `train llama-3.1-8b --batch 1` must not label
+the batch "(default)" (it was compared with the default value). Through the real entry point (text and --json) and
+the Python API; the same for the inference flags with a non-None default (attention, group size)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = str(ROOT / "src")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=SRC)
+    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True, env=env,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def flags(args: list[str]) -> dict[str, bool]:
+    data = json.loads(run(*args, "--json").stdout)
+    return {a["name"]: a["default"] for a in data["assumptions"]}
+
+
+@pytest.mark.parametrize(("given", "name", "text"), [
+    (["--batch", "1"], "micro_batch", "micro_batch=1"),
+    (["--seq", "2048"], "seq_len", "seq_len=2048"),
+    (["--method", "full", "--grad-accumulation", "1"], "method", "method=full"),
+    (["--grad-checkpointing", "none"], "grad_checkpointing", "grad_checkpointing=none"),
+])
+def test_training_value_equal_to_default_is_given(given: list[str], name: str, text: str) -> None:
+    base = ["train", "llama-3.1-8b"]
+    assert flags([*base, *given])[name] is False
+    assert flags(base)[name] is True
+    line = next(x for x in run(*base, *given).stdout.splitlines() if x.startswith("assumptions:"))
+    assert f"{text};" in line and f"{text} (default)" not in line
+    line = next(x for x in run(*base).stdout.splitlines() if x.startswith("assumptions:"))
+    assert f"{text} (default)" in line
+
+
+def test_lora_rank_equal_to_default_is_given() -> None:
+    base = ["train", "llama-3.1-8b", "--method", "lora"]
+    assert flags([*base, "--rank", "16"])["lora"] is False
+    assert flags(base)["lora"] is True
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["infer", "llama-3.1-8b", "--attention", "sdpa"], "attention"),
+    (["infer", "llama-3.1-8b", "--weights", "awq-int4", "--group-size", "128"], "group_size"),
+])
+def test_inference_value_equal_to_default_is_given(args: list[str], name: str) -> None:
+    assert flags(args)[name] is False
+    default_args = [a for a in args if a not in ("--attention", "sdpa", "--group-size", "128")]
+    assert flags(default_args)[name] is True
+
+
+def test_python_api_records_what_was_passed() -> None:
+    from llmsizer import estimate_training
+    from llmsizer.specs import InferenceWorkload, TrainingWorkload
+
+    est = {a.name: a.default for a in estimate_training("qwen2.5-0.5b", micro_batch=1).assumptions}
+    assert est["micro_batch"] is False and est["seq_len"] is True
+    w = TrainingWorkload(micro_batch=1)
+    assert w.given == frozenset({"micro_batch"})
+    assert TrainingWorkload("full").given == frozenset({"method"})  # positional too
+    assert TrainingWorkload(optimizer=None).given == frozenset()  # None says "not given"
+    # a copy keeps the original's record: a field a tool changes is not the user's
+    assert dataclasses.replace(w, seq_len=4096).given == frozenset({"micro_batch"})
+    assert InferenceWorkload(attention="sdpa").given == frozenset({"attention"})

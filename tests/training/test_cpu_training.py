@@ -1,0 +1,144 @@
+"""Training on a CPU: host-memory fit without a CUDA context, and a duration from the CPU's own peak (not a GPU's
+calibrated utilisation), so that "CPU training is limited by speed, GPU training by memory" holds with numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.errors import InputError
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.duration import training_duration_for
+from llmsizer.estimate.engines import CUDA_CONTEXT, TORCH_HOST_RUNTIME
+from llmsizer.estimate.fit import fit_training
+from llmsizer.estimate.training import estimate_training
+from llmsizer.models import load_model
+from llmsizer.specs import TrainingWorkload
+from llmsizer.units import parse_bytes
+
+CPU = "intel-xeon-spr-8ch"
+HOST_RAM = parse_bytes("256GB")
+LORA = {"method": "lora", "rank": 16, "micro_batch": 1, "seq_len": 2048}
+
+
+def _names(est):  # type: ignore[no-untyped-def]
+    return {i.name: i for i in est.items}
+
+
+def test_cpu_training_has_no_cuda_context_and_counts_its_runtime_in_the_same_ram() -> None:
+    gpu = estimate_training("qwen2.5-0.5b", **LORA)
+    cpu = estimate_training("qwen2.5-0.5b", device="cpu", **LORA)
+    g, c = _names(gpu), _names(cpu)
+    assert "cuda_context" in g and "allocator_reserve" in g
+    assert "cuda_context" not in c and "allocator_reserve" not in c
+    assert g["host_runtime"].location == "host" and c["host_runtime"].location == "device"
+    # the same tensors; the CPU total swaps the CUDA context for the process runtime in that memory
+    assert cpu.total("device")[1] - gpu.total("device")[1] == TORCH_HOST_RUNTIME.expected - CUDA_CONTEXT.expected
+    assert any(a.name == "device" and a.value == "cpu" for a in cpu.assumptions)
+
+
+def test_fit_train_on_a_catalog_cpu_is_a_host_memory_fit() -> None:
+    r = fit_training("qwen2.5-0.5b", CPU, 1, memory=HOST_RAM, **LORA)
+    assert r.fits and "cuda_context" not in _names(r.estimate)
+    assert r.details["usable_memory_per_device"] == HOST_RAM
+
+
+def test_a_training_device_outside_the_closed_set_is_refused() -> None:
+    with pytest.raises(InputError, match="unknown device 'tpu'; choose one of: gpu, cpu"):
+        TrainingWorkload(device="tpu")
+
+
+def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
+    """A CPU with a sourced AMX BF16 peak takes the CPU utilisation calibrated on PM0600 for a bf16 recipe; one
+    without it (or an fp32 recipe) is timed at the whole of its FP32 peak and says so. Never the GPU's 69.9 %."""
+    spec = load_model("qwen2.5-0.5b")
+    cat = builtin_catalog().devices
+    amx = training_duration_for(spec, cat["intel-xeon-platinum-8488c"], 1, 1e6, LORA)
+    assert amx.peak_key == "bf16" and amx.utilization == E.TRAINING_UTILIZATION_CPU_AMX.expected
+    assert amx.peak_flops == pytest.approx(48 * 3.2e9 * 1024)  # 48 cores x 3.2 GHz x 1,024 BF16 FLOP/cycle (AMX)
+    assert not any("is a CPU" in w for w in amx.warnings)
+    fp32 = training_duration_for(spec, cat["intel-xeon-platinum-8488c"], 1, 1e6, dict(LORA, precision="fp32"))
+    assert fp32.peak_key == "fp32" and fp32.utilization == E.TRAINING_UTILIZATION_CPU_BOUND.expected
+    d = training_duration_for(spec, cat[CPU], 1, 1e6, LORA)  # no sourced BF16 matrix peak
+    assert d.utilization == E.TRAINING_UTILIZATION_CPU_BOUND.expected != E.TRAINING_DEVICE_UTILIZATION.expected
+    assert d.peak_flops == cat[CPU].peak_flops("fp32")[0] and d.peak_key == "fp32"
+    assert d.seconds_range is None  # the GPU runs' calibrated band does not apply
+    assert any("is a CPU" in w for w in d.warnings)
+    # eq. (6) at the whole fp32 peak: seconds = tokens x F / R
+    assert d.seconds == pytest.approx(1e6 * d.flops.per_token / d.peak_flops, rel=1e-9)
+
+
+def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
+    """The seed's claim with numbers. Memory: full fine-tuning of an 8B model needs far more than a 24 GB card and
+    fits in a 256 GB host. Speed: the same small LoRA fits both, but a 48-core Sapphire Rapids Xeon with AMX at the
+    CPU utilisation calibrated on PM0600 takes more than 10x the RTX 4090's time at its calibrated 69.9 %:
+    157 TFLOP/s x 0.0563 = 8.9 TFLOP/s against 165 TFLOP/s x 0.699 = 115 TFLOP/s."""
+    xeon = "intel-xeon-platinum-8488c"
+    full = {"method": "full", "micro_batch": 1, "seq_len": 2048}
+    assert not fit_training("llama-3.1-8b", "rtx-4090", 1, **full).fits
+    assert fit_training("llama-3.1-8b", xeon, 1, memory=HOST_RAM, **full).fits
+
+    assert fit_training("qwen2.5-0.5b", "rtx-4090", 1, **LORA).fits
+    assert fit_training("qwen2.5-0.5b", xeon, 1, memory=HOST_RAM, **LORA).fits
+    spec = load_model("qwen2.5-0.5b")
+    cat = builtin_catalog().devices
+    t_gpu = training_duration_for(spec, cat["rtx-4090"], 1, 10e6, LORA).seconds
+    t_cpu = training_duration_for(spec, cat[xeon], 1, 10e6, LORA).seconds
+    assert t_gpu is not None and t_cpu is not None
+    assert t_cpu > 10 * t_gpu
+
+
+def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:
+    """`--device cpu` with --memory: a host-memory fit without a CUDA context; no peak is known, so the duration
+    is not estimated (rather than borrowed from another device); without --memory it asks for one."""
+    import contextlib
+    import io
+
+    from llmsizer.cli.main import main
+
+    r = fit_training("qwen2.5-0.5b", "cpu", 1, memory=HOST_RAM, **LORA)
+    assert r.fits and "cuda_context" not in _names(r.estimate)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["train", "qwen2.5-0.5b", "--device", "cpu", "--memory", "256GB", "--method", "lora",
+                     "--tokens", "10M"])
+    assert code == 0 and "cuda_context" not in out.getvalue()
+    assert "cpu has no sourced fp32 peak FLOP/s: duration not estimated" in out.getvalue()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["fit", "qwen2.5-0.5b", "--device", "cpu", "--train"])
+    assert code == 2 and "give one with --memory" in err.getvalue()
+
+
+def test_recommend_marks_a_cpu_time_that_is_only_a_lower_bound() -> None:
+    """An AMD EPYC instance (no sourced BF16 matrix peak, so no calibrated utilisation) is timed at its whole FP32
+    peak; recommend --train says so on the option, next to the calibrated Xeon (AMX) options."""
+    from llmsizer.recommend import recommend_training
+
+    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=LORA)
+    opts = {o.target: o for o in (*rec.options, *rec.rejected)}
+    assert any("time is a lower bound" in r for r in opts["aws-m7a.8xlarge"].reasons)
+    assert not any("lower bound" in r for r in opts["aws-m7i.4xlarge"].reasons)
+
+
+def test_gpu_only_training_options_are_refused_or_replaced_on_a_cpu() -> None:
+    """Offload (GPU -> host RAM) and bitsandbytes' paged optimizers (CUDA unified memory) mean nothing on a CPU:
+    given, they are refused with one line; QLoRA's default paged AdamW becomes AdamW there, and says why."""
+    with pytest.raises(InputError, match="offload optimizer moves states from a GPU to host RAM"):
+        TrainingWorkload(device="cpu", offload="optimizer")
+    with pytest.raises(InputError, match="optimizer paged-adamw-8bit pages CUDA unified memory; on device cpu use "
+                                         "adamw-8bit"):
+        TrainingWorkload(device="cpu", method="qlora", optimizer="paged-adamw-8bit")
+    est = estimate_training("qwen2.5-0.5b", device="cpu", method="qlora", micro_batch=1, seq_len=1024)
+    opt = next(a for a in est.assumptions if a.name == "optimizer")
+    assert opt.value == "adamw" and "CUDA unified memory" in opt.why
+    assert not any(i.name == "paged_optimizer_states" for i in est.items)
+
+
+def test_recommend_rejects_a_cpu_that_cannot_run_the_settings_instead_of_failing() -> None:
+    from llmsizer.recommend import recommend_training
+
+    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=dict(LORA, method="qlora",
+                                                                               optimizer="paged-adamw"))
+    cpu = [o for o in rec.rejected if o.device_kind == "cpu" and o.target.startswith("aws-m7i")]
+    assert cpu and all("pages CUDA unified memory" in o.reasons[0] for o in cpu)
+    assert rec.chosen is not None and rec.chosen.device_kind != "cpu"
