@@ -39,12 +39,13 @@ FWD_STASH_TENSORS = 5  # line 70 (max_fwd_stash_size): device originals kept whi
 SOURCE = "torchtune training/_activation_offloading.py (OffloadActivations, lines 137-211, 240-361, 405-433)"
 
 
-def offload_device_bytes(layer_kept: list[int], in_flight: int) -> int:
-    """Saved-activation bytes left on the device at forward end when every layer's saved tensors are offloaded:
-    the forward stash, bounded by the last layer's saved tensors (``layer_kept`` in forward order), per
-    micro-batch in flight (``in_flight``: only the one being computed has a stash)."""
-    del in_flight  # the stash is emptied at the start of each backward (lines 343-347)
-    return layer_kept[-1] if layer_kept else 0
+def offload_stash_bytes(last_save_bytes: int, final_norm_bytes: int) -> int:
+    """Saved-activation bytes left on the device at forward end: the forward stash holds the originals of the
+    last ``FWD_STASH_TENSORS`` saves, which are the final norm's (its fp32 input saved twice, 1/rms, the
+    normalised tensor: ``final_norm_bytes``) and the last decoder layer's last save (``last_save_bytes``: the
+    down projection's input, or a checkpointed layer's input). The stash is emptied when the backward starts
+    (lines 343-347)."""
+    return last_save_bytes + final_norm_bytes
 
 
 def offload_host_bytes(layer_kept: list[int], in_flight: int, per_layer_repeats: int = 0) -> int:

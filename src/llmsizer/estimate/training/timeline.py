@@ -23,7 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from ...formulas.activation_offload import offload_device_bytes, offload_host_bytes, repeated_saves
+from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
 from ...formulas.context_parallel import ring_attention_backward_bytes
 from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
@@ -224,7 +224,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     phases: list[Phase] = []
     all_kept = sum(act_kept.values())
     fwd_kept = m * all_kept  # saved activations on the device at forward end
-    host_act = 0
+    host_act = final_norm = 0
     if w.activation_offload:  # torchtune OffloadActivations: saved tensors go to pinned host memory
         ordered = [act_kept[i] for i in sorted(st.layers)]
         plain = [i for i in st.layers if not ckpt[i]]
@@ -235,7 +235,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             repeats = repeated_saves(act.tokens, spec.hidden_size, act.residual, act.compute, spec.head_dim,
                                      spec.norms_per_layer, n_qkv, n_mlp) * len(plain) // len(ordered)
         host_act = offload_host_bytes(ordered, m, repeats)
-        fwd_kept = offload_device_bytes(ordered, m)
+        # the final norm runs inside the offloading context (lm_head and the loss do not): its saves go too
+        final_norm = sum(t.bytes for t in head.saved if t.name.startswith("final norm")) if head else 0
+        host_act += final_norm
+        if head and spec.norm_kind != "layernorm":  # its fp32 input is saved by pow and by the mul by 1/rms
+            host_act += act.tokens * spec.hidden_size * max(4, act.residual)
+        last = max(st.layers)
+        width = spec.intermediate_size if not spec.moe_layers[last] else spec.hidden_size
+        last_save = act_kept[last] if ckpt[last] else act.tokens * _div(width, w.tp) * act.compute
+        fwd_kept = offload_stash_bytes(last_save, final_norm)
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
     # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
@@ -248,7 +256,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if copies_fwd + head_copy:
         f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
-        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
     if persist:
@@ -264,7 +272,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         copies_bwd = m * sum(copies_kept.values()) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
-        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
         if persist:
