@@ -84,6 +84,23 @@ class Constraints:
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__ if getattr(self, k) not in (None, False, ())}
 
+    def for_mode(self, mode: str) -> Constraints:
+        """These constraints for a ``serving`` or ``training`` search: a constraint only the other mode checks is
+        refused (before, ``recommend --deadline 3d`` ranked serving options as meeting every constraint without
+        reading the deadline, exit 0; ``recommend --train --max-ttft 0.5`` likewise)."""
+        other = [k for k in MODE_CONSTRAINTS[mode] if getattr(self, k) is not None]
+        if other:
+            target = "training" if mode == "serving" else "serving"
+            flags = ", ".join(f"{k} (--{k.replace('_', '-')})" for k in other)
+            raise InputError(f"{flags} appl{'ies' if len(other) == 1 else 'y'} to {target}, not to {mode}"
+                             + (" (add --train)" if target == "training" else " (drop --train)"))
+        return self
+
+
+# the constraints a search of one mode cannot check: they belong to the other mode
+MODE_CONSTRAINTS = {"serving": ("deadline", "max_cost"),
+                    "training": ("tokens_per_second", "user_tokens_per_second", "max_ttft")}
+
 
 @dataclass(frozen=True)
 class Option:
@@ -223,7 +240,7 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
     ``llmsizer models --fits-on`` asks it for every catalog model."""
     spec = load_model(model) if isinstance(model, str) else model
-    c = constraints or Constraints()
+    c = (constraints or Constraints()).for_mode("serving")
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
@@ -276,7 +293,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             raise InputError("kv_unified applies to engine llamacpp; give engine llamacpp (--engine llamacpp)")
     # the workload fields every fit of a candidate gets: media and engine settings
     fields = dict(media, **({"kv_unified": kv_unified} if kv_unified is not None else {}))
-    c = constraints or Constraints()
+    c = (constraints or Constraints()).for_mode("serving")
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -574,7 +591,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         raise InputError(f"tokens must be positive, got {tokens}")
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}
     training_fields = wl
-    c = constraints or Constraints()
+    c = (constraints or Constraints()).for_mode("training")
     cat = catalog or load_catalog(hardware_files)
     method = str(wl.get("method", "full"))
     seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))

@@ -1,15 +1,16 @@
-"""Catalog entries whose config.json is derived rather than copied verbatim, checked against first-party truth.
+"""Catalog configs checked against first-party truth other than a config.json copy.
 
-Three entries have no verbatim config.json in the reachable sources (their ``source`` starts with DERIVED):
+One entry has no verbatim config.json in the reachable sources (its ``source`` starts with DERIVED). Two more were
+derived until a verbatim copy was found (NVIDIA AIConfigurator's, see their ``source``); the first-party checks
+that backed the derivation stay as cross-checks of the verbatim files:
 
-- ``llama-3.1-405b``: built from Meta's own ``model_args`` (llama-models ``sku_list.py``). The one value that
+- ``llama-3.1-405b``: Meta's own ``model_args`` (llama-models ``sku_list.py``). The one value that
   is not a plain rename, ``intermediate_size``, follows Meta's reference ``FeedForward`` sizing rule
   (llama-models ``models/llama3/model.py``: ``int(2 * 4 * dim / 3)``, times ``ffn_dim_multiplier``, rounded
-  up to ``multiple_of``). The rule is checked here on the two Llama 3.1 configs we hold verbatim (8B, 70B)
-  with their own sku_list.py args before it is trusted for 405B.
+  up to ``multiple_of``), checked here on the three Llama 3.1 configs (8B, 70B, 405B) with their own sku_list.py args.
 - ``gpt-oss-120b``: transformers' ``GptOssConfig`` defaults are documented as the GPT-OSS-120B
-  configuration; every architecture key of our entry must equal them.
-- ``mistral-small-24b-instruct-2501``: built from Mistral's own ``params.json`` of the release, renamed key by key;
+  configuration; every architecture key of the verbatim config must equal them.
+- ``mistral-small-24b-instruct-2501`` (DERIVED): built from Mistral's own ``params.json`` of the release, renamed key by key;
   the release's ``model.safetensors.index.json`` is the independent check: its ``total_size`` (bytes of the
   bf16 checkpoint) is twice the parameter count, and it lists an ``lm_head`` (untied embeddings).
 """
@@ -23,7 +24,7 @@ from llmsizer.catalog.models import entries
 ENTRIES = entries()
 
 # Meta's first-party model_args (llama-models models/llama3_1/api/sku_list.py@1768925a): dim,
-# ffn_dim_multiplier, multiple_of. The 405B row is also stored in the entry's config_derivation.
+# ffn_dim_multiplier, multiple_of.
 META_ARGS = {"llama-3.1-8b": (4096, 1.3, 1024), "llama-3.1-70b-instruct": (8192, 1.3, 4096)}
 
 
@@ -46,9 +47,15 @@ def _derivation(name: str) -> dict:
     return json.loads(text)["config_derivation"]
 
 
-def test_llama_405b_config_follows_metas_model_args():
+# SKU llama3_1_405b_bf16_mp16 (huggingface_id meta-llama/Meta-Llama-3.1-405B), same file and commit.
+LLAMA_405B_ARGS = {"dim": 16384, "n_layers": 126, "n_heads": 128, "n_kv_heads": 8, "vocab_size": 128256,
+                   "ffn_dim_multiplier": 1.2, "multiple_of": 4096, "norm_eps": 1e-05, "rope_theta": 500000.0,
+                   "use_scaled_rope": True}
+
+
+def test_llama_405b_verbatim_config_follows_metas_model_args():
     cfg = ENTRIES["llama-3.1-405b"].config
-    args = _derivation("llama-3.1-405b")["first_party_args"]
+    args = LLAMA_405B_ARGS
     assert cfg["hidden_size"] == args["dim"]
     assert cfg["num_hidden_layers"] == args["n_layers"]
     assert cfg["num_attention_heads"] == args["n_heads"]
@@ -69,7 +76,7 @@ GPT_OSS_ARCH_KEYS = (
 
 
 @pytest.mark.slow
-def test_gpt_oss_120b_equals_transformers_documented_120b_defaults():
+def test_gpt_oss_120b_verbatim_config_equals_transformers_documented_120b_defaults():
     transformers = pytest.importorskip("transformers")
     ref = transformers.GptOssConfig()
     cfg = ENTRIES["gpt-oss-120b"].config
@@ -82,10 +89,10 @@ def test_gpt_oss_120b_equals_transformers_documented_120b_defaults():
 
 
 def test_derived_entries_say_so_in_their_source():
+    derived = sorted(name for name, e in ENTRIES.items() if e.source.startswith("DERIVED"))
+    assert derived == ["mistral-small-24b-instruct-2501"]
     for name in ("llama-3.1-405b", "gpt-oss-120b"):
-        assert ENTRIES[name].source.startswith("DERIVED"), name
-        assert _derivation(name)["other_keys_from"] in ENTRIES
-    assert ENTRIES["mistral-small-24b-instruct-2501"].source.startswith("DERIVED")
+        assert ENTRIES[name].source.startswith("ai-dynamo/aiconfigurator:"), name
 
 
 # Mistral params.json -> transformers MistralConfig (transformers models/mistral/convert_mistral_weights_to_hf.py)

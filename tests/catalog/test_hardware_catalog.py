@@ -210,6 +210,25 @@ def test_user_file_adds_and_overrides(tmp_path: Path) -> None:
     assert builtin_catalog().instances["aws-p5.48xlarge"].price_per_hour == 55.04  # built-in untouched
 
 
+def test_a_user_memory_override_replaces_the_inherited_driver_report(tmp_path: Path) -> None:
+    """rtx-4090 has a driver-reported 24564 MiB from a real nvidia-smi log. A user file that gives memory: 48GiB
+    (a modded card) must be what every command sizes against; before, the inherited driver report still won
+    (hardware show printed 23.99 GiB, fit and models --fits-on budgeted 24 GiB) and the override was ignored."""
+    from llmsizer.estimate.fit import fit
+
+    builtin = builtin_catalog().device("rtx-4090")
+    assert builtin.memory_usable is not None and builtin.memory_bytes == 24564 * 2**20
+    f = _write(tmp_path, {"devices": [{"id": "rtx-4090", "memory": "48GiB"}]})
+    dev = load_catalog([f]).device("rtx-4090")
+    assert dev.memory_usable is None and dev.memory_bytes == 48 * GiB
+    assert dev.bandwidth == builtin.bandwidth  # other fields kept
+    r = fit("qwen2.5-0.5b", "rtx-4090", hardware_files=[f])
+    assert r.budget_per_device == int(48 * GiB * 0.9)
+    both = _write(tmp_path, {"devices": [{"id": "rtx-4090", "memory": "48GiB", "memory_usable": "47000MiB"}]},
+                  "both.json")
+    assert load_catalog([both]).device("rtx-4090").memory_bytes == 47000 * 2**20
+
+
 @pytest.mark.parametrize("entry, field", [
     ({"id": "x", "name": "x", "kind": "gpu", "memory": "24 GX"}, "memory"),
     ({"id": "x", "name": "x", "kind": "gpu", "colour": "red"}, "colour"),

@@ -73,21 +73,27 @@ def test_the_qwen_encoder_peak_is_vllms_profile_peak_with_many_large_images():
     patches = image_tokens(spec.vision, 1920, 1080).encoder_patches
     want = qwen_encoder_activation_bytes(spec.vision, 16 * patches, patches, spec.hidden_size, 2, "flash")
     assert est.item("activations").bytes == want.peak_bytes
-    assert not any("activation peak is not modelled" in w for w in est.warnings)
 
 
-def test_an_unmodelled_encoder_is_left_out_with_a_warning():
-    """Llama 4's tower has no measured peak formula: left out of the peak, with a warning."""
+def test_the_llama4_encoder_peak_is_modelled_for_every_engine():
+    """Llama 4's tower (eqs. 14-17, checked to the byte against live tensors in test_vision_activations.py): every
+    tile and the global tile one sequence; llama.cpp's clip buffer is one tile in f32, transformers takes the
+    tower's peak when it is larger than the text phase."""
+    from llmsizer.formulas.vision_activations import llama4_encoder_activation_bytes
+    from llmsizer.formulas.vision_tokens import image_tokens
     from llmsizer.readers.hf_config import spec_from_config
     text = {"vocab_size": 1024, "hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
             "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 128, "intermediate_size_mlp": 512,
             "num_local_experts": 4, "num_experts_per_tok": 1}
     spec = spec_from_config({"model_type": "llama4", "text_config": text, "vision_config": {}}, name="tiny-llama4")
+    assert spec.vision is not None
     est = estimate_inference(spec, context=256, images=2, image_size=(1024, 768), engine="llamacpp")
-    assert "vision_compute_buffer" not in {i.name for i in est.items}
-    assert any("activation peak is not modelled" in w for w in est.warnings)
-    hf = estimate_inference(spec, context=256, concurrency=8, images=16, image_size=(1920, 1080))
-    assert not hf.details["peak_phase"].startswith("vision encoder")
+    assert est.item("vision_compute_buffer").bytes == llama4_encoder_activation_bytes(spec.vision, 1, 4,
+                                                                                      "flash").peak_bytes
+    hf = estimate_inference(spec, context=256, concurrency=8, images=16, image_size=(1920, 1080), weights="bf16")
+    tiles = 8 * 16 * image_tokens(spec.vision, 1920, 1080).encoder_sequences  # the tiles + the global tile
+    assert hf.details["peak_phase"] == f"vision encoder ({tiles} images)"
+    assert hf.item("activations").bytes == llama4_encoder_activation_bytes(spec.vision, tiles, 2, "sdpa").peak_bytes
 
 
 def test_fit_infer_and_the_cli_agree():
@@ -190,3 +196,21 @@ def test_bad_image_sizes_are_input_errors(text):
     from llmsizer.units import parse_image_size
     with pytest.raises(InputError):
         parse_image_size(text)
+
+
+def test_the_mllama_encoder_peak_is_modelled_without_a_warning():
+    """Llama-3.2-Vision's tower (eqs. 9-13, checked to the byte against live tensors in test_vision_activations.py):
+    images run as max_num_tiles tiles each, and the transformers estimate takes the tower's peak when it is larger."""
+    from llmsizer.formulas.vision_activations import mllama_encoder_activation_bytes
+    from llmsizer.readers.hf_config import spec_from_config
+    text = {"vocab_size": 1024, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "intermediate_size": 96, "cross_attention_layers": [1]}
+    vision = {"hidden_size": 128, "num_hidden_layers": 4, "num_global_layers": 2, "attention_heads": 4,
+              "intermediate_size": 256, "vision_output_dim": 384, "image_size": 560, "patch_size": 14,
+              "max_num_tiles": 4, "intermediate_layers_indices": [1, 3]}
+    spec = spec_from_config({"model_type": "mllama", "text_config": text, "vision_config": vision}, name="tiny-mllama")
+    assert spec.vision is not None and spec.vision.intermediate_features == 2
+    est = estimate_inference(spec, context=256, concurrency=2, images=3, weights="bf16")
+    want = mllama_encoder_activation_bytes(spec.vision, 6, 2, 2, "sdpa")
+    assert est.details["peak_phase"].startswith("vision encoder")
+    assert est.item("activations").bytes == want.peak_bytes

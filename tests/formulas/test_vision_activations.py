@@ -147,3 +147,124 @@ def test_qwen_encoder_peak_matches_live_tensors(kind, shape, grids, dtype, atten
         print(f"\n[{kind} {shape} {grids} {dtype} {attention}] measured {real:,} B, predicted {pred:,} B, "
               f"ratio {pred / real:.4f}")
     assert abs(pred / real - 1) <= 0.01
+
+
+# --- Llama-3.2-Vision (mllama) tower, eqs. (9)-(13) ---------------------------------------------------------------
+# Independent truth: the same LiveTensorBytes follows ``MllamaVisionModel.forward`` and the multi-modal projector of a
+# small Llama-3.2-Vision on pixel_values [1, images, max_num_tiles, 3, size, size] built in the model dtype beforehand
+# (every tile used: aspect ratio id 1, mask all ones); weights, pixels and the aspect-ratio tensors are not counted by
+# it and the pixels are added once. Measured (transformers 5.24, torch 2.13 CPU), every case below predicted to the
+# byte, e.g. base shape 1 image: fp32 sdpa 330,752, fp32 eager 601,088, bf16 sdpa 165,376, bf16 eager 521,728;
+# 2 images exactly twice. The first case is bound by the tail (eq. 12), "wide-mlp" by the MLP (eq. 11; in eager by
+# the attention probabilities the layer keeps through it), the others by attention (eq. 10).
+
+def _mllama(d: int = 32, nl: int = 3, ng: int = 2, heads: int = 4, inter: int = 48, img: int = 56, tiles: int = 4,
+            idx: tuple = (0, 2)) -> dict:  # type: ignore[type-arg]
+    vision = {"hidden_size": d, "num_hidden_layers": nl, "num_global_layers": ng, "attention_heads": heads,
+              "intermediate_size": inter, "vision_output_dim": d * (1 + len(idx)), "image_size": img,
+              "patch_size": 14, "max_num_tiles": tiles, "intermediate_layers_indices": list(idx)}
+    if tiles != 4:
+        vision["supported_aspect_ratios"] = [[1, 1], [1, 2], [2, 1]]
+    return {"model_type": "mllama", "vision_config": vision,
+            "text_config": {"vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, "intermediate_size": 96, "cross_attention_layers": [1],
+                            "pad_token_id": 0}}
+
+
+MLLAMA_CASES = {"tail-bound": {"nl": 4, "ng": 1, "idx": (0, 1, 2, 3)}, "base": {}, "wide-mlp": {"inter": 256},
+                "two-tiles-112px": {"img": 112, "tiles": 2}, "8-heads": {"d": 64, "heads": 8, "nl": 2, "ng": 1,
+                                                                        "idx": (1,)}}
+
+
+def _measure_mllama(cfg: dict, dtype: str, attention: str, images: int) -> int:  # type: ignore[type-arg]
+    dt, _ = DTYPES[dtype]
+    model = build(cfg, device="cpu", dtype=dt, attn=attention)
+    v = cfg["vision_config"]
+    pixels = torch.zeros(1, images, v["max_num_tiles"], 3, v["image_size"], v["image_size"], dtype=dt)
+    ratio_ids = torch.ones(1, images, dtype=torch.long)
+    ratio_mask = torch.ones(1, images, v["max_num_tiles"], dtype=torch.long)
+    known = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers(), pixels, ratio_ids, ratio_mask]}
+    tracker = _live_tracker()(lambda live: {})
+    follow = tracker.track
+    tracker.track = lambda t: None if t.untyped_storage()._cdata in known else follow(t)
+    with torch.no_grad(), tracker.mode:
+        states = model.model.vision_model(pixel_values=pixels, aspect_ratio_ids=ratio_ids,
+                                          aspect_ratio_mask=ratio_mask).last_hidden_state
+        model.model.multi_modal_projector(states)
+    return tracker.peak + pixels.numel() * pixels.element_size()
+
+
+@pytest.mark.parametrize("images", [1, 2])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", list(MLLAMA_CASES))
+def test_mllama_encoder_peak_matches_live_tensors(case, dtype, attention, images, capsys):
+    from llmsizer.formulas.vision_activations import mllama_encoder_activation_bytes
+    cfg = _mllama(**MLLAMA_CASES[case])
+    spec = spec_from_config(cfg, name="tiny-mllama")
+    assert spec.vision is not None and spec.vision.intermediate_features == len(cfg["vision_config"]
+                                                                                 ["intermediate_layers_indices"])
+    pred = mllama_encoder_activation_bytes(spec.vision, images, spec.vision.intermediate_features,
+                                           DTYPES[dtype][1], attention)
+    if case == "tail-bound" and attention == "sdpa":  # the case exercises eq. (12)
+        assert pred.tail_bytes > max(pred.attention_bytes, pred.mlp_bytes)
+    real = _measure_mllama(cfg, dtype, attention, images)
+    with capsys.disabled():
+        print(f"\n[mllama {case} {dtype} {attention} x{images}] measured {real:,} B, predicted {pred.peak_bytes:,} B")
+    assert pred.peak_bytes == real
+
+
+# --- Llama 4 tower, eqs. (14)-(17) ---------------------------------------------------------------------------------
+# Independent truth: LiveTensorBytes follows ``Llama4ForConditionalGeneration.get_image_features`` (the tower and its
+# pixel-shuffle adapter) of a small Llama 4 on pixel_values [tiles, 3, size, size] built in the model dtype
+# beforehand; weights, buffers (the complex RoPE table) and the pixels are not counted by it, the pixels are added
+# once. Measured (transformers 5.24, torch 2.13 CPU), every case predicted to the byte, e.g. base shape 1 tile:
+# fp32 sdpa 211,968 (MLP-bound), fp32 eager 279,568, bf16 sdpa 139,264 (the fp32/complex64 rotary upcast),
+# bf16 eager 139,784; 3 tiles exactly three times. Patches are small (4-8 px) so that d exceeds the unfolded
+# patch width 3 p^2, as at real size (d 1408 > 588).
+
+def _llama4(d: int = 64, heads: int = 4, inter: int = 256, img: int = 32, layers: int = 2, patch: int = 4) -> dict:  # type: ignore[type-arg]
+    text = {"model_type": "llama4_text", "vocab_size": 128, "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 32,
+            "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 16,
+            "pad_token_id": 0}
+    # the adapter's fc1 reads the pixel-shuffled width d / ratio^2, which must be intermediate_size (= 4 d here)
+    vision = {"hidden_size": d, "num_hidden_layers": layers, "num_attention_heads": heads, "intermediate_size": inter,
+              "vision_output_dim": 48, "image_size": img, "patch_size": patch, "pixel_shuffle_ratio": 0.5,
+              "projector_input_dim": 48, "projector_output_dim": 48}
+    return {"model_type": "llama4", "text_config": text, "vision_config": vision}
+
+
+LLAMA4_CASES = {"base": {}, "8-heads-3-layers": {"d": 128, "heads": 8, "inter": 512, "img": 48, "layers": 3},
+                "one-layer": {"d": 96, "heads": 2, "inter": 384, "img": 64, "patch": 8, "layers": 1},
+                "16-heads-long": {"heads": 16, "img": 64}}
+
+
+def _measure_llama4(cfg: dict, dtype: str, attention: str, tiles: int) -> int:  # type: ignore[type-arg]
+    dt, _ = DTYPES[dtype]
+    model = build(cfg, device="cpu", dtype=dt, attn=attention)
+    size = cfg["vision_config"]["image_size"]
+    pixels = torch.zeros(tiles, 3, size, size, dtype=dt)
+    known = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers(), pixels]}
+    tracker = _live_tracker()(lambda live: {})
+    follow = tracker.track
+    tracker.track = lambda t: None if t.untyped_storage()._cdata in known else follow(t)
+    with torch.no_grad(), tracker.mode:
+        model.get_image_features(pixels)
+    return tracker.peak + pixels.numel() * pixels.element_size()
+
+
+@pytest.mark.parametrize("tiles", [1, 3])
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("case", list(LLAMA4_CASES))
+def test_llama4_encoder_peak_matches_live_tensors(case, dtype, attention, tiles, capsys):
+    from llmsizer.formulas.vision_activations import llama4_encoder_activation_bytes
+    cfg = _llama4(**LLAMA4_CASES[case])
+    spec = spec_from_config(cfg, name="tiny-llama4")
+    assert spec.vision is not None
+    pred = llama4_encoder_activation_bytes(spec.vision, tiles, DTYPES[dtype][1], attention).peak_bytes
+    real = _measure_llama4(cfg, dtype, attention, tiles)
+    with capsys.disabled():
+        print(f"\n[llama4 {case} {dtype} {attention} x{tiles}] measured {real:,} B, predicted {pred:,} B")
+    assert pred == real

@@ -601,10 +601,29 @@ def builtin_catalog() -> HardwareCatalog:
 MAX_HARDWARE_FILE_BYTES = 8 * 2**20
 
 
+@dataclass(frozen=True)
+class HardwareText:
+    """A hardware file's content given as text instead of a path (the web's "what fits my machine" page takes a
+    pasted entry; the server reads no path from a request). ``name`` stands for the file in messages and in the
+    source of its entries, as a file of that name would; YAML when it ends in .yaml/.yml, else JSON. ``date``: the
+    day it was given (ISO), the source date of its entries (a file's is its modification day)."""
+
+    name: str
+    text: str
+    date: str
+
+
 def _load_user_file(path: Path) -> dict[str, Any]:
     from ..inputs import read_small_text
     text = read_small_text(path, "hardware file", MAX_HARDWARE_FILE_BYTES)  # a pipe or device is refused up front
-    if path.suffix.lower() in (".yaml", ".yml"):
+    return _parse_user_text(text, str(path), path.suffix.lower() in (".yaml", ".yml"))
+
+
+def _parse_user_text(text: str, path: str, is_yaml: bool) -> dict[str, Any]:
+    """A user hardware file's object from its text; ``path`` names it in the one-line messages."""
+    if len(text.encode()) > MAX_HARDWARE_FILE_BYTES:
+        raise InputError(f"hardware file {path}: too large (at most {MAX_HARDWARE_FILE_BYTES:,} bytes)")
+    if is_yaml:
         try:
             import yaml  # type: ignore[import-untyped]
         except ImportError:
@@ -635,22 +654,29 @@ def _load_user_file(path: Path) -> dict[str, Any]:
 
 
 def _merge_raw(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """A user entry's fields over the catalog's. A new ``memory`` without a ``memory_usable`` of its own drops the
+    inherited driver-reported capacity: that report measured the old memory size, and the device-memory rule
+    (``Device.capacity``: the driver's report first) would otherwise keep answering with it."""
     merged = dict(old)
     merged.update(new)
+    if "memory" in new and "memory_usable" not in new:
+        merged.pop("memory_usable", None)
     return merged
 
 
-def load_catalog(hardware_files: Sequence[str | Path] = ()) -> HardwareCatalog:
-    """The built-in catalog with user files applied in order (additions and field-wise overrides)."""
+def load_catalog(hardware_files: Sequence[str | Path | HardwareText] = ()) -> HardwareCatalog:
+    """The built-in catalog with user files (paths, or ``HardwareText``) applied in order (additions and
+    field-wise overrides)."""
     base = builtin_catalog()
     if not hardware_files:
         return base
-    key = tuple((str(Path(p)), Path(p).stat().st_mtime if Path(p).exists() else 0.0) for p in hardware_files)
+    key = tuple((p.name, p.text, p.date) if isinstance(p, HardwareText) else
+                (str(Path(p)), Path(p).stat().st_mtime if Path(p).exists() else 0.0) for p in hardware_files)
     return _load_with_files(key)
 
 
 @lru_cache(maxsize=16)
-def _load_with_files(key: tuple[tuple[str, float], ...]) -> HardwareCatalog:
+def _load_with_files(key: tuple[tuple[str, float] | tuple[str, str, str], ...]) -> HardwareCatalog:
     cat = builtin_catalog()
     sources = dict(cat.sources)
     raw_devices = {}
@@ -662,10 +688,16 @@ def _load_with_files(key: tuple[tuple[str, float], ...]) -> HardwareCatalog:
         for raw in _read_builtin(fname)["instances"]:
             raw_instances[str(raw["id"]).lower()] = ("builtin", raw)
     user_ctx: dict[str, _Ctx] = {}
-    for pstr, _ in key:
-        path = Path(pstr)
-        data = _load_user_file(path)
-        mtime = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+    for entry in key:
+        pstr = entry[0]
+        if len(entry) == 3:  # HardwareText: (name, text, date)
+            data = _parse_user_text(str(entry[1]), pstr, pstr.lower().endswith((".yaml", ".yml")))
+            path, mtime, title, kind = Path(pstr), str(entry[2]), f"user hardware entry {pstr} (given as text)", "given"
+        else:
+            path = Path(pstr)
+            data = _load_user_file(path)
+            mtime = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
+            title, kind = f"user hardware file {path}", "file"
         srcs = data.get("sources") or {}
         if not isinstance(srcs, dict):
             raise InputError(f"hardware file {path}: sources must be an object of key -> {{title, url, date}}")
@@ -673,8 +705,7 @@ def _load_with_files(key: tuple[tuple[str, float], ...]) -> HardwareCatalog:
             if not isinstance(s, dict) or not s.get("date"):
                 raise InputError(f"hardware file {path}: sources.{k}: needs a 'date'")
         sources.update(srcs)
-        sources[f"user:{path.name}"] = {"title": f"user hardware file {path}", "url": str(path), "date": mtime,
-                                        "date_kind": "file"}
+        sources[f"user:{path.name}"] = {"title": title, "url": pstr, "date": mtime, "date_kind": kind}
         user_ctx[pstr] = _Ctx(str(path), sources, f"user:{path.name}", mtime)
         for group, store in (("devices", raw_devices), ("instances", raw_instances)):
             items = data.get(group) or []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import stat
 import sys
@@ -30,6 +29,7 @@ from ..numbers import (
 from ..readers.manual import spec_from_manual
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
+from .json_out import dumps_indent2
 
 # Every numeric flag goes through the one validation layer (numbers.check_number, issue #15): argparse names the
 # flag ("argument --count: -1 is out of range; expected an integer in [1, 1,048,576] (...)"), exit 2.
@@ -128,8 +128,9 @@ def accept_engine_aliases(parser: argparse.ArgumentParser) -> None:
 
 
 def json_text(data: Any) -> str:
-    """The text of every ``--json`` answer (and of the web API's answers: the same bytes)."""
-    return json.dumps(data, indent=2, sort_keys=False, default=str) + "\n"
+    """The text of every ``--json`` answer (and of the web API's answers: the same bytes):
+    ``json.dumps(data, indent=2, default=str)`` plus a newline, built by ``json_out`` (about 2x faster)."""
+    return dumps_indent2(data) + "\n"
 
 
 def emit_json(data: Any) -> None:

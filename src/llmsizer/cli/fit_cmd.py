@@ -40,8 +40,10 @@ from .train_cmd import render_duration
 from .workload_args import (
     add_headroom_arg,
     add_inference_args,
+    add_metric_arg,
     add_training_args,
     inference_fields,
+    refuse_serving_flags,
     refuse_training_flags,
     training_fields,
 )
@@ -76,6 +78,7 @@ def register(sub: Any) -> None:
     p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1)")
     add_headroom_arg(p)
+    add_metric_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
     a = p.add_argument_group("llama.cpp auto-fit")
@@ -104,6 +107,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     """The answer of `fit` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data. With --auto the result is llama.cpp's auto-fit (LlamaCppFit)."""
     if args.train:
+        refuse_serving_flags(args)
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
                          hardware_files=args.hardware_file, **fields)

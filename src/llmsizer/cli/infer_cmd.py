@@ -14,7 +14,7 @@ from ..specs import DEVICES, InferenceWorkload, ModelSpec
 from ..units import format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
-from .workload_args import add_headroom_arg, add_inference_args, inference_fields
+from .workload_args import add_headroom_arg, add_inference_args, add_metric_arg, inference_fields
 
 EPILOG = """examples:
   llmsizer infer llama-3.1-8b --context 8192 --concurrency 4
@@ -39,6 +39,7 @@ def register(sub: Any) -> None:
     p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB; "
                    "with it the answer says whether it fits (exit code 1 when it does not)")
     add_headroom_arg(p)
+    add_metric_arg(p)
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
     p.add_argument("--max-concurrency", action="store_true", help="report the largest concurrency that fits --memory")
     p.add_argument("--verbose", "-v", action="store_true", help="show full formulas")

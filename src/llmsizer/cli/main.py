@@ -48,6 +48,16 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _invoked(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.ArgumentParser:
+    """The (sub-)command parser ``argv`` names (``hardware list`` -> its parser), or ``parser``: "did you mean"
+    suggests only its options (before, ``models --images`` got '--layers', an option of ``inspect``)."""
+    words = [a for a in argv or () if not a.startswith("-")]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and words and words[0] in action.choices:
+            return _invoked(action.choices[words[0]], words[1:])
+    return parser
+
+
 def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
     """argparse's message plus "did you mean" for a mistyped sub-command, choice or option."""
     import ast
@@ -63,7 +73,7 @@ def _with_suggestion(parser: argparse.ArgumentParser, message: str) -> str:
         head = message[:m.end("value")]
         return head + did_you_mean(str(value), choices) + message[m.end("value"):]
     if message.startswith(_UNRECOGNIZED):
-        options = _option_strings(parser)
+        options = _option_strings(_invoked(parser, getattr(parser, "argv", None)))
         words = [w.split("=", 1)[0] for w in message[len(_UNRECOGNIZED):].split() if w.startswith("--")]
         hits = {w: h[0] for w in words for h in [close_matches(w, options, n=1)] if h}
         if len(hits) == 1:
@@ -80,6 +90,14 @@ def usage_message(parser: argparse.ArgumentParser, message: str) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
+    argv: Sequence[str] | None = None  # what the root parser was given, for "did you mean" (_invoked)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        if self.argv is None:
+            self.argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:  # one line, exit 2 (argparse's own convention)
         self.exit(2, f"llmsizer: error: {usage_message(self, message)}\n")
 

@@ -19,6 +19,7 @@ from .workload_args import (
     add_media_args,
     add_training_args,
     media_fields,
+    refuse_serving_flags,
     refuse_training_flags,
     training_fields,
 )
@@ -83,9 +84,8 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                        laptop=args.laptop, cloud_only=args.cloud_only, providers=tuple(args.provider),
                        kwh_price=args.kwh_price, headroom=args.headroom)
     if args.train:
-        if args.kv_unified is not None:
-            raise InputError("--kv-unified is a llama.cpp serving setting; it does not apply with --train")
-        if not args.tokens:
+        refuse_serving_flags(args)
+        if args.tokens is None:
             raise InputError("--train needs --tokens (how many tokens to train on, e.g. 10B)")
         rec = recommend_training(spec, tokens=args.tokens, utilization=args.utilization, constraints=cons,
                                  hardware_files=args.hardware_file, training_fields=training_fields(args))

@@ -18,7 +18,7 @@ from ..specs.training import TrainingWorkload
 from ..units import format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
-from .workload_args import add_headroom_arg, add_training_args, training_fields
+from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, training_fields
 
 EPILOG = """examples:
   llmsizer train llama-3.1-8b --method full --batch 4 --seq 4096 --grad-checkpointing full
@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
     p.add_argument("--memory", type=bytes_arg, help="device memory, e.g. 24GiB, 80GB; with it the answer says "
                    "whether it fits (exit code 1 when it does not)")
     add_headroom_arg(p)
+    add_metric_arg(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`: its memory is the budget "
                    "(as in `fit --train`) and, with --tokens, the duration on it")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")

@@ -34,6 +34,8 @@ from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWork
 from ..specs.training import (
     FSDP_MODES,
     GRAD_CHECKPOINTING,
+    KERNELS,
+    LOSSES,
     METHODS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
@@ -41,6 +43,7 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
+from ..specs.workload import MEMORY_METRICS
 from ..units import parse_image_size
 from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
 
@@ -54,6 +57,13 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
     p.add_argument("--headroom", type=headroom_arg,
                    help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
                         "gpu_memory_utilization; SGLang keeps none: use --mem-fraction-static)")
+
+
+def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
+    p.add_argument("--metric", choices=MEMORY_METRICS,
+                   help="what you will compare the memory with: allocated (torch.cuda.max_memory_allocated), "
+                        "reserved (max_memory_reserved: + the caching allocator's reserve, a calibrated range) or "
+                        "nvidia-smi (reserved + CUDA context); default: live tensors + CUDA context, no reserve")
 
 
 def add_attention_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -96,7 +106,8 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {IW.concurrency})")
     g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
-    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8, q8_0, q4_0 (default: the engine's)")
+    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8 (vLLM, SGLang, transformers), q8_0, q4_0, "
+                   "... (llama.cpp) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
     if attention:
@@ -145,7 +156,7 @@ INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dt
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified", "gpus",
                     "split_mode",
-                    "tensor_split", "n_cpu_moe") + MEDIA_FIELDS
+                    "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
 
 
 def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
@@ -186,6 +197,16 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--packing", action="store_true", default=None,
                    help="several documents per row (block-diagonal mask)")
     g.add_argument("--loss-chunks", type=int_arg(COUNT), help="cross-entropy chunks (torchtune: 8; default 1)")
+    g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
+                   "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
+                   f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
+                   f"Cross-Entropy, Unsloth's fused loss) (default {TW.loss})")
+    g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
+                   "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
+                   f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+    g.add_argument("--checkpoint-offload", action="store_true", default=None,
+                   help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
+                        "use_gradient_checkpointing='unsloth')")
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
@@ -224,9 +245,10 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "kernels",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node", "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")
+                   "gpus_per_node", "metric", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                   "compile")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name
@@ -235,13 +257,32 @@ TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields who
 def refuse_training_flags(args: argparse.Namespace) -> None:
     """``fit``/``recommend`` without --train answer a serving question: a training flag given there would be ignored
     (e.g. ``--method lora --tokens 1B`` answered for serving, exit 0), so it is refused, naming the flags."""
-    given = [k for k in TRAINING_FIELDS if k != "attention" and getattr(args, k, None) not in (None, False)]
+    given = [k for k in TRAINING_FIELDS if k not in ("attention", "metric")
+             and getattr(args, k, None) not in (None, False)]
     given += [k for k in ("tokens", "utilization") if getattr(args, k, None) is not None]
     if given:
         flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
         raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
                          f"{'it' if len(given) == 1 else 'them'} to size serving"
                          + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
+
+
+# flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
+SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
+SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
+SHARED = ("attention", "gpus")  # --attention serves both modes; fit's and recommend's --gpus is the training flag
+
+
+def refuse_serving_flags(args: argparse.Namespace) -> None:
+    """``fit``/``recommend`` with --train answer a training question: a serving flag given there would be ignored
+    (``fit --train --context 64k --engine sglang``, ``recommend --train --images 2`` answered for the training run,
+    exit 0), so it is refused, naming the flags -- the mirror of ``refuse_training_flags``."""
+    given = [k for k in (*INFERENCE_FIELDS, *SERVING_ONLY)
+             if k not in SHARED and getattr(args, k, None) not in (None, False)]
+    if given:
+        flags = ", ".join(SERVING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
+        raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to serving, not to --train (drop "
+                         f"{'it' if len(given) == 1 else 'them'}, or drop --train to size serving)")
 
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:

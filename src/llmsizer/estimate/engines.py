@@ -77,6 +77,14 @@ class EngineProfile:
     conv_state_window: int = 0
     state_dtypes: tuple[str, str] = ("model", "model")
     state_source: str = ""
+    # the KV cache dtypes the engine can store (canonical names of formulas/kv_cache.KV_DTYPE_BYTES): another is
+    # refused, not sized -- before, `--engine vllm --kv-dtype q4_0` sized a cache vLLM cannot allocate
+    kv_dtypes: tuple[str, ...] = ()
+    kv_dtypes_source: str = ""
+
+
+# GGML's block types are llama.cpp's alone (-ctk/-ctv); the PyTorch engines store KV as a torch dtype
+TORCH_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8")
 
 
 TRANSFORMERS = EngineProfile(
@@ -89,6 +97,9 @@ TRANSFORMERS = EngineProfile(
            "tokens after a decode step; measured in tests/formulas/test_kv_cache_forward.py); "
            "models/deepseek_v3/modeling_deepseek_v3.py caches [B, 1, T, kv_lora_rank] and [B, 1, T, qk_rope_head_dim]",
     prefill_keeps_full_prompt=True,
+    kv_dtypes=TORCH_KV_DTYPES,
+    kv_dtypes_source="transformers cache_utils.py: DynamicCache in the activation dtype, QuantizedCache "
+                     "(quanto/HQQ integer backends); no GGML block types",
     conv_state_window=1, state_dtypes=("model", "fp32"),
     state_source="transformers 5.24 cache_utils.py LinearAttentionLayer.lazy_initialization L1226-1230 (conv state "
                  "[B, channels, d_conv] in the activation dtype), update_recurrent_state L1284-1298 (zeros_like the "
@@ -97,6 +108,9 @@ TRANSFORMERS = EngineProfile(
 VLLM = EngineProfile(
     name="vllm", mla_mode="latent", window_extra=-1, block_size=16, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
+    kv_dtypes=TORCH_KV_DTYPES,
+    kv_dtypes_source="vllm/config/cache.py CacheDType = Literal['auto', 'bfloat16', 'int8', 'fp8', 'fp8_e4m3', "
+                     "'fp8_e5m2', 'fp8_inc', 'fp8_ds_mla'] ('auto' = the model dtype)",
     description="vLLM: loads weights, profiles a dummy batch of max_num_batched_tokens, then pre-allocates KV blocks "
                 "to fill gpu_memory_utilization x GPU memory; MLA caches the latent; paged blocks of 16 tokens.",
     source="vLLM docs 'Engine arguments' (gpu_memory_utilization 0.9, block_size 16); "
@@ -109,6 +123,9 @@ VLLM = EngineProfile(
 )
 LLAMACPP = EngineProfile(
     name="llamacpp", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="fp16",
+    kv_dtypes=("fp32", "fp16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"),
+    kv_dtypes_source="llama.cpp common/arg.cpp kv_cache_types {F32, F16, BF16, Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, "
+                     "Q5_1}; kv_cache_type_from_str throws 'Unsupported cache type' on any other -ctk/-ctv",
     description="llama.cpp: GGUF weights (token embeddings stay in host memory; -ngl layers offloaded), a KV "
                 "cache of n_ctx cells (f16 by default; one stream per sequence, or one unified buffer with -kvu), "
                 "compute buffers sized for n_ubatch tokens.",
@@ -122,6 +139,9 @@ LLAMACPP = EngineProfile(
 SGLANG = EngineProfile(
     name="sglang", mla_mode="latent", window_extra=-1, block_size=1, kv_dtype_default="model",
     dsa_indexer_cache="fp8_scaled",
+    kv_dtypes=TORCH_KV_DTYPES,
+    kv_dtypes_source="SGLang server_args.py --kv-cache-dtype (auto = the model dtype, bf16, fp8_e4m3, fp8_e5m2; "
+                     "int8 in test/srt/test_int8_kv_cache.py)",
     description="SGLang: loads weights, then fills mem_fraction_static of the memory free before loading with a "
                 "token pool (max_total_num_tokens); the rest (1 - mem_fraction_static) is left for activations and "
                 "CUDA graphs; finished requests stay in the pool as a radix (prefix) cache, evicted as needed.",

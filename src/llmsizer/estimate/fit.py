@@ -266,6 +266,13 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
         raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
                          "transformers")
+    if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer
+        if eng != "llamacpp":  # ran on the CPU (exit 0)
+            raise InputError(f"host_device applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")
+        host = load_catalog(hardware_files).find(host_device) if isinstance(host_device, str) else host_device
+        if isinstance(host, Instance) or host.kind != "cpu":
+            raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
+        host_device = host
     split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
     if split and device.kind in ("cpu", "apple"):
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
@@ -326,12 +333,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     gpus = sum(1 for d in split["devices"] if d["device"] != "host" and d["n_layers"])
     if not host_holds and gpus <= 1:
         return sp
-    host = None
-    if host_device is not None:
-        host = load_catalog(hardware_files).find(host_device) if isinstance(host_device, str) else host_device
-        if isinstance(host, Instance) or host.kind != "cpu":
-            raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
-    elif host_holds:
+    host = host_device if isinstance(host_device, Device) else None  # resolved and checked by fit
+    if host is None and host_holds:
         warnings.append("layers or experts run on the CPU: give --host-device (a CPU from the catalog) for the "
                         "decode speed of the split")
     res = split_decode(spec, split, device, host, sp.weights_format, prompt + out // 2, int(est.details.get("n_ctx", prompt + out)),

@@ -7,7 +7,8 @@
 (1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for allocator
 fragmentation, other processes and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
 and the verdict states that it uses the expected (middle) value of the range; when the high end does not fit a
-warning says so. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences
+warning says so, naming which high end: the components' ranges or, where the kind has validation rows, the
+calibrated range (estimate/ranges.py via estimate/allocator.py ``calibrated_need``), whichever is higher. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences
 its KV pool holds (vllm/worker/gpu_worker.py ``determine_available_memory``); its default 0.9 equals
 1 - DEFAULT_HEADROOM, so the two conventions coincide when neither is given.
 """
@@ -57,6 +58,7 @@ class Verdict:
     basis: str  # "expected" (eq. 2) or "vllm-admission" (eq. 3)
     reason: str
     warnings: tuple[str, ...] = ()
+    high_basis: str = "high end"  # which high end the reason and warnings quote ("calibrated high end": ranges.py)
 
     @property
     def headroom_bytes(self) -> int:
@@ -65,23 +67,29 @@ class Verdict:
     def details(self) -> dict[str, object]:
         return {"fits": self.fits, "memory_budget": self.budget, "device_memory": self.usable,
                 "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "verdict_basis": self.basis,
-                "verdict": self.reason}
+                "verdict_high": self.need_high, "verdict_high_basis": self.high_basis, "verdict": self.reason}
 
 
-def memory_verdict(need: int, need_high: int, usable: int, headroom: float) -> Verdict:
-    """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]."""
+def memory_verdict(need: int, need_high: int, usable: int, headroom: float,
+                   calibrated: dict[str, object] | None = None) -> Verdict:
+    """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]. With ``calibrated`` (the
+    calibrated range of the need, estimate/allocator.py ``calibrated_need``) the high end is the larger of the
+    components' high end and the calibrated high, and the reason names which one it is."""
     budget = memory_budget(usable, headroom)
     fits = need <= budget
-    reason = (f"needs {format_bytes(need)} per device (the expected value; high end {format_bytes(need_high)}) "
+    bound = "high end"
+    if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
+        need_high, bound = int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]
+    reason = (f"needs {format_bytes(need)} per device (the expected value; {bound} {format_bytes(need_high)}) "
               f"of a {format_bytes(budget)} budget ({format_bytes(usable)} x (1 - {headroom:g} headroom))")
     warnings: tuple[str, ...] = ()
     if not fits:
-        warnings = (f"does not fit: needs {format_bytes(need)} (high end {format_bytes(need_high)}) but the budget "
+        warnings = (f"does not fit: needs {format_bytes(need)} ({bound} {format_bytes(need_high)}) but the budget "
                     f"is {format_bytes(budget)} ({format_bytes(usable)} x (1 - {headroom:g} headroom))",)
     elif need_high > budget:
-        warnings = (f"fits at the expected {format_bytes(need)} but not at the high end {format_bytes(need_high)} "
+        warnings = (f"fits at the expected {format_bytes(need)} but not at the {bound} {format_bytes(need_high)} "
                     f"of the range (budget {format_bytes(budget)})",)
-    return Verdict(fits, need, need_high, usable, headroom, budget, "expected", reason, warnings)
+    return Verdict(fits, need, need_high, usable, headroom, budget, "expected", reason, warnings, bound)
 
 
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,

@@ -71,13 +71,18 @@ INDEXER_CACHE_KINDS = ("kv", "fp8_scaled")
 INDEXER_FP8_SCALE_BLOCK = 128
 
 
-def kv_dtype_bytes(kv_dtype: str) -> float:
+def kv_dtype_name(kv_dtype: str) -> str:
+    """The canonical name of a KV cache dtype (``float16``/``f16`` -> ``fp16``, ...); InputError if unknown."""
     key = kv_dtype.strip().lower().replace("-", "_")
     key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32",
            "auto": "bf16"}.get(key, key)
     if key not in KV_DTYPE_BYTES:
         raise InputError(f"unknown KV cache dtype {kv_dtype!r}; known: {', '.join(sorted(KV_DTYPE_BYTES))}")
-    return KV_DTYPE_BYTES[key]
+    return key
+
+
+def kv_dtype_bytes(kv_dtype: str) -> float:
+    return KV_DTYPE_BYTES[kv_dtype_name(kv_dtype)]
 
 
 def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent") -> int:

@@ -335,12 +335,26 @@ class HeadActivations:
 
 
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
-                     lm_head_weight_copy: int = 0, loss_chunks: int = 1) -> HeadActivations:
+                     lm_head_weight_copy: int = 0, loss_chunks: int = 1,
+                     linear_loss: bool = False, cut_loss: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
     gradients exist for one chunk of t / loss_chunks tokens at a time; the fp32 log-softmax of every chunk is
     still kept for the backward.
+
+    ``linear_loss`` (torchtune ``LinearCrossEntropyLoss``, torchtune/modules/loss/cross_entropy_loss.py @ bd2a0fc:
+    the model skips its output layer, line 69; the hidden states are split into ``num_output_chunks`` row chunks,
+    line 177; each chunk's logits = lm_head(chunk), line 107, are upcast and passed to cross_entropy, line 110):
+    the bf16 logits exist for one chunk at a time as well, not for all t tokens. What autograd keeps is unchanged:
+    cross_entropy's fp32 log-softmax of every chunk (the float() cast and the chunk's bf16 logits are freed once
+    the chunk's loss is computed).
+
+    ``cut_loss`` (Cut Cross-Entropy, Wijmans et al. 2024, arXiv 2411.09009, section 4: the logits are formed block by
+    block in on-chip memory for the forward's log-sum-exp and again in the backward; Unsloth calls it through
+    unsloth_zoo/loss_utils.py @ 36ff5fc ``fused_linear_cross_entropy``, lines 141-163, from
+    unsloth/models/llama.py @ e3162dc lines 1017-1024): no [t, V] tensor exists. The loss keeps its inputs, the
+    final hidden states (t h c, saved whether or not the lm_head trains) and the fp32 log-sum-exp per token (t 4).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -353,11 +367,21 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     if lm_head_weight_copy:
         saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
+    if cut_loss:
+        if not lm_head_trained:
+            saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
+        saved.append(Term("loss log-sum-exp (fp32)", t * 4 + t * 8, f"{t} tokens x 4 B + int64 labels (Cut CE)"))
+        return HeadActivations(tuple(saved), 0, 0, tuple(_shared_terms(spec, st, t, r)))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
     chunk = -(-t // max(1, loss_chunks))
-    logits_fwd = t * v * c + (chunk * v * 4 if c != 4 else 0)
+    logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
+    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)))
+
+
+def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:
+    """Rotary tables and attention masks shared by all layers."""
     shared: list[Term] = []
     if spec.position_embeddings == 0:
         hd = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
@@ -368,7 +392,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     elif any(needs_mask(spec, i, st) for i in range(spec.num_layers)):
         shared.append(Term("boolean attention mask", st.batch * st.seq * st.seq,
                            f"{st.batch} x {st.seq}^2 x 1 B (shared, forward only)"))
-    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(shared))
+    return shared
 
 
 def korthikanti_layer_bytes(seq: int, batch: int, hidden: int, heads: int, tp: int = 1, sp: bool = False,

@@ -35,7 +35,8 @@ from .hardware import PlanContext, from_option, none_hardware, option_dict, requ
 from .result import Chart, Hardware, JobPlan, Series
 
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
-                        "grad_checkpointing", "checkpoint_every", "attention", "packing", "zero", "fsdp", "tp", "pp", "offload",
+                        "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
+                        "checkpoint_offload", "kernels", "zero", "fsdp", "tp", "pp", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 

@@ -68,7 +68,10 @@ def mllama_spec(cfg: dict[str, Any], *, name: str, where: str, source: str, publ
         num_channels=v.req("num_channels"), num_heads=v.req("attention_heads"),
         projector_params=out_dim * hidden + hidden,  # multi_modal_projector: Linear(vision_output_dim, H, bias)
         token_rule="mllama", max_tiles=v.req("max_num_tiles"), encoder="mllama",
-        global_layers=v.req("num_global_layers"), aspect_ratios=len(ratios) + 1)  # max_aspect_ratio_id + 1 rows
+        global_layers=v.req("num_global_layers"), aspect_ratios=len(ratios) + 1,  # max_aspect_ratio_id + 1 rows
+        # MllamaVisionModel concatenates len(intermediate_layers_indices) local outputs to the last hidden state and
+        # the projector reads vision_output_dim = d x (1 + that count) (modeling_mllama.py L1011, L1285-1286; a config where they disagree fails in forward)
+        intermediate_features=out_dim // d - 1)
     if heads % kv:
         raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
     return ModelSpec(

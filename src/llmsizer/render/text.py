@@ -91,6 +91,11 @@ def estimate_facts(est: Estimate) -> list[str]:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:
         out.append(f"peak at: {d['peak_phase']}")
+    if "calibrated_range" in d:
+        c = d["calibrated_range"]
+        out.append(f"calibrated range: {format_bytes(c['low'])} - {format_bytes(c['high'])} per device (live tensors x "
+                   f"measured/predicted {c['band_low']:g}-{c['band_high']:g} of {c['rows']} {c['kind']} validation "
+                   f"rows, {c['engine']}; estimate/ranges.py)")
     if "fits" in d:
         left = (f"; {format_bytes(d['headroom_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
                 and d["fits"] else "")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
+from ..specs.training import KERNELS, LOSSES
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -96,6 +97,8 @@ _PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "f
 _OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
                "adafactor", "lion")
 _GC = ("none", "full", "selective", "selective-op")
+_LOSSES = LOSSES
+_KERNELS = KERNELS
 _ATTN = ("sdpa", "flash", "eager")
 _FSDP = ("full", "grad_op", "hybrid")
 _OFFLOAD = ("none", "optimizer", "params")
@@ -189,6 +192,12 @@ TRAINING = (
             template=False, minimum=1),
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("packing", "bool", "several documents packed per sequence", template=False),
+          F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
+            "cut-ce (Cut Cross-Entropy, Unsloth)", template=False, choices=_LOSSES),
+          F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
+          F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
+          F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
+            choices=_KERNELS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),
           F("fsdp", "enum", "PyTorch FSDP sharding", template=False, choices=_FSDP),
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),

@@ -80,6 +80,10 @@ class TrainingSettings:
     checkpoint_every: int | None = None
     attention: str | None = None
     packing: bool | None = None
+    loss: str | None = None
+    loss_chunks: int | None = None
+    checkpoint_offload: bool | None = None
+    kernels: str | None = None
     zero: int | None = None
     fsdp: str | None = None
     tp: int | None = None

@@ -144,6 +144,7 @@ class VisionSpec:
     pan_and_scan: bool = False  # the processor can add crops of wide/tall images (Gemma 3's do_pan_and_scan)
     global_layers: int = 0  # encoder "mllama": layers of the gated global encoder after the local one
     aspect_ratios: int = 0  # encoder "mllama": rows of the aspect-ratio / tile embeddings (max_aspect_ratio_id + 1)
+    intermediate_features: int = 0  # encoder "mllama": local-layer outputs concatenated to the last hidden state
     window_patches: int = 0  # encoder "qwen2_5_vl": patches per attention window of its windowed layers (0: none)
     windowed_layers: int = 0  # encoder "qwen2_5_vl": layers attending within windows (the others: whole images)
     deepstack_features: int = 0  # encoder "qwen3_vl": DeepStack features merged before the last block runs

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from .given import tracks_given
-from .workload import DEVICES
+from .workload import DEVICES, MEMORY_METRICS
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -25,6 +25,14 @@ TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
 FSDP_VERSIONS = (1, 2)
+# ce: logits from the model, then cross-entropy (transformers ForCausalLMLoss; with loss_chunks > 1 torchtune
+# CEWithChunkedOutputLoss); linear-ce: the lm_head applied inside the loss, chunk by chunk (torchtune
+# LinearCrossEntropyLoss), so the whole logits tensor never exists
+# cut-ce: Apple's Cut Cross-Entropy (Wijmans et al. 2024, arXiv 2411.09009; Unsloth's fused_linear_cross_entropy):
+# the logits are computed block by block on chip and never written to memory, forward or backward
+LOSSES = ("ce", "linear-ce", "cut-ce")
+# the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
+KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 
 # LoRA target names -> tensor roles of ``formulas/tensors.py`` (HF/PEFT module names accepted as aliases).
@@ -103,6 +111,15 @@ class TrainingWorkload:
         sdpa/eager; varlen kernels for flash).
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
         ``ForCausalLMLoss``; torchtune ``CEWithChunkedOutputLoss`` uses 8), which bounds the fp32 upcast.
+    loss: 'ce' (the model returns logits; the loss upcasts them) or 'linear-ce' (torchtune
+        ``LinearCrossEntropyLoss``: the lm_head runs inside the loss per chunk of tokens, so only one chunk's
+        logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
+        (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all).
+    checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
+        recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
+    kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
+        layer, formulas/unsloth_kernels.py). Unsloth's recipe is kernels='unsloth', loss='cut-ce',
+        grad_checkpointing='full' with checkpoint_offload.
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
@@ -120,6 +137,8 @@ class TrainingWorkload:
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
+    metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
+        (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
@@ -144,6 +163,9 @@ class TrainingWorkload:
     attention: str = "sdpa"
     packing: bool = False
     loss_chunks: int = 1
+    loss: str = "ce"
+    checkpoint_offload: bool = False
+    kernels: str = "pytorch"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -161,6 +183,7 @@ class TrainingWorkload:
     compile: bool = False
     memory: int | None = None
     headroom: float | None = None
+    metric: str | None = None
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
@@ -169,6 +192,7 @@ class TrainingWorkload:
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
+                  ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -203,6 +227,9 @@ class TrainingWorkload:
         object.__setattr__(self, "modules_to_save", normalize_modules_to_save(self.modules_to_save))
         if self.modules_to_save and self.method == "full":
             raise InputError("modules_to_save applies to lora/dora/qlora (full training trains every module already)")
+        if self.checkpoint_offload and self.grad_checkpointing != "full":
+            raise InputError("checkpoint_offload moves the inputs that full checkpointing keeps to host RAM; it needs "
+                             f"grad_checkpointing 'full', not {self.grad_checkpointing!r}")
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")
@@ -213,6 +240,9 @@ class TrainingWorkload:
         for flag in ("activation_offload", "float8", "compile"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
+        if self.activation_offload and self.checkpoint_offload:
+            raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
+                             "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
         if self.fsdp_version not in FSDP_VERSIONS or isinstance(self.fsdp_version, bool):
             raise InputError(f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), got "
                              f"{self.fsdp_version!r}")
@@ -264,6 +294,8 @@ class TrainingWorkload:
             raise InputError(f"memory must be positive, got {self.memory}")
         if self.headroom is not None and not 0 <= self.headroom < 1:
             raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
+        if self.metric is not None and self.metric not in MEMORY_METRICS:
+            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
 
     @property
     def dora(self) -> bool:

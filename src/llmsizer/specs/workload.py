@@ -9,6 +9,8 @@ from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
+# what a memory figure is compared with (estimate/allocator.py eqs. 1-3)
+MEMORY_METRICS = ("allocated", "reserved", "nvidia-smi")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
 # How each engine calls itself in prose (what a rendered sentence names).
@@ -59,6 +61,7 @@ class InferenceWorkload:
     engine: str = "transformers"
     memory: int | None = None
     headroom: float | None = None
+    metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
     attention: str = "sdpa"
     dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
     group_size: int = 128
@@ -102,6 +105,8 @@ class InferenceWorkload:
             raise InputError(f"memory must be positive, got {self.memory}")
         if self.headroom is not None and not 0 <= self.headroom < 1:
             raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
+        if self.metric is not None and self.metric not in MEMORY_METRICS:
+            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:

@@ -16,7 +16,7 @@ from starlette.responses import Response
 
 from .._version import __version__
 from ..cli.common import json_text
-from ..errors import LlmsizerError
+from ..errors import InputError, LlmsizerError
 from ..models import names_only
 from ..readers.safe_io import loads_bounded
 from ..request import RequestError
@@ -146,6 +146,53 @@ async def models_fits_on(request: Request,
     def work() -> Response:
         args = bridge.parse(("models",), params, positionals=[q] if q else [])
         return json_answer(*models_answer(args))
+    return await run(request, work)
+
+
+_HARDWARE_FIELDS = {
+    "hardware": {"type": "string", "description": "a hardware file's content (YAML or JSON: devices, instances, "
+                                                  "sources; the schema of --hardware-file), e.g. one node of yours; "
+                                                  "fits_on may name its entries"},
+    "hardware_name": {"type": "string", "description": "how messages and sources name that text, as a file of this "
+                                                       "name (YAML when it ends in .yaml/.yml, else JSON); default "
+                                                       "hardware.yaml"},
+}
+
+
+@router.post("/models/fits-on", summary="which catalog models fit a device or instance, your own hardware entry "
+             "given as text (models --fits-on --hardware-file --json)", responses={200: _ANSWER, **_ERRORS},
+             openapi_extra=_post_schema(("models",), with_model=False, extra=_HARDWARE_FIELDS))
+async def models_fits_on_with_hardware(request: Request) -> Response:
+    """`models [QUERY] --fits-on DEVICE --hardware-file FILE --json`, the file's content sent as ``hardware``: the
+    same answer and, for a bad entry, the same one-line message as the CLI on a file of that name."""
+    import datetime
+
+    from ..catalog.hardware import HardwareText
+    from ..cli.model_cmds import models_answer
+    fields = await body_of(request)
+    text, name = fields.get("hardware"), fields.get("hardware_name", "hardware.yaml")
+    if not isinstance(text, str):
+        return Problem(400, "field 'hardware': expected a hardware file's text (YAML or JSON)", "hardware").response()
+    if not isinstance(name, str):
+        return Problem(400, "field 'hardware_name': expected a file name", "hardware_name").response()
+    query = fields.get("query")
+    if query is not None and not isinstance(query, str):
+        return Problem(400, "field 'query': expected a string", "query").response()
+    params = {k: v for k, v in fields.items() if k not in ("hardware", "hardware_name", "query")}
+
+    def work() -> Response:
+        label = check_label(name, "hardware_name")
+        args = bridge.parse(("models",), params, positionals=[query] if query else [])
+        if not args.fits_on:
+            raise Problem(400, "field 'fits_on': give a device or instance (one of the hardware text's, or of "
+                               "GET /api/v1/hardware)", "fits_on")
+        args.hardware_file = [HardwareText(label, text, datetime.date.today().isoformat())]
+        try:
+            return json_answer(*models_answer(args))
+        except InputError as e:  # the CLI's line; a problem of the text names the field that holds it
+            if str(e).startswith(f"hardware file {label}:"):
+                raise Problem(400, str(e), "hardware") from None
+            raise
     return await run(request, work)
 
 

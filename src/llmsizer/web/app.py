@@ -15,6 +15,8 @@ from starlette.responses import Response
 from starlette.staticfiles import StaticFiles
 
 from .._version import __version__
+from .answer_cache import ENTRIES as ANSWER_ENTRIES
+from .answer_cache import AnswerCache
 from .api import PREFIX, TIME_LIMIT_S, router
 from .api_capacity import ProviderConfig
 from .api_capacity import router as capacity_router
@@ -30,16 +32,19 @@ DESCRIPTION = ("What does this LLM workload need? The JSON API of llmsizer: ever
 
 def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT,
                upload_limit: int = UPLOAD_LIMIT, hosts: frozenset[str] | None = None,
-               provider: ProviderConfig | None = None) -> FastAPI:
+               provider: ProviderConfig | None = None, uploads_folder: str | None = None,
+               answer_cache: int = ANSWER_ENTRIES) -> FastAPI:
     """The web app. ``time_limit``: seconds one request may take (503 after); ``body_limit``: bytes of a JSON body
     (413 past it); ``upload_limit``: bytes of a model-file header; ``hosts``: the names the Host header may carry
     (None: any; ``serve`` on a loopback address gives the loopback names); ``provider``: the inventory, store and
-    auth file of the ``/api/v1/capacity`` routes and the console (None: those answer 503)."""
+    auth file of the ``/api/v1/capacity`` routes and the console (None: those answer 503); ``uploads_folder``: a
+    private folder where uploaded headers are shared with the other worker processes (None: this process's memory
+    only); ``answer_cache``: how many estimate answers to remember (``answer_cache.py``; 0: none)."""
     app = FastAPI(title="llmsizer", version=__version__, description=DESCRIPTION,
                   openapi_url=f"{PREFIX}/openapi.json", docs_url=None, redoc_url=None,
                   swagger_ui_oauth2_redirect_url=None)
     app.state.time_limit = time_limit
-    app.state.uploads = Uploads()
+    app.state.uploads = Uploads(folder=uploads_folder)
     app.state.provider = provider
     app.include_router(router)
     app.include_router(capacity_router)
@@ -51,8 +56,49 @@ def create_app(*, time_limit: float = TIME_LIMIT_S, body_limit: int = BODY_LIMIT
     app.add_exception_handler(Problem, _problem)
     app.add_exception_handler(HTTPException, _http_problem)
     app.add_exception_handler(RequestValidationError, _validation_problem)
+    # inside the guard (added last: outermost); estimate routes called directly (routes: the API's)
+    app.add_middleware(AnswerCache, entries=answer_cache, routes=router.routes)
     app.add_middleware(Guard, body_limit=body_limit, limits={f"{PREFIX}/model-files": upload_limit}, hosts=hosts)
     return app
+
+
+WORKER_ENV = "LLMSIZER_SERVE_WORKER"  # how `serve` hands its settings to its worker processes (JSON)
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process of ``llmsizer serve --workers N`` (uvicorn imports this factory in each): the
+    settings the parent checked and wrote to ``WORKER_ENV``; the console's session key is the parent's
+    ``LLMSIZER_SESSION_SECRET`` (the parent sets one when none is given), so a sign-in holds on every worker."""
+    import json
+    import os
+
+    from .sessions import secret_from_env
+    cfg = json.loads(os.environ[WORKER_ENV])
+    if cfg.get("parent"):
+        _end_with(int(cfg["parent"]))
+    provider = None
+    if cfg.get("inventory"):
+        provider = ProviderConfig(inventory=cfg["inventory"], db=cfg.get("db"), auth=cfg.get("auth"),
+                                  session_key=secret_from_env())
+    hosts = cfg.get("hosts")
+    return create_app(hosts=frozenset(hosts) if hosts is not None else None, provider=provider,
+                      uploads_folder=cfg.get("uploads_folder"), answer_cache=int(cfg.get("answer_cache", 0)))
+
+
+def _end_with(parent: int) -> None:
+    """Linux: this worker gets SIGTERM when the ``serve`` process that started it ends, even by SIGKILL
+    (``prctl(PR_SET_PDEATHSIG)``, man 2 prctl), so no orphaned worker keeps the port; elsewhere uvicorn's
+    supervisor ends its workers when it stops normally."""
+    import os
+    import signal
+    import sys
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:  # it ended before the call above
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 async def _problem(request: Request, exc: Any) -> Response:

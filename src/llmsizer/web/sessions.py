@@ -5,7 +5,8 @@ cookie must repeat the nonce in the ``X-CSRF-Token`` header (a page of another s
 the nonce, and SameSite=Strict keeps the cookie off its requests anyway).
 
 The signature is HMAC-SHA256 (RFC 2104) with a key from ``LLMSIZER_SESSION_SECRET`` (hex; give the same one to every
-``serve`` process behind one address) or 32 random bytes per process (sessions end when it restarts)."""
+``serve`` behind one address). Without one, ``serve`` draws 32 random bytes when it starts and hands them to its
+worker processes in that variable, so a session holds on every worker (and ends when the server restarts)."""
 
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from ..provider.auth import ROLES, Role
 COOKIE = "llmsizer_session"
 CSRF_HEADER = "x-csrf-token"
 SESSION_S = 8 * 3600  # a working day
+SECRET_ENV = "LLMSIZER_SESSION_SECRET"
 
 
 def secret_from_env() -> bytes:
-    text = os.environ.get("LLMSIZER_SESSION_SECRET")
+    text = os.environ.get(SECRET_ENV)
     if not text:
         return secrets.token_bytes(32)
     try:

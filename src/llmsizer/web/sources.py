@@ -2,7 +2,8 @@
 .gguf / .safetensors file the page read in the browser and uploaded (only the header: never the weights).
 
 No server-side path is ever built from a request: a name is a catalog name or a Hub id (``models.names_only``),
-an upload lives in memory under the hash of its bytes, and the file name a page sends is only a label.
+an upload lives under the hash of its bytes (in memory, and for ``serve``'s
+worker processes in a private folder, ``upload_files``), and the file name a page sends is only a label.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..readers.safe_io import MAX_TENSORS
 from ..readers.safetensors_header import TensorInfo, header_tensors, summarize
 from ..specs import ModelSpec
 from .problems import Problem
+from .upload_files import HEX, HeaderFiles, StoredHeader
 
 MODEL_FIELDS = ("model", "config", "config_name", "model_file")
 KINDS = ("gguf", "safetensors")
@@ -34,6 +36,8 @@ KINDS = ("gguf", "safetensors")
 UPLOAD_LIMIT = 32 << 20
 KEEP_UPLOADS = 32  # parsed headers kept in memory (least recently used dropped first)...
 KEEP_TENSORS = MAX_TENSORS  # ...and tensor records of all of them together (~0.5 KB each: ~130 MB at most)
+KEEP_UPLOAD_BYTES = 8 * UPLOAD_LIMIT  # raw headers kept on disk for all workers together (with KEEP_UPLOADS)
+ID_PREFIX = "sha256:"
 # a file name as a browser gives it (File.name): any characters but folder separators and control characters
 LABEL = re.compile(r"^[^/\\\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]{1,200}$")
 
@@ -75,33 +79,51 @@ class Upload:
 
 
 class Uploads:
-    """The parsed headers, by the hash of what was sent (so the same file uploaded twice is one entry)."""
+    """The parsed headers, by the hash of what was sent (so the same file uploaded twice is one entry). With
+    ``folder`` (``serve`` gives each run a private one), the raw headers are also kept there for the other worker
+    processes (``upload_files.HeaderFiles``): a worker that does not hold an id parses the file once and keeps it."""
 
-    def __init__(self, keep: int = KEEP_UPLOADS, keep_tensors: int = KEEP_TENSORS) -> None:
+    def __init__(self, keep: int = KEEP_UPLOADS, keep_tensors: int = KEEP_TENSORS,
+                 folder: str | None = None, keep_bytes: int = KEEP_UPLOAD_BYTES) -> None:
         self._items: OrderedDict[str, Upload] = OrderedDict()
         self._keep, self._keep_tensors = keep, keep_tensors
         self._lock = threading.Lock()
+        self._files = HeaderFiles(folder, keep, keep_bytes) if folder is not None else None
 
     def add(self, kind: str, name: str, size: int, data: bytes) -> Upload:
         digest = hashlib.sha256(f"{kind}\0{name}\0{size}\0".encode() + data).hexdigest()
-        key = f"sha256:{digest}"
+        key = f"{ID_PREFIX}{digest}"
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
         upload = parse_upload(key, kind, name, size, data)
+        if self._files is not None:
+            self._files.put(digest, StoredHeader(kind, name, size, data))
+        self._keep_parsed(upload)
+        return upload
+
+    def _keep_parsed(self, upload: Upload) -> None:
         with self._lock:
-            self._items[key] = upload
+            self._items[upload.id] = upload
+            self._items.move_to_end(upload.id)
             while len(self._items) > 1 and (len(self._items) > self._keep or
                                             sum(len(u.tensors) for u in self._items.values()) > self._keep_tensors):
                 self._items.popitem(last=False)
-        return upload
 
     def get(self, key: Any) -> Upload:
         if not isinstance(key, str):
             raise Problem(400, "field 'model_file': expected the id the upload returned (a string)", "model_file")
         with self._lock:
             upload = self._items.get(key)
+            if upload is not None:
+                self._items.move_to_end(key)
+        if upload is None and self._files is not None and key.startswith(ID_PREFIX) \
+                and HEX.match(key[len(ID_PREFIX):]):
+            stored = self._files.get(key[len(ID_PREFIX):])
+            if stored is not None:  # uploaded to another worker: parsed here once, with the same readers
+                upload = parse_upload(key, stored.kind, stored.name, stored.size, stored.data)
+                self._keep_parsed(upload)
         if upload is None:
             raise Problem(400, f"model_file {key[:80]!r}: not uploaded to this server, or forgotten (it keeps the "
                                f"last {self._keep} headers; a restart forgets all): upload the header again to "

@@ -64,3 +64,66 @@ def test_fits_on_is_required(client, params):
 def test_a_hardware_file_cannot_be_named(client):
     r = client.get("/api/v1/models/fits-on", params={"fits_on": "rtx-4090", "hardware_file": "/etc/passwd"})
     assert r.status_code == 400 and r.json()["field"] == "hardware_file"
+
+
+# ------------------------------------------------------------------ your own hardware entry, pasted (POST)
+
+MY_BOX = """devices:
+  - id: my-box
+    name: My box
+    kind: gpu
+    memory: 24GiB
+    memory_bandwidth: 936 GB/s
+    owned: true
+"""
+MY_NODE_JSON = ('{"devices": [{"id": "lab-node", "name": "Lab node", "kind": "gpu", "memory": "48GiB", '
+                '"memory_bandwidth": "864 GB/s"}], "instances": [{"id": "lab-2x", "name": "Two lab GPUs", '
+                '"provider": "owned", "device": "lab-node", "device_count": 2}]}')
+
+
+@pytest.mark.parametrize("name, text, on, extra", [
+    ("my-box.yaml", MY_BOX, "my-box", {"context": "8k"}),
+    ("lab.json", MY_NODE_JSON, "lab-2x", {"query": "qwen", "concurrency": "2"}),
+    ("override.yaml", "devices:\n  - id: rtx-4090\n    memory_bandwidth: 2000 GB/s\n", "rtx-4090", {}),  # changed
+], ids=["yaml-device", "json-instance", "override"])
+def test_a_pasted_hardware_entry_is_the_cli_with_that_file(client, tmp_path, name, text, on, extra):
+    """The body's ``hardware`` text answers as ``--hardware-file NAME`` does on a file holding it (run where the
+    file is, so the source is named the same; its date is the file's day, today, as the API's)."""
+    (tmp_path / name).write_text(text)
+    argv = [*([extra["query"]] if "query" in extra else []), "--fits-on", on, "--hardware-file", name,
+            *[a for k, v in extra.items() if k != "query" for a in (f"--{k}", v)], "--json"]
+    cli = run_cli("models", *argv, cwd=tmp_path)
+    assert cli.returncode in (0, 1), cli.stderr
+    r = client.post("/api/v1/models/fits-on", json={"fits_on": on, "hardware": text, "hardware_name": name, **extra})
+    assert r.status_code == 200, r.text
+    assert r.text == cli.stdout and r.headers["x-llmsizer-exit-code"] == str(cli.returncode)
+    catalog = client.get("/api/v1/models/fits-on", params={"fits_on": "rtx-4090", **extra}).text
+    assert r.text != catalog  # the entry was used (for the override: 2,000 GB/s, not the catalog's 1,008)
+
+
+@pytest.mark.parametrize("text, on", [
+    (MY_BOX.replace("24GiB", "lots"), "my-box"),  # a value that is not a number with a unit
+    ("devices: [{name: no id}]\n", "my-box"),  # an entry without id
+    ("devices: {id: x}\n", "x"),  # not a list
+    ("nodes: []\n", "x"),  # an unknown top-level key
+    ("devices: [a, b\n", "x"),  # not YAML
+    (MY_BOX, "my-bx"),  # a name that is not there: the CLI's closest names
+], ids=["value", "no-id", "not-list", "top-key", "yaml", "unknown-name"])
+def test_a_bad_pasted_entry_is_a_400_with_the_cli_line(client, tmp_path, text, on):
+    (tmp_path / "hardware.yaml").write_text(text)
+    cli = run_cli("models", "--fits-on", on, "--hardware-file", "hardware.yaml", "--json", cwd=tmp_path)
+    assert cli.returncode == 2 and cli.stderr.count("\n") == 1
+    r = client.post("/api/v1/models/fits-on", json={"fits_on": on, "hardware": text})
+    assert r.status_code in (400, 404) and r.headers["content-type"] == "application/problem+json"
+    assert "llmsizer: error: " + r.json()["detail"] + "\n" == cli.stderr
+    if r.json()["detail"].startswith("hardware file"):
+        assert r.json()["field"] == "hardware"
+
+
+def test_pasted_entry_fields_are_checked(client):
+    for body, field in (({"fits_on": "x", "hardware": 3}, "hardware"),
+                        ({"fits_on": "x", "hardware": MY_BOX, "hardware_name": "../etc/x.yaml"}, "hardware_name"),
+                        ({"hardware": MY_BOX}, "fits_on"),
+                        ({"fits_on": "my-box", "hardware": MY_BOX, "hardware_file": "/etc/passwd"}, "hardware_file")):
+        r = client.post("/api/v1/models/fits-on", json=body)
+        assert r.status_code == 400 and r.json()["field"] == field, r.text

@@ -259,3 +259,17 @@ def test_an_unknown_name_in_the_path_is_a_404_with_the_cli_line(client, path, ar
     assert cli.returncode == 2
     r = client.get(path)
     assert r.status_code == 404 and "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip()
+
+
+@pytest.mark.parametrize(("path", "body", "argv"), [
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "engine": "vllm", "kv_dtype": "q4_0"},
+     ["infer", "llama-3.1-8b", "--engine", "vllm", "--kv-dtype", "q4_0"]),
+    ("/api/v1/recommend", {"model": "qwen2.5-0.5b", "deadline": "3d"}, ["recommend", "qwen2.5-0.5b", "--deadline", "3d"]),
+    ("/api/v1/fit", {"model": "qwen2.5-0.5b", "device": "h100-sxm", "train": True, "context": "64k"},
+     ["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train", "--context", "64k"]),
+])
+def test_input_of_another_mode_or_engine_is_the_same_4xx_as_the_cli(client, path, body, argv):
+    r = client.post(path, json=body)
+    cli = run_cli(*argv)
+    assert cli.returncode == 2 and 400 <= r.status_code < 500, (r.status_code, r.text)
+    assert cli.stderr.strip().removeprefix("llmsizer: error: ") in r.text, (r.text, cli.stderr)

@@ -114,3 +114,37 @@ def test_what_fits_my_machine_is_models_fits_on(page: Page, server: str, shots: 
     page.get_by_label("Device or instance").fill("no-such-card")
     page.wait_for_selector("#problem:not([hidden])")
     assert "unknown hardware 'no-such-card'" in page.locator("#problem").inner_text()
+
+
+MY_BOX = "devices:\n  - id: my-box\n    name: My box\n    kind: gpu\n    memory: 20GiB\n    memory_bandwidth: 760 GB/s\n"
+
+
+def test_a_pasted_hardware_entry_is_models_fits_on_with_that_file(page: Page, server: str, tmp_path: Path) -> None:
+    """Paste one node as a hardware-file entry: the list is `models --fits-on ID --hardware-file FILE`'s, and a bad
+    value is the CLI's one line for that file, marked on the text box."""
+    import subprocess
+    import sys
+
+    from browser_helpers import cli_env
+    (tmp_path / "hardware.yaml").write_text(MY_BOX)
+    want = cli("models", "--fits-on", "my-box", "--context", "8k", "--hardware-file", str(tmp_path / "hardware.yaml"))
+    n = sum(m["status"] == "meets" for m in want["models"])
+    assert 0 < n < len(want["models"])
+    page.goto("/fits?context=8k")
+    page.wait_for_selector("body[data-ready='1']")
+    page.get_by_label("Your hardware (optional)").fill(MY_BOX)
+    page.get_by_label("Device or instance").fill("my-box")
+    wait_attr(page, "#fit-count", "fits", n, "models that fit the pasted device")
+    assert "my-box" in page.locator("#summary").inner_text()
+    command = copy_command(page)
+    assert command == "llmsizer models --fits-on my-box --context 8k --hardware-file hardware.yaml --json"
+
+    bad = MY_BOX.replace("20GiB", "twenty")
+    (tmp_path / "hardware.yaml").write_text(bad)  # the copied command, run where the file is
+    line = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *shlex.split(command)[1:]], capture_output=True,
+                          text=True, cwd=tmp_path, env=cli_env())
+    assert line.returncode == 2
+    page.get_by_label("Your hardware (optional)").fill(bad)
+    page.wait_for_function("() => !document.getElementById('problem').hidden")
+    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr
+    assert page.get_by_label("Your hardware (optional)").get_attribute("aria-invalid") == "true"

@@ -406,6 +406,23 @@ def test_compare_is_recommend(page: Page, server: str, shots: Path) -> None:
         [o for o in train["options"] if o["run_cost"] and o["training_seconds"]])
 
 
+def test_compare_takes_a_dropped_config_json(page: Page, server: str, tmp_path: Path) -> None:
+    """The compare page's model is picked as the calculator's: a dropped config.json is the model of `recommend`."""
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(H.LLAMA_CONFIG))
+    page.goto("/compare?model=llama-3.1-8b&context=4k&concurrency=2&top=5")
+    page.wait_for_selector("#chosen-title")
+    want = cli("recommend", str(cfg), "--context", "4k", "--concurrency", "2")
+    before = cli("recommend", "llama-3.1-8b", "--context", "4k", "--concurrency", "2")
+    assert want["chosen"] != before["chosen"]  # a tiny model: another choice than the 8B's, so the page must change
+    page.locator("#model-file").set_input_files(str(cfg))
+    page.wait_for_function("(name) => document.getElementById('chosen-title')?.textContent.includes(name)",
+                           arg=want["chosen"]["name"])
+    assert page.locator("#options tbody tr").count() == min(5, len(want["options"]))
+    assert page.locator("#rejected tbody tr").count() == min(5, len(want["rejected"]))
+    assert "config.json" in page.locator("#file-note").inner_text()
+
+
 # ---------------------------------------------------------------------------------------------- accessibility
 
 LABELS = """() => [...document.querySelectorAll('input, select, textarea, button')]

@@ -12,13 +12,15 @@ from typing import Any
 
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.kv_cache import kv_cache, kv_dtype_bytes
+from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
 from ...formulas.weight_formats import file_weight_bytes, weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
+from .. import ranges as R
+from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
@@ -45,7 +47,12 @@ def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) ->
 def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
     default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
     kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
-    kv_dtype_bytes(kvd)  # validates the name
+    name = kv_dtype_name(kvd)  # validates the name
+    if name not in profile.kv_dtypes:  # E.EngineProfile.kv_dtypes: refused, not sized
+        owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
+        raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
+                         + (f" ({kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]})"
+                            if owners else ""))
     if profile.name == "transformers" and kvd not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
                             f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
@@ -199,6 +206,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
+    acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
+                                        kv_pool=w.engine in ("vllm", "sglang")))
     pc = count_params(spec)
     details = ctx.details
     details.update({
@@ -213,6 +222,12 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                         "state_dtypes": list(state_dtypes(ctx))})
         # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
         details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
+    band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(w.engine)
+    if band_engine is not None and w.device != "cpu":
+        calibrated = calibrated_need(acc.items, sum(i.bytes for i in acc.items if i.location == "device"),
+                                     R.INFERENCE_MEMORY, band_engine)
+        if calibrated is not None:
+            details["calibrated_range"] = calibrated
     est = Estimate("inference", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     if w.memory is not None:
         _check_fit(est, w, acc)
@@ -248,6 +263,6 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         acc.assumptions.append(headroom_assumption(w.headroom))
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom))
+        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom), est.details.get("calibrated_range"))
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)

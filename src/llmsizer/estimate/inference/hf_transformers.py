@@ -60,10 +60,11 @@ def compose_transformers(ctx: Context) -> None:
                 "activations", enc.peak_bytes, loc,
                 formula=f"pixel_values {format_bytes(enc.pixels_bytes)}"
                         + (f" + held {format_bytes(enc.held_bytes)}" if enc.held_bytes else "")
-                        + f" + max(attention {format_bytes(enc.attention_bytes)}, mlp {format_bytes(enc.mlp_bytes)}) "
-                          f"at {phase}",
+                        + f" + max(attention {format_bytes(enc.attention_bytes)}, mlp {format_bytes(enc.mlp_bytes)}"
+                        + (f", tail {format_bytes(enc.tail_bytes)}" if enc.tail_bytes else "") + f") at {phase}",
                 source="formulas/vision_activations.py eqs. (1)-(4) (transformers modeling_siglip.py), (5)-(8) "
-                       "(modeling_qwen2_5_vl.py, modeling_qwen3_vl.py)")
+                       "(modeling_qwen2_5_vl.py, modeling_qwen3_vl.py), (9)-(13) (modeling_mllama.py), (14)-(17) "
+                       "(modeling_llama4.py)")
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
     if spec.attention_layers:

@@ -10,13 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InputError
-from ...formulas.vision_activations import EncoderActivations, encoder_activation_bytes, qwen_encoder_activation_bytes
+from ...formulas.vision_activations import (
+    EncoderActivations,
+    encoder_activation_bytes,
+    llama4_encoder_activation_bytes,
+    mllama_encoder_activation_bytes,
+    qwen_encoder_activation_bytes,
+)
 from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
-
-# encoder layouts whose activation peak formulas/vision_activations.py models (checked against live tensors)
-MODELLED_ENCODERS = ("siglip", "qwen2_5_vl", "qwen3_vl")
 
 
 @dataclass(frozen=True)
@@ -28,15 +31,18 @@ class Media:
     cross_tokens: int = 0  # image states each sequence's cross-attention layers hold (Llama-3.2-Vision)
     encoder_tokens: int = 0  # patches of all encoder sequences of one request (images, crops, video groups)
 
-    def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations | None:
-        """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once;
-        None where no measured formula exists for the encoder's layout (media_in_context warns)."""
+    def encoder(self, spec: ModelSpec, sequences: int, act_bytes: int, attention: str) -> EncoderActivations:
+        """The encoder's peak when it runs over ``sequences`` encoder sequences (images, crops, tiles) at once: every
+        encoder layout has a formula checked against live tensors of a real forward (formulas/vision_activations.py)."""
         assert spec.vision is not None
         v = spec.vision
-        if v.encoder not in MODELLED_ENCODERS:
-            return None
         if v.encoder == "siglip":
             return encoder_activation_bytes(v, sequences, self.encoder_patches, act_bytes, attention)
+        if v.encoder == "mllama":  # every image runs as max_tiles tiles (eqs. 9-13)
+            images = -(-sequences // v.max_tiles)
+            return mllama_encoder_activation_bytes(v, images, v.intermediate_features, act_bytes, attention)
+        if v.encoder == "llama4":  # every tile (and the global tile) its own sequence (eqs. 14-17)
+            return llama4_encoder_activation_bytes(v, sequences, act_bytes, attention)
         # the Qwen towers pack every sequence of the batch into one (eqs. 5-8): whole requests, or one sequence
         whole, rest = divmod(sequences, self.encoder_sequences)
         tokens = self.encoder_tokens * whole if not rest else sequences * self.encoder_patches
@@ -97,10 +103,6 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
     notes.assumptions.append(Assumption(
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))
-    if v.encoder not in MODELLED_ENCODERS:
-        notes.warnings.append(f"the {v.encoder} vision encoder's activation peak is not modelled (SigLIP's and the "
-                              "Qwen-VL towers' are, formulas/vision_activations.py): its forward over the images is "
-                              "left out of the peak")
     details.update({"media_tokens": tokens, "text_context": w.context, "context_with_media": w.context + tokens})
     if cross:
         details["cross_attention_tokens"] = cross

@@ -17,14 +17,16 @@ from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
-from ...formulas.training_activations import korthikanti_layer_bytes
+from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
 from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
+from ..allocator import TRAINING, apply_metric, calibrated_need
 from ..inference.common import Acc
+from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, record_workload, resolve
 from .states import StageStates, stage_states
@@ -131,15 +133,23 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         results.append((st, stage_timeline(ctx, st)))
     st, tl = max(results, key=lambda r: r[1].peak.total)
     _items(ctx, st, tl, acc)
+    if w.metric is not None and w.device != "gpu":
+        raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
+                         f"device {w.device!r} is sized in host RAM (drop --metric)")
+    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
     details["peak_phase"] = tl.peak.name + (f" (pipeline stage {st.stage})" if w.pp > 1 else "")
     est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+    lo, mid, hi = est.total("device")
+    # the training memory band comes from GPU runs (validation rows); a CPU step has none
+    calibrated = calibrated_need(est.items, mid, TRAINING_MEMORY, PYTORCH_TRAINING) if w.device == "gpu" else None
+    if calibrated is not None:
+        details["calibrated_range"] = calibrated
     if w.memory is not None:  # the one fit rule (estimate/verdict.py)
         acc.assumptions.append(headroom_assumption(w.headroom))
-        lo, mid, hi = est.total("device")
-        v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom))
+        v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom), calibrated)
         details.update(v.details())
         acc.warnings.extend(v.warnings)
         est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
@@ -250,6 +260,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               formula="bitsandbytes paged states live in CUDA unified memory: on the GPU while it has "
                                       "room, evicted to host RAM under pressure; torch's allocator does not count them",
                               source="bitsandbytes functional.get_paged (cudaMallocManaged); QLoRA section 3"))
+    if w.checkpoint_offload:
+        n = sum(1 for i in tl.layer_terms if (i + 1) % w.checkpoint_every == 0)
+        each = checkpoint_input_bytes(spec, ctx.act)
+        acc.items.append(Item("host_checkpointed_inputs", n * each * tl.inflight, "host",
+                              formula=f"{n} checkpointed layers x {format_bytes(each)} input"
+                                      + (f" x {tl.inflight} micro-batches" if tl.inflight > 1 else "")
+                                      + " in host RAM (copied out in the forward, back for each layer's recompute)",
+                              source="Unsloth offloaded checkpointing: unsloth_zoo/gradient_checkpointing.py @ 36ff5fc "
+                                     "lines 136-160 (hidden_states.to('cpu') in forward, back to the GPU in backward); "
+                                     "unsloth/models/llama.py @ e3162dc line 817"))
     if tl.offloaded_activations:
         acc.items.append(Item("host_offloaded_activations", tl.offloaded_activations, "host",
                               formula="activation_offload: every layer's saved tensors (>= 1 KiB, not parameters) "
@@ -286,7 +306,8 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
             + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
     every = f"every {w.checkpoint_every}-th layer " if w.checkpoint_every > 1 else ""
     if w.grad_checkpointing == "full":
-        text = f"checkpointed {every or 'every layer '}(input kept, recomputed in the backward); " + text
+        kept = "input in host RAM" if w.checkpoint_offload else "input kept"
+        text = f"checkpointed {every or 'every layer '}({kept}, recomputed in the backward); " + text
     elif w.grad_checkpointing == "selective-op":
         op = op_sac_saved_terms(ctx.spec, first, ctx.act)
         text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import InputError
+from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, any_quantizable, lora_params
@@ -29,6 +30,10 @@ _WHY = {
     "checkpoint_every": "every decoder layer checkpointed alike",
     "attention": "transformers default attn_implementation sdpa",
     "packing": "one document per row, causal mask only",
+    "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
+    "loss_chunks": "the whole sequence's cross-entropy at once",
+    "checkpoint_offload": "the checkpointed layer inputs stay on the device",
+    "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -86,9 +91,11 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
     rec = recipe(w.precision)
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
-                             "grad_checkpointing", "attention", "packing"))
+                             "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
+    if w.grad_checkpointing == "full":
+        record_workload(w, acc, ("checkpoint_offload",))
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
@@ -166,6 +173,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
         checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel)
+    if w.kernels == "unsloth":
+        unsloth_kernels.check(spec, act)
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
                            optimizer_impl=impl, base_bytes=base_bytes, base_format=base_format,
                            adapter_bytes=adapter_bytes, lora=lora, act=act, weight_copy_bytes=copies)

@@ -233,7 +233,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         # the gradient shards live on the host too: DeepSpeed allocates grad_partitions_flat_buffer on the offload
         # device (deepspeed/runtime/zero/stage3.py lines 742-746, pinned); FSDP CPUOffload(offload_params=True)
         # "offloads gradients to CPU as well" (torch.distributed.fsdp CPUOffload docs; FSDP2 CPUOffloadPolicy, which
-        # torchtune's fsdp_cpu_offload uses). Only the unsharded gradients of the unit being reduced pass the device.
+        # torchtune's fsdp_cpu_offload uses: recipes/full_finetune_distributed.py @ bd2a0fc lines 145, 689 ->
+        # torchtune/training/_distributed.py line 681 "offload parameters, gradients, and optimizer states to CPU").
+        # Only the unsharded gradients of the unit being reduced pass the device.
         st.optimizer = st.paged_optimizer = st.master = st.main_grads = st.grads = 0
     if w.offload == "params":
         st.host["weights"] = st.weights + st.adapter_weights

@@ -23,6 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
 from ...formulas.context_parallel import ring_attention_backward_bytes
@@ -112,8 +113,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     for i in st.layers:
         k = kind(i)
         if k not in by_kind:
-            t_i = layer_saved_terms(spec, i, act, k[2])  # type: ignore[arg-type]
-            if w.compile:  # the min-cut partitioner's saved set (formulas/compiled_activations.py)
+            t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
+                   else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
+            if w.compile and w.kernels != "unsloth":  # the min-cut partitioner's set (formulas/compiled_activations.py)
                 t_i = compiled_layer_terms(spec, i, act, t_i)
             full_i = _sum(t_i)
             drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
@@ -121,11 +123,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             if mode == "selective-op":
                 keep_i = _sum(op_sac_saved_terms(spec, i, act))
                 rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
+            elif w.checkpoint_offload:  # the input waits in host RAM and comes back for the recompute
+                keep_i = 0
+                rebuild_i = full_i - copies_i - shared_input + checkpoint_input_bytes(spec, act)
             else:
                 keep_i = checkpoint_input_bytes(spec, act)
                 rebuild_i = full_i - copies_i - shared_input
-            by_kind[k] = (t_i, full_i, drop_i, layer_backward_transient(spec, i, act) + extra_transient,
-                          keep_i, rebuild_i)
+            by_kind[k] = (t_i, full_i, drop_i, (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
+                                   else layer_backward_transient(spec, i, act)) + extra_transient, keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
@@ -138,7 +143,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
-                            loss_chunks=w.loss_chunks) if st.has_head else None
+                            loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
+                            cut_loss=w.loss == "cut-ce") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage

@@ -3,13 +3,15 @@
 
 import { ApiError, debounce, get, post } from "./api.js";
 import { costSpeed } from "./charts.js";
-import { el, formatBytes, formatCount, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
+import { el, formatBytes, formatRate, formatSeconds, formatTick, formatUsd } from "./format.js";
+import { modelPicker } from "./model-picker.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton, fillChoices, setupTabs } from "./ui.js";
 
 const INFER = ["context", "concurrency", "output_tokens", "weights", "tokens_per_second", "user_tokens_per_second", "max_ttft"];
 const TRAIN = ["tokens", "method", "micro_batch", "seq_len", "grad_checkpointing", "deadline", "max_cost"];
-const COMMON = ["model", "max_cost_per_hour", "provider", "cloud_only", "laptop", "headroom", "top"];
+const COMMON = ["max_cost_per_hour", "provider", "cloud_only", "laptop", "headroom", "top"];
+const MODEL = ["model", "hub"]; // kept in the URL; a dropped file is not (its header lives on the server)
 
 const form = document.getElementById("cmp-form");
 const $ = (id) => document.getElementById(id);
@@ -25,15 +27,15 @@ function fields() {
 function command() {
   const f = fields();
   const flat = { ...f, ...(f.provider ? { provider: f.provider[0] } : {}) };
-  return cliCommand("recommend", f.model || "MODEL", flat, [tab === "train" ? "--train" : "--infer"]);
+  return cliCommand("recommend", picker.label() || "MODEL", flat, [tab === "train" ? "--train" : "--infer"]);
 }
 
 function status(text, busy = false) { const s = $("status"); s.textContent = text; s.classList.toggle("busy", busy); }
 
 async function compute() {
   const f = fields();
-  const body = { ...f, [tab === "train" ? "train" : "infer"]: true };
-  saveToUrl({ tab, ...formValues(form, [...COMMON, ...INFER, ...TRAIN]) });
+  const body = { ...picker.fields(), ...f, [tab === "train" ? "train" : "infer"]: true };
+  saveToUrl({ tab, ...(picker.file ? {} : formValues(form, MODEL)), ...formValues(form, [...COMMON, ...INFER, ...TRAIN]) });
   if (current) current.abort();
   current = new AbortController();
   status("searching the catalog…", true);
@@ -98,17 +100,17 @@ function render(rec, top) {
 copyButton($("copy-cli"), $("action-status"), command);
 
 const computeSoon = debounce(compute, 400);
-form.addEventListener("input", computeSoon);
+const picker = modelPicker(computeSoon); // a name, a Hub id, or a dropped config.json / .gguf / .safetensors
+form.addEventListener("input", (e) => { if (!["model", "hub", "model-file"].includes(e.target.id)) computeSoon(); });
 form.addEventListener("submit", (e) => e.preventDefault());
 
 async function start() {
-  const [choices, hw, models] = await Promise.all([fetch("/pages/choices.json").then((r) => r.json()),
-    get("/hardware").catch(() => ({ instances: [] })), get("/models").catch(() => [])]);
+  const [choices, hw] = await Promise.all([fetch("/pages/choices.json").then((r) => r.json()),
+    get("/hardware").catch(() => ({ instances: [] }))]);
   fillChoices(form, choices);
   const providers = [...new Set((hw.instances || []).map((i) => i.provider).filter(Boolean))].sort();
   $("provider").append(...providers.map((p) => el("option", { value: p }, p)));
-  $("model-options").replaceChildren(...models.map((m) => el("option", { value: m.id }, `${m.name} (${formatCount(m.params)})`)));
-  const q = loadFromUrl(form, [...COMMON, ...INFER, ...TRAIN]);
+  const q = loadFromUrl(form, [...MODEL, ...COMMON, ...INFER, ...TRAIN]);
   if (q && q.get("tab") === "train") { tabs.select("train", false); tab = "train"; }
   document.body.dataset.ready = "1";
   compute();

@@ -2,12 +2,13 @@
 // answer (GET /api/v1/models/fits-on), ranked as the CLI's table ranks it: the models that fit first, the largest
 // (by parameters, from the catalog list) first.
 
-import { ApiError, debounce, get } from "./api.js";
+import { ApiError, debounce, get, post } from "./api.js";
 import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
-export const FIELDS = ["fits_on", "count", "context", "concurrency", "query"];
+export const FIELDS = ["fits_on", "count", "context", "concurrency", "query", "hardware"];
+const PASTED = "hardware.yaml"; // how the CLI command and the server's messages name the pasted entry
 
 const form = document.getElementById("fits-form");
 const $ = (id) => document.getElementById(id);
@@ -37,8 +38,9 @@ export function ranked(models, paramsOf) {
 
 function command() {
   const f = formValues(form, FIELDS);
-  const { query, fits_on: on, ...rest } = f;
-  const parts = cliCommand("models", query || "", { "fits-on": on || "DEVICE", ...rest }, ["--json"]);
+  const { query, fits_on: on, hardware, ...rest } = f;
+  const parts = cliCommand("models", query || "", { "fits-on": on || "DEVICE", ...rest,
+    ...(hardware ? { "hardware-file": PASTED } : {}) }, ["--json"]);
   return parts.replace("llmsizer models '' ", "llmsizer models ");
 }
 
@@ -51,7 +53,9 @@ async function compute() {
   const mine = ++seq;
   status("evaluating every catalog model on this hardware…", true);
   try {
-    const data = await get(`/models/fits-on?${new URLSearchParams(f)}`, current.signal);
+    const data = f.hardware // a pasted entry travels in a POST body, as the text of a file named PASTED
+      ? await post("/models/fits-on", { ...f, hardware_name: PASTED }, current.signal)
+      : await get(`/models/fits-on?${new URLSearchParams(f)}`, current.signal);
     if (mine !== seq) return;
     showProblem(null);
     render(data);

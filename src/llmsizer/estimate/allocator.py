@@ -1,0 +1,143 @@
+"""What the user compares against: the metric of a memory estimate, and the caching allocator's reserve.
+
+Three figures a GPU user reads, each a superset of the one before:
+
+    allocated  = live tensor bytes at the peak (torch.cuda.max_memory_allocated)                           (1)
+    reserved   = allocated + the caching allocator's cached, unused blocks (max_memory_reserved)           (2)
+               = persistent + dynamic x rho,  rho = reserved / allocated of measured runs
+    nvidia-smi = reserved + the CUDA context, kernels and library workspaces (the process's NVML memory)   (3)
+
+(1) is what the formulas compute; the allocator's block rounding to 512 B and its 2 MiB / 20 MiB segments are
+exact (formulas/caching_allocator.py) but small next to fragmentation, which is not: freed blocks that later
+allocations of other sizes cannot reuse (variable sequence lengths, recomputation, caches grown by torch.cat).
+Only memory that is freed and allocated again fragments: the *persistent* tensors, allocated once when the model
+and optimizer are built and never freed (``PERSISTENT``: weights, adapters, fp32 masters, optimizer states), hold
+their blocks exactly; the *dynamic* rest (activations, gradients, which zero_grad(set_to_none=True) frees every
+step, transients, growing KV caches) is scaled by the calibrated ratio rho, as a range (``RESERVE``): low and high
+hold every named row of
+``validation/allocator_pairs.csv`` of that phase (fewer than 20 rows: the full span, ``ranges.band``), expected is
+their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
+span (estimate/engines.py ``CUDA_CONTEXT``).
+
+Default (``metric=None``): the device total as before this option existed, live tensors + the CUDA context with
+the allocator's reserve at 0 expected and up to one more activation peak at the high end. It is the nvidia-smi
+figure for a run whose allocator caches nothing beyond its live tensors (fixed shapes), and it is recorded as the
+``metric`` assumption.
+
+llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
+and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..result import Assumption, Item
+from ..specs.workload import MEMORY_METRICS
+from ..units import format_bytes
+from . import ranges as R
+
+METRICS = MEMORY_METRICS
+ALLOCATOR_ITEMS = ("allocator_cache", "allocator_reserve")
+CONTEXT_ITEM = "cuda_context"
+NOT_TENSORS = ALLOCATOR_ITEMS + (CONTEXT_ITEM,)
+PERSISTENT = ("weights", "adapter_weights", "master_weights", "optimizer_states", "paged_optimizer_states")
+TRAINING, INFERENCE = "training", "inference"
+PAIRS_FILE = "validation/allocator_pairs.csv"
+
+
+@dataclass(frozen=True)
+class ReserveRatio:
+    """max_memory_reserved / max_memory_allocated of the named rows of one phase."""
+
+    phase: str
+    low: float
+    expected: float
+    high: float
+    rows: tuple[str, ...]
+
+
+def derive(ratios: list[float]) -> tuple[float, float, float]:
+    """(low, expected, high) of reserved / allocated ratios: ``ranges.band`` for the ends, the median expected;
+    rounded outwards (ends) and to 4 decimals."""
+    lo, hi = R.band(ratios)
+    return (math.floor(lo * 1e4) / 1e4, round(statistics.median(ratios), 4), math.ceil(hi * 1e4) / 1e4)
+
+
+# Derived from validation/allocator_pairs.csv (tests/estimate/test_allocator.py re-derives them).
+RESERVE = {
+    TRAINING: ReserveRatio(TRAINING, 1.0566, 1.4659, 1.7951, ("AL03", "AL04", "AL05", "AL06", "AL07")),
+    INFERENCE: ReserveRatio(INFERENCE, 1.0085, 1.0091, 1.0097, ("AL01", "AL02")),
+}
+
+METRIC_WHY = ("what the figure is compared with: allocated = torch.cuda.max_memory_allocated, reserved = "
+              "max_memory_reserved, nvidia-smi = reserved + CUDA context (--metric)")
+DEFAULT_TEXT = "device total: live tensors + CUDA context, no allocator reserve expected"
+
+
+def check_metric(metric: str | None) -> str | None:
+    if metric is not None and metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(METRICS)}")
+    return metric
+
+
+def tensor_bytes(items: list[Item] | tuple[Item, ...]) -> int:
+    """Expected live-tensor bytes on the device: every device item but the allocator's reserve and the context."""
+    return sum(i.bytes for i in items if i.location == "device" and i.name not in NOT_TENSORS)
+
+
+def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
+                 kv_pool: bool = False) -> Assumption:
+    """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
+    allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
+    one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
+    every step (transformers cache_utils.py DynamicLayer.update), so dynamic. Returns the assumption."""
+    if check_metric(metric) is None:
+        return Assumption("metric", DEFAULT_TEXT, True, METRIC_WHY)
+    had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
+    keep = [i for i in items if i.location != "device" or i.name not in NOT_TENSORS
+            or (i.name == CONTEXT_ITEM and metric == "nvidia-smi")]
+    if metric != "allocated" and had_context:  # a device run: add the reserve (before the context, if kept)
+        at = next((n for n, i in enumerate(keep) if i.name == CONTEXT_ITEM), len(keep))
+        persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
+        dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
+        keep.insert(at, reserve_item(dynamic, phase, pytorch))
+    items[:] = keep
+    return Assumption("metric", metric, False, METRIC_WHY)
+
+
+def reserve_item(tensors: int, phase: str, pytorch: bool = True) -> Item:
+    """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high."""
+    if not pytorch:
+        return Item("allocator_reserve", 0, "device", 0, 0,
+                    formula="llama.cpp allocates its ggml buffers once at full size: reserved = allocated",
+                    source="ggml-backend buffers (ggml_backend_buft_alloc_buffer); no caching allocator")
+    r = RESERVE[phase]
+    lo, mid, hi = (int(tensors * (x - 1)) for x in (r.low, r.expected, r.high))
+    return Item("allocator_reserve", mid, "device", lo, hi,
+                formula=f"{format_bytes(tensors)} dynamic (not weights or optimizer states) x (reserved/allocated "
+                        f"{r.expected:g} - 1); range "
+                        f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)}): "
+                        "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
+                        "rounding (formulas/caching_allocator.py) included",
+                source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
+
+
+def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,
+                    engine: str) -> dict[str, object] | None:
+    """The calibrated range of the device need (estimate/ranges.py): the live-tensor part x the band of measured /
+    predicted of ``kind`` and ``engine``, the rest (reserve, context) at its expected value. None without a band.
+
+    The bands' rows compare live-tensor predictions with published figures of either kind (max_memory_allocated or
+    reserved), so under ``metric`` reserved or nvidia-smi the calibrated high end partly repeats the reserve: it is
+    the conservative side, and the verdict still decides on the expected value."""
+    b = R.band_for(kind, engine)
+    if b is None:
+        return None
+    t = tensor_bytes(items)
+    return {"low": int(expected - t + t * b.low), "high": int(expected - t + t * b.high), "kind": kind,
+            "engine": engine, "band_low": b.low, "band_high": b.high, "rows": b.rows,
+            "coverage_target": R.COVERAGE}

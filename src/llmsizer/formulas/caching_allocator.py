@@ -1,0 +1,82 @@
+"""PyTorch's CUDA caching allocator: the sizes it rounds a request to, as pure functions [bytes].
+
+Read from c10/cuda/CUDACachingAllocator.cpp (pytorch/pytorch @ 001074d25084fdb87a799823e395a50f5ec044d3; the
+constants follow the ``namespace Native`` comment block near the top of the file; line numbers are not quoted
+because the 4 GB repository could not be fetched whole here: the functions are named instead):
+
+    kMinBlockSize = 512            "all sizes are rounded to at least 512 bytes"
+    kSmallSize    = 1 MiB          "largest 'small' allocation is 1 MiB"
+    kSmallBuffer  = 2 MiB          "'small' allocations are packed in 2 MiB blocks"
+    kMinLargeAlloc = 10 MiB        "allocations between 1 and 10 MiB may use kLargeBuffer"
+    kLargeBuffer  = 20 MiB         "'large' allocations may be packed in 20 MiB blocks"
+    kRoundLarge   = 2 MiB          "round up large allocations to 2 MiB"
+
+    block(n)   = 512                        n < 512                                  round_size()        (1)
+               = 512 ceil(n / 512)          otherwise (roundup_power2_divisions unset, the default)
+    segment(b) = 2 MiB                      b <= 1 MiB  (small pool)                 get_allocation_size (2)
+               = 20 MiB                     1 MiB < b < 10 MiB
+               = 2 MiB ceil(b / 2 MiB)      b >= 10 MiB
+    split      = remaining >= 512           small pool                               should_split()      (3)
+               = remaining > 1 MiB          large pool (max_split_size unlimited by default)
+
+A tensor's block is what ``torch.cuda.memory_allocated`` counts (``allocated_bytes`` grows by ``block->size``);
+a new segment is what ``memory_reserved`` grows by (cudaMalloc of ``segment``). A block carved from a fresh
+segment is the whole segment when the rest is not split off (3), e.g. an 11.5 MiB request takes its whole 12 MiB
+segment. The OOM message's "Tried to allocate X" prints ``segment(block(n))`` (eq. 2 of eq. 1), which is how the
+rules are tested against published logs (tests/formulas/test_caching_allocator.py).
+
+What is not exact, and is modelled as a calibrated range instead (estimate/allocator.py): freed blocks the next
+allocation of another size cannot reuse (fragmentation from variable shapes, caches grown by concatenation).
+"""
+
+from __future__ import annotations
+
+from ..errors import InputError
+
+MIN_BLOCK = 512
+SMALL_SIZE = 1 << 20
+SMALL_BUFFER = 2 << 20
+MIN_LARGE_ALLOC = 10 << 20
+LARGE_BUFFER = 20 << 20
+ROUND_LARGE = 2 << 20
+
+
+def _check(n: int) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InputError(f"a request must be a non-negative whole number of bytes, got {n!r}")
+    return n
+
+
+def block_bytes(n: int) -> int:
+    """Eq. (1): the block a request of ``n`` bytes gets (``round_size``)."""
+    n = _check(n)
+    return MIN_BLOCK if n < MIN_BLOCK else MIN_BLOCK * -(-n // MIN_BLOCK)
+
+
+def segment_bytes(n: int) -> int:
+    """Eq. (2) of eq. (1): the cudaMalloc a request of ``n`` bytes makes when no cached block fits."""
+    b = block_bytes(n)
+    if b <= SMALL_SIZE:
+        return SMALL_BUFFER
+    if b < MIN_LARGE_ALLOC:
+        return LARGE_BUFFER
+    return ROUND_LARGE * -(-b // ROUND_LARGE)
+
+
+def splits(segment: int, block: int) -> bool:
+    """Eq. (3): whether the rest of a ``segment`` after a ``block`` is split off as a free block."""
+    rest = segment - block
+    return rest >= MIN_BLOCK if segment <= SMALL_BUFFER and block <= SMALL_SIZE else rest > SMALL_SIZE
+
+
+def allocated_bytes(n: int) -> int:
+    """Bytes ``memory_allocated`` counts for a request of ``n`` bytes served from a fresh segment: the block, or
+    the whole segment when the rest is too small to split off (eq. 3)."""
+    b, s = block_bytes(n), segment_bytes(n)
+    return b if splits(s, b) else s
+
+
+def rounding_bytes(sizes: list[int] | tuple[int, ...]) -> int:
+    """Sum over the tensors of ``allocated_bytes(n) - n``: what the allocator's rounding adds to the tensors' own
+    bytes when each gets a fresh segment (the exactly modelled part of reserved - live bytes)."""
+    return sum(allocated_bytes(n) - n for n in sizes)

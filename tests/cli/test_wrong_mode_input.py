@@ -1,0 +1,159 @@
+"""Input that belongs to another mode or engine is refused, not ignored (the bad-input rule: one line, exit 2).
+
+Each case below was answered before as if the flag had not been given (exit 0, or a verdict that ignored it): a
+serving flag on a training question, a training constraint on a serving search and the reverse, a KV cache type
+the engine does not have, zero training tokens. Run through the real entry point, as a user runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llmsizer.errors import InputError
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+
+
+def one_line_error(r: subprocess.CompletedProcess) -> str:
+    assert r.returncode == 2, (r.returncode, r.stdout[-300:], r.stderr)
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    return r.stderr
+
+
+# ------------------------------------------------------------------------- serving flags on a training question
+
+@pytest.mark.parametrize(("command", "flags", "named"), [
+    (["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"], ["--context", "64k"], "--context"),
+    (["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"], ["--engine", "sglang", "--concurrency", "8"],
+     "--concurrency, --engine"),
+    (["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"], ["--weights", "q4_k_m"], "--weights"),
+    (["fit", "qwen3-vl-4b-instruct", "--device", "h100-sxm", "--train"], ["--images", "2"], "--images"),
+    (["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"], ["--block-size", "32"], "--block-size"),
+    (["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"], ["--host-device", "desktop-ddr5-4800-2ch"],
+     "--host-device"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B"], ["--context", "64k"], "--context"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B"], ["--engine", "sglang"], "--engine"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B"], ["--kv-unified"], "--kv-unified"),
+])
+def test_a_serving_flag_with_train_is_refused_naming_it(command, flags, named):
+    err = one_line_error(run(*command, *flags))
+    assert named in err and "--train" in err, err
+
+
+def test_training_flags_shared_with_serving_still_work_with_train():
+    # --attention is both a serving and a training flag; fit's --gpus/--tp are the training ones
+    r = run("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--count", "2", "--train", "--attention", "eager",
+            "--gpus", "2", "--tp", "2", "--json")
+    assert r.returncode in (0, 1), r.stderr
+
+
+# ------------------------------------------------------------------------- constraints of the other mode
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["recommend", "qwen2.5-0.5b", "--deadline", "3d"], "deadline"),
+    (["recommend", "qwen2.5-0.5b", "--max-cost", "10"], "max_cost"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B", "--max-ttft", "0.001"], "max_ttft"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B", "--user-tokens-per-second", "10000"],
+     "user_tokens_per_second"),
+    (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B", "--tokens-per-second", "10000"],
+     "tokens_per_second"),
+])
+def test_a_constraint_of_the_other_mode_is_refused_not_ignored(args, named):
+    # before: exit 0 with every option "meeting every constraint", the stated one never checked
+    err = one_line_error(run(*args))
+    assert named in err, err
+
+
+def test_the_python_api_refuses_the_same_constraints():
+    from llmsizer.recommend import Constraints, best_option_on, recommend_inference, recommend_training
+    with pytest.raises(InputError, match="deadline"):
+        recommend_inference("qwen2.5-0.5b", constraints=Constraints(deadline=3600))
+    with pytest.raises(InputError, match="max_cost"):
+        best_option_on("qwen2.5-0.5b", "h100-sxm", constraints=Constraints(max_cost=10))
+    with pytest.raises(InputError, match="max_ttft"):
+        recommend_training("qwen2.5-0.5b", tokens=10**9, constraints=Constraints(max_ttft=0.5))
+
+
+# ------------------------------------------------------------------------- KV cache type the engine does not have
+
+@pytest.mark.parametrize(("engine", "kv_dtype", "weights"), [
+    ("vllm", "q4_0", None),        # a GGML block type: llama.cpp's -ctk/-ctv only
+    ("sglang", "q8_0", None),
+    ("transformers", "iq4_nl", None),
+    ("llamacpp", "fp8", "q4_k_m"),  # llama.cpp has no fp8 cache type (common/arg.cpp kv_cache_types)
+    ("llamacpp", "int8", "q4_k_m"),
+])
+def test_a_kv_dtype_the_engine_lacks_is_refused(engine, kv_dtype, weights):
+    w = ["--weights", weights] if weights else []
+    err = one_line_error(run("infer", "llama-3.1-8b", "--engine", engine, "--kv-dtype", kv_dtype, *w))
+    assert kv_dtype in err and engine in err, err
+    err2 = one_line_error(run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", engine, "--kv-dtype",
+                              kv_dtype, *w))
+    assert err2 == err
+
+
+@pytest.mark.parametrize(("engine", "kv_dtype", "weights"), [
+    ("vllm", "fp8", None), ("vllm", "fp8_e5m2", None), ("sglang", "fp8_e4m3", None), ("vllm", "bf16", None),
+    ("llamacpp", "q8_0", "q4_k_m"), ("llamacpp", "q4_0", "q4_k_m"), ("llamacpp", "f16", "q4_k_m"),
+    ("llamacpp", "bf16", "q4_k_m"), ("transformers", "fp16", None),
+])
+def test_the_engines_own_kv_dtypes_still_answer(engine, kv_dtype, weights):
+    import llmsizer
+    est = llmsizer.estimate_inference("llama-3.1-8b", engine=engine, kv_dtype=kv_dtype, weights=weights)
+    assert est.item("kv_cache").bytes > 0
+
+
+# ------------------------------------------------------------------------- zero training tokens
+
+@pytest.mark.parametrize("command", [
+    ["fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--train"],  # before: exit 0 with no duration
+    ["recommend", "qwen2.5-0.5b", "--train"],  # before: "--train needs --tokens" although it was given
+])
+def test_zero_training_tokens_is_out_of_range(command):
+    err = one_line_error(run(*command, "--tokens", "0"))
+    assert "--tokens" in err and "out of range" in err, err
+
+
+# ------------------------------------------------------------------------- "did you mean" names the command's own options
+
+def test_did_you_mean_suggests_only_an_option_of_the_command_given():
+    # before: `models --fits-on l4 --images 1` suggested '--layers', an option of `inspect` (registered by the same
+    # module), which `models` refuses in turn
+    err = one_line_error(run("models", "--fits-on", "l4", "--images", "1"))
+    assert "unrecognized arguments: --images" in err and "--layers" not in err, err
+    err = one_line_error(run("models", "--fits-on", "l4", "--contxt", "8k"))
+    assert "did you mean '--context'" in err, err
+    err = one_line_error(run("hardware", "list", "--jsn"))
+    assert "did you mean '--json'" in err, err
+
+
+def test_python_dash_m_llmsizer_is_the_cli():
+    # before: "No module named llmsizer.__main__; 'llmsizer' is a package and cannot be directly executed"
+    r = subprocess.run([sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--concurrency", "0"],
+                       capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
+    assert r.returncode == 2 and "--concurrency" in r.stderr, r.stderr
+    assert run("infer", "qwen2.5-0.5b", "--json").stdout == subprocess.run(
+        [sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--json"], capture_output=True, text=True,
+        env=dict(os.environ, PYTHONPATH=SRC), timeout=120).stdout
+
+
+# ------------------------------------------------------------------------- fit --host-device
+
+@pytest.mark.parametrize(("extra", "named"), [
+    (["--engine", "llamacpp", "--host-device", "foo"], "unknown hardware 'foo'"),  # before: exit 0, all layers on GPU
+    (["--engine", "llamacpp", "--host-device", "h100-sxm"], "must be a CPU"),
+    (["--engine", "vllm", "--host-device", "desktop-ddr5-4800-2ch"], "llamacpp"),  # before: ignored, exit 0
+])
+def test_host_device_is_checked_even_when_no_layer_runs_on_the_cpu(extra, named):
+    err = one_line_error(run("fit", "qwen2.5-0.5b", "--device", "rtx-4090", *extra))
+    assert named in err, err
