@@ -65,6 +65,7 @@ CPU_MOE_LAYERS = Range(0, 10_000, True, "layers whose MoE expert tensors stay in
 SPLIT_SHARE = Range(0, 1e6, False, "a GPU's share of a llama.cpp --tensor-split (proportions, e.g. 3,1)")
 MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
 ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
+FSDP_VERSION = Range(1, 2, True, "PyTorch FSDP1 (FullyShardedDataParallel) or FSDP2 (fully_shard)")
 SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")
 TOP = Range(1, 10_000, True, "rows shown")
 

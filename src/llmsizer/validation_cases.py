@@ -571,8 +571,9 @@ _BLOOM = "bigscience/bloomz-7b1"
 # row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
 TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
-                                     grad_accumulation=16),
-               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile ignored", True, "peak"),
+                                     grad_accumulation=16, compile=True),
+               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)",
+               True, "peak"),
     "PM0019": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", grad_accumulation=64),
                TT_NOTE + "; LoRA q,v r8, AdamW", True, "peak"),
     "PM0021": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
@@ -646,6 +647,21 @@ TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf
                  "reserved memory, predicted is allocated")
 TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "peak")
 TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
+# the same benchmark with torch.compile and torchao Float8 (PM0402-PM0405, Tables 1 and 3) and Table 2's context
+# parallelism (PM0406-PM0409: FSDP + CP + compile + Float8, full checkpointing, batch 1, the sequence split over CP)
+_TITAN_C = dict(TT_TITAN, compile=True)
+TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False, "peak")
+TRAINING_ROWS["PM0403"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8, float8=True),
+                           TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "peak")
+TRAINING_ROWS["PM0404"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128), TT_TITAN_NOTE + "; compile; FSDP over 128", False,
+                           "peak")
+TRAINING_ROWS["PM0405"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128, float8=True),
+                           TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "peak")
+_TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, float8=True, gpus=8)
+for _rid, _cp in (("PM0406", 1), ("PM0407", 2), ("PM0408", 4), ("PM0409", 8)):
+    TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_CP, context_parallel=_cp, seq_len=32768 * _cp),
+                           TT_TITAN_NOTE + f"; full checkpointing, compile, float8, CP {_cp} x FSDP {8 // _cp}", False,
+                           "peak")
 TRAINING_NOT_EXPRESSIBLE = {
     "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
     "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",

@@ -144,6 +144,8 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
                                use_dora=lora.get("dora", False), bias="none",
                                modules_to_save=lora.get("modules_to_save"))
         model = peft.get_peft_model(model, lcfg)
+    if case.get("float8"):
+        _float8(model)
     if case.get("grad_ckpt"):
         model.gradient_checkpointing_enable()
     sac = case.get("sac")
@@ -153,7 +155,11 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
     name = case.get("optimizer", "adamw")
     with fake:
         opt = _optimizer(torch, name, params, case.get("foreach", True))
-    return _run(torch, case, model, opt, params, conf, fake, base_rss)
+    off = _offload(torch, model) if case.get("offload") else None
+    out = _run(torch, case, model, opt, params, conf, fake, base_rss)
+    if off is not None:
+        out["offloaded_bytes_per_step"] = off.host_bytes // case.get("steps", 3)
+    return out
 
 
 def _torchtitan_save_ops(torch: Any) -> set[Any]:
@@ -208,6 +214,65 @@ def _torchtitan_checkpointing(torch: Any, model: Any, sac: Any) -> None:
         layers = model.get_decoder().layers
         for i, layer in enumerate(layers):
             layer.gradient_checkpointing = (i + 1) % int(sac) == 0
+
+
+def _float8(model: Any) -> None:
+    """torchao float8 training as torchtitan applies it: ``convert_to_float8_training`` on every nn.Linear except the
+    output layer (torchtitan's float8 converter filters ``output``), dynamic tensorwise scaling (the default)."""
+    from torchao.float8 import convert_to_float8_training
+
+    convert_to_float8_training(model, module_filter_fn=lambda mod, fqn: fqn != "lm_head")
+
+
+class OffloadActivations:
+    """torchtune's ``OffloadActivations`` (torchtune/training/_activation_offloading.py at bd2a0fc, single-stream
+    path) with the host copy made outside the tracker: in the forward every saved tensor of at least
+    ``min_offload_size`` = 1024 bytes that is not a Parameter is copied to a host tensor the tracker does not see
+    (lines 152-199; autograd then holds only the id, so the original is freed unless a view keeps it), and the
+    last ``max_fwd_stash_size`` = 5 originals are kept alive as the streams path does (lines 165-172, 200-204);
+    in the backward each tensor is copied back (tracked) and freed by autograd after use (lines 213-238).
+    ``host_bytes``: the bytes on the host at the end of the forward."""
+
+    def __init__(self, torch: Any) -> None:
+        import collections
+
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        self.tracker: dict[int, tuple[Any, bool]] = {}
+        self.stash: collections.deque[Any] = collections.deque(maxlen=5)
+        self.host_bytes = 0
+        self.next_id = 0
+        hooks = self
+
+        def pack(t: Any) -> int:
+            hooks.next_id += 1
+            n = t.element_size() * t.nelement()
+            if n >= 1024 and not isinstance(t, torch.nn.Parameter):
+                with _disable_current_modes():
+                    host = t.detach().clone()
+                hooks.tracker[hooks.next_id] = (host, True)
+                hooks.host_bytes += n
+                hooks.stash.append(t)
+            else:
+                hooks.tracker[hooks.next_id] = (t, False)
+            return hooks.next_id
+
+        def unpack(i: int) -> Any:
+            hooks.stash.clear()  # lines 343-347: the forward stash is emptied once the backward runs
+            t, moved = hooks.tracker.pop(i)
+            return t.clone() if moved else t
+
+        self.ctx = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+def _offload(torch: Any, model: Any) -> Any:
+    """Enter the offloading hooks around the decoder (embedding, layers, final norm) as torchtune's recipes do: the
+    output projection runs under NoOpManager and the loss outside the context (lines 405-433)."""
+    off = OffloadActivations(torch)
+    body = model.get_decoder()
+    body.register_forward_pre_hook(lambda *a: off.ctx.__enter__())
+    body.register_forward_hook(lambda *a: off.ctx.__exit__(None, None, None), always_call=True)
+    return off
 
 
 def _optimizer(torch: Any, name: str, params: list[Any], foreach: bool) -> Any:

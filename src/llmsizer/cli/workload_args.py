@@ -16,6 +16,7 @@ from ..numbers import (
     CONCURRENCY,
     COUNT,
     CPU_MOE_LAYERS,
+    FSDP_VERSION,
     GPU_LAYERS,
     HEADROOM,
     IMAGES,
@@ -219,16 +220,35 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    help="Megatron sequence parallelism (needs --tp)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none)")
     g.add_argument("--gpus-per-node", type=int_arg(COUNT), help=f"for --fsdp hybrid (default {TW.gpus_per_node})")
+    add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
     g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
                    "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
+
+
+def add_framework_args(g: argparse._ArgumentGroup) -> None:
+    """Framework settings that change a step's memory (formulas/activation_offload.py, context_parallel.py,
+    float8_training.py, compiled_activations.py, fsdp_flat_param.py)."""
+    g.add_argument("--fsdp-version", type=int_arg(FSDP_VERSION),
+                   help=f"FSDP implementation: 2 fully_shard, 1 FullyShardedDataParallel flat parameters (default "
+                        f"{TW.fsdp_version})")
+    g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
+                   help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
+                        "(needs --fsdp; default 1)")
+    g.add_argument("--activation-offload", action="store_true", default=None,
+                   help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
+    g.add_argument("--float8", action="store_true", default=None,
+                   help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
+    g.add_argument("--compile", action="store_true", default=None,
+                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU)")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "kernels",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node", "metric")
+                   "gpus_per_node", "metric", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                   "compile")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

@@ -36,7 +36,8 @@ from .result import Chart, Hardware, JobPlan, Series
 
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
-                        "checkpoint_offload", "kernels", "zero", "fsdp", "tp", "pp", "offload")
+                        "checkpoint_offload", "kernels", "zero", "fsdp", "tp", "pp", "offload",
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -122,7 +123,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     budget = job.budget.total
     if tokens and (ctx.alternatives or not job.resources.given):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
-                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload")}
+                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload",
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
                              constraints=Constraints(deadline=deadline, max_cost=budget),

@@ -203,6 +203,13 @@ TRAINING = (
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),
           F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
+          F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
+            "parameters", template=False, minimum=1, maximum=2),
+          F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
+            template=False, minimum=1),
+          F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
+          F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),
+          F("compile", "bool", "the model runs under torch.compile", template=False),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

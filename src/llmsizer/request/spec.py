@@ -89,6 +89,11 @@ class TrainingSettings:
     tp: int | None = None
     pp: int | None = None
     offload: str | None = None
+    fsdp_version: int | None = None
+    context_parallel: int | None = None
+    activation_offload: bool | None = None
+    float8: bool | None = None
+    compile: bool | None = None
     epochs: float | None = None
     train_tokens: int | None = None
     utilization: float | None = None

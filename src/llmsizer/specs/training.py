@@ -24,6 +24,7 @@ GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
+FSDP_VERSIONS = (1, 2)
 # ce: logits from the model, then cross-entropy (transformers ForCausalLMLoss; with loss_chunks > 1 torchtune
 # CEWithChunkedOutputLoss); linear-ce: the lm_head applied inside the loss, chunk by chunk (torchtune
 # LinearCrossEntropyLoss), so the whole logits tensor never exists
@@ -123,6 +124,17 @@ class TrainingWorkload:
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
+    fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
+        one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
+        ``formulas/fsdp_flat_param.py``).
+    context_parallel: torchtitan context parallelism degree: each sequence split over this many devices, ring
+        attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
+    activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
+        backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
+    float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP the weights
+        are all-gathered in float8; ``formulas/float8_training.py``).
+    compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
+        for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
@@ -164,6 +176,11 @@ class TrainingWorkload:
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
+    fsdp_version: int = 2
+    context_parallel: int = 1
+    activation_offload: bool = False
+    float8: bool = False
+    compile: bool = False
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
@@ -180,6 +197,10 @@ class TrainingWorkload:
         for name, value, allowed in closed:
             if value not in allowed:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        if self.device == "cpu" and (self.activation_offload or self.float8):
+            raise InputError(("activation_offload copies saved activations from a GPU to host memory"
+                              if self.activation_offload else "float8 training runs torch._scaled_mm on GPU tensor "
+                              "cores") + "; on device cpu it does not apply")
         if self.device == "cpu" and self.offload != "none":
             raise InputError(f"offload {self.offload} moves states from a GPU to host RAM; on device cpu they are "
                              "there already (use offload none)")
@@ -195,7 +216,7 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
         for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "ep", "gpus_per_node",
-                     "loss_chunks", "checkpoint_every"):
+                     "loss_chunks", "checkpoint_every", "context_parallel"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -216,12 +237,39 @@ class TrainingWorkload:
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
-        model_parallel = self.tp * self.pp
+        for flag in ("activation_offload", "float8", "compile"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
+        if self.activation_offload and self.checkpoint_offload:
+            raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
+                             "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
+        if self.fsdp_version not in FSDP_VERSIONS or isinstance(self.fsdp_version, bool):
+            raise InputError(f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), got "
+                             f"{self.fsdp_version!r}")
+        if self.fsdp_version == 1 and self.fsdp is None:
+            raise InputError("fsdp_version 1 applies to FSDP; give fsdp (full, grad_op or hybrid)")
+        model_parallel = self.tp * self.pp * self.context_parallel
         if self.gpus % model_parallel:
-            raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp ({self.tp} x {self.pp})")
-        if (self.gpus // model_parallel) % self.ep:
+            raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x "
+                             f"{self.pp} x {self.context_parallel})")
+        if self.context_parallel > 1:
+            if self.fsdp is None or self.fsdp_version != 2:
+                raise InputError("context_parallel is torchtitan's, which shards the parameters with FSDP2 over "
+                                 "dp x cp; give fsdp (full, grad_op or hybrid) with fsdp_version 2")
+            if self.attention == "eager":
+                raise InputError("context_parallel runs ring attention over SDPA kernels (flash, efficient, cuDNN); "
+                                 "attention 'eager' does not apply")
+            if self.seq_len % (2 * self.context_parallel):
+                raise InputError(f"seq_len ({self.seq_len}) must be a multiple of 2 x context_parallel "
+                                 f"({2 * self.context_parallel}): the head-tail load balancer splits each sequence "
+                                 "into 2 x cp chunks")
+        if self.float8 and (self.method != "full" or self.precision in ("fp32", "fp16", "fp16-mixed",
+                                                                        "deepspeed-fp16", "megatron-fp16")):
+            raise InputError("float8 applies to full training with bf16 compute (torchao convert_to_float8_training "
+                             "in torchtitan); use method full and a bf16 precision")
+        if (self.gpus // (self.tp * self.pp)) % self.ep:
             raise InputError(f"ep ({self.ep}) must divide the data-parallel degree gpus/(tp*pp) = "
-                             f"{self.gpus // model_parallel}")
+                             f"{self.gpus // (self.tp * self.pp)}")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
@@ -260,8 +308,8 @@ class TrainingWorkload:
 
     @property
     def dp(self) -> int:
-        """Data-parallel degree: gpus / (tp x pp)."""
-        return self.gpus // (self.tp * self.pp)
+        """Data-parallel degree (model replicas fed different batches): gpus / (tp x pp x cp)."""
+        return self.gpus // (self.tp * self.pp * self.context_parallel)
 
     @property
     def shard_stage(self) -> int:
@@ -273,6 +321,8 @@ class TrainingWorkload:
     @property
     def shard_group(self) -> int:
         """Devices one shard group spans: the data-parallel degree, or one node's GPUs for hybrid sharding."""
+        # torchtitan shards parameters over dp_shard x cp (parallel_dims.py: fsdp = dp_shard * cp)
+        ways = self.dp * self.context_parallel
         if self.fsdp == "hybrid":
-            return max(1, min(self.dp, self.gpus_per_node // (self.tp * self.pp) or 1))
-        return self.dp
+            return max(1, min(ways, self.gpus_per_node // (self.tp * self.pp) or 1))
+        return ways

@@ -34,6 +34,7 @@ from .timeline import StageTimeline, stage_timeline
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
+OFFLOAD_SRC = "torchtune training/_activation_offloading.py OffloadActivations"
 PAR_SRC = "formulas/parallelism.py (ZeRO section 5, FSDP, Megatron TP, 1F1B pipeline)"
 
 WHY_16_VS_18 = (
@@ -183,6 +184,9 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                            f"full size {format_bytes(st.grads + st.main_grads)}")
     if w.offload != "none":
         g_note = " - offloaded to host with the optimizer (see host_gradients)"
+    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
+        g_note += (" - FSDP1: each unit's flat gradient spans every element of the unit, frozen base included "
+                   "(formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)")
     acc.items.append(Item("gradients", g, "device",
                           formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
                                   + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
@@ -215,6 +219,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
                        "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
             src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
+        if name == "backward_transient" and w.context_parallel > 1:
+            formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
+                        "accumulators and the rotating dK/dV buffer")
+            src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
+        if name == "backward_transient" and w.float8:
+            formula += " + the largest Float8Linear's float8 casts (grad_output twice, weight, input; 1 B each)"
+            src += "; formulas/float8_training.py (torchao float8_linear.py lines 94-205)"
+        if name == "gathered_params" and w.float8 and w.fsdp is not None:
+            formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
+            src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"
+        if name == "gathered_params" and w.fsdp_version == 1 and w.fsdp is not None:
+            formula += "; FSDP1 flat parameters (+ the _mp_shard low-precision copy of a shard under mixed precision)"
+            src += "; formulas/fsdp_flat_param.py"
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
@@ -253,6 +270,12 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                               source="Unsloth offloaded checkpointing: unsloth_zoo/gradient_checkpointing.py @ 36ff5fc "
                                      "lines 136-160 (hidden_states.to('cpu') in forward, back to the GPU in backward); "
                                      "unsloth/models/llama.py @ e3162dc line 817"))
+    if tl.offloaded_activations:
+        acc.items.append(Item("host_offloaded_activations", tl.offloaded_activations, "host",
+                              formula="activation_offload: every layer's saved tensors (>= 1 KiB, not parameters) "
+                                      "copied to pinned host memory in the forward, brought back layer by layer in "
+                                      "the backward",
+                              source="formulas/activation_offload.py; " + OFFLOAD_SRC))
     for name, b in st.host.items():
         if b:
             acc.items.append(Item(f"host_{name}", b, "host",
@@ -292,6 +315,14 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
                 + "); without it " + text)
     if tl.inflight > 1:
         text += f" x {tl.inflight} in-flight micro-batches (1F1B)"
+    if w.compile:
+        text += "; torch.compile: the min-cut partitioner's saved set (norms keep input + 1/rms, silu rebuilt)"
+    if w.context_parallel > 1:
+        text += (f"; context parallel {w.context_parallel}: {ctx.act.seq} of {w.seq_len} tokens per sequence on each "
+                 "device")
+    if w.activation_offload:
+        text += ("; activation_offload: on the device only the layer in its backward (and at forward end the "
+                 "last layer's stash), the rest on the host")
     return text
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ...errors import InputError
 from ...formulas import unsloth_kernels
+from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, any_quantizable, lora_params
 from ...formulas.tensor_parallel import check_tensor_parallel
@@ -37,6 +38,11 @@ _WHY = {
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
     "offload": "everything on the device",
+    "fsdp_version": "FSDP2 fully_shard (per-parameter shards)",
+    "context_parallel": "each sequence on one device (no context parallelism)",
+    "activation_offload": "saved activations stay on the device",
+    "float8": "bf16 linears (no torchao float8)",
+    "compile": "eager PyTorch: every op saves what its own backward needs",
 }
 
 
@@ -90,6 +96,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload",))
+    record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
+    if w.fsdp is not None:
+        record_workload(w, acc, ("fsdp_version",))
     if w.device != "gpu":
         record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
@@ -135,6 +144,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                             "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
                             if default_ad == "fp32" else "adapters in the training dtype (pure half precision)"))
         adapter_bytes = DTYPE_BYTES[ad]
+        if w.fsdp is not None and w.fsdp_version == 1 and (w.method == "qlora" or adapter_bytes != base_bytes):
+            raise InputError(f"FSDP1 flattens each unit into one flat parameter of one dtype (torch "
+                             f"_flat_param.py lines 804-836): the {ad} adapters cannot share a unit with the "
+                             f"{base_format} base; give adapter_dtype equal to base_dtype, or fsdp_version 2")
         if w.modules_to_save:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
@@ -155,7 +168,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
     adapted = frozenset(m.role for m in lora.modules) if lora else frozenset()
     act = ActivationSetup(
-        batch=w.micro_batch, seq=w.seq_len, residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
+        batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,

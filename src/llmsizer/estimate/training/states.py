@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from ...formulas.dtypes import DTYPE_BYTES
+from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, model_tensors
@@ -200,6 +201,17 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.optimizer = states
     st.layer_grads = {i: n * grad_b for i, n in per_layer_elems.items()}
     st.head_grads = (head_elems - save_head) * grad_b + save_head * save_b
+    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
+        # FSDP1: a unit's flat parameter requires grad if any of its parameters does, and its gradient spans every
+        # element, frozen base included (formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)
+        elt = max(1, ctx.base_bytes)
+        # (a unit with no trained parameter gets none: its flat parameter does not require grad)
+        units = {i: st.layer_weights[i] // elt + per_layer_elems[i] for i in stages[stage] if per_layer_elems.get(i)}
+        st.layer_grads = {i: n * grad_b for i, n in units.items()}
+        st.grads = sum(flat_grad_elements(n, g_shard) for n in units.values()) * grad_b
+        if head_elems + embed_elems:  # the root unit: embedding, final norm, lm_head
+            rest = (weights - layer_total) // elt + head_elems + embed_elems
+            st.grads += flat_grad_elements(rest, g_shard) * grad_b
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:

@@ -24,7 +24,12 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from ...formulas import unsloth_kernels
+from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
+from ...formulas.compiled_activations import compiled_layer_terms
+from ...formulas.context_parallel import ring_attention_backward_bytes
 from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
+from ...formulas.float8_training import float8_gathered_bytes, largest_float8_backward
+from ...formulas.fsdp_flat_param import mp_shard_bytes
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -36,6 +41,8 @@ from ...formulas.parallelism import (
 from ...formulas.selective_checkpointing import op_sac_reused_bytes, op_sac_saved_terms
 from ...formulas.training_activations import (
     Term,
+    _div,
+    _head_dims,
     checkpoint_input_bytes,
     head_activations,
     layer_backward_transient,
@@ -67,6 +74,7 @@ class StageTimeline:
     inflight: int
     step_temporaries: int
     step_temporaries_foreach: int
+    offloaded_activations: int = 0  # pinned host bytes of activation offloading (formulas/activation_offload.py)
 
     @cached_property
     def peak(self) -> Phase:
@@ -94,11 +102,21 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     none = replace(act, checkpointing="none") if mode == "selective" else None
     # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
     shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
+    # buffers a layer's backward adds on top of its gradients: ring attention's (context parallelism) and
+    # Float8Linear's float8 casts (formulas/context_parallel.py, formulas/float8_training.py)
+    extra_transient = 0
+    if w.context_parallel > 1:
+        q_w, k_w, v_w, _ = (_div(x, w.tp) for x in _head_dims(spec))
+        extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
+    if w.float8:
+        extra_transient += largest_float8_backward(spec, act.tokens, w.tp, compiled=w.compile)
     for i in st.layers:
         k = kind(i)
         if k not in by_kind:
             t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
                    else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
+            if w.compile and w.kernels != "unsloth":  # the min-cut partitioner's set (formulas/compiled_activations.py)
+                t_i = compiled_layer_terms(spec, i, act, t_i)
             full_i = _sum(t_i)
             drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
             copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
@@ -112,7 +130,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                 keep_i = checkpoint_input_bytes(spec, act)
                 rebuild_i = full_i - copies_i - shared_input
             by_kind[k] = (t_i, full_i, drop_i, (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
-                                   else layer_backward_transient(spec, i, act)), keep_i, rebuild_i)
+                                   else layer_backward_transient(spec, i, act)) + extra_transient, keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
@@ -152,8 +170,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
-    if w.precision == "fsdp-bf16-mixed" and gather:  # units are all-gathered in param_dtype (bf16), not fp32
+    if w.float8 and gather and w.fsdp is not None:  # torchao float8 all-gather: 1 B per element
+        gather = float8_gathered_bytes(gather, ctx.recipe.model_bytes)
+    elif w.precision == "fsdp-bf16-mixed" and gather:  # units are all-gathered in param_dtype (bf16), not fp32
         gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
+    if w.fsdp_version == 1 and w.fsdp is not None and w.precision == "fsdp-bf16-mixed" and gather:
+        # FSDP1 casts the unit's shard into _mp_shard before the all-gather (formulas/fsdp_flat_param.py)
+        largest = max(st.layer_weights.values()) // max(1, ctx.recipe.model_bytes)
+        gather += mp_shard_bytes(largest, w.shard_group, ctx.recipe.compute_bytes)
     # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
     # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
     ds3 = w.zero == 3 and w.fsdp is None
@@ -205,6 +229,27 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
 
     phases: list[Phase] = []
     all_kept = sum(act_kept.values())
+    fwd_kept = m * all_kept  # saved activations on the device at forward end
+    host_act = final_norm = 0
+    if w.activation_offload:  # torchtune OffloadActivations: saved tensors go to pinned host memory
+        ordered = [act_kept[i] for i in sorted(st.layers)]
+        plain = [i for i in st.layers if not ckpt[i]]
+        repeats = 0
+        if plain:  # a checkpointed layer saves only its input: once
+            n_qkv = sum(1 for r in ("attn_q", "attn_k", "attn_v") if w.method == "full" or r in act.adapted)
+            n_mlp = sum(1 for r in ("ffn_gate", "ffn_up") if w.method == "full" or r in act.adapted)
+            repeats = repeated_saves(act.tokens, spec.hidden_size, act.residual, act.compute, spec.head_dim,
+                                     spec.norms_per_layer, n_qkv, n_mlp) * len(plain) // len(ordered)
+        host_act = offload_host_bytes(ordered, m, repeats)
+        # the final norm runs inside the offloading context (lm_head and the loss do not): its saves go too
+        final_norm = sum(t.bytes for t in head.saved if t.name.startswith("final norm")) if head else 0
+        host_act += final_norm
+        if head and spec.norm_kind != "layernorm":  # its fp32 input is saved by pow and by the mul by 1/rms
+            host_act += act.tokens * spec.hidden_size * max(4, act.residual)
+        last = max(st.layers)
+        width = spec.intermediate_size if not spec.moe_layers[last] else spec.hidden_size
+        last_save = act_kept[last] if ckpt[last] else act.tokens * _div(width, w.tp) * act.compute
+        fwd_kept = offload_stash_bytes(last_save, final_norm)
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
     # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
@@ -213,11 +258,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     f = Phase("forward end", dict(base))
-    f.parts["activations"] = m * all_kept
+    f.parts["activations"] = fwd_kept
     if copies_fwd + head_copy:
         f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
-        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
     if persist:
@@ -229,11 +274,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     phases.append(f)
     if head:
         b = Phase("loss backward", dict(base))
-        b.parts["activations"] = m * all_kept
+        b.parts["activations"] = fwd_kept
         copies_bwd = m * sum(copies_kept.values()) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
-        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast")
+        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
         if persist:
@@ -252,6 +297,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     for idx, j in enumerate(order):
         p = Phase(f"backward layer {j}", dict(base))
         p.parts["activations"] = kept_below[j] + (m - 1) * all_kept + recompute[j]
+        if w.activation_offload:  # the node in flight's saved tensors (and a recompute); the rest on the host
+            p.parts["activations"] = (act_kept[j] if ckpt[j] else max(t.bytes for t in terms[j])) + recompute[j]
         live_copies = copies_below[j] + (m - 1) * sum(copies_kept.values()) + (copies[j] if ckpt[j] else 0)
         if live_copies:
             p.parts["autocast_weight_copies"] = live_copies
@@ -288,4 +335,5 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(s)
     else:
         foreach_tmp = 0
-    return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp)
+    return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp,
+                         host_act)

@@ -1,0 +1,39 @@
+"""FSDP1 (``FullyShardedDataParallel``) flat-parameter buffers, where they differ from FSDP2 (``fully_shard``).
+
+FSDP1 flattens the parameters of each wrapped unit into one ``FlatParameter`` (torch 2.13
+``torch/distributed/fsdp/_flat_param.py``); FSDP2 keeps one DTensor shard per parameter. The differences in a
+step's memory:
+
+- one flat parameter has one dtype and one ``requires_grad``: with ``use_orig_params=True`` a unit may mix frozen
+  and trained parameters, and the flat parameter then requires grad if *any* of them does (lines 804-836:
+  ``flat_param_requires_grad = flat_param_requires_grad or tensor.requires_grad``; lines 2454-2474). Its gradient
+  is one flat tensor over *every* element of the unit, frozen ones included (zeros), both unsharded before the
+  reduce-scatter and as the sharded ``flat_param.grad`` kept until the optimizer step. For LoRA this makes the
+  gradient as large as the frozen base; FSDP2 allocates gradients only for the trained parameters;
+- the flat parameter is padded to a multiple of the world size (lines 762-776), each rank's shard equal;
+- with ``MixedPrecision(param_dtype=...)`` the sharded flat parameter is cast into ``_mp_shard`` (a low-precision
+  copy of the shard, lines 1271-1276, 1340-1357) before the all-gather and freed after it (lines 1536-1547);
+- the root unit is not resharded after forward (``_runtime_utils.py`` lines 494-499), as FSDP2 also does for its
+  root (``_fully_shard/_fsdp_state.py`` lines 203-207), and ``limit_all_gathers`` allows two all-gathers in flight
+  (``_limiter_utils.py``), the current unit and one prefetched, as FSDP2's default prefetch.
+"""
+
+from __future__ import annotations
+
+SOURCE = ("torch/distributed/fsdp/_flat_param.py (FlatParameter: uniform requires_grad lines 804-836, padding "
+          "762-776, _mp_shard 1271-1357)")
+
+
+def padded_numel(numel: int, world_size: int) -> int:
+    """Elements of a flat parameter after padding to a multiple of the world size (lines 762-776)."""
+    return -(-numel // world_size) * world_size
+
+
+def flat_grad_elements(unit_elements: int, world_size: int) -> int:
+    """Elements of one rank's sharded flat gradient: every element of the unit, frozen ones included."""
+    return padded_numel(unit_elements, world_size) // world_size
+
+
+def mp_shard_bytes(unit_elements: int, world_size: int, param_bytes: int) -> int:
+    """The low-precision copy of one unit's shard made before its all-gather [bytes]."""
+    return flat_grad_elements(unit_elements, world_size) * param_bytes

@@ -1,0 +1,79 @@
+"""Measured truth for context parallelism: torch's own ring attention (``_templated_ring_attention`` and its backward,
+torch/distributed/tensor/experimental/_context_parallel/_attention.py, the functions torchtitan's CP dispatches SDPA
+to) on CPU ranks over gloo, with the CPU flash kernel (``aten._scaled_dot_product_flash_attention_for_cpu`` and its
+backward) as the per-block op, head-tail load balancing and the default all-gather K/V rotation, as on CUDA.
+
+Rank 0 prints one JSON object: the peak of live tensor bytes (``measure_step.LiveTensorBytes``) above the inputs
+during the forward and during the backward, the op's own results (output, log-sum-exp; dq, dk, dv) taken out, and
+the staging copy gloo's all-gather makes of a tensor of the local K/V's size (a CPU-backend artifact).
+Nothing here imports llmsizer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def main(case: dict[str, Any]) -> dict[str, Any] | None:
+    import torch
+    import torch.distributed as dist
+    from measure_step import LiveTensorBytes
+    from torch.distributed.tensor.experimental._context_parallel._attention import (
+        _templated_ring_attention,
+        _templated_ring_attention_backward,
+    )
+
+    dist.init_process_group("gloo")
+    torch.manual_seed(dist.get_rank())
+    torch.set_num_threads(1)
+    b, hq, hkv, s_local, d = case["batch"], case["heads"], case["kv_heads"], case["local_seq"], case["head_dim"]
+    dt = torch.bfloat16
+    q = torch.randn(b, hq, s_local, d, dtype=dt)
+    k = torch.randn(b, hkv, s_local, d, dtype=dt).repeat_interleave(hq // hkv, dim=1)  # SDPA CPU: K/V per head
+    v = torch.randn(b, hkv, s_local, d, dtype=dt).repeat_interleave(hq // hkv, dim=1)
+    go = torch.randn(b, hq, s_local, d, dtype=dt)
+    group = dist.group.WORLD
+    fwd_op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    bwd_op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
+
+    # gloo's all-gather holds its own staging copy ((ranks - 1) x the input on CPU; NCCL gathers into the output):
+    # measured alone on a tensor of the local K/V's size, so the caller can tell it from ring attention's buffers
+    import torch.distributed._functional_collectives as ft_c
+
+    kv = torch.cat([k.flatten(), v.flatten()])
+    ag = LiveTensorBytes(lambda live: {})
+    ag.track(kv)
+    with ag.mode:
+        gathered = ft_c.wait_tensor(ft_c.all_gather_single(kv, gather_dim=0, group=dist.group.WORLD))
+    gloo_copy = ag.peak - ag.live[kv.untyped_storage()._cdata] - gathered.untyped_storage().nbytes()
+    del gathered, kv
+
+    tracker = LiveTensorBytes(lambda live: {})
+    for t in (q, k, v, go):
+        tracker.track(t)
+    base = tracker.current
+    with tracker.mode:
+        out, lse = _templated_ring_attention(group, 2, fwd_op, q, k, v, is_causal=True)[:2]
+    fwd_peak = tracker.peak - base - out.untyped_storage().nbytes() - lse.untyped_storage().nbytes()
+    out, lse = out.to(dt), lse
+    tracker2 = LiveTensorBytes(lambda live: {})
+    for t in (q, k, v, go, out, lse):
+        tracker2.track(t)
+    base2 = tracker2.current
+    with tracker2.mode:
+        dq, dk, dv = _templated_ring_attention_backward(group, 2, bwd_op, go, "grad_out", q, k, v, out, lse, True,
+                                                        dropout_p=0.0)[:3]
+    results = {x.untyped_storage()._cdata: x.untyped_storage().nbytes() for x in (dq, dk, dv)}  # dk, dv: one storage
+    bwd_peak = tracker2.peak - base2 - sum(results.values())
+    rank = dist.get_rank()
+    dist.destroy_process_group()
+    return ({"forward_extra_bytes": fwd_peak, "backward_extra_bytes": bwd_peak, "gloo_all_gather_copy_bytes": gloo_copy}
+            if rank == 0 else None)
+
+
+if __name__ == "__main__":
+    result = main(json.loads(sys.argv[1]))
+    if result is not None:
+        print(json.dumps(result))
