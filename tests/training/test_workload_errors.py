@@ -96,3 +96,24 @@ def test_a_latent_moe_says_which_training_numbers_ignore_the_latent() -> None:
     assert "hidden_size 4096" in w and "overestimate" in w
     nano = estimate_training("nvidia-nemotron-3-nano-30b-a3b-bf16", method="lora")
     assert not [x for x in nano.warnings if "latent" in x]
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--rank", "8"], "rank"), (["--alpha", "16"], "alpha"), (["--targets", "q,v"], "targets"),
+    (["--adapter-dtype", "bf16"], "adapter_dtype"), (["--modules-to-save", "lm_head"], "modules_to_save"),
+])
+@pytest.mark.parametrize("command", [["train", "llama-3.2-1b"], ["fit", "llama-3.2-1b", "--device", "rtx-4090",
+                                                                   "--train"]])
+def test_adapter_settings_with_method_full_are_refused(command: list[str], flags: list[str], named: str) -> None:
+    """Before, `train --method full --rank 8` (and --alpha/--targets/--adapter-dtype/--modules-to-save) answered
+    exit 0 as if they had not been given (fit dropped --targets silently); base_dtype was already refused."""
+    import contextlib
+    import io
+
+    from llmsizer.cli.main import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main([*command, "--method", "full", *flags])
+    assert code == 2 and f"{named} applies to lora/dora/qlora" in err.getvalue()
+    assert err.getvalue().count("\n") == 1

@@ -287,8 +287,4 @@ def refuse_serving_flags(args: argparse.Namespace) -> None:
 
 def training_fields(args: argparse.Namespace) -> dict[str, Any]:
     """TrainingWorkload keyword fields the user gave (the dataclass supplies the rest)."""
-    out = {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}
-    if out.get("method", TW.method) == "full":
-        out.pop("targets", None)  # LoRA targets do not apply
-        out.pop("modules_to_save", None)
-    return out
+    return {k: getattr(args, k) for k in TRAINING_FIELDS if getattr(args, k, None) is not None}

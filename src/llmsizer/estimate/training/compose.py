@@ -88,6 +88,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
+    _refuse_adapter_fields_on_full(w)
     # memoized on exactly what the estimate reads: the spec (by identity; the memo keeps it alive) and every
     # workload field with its type. Each caller gets its own copy of ``details`` (the one mutable part).
     vals = tuple(w.__dict__.values())
@@ -106,6 +107,17 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
 
 
 _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+
+ADAPTER_FIELDS = ("rank", "alpha", "targets", "adapter_dtype")  # modules_to_save and base_dtype: refused by the spec
+
+
+def _refuse_adapter_fields_on_full(w: TrainingWorkload) -> None:
+    """Adapter settings the caller gave (``given``, specs/given.py) with method 'full' would be silently unused:
+    refused, as base_dtype is by the spec."""
+    extra = [f for f in ADAPTER_FIELDS if f in (w.given or ())]
+    if w.method == "full" and extra:
+        raise InputError(f"{', '.join(extra)} appl{'ies' if len(extra) == 1 else 'y'} to lora/dora/qlora adapters; "
+                         "method is 'full' (give --method lora, or drop them)")
 
 
 def _copy_value(v: Any) -> Any:
