@@ -85,10 +85,11 @@ def copy_command(page: Page) -> str:
 
 
 def wait_grid(page: Page) -> None:
-    """Wait until every cell of the fits-on grid is answered; each must be a verdict (a device id the catalog
-    lost would show its error instead)."""
-    page.wait_for_function("() => document.querySelectorAll('#fits-grid .cell').length > 0 && "
-                           "!document.querySelector('#fits-grid .cell.pending')", timeout=60_000)
+    """Wait until every cell of the fits-on grid is answered for the page's current state (the grid stamps the
+    state it answered; a grid finished for the previous input does not count, since the grid is re-asked 400 ms
+    after each answer); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
+    page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
+                           timeout=60_000)
     errors = page.locator("#fits-grid .cell:not([data-fits])")
     assert errors.count() == 0, errors.all_inner_texts()
 

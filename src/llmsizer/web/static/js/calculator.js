@@ -179,6 +179,8 @@ async function grid() {
   if (tab === "train") base.train = true;
   if (gridCurrent) gridCurrent.abort();
   const ctl = (gridCurrent = new AbortController());
+  const asked = location.search; // the state this grid answers; stamped on the grid once every cell is in
+  delete $("fits-grid").dataset.answered;
   gridSkeleton();
   const cells = GRID_DEVICES.flatMap((dev) => GRID_COUNTS.map((n) => [dev, n]));
   await pool(cells, 4, async ([dev, n]) => {
@@ -209,8 +211,10 @@ async function grid() {
       cell.title = e.message;
     }
   });
+  if (ctl.signal.aborted) return;
+  $("fits-grid").dataset.answered = asked;
   const errors = [...$("fits-grid").querySelectorAll(".cell")].map((c) => c.dataset.error);
-  if (!ctl.signal.aborted && errors.length && errors.every((m) => m && m === errors[0])) { // one answer, said once
+  if (errors.length && errors.every((m) => m && m === errors[0])) { // one answer, said once
     $("fits-grid").tBodies[0].replaceChildren(el("tr", {}, el("td", { colspan: 1 + GRID_COUNTS.length, class: "problem",
       id: "grid-problem" }, `llmsizer fit answers for every cell: ${errors[0]}`)));
   }
