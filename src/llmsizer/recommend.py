@@ -35,6 +35,7 @@ from .estimate.fit import (
     default_engine,
     fit,
     fit_training,
+    per_replica,
     usable_memory,
     vm_share_device,
 )
@@ -48,6 +49,7 @@ from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import normalize_engine
+from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
@@ -211,6 +213,9 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
     out: list[_Candidate] = []
     skipped: list[Option] = []
     providers = {p.lower() for p in c.providers}
+    known = sorted({inst.provider for inst in cat.instances.values()})
+    for p in sorted(providers - set(known)):  # a typo would answer "no option" (exit 1) as if none qualified
+        raise InputError(f"unknown provider {p!r}{did_you_mean(p, known)} (the catalog's: {', '.join(known)})")
     if not c.laptop:
         for inst in cat.instances.values():
             if providers and inst.provider not in providers:
@@ -481,7 +486,7 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
-        per = max(1, math.ceil(concurrency / r))
+        per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
                   hardware_files=hardware_files, **(media or {}))

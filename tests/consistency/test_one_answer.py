@@ -504,3 +504,61 @@ def test_a_stated_running_cap_below_the_concurrency_does_not_fit_on_either_pool_
     assert "max_num_seqs 4 (stated)" in out["details"]["verdict"]
     code, out = run_json(*base, "--max-num-seqs", "16")
     assert code == 0 and out["details"]["fits"] is True
+
+
+def _service(model: str, resources: str, engine: str, quant: str, context: int, concurrency: int,
+             output: int = 256):  # type: ignore[no-untyped-def]
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+
+    text = (f"version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {{name: {model}}}\n"
+            f"    quantization: {quant}\n    engine: {engine}\n    traffic:\n"
+            f"      concurrency: {{typical: {concurrency}, peak: {concurrency}}}\n"
+            f"      context: {{typical: {context}, peak: {context}}}\n      output: {{typical: {output}, peak: {output}}}\n"
+            f"    resources: {resources}\n")
+    return make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
+
+
+def test_a_service_on_a_cpu_instance_is_planned_as_fit_answers() -> None:
+    """Qwen2.5-0.5B Q8_0 on llama.cpp on an AWS m7i.4xlarge (a CPU VM: 64 GiB of RAM, 8 of the socket's 48 cores):
+    ``fit --device aws-m7i.4xlarge``, ``recommend`` and ``models --fits-on`` size it against the instance's RAM and
+    time it on the VM's share of the socket. The plan fitted the bare CPU instead: an ERROR check "has no sourced
+    memory size", no verdict and no speed (exit 1) before the fix."""
+    job = _service("qwen2.5-0.5b", "{instance: aws-m7i.4xlarge}", "llamacpp", "q8_0", 4096, 2)
+    r = fit("qwen2.5-0.5b", "aws-m7i.4xlarge", engine="llamacpp", weights="q8_0", context=4096, concurrency=2,
+            output_tokens=256)
+    assert r.fits and r.speed is not None
+    assert any(a.name == "cpu_vm_bandwidth_share" and float(a.value) < 1 for a in r.assumptions)
+    mem, spd = job.section("memory"), job.section("speed")
+    assert mem.value("usable") == 64 * GiB and mem.value("budget") == r.budget_per_device
+    assert mem.value("fits") is True and mem.value("need_peak") == r.memory_per_device
+    assert spd.value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user, rel=1e-12)
+    assert spd.value("ttft_peak") == pytest.approx(r.speed.ttft_seconds, rel=1e-12)
+    rec = recommend_inference("qwen2.5-0.5b", context=4096, concurrency=2, output_tokens=256, engine="llamacpp",
+                              weights="q8_0", quantization_advice=False)
+    o = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-m7i.4xlarge")
+    assert o.memory_per_device == r.memory_per_device and o.tokens_per_second_per_user == pytest.approx(
+        r.speed.tokens_per_second_per_user, rel=1e-12)
+
+
+def test_replicas_of_one_machine_share_the_load_in_fit_recommend_and_plan() -> None:
+    """Qwen2.5-7B (28 heads) on an AWS p5.48xlarge (8 x H100): vLLM runs 2 replicas of TP 4, and 5 users are spread
+    over them, so the fullest replica serves ceil(5 / 2) = 3 (the rule ``recommend`` already used for replicas it
+    adds, and the plan). ``fit`` sized each replica's memory for all 5 sequences and its speed for 5 // 2 = 2 (710
+    vs the plan's 688 tokens/s per user; 64 users: a workload need of 17.63 vs 14.13 GiB) before the fix."""
+    spec = load_model("qwen2.5-7b")
+    r = fit(spec, "aws-p5.48xlarge", engine="vllm", context=8192, concurrency=5, output_tokens=256)
+    assert (r.tensor_parallel, r.replicas) == (4, 2) and r.estimate is not None and r.speed is not None
+    one_replica = estimate_inference(spec, engine="vllm", context=8192, concurrency=3, output_tokens=256,
+                                     tensor_parallel=4, memory=r.details["usable_memory_per_device"])
+    assert r.estimate.details["workload_bytes"] == one_replica.details["workload_bytes"]
+    assert r.speed.concurrency == 3
+    job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 5)
+    assert job.hardware.tensor_parallel == 4 and job.hardware.replicas == 2
+    assert job.section("memory").value("need_peak") == r.estimate.details["workload_bytes"]
+    assert job.section("speed").value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user,
+                                                                        rel=1e-12)
+    rec = recommend_inference(spec, context=8192, concurrency=5, output_tokens=256, engine="vllm", weights="bf16",
+                              quantization_advice=False)
+    o = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-p5.48xlarge")
+    assert o.tokens_per_second_per_user == pytest.approx(r.speed.tokens_per_second_per_user, rel=1e-12)

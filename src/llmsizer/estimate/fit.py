@@ -9,6 +9,7 @@ into swap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +58,13 @@ def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
         if count % t == 0 and spec.num_heads % t == 0:
             return t
     return 1
+
+
+def per_replica(concurrency: int, replicas: int) -> int:
+    """Sequences one replica serves when ``concurrency`` is spread evenly over ``replicas``: ceil(c / r), so the
+    fullest replica's memory and speed are the ones reported (fit, recommend's replicas for a throughput target and
+    the plan read this one rule)."""
+    return max(1, math.ceil(concurrency / max(1, replicas)))
 
 
 def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
@@ -280,9 +288,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         workload.setdefault("gpus", n)
     tp = 1 if split else choose_tensor_parallel(spec, n)
     replicas = 1 if split else n // tp
+    per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
     if replicas > 1:
         assumptions.append(Assumption("replicas", replicas, True,
-                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
+                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}, "
+                                      f"the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"))
     memory = instance_memory(device, instance, memory)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
@@ -291,7 +301,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
     on_cpu = device.kind == "cpu"
-    est = estimate_inference(spec, context=context, concurrency=concurrency, output_tokens=output_tokens,
+    est = estimate_inference(spec, context=context, concurrency=per_rep, output_tokens=output_tokens,
                              weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
@@ -311,10 +321,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         prompt, out = prompt_and_output(context, output_tokens)
         prompt += int(d.get("media_tokens", 0))
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-        sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
+        sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
                            (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
-        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
+        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                      hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
