@@ -441,7 +441,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
-                  tokens_per_second=(sp.tokens_per_second * r.replicas) if sp and sp.tokens_per_second else None)
+                  tokens_per_second=r.tokens_per_second_total)
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -490,10 +490,10 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
                   hardware_files=hardware_files, **(media or {}))
-        sp = one.speed
-        if sp is None or sp.tokens_per_second is None:
+        sp, one_total = one.speed, one.tokens_per_second_total
+        if sp is None or one_total is None:
             return r, None, None
-        total = sp.tokens_per_second * one.replicas * r
+        total = one_total * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None

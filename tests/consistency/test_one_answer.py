@@ -562,3 +562,28 @@ def test_replicas_of_one_machine_share_the_load_in_fit_recommend_and_plan() -> N
                               quantization_advice=False)
     o = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-p5.48xlarge")
     assert o.tokens_per_second_per_user == pytest.approx(r.speed.tokens_per_second_per_user, rel=1e-12)
+
+
+def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend_and_plan() -> None:
+    """An instance's price buys every replica's tokens: Qwen2.5-7B on an AWS p5.48xlarge runs 2 replicas of TP 4,
+    64 users. ``fit`` divided the whole instance's $55.04/h by one replica's tokens/s ($1.31 per million output
+    tokens) where ``recommend`` said $0.66 before the fix; the web's fits-on grid showed one replica's tokens/s."""
+    from llmsizer.formulas.cost import cost_per_million_tokens
+
+    r = fit("qwen2.5-7b", "aws-p5.48xlarge", engine="vllm", context=8192, concurrency=64, output_tokens=256)
+    assert r.replicas == 2 and r.speed is not None and r.speed.tokens_per_second is not None
+    assert r.tokens_per_second_total == pytest.approx(2 * r.speed.tokens_per_second, rel=1e-12)
+    price = load_catalog().instances["aws-p5.48xlarge"].price_per_hour
+    assert price is not None
+    code, data = run_json("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency",
+                          "64", "--output-tokens", "256")
+    assert code == 0 and data["tokens_per_second_total"] == pytest.approx(r.tokens_per_second_total, rel=1e-12)
+    assert data["cost"]["per_million_tokens"] == pytest.approx(
+        cost_per_million_tokens(price, r.tokens_per_second_total), rel=1e-12)
+    rec = recommend_inference("qwen2.5-7b", context=8192, concurrency=64, output_tokens=256, engine="vllm",
+                              weights="bf16", quantization_advice=False)
+    o = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-p5.48xlarge")
+    assert o.tokens_per_second == pytest.approx(r.tokens_per_second_total, rel=1e-12)
+    assert o.cost_per_million_tokens == pytest.approx(data["cost"]["per_million_tokens"], rel=1e-12)
+    job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 64)
+    assert job.section("speed").value("tps_total_typical") == pytest.approx(r.tokens_per_second_total, rel=1e-12)

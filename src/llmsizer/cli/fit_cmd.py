@@ -203,7 +203,7 @@ def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:
     elif args.kwh_price is not None and device.tdp is not None:
         price = power_price_per_hour(float(device.tdp.base), args.kwh_price, r.count)
         basis = f"power: {device.tdp.raw} W x {r.count} at ${args.kwh_price}/kWh"
-    tps = r.speed.tokens_per_second if r.speed else None
+    tps = r.tokens_per_second_total  # every replica's: the price is the whole target's
     return {"price_per_hour": price, "basis": basis,
             "per_million_tokens": cost_per_million_tokens(price, tps) if price is not None and tps else None}
 

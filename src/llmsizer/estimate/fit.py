@@ -124,6 +124,14 @@ class FitResult:
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def tokens_per_second_total(self) -> float | None:
+        """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
+        load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
+        if self.speed is None or self.speed.tokens_per_second is None:
+            return None
+        return self.speed.tokens_per_second * self.replicas
+
+    @property
     def headroom_bytes(self) -> int | None:
         if self.memory_per_device is None or self.budget_per_device is None:
             return None
@@ -134,6 +142,7 @@ class FitResult:
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "tensor_parallel": self.tensor_parallel,
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
+            "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
             "memory_high_per_device": self.memory_high_per_device, "budget_per_device": self.budget_per_device,
             "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "reasons": list(self.reasons),

@@ -204,7 +204,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             "tokens/s", "decode step time at the typical concurrency", "formulas/speed.py eq. (4)")
     spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
             "tokens/s")
-    agg_typ = (sp_typ.tokens_per_second * replicas) if sp_typ and sp_typ.tokens_per_second else None
+    agg_typ = f_typ.tokens_per_second_total * machines if f_typ and f_typ.tokens_per_second_total else None
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
