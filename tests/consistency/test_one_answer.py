@@ -295,6 +295,9 @@ def test_plan_vllm_service_need_is_what_fit_says_the_workload_needs() -> None:
     r = fit("llama-3.1-8b", "a100-pcie-80gb", engine="vllm", context=8192, concurrency=40, output_tokens=800)
     assert r.estimate is not None
     assert job.section("memory").value("need_peak") == r.estimate.details["workload_bytes"]
+    budget = next(f for f in job.section("memory").figures if f.key == "budget")
+    assert budget.value == r.budget_per_device == 80 * GiB  # the pool's share decides, as fit says: no headroom
+    assert "headroom)" not in budget.formula  # it read "device memory x (1 - 0.1 headroom)" before
 
 
 def test_a_reader_that_stops_early_does_not_change_the_exit_code() -> None:

@@ -165,8 +165,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     usable = hw.memory_per_device
     budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
-    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
-            "estimate/verdict.py eq. (1)")
+    pool = f_peak is not None and f_peak.estimate is not None and \
+        str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
+    mem.add("budget", "budget per device", budget_dev, "B",  # vLLM/SGLang: the pool's own share, not the headroom
+            f"device memory: {ENGINE_NAMES.get(engine, engine)}'s pool share, not the headroom, decides" if pool
+            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)", "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
