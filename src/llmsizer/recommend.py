@@ -35,13 +35,14 @@ from .estimate.fit import (
     default_engine,
     fit,
     fit_training,
+    hourly_price,
     per_replica,
     usable_memory,
     vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
-from .formulas.cost import cost_per_million_tokens, power_price_per_hour
+from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
@@ -191,8 +192,8 @@ class _Candidate:
 
 def _instance_candidate(inst: Instance) -> _Candidate:
     mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
-    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
-                      inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+    price, basis, _ = hourly_price(inst.device, inst.device_count, inst)
+    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst, price, basis, mem)
     if inst.price is not None:
         cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
                           f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
@@ -201,11 +202,7 @@ def _instance_candidate(inst: Instance) -> _Candidate:
 
 
 def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
-    price, basis = None, "unknown"
-    if d.price is not None:
-        price, basis = float(d.price.base) * count, "given"
-    elif c.kwh_price is not None and d.tdp is not None:
-        price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price, count), "power"
+    price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
 
 

@@ -590,3 +590,27 @@ def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend
     assert o.cost_per_million_tokens == pytest.approx(data["cost"]["per_million_tokens"], rel=1e-12)
     job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 64)
     assert job.section("speed").value("tps_total_typical") == pytest.approx(r.tokens_per_second_total, rel=1e-12)
+
+
+def test_owned_hardware_is_priced_by_one_rule_for_serving_and_training() -> None:
+    """An RTX 4090 of your own at $0.30/kWh (its 450 W TDP: $0.135/h): ``recommend --train --kwh-price`` priced the
+    LoRA run at that power price, ``fit --kwh-price`` priced serving at it, but ``fit --train --kwh-price`` gave no
+    cost at all (it read an instance's price only) before the fix. estimate/fit.py hourly_price is the one rule."""
+    from llmsizer.formulas.cost import power_price_per_hour, run_cost
+
+    tdp = builtin_catalog().devices["rtx-4090"].tdp
+    assert tdp is not None
+    price = power_price_per_hour(float(tdp.base), 0.3, 1)
+    wl = ("--method", "lora", "--seq", "2048", "--tokens", "10M")
+    code, data = run_json("fit", "llama-3.2-1b", "--device", "rtx-4090", "--train", *wl, "--kwh-price", "0.3")
+    tt = data["training_time"]
+    assert code == 0 and tt["price_per_hour"] == pytest.approx(price, rel=1e-12)
+    assert tt["cost"] == pytest.approx(run_cost(price, tt["seconds"]), rel=1e-12)
+    rec = recommend_training("llama-3.2-1b", tokens=10e6, constraints=Constraints(kwh_price=0.3),
+                             training_fields={"method": "lora", "seq_len": 2048})
+    o = next(o for o in (*rec.options, *rec.rejected) if o.target == "rtx-4090")
+    assert o.price_per_hour == pytest.approx(price, rel=1e-12) and o.cost_basis == "power"
+    assert o.training_seconds == pytest.approx(tt["seconds"], rel=1e-12)
+    assert o.run_cost == pytest.approx(tt["cost"], rel=1e-12)
+    _, serving = run_json("fit", "llama-3.2-1b", "--device", "rtx-4090", "--kwh-price", "0.3")
+    assert serving["cost"]["price_per_hour"] == pytest.approx(price, rel=1e-12)

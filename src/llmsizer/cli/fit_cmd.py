@@ -11,6 +11,7 @@ from ..estimate.fit import (
     FitResult,
     fit,
     fit_training,
+    hourly_price,
     resolve_target,
     target_and_count,
     usable_memory,
@@ -20,6 +21,7 @@ from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
 from ..formulas.cost import run_cost
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
+from ..render.markdown import format_usd
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import normalize_engine
@@ -118,7 +120,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
             dur = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
                                         args.utilization)
             data["training_time"] = dur.to_dict()
-            price = instance.price_per_hour if instance is not None else None
+            price = hourly_price(device, r.count, instance, args.kwh_price)[0]  # the price recommend --train uses
             data["training_time"]["price_per_hour"] = price
             data["training_time"]["cost"] = run_cost(price, dur.seconds) if price is not None and dur.seconds else None
         return data, exit_code(r.fits), r, dur
@@ -156,7 +158,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if dur is not None:
             say(render_duration(dur))
             if data["training_time"]["cost"] is not None:
-                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+                say(f"cost: {format_usd(data['training_time']['cost'])} at "
+                    f"${data['training_time']['price_per_hour']:,.2f}/h")
         return code
     c = data["cost"]
     if c.get("price_per_hour") is not None:
@@ -193,16 +196,10 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
 
 def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:
     """Hourly cost of the target: the instance's on-demand price, or power for owned hardware (--kwh-price)."""
-    from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
+    from ..formulas.cost import cost_per_million_tokens
     device, _, _, instance = resolve_target(args.device, args.hardware_file)
-    price, basis = None, "unknown"
-    if instance is not None and instance.price_per_hour is not None:
-        price, basis = instance.price_per_hour, f"on-demand {instance.region}"
-    elif device.price is not None:
-        price, basis = float(device.price.base) * r.count, "given"
-    elif args.kwh_price is not None and device.tdp is not None:
-        price = power_price_per_hour(float(device.tdp.base), args.kwh_price, r.count)
-        basis = f"power: {device.tdp.raw} W x {r.count} at ${args.kwh_price}/kWh"
+    price, kind, how = hourly_price(device, r.count, instance, args.kwh_price)
+    basis = how or kind
     tps = r.tokens_per_second_total  # every replica's: the price is the whole target's
     return {"price_per_hour": price, "basis": basis,
             "per_million_tokens": cost_per_million_tokens(price, tps) if price is not None and tps else None}

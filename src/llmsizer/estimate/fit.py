@@ -17,6 +17,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
+from ..formulas.cost import power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..formulas.weight_formats import normalize_format
 from ..models import load_model
@@ -227,6 +228,23 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
         return int(instance.memory.base)
     return memory
+
+
+def hourly_price(device: Device, count: int, instance: Instance | None = None,
+                 kwh_price: float | None = None) -> tuple[float | None, str, str]:
+    """(USD per hour, basis, how) of ``count`` x ``device``: an instance's on-demand price; else the device's given
+    price x count (a hardware file's ``price``); else, for owned hardware with ``kwh_price``, the power of its TDP
+    at full load (formulas/cost.py); else unknown. The one rule fit (serving and training) and recommend price a
+    target by; basis is ``on-demand``, ``given``, ``power`` or ``unknown``."""
+    if instance is not None:
+        price = instance.price_per_hour
+        return (price, "on-demand", f"on-demand {instance.region}") if price is not None else (None, "unknown", "")
+    if device.price is not None:
+        return float(device.price.base) * count, "given", "given"
+    if kwh_price is not None and device.tdp is not None:
+        return (power_price_per_hour(float(device.tdp.base), kwh_price, count), "power",
+                f"power: {device.tdp.raw} W x {count} at ${kwh_price}/kWh")
+    return None, "unknown", ""
 
 
 def vm_share_device(device: Device, instance: Instance | None, assumptions: list[Assumption] | None = None) -> Device:
