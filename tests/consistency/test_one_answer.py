@@ -590,6 +590,9 @@ def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend
     assert o.cost_per_million_tokens == pytest.approx(data["cost"]["per_million_tokens"], rel=1e-12)
     job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 64)
     assert job.section("speed").value("tps_total_typical") == pytest.approx(r.tokens_per_second_total, rel=1e-12)
+    _, text = run("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency", "64",
+                  "--output-tokens", "256")
+    assert f"all 2 replicas: {r.tokens_per_second_total:,.1f} tokens/s" in text  # the table is one replica's
 
 
 def test_owned_hardware_is_priced_by_one_rule_for_serving_and_training() -> None:
