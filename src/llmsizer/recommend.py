@@ -37,6 +37,7 @@ from .estimate.fit import (
     fit_training,
     hourly_price,
     per_replica,
+    target_and_count,
     usable_memory,
     vm_share_device,
 )
@@ -246,8 +247,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
-    hw = cat.find(hardware) if isinstance(hardware, str) else hardware
-    cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
     return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
