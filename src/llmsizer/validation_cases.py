@@ -333,8 +333,9 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # (c_attn 3d, biases, LayerNorm with bias, learned positions, tied lm_head); its parameter count equals the table's
 # NumParams column for every row (tests/validation/test_mpt_rows.py). transformers' own `mpt` has neither biases nor
 # learned positions, so it is not these runs' model. amp_bf16 = bf16-mixed (the rows with 'bf16 | PURE' keep bf16
-# FSDP all-gathers, the same bytes llmsizer counts). Rows on more than one node (8 GPUs each, RoCE 1600 Gbps between
-# nodes) are reported with their settings assumed: llmsizer times one interconnect (NVLink) for all devices. FP8
+# FSDP all-gathers, the same bytes llmsizer counts). Rows on more than one node (8 GPUs each; the A100 tables name
+# RoCE 1600 Gbps between nodes, the H100 tables no network) are reported with their settings assumed: llmsizer times
+# one interconnect (NVLink) for all devices. FP8
 # rows (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
@@ -347,6 +348,54 @@ MPT_SHARDING = {"FULL_SHARD": "full", "SHARD_GRAD_OP": "grad_op"}
 # MPT-7B rows of the A100 80GB table on one node (7 rows, 1k-64k tokens, with and without checkpointing), chosen
 # before looking at errors as the model size of the Ada calibration row (Llama2-7B); every other A100 row is held out.
 AMPERE_CALIBRATION = ("PM0890", "PM0891", "PM0892", "PM0893", "PM0894", "PM0895", "PM0896")
+# fms-fsdp README @5805ace (PM1020-PM1027): IBM's Llama pre-training with PyTorch FSDP1 on 128 x A100 80G and
+# 96 x H100, eager (use_torch_compile False), bf16 FSDP mixed precision, SDPA flash attention, sequence 4096, AdamW,
+# non-reentrant checkpointing of every block where the row says True; HSDP = hybrid sharding within one node. The
+# shapes are fms_fsdp/utils/config_utils.py's, as transformers llama configs (no biases, untied head, vocab 32000):
+# 7b and 13b are Llama 2 7B / 13B (MHA). 34b and 70b had no kvheads (MHA) at ceee6f0, when the A100 figures were first
+# published, and kvheads 8 from 247f22c, before the H100 column: each row takes the config of the commit that first
+# published it (an assumption: the numbers did not change with the config). Every row spans 12-16 nodes: settings
+# assumed, like the multi-node MPT rows (no inter-node network term).
+FMS_SHAPES = {"7b": (4096, 32, 32, 11008), "13b": (5120, 40, 40, 13824), "34b": (8192, 64, 48, 22016),
+              "70b": (8192, 64, 80, 28672)}
+FMS_DEVICE = {"A100 80G": "a100-sxm-80gb", "H100 80G": "h100-sxm"}
+
+
+def fms_config(variant: str, gqa: bool) -> dict[str, Any]:
+    d, heads, layers, ffn = FMS_SHAPES[variant]
+    kv = 8 if gqa and variant in ("34b", "70b") else heads
+    return {"model_type": "llama", "hidden_size": d, "num_attention_heads": heads, "num_key_value_heads": kv,
+            "num_hidden_layers": layers, "intermediate_size": ffn, "vocab_size": 32000,
+            "tie_word_embeddings": False, "max_position_embeddings": 4096}
+
+
+def fms_case(r: dict[str, str]) -> Case:
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+    from .readers.hf_config import spec_from_config
+
+    c = [x.strip() for x in r["quote"].strip().strip("|").split("|")]
+    variant, sharding, ac, batch = c[0], c[1], c[2] == "True", int(c[3])
+    h100 = r["hardware"].startswith("H100")
+    n = int(r["num_gpus"])
+    spec = spec_from_config(fms_config(variant, gqa=h100), name=f"fms LLaMA {variant}")
+    dev = builtin_catalog().devices[FMS_DEVICE[r["hardware"]]]
+    fields = dict(method="full", precision="bf16-mixed", micro_batch=batch, seq_len=4096,
+                  grad_checkpointing="full" if ac else "none", fsdp="hybrid" if sharding == "HSDP" else "full",
+                  fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
+    d = training_duration_for(spec, dev, n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    st, tol, value = d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    kv = spec.num_kv_heads
+    return Case(r["id"], TRAINING_SPEED, f"fms-fsdp LLaMA {variant} {sharding} {n}x{dev.id} tokens/s/GPU", pred, value,
+                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                excluded=ASSUMED, source=r["source"],
+                note=f"{n // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device (assumed); "
+                f"{kv} KV heads; utilisation {d.utilization:.3f}; micro-batch {batch} x 4096"
+                + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
+                   if st else ""))
+
+
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
@@ -415,7 +464,8 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
             + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s, "
                f"communication {st.comm_seconds:.2f} s" if st else "")
-            + (f"; {m.gpus // MPT_NODE_GPUS} nodes over RoCE: NVLink taken for every device (assumed)" if nodes else ""))
+            + (f"; {m.gpus // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device "
+               "(assumed)" if nodes else ""))
     return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
                 m.tokens_per_second, "tokens/s", None if pred is None else abs(pred / m.tokens_per_second - 1) <= tol,
                 f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
@@ -475,6 +525,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
     if r["framework"].startswith("llm-foundry"):
         return mpt_case(r)
+    if r["framework"].startswith("fms-fsdp"):
+        return fms_case(r)
     if r["kind"] == "mfu":
         return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
