@@ -396,6 +396,46 @@ def fms_case(r: dict[str, str]) -> Case:
                    if st else ""))
 
 
+# VectorLM docs/reference_throughput.md @9045f08 (PM1030-PM1047): Meta-Llama-3-8B (the catalog's Llama-3.1-8B: the
+# same shapes and parameter count) on 1, 2 and 4 x A100-SXM4-80GB in one node, HF transformers + PyTorch FSDP1
+# FULL_SHARD, pure bf16 (from_pretrained torch_dtype bfloat16, AdamW on the bf16 parameters), flash_attention_2,
+# non-reentrant checkpointing of every decoder layer, synthetic rows of exactly the context length, gradient
+# accumulation 4 (profiling/configs/benchmark.yaml, profiling/benchmark.py, vectorlm/utils/model_utils.py). LoRA rows:
+# r 8 with PEFT's default llama targets (q_proj, v_proj: peft utils/constants.py
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), adapters cast to bf16. The figure is the median over
+# train_step calls, so the optimizer step of every fourth call is not in it. All held out.
+VECTORLM_IDS = tuple(f"PM{i}" for i in range(1030, 1048))
+
+
+def vectorlm_fields(r: dict[str, str]) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(method="full" if r["method"] == "full" else "lora", precision="bf16",
+                                  micro_batch=int(r["batch_size"]), seq_len=int(r["seq_len"]), grad_accumulation=4,
+                                  grad_checkpointing="full", fsdp="full", fsdp_version=1, optimizer="adamw",
+                                  attention="flash", gpus=int(r["num_gpus"]))
+    if fields["method"] == "lora":
+        fields.update(rank=8, targets="q,v", adapter_dtype="bf16")
+    return fields
+
+
+def vectorlm_case(r: dict[str, str]) -> Case:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    fields = vectorlm_fields(r)
+    n = fields["gpus"]
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    d = training_duration_for(find("llama-3.1-8b").spec(), dev, n, 1e6, fields)
+    pred, st, tol, value = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    what = "LoRA r8 q,v" if fields["method"] == "lora" else "full"
+    return Case(r["id"], TRAINING_SPEED, f"VectorLM Llama-3-8B {what} {n}x{dev.id} seq {fields['seq_len']} tokens/s",
+                pred, value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", source=r["source"],
+                note=f"FSDP FULL_SHARD, pure bf16, checkpointing; micro-batch {fields['micro_batch']}; utilisation "
+                f"{d.utilization:.3f}" + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                                          f"{st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s" if st else ""))
+
+
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
@@ -527,6 +567,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return mpt_case(r)
     if r["framework"].startswith("fms-fsdp"):
         return fms_case(r)
+    if r["framework"].startswith("VectorLM"):
+        return vectorlm_case(r)
     if r["kind"] == "mfu":
         return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
