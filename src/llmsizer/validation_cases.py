@@ -332,11 +332,12 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # max_seq_len = the row's SeqLen): the GPT-2 layout, written as transformers' gpt_bigcode with multi_query False
 # (c_attn 3d, biases, LayerNorm with bias, learned positions, tied lm_head); its parameter count equals the table's
 # NumParams column for every row (tests/validation/test_mpt_rows.py). transformers' own `mpt` has neither biases nor
-# learned positions, so it is not these runs' model. amp_bf16 = bf16-mixed (the rows with 'bf16 | PURE' keep bf16
-# FSDP all-gathers, the same bytes llmsizer counts). Rows on more than one node (8 GPUs each; the A100 tables name
-# RoCE 1600 Gbps between nodes, the H100 tables no network) are reported with their settings assumed: llmsizer times
-# one interconnect (NVLink) for all devices. FP8
-# rows (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
+# learned positions, so it is not these runs' model. amp_bf16 = bf16-mixed; the rows with 'bf16 | PURE' (Composer's
+# PURE FSDP mixed precision) reduce gradients in bf16 where bf16-mixed counts fp32 reduce-scatter bytes, which
+# changes no prediction: on every such row the communication is shorter than the compute it overlaps (tested). Rows
+# on more than one node (8 GPUs each; the A100 tables name RoCE 1600 Gbps between nodes, the H100 tables no network)
+# are reported with their settings assumed: llmsizer times one interconnect (NVLink) for all devices. FP8 rows
+# (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
               "70b": (8192, 64, 80)}

@@ -98,3 +98,18 @@ def test_held_out_h100_rows() -> None:
     errs = _held_out("h100")
     assert len(errs) == 37
     assert statistics.median(abs(e) for e in errs) < 0.15
+
+
+def test_pure_bf16_rows_are_compute_bound() -> None:
+    """Composer's PURE mixed precision reduces gradients in bf16 where bf16-mixed counts fp32 bytes: harmless only
+    while the communication stays shorter than the compute it overlaps, which every such row shows."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.duration import training_duration_for
+    from llmsizer.validation_cases import MPT_DEVICE, mpt_fields
+
+    pure = [mpt_row(r["quote"]) for r in _mpt_rows().values() if "| PURE |" in r["quote"]]
+    assert len(pure) >= 20
+    for m in pure:
+        spec = spec_from_config(mpt_config(m.model, m.seq_len), name=m.model)
+        d = training_duration_for(spec, builtin_catalog().devices[MPT_DEVICE[m.gpu]], m.gpus, 1e6, mpt_fields(m))
+        assert d.step is not None and d.step.comm_seconds < d.step.compute_seconds, m
