@@ -617,3 +617,22 @@ def test_owned_hardware_is_priced_by_one_rule_for_serving_and_training() -> None
     assert o.run_cost == pytest.approx(tt["cost"], rel=1e-12)
     _, serving = run_json("fit", "llama-3.2-1b", "--device", "rtx-4090", "--kwh-price", "0.3")
     assert serving["cost"]["price_per_hour"] == pytest.approx(price, rel=1e-12)
+
+
+def test_the_python_api_fits_a_training_run_with_its_duration_as_the_cli_does() -> None:
+    """``llmsizer.fit_training(..., tokens=...)`` is ``fit --train --tokens``: the same per-device memory, verdict and
+    training_time (wall clock, price, cost), and ``train --device --tokens`` prints the same duration. Before, the
+    duration and its price were composed in the two CLI commands and the Python API had no training fit."""
+    import llmsizer
+
+    assert "fit_training" in llmsizer.__all__
+    r = llmsizer.fit_training("qwen2.5-0.5b", "aws-m7i.4xlarge", method="lora", seq_len=2048, tokens=10e6)
+    code, data = run_json("fit", "qwen2.5-0.5b", "--device", "aws-m7i.4xlarge", "--train", "--method", "lora",
+                          "--seq", "2048", "--tokens", "10M")
+    assert code == 0 and json.loads(json.dumps(r.to_dict(), default=str)) == data
+    tt = data["training_time"]
+    price = load_catalog().instances["aws-m7i.4xlarge"].price_per_hour
+    assert tt["price_per_hour"] == price and tt["cost"] == pytest.approx(price * tt["seconds"] / 3600, rel=1e-12)
+    _, train = run_json("train", "qwen2.5-0.5b", "--device", "aws-m7i.4xlarge", "--method", "lora", "--seq", "2048",
+                        "--tokens", "10M")
+    assert train["duration"]["seconds"] == tt["seconds"] and train["totals"] == data["memory"]["totals"]

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import Duration, training_duration_for
+from ..estimate.duration import Duration
 from ..estimate.fit import (
     FitResult,
     fit,
@@ -15,10 +15,8 @@ from ..estimate.fit import (
     resolve_target,
     target_and_count,
     usable_memory,
-    vm_share_device,
 )
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
-from ..formulas.cost import run_cost
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
 from ..render.markdown import format_usd
@@ -112,18 +110,9 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         refuse_serving_flags(args)
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-                         hardware_files=args.hardware_file, **fields)
-        data = r.to_dict()
-        dur = None
-        if args.tokens:
-            device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            dur = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
-                                        args.utilization)
-            data["training_time"] = dur.to_dict()
-            price = hourly_price(device, r.count, instance, args.kwh_price)[0]  # the price recommend --train uses
-            data["training_time"]["price_per_hour"] = price
-            data["training_time"]["cost"] = run_cost(price, dur.seconds) if price is not None and dur.seconds else None
-        return data, exit_code(r.fits), r, dur
+                         hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
+                         kwh_price=args.kwh_price, **fields)
+        return r.to_dict(), exit_code(r.fits), r, r.duration
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     if args.tp is not None:

@@ -123,6 +123,7 @@ class FitResult:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    duration: Any = None  # training: the Duration behind ``training_time`` (estimate/duration.py), for rendering
 
     @property
     def tokens_per_second_total(self) -> float | None:
@@ -451,11 +452,15 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, memory: int | None = None,
-                 hardware_files: Sequence[str | Path] = (), **training_fields: Any) -> FitResult:
+                 hardware_files: Sequence[str | Path] = (), tokens: float | None = None,
+                 utilization: float | None = None, kwh_price: float | None = None,
+                 **training_fields: Any) -> FitResult:
     """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware``: the per-device
     memory and verdict are ``estimate_training``'s with the device's memory and the headroom, so ``fit --train``
     and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
-    stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded."""
+    stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded. With ``tokens``, the
+    run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
+    ``fit --train --tokens`` and ``train --device --tokens`` print)."""
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
@@ -472,6 +477,13 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     d = est.details
     lo, need, hi = est.total("device")
     tp = int(fields.get("tp", 1))
+    dur, timing = None, None
+    if tokens is not None:
+        from .duration import training_time_on  # duration.py imports this module
+        dur, price, cost = training_time_on(spec, hardware, n, tokens, {k: v for k, v in training_fields.items()
+                                                                       if v is not None}, utilization, kwh_price,
+                                             hardware_files)
+        timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
-                     int(d["memory_budget"]), hr, est, None, None, (str(d["verdict"]),), tuple(assumptions),
-                     tuple(est.warnings), {"usable_memory_per_device": usable})
+                     int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),
+                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur)
