@@ -269,6 +269,11 @@ SPARK = {
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+# fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
+ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
+                        "PM0104"}
+ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
+                 "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
 # The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
 # rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
@@ -372,11 +377,13 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                         note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
                         + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
+            calib = rid in ROUTINGS_CALIBRATION
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
-                             "still read for b routings: formulas/speed.py eq. 10)")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + "batched decode; " + ROUTINGS_NOTE)
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
@@ -523,8 +530,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
 
 # -- llama.cpp llama-batched-bench rows: validation/llamacpp_batched_bench.csv (llama.cpp benches/dgx-spark.md) -----
 # B sequences decoded together (S_TG); the four B = 32 rows PM0103-PM0106 of public_measurements.csv are the same
-# tables' rows and are not repeated there. No row fed a constant (formulas/speed.py eq. 10 uses the calibrated
-# single-sequence and prefill constants only).
+# tables' rows and are not repeated there. The gpt-oss-120b rows at B >= 4 (ROUTINGS_CALIBRATION) fed the routings
+# of identical sequences (formulas/speed.py eq. 11); the others are held out.
 
 def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
@@ -536,11 +543,14 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
+        calib = r["id"] in ROUTINGS_CALIBRATION
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
-                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
     return out
 
