@@ -555,6 +555,37 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     return out
 
 
+# -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
+# b prompts prefilled together and decoded to `generated` tokens each (ignore_eos); the published figure is the wall
+# time of the batch, compared here as the batch's generated tokens per second (b x generated / seconds) against
+# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)': taken as the SXM4 80 GB board, so
+# every row is reported with its settings assumed (out of the summary and the bands).
+
+def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+        secs = s.static_batch_seconds
+        pred = None if not secs else b * gen / secs
+        value = b * gen / float(r["value"])
+        out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
+                        f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", excluded=ASSUMED, source=r["source"],
+                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                             f"s); {r['notes']}"))
+    return out
+
+
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     cases: list[Case] = []
     missing: list[NotExpressed] = []
@@ -562,7 +593,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data), missing
+    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -813,6 +844,8 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
+    if case.kind == BATCHED and case.id.startswith("VB"):
+        return VLLM
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
     if case.kind == THROUGHPUT:

@@ -178,7 +178,7 @@ def test_llama_cpp_batched_decode_rows_follow_eq_10() -> None:
     3 and one MoE routing; 13.9 % with b routings)."""
     from llmsizer.validation_cases import BATCHED, CALIBRATION, ROUTINGS_CALIBRATION, speed_cases
 
-    cases = [c for c in speed_cases()[0] if c.kind == BATCHED]
+    cases = [c for c in speed_cases()[0] if c.kind == BATCHED and not c.id.startswith("VB")]  # VB: vLLM rows
     assert len(cases) == 75
     assert {c.id for c in cases if c.excluded} == ROUTINGS_CALIBRATION
     assert all(c.excluded == CALIBRATION for c in cases if c.id in ROUTINGS_CALIBRATION)

@@ -105,6 +105,19 @@ class SpeedEstimate:
         return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
 
     @property
+    def static_batch_seconds(self) -> float | None:
+        """Wall time of one static batch: ``concurrency`` prompts prefilled together, then decoded to
+        ``output_tokens`` each (an offline batch job; vLLM's benchmarks/benchmark_latency.py times this). The batch's
+        prefill is eq. (3) over the b prompts: b times one prompt's FLOPs and communication against one read of the
+        weights (max(b t_c, t_m)); the first token comes from the prefill, the other output_tokens - 1 from decode
+        steps of the b sequences at the mid-generation context."""
+        if self.prefill is None or self.decode is None:
+            return None
+        p, b = self.prefill, self.concurrency
+        prefill = max(b * p.compute_seconds, p.memory_seconds) + b * p.comm_seconds + p.overhead_seconds
+        return prefill + max(self.output_tokens - 1, 0) * self.decode.seconds
+
+    @property
     def engine(self) -> str | None:
         """The engine whose validation rows calibrate this estimate's ranges (estimate/ranges.py)."""
         return R.LLAMACPP if self.weights_format.startswith("gguf:") else None
