@@ -264,11 +264,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if ov_factor is not None or layer_overhead is not None:
         assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
                                       ov_factor.source if ov_factor and layer_overhead is None else "given"))
-    if identical_sequences and spec.moe is not None and (
-            concurrency == 1 or E.llamacpp_gemm_path(fmt, device.kind, device.vendor) is None):
-        assumptions.append(Assumption("identical_sequences", True, False,
-                                      "every sequence carries the same tokens: MoE routes all of them to the same "
-                                      "experts (formulas/speed.py, after eq. 7)"))
+    if spec.moe is not None and (identical_sequences or concurrency > 1):
+        assumptions.append(Assumption(
+            "identical_sequences", identical_sequences, not identical_sequences,
+            ("every sequence carries the same tokens: one routing, or those of eq. (11) in llama.cpp's batched step "
+             "(formulas/speed.py)") if identical_sequences else
+            "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
 
     pc = count_params(spec)
