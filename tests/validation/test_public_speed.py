@@ -96,7 +96,7 @@ def _predict_csv(r: dict[str, str]) -> Row:
     if r["kind"] == "mfu":
         return Row(rid, f"Megatron {r['params']} HFU %", value, 100 * E.TRAINING_HFU.expected, "mfu",
                    "calibration row (default HFU is the median of these rows)")
-    if r["framework"] in ("torchtune", "torchtitan"):  # the report's expression (speed_case: the duration rule)
+    if r["framework"] in ("torchtune", "torchtitan") or r["framework"].startswith(("llm-foundry", "fms-fsdp", "VectorLM")):  # the report's expression (speed_case: the duration rule)
         c = speed_case(r)
         if not isinstance(c, Case):
             return Row(rid, r["metric"][:40], value, None, "-", "not expressible: " + c.why)

@@ -158,10 +158,19 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
 # tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
 # under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
-# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853. Architectures without a row of their own take the Ada
-# value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
+# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853.
+# Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
+# (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
+# without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
+# duration rule gives the measured tokens/s (0.609-0.708), their median 0.6548; re-derived by
+# tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
+# named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
+    "ampere": Factor("training_device_utilization_ampere", 0.6548, 0.6548, 0.6548,
+                     "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
+                     "FLOPs / (A100 SXM peak x time)"),
     "hopper": Factor("training_device_utilization_hopper", 0.3853, 0.3853, 0.3853,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),

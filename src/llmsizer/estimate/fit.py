@@ -292,9 +292,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     assumptions.extend(notes)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
-    on_cpu = device.kind == "cpu"
+    on_cpu = workload_device_kind(device) == "cpu"
     est = estimate_inference(spec, context=context, concurrency=concurrency, output_tokens=output_tokens,
-                             weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
+                             weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
     if "media_tokens" in d:
@@ -377,10 +377,22 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-def training_device_kind(device: Device) -> str:
-    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
-    else 'gpu'."""
+def workload_device_kind(device: Device) -> str:
+    """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
+    tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""
     return "cpu" if device.kind == "cpu" else "gpu"
+
+
+def device_budget(hardware: str | Device | Instance, memory: int | None = None,
+                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
+    """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
+    for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
+    devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
+    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
+    that memory."""
+    device, count, _, instance = resolve_target(hardware, hardware_files)
+    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
+    return device, count or 1, usable, notes
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
@@ -420,7 +432,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
-    fields.setdefault("device", training_device_kind(device))
+    fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details
