@@ -269,6 +269,11 @@ SPARK = {
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+# fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
+ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
+                        "PM0104"}
+ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
+                 "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
 # The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
 # rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
@@ -556,11 +561,13 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                         note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
                         + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
+            calib = rid in ROUTINGS_CALIBRATION
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
-                             "still read for b routings: formulas/speed.py eq. 10)")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + "batched decode; " + ROUTINGS_NOTE)
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
@@ -713,8 +720,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
 
 # -- llama.cpp llama-batched-bench rows: validation/llamacpp_batched_bench.csv (llama.cpp benches/dgx-spark.md) -----
 # B sequences decoded together (S_TG); the four B = 32 rows PM0103-PM0106 of public_measurements.csv are the same
-# tables' rows and are not repeated there. No row fed a constant (formulas/speed.py eq. 10 uses the calibrated
-# single-sequence and prefill constants only).
+# tables' rows and are not repeated there. The gpt-oss-120b rows at B >= 4 (ROUTINGS_CALIBRATION) fed the routings
+# of identical sequences (formulas/speed.py eq. 11); the others are held out.
 
 def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
@@ -726,12 +733,46 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
+        calib = r["id"] in ROUTINGS_CALIBRATION
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
-                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
+# -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
+# b prompts prefilled together and decoded to `generated` tokens each (ignore_eos); the published figure is the wall
+# time of the batch, compared here as the batch's generated tokens per second (b x generated / seconds) against
+# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)': taken as the SXM4 80 GB board, so
+# every row is reported with its settings assumed (out of the summary and the bands).
+
+def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+        secs = s.static_batch_seconds
+        pred = None if not secs else b * gen / secs
+        value = b * gen / float(r["value"])
+        out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
+                        f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", excluded=ASSUMED, source=r["source"],
+                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                             f"s); {r['notes']}"))
     return out
 
 
@@ -742,7 +783,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data), missing
+    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -993,6 +1034,8 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
+    if case.kind == BATCHED and case.id.startswith("VB"):
+        return VLLM
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
     if case.kind == THROUGHPUT:

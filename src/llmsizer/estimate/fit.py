@@ -203,12 +203,13 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
-                  ubatch: int | None = None, kv_unified: bool | None = None) -> SpeedEstimate:
+                  ubatch: int | None = None, kv_unified: bool | None = None,
+                  identical: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified)
+           kv_unified, identical)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -216,7 +217,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified)
+                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
+                                 identical_sequences=identical)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -351,7 +353,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
+                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
+                           bool(d.get("identical_sequences", False)))
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,

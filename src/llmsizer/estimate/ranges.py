@@ -65,7 +65,7 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
 
 
-_add("batched decode throughput", "llama.cpp", 0.7664, 1.3881, 75)
+_add("batched decode throughput", "llama.cpp", 0.8221, 1.0376, 63)
 _add("decode throughput", "llama.cpp", 0.6732, 1.0576, 35)
 _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
