@@ -28,19 +28,21 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration_for, training_peak
+from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
     default_engine,
     fit,
     fit_training,
+    hourly_price,
+    per_replica,
+    target_and_count,
     usable_memory,
-    vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
-from .formulas.cost import cost_per_million_tokens, power_price_per_hour
+from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_bytes
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
@@ -49,6 +51,7 @@ from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, normalize_engine
+from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
@@ -190,8 +193,8 @@ class _Candidate:
 
 def _instance_candidate(inst: Instance) -> _Candidate:
     mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
-    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
-                      inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+    price, basis, _ = hourly_price(inst.device, inst.device_count, inst)
+    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst, price, basis, mem)
     if inst.price is not None:
         cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
                           f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
@@ -200,11 +203,7 @@ def _instance_candidate(inst: Instance) -> _Candidate:
 
 
 def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
-    price, basis = None, "unknown"
-    if d.price is not None:
-        price, basis = float(d.price.base) * count, "given"
-    elif c.kwh_price is not None and d.tdp is not None:
-        price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price, count), "power"
+    price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
 
 
@@ -212,6 +211,9 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
     out: list[_Candidate] = []
     skipped: list[Option] = []
     providers = {p.lower() for p in c.providers}
+    known = sorted({inst.provider for inst in cat.instances.values()})
+    for p in sorted(providers - set(known)):  # a typo would answer "no option" (exit 1) as if none qualified
+        raise InputError(f"unknown provider {p!r}{did_you_mean(p, known)} (the catalog's: {', '.join(known)})")
     if not c.laptop:
         for inst in cat.instances.values():
             if providers and inst.provider not in providers:
@@ -245,8 +247,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
-    hw = cat.find(hardware) if isinstance(hardware, str) else hardware
-    cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
     return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
@@ -457,7 +460,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
-                  tokens_per_second=(sp.tokens_per_second * r.replicas) if sp and sp.tokens_per_second else None)
+                  tokens_per_second=r.tokens_per_second_total)
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -502,14 +505,14 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
-        per = max(1, math.ceil(concurrency / r))
+        per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
                   hardware_files=hardware_files, **(fields or {}))
-        sp = one.speed
-        if sp is None or sp.tokens_per_second is None:
+        sp, one_total = one.speed, one.tokens_per_second_total
+        if sp is None or one_total is None:
             return r, None, None
-        total = sp.tokens_per_second * one.replicas * r
+        total = one_total * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None
@@ -608,9 +611,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        **fields: Any) -> Recommendation:
     """Rank hardware for training ``model`` on ``tokens`` tokens. The workload is keyword fields of
     TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
-    ...): memory and verdict per option from ``fit_training``, time from ``estimate.duration.training_duration_for``
-    with every field (the calls ``train``, ``fit --train`` and ``plan`` make, so an option's memory and time are
-    theirs for the same flags), nodes added until the deadline is met, cost from the hourly price."""
+    ...): memory, verdict and time per option from ``fit_training(tokens=...)`` with every field (the call
+    ``fit --train --tokens`` and ``train --device --tokens`` make, so an option's memory and time are theirs for the
+    same flags), nodes added until the deadline is met, cost from the hourly price."""
     spec = load_model(model) if isinstance(model, str) else model
     if tokens <= 0:
         raise InputError(f"tokens must be positive, got {tokens}")
@@ -645,7 +648,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
             fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
-                              **(training_fields or {}))
+                              tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
             if dev.kind != "cpu":  # bad input for every device: exit 2 as before
                 raise
@@ -656,7 +659,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration_for(spec, vm_share_device(dev, cand.instance), fr.count, tokens, wl, utilization)
+        dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)

@@ -51,7 +51,8 @@ def register(sub: Any) -> None:
     add_inference_args(p, tensor_parallel=False, attention=False,
                        engine_default="for every option; default: each option's: vLLM on data-center GPUs and several "
                                       "devices, llama.cpp on Apple, CPUs and single consumer cards",
-                       weights_default="searched per option, from the checkpoint's format down; give one to force it")
+                       weights_default="searched per option, from the checkpoint's format down; give one to force it",
+                       speed=True)
     add_training_args(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
