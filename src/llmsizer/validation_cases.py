@@ -296,10 +296,15 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
+# TransformerBlock); the Float8 rows are not expressible for speed
+TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+_COMPILED = "torch compile enabled: the recipes' settings (checkpointing, adapters, optimizer) are not read yet"
+_TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
+             optimizer="adamw", compile=True)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
     "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
@@ -307,7 +312,23 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
     "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
                                     grad_checkpointing="none", optimizer="adamw")),
-    **{f"PM07{i:02d}": _COMPILED for i in range(12, 20)},
+    # "+ Compile" and the techniques added after it, each on top of the previous row: chunked cross-entropy
+    # (CEWithChunkedOutputLoss, 8 chunks), activation checkpointing, the optimizer step fused into the backward,
+    # activation offloading, 8-bit AdamW; then LoRA and QLoRA with 3B_lora_single_device's adapters (rank 64 on
+    # q, v, output_proj and the MLP) and AdamW. The offload copies overlap the compute on their own stream
+    # (torchtune OffloadActivations use_streams) and are not timed.
+    "PM0712": ("llama-3.2-3b", _TT32),
+    "PM0713": ("llama-3.2-3b", dict(_TT32, loss_chunks=8)),
+    "PM0714": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full")),
+    "PM0715": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True)),
+    "PM0716": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True)),
+    "PM0717": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True, optimizer="adamw-8bit")),
+    "PM0718": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="lora", rank=64, targets="q,v,o,gate,up,down")),
+    "PM0719": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="qlora", rank=64, targets="q,v,o,gate,up,down")),
 }
 # Qwen README "Profiling of Memory and Speed" (PM0720-PM0731): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
 # accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
@@ -385,25 +406,28 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtitan":
-        if r["other_settings"] != "FSDP":
-            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: torch.compile and Float8 linears are "
-                                "not options of the training-speed model")
+        if r["other_settings"] not in TORCHTITAN_COMPILE:
+            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: Float8 linears are not an option of "
+                                "the training-speed model")
         n = int(r["num_gpus"])
-        fields = dict(TORCHTITAN_FSDP, gpus=n)
+        compiled = TORCHTITAN_COMPILE[r["other_settings"]]
+        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
-        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''} {n}xH100 "
+                    "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
-                    + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
-                       if st else ""))
+                    + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
+                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
+                       f"{st.comm_seconds:.2f} s" if st else ""))
     if rid in CPU_TRAINING_DEVICE:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
         d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
@@ -446,7 +470,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
-                   f"{st.compute_seconds:.2f} s" if st else ""))
+                   f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
+                   f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
                     value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
@@ -465,6 +490,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
                    + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f", memory-bound kernels {st.elementwise_seconds:.2f} s "
+                   f"({'compiled' if fields.get('compile') else 'eager'})"
                    + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))

@@ -217,10 +217,15 @@ def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration(
     full = training_duration(spec, dev, 1, 1e9, method="full", seq_len=2048)
     lora = training_duration(spec, dev, 1, 1e9, method="lora", seq_len=2048)
     assert full.seconds and lora.seconds
-    # frozen base: no weight-gradient GEMMs, so at most (4N + 6N_a) / 6N of the time; the rank-r adapter GEMMs are
-    # memory-bound and give part of it back. Hu et al. 2021 (arXiv 2106.09685) section 4.2 measured a 25 % speedup
-    # (time x 0.8) on GPT-3 175B.
-    assert lora.flops.per_token / full.flops.per_token < lora.seconds / full.seconds < 0.85
+    # frozen base: no weight-gradient GEMMs, so the GEMM time is at most (4N + 6N_a) / 6N of full fine-tuning's; the
+    # rank-r adapter GEMMs are memory-bound and give part of it back. Hu et al. 2021 (arXiv 2106.09685) section 4.2
+    # measured a 25 % speedup (time x 0.8) on GPT-3 175B. (The memory-bound kernels and the optimizer step, which
+    # full fine-tuning runs over all 8B parameters, are outside the GEMM time.)
+    assert lora.step is not None and full.step is not None
+    gemm_lora = lora.step.compute_seconds - lora.step.elementwise_seconds
+    gemm_full = full.step.compute_seconds - full.step.elementwise_seconds
+    assert lora.flops.per_token / full.flops.per_token < gemm_lora / gemm_full
+    assert lora.seconds / full.seconds < 0.85
     code, text = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
     assert code == 0 and "duration:" in text and "h wall clock" in text
 

@@ -240,7 +240,8 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
     g.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU)")
+                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
+                        "for the duration, inductor's fused memory-bound kernels")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",

@@ -134,7 +134,8 @@ class TrainingWorkload:
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP the weights
         are all-gathered in float8; ``formulas/float8_training.py``).
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
-        for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``).
+        for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
+        memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
