@@ -288,7 +288,7 @@ CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
 CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
-TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
 TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
                         "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
@@ -302,11 +302,28 @@ TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_COMPILED = "torch compile enabled: the recipes' settings (checkpointing, adapters, optimizer) are not read yet"
+_COMPILED = ("torch compile enabled; 8 x A100 with FSDP and CPU offload of the optimizer or a 405B QLoRA: the "
+             "recipes' multi-device settings are not read yet")
+_TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
+             loss_chunks=8, optimizer_impl="fused")
+_A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
+                   "README table): the A6000 runs used settings the README does not give (activation checkpointing "
+                   "off, unpaged optimizer states?)")
 _TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
              optimizer="adamw", compile=True)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
-    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    # the Llama 3.1 table (README @30b8519: 'batch size 2 (without gradient accumulation), a dataset packed to
+    # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
+    # (recipes/configs/llama3_1/8B_*_single_device.yaml: activation checkpointing, CEWithChunkedOutputLoss, bf16;
+    # full: bitsandbytes PagedAdamW8bit with optimizer_in_bwd; LoRA: q,v rank 8, fused AdamW; QLoRA: q,k,v,o + MLP
+    # rank 8, fused AdamW). The A6000 rows and the 70B / 405B rows (8 x A100: CPU offload, FSDP) stay unexpressed.
+    "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
+    "PM0701": _A6000_SETTINGS,
+    "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
+    "PM0703": _A6000_SETTINGS,
+    "PM0704": ("llama-3.1-8b", dict(_TT31, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                    optimizer="adamw")),
+    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(5, 8)},
     "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
