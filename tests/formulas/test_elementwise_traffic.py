@@ -216,3 +216,24 @@ def test_compiled_lora_layer_bytes_equal_inductors_kernels() -> None:
     adapters = ((w.hidden, w.q_width), (w.hidden, w.kv_width), (w.intermediate, w.hidden))
     fwd, bwd = layer_bytes(w, 2, compiled=True, norms_trained=False, adapters=adapters)
     assert (fwd + bwd) * tokens == pytest.approx(measured, rel=0.03)
+
+
+def test_eager_layernorm_and_gelu_bytes_equal_the_traced_ops() -> None:
+    """The LayerNorm / GeLU path (GPT-2-style layers): torch's fused native_layer_norm and gelu, forward and
+    backward, traced the same way."""
+    from llmsizer.formulas.elementwise_traffic import layernorm_bytes
+
+    hidden, inter, tokens = 256, 1024, 512
+    norm = torch.nn.LayerNorm(hidden, dtype=torch.bfloat16)
+    x = torch.randn(tokens, hidden, dtype=torch.bfloat16, requires_grad=True)
+    a = torch.randn(tokens, inter, dtype=torch.bfloat16, requires_grad=True)
+
+    gy = torch.ones(tokens, hidden, dtype=torch.bfloat16)
+    ga = torch.ones(tokens, inter, dtype=torch.bfloat16)
+
+    def run() -> None:
+        torch.autograd.backward([norm(x), torch.nn.functional.gelu(a)], [gy, ga])
+    traced = _traced_bytes(run)
+    nf, nb = layernorm_bytes(hidden, 2)
+    expected = (nf + nb) * tokens + (2 + 3) * 2 * inter * tokens  # gelu 2c I, gelu_backward 3c I
+    assert expected == pytest.approx(traced, rel=0.02)

@@ -58,8 +58,10 @@ Time at the device memory bandwidth B_mem times the efficiency eta that memory-b
 
     t_elementwise = T (L_c (F + B) + c_ckpt F + loss) / (eta B_mem)                                (E7)
 
-Layers that are not a dense RMSNorm / rotary / gated MLP block (LayerNorm, GeLU MLPs, MoE experts) are counted
-with the same op shapes (their norm, activation and top-k expert widths), an approximation. The counts are those
+A LayerNorm is torch's one fused ``native_layer_norm`` kernel each way (2c h + 2f forward, 3c h + 2f backward,
+read from a transformers GPTBigCode layer's trace); a GeLU MLP runs one ``gelu`` (2c I) and one ``gelu_backward``
+(3c I); models with learned positions or ALiBi run no rotary kernels. MoE layers are counted with the activation
+width of their top-k routed experts, an approximation. The counts are those
 of half-precision layers (torchtune's bf16 recipes, FSDP's bf16 parameters); under ``torch.autocast`` with fp32
 weights the residual stream is fp32 and each linear casts its input and weight, traffic not counted here. The
 embedding lookup, the final norm and the dense embedding gradient are left out (one layer's norm or less).
@@ -74,6 +76,7 @@ from ..specs import ModelSpec
 from .training_activations import _head_dims
 
 F32 = 4.0
+ALIBI_MODEL_TYPES = ("bloom", "mpt")  # attention biases instead of rotary embeddings (no q/k rotation kernels)
 SOURCE_EAGER = ("transformers models/llama/modeling_llama.py LlamaRMSNorm.forward L62-67, apply_rotary_pos_emb "
                 "L145-149, rotate_half L119-123, LlamaMLP.forward L164; autograd derivatives.yaml")
 SOURCE_COMPILED = ("inductor fused kernels' bytes (torch/_inductor/graph.py GraphLowering.count_bytes) of a "
@@ -90,6 +93,8 @@ class LayerWidths:
     kv_width: int
     head_dim: int
     gated: bool = True
+    rotary: bool = True  # rotary q/k (False: learned absolute positions or ALiBi)
+    layernorm: bool = False  # torch's fused native_layer_norm instead of the composite RMSNorm
 
 
 def _check(c: float, *widths: float) -> None:
@@ -108,6 +113,14 @@ def rmsnorm_bytes(hidden: int, c: float, compiled: bool, weight_trained: bool) -
     return fwd, bwd
 
 
+def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
+    """(forward, backward) bytes per token of one eager LayerNorm: torch's fused ``native_layer_norm`` reads the
+    input and writes the output, mean and rstd (2c h + 2f); ``native_layer_norm_backward`` reads the gradient, the
+    input, mean and rstd and writes the input gradient, the weight and bias gradients reduced inside (3c h + 2f)."""
+    _check(c, hidden)
+    return 2 * c * hidden + 2 * F32, 3 * c * hidden + 2 * F32
+
+
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
                 adapters: tuple[tuple[int, int], ...] = ()) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
@@ -117,14 +130,17 @@ def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
     act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
     act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
     if compiled:
-        fwd = 9 * c * h + 2 * F32 + 5 * c * (q + k) + 4 * c * d + act_fc * c * i
-        bwd = 12 * c * h + 2 * F32 + 2 * c * (q + k) + 4 * c * d + act_bc * c * i + (7 * c * h if norms_trained else 0)
+        rot = 1.0 if w.rotary else 0.0
+        fwd = 9 * c * h + 2 * F32 + rot * (5 * c * (q + k) + 4 * c * d) + act_fc * c * i
+        bwd = (12 * c * h + 2 * F32 + rot * (2 * c * (q + k) + 4 * c * d) + act_bc * c * i
+               + (7 * c * h if norms_trained else 0))
         fwd += sum(c * o for _, o in adapters)
         bwd += sum(2 * c * o + c * n for n, o in adapters)
         return fwd, bwd
-    nf, nb = rmsnorm_bytes(h, c, False, norms_trained)
-    fwd = 2 * nf + 6 * c * h + 10 * c * (q + k) + 4 * c * d + act_f * c * i
-    bwd = 2 * nb + 15 * c * h + 16 * c * (q + k) + 4 * c * d + act_b * c * i
+    nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
+    rot = 1.0 if w.rotary else 0.0
+    fwd = 2 * nf + 6 * c * h + rot * (10 * c * (q + k) + 4 * c * d) + act_f * c * i
+    bwd = 2 * nb + 15 * c * h + rot * (16 * c * (q + k) + 4 * c * d) + act_b * c * i
     fwd += sum(5 * c * o for _, o in adapters)
     bwd += sum(2 * c * o + 3 * c * n for n, o in adapters)
     return fwd, bwd
@@ -156,7 +172,9 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
     else:
         inter, gated = spec.intermediate_size, spec.mlp_gated
     head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
-    return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated)
+    rotary = spec.position_embeddings == 0 and spec.model_type not in ALIBI_MODEL_TYPES
+    return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated,
+                       rotary, spec.norm_kind == "layernorm")
 
 
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
