@@ -193,7 +193,8 @@ TRAINING = (
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
-            "cut-ce (Cut Cross-Entropy, Unsloth)", template=False, choices=_LOSSES),
+            "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
+            "torchtune 2024-05)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,

@@ -30,7 +30,10 @@ FSDP_VERSIONS = (1, 2)
 # LinearCrossEntropyLoss), so the whole logits tensor never exists
 # cut-ce: Apple's Cut Cross-Entropy (Wijmans et al. 2024, arXiv 2411.09009; Unsloth's fused_linear_cross_entropy):
 # the logits are computed block by block on chip and never written to memory, forward or backward
-LOSSES = ("ce", "linear-ce", "cut-ce")
+# ce-kept-logits: ce whose training loop keeps its shifted fp32 logits referenced through the backward and into the
+# next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
+# 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -114,7 +117,9 @@ class TrainingWorkload:
     loss: 'ce' (the model returns logits; the loss upcasts them) or 'linear-ce' (torchtune
         ``LinearCrossEntropyLoss``: the lm_head runs inside the loss per chunk of tokens, so only one chunk's
         logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
-        (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all).
+        (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
+        training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
+        loss to the next step's forward: torchtune's recipes of 2024-05).
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -233,6 +238,9 @@ class TrainingWorkload:
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")
+        if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
+            raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
+                             f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:

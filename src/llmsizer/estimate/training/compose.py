@@ -54,6 +54,9 @@ COMPONENT_FORMULA = {
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
                         "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),
+    "kept_logits": ("the shifted fp32 logits the training loop keeps from its loss to the next forward",
+                    "torchtune recipes/lora_finetune_single_device.py @ 0217d44c2 lines 460-469 (formulas/"
+                    "training_activations.py head_activations, eq. K1)"),
     "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
     "backward_transient": ("gradients alive inside one layer's backward", ACT_SRC + " layer_backward_transient"),
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
@@ -213,7 +216,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
-    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "rotary_and_masks",
+    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
+                 "rotary_and_masks",
                  "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer"):
         if name not in parts:
             continue

@@ -144,7 +144,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
-                            cut_loss=w.loss == "cut-ce") if st.has_head else None
+                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
@@ -335,5 +335,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(s)
     else:
         foreach_tmp = 0
+    if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
+        for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
+            if ph.name != "forward end":
+                ph.parts["kept_logits"] = head.kept_logits
     return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp,
                          host_act)
