@@ -584,7 +584,7 @@ _BLOOM = "bigscience/bloomz-7b1"
 # row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
 TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
-                                     grad_accumulation=16, compile=True),
+                                     grad_accumulation=16, compile=True, nf4_quantizer="torchao-0.1"),
                TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)"
                + TT_RESERVED, True, "reserved"),
     "PM0019": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", grad_accumulation=64),
@@ -621,11 +621,14 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0056": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
                TT_NOTE + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with --metric reserved",
                False, "reserved"),
-    "PM0057": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down"),
-               "weights after model init only; torchtune's init peak includes the bf16 state dict it quantizes",
-               False, "weights"),
+    "PM0057": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               "the model init phase, the peak of this config: NF4 weights + adapters + torchao 0.1's unchunked "
+               "quantization of the largest matrix (torchtune pinned torchao==0.1, pyproject.toml line 28 @ 0217d44c2;"
+               " the bf16 state dict is loaded on the CPU); measured is reserved memory, predicted with --metric "
+               "reserved", False, "reserved"),
     "PM0058": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
-                                     optimizer="adamw"),
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
                TT_NOTE + "; QLoRA" + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with "
                "--metric reserved", False, "reserved"),
     "PM0059": ("llama-3.1-8b", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
@@ -634,7 +637,7 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "weights after model init (bf16 base + rank-64 bf16 adapters on q,v,o + MLP, 3B_lora_single_device)",
                True, "weights"),
     "PM0061": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
-                                     optimizer="adamw"),
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
                TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
     "PM0062": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
                                      grad_checkpointing="none"),

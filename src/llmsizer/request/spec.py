@@ -84,6 +84,7 @@ class TrainingSettings:
     loss_chunks: int | None = None
     checkpoint_offload: bool | None = None
     kernels: str | None = None
+    nf4_quantizer: str | None = None
     zero: int | None = None
     fsdp: str | None = None
     tp: int | None = None

@@ -34,6 +34,9 @@ FSDP_VERSIONS = (1, 2)
 # next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
 # 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
 LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
+# the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
+# transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
+NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -120,6 +123,9 @@ class TrainingWorkload:
         (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
         training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
         loss to the next step's forward: torchtune's recipes of 2024-05).
+    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
+        'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
+        torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -171,6 +177,7 @@ class TrainingWorkload:
     loss: str = "ce"
     checkpoint_offload: bool = False
     kernels: str = "pytorch"
+    nf4_quantizer: str = "bitsandbytes"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -198,6 +205,7 @@ class TrainingWorkload:
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
+                  ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -238,6 +246,8 @@ class TrainingWorkload:
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")
+        if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
+            raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")

@@ -30,6 +30,7 @@ from ...formulas.context_parallel import ring_attention_backward_bytes
 from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
 from ...formulas.float8_training import float8_gathered_bytes, largest_float8_backward
 from ...formulas.fsdp_flat_param import mp_shard_bytes
+from ...formulas.nf4_quantization import quantize_transient_bytes
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -228,6 +229,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         return int(shard(g, g_shard) * scale)
 
     phases: list[Phase] = []
+    if w.method == "qlora":  # the model is built: the base quantized matrix by matrix (formulas/nf4_quantization.py)
+        init = Phase("model init", {k: v for k, v in base.items() if k in ("weights", "adapter_weights")})
+        init.parts["quantization_transient"] = quantize_transient_bytes(
+            largest_quantized_matrix(spec, "nf4-dq") // max(1, w.tp), w.nf4_quantizer)
+        phases.append(init)
     all_kept = sum(act_kept.values())
     fwd_kept = m * all_kept  # saved activations on the device at forward end
     host_act = final_norm = 0
@@ -337,7 +343,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         foreach_tmp = 0
     if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
         for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
-            if ph.name != "forward end":
+            if ph.name not in ("forward end", "model init"):
                 ph.parts["kept_logits"] = head.kept_logits
     return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp,
                          host_act)
