@@ -654,11 +654,13 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
     "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32"),
-               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens assumed",
+                            base_dtype="fp32", loss="ce-kept-logits"),
+               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens (the "
+               "example script @ 0032f32a lines 113-120: batch_size = 8, max_length = 64, every row padded to 64); "
+               "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
                "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192

@@ -305,6 +305,19 @@ def checkpoint_input_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return t * spec.hidden_size * st.residual
 
 
+def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
+    """Bytes the reentrant checkpoint's recompute holds beyond the non-reentrant one: the layer's output.
+
+    torch/utils/checkpoint.py (torch 2.13): ``CheckpointFunction.backward`` (class at line 234) reruns the whole
+    layer, ``outputs = ctx.run_function(*detached_inputs)`` (line 314), and keeps ``outputs`` while
+    ``torch.autograd.backward(outputs_with_grad, args_with_grad)`` runs (line 331); the non-reentrant variant
+    stops recomputing once the last tensor the backward unpacks is rebuilt (``_StopRecomputationError``, line 1084,
+    raised at 1131; early stop on by default, line 1692), so it never rebuilds the output. The output is the
+    residual stream, the shape of the checkpointed input: r t h (split by SP).
+    """
+    return checkpoint_input_bytes(spec, st)
+
+
 def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
     """Peak gradient tensors alive inside one layer's backward (a named transient, approximate).
 

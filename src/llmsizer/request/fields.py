@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
-from ..specs.training import KERNELS, LOSSES, NF4_QUANTIZERS
+from ..specs.training import CHECKPOINT_IMPLS, KERNELS, LOSSES, NF4_QUANTIZERS
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -197,6 +197,8 @@ TRAINING = (
             "torchtune 2024-05)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
+          F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",
+            template=False, choices=CHECKPOINT_IMPLS),
           F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device (bitsandbytes, torchao, "
             "torchao-0.1)", template=False, choices=NF4_QUANTIZERS),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,

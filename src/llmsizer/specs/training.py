@@ -21,6 +21,9 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
+# torch.utils.checkpoint's two implementations (use_reentrant=False | True; formulas/training_activations.py
+# reentrant_recompute_bytes)
+CHECKPOINT_IMPLS = ("non-reentrant", "reentrant")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
@@ -123,6 +126,9 @@ class TrainingWorkload:
         (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
         training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
         loss to the next step's forward: torchtune's recipes of 2024-05).
+    checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
+        transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
+        default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
     nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
         'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
         torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
@@ -176,6 +182,7 @@ class TrainingWorkload:
     loss_chunks: int = 1
     loss: str = "ce"
     checkpoint_offload: bool = False
+    checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
     optimizer_in_backward: bool = False
@@ -206,6 +213,7 @@ class TrainingWorkload:
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -246,6 +254,10 @@ class TrainingWorkload:
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")
+        if self.checkpoint_impl == "reentrant" and (self.grad_checkpointing != "full" or self.checkpoint_offload):
+            raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
+                             "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
+                             "offload are non-reentrant)")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:

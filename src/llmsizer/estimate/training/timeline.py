@@ -48,6 +48,7 @@ from ...formulas.training_activations import (
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
+    reentrant_recompute_bytes,
 )
 from ...formulas.training_states import step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_matrix
@@ -130,6 +131,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             else:
                 keep_i = checkpoint_input_bytes(spec, act)
                 rebuild_i = full_i - copies_i - shared_input
+                if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
+                    rebuild_i += reentrant_recompute_bytes(spec, act)
             by_kind[k] = (t_i, full_i, drop_i, (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
                                    else layer_backward_transient(spec, i, act)) + extra_transient, keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
