@@ -94,7 +94,8 @@ def register(sub: Any) -> None:
                    "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False,
                        engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
-                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
+                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards",
+                       speed=True)
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")

@@ -184,12 +184,13 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
-                  ubatch: int | None = None, kv_unified: bool | None = None) -> SpeedEstimate:
+                  ubatch: int | None = None, kv_unified: bool | None = None,
+                  identical: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified)
+           kv_unified, identical)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -197,7 +198,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified)
+                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
+                                 identical_sequences=identical)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -290,9 +292,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     assumptions.extend(notes)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
-    on_cpu = device.kind == "cpu"
+    on_cpu = workload_device_kind(device) == "cpu"
     est = estimate_inference(spec, context=context, concurrency=concurrency, output_tokens=output_tokens,
-                             weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
+                             weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
     if "media_tokens" in d:
@@ -313,7 +315,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
+                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
+                           bool(d.get("identical_sequences", False)))
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
@@ -374,10 +377,22 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-def training_device_kind(device: Device) -> str:
-    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
-    else 'gpu'."""
+def workload_device_kind(device: Device) -> str:
+    """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
+    tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""
     return "cpu" if device.kind == "cpu" else "gpu"
+
+
+def device_budget(hardware: str | Device | Instance, memory: int | None = None,
+                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
+    """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
+    for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
+    devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
+    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
+    that memory."""
+    device, count, _, instance = resolve_target(hardware, hardware_files)
+    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
+    return device, count or 1, usable, notes
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
@@ -417,7 +432,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
-    fields.setdefault("device", training_device_kind(device))
+    fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details

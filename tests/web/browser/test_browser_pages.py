@@ -85,9 +85,9 @@ def copy_command(page: Page) -> str:
 
 
 def wait_grid(page: Page) -> None:
-    """Wait until every cell of the fits-on grid is answered for the page's current state (the grid stamps the
-    state it answered; a grid finished for the previous input does not count, since the grid is re-asked 400 ms
-    after each answer); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
+    """Wait until every cell of the fits-on grid is answered for the page's current input (each input change
+    clears the grid's stamp and the grid re-asked 400 ms after the new answer sets it again, so a grid finished for
+    the previous input does not count); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
     page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
                            timeout=60_000)
     errors = page.locator("#fits-grid .cell:not([data-fits])")
@@ -265,9 +265,8 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     # the fits-on grid of the dropped file answers as `llmsizer fit FILE` does, verdict or error
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "fit", str(path), "--device", "rtx-4090",
                         "--json"], env=cli_env(), capture_output=True, text=True, timeout=60)
-    page.wait_for_function("() => document.getElementById('grid-problem') || "
-                           "(document.querySelectorAll('#fits-grid .cell').length && "
-                           "!document.querySelector('#fits-grid .cell.pending'))", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
+                           timeout=60_000)
     if r.returncode == 2:
         assert page.locator("#grid-problem").inner_text().endswith(r.stderr.strip().removeprefix("llmsizer: error: "))
     else:

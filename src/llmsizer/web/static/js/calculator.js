@@ -245,6 +245,7 @@ const gridSoon = debounce(grid, 400);
 const visionSoon = debounce(checkVision, 250);
 
 function changed() {
+  delete $("fits-grid").dataset.answered; // the grid on show answers the previous input until it is asked again
   saveToUrl(state());
   computeSoon();
 }
