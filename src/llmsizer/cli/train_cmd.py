@@ -6,13 +6,11 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import Duration, training_duration_for
+from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import (
     device_budget,
     fit_training,
-    resolve_target,
     training_on_memory,
-    vm_share_device,
     workload_device_kind,
 )
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
@@ -84,10 +82,9 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
                              hardware_files=args.hardware_file, **fields)
             assert r.estimate is not None
             est, memory, n = r.estimate, r.details["usable_memory_per_device"], r.count
-        if args.tokens:
-            device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            duration = training_duration_for(spec, vm_share_device(device, instance), n, args.tokens, fields,
-                                             args.utilization)
+        if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on); train prints no price
+            duration = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
+                                        hardware_files=args.hardware_file)[0]
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
