@@ -184,9 +184,21 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
     return (i < 2, i < 4, i < n // 16, i < n // 8, _use_more_bits(i, n))
 
 
+def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
+    """The checkpoint stores its routed experts in MXFP4 (quantization_config quant_method mxfp4: gpt-oss)."""
+    return str(spec.quantization_config.get("quant_method", "")).lower() == "mxfp4"
+
+
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
+    if t.component == "experts" and t.matrix and _ships_mxfp4_experts(spec):
+        # a checkpoint that ships its experts in MXFP4 (gpt-oss) keeps them MXFP4 in every GGUF: the converter
+        # repacks the MXFP4 blocks as raw GGML MXFP4 whatever --outtype says (conversion/gpt_oss.py
+        # GptOssModel.dequant_model skips MXFP4, repack_mxfp4 add_tensor(raw_dtype=MXFP4)), and llama-quantize
+        # refuses to requantize an already quantized tensor ("requantizing from type MXFP4 is disabled",
+        # src/llama-quant.cpp llama_model_quantize_impl), so published K-quants keep them via tensor overrides
+        return "MXFP4"
     if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
         # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
         # quantized, "ssm_conv1d.weight" excluded by name); Jamba's 2-D A [d_inner, d_state] goes through the
