@@ -30,7 +30,9 @@ mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
                   per-tensor type chosen by ``llama_tensor_get_type_impl`` in ``src/llama-quant.cpp``
                   (mixtures, ``use_more_bits``, output/tied-embedding rule, shape fallbacks), block sizes
-                  from ``ggml_types.json``; 1-D tensors and the router stay F32.
+                  from ``ggml_types.json``; 1-D tensors and the router stay F32. Experts a checkpoint ships in
+                  MXFP4 (gpt-oss) stay MXFP4 in every file type, f16/bf16 included (``conversion/gpt_oss.py``
+                  writes them raw; llama-quantize refuses to requantize them).
 ================  ==========================================================================================
 """
 
