@@ -196,10 +196,11 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     base = GGUF_FTYPES[ftype]
     if t.component == "experts" and t.matrix and _ships_mxfp4_experts(spec):
         # a checkpoint that ships its experts in MXFP4 (gpt-oss) keeps them MXFP4 in every GGUF: the converter
-        # repacks the MXFP4 blocks as raw GGML MXFP4 whatever --outtype says (conversion/gpt_oss.py
-        # GptOssModel.dequant_model skips MXFP4, repack_mxfp4 add_tensor(raw_dtype=MXFP4)), and llama-quantize
-        # refuses to requantize an already quantized tensor ("requantizing from type MXFP4 is disabled",
-        # src/llama-quant.cpp llama_model_quantize_impl), so published K-quants keep them via tensor overrides
+        # repacks the MXFP4 blocks as raw GGML MXFP4 whatever --outtype says (llama.cpp as vendored in
+        # llama-cpp-python 0.3.36: conversion/gpt_oss.py L19-22 dequant_model skips MXFP4, L49-62 repack_mxfp4
+        # add_tensor(raw_dtype=MXFP4)), and llama-quantize refuses to requantize an already quantized tensor
+        # (src/llama-quant.cpp L1306-1307 "requantizing from type %s is disabled"), so published K-quants keep
+        # them (bartowski's gpt-oss-20b card: "All quants keep the feed forward networks at mxfp4")
         return "MXFP4"
     if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
         # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
