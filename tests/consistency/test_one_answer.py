@@ -272,7 +272,7 @@ def test_models_fits_on_is_fit_with_the_format_it_names() -> None:
     """`models --fits-on` (which models fit my machine, #16) answers with recommend's evaluation of that hardware:
     every model it lists as fitting fits by `fit` at the format it names, and the next larger format on the ladder
     of the one engine does not."""
-    from llmsizer.recommend import GGUF_LADDER
+    from llmsizer.estimate.formats import format_ladder
 
     code, data = run_json("models", "--fits-on", "rtx-4090", "--context", "8k")
     assert code == 0
@@ -281,9 +281,10 @@ def test_models_fits_on_is_fit_with_the_format_it_names() -> None:
     for m in fitting[:8]:
         r = fit(m["id"], "rtx-4090", engine=m["engine"], weights=m["weights_format"], context=8192, speed=False)
         assert r.fits and r.memory_per_device == m["memory_per_device"]
-        i = GGUF_LADDER.index(m["weights_format"])
+        ladder = format_ladder(load_model(m["id"]), m["engine"])
+        i = ladder.index(m["weights_format"])
         if i > 0:
-            bigger = fit(m["id"], "rtx-4090", engine=m["engine"], weights=GGUF_LADDER[i - 1], context=8192)
+            bigger = fit(m["id"], "rtx-4090", engine=m["engine"], weights=ladder[i - 1], context=8192)
             # the larger format either does not fit or is slower than reading speed (the floor recommend applies)
             assert not bigger.fits or (bigger.speed is not None and bigger.speed.tokens_per_second_per_user is not None
                                        and bigger.speed.tokens_per_second_per_user < 5.3)
