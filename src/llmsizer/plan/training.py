@@ -192,7 +192,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     util = s.utilization
     if tokens and device is not None:
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
-                                  s.utilization)
+                                  s.utilization, instance, ctx.hardware_files)
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
         notes.warnings.extend(d.warnings)
