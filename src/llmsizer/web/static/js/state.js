@@ -71,8 +71,8 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
  * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
  */
 /** The calculator's state as a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
- * weight format of the shown answer (`answered`: its `engine` and `weights` assumptions), the device or the memory
- * budget per device (a memory alone is planned as `infer --memory` answers it), the traffic asked. */
+ * weight format the form names, else the shown answer's (`answered`: its `engine` and `weights` assumptions), the
+ * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
@@ -92,9 +92,10 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
   } else {
     L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
-    const engine = answered.engine || f.engine;
+    // what the form names wins (an answer may still be on its way); the answer fills what the form leaves default
+    const engine = f.engine || answered.engine;
     if (engine) L.push(`    engine: ${yq(engine)}`);
-    const weights = answered.weights && answered.weights !== "file" ? answered.weights : f.weights;
+    const weights = f.weights || (answered.weights !== "file" ? answered.weights : "");
     L.push(`    quantization: ${yq(weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
     const media = MEDIA_FIELDS.filter((k) => f[k]);
