@@ -69,8 +69,7 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
 /**
  * A request YAML with one job, the calculator's workload (request files: `llmsizer request new`). A field the
  * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
- */
-/** The calculator's state as a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
+ * It is a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
  * weight format the form names, else the shown answer's (`answered`: its `engine` and `weights` assumptions), the
  * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic. */
 export function requestYaml(kind, model, f, common, defaults = {}, answered = {}) {
