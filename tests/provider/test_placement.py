@@ -430,3 +430,25 @@ def test_ongoing_service_is_held_until_released(tmp_path):
     c = check_job(replace(year, name="later", start=year.start + dt.timedelta(days=500)), serving,
                   [Booking("svc", "support-chat", "inference", p.items)])
     assert not c.fits and c.placement is None
+
+
+def test_a_needs_checkpoint_is_the_plans_one_checkpoint_with_the_disk_headroom_named():
+    """``capacity check`` and ``plan`` say the same thing about a checkpoint: the need reports the plan's one
+    checkpoint (storage ``checkpoint_one``, 503 MB for the LoRA example) beside the disk it reserves for it, which is
+    that figure with the plan's disk headroom (formulas/storage.py DISK_HEADROOM, 20 %) as every stored byte is.
+    Before, only the reserved 604 MB was reported, under the same name as the plan's 503 MB."""
+    from llmsizer.formulas.storage import DISK_HEADROOM
+    from llmsizer.plan import make_plan
+    from llmsizer.provider.needs import needs_from_plan
+    from llmsizer.request import load_request
+
+    req = load_request(ROOT / "examples" / "lora-finetune-and-chat.yaml")
+    plan = make_plan(req, alternatives=False)
+    (need,) = [n for n in needs_from_plan(plan, req) if n.name == "ticket-lora"]
+    one = plan.job("ticket-lora").value("storage", "checkpoint_one")
+    assert one > 0 and need.checkpoint_file_bytes == one
+    assert DISK_HEADROOM == 0.2 and need.disk_headroom == DISK_HEADROOM
+    assert need.checkpoint_bytes == int(one * (1 + DISK_HEADROOM))
+    d = need.to_dict()
+    assert (d["checkpoint_file_bytes"], d["checkpoint_bytes"], d["disk_headroom"]) == (
+        one, need.checkpoint_bytes, DISK_HEADROOM)

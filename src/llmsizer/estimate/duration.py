@@ -413,15 +413,19 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],
-                          utilization: float | None = None) -> Duration:
+                          utilization: float | None = None, instance: Instance | None = None,
+                          hardware_files: Sequence[str | Path] = ()) -> Duration:
     """``training_duration`` for TrainingWorkload keyword ``fields`` (method, seq_len, grad_checkpointing, rank,
-    targets; the dataclass defaults otherwise)."""
+    targets; the dataclass defaults otherwise). The devices talk over ``instance``'s interconnect when one is given
+    (its own link, e.g. an NVLink/NVSwitch server of PCIe-listed cards), else the device's (``fit.link_bandwidth_for``,
+    the rule inference's tensor parallelism reads too)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
     w = TrainingWorkload(**kw)
     paged = sum(i.bytes for i in estimate_training(spec, w).items if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
-                             link_bandwidth=link_bandwidth_for(device, None) if devices > 1 else None,
+                             link_bandwidth=(link_bandwidth_for(device, instance, hardware_files)
+                                             if devices > 1 else None),
                              paged_bytes=paged)
 
 
@@ -433,6 +437,7 @@ def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices
     ``fit.hourly_price``: the one composition ``fit --train --tokens``, ``train --device --tokens`` and the Python
     API's ``fit_training(tokens=...)`` read."""
     device, _, _, instance = resolve_target(hardware, hardware_files)
-    dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization)
+    dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization, instance,
+                                hardware_files)
     price = hourly_price(device, devices, instance, kwh_price)[0]
     return dur, price, run_cost(price, dur.seconds) if price is not None and dur.seconds else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
-from ..formulas.weight_formats import GGUF_FTYPES, normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import GGUF_FTYPES, dtype_format, normalize_format, stored_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 
@@ -81,6 +81,17 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                             "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
     out.fmt = fmt
     return out
+
+
+def unquantized_format(spec: ModelSpec, precision: str | None = None) -> tuple[str, str]:
+    """(format, why) a user who says "unquantized" (a request's ``quantization: none``) is served in: ``precision``
+    when given (bf16, fp16, fp32), else the checkpoint's own dtype (``formulas.weight_formats.dtype_format``: its
+    ``torch_dtype``). Pinned: no search over quantized formats. (A request with no ``quantization`` key lets the plan's
+    search range over formats.)"""
+    if precision is not None:
+        return normalize_format(precision), "quantization: none at the precision given"
+    fmt, why = dtype_format(spec)
+    return fmt, f"quantization: none at the checkpoint's dtype ({why})"
 
 
 def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:

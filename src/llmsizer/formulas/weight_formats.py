@@ -415,6 +415,14 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
         return "mxfp4", 128, "quantization_config mxfp4 (experts), rest bf16"
     if method:
         raise InputError(f"{spec.name}: quantization method {method!r} is not supported")
+    fmt, why = dtype_format(spec)
+    return fmt, 128, why
+
+
+def dtype_format(spec: ModelSpec) -> tuple[str, str]:
+    """(format, explanation) of the checkpoint's unquantized dtype: its config's ``torch_dtype`` (fp32, fp16 or bf16;
+    bf16 when absent or another dtype). For a quantized checkpoint this is the dtype of its unquantized tensors and
+    compute (an AWQ checkpoint's float16)."""
     dtype = str(spec.torch_dtype or "bfloat16").lower()
     fmt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
-    return fmt, 128, f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"
+    return fmt, f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"

@@ -82,16 +82,21 @@ def _price(res: Resources, device: Device, instance: Instance | None, count: int
     return None, "unknown: no catalog price; give resources.price_per_hour"
 
 
+MEMORY_ONLY_DEVICE = "gpu"  # resources.memory alone: a GPU known only by its kind (catalog GENERIC_DEVICES)
+
+
 def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device | None, Instance | None]:
-    """The Hardware a request names (None when it names none)."""
-    if not res.given:
+    """The Hardware a request names (None when it names none). A memory budget alone (``resources.memory`` with no
+    device or instance) is a GPU known only by its kind with that memory, as ``infer --memory`` / ``fit --device gpu
+    --memory`` answer it (``catalog/hardware.py`` ``GENERIC_DEVICES``): no catalog search, no price."""
+    if not res.given and res.memory is None:
         return None, None, None
     cat = ctx.cat()
     instance: Instance | None = None
     if res.instance is not None:
         hw = cat.find(res.instance)
         instance = hw if isinstance(hw, Instance) else None
-    device = instance.device if instance is not None else cat.device(str(res.device))
+    device = instance.device if instance is not None else cat.device(str(res.device or MEMORY_ONLY_DEVICE))
     nodes = res.nodes or 1
     if instance is not None:
         count = instance.device_count * nodes

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
+from ..estimate.formats import unquantized_format
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
@@ -21,7 +22,7 @@ from ..formulas.weight_formats import normalize_format, stored_format, weight_by
 from ..models import load_model
 from ..recommend import Constraints, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
-from ..request.spec import InferenceJob, Request, TrainingJob
+from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
@@ -55,6 +56,19 @@ def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
     return job.engine_settings.fields() if engine is not None and engine == job.engine else {}
 
 
+def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str | None:
+    """The weight format the job pins, or None when the plan may choose one (no ``quantization`` key: the search
+    ranges over formats). ``quantization: none`` means unquantized: the precision given, else the checkpoint's dtype
+    (``estimate/formats.py`` ``unquantized_format``); a model file is served as its own bytes."""
+    if job.quantization != UNQUANTIZED:
+        return job.quantization
+    if spec.file_weights is not None:
+        return None
+    fmt, why = unquantized_format(spec, job.precision)
+    notes.assumptions.append(Assumption("weights", fmt, job.precision is None, why))
+    return fmt
+
+
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
     """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on every linear layer it can
     adapt (vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
@@ -77,7 +91,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                 "no traffic.output given: min(256, context / 2) tokens (estimate/fit.py "
                                 "prompt_and_output, the default of every speed estimate)"))
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
-    fmt = job.quantization or job.precision
+    pinned = pinned_weights(job, spec, notes)
+    fmt = pinned or job.precision
     src = sources.get(job.model.from_job or "")
     deadline_seconds(job, req, ctx.today, notes)
 
@@ -90,7 +105,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         if not (ctx.alternatives or hw is None):
             raise _Skip
         rec = ctx.search(recommend_inference, spec, context=ctx_peak, concurrency=conc_peak,  # once per question
-                         output_tokens=out_peak, weights=job.quantization, constraints=cons,
+                         output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
                          **{k: v for k, v in job.engine_settings.fields().items() if k == "kv_unified"})

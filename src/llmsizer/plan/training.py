@@ -121,7 +121,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     options: list[dict[str, Any]] = []
     rec = None
     budget = job.budget.total
-    if tokens and (ctx.alternatives or not job.resources.given):
+    if tokens and (ctx.alternatives or hw is None):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
                        if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")}
@@ -192,7 +192,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     util = s.utilization
     if tokens and device is not None:
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
-                                  s.utilization)
+                                  s.utilization, instance, ctx.hardware_files)
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
         notes.warnings.extend(d.warnings)

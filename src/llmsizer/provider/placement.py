@@ -85,7 +85,11 @@ class JobNeed:
     memory_need: int = 0  # per device [B]
     device_kind: str = "gpu"
     storage_fixed: int = 0  # [B] held for the whole run
+    # disk reserved per checkpoint [B]: the plan's one checkpoint (checkpoint_file_bytes) with the plan's disk
+    # headroom (disk_headroom, formulas/storage.py DISK_HEADROOM, eq. (11)) added, as every stored byte is reserved
     checkpoint_bytes: int = 0
+    checkpoint_file_bytes: int = 0  # [B] one checkpoint as the plan sizes it (storage "checkpoint_one")
+    disk_headroom: float = 0.0  # share added over the plan's storage subtotal (total / subtotal - 1)
     checkpoint_interval: float = 0.0  # [s]
     checkpoints_max: int = 0  # checkpoints held at once (0: no checkpoints)
     fixed_address: bool = False

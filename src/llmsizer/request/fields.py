@@ -123,7 +123,8 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("count", "int", "devices in total (default: the instance's devices x nodes, else 1)", 1,
                     minimum=1),
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
-                  F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU)", template=False),
+                  F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
+                    "instance: a GPU of that memory, as `infer --memory` answers", template=False),
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
                     "2 TB"),
                   F("pool", "str", "name of the machines or cluster the job runs on; jobs naming the same pool share "
@@ -262,7 +263,8 @@ TRAINING = (
 INFERENCE = (
     F("precision", "enum", "dtype of unquantized weights and compute", "bf16", choices=INFER_PRECISIONS,
       kinds=("inference",)),
-    F("quantization", "weights", "'none' or the weight format served (fp8, awq-int4, q4_k_m, ...)", "none",
+    F("quantization", "weights", "the weight format served (fp8, awq-int4, q4_k_m, ...), or 'none': unquantized, "
+      "pinned at the precision (else the checkpoint's dtype); left out, the plan may choose a format", "none",
       kinds=("inference",)),
     F("engine", "enum", "serving engine (default: vllm on data-center GPUs, llamacpp elsewhere)", "vllm",
       choices=ENGINES, kinds=("inference",)),

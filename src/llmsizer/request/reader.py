@@ -30,6 +30,7 @@ from ..specs.workload import ENGINES, normalize_engine
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
+    UNQUANTIZED,
     Access,
     Adapters,
     Budget,
@@ -299,7 +300,7 @@ class _Reader:
             return parse_image_size(text, what="")
         if t == "weights":
             if text.lower() in ("none", "no", "false", "off"):
-                return None
+                return UNQUANTIZED  # unquantized, pinned; an absent key stays None (the plan may search)
             from ..formulas.weight_formats import normalize_format
             return normalize_format(text)
         raise InputError(f"field type {t} is not readable here")  # pragma: no cover - table error

@@ -266,10 +266,15 @@ class TrainingJob(_JobBase):
     handover: Handover = field(default_factory=Handover)
 
 
+UNQUANTIZED = "none"  # quantization: none (also no / false / off): unquantized, the format pinned
+
+
 @dataclass(frozen=True)
 class InferenceJob(_JobBase):
     precision: str | None = None
-    quantization: str | None = None  # normalized weight format, or None for 'none'
+    # the weight format asked for: None when the key is absent (the plan may search formats), UNQUANTIZED for
+    # 'none' (unquantized: pinned at the precision or the checkpoint's dtype), else a normalized weight format
+    quantization: str | None = None
     engine: str | None = None
     kv_cache_dtype: str | None = None
     engine_settings: EngineSettings = field(default_factory=EngineSettings)

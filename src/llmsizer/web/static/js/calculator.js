@@ -90,7 +90,11 @@ async function compute() {
   }
 }
 
+let answered = {}; // the engine and weight format of the answer on show (its assumptions), for the request YAML
+
 function render(d) {
+  answered = Object.fromEntries((d.assumptions || []).filter((a) => a.name === "engine" || a.name === "weights")
+    .map((a) => [a.name, String(a.value)]));
   const dev = d.totals.device || { bytes: 0, low: 0, high: 0 };
   const total = $("total");
   total.textContent = formatBytes(dev.bytes);
@@ -235,7 +239,7 @@ copyButton($("copy-cli"), $("action-status"), command);
 
 $("download-yaml").addEventListener("click", () => {
   const { fields, common } = workload();
-  const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults);
+  const text = requestYaml(tab, picker.label() || "MODEL", fields, common, defaults, tab === "train" ? {} : answered);
   download("request.yaml", text, "application/yaml");
   $("action-status").textContent = "request.yaml downloaded: check it on the Request page";
 });

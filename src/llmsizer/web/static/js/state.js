@@ -69,8 +69,10 @@ function yq(v) { return /^[\w.@/-]+$/.test(v) && !/^(true|false|null|yes|no|on|o
 /**
  * A request YAML with one job, the calculator's workload (request files: `llmsizer request new`). A field the
  * request requires and the form left empty gets the estimator's default (``defaults``, from /pages/choices.json).
- */
-export function requestYaml(kind, model, f, common, defaults = {}) {
+ * It is a request file that `llmsizer plan FILE` answers as the calculator did: the engine and
+ * weight format the form names, else the shown answer's (`answered`: its `engine` and `weights` assumptions), the
+ * device or the memory budget per device (a memory alone is planned as `infer --memory` answers it), the traffic. */
+export function requestYaml(kind, model, f, common, defaults = {}, answered = {}) {
   const L = ["# written by the llmsizer calculator; check it: llmsizer request check FILE; plan it: llmsizer plan FILE",
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
@@ -89,15 +91,20 @@ export function requestYaml(kind, model, f, common, defaults = {}) {
     if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
   } else {
     L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
-    if (f.engine) L.push(`    engine: ${yq(f.engine)}`);
-    L.push(`    quantization: ${yq(f.weights || "none")}`);
+    // what the form names wins (an answer may still be on its way); the answer fills what the form leaves default
+    const engine = f.engine || answered.engine;
+    if (engine) L.push(`    engine: ${yq(engine)}`);
+    const weights = f.weights || (answered.weights !== "file" ? answered.weights : "");
+    L.push(`    quantization: ${yq(weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
     const media = MEDIA_FIELDS.filter((k) => f[k]);
     if (media.length) L.push("    media:", ...media.map((k) => `      ${k}: ${f[k] === true ? "true" : yq(f[k])}`));
     L.push("    traffic:", `      concurrency: ${yq(String(f.concurrency || defaults.concurrency))}`,
       `      context: ${yq(String(f.context || defaults.context))}`);
     if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);
+    if (f.device) res.push(`      device: ${yq(f.device)}`);
   }
+  if (common.headroom) L.splice(1, 0, `# headroom ${common.headroom} is not a request field: the plan keeps the default`);
   if (res.length) L.push("    resources:", ...res);
   return `${L.join("\n")}\n`;
 }

@@ -1,0 +1,100 @@
+"""The calculator's "Download as request YAML", planned: the downloaded request, given to ``llmsizer plan FILE``
+(a separate CLI process) and to the web's /plan, reproduces the calculator's answer: the same engine, weight format,
+device or memory budget, memory per device, budget and verdict, which are also the CLI's ``infer`` answer for the
+same input. Before, the YAML left out the engine and the device (the plan searched the catalog, on another engine
+and format), wrote ``quantization: none`` which the plan read as "choose a format" (awq-int4), and the plan ignored
+a memory budget given without a device."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_helpers import CHROMIUM, SKIP
+from playwright.sync_api import Page
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_browser_pages import api, cli, ready, wait_attr  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=SKIP)
+
+
+def figure(job: dict[str, Any], section: str, key: str) -> Any:
+    sec = next(s for s in job["sections"] if s["key"] == section)
+    return next(f["value"] for f in sec["figures"] if f["key"] == key)
+
+
+def download_yaml(page: Page, tmp_path: Path) -> Path:
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    out = tmp_path / "request.yaml"
+    out.write_text(Path(dl.value.path()).read_text(), "utf-8")
+    return out
+
+
+@pytest.mark.parametrize(("query", "args", "engine", "fmt", "device"), [
+    # a memory budget alone (the page's default 24GiB), the engine's default: infer --memory
+    ("model=qwen2.5-7b&context=4k&concurrency=2&output_tokens=256&memory=24GiB",
+     ("--memory", "24GiB"), "transformers", "bf16", "gpu"),
+    # a GGUF format on llama.cpp, the device kind named (infer --device gpu --memory)
+    ("model=qwen2.5-7b&context=8k&concurrency=4&output_tokens=512&memory=20GiB&device=gpu&engine=llamacpp&"
+     "weights=q4_k_m", ("--memory", "20GiB", "--device", "gpu", "--engine", "llamacpp", "--weights", "q4_k_m"),
+     "llamacpp", "gguf:q4_k_m", "gpu"),
+    # does not fit: the verdict travels too
+    ("model=qwen2.5-7b&context=32k&concurrency=8&output_tokens=256&memory=24GiB",
+     ("--memory", "24GiB"), "transformers", "bf16", "gpu"),
+])
+def test_the_downloaded_request_plans_to_the_calculators_answer(page: Page, server: str, tmp_path: Path, query: str,
+                                                                args: tuple[str, ...], engine: str, fmt: str,
+                                                                device: str) -> None:
+    params = dict(p.split("=") for p in query.split("&"))
+    by_cli = cli("infer", params["model"], "--context", params["context"], "--concurrency", params["concurrency"],
+                 "--output-tokens", params["output_tokens"], *args, "--max-context", "--max-concurrency")
+    ready(page, f"/?{query}")
+    wait_attr(page, "#total", "bytes", by_cli["totals"]["device"]["bytes"], "the calculator's answer")
+    shown_bytes = int(page.locator("#total").get_attribute("data-bytes") or 0)
+    shown_fits = page.locator("#fits").inner_text() == "fits"
+    assert shown_fits is by_cli["details"]["fits"]
+    yaml_file = download_yaml(page, tmp_path)
+    text = yaml_file.read_text()
+    assert f"engine: {engine}" in text and "resources:" in text, text
+
+    planned = cli("plan", str(yaml_file))
+    by_web = api(server, "/plan", {"request": text, "filename": "request.yaml"})
+    for answer in (planned, by_web):
+        (job,) = answer["jobs"]
+        assert job["hardware"]["device"] == device, text
+        assert job["hardware"]["engine"] == engine
+        assert f", {fmt}, {engine})" in job["summary"]
+        assert figure(job, "memory", "need_peak") == shown_bytes == by_cli["totals"]["device"]["bytes"]
+        assert figure(job, "memory", "budget") == by_cli["details"]["memory_budget"]
+        assert figure(job, "memory", "fits") is shown_fits
+    assert json.dumps(by_web["jobs"], sort_keys=True) == json.dumps(planned["jobs"], sort_keys=True)
+
+
+@pytest.mark.parametrize(("query", "args", "device"), [
+    ("tab=train&model=qwen2.5-0.5b&method=lora&rank=16&micro_batch=2&seq_len=2048&train_device=l4&memory=",
+     ("--method", "lora", "--rank", "16", "--batch", "2", "--seq", "2048", "--device", "l4"), "l4"),
+    ("tab=train&model=qwen2.5-1.5b&method=full&micro_batch=4&seq_len=4096&memory=16GiB",
+     ("--method", "full", "--batch", "4", "--seq", "4096", "--memory", "16GiB"), "gpu"),
+])
+def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: Page, server: str, tmp_path: Path,
+                                                                         query: str, args: tuple[str, ...],
+                                                                         device: str) -> None:
+    params = dict(p.split("=") for p in query.split("&"))
+    by_cli = cli("train", params["model"], *args, "--max-batch", "--max-seq")
+    ready(page, f"/?{query}")
+    wait_attr(page, "#total", "bytes", by_cli["totals"]["device"]["bytes"], "the calculator's answer")
+    shown_fits = page.locator("#fits").inner_text() == "fits"
+    assert shown_fits is by_cli["details"]["fits"]
+    text = download_yaml(page, tmp_path).read_text()
+    for answer in (cli("plan", str(tmp_path / "request.yaml")),
+                   api(server, "/plan", {"request": text, "filename": "request.yaml"})):
+        (job,) = answer["jobs"]
+        assert job["hardware"]["device"] == device, text
+        assert figure(job, "memory", "need") == by_cli["totals"]["device"]["bytes"]
+        assert figure(job, "memory", "budget") == by_cli["details"]["memory_budget"]
+        assert figure(job, "memory", "fits") is shown_fits
