@@ -68,3 +68,22 @@ def test_reverse_questions():
     assert r.returncode == 0, r.stderr
     rev = json.loads(r.stdout)["reverse"]
     assert rev["max_context"] > 0 and rev["max_concurrency"] >= 1
+
+
+def test_largest_context_starts_at_the_stated_output_tokens():
+    """A context holds its output tokens (specs/workload.py refuses output > context), so the search for the
+    largest context starts there: a stated --output-tokens 256 made the bisection try a context of 128 and exit 2
+    with 'output_tokens must be between 0 and context (128), got 256'."""
+    too_big = run("infer", "qwen2.5-14b", "--context", "32k", "--concurrency", "8", "--output-tokens", "256",
+                  "--memory", "24GiB", "--max-context", "--max-concurrency", "--json")
+    assert too_big.returncode == 1, too_big.stderr  # answered: the stated workload does not fit
+    assert json.loads(too_big.stdout)["reverse"]["max_context"] == 0
+    args = ("infer", "qwen2.5-0.5b", "--memory", "24GiB", "--max-context", "--json")
+    free = json.loads(run(*args).stdout)["reverse"]["max_context"]
+    with_output = run(*args, "--output-tokens", "256")
+    assert with_output.returncode == 0, with_output.stderr
+    # output tokens are decoded one at a time, so the prefill (and its activation peak) is shorter: never less fits
+    assert json.loads(with_output.stdout)["reverse"]["max_context"] >= free > 256
+    text = run("infer", "qwen2.5-14b", "--concurrency", "8", "--output-tokens", "256", "--memory", "2GiB",
+               "--max-context").stdout
+    assert "no context fits: even 256 token(s)" in text

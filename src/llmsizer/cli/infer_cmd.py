@@ -100,7 +100,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         mpe = spec.max_position_embeddings
         say(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
               f"({reverse['max_context']:,}) at concurrency {workload.concurrency}" if reverse["max_context"] else
-              f"no context fits: even 1 token at concurrency {workload.concurrency} does not")
+              f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
+              f"holds the output) at concurrency {workload.concurrency} do not")
         if mpe and reverse["max_context"] > mpe:
             say(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
                   "was not trained for it")

@@ -25,8 +25,11 @@ def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
     return est.total(loc)[level] <= int(est.details["memory_budget"])  # type: ignore[arg-type]
 
 
-def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int) -> int:
-    lo, hi = 0, upper
+def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int, lowest: int = 1) -> int:
+    """Largest value in [lowest, upper] that fits, or 0 when ``lowest`` itself does not."""
+    if not _fits(spec, replace(w, **{field: lowest}), level):
+        return 0
+    lo, hi = lowest, upper
     while lo < hi:
         mid = (lo + hi + 1) // 2
         changes: dict[str, Any] = {field: mid}
@@ -45,13 +48,15 @@ def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any])
 
 
 def max_context(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
-    """Largest context (tokens per sequence) that fits ``memory`` bytes; 0 if even 1 token does not.
+    """Largest context (tokens per sequence) that fits ``memory`` bytes; 0 if even the shortest context does not.
 
+    The shortest context is the stated output tokens (a context holds its output: specs/workload.py), at least 1.
     ``level`` picks which end of the range must fit: 'low', 'expected' or 'high'.
     """
     spec, w = _prepare(model, memory, kwargs)
     upper = max(spec.max_position_embeddings or 0, 1 << 20)
-    return _largest(spec, w, "context", upper, _level(level))
+    lowest = max(1, w.output_tokens or 0)
+    return _largest(spec, w, "context", max(upper, lowest), _level(level), lowest)
 
 
 def max_concurrency(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
