@@ -28,14 +28,13 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
+from .estimate.device import default_engine, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
-    default_engine,
     fit,
     fit_training,
-    usable_memory,
     vm_share_device,
 )
 from .estimate.inference.media import media_in_context

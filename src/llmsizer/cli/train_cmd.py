@@ -6,15 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.device import device_budget, resolve_target, workload_device_kind
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import (
-    device_budget,
-    fit_training,
-    resolve_target,
-    training_on_memory,
-    vm_share_device,
-    workload_device_kind,
-)
+from ..estimate.fit import fit_training, training_on_memory, vm_share_device
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say

@@ -9,7 +9,8 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit, need_per_device, prompt_and_output
+from ..estimate.device import default_engine
+from ..estimate.fit import FitResult, choose_tensor_parallel, fit, need_per_device, prompt_and_output
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
