@@ -35,11 +35,14 @@ from .estimate.fit import (
     choose_tensor_parallel,
     fit,
     fit_training,
+    hourly_price,
+    per_replica,
+    target_and_count,
     vm_share_device,
 )
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
-from .formulas.cost import cost_per_million_tokens, power_price_per_hour
+from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
@@ -47,6 +50,7 @@ from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import normalize_engine
+from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
 VLLM_LADDER = ("bf16", "fp8", "awq-int4")
@@ -188,8 +192,8 @@ class _Candidate:
 
 def _instance_candidate(inst: Instance) -> _Candidate:
     mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
-    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
-                      inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+    price, basis, _ = hourly_price(inst.device, inst.device_count, inst)
+    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst, price, basis, mem)
     if inst.price is not None:
         cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
                           f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
@@ -198,11 +202,7 @@ def _instance_candidate(inst: Instance) -> _Candidate:
 
 
 def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
-    price, basis = None, "unknown"
-    if d.price is not None:
-        price, basis = float(d.price.base) * count, "given"
-    elif c.kwh_price is not None and d.tdp is not None:
-        price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price, count), "power"
+    price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
 
 
@@ -210,6 +210,9 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
     out: list[_Candidate] = []
     skipped: list[Option] = []
     providers = {p.lower() for p in c.providers}
+    known = sorted({inst.provider for inst in cat.instances.values()})
+    for p in sorted(providers - set(known)):  # a typo would answer "no option" (exit 1) as if none qualified
+        raise InputError(f"unknown provider {p!r}{did_you_mean(p, known)} (the catalog's: {', '.join(known)})")
     if not c.laptop:
         for inst in cat.instances.values():
             if providers and inst.provider not in providers:
@@ -243,8 +246,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
-    hw = cat.find(hardware) if isinstance(hardware, str) else hardware
-    cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
     return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
@@ -435,7 +439,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
-                  tokens_per_second=(sp.tokens_per_second * r.replicas) if sp and sp.tokens_per_second else None)
+                  tokens_per_second=r.tokens_per_second_total)
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -480,14 +484,14 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
-        per = max(1, math.ceil(concurrency / r))
+        per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
                   hardware_files=hardware_files, **(media or {}))
-        sp = one.speed
-        if sp is None or sp.tokens_per_second is None:
+        sp, one_total = one.speed, one.tokens_per_second_total
+        if sp is None or one_total is None:
             return r, None, None
-        total = sp.tokens_per_second * one.replicas * r
+        total = one_total * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None

@@ -14,6 +14,7 @@ the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8)
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
@@ -95,9 +96,9 @@ def test_hopper_utilization_follows_from_its_row() -> None:
 
 
 def test_architectures_without_a_row_take_the_ada_value() -> None:
-    f, own = E.training_utilization("ampere")
+    f, own = E.training_utilization("blackwell")
     assert f is E.TRAINING_DEVICE_UTILIZATION and not own
-    assert E.training_utilization("hopper")[1]
+    assert E.training_utilization("hopper")[1] and E.training_utilization("ampere")[1]
 
 
 def test_cpu_amx_utilization_follows_from_its_row() -> None:
@@ -120,3 +121,41 @@ def test_cpu_amx_utilization_follows_from_its_row() -> None:
     assert d.peak_key == "bf16" and d.peak_flops == pytest.approx(4 * 3.0e9 * 1024)  # 4 cores x 3.0 GHz x AMX
     u = d.step.compute_seconds / median(times)
     assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_AMX.expected, abs=0.00005)
+
+
+def derive_ampere() -> tuple[float, list[float]]:
+    """TRAINING_UTILIZATION_BY_ARCH['ampere'] from its named rows (validation_cases.AMPERE_CALIBRATION: the MPT-7B
+    rows of llm-foundry's A100 80GB table on one node): per row, the u at which the one duration rule gives the
+    measured tokens/s (bisection: the memory-bound GEMMs and the communication do not scale with 1/u); the
+    constant is their median."""
+    from statistics import median
+
+    from llmsizer.readers.hf_config import spec_from_config
+    from llmsizer.validation_cases import AMPERE_CALIBRATION, MPT_DEVICE, mpt_config, mpt_fields, mpt_row
+
+    rows = public_rows()
+    us = []
+    for rid in AMPERE_CALIBRATION:
+        m = mpt_row(rows[rid]["quote"])
+        assert m.gpu == "a100_80gb" and m.gpus == 8 and m.model == "7b"
+        spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
+        dev = builtin_catalog().devices[MPT_DEVICE[m.gpu]]
+        assert dev.architecture == "ampere"
+        fields = mpt_fields(m)
+
+        def seconds_per_token(u: float, spec: Any = spec, dev: Any = dev, n: int = m.gpus,
+                              fields: dict[str, Any] = fields) -> float:
+            d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
+            assert d.tokens_per_second is not None and d.step is not None
+            assert d.step.comm_seconds < d.step.compute_seconds  # compute-bound: the row determines u
+            return 1.0 / d.tokens_per_second
+
+        us.append(solve_utilization(seconds_per_token, 1.0 / m.tokens_per_second))
+    return median(us), us
+
+
+def test_ampere_utilization_follows_from_its_rows() -> None:
+    u, us = derive_ampere()
+    assert len(us) == 7 and max(us) / min(us) < 1.2  # one utilisation describes the seven rows to +-10 %
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["ampere"].expected, abs=0.0005), (u, us)
+    assert E.training_utilization("ampere") == (E.TRAINING_UTILIZATION_BY_ARCH["ampere"], True)

@@ -6,9 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import device_budget, resolve_target, workload_device_kind
-from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import fit_training, training_on_memory, vm_share_device
+from ..estimate.device import device_budget, workload_device_kind
+from ..estimate.duration import Duration, training_time_on
+from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
@@ -78,10 +78,9 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
                              hardware_files=args.hardware_file, **fields)
             assert r.estimate is not None
             est, memory, n = r.estimate, r.details["usable_memory_per_device"], r.count
-        if args.tokens:
-            device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            duration = training_duration_for(spec, vm_share_device(device, instance), n, args.tokens, fields,
-                                             args.utilization)
+        if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on); train prints no price
+            duration = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
+                                        hardware_files=args.hardware_file)[0]
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")

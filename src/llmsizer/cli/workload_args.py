@@ -97,9 +97,10 @@ def media_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
-                       attention: bool = True, engine_default: str = f"default: {ENGINE_RULE_TEXT}") -> None:
+                       attention: bool = True, engine_default: str = f"default: {ENGINE_RULE_TEXT}",
+                       speed: bool = False) -> None:
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
-    unless ``engine`` is kept)."""
+    unless ``engine`` is kept); ``speed``: the commands that answer a speed also take the flags only speed reads."""
     g = p.add_argument_group("inference workload")
     g.add_argument("--weights", help="weight format (default: the checkpoint's stored format; GGUF for llama.cpp); "
                    "see `llmsizer formats`")
@@ -133,6 +134,10 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     add_kv_unified_arg(g)
+    if speed:
+        g.add_argument("--identical-sequences", action="store_true", default=None,
+                       help="every sequence carries the same tokens, as benchmarks such as llama-batched-bench feed "
+                            "them: MoE decode reads the experts of fewer routings (default: distinct prompts)")
     if tensor_parallel:
         g.add_argument("--gpus", type=int_arg(Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")),
                        help=f"llama.cpp: GPUs one model is split over; memory is per GPU (default {IW.gpus})")
@@ -155,7 +160,8 @@ def add_kv_unified_arg(g: Any) -> None:
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified", "gpus",
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
+                    "identical_sequences", "gpus",
                     "split_mode",
                     "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
 

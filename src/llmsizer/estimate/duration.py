@@ -13,11 +13,14 @@ the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device
+from ..catalog.hardware import Device, Instance
 from ..errors import InputError
+from ..formulas.cost import run_cost
 from ..formulas.gemm_shapes import shape_efficiency, training_gemms
 from ..formulas.lora import lora_params
 from ..formulas.params import count_params
@@ -39,7 +42,8 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .fit import link_bandwidth_for
+from .device import resolve_target
+from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .speed import attention_width
 from .training import estimate_training
 
@@ -348,3 +352,16 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=link_bandwidth_for(device, None) if devices > 1 else None,
                              paged_bytes=paged)
+
+
+def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices: int, tokens: float,
+                     fields: dict[str, Any], utilization: float | None = None, kwh_price: float | None = None,
+                     hardware_files: Sequence[str | Path] = ()) -> tuple[Duration, float | None, float | None]:
+    """(duration, USD per hour, USD for the run) of training on ``tokens`` with ``devices`` x ``hardware`` (a device,
+    or an instance: a CPU VM is timed on its share of the socket, ``fit.vm_share_device``), priced by
+    ``fit.hourly_price``: the one composition ``fit --train --tokens``, ``train --device --tokens`` and the Python
+    API's ``fit_training(tokens=...)`` read."""
+    device, _, _, instance = resolve_target(hardware, hardware_files)
+    dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization)
+    price = hourly_price(device, devices, instance, kwh_price)[0]
+    return dur, price, run_cost(price, dur.seconds) if price is not None and dur.seconds else None

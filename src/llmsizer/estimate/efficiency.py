@@ -101,6 +101,19 @@ LLAMACPP_CUBLAS = Factor(
 LLAMACPP_HALF_COLUMNS = Factor(
     "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# Routings whose experts a llama.cpp batched step of b >= 2 sequences fed identical tokens (llama-batched-bench)
+# reads, eq. (11) of formulas/speed.py: r = c b^alpha. FITTED (least squares of log r on log b) on the routings that make eq. (10) match each
+# named row: gpt-oss-120b MXFP4 on DGX Spark at b >= 4, BB16-BB18, BB20-BB23, BB25-BB28
+# (validation/llamacpp_batched_bench.csv) and PM0104 (public_measurements.csv): 12 calibration rows, out of the
+# summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
+# tests/estimate/test_identical_routings.py.
+LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
+    "llamacpp_identical_routings_scale", 1.98, 1.98, 1.98,
+    "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
+    "formulas/speed.py eq. (11)")
+LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
+    "llamacpp_identical_routings_exponent", 0.56, 0.56, 0.56,
+    "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
 # Without flash attention llama.cpp writes the KQ scores as F32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)), the
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
@@ -145,10 +158,19 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
 # tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
 # under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
-# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853. Architectures without a row of their own take the Ada
-# value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
+# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853.
+# Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
+# (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
+# without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
+# duration rule gives the measured tokens/s (0.609-0.708), their median 0.6548; re-derived by
+# tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
+# named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
+    "ampere": Factor("training_device_utilization_ampere", 0.6548, 0.6548, 0.6548,
+                     "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
+                     "FLOPs / (A100 SXM peak x time)"),
     "hopper": Factor("training_device_utilization_hopper", 0.3853, 0.3853, 0.3853,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
@@ -227,6 +249,7 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
+       LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET)

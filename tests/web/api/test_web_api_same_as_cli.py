@@ -258,6 +258,9 @@ ERRORS = [
      ["infer", "llama-3.1-8b", "--device", "aws-p5.48xlarge"], "device"),
     ("/api/v1/recommend", {"model": "llama-3.1-8b", "train": True}, ["recommend", "llama-3.1-8b", "--train"],
      "train"),
+    # a provider typo answered "0 options" with exit 1 (a constraint that fails) before it was refused
+    ("/api/v1/recommend", {"model": "llama-3.1-8b", "provider": ["awz"]},
+     ["recommend", "llama-3.1-8b", "--provider", "awz"], None),
     ("/api/v1/plan", {"request": EXAMPLE.read_text(), "today": "tomorrow"},
      ["plan", str(EXAMPLE), "--today", "tomorrow"], "today"),
 ]

@@ -236,6 +236,22 @@ def test_fits_on_grid_equals_fit(page: Page, server: str) -> None:
             assert f"${fit['cost']['price_per_hour']:.2f}/h" in cell.inner_text()
 
 
+def test_fits_on_grid_shows_the_tokens_of_every_replica_as_compare_does(page: Page, server: str) -> None:
+    """Qwen2.5-7B (28 heads) on 8 x H100 runs 2 replicas of TP 4: the grid cell's tok/s is the whole instance's,
+    ``fit``'s tokens_per_second_total = the compare page's (recommend's) tokens_per_second. It showed one replica's
+    before (half of it, beside the price of both)."""
+    ready(page, "/?model=qwen2.5-7b&context=8k&concurrency=64")
+    wait_grid(page)
+    hw = json.loads(urllib.request.urlopen(f"{server}/api/v1/hardware?kind=instance", timeout=10).read())
+    inst = min((i for i in hw["instances"] if i["device"] == "h100-sxm" and i["device_count"] == 8
+                and i["price_per_hour"] is not None), key=lambda i: i["price_per_hour"])
+    fit = cli("fit", "qwen2.5-7b", "--device", inst["id"], "--context", "8k", "--concurrency", "64")
+    assert fit["replicas"] == 2 and fit["fits"]
+    total = fit["tokens_per_second_total"]
+    assert total == 2 * fit["speed"]["tokens_per_second"]
+    assert f"{round(total):,} tok/s" in page.locator("#cell-h100-sxm-8").inner_text()
+
+
 # ---------------------------------------------------------------------------------------------- model files
 
 def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str, tmp_path: Path) -> None:
