@@ -22,6 +22,8 @@ from ..result import Assumption
 from ..units import format_bytes
 from . import efficiency as E
 
+# what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
+ENGINE_DEFAULT_NAME = "by device"
 # engine_rule in one line, for --help
 ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
                     "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "

@@ -118,6 +118,11 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "
         notes: list[Assumption] = []
     else:
         fields, device, target, notes = workload_on_device(given, asker)
+        if fields.get("engine") is None:  # built once with the default engine, which stays out of ``given``
+            eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
+                                          target)
+            passed = frozenset(k for k, v in fields.items() if v is not None)
+            return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note)
         w = InferenceWorkload(**fields)
     if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
         eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target)
