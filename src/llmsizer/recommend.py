@@ -5,8 +5,9 @@ Search (inference):
 - candidates: cloud instances (filtered by provider), plus local hardware (Apple silicon configurations,
   desktop GPUs, and devices the user's hardware file marks ``owned``); ``laptop`` keeps laptop devices only,
   ``cloud_only`` keeps instances only;
-- per candidate, weight formats from highest quality down (engine's ladder: bf16 -> fp8 -> AWQ int4 on vLLM;
-  F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
+- per candidate, weight formats from highest quality down (``estimate.formats.format_ladder``: the checkpoint's
+  default format on the engine, as ``fit`` and ``infer`` take it, then the smaller rungs of bf16 -> fp8 -> AWQ int4
+  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
   headroom and meets the latency limits is taken;
 - tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
   are added until an aggregate tokens/s target is met;
@@ -40,12 +41,13 @@ from .estimate.fit import (
     target_and_count,
     vm_share_device,
 )
+from .estimate.formats import format_ladder
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
-from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from .formulas.weight_formats import weight_bytes
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -53,8 +55,6 @@ from .specs.workload import normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
-VLLM_LADDER = ("bf16", "fp8", "awq-int4")
-GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
 MAX_REPLICAS = 64
 MAX_NODES = 512
 
@@ -259,17 +259,7 @@ def _rejected_stub(d: Device, why: str) -> Option:
 
 
 def _ladder(spec: ModelSpec, engine: str, device: Device, weights: str | None) -> tuple[str, ...]:
-    if weights:
-        return (normalize_format(weights),)
-    if engine == "llamacpp":
-        return GGUF_LADDER
-    stored, _, _ = stored_format(spec)
-    ladder = [stored] if stored not in VLLM_LADDER else []
-    for f in VLLM_LADDER:
-        if f == "fp8" and "fp8" not in device.flops:
-            continue
-        ladder.append(f)
-    return tuple(ladder)
+    return format_ladder(spec, engine, weights, fp8="fp8" in device.flops)
 
 
 def _price_text(p: float | None, basis: str) -> str:
@@ -559,9 +549,10 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
     out: list[str] = []
     ctx_txt = f"{context // 1024}k" if context % 1024 == 0 else str(context)
     last = None
+    ladder = format_ladder(spec, "llamacpp")
     for gb, memory in sorted(smallest.items()):
         found = None
-        for fmt in GGUF_LADDER:
+        for fmt in ladder:
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
             est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt, engine="llamacpp",
@@ -574,7 +565,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         last = found[0]
         out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context x {concurrency} "
                    f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
-        if found[0] == GGUF_LADDER[0]:
+        if found[0] == ladder[0]:
             break
     return out
 

@@ -294,7 +294,7 @@ CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
 CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
-TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
 TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
                         "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
@@ -302,18 +302,56 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
+# TransformerBlock); the Float8 rows are not expressible for speed
+TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+_COMPILED = ("torch compile enabled; 8 x A100 with FSDP and CPU offload of the optimizer or a 405B QLoRA: the "
+             "recipes' multi-device settings are not read yet")
+_TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
+             loss_chunks=8, optimizer_impl="fused")
+_A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
+                   "README table): the A6000 runs used settings the README does not give (activation checkpointing "
+                   "off, unpaged optimizer states?)")
+_TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
+             optimizer="adamw", compile=True)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
-    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    # the Llama 3.1 table (README @30b8519: 'batch size 2 (without gradient accumulation), a dataset packed to
+    # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
+    # (recipes/configs/llama3_1/8B_*_single_device.yaml: activation checkpointing, CEWithChunkedOutputLoss, bf16;
+    # full: bitsandbytes PagedAdamW8bit with optimizer_in_bwd; LoRA: q,v rank 8, fused AdamW; QLoRA: q,k,v,o + MLP
+    # rank 8, fused AdamW). The A6000 rows and the 70B / 405B rows (8 x A100: CPU offload, FSDP) stay unexpressed.
+    "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
+    "PM0701": _A6000_SETTINGS,
+    "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
+    "PM0703": _A6000_SETTINGS,
+    "PM0704": ("llama-3.1-8b", dict(_TT31, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                    optimizer="adamw")),
+    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(5, 8)},
     "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
     "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
                                     grad_checkpointing="none", optimizer="adamw")),
-    **{f"PM07{i:02d}": _COMPILED for i in range(12, 20)},
+    # "+ Compile" and the techniques added after it, each on top of the previous row: chunked cross-entropy
+    # (CEWithChunkedOutputLoss, 8 chunks), activation checkpointing, the optimizer step fused into the backward,
+    # activation offloading, 8-bit AdamW; then LoRA and QLoRA with 3B_lora_single_device's adapters (rank 64 on
+    # q, v, output_proj and the MLP) and AdamW. The offload copies overlap the compute on their own stream
+    # (torchtune OffloadActivations use_streams) and are not timed.
+    "PM0712": ("llama-3.2-3b", _TT32),
+    "PM0713": ("llama-3.2-3b", dict(_TT32, loss_chunks=8)),
+    "PM0714": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full")),
+    "PM0715": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True)),
+    "PM0716": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True)),
+    "PM0717": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True, optimizer="adamw-8bit")),
+    "PM0718": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="lora", rank=64, targets="q,v,o,gate,up,down")),
+    "PM0719": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="qlora", rank=64, targets="q,v,o,gate,up,down")),
 }
 # Qwen README "Profiling of Memory and Speed" (PM0720-PM0731): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
 # accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
@@ -583,25 +621,28 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtitan":
-        if r["other_settings"] != "FSDP":
-            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: torch.compile and Float8 linears are "
-                                "not options of the training-speed model")
+        if r["other_settings"] not in TORCHTITAN_COMPILE:
+            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: Float8 linears are not an option of "
+                                "the training-speed model")
         n = int(r["num_gpus"])
-        fields = dict(TORCHTITAN_FSDP, gpus=n)
+        compiled = TORCHTITAN_COMPILE[r["other_settings"]]
+        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
-        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''} {n}xH100 "
+                    "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
-                    + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
-                       if st else ""))
+                    + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
+                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
+                       f"{st.comm_seconds:.2f} s" if st else ""))
     if rid in CPU_TRAINING_DEVICE:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
         d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
@@ -644,7 +685,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
-                   f"{st.compute_seconds:.2f} s" if st else ""))
+                   f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
+                   f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
                     value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
@@ -663,6 +705,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
                    + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f", memory-bound kernels {st.elementwise_seconds:.2f} s "
+                   f"({'compiled' if fields.get('compile') else 'eager'})"
                    + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
@@ -797,76 +841,104 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
 
 TRAINING_TOLERANCE = 0.35
 TRAINING_UNIT = {"GB": 1e9, "GiB": GiB, "MB": 2**20}  # PEFT's script prints bytes >> 20 as 'MB'
-TT = dict(precision="bf16", grad_checkpointing="full", micro_batch=4, seq_len=2048, optimizer_impl="fused")
-TT_NOTE = "torchtune 2024 recipe: pure bf16, activation checkpointing, packed sequences, fp32 CE loss"
+# optimizer_impl: the configs name ``torch.optim.AdamW`` with no ``fused`` or ``foreach`` key, and torch then runs
+# foreach (torch/optim/adam.py lines 933-940: "we default to foreach and pass False to use_fused")
+TT = dict(precision="bf16", grad_checkpointing="full", micro_batch=4, seq_len=2048, optimizer_impl="foreach",
+          loss="ce-kept-logits")
+TT_NOTE = ("torchtune 2024-05 recipe: pure bf16, activation checkpointing, fp32 CE loss on logits the loop keeps "
+           "(recipes/lora_finetune_single_device.py @ 0217d44c2 lines 460-469)")
+# torchtune's README tables report reserved memory: the first table's note 'These resource requirements are based on
+# GPU peak memory reserved during training' (README @ e802c05, 2024-02-08); the 2024-04 table's QLoRA '9.29 GB'
+# (README @ fef3ed1) is the 'Peak memory reserved ... training' column of docs/source/tutorials/qlora_finetune.rst;
+# a fixed-shape reproduction of the 2024-05 full single-device row found '20.2 peak memory allocated (and similar
+# for reserved)' against the 24.1 GB published (pytorch/torchtune pull 961). Those rows compare with metric reserved.
+TT_RESERVED = "; measured is reserved memory (torchtune README convention), predicted with --metric reserved"
+# config defaults of 2024-04/05 (rows without a published batch or length): alpaca_dataset / alpaca_cleaned_dataset
+# truncate at max_seq_len=512 (torchtune/datasets/_alpaca.py line 18 @ 0217d44c2) and the collate pads each batch to
+# its longest sample, so a run's peak is at a 512-token batch
+TT_CFG = dict(TT, micro_batch=2, seq_len=512)
+TT_CFG_NOTE = "; batch 2 (config), alpaca max_seq_len 512 (dataset default), padded"
 _BLOOM = "bigscience/bloomz-7b1"
 # row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
 TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
-                                     grad_accumulation=16, compile=True),
-               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)",
-               True, "peak"),
+                                     grad_accumulation=16, compile=True, nf4_quantizer="torchao-0.1"),
+               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)"
+               + TT_RESERVED, True, "reserved"),
     "PM0019": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", grad_accumulation=64),
-               TT_NOTE + "; LoRA q,v r8, AdamW", True, "peak"),
+               TT_NOTE + "; LoRA q,v r8, AdamW" + TT_RESERVED, True, "reserved"),
     "PM0021": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
                                      grad_accumulation=32),
-               TT_NOTE + "; LoRA q,v r8, FSDP over 2", True, "peak"),
+               TT_NOTE + "; LoRA q,v r8, FSDP over 2 (activation checkpointing although 7B_lora.yaml of 2024-05 "
+               "sets it False, line 83: without it 4 x 2048 tokens do not fit 24 GB)" + TT_RESERVED, True, "reserved"),
     "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
-               TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward",
-               True, "peak"),
+               TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward"
+               + TT_RESERVED, True, "reserved"),
     "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; full, AdamW fused, FSDP over 4", True, "peak"),
+               TT_NOTE + "; full, AdamW (foreach), FSDP over 4" + TT_RESERVED, True, "reserved"),
+    "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
+               TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
+               True, "peak"),
     "PM0027": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="lora", rank=16, targets="q,v,o,gate,up,down",
                                       gpus=8, fsdp="full"),
-               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
+               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8; 'Seq Length' taken as tokens per GPU" + TT_RESERVED,
+               False, "reserved"),
     "PM0029": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="full", optimizer="paged-adamw", gpus=8, fsdp="full"),
-               TT_NOTE + "; full, PagedAdamW, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
-    "PM0051": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2, sequence length not published: 1024 assumed", False, "peak"),
-    "PM0052": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="all-linear"),
-               TT_NOTE + "; all layers r8; sequence length 1024 assumed", False, "peak"),
-    "PM0053": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="q,v"),
-               TT_NOTE + "; q,v r64; sequence length 1024 assumed", False, "peak"),
-    "PM0054": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="all-linear"),
-               TT_NOTE + "; all layers r64; sequence length 1024 assumed", False, "peak"),
+               TT_NOTE + "; full, PagedAdamW, FSDP over 8; 'Seq Length' taken as tokens per GPU" + TT_RESERVED, False,
+               "reserved"),
+    "PM0051": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE, False, "peak"),
+    "PM0052": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="all-linear"),
+               TT_NOTE + "; all layers r8" + TT_CFG_NOTE, False, "peak"),
+    "PM0053": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=64, targets="q,v"),
+               TT_NOTE + "; q,v r64" + TT_CFG_NOTE, False, "peak"),
+    "PM0054": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=64, targets="all-linear"),
+               TT_NOTE + "; all layers r64" + TT_CFG_NOTE, False, "peak"),
     "PM0055": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v"),
                "weights after model init only (bf16 base + adapters); measured is reserved memory", False, "weights"),
-    "PM0056": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2 (config), sequence length 1024 assumed; reserved memory", False, "peak"),
-    "PM0057": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down"),
-               "weights after model init only; torchtune's init peak includes the bf16 state dict it quantizes",
-               False, "weights"),
-    "PM0058": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
-                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
-               TT_NOTE + "; QLoRA, batch 2, sequence length 1024 assumed; reserved memory", False, "peak"),
-    "PM0059": ("llama-3.1-8b", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; Llama-3-8B as the catalog's Llama-3.1-8B, batch 2, sequence length 1024 assumed",
-               False, "peak"),
+    "PM0056": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with --metric reserved",
+               False, "reserved"),
+    "PM0057": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               "the model init phase, the peak of this config: NF4 weights + adapters + torchao 0.1's unchunked "
+               "quantization of the largest matrix (torchtune pinned torchao==0.1, pyproject.toml line 28 @ 0217d44c2;"
+               " the bf16 state dict is loaded on the CPU); measured is reserved memory, predicted with --metric "
+               "reserved", False, "reserved"),
+    "PM0058": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               TT_NOTE + "; QLoRA" + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with "
+               "--metric reserved", False, "reserved"),
+    "PM0059": ("llama-3.1-8b", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; Llama-3-8B as the catalog's Llama-3.1-8B" + TT_CFG_NOTE, False, "peak"),
     "PM0060": ("llama-3.2-3b", dict(TT, method="lora", rank=64, targets="q,v,o,gate,up,down"),
                "weights after model init (bf16 base + rank-64 bf16 adapters on q,v,o + MLP, 3B_lora_single_device)",
                True, "weights"),
-    "PM0061": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
-                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
-               TT_NOTE + "; config defaults (batch 2), sequence length 1024 assumed", False, "peak"),
-    "PM0062": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v", gpus=2,
-                                     fsdp="full"),
-               TT_NOTE + "; batch 2, sequence length 1024 assumed, FSDP over 2", False, "peak"),
-    "PM0063": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2, sequence length 1024 assumed", False, "peak"),
-    "PM0064": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", optimizer="paged-adamw",
-                                     optimizer_in_backward=True),
-               TT_NOTE + "; 7B_full_low_memory, batch 2, sequence length 1024 assumed", False, "peak"),
-    "PM0065": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; 7B_full, batch 2, sequence length 1024 assumed, FSDP over 4", False, "peak"),
+    "PM0061": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0062": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
+                                     grad_checkpointing="none"),
+               TT_NOTE.replace("activation checkpointing, ", "") + TT_CFG_NOTE + "; no activation checkpointing: "
+               "'enable_activation_checkpointing: False' (llama2/7B_lora.yaml line 83 @ 7d05579); FSDP over 2"
+               + TT_RESERVED, False, "reserved"),
+    "PM0063": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0064": ("llama-2-7b-hf", dict(TT_CFG, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
+               TT_NOTE + "; 7B_full_low_memory" + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0065": ("llama-2-7b-hf", dict(TT_CFG, method="full", gpus=4, fsdp="full"),
+               TT_NOTE + "; 7B_full" + TT_CFG_NOTE + ", FSDP over 4" + TT_RESERVED, False, "reserved"),
     "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64),
                "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
     "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32"),
-               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens assumed",
+                            base_dtype="fp32", loss="ce-kept-logits"),
+               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens (the "
+               "example script @ 0032f32a lines 113-120: batch_size = 8, max_length = 64, every row padded to 64); "
+               "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
                "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
@@ -921,6 +993,9 @@ def training_prediction(row_id: str) -> int:
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
+    if what == "reserved":  # max_memory_reserved: the tensors + the allocator's reserve (estimate/allocator.py)
+        est = estimate_training(spec, **fields, metric="reserved")
+        return int(est.details["tensor_peak_bytes"] + est.item("allocator_reserve").bytes)
     return int(est.details["tensor_peak_bytes"])
 
 

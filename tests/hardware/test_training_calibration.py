@@ -2,11 +2,12 @@
 the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8).
 
 - TRAINING_DEVICE_UTILIZATION from PM0020 (torchtune Llama2-7B LoRA, 1 x RTX 4090, 2582 tokens/s): one device, no
-  communication or paging, so u is the utilisation whose compute time per micro-step equals the measured one. The
+  communication or paging, so u is the utilisation whose step time (micro-steps, their memory-bound kernels and the
+  per-step optimizer work) gives the measured tokens/s. The
   memory-bound GEMMs (formulas/gemm_shapes.py: the rank-8 adapters) run at the memory bandwidth whatever u is, so
   the compute time is not proportional to 1/u: u is solved by bisection.
 - TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
-  GPU): communication (NVLink) overlapped and shorter than compute, so u = compute time at u = 1 / measured time.
+  GPU): communication (NVLink) overlapped and shorter than compute, so u is solved the same way.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
   step is communication-bound (eq. 8), so B_host = n x bytes per device / measured time per micro-step.
 """
@@ -44,13 +45,13 @@ def solve_utilization(compute_seconds, target: float) -> float:
 def derive() -> tuple[float, float]:
     r, spec, dev, n, fields = _row("PM0020")
 
-    def compute(u: float) -> float:
+    def step(u: float) -> float:  # seconds per token: micro-steps plus the per-step optimizer work
         d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
         assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
-        return d.step.compute_seconds
+        return 1.0 / d.step.tokens_per_second
 
     tokens = fields["micro_batch"] * fields["seq_len"]
-    u = solve_utilization(compute, n * tokens / float(r["value"]))
+    u = solve_utilization(step, 1.0 / float(r["value"]))
     r, spec, dev, n, fields = _row("PM0022")
     d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
     assert d.step is not None and d.step.topology == "host-staged"
@@ -84,14 +85,14 @@ def test_hopper_utilization_follows_from_its_row() -> None:
     n = int(r["num_gpus"])
     t_micro = TORCHTITAN_FSDP["micro_batch"] * TORCHTITAN_FSDP["seq_len"] / float(r["value"])
 
-    def compute(u: float) -> float:
+    def step(u: float) -> float:  # seconds per token per GPU, the optimizer step included
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6,
                                   dict(TORCHTITAN_FSDP, gpus=n), utilization=u)
         assert d.step is not None
         assert d.step.comm_seconds < t_micro  # compute-bound, so the row determines the utilisation
-        return d.step.compute_seconds
+        return n / d.step.tokens_per_second
 
-    u = solve_utilization(compute, t_micro)
+    u = solve_utilization(step, 1.0 / float(r["value"]))
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
 
 
@@ -156,6 +157,8 @@ def derive_ampere() -> tuple[float, list[float]]:
 
 def test_ampere_utilization_follows_from_its_rows() -> None:
     u, us = derive_ampere()
-    assert len(us) == 7 and max(us) / min(us) < 1.2  # one utilisation describes the seven rows to +-10 %
+    # one utilisation describes the seven rows to about +-11 %: u falls with the sequence (0.62 at 64k tokens, where
+    # flash attention dominates, 0.75 at 1k, where the memory-bound kernels timed apart are the largest share)
+    assert len(us) == 7 and max(us) / min(us) < 1.25
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["ampere"].expected, abs=0.0005), (u, us)
     assert E.training_utilization("ampere") == (E.TRAINING_UTILIZATION_BY_ARCH["ampere"], True)

@@ -152,8 +152,10 @@ def render_duration(d: Duration) -> str:
         line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
                  + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
+                 + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
+                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
     line += (f" = {d.seconds / 3600:,.1f} h wall clock"

@@ -33,11 +33,13 @@ from ..numbers import (
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
+    CHECKPOINT_IMPLS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     KERNELS,
     LOSSES,
     METHODS,
+    NF4_QUANTIZERS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
@@ -207,10 +209,17 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
                    f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
-                   f"Cross-Entropy, Unsloth's fused loss) (default {TW.loss})")
+                   f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
+                   f"backward (torchtune's recipes of 2024-05) (default {TW.loss})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+    g.add_argument("--checkpoint-impl", choices=CHECKPOINT_IMPLS, help="with --grad-checkpointing full: torch.utils."
+                   "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
+                   f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")
+    g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
+                   "the device: bitsandbytes (PEFT/transformers), torchao (torchtune to_nf4) or torchao-0.1 (unchunked, "
+                   f"torchtune 2024-05); its transient is the 'model init' phase (default {TW.nf4_quantizer})")
     g.add_argument("--checkpoint-offload", action="store_true", default=None,
                    help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
                         "use_gradient_checkpointing='unsloth')")
@@ -247,12 +256,13 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
     g.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU)")
+                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
+                        "for the duration, inductor's fused memory-bound kernels")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "kernels",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node", "metric", "fsdp_version", "context_parallel", "activation_offload", "float8",
                    "compile")
