@@ -29,17 +29,16 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
+from .estimate.device import default_engine, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
-    default_engine,
     fit,
     fit_training,
     hourly_price,
     per_replica,
     target_and_count,
-    usable_memory,
 )
 from .estimate.formats import format_ladder
 from .estimate.inference.media import media_in_context

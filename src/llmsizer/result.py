@@ -53,6 +53,14 @@ class Assumption:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "value": self.value, "default": self.default, "why": self.why}
 
+    @property
+    def mark(self) -> str:
+        """How a rendered line marks it after ``name=value``: '' when given, ' (default)', or, for a default chosen
+        for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'."""
+        if not self.default:
+            return ""
+        return f" ({self.why})" if self.why.startswith("default for ") else " (default)"
+
 
 class Notes:
     """The one accumulator of assumptions (each default named) and warnings while a result is composed; the

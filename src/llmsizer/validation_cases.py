@@ -153,7 +153,8 @@ def octocoder_prediction(row_id: str) -> tuple[int, str, str]:
 
     weights, dtype = OCTOCODER_CASES[row_id]
     spec = spec_from_config(STARCODER, name="bigcode/octocoder")
-    est = estimate_inference(spec, context=24 + 60, output_tokens=60, weights=weights, dtype=dtype)
+    est = estimate_inference(spec, context=24 + 60, output_tokens=60, weights=weights, dtype=dtype,
+                             engine="transformers")  # the rows measure transformers (bitsandbytes)
     tensors = sum(i.bytes for i in est.items if i.location == "device" and i.name not in ("cuda_context",
                                                                                               "allocator_cache"))
     return tensors, weights, dtype

@@ -6,16 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.device import resolve_target, usable_memory
 from ..estimate.duration import Duration
-from ..estimate.fit import (
-    FitResult,
-    fit,
-    fit_training,
-    hourly_price,
-    resolve_target,
-    target_and_count,
-    usable_memory,
-)
+from ..estimate.fit import FitResult, fit, fit_training, hourly_price, target_and_count
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
@@ -92,10 +85,7 @@ def register(sub: Any) -> None:
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
-    add_inference_args(p, tensor_parallel=False, attention=False,
-                       engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
-                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards",
-                       speed=True)
+    add_inference_args(p, tensor_parallel=False, attention=False, speed=True)
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")

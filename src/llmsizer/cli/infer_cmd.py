@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import InputError
-from ..estimate.fit import device_budget, workload_device_kind
 from ..estimate.inference import estimate_inference
+from ..estimate.inference.compose import inference_workload
 from ..estimate.inference.reverse import max_concurrency, max_context
 from ..render.safe import say
 from ..render.text import render_estimate
-from ..result import Assumption, Estimate
+from ..result import Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_count
 from .commands import COMMAND_HELP
@@ -58,27 +57,18 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     for k in ("memory", "headroom"):
         if getattr(args, k) is not None:
             fields[k] = getattr(args, k)
-    notes: list[Assumption] = []
-    if args.device is not None:  # the device fit and train size for (estimate/fit.py device_budget)
-        device, count, usable, notes = device_budget(args.device, args.memory)
-        if count > 1:
-            raise InputError(f"{args.device} is an instance of {count} x {device.id}; infer sizes one device: name "
-                             f"it (--device {device.id}, with --tp for a replica over several) or use `fit --device "
-                             f"{args.device}`, which places the model over all {count}")
-        fields["device"] = workload_device_kind(device)
-        if usable is not None:
-            fields["memory"] = usable
-        # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
-        notes = [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *notes]
-    workload = InferenceWorkload(**fields)
-    est = estimate_inference(spec, workload)
-    if notes:
-        est = Estimate(est.kind, est.model, est.items, (*notes, *est.assumptions), est.warnings, dict(est.details))
+    if args.device is not None:  # what fit and train size for (estimate/device.py workload_on_device)
+        fields["device"] = args.device
+    # the core decides the device's kind and memory and, with no --engine, the engine fit would run there
+    workload, _ = inference_workload(fields, "infer")
+    est = estimate_inference(spec, **fields)
     data = est.to_dict()
     reverse: dict[str, int] = {}
     if args.max_context or args.max_concurrency:
-        memory: Any = fields.get("memory")  # None: the reverse questions say a budget is needed
+        memory: Any = workload.memory  # None: the reverse questions say a budget is needed
+        # the device's kind and the engine as the estimate decided them (a named device's memory is in `memory`)
         rest = {k: v for k, v in fields.items() if k != "memory"}
+        rest.update(device=workload.device, engine=workload.engine)
         if args.max_context:
             reverse["max_context"] = max_context(spec, memory, **{k: v for k, v in rest.items() if k != "context"})
         if args.max_concurrency:

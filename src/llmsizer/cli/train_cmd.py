@@ -6,13 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.device import device_budget, workload_device_kind
 from ..estimate.duration import Duration, training_time_on
-from ..estimate.fit import (
-    device_budget,
-    fit_training,
-    training_on_memory,
-    workload_device_kind,
-)
+from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
+from ..estimate.device import ENGINE_RULE_TEXT
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
@@ -98,7 +99,7 @@ def media_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
-                       attention: bool = True, engine_default: str = f"default {IW.engine}",
+                       attention: bool = True, engine_default: str = f"default: {ENGINE_RULE_TEXT}",
                        speed: bool = False,
                        weights_default: str = "the checkpoint's stored format; GGUF for llama.cpp") -> None:
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves

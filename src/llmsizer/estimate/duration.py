@@ -47,7 +47,8 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .fit import hourly_price, link_bandwidth_for, resolve_target, vm_share_device
+from .device import resolve_target
+from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .speed import attention_width
 from .training import estimate_training

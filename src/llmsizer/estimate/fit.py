@@ -19,37 +19,21 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import power_price_per_hour
 from ..formulas.speed import PhaseTime
-from ..formulas.weight_formats import normalize_format
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import normalize_engine
-from ..units import format_bytes
 from . import efficiency as E
+from .device import (
+    engine_assumption,
+    resolve_target,
+    target_memory,
+    workload_device_kind,
+)
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
 from .verdict import check_headroom, headroom_assumption
-
-
-def default_engine(device: Device, count: int, weights: str | None = None) -> str:
-    """The engine a workload runs on when none is named: the one that runs the requested weight format (GGUF:
-    llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and Apple); otherwise vLLM for
-    data-center accelerators (and any multi-GPU replica), llama.cpp for Apple, CPUs and one consumer card (where
-    GGUF formats are the usual way to fit)."""
-    fmt = normalize_format(weights) if weights else None
-    quantized = fmt is not None and fmt not in ("fp32", "fp16", "bf16")
-    if fmt is not None and fmt.startswith("gguf:"):
-        return "llamacpp"
-    if device.kind in ("apple", "cpu"):
-        return "transformers" if quantized else "llamacpp"
-    if device.form_factor == "datacenter" or count > 1 or quantized:
-        return "vllm"
-    return "llamacpp"
-
-
-ENGINE_WHY = ("the engine that runs the requested weight format (GGUF: llama.cpp); else vLLM on data-center GPUs "
-              "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
@@ -77,25 +61,6 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
         return max(int(dv["total"]) for dv in per_gpu), max(int(dv["total_high"]) for dv in per_gpu)
     _, mid, hi = est.total("host" if on_cpu else "device")
     return int(mid), int(hi)
-
-
-def usable_memory(device: Device, memory: int | None = None) -> tuple[int | None, list[Assumption]]:
-    """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it."""
-    notes: list[Assumption] = []
-    if memory is not None:
-        notes.append(Assumption("device_memory", format_bytes(memory), False, "given"))
-        base = memory
-    else:
-        base_opt = device.memory_bytes
-        if base_opt is None:
-            return None, notes
-        base = base_opt
-        notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
-    if device.kind == "apple":
-        frac = E.APPLE_GPU_WORKING_SET.expected
-        notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
-        base = int(base * frac)
-    return base, notes
 
 
 @dataclass(frozen=True)
@@ -163,14 +128,6 @@ class FitResult:
         return fit_html(self)
 
 
-def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int | None, str, Instance | None]:
-    """(device, instance device count or None, target id, instance) for a name, Device or Instance."""
-    hw = load_catalog(hardware_files).find(hardware) if isinstance(hardware, str) else hardware
-    if isinstance(hw, Instance):
-        return hw.device, hw.device_count, hw.id, hw
-    return hw, None, hw.id, None
-
-
 def target_and_count(hardware: str | Device | Instance, count: int | None,
                      hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, str, Instance | None]:
     """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1."""
@@ -224,13 +181,6 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
             from dataclasses import replace
             hit = replace(hit, device=device.id)
     return hit
-
-
-def instance_memory(device: Device, instance: Instance | None, memory: int | None) -> int | None:
-    """The memory a workload gets: ``memory`` when given, else a CPU instance's RAM, else None (the device's)."""
-    if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
-        return int(instance.memory.base)
-    return memory
 
 
 def hourly_price(device: Device, count: int, instance: Instance | None = None,
@@ -297,10 +247,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     warnings: list[str] = []
-    eng = normalize_engine(engine) if engine else default_engine(device, n, weights)
+    where = target if instance is not None or n == 1 else f"{n} x {target}"
+    eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where)
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
-    assumptions.append(Assumption("engine", eng, engine is None, ENGINE_WHY))
+    assumptions.append(engine_note)
     if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
         raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
                          "transformers")
@@ -323,10 +274,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         assumptions.append(Assumption("replicas", replicas, True,
                                       f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}, "
                                       f"the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"))
-    memory = instance_memory(device, instance, memory)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
-    usable, notes = usable_memory(device, memory)
+    usable, notes = target_memory(device, instance, memory)
     assumptions.extend(notes)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
@@ -415,24 +365,6 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-def workload_device_kind(device: Device) -> str:
-    """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
-    tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""
-    return "cpu" if device.kind == "cpu" else "gpu"
-
-
-def device_budget(hardware: str | Device | Instance, memory: int | None = None,
-                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
-    """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
-    for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
-    devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
-    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
-    that memory."""
-    device, count, _, instance = resolve_target(hardware, hardware_files)
-    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
-    return device, count or 1, usable, notes
-
-
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
 
 
@@ -467,7 +399,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
-    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
+    usable, notes = target_memory(device, instance, memory)
     assumptions = [headroom_assumption(headroom), *notes]
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")

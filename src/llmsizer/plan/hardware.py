@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
-from ..estimate.fit import instance_memory, link_bandwidth_for, usable_memory
+from ..estimate.device import target_memory, usable_memory
+from ..estimate.fit import link_bandwidth_for
 from ..recommend import Option
 from ..request.spec import Resources
 from ..result import Assumption
@@ -102,7 +103,7 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
         count = instance.device_count * nodes
     else:
         count = res.count or nodes
-    usable, _ = usable_memory(device, instance_memory(device, instance, res.memory))  # a CPU VM: its RAM, as fit
+    usable, _ = target_memory(device, instance, res.memory)  # a CPU VM: its RAM, as fit
     price, basis = _price(res, device, instance, count, nodes)
     link = None
     if res.interconnect is not None and cat.interconnect(res.interconnect) is not None:

@@ -10,8 +10,9 @@ from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
+from ..estimate.device import workload_device_kind
 from ..estimate.duration import training_duration_for
-from ..estimate.fit import training_on_memory, vm_share_device, workload_device_kind
+from ..estimate.fit import training_on_memory, vm_share_device
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N

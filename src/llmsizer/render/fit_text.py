@@ -22,7 +22,7 @@ def render_fit(r: FitResult) -> str:
     if r.kind == "training":
         lines = [f"{r.model} training on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}"]
         lines += [f"  {why}" for why in r.reasons]
-        lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+        lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                                  for a in r.assumptions))
         lines += [f"warning: {w}" for w in r.warnings]
         return "\n".join(lines)
@@ -46,7 +46,7 @@ def render_fit(r: FitResult) -> str:
                        f"at {s.concurrency} of the {r.details.get('concurrency', s.concurrency)} sequences)")
         for w in s.warnings:
             out.append(f"warning: {w}")
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in fit_assumptions(r)))
     for w in r.warnings:
         out.append(f"warning: {w}")
@@ -118,7 +118,7 @@ def render_llamacpp_fit(r: Any) -> str:
     out.append(table(rows, ["device", "holds", "weights", "KV", "compute", "total", "free", "left"]))
     out.append(f"margin kept free on each GPU: {format_bytes(r.margin)}")
     out += [f"  {s}" for s in r.steps]
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))
     out += [f"warning: {w}" for w in r.warnings]
     return "\n".join(out)

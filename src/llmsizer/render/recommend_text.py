@@ -59,7 +59,7 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
             out.append(f"  {o.target}: {'; '.join(o.reasons)}{mem}")
         if len(rec.rejected) > top:
             out.append(f"  ... {len(rec.rejected) - top} more (--top N or --json)")
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in rec.assumptions))
+    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}" for a in rec.assumptions))
     for w in rec.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)

@@ -54,7 +54,7 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
     out.append(table(rows, ["component", "where", "expected", "range", "how"]))
     out += estimate_facts(est)
     out.append("assumptions: " + "; ".join(
-        f"{a.name}={a.value}{' (default)' if a.default else ''}" for a in est.assumptions))
+        f"{a.name}={a.value}{a.mark}" for a in est.assumptions))
     for w in est.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)

@@ -59,6 +59,8 @@ class InferenceWorkload:
     pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
     kv_unified: llama.cpp's KV layout for several sequences: True one buffer shared by all (-kvu), False one stream
         per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
+    engine: the serving engine (ENGINES); None: the default for the device, chosen by the estimate
+        (estimate/device.py ``engine_rule``, the rule fit, recommend and plan use) and recorded as an assumption.
     identical_sequences: every sequence carries the same tokens (benchmarks such as llama-batched-bench feed token 0
         to all); changes which MoE experts a decode step reads (formulas/speed.py eqs. 5, 11), not the memory.
         False (a server's distinct prompts) by default.
@@ -71,7 +73,7 @@ class InferenceWorkload:
     weights: str | None = None
     kv_dtype: str | None = None
     device: str = "gpu"
-    engine: str = "transformers"
+    engine: str | None = None  # None: the default for the device (estimate/device.py engine_rule)
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
@@ -111,7 +113,7 @@ class InferenceWorkload:
             raise InputError(f"output_tokens must be between 0 and context ({self.context}), got {self.output_tokens}")
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
                                      ("attention", self.attention, ATTENTION_IMPLS)):
-            if value not in allowed:
+            if value not in allowed and not (name == "engine" and value is None):
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
@@ -169,12 +171,13 @@ class InferenceWorkload:
         for name, owners in ENGINE_SETTINGS.items():
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
-            if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
-                raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
+            if getattr(self, name) is not None and self.engine is not None and self.engine not in owners:  # read by these
+                # profiles only: refused, not ignored (engine None: checked once the estimate has chosen it)
+                raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
-        if llamacpp_only and self.engine != "llamacpp":
+        if llamacpp_only and self.engine is not None and self.engine != "llamacpp":
             raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
                              "tensor_parallel")
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),

@@ -25,6 +25,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse, Response
 
+from ..estimate.device import ENGINE_DEFAULT_NAME
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas.kv_cache import KV_DTYPE_BYTES
 from ..formulas.weight_formats import format_names
@@ -149,6 +150,7 @@ def choices() -> dict[str, Any]:
             if f.default is not None and f.default is not dataclasses.MISSING and not isinstance(f.default, (tuple, bool)):
                 defaults.setdefault(f.name, f.default)
     defaults["headroom"] = DEFAULT_HEADROOM
+    defaults["engine"] = ENGINE_DEFAULT_NAME  # the device's (estimate/device.py engine_rule), as infer and fit choose
     return {
         "choices": {
             "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES), "attention": list(ATTENTION_IMPLS),

@@ -61,6 +61,8 @@ POSTS = [
     ("/api/v1/inspect", {"model": "qwen3-30b-a3b"}, ["inspect", "qwen3-30b-a3b"]),
     # --device is a catalog device in every command (tests/cli/test_device_meaning.py): named, generic, no memory
     ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "rtx-4090"}, ["infer", "llama-3.1-8b", "--device", "rtx-4090"]),
+    # no engine: the device's default engine, fit's (tests/cli/test_default_engine.py): vLLM in a data centre
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "h100-sxm"}, ["infer", "llama-3.1-8b", "--device", "h100-sxm"]),
     ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "cpu", "memory": "32GiB", "engine": "llamacpp"},
      ["infer", "llama-3.1-8b", "--device", "cpu", "--memory", "32GiB", "--engine", "llamacpp"]),
     ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "cpu", "memory": "32GiB", "engine": "llamacpp"},

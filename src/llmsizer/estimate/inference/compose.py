@@ -21,6 +21,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
+from ..device import engine_assumption, generic_device, workload_on_device
 from ..formats import engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
@@ -28,7 +29,7 @@ from .media import media_in_context
 
 
 def _resolve_weights(spec: ModelSpec, w: InferenceWorkload, acc: Acc) -> tuple[str, int]:
-    choice = engine_weights(spec, w.engine, w.weights, w.group_size, "group_size" in (w.given or ()))
+    choice = engine_weights(spec, str(w.engine), w.weights, w.group_size, "group_size" in (w.given or ()))
     acc.assumptions.extend(choice.assumptions)
     acc.warnings.extend(choice.warnings)
     return choice.fmt, choice.group_size
@@ -91,8 +92,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         key, hit = (), None
     if hit is not None and hit[0] is spec:
         return _copy(hit[1])
-    w = workload if workload is not None else InferenceWorkload(**kwargs)
-    est = _estimate(spec, w)
+    w, notes = inference_workload(kwargs if workload is None else workload)
+    est = _with_notes(_estimate(spec, w), notes)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()
@@ -102,6 +103,43 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
 
 _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
 _MEMO_SIZE = 4096
+
+
+def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "estimate_inference"
+                       ) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
+    """The workload an estimate composes, its device and engine decided, and the assumptions that record them.
+    ``given``: a workload, or its keyword fields, where ``device`` may also name a catalog device or instance
+    (``estimate/device.py`` ``workload_on_device``, the resolver `infer --device`, the web API and `fit` share:
+    the device kind, its usable memory when none is given, and the assumptions naming both). With no engine
+    given, the engine is ``estimate/device.py`` ``engine_rule``'s for that device (a workload object's ``gpu``/``cpu``
+    is a device known only by its kind), recorded as ``engine=<name> (default for <device>: <reason>)``."""
+    if isinstance(given, InferenceWorkload):
+        w, device, target = given, generic_device(given.device), given.device
+        notes: list[Assumption] = []
+    else:
+        fields, device, target, notes = workload_on_device(given, asker)
+        if fields.get("engine") is None:  # built once with the default engine, which stays out of ``given``
+            eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
+                                          target)
+            passed = frozenset(k for k, v in fields.items() if v is not None)
+            return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note)
+        w = InferenceWorkload(**fields)
+    if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
+        eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target)
+        w = dataclasses.replace(w, engine=eng)
+        notes.append(note)
+    return w, tuple(notes)
+
+
+def _with_notes(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
+    """``est`` with the device's assumptions first and the engine's default, when chosen, in place of the
+    engine profile's line."""
+    if not notes:
+        return est
+    engine = [a for a in notes if a.name == "engine"]
+    first = tuple(a for a in notes if a.name != "engine")
+    rest = tuple(engine[0] if engine and a.name == "engine" else a for a in est.assumptions)
+    return Estimate(est.kind, est.model, est.items, first + rest, est.warnings, est.details)
 
 
 def _workload_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...]:
@@ -134,6 +172,8 @@ def _copy(est: Estimate) -> Estimate:
 
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
+    if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
+        w = inference_workload(w)[0]
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
         raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
                          "memory")
@@ -157,8 +197,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         raise InputError(f"the {w.engine} profile models GPU serving; use engine transformers or llamacpp for "
                          "device cpu")
     acc = Acc()
-    profile = E.PROFILES[w.engine]
-    acc.assumptions.append(Assumption("engine", w.engine, False, profile.description))
+    profile = E.PROFILES[str(w.engine)]
+    acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
     media = media_in_context(spec, w, acc)
     if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
         w = dataclasses.replace(w, context=w.context + media.tokens)
@@ -224,7 +264,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                         "state_dtypes": list(state_dtypes(ctx))})
         # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
         details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
-    band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(w.engine)
+    band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(str(w.engine))
     if band_engine is not None and w.device != "cpu":
         calibrated = calibrated_need(acc.items, sum(i.bytes for i in acc.items if i.location == "device"),
                                      R.INFERENCE_MEMORY, band_engine)

@@ -25,6 +25,7 @@ from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need
+from ..device import workload_on_device
 from ..inference.common import Acc
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
@@ -92,8 +93,26 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
+    notes: tuple[Assumption, ...] = ()
+    if workload is None and kwargs.get("device") is not None:
+        # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
+        # its memory when none is given, and the assumptions naming both
+        kwargs, _, _, named = workload_on_device(kwargs, "estimate_training")
+        notes = tuple(named)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     _refuse_adapter_fields_on_full(w)
+    return _with_device(_memoized(spec, w), notes)
+
+
+def _with_device(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
+    """``est`` with the assumptions naming its device and that device's memory first."""
+    if not notes:
+        return est
+    return Estimate(est.kind, est.model, est.items, notes + est.assumptions, est.warnings, est.details)
+
+
+def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
+    """The estimate of ``w``, memoized."""
     # memoized on exactly what the estimate reads: the spec (by identity; the memo keeps it alive) and every
     # workload field with its type. Each caller gets its own copy of ``details`` (the one mutable part).
     vals = tuple(w.__dict__.values())

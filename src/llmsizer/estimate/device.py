@@ -1,0 +1,179 @@
+"""What a workload's device means, the one home of the rules every command shares for it:
+
+- ``--device NAME`` (``infer``, ``train``, ``fit``, the web API's ``device`` field, the Python API's ``device=``): a
+  catalog device or instance, or ``cpu``/``gpu`` for a device known only by its kind (``catalog/hardware.py``
+  ``GENERIC_DEVICES``): ``resolve_target``, ``workload_on_device``;
+- where the tensors live on it (``workload_device_kind``) and the memory a workload may use (``usable_memory``,
+  ``target_memory``: the catalog's, a CPU instance's RAM, Apple's Metal working set);
+- the engine a serving workload runs on when none is named (``engine_rule``): ``fit``, ``infer``, ``recommend``,
+  ``plan`` and ``estimate_inference`` all ask it, so one question gets one engine everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
+from ..errors import InputError
+from ..formulas.weight_formats import normalize_format
+from ..result import Assumption
+from ..units import format_bytes
+from . import efficiency as E
+
+# what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
+ENGINE_DEFAULT_NAME = "by device"
+# engine_rule in one line, for --help
+ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
+                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
+                    "only by its kind (no --device)")
+
+
+def engine_rule(device: Device, count: int = 1, weights: str | None = None) -> tuple[str, str]:
+    """(engine, why) a serving workload on ``count`` x ``device`` runs on when none is named: the one that runs the
+    requested weight format (GGUF: llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and
+    Apple); otherwise vLLM on data-center accelerators and any replica over several devices, llama.cpp on Apple,
+    CPUs and one consumer card (where GGUF formats are the usual way to fit). One GPU known only by its kind
+    (``gpu``, or no device named: its form factor unknown) gives the rule nothing to choose by: transformers, the
+    reference implementation, and the reason says so."""
+    fmt = normalize_format(weights) if weights else None
+    quantized = fmt is not None and fmt not in ("fp32", "fp16", "bf16")
+    if fmt is not None and fmt.startswith("gguf:"):
+        return "llamacpp", f"{fmt} weights run on llama.cpp"
+    if device.kind in ("apple", "cpu"):
+        where = "Apple" if device.kind == "apple" else "CPUs"
+        if quantized:
+            return "transformers", f"{fmt} weights run in transformers on {where} (vLLM and SGLang model GPUs)"
+        return "llamacpp", f"llama.cpp on {where}"
+    if device.form_factor == "datacenter" and device.origin != "generic":
+        return "vllm", "vLLM on data-center accelerators"
+    if count > 1:
+        return "vllm", f"vLLM for a replica over {count} devices"
+    if quantized:
+        return "vllm", f"{fmt} weights run on vLLM on GPUs"
+    if device.origin == "generic":
+        return "transformers", ("a GPU known only by its kind has no form factor to choose vLLM (data centre) or "
+                                "llama.cpp (consumer card) by; transformers, the reference implementation")
+    return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
+
+
+def default_engine(device: Device, count: int, weights: str | None = None) -> str:
+    """The engine of ``engine_rule``."""
+    return engine_rule(device, count, weights)[0]
+
+
+def engine_assumption(engine: str | None, device: Device, count: int = 1, weights: str | None = None,
+                      target: str | None = None) -> tuple[str, Assumption]:
+    """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s, recorded as the default for
+    ``target`` (the device or instance named; ``count`` x it for several)."""
+    if engine is not None:
+        return engine, Assumption("engine", engine, False, "given")
+    eng, why = engine_rule(device, count, weights)
+    where = target or device.id
+    where = f"{count} x {where}" if count > 1 and target is None else where
+    return eng, Assumption("engine", eng, True, f"default for {where}: {why}")
+
+
+def workload_device_kind(device: Device) -> str:
+    """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
+    tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""
+    return "cpu" if device.kind == "cpu" else "gpu"
+
+
+def usable_memory(device: Device, memory: int | None = None, source: str = "given"
+                  ) -> tuple[int | None, list[Assumption]]:
+    """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it: ``memory`` when
+    given (``source`` says by whom: the user, or a CPU instance's RAM), else the catalog's device memory; an Apple
+    GPU only the Metal working-set share of it."""
+    notes: list[Assumption] = []
+    if memory is not None:
+        notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
+        base = memory
+    else:
+        base_opt = device.memory_bytes
+        if base_opt is None:
+            return None, notes
+        base = base_opt
+        notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
+    if device.kind == "apple":
+        frac = E.APPLE_GPU_WORKING_SET.expected
+        notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
+        base = int(base * frac)
+    return base, notes
+
+
+def instance_memory(device: Device, instance: Instance | None, memory: int | None) -> int | None:
+    """The memory a workload gets: ``memory`` when given, else a CPU instance's RAM, else None (the device's)."""
+    if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
+        return int(instance.memory.base)
+    return memory
+
+
+def target_memory(device: Device, instance: Instance | None, memory: int | None
+                  ) -> tuple[int | None, list[Assumption]]:
+    """``usable_memory`` of a device or instance: ``memory`` when given, else a CPU instance's RAM (named as its
+    source), else the catalog's device memory."""
+    mem = instance_memory(device, instance, memory)
+    if memory is None and mem is not None and instance is not None and instance.memory is not None:
+        return usable_memory(device, mem, f"{instance.id} RAM: {instance.memory.describe()} [{instance.memory.source}]")
+    return usable_memory(device, mem)
+
+
+def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()
+                   ) -> tuple[Device, int | None, str, Instance | None]:
+    """(device, instance device count or None, target id, instance) for a name, Device or Instance."""
+    if isinstance(hardware, str) and not hardware_files and hardware.strip().lower() in GENERIC_DEVICES:
+        # what the built-in catalog's find answers for 'cpu'/'gpu' (it names no entry so), without loading it: an
+        # estimate with no device or a device kind stays well under a millisecond from a cold start
+        return resolve_target(GENERIC_DEVICES[hardware.strip().lower()])
+    hw = load_catalog(hardware_files).find(hardware) if isinstance(hardware, str) else hardware
+    if isinstance(hw, Instance):
+        return hw.device, hw.device_count, hw.id, hw
+    return hw, None, hw.id, None
+
+
+def device_budget(hardware: str | Device | Instance, memory: int | None = None,
+                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
+    """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
+    for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
+    devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
+    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
+    that memory."""
+    device, count, _, instance = resolve_target(hardware, hardware_files)
+    usable, notes = target_memory(device, instance, memory)
+    return device, count or 1, usable, notes
+
+
+def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Sequence[str | Path] = ()
+                       ) -> tuple[dict[str, Any], Device, str, list[Assumption]]:
+    """The one resolver of a one-device estimate's ``device`` field (``infer``/``train --device``, the web API's
+    ``device``, ``estimate_inference(device=...)``, ``estimate_training(device=...)``): ``fields`` (workload keyword
+    fields; ``device`` a catalog device or instance, a Device or Instance, ``cpu``/``gpu``, or absent: ``gpu``) ->
+    (the fields with ``device`` the workload's kind and ``memory`` the device's usable memory when one is known,
+    the Device, the name it goes by (an instance's id, else the device's), the assumptions naming the device and
+    where its memory came from). ``asker`` names the caller in the refusal of an instance of several devices."""
+    hardware = fields.get("device")
+    if hardware is None:
+        hardware = "gpu"
+    device, count, target, instance = resolve_target(hardware, hardware_files)
+    if count is not None and count > 1:
+        how = {"infer": f"(--device {device.id}, with --tp for a replica over several) or use `fit --device "
+                        f"{target}`, which places the model over all {count}",
+               "estimate_training": f"(device={device.id!r}, gpus={count}) or use `llmsizer train --device {target}`, "
+                                    "which also picks the least-sharded ZeRO stage that fits"}.get(
+            asker, f"(device={device.id!r}, with tensor_parallel for a replica over several) or use fit(model, "
+                   f"{target!r}), which places the model over all {count}")
+        raise InputError(f"{target} is an instance of {count} x {device.id}; {asker} sizes one device: name it {how}")
+    usable, notes = target_memory(device, instance, fields.get("memory"))
+    out = dict(fields, device=workload_device_kind(device))
+    if usable is not None:
+        out["memory"] = usable
+    # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
+    named = [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *notes]
+    return out, device, target, named
+
+
+def generic_device(kind: str) -> Device:
+    """The device a workload's ``device`` kind ('gpu', 'cpu') names when no catalog device is given."""
+    return GENERIC_DEVICES[kind]
