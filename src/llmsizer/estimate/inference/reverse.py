@@ -28,7 +28,8 @@ def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
 
 def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int, lowest: int = 1) -> int:
     """Largest value in [lowest, upper] that fits, or 0 when ``lowest`` itself does not."""
-    if not _fits(spec, replace(w, **{field: lowest}), level):
+    first: dict[str, Any] = {field: lowest}
+    if not _fits(spec, replace(w, **first), level):
         return 0
     lo, hi = lowest, upper
     while lo < hi:
