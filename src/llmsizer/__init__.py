@@ -31,7 +31,8 @@ _LAZY = {
     "weight_bytes": "formulas.weight_formats", "estimate_inference": "estimate.inference", "load_model": "models",
     "max_concurrency": "estimate.inference.reverse", "max_context": "estimate.inference.reverse", "InferenceWorkload": "specs", "ModelSpec": "specs",
     "TrainingWorkload": "specs", "estimate_training": "estimate.training", "max_micro_batch": "estimate.training",
-    "max_seq_len": "estimate.training", "fit": "estimate.fit", "estimate_speed": "estimate.speed",
+    "max_seq_len": "estimate.training", "fit": "estimate.fit", "fit_training": "estimate.fit",
+    "estimate_speed": "estimate.speed",
     "Constraints": "recommend", "recommend_inference": "recommend",
     "recommend_training": "recommend", "load_catalog": "catalog.hardware",
     "find_hardware": "catalog.hardware", "make_plan": "plan", "plan_file": "plan", "load_request": "request",
@@ -41,7 +42,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time these load lazily through __getattr__
     from .catalog.hardware import find_hardware, load_catalog
-    from .estimate.fit import FitResult, fit
+    from .estimate.fit import FitResult, fit, fit_training
     from .estimate.inference import estimate_inference
     from .estimate.inference.reverse import max_concurrency, max_context
     from .estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp
@@ -63,7 +64,7 @@ __all__ = [
     "UnknownNameError", "UnsupportedArchitectureError", "__version__",
     "kv_cache", "count_params", "format_names", "weight_bytes", "estimate_inference", "load_model",
     "max_concurrency", "max_context", "InferenceWorkload", "ModelSpec", "TrainingWorkload", "estimate_training",
-    "max_micro_batch", "max_seq_len", "fit", "estimate_speed", "Constraints", "recommend_inference",
+    "max_micro_batch", "max_seq_len", "fit", "fit_training", "estimate_speed", "Constraints", "recommend_inference",
     "recommend_training", "load_catalog", "find_hardware", "make_plan", "plan_file", "load_request",
     "FitResult", "Recommendation", "Plan", "fit_llamacpp", "LlamaCppFit",
 ]

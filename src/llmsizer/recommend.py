@@ -5,8 +5,9 @@ Search (inference):
 - candidates: cloud instances (filtered by provider), plus local hardware (Apple silicon configurations,
   desktop GPUs, and devices the user's hardware file marks ``owned``); ``laptop`` keeps laptop devices only,
   ``cloud_only`` keeps instances only;
-- per candidate, weight formats from highest quality down (engine's ladder: bf16 -> fp8 -> AWQ int4 on vLLM;
-  F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
+- per candidate, weight formats from highest quality down (``estimate.formats.format_ladder``: the checkpoint's
+  default format on the engine, as ``fit`` and ``infer`` take it, then the smaller rungs of bf16 -> fp8 -> AWQ int4
+  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
   headroom and meets the latency limits is taken;
 - tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
   are added until an aggregate tokens/s target is met;
@@ -35,23 +36,26 @@ from .estimate.fit import (
     default_engine,
     fit,
     fit_training,
+    hourly_price,
+    per_replica,
+    target_and_count,
     usable_memory,
     vm_share_device,
 )
+from .estimate.formats import format_ladder
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
-from .formulas.cost import cost_per_million_tokens, power_price_per_hour
+from .formulas.cost import cost_per_million_tokens
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
-from .formulas.weight_formats import normalize_format, stored_format, weight_bytes
+from .formulas.weight_formats import weight_bytes
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import normalize_engine
+from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
-VLLM_LADDER = ("bf16", "fp8", "awq-int4")
-GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
 MAX_REPLICAS = 64
 MAX_NODES = 512
 
@@ -189,8 +193,8 @@ class _Candidate:
 
 def _instance_candidate(inst: Instance) -> _Candidate:
     mem = int(inst.memory.base) if inst.device.kind == "cpu" and inst.memory is not None else None
-    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst,
-                      inst.price_per_hour, "on-demand" if inst.price is not None else "unknown", mem)
+    price, basis, _ = hourly_price(inst.device, inst.device_count, inst)
+    cand = _Candidate(inst.id, inst.name, inst.provider, inst.device, inst.device_count, inst, price, basis, mem)
     if inst.price is not None:
         cand.notes.append(f"price {inst.price.raw} USD/h in {inst.region} ({inst.price.source}, "
                           f"{inst.price.date})" + (f", {inst.price.confidence.upper()} confidence"
@@ -199,11 +203,7 @@ def _instance_candidate(inst: Instance) -> _Candidate:
 
 
 def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
-    price, basis = None, "unknown"
-    if d.price is not None:
-        price, basis = float(d.price.base) * count, "given"
-    elif c.kwh_price is not None and d.tdp is not None:
-        price, basis = power_price_per_hour(float(d.tdp.base), c.kwh_price, count), "power"
+    price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
 
 
@@ -211,6 +211,9 @@ def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[l
     out: list[_Candidate] = []
     skipped: list[Option] = []
     providers = {p.lower() for p in c.providers}
+    known = sorted({inst.provider for inst in cat.instances.values()})
+    for p in sorted(providers - set(known)):  # a typo would answer "no option" (exit 1) as if none qualified
+        raise InputError(f"unknown provider {p!r}{did_you_mean(p, known)} (the catalog's: {', '.join(known)})")
     if not c.laptop:
         for inst in cat.instances.values():
             if providers and inst.provider not in providers:
@@ -244,8 +247,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
-    hw = cat.find(hardware) if isinstance(hardware, str) else hardware
-    cand = _instance_candidate(hw) if isinstance(hw, Instance) else _device_candidate(hw, c, count or 1)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
     return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
@@ -256,17 +260,7 @@ def _rejected_stub(d: Device, why: str) -> Option:
 
 
 def _ladder(spec: ModelSpec, engine: str, device: Device, weights: str | None) -> tuple[str, ...]:
-    if weights:
-        return (normalize_format(weights),)
-    if engine == "llamacpp":
-        return GGUF_LADDER
-    stored, _, _ = stored_format(spec)
-    ladder = [stored] if stored not in VLLM_LADDER else []
-    for f in VLLM_LADDER:
-        if f == "fp8" and "fp8" not in device.flops:
-            continue
-        ladder.append(f)
-    return tuple(ladder)
+    return format_ladder(spec, engine, weights, fp8="fp8" in device.flops)
 
 
 def _price_text(p: float | None, basis: str) -> str:
@@ -436,7 +430,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
-                  tokens_per_second=(sp.tokens_per_second * r.replicas) if sp and sp.tokens_per_second else None)
+                  tokens_per_second=r.tokens_per_second_total)
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -481,14 +475,14 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
     fit_target, count = cand.instance or cand.device, None if cand.instance else cand.count
     for r in range(guess, MAX_REPLICAS + 1):
-        per = max(1, math.ceil(concurrency / r))
+        per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
                   hardware_files=hardware_files, **(media or {}))
-        sp = one.speed
-        if sp is None or sp.tokens_per_second is None:
+        sp, one_total = one.speed, one.tokens_per_second_total
+        if sp is None or one_total is None:
             return r, None, None
-        total = sp.tokens_per_second * one.replicas * r
+        total = one_total * r
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None
@@ -556,9 +550,10 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
     out: list[str] = []
     ctx_txt = f"{context // 1024}k" if context % 1024 == 0 else str(context)
     last = None
+    ladder = format_ladder(spec, "llamacpp")
     for gb, memory in sorted(smallest.items()):
         found = None
-        for fmt in GGUF_LADDER:
+        for fmt in ladder:
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
             est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt, engine="llamacpp",
@@ -571,7 +566,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         last = found[0]
         out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context x {concurrency} "
                    f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
-        if found[0] == GGUF_LADDER[0]:
+        if found[0] == ladder[0]:
             break
     return out
 

@@ -269,6 +269,11 @@ SPARK = {
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
 PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+# fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
+ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
+                        "PM0104"}
+ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
+                 "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
 # The DGX Spark tables come from llama.cpp scripts/bench-models.sh (its ARGS_BB "-c 270336 ... -npl 1,..,32" is the
 # rows' "n_kv_max = 270336"): llama-batched-bench -fa 1 -ub 2048 without -kvu, so common/common.h:575 kv_unified =
@@ -288,7 +293,7 @@ CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
 CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
-TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb"}
+TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
 TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM0021", "PM0024": "PM0023",
                         "PM0026": "PM0025", "PM0028": "PM0027", "PM0030": "PM0029"}
@@ -296,18 +301,56 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
+# TransformerBlock); the Float8 rows are not expressible for speed
+TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_COMPILED = "torch compile enabled: torch.compile is not an option of the training-speed model"
+_COMPILED = ("torch compile enabled; 8 x A100 with FSDP and CPU offload of the optimizer or a 405B QLoRA: the "
+             "recipes' multi-device settings are not read yet")
+_TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
+             loss_chunks=8, optimizer_impl="fused")
+_A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
+                   "README table): the A6000 runs used settings the README does not give (activation checkpointing "
+                   "off, unpaged optimizer states?)")
+_TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
+             optimizer="adamw", compile=True)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
-    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(8)},
+    # the Llama 3.1 table (README @30b8519: 'batch size 2 (without gradient accumulation), a dataset packed to
+    # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
+    # (recipes/configs/llama3_1/8B_*_single_device.yaml: activation checkpointing, CEWithChunkedOutputLoss, bf16;
+    # full: bitsandbytes PagedAdamW8bit with optimizer_in_bwd; LoRA: q,v rank 8, fused AdamW; QLoRA: q,k,v,o + MLP
+    # rank 8, fused AdamW). The A6000 rows and the 70B / 405B rows (8 x A100: CPU offload, FSDP) stay unexpressed.
+    "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
+    "PM0701": _A6000_SETTINGS,
+    "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
+    "PM0703": _A6000_SETTINGS,
+    "PM0704": ("llama-3.1-8b", dict(_TT31, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                    optimizer="adamw")),
+    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(5, 8)},
     "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
     "PM0711": ("llama-3.2-3b", dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True,
                                     grad_checkpointing="none", optimizer="adamw")),
-    **{f"PM07{i:02d}": _COMPILED for i in range(12, 20)},
+    # "+ Compile" and the techniques added after it, each on top of the previous row: chunked cross-entropy
+    # (CEWithChunkedOutputLoss, 8 chunks), activation checkpointing, the optimizer step fused into the backward,
+    # activation offloading, 8-bit AdamW; then LoRA and QLoRA with 3B_lora_single_device's adapters (rank 64 on
+    # q, v, output_proj and the MLP) and AdamW. The offload copies overlap the compute on their own stream
+    # (torchtune OffloadActivations use_streams) and are not timed.
+    "PM0712": ("llama-3.2-3b", _TT32),
+    "PM0713": ("llama-3.2-3b", dict(_TT32, loss_chunks=8)),
+    "PM0714": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full")),
+    "PM0715": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True)),
+    "PM0716": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True)),
+    "PM0717": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", optimizer_in_backward=True,
+                                    activation_offload=True, optimizer="adamw-8bit")),
+    "PM0718": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="lora", rank=64, targets="q,v,o,gate,up,down")),
+    "PM0719": ("llama-3.2-3b", dict(_TT32, loss_chunks=8, grad_checkpointing="full", activation_offload=True,
+                                    method="qlora", rank=64, targets="q,v,o,gate,up,down")),
 }
 # Qwen README "Profiling of Memory and Speed" (PM0720-PM0731): Qwen-7B on one A100-SXM4-80G, batch 1 x gradient
 # accumulation 8, every sample padded to the sequence length (finetune.py preprocess), speed in s/iter -> tokens/s =
@@ -322,10 +365,194 @@ QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
 QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
 QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
+# llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
+# Composer FSDP, PyTorch 1.13.1 (submit_benchmarks.py's default image: no torch.compile), triton flash attention,
+# low-precision LayerNorm, decoupled AdamW. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
+# MicroBatchSize, GradAccum, Sharding Strategy, Activation Checkpointing: non-reentrant, the yamls'
+# activation_checkpointing_reentrant false; Throughput (T/s) of all GPUs). The shapes are the yamls'
+# (scripts/train/yamls/pretrain/mpt-*.yaml @b2a43a1: d_model, n_heads, n_layers, expansion_ratio 4, vocab 50368)
+# with llm-foundry's MPTConfig defaults at that commit (no_bias False, learned_pos_emb True, tied embeddings,
+# max_seq_len = the row's SeqLen): the GPT-2 layout, written as transformers' gpt_bigcode with multi_query False
+# (c_attn 3d, biases, LayerNorm with bias, learned positions, tied lm_head); its parameter count equals the table's
+# NumParams column for every row (tests/validation/test_mpt_rows.py). transformers' own `mpt` has neither biases nor
+# learned positions, so it is not these runs' model. amp_bf16 = bf16-mixed; the rows with 'bf16 | PURE' (Composer's
+# PURE FSDP mixed precision) reduce gradients in bf16 where bf16-mixed counts fp32 reduce-scatter bytes, which
+# changes no prediction: on every such row the communication is shorter than the compute it overlaps (tested). Rows
+# on more than one node (8 GPUs each; the A100 tables name RoCE 1600 Gbps between nodes, the H100 tables no network)
+# are reported with their settings assumed: llmsizer times one interconnect (NVLink) for all devices. FP8 rows
+# (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
+MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
+              "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
+              "70b": (8192, 64, 80)}
+MPT_VOCAB = 50368
+MPT_DEVICE = {"a100_80gb": "a100-sxm-80gb", "a100_40gb": "a100-sxm-40gb", "h100_80gb": "h100-sxm"}
+MPT_NODE_GPUS = 8
+MPT_SHARDING = {"FULL_SHARD": "full", "SHARD_GRAD_OP": "grad_op"}
+# The Ampere utilisation's calibration rows (estimate/efficiency.py TRAINING_UTILIZATION_BY_ARCH['ampere']): the
+# MPT-7B rows of the A100 80GB table on one node (7 rows, 1k-64k tokens, with and without checkpointing), chosen
+# before looking at errors as the model size of the Ada calibration row (Llama2-7B); every other A100 row is held out.
+AMPERE_CALIBRATION = ("PM0890", "PM0891", "PM0892", "PM0893", "PM0894", "PM0895", "PM0896")
+# fms-fsdp README @5805ace (PM1020-PM1027): IBM's Llama pre-training with PyTorch FSDP1 on 128 x A100 80G and
+# 96 x H100, eager (use_torch_compile False), bf16 FSDP mixed precision, SDPA flash attention, sequence 4096, AdamW,
+# non-reentrant checkpointing of every block where the row says True; HSDP = hybrid sharding within one node. The
+# shapes are fms_fsdp/utils/config_utils.py's, as transformers llama configs (no biases, untied head, vocab 32000):
+# 7b and 13b are Llama 2 7B / 13B (MHA). 34b and 70b had no kvheads (MHA) at ceee6f0, when the A100 figures were first
+# published, and kvheads 8 from 247f22c, before the H100 column: each row takes the config of the commit that first
+# published it (an assumption: the numbers did not change with the config). Every row spans 12-16 nodes: settings
+# assumed, like the multi-node MPT rows (no inter-node network term).
+FMS_SHAPES = {"7b": (4096, 32, 32, 11008), "13b": (5120, 40, 40, 13824), "34b": (8192, 64, 48, 22016),
+              "70b": (8192, 64, 80, 28672)}
+FMS_DEVICE = {"A100 80G": "a100-sxm-80gb", "H100 80G": "h100-sxm"}
+
+
+def fms_config(variant: str, gqa: bool) -> dict[str, Any]:
+    d, heads, layers, ffn = FMS_SHAPES[variant]
+    kv = 8 if gqa and variant in ("34b", "70b") else heads
+    return {"model_type": "llama", "hidden_size": d, "num_attention_heads": heads, "num_key_value_heads": kv,
+            "num_hidden_layers": layers, "intermediate_size": ffn, "vocab_size": 32000,
+            "tie_word_embeddings": False, "max_position_embeddings": 4096}
+
+
+def fms_case(r: dict[str, str]) -> Case:
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+    from .readers.hf_config import spec_from_config
+
+    c = [x.strip() for x in r["quote"].strip().strip("|").split("|")]
+    variant, sharding, ac, batch = c[0], c[1], c[2] == "True", int(c[3])
+    h100 = r["hardware"].startswith("H100")
+    n = int(r["num_gpus"])
+    spec = spec_from_config(fms_config(variant, gqa=h100), name=f"fms LLaMA {variant}")
+    dev = builtin_catalog().devices[FMS_DEVICE[r["hardware"]]]
+    fields = dict(method="full", precision="bf16-mixed", micro_batch=batch, seq_len=4096,
+                  grad_checkpointing="full" if ac else "none", fsdp="hybrid" if sharding == "HSDP" else "full",
+                  fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
+    d = training_duration_for(spec, dev, n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    st, tol, value = d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    kv = spec.num_kv_heads
+    return Case(r["id"], TRAINING_SPEED, f"fms-fsdp LLaMA {variant} {sharding} {n}x{dev.id} tokens/s/GPU", pred, value,
+                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                excluded=ASSUMED, source=r["source"],
+                note=f"{n // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device (assumed); "
+                f"{kv} KV heads; utilisation {d.utilization:.3f}; micro-batch {batch} x 4096"
+                + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
+                   if st else ""))
+
+
+# VectorLM docs/reference_throughput.md @9045f08 (PM1030-PM1047): Meta-Llama-3-8B (the catalog's Llama-3.1-8B: the
+# same shapes and parameter count) on 1, 2 and 4 x A100-SXM4-80GB in one node, HF transformers + PyTorch FSDP1
+# FULL_SHARD, pure bf16 (from_pretrained torch_dtype bfloat16, AdamW on the bf16 parameters), flash_attention_2,
+# non-reentrant checkpointing of every decoder layer, synthetic rows of exactly the context length, gradient
+# accumulation 4 (profiling/configs/benchmark.yaml, profiling/benchmark.py, vectorlm/utils/model_utils.py). LoRA rows:
+# r 8 with PEFT's default llama targets (q_proj, v_proj: peft utils/constants.py
+# TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING), adapters cast to bf16. The figure is the median over
+# train_step calls, so the optimizer step of every fourth call is not in it. All held out.
+VECTORLM_IDS = tuple(f"PM{i}" for i in range(1030, 1048))
+
+
+def vectorlm_fields(r: dict[str, str]) -> dict[str, Any]:
+    fields: dict[str, Any] = dict(method="full" if r["method"] == "full" else "lora", precision="bf16",
+                                  micro_batch=int(r["batch_size"]), seq_len=int(r["seq_len"]), grad_accumulation=4,
+                                  grad_checkpointing="full", fsdp="full", fsdp_version=1, optimizer="adamw",
+                                  attention="flash", gpus=int(r["num_gpus"]))
+    if fields["method"] == "lora":
+        fields.update(rank=8, targets="q,v", adapter_dtype="bf16")
+    return fields
+
+
+def vectorlm_case(r: dict[str, str]) -> Case:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    fields = vectorlm_fields(r)
+    n = fields["gpus"]
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    d = training_duration_for(find("llama-3.1-8b").spec(), dev, n, 1e6, fields)
+    pred, st, tol, value = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    what = "LoRA r8 q,v" if fields["method"] == "lora" else "full"
+    return Case(r["id"], TRAINING_SPEED, f"VectorLM Llama-3-8B {what} {n}x{dev.id} seq {fields['seq_len']} tokens/s",
+                pred, value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", source=r["source"],
+                note=f"FSDP FULL_SHARD, pure bf16, checkpointing; micro-batch {fields['micro_batch']}; utilisation "
+                f"{d.utilization:.3f}" + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                                          f"{st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s" if st else ""))
+
+
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
-                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX"}
+                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
+                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION}}
+
+
+@dataclass(frozen=True)
+class MptRow:
+    """One llm-foundry benchmark table line, read from the row's quote."""
+    model: str
+    seq_len: int
+    gpus: int
+    gpu: str
+    micro_batch: int
+    grad_accumulation: int
+    precision: str
+    sharding: str
+    checkpointing: bool
+    cpu_offload: bool
+    params: int
+    tokens_per_second: float
+
+
+def mpt_row(quote: str) -> MptRow:
+    c = [x.strip() for x in quote.strip().strip("|").split("|")]
+    if len(c) != 20:
+        raise ValueError(f"not an llm-foundry benchmark table line: {quote!r}")
+    return MptRow(c[0], int(c[1]), int(c[2]), c[3], int(c[7]), int(c[8]), c[14], c[16], c[17] == "True",
+                  c[18] == "True", int(c[19]), float(c[11]))
+
+
+def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
+    """The benchmark's MPT shape as a transformers gpt_bigcode config (see MPT_SHAPES)."""
+    d, heads, layers = MPT_SHAPES[model]
+    return {"model_type": "gpt_bigcode", "n_embd": d, "n_head": heads, "n_layer": layers, "n_inner": 4 * d,
+            "n_positions": seq_len, "vocab_size": MPT_VOCAB, "multi_query": False, "tie_word_embeddings": True}
+
+
+def mpt_fields(m: MptRow) -> dict[str, Any]:
+    """TrainingWorkload fields of one benchmark row."""
+    return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
+                grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
+                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus)
+
+
+def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+    from .readers.hf_config import spec_from_config
+
+    rid, m = r["id"], mpt_row(r["quote"])
+    if "fp8" in m.precision:
+        return NotExpressed(rid, TRAINING_SPEED, "TransformerEngine FP8 (amp_fp8): Float8 linears are not an option "
+                            "of the training-speed model")
+    dev = builtin_catalog().devices[MPT_DEVICE[m.gpu]]
+    spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
+    d = training_duration_for(spec, dev, m.gpus, 1e6, mpt_fields(m))
+    pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+    calib = rid in TRAINING_SPEED_CALIBRATION
+    nodes = m.gpus > MPT_NODE_GPUS
+    excluded = CALIBRATION if calib else (ASSUMED if nodes else "")
+    note = (("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+            + f"{m.gpus} x {dev.id}, utilisation {d.utilization:.3f}; {m.sharding}, "
+            + ("non-reentrant activation checkpointing" if m.checkpointing else "no checkpointing")
+            + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
+            + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s, "
+               f"communication {st.comm_seconds:.2f} s" if st else "")
+            + (f"; {m.gpus // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device "
+               "(assumed)" if nodes else ""))
+    return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
+                m.tokens_per_second, "tokens/s", None if pred is None else abs(pred / m.tokens_per_second - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
 
 
 def cpu_gpt2_spec() -> Any:
@@ -372,38 +599,49 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                         note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
                         + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
+            calib = rid in ROUTINGS_CALIBRATION
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
                         value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
-                        note="batched decode; llama-batched-bench feeds token 0 to every sequence (MoE experts are "
-                             "still read for b routings: formulas/speed.py eq. 10)")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + "batched decode; " + ROUTINGS_NOTE)
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
+    if r["framework"].startswith("llm-foundry"):
+        return mpt_case(r)
+    if r["framework"].startswith("fms-fsdp"):
+        return fms_case(r)
+    if r["framework"].startswith("VectorLM"):
+        return vectorlm_case(r)
     if r["kind"] == "mfu":
         return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtitan":
-        if r["other_settings"] != "FSDP":
-            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: torch.compile and Float8 linears are "
-                                "not options of the training-speed model")
+        if r["other_settings"] not in TORCHTITAN_COMPILE:
+            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: Float8 linears are not an option of "
+                                "the training-speed model")
         n = int(r["num_gpus"])
-        fields = dict(TORCHTITAN_FSDP, gpus=n)
+        compiled = TORCHTITAN_COMPILE[r["other_settings"]]
+        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
-        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP {n}xH100 tokens/s/GPU", pred, value,
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''} {n}xH100 "
+                    "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
-                    + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
-                       if st else ""))
+                    + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
+                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
+                       f"{st.comm_seconds:.2f} s" if st else ""))
     if rid in CPU_TRAINING_DEVICE:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
         d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
@@ -446,7 +684,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
-                   f"{st.compute_seconds:.2f} s" if st else ""))
+                   f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
+                   f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
                     value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
@@ -465,6 +704,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         note = (f"training; settings of {twin}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
                    + (f", NF4 dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                   + f", memory-bound kernels {st.elementwise_seconds:.2f} s "
+                   f"({'compiled' if fields.get('compile') else 'eager'})"
                    + f"; per micro-step compute {st.compute_seconds:.2f} s, {st.topology} communication "
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
@@ -523,8 +764,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
 
 # -- llama.cpp llama-batched-bench rows: validation/llamacpp_batched_bench.csv (llama.cpp benches/dgx-spark.md) -----
 # B sequences decoded together (S_TG); the four B = 32 rows PM0103-PM0106 of public_measurements.csv are the same
-# tables' rows and are not repeated there. No row fed a constant (formulas/speed.py eq. 10 uses the calibrated
-# single-sequence and prefill constants only).
+# tables' rows and are not repeated there. The gpt-oss-120b rows at B >= 4 (ROUTINGS_CALIBRATION) fed the routings
+# of identical sequences (formulas/speed.py eq. 11); the others are held out.
 
 def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
     """The llama-batched-bench rows: aggregate decode of B > 1 sequences (batched decode), and B = 1 rows as
@@ -536,12 +777,46 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
+        calib = r["id"] in ROUTINGS_CALIBRATION
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
-                        note=("batched decode" if batch > 1 else "decode of one sequence")
+                        excluded=CALIBRATION if calib else "",
+                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
+# -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
+# b prompts prefilled together and decoded to `generated` tokens each (ignore_eos); the published figure is the wall
+# time of the batch, compared here as the batch's generated tokens per second (b x generated / seconds) against
+# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)': taken as the SXM4 80 GB board, so
+# every row is reported with its settings assumed (out of the summary and the bands).
+
+def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+        secs = s.static_batch_seconds
+        pred = None if not secs else b * gen / secs
+        value = b * gen / float(r["value"])
+        out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
+                        f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", excluded=ASSUMED, source=r["source"],
+                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                             f"s); {r['notes']}"))
     return out
 
 
@@ -552,7 +827,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data), missing
+    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -565,76 +840,104 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
 
 TRAINING_TOLERANCE = 0.35
 TRAINING_UNIT = {"GB": 1e9, "GiB": GiB, "MB": 2**20}  # PEFT's script prints bytes >> 20 as 'MB'
-TT = dict(precision="bf16", grad_checkpointing="full", micro_batch=4, seq_len=2048, optimizer_impl="fused")
-TT_NOTE = "torchtune 2024 recipe: pure bf16, activation checkpointing, packed sequences, fp32 CE loss"
+# optimizer_impl: the configs name ``torch.optim.AdamW`` with no ``fused`` or ``foreach`` key, and torch then runs
+# foreach (torch/optim/adam.py lines 933-940: "we default to foreach and pass False to use_fused")
+TT = dict(precision="bf16", grad_checkpointing="full", micro_batch=4, seq_len=2048, optimizer_impl="foreach",
+          loss="ce-kept-logits")
+TT_NOTE = ("torchtune 2024-05 recipe: pure bf16, activation checkpointing, fp32 CE loss on logits the loop keeps "
+           "(recipes/lora_finetune_single_device.py @ 0217d44c2 lines 460-469)")
+# torchtune's README tables report reserved memory: the first table's note 'These resource requirements are based on
+# GPU peak memory reserved during training' (README @ e802c05, 2024-02-08); the 2024-04 table's QLoRA '9.29 GB'
+# (README @ fef3ed1) is the 'Peak memory reserved ... training' column of docs/source/tutorials/qlora_finetune.rst;
+# a fixed-shape reproduction of the 2024-05 full single-device row found '20.2 peak memory allocated (and similar
+# for reserved)' against the 24.1 GB published (pytorch/torchtune pull 961). Those rows compare with metric reserved.
+TT_RESERVED = "; measured is reserved memory (torchtune README convention), predicted with --metric reserved"
+# config defaults of 2024-04/05 (rows without a published batch or length): alpaca_dataset / alpaca_cleaned_dataset
+# truncate at max_seq_len=512 (torchtune/datasets/_alpaca.py line 18 @ 0217d44c2) and the collate pads each batch to
+# its longest sample, so a run's peak is at a 512-token batch
+TT_CFG = dict(TT, micro_batch=2, seq_len=512)
+TT_CFG_NOTE = "; batch 2 (config), alpaca max_seq_len 512 (dataset default), padded"
 _BLOOM = "bigscience/bloomz-7b1"
 # row id -> (catalog model or _BLOOM, TrainingWorkload fields, assumptions, fully specified?, what is compared)
 TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0017": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down", optimizer="adamw",
-                                     grad_accumulation=16, compile=True),
-               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)",
-               True, "peak"),
+                                     grad_accumulation=16, compile=True, nf4_quantizer="torchao-0.1"),
+               TT_NOTE + "; QLoRA q,k,v,o + MLP r8, AdamW; torch.compile (--compile: no change at this peak)"
+               + TT_RESERVED, True, "reserved"),
     "PM0019": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", grad_accumulation=64),
-               TT_NOTE + "; LoRA q,v r8, AdamW", True, "peak"),
+               TT_NOTE + "; LoRA q,v r8, AdamW" + TT_RESERVED, True, "reserved"),
     "PM0021": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
                                      grad_accumulation=32),
-               TT_NOTE + "; LoRA q,v r8, FSDP over 2", True, "peak"),
+               TT_NOTE + "; LoRA q,v r8, FSDP over 2 (activation checkpointing although 7B_lora.yaml of 2024-05 "
+               "sets it False, line 83: without it 4 x 2048 tokens do not fit 24 GB)" + TT_RESERVED, True, "reserved"),
     "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
-               TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward",
-               True, "peak"),
+               TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward"
+               + TT_RESERVED, True, "reserved"),
     "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; full, AdamW fused, FSDP over 4", True, "peak"),
+               TT_NOTE + "; full, AdamW (foreach), FSDP over 4" + TT_RESERVED, True, "reserved"),
+    "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
+               TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
+               True, "peak"),
     "PM0027": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="lora", rank=16, targets="q,v,o,gate,up,down",
                                       gpus=8, fsdp="full"),
-               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
+               TT_NOTE + "; LoRA q,v,o + MLP r16, FSDP over 8; 'Seq Length' taken as tokens per GPU" + TT_RESERVED,
+               False, "reserved"),
     "PM0029": ("llama-2-70b-hf", dict(TT, seq_len=4096, method="full", optimizer="paged-adamw", gpus=8, fsdp="full"),
-               TT_NOTE + "; full, PagedAdamW, FSDP over 8; 'Seq Length' taken as tokens per GPU", False, "peak"),
-    "PM0051": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2, sequence length not published: 1024 assumed", False, "peak"),
-    "PM0052": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="all-linear"),
-               TT_NOTE + "; all layers r8; sequence length 1024 assumed", False, "peak"),
-    "PM0053": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="q,v"),
-               TT_NOTE + "; q,v r64; sequence length 1024 assumed", False, "peak"),
-    "PM0054": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=64, targets="all-linear"),
-               TT_NOTE + "; all layers r64; sequence length 1024 assumed", False, "peak"),
+               TT_NOTE + "; full, PagedAdamW, FSDP over 8; 'Seq Length' taken as tokens per GPU" + TT_RESERVED, False,
+               "reserved"),
+    "PM0051": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE, False, "peak"),
+    "PM0052": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="all-linear"),
+               TT_NOTE + "; all layers r8" + TT_CFG_NOTE, False, "peak"),
+    "PM0053": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=64, targets="q,v"),
+               TT_NOTE + "; q,v r64" + TT_CFG_NOTE, False, "peak"),
+    "PM0054": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=64, targets="all-linear"),
+               TT_NOTE + "; all layers r64" + TT_CFG_NOTE, False, "peak"),
     "PM0055": ("llama-2-7b-hf", dict(TT, method="lora", rank=8, targets="q,v"),
                "weights after model init only (bf16 base + adapters); measured is reserved memory", False, "weights"),
-    "PM0056": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2 (config), sequence length 1024 assumed; reserved memory", False, "peak"),
-    "PM0057": ("llama-2-7b-hf", dict(TT, method="qlora", rank=8, targets="q,k,v,o,gate,up,down"),
-               "weights after model init only; torchtune's init peak includes the bf16 state dict it quantizes",
-               False, "weights"),
-    "PM0058": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
-                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
-               TT_NOTE + "; QLoRA, batch 2, sequence length 1024 assumed; reserved memory", False, "peak"),
-    "PM0059": ("llama-3.1-8b", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; Llama-3-8B as the catalog's Llama-3.1-8B, batch 2, sequence length 1024 assumed",
-               False, "peak"),
+    "PM0056": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with --metric reserved",
+               False, "reserved"),
+    "PM0057": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               "the model init phase, the peak of this config: NF4 weights + adapters + torchao 0.1's unchunked "
+               "quantization of the largest matrix (torchtune pinned torchao==0.1, pyproject.toml line 28 @ 0217d44c2;"
+               " the bf16 state dict is loaded on the CPU); measured is reserved memory, predicted with --metric "
+               "reserved", False, "reserved"),
+    "PM0058": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               TT_NOTE + "; QLoRA" + TT_CFG_NOTE + "; reserved memory (the tutorial's column), predicted with "
+               "--metric reserved", False, "reserved"),
+    "PM0059": ("llama-3.1-8b", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + "; Llama-3-8B as the catalog's Llama-3.1-8B" + TT_CFG_NOTE, False, "peak"),
     "PM0060": ("llama-3.2-3b", dict(TT, method="lora", rank=64, targets="q,v,o,gate,up,down"),
                "weights after model init (bf16 base + rank-64 bf16 adapters on q,v,o + MLP, 3B_lora_single_device)",
                True, "weights"),
-    "PM0061": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="qlora", rank=8,
-                                     targets="q,k,v,o,gate,up,down", optimizer="adamw"),
-               TT_NOTE + "; config defaults (batch 2), sequence length 1024 assumed", False, "peak"),
-    "PM0062": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v", gpus=2,
-                                     fsdp="full"),
-               TT_NOTE + "; batch 2, sequence length 1024 assumed, FSDP over 2", False, "peak"),
-    "PM0063": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="lora", rank=8, targets="q,v"),
-               TT_NOTE + "; batch 2, sequence length 1024 assumed", False, "peak"),
-    "PM0064": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", optimizer="paged-adamw",
-                                     optimizer_in_backward=True),
-               TT_NOTE + "; 7B_full_low_memory, batch 2, sequence length 1024 assumed", False, "peak"),
-    "PM0065": ("llama-2-7b-hf", dict(TT, micro_batch=2, seq_len=1024, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; 7B_full, batch 2, sequence length 1024 assumed, FSDP over 4", False, "peak"),
+    "PM0061": ("llama-2-7b-hf", dict(TT_CFG, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
+                                     optimizer="adamw", nf4_quantizer="torchao-0.1"),
+               TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0062": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v", gpus=2, fsdp="full",
+                                     grad_checkpointing="none"),
+               TT_NOTE.replace("activation checkpointing, ", "") + TT_CFG_NOTE + "; no activation checkpointing: "
+               "'enable_activation_checkpointing: False' (llama2/7B_lora.yaml line 83 @ 7d05579); FSDP over 2"
+               + TT_RESERVED, False, "reserved"),
+    "PM0063": ("llama-2-7b-hf", dict(TT_CFG, method="lora", rank=8, targets="q,v"),
+               TT_NOTE + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0064": ("llama-2-7b-hf", dict(TT_CFG, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
+               TT_NOTE + "; 7B_full_low_memory" + TT_CFG_NOTE + TT_RESERVED, False, "reserved"),
+    "PM0065": ("llama-2-7b-hf", dict(TT_CFG, method="full", gpus=4, fsdp="full"),
+               TT_NOTE + "; 7B_full" + TT_CFG_NOTE + ", FSDP over 4" + TT_RESERVED, False, "reserved"),
     "PM0077": (_BLOOM, dict(precision="fp32", micro_batch=1, seq_len=64),
                "PEFT example scripts train in fp32; AdamW; smallest batch: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
     "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32"),
-               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens assumed",
+                            base_dtype="fp32", loss="ce-kept-logits"),
+               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens (the "
+               "example script @ 0032f32a lines 113-120: batch_size = 8, max_length = 64, every row padded to 64); "
+               "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
                "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
@@ -689,6 +992,9 @@ def training_prediction(row_id: str) -> int:
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
+    if what == "reserved":  # max_memory_reserved: the tensors + the allocator's reserve (estimate/allocator.py)
+        est = estimate_training(spec, **fields, metric="reserved")
+        return int(est.details["tensor_peak_bytes"] + est.item("allocator_reserve").bytes)
     return int(est.details["tensor_peak_bytes"])
 
 
@@ -803,6 +1109,8 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
+    if case.kind == BATCHED and case.id.startswith("VB"):
+        return VLLM
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
     if case.kind == THROUGHPUT:

@@ -92,6 +92,11 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                                        "experts + the shared one, embedding in; the same page says 5 "
                                                        "experts) and 3,227,751,872 without the input embedding: "
                                                        "neither within the rounding of '3.5B'",
+    ("qwen3-next-80b-a3b-thinking", "active"): "card '3B activated' vs 3,874,929,408 built (10 of 512 experts + the "
+                                               "shared one, 12 attention + 36 Gated DeltaNet layers, embedding and "
+                                               "lm_head); 3,563,764,480 without the input embedding: only 3,252,599,552 "
+                                               "without both embedding tables falls within the rounding of '3B', a "
+                                               "convention the card does not state",
 }
 # Publishers that leave the input-embedding table (a lookup, no compute) out of the active count, stated
 # by the source: DeepSeek-V3 README_WEIGHTS.md "Activation parameters: 36.6B (including 0.9B for the output

@@ -46,7 +46,7 @@ def test_batched_step_adds_compute_to_the_bytes() -> None:
 
 def test_moe_batched_step_reads_more_experts_even_for_identical_prompts() -> None:
     """llama-batched-bench feeds every sequence token 0, yet its MoE steps grow 1.7-1.9x from one sequence to two
-    (dense 1.07-1.2x): llama.cpp's batched step reads the experts of b routings."""
+    (dense 1.07-1.2x): llama.cpp's batched step reads the experts of more than one routing (eq. 11)."""
     one = _speed("qwen3-30b-a3b", "gguf:q8_0", 512, 1, identical_sequences=True).decode
     two = _speed("qwen3-30b-a3b", "gguf:q8_0", 512, 2, identical_sequences=True)
     assert one is not None and two.decode is not None

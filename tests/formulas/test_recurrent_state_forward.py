@@ -156,3 +156,29 @@ def test_vllm_llama4_chunked_layers_follow_chunked_local_attention_spec():
     chunked_tokens = 16 * math.ceil(min(8192 + 2048, 32768) / 16)
     assert spec.layer_types.count("sliding") == 36 and spec.layer_types.count("full") == 12
     assert est.details["kv_bytes_per_sequence"] == (36 * chunked_tokens + 12 * 32768) * per_token_layer
+
+
+# Catalog rows of hybrid families: the per-sequence state and KV of the published shape. A real forward of the
+# full model does not fit this machine, so the forward runs one period of the row's layer schedule with every key
+# the cache tensors depend on kept (linear/attention heads and head dims, conv kernel, layer order) and the
+# rest shrunk (hidden size, FFN/experts, vocabulary: no cache tensor has them in its shape). The row's
+# estimate must be the measured period's bytes times the number of periods.
+_SHRINK = {"hidden_size": 64, "intermediate_size": 64, "num_experts": 4, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 16, "shared_expert_intermediate_size": 16, "vocab_size": 128}
+CATALOG_HYBRID_ROWS = {"qwen3-next-80b-a3b-thinking": ("full_attention_interval", _SHRINK)}
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG_HYBRID_ROWS))
+def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name):
+    from llmsizer.catalog.models import entries
+
+    entry = entries()[name]
+    period_key, shrink = CATALOG_HYBRID_ROWS[name]
+    period = entry.config[period_key]
+    periods, rest = divmod(entry.config["num_hidden_layers"], period)
+    assert rest == 0
+    cfg = {**entry.config, **shrink, "num_hidden_layers": period}
+    measured_state, measured_kv = _measure(cfg, torch.bfloat16)
+    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, concurrency=BATCH, device="cpu")
+    assert est.item("recurrent_state").bytes == periods * measured_state
+    assert est.item("kv_cache").bytes == periods * measured_kv

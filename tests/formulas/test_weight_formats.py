@@ -117,3 +117,38 @@ def test_format_aliases(alias, canonical):
 def test_unknown_format_lists_the_known_ones():
     with pytest.raises(InputError, match="known: .*nf4"):
         normalize_format("q9_z")
+
+
+# gpt-oss GGUF files, measured by others. llama-bench prints the model's tensor bytes in GiB ("size" column):
+# community.frame.work/t/will-the-ai-max-395-128gb-be-able-to-run-gpt-oss-120b/73280/26 (2025): ggml-org
+# gpt-oss-120b-mxfp4 "59.02 GiB", unsloth gpt-oss-120b-F16.gguf "60.87 GiB" (F16 attention/embeddings, MXFP4
+# experts). ailocalcheck.com/model/unsloth/gpt-oss-120b-GGUF lists the unsloth files' weights as Q8_0 59.03,
+# Q4_K_M 58.46 (its F16 row reads 60.88, the llama-bench 60.87 GiB: the unit is GiB). bartowski's
+# openai_gpt-oss-20b-GGUF card (llama.cpp b6096; mirror mygguf.com/models/bartowski_openai_gpt-oss-20b-GGUF.html):
+# MXFP4 "12.1GB", Q6_K "12.04GB", "All quants keep the feed forward networks at mxfp4".
+@pytest.mark.parametrize("model,fmt,published,unit,tol", [
+    ("gpt-oss-120b", "gguf:mxfp4_moe", 59.02, 2**30, 0.005),
+    ("gpt-oss-120b", "gguf:f16", 60.87, 2**30, 0.005),
+    ("gpt-oss-120b", "gguf:q8_0", 59.03, 2**30, 0.02),  # file sizes: + metadata and tokenizer (~10 MiB)
+    ("gpt-oss-120b", "gguf:q4_k_m", 58.46, 2**30, 0.02),
+    ("gpt-oss-20b", "gguf:mxfp4_moe", 12.1, 1e9, 0.05),
+    ("gpt-oss-20b", "gguf:q6_k", 12.04, 1e9, 0.02),
+])
+def test_gpt_oss_gguf_sizes_match_published_files(model, fmt, published, unit, tol):
+    assert weight_bytes(find(model).spec(), fmt).total / unit == pytest.approx(published, abs=tol)
+
+
+def test_mxfp4_experts_stay_mxfp4_in_every_gguf_type_and_dense_models_do_not_move():
+    # conversion/gpt_oss.py writes the experts as raw MXFP4 whatever --outtype; llama-quantize will not requantize
+    # them. Every other tensor follows the file type: F16 attention in gguf:f16, Q8_0 in q8_0, F32 1-D tensors.
+    spec = find("gpt-oss-20b").spec()
+    experts = weight_bytes(spec, "mxfp4").by_storage["mxfp4"]  # the checkpoint's own MXFP4 expert bytes
+    for fmt in ("gguf:f32", "gguf:f16", "gguf:bf16", "gguf:q8_0", "gguf:q6_k", "gguf:q4_k_m", "gguf:q2_k"):
+        wb = weight_bytes(spec, fmt)
+        assert wb.by_storage["MXFP4"] == experts, fmt
+    f16 = weight_bytes(spec, "gguf:f16").by_storage
+    assert set(f16) == {"F16", "F32", "MXFP4"}
+    # a dense bf16 checkpoint has nothing pre-quantized: its GGUF F16 is 2 B per matrix element
+    dense = find("llama-3.1-8b").spec()
+    assert "MXFP4" not in weight_bytes(dense, "gguf:q4_k_m").by_storage
+    assert weight_bytes(dense, "gguf:f16").total == pytest.approx(weight_bytes(dense, "bf16").total, rel=1e-4)

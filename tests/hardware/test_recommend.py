@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from llmsizer.errors import InputError
+from llmsizer.estimate.formats import format_ladder
+from llmsizer.models import load_model
 from llmsizer.recommend import (
-    GGUF_LADDER,
     Constraints,
     parse_duration,
     recommend_inference,
@@ -63,10 +64,10 @@ def test_every_option_meets_the_constraints_and_every_rejection_has_a_reason(hw_
 
 
 def test_highest_quality_format_that_fits_is_taken_first(hw_file: Path) -> None:
-    # on the 64 GiB CPU box a 0.5B model fits at F16, the top of the llama.cpp ladder
+    # on the 64 GiB CPU box a 0.5B model fits at the top of the llama.cpp ladder: its bf16 checkpoint as GGUF BF16
     rec = recommend_inference("qwen2.5-0.5b", hardware_files=[hw_file], constraints=Constraints(providers=TEST_ONLY))
     cpu = next(o for o in rec.options if o.target == "test-cpu-64")
-    assert cpu.weights_format == GGUF_LADDER[0]
+    assert cpu.weights_format == "gguf:bf16" == format_ladder(load_model("qwen2.5-0.5b"), "llamacpp")[0]
     # a 70B model on the same box drops down the ladder. Published Llama 3 70B GGUF sizes (XiongjieDai README,
     # perplexity table): Q8_0 69.83 GiB, Q6_K 53.91 GiB. The budget is 64 GiB x 0.9 = 57.6 GiB, so Q8_0 cannot
     # fit and Q6_K (plus ~1.3 GiB of 4k-token KV cache) can: Q6_K is the answer.
@@ -102,10 +103,11 @@ def test_quantization_advice_is_monotone_in_memory() -> None:
     rec = recommend_inference("llama-3.1-8b", context=8192, constraints=Constraints(providers=("aws",)))
     assert rec.quantization
     levels = []
+    ladder = format_ladder(load_model("llama-3.1-8b"), "llamacpp")
     for line in rec.quantization:
         assert line.startswith("fits a ") and "with 8k context" in line
         fmt = line.split(" at ")[1].split(" ")[0].lower()
-        levels.append(GGUF_LADDER.index("gguf:" + fmt))
+        levels.append(ladder.index("gguf:" + fmt))
     assert levels == sorted(levels, reverse=True)  # more memory, same or better format
 
 

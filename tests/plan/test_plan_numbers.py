@@ -11,6 +11,7 @@ import math
 import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.formulas.elementwise_traffic import LayerWidths, layer_bytes, loss_bytes
 from llmsizer.formulas.params import count_params
 from llmsizer.models import load_model
 from llmsizer.plan import make_plan
@@ -81,12 +82,21 @@ def test_lora_duration_and_cost(lora_plan):
     gemms = [g for i, o, tr in linears * 24 + [(896, 151936, False)]
              for g in [(t, o, i), (t, i, o)] + ([(o, i, t)] if tr else [])]
     flops = sum(2 * m * n_ * k for m, n_, k in gemms)
-    u = 0.3853  # Hopper (efficiency.py TRAINING_UTILIZATION_BY_ARCH, calibrated on torchtitan row PM0501)
+    u = 0.4737  # Hopper (efficiency.py TRAINING_UTILIZATION_BY_ARCH, calibrated on torchtitan row PM0501)
     time = sum(max(2 * m * n_ * k / (peak * u), 2 * (m * k + k * n_ + m * n_) / bw) for m, n_, k in gemms)
     e = flops / (peak * u) / time
     assert 0.6 < e < 0.9  # the rank-16 adapter GEMMs of a 896-wide model are memory-bound on an H100
-    # one device, no communication or paging: tokens x F / (peak x u x e)
-    secs = 20_000_000 * fpt / (1 * peak * u * e)
+    # the memory-bound kernels (formulas/elementwise_traffic.py E1-E3: eager, frozen norms, the seven adapters of
+    # every layer, fp32 loss over 151,936 logits) at 0.8 x the bandwidth (efficiency.MEMORY_BOUND_BANDWIDTH)
+    widths = LayerWidths(896, 4864, 896, 128, 64)
+    fwd, bwd = layer_bytes(widths, 2, compiled=False, norms_trained=False, adapters=tuple(base))
+    per_token = 24 * (fwd + bwd) + loss_bytes(151936, 2, compiled=False)
+    t_micro = t * fpt / (peak * u * e) + t * per_token / (0.8 * bw)
+    # per optimizer step: fused AdamW over the fp32 adapters (2 x 4 + 4 + 4 x 4 = 28 B each, optimizer_step.py O2)
+    # and three gradient accumulations (3 x 4 B each, O3)
+    t_step = 4 * t_micro + n_lora * 28 / (0.8 * bw) + 3 * n_lora * 12 / (0.8 * bw)
+    # one device, no communication or paging: steps of 4 micro-steps of t tokens
+    secs = 20_000_000 / (4 * t) * t_step
     assert d.value("seconds") == pytest.approx(secs)
     assert c.value("hourly_total") == pytest.approx(4.0 * secs / 3600)
     # an interruption loses at most one interval (30 min) when the run is longer than that

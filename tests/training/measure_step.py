@@ -154,8 +154,10 @@ def main(case: dict[str, Any]) -> dict[str, Any]:
         model = peft.get_peft_model(model, lcfg)
     if case.get("float8"):
         _float8(model)
-    if case.get("grad_ckpt"):
-        model.gradient_checkpointing_enable()
+    if case.get("grad_ckpt"):  # transformers' default is non-reentrant; "reentrant": torch's CheckpointFunction
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": bool(case.get("reentrant"))})
+        if case.get("reentrant"):  # its recompute needs an input that requires grad (PEFT prepare_model_for_kbit_training)
+            model.enable_input_require_grads()
     sac = case.get("sac")
     if sac is not None:
         _torchtitan_checkpointing(torch, model, sac)

@@ -71,8 +71,10 @@ def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
 def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
     """The seed's claim with numbers. Memory: full fine-tuning of an 8B model needs far more than a 24 GB card and
     fits in a 256 GB host. Speed: the same small LoRA fits both, but a 48-core Sapphire Rapids Xeon with AMX at the
-    CPU utilisation calibrated on PM0600 takes more than 10x the RTX 4090's time at its calibrated 69.9 %:
-    157 TFLOP/s x 0.0563 = 8.9 TFLOP/s against 165 TFLOP/s x 0.699 = 115 TFLOP/s."""
+    CPU utilisation calibrated on PM0600 takes more than 5x the RTX 4090's time: 157 TFLOP/s x 0.0563 = 8.9 TFLOP/s
+    against 165 TFLOP/s x 0.922 = 152 TFLOP/s for the GEMMs, but on the GPU the eager memory-bound kernels are timed
+    apart (formulas/elementwise_traffic.py: the fp32 loss over Qwen's 151,936 logits alone is 6.7 MB per token), while
+    the CPU's calibrated utilisation holds them inside (its calibration device has no sourced memory bandwidth)."""
     xeon = "intel-xeon-platinum-8488c"
     full = {"method": "full", "micro_batch": 1, "seq_len": 2048}
     assert not fit_training("llama-3.1-8b", "rtx-4090", 1, **full).fits
@@ -85,7 +87,7 @@ def test_cpu_training_is_limited_by_speed_gpu_training_by_memory() -> None:
     t_gpu = training_duration_for(spec, cat["rtx-4090"], 1, 10e6, LORA).seconds
     t_cpu = training_duration_for(spec, cat[xeon], 1, 10e6, LORA).seconds
     assert t_gpu is not None and t_cpu is not None
-    assert t_cpu > 10 * t_gpu
+    assert t_cpu > 5 * t_gpu
 
 
 def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:

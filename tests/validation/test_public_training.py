@@ -4,18 +4,23 @@ Every row is listed: expressed rows print predicted vs measured with the assumpt
 cannot be expressed say why. Only rows whose batch, sequence length, method and device count are published
 are asserted ("fully specified"), with one tolerance fixed up front (TOLERANCE below); the rest are printed.
 
-What is compared: torchtune logs ``torch.cuda.max_memory_allocated() / 1e9`` (torchtune
-``training/memory.py get_memory_stats``), i.e. tensors only and decimal GB, so the prediction compared is
-``details['tensor_peak_bytes']`` (every device item except the CUDA context and the allocator reserve).
+What is compared: torchtune logs ``max_memory_allocated``, ``max_memory_reserved`` and the active peak, each / 1e9
+(torchtune ``utils/memory.py get_memory_stats`` @ 0217d44c2 lines 198-200). Rows of allocated memory compare
+``details['tensor_peak_bytes']`` (every device item except the CUDA context and the allocator reserve); the README
+tables report reserved memory (validation_cases.py ``TT_RESERVED`` quotes why), so those rows compare the tensors
+plus the allocator reserve of ``--metric reserved`` (what == 'reserved').
 
-Assumptions shared by the torchtune rows (torchtune 2024 recipes; configs read from the pytorch/torchtune
-repository: llama2/7B_lora_single_device.yaml and 7B_lora.yaml @04dc3801, 7B_qlora_single_device.yaml
-@0031bfb0, 7B_full.yaml @03a19788, 7B_full_low_memory.yaml @03317787):
+Assumptions shared by the torchtune rows (the recipes of the week the 2024-05 README table was made, torchtune
+@ 0217d44c2, 2024-05-09; earlier configs read @04dc3801, 0031bfb0, 03a19788, 03317787):
 - ``dtype: bf16`` is pure bf16 (weights, gradients, AdamW states, LoRA adapters);
 - activation checkpointing on (the single-device, QLoRA and full configs set it; without it 4 x 2048 tokens of
-  Llama-2-7B activations exceed the 24 GB of the RTX 4090 the rows ran on);
-- sequences fill ``Seq Length`` (packed), SDPA attention, the loss over fp32 logits without chunking
-  (``torch.nn.CrossEntropyLoss`` in the 2024 LoRA configs);
+  Llama-2-7B activations exceed the 24 GB of the RTX 4090 the rows ran on), non-reentrant
+  (torchtune/utils/activations.py: CheckpointImpl.NO_REENTRANT);
+- SDPA attention, the loss over fp32 logits without chunking (``torch.nn.CrossEntropyLoss``), and the loop keeps
+  the shifted fp32 logits through the backward (loss 'ce-kept-logits': recipes/*.py ``logits =
+  logits[..., :-1, :].contiguous()``, tests/training/test_kept_logits.py);
+- rows without a published length: the alpaca datasets' ``max_seq_len=512`` default, batches padded to the
+  longest sample;
 - LoRA targets/rank from the config of that recipe; the single-device full recipe uses bitsandbytes PagedAdamW
   (README footnote) with ``optimizer_in_bwd: True``; distributed recipes shard with FSDP FULL_SHARD.
 The README's 'Seq Length' for the 70B rows cannot be the per-GPU token count: keeping only the checkpointed

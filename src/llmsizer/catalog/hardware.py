@@ -318,10 +318,10 @@ class HardwareCatalog:
 
     def find(self, name: str) -> Device | Instance:
         """A device or instance by id, name or alias (case-insensitive); a miss names the closest entries. 'cpu'
-        (when no entry is named so) is GENERIC_CPU."""
+        and 'gpu' (when no entry is named so) are GENERIC_CPU and GENERIC_GPU."""
         hit = self._index().get(_norm(name))
-        if hit is None and _norm(name) == GENERIC_CPU.id:
-            return GENERIC_CPU
+        if hit is None and _norm(name) in GENERIC_DEVICES:
+            return GENERIC_DEVICES[_norm(name)]
         if hit is None:
             names = sorted({*self.devices, *self.instances})
             close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
@@ -339,11 +339,14 @@ class HardwareCatalog:
         return self.interconnects.get(ident) if ident else None
 
 
-# `--device cpu`: a CPU host known only by its kind, for `fit`/`train` with `--memory` (its RAM). A CPU device has no
-# CUDA context (training: TrainingWorkload.device 'cpu'); with no sourced bandwidth or peak, speed and duration say
-# they are unknown instead of borrowing another device's figures. Name a catalog CPU for those.
+# `--device cpu` / `--device gpu` (infer, fit, train, the same in each): a device known only by its kind, its memory
+# from `--memory` (RAM for the CPU host). A CPU device has no CUDA context (the workload's device 'cpu': every tensor
+# in host memory); with no sourced bandwidth or peak, speed and duration say they are unknown instead of borrowing
+# another device's figures. Name a catalog device for those.
 GENERIC_CPU = Device("cpu", "a CPU host (its RAM from --memory; no bandwidth or peak known)", "cpu",
                      form_factor="server", origin="generic")
+GENERIC_GPU = Device("gpu", "a GPU (its memory from --memory; no bandwidth or peak known)", "gpu", origin="generic")
+GENERIC_DEVICES = {d.id: d for d in (GENERIC_CPU, GENERIC_GPU)}
 
 _NORM_SEP = re.compile(r"[\s_]+")
 

@@ -6,20 +6,20 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import Duration, training_duration_for
+from ..estimate.duration import Duration
 from ..estimate.fit import (
     FitResult,
     fit,
     fit_training,
+    hourly_price,
     resolve_target,
     target_and_count,
     usable_memory,
-    vm_share_device,
 )
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
-from ..formulas.cost import run_cost
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
+from ..render.markdown import format_usd
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import normalize_engine
@@ -94,7 +94,8 @@ def register(sub: Any) -> None:
                    "layers and experts kept on the CPU, for the decode speed of the split")
     add_inference_args(p, tensor_parallel=False, attention=False,
                        engine_default="default: the engine of the requested format, else vLLM on data-center GPUs "
-                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards")
+                                      "and several devices, llama.cpp on Apple, CPUs and single consumer cards",
+                       speed=True)
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
@@ -110,18 +111,9 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         refuse_serving_flags(args)
         fields = training_fields(args)
         r = fit_training(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-                         hardware_files=args.hardware_file, **fields)
-        data = r.to_dict()
-        dur = None
-        if args.tokens:
-            device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            dur = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
-                                        args.utilization)
-            data["training_time"] = dur.to_dict()
-            price = instance.price_per_hour if instance is not None else None
-            data["training_time"]["price_per_hour"] = price
-            data["training_time"]["cost"] = run_cost(price, dur.seconds) if price is not None and dur.seconds else None
-        return data, exit_code(r.fits), r, dur
+                         hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
+                         kwh_price=args.kwh_price, **fields)
+        return r.to_dict(), exit_code(r.fits), r, r.duration
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     if args.tp is not None:
@@ -156,7 +148,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         if dur is not None:
             say(render_duration(dur))
             if data["training_time"]["cost"] is not None:
-                say(f"cost: ${data['training_time']['cost']:,.0f} at ${data['training_time']['price_per_hour']:,.2f}/h")
+                say(f"cost: {format_usd(data['training_time']['cost'])} at "
+                    f"${data['training_time']['price_per_hour']:,.2f}/h")
         return code
     c = data["cost"]
     if c.get("price_per_hour") is not None:
@@ -193,17 +186,11 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
 
 def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:
     """Hourly cost of the target: the instance's on-demand price, or power for owned hardware (--kwh-price)."""
-    from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
+    from ..formulas.cost import cost_per_million_tokens
     device, _, _, instance = resolve_target(args.device, args.hardware_file)
-    price, basis = None, "unknown"
-    if instance is not None and instance.price_per_hour is not None:
-        price, basis = instance.price_per_hour, f"on-demand {instance.region}"
-    elif device.price is not None:
-        price, basis = float(device.price.base) * r.count, "given"
-    elif args.kwh_price is not None and device.tdp is not None:
-        price = power_price_per_hour(float(device.tdp.base), args.kwh_price, r.count)
-        basis = f"power: {device.tdp.raw} W x {r.count} at ${args.kwh_price}/kWh"
-    tps = r.speed.tokens_per_second if r.speed else None
+    price, kind, how = hourly_price(device, r.count, instance, args.kwh_price)
+    basis = how or kind
+    tps = r.tokens_per_second_total  # every replica's: the price is the whole target's
     return {"price_per_hour": price, "basis": basis,
             "per_million_tokens": cost_per_million_tokens(price, tps) if price is not None and tps else None}
 

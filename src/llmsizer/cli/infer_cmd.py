@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..errors import InputError
+from ..estimate.fit import device_budget, workload_device_kind
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.reverse import max_concurrency, max_context
 from ..render.safe import say
 from ..render.text import render_estimate
-from ..result import Estimate
-from ..specs import DEVICES, InferenceWorkload, ModelSpec
+from ..result import Assumption, Estimate
+from ..specs import InferenceWorkload, ModelSpec
 from ..units import format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
@@ -35,7 +37,9 @@ def register(sub: Any) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     add_inference_args(p)
-    p.add_argument("--device", choices=DEVICES, help="gpu or cpu (RAM) (default gpu)")
+    p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `fit` and `train`: "
+                   "where the tensors live (cpu: all in RAM) and, without --memory, its memory is the budget; "
+                   "cpu and gpu name a device known only by its kind (default gpu)")
     p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB; "
                    "with it the answer says whether it fits (exit code 1 when it does not)")
     add_headroom_arg(p)
@@ -51,19 +55,34 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     """The answer of `infer` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data."""
     fields = inference_fields(args)
-    for k in ("device", "memory", "headroom"):
+    for k in ("memory", "headroom"):
         if getattr(args, k) is not None:
             fields[k] = getattr(args, k)
+    notes: list[Assumption] = []
+    if args.device is not None:  # the device fit and train size for (estimate/fit.py device_budget)
+        device, count, usable, notes = device_budget(args.device, args.memory)
+        if count > 1:
+            raise InputError(f"{args.device} is an instance of {count} x {device.id}; infer sizes one device: name "
+                             f"it (--device {device.id}, with --tp for a replica over several) or use `fit --device "
+                             f"{args.device}`, which places the model over all {count}")
+        fields["device"] = workload_device_kind(device)
+        if usable is not None:
+            fields["memory"] = usable
+        # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
+        notes = [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *notes]
     workload = InferenceWorkload(**fields)
     est = estimate_inference(spec, workload)
+    if notes:
+        est = Estimate(est.kind, est.model, est.items, (*notes, *est.assumptions), est.warnings, dict(est.details))
     data = est.to_dict()
     reverse: dict[str, int] = {}
     if args.max_context or args.max_concurrency:
+        memory: Any = fields.get("memory")  # None: the reverse questions say a budget is needed
         rest = {k: v for k, v in fields.items() if k != "memory"}
         if args.max_context:
-            reverse["max_context"] = max_context(spec, args.memory, **{k: v for k, v in rest.items() if k != "context"})
+            reverse["max_context"] = max_context(spec, memory, **{k: v for k, v in rest.items() if k != "context"})
         if args.max_concurrency:
-            reverse["max_concurrency"] = max_concurrency(spec, args.memory,
+            reverse["max_concurrency"] = max_concurrency(spec, memory,
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
         data["reverse"] = reverse
     return data, exit_code(est.details.get("fits")), est, workload

@@ -6,8 +6,13 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import fit_training, resolve_target, training_on_memory, vm_share_device
+from ..estimate.duration import Duration, training_time_on
+from ..estimate.fit import (
+    device_budget,
+    fit_training,
+    training_on_memory,
+    workload_device_kind,
+)
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
 from ..render.safe import say
@@ -45,8 +50,9 @@ def register(sub: Any) -> None:
                    "whether it fits (exit code 1 when it does not)")
     add_headroom_arg(p)
     add_metric_arg(p)
-    p.add_argument("--device", help="a device or instance from `llmsizer hardware list`: its memory is the budget "
-                   "(as in `fit --train`) and, with --tokens, the duration on it")
+    p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `infer` and `fit`: "
+                   "where the step runs (cpu: in RAM, no CUDA context), its memory the budget (as in `fit --train`) "
+                   "and, with --tokens, the duration on it; cpu and gpu name a device known only by its kind")
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else --gpus, else 1)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--max-batch", action="store_true", help="report the largest micro-batch that fits --memory")
@@ -63,14 +69,22 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
     fields = training_fields(args)
     duration = None
     if args.device:
-        r = fit_training(spec, args.device, args.count or fields.get("gpus"), headroom=args.headroom,
-                         memory=args.memory, hardware_files=args.hardware_file, **fields)
-        assert r.estimate is not None
-        est, memory = r.estimate, r.details["usable_memory_per_device"]
-        if args.tokens:
-            device, _, _, instance = resolve_target(args.device, args.hardware_file)
-            duration = training_duration_for(spec, vm_share_device(device, instance), r.count, args.tokens, fields,
-                                             args.utilization)
+        count = args.count or fields.get("gpus")
+        device, _, usable, _ = device_budget(args.device, args.memory, args.hardware_file)
+        if usable is None:  # a device of unknown memory (cpu, gpu): sized for it, no verdict, as `infer --device`
+            memory, n = None, count or 1
+            if args.count is not None:  # the devices named, as fit_training takes them
+                fields.setdefault("gpus", n)
+            est = estimate_training(spec, TrainingWorkload(**{"device": workload_device_kind(device), **fields},
+                                                           headroom=args.headroom))
+        else:
+            r = fit_training(spec, args.device, count, headroom=args.headroom, memory=args.memory,
+                             hardware_files=args.hardware_file, **fields)
+            assert r.estimate is not None
+            est, memory, n = r.estimate, r.details["usable_memory_per_device"], r.count
+        if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on); train prints no price
+            duration = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
+                                        hardware_files=args.hardware_file)[0]
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
@@ -142,8 +156,10 @@ def render_duration(d: Duration) -> str:
         line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
                  + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
+                 + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
+                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
     line += (f" = {d.seconds / 3600:,.1f} h wall clock"

@@ -32,11 +32,13 @@ from ..numbers import (
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
+    CHECKPOINT_IMPLS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     KERNELS,
     LOSSES,
     METHODS,
+    NF4_QUANTIZERS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
@@ -96,9 +98,10 @@ def media_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
-                       attention: bool = True, engine_default: str = f"default {IW.engine}") -> None:
+                       attention: bool = True, engine_default: str = f"default {IW.engine}",
+                       speed: bool = False) -> None:
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
-    unless ``engine`` is kept)."""
+    unless ``engine`` is kept); ``speed``: the commands that answer a speed also take the flags only speed reads."""
     g = p.add_argument_group("inference workload")
     g.add_argument("--weights", help="weight format (default: the checkpoint's stored format; GGUF for llama.cpp); "
                    "see `llmsizer formats`")
@@ -132,6 +135,10 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    help="llama.cpp layers offloaded, the output layer counting as the last (default: all)")
     g.add_argument("--ubatch", type=int_arg(TOKENS), dest="n_ubatch", help="llama.cpp n_ubatch (default 512)")
     add_kv_unified_arg(g)
+    if speed:
+        g.add_argument("--identical-sequences", action="store_true", default=None,
+                       help="every sequence carries the same tokens, as benchmarks such as llama-batched-bench feed "
+                            "them: MoE decode reads the experts of fewer routings (default: distinct prompts)")
     if tensor_parallel:
         g.add_argument("--gpus", type=int_arg(Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")),
                        help=f"llama.cpp: GPUs one model is split over; memory is per GPU (default {IW.gpus})")
@@ -154,7 +161,8 @@ def add_kv_unified_arg(g: Any) -> None:
 
 INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
-                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified", "gpus",
+                    "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
+                    "identical_sequences", "gpus",
                     "split_mode",
                     "tensor_split", "n_cpu_moe", "metric") + MEDIA_FIELDS
 
@@ -200,10 +208,17 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--loss", choices=LOSSES, help="ce: the model returns the logits (transformers; torchtune "
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
                    f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
-                   f"Cross-Entropy, Unsloth's fused loss) (default {TW.loss})")
+                   f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
+                   f"backward (torchtune's recipes of 2024-05) (default {TW.loss})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
+    g.add_argument("--checkpoint-impl", choices=CHECKPOINT_IMPLS, help="with --grad-checkpointing full: torch.utils."
+                   "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
+                   f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")
+    g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
+                   "the device: bitsandbytes (PEFT/transformers), torchao (torchtune to_nf4) or torchao-0.1 (unchunked, "
+                   f"torchtune 2024-05); its transient is the 'model init' phase (default {TW.nf4_quantizer})")
     g.add_argument("--checkpoint-offload", action="store_true", default=None,
                    help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
                         "use_gradient_checkpointing='unsloth')")
@@ -240,12 +255,13 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
     g.add_argument("--compile", action="store_true", default=None,
-                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU)")
+                   help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
+                        "for the duration, inductor's fused memory-bound kernels")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "kernels",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node", "metric", "fsdp_version", "context_parallel", "activation_offload", "float8",
                    "compile")

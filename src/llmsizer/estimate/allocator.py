@@ -19,6 +19,13 @@ hold every named row of
 their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
 span (estimate/engines.py ``CUDA_CONTEXT``).
 
+Segments are returned to the driver only by ``torch.cuda.empty_cache()`` (or an out-of-memory retry): what was
+reserved while the model was built (a QLoRA quantizer's transient, formulas/nf4_quantization.py) stays reserved, and
+``reset_peak_memory_stats`` resets the reserved peak to that current figure. So a training step's reserved memory is
+at least the 'model init' phase's bytes (``floor``), for runs that do not empty the cache after building the model
+(torchtune's single-device recipes @ 0217d44c2 call no ``empty_cache``; its distributed recipes do, through
+``cleanup_before_training``, lora_finetune_distributed.py line 520).
+
 Default (``metric=None``): the device total as before this option existed, live tensors + the CUDA context with
 the allocator's reserve at 0 expected and up to one more activation peak at the high end. It is the nvidia-smi
 figure for a run whose allocator caches nothing beyond its live tensors (fixed shapes), and it is recorded as the
@@ -90,11 +97,12 @@ def tensor_bytes(items: list[Item] | tuple[Item, ...]) -> int:
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
-                 kv_pool: bool = False) -> Assumption:
+                 kv_pool: bool = False, floor: int = 0) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
-    every step (transformers cache_utils.py DynamicLayer.update), so dynamic. Returns the assumption."""
+    every step (transformers cache_utils.py DynamicLayer.update), so dynamic. ``floor``: bytes reserved before the
+    step (module docstring), a lower bound on tensors + reserve. Returns the assumption."""
     if check_metric(metric) is None:
         return Assumption("metric", DEFAULT_TEXT, True, METRIC_WHY)
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
@@ -104,25 +112,28 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         at = next((n for n, i in enumerate(keep) if i.name == CONTEXT_ITEM), len(keep))
         persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
         dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
-        keep.insert(at, reserve_item(dynamic, phase, pytorch))
+        keep.insert(at, reserve_item(dynamic, phase, pytorch, max(0, floor - tensor_bytes(keep))))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
 
-def reserve_item(tensors: int, phase: str, pytorch: bool = True) -> Item:
-    """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high."""
+def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0) -> Item:
+    """Eq. (2)'s reserve over ``tensors`` dynamic live bytes: dynamic x (rho - 1), low/expected/high; at least
+    ``floor`` (segments kept from the model's initialisation, module docstring)."""
     if not pytorch:
         return Item("allocator_reserve", 0, "device", 0, 0,
                     formula="llama.cpp allocates its ggml buffers once at full size: reserved = allocated",
                     source="ggml-backend buffers (ggml_backend_buft_alloc_buffer); no caching allocator")
     r = RESERVE[phase]
-    lo, mid, hi = (int(tensors * (x - 1)) for x in (r.low, r.expected, r.high))
+    lo, mid, hi = (max(floor, int(tensors * (x - 1))) for x in (r.low, r.expected, r.high))
+    kept = (f"; at least {format_bytes(floor)}: the segments reserved while the model was built stay reserved (no "
+            "empty_cache)") if floor and floor >= int(tensors * (r.low - 1)) else ""
     return Item("allocator_reserve", mid, "device", lo, hi,
                 formula=f"{format_bytes(tensors)} dynamic (not weights or optimizer states) x (reserved/allocated "
                         f"{r.expected:g} - 1); range "
                         f"{r.low:g}-{r.high:g} over {len(r.rows)} measured {phase} runs ({', '.join(r.rows)}): "
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
-                        "rounding (formulas/caching_allocator.py) included",
+                        "rounding (formulas/caching_allocator.py) included" + kept,
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
 
 

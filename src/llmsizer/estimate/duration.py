@@ -6,20 +6,28 @@ the gradient-checkpointing setting (whole layers, eq. (2'), or torchtitan's op-l
 checkpointed layer), the device's dense peak for the compute dtype at the achieved utilisation of the executed FLOPs
 (efficiency.TRAINING_DEVICE_UTILIZATION) times the shape efficiency of the step's GEMMs (formulas/gemm_shapes.py
 eq. (4): roofline and tile quantization of each forward, input-gradient and weight-gradient GEMM), QLoRA's
-dequantization passes (eq. (9)), data-parallel communication over the interconnect and paged-optimizer traffic over
+dequantization passes (eq. (9)), the memory-bound norm / rotary / activation / residual / loss kernels, eager or
+compiled (formulas/elementwise_traffic.py eq. (E7)), the optimizer update and gradient accumulation of each step
+(formulas/optimizer_step.py), data-parallel communication over the interconnect and paged-optimizer traffic over
 the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-scale utilisation
 (efficiency.TRAINING_HFU). The calibrated range of the result: estimate/ranges.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device
+from ..catalog.hardware import Device, Instance
 from ..errors import InputError
+from ..formulas.cost import run_cost
+from ..formulas.elementwise_traffic import SOURCE_COMPILED, SOURCE_EAGER, elementwise_seconds, step_bytes_per_token
 from ..formulas.gemm_shapes import shape_efficiency, training_gemms
 from ..formulas.lora import lora_params
+from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
+from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
@@ -39,9 +47,11 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .fit import link_bandwidth_for
+from .fit import hourly_price, link_bandwidth_for, resolve_target, vm_share_device
+from .inference.common import Acc
 from .speed import attention_width
 from .training import estimate_training
+from .training.setup import resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 
@@ -149,6 +159,24 @@ def quantized_weights(spec: ModelSpec) -> int:
     return total
 
 
+def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
+    """Memory-bound bytes per token of one micro-step of ``w`` (formulas/elementwise_traffic.py eq. (E7)): eager
+    or compiled (``w.compile``) kernels of every decoder layer, the recomputed forward of the checkpointed layers,
+    the loss; LoRA adapters' scale-and-add; norms trained only in full fine-tuning."""
+    adapters: dict[int, tuple[tuple[int, int], ...]] = {}
+    tp = w.tp if w.tp > 1 else 1
+    if w.method in ADAPTER_METHODS:
+        by_layer: dict[int, list[tuple[int, int]]] = {}
+        for m in lora_params(spec, w.rank, w.targets, dora=w.dora).modules:
+            if not m.embedding and m.experts == 1 and m.layer >= 0:
+                by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+        adapters = {k: tuple(v) for k, v in by_layer.items()}
+    recompute = recompute_mode(w.grad_checkpointing)
+    ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
+    c = 4.0 if w.precision == "fp32" else 2.0
+    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp)
+
+
 @dataclass(frozen=True)
 class Duration:
     """Wall-clock time of a training run on ``devices`` x one device type (None where the peak is unsourced)."""
@@ -208,13 +236,17 @@ class StepTime:
     topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
     shape_efficiency: float = 1.0  # formulas/gemm_shapes.py eq. (4), inside compute_seconds
     dequant_seconds: float = 0.0  # per micro-step, eq. (9), inside compute_seconds
+    elementwise_seconds: float = 0.0  # per micro-step, formulas/elementwise_traffic.py eq. (E7), inside compute
+    optimizer_seconds: float = 0.0  # per optimizer step, formulas/optimizer_step.py (O1)/(O2)
+    accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
                 "paging_seconds": self.paging_seconds, "micro_steps": self.micro_steps,
                 "tokens_per_second": self.tokens_per_second, "comm_bytes": self.comm_bytes,
                 "topology": self.topology, "shape_efficiency": self.shape_efficiency,
-                "dequant_seconds": self.dequant_seconds}
+                "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
+                "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds}
 
 
 def _weight_format(w: TrainingWorkload) -> str:
@@ -230,7 +262,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's)."""
     n = w.gpus
     tokens = float(w.micro_batch * w.seq_len)
-    e, t_dq = 1.0, 0.0
+    e, t_dq, t_ew = 1.0, 0.0, 0.0
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
@@ -244,7 +276,17 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, 2.0 + ckpt / layers, bw_mem)
-    t_c = tokens * fl.per_token / (peak * u * e) + t_dq
+        if bw_mem:
+            per_token = elementwise_bytes_per_token(spec, w)
+            eta = E.MEMORY_BOUND_BANDWIDTH
+            t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
+            notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
+                                    "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
+                                    "and loss kernels, forward, backward and recomputed forward, "
+                                    + ("compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
+                                       else "eager (" + SOURCE_EAGER + ")")))
+            notes.append(Assumption(eta.name, eta.expected, True, eta.source))
+    t_c = tokens * fl.per_token / (peak * u * e) + t_dq + t_ew
     sharded = w.zero == 3 or w.fsdp in ("full", "hybrid")
     comm_b = t_m = 0.0
     topology = "single"
@@ -271,8 +313,41 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if paged_bytes:
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
-    tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_c, t_m, t_p)
-    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq)
+    t_opt = t_acc = 0.0
+    if device.kind == "gpu" and bw_mem:
+        t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
+    tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_c, t_m, t_p,
+                                 t_opt + (w.grad_accumulation - 1) * t_acc)
+    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc)
+
+
+def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
+                      notes: list[Assumption]) -> tuple[float, float]:
+    """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py): the element
+    sizes, optimizer and implementation the memory estimate resolves (estimate/training/setup.py ``resolve``), the
+    trained elements this device holds (sharded by ZeRO / FSDP)."""
+    ctx = resolve(spec, w, Acc())
+    rec = ctx.recipe
+    if w.adapters:
+        param = grad = float(ctx.adapter_bytes)
+        master = 0.0
+    else:
+        param, grad, master = float(rec.model_bytes), float(rec.grad_bytes), float(rec.master_bytes)
+    data_parallel = w.gpus // max(1, w.tp * w.pp)
+    states_sharded = w.zero >= 1 or w.fsdp is not None
+    grads_sharded = w.zero >= 2 or w.fsdp is not None
+    eta = E.MEMORY_BOUND_BANDWIDTH.expected * bw_mem
+    per = optimizer_step_bytes(ctx.optimizer.name, ctx.optimizer_impl, param, grad, float(ctx.state_bytes), master)
+    t_opt = 0.0
+    if per is not None:
+        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
+        t_opt = local * per / eta
+        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                                f"formulas/optimizer_step.py: {ctx.optimizer.name} {ctx.optimizer_impl}, "
+                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
+    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
+    t_acc = local_g * accumulation_bytes(grad) / eta
+    return t_opt, t_acc
 
 
 def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
@@ -350,3 +425,16 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=link_bandwidth_for(device, None) if devices > 1 else None,
                              paged_bytes=paged)
+
+
+def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices: int, tokens: float,
+                     fields: dict[str, Any], utilization: float | None = None, kwh_price: float | None = None,
+                     hardware_files: Sequence[str | Path] = ()) -> tuple[Duration, float | None, float | None]:
+    """(duration, USD per hour, USD for the run) of training on ``tokens`` with ``devices`` x ``hardware`` (a device,
+    or an instance: a CPU VM is timed on its share of the socket, ``fit.vm_share_device``), priced by
+    ``fit.hourly_price``: the one composition ``fit --train --tokens``, ``train --device --tokens`` and the Python
+    API's ``fit_training(tokens=...)`` read."""
+    device, _, _, instance = resolve_target(hardware, hardware_files)
+    dur = training_duration_for(spec, vm_share_device(device, instance), devices, tokens, fields, utilization)
+    price = hourly_price(device, devices, instance, kwh_price)[0]
+    return dur, price, run_cost(price, dur.seconds) if price is not None and dur.seconds else None

@@ -56,6 +56,14 @@ LLAMACPP_LAYER_OVERHEAD_APPLE = Factor(
     "llamacpp_decode_overhead_per_layer_apple", 195e-6, 195e-6, 195e-6,
     "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same two rows); seconds per layer per step")
 
+# Memory-bound kernels of a training step (norms, rotary, activations, residual adds, the loss: formulas/
+# elementwise_traffic.py eq. E7) stream their tensors at the same empirical share of the datasheet bandwidth that
+# AIConfigurator applies to every memory-bound op (mem_bw_empirical_scaling_factor 0.8, the source of
+# DECODE_BANDWIDTH_GPU): one sourced figure, not fitted here.
+MEMORY_BOUND_BANDWIDTH = Factor(
+    "memory_bound_kernel_bandwidth_efficiency", DECODE_BANDWIDTH_GPU.low, DECODE_BANDWIDTH_GPU.expected,
+    DECODE_BANDWIDTH_GPU.high, DECODE_BANDWIDTH_GPU.source)
+
 # CPU decode: a llama.cpp user measured about 35 GB/s on dual-channel DDR5-4800 (76.8 GB/s theoretical),
 # 35 / 76.8 = 0.46 (ai-radar.it, 'ottimizzare modelli MoE su CPU', in shared/research/hardware_notes.md §5).
 DECODE_BANDWIDTH_CPU = Factor(
@@ -101,6 +109,19 @@ LLAMACPP_CUBLAS = Factor(
 LLAMACPP_HALF_COLUMNS = Factor(
     "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# Routings whose experts a llama.cpp batched step of b >= 2 sequences fed identical tokens (llama-batched-bench)
+# reads, eq. (11) of formulas/speed.py: r = c b^alpha. FITTED (least squares of log r on log b) on the routings that make eq. (10) match each
+# named row: gpt-oss-120b MXFP4 on DGX Spark at b >= 4, BB16-BB18, BB20-BB23, BB25-BB28
+# (validation/llamacpp_batched_bench.csv) and PM0104 (public_measurements.csv): 12 calibration rows, out of the
+# summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
+# tests/estimate/test_identical_routings.py.
+LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
+    "llamacpp_identical_routings_scale", 1.98, 1.98, 1.98,
+    "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
+    "formulas/speed.py eq. (11)")
+LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
+    "llamacpp_identical_routings_exponent", 0.56, 0.56, 0.56,
+    "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
 # Without flash attention llama.cpp writes the KQ scores as F32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)), the
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
@@ -131,13 +152,16 @@ TRAINING_HFU = Factor(
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
-# 0.6539 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
-# formulas/training_time.py eq. 2') and dividing by the GEMM shape efficiency (formulas/gemm_shapes.py: this row's
-# rank-8 adapter GEMMs are memory-bound, 0.988); re-derived by tests/hardware/test_training_calibration.py.
+# 0.9218 of 165.2 TFLOP/s, counting the recomputation without each layer's last matmul (non-reentrant early stop,
+# formulas/training_time.py eq. 2'), dividing by the GEMM shape efficiency (formulas/gemm_shapes.py: this row's
+# rank-8 adapter GEMMs are memory-bound, 0.988) and taking out the step's memory-bound kernels (eager norms, rotary,
+# SwiGLU, residual adds and the fp32 loss: 89.6 MB per token, 0.91 s of the 3.17 s micro-step at 0.8 x 1008 GB/s,
+# formulas/elementwise_traffic.py eq. E7; the per-step optimizer work of formulas/optimizer_step.py is negligible
+# here; before these terms the fit was 0.6539); re-derived by tests/hardware/test_training_calibration.py.
 # Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
 # runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.6539, 0.6539, 0.6539,
+    "training_device_utilization", 0.9218, 0.9218, 0.9218,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
@@ -145,11 +169,24 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # benchmarks/llama3_h100_202412_torchtitan.md Table 1), against the catalog's H100 SXM peak; re-derived by
 # tests/hardware/test_training_calibration.py. The benchmark's GPUs are power-limited below an SXM part, so this
 # under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
-# recomputation (every second matmul, formulas/training_time.py eq. (2'')): 0.3853. Architectures without a row of their own take the Ada
-# value (TRAINING_DEVICE_UTILIZATION), named as an assumption.
+# recomputation (every second matmul, formulas/training_time.py eq. (2'')) and the eager memory-bound kernels are
+# timed apart (formulas/elementwise_traffic.py eq. E7, the op-level policy re-running every pointwise op), as is
+# the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms).
+# Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
+# (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
+# without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
+# duration rule gives the measured tokens/s (0.617-0.749 with the memory-bound kernels and the optimizer step
+# timed apart, formulas/elementwise_traffic.py and optimizer_step.py; 0.609-0.708 and 0.6548 before), their median
+# 0.6756; re-derived by
+# tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
+# named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "hopper": Factor("training_device_utilization_hopper", 0.3853, 0.3853, 0.3853,
+    "ampere": Factor("training_device_utilization_ampere", 0.6756, 0.6756, 0.6756,
+                     "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
+                     "FLOPs / (A100 SXM peak x time)"),
+    "hopper": Factor("training_device_utilization_hopper", 0.4737, 0.4737, 0.4737,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -227,6 +264,7 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
+       LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET)

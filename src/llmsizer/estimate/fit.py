@@ -9,6 +9,7 @@ into swap.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
+from ..formulas.cost import power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..formulas.weight_formats import normalize_format
 from ..models import load_model
@@ -57,6 +59,13 @@ def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
         if count % t == 0 and spec.num_heads % t == 0:
             return t
     return 1
+
+
+def per_replica(concurrency: int, replicas: int) -> int:
+    """Sequences one replica serves when ``concurrency`` is spread evenly over ``replicas``: ceil(c / r), so the
+    fullest replica's memory and speed are the ones reported (fit, recommend's replicas for a throughput target and
+    the plan read this one rule)."""
+    return max(1, math.ceil(concurrency / max(1, replicas)))
 
 
 def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
@@ -114,6 +123,15 @@ class FitResult:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    duration: Any = None  # training: the Duration behind ``training_time`` (estimate/duration.py), for rendering
+
+    @property
+    def tokens_per_second_total(self) -> float | None:
+        """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
+        load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
+        if self.speed is None or self.speed.tokens_per_second is None:
+            return None
+        return self.speed.tokens_per_second * self.replicas
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -126,6 +144,7 @@ class FitResult:
             "schema_version": 1, "kind": f"fit-{self.kind}", "model": self.model, "target": self.target,
             "device": self.device, "count": self.count, "tensor_parallel": self.tensor_parallel,
             "replicas": self.replicas, "engine": self.engine, "weights_format": self.weights_format,
+            "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
             "memory_high_per_device": self.memory_high_per_device, "budget_per_device": self.budget_per_device,
             "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "reasons": list(self.reasons),
@@ -184,12 +203,13 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
-                  ubatch: int | None = None, kv_unified: bool | None = None) -> SpeedEstimate:
+                  ubatch: int | None = None, kv_unified: bool | None = None,
+                  identical: bool = False) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified)
+           kv_unified, identical)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -197,7 +217,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 _SPEED_MEMO.clear()
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified)
+                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
+                                 identical_sequences=identical)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -210,6 +231,23 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:
         return int(instance.memory.base)
     return memory
+
+
+def hourly_price(device: Device, count: int, instance: Instance | None = None,
+                 kwh_price: float | None = None) -> tuple[float | None, str, str]:
+    """(USD per hour, basis, how) of ``count`` x ``device``: an instance's on-demand price; else the device's given
+    price x count (a hardware file's ``price``); else, for owned hardware with ``kwh_price``, the power of its TDP
+    at full load (formulas/cost.py); else unknown. The one rule fit (serving and training) and recommend price a
+    target by; basis is ``on-demand``, ``given``, ``power`` or ``unknown``."""
+    if instance is not None:
+        price = instance.price_per_hour
+        return (price, "on-demand", f"on-demand {instance.region}") if price is not None else (None, "unknown", "")
+    if device.price is not None:
+        return float(device.price.base) * count, "given", "given"
+    if kwh_price is not None and device.tdp is not None:
+        return (power_price_per_hour(float(device.tdp.base), kwh_price, count), "power",
+                f"power: {device.tdp.raw} W x {count} at ${kwh_price}/kWh")
+    return None, "unknown", ""
 
 
 def vm_share_device(device: Device, instance: Instance | None, assumptions: list[Assumption] | None = None) -> Device:
@@ -280,9 +318,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         workload.setdefault("gpus", n)
     tp = 1 if split else choose_tensor_parallel(spec, n)
     replicas = 1 if split else n // tp
+    per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
     if replicas > 1:
         assumptions.append(Assumption("replicas", replicas, True,
-                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}"))
+                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}, "
+                                      f"the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"))
     memory = instance_memory(device, instance, memory)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
@@ -290,9 +330,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     assumptions.extend(notes)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
-    on_cpu = device.kind == "cpu"
-    est = estimate_inference(spec, context=context, concurrency=concurrency, output_tokens=output_tokens,
-                             weights=weights, engine=eng, device="cpu" if on_cpu else "gpu", tensor_parallel=tp,
+    on_cpu = workload_device_kind(device) == "cpu"
+    est = estimate_inference(spec, context=context, concurrency=per_rep, output_tokens=output_tokens,
+                             weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
     if "media_tokens" in d:
@@ -311,10 +351,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         prompt, out = prompt_and_output(context, output_tokens)
         prompt += int(d.get("media_tokens", 0))
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-        sp = _speed_cached(spec, device, tp, fmt, prompt, out, max(1, concurrency // replicas), kvd, "latent",
+        sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"))
-        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, concurrency,
+                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
+                           bool(d.get("identical_sequences", False)))
+        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
     return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                      hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
@@ -374,10 +415,22 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-def training_device_kind(device: Device) -> str:
-    """TrainingWorkload.device for a catalog device: 'cpu' for a CPU (the step in host RAM, no CUDA context),
-    else 'gpu'."""
+def workload_device_kind(device: Device) -> str:
+    """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
+    tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""
     return "cpu" if device.kind == "cpu" else "gpu"
+
+
+def device_budget(hardware: str | Device | Instance, memory: int | None = None,
+                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
+    """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
+    for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
+    devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
+    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
+    that memory."""
+    device, count, _, instance = resolve_target(hardware, hardware_files)
+    usable, notes = usable_memory(device, instance_memory(device, instance, memory))
+    return device, count or 1, usable, notes
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
@@ -402,11 +455,15 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                  headroom: float | None = None, memory: int | None = None,
-                 hardware_files: Sequence[str | Path] = (), **training_fields: Any) -> FitResult:
+                 hardware_files: Sequence[str | Path] = (), tokens: float | None = None,
+                 utilization: float | None = None, kwh_price: float | None = None,
+                 **training_fields: Any) -> FitResult:
     """Fit a training workload (keyword fields of TrainingWorkload) on ``count`` x ``hardware``: the per-device
     memory and verdict are ``estimate_training``'s with the device's memory and the headroom, so ``fit --train``
     and ``train --memory`` give one answer. With several devices and no sharding given, the least-sharded ZeRO
-    stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded."""
+    stage that fits is taken (less communication first: 0 -> 1 -> 2 -> 3) and recorded. With ``tokens``, the
+    run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
+    ``fit --train --tokens`` and ``train --device --tokens`` print)."""
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
@@ -417,12 +474,19 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
-    fields.setdefault("device", training_device_kind(device))
+    fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     d = est.details
     lo, need, hi = est.total("device")
     tp = int(fields.get("tp", 1))
+    dur, timing = None, None
+    if tokens is not None:
+        from .duration import training_time_on  # duration.py imports this module
+        dur, price, cost = training_time_on(spec, hardware, n, tokens, {k: v for k, v in training_fields.items()
+                                                                       if v is not None}, utilization, kwh_price,
+                                             hardware_files)
+        timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
-                     int(d["memory_budget"]), hr, est, None, None, (str(d["verdict"]),), tuple(assumptions),
-                     tuple(est.warnings), {"usable_memory_per_device": usable})
+                     int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),
+                     tuple(est.warnings), {"usable_memory_per_device": usable}, dur)

@@ -8,21 +8,29 @@
   quantized checkpoints (GPTQ, AWQ, FP8, bitsandbytes) have no GGUF counterpart: the user names one.
 - Speed of a model file: its bytes are exact, but the kernels that run it follow its dominant stored type
   (``file_kernel_format``): a GGUF file's largest tensor type by bytes, a safetensors folder's stored format.
+- The formats ``recommend`` and ``models --fits-on`` try, best first (``format_ladder``): the default above first
+  (what ``fit`` and ``infer`` answer with no format given), then the engine's rungs (vLLM bf16 -> fp8 -> AWQ int4;
+  llama.cpp F16 -> Q8_0 -> ... -> Q2_K) only where they are smaller than it, so a checkpoint that ships quantized
+  (MXFP4, FP8, GPTQ/AWQ) never climbs to a larger format unless the user names one. Where the engine has no
+  counterpart of the shipped format (an FP8 or GPTQ checkpoint on llama.cpp) the rungs start at the first one no
+  larger than the shipped checkpoint.
 - GGUF formats on vLLM or transformers: both dequantize GGUF on load (transformers docs "GGUF and interaction with
   Transformers"), so the weights count in bf16, with a warning.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import InputError
-from ..formulas.weight_formats import GGUF_FTYPES, normalize_format, stored_format
+from ..formulas.weight_formats import GGUF_FTYPES, normalize_format, stored_format, weight_bytes
 from ..result import Assumption
 from ..specs import ModelSpec
 
 GGUF_FROM_STORED = {"fp32": "gguf:f32", "fp16": "gguf:f16", "bf16": "gguf:bf16", "mxfp4": "gguf:mxfp4_moe"}
 GROUPED = ("gptq-int4", "gptq-int8", "awq-int4")
+VLLM_LADDER = ("bf16", "fp8", "awq-int4")
+GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
 
 
 @dataclass
@@ -92,3 +100,20 @@ def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:
                 return "gguf:" + name, f"the file's largest tensor type {t} ({fw.path})"
     raise InputError(f"{fw.path}: no GGUF file type runs its tensor types ({', '.join(types)}); "
                      "give --weights to name the format")
+
+
+def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8: bool = True) -> tuple[str, ...]:
+    """The weight formats to try on ``engine``, best first (module rule): a given format alone; else the default
+    (``engine_weights``), then the engine's rungs smaller than it (``fp8``: the device runs FP8 kernels)."""
+    if weights:
+        return (normalize_format(weights),)
+    rungs = GGUF_LADDER if engine == "llamacpp" else tuple(f for f in VLLM_LADDER if fp8 or f != "fp8")
+    try:
+        # a model file's exact bytes are one answer of their own; the ladder sizes the checkpoint's formats
+        first = engine_weights(replace(spec, file_weights=None), engine, None)
+    except InputError:  # no counterpart of the shipped format on this engine: rungs no larger than the checkpoint
+        stored, group, _ = stored_format(spec)
+        limit = weight_bytes(spec, stored, group, 2).total
+        return tuple(f for f in rungs if weight_bytes(spec, f, 128, 2).total <= limit)
+    top = weight_bytes(spec, first.fmt, first.group_size, 2).total
+    return (first.fmt, *(f for f in rungs if f != first.fmt and weight_bytes(spec, f, 128, 2).total < top))

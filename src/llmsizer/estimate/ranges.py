@@ -65,13 +65,13 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
 
 
-_add("batched decode throughput", "llama.cpp", 0.7664, 1.3881, 75)
+_add("batched decode throughput", "llama.cpp", 0.8221, 1.0376, 63)
 _add("decode throughput", "llama.cpp", 0.6732, 1.0576, 35)
 _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.3216, 1.6914, 18)
-_add("training memory", "pytorch training", 0.9989, 1.4522, 10)
-_add("training throughput", "pytorch training", 0.6447, 1.3879, 5)
+_add("training memory", "pytorch training", 0.9082, 1.1198, 11)
+_add("training throughput", "pytorch training", 0.7830, 1.1785, 171)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -22,6 +22,7 @@ from ..formulas.speed import (
     attended_tokens,
     batched_decode_time,
     gemm_time,
+    identical_sequence_routings,
     moe_expert_fraction,
     phase_time,
     roofline,
@@ -102,6 +103,19 @@ class SpeedEstimate:
     @property
     def prefill_tokens_per_second(self) -> float | None:
         return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
+
+    @property
+    def static_batch_seconds(self) -> float | None:
+        """Wall time of one static batch: ``concurrency`` prompts prefilled together, then decoded to
+        ``output_tokens`` each (an offline batch job; vLLM's benchmarks/benchmark_latency.py times this). The batch's
+        prefill is eq. (3) over the b prompts: b times one prompt's FLOPs and communication against one read of the
+        weights (max(b t_c, t_m)); the first token comes from the prefill, the other output_tokens - 1 from decode
+        steps of the b sequences at the mid-generation context."""
+        if self.prefill is None or self.decode is None:
+            return None
+        p, b = self.prefill, self.concurrency
+        prefill = max(b * p.compute_seconds, p.memory_seconds) + b * p.comm_seconds + p.overhead_seconds
+        return prefill + max(self.output_tokens - 1, 0) * self.decode.seconds
 
     @property
     def engine(self) -> str | None:
@@ -250,11 +264,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if ov_factor is not None or layer_overhead is not None:
         assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
                                       ov_factor.source if ov_factor and layer_overhead is None else "given"))
-    if identical_sequences and spec.moe is not None and (
-            concurrency == 1 or E.llamacpp_gemm_path(fmt, device.kind, device.vendor) is None):
-        assumptions.append(Assumption("identical_sequences", True, False,
-                                      "every sequence carries the same tokens: MoE routes all of them to the same "
-                                      "experts (formulas/speed.py, after eq. 7)"))
+    if spec.moe is not None and (identical_sequences or concurrency > 1):
+        assumptions.append(Assumption(
+            "identical_sequences", identical_sequences, not identical_sequences,
+            ("every sequence carries the same tokens: one routing, or those of eq. (11) in llama.cpp's batched step "
+             "(formulas/speed.py)") if identical_sequences else
+            "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
 
     pc = count_params(spec)
@@ -306,6 +321,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if peak and bw:
             roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
 
+    def identical_routings(batch: int) -> float:
+        return identical_sequence_routings(batch, E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected,
+                                           E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected)
+
     def _llamacpp_batched(batch: int, attn: float, nbytes: float) -> PhaseTime:
         """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once."""
         mmq = path == E.MMQ_PATH
@@ -325,9 +344,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    if unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
             if spec.moe is not None and identical_sequences:
                 assumptions.append(Assumption(
-                    "identical_sequences_routing", "independent", True,
-                    "identical prompts still read the experts of b routings in llama.cpp's batched step "
-                    "(DGX Spark llama-batched-bench: MoE steps 1.7-1.9x longer at 2 sequences than at 1)"))
+                    "identical_sequences_routing", round(identical_routings(batch), 2), True,
+                    f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
+                    f"{E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected} b^{E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected}"
+                    " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
         extra = 2.0 * matmul_params * (batch - 1) / tp
         return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
                                    float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed)
@@ -363,10 +383,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         flops = batch * 2.0 * matmul_params / tp + attn
         w = float(read_bytes)
         if spec.moe is not None and expert_bytes:
-            # llama.cpp's batched step (eq. 10) reads the experts of b routings: identical prompts do not keep them
-            # identical there (formulas/speed.py, eq. 10)
-            same = identical_sequences and not (path is not None and batch > 1)
-            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, 1 if same else batch)
+            # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
+            # step, where they diverge to the routings of eq. (11)
+            routings: float = float(batch)
+            if identical_sequences:
+                routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
+            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
             w = read_bytes - expert_bytes + expert_bytes * frac
         if llamacpp:
             lay = cells_at(batch)

@@ -62,7 +62,7 @@ logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch wit
 
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
-on DGX Spark they do not (see eq. 10), so the batched form takes the b of (5).
+on DGX Spark they do not (see eq. 11), so the batched form takes the routings of (11).
 
 Batched decode on llama.cpp's CUDA backend. One step of b sequences runs its kernels one after another
 (ggml_backend_sched computes the graph node by node): the matrix products stream the weights once for the whole batch
@@ -78,8 +78,8 @@ take 0.1 ms. With the single-sequence step (7) as the calibrated base::
     t_step(b) = (W_b + sum_s KV(c_s) + S_b) / (B e_m)  +  2 N (b - 1) / (R_k e_k)  +  F_attn(b) / (R_16 e_16)
                 + t_comm + L tau                                                              (10)
 
-W_b the weight bytes of (5) at b independent routings, S_b the recurrent state read and written, N the parameters
-a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
+W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
+recurrent state read and written, N the parameters a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
 first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
 attention FLOPs at the FP16 tensor rate. The KV cells are llama.cpp's layout (estimate/engines.py
 ``llamacpp_kv_cells``, the rule the memory estimate sizes with): one stream per sequence by default; with
@@ -87,11 +87,37 @@ attention FLOPs at the FP16 tensor rate. The KV cells are llama.cpp's layout (es
 attention runs over every sequence's cells (masked, not skipped: PR #14363 "cross-sequence attention"), so F_attn
 grows by b. Measured with llama-batched-bench on DGX Spark (build 6918, b = 2..32,
 contexts 0.5k-8k, five models): the step of a mixture-of-experts model grows 1.7-1.9x from b = 1 to b = 2, a dense
-model's 1.07-1.2x, although every sequence carries token 0: the routing does not stay identical, so W_b takes b.
-Part of that jump at b = 2 is the kernel of that build: ggml-cuda ran MoE products (mul_mat_id) of more than one
-token through MMQ until llama.cpp PR #18958 (2026-01-20, "use mmvq for mul-mat-id for small batch sizes ...
-previously there was a dip at n_tokens = 2"); eq. (10) does not model that dip (it is 22-31 % fast at b = 2 on
-those MoE rows).
+model's 1.07-1.2x, although every sequence carries token 0. Part of that jump at b = 2 is the kernel of that
+build: ggml-cuda ran MoE products (mul_mat_id) of more than one token through MMQ until llama.cpp PR #18958
+(2026-01-20, "Currently for batch_sizes > 1, we immediately move to mmq which is suboptimal for small batch
+sizes ... previously there was a dip at n_tokens = 2"; its micro-benchmark: MUL_MAT_ID q4_0 128 experts, 8 used,
+n = 4 tokens at 2.34 TFLOPS on MMQ vs 6.13 on MMVQ); eq. (10) does not model that dip (no published MMQ
+mul_mat_id rate at 1-2 columns per expert on this GPU; it is 22-31 % fast at b = 2 on those MoE rows).
+
+Routings of identical sequences. llama-batched-bench feeds every sequence token 0 at the same positions (prompt:
+tools/batched-bench/batched-bench.cpp L127-131 ``common_batch_add(batch, 0, i, { j }, false)`` for each sequence
+j; generation: L154-159 ``common_batch_add(batch, 0, pp + i, { j }, true)``, at ggml-org/llama.cpp @0a1f017), so
+in exact arithmetic all b sequences route to the same k experts. Measured, they do not: with W_b at one routing,
+eq. (10) is +76 to +233 % fast on every gpt-oss-120b row (the 120b step grows 5.8x from b = 1 to 32 at a 0.5k
+prompt, the compute of 32 columns explains < 10 ms of its 85 ms). Nor do they route independently: with b
+routings (5) is up to 42 % slow at b = 16-32 on the 128-expert models (gpt-oss-120b -21 to -42 %, Qwen3-30B-A3B
+-2 to -28 %), where the expert coverage of b routings is far from saturated; reading that many experts at the
+bandwidth takes longer than the measured step. The routings r that make (10) match each measured row grow like
+b^0.56 on all three MoE models alike (after a 0.5k prompt r = 4.3 and 4.1, 5.9 and 6.0, 8.3 and 8.9 at b = 4, 8,
+16 for gpt-oss-120b and Qwen3-30B-A3B), so a step of b >= 2 identical sequences is modelled as reading the experts
+of r routings, a property of the workload (``identical_sequences``; distinct prompts, a real server's default,
+keep r = b)::
+
+    r(b) = c b^alpha        (b >= 2; b = 1 reads one routing)                            (11)
+
+with c, alpha fitted on named rows (estimate/efficiency.py LLAMACPP_IDENTICAL_ROUTINGS_*: the gpt-oss-120b rows at
+b >= 4; Qwen3-30B-A3B, gpt-oss-20b and every b = 2 row held out) and re-derived by
+tests/estimate/test_identical_routings.py. r counts expert reads in units of one routing at the single-sequence
+bandwidth, so it also carries the MMQ path that every b >= 2 MoE product of that build took (PR #18958 above): at
+b = 2 it exceeds b (r = 2.9), the dip, and the nine b = 2 rows, outside the fit, land at -0.3 to +6.2 %
+instead of +22 to +31 %. Why identical sequences diverge is not modelled (the bench's code gives no reason; rounding that
+differs between matrix tiles, e.g. MMQ's stream-k k-splits, is one candidate), so (11) holds for this benchmark on
+this build (2f68ce7cf, 6918) only.
 """
 
 from __future__ import annotations
@@ -163,13 +189,27 @@ def gemm_time(flops: float, peak_flops: float, efficiency: float, columns: float
     return flops / (peak_flops * efficiency) * (1.0 + half_columns / columns)
 
 
-def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: int) -> float:
-    """Eq. (5): expected fraction of a layer's routed experts that ``batch`` tokens touch (uniform routing)."""
+def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: float) -> float:
+    """Eq. (5): expected fraction of a layer's routed experts that ``batch`` tokens touch (uniform routing);
+    ``batch`` may be a fractional count of independent routings (eq. 11)."""
     if not 0 < experts_per_token <= num_experts:
         raise InputError(f"experts_per_token must be in 1..num_experts, got {experts_per_token}/{num_experts}")
     if batch < 1:
         raise InputError(f"batch must be >= 1, got {batch}")
     return 1.0 - (1.0 - experts_per_token / num_experts) ** batch
+
+
+
+def identical_sequence_routings(batch: int, scale: float, exponent: float) -> float:
+    """Eq. (11): the routings whose experts a llama.cpp batched step of ``batch`` sequences fed identical tokens
+    reads, c b^alpha for b >= 2 (1 for one sequence); ``scale`` c and ``exponent`` alpha are fitted
+    (estimate/efficiency.py)."""
+    if batch < 1:
+        raise InputError(f"batch must be >= 1, got {batch}")
+    _positive("scale", scale)
+    if not 0 <= exponent <= 1:
+        raise InputError(f"exponent must be in 0..1, got {exponent}")
+    return 1.0 if batch == 1 else scale * batch ** exponent
 
 
 def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:

@@ -334,6 +334,19 @@ def checkpoint_input_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
     return t * spec.hidden_size * st.residual
 
 
+def reentrant_recompute_bytes(spec: ModelSpec, st: ActivationSetup) -> int:
+    """Bytes the reentrant checkpoint's recompute holds beyond the non-reentrant one: the layer's output.
+
+    torch/utils/checkpoint.py (torch 2.13): ``CheckpointFunction.backward`` (class at line 234) reruns the whole
+    layer, ``outputs = ctx.run_function(*detached_inputs)`` (line 314), and keeps ``outputs`` while
+    ``torch.autograd.backward(outputs_with_grad, args_with_grad)`` runs (line 331); the non-reentrant variant
+    stops recomputing once the last tensor the backward unpacks is rebuilt (``_StopRecomputationError``, line 1084,
+    raised at 1131; early stop on by default, line 1692), so it never rebuilds the output. The output is the
+    residual stream, the shape of the checkpointed input: r t h (split by SP).
+    """
+    return checkpoint_input_bytes(spec, st)
+
+
 def layer_backward_transient(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
     """Peak gradient tensors alive inside one layer's backward (a named transient, approximate).
 
@@ -361,11 +374,13 @@ class HeadActivations:
     logits_forward: int  # logits + fp32 upcast alive while the loss is computed (forward only)
     loss_backward: int  # extra fp32 [t, V] gradients during the loss backward
     shared: tuple[Term, ...]  # rotary tables and shared masks (alive for the whole step)
+    kept_logits: int = 0  # shifted fp32 logits the training loop keeps from its loss to the next forward
 
 
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
-                     linear_loss: bool = False, cut_loss: bool = False) -> HeadActivations:
+                     linear_loss: bool = False, cut_loss: bool = False,
+                     kept_logits: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -384,6 +399,25 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     unsloth_zoo/loss_utils.py @ 36ff5fc ``fused_linear_cross_entropy``, lines 141-163, from
     unsloth/models/llama.py @ e3162dc lines 1017-1024): no [t, V] tensor exists. The loss keeps its inputs, the
     final hidden states (t h c, saved whether or not the lm_head trains) and the fp32 log-sum-exp per token (t 4).
+
+    ``kept_logits`` (torchtune's recipes of 2024-05, e.g. recipes/lora_finetune_single_device.py @ 0217d44c2
+    lines 460-469; the same four lines in lora_finetune_distributed.py 553-563, full_finetune_single_device.py
+    416-426 and full_finetune_distributed.py 478-488)::
+
+        logits = self._model(input_ids)            # the model ends with self.output(h).float() (transformer.py 210)
+        logits = logits[..., :-1, :].contiguous()  # a second fp32 tensor: b (s - 1) V x 4 B
+        logits = logits.transpose(1, 2)
+        loss = self._loss_fn(logits, labels)       # torch.nn.CrossEntropyLoss
+        loss.backward()
+
+    The loop's ``logits`` variable holds the shifted fp32 copy through ``loss.backward()`` and the rest of the
+    step, until the next step's ``logits = self._model(...)`` rebinds it once that forward has returned:
+
+        kept = b (s - 1) V_tp x 4 B                                                                     (K1)
+
+    alive at every moment of the step (from the second step on). While the loss backward runs, K1 adds to the
+    saved log-softmax and the two fp32 gradients: 4 fp32 [t, V] tensors at LogSoftmaxBackward. At the forward's
+    lm_head the previous step's K1 is alive instead of the (not yet computed) log-softmax of the same size.
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -406,7 +440,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     chunk = -(-t // max(1, loss_chunks))
     logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
-    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)))
+    kept = st.batch * max(0, st.seq - 1) * v * 4 if kept_logits else 0  # eq. K1
+    return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

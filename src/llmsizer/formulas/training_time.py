@@ -83,7 +83,9 @@ a memory-bound kernel at the device's memory bandwidth B_mem (a lower bound of i
 
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
-pages move). Tokens per second over a step of k micro-steps: n k T / (k t_micro + t_page).
+pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
+memory-bound and token-independent (formulas/optimizer_step.py). Tokens per second over a step of k micro-steps:
+n k T / (k t_micro + t_page + t_opt + (k - 1) t_acc).
 """
 
 from __future__ import annotations
@@ -187,11 +189,15 @@ def communication_seconds(bytes_per_device: float, devices: int, bandwidth: floa
 
 
 def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: int, compute_s: float,
-                           comm_s: float, paging_s: float = 0.0) -> float:
-    """Eq. (8) and the paging term: tokens per second over one optimizer step of ``micro_steps`` micro-steps."""
+                           comm_s: float, paging_s: float = 0.0, per_step_s: float = 0.0) -> float:
+    """Eq. (8), the paging term and the token-independent work of each optimizer step (``per_step_s``: the
+    optimizer update and gradient accumulation, formulas/optimizer_step.py): tokens per second over one optimizer
+    step of ``micro_steps`` micro-steps."""
     if devices < 1 or micro_steps < 1 or tokens_per_micro <= 0:
         raise InputError("devices, micro_steps must be >= 1 and tokens_per_micro positive")
-    step = micro_steps * max(compute_s, comm_s) + paging_s
+    if per_step_s < 0:
+        raise InputError("per-step seconds must not be negative")
+    step = micro_steps * max(compute_s, comm_s) + paging_s + per_step_s
     if step <= 0:
         raise InputError("step time must be positive")
     return devices * tokens_per_micro * micro_steps / step

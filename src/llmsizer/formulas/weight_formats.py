@@ -30,7 +30,9 @@ mxfp4             OCP MX FP4: 32 elements share an E8M0 scale, 17 B/32 elem (gpt
 gguf:<ftype>      llama.cpp file types (q8_0, q6_k, q5_k_m, q4_k_m, q4_0, q3_k_m, q2_k, iq4_xs, ...): the
                   per-tensor type chosen by ``llama_tensor_get_type_impl`` in ``src/llama-quant.cpp``
                   (mixtures, ``use_more_bits``, output/tied-embedding rule, shape fallbacks), block sizes
-                  from ``ggml_types.json``; 1-D tensors and the router stay F32.
+                  from ``ggml_types.json``; 1-D tensors and the router stay F32. Experts a checkpoint ships in
+                  MXFP4 (gpt-oss) stay MXFP4 in every file type, f16/bf16 included (``conversion/gpt_oss.py``
+                  writes them raw; llama-quantize refuses to requantize them).
 ================  ==========================================================================================
 """
 
@@ -184,9 +186,22 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
     return (i < 2, i < 4, i < n // 16, i < n // 8, _use_more_bits(i, n))
 
 
+def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
+    """The checkpoint stores its routed experts in MXFP4 (quantization_config quant_method mxfp4: gpt-oss)."""
+    return str(spec.quantization_config.get("quant_method", "")).lower() == "mxfp4"
+
+
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
+    if t.component == "experts" and t.matrix and _ships_mxfp4_experts(spec):
+        # a checkpoint that ships its experts in MXFP4 (gpt-oss) keeps them MXFP4 in every GGUF: the converter
+        # repacks the MXFP4 blocks as raw GGML MXFP4 whatever --outtype says (llama.cpp as vendored in
+        # llama-cpp-python 0.3.36: conversion/gpt_oss.py L19-22 dequant_model skips MXFP4, L49-62 repack_mxfp4
+        # add_tensor(raw_dtype=MXFP4)), and llama-quantize refuses to requantize an already quantized tensor
+        # (src/llama-quant.cpp L1306-1307 "requantizing from type %s is disabled"), so published K-quants keep
+        # them (bartowski's gpt-oss-20b card: "All quants keep the feed forward networks at mxfp4")
+        return "MXFP4"
     if len(t.shape) != 2 or t.role in ("ffn_gate_inp", "position_embd") or t.component == "vision":
         # 1-D tensors, the router and the SSM conv kernel stay F32 (llama-quant.cpp: only >= 2-D weights are
         # quantized, "ssm_conv1d.weight" excluded by name); Jamba's 2-D A [d_inner, d_state] goes through the

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..estimate.fit import FitResult, choose_tensor_parallel, default_engine, fit, need_per_device, prompt_and_output
+from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
 from ..formulas import network as N
@@ -106,26 +106,34 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                             "recommend` finds that fits the peak load and meets the latency limits")
     f_peak = f_typ = None
     tp, replicas = 1, 1
+    machines = 1
+    # what one machine is fitted as: the instance itself (its RAM, VM share and link), or devices
+    fit_target: Any = None
+    fit_count: int | None = None
     if hw is not None and device is not None:
-        # one replica = tp devices of one machine; the load is spread evenly over all replicas
-        engine_hint = job.engine or default_engine(device, hw.per_node, job.quantization)
-        # llama.cpp: one llama-server splits the model over the GPUs of its machine (-sm layer), as `fit --count`
-        tp = 1 if device.kind in ("cpu", "apple") else hw.per_node if engine_hint == "llamacpp" else \
-            choose_tensor_parallel(spec, hw.per_node)
-        replicas = max(1, hw.per_node // tp) * hw.nodes
-        if replicas > 1:
-            notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
-                                                f"replicas of {tp} (tensor parallel within a machine); the load is "
-                                                "split evenly"))
+        # one machine is what `fit` is asked about (it chooses TP and replicas within the machine, as for `fit
+        # --device`); machines (nodes) are replicas of it, and the load is spread evenly over all replicas. CPUs and
+        # Apple chips run one replica per device.
+        one_each = device.kind in ("cpu", "apple")
+        if instance is not None and (hw.per_node == 1 or not one_each):
+            fit_target = instance
+        else:
+            fit_target, fit_count = device, 1 if one_each else hw.per_node
+        machines = hw.nodes * (hw.per_node if one_each else 1)
         try:
-            f_peak = _fit(spec, device, tp, job, fmt, job.engine, ctx_peak, math.ceil(conc_peak / replicas),
+            f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
                           out_peak, ctx, job.resources.memory)
-            f_typ = _fit(spec, device, tp, job, fmt, job.engine, ctx_typ, math.ceil(conc_typ / replicas), out_typ,
+            f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
                          ctx, job.resources.memory)
         except InputError as e:
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
         if f_peak is not None:
+            tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines  # a llama.cpp split: 1 replica
+            if machines > 1:
+                notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
+                                                    f"replicas of {tp} (tensor parallel within a machine); the load "
+                                                    "is split evenly"))
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
                              "tensor_parallel": tp, "replicas": replicas})
     if hw is None:
@@ -136,7 +144,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
 
     # ---- memory ----
     mem = Sec("memory", "Memory per device")
-    per_rep_peak = math.ceil(conc_peak / replicas)
+    per_rep_peak = per_replica(conc_peak, replicas)
     # the fit's own estimate (one answer); vLLM fills its pool when given memory, so its need is asked without one
     # but with the batch limits vLLM takes on this device
     batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
@@ -149,7 +157,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         need = _workload_need(f_peak, need)  # room for activations and graphs; SGLang sizes them from the card)
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
-    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, math.ceil(conc_typ / replicas), out_typ, tp, job, on_cpu,
+    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas), out_typ, tp, job, on_cpu,
                          batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
@@ -157,8 +165,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     usable = hw.memory_per_device
     budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
-    mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
-            "estimate/verdict.py eq. (1)")
+    pool = f_peak is not None and f_peak.estimate is not None and \
+        str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
+    mem.add("budget", "budget per device", budget_dev, "B",  # vLLM/SGLang: the pool's own share, not the headroom
+            f"device memory: {ENGINE_NAMES.get(engine, engine)}'s pool share, not the headroom, decides" if pool
+            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)", "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
@@ -167,7 +178,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     fits = f_peak.fits if f_peak else None
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
-            f_dyn = _fit(spec, device, tp, job, fmt_used, engine, ctx_peak, math.ceil(conc_peak / replicas),
+            f_dyn = _fit(spec, fit_target, fit_count, job, fmt_used, engine, ctx_peak, per_replica(conc_peak, machines),
                          out_peak, ctx, usable - adapters["slot_bytes"])
             fits = f_dyn.fits
             f_peak = f_dyn
@@ -196,7 +207,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             "tokens/s", "decode step time at the typical concurrency", "formulas/speed.py eq. (4)")
     spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
             "tokens/s")
-    agg_typ = (sp_typ.tokens_per_second * replicas) if sp_typ and sp_typ.tokens_per_second else None
+    agg_typ = f_typ.tokens_per_second_total * machines if f_typ and f_typ.tokens_per_second_total else None
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
@@ -221,7 +232,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     est = need_est
     return JobPlan(job.name, "inference", spec.name, summary, hw,
                    (mem.build(), spd.build(), st.build(), net.build(), cost.build(), ops.build()), est,
-                   tuple(notes.assumptions) + (tuple(f_peak.assumptions) if f_peak else ()),
+                   tuple(notes.assumptions) + (tuple(a for a in f_peak.assumptions  # the plan's replicas count every machine
+                                                   if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
                    tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
                    tuple(options), dict(notes.facts))
 
@@ -440,7 +452,7 @@ def _charts(job: InferenceJob, spec: ModelSpec, engine: str, fmt: str, tp: int, 
     top = max(2 * ctx_peak, 4096)
     if spec.max_position_embeddings:
         top = min(top, spec.max_position_embeddings)
-    per_rep = math.ceil(conc_peak / max(1, hw.replicas))
+    per_rep = per_replica(conc_peak, hw.replicas)
     pts = []
     for c in geometric_points(512, top, ctx_peak, 8):
         e = _need(spec, engine, fmt, c, per_rep, min(out_peak, c // 2), tp, job, on_cpu, batch)

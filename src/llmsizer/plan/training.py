@@ -11,7 +11,7 @@ from typing import Any
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
 from ..estimate.duration import training_duration_for
-from ..estimate.fit import training_device_kind, training_on_memory, vm_share_device
+from ..estimate.fit import training_on_memory, vm_share_device, workload_device_kind
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
@@ -36,7 +36,7 @@ from .result import Chart, Hardware, JobPlan, Series
 
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
-                        "checkpoint_offload", "kernels", "zero", "fsdp", "tp", "pp", "offload",
+                        "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
@@ -144,7 +144,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
     if device is not None:
-        fields["device"] = training_device_kind(device)
+        fields["device"] = workload_device_kind(device)
     usable = hw.memory_per_device
     # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it

@@ -41,6 +41,9 @@ def render_fit(r: FitResult) -> str:
             parts = " + ".join(f"{d['device']} {d['seconds'] * 1e3:.1f} ms" for d in sd["devices"])
             out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
+        if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
+            out.append(f"all {r.replicas} replicas: {r.tokens_per_second_total:,.1f} tokens/s (the table: one replica "
+                       f"at {s.concurrency} of the {r.details.get('concurrency', s.concurrency)} sequences)")
         for w in s.warnings:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{' (default)' if a.default else ''}"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
-from ..specs.training import KERNELS, LOSSES
+from ..specs.training import CHECKPOINT_IMPLS, KERNELS, LOSSES, NF4_QUANTIZERS
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -193,9 +193,14 @@ TRAINING = (
           F("attention", "enum", "attention kernel", template=False, choices=_ATTN),
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
-            "cut-ce (Cut Cross-Entropy, Unsloth)", template=False, choices=_LOSSES),
+            "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
+            "torchtune 2024-05)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
+          F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",
+            template=False, choices=CHECKPOINT_IMPLS),
+          F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device (bitsandbytes, torchao, "
+            "torchao-0.1)", template=False, choices=NF4_QUANTIZERS),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),

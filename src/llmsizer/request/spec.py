@@ -83,7 +83,9 @@ class TrainingSettings:
     loss: str | None = None
     loss_chunks: int | None = None
     checkpoint_offload: bool | None = None
+    checkpoint_impl: str | None = None
     kernels: str | None = None
+    nf4_quantizer: str | None = None
     zero: int | None = None
     fsdp: str | None = None
     tp: int | None = None

@@ -21,6 +21,9 @@ PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed", "fsdp-bf16-mixed", "bf16", "fp
 STATE_DTYPES = ("fp32", "bf16", "fp16")
 OPTIMIZER_IMPLS = ("fused", "foreach", "for-loop")
 GRAD_CHECKPOINTING = ("none", "full", "selective", "selective-op")
+# torch.utils.checkpoint's two implementations (use_reentrant=False | True; formulas/training_activations.py
+# reentrant_recompute_bytes)
+CHECKPOINT_IMPLS = ("non-reentrant", "reentrant")
 TRAIN_ATTENTION = ("sdpa", "flash", "eager")
 FSDP_MODES = ("full", "grad_op", "hybrid")
 OFFLOAD = ("none", "optimizer", "params")
@@ -30,7 +33,13 @@ FSDP_VERSIONS = (1, 2)
 # LinearCrossEntropyLoss), so the whole logits tensor never exists
 # cut-ce: Apple's Cut Cross-Entropy (Wijmans et al. 2024, arXiv 2411.09009; Unsloth's fused_linear_cross_entropy):
 # the logits are computed block by block on chip and never written to memory, forward or backward
-LOSSES = ("ce", "linear-ce", "cut-ce")
+# ce-kept-logits: ce whose training loop keeps its shifted fp32 logits referenced through the backward and into the
+# next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
+# 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
+# the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
+# transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
+NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -114,7 +123,15 @@ class TrainingWorkload:
     loss: 'ce' (the model returns logits; the loss upcasts them) or 'linear-ce' (torchtune
         ``LinearCrossEntropyLoss``: the lm_head runs inside the loss per chunk of tokens, so only one chunk's
         logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
-        (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all).
+        (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
+        training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
+        loss to the next step's forward: torchtune's recipes of 2024-05).
+    checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
+        transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
+        default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
+    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
+        'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
+        torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -134,7 +151,8 @@ class TrainingWorkload:
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP the weights
         are all-gathered in float8; ``formulas/float8_training.py``).
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
-        for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``).
+        for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
+        memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
@@ -165,7 +183,9 @@ class TrainingWorkload:
     loss_chunks: int = 1
     loss: str = "ce"
     checkpoint_offload: bool = False
+    checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
+    nf4_quantizer: str = "bitsandbytes"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -193,6 +213,8 @@ class TrainingWorkload:
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
+                  ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -233,6 +255,15 @@ class TrainingWorkload:
         if self.checkpoint_every > 1 and self.grad_checkpointing not in ("full", "selective-op"):
             raise InputError("checkpoint_every applies to grad_checkpointing 'full' or 'selective-op' (every N-th "
                              f"layer checkpointed), not {self.grad_checkpointing!r}")
+        if self.checkpoint_impl == "reentrant" and (self.grad_checkpointing != "full" or self.checkpoint_offload):
+            raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
+                             "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
+                             "offload are non-reentrant)")
+        if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
+            raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
+        if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
+            raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
+                             f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:

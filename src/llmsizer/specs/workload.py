@@ -49,6 +49,9 @@ class InferenceWorkload:
     pan_and_scan: Gemma 3's processor also crops wide and tall images (do_pan_and_scan); off, as by default.
     kv_unified: llama.cpp's KV layout for several sequences: True one buffer shared by all (-kvu), False one stream
         per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
+    identical_sequences: every sequence carries the same tokens (benchmarks such as llama-batched-bench feed token 0
+        to all); changes which MoE experts a decode step reads (formulas/speed.py eqs. 5, 11), not the memory.
+        False (a server's distinct prompts) by default.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
@@ -73,6 +76,7 @@ class InferenceWorkload:
     n_gpu_layers: int | None = None
     n_ubatch: int | None = None
     kv_unified: bool | None = None  # llama.cpp -kvu / -no-kvu: one KV buffer for all sequences; None: llama-server's
+    identical_sequences: bool = False  # every sequence carries the same tokens (a benchmark); MoE routing at decode
     tensor_parallel: int = 1  # devices one model replica is sharded over (Megatron-style TP); memory is per device
     gpus: int = 1  # llama.cpp: GPUs one model is split over (layer or row split); memory is per GPU
     split_mode: str | None = None  # llama.cpp -sm: none | layer | row; None: layer
@@ -150,6 +154,8 @@ class InferenceWorkload:
                          if v not in (None, False)]
         if self.kv_unified is not None and not isinstance(self.kv_unified, bool):
             raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
+        if not isinstance(self.identical_sequences, bool):
+            raise InputError(f"identical_sequences must be true or false, got {self.identical_sequences!r}")
         for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)), ("kv_unified", ("llamacpp",)),
                              ("mem_fraction_static", ("sglang",)), ("gpu_memory_utilization", ("vllm",)),
                              ("paged_block_size", ("vllm",)), ("max_num_seqs", ("vllm", "sglang")),

@@ -43,6 +43,8 @@ def test_fits_on_answers_ranked_information_the_page_needs(client):
     ({"fits_on": "no-such-card"}, None, ["--fits-on", "no-such-card"]),
     ({"fits_on": "rtx-4090", "context": "lots"}, "context", ["--fits-on", "rtx-4090", "--context", "lots"]),
     ({"fits_on": "rtx-4090", "count": "two"}, "count", ["--fits-on", "rtx-4090", "--count", "two"]),
+    # an instance brings its own count, as `fit --device` says: answered on all 8 GPUs (exit 0) before
+    ({"fits_on": "aws-p5.48xlarge", "count": 2}, None, ["--fits-on", "aws-p5.48xlarge", "--count", "2"]),
 ])
 def test_bad_input_is_the_cli_line(client, params, field, cli_argv):
     r = client.get("/api/v1/models/fits-on", params=params)

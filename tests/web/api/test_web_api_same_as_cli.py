@@ -59,6 +59,14 @@ POSTS = [
      ["recommend", "llama-3.1-8b", "--provider", "aws", "--provider", "gcp", "--max-cost-per-hour", "5",
       "--concurrency", "8", "--max-ttft", "1s"]),
     ("/api/v1/inspect", {"model": "qwen3-30b-a3b"}, ["inspect", "qwen3-30b-a3b"]),
+    # --device is a catalog device in every command (tests/cli/test_device_meaning.py): named, generic, no memory
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "rtx-4090"}, ["infer", "llama-3.1-8b", "--device", "rtx-4090"]),
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "cpu", "memory": "32GiB", "engine": "llamacpp"},
+     ["infer", "llama-3.1-8b", "--device", "cpu", "--memory", "32GiB", "--engine", "llamacpp"]),
+    ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "cpu", "memory": "32GiB", "engine": "llamacpp"},
+     ["fit", "llama-3.1-8b", "--device", "cpu", "--memory", "32GiB", "--engine", "llamacpp"]),
+    ("/api/v1/train", {"model": "llama-3.1-8b", "device": "cpu", "method": "lora"},
+     ["train", "llama-3.1-8b", "--device", "cpu", "--method", "lora"]),
 ]
 
 GETS = [
@@ -89,6 +97,19 @@ def test_post_answers_are_the_cli_json(client, path, body, argv):
 @pytest.mark.parametrize("path, argv", GETS, ids=[p[0] for p in GETS])
 def test_get_answers_are_the_cli_json(client, path, argv):
     _same(client.get(path), run_cli(*argv, "--json"))
+
+
+def test_infer_fit_and_train_size_the_same_cpu_host(client):
+    """The web's device field is the CLI's --device: one meaning in every route (tests/cli/test_device_meaning.py)."""
+    body = {"model": "llama-3.2-1b", "device": "cpu", "memory": "64GiB"}
+    inf = client.post("/api/v1/infer", json={**body, "engine": "llamacpp"}).json()
+    fit = client.post("/api/v1/fit", json={**body, "engine": "llamacpp"}).json()
+    assert inf["totals"] == fit["memory"]["totals"] and set(inf["totals"]) == {"host"}
+    assert inf["details"]["memory_budget"] == fit["budget_per_device"]
+    train = client.post("/api/v1/train", json={**body, "method": "lora"}).json()
+    fit_train = client.post("/api/v1/fit", json={**body, "train": True, "method": "lora"}).json()
+    assert train["totals"] == fit_train["memory"]["totals"]
+    assert "cuda_context" not in {i["name"] for i in inf["items"] + train["items"]}
 
 
 def test_does_not_fit_is_a_normal_answer_with_its_verdict(client):
@@ -231,8 +252,15 @@ ERRORS = [
     ("/api/v1/fit", {"model": "llama-3.1-8b"}, ["fit", "llama-3.1-8b"], "device"),
     ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "h100-sxmm"}, ["fit", "llama-3.1-8b", "--device",
                                                                       "h100-sxmm"], None),
+    ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "cpu"}, ["fit", "llama-3.1-8b", "--device", "cpu"],
+     "memory"),
+    ("/api/v1/infer", {"model": "llama-3.1-8b", "device": "aws-p5.48xlarge"},
+     ["infer", "llama-3.1-8b", "--device", "aws-p5.48xlarge"], "device"),
     ("/api/v1/recommend", {"model": "llama-3.1-8b", "train": True}, ["recommend", "llama-3.1-8b", "--train"],
      "train"),
+    # a provider typo answered "0 options" with exit 1 (a constraint that fails) before it was refused
+    ("/api/v1/recommend", {"model": "llama-3.1-8b", "provider": ["awz"]},
+     ["recommend", "llama-3.1-8b", "--provider", "awz"], None),
     ("/api/v1/plan", {"request": EXAMPLE.read_text(), "today": "tomorrow"},
      ["plan", str(EXAMPLE), "--today", "tomorrow"], "today"),
 ]

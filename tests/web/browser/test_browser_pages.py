@@ -85,9 +85,9 @@ def copy_command(page: Page) -> str:
 
 
 def wait_grid(page: Page) -> None:
-    """Wait until every cell of the fits-on grid is answered for the page's current state (the grid stamps the
-    state it answered; a grid finished for the previous input does not count, since the grid is re-asked 400 ms
-    after each answer); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
+    """Wait until every cell of the fits-on grid is answered for the page's current input (each input change
+    clears the grid's stamp and the grid re-asked 400 ms after the new answer sets it again, so a grid finished for
+    the previous input does not count); each cell must be a verdict (a device id the catalog lost would show its error instead)."""
     page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
                            timeout=60_000)
     errors = page.locator("#fits-grid .cell:not([data-fits])")
@@ -236,6 +236,22 @@ def test_fits_on_grid_equals_fit(page: Page, server: str) -> None:
             assert f"${fit['cost']['price_per_hour']:.2f}/h" in cell.inner_text()
 
 
+def test_fits_on_grid_shows_the_tokens_of_every_replica_as_compare_does(page: Page, server: str) -> None:
+    """Qwen2.5-7B (28 heads) on 8 x H100 runs 2 replicas of TP 4: the grid cell's tok/s is the whole instance's,
+    ``fit``'s tokens_per_second_total = the compare page's (recommend's) tokens_per_second. It showed one replica's
+    before (half of it, beside the price of both)."""
+    ready(page, "/?model=qwen2.5-7b&context=8k&concurrency=64")
+    wait_grid(page)
+    hw = json.loads(urllib.request.urlopen(f"{server}/api/v1/hardware?kind=instance", timeout=10).read())
+    inst = min((i for i in hw["instances"] if i["device"] == "h100-sxm" and i["device_count"] == 8
+                and i["price_per_hour"] is not None), key=lambda i: i["price_per_hour"])
+    fit = cli("fit", "qwen2.5-7b", "--device", inst["id"], "--context", "8k", "--concurrency", "64")
+    assert fit["replicas"] == 2 and fit["fits"]
+    total = fit["tokens_per_second_total"]
+    assert total == 2 * fit["speed"]["tokens_per_second"]
+    assert f"{round(total):,} tok/s" in page.locator("#cell-h100-sxm-8").inner_text()
+
+
 # ---------------------------------------------------------------------------------------------- model files
 
 def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str, tmp_path: Path) -> None:
@@ -265,9 +281,8 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     # the fits-on grid of the dropped file answers as `llmsizer fit FILE` does, verdict or error
     r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "fit", str(path), "--device", "rtx-4090",
                         "--json"], env=cli_env(), capture_output=True, text=True, timeout=60)
-    page.wait_for_function("() => document.getElementById('grid-problem') || "
-                           "(document.querySelectorAll('#fits-grid .cell').length && "
-                           "!document.querySelector('#fits-grid .cell.pending'))", timeout=60_000)
+    page.wait_for_function("() => document.querySelector('#fits-grid')?.dataset.answered === location.search",
+                           timeout=60_000)
     if r.returncode == 2:
         assert page.locator("#grid-problem").inner_text().endswith(r.stderr.strip().removeprefix("llmsizer: error: "))
     else:

@@ -216,6 +216,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
                                        indexer_cache=profile.dsa_indexer_cache).bytes_per_token,
         "attention": spec.attention_kind,
+        # read by the speed estimate (estimate/fit.py): which experts a decode step of MoE models reads
+        "identical_sequences": w.identical_sequences,
     })
     if spec.recurrent_layer_count:
         details.update({"recurrent_layers": spec.recurrent_layer_count, "attention_layers": spec.attention_layers,

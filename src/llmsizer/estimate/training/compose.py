@@ -54,11 +54,16 @@ COMPONENT_FORMULA = {
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
                         "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),
+    "kept_logits": ("the shifted fp32 logits the training loop keeps from its loss to the next forward",
+                    "torchtune recipes/lora_finetune_single_device.py @ 0217d44c2 lines 460-469 (formulas/"
+                    "training_activations.py head_activations, eq. K1)"),
     "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
     "backward_transient": ("gradients alive inside one layer's backward", ACT_SRC + " layer_backward_transient"),
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
                          PAR_SRC),
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
+    "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
+                               "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
     "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
                        "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
 }
@@ -148,7 +153,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     if w.metric is not None and w.device != "gpu":
         raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
                          f"device {w.device!r} is sized in host RAM (drop --metric)")
-    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING))
+    init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
+    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
@@ -213,8 +219,10 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           formula=f"{opt.name}: {state_bytes_per_param(opt.name, ctx.state_bytes):g} B per trained "
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
-    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "rotary_and_masks",
-                 "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer"):
+    for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
+                 "rotary_and_masks",
+                 "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
+                 "quantization_transient"):
         if name not in parts:
             continue
         what, src = COMPONENT_FORMULA[name]
@@ -416,7 +424,7 @@ def _details(ctx: TrainingContext, st: StageStates, tl: StageTimeline,
     spec, w = ctx.spec, ctx.w
     pc = count_params(spec)
     first, last = min(tl.layer_terms), max(tl.layer_terms)
-    keep = {"forward end", "loss backward", "backward end", "optimizer step", f"backward layer {first}",
+    keep = {"model init", "forward end", "loss backward", "backward end", "optimizer step", f"backward layer {first}",
             f"backward layer {last}"}
     return {
         "params_total": pc.total, "params_active": pc.active, "attention": spec.attention_kind,

@@ -33,7 +33,9 @@ _WHY = {
     "loss": "the model returns the logits, the loss upcasts them (transformers ForCausalLMLoss)",
     "loss_chunks": "the whole sequence's cross-entropy at once",
     "checkpoint_offload": "the checkpointed layer inputs stay on the device",
+    "checkpoint_impl": "torch.utils.checkpoint use_reentrant=False (transformers >= 5.0, torchtune)",
     "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
+    "nf4_quantizer": "bitsandbytes Params4bit (PEFT / transformers QLoRA)",
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -92,10 +94,12 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     rec = recipe(w.precision)
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
+    if w.method == "qlora":
+        record_workload(w, acc, ("nf4_quantizer",))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":
-        record_workload(w, acc, ("checkpoint_offload",))
+        record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))

@@ -30,6 +30,7 @@ from ...formulas.context_parallel import ring_attention_backward_bytes
 from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp_flat_param import mp_shard_bytes
+from ...formulas.nf4_quantization import quantize_transient_bytes
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -47,6 +48,7 @@ from ...formulas.training_activations import (
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
+    reentrant_recompute_bytes,
 )
 from ...formulas.training_states import step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_matrix
@@ -134,6 +136,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             else:
                 keep_i = checkpoint_input_bytes(spec, act)
                 rebuild_i = full_i - copies_i - shared_input
+                if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
+                    rebuild_i += reentrant_recompute_bytes(spec, act)
             plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
                        else layer_backward_transient(spec, i, act))
             by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
@@ -150,7 +154,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
-                            cut_loss=w.loss == "cut-ce") if st.has_head else None
+                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
@@ -234,6 +238,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         return int(shard(g, g_shard) * scale)
 
     phases: list[Phase] = []
+    if w.method == "qlora":  # the model is built: the base quantized matrix by matrix (formulas/nf4_quantization.py)
+        init = Phase("model init", {k: v for k, v in base.items() if k in ("weights", "adapter_weights")})
+        init.parts["quantization_transient"] = quantize_transient_bytes(
+            largest_quantized_matrix(spec, "nf4-dq") // max(1, w.tp), w.nf4_quantizer)
+        phases.append(init)
     all_kept = sum(act_kept.values())
     fwd_kept = m * all_kept  # saved activations on the device at forward end
     host_act = final_norm = 0
@@ -341,5 +350,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(s)
     else:
         foreach_tmp = 0
+    if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
+        for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
+            if ph.name not in ("forward end", "model init"):
+                ph.parts["kept_logits"] = head.kept_logits
     return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp,
                          host_act)

@@ -195,7 +195,7 @@ async function grid() {
       cell.dataset.fits = String(r.fits);
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
-      if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.speed.tokens_per_second)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);
+      if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);
       const price = r.cost?.price_per_hour ?? (inst ? inst.price_per_hour : null);
       if (price !== null && price !== undefined) lines.push(el("br"), `${formatUsd(price)}/h ${inst ? inst.name : ""}`);
       if (r.fits && r.cost?.per_million_tokens) lines.push(el("br"), `${formatUsd(r.cost.per_million_tokens)} / M tokens`);
@@ -245,6 +245,7 @@ const gridSoon = debounce(grid, 400);
 const visionSoon = debounce(checkVision, 250);
 
 function changed() {
+  delete $("fits-grid").dataset.answered; // the grid on show answers the previous input until it is asked again
   saveToUrl(state());
   computeSoon();
 }

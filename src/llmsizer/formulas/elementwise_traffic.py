@@ -1,0 +1,197 @@
+"""Memory-bound (non-GEMM) traffic of a training step: the bytes the elementwise, normalisation and loss kernels
+read and write, eager PyTorch against ``torch.compile`` (inductor).
+
+A training step is not only GEMMs (formulas/gemm_shapes.py). Around them run kernels that do a few FLOPs per
+element and are bound by the device memory: RMSNorm, rotary embeddings, SwiGLU's ``act(gate) * up``, the residual
+adds, the cross-entropy over the vocabulary, and their backward passes. Each kernel reads its inputs from and writes
+its outputs to device memory, so its time is bytes / memory bandwidth, whatever the tensor peak.
+
+**Eager** (one kernel per aten op). Counted op by op from transformers 5 ``models/llama/modeling_llama.py``
+(``LlamaRMSNorm.forward`` lines 62-67: ``to(float32)``, ``pow(2).mean(-1)``, ``+ eps``, ``rsqrt``, ``*``,
+``to(input_dtype)``, ``weight *``; ``apply_rotary_pos_emb`` lines 145-149 with ``rotate_half`` lines 119-123:
+``q * cos``, ``neg``, ``cat``, ``* sin``, ``+``, the same for k; ``LlamaMLP.forward`` line 164:
+``act_fn(gate) * up``; the decoder layer's two residual adds) and, for the backward, the derivative ops autograd
+runs for them (tools/autograd/derivatives.yaml: ``mul`` -> two ``mul``, ``silu`` -> ``silu_backward``, ``pow``,
+``mean`` -> ``div`` of the expanded gradient, ``cat``/``slice`` -> ``slice_backward``, ``_to_copy`` back). With
+t tokens, element sizes c (compute dtype) and f = 4 (fp32), widths h, I (intermediate), q_w = heads x head_dim,
+k_w = kv_heads x head_dim, d_h = head_dim, per token and decoder layer::
+
+    RMSNorm forward    N_f = (4c + 7f) h + 6f
+    RMSNorm backward   N_b = (8c + 19f) h + 10f          (N_b - 4c h when the norm weight is frozen: no
+                                                          ``grad * normalised`` product and no sum over tokens)
+    forward   F_e = 2 N_f + 6c h + 10c (q_w + k_w) + 4c d_h + 5c I                              (E1)
+    backward  B_e = 2 N_b + 15c h + 16c (q_w + k_w) + 4c d_h + 9c I                              (E2)
+
+(6c h: two residual adds; 15c h: the two residual-gradient adds, the q/k/v and gate/up input-gradient sums; the
+16c (q_w + k_w) of the backward include the contiguous copies of the rotated q and k gradients before their
+projections' GEMMs.) The loss: ``ForCausalLMLoss`` upcasts the logits (``logits.float()``), ``cross_entropy`` runs
+``_log_softmax`` and ``nll_loss``; the backward ``nll_loss_backward``, ``_log_softmax_backward_data`` and the cast
+back: (2c + 10f) V per token (E3). A LoRA adapter on a linear (in -> out) adds its scaling ``mul`` and the ``add``
+to the base output (5c out forward), the scaled gradient and the input-gradient sum (2c out + 3c in backward)
+(PEFT ``lora/layer.py`` ``Linear.forward``: ``result + lora_B(lora_A(dropout(x))) * scaling``; torchtune
+``LoRALinear.forward`` the same; dropout 0 is the identity, aten ``dropout`` returns its input for p = 0).
+
+**Compiled** (``torch.compile``, inductor; torchtune ``compile_model`` and torchtitan ``apply_compile`` compile each
+decoder layer): inductor's scheduler fuses every chain of pointwise ops and reductions into one kernel, which reads
+only the buffers that cross the kernel's boundary (GEMM outputs, the layer input, saved tensors) and writes only the
+ones a later kernel or the backward needs. Read from inductor's own byte count of its fused kernels
+(``GraphLowering.count_bytes``, torch/_inductor/graph.py, over ``get_read_write_buffers_sizes``; extern GEMM and
+attention kernels left out) on a transformers Llama decoder layer::
+
+    forward   F_c = (2c h + f) [attention norm] + 5c (q_w + k_w) + 4c d_h [rotate_half's cat materialised,
+              then q cos + rot sin] + (3c h + f) [x + attention recomputed, mlp norm] + 3c I [SwiGLU]
+              + 4c h [x + attention + mlp: the layer output]
+            = 9c h + 2f + 5c (q_w + k_w) + 4c d_h + 3c I                                         (E4)
+    backward  B_c = 12c h + 2f [two norm backwards fused with the residual and input-gradient sums]
+              + 2c (q_w + k_w) + 4c d_h [rotary backward] + 5c I [SwiGLU backward]
+              + 7c h when the norm weights train (their gradient reduction over tokens)             (E5)
+
+and the compiled loss (upcast, log-softmax, NLL and their backward fused) reads the half-precision logits three
+times (the row maximum, then the exponential sum in the forward; once in the backward) and writes their gradient
+once: 4c V per token (E6), against (E3)'s 44 B per logit in bf16. A LoRA adapter's scale-and-add fuses into its
+consumer: the fused kernel after the base projection (rotary, SwiGLU, the residual add) reads the
+adapter's output beside the base output, c out more forward; backward, the scaled gradient is written for the
+adapter's GEMMs (2c out) and the fused input-gradient sum reads one more tensor (c in).
+
+Recomputation (activation checkpointing) runs each checkpointed layer's forward kernels again in the backward.
+Time at the device memory bandwidth B_mem times the efficiency eta that memory-bound kernels reach::
+
+    t_elementwise = T (L_c (F + B) + c_ckpt F + loss) / (eta B_mem)                                (E7)
+
+A LayerNorm is torch's one fused ``native_layer_norm`` kernel each way (2c h + 2f forward, 3c h + 2f backward,
+read from a transformers GPTBigCode layer's trace); a GeLU MLP runs one ``gelu`` (2c I) and one ``gelu_backward``
+(3c I); models with learned positions or ALiBi run no rotary kernels. MoE layers are counted with the activation
+width of their top-k routed experts, an approximation. The counts are those
+of half-precision layers (torchtune's bf16 recipes, FSDP's bf16 parameters); under ``torch.autocast`` with fp32
+weights the residual stream is fp32 and each linear casts its input and weight, traffic not counted here. The
+embedding lookup, the final norm and the dense embedding gradient are left out (one layer's norm or less).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..specs import ModelSpec
+from .training_activations import _head_dims
+
+F32 = 4.0
+ALIBI_MODEL_TYPES = ("bloom", "mpt")  # attention biases instead of rotary embeddings (no q/k rotation kernels)
+SOURCE_EAGER = ("transformers models/llama/modeling_llama.py LlamaRMSNorm.forward L62-67, apply_rotary_pos_emb "
+                "L145-149, rotate_half L119-123, LlamaMLP.forward L164; autograd derivatives.yaml")
+SOURCE_COMPILED = ("inductor fused kernels' bytes (torch/_inductor/graph.py GraphLowering.count_bytes) of a "
+                   "compiled transformers Llama decoder layer")
+
+
+@dataclass(frozen=True)
+class LayerWidths:
+    """The widths of one decoder layer's memory-bound ops, per device (after tensor parallelism)."""
+
+    hidden: int
+    intermediate: int  # the activation width: the MLP's, or k x the routed expert's for an MoE layer
+    q_width: int
+    kv_width: int
+    head_dim: int
+    gated: bool = True
+    rotary: bool = True  # rotary q/k (False: learned absolute positions or ALiBi)
+    layernorm: bool = False  # torch's fused native_layer_norm instead of the composite RMSNorm
+
+
+def _check(c: float, *widths: float) -> None:
+    if c <= 0 or any(w < 0 for w in widths):
+        raise InputError("element size must be positive and widths not negative")
+
+
+def rmsnorm_bytes(hidden: int, c: float, compiled: bool, weight_trained: bool) -> tuple[float, float]:
+    """(forward, backward) bytes per token of one eager RMSNorm (N_f, N_b); compiled norms are counted inside
+    (E4)/(E5), so this is the eager count only."""
+    _check(c, hidden)
+    if compiled:
+        raise InputError("a compiled RMSNorm fuses with its neighbours: use layer_bytes")
+    fwd = (4 * c + 7 * F32) * hidden + 6 * F32
+    bwd = (8 * c + 19 * F32) * hidden + 10 * F32 - (0.0 if weight_trained else 4 * c * hidden)
+    return fwd, bwd
+
+
+def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
+    """(forward, backward) bytes per token of one eager LayerNorm: torch's fused ``native_layer_norm`` reads the
+    input and writes the output, mean and rstd (2c h + 2f); ``native_layer_norm_backward`` reads the gradient, the
+    input, mean and rstd and writes the input gradient, the weight and bias gradients reduced inside (3c h + 2f)."""
+    _check(c, hidden)
+    return 2 * c * hidden + 2 * F32, 3 * c * hidden + 2 * F32
+
+
+def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
+                adapters: tuple[tuple[int, int], ...] = ()) -> tuple[float, float]:
+    """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
+    compiled; ``adapters``: (in, out) of each LoRA-adapted linear."""
+    h, i, q, k, d = w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim
+    _check(c, h, i, q, k, d)
+    act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
+    act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
+    if compiled:
+        rot = 1.0 if w.rotary else 0.0
+        fwd = 9 * c * h + 2 * F32 + rot * (5 * c * (q + k) + 4 * c * d) + act_fc * c * i
+        bwd = (12 * c * h + 2 * F32 + rot * (2 * c * (q + k) + 4 * c * d) + act_bc * c * i
+               + (7 * c * h if norms_trained else 0))
+        fwd += sum(c * o for _, o in adapters)
+        bwd += sum(2 * c * o + c * n for n, o in adapters)
+        return fwd, bwd
+    nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
+    rot = 1.0 if w.rotary else 0.0
+    fwd = 2 * nf + 6 * c * h + rot * (10 * c * (q + k) + 4 * c * d) + act_f * c * i
+    bwd = 2 * nb + 15 * c * h + rot * (16 * c * (q + k) + 4 * c * d) + act_b * c * i
+    fwd += sum(5 * c * o for _, o in adapters)
+    bwd += sum(2 * c * o + 3 * c * n for n, o in adapters)
+    return fwd, bwd
+
+
+def loss_bytes(vocab: int, c: float, compiled: bool) -> float:
+    """Bytes per token of the cross-entropy over ``vocab`` logits, forward and backward: (E3) eager, (E6)
+    compiled."""
+    _check(c, vocab)
+    return (4 * c if compiled else 2 * c + 10 * F32) * vocab
+
+
+def elementwise_seconds(total_bytes: float, memory_bandwidth: float, efficiency: float) -> float:
+    """Eq. (E7): seconds the memory-bound kernels take for ``total_bytes`` at ``efficiency`` x
+    ``memory_bandwidth`` [B/s]."""
+    if total_bytes < 0 or memory_bandwidth <= 0 or not 0 < efficiency <= 1:
+        raise InputError("bytes must not be negative, bandwidth positive, efficiency in (0, 1]")
+    return total_bytes / (memory_bandwidth * efficiency)
+
+
+def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
+    """The widths of decoder layer ``layer`` of ``spec`` per device (q, kv and intermediate widths split by
+    ``tp``; an MoE layer's activation is its top-k routed experts' and any shared expert's)."""
+    q, k, _, _ = _head_dims(spec)
+    if spec.moe is not None and spec.moe_layers[layer]:
+        m = spec.moe
+        inter = m.experts_per_token * m.expert_intermediate_size + m.shared_intermediate_size
+        gated = m.expert_gated
+    else:
+        inter, gated = spec.intermediate_size, spec.mlp_gated
+    head = spec.mla.qk_nope_head_dim + spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
+    rotary = spec.position_embeddings == 0 and spec.model_type not in ALIBI_MODEL_TYPES
+    return LayerWidths(spec.hidden_size, -(-inter // tp), -(-q // tp), max(head, k // tp) if k else 0, head, gated,
+                       rotary, spec.norm_kind == "layernorm")
+
+
+def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
+                         adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
+                         loss: str = "ce", tp: int = 1) -> float:
+    """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
+    again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
+    materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear."""
+    if recomputed_layers < 0:
+        raise InputError("recomputed layers must not be negative")
+    total = 0.0
+    fwd_sum = 0.0
+    for i in range(spec.num_layers):
+        f, b = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, adapters.get(i, ()))
+        total += f + b
+        fwd_sum += f
+    total += fwd_sum * recomputed_layers / spec.num_layers
+    if loss != "cut-ce":
+        total += loss_bytes(-(-spec.vocab_size // tp), c, compiled)
+    return total

@@ -1,0 +1,101 @@
+"""Per-step memory traffic of the optimizer and of gradient accumulation (formulas/optimizer_step.py, #12), against
+torch's real optimizer and autograd on the CPU.
+
+Independent truth: a ``TorchDispatchMode`` adds up the bytes of every tensor each aten op reads or writes (a tensor
+passed twice to one op counted once, as a kernel loads it once) during ``torch.optim.AdamW.step()`` (the second
+step: the first one also creates the moments) for each implementation, and during the second ``backward()`` of an
+accumulation (``AccumulateGrad`` adding into ``.grad``). Scalar step counters are left out (one element per tensor).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from llmsizer.formulas.optimizer_step import accumulation_bytes, adam_step_bytes  # noqa: E402
+
+SHAPES = [(256, 512), (512, 128), (1024,), (128, 128)]
+
+
+def _tensors(x: Any) -> list[Any]:
+    from torch.utils._pytree import tree_flatten
+
+    return [t for t in tree_flatten(x)[0] if isinstance(t, torch.Tensor) and t.numel() > 1]
+
+
+def _unique_bytes(ts: list[Any]) -> int:
+    return sum({(t.untyped_storage().data_ptr(), t.storage_offset()): t.numel() * t.element_size() for t in ts}.values())
+
+
+def _bytes(run: Any) -> int:
+    """Bytes read (every tensor argument) + written (the arguments the op's schema marks as mutated, or its
+    outputs) by the aten ops ``run`` dispatches."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    total = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            schema = func._schema.arguments
+            written = [a for a, arg in zip(args, schema, strict=False)  # args: the positional ones only
+                       if arg.alias_info is not None and arg.alias_info.is_write]
+            written += [kwargs[arg.name] for arg in schema if arg.name in kwargs and arg.alias_info is not None
+                        and arg.alias_info.is_write]
+            if func.overloadpacket.__name__ in ("_fused_adam_", "_fused_adamw_") and kwargs.get("grad_scale") is None:
+                # the schema marks grads mutable (unscaled in place with a GradScaler), but the kernel stores them
+                # only when grad_scale is given (aten/src/ATen/native/cuda/fused_adam_utils.cuh:
+                # ``if (i != kGradIdx || grad_scale_ptr) load_store(...)``)
+                written = [w for w in written if w is not args[1]]
+            total[0] += _unique_bytes(_tensors((args, kwargs)))
+            total[0] += _unique_bytes(_tensors(written)) if written else _unique_bytes(_tensors(out))
+            return out
+
+    with Count():
+        run()
+    return total[0]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp32"])
+@pytest.mark.parametrize("impl", ["fused", "foreach", "for-loop"])
+def test_adamw_step_bytes_equal_torch(impl: str, dtype: str) -> None:
+    dt = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+    torch.manual_seed(0)
+    params = [torch.nn.Parameter(torch.randn(s, dtype=dt)) for s in SHAPES]
+    kw = {"fused": dict(fused=True), "foreach": dict(foreach=True), "for-loop": dict(foreach=False)}[impl]
+    opt = torch.optim.AdamW(params, lr=1e-3, weight_decay=0.01, **kw)
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt.step()  # creates exp_avg / exp_avg_sq
+    measured = _bytes(opt.step)
+    n = sum(p.numel() for p in params)
+    e = params[0].element_size()
+    assert adam_step_bytes(impl, e, e, e) * n == pytest.approx(measured, rel=0.01)
+
+
+def test_gradient_accumulation_bytes_equal_autograd() -> None:
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(512, 256, bias=False, dtype=torch.bfloat16)
+    x = torch.randn(64, 512, dtype=torch.bfloat16)
+    lin(x).sum().backward()  # the first micro-step stores .grad
+
+    def second() -> None:
+        lin(x).sum().backward()
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    adds: list[int] = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket.__name__ in ("add_", "add") and args[0].shape == lin.weight.shape:
+                adds.append(3 * args[0].numel() * args[0].element_size())  # reads .grad and the new one, writes
+            return out
+
+    with Count():
+        second()
+    assert sum(adds) == accumulation_bytes(2) * lin.weight.numel()
