@@ -1,12 +1,12 @@
 import pytest
 
-from llmsizer.errors import InputError
+from llmsizer.errors import InputError, MissingUnitError
 from llmsizer.units import GiB, format_bytes, parse_bytes, parse_count, parse_tokens
 
 
 @pytest.mark.parametrize("text,expected", [
     ("24GiB", 24 * 2**30), ("80GB", 80 * 10**9), ("512 MiB", 512 * 2**20), ("1.5TB", 1.5e12),
-    ("100Gb", 100e9 / 8), ("4096", 4096), (1000, 1000),
+    ("100Gb", 100e9 / 8), ("4294967296", 2**32), (2_000_000, 2_000_000), ("1048576", 2**20), ("0 GiB", 0),
 ])
 def test_parse_bytes_keeps_binary_decimal_and_bits_apart(text, expected):
     assert parse_bytes(text) == int(round(expected))
@@ -16,6 +16,14 @@ def test_parse_bytes_keeps_binary_decimal_and_bits_apart(text, expected):
 def test_parse_bytes_rejects_with_a_clear_message(bad):
     with pytest.raises(InputError, match="memory"):
         parse_bytes(bad)
+
+
+@pytest.mark.parametrize("given, written", [("24", "24"), (24, "24"), ("80", "80"), ("0.5", "0.5"), (1048575, "1048575")])
+def test_a_unitless_size_below_1_mib_is_a_forgotten_unit(given, written):
+    # a bare number is bytes; "--memory 24" (24 bytes) is never meant: refused with the likely reading, not sized
+    with pytest.raises(MissingUnitError) as e:
+        parse_bytes(given, what="--memory")
+    assert str(e.value) == f"--memory: {written!r} has no unit (a bare number is bytes); did you mean {written}GiB?"
 
 
 def test_counts_are_decimal_and_contexts_binary():

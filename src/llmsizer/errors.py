@@ -16,6 +16,10 @@ class InputError(LlmsizerError, ValueError):
     """A value given by the user is invalid (negative context, unknown format, bad unit...)."""
 
 
+class MissingUnitError(InputError):
+    """A size written as a bare number too small to be meant as bytes ('--memory 24'): a forgotten unit."""
+
+
 class UnknownNameError(LlmsizerError, KeyError):
     """A name looked up in a catalog (model, format, engine) does not exist."""
 

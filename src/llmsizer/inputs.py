@@ -83,6 +83,20 @@ def foreign_tag(yaml: Any, root: Any) -> tuple[Any, str] | None:
 TOO_DEEP = "nested too deeply (lists or mappings inside each other hundreds of levels down)"
 
 
+def yaml_problem(source: str, error: Exception, depth_hint: str) -> tuple[int, str]:
+    """(line, one line) for a YAML file PyYAML could not read: ``SOURCE:LINE: not valid YAML: PROBLEM`` where the
+    error marks a place (``yaml.MarkedYAMLError``), ``SOURCE: not valid YAML: ...`` otherwise, and ``TOO_DEEP`` with
+    ``depth_hint`` (what such a file holds) for a ``RecursionError``. Line 0: no line known. The request and
+    inventory readers both say it this way."""
+    if isinstance(error, RecursionError):
+        return 0, f"{source}: {TOO_DEEP}; {depth_hint}"
+    if hasattr(error, "problem_mark"):  # yaml.MarkedYAMLError (yaml is imported by the readers, not here)
+        mark = error.problem_mark or getattr(error, "context_mark", None)
+        line = mark.line + 1 if mark is not None else 0
+        return line, f"{source}:{line}: not valid YAML: {getattr(error, 'problem', None) or getattr(error, 'context', None)}"
+    return 0, f"{source}: not valid YAML: {str(error).splitlines()[0]}"
+
+
 def check_output(path: str | Path, inputs: Iterable[str | Path | None] = ()) -> Path:
     """``path`` as an output: not a folder, not a device or pipe, not one of ``inputs`` (compared as the same file
     on disk, so ``./req.json`` and a link to it count). Called before any work, and again by the writer."""

@@ -29,7 +29,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.duration import flops_per_token, recompute_mode, training_duration, training_peak
+from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
@@ -40,19 +40,19 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
     usable_memory,
-    vm_share_device,
 )
 from .estimate.formats import format_ladder
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
+from .formulas.kv_cache import kv_dtype_bytes
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import weight_bytes
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .specs.workload import normalize_engine
+from .specs.workload import ENGINE_SETTINGS, normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
@@ -275,18 +275,19 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                         constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
                         catalog: HardwareCatalog | None = None, quantization_advice: bool = True,
                         engine: str | None = None, media: Mapping[str, Any] | None = None,
-                        kv_unified: bool | None = None) -> Recommendation:
+                        kv_unified: bool | None = None, **workload: Any) -> Recommendation:
     """Rank hardware for serving ``model`` at ``concurrency`` sequences of ``context`` tokens (on ``engine``, or
     each candidate's default engine, ``estimate.fit.default_engine``; ``media``: the InferenceWorkload image/video
-    fields, whose tokens add to each prompt; ``kv_unified``: llama.cpp's KV layout, with engine llamacpp only)."""
+    fields, whose tokens add to each prompt; ``kv_unified`` and ``**workload``: any other InferenceWorkload field,
+    e.g. kv_dtype, dtype, metric, max_num_seqs, n_gpu_layers). Every candidate is judged by ``fit`` with all of
+    these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags."""
     spec = load_model(model) if isinstance(model, str) else model
     media = dict(media or {})
-    found = media_in_context(spec, InferenceWorkload(context=context, **media), Notes()) if media else None
-    if kv_unified is not None:  # an engine setting: refused, not ignored, where candidates may run another engine
-        if engine is None or normalize_engine(engine) != "llamacpp":
-            raise InputError("kv_unified applies to engine llamacpp; give engine llamacpp (--engine llamacpp)")
-    # the workload fields every fit of a candidate gets: media and engine settings
-    fields = dict(media, **({"kv_unified": kv_unified} if kv_unified is not None else {}))
+    # the workload fields every fit of a candidate gets: media, KV dtype, engine settings, metric, ...
+    fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
+    if kv_unified is not None:
+        fields["kv_unified"] = kv_unified
+    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine), Notes())
     c = (constraints or Constraints()).for_mode("serving")
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
@@ -336,6 +337,25 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(warnings))
 
 
+def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
+                    engine: str | None) -> InferenceWorkload:
+    """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
+    workload takes (InferenceWorkload's own checks, the KV dtype's name), and an engine setting needs its engine
+    stated, since candidates may each run another engine (ENGINE_SETTINGS, refused, not ignored)."""
+    unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
+    if unknown:
+        raise InputError(f"not a serving workload field: {', '.join(unknown)}")
+    eng = normalize_engine(engine) if engine else None
+    for name, owners in ENGINE_SETTINGS.items():
+        if fields.get(name) is not None and eng not in owners:
+            raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
+                             f"(--engine {owners[0]})")
+    if fields.get("kv_dtype") is not None:
+        kv_dtype_bytes(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
+    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {})}
+    return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)
+
+
 def _replace(o: Option, **kw: Any) -> Option:
     d = {k: getattr(o, k) for k in o.__dataclass_fields__}
     d.update(kw)
@@ -345,7 +365,7 @@ def _replace(o: Option, **kw: Any) -> Option:
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
               weights: str | None, c: Constraints, hr: float, cat: HardwareCatalog,
               hardware_files: Sequence[str | Path], engine_given: str | None = None,
-              media: Mapping[str, Any] | None = None) -> Option:
+              fields: Mapping[str, Any] | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights)
@@ -364,7 +384,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     smallest: tuple[int, str] | None = None
     for fmt in ladder:
         try:
-            wb = weight_bytes(spec, fmt, 128, 2).total
+            wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
         except InputError:
             continue
         if wb / spread > budget:
@@ -373,7 +393,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
-                                    memory=cand.memory, hardware_files=hardware_files, **(media or {}))
+                                    memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
         target, count = cand.instance or dev, None if cand.instance else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (same estimate, memoized)
             r = fit(spec, target, count, speed=False, **args)
@@ -435,7 +455,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
             output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float,
-            media: Mapping[str, Any] | None = None) -> Option:
+            fields: Mapping[str, Any] | None = None) -> Option:
     """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
                    cost_basis=cand.cost_basis)
@@ -446,7 +466,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
         replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens,
-                                                hardware_files, hr, media)
+                                                hardware_files, hr, fields)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
                 f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
@@ -468,7 +488,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
                   output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float,
-                  media: Mapping[str, Any] | None) -> tuple[int, float | None, float | None]:
+                  fields: Mapping[str, Any] | None) -> tuple[int, float | None, float | None]:
     """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly).
     Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
     media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
@@ -478,7 +498,7 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         per = per_replica(concurrency, r)
         one = fit(spec, fit_target, count, headroom=hr, engine=opt.engine, weights=opt.weights_format,
                   context=context, concurrency=per, output_tokens=output_tokens, memory=cand.memory,
-                  hardware_files=hardware_files, **(media or {}))
+                  hardware_files=hardware_files, **(fields or {}))
         sp, one_total = one.speed, one.tokens_per_second_total
         if sp is None or one_total is None:
             return r, None, None
@@ -537,7 +557,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
 
 def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, concurrency: int,
-                         hr: float, media: Mapping[str, Any] | None = None) -> list[str]:
+                         hr: float, fields: Mapping[str, Any] | None = None) -> list[str]:
     """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M'), at the
     requested context and concurrency, judged by the one fit rule against the smallest card sold with that label
     (an RTX 4090's 24564 MiB and an L4's 23034 MiB are both "24 GB")."""
@@ -556,8 +576,11 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         for fmt in ladder:
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
-            est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt, engine="llamacpp",
-                                     memory=memory, headroom=hr, **(media or {}))
+            try:
+                est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt,
+                                         engine="llamacpp", memory=memory, headroom=hr, **(fields or {}))
+            except InputError:  # a workload llama.cpp cannot run (e.g. KV fp8, a vLLM setting): no GGUF advice
+                return []
             if est.details["fits"]:
                 found = (fmt, est.total("device")[1], memory)
                 break
@@ -579,8 +602,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                        **fields: Any) -> Recommendation:
     """Rank hardware for training ``model`` on ``tokens`` tokens. The workload is keyword fields of
     TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
-    ...): memory and verdict per option from ``fit_training``, time from ``estimate.duration`` (the same rules as
-    ``train``, ``fit --train`` and ``plan``), nodes added until the deadline is met, cost from the hourly price."""
+    ...): memory, verdict and time per option from ``fit_training(tokens=...)`` with every field (the call
+    ``fit --train --tokens`` and ``train --device --tokens`` make, so an option's memory and time are theirs for the
+    same flags), nodes added until the deadline is met, cost from the hourly price."""
     spec = load_model(model) if isinstance(model, str) else model
     if tokens <= 0:
         raise InputError(f"tokens must be positive, got {tokens}")
@@ -588,12 +612,11 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     training_fields = wl
     c = (constraints or Constraints()).for_mode("training")
     cat = catalog or load_catalog(hardware_files)
-    method = str(wl.get("method", "full"))
-    seq_len = int(wl.get("seq_len", TrainingWorkload.seq_len))
-    ckpt = wl.get("grad_checkpointing")
-    lora_kw = {k: wl[k] for k in ("rank", "targets") if k in wl}
-    fl = flops_per_token(spec, method, seq_len, recompute_mode(ckpt), **lora_kw,
-                         checkpoint_every=int(wl.get("checkpoint_every", 1)))
+    # the run's settings, checked once (bad input: exit 2), and its FLOPs per token as the duration counts them
+    w = TrainingWorkload(**{k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__})
+    method = w.method
+    fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
+                         w.checkpoint_every)
     fpt = fl.per_token
     assumptions: list[Assumption] = []
     warnings: list[str] = []
@@ -616,7 +639,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
             fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
-                              **(training_fields or {}))
+                              tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
             if dev.kind != "cpu":  # bad input for every device: exit 2 as before
                 raise
@@ -627,9 +650,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
-        dur = training_duration(spec, vm_share_device(dev, cand.instance), cand.count, tokens, method=method,
-                                seq_len=seq_len,
-                                grad_checkpointing=ckpt, utilization=utilization, flops=fl, **lora_kw)
+        dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)

@@ -12,6 +12,10 @@ from typing import Any, Literal
 Location = Literal["device", "host"]
 SCHEMA_VERSION = 1
 
+# details key: how many devices the "device" items are summed over (a llama.cpp split over N GPUs); absent: the
+# device items are one device's (one device, or each of N identical tensor/pipeline/data-parallel shards)
+DEVICES_SUMMED = "devices_summed"
+
 
 @dataclass(frozen=True)
 class Item:
@@ -113,6 +117,14 @@ class Estimate:
         """Expected bytes at the primary location (GPU memory, or RAM for a CPU-only estimate)."""
         return self.total(self.primary_location)[1]
 
+    def total_label(self, location: Location) -> str:
+        """What a total at ``location`` covers, the one label the table, notebook, ``--json`` (``totals.*.scope``)
+        and the web page print: "per device", "all N devices" (a llama.cpp split: the sum over its GPUs), "host"."""
+        if location == "host":
+            return "host"
+        n = int(self.details.get(DEVICES_SUMMED, 1))
+        return "per device" if n <= 1 else f"all {n} devices"
+
     def item(self, name: str) -> Item:
         for it in self.items:
             if it.name == name:
@@ -124,7 +136,7 @@ class Estimate:
         for loc in ("device", "host"):
             lo, mid, hi = self.total(loc)  # type: ignore[arg-type]
             if any(it.location == loc for it in self.items):
-                totals[loc] = {"low": lo, "bytes": mid, "high": hi}
+                totals[loc] = {"low": lo, "bytes": mid, "high": hi, "scope": self.total_label(loc)}  # type: ignore[arg-type]
         return {
             "schema_version": SCHEMA_VERSION, "kind": self.kind, "model": self.model,
             "totals": totals, "items": [i.to_dict() for i in self.items],

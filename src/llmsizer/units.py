@@ -12,7 +12,7 @@ import math
 import re
 from functools import lru_cache
 
-from .errors import InputError
+from .errors import InputError, MissingUnitError
 from .inputs import short
 from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, Range, check_number
 
@@ -35,6 +35,10 @@ _COUNT_SUFFIX: dict[str, float] = {
 
 _NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
+# A size written without a unit is bytes; below this many it is refused as a forgotten unit ("--memory 24" is 24
+# bytes, never what anyone means: no device, file or budget llmsizer sizes is under 1 MiB). 0 stays allowed ("none").
+UNITLESS_SIZE_FLOOR = MiB
+
 
 def _head(what: str) -> str:
     return f"{what}: " if what else ""  # no name: the caller names the value (argparse: "argument --memory:")
@@ -50,10 +54,12 @@ def _checked(value: float, what: str, rng: Range) -> int:
 def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = SIZE) -> int:
     """Parse a memory size such as ``"24GiB"``, ``"80 GB"``, ``"512MiB"`` or a plain byte count.
 
-    A bare number means bytes. Raises :class:`InputError` naming *what* on anything else, and
+    A bare number means bytes, and one above 0 but below ``UNITLESS_SIZE_FLOOR`` (1 MiB) is refused as a forgotten
+    unit ("'24' has no unit (a bare number is bytes); did you mean 24GiB?"). Raises :class:`InputError` naming *what* on anything else, and
     :class:`~llmsizer.numbers.NumberError` for a value that is not finite or outside ``rng``.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
+        _unit_given(text, str(text), what)
         return _checked(text, what, rng)
     s = str(text).strip()
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
@@ -62,8 +68,16 @@ def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = S
             f"{_head(what)}cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
             "(GiB = 2^30 bytes, GB = 10^9 bytes)"
         )
+    if m.group(2) == "":
+        _unit_given(float(m.group(1)), m.group(1), what)
     factor = _BYTE_UNITS.get(m.group(2), 1)
     return _checked(float(m.group(1)) * factor, what, rng)
+
+
+def _unit_given(value: float, written: str, what: str) -> None:
+    """Refuse a unitless size in (0, UNITLESS_SIZE_FLOOR): bytes by the rule, a forgotten 'GiB' in practice."""
+    if 0 < value < UNITLESS_SIZE_FLOOR:
+        raise MissingUnitError(f"{_head(what)}{written!r} has no unit (a bare number is bytes); did you mean {written}GiB?")
 
 
 def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:

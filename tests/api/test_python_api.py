@@ -103,7 +103,7 @@ def test_help_of_estimate_inference_is_useful():
 def test_str_of_an_estimate_is_what_llmsizer_infer_prints():
     est = llmsizer.estimate_inference("llama-3.1-8b", context=8192, concurrency=4, weights="awq-int4")
     printed = cli("infer", "llama-3.1-8b", "--context", "8192", "--concurrency", "4", "--weights", "awq-int4")
-    assert "TOTAL device" in printed
+    assert "TOTAL per device" in printed
     assert str(est) == printed.rstrip("\n")
 
 
@@ -205,16 +205,16 @@ def check_breakdown(rows: list[list[str]], est) -> None:
     for r, it in zip(body, est.items, strict=False):
         assert r[1] == it.location and r[2] == format_bytes(it.bytes)
     totals = {r[0]: r for r in body[len(est.items):]}
-    for loc in ("device", "host"):
+    for loc, label in (("device", "TOTAL per device"), ("host", "TOTAL host")):
         at = [it for it in est.items if it.location == loc]
         if not at:
-            assert f"TOTAL {loc}" not in totals
+            assert label not in totals
             continue
         lo = sum(it.range[0] for it in at)
         mid = sum(it.bytes for it in at)
         hi = sum(it.range[2] for it in at)
         assert est.total(loc) == (lo, mid, hi)
-        assert totals[f"TOTAL {loc}"][2:4] == [format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}"]
+        assert totals[label][2:4] == [format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}"]
 
 
 def test_estimate_html_is_a_table_of_the_breakdown_with_totals_assumptions_and_warnings():

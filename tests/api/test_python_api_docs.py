@@ -63,7 +63,7 @@ def test_the_python_api_page_runs_and_its_stated_facts_hold(monkeypatch, capsys)
     assert total >= 15
     out = capsys.readouterr().out
     # the page's print() calls show the CLI's tables
-    assert "meta-llama/Llama-3.1-8B - inference memory" in out and "TOTAL device" in out
+    assert "meta-llama/Llama-3.1-8B - inference memory" in out and "TOTAL per device" in out
     assert "FITS  [llamacpp, gguf:q4_k_m, TP 1]" in out
     assert "Plan: Contract drafting helper on an on-premises CPU server" in out
 

@@ -56,3 +56,21 @@ def test_recommend_help_has_examples(cli, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         cli(["recommend", "--help"])
     assert "examples:" in capsys.readouterr().out
+
+
+def test_bare_number_in_a_hardware_file_takes_the_fields_unit(cli, capsys: pytest.CaptureFixture[str],
+                                                             tmp_path: Path) -> None:
+    """docs/hardware.md: in a hardware file ``"memory": 24`` is 24 GiB (the field's unit), while ``--memory 24`` on
+    the command line has no field unit and is refused as a forgotten unit."""
+    p = tmp_path / "hw.json"
+    p.write_text(json.dumps({"devices": [{"id": "bare-box", "name": "Bare box", "kind": "gpu", "memory": 24,
+                                          "memory_bandwidth": 1000}]}), "utf-8")
+    assert cli(["hardware", "show", "bare-box", "--hardware-file", str(p), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["values"]["memory"]["base"] == 24 * 2**30
+    assert shown["values"]["memory_bandwidth"]["base"] == 1000e9
+    with pytest.raises(SystemExit) as refused:  # argparse's type check: exit 2 with one line
+        cli(["infer", "qwen2.5-0.5b", "--memory", "24"])
+    assert refused.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no unit" in err

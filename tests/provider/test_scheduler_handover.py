@@ -21,6 +21,22 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs" / "scont
 A40 = FIX / "a40-1gpu-slinky-k8s.txt"
 
 
+def _chat_request(*, engine: str, concurrency: int, resources: str) -> str:
+    """The round trips' request: one week of Qwen2.5-0.5B chat serving at 2k context from 2026-02-01."""
+    return f"""version: 1
+team: Chat team
+jobs:
+  - name: chat
+    kind: inference
+    model: {{name: qwen2.5-0.5b}}
+    engine: {engine}
+    traffic: {{concurrency: {{typical: {concurrency}}}, context: {{typical: 2k}}}}
+    service: {{duration: 7 days}}
+    resources: {resources}
+    start: 2026-02-01
+"""
+
+
 def test_parse_real_scontrol_show_node():
     (n,) = parse_scontrol_nodes(A40.read_text(), str(A40))
     # the values as printed in the fixture: Gres=gpu:a40:1(S:...), CPUTot=12, RealMemory=245760, Partitions=tn
@@ -60,18 +76,7 @@ def test_import_book_export_round_trip(tmp_path, capsys):
                               "ram": "245760 MiB", "pools": ["serving", "tn"]}]
     inv.write_text(inv.read_text() + "storage: [{id: fs, site: k8s-lab, capacity: 10 TB}]\n")
     req = tmp_path / "req.yaml"
-    req.write_text("""version: 1
-team: Chat team
-jobs:
-  - name: chat
-    kind: inference
-    model: {name: qwen2.5-0.5b}
-    engine: vllm
-    traffic: {concurrency: {typical: 2}, context: {typical: 2k}}
-    service: {duration: 7 days}
-    resources: {device: l40, count: 1, pool: tn}
-    start: 2026-02-01
-""")
+    req.write_text(_chat_request(engine="vllm", concurrency=2, resources="{device: l40, count: 1, pool: tn}"))
     db = str(tmp_path / "b.db")
     assert run("capacity", "book", str(req), "--inventory", str(inv), "--db", db, "--now", "2026-01-15") == 0
     rid = capsys.readouterr().out.split("booked ")[1].split(":")[0]
@@ -180,18 +185,7 @@ def test_kubectl_import_check_book_export_round_trip(tmp_path, capsys):
                               "ram": "15984 MiB", "pools": ["serving"]}]
     inv.write_text(inv.read_text() + "storage: [{id: fs, site: lab, capacity: 10 TB}]\n")
     req = tmp_path / "req.yaml"
-    req.write_text("""version: 1
-team: Chat team
-jobs:
-  - name: chat
-    kind: inference
-    model: {name: qwen2.5-0.5b}
-    engine: llama.cpp
-    traffic: {concurrency: {typical: 1}, context: {typical: 2k}}
-    service: {duration: 7 days}
-    resources: {device: a16-4q, count: 1}
-    start: 2026-02-01
-""")
+    req.write_text(_chat_request(engine="llama.cpp", concurrency=1, resources="{device: a16-4q, count: 1}"))
     db = str(tmp_path / "b.db")
     common = ("--inventory", str(inv), "--hardware-file", str(hw), "--now", "2026-01-15")
     assert run("capacity", "check", str(req), *common) == 0

@@ -13,7 +13,8 @@ from llmsizer.request import quantities as Q
     ("80GiB", 80 * 2**30),           # binary gibibytes: 85,899,345,920 B
     ("500 GB", 500 * 10**9),
     ("512 MiB", 512 * 2**20),
-    (1000, 1000),                    # a plain number is bytes
+    (2_000_000, 2_000_000),          # a plain number is bytes
+    ("4294967296", 2**32),
 ])
 def test_sizes(text, expected):
     assert Q.parse_size(text) == expected

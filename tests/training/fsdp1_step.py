@@ -8,27 +8,18 @@ parameters, and the bytes of all parameters. Nothing here imports llmsizer.
 from __future__ import annotations
 
 import functools
-import json
-import sys
 from typing import Any
 
 
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import peft
     import torch
-    import torch.distributed as dist
-    import transformers
+    from ranks import end_rank, rank_model
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy
 
-    transformers.logging.set_verbosity_error()
-    dist.init_process_group("gloo")
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    conf = transformers.AutoConfig.for_model(**case["config"])
-    conf._attn_implementation = "sdpa"
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[case.get("dtype", "bf16")]
-    model = transformers.AutoModelForCausalLM.from_config(conf, dtype=dtype)
+    conf, model = rank_model(case, dtype)
     lora = case["lora"]
     model = peft.get_peft_model(model, peft.LoraConfig(r=lora["r"], lora_alpha=2 * lora["r"],
                                                        target_modules=lora["targets"], lora_dropout=0.0))
@@ -43,13 +34,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     loss.backward()
     flat = [m._flat_param for m in FSDP.fsdp_modules(fsdp) if getattr(m, "_flat_param", None) is not None]
     grad = sum(f.grad.numel() * f.grad.element_size() for f in flat if f.grad is not None)
-    out = {"flat_grad_bytes": grad, "trained_param_bytes": trained, "param_bytes": total, "units": len(flat)}
-    rank = dist.get_rank()
-    dist.destroy_process_group()
-    return out if rank == 0 else None
+    return end_rank({"flat_grad_bytes": grad, "trained_param_bytes": trained, "param_bytes": total, "units": len(flat)})
 
 
 if __name__ == "__main__":
-    result = main(json.loads(sys.argv[1]))
-    if result is not None:
-        print(json.dumps(result))
+    from ranks import rank_main
+
+    rank_main(main)

@@ -11,25 +11,16 @@ another, as torchtitan and torchtune wrap them.
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
-    import torch.distributed as dist
-    import transformers
+    from ranks import end_rank, rank_model
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    transformers.logging.set_verbosity_error()
-    dist.init_process_group("gloo")
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    conf = transformers.AutoConfig.for_model(**case["config"])
-    conf._attn_implementation = "sdpa"
-    model = transformers.AutoModelForCausalLM.from_config(conf)
+    conf, model = rank_model(case)
     if case.get("grad_ckpt"):
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
@@ -50,13 +41,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             if step == 0:
                 tracker.reset_mod_stats()
     peak = tracker.get_tracker_snapshot("peak")
-    out = {str(k).split(".")[-1]: int(v) for dev, d in peak.items() if str(dev) == "cpu" for k, v in d.items()}
-    rank = dist.get_rank()
-    dist.destroy_process_group()
-    return out if rank == 0 else None
+    return end_rank({str(k).split(".")[-1]: int(v) for dev, d in peak.items() if str(dev) == "cpu" for k, v in d.items()})
 
 
 if __name__ == "__main__":
-    result = main(json.loads(sys.argv[1]))
-    if result is not None:
-        print(json.dumps(result))
+    from ranks import rank_main
+
+    rank_main(main)

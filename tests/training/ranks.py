@@ -1,5 +1,7 @@
 """Launch a step script as N real torch.distributed ranks (gloo on 127.0.0.1) and return rank 0's JSON result: the
-launcher the DeepSpeed ZeRO-3 and FSDP2 memory tests share."""
+launcher the DeepSpeed ZeRO-3, FSDP1, FSDP2 and context-parallel memory tests share; and, inside a rank, the set-up
+and ending the FSDP step scripts share (``rank_model``, ``end_rank``, ``rank_main``). Nothing here imports llmsizer,
+and torch and transformers only inside a rank."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,3 +38,37 @@ def run_ranks(script: Path, case: dict[str, Any], ranks: int, *, local_rank_zero
             raise RuntimeError(err[-4000:])
     result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
     return result
+
+
+def rank_model(case: dict[str, Any], dtype: Any = None) -> tuple[Any, Any]:
+    """In a rank launched by ``run_ranks``: join the gloo group, seed 0, one thread, and build ``case["config"]``'s
+    small random-weight transformers causal LM with SDPA attention (``dtype``: a torch dtype, None: transformers'
+    default). Returns (config, model)."""
+    import torch
+    import torch.distributed as dist
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    conf = transformers.AutoConfig.for_model(**case["config"])
+    conf._attn_implementation = "sdpa"
+    kwargs = {} if dtype is None else {"dtype": dtype}
+    return conf, transformers.AutoModelForCausalLM.from_config(conf, **kwargs)
+
+
+def end_rank(out: dict[str, Any]) -> dict[str, Any] | None:
+    """Leave the group; rank 0's result, None on the other ranks."""
+    import torch.distributed as dist
+
+    rank = dist.get_rank()
+    dist.destroy_process_group()
+    return out if rank == 0 else None
+
+
+def rank_main(main: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:
+    """A step script's entry point: ``main(case)`` on the JSON case in argv[1]; print its result as one JSON line."""
+    result = main(json.loads(sys.argv[1]))
+    if result is not None:
+        print(json.dumps(result))

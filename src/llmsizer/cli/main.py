@@ -138,7 +138,23 @@ def build_parser(argv: Sequence[str] | None = None, *, all_commands: bool = Fals
     if names:
         from .common import accept_engine_aliases
         accept_engine_aliases(p)
+    _values_may_start_with_minus(p)
     return p
+
+
+# A value that starts with "-" and a digit ("-ts -1,2", "--free -1GiB,2GiB") is a value, not an option: Python
+# 3.11's argparse takes only "-1" or "-1.5" so ("expected one argument"), 3.13's takes any "-<digit>" (its
+# _negative_number_matcher). No option of ours starts with "-<digit>", so the value reaches the flag's own check,
+# which names the flag and the bad element.
+_NEGATIVE_VALUE = re.compile(r"-\.?\d")
+
+
+def _values_may_start_with_minus(parser: argparse.ArgumentParser) -> None:
+    parser._negative_number_matcher = _NEGATIVE_VALUE  # type: ignore[attr-defined]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _values_may_start_with_minus(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,19 +6,19 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..numbers import CONCURRENCY, MONEY, POSITIVE, TOP
+from ..numbers import MONEY, POSITIVE, TOP
 from ..recommend import Constraints, Recommendation, parse_duration, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
-from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
+from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
-from .common import add_model_args, count_in, emit_json, exit_code, float_arg, int_arg, resolve_model, tokens_arg
+from .common import add_model_args, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .workload_args import (
     add_headroom_arg,
-    add_kv_unified_arg,
-    add_media_args,
+    add_inference_args,
+    add_metric_arg,
     add_training_args,
-    media_fields,
+    inference_fields,
     refuse_serving_flags,
     refuse_training_flags,
     training_fields,
@@ -46,15 +46,13 @@ def register(sub: Any) -> None:
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--infer", action="store_true", help="serving (default)")
     mode.add_argument("--train", action="store_true", help="training: memory per option, time and cost")
-    g = p.add_argument_group("inference workload")
-    g.add_argument("--context", type=tokens_arg, help=f"tokens per sequence (default {InferenceWorkload.context})")
-    g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {InferenceWorkload.concurrency})")
-    g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence")
-    add_media_args(g)
-    add_kv_unified_arg(g)
-    g.add_argument("--weights", help="force one weight format instead of searching")
-    g.add_argument("--engine", choices=ENGINES, help="serving engine for every option (default: each option's: "
-                   "vLLM on data-center GPUs and several devices, llama.cpp on Apple, CPUs and single consumer cards)")
+    add_metric_arg(p)
+    # the serving workload: the flags of `fit` (every InferenceWorkload field), each option judged by `fit` with them
+    add_inference_args(p, tensor_parallel=False, attention=False,
+                       engine_default="for every option; default: each option's: vLLM on data-center GPUs and several "
+                                      "devices, llama.cpp on Apple, CPUs and single consumer cards",
+                       weights_default="searched per option, from the checkpoint's format down; give one to force it",
+                       speed=True)
     add_training_args(p)
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
@@ -91,12 +89,14 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
                                  hardware_files=args.hardware_file, training_fields=training_fields(args))
     else:
         refuse_training_flags(args)
+        fields = inference_fields(args)  # every serving field given, as `fit` takes them
+        for name in ("gpus", "weights", "context", "concurrency", "output_tokens", "engine"):
+            fields.pop(name, None)  # --gpus is the training flag here; the others are recommend_inference's own
         rec = recommend_inference(spec, context=args.context or InferenceWorkload.context,
                                   concurrency=args.concurrency or InferenceWorkload.concurrency,
                                   output_tokens=args.output_tokens, weights=args.weights, constraints=cons,
-                                  hardware_files=args.hardware_file, media=media_fields(args),
-                                  engine=normalize_engine(args.engine) if args.engine else None,
-                                  kv_unified=args.kv_unified)
+                                  hardware_files=args.hardware_file,
+                                  engine=normalize_engine(args.engine) if args.engine else None, **fields)
     return rec.to_dict(), exit_code(bool(rec.options)), rec
 
 

@@ -99,12 +99,12 @@ def media_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tensor_parallel: bool = True,
                        attention: bool = True, engine_default: str = f"default {IW.engine}",
-                       speed: bool = False) -> None:
+                       speed: bool = False,
+                       weights_default: str = "the checkpoint's stored format; GGUF for llama.cpp") -> None:
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
     unless ``engine`` is kept); ``speed``: the commands that answer a speed also take the flags only speed reads."""
     g = p.add_argument_group("inference workload")
-    g.add_argument("--weights", help="weight format (default: the checkpoint's stored format; GGUF for llama.cpp); "
-                   "see `llmsizer formats`")
+    g.add_argument("--weights", help=f"weight format (default: {weights_default}); see `llmsizer formats`")
     g.add_argument("--context", type=tokens_arg,
                    help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {IW.concurrency})")
@@ -286,7 +286,8 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
 SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
-SHARED = ("attention", "gpus")  # --attention serves both modes; fit's and recommend's --gpus is the training flag
+SHARED = ("attention", "gpus", "metric")  # --attention and --metric serve both modes; fit's and recommend's --gpus is
+# the training flag
 
 
 def refuse_serving_flags(args: argparse.Namespace) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..inputs import TOO_DEEP, foreign_tag, read_small_text, short
+from ..inputs import foreign_tag, read_small_text, short, yaml_problem
 from ..numbers import Range, check_number
 from ..request import quantities as Q
 
@@ -268,16 +268,8 @@ class _Reader:
             return None
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            line = mark.line + 1 if mark is not None else 0
-            self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
-            return None
-        except yaml.YAMLError as e:
-            self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
-            return None
-        except RecursionError:
-            self.errors.append((0, f"{self.source}: {TOO_DEEP}; an inventory is a few levels deep"))
+        except (yaml.YAMLError, RecursionError) as e:
+            self.errors.append(yaml_problem(self.source, e, "an inventory is a few levels deep"))
             return None
         if root is None:
             self.errors.append((1, f"{self.source}:1: the file is empty; start from examples/provider/inventory.yaml"))

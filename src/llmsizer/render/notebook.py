@@ -86,7 +86,7 @@ def estimate_breakdown(est: Estimate) -> str:
         if any(i.location == loc for i in est.items):
             lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
             totals.append(len(rows))
-            rows.append([f"TOTAL {loc}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
+            rows.append([f"TOTAL {est.total_label(loc)}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
     return _table(["component", "where", "expected", "range", "how"], rows, num=(2, 3), how=(4,),
                   total_rows=totals, table_class="breakdown")
 

@@ -50,7 +50,7 @@ def render_estimate(est: Estimate, *, verbose: bool = False) -> str:
     for loc in ("device", "host"):
         if any(i.location == loc for i in est.items):
             lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-            rows.append([f"TOTAL {loc}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
+            rows.append([f"TOTAL {est.total_label(loc)}", loc, format_bytes(mid), f"{format_bytes(lo)} - {format_bytes(hi)}", ""])
     out.append(table(rows, ["component", "where", "expected", "range", "how"]))
     out += estimate_facts(est)
     out.append("assumptions: " + "; ".join(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-from ..errors import InputError
+from ..errors import InputError, MissingUnitError
 from ..inputs import short
 from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, check_number
 from ..units import parse_bytes, parse_count, parse_tokens
@@ -70,7 +70,7 @@ def parse_size(value: object) -> int:
         raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
     try:
         return parse_bytes(value, what="")  # type: ignore[arg-type]
-    except NumberError:
+    except (NumberError, MissingUnitError):
         raise
     except InputError:
         raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB' "

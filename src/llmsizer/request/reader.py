@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..inputs import TOO_DEEP, check_model_name, foreign_tag, read_small_text
+from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
 from ..specs.workload import ENGINES, normalize_engine
@@ -431,16 +431,8 @@ class _Reader:
                     raise
                 self.loader = yaml.SafeLoader(text)
                 root = self.loader.get_single_node()
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            line = mark.line + 1 if mark is not None else 0
-            self.errors.append((line, f"{self.source}:{line}: not valid YAML: {e.problem or e.context}"))
-            return None
-        except yaml.YAMLError as e:
-            self.errors.append((0, f"{self.source}: not valid YAML: {str(e).splitlines()[0]}"))
-            return None
-        except RecursionError:
-            self.errors.append((0, f"{self.source}: {TOO_DEEP}; a request is at most a few levels deep"))
+        except (yaml.YAMLError, RecursionError) as e:
+            self.errors.append(yaml_problem(self.source, e, "a request is at most a few levels deep"))
             return None
         if root is None:
             self.errors.append((1, f"{self.source}:1: the file is empty; start from `llmsizer request new`"))

@@ -18,6 +18,16 @@ ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "lla
 DEVICES = ("gpu", "cpu")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
+# InferenceWorkload fields that only some engines' profiles read -> those engines (one home: the workload's own
+# check refuses them on another engine, and ``recommend``, whose candidates may each run another engine, asks for
+# the engine up front). The llama.cpp split fields (split_mode, tensor_split, n_cpu_moe; gpus > 1) are llama.cpp's.
+ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "n_gpu_layers": ("llamacpp",), "n_ubatch": ("llamacpp",), "kv_unified": ("llamacpp",),
+    "mem_fraction_static": ("sglang",), "gpu_memory_utilization": ("vllm",), "paged_block_size": ("vllm",),
+    "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
+    "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
+}
+LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -156,10 +166,9 @@ class InferenceWorkload:
             raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
         if not isinstance(self.identical_sequences, bool):
             raise InputError(f"identical_sequences must be true or false, got {self.identical_sequences!r}")
-        for name, owners in (("n_gpu_layers", ("llamacpp",)), ("n_ubatch", ("llamacpp",)), ("kv_unified", ("llamacpp",)),
-                             ("mem_fraction_static", ("sglang",)), ("gpu_memory_utilization", ("vllm",)),
-                             ("paged_block_size", ("vllm",)), ("max_num_seqs", ("vllm", "sglang")),
-                             ("max_num_batched_tokens", ("vllm", "sglang"))):
+        for name, owners in ENGINE_SETTINGS.items():
+            if name in LLAMACPP_SPLIT_FIELDS:
+                continue  # refused below with the split's own message
             if getattr(self, name) is not None and self.engine not in owners:  # read by these profiles only: refused,
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")  # not ignored
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no

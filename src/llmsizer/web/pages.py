@@ -1,9 +1,14 @@
 """The pages of ``llmsizer serve`` (issue #13): the calculator (``/``), compare (``/compare``), what fits (``/fits``) and request
 (``/request``) pages and their static files, as a FastAPI ``router`` the app includes.
 
-The pages are plain HTML, CSS and JavaScript modules shipped in the package (``web/static/``): no build step, no
-CDN, nothing fetched from another origin, no inline script or style (the app's Content-Security-Policy forbids
-them). Every number a page shows comes from the JSON API (``/api/v1/...``), which renders the one estimator.
+The pages are plain HTML, CSS and JavaScript modules shipped in the package: no build step, no CDN, nothing fetched
+from another origin, no inline script or style (the app's Content-Security-Policy forbids them). Every number a page
+shows comes from the JSON API (``/api/v1/...``), which renders the one estimator.
+
+Each page is its ``<main>`` content in ``web/templates/`` put into the one ``layout.html`` (head, skip link, nav) at
+import: the head and the nav have one copy. A body may name a shared part on a line of its own,
+``<!-- include NAME.html -->`` (the model fieldset of the calculator and compare pages). CSS, JavaScript and icons
+are served as they are from ``web/static/``.
 
 No server-side path is built from user input: the static files are read once, at import, into a table keyed by
 their relative name; a request names a key of that table or gets 404.
@@ -12,6 +17,7 @@ their relative name; a request names a key of that table or gets 404.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -38,9 +44,62 @@ MEDIA_TYPES = {
     ".txt": "text/plain; charset=utf-8",
 }
 
-# the pages: URL path -> file under static/
-PAGES = {"/": "index.html", "/compare": "compare.html", "/request": "request.html", "/fits": "fits.html",
-         "/console": "console.html"}
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One page: its body (a file under ``templates/``), its title, its ES module under ``static/js/``, where the
+    skip link goes, and the tagline under the nav."""
+
+    body: str
+    title: str
+    script: str
+    tagline: str
+    skip_to: str = "results"
+    skip_text: str = "Skip to the results"
+    main_id: str = ""
+
+
+# the pages: URL path -> Page
+PAGES = {
+    "/": Page("index.html", "calculator", "calculator.js",
+              "every number with its formula, source and assumptions"),
+    "/compare": Page("compare.html", "compare hardware", "compare.js",
+                     "which hardware, how many, which format, at what cost"),
+    "/request": Page("request.html", "request", "request.js",
+                     "a resource request, checked line by line, planned, reported",
+                     skip_to="request-text", skip_text="Skip to the editor"),
+    "/fits": Page("fits.html", "what fits my machine", "fits.js",
+                  "which catalog models fit this hardware, at which format and speed"),
+    "/console": Page("console.html", "provider console", "console.js",
+                     "the provider's inventory, bookings and audit log",
+                     skip_to="console-main", skip_text="Skip to the console", main_id="console-main"),
+}
+
+# the nav of every page, in order: (URL path, label); the console (the provider's page) is listed on itself only
+NAV = (("/", "Calculator"), ("/compare", "Compare hardware"), ("/fits", "What fits my machine"),
+       ("/request", "Request"), ("/console", "Console"), ("/api/v1/openapi.json", "API"))
+NAV_ON_ITSELF_ONLY = frozenset({"/console"})
+
+_INCLUDE = re.compile(r"^<!-- include ([a-z0-9-]+\.html) -->$", re.MULTILINE)
+
+
+def render_page(path: str, templates: Path = TEMPLATES) -> bytes:
+    """The HTML of the page at ``path``: its body, with its shared parts included, in the one layout."""
+    page = PAGES[path]
+    body = _INCLUDE.sub(lambda m: (templates / m.group(1)).read_text(encoding="utf-8").rstrip("\n"),
+                        (templates / page.body).read_text(encoding="utf-8"))
+    current = ' aria-current="page"'
+    nav = "\n".join(f'    <li><a href="{href}"{current if href == path else ""}>{label}</a></li>'
+                     for href, label in NAV if href not in NAV_ON_ITSELF_ONLY or href == path)
+    layout = (templates / "layout.html").read_text(encoding="utf-8")
+    return layout.format(title=page.title, script=page.script, skip_to=page.skip_to, skip_text=page.skip_text,
+                         nav=nav, tagline=page.tagline, main_id=f' id="{page.main_id}"' if page.main_id else "",
+                         body=body).encode("utf-8")
+
+
+PAGE_HTML = {path: render_page(path) for path in PAGES}
 
 
 def _load(root: Path) -> dict[str, tuple[bytes, str]]:
@@ -67,15 +126,18 @@ def _send(name: str) -> Response:
                                                                "X-Content-Type-Options": "nosniff"})
 
 
-def _page_route(file: str) -> Callable[[], Response]:
+def _page_route(path: str) -> Callable[[], Response]:
+    body = PAGE_HTML[path]
+
     def page() -> Response:
-        return _send(file)
-    page.__name__ = "page_" + file.split(".")[0]
+        return Response(content=body, media_type=MEDIA_TYPES[".html"],
+                        headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
+    page.__name__ = "page_" + PAGES[path].body.split(".")[0]
     return page
 
 
-for _path, _file in PAGES.items():
-    router.add_api_route(_path, _page_route(_file), methods=["GET"], response_class=Response)
+for _path in PAGES:
+    router.add_api_route(_path, _page_route(_path), methods=["GET"], response_class=Response)
 
 
 def choices() -> dict[str, Any]:

@@ -65,9 +65,9 @@ def wait_attr(page: Page, selector: str, attr: str, value: object, what: str) ->
 
 
 def cli_total_text(text_out: str) -> str:
-    """The expected device total as the CLI's table prints it ('TOTAL device  device  17.36 GiB ...')."""
-    line = next(ln for ln in text_out.splitlines() if ln.startswith("TOTAL device"))
-    return " ".join(line.split()[3:5])
+    """The expected device total as the CLI's table prints it ('TOTAL per device  device  17.36 GiB ...')."""
+    line = next(ln for ln in text_out.splitlines() if ln.startswith("TOTAL per device"))
+    return " ".join(line.split()[4:6])
 
 
 def ready(page: Page, path: str) -> None:

@@ -4,6 +4,7 @@ forms' choices are the specs' closed sets."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,16 +26,34 @@ def client() -> TestClient:
 
 def test_every_shipped_file_and_page_is_served(client: TestClient) -> None:
     files = sorted(p.relative_to(STATIC).as_posix() for p in STATIC.rglob("*") if p.is_file())
-    assert "index.html" in files and "js/calculator.js" in files
+    assert "style.css" in files and "js/calculator.js" in files
     for name in files:
         r = client.get(f"/static/{name}")
         assert r.status_code == 200, name
         assert r.content == (STATIC / name).read_bytes()
         assert r.headers["content-type"].split(";")[0] == pages.MEDIA_TYPES[Path(name).suffix].split(";")[0]
-    for path, file in pages.PAGES.items():
+    for path, page in pages.PAGES.items():
         r = client.get(path)
-        assert r.status_code == 200 and r.content == (STATIC / file).read_bytes()
+        assert r.status_code == 200 and r.headers["content-type"] == "text/html; charset=utf-8"
         assert "script-src 'self'" in r.headers["content-security-policy"]
+        html = r.text
+        assert html.startswith("<!DOCTYPE html>") and html.endswith("</main>\n</body>\n</html>\n")
+        assert f'<script type="module" src="/static/js/{page.script}"></script>' in html
+        assert client.get(f"/static/js/{page.script}").status_code == 200
+        # the page's own link, and only it, is the current one; every id is unique (an include may not repeat one)
+        assert re.findall(r'<a href="([^"]+)" aria-current="page">', html) == [path]
+        ids = re.findall(r'\sid="([^"]+)"', html)
+        assert len(ids) == len(set(ids)) and f'href="#{page.skip_to}"' in html and f'id="{page.skip_to}"' in html
+        assert "<!-- include" not in html and "{" not in html.split("<main")[0]
+
+
+def test_the_head_and_nav_have_one_copy() -> None:
+    """The pages' head and nav are written once (templates/layout.html), not once per page."""
+    web = Path(pages.__file__).parent
+    for shared in ('<nav aria-label="Pages">', '<link rel="stylesheet" href="/static/style.css">',
+                   '<meta name="viewport"', 'value="llama-3.1-8b"'):
+        holders = [p.relative_to(web).as_posix() for p in web.rglob("*.html") if shared in p.read_text(encoding="utf-8")]
+        assert len(holders) == 1, (shared, holders)
 
 
 @pytest.mark.parametrize("name", ["../pages.py", "..%2fpages.py", "%2e%2e/pages.py", "js/../../pages.py",

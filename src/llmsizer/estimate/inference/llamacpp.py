@@ -19,7 +19,7 @@ from typing import Any
 from ...errors import InputError
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
-from ...result import Item
+from ...result import DEVICES_SUMMED, Item
 from ...units import format_bytes
 from .. import engines as E
 from .common import Context, kv_item, state_item, weights_item
@@ -111,6 +111,8 @@ def compose_llamacpp(ctx: Context) -> None:
         ctx_span = c if gpus == 1 else E.Span(gpus * c.low, gpus * c.expected, gpus * c.high, c.source)
         acc.span("cuda_context", ctx_span, formula="named constant (estimate/engines.py)"
                  + (f" x {gpus} GPUs" if gpus > 1 else ""))
+        if gpus > 1:  # the device items above are sums over the GPUs (each GPU's part: details["split"])
+            ctx.details[DEVICES_SUMMED] = gpus
     else:
         acc.items.append(Item("compute_buffer", graph.peak_bytes, "host", low=graph.peak_bytes // 2,
                               high=graph.peak_bytes * 2, formula=how, source=src))

@@ -112,12 +112,14 @@ function render(d) {
     const segs = d.items.filter((it) => it.location === loc).map((it) => ({ name: it.name, bytes: it.bytes }));
     if (!segs.some((g) => g.bytes > 0)) continue;
     const n = d.details.devices || d.details.gpus;
-    rows.push({ label: loc === "device" ? (n > 1 ? `each of ${n} devices` : "device") : "host RAM", segments: segs,
+    const scope = d.totals.device?.scope;  // "per device", or "all N devices" when the bytes are a sum over GPUs
+    const deviceLabel = scope && scope !== "per device" ? scope : (n > 1 ? `each of ${n} devices` : "device");
+    rows.push({ label: loc === "device" ? deviceLabel : "host RAM", segments: segs,
       budget: loc === "device" ? d.details.memory_budget : null, capacity: loc === "device" ? d.details.device_memory : null });
   }
   const box = $("bar-box");
   box.querySelector("svg")?.remove();
-  box.prepend(memoryBars("memory", `${d.model}: memory per device`, rows));
+  box.prepend(memoryBars("memory", `${d.model}: memory ${d.totals.device?.scope ?? "per device"}`, rows));
 
   const tbody = $("breakdown").tBodies[0];
   tbody.replaceChildren(...d.items.map((it) => el("tr", { "data-name": it.name },
@@ -126,7 +128,7 @@ function render(d) {
     el("td", { class: "num" }, it.low === it.high ? "" : `${formatBytes(it.low)} – ${formatBytes(it.high)}`),
     el("td", { class: "how" }, it.formula, el("span", { class: "src" }, it.source)))));
   for (const [loc, t] of Object.entries(d.totals)) {
-    tbody.append(el("tr", { class: "total", "data-name": `total-${loc}` }, el("td", {}, `TOTAL ${loc}`), el("td", {}, loc),
+    tbody.append(el("tr", { class: "total", "data-name": `total-${loc}` }, el("td", {}, `TOTAL ${t.scope}`), el("td", {}, loc),
       el("td", { class: "num", "data-bytes": t.bytes }, formatBytes(t.bytes)),
       el("td", { class: "num" }, `${formatBytes(t.low)} – ${formatBytes(t.high)}`), el("td", { class: "how" }, d.details.peak_phase ? `peak at: ${d.details.peak_phase}` : "")));
   }
