@@ -1,6 +1,7 @@
 """Measured truth for training memory: real training steps of a small random-weight transformers model.
 
-Run as a script in a fresh process (``python measure_step.py '<case json>'``); prints one JSON object.
+Run as a script in a fresh process (``python measure_step.py '<case json>'``); prints one JSON object (a JSON list
+of cases prints a list of results, one per case, from one process).
 Nothing here imports llmsizer: every number comes from PyTorch's own tensors.
 
 - ``peak_bytes``: the peak of live tensor bytes over all steps, followed by :class:`LiveTensorBytes`, a
@@ -93,7 +94,14 @@ class LiveTensorBytes:
     def track(self, t: Any) -> None:
         import weakref
 
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
         if t.device.type == "meta":
+            return
+        if is_traceable_wrapper_subclass(t):
+            # a wrapper (torchao's Float8TrainingTensor) owns no storage of its own: its untyped_storage() reports
+            # numel x the wrapper's nominal dtype (bf16), bytes that do not exist; its inner tensors are the
+            # outputs of the operators that made them and are tracked there
             return
         st = t.untyped_storage()
         key = st._cdata
@@ -363,4 +371,7 @@ def _run(torch: Any, case: dict[str, Any], model: Any, opt: Any, params: list[An
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1]))))
+    arg = json.loads(sys.argv[1])
+    # a list of cases runs them one after another in this process (FakeTensorMode cases: one import of torch,
+    # transformers and torchao for all of them)
+    print(json.dumps([main(c) for c in arg] if isinstance(arg, list) else main(arg)))

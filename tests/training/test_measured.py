@@ -125,16 +125,17 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def _measure(case: dict[str, Any]) -> dict[str, Any]:
-    case = dict(case, steps=case.get("steps", 2))
+def _measure(case: Any) -> Any:
+    """One case (a dict: its result) or a list of cases run in one process (a list of results)."""
+    case = [dict(c, steps=c.get("steps", 2)) for c in case] if isinstance(case, list) else \
+        dict(case, steps=case.get("steps", 2))
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0", OMP_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="false")
     out = subprocess.run([sys.executable, str(HERE / "measure_step.py"), json.dumps(case)], capture_output=True,
                          text=True, env=env, timeout=600)
     if out.returncode:
         raise RuntimeError(out.stderr[-4000:])
-    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")

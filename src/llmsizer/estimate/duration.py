@@ -137,9 +137,10 @@ def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ..
         if spec.moe_layers[i] and spec.moe is not None:
             m = spec.moe
             i_e = -(-m.expert_intermediate_size // tp)
+            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
             for _ in range(m.experts_per_token):
-                out.extend([(spec.hidden_size, i_e, st.full)] * (2 if m.expert_gated else 1))
-                out.append((i_e, spec.hidden_size, st.full))
+                out.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+                out.append((i_e, x, st.full))
     out.append((spec.hidden_size, spec.vocab_size, st.full))
     return out
 
@@ -154,7 +155,8 @@ def quantized_weights(spec: ModelSpec) -> int:
         total += sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
         if spec.moe_layers[i] and spec.moe is not None:
             m = spec.moe
-            total += m.num_experts * (3 if m.expert_gated else 2) * spec.hidden_size * m.expert_intermediate_size
+            total += m.num_experts * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
+                * m.expert_intermediate_size
     return total
 
 

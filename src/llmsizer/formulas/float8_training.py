@@ -8,8 +8,9 @@ torchao 0.18.0 ``torchao/float8/float8_linear.py`` replaces each ``nn.Linear`` b
   saved activations in eager mode (under torch.compile the partitioner may save the float8 cast instead);
 - forward casts (lines 50-91): the input and the weight are cast to float8 (1 byte per element, e4m3) for
   ``torch._scaled_mm``; both casts are freed when the matmul returns;
-- backward casts (lines 94-205): grad_output to float8 twice (e5m2: row-major for grad_input, column-major for
-  grad_weight), the weight again (for grad_input) and the saved input again (for grad_weight);
+- backward casts (lines 94-204): grad_output to float8 twice (e5m2: row-major for grad_input, column-major for
+  grad_weight), the weight again (for grad_input) and the saved input again (for grad_weight), each kept in a local
+  until the backward returns (:func:`float8_backward_bytes` follows them step by step);
 - with FSDP2 and ``enable_fsdp_float8_all_gather=True`` (torchtitan's default for float8 with FSDP) each weight is
   a ``WeightWithDynamicFloat8CastTensor`` whose ``fsdp_pre_all_gather`` casts the local shard to float8 and
   all-gathers the 1-byte data (``torchao/float8/fsdp_utils.py`` lines 228-251): the unsharded weights of a unit
@@ -22,6 +23,13 @@ fp32 tensor before the cast (``float8_utils.py`` lines 134-137): the scaled fp32
 compiles float8 runs; the comment at line 150 describes the compiled upcast) the cast is one fused kernel that
 writes only the float8 result.
 
+Where the casts sit in a layer's backward: a Float8Linear's backward runs after the elementwise backward that made
+its grad_output (the SwiGLU product and SiLU backward for the gate projection), whose gradients are freed by then, so
+the layer's transient is the larger of the bf16 layer transient and :func:`float8_layer_backward_peak`, not their
+sum (checked on whole Llama models run under FakeTensorMode with torchao's real modules:
+tests/training/test_activation_offload_float8.py; the sum was +10.9% at 8192 tokens, the larger of the two -5.2% to
++3.2% over five cases).
+
 The output layer stays in bf16 (torchtitan's float8 converter filters ``output``; ``Float8LinearConfig`` needs
 dimensions divisible by 16), so the lm_head is not converted.
 """
@@ -32,24 +40,54 @@ from ..specs import ModelSpec
 from .training_activations import _head_dims
 
 FLOAT8_BYTES = 1
-SOURCE = ("torchao 0.18.0 float8/float8_linear.py (matmul_with_hp_or_float8_args, lines 28-205); "
+SOURCE = ("torchao 0.18.0 float8/float8_linear.py (matmul_with_hp_or_float8_args, lines 28-204); "
           "float8/fsdp_utils.py WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather (lines 228-251)")
 
 
-def float8_forward_cast_bytes(tokens: int, in_features: int, out_features: int, weight_gathered_fp8: bool) -> int:
-    """Float8 copies alive during one Float8Linear forward [bytes]: the input cast, and the weight cast unless the
-    weight arrived in float8 from the FSDP all-gather."""
-    weight = 0 if weight_gathered_fp8 else in_features * out_features
-    return FLOAT8_BYTES * (tokens * in_features + weight)
+def float8_forward_bytes(tokens: int, in_features: int, out_features: int, compiled: bool = True,
+                         weight_gathered_fp8: bool = False) -> int:
+    """Float8 copies alive during one Float8Linear forward [bytes], at the larger of its two casts (lines 56-82):
+    the input cast (t i bytes), then the weight cast (i o bytes) beside it unless the weight arrived in float8 from
+    the FSDP all-gather; run eagerly (``compiled`` False) each cast also holds its two fp32 temporaries (8 bytes per
+    element of the tensor being cast)."""
+    t, i, o = tokens, in_features, out_features
+    e = 0 if compiled else 8
+    inp = (FLOAT8_BYTES + e) * t * i
+    weight = 0 if weight_gathered_fp8 else FLOAT8_BYTES * t * i + (FLOAT8_BYTES + e) * i * o
+    return max(inp, weight)
 
 
-def float8_backward_cast_bytes(tokens: int, in_features: int, out_features: int, compiled: bool = True) -> int:
-    """Float8 copies alive during one Float8Linear backward [bytes]: grad_output twice (two layouts), the weight
-    and the saved input, each 1 byte per element; run eagerly (``compiled`` False), plus the two fp32
-    temporaries (8 bytes per element) of the largest of those casts."""
-    casts = 2 * tokens * out_features + in_features * out_features + tokens * in_features
-    eager = 0 if compiled else 8 * max(tokens * out_features, in_features * out_features, tokens * in_features)
-    return FLOAT8_BYTES * casts + eager
+def float8_backward_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: int,
+                          compiled: bool = True, weight_gathered_fp8: bool = False) -> int:
+    """Peak bytes one Float8Linear backward adds to its incoming grad_output [bytes].
+
+    ``matmul_with_hp_or_float8_args.backward`` (torchao 0.18.0 float8_linear.py lines 94-204) keeps every cast in a
+    local until it returns, so each step adds to the ones before it:
+
+    1. grad_output to float8, row-major (line 113): t o;
+    2. the saved bf16 weight to float8 (line 131): + i o; skipped when the weight was all-gathered in float8
+       (``tensor_already_casted_to_fp8``, line 128);
+    3. grad_input = mm (line 143): + c t i (compute dtype);
+    4. grad_output to float8 again, column-major (line 167): + t o;
+    5. the saved input to float8 (line 185): + t i.
+
+    Run eagerly (``compiled`` False) the step's own cast also holds two fp32 temporaries, 8 bytes per element of the
+    tensor being cast (module docstring). The weight gradient made at line 197 is the parameter's gradient, counted
+    with the gradients, not here. Returns the largest step.
+    """
+    t, i, o, c = tokens, in_features, out_features, compute_bytes
+    e = 0 if compiled else 8
+    f = FLOAT8_BYTES
+    w = 0 if weight_gathered_fp8 else f * i * o
+    w_tmp = 0 if weight_gathered_fp8 else e * i * o
+    steps = (
+        f * t * o + e * t * o,
+        f * t * o + w + w_tmp,
+        f * t * o + w + c * t * i,
+        2 * f * t * o + w + c * t * i + e * t * o,
+        2 * f * t * o + w + c * t * i + f * t * i + e * t * i,
+    )
+    return max(steps)
 
 
 def float8_gathered_bytes(gathered_bytes: int, param_bytes: int) -> int:
@@ -71,6 +109,18 @@ def layer_linears(spec: ModelSpec, tp: int = 1) -> list[tuple[int, int]]:
     return out
 
 
-def largest_float8_backward(spec: ModelSpec, tokens: int, tp: int = 1, compiled: bool = True) -> int:
-    """The largest :func:`float8_backward_cast_bytes` over a layer's Float8Linears [bytes]."""
-    return max(float8_backward_cast_bytes(tokens, i, o, compiled) for i, o in layer_linears(spec, tp))
+def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int, residual_bytes: int,
+                               tp: int = 1, compiled: bool = True, weight_gathered_fp8: bool = False) -> int:
+    """Peak bytes of a dense decoder layer's backward inside its Float8Linears [bytes]: the incoming and outgoing
+    residual gradients (2 t h r, as in ``layer_backward_transient``), the linear's bf16 grad_output (c t o) and
+    :func:`float8_backward_bytes`, for the linear where that is largest.
+
+    A Float8Linear's backward runs after the elementwise backward that made its grad_output has freed its own
+    gradients (measured: in the gate projection's backward of a Llama MLP only its [t, I] grad_output is alive), so
+    the caller takes the larger of this and the bf16 layer transient, not their sum. The forward casts
+    (:func:`float8_forward_bytes`) are smaller than the backward's and occur while fewer activations are alive.
+    """
+    c, r = compute_bytes, residual_bytes
+    return 2 * tokens * spec.hidden_size * r + max(
+        c * tokens * o + float8_backward_bytes(tokens, i, o, c, compiled, weight_gathered_fp8)
+        for i, o in layer_linears(spec, tp))

@@ -75,6 +75,11 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
         linear("v", "attn_v", h, v_w, qkv_bias)
     linear("o", "attn_output", o_w, h, spec.attention_out_bias)
     if spec.moe_layers[layer] and spec.moe is not None:
+        latent = spec.moe.latent_size
+        if latent:  # NemotronHMoE.forward: fc1_latent_proj before the routed experts, fc2_latent_proj after them,
+            # then the shared experts (transformers modeling_nemotron_h.py lines 745-757); replicated, not TP-split
+            linear("latent in", "ffn_latent_in", h, latent, spec.mlp_bias)
+            linear("latent out", "ffn_latent_out", latent, h, spec.mlp_bias)
         shared = spec.moe.shared_intermediate_size
         if shared:
             i_w = _div(shared, tp)
@@ -101,13 +106,16 @@ def layer_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tupl
     return [(name, width, counted) for name, _, width, counted in layer_matmul_shapes(spec, layer, st)]
 
 
-def _moe_expert_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
-    """Forward FLOPs per token of an MoE layer's router (2 h E) and top-k routed experts (2 k x (3 or 2) h i_e)."""
+def moe_expert_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """Forward FLOPs per token of an MoE layer's router (2 h E) and top-k routed experts (2 k x (3 or 2) x i_e),
+    where x is the width the experts read and write: the hidden size h, or Nemotron-H's moe_latent_size
+    (``NemotronHExperts`` weights [E, I, latent] / [E, latent, I], modeling_nemotron_h.py lines 668-674)."""
     if not (spec.moe_layers[layer] and spec.moe is not None):
         return 0
     m, h = spec.moe, spec.hidden_size
+    x = m.latent_size or h
     mats = 3 if m.expert_gated else 2
-    return 2 * h * m.num_experts + 2 * m.experts_per_token * mats * h * _div(m.expert_intermediate_size, st.tp)
+    return 2 * h * m.num_experts + 2 * m.experts_per_token * mats * x * _div(m.expert_intermediate_size, st.tp)
 
 
 def full_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
@@ -118,7 +126,7 @@ def full_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> in
     residual add, whose backward needs no input, so it does not run again. Attention-core FLOPs: eq. (2') of
     formulas/training_time.py."""
     mm = layer_matmul_shapes(spec, layer, st)
-    return 2 * sum(w_in * w_out for _, w_in, w_out, _ in mm[:-1]) + _moe_expert_flops(spec, layer, st)
+    return 2 * sum(w_in * w_out for _, w_in, w_out, _ in mm[:-1]) + moe_expert_flops(spec, layer, st)
 
 
 def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
@@ -136,7 +144,7 @@ def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> 
             count += 1
             if count % 2 == 0 and j < len(mm) - 1:
                 flops += 2 * w_in * w_out
-    return flops + _moe_expert_flops(spec, layer, st)
+    return flops + moe_expert_flops(spec, layer, st)
 
 
 def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int]]:

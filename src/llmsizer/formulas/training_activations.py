@@ -36,7 +36,10 @@ r = residual-stream element size (the embedding's dtype):
 - MoE (grouped_mm experts, transformers ``integrations/moe.py``): router input, fp32 router probabilities
   (4 t E), then for the S = t k routed token copies: gathered inputs (S h), gate_up output (2 S I), act
   output and product (2 S I) and the expert output kept for the routing-weight product (S h), in the
-  *weight* dtype (grouped_mm is not autocast-enabled: the inputs are cast to the weights' dtype).
+  *weight* dtype (grouped_mm is not autocast-enabled: the inputs are cast to the weights' dtype). With
+  Nemotron-H's ``moe_latent_size`` L the experts read and write L-wide tensors, and fc2_latent_proj keeps its
+  L-wide input; a router that upcasts its input (DeepSeek, GLM-4.5, Nemotron-H) keeps that fp32 copy (4 t h);
+  the block input is one tensor shared by the router, the shared expert and fc1_latent_proj (``moe_saved_terms``).
 - Rotary cos/sin (2 r b s head_dim, shared by all layers); no dropout masks; residual adds keep nothing.
 - Head: the final norm, the lm_head input, and the loss: ``ForCausalLMLoss`` upcasts logits to fp32
   (``logits.float()``) and cross-entropy keeps the fp32 log-softmax (4 t V): large for 150k vocabularies.
@@ -223,7 +226,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h, r if j == 0 else c, norm_trained, st,
                            kind=kind)
     if spec.moe_layers[layer] and spec.moe is not None:
-        out += _moe_terms(spec, st)
+        out += moe_saved_terms(spec, st)
     else:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"))
     if st.adapted and not st.full:
@@ -241,14 +244,16 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
 
 
 def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str,
-                     roles: tuple[str, str, str]) -> list[Term]:
+                     roles: tuple[str, str, str], input_counted: bool = False) -> list[Term]:
+    """``input_counted``: the MLP's input is saved under another term (an MoE layer's shared expert reads the
+    tensor the router and the routed experts read: :func:`moe_saved_terms` counts it once)."""
     t, c, h = st.tokens, st.compute, spec.hidden_size
     i_w = _div(width, st.tp)
     ts = _div(t, st.tp) if st.sp else t
     out: list[Term] = []
     gated = spec.mlp_gated
     consumers = roles[:2] if gated else roles[1:2]
-    n_in = _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c))
+    n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c))
     if n_in:
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
     down_saves = st.full or roles[2] in st.adapted
@@ -263,17 +268,38 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
     return out
 
 
-def _moe_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+def moe_saved_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    """Bytes an MoE block keeps for its backward (module docstring, 'MoE'), as named terms.
+
+    - The block input (c t h), saved once: the router, the shared expert and Nemotron-H's fc1_latent_proj all read
+      the same tensor (under autocast each trained consumer casts its own copy).
+    - A router that upcasts (``MoESpec.router_fp32``, e.g. ``NemotronHTopkRouter.forward``: ``F.linear(
+      hidden_states.type(torch.float32), ...)``, modeling_nemotron_h.py line 774) keeps that fp32 copy (4 t h) for
+      its weight gradient when it is trained.
+    - Routed experts (transformers ``integrations/moe.py`` ``grouped_mm_experts_forward``): for the S = t k routed
+      copies, the gathered inputs and the expert outputs kept for the routing-weight product (2 S x) plus the
+      up (and gate) output and the activation output (S I each), where x is the width the experts read and write:
+      the hidden size, or Nemotron-H's ``moe_latent_size`` L. ``NemotronHMoE.forward`` (modeling_nemotron_h.py
+      lines 745-757) runs ``fc1_latent_proj`` (H -> L, line 750) before the experts and ``fc2_latent_proj``
+      (L -> H, line 752) after them; ``NemotronHExperts`` builds its weights [E, I, L] / [E, L, I] (lines 668-674).
+    - ``fc2_latent_proj`` keeps its input, the experts' combined output (c t L); ``fc1_latent_proj``'s input is the
+      block input above, and its output is only gathered (the gather keeps indices, not the tensor).
+    """
     assert spec.moe is not None
     moe = spec.moe
     t, c, e, h = st.tokens, st.compute, st.expert, spec.hidden_size
+    x = moe.latent_size or h
     s_routed = t * moe.experts_per_token
     i_w = _div(moe.expert_intermediate_size, st.tp)
     out: list[Term] = []
-    consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else [])
+    consumers = ["router"] + (["ffn_shexp_gate", "ffn_shexp_up"] if moe.shared_intermediate_size else []) \
+        + (["ffn_latent_in"] if moe.latent_size else [])
     n_in = len(consumers) if (st.autocast and st.residual != c and st.full) else (1 if st.full else 0)
     if n_in:
-        out.append(Term("router/shared-expert input", n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
+        out.append(Term("MoE block input (router, shared expert" + (", fc1_latent_proj)" if moe.latent_size else ")"),
+                        n_in * t * h * c, f"{n_in} x {t} x {h} x {c} B"))
+    if moe.router_fp32 and st.full and c != 4 and not st.autocast:
+        out.append(Term("router fp32 input copy", t * h * 4, f"{t} x {h} x 4 B (input.type(float32))"))
     out.append(Term("router probabilities", t * moe.num_experts * 4 + t * moe.experts_per_token * 12,
                     f"{t} x {moe.num_experts} experts x 4 B (fp32 softmax) + top-k weights/indices"))
     up = 2 if moe.expert_gated else 1
@@ -282,20 +308,23 @@ def _moe_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
         # PEFT ParamWrapper: W + B A is materialised per layer through a parametrization and saved by grouped_mm
         # (peft/tuners/lora/layer.py ParamWrapper._activate_lora); the inputs are saved as for trained experts
         i_full = moe.expert_intermediate_size
-        merged = sum(moe.num_experts * h * (up * i_full if r.endswith("gate_up") else i_full) for r in adapted)
+        merged = sum(moe.num_experts * x * (up * i_full if r.endswith("gate_up") else i_full) for r in adapted)
         out.append(Term("LoRA-merged expert weights", _div(merged, st.tp) * e,
                         f"{moe.num_experts} experts x merged W + BA of {', '.join(sorted(adapted))} x {e} B"))
+    width = "L" if moe.latent_size else "h"
     if st.full or adapted:
-        n = 2 * h + (up + 2) * i_w if moe.expert_gated else 2 * h + 2 * i_w
+        n = 2 * x + (up + 2) * i_w if moe.expert_gated else 2 * x + 2 * i_w
         out.append(Term("routed experts (grouped_mm)", s_routed * n * e + s_routed * 16,
-                        f"{s_routed} routed copies x ({2}h + {up + 2 if moe.expert_gated else 2} I) x {e} B "
-                        "(inputs, gate_up, act, product, output; weight dtype)"))
+                        f"{s_routed} routed copies x (2 x {x} ({width}) + {up + 2 if moe.expert_gated else 2} x {i_w}) "
+                        f"x {e} B (inputs, gate_up, act, product, output; weight dtype)"))
     else:
         n = (up + 1) * i_w
         out.append(Term("routed experts (frozen)", s_routed * n * e, f"{s_routed} x {up + 1} x {i_w} x {e} B"))
+    if moe.latent_size and (st.full or "ffn_latent_out" in st.adapted):
+        out.append(Term("fc2_latent_proj input", t * moe.latent_size * c, f"{t} x {moe.latent_size} (L) x {c} B"))
     if moe.shared_intermediate_size:
         out += _dense_mlp_terms(spec, st, moe.shared_intermediate_size, "shared expert",
-                                ("ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"))
+                                ("ffn_shexp_gate", "ffn_shexp_up", "ffn_shexp_down"), input_counted=n_in > 0)
     return out
 
 

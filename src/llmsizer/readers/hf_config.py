@@ -292,7 +292,10 @@ def _moe(c: _Cfg, n_layers: int, hidden: int) -> tuple[MoESpec | None, tuple[boo
         layers = tuple(i >= first and i % freq == 0 for i in range(n_layers))
         moe_inter = c.req("moe_intermediate_size")
         shared = (c.get("n_shared_experts") or 0) * moe_inter
-        moe = MoESpec(n_exp, c.req("num_experts_per_tok"), moe_inter, shared_intermediate_size=shared)
+        # the TopkRouter upcasts its input: F.linear(hidden_states.type(torch.float32), ...) (modeling_deepseek_v2.py
+        # line 100, modeling_deepseek_v3.py line 135, modeling_deepseek_v32.py line 513, modeling_glm4_moe.py line 284)
+        moe = MoESpec(n_exp, c.req("num_experts_per_tok"), moe_inter, shared_intermediate_size=shared,
+                      router_fp32=True)
         return moe, layers
     return None, (False,) * n_layers
 

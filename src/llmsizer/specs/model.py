@@ -66,6 +66,10 @@ class MoESpec:
     # Nemotron-H moe_latent_size: the routed experts run in a latent of this width, between fc1_latent_proj
     # [latent, H] and fc2_latent_proj [H, latent] (bias = mlp_bias); 0: the experts read the hidden state itself
     latent_size: int = 0
+    # the router casts its input to fp32 before its linear (DeepSeek-V2/V3/V3.2, GLM-4.5, Nemotron-H TopkRouter:
+    # ``F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))``), so a trained router keeps
+    # an fp32 copy of the layer input for its weight gradient
+    router_fp32: bool = False
 
 
 @dataclass(frozen=True)

@@ -258,13 +258,16 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
                        "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
             src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
+        if name == "backward_transient" and w.float8:
+            formula = (f"max({formula}, the largest Float8Linear backward: its bf16 grad_output + float8 casts "
+                       "(grad_output twice, weight, input; 1 B each" + ("" if w.compile else
+                                                                     ", + 2 fp32 temporaries of the cast in flight")
+                       + ") + grad_input + 2 residual gradients)")
+            src += "; formulas/float8_training.py (torchao float8_linear.py lines 94-204)"
         if name == "backward_transient" and w.context_parallel > 1:
             formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
                         "accumulators and the rotating dK/dV buffer")
             src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
-        if name == "backward_transient" and w.float8:
-            formula += " + the largest Float8Linear's float8 casts (grad_output twice, weight, input; 1 B each)"
-            src += "; formulas/float8_training.py (torchao float8_linear.py lines 94-205)"
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"
@@ -425,11 +428,6 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     if spec.is_moe:
         acc.warnings.append("MoE: routed-expert activations assume balanced routing; the range's high end allows "
                             "a 1.25 capacity factor (Switch Transformer section 2.2)")
-        if spec.moe is not None and spec.moe.latent_size:
-            acc.warnings.append(f"MoE latent projection (moe_latent_size {spec.moe.latent_size}): parameters, "
-                                "gradients and optimizer states are exact, but expert activations, LoRA shapes and "
-                                f"training FLOPs are sized at hidden_size {spec.hidden_size}, not the latent: an "
-                                "overestimate")
     if w.gpus > 1:
         acc.warnings.append(f"memory is per device, for the most loaded of {w.gpus} devices")
     if spec.max_position_embeddings and w.seq_len > spec.max_position_embeddings:

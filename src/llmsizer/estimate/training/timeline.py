@@ -28,7 +28,7 @@ from ...formulas.activation_offload import offload_host_bytes, offload_stash_byt
 from ...formulas.compiled_activations import compiled_layer_terms
 from ...formulas.context_parallel import ring_attention_backward_bytes
 from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
-from ...formulas.float8_training import float8_gathered_bytes, largest_float8_backward
+from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp_flat_param import mp_shard_bytes
 from ...formulas.nf4_quantization import quantize_transient_bytes
 from ...formulas.parallelism import (
@@ -104,14 +104,19 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     none = replace(act, checkpointing="none") if mode == "selective" else None
     # the recomputed layer's first norm keeps the checkpointed input itself when the residual is fp32
     shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
-    # buffers a layer's backward adds on top of its gradients: ring attention's (context parallelism) and
-    # Float8Linear's float8 casts (formulas/context_parallel.py, formulas/float8_training.py)
+    # buffers a layer's backward adds on top of its gradients: ring attention's (context parallelism,
+    # formulas/context_parallel.py)
     extra_transient = 0
     if w.context_parallel > 1:
         q_w, k_w, v_w, _ = (_div(x, w.tp) for x in _head_dims(spec))
         extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
+    # a Float8Linear's backward peak (its float8 casts, formulas/float8_training.py) comes after the elementwise
+    # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
+    float8_peak = 0
     if w.float8:
-        extra_transient += largest_float8_backward(spec, act.tokens, w.tp, compiled=w.compile)
+        fp8_weights = w.fsdp is not None and (w.shard_stage >= 3 or w.offload == "params")
+        float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
+                                                 compiled=w.compile, weight_gathered_fp8=fp8_weights)
     for i in st.layers:
         k = kind(i)
         if k not in by_kind:
@@ -133,8 +138,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                 rebuild_i = full_i - copies_i - shared_input
                 if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
                     rebuild_i += reentrant_recompute_bytes(spec, act)
-            by_kind[k] = (t_i, full_i, drop_i, (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
-                                   else layer_backward_transient(spec, i, act)) + extra_transient, keep_i, rebuild_i)
+            plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
+                       else layer_backward_transient(spec, i, act))
+            by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     terms = {i: by_kind[kind(i)][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
