@@ -98,10 +98,11 @@ class LiveTensorBytes:
 
         if t.device.type == "meta":
             return
-        if is_traceable_wrapper_subclass(t):
-            # a wrapper (torchao's Float8TrainingTensor) owns no storage of its own: its untyped_storage() reports
+        if is_traceable_wrapper_subclass(t) and type(t).__module__.startswith("torchao."):
+            # torchao's wrapper (Float8TrainingTensor) owns no storage of its own: its untyped_storage() reports
             # numel x the wrapper's nominal dtype (bf16), bytes that do not exist; its inner tensors are the
-            # outputs of the operators that made them and are tracked there
+            # outputs of the operators that made them and are tracked there. Other wrappers (torch's
+            # AsyncCollectiveTensor around gloo's all-gather, test_context_parallel) keep being counted as before.
             return
         st = t.untyped_storage()
         key = st._cdata
