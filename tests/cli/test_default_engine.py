@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import answer, run, totals
 
 import llmsizer
 from llmsizer.catalog.hardware import load_catalog
-from llmsizer.cli.main import main
 from llmsizer.estimate.device import engine_rule
 from llmsizer.specs import InferenceWorkload
 
@@ -28,25 +28,6 @@ MODEL = "llama-3.2-1b"
 # devices known only by their kind
 DEVICES = [("rtx-4090", None), ("h100-sxm", None), ("intel-xeon-platinum-8488c", "64GiB"),
            ("apple-m3-max-36gb", None), ("aws-m7i.4xlarge", None), ("cpu", "32GiB"), ("gpu", "24GiB")]
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def answer(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    code, out, err = run([*argv, "--json"], capsys)
-    assert code in (0, 1), err
-    return code, json.loads(out)
-
-
-def totals(est: dict) -> dict[str, int]:
-    return {where: int(t["bytes"]) for where, t in est["totals"].items()}
 
 
 def assumed(d: dict) -> dict[str, dict]:

@@ -12,33 +12,10 @@ host); `infer --device rtx-4090` was refused and `train --device cpu` without --
 
 from __future__ import annotations
 
-import json
-
 import pytest
-
-from llmsizer.cli.main import main
+from cli_run import answer, run, totals
 
 MODEL = "llama-3.2-1b"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def answer(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, dict]:
-    code, out, err = run([*argv, "--json"], capsys)
-    assert code in (0, 1), err
-    return code, json.loads(out)
-
-
-def totals(est: dict) -> dict[str, int]:
-    """Expected bytes per location of an Estimate.to_dict()."""
-    return {where: int(t["bytes"]) for where, t in est["totals"].items()}
 
 
 def names(est: dict) -> set[str]:

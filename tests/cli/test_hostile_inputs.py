@@ -11,21 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-
-from llmsizer.cli.main import main
+from cli_run import run
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cpu-internal-tool.yaml"
 INVENTORY = ROOT / "examples" / "provider" / "inventory.yaml"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def one_line(err: str) -> str:
