@@ -71,6 +71,8 @@ from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench), with quotes in
 # validation/llamacpp_bench.csv: (device, catalog model, format, test, value tokens/s, table)
 EXTRA = [(r.device, r.model, r.weights, r.test, r.value, r.table) for r in llamacpp_bench_rows()]
+# rows the CSV marks as calibration of another constant (efficiency.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE: XD44)
+CALIBRATION_ROWS = {(r.device, r.model, r.weights, r.test) for r in llamacpp_bench_rows() if r.role == "calibration"}
 
 
 def _csv_rows() -> list[dict[str, str]]:
@@ -116,7 +118,7 @@ def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, tabl
     if test.startswith("tg"):
         s = _speed(model, dev, fmt, 1, n)
         pred, group = s.tokens_per_second_per_user, "decode"
-        if (dev, model) in CALIBRATION and test == "tg512":
+        if ((dev, model) in CALIBRATION and test == "tg512") or (dev, model, fmt, test) in CALIBRATION_ROWS:
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_*"
     else:
         s = _speed(model, dev, fmt, n, 1)

@@ -2,7 +2,7 @@
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
-re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
+re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
 constants and the four training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
 host-path collective bandwidth); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
@@ -11,6 +11,8 @@ host-path collective bandwidth); every other factor comes from outside llmsizer'
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..formulas.speed import sm_streaming_bandwidth
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,18 @@ LLAMACPP_DECODE_BANDWIDTH_APPLE = Factor(
 LLAMACPP_LAYER_OVERHEAD_APPLE = Factor(
     "llamacpp_decode_overhead_per_layer_apple", 195e-6, 195e-6, 195e-6,
     "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same two rows); seconds per layer per step")
+# The bytes an SM of an NVIDIA GPU streams per cycle in llama.cpp's decode mat-vec kernels (beta of formulas/speed.py
+# eq. 12: B_step = min(e_m B, N_SM f beta)). CALIBRATED on one named row: llama-bench Llama-3-8B F16 tg512 on A100 SXM
+# 80GB, 53.49 tokens/s (validation/llamacpp_bench.csv XD44; XiongjieDai README @eafac9d, the May 2024 professional-GPU
+# table): the row's bytes (15.04 GB) over its step less the per-layer overhead (1 / 53.49 s - 32 x 91.3 us) = 954 GB/s,
+# 47 % of the 2039 GB/s datasheet figure, over 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.26 B per SM-cycle;
+# re-derived by tests/hardware/test_efficiency_calibration.py. Held out: every other row of that table (A100 PCIe 80GB,
+# H100 PCIe, A100 SXM Q4_K_M, and the GDDR cards it must leave alone: L40S, RTX A6000, RTX 6000 Ada) and the December
+# 2023 H100-PCIe rows XD24/XD26. Before it, the HBM rows were +26 % (H100 PCIe Q4_K_M) to +71 % (A100 SXM F16) fast.
+LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = Factor(
+    "llamacpp_stream_bytes_per_sm_cycle", 6.26, 6.26, 6.26,
+    "calibrated: llama-bench Llama-3-8B F16 tg512 on A100 SXM 80GB (XiongjieDai README @eafac9d, row XD44); "
+    "formulas/speed.py eq. (12)")
 
 # Memory-bound kernels of a training step (norms, rotary, activations, residual adds, the loss: formulas/
 # elementwise_traffic.py eq. E7) stream their tensors at the same empirical share of the datasheet bandwidth that
@@ -263,8 +277,8 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 # English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
-ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
-       LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
+ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
+       LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET)
@@ -277,6 +291,16 @@ def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:
     if weights_format.startswith("gguf:"):
         return LLAMACPP_DECODE_BANDWIDTH_APPLE if device_kind == "apple" else LLAMACPP_DECODE_BANDWIDTH
     return DECODE_BANDWIDTH_GPU
+
+
+def llamacpp_stream_cap(weights_format: str, device_kind: str, vendor: str,
+                        sm_cycles_per_second: float | None) -> float | None:
+    """The bytes/s llama.cpp's decode mat-vec kernels stream on an NVIDIA GPU, N_SM f beta (formulas/speed.py eq.
+    12, beta = LLAMACPP_STREAM_BYTES_PER_SM_CYCLE); None off NVIDIA GPUs, for non-GGUF weights, or when the
+    catalog gives no SM count and FP32 lanes for the device (no cap is then applied)."""
+    if llamacpp_gemm_path(weights_format, device_kind, vendor) is None or not sm_cycles_per_second:
+        return None
+    return sm_streaming_bandwidth(sm_cycles_per_second, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE.expected)
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

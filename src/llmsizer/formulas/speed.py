@@ -118,6 +118,21 @@ b = 2 it exceeds b (r = 2.9), the dip, and the nine b = 2 rows, outside the fit,
 instead of +22 to +31 %. Why identical sequences diverge is not modelled (the bench's code gives no reason; rounding that
 differs between matrix tiles, e.g. MMQ's stream-k k-splits, is one candidate), so (11) holds for this benchmark on
 this build (2f68ce7cf, 6918) only.
+
+Streaming limit of a GPU's mat-vec kernels. A decode step's matrix-vector products stream the weights through the
+SMs; by Little's law (Little 1961, Operations Research 9(3): concurrency = throughput x latency) a kernel that keeps
+Q bytes of loads in flight per SM against a memory latency of lambda cycles sustains N_SM x f x Q / lambda bytes/s,
+whatever the DRAM's peak (Volkov 2016, "Understanding Latency Hiding on GPUs", UC Berkeley EECS-2016-143, ch. 4:
+memory throughput = memory parallelism / latency until the bandwidth bound). With beta = Q / lambda the bytes an SM
+streams per cycle (a property of the engine's kernels, taken equal across parts when latency is counted in SM
+cycles), the bandwidth a decode step sees is::
+
+    B_step = min(e_m B, N_SM f beta),     f = R_fp32 / (2 c)                               (12)
+
+N_SM the SM count, f the clock of the stated FP32 peak R_fp32 over c FP32 lanes (one FMA per lane per cycle). It
+binds where the memory is wide and the SMs few or slow: HBM parts (A100: 108 SMs at 1.41 GHz against 1.9-2.0 TB/s)
+and not the GDDR cards (RTX 4090: 128 SMs at 2.52 GHz against 1.0 TB/s). beta for llama.cpp is fitted on one named
+row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE).
 """
 
 from __future__ import annotations
@@ -210,6 +225,14 @@ def identical_sequence_routings(batch: int, scale: float, exponent: float) -> fl
     if not 0 <= exponent <= 1:
         raise InputError(f"exponent must be in 0..1, got {exponent}")
     return 1.0 if batch == 1 else scale * batch ** exponent
+
+
+def sm_streaming_bandwidth(sm_cycles_per_second: float, bytes_per_sm_cycle: float) -> float:
+    """Eq. (12): the bytes/s a GPU's SMs stream when each keeps ``bytes_per_sm_cycle`` (beta = bytes in flight /
+    latency in cycles) moving: N_SM f beta [B/s]; ``sm_cycles_per_second`` is N_SM x f."""
+    _positive("sm_cycles_per_second", sm_cycles_per_second)
+    _positive("bytes_per_sm_cycle", bytes_per_sm_cycle)
+    return sm_cycles_per_second * bytes_per_sm_cycle
 
 
 def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:
