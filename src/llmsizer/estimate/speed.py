@@ -356,9 +356,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                     f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
                     f"{E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected} b^{E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected}"
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
+            g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
+            assumptions.append(Assumption(g.name, g.expected, True, g.source))
         extra = 2.0 * matmul_params * (batch - 1) / tp
+        # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
+        graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
         return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed)
+                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off)
 
     # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
     # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
