@@ -85,7 +85,8 @@ def test_full_shard_volumes_are_the_fsdp_collectives() -> None:
     sim_rs = simulated_ring_seconds(2, 8, G, 450e9, 50e9)
     assert c.forward_seconds == pytest.approx(sim_ag)
     assert c.backward_seconds == pytest.approx(sim_ag + sim_rs)
-    assert c.exposed_seconds == pytest.approx((sim_ag + sim_rs) / units)  # the first unit's AG, the last one's RS
+    assert c.first_seconds == pytest.approx(sim_ag / units)  # the first unit's all-gather
+    assert c.last_seconds == pytest.approx(sim_rs / units)  # the last unit's reduce-scatter
     assert c.bytes == pytest.approx(15 / 16 * (2 * W + G))
     assert c.nodes == 2 and c.bus_bandwidth == 400e9
 
@@ -102,7 +103,8 @@ def test_hybrid_all_reduces_each_shard_over_its_own_nic() -> None:
     across = simulated_ring_seconds(nodes, 1, G / g, intra, nic, passes=2)  # one device per machine, its NIC
     assert c.forward_seconds == pytest.approx(inside_ag)
     assert c.backward_seconds == pytest.approx(max(inside_ag + inside_rs, across))
-    assert c.exposed_seconds == pytest.approx((inside_ag + inside_rs + across) / units)
+    assert c.first_seconds == pytest.approx(inside_ag / units)
+    assert c.last_seconds == pytest.approx(max(inside_rs, across) / units)
 
 
 def test_replicated_and_grad_op() -> None:
@@ -114,13 +116,41 @@ def test_replicated_and_grad_op() -> None:
     assert op.backward_seconds == pytest.approx(7 / 8 * G / 100e9)
 
 
-def test_overlap_by_phase() -> None:
-    """Eq. (8'): each phase takes the longer of its compute and its collectives, plus the exposed part."""
-    c = data_parallel_comm(16, 8, 16e9, 32e9, "full", 32, 450e9, 400e9)
-    t = 3.0
-    assert micro_step_seconds(t, 1 / 3, c) == pytest.approx(
-        max(1.0, c.forward_seconds) + max(2.0, c.backward_seconds) + c.exposed_seconds)
-    assert micro_step_seconds(t, 1 / 3, None) == t
-    slow = data_parallel_comm(16, 8, 16e9, 32e9, "full", 32, 450e9, 12.5e9)  # 100 Gb/s per machine
-    assert micro_step_seconds(t, 1 / 3, slow) == pytest.approx(
-        slow.forward_seconds + slow.backward_seconds + slow.exposed_seconds)
+def simulated_forward_seconds(units: int, compute: float, gather: float) -> float:
+    """The forward as FSDP runs it, unit by unit, with equal units: the all-gathers back to back on their stream
+    (implicit prefetch); unit i computes after its all-gather and after unit i-1's compute."""
+    c_end = m_end = 0.0
+    for _ in range(units):
+        m_end += gather
+        c_end = max(c_end, m_end) + compute
+    return c_end
+
+
+def simulated_backward_seconds(units: int, compute: float, gather: float, reduce: float) -> float:
+    """The backward unit by unit: unit i's pre-backward prefetches unit i+1's all-gather (unit 0 is still gathered
+    from the forward, as torchtitan leaves the last block unsharded), unit i's post-backward issues its
+    reduce-scatter; the collectives share one network (serial), the phase ends with the last reduce-scatter."""
+    c_end = m_end = 0.0
+    gathered = [0.0] * (units + 1)
+    for i in range(units):
+        start = max(c_end, gathered[i])
+        if i + 1 < units:
+            m_end = max(m_end, start) + gather
+            gathered[i + 1] = m_end
+        c_end = start + compute
+        m_end = max(m_end, c_end) + reduce
+    return max(c_end, m_end)
+
+
+@pytest.mark.parametrize("network", [400e9, 50e9, 12.5e9, 3e9])
+def test_overlap_by_phase_matches_the_unit_by_unit_schedule(network: float) -> None:
+    """Eq. (8') against the two-stream schedule simulated unit by unit (equal units), from compute-bound (400 GB/s
+    per machine) to communication-bound (3 GB/s): within one unit's collective (1/U) of the schedule."""
+    units, t, phi = 32, 3.0, 1 / 3
+    W, G = 16e9, 32e9
+    c = data_parallel_comm(16, 8, W, G, "full", units, 450e9, network)
+    ag, rs = c.forward_seconds / units, c.last_seconds
+    fwd = simulated_forward_seconds(units, phi * t / units, ag)
+    bwd = simulated_backward_seconds(units, (1 - phi) * t / units, ag, rs)
+    assert micro_step_seconds(t, phi, c) == pytest.approx(fwd + bwd, rel=1 / units)
+    assert micro_step_seconds(t, phi, None) == t

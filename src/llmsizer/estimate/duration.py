@@ -342,7 +342,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                 per_node, nodes = n, 1
             comm = data_parallel_comm(n, per_node, wb, gb, sharding_mode(w), spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host)
-            comm_b, t_m = comm.bytes, comm.forward_seconds + comm.backward_seconds + comm.exposed_seconds
+            comm_b, t_m = comm.bytes, comm.forward_seconds + comm.backward_seconds
             notes.append(Assumption("collective_bandwidth", bw, True,
                                     E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
                                     else "the devices' link within a machine (per direction)"))
@@ -354,7 +354,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             notes.append(Assumption("collective_overlap", "by phase", True,
                                     "formulas/training_time.py eq. (8'): forward collectives overlap the forward, "
                                     "backward ones the backward (FSDP prefetch); the first unit's all-gather and "
-                                    "the last unit's gradient reduction are exposed"))
+                                    "the last unit's gradient reduction are not hidden"))
         else:
             warnings.append(f"no interconnect bandwidth for {n} x {device.id}: data-parallel communication "
                             "is not counted")

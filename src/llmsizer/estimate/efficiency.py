@@ -219,12 +219,12 @@ def training_utilization(architecture: str) -> tuple[Factor, bool]:
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
-# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.626 GB/s (4.555 GB/s when the whole step's communication
+# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.633 GB/s (4.555 GB/s when the whole step's communication
 # overlapped its whole compute; the forward all-gather now overlaps only the forward, formulas/training_time.py
 # eq. (8')); re-derived by tests/hardware/test_training_calibration.py.
 NO_PEER_TO_PEER = ("rtx-4090",)
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
-    "host_staged_collective_bandwidth", 4.626e9, 4.626e9, 4.626e9,
+    "host_staged_collective_bandwidth", 4.633e9, 4.633e9, 4.633e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.

@@ -60,11 +60,13 @@ stream "allows overlapping next all-gather with current forward compute" (lines 
 is a "separate execution 'thread' for post-backward" (lines 90-92), ``pre_backward`` prefetches the next unit's
 all-gather in the backward (lines 576-585, ``_backward_prefetch`` lines 795-830), and the root's final callback
 waits for the last reduce (``finalize_backward`` lines 763-767); FSDP1 and DeepSpeed ZeRO-3 prefetch the same
-way, Zhao et al. 2023 section 3.3). A collective overlaps only the compute of its own phase, and nothing hides the
-first unit's forward all-gather nor the last unit's gradient reduction (one of U wrapped units each, U = the
-decoder layers)::
+way, Zhao et al. 2023 section 3.3). A collective overlaps only the compute of its own phase; with U wrapped units
+(U = the decoder layers), nothing hides the first unit's forward all-gather a_1 = c_f / U (no compute can start
+before it), and the last unit's gradient reduction r_U (its share of c_b) waits for the last backward compute,
+while in a communication-bound phase one unit's compute is the part the collectives cannot hide::
 
-    t_micro = max(phi t_compute, c_f) + max((1 - phi) t_compute, c_b) + (v_f1 + v_r1) / B_bus    (8')
+    t_micro = max(t_f + a_1, c_f + t_f / U) + max(t_b + r_U, c_b + t_b / U),                    (8')
+    t_f = phi t_compute,  t_b = (1 - phi) t_compute
 
 phi = forward FLOPs / executed FLOPs (1/3 for full training without recomputation); per device and micro-step, on
 s = devices sharing the parameters (all n for FULL_SHARD / SHARD_GRAD_OP, the g devices of one machine for HYBRID),
@@ -239,10 +241,12 @@ class DataParallelComm(NamedTuple):
 
     forward_seconds: float  # c_f: overlaps the forward compute
     backward_seconds: float  # c_b: overlaps the backward compute
-    exposed_seconds: float  # the first unit's all-gather and the last unit's reduction: not overlapped
+    first_seconds: float  # a_1: the first unit's forward all-gather (before any compute)
+    last_seconds: float  # r_U: the last unit's gradient reduction (after the last compute)
     bytes: float  # sent per device (all collectives)
     bus_bandwidth: float  # B_bus of the collectives over all s devices [B/s]
     nodes: int
+    units: int
 
 
 def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float, grad_bytes: float, mode: str,
@@ -254,8 +258,8 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     access, whose transfers all share the host path (t = n b / B_host, one machine).
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
-    >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.exposed_seconds, 4)
-    (46.875, 93.75, 9.375)
+    >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
+    (46.875, 93.75, 4.6875, 4.6875)
     """
     if mode not in SHARDING_MODES:
         raise InputError(f"unknown sharding {mode!r}; choose one of: {', '.join(SHARDING_MODES)}")
@@ -287,8 +291,8 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
             raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
         inter = allreduce_bytes(grad_bytes / s, nodes)
         c_b = max(c_b, inter / (node_bandwidth / g))
-    exposed = (f + last) / bus / units + (inter / (node_bandwidth / g) / units if inter and node_bandwidth else 0.0)
-    return DataParallelComm(c_f, c_b, exposed, f + b + inter, bus, nodes)
+    r_last = max(last / bus, inter / (node_bandwidth / g) if inter and node_bandwidth else 0.0) / units
+    return DataParallelComm(c_f, c_b, f / bus / units, r_last, f + b + inter, bus, nodes, units)
 
 
 def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None) -> float:
@@ -297,5 +301,6 @@ def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataP
         raise InputError(f"forward share must be in (0, 1], got {forward_share}")
     if comm is None:
         return compute_seconds
-    fwd, bwd = forward_share * compute_seconds, (1 - forward_share) * compute_seconds
-    return max(fwd, comm.forward_seconds) + max(bwd, comm.backward_seconds) + comm.exposed_seconds
+    fwd, bwd, u = forward_share * compute_seconds, (1 - forward_share) * compute_seconds, comm.units
+    return (max(fwd + comm.first_seconds, comm.forward_seconds + fwd / u)
+            + max(bwd + comm.last_seconds, comm.backward_seconds + bwd / u))
