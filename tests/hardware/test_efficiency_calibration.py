@@ -139,3 +139,16 @@ def test_held_out_professional_gpu_rows():
     assert len(cases) == 11
     for c in cases:
         assert c.error is not None and abs(c.error) < 0.10, (c.id, c.what, c.error)
+
+
+@pytest.mark.parametrize("dev, sms, boost_ghz", [
+    ("a100-sxm-80gb", 108, 1.410),  # NVIDIA A100 datasheet: boost clock 1410 MHz
+    ("h100-pcie", 114, 1.755),      # NVIDIA H100 PCIe product brief: boost 1755 MHz
+    ("h100-sxm", 132, 1.98),        # glennklockwood-h100: '1.98 GHz (high precision)'
+    ("rtx-4090", 128, 2.52),        # NVIDIA RTX 4090 specifications: boost 2.52 GHz
+])
+def test_sm_clock_from_the_fp32_peak_is_the_boost_clock(dev, sms, boost_ghz):
+    """Eq. (12)'s N_SM f: the catalog's FP32 peak over 2 x its FP32 lanes is the published boost clock, within 0.5 %."""
+    d = builtin_catalog().devices[dev]
+    assert d.sm_count is not None and d.sm_count.base == sms
+    assert d.sm_cycles_per_second == pytest.approx(sms * boost_ghz * 1e9, rel=0.005)
