@@ -150,8 +150,13 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # b = 1 (BB81-BB86, the same prompt; their own errors do not depend on this constant) to b = 2 beyond eq. (10)'s
 # increment, over the layers; the median of the six. Held out: every dense row at b >= 4 and every MoE row;
 # re-derived by tests/estimate/test_graphs_off_overhead.py. The MoE routings of eq. (11) are re-fitted with it.
+# Range: the six rows imply 48-93 us (high = 93 us); graphs alone, measured on x86 hosts with the April 2024 build (no
+# fusions then), are worth less: LLaMA 2 7B Q4_0 tg 116.31 -> 128.27 tokens/s on RTX 3090 and 138.31 -> 146.81 on
+# RTX 4090 (llama.cpp PR #6766, 2024-04-19: 25 and 13 us per layer), H100-PCIe Q4_K_M 143.35 -> 163.83 (issue #6763:
+# 27 us per layer); low = 13 us. All calibration rows are DGX Spark's (a Grace Arm host): on x86 hosts the expected
+# value may overstate a batched step by up to L x 66 us.
 LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
-    "llamacpp_graphs_off_overhead_per_layer", 79e-6, 79e-6, 79e-6,
+    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 79e-6, 93e-6,
     "calibrated: llama-batched-bench b = 2 vs b = 1 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark "
     "(BB44/48/53, BB58/63/67; build 6918); seconds per layer per step without CUDA graphs (ggml-cuda.cu "
     "check_node_graph_compatibility)")
