@@ -113,7 +113,7 @@ def test_every_hbm_row_implies_the_same_bytes_per_sm_cycle():
 
 
 @pytest.mark.parametrize("dev, binds", [("a100-sxm-80gb", True), ("a100-pcie-80gb", True), ("h100-pcie", True),
-                                        ("h100-sxm", True), ("rtx-4090", False), ("l40s", False)])
+                                        ("h100-sxm", True), ("h200", True), ("rtx-4090", False), ("l40s", False)])
 def test_stream_limit_binds_on_hbm_parts_only(dev, binds):
     """Eq. (12) caps the decode bandwidth where N_SM f beta < e_m B: the HBM parts, not the GDDR cards whose
     held-out rows (L40S, RTX 4090) were already within 8 % under the plain bandwidth."""
@@ -144,7 +144,7 @@ def test_held_out_professional_gpu_rows():
 @pytest.mark.parametrize("dev, sms, boost_ghz", [
     ("a100-sxm-80gb", 108, 1.410),  # NVIDIA A100 datasheet: boost clock 1410 MHz
     ("h100-pcie", 114, 1.755),      # NVIDIA H100 PCIe product brief: boost 1755 MHz
-    ("h100-sxm", 132, 1.98),        # glennklockwood-h100: '1.98 GHz (high precision)'
+    ("h100-sxm", 132, 1.98),        # klockwood-h100: '1.98 GHz (high precision)'
     ("rtx-4090", 128, 2.52),        # NVIDIA RTX 4090 specifications: boost 2.52 GHz
 ])
 def test_sm_clock_from_the_fp32_peak_is_the_boost_clock(dev, sms, boost_ghz):
