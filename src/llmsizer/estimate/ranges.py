@@ -69,7 +69,7 @@ _add("batched decode throughput", "llama.cpp", 0.8692, 1.1086, 57)
 _add("decode throughput", "llama.cpp", 0.8346, 1.0967, 57)
 _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
-_add("prefill throughput", "llama.cpp", 0.3216, 1.6914, 18)
+_add("prefill throughput", "llama.cpp", 0.6868, 1.2906, 26)
 _add("training memory", "pytorch training", 0.9082, 1.1198, 11)
 _add("training throughput", "pytorch training", 0.7830, 1.1471, 205)
 
