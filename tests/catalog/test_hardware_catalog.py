@@ -315,3 +315,9 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
     # M4 Pro: both bins 273 GB/s; the 20-core bin is its own chip with more shader FLOP/s
     pro16, pro20 = find_hardware("apple-m4-pro-24gb"), find_hardware("apple-m4-pro-20c-24gb")
     assert pro16.bandwidth == pro20.bandwidth == 273e9 and pro20.flops["fp16"].base > pro16.flops["fp16"].base
+    # M5 Max (Apple's MacBook Pro and Mac Studio spec pages): 18-core CPU / 32-core GPU, 36 GB, 460 GB/s; the
+    # 40-core GPU bin 614 GB/s with 48, 64 or 128 GB. M5 Ultra: 1.2 TB/s for both bins, 96 GB (64-core) to 512 GB.
+    m5_36, m5_48 = find_hardware("apple-m5-max-36gb"), find_hardware("apple-m5-max-48gb")
+    assert m5_36.chip == "apple-m5-max-32c" and m5_36.bandwidth == 460e9 and m5_36.memory_bytes == 36 * GiB
+    assert m5_48.chip == "apple-m5-max" and m5_48.bandwidth == 614e9
+    assert {find_hardware(f"apple-m5-ultra-{g}gb").bandwidth for g in (96, 256, 512)} == {1.2e12}
