@@ -91,7 +91,8 @@ REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb"
             "a10g", "a10", "t4", "v100-sxm2-16gb", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-6000-ada", "rtx-a6000",
             "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p",
             # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
-            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060", "b300", "gb200",
+            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060", "rtx-5050", "b300",
+            "gb200",
             "mi325x", "mi355x", "h20", "rtx-pro-6000-workstation"]
 
 
@@ -324,9 +325,9 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
 
 
 def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
-    """The RTX 5060 and 5060 Ti (GB206) are electrically PCIe 5.0 x8 (TechPowerUp's x8 scaling review, Tom's
+    """The RTX 5060 and 5060 Ti (GB206) and the RTX 5050 (GB207, Tweakers 'PCIe 5.0 met acht lanes') are electrically PCIe 5.0 x8 (TechPowerUp's x8 scaling review, Tom's
     Hardware, Digital Foundry '~32GB/s'): half the x16 link of the other RTX 50 cards."""
     from llmsizer.estimate.fit import link_bandwidth_for
-    for ident in ("rtx-5060", "rtx-5060-ti-8gb", "rtx-5060-ti-16gb"):
+    for ident in ("rtx-5050", "rtx-5060", "rtx-5060-ti-8gb", "rtx-5060-ti-16gb"):
         assert link_bandwidth_for(find_hardware(ident), None) == 32e9, ident
     assert link_bandwidth_for(find_hardware("rtx-5070"), None) == 64e9
