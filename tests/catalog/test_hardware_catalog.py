@@ -322,6 +322,12 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
     assert m5_36.chip == "apple-m5-max-32c" and m5_36.bandwidth == 460e9 and m5_36.memory_bytes == 36 * GiB
     assert m5_48.chip == "apple-m5-max" and m5_48.bandwidth == 614e9
     assert {find_hardware(f"apple-m5-ultra-{g}gb").bandwidth for g in (96, 256, 512)} == {1.2e12}
+    # M1 Pro / M1 Max: both GPU bins share bandwidth and memory sizes (Matzav's configuration table); the smaller bin is
+    # its own chip with fewer shader FLOP/s, the old ids stay on the full bin
+    for full, cut in (("apple-m1-max-32gb", "apple-m1-max-24c-32gb"), ("apple-m1-pro-16gb", "apple-m1-pro-14c-16gb")):
+        a, b = find_hardware(full), find_hardware(cut)
+        assert a.bandwidth == b.bandwidth and a.memory_bytes == b.memory_bytes
+        assert b.flops["fp16"].base < a.flops["fp16"].base
 
 
 def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
