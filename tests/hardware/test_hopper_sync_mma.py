@@ -59,3 +59,25 @@ def test_held_out_h100_pcie_prefill_rows(weights: str) -> None:
     pred = _speed("llama-3.1-8b", "h100-pcie", weights, 512, 1, flash=False).prefill_tokens_per_second
     assert pred is not None
     assert abs(pred / _pp512("h100-pcie", weights) - 1) < 0.10
+
+
+def test_the_share_halves_the_tensor_rate_of_prefill_and_batched_decode() -> None:
+    """The same H100 with its architecture relabelled (no share) computes prefill and the batched products twice as
+    fast: the share scales the tensor rates of both llama.cpp paths, and nothing else (the weight stream is equal)."""
+    import dataclasses
+
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.speed import estimate_speed
+
+    h100 = CAT.devices["h100-sxm"]
+    plain = dataclasses.replace(h100, architecture="ada")
+    spec = find("llama-3.1-8b").spec()
+    for fmt in ("gguf:q4_k_m", "gguf:f16"):
+        a, b = (estimate_speed(spec, d, weights_format=fmt, prompt_tokens=4096, output_tokens=256, concurrency=16,
+                               kv_dtype="fp16") for d in (h100, plain))
+        assert a.prefill is not None and b.prefill is not None and a.decode is not None and b.decode is not None
+        assert a.prefill.seconds > 1.5 * b.prefill.seconds  # compute-bound at 4096 tokens
+        assert a.decode.compute_seconds == pytest.approx(2 * b.decode.compute_seconds, rel=1e-9)
+        assert a.decode.memory_seconds == pytest.approx(b.decode.memory_seconds, rel=1e-9)
+        assert "llamacpp_sync_mma_share_hopper" in {x.name for x in a.assumptions}
+        assert "llamacpp_sync_mma_share_hopper" not in {x.name for x in b.assumptions}

@@ -352,7 +352,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             assumptions.append(Assumption(
                 "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
                 f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
-                + (" over the whole unified buffer" if unified else ""),
+                + (" over the whole unified buffer" if unified else "")
+                + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
                 True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
                 + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR #14363; no "
                    "published -kvu measurement checks this case yet)"
