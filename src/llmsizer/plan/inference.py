@@ -182,9 +182,15 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     pool = f_peak is not None and f_peak.estimate is not None and \
         str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
-    mem.add("budget", "budget per device", budget_dev, "B",  # vLLM/SGLang: the pool's own share, not the headroom
-            f"device memory: {ENGINE_NAMES.get(engine, engine)}'s pool share, not the headroom, decides" if pool
-            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)", "estimate/verdict.py eq. (1)")
+    if pool and f_peak is not None and f_peak.estimate is not None \
+            and "workload_budget_bytes" in f_peak.estimate.details:
+        # vLLM/SGLang: what the engine's pool offers the workload (the need above is compared with it), not the
+        # device memory less the headroom
+        budget_dev = f_peak.estimate.details["workload_budget_bytes"]
+    mem.add("budget", "budget per device", budget_dev, "B",
+            f"{ENGINE_NAMES.get(engine, engine)}'s pool (+ the CUDA context), not the headroom, decides" if pool
+            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
+            "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool else "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",
