@@ -593,7 +593,8 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         if found is None or found[0] == last:
             continue
         last = found[0]
-        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context x {concurrency} "
+        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} on llama.cpp with {ctx_txt} context x "
+                   f"{concurrency} "
                    f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
         if found[0] == ladder[0]:
             break
