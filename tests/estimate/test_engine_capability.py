@@ -55,3 +55,12 @@ def test_recommend_offers_no_format_vllm_refuses() -> None:
             seen += 1
             assert o.status == "rejected" and any("refuses awq-int4" in r for r in o.reasons), o
     assert seen
+
+
+def test_infer_on_the_device_says_the_same_as_fit() -> None:
+    from llmsizer.estimate.inference import estimate_inference
+    with pytest.raises(InputError, match="vLLM refuses awq-int4 on v100-sxm2-32gb"):
+        estimate_inference("llama-3.1-8b", device="v100-sxm2-32gb", engine="vllm", weights="awq-int4")
+    with pytest.raises(InputError, match="vLLM refuses mxfp4 on t4"):  # the checkpoint's own format, vLLM by default
+        estimate_inference("gpt-oss-20b", device="t4")
+    assert estimate_inference("llama-3.1-8b", device="t4", engine="vllm", weights="awq-int4").details["fits"]

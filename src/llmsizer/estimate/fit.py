@@ -30,7 +30,7 @@ from .device import (
     target_memory,
     workload_device_kind,
 )
-from .formats import engine_refuses
+from .formats import check_engine_runs
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
@@ -290,9 +290,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
-    refused = engine_refuses(eng, fmt, device.architecture, device.id)
-    if refused is not None:
-        raise InputError(f"{refused}; name another format (--weights) or device")
+    check_engine_runs(eng, fmt, device.architecture, device.id)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid

@@ -57,6 +57,13 @@ def engine_refuses(engine: str, fmt: str, architecture: str, device: str) -> str
             f"{need / 10:.1f} or newer")
 
 
+def check_engine_runs(engine: str, fmt: str, architecture: str, device: str) -> None:
+    """Raise InputError (exit 2) when ``engine_refuses`` the format on the device: fit and estimate_inference."""
+    refused = engine_refuses(engine, fmt, architecture, device)
+    if refused is not None:
+        raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
+
+
 @dataclass
 class FormatChoice:
     """The format an estimate uses ('file' for a model file's exact bytes), its group size, and why."""
