@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_output, regular_file
+from ..render.markdown import format_seconds
 from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import emit_json
@@ -604,7 +605,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
         times, series = timeline(inv, bookings)
         if times:
-            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
+            mark = format_seconds((times[1] - times[0]).total_seconds())
+            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {mark})")
             bars = " .:-=+*#%@"
             for dev, vals in series.items():
                 line = "".join(bars[min(9, round(v * 9))] for v in vals)
