@@ -164,7 +164,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # but with the batch limits vLLM takes on this device
     batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
              if f_peak is not None and f_peak.estimate is not None and engine == "vllm" else {})
-    need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None
+    # a workload the requested devices cannot run (fit refused it: the 'cannot-fit' check) has no need per device:
+    # sized without them it would be the whole model on one device (TP 1), printed as if per device of N
+    unfitted = f_peak is None and "fit_error" in notes.facts
+    need_est = (None if unfitted else
+                f_peak.estimate if f_peak is not None and f_peak.estimate is not None
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
@@ -172,8 +176,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         need = _workload_need(f_peak, need)  # room for activations and graphs; SGLang sizes them from the card)
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
-    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas), out_typ, tp, job, on_cpu,
-                         batch)
+    need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
+                                               out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
