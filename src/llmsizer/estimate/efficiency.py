@@ -171,22 +171,23 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
 # recomputation (every second matmul, formulas/training_time.py eq. (2'')) and the eager memory-bound kernels are
 # timed apart (formulas/elementwise_traffic.py eq. E7, the op-level policy re-running every pointwise op), as is
-# the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms).
+# the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms); 0.4743 since the collectives
+# overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8')).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
 # duration rule gives the measured tokens/s (0.617-0.749 with the memory-bound kernels and the optimizer step
 # timed apart, formulas/elementwise_traffic.py and optimizer_step.py; 0.609-0.708 and 0.6548 before), their median
-# 0.6756; re-derived by
+# 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')); re-derived by
 # tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
 # Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
 # named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "ampere": Factor("training_device_utilization_ampere", 0.6756, 0.6756, 0.6756,
+    "ampere": Factor("training_device_utilization_ampere", 0.6758, 0.6758, 0.6758,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4737, 0.4737, 0.4737,
+    "hopper": Factor("training_device_utilization_hopper", 0.4743, 0.4743, 0.4743,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -218,10 +219,12 @@ def training_utilization(architecture: str) -> tuple[Factor, bool]:
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
-# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.555 GB/s; re-derived by tests/hardware/test_training_calibration.py.
+# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.633 GB/s (4.555 GB/s when the whole step's communication
+# overlapped its whole compute; the forward all-gather now overlaps only the forward, formulas/training_time.py
+# eq. (8')); re-derived by tests/hardware/test_training_calibration.py.
 NO_PEER_TO_PEER = ("rtx-4090",)
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
-    "host_staged_collective_bandwidth", 4.555e9, 4.555e9, 4.555e9,
+    "host_staged_collective_bandwidth", 4.633e9, 4.633e9, 4.633e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
