@@ -64,3 +64,16 @@ def test_infer_on_the_device_says_the_same_as_fit() -> None:
     with pytest.raises(InputError, match="vLLM refuses mxfp4 on t4"):  # the checkpoint's own format, vLLM by default
         estimate_inference("gpt-oss-20b", device="t4")
     assert estimate_inference("llama-3.1-8b", device="t4", engine="vllm", weights="awq-int4").details["fits"]
+
+
+@pytest.mark.parametrize("device", ["v100-sxm2-32gb", "t4", "a100-sxm-80gb"])
+def test_vllm_says_it_runs_bf16_as_fp16_below_ampere(device: str) -> None:
+    """vllm/platforms/cuda.py CudaPlatformBase.supported_dtypes: no bf16 below compute capability 8.0, so --dtype
+    auto loads Llama-3.1-8B's bf16 in fp16 on a V100 or T4; the memory is the same (2 bytes per value)."""
+    from llmsizer.estimate.inference import estimate_inference
+    below = CAPABILITY[device] < 80
+    r = fit("llama-3.1-8b", device, engine="vllm")
+    est = estimate_inference("llama-3.1-8b", device=device, engine="vllm")
+    for warnings in (r.warnings, est.warnings):
+        assert any("runs bf16 as fp16" in w for w in warnings) is below
+    assert est.item("weights").bytes == 8_030_261_248 * 2  # the same bytes either way

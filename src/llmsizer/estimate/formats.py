@@ -57,6 +57,21 @@ def engine_refuses(engine: str, fmt: str, architecture: str, device: str) -> str
             f"{need / 10:.1f} or newer")
 
 
+# vLLM's CUDA platform offers bf16 from compute capability 8.0 only (vllm/platforms/cuda.py
+# CudaPlatformBase.supported_dtypes: "Pascal, Volta and Turing NVIDIA GPUs, BF16 is not supported"); with --dtype
+# auto it loads a bf16 checkpoint in the first supported dtype, fp16 (vllm/config/model.py, dtype resolution)
+VLLM_BF16_MIN_CAPABILITY = 80
+
+
+def engine_dtype_note(engine: str, fmt: str, dtype: str, architecture: str, device: str) -> str | None:
+    """A warning when ``engine`` runs bf16 (weights ``fmt`` or compute ``dtype``) as fp16 on this GPU; None else."""
+    have = ARCHITECTURE_CAPABILITY.get(architecture)
+    if engine != "vllm" or "bf16" not in (fmt, dtype) or have is None or have >= VLLM_BF16_MIN_CAPABILITY:
+        return None
+    return (f"vLLM runs bf16 as fp16 on {device} ({architecture}, compute capability {have / 10:.1f}: no bf16 below "
+            f"{VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")
+
+
 def check_engine_runs(engine: str, fmt: str, architecture: str, device: str) -> None:
     """Raise InputError (exit 2) when ``engine_refuses`` the format on the device: fit and estimate_inference."""
     refused = engine_refuses(engine, fmt, architecture, device)

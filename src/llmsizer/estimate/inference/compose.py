@@ -23,7 +23,7 @@ from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..device import engine_assumption, generic_device, workload_on_device
-from ..formats import check_engine_runs, engine_weights
+from ..formats import check_engine_runs, engine_dtype_note, engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
 from .media import media_in_context
@@ -95,8 +95,12 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         return _copy(hit[1])
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference")
     est = _with_notes(_estimate(spec, w), notes)
-    # a format the engine will not load on this GPU (fit applies the same rule)
-    check_engine_runs(str(w.engine), str(est.details.get("weights_format")), device.architecture, device.id)
+    # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
+    fmt = str(est.details.get("weights_format"))
+    check_engine_runs(str(w.engine), fmt, device.architecture, device.id)
+    note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device.architecture, device.id)
+    if note is not None:
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()
@@ -139,6 +143,11 @@ def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: st
         w = dataclasses.replace(w, engine=eng)
         notes.append(note)
     return w, tuple(notes), device
+
+
+def _assumed(est: Estimate, name: str) -> str:
+    """The value the estimate assumed for ``name`` ('' when it assumed none)."""
+    return next((str(a.value) for a in est.assumptions if a.name == name), "")
 
 
 def _with_notes(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
