@@ -273,6 +273,8 @@ PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimat
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
+# the dense b = 2 rows that fed efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU (tests/estimate/test_graphs_off_overhead.py)
+GRAPHS_OFF_CALIBRATION = {"BB44", "BB48", "BB53", "BB58", "BB63", "BB67"}
 ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
                  "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
@@ -792,13 +794,15 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
-        calib = r["id"] in ROUTINGS_CALIBRATION
+        calib = r["id"] in ROUTINGS_CALIBRATION or r["id"] in GRAPHS_OFF_CALIBRATION
+        fed = ("LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU" if r["id"] in GRAPHS_OFF_CALIBRATION
+               else "LLAMACPP_IDENTICAL_ROUTINGS_*")
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
                         excluded=CALIBRATION if calib else "",
-                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
     return out
