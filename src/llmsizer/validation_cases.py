@@ -101,10 +101,15 @@ class Summary:
     with_tolerance: int = 0
     errors: list[float] = field(default_factory=list, repr=False)
 
+    @property
+    def within_10(self) -> int:
+        """Rows with |error| <= 10 % (the issue's second score beside the median)."""
+        return sum(1 for e in self.errors if e <= 0.10 + 1e-12)
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rows": self.n, "median_abs_error": self.median, "p90_abs_error": self.p90,
                 "rows_excluded": self.excluded_rows, "within_tolerance": self.within,
-                "with_tolerance": self.with_tolerance}
+                "with_tolerance": self.with_tolerance, "within_10_percent": self.within_10}
 
 
 # -- data ------------------------------------------------------------------------------------------------------
