@@ -943,8 +943,13 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
-               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits",
+                            deepspeed_gather="pre-0.9"),
+               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU; the README row came "
+               "with peft 73d7224 (2022-12-30), before DeepSpeed v0.9.0: a single rank still gathered (the buffer "
+               "beside the partition's device copy, --deepspeed-gather pre-0.9); the peak is the prefetch reaching "
+               "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
+               False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
