@@ -879,8 +879,10 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward"
                + TT_RESERVED, True, "reserved"),
-    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; full, AdamW (foreach), FSDP over 4" + TT_RESERVED, True, "reserved"),
+    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full", fsdp_version=1),
+               TT_NOTE + "; full, AdamW (foreach), FSDP1 over 4 (FullyShardedDataParallel FULL_SHARD, "
+               "mixed_precision=None: recipes/full_finetune_distributed.py @ 0217d44c2 lines 293-300)" + TT_RESERVED,
+               True, "reserved"),
     "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
                True, "peak"),
