@@ -52,6 +52,9 @@ CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
 ASSUMED = "settings assumed"
+# a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
+# row of its table falls): reported, with the reason in the row, but kept out of the summary and the bands
+SUSPECT = "suspect measurement"
 LOWER_BOUND = "lower bound"
 
 
@@ -741,7 +744,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
 # -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
 # ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
-# constants (ppN rows of the RTX 4090); kept out of the summary.
+# constants (ppN rows of the RTX 4090); kept out of the summary. ``role`` suspect: a row whose figures contradict the
+# rest of its table (the reason is in its ``notes``); reported, kept out of the summary (SUSPECT).
 
 @dataclass(frozen=True)
 class BenchRow:
@@ -754,6 +758,7 @@ class BenchRow:
     role: str
     table: str
     source: str
+    notes: str = ""
 
 
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
@@ -764,7 +769,7 @@ BENCH_FLASH_ATTENTION = False
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
     path = data_dir(data) / "llamacpp_bench.csv"
     return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
-                     r["role"], r["table"], r["source"]) for r in _read_csv(str(path))]
+                     r["role"], r["table"], r["source"], r["notes"]) for r in _read_csv(str(path))]
 
 
 def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
@@ -775,12 +780,15 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
+        suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
         tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
+        why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
                         "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
-                        excluded=CALIBRATION if calib else "", source=r.source,
-                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")))
+                        excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
+                        + (f"; {why}" if why else "")))
     return out
 
 
