@@ -359,10 +359,40 @@ def _ring_last_cell(window: int, cells: int, ubatch: int, prompt: int, generated
             seen[key] = p
         place(p, n)
         p += n
-    for k in range(generated):
-        place(prompt + k, 1)
+    k = 0
+    while k < generated:  # decoded tokens, one per step: a run of reusable cells at the head takes them in turn
+        t = _sequential_fill(runs, head, last, window, generated - k, cells)
+        if t <= 1:
+            place(prompt + k, 1)
+            k += 1
+            continue
+        split_at(head)
+        split_at(head + t)
+        i = next(j for j, r in enumerate(runs) if r[0] == head)
+        runs[i][2] = prompt + k
+        prev = runs[i - 1] if i else None
+        if prev and prev[2] >= 0 and prev[2] + prev[1] == runs[i][2]:
+            prev[1] += runs.pop(i)[1]
+        head, last, k = head + t, prompt + k + t - 1, k + t
     lo = prompt + generated - window  # positions > lo are inside the window of the last token
     return max(s + m for s, m, q in runs if q >= 0 and q + m - 1 > lo)
+
+
+def _sequential_fill(runs: list[list[int]], head: int, last: int, window: int, n: int, cells: int) -> int:
+    """How many of ``n`` single-token steps take consecutive cells from ``head``: inside one run, cell head + i holds
+    position q + i, reusable for step i exactly when q <= last + 1 - window (both sides advance by one), and the
+    search keeps starting at the head while head <= used + 2 (find_slot's restart rule)."""
+    if head >= cells:
+        return 0
+    used = sum(r[1] for r in runs if r[2] >= 0)
+    if head > used + 2:
+        return 0
+    s, m, q = next(r for r in runs if r[0] <= head < r[0] + r[1])
+    if q >= 0 and q + head - s > last + 1 - window:
+        return 0
+    room = s + m - head
+    t = min(n, room) if q < 0 else min(n, room, used + 2 - head + 1)
+    return max(t, 0)
 
 
 def llamacpp_sliding_cells_read(window: int, cells: int, ubatch: int, prompt: int, generated: int,
