@@ -1,0 +1,60 @@
+"""Gemma 3n through the composition core: which layers the engines give a KV cache, and the named warnings.
+
+Independent truth for the cache layers: transformers' own ``Gemma3nTextConfig`` (v5.24.0) -- its ``layer_types`` and
+``kv_sharing_modes`` (configuration_gemma3n.py L140-143, L206-231), a layer with mode "reuse" holding no cache.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llmsizer
+from llmsizer.estimate.model_warnings import GEMMA3N_ACTIVATIONS, GEMMA3N_FFN_WIDTHS, GEMMA3N_TOWERS
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import transformers
+
+TEXT = {"model_type": "gemma3n_text"}
+MULTIMODAL = {"model_type": "gemma3n", "text_config": {"model_type": "gemma3n_text"}}
+
+
+def _caching_layers() -> tuple[int, int]:
+    """(full, sliding) layers that cache K/V of their own in transformers' class default."""
+    conf = transformers.Gemma3nTextConfig()
+    own = [t for t, m in zip(conf.layer_types, conf.kv_sharing_modes, strict=True) if m != "reuse"]
+    return own.count("full_attention"), own.count("sliding_attention")
+
+
+@pytest.mark.parametrize("engine", ["transformers", "vllm", "llamacpp", "sglang"])
+def test_every_engine_caches_only_the_layers_transformers_gives_a_cache(engine):
+    full, sliding = _caching_layers()
+    assert (full, sliding) == (4, 16)  # 35 layers, the last 15 share
+    spec = spec_from_config(TEXT, name="gemma3n")
+    est = llmsizer.estimate_inference(spec, engine=engine, context=8192, concurrency=1)
+    assert est.details["kv_bytes_per_token"] == (full + sliding) * 2 * 2 * 256 * 2  # K, V x 2 heads x 256 x 2 B
+    formula = est.item("kv_cache").formula
+    assert f"({full} full layers x 8192 tokens + {sliding} sliding layers x " in formula
+
+
+def test_named_warnings_on_inference_and_training():
+    for cfg, towers in ((TEXT, False), (MULTIMODAL, True)):
+        spec = spec_from_config(cfg, name="g")
+        for est in (llmsizer.estimate_inference(spec, context=1024), llmsizer.estimate_training(spec)):
+            names = {w.split(":")[0] for w in est.warnings}
+            assert GEMMA3N_ACTIVATIONS in names
+            assert (GEMMA3N_TOWERS in names) == towers
+            assert GEMMA3N_FFN_WIDTHS not in names
+    ragged = {**TEXT, "intermediate_size": [8192] * 20 + [16384] * 15}
+    est = llmsizer.estimate_inference(spec_from_config(ragged, name="r"), context=1024)
+    assert any(w.startswith(GEMMA3N_FFN_WIDTHS) for w in est.warnings)
+
+
+def test_cli_sizes_a_gemma3n_config(tmp_path, capsys):
+    from llmsizer.cli.main import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(MULTIMODAL))
+    assert main(["infer", str(path), "--context", "2048", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any(GEMMA3N_TOWERS in w for w in out["warnings"])
