@@ -17,7 +17,7 @@ import pytest
 from llmsizer.errors import LlmsizerError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, real_param_count, transformers
+from oracle_utils import build, real_components, real_param_count, transformers
 
 pytestmark = pytest.mark.slow
 
@@ -47,14 +47,19 @@ def test_class_default_counts_exactly():
     ours = count_params(spec_from_config(cfg, name="gemma3n-default"))
     assert ours.total == _real(cfg) == 6_835_235_568
     model = build(cfg)
-    assert ours.by_component["embedding"] == sum(
-        p.numel() for n, p in model.named_parameters() if "embed_tokens" in n)
+    assert ours.by_component == real_components(model)
+    params = dict(model.named_parameters())
+    assert ours.by_component["embedding"] == params["model.embed_tokens.weight"].numel()
+    assert ours.by_component["per_layer_embedding"] == params["model.embed_tokens_per_layer.weight"].numel() \
+        == 2_348_810_240
 
 
 @pytest.mark.parametrize("variant", list(VARIED))
 def test_varied_tiny_configs_count_exactly(variant):
     cfg = {**TINY, **VARIED[variant]}
-    assert count_params(spec_from_config(cfg, name=variant)).total == _real(cfg)
+    ours = count_params(spec_from_config(cfg, name=variant))
+    assert ours.total == _real(cfg)
+    assert ours.by_component == real_components(build(cfg))
 
 
 def test_kv_shared_layers_are_the_ones_transformers_builds_without_kv():

@@ -58,3 +58,17 @@ def test_cli_sizes_a_gemma3n_config(tmp_path, capsys):
     assert main(["infer", str(path), "--context", "2048", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert any(GEMMA3N_TOWERS in w for w in out["warnings"])
+
+
+def test_llamacpp_keeps_both_lookup_tables_in_host_memory_and_copies_only_token_embd():
+    """llama.cpp src/llama-arch.cpp: token_embd and per_layer_token_embd are LLM_TENSOR_LAYER_INPUT (host buffer);
+    a tied output is a device copy of token_embd alone. Table sizes from transformers' class default."""
+    conf = transformers.Gemma3nTextConfig()
+    token_embd = conf.vocab_size * conf.hidden_size * 2  # bf16
+    per_layer = conf.vocab_size_per_layer_input * conf.num_hidden_layers * conf.hidden_size_per_layer_input * 2
+    spec = spec_from_config(TEXT, name="gemma3n")
+    est = llmsizer.estimate_inference(spec, engine="llamacpp", device="rtx-4090", context=4096)
+    total = est.details["weights_bytes"]
+    host = est.item("weights_host").bytes
+    assert token_embd + per_layer <= host < token_embd + per_layer + 0.02 * total
+    assert est.item("weights").bytes == pytest.approx(total - host + token_embd, abs=16)

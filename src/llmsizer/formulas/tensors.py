@@ -38,11 +38,15 @@ from typing import Literal
 
 from ..specs import LayerKey, ModelSpec
 
+# "per_layer_embedding": Gemma 3n's per-layer input table, a lookup a token reads one row of (never an output head,
+# never quantized as a linear), apart from "embedding" so that a tied lm_head is token_embd alone
 Component = Literal[
-    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision",
+    "per_layer_embedding",
 ]
 COMPONENTS: tuple[Component, ...] = (
-    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision",
+    "per_layer_embedding",
 )
 
 
@@ -264,14 +268,14 @@ def _gemma3n_layer(spec: ModelSpec, i: int) -> list[Tensor]:
 
 def _gemma3n_model(spec: ModelSpec) -> list[Tensor]:
     """Gemma 3n's model-level per-layer-input and AltUp tensors (``Gemma3nTextModel``, modeling_gemma3n.py
-    L1589-1610): the per-layer embedding table [per_layer_vocab, L x p] (an embedding: a token reads one row),
+    L1589-1610): the per-layer embedding table [per_layer_vocab, L x p] (a lookup: a token reads one row),
     its projection from the hidden state [L x p, H] and norm [p], and altup_inputs - 1 projections into the extra
     streams and as many back out of them, each [H, H]."""
     g, h = spec.gemma3n, spec.hidden_size
     if g is None:
         return []
     lp = spec.num_layers * g.per_layer_width
-    out = [Tensor("per_layer_token_embd", "embedding", (g.per_layer_vocab, lp))]
+    out = [Tensor("per_layer_token_embd", "per_layer_embedding", (g.per_layer_vocab, lp))]
     out += _linear("per_layer_model_proj", "mlp", lp, h, -1, False)
     out += _norm("per_layer_proj_norm", g.per_layer_width, "rmsnorm", -1)
     if g.altup_inputs > 1:

@@ -40,7 +40,9 @@ def compose_llamacpp(ctx: Context) -> None:
     n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
     out_other = 4 * spec.hidden_size  # final norm (F32)
-    emb = wb.by_component.get("embedding", 0)
+    # the input layer's lookup tables stay in host memory (token_embd; Gemma 3n's per_layer_token_embd, also
+    # LLM_TENSOR_LAYER_INPUT in llama.cpp src/llama-arch.cpp)
+    emb = wb.by_component.get("embedding", 0) + wb.by_component.get("per_layer_embedding", 0)
     other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
                      - out_other, 0)
     unified = bool(acc.assume("kv_unified", E.LLAMACPP_KV_UNIFIED, w.kv_unified, E.LLAMACPP_KV_UNIFIED_SOURCE))
