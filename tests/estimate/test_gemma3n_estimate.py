@@ -58,6 +58,13 @@ def test_cli_sizes_a_gemma3n_config(tmp_path, capsys):
     assert main(["infer", str(path), "--context", "2048", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert any(GEMMA3N_TOWERS in w for w in out["warnings"])
+    assert main(["inspect", str(path), "--json"]) == 0
+    g = json.loads(capsys.readouterr().out)["architecture"]["gemma3n"]
+    conf = transformers.Gemma3nTextConfig()
+    assert (g["kv_shared_layers"], g["kv_cache_layers"]) == (conf.num_kv_shared_layers, conf.kv_sharing_modes.count(None)
+                                                             + conf.kv_sharing_modes.count("store"))
+    assert main(["inspect", str(path)]) == 0
+    assert "reuse earlier layers' K/V (KV cache on 20)" in capsys.readouterr().out
 
 
 def test_llamacpp_keeps_both_lookup_tables_in_host_memory_and_copies_only_token_embd():
