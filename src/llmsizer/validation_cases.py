@@ -303,8 +303,10 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
-# TransformerBlock); the Float8 rows are not expressible for speed
-TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
+# TransformerBlock), torchao float8 linears (docs/float8.md @9dec370: --float8.enable_float8_linear with
+# --float8.enable_fsdp_float8_all_gather, tensorwise dynamic scaling; formulas/float8_training.py)
+TORCHTITAN_SETTINGS = {"FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True),
+                       "FSDP + torch.compile + Float8": dict(compile=True, float8=True)}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
@@ -381,7 +383,8 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # changes no prediction: on every such row the communication is shorter than the compute it overlaps (tested). Rows
 # on more than one node (8 GPUs each; the A100 tables name RoCE 1600 Gbps between nodes, the H100 tables no network)
 # are reported with their settings assumed: llmsizer times one interconnect (NVLink) for all devices. FP8 rows
-# (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
+# (amp_fp8: submit_benchmarks.py lines 469-470 set model.fc_type 'te' on h100_80gb, TransformerEngine te.Linear for
+# every linear) are float8 with float8_recipe 'transformer-engine' (formulas/float8_training.py eq. F3).
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
               "70b": (8192, 64, 80)}
@@ -522,9 +525,11 @@ def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
 
 def mpt_fields(m: MptRow) -> dict[str, Any]:
     """TrainingWorkload fields of one benchmark row."""
+    fp8: dict[str, Any] = dict(float8=True, float8_recipe="transformer-engine") if "fp8" in m.precision else {}
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
-                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus)
+                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus,
+                **fp8)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -533,9 +538,6 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     from .readers.hf_config import spec_from_config
 
     rid, m = r["id"], mpt_row(r["quote"])
-    if "fp8" in m.precision:
-        return NotExpressed(rid, TRAINING_SPEED, "TransformerEngine FP8 (amp_fp8): Float8 linears are not an option "
-                            "of the training-speed model")
     dev = builtin_catalog().devices[MPT_DEVICE[m.gpu]]
     spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
     d = training_duration_for(spec, dev, m.gpus, 1e6, mpt_fields(m))
@@ -547,8 +549,10 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + f"{m.gpus} x {dev.id}, utilisation {d.utilization:.3f}; {m.sharding}, "
             + ("non-reentrant activation checkpointing" if m.checkpointing else "no checkpointing")
             + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
-            + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s, "
-               f"communication {st.comm_seconds:.2f} s" if st else "")
+            + ("; TransformerEngine FP8 linears (amp_fp8, fc_type te)" if "fp8" in m.precision else "")
+            + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s"
+               + (f" (float8 casts {st.float8_cast_seconds:.3f} s)" if st.float8_cast_seconds else "")
+               + f", communication {st.comm_seconds:.2f} s" if st else "")
             + (f"; {m.gpus // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device "
                "(assumed)" if nodes else ""))
     return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
@@ -621,18 +625,17 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtitan":
-        if r["other_settings"] not in TORCHTITAN_COMPILE:
-            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: Float8 linears are not an option of "
-                                "the training-speed model")
         n = int(r["num_gpus"])
-        compiled = TORCHTITAN_COMPILE[r["other_settings"]]
-        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled)
+        extra = TORCHTITAN_SETTINGS[r["other_settings"]]
+        compiled, float8 = bool(extra.get("compile")), bool(extra.get("float8"))
+        fields = dict(TORCHTITAN_FSDP, gpus=n, **extra)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
-        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''} {n}xH100 "
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''}"
+                    f"{' + float8' if float8 else ''} {n}xH100 "
                     "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
@@ -641,7 +644,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
-                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
+                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}"
+                       + (f"; float8 casts {st.float8_cast_seconds:.2f} s" if float8 else "") + "), communication "
                        f"{st.comm_seconds:.2f} s" if st else ""))
     if rid in CPU_TRAINING_DEVICE:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]

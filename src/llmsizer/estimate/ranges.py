@@ -71,7 +71,7 @@ _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.3216, 1.6914, 18)
 _add("training memory", "pytorch training", 0.9082, 1.1198, 11)
-_add("training throughput", "pytorch training", 0.7830, 1.1785, 171)
+_add("training throughput", "pytorch training", 0.7712, 1.1518, 180)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

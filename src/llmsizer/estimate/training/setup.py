@@ -44,6 +44,7 @@ _WHY = {
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
     "float8": "bf16 linears (no torchao float8)",
+    "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
 }
 
@@ -101,6 +102,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
+    if w.float8:
+        record_workload(w, acc, ("float8_recipe",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
     if w.device != "gpu":
