@@ -367,7 +367,13 @@ QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11
              "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
 QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
-QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
+# Q-LoRA (PM0726-PM0731): LoRA over the Qwen-7B-Chat-Int4 GPTQ checkpoint (finetune.py: GPTQConfig(bits=4,
+# disable_exllama=True); finetune/finetune_qlora_single_gpu.sh: --fp16, --gradient_checkpointing, --q_lora), the same
+# sequence lengths; its quantization_config as the reader sees it (group size 128, desc_act False: assumed, the
+# Hub file is not readable here)
+QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
+QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                   "desc_act": False})
 # llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
 # Composer FSDP, PyTorch 1.13.1 (submit_benchmarks.py's default image: no torch.compile), triton flash attention,
 # low-precision LayerNorm, decoupled AdamW. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
@@ -659,24 +665,30 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
                     f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
-    if rid in QWEN_QLORA_ROWS:
-        return NotExpressed(rid, TRAINING_SPEED, "Q-LoRA on the GPTQ Int4 model (auto-gptq kernels), not bitsandbytes NF4")
-    if rid in QWEN_SPEED_ROWS:
+    if rid in QWEN_SPEED_ROWS or rid in QWEN_QLORA_ROWS:
         from .readers.hf_config import spec_from_config
 
-        seq = QWEN_SPEED_ROWS[rid]
-        fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+        qlora = rid in QWEN_QLORA_ROWS
+        seq = QWEN_QLORA_ROWS[rid] if qlora else QWEN_SPEED_ROWS[rid]
+        fields = dict(method="qlora" if qlora else "lora", rank=64, targets="all-linear",
+                      precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
                       grad_accumulation=8, grad_checkpointing="full", attention="flash")
-        d = training_duration_for(spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"],
-                                  1, 1e6, fields)
+        spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
+                else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
+        d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         measured = 8 * seq / value
-        return Case(rid, TRAINING_SPEED, f"Qwen-7B LoRA 1xA100 seq {seq} tokens/s", pred, measured, "tokens/s",
+        return Case(rid, TRAINING_SPEED, f"Qwen-7B {'Q-LoRA (GPTQ int4)' if qlora else 'LoRA'} 1xA100 seq {seq} "
+                    "tokens/s", pred, measured, "tokens/s",
                     None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
                     excluded=ASSUMED, source=r["source"],
                     note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
                     "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
-                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
+                    + ("; auto-gptq eager dequantization of the int4 base (eq. 9b), desc_act False assumed"
+                       if qlora else "")
+                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
+                       + (f", dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                       + "; per micro-step compute "
                        f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
     if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
         row = TORCHTUNE_SPEED_ROWS[rid]

@@ -34,9 +34,12 @@ from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import (
+    DEQUANT_BYTES_PER_WEIGHT,
+    GPTQ_DEQUANT_BYTES_PER_WEIGHT,
     adapter_flops_per_token,
     communication_seconds,
     data_parallel_bytes,
+    dequantization_passes,
     dequantization_seconds,
     device_hours,
     partial_recompute_flops,
@@ -54,7 +57,7 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .speed import attention_width
 from .training import estimate_training
-from .training.setup import resolve
+from .training.setup import qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 
@@ -254,9 +257,9 @@ class StepTime:
                 "float8_cast_seconds": self.float8_cast_seconds}
 
 
-def _weight_format(w: TrainingWorkload) -> str:
+def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
-        return "nf4-dq"
+        return qlora_base_format(spec)
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
@@ -320,7 +323,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
-            t_dq = dequantization_seconds(quantized_weights(spec) / tp, 2.0 + ckpt / layers, bw_mem)
+            fmt = qlora_base_format(spec)
+            t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
+                                          bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
         if bw_mem:
             per_token = elementwise_bytes_per_token(spec, w)
             eta = E.MEMORY_BOUND_BANDWIDTH
@@ -359,7 +364,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     comm_b = t_m = 0.0
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
-        wb = float(weight_bytes(spec, _weight_format(w)).total)
+        wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
         if f8 is not None and w.fsdp is not None and w.float8_recipe == "torchao":
             # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
             wb -= f8.gathered_elements * (2.0 - 1.0)
@@ -468,7 +473,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if not own and utilization is None:
         notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
                                 "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
-    if w.method == "qlora":
+    if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
+        notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
+                                "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "
+                                "128 rows unpacks every int4 weight with eager PyTorch ops in forward and recomputed "
+                                "forward (torch.matmul saves the fp16 weight for the backward)"))
+    elif w.method == "qlora":
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
                                 "dequantize every 4-bit weight in forward, backward and recomputed forward"))
