@@ -134,3 +134,4 @@ def test_float8_speeds_up_a_hopper_step_and_warns_without_compile() -> None:
     a100 = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, a100, 8, 1e6, dict(base, float8=True))
     assert any("FP8 peak" in w for w in d.warnings)
+

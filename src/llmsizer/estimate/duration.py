@@ -180,7 +180,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
-    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp)
+    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
+                                w.kernels == "unsloth")
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
                                     "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
                                     "and loss kernels, forward, backward and recomputed forward, "
-                                    + ("compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
+                                    + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
+                                       "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
+                                       else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
                                        else "eager (" + SOURCE_EAGER + ")")))
             notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     flops_eff = fl.per_token
@@ -359,6 +362,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             warnings.append("torchao float8 runs its casts as separate eager kernels (eq. F1); torchtitan/float8.py "
                             "@9dec370 line 14: 'Float8 experimental is intended to be ran under torch.compile for "
                             "competitive performance' (add --compile)")
+    if w.kernels == "unsloth" and device.kind == "gpu":
+        warnings.append("Unsloth's speed: its Triton kernels' memory traffic is read from its code "
+                        "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
+                        "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     t_c = tokens * flops_eff / (peak * u * e) + t_dq + t_ew + t_f8
     sharded = w.zero == 3 or w.fsdp in ("full", "hybrid")
     comm_b = t_m = 0.0
