@@ -13,19 +13,18 @@ import math
 from typing import Any
 
 from ...errors import InputError
-from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
-from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need
 from ..device import workload_on_device
+from ..inference import inference_sized
 from ..inference.common import Acc
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
@@ -405,13 +404,14 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
 
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
     spec, w = ctx.spec, ctx.w
-    peak = tl.peak.total
-    inf = weight_bytes(spec, "bf16").total + prefill_activation_bytes(spec, w.micro_batch, w.seq_len,
-                                                                      w.seq_len).peak_bytes
+    # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
+    # against what `infer` answers for the same sequences
+    peak = sum(i.bytes for i in acc.items if i.location == "device")
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device)
     if peak > inf:
-        acc.warnings.append(f"sized with inference numbers (bf16 weights + one forward's activations) this would be "
-                            f"{format_bytes(inf)}; training needs {format_bytes(peak)} per device "
-                            f"({peak / max(inf, 1):.1f}x)")
+        acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
+                            f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
+                            f"{format_bytes(peak)} per device ({peak / max(inf, 1):.2f}x)")
     if ctx.optimizer.paged:
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
