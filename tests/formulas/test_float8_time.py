@@ -126,6 +126,9 @@ def test_float8_speeds_up_a_hopper_step_and_warns_without_compile() -> None:
     # the linears are ~70 % of this step's FLOPs: at twice the rate the step can be at most 1/(1 - 0.35) faster
     assert 1.1 < f8.tokens_per_second / bf.tokens_per_second < 1.55
     assert f8.step is not None and f8.step.float8_cast_seconds > 0
+    from llmsizer.cli.train_cmd import render_duration
+
+    assert "float8 casts; the float8 linears at the FP8 peak" in render_duration(f8)
     names = {a.name for a in f8.assumptions}
     assert {"float8_gemm_flops_per_token", "float8_cast_bytes_per_token"} <= names
     eager = training_duration_for(spec, dev, 8, 1e6, dict(base, compile=False, float8=True))
