@@ -3,8 +3,8 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
-constants and the four training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
-host-path collective bandwidth); every other factor comes from outside llmsizer's validation rows
+constants and the five training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
+host-path collective bandwidth, the host seconds per launched kernel); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
 
@@ -223,6 +223,19 @@ NO_PEER_TO_PEER = ("rtx-4090",)
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
     "host_staged_collective_bandwidth", 4.555e9, 4.555e9, 4.555e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
+# Host seconds per launched kernel of an eager training step (formulas/launch_overhead.py eq. K1: the micro-step
+# takes max(device time, kernels x tau)). CALIBRATED on one named row, PM0720 (Qwen-7B LoRA r64 on every linear,
+# HF Trainer + PEFT, 1 x A100-SXM4-80G, 8 x 256 tokens in 1.2 s per step, Qwen README): the only published row whose
+# micro-step (0.150 s) is longer than its device work (0.077 s), so tau = the measured micro-step (less the step's
+# optimizer and accumulation share) / its kernels. Re-derived by tests/hardware/test_training_calibration.py;
+# PM0720 is left out of the error summary. For scale: Holistic Trace Analysis measures the cudaLaunchKernel call
+# alone at 5-20 us (facebookresearch/HolisticTraceAnalysis docs/source/features/cuda_kernel_launch_stats.rst); tau
+# adds the Python call, autograd and dispatch of each op (PyTorch 2.0, HF Trainer, PEFT). One row, so no spread is
+# claimed (low = expected = high).
+HOST_SECONDS_PER_KERNEL = Factor(
+    "host_seconds_per_kernel", 19.72e-6, 19.72e-6, 19.72e-6,
+    "calibrated: Qwen-7B LoRA 1 x A100 seq 256, 1.2 s per 8 x 256 tokens (PM0720, Qwen README @2df8e8a); "
+    "cudaLaunchKernel alone 5-20 us (HolisticTraceAnalysis cuda_kernel_launch_stats)")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
@@ -267,7 +280,7 @@ ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_C
        LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
-       TRAINING_HFU, APPLE_GPU_WORKING_SET)
+       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:
