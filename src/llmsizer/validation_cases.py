@@ -800,21 +800,30 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 # SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)'. For the fused-MoE PRs (#3240, #4002:
 # VB01-VB13) the board is read from the configs they tuned, which vLLM names by the tuning GPU's device name
 # (A100-SXM4-80GB, see each row's notes): summarised. VB14 (#2192, Llama 70B) has no such trace: its settings are
-# assumed (out of the summary and the bands).
+# assumed (out of the summary and the bands). Every row ran vLLM's V0 engine (host work between decode steps, not
+# overlapped): estimated with engine_step_seconds = efficiency.VLLM_V0_STEP_SECONDS, calibrated on VB07.
+VLLM_V0_CALIBRATION = "VB07"
 
-def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+
+def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
+    """The static-batch rows; ``engine_step_seconds`` overrides the V0 engine's step time (None: the calibrated
+    ``efficiency.VLLM_V0_STEP_SECONDS``)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate import efficiency as E
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
+    step = E.VLLM_V0_STEP_SECONDS.expected if engine_step_seconds is None else engine_step_seconds
     out = []
     for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
         dev = builtin_catalog().devices[r["device"]]
         n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                           engine_step_seconds=step)
+        calib = r["id"] == VLLM_V0_CALIBRATION
         secs = s.static_batch_seconds
         pred = None if not secs else b * gen / secs
         value = b * gen / float(r["value"])
@@ -822,9 +831,11 @@ def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
                         f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
-                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
-                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                             f"s); {r['notes']}"))
+                        excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                        source=r["source"],
+                        note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
+                        + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                          f"s); V0 engine step {step * 1e3:.2f} ms; {r['notes']}"))
     return out
 
 

@@ -3,7 +3,7 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
-constants and the five training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
+constants, vLLM's V0 engine step time and the five training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
 host-path collective bandwidth, the host seconds per launched kernel); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
@@ -236,6 +236,18 @@ HOST_SECONDS_PER_KERNEL = Factor(
     "host_seconds_per_kernel", 19.72e-6, 19.72e-6, 19.72e-6,
     "calibrated: Qwen-7B LoRA 1 x A100 seq 256, 1.2 s per 8 x 256 tokens (PM0720, Qwen README @2df8e8a); "
     "cudaLaunchKernel alone 5-20 us (HolisticTraceAnalysis cuda_kernel_launch_stats)")
+# vLLM's V0 engine (vLLM main of Dec 2023 - Apr 2024, the releases of validation/vllm_benchmark_latency.csv) ran
+# scheduling, input preparation, sampling and output processing on the host between decode steps while the GPU
+# waited: vLLM's v0.6.0 post (blog.vllm.ai 2024-09-05) measured "29% of the total execution time ... spent on
+# scheduling" beside 38% of GPU execution for Llama 3 8B on one H100, and v0.6.0 overlapped it (multi-step scheduling,
+# asynchronous output processing). Seconds per decode step, added to the step (estimate_speed engine_step_seconds).
+# CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
+# vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps. Re-derived by
+# tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
+VLLM_V0_STEP_SECONDS = Factor(
+    "vllm_v0_engine_step_seconds", 6.548e-3, 6.548e-3, 6.548e-3,
+    "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
+    "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
@@ -280,7 +292,7 @@ ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_C
        LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
-       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL)
+       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

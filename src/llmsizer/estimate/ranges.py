@@ -66,7 +66,7 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
 
 
 _add("batched decode throughput", "llama.cpp", 0.8221, 1.0376, 63)
-_add("batched decode throughput", "vllm", 0.5790, 0.9204, 13)
+_add("batched decode throughput", "vllm", 0.7234, 1.0736, 12)
 _add("decode throughput", "llama.cpp", 0.6732, 1.0576, 35)
 _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
