@@ -65,14 +65,14 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
 
 
-_add("batched decode throughput", "llama.cpp", 0.8221, 1.0376, 63)
+_add("batched decode throughput", "llama.cpp", 0.8692, 1.1086, 57)
 _add("batched decode throughput", "vllm", 0.7234, 1.0736, 12)
-_add("decode throughput", "llama.cpp", 0.6732, 1.0576, 35)
+_add("decode throughput", "llama.cpp", 0.8346, 1.0967, 57)
 _add("inference memory", "transformers", 0.9700, 1.1814, 11)
 _add("inference memory", "vllm", 0.9951, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.3216, 1.6914, 18)
 _add("training memory", "pytorch training", 0.9082, 1.1198, 11)
-_add("training throughput", "pytorch training", 0.7830, 1.1785, 171)
+_add("training throughput", "pytorch training", 0.7830, 1.1471, 205)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -192,6 +192,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     secs = None
     util = s.utilization
     if tokens and device is not None:
+        if hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # resources.network, per machine
+            fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files)
         util, secs = d.utilization, d.seconds

@@ -140,7 +140,12 @@ class TrainingWorkload:
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
-        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
+        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (devices per machine: hybrid
+        sharding, and where the data-parallel collectives leave the machine).
+    network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
+        interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
+        machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
+        change memory.
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
@@ -196,6 +201,7 @@ class TrainingWorkload:
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
+    network: str | None = None
     fsdp_version: int = 2
     context_parallel: int = 1
     activation_offload: bool = False
