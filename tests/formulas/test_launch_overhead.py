@@ -156,3 +156,69 @@ def test_step_is_the_longer_of_device_and_host() -> None:
     assert cf + cb < (f + b) / 2  # inductor fuses the pointwise ops: far fewer launches
     assert overlapped_seconds(0.08, host_seconds(7500, 20e-6)) == pytest.approx(0.15)
     assert overlapped_seconds(0.65, host_seconds(7500, 20e-6)) == 0.65
+
+
+def _inductor_kernels(run: Any) -> int:
+    """Kernels inductor emits over every graph compiled while ``run`` runs: its scheduler nodes (fused pointwise /
+    reduction kernels and extern GEMM / attention calls), less the no-op nodes and the multi-output views of a tuple
+    result, which launch nothing."""
+    import logging
+
+    import torch._inductor.graph as graph
+    from torch._inductor import config
+    from torch._inductor.ir import MultiOutput
+    from torch._inductor.scheduler import NopKernelSchedulerNode
+
+    seen = [0]
+    original = graph.GraphLowering.count_bytes
+
+    def count_bytes(self: Any) -> Any:
+        total, counts, runtimes = original(self)
+        seen[0] += sum(1 for node, _ in counts
+                       if not isinstance(node, NopKernelSchedulerNode) and not isinstance(node.node, MultiOutput))
+        return total, counts, runtimes
+
+    torch._logging.set_logs(inductor_metrics=True)
+    logging.getLogger("torch._inductor").setLevel(logging.WARNING)
+    try:
+        with pytest.MonkeyPatch.context() as mp, config.patch(fx_graph_cache=False), \
+                torch._functorch.config.patch(enable_autograd_cache=False):
+            mp.setattr(graph.GraphLowering, "count_bytes", count_bytes)
+            torch._dynamo.reset()
+            run()
+    finally:
+        torch._logging.set_logs()
+        torch._dynamo.reset()
+    return seen[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("targets", [[], ["q_proj", "v_proj"], [n + "_proj" for n in BASE]],
+                         ids=["dense", "lora-qv", "lora-all"])
+def test_compiled_layer_kernels_equal_inductors_kernels(targets: list[str]) -> None:
+    model = _model()
+    layer = model.model.layers[0]
+    if targets:
+        peft = pytest.importorskip("peft")
+        cfg = peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets)
+        pm = peft.get_peft_model(model, cfg, autocast_adapter_dtype=False)
+        model, layer = pm.base_model.model, pm.base_model.model.model.layers[0]
+    compiled = torch.compile(layer)
+    x = torch.randn(1, 64, CFG["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(64)[None]
+    pe = tuple(p.detach() for p in model.model.rotary_emb(x, pos))
+
+    def run() -> None:
+        out = compiled(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
+        out = out[0] if isinstance(out, tuple) else out
+        out.backward(torch.ones_like(out))
+    measured = _inductor_kernels(run)
+    linears: list[tuple[str, bool, bool]] = []
+    for n in BASE:
+        linears.append((n, not targets, False))
+        if n + "_proj" in targets:
+            linears += [(n + " lora_A", True, False), (n + " lora_B", True, False)]
+    fwd, bwd = layer_kernels(_widths(), linears, compiled=True, norms_trained=not targets)
+    assert fwd + bwd == measured
+    eager = sum(layer_kernels(_widths(), linears, compiled=False, norms_trained=not targets))
+    assert fwd + bwd < 0.6 * eager  # the case discriminates: eager launches far more

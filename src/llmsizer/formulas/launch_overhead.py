@@ -33,13 +33,21 @@ adapters, rot = 1 for rotary q/k::
 real CPU step under ``TorchDispatchMode``). The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and
 NLL each way, the head GEMM, the final norm, the rotary tables and the embedding (:func:`head_kernels`). Checkpointed layers run K_f again.
 
-**Compiled** (``torch.compile``, inductor): the fused kernels of formulas/elementwise_traffic.py eqs. (E4)/(E5)
-replace the pointwise ops: forward the attention norm, the rotary kernel, the residual + MLP norm, the activation
-and the layer output (5; 4 without rotary), backward the two norm backwards fused with the gradient sums, the
-rotary and activation backward (4; 3 without rotary) and the norm-weight reductions when they train (2); the GEMMs
-and attention stay extern kernels, LoRA's scale-and-add fuses into its consumer. The compiled loss is one fused
-kernel each way. Inductor's wrapper still launches each kernel, so tau_host applies per kernel (an assumption:
-its launcher skips the dispatcher and autograd, so this over-states the compiled host time).
+**Compiled** (``torch.compile``, inductor): the GEMMs and attention stay extern kernels; the pointwise ops fuse into
+the kernels inductor's scheduler emits, counted on a compiled transformers Llama layer (CPU backend, the scheduler
+nodes that ``GraphLowering.count_bytes`` lists, less the no-op and multi-output nodes): forward the two norms (each
+with the residual add before it), the SwiGLU, the layer output add (4) and the rotary embedding, 3 kernels each for
+q and k (``rotate_half``'s negated half, its ``cat``, ``q cos + rot sin``: 6), plus one per LoRA adapter on q or k
+(the base + adapter sum is materialised before the rotary); backward the two norm backwards (the weight-gradient
+sums fused in), the SwiGLU backward, the attention-gradient layout copy and one gradient sum (5), the two rotary
+backwards, plus one per LoRA adapter not on q or k::
+
+    forward   K_f,c = n_lin + 1 + 4 + 6 rot + a_qk        backward  K_b,c = sum(GEMM backward) + 1 + 5 + 2 rot + a - a_qk
+
+(dense, LoRA q,v and LoRA on every linear: equal to inductor's count; LoRA q,o: one kernel under). Triton on a GPU
+may fuse differently from the CPU backend. The compiled loss is one fused kernel each way. Inductor's wrapper still
+launches each kernel, so tau_host applies per kernel (an assumption: its launcher skips the dispatcher and
+autograd, so this over-states the compiled host time).
 
 MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop launches per expert
 hit: an under-count). The optimizer step's kernels (once per step, foreach/fused over many tensors) are not
@@ -74,8 +82,9 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
     gemm_bwd = sum((2 + (1 if bias else 0)) if trained else 1 for _, trained, bias in linears)
     rot = 1 if w.rotary else 0
     if compiled:
-        fwd = n_lin + 1 + 4 + rot
-        bwd = gemm_bwd + 1 + 3 + rot + (2 if norms_trained else 0)
+        qk_adapters = sum(1 for name, _, _ in linears if name in ("q lora_A", "k lora_A"))
+        fwd = n_lin + 1 + 4 + 6 * rot + qk_adapters
+        bwd = gemm_bwd + 1 + 5 + 2 * rot + (adapters - qk_adapters)
         return fwd, bwd
     nf, nb = (1, 1) if w.layernorm else rmsnorm_kernels(half, norms_trained)
     separate_qkv = sum(1 for name, _, _ in linears if name in ("q", "k", "v"))
