@@ -16,6 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from inductor_nodes import inductor_nodes  # noqa: E402
+
 from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
 from llmsizer.formulas.launch_overhead import (  # noqa: E402
     head_kernels,
@@ -162,34 +164,11 @@ def _inductor_kernels(run: Any) -> int:
     """Kernels inductor emits over every graph compiled while ``run`` runs: its scheduler nodes (fused pointwise /
     reduction kernels and extern GEMM / attention calls), less the no-op nodes and the multi-output views of a tuple
     result, which launch nothing."""
-    import logging
-
-    import torch._inductor.graph as graph
-    from torch._inductor import config
     from torch._inductor.ir import MultiOutput
     from torch._inductor.scheduler import NopKernelSchedulerNode
 
-    seen = [0]
-    original = graph.GraphLowering.count_bytes
-
-    def count_bytes(self: Any) -> Any:
-        total, counts, runtimes = original(self)
-        seen[0] += sum(1 for node, _ in counts
-                       if not isinstance(node, NopKernelSchedulerNode) and not isinstance(node.node, MultiOutput))
-        return total, counts, runtimes
-
-    torch._logging.set_logs(inductor_metrics=True)
-    logging.getLogger("torch._inductor").setLevel(logging.WARNING)
-    try:
-        with pytest.MonkeyPatch.context() as mp, config.patch(fx_graph_cache=False), \
-                torch._functorch.config.patch(enable_autograd_cache=False):
-            mp.setattr(graph.GraphLowering, "count_bytes", count_bytes)
-            torch._dynamo.reset()
-            run()
-    finally:
-        torch._logging.set_logs()
-        torch._dynamo.reset()
-    return seen[0]
+    return sum(1 for node, _ in inductor_nodes(run)
+               if not isinstance(node, NopKernelSchedulerNode) and not isinstance(node.node, MultiOutput))
 
 
 @pytest.mark.slow
