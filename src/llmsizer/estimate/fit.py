@@ -129,8 +129,11 @@ class FitResult:
 
 
 def target_and_count(hardware: str | Device | Instance, count: int | None,
-                     hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, str, Instance | None]:
-    """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1."""
+                     hardware_files: Sequence[str | Path] = (), instances: bool = False
+                     ) -> tuple[Device, int, str, Instance | None]:
+    """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1. An instance is
+    one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
+    network) a whole multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None and count < 1:
         raise InputError(f"count must be at least 1, got {count}")
@@ -138,8 +141,22 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
     if inst_count and count and count != inst_count:
-        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+        if not instances:
+            raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+        if count % inst_count:
+            whole = sorted({max(1, count // inst_count), -(-count // inst_count)})
+            opts = " or ".join(f"{k * inst_count} ({k} instance{'s' if k > 1 else ''})" for k in whole)
+            raise InputError(f"{target} has {inst_count} devices: {count} devices are not whole instances; give "
+                             f"{opts}, or the device name {device.id} for {count} devices")
     return device, n, target, instance
+
+
+def instances_for(count: int, instance: Instance | None) -> int:
+    """Instances ``count`` devices of ``instance`` take: count / the instance's devices (a whole multiple, as
+    ``target_and_count`` and a plan's resources.nodes require), 1 for a device or a single instance."""
+    if instance is None or not instance.device_count:
+        return 1
+    return max(1, -(-count // instance.device_count))
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -190,8 +207,10 @@ def hourly_price(device: Device, count: int, instance: Instance | None = None,
     at full load (formulas/cost.py); else unknown. The one rule fit (serving and training) and recommend price a
     target by; basis is ``on-demand``, ``given``, ``power`` or ``unknown``."""
     if instance is not None:
-        price = instance.price_per_hour
-        return (price, "on-demand", f"on-demand {instance.region}") if price is not None else (None, "unknown", "")
+        price, k = instance.price_per_hour, instances_for(count, instance)
+        if price is None:
+            return None, "unknown", ""
+        return price * k, "on-demand", f"on-demand {instance.region}" + (f", {k} instances" if k > 1 else "")
     if device.price is not None:
         return float(device.price.base) * count, "given", "given"
     if kwh_price is not None and device.tdp is not None:
@@ -397,7 +416,11 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
     ``fit --train --tokens`` and ``train --device --tokens`` print)."""
     spec = load_model(model) if isinstance(model, str) else model
-    device, n, target, instance = target_and_count(hardware, count, hardware_files)
+    gpus = training_fields.get("gpus")
+    if count is not None and gpus is not None and gpus != count:
+        raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")
+    count = count if count is not None else gpus  # the workload's devices are the target's (one count)
+    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     usable, notes = target_memory(device, instance, memory)
     assumptions = [headroom_assumption(headroom), *notes]
@@ -406,6 +429,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
+    if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
+        fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]

@@ -120,7 +120,8 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                     "h100-sxm"),
                   F("instance", "str", "a cloud instance from the catalog (aws-p5.48xlarge, ...); brings its devices",
                     template=False),
-                  F("count", "int", "devices in total (default: the instance's devices x nodes, else 1)", 1,
+                  F("count", "int", "devices in total (default: the instance's devices x nodes, else 1); with an "
+                    "instance and no nodes, a whole multiple of its devices is that many instances", 1,
                     minimum=1),
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
