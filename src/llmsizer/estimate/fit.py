@@ -390,10 +390,12 @@ ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communica
 def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None) -> Estimate:
     """``estimate_training`` on devices of ``memory`` bytes, the one rule ``train --memory``, ``fit --train``,
     ``recommend --train`` and ``plan`` share: with several devices and no sharding given (no zero, no fsdp), the
-    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
+    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption (DDP alone when
+    ``grad_sync``, a DDP setting, is given)."""
     fields = dict(fields, memory=memory, headroom=headroom)
     auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
+    stages = [0] if fields.get("grad_sync") else [0, 1, 2, 3]  # grad_sync states DDP
+    for stage in (stages if auto else [None]):  # None: the user's zero, or none given (not filled in here)
         est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
         if est.details["fits"]:
             break
@@ -433,16 +435,18 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
-    assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")
     tp = int(fields.get("tp", 1))
     dur, timing = None, None
     if tokens is not None:
         from .duration import training_time_on  # duration.py imports this module
-        dur, price, cost = training_time_on(spec, hardware, n, tokens, {k: v for k, v in training_fields.items()
-                                                                       if v is not None}, utilization, kwh_price,
-                                             hardware_files)
+        timed = {k: v for k, v in training_fields.items() if v is not None}
+        if chosen:  # the stage the memory took is the run that is timed (as the plan times it)
+            timed["zero"] = chosen[0].value
+        dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files)
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
                      int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),

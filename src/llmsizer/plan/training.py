@@ -38,7 +38,7 @@ from .result import Chart, Hardware, JobPlan, Series
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
                         "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "compile")
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "compile", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
