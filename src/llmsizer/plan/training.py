@@ -103,6 +103,8 @@ def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) 
     if not tokens:
         return None
     fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
+    if nodes > 1 and job.resources.network:  # resources.network, per machine (as plan_training times it)
+        fields["network"] = f"{job.resources.network * 8 / 1e9:g} Gb/s"
     return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
 
 
