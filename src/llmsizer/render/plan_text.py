@@ -42,9 +42,10 @@ def _job_lines(j: JobPlan) -> list[str]:
                        + budget)
     else:
         fits = mem.value("fits")
+        unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         adm = mem.get("admitted")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'})"
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted})"
                    + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
                       "the peak context" if adm is not None else ""))
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
