@@ -84,12 +84,13 @@ def test_training_constants_follow_from_their_rows(monkeypatch: pytest.MonkeyPat
 
 
 def test_ring_volumes_follow_the_collectives() -> None:
-    """Eq. (7a)/(7b): FSDP FULL_SHARD moves 3x the weights' share (all-gather x2 + reduce-scatter), DDP 2x."""
-    from llmsizer.formulas.training_time import data_parallel_bytes
+    """Eqs. (7c)/(7d): FSDP FULL_SHARD moves 3x the weights' share per micro-step (all-gather x2 + reduce-scatter),
+    DDP 2x (the all-reduce)."""
+    from llmsizer.formulas.training_time import data_parallel_comm
 
-    assert data_parallel_bytes(4, 100.0, 100.0, True) == pytest.approx(0.75 * 300)
-    assert data_parallel_bytes(4, 100.0, 100.0, False) == pytest.approx(0.75 * 200)
-    assert data_parallel_bytes(1, 100.0, 100.0, True) == 0.0
+    assert data_parallel_comm(4, 4, 100.0, 100.0, "full", 1, 1.0).bytes == pytest.approx(0.75 * 300)
+    assert data_parallel_comm(4, 4, 100.0, 100.0, "ddp", 1, 1.0).bytes == pytest.approx(0.75 * 200)
+    assert data_parallel_comm(1, 1, 100.0, 100.0, "full", 1, 1.0).bytes == 0.0
 
 
 def test_hopper_utilization_follows_from_its_row() -> None:
