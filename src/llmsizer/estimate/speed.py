@@ -289,9 +289,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
-    # runs once per image, not per text token (GGUF keeps it in a separate mmproj file).
-    matmul_params = pc.active - (0 if spec.tie_word_embeddings else emb_params) - pc.by_component.get("vision", 0)
-    read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
+    # runs once per image, not per text token (GGUF keeps it in a separate mmproj file). Gemma 3n's per-layer
+    # input table is a lookup of one row per token, never a head.
+    matmul_params = pc.active - (0 if spec.tie_word_embeddings else emb_params) - pc.by_component.get("vision", 0) \
+        - pc.by_component.get("per_layer_embedding", 0)
+    read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0) \
+        - wb.by_component.get("per_layer_embedding", 0)
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
     # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component

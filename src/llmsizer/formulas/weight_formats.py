@@ -105,7 +105,8 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
     best = 0
     for _role, comp, shape, count, _layer, numel in model_tensors(spec):
-        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision"):  # Tensor.matrix
+        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
+                                                                     "per_layer_embedding"):  # Tensor.matrix
             best = max(best, numel // count)
     return best
 
@@ -144,7 +145,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
         return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
     if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
-        quantizable = t.matrix and t.component not in ("embedding", "lm_head")
+        quantizable = t.matrix and t.component not in ("embedding", "lm_head", "per_layer_embedding")
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
     if not quantizable:
