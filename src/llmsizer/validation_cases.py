@@ -514,7 +514,8 @@ def vectorlm_case(r: dict[str, str]) -> Case:
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
                               "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
-                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION}}
+                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION},
+                              "PM0720": "HOST_SECONDS_PER_KERNEL"}
 
 
 @dataclass(frozen=True)
@@ -702,18 +703,21 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         measured = 8 * seq / value
+        calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"Qwen-7B {'Q-LoRA (GPTQ int4)' if qlora else 'LoRA'} 1xA100 seq {seq} "
                     "tokens/s", pred, measured, "tokens/s",
                     None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
-                    excluded=ASSUMED, source=r["source"],
-                    note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
+                    excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
+                    note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+                    + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
                     "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
                     + ("; auto-gptq eager dequantization of the int4 base (eq. 9b), desc_act False assumed"
                        if qlora else "")
                     + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
                        + (f", dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
                        + "; per micro-step compute "
-                       f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
+                       f"{st.compute_seconds:.3f} s (kernel launches {st.launch_seconds:.3f} s) against "
+                       f"{seq / measured:.3f} s measured" if st else ""))
     if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
         row = TORCHTUNE_SPEED_ROWS[rid]
         if isinstance(row, str):
@@ -840,31 +844,45 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 # -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
 # b prompts prefilled together and decoded to `generated` tokens each (ignore_eos); the published figure is the wall
 # time of the batch, compared here as the batch's generated tokens per second (b x generated / seconds) against
-# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)': taken as the SXM4 80 GB board, so
-# every row is reported with its settings assumed (out of the summary and the bands).
+# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)'. For the fused-MoE PRs (#3240, #4002:
+# VB01-VB13) the board is read from the configs they tuned, which vLLM names by the tuning GPU's device name
+# (A100-SXM4-80GB, see each row's notes): summarised. VB14 (#2192, Llama 70B) has no such trace: its settings are
+# assumed (out of the summary and the bands). Every row ran vLLM's V0 engine (host work between decode steps, not
+# overlapped): estimated with engine_step_seconds = efficiency.VLLM_V0_STEP_SECONDS, calibrated on VB07.
+VLLM_V0_CALIBRATION = "VB07"
 
-def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+
+def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
+    """The static-batch rows; ``engine_step_seconds`` overrides the V0 engine's step time (None: the calibrated
+    ``efficiency.VLLM_V0_STEP_SECONDS``)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate import efficiency as E
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
+    step = E.VLLM_V0_STEP_SECONDS.expected if engine_step_seconds is None else engine_step_seconds
     out = []
     for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
         dev = builtin_catalog().devices[r["device"]]
         n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                           engine_step_seconds=step)
+        calib = r["id"] == VLLM_V0_CALIBRATION
         secs = s.static_batch_seconds
         pred = None if not secs else b * gen / secs
         value = b * gen / float(r["value"])
         out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
                         f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", excluded=ASSUMED, source=r["source"],
-                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                             f"s); {r['notes']}"))
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
+                        excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                        source=r["source"],
+                        note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
+                        + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                          f"s); V0 engine step {step * 1e3:.2f} ms; {r['notes']}"))
     return out
 
 

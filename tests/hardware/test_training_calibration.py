@@ -201,3 +201,34 @@ def test_held_out_ada_rows_imply_the_same_utilization() -> None:
         implied[rid] = solve_utilization(step, 1.0 / float(public_rows()[rid]["value"]))
     ada = E.TRAINING_DEVICE_UTILIZATION.expected
     assert all(ada * 0.98 <= u <= ada * 1.1 for u in implied.values()), implied
+
+
+def test_host_seconds_per_kernel_follows_from_its_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOST_SECONDS_PER_KERNEL from PM0720 (Qwen-7B LoRA, 1 x A100, 8 x 256 tokens in 1.2 s): with no host cost
+    the device work of a micro-step is shorter than the measured one, so the micro-step is host-bound (eq. K1) and
+    tau = (measured step - optimizer step - 7 accumulations) / 8 / kernels per micro-step."""
+    from llmsizer.readers.hf_config import spec_from_config
+    from llmsizer.validation_cases import QWEN7B_V1, QWEN_SPEED_ROWS, TRAINING_SPEED_CALIBRATION
+
+    assert TRAINING_SPEED_CALIBRATION["PM0720"] == "HOST_SECONDS_PER_KERNEL"
+    r = public_rows()["PM0720"]
+    seq, measured = QWEN_SPEED_ROWS["PM0720"], float(r["value"])
+    fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+                  grad_accumulation=8, grad_checkpointing="full", attention="flash")
+    spec, dev = spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"]
+    tau = E.HOST_SECONDS_PER_KERNEL
+    monkeypatch.setattr(E, "HOST_SECONDS_PER_KERNEL", dataclasses.replace(tau, expected=0.0))
+    d = training_duration_for(spec, dev, 1, 1e6, fields)
+    st = d.step
+    assert st is not None and st.launch_seconds == 0.0
+    kernels = next(a.value for a in d.assumptions if a.name == "kernels_per_micro_step")
+    micro = (measured - st.optimizer_seconds - 7 * st.accumulation_seconds) / 8
+    assert micro > 1.5 * st.compute_seconds  # host-bound: the row determines tau
+    monkeypatch.undo()
+    assert micro / kernels == pytest.approx(tau.expected, rel=0.002)
+    # and the row is then met; the 2048-token row of the same table stays device-bound (unchanged)
+    d = training_duration_for(spec, dev, 1, 1e6, fields)
+    assert 8 * seq / d.tokens_per_second == pytest.approx(measured, rel=0.003)
+    long = dict(fields, seq_len=2048)
+    st2 = training_duration_for(spec, dev, 1, 1e6, long).step
+    assert st2 is not None and st2.compute_seconds > st2.launch_seconds

@@ -161,6 +161,8 @@ def render_duration(d: Duration) -> str:
                  + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
                  + (f" (of it {st.float8_cast_seconds:.3g} s float8 casts; the float8 linears at the FP8 peak)"
                     if st.float8_cast_seconds else "")
+                 + (" (host-bound: the kernel launches take longer than the device's work)"
+                    if st.launch_seconds and st.launch_seconds >= st.compute_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication ({st.exposed_comm_seconds:.3g} s not "
                     "hidden by compute)" if st.comm_seconds else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")

@@ -24,10 +24,18 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
-from ..formulas.elementwise_traffic import SOURCE_COMPILED, SOURCE_EAGER, elementwise_seconds, step_bytes_per_token
+from ..formulas.elementwise_traffic import (
+    SOURCE_COMPILED,
+    SOURCE_EAGER,
+    elementwise_seconds,
+    model_layer_widths,
+    step_bytes_per_token,
+)
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
 from ..formulas.gemm_shapes import shape_efficiency, training_gemms
+from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
+from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import lora_params
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -195,6 +203,33 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                 w.kernels == "unsloth")
 
 
+def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
+    """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
+    decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
+    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled."""
+    tp = w.tp if w.tp > 1 else 1
+    st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
+    widths, linears = [], []
+    by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
+    for i in range(spec.num_layers):
+        moe = bool(spec.moe_layers[i] and spec.moe is not None)
+        if moe not in by_kind:
+            lin = [(name, st.full or "lora_" in name, not counted)
+                   for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
+            if moe and spec.moe is not None:
+                m = spec.moe
+                lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
+            by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
+        widths.append(by_kind[moe][0])
+        linears.append(by_kind[moe][1])
+    recompute = recompute_mode(w.grad_checkpointing)
+    ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
+    half = w.precision != "fp32"
+    rotary = model_layer_widths(spec, 0, tp).rotary
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary)
+    return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
+
+
 @dataclass(frozen=True)
 class Duration:
     """Wall-clock time of a training run on ``devices`` x one device type (None where the peak is unsourced)."""
@@ -259,6 +294,9 @@ class StepTime:
     accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
     float8_cast_seconds: float = 0.0  # per micro-step, formulas/float8_training.py (F1)-(F3), inside compute
     exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eq. (8'))
+    # per micro-step, host time of the kernel launches (formulas/launch_overhead.py eq. K1): compute_seconds is
+    # max(device work, launch_seconds)
+    launch_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -268,7 +306,7 @@ class StepTime:
                 "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
                 "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds,
                 "float8_cast_seconds": self.float8_cast_seconds,
-                "exposed_comm_seconds": self.exposed_comm_seconds}
+                "exposed_comm_seconds": self.exposed_comm_seconds, "launch_seconds": self.launch_seconds}
 
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
@@ -399,6 +437,16 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     t_c = tokens * flops_eff / (peak * u * e) + t_dq + t_ew + t_f8
+    t_launch = 0.0
+    if device.kind == "gpu":
+        kernels = kernels_per_micro_step(spec, w)
+        tau = E.HOST_SECONDS_PER_KERNEL
+        t_launch = host_seconds(kernels, tau.expected)
+        notes.append(Assumption("kernels_per_micro_step", kernels, True,
+                                f"formulas/launch_overhead.py: {'compiled' if w.compile else 'eager'} kernels of "
+                                f"one micro-step ({LAUNCH_SOURCE})"))
+        notes.append(Assumption(tau.name, tau.expected, True, tau.source))
+        t_c = overlapped_seconds(t_c, t_launch)
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
@@ -455,7 +503,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_micro, 0.0, t_p,
                                  t_opt + (w.grad_accumulation - 1) * t_acc)
     return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_f8, t_micro - t_c)
+                    t_f8, t_micro - t_c, t_launch)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
