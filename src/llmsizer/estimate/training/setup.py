@@ -83,6 +83,13 @@ class TrainingContext:
     weight_copy_bytes: int  # autocast half copies of fp32 linear weights (0: none)
 
 
+def compile_partitions_layers(w: TrainingWorkload) -> bool:
+    """Whether torch.compile's min-cut partitioner decides what each decoder layer saves for its backward
+    (formulas/compiled_activations.py, formulas/selective_checkpointing.py): under ``compile``, unless Unsloth's
+    hand-written autograd kernels replace the layer (formulas/unsloth_kernels.py)."""
+    return w.compile and w.kernels != "unsloth"
+
+
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
         return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
