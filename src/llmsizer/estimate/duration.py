@@ -32,6 +32,7 @@ from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DataParallelComm,
     adapter_flops_per_token,
@@ -325,7 +326,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
         wb = float(weight_bytes(spec, _weight_format(w)).total)
-        gb = float(fl.trained_params) * (2 if w.precision in ("bf16", "fp16") else 4)
+        # gradients travel in their own dtype: DeepSpeed's communication_data_type is the model's bf16/fp16
+        # (runtime/engine.py lines 1405-1416 @ edaa722), so a mixed-precision run under ZeRO reduces 2 B
+        gb = float(fl.trained_params) * recipe(training_recipe_name(w.precision, w.zero, w.method)).grad_bytes
         host = device.id in E.NO_PEER_TO_PEER
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)

@@ -15,7 +15,14 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, any_quantizable, lora_params
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
-from ...formulas.training_states import OptimizerInfo, Recipe, optimizer_info, recipe
+from ...formulas.training_states import (
+    DEEPSPEED_PRECISION_SOURCE,
+    OptimizerInfo,
+    Recipe,
+    optimizer_info,
+    recipe,
+    training_recipe_name,
+)
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ..inference.common import Acc
@@ -91,9 +98,12 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
-    rec = recipe(w.precision)
+    rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
+    if rec.name != w.precision:
+        acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
+                                          f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
     if w.method == "qlora":
         record_workload(w, acc, ("nf4_quantizer",))
     if w.grad_checkpointing in ("full", "selective-op"):
