@@ -52,6 +52,9 @@ CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
 ASSUMED = "settings assumed"
+# a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
+# row of its table falls): reported, with the reason in the row, but kept out of the summary and the bands
+SUSPECT = "suspect measurement"
 LOWER_BOUND = "lower bound"
 
 
@@ -101,10 +104,15 @@ class Summary:
     with_tolerance: int = 0
     errors: list[float] = field(default_factory=list, repr=False)
 
+    @property
+    def within_10(self) -> int:
+        """Rows with |error| <= 10 % (the issue's second score beside the median)."""
+        return sum(1 for e in self.errors if e <= 0.10 + 1e-12)
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rows": self.n, "median_abs_error": self.median, "p90_abs_error": self.p90,
                 "rows_excluded": self.excluded_rows, "within_tolerance": self.within,
-                "with_tolerance": self.with_tolerance}
+                "with_tolerance": self.with_tolerance, "within_10_percent": self.within_10}
 
 
 # -- data ------------------------------------------------------------------------------------------------------
@@ -736,7 +744,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
 # -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
 # ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
-# constants (ppN rows of the RTX 4090); kept out of the summary.
+# constants (ppN rows of the RTX 4090); kept out of the summary. ``role`` suspect: a row whose figures contradict the
+# rest of its table (the reason is in its ``notes``); reported, kept out of the summary (SUSPECT).
 
 @dataclass(frozen=True)
 class BenchRow:
@@ -749,6 +758,7 @@ class BenchRow:
     role: str
     table: str
     source: str
+    notes: str = ""
 
 
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
@@ -759,7 +769,7 @@ BENCH_FLASH_ATTENTION = False
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
     path = data_dir(data) / "llamacpp_bench.csv"
     return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
-                     r["role"], r["table"], r["source"]) for r in _read_csv(str(path))]
+                     r["role"], r["table"], r["source"], r["notes"]) for r in _read_csv(str(path))]
 
 
 def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
@@ -770,12 +780,15 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
+        suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
         tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
+        why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
                         "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
-                        excluded=CALIBRATION if calib else "", source=r.source,
-                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")))
+                        excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
+                        + (f"; {why}" if why else "")))
     return out
 
 
@@ -892,8 +905,10 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward"
                + TT_RESERVED, True, "reserved"),
-    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; full, AdamW (foreach), FSDP over 4" + TT_RESERVED, True, "reserved"),
+    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full", fsdp_version=1),
+               TT_NOTE + "; full, AdamW (foreach), FSDP1 over 4 (FullyShardedDataParallel FULL_SHARD, "
+               "mixed_precision=None: recipes/full_finetune_distributed.py @ 0217d44c2 lines 293-300)" + TT_RESERVED,
+               True, "reserved"),
     "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
                True, "peak"),
@@ -956,8 +971,13 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
-               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits",
+                            deepspeed_gather="pre-0.9"),
+               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU; the README row came "
+               "with peft 73d7224 (2022-12-30), before DeepSpeed v0.9.0: a single rank still gathered (the buffer "
+               "beside the partition's device copy, --deepspeed-gather pre-0.9); the peak is the prefetch reaching "
+               "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
+               False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370

@@ -34,6 +34,7 @@ from ..numbers import (
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     CHECKPOINT_IMPLS,
+    DEEPSPEED_GATHERS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     KERNELS,
@@ -220,6 +221,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
                    "the device: bitsandbytes (PEFT/transformers), torchao (torchtune to_nf4) or torchao-0.1 (unchunked, "
                    f"torchtune 2024-05); its transient is the 'model init' phase (default {TW.nf4_quantizer})")
+    g.add_argument("--deepspeed-gather", choices=DEEPSPEED_GATHERS, help="with --zero 3: DeepSpeed's parameter "
+                   "gather: current (>= 0.9: one rank uses its partition in place) or pre-0.9 (one rank gathers too: "
+                   f"a buffer beside the partition's device copy) (default {TW.deepspeed_gather})")
     g.add_argument("--checkpoint-offload", action="store_true", default=None,
                    help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
                         "use_gradient_checkpointing='unsloth')")
@@ -266,7 +270,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node", "network", "metric", "fsdp_version", "context_parallel", "activation_offload",
                    "float8", "compile")

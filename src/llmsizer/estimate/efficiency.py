@@ -123,6 +123,37 @@ LLAMACPP_CUBLAS = Factor(
 LLAMACPP_HALF_COLUMNS = Factor(
     "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
+# L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
+# product of MMQ, the MMF path and flash attention in asm("mma.sync.aligned.m16n8k16/k32 ..."); ggml-cuda has no
+# wgmma, the warpgroup instruction of sm_90a. A Hopper SM gives its dense tensor rate, 4096 FP16 FLOP per SM-clock
+# (H100 SXM 989.4 TFLOP/s = 132 SMs x 1.83 GHz x 4096: NVIDIA/cudnn-frontend PR #650 _FLOPS_PER_CLOCK_PER_SM), only
+# through wgmma (Luo et al. 2024, "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", arXiv 2402.13499:
+# wgmma is needed to unlock the fourth-generation tensor core); the synchronous warp-level instructions issue at the
+# Ampere rate per SM-clock, 2048 (A100 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048). So llama.cpp's own kernels on Hopper
+# see 2048 / 4096 = 0.5 of the catalog's dense peak. NOT FITTED: the ratio of two published per-SM rates (re-derived
+# by tests/hardware/test_hopper_sync_mma.py). The cuBLAS path (cublasGemmEx, CUBLAS_COMPUTE_16F) is closed source;
+# that the same share holds there is read from measurements, not code, and is a named assumption: the held-out May
+# 2024 llama-bench rows of XiongjieDai's professional-GPU table (@eafac9d, XD68/XD69) ran cuBLAS for both F16 and
+# Q4_K_M (builds of that time printed CUDA_USE_TENSOR_CORES: yes and ran quantized products of more than 32 columns
+# as dequantize + FP16 cuBLAS on Volta and later, llama.cpp PR #3412; int8 tensor cores reached MMQ in June 2024,
+# PRs #7676/#7860), and put H100 PCIe over A100 PCIe at 1.36x (Q4_K_M) and 1.40x (F16) in pp512: the ratio of their
+# SM count x clock (1.31), not of their datasheet tensor peaks (2.42x). Before it both rows were +97 .. +100 %.
+LLAMACPP_SYNC_MMA_SHARE = {
+    "hopper": Factor(
+        "llamacpp_sync_mma_share_hopper", 0.5, 0.5, 0.5,
+        "ggml-cuda mma.cuh issues mma.sync (no wgmma): 2048 of Hopper's 4096 dense FP16 FLOP per SM-clock "
+        "(A100 312 TFLOP/s = 108 x 1.41 GHz x 2048; H100 989.4 = 132 x 1.83 GHz x 4096, cudnn-frontend PR #650; "
+        "Luo et al. 2024 arXiv 2402.13499)"),
+}
+
+
+def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
+    """The share of the catalog's dense tensor peak that llama.cpp's warp-level mma.sync kernels can issue on a GPU
+    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada, Blackwell)."""
+    return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
+
+
 # Routings whose experts a llama.cpp batched step of b >= 2 sequences fed identical tokens (llama-batched-bench)
 # reads, eq. (11) of formulas/speed.py: r = c b^alpha. FITTED (least squares of log r on log b) on the routings that make eq. (10) match each
 # named row: gpt-oss-120b MXFP4 on DGX Spark at b >= 4, BB16-BB18, BB20-BB23, BB25-BB28
@@ -255,8 +286,9 @@ TRAINING_UTILIZATION_CPU_BOUND = Factor(
 # the tensor cores; an unknown part is either faster than Hopper (Blackwell) or its software stack is less
 # tuned (Apple MPS, older or other vendors' parts), and for both the least share any calibrated architecture
 # reached is the one that does not promise a step faster than one measured per peak FLOP/s. Ada's share applied
-# to an 8 x B200 run made it 3.5x faster than 8 x H100 for a peak ratio of 2.27x. The duration names this factor
-# and warns that the architecture has no calibration row (estimate/duration.py training_duration).
+# to an 8 x B200 run made it 3.66x faster than 8 x H100 for a peak ratio of 2.27x (8B full fine-tune, ZeRO-3).
+# The duration names this factor and warns that the architecture has no calibration row (estimate/duration.py
+# training_duration).
 _LEAST_FITTED = min(TRAINING_UTILIZATION_BY_ARCH.values(), key=lambda f: f.expected)
 TRAINING_UTILIZATION_UNCALIBRATED = Factor(
     "training_device_utilization_uncalibrated", _LEAST_FITTED.low, _LEAST_FITTED.expected, _LEAST_FITTED.high,

@@ -184,6 +184,10 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     fp16_peak, _ = device.peak_flops("fp16_acc16")
     if gemm_peak is None or fp16_peak is None:
         return E.COMPUTE.expected
+    sync = E.llamacpp_sync_mma_share(device.architecture)
+    if sync is not None:  # Hopper: warp-level mma.sync reaches half the wgmma peak (efficiency.LLAMACPP_SYNC_MMA_SHARE)
+        gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
+        assumptions.append(Assumption(sync.name, sync.expected, True, sync.source))
     h = E.LLAMACPP_HALF_COLUMNS.expected if mmq else 0.0  # calibrated on MMQ expert products only
     cols = float(min(tokens, ubatch))
     experts = 0.0
@@ -341,11 +345,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         fp16_peak, _ = device.peak_flops("fp16_acc16")
         if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
             gemm_peak = fp16_peak = peak
+        sync = E.llamacpp_sync_mma_share(device.architecture)
+        if sync is not None and gemm_peak is not None and fp16_peak is not None:  # the same kernels as prefill
+            gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
         if batch == concurrency:
             assumptions.append(Assumption(
                 "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
                 f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
-                + (" over the whole unified buffer" if unified else ""),
+                + (" over the whole unified buffer" if unified else "")
+                + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
                 True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
                 + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR #14363; no "
                    "published -kvu measurement checks this case yet)"

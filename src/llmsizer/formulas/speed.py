@@ -56,7 +56,8 @@ with n_h the column count at half efficiency)::
 
     t_gemm = 2 P T / (R_k e_k) x (1 + n_h / n)                                          (9)
 
-(T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py.) Prefill computes the
+(T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py; on Hopper R_k is the rate its
+warp-level mma.sync instructions can issue, half the wgmma peak of the catalog: efficiency.LLAMACPP_SYNC_MMA_SHARE.) Prefill computes the
 logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
 "only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
 

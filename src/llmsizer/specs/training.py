@@ -40,6 +40,8 @@ LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
 # the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
 # transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
 NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
+# DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
+DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -132,6 +134,9 @@ class TrainingWorkload:
     nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
         'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
         torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
+    deepspeed_gather: with zero 3, DeepSpeed's parameter gather: 'current' (since v0.9.0 a single rank uses its
+        partition in place) or 'pre-0.9' (a single rank gathers too: a parameter buffer beside the partition's
+        device copy, DeepSpeed v0.8.1 partition_parameters.py lines 839-856), formulas/deepspeed_zero.py.
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -191,6 +196,7 @@ class TrainingWorkload:
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
+    deepspeed_gather: str = "current"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -220,6 +226,7 @@ class TrainingWorkload:
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
@@ -265,6 +272,9 @@ class TrainingWorkload:
             raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
                              "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
                              "offload are non-reentrant)")
+        if self.deepspeed_gather != "current" and self.zero != 3:
+            raise InputError(f"deepspeed_gather {self.deepspeed_gather!r} is DeepSpeed ZeRO-3's parameter gather; "
+                             f"zero is {self.zero}")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:

@@ -254,9 +254,13 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        "at initialisation (+ at the step: the fp32 copy of a sub-group's gradient partition)")
             src = "formulas/deepspeed_zero.py (deepspeed/runtime/zero/stage3.py lines 731-735, 2398-2408; config.py)"
         if name == "gathered_params" and w.zero == 3 and w.fsdp is None:
-            formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
-                       "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
-            src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
+            formula = ("DeepSpeed ZeRO-3: the prefetch keeps up to stage3_max_live_parameters (1e9 elements) gathered "
+                       "once the trace is complete, overshooting by the lm_head when the queue reaches it; modules "
+                       "reused within stage3_max_reuse_distance (1e9) stay gathered from forward to backward"
+                       + ("; an offloaded parameter's partition is copied to the device beside its gathered buffer"
+                          if w.offload == "params" else ""))
+            src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
+                   "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
         if name == "backward_transient" and w.float8:
             formula = (f"max({formula}, the largest Float8Linear backward: its bf16 grad_output + float8 casts "
                        "(grad_output twice, weight, input; 1 B each" + ("" if w.compile else
