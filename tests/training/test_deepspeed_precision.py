@@ -37,3 +37,16 @@ def test_fp16_mixed_under_zero_is_deepspeeds_fp16_and_zero0_keeps_autocast() -> 
     assert "autocast_weight_copies" not in _states(2, precision="fp16-mixed")
     # without ZeRO there is no DeepSpeed engine: HF Trainer / accelerate run torch.autocast over fp32 weights
     assert "autocast_weight_copies" in _states(0)
+
+
+def test_lora_adapters_under_zero3_follow_the_same_equation() -> None:
+    """DeepSpeed casts every parameter (engine.py _cast_module_mixed_precision), the LoRA adapters too: bf16 adapters
+    and gradients with fp32 master and Adam states in the partition, 2 + 2 + 12 B per adapter parameter / N_d.
+    Llama 3.1 8B, rank 16 on every linear: 32 x 16 x (2 x 8192 + 2 x 5120 + 3 x 18432) = 41,943,040 adapter
+    parameters (PEFT's LoRA A r x in + B out x r per adapted Linear)."""
+    n = 32 * 16 * (2 * 8192 + 2 * 5120 + 3 * 18432)
+    assert n == 41_943_040
+    s = _states(3, method="lora", rank=16)
+    trained = s["adapter_weights"] + s["gradients"] + s["master_weights"] + s["optimizer_states"]
+    assert "autocast_weight_copies" not in s
+    assert trained == pytest.approx(16 * n / N_D, rel=1e-4)
