@@ -367,7 +367,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
               fields: Mapping[str, Any] | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
-    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights)
+    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = _ladder(spec, engine, dev, weights)
     # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
     tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)

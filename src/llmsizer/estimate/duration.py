@@ -679,8 +679,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
     if not own and utilization is None:
-        notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
-                                "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
+        arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
+        notes.append(Assumption("utilization_architecture", arch, True, factor.source))
+        warnings.append(f"{device.id}: no training calibration row for GPU architecture {arch!r}; its utilisation "
+                        f"is the lowest fitted architecture's ({factor.expected:.3g}), so the duration is a "
+                        "conservative stand-in, not a calibrated value")
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "

@@ -268,7 +268,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
-    eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where)
+    eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where,
+                                          spec)
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)
