@@ -33,6 +33,7 @@ from .device import (
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
+from .training.compose import ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
 
 
@@ -365,24 +366,11 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
-
-
 def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None) -> Estimate:
-    """``estimate_training`` on devices of ``memory`` bytes, the one rule ``train --memory``, ``fit --train``,
-    ``recommend --train`` and ``plan`` share: with several devices and no sharding given (no zero, no fsdp), the
-    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
-    fields = dict(fields, memory=memory, headroom=headroom)
-    auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
-        est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
-        if est.details["fits"]:
-            break
-    if auto:
-        assumptions = tuple(Assumption("zero", stage, True, ZERO_WHY) if a.name == "zero" else a
-                            for a in est.assumptions)
-        est = Estimate(est.kind, est.model, est.items, assumptions, est.warnings, dict(est.details))
-    return est
+    """``estimate_training`` on devices of ``memory`` bytes (memoised for catalog-wide searches): with several devices
+    and no sharding given, its least-sharded ZeRO stage that fits (``training/compose.py`` ``sharded_workload``, the
+    one rule) is taken and recorded as the ``zero`` assumption."""
+    return _training_estimate(spec, dict(fields, memory=memory, headroom=headroom))
 
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
