@@ -22,7 +22,7 @@ from ..formulas.speed import PhaseTime
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.workload import normalize_engine
+from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
 from .device import (
     engine_assumption,
@@ -345,8 +345,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
 
 def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:
     """(prompt tokens, output tokens) of a sequence of ``context`` tokens: output_tokens when given, else
-    min(256, context / 2) generated (the default every speed estimate uses)."""
-    prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
+    ``default_output_tokens`` (specs/workload.py: min(256, context / 2), the one default)."""
+    prompt = max(1, context - (output_tokens if output_tokens is not None else default_output_tokens(context)))
     return prompt, context - prompt
 
 

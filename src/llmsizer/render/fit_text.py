@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes
-from .text import table
+from .text import pool_and_need, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -71,8 +70,7 @@ def memory_line(r: FitResult) -> str:
             f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
     need = r.estimate.details.get("workload_bytes") if r.estimate is not None else None
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
-        line += (f"; {ENGINE_NAMES.get(r.engine, r.engine)} reserves the pool, this workload needs "
-                 f"{format_bytes(need)} of it")
+        line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need))
     return line
 
 
