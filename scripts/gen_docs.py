@@ -2,6 +2,9 @@
 """Regenerate the documentation that is program output: docs/cli.md (every command's --help), the example
 outputs in README.md (each fenced block that starts with ``$ llmsizer ...`` is re-run and replaced) and
 docs/openapi.json (the web API's OpenAPI document, as ``llmsizer serve`` serves it; when the web extra is installed).
+Without --check it first re-derives the calibrated bands from the validation rows (scripts/rederive_bands.py, so the
+examples quote bands that match the rows after a merge that moved predictions) and rewrites docs/accuracy.md (as
+``llmsizer validate --no-store --markdown docs/accuracy.md``; it carries its date, so --check leaves it out).
 
     python scripts/gen_docs.py          # rewrite both files
     python scripts/gen_docs.py --check  # exit 1 and name the stale file when either differs (tests/docs)
@@ -102,10 +105,32 @@ def openapi_text() -> str:
     return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 
 
+def rederive_bands_and_accuracy() -> None:
+    """scripts/rederive_bands.py, then docs/accuracy.md from the same rows (run from the repository root, so the
+    report names its data files relative to it)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import rederive_bands
+
+    from llmsizer.cli import validate_cmd
+
+    rederive_bands.main()
+    old = Path.cwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = validate_cmd.main(["--no-store", "--markdown", "docs/accuracy.md"])
+    finally:
+        os.chdir(old)
+    if rc:
+        raise SystemExit(f"llmsizer validate exited {rc}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="report stale files instead of writing them")
     args = ap.parse_args(argv)
+    if not args.check:
+        rederive_bands_and_accuracy()
     stale = []
     for path, text in generate().items():
         old = path.read_text("utf-8") if path.exists() else ""

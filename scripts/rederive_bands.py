@@ -1,31 +1,48 @@
 """Rewrite the BANDS of src/llmsizer/estimate/ranges.py from the repository's validation rows.
 
-Run after a change that moves predictions (tests/validation/test_ranges.py fails and prints the same lines), then
-regenerate docs/accuracy.md with `llmsizer validate --no-store --markdown docs/accuracy.md`:
+scripts/gen_docs.py runs this first (so regenerating the docs after a merge that moves predictions also re-derives
+the bands, and the README examples quote the new ones); tests/validation/test_ranges.py fails with the same lines
+when they are stale. Then regenerate docs/accuracy.md with `llmsizer validate --no-store --markdown docs/accuracy.md`
+(scripts/gen_docs.py does that too):
 
     PYTHONPATH=src python scripts/rederive_bands.py
 """
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 from llmsizer.estimate import ranges as R
 from llmsizer.validation_cases import band_rows, repo_cases
 
 
-def main() -> None:
-    lines = []
+def derived() -> dict[tuple[str, str], tuple[float, float, int]]:
+    """(kind, engine) -> (low, high, rows) as estimate/ranges.py states them, from the rows at this commit."""
+    out = {}
     for (kind, engine), rows in sorted(band_rows(repo_cases()).items()):
-        lo, hi = R.band([c.measured / c.predicted for c in rows])
-        lines.append(f'_add("{kind}", "{engine}", {math.floor(lo * 1e4) / 1e4:.4f}, '
-                     f'{math.ceil(hi * 1e4) / 1e4:.4f}, {len(rows)})')
+        lo, hi = R.stated(*R.band([c.measured / c.predicted for c in rows]))
+        out[(kind, engine)] = (lo, hi, len(rows))
+    return out
+
+
+def lines(bands: dict[tuple[str, str], tuple[float, float, int]]) -> list[str]:
+    return [f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n})' for (k, e), (lo, hi, n) in bands.items()]
+
+
+def main() -> bool:
+    """Rewrite ranges.py (and the loaded BANDS) when they differ from the rows; True when something changed."""
+    bands = derived()
+    if {k: (b.low, b.high, b.rows) for k, b in R.BANDS.items()} == bands:
+        return False
     path = Path(R.__file__)
     text = path.read_text(encoding="utf-8")
     start, end = text.index('_add("'), text.index("\n\n\ndef band_for")
-    path.write_text(text[:start] + "\n".join(lines) + text[end:], encoding="utf-8")
-    print("\n".join(lines))
+    path.write_text(text[:start] + "\n".join(lines(bands)) + text[end:], encoding="utf-8")
+    R.BANDS.clear()
+    for (k, e), (lo, hi, n) in bands.items():
+        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n)
+    print("\n".join(lines(bands)))
+    return True
 
 
 if __name__ == "__main__":

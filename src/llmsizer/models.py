@@ -13,7 +13,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from .catalog import models as catalog
-from .errors import UnknownNameError
+from .errors import ModelFileError, UnknownNameError
 from .specs import ModelSpec
 
 # False while serving the web API: a name from the network is never looked up as a file on the server (issue #13,
@@ -53,7 +53,18 @@ def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
             return spec_from_gguf(p)
         from .readers.hf_config import load_config_file, spec_from_config
         return spec_from_config(load_config_file(p), name=p.parent.name or p.name, source=str(p))
-    return load_named(ref, hub=hub)
+    try:
+        return load_named(ref, hub=hub)
+    except UnknownNameError:
+        if _looks_like_path(ref):  # a mistyped path is not an unknown catalog name
+            raise ModelFileError(f"{ref}: no such file or folder (a model path: config.json, model folder or .gguf; "
+                                 "catalog names: `llmsizer models`)") from None
+        raise
+
+
+def _looks_like_path(ref: str) -> bool:
+    """A reference only a path can be: a model file's suffix, or a start no catalog name or Hub id has."""
+    return ref.lower().endswith((".gguf", ".json", ".safetensors")) or ref.startswith(("/", "./", "../", "~", "."))
 
 
 def load_named(ref: str, *, hub: bool = False) -> ModelSpec:

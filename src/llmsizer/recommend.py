@@ -40,7 +40,7 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import format_ladder
+from .estimate.formats import engine_refuses, format_ladder
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
@@ -381,7 +381,12 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
     smallest: tuple[int, str] | None = None
+    refused: str | None = None
     for fmt in ladder:
+        why_not = engine_refuses(engine, fmt, dev.architecture, dev.id)
+        if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
+            refused = refused or why_not
+            continue
         try:
             wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
         except InputError:
@@ -416,6 +421,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if smallest is not None:
         why = (f"does not fit: the smallest format tried ({_fmt_name(smallest[1])}) needs "
                f"{format_bytes(smallest[0])} per device, budget {format_bytes(int(budget))}")
+    if refused is not None:
+        why = refused if smallest is None else f"{why}; {refused}"
     return Option(**stub, weights_format="", status="rejected", reasons=(why,), budget_per_device=int(budget))
 
 
@@ -586,7 +593,8 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         if found is None or found[0] == last:
             continue
         last = found[0]
-        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} with {ctx_txt} context x {concurrency} "
+        out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} on llama.cpp with {ctx_txt} context x "
+                   f"{concurrency} "
                    f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
         if found[0] == ladder[0]:
             break

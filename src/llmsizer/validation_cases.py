@@ -52,6 +52,9 @@ CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
 ASSUMED = "settings assumed"
+# a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
+# row of its table falls): reported, with the reason in the row, but kept out of the summary and the bands
+SUSPECT = "suspect measurement"
 LOWER_BOUND = "lower bound"
 
 
@@ -101,10 +104,15 @@ class Summary:
     with_tolerance: int = 0
     errors: list[float] = field(default_factory=list, repr=False)
 
+    @property
+    def within_10(self) -> int:
+        """Rows with |error| <= 10 % (the issue's second score beside the median)."""
+        return sum(1 for e in self.errors if e <= 0.10 + 1e-12)
+
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "rows": self.n, "median_abs_error": self.median, "p90_abs_error": self.p90,
                 "rows_excluded": self.excluded_rows, "within_tolerance": self.within,
-                "with_tolerance": self.with_tolerance}
+                "with_tolerance": self.with_tolerance, "within_10_percent": self.within_10}
 
 
 # -- data ------------------------------------------------------------------------------------------------------
@@ -273,6 +281,8 @@ PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimat
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
+# the dense b = 2 rows that fed efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU (tests/estimate/test_graphs_off_overhead.py)
+GRAPHS_OFF_CALIBRATION = {"BB44", "BB48", "BB53", "BB58", "BB63", "BB67"}
 ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
                  "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
@@ -302,6 +312,9 @@ TORCHTUNE_SPEED_TWIN = {"PM0018": "PM0017", "PM0020": "PM0019", "PM0022": "PM002
 # (seq_len 8192, AdamW, FSDP mixed precision bf16 params / fp32 reduce) with the tables' local batch size 2
 TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq_len=8192,
                        grad_checkpointing="selective-op", fsdp="full", optimizer="adamw")
+# the benchmark's Hardware section: "Each host has 8 NVIDIA H100 GPUs fully connected with NVLink" and "Hosts are
+# inter-connected with backend RDMA network with 400 Gb/s per GPU" (the 128-GPU rows span 16 hosts)
+TORCHTITAN_NETWORK = "8x400 Gb/s"
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
 # TransformerBlock); the Float8 rows are not expressible for speed
 TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
@@ -379,8 +392,10 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # learned positions, so it is not these runs' model. amp_bf16 = bf16-mixed; the rows with 'bf16 | PURE' (Composer's
 # PURE FSDP mixed precision) reduce gradients in bf16 where bf16-mixed counts fp32 reduce-scatter bytes, which
 # changes no prediction: on every such row the communication is shorter than the compute it overlaps (tested). Rows
-# on more than one node (8 GPUs each; the A100 tables name RoCE 1600 Gbps between nodes, the H100 tables no network)
-# are reported with their settings assumed: llmsizer times one interconnect (NVLink) for all devices. FP8 rows
+# on more than one node (8 GPUs each) time their collectives over the network between nodes (formulas/network.py
+# eq. (11)) where the table names it: the A100 tables' headings say "with 1600 Gbps node-node interconnect (RoCE)"
+# (MPT_NETWORK); the H100 tables name no network, so their multi-node rows are reported with the network unknown
+# and kept out of the summary (NETWORK_NOT_STATED). FP8 rows
 # (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
@@ -389,6 +404,10 @@ MPT_VOCAB = 50368
 MPT_DEVICE = {"a100_80gb": "a100-sxm-80gb", "a100_40gb": "a100-sxm-40gb", "h100_80gb": "h100-sxm"}
 MPT_NODE_GPUS = 8
 MPT_SHARDING = {"FULL_SHARD": "full", "SHARD_GRAD_OP": "grad_op"}
+# the network between nodes by the table heading's GPU (README '## A100 40GB with 1600 Gbps node-node interconnect
+# (RoCE)', '## A100 80GB with 1600 Gbps node-node interconnect (RoCE)'; the H100 headings name none)
+MPT_NETWORK = {"a100_40gb": "1600 Gb/s", "a100_80gb": "1600 Gb/s"}
+NETWORK_NOT_STATED = "network between nodes not stated"
 # The Ampere utilisation's calibration rows (estimate/efficiency.py TRAINING_UTILIZATION_BY_ARCH['ampere']): the
 # MPT-7B rows of the A100 80GB table on one node (7 rows, 1k-64k tokens, with and without checkpointing), chosen
 # before looking at errors as the model size of the Ada calibration row (Llama2-7B); every other A100 row is held out.
@@ -399,8 +418,9 @@ AMPERE_CALIBRATION = ("PM0890", "PM0891", "PM0892", "PM0893", "PM0894", "PM0895"
 # shapes are fms_fsdp/utils/config_utils.py's, as transformers llama configs (no biases, untied head, vocab 32000):
 # 7b and 13b are Llama 2 7B / 13B (MHA). 34b and 70b had no kvheads (MHA) at ceee6f0, when the A100 figures were first
 # published, and kvheads 8 from 247f22c, before the H100 column: each row takes the config of the commit that first
-# published it (an assumption: the numbers did not change with the config). Every row spans 12-16 nodes: settings
-# assumed, like the multi-node MPT rows (no inter-node network term).
+# published it (an assumption: the numbers did not change with the config). Every row spans 12-16 nodes and the
+# README names no network between them (nor does the repository's docs/): kept out of the summary
+# (NETWORK_NOT_STATED), timed as if one machine's NVLink joined all devices.
 FMS_SHAPES = {"7b": (4096, 32, 32, 11008), "13b": (5120, 40, 40, 13824), "34b": (8192, 64, 48, 22016),
               "70b": (8192, 64, 80, 28672)}
 FMS_DEVICE = {"A100 80G": "a100-sxm-80gb", "H100 80G": "h100-sxm"}
@@ -434,8 +454,8 @@ def fms_case(r: dict[str, str]) -> Case:
     kv = spec.num_kv_heads
     return Case(r["id"], TRAINING_SPEED, f"fms-fsdp LLaMA {variant} {sharding} {n}x{dev.id} tokens/s/GPU", pred, value,
                 "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
-                excluded=ASSUMED, source=r["source"],
-                note=f"{n // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device (assumed); "
+                excluded=NETWORK_NOT_STATED, source=r["source"],
+                note=f"{n // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device; "
                 f"{kv} KV heads; utilisation {d.utilization:.3f}; micro-batch {batch} x 4096"
                 + (f"; per micro-step compute {st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s"
                    if st else ""))
@@ -538,19 +558,22 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
                             "of the training-speed model")
     dev = builtin_catalog().devices[MPT_DEVICE[m.gpu]]
     spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
-    d = training_duration_for(spec, dev, m.gpus, 1e6, mpt_fields(m))
+    nodes = m.gpus > MPT_NODE_GPUS
+    network = MPT_NETWORK.get(m.gpu) if nodes else None
+    d = training_duration_for(spec, dev, m.gpus, 1e6, dict(mpt_fields(m), network=network))
     pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
     calib = rid in TRAINING_SPEED_CALIBRATION
-    nodes = m.gpus > MPT_NODE_GPUS
-    excluded = CALIBRATION if calib else (ASSUMED if nodes else "")
+    excluded = CALIBRATION if calib else (NETWORK_NOT_STATED if nodes and network is None else "")
     note = (("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
             + f"{m.gpus} x {dev.id}, utilisation {d.utilization:.3f}; {m.sharding}, "
             + ("non-reentrant activation checkpointing" if m.checkpointing else "no checkpointing")
             + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
             + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s, "
                f"communication {st.comm_seconds:.2f} s" if st else "")
-            + (f"; {m.gpus // MPT_NODE_GPUS} nodes: no inter-node network term, NVLink taken for every device "
-               "(assumed)" if nodes else ""))
+            + (f"; {m.gpus // MPT_NODE_GPUS} nodes over {network} per node (RoCE, the table's heading)"
+               if network else "")
+            + (f"; {m.gpus // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device"
+               if nodes and network is None else ""))
     return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
                 m.tokens_per_second, "tokens/s", None if pred is None else abs(pred / m.tokens_per_second - 1) <= tol,
                 f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
@@ -626,7 +649,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                                 "the training-speed model")
         n = int(r["num_gpus"])
         compiled = TORCHTITAN_COMPILE[r["other_settings"]]
-        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled)
+        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled, network=TORCHTITAN_NETWORK if n > 8 else None)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
@@ -639,7 +662,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
-                    f"second mm ({d.flops.formula}); one interconnect (NVLink) for all devices"
+                    f"second mm ({d.flops.formula}); NVLink within each host of 8"
+                    + (f", {TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" if n > 8 else "")
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
                        f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
                        f"{st.comm_seconds:.2f} s" if st else ""))
@@ -720,7 +744,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
 
 # -- llama.cpp llama-bench rows: validation/llamacpp_bench.csv (XiongjieDai/GPU-Benchmarks-on-LLM-Inference) -------
 # ``role`` calibration: the row fed estimate/efficiency.py's llama.cpp decode constants (tgN rows) or prefill
-# constants (ppN rows of the RTX 4090); kept out of the summary.
+# constants (ppN rows of the RTX 4090); kept out of the summary. ``role`` suspect: a row whose figures contradict the
+# rest of its table (the reason is in its ``notes``); reported, kept out of the summary (SUSPECT).
 
 @dataclass(frozen=True)
 class BenchRow:
@@ -733,6 +758,7 @@ class BenchRow:
     role: str
     table: str
     source: str
+    notes: str = ""
 
 
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
@@ -743,7 +769,7 @@ BENCH_FLASH_ATTENTION = False
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
     path = data_dir(data) / "llamacpp_bench.csv"
     return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
-                     r["role"], r["table"], r["source"]) for r in _read_csv(str(path))]
+                     r["role"], r["table"], r["source"], r["notes"]) for r in _read_csv(str(path))]
 
 
 def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
@@ -754,12 +780,15 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
+        suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
         tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
+        why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
                         "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
-                        excluded=CALIBRATION if calib else "", source=r.source,
-                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")))
+                        excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
+                        + (f"; {why}" if why else "")))
     return out
 
 
@@ -778,13 +807,15 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                    ubatch=SPARK_UBATCH, kv_unified=SPARK_KV_UNIFIED)
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
-        calib = r["id"] in ROUTINGS_CALIBRATION
+        calib = r["id"] in ROUTINGS_CALIBRATION or r["id"] in GRAPHS_OFF_CALIBRATION
+        fed = ("LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU" if r["id"] in GRAPHS_OFF_CALIBRATION
+               else "LLAMACPP_IDENTICAL_ROUTINGS_*")
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
                         excluded=CALIBRATION if calib else "",
-                        note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
+                        note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
     return out
@@ -874,8 +905,10 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
     "PM0023": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; full, PagedAdamW (unified memory, not in torch's allocated peak), optimizer in backward"
                + TT_RESERVED, True, "reserved"),
-    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full"),
-               TT_NOTE + "; full, AdamW (foreach), FSDP over 4" + TT_RESERVED, True, "reserved"),
+    "PM0025": ("llama-2-7b-hf", dict(TT, method="full", gpus=4, fsdp="full", fsdp_version=1),
+               TT_NOTE + "; full, AdamW (foreach), FSDP1 over 4 (FullyShardedDataParallel FULL_SHARD, "
+               "mixed_precision=None: recipes/full_finetune_distributed.py @ 0217d44c2 lines 293-300)" + TT_RESERVED,
+               True, "reserved"),
     "PM0732": ("llama-2-7b-hf", dict(TT, method="full", optimizer="paged-adamw", optimizer_in_backward=True),
                TT_NOTE + "; the settings of PM0023, every input forced to 2048 tokens; allocated memory (pull 961)",
                True, "peak"),
@@ -938,8 +971,13 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
     "PM0080": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
-                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits"),
-               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU", False, "peak"),
+                            base_dtype="fp32", zero=3, offload="params", loss="ce-kept-logits",
+                            deepspeed_gather="pre-0.9"),
+               "as PM0078 with DeepSpeed ZeRO-3, parameters and optimizer offloaded to the CPU; the README row came "
+               "with peft 73d7224 (2022-12-30), before DeepSpeed v0.9.0: a single rank still gathered (the buffer "
+               "beside the partition's device copy, --deepspeed-gather pre-0.9); the peak is the prefetch reaching "
+               "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
+               False, "peak"),
 }
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370

@@ -17,6 +17,8 @@ that backed the derivation stay as cross-checks of the verbatim files:
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from llmsizer.catalog.models import entries
@@ -138,3 +140,40 @@ def test_deepseek_v31_alias_has_the_v3_architecture():
     assert entry.name == "deepseek-v3"
     for key, value in DEEPSEEK_V31_ARCH.items():
         assert entry.config[key] == value, key
+
+
+# GLM-4.7 (ASSEMBLED): the checkpoint's tensor layout, as the GLM converter test that holds the row's FULL_CFG writes
+# it out ('header-only official-layout fixture': exact names and shapes, no weights; search index id 66506276105).
+# The model transformers builds from the row's config must have exactly these shapes under these names.
+_GLM47_H, _GLM47_Q, _GLM47_KV = 5120, 96 * 128, 8 * 128
+GLM47_LAYOUT = {
+    "model.embed_tokens.weight": (151552, _GLM47_H), "model.norm.weight": (_GLM47_H,),
+    "lm_head.weight": (151552, _GLM47_H),
+    **{f"model.layers.{i}.{name}": shape for i in (0, 91) for name, shape in (
+        ("input_layernorm.weight", (_GLM47_H,)), ("post_attention_layernorm.weight", (_GLM47_H,)),
+        ("self_attn.q_proj.weight", (_GLM47_Q, _GLM47_H)), ("self_attn.q_proj.bias", (_GLM47_Q,)),
+        ("self_attn.k_proj.weight", (_GLM47_KV, _GLM47_H)), ("self_attn.k_proj.bias", (_GLM47_KV,)),
+        ("self_attn.v_proj.weight", (_GLM47_KV, _GLM47_H)), ("self_attn.v_proj.bias", (_GLM47_KV,)),
+        ("self_attn.o_proj.weight", (_GLM47_H, _GLM47_Q)), ("self_attn.q_norm.weight", (128,)),
+        ("self_attn.k_norm.weight", (128,)))},
+    **{f"model.layers.{i}.mlp.{p}_proj.weight": ((_GLM47_H, 12288) if p == "down" else (12288, _GLM47_H))
+       for i in (0, 2) for p in ("gate", "up", "down")},
+    **{f"model.layers.{i}.mlp.{name}": shape for i in (3, 91) for name, shape in (
+        ("gate.weight", (160, _GLM47_H)), ("shared_experts.gate_proj.weight", (1536, _GLM47_H)),
+        ("shared_experts.up_proj.weight", (1536, _GLM47_H)), ("shared_experts.down_proj.weight", (_GLM47_H, 1536)))},
+}
+
+
+@pytest.mark.slow
+def test_glm47_assembled_config_builds_the_published_tensor_layout():
+    from oracle_utils import build
+
+    model = build(ENTRIES["glm-4.7"].config)
+    shapes = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    for name, shape in GLM47_LAYOUT.items():
+        assert shapes.get(name) == shape, name
+    # experts: 160 of 1536 in each of layers 3-91 (transformers fuses them: gate_up_proj / down_proj per layer)
+    fused = {n: s for n, s in shapes.items() if n.startswith("model.layers.3.mlp.experts.")}
+    assert sum(math.prod(s) for s in fused.values()) == 160 * 3 * 1536 * _GLM47_H
+    assert not any(n.startswith("model.layers.2.mlp.experts") for n in shapes)
+    assert sum(1 for n in shapes if n.endswith("mlp.gate.weight")) == 89

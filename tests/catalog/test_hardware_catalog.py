@@ -91,8 +91,9 @@ REQUIRED = ["b200", "h200", "h100-sxm", "h100-pcie", "h100-nvl", "a100-sxm-80gb"
             "a10g", "a10", "t4", "v100-sxm2-16gb", "rtx-5090", "rtx-4090", "rtx-3090", "rtx-6000-ada", "rtx-a6000",
             "mi300x", "mi250x", "gaudi2", "gaudi3", "tpu-v5e", "tpu-v5p",
             # issue #16: RTX 50 below the 5090, B300/GB200, MI325X/MI355X, H20, RTX PRO 6000 Workstation
-            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "b300", "gb200", "mi325x", "mi355x", "h20",
-            "rtx-pro-6000-workstation"]
+            "rtx-5080", "rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060", "rtx-5050", "b300",
+            "gb200",
+            "mi325x", "mi355x", "h20", "rtx-pro-6000-workstation"]
 
 
 def test_the_issue_list_of_accelerators_is_present() -> None:
@@ -315,3 +316,24 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
     # M4 Pro: both bins 273 GB/s; the 20-core bin is its own chip with more shader FLOP/s
     pro16, pro20 = find_hardware("apple-m4-pro-24gb"), find_hardware("apple-m4-pro-20c-24gb")
     assert pro16.bandwidth == pro20.bandwidth == 273e9 and pro20.flops["fp16"].base > pro16.flops["fp16"].base
+    # M5 Max (Apple's MacBook Pro and Mac Studio spec pages): 18-core CPU / 32-core GPU, 36 GB, 460 GB/s; the
+    # 40-core GPU bin 614 GB/s with 48, 64 or 128 GB. M5 Ultra: 1.2 TB/s for both bins, 96 GB (64-core) to 512 GB.
+    m5_36, m5_48 = find_hardware("apple-m5-max-36gb"), find_hardware("apple-m5-max-48gb")
+    assert m5_36.chip == "apple-m5-max-32c" and m5_36.bandwidth == 460e9 and m5_36.memory_bytes == 36 * GiB
+    assert m5_48.chip == "apple-m5-max" and m5_48.bandwidth == 614e9
+    assert {find_hardware(f"apple-m5-ultra-{g}gb").bandwidth for g in (96, 256, 512)} == {1.2e12}
+    # M1 Pro / M1 Max: both GPU bins share bandwidth and memory sizes (Matzav's configuration table); the smaller bin is
+    # its own chip with fewer shader FLOP/s, the old ids stay on the full bin
+    for full, cut in (("apple-m1-max-32gb", "apple-m1-max-24c-32gb"), ("apple-m1-pro-16gb", "apple-m1-pro-14c-16gb")):
+        a, b = find_hardware(full), find_hardware(cut)
+        assert a.bandwidth == b.bandwidth and a.memory_bytes == b.memory_bytes
+        assert b.flops["fp16"].base < a.flops["fp16"].base
+
+
+def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
+    """The RTX 5060 and 5060 Ti (GB206) and the RTX 5050 (GB207, Tweakers 'PCIe 5.0 met acht lanes') are electrically PCIe 5.0 x8 (TechPowerUp's x8 scaling review, Tom's
+    Hardware, Digital Foundry '~32GB/s'): half the x16 link of the other RTX 50 cards."""
+    from llmsizer.estimate.fit import link_bandwidth_for
+    for ident in ("rtx-5050", "rtx-5060", "rtx-5060-ti-8gb", "rtx-5060-ti-16gb"):
+        assert link_bandwidth_for(find_hardware(ident), None) == 32e9, ident
+    assert link_bandwidth_for(find_hardware("rtx-5070"), None) == 64e9

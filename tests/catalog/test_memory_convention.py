@@ -49,6 +49,9 @@ DRIVER_MIB: dict[str, float] = {
     "rtx-pro-6000-workstation": 97886,
     "rtx-5070-ti": 16303,  # 'NVIDIA GeForce RTX 5070 Ti ... driver 596.49 ... 16,303 MiB reported VRAM'
     "h20": 97871,  # nvidia-smi 'NVIDIA H20 ... 4MiB /  97871MiB'
+    "rtx-5060": 8151,  # 'NVIDIA GeForce RTX 5060, 8151 MiB, driver 595.71.05'
+    "rtx-5060-ti-8gb": 8151,  # 'NVIDIA GeForce RTX 5060 Ti, 8151 MiB reported VRAM, NVIDIA driver: 596.49'
+    "rtx-5050": 8151,  # 'NVIDIA GeForce RTX 5050, 8151 MiB, 610.74'
   # 'NVIDIA RTX PRO 6000 Blackwell Workstation Edition ... VRAM: 97886 MiB'
 }
 # devices with no driver report found: the vendor's figure in GB, read as GiB

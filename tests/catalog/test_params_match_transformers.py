@@ -97,6 +97,24 @@ KNOWN_PUBLISHED_DEVIATIONS: dict[tuple[str, str], str] = {
                                                "lm_head); 3,563,764,480 without the input embedding: only 3,252,599,552 "
                                                "without both embedding tables falls within the rounding of '3B', a "
                                                "convention the card does not state",
+    ("glm-4.7", "total"): "GLM-4.5's '355B' (no first-party GLM-4.7 figure) vs 352,797,814,784 built from the config; the MTP "
+                          "layer transformers does not build adds 3,988,069,632 (356,785,884,416): 0.62 % under or 0.50 % "
+                          "over, both just outside the rounding of '355B'",
+    ("glm-4.7", "active"): "GLM-4.5's '32B active' vs 33,632,251,904 (8 of 160 experts + the shared one in 89 MoE layers, 3 "
+                           "dense layers, embedding and lm_head); 32,856,305,664 without the input embedding; only "
+                           "32,080,359,424, without both embedding tables, falls within the rounding of '32B', a convention "
+                           "the README does not state",
+    ("llama-4-scout-17b-16e-instruct", "active"): "card '17B (Activated)' vs 18,044,827,136 built (1 of 16 experts + the "
+                                                  "shared one in all 48 layers, embedding, lm_head and the 871,932,416-"
+                                                  "parameter vision tower, which runs for image tokens only); the text stack "
+                                                  "alone (17,172,894,720) or everything but the input embedding "
+                                                  "(17,010,341,376) falls within the rounding of '17B', conventions the card "
+                                                  "does not state",
+    ("llama-4-maverick-17b-128e-instruct", "active"): "card '17B (Activated)' vs 18,056,623,616 built (1 of 128 experts + "
+                                                      "the shared one in the 24 MoE layers, 24 dense layers, embedding, "
+                                                      "lm_head, vision tower); the text stack alone (17,184,691,200) or all "
+                                                      "but the input embedding (17,022,137,856) falls within the rounding of "
+                                                      "'17B', conventions the card does not state",
 }
 # Publishers that leave the input-embedding table (a lookup, no compute) out of the active count, stated
 # by the source: DeepSeek-V3 README_WEIGHTS.md "Activation parameters: 36.6B (including 0.9B for the output

@@ -186,3 +186,31 @@ def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name
                              device="cpu")
     assert est.item("recurrent_state").bytes == periods * measured_state
     assert est.item("kv_cache").bytes == periods * measured_kv
+
+
+# Llama 4 catalog rows (text stack): one period of 4 layers (3 chunked RoPE layers + 1 global NoPE layer, and for
+# Maverick a dense and an MoE layer each) keeps every key the K/V tensors depend on (KV heads, head_dim, the layer
+# kinds); hidden size, FFN, experts and vocabulary are shrunk (no cache tensor has them in its shape). Below the
+# 8192-token chunk every layer holds the whole prompt; the chunk itself is test_llama4_chunked_layers_keep_one_chunk...
+_LLAMA4_SHRINK = {"hidden_size": 64, "intermediate_size": 32, "intermediate_size_mlp": 64, "num_local_experts": 2,
+                  "vocab_size": 128, "num_hidden_layers": 4, "pad_token_id": 0}
+
+
+@pytest.mark.parametrize("name", ["llama-4-scout-17b-16e-instruct", "llama-4-maverick-17b-128e-instruct"])
+def test_catalog_llama4_row_kv_equals_a_real_forward_of_one_period(name):
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    from llmsizer.catalog.models import entries
+
+    text = entries()[name].config["text_config"]
+    cfg = {**text, **_LLAMA4_SHRINK}
+    _, measured_kv = _measure(cfg, torch.bfloat16)
+    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, concurrency=BATCH, device="cpu")
+    assert est.item("kv_cache").bytes == 12 * measured_kv == 48 * (PROMPT + 1) * 2 * 8 * 128 * 2 * BATCH
+    # the row's own schedule: which layers keep one 8192-token chunk and which the whole context, as transformers'
+    # cache builds it from the row's full text config (cache_utils.get_layer_types_and_kwargs)
+    kinds, kwargs = get_layer_types_and_kwargs(transformers.AutoConfig.for_model(**text))
+    spec = entries()[name].spec()
+    assert spec.layer_types == tuple("sliding" if k == "chunked_attention" else "full" for k in kinds)
+    assert spec.layer_types.count("sliding") == 36 and spec.sliding_window == 8192
+    assert {kw["sliding_window"] for kw in kwargs if "sliding_window" in kw} == {8192}

@@ -9,7 +9,8 @@ the one duration rule (estimate/duration.py, formulas/training_time.py eqs. 6-8)
 - TRAINING_UTILIZATION_BY_ARCH['hopper'] from PM0501 (torchtitan Llama 3.1 8B FSDP, 8 x H100, 5762 tokens/s per
   GPU): communication (NVLink) overlapped and shorter than compute, so u is solved the same way.
 - HOST_STAGED_COLLECTIVE_BANDWIDTH from PM0022 (the same recipe with FSDP on 2 x RTX 4090, 2768 tokens/s): the
-  step is communication-bound (eq. 8), so B_host = n x bytes per device / measured time per micro-step.
+  step is communication-bound in its forward phase (eq. 8'), so the row determines B_host: the bandwidth at which
+  the one duration rule gives the measured tokens/s, by bisection.
 """
 
 from __future__ import annotations
@@ -53,11 +54,24 @@ def derive() -> tuple[float, float]:
     tokens = fields["micro_batch"] * fields["seq_len"]
     u = solve_utilization(step, 1.0 / float(r["value"]))
     r, spec, dev, n, fields = _row("PM0022")
-    d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
-    assert d.step is not None and d.step.topology == "host-staged"
     t_micro = n * tokens / float(r["value"])
-    assert t_micro > d.step.compute_seconds  # communication-bound, so the row determines the bandwidth
-    return u, n * d.step.comm_bytes / t_micro
+
+    def seconds_per_token(bw: float) -> float:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(E, "HOST_STAGED_COLLECTIVE_BANDWIDTH",
+                       dataclasses.replace(E.HOST_STAGED_COLLECTIVE_BANDWIDTH, expected=bw))
+            d = training_duration_for(spec, dev, n, 1e6, fields, utilization=u)
+        assert d.step is not None and d.step.topology == "host-staged"
+        assert t_micro > d.step.compute_seconds  # communication-bound, so the row determines the bandwidth
+        return 1.0 / d.step.tokens_per_second
+
+    lo, hi = 1e8, 1e11  # seconds per token fall as the bandwidth rises
+    target = 1.0 / float(r["value"])
+    assert seconds_per_token(hi) < target < seconds_per_token(lo)
+    for _ in range(60):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if seconds_per_token(mid) > target else (lo, mid)
+    return u, (lo * hi) ** 0.5
 
 
 def test_training_constants_follow_from_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:

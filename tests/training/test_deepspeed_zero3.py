@@ -75,3 +75,26 @@ def test_zero3_step_peak_two_ranks() -> None:
     rest_pred, rest_meas = pred - bucket, meas - bucket
     print(f"beside the IPG bucket: predicted {rest_pred / MiB:.2f} MiB, measured {rest_meas / MiB:.2f} MiB")
     assert abs(rest_pred - rest_meas) / rest_meas <= 0.10
+
+
+def test_prefetch_keeps_max_live_parameters_gathered() -> None:
+    """The live window (formulas/deepspeed_zero.live_window_elements): with a complete trace, the forward and
+    backward peak grows by stage3_max_live_parameters x the parameter bytes. Scaled down so that a small model
+    exceeds the window: a frozen base (only the norms train, as under LoRA), two ranks, bf16 parameters; the peak
+    with a window of 8e6 elements minus that with 4e6 is 4e6 elements x 2 B gathered beyond the rank's partition."""
+    from llmsizer.formulas.deepspeed_zero import live_window_elements
+
+    config = dict(LLAMA, hidden_size=512, intermediate_size=1024, num_hidden_layers=8, num_attention_heads=8,
+                  num_key_value_heads=8)
+    units = [2000 * 512] + [4 * 512 * 512 + 3 * 512 * 1024 + 2 * 512] * 8 + [2000 * 512 + 512]
+    peaks, windows = {}, {}
+    for live in (4_000_000, 8_000_000):
+        zero = {"stage3_max_live_parameters": live, "stage3_prefetch_bucket_size": 500_000,
+                "stage3_max_reuse_distance": 100_000, "reduce_bucket_size": 1_000_000}
+        peaks[live] = _run(dict(config=config, batch=1, seq=32, steps=3, freeze_base=True, zero=zero),
+                           ranks=2)["fb_peak_bytes"]
+        windows[live] = live_window_elements(units, True, max_live=live)[0]
+    measured = peaks[8_000_000] - peaks[4_000_000]
+    predicted = (windows[8_000_000] - windows[4_000_000]) * 2
+    print(f"\nlive window 4e6 -> 8e6: peak +{measured / MiB:.2f} MiB measured, +{predicted / MiB:.2f} MiB predicted")
+    assert abs(measured - predicted) / predicted <= 0.05

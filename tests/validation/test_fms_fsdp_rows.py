@@ -9,7 +9,7 @@ import pytest
 from llmsizer.catalog.models import find
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from llmsizer.validation_cases import ASSUMED, Case, fms_config, public_rows, speed_case
+from llmsizer.validation_cases import NETWORK_NOT_STATED, Case, fms_config, public_rows, speed_case
 
 
 def _rows() -> dict[str, dict[str, str]]:
@@ -45,5 +45,7 @@ def test_shapes_match_transformers_on_the_meta_device(variant: str, gqa: bool) -
 def test_every_row_is_predicted_and_kept_out_of_the_summary() -> None:
     for rid, r in _rows().items():
         c = speed_case(r)
-        assert isinstance(c, Case) and c.excluded == ASSUMED and c.predicted is not None and c.error is not None, rid
+        # the README names no network between the 12-16 nodes: kept out of the summary for that reason
+        assert isinstance(c, Case) and c.excluded == NETWORK_NOT_STATED and c.predicted is not None \
+            and c.error is not None, rid
         assert abs(c.error) < 0.5, (rid, c.error)  # measured 2024-02: -19.4 % ... +36.3 %

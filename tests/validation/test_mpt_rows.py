@@ -15,9 +15,9 @@ from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.validation_cases import (
     AMPERE_CALIBRATION,
-    ASSUMED,
     CALIBRATION,
     MPT_NODE_GPUS,
+    NETWORK_NOT_STATED,
     Case,
     NotExpressed,
     mpt_config,
@@ -74,8 +74,12 @@ def test_rows_are_expressed_or_say_why() -> None:
     for rid, c in cases.items():
         if isinstance(c, Case):
             m = mpt_row(_mpt_rows()[rid]["quote"])
-            want = CALIBRATION if rid in AMPERE_CALIBRATION else ASSUMED if m.gpus > MPT_NODE_GPUS else ""
+            # multi-node rows are timed over the network the table's heading names (RoCE 1600 Gbps on the A100
+            # tables) and summarised; the H100 tables name none, so theirs stay out (NETWORK_NOT_STATED)
+            multi, a100 = m.gpus > MPT_NODE_GPUS, m.gpu.startswith("a100")
+            want = (CALIBRATION if rid in AMPERE_CALIBRATION else NETWORK_NOT_STATED if multi and not a100 else "")
             assert c.excluded == want and c.predicted is not None, rid
+            assert ("nodes over 1600 Gb/s" in c.note) == (multi and a100), rid
 
 
 def _held_out(gpu: str) -> list[float]:
@@ -84,11 +88,12 @@ def _held_out(gpu: str) -> list[float]:
 
 
 def test_held_out_a100_rows() -> None:
-    """The A100 rows that fed no constant (one node): measured 2023-10 median |error| 18.6 % (98 rows), every one an
+    """The A100 rows that fed no constant: measured 2023-10 median |error| 18.6 % (98 rows on one node), every one an
     over-prediction above 3B parameters' share of time in non-GEMM work (elementwise ops, embeddings, optimizer step
-    are not in the model); the bound fails if a change loses the fit."""
+    are not in the model); with the 34 multi-node rows timed over their RoCE network, 132 rows; the bound fails if a
+    change loses the fit."""
     errs = _held_out("a100")
-    assert len(errs) == 98
+    assert len(errs) == 98 + 34
     assert statistics.median(abs(e) for e in errs) < 0.25
 
 

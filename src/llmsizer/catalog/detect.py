@@ -222,6 +222,8 @@ def _catalog_value(v: Value, cat: HardwareCatalog) -> dict[str, Any]:
 def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu: bool = False) -> None:
     entry["vendor"] = dev.vendor
     entry["form_factor"] = dev.form_factor
+    if dev.architecture:  # what the rules keyed on a GPU generation read (training utilisation, engine kernels)
+        entry["architecture"] = dev.architecture
     if dev.interconnect:
         entry["interconnect"] = dev.interconnect
     for name in ("memory_bandwidth", "tdp"):

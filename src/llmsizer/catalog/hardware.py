@@ -54,7 +54,7 @@ _JEDEC_BINARY = {"KB": 10, "MB": 20, "GB": 30, "TB": 40}
 _CAPACITY = {"B": 1.0, **{u: 2.0**e for u, e in _JEDEC_BINARY.items()}, "KiB": 2.0**10, "MiB": 2.0**20,
              "GiB": 2.0**30, "TiB": 2.0**40}
 _PRICE = {"USD/h": 1.0, "USD": 1.0}
-_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0}
+_COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0, "SMs": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
     "price": _PRICE, "count": _COUNT,
@@ -63,7 +63,7 @@ _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
-    "bandwidth": "bandwidth", "threads_per_core": "count",
+    "bandwidth": "bandwidth", "threads_per_core": "count", "sm_count": "count", "fp32_cores": "count",
 }
 
 # ------------------------------------------------------------------------------ memory capacity convention
@@ -161,6 +161,17 @@ class Device:
     origin: str = "catalog"
     chip: str = ""  # Apple chip a memory configuration belongs to
     architecture: str = ""  # GPU architecture (NVIDIA: volta, turing, ampere, ada, hopper, blackwell)
+    sm_count: Value | None = None  # streaming multiprocessors (NVIDIA GPUs)
+    fp32_cores: Value | None = None  # FP32 lanes ("CUDA cores") of the whole GPU
+
+    @property
+    def sm_cycles_per_second(self) -> float | None:
+        """SM count x the clock at which the FP32 peak is stated, f = R_fp32 / (2 x FP32 cores) (one FMA = 2 FLOP
+        per lane per cycle); None unless the SM count, the FP32 lanes and the FP32 peak are all sourced."""
+        fp32 = self.flops.get("fp32")
+        if self.sm_count is None or self.fp32_cores is None or fp32 is None or not fp32.base:
+            return None
+        return float(self.sm_count.base) * float(fp32.base) / (2.0 * float(self.fp32_cores.base))
 
     @property
     def memory_bytes(self) -> int | None:
@@ -216,7 +227,7 @@ class Device:
         """Every sourced value of the entry, by dotted field name."""
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                     "price", "memory_channels", "cores"):
+                     "price", "memory_channels", "cores", "sm_count", "fp32_cores"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -469,7 +480,7 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes", "architecture"}
+                  "note", "notes", "architecture", "sm_count", "fp32_cores"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -487,7 +498,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     missing: dict[str, str] = {}
     vals: dict[str, Any] = {}
     for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                 "price", "memory_channels", "cores", "memory_options"):
+                 "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
@@ -507,7 +518,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   launch_price=vals.get("launch_price"), price=vals.get("price"),
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
-                  architecture=str(raw.get("architecture", "")).lower())
+                  architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
+                  fp32_cores=vals.get("fp32_cores"))
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_output, regular_file
+from ..render.markdown import format_seconds
 from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import emit_json
@@ -30,7 +31,8 @@ EPILOG = """examples:
 --db is a SQLite file (default: llmsizer-bookings.db, created on first booking; `check` and `show` never
 create it) or a postgresql:// URL (needs `pip install 'llmsizer[provider]'`). Exit status of check/book: 0 when
 every job fits (is booked), 1 when some do not (or a booking lost a race: capacity was taken between the check
-and the write), 2 on invalid input (a window in the past included). `book` is all or none: every job of the
+and the write), 2 on invalid input (book: a window in the past too, unless --earliest; check answers for the
+window as requested and says it is past). `book` is all or none: every job of the
 request is recorded in one transaction, or nothing is; booking the same request and job again returns the
 existing booking. With --earliest, a booking that lost a race is re-checked and tries the next window.
 
@@ -367,7 +369,7 @@ def _fmt(t: _dt.datetime) -> str:
     return "until released" if t >= ONGOING_END else f"{t:%Y-%m-%d %H:%M}"
 
 
-def render_checks(checks: list[Any], inv: Any = None) -> str:
+def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None = None) -> str:
     out = []
     for c in checks:
         n = c.need
@@ -375,6 +377,9 @@ def render_checks(checks: list[Any], inv: Any = None) -> str:
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
             + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
         out.append(head)
+        if now is not None and n.start < now:  # what `book` refuses (book_answer): say so before it is tried
+            out.append(f"  note: the requested window starts before now ({_fmt(now)} UTC): `capacity book` refuses "
+                       "it; book with --earliest for the first window from now")
         p = c.placement
         if c.fits and p is not None:
             where = f"{p.site} ({inv.site(p.site).label})" if inv is not None else p.site
@@ -395,7 +400,8 @@ def check_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int, s
     """(the --json answer, exit code: 0 every job fits, 1 some do not, the text)."""
     _authorize(args, "check")
     inv, checks = _checks(args)
-    return [c.to_dict() for c in checks], 0 if all(c.fits for c in checks) else 1, render_checks(checks, inv)
+    return ([c.to_dict() for c in checks], 0 if all(c.fits for c in checks) else 1,
+            render_checks(checks, inv, _utcnow(args)))
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -604,7 +610,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             say(f"  {r['id']}  {r['state']:<10} {r['job']:<24} {_fmt(r['start'])} -> {_fmt(r['end'])}")
         times, series = timeline(inv, bookings)
         if times:
-            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {(times[1] - times[0])})")
+            mark = format_seconds((times[1] - times[0]).total_seconds())
+            say(f"devices held, {_fmt(times[0])} .. {_fmt(times[-1])} (each mark: {mark})")
             bars = " .:-=+*#%@"
             for dev, vals in series.items():
                 line = "".join(bars[min(9, round(v * 9))] for v in vals)

@@ -13,7 +13,6 @@ from ..render.safe import say
 from ..render.text import render_estimate
 from ..result import Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..units import format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
 from .workload_args import add_headroom_arg, add_inference_args, add_metric_arg, inference_fields
@@ -94,10 +93,12 @@ def cmd_infer(args: argparse.Namespace) -> int:
     say(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
         mpe = spec.max_position_embeddings
-        say(f"largest context that fits: {format_count(reverse['max_context'])} tokens "
-              f"({reverse['max_context']:,}) at concurrency {workload.concurrency}" if reverse["max_context"] else
-              f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
-              f"holds the output) at concurrency {workload.concurrency} do not")
+        # the exact count, as `train --max-seq` says it: "40.19K" (decimal) read back as --context 40k (= 40,960:
+        # k is 1024 for tokens) would not fit
+        say(f"largest context that fits: {reverse['max_context']:,} tokens at concurrency {workload.concurrency}"
+            if reverse["max_context"] else
+            f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
+            f"holds the output) at concurrency {workload.concurrency} do not")
         if mpe and reverse["max_context"] > mpe:
             say(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
                   "was not trained for it")

@@ -153,7 +153,9 @@ def render_duration(d: Duration) -> str:
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
                  + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
                  + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
-                 + (f", {st.comm_seconds:.3g} s {st.topology} communication (overlapped)" if st.comm_seconds else "")
+                 + (f", {st.comm_seconds:.3g} s {st.topology} communication ({st.exposed_comm_seconds:.3g} s not "
+                    "hidden by compute)" if st.comm_seconds else "")
+                 + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
                  + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")

@@ -123,9 +123,9 @@ def render_text(g: dict[str, Any]) -> str:
         if not s.n and not s.excluded_rows:
             continue
         rows.append([s.kind, str(s.n), _pct(s.median).lstrip("+") if s.median is not None else "-",
-                     _pct(s.p90).lstrip("+") if s.p90 is not None else "-",
+                     _pct(s.p90).lstrip("+") if s.p90 is not None else "-", f"{s.within_10}/{s.n}",
                      f"{s.within}/{s.with_tolerance}" if s.with_tolerance else "-", str(s.excluded_rows)])
-    out.append(table(rows, ["kind", "rows", "median", "p90", "within tolerance", "excluded rows"]))
+    out.append(table(rows, ["kind", "rows", "median", "p90", "within 10%", "within tolerance", "excluded rows"]))
     out.append("")
     out.append("calibrated ranges (estimate/ranges.py): summarised rows whose measured value lies inside "
                "[expected x low, expected x high]; target >= 90% per kind and engine:")
@@ -154,13 +154,15 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
              "`validation/*.csv`; measured runs carry their settings, device, versions and date in "
              "`validation/measured/*.jsonl`. The same command without the main CLI: "
              "`python -m llmsizer.cli.validate_cmd --no-store --markdown docs/accuracy.md`.", "", "## Summary", "",
-             "| kind | rows | median abs error | 90th percentile abs error | within tolerance | excluded rows |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| kind | rows | median abs error | 90th percentile abs error | within 10 % | within tolerance | "
+             "excluded rows |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
     for s in g["summary"]:
         if not s.n and not s.excluded_rows:
             continue
         lines.append(f"| {s.kind} | {s.n} | {_pct(s.median).lstrip('+')} | {_pct(s.p90).lstrip('+')} | "
-                     f"{f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | {s.excluded_rows} |")
+                     f"{s.within_10}/{s.n} | {f'{s.within}/{s.with_tolerance}' if s.with_tolerance else '-'} | "
+                     f"{s.excluded_rows} |")
     lines += ["", "By origin (published measurements in `validation/*.csv`; runs measured with `llmsizer measure`):",
               "", "| kind | origin | rows | median abs error | 90th percentile abs error |", "|---|---|---:|---:|---:|"]
     for origin, summ in g.get("by_origin", {}).items():
@@ -170,9 +172,15 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
                              f"{_pct(s.p90).lstrip('+')} |")
     lines += ["", "## Calibrated ranges", "",
               "Each estimate's range is [expected x low, expected x high] with the band of its kind and engine "
-              "(`src/llmsizer/estimate/ranges.py`, re-derived from these rows by `tests/validation/test_ranges.py`): "
-              "at least 90 % of the summarised rows lie inside by construction; *leave-one-out* judges each row by "
-              "the band of the other rows, the out-of-sample coverage. Tolerances (the *within tolerance* column) "
+              "(`src/llmsizer/estimate/ranges.py`, written from these rows by `scripts/rederive_bands.py`, which "
+              "`scripts/gen_docs.py` runs, and re-derived by `tests/validation/test_ranges.py`). From 19 rows the "
+              "band is the split-conformal order statistic (the floor(0.05 (n + 1))-th most extreme ratio on each "
+              "side), so a new run lies inside with probability >= 90 % and *leave-one-out* (each row judged by the "
+              "band of the other rows, the out-of-sample coverage) is >= 90 % from 20 rows; with fewer rows it is "
+              "the 90 % log-normal prediction interval (never narrower than the rows' span), whose coverage rests "
+              "on that assumption: its leave-one-out figure is the one to read. The fit verdict decides on the "
+              "expected value and names the high end it quotes (the components' or this calibrated one, whichever "
+              "is higher). Tolerances (the *within tolerance* column) "
               "are per kind: inference memory 5-15 %, training memory 35 %, decode 25 %, prefill and training "
               "speed 50 %, so a 300 % miss passes none.", "",
               "| kind | engine | band (measured / expected) | rows | inside | inside, leave-one-out |",

@@ -34,6 +34,7 @@ from ..numbers import (
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     CHECKPOINT_IMPLS,
+    DEEPSPEED_GATHERS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     KERNELS,
@@ -220,6 +221,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
                    "the device: bitsandbytes (PEFT/transformers), torchao (torchtune to_nf4) or torchao-0.1 (unchunked, "
                    f"torchtune 2024-05); its transient is the 'model init' phase (default {TW.nf4_quantizer})")
+    g.add_argument("--deepspeed-gather", choices=DEEPSPEED_GATHERS, help="with --zero 3: DeepSpeed's parameter "
+                   "gather: current (>= 0.9: one rank uses its partition in place) or pre-0.9 (one rank gathers too: "
+                   f"a buffer beside the partition's device copy) (default {TW.deepspeed_gather})")
     g.add_argument("--checkpoint-offload", action="store_true", default=None,
                    help="with --grad-checkpointing full: the kept layer inputs wait in host RAM (Unsloth "
                         "use_gradient_checkpointing='unsloth')")
@@ -235,7 +239,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
     g.add_argument("--offload", choices=OFFLOAD, help="CPU offload, ZeRO-Offload / -Infinity (default none)")
-    g.add_argument("--gpus-per-node", type=int_arg(COUNT), help=f"for --fsdp hybrid (default {TW.gpus_per_node})")
+    g.add_argument("--gpus-per-node", type=int_arg(COUNT), help="devices per machine: --fsdp hybrid, and where the "
+                   f"data-parallel collectives leave the machine (default: the instance's count, else {TW.gpus_per_node})")
+    g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
+                   "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "
+                   "per machine ('1600 Gb/s', '8x400Gb/s') (default: the instance's network, else none: a warning)")
     add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
     g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
@@ -262,10 +270,10 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node", "metric", "fsdp_version", "context_parallel", "activation_offload", "float8",
-                   "compile")
+                   "gpus_per_node", "network", "metric", "fsdp_version", "context_parallel", "activation_offload",
+                   "float8", "compile")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

@@ -15,7 +15,7 @@ and optimizer are built and never freed (``PERSISTENT``: weights, adapters, fp32
 their blocks exactly; the *dynamic* rest (activations, gradients, which zero_grad(set_to_none=True) frees every
 step, transients, growing KV caches) is scaled by the calibrated ratio rho, as a range (``RESERVE``): low and high
 hold every named row of
-``validation/allocator_pairs.csv`` of that phase (fewer than 20 rows: the full span, ``ranges.band``), expected is
+``validation/allocator_pairs.csv`` of that phase (their full span), expected is
 their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
 span (estimate/engines.py ``CUDA_CONTEXT``).
 
@@ -68,9 +68,12 @@ class ReserveRatio:
 
 
 def derive(ratios: list[float]) -> tuple[float, float, float]:
-    """(low, expected, high) of reserved / allocated ratios: ``ranges.band`` for the ends, the median expected;
-    rounded outwards (ends) and to 4 decimals."""
-    lo, hi = R.band(ratios)
+    """(low, expected, high) of reserved / allocated ratios: the rows' full span for the ends (a ratio below 1 is
+    impossible, so no interval extrapolated from a handful of rows), the median expected; rounded outwards (ends)
+    and to 4 decimals."""
+    if not ratios:
+        raise InputError("a reserve ratio needs at least one row")
+    lo, hi = min(ratios), max(ratios)
     return (math.floor(lo * 1e4) / 1e4, round(statistics.median(ratios), 4), math.ceil(hi * 1e4) / 1e4)
 
 

@@ -15,12 +15,13 @@ the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..catalog.hardware import Device, Instance
+from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
 from ..formulas.elementwise_traffic import SOURCE_COMPILED, SOURCE_EAGER, elementwise_seconds, step_bytes_per_token
@@ -32,16 +33,18 @@ from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import (
+    DataParallelComm,
     adapter_flops_per_token,
-    communication_seconds,
-    data_parallel_bytes,
+    data_parallel_comm,
     dequantization_seconds,
     device_hours,
+    micro_step_seconds,
     partial_recompute_flops,
     step_tokens_per_second,
     training_flops_per_token,
 )
 from ..formulas.weight_formats import weight_bytes
+from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
@@ -77,6 +80,12 @@ class TrainingFlops:
     formula: str
     source: str
     trained_params: int
+    forward: float = 0.0  # FLOPs per token of the forward pass alone (eq. (8') phi = forward / per_token)
+
+    @property
+    def forward_share(self) -> float:
+        """phi of formulas/training_time.py eq. (8'): the forward pass's share of the executed FLOPs."""
+        return self.forward / self.per_token if self.forward > 0 else 1.0 / 3.0
 
 
 def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -104,9 +113,11 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     if method in ADAPTER_METHODS:
         na = lora_params(spec, rank, targets, dora=method == "dora").total
         f = adapter_flops_per_token(n, na, layers, width, seq_len, "none")
+        fwd = 2.0 * n + 2.0 * na + 4.0 * layers * width * seq_len
         base, source, trained = "4N + 6N_a + 12 L d s (frozen base: no weight gradients)", "eqs. (4)-(5)", na
     elif method == "full":
         f = training_flops_per_token(n, layers, width, seq_len, "none")
+        fwd = f / 3.0  # 2N + 4 L d s
         base, source, trained = "6N + 12 L d s", "eqs. (1)-(2)", n
     else:
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
@@ -124,7 +135,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         source += ", (2'')"
     else:
         formula = base
-    return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained)
+    return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd)
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -243,6 +254,7 @@ class StepTime:
     elementwise_seconds: float = 0.0  # per micro-step, formulas/elementwise_traffic.py eq. (E7), inside compute
     optimizer_seconds: float = 0.0  # per optimizer step, formulas/optimizer_step.py (O1)/(O2)
     accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
+    exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eq. (8'))
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -250,7 +262,8 @@ class StepTime:
                 "tokens_per_second": self.tokens_per_second, "comm_bytes": self.comm_bytes,
                 "topology": self.topology, "shape_efficiency": self.shape_efficiency,
                 "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
-                "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds}
+                "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds,
+                "exposed_comm_seconds": self.exposed_comm_seconds}
 
 
 def _weight_format(w: TrainingWorkload) -> str:
@@ -259,9 +272,28 @@ def _weight_format(w: TrainingWorkload) -> str:
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
+def sharding_mode(w: TrainingWorkload) -> str:
+    """The data-parallel collectives of ``w`` (formulas/training_time.py eq. (7c)): FSDP FULL_SHARD and ZeRO-3 'full',
+    HSDP 'hybrid', SHARD_GRAD_OP 'grad_op', DDP and ZeRO-1/2 'replicated' (gradients all-reduced)."""
+    if w.zero == 3 or w.fsdp == "full":
+        return "full"
+    if w.fsdp in ("hybrid", "grad_op"):
+        return str(w.fsdp)
+    return "replicated"
+
+
+@dataclass(frozen=True)
+class Network:
+    """The network between the machines of a multi-machine run: ``bandwidth`` bytes/s per machine (per direction)."""
+
+    bandwidth: float
+    what: str
+    given: bool = True
+
+
 def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: TrainingFlops, peak: float, u: float,
               link_bandwidth: float | None, paged_bytes: float, notes: list[Assumption],
-              warnings: list[str]) -> StepTime:
+              warnings: list[str], network: Network | None = None) -> StepTime:
     """Eqs. (6)-(8) of formulas/training_time.py for workload ``w`` (its gpus, sharding, micro-batch, grad
     accumulation) on ``device``; ``paged_bytes``: optimizer states in unified memory (the memory estimate's)."""
     n = w.gpus
@@ -291,21 +323,41 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                        else "eager (" + SOURCE_EAGER + ")")))
             notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     t_c = tokens * fl.per_token / (peak * u * e) + t_dq + t_ew
-    sharded = w.zero == 3 or w.fsdp in ("full", "hybrid")
     comm_b = t_m = 0.0
+    comm: DataParallelComm | None = None
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
         wb = float(weight_bytes(spec, _weight_format(w)).total)
         gb = float(fl.trained_params) * (2 if w.precision in ("bf16", "fp16") else 4)
-        comm_b = data_parallel_bytes(n, wb, gb, sharded)
         host = device.id in E.NO_PEER_TO_PEER
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
-        topology = "host-staged" if host else "direct"
+        per_node = min(n, w.gpus_per_node)
+        nodes = -(-n // per_node)
+        topology = "host-staged" if host else ("multi-node" if nodes > 1 else "direct")
         if bw:
-            t_m = communication_seconds(comm_b, n, bw, host)
+            if nodes > 1 and (host or network is None):
+                warnings.append(f"{n} x {device.id} on {nodes} machines of {per_node} (gpus_per_node): "
+                                + ("host-staged collectives are modelled within one machine only"
+                                   if host else "no network between the machines given (--network, or an instance "
+                                   "with a network)")
+                                + "; data-parallel communication is timed as if all devices shared one machine's "
+                                "link, a lower bound of its time")
+                per_node, nodes = n, 1
+            comm = data_parallel_comm(n, per_node, wb, gb, sharding_mode(w), spec.num_layers, bw,
+                                      network.bandwidth if network is not None and nodes > 1 else None, host)
+            comm_b, t_m = comm.bytes, comm.forward_seconds + comm.backward_seconds
             notes.append(Assumption("collective_bandwidth", bw, True,
                                     E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
-                                    else "the device's interconnect (per direction)"))
+                                    else "the devices' link within a machine (per direction)"))
+            if nodes > 1 and network is not None:
+                notes.append(Assumption("inter_node_network", network.bandwidth, not network.given,
+                                        f"{network.what}: bytes/s per machine of {per_node} devices, {nodes} "
+                                        f"machines; ring bus bandwidth {comm.bus_bandwidth / 1e9:.4g} GB/s "
+                                        "(formulas/network.py eq. (11))"))
+            notes.append(Assumption("collective_overlap", "by phase", True,
+                                    "formulas/training_time.py eq. (8'): forward collectives overlap the forward, "
+                                    "backward ones the backward (FSDP prefetch); the first unit's all-gather and "
+                                    "the last unit's gradient reduction are not hidden"))
         else:
             warnings.append(f"no interconnect bandwidth for {n} x {device.id}: data-parallel communication "
                             "is not counted")
@@ -320,9 +372,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_opt = t_acc = 0.0
     if device.kind == "gpu" and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
-    tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_c, t_m, t_p,
+    t_micro = micro_step_seconds(t_c, fl.forward_share, comm)
+    tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_micro, 0.0, t_p,
                                  t_opt + (w.grad_accumulation - 1) * t_acc)
-    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc)
+    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
+                    t_micro - t_c)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
@@ -354,6 +408,41 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem
     return t_opt, t_acc
 
 
+NETWORK_KINDS = ("infiniband", "ethernet", "efa")
+
+
+def network_for(w: TrainingWorkload, instance: Instance | None = None,
+                hardware_files: Sequence[str | Path] = ()) -> Network | None:
+    """The network between the machines of ``w`` (formulas/network.py eq. (11)): ``w.network``, a catalog interconnect
+    of a network kind (per port: one port per device of a machine, the rail-optimised layout of DGX / Grand Teton /
+    p5 hosts; 'per instance' / 'per VM' entries: the machine's whole network) or a bandwidth per machine ('1600 Gb/s',
+    '8x400Gb/s'); else ``instance``'s own network; else None."""
+    if w.network is None:
+        if instance is not None and instance.network is not None:
+            return Network(float(instance.network.base), f"{instance.id}'s network (catalog)", False)
+        return None
+    text = w.network.strip()
+    ic = load_catalog(hardware_files).interconnect(text)
+    if ic is not None:
+        if ic.kind not in NETWORK_KINDS:
+            raise InputError(f"network {text!r} is a {ic.kind} link inside a machine; give a network between "
+                             f"machines ({', '.join(NETWORK_KINDS)} interconnects, or a bandwidth such as '1600 Gb/s')")
+        note = ic.bandwidth.note
+        bw = float(ic.bandwidth.base)
+        if "per instance" in note or "per VM" in note:
+            return Network(bw, f"{ic.name} ({text}, per machine)")
+        return Network(bw * w.gpus_per_node, f"{ic.name} ({text}), one port per device x {w.gpus_per_node}")
+    m = re.fullmatch(r"(\d+)\s*[x\u00d7*]\s*(.+)", text)
+    count, rest = (int(m.group(1)), m.group(2)) if m else (1, text)
+    if count < 1:
+        raise InputError(f"network {text!r}: the port count must be >= 1")
+    try:
+        bw = count * parse_bandwidth(rest)
+    except InputError as e:
+        raise InputError(f"network {text!r}: not a catalog interconnect of a network kind, and {e}") from None
+    return Network(bw, f"{text} per machine (given)")
+
+
 def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
     """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
     dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
@@ -371,7 +460,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                       seq_len: int = 2048, grad_checkpointing: str | None = None, utilization: float | None = None,
                       rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
                       flops: TrainingFlops | None = None, workload: TrainingWorkload | None = None,
-                      link_bandwidth: float | None = None, paged_bytes: float = 0.0) -> Duration:
+                      link_bandwidth: float | None = None, paged_bytes: float = 0.0,
+                      network: Network | None = None) -> Duration:
     """Eqs. (6)-(8) of formulas/training_time.py for this model, method and device: per-device compute at the
     achieved utilisation of the executed FLOPs, data-parallel communication over the interconnect (overlapped),
     optimizer paging. ``workload`` gives the full settings (devices, sharding, micro-batch, grad accumulation);
@@ -412,7 +502,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if peak is None:
         warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
-    st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings)
+    st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network)
     secs = tokens / st.tokens_per_second
     bound = cpu_bound and utilization is None and w.tp * w.pp == 1
     return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
@@ -427,12 +517,14 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     the rule inference's tensor parallelism reads too)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
+    if instance is not None and "gpus_per_node" not in kw:
+        kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = TrainingWorkload(**kw)
     paged = sum(i.bytes for i in estimate_training(spec, w).items if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),
-                             paged_bytes=paged)
+                             paged_bytes=paged, network=network_for(w, instance, hardware_files))
 
 
 def training_time_on(spec: ModelSpec, hardware: str | Device | Instance, devices: int, tokens: float,

@@ -2,7 +2,7 @@
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
-re-derived by tests/hardware/test_*calibration.py): the four llama.cpp decode constants, the three llama.cpp prefill
+re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
 constants and the four training-speed constants (utilisation on Ada, on Hopper and on a CPU's AMX units, the shared
 host-path collective bandwidth); every other factor comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
@@ -11,6 +11,8 @@ host-path collective bandwidth); every other factor comes from outside llmsizer'
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..formulas.speed import sm_streaming_bandwidth
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,18 @@ LLAMACPP_DECODE_BANDWIDTH_APPLE = Factor(
 LLAMACPP_LAYER_OVERHEAD_APPLE = Factor(
     "llamacpp_decode_overhead_per_layer_apple", 195e-6, 195e-6, 195e-6,
     "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same two rows); seconds per layer per step")
+# The bytes an SM of an NVIDIA GPU streams per cycle in llama.cpp's decode mat-vec kernels (beta of formulas/speed.py
+# eq. 12: B_step = min(e_m B, N_SM f beta)). CALIBRATED on one named row: llama-bench Llama-3-8B F16 tg512 on A100 SXM
+# 80GB, 53.49 tokens/s (validation/llamacpp_bench.csv XD44; XiongjieDai README @eafac9d, the May 2024 professional-GPU
+# table): the row's bytes (15.04 GB) over its step less the per-layer overhead (1 / 53.49 s - 32 x 91.3 us) = 954 GB/s,
+# 47 % of the 2039 GB/s datasheet figure, over 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.26 B per SM-cycle;
+# re-derived by tests/hardware/test_efficiency_calibration.py. Held out: every other row of that table (A100 PCIe 80GB,
+# H100 PCIe, A100 SXM Q4_K_M, and the GDDR cards it must leave alone: L40S, RTX A6000, RTX 6000 Ada) and the December
+# 2023 H100-PCIe rows XD24/XD26. Before it, the HBM rows were +26 % (H100 PCIe Q4_K_M) to +71 % (A100 SXM F16) fast.
+LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = Factor(
+    "llamacpp_stream_bytes_per_sm_cycle", 6.26, 6.26, 6.26,
+    "calibrated: llama-bench Llama-3-8B F16 tg512 on A100 SXM 80GB (XiongjieDai README @eafac9d, row XD44); "
+    "formulas/speed.py eq. (12)")
 
 # Memory-bound kernels of a training step (norms, rotary, activations, residual adds, the loss: formulas/
 # elementwise_traffic.py eq. E7) stream their tensors at the same empirical share of the datasheet bandwidth that
@@ -109,19 +123,74 @@ LLAMACPP_CUBLAS = Factor(
 LLAMACPP_HALF_COLUMNS = Factor(
     "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
+# L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
+# product of MMQ, the MMF path and flash attention in asm("mma.sync.aligned.m16n8k16/k32 ..."); ggml-cuda has no
+# wgmma, the warpgroup instruction of sm_90a. A Hopper SM gives its dense tensor rate, 4096 FP16 FLOP per SM-clock
+# (H100 SXM 989.4 TFLOP/s = 132 SMs x 1.83 GHz x 4096: NVIDIA/cudnn-frontend PR #650 _FLOPS_PER_CLOCK_PER_SM), only
+# through wgmma (Luo et al. 2024, "Benchmarking and Dissecting the Nvidia Hopper GPU Architecture", arXiv 2402.13499:
+# wgmma is needed to unlock the fourth-generation tensor core); the synchronous warp-level instructions issue at the
+# Ampere rate per SM-clock, 2048 (A100 312 TFLOP/s = 108 SMs x 1.41 GHz x 2048). So llama.cpp's own kernels on Hopper
+# see 2048 / 4096 = 0.5 of the catalog's dense peak. NOT FITTED: the ratio of two published per-SM rates (re-derived
+# by tests/hardware/test_hopper_sync_mma.py). The cuBLAS path (cublasGemmEx, CUBLAS_COMPUTE_16F) is closed source;
+# that the same share holds there is read from measurements, not code, and is a named assumption: the held-out May
+# 2024 llama-bench rows of XiongjieDai's professional-GPU table (@eafac9d, XD68/XD69) ran cuBLAS for both F16 and
+# Q4_K_M (builds of that time printed CUDA_USE_TENSOR_CORES: yes and ran quantized products of more than 32 columns
+# as dequantize + FP16 cuBLAS on Volta and later, llama.cpp PR #3412; int8 tensor cores reached MMQ in June 2024,
+# PRs #7676/#7860), and put H100 PCIe over A100 PCIe at 1.36x (Q4_K_M) and 1.40x (F16) in pp512: the ratio of their
+# SM count x clock (1.31), not of their datasheet tensor peaks (2.42x). Before it both rows were +97 .. +100 %.
+LLAMACPP_SYNC_MMA_SHARE = {
+    "hopper": Factor(
+        "llamacpp_sync_mma_share_hopper", 0.5, 0.5, 0.5,
+        "ggml-cuda mma.cuh issues mma.sync (no wgmma): 2048 of Hopper's 4096 dense FP16 FLOP per SM-clock "
+        "(A100 312 TFLOP/s = 108 x 1.41 GHz x 2048; H100 989.4 = 132 x 1.83 GHz x 4096, cudnn-frontend PR #650; "
+        "Luo et al. 2024 arXiv 2402.13499)"),
+}
+
+
+def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
+    """The share of the catalog's dense tensor peak that llama.cpp's warp-level mma.sync kernels can issue on a GPU
+    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada, Blackwell)."""
+    return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
+
+
 # Routings whose experts a llama.cpp batched step of b >= 2 sequences fed identical tokens (llama-batched-bench)
 # reads, eq. (11) of formulas/speed.py: r = c b^alpha. FITTED (least squares of log r on log b) on the routings that make eq. (10) match each
 # named row: gpt-oss-120b MXFP4 on DGX Spark at b >= 4, BB16-BB18, BB20-BB23, BB25-BB28
 # (validation/llamacpp_batched_bench.csv) and PM0104 (public_measurements.csv): 12 calibration rows, out of the
 # summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
-# tests/estimate/test_identical_routings.py.
+# tests/estimate/test_identical_routings.py. Fitted with the graphs-off time of LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU in
+# eq. (10) (1.98 b^0.56 before it).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.98, 1.98, 1.98,
+    "llamacpp_identical_routings_scale", 1.73, 1.73, 1.73,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
-    "llamacpp_identical_routings_exponent", 0.56, 0.56, 0.56,
+    "llamacpp_identical_routings_exponent", 0.59, 0.59, 0.59,
     "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
+# A llama.cpp CUDA step of b >= 2 sequences runs without CUDA graphs and without the single-column fusions:
+# ggml-cuda.cu check_node_graph_compatibility disables graph capture for any GGML_OP_ADD whose src1 has ne[1] > 1
+# ("disable CUDA graphs for batch size > 1 for now") and for MUL_MAT_ID with ne[2] != 1, and
+# ggml_cuda_should_fuse_mul_mat_vec_q fuses the gate/up products with the GLU "only for ncols_dst = 1" (ggml-org/ggml
+# src/ggml-cuda/ggml-cuda.cu @da232870, the 2025-11-04 sync of llama.cpp's ggml/src/ggml-cuda/ggml-cuda.cu, lines
+# 2139-2172 and 2862-2878; build 6918 of the DGX Spark rows is 2f68ce7cf of that week). Each layer's kernels are then
+# launched one by one from the host and the fused ones run unfused: a time per layer per step that the b = 1 step of
+# eq. (7) does not pay (its L tau is calibrated on graph-replayed steps or, for the 2024 rows, on the same kernels).
+# CALIBRATED on named rows: the six dense b = 2 rows of the DGX Spark tables (llama-batched-bench, build 6918:
+# Qwen2.5-Coder-7B Q8_0 BB44/BB48/BB53, Gemma-3-4B Q4_0 BB58/BB63/BB67); per row, the measured step increment from
+# b = 1 (BB81-BB86, the same prompt; their own errors do not depend on this constant) to b = 2 beyond eq. (10)'s
+# increment, over the layers; the median of the six. Held out: every dense row at b >= 4 and every MoE row;
+# re-derived by tests/estimate/test_graphs_off_overhead.py. The MoE routings of eq. (11) are re-fitted with it.
+# Range: the six rows imply 48-93 us (high = 93 us); graphs alone, measured on x86 hosts with the April 2024 build (no
+# fusions then), are worth less: LLaMA 2 7B Q4_0 tg 116.31 -> 128.27 tokens/s on RTX 3090 and 138.31 -> 146.81 on
+# RTX 4090 (llama.cpp PR #6766, 2024-04-19: 25 and 13 us per layer), H100-PCIe Q4_K_M 143.35 -> 163.83 (issue #6763:
+# 27 us per layer); low = 13 us. All calibration rows are DGX Spark's (a Grace Arm host): on x86 hosts the expected
+# value may overstate a batched step by up to L x 66 us.
+LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
+    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 79e-6, 93e-6,
+    "calibrated: llama-batched-bench b = 2 vs b = 1 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark "
+    "(BB44/48/53, BB58/63/67; build 6918); seconds per layer per step without CUDA graphs (ggml-cuda.cu "
+    "check_node_graph_compatibility)")
 # Without flash attention llama.cpp writes the KQ scores as F32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)), the
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
@@ -171,22 +240,23 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # under-predicts a 700 W H100 SXM by up to their peak ratio. The row's executed FLOPs include the op-level selective
 # recomputation (every second matmul, formulas/training_time.py eq. (2'')) and the eager memory-bound kernels are
 # timed apart (formulas/elementwise_traffic.py eq. E7, the op-level policy re-running every pointwise op), as is
-# the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms).
+# the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms); 0.4743 since the collectives
+# overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8')).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
 # duration rule gives the measured tokens/s (0.617-0.749 with the memory-bound kernels and the optimizer step
 # timed apart, formulas/elementwise_traffic.py and optimizer_step.py; 0.609-0.708 and 0.6548 before), their median
-# 0.6756; re-derived by
+# 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')); re-derived by
 # tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
 # Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
 # named as an assumption.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "ampere": Factor("training_device_utilization_ampere", 0.6756, 0.6756, 0.6756,
+    "ampere": Factor("training_device_utilization_ampere", 0.6758, 0.6758, 0.6758,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4737, 0.4737, 0.4737,
+    "hopper": Factor("training_device_utilization_hopper", 0.4743, 0.4743, 0.4743,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
@@ -218,10 +288,12 @@ def training_utilization(architecture: str) -> tuple[Factor, bool]:
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
-# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.555 GB/s; re-derived by tests/hardware/test_training_calibration.py.
+# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.633 GB/s (4.555 GB/s when the whole step's communication
+# overlapped its whole compute; the forward all-gather now overlaps only the forward, formulas/training_time.py
+# eq. (8')); re-derived by tests/hardware/test_training_calibration.py.
 NO_PEER_TO_PEER = ("rtx-4090",)
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
-    "host_staged_collective_bandwidth", 4.555e9, 4.555e9, 4.555e9,
+    "host_staged_collective_bandwidth", 4.633e9, 4.633e9, 4.633e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
@@ -263,8 +335,8 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 # English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 
-ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_MMQ, LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS,
-       LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
+ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
+       LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET)
@@ -277,6 +349,16 @@ def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:
     if weights_format.startswith("gguf:"):
         return LLAMACPP_DECODE_BANDWIDTH_APPLE if device_kind == "apple" else LLAMACPP_DECODE_BANDWIDTH
     return DECODE_BANDWIDTH_GPU
+
+
+def llamacpp_stream_cap(weights_format: str, device_kind: str, vendor: str,
+                        sm_cycles_per_second: float | None) -> float | None:
+    """The bytes/s llama.cpp's decode mat-vec kernels stream on an NVIDIA GPU, N_SM f beta (formulas/speed.py eq.
+    12, beta = LLAMACPP_STREAM_BYTES_PER_SM_CYCLE); None off NVIDIA GPUs, for non-GGUF weights, or when the
+    catalog gives no SM count and FP32 lanes for the device (no cap is then applied)."""
+    if llamacpp_gemm_path(weights_format, device_kind, vendor) is None or not sm_cycles_per_second:
+        return None
+    return sm_streaming_bandwidth(sm_cycles_per_second, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE.expected)
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

@@ -30,6 +30,7 @@ from .device import (
     target_memory,
     workload_device_kind,
 )
+from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
@@ -290,11 +291,16 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
+    check_engine_runs(eng, fmt, device.architecture, device.id)
+    dtype_note = engine_dtype_note(eng, fmt, next((str(a.value) for a in est.assumptions if a.name == "dtype"), ""),
+                                   device.architecture, device.id)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
     warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))
+    if dtype_note is not None:
+        warnings.append(dtype_note)
     sp = None
     if speed:
         kvd = str(d.get("kv_dtype", "bf16"))

@@ -33,6 +33,52 @@ VLLM_LADDER = ("bf16", "fp8", "awq-int4")
 GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m", "gguf:q3_k_m", "gguf:q2_k")
 
 
+# vLLM refuses to load a quantization method on a GPU below the method's minimum compute capability: the gate in
+# vllm/config/vllm.py (v0.30.0 L831-841: "The quantization method {m} is not supported for the current GPU. Minimum
+# capability: {n}. Current capability: {c}.") over QuantizationConfig.get_min_capability(): AWQConfig 75
+# (quantization/awq.py, "The AWQ kernel only supports Turing or newer GPUs"), Fp8Config 75 (quantization/fp8.py
+# L147-149; FP8-block is the same config with weight_block_size), Mxfp4Config 80 (quantization/mxfp4.py). The
+# vLLM issues vllm#1488 and vllm#4202 show the refusal on a V100 (capability 70).
+VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80}
+# compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture the catalog names
+# (Device.architecture); CUDA C Programming Guide, "Compute Capabilities" table
+ARCHITECTURE_CAPABILITY = {"pascal": 60, "volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90,
+                           "blackwell": 100}
+
+
+def engine_refuses(engine: str, fmt: str, architecture: str, device: str) -> str | None:
+    """Why ``engine`` will not run weights in ``fmt`` on a GPU of ``architecture`` (None: it runs them, or the
+    architecture is not known): vLLM's compute-capability gate (``VLLM_MIN_CAPABILITY``)."""
+    need = VLLM_MIN_CAPABILITY.get(fmt) if engine == "vllm" else None
+    have = ARCHITECTURE_CAPABILITY.get(architecture)
+    if need is None or have is None or have >= need:
+        return None
+    return (f"vLLM refuses {fmt} on {device} ({architecture}, compute capability {have / 10:.1f}): its kernels need "
+            f"{need / 10:.1f} or newer")
+
+
+# vLLM's CUDA platform offers bf16 from compute capability 8.0 only (vllm/platforms/cuda.py
+# CudaPlatformBase.supported_dtypes: "Pascal, Volta and Turing NVIDIA GPUs, BF16 is not supported"); with --dtype
+# auto it loads a bf16 checkpoint in the first supported dtype, fp16 (vllm/config/model.py, dtype resolution)
+VLLM_BF16_MIN_CAPABILITY = 80
+
+
+def engine_dtype_note(engine: str, fmt: str, dtype: str, architecture: str, device: str) -> str | None:
+    """A warning when ``engine`` runs bf16 (weights ``fmt`` or compute ``dtype``) as fp16 on this GPU; None else."""
+    have = ARCHITECTURE_CAPABILITY.get(architecture)
+    if engine != "vllm" or "bf16" not in (fmt, dtype) or have is None or have >= VLLM_BF16_MIN_CAPABILITY:
+        return None
+    return (f"vLLM runs bf16 as fp16 on {device} ({architecture}, compute capability {have / 10:.1f}: no bf16 below "
+            f"{VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")
+
+
+def check_engine_runs(engine: str, fmt: str, architecture: str, device: str) -> None:
+    """Raise InputError (exit 2) when ``engine_refuses`` the format on the device: fit and estimate_inference."""
+    refused = engine_refuses(engine, fmt, architecture, device)
+    if refused is not None:
+        raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
+
+
 @dataclass
 class FormatChoice:
     """The format an estimate uses ('file' for a model file's exact bytes), its group size, and why."""

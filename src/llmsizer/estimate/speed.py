@@ -184,6 +184,10 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     fp16_peak, _ = device.peak_flops("fp16_acc16")
     if gemm_peak is None or fp16_peak is None:
         return E.COMPUTE.expected
+    sync = E.llamacpp_sync_mma_share(device.architecture)
+    if sync is not None:  # Hopper: warp-level mma.sync reaches half the wgmma peak (efficiency.LLAMACPP_SYNC_MMA_SHARE)
+        gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
+        assumptions.append(Assumption(sync.name, sync.expected, True, sync.source))
     h = E.LLAMACPP_HALF_COLUMNS.expected if mmq else 0.0  # calibrated on MMQ expert products only
     cols = float(min(tokens, ubatch))
     experts = 0.0
@@ -259,6 +263,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
     assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
     assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
+    cap = E.llamacpp_stream_cap(fmt, device.kind, device.vendor, device.sm_cycles_per_second)
+    if cap is not None and bw and bandwidth_efficiency is None and cap < be * bw:
+        be = cap / bw  # the SMs, not the DRAM, bound the stream (formulas/speed.py eq. 12)
+        f = E.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE
+        assumptions.append(Assumption(
+            "llamacpp_sm_stream_limit", f"{cap / 1e9:.0f} GB/s = {be:.3f} of {bw / 1e9:.0f} GB/s", True,
+            f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {f.expected} B per SM-cycle stream less than the "
+            f"memory delivers; {f.source}"))
     ov_factor = E.decode_layer_overhead(device.kind, fmt)
     tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
     if ov_factor is not None or layer_overhead is not None:
@@ -333,11 +345,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         fp16_peak, _ = device.peak_flops("fp16_acc16")
         if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
             gemm_peak = fp16_peak = peak
+        sync = E.llamacpp_sync_mma_share(device.architecture)
+        if sync is not None and gemm_peak is not None and fp16_peak is not None:  # the same kernels as prefill
+            gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
         if batch == concurrency:
             assumptions.append(Assumption(
                 "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
                 f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
-                + (" over the whole unified buffer" if unified else ""),
+                + (" over the whole unified buffer" if unified else "")
+                + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
                 True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
                 + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR #14363; no "
                    "published -kvu measurement checks this case yet)"
@@ -348,9 +364,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                     f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
                     f"{E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected} b^{E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected}"
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
+            g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
+            assumptions.append(Assumption(g.name, g.expected, True, g.source))
         extra = 2.0 * matmul_params * (batch - 1) / tp
+        # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
+        graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
         return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed)
+                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off)
 
     # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
     # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
@@ -461,6 +481,10 @@ def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | N
             continue
         bw = dev.bandwidth if dev is not None else None
         eff = E.decode_bandwidth_factor(dev.kind if dev is not None else "cpu", weights_format).expected
+        cap = None if dev is None or is_host else E.llamacpp_stream_cap(weights_format, dev.kind, dev.vendor,
+                                                                        dev.sm_cycles_per_second)
+        if cap is not None and bw and cap < eff * bw:
+            eff = cap / bw  # formulas/speed.py eq. (12)
         if bw is None:
             warnings.append(f"{d['device']}: no memory bandwidth"
                             + (" (give --host-device, a CPU from the catalog)" if is_host else ""))

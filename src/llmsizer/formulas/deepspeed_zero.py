@@ -25,6 +25,22 @@ Read from DeepSpeed (deepspeedai/DeepSpeed at commit edaa722, 2026-08-22):
   Ahead of each module up to ``prefetch_bucket_size`` elements are fetched (lines 452-470, bounded by
   ``max_live_parameters``). Parameters under ``param_persistence_threshold`` elements (norm weights, biases)
   are never partitioned.
+- **Live window** (same file, ``fetch_sub_module``, lines 446-476 at 0.19.8; identical at v0.8.1 lines 329-350):
+  once the trace is complete (from the second step), every module's fetch prefetches up to
+  ``prefetch_bucket_size`` more elements, bounded by ``max_live_parameters - n_available`` (``n_available``
+  counts every gathered element, the held ones included); a module's parameters are released after it runs. A
+  decoder layer fires a fetch per submodule (about a dozen), so the prefetch outruns the release and the gathered
+  elements settle at ``max_live_parameters`` (1e9: 2 GB of bf16, 4 GB of fp32 parameters) whenever the model is
+  larger. The prefetch adds whole parameters while the running count is under the bound, so when it reaches the
+  lm_head (one matrix, often the largest single parameter) the count overshoots to about ``max_live_parameters``
+  + the lm_head, until the layers ahead of it have run and been released. DeepSpeed's documentation of
+  ``stage3_max_live_parameters``: "Smaller values use less memory". Checked against DeepSpeed 0.19.8 on the CPU
+  (tests/training/test_deepspeed_zero3.py): the step's peak grows by the window in parameter bytes.
+- **Gather copy** (offloaded parameters): the gather allocates the parameter buffer, then copies the rank's
+  host partition to the device as the all-gather's input (``_all_gather_sequential``, partition_parameters.py at
+  0.19.8 lines 1388-1402; v0.8.1 lines 839-856): both live together, 1/N of the parameter beyond the gathered
+  one. A single rank: since v0.9.0 (commit 4d27225, ``_no_gather_coalesced``) the device copy *is* the
+  parameter, nothing more; before, it went through the same gather: the whole parameter again.
 """
 
 from __future__ import annotations
@@ -68,6 +84,43 @@ def held_after_forward(unit_elements: Sequence[int], max_reuse: int = MAX_REUSE_
         after -= n
         out.append(2 * after < max_reuse)
     return out
+
+
+def live_window_elements(unit_elements: Sequence[int], head_is_single_matrix: bool,
+                         max_live: int = MAX_LIVE_PARAMETERS) -> tuple[int, int, int]:
+    """The gathered elements of a complete trace (see the module doc), for units in forward order:
+    (steady: while the layers run, forward or backward; reach: when the prefetch reaches the last unit, added whole
+    past the bound when it is one matrix; units ahead: how many units before the last the window spans then).
+
+    >>> live_window_elements([100, 400, 400, 400, 300], True, max_live=1000)
+    (1000, 1300, 2)
+    >>> live_window_elements([100, 200, 300], True, max_live=1000)  # smaller than the window: all of it
+    (600, 600, 2)
+    """
+    total = sum(unit_elements)
+    if total <= max_live or not unit_elements:
+        return total, total, max(0, len(unit_elements) - 1)
+    last = unit_elements[-1]
+    ahead, span = 0, 0
+    for n in reversed(unit_elements[:-1]):  # the units the window holds when the last one is next in the queue
+        if ahead + n > max_live:
+            break
+        ahead += n
+        span += 1
+    reach = min(total, max_live + last) if head_is_single_matrix else max_live
+    return max_live, reach, span
+
+
+def gather_copy_bytes(param_bytes: int, ranks: int, pre_0_9: bool = False) -> int:
+    """The partition's device copy alive beside the gathered buffer while an offloaded parameter of
+    ``param_bytes`` is gathered over ``ranks`` (see the module doc).
+
+    >>> gather_copy_bytes(4_000, 4), gather_copy_bytes(4_000, 1), gather_copy_bytes(4_000, 1, pre_0_9=True)
+    (1000, 0, 4000)
+    """
+    if ranks <= 1 and not pre_0_9:
+        return 0
+    return -(-param_bytes // max(1, ranks))
 
 
 def prefetch_bytes(unit_elements: Sequence[int], elem_bytes: int, prefetch: int = PREFETCH_BUCKET_SIZE) -> int:

@@ -45,6 +45,23 @@ devices per machine (NCCL runs one ring per NIC; a p5.48xlarge has 3200 Gb/s for
 
     B_dev = B_node / g                                                                    (8)
 
+That share is what a collective among one device per machine gets (HSDP's replica all-reduce: each device's ring
+runs over its own NIC). A ring over *all* devices of N > 1 machines is different: NCCL builds one ring per channel
+and each ring leaves each machine once, so the g channels cross the network in parallel on the g NICs while the
+other hops run over the intra-machine link; the bus bandwidth (nccl-tests ``doc/PERFORMANCE.md``: "The bus bandwidth
+should reflect the speed of the hardware bottleneck: NVLink, PCI, QPI, or network") is the slower of the two::
+
+    B_bus = B_intra                       (one machine)
+    B_bus = min(B_intra, B_node)          (N > 1 machines, B_node = the machine's whole network)    (11)
+
+Measured: "On an Nvidia DGX-A100 system we have 8x200Gbit/s IB cards and we measure 192GB/s AllReduce BusBW"
+(NVIDIA/nccl issue #1576, quoting AddyLaddy in #812: 96 % of the 8 x 25 GB/s line rate); one 200 Gb/s NIC per
+8-GPU machine gives "~160GB/s intra-node and 24GB/s inter-node", and more NICs raise it "up to 160GB/s which is the
+NVLink intra-node bandwidth of your system" (sjeaugey, NVIDIA/nccl issue #412). Latency (the alpha term of each
+of the 2(n-1) ring steps) is not counted: at the per-layer message sizes of data-parallel training (tens to
+hundreds of MB) the bandwidth term dominates (nccl-tests PERFORMANCE.md: "on large sizes, the time becomes linear
+with the size").
+
 Serving
 -------
 Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
@@ -178,6 +195,23 @@ def device_share_of_node_bandwidth(node_bandwidth: float, devices_per_node: int)
     """Eq. (8): one device's share of its machine's network [B/s]."""
     _check(devices_per_node)
     return node_bandwidth / devices_per_node
+
+
+def ring_bus_bandwidth(intra_bandwidth: float, nodes: int, node_bandwidth: float | None) -> float:
+    """Eq. (11): bus bandwidth [B/s] of a ring collective over every device of ``nodes`` machines: the intra-machine
+    link alone on one machine, else the slower of it and the machine's whole network ``node_bandwidth``.
+
+    >>> ring_bus_bandwidth(450e9, 1, None), ring_bus_bandwidth(450e9, 16, 8 * 400e9 / 8)
+    (450000000000.0, 400000000000.0)
+    """
+    _check(nodes)
+    if intra_bandwidth <= 0:
+        raise InputError(f"intra-machine bandwidth must be positive, got {intra_bandwidth}")
+    if nodes == 1:
+        return intra_bandwidth
+    if node_bandwidth is None or node_bandwidth <= 0:
+        raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
+    return min(intra_bandwidth, node_bandwidth)
 
 
 def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float) -> float:

@@ -56,7 +56,8 @@ with n_h the column count at half efficiency)::
 
     t_gemm = 2 P T / (R_k e_k) x (1 + n_h / n)                                          (9)
 
-(T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py.) Prefill computes the
+(T tokens in all; the path, R_k, e_k and n_h are the engine's, estimate/efficiency.py; on Hopper R_k is the rate its
+warp-level mma.sync instructions can issue, half the wgmma peak of the catalog: efficiency.LLAMACPP_SYNC_MMA_SHARE.) Prefill computes the
 logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
 "only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
 
@@ -76,12 +77,18 @@ sequence at a 0.5k context, the size of its 2N FLOPs at the calibrated MMQ rate,
 take 0.1 ms. With the single-sequence step (7) as the calibrated base::
 
     t_step(b) = (W_b + sum_s KV(c_s) + S_b) / (B e_m)  +  2 N (b - 1) / (R_k e_k)  +  F_attn(b) / (R_16 e_16)
-                + t_comm + L tau                                                              (10)
+                + t_comm + L tau + L tau_g                                                    (10)
 
 W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
 recurrent state read and written, N the parameters a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
 first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
-attention FLOPs at the FP16 tensor rate. The KV cells are llama.cpp's layout (estimate/engines.py
+attention FLOPs at the FP16 tensor rate, and tau_g the time per layer that a step of b >= 2 sequences pays because
+ggml-cuda runs it without a CUDA graph and without the one-column fusions (ggml-cuda.cu check_node_graph_compatibility:
+"disable CUDA graphs for batch size > 1", and MUL_MAT_ID over more than one token; ggml_cuda_should_fuse_mul_mat_vec_q:
+gate/up + GLU fused "only for ncols_dst = 1"; ggml-org/ggml @da232870 L2139-2172, L2862-2878): each kernel is
+launched from the host, measured on DGX Spark as a jump of 1.3-2.8 ms from b = 1 to b = 2 on dense models whose
+bytes and FLOPs grow by < 0.3 ms (tau_g calibrated, estimate/efficiency.py LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU). The KV
+cells are llama.cpp's layout (estimate/engines.py
 ``llamacpp_kv_cells``, the rule the memory estimate sizes with): one stream per sequence by default; with
 ``--kv-unified`` all sequences share one buffer, the cells read are that buffer's cells in use, and each query's
 attention runs over every sequence's cells (masked, not skipped: PR #14363 "cross-sequence attention"), so F_attn
@@ -103,7 +110,7 @@ prompt, the compute of 32 columns explains < 10 ms of its 85 ms). Nor do they ro
 routings (5) is up to 42 % slow at b = 16-32 on the 128-expert models (gpt-oss-120b -21 to -42 %, Qwen3-30B-A3B
 -2 to -28 %), where the expert coverage of b routings is far from saturated; reading that many experts at the
 bandwidth takes longer than the measured step. The routings r that make (10) match each measured row grow like
-b^0.56 on all three MoE models alike (after a 0.5k prompt r = 4.3 and 4.1, 5.9 and 6.0, 8.3 and 8.9 at b = 4, 8,
+b^0.56-0.59 on all three MoE models alike (after a 0.5k prompt r = 4.3 and 4.1, 5.9 and 6.0, 8.3 and 8.9 at b = 4, 8,
 16 for gpt-oss-120b and Qwen3-30B-A3B), so a step of b >= 2 identical sequences is modelled as reading the experts
 of r routings, a property of the workload (``identical_sequences``; distinct prompts, a real server's default,
 keep r = b)::
@@ -114,10 +121,26 @@ with c, alpha fitted on named rows (estimate/efficiency.py LLAMACPP_IDENTICAL_RO
 b >= 4; Qwen3-30B-A3B, gpt-oss-20b and every b = 2 row held out) and re-derived by
 tests/estimate/test_identical_routings.py. r counts expert reads in units of one routing at the single-sequence
 bandwidth, so it also carries the MMQ path that every b >= 2 MoE product of that build took (PR #18958 above): at
-b = 2 it exceeds b (r = 2.9), the dip, and the nine b = 2 rows, outside the fit, land at -0.3 to +6.2 %
+b = 2 it exceeds b (r = 2.6 with the graphs-off time of eq. 10; 2.9 before it), the dip, and the nine b = 2 rows,
+outside the fit, land at -5.5 to +4.1 %
 instead of +22 to +31 %. Why identical sequences diverge is not modelled (the bench's code gives no reason; rounding that
 differs between matrix tiles, e.g. MMQ's stream-k k-splits, is one candidate), so (11) holds for this benchmark on
 this build (2f68ce7cf, 6918) only.
+
+Streaming limit of a GPU's mat-vec kernels. A decode step's matrix-vector products stream the weights through the
+SMs; by Little's law (Little 1961, Operations Research 9(3): concurrency = throughput x latency) a kernel that keeps
+Q bytes of loads in flight per SM against a memory latency of lambda cycles sustains N_SM x f x Q / lambda bytes/s,
+whatever the DRAM's peak (Volkov 2016, "Understanding Latency Hiding on GPUs", UC Berkeley EECS-2016-143, ch. 4:
+memory throughput = memory parallelism / latency until the bandwidth bound). With beta = Q / lambda the bytes an SM
+streams per cycle (a property of the engine's kernels, taken equal across parts when latency is counted in SM
+cycles), the bandwidth a decode step sees is::
+
+    B_step = min(e_m B, N_SM f beta),     f = R_fp32 / (2 c)                               (12)
+
+N_SM the SM count, f the clock of the stated FP32 peak R_fp32 over c FP32 lanes (one FMA per lane per cycle). It
+binds where the memory is wide and the SMs few or slow: HBM parts (A100: 108 SMs at 1.41 GHz against 1.9-2.0 TB/s)
+and not the GDDR cards (RTX 4090: 128 SMs at 2.52 GHz against 1.0 TB/s). beta for llama.cpp is fitted on one named
+row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE).
 """
 
 from __future__ import annotations
@@ -210,6 +233,14 @@ def identical_sequence_routings(batch: int, scale: float, exponent: float) -> fl
     if not 0 <= exponent <= 1:
         raise InputError(f"exponent must be in 0..1, got {exponent}")
     return 1.0 if batch == 1 else scale * batch ** exponent
+
+
+def sm_streaming_bandwidth(sm_cycles_per_second: float, bytes_per_sm_cycle: float) -> float:
+    """Eq. (12): the bytes/s a GPU's SMs stream when each keeps ``bytes_per_sm_cycle`` (beta = bytes in flight /
+    latency in cycles) moving: N_SM f beta [B/s]; ``sm_cycles_per_second`` is N_SM x f."""
+    _positive("sm_cycles_per_second", sm_cycles_per_second)
+    _positive("bytes_per_sm_cycle", bytes_per_sm_cycle)
+    return sm_cycles_per_second * bytes_per_sm_cycle
 
 
 def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:

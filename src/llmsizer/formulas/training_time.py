@@ -56,6 +56,34 @@ while the current layer computes (Zhao et al. 2023, section 3.3, backward and fo
 
     t_micro = max(t_compute, t_comm)                                                     (8)
 
+By phase (PyTorch FSDP2, torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py``: the all-gather
+stream "allows overlapping next all-gather with current forward compute" (lines 87-89), the reduce-scatter stream
+is a "separate execution 'thread' for post-backward" (lines 90-92), ``pre_backward`` prefetches the next unit's
+all-gather in the backward (lines 576-585, ``_backward_prefetch`` lines 795-830), and the root's final callback
+waits for the last reduce (``finalize_backward`` lines 763-767); FSDP1 and DeepSpeed ZeRO-3 prefetch the same
+way, Zhao et al. 2023 section 3.3). A collective overlaps only the compute of its own phase; with U wrapped units
+(U = the decoder layers), nothing hides the first unit's forward all-gather a_1 = c_f / U (no compute can start
+before it), and the last unit's gradient reduction r_U (its share of c_b) waits for the last backward compute,
+while in a communication-bound phase one unit's compute is the part the collectives cannot hide::
+
+    t_micro = max(t_f + a_1, c_f + t_f / U) + max(t_b + r_U, c_b + t_b / U),                    (8')
+    t_f = phi t_compute,  t_b = (1 - phi) t_compute
+
+phi = forward FLOPs / executed FLOPs (1/3 for full training without recomputation); per device and micro-step, on
+s = devices sharing the parameters (all n for FULL_SHARD / SHARD_GRAD_OP, the g devices of one machine for HYBRID),
+bus bandwidth B_bus (formulas/network.py eq. (11): min(intra-machine link, machine network) when the ring spans
+machines)::
+
+    FULL_SHARD / ZeRO-3:   c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s (W + G) / B_bus            (7c)
+    SHARD_GRAD_OP:         c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s G / B_bus
+    DDP / ZeRO-1/2:        c_f = 0,                   c_b = 2 (n-1)/n G / B_bus
+    HYBRID (HSDP):         FULL_SHARD within the machine (B_bus = B_intra), and each device all-reduces its
+                           gradient shard over the r = n/g machines at its share of the network,
+                           c_r = 2 (r-1)/r (G/g) / (B_node/g), concurrently with the intra-machine collectives
+                           (FSDP2 runs "the HSDP all-reduces concurrently with all-gather/reduce-scatter since
+                           collectives use different network resources", _fsdp_param_group.py lines 99-102;
+                           ``_fsdp_collectives.py`` ``foreach_reduce`` lines 634-660): c_b = max(c_b, c_r)
+
 Recomputation that is not a whole layer (``recompute_flops_per_token``): a layer checkpointed with torchtitan's
 op-level policy re-runs every matmul the policy does not save (formulas/selective_checkpointing.py
 ``op_sac_recompute_flops``: every second mm, the MoE router and routed experts); with only every k-th layer
@@ -91,9 +119,11 @@ n k T / (k t_micro + t_page + t_opt + (k - 1) t_acc).
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Literal, NamedTuple
 
 from ..errors import InputError
+from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes, ring_bus_bandwidth
 
 Recompute = Literal["none", "full"]
 RECOMPUTE_MODES = ("none", "full")
@@ -203,3 +233,76 @@ def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: i
     if step <= 0:
         raise InputError("step time must be positive")
     return devices * tokens_per_micro * micro_steps / step
+
+
+SHARDING_MODES = ("full", "hybrid", "grad_op", "replicated")
+
+
+class DataParallelComm(NamedTuple):
+    """Eq. (7c): one device's data-parallel collectives per micro-step [s, B]."""
+
+    forward_seconds: float  # c_f: overlaps the forward compute
+    backward_seconds: float  # c_b: overlaps the backward compute
+    first_seconds: float  # a_1: the first unit's forward all-gather (before any compute)
+    last_seconds: float  # r_U: the last unit's gradient reduction (after the last compute)
+    bytes: float  # sent per device (all collectives)
+    bus_bandwidth: float  # B_bus of the collectives over all s devices [B/s]
+    nodes: int
+    units: int
+
+
+def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float, grad_bytes: float, mode: str,
+                       units: int, intra_bandwidth: float, node_bandwidth: float | None = None,
+                       host_staged: bool = False) -> DataParallelComm:
+    """Eq. (7c) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``, sharding
+    ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction, ``node_bandwidth`` the
+    machine's whole network (needed when the devices span machines); ``host_staged``: devices without peer-to-peer
+    access, whose transfers all share the host path (t = n b / B_host, one machine).
+
+    >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
+    >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
+    (46.875, 93.75, 4.6875, 4.6875)
+    """
+    if mode not in SHARDING_MODES:
+        raise InputError(f"unknown sharding {mode!r}; choose one of: {', '.join(SHARDING_MODES)}")
+    if devices < 1 or devices_per_node < 1 or units < 1 or weight_bytes < 0 or grad_bytes < 0:
+        raise InputError("devices, devices per node and units must be >= 1, byte counts not negative")
+    n = devices
+    g = min(n, devices_per_node)
+    nodes = math.ceil(n / g)
+    if host_staged:
+        if nodes > 1:
+            raise InputError("host-staged collectives (no peer-to-peer access) are modelled within one machine only")
+        bus = intra_bandwidth / n
+    elif mode == "hybrid":
+        bus = ring_bus_bandwidth(intra_bandwidth, 1, None)
+    else:
+        bus = ring_bus_bandwidth(intra_bandwidth, nodes, node_bandwidth)
+    s = g if mode == "hybrid" else n
+    inter = 0.0
+    if mode == "replicated":
+        f, last = 0.0, allreduce_bytes(grad_bytes, n)
+        b = last
+    else:
+        f = all_gather_bytes(weight_bytes, s)
+        last = reduce_scatter_bytes(grad_bytes, s)
+        b = (f if mode != "grad_op" else 0.0) + last
+    c_f, c_b = f / bus, b / bus
+    if mode == "hybrid" and nodes > 1:
+        if node_bandwidth is None or node_bandwidth <= 0:
+            raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
+        inter = allreduce_bytes(grad_bytes / s, nodes)
+        c_b = max(c_b, inter / (node_bandwidth / g))
+    r_last = max(last / bus, inter / (node_bandwidth / g) if inter and node_bandwidth else 0.0) / units
+    return DataParallelComm(c_f, c_b, f / bus / units, r_last, f + b + inter, bus, nodes, units)
+
+
+def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None) -> float:
+    """Eq. (8'): one micro-step with the data-parallel collectives overlapping their own phase's compute."""
+    if not 0 < forward_share <= 1:
+        raise InputError(f"forward share must be in (0, 1], got {forward_share}")
+    if comm is None:
+        return compute_seconds
+    fwd, bwd, u = forward_share * compute_seconds, (1 - forward_share) * compute_seconds, comm.units
+    return (max(fwd + comm.first_seconds, comm.forward_seconds + fwd / u)
+            + max(bwd + comm.last_seconds, comm.backward_seconds + bwd / u))

@@ -164,7 +164,11 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # but with the batch limits vLLM takes on this device
     batch = ({a.name: a.value for a in f_peak.estimate.assumptions if a.name in ("max_num_seqs", "max_num_batched_tokens")}
              if f_peak is not None and f_peak.estimate is not None and engine == "vllm" else {})
-    need_est = (f_peak.estimate if f_peak is not None and f_peak.estimate is not None
+    # a workload the requested devices cannot run (fit refused it: the 'cannot-fit' check) has no need per device:
+    # sized without them it would be the whole model on one device (TP 1), printed as if per device of N
+    unfitted = f_peak is None and "fit_error" in notes.facts
+    need_est = (None if unfitted else
+                f_peak.estimate if f_peak is not None and f_peak.estimate is not None
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
@@ -176,8 +180,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the load)",
                 f_peak.memory_per_device, "B", "the fit's device total: the engine's pool + runtime outside it",
                 "estimate/inference/vllm.py, sglang.py")
-    need_typ_est = _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas), out_typ, tp, job, on_cpu,
-                         batch)
+    need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
+                                               out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
@@ -186,9 +190,15 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     pool = f_peak is not None and f_peak.estimate is not None and \
         str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
-    mem.add("budget", "budget per device", budget_dev, "B",  # vLLM/SGLang: the pool's own share, not the headroom
-            f"device memory: {ENGINE_NAMES.get(engine, engine)}'s pool share, not the headroom, decides" if pool
-            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)", "estimate/verdict.py eq. (1)")
+    if pool and f_peak is not None and f_peak.estimate is not None \
+            and "workload_budget_bytes" in f_peak.estimate.details:
+        # vLLM/SGLang: what the engine's pool offers the workload (the need above is compared with it), not the
+        # device memory less the headroom
+        budget_dev = f_peak.estimate.details["workload_budget_bytes"]
+    mem.add("budget", "budget per device", budget_dev, "B",
+            f"{ENGINE_NAMES.get(engine, engine)}'s pool (+ the CUDA context), not the headroom, decides" if pool
+            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
+            "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool else "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",

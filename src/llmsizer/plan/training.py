@@ -13,7 +13,7 @@ from ..errors import InputError, LlmsizerError
 from ..estimate.device import workload_device_kind
 from ..estimate.duration import training_duration_for
 from ..estimate.fit import training_on_memory, vm_share_device
-from ..estimate.inference import estimate_inference
+from ..estimate.inference import inference_sized
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -170,8 +170,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "estimate/verdict.py eq. (1)")
     fits = bool(est.details["fits"]) if budget_dev is not None else False
     mem.add("fits", "fits", fits if budget_dev is not None else None, "bool")
-    inf = estimate_inference(spec, context=seq_len, concurrency=micro, weights="bf16", dtype="bf16")
-    inf_need = inf.total("device")[1]
+    inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")))  # as train's warning
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
             "estimate would ask for)")
@@ -192,6 +191,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     secs = None
     util = s.utilization
     if tokens and device is not None:
+        if hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # resources.network, per machine
+            fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
                                   s.utilization, instance, ctx.hardware_files)
         util, secs = d.utilization, d.seconds

@@ -68,9 +68,10 @@ def memory_line(r: FitResult) -> str:
     """Memory per device against the budget (call only when both are known)."""
     line = (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
             f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
-    need = r.estimate.details.get("workload_bytes") if r.estimate is not None else None
+    details = r.estimate.details if r.estimate is not None else {}
+    need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
-        line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need))
+        line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
     return line
 
 

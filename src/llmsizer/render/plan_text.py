@@ -43,13 +43,16 @@ def _job_lines(j: JobPlan) -> list[str]:
                        + budget)
     else:
         fits = mem.value("fits")
+        unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         adm = mem.get("admitted")
         reserved = mem.get("reserved")
         need = mem.get("need_peak")
-        pool = ("; " + pool_and_need(j.hardware.engine or "", int(reserved.value), int(need.value))
+        offered = mem.value("budget")  # a pool engine's budget: what its pool offers (workload_budget_bytes)
+        pool = ("; " + pool_and_need(j.hardware.engine or "", int(reserved.value), int(need.value),
+                                     int(offered) if offered is not None else None)
                 if reserved is not None and need is not None and need.value is not None else "")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'})"
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted})"
                    + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
                       "the peak context" if adm is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "

@@ -90,7 +90,9 @@ def estimate_facts(est: Estimate) -> list[str]:
                        f"{format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
     if "workload_bytes" in d:  # vLLM / SGLang: the pool is reserved whatever the load
         engine = next((str(a.value) for a in est.assumptions if a.name == "engine"), "the engine")
-        out.append(pool_and_need(engine, est.total("device")[1], int(d["workload_bytes"])))
+        offered = d.get("workload_budget_bytes")
+        out.append(pool_and_need(engine, est.total("device")[1], int(d["workload_bytes"]),
+                                 int(offered) if offered is not None else None))
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:
@@ -107,13 +109,14 @@ def estimate_facts(est: Estimate) -> list[str]:
     return out
 
 
-def pool_and_need(engine: str, reserved: int, need: int) -> str:
+def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None) -> str:
     """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
-    it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``): `infer`, `fit`, the plan and the web
-    calculator (static/js/calculator.js) say the same."""
+    it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``, compared with ``workload_budget_bytes``,
+    what the pool offers): `infer`, `fit`, the plan and the web calculator (static/js/calculator.js) say the same."""
+    of = f" of the {format_bytes(offered)} it offers (with the CUDA context)" if offered is not None else ""
+    over = " (more than it offers)" if need > (offered if offered is not None else reserved) else ""
     return (f"reserved {format_bytes(reserved)} per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever "
-            f"the load); needed {format_bytes(need)} by this workload"
-            + (" (more than it reserves)" if need > reserved else ""))
+            f"the load); this workload needs {format_bytes(need)}{of or ' of it'}{over}")
 
 
 def _short(text: str, n: int = 70) -> str:

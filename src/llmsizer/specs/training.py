@@ -40,6 +40,8 @@ LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
 # the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
 # transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
 NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
+# DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
+DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
@@ -132,6 +134,9 @@ class TrainingWorkload:
     nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
         'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
         torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
+    deepspeed_gather: with zero 3, DeepSpeed's parameter gather: 'current' (since v0.9.0 a single rank uses its
+        partition in place) or 'pre-0.9' (a single rank gathers too: a parameter buffer beside the partition's
+        device copy, DeepSpeed v0.8.1 partition_parameters.py lines 839-856), formulas/deepspeed_zero.py.
     checkpoint_offload: the inputs that full checkpointing keeps go to host RAM, each brought back for its layer's
         recompute (Unsloth ``use_gradient_checkpointing="unsloth"``, axolotl ``gradient_checkpointing: offload``).
     kernels: 'pytorch' (the framework's modules) or 'unsloth' (Unsloth's fused LoRA kernels keep fewer tensors per
@@ -140,7 +145,12 @@ class TrainingWorkload:
     optimizer_in_backward: each parameter is updated as soon as its gradient is ready and the gradient freed
         (torchtune ``optimizer_in_bwd``; PyTorch ``register_post_accumulate_grad_hook`` tutorial).
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
-        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (for hybrid sharding).
+        sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (devices per machine: hybrid
+        sharding, and where the data-parallel collectives leave the machine).
+    network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
+        interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
+        machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
+        change memory.
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
@@ -186,6 +196,7 @@ class TrainingWorkload:
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
+    deepspeed_gather: str = "current"
     optimizer_in_backward: bool = False
     gpus: int = 1
     zero: int = 0
@@ -196,6 +207,7 @@ class TrainingWorkload:
     sequence_parallel: bool = False
     offload: str = "none"
     gpus_per_node: int = 8
+    network: str | None = None
     fsdp_version: int = 2
     context_parallel: int = 1
     activation_offload: bool = False
@@ -214,6 +226,7 @@ class TrainingWorkload:
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
@@ -259,6 +272,9 @@ class TrainingWorkload:
             raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
                              "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
                              "offload are non-reentrant)")
+        if self.deepspeed_gather != "current" and self.zero != 3:
+            raise InputError(f"deepspeed_gather {self.deepspeed_gather!r} is DeepSpeed ZeRO-3's parameter gather; "
+                             f"zero is {self.zero}")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:

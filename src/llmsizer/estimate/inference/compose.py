@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
@@ -22,7 +23,7 @@ from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..device import engine_assumption, generic_device, workload_on_device
-from ..formats import engine_weights
+from ..formats import check_engine_runs, engine_dtype_note, engine_weights
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
 from .media import media_in_context
@@ -92,8 +93,14 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         key, hit = (), None
     if hit is not None and hit[0] is spec:
         return _copy(hit[1])
-    w, notes = inference_workload(kwargs if workload is None else workload)
+    w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference")
     est = _with_notes(_estimate(spec, w), notes)
+    # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
+    fmt = str(est.details.get("weights_format"))
+    check_engine_runs(str(w.engine), fmt, device.architecture, device.id)
+    note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device.architecture, device.id)
+    if note is not None:
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()
@@ -113,6 +120,13 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "
     the device kind, its usable memory when none is given, and the assumptions naming both). With no engine
     given, the engine is ``estimate/device.py`` ``engine_rule``'s for that device (a workload object's ``gpu``/``cpu``
     is a device known only by its kind), recorded as ``engine=<name> (default for <device>: <reason>)``."""
+    w, notes, _device = _workload_on_its_device(given, asker)
+    return w, notes
+
+
+def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str
+                            ) -> tuple[InferenceWorkload, tuple[Assumption, ...], Device]:
+    """``inference_workload`` and the Device it resolved (a generic one for a workload object's kind)."""
     if isinstance(given, InferenceWorkload):
         w, device, target = given, generic_device(given.device), given.device
         notes: list[Assumption] = []
@@ -122,13 +136,28 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "
             eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
                                           target)
             passed = frozenset(k for k, v in fields.items() if v is not None)
-            return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note)
+            return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note), device
         w = InferenceWorkload(**fields)
     if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
         eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target)
         w = dataclasses.replace(w, engine=eng)
         notes.append(note)
-    return w, tuple(notes)
+    return w, tuple(notes), device
+
+
+def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu") -> int:
+    """What a training run of ``micro_batch`` sequences of ``seq_len`` tokens would be given if sized as serving
+    (the classic mistake a plan checks for): the expected device total of ``estimate_inference`` with bf16 weights
+    and compute and that many sequences of that length. The one number ``train``'s warning and the plan's
+    ``inference_need`` compare the training estimate with."""
+    est = estimate_inference(spec, context=seq_len, concurrency=micro_batch, weights="bf16", dtype="bf16",
+                             device=device)
+    return est.total("host" if device == "cpu" else "device")[1]  # on a CPU the tensors are in host RAM
+
+
+def _assumed(est: Estimate, name: str) -> str:
+    """The value the estimate assumed for ``name`` ('' when it assumed none)."""
+    return next((str(a.value) for a in est.assumptions if a.name == name), "")
 
 
 def _with_notes(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:

@@ -102,7 +102,8 @@ def compose_sglang(ctx: Context) -> None:
             "sglang_too_small": too_small, "mem_fraction_static": None, "max_total_num_tokens": 0, "kv_tokens": 0,
             "max_running_requests": 0, "max_concurrency_at_context": 0, "admitted_sequences": 0,
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
-            "workload_bytes": ctx.wb.total + need.bytes + E.CUDA_CONTEXT.expected})
+            "workload_bytes": ctx.wb.total + need.bytes + E.CUDA_CONTEXT.expected,
+            "workload_budget_bytes": 0})  # the reserve takes the whole device: nothing is left for the workload
         return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
                            f"SGLang default for {parts['gpu_mem_mib']:.0f} MiB, TP {tp}: (M - reserved {parts['reserved_mib']:.0f} "
@@ -139,6 +140,7 @@ def compose_sglang(ctx: Context) -> None:
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
         "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected + comm,
+        "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         "kv_needed_bytes": need.bytes})
     if pool <= 0:
         acc.warnings.append("SGLang would fail at start-up (\"Loaded weights leave no GPU memory for the KV cache\", "

@@ -115,6 +115,9 @@ def compose_vllm(ctx: Context) -> None:
     ctx.details["workload_bytes"] = int(fixed + need.bytes + (state.bytes if state is not None else 0)
                                         + E.CUDA_CONTEXT.expected)
     pool = int(util * w.memory)
+    # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
+    # outside it; the rest of the device is left free by vLLM whatever the load
+    ctx.details["workload_budget_bytes"] = pool + E.CUDA_CONTEXT.expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",

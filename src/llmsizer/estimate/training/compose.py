@@ -14,19 +14,18 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
-from ...formulas.activations import prefill_activation_bytes
 from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
-from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need
 from ..device import workload_on_device
+from ..inference import inference_sized
 from ..inference.common import Acc
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
@@ -290,9 +289,13 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        "at initialisation (+ at the step: the fp32 copy of a sub-group's gradient partition)")
             src = "formulas/deepspeed_zero.py (deepspeed/runtime/zero/stage3.py lines 731-735, 2398-2408; config.py)"
         if name == "gathered_params" and w.zero == 3 and w.fsdp is None:
-            formula = ("DeepSpeed ZeRO-3: modules reused within stage3_max_reuse_distance (1e9 elements) stay gathered "
-                       "from forward to backward, plus stage3_prefetch_bucket_size (5e7 elements) fetched ahead")
-            src = "formulas/deepspeed_zero.py (partitioned_param_coordinator.py __params_to_release, lines 634-665)"
+            formula = ("DeepSpeed ZeRO-3: the prefetch keeps up to stage3_max_live_parameters (1e9 elements) gathered "
+                       "once the trace is complete, overshooting by the lm_head when the queue reaches it; modules "
+                       "reused within stage3_max_reuse_distance (1e9) stay gathered from forward to backward"
+                       + ("; an offloaded parameter's partition is copied to the device beside its gathered buffer"
+                          if w.offload == "params" else ""))
+            src = ("formulas/deepspeed_zero.py (partitioned_param_coordinator.py fetch_sub_module lines 446-476, "
+                   "__params_to_release lines 634-665; partition_parameters.py _all_gather_sequential 1388-1402)")
         if name == "backward_transient" and w.float8:
             formula = (f"max({formula}, the largest Float8Linear backward: its bf16 grad_output + float8 casts "
                        "(grad_output twice, weight, input; 1 B each" + ("" if w.compile else
@@ -440,13 +443,14 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
 
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
     spec, w = ctx.spec, ctx.w
-    peak = tl.peak.total
-    inf = weight_bytes(spec, "bf16").total + prefill_activation_bytes(spec, w.micro_batch, w.seq_len,
-                                                                      w.seq_len).peak_bytes
+    # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
+    # against what `infer` answers for the same sequences
+    peak = sum(i.bytes for i in acc.items if i.location == "device")
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device)
     if peak > inf:
-        acc.warnings.append(f"sized with inference numbers (bf16 weights + one forward's activations) this would be "
-                            f"{format_bytes(inf)}; training needs {format_bytes(peak)} per device "
-                            f"({peak / max(inf, 1):.1f}x)")
+        acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
+                            f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
+                            f"{format_bytes(peak)} per device ({peak / max(inf, 1):.2f}x)")
     if ctx.optimizer.paged:
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")

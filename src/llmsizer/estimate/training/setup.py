@@ -36,6 +36,7 @@ _WHY = {
     "checkpoint_impl": "torch.utils.checkpoint use_reentrant=False (transformers >= 5.0, torchtune)",
     "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
     "nf4_quantizer": "bitsandbytes Params4bit (PEFT / transformers QLoRA)",
+    "deepspeed_gather": "DeepSpeed >= 0.9: a single rank uses its partition in place (no gather buffer)",
     "gpus": "one device",
     "zero": "no ZeRO sharding",
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
@@ -96,6 +97,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
     if w.method == "qlora":
         record_workload(w, acc, ("nf4_quantizer",))
+    if w.zero == 3 and w.fsdp is None:
+        record_workload(w, acc, ("deepspeed_gather",))
     if w.grad_checkpointing in ("full", "selective-op"):
         record_workload(w, acc, ("checkpoint_every",))
     if w.grad_checkpointing == "full":

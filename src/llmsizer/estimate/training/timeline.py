@@ -27,7 +27,14 @@ from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
 from ...formulas.context_parallel import ring_attention_backward_bytes
-from ...formulas.deepspeed_zero import held_after_forward, ipg_bucket_bytes, prefetch_bytes, step_grad_copy_bytes
+from ...formulas.deepspeed_zero import (
+    gather_copy_bytes,
+    held_after_forward,
+    ipg_bucket_bytes,
+    live_window_elements,
+    prefetch_bytes,
+    step_grad_copy_bytes,
+)
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp_flat_param import mp_shard_bytes
 from ...formulas.nf4_quantization import quantize_transient_bytes
@@ -192,6 +199,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
     ds3 = w.zero == 3 and w.fsdp is None
     gather_fwd = gather_bwd = {}
+    window_reach: tuple[int, int] | None = None  # ZeRO-3: (gathered bytes, layers ahead) when the lm_head is prefetched
     if ds3:
         elt = max(1, ctx.base_bytes)
         keys = ([-1] if -1 in st.layer_weights else []) + sorted(st.layers) + ([-2] if -2 in st.layer_weights else [])
@@ -204,6 +212,21 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         held_extra = [x if h else 0 for x, h in zip(extra, held, strict=True)]
         gather_fwd = {k: sum(held_extra) + ahead for k in ("forward",)}
         gather_bwd = {k: sum(held_extra[:n]) + (0 if held[n] else extra[n]) + ahead for n, k in enumerate(keys)}
+        # the live window of a complete trace (deepspeed_zero.live_window_elements): prefetching keeps about
+        # max_live_parameters gathered while layers run, and overshoots by the lm_head when the queue reaches it
+        if sum(units) and sum(extra):
+            per_elt = sum(extra) / (sum(units) // elt)  # gathered bytes per element beyond the rank's own partition
+            steady, reach, span = live_window_elements([b // elt for b in units], keys[-1] == -2 and w.pp == 1)
+            window = int(steady * per_elt)
+            gather_fwd = {"forward": max(gather_fwd["forward"], window)}
+            # in the backward the queue ahead holds only the units not yet run backward (those before this one)
+            elems = [b // elt for b in units]
+            gather_bwd = {k: max(v, int(min(steady, sum(elems[:n + 1])) * per_elt))
+                          for n, (k, v) in enumerate(gather_bwd.items())}
+            if reach > steady:  # offloaded: the lm_head's partition is copied in beside its gathered buffer
+                copy = gather_copy_bytes(units[-1], w_shard, w.deepspeed_gather == "pre-0.9") if (
+                    w.offload == "params") else 0
+                window_reach = (int(reach * per_elt) + copy, span)
         base["gradient_buckets"] = ipg_bucket_bytes(ctx.recipe.grad_bytes if not w.adapters else ctx.adapter_bytes)
         persist = persist or w.offload == "none"
     reduce_buf = 0
@@ -271,6 +294,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # for trained weights, until the forward leaves autocast, and come back while that layer is recomputed
     copies_fwd = sum((copies[i] if w.method == "full" else 0) if ckpt[i] else m * copies[i] for i in st.layers)
     copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
+    if window_reach is not None:  # ZeRO-3: the prefetch reaches the lm_head while the window's layers are ahead
+        r = Phase("forward, lm_head prefetched", dict(base))
+        done = sorted(st.layers)[:max(0, len(st.layers) - window_reach[1])]
+        r.parts["activations"] = m * sum(act_kept[i] for i in done)
+        r.parts["rotary_and_masks"] = shared_fwd
+        r.parts["gathered_params"] = window_reach[0]
+        if persist:
+            r.parts["gradients"] = grads_all
+        phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     f = Phase("forward end", dict(base))
     f.parts["activations"] = fwd_kept

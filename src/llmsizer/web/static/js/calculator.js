@@ -108,13 +108,15 @@ function render(d) {
   // vLLM / SGLang reserve their pool whatever the load: the reservation (the total above) and what this workload
   // needs of it (the estimate's workload_bytes), worded as render/text.py pool_and_need words it for infer, fit, plan
   const need = d.details.workload_bytes;
+  const offered = d.details.workload_budget_bytes;
   const pn = $("pool-need");
   pn.hidden = need === undefined || need === null;
   pn.replaceChildren(...(pn.hidden ? [] : ["reserved ",
     el("b", { id: "reserved-bytes", "data-bytes": dev.bytes }, formatBytes(dev.bytes)),
-    ` per device (${engineNames[answered.engine] || answered.engine} takes its pool whatever the load); needed `,
+    ` per device (${engineNames[answered.engine] || answered.engine} takes its pool whatever the load); this workload needs `,
     el("b", { id: "need-bytes", "data-bytes": need }, formatBytes(need)),
-    ` by this workload${need > dev.bytes ? " (more than it reserves)" : ""}`]));
+    offered === undefined || offered === null ? " of it" : ` of the ${formatBytes(offered)} it offers (with the CUDA context)`,
+    need > (offered ?? dev.bytes) ? " (more than it offers)" : ""]));
   const mt = $("media-tokens");
   mt.hidden = !d.details.media_tokens;
   mt.replaceChildren(...(d.details.media_tokens ? ["Images and video: ",

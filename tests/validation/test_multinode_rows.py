@@ -1,0 +1,128 @@
+"""Multi-node training-speed rows (validation/public_measurements.csv): each is timed over the network its source
+names between the machines (formulas/network.py eq. (11)) and summarised, or, where the source names none, kept out
+of the summary with that reason. Plus the ways a user states the network (``network_for``, ``train --network``)."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.catalog.models import find
+from llmsizer.errors import InputError
+from llmsizer.estimate.duration import network_for, training_duration_for
+from llmsizer.specs import TrainingWorkload
+from llmsizer.validation_cases import (
+    MPT_NODE_GPUS,
+    NETWORK_NOT_STATED,
+    TOLERANCE,
+    TORCHTITAN_FSDP,
+    TRAINING_SPEED,
+    Case,
+    mpt_row,
+    public_cases,
+    public_rows,
+)
+
+
+def multinode_cases() -> list[Case]:
+    rows = public_rows()
+    out = []
+    for c in public_cases()[0]:
+        if not isinstance(c, Case) or c.kind != TRAINING_SPEED or c.id not in rows:
+            continue
+        r = rows[c.id]
+        n = int(r["num_gpus"]) if r["num_gpus"].isdigit() else 0
+        if n > MPT_NODE_GPUS and r["framework"].startswith(("torchtitan", "llm-foundry", "fms-fsdp")):
+            out.append(c)
+    return out
+
+
+def test_every_multinode_row_is_summarised_with_its_network_or_kept_out_for_want_of_one() -> None:
+    rows = public_rows()
+    cases = multinode_cases()
+    assert len(cases) >= 75
+    summarised = [c for c in cases if not c.excluded]
+    for c in cases:
+        r = rows[c.id]
+        where = r["source_location"] + r["hardware"] + r["notes"]
+        if c.excluded:
+            assert c.excluded == NETWORK_NOT_STATED, c.id
+            assert "Gbps" not in where and "Gb/s" not in where, c.id  # the source really names no network
+        else:
+            # the quoted heading or hardware column names the network the row is timed over
+            assert "1600 Gbps node-node interconnect" in where or "400 Gb/s RDMA per GPU" in where, c.id
+            assert "nodes over" in c.note or "RDMA per host" in c.note, c.id
+    assert len(summarised) == 36  # 34 llm-foundry A100 rows (RoCE 1600 Gbps) + torchtitan PM0504/PM0505
+    errors = [abs(c.error) for c in summarised if c.error is not None]
+    assert all(e <= TOLERANCE[TRAINING_SPEED] for e in errors)
+    assert statistics.median(errors) < 0.10
+
+
+def test_the_network_is_what_makes_multinode_communication_longer() -> None:
+    """torchtitan's 128-GPU row (PM0504): over 8 x 400 Gb/s per host the FULL_SHARD collectives run at 400 GB/s
+    per device's ring instead of NVLink's 450 GB/s; at 8 x 10 Gb/s they exceed the compute and set the pace."""
+    spec = find("llama-3.1-8b").spec()
+    dev = builtin_catalog().devices["h100-sxm"]
+    fast = training_duration_for(spec, dev, 128, 1e9, dict(TORCHTITAN_FSDP, gpus=128, network="8x400 Gb/s"))
+    slow = training_duration_for(spec, dev, 128, 1e9, dict(TORCHTITAN_FSDP, gpus=128, network="8x10 Gb/s"))
+    one = training_duration_for(spec, dev, 8, 1e9, dict(TORCHTITAN_FSDP, gpus=8))
+    assert fast.step is not None and slow.step is not None and one.step is not None
+    assert fast.step.topology == "multi-node" and one.step.topology == "direct"
+    # FULL_SHARD volume (n-1)/n (2W + G) at the bus bandwidth: 127/128 against 7/8 of the same bytes
+    assert fast.step.comm_seconds / one.step.comm_seconds == pytest.approx(
+        (127 / 128) / (7 / 8) * 450 / 400, rel=1e-6)
+    assert slow.step.comm_seconds > slow.step.compute_seconds
+    assert slow.tokens_per_second < 0.5 * fast.tokens_per_second  # type: ignore[operator]
+    names = {a.name: a for a in fast.assumptions}
+    assert names["inter_node_network"].value == 8 * 400e9 / 8
+    assert "8x400 Gb/s" in names["inter_node_network"].why
+    # no network stated: a warning, and the run is timed on one machine's link (a lower bound)
+    blind = training_duration_for(spec, dev, 128, 1e9, dict(TORCHTITAN_FSDP, gpus=128))
+    assert any("no network between the machines" in w for w in blind.warnings)
+    assert "inter_node_network" not in {a.name for a in blind.assumptions}
+
+
+def test_network_for_reads_catalog_fabrics_bandwidths_and_instances() -> None:
+    w = TrainingWorkload(gpus=16, network="ib-ndr")
+    net = network_for(w)
+    assert net is not None and net.bandwidth == 8 * 400e9 / 8  # one NDR port per device of 8
+    net = network_for(TrainingWorkload(gpus=16, gpus_per_node=4, network="ib-ndr"))
+    assert net is not None and net.bandwidth == 4 * 50e9
+    net = network_for(TrainingWorkload(gpus=16, network="efa-p5"))
+    assert net is not None and net.bandwidth == 3200e9 / 8  # per instance
+    net = network_for(TrainingWorkload(gpus=16, network="1600 Gb/s"))
+    assert net is not None and net.bandwidth == 200e9
+    p5 = builtin_catalog().instances["aws-p5.48xlarge"]
+    net = network_for(TrainingWorkload(gpus=16), p5)
+    assert net is not None and net.bandwidth == 3200e9 / 8 and not net.given
+    assert network_for(TrainingWorkload(gpus=16)) is None
+    for bad in ("nvlink4", "12", "fast"):
+        with pytest.raises(InputError, match="network"):
+            network_for(TrainingWorkload(gpus=16, network=bad))
+
+
+def test_llm_foundry_a100_rows_read_their_heading() -> None:
+    """Every summarised llm-foundry multi-node row comes from a table whose heading names RoCE 1600 Gbps."""
+    rows = public_rows()
+    for c in multinode_cases():
+        r = rows[c.id]
+        if r["framework"].startswith("llm-foundry") and not c.excluded:
+            assert mpt_row(r["quote"]).gpu.startswith("a100")
+            assert "1600 Gbps node-node interconnect (RoCE)" in r["source_location"]
+
+
+def test_train_cli_states_the_network(capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cli.cli_run import answer, run
+
+    argv = ["train", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "16", "--fsdp", "full", "--tokens", "1B"]
+    code, out, _ = run([*argv, "--network", "ib-ndr"], capsys)
+    assert code in (0, 1)
+    assert "multi-node communication" in out and "over InfiniBand NDR" in out
+    _, data = answer([*argv, "--network", "8x400Gb/s"], capsys)
+    names = {a["name"]: a for a in data["duration"]["assumptions"]}
+    assert names["inter_node_network"]["value"] == 400e9 and names["inter_node_network"]["default"] is False
+    assert data["duration"]["step"]["topology"] == "multi-node"
+    code, _, err = run([*argv, "--network", "nvlink4"], capsys)
+    assert code == 2 and "inside a machine" in err
