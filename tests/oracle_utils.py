@@ -74,6 +74,7 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"(^|language_model\.)lm_head\.", "lm_head"),
     (r"(vision_tower|vision_model|multi_modal_projector|\bvisual)\.", "vision"),
     (r"\.cross_attn(\.|_attn_gate$|_mlp_gate$)", "attention"),
+    (r"embed_tokens_per_layer\.", "per_layer_embedding"),  # Gemma 3n's per-layer input table
     (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
     (r"\.(linear_attn|mamba)\.", "recurrent"),
     (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
@@ -85,6 +86,11 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"\.shared_mlp\.", "shared_experts"),
     (r"\.(self_attn|attn)\.", "attention"),
     (_FFN + r"\.", "mlp"),
+    # Gemma 3n (modeling_gemma3n.py): AltUp's output scale is a norm-like vector; its and LAuReL's linears, the
+    # per-layer input gate/projections and the model-level AltUp / per-layer projections are dense linears
+    (r"\.altup\.correct_output_scale$", "norm"),
+    (r"(\.altup\.(correction_coefs|prediction_coefs|modality_router)|\.laurel\.linear_|\.per_layer_input_gate\."
+     r"|\.per_layer_projection\.|per_layer_model_projection|altup_projections|altup_unembed_projections)", "mlp"),
     (r"(norm|ln_\d|ln_f)", "norm"),
 )
 

@@ -86,7 +86,8 @@ _FAMILY: dict[str, dict[str, Any]] = {
 }
 # hybrid / state-space families have their own sparse and varied configs in tests/catalog/test_hybrid_params.py
 _TYPES = [t for t in SUPPORTED_MODEL_TYPES
-          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4")
+          if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4", "gemma3n",
+                       "gemma3n_text")
           and t not in HYBRID_TYPES]
 
 # one optional key at a time, on top of the sparse config (only where the class reads that key)

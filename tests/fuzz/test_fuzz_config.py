@@ -23,10 +23,15 @@ BASES = [
      "qk_rope_head_dim": 4, "v_head_dim": 8, "first_k_dense_replace": 1},
     {**H.LLAMA_CONFIG, "model_type": "gemma3_text", "sliding_window": 32, "head_dim": 8},
     {"model_type": "gpt_bigcode", "n_embd": 32, "n_head": 4, "n_layer": 2, "n_positions": 64, "vocab_size": 64},
+    {"model_type": "gemma3n_text", "vocab_size": 64, "hidden_size": 32, "num_hidden_layers": 5,
+     "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "intermediate_size": [32, 48, 32, 48, 32],
+     "vocab_size_per_layer_input": 64, "hidden_size_per_layer_input": 4, "laurel_rank": 4, "num_kv_shared_layers": 2,
+     "sliding_window": 8},
 ]
 KEYS = st.one_of(st.sampled_from(sorted(NUMERIC_KEYS)), st.sampled_from(
     ["model_type", "layer_types", "mlp_only_layers", "text_config", "vision_config", "quantization_config",
-     "torch_dtype", "tie_word_embeddings", "use_sliding_window", "attention_bias"]), st.text(max_size=6))
+     "torch_dtype", "tie_word_embeddings", "use_sliding_window", "attention_bias", "intermediate_size"]),
+    st.text(max_size=6))
 
 
 def _spec(cfg):

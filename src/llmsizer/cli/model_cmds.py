@@ -145,6 +145,10 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         arch["recurrent"] = vars(spec.recurrent) | {"recurrent_layers": spec.recurrent_layer_count,
                                                     "attention_layers": spec.attention_layers,
                                                     "layer_schedule": sched}
+    if spec.gemma3n is not None:
+        arch["gemma3n"] = vars(spec.gemma3n) | {"kv_shared_layers": sum(spec.kv_shared_layers),
+                                                "kv_cache_layers": spec.kv_cache_layers,
+                                                "ffn_sizes": list(spec.ffn_sizes) or None}
     data = {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
@@ -183,6 +187,14 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         say(f"{r['kind']} mixer on {r['recurrent_layers']} layers, attention on {r['attention_layers']}: d_inner "
             f"{r['d_inner']}, d_state {r['d_state']}, d_conv {r['d_conv']}, heads {r['num_heads']}, groups "
             f"{r['n_groups']}; layers (A attention, R recurrent, H both, F feed-forward only): {r['layer_schedule']}")
+    if "gemma3n" in a:
+        g = a["gemma3n"]
+        say(f"Gemma 3n: per-layer inputs {g['per_layer_width']} x {a['layers']} layers (table of "
+            f"{g['per_layer_vocab']} rows), AltUp {g['altup_inputs']} streams, LAuReL rank {g['laurel_rank']}; "
+            f"the last {g['kv_shared_layers']} layers reuse earlier layers' K/V (KV cache on {g['kv_cache_layers']})"
+            + (f"; per-layer intermediate sizes {g['ffn_sizes']}" if g["ffn_sizes"] else ""))
+        for part in g["uncounted"]:
+            say(f"not counted: {part}")
     rows = [[k, f"{v:,}", f"{100 * v / p['total']:.2f}%"] for k, v in p["by_component"].items()]
     rows.append(["TOTAL", f"{p['total']:,}", "100%"])
     if p["active"] != p["total"]:

@@ -289,9 +289,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
-    # runs once per image, not per text token (GGUF keeps it in a separate mmproj file).
-    matmul_params = pc.active - (0 if spec.tie_word_embeddings else emb_params) - pc.by_component.get("vision", 0)
-    read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0)
+    # runs once per image, not per text token (GGUF keeps it in a separate mmproj file). Gemma 3n's per-layer
+    # input table is a lookup of one row per token, never a head.
+    matmul_params = pc.active - (0 if spec.tie_word_embeddings else emb_params) - pc.by_component.get("vision", 0) \
+        - pc.by_component.get("per_layer_embedding", 0)
+    read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0) \
+        - wb.by_component.get("per_layer_embedding", 0)
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
     # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
@@ -387,12 +390,16 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         lay = cells_at(concurrency)
         assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
         if spec.sliding_window:
-            used, _ = lay.decode_kv(prompt_tokens + output_tokens)
+            scan = lay.ring and flash_attention and not unified and concurrency > 1
             assumptions.append(Assumption(
-                "llamacpp_sliding_cells_read", min(used, lay.sliding_cells), True,
+                "llamacpp_sliding_cells_read", lay.sliding_read(ub, prompt_tokens, output_tokens // 2,
+                                                                flash_attention), True,
                 "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
                 "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
-                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"))
+                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
+                + ("; flash attention with a stream per sequence stops after the 256-cell tile of the ring's last "
+                   "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
+                   if scan else "")))
 
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
@@ -413,8 +420,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if llamacpp:
             lay = cells_at(batch)
             per_stream, streams = lay.decode_kv(ctx)
+            extra = lay.window_extra
+            if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
+                extra = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) - lay.window
             kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
-                          window_extra=lay.window_extra).total_bytes * kv_share
+                          window_extra=extra).total_bytes * kv_share
         else:
             kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
         # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)

@@ -32,7 +32,10 @@ window - 1 + max_num_batched_tokens, llama.cpp n_swa x (n_seq with one unified s
 stream (``engines.llamacpp_kv_cells``).
 Total = sum over layers of tokens_cached(layer) * bytes_per_token_layer * sequences; layers without attention
 (``layer_types`` "none": Mamba / Gated DeltaNet / MLP-only layers of hybrid models) cache no keys or values --
-their per-sequence state is in ``formulas/recurrent_state.py``.
+their per-sequence state is in ``formulas/recurrent_state.py``; nor do layers that attend over an earlier layer's
+cached keys and values (``ModelSpec.kv_shared_layers``, Gemma 3n's last ``num_kv_shared_layers``: transformers
+cache_utils.py L1981-1985 gives them a ``DummyLayer``; vLLM skips a layer with ``kv_sharing_target_layer_name``;
+llama.cpp ``hparams.has_kv(il)``), so the sum runs over ``ModelSpec.kv_cache_layer_types``.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).
 
@@ -139,8 +142,9 @@ def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "
     per_elem = kv_dtype_bytes(kv_dtype)
     per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem + indexer_bytes_per_token_layer(
         spec, kv_dtype, indexer_cache)
-    n_sliding = spec.layer_types.count("sliding")
-    n_full = spec.layer_types.count("full")
+    own = spec.kv_cache_layer_types  # layers caching K/V of their own
+    n_sliding = own.count("sliding")
+    n_full = own.count("full")
     t_full = paged_tokens(tokens, block_size)
     t_slide = paged_tokens(sliding_tokens(tokens, spec.sliding_window or 0, window_extra), block_size) if n_sliding else 0
     total = (n_full * t_full + n_sliding * t_slide) * per_layer * sequences

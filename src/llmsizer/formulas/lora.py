@@ -166,7 +166,7 @@ def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str
 
 def any_quantizable(spec: ModelSpec) -> bool:
     """Whether :func:`quantizable_tensors` is non-empty (stops at the first match)."""
-    return any(t.matrix and t.component not in ("embedding", "lm_head", "vision") and not t.role.endswith(".bias")
+    return any(t.matrix and t.component not in ("embedding", "lm_head", "vision", "per_layer_embedding") and not t.role.endswith(".bias")
                for t in model_tensors(spec))
 
 
@@ -174,4 +174,4 @@ def quantizable_tensors(spec: ModelSpec) -> list[Tensor]:
     """The linears bitsandbytes 4-bit quantizes for QLoRA: every decoder/projection matrix except embeddings and
     lm_head (transformers ``get_keys_to_not_convert`` keeps lm_head; embeddings are not nn.Linear)."""
     return [t for t in model_tensors(spec)
-            if t.matrix and t.component not in ("embedding", "lm_head", "vision") and not t.role.endswith(".bias")]
+            if t.matrix and t.component not in ("embedding", "lm_head", "vision", "per_layer_embedding") and not t.role.endswith(".bias")]

@@ -26,7 +26,7 @@ class ParamCounts:
 
     @property
     def active_without_embedding(self) -> int:
-        return self.active - self.by_component.get("embedding", 0)
+        return self.active - self.by_component.get("embedding", 0) - self.by_component.get("per_layer_embedding", 0)
 
 
 @lru_cache(maxsize=256)

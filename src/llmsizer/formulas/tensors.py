@@ -23,6 +23,11 @@ References per block:
   out_proj); Gated DeltaNet as ``modeling_qwen3_next.py`` ``Qwen3NextGatedDeltaNet`` (in_proj_qkvz, in_proj_ba,
   conv1d over qkv, dt_bias/A_log per value head, gated RMSNorm over the value head, out_proj). Roles follow
   llama.cpp's ``LLM_TENSOR_SSM_*`` names.
+- Gemma 3n (``Gemma3nSpec``; transformers v5.24.0 ``modeling_gemma3n.py``): per-layer input embeddings and their
+  projections, AltUp's stream projections and per-layer router/coefficients, LAuReL's low-rank residual; a
+  K/V-sharing layer (``Gemma3nTextAttention``, L1173-1182: "Layers sharing kv states don't need any weight
+  matrices") has no k_proj, v_proj or k_norm, and ``v_norm`` is an RMSNorm without a weight (``with_scale=False``,
+  L118-125).
 """
 
 from __future__ import annotations
@@ -33,11 +38,15 @@ from typing import Literal
 
 from ..specs import LayerKey, ModelSpec
 
+# "per_layer_embedding": Gemma 3n's per-layer input table, a lookup a token reads one row of (never an output head,
+# never quantized as a linear), apart from "embedding" so that a tied lm_head is token_embd alone
 Component = Literal[
-    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision",
+    "per_layer_embedding",
 ]
 COMPONENTS: tuple[Component, ...] = (
-    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision"
+    "embedding", "attention", "recurrent", "mlp", "experts", "shared_experts", "router", "norm", "lm_head", "vision",
+    "per_layer_embedding",
 )
 
 
@@ -120,15 +129,18 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
             out += _linear("indexer_proj", "attention", m.index_n_heads, h, i, False)
         return out
     hd = spec.head_dim
+    shared = spec.kv_shared_layers[i]  # Gemma 3n: keys and values come from an earlier layer
     q_out = spec.num_heads * hd * (2 if spec.attention_output_gate else 1)  # Qwen3NextAttention: query + gate
     out += _linear("attn_q", "attention", q_out, h, i, spec.attention_qkv_bias)
-    out += _linear("attn_k", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
-    out += _linear("attn_v", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
+    if not shared:
+        out += _linear("attn_k", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
+        out += _linear("attn_v", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
     out += _linear("attn_output", "attention", h, spec.num_heads * hd, i, spec.attention_out_bias)
     if spec.qk_norm != "none":
         full = spec.qk_norm == "full"  # OLMo-2 normalises all heads at once; Qwen3/Gemma3 per head
         out += _norm("attn_q_norm", hd * (spec.num_heads if full else 1), spec.norm_kind, i, "attention")
-        out += _norm("attn_k_norm", hd * (spec.num_kv_heads if full else 1), spec.norm_kind, i, "attention")
+        if not shared:
+            out += _norm("attn_k_norm", hd * (spec.num_kv_heads if full else 1), spec.norm_kind, i, "attention")
     if spec.attention_sinks:
         out.append(Tensor("attn_sinks", "attention", (spec.num_heads,), 1, i))
     return out
@@ -225,7 +237,7 @@ def _mlp(prefix: str, comp: Component, h: int, inter: int, gated: bool, bias: bo
 def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
     h = spec.hidden_size
     if not spec.moe_layers[i] or spec.moe is None:
-        return _mlp("ffn", "mlp", h, spec.intermediate_size, spec.mlp_gated, spec.mlp_bias, i)
+        return _mlp("ffn", "mlp", h, spec.ffn_size(i), spec.mlp_gated, spec.mlp_bias, i)
     moe = spec.moe
     out = _linear("ffn_gate_inp", "router", moe.num_experts, h, i, moe.router_bias)
     if moe.latent_size:
@@ -245,6 +257,46 @@ def _feed_forward(spec: ModelSpec, i: int) -> list[Tensor]:
         # Qwen2MoeSparseMoeBlock builds shared_expert_gate = Linear(H, 1) whatever the shared size
         # (transformers modeling_qwen2_moe.py)
         out.append(Tensor("ffn_gate_inp_shexp", "shared_experts", (1, h), 1, i))
+    return out
+
+
+def _gemma3n_layer(spec: ModelSpec, i: int) -> list[Tensor]:
+    """Gemma 3n's per-layer AltUp, LAuReL and per-layer-input tensors (``Gemma3nSpec``; modeling_gemma3n.py
+    Gemma3nTextAltUp L988-996, Gemma3nTextLaurelBlock L923-929, Gemma3nTextDecoderLayer L1266-1268). The linears
+    are dense weights read by every token: component "mlp"; the RMSNorm weights "norm"."""
+    g, h = spec.gemma3n, spec.hidden_size
+    if g is None:
+        return []
+    n, r, p = g.altup_inputs, g.laurel_rank, g.per_layer_width
+    out = [Tensor("altup_correct_scale", "norm", (h,), 1, i)]
+    out += _linear("altup_correct_coef", "mlp", n, n, i, False)
+    out += _linear("altup_predict_coef", "mlp", n * n, n, i, False)
+    out += _linear("altup_router", "mlp", n, h, i, False)
+    out += _norm("altup_router_norm", h, "rmsnorm", i)
+    out += _linear("laurel_l", "mlp", r, h, i, False)
+    out += _linear("laurel_r", "mlp", h, r, i, False)
+    out += _norm("laurel_post_norm", h, "rmsnorm", i)
+    out += _linear("inp_gate", "mlp", p, h, i, False)
+    out += _linear("proj", "mlp", h, p, i, False)
+    out += _norm("per_layer_post_norm", h, "rmsnorm", i)
+    return out
+
+
+def _gemma3n_model(spec: ModelSpec) -> list[Tensor]:
+    """Gemma 3n's model-level per-layer-input and AltUp tensors (``Gemma3nTextModel``, modeling_gemma3n.py
+    L1589-1610): the per-layer embedding table [per_layer_vocab, L x p] (a lookup: a token reads one row),
+    its projection from the hidden state [L x p, H] and norm [p], and altup_inputs - 1 projections into the extra
+    streams and as many back out of them, each [H, H]."""
+    g, h = spec.gemma3n, spec.hidden_size
+    if g is None:
+        return []
+    lp = spec.num_layers * g.per_layer_width
+    out = [Tensor("per_layer_token_embd", "per_layer_embedding", (g.per_layer_vocab, lp))]
+    out += _linear("per_layer_model_proj", "mlp", lp, h, -1, False)
+    out += _norm("per_layer_proj_norm", g.per_layer_width, "rmsnorm", -1)
+    if g.altup_inputs > 1:
+        out.append(Tensor("altup_proj", "mlp", (h, h), g.altup_inputs - 1))
+        out.append(Tensor("altup_unembd_proj", "mlp", (h, h), g.altup_inputs - 1))
     return out
 
 
@@ -362,11 +414,12 @@ def model_layout(spec: ModelSpec) -> Layout:
     out: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
     if spec.position_embeddings:
         out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    out += _gemma3n_model(spec)
     before = tuple(range(len(out)))
     ranges: list[tuple[int, int]] = []
     # a layer's tensors depend on the layer only through its index and its kind (ModelSpec.layer_key: attention,
-    # recurrent mixer, feed-forward, MoE): build each kind once (as the first layer of that kind) and re-stamp the
-    # index (the cold-estimate hot path)
+    # recurrent mixer, feed-forward, MoE, K/V sharing, feed-forward width): build each kind once (as the first
+    # layer of that kind) and re-stamp the index (the cold-estimate hot path)
     templates: dict[LayerKey, list[Tensor]] = {}
     new = tuple.__new__
     for i in range(spec.num_layers):
@@ -376,7 +429,7 @@ def model_layout(spec: ModelSpec) -> Layout:
         if tpl is None:
             tpl = (_attention(spec, i) if kind[0] else []) + (_cross_attention(spec, i) if kind[4] else []) \
                 + (_recurrent(spec, i) if kind[1] else []) \
-                + (_feed_forward(spec, i) if kind[2] else [])
+                + (_feed_forward(spec, i) if kind[2] else []) + _gemma3n_layer(spec, i)
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
             templates[kind] = tpl

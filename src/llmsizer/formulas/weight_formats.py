@@ -105,9 +105,20 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
     best = 0
     for _role, comp, shape, count, _layer, numel in model_tensors(spec):
-        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision"):  # Tensor.matrix
+        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
+                                                                     "per_layer_embedding"):  # Tensor.matrix
             best = max(best, numel // count)
     return best
+
+
+def largest_quantized_layer(spec: ModelSpec) -> int:
+    """Elements of the decoder layer whose quantized matrices (as :func:`largest_quantized_matrix` counts them) add
+    up to the most: what one layer's dequantized copies take when all of them are alive at once."""
+    by_layer: dict[int, int] = {}
+    for _role, comp, shape, _count, layer, numel in model_tensors(spec):
+        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision") and layer >= 0:
+            by_layer[layer] = by_layer.get(layer, 0) + numel
+    return max(by_layer.values(), default=0)
 
 
 @dataclass(frozen=True)
@@ -144,7 +155,7 @@ def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int 
         return n * DTYPE_BYTES[fmt], fmt
     quantizable = t.matrix and t.component in QUANT_COMPONENTS
     if fmt in ("llm.int8", "nf4", "nf4-dq", "fp4", "fp4-dq"):
-        quantizable = t.matrix and t.component not in ("embedding", "lm_head")
+        quantizable = t.matrix and t.component not in ("embedding", "lm_head", "per_layer_embedding")
     if fmt == "mxfp4":
         quantizable = t.matrix and t.component == "experts"
     if not quantizable:

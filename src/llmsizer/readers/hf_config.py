@@ -52,10 +52,12 @@ MULTIMODAL = {"gemma3": "gemma3_text", "qwen2_5_vl": "qwen2_5_vl_text", "qwen3_v
 QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisionModel / Qwen3VLMoeVisionModel)
 # Meta's Llama vision families, with their own towers and (mllama) cross-attention layers: readers/hf_llama_vision.py
 LLAMA_VISION = {"mllama", "llama4"}
+# Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
+GEMMA3N = {"gemma3n", "gemma3n_text"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION))
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
 # ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
@@ -103,6 +105,9 @@ NUMERIC_KEYS: dict[str, Range] = {
     # Llama vision towers (readers/hf_llama_vision.py)
     "num_global_layers": LAYERS, "attention_heads": HEADS, "vision_output_dim": WIDTH, "max_num_tiles": PIXELS,
     "projector_input_dim": WIDTH, "projector_output_dim": WIDTH, "window_size": PIXELS,
+    # Gemma 3n (readers/hf_gemma3n.py)
+    "hidden_size_per_layer_input": WIDTH, "vocab_size_per_layer_input": VOCAB, "laurel_rank": WIDTH,
+    "altup_num_inputs": Range(1, 64, True, "AltUp streams"), "num_kv_shared_layers": LAYER_INDEX,
 }
 
 
@@ -421,6 +426,10 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
         read = hf_llama_vision.mllama_spec if mt == "mllama" else hf_llama_vision.llama4_spec
         return read(cfg, name=name, where=where, source=source, published_params=published_params,
                     published_active_params=published_active_params)
+    if mt in GEMMA3N:
+        from .hf_gemma3n import gemma3n_spec  # same floor; it reuses this module's _Cfg
+        return gemma3n_spec(cfg, name=name, where=where, source=source, published_params=published_params,
+                            published_active_params=published_active_params)
     if mt in MULTIMODAL:
         if not isinstance(cfg.get("text_config") or {}, dict):
             raise ModelFileError(f"{where}: text_config must be an object")

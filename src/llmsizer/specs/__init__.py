@@ -3,6 +3,7 @@
 from .model import (
     VISION_TOKEN_RULES,
     FileWeights,
+    Gemma3nSpec,
     LayerKey,
     LayerKind,
     MLASpec,
@@ -12,7 +13,7 @@ from .model import (
     VisionSpec,
 )
 
-__all__ = ["VISION_TOKEN_RULES", "FileWeights", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
+__all__ = ["VISION_TOKEN_RULES", "FileWeights", "Gemma3nSpec", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
            "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (

@@ -32,7 +32,7 @@ VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
 VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
-LayerKey = tuple[bool, bool, bool, bool, bool]  # ModelSpec.layer_key
+LayerKey = tuple[bool, bool, bool, bool, bool, bool, int]  # ModelSpec.layer_key
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,33 @@ class VisionSpec:
 
 
 @dataclass(frozen=True)
+class Gemma3nSpec:
+    """Gemma 3n's additions to every decoder layer (transformers v5.24.0 models/gemma3n/modeling_gemma3n.py).
+
+    - Per-layer inputs ("PLE"): ``Gemma3nTextModel`` (L1589-1602) builds ``embed_tokens_per_layer``
+      [per_layer_vocab, num_layers x per_layer_width], ``per_layer_model_projection`` [num_layers x per_layer_width,
+      H] and ``per_layer_projection_norm`` [per_layer_width]; each ``Gemma3nTextDecoderLayer`` (L1266-1268)
+      ``per_layer_input_gate`` [per_layer_width, H], ``per_layer_projection`` [H, per_layer_width] and
+      ``post_per_layer_input_norm`` [H].
+    - AltUp (Baykal et al. 2023, "Alternating Updates for Efficient Transformers", NeurIPS): the model keeps
+      ``altup_inputs`` streams of width H; ``Gemma3nTextModel`` (L1604-1610) has altup_inputs - 1
+      ``altup_projections`` and as many ``altup_unembed_projections`` [H, H]; ``Gemma3nTextAltUp`` (L988-996) per
+      layer: ``correct_output_scale`` [H], ``correction_coefs`` [n, n], ``prediction_coefs`` [n^2, n],
+      ``modality_router`` [n, H], ``router_norm`` [H].
+    - LAuReL (Menghani et al. 2024, "LAuReL: Learned Augmented Residual Layer", arXiv 2411.07501):
+      ``Gemma3nTextLaurelBlock`` (L923-929) ``linear_left`` [laurel_rank, H], ``linear_right`` [H, laurel_rank],
+      ``post_laurel_norm`` [H].
+    ``uncounted`` names parts of a multimodal ``gemma3n`` config that are not counted (its audio and vision towers).
+    """
+
+    per_layer_width: int  # hidden_size_per_layer_input
+    per_layer_vocab: int  # vocab_size_per_layer_input
+    altup_inputs: int  # altup_num_inputs
+    laurel_rank: int
+    uncounted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class FileWeights:
     """Exact weight storage read from files (safetensors headers or a GGUF tensor table).
 
@@ -205,10 +232,13 @@ _SUB_RANGES: dict[str, Range] = {
     # RecurrentSpec (num_heads: HEADS, shared with VisionSpec above)
     "d_inner": WIDTH, "d_state": WIDTH, "d_conv": Range(1, 1024, True, "conv kernel width"),
     "n_groups": Range(0, 65_536, True, "B/C groups or key heads"), "dt_rank": WIDTH_OR_ZERO,
+    # Gemma3nSpec
+    "per_layer_width": WIDTH, "per_layer_vocab": VOCAB, "altup_inputs": Range(1, 64, True, "AltUp streams"),
+    "laurel_rank": WIDTH,
 }
 
 
-def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec, where: str) -> None:
+def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec, where: str) -> None:
     """The numeric fields of an MoE / MLA / vision part through ``check_number`` (None: absent, e.g. q_lora_rank)."""
     for fname, rng in _SUB_RANGES.items():
         v = getattr(sub, fname, None)
@@ -227,7 +257,10 @@ class ModelSpec:
     tokens ("sliding") or not at all ("none": a recurrent-only or feed-forward-only layer);
     ``recurrent_layers[i]`` whether it has the ``recurrent`` mixer (Mamba / Gated DeltaNet; Falcon-H1 layers have
     both); ``ffn_layers[i]`` whether it has a feed-forward block (Mamba-2 and Nemotron-H mixer-only layers do not);
-    ``moe_layers[i]`` whether that block is MoE.
+    ``moe_layers[i]`` whether that block is MoE; ``kv_shared_layers[i]`` whether layer *i* attends over keys and
+    values an earlier layer computed and cached (Gemma 3n's last ``num_kv_shared_layers``: no k/v projections, no
+    cache of its own); ``ffn_sizes[i]`` the feed-forward width of layer *i* when it differs per layer (Gemma 3n's
+    per-layer ``intermediate_size`` list; empty: ``intermediate_size`` everywhere).
     Identity-hashed (``eq=False``) so derived results can be cached per spec.
     """
 
@@ -263,6 +296,9 @@ class ModelSpec:
     # no text KV; their K/V over the images are formulas/kv_cache.py cross_attention_kv)
     cross_attention_layers: tuple[bool, ...] = ()
     extra_embedding_rows: int = 0  # input-embedding rows beyond vocab_size (MllamaTextModel: vocab_size + 8)
+    kv_shared_layers: tuple[bool, ...] = ()  # layers reusing an earlier layer's cached K/V (Gemma 3n)
+    ffn_sizes: tuple[int, ...] = ()  # per-layer feed-forward width (Gemma 3n); empty: intermediate_size
+    gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
@@ -287,14 +323,15 @@ class ModelSpec:
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_kv_heads})"
             )
-        for sub in (self.moe, self.mla, self.vision, self.recurrent):
+        for sub in (self.moe, self.mla, self.vision, self.recurrent, self.gemma3n):
             if sub is not None:
                 _check_sub(sub, where)
         if self.moe is not None and self.moe.num_experts and self.moe.experts_per_token > self.moe.num_experts:
             raise InputError(f"model {self.name!r}: experts_per_token ({self.moe.experts_per_token}) exceeds "
                              f"num_experts ({self.moe.num_experts})")
         check_number(self.extra_embedding_rows, "extra_embedding_rows", Range(0, 1024, True, "extra embedding rows"), where)
-        for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers", "cross_attention_layers"):
+        for fname in ("layer_types", "moe_layers", "recurrent_layers", "ffn_layers", "cross_attention_layers",
+                      "kv_shared_layers", "ffn_sizes"):
             v = getattr(self, fname)
             if not isinstance(v, tuple) or len(v) not in (0, self.num_layers):
                 raise InputError(f"model {self.name!r}: {fname} must have one entry per layer ({self.num_layers})")
@@ -308,6 +345,12 @@ class ModelSpec:
             object.__setattr__(self, "ffn_layers", (True,) * self.num_layers)
         if not self.cross_attention_layers:
             object.__setattr__(self, "cross_attention_layers", (False,) * self.num_layers)
+        for size in self.ffn_sizes:
+            check_number(size, "ffn_sizes entry", WIDTH, where)
+        if not self.kv_shared_layers:
+            object.__setattr__(self, "kv_shared_layers", (False,) * self.num_layers)
+        elif any(s and t == "none" for s, t in zip(self.kv_shared_layers, self.layer_types or (), strict=False)):
+            raise InputError(f"model {self.name!r}: a KV-sharing layer must have attention (layer_types not none)")
         elif any(c and t != "none" for c, t in zip(self.cross_attention_layers, self.layer_types, strict=True)):
             raise InputError(f"model {self.name!r}: a cross-attention layer has no self-attention (layer_types none)")
         if any(self.recurrent_layers) and self.recurrent is None:
@@ -333,6 +376,21 @@ class ModelSpec:
         return self.num_layers - self.layer_types.count("none")
 
     @property
+    def kv_cache_layer_types(self) -> tuple[LayerKind, ...]:
+        """The cache each layer holds of its own: its attention kind, or "none" for layers without attention and
+        for layers that reuse an earlier layer's K/V (``kv_shared_layers``)."""
+        return tuple("none" if s else t for t, s in zip(self.layer_types, self.kv_shared_layers, strict=True))
+
+    @property
+    def kv_cache_layers(self) -> int:
+        """Layers holding a KV cache of their own (attention layers less the K/V-sharing ones)."""
+        return self.attention_layers - sum(self.kv_shared_layers)
+
+    def ffn_size(self, i: int) -> int:
+        """Feed-forward width of layer ``i``."""
+        return self.ffn_sizes[i] if self.ffn_sizes else self.intermediate_size
+
+    @property
     def recurrent_layer_count(self) -> int:
         """Layers with a recurrent mixer (and so a per-sequence state)."""
         return sum(self.recurrent_layers) if self.recurrent is not None else 0
@@ -344,9 +402,10 @@ class ModelSpec:
 
     def layer_key(self, i: int) -> LayerKey:
         """What decides layer ``i``'s tensors: (has attention, has the recurrent mixer, has a feed-forward, MoE,
-        is a cross-attention layer)."""
+        is a cross-attention layer, reuses another layer's K/V, its feed-forward width)."""
         return (self.layer_types[i] != "none", self.recurrent_layers[i], self.ffn_layers[i],
-                self.moe_layers[i] and self.moe is not None, self.cross_attention_layers[i])
+                self.moe_layers[i] and self.moe is not None, self.cross_attention_layers[i], self.kv_shared_layers[i],
+                self.ffn_size(i))
 
     @property
     def attention_kind(self) -> str:

@@ -24,6 +24,7 @@ from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..device import engine_assumption, generic_device, workload_on_device
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
+from ..model_warnings import model_warnings
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
 from .media import media_in_context
@@ -234,6 +235,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     for note in spec.notes:  # config values the model reader had to default or derive
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
                                           "not in the model's config: default or derived"))
+    acc.warnings.extend(model_warnings(spec, training=False))
     fmt, group = _resolve_weights(spec, w, acc)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]

@@ -69,7 +69,7 @@ def compose_transformers(ctx: Context) -> None:
                        "(modeling_llama4.py)")
     ctx.details["peak_phase"] = phase
     acc.items.append(weights_item(ctx.wb, loc))
-    if spec.attention_layers:
+    if spec.kv_cache_layers:
         acc.items.append(kv)
     if spec.recurrent_layer_count:  # the same after prefill and at the end: it does not grow with the context
         acc.items.append(state_item(ctx, w.concurrency, loc))

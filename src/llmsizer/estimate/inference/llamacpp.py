@@ -40,7 +40,9 @@ def compose_llamacpp(ctx: Context) -> None:
     n_cpu_moe = _n_cpu_moe(ctx)
     out_matrix = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
     out_other = 4 * spec.hidden_size  # final norm (F32)
-    emb = wb.by_component.get("embedding", 0)
+    # the input layer's lookup tables stay in host memory (token_embd; Gemma 3n's per_layer_token_embd, also
+    # LLM_TENSOR_LAYER_INPUT in llama.cpp src/llama-arch.cpp)
+    emb = wb.by_component.get("embedding", 0) + wb.by_component.get("per_layer_embedding", 0)
     other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
                      - out_other, 0)
     unified = bool(acc.assume("kv_unified", E.LLAMACPP_KV_UNIFIED, w.kv_unified, E.LLAMACPP_KV_UNIFIED_SOURCE))
@@ -56,10 +58,10 @@ def compose_llamacpp(ctx: Context) -> None:
     kvc = kv_cache(spec, cells.stream_tokens(), cells.streams, ctx.kv_dtype, mla_mode="latent",
                    window_extra=swa_extra)
     # per attention layer and stream; layers without attention (hybrid models' Mamba / Gated DeltaNet / MLP-only)
-    # hold no KV
-    per_token_layer = cells.streams * kvc.bytes_per_token / spec.attention_layers if spec.attention_layers else 0.0
+    # and layers reusing an earlier layer's K/V (Gemma 3n; llama.cpp hparams.has_kv) hold no KV
+    per_token_layer = cells.streams * kvc.bytes_per_token / spec.kv_cache_layers if spec.kv_cache_layers else 0.0
     kv_layers = per_layer_kv(kvc.total_bytes, [0.0 if k == "none" else per_token_layer * (
-        kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.layer_types])
+        kvc.tokens_sliding if k == "sliding" else kvc.tokens_full) for k in spec.kv_cache_layer_types])
     graph = prefill_activation_bytes(spec, 1, min(ubatch, n_ctx), n_ctx, 4, "flash", logits_positions=ubatch,
                                      logits_bytes_per_elem=0)
     layer_graph = graph.residual_bytes + max(graph.attention_bytes, graph.mlp_bytes)
@@ -85,13 +87,13 @@ def compose_llamacpp(ctx: Context) -> None:
         acc.items.append(weights_item(wb, "host"))
     kv = kv_item(ctx, cells.stream_tokens(), cells.streams, "device" if on_gpu else "host", window_extra=swa_extra,
                  seqs_label="unified stream" if unified else "streams (one per sequence)")
-    if on_gpu and spec.attention_layers:
+    if on_gpu and spec.kv_cache_layers:
         kv_dev = sum(p.kv for p in gpu_parts)
         acc.items.append(Item("kv_cache", kv_dev, "device", formula=kv.formula + f" x {layers_on}/{n} layers"
                               + _per_gpu(gpu_parts, "kv"), source=kv.source))
         if host.kv:
             acc.items.append(Item("kv_cache_host", host.kv, "host", formula="KV of the layers on the CPU"))
-    elif spec.attention_layers:
+    elif spec.kv_cache_layers:
         acc.items.append(kv)
     state_by_part: dict[str, int] = {}
     if spec.recurrent_layer_count:

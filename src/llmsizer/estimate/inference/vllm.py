@@ -100,7 +100,7 @@ def compose_vllm(ctx: Context) -> None:
         ctx.details.update({"recurrent_state_needed_bytes": state.bytes, "recurrent_state_bytes_per_sequence":
                             state_one})
     if w.memory is None:
-        if spec.attention_layers:
+        if spec.kv_cache_layers:
             acc.items.append(need)
         if state is not None:
             acc.items.append(state)
@@ -123,14 +123,14 @@ def compose_vllm(ctx: Context) -> None:
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
                                 indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token * share
     # the pool's pages also hold the recurrent states of the admitted sequences
-    kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.attention_layers else kv_avail
-    blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.attention_layers else 0
+    kv_only = max(kv_avail - admitted * state_one, 0) if state is not None and spec.kv_cache_layers else kv_avail
+    blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.kv_cache_layers else 0
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
                         "admitted_sequences": int(min(admitted, mns))})
-    if not spec.attention_layers:  # attention-free: the pool is whole-request state pages, not token blocks
+    if not spec.kv_cache_layers:  # attention-free: the pool is whole-request state pages, not token blocks
         ctx.details["recurrent_state_pages"] = int(admitted)
-    pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.attention_layers else "recurrent state pages"
+    pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.kv_cache_layers else "recurrent state pages"
     if state is not None:
         pool_what += f", incl. the recurrent state of the {int(admitted)} admitted sequences " \
                      f"({format_bytes(state_one)} each: {state.formula})"
@@ -154,11 +154,11 @@ def compose_vllm(ctx: Context) -> None:
 
 def _sliding_spare_block(ctx: Context, block: int) -> int:
     """SlidingWindowSpec reserves one extra block per sliding layer and request."""
-    n_sliding = ctx.spec.layer_types.count("sliding")
+    n_sliding = ctx.spec.kv_cache_layer_types.count("sliding")
     if not n_sliding or ctx.spec.chunked_attention:
         return 0
     per_layer_token = kv_cache(ctx.spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
-                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.attention_layers
+                               indexer_cache=E.VLLM.dsa_indexer_cache).bytes_per_token / ctx.spec.kv_cache_layers
     return math.ceil(n_sliding * block * per_layer_token)
 
 
@@ -171,9 +171,9 @@ def _hybrid_pages(ctx: Context, block: int) -> tuple[int, int]:
     A model without attention keeps its state pages unpadded."""
     spec = ctx.spec
     state_page = state_of(ctx, 1).per_layer_bytes
-    if not spec.attention_layers:
+    if not spec.kv_cache_layers:
         return block, math.ceil(state_page)
-    attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.attention_layers
+    attn_1tok = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent").bytes_per_token / spec.kv_cache_layers
     align = max(E.VLLM_KERNEL_BLOCK_ALIGNMENT, block)
     hybrid_block = align * math.ceil(state_page / (align * attn_1tok))
     new_block = max(block, hybrid_block)

@@ -27,6 +27,7 @@ from ..allocator import TRAINING, apply_metric, calibrated_need
 from ..device import workload_on_device
 from ..inference import inference_sized
 from ..inference.common import Acc
+from ..model_warnings import model_warnings
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, record_workload, resolve
@@ -195,6 +196,7 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     for note in spec.notes:
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
                                           "not in the model's config: default or derived"))
+    acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
     results = []

@@ -105,7 +105,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.layer_weights[i] = b
         layer_total += b
     non_layer = wb.total - sum(wb.layer_bytes)
-    emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0)
+    emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
+        + wb.by_component.get("per_layer_embedding", 0)
     head_part = non_layer - emb
     weights = layer_total + (emb if stage == 0 else 0) + (head_part if stage == last else 0)
     if tied_copy:
@@ -129,7 +130,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         shapes.append(shp if (tp == 1 and ep == 1) else (n,))
         if t.layer >= 0 and t.component != "vision":
             per_layer_elems[t.layer] = per_layer_elems.get(t.layer, 0) + n
-        elif t.component in ("embedding", "vision") and not (t.role == "token_embd" and spec.tie_word_embeddings
+        elif t.component in ("embedding", "vision", "per_layer_embedding") and not (t.role == "token_embd" and spec.tie_word_embeddings
                                                               and stage == last):
             embed_elems += n  # its gradient appears only when the backward reaches the input
         else:
