@@ -26,8 +26,9 @@ def test_infer_lists_the_recurrent_state_with_formula_and_source():
     # bf16 and the SSM state in fp32: 28 x (8192 x 4 x 2 + 8192 x 16 x 4) x 4 sequences
     assert st["bytes"] == 28 * (8192 * 4 * 2 + 8192 * 16 * 4) * 4
     assert "independent of the context" in st["formula"] and "recurrent_state.py" in st["source"]
-    # KV for the 4 attention layers only: 4 x 8192 tokens x 2 x 8 heads x 128 x 2 B x 4 sequences
-    assert items["kv_cache"]["bytes"] == 4 * 8192 * 2 * 8 * 128 * 2 * 4
+    # KV for the 4 attention layers only: 4 x 7936 tokens x 2 x 8 heads x 128 x 2 B x 4 sequences (transformers'
+    # peak is the end of the prefill: 8192 - 256 prompt tokens, the default output being min(256, context / 2))
+    assert items["kv_cache"]["bytes"] == 4 * (8192 - 256) * 2 * 8 * 128 * 2 * 4
     assert data["details"]["recurrent_layers"] == 28 and data["details"]["attention_layers"] == 4
 
 

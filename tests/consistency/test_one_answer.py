@@ -380,7 +380,7 @@ def test_plan_sglang_service_need_is_what_fit_says_the_workload_needs() -> None:
     assert job.section("memory").value("need_peak") == need
     assert job.section("memory").value("need_typical") == need
     code, out = run("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "sglang")
-    assert code == 0 and "SGLang reserves the pool" in out and "vLLM reserves" not in out
+    assert code == 0 and "SGLang takes its pool" in out and "vLLM takes its pool" not in out
     assert "vLLM admits" not in render_plan_text(plan)
 
 

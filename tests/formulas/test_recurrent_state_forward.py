@@ -48,8 +48,9 @@ def test_transformers_state_and_kv_equal_the_cache_of_a_real_forward(family, dty
     cfg = TINY[family]
     measured_state, measured_kv = _measure(cfg, torch.bfloat16 if dtype == "bf16" else torch.float32)
     spec = spec_from_config(cfg, name=family)
-    est = estimate_inference(spec, engine="transformers", context=PROMPT + 1, concurrency=BATCH, dtype=dtype,
-                             weights=dtype, device="cpu")
+    # the measured cache holds the whole context (PROMPT tokens and one decoded): output 0 puts all of it in the KV item
+    est = estimate_inference(spec, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
+                             dtype=dtype, weights=dtype, device="cpu")
     assert est.item("recurrent_state").bytes == measured_state
     names = {i.name for i in est.items}
     if measured_kv:
@@ -114,7 +115,9 @@ def test_llamacpp_state_is_f32_rows_of_n_embd_r_plus_n_embd_s(model_type):
 def test_state_does_not_grow_with_the_context_and_kv_only_counts_attention_layers(engine):
     spec = _spec("jamba")  # 32 layers: 4 attention, 28 Mamba
     def est(ctx: int) -> Any:
-        return estimate_inference(spec, engine=engine, context=ctx, concurrency=2)
+        # output 0: the whole context is the prompt, so transformers' KV item holds all of it (the default's
+        # min(256, context / 2) generated tokens would put the peak at the end of a shorter prefill)
+        return estimate_inference(spec, engine=engine, context=ctx, concurrency=2, output_tokens=0)
     short, long = est(4096), est(16384)
     assert short.details["recurrent_state_bytes_per_sequence"] == long.details["recurrent_state_bytes_per_sequence"]
     if engine != "vllm":
@@ -179,7 +182,8 @@ def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name
     assert rest == 0
     cfg = {**entry.config, **shrink, "num_hidden_layers": period}
     measured_state, measured_kv = _measure(cfg, torch.bfloat16)
-    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, concurrency=BATCH, device="cpu")
+    est = estimate_inference(name, engine="transformers", context=PROMPT + 1, output_tokens=0, concurrency=BATCH,
+                             device="cpu")
     assert est.item("recurrent_state").bytes == periods * measured_state
     assert est.item("kv_cache").bytes == periods * measured_kv
 

@@ -152,3 +152,29 @@ def test_mxfp4_experts_stay_mxfp4_in_every_gguf_type_and_dense_models_do_not_mov
     dense = find("llama-3.1-8b").spec()
     assert "MXFP4" not in weight_bytes(dense, "gguf:q4_k_m").by_storage
     assert weight_bytes(dense, "gguf:f16").total == pytest.approx(weight_bytes(dense, "bf16").total, rel=1e-4)
+
+
+# Fused-QKV families (Phi-3/Phi-4: one blk.N.attn_qkv tensor in the GGUF). bartowski's phi-4-GGUF card (llama.cpp
+# release b4456; mirror huggingface.yyhnxgf.workers.dev/bartowski/phi-4-GGUF): "phi-4-Q4_K_M.gguf Q4_K_M 9.05GB",
+# "phi-4-Q5_K_M.gguf Q5_K_M 10.60GB", "phi-4-Q8_0.gguf Q8_0 15.58GB", "phi-4-f16.gguf f16 29.32GB" (file sizes in
+# GB, two decimals: the tokenizer and metadata add a few MB). With q, k and v typed as separate tensors (attn_v's
+# use_more_bits rule) the K-quants came out 8.89 and 10.41 GB.
+@pytest.mark.parametrize("fmt,published", [("gguf:q4_k_m", 9.05), ("gguf:q5_k_m", 10.60), ("gguf:q8_0", 15.58),
+                                           ("gguf:f16", 29.32)])
+def test_phi_4_gguf_sizes_match_published_files(fmt, published):
+    assert weight_bytes(find("phi-4").spec(), fmt).total / 1e9 == pytest.approx(published, abs=0.01)
+
+
+@pytest.mark.parametrize("ftype,qkv", [("q3_k_m", "Q4_K"), ("q3_k_l", "Q4_K"), ("iq3_m", "Q4_K"), ("q4_k_m", "Q5_K"),
+                                       ("q5_k_m", "Q6_K"), ("q4_k_s", "Q4_K"), ("q6_k", "Q6_K")])
+def test_the_fused_qkv_tensor_takes_llama_cpps_attn_qkv_rule_on_every_layer(ftype, qkv):
+    # llama-quant.cpp ATTENTION_QKV: Q3_K_M/Q3_K_L/IQ3_M -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K, else the file
+    # type's default; q, k and v rows of one layer share one type (they are one tensor in the file)
+    from llmsizer.formulas.tensors import model_tensors
+    from llmsizer.formulas.weight_formats import gguf_tensor_type
+    spec = find("phi-3-mini-4k-instruct").spec()
+    types = {gguf_tensor_type(spec, ftype, t) for t in model_tensors(spec) if t.role in ("attn_q", "attn_k", "attn_v")}
+    assert types == {qkv}
+    llama = find("llama-3.1-8b").spec()  # separate q/k/v in its GGUF: attn_v keeps its use_more_bits rule
+    v_types = {gguf_tensor_type(llama, "q4_k_m", t) for t in model_tensors(llama) if t.role == "attn_v"}
+    assert v_types == {"Q4_K", "Q6_K"}

@@ -37,7 +37,9 @@ from ..errors import InputError, ModelFileError, UnknownNameError
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
-FORM_FACTORS = ("datacenter", "desktop", "laptop", "server")
+# 'unknown': a hardware file's device that names none (every built-in row names its own); the default-engine rule
+# (estimate/device.py engine_rule) then chooses by what is known and says the form factor was not given
+FORM_FACTORS = ("datacenter", "desktop", "laptop", "server", "unknown")
 
 # unit -> factor to the base unit of its quantity
 _MEMORY = {"B": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30,
@@ -139,7 +141,7 @@ class Device:
     name: str
     kind: str
     vendor: str = ""
-    form_factor: str = "datacenter"
+    form_factor: str = "unknown"  # FORM_FACTORS
     aliases: tuple[str, ...] = ()
     memory: Value | None = None
     memory_usable: Value | None = None
@@ -490,7 +492,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
             raise ctx.fail(f"{where}.{k}", "is required")
     if raw["kind"] not in KINDS:
         raise ctx.fail(f"{where}.kind", f"unknown kind {raw['kind']!r}; choose one of: {', '.join(KINDS)}")
-    ff = raw.get("form_factor", "datacenter")
+    ff = raw.get("form_factor", "unknown")  # not guessed: memory or vendor do not tell a data-centre card
     if ff not in FORM_FACTORS:
         raise ctx.fail(f"{where}.form_factor", f"unknown {ff!r}; choose one of: {', '.join(FORM_FACTORS)}")
     missing: dict[str, str] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..estimate.device import resolve_target
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.compose import inference_workload
 from ..estimate.inference.reverse import max_concurrency, max_context
@@ -40,6 +41,8 @@ def register(sub: Any) -> None:
                    "cpu and gpu name a device known only by its kind (default gpu)")
     p.add_argument("--memory", type=bytes_arg, help="device memory (or RAM for --device cpu), e.g. 24GiB, 80GB; "
                    "with it the answer says whether it fits (exit code 1 when it does not)")
+    p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
+                   help="extra hardware (JSON/YAML) for --device, as in `fit` and `train`")
     add_headroom_arg(p)
     add_metric_arg(p)
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
@@ -58,6 +61,9 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
             fields[k] = getattr(args, k)
     if args.device is not None:  # what fit and train size for (estimate/device.py workload_on_device)
         fields["device"] = args.device
+        if args.hardware_file:  # the file's entry itself (an instance, else a device), as fit and train read it
+            device, _, _, instance = resolve_target(args.device, args.hardware_file)
+            fields["device"] = instance or device
     # the core decides the device's kind and memory and, with no --engine, the engine fit would run there
     workload, _ = inference_workload(fields, "infer", spec)
     est = estimate_inference(spec, **fields)

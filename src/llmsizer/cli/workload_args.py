@@ -232,8 +232,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--optimizer-in-backward", action="store_true", default=None,
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
-    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; fit/recommend on several "
-                   "devices: the least-sharded stage that fits)")
+    g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; on several "
+                   "devices with a memory budget, --memory or --device: the least-sharded stage that fits)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", type=int_arg(COUNT), help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")

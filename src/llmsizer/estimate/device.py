@@ -56,8 +56,9 @@ def device_engine_rule(device: Device, count: int = 1, weights: str | None = Non
     requested weight format (GGUF: llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and
     Apple); otherwise vLLM on data-center accelerators and any replica over several devices, llama.cpp on Apple,
     CPUs and one consumer card (where GGUF formats are the usual way to fit). One GPU known only by its kind
-    (``gpu``, or no device named: its form factor unknown) gives the rule nothing to choose by: transformers, the
-    reference implementation, and the reason says so."""
+    (``gpu``, or no device named) or a hardware file's GPU without ``form_factor`` (``unknown``: not guessed from its
+    memory, which does not tell a 24 GB L4 from a 32 GB RTX 5090) gives the rule nothing to choose by: transformers,
+    the reference implementation, and the reason says so."""
     fmt = normalize_format(weights) if weights else None
     quantized = fmt is not None and fmt not in ("fp32", "fp16", "bf16")
     if fmt is not None and fmt.startswith("gguf:"):
@@ -76,6 +77,11 @@ def device_engine_rule(device: Device, count: int = 1, weights: str | None = Non
     if device.origin == "generic":
         return "transformers", ("a GPU known only by its kind has no form factor to choose vLLM (data centre) or "
                                 "llama.cpp (consumer card) by; transformers, the reference implementation")
+    if device.form_factor == "unknown":  # a hardware file's device without form_factor (catalog/hardware.py)
+        return "transformers", (f"{device.id}'s form factor is not given (no form_factor in its hardware file), so "
+                                "neither vLLM (data-centre card) nor llama.cpp (one consumer card) is chosen by it; "
+                                "transformers, the reference implementation (give form_factor: datacenter, desktop or "
+                                "laptop to choose)")
     return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
 
 

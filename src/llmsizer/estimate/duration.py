@@ -117,8 +117,11 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer."""
     n = count_params(spec).active
     width = attention_width(spec)
-    layers = spec.num_layers
-    ckpt = checkpointed_layers(layers, checkpoint_every) if recompute != "none" else []
+    # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
+    # specs/model.py layer_types: Mamba-, MoE- and MLP-only Nemotron-H layers run no attention core)
+    layers = spec.attention_layers
+    ckpt = checkpointed_layers(spec.num_layers, checkpoint_every) if recompute != "none" else []
+    ckpt_attn = sum(1 for i in ckpt if spec.layer_types[i] != "none")
     every = f" of every {checkpoint_every}-th layer" if checkpoint_every > 1 else ""
     if method in ADAPTER_METHODS:
         na = lora_params(spec, rank, targets, dora=method == "dora").total
@@ -133,7 +136,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
-        r = partial_recompute_flops(sum(full_recompute_flops(spec, i, st) for i in ckpt), width, seq_len, len(ckpt))
+        r = partial_recompute_flops(sum(full_recompute_flops(spec, i, st) for i in ckpt), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
                    "early stop before each layer's last matmul)")

@@ -22,7 +22,7 @@ from ..formulas.speed import PhaseTime
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.workload import normalize_engine
+from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
 from .device import (
     engine_assumption,
@@ -34,6 +34,7 @@ from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
 from .training import estimate_training
+from .training.compose import ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
 
 
@@ -370,8 +371,8 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
 
 def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:
     """(prompt tokens, output tokens) of a sequence of ``context`` tokens: output_tokens when given, else
-    min(256, context / 2) generated (the default every speed estimate uses)."""
-    prompt = max(1, context - (output_tokens if output_tokens is not None else min(256, context // 2)))
+    ``default_output_tokens`` (specs/workload.py: min(256, context / 2), the one default)."""
+    prompt = max(1, context - (output_tokens if output_tokens is not None else default_output_tokens(context)))
     return prompt, context - prompt
 
 
@@ -391,26 +392,12 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     return hit[1]  # type: ignore[no-any-return]
 
 
-ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
-
-
 def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None) -> Estimate:
-    """``estimate_training`` on devices of ``memory`` bytes, the one rule ``train --memory``, ``fit --train``,
-    ``recommend --train`` and ``plan`` share: with several devices and no sharding given (no zero, no fsdp), the
-    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption (DDP alone when
+    """``estimate_training`` on devices of ``memory`` bytes (memoised for catalog-wide searches): with several devices
+    and no sharding given, its least-sharded ZeRO stage that fits (``training/compose.py`` ``sharded_workload``, the
+    one rule) is taken and recorded as the ``zero`` assumption (none is chosen when
     ``grad_sync``, a DDP setting, is given)."""
-    fields = dict(fields, memory=memory, headroom=headroom)
-    auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    stages = [0] if fields.get("grad_sync") else [0, 1, 2, 3]  # grad_sync states DDP
-    for stage in (stages if auto else [None]):  # None: the user's zero, or none given (not filled in here)
-        est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
-        if est.details["fits"]:
-            break
-    if auto:
-        assumptions = tuple(Assumption("zero", stage, True, ZERO_WHY) if a.name == "zero" else a
-                            for a in est.assumptions)
-        est = Estimate(est.kind, est.model, est.items, assumptions, est.warnings, dict(est.details))
-    return est
+    return _training_estimate(spec, dict(fields, memory=memory, headroom=headroom))
 
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,

@@ -49,7 +49,10 @@ partitioner: tests/formulas/test_op_sac_compiled.py.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..specs import ModelSpec
+from .tensors import RECURRENT_LINEARS, recurrent_linears
 from .training_activations import ActivationSetup, Term, _div, _head_dims, checkpoint_input_bytes, needs_mask
 
 
@@ -63,7 +66,6 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
     divided by the tensor-parallel degree. The routed experts of an MoE layer are not listed (``_grouped_mm``).
     """
     tp = st.tp
-    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
     h = spec.hidden_size
     out: list[tuple[str, int, int, bool]] = []
 
@@ -73,21 +75,14 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
             out.append((f"{name} lora_A", width_in, st.rank, True))
             out.append((f"{name} lora_B", st.rank, width, True))
 
-    if spec.mla is not None:
-        m = spec.mla
-        if m.q_lora_rank:
-            linear("q_a", "", h, m.q_lora_rank, False)
-            linear("q_b", "attn_q", m.q_lora_rank, q_w, False)
-        else:
-            linear("q", "attn_q", h, q_w, False)
-        linear("kv_a", "", h, m.kv_lora_rank + m.qk_rope_head_dim, False)
-        linear("kv_b", "", m.kv_lora_rank, _div(spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), tp), False)
-    else:
-        qkv_bias = spec.attention_qkv_bias
-        linear("q", "attn_q", h, q_w, qkv_bias)
-        linear("k", "attn_k", h, k_w, qkv_bias)
-        linear("v", "attn_v", h, v_w, qkv_bias)
-    linear("o", "attn_output", o_w, h, spec.attention_out_bias)
+    # the layer's own schedule (hybrid and state-space models: specs/model.py layer_types, recurrent_layers,
+    # ffn_layers): a Mamba- or MoE-only Nemotron-H layer has no attention projections, an attention-only one no MLP
+    if spec.layer_types[layer] != "none" or spec.cross_attention_layers[layer]:
+        _attention_linears(spec, st, linear)
+    for role, w_in, w_out, bias in recurrent_linears(spec, layer):  # parallel to attention in Falcon-H1
+        split = RECURRENT_LINEARS[role]
+        linear(role, role, _div(w_in, tp) if split == "in" else w_in, _div(w_out, tp) if split == "out" else w_out,
+               bias)
     if spec.moe_layers[layer] and spec.moe is not None:
         latent = spec.moe.latent_size
         if latent:  # NemotronHMoE.forward: fc1_latent_proj before the routed experts, fc2_latent_proj after them,
@@ -104,6 +99,8 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
                 linear("shared up", "ffn_shexp_up", h, i_w, spec.mlp_bias)
             linear("shared down", "ffn_shexp_down", i_w, h, spec.mlp_bias)
         return out
+    if not spec.ffn_layers[layer]:
+        return out
     i_w = _div(spec.intermediate_size, tp)
     if spec.mlp_gated:
         linear("gate", "ffn_gate", h, i_w, spec.mlp_bias)
@@ -112,6 +109,28 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
         linear("up", "ffn_up", h, i_w, spec.mlp_bias)
     linear("down", "ffn_down", i_w, h, spec.mlp_bias)
     return out
+
+
+def _attention_linears(spec: ModelSpec, st: ActivationSetup, linear: Callable[[str, str, int, int, bool], None]
+                       ) -> None:
+    """The attention projections of a layer in forward order (``layer_matmul_shapes``)."""
+    tp, h = st.tp, spec.hidden_size
+    q_w, k_w, v_w, o_w = (_div(x, tp) for x in _head_dims(spec))
+    if spec.mla is not None:
+        m = spec.mla
+        if m.q_lora_rank:
+            linear("q_a", "", h, m.q_lora_rank, False)
+            linear("q_b", "attn_q", m.q_lora_rank, q_w, False)
+        else:
+            linear("q", "attn_q", h, q_w, False)
+        linear("kv_a", "", h, m.kv_lora_rank + m.qk_rope_head_dim, False)
+        linear("kv_b", "", m.kv_lora_rank, _div(spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), tp), False)
+    else:
+        qkv_bias = spec.attention_qkv_bias
+        linear("q", "attn_q", h, q_w, qkv_bias)
+        linear("k", "attn_k", h, k_w, qkv_bias)
+        linear("v", "attn_v", h, v_w, qkv_bias)
+    linear("o", "attn_output", o_w, h, spec.attention_out_bias)
 
 
 def layer_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int, bool]]:

@@ -208,6 +208,22 @@ def _recurrent(spec: ModelSpec, i: int) -> list[Tensor]:
     return out
 
 
+# the recurrent mixer's linear maps in forward order, and how tensor parallelism splits each (Megatron's Mamba
+# mixer: in-projections column-parallel, out_proj row-parallel): "out" divides the output width, "in" the input
+RECURRENT_LINEARS = {"ssm_in": "out", "ssm_ba": "out", "ssm_x": "in", "ssm_dt": "out", "ssm_out": "in"}
+
+
+def recurrent_linears(spec: ModelSpec, i: int) -> list[tuple[str, int, int, bool]]:
+    """Layer ``i``'s recurrent-mixer linears in forward order: (role, input width, output width, has a bias), from
+    :func:`_recurrent`'s tensors (the reference implementations' ``nn.Linear`` modules); [] without a mixer."""
+    if not (spec.recurrent_layers[i] and spec.recurrent is not None):
+        return []
+    tensors = _recurrent(spec, i)
+    biases = {t.role.removesuffix(".bias") for t in tensors if t.role.endswith(".bias")}
+    return [(t.role, t.shape[1], t.shape[0], t.role in biases) for t in tensors
+            if t.role in RECURRENT_LINEARS and len(t.shape) == 2]  # Mamba-2's ssm_dt is a per-head vector
+
+
 def _mlp(prefix: str, comp: Component, h: int, inter: int, gated: bool, bias: bool, i: int,
          count: int = 1) -> list[Tensor]:
     out: list[Tensor] = []

@@ -1,7 +1,8 @@
 """Training compute and wall-clock time.
 
-FLOPs per trained token (forward + backward), for N parameters, L layers, attention width d = heads x head_dim
-and sequence length s::
+FLOPs per trained token (forward + backward), for N parameters, L layers that attend to the sequence (every
+layer of a transformer; a hybrid's attention layers only: Mamba-, MoE- and MLP-only layers run no attention core),
+attention width d = heads x head_dim and sequence length s::
 
     no recomputation:    F = 6 N + 12 L d s                                             (1)
     full recomputation:  F = 8 N + 16 L d s                                             (2)
@@ -208,8 +209,9 @@ def dequantization_passes(base_format: str, recomputed_share: float) -> float:
 
 
 def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:
-    """Eq. (2'): FLOPs per token a full recomputation of ``checkpointed_layers`` decoder layers adds, their
-    recomputed matmuls taking ``matmul_flops`` per token in all."""
+    """Eq. (2'): FLOPs per token a full recomputation of checkpointed decoder layers adds, their recomputed matmuls
+    taking ``matmul_flops`` per token in all and ``checkpointed_layers`` (c) of them running an attention core (a
+    hybrid's Mamba-, MoE- or MLP-only layers run none)."""
     if checkpointed_layers < 0 or matmul_flops < 0:
         raise InputError("checkpointed layers and matmul FLOPs must not be negative")
     return matmul_flops + 4.0 * checkpointed_layers * attn_width * seq_len

@@ -202,6 +202,13 @@ def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
     return str(spec.quantization_config.get("quant_method", "")).lower() == "mxfp4"
 
 
+# families whose GGUF keeps the checkpoint's fused query-key-value projection as one blk.N.attn_qkv tensor (llama.cpp
+# as vendored in llama-cpp-python 0.3.36: gguf-py/gguf/tensor_mapping.py L232-252 MODEL_TENSOR.ATTN_QKV, and their
+# converters in conversion/*.py (phi.py Phi3MiniModel, gptneox.py, falcon.py, bloom.py, gpt2.py, mpt.py, dbrx.py,
+# starcoder.py) write it without splitting it into attn_q/attn_k/attn_v)
+GGUF_FUSED_QKV = frozenset({"phi3", "gpt_neox", "falcon", "bloom", "gpt2", "mpt", "dbrx", "gpt_bigcode"})
+
+
 def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     """The GGML type llama.cpp's quantizer gives tensor ``t`` for file type ``ftype`` (llama-quant.cpp)."""
     base = GGUF_FTYPES[ftype]
@@ -224,6 +231,8 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
     n_expert = spec.moe.num_experts if spec.moe else 1
     n_gqa = spec.num_heads // spec.num_kv_heads
     role, i = t.role, t.layer
+    if role in ("attn_q", "attn_k", "attn_v") and spec.model_type in GGUF_FUSED_QKV:
+        role = "attn_qkv"  # one fused tensor in the file: one type for its q, k and v rows (rows share ncols = h)
     new = base
     is_output = role == "output" or (role == "token_embd" and spec.tie_word_embeddings)
     if is_output:
@@ -239,6 +248,20 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
         new = "MXFP4" if t.component == "experts" else "Q8_0"
     elif role == "token_embd":
         pass
+    elif role == "attn_qkv":
+        # llama-quant.cpp's rule for the fused tensor (vendored 0.3.36 L689-695, "category ==
+        # tensor_category::ATTENTION_QKV"; the same rule as name.find("attn_qkv.weight") in the releases the published
+        # files were made with): Q3_K_M/Q3_K_L/IQ3_M -> Q4_K, Q4_K_M -> Q5_K, Q5_K_M -> Q6_K on every layer, and no
+        # attn_v use_more_bits or 8-expert rule. In 0.3.36 itself ``category_is_attn_v`` (L157-160) also takes
+        # ATTENTION_QKV, so its attn_v branch (L567) runs first and shadows this one: a file quantized with that build
+        # gives the fused tensor attn_v's types. The published files follow this rule (bartowski phi-4-GGUF, llama.cpp
+        # b4456: Q4_K_M 9.05 GB, Q5_K_M 10.60 GB; tests/formulas/test_weight_formats.py), so it is the one modelled.
+        if ftype in ("q3_k_m", "q3_k_l", "iq3_m"):
+            new = "Q4_K"
+        elif ftype == "q4_k_m":
+            new = "Q5_K"
+        elif ftype == "q5_k_m":
+            new = "Q6_K"
     elif role in ("attn_v", "attn_kv_b"):
         if ftype == "q2_k":
             new = "Q4_K" if n_gqa >= 4 else "Q3_K"

@@ -88,8 +88,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                 f"no traffic.context given: {InferenceWorkload.context} tokens"))
     ctx_typ = int(t.context.typical or ctx_peak)
     out_peak = int(notes.assume("output", prompt_and_output(ctx_peak, None)[1], t.output.worst,
-                                "no traffic.output given: min(256, context / 2) tokens (estimate/fit.py "
-                                "prompt_and_output, the default of every speed estimate)"))
+                                "no traffic.output given: min(256, context / 2) tokens (specs/workload.py "
+                                "default_output_tokens, the one default of every estimate)"))
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
@@ -172,10 +172,14 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                 and engine not in ("vllm", "sglang") else
                 _need(spec, engine, fmt_used, ctx_peak, per_rep_peak, out_peak, tp, job, on_cpu, batch))
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
-    if engine == "sglang":  # SGLang's need: fit's workload share of the card (the estimate without memory has no
-        need = _workload_need(f_peak, need)  # room for activations and graphs; SGLang sizes them from the card)
+    if engine in ("vllm", "sglang"):  # the fit's own workload share of the card (estimate/inference/vllm.py, sglang.py
+        need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card
     mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
+    if f_peak is not None and f_peak.estimate is not None and "workload_bytes" in f_peak.estimate.details:
+        mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the load)",
+                f_peak.memory_per_device, "B", "the fit's device total: the engine's pool + runtime outside it",
+                "estimate/inference/vllm.py, sglang.py")
     need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
                                                out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None

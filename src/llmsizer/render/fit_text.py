@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes
-from .text import table
+from .text import pool_and_need, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
@@ -72,9 +71,7 @@ def memory_line(r: FitResult) -> str:
     details = r.estimate.details if r.estimate is not None else {}
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
-        line += (f"; {ENGINE_NAMES.get(r.engine, r.engine)} reserves the pool, this workload needs "
-                 f"{format_bytes(need)} of " + (f"the {format_bytes(offered)} it offers (with the CUDA context)"
-                                                if offered is not None else "it"))
+        line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
     return line
 
 

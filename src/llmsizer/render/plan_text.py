@@ -6,6 +6,7 @@ from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
 from .markdown import SEVERITY_LABEL, check_line, format_usd, format_value
+from .text import pool_and_need
 
 
 def _v(j: JobPlan, section: str, key: str) -> str:
@@ -44,10 +45,16 @@ def _job_lines(j: JobPlan) -> list[str]:
         fits = mem.value("fits")
         unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
         adm = mem.get("admitted")
+        reserved = mem.get("reserved")
+        need = mem.get("need_peak")
+        offered = mem.value("budget")  # a pool engine's budget: what its pool offers (workload_budget_bytes)
+        pool = ("; " + pool_and_need(j.hardware.engine or "", int(reserved.value), int(need.value),
+                                     int(offered) if offered is not None else None)
+                if reserved is not None and need is not None and need.value is not None else "")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
                    f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted})"
                    + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
-                      "the peak context" if adm is not None else ""))
+                      "the peak context" if adm is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
                    f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user")
         net = j.section("network")

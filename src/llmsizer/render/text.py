@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from ..result import Estimate
+from ..specs.workload import ENGINE_NAMES
 from ..units import format_bytes, format_count
 
 _QUANTITY = re.compile(r"-?[\d.,]+(\s?[A-Za-z%$/]{1,6})?")
@@ -87,6 +88,11 @@ def estimate_facts(est: Estimate) -> list[str]:
             out.append(f"  {dev['device']:<5} {dev['layers']:<22} weights {format_bytes(dev['weights'])}, KV "
                        f"{format_bytes(dev['kv_cache'])}, compute {format_bytes(dev['compute_buffer'])}, runtime "
                        f"{format_bytes(dev['runtime'])} = {format_bytes(dev['total'])}")
+    if "workload_bytes" in d:  # vLLM / SGLang: the pool is reserved whatever the load
+        engine = next((str(a.value) for a in est.assumptions if a.name == "engine"), "the engine")
+        offered = d.get("workload_budget_bytes")
+        out.append(pool_and_need(engine, est.total("device")[1], int(d["workload_bytes"]),
+                                 int(offered) if offered is not None else None))
     if "memory_needed" in d:
         out.append(f"GPU memory needed: {format_bytes(d['memory_needed'])}")
     if "peak_phase" in d:
@@ -101,6 +107,16 @@ def estimate_facts(est: Estimate) -> list[str]:
                 and d["fits"] else "")
         out.append(f"fits: {'yes' if d['fits'] else 'NO'} ({d['verdict']}{left})")
     return out
+
+
+def pool_and_need(engine: str, reserved: int, need: int, offered: int | None = None) -> str:
+    """The one wording of what a pool-reserving engine (vLLM, SGLang) takes of a device and what the workload needs of
+    it (``estimate/inference/vllm.py`` / ``sglang.py`` ``workload_bytes``, compared with ``workload_budget_bytes``,
+    what the pool offers): `infer`, `fit`, the plan and the web calculator (static/js/calculator.js) say the same."""
+    of = f" of the {format_bytes(offered)} it offers (with the CUDA context)" if offered is not None else ""
+    over = " (more than it offers)" if need > (offered if offered is not None else reserved) else ""
+    return (f"reserved {format_bytes(reserved)} per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever "
+            f"the load); this workload needs {format_bytes(need)}{of or ' of it'}{over}")
 
 
 def _short(text: str, n: int = 70) -> str:

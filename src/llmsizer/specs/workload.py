@@ -39,6 +39,15 @@ def normalize_engine(name: str) -> str:
     return key if key in ENGINES else name
 
 
+DEFAULT_OUTPUT_TOKENS = 256  # generated tokens per sequence when none are given (capped at half the context)
+
+
+def default_output_tokens(context: int) -> int:
+    """Tokens generated per sequence of ``context`` tokens when none are given: min(256, context / 2), the one
+    default (memory, speed, fit, plan, the web calculator): a request file needs at least one output token."""
+    return min(DEFAULT_OUTPUT_TOKENS, context // 2)
+
+
 @tracks_given
 @dataclass(frozen=True)
 class InferenceWorkload:
@@ -46,7 +55,8 @@ class InferenceWorkload:
 
     context: tokens each sequence holds at the end (prompt + output) [tokens].
     concurrency: sequences served at once [sequences].
-    output_tokens: tokens generated per sequence (part of ``context``); None: engine default.
+    output_tokens: tokens generated per sequence (part of ``context``); None: ``default_output_tokens(context)``,
+        min(256, context / 2), the one default of every estimate, plan and page (a request needs at least 1).
     weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
     kv_dtype: KV cache dtype; None: the engine default.
     memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.

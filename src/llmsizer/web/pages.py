@@ -32,6 +32,7 @@ from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
 from ..specs.training import FSDP_MODES, GRAD_CHECKPOINTING, GRAD_SYNC, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS
+from ..specs.workload import DEFAULT_OUTPUT_TOKENS, ENGINE_NAMES
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -151,6 +152,7 @@ def choices() -> dict[str, Any]:
                 defaults.setdefault(f.name, f.default)
     defaults["headroom"] = DEFAULT_HEADROOM
     defaults["engine"] = ENGINE_DEFAULT_NAME  # the device's (estimate/device.py engine_rule), as infer and fit choose
+    defaults["output_tokens"] = f"min({DEFAULT_OUTPUT_TOKENS}, context / 2)"  # specs/workload.py default_output_tokens
     return {
         "choices": {
             "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES), "attention": list(ATTENTION_IMPLS),
@@ -161,6 +163,7 @@ def choices() -> dict[str, Any]:
             "kv_dtypes": sorted(KV_DTYPE_BYTES), "weight_formats": list(format_names()),
         },
         "defaults": defaults,
+        "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)
     }
 
 

@@ -108,3 +108,31 @@ def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: P
             assert figure(job, "duration", "seconds") == pytest.approx(by_cli["duration"]["seconds"], rel=1e-9)
             assert figure(job, "network", "comm_seconds") == pytest.approx(
                 by_cli["duration"]["step"]["comm_seconds_per_step"], rel=1e-9)
+
+
+@pytest.mark.parametrize(("query", "args"), [
+    # vLLM reserves its pool whatever the load: the page shows the reservation and this workload's need, labelled, and
+    # the plan of its request carries both (before: the page showed only the reservation, the plan only the need)
+    ("model=llama-3.1-8b&context=8k&concurrency=4&memory=80GiB&engine=vllm", ("--memory", "80GiB", "--engine", "vllm")),
+    # output tokens left empty: the page and the request take the one default (specs/workload.py
+    # default_output_tokens; before, the page took 0 and the plan min(256, context / 2): another transformers total)
+    ("model=llama-3.1-8b&context=8k&concurrency=4&memory=80GiB&engine=transformers",
+     ("--memory", "80GiB", "--engine", "transformers")),
+])
+def test_the_pool_and_the_need_and_the_output_default_are_the_plans(page: Page, server: str, tmp_path: Path,
+                                                                   query: str, args: tuple[str, ...]) -> None:
+    by_cli = cli("infer", "llama-3.1-8b", "--context", "8k", "--concurrency", "4", *args)
+    ready(page, f"/?{query}")
+    wait_attr(page, "#total", "bytes", by_cli["totals"]["device"]["bytes"], "the calculator's answer")
+    need = by_cli["details"].get("workload_bytes")
+    if need is not None:
+        wait_attr(page, "#need-bytes", "bytes", need, "the workload's need")
+        assert page.locator("#reserved-bytes").get_attribute("data-bytes") == str(by_cli["totals"]["device"]["bytes"])
+        assert "vLLM takes its pool whatever the load" in page.locator("#pool-need").inner_text()
+    else:
+        assert page.locator("#pool-need").is_hidden()
+    text = download_yaml(page, tmp_path).read_text()
+    (job,) = cli("plan", str(tmp_path / "request.yaml"))["jobs"]
+    assert figure(job, "memory", "need_peak") == (need if need is not None else by_cli["totals"]["device"]["bytes"]), text
+    if need is not None:
+        assert figure(job, "memory", "reserved") == by_cli["totals"]["device"]["bytes"]

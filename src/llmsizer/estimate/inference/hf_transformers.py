@@ -16,6 +16,7 @@ from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
+from ...specs.workload import default_output_tokens
 from ...units import format_bytes
 from .. import engines as E
 from .common import Context, kv_item, state_item, weights_item
@@ -24,8 +25,9 @@ from .common import Context, kv_item, state_item, weights_item
 def compose_transformers(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
     loc: Location = "host" if w.device == "cpu" else "device"
-    out = acc.assume("output_tokens", 0, w.output_tokens,
-                     "not given: the whole context is taken as the prompt (the largest prefill)")
+    out = acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
+                     "not given: min(256, context / 2) generated tokens, the one default of estimates, plans and "
+                     "the web calculator (specs/workload.py default_output_tokens)")
     prompt = max(w.context - out, 1)
     attention = acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
                            "transformers default attn_implementation (no score matrix kept)")

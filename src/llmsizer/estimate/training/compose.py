@@ -10,6 +10,7 @@ module; the explanation of the precision recipe (16 vs 18 bytes per parameter) i
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
@@ -101,7 +102,42 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         notes = tuple(named)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     _refuse_adapter_fields_on_full(w)
-    return _with_device(_memoized(spec, w), notes)
+    return _with_device(_least_sharded(spec, w), notes)
+
+
+ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
+
+
+def chooses_zero(w: TrainingWorkload) -> bool:
+    """Whether the ZeRO stage of ``w`` is chosen rather than given: a memory budget, several devices, and neither
+    ``zero`` nor ``fsdp`` given (``w.given``, specs/given.py), nor ``grad_sync`` (a DDP setting: it states ZeRO 0)."""
+    return (w.memory is not None and w.gpus > 1 and w.grad_sync is None
+            and not {"zero", "fsdp"} & (w.given or frozenset()))
+
+
+def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWorkload:
+    """``w`` with its ZeRO stage: the one rule (``estimate_training``, so ``train --memory/--device``, ``fit --train``,
+    ``recommend --train``, ``plan`` and the Python API): when ``chooses_zero(w)``, the least-sharded stage whose
+    estimate fits ``w.memory`` (0 -> 1 -> 2 -> 3: less communication first; stage 3 when none fits), else ``w``."""
+    if not chooses_zero(w):
+        return w
+    spec = _load(spec)
+    for stage in (0, 1, 2, 3):
+        staged = replace(w, zero=stage)
+        if _memoized(spec, staged).details["fits"]:
+            break
+    return staged
+
+
+def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
+    """The estimate of ``w`` at its ZeRO stage (``sharded_workload``); a chosen stage is the ``zero`` assumption."""
+    staged = sharded_workload(spec, w)
+    est = _memoized(spec, staged)
+    if staged is w:
+        return est
+    assumptions = tuple(Assumption("zero", staged.zero, True, ZERO_WHY) if a.name == "zero" else a
+                        for a in est.assumptions)
+    return Estimate(est.kind, est.model, est.items, assumptions, est.warnings, est.details)
 
 
 def _with_device(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:

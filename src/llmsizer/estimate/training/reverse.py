@@ -15,7 +15,7 @@ from typing import Any
 from ...errors import InputError
 from ...specs import ModelSpec, TrainingWorkload
 from ..verdict import check_headroom, memory_budget
-from .compose import _load, estimate_training
+from .compose import _load, estimate_training, sharded_workload
 
 LEVELS = {"low": 0, "expected": 1, "high": 2}
 
@@ -43,8 +43,13 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
     kwargs.pop("memory", None)
-    budget = memory_budget(memory, check_headroom(kwargs.pop("headroom", None)))
-    return _load(model), TrainingWorkload(**kwargs), budget, LEVELS[level]
+    headroom = kwargs.pop("headroom", None)
+    budget = memory_budget(memory, check_headroom(headroom))
+    spec = _load(model)
+    # the ZeRO stage estimate_training takes on this memory (compose.py sharded_workload, the one rule), then
+    # held while the micro-batch or sequence grows (what `train --max-batch` does with the stage it reports)
+    w = sharded_workload(spec, TrainingWorkload(**kwargs, memory=memory, headroom=headroom))
+    return spec, replace(w, memory=None, headroom=None), budget, LEVELS[level]
 
 
 def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:

@@ -18,6 +18,7 @@ const $ = (id) => document.getElementById(id);
 let tab = "infer";
 let instances = [];
 let defaults = {}; // the estimator's defaults (/pages/choices.json)
+let engineNames = {}; // each engine's name in the answers (/pages/choices.json)
 let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
@@ -104,6 +105,18 @@ function render(d) {
   $("verdict").replaceChildren(fits === undefined || fits === null ? "" :
     el("span", { class: `badge ${fits ? "b-yes" : "b-no"}`, id: "fits" }, fits ? "fits" : "does not fit"));
   $("verdict-text").textContent = d.details.verdict || "";
+  // vLLM / SGLang reserve their pool whatever the load: the reservation (the total above) and what this workload
+  // needs of it (the estimate's workload_bytes), worded as render/text.py pool_and_need words it for infer, fit, plan
+  const need = d.details.workload_bytes;
+  const offered = d.details.workload_budget_bytes;
+  const pn = $("pool-need");
+  pn.hidden = need === undefined || need === null;
+  pn.replaceChildren(...(pn.hidden ? [] : ["reserved ",
+    el("b", { id: "reserved-bytes", "data-bytes": dev.bytes }, formatBytes(dev.bytes)),
+    ` per device (${engineNames[answered.engine] || answered.engine} takes its pool whatever the load); this workload needs `,
+    el("b", { id: "need-bytes", "data-bytes": need }, formatBytes(need)),
+    offered === undefined || offered === null ? " of it" : ` of the ${formatBytes(offered)} it offers (with the CUDA context)`,
+    need > (offered ?? dev.bytes) ? " (more than it offers)" : ""]));
   const mt = $("media-tokens");
   mt.hidden = !d.details.media_tokens;
   mt.replaceChildren(...(d.details.media_tokens ? ["Images and video: ",
@@ -273,6 +286,7 @@ async function start() {
   ]);
   fillChoices(form, choices);
   defaults = choices.defaults;
+  engineNames = choices.engine_names || {};
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered
   await checkVision();
   document.body.dataset.ready = "1";
