@@ -6,7 +6,7 @@ records the peak bytes of live tensors during a no-grad forward of a small Gemma
 streams, per-layer inputs 6 x 32, LAuReL rank 8, 2 of 6 layers sharing K/V) over B=2 sequences of T=512 tokens with
 ``logits_to_keep=1``; one variant doubles the MLP width and turns on activation sparsity (``_gaussian_topk``). The
 activation part (measured peak - weights - KV cache, both exact: tests/catalog/test_gemma3n_params.py,
-tests/formulas/test_gemma3n_kv_forward.py) must match the prediction within 2%. Measured (transformers 5.24, torch
+tests/formulas/test_gemma3n_kv_forward.py) must match the prediction within 0.5%. Measured (transformers 5.24, torch
 2.13 CPU, sdpa; MiB, the KV as held after a prefill: sliding layers keep the whole prompt):
 
     fp32  peak 67.99 = weights 25.98 + kv 4.00 + activations 38.01
@@ -72,4 +72,4 @@ def test_activation_model_matches_gemma3n_forward(case, capsys):
         print(f"\n[gemma3n {case}] measured peak {measured / mib:.2f} MiB = weights {weights / mib:.2f} + kv "
               f"{kv / mib:.2f} + activations {measured_act / mib:.2f}; predicted activations {act / mib:.2f} "
               f"(ratio {act / measured_act:.3f})")
-    assert act == pytest.approx(measured_act, rel=0.02)
+    assert act == pytest.approx(measured_act, rel=0.005)

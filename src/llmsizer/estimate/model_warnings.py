@@ -1,7 +1,7 @@
 """Warnings an estimate carries because of what the model spec leaves out (one home for inference and training).
 
 - Gemma 3n (``ModelSpec.gemma3n``): the transformers forward's activation peak counts its ``altup_inputs`` AltUp
-  streams, the per-layer inputs and LAuReL (formulas/activations.py ``gemma3n_prefill_terms``, within 2% of a real
+  streams, the per-layer inputs and LAuReL (formulas/activations.py ``gemma3n_prefill_terms``, within 0.5% of a real
   CPU forward: tests/formulas/test_gemma3n_activations_forward.py). Still one residual stream per token: the
   training activation terms (formulas/training_activations.py) and the other engines' graphs (vLLM, SGLang,
   llama.cpp): there activation memory is a lower bound, said by name.
