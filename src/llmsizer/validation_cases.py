@@ -316,8 +316,10 @@ TORCHTITAN_FSDP = dict(method="full", precision="bf16-mixed", micro_batch=2, seq
 # inter-connected with backend RDMA network with 400 Gb/s per GPU" (the 128-GPU rows span 16 hosts)
 TORCHTITAN_NETWORK = "8x400 Gb/s"
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
-# TransformerBlock); the Float8 rows are not expressible for speed
-TORCHTITAN_COMPILE = {"FSDP": False, "FSDP + torch.compile": True}
+# TransformerBlock), torchao float8 linears (docs/float8.md @9dec370: --float8.enable_float8_linear with
+# --float8.enable_fsdp_float8_all_gather, tensorwise dynamic scaling; formulas/float8_training.py)
+TORCHTITAN_SETTINGS = {"FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True),
+                       "FSDP + torch.compile + Float8": dict(compile=True, float8=True)}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
@@ -378,7 +380,13 @@ QWEN7B_V1 = {"model_type": "qwen2", "hidden_size": 4096, "intermediate_size": 11
              "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 151936,
              "tie_word_embeddings": False, "max_position_embeddings": 8192}
 QWEN_SPEED_ROWS = {f"PM07{20 + i}": 256 * 2 ** i for i in range(6)}
-QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
+# Q-LoRA (PM0726-PM0731): LoRA over the Qwen-7B-Chat-Int4 GPTQ checkpoint (finetune.py: GPTQConfig(bits=4,
+# disable_exllama=True); finetune/finetune_qlora_single_gpu.sh: --fp16, --gradient_checkpointing, --q_lora), the same
+# sequence lengths; its quantization_config as the reader sees it (group size 128, desc_act False: assumed, the
+# Hub file is not readable here)
+QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
+QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                   "desc_act": False})
 # llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
 # Composer FSDP, PyTorch 1.13.1 (submit_benchmarks.py's default image: no torch.compile), triton flash attention,
 # low-precision LayerNorm, decoupled AdamW. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
@@ -395,8 +403,9 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}" for i in range(6)}
 # on more than one node (8 GPUs each) time their collectives over the network between nodes (formulas/network.py
 # eq. (11)) where the table names it: the A100 tables' headings say "with 1600 Gbps node-node interconnect (RoCE)"
 # (MPT_NETWORK); the H100 tables name no network, so their multi-node rows are reported with the network unknown
-# and kept out of the summary (NETWORK_NOT_STATED). FP8 rows
-# (TransformerEngine amp_fp8) cannot be expressed: Float8 linears are not an option of the training-speed model.
+# and kept out of the summary (NETWORK_NOT_STATED). FP8 rows (amp_fp8: submit_benchmarks.py lines 469-470 set
+# model.fc_type 'te' on h100_80gb, TransformerEngine te.Linear for every linear) are float8 with float8_recipe
+# 'transformer-engine' (formulas/float8_training.py eq. F3).
 MPT_SHAPES = {"125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
               "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
               "70b": (8192, 64, 80)}
@@ -505,7 +514,8 @@ def vectorlm_case(r: dict[str, str]) -> Case:
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
                               "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
-                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION}}
+                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION},
+                              "PM0720": "HOST_SECONDS_PER_KERNEL"}
 
 
 @dataclass(frozen=True)
@@ -542,9 +552,11 @@ def mpt_config(model: str, seq_len: int) -> dict[str, Any]:
 
 def mpt_fields(m: MptRow) -> dict[str, Any]:
     """TrainingWorkload fields of one benchmark row."""
+    fp8: dict[str, Any] = dict(float8=True, float8_recipe="transformer-engine") if "fp8" in m.precision else {}
     return dict(method="full", precision="bf16-mixed", micro_batch=m.micro_batch, seq_len=m.seq_len,
                 grad_accumulation=m.grad_accumulation, grad_checkpointing="full" if m.checkpointing else "none",
-                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus)
+                fsdp=MPT_SHARDING[m.sharding], fsdp_version=1, optimizer="adamw", attention="flash", gpus=m.gpus,
+                **fp8)
 
 
 def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -553,9 +565,6 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     from .readers.hf_config import spec_from_config
 
     rid, m = r["id"], mpt_row(r["quote"])
-    if "fp8" in m.precision:
-        return NotExpressed(rid, TRAINING_SPEED, "TransformerEngine FP8 (amp_fp8): Float8 linears are not an option "
-                            "of the training-speed model")
     dev = builtin_catalog().devices[MPT_DEVICE[m.gpu]]
     spec = spec_from_config(mpt_config(m.model, m.seq_len), name=f"MPT-{m.model}")
     nodes = m.gpus > MPT_NODE_GPUS
@@ -568,8 +577,10 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + f"{m.gpus} x {dev.id}, utilisation {d.utilization:.3f}; {m.sharding}, "
             + ("non-reentrant activation checkpointing" if m.checkpointing else "no checkpointing")
             + f"; micro-batch {m.micro_batch} x {m.seq_len}, accumulation {m.grad_accumulation}"
-            + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s, "
-               f"communication {st.comm_seconds:.2f} s" if st else "")
+            + ("; TransformerEngine FP8 linears (amp_fp8, fc_type te)" if "fp8" in m.precision else "")
+            + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute {st.compute_seconds:.2f} s"
+               + (f" (float8 casts {st.float8_cast_seconds:.3f} s)" if st.float8_cast_seconds else "")
+               + f", communication {st.comm_seconds:.2f} s" if st else "")
             + (f"; {m.gpus // MPT_NODE_GPUS} nodes over {network} per node (RoCE, the table's heading)"
                if network else "")
             + (f"; {m.gpus // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device"
@@ -644,18 +655,17 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     excluded=CALIBRATION, source=r["source"],
                     note="calibration row (default HFU is the median of these rows)")
     if r["framework"] == "torchtitan":
-        if r["other_settings"] not in TORCHTITAN_COMPILE:
-            return NotExpressed(rid, TRAINING_SPEED, f"{r['other_settings']}: Float8 linears are not an option of "
-                                "the training-speed model")
         n = int(r["num_gpus"])
-        compiled = TORCHTITAN_COMPILE[r["other_settings"]]
-        fields = dict(TORCHTITAN_FSDP, gpus=n, compile=compiled, network=TORCHTITAN_NETWORK if n > 8 else None)
+        extra = TORCHTITAN_SETTINGS[r["other_settings"]]
+        compiled, float8 = bool(extra.get("compile")), bool(extra.get("float8"))
+        fields = dict(TORCHTITAN_FSDP, gpus=n, network=TORCHTITAN_NETWORK if n > 8 else None, **extra)
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
         tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
-        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''} {n}xH100 "
+        return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''}"
+                    f"{' + float8' if float8 else ''} {n}xH100 "
                     "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
@@ -665,7 +675,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     f"second mm ({d.flops.formula}); NVLink within each host of 8"
                     + (f", {TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" if n > 8 else "")
                     + (f"; per micro-step compute {st.compute_seconds:.2f} s (memory-bound kernels "
-                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}), communication "
+                       f"{st.elementwise_seconds:.2f} s, {'compiled' if compiled else 'eager'}"
+                       + (f"; float8 casts {st.float8_cast_seconds:.2f} s" if float8 else "") + "), communication "
                        f"{st.comm_seconds:.2f} s" if st else ""))
     if rid in CPU_TRAINING_DEVICE:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
@@ -679,25 +690,34 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
                     f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
-    if rid in QWEN_QLORA_ROWS:
-        return NotExpressed(rid, TRAINING_SPEED, "Q-LoRA on the GPTQ Int4 model (auto-gptq kernels), not bitsandbytes NF4")
-    if rid in QWEN_SPEED_ROWS:
+    if rid in QWEN_SPEED_ROWS or rid in QWEN_QLORA_ROWS:
         from .readers.hf_config import spec_from_config
 
-        seq = QWEN_SPEED_ROWS[rid]
-        fields = dict(method="lora", rank=64, targets="all-linear", precision="bf16-mixed", micro_batch=1, seq_len=seq,
+        qlora = rid in QWEN_QLORA_ROWS
+        seq = QWEN_QLORA_ROWS[rid] if qlora else QWEN_SPEED_ROWS[rid]
+        fields = dict(method="qlora" if qlora else "lora", rank=64, targets="all-linear",
+                      precision="fp16-mixed" if qlora else "bf16-mixed", micro_batch=1, seq_len=seq,
                       grad_accumulation=8, grad_checkpointing="full", attention="flash")
-        d = training_duration_for(spec_from_config(QWEN7B_V1, name="Qwen-7B"), builtin_catalog().devices["a100-sxm-80gb"],
-                                  1, 1e6, fields)
+        spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
+                else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
+        d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
         pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
         measured = 8 * seq / value
-        return Case(rid, TRAINING_SPEED, f"Qwen-7B LoRA 1xA100 seq {seq} tokens/s", pred, measured, "tokens/s",
+        calib = rid in TRAINING_SPEED_CALIBRATION
+        return Case(rid, TRAINING_SPEED, f"Qwen-7B {'Q-LoRA (GPTQ int4)' if qlora else 'LoRA'} 1xA100 seq {seq} "
+                    "tokens/s", pred, measured, "tokens/s",
                     None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
-                    excluded=ASSUMED, source=r["source"],
-                    note=f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
+                    excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
+                    note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
+                    + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
                     "layout; HF reentrant checkpoint counted as non-reentrant (assumed)"
-                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
-                       f"{st.compute_seconds:.3f} s against {seq / measured:.3f} s measured" if st else ""))
+                    + ("; auto-gptq eager dequantization of the int4 base (eq. 9b), desc_act False assumed"
+                       if qlora else "")
+                    + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}"
+                       + (f", dequantization {st.dequant_seconds:.3f} s" if st.dequant_seconds else "")
+                       + "; per micro-step compute "
+                       f"{st.compute_seconds:.3f} s (kernel launches {st.launch_seconds:.3f} s) against "
+                       f"{seq / measured:.3f} s measured" if st else ""))
     if r["framework"] == "torchtune" and rid in TORCHTUNE_SPEED_ROWS:
         row = TORCHTUNE_SPEED_ROWS[rid]
         if isinstance(row, str):
@@ -824,31 +844,45 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 # -- vLLM static batches: validation/vllm_benchmark_latency.csv (vLLM benchmarks/benchmark_latency.py in PRs) ---------
 # b prompts prefilled together and decoded to `generated` tokens each (ignore_eos); the published figure is the wall
 # time of the batch, compared here as the batch's generated tokens per second (b x generated / seconds) against
-# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)': taken as the SXM4 80 GB board, so
-# every row is reported with its settings assumed (out of the summary and the bands).
+# SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)'. For the fused-MoE PRs (#3240, #4002:
+# VB01-VB13) the board is read from the configs they tuned, which vLLM names by the tuning GPU's device name
+# (A100-SXM4-80GB, see each row's notes): summarised. VB14 (#2192, Llama 70B) has no such trace: its settings are
+# assumed (out of the summary and the bands). Every row ran vLLM's V0 engine (host work between decode steps, not
+# overlapped): estimated with engine_step_seconds = efficiency.VLLM_V0_STEP_SECONDS, calibrated on VB07.
+VLLM_V0_CALIBRATION = "VB07"
 
-def vllm_latency_cases(data: str | Path | None = None) -> list[Case]:
+
+def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
+    """The static-batch rows; ``engine_step_seconds`` overrides the V0 engine's step time (None: the calibrated
+    ``efficiency.VLLM_V0_STEP_SECONDS``)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate import efficiency as E
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
+    step = E.VLLM_V0_STEP_SECONDS.expected if engine_step_seconds is None else engine_step_seconds
     out = []
     for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
         dev = builtin_catalog().devices[r["device"]]
         n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None)
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                           engine_step_seconds=step)
+        calib = r["id"] == VLLM_V0_CALIBRATION
         secs = s.static_batch_seconds
         pred = None if not secs else b * gen / secs
         value = b * gen / float(r["value"])
         out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
                         f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", excluded=ASSUMED, source=r["source"],
-                        note=f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                             f"s); {r['notes']}"))
+                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
+                        excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                        source=r["source"],
+                        note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
+                        + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
+                          f"s); V0 engine step {step * 1e3:.2f} ms; {r['notes']}"))
     return out
 
 

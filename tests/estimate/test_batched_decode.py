@@ -67,4 +67,6 @@ def test_fit_speed_reads_the_workloads_n_ubatch() -> None:
     assert small.speed.decode is not None and big.speed.decode is not None
     assert big.speed.decode.seconds > small.speed.decode.seconds
     cells = [a.value for a in big.speed.assumptions if a.name == "llamacpp_sliding_cells_read"]
-    assert cells == [1024 + 2048]
+    # within its pad256(1024 + 2048)-cell ring, beyond the whole 1536-cell ring of n_ubatch 512 (flash attention over
+    # several streams reads up to the ring's last in-window tile, engines.LLAMACPP_FA_KV_TILE)
+    assert len(cells) == 1 and 1024 + 512 < cells[0] <= 1024 + 2048

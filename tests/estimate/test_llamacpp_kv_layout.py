@@ -114,14 +114,17 @@ def test_auto_fit_prints_kvu_for_the_unified_layout() -> None:
 def test_published_batched_bench_rows_ran_one_stream_per_sequence() -> None:
     """llama.cpp scripts/bench-models.sh runs llama-batched-bench without -kvu (its "-c 270336" is the rows'
     n_kv_max = 270336), so kv_unified = false (common/common.h:575): the validation cases are evaluated with one KV
-    stream per sequence, the gemma-3 rows' sliding layers reading pad256(1024 + 2048) = 3072 cells."""
+    stream per sequence, the gemma-3 rows' sliding layers holding pad256(1024 + 2048) = 3072 cells. Flash attention
+    over several streams stops after the tile of the ring's last in-window cell (ggml-cuda fattn-common.cuh:879):
+    after 8192 tokens in 2048-token ubatches (cells 0-2047; 2048-3071 and 0-1023; 1024-3071; 0-2047, positions
+    7168-8191 in cells 1024-2047) and 16 decoded tokens (cells 2048-2063), the tile ending at 2304."""
     from llmsizer import validation_cases as V
 
     assert V.SPARK_KV_UNIFIED is False
     s = V._speed(GEMMA, "dgx-spark", "gguf:q4_0", 8192, 32, 32, identical=True, ubatch=V.SPARK_UBATCH,
                  kv_unified=V.SPARK_KV_UNIFIED)
     a = {x.name: x.value for x in s.assumptions}
-    assert a["kv_unified"] is False and a["llamacpp_sliding_cells_read"] == 3072
+    assert a["kv_unified"] is False and a["llamacpp_sliding_cells_read"] == 2304
     cases = {c.id: c for c in V.llamacpp_batched_cases()}
     row = next(r for r in V._read_csv(str(V.data_dir(None) / "llamacpp_batched_bench.csv"))
                if r["catalog_model"] == GEMMA and r["prompt"] == "8192" and r["sequences"] == "32")

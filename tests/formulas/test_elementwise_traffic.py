@@ -15,13 +15,14 @@ out; the cases use enough tokens that they stay under 0.5 %.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import pytest
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+
+from inductor_nodes import inductor_nodes  # noqa: E402
 
 from llmsizer.formulas.elementwise_traffic import LayerWidths, layer_bytes, loss_bytes  # noqa: E402
 
@@ -132,34 +133,14 @@ def test_eager_loss_bytes_equal_the_traced_ops() -> None:
 
 def _inductor_bytes(run: Any) -> int:
     """Bytes of inductor's generated (non-extern) kernels over every graph compiled while ``run`` runs."""
-    import torch._inductor.graph as graph
-    from torch._inductor import config
     from torch._inductor.scheduler import ExternKernelSchedulerNode
 
-    seen: list[int] = []
-    original = graph.GraphLowering.count_bytes
-
-    def count_bytes(self: Any) -> Any:
-        total, counts, runtimes = original(self)
-        for node, n in counts:
-            origins = {str(o.target) for sn in node.get_nodes() if sn.node is not None for o in sn.node.origins}
-            if not isinstance(node, ExternKernelSchedulerNode) and not any("scaled_dot" in o for o in origins):
-                seen.append(n * 4)  # count_bytes reports bytes // 4
-        return total, counts, runtimes
-
-    torch._logging.set_logs(inductor_metrics=True)
-    logging.getLogger("torch._inductor").setLevel(logging.WARNING)
-    try:
-        # no cached graph: a cache hit skips the lowering that counts the bytes
-        with pytest.MonkeyPatch.context() as mp, config.patch(fx_graph_cache=False), \
-                torch._functorch.config.patch(enable_autograd_cache=False):
-            mp.setattr(graph.GraphLowering, "count_bytes", count_bytes)
-            torch._dynamo.reset()
-            run()
-    finally:
-        torch._logging.set_logs()
-        torch._dynamo.reset()
-    return sum(seen)
+    total = 0
+    for node, n in inductor_nodes(run):
+        origins = {str(o.target) for sn in node.get_nodes() if sn.node is not None for o in sn.node.origins}
+        if not isinstance(node, ExternKernelSchedulerNode) and not any("scaled_dot" in o for o in origins):
+            total += n
+    return total
 
 
 def test_compiled_layer_bytes_equal_inductors_kernels() -> None:

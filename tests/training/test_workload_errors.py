@@ -51,12 +51,14 @@ def test_tensor_parallel_must_divide_heads() -> None:
     assert "does not divide the 32 attention heads" in _one_line(info.value)
 
 
-def test_qlora_needs_quantizable_linears() -> None:
-    gptq = dict(LLAMA, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128})
-    spec = spec_from_config(gptq, name="llama-7b-gptq")
-    with pytest.raises(InputError) as info:
-        estimate_training(spec, method="qlora")
-    assert "already gptq-quantized" in _one_line(info.value)
+def test_qlora_needs_nf4_or_a_gptq_int4_checkpoint() -> None:
+    # QLoRA over a GPTQ int4 checkpoint is stated (tests/formulas/test_gptq_dequant.py); other quantized
+    # checkpoints (8-bit GPTQ, AWQ) are refused with the format named
+    for q in ({"quant_method": "gptq", "bits": 8, "group_size": 128}, {"quant_method": "awq", "bits": 4}):
+        spec = spec_from_config(dict(LLAMA, quantization_config=q), name="llama-7b-q")
+        with pytest.raises(InputError) as info:
+            estimate_training(spec, method="qlora")
+        assert f"is {q['quant_method']}-quantized" in _one_line(info.value)
 
 
 def test_expert_parallel_needs_moe() -> None:

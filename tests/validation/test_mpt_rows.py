@@ -68,9 +68,9 @@ def _cases() -> dict[str, Case | NotExpressed]:
 
 def test_rows_are_expressed_or_say_why() -> None:
     cases = _cases()
-    missing = {rid for rid, c in cases.items() if isinstance(c, NotExpressed)}
-    assert missing == {rid for rid, r in _mpt_rows().items() if "amp_fp8" in r["quote"]}
-    assert len(missing) == 7 and all("FP8" in cases[rid].why for rid in missing)  # type: ignore[union-attr]
+    assert not [rid for rid, c in cases.items() if isinstance(c, NotExpressed)]
+    fp8 = {rid for rid, r in _mpt_rows().items() if "amp_fp8" in r["quote"]}
+    assert len(fp8) == 7 and all("TransformerEngine FP8" in cases[rid].note for rid in fp8)  # type: ignore[union-attr]
     for rid, c in cases.items():
         if isinstance(c, Case):
             m = mpt_row(_mpt_rows()[rid]["quote"])
@@ -82,9 +82,10 @@ def test_rows_are_expressed_or_say_why() -> None:
             assert ("nodes over 1600 Gb/s" in c.note) == (multi and a100), rid
 
 
-def _held_out(gpu: str) -> list[float]:
+def _held_out(gpu: str, fp8: bool = False) -> list[float]:
     return [c.error for rid, c in _cases().items() if isinstance(c, Case) and not c.excluded
-            and c.error is not None and mpt_row(_mpt_rows()[rid]["quote"]).gpu.startswith(gpu)]
+            and c.error is not None and mpt_row(_mpt_rows()[rid]["quote"]).gpu.startswith(gpu)
+            and ("fp8" in mpt_row(_mpt_rows()[rid]["quote"]).precision) == fp8]
 
 
 def test_held_out_a100_rows() -> None:
@@ -103,6 +104,16 @@ def test_held_out_h100_rows() -> None:
     errs = _held_out("h100")
     assert len(errs) == 37
     assert statistics.median(abs(e) for e in errs) < 0.15
+
+
+def test_held_out_h100_fp8_rows() -> None:
+    """TransformerEngine FP8 (amp_fp8, fc_type te) on one node, 7 rows held out (formulas/float8_training.py: linears
+    at the FP8 peak, eq. F3 casts): measured 2026-12 median |error| 25.6 %, every one an over-prediction, at most
+    +44 %; their BF16 twins of the same table over-predict long sequences too (+23 .. +35 % at 32k-64k tokens)."""
+    errs = _held_out("h100", fp8=True)
+    assert len(errs) == 7
+    assert all(e > 0 for e in errs) and max(errs) < 0.5
+    assert statistics.median(abs(e) for e in errs) < 0.3
 
 
 def test_pure_bf16_rows_are_compute_bound() -> None:

@@ -142,6 +142,11 @@ def est_fields(est: Any, fields: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _base_format(d: Duration) -> str:
+    """'GPTQ' or 'NF4': the QLoRA base the duration's dequantization assumption names."""
+    return "GPTQ" if any(a.name == "gptq_dequant_bytes_per_weight" for a in d.assumptions) else "NF4"
+
+
 def render_duration(d: Duration) -> str:
     if d.seconds is None:
         return "duration: " + "; ".join(d.warnings)
@@ -151,8 +156,13 @@ def render_duration(d: Duration) -> str:
     if st is not None:
         line += (f" x GEMM shape efficiency {st.shape_efficiency:.3f}" if st.shape_efficiency < 1 else "")
         line += (f"; per micro-step {st.compute_seconds:.3g} s compute"
-                 + (f" (of it {st.dequant_seconds:.3g} s NF4 dequantization)" if st.dequant_seconds else "")
+                 + (f" (of it {st.dequant_seconds:.3g} s {_base_format(d)} dequantization)" if st.dequant_seconds
+                    else "")
                  + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
+                 + (f" (of it {st.float8_cast_seconds:.3g} s float8 casts; the float8 linears at the FP8 peak)"
+                    if st.float8_cast_seconds else "")
+                 + (" (host-bound: the kernel launches take longer than the device's work)"
+                    if st.launch_seconds and st.launch_seconds >= st.compute_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication ({st.exposed_comm_seconds:.3g} s not "
                     "hidden by compute)" if st.comm_seconds else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")

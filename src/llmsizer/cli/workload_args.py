@@ -35,6 +35,7 @@ from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWork
 from ..specs.training import (
     CHECKPOINT_IMPLS,
     DEEPSPEED_GATHERS,
+    FLOAT8_RECIPES,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     KERNELS,
@@ -263,6 +264,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
     g.add_argument("--float8", action="store_true", default=None,
                    help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
+    g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
+                   help="with --float8: torchao (Float8Linear, tensorwise) or transformer-engine (te.Linear, "
+                        f"fused cast-transpose; memory as torchao's) (default {TW.float8_recipe})")
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")
@@ -273,7 +277,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
                    "gpus_per_node", "network", "metric", "fsdp_version", "context_parallel", "activation_offload",
-                   "float8", "compile")
+                   "float8", "float8_recipe", "compile")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

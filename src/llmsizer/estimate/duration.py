@@ -24,8 +24,18 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
-from ..formulas.elementwise_traffic import SOURCE_COMPILED, SOURCE_EAGER, elementwise_seconds, step_bytes_per_token
+from ..formulas.elementwise_traffic import (
+    SOURCE_COMPILED,
+    SOURCE_EAGER,
+    elementwise_seconds,
+    model_layer_widths,
+    step_bytes_per_token,
+)
+from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
+from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
 from ..formulas.gemm_shapes import shape_efficiency, training_gemms
+from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
+from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import lora_params
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -33,9 +43,12 @@ from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_time import (
+    DEQUANT_BYTES_PER_WEIGHT,
+    GPTQ_DEQUANT_BYTES_PER_WEIGHT,
     DataParallelComm,
     adapter_flops_per_token,
     data_parallel_comm,
+    dequantization_passes,
     dequantization_seconds,
     device_hours,
     micro_step_seconds,
@@ -55,7 +68,7 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .speed import attention_width
 from .training import estimate_training
-from .training.setup import resolve
+from .training.setup import qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 
@@ -186,7 +199,35 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
-    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp)
+    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
+                                w.kernels == "unsloth")
+
+
+def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
+    """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
+    decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
+    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled."""
+    tp = w.tp if w.tp > 1 else 1
+    st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
+    widths, linears = [], []
+    by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
+    for i in range(spec.num_layers):
+        moe = bool(spec.moe_layers[i] and spec.moe is not None)
+        if moe not in by_kind:
+            lin = [(name, st.full or "lora_" in name, not counted)
+                   for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
+            if moe and spec.moe is not None:
+                m = spec.moe
+                lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
+            by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
+        widths.append(by_kind[moe][0])
+        linears.append(by_kind[moe][1])
+    recompute = recompute_mode(w.grad_checkpointing)
+    ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
+    half = w.precision != "fp32"
+    rotary = model_layer_widths(spec, 0, tp).rotary
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary)
+    return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
 
 
 @dataclass(frozen=True)
@@ -251,7 +292,11 @@ class StepTime:
     elementwise_seconds: float = 0.0  # per micro-step, formulas/elementwise_traffic.py eq. (E7), inside compute
     optimizer_seconds: float = 0.0  # per optimizer step, formulas/optimizer_step.py (O1)/(O2)
     accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
+    float8_cast_seconds: float = 0.0  # per micro-step, formulas/float8_training.py (F1)-(F3), inside compute
     exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eq. (8'))
+    # per micro-step, host time of the kernel launches (formulas/launch_overhead.py eq. K1): compute_seconds is
+    # max(device work, launch_seconds)
+    launch_seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -260,13 +305,54 @@ class StepTime:
                 "topology": self.topology, "shape_efficiency": self.shape_efficiency,
                 "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
                 "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds,
-                "exposed_comm_seconds": self.exposed_comm_seconds}
+                "float8_cast_seconds": self.float8_cast_seconds,
+                "exposed_comm_seconds": self.exposed_comm_seconds, "launch_seconds": self.launch_seconds}
 
 
-def _weight_format(w: TrainingWorkload) -> str:
+def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
-        return "nf4-dq"
+        return qlora_base_format(spec)
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
+
+
+@dataclass(frozen=True)
+class Float8Time:
+    """The float8 share of a micro-step (formulas/float8_training.py): FLOPs per token of the converted linears
+    (forward, backward and recomputed forward), their cast bytes per micro-step, the weight elements all-gathered
+    in float8."""
+
+    flops_per_token: float
+    cast_bytes: float
+    gathered_elements: float
+
+
+def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time:
+    """Float8 linears of ``w`` on one device: every decoder layer's projections (an MoE layer's attention only: its
+    routed experts are grouped GEMMs convert_to_float8_training leaves alone; the lm_head stays bf16, torchtitan
+    float8.py @9dec370 line 99 ``fqn != "output"``). A checkpointed layer's forward runs again: once under full
+    recomputation, every second matmul under torchtitan's op-level policy."""
+    tp = w.tp if w.tp > 1 else 1
+    c = 4.0 if w.precision == "fp32" else 2.0
+    recompute = recompute_mode(w.grad_checkpointing)
+    ckpt = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else set()
+    again = 1.0 if recompute == "full" else 0.5
+    sharded = w.fsdp is not None and w.float8_recipe == "torchao"
+    share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
+    flops = cast = gathered = 0.0
+    for i in range(spec.num_layers):
+        moe = spec.moe is not None and spec.moe_layers[i]
+        linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
+        f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+        r = again if i in ckpt else 0.0
+        flops += f * (3.0 + r)
+        fwd = bwd = 0.0
+        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
+            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+            fwd += fa
+            bwd += ba
+        cast += fwd * (1.0 + (1.0 if i in ckpt else 0.0)) + bwd
+        gathered += sum(a * b for a, b in linears)
+    return Float8Time(flops, cast, gathered)
 
 
 def sharding_mode(w: TrainingWorkload) -> str:
@@ -308,7 +394,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
-            t_dq = dequantization_seconds(quantized_weights(spec) / tp, 2.0 + ckpt / layers, bw_mem)
+            fmt = qlora_base_format(spec)
+            t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
+                                          bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
         if bw_mem:
             per_token = elementwise_bytes_per_token(spec, w)
             eta = E.MEMORY_BOUND_BANDWIDTH
@@ -316,15 +404,57 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
                                     "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
                                     "and loss kernels, forward, backward and recomputed forward, "
-                                    + ("compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
+                                    + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
+                                       "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
+                                       else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
                                        else "eager (" + SOURCE_EAGER + ")")))
             notes.append(Assumption(eta.name, eta.expected, True, eta.source))
-    t_c = tokens * fl.per_token / (peak * u * e) + t_dq + t_ew
+    flops_eff = fl.per_token
+    t_f8 = 0.0
+    f8: Float8Time | None = None
+    if w.float8 and device.kind == "gpu":
+        f8 = float8_time(spec, w, int(tokens))
+        peak8, _ = device.peak_flops("fp8")
+        if peak8:  # the converted linears' FLOPs at the FP8 tensor rate, the rest at the BF16 one
+            flops_eff = fl.per_token - f8.flops_per_token * (1.0 - peak / peak8)
+            notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
+                                    f"formulas/float8_training.py: the float8 linears' forward, backward and "
+                                    f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s with the same "
+                                    "utilisation as the BF16 GEMMs (no float8 calibration row)"))
+        else:
+            warnings.append(f"{device.id} has no sourced FP8 peak: the float8 GEMMs are timed at its BF16 peak")
+        if bw_mem:
+            t_f8 = elementwise_seconds(f8.cast_bytes, bw_mem, E.MEMORY_BOUND_BANDWIDTH.expected)
+            notes.append(Assumption("float8_cast_bytes_per_token", round(f8.cast_bytes / tokens), True,
+                                    f"formulas/float8_training.py eq. (F{3 if w.float8_recipe != 'torchao' else 2 if w.compile else 1}): "
+                                    f"{w.float8_recipe} casts, forward, backward and recompute ({FLOAT8_TIME_SOURCE})"))
+        if w.float8_recipe == "torchao" and not w.compile:
+            warnings.append("torchao float8 runs its casts as separate eager kernels (eq. F1); torchtitan/float8.py "
+                            "@9dec370 line 14: 'Float8 experimental is intended to be ran under torch.compile for "
+                            "competitive performance' (add --compile)")
+    if w.kernels == "unsloth" and device.kind == "gpu":
+        warnings.append("Unsloth's speed: its Triton kernels' memory traffic is read from its code "
+                        "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
+                        "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
+    t_c = tokens * flops_eff / (peak * u * e) + t_dq + t_ew + t_f8
+    t_launch = 0.0
+    if device.kind == "gpu":
+        kernels = kernels_per_micro_step(spec, w)
+        tau = E.HOST_SECONDS_PER_KERNEL
+        t_launch = host_seconds(kernels, tau.expected)
+        notes.append(Assumption("kernels_per_micro_step", kernels, True,
+                                f"formulas/launch_overhead.py: {'compiled' if w.compile else 'eager'} kernels of "
+                                f"one micro-step ({LAUNCH_SOURCE})"))
+        notes.append(Assumption(tau.name, tau.expected, True, tau.source))
+        t_c = overlapped_seconds(t_c, t_launch)
     comm_b = t_m = 0.0
     comm: DataParallelComm | None = None
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
-        wb = float(weight_bytes(spec, _weight_format(w)).total)
+        wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
+        if f8 is not None and w.fsdp is not None and w.float8_recipe == "torchao":
+            # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
+            wb -= f8.gathered_elements * (2.0 - 1.0)
         gb = float(fl.trained_params) * (2 if w.precision in ("bf16", "fp16") else 4)
         host = device.id in E.NO_PEER_TO_PEER
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
@@ -373,7 +503,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_micro, 0.0, t_p,
                                  t_opt + (w.grad_accumulation - 1) * t_acc)
     return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_micro - t_c)
+                    t_f8, t_micro - t_c, t_launch)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
@@ -488,7 +618,12 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     if not own and utilization is None:
         notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
                                 "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
-    if w.method == "qlora":
+    if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
+        notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
+                                "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "
+                                "128 rows unpacks every int4 weight with eager PyTorch ops in forward and recomputed "
+                                "forward (torch.matmul saves the fp16 weight for the backward)"))
+    elif w.method == "qlora":
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
                                 "dequantize every 4-bit weight in forward, backward and recomputed forward"))

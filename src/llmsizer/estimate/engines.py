@@ -6,6 +6,7 @@ where the answer depends on driver/allocator behaviour we cannot see from a conf
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -209,6 +210,7 @@ class LlamaCppKV:
     cells: int  # per stream, full-attention layers (cparams.n_ctx_seq)
     sliding_cells: int  # per stream, sliding-window layers (size_swa)
     window: int  # the model's window (0: none)
+    ring: bool = False  # sliding layers keep their own ring-buffer stream (llama.cpp's iSWA cache; not Phi-3)
 
     @property
     def window_extra(self) -> int:
@@ -234,6 +236,18 @@ class LlamaCppKV:
         attention ... which we then simply discard"; ggml-cuda fattn-common.cuh skips only trailing masked tiles);
         1 with a stream per sequence."""
         return self.sequences if self.unified else 1
+
+    def sliding_read(self, ubatch: int, prompt: int, generated: int, flash_attention: bool) -> int:
+        """Cells per stream a decode step of every sequence reads in a sliding layer, after ``prompt`` tokens and
+        ``generated`` decoded ones: the flash-attention mask scan (``LLAMACPP_FA_KV_TILE``) runs when the step holds
+        several streams (one per sequence, no -kvu) and stops at the ring's last in-window tile
+        (:func:`llamacpp_sliding_cells_read`); otherwise the stream's cells in use."""
+        in_use = self.stream_tokens(prompt + generated)
+        if not self.ring:
+            return in_use
+        if not (flash_attention and not self.unified and self.sequences > 1):
+            return min(self.sliding_cells, in_use)
+        return llamacpp_sliding_cells_read(self.window, self.sliding_cells, ubatch, prompt, generated, True)
 
 
 def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequences: int, context: int,
@@ -265,4 +279,129 @@ def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequence
         sliding = per_stream
     else:
         sliding = min(per_stream, -(-(w * (sequences if unified else 1) + ubatch) // pad) * pad)
-    return LlamaCppKV(unified, sequences, streams, n_ctx, per_stream, sliding, w)
+    return LlamaCppKV(unified, sequences, streams, n_ctx, per_stream, sliding, w, ring=bool(w) and model_type != "phi3")
+
+
+# ggml-cuda's flash attention scans the KQ mask for the end of the last 256-cell tile that holds an unmasked cell and
+# stops there ("KV_max", ggml/src/ggml-cuda/fattn-common.cuh:879 at ggml-org/ggml@7b6abb2, the sync of llama.cpp
+# b6918: ``if (mask && K->ne[1] % FATTN_KQ_STRIDE == 0 && (Q->ne[1] >= 1024 || Q->ne[3] > 1))``, kernel
+# flash_attn_mask_to_KV_max :570-618; fattn-vec.cuh:239, fattn-tile.cuh:851, fattn-mma-f16.cuh:1335 stop at it).
+# ``Q->ne[3]`` is the number of KV streams in the step: the scan runs when one step decodes several sequences that each
+# have their own stream (no -kvu), never for one sequence nor for one unified stream (fewer than 1024 queries).
+LLAMACPP_FA_KV_TILE = 256  # FATTN_KQ_STRIDE (fattn-common.cuh:9)
+
+
+@functools.lru_cache(maxsize=256)
+def _ring_last_cell(window: int, cells: int, ubatch: int, prompt: int, generated: int) -> int:
+    """Index + 1 of the last cell a sliding layer's stream holds inside the window after ``prompt`` tokens (in
+    ubatches of ``ubatch``) and ``generated`` single decoded tokens of one sequence, by llama.cpp's slot search
+    (src/llama-kv-cache.cpp find_slot, ggml-org/llama.cpp@0c1e57098): from the stream's head, wrapping at the end,
+    every cell that is empty or whose position is out of the window of the sequence's last position
+    (``is_masked_swa(pos_cell, seq_pos_max + 1)``: seq_pos_max + 1 - pos >= n_swa) takes the next token; the search
+    restarts at cell 0 when the head lies beyond used + 2 n_tokens; the head moves past the last cell taken
+    (apply_ubatch). Bounded: the ring state (positions relative to the last one, the head) repeats within a few
+    ubatches, and the loop jumps over whole periods."""
+    runs: list[list[int]] = [[0, cells, -1]]  # [first cell, length, first position (-1: empty)], in cell order
+    head, last = 0, -1
+
+    def split_at(c: int) -> None:
+        for k, (s, n, q) in enumerate(runs):
+            if s < c < s + n:
+                runs[k:k + 1] = [[s, c - s, q], [c, s + n - c, -1 if q < 0 else q + c - s]]
+                return
+
+    def place(p0: int, n: int) -> None:
+        nonlocal head, last
+        used = sum(r[1] for r in runs if r[2] >= 0)
+        h = 0 if head > used + 2 * n or head >= cells else head
+        cut = last + 1 - window  # a cell at a position <= cut is out of the window: reusable
+        split_at(h)
+        first = next(k for k, r in enumerate(runs) if r[0] >= h) if h else 0
+        order = [*range(first, len(runs)), *range(first)]
+        need, p, end = n, p0, 0
+        pieces: dict[int, list[list[int]]] = {}
+        for k in order:
+            s, m, q = runs[k]
+            t = min(need, m if q < 0 else max(0, min(m, cut - q + 1)))
+            if t:
+                pieces[k] = [[s, t, p]] + ([[s + t, m - t, -1 if q < 0 else q + t]] if m > t else [])
+                need, p, end = need - t, p + t, s + t
+            if not need:
+                break
+        if need:
+            raise InputError(f"llama.cpp sliding-window stream of {cells} cells cannot take a ubatch of {n} tokens")
+        merged: list[list[int]] = []
+        for k, r in enumerate(runs):
+            for piece in pieces.get(k, [r]):
+                prev = merged[-1] if merged else None
+                if prev and ((prev[2] < 0 and piece[2] < 0) or (prev[2] >= 0 and prev[2] + prev[1] == piece[2])):
+                    prev[1] += piece[1]
+                else:
+                    merged.append(list(piece))
+        runs[:] = merged
+        head, last = end, max(last, p0 + n - 1)
+
+    seen: dict[tuple[object, ...], int] = {}
+    p = 0
+    while p < prompt:
+        n = min(ubatch, prompt - p)
+        if n == ubatch and p > 0:  # full ubatches repeat the ring; jump over whole periods
+            key = (head, *((s, m, -1 if q < 0 else last - q) for s, m, q in runs))
+            if key in seen:
+                period = p - seen[key]
+                skip = (prompt - p) // period * period
+                if skip:
+                    for r in runs:
+                        r[2] += skip if r[2] >= 0 else 0
+                    p, last = p + skip, last + skip
+                    seen.clear()
+                    continue
+            seen[key] = p
+        place(p, n)
+        p += n
+    k = 0
+    while k < generated:  # decoded tokens, one per step: a run of reusable cells at the head takes them in turn
+        t = _sequential_fill(runs, head, last, window, generated - k, cells)
+        if t <= 1:
+            place(prompt + k, 1)
+            k += 1
+            continue
+        split_at(head)
+        split_at(head + t)
+        i = next(j for j, r in enumerate(runs) if r[0] == head)
+        runs[i][2] = prompt + k
+        prev = runs[i - 1] if i else None
+        if prev and prev[2] >= 0 and prev[2] + prev[1] == runs[i][2]:
+            prev[1] += runs.pop(i)[1]
+        head, last, k = head + t, prompt + k + t - 1, k + t
+    lo = prompt + generated - window  # positions > lo are inside the window of the last token
+    return max(s + m for s, m, q in runs if q >= 0 and q + m - 1 > lo)
+
+
+def _sequential_fill(runs: list[list[int]], head: int, last: int, window: int, n: int, cells: int) -> int:
+    """How many of ``n`` single-token steps take consecutive cells from ``head``: inside one run, cell head + i holds
+    position q + i, reusable for step i exactly when q <= last + 1 - window (both sides advance by one), and the
+    search keeps starting at the head while head <= used + 2 (find_slot's restart rule)."""
+    if head >= cells:
+        return 0
+    used = sum(r[1] for r in runs if r[2] >= 0)
+    if head > used + 2:
+        return 0
+    s, m, q = next(r for r in runs if r[0] <= head < r[0] + r[1])
+    if q >= 0 and q + head - s > last + 1 - window:
+        return 0
+    room = s + m - head
+    t = min(n, room) if q < 0 else min(n, room, used + 2 - head + 1)
+    return max(t, 0)
+
+
+def llamacpp_sliding_cells_read(window: int, cells: int, ubatch: int, prompt: int, generated: int,
+                                mask_scan: bool) -> int:
+    """Cells a sliding-window layer's flash-attention decode step reads per stream: with the mask scan (several
+    streams in the step, ``LLAMACPP_FA_KV_TILE``) up to the end of the tile that holds the ring's last in-window cell
+    (:func:`_ring_last_cell`); without it the stream's cells in use, all of them once the ring is full."""
+    used = min(cells, prompt + generated)
+    if not mask_scan or prompt + generated <= window:
+        return used
+    tile = LLAMACPP_FA_KV_TILE
+    return min(cells, -(-_ring_last_cell(window, cells, ubatch, prompt, generated) // tile) * tile)

@@ -102,13 +102,14 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
 
 
-_add("batched decode throughput", "llama.cpp", 0.7852, 1.1382, 57)
+_add("batched decode throughput", "llama.cpp", 0.7944, 1.0740, 57)
+_add("batched decode throughput", "vllm", 0.7234, 1.1687, 12)
 _add("decode throughput", "llama.cpp", 0.7952, 1.1252, 57)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
 _add("training memory", "pytorch training", 0.8960, 1.1198, 11)
-_add("training throughput", "pytorch training", 0.7758, 1.1518, 205)
+_add("training throughput", "pytorch training", 0.7615, 1.1518, 214)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -219,7 +219,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    bandwidth_efficiency: float | None = None, layer_overhead: float | None = None,
                    identical_sequences: bool = False,
                    state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
-                   flash_attention: bool = True, kv_unified: bool | None = None) -> SpeedEstimate:
+                   flash_attention: bool = True, kv_unified: bool | None = None,
+                   engine_step_seconds: float | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -234,7 +235,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     auto; off in builds before 2025 unless given): without it the attention scores pass through memory during
     prefill. ``kv_unified``: llama.cpp's KV layout for the ``concurrency`` sequences (-kvu: one buffer for all;
     None: ``engines.LLAMACPP_KV_UNIFIED``, one stream per sequence), the cells its decode reads
-    (engines.llamacpp_kv_cells, the rule the memory estimate sizes with)."""
+    (engines.llamacpp_kv_cells, the rule the memory estimate sizes with). ``engine_step_seconds``: host time an
+    engine spends between decode steps while the device waits (scheduling, input preparation, sampling, output
+    processing run serially in vLLM's V0 engine of 2023-2024; ``efficiency.VLLM_V0_STEP_SECONDS``), added to every
+    decode step (eq. 7's fixed term); None: 0, engines that overlap it with the device's work."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -283,6 +287,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
              "(formulas/speed.py)") if identical_sequences else
             "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
+    if engine_step_seconds is not None:
+        if engine_step_seconds < 0:
+            raise InputError("engine_step_seconds must not be negative")
+        step_fixed += engine_step_seconds
+        assumptions.append(Assumption("engine_step_seconds", engine_step_seconds, False,
+                                      "given: the engine's host time per decode step, not overlapped (eq. 7)"))
 
     pc = count_params(spec)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
@@ -390,12 +400,16 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         lay = cells_at(concurrency)
         assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
         if spec.sliding_window:
-            used, _ = lay.decode_kv(prompt_tokens + output_tokens)
+            scan = lay.ring and flash_attention and not unified and concurrency > 1
             assumptions.append(Assumption(
-                "llamacpp_sliding_cells_read", min(used, lay.sliding_cells), True,
+                "llamacpp_sliding_cells_read", lay.sliding_read(ub, prompt_tokens, output_tokens // 2,
+                                                                flash_attention), True,
                 "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
                 "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
-                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"))
+                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
+                + ("; flash attention with a stream per sequence stops after the 256-cell tile of the ring's last "
+                   "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
+                   if scan else "")))
 
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
@@ -416,8 +430,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if llamacpp:
             lay = cells_at(batch)
             per_stream, streams = lay.decode_kv(ctx)
+            extra = lay.window_extra
+            if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
+                extra = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) - lay.window
             kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
-                          window_extra=lay.window_extra).total_bytes * kv_share
+                          window_extra=extra).total_bytes * kv_share
         else:
             kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
         # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)

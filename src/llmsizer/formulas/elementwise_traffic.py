@@ -58,6 +58,25 @@ Time at the device memory bandwidth B_mem times the efficiency eta that memory-b
 
     t_elementwise = T (L_c (F + B) + c_ckpt F + loss) / (eta B_mem)                                (E7)
 
+**Unsloth** (``kernels='unsloth'``: its Triton kernels and fused LoRA autograd functions, unslothai/unsloth
+@015bdef), counted from each kernel's ``tl.load`` / ``tl.store``: ``_rms_layernorm_forward`` reads X and writes Y
+and the fp32 inverse RMS (kernels/rms_layernorm.py lines 48-59: 2c h + 4), its backward reads dY, X and the inverse
+RMS and writes dX (lines 97-112: 3c h + 4; no weight gradient, line 240); ``_rope_embedding_QK`` rotates q and k in
+place (kernels/rope_embedding.py lines 77-89: 2c (q_w + k_w) each way); ``_fg_kernel`` reads e and g and writes h
+(kernels/swiglu.py lines 37-47: 3c I), ``_DWf_DW_dfg_kernel`` reads DW, e, g and writes three results in place
+(lines 86-109: 6c I); the decoder layer's residual adds stay PyTorch adds (models/llama.py lines 837 and 844: 3c h
+each, and the backward's two residual-gradient sums); ``matmul_lora`` adds the adapter inside ``out.addmm_`` (kernels/
+utils.py line 1167: the GEMM reads and writes its output again, 2c out), and the fused LoRA backward sums every
+input gradient with ``dX.addmm_`` (kernels/fast_lora.py lines 197-204 and 501-517: 2c h for the k, v and gate base
+products and 2c in per adapter); ``fast_cross_entropy_loss`` reads the logits once forward and reads and overwrites
+them backward (kernels/cross_entropy_loss.py lines 78, 246 and 276: 3c V)::
+
+    forward   F_u = 10c h + 8 + 2c (q_w + k_w) + 3c I + 2c sum(adapter out)                       (E8)
+    backward  B_u = 18c h + 8 + 2c (q_w + k_w) + 6c I + 2c sum(adapter in)                        (E9)
+
+No Unsloth throughput row with its settings is published in a form the validation can use, and the kernels need
+Triton on a CUDA device, so E8/E9 are read from the code, not measured.
+
 A LayerNorm is torch's one fused ``native_layer_norm`` kernel each way (2c h + 2f forward, 3c h + 2f backward,
 read from a transformers GPTBigCode layer's trace); a GeLU MLP runs one ``gelu`` (2c I) and one ``gelu_backward``
 (3c I); models with learned positions or ALiBi run no rotary kernels. MoE layers are counted with the activation
@@ -122,11 +141,17 @@ def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
 
 
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
-                adapters: tuple[tuple[int, int], ...] = ()) -> tuple[float, float]:
+                adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
-    compiled; ``adapters``: (in, out) of each LoRA-adapted linear."""
+    compiled, (E8)/(E9) Unsloth's kernels; ``adapters``: (in, out) of each LoRA-adapted linear."""
     h, i, q, k, d = w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim
     _check(c, h, i, q, k, d)
+    if unsloth:
+        rot = 2 * c * (q + k) if w.rotary else 0.0
+        act_f, act_b = (3.0, 6.0) if w.gated else (2.0, 3.0)
+        fwd = 10 * c * h + 2 * F32 + rot + act_f * c * i + sum(2 * c * o for _, o in adapters)
+        bwd = 18 * c * h + 2 * F32 + rot + act_b * c * i + sum(2 * c * n for n, _ in adapters)
+        return fwd, bwd
     act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
     act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
     if compiled:
@@ -146,10 +171,12 @@ def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
     return fwd, bwd
 
 
-def loss_bytes(vocab: int, c: float, compiled: bool) -> float:
+def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False) -> float:
     """Bytes per token of the cross-entropy over ``vocab`` logits, forward and backward: (E3) eager, (E6)
-    compiled."""
+    compiled, Unsloth's ``fast_cross_entropy_loss`` 3c V (module docstring)."""
     _check(c, vocab)
+    if unsloth:
+        return 3 * c * vocab
     return (4 * c if compiled else 2 * c + 10 * F32) * vocab
 
 
@@ -179,7 +206,7 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
 
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
-                         loss: str = "ce", tp: int = 1) -> float:
+                         loss: str = "ce", tp: int = 1, unsloth: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear."""
@@ -188,10 +215,10 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     total = 0.0
     fwd_sum = 0.0
     for i in range(spec.num_layers):
-        f, b = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, adapters.get(i, ()))
+        f, b = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, adapters.get(i, ()), unsloth)
         total += f + b
         fwd_sum += f
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
-        total += loss_bytes(-(-spec.vocab_size // tp), c, compiled)
+        total += loss_bytes(-(-spec.vocab_size // tp), c, compiled, unsloth)
     return total

@@ -32,10 +32,50 @@ tests/training/test_activation_offload_float8.py; the sum was +10.9% at 8192 tok
 
 The output layer stays in bf16 (torchtitan's float8 converter filters ``output``; ``Float8LinearConfig`` needs
 dimensions divisible by 16), so the lm_head is not converted.
+
+**Time** (training speed). Each Float8Linear's three GEMMs (forward, grad_input, grad_weight) run as
+``torch._scaled_mm`` on the float8 tensor cores, at the device's dense FP8 peak instead of its BF16 one; attention,
+the lm_head and every other op keep their rate. Around them the casts are memory-bound kernels (eq. F1-F3), per
+linear of in -> out features over t tokens, c bytes per compute element, counted per cast of a tensor of n elements:
+
+- torchao, eager: ``tensor_to_amax`` runs ``torch.max(torch.abs(x))`` (float8_utils.py line 65: abs reads c and
+  writes c, max reads c), ``hp_tensor_and_scale_to_float8`` ``tensor.to(torch.float32) * scale`` (float8_training_
+  tensor.py line 153: c + 4, then 4 + 4) and ``to_fp8_saturated`` clamps and casts (float8_utils.py lines 135-136:
+  4 + 4, then 4 + 1): (4c + 25) n per cast. ``matmul_with_hp_or_float8_args`` casts six tensors per step (the input
+  and the weight in forward, lines 53-81; grad_output twice, the weight and the input again in backward, lines
+  106-189): 2 t i + 2 t o + 2 i o elements. ``preprocess_addmm`` (float8_ops.py lines 342-345) then copies the
+  operands ``torch._scaled_mm`` wants in the other layout (the backward's transposed grad_output and input, and the
+  weight for grad_input: 2 bytes per float8 element each)::
+
+      B_eager = (4c + 25) (2 t i + 2 t o + 2 i o) + 2 (t o + t i + i o)                          (F1)
+
+- torchao under ``torch.compile`` (torchtitan/float8.py @9dec370 line 14: "Float8 experimental is intended to be
+  ran under torch.compile for competitive performance"): inductor fuses each cast into one read pass for the amax
+  and one pass that reads the tensor and writes its float8 bytes directly in the layout the GEMM wants (the layout
+  copies of F1 fuse into it); the two casts of grad_output share the amax and the read (c for the amax, c read and
+  one byte per layout written); linears that read the same input (q, k, v; gate, up) share one fused amax pass
+  over it (a = 0 for all but the first of them, else 1)::
+
+      B_compiled = (c + 1) 2 t i + a c 2 t i + (2c + 1) 2 i o + (2c + 2) t o                      (F2)
+
+  (inductor's own byte count of a compiled transformers Llama layer with torchao's Float8Linears, on CPU, is
+  within 5 % of F2 plus the bf16 layer's E4/E5: tests/formulas/test_float8_time.py)
+
+- TransformerEngine (``te.Linear`` under ``fp8_autocast``, delayed scaling: llm-foundry ``fc_type: te``):
+  ``_Linear.forward`` casts the input and the weight with ``fp8_cast_transpose_fused`` (transformer_engine/pytorch/
+  module/linear.py @0004dbd), one kernel that reads the tensor once and writes the float8 copy and its transpose
+  (the amax comes from the history, updated inside the kernel); the backward's ``grad_output_preprocess`` does the
+  same for grad_output, and the saved float8 input transpose and weight transpose serve the backward GEMMs::
+
+      B_te = (c + 2) (t i + t o + i o)                                                            (F3)
+
+With FSDP's float8 all-gather the weight casts run on each device's shard before the all-gather (fsdp_utils.py lines
+228-251), a 1/n share of the i o terms. A checkpointed layer runs its forward casts again in the recompute.
 """
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..specs import ModelSpec
 from .training_activations import _head_dims
 
@@ -88,6 +128,47 @@ def float8_backward_bytes(tokens: int, in_features: int, out_features: int, comp
         2 * f * t * o + w + c * t * i + f * t * i + e * t * i,
     )
     return max(steps)
+
+
+RECIPES = ("torchao", "transformer-engine")
+SOURCE_TIME = ("torchao 0.18.0 float8/float8_linear.py lines 28-204, float8_utils.py lines 57-137, "
+               "float8_training_tensor.py line 153, float8_ops.py lines 342-345; TransformerEngine "
+               "pytorch/module/linear.py @0004dbd _Linear (fp8_cast_transpose_fused)")
+
+
+def float8_cast_bytes(tokens: int, in_features: int, out_features: int, compute_bytes: float, recipe: str = "torchao",
+                      compiled: bool = True, weight_share: float = 1.0,
+                      shared_input: bool = False) -> tuple[float, float]:
+    """(forward, backward) bytes one float8 linear's casts move over ``tokens`` tokens: eqs. (F1) eager torchao,
+    (F2) compiled torchao, (F3) TransformerEngine. ``weight_share``: the part of the weight this device casts (1/n
+    when FSDP all-gathers the weights in float8, each device casting its shard). ``shared_input``: a sibling linear
+    reads the same input and its fused amax pass is counted there (compiled torchao only, F2's a = 0)."""
+    t, i, o, c = float(tokens), float(in_features), float(out_features), float(compute_bytes)
+    if t < 0 or i < 0 or o < 0 or c <= 0 or not 0 <= weight_share <= 1:
+        raise InputError("float8 cast sizes must not be negative, the element size positive, the share in [0, 1]")
+    w = i * o
+    if recipe == "transformer-engine":
+        return (c + 2) * (t * i + w * weight_share), (c + 2) * t * o
+    if recipe != "torchao":
+        raise InputError(f"unknown float8 recipe {recipe!r}; choose one of: {', '.join(RECIPES)}")
+    if compiled:
+        x = (c + 1 + (0.0 if shared_input else c)) * t * i
+        wc = (2 * c + 1) * w * weight_share
+        return x + wc, x + wc + (2 * c + 2) * t * o
+    cast = 4 * c + 25
+    return cast * (t * i + w * weight_share), cast * (2 * t * o + t * i + w * weight_share) + 2 * (t * o + t * i + w)
+
+
+def shared_inputs(spec: ModelSpec) -> list[bool]:
+    """Per entry of :func:`layer_linears`: True when an earlier linear of the layer reads the same input (k and v
+    after q; up after gate)."""
+    return [False, True, True, False] + ([False, True, False] if spec.mlp_gated else [False, False])
+
+
+def float8_layer_flops(spec: ModelSpec, tp: int = 1) -> float:
+    """Forward FLOPs per token of one dense decoder layer's float8 linears: 2 x their weights (the backward's
+    grad_input and grad_weight GEMMs take 2x that again)."""
+    return 2.0 * sum(i * o for i, o in layer_linears(spec, tp))
 
 
 def float8_gathered_bytes(gathered_bytes: int, param_bytes: int) -> int:

@@ -109,6 +109,20 @@ to fp32 (``dequantize_blockwise``: 1 B read + 4 B written per 64 weights) and re
 
 a memory-bound kernel at the device's memory bandwidth B_mem (a lower bound of its time).
 
+QLoRA on a GPTQ int4 checkpoint (PEFT LoRA over auto-gptq's ``QuantLinear``; Qwen's finetune.py loads it with
+``GPTQConfig(bits=4, disable_exllama=True)``, so auto-gptq ``dynamically_import_QuantLinear`` takes
+``qlinear_cuda_old`` for desc_act False): ``QuantLinear.forward`` (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py
+@179776bd) runs its CUDA matrix-vector kernel only below ``kernel_switch_threshold`` = 128 rows; a training
+micro-batch of more tokens takes the eager branch, which unpacks the whole weight with PyTorch ops before
+``torch.matmul``: ``bitwise_right_shift`` of the expanded int32 ``qweight`` (0.5 B read, 4 B int32 written per
+weight), ``.to(torch.int8)`` (4 + 1), ``bitwise_and(..., out=weight)`` (1 + 1), ``weight - zeros`` (1 + 1) and
+``scales * (...)`` to fp16 (1 + 2; the per-group zeros and scales are negligible)::
+
+    beta_gptq = 0.5 + 4 + 5 + 2 + 2 + 3 = 16.5 B per weight                                              (9b)
+
+The dequantized fp16 weight is an ordinary autograd intermediate: ``torch.matmul`` saves it for the input gradient,
+so the backward does not dequantize again: p = 1 + c / L passes (the forward and the recomputed forward).
+
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
@@ -153,6 +167,17 @@ def adapter_flops_per_token(params: float, adapter_params: float, num_layers: in
 
 
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 2.0 + (1.0 + 4.0 + 4.0) / 64.0  # eq. (9) beta
+GPTQ_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 4.0 + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)  # eq. (9b)
+DEQUANT_BYTES_PER_WEIGHT = {"nf4-dq": NF4_DEQUANT_BYTES_PER_WEIGHT, "gptq-int4": GPTQ_DEQUANT_BYTES_PER_WEIGHT}
+
+
+def dequantization_passes(base_format: str, recomputed_share: float) -> float:
+    """Eqs. (9)/(9b): dequantizations of each quantized weight per micro-step, ``recomputed_share`` = c / L: NF4
+    dequantizes in forward and again in backward (bitsandbytes MatMul4Bit, torchao LinearNF4); auto-gptq's
+    dequantized weight is saved by torch.matmul, so only the forward and its recompute."""
+    if base_format not in DEQUANT_BYTES_PER_WEIGHT:
+        raise InputError(f"no dequantization rule for {base_format!r}")
+    return (1.0 if base_format == "gptq-int4" else 2.0) + recomputed_share
 
 
 def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:
@@ -163,12 +188,13 @@ def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, 
     return matmul_flops + 4.0 * checkpointed_layers * attn_width * seq_len
 
 
-def dequantization_seconds(quantized_weights: float, passes: float, memory_bandwidth: float) -> float:
-    """Eq. (9): seconds per micro-step that NF4 dequantization of ``quantized_weights`` weights takes over
-    ``passes`` GEMM passes at ``memory_bandwidth`` [B/s]."""
-    if quantized_weights < 0 or passes < 0 or memory_bandwidth <= 0:
+def dequantization_seconds(quantized_weights: float, passes: float, memory_bandwidth: float,
+                           bytes_per_weight: float = NF4_DEQUANT_BYTES_PER_WEIGHT) -> float:
+    """Eqs. (9)/(9b): seconds per micro-step that dequantizing ``quantized_weights`` weights takes over ``passes``
+    GEMM passes at ``memory_bandwidth`` [B/s], ``bytes_per_weight`` per pass (NF4 by default)."""
+    if quantized_weights < 0 or passes < 0 or memory_bandwidth <= 0 or bytes_per_weight <= 0:
         raise InputError("quantized weights and passes must not be negative, memory bandwidth positive")
-    return passes * quantized_weights * NF4_DEQUANT_BYTES_PER_WEIGHT / memory_bandwidth
+    return passes * quantized_weights * bytes_per_weight / memory_bandwidth
 
 
 def megatron_flops_per_iteration(batch: int, seq_len: int, num_layers: int, hidden: int, vocab: int) -> float:

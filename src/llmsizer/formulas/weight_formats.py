@@ -111,6 +111,16 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     return best
 
 
+def largest_quantized_layer(spec: ModelSpec) -> int:
+    """Elements of the decoder layer whose quantized matrices (as :func:`largest_quantized_matrix` counts them) add
+    up to the most: what one layer's dequantized copies take when all of them are alive at once."""
+    by_layer: dict[int, int] = {}
+    for _role, comp, shape, _count, layer, numel in model_tensors(spec):
+        if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision") and layer >= 0:
+            by_layer[layer] = by_layer.get(layer, 0) + numel
+    return max(by_layer.values(), default=0)
+
+
 @dataclass(frozen=True)
 class WeightBytes:
     """Weight memory of a model under one format."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
-from ..specs.training import CHECKPOINT_IMPLS, KERNELS, LOSSES, NF4_QUANTIZERS
+from ..specs.training import CHECKPOINT_IMPLS, FLOAT8_RECIPES, KERNELS, LOSSES, NF4_QUANTIZERS
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -215,6 +215,8 @@ TRAINING = (
             template=False, minimum=1),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
           F("float8", "bool", "torchao float8 training (float8 all-gather with FSDP)", template=False),
+          F("float8_recipe", "enum", "with float8: torchao Float8Linear or transformer-engine te.Linear",
+            template=False, choices=FLOAT8_RECIPES),
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",

@@ -95,6 +95,7 @@ class TrainingSettings:
     context_parallel: int | None = None
     activation_offload: bool | None = None
     float8: bool | None = None
+    float8_recipe: str | None = None
     compile: bool | None = None
     epochs: float | None = None
     train_tokens: int | None = None

@@ -44,6 +44,7 @@ NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
+FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 
 # LoRA target names -> tensor roles of ``formulas/tensors.py`` (HF/PEFT module names accepted as aliases).
@@ -160,6 +161,10 @@ class TrainingWorkload:
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
     float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP the weights
         are all-gathered in float8; ``formulas/float8_training.py``).
+    float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling) or
+        'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
+        llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3), while the memory
+        estimate follows torchao's casts for both.
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
@@ -212,6 +217,7 @@ class TrainingWorkload:
     context_parallel: int = 1
     activation_offload: bool = False
     float8: bool = False
+    float8_recipe: str = "torchao"
     compile: bool = False
     memory: int | None = None
     headroom: float | None = None
@@ -228,6 +234,7 @@ class TrainingWorkload:
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
                   ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
+                  ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -272,6 +279,8 @@ class TrainingWorkload:
             raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
                              "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
                              "offload are non-reentrant)")
+        if self.float8_recipe != "torchao" and not self.float8:
+            raise InputError(f"float8_recipe {self.float8_recipe!r} names whose float8 linears run; give float8 too")
         if self.deepspeed_gather != "current" and self.zero != 3:
             raise InputError(f"deepspeed_gather {self.deepspeed_gather!r} is DeepSpeed ZeRO-3's parameter gather; "
                              f"zero is {self.zero}")

@@ -45,6 +45,7 @@ _WHY = {
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
     "float8": "bf16 linears (no torchao float8)",
+    "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
 }
 
@@ -90,6 +91,13 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
 
 
+def qlora_base_format(spec: ModelSpec) -> str:
+    """The base format QLoRA trains over: a GPTQ int4 checkpoint stays GPTQ (PEFT LoRA over auto-gptq's QuantLinear),
+    anything else is quantized to NF4 with double quantization by bitsandbytes."""
+    q = spec.quantization_config
+    return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else "nf4-dq"
+
+
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
     rec = recipe(w.precision)
@@ -104,6 +112,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     if w.grad_checkpointing == "full":
         record_workload(w, acc, ("checkpoint_offload", "checkpoint_impl"))
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
+    if w.float8:
+        record_workload(w, acc, ("float8_recipe",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
     if w.device != "gpu":
@@ -125,16 +135,21 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         base_bytes, base_format = rec.model_bytes, {4: "fp32", 2: "bf16"}[rec.model_bytes]
     elif w.method == "qlora":
         q = spec.quantization_config.get("quant_method")
-        if q and q != "bitsandbytes":
-            raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4; {spec.name} is already "
-                             f"{q}-quantized (train LoRA on it instead, or start from the unquantized checkpoint)")
+        gptq = qlora_base_format(spec) == "gptq-int4"
+        if q and q != "bitsandbytes" and not gptq:
+            raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4 or trains on a GPTQ int4 "
+                             f"checkpoint; {spec.name} is {q}-quantized (start from the unquantized checkpoint)")
         if not any_quantizable(spec):
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
         other = acc.assume("base_dtype", "bf16", w.base_dtype,
                            "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")
-        base_bytes, base_format = DTYPE_BYTES[str(other)], "nf4-dq"
-        acc.assumptions.append(Assumption("base_weights", "nf4-dq", True, "QLoRA: NF4 with double quantization "
-                                          "(Dettmers et al. 2023 section 3), bitsandbytes Linear4bit"))
+        base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else "nf4-dq"
+        if gptq:
+            acc.assumptions.append(Assumption("base_weights", "gptq-int4", True, "QLoRA on the checkpoint's GPTQ "
+                                              "int4 weights (auto-gptq QuantLinear under PEFT LoRA)"))
+        else:
+            acc.assumptions.append(Assumption("base_weights", "nf4-dq", True, "QLoRA: NF4 with double quantization "
+                                              "(Dettmers et al. 2023 section 3), bitsandbytes Linear4bit"))
     else:
         default = "fp32" if w.precision == "fp32" else "bf16"
         bd = str(acc.assume("base_dtype", default, w.base_dtype,

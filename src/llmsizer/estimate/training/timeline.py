@@ -58,7 +58,7 @@ from ...formulas.training_activations import (
     reentrant_recompute_bytes,
 )
 from ...formulas.training_states import step_temporary_bytes
-from ...formulas.weight_formats import largest_quantized_matrix
+from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from .setup import TrainingContext
 from .states import StageStates
 
@@ -235,7 +235,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.shard_stage >= 2 and w.fsdp is not None and st.layer_grads:
         reduce_buf = max(st.layer_grads.values())  # one FSDP unit's unsharded gradients before reduce-scatter
     dequant = 0
-    if w.method == "qlora":
+    gptq = ctx.base_format == "gptq-int4"
+    if w.method == "qlora" and gptq:
+        # auto-gptq's eager dequantization (formulas/training_time.py eq. 9b): torch.matmul saves each dequantized
+        # fp16 weight for the input gradient, so a layer's copies live from its (re)computed forward to its
+        # backward: one layer's under full checkpointing, every layer's of the stage without
+        layers_held = 1 if w.grad_checkpointing == "full" else len(st.layers)
+        dequant = largest_quantized_layer(spec) * 2 * layers_held // max(1, w.tp)
+    elif w.method == "qlora":
         dequant = largest_quantized_matrix(spec, "nf4-dq") * 2 // max(1, w.tp)
 
     in_bwd = w.optimizer_in_backward
@@ -261,7 +268,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         return int(shard(g, g_shard) * scale)
 
     phases: list[Phase] = []
-    if w.method == "qlora":  # the model is built: the base quantized matrix by matrix (formulas/nf4_quantization.py)
+    if w.method == "qlora" and not gptq:  # the model is built: the base quantized matrix by matrix (nf4_quantization.py)
         init = Phase("model init", {k: v for k, v in base.items() if k in ("weights", "adapter_weights")})
         init.parts["quantization_transient"] = quantize_transient_bytes(
             largest_quantized_matrix(spec, "nf4-dq") // max(1, w.tp), w.nf4_quantizer)

@@ -1,0 +1,149 @@
+"""Host-side cost of launching a training step's kernels: eager PyTorch is CPU-bound when each kernel is small.
+
+Every aten op an eager PyTorch step runs costs host time before its kernel reaches the device: the Python call, the
+autograd node, the dispatcher and ``cudaLaunchKernel``. Holistic Trace Analysis (facebookresearch/
+HolisticTraceAnalysis docs/source/features/cuda_kernel_launch_stats.rst) measures the launch call alone at 5-20 us
+and names the "short GPU kernels" whose device time is below it. Kernels are queued asynchronously (PyTorch docs,
+"CUDA semantics: Asynchronous execution": the host enqueues and continues), so host and device work overlap and a
+micro-step that never waits on the device takes::
+
+    t_micro = max(t_device, K x tau_host)                                                             (K1)
+
+with K the kernels the micro-step launches and tau_host the host seconds per kernel. A long step is device-bound
+(the queue stays full, the launches hide); a short one (a few hundred tokens) waits on the host.
+
+**Kernel count, eager.** The same op inventory as formulas/elementwise_traffic.py (transformers 5
+``models/llama/modeling_llama.py``: ``LlamaRMSNorm.forward``, ``apply_rotary_pos_emb``/``rotate_half``,
+``LlamaMLP.forward``, the two residual adds; autograd's derivatives for the backward), counted as kernels instead of
+bytes, plus the GEMMs and the attention kernel. Per decoder layer, with n_lin linears (base and LoRA A/B), a
+adapters, rot = 1 for rotary q/k::
+
+    RMSNorm   forward 8 (``to(float32)``, ``pow``, ``mean``, ``+ eps``, ``rsqrt``, ``*``, ``to(dtype)``,
+              ``weight *``; 6 in fp32, the casts are no-ops), backward 12 + 2 (half precision: the casts back)
+              + 2 (trained weight: ``grad * normalised`` and its sum over tokens); a LayerNorm is one
+              ``native_layer_norm`` each way
+    forward   K_f = 2 n_f + n_lin + 10 rot + 1 [attention] + (2 gated | 1) [act (x up)] + 2 [residual adds]
+              + 2 a [LoRA scale ``mul`` and ``add``]                                                  (K2)
+    backward  K_b = 2 n_b + sum over linears (2 trained | 1 frozen, + 1 trained bias) + 16 rot [rotary: 14 ops and
+              the two contiguous copies of the q/k gradients] + 1 [attention] + (3 gated | 1) [act]
+              + 2 [residual-stream gradient sums] + 2 [q, k, v input-gradient sums] + (1 gated) [gate/up sum]
+              + 2 a [LoRA scaled gradient ``mul``, input-gradient ``add``]                            (K3)
+
+(a Llama layer: K_f = 38, K_b = 71 with trained norms; tests/formulas/test_launch_overhead.py counts them in a
+real CPU step under ``TorchDispatchMode``). The cross-entropy (``ForCausalLMLoss``) adds its cast, log-softmax and
+NLL each way, the head GEMM, the final norm, the rotary tables and the embedding (:func:`head_kernels`). Checkpointed layers run K_f again.
+
+**Compiled** (``torch.compile``, inductor): the GEMMs and attention stay extern kernels; the pointwise ops fuse into
+the kernels inductor's scheduler emits, counted on a compiled transformers Llama layer (CPU backend, the scheduler
+nodes that ``GraphLowering.count_bytes`` lists, less the no-op and multi-output nodes): forward the two norms (each
+with the residual add before it), the SwiGLU, the layer output add (4) and the rotary embedding, 3 kernels each for
+q and k (``rotate_half``'s negated half, its ``cat``, ``q cos + rot sin``: 6), plus one per LoRA adapter on q or k
+(the base + adapter sum is materialised before the rotary); backward the two norm backwards (the weight-gradient
+sums fused in), the SwiGLU backward, the attention-gradient layout copy and one gradient sum (5), the two rotary
+backwards, plus one per LoRA adapter not on q or k::
+
+    forward   K_f,c = n_lin + 1 + 4 + 6 rot + a_qk        backward  K_b,c = sum(GEMM backward) + 1 + 5 + 2 rot + a - a_qk
+
+(dense, LoRA q,v and LoRA on every linear: equal to inductor's count; LoRA q,o: one kernel under). Triton on a GPU
+may fuse differently from the CPU backend. The compiled loss is one fused kernel each way. Inductor's wrapper still
+launches each kernel, so tau_host applies per kernel (an assumption: its launcher skips the dispatcher and
+autograd, so this over-states the compiled host time).
+
+MoE layers are counted with the MLP of their top-k experts (transformers' eager expert loop launches per expert
+hit: an under-count). The optimizer step's kernels (once per step, foreach/fused over many tensors) are not
+counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InputError
+from .elementwise_traffic import LayerWidths
+
+SOURCE = ("kernels: transformers modeling_llama.py op inventory of formulas/elementwise_traffic.py (eqs. K2/K3); "
+          "overlap: PyTorch CUDA semantics, asynchronous execution (eq. K1)")
+
+Linear = tuple[str, bool, bool]  # (name, trained, has bias); LoRA linears carry 'lora_' in the name
+
+
+def rmsnorm_kernels(half: bool, weight_trained: bool) -> tuple[int, int]:
+    """(forward, backward) kernels of one eager ``LlamaRMSNorm`` (half precision casts in and out)."""
+    return (8 if half else 6), 12 + (2 if half else 0) + (2 if weight_trained else 0)
+
+
+def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, norms_trained: bool,
+                  half: bool = True) -> tuple[int, int]:
+    """(forward, backward) kernels one decoder layer launches: eqs. (K2)/(K3) eager, the fused kernels of
+    elementwise_traffic eqs. (E4)/(E5) compiled. ``linears``: (name, trained, bias) of every linear the layer runs,
+    base and LoRA (formulas/selective_checkpointing.layer_matmul_shapes order and names)."""
+    adapters = sum(1 for name, _, _ in linears if name.endswith("lora_A"))
+    n_lin = len(linears)
+    gemm_bwd = sum((2 + (1 if bias else 0)) if trained else 1 for _, trained, bias in linears)
+    rot = 1 if w.rotary else 0
+    if compiled:
+        qk_adapters = sum(1 for name, _, _ in linears if name in ("q lora_A", "k lora_A"))
+        fwd = n_lin + 1 + 4 + 6 * rot + qk_adapters
+        bwd = gemm_bwd + 1 + 5 + 2 * rot + (adapters - qk_adapters)
+        return fwd, bwd
+    nf, nb = (1, 1) if w.layernorm else rmsnorm_kernels(half, norms_trained)
+    separate_qkv = sum(1 for name, _, _ in linears if name in ("q", "k", "v"))
+    fwd = 2 * nf + n_lin + 10 * rot + 1 + (2 if w.gated else 1) + 2 + 2 * adapters
+    bwd = (2 * nb + gemm_bwd + 16 * rot + 1 + (3 if w.gated else 1) + 2 + max(0, separate_qkv - 1)
+           + (1 if w.gated else 0) + 2 * adapters)
+    return fwd, bwd
+
+
+def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, layernorm: bool,
+                 half: bool = True, loss: str = "ce", rotary: bool = True) -> int:
+    """Kernels outside the decoder layers, forward and backward: the embedding lookup (and its dense gradient when
+    it trains), the rotary cos/sin tables (``LlamaRotaryEmbedding.forward``: positions, ``inv_freq @ positions``,
+    ``cat``, ``cos``, ``sin``, the attention scaling and the casts: 14, once per forward), the final norm, the head
+    GEMM (dX, and dW when it trains) and the loss (eager ``ForCausalLMLoss``: the logits' fp32 cast, the labels'
+    ``pad``, ``_log_softmax``, ``nll_loss``; backward two ``zeros`` fills, ``nll_loss_backward``,
+    ``_log_softmax_backward_data`` and the cast back: 9; compiled: one fused kernel each way; 'cut-ce' fuses head
+    and loss into one kernel each way)."""
+    n = 1 + (1 if embedding_trained else 0) + (14 if rotary else 0)
+    if compiled:
+        n += 2
+    else:
+        nf, nb = (1, 1) if layernorm else rmsnorm_kernels(half, head_trained)
+        n += nf + nb
+    if loss == "cut-ce":
+        return n + 2
+    n += 1 + (2 if head_trained else 1)
+    return n + (2 if compiled else 9)
+
+
+def host_seconds(kernels: float, seconds_per_kernel: float) -> float:
+    """Host seconds to launch ``kernels`` kernels at ``seconds_per_kernel`` each (the right side of eq. K1)."""
+    if kernels < 0 or seconds_per_kernel < 0:
+        raise InputError("kernel count and seconds per kernel must not be negative")
+    return kernels * seconds_per_kernel
+
+
+def overlapped_seconds(device_seconds: float, host: float) -> float:
+    """Eq. (K1): a micro-step whose launches overlap the device's work takes the longer of the two."""
+    if device_seconds < 0 or host < 0:
+        raise InputError("seconds must not be negative")
+    return max(device_seconds, host)
+
+
+def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linear]], compiled: bool,
+                 norms_trained: bool, recomputed_layers: int, head: int, half: bool = True) -> int:
+    """Kernels of one micro-step: every decoder layer's forward and backward (K2/K3), the forward again for
+    ``recomputed_layers`` checkpointed layers (their mean forward count), and ``head`` (:func:`head_kernels`)."""
+    if len(widths) != len(linears) or not widths:
+        raise InputError("one set of linears per decoder layer is needed")
+    if recomputed_layers < 0:
+        raise InputError("recomputed layers must not be negative")
+    fwd_sum = total = 0
+    seen: dict[tuple[int, int], tuple[int, int]] = {}  # layers sharing widths and linears count once
+    for w, lin in zip(widths, linears, strict=True):
+        key = (id(w), id(lin))
+        if key not in seen:
+            seen[key] = layer_kernels(w, lin, compiled, norms_trained, half)
+        f, b = seen[key]
+        fwd_sum += f
+        total += f + b
+    return total + round(fwd_sum * recomputed_layers / len(widths)) + head

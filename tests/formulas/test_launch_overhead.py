@@ -1,0 +1,203 @@
+"""Kernel counts of a training step (formulas/launch_overhead.py eqs. K2/K3), against real PyTorch (#12).
+
+Independent truth: a transformers Llama decoder layer (random weights, CPU, bf16) runs forward and backward under a
+``TorchDispatchMode`` that counts every aten op that launches a kernel: views and aliases (``func.is_view``, detach)
+and pure allocations (``empty*``) launch none. The backward seed (``ones_like`` of the output) is the test's, not
+the layer's, and is left out. A LoRA case wraps the same layer with PEFT (dropout 0: the identity, no kernel); the
+loss head is traced the same way. The counts must be equal, not close: each is an integer inventory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from inductor_nodes import inductor_nodes  # noqa: E402
+
+from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
+from llmsizer.formulas.launch_overhead import (  # noqa: E402
+    head_kernels,
+    host_seconds,
+    layer_kernels,
+    overlapped_seconds,
+    rmsnorm_kernels,
+    step_kernels,
+)
+
+NO_KERNEL = {"detach", "lift_fresh", "alias", "_unsafe_view", "empty", "empty_like", "empty_strided",
+             "new_empty_strided"}
+CFG = dict(hidden_size=128, intermediate_size=344, num_attention_heads=4, num_key_value_heads=2)
+BASE = ["q", "k", "v", "o", "gate", "up", "down"]
+
+
+def _kernels(run: Any) -> tuple[int, int]:
+    """(forward, backward) kernels ``run`` launches; ``run`` calls ``mark()`` between forward and backward and
+    returns the backward seed op count to leave out."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts = [0, 0]
+    phase = [0]
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            name = func.overloadpacket.__name__
+            if not func.is_view and name not in NO_KERNEL and name != "ones_like":
+                counts[phase[0]] += 1
+            return out
+
+    def mark() -> None:
+        phase[0] = 1
+
+    with Count():
+        run(mark)
+    return counts[0], counts[1]
+
+
+def _layer_run(model: Any, layer: Any, tokens: int = 32) -> Any:
+    x = torch.randn(1, tokens, CFG["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(tokens)[None]
+    pe = tuple(p.detach() for p in model.model.rotary_emb(x, pos))
+
+    def run(mark: Any) -> None:
+        out = layer(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
+        out = out[0] if isinstance(out, tuple) else out
+        mark()
+        out.backward(torch.ones_like(out))
+    return run
+
+
+def _model() -> Any:
+    torch.manual_seed(0)
+    conf = transformers.LlamaConfig(**CFG, num_hidden_layers=1, vocab_size=256, attn_implementation="sdpa")
+    return transformers.LlamaForCausalLM(conf).to(torch.bfloat16).train()
+
+
+def _widths() -> LayerWidths:
+    d = CFG["hidden_size"] // CFG["num_attention_heads"]
+    return LayerWidths(CFG["hidden_size"], CFG["intermediate_size"], CFG["num_attention_heads"] * d,
+                       CFG["num_key_value_heads"] * d, d)
+
+
+def test_eager_layer_kernels_equal_the_traced_ops() -> None:
+    model = _model()
+    traced = _kernels(_layer_run(model, model.model.layers[0]))
+    linears = [(n, True, False) for n in BASE]
+    assert layer_kernels(_widths(), linears, compiled=False, norms_trained=True) == traced == (38, 71)
+
+
+@pytest.mark.parametrize("targets", [["q_proj", "v_proj"], ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                             "up_proj", "down_proj"]], ids=["qv", "all"])
+def test_eager_lora_layer_kernels_equal_the_traced_ops(targets: list[str]) -> None:
+    peft = pytest.importorskip("peft")
+    cfg = peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets)
+    pm = peft.get_peft_model(_model(), cfg, autocast_adapter_dtype=False)
+    traced = _kernels(_layer_run(pm.base_model.model, pm.base_model.model.model.layers[0]))
+    linears: list[tuple[str, bool, bool]] = []
+    for n in BASE:
+        linears.append((n, False, False))
+        if n + "_proj" in targets:
+            linears += [(n + " lora_A", True, False), (n + " lora_B", True, False)]
+    assert layer_kernels(_widths(), linears, compiled=False, norms_trained=False) == traced
+
+
+def test_rmsnorm_kernels_equal_the_traced_ops() -> None:
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    for half in (True, False):
+        for trained in (True, False):
+            dtype = torch.bfloat16 if half else torch.float32
+            norm = LlamaRMSNorm(64).to(dtype)
+            norm.weight.requires_grad_(trained)
+            h = torch.randn(4, 64, dtype=dtype, requires_grad=True)
+            x = h * 1  # a non-leaf input, as inside a model: its gradient flows on, not into a leaf's .grad
+
+            def run(mark: Any, norm: Any = norm, x: Any = x) -> None:
+                out = norm(x)
+                mark()
+                out.backward(torch.ones_like(out))
+            fwd, bwd = _kernels(run)
+            # the test's own `h * 1` (outside the trace) adds its `mul` backward
+            assert rmsnorm_kernels(half, trained) == (fwd, bwd - 1), (half, trained)
+
+
+def test_head_and_loss_kernels_equal_the_traced_ops() -> None:
+    """The final norm, the untied head GEMM and ForCausalLMLoss of a real LlamaForCausalLM, its embedding frozen
+    (LoRA: nothing outside the layers trains) or trained (full fine-tuning), with the decoder layer's own count
+    (K2/K3) taken off the whole model's trace."""
+    for trained in (False, True):
+        model = _model()
+        model.requires_grad_(trained)
+        ids = torch.randint(0, 256, (1, 32))
+
+        def run(mark: Any, model: Any = model, ids: Any = ids, trained: bool = trained) -> None:
+            emb = model.model.embed_tokens(ids)
+            h = emb.requires_grad_(True) if not trained else emb
+            out = model(inputs_embeds=h, labels=ids)
+            mark()
+            out.loss.backward()
+        fwd, bwd = _kernels(run)
+        lf, lb = layer_kernels(_widths(), [(n, trained, False) for n in BASE], compiled=False,
+                               norms_trained=trained)
+        # forward: the embedding lookup is in `run`; backward: the embedding gradient only when it trains
+        expected = head_kernels(False, trained, trained, layernorm=False)
+        assert fwd + bwd - lf - lb == expected, (trained, fwd, bwd)
+
+
+def test_step_is_the_longer_of_device_and_host() -> None:
+    """Eq. (K1) and the step sum: recomputed forwards add K_f per checkpointed layer."""
+    w = _widths()
+    lin = [(n, True, False) for n in BASE]
+    f, b = layer_kernels(w, lin, compiled=False, norms_trained=True)
+    assert step_kernels([w, w], [lin, lin], False, True, recomputed_layers=2, head=10) == 2 * (f + b) + 2 * f + 10
+    cf, cb = layer_kernels(w, lin, compiled=True, norms_trained=True)
+    assert cf + cb < (f + b) / 2  # inductor fuses the pointwise ops: far fewer launches
+    assert overlapped_seconds(0.08, host_seconds(7500, 20e-6)) == pytest.approx(0.15)
+    assert overlapped_seconds(0.65, host_seconds(7500, 20e-6)) == 0.65
+
+
+def _inductor_kernels(run: Any) -> int:
+    """Kernels inductor emits over every graph compiled while ``run`` runs: its scheduler nodes (fused pointwise /
+    reduction kernels and extern GEMM / attention calls), less the no-op nodes and the multi-output views of a tuple
+    result, which launch nothing."""
+    from torch._inductor.ir import MultiOutput
+    from torch._inductor.scheduler import NopKernelSchedulerNode
+
+    return sum(1 for node, _ in inductor_nodes(run)
+               if not isinstance(node, NopKernelSchedulerNode) and not isinstance(node.node, MultiOutput))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("targets", [[], ["q_proj", "v_proj"], [n + "_proj" for n in BASE]],
+                         ids=["dense", "lora-qv", "lora-all"])
+def test_compiled_layer_kernels_equal_inductors_kernels(targets: list[str]) -> None:
+    model = _model()
+    layer = model.model.layers[0]
+    if targets:
+        peft = pytest.importorskip("peft")
+        cfg = peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets)
+        pm = peft.get_peft_model(model, cfg, autocast_adapter_dtype=False)
+        model, layer = pm.base_model.model, pm.base_model.model.model.layers[0]
+    compiled = torch.compile(layer)
+    x = torch.randn(1, 64, CFG["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
+    pos = torch.arange(64)[None]
+    pe = tuple(p.detach() for p in model.model.rotary_emb(x, pos))
+
+    def run() -> None:
+        out = compiled(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
+        out = out[0] if isinstance(out, tuple) else out
+        out.backward(torch.ones_like(out))
+    measured = _inductor_kernels(run)
+    linears: list[tuple[str, bool, bool]] = []
+    for n in BASE:
+        linears.append((n, not targets, False))
+        if n + "_proj" in targets:
+            linears += [(n + " lora_A", True, False), (n + " lora_B", True, False)]
+    fwd, bwd = layer_kernels(_widths(), linears, compiled=True, norms_trained=not targets)
+    assert fwd + bwd == measured
+    eager = sum(layer_kernels(_widths(), linears, compiled=False, norms_trained=not targets))
+    assert fwd + bwd < 0.6 * eager  # the case discriminates: eager launches far more
