@@ -367,7 +367,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
               fields: Mapping[str, Any] | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
     dev, n = cand.device, cand.count
-    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights)
+    engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = _ladder(spec, engine, dev, weights)
     # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
     tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
@@ -665,7 +665,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             reasons.append(f"time is a lower bound: no calibrated training utilisation for {dev.id} (100% of its "
                            f"{dur.peak_key} peak)")
         one = float(dur.seconds or 0.0)
-        nodes = 1
+        nodes, secs = 1, one
         if c.deadline is not None and one > c.deadline:
             nodes = math.ceil(one / c.deadline)
             if nodes > MAX_NODES or cand.instance is None:
@@ -673,8 +673,24 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                     f"{one / 3600:.1f} h on one {'instance' if cand.instance else 'device'} misses the "
                     f"{c.deadline / 3600:.1f} h deadline" + ("" if cand.instance else " (local hardware does not scale out)"),)))
                 continue
-            reasons.append(f"{nodes} instances to meet the deadline (linear scaling assumed)")
-        secs = one / nodes
+            # several instances: fit --train --count N x the instance's devices (memory, and the duration with the
+            # collectives over the instance's network), adding instances while the network keeps it past the deadline
+            while True:
+                many = fit_training(spec, cand.instance, cand.count * nodes, headroom=c.headroom, memory=cand.memory,
+                                    hardware_files=hardware_files, tokens=tokens, utilization=utilization,
+                                    **{k: v for k, v in (training_fields or {}).items() if k != "gpus"})
+                secs = float(many.duration.seconds or 0.0) if many.duration is not None else one / nodes
+                if secs <= c.deadline or nodes >= MAX_NODES or not many.fits:
+                    break
+                nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / c.deadline)))
+            if not many.fits or secs > c.deadline:
+                rejected.append(Option(**stub, replicas=nodes, status="rejected", training_seconds=secs,
+                                       reasons=many.reasons if not many.fits else (
+                                           f"{secs / 3600:.1f} h on {nodes} instances misses the "
+                                           f"{c.deadline / 3600:.1f} h deadline",)))
+                continue
+            fr = many
+            reasons.append(f"{nodes} instances to meet the deadline (collectives over the instance's network)")
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None

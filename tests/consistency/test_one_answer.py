@@ -127,9 +127,11 @@ def test_recommend_training_options_are_fit_train_and_the_duration_rule() -> Non
         assert r.fits
         inst = cat.instances[o.target]
         assert o.replicas == 1  # no deadline: one instance
-        # every field reaches the duration (micro_batch=2 included: it was timed at the default batch before)
+        # every field reaches the duration (micro_batch=2 included: it was timed at the default batch before), and
+        # the ZeRO stage the memory took on several devices is the run that is timed (as the plan times it)
+        zero = [a.value for a in r.assumptions if a.name == "zero"]
         d = training_duration_for(load_model("llama-3.1-8b"), vm_share_device(inst.device, inst), inst.device_count,
-                                  1e9, fields)
+                                  1e9, dict(fields, zero=zero[0]) if zero else fields)
         assert o.training_seconds == d.seconds
 
 
@@ -646,3 +648,14 @@ def test_the_python_api_fits_a_training_run_with_its_duration_as_the_cli_does() 
     _, train = run_json("train", "qwen2.5-0.5b", "--device", "aws-m7i.4xlarge", "--method", "lora", "--seq", "2048",
                         "--tokens", "10M")
     assert train["duration"]["seconds"] == tt["seconds"] and train["totals"] == data["memory"]["totals"]
+
+
+def test_fit_train_times_the_zero_stage_its_memory_takes() -> None:
+    """Several devices, no sharding named: the least-sharded ZeRO stage that fits is the run that is sized *and*
+    timed (its collectives: formulas/training_time.py eqs. (7c), (7e)), as the plan does; the memory said ZeRO-k
+    while the duration timed DDP before."""
+    r = fit_training("llama-3.1-8b", "aws-p4d.24xlarge", tokens=1e9)
+    zero = [a.value for a in r.assumptions if a.name == "zero"]
+    assert zero and zero[0] >= 1
+    assert r.duration is not None and r.duration.step is not None
+    assert r.duration.step.sharding == ("full" if zero[0] == 3 else f"zero{zero[0]}")

@@ -61,8 +61,10 @@ def test_infer_on_the_device_says_the_same_as_fit() -> None:
     from llmsizer.estimate.inference import estimate_inference
     with pytest.raises(InputError, match="vLLM refuses awq-int4 on v100-sxm2-32gb"):
         estimate_inference("llama-3.1-8b", device="v100-sxm2-32gb", engine="vllm", weights="awq-int4")
-    with pytest.raises(InputError, match="vLLM refuses mxfp4 on t4"):  # the checkpoint's own format, vLLM by default
-        estimate_inference("gpt-oss-20b", device="t4")
+    with pytest.raises(InputError, match="vLLM refuses mxfp4 on t4"):  # the checkpoint's own format, vLLM named
+        estimate_inference("gpt-oss-20b", device="t4", engine="vllm")
+    # with no engine named the one rule falls back to llama.cpp (tests/web/api/test_engine_fallback_one_answer.py)
+    assert estimate_inference("gpt-oss-20b", device="t4").details["weights_format"] == "gguf:mxfp4_moe"
     assert estimate_inference("llama-3.1-8b", device="t4", engine="vllm", weights="awq-int4").details["fits"]
 
 
@@ -77,3 +79,19 @@ def test_vllm_says_it_runs_bf16_as_fp16_below_ampere(device: str) -> None:
     for warnings in (r.warnings, est.warnings):
         assert any("runs bf16 as fp16" in w for w in warnings) is below
     assert est.item("weights").bytes == 8_030_261_248 * 2  # the same bytes either way
+
+
+# SGLang's gate is the same (python/sglang/srt/model_loader/loader.py _get_quantization_config raises "The quantization
+# method awq is not supported for the current GPU. Minimum capability: 75. ..."), and its AWQConfig.get_min_capability
+# is 75 (python/sglang/srt/layers/quantization/awq.py: "The AWQ kernel only supports Turing or newer GPUs").
+@pytest.mark.parametrize("device", ["v100-sxm2-32gb", "t4", "a100-sxm-80gb"])
+def test_sglang_refuses_awq_below_turing(device: str) -> None:
+    from llmsizer.estimate.inference import estimate_inference
+    if CAPABILITY[device] >= MIN_CAPABILITY["awq-int4"]:
+        assert fit("llama-3.1-8b", device, engine="sglang", weights="awq-int4").weights_format == "awq-int4"
+        assert estimate_inference("llama-3.1-8b", device=device, engine="sglang", weights="awq-int4")
+    else:
+        for ask in (lambda: fit("llama-3.1-8b", device, engine="sglang", weights="awq-int4"),
+                    lambda: estimate_inference("llama-3.1-8b", device=device, engine="sglang", weights="awq-int4")):
+            with pytest.raises(InputError, match=f"SGLang refuses awq-int4 on {device}"):
+                ask()

@@ -109,7 +109,7 @@ def test_hybrid_all_reduces_each_shard_over_its_own_nic() -> None:
 
 def test_replicated_and_grad_op() -> None:
     W, G, n = 10e9, 20e9, 8
-    ddp = data_parallel_comm(n, 8, W, G, "replicated", 10, 100e9)
+    ddp = data_parallel_comm(n, 8, W, G, "ddp", 10, 100e9)
     assert ddp.forward_seconds == 0 and ddp.backward_seconds == pytest.approx(2 * 7 / 8 * G / 100e9)
     op = data_parallel_comm(n, 8, W, G, "grad_op", 10, 100e9)
     assert op.forward_seconds == pytest.approx(7 / 8 * W / 100e9)

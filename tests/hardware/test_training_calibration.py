@@ -84,12 +84,13 @@ def test_training_constants_follow_from_their_rows(monkeypatch: pytest.MonkeyPat
 
 
 def test_ring_volumes_follow_the_collectives() -> None:
-    """Eq. (7a)/(7b): FSDP FULL_SHARD moves 3x the weights' share (all-gather x2 + reduce-scatter), DDP 2x."""
-    from llmsizer.formulas.training_time import data_parallel_bytes
+    """Eqs. (7c)/(7d): FSDP FULL_SHARD moves 3x the weights' share per micro-step (all-gather x2 + reduce-scatter),
+    DDP 2x (the all-reduce)."""
+    from llmsizer.formulas.training_time import data_parallel_comm
 
-    assert data_parallel_bytes(4, 100.0, 100.0, True) == pytest.approx(0.75 * 300)
-    assert data_parallel_bytes(4, 100.0, 100.0, False) == pytest.approx(0.75 * 200)
-    assert data_parallel_bytes(1, 100.0, 100.0, True) == 0.0
+    assert data_parallel_comm(4, 4, 100.0, 100.0, "full", 1, 1.0).bytes == pytest.approx(0.75 * 300)
+    assert data_parallel_comm(4, 4, 100.0, 100.0, "ddp", 1, 1.0).bytes == pytest.approx(0.75 * 200)
+    assert data_parallel_comm(1, 1, 100.0, 100.0, "full", 1, 1.0).bytes == 0.0
 
 
 def test_hopper_utilization_follows_from_its_row() -> None:
@@ -110,10 +111,48 @@ def test_hopper_utilization_follows_from_its_row() -> None:
     assert u == pytest.approx(E.TRAINING_UTILIZATION_BY_ARCH["hopper"].expected, abs=0.0005)
 
 
-def test_architectures_without_a_row_take_the_ada_value() -> None:
-    f, own = E.training_utilization("blackwell")
-    assert f is E.TRAINING_DEVICE_UTILIZATION and not own
+def test_architectures_without_a_row_take_the_lowest_fitted_value() -> None:
+    """The named fallback rule (efficiency.TRAINING_UTILIZATION_UNCALIBRATED): an architecture without a row gets
+    the lowest fitted share, whichever architecture that is, and is marked as not its own."""
+    least = min(f.expected for f in E.TRAINING_UTILIZATION_BY_ARCH.values())
+    for arch in ("blackwell", "volta", "", "apple"):
+        f, own = E.training_utilization(arch)
+        assert f is E.TRAINING_UTILIZATION_UNCALIBRATED and not own
+        assert f.expected == least
     assert E.training_utilization("hopper")[1] and E.training_utilization("ampere")[1]
+
+
+def test_an_uncalibrated_faster_gpu_is_not_faster_than_its_peak_ratio() -> None:
+    """8 x B200 (Blackwell, no calibration row) against 8 x H100 SXM (Hopper's calibrated row), the same 8B full
+    fine-tune: the B200 run cannot be predicted faster than the ratio of the two parts' datasheet dense BF16
+    peaks (NVIDIA DGX B200 / H100 datasheets in the catalog: 2.25 vs 0.989 PFLOP/s), since nothing measured says
+    Blackwell reaches a larger share of its peak than Hopper. With Ada's share it was 3.66x for a 2.27x peak ratio.
+    The estimate names the fallback and warns that no calibration row exists."""
+    from llmsizer.estimate.duration import training_peak
+
+    devs = builtin_catalog().devices
+    spec = find("llama-3.1-8b").spec()
+    fields = dict(method="full", micro_batch=1, seq_len=2048, zero=3)
+    h100 = training_duration_for(spec, devs["h100-sxm"], 8, 1e9, dict(fields))
+    b200 = training_duration_for(spec, devs["b200"], 8, 1e9, dict(fields))
+    assert h100.seconds is not None and b200.seconds is not None
+    peak_ratio = training_peak(devs["b200"])[0] / training_peak(devs["h100-sxm"])[0]  # type: ignore[operator]
+    assert 2.2 < peak_ratio < 2.3
+    print(f"\n8 x H100 {h100.seconds / 3600:.2f} h, 8 x B200 {b200.seconds / 3600:.2f} h: "
+          f"{h100.seconds / b200.seconds:.2f}x for a peak ratio of {peak_ratio:.2f}x")
+    assert h100.seconds / b200.seconds <= peak_ratio * 1.02
+    assert any(a.name == "utilization_architecture" and a.value == "blackwell" for a in b200.assumptions)
+    assert any("no training calibration row for GPU architecture 'blackwell'" in w for w in b200.warnings)
+    assert not any("calibration row" in w for w in h100.warnings)
+
+
+def test_an_apple_gpu_is_timed_at_the_fallback_not_adas_share() -> None:
+    """A Llama-3.2-1B LoRA on an M3 Max: Apple GPUs have no training row; before the rule it was timed at Ada's
+    92 % of the Metal peak."""
+    d = training_duration_for(find("llama-3.2-1b").spec(), builtin_catalog().devices["apple-m3-max-128gb"], 1, 1e7,
+                              dict(method="lora"))
+    assert d.utilization == E.TRAINING_UTILIZATION_UNCALIBRATED.expected < 0.5
+    assert any("no training calibration row" in w for w in d.warnings)
 
 
 def test_cpu_amx_utilization_follows_from_its_row() -> None:

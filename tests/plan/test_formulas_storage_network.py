@@ -7,6 +7,7 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas import network as N
 from llmsizer.formulas import storage as S
+from llmsizer.formulas.training_time import data_parallel_comm
 
 # ------------------------------------------------------------------------------------------------ storage
 
@@ -72,20 +73,26 @@ def test_ring_collectives():
     assert N.all_gather_bytes(1000, 4) == 750.0
 
 
+def _step_bytes(g: float, w: float, d: int, mode: str, k: int = 1, sync: str = "micro-step") -> float:
+    return data_parallel_comm(d, d, w, g, mode, 1, 1e9, grad_sync=sync, updated_bytes=w).bytes_per_step(k)
+
+
 def test_data_parallel_per_step():
+    """Bytes per optimizer step (formulas/training_time.py eqs. (7c)-(7e), the one home of data-parallel traffic)
+    from ring volumes written out here: all-reduce 2 (d-1)/d S, all-gather / reduce-scatter (d-1)/d S."""
     g, w, d = 800.0, 400.0, 4  # gradient and weight bytes per replica, 4 ranks
-    assert N.data_parallel_step_bytes(g, w, d, 0) == 1200.0                       # DDP: 2 x 3/4 x 800
-    assert N.data_parallel_step_bytes(g, w, d, 1) == 600.0 + 300.0                # RS(G) + AG(W)
-    assert N.data_parallel_step_bytes(g, w, d, 2, micro_batches=2) == 2 * 600.0 + 300.0
-    assert N.data_parallel_step_bytes(g, w, d, 3, micro_batches=2) == 2 * (2 * 300.0 + 600.0)
+    assert _step_bytes(g, w, d, "ddp", 3) == 3 * 1200.0                               # DDP every micro-step
+    assert _step_bytes(g, w, d, "ddp", 3, "optimizer-step") == 1200.0                 # DDP no_sync: once
+    assert _step_bytes(g, w, d, "zero1", 2) == 1200.0 + 300.0                         # AR(G) once + AG(W)
+    assert _step_bytes(g, w, d, "zero2", 2) == 2 * 1200.0 + 300.0                     # AR(G) each micro + AG(W)
+    assert _step_bytes(g, w, d, "full", 2) == 2 * (2 * 300.0 + 600.0)                 # 2 AG(W) + RS(G) each micro
     with pytest.raises(InputError):
-        N.data_parallel_step_bytes(g, w, d, 4)
+        _step_bytes(g, w, d, "zero4")
 
 
 def test_zero3_is_one_and_a_half_times_ddp_when_weights_and_gradients_match():
     """ZeRO paper section 7.2.2: 3 Psi vs 2 Psi."""
-    assert N.data_parallel_step_bytes(1e9, 1e9, 64, 3) == pytest.approx(1.5 * N.data_parallel_step_bytes(1e9, 1e9,
-                                                                                                         64, 0))
+    assert _step_bytes(1e9, 1e9, 64, "full") == pytest.approx(1.5 * _step_bytes(1e9, 1e9, 64, "ddp"))
 
 
 def test_tensor_and_pipeline_traffic():
@@ -98,8 +105,6 @@ def test_tensor_and_pipeline_traffic():
 
 def test_time_share_and_bandwidth_per_device():
     assert N.transfer_seconds(50e9, 50e9) == 1.0
-    assert N.comm_share(1.0, 3.0) == 0.25
-    assert N.comm_share(0.0, 0.0) == 0.0
     assert N.device_share_of_node_bandwidth(3200e9 / 8, 8) == 50e9   # p5: 3200 Gb/s for 8 GPUs
 
 

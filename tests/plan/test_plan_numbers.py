@@ -104,44 +104,6 @@ def test_lora_duration_and_cost(lora_plan):
     assert d.value("checkpoints_written") == int(secs // 1800)
 
 
-def test_multi_node_data_parallel_traffic():
-    """8 GPUs on 2 machines with 100 Gb/s each: the gradient all-reduce crosses the slow network."""
-    text = job_yaml("training", """\
-    method: full
-    settings: {micro_batch: 1, seq_len: 2048, grad_accumulation: 2}
-    resources: {device: h100-sxm, count: 8, nodes: 2, network: 100 Gb/s}
-    """)
-    net = plan_of(text).jobs[0].section("network")
-    n = count_params(load_model("qwen2.5-0.5b")).total
-    grads = n * 4  # bf16-mixed keeps fp32 gradients
-    v = 2 * 7 / 8 * grads  # ring all-reduce over 8 data-parallel ranks
-    assert net.value("dp_bytes") == pytest.approx(v)
-    per_device = 100e9 / 8 / 4  # 12.5 GB/s per machine shared by 4 GPUs
-    assert net.value("device_network_share") == pytest.approx(per_device)
-    assert net.value("comm_seconds") == pytest.approx(v / per_device)  # NVLink (450 GB/s) is not the bottleneck
-    share = net.value("comm_seconds") / (net.value("comm_seconds") + net.value("compute_seconds"))
-    assert net.value("comm_share") == pytest.approx(share)
-
-
-def test_zero3_and_tensor_parallel_traffic():
-    text = job_yaml("training", """\
-    method: full
-    settings: {precision: deepspeed-bf16, micro_batch: 2, seq_len: 1024, grad_accumulation: 3, zero: 3, tp: 2}
-    resources: {device: h100-sxm, count: 8}
-    """)
-    net = plan_of(text).jobs[0].section("network")
-    spec = load_model("qwen2.5-0.5b")
-    from llmsizer.formulas.weight_formats import weight_bytes
-    n = count_params(spec).total
-    g = n * 2 / 2  # bf16 gradients of a TP-2 shard
-    w = weight_bytes(spec, "bf16").total / 2  # bf16 weights of a TP-2 shard, gathered for each micro-batch
-    dp = 8 // 2
-    zero3 = 3 * (2 * (dp - 1) / dp * w + (dp - 1) / dp * g)  # 3 micro-batches x (2 all-gathers + 1 reduce-scatter)
-    assert net.value("dp_bytes") == pytest.approx(zero3)
-    tp = 3 * 4 * 24 * 2 * (2 - 1) / 2 * (2 * 1024) * 896 * 2  # micro-batches x 4 all-reduces x layers x ...
-    assert net.value("tp_bytes") == pytest.approx(tp)
-
-
 def test_inference_traffic_storage_and_cost():
     text = job_yaml("inference", """\
     traffic:

@@ -187,17 +187,12 @@ def _torchtitan_save_ops(torch: Any) -> set[Any]:
     return ops
 
 
-def _torchtitan_checkpointing(torch: Any, model: Any, sac: Any) -> None:
-    """Wrap the decoder layers as torchtitan does.
-
-    ``sac == "op"``: ``SelectiveAC._wrap_block`` (same file, lines 214-287): a fresh policy per checkpointed call
-    that saves the outputs of the save ops except every second mm/linear (counted per call, from 1) and
-    recomputes everything else, through ``create_selective_checkpoint_contexts``.
-    ``sac == N`` (int): torchtitan's per-layer selective option before the policy refactor (``selective_ac_option
-    = "N"``, ``_apply_ac_to_transformer_block`` at 25413d2, lines 115-125): every N-th layer (counted from 1) is
-    fully checkpointed, the others keep all their activations.
-    """
-    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+def torchtitan_op_policy(torch: Any) -> Any:
+    """A factory of torchtitan's op-level policy (``SelectiveAC._wrap_block``, activation_checkpoint.py at b5bcd76,
+    lines 214-287; ``_apply_ac_to_transformer_block`` in parallelisms/parallelize_llama.py at 9dec370, lines
+    226-285): a fresh policy per checkpointed call that saves the outputs of the save ops except every second
+    mm/linear (counted per call, from 1) and recomputes everything else."""
+    from torch.utils.checkpoint import CheckpointPolicy
 
     save_ops = _torchtitan_save_ops(torch)
     mm_ops = (torch.ops.aten.mm.default, torch.ops.aten.linear.default)
@@ -217,6 +212,21 @@ def _torchtitan_checkpointing(torch: Any, model: Any, sac: Any) -> None:
 
         return wrapped
 
+    return policy
+
+
+def _torchtitan_checkpointing(torch: Any, model: Any, sac: Any) -> None:
+    """Wrap the decoder layers as torchtitan does.
+
+    ``sac == "op"``: every layer checkpointed with :func:`torchtitan_op_policy` through
+    ``create_selective_checkpoint_contexts``.
+    ``sac == N`` (int): torchtitan's per-layer selective option before the policy refactor (``selective_ac_option
+    = "N"``, ``_apply_ac_to_transformer_block`` at 25413d2, lines 115-125): every N-th layer (counted from 1) is
+    fully checkpointed, the others keep all their activations.
+    """
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+
+    policy = torchtitan_op_policy(torch)
     kwargs: dict[str, Any] = {"use_reentrant": False}
     if sac == "op":
         kwargs["context_fn"] = lambda: create_selective_checkpoint_contexts(policy())

@@ -77,6 +77,21 @@ def test_zero3_step_peak_two_ranks() -> None:
     assert abs(rest_pred - rest_meas) / rest_meas <= 0.10
 
 
+def test_default_precision_under_zero3_is_deepspeeds_bf16(one_rank: dict[str, Any]) -> None:
+    """``train --zero 3`` with the default precision (bf16-mixed): the measured run is DeepSpeed's own bf16 (the
+    ``bf16`` config section, no torch.autocast), so the default must size the same step as deepspeed-bf16 and
+    match the measured peak; before DeepSpeed's semantics were modelled it counted fp32 weights plus autocast
+    copies of every linear weight."""
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    fields = {k: v for k, v in FIELDS.items() if k != "precision"}
+    est = estimate_training(spec, gpus=1, **fields)
+    pred, meas = est.details["tensor_peak_bytes"], one_rank["peak_bytes"]
+    print(f"\ndefault precision under ZeRO-3: predicted {pred / MiB:.1f} MiB, measured {meas / MiB:.1f} MiB")
+    assert "autocast_weight_copies" not in {i.name for i in est.items}
+    assert any(a.name == "precision_semantics" and a.value == "deepspeed-bf16" for a in est.assumptions)
+    assert abs(pred - meas) / meas <= 0.05
+
+
 def test_prefetch_keeps_max_live_parameters_gathered() -> None:
     """The live window (formulas/deepspeed_zero.live_window_elements): with a complete trace, the forward and
     backward peak grows by stage3_max_live_parameters x the parameter bytes. Scaled down so that a small model

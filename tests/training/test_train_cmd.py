@@ -41,7 +41,7 @@ def test_table_names_components_and_explains_16_vs_18() -> None:
     text = run("qwen2.5-7b", "--gpus", "8", "--zero", "3", "--batch", "2", "--seq", "8192",
                "--grad-checkpointing", "full", "--verbose")
     for word in ("weights", "optimizer_states", "activations", "gathered_params", "TOTAL per device", "peak at:",
-                 "bytes_per_param=18", "ZeRO-3 over 8"):
+                 "bytes_per_param=16", "precision_semantics=deepspeed-bf16", "ZeRO-3 over 8"):
         assert word in text
     assert "sized with inference numbers" in text
 

@@ -59,7 +59,7 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     if args.device is not None:  # what fit and train size for (estimate/device.py workload_on_device)
         fields["device"] = args.device
     # the core decides the device's kind and memory and, with no --engine, the engine fit would run there
-    workload, _ = inference_workload(fields, "infer")
+    workload, _ = inference_workload(fields, "infer", spec)
     est = estimate_inference(spec, **fields)
     data = est.to_dict()
     reverse: dict[str, int] = {}

@@ -38,6 +38,7 @@ from ..specs.training import (
     FLOAT8_RECIPES,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
+    GRAD_SYNC,
     KERNELS,
     LOSSES,
     METHODS,
@@ -245,6 +246,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--network", help="network between machines when --gpus exceeds --gpus-per-node, for the duration: "
                    "a catalog interconnect (ib-ndr: one 400 Gb/s port per device; efa-p5: per machine) or a bandwidth "
                    "per machine ('1600 Gb/s', '8x400Gb/s') (default: the instance's network, else none: a warning)")
+    g.add_argument("--grad-sync", choices=GRAD_SYNC, help="DDP with --grad-accumulation, for the duration: all-reduce "
+                   "the gradients once per optimizer-step (no_sync: HF accelerate / Trainer; the default) or every "
+                   "micro-step (a loop without no_sync)")
     add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
     g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
@@ -276,8 +280,8 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node", "network", "metric", "fsdp_version", "context_parallel", "activation_offload",
-                   "float8", "float8_recipe", "compile")
+                   "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
+                   "activation_offload", "float8", "float8_recipe", "compile")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

@@ -19,18 +19,39 @@ from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
 from ..result import Assumption
+from ..specs import ModelSpec
 from ..units import format_bytes
 from . import efficiency as E
+from .formats import engine_refuses, requested_format, runs_on_llamacpp_instead
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
 # engine_rule in one line, for --help
 ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
                     "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
-                    "only by its kind (no --device)")
+                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below "
+                    "compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
 
 
-def engine_rule(device: Device, count: int = 1, weights: str | None = None) -> tuple[str, str]:
+def engine_rule(device: Device, count: int = 1, weights: str | None = None, spec: ModelSpec | None = None
+                ) -> tuple[str, str]:
+    """``device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
+    gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
+    when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
+    refusal in the reason. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
+    cannot run (exit 2)."""
+    eng, why = device_engine_rule(device, count, weights)
+    fmt = requested_format(spec, weights)
+    refused = engine_refuses(eng, fmt, device.architecture, device.id) if fmt is not None else None
+    if refused is None:
+        return eng, why
+    gguf = runs_on_llamacpp_instead(spec, weights)
+    if gguf is None:
+        return eng, why
+    return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
+
+
+def device_engine_rule(device: Device, count: int = 1, weights: str | None = None) -> tuple[str, str]:
     """(engine, why) a serving workload on ``count`` x ``device`` runs on when none is named: the one that runs the
     requested weight format (GGUF: llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and
     Apple); otherwise vLLM on data-center accelerators and any replica over several devices, llama.cpp on Apple,
@@ -58,18 +79,18 @@ def engine_rule(device: Device, count: int = 1, weights: str | None = None) -> t
     return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
 
 
-def default_engine(device: Device, count: int, weights: str | None = None) -> str:
+def default_engine(device: Device, count: int, weights: str | None = None, spec: ModelSpec | None = None) -> str:
     """The engine of ``engine_rule``."""
-    return engine_rule(device, count, weights)[0]
+    return engine_rule(device, count, weights, spec)[0]
 
 
 def engine_assumption(engine: str | None, device: Device, count: int = 1, weights: str | None = None,
-                      target: str | None = None) -> tuple[str, Assumption]:
-    """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s, recorded as the default for
-    ``target`` (the device or instance named; ``count`` x it for several)."""
+                      target: str | None = None, spec: ModelSpec | None = None) -> tuple[str, Assumption]:
+    """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s for ``spec``'s checkpoint, recorded
+    as the default for ``target`` (the device or instance named; ``count`` x it for several)."""
     if engine is not None:
         return engine, Assumption("engine", engine, False, "given")
-    eng, why = engine_rule(device, count, weights)
+    eng, why = engine_rule(device, count, weights, spec)
     where = target or device.id
     where = f"{count} x {where}" if count > 1 and target is None else where
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")

@@ -51,7 +51,7 @@ from ..formulas.training_time import (
     dequantization_passes,
     dequantization_seconds,
     device_hours,
-    micro_step_seconds,
+    optimizer_step_seconds,
     partial_recompute_flops,
     step_tokens_per_second,
     training_flops_per_token,
@@ -281,11 +281,11 @@ class StepTime:
     """One optimizer step of data-parallel training (formulas/training_time.py eqs. 6-8), per device."""
 
     compute_seconds: float  # per micro-step, eq. (6)
-    comm_seconds: float  # per micro-step, eq. (7)
+    comm_seconds: float  # the collectives' traffic time, per micro-step (per optimizer step / micro_steps)
     paging_seconds: float  # per optimizer step
     micro_steps: int
     tokens_per_second: float  # all devices
-    comm_bytes: float  # per device per micro-step
+    comm_bytes: float  # per device per micro-step (per optimizer step / micro_steps)
     topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
     shape_efficiency: float = 1.0  # formulas/gemm_shapes.py eq. (4), inside compute_seconds
     dequant_seconds: float = 0.0  # per micro-step, eq. (9), inside compute_seconds
@@ -293,10 +293,31 @@ class StepTime:
     optimizer_seconds: float = 0.0  # per optimizer step, formulas/optimizer_step.py (O1)/(O2)
     accumulation_seconds: float = 0.0  # per micro-step after the first, formulas/optimizer_step.py (O3)
     float8_cast_seconds: float = 0.0  # per micro-step, formulas/float8_training.py (F1)-(F3), inside compute
-    exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eq. (8'))
+    exposed_comm_seconds: float = 0.0  # per micro-step, the communication compute does not hide (eqs. (8'), (8''))
     # per micro-step, host time of the kernel launches (formulas/launch_overhead.py eq. K1): compute_seconds is
     # max(device work, launch_seconds)
     launch_seconds: float = 0.0
+    sharding: str = ""  # formulas/training_time.py SHARDING_MODES of the data-parallel collectives ('' none)
+    grad_sync: str = ""  # 'optimizer-step' | 'micro-step': when the gradients are reduced ('' none)
+
+    @property
+    def comm_seconds_per_step(self) -> float:
+        """The collectives' traffic time per optimizer step [s]."""
+        return self.comm_seconds * self.micro_steps
+
+    @property
+    def comm_bytes_per_step(self) -> float:
+        """Bytes one device sends per optimizer step [B]."""
+        return self.comm_bytes * self.micro_steps
+
+    @property
+    def step_seconds(self) -> float:
+        """Wall-clock seconds of one optimizer step on every device [s]."""
+        return self.micro_steps * self.tokens_per_device_micro / self.tokens_per_second * self.devices
+
+    tokens_per_device_micro: float = 0.0
+    devices: int = 1
+    bus_bandwidth: float = 0.0  # B_bus of the data-parallel collectives (formulas/network.py eq. (11)) [B/s]
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -305,8 +326,11 @@ class StepTime:
                 "topology": self.topology, "shape_efficiency": self.shape_efficiency,
                 "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
                 "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds,
-                "float8_cast_seconds": self.float8_cast_seconds,
-                "exposed_comm_seconds": self.exposed_comm_seconds, "launch_seconds": self.launch_seconds}
+                "float8_cast_seconds": self.float8_cast_seconds, "launch_seconds": self.launch_seconds,
+                "exposed_comm_seconds": self.exposed_comm_seconds, "sharding": self.sharding,
+                "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
+                "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
+                "bus_bandwidth": self.bus_bandwidth}
 
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
@@ -356,13 +380,38 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
 
 
 def sharding_mode(w: TrainingWorkload) -> str:
-    """The data-parallel collectives of ``w`` (formulas/training_time.py eq. (7c)): FSDP FULL_SHARD and ZeRO-3 'full',
-    HSDP 'hybrid', SHARD_GRAD_OP 'grad_op', DDP and ZeRO-1/2 'replicated' (gradients all-reduced)."""
+    """The data-parallel collectives of ``w`` (formulas/training_time.py eqs. (7c)-(7e)): FSDP FULL_SHARD and ZeRO-3
+    'full', HSDP 'hybrid', SHARD_GRAD_OP 'grad_op', DeepSpeed ZeRO-1 / ZeRO-2 'zero1' / 'zero2', else DDP 'ddp'."""
     if w.zero == 3 or w.fsdp == "full":
         return "full"
     if w.fsdp in ("hybrid", "grad_op"):
         return str(w.fsdp)
-    return "replicated"
+    return {1: "zero1", 2: "zero2"}.get(w.zero, "ddp")
+
+
+def reduced_grad_bytes(w: TrainingWorkload) -> int:
+    """Bytes per gradient element the data-parallel reduction moves: DeepSpeed (ZeRO stages) reduces in its
+    ``communication_data_type``, bf16 / fp16 whenever that precision is enabled (deepspeedai/DeepSpeed @edaa722
+    ``runtime/engine.py`` lines 1405-1416); DDP and FSDP reduce the gradients in their own dtype, fp32 beside the fp32
+    weights of autocast recipes and of FSDP2's ``MixedPrecisionPolicy(reduce_dtype=fp32)``."""
+    if w.precision == "fp32":
+        return 4
+    if w.zero >= 1:
+        return 2
+    return 2 if w.precision in ("bf16", "fp16") else 4
+
+
+GRAD_SYNC_DEFAULT = "optimizer-step"
+GRAD_SYNC_WHY = ("DDP under no_sync: HF accelerate's accumulate and the HF Trainer reduce the gradients once per "
+                 "optimizer step (formulas/training_time.py eq. (7d)); 'micro-step' for a loop without no_sync")
+
+
+def grad_sync_of(w: TrainingWorkload, mode: str) -> str:
+    """When ``w``'s gradients are reduced: DDP as ``w.grad_sync`` says (default GRAD_SYNC_DEFAULT); ZeRO-1 at the
+    optimizer step and ZeRO-2/3 / FSDP every micro-step, as DeepSpeed and FSDP do (eqs. (7c), (7e))."""
+    if mode == "ddp":
+        return w.grad_sync or GRAD_SYNC_DEFAULT
+    return "optimizer-step" if mode == "zero1" else "micro-step"
 
 
 @dataclass(frozen=True)
@@ -455,7 +504,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if f8 is not None and w.fsdp is not None and w.float8_recipe == "torchao":
             # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
             wb -= f8.gathered_elements * (2.0 - 1.0)
-        gb = float(fl.trained_params) * (2 if w.precision in ("bf16", "fp16") else 4)
+        gb = float(fl.trained_params) * reduced_grad_bytes(w)
         host = device.id in E.NO_PEER_TO_PEER
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
@@ -470,9 +519,21 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 + "; data-parallel communication is timed as if all devices shared one machine's "
                                 "link, a lower bound of its time")
                 per_node, nodes = n, 1
-            comm = data_parallel_comm(n, per_node, wb, gb, sharding_mode(w), spec.num_layers, bw,
-                                      network.bandwidth if network is not None and nodes > 1 else None, host)
-            comm_b, t_m = comm.bytes, comm.forward_seconds + comm.backward_seconds
+            mode = sharding_mode(w)
+            sync = grad_sync_of(w, mode)
+            ub = float(fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's 16-bit weights
+            comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
+                                      network.bandwidth if network is not None and nodes > 1 else None, host,
+                                      sync, ub)
+            k = w.grad_accumulation
+            comm_b, t_m = comm.bytes_per_step(k) / k, comm.seconds_per_step(k) / k
+            if mode == "ddp" and k > 1:
+                notes.append(Assumption("grad_sync", sync, w.grad_sync is None, GRAD_SYNC_WHY))
+            elif mode in ("zero1", "zero2"):
+                notes.append(Assumption("deepspeed_overlap_comm", False, True,
+                                        "DeepSpeed's default below stage 3 (runtime/zero/config.py lines 383-386): "
+                                        "the gradient reduction runs on the compute stream, the updated weights are "
+                                        "all-gathered after the optimizer step (formulas/training_time.py eq. (7e))"))
             notes.append(Assumption("collective_bandwidth", bw, True,
                                     E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
                                     else "the devices' link within a machine (per direction)"))
@@ -499,11 +560,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     t_opt = t_acc = 0.0
     if device.kind == "gpu" and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
-    t_micro = micro_step_seconds(t_c, fl.forward_share, comm)
-    tps = step_tokens_per_second(n, tokens, w.grad_accumulation, t_micro, 0.0, t_p,
-                                 t_opt + (w.grad_accumulation - 1) * t_acc)
-    return StepTime(t_c, t_m, t_p, w.grad_accumulation, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_f8, t_micro - t_c, t_launch)
+    k = w.grad_accumulation
+    t_steps = optimizer_step_seconds(t_c, fl.forward_share, comm, k)
+    tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
+    mode = sharding_mode(w) if comm is not None else ""
+    return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
+                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", tokens, n,
+                    comm.bus_bandwidth if comm is not None else 0.0)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
@@ -616,8 +679,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
     if not own and utilization is None:
-        notes.append(Assumption("utilization_architecture", device.architecture or "unknown", True,
-                                "no validation row for this GPU architecture: the Ada (RTX 4090) value is used"))
+        arch = device.architecture or (device.kind if device.kind not in ("gpu", "") else "unknown")
+        notes.append(Assumption("utilization_architecture", arch, True, factor.source))
+        warnings.append(f"{device.id}: no training calibration row for GPU architecture {arch!r}; its utilisation "
+                        f"is the lowest fitted architecture's ({factor.expected:.3g}), so the duration is a "
+                        "conservative stand-in, not a calibrated value")
     if w.method == "qlora" and qlora_base_format(spec) == "gptq-int4":
         notes.append(Assumption("gptq_dequant_bytes_per_weight", GPTQ_DEQUANT_BYTES_PER_WEIGHT, True,
                                 "formulas/training_time.py eq. (9b): auto-gptq qlinear_cuda_old QuantLinear above "
@@ -642,11 +708,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],
                           utilization: float | None = None, instance: Instance | None = None,
-                          hardware_files: Sequence[str | Path] = ()) -> Duration:
+                          hardware_files: Sequence[str | Path] = (), link_bandwidth: float | None = None) -> Duration:
     """``training_duration`` for TrainingWorkload keyword ``fields`` (method, seq_len, grad_checkpointing, rank,
     targets; the dataclass defaults otherwise). The devices talk over ``instance``'s interconnect when one is given
     (its own link, e.g. an NVLink/NVSwitch server of PCIe-listed cards), else the device's (``fit.link_bandwidth_for``,
-    the rule inference's tensor parallelism reads too)."""
+    the rule inference's tensor parallelism reads too); ``link_bandwidth``: a link a plan's request names instead."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
     if instance is not None and "gpus_per_node" not in kw:
@@ -654,7 +720,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     w = TrainingWorkload(**kw)
     paged = sum(i.bytes for i in estimate_training(spec, w).items if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
-                             link_bandwidth=(link_bandwidth_for(device, instance, hardware_files)
+                             link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),
                              paged_bytes=paged, network=network_for(w, instance, hardware_files))
 

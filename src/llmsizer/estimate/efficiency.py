@@ -256,8 +256,7 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # timed apart, formulas/elementwise_traffic.py and optimizer_step.py; 0.609-0.708 and 0.6548 before), their median
 # 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')); re-derived by
 # tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
-# Qwen) is held out. Architectures without a row of their own take the Ada value (TRAINING_DEVICE_UTILIZATION),
-# named as an assumption.
+# Qwen) is held out. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
     "ampere": Factor("training_device_utilization_ampere", 0.6758, 0.6758, 0.6758,
@@ -287,11 +286,29 @@ TRAINING_UTILIZATION_CPU_BOUND = Factor(
     "not calibrated: no published CPU training row for this peak; 1.0 = the whole peak (the shortest possible time)")
 
 
+# A GPU architecture without a calibration row of its own (Blackwell, Apple GPUs, Volta/Turing, AMD, a hardware
+# file's GPU without 'architecture'): the LOWEST of the fitted architectures' shares (today Hopper's), a rule, not a
+# fit. Why the minimum: the fitted share falls as the tensor peak grows (Ada 165 TFLOP/s -> 0.92, Ampere 312 -> 0.68,
+# Hopper 989 -> 0.47), because the eager step's memory-bound kernels, launches and host work do not speed up with
+# the tensor cores; an unknown part is either faster than Hopper (Blackwell) or its software stack is less
+# tuned (Apple MPS, older or other vendors' parts), and for both the least share any calibrated architecture
+# reached is the one that does not promise a step faster than one measured per peak FLOP/s. Ada's share applied
+# to an 8 x B200 run made it 3.66x faster than 8 x H100 for a peak ratio of 2.27x (8B full fine-tune, ZeRO-3).
+# The duration names this factor and warns that the architecture has no calibration row (estimate/duration.py
+# training_duration).
+_LEAST_FITTED = min(TRAINING_UTILIZATION_BY_ARCH.values(), key=lambda f: f.expected)
+TRAINING_UTILIZATION_UNCALIBRATED = Factor(
+    "training_device_utilization_uncalibrated", _LEAST_FITTED.low, _LEAST_FITTED.expected, _LEAST_FITTED.high,
+    f"no calibration row for this GPU architecture: the lowest fitted share of the calibrated architectures "
+    f"({', '.join(sorted(TRAINING_UTILIZATION_BY_ARCH))}), {_LEAST_FITTED.name} = {_LEAST_FITTED.expected:g} "
+    "(the share falls as the tensor peak grows; see estimate/efficiency.py)")
+
+
 def training_utilization(architecture: str) -> tuple[Factor, bool]:
-    """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: the
-    Ada value stands in)."""
+    """The calibrated utilisation of a GPU architecture, and whether it is that architecture's own (False: no
+    calibration row; TRAINING_UTILIZATION_UNCALIBRATED, the lowest fitted share, stands in)."""
     f = TRAINING_UTILIZATION_BY_ARCH.get(architecture)
-    return (f, True) if f is not None else (TRAINING_DEVICE_UTILIZATION, False)
+    return (f, True) if f is not None else (TRAINING_UTILIZATION_UNCALIBRATED, False)
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),

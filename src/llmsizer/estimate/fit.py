@@ -130,8 +130,11 @@ class FitResult:
 
 
 def target_and_count(hardware: str | Device | Instance, count: int | None,
-                     hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, str, Instance | None]:
-    """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1."""
+                     hardware_files: Sequence[str | Path] = (), instances: bool = False
+                     ) -> tuple[Device, int, str, Instance | None]:
+    """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1. An instance is
+    one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
+    network) a whole multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None and count < 1:
         raise InputError(f"count must be at least 1, got {count}")
@@ -139,8 +142,22 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
     if inst_count and count and count != inst_count:
-        raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+        if not instances:
+            raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+        if count % inst_count:
+            whole = sorted({max(1, count // inst_count), -(-count // inst_count)})
+            opts = " or ".join(f"{k * inst_count} ({k} instance{'s' if k > 1 else ''})" for k in whole)
+            raise InputError(f"{target} has {inst_count} devices: {count} devices are not whole instances; give "
+                             f"{opts}, or the device name {device.id} for {count} devices")
     return device, n, target, instance
+
+
+def instances_for(count: int, instance: Instance | None) -> int:
+    """Instances ``count`` devices of ``instance`` take: count / the instance's devices (a whole multiple, as
+    ``target_and_count`` and a plan's resources.nodes require), 1 for a device or a single instance."""
+    if instance is None or not instance.device_count:
+        return 1
+    return max(1, -(-count // instance.device_count))
 
 
 def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files: Sequence[str | Path] = ()) -> float | None:
@@ -191,8 +208,10 @@ def hourly_price(device: Device, count: int, instance: Instance | None = None,
     at full load (formulas/cost.py); else unknown. The one rule fit (serving and training) and recommend price a
     target by; basis is ``on-demand``, ``given``, ``power`` or ``unknown``."""
     if instance is not None:
-        price = instance.price_per_hour
-        return (price, "on-demand", f"on-demand {instance.region}") if price is not None else (None, "unknown", "")
+        price, k = instance.price_per_hour, instances_for(count, instance)
+        if price is None:
+            return None, "unknown", ""
+        return price * k, "on-demand", f"on-demand {instance.region}" + (f", {k} instances" if k > 1 else "")
     if device.price is not None:
         return float(device.price.base) * count, "given", "given"
     if kwh_price is not None and device.tdp is not None:
@@ -249,7 +268,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
-    eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where)
+    eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where,
+                                          spec)
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)
@@ -377,10 +397,12 @@ ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communica
 def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, headroom: float | None) -> Estimate:
     """``estimate_training`` on devices of ``memory`` bytes, the one rule ``train --memory``, ``fit --train``,
     ``recommend --train`` and ``plan`` share: with several devices and no sharding given (no zero, no fsdp), the
-    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption."""
+    least-sharded ZeRO stage that fits is taken and recorded as the ``zero`` assumption (DDP alone when
+    ``grad_sync``, a DDP setting, is given)."""
     fields = dict(fields, memory=memory, headroom=headroom)
     auto = "zero" not in fields and "fsdp" not in fields and fields.get("gpus", 1) > 1
-    for stage in ([0, 1, 2, 3] if auto else [None]):  # None: the user's zero, or none given (not filled in here)
+    stages = [0] if fields.get("grad_sync") else [0, 1, 2, 3]  # grad_sync states DDP
+    for stage in (stages if auto else [None]):  # None: the user's zero, or none given (not filled in here)
         est = _training_estimate(spec, dict(fields, zero=stage) if stage is not None else dict(fields))
         if est.details["fits"]:
             break
@@ -403,7 +425,11 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     run's wall clock, hourly price and cost (``training_time``: ``duration.training_time_on``, the rule
     ``fit --train --tokens`` and ``train --device --tokens`` print)."""
     spec = load_model(model) if isinstance(model, str) else model
-    device, n, target, instance = target_and_count(hardware, count, hardware_files)
+    gpus = training_fields.get("gpus")
+    if count is not None and gpus is not None and gpus != count:
+        raise InputError(f"count ({count}) and gpus ({gpus}) name different numbers of devices; give one")
+    count = count if count is not None else gpus  # the workload's devices are the target's (one count)
+    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     usable, notes = target_memory(device, instance, memory)
     assumptions = [headroom_assumption(headroom), *notes]
@@ -412,18 +438,22 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)
+    if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
+        fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
-    assumptions += [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")
     tp = int(fields.get("tp", 1))
     dur, timing = None, None
     if tokens is not None:
         from .duration import training_time_on  # duration.py imports this module
-        dur, price, cost = training_time_on(spec, hardware, n, tokens, {k: v for k, v in training_fields.items()
-                                                                       if v is not None}, utilization, kwh_price,
-                                             hardware_files)
+        timed = {k: v for k, v in training_fields.items() if v is not None}
+        if chosen:  # the stage the memory took is the run that is timed (as the plan times it)
+            timed["zero"] = chosen[0].value
+        dur, price, cost = training_time_on(spec, hardware, n, tokens, timed, utilization, kwh_price, hardware_files)
         timing = {**dur.to_dict(), "price_per_hour": price, "cost": cost}
     return FitResult("training", spec.name, target, device.id, n, tp, n // tp, "", "", bool(d["fits"]), need, hi,
                      int(d["memory_budget"]), hr, est, None, timing, (str(d["verdict"]),), tuple(assumptions),

@@ -40,6 +40,12 @@ GGUF_LADDER = ("gguf:f16", "gguf:q8_0", "gguf:q6_k", "gguf:q5_k_m", "gguf:q4_k_m
 # L147-149; FP8-block is the same config with weight_block_size), Mxfp4Config 80 (quantization/mxfp4.py). The
 # vLLM issues vllm#1488 and vllm#4202 show the refusal on a V100 (capability 70).
 VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80}
+# SGLang has the same gate (python/sglang/srt/model_loader/loader.py ``_get_quantization_config`` @ 4632493: "The
+# quantization method {q} is not supported for the current GPU. Minimum capability: ..." when the capability is below
+# ``quant_config.get_min_capability()``), and its AWQConfig asks for Turing: ``get_min_capability`` returns 75 ("The
+# AWQ kernel only supports Turing or newer GPUs", python/sglang/srt/layers/quantization/awq.py @ 0149944).
+SGLANG_MIN_CAPABILITY = {"awq-int4": 75}
+_MIN_CAPABILITY = {"vllm": ("vLLM", VLLM_MIN_CAPABILITY), "sglang": ("SGLang", SGLANG_MIN_CAPABILITY)}
 # compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture the catalog names
 # (Device.architecture); CUDA C Programming Guide, "Compute Capabilities" table
 ARCHITECTURE_CAPABILITY = {"pascal": 60, "volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90,
@@ -48,13 +54,34 @@ ARCHITECTURE_CAPABILITY = {"pascal": 60, "volta": 70, "turing": 75, "ampere": 80
 
 def engine_refuses(engine: str, fmt: str, architecture: str, device: str) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on a GPU of ``architecture`` (None: it runs them, or the
-    architecture is not known): vLLM's compute-capability gate (``VLLM_MIN_CAPABILITY``)."""
-    need = VLLM_MIN_CAPABILITY.get(fmt) if engine == "vllm" else None
+    architecture is not known): vLLM's and SGLang's compute-capability gates (``VLLM_MIN_CAPABILITY``,
+    ``SGLANG_MIN_CAPABILITY``)."""
+    name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
+    need = gate.get(fmt)
     have = ARCHITECTURE_CAPABILITY.get(architecture)
     if need is None or have is None or have >= need:
         return None
-    return (f"vLLM refuses {fmt} on {device} ({architecture}, compute capability {have / 10:.1f}): its kernels need "
+    return (f"{name} refuses {fmt} on {device} ({architecture}, compute capability {have / 10:.1f}): its kernels need "
             f"{need / 10:.1f} or newer")
+
+
+def runs_on_llamacpp_instead(spec: ModelSpec | None, weights: str | None) -> str | None:
+    """The GGUF llama.cpp would run in place of the checkpoint ``spec`` ships when no format is named (its
+    converter's counterpart, GGUF_FROM_STORED); None when a format is named, the model is a file, or the stored
+    format has no GGUF counterpart."""
+    if spec is None or weights is not None or spec.file_weights is not None:
+        return None
+    return GGUF_FROM_STORED.get(stored_format(spec)[0])
+
+
+def requested_format(spec: ModelSpec | None, weights: str | None) -> str | None:
+    """The format an engine is asked to load: ``weights`` when named, else the checkpoint's stored format (None for
+    a model file or no model)."""
+    if weights is not None:
+        return normalize_format(weights)
+    if spec is None or spec.file_weights is not None:
+        return None
+    return stored_format(spec)[0]
 
 
 # vLLM's CUDA platform offers bf16 from compute capability 8.0 only (vllm/platforms/cuda.py

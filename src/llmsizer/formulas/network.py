@@ -11,16 +11,10 @@ optimal all-reduce algorithms for clusters of workstations", J. Parallel Distrib
     V_allreduce = 2 (n - 1) / n S                                                         (1)
     V_reduce_scatter = V_all_gather = (n - 1) / n S                                       (2)
 
-Data parallelism over d ranks, per optimizer step of m micro-batches, with G gradient bytes and W weight bytes
-per model replica (ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054, section 7: baseline DP all-reduces the
-gradients, 2 Psi; P_os and P_os+g reduce-scatter gradients and all-gather the updated parameters, 2 Psi; P_os+g+p
-all-gathers the parameters for the forward and again for the backward and reduce-scatters gradients, 3 Psi,
-"1.5x" DP)::
-
-    DDP (gradients accumulated locally, no_sync):  V = 2 (d - 1) / d G                    (3a)
-    ZeRO-1:  V = (d - 1) / d G + (d - 1) / d W                                            (3b)
-    ZeRO-2:  V = m (d - 1) / d G + (d - 1) / d W   (partitioned gradients: reduced every micro-batch)  (3c)
-    ZeRO-3 / FSDP full:  V = m [2 (d - 1) / d W + (d - 1) / d G]                          (3d)
+Data parallelism (DDP, ZeRO-1/2/3, FSDP, HSDP): the collectives each device runs per micro-step and per optimizer
+step, with when they overlap the compute, have one home, formulas/training_time.py eqs. (7c)-(7e), built from
+(1)-(2) here (ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054, section 7: baseline DP and P_os / P_os+g move
+2 Psi, P_os+g+p 3 Psi).
 
 Tensor parallelism over t devices: two all-reduces of the [b, s, h] activations in each layer's forward and two
 in its backward (Shoeybi et al. 2019, Megatron-LM, arXiv 1909.08053, section 3 and Figure 4; Narayanan et al. 2021,
@@ -34,11 +28,10 @@ b s h a bytes each way per micro-batch (Narayanan et al. 2021 section 3.2, point
 
     V_pp = 2 b s h a                                                                      (5)
 
-Time on a link of bandwidth B, and the share of a step spent communicating if nothing overlaps (an upper bound:
-DDP and ZeRO overlap bucketed communication with the backward)::
+Time on a link of bandwidth B (how training's collectives overlap the compute: formulas/training_time.py
+eqs. (8'), (8''))::
 
     t = V / B                                                                             (6)
-    share = t_comm / (t_comm + t_compute)                                                 (7)
 
 Across machines the ring is limited by each device's share of its machine's network: B_dev = B_node / g for g
 devices per machine (NCCL runs one ring per NIC; a p5.48xlarge has 3200 Gb/s for 8 GPUs = 50 GB/s each)::
@@ -140,29 +133,6 @@ def reduce_scatter_bytes(nbytes: float, n: int) -> float:
 all_gather_bytes = reduce_scatter_bytes
 
 
-def data_parallel_step_bytes(grad_bytes: float, weight_bytes: float, dp: int, stage: int,
-                             micro_batches: int = 1) -> float:
-    """Eqs. (3a-d): bytes each data-parallel rank sends per optimizer step.
-
-    ``stage`` 0 = DDP, 1-3 = ZeRO stage (FSDP grad_op = 2, full = 3).
-
-    >>> data_parallel_step_bytes(100, 100, 2, 0), data_parallel_step_bytes(100, 100, 2, 3, micro_batches=2)
-    (100.0, 300.0)
-    """
-    _check(dp)
-    if micro_batches < 1:
-        raise InputError(f"micro_batches must be >= 1, got {micro_batches}")
-    if stage == 0:
-        return allreduce_bytes(grad_bytes, dp)
-    if stage == 1:
-        return reduce_scatter_bytes(grad_bytes, dp) + all_gather_bytes(weight_bytes, dp)
-    if stage == 2:
-        return micro_batches * reduce_scatter_bytes(grad_bytes, dp) + all_gather_bytes(weight_bytes, dp)
-    if stage == 3:
-        return micro_batches * (2 * all_gather_bytes(weight_bytes, dp) + reduce_scatter_bytes(grad_bytes, dp))
-    raise InputError(f"ZeRO stage must be 0-3, got {stage}")
-
-
 def tensor_parallel_bytes(layers: int, tokens: int, hidden_size: int, act_bytes: int, tp: int) -> float:
     """Eq. (4): bytes each TP rank sends per micro-batch of ``tokens`` (= b s) tokens over ``layers`` layers.
 
@@ -183,12 +153,6 @@ def transfer_seconds(nbytes: float, bandwidth: float) -> float:
     if bandwidth <= 0:
         raise InputError(f"bandwidth must be positive, got {bandwidth}")
     return nbytes / bandwidth
-
-
-def comm_share(comm_seconds: float, compute_seconds: float) -> float:
-    """Eq. (7): share of a step spent communicating when nothing overlaps."""
-    total = comm_seconds + compute_seconds
-    return comm_seconds / total if total > 0 else 0.0
 
 
 def device_share_of_node_bandwidth(node_bandwidth: float, devices_per_node: int) -> float:

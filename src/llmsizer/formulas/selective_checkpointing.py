@@ -31,6 +31,20 @@ size, widths after tensor parallelism):
 with LoRA adapters in PEFT/torchtune order (base matmul, lora_A (width r), lora_B (the base output width)):
 they are matmuls too and shift the count. The backward of a layer rebuilds the rest of the layer's
 activations (:func:`op_sac_reused_bytes` names what the recompute can take from the saved outputs).
+
+**Under torch.compile** (torchtitan ``apply_compile`` compiles each checkpoint-wrapped block,
+``torch.compile(transformer_block, fullgraph=True)``: torchtitan/parallelisms/parallelize_llama.py at 9dec370,
+lines 70-71 and 297-303, "turn on per-TransformerBlock compile after AC wrapping") the policy does not keep
+anything itself: dynamo traces it into the joint graph as a tag per node, and inductor's min-cut partitioner
+(formulas/compiled_activations.py) honours the tags - MUST_SAVE only bans recomputing the node
+(torch/_functorch/partitioners.py in torch 2.13, ``should_ban_recomputation`` lines 2200-2207), PREFER_RECOMPUTE
+forces its recomputation (``must_recompute``, lines 166-170, the infinite edge to the sink at line 2362). The
+saved set is still a cut between the forward and what the backward needs, so a MUST_SAVE output that no
+backward op reads is not saved at all: the layer's last matmul (the MLP down projection; with LoRA on it, its
+lora_B too) feeds only the residual add into the layer output, whose backward reads no input. Everything else
+the eager policy keeps is read by the backward (q and v by the rotary / SDPA recompute, the gate by SiLU's
+backward, the SDPA output and lse by its backward, the layer input by the recompute). Measured on the real
+partitioner: tests/formulas/test_op_sac_compiled.py.
 """
 
 from __future__ import annotations
@@ -147,15 +161,21 @@ def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> 
     return flops + moe_expert_flops(spec, layer, st)
 
 
-def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup) -> list[tuple[str, int]]:
-    """(name, width) of the matmul outputs the policy saves: every addmm, and the odd-numbered mm calls."""
+def saved_matmuls(spec: ModelSpec, layer: int, st: ActivationSetup,
+                  compiled: bool = False) -> list[tuple[str, int]]:
+    """(name, width) of the matmul outputs the policy saves: every addmm, and the odd-numbered mm calls; with
+    ``compiled``, less the layer's last matmul and its lora_B, which no backward op reads (module docstring)."""
+    mm = layer_matmuls(spec, layer, st)
+    last = mm[-1][0].removesuffix(" lora_B") if mm else ""
     saved: list[tuple[str, int]] = []
     count = 0
-    for name, width, counted in layer_matmuls(spec, layer, st):
+    for name, width, counted in mm:
         if counted:
             count += 1
             if count % 2 == 0:
                 continue
+        if compiled and name in (last, f"{last} lora_B"):
+            continue
         saved.append((name, width))
     return saved
 
@@ -174,17 +194,21 @@ def _attention_saved(spec: ModelSpec, layer: int, st: ActivationSetup) -> Term:
                 " outputs)")
 
 
-def op_sac_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup) -> tuple[Term, ...]:
-    """Bytes decoder layer ``layer`` keeps under op-level selective checkpointing (module docstring)."""
+def op_sac_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
+                       compiled: bool = False) -> tuple[Term, ...]:
+    """Bytes decoder layer ``layer`` keeps under op-level selective checkpointing, eager or (``compiled``) under
+    torch.compile's partitioner (module docstring)."""
     t, c = st.tokens, st.compute
     out = [Term("checkpointed layer input", checkpoint_input_bytes(spec, st),
                 f"{t} x {spec.hidden_size} x {st.residual} B")]
-    saved = saved_matmuls(spec, layer, st)
+    saved = saved_matmuls(spec, layer, st, compiled)
     widths = sum(w for _, w in saved)
     if saved:
         out.append(Term("saved matmul outputs", t * widths * c,
                         f"{t} x ({' + '.join(f'{n} {w}' for n, w in saved)}) x {c} B "
-                        "(every addmm; mm calls 1, 3, 5, ...; the others recomputed)"))
+                        "(every addmm; mm calls 1, 3, 5, ...; the others recomputed"
+                        + ("; compiled: the last matmul's output, read by no backward op, not saved)" if compiled
+                           else ")")))
     out.append(_attention_saved(spec, layer, st))
     if spec.moe_layers[layer] and spec.moe is not None:
         k = spec.moe.experts_per_token

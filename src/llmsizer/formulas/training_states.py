@@ -135,6 +135,36 @@ RECIPES: dict[str, Recipe] = {
 }
 
 
+# DeepSpeed's own mixed precision. Under ZeRO (stages 1-3) the bf16/fp16 of a training script is DeepSpeed's
+# "bf16"/"fp16" config section, not torch.autocast: accelerate turns native AMP off for DistributedType.DEEPSPEED
+# (accelerate/accelerator.py Accelerator.__init__: ``mixed_precision == "bf16" and self.distributed_type not in
+# (DistributedType.DEEPSPEED, DistributedType.MEGATRON_LM)``; the HF Trainer runs through it), and the engine casts the
+# module's parameters to bf16/fp16 (deepspeed/runtime/engine.py lines 1755-1762 @ edaa722,
+# ``_cast_module_mixed_precision``, replacing ``module.bfloat16()``) and runs the forward without autocast unless
+# the config's ``torch_autocast`` section enables it (runtime/torch_autocast.py ``autocast_if_enabled``, default off).
+# The fp32 master weights exist only as the optimizer's partition (zero/stage_1_and_2.py line 509
+# ``single_partition_of_fp32_groups``; zero/stage3.py lines 1119-1122 ``fp32_partitioned_groups_flat``, a clone of
+# the bf16 partition converted to fp32), and gradients accumulate in the model dtype (engine.py lines 1485-1496
+# ``get_data_types``: grad_accum_dtype defaults to the model dtype, so engine.py lines 1994-1997 pick the ZeRO
+# optimizer, not BF16_Optimizer's fp32 gradient buffers). Per parameter: 2 bf16 weights + 2 bf16 gradients + 12
+# (fp32 master, momentum, variance) = the ZeRO paper's 2Psi + 2Psi + 12Psi (Rajbhandari et al. 2020, section 3.1,
+# Figure 1), with no autocast copy. QLoRA keeps its own recipe (its 4-bit base is not cast).
+DEEPSPEED_PRECISION = {"bf16-mixed": "deepspeed-bf16", "fp16-mixed": "deepspeed-fp16"}
+DEEPSPEED_PRECISION_SOURCE = (
+    "DeepSpeed mixed precision under ZeRO: accelerate disables torch autocast for DeepSpeed (accelerator.py "
+    "native_amp); the engine casts parameters to bf16/fp16 (runtime/engine.py 1755-1762 @ edaa722) and keeps fp32 "
+    "master weights only in the optimizer partition (zero/stage_1_and_2.py 509, zero/stage3.py 1119-1122): "
+    "ZeRO paper 2+2+12 B/param, no autocast copy")
+
+
+def training_recipe_name(precision: str, zero: int, method: str = "full") -> str:
+    """The recipe a training run keeps its states by: ``precision``, except that a mixed-precision run under
+    DeepSpeed ZeRO (``zero`` 1-3) follows DeepSpeed's own bf16/fp16 (DEEPSPEED_PRECISION; not for QLoRA)."""
+    if zero and method != "qlora":
+        return DEEPSPEED_PRECISION.get(precision, precision)
+    return precision
+
+
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
         raise InputError(f"unknown precision {name!r}; choose one of: {', '.join(RECIPES)}")

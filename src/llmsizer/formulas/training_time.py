@@ -38,22 +38,16 @@ R, achieved utilisation u of the executed FLOPs)::
 
     t_compute = T F / (R u)                                                             (6)
 
-Data-parallel communication per micro-step and device, ring collectives (Patarasuk & Yuan 2009, J. Parallel
-Distrib. Comput. 69(2): a ring all-gather or reduce-scatter of S bytes moves (n-1)/n S per device, an
-all-reduce twice that). W = bytes of the full weights, G = bytes of the trained parameters' gradients::
-
-    sharded (FSDP FULL_SHARD, ZeRO-3):  b = (n-1)/n (2 W + G)                           (7a)
-    replicated (DDP, ZeRO-1/2):         b = 2 (n-1)/n G                                 (7b)
-
-(7a): FULL_SHARD all-gathers each layer's parameters in the forward pass, frees them (reshard_after_forward)
-and all-gathers them again for the backward pass, then reduce-scatters the gradients (Zhao et al. 2023, "PyTorch
-FSDP", arXiv 2304.11277, section 3.2; Rajbhandari et al. 2020, ZeRO, arXiv 1910.02054, section 7.2.2: 3x the
-parameter volume, 1.5x DDP's all-reduce). Over direct links (NVLink, PCIe peer-to-peer) of per-direction bandwidth
-B each device moves its own b: t = b / B. Devices without peer-to-peer access stage every transfer through host
-memory, whose bandwidth B_host all n devices share: t = n b / B_host. FSDP prefetches the next layer's all-gather
-while the current layer computes (Zhao et al. 2023, section 3.3, backward and forward prefetch), so::
-
-    t_micro = max(t_compute, t_comm)                                                     (8)
+Data-parallel communication per device, ring collectives (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput.
+69(2): a ring all-gather or reduce-scatter of S bytes moves (n-1)/n S per device, an all-reduce twice that;
+formulas/network.py eqs. (1)-(2), the byte counts every collective below takes). W = bytes of the full weights,
+G = bytes of the trained parameters' gradients. FULL_SHARD all-gathers each layer's parameters in the forward pass,
+frees them (reshard_after_forward) and all-gathers them again for the backward pass, then reduce-scatters the
+gradients (Zhao et al. 2023, "PyTorch FSDP", arXiv 2304.11277, section 3.2; Rajbhandari et al. 2020, ZeRO, arXiv
+1910.02054, section 7.2.2: 3x the parameter volume, 1.5x DDP's all-reduce). Over direct links (NVLink, PCIe
+peer-to-peer) of per-direction bandwidth B each device moves its own bytes b: t = b / B. Devices without
+peer-to-peer access stage every transfer through host memory, whose bandwidth B_host all n devices share:
+t = n b / B_host.
 
 By phase (PyTorch FSDP2, torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py``: the all-gather
 stream "allows overlapping next all-gather with current forward compute" (lines 87-89), the reduce-scatter stream
@@ -75,13 +69,39 @@ machines)::
 
     FULL_SHARD / ZeRO-3:   c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s (W + G) / B_bus            (7c)
     SHARD_GRAD_OP:         c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s G / B_bus
-    DDP / ZeRO-1/2:        c_f = 0,                   c_b = 2 (n-1)/n G / B_bus
     HYBRID (HSDP):         FULL_SHARD within the machine (B_bus = B_intra), and each device all-reduces its
                            gradient shard over the r = n/g machines at its share of the network,
                            c_r = 2 (r-1)/r (G/g) / (B_node/g), concurrently with the intra-machine collectives
                            (FSDP2 runs "the HSDP all-reduces concurrently with all-gather/reduce-scatter since
                            collectives use different network resources", _fsdp_param_group.py lines 99-102;
                            ``_fsdp_collectives.py`` ``foreach_reduce`` lines 634-660): c_b = max(c_b, c_r)
+
+Replicated gradients, by when they are reduced (per device, on all n devices)::
+
+    DDP, every micro-step:        c_b = 2 (n-1)/n G / B_bus                                        (7d)
+    DDP under no_sync:            c_s = 2 (n-1)/n G / B_bus   (the optimizer step's last micro-step only)
+    ZeRO-2:                       c_b = 2 (n-1)/n G / B_bus,  c_u = (n-1)/n W_t / B_bus            (7e)
+    ZeRO-1:                       c_s = 2 (n-1)/n G / B_bus,  c_u = (n-1)/n W_t / B_bus
+
+(7d): torch DDP's reducer all-reduces gradient buckets from autograd hooks while the backward runs (overlapped,
+as (8')), only when ``require_backward_grad_sync`` is set; ``no_sync`` clears it, so "gradients will be
+accumulated on module variables, which will later be synchronized in the first forward-backward pass exiting the
+context" (torch 2.13.0 ``nn/parallel/distributed.py`` lines 1659-1685, checked at lines 1754 and 1828). HF
+accelerate's ``accumulate`` enters ``no_sync`` on every micro-step but the step's last (accelerate 1.15.0
+``accelerator.py`` lines 1286-1297, ``no_sync`` lines 1166-1178), as the HF Trainer does (transformers 5.24.0
+``trainer.py`` lines 1904-1915): 'optimizer-step' (c_s, once per step) is that default, 'micro-step' a plain loop
+without ``no_sync``. (7e): DeepSpeed (deepspeedai/DeepSpeed @edaa722) reduces ZeRO-2's partitioned gradients in
+every micro-step ("ZeRO stage >= 2 communicates during non gradient accumulation boundaries as well",
+``runtime/engine.py`` lines 2902-2904; ``runtime/zero/stage_1_and_2.py`` ``reduce_ready_partitions_and_remove_grads``
+lines 1767-1769 reduce when ``partition_gradients`` or at the boundary), ZeRO-1's only at the accumulation boundary
+(engine.py lines 2906-2910); each reduction is an all-reduce of the bucket by default
+(``use_multi_rank_bucket_allreduce`` = True, ``runtime/zero/config.py`` line 119; stage_1_and_2.py
+``average_tensor`` lines 1441-1445), on the compute stream unless ``overlap_comm`` (default off below stage 3,
+config.py lines 383-386; stage_1_and_2.py lines 1350-1365), so it adds to the compute; after the optimizer update
+every rank all-gathers the updated 16-bit weights W_t of the trained parameters (stage_1_and_2.py lines 2394-2400),
+before the next forward. With k micro-steps per optimizer step::
+
+    t_step = (k - 1) t_micro + t_micro(c_b + c_s) + c_u                                          (8'')
 
 Recomputation that is not a whole layer (``recompute_flops_per_token``): a layer checkpointed with torchtitan's
 op-level policy re-runs every matmul the policy does not save (formulas/selective_checkpointing.py
@@ -127,7 +147,7 @@ Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do 
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
 memory-bound and token-independent (formulas/optimizer_step.py). Tokens per second over a step of k micro-steps:
-n k T / (k t_micro + t_page + t_opt + (k - 1) t_acc).
+n k T / (t_step + t_page + t_opt + (k - 1) t_acc).
 """
 
 from __future__ import annotations
@@ -136,7 +156,14 @@ import math
 from typing import Literal, NamedTuple
 
 from ..errors import InputError
-from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes, ring_bus_bandwidth
+from ..specs.training import GRAD_SYNC
+from .network import (
+    all_gather_bytes,
+    allreduce_bytes,
+    device_share_of_node_bandwidth,
+    reduce_scatter_bytes,
+    ring_bus_bandwidth,
+)
 
 Recompute = Literal["none", "full"]
 RECOMPUTE_MODES = ("none", "full")
@@ -228,67 +255,73 @@ def achieved_utilization(tokens_per_second_measured: float, flops_per_token: flo
     return tokens_per_second_measured * flops_per_token / (devices * peak_flops)
 
 
-def data_parallel_bytes(devices: int, weight_bytes: float, grad_bytes: float, sharded: bool) -> float:
-    """Eq. (7a)/(7b): bytes each device sends per micro-step for data-parallel training [B]."""
-    if devices < 1 or weight_bytes < 0 or grad_bytes < 0:
-        raise InputError("devices must be >= 1 and byte counts not negative")
-    share = (devices - 1) / devices
-    return share * (2.0 * weight_bytes + grad_bytes) if sharded else 2.0 * share * grad_bytes
-
-
-def communication_seconds(bytes_per_device: float, devices: int, bandwidth: float, host_staged: bool) -> float:
-    """Time of eq. (7)'s traffic: ``bytes_per_device / bandwidth`` over direct links, ``devices x
-    bytes_per_device / bandwidth`` through a host path that all devices share [s]."""
-    if bandwidth <= 0:
-        raise InputError(f"bandwidth must be positive, got {bandwidth}")
-    return (devices if host_staged else 1) * bytes_per_device / bandwidth
-
-
-def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: int, compute_s: float,
-                           comm_s: float, paging_s: float = 0.0, per_step_s: float = 0.0) -> float:
-    """Eq. (8), the paging term and the token-independent work of each optimizer step (``per_step_s``: the
-    optimizer update and gradient accumulation, formulas/optimizer_step.py): tokens per second over one optimizer
-    step of ``micro_steps`` micro-steps."""
+def step_tokens_per_second(devices: int, tokens_per_micro: float, micro_steps: int, micro_steps_seconds: float,
+                           paging_s: float = 0.0, per_step_s: float = 0.0) -> float:
+    """Tokens per second over one optimizer step of ``micro_steps`` micro-steps that take ``micro_steps_seconds``
+    together (eq. (8''), collectives included), the paging term and the token-independent work of each optimizer
+    step (``per_step_s``: the optimizer update and gradient accumulation, formulas/optimizer_step.py)."""
     if devices < 1 or micro_steps < 1 or tokens_per_micro <= 0:
         raise InputError("devices, micro_steps must be >= 1 and tokens_per_micro positive")
     if per_step_s < 0:
         raise InputError("per-step seconds must not be negative")
-    step = micro_steps * max(compute_s, comm_s) + paging_s + per_step_s
+    step = micro_steps_seconds + paging_s + per_step_s
     if step <= 0:
         raise InputError("step time must be positive")
     return devices * tokens_per_micro * micro_steps / step
 
 
-SHARDING_MODES = ("full", "hybrid", "grad_op", "replicated")
+SHARDING_MODES = ("full", "hybrid", "grad_op", "ddp", "zero1", "zero2")
 
 
 class DataParallelComm(NamedTuple):
-    """Eq. (7c): one device's data-parallel collectives per micro-step [s, B]."""
+    """Eqs. (7c)-(7e): one device's data-parallel collectives [s, B]."""
 
-    forward_seconds: float  # c_f: overlaps the forward compute
-    backward_seconds: float  # c_b: overlaps the backward compute
+    forward_seconds: float  # c_f: every micro-step, overlaps the forward compute
+    backward_seconds: float  # c_b: every micro-step, overlaps the backward compute
     first_seconds: float  # a_1: the first unit's forward all-gather (before any compute)
     last_seconds: float  # r_U: the last unit's gradient reduction (after the last compute)
-    bytes: float  # sent per device (all collectives)
+    bytes: float  # sent per device and micro-step (every micro-step's collectives)
     bus_bandwidth: float  # B_bus of the collectives over all s devices [B/s]
     nodes: int
     units: int
+    sync_seconds: float = 0.0  # c_s: only in the backward of an optimizer step's last micro-step
+    sync_last_seconds: float = 0.0  # its last unit's share (after the last compute)
+    after_step_seconds: float = 0.0  # c_u: after the optimizer update, before the next forward (not hidden)
+    step_bytes: float = 0.0  # sent per device once per optimizer step
+    overlapped: bool = True  # False: the collectives run on the compute stream (DeepSpeed overlap_comm off)
+
+    def bytes_per_step(self, micro_steps: int) -> float:
+        """Bytes one device sends per optimizer step of ``micro_steps`` micro-steps."""
+        return micro_steps * self.bytes + self.step_bytes
+
+    def seconds_per_step(self, micro_steps: int) -> float:
+        """The collectives' own time per optimizer step (the traffic, hidden or not)."""
+        return (micro_steps * (self.forward_seconds + self.backward_seconds) + self.sync_seconds
+                + self.after_step_seconds)
 
 
 def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float, grad_bytes: float, mode: str,
                        units: int, intra_bandwidth: float, node_bandwidth: float | None = None,
-                       host_staged: bool = False) -> DataParallelComm:
-    """Eq. (7c) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``, sharding
-    ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction, ``node_bandwidth`` the
-    machine's whole network (needed when the devices span machines); ``host_staged``: devices without peer-to-peer
-    access, whose transfers all share the host path (t = n b / B_host, one machine).
+                       host_staged: bool = False, grad_sync: str = "micro-step",
+                       updated_bytes: float | None = None) -> DataParallelComm:
+    """Eqs. (7c)-(7e) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
+    sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
+    ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
+    without peer-to-peer access, whose transfers all share the host path (t = n b / B_host, one machine);
+    ``grad_sync`` (DDP only): the all-reduce once per 'optimizer-step' (``no_sync``) or every 'micro-step';
+    ``updated_bytes``: the trained weights ZeRO-1/2 all-gather after the update (default G).
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
     >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
     (46.875, 93.75, 4.6875, 4.6875)
+    >>> d = data_parallel_comm(8, 8, 100.0, 100.0, "ddp", 10, 7.0, grad_sync="optimizer-step")  # once per step
+    >>> d.backward_seconds, d.sync_seconds, d.seconds_per_step(4)
+    (0.0, 25.0, 25.0)
     """
     if mode not in SHARDING_MODES:
         raise InputError(f"unknown sharding {mode!r}; choose one of: {', '.join(SHARDING_MODES)}")
+    if grad_sync not in GRAD_SYNC:
+        raise InputError(f"unknown grad_sync {grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
     if devices < 1 or devices_per_node < 1 or units < 1 or weight_bytes < 0 or grad_bytes < 0:
         raise InputError("devices, devices per node and units must be >= 1, byte counts not negative")
     n = devices
@@ -302,31 +335,57 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         bus = ring_bus_bandwidth(intra_bandwidth, 1, None)
     else:
         bus = ring_bus_bandwidth(intra_bandwidth, nodes, node_bandwidth)
+    if mode in ("ddp", "zero1", "zero2"):
+        ar = allreduce_bytes(grad_bytes, n)
+        if mode == "ddp":  # (7d): torch DDP's bucketed all-reduce, hooked into the backward (overlapped)
+            if grad_sync == "micro-step":
+                return DataParallelComm(0.0, ar / bus, 0.0, ar / bus / units, ar, bus, nodes, units)
+            return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, ar / bus, ar / bus / units, 0.0, ar)
+        ag = all_gather_bytes(grad_bytes if updated_bytes is None else updated_bytes, n)
+        if mode == "zero2":  # (7e): every micro-step's gradients reduced, the updated weights gathered once
+            return DataParallelComm(0.0, ar / bus, 0.0, 0.0, ar, bus, nodes, units, 0.0, 0.0, ag / bus, ag, False)
+        return DataParallelComm(0.0, 0.0, 0.0, 0.0, 0.0, bus, nodes, units, ar / bus, 0.0, ag / bus, ar + ag, False)
     s = g if mode == "hybrid" else n
     inter = 0.0
-    if mode == "replicated":
-        f, last = 0.0, allreduce_bytes(grad_bytes, n)
-        b = last
-    else:
-        f = all_gather_bytes(weight_bytes, s)
-        last = reduce_scatter_bytes(grad_bytes, s)
-        b = (f if mode != "grad_op" else 0.0) + last
+    f = all_gather_bytes(weight_bytes, s)
+    last = reduce_scatter_bytes(grad_bytes, s)
+    b = (f if mode != "grad_op" else 0.0) + last
     c_f, c_b = f / bus, b / bus
     if mode == "hybrid" and nodes > 1:
         if node_bandwidth is None or node_bandwidth <= 0:
             raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
         inter = allreduce_bytes(grad_bytes / s, nodes)
-        c_b = max(c_b, inter / (node_bandwidth / g))
-    r_last = max(last / bus, inter / (node_bandwidth / g) if inter and node_bandwidth else 0.0) / units
+        c_b = max(c_b, inter / device_share_of_node_bandwidth(node_bandwidth, g))
+    r_last = max(last / bus, inter / device_share_of_node_bandwidth(node_bandwidth, g)
+                 if inter and node_bandwidth else 0.0) / units
     return DataParallelComm(c_f, c_b, f / bus / units, r_last, f + b + inter, bus, nodes, units)
 
 
-def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None) -> float:
-    """Eq. (8'): one micro-step with the data-parallel collectives overlapping their own phase's compute."""
+def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None,
+                       sync: bool = False) -> float:
+    """Eq. (8'): one micro-step with the data-parallel collectives overlapping their own phase's compute; ``sync``:
+    the optimizer step's last micro-step, which also runs the once-per-step reduction (``comm.sync_seconds``).
+    Collectives that do not overlap (``comm.overlapped`` False) add to the compute."""
     if not 0 < forward_share <= 1:
         raise InputError(f"forward share must be in (0, 1], got {forward_share}")
     if comm is None:
         return compute_seconds
+    c_b = comm.backward_seconds + (comm.sync_seconds if sync else 0.0)
+    last = max(comm.last_seconds, comm.sync_last_seconds if sync else 0.0)
+    if not comm.overlapped:
+        return compute_seconds + comm.forward_seconds + c_b
     fwd, bwd, u = forward_share * compute_seconds, (1 - forward_share) * compute_seconds, comm.units
     return (max(fwd + comm.first_seconds, comm.forward_seconds + fwd / u)
-            + max(bwd + comm.last_seconds, comm.backward_seconds + bwd / u))
+            + max(bwd + last, c_b + bwd / u))
+
+
+def optimizer_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None,
+                           micro_steps: int) -> float:
+    """Eq. (8''): the ``micro_steps`` micro-steps of one optimizer step, the last one with the once-per-step
+    reduction, then the collective after the update (ZeRO-1/2's weight all-gather) [s]."""
+    if micro_steps < 1:
+        raise InputError(f"micro_steps must be >= 1, got {micro_steps}")
+    if comm is None:
+        return micro_steps * compute_seconds
+    return ((micro_steps - 1) * micro_step_seconds(compute_seconds, forward_share, comm)
+            + micro_step_seconds(compute_seconds, forward_share, comm, sync=True) + comm.after_step_seconds)

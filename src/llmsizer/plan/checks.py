@@ -395,7 +395,8 @@ def run_risks(c: _Ctx) -> Iterator[Check]:
         share = f.get("comm_share")
         if share is not None and share > NETWORK_BOUND_SHARE:
             yield c.check("network-bound", "warning", "Communication-bound",
-                          f"communication could take {share:.0%} of each step: the interconnect between devices "
+                          f"communication that compute does not hide takes {share:.0%} of each step: the "
+                          "interconnect between devices "
                           "limits training speed", j, "resources", "faster interconnect, fewer machines, ZeRO stage "
                           "with less traffic, or larger gradient accumulation")
         if f.get("network_unknown"):

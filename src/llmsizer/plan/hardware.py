@@ -100,6 +100,8 @@ def requested(res: Resources, ctx: PlanContext) -> tuple[Hardware | None, Device
     device = instance.device if instance is not None else cat.device(str(res.device or MEMORY_ONLY_DEVICE))
     nodes = res.nodes or 1
     if instance is not None:
+        if res.nodes is None and res.count:  # a whole multiple of the instance (the request reader checks it)
+            nodes = max(1, res.count // instance.device_count)
         count = instance.device_count * nodes
     else:
         count = res.count or nodes

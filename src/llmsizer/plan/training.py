@@ -11,7 +11,7 @@ from typing import Any
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import workload_device_kind
-from ..estimate.duration import training_duration_for
+from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import training_on_memory, vm_share_device
 from ..estimate.inference import inference_sized
 from ..estimate.verdict import DEFAULT_HEADROOM
@@ -38,7 +38,7 @@ from .result import Chart, Hardware, JobPlan, Series
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
                         "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile")
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -103,6 +103,8 @@ def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) 
     if not tokens:
         return None
     fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
+    if nodes > 1 and job.resources.network:  # resources.network, per machine (as plan_training times it)
+        fields["network"] = f"{job.resources.network * 8 / 1e9:g} Gb/s"
     return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
 
 
@@ -189,12 +191,13 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     tokens_per_step = micro * seq_len * accum * dp
     dur.add("tokens", "tokens to train on", tokens, "tokens", tokens_how)
     secs = None
+    d: Duration | None = None
     util = s.utilization
     if tokens and device is not None:
         if hw.nodes > 1 and hw.node_bandwidth and "network" not in fields:  # resources.network, per machine
             fields = dict(fields, network=f"{hw.node_bandwidth * 8 / 1e9:g} Gb/s")
         d = training_duration_for(spec, vm_share_device(device, instance), gpus, tokens, fields,  # the one duration rule
-                                  s.utilization, instance, ctx.hardware_files)
+                                  s.utilization, instance, ctx.hardware_files, hw.link_bandwidth)
         util, secs = d.utilization, d.seconds
         notes.assumptions.extend(d.assumptions)
         notes.warnings.extend(d.warnings)
@@ -244,7 +247,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     st, series, _ = _storage(job, spec, est, pc.total, tokens, per_epoch, steps, secs, interval_s, saves, w_prec,
                              gpus, notes)
     # ---- network ----
-    net = _network(job, spec, est, hw, fields, gpus, pc.total, step_s, tokens, secs, notes)
+    net = _network(job, spec, hw, gpus, d, tokens, secs, notes)
     # ---- cost ----
     cost = _cost(job, req, hw, secs, notes)
 
@@ -404,8 +407,19 @@ def _storage_series(secs: float | None, interval_s: float | None, fixed: int, on
     return out
 
 
-def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fields: dict[str, Any], gpus: int,
-             params: int, step_s: float | None, tokens: int | None, secs: float | None, notes: JobNotes) -> Sec:
+SYNC_KIND = {"ddp": "DDP gradient all-reduce", "zero1": "ZeRO-1 gradient all-reduce + updated-weight all-gather",
+             "zero2": "ZeRO-2 gradient all-reduce every micro-step + updated-weight all-gather",
+             "full": "parameter all-gathers + gradient reduce-scatter (ZeRO-3 / FSDP full)",
+             "grad_op": "parameter all-gather + gradient reduce-scatter (FSDP grad_op)",
+             "hybrid": "FSDP within each machine + gradient all-reduce across machines (HSDP)"}
+
+
+def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Duration | None,
+             tokens: int | None, secs: float | None, notes: JobNotes) -> Sec:
+    """The Network section: the data-parallel traffic and its time are the duration's own (``estimate/duration.py``
+    ``StepTime``: formulas/training_time.py eqs. (7c)-(8''), what ``train --tokens`` and ``fit --train --tokens``
+    print); tensor/pipeline-parallel volumes are shown for sizing links, their time being inside Megatron's
+    utilisation (efficiency.TRAINING_HFU)."""
     net = Sec("network", "Network")
     s = job.settings
     tp, pp = s.tp or 1, s.pp or 1
@@ -413,81 +427,56 @@ def _network(job: TrainingJob, spec: ModelSpec, est: Estimate, hw: Hardware, fie
     accum = s.grad_accumulation or 1
     micro = s.micro_batch or 1
     seq = s.seq_len or TrainingWorkload.seq_len
-    stage = 0
-    if s.zero:
-        stage = s.zero
-    elif s.fsdp:
-        stage = 2 if s.fsdp == "grad_op" else 3
-    rec_states = recipe(str(fields.get("precision", "bf16-mixed")))
-    if job.method == "full":
-        trained = params
-        grad_b = rec_states.grad_bytes
-        gathered_w = weight_bytes(spec, "bf16").total if rec_states.model_bytes == 2 else params * rec_states.model_bytes
-    else:
-        targets = job.peft.targets or ("q", "k", "v", "o", "gate", "up", "down")
-        trained = lora_params(spec, job.peft.rank or TrainingWorkload.rank, targets, dora=job.method == "dora").total
-        ad = str(_assumed(est, "adapter_dtype", "fp32"))
-        grad_b = DTYPE_BYTES.get(ad, 4)
-        gathered_w = weight_bytes(spec, "bf16").total if stage == 3 else trained * grad_b
-    grad = trained * grad_b / (tp * pp)
-    weights = gathered_w / (tp * pp)
     net.add("devices", "devices / machines", f"{gpus} on {hw.nodes}", "text",
             f"data-parallel {dp} x tensor-parallel {tp} x pipeline {pp}")
     if gpus <= 1:
         net.note("one device: no traffic between devices")
         _data_rate(net, job, spec, tokens, secs)
         return net
-    v_dp = N.data_parallel_step_bytes(grad, weights, dp, stage, accum) if dp > 1 else 0.0
-    kind = {0: "DDP gradient all-reduce", 1: "ZeRO-1 reduce-scatter + all-gather", 2: "ZeRO-2 per-micro-batch "
-            "reduce-scatter + all-gather", 3: "ZeRO-3 parameter all-gathers + gradient reduce-scatter"}[stage]
-    net.add("dp_bytes", f"data-parallel traffic per step ({kind})", v_dp, "B_disk",
-            f"gradients {format_bytes(grad)} / weights {format_bytes(weights)} per replica, {dp} ranks, {accum} "
-            "micro-batches", "formulas/network.py eqs. (1)-(3)")
-    v_tp = accum * N.tensor_parallel_bytes(spec.num_layers // pp, micro * seq, spec.hidden_size, 2, tp) if tp > 1 \
-        else 0.0
-    net.add("tp_bytes", "tensor-parallel traffic per step", v_tp, "B_disk",
-            f"{accum} micro-batches x 4 all-reduces x {spec.num_layers // pp} layers of {micro} x {seq} x "
-            f"{spec.hidden_size} bf16 activations", "formulas/network.py eq. (4)")
-    v_pp = accum * N.pipeline_bytes(micro * seq, spec.hidden_size, 2) if pp > 1 else 0.0
-    net.add("pp_bytes", "pipeline traffic per step (per stage boundary)", v_pp, "B_disk",
-            f"{accum} micro-batches x activations forward + gradients backward", "formulas/network.py eq. (5)")
-    intra = hw.link_bandwidth
-    inter = N.device_share_of_node_bandwidth(hw.node_bandwidth, hw.per_node) if hw.node_bandwidth else None
-    multi = hw.nodes > 1
-    net.add("link_bandwidth", "link between devices in a machine", intra, "B/s", "catalog interconnect (per direction)")
+    st = d.step if d is not None else None
+    counted = st is not None and bool(st.sharding)
+    net.add("link_bandwidth", "link between devices in a machine", hw.link_bandwidth, "B/s",
+            "resources.interconnect, else the instance's or device's interconnect (per direction)")
     net.add("node_bandwidth", "network of each machine", hw.node_bandwidth, "B/s",
             "resources.network or the instance's network")
-    net.add("device_network_share", "network share per device", inter, "B/s", "machine network / devices per machine",
-            "formulas/network.py eq. (8)")
-    t_comm = 0.0
-    missing: list[str] = []
-
-    def time_on(v: float, crosses: bool, what: str) -> float:
-        if v <= 0:
-            return 0.0
-        bw = inter if crosses else intra
-        if crosses and intra is not None and inter is not None:
-            bw = min(intra, inter)
-        if bw is None:
-            missing.append(what)
-            return 0.0
-        return N.transfer_seconds(v, bw)
-
-    t_comm += time_on(v_dp, multi, "data-parallel traffic between machines" if multi else "data-parallel traffic")
-    if tp > hw.per_node and hw.per_node >= 1 and tp > 1:
-        notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP within "
-                              "one machine's fast links")
-    t_comm += time_on(v_tp, tp > hw.per_node, "tensor-parallel traffic")
-    t_comm += time_on(v_pp, multi, "pipeline traffic")
-    net.add("comm_seconds", "communication per step (not overlapped)", t_comm if not missing else None, "s",
-            "bytes / bandwidth per collective", "formulas/network.py eq. (6)")
-    net.add("compute_seconds", "compute per step", step_s, "s", "from the duration estimate")
-    share = N.comm_share(t_comm, step_s) if step_s and not missing else None
-    net.add("comm_share", "share of a step spent communicating (upper bound)", share, "share",
-            "comm / (comm + compute); DDP/ZeRO overlap part of it with the backward", "formulas/network.py eq. (7)")
-    if missing and gpus > 1:
-        notes.facts["network_unknown"] = missing
-    notes.facts["comm_share"] = share
+    if st is not None and counted:
+        kind = SYNC_KIND[st.sharding] + (", reduced once per optimizer step" if st.grad_sync == "optimizer-step"
+                                         and st.sharding == "ddp" and accum > 1 else "")
+        net.add("dp_bytes", f"data-parallel traffic per step and device ({kind})", st.comm_bytes_per_step, "B_disk",
+                f"{dp} ranks, {accum} micro-batches per step", "formulas/training_time.py eqs. (7c)-(7e)")
+        net.add("bus_bandwidth", "collective bus bandwidth", st.bus_bandwidth, "B/s",
+                "the link in a machine; across machines min(link, machine network)", "formulas/network.py eq. (11)")
+        net.add("comm_seconds", "communication per step (traffic time)", st.comm_seconds_per_step, "s",
+                "bytes / bus bandwidth per collective, as `train --tokens` counts them",
+                "formulas/training_time.py eqs. (7c)-(7e)")
+        net.add("exposed_comm_seconds", "communication per step not hidden by compute",
+                st.exposed_comm_seconds * st.micro_steps, "s", "overlap by phase (FSDP prefetch, DDP buckets)",
+                "formulas/training_time.py eqs. (8'), (8'')")
+        net.add("compute_seconds", "compute per step", st.compute_seconds * st.micro_steps, "s",
+                "from the duration estimate")
+        share = st.exposed_comm_seconds * st.micro_steps / st.step_seconds if st.step_seconds else None
+        net.add("comm_share", "share of a step spent in communication compute does not hide", share, "share",
+                "exposed communication / step time", "formulas/training_time.py eq. (8'')")
+        notes.facts["comm_share"] = share
+    elif st is not None and st.topology not in ("model-parallel",):
+        notes.facts["network_unknown"] = ["data-parallel traffic"]
+    if tp > 1 or pp > 1:
+        v_tp = accum * N.tensor_parallel_bytes(spec.num_layers // pp, micro * seq, spec.hidden_size, 2, tp) \
+            if tp > 1 else 0.0
+        net.add("tp_bytes", "tensor-parallel traffic per step", v_tp, "B_disk",
+                f"{accum} micro-batches x 4 all-reduces x {spec.num_layers // pp} layers of {micro} x {seq} x "
+                f"{spec.hidden_size} bf16 activations", "formulas/network.py eq. (4)")
+        v_pp = accum * N.pipeline_bytes(micro * seq, spec.hidden_size, 2) if pp > 1 else 0.0
+        net.add("pp_bytes", "pipeline traffic per step (per stage boundary)", v_pp, "B_disk",
+                f"{accum} micro-batches x activations forward + gradients backward", "formulas/network.py eq. (5)")
+        net.note("tensor/pipeline-parallel communication is inside Megatron's at-scale utilisation "
+                 "(efficiency.TRAINING_HFU), not a separate time")
+        if tp > hw.per_node >= 1:
+            notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP "
+                                  "within one machine's fast links")
+    if hw.nodes > 1 and d is not None and not any(a.name == "inter_node_network" for a in d.assumptions) \
+            and counted:
+        notes.facts["network_unknown"] = ["data-parallel traffic between machines"]
     _data_rate(net, job, spec, tokens, secs)
     return net
 

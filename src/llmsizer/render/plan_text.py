@@ -27,8 +27,8 @@ def _job_lines(j: JobPlan) -> list[str]:
                    f"{_v(j, 'storage', 'checkpoints')}")
         if j.hardware.count > 1:
             out.append(f"  network   {_v(j, 'network', 'dp_bytes')} per step between data-parallel ranks; "
-                       f"communication {_v(j, 'network', 'comm_seconds')} of a {_v(j, 'network', 'compute_seconds')} "
-                       f"step ({_v(j, 'network', 'comm_share')} if not overlapped)")
+                       f"communication {_v(j, 'network', 'comm_seconds')} beside {_v(j, 'network', 'compute_seconds')} "
+                       f"of compute ({_v(j, 'network', 'comm_share')} of the step not hidden by compute)")
         lost_cost = j.section("duration").value("lost_cost")
         out.append(f"  duration  {_v(j, 'duration', 'seconds')} wall-clock, {_v(j, 'duration', 'device_hours')} "
                    f"device-hours, {_v(j, 'duration', 'steps')} steps; an interruption loses up to "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
-from ..specs.training import CHECKPOINT_IMPLS, FLOAT8_RECIPES, KERNELS, LOSSES, NF4_QUANTIZERS
+from ..specs.training import CHECKPOINT_IMPLS, FLOAT8_RECIPES, GRAD_SYNC, KERNELS, LOSSES, NF4_QUANTIZERS
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -120,7 +120,8 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                     "h100-sxm"),
                   F("instance", "str", "a cloud instance from the catalog (aws-p5.48xlarge, ...); brings its devices",
                     template=False),
-                  F("count", "int", "devices in total (default: the instance's devices x nodes, else 1)", 1,
+                  F("count", "int", "devices in total (default: the instance's devices x nodes, else 1); with an "
+                    "instance and no nodes, a whole multiple of its devices is that many instances", 1,
                     minimum=1),
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
@@ -209,6 +210,8 @@ TRAINING = (
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),
           F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
+          F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
+            "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
             "parameters", template=False, minimum=1, maximum=2),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",

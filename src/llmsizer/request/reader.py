@@ -667,8 +667,13 @@ class _Reader:
             else:
                 if inst is not None and inst.device.id != dev.id:
                     self.jerr(i, j, "resources.device", f"{r.instance} holds {inst.device.id}, not {dev.id}")
-        if inst is not None and r.count is not None and r.count != inst.device_count * (r.nodes or 1):
-            self.jerr(i, j, "resources.count", f"{r.count} devices do not match {r.nodes or 1} x {inst.id} "
+        if inst is not None and r.count is not None and r.nodes is None and r.count % inst.device_count:
+            self.jerr(i, j, "resources.count", f"{r.count} devices are not whole {inst.id} instances "
+                      f"({inst.device_count} devices each); give nodes instead of count, or a count that is a multiple "
+                      f"of {inst.device_count} (count / {inst.device_count} instances)")
+        elif inst is not None and r.count is not None and r.nodes is not None \
+                and r.count != inst.device_count * r.nodes:
+            self.jerr(i, j, "resources.count", f"{r.count} devices do not match {r.nodes} x {inst.id} "
                       f"({inst.device_count} devices each); give nodes instead of count")
         if r.interconnect is not None and cat.interconnect(r.interconnect) is None:
             names = sorted(cat.interconnects)

@@ -92,6 +92,7 @@ class TrainingSettings:
     pp: int | None = None
     offload: str | None = None
     fsdp_version: int | None = None
+    grad_sync: str | None = None
     context_parallel: int | None = None
     activation_offload: bool | None = None
     float8: bool | None = None

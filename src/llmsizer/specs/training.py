@@ -46,6 +46,8 @@ DEEPSPEED_GATHERS = ("current", "pre-0.9")
 KERNELS = ("pytorch", "unsloth")
 FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
+# when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
+GRAD_SYNC = ("optimizer-step", "micro-step")
 
 # LoRA target names -> tensor roles of ``formulas/tensors.py`` (HF/PEFT module names accepted as aliases).
 LORA_TARGETS: dict[str, tuple[str, ...]] = {
@@ -152,6 +154,10 @@ class TrainingWorkload:
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
         change memory.
+    grad_sync: with DDP (zero 0, no fsdp) and grad_accumulation > 1, when the gradients are all-reduced, for the
+        duration: 'optimizer-step' (DDP ``no_sync`` on every micro-step but the last: HF accelerate's
+        ``accumulate``, the HF Trainer) or 'micro-step' (a loop without ``no_sync``); None: 'optimizer-step'.
+        ZeRO-1 reduces at the optimizer step, ZeRO-2/3 and FSDP every micro-step (their frameworks' own rule).
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
@@ -213,6 +219,7 @@ class TrainingWorkload:
     offload: str = "none"
     gpus_per_node: int = 8
     network: str | None = None
+    grad_sync: str | None = None
     fsdp_version: int = 2
     context_parallel: int = 1
     activation_offload: bool = False
@@ -299,6 +306,12 @@ class TrainingWorkload:
         if self.activation_offload and self.checkpoint_offload:
             raise InputError("give activation_offload (torchtune: every saved activation to host memory) or "
                              "checkpoint_offload (Unsloth: the checkpointed layer inputs), not both")
+        if self.grad_sync is not None:
+            if self.grad_sync not in GRAD_SYNC:
+                raise InputError(f"unknown grad_sync {self.grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
+            if self.zero or self.fsdp is not None:
+                raise InputError("grad_sync applies to DDP (zero 0, no fsdp): DeepSpeed ZeRO-1 reduces at the "
+                                 "optimizer step, ZeRO-2/3 and FSDP every micro-step")
         if self.fsdp_version not in FSDP_VERSIONS or isinstance(self.fsdp_version, bool):
             raise InputError(f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), got "
                              f"{self.fsdp_version!r}")

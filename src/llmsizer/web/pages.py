@@ -31,7 +31,7 @@ from ..formulas.kv_cache import KV_DTYPE_BYTES
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
-from ..specs.training import FSDP_MODES, GRAD_CHECKPOINTING, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS
+from ..specs.training import FSDP_MODES, GRAD_CHECKPOINTING, GRAD_SYNC, METHODS, OFFLOAD, OPTIMIZERS, PRECISIONS
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -156,6 +156,7 @@ def choices() -> dict[str, Any]:
             "engines": list(ENGINES), "devices": list(DEVICES), "dtypes": list(DTYPES), "attention": list(ATTENTION_IMPLS),
             "methods": list(METHODS), "optimizers": list(OPTIMIZERS), "precisions": list(PRECISIONS),
             "grad_checkpointing": list(GRAD_CHECKPOINTING), "fsdp": list(FSDP_MODES), "offload": list(OFFLOAD),
+            "grad_sync": list(GRAD_SYNC),
             "zero_stages": list(range(int(ZERO_STAGE.low), int(ZERO_STAGE.high) + 1)),
             "kv_dtypes": sorted(KV_DTYPE_BYTES), "weight_formats": list(format_names()),
         },

@@ -39,6 +39,11 @@ POSTS = [
                        "compile": True, "float8": True, "activation_offload": True},
      ["train", "llama-3.1-8b", "--gpus", "8", "--fsdp", "full", "--context-parallel", "2", "--seq", "32k",
       "--compile", "--float8", "--activation-offload"]),
+    ("/api/v1/train", {"model": "qwen2.5-0.5b", "method": "full", "device": "h100-sxm", "gpus": 16,
+                       "gpus_per_node": 8, "network": "1600 Gb/s", "grad_accumulation": 4, "grad_sync": "micro-step",
+                       "tokens": "1B"},
+     ["train", "qwen2.5-0.5b", "--method", "full", "--device", "h100-sxm", "--gpus", "16", "--gpus-per-node", "8",
+      "--network", "1600 Gb/s", "--grad-accumulation", "4", "--grad-sync", "micro-step", "--tokens", "1B"]),
     ("/api/v1/fit", {"model": "llama-3.1-8b", "device": "rtx-4090", "weights": "q4_k_m", "context": "8k"},
      ["fit", "llama-3.1-8b", "--device", "rtx-4090", "--weights", "q4_k_m", "--context", "8k"]),
     ("/api/v1/fit", {"model": "llama-3.1-70b-instruct", "device": "a100-sxm-80gb"},  # does not fit on one: 1

@@ -80,6 +80,12 @@ def test_the_downloaded_request_plans_to_the_calculators_answer(page: Page, serv
      ("--method", "lora", "--rank", "16", "--batch", "2", "--seq", "2048", "--device", "l4"), "l4"),
     ("tab=train&model=qwen2.5-1.5b&method=full&micro_batch=4&seq_len=4096&memory=16GiB",
      ("--method", "full", "--batch", "4", "--seq", "4096", "--memory", "16GiB"), "gpu"),
+    # two machines over a stated network, DDP reducing every micro-step: the plan's duration is train's
+    ("tab=train&model=qwen2.5-0.5b&method=full&micro_batch=1&seq_len=2048&grad_accumulation=2&gpus=16"
+     "&gpus_per_node=8&network=100%20Gb%2Fs&grad_sync=micro-step&train_device=h100-sxm&tokens=10M&memory=",
+     ("--method", "full", "--batch", "1", "--seq", "2048", "--grad-accumulation", "2", "--gpus", "16",
+      "--gpus-per-node", "8", "--network", "100 Gb/s", "--grad-sync", "micro-step", "--device", "h100-sxm",
+      "--tokens", "10M"), "h100-sxm"),
 ])
 def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: Page, server: str, tmp_path: Path,
                                                                          query: str, args: tuple[str, ...],
@@ -98,3 +104,7 @@ def test_the_downloaded_training_request_plans_to_the_calculators_answer(page: P
         assert figure(job, "memory", "need") == by_cli["totals"]["device"]["bytes"]
         assert figure(job, "memory", "budget") == by_cli["details"]["memory_budget"]
         assert figure(job, "memory", "fits") is shown_fits
+        if "--tokens" in args:
+            assert figure(job, "duration", "seconds") == pytest.approx(by_cli["duration"]["seconds"], rel=1e-9)
+            assert figure(job, "network", "comm_seconds") == pytest.approx(
+                by_cli["duration"]["step"]["comm_seconds_per_step"], rel=1e-9)

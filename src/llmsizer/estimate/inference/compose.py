@@ -94,7 +94,8 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         key, hit = (), None
     if hit is not None and hit[0] is spec:
         return _copy(hit[1])
-    w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference")
+    w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
+                                               spec)
     est = _with_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
@@ -113,19 +114,20 @@ _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
 _MEMO_SIZE = 4096
 
 
-def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "estimate_inference"
-                       ) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
+def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "estimate_inference",
+                       spec: ModelSpec | None = None) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
     """The workload an estimate composes, its device and engine decided, and the assumptions that record them.
     ``given``: a workload, or its keyword fields, where ``device`` may also name a catalog device or instance
     (``estimate/device.py`` ``workload_on_device``, the resolver `infer --device`, the web API and `fit` share:
     the device kind, its usable memory when none is given, and the assumptions naming both). With no engine
     given, the engine is ``estimate/device.py`` ``engine_rule``'s for that device (a workload object's ``gpu``/``cpu``
-    is a device known only by its kind), recorded as ``engine=<name> (default for <device>: <reason>)``."""
-    w, notes, _device = _workload_on_its_device(given, asker)
+    is a device known only by its kind), recorded as ``engine=<name> (default for <device>: <reason>)``; ``spec``: the
+    model, whose checkpoint format the rule checks the engine runs on that GPU."""
+    w, notes, _device = _workload_on_its_device(given, asker, spec)
     return w, notes
 
 
-def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str
+def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None = None
                             ) -> tuple[InferenceWorkload, tuple[Assumption, ...], Device]:
     """``inference_workload`` and the Device it resolved (a generic one for a workload object's kind)."""
     if isinstance(given, InferenceWorkload):
@@ -135,12 +137,12 @@ def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: st
         fields, device, target, notes = workload_on_device(given, asker)
         if fields.get("engine") is None:  # built once with the default engine, which stays out of ``given``
             eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
-                                          target)
+                                          target, spec)
             passed = frozenset(k for k, v in fields.items() if v is not None)
             return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note), device
         w = InferenceWorkload(**fields)
     if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
-        eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target)
+        eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target, spec)
         w = dataclasses.replace(w, engine=eng)
         notes.append(note)
     return w, tuple(notes), device
@@ -203,7 +205,7 @@ def _copy(est: Estimate) -> Estimate:
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
-        w = inference_workload(w)[0]
+        w = inference_workload(w, spec=spec)[0]
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
         raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
                          "memory")

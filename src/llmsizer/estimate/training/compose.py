@@ -29,7 +29,7 @@ from ..inference.common import Acc
 from ..model_warnings import model_warnings
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
-from .setup import TrainingContext, record_workload, resolve
+from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
 from .timeline import StageTimeline, stage_timeline
 
@@ -356,7 +356,7 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
         kept = "input in host RAM" if w.checkpoint_offload else "input kept"
         text = f"checkpointed {every or 'every layer '}({kept}, recomputed in the backward); " + text
     elif w.grad_checkpointing == "selective-op":
-        op = op_sac_saved_terms(ctx.spec, first, ctx.act)
+        op = op_sac_saved_terms(ctx.spec, first, ctx.act, compiled=compile_partitions_layers(w))
         text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"
                 " kept per checkpointed layer (" + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in op)
                 + "); without it " + text)

@@ -15,7 +15,15 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, any_quantizable, lora_params
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
-from ...formulas.training_states import OptimizerInfo, Recipe, optimizer_info, recipe
+from ...formulas.training_states import (
+    DEEPSPEED_PRECISION,
+    DEEPSPEED_PRECISION_SOURCE,
+    OptimizerInfo,
+    Recipe,
+    optimizer_info,
+    recipe,
+    training_recipe_name,
+)
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ..inference.common import Acc
@@ -83,6 +91,13 @@ class TrainingContext:
     weight_copy_bytes: int  # autocast half copies of fp32 linear weights (0: none)
 
 
+def compile_partitions_layers(w: TrainingWorkload) -> bool:
+    """Whether torch.compile's min-cut partitioner decides what each decoder layer saves for its backward
+    (formulas/compiled_activations.py, formulas/selective_checkpointing.py): under ``compile``, unless Unsloth's
+    hand-written autograd kernels replace the layer (formulas/unsloth_kernels.py)."""
+    return w.compile and w.kernels != "unsloth"
+
+
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
         return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
@@ -100,9 +115,12 @@ def qlora_base_format(spec: ModelSpec) -> str:
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     """Apply the workload's defaults for ``spec`` and validate what needs the model (see module docstring)."""
-    rec = recipe(w.precision)
+    rec = recipe(training_recipe_name(w.precision, w.zero, w.method))
     record_workload(w, acc, ("method", "precision", "micro_batch", "seq_len", "grad_accumulation",
                              "grad_checkpointing", "attention", "packing", "loss", "loss_chunks", "kernels"))
+    if rec.name != w.precision:
+        acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
+                                          f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
     if w.method == "qlora":
         record_workload(w, acc, ("nf4_quantizer",))
     if w.zero == 3 and w.fsdp is None:
@@ -161,10 +179,16 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     adapter_bytes = 0
     if w.adapters:
         lora = lora_params(spec, w.rank, w.targets, dora=w.dora)
-        default_ad = "fp32" if (rec.autocast or rec.master_bytes or w.precision == "fp32") else w.precision.split("-")[0]
-        ad = str(acc.assume("adapter_dtype", default_ad, w.adapter_dtype,
-                            "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
-                            if default_ad == "fp32" else "adapters in the training dtype (pure half precision)"))
+        if rec.name in DEEPSPEED_PRECISION.values():  # the engine casts every parameter, adapters too
+            default_ad, ad_why = rec.name.split("-")[1], ("DeepSpeed casts every parameter to its bf16/fp16 "
+                                                          "(runtime/engine.py lines 1755-1762); fp32 master copies "
+                                                          "live in the optimizer partition")
+        else:
+            default_ad = ("fp32" if (rec.autocast or rec.master_bytes or w.precision == "fp32")
+                          else w.precision.split("-")[0])
+            ad_why = ("PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
+                      if default_ad == "fp32" else "adapters in the training dtype (pure half precision)")
+        ad = str(acc.assume("adapter_dtype", default_ad, w.adapter_dtype, ad_why))
         adapter_bytes = DTYPE_BYTES[ad]
         if w.fsdp is not None and w.fsdp_version == 1 and (w.method == "qlora" or adapter_bytes != base_bytes):
             raise InputError(f"FSDP1 flattens each unit into one flat parameter of one dtype (torch "

@@ -59,7 +59,7 @@ from ...formulas.training_activations import (
 )
 from ...formulas.training_states import step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
-from .setup import TrainingContext
+from .setup import TrainingContext, compile_partitions_layers
 from .states import StageStates
 
 
@@ -129,13 +129,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if k not in by_kind:
             t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
                    else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
-            if w.compile and w.kernels != "unsloth":  # the min-cut partitioner's set (formulas/compiled_activations.py)
+            if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
                 t_i = compiled_layer_terms(spec, i, act, t_i)
             full_i = _sum(t_i)
             drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
             copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
             if mode == "selective-op":
-                keep_i = _sum(op_sac_saved_terms(spec, i, act))
+                keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
                 rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
             elif w.checkpoint_offload:  # the input waits in host RAM and comes back for the recompute
                 keep_i = 0

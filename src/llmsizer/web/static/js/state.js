@@ -2,7 +2,8 @@
 
 export const INFER_FIELDS = ["engine", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
-  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "train_device", "count", "tokens"];
+  "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
+  "train_device", "count", "tokens"];
 export const COMMON_FIELDS = ["model", "memory", "headroom"];
 // images and video in each prompt (infer --images ...): offered only for a model with a vision encoder
 export const MEDIA_FIELDS = ["images", "image_size", "video_frames", "video_size", "pan_and_scan"];
@@ -82,13 +83,18 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
       `    method: ${yq(f.method || defaults.method)}`);
     if (f.rank) L.push("    peft:", `      rank: ${yq(f.rank)}`);
     const keys = ["precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation", "grad_checkpointing", "zero",
-      "fsdp", "tp", "pp", "offload"].filter((k) => f[k]);
+      "fsdp", "tp", "pp", "offload", "grad_sync"].filter((k) => f[k]);
     const settings = keys.map((k) => `      ${k}: ${yq(f[k])}`);
     if (f.tokens) settings.push(`      train_tokens: ${yq(f.tokens)}`);
     if (settings.length) L.push("    settings:", ...settings);
     L.push("    dataset:", "      tokens: 100M tokens  # fill in: tokens in one pass of your data");
     if (f.train_device) res.push(`      device: ${yq(f.train_device)}`);
     if (f.count || f.gpus) res.push(`      count: ${yq(f.count || f.gpus)}`);
+    const devices = Number(f.count || f.gpus || 1), perNode = Number(f.gpus_per_node || 0);
+    if (perNode && devices > perNode) res.push(`      nodes: ${Math.ceil(devices / perNode)}`);
+    // resources.network is a bandwidth per machine; a catalog interconnect name stays a note
+    if (f.network) res.push(/^\s*[0-9.]+\s*[kMGT]?b(it)?\/s\s*$/i.test(f.network) ? `      network: ${yq(f.network)}`
+      : `      # network ${f.network}: give its bandwidth per machine here (network: 1600 Gb/s)`);
   } else {
     L.push("  - name: serving", "    kind: inference", "    model:", `      name: ${yq(model)}`);
     // what the form names wins (an answer may still be on its way); the answer fills what the form leaves default

@@ -1,0 +1,93 @@
+"""The plan's Network section renders the training duration's own collectives (estimate/duration.py StepTime), so a
+plan and ``llmsizer train --tokens`` give one answer for the same workload; the figures are also checked against the
+ring volumes and NCCL's bus bandwidth written out here (nccl-tests doc/PERFORMANCE.md: all-reduce moves
+2 (n-1)/n S per rank; across machines the bus bandwidth is the bottleneck link, one machine's whole network).
+
+Model: Qwen2.5-0.5B (494,032,768 parameters, tied embeddings); bf16-mixed keeps fp32 gradients (4 B each).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.cli_run import answer
+from llmsizer.formulas.params import count_params
+from llmsizer.models import load_model
+from llmsizer.plan import make_plan
+from llmsizer.request import parse_request
+from request.helpers import job_yaml
+
+H100_NVLINK = 450e9  # catalog h100-sxm NVLink 4, per direction
+
+
+def _plan_job(body: str):
+    return make_plan(parse_request(job_yaml("training", body), source="t.yaml"), alternatives=False).jobs[0]
+
+
+def _train(argv: list[str], tokens: float, capsys: pytest.CaptureFixture[str]) -> dict:
+    _, data = answer(["train", "qwen2.5-0.5b", "--method", "full", "--tokens", str(int(tokens)), *argv], capsys)
+    return data["duration"]
+
+
+def test_plan_and_train_agree_across_machines(capsys: pytest.CaptureFixture[str]) -> None:
+    """DDP over 2 machines of 4 H100 with 100 Gb/s each: the gradient all-reduce crosses the network once per
+    optimizer step (no_sync under accumulation), at the machine's whole 12.5 GB/s (the ring's bottleneck), not
+    at a quarter of it per device as the plan used to time it (4x too slow)."""
+    j = _plan_job("""\
+    method: full
+    settings: {micro_batch: 1, seq_len: 2048, grad_accumulation: 2}
+    resources: {device: h100-sxm, count: 8, nodes: 2, network: 100 Gb/s}
+    """)
+    net, dur = j.section("network"), j.section("duration")
+    d = _train(["--device", "h100-sxm", "--gpus", "8", "--gpus-per-node", "4", "--network", "100 Gb/s",
+                "--grad-accumulation", "2"], dur.value("tokens"), capsys)
+    st = d["step"]
+    # independent truth: ring all-reduce volume and the bus bandwidth of a ring across machines
+    grads = count_params(load_model("qwen2.5-0.5b")).total * 4
+    v = 2 * 7 / 8 * grads  # once per optimizer step of 2 micro-batches
+    bus = min(H100_NVLINK, 100e9 / 8)
+    assert net.value("dp_bytes") == pytest.approx(v)
+    assert net.value("comm_seconds") == pytest.approx(v / bus)
+    assert net.value("bus_bandwidth") == pytest.approx(bus)
+    # one answer: the same duration, traffic and communication time
+    assert dur.value("seconds") == pytest.approx(d["seconds"], rel=1e-12)
+    assert net.value("comm_seconds") == pytest.approx(st["comm_seconds_per_step"], rel=1e-12)
+    assert net.value("dp_bytes") == pytest.approx(st["comm_bytes_per_step"], rel=1e-12)
+
+
+def test_plan_and_train_agree_for_fsdp_on_instances(capsys: pytest.CaptureFixture[str]) -> None:
+    """FSDP full sharding on 2 p5.48xlarge (8 H100, 3200 Gb/s each): plan (resources.instance + nodes) and
+    ``train --device p5.48xlarge --gpus 16`` (several instances) give the same communication and duration."""
+    j = _plan_job("""\
+    method: full
+    settings: {micro_batch: 2, seq_len: 2048, grad_accumulation: 3, fsdp: full}
+    resources: {instance: p5.48xlarge, nodes: 2}
+    """)
+    net, dur = j.section("network"), j.section("duration")
+    d = _train(["--device", "p5.48xlarge", "--gpus", "16", "--fsdp", "full", "--batch", "2",
+                "--grad-accumulation", "3"], dur.value("tokens"), capsys)
+    st = d["step"]
+    assert dur.value("seconds") == pytest.approx(d["seconds"], rel=1e-12)
+    assert net.value("comm_seconds") == pytest.approx(st["comm_seconds_per_step"], rel=1e-12)
+    assert net.value("exposed_comm_seconds") == pytest.approx(st["exposed_comm_seconds"] * 3, rel=1e-12)
+    # FULL_SHARD per micro-step: 2 all-gathers of the bf16 weights + a reduce-scatter of the fp32 gradients
+    spec = load_model("qwen2.5-0.5b")
+    n = count_params(spec).total
+    from llmsizer.formulas.weight_formats import weight_bytes
+    w = weight_bytes(spec, "bf16").total
+    assert net.value("dp_bytes") == pytest.approx(3 * 15 / 16 * (2 * w + 4 * n))
+    assert net.value("bus_bandwidth") == pytest.approx(min(H100_NVLINK, 3200e9 / 8))
+
+
+def test_tensor_parallel_plan_shows_no_data_parallel_time_of_its_own() -> None:
+    """Tensor-parallel runs are timed at Megatron's at-scale utilisation with no separate communication term: the
+    plan shows the TP volume and no data-parallel time the duration does not count."""
+    j = _plan_job("""\
+    method: full
+    settings: {precision: deepspeed-bf16, micro_batch: 2, seq_len: 1024, grad_accumulation: 3, zero: 3, tp: 2}
+    resources: {device: h100-sxm, count: 8}
+    """)
+    net = j.section("network")
+    assert net.value("dp_bytes") is None and net.value("comm_seconds") is None
+    tp = 3 * 4 * 24 * 2 * (2 - 1) / 2 * (2 * 1024) * 896 * 2  # micro-batches x 4 all-reduces x layers x ...
+    assert net.value("tp_bytes") == pytest.approx(tp)
