@@ -1,10 +1,11 @@
 """Warnings an estimate carries because of what the model spec leaves out (one home for inference and training).
 
-- Gemma 3n (``ModelSpec.gemma3n``): the activation formulas (formulas/activations.py, training_activations.py)
-  model one residual stream per token; Gemma 3n keeps ``altup_inputs`` streams of the hidden width through every
-  layer (Gemma3nTextModel.forward stacks them, transformers v5.24.0 modeling_gemma3n.py L1680-1692), the per-layer
-  inputs [tokens, num_layers, per_layer_width] for the whole forward (``project_per_layer_inputs``), and LAuReL's and
-  the per-layer gate's intermediates: activation memory is a lower bound, said by name.
+- Gemma 3n (``ModelSpec.gemma3n``): the transformers forward's activation peak counts its ``altup_inputs`` AltUp
+  streams, the per-layer inputs and LAuReL (formulas/activations.py ``gemma3n_prefill_terms``, within 0.5% of a real
+  CPU forward: tests/formulas/test_gemma3n_activations_forward.py). Still one residual stream per token: the
+  training activation terms (formulas/training_activations.py) and the other engines' graphs (vLLM, SGLang,
+  llama.cpp): there activation memory is a lower bound, said by name (training: 0.574 of what autograd saves on a
+  tiny model, tests/training/test_gemma3n_saved_tensors.py).
 - A per-layer ``intermediate_size`` list (``ModelSpec.ffn_sizes``): the activation terms take the widest layer's.
 - A multimodal ``gemma3n`` config: its vision (MobileNetV5, timm) and audio towers are not counted
   (``Gemma3nSpec.uncounted``, readers/hf_gemma3n.py).
@@ -19,15 +20,19 @@ GEMMA3N_TOWERS = "gemma3n_towers_not_counted"
 GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
 
 
-def model_warnings(spec: ModelSpec, training: bool) -> list[str]:
-    """The named warnings ``spec``'s unmodelled parts put on an estimate (module docstring)."""
+def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers") -> list[str]:
+    """The named warnings ``spec``'s unmodelled parts put on an estimate (module docstring); ``engine``: the
+    inference engine profile (ignored for training)."""
     g = spec.gemma3n
     if g is None:
         return []
-    what = "training activation memory" if training else "the activation peak"
-    out = [f"{GEMMA3N_ACTIVATIONS}: Gemma 3n's {g.altup_inputs} AltUp streams of {spec.hidden_size} per token, its "
-           f"per-layer inputs ({spec.num_layers} x {g.per_layer_width} per token) and LAuReL are not in the "
-           f"activation model: {what} is a lower bound"]
+    out = []
+    if training or engine != "transformers":
+        where = "training activation terms" if training else f"{engine} activation model"
+        what = "training activation memory" if training else "the activation peak"
+        out.append(f"{GEMMA3N_ACTIVATIONS}: Gemma 3n's {g.altup_inputs} AltUp streams of {spec.hidden_size} per "
+                   f"token, its per-layer inputs ({spec.num_layers} x {g.per_layer_width} per token) and LAuReL are "
+                   f"not in the {where}: {what} is a lower bound")
     if spec.ffn_sizes:
         out.append(f"{GEMMA3N_FFN_WIDTHS}: the feed-forward width differs per layer ({min(spec.ffn_sizes)}-"
                    f"{max(spec.ffn_sizes)}); weights follow each layer's, activation terms take the widest "

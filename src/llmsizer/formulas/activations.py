@@ -19,8 +19,16 @@ besides the layer input and the MLP's normalised input (``LlamaDecoderLayer.forw
 hidden_states`` after the first add). So the attention phase carries one more [tokens, hidden] tensor and the MLP
 phase two more, both plus the rotary tables: traced on CPU, SmolLM2-135M at 4 x 2048 tokens holds 4
 hidden-sized tensors and the two [4, 2048, 64] tables next to act(gate), up and their product at the peak.
+With SDPA, a model with sliding-window layers also keeps the bool mask of ``create_sliding_window_causal_mask``
+for the whole layer loop (:func:`sdpa_sliding_mask_bytes`): traced on a tiny Gemma 3 (6 layers, window 128, 2 x 512
+tokens, bf16) it is live at the MLP peak, 17.51 [tokens, hidden] units measured against 17.0 without it.
 The last step of the model turns hidden states into logits [tokens_out, vocab] and ``generate`` upcasts
 them to fp32: only the last position is computed (transformers ``logits_to_keep=1`` during generation).
+
+Gemma 3n (``spec.gemma3n``, transformers v5.24.0 models/gemma3n/modeling_gemma3n.py) replaces the one residual
+stream by n = ``altup_inputs`` AltUp streams and adds per-layer inputs; :func:`gemma3n_prefill_terms` counts the
+tensors its forward holds (each with its line), traced with a live-tensor tracker on a tiny model
+(tests/formulas/test_gemma3n_activations_forward.py).
 """
 
 from __future__ import annotations
@@ -53,6 +61,9 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
     """
     t = batch * q_tokens
     h = spec.hidden_size
+    if spec.gemma3n is not None and forward_locals:
+        return gemma3n_prefill_terms(spec, batch, q_tokens, kv_tokens, act_bytes, attention, logits_positions,
+                                     logits_bytes_per_elem, tp)
     residual = 2 * t * h * act_bytes
     if spec.mla is not None:
         m = spec.mla
@@ -63,11 +74,7 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         q_w = spec.num_heads * spec.head_dim
         kv_w = 2 * spec.num_kv_heads * spec.head_dim
         o_w = q_w
-    attn = t * (q_w + kv_w + o_w) * act_bytes // tp
-    if attention == "eager":
-        per_score = 2 * act_bytes + (4 + act_bytes if act_bytes < 4 else 0)
-        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * per_score
-        attn += batch * q_tokens * kv_tokens * act_bytes  # the additive causal mask
+    attn = _attention_core(spec, batch, q_tokens, kv_tokens, act_bytes, attention, tp, q_w + kv_w + o_w)
     if spec.is_moe and spec.moe is not None:
         moe = spec.moe
         # routed tokens: each token visits k experts; router logits in fp32
@@ -87,6 +94,82 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
             rope = 2 * pairs * t * rope_dim * act_bytes
         attn += t * h * act_bytes + rope
         mlp += 2 * t * h * act_bytes + rope
+        residual += sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
     logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
     peak = residual + max(attn, mlp, logits)
     return PrefillActivations(residual, attn, mlp, logits, peak)
+
+
+def sdpa_sliding_mask_bytes(spec: ModelSpec, q_tokens: int, kv_tokens: int, attention: str) -> int:
+    """The bool mask transformers builds once for the sliding-window layers and keeps for the whole layer loop.
+
+    transformers v5.24.0 masking_utils.py: ``sdpa_mask`` (L395) returns None when ``is_causal`` can stand in for the
+    mask (full attention, no padding); a sliding window shorter than the keys cannot, so the mask is built by
+    broadcasting the mask function over (batch, head, q, kv) aranges (L528-539). A padding mask of all ones is dropped
+    first (``prepare_padding_mask`` L512, ``attention_mask.all()`` L658), so the batch index is unused and the mask is
+    [1, 1, q, kv] bool, expanded (a view) to the batch: q x kv bytes. With padding it is [batch, 1, q, kv]: not
+    modelled (generation of equal-length prompts has none). Flash kernels take the window natively; eager's
+    additive mask is counted with its scores.
+    """
+    window = spec.sliding_window
+    if attention != "sdpa" or window is None or window >= kv_tokens or "sliding" not in spec.layer_types:
+        return 0
+    return q_tokens * kv_tokens
+
+
+def _attention_core(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int, attention: str,
+                    tp: int, widths: int) -> int:
+    """q, k, v and the attention output (``widths`` per token), + eager's score matrix and additive mask."""
+    attn = batch * q_tokens * widths * act_bytes // tp
+    if attention == "eager":
+        per_score = 2 * act_bytes + (4 + act_bytes if act_bytes < 4 else 0)
+        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * per_score
+        attn += batch * q_tokens * kv_tokens * act_bytes  # the additive causal mask
+    return attn
+
+
+def gemma3n_prefill_terms(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, act_bytes: int = 2,
+                          attention: str = "sdpa", logits_positions: int = 1, logits_bytes_per_elem: int = 4,
+                          tp: int = 1) -> PrefillActivations:
+    """Gemma 3n's activation peak in the transformers forward (v5.24.0 models/gemma3n/modeling_gemma3n.py, L = line).
+
+    With t = batch x q_tokens, n AltUp streams, hidden h, the widest layer's intermediate size I, per-layer width P
+    over N layers, rope width d and c = act_bytes, alive through the whole layer loop (``residual_bytes``):
+
+    - ``Gemma3nTextModel.forward``: ``inputs_embeds`` (L1649, kept as ``hidden_states_0`` L1679): t h c; the list
+      ``temp_hidden_states`` (L1684-1692) keeps the n - 1 rescaled stream projections (L1691) and the local
+      ``altup_proj`` the last raw projection (L1687): n t h c; the per-layer inputs ``per_layer_inputs``
+      [b, s, N, P] (L1652, ``project_per_layer_inputs`` L1770): t N P c; the streams a layer reads (``torch.stack``
+      L1694, then each layer's output, ``altup.correct`` L1058-1059): n t h c; one (cos, sin) pair per layer type (L1696-1697): 2 x types x
+      t d c; the sliding-window mask of ``create_sliding_window_causal_mask`` (L1675):
+      :func:`sdpa_sliding_mask_bytes`.
+
+    Inside ``Gemma3nTextDecoderLayer.forward`` (L1271-1322), on top of the n t h c predictions (``altup.predict`` L1282,
+    ``.contiguous()`` L1029):
+
+    - MLP phase (``mlp_bytes``), at ``down_proj``: six [t, h] locals -- ``active_prediction_normed`` (L1285),
+      ``laurel_output`` (L1286, L935), the post-normed ``attn`` (L1297), ``attn_gated`` (L1299), ``attn_laurel``
+      (L1300), ``attn_norm`` (L1302) -- and ``Gemma3nTextMLP.forward`` (L950-956) keeps ``gate_proj``,
+      ``activations`` and ``up_proj`` as locals while the product and the down projection's output exist:
+      4 t I c + t h c (Llama's MLP frees act's input: 3 t I). With activation sparsity ``_gaussian_topk`` (L959-973)
+      holds at most 3 t I, below that.
+    - Attention phase (``attention_bytes``): ``active_prediction_normed``, ``laurel_output`` and q, k, v, output.
+
+    The tiny model's traced peak (bf16, t = 1024, h = 256, I = 4h) is the MLP phase at ``down_proj``: 38.27 [t, h]
+    units measured, 38.25 counted here (the rest: per-token magnitudes and router logits).
+    """
+    assert spec.gemma3n is not None
+    g = spec.gemma3n
+    t = batch * q_tokens
+    h, n, c = spec.hidden_size, g.altup_inputs, act_bytes
+    types = set(spec.layer_types)
+    rope = 0 if spec.position_embeddings else 2 * max(1, len(types)) * t * spec.head_dim * c
+    mask = sdpa_sliding_mask_bytes(spec, q_tokens, kv_tokens, attention)
+    projections = n * t * h * c if n > 1 else 0  # n - 1 rescaled streams + the last raw projection
+    residual = (t * h * c + projections + t * spec.num_layers * g.per_layer_width * c + n * t * h * c + rope + mask)
+    predictions = n * t * h * c
+    widths = spec.num_heads * spec.head_dim * 2 + 2 * spec.num_kv_heads * spec.head_dim
+    attn = predictions + 2 * t * h * c + _attention_core(spec, batch, q_tokens, kv_tokens, c, attention, tp, widths)
+    mlp = predictions + 7 * t * h * c + 4 * t * spec.intermediate_size * c // tp
+    logits = batch * min(logits_positions, q_tokens) * spec.vocab_size * (act_bytes + logits_bytes_per_elem)
+    return PrefillActivations(residual, attn, mlp, logits, residual + max(attn, mlp, logits))

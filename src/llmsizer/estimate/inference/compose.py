@@ -237,7 +237,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     for note in spec.notes:  # config values the model reader had to default or derive
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
                                           "not in the model's config: default or derived"))
-    acc.warnings.extend(model_warnings(spec, training=False))
+    acc.warnings.extend(model_warnings(spec, training=False, engine=str(w.engine)))
     fmt, group = _resolve_weights(spec, w, acc)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
