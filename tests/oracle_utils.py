@@ -175,6 +175,36 @@ def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
     return torch.randint(0, vocab, (batch, tokens), generator=g)
 
 
+def prefill_peak_bytes(cfg: dict[str, Any], dtype: Any, attn: str, batch: int, tokens: int) -> int:
+    """Peak bytes of live tensors (``torch.distributed._tools.mem_tracker.MemTracker``: parameters, buffers, the
+    KV cache and every intermediate) during a no-grad prefill of the model built from ``cfg`` (seed 0, CPU) over
+    ``batch`` random sequences of ``tokens`` with ``logits_to_keep=1``, what ``generate()`` asks for at prefill."""
+    from torch.distributed._tools import mem_tracker
+
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=dtype, attn=attn)
+    ids = random_ids(cfg["vocab_size"], batch, tokens)
+    tracker = mem_tracker.MemTracker()
+    tracker.track_external(model)
+    with torch.no_grad(), tracker:
+        # per-row position ids, as generate() passes them (so the rotary tables are [B, T, head_dim])
+        pos = torch.arange(tokens).unsqueeze(0).expand(batch, tokens)
+        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1)
+    return int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+
+
+# A small Gemma 3n text model (hidden 256, 4 AltUp streams, per-layer inputs 6 x 32, LAuReL rank 8, 2 of 6 layers
+# sharing K/V, 4 sliding with window 128): tests/formulas/test_gemma3n_activations_forward.py (inference peak) and
+# tests/training/test_gemma3n_saved_tensors.py (training saved tensors) measure the same model.
+GEMMA3N_SMALL: dict[str, Any] = {
+    "model_type": "gemma3n_text", "vocab_size": 1024, "hidden_size": 256, "intermediate_size": 1024,
+    "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+    "vocab_size_per_layer_input": 1024, "hidden_size_per_layer_input": 32, "laurel_rank": 8,
+    "num_kv_shared_layers": 2, "sliding_window": 128, "max_position_embeddings": 1024,
+    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
+}
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Tiny configs, one per attention/FFN family (hidden 64, 2-4 layers, vocab 128)
 # ---------------------------------------------------------------------------------------------------------

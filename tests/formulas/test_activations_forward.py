@@ -26,9 +26,9 @@ from llmsizer.formulas.activations import prefill_activation_bytes
 from llmsizer.formulas.kv_cache import kv_cache
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, random_ids, torch
+from oracle_utils import prefill_peak_bytes, torch
 
-mem_tracker = pytest.importorskip("torch.distributed._tools.mem_tracker")
+pytest.importorskip("torch.distributed._tools.mem_tracker")
 
 pytestmark = pytest.mark.slow
 
@@ -50,16 +50,7 @@ KNOWN: dict[tuple[str, str], str] = {}  # (dtype, attention) -> reason for a str
 
 def _measure(kv_dtype: str, attention: str) -> int:
     dtype, _ = DTYPES[kv_dtype]
-    torch.manual_seed(0)
-    model = build(CONFIG, device="cpu", dtype=dtype, attn=attention)
-    ids = random_ids(CONFIG["vocab_size"], BATCH, TOKENS)
-    tracker = mem_tracker.MemTracker()
-    tracker.track_external(model)
-    with torch.no_grad(), tracker:
-        # per-row position ids, as generate() passes them (so the rotary tables are [B, T, head_dim])
-        pos = torch.arange(TOKENS).unsqueeze(0).expand(BATCH, TOKENS)
-        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1)
-    return int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    return prefill_peak_bytes(CONFIG, dtype, attention, BATCH, TOKENS)
 
 
 def _predict(kv_dtype: str, attention: str) -> dict[str, Any]:

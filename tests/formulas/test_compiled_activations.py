@@ -16,21 +16,16 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
+from compiled_saved import LLAMA, QWEN2, decoder_model, min_cut_saved_bytes  # noqa: E402
 from llmsizer.formulas.compiled_activations import compiled_layer_terms  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 320, "intermediate_size": 864,
-         "num_hidden_layers": 1, "num_attention_heads": 10, "num_key_value_heads": 2,
-         "max_position_embeddings": 2048, "tie_word_embeddings": False}
 LLAMA_MHA = dict(LLAMA, hidden_size=384, intermediate_size=1000, num_attention_heads=6, num_key_value_heads=6)
-QWEN2 = {"model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 704,
-         "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 2048, "tie_word_embeddings": True}
 
 # name: (config, batch, seq, dtype)
 CASES: dict[str, tuple[dict[str, Any], int, int, str]] = {
@@ -42,43 +37,9 @@ CASES: dict[str, tuple[dict[str, Any], int, int, str]] = {
 
 
 def _compiled_saved_bytes(cfg: dict[str, Any], batch: int, seq: int, dtype_name: str) -> int:
-    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
-    from torch._dynamo.backends.common import aot_autograd
-
-    torch.manual_seed(0)
     dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}[dtype_name]
-    conf = transformers.AutoConfig.for_model(**cfg)
-    conf._attn_implementation = "sdpa"
-    model = transformers.AutoModelForCausalLM.from_config(conf, dtype=dtype).train()
-    layer = model.get_decoder().layers[0]
-    saved: list[int] = []
-    # parameters and the rotary tables are graph inputs too: told apart by shape (no activation shape equals them)
-    skip = {tuple(p.shape) for p in layer.parameters()}
-    head_dim = cfg["hidden_size"] // cfg["num_attention_heads"]
-
-    def fw(gm: Any, _inputs: Any) -> Any:
-        return make_boxed_func(gm.forward)
-
-    def bw(gm: Any, _inputs: Any) -> Any:
-        for n in gm.graph.nodes:
-            v = n.meta.get("val")
-            if n.op != "placeholder" or not isinstance(v, torch.Tensor) or n.name.startswith("tangents"):
-                continue
-            if tuple(v.shape) in skip or tuple(v.shape) == (1, seq, v.shape[-1]) and v.shape[-1] == head_dim:
-                continue
-            saved.append(v.numel() * v.element_size())
-        return make_boxed_func(gm.forward)
-
-    torch._dynamo.reset()
-    compiled = torch.compile(layer, backend=aot_autograd(fw_compiler=fw, bw_compiler=bw,
-                                                         partition_fn=min_cut_rematerialization_partition))
-    x = torch.randn(batch, seq, cfg["hidden_size"], dtype=dtype, requires_grad=True)
-    pos = torch.arange(seq)[None]
-    pe = model.get_decoder().rotary_emb(x, pos)
-    out = compiled(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
-    (out[0] if isinstance(out, tuple) else out).float().sum().backward()
-    torch._dynamo.reset()
-    return sum(saved)
+    model, layer = decoder_model(cfg, dtype)
+    return min_cut_saved_bytes(model, layer, batch, seq, dtype)
 
 
 @pytest.mark.parametrize("name", list(CASES))

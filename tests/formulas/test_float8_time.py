@@ -21,11 +21,10 @@ pytest.importorskip("torchao")
 
 from test_elementwise_traffic import (  # noqa: E402
     GQA,
-    NOT_ELEMENTWISE,
-    VIEWS,
     _inductor_bytes,
     _layer,
-    _physical_bytes,
+    _run_layer,
+    _traced_bytes,
     _widths,
 )
 
@@ -34,24 +33,8 @@ from llmsizer.formulas.float8_training import float8_cast_bytes  # noqa: E402
 
 
 def _traced(run: Any) -> int:
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    total = [0]
-
-    class Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-            out = func(*args, **(kwargs or {}))
-            name = func.overloadpacket.__name__
-            if name in VIEWS or name in NOT_ELEMENTWISE or "scaled" in name or name == "reciprocal":
-                return out
-            tensors = [a for a in tree_flatten((args, kwargs, out))[0] if isinstance(a, torch.Tensor)]
-            total[0] += sum(_physical_bytes(a) for a in tensors if a.dtype not in (torch.int64,))
-            return out
-
-    with Count():
-        run()
-    return total[0]
+    """The traced bytes, torchao's scaled GEMMs and its scale reciprocals left out with the attention kernel."""
+    return _traced_bytes(run, lambda name: "scaled" in name or name == "reciprocal")
 
 
 @pytest.mark.parametrize("shape", [(512, 256, 688), (256, 688, 256)], ids=["up", "down"])
@@ -84,16 +67,7 @@ def test_compiled_float8_layer_bytes_within_5_percent_of_inductors_kernels() -> 
     model, layer = _layer(GQA)
     convert_to_float8_training(layer)
     tokens = 512
-    compiled = torch.compile(layer)
-    x = torch.randn(1, tokens, GQA["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
-    pos = torch.arange(tokens)[None]
-    pe = tuple(p.detach() for p in model.model.rotary_emb(x, pos))
-
-    def run() -> None:
-        out = compiled(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
-        out = out[0] if isinstance(out, tuple) else out
-        out.backward(torch.ones_like(out))
-    measured = _inductor_bytes(run)
+    measured = _inductor_bytes(_run_layer(model, torch.compile(layer), tokens, GQA["hidden_size"]))
     w = _widths(GQA)
     h, q, k, i = w.hidden, w.q_width, w.kv_width, w.intermediate
     linears = [(h, q, False), (h, k, True), (h, k, True), (q, h, False), (h, i, False), (h, i, True), (i, h, False)]

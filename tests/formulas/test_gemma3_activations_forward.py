@@ -21,9 +21,9 @@ from llmsizer.formulas.activations import prefill_activation_bytes, sdpa_sliding
 from llmsizer.formulas.kv_cache import kv_cache
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, random_ids, torch
+from oracle_utils import prefill_peak_bytes, torch
 
-mem_tracker = pytest.importorskip("torch.distributed._tools.mem_tracker")
+pytest.importorskip("torch.distributed._tools.mem_tracker")
 
 pytestmark = pytest.mark.slow
 
@@ -39,15 +39,7 @@ BATCH, TOKENS = 2, 512
 @pytest.mark.parametrize("kv_dtype", ["fp32", "bf16"])
 def test_activation_peak_with_the_sliding_mask_matches_gemma3_forward(kv_dtype, capsys):
     dtype, act_bytes = {"fp32": (torch.float32, 4), "bf16": (torch.bfloat16, 2)}[kv_dtype]
-    torch.manual_seed(0)
-    model = build(CONFIG, device="cpu", dtype=dtype, attn="sdpa")
-    ids = random_ids(CONFIG["vocab_size"], BATCH, TOKENS)
-    tracker = mem_tracker.MemTracker()
-    tracker.track_external(model)
-    with torch.no_grad(), tracker:
-        pos = torch.arange(TOKENS).unsqueeze(0).expand(BATCH, TOKENS)
-        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1)
-    measured = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    measured = prefill_peak_bytes(CONFIG, dtype, "sdpa", BATCH, TOKENS)
     spec = spec_from_config(CONFIG, name="tiny-gemma3")
     weights = count_params(spec).total * act_bytes
     kv = kv_cache(spec, TOKENS, BATCH, kv_dtype, window_extra=10**9).total_bytes

@@ -20,27 +20,19 @@ names 38.25 (54.25).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from llmsizer.formulas.activations import prefill_activation_bytes
 from llmsizer.formulas.kv_cache import kv_cache
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, random_ids, torch
+from oracle_utils import GEMMA3N_SMALL, prefill_peak_bytes, torch
 
-mem_tracker = pytest.importorskip("torch.distributed._tools.mem_tracker")
+pytest.importorskip("torch.distributed._tools.mem_tracker")
 
 pytestmark = pytest.mark.slow
 
-CONFIG: dict[str, Any] = {
-    "model_type": "gemma3n_text", "vocab_size": 1024, "hidden_size": 256, "intermediate_size": 1024,
-    "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
-    "vocab_size_per_layer_input": 1024, "hidden_size_per_layer_input": 32, "laurel_rank": 8,
-    "num_kv_shared_layers": 2, "sliding_window": 128, "max_position_embeddings": 1024,
-    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
-}
+CONFIG = GEMMA3N_SMALL
 SPARSE = {**CONFIG, "intermediate_size": 2048, "activation_sparsity_pattern": [0.95] * 6}
 BATCH, TOKENS = 2, 512
 DTYPES = {"fp32": (torch.float32, 4), "bf16": (torch.bfloat16, 2)}
@@ -51,15 +43,7 @@ CASES = {"fp32": ("fp32", CONFIG), "bf16": ("bf16", CONFIG), "bf16-wide-sparse":
 def test_activation_model_matches_gemma3n_forward(case, capsys):
     kv_dtype, config = CASES[case]
     dtype, act_bytes = DTYPES[kv_dtype]
-    torch.manual_seed(0)
-    model = build(config, device="cpu", dtype=dtype, attn="sdpa")
-    ids = random_ids(config["vocab_size"], BATCH, TOKENS)
-    tracker = mem_tracker.MemTracker()
-    tracker.track_external(model)
-    with torch.no_grad(), tracker:
-        pos = torch.arange(TOKENS).unsqueeze(0).expand(BATCH, TOKENS)
-        model(input_ids=ids, position_ids=pos, use_cache=True, logits_to_keep=1)
-    measured = int(tracker.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"])
+    measured = prefill_peak_bytes(config, dtype, "sdpa", BATCH, TOKENS)
     spec = spec_from_config(config, name="tiny-gemma3n")
     weights = count_params(spec).total * act_bytes
     # after a prefill a sliding layer's cache still holds the whole prompt (tests/formulas/test_kv_cache_forward.py)

@@ -17,6 +17,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from inductor_nodes import inductor_nodes  # noqa: E402
+from test_elementwise_traffic import _run_layer  # noqa: E402
 
 from llmsizer.formulas.elementwise_traffic import LayerWidths  # noqa: E402
 from llmsizer.formulas.launch_overhead import (  # noqa: E402
@@ -182,16 +183,7 @@ def test_compiled_layer_kernels_equal_inductors_kernels(targets: list[str]) -> N
         cfg = peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=targets)
         pm = peft.get_peft_model(model, cfg, autocast_adapter_dtype=False)
         model, layer = pm.base_model.model, pm.base_model.model.model.layers[0]
-    compiled = torch.compile(layer)
-    x = torch.randn(1, 64, CFG["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
-    pos = torch.arange(64)[None]
-    pe = tuple(p.detach() for p in model.model.rotary_emb(x, pos))
-
-    def run() -> None:
-        out = compiled(x, attention_mask=None, position_ids=pos, position_embeddings=pe)
-        out = out[0] if isinstance(out, tuple) else out
-        out.backward(torch.ones_like(out))
-    measured = _inductor_kernels(run)
+    measured = _inductor_kernels(_run_layer(model, torch.compile(layer), 64, CFG["hidden_size"]))
     linears: list[tuple[str, bool, bool]] = []
     for n in BASE:
         linears.append((n, not targets, False))

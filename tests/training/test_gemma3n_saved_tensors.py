@@ -22,17 +22,11 @@ import pytest
 
 from llmsizer.formulas.training_activations import ActivationSetup, head_activations, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import build, random_ids, torch
+from oracle_utils import GEMMA3N_SMALL, build, random_ids, torch
 
 pytestmark = pytest.mark.slow
 
-CONFIG: dict[str, Any] = {
-    "model_type": "gemma3n_text", "vocab_size": 1024, "hidden_size": 256, "intermediate_size": 1024,
-    "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
-    "vocab_size_per_layer_input": 1024, "hidden_size_per_layer_input": 32, "laurel_rank": 8,
-    "num_kv_shared_layers": 2, "sliding_window": 128, "max_position_embeddings": 1024,
-    "layer_types": ["sliding_attention", "sliding_attention", "full_attention"] * 2,
-}
+CONFIG = GEMMA3N_SMALL
 BATCH, TOKENS = 2, 512
 
 

@@ -18,22 +18,17 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+pytest.importorskip("transformers")
 
 from measure_step import torchtitan_op_policy  # noqa: E402
 
+from compiled_saved import LLAMA, QWEN2, decoder_model, min_cut_saved_bytes  # noqa: E402
 from llmsizer.formulas.selective_checkpointing import op_sac_saved_terms  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 320, "intermediate_size": 864,
-         "num_hidden_layers": 1, "num_attention_heads": 10, "num_key_value_heads": 2,
-         "max_position_embeddings": 2048, "tie_word_embeddings": False}
-QWEN2 = {"model_type": "qwen2", "vocab_size": 2048, "hidden_size": 256, "intermediate_size": 704,
-         "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 2048, "tie_word_embeddings": True}
 
 # name: (config, batch, seq, whether compile drops a saved output)
 CASES: dict[str, tuple[dict[str, Any], int, int, bool]] = {
@@ -60,51 +55,19 @@ class _Checkpointed(torch.nn.Module):  # torchtitan: ptd_checkpoint_wrapper(bloc
         super().__init__()
         self.layer = layer
 
-    def forward(self, x: Any, pos: Any, pe: Any) -> Any:
+    def forward(self, x: Any, attention_mask: Any, position_ids: Any, position_embeddings: Any) -> Any:
         from torch.utils.checkpoint import checkpoint
 
-        return checkpoint(_layer_call, x, pos, pe, use_reentrant=False, context_fn=_context_fn)
+        # attention_mask: None (causal, SDPA), the layer's own default
+        return checkpoint(_layer_call, x, position_ids, position_embeddings, use_reentrant=False,
+                          context_fn=_context_fn)
 
 
 def _compiled_op_sac_saved_bytes(cfg: dict[str, Any], batch: int, seq: int) -> int:
-    from functorch.compile import make_boxed_func, min_cut_rematerialization_partition
-    from torch._dynamo.backends.common import aot_autograd
-
-    torch.manual_seed(0)
-    conf = transformers.AutoConfig.for_model(**cfg)
-    conf._attn_implementation = "sdpa"
-    model = transformers.AutoModelForCausalLM.from_config(conf, dtype=torch.bfloat16).train()
-    layer = model.get_decoder().layers[0]
+    model, layer = decoder_model(cfg, torch.bfloat16)
     _POLICY[:] = [torchtitan_op_policy(torch)]
     _LAYER[:] = [layer]
-    skip = {tuple(p.shape) for p in layer.parameters()}
-    head_dim = cfg["hidden_size"] // cfg["num_attention_heads"]
-    saved: list[int] = []
-
-    def fw(gm: Any, _inputs: Any) -> Any:
-        return make_boxed_func(gm.forward)
-
-    def bw(gm: Any, _inputs: Any) -> Any:
-        for n in gm.graph.nodes:
-            v = n.meta.get("val")
-            if n.op != "placeholder" or not isinstance(v, torch.Tensor) or n.name.startswith("tangents"):
-                continue
-            if tuple(v.shape) in skip or tuple(v.shape) == (1, seq, head_dim):
-                continue  # parameters and the rotary tables (no activation has their shapes here)
-            saved.append(v.numel() * v.element_size())
-        return make_boxed_func(gm.forward)
-
-    torch._dynamo.reset()
-    compiled = torch.compile(_Checkpointed(layer), fullgraph=True,
-                             backend=aot_autograd(fw_compiler=fw, bw_compiler=bw,
-                                                  partition_fn=min_cut_rematerialization_partition))
-    x = torch.randn(batch, seq, cfg["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
-    pos = torch.arange(seq)[None]
-    pe = model.get_decoder().rotary_emb(x, pos)
-    out = compiled(x, pos, pe)
-    (out[0] if isinstance(out, tuple) else out).float().sum().backward()
-    torch._dynamo.reset()
-    return sum(saved)
+    return min_cut_saved_bytes(model, _Checkpointed(layer), batch, seq, torch.bfloat16, fullgraph=True)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -12,6 +12,7 @@ import json
 
 import pytest
 from web_api_helpers import run_cli
+from web_api_helpers import run_cli_json as _cli
 
 import llmsizer
 
@@ -19,12 +20,6 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 MODEL, DEVICE, INSTANCE = "gpt-oss-20b", "t4", "azure-standard_nc4as_t4_v3"
-
-
-def _cli(*args: str) -> dict:
-    done = run_cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def _engine(est: dict) -> dict:

@@ -6,10 +6,8 @@ the format ladder had one home (estimate/formats.py format_ladder), `recommend` 
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from web_api_helpers import run_cli
+from web_api_helpers import run_cli_json as _cli
 
 import llmsizer
 from llmsizer.estimate.formats import format_ladder
@@ -19,12 +17,6 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 MODEL, DEVICE, WANT = "gpt-oss-20b", "apple-m3-max-64gb", "gguf:mxfp4_moe"
-
-
-def _cli(*args: str) -> dict:
-    done = run_cli(*args, "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def _option(rec: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -17,3 +18,10 @@ def run_cli(*args: str, stdin: str | None = None, cwd: str | Path | None = None)
     env = dict(os.environ, PYTHONPATH=SRC)
     return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
                           env=env, timeout=180, input=stdin, cwd=cwd)
+
+
+def run_cli_json(*args: str) -> dict:
+    """``llmsizer ARGS --json``, which must answer (exit 0), parsed."""
+    done = run_cli(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
