@@ -3,7 +3,7 @@ not the front-end Ethernet. Truth: the figures the providers' own pages state (q
 Azure ND H100 v5 / ND MI300X v5 '3.2 Tbps of interconnect bandwidth per VM' (8 x 400 Gb/s InfiniBand, one per GPU),
 ND A100 v4 / NDm A100 v4 '1.6 TB/s [Tb/s] ... per VM' (8 x 200 Gb/s HDR) (MicrosoftDocs/azure-docs
 articles/virtual-machines/sizes/gpu-accelerated/includes/*-summary.md), Google Cloud 'Networking and GPU machines':
-'A3 High ... 1,000 Gbps ... GPUDirect-TCPX' (max total), AWS p5.48xlarge 3200 Gbps EFA."""
+'A3 High ... 1,000 Gbps ... GPUDirect-TCPX' (max total), A4 'eight CX7 NICs ... 3,200 Gbps', AWS p5.48xlarge 3200 Gbps EFA."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ STATED = {  # instance id: Gb/s per machine on the GPU fabric, as the provider s
     "azure-standard_nd96asr_v4": 8 * 200,
     "azure-standard_nd96amsr_a100_v4": 8 * 200,
     "gcp-a3-highgpu-8g": 1000,
+    "gcp-a4-highgpu-8g": 8 * 400,  # 'eight CX7 NICs deliver a total network bandwidth of 3,200 Gbps'
     "aws-p5.48xlarge": 32 * 100,
 }
 
