@@ -277,6 +277,10 @@ def gemma3n_saved_terms(spec: ModelSpec, st: ActivationSetup, kv_shared: bool) -
     - LAuReL (L932-934): ``linear_left`` shares the q/k/v input; ``linear_right``'s input t R c;
       ``post_laurel_norm``.
     - ``v_norm`` (L1219, no scale) on layers with their own K/V: fp32 input 4 t kv_w + 1/rms per head.
+
+    Checked (tests/training/test_gemma3n_saved_tensors.py) for full training in fp32 and bf16 without autocast.
+    Not checked: ``torch.autocast`` (fp32 weights: a one-off trace gave 1.05 of the saved storages, the bf16
+    weight copies left out) and LoRA (frozen linears keep no input; the terms assume so).
     """
     assert spec.gemma3n is not None
     g = spec.gemma3n
