@@ -31,7 +31,8 @@ def test_every_engine_caches_only_the_layers_transformers_gives_a_cache(engine):
     full, sliding = _caching_layers()
     assert (full, sliding) == (4, 16)  # 35 layers, the last 15 share
     spec = spec_from_config(TEXT, name="gemma3n")
-    est = llmsizer.estimate_inference(spec, engine=engine, context=8192, concurrency=1)
+    est = llmsizer.estimate_inference(spec, engine=engine, context=8192, concurrency=1,
+                                       output_tokens=0)  # the whole context is prompt: the cache holds 8192
     assert est.details["kv_bytes_per_token"] == (full + sliding) * 2 * 2 * 256 * 2  # K, V x 2 heads x 256 x 2 B
     formula = est.item("kv_cache").formula
     assert f"({full} full layers x 8192 tokens + {sliding} sliding layers x " in formula
