@@ -184,9 +184,12 @@ def _variant_spec(entry: str, asked: str) -> ModelSpec:
 def _spec(name: str) -> ModelSpec:
     e = entries()[name]
     cfg = {**e.config, "preprocessor_config": e.preprocessor} if e.preprocessor else e.config
-    return spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
+    spec = spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,
                             published_active_params=e.published_active_params)
+    if e.published_params is not None and e.published_params_source:
+        spec = replace(spec, published_params_source=public_citation(e.published_params_source))
+    return spec
 
 
 def search(text: str = "") -> list[CatalogEntry]:

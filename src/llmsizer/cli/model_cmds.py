@@ -152,7 +152,7 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
     data = {
         "model": spec.name, "source": spec.source, "architecture": arch,
         "params": {"total": pc.total, "active": pc.active, "by_component": pc.by_component},
-        "published_params": spec.published_params,
+        "published_params": spec.published_params, "published_params_source": spec.published_params_source or None,
         "stored_format": {"format": fmt, "why": why, "bytes": wb.total},
         "notes": list(spec.notes),
     }
@@ -201,7 +201,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         rows.append(["active per token", f"{p['active']:,}", f"{100 * p['active'] / p['total']:.2f}%"])
     say(table(rows, ["component", "parameters", "share"]))
     if d["published_params"]:
-        say(f"published: {d['published_params']:,}")
+        said = d.get("published_params_source")
+        say(f"published: {d['published_params']:,}" + (f" (source: {said})" if said else ""))
     sf = d["stored_format"]
     say(f"stored as {sf['format']} ({sf['why']}): {format_bytes(sf['bytes'])}")
     if "file_weights" in d:

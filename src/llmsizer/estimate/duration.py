@@ -42,6 +42,7 @@ from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
 from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
     DEQUANT_BYTES_PER_WEIGHT,
     GPTQ_DEQUANT_BYTES_PER_WEIGHT,
@@ -393,15 +394,19 @@ def sharding_mode(w: TrainingWorkload) -> str:
 
 
 def reduced_grad_bytes(w: TrainingWorkload) -> int:
-    """Bytes per gradient element the data-parallel reduction moves: DeepSpeed (ZeRO stages) reduces in its
+    """Bytes per gradient element the data-parallel reduction moves. One home for the gradient dtype: the memory
+    recipe (formulas/training_states.py ``recipe(training_recipe_name(...))``). DDP and FSDP reduce the gradients in
+    the dtype they are stored in, the recipe's ``grad_bytes`` (fp32 beside the fp32 weights of autocast recipes and
+    of FSDP2's ``MixedPrecisionPolicy(reduce_dtype=fp32)``; bf16 / fp16 for pure half precision and DeepSpeed's own
+    mixed precision), or the fp32 ``main_grad`` copy where a recipe keeps one (Megatron fp16 reduces its fp32 main
+    gradients). The one legitimate difference: under DeepSpeed ZeRO (``w.zero`` >= 1) the engine reduces in its
     ``communication_data_type``, bf16 / fp16 whenever that precision is enabled (deepspeedai/DeepSpeed @edaa722
-    ``runtime/engine.py`` lines 1405-1416); DDP and FSDP reduce the gradients in their own dtype, fp32 beside the fp32
-    weights of autocast recipes and of FSDP2's ``MixedPrecisionPolicy(reduce_dtype=fp32)``."""
-    if w.precision == "fp32":
-        return 4
-    if w.zero >= 1:
+    ``runtime/engine.py`` lines 1405-1416), whatever dtype a recipe that is not DeepSpeed's own (QLoRA's bf16-mixed,
+    Megatron, FSDP named beside ZeRO) stores its gradients in; for DeepSpeed's own recipes the two agree (2 bytes)."""
+    if w.zero >= 1 and w.precision != "fp32":
         return 2
-    return 2 if w.precision in ("bf16", "fp16") else 4
+    r = recipe(training_recipe_name(w.precision, w.zero, w.method))
+    return r.main_grad_bytes or r.grad_bytes
 
 
 GRAD_SYNC_DEFAULT = "optimizer-step"

@@ -2,10 +2,10 @@
 
 - Gemma 3n (``ModelSpec.gemma3n``): the transformers forward's activation peak counts its ``altup_inputs`` AltUp
   streams, the per-layer inputs and LAuReL (formulas/activations.py ``gemma3n_prefill_terms``, within 0.5% of a real
-  CPU forward: tests/formulas/test_gemma3n_activations_forward.py). Still one residual stream per token: the
-  training activation terms (formulas/training_activations.py) and the other engines' graphs (vLLM, SGLang,
-  llama.cpp): there activation memory is a lower bound, said by name (training: 0.574 of what autograd saves on a
-  tiny model, tests/training/test_gemma3n_saved_tensors.py).
+  CPU forward: tests/formulas/test_gemma3n_activations_forward.py); the training activation terms count them too
+  (formulas/training_activations.py ``gemma3n_saved_terms``: within 2% of what autograd saves in a full fp32 and
+  bf16 training forward, tests/training/test_gemma3n_saved_tensors.py). Still one residual stream per token: the
+  other engines' graphs (vLLM, SGLang, llama.cpp): there the activation peak is a lower bound, said by name.
 - A per-layer ``intermediate_size`` list (``ModelSpec.ffn_sizes``): the activation terms take the widest layer's.
 - A multimodal ``gemma3n`` config: its vision (MobileNetV5, timm) and audio towers are not counted
   (``Gemma3nSpec.uncounted``, readers/hf_gemma3n.py).
@@ -27,12 +27,10 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
     if g is None:
         return []
     out = []
-    if training or engine != "transformers":
-        where = "training activation terms" if training else f"{engine} activation model"
-        what = "training activation memory" if training else "the activation peak"
+    if not training and engine != "transformers":
         out.append(f"{GEMMA3N_ACTIVATIONS}: Gemma 3n's {g.altup_inputs} AltUp streams of {spec.hidden_size} per "
                    f"token, its per-layer inputs ({spec.num_layers} x {g.per_layer_width} per token) and LAuReL are "
-                   f"not in the {where}: {what} is a lower bound")
+                   f"not in the {engine} activation model: the activation peak is a lower bound")
     if spec.ffn_sizes:
         out.append(f"{GEMMA3N_FFN_WIDTHS}: the feed-forward width differs per layer ({min(spec.ffn_sizes)}-"
                    f"{max(spec.ffn_sizes)}); weights follow each layer's, activation terms take the widest "

@@ -40,6 +40,9 @@ r = residual-stream element size (the embedding's dtype):
   Nemotron-H's ``moe_latent_size`` L the experts read and write L-wide tensors, and fc2_latent_proj keeps its
   L-wide input; a router that upcasts its input (DeepSeek, GLM-4.5, Nemotron-H) keeps that fp32 copy (4 t h);
   the block input is one tensor shared by the router, the shared expert and fc1_latent_proj (``moe_saved_terms``).
+- Gemma 3n (``spec.gemma3n``): AltUp's n streams, the per-layer inputs, LAuReL and the fp32 normalised tensor of
+  every Gemma3nRMSNorm (``gemma3n_saved_terms`` per layer, ``gemma3n_model_terms`` around the layers); a K/V-sharing
+  layer keeps no k/v of its own (it reads the storages an earlier layer saved) and has no k_norm.
 - Rotary cos/sin (2 r b s head_dim, shared by all layers); no dropout masks; residual adds keep nothing.
 - Head: the final norm, the lm_head input, and the loss: ``ForCausalLMLoss`` upcasts logits to fp32
   (``logits.float()``) and cross-entropy keeps the fp32 log-softmax (4 t V): large for 150k vocabularies.
@@ -180,8 +183,11 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     out: list[Term] = []
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
     norm_trained = st.full
-    out += _norm_terms("attention norm", t, h, r, norm_trained, st, kind=kind)
-    present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None else {"attn_q"}
+    g3n = spec.gemma3n is not None
+    norm_out = 4 if g3n else r  # Gemma3nRMSNorm keeps its fp32 normalised tensor (gemma3n_saved_terms)
+    kv_shared = bool(spec.kv_shared_layers) and spec.kv_shared_layers[layer]
+    out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind)
+    present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
     n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
     ts = _div(t, tp) if st.sp else t
     if n_in:
@@ -194,10 +200,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
                         f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
     if spec.qk_norm != "none":
-        out.append(Term("q/k norms fp32 inputs", t * (q_w + k_w) * 4 + t * (heads + max(1, spec.num_kv_heads // tp)) * 4,
-                        f"{t} x ({q_w} + {k_w}) x 4 B + 1/rms per head"))
+        kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))  # shared K: no k_norm
+        out.append(Term("q/k norms fp32 inputs", t * (q_w + kn_w) * 4 + t * (heads + kn_h) * 4,
+                        f"{t} x ({q_w} + {kn_w}) x 4 B + 1/rms per head"))
         if st.full:
-            out.append(Term("q/k norms normalised", t * (q_w + k_w) * c, f"{t} x ({q_w} + {k_w}) x {c} B"))
+            qk_c = 4 if g3n else c
+            out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
     mask = needs_mask(spec, layer, st)
     if st.attention == "eager":
         kv_len = st.seq
@@ -210,7 +218,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                             + (f" + {c} B cast)" if c != 4 else ")")))
     else:
         kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
-        kk, vv = (q_w, q_w) if kv_rep else (k_w, v_w)
+        # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
+        kk, vv = (q_w, q_w) if kv_rep else (0, 0) if kv_shared else (k_w, v_w)
         out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
                         f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
                         + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
@@ -223,12 +232,14 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
     # MLP
     for j in range(spec.norms_per_layer - 1):
-        out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h, r if j == 0 else c, norm_trained, st,
-                           kind=kind)
+        out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
+                           norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind)
     if spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
     else:
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"))
+    if g3n:
+        out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full:
         n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
@@ -241,6 +252,91 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out.append(Term("autocast weight copies", layer_weight_elements * st.weight_copy,
                         f"{layer_weight_elements:,} weights x {st.weight_copy} B (torch.autocast cast cache)"))
     return tuple(out)
+
+
+def gemma3n_saved_terms(spec: ModelSpec, st: ActivationSetup, kv_shared: bool) -> list[Term]:
+    """What a Gemma 3n decoder layer saves on top of the generic terms (transformers v5.24.0
+    models/gemma3n/modeling_gemma3n.py, L = line; traced with saved_tensors_hooks, fp32 and bf16).
+
+    With t tokens, n = altup_inputs streams of width h, per-layer width P, LAuReL rank R, r = residual (stream)
+    element size, c = compute element size. Every ``Gemma3nRMSNorm`` (L128-135) keeps ``hidden_states.float()``
+    (4 t w: a copy when the input is half precision, the input itself when it is fp32), 1/rms and, scaled,
+    the fp32 normalised tensor (4 t w, L135: the generic norm terms take 4 B for it when ``spec.gemma3n``):
+
+    - AltUp ``predict`` (L1005-1029): the layer's input streams n t h r (kept by the coefficient matmul L1026);
+      its ``router_norm`` over stream 0 (L999): when r = 4 ``.float()`` is a view, so the saved input is the
+      n-stream storage already counted; else a fp32 copy 4 t h. ``Gemma3nTextDecoderLayer.input_layernorm`` over
+      ``predictions[0]`` (L1285) likewise keeps the whole n-stream predictions when r = 4: (n - 1) 4 t h more
+      than the generic attention norm.
+    - The modality router inputs of predict and correct (L1000): 2 t h r; router tanh outputs and coefficients
+      (L1001, L1020, L1026, L1049): t (2 x 4 n + n^2 r + 2 n r) B.
+    - AltUp ``correct``: its router_norm over the layer output (L999) and the repeated innovation (L1058) n t h r.
+    - ``scale_corrected_output`` (L1068): the first corrected stream t h r.
+    - Per-layer input (L1313-1319): the gate's input t h c, the act input, act output and projection input
+      3 t P c, ``post_per_layer_input_norm``.
+    - LAuReL (L932-934): ``linear_left`` shares the q/k/v input; ``linear_right``'s input t R c;
+      ``post_laurel_norm``.
+    - ``v_norm`` (L1219, no scale) on layers with their own K/V: fp32 input 4 t kv_w + 1/rms per head.
+
+    Checked (tests/training/test_gemma3n_saved_tensors.py) for full training in fp32 and bf16 without autocast.
+    Not checked: ``torch.autocast`` (fp32 weights: a one-off trace gave 1.05 of the saved storages, the bf16
+    weight copies left out) and LoRA (frozen linears keep no input; the terms assume so).
+    """
+    assert spec.gemma3n is not None
+    g = spec.gemma3n
+    t, c, r, h, n = st.tokens, st.compute, st.residual, spec.hidden_size, g.altup_inputs
+    full = st.full
+    out = [Term("AltUp layer input streams", n * t * h * r, f"{n} streams x {t} x {h} x {r} B (predict, L1026)")]
+    if r != 4:
+        out.append(Term("AltUp predict router_norm fp32 input copy", t * h * 4, f"{t} x {h} x 4 B (L999, L128)"))
+    else:
+        out.append(Term("input_layernorm keeps all predictions (fp32 view)", (n - 1) * t * h * 4,
+                        f"({n} - 1) x {t} x {h} x 4 B (L1285: a norm over one stream saves the n-stream storage)"))
+    norm_small = t * 4 + (t * h * 4 if full else 0)
+    out.append(Term("AltUp predict router_norm 1/rms + normalised", norm_small, f"{t} x (4 + {h} x 4) B (L128-135)"))
+    lin = c if full else 0  # a linear's input is saved only when its weight trains (LoRA: not measured here)
+    out.append(Term("AltUp modality router inputs (predict, correct)", 2 * t * h * lin, f"2 x {t} x {h} x {lin} B (L1000)"))
+    small = t * (2 * n * 4 + n * n * r + (2 * n * r if r != 4 else 0) + n * r)
+    out.append(Term("AltUp router tanh outputs and coefficients", small,
+                    f"{t} x (2 x {n} x 4 + {n}^2 x {r} + ...) B (L1001, L1020, L1026, L1049)"))
+    out += _norm_terms("AltUp correct router_norm", t, h, 4, full, st)
+    out.append(Term("AltUp repeated innovation", n * t * h * r, f"{n} x {t} x {h} x {r} B (correct, L1058)"))
+    out.append(Term("AltUp scaled first prediction", t * h * r, f"{t} x {h} x {r} B (L1068)"))
+    p = g.per_layer_width
+    out.append(Term("per-layer input gate input + act/product/projection inputs", t * h * lin + 3 * t * p * c,
+                    f"{t} x {h} x {lin} B + 3 x {t} x {p} x {c} B (L1313-1318)"))
+    out += _norm_terms("post_per_layer_input_norm", t, h, 4, full, st)
+    out.append(Term("LAuReL linear_right input", t * g.laurel_rank * lin, f"{t} x {g.laurel_rank} x {lin} B (L933)"))
+    out += _norm_terms("post_laurel_norm", t, h, 4, full, st)
+    if not kv_shared:
+        kv_w = _div(spec.num_kv_heads * spec.head_dim, st.tp)
+        kvh = max(1, spec.num_kv_heads // st.tp)
+        out.append(Term("v_norm fp32 input + 1/rms", t * kv_w * 4 + t * kvh * 4,
+                        f"{t} x {kv_w} x 4 B + 1/rms per head (L1219, no scale)"))
+    return out
+
+
+def gemma3n_model_terms(spec: ModelSpec, st: ActivationSetup) -> list[Term]:
+    """Gemma 3n's saved tensors outside the decoder layers (modeling_gemma3n.py v5.24.0, L = line): the
+    embeddings t h r (kept by ``per_layer_model_projection``, L1752); the per-layer inputs t N P r (L1770, read by
+    every layer's L1315) and ``per_layer_projection_norm`` (L1761, fp32 input + normalised 8 t N P); the stream
+    projections before the layers (L1687-1691: per extra stream its projection and the rescaling product,
+    2 (n - 1) t h r), the last layer's n output streams (L1718) and the unembedding projections after them
+    (L1722-1726, 2 (n - 1) t h r); ``final_logit_softcapping``'s tanh output t V c (Gemma3nForCausalLM L1840)."""
+    assert spec.gemma3n is not None
+    g = spec.gemma3n
+    t, c, r, h, n = st.tokens, st.compute, st.residual, spec.hidden_size, g.altup_inputs
+    np_w = spec.num_layers * g.per_layer_width
+    v = _div(spec.vocab_size, st.tp)
+    return [
+        Term("Gemma 3n embeddings + per-layer inputs", t * h * r + t * np_w * r,
+             f"{t} x ({h} + {np_w}) x {r} B (L1752, L1770)"),
+        Term("Gemma 3n per_layer_projection_norm", t * np_w * 8 + t * spec.num_layers * 4,
+             f"{t} x {np_w} x (4 + 4) B + 1/rms (L1761, L128-135)"),
+        Term("AltUp stream projections before and after the layers", 4 * (n - 1) * t * h * r + n * t * h * r,
+             f"(4 x ({n} - 1) + {n}) x {t} x {h} x {r} B (L1687-1691, L1718-1726)"),
+        Term("final logit softcapping tanh output", t * v * c, f"{t} x {v} x {c} B (L1840)"),
+    ]
 
 
 def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str,
@@ -430,6 +526,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     if lm_head_weight_copy:
         saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
+    if spec.gemma3n is not None:
+        saved += gemma3n_model_terms(spec, st)
     if cut_loss:
         if not lm_head_trained:
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))

@@ -78,7 +78,13 @@ BNB_QMAP_BYTES = 2 * 256 * 4  # the 'dynamic' and 'udynamic' 256-entry fp32 maps
 
 @dataclass(frozen=True)
 class Recipe:
-    """Element sizes [bytes] a precision recipe keeps per trained parameter (see module table)."""
+    """Element sizes [bytes] a precision recipe keeps per trained parameter (see module table).
+
+    ``grad_bytes`` (or ``main_grad_bytes`` where a recipe keeps an fp32 main-gradient copy) is also the element size
+    DDP and FSDP reduce across data-parallel ranks: estimate/duration.py ``reduced_grad_bytes`` reads it from here.
+    It differs legitimately under DeepSpeed ZeRO only: the engine reduces in its ``communication_data_type`` (bf16 /
+    fp16 whenever that precision is enabled, runtime/engine.py lines 1405-1416 @ edaa722) whatever a non-DeepSpeed
+    recipe stores; DeepSpeed's own recipes store 2-byte gradients, so there the two agree."""
 
     name: str
     model_bytes: int  # the weights the forward reads, as stored on the model

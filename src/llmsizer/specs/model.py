@@ -307,6 +307,7 @@ class ModelSpec:
     file_weights: FileWeights | None = None
     published_params: int | None = None
     published_active_params: int | None = None
+    published_params_source: str = ""  # where published_params is stated (a model card), when known
     source: str = ""
     notes: tuple[str, ...] = field(default=())
 
