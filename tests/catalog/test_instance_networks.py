@@ -3,7 +3,11 @@ not the front-end Ethernet. Truth: the figures the providers' own pages state (q
 Azure ND H100 v5 / ND MI300X v5 '3.2 Tbps of interconnect bandwidth per VM' (8 x 400 Gb/s InfiniBand, one per GPU),
 ND A100 v4 / NDm A100 v4 '1.6 TB/s [Tb/s] ... per VM' (8 x 200 Gb/s HDR) (MicrosoftDocs/azure-docs
 articles/virtual-machines/sizes/gpu-accelerated/includes/*-summary.md), Google Cloud 'Networking and GPU machines':
-'A3 High ... 1,000 Gbps ... GPUDirect-TCPX' (max total), A4 'eight CX7 NICs ... 3,200 Gbps', AWS p5.48xlarge 3200 Gbps EFA."""
+'A3 High ... 1,000 Gbps ... GPUDirect-TCPX' (max total), A4 'eight CX7 NICs ... 3,200 Gbps', 'A2 Standard ... 100 Gbps | N/A';
+AWS p5.48xlarge 3200 Gbps EFA, 'P5 and P5e instances ... up to 3,200 Gbps of network bandwidth' (EC2 User Guide p5-efa),
+'p4de.24xlarge | 4x 100 Gigabit | ENA | EFA', 'p3dn.24xlarge | 100 Gigabit | ENA | EFA' (awsdocs/amazon-ec2-user-guide
+accelerated-computing-instances.md @ d289961); Azure NDv2 '100-Gigabit InfiniBand EDR backend networking'
+(azure-docs ndv2-series.md @ 53bdff6). AWS p5en / p6-b200 have no figure here: no AWS page stating it was reachable."""
 
 from __future__ import annotations
 
@@ -21,6 +25,11 @@ STATED = {  # instance id: Gb/s per machine on the GPU fabric, as the provider s
     "gcp-a3-highgpu-8g": 1000,
     "gcp-a4-highgpu-8g": 8 * 400,  # 'eight CX7 NICs deliver a total network bandwidth of 3,200 Gbps'
     "aws-p5.48xlarge": 32 * 100,
+    "aws-p5e.48xlarge": 3200,  # 'up to 32 network cards ... up to 3,200 Gbps'
+    "aws-p4de.24xlarge": 4 * 100,  # '4x 100 Gigabit'
+    "aws-p3dn.24xlarge": 100,  # '100 Gigabit'
+    "azure-standard_nd40rs_v2": 100,  # '100-Gigabit InfiniBand EDR', not the 24,000 Mbps front end
+    "gcp-a2-highgpu-8g": 100,  # 'A2 Standard ... 100 Gbps' max total
 }
 
 
