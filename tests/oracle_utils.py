@@ -170,6 +170,21 @@ def cache_storage_bytes(cache: Any) -> int:
     return sum(seen.values())
 
 
+def saved_storage_hooks(model: Any) -> tuple[dict[int, int], Any]:
+    """(bytes by storage id of the distinct non-parameter storages autograd saves, the ``saved_tensors_hooks`` context
+    that records them): enter the context around the forward to measure."""
+    params = {p.untyped_storage()._cdata for p in model.parameters()}
+    saved: dict[int, int] = {}
+
+    def pack(t: Any) -> Any:
+        st = t.untyped_storage()
+        if st._cdata not in params:
+            saved[st._cdata] = st.nbytes()
+        return t
+
+    return saved, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+
+
 def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, vocab, (batch, tokens), generator=g)

@@ -13,13 +13,11 @@ counted (0.998). Before the Gemma 3n terms the count was 212.3 of 369.8 in fp32 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from llmsizer.formulas.training_activations import ActivationSetup, head_activations, layer_saved_terms
 from llmsizer.readers.hf_config import spec_from_config
-from oracle_utils import GEMMA3N_SMALL, build, random_ids, torch
+from oracle_utils import GEMMA3N_SMALL, build, random_ids, saved_storage_hooks, torch
 
 pytestmark = pytest.mark.slow
 
@@ -34,17 +32,9 @@ def test_training_activation_terms_match_what_autograd_saves_for_gemma3n(dtype_n
     torch.manual_seed(0)
     model = build(CONFIG, device="cpu", dtype=dtype, attn="sdpa")
     model.train()
-    params = {p.untyped_storage()._cdata for p in model.parameters()}
-    saved: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        st = t.untyped_storage()
-        if st._cdata not in params:
-            saved[st._cdata] = st.nbytes()
-        return t
-
+    saved, hooks = saved_storage_hooks(model)
     ids = random_ids(CONFIG["vocab_size"], BATCH, TOKENS)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with hooks:
         model(input_ids=ids, labels=ids, use_cache=False)
     measured = sum(saved.values())
     spec = spec_from_config(CONFIG, name="tiny-gemma3n")

@@ -30,6 +30,7 @@ from llmsizer.formulas.params import count_params  # noqa: E402
 from llmsizer.formulas.selective_checkpointing import layer_matmul_shapes, moe_expert_flops  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup, moe_saved_terms  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+from oracle_utils import saved_storage_hooks  # noqa: E402
 
 TOKENS = 64
 NEMOTRON_H = dict(model_type="nemotron_h", vocab_size=512, hidden_size=256, num_hidden_layers=2,
@@ -66,16 +67,7 @@ def _step(model: Any) -> None:
 def _moe_saved_bytes(latent: int | None) -> int:
     """Bytes of the distinct non-parameter storages autograd saves during the MoE block's forward."""
     model = _model(latent, "grouped_mm")
-    params = {p.untyped_storage()._cdata for p in model.parameters()}
-    saved: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        st = t.untyped_storage()
-        if st._cdata not in params:
-            saved[st._cdata] = st.nbytes()
-        return t
-
-    hooks = torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+    saved, hooks = saved_storage_hooks(model)
     mixer = model.model.layers[MOE_LAYER].mixer
     assert type(mixer).__name__ == "NemotronHMoE"
     mixer.register_forward_pre_hook(lambda *a: hooks.__enter__())
