@@ -3,7 +3,7 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
-constants, vLLM's V0 engine step time and the five training-speed constants (utilisation on Ada, on Hopper and on a
+constants, vLLM's V0 engine step time, vLLM's V1 host step time and the five training-speed constants (utilisation on Ada, on Hopper and on a
 CPU's AMX units, the shared host-path collective bandwidth, the host seconds per launched kernel); every other factor
 comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
@@ -336,7 +336,8 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # scheduling, input preparation, sampling and output processing on the host between decode steps while the GPU
 # waited: vLLM's v0.6.0 post (blog.vllm.ai 2024-09-05) measured "29% of the total execution time ... spent on
 # scheduling" beside 38% of GPU execution for Llama 3 8B on one H100, and v0.6.0 overlapped it (multi-step scheduling,
-# asynchronous output processing). Seconds per decode step, added to the step (estimate_speed engine_step_seconds).
+# asynchronous output processing). Seconds per decode step, added to the step (eq. 7's fixed term) for releases
+# before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps. Re-derived by
 # tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
@@ -344,6 +345,22 @@ VLLM_V0_STEP_SECONDS = Factor(
     "vllm_v0_engine_step_seconds", 6.548e-3, 6.548e-3, 6.548e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
+# vLLM's V1 engine with asynchronous scheduling (the default since vLLM 0.14.0: vllm/config/scheduler.py:133
+# ``async_scheduling = Field(default=None)``, resolved to True in vllm/config/vllm.py:588-628; 0.13.0 still had
+# ``async_scheduling: bool = False``) schedules step n + 1 while the device runs step n (vllm/v1/engine/core.py
+# step_with_batch_queue, batch queue of max_concurrent_batches = 2, vllm/v1/executor/uniproc_executor.py:59-60;
+# vLLM 0.19.1 core.py:185, 421): a decode step takes max(device step, host step) (formulas/speed.py eq. 13). The host
+# step (scheduling, input preparation, sampling and output processing of one step) is CALIBRATED on one named row,
+# VS07 (vLLM 0.19.0, Qwen3-0.6B on one H100 SXM, 512 + 128 tokens at 16 requests/s: 2.39 ms per output token, where
+# the device step is 0.57 ms, so the host bounds it): host step = the measured time per token. Re-derived by
+# tests/validation/test_vllm_serving.py; VS07 is left out of the summary. Every other current-vLLM row
+# (validation/vllm_serving_tpot.csv) has a device step above it, so nothing held out tests the value: one row, no
+# spread claimed (low = expected = high). It is per step, not per sequence: the host work that grows with the
+# batch is not modelled.
+VLLM_V1_HOST_STEP_SECONDS = Factor(
+    "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
+    "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
+    "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9

@@ -141,6 +141,17 @@ N_SM the SM count, f the clock of the stated FP32 peak R_fp32 over c FP32 lanes 
 binds where the memory is wide and the SMs few or slow: HBM parts (A100: 108 SMs at 1.41 GHz against 1.9-2.0 TB/s)
 and not the GDDR cards (RTX 4090: 128 SMs at 2.52 GHz against 1.0 TB/s). beta for llama.cpp is fitted on one named
 row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE).
+
+Host work that overlaps the device. A serving engine's host (CPU) work for a decode step -- scheduling, input
+preparation, sampling, output processing -- either runs between the device's steps, when it is a fixed term of the
+step (eq. 7), or is done for step n + 1 while the device runs step n (vLLM's asynchronous scheduling, SGLang's
+overlap scheduler; NanoFlow, Zhu et al. 2024, arXiv 2408.12757, section 4). Two stages of a pipeline that hand each
+step on run at the pace of the slower (the steady state of a two-stage pipeline; Hennessy & Patterson, *Computer
+Architecture*, 5th ed., section C.1: throughput is set by the longest stage)::
+
+    t_step = max(t_device, t_host)                                                        (13)
+
+t_device the step of eqs. (3)-(7), t_host the engine's host seconds per step (estimate/engines.py STEP_HOST).
 """
 
 from __future__ import annotations
@@ -285,9 +296,12 @@ class PhaseTime:
     memory_seconds: float
     comm_seconds: float
     overhead_seconds: float = 0.0
+    host_seconds: float = 0.0  # the engine's host step when it overlaps the device's (eq. 13); 0: none
 
     @property
     def bound(self) -> str:
+        if self.host_seconds and self.host_seconds >= self.seconds:
+            return "host"
         if self.comm_seconds > max(self.compute_seconds, self.memory_seconds):
             return "communication"
         return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
@@ -295,7 +309,7 @@ class PhaseTime:
     def to_dict(self) -> dict[str, float | str]:
         return {"seconds": self.seconds, "compute_seconds": self.compute_seconds,
                 "memory_seconds": self.memory_seconds, "comm_seconds": self.comm_seconds,
-                "overhead_seconds": self.overhead_seconds, "bound": self.bound}
+                "overhead_seconds": self.overhead_seconds, "host_seconds": self.host_seconds, "bound": self.bound}
 
 
 def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
@@ -310,6 +324,15 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
     return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
+
+
+def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
+    """Eq. (13): a step whose host work (``host_seconds``) runs while the device works on the previous step takes
+    the longer of the two; ``device`` is the device's step (eqs. 3-7)."""
+    if host_seconds < 0:
+        raise InputError("host_seconds must be >= 0")
+    return PhaseTime(max(device.seconds, host_seconds), device.compute_seconds, device.memory_seconds,
+                     device.comm_seconds, device.overhead_seconds, host_seconds)
 
 
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
