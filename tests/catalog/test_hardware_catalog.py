@@ -335,7 +335,8 @@ def test_apple_lower_gpu_core_bins_and_the_memory_they_were_sold_with() -> None:
     Apple's MacBook Pro (14-inch, 2023) specs '32GB (M2 Pro or M2 Max), 64GB (M2 Max), or 96GB (M2 Max with 38-core
     GPU)' and '30-core GPU ... 400GB/s'; Ars's M3 Ultra table 'M3 Ultra (low) 96/256GB', 819.2GB/s for both bins;
     iMore's Mac Studio (2023) table '60-core | 64GB 128GB 192GB'; M1 Ultra 64 / 128 GB; the M3 Pro '18GB ...
-    Configurable to 36GB'; the base M1 7-core '8GB (16GB available)', M2 8-core 8-24 GB, M4 8-core 16-32 GB. Each
+    Configurable to 36GB'; the base M1 7-core '8GB (16GB available)', M2 8-core 8-24 GB, M3 8-core (HotHardware: 'starts
+    at ... 8GB for the base model'), M4 8-core 16-32 GB. Each
     smaller bin keeps its family's bandwidth and has fewer shader FLOP/s; the old ids stay on the full bin."""
     cat = builtin_catalog()
     sizes = {  # bin chip: (memory sizes in GB, the full bin's chip)
@@ -347,6 +348,7 @@ def test_apple_lower_gpu_core_bins_and_the_memory_they_were_sold_with() -> None:
         "apple-m1-7c": ({8, 16}, "apple-m1"),
         "apple-m2-8c": ({8, 16, 24}, "apple-m2"),
         "apple-m4-8c": ({16, 24, 32}, "apple-m4"),
+        "apple-m3-8c": ({8, 16, 24}, "apple-m3"),
     }
     for chip, (gbs, full) in sizes.items():
         devs = [d for d in cat.devices.values() if d.chip == chip]
@@ -360,6 +362,8 @@ def test_apple_lower_gpu_core_bins_and_the_memory_they_were_sold_with() -> None:
     assert find_hardware("apple-m3-ultra-512gb").chip == "apple-m3-ultra"  # 512 GB only with the 80-core GPU
     assert find_hardware("m2max-30c-64gb").id == "apple-m2-max-30c-64gb"
     assert find_hardware("apple-m2-max-30c-32gb").bandwidth == 400e9
+    # the base M3 is the 10-core bin (llama.cpp #4167: 'M3 (10-core GPU)' 3.6 TFLOPS), not the 8-core rate
+    assert find_hardware("apple-m3-16gb").flops["fp16"].base == pytest.approx(3.6e12)
 
 
 def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
