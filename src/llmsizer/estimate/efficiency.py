@@ -206,11 +206,13 @@ LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
 # vector kernel; BB58/BB63/BB67 Gemma-3-4B Q4_0, mma kernel), already the calibration rows of
 # LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU (which does not enter the slope), so no held-out row is spent. Re-derived by
 # tests/estimate/test_fattn_stream_share.py. Range: the two models' own slopes. Applied to steps of b >= 2
-# sequences only (eq. 10); the single-sequence step keeps its calibrated constants (eq. 7).
+# sequences only (eq. 10); the single-sequence step keeps its calibrated constants (eq. 7). Every calibration and
+# held-out row is DGX Spark's (LPDDR5X, 48 SMs): on GDDR and HBM GPUs the kernels' share is assumed the same.
 LLAMACPP_FA_STREAM_SHARE = Factor(
     "llamacpp_fa_stream_share", 0.76, 0.76, 0.76,
     "fitted: llama-batched-bench b = 2 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark over prompts "
-    "512/4096/8192 (BB44/48/53, BB58/63/67; build 6918): the step's growth with depth over eq. F1's K/V seconds")
+    "512/4096/8192 (BB44/48/53, BB58/63/67; build 6918): the step's growth with depth over eq. F1's K/V seconds; "
+    "no published batched row of another GPU checks it")
 # Without flash attention llama.cpp writes the KQ scores as F32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)), the
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
