@@ -1257,13 +1257,16 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
 
 
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
-    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine)."""
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine), where there
+    are enough of them for a band (``ranges.MIN_BAND_ROWS``)."""
+    from .estimate.ranges import MIN_BAND_ROWS
+
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         if c.excluded or c.error is None or not c.predicted:
             continue
         out.setdefault((c.kind, engine_of(c)), []).append(c)
-    return out
+    return {k: rows for k, rows in out.items() if len(rows) >= MIN_BAND_ROWS}
 
 
 @dataclass
