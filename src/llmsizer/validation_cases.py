@@ -38,6 +38,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     LLAMACPP,
     PREFILL,
     PYTORCH_TRAINING,
+    SGLANG,
     TRAINING_MEMORY,
     TRAINING_SPEED,
     TRANSFORMERS,
@@ -939,6 +940,36 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
     return out
 
 
+# -- SGLang: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang 0.4.6.post1 on one H20) ----
+# One sequence of a 1-token prompt generating 2048 tokens; the published speed is (prompt + generated) / time, compared
+# with (prompt + generated) / SpeedEstimate.static_batch_seconds. SGLang's host step is not established
+# (engines.step_host: named, warned, 0 s).
+def sglang_speed_cases(data: str | Path | None = None) -> list[Case]:
+    """The SGLang speed-benchmark rows, each estimated with its release's host-work rule."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "sglang_speed_benchmark.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"], engine=r["engine"],
+                           engine_version=r["engine_version"])
+        secs = s.static_batch_seconds
+        pred = None if not secs else b * (prompt + gen) / secs
+        step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
+        out.append(Case(r["id"], DECODE, f"SGLang {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
+                        f"{r['device']} b{b} p{prompt} g{gen}", pred, float(r["value"]), "tokens/s",
+                        None if pred is None else abs(pred / float(r["value"]) - 1) <= TOLERANCE[DECODE],
+                        f"error within \u00b1{TOLERANCE[DECODE]:.0%}",
+                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
+                        note=f"(prompt + generated) tokens/s of one sequence (measured {float(r['value']):.2f}: "
+                             f"{1e3 / float(r['value']):.2f} ms per token); {step}; {r['notes']}"))
+    return out
+
+
 def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExpressed]]:
     cases: list[Case] = []
     missing: list[NotExpressed] = []
@@ -947,7 +978,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data)), missing
+            + vllm_serving_cases(data) + sglang_speed_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -1238,6 +1269,8 @@ def engine_of(case: Case) -> str:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
     if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS")):
         return VLLM
+    if case.kind in (DECODE, BATCHED) and case.id.startswith("SG"):
+        return SGLANG
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
     if case.kind == THROUGHPUT:

@@ -48,6 +48,7 @@ PREFILL = "prefill throughput"
 TRAINING_SPEED = "training throughput"
 # engines: the serving or training software whose behaviour the rows measured
 LLAMACPP, VLLM, TRANSFORMERS, PYTORCH_TRAINING = "llama.cpp", "vllm", "transformers", "pytorch training"
+SGLANG = "sglang"
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
 _add("batched decode throughput", "llama.cpp", 0.8355, 1.0575, 57)
 _add("batched decode throughput", "vllm", 0.7234, 1.1687, 12)
 _add("decode throughput", "llama.cpp", 0.7952, 1.1252, 57)
+_add("decode throughput", "sglang", 0.1544, 0.6132, 7)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
