@@ -28,6 +28,7 @@ from ..formulas.speed import (
     roofline,
     split_decode_time,
     step_overhead,
+    unfused_attention_time,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
@@ -411,6 +412,28 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
                    if scan else "")))
 
+    # llama.cpp without flash attention: a single-token step's KQ/KQV products (formulas/speed.py eq. 13)
+    unfused: E.Factor | None = None
+    unfused_peak: float | None = None
+    if llamacpp and not flash_attention:
+        found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
+        if found is not None:
+            unfused, rate_key = found
+            unfused_peak, used_key = device.peak_flops(rate_key)
+            sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
+            if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
+                unfused_peak *= sync.expected
+            if unfused_peak is None:
+                unfused = None
+                warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without flash "
+                                "attention is timed as its cache read only (formulas/speed.py eq. 13 not applied)")
+            elif concurrency == 1:
+                assumptions.append(Assumption(
+                    unfused.name, unfused.expected, True,
+                    f"formulas/speed.py eq. (13): without flash attention the one-token KQ/KQV products take "
+                    f"{unfused.expected} x their FLOPs at the {used_key} peak"
+                    + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
+
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
         # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not skipped)
@@ -443,8 +466,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             return None, None
         if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
             return _llamacpp_batched(batch, attn, nbytes), roofline(flops, nbytes, peak, bw) if peak else None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
-        r = roofline(flops, nbytes, peak, bw) if peak and bw else None
+        t_attn = 0.0
+        if unfused is not None and batch == 1 and bw and unfused_peak:
+            # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
+            # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
+            t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
+            nbytes -= kv
+        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
+        r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
         return t, r
 
     decode, roof_d = decode_at(concurrency)
