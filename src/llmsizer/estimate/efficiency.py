@@ -190,9 +190,10 @@ def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
 # summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
 # tests/estimate/test_identical_routings.py. Fitted with the graphs-off time of LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU in
 # eq. (10) (1.98 b^0.56 before it) and the sliding-layer cells of the flash-attention mask scan
-# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it).
+# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it), and the per-layer overhead re-derived with eq. (13) (88.5 us;
+# 1.69 b^0.60 with 91.3 us).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.69, 1.69, 1.69,
+    "llamacpp_identical_routings_scale", 1.70, 1.70, 1.70,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
