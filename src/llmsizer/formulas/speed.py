@@ -169,7 +169,8 @@ each added cached cell slows a step by 2.1-4.8x (NVIDIA, 8 GPUs) and 5-10x (Appl
 K and V at the calibrated bandwidth, and the excess, times R_p, is one figure within about 2x across GPUs whose SM
 count x clock differs 2.6x; w is fitted on named rows (estimate/efficiency.py LLAMACPP_UNFUSED_ATTENTION_WORK). With
 flash attention (llama.cpp's default since -fa auto) KQ, softmax and KQV run in one kernel that streams the cache
-and eq. (13) does not apply.
+and eq. (13) does not apply. It is the step of one sequence (b = 1); a step of several sequences keeps eq. (10)'s
+attention terms (no published -fa 0 batched row checks eq. 13 there).
 """
 
 from __future__ import annotations
