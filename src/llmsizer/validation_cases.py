@@ -898,7 +898,7 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
 # Each row is the time per output token (TPOT, excluding the first) of c concurrent sequences, or one sequence's decode
 # tokens/s: one decode step of c sequences, compared with SpeedEstimate.decode (c = 1: tokens/s per user, the decode
 # kind; c > 1: c / step, the batched kind). Each states its vLLM release (all >= 0.14: asynchronous scheduling, so
-# engines.step_host gives max(device, host), eq. 13). VS07 fed efficiency.VLLM_V1_HOST_STEP_SECONDS. Serving TPOT also
+# engines.step_host gives max(device, host), eq. 14). VS07 fed efficiency.VLLM_V1_HOST_STEP_SECONDS. Serving TPOT also
 # carries the prefill of arriving requests that shares a step (chunked prefill), which llmsizer's decode step leaves
 # out; the rows say where that is large.
 VLLM_V1_CALIBRATION = "VS07"

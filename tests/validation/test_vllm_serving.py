@@ -2,7 +2,7 @@
 the one rule every caller uses for an engine's host work per decode step (estimate/engines.py ``step_host``).
 
 vLLM >= 0.14 schedules step n + 1 while the device runs step n (asynchronous scheduling, on by default since 0.14.0),
-so a decode step takes max(device step, host step) (formulas/speed.py eq. 13). The host step is fitted on VS07, the
+so a decode step takes max(device step, host step) (formulas/speed.py eq. 14). The host step is fitted on VS07, the
 one published current-vLLM row whose device step (0.57 ms, Qwen3-0.6B on an H100) is far below its measured time per
 token; every other row is device-bound and so unchanged by it. The question the rows answer: does a constant
 per-step cost added to the device step (what V0 needed, efficiency.VLLM_V0_STEP_SECONDS) explain current vLLM? Not
@@ -79,7 +79,7 @@ def test_rows_state_their_release_source_and_quote() -> None:
 
 
 def test_v1_host_step_follows_from_its_row() -> None:
-    """VLLM_V1_HOST_STEP_SECONDS is VS07's measured time per token: its device step is far below it, so with eq. 13
+    """VLLM_V1_HOST_STEP_SECONDS is VS07's measured time per token: its device step is far below it, so with eq. 14
     the host step is the step (whatever VS07's concurrency between 1 and 16, which its benchmark does not fix)."""
     r = _rows()[VLLM_V1_CALIBRATION]
     measured = _measured_step(r)
@@ -111,7 +111,7 @@ def test_an_added_constant_per_step_does_not_explain_every_row() -> None:
     measured, the GDDR6 row (VS03 RTX A6000) slower -- and a constant >= 0 can only slow a prediction. The constant
     that makes VS06 (the row with every setting stated) exact, 1.15 ms, brings VS01 within 5 % but pushes VS03 out
     by 4.5 points, and leaves VS07 (host-bound) 28 % slow: one added constant cannot hold VS03, VS06 and VS07
-    together, while eq. 13 with the V1 host step holds VS07 and moves no device-bound row."""
+    together, while eq. 14 with the V1 host step holds VS07 and moves no device-bound row."""
     rows = _rows()
     err = {rid: _measured_step(rows[rid]) / _device_step(rows[rid]) - 1 for rid in rows}
     assert err["VS01"] > 0.05 and err["VS06"] > 0.05  # measured slower than the device step
@@ -150,7 +150,7 @@ def test_fit_and_validation_use_one_rule() -> None:
     assert now.speed.decode.bound == "host"
     named = {a.name: a for a in now.speed.assumptions}
     assert named["vllm_host_seconds_per_step"].value == E.VLLM_V1_HOST_STEP_SECONDS.expected
-    assert "eq. 13" in named["vllm_host_seconds_per_step"].why
+    assert "eq. 14" in named["vllm_host_seconds_per_step"].why
     assert step_host("vllm") == step_host("vllm", CURRENT_VERSION["vllm"])
     sync = fit(spec, "h100-sxm", engine="vllm", engine_version="0.10.1", context=640, output_tokens=128)
     assert sync.speed is not None and sync.speed.decode is not None

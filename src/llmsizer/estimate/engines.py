@@ -156,7 +156,7 @@ PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP, SGLANG)}
 # -- host time between decode steps, per engine version ----------------------------------------------------------
 # A serving engine's host (CPU) work for one decode step -- scheduling, input preparation, sampling, output
 # processing -- either runs between the device's steps (serial: the device waits, eq. 7's fixed term) or overlaps the
-# device's previous step (overlapped: the step takes max(device, host), formulas/speed.py eq. 13). Which one, and how
+# device's previous step (overlapped: the step takes max(device, host), formulas/speed.py eq. 14). Which one, and how
 # long, depends on the engine's version: one table, read by estimate_speed for every caller (fit, recommend, plan,
 # the web, and the validation rows with their own stated version). ``seconds`` None: no published measurement
 # establishes it; the estimate then names the omission and warns.
