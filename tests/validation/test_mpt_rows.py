@@ -108,12 +108,13 @@ def test_held_out_h100_rows() -> None:
 
 def test_held_out_h100_fp8_rows() -> None:
     """TransformerEngine FP8 (amp_fp8, fc_type te) on one node, 7 rows held out (formulas/float8_training.py: linears
-    at the FP8 peak, eq. F3 casts): measured 2026-12 median |error| 25.6 %, every one an over-prediction, at most
-    +44 %; their BF16 twins of the same table over-predict long sequences too (+23 .. +35 % at 32k-64k tokens)."""
+    at the FP8 peak times efficiency.FLOAT8_GEMM_SHARE, calibrated on torchtitan's float8 row PM0503; eq. F3 casts):
+    median |error| 13.1 %, -1.4 .. +24.3 % (25.6 %, +2.7 .. +44 % with the BF16 utilisation at the FP8 peak and the
+    attention at the GEMMs' rate); the 32k-token rows keep the most (+24 %), as their BF16 twins do (+12 .. +20 %)."""
     errs = _held_out("h100", fp8=True)
     assert len(errs) == 7
-    assert all(e > 0 for e in errs) and max(errs) < 0.5
-    assert statistics.median(abs(e) for e in errs) < 0.3
+    assert max(abs(e) for e in errs) < 0.3
+    assert statistics.median(abs(e) for e in errs) < 0.15
 
 
 def test_pure_bf16_rows_are_compute_bound() -> None:
