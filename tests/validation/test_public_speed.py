@@ -176,9 +176,10 @@ def test_llama_cpp_batched_decode_rows_follow_eq_10() -> None:
     """llama-batched-bench on DGX Spark (llama.cpp benches/dgx-spark.md, five models, 2-32 sequences, prompts of 512,
     4096 and 8192 tokens: validation/llamacpp_batched_bench.csv and PM0103-PM0106): formulas/speed.py eq. (10), with
     the routings of identical sequences of eq. (11) fitted on the 12 gpt-oss-120b rows at b >= 4 and the graphs-off
-    time per layer on the six dense b = 2 rows (calibration, out of the summary), lands every held-out row within 50 %
-    and their median within 8 % (6.1 %; 9.2 % without the graphs-off time, 83 % with the roofline max of eq. 3 and one
-    MoE routing; 13.9 % with b routings)."""
+    time per layer and the flash-attention K/V stream share (formulas/flash_attention.py eq. F1) on the six dense
+    b = 2 rows (calibration, out of the summary), lands every held-out row within 25 % and their median within 4 %
+    (3.2 %, worst 21.1 %; 6.4 % and worst 28.4 % with the K/V cells at the weight stream's rate, 9.2 % without the
+    graphs-off time either, 83 % with the roofline max of eq. 3 and one MoE routing; 13.9 % with b routings)."""
     from llmsizer.validation_cases import (
         BATCHED,
         CALIBRATION,
@@ -195,8 +196,8 @@ def test_llama_cpp_batched_decode_rows_follow_eq_10() -> None:
     held = [c for c in cases if not c.excluded]
     errors = [abs(c.error) for c in held if c.error is not None]
     assert len(errors) == 57
-    assert max(errors) <= 0.5, max(zip(errors, [c.id for c in held], strict=True))
-    assert statistics.median(errors) < 0.08
+    assert max(errors) <= 0.25, max(zip(errors, [c.id for c in held], strict=True))
+    assert statistics.median(errors) < 0.04
 
 
 def test_llama_cpp_single_sequence_rows_of_batched_bench() -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..formulas import flash_attention as FA
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache
 from ..formulas.params import count_params
@@ -37,6 +38,10 @@ from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
 from .formats import file_kernel_format
+
+# llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
+# quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
+_FA_KV_TYPES = {"fp16": False, "fp32": False, "q8_0": True, "q4_0": True}
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -350,8 +355,21 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         return identical_sequence_routings(batch, E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected,
                                            E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected)
 
-    def _llamacpp_batched(batch: int, attn: float, nbytes: float) -> PhaseTime:
-        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once."""
+    def _fattn(batch: int, per_stream: int, streams: int) -> str | None:
+        """The flash-attention kernel ggml-cuda runs for this step (formulas/flash_attention.py fattn_kernel)."""
+        cc = FA.ARCHITECTURE_CC.get(device.architecture)
+        if not flash_attention or cc is None or kv_dtype not in _FA_KV_TYPES:
+            return None
+        dk, dv, heads_kv = spec.head_dim, spec.head_dim, spec.num_kv_heads
+        if spec.mla is not None:  # llama.cpp's MLA cache: one latent "head" of kv_lora_rank + rope, V the latent
+            dk, dv, heads_kv = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim, spec.mla.kv_lora_rank, 1
+        tokens = batch // streams if streams else batch  # one unified stream: every sequence's token in it
+        return FA.fattn_kernel(dk, spec.num_heads, heads_kv, max(tokens, 1), streams, FA.padded_kv_cells(per_stream),
+                               cc, kv_quantized=_FA_KV_TYPES[kv_dtype], head_dim_v=dv)
+
+    def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
+        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
+        ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
         mmq = path == E.MMQ_PATH
         factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
         gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
@@ -379,11 +397,23 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
             g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
             assumptions.append(Assumption(g.name, g.expected, True, g.source))
+            if kernel is not None:
+                fa = E.LLAMACPP_FA_STREAM_SHARE
+                assumptions.append(Assumption(
+                    "llamacpp_fattn_kernel", kernel, True,
+                    "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
+                    f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
+                    + (f"{batch} streams of one token" if not unified else f"one stream of {batch} tokens")
+                    + " (formulas/flash_attention.py)"))
+                assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
+                                              "eq. F1: the K/V cells at this share of the weight stream's rate)"))
         extra = 2.0 * matmul_params * (batch - 1) / tp
         # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
         graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
+        share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
         return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off)
+                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off,
+                                   kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
     # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
     # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
@@ -427,9 +457,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                 routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
             frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
             w = read_bytes - expert_bytes + expert_bytes * frac
+        kernel = None
         if llamacpp:
             lay = cells_at(batch)
             per_stream, streams = lay.decode_kv(ctx)
+            kernel = _fattn(batch, per_stream, streams)
             extra = lay.window_extra
             if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
                 extra = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) - lay.window
@@ -442,7 +474,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if peak is None and bw is None:
             return None, None
         if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
-            return _llamacpp_batched(batch, attn, nbytes), roofline(flops, nbytes, peak, bw) if peak else None
+            return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
+                    roofline(flops, nbytes, peak, bw) if peak else None)
         t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
         r = roofline(flops, nbytes, peak, bw) if peak and bw else None
         return t, r

@@ -76,10 +76,11 @@ than hides under, the weight stream: measured (below), a dense Q8_0 7B model's s
 sequence at a 0.5k context, the size of its 2N FLOPs at the calibrated MMQ rate, while the bytes it adds (its KV)
 take 0.1 ms. With the single-sequence step (7) as the calibrated base::
 
-    t_step(b) = (W_b + sum_s KV(c_s) + S_b) / (B e_m)  +  2 N (b - 1) / (R_k e_k)  +  F_attn(b) / (R_16 e_16)
-                + t_comm + L tau + L tau_g                                                    (10)
+    t_step(b) = (W_b + S_b) / (B e_m)  +  sum_s KV(c_s) / (B e_m eta)  +  2 N (b - 1) / (R_k e_k)
+                +  F_attn(b) / (R_16 e_16)  +  t_comm + L tau + L tau_g                      (10)
 
-W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
+eta the share of the weight stream's rate that the flash-attention kernels reach on the K/V cells
+(formulas/flash_attention.py eq. F1; 1 without flash attention), W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
 recurrent state read and written, N the parameters a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
 first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
 attention FLOPs at the FP16 tensor rate, and tau_g the time per layer that a step of b >= 2 sequences pays because
@@ -149,6 +150,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .flash_attention import fattn_stream_seconds
 
 
 def _positive(name: str, value: float) -> None:
@@ -315,15 +317,19 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
                         gemm_peak: float, gemm_efficiency: float, attn_flops: float, attn_peak: float,
                         attn_efficiency: float, comm_seconds: float = 0.0,
-                        overhead_seconds: float = 0.0) -> PhaseTime:
+                        overhead_seconds: float = 0.0, kv_bytes: float = 0.0, kv_share: float = 1.0) -> PhaseTime:
     """Eq. (10): one decode step of several sequences on llama.cpp's CUDA backend: the bytes (weights once, every
     sequence's KV and state) at ``bandwidth`` x ``bandwidth_efficiency``, plus the products' arithmetic beyond the
     first column (``extra_gemm_flops`` = 2 N (b - 1)) at the kernel path's rate, plus the attention FLOPs at the FP16
     rate, plus communication and the fixed per-step ``overhead_seconds`` (eq. 7). The compute terms add to the
-    memory term (kernels of a step run one after another; see eq. 10 in the module doc)."""
-    if nbytes < 0 or extra_gemm_flops < 0 or attn_flops < 0:
-        raise InputError("bytes and FLOPs must not be negative")
-    tm = memory_time(nbytes, bandwidth, bandwidth_efficiency)
+    memory term (kernels of a step run one after another; see eq. 10 in the module doc). ``kv_bytes`` of ``nbytes``
+    are the K/V cells the flash-attention kernels stream at ``kv_share`` of that rate (formulas/flash_attention.py
+    eq. F1; 1: at the rate of the rest)."""
+    if nbytes < 0 or extra_gemm_flops < 0 or attn_flops < 0 or not 0 <= kv_bytes <= nbytes:
+        raise InputError("bytes and FLOPs must not be negative; kv_bytes at most nbytes")
+    tm = memory_time(nbytes - kv_bytes, bandwidth, bandwidth_efficiency)
+    if kv_bytes:
+        tm += fattn_stream_seconds(kv_bytes, bandwidth, bandwidth_efficiency, kv_share)
     tc = compute_time(extra_gemm_flops, gemm_peak, gemm_efficiency) + compute_time(attn_flops, attn_peak,
                                                                                     attn_efficiency)
     return PhaseTime(tm + tc + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
