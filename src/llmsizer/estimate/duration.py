@@ -322,6 +322,8 @@ class StepTime:
     launch_seconds: float = 0.0
     sharding: str = ""  # formulas/training_time.py SHARDING_MODES of the data-parallel collectives ('' none)
     grad_sync: str = ""  # 'optimizer-step' | 'micro-step': when the gradients are reduced ('' none)
+    # per micro-step, the fused attention kernel timed apart (formulas/training_time.py eq. (10)), inside compute
+    attention_seconds: float = 0.0
 
     @property
     def comm_seconds_per_step(self) -> float:
@@ -353,7 +355,7 @@ class StepTime:
                 "exposed_comm_seconds": self.exposed_comm_seconds, "sharding": self.sharding,
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
-                "bus_bandwidth": self.bus_bandwidth}
+                "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds}
 
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
@@ -607,8 +609,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
     return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", tokens, n,
-                    comm.bus_bandwidth if comm is not None else 0.0)
+                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", t_attn, tokens,
+                    n, comm.bus_bandwidth if comm is not None else 0.0)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
