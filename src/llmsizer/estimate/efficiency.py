@@ -308,6 +308,11 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # which one GEMM utilisation describes the seven rows best (least spread of the per-row u, each solved through the
 # one duration rule), u their median; re-derived by tests/hardware/test_training_calibration.py. Rows that test it
 # out of sample: every other long-sequence row (MPT 125M-30B on A100 40GB/80GB and H100, 512-64k tokens).
+# Tried and not taken (2026-12): the kernel at an absolute share a of the warp-level mma.sync rate, which
+# FlashAttention-2 issues on Hopper too (csrc/flash_attn/src/kernel_traits.h: MMA_Atom<SM80_16x8x16_...> for every
+# sm >= 80; half of Hopper's dense rate, LLAMACPP_SYNC_MMA_SHARE): fitted the same way (a 0.329, u_ampere 0.756) it
+# brings the H100 32k-64k rows to -10 .. +7 % but Hopper's u refitted on PM0501 (0.568) over-predicts the H100
+# 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
 FLASH_ATTENTION_SHARE = Factor(
     "flash_attention_share_of_gemm_utilization", 0.4571, 0.4571, 0.4571,
     "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
