@@ -659,7 +659,7 @@ def megatron_case(r: dict[str, str]) -> Case:
     note = (f"settings from {MEGATRON_SCRIPTS}: {block}; fp16, full recomputation, seq 2048, vocab "
             f"{MEGATRON_VOCAB}, {gpus // 8} DGX A100 nodes over {MEGATRON_NETWORK} (one 200 Gb/s HCA per GPU); "
             f"dp {dp} x tp {tp} x pp {pp}" + (f" (interleaved, v = {v})" if v > 1 else "")
-            + f", {gbs // (mbs * dp)} micro-batches per pipeline; utilisation {d.utilization:.3f}"
+            + f", micro-batches per pipeline and step: {gbs // (mbs * dp)}; utilisation {d.utilization:.3f}"
             + (f"; per micro-batch stage compute {st.compute_seconds * 1e3:.1f} ms" if st else "")
             + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, point-to-point {mp.p2p_seconds * 1e3:.2f} ms, "
                f"bubble {mp.bubble:.3f}, gradient all-reduce {mp.dp_seconds * 1e3:.0f} ms per step" if mp else "")

@@ -517,8 +517,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
     share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
-    # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) of its stage's layers
-    t_c = (tokens * flops_eff / (peak * u * e) / tp_div + t_dq + t_ew + t_f8) * share
+    # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) of its stage's layers; its
+    # memory-bound kernels above are already per device (widths / tp), for its stage's share of the layers
+    t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
+    t_c = tokens * flops_eff / (peak * u * e) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
     if device.kind == "gpu":
         kernels = kernels_per_micro_step(spec, w)
