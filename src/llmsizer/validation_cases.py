@@ -670,6 +670,47 @@ def megatron_case(r: dict[str, str]) -> Case:
                 f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
 
 
+# torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
+# over the data-parallel ranks, TP 8 within each host with sequence parallelism, full activation checkpointing,
+# torch.compile, torchao float8 linears; Table 5 with AsyncTP and PP 8, whose micro-batches default to the pipeline
+# degree (torchtitan @9dec370 pipelining_utils.py lines 79-81: 8 micro-batches of 4 of the 32 local sequences) and
+# whose Interleaved1F1B runs 2 stages per rank (lines 23-32). Value: (catalog model, extra TrainingWorkload fields).
+TORCHTITAN_MODEL_PARALLEL = {
+    "PM1050": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16)),
+    "PM1051": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16, tp_comm_overlap=True)),
+    "PM1052": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True)),
+    "PM1053": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True,
+                                      virtual_stages=2)),
+}
+
+
+def torchtitan_mp_case(r: dict[str, str]) -> Case:
+    """One torchtitan FSDP + TP (+ PP) row through the duration rule (formulas/model_parallel_time.py)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    rid, value = r["id"], float(r["value"])
+    model, extra = TORCHTITAN_MODEL_PARALLEL[rid]
+    fields: dict[str, Any] = dict(method="full", precision="bf16-mixed", seq_len=8192, grad_checkpointing="full",
+                                  fsdp="full", optimizer="adamw", compile=True, float8=True, sequence_parallel=True,
+                                  network=TORCHTITAN_NETWORK, **extra)
+    n = int(fields["gpus"])
+    d = training_duration_for(find(model).spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    mp = d.step.model_parallel if d.step else None
+    tol = TOLERANCE[TRAINING_SPEED]
+    return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}xH100 tokens/s/GPU", pred, value,
+                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                source=r["source"],
+                note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
+                "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
+                f"{TORCHTITAN_NETWORK} per host" + (
+                    f"; per micro-batch stage compute {mp.stage_seconds:.2f} s, tensor-parallel {mp.tp_seconds:.2f} s "
+                    f"({'async TP: overlapped' if mp.tp_overlap else 'not overlapped'}), bubble {mp.bubble:.3f}, "
+                    f"gradient reduction {mp.dp_seconds:.2f} s per step" if mp else ""))
+
+
 def cpu_gpt2_spec() -> Any:
     """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
     from .readers.manual import spec_from_manual
@@ -731,6 +772,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return vectorlm_case(r)
     if rid in MEGATRON_TABLE1:
         return megatron_case(r)
+    if rid in TORCHTITAN_MODEL_PARALLEL:
+        return torchtitan_mp_case(r)
     if r["framework"] == "torchtitan":
         n = int(r["num_gpus"])
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]

@@ -56,3 +56,21 @@ def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
     assert any(a.name == "tp_comm_overlap" and a.value is False for a in d.assumptions)
     one_t = {c.id: c for c in _cases()}["PM0312"]
     assert "bubble 0.123" in one_t.note
+
+
+def test_torchtitan_2d_and_3d_rows() -> None:
+    """torchtitan's Tables 4 and 5 (PM1050-PM1053, held out): Llama 3.1 70B FSDP 32 x TP 8 on 256 H100 with and
+    without async TP, 405B FSDP 8 x TP 8 x PP 8 on 512 H100, 1F1B and interleaved (8 micro-batches, 2 stages per
+    rank). Each within 15 %; the interleaved schedule's gain (measured 128 / 100 TPS/GPU) comes from the smaller
+    bubble, 7/16 against 7/8, and is reproduced within 5 %. Async TP's gain (measured 876 / 829 = 1.057) is an upper
+    bound in eq. (T3'), which hides every collective behind the GEMMs: predicted 1.22."""
+    with DATA.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    from llmsizer.validation_cases import TORCHTITAN_MODEL_PARALLEL, speed_case
+
+    cases = {rid: speed_case(rows[rid]) for rid in TORCHTITAN_MODEL_PARALLEL}
+    for c in cases.values():
+        assert c.error is not None and abs(c.error) <= 0.15 and not c.excluded, (c.id, c.error)
+    gain = cases["PM1053"].predicted / cases["PM1052"].predicted
+    assert gain == pytest.approx(128 / 100, rel=0.05)
+    assert 876 / 829 <= cases["PM1051"].predicted / cases["PM1050"].predicted <= 1.25

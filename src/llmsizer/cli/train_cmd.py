@@ -166,7 +166,9 @@ def render_duration(d: Duration) -> str:
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication ({st.exposed_comm_seconds:.3g} s not "
                     "hidden by compute)" if st.comm_seconds and st.model_parallel is None else "")
                  + (f" on the slowest stage; per micro-batch {mp.tp_seconds:.3g} s tensor-parallel and "
-                    f"{mp.p2p_seconds:.3g} s pipeline communication (not overlapped), pipeline bubble {mp.bubble:.3g}, "
+                    f"{mp.p2p_seconds:.3g} s pipeline communication ("
+                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap else "not overlapped")
+                    + f"), pipeline bubble {mp.bubble:.3g}, "
                     f"{mp.dp_seconds:.3g} s gradient all-reduce per step"
                     if (mp := st.model_parallel) is not None else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")

@@ -495,8 +495,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.float8 and device.kind == "gpu":
         f8 = float8_time(spec, w, int(tokens))
         peak8, _ = device.peak_flops("fp8")
-        if peak8:  # the converted linears' FLOPs at the FP8 tensor rate, the rest at the BF16 one
-            flops_eff = fl.per_token - f8.flops_per_token * (1.0 - peak / peak8)
+        if peak8:  # the converted linears' FLOPs at the FP8 tensor rate, the rest at the BF16 one (float8_time
+            # counts one device's 1/tp shards: the whole model's are tp times that)
+            flops_eff = fl.per_token - f8.flops_per_token * max(1, w.tp) * (1.0 - peak / peak8)
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
                                     f"formulas/float8_training.py: the float8 linears' forward, backward and "
                                     f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s with the same "
@@ -606,8 +607,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         tps = step_tokens_per_second(n // (w.tp * w.pp), tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
         t_m = (mp.tp_seconds + mp.p2p_seconds) + mp.dp_seconds / k
         comm_b = mp.tp_bytes + mp.p2p_bytes + mp.dp_bytes / k
-        return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, t_m, t_launch,
-                        "", "", tokens / (w.tp * w.pp), n, mp.dp_bandwidth, mp)
+        exposed = mp.exposed_tp_seconds + mp.p2p_seconds + mp.dp_seconds / k
+        return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
+                        t_launch, "", "", tokens / (w.tp * w.pp), n, mp.dp_bandwidth, mp)
     t_steps = optimizer_step_seconds(t_c, fl.forward_share, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""

@@ -21,7 +21,6 @@ from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from .speed import attention_width
 
-TP_COMM_OVERLAP = False
 TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaults to False (NVIDIA/Megatron-LM "
                        "@d98e8a6 megatron/core/model_parallel_config.py line 265): the tensor-parallel all-reduces "
                        "(or all-gather / reduce-scatter pairs under sequence parallelism) add to the compute "
@@ -108,9 +107,14 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         warnings.append("ZeRO / FSDP beside tensor or pipeline parallelism: the data-parallel traffic is counted as "
                         "one gradient all-reduce (or reduce-scatter + all-gather) of each device's shard per step; "
                         "ZeRO-3 / FSDP parameter all-gathers are not counted")
-    mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp)
+    mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
+                             w.tp_comm_overlap)
     if tp > 1:
-        notes.append(Assumption("tp_comm_overlap", TP_COMM_OVERLAP, True, TP_COMM_OVERLAP_WHY))
+        given = w.given is not None and "tp_comm_overlap" in w.given
+        notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
+                                TP_COMM_OVERLAP_WHY if not w.tp_comm_overlap else
+                                "given: the collectives overlap the GEMMs, a micro-batch takes max(compute, "
+                                "tensor-parallel communication) (formulas/model_parallel_time.py eq. (T3'))"))
         notes.append(Assumption("tp_comm_bytes_per_micro_batch", round(fwd + bwd), True,
                                 f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
                                 + (f" + 2 again in {again} recomputed layers" if again else "")

@@ -24,7 +24,13 @@ across machines runs its ring at min(B_intra, B_node) (formulas/network.py eq. (
 overlapped with compute (T3): Megatron-Core's ``tp_comm_overlap`` defaults to False (NVIDIA/Megatron-LM @d98e8a6
 ``megatron/core/model_parallel_config.py`` line 265, "If true, allows overlapping of Linear layer execution with
 tensor parallel communication collectives"), and the SC21 code has no such option; the all-reduce output is the
-next operation's input.
+next operation's input. With the overlap on (Megatron ``--tp-comm-overlap``; torchtitan ``--experimental.
+enable_async_tensor_parallel``, which sets inductor's ``_micro_pipeline_tp`` to split each all-gather + matmul and
+matmul + reduce-scatter into chunks that overlap, torchtitan @9dec370 ``torchtitan/parallelisms/
+parallelize_llama.py`` lines 201-204) a micro-batch takes the longer of its compute and its collectives (an upper
+bound of the gain: every collective hidden)::
+
+    t_stage + c_tp   (T3, default)          max(t_stage, c_tp)   (T3', overlapped)
 
 Pipeline parallelism (Narayanan et al. 2021, arXiv 2104.04473, section 2.2): with per-micro-batch forward and
 backward times t_f, t_b of one stage, the 1F1B schedule takes (m + p - 1)(t_f + t_b) per optimizer step, a bubble
@@ -38,7 +44,7 @@ lines 120-130: ``req.wait()`` then ``torch.cuda.synchronize()``), so they add to
 
     V_p2p = 2 v T h a / t                                                                       (P1)
     c_p2p = V_p2p / B_p2p,   B_p2p = B_intra when t p <= g (the stages share a machine), else B_node / g   (P2)
-    t_micro = t_stage + c_tp + c_p2p                                                            (P3)
+    t_micro = t_stage + c_tp + c_p2p   (T3' overlapped: max(t_stage, c_tp) + c_p2p)              (P3)
     t_pipe = (m + (p - 1)/v) t_micro                                                            (P4)
 
 Data parallelism across the d model replicas: each device all-reduces the gradients of its own shard of the
@@ -125,7 +131,7 @@ class ModelParallelStep(NamedTuple):
     """Eqs. (T1)-(P6) for one device: per micro-batch and per optimizer step [s, B]."""
 
     stage_seconds: float  # t_stage: the stage's compute per micro-batch
-    tp_seconds: float  # c_tp per micro-batch (T2), not overlapped
+    tp_seconds: float  # c_tp per micro-batch (T2): its traffic time, overlapped or not
     p2p_seconds: float  # c_p2p per micro-batch (P2), blocking
     dp_seconds: float  # c_dp per optimizer step (P5), after the backward
     bubble_seconds: float  # (p - 1)/v t_micro per optimizer step (P4)
@@ -138,6 +144,12 @@ class ModelParallelStep(NamedTuple):
     p2p_bandwidth: float
     dp_bandwidth: float
     micro_batches: int
+    tp_overlap: bool = False  # eq. (T3'): the collectives overlap the GEMMs
+
+    @property
+    def exposed_tp_seconds(self) -> float:
+        """The tensor-parallel time a micro-batch waits for: all of c_tp (T3), or what compute does not hide (T3')."""
+        return max(0.0, self.tp_seconds - self.stage_seconds) if self.tp_overlap else self.tp_seconds
 
     @property
     def tp_seconds_per_step(self) -> float:
@@ -161,14 +173,15 @@ class ModelParallelStep(NamedTuple):
 
     @property
     def comm_share(self) -> float:
-        """Share of the step spent communicating (none of it overlapped): m (c_tp + c_p2p) + c_dp over t_step."""
-        comm = self.tp_seconds_per_step + self.p2p_seconds_per_step + self.dp_seconds
+        """Share of the step spent in communication compute does not hide: m (c_tp + c_p2p) + c_dp over t_step
+        (with eq. (T3') only the tensor-parallel time beyond the compute)."""
+        comm = self.micro_batches * (self.exposed_tp_seconds + self.p2p_seconds) + self.dp_seconds
         return comm / self.step_seconds if self.step_seconds > 0 else 0.0
 
 
 def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, virtual: int, tp_bytes: float,
                         tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
-                        dp_bandwidth: float) -> ModelParallelStep:
+                        dp_bandwidth: float, tp_overlap: bool = False) -> ModelParallelStep:
     """Eqs. (P3)-(P6): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
     moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths.
 
@@ -184,10 +197,10 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
     c_tp = tp_bytes / tp_bandwidth
     c_p2p = p2p_bytes / p2p_bandwidth if stages > 1 else 0.0
     c_dp = dp_bytes / dp_bandwidth
-    micro = stage_seconds + c_tp + c_p2p
+    micro = (max(stage_seconds, c_tp) if tp_overlap else stage_seconds + c_tp) + c_p2p
     bubble = (stages - 1) / virtual * micro
     pipe = micro_batches * micro + bubble
     return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + c_dp, tp_bytes,
                              p2p_bytes if stages > 1 else 0.0, dp_bytes,
                              bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
-                             dp_bandwidth, micro_batches)
+                             dp_bandwidth, micro_batches, tp_overlap)

@@ -38,7 +38,7 @@ from .result import Chart, Hardware, JobPlan, Series
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
                         "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "virtual_stages",
-                        "offload",
+                        "tp_comm_overlap", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
@@ -127,7 +127,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     budget = job.budget.total
     if tokens and (ctx.alternatives or hw is None):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
-                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "offload",
+                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
@@ -466,9 +466,10 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
         net.add("tp_bytes", "tensor-parallel traffic per step and device", mp.tp_bytes_per_step, "B_disk",
                 f"{k} micro-batches x 4 all-reduces per layer (+2 per recomputed layer) of {micro} x {seq} x "
                 f"{spec.hidden_size} activations", "formulas/model_parallel_time.py eq. (T1)")
-        net.add("tp_seconds", "tensor-parallel communication per step (not overlapped)", mp.tp_seconds_per_step, "s",
-                f"at {mp.tp_bandwidth / 1e9:.4g} GB/s" if mp.tp_bandwidth != float("inf") else "no link bandwidth",
-                "formulas/model_parallel_time.py eqs. (T2)-(T3)")
+        net.add("tp_seconds", "tensor-parallel communication per step", mp.tp_seconds_per_step, "s",
+                (f"at {mp.tp_bandwidth / 1e9:.4g} GB/s" if mp.tp_bandwidth != float("inf") else "no link bandwidth")
+                + ("; overlaps the GEMMs" if mp.tp_overlap else "; not overlapped"),
+                "formulas/model_parallel_time.py eqs. (T2)-(T3')")
         net.add("pp_bytes", "pipeline point-to-point traffic per step and device", mp.p2p_bytes_per_step, "B_disk",
                 f"{k} micro-batches x activations forward + gradients backward per model chunk, 1/{tp} per device",
                 "formulas/model_parallel_time.py eq. (P1)")
@@ -484,7 +485,7 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
                 "bytes / bus bandwidth", "formulas/model_parallel_time.py eq. (P5)")
         net.add("compute_seconds", "compute per step (slowest stage)", mp.compute_seconds_per_step, "s",
                 "from the duration estimate")
-        net.add("comm_share", "share of a step spent in communication (not overlapped)", mp.comm_share,
+        net.add("comm_share", "share of a step spent in communication compute does not hide", mp.comm_share,
                 "share", "tensor-parallel + point-to-point + gradient all-reduce / step time",
                 "formulas/model_parallel_time.py eq. (P6)")
         notes.facts["comm_share"] = mp.comm_share

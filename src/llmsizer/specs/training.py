@@ -154,6 +154,10 @@ class TrainingWorkload:
         layers per stage / ``--num-layers-per-virtual-pipeline-stage``): the bubble (p - 1)/(v m) of the duration
         (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. The memory estimate leaves it out
         (interleaving keeps more micro-batches in flight on the first stage).
+    tp_comm_overlap: with tp > 1, the tensor-parallel collectives overlap the GEMMs (Megatron-Core
+        ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
+        of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
+        False: they add to it (both frameworks' default). It does not change memory.
     network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
@@ -219,6 +223,7 @@ class TrainingWorkload:
     tp: int = 1
     pp: int = 1
     virtual_stages: int = 1
+    tp_comm_overlap: bool = False
     ep: int = 1
     sequence_parallel: bool = False
     offload: str = "none"
@@ -346,6 +351,8 @@ class TrainingWorkload:
                              f"{self.gpus // (self.tp * self.pp)}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
+        if self.tp_comm_overlap and self.tp == 1:
+            raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
