@@ -705,7 +705,7 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
                 source=r["source"],
                 note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
                 "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
-                f"{TORCHTITAN_NETWORK} per host" + (
+                f"{TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" + (
                     f"; per micro-batch stage compute {mp.stage_seconds:.2f} s, tensor-parallel {mp.tp_seconds:.2f} s "
                     f"({'async TP: overlapped' if mp.tp_overlap else 'not overlapped'}), bubble {mp.bubble:.3f}, "
                     f"gradient reduction {mp.dp_seconds:.2f} s per step" if mp else ""))

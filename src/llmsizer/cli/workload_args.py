@@ -256,8 +256,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "micro-step (a loop without no_sync)")
     add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
-    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
-                   "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
+    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="utilisation of the executed FLOPs for the duration "
+                   "(default: calibrated per GPU architecture on published runs, estimate/efficiency.py)")
 
 
 def add_framework_args(g: argparse._ArgumentGroup) -> None:
