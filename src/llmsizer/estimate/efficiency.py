@@ -262,14 +262,8 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> st
     return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
 
 
-# Training utilisation at scale with tensor/pipeline parallelism (used only when tp x pp > 1, where communication and
-# pipeline bubbles are inside it). Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
-# parameters, 32-3072 GPUs): 43-52 % of peak counting recomputation FLOPs, median 45.5 % -> hardware FLOPs
-# utilisation to use with the recompute FLOP count.
-TRAINING_HFU = Factor(
-    "training_hardware_flops_utilization", 0.43, 0.455, 0.52,
-    "Narayanan et al. 2021 (arXiv 2104.04473) Table 1: 43-52 % of peak, median 45.5 % (recompute counted)")
-# Training on one device or data-parallel devices (formulas/training_time.py eqs. 6-8): the share of the dense BF16
+# Training on one device, data-parallel devices or each device of a tensor/pipeline-parallel run
+# (formulas/training_time.py eqs. 6-8, formulas/model_parallel_time.py): the share of the dense BF16
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
@@ -500,7 +494,7 @@ ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PE
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
-       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS, FLASH_ATTENTION_SHARE,
+       APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS, FLASH_ATTENTION_SHARE,
        FLOAT8_GEMM_SHARE)
 
 
