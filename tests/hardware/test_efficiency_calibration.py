@@ -2,9 +2,9 @@
 
 efficiency.py states: least squares of t = W / (B x eta) + L x tau + w x F_attn / R_p (formulas/speed.py eqs. 7 and
 13) over the llama-bench rows of Llama-3-8B Q4_K_M and F16 that validation/llamacpp_bench.csv marks 'calibration':
-tg512 on RTX 3090 + RTX 4090 and tg1024-8192 on RTX 4090 (GPU constants), tg512-8192 on M2 Ultra (Apple constants).
-This test redoes that fit from the measured values, so a constant that drifts from its stated derivation (or rows
-that change) fails here.
+tg512-8192 on RTX 3090 + RTX 4090 (GPU constants; w from the depth series, eta and tau from tg512), tg512-8192 on M2
+Ultra (Apple constants). This test redoes that fit from the measured values, so a constant that drifts from its stated
+derivation (or rows that change) fails here.
 """
 
 from __future__ import annotations
