@@ -481,10 +481,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                 unfused = None
                 warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without flash "
                                 "attention is timed as its cache read only (formulas/speed.py eq. 13 not applied)")
-            elif concurrency == 1:
+            else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
                 assumptions.append(Assumption(
                     unfused.name, unfused.expected, True,
-                    f"formulas/speed.py eq. (13): without flash attention the one-token KQ/KQV products take "
+                    "formulas/speed.py eq. (13), the one-sequence step"
+                    + (" (the single-stream figure; the step of several sequences does not use it)"
+                       if concurrency > 1 else "")
+                    + ": without flash attention the one-token KQ/KQV products take "
                     f"{unfused.expected} x their FLOPs at the {used_key} peak"
                     + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
 
