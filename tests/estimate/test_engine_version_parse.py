@@ -24,3 +24,13 @@ def test_anything_else_is_refused_in_one_line(bad: str) -> None:
     with pytest.raises(InputError) as e:
         parse_version(bad)
     assert "\n" not in str(e.value) and "engine version must look like" in str(e.value)
+
+
+def test_a_version_without_its_engine_is_refused() -> None:
+    """estimate_speed(engine_version=...) without engine= was silently the no-engine step."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.speed import estimate_speed
+
+    with pytest.raises(InputError, match="needs its engine"):
+        estimate_speed(find("qwen3-0.6b").spec(), builtin_catalog().devices["h100-sxm"], engine_version="0.13")

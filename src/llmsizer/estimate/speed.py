@@ -299,6 +299,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
+    if engine is None and engine_version is not None:
+        raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
     rule = ENG.step_host(engine, engine_version) if engine is not None else None
     if engine_step_seconds is not None:
         if engine_step_seconds < 0:
