@@ -318,8 +318,10 @@ TORCHTITAN_NETWORK = "8x400 Gb/s"
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
 # TransformerBlock), torchao float8 linears (docs/float8.md @9dec370: --float8.enable_float8_linear with
 # --float8.enable_fsdp_float8_all_gather, tensorwise dynamic scaling; formulas/float8_training.py)
-TORCHTITAN_SETTINGS = {"FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True),
-                       "FSDP + torch.compile + Float8": dict(compile=True, float8=True)}
+# (torch.compile of the blocks only: train.py @9dec370 lines 137-138 leave the loss eager, compile_scope 'layers')
+TORCHTITAN_SETTINGS: dict[str, dict[str, Any]] = {
+    "FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True, compile_scope="layers"),
+    "FSDP + torch.compile + Float8": dict(compile=True, compile_scope="layers", float8=True)}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
@@ -1025,7 +1027,7 @@ TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE
 TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
 # the same benchmark with torch.compile and torchao Float8 (PM0402-PM0405, Tables 1 and 3) and Table 2's context
 # parallelism (PM0406-PM0409: FSDP + CP + compile + Float8, full checkpointing, batch 1, the sequence split over CP)
-_TITAN_C = dict(TT_TITAN, compile=True)
+_TITAN_C = dict(TT_TITAN, compile=True, compile_scope="layers")  # the loss eager (train.py @9dec370 lines 137-138)
 TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False, "peak")
 TRAINING_ROWS["PM0403"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8, float8=True),
                            TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "peak")
@@ -1033,11 +1035,45 @@ TRAINING_ROWS["PM0404"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128), TT_TITAN_NO
                            "peak")
 TRAINING_ROWS["PM0405"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128, float8=True),
                            TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "peak")
-_TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, float8=True, gpus=8)
+_TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, compile_scope="layers", float8=True,
+                 gpus=8)
 for _rid, _cp in (("PM0406", 1), ("PM0407", 2), ("PM0408", 4), ("PM0409", 8)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_CP, context_parallel=_cp, seq_len=32768 * _cp),
                            TT_TITAN_NOTE + f"; full checkpointing, compile, float8, CP {_cp} x FSDP {8 // _cp}", False,
                            "peak")
+# torchtune README memory cells (PM0740-PM0757): the memory twins of the speed rows PM0700-PM0719, with the settings
+# TORCHTUNE_SPEED_ROWS gives them. The optimization-flags table @1814feb names its statistic ('Peak Memory Active
+# (GiB)': active_bytes.all.peak, compared with the allocated peak; they differ only by blocks freed while another
+# stream still uses them); the Llama 3.1 table @30b8519 names none ('Peak Memory per GPU'): reported with the metric
+# assumed (allocated), out of the summary.
+def _speed_settings(rid: str) -> tuple[str, dict[str, Any]]:
+    v = TORCHTUNE_SPEED_ROWS[rid]
+    if isinstance(v, str):
+        raise ValueError(f"{rid} is not expressed: {v}")
+    return v
+
+
+_TT_ACTIVE = "; measured is torchtune's peak memory active (memory.py @ 1814feb lines 267-269), compared as allocated"
+for _rid, _twin in (("PM0741", "PM0711"), ("PM0742", "PM0712"), ("PM0743", "PM0713"), ("PM0745", "PM0715"),
+                    ("PM0746", "PM0716"), ("PM0748", "PM0718"), ("PM0749", "PM0719")):
+    _m, _f = _speed_settings(_twin)
+    TRAINING_ROWS[_rid] = (_m, _f, f"the settings of {_twin} (TORCHTUNE_SPEED_ROWS)" + _TT_ACTIVE, True, "peak")
+_m, _f = _speed_settings("PM0714")
+TRAINING_ROWS["PM0744"] = (_m, _f, "the settings of PM0714; the AdamW implementation is not stated: torch.optim.AdamW "
+                           "without fused runs foreach (torch/optim/adam.py), whose step holds a sqrt of every "
+                           "exp_avg_sq (+6.0 GiB here), fused holds none; estimated fused" + _TT_ACTIVE, False, "peak")
+_m, _f = _speed_settings("PM0717")
+TRAINING_ROWS["PM0747"] = (_m, _f, "the settings of PM0717; which 8-bit AdamW is not stated (the linked docs name "
+                           "torchao AdamW8bit and bitsandbytes PagedAdamW8bit, whose paged states leave the allocated "
+                           "peak): estimated as unpaged 8-bit AdamW" + _TT_ACTIVE, False, "peak")
+for _rid, _twin in (("PM0750", "PM0700"), ("PM0751", "PM0702"), ("PM0752", "PM0704")):
+    _m, _f = _speed_settings(_twin)
+    TRAINING_ROWS[_rid] = (_m, _f, f"the settings of {_twin} (TORCHTUNE_SPEED_ROWS); the README does not name its "
+                           "memory statistic: compared as allocated", False, "peak")
+# the memory cells whose speed twin is not expressible either, for the same reason
+TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
+    ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"), ("PM0755", "PM0705"), ("PM0756", "PM0706"),
+    ("PM0757", "PM0707"))}
 TRAINING_NOT_EXPRESSIBLE = {
     "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
     "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",
@@ -1078,7 +1114,8 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
     for r in rows:
         rid = r["id"]
         if rid not in TRAINING_ROWS:
-            why = next((v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
+            why = TRAINING_NOT_EXPRESSED_ROWS.get(rid) or next(
+                (v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
             if why is None and "host" in r["hardware"]:
                 why = "host RAM of a run whose device-side settings are not published"
             missing.append(NotExpressed(rid, TRAINING_MEMORY, why or "settings not published"))

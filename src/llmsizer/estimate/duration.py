@@ -69,7 +69,7 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .speed import attention_width
 from .training import estimate_training
-from .training.setup import qlora_base_format, resolve
+from .training.setup import compiled_loss, qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 
@@ -204,7 +204,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
     return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
-                                w.kernels == "unsloth")
+                                w.kernels == "unsloth", loss_compiled=compiled_loss(w))
 
 
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
@@ -230,7 +230,8 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
     rotary = model_layer_widths(spec, 0, tp).rotary
-    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary)
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
+                        loss_compiled=compiled_loss(w))
     return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
 
 

@@ -59,7 +59,7 @@ from ...formulas.training_activations import (
 )
 from ...formulas.training_states import step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
-from .setup import TrainingContext, compile_partitions_layers
+from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
 
 
@@ -161,7 +161,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
-                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits") if st.has_head else None
+                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
+                            compiled_loss=compiled_loss(w)) if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
