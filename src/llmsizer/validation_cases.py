@@ -1020,6 +1020,36 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 # lines 379-395 defaults). The measured
 # column is max *reserved* memory (torchtitan train.py line 393), the prediction tensors only (allocated): the rows
 # are reported, not summarised, until the allocator's reserve has a model of its own.
+#
+# Why reserved exceeds allocated here by 9-16 GiB (analysis, not modelled yet; a CUDA run should confirm it with
+# torch.cuda.memory_snapshot(), per-stream segments):
+# - what is logged: torchtitan/metrics.py @9dec370 line 62 reads memory_stats()['reserved_bytes.all.peak'] (line 58
+#   reads active_bytes.all.peak, not published); reset_peak_memory_stats() (line 86) sets the peak to the
+#   current reserved, and reserved only falls on empty_cache(), so the figure is the largest reserve of the run.
+# - run_llama_train.sh @9dec370 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per
+#   (device, stream) (CUDACachingAllocator.cpp find_expandable_block: `new ExpandableSegment(device, stream, ...)`;
+#   a free block is reused only by the stream it was allocated on, `(*it)->stream == stream`). Rounding to segments
+#   is gone; what stays reserved is (a) blocks cached in the other streams' pools and (b) holes inside the default
+#   stream's segment that a later, larger request cannot use (best fit, else the segment grows).
+# - (a1) FSDP2 gradient shards: the reduce-scatter output is allocated on the reduce-scatter stream and the sharded
+#   grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616, 704-754:
+#   "The RS output is allocated in the RS stream and used in the default stream", line 763). zero_grad frees them
+#   before the next forward, so at the allocated peak (the loss backward) they are cached there, not allocated:
+#   fp32 8.03e9 / 8 x 4 B = 3.74 GiB on 8 GPUs, 0.23 GiB on 128.
+# - (a2) FSDP2 all-gather buffers: the flat all-gather output is allocated on the all-gather copy-in stream
+#   (_fsdp_collectives.py lines 336-351) and copied out into per-parameter tensors allocated on the default stream
+#   (lines 447-463, _fsdp_param.py line 823): the root group (tok_embeddings + output + norm, bf16 1.96 GiB) and the
+#   last blocks' flat buffers (0.41 GiB each) stay cached in that pool (about 2.4-2.8 GiB). torchtitan wraps
+#   embedding and output in one root unit (parallelize_llama.py apply_fsdp), where llmsizer's gathered_params takes
+#   them as two units minus the own shard (1.71 GiB against 2.37 GiB alive at the loss backward; the root unit is
+#   fully_shard(model) at parallelize_llama.py line 339).
+# - (b) the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`) frees the
+#   bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; the loss
+#   backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, so the segment
+#   grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
+# Sum (a1) + (b): PM0400 68.0 + 7.65 = 75.6 GiB (-8.2 % against 82.4), PM0401 61.8 (-7.7 %), PM0402 71.7 (-6.9 %),
+# PM0406-0409 79.7 (-5 %); (a2) adds about 3 GiB more (all within -5 %). None of it is fitted; expandable segments and
+# the per-stream pools are not workload settings yet, so the rows stay out of the summary.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
                  "reserved memory, predicted is allocated")
