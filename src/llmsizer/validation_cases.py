@@ -1038,18 +1038,22 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 #   fp32 8.03e9 / 8 x 4 B = 3.74 GiB on 8 GPUs, 0.23 GiB on 128.
 # - (a2) FSDP2 all-gather buffers: the flat all-gather output is allocated on the all-gather copy-in stream
 #   (_fsdp_collectives.py lines 336-351) and copied out into per-parameter tensors allocated on the default stream
-#   (lines 447-463, _fsdp_param.py line 823): the root group (tok_embeddings + output + norm, bf16 1.96 GiB) and the
-#   last blocks' flat buffers (0.41 GiB each) stay cached in that pool (about 2.4-2.8 GiB). torchtitan wraps
-#   embedding and output in one root unit (parallelize_llama.py apply_fsdp), where llmsizer's gathered_params takes
-#   them as two units minus the own shard (1.71 GiB against 2.37 GiB alive at the loss backward; the root unit is
-#   fully_shard(model) at parallelize_llama.py line 339).
+#   (lines 447-463, _fsdp_param.py line 823). torchtitan wraps tok_embeddings, norm and output in one root unit
+#   (fully_shard(model, reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and
+#   keeps only the last block unsharded after the forward (line 333). At the loss backward only that block (0.41
+#   GiB) is unsharded, where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the
+#   own shard): 1.3 GiB too much then, while the copy-in pool caches the root's and a block's flat buffers (about
+#   2.4 GiB): net about +1.1 GiB.
 # - (b) the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`) frees the
 #   bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; the loss
 #   backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, so the segment
 #   grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
 # Sum (a1) + (b): PM0400 68.0 + 7.65 = 75.6 GiB (-8.2 % against 82.4), PM0401 61.8 (-7.7 %), PM0402 71.7 (-6.9 %),
-# PM0406-0409 79.7 (-5 %); (a2) adds about 3 GiB more (all within -5 %). None of it is fitted; expandable segments and
-# the per-stream pools are not workload settings yet, so the rows stay out of the summary.
+# PM0406-0409 79.7 (-5 %); with (a2) about -7 % (PM0400), -6 % (PM0401), -4 % (CP rows). The rest (4-6 GiB) is not
+# traced: candidates are the allocator's cuBLAS workspaces, the flash-attention backward's fp32 accumulators as
+# holes, and the first step's layout (AdamW states created lazily in the first optimizer step). None of it is
+# fitted; expandable segments and the per-stream pools are not workload settings yet, so the rows stay out of the
+# summary.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
                  "reserved memory, predicted is allocated")
