@@ -108,7 +108,7 @@ _add("decode throughput", "llama.cpp", 0.7952, 1.1252, 57)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
-_add("training memory", "pytorch training", 0.9059, 1.1198, 18)
+_add("training memory", "pytorch training", 0.9049, 1.1198, 18)
 _add("training throughput", "pytorch training", 0.7615, 1.1563, 214)
 
 

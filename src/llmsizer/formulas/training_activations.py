@@ -566,6 +566,36 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
 
 
+def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: int, head_grad: int) -> tuple[int, int]:
+    """(logits-gradient bytes, lm_head weight-gradient bytes) while a *trained* lm_head runs its backward, at the
+    moment that holds the most (module docstring, 'Head'); the loss's saved tensors are gone by then.
+
+    With the logits formed in ``C = loss_chunks`` chunks (torchtune ``chunked_output``: ``[self.output(chunk) for
+    chunk in h.chunk(C, dim=1)]``, torchtune/modules/transformer.py @ 1814feb, every chunk's linear is created before
+    any chunk's loss) the autograd engine, which runs the ready node of highest sequence number first
+    (torch/csrc/autograd/engine.cpp ``ReadyQueue``), runs every chunk's loss backward first: the saved log-softmax
+    (or, compiled, the saved logits) of every chunk is freed, and each chunk's logits gradient (t/C V c) waits for its
+    linear. Each linear backward makes a whole [V, h] weight gradient, the transpose of ``grad^T @ input``
+    (non-contiguous), which the engine sums into the weight's input buffer out of place
+    (torch/csrc/autograd/input_buffer.cpp ``accumulate``: in place only when ``can_accumulate_inplace``, which asks for
+    a contiguous tensor): from the second chunk on the buffered sum, the new gradient and their sum coexist, with the
+    logits gradients of the C - 2 chunks not yet done:
+
+        logits grad = (C - 2) / C  t V c      weight grad = 3 G                                  (C > 1)    (H1)
+        logits grad = t V c                   weight grad = G                                    (C = 1)
+
+    (G: the lm_head gradient, ``head_grad``). Measured exactly on a live-tensor trace of the CPU backward
+    (tests/formulas/test_lm_head_backward.py). With tied embeddings the summed buffer then waits for the
+    embedding's own gradient at the end of the backward (the same AccumulateGrad node): the estimate keeps G alive
+    through the layers (states.py ``head_grads``).
+    """
+    c = max(1, loss_chunks)
+    if c == 1:
+        return tokens * vocab * compute, head_grad
+    chunk = -(-tokens // c)
+    return (c - 2) * chunk * vocab * compute, 3 * head_grad
+
+
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:
     """Rotary tables and attention masks shared by all layers."""
     shared: list[Term] = []

@@ -55,6 +55,7 @@ from ...formulas.training_activations import (
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
+    lm_head_backward_bytes,
     reentrant_recompute_bytes,
 )
 from ...formulas.training_states import step_temporary_bytes
@@ -341,6 +342,26 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if gather or gather_fwd:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
+    head_trained = w.method == "full" or "lm_head" in w.modules_to_save
+    if head and head_trained and st.head_grads and w.loss != "cut-ce" and w.shard_stage == 0 and w.tp == 1:
+        # the lm_head's own backward, chunk by chunk (training_activations.lm_head_backward_bytes, eq. H1): the
+        # loss's saved tensors are freed by then, the lm_head input and the other head terms stay
+        dlogits, dweight = lm_head_backward_bytes(w.loss_chunks, act.tokens, spec.vocab_size, act.compute,
+                                                  st.head_grads)
+        hb = Phase("lm_head backward", dict(base))
+        hb.parts["activations"] = fwd_kept
+        if copies_bwd:
+            hb.parts["autocast_weight_copies"] = copies_bwd
+        loss_saved = sum(t.bytes for t in head.saved if t.name.startswith(("loss log-softmax", "loss input logits")))
+        hb.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm - loss_saved
+        hb.parts["logits_and_loss"] = dlogits
+        hb.parts["rotary_and_masks"] = shared_saved
+        hb.parts["gradients"] = (grads_all if persist else 0) + dweight
+        if gather or gather_fwd:
+            hb.parts["gathered_params"] = gather_fwd.get("forward", gather)
+        if dequant:
+            hb.parts["dequant_buffer"] = dequant
+        phases.append(hb)
     order = sorted(st.layers, reverse=True)
     kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
     copies_below: dict[int, int] = {}
