@@ -346,8 +346,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if head and head_trained and st.head_grads and w.loss != "cut-ce" and w.shard_stage == 0 and w.tp == 1:
         # the lm_head's own backward, chunk by chunk (training_activations.lm_head_backward_bytes, eq. H1): the
         # loss's saved tensors are freed by then, the lm_head input and the other head terms stay
+        # the [V, h] gradient in the dtype the matmul makes it: the autocast copy's under mixed precision (its fp32
+        # .grad comes from the cast after the last chunk), the weight's own otherwise
+        vh = spec.vocab_size * spec.hidden_size
         dlogits, dweight = lm_head_backward_bytes(w.loss_chunks, act.tokens, spec.vocab_size, act.compute,
-                                                  st.head_grads)
+                                                  vh * (copy_b or max(1, st.head_grads // vh)))
+        if copy_b and w.loss_chunks <= 1:  # one chunk: the half gradient and its fp32 cast side by side
+            dweight += st.head_grads
         hb = Phase("lm_head backward", dict(base))
         hb.parts["activations"] = fwd_kept
         if copies_bwd:
