@@ -55,6 +55,7 @@ _WHY = {
     "float8": "bf16 linears (no torchao float8)",
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
+    "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
 }
 
 
@@ -139,6 +140,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.float8:
         record_workload(w, acc, ("float8_recipe",))
+    if w.compile:
+        record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
     if w.device != "gpu":
