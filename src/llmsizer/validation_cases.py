@@ -322,8 +322,10 @@ TORCHTITAN_NETWORK = "8x400 Gb/s"
 # the tables' rows by their settings column: torch.compile or not (torchtitan apply_compile compiles each
 # TransformerBlock), torchao float8 linears (docs/float8.md @9dec370: --float8.enable_float8_linear with
 # --float8.enable_fsdp_float8_all_gather, tensorwise dynamic scaling; formulas/float8_training.py)
-TORCHTITAN_SETTINGS = {"FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True),
-                       "FSDP + torch.compile + Float8": dict(compile=True, float8=True)}
+# (torch.compile of the blocks only: train.py @9dec370 lines 137-138 leave the loss eager, compile_scope 'layers')
+TORCHTITAN_SETTINGS: dict[str, dict[str, Any]] = {
+    "FSDP": dict(compile=False), "FSDP + torch.compile": dict(compile=True, compile_scope="layers"),
+    "FSDP + torch.compile + Float8": dict(compile=True, compile_scope="layers", float8=True)}
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
@@ -1233,6 +1235,40 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 # lines 379-395 defaults). The measured
 # column is max *reserved* memory (torchtitan train.py line 393), the prediction tensors only (allocated): the rows
 # are reported, not summarised, until the allocator's reserve has a model of its own.
+#
+# Why reserved exceeds allocated here by 9-16 GiB (analysis, not modelled yet; a CUDA run should confirm it with
+# torch.cuda.memory_snapshot(), per-stream segments):
+# - what is logged: torchtitan/metrics.py @9dec370 line 62 reads memory_stats()['reserved_bytes.all.peak'] (line 58
+#   reads active_bytes.all.peak, not published); reset_peak_memory_stats() (line 86) sets the peak to the
+#   current reserved, and reserved only falls on empty_cache(), so the figure is the largest reserve of the run.
+# - run_llama_train.sh @9dec370 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per
+#   (device, stream) (CUDACachingAllocator.cpp find_expandable_block: `new ExpandableSegment(device, stream, ...)`;
+#   a free block is reused only by the stream it was allocated on, `(*it)->stream == stream`). Rounding to segments
+#   is gone; what stays reserved is (a) blocks cached in the other streams' pools and (b) holes inside the default
+#   stream's segment that a later, larger request cannot use (best fit, else the segment grows).
+# - (a1) FSDP2 gradient shards: the reduce-scatter output is allocated on the reduce-scatter stream and the sharded
+#   grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616, 704-754:
+#   "The RS output is allocated in the RS stream and used in the default stream", line 763). zero_grad frees them
+#   before the next forward, so at the allocated peak (the loss backward) they are cached there, not allocated:
+#   fp32 8.03e9 / 8 x 4 B = 3.74 GiB on 8 GPUs, 0.23 GiB on 128.
+# - (a2) FSDP2 all-gather buffers: the flat all-gather output is allocated on the all-gather copy-in stream
+#   (_fsdp_collectives.py lines 336-351) and copied out into per-parameter tensors allocated on the default stream
+#   (lines 447-463, _fsdp_param.py line 823). torchtitan wraps tok_embeddings, norm and output in one root unit
+#   (fully_shard(model, reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and
+#   keeps only the last block unsharded after the forward (line 333). At the loss backward only that block (0.41
+#   GiB) is unsharded, where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the
+#   own shard): 1.3 GiB too much then, while the copy-in pool caches the root's and a block's flat buffers (about
+#   2.4 GiB): net about +1.1 GiB.
+# - (b) the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`) frees the
+#   bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; the loss
+#   backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, so the segment
+#   grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
+# Sum (a1) + (b): PM0400 68.0 + 7.65 = 75.6 GiB (-8.2 % against 82.4), PM0401 61.8 (-7.7 %), PM0402 71.7 (-6.9 %),
+# PM0406-0409 79.7 (-5 %); with (a2) about -7 % (PM0400), -6 % (PM0401), -4 % (CP rows). The rest (4-6 GiB) is not
+# traced: candidates are the allocator's cuBLAS workspaces, the flash-attention backward's fp32 accumulators as
+# holes, and the first step's layout (AdamW states created lazily in the first optimizer step). None of it is
+# fitted; expandable segments and the per-stream pools are not workload settings yet, so the rows stay out of the
+# summary.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
                  "reserved memory, predicted is allocated")
@@ -1240,7 +1276,7 @@ TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE
 TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
 # the same benchmark with torch.compile and torchao Float8 (PM0402-PM0405, Tables 1 and 3) and Table 2's context
 # parallelism (PM0406-PM0409: FSDP + CP + compile + Float8, full checkpointing, batch 1, the sequence split over CP)
-_TITAN_C = dict(TT_TITAN, compile=True)
+_TITAN_C = dict(TT_TITAN, compile=True, compile_scope="layers")  # the loss eager (train.py @9dec370 lines 137-138)
 TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False, "peak")
 TRAINING_ROWS["PM0403"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8, float8=True),
                            TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "peak")
@@ -1248,11 +1284,59 @@ TRAINING_ROWS["PM0404"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128), TT_TITAN_NO
                            "peak")
 TRAINING_ROWS["PM0405"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128, float8=True),
                            TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "peak")
-_TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, float8=True, gpus=8)
+_TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, compile_scope="layers", float8=True,
+                 gpus=8)
 for _rid, _cp in (("PM0406", 1), ("PM0407", 2), ("PM0408", 4), ("PM0409", 8)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_CP, context_parallel=_cp, seq_len=32768 * _cp),
                            TT_TITAN_NOTE + f"; full checkpointing, compile, float8, CP {_cp} x FSDP {8 // _cp}", False,
                            "peak")
+# torchtune README memory cells (PM0740-PM0757): the memory twins of the speed rows PM0700-PM0719, with the settings
+# TORCHTUNE_SPEED_ROWS gives them. The optimization-flags table @1814feb names its statistic ('Peak Memory Active
+# (GiB)': active_bytes.all.peak, compared with the allocated peak; they differ only by blocks freed while another
+# stream still uses them); the Llama 3.1 table @30b8519 names none ('Peak Memory per GPU'): reported with the metric
+# assumed (allocated), out of the summary.
+def _speed_settings(rid: str) -> tuple[str, dict[str, Any]]:
+    v = TORCHTUNE_SPEED_ROWS[rid]
+    if isinstance(v, str):
+        raise ValueError(f"{rid} is not expressed: {v}")
+    return v
+
+
+_TT_ACTIVE = "; measured is torchtune's peak memory active (memory.py @ 1814feb lines 267-269), compared as allocated"
+for _rid, _twin in (("PM0741", "PM0711"), ("PM0742", "PM0712"), ("PM0743", "PM0713"), ("PM0745", "PM0715"),
+                    ("PM0746", "PM0716"), ("PM0748", "PM0718"), ("PM0749", "PM0719")):
+    _m, _f = _speed_settings(_twin)
+    TRAINING_ROWS[_rid] = (_m, _f, f"the settings of {_twin} (TORCHTUNE_SPEED_ROWS)" + _TT_ACTIVE, True, "peak")
+_m, _f = _speed_settings("PM0714")
+TRAINING_ROWS["PM0744"] = (_m, _f, "the settings of PM0714; the AdamW implementation is not stated: torch.optim.AdamW "
+                           "without fused runs foreach (torch/optim/adam.py), whose step holds a sqrt of every "
+                           "exp_avg_sq (+6.0 GiB here), fused holds none; estimated fused" + _TT_ACTIVE, False, "peak")
+_m, _f = _speed_settings("PM0717")
+TRAINING_ROWS["PM0747"] = (_m, _f, "the settings of PM0717; which 8-bit AdamW is not stated (the linked docs name "
+                           "torchao AdamW8bit and bitsandbytes PagedAdamW8bit, whose paged states leave the allocated "
+                           "peak): estimated as unpaged 8-bit AdamW" + _TT_ACTIVE, False, "peak")
+for _rid, _twin in (("PM0750", "PM0700"), ("PM0751", "PM0702"), ("PM0752", "PM0704")):
+    _m, _f = _speed_settings(_twin)
+    TRAINING_ROWS[_rid] = (_m, _f, f"the settings of {_twin} (TORCHTUNE_SPEED_ROWS); the README does not name its "
+                           "memory statistic: compared as allocated", False, "peak")
+# the Llama 3.1 table's 70B rows on 8 x A100 with their configs @30b8519 (recipes/configs/llama3_1/70B_full.yaml:
+# full_finetune_distributed, fsdp_cpu_offload True = FSDP2 CPUOffloadPolicy of parameters, gradients and optimizer
+# states (the README's '** = Uses CPU offload with fused optimizer'), torch.optim.AdamW fused True,
+# CEWithChunkedOutputLoss, activation checkpointing, bf16; 70B_lora.yaml: lora_finetune_distributed, rank 16 on
+# q, k, v (no MLP, no output), fused AdamW, the same loss and checkpointing), with the table's batch 2, packed 2048
+# and compile; the statistic is not named: reported with it assumed (allocated), out of the summary
+_TT31_70B = dict(_TT31, optimizer="adamw", gpus=8, fsdp="full")
+TRAINING_ROWS["PM0755"] = ("llama-3.1-70b", dict(_TT31_70B, method="full", offload="params"),
+                           "70B_full.yaml @30b8519: FSDP over 8 with CPU offload (params, grads, optimizer states), "
+                           "fused AdamW, chunked CE, checkpointing; batch 2 x 2048 packed, compile; the README does not "
+                           "name its memory statistic: compared as allocated", False, "peak")
+TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=16, targets="q,k,v"),
+                           "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8, fused AdamW, chunked CE, "
+                           "checkpointing; batch 2 x 2048 packed, compile; the README does not name its memory "
+                           "statistic: compared as allocated", False, "peak")
+# the memory cells whose speed twin is not expressible either, for the same reason
+TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
+    ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"), ("PM0757", "PM0707"))}
 TRAINING_NOT_EXPRESSIBLE = {
     "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
     "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",
@@ -1293,7 +1377,8 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
     for r in rows:
         rid = r["id"]
         if rid not in TRAINING_ROWS:
-            why = next((v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
+            why = TRAINING_NOT_EXPRESSED_ROWS.get(rid) or next(
+                (v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
             if why is None and "host" in r["hardware"]:
                 why = "host RAM of a run whose device-side settings are not published"
             missing.append(NotExpressed(rid, TRAINING_MEMORY, why or "settings not published"))

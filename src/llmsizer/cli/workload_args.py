@@ -34,6 +34,7 @@ from ..numbers import (
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
     CHECKPOINT_IMPLS,
+    COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
     FSDP_MODES,
@@ -279,6 +280,10 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--compile", action="store_true", default=None,
                    help="torch.compile: the partitioner's saved activations (fused RMSNorm, SwiGLU) and, "
                         "for the duration, inductor's fused memory-bound kernels")
+    g.add_argument("--compile-scope", choices=COMPILE_SCOPES,
+                   help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
+                        "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
+                        f"(default {TW.compile_scope})")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
@@ -286,7 +291,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "compile")
+                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

@@ -75,7 +75,7 @@ from .inference.common import Acc
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
 from .training import estimate_training
-from .training.setup import qlora_base_format, resolve
+from .training.setup import compiled_loss, qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -231,7 +231,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
-                                 w.kernels == "unsloth")
+                                 w.kernels == "unsloth", loss_compiled=compiled_loss(w))
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute == "full" else set()
         heads = -(-spec.num_heads // tp)
@@ -263,7 +263,8 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
     rotary = model_layer_widths(spec, 0, tp).rotary
-    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary)
+    head = head_kernels(w.compile, st.full, st.full, spec.norm_kind == "layernorm", half, w.loss, rotary,
+                        loss_compiled=compiled_loss(w))
     return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
 
 

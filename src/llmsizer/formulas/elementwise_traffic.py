@@ -206,10 +206,12 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
 
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
-                         loss: str = "ce", tp: int = 1, unsloth: bool = False) -> float:
+                         loss: str = "ce", tp: int = 1, unsloth: bool = False,
+                         loss_compiled: bool | None = None) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
-    materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear."""
+    materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
+    whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     total = 0.0
@@ -220,5 +222,6 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
         fwd_sum += f
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
-        total += loss_bytes(-(-spec.vocab_size // tp), c, compiled, unsloth)
+        total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,
+                            unsloth)
     return total

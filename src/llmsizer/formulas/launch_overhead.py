@@ -95,14 +95,14 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
 
 
 def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, layernorm: bool,
-                 half: bool = True, loss: str = "ce", rotary: bool = True) -> int:
+                 half: bool = True, loss: str = "ce", rotary: bool = True, loss_compiled: bool | None = None) -> int:
     """Kernels outside the decoder layers, forward and backward: the embedding lookup (and its dense gradient when
     it trains), the rotary cos/sin tables (``LlamaRotaryEmbedding.forward``: positions, ``inv_freq @ positions``,
     ``cat``, ``cos``, ``sin``, the attention scaling and the casts: 14, once per forward), the final norm, the head
     GEMM (dX, and dW when it trains) and the loss (eager ``ForCausalLMLoss``: the logits' fp32 cast, the labels'
     ``pad``, ``_log_softmax``, ``nll_loss``; backward two ``zeros`` fills, ``nll_loss_backward``,
     ``_log_softmax_backward_data`` and the cast back: 9; compiled: one fused kernel each way; 'cut-ce' fuses head
-    and loss into one kernel each way)."""
+    and loss into one kernel each way). ``loss_compiled``: whether the loss is compiled too (None: as the rest)."""
     n = 1 + (1 if embedding_trained else 0) + (14 if rotary else 0)
     if compiled:
         n += 2
@@ -112,7 +112,7 @@ def head_kernels(compiled: bool, head_trained: bool, embedding_trained: bool, la
     if loss == "cut-ce":
         return n + 2
     n += 1 + (2 if head_trained else 1)
-    return n + (2 if compiled else 9)
+    return n + (2 if (compiled if loss_compiled is None else loss_compiled) else 9)
 
 
 def host_seconds(kernels: float, seconds_per_kernel: float) -> float:

@@ -476,7 +476,7 @@ class HeadActivations:
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
-                     kept_logits: bool = False) -> HeadActivations:
+                     kept_logits: bool = False, compiled_loss: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -514,6 +514,22 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     alive at every moment of the step (from the second step on). While the loss backward runs, K1 adds to the
     saved log-softmax and the two fp32 gradients: 4 fp32 [t, V] tensors at LogSoftmaxBackward. At the forward's
     lm_head the previous step's K1 is alive instead of the (not yet computed) log-softmax of the same size.
+
+    ``compiled_loss`` (the cross-entropy under ``torch.compile``: torchtune's recipes call
+    ``training.compile_loss`` when ``compile`` is set, torchtune/training/_compile.py @ 1814feb lines 58-82, which
+    compiles ``CEWithChunkedOutputLoss.compute_cross_entropy`` = ``F.cross_entropy(logits.float(), ...)``, or the
+    whole loss module when it is not chunked): inductor decomposes log-softmax into max, exp, sum and log and its
+    min-cut partitioner saves the loss's *input* logits with two fp32 per-token statistics (max and log-sum-exp)
+    instead of the fp32 [t, V] log-softmax; the upcast is fused into the kernels, so no fp32 chunk is materialised
+    (measured on inductor, tests/formulas/test_compiled_loss.py). What is kept then is
+
+        chunked (loss_chunks > 1): the model's half-precision logits chunks, t V c + 16 t                   (C1)
+        unchunked: the logits the model upcast before the loss (torchtune transformer.py @ 1814feb line 652,
+                   ``self.output(h).float()``), t V 4 + 16 t, the half-precision head output alive during the
+                   cast (t V c, forward only)                                                               (C2)
+
+    (16 t: int64 labels and the two fp32 statistics). The loss backward emits one gradient per chunk, in the
+    logits' dtype (chunk V c; unchunked: the fp32 t V 4 that the cast's backward turns into c).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -533,13 +549,51 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
             saved.append(Term("lm_head input", t * h * c, f"{t} x {h} x {c} B (kept by the fused loss)"))
         saved.append(Term("loss log-sum-exp (fp32)", t * 4 + t * 8, f"{t} tokens x 4 B + int64 labels (Cut CE)"))
         return HeadActivations(tuple(saved), 0, 0, tuple(_shared_terms(spec, st, t, r)))
+    chunk = -(-t // max(1, loss_chunks))
+    if compiled_loss and not linear_loss and not kept_logits:
+        kept_b = c if loss_chunks > 1 else 4
+        saved.append(Term("loss input logits (compiled loss)", t * v * kept_b + t * 16,
+                          f"{t} tokens x {v} vocab x {kept_b} B (inductor keeps the loss's input logits) + int64 "
+                          "labels + 2 fp32 per-token statistics (eqs. C1/C2)"))
+        fwd = 0 if loss_chunks > 1 or c == 4 else t * v * c
+        bwd = chunk * v * (c if loss_chunks > 1 else 4)
+        return HeadActivations(tuple(saved), fwd, bwd, tuple(_shared_terms(spec, st, t, r)))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
-    chunk = -(-t // max(1, loss_chunks))
     logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
     kept = st.batch * max(0, st.seq - 1) * v * 4 if kept_logits else 0  # eq. K1
     return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
+
+
+def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: int, head_grad: int) -> tuple[int, int]:
+    """(logits-gradient bytes, lm_head weight-gradient bytes) while a *trained* lm_head runs its backward, at the
+    moment that holds the most (module docstring, 'Head'); the loss's saved tensors are gone by then.
+
+    With the logits formed in ``C = loss_chunks`` chunks (torchtune ``chunked_output``: ``[self.output(chunk) for
+    chunk in h.chunk(C, dim=1)]``, torchtune/modules/transformer.py @ 1814feb, every chunk's linear is created before
+    any chunk's loss) the autograd engine, which runs the ready node of highest sequence number first
+    (torch/csrc/autograd/engine.cpp ``ReadyQueue``), runs every chunk's loss backward first: the saved log-softmax
+    (or, compiled, the saved logits) of every chunk is freed, and each chunk's logits gradient (t/C V c) waits for its
+    linear. Each linear backward makes a whole [V, h] weight gradient, the transpose of ``grad^T @ input``
+    (non-contiguous), which the engine sums into the weight's input buffer out of place
+    (torch/csrc/autograd/input_buffer.cpp ``accumulate``: in place only when ``can_accumulate_inplace``, which asks for
+    a contiguous tensor): from the second chunk on the buffered sum, the new gradient and their sum coexist, with the
+    logits gradients of the C - 2 chunks not yet done:
+
+        logits grad = (C - 2) / C  t V c      weight grad = 3 G                                  (C > 1)    (H1)
+        logits grad = t V c                   weight grad = G                                    (C = 1)
+
+    (G: the lm_head gradient, ``head_grad``). Measured exactly on a live-tensor trace of the CPU backward
+    (tests/formulas/test_lm_head_backward.py). With tied embeddings the summed buffer then waits for the
+    embedding's own gradient at the end of the backward (the same AccumulateGrad node): the estimate keeps G alive
+    through the layers (states.py ``head_grads``).
+    """
+    c = max(1, loss_chunks)
+    if c == 1:
+        return tokens * vocab * compute, head_grad
+    chunk = -(-tokens // c)
+    return (c - 2) * chunk * vocab * compute, 3 * head_grad
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

@@ -39,7 +39,7 @@ SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "gra
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
                         "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "virtual_stages",
                         "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "grad_sync")
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -128,7 +128,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     if tokens and (ctx.alternatives or hw is None):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
                        if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile")}
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
                              constraints=Constraints(deadline=deadline, max_cost=budget),

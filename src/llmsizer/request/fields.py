@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
-from ..specs.training import CHECKPOINT_IMPLS, FLOAT8_RECIPES, GRAD_SYNC, KERNELS, LOSSES, NF4_QUANTIZERS
+from ..specs.training import (
+    CHECKPOINT_IMPLS,
+    COMPILE_SCOPES,
+    FLOAT8_RECIPES,
+    GRAD_SYNC,
+    KERNELS,
+    LOSSES,
+    NF4_QUANTIZERS,
+)
 from ..specs.workload import ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
@@ -225,6 +233,8 @@ TRAINING = (
           F("float8_recipe", "enum", "with float8: torchao Float8Linear or transformer-engine te.Linear",
             template=False, choices=FLOAT8_RECIPES),
           F("compile", "bool", "the model runs under torch.compile", template=False),
+          F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
+            "(torchtitan)", template=False, choices=COMPILE_SCOPES),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

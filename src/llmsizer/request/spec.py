@@ -100,6 +100,7 @@ class TrainingSettings:
     float8: bool | None = None
     float8_recipe: str | None = None
     compile: bool | None = None
+    compile_scope: str | None = None
     epochs: float | None = None
     train_tokens: int | None = None
     utilization: float | None = None

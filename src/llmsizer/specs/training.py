@@ -45,6 +45,9 @@ DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
 KERNELS = ("pytorch", "unsloth")
 FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
+# what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
+# layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
+COMPILE_SCOPES = ("layers+loss", "layers")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 # when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
 GRAD_SYNC = ("optimizer-step", "micro-step")
@@ -182,6 +185,9 @@ class TrainingWorkload:
     compile: the model runs under ``torch.compile`` (inductor): the min-cut partitioner decides what is saved
         for the backward (fused RMSNorm / SwiGLU; ``formulas/compiled_activations.py``), and the step's
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
+    compile_scope: with compile, what it covers: 'layers+loss' (torchtune: each decoder layer and the
+        cross-entropy, whose compiled form keeps its input logits instead of the fp32 log-softmax,
+        ``formulas/training_activations.py`` eqs. C1/C2) or 'layers' (torchtitan @ 9dec370: the loss runs eagerly).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
@@ -236,6 +242,7 @@ class TrainingWorkload:
     float8: bool = False
     float8_recipe: str = "torchao"
     compile: bool = False
+    compile_scope: str = "layers+loss"
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
@@ -252,6 +259,7 @@ class TrainingWorkload:
                   ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
+                  ("compile_scope", self.compile_scope, COMPILE_SCOPES),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -296,6 +304,8 @@ class TrainingWorkload:
             raise InputError("checkpoint_impl 'reentrant' is torch's CheckpointFunction around whole layers: it needs "
                              "grad_checkpointing 'full' without checkpoint_offload (selective policies and Unsloth's "
                              "offload are non-reentrant)")
+        if self.compile_scope != "layers+loss" and not self.compile:
+            raise InputError(f"compile_scope {self.compile_scope!r} says what torch.compile covers; give compile too")
         if self.float8_recipe != "torchao" and not self.float8:
             raise InputError(f"float8_recipe {self.float8_recipe!r} names whose float8 linears run; give float8 too")
         if self.deepspeed_gather != "current" and self.zero != 3:

@@ -55,6 +55,7 @@ _WHY = {
     "float8": "bf16 linears (no torchao float8)",
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
+    "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
 }
 
 
@@ -98,6 +99,13 @@ def compile_partitions_layers(w: TrainingWorkload) -> bool:
     return w.compile and w.kernels != "unsloth"
 
 
+def compiled_loss(w: TrainingWorkload) -> bool:
+    """Whether the cross-entropy runs under torch.compile (formulas/training_activations.py eqs. C1/C2, and its
+    fused kernels for the duration): ``compile`` with scope 'layers+loss', on the plain 'ce' loss (torchtune
+    ``compile_loss``; the 2024-05 kept-logits loop, the linear and Cut CE losses are not this path)."""
+    return w.compile and w.compile_scope == "layers+loss" and w.loss == "ce" and w.kernels != "unsloth"
+
+
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     if w.method == "qlora" and w.device == "cpu":  # paged states live in CUDA unified memory: none on a CPU
         return "adamw", "QLoRA on a CPU: AdamW (bitsandbytes paged optimizers page CUDA unified memory)"
@@ -132,6 +140,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     record_workload(w, acc, ("compile", "activation_offload", "float8", "context_parallel"))
     if w.float8:
         record_workload(w, acc, ("float8_recipe",))
+    if w.compile:
+        record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
     if w.device != "gpu":

@@ -55,11 +55,12 @@ from ...formulas.training_activations import (
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
+    lm_head_backward_bytes,
     reentrant_recompute_bytes,
 )
 from ...formulas.training_states import step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
-from .setup import TrainingContext, compile_partitions_layers
+from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
 
 
@@ -161,7 +162,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
-                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits") if st.has_head else None
+                            cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
+                            compiled_loss=compiled_loss(w)) if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
@@ -340,6 +342,31 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if gather or gather_fwd:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
+    head_trained = w.method == "full" or "lm_head" in w.modules_to_save
+    if head and head_trained and st.head_grads and w.loss != "cut-ce" and w.shard_stage == 0 and w.tp == 1:
+        # the lm_head's own backward, chunk by chunk (training_activations.lm_head_backward_bytes, eq. H1): the
+        # loss's saved tensors are freed by then, the lm_head input and the other head terms stay
+        # the [V, h] gradient in the dtype the matmul makes it: the autocast copy's under mixed precision (its fp32
+        # .grad comes from the cast after the last chunk), the weight's own otherwise
+        vh = spec.vocab_size * spec.hidden_size
+        dlogits, dweight = lm_head_backward_bytes(w.loss_chunks, act.tokens, spec.vocab_size, act.compute,
+                                                  vh * (copy_b or max(1, st.head_grads // vh)))
+        if copy_b and w.loss_chunks <= 1:  # one chunk: the half gradient and its fp32 cast side by side
+            dweight += st.head_grads
+        hb = Phase("lm_head backward", dict(base))
+        hb.parts["activations"] = fwd_kept
+        if copies_bwd:
+            hb.parts["autocast_weight_copies"] = copies_bwd
+        loss_saved = sum(t.bytes for t in head.saved if t.name.startswith(("loss log-softmax", "loss input logits")))
+        hb.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm - loss_saved
+        hb.parts["logits_and_loss"] = dlogits
+        hb.parts["rotary_and_masks"] = shared_saved
+        hb.parts["gradients"] = (grads_all if persist else 0) + dweight
+        if gather or gather_fwd:
+            hb.parts["gathered_params"] = gather_fwd.get("forward", gather)
+        if dequant:
+            hb.parts["dequant_buffer"] = dequant
+        phases.append(hb)
     order = sorted(st.layers, reverse=True)
     kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
     copies_below: dict[int, int] = {}
