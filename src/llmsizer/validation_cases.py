@@ -305,7 +305,7 @@ SPEED_NOT_EXPRESSIBLE = {
 # 6N + 12 L d s depends only on N, L, d and s; full fine-tuning in bf16 autocast, batch 32 x 1024, no recomputation
 CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257, tied=True)
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
-CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
+CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8", "PM0602": "xeon-icl-aws-m6i-4xlarge"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
@@ -516,7 +516,7 @@ def vectorlm_case(r: dict[str, str]) -> Case:
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
-                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
+                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX", "PM0602": "TRAINING_UTILIZATION_CPU_VECTOR",
                               **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL"}
 
@@ -691,7 +691,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
                     excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
-                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
+                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s "
+                    f"({'AMX' if d.peak_key == 'bf16' else 'FP32 FMA'}, derived), utilisation "
                     f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
     if rid in QWEN_SPEED_ROWS or rid in QWEN_QLORA_ROWS:
         from .readers.hf_config import spec_from_config

@@ -177,6 +177,31 @@ def test_cpu_amx_utilization_follows_from_its_row() -> None:
     assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_AMX.expected, abs=0.00005)
 
 
+def test_cpu_vector_utilization_follows_from_its_row() -> None:
+    """TRAINING_UTILIZATION_CPU_VECTOR from PM0602 (Intel ICOM: the same GPT-2 small bf16 + IPEX recipe on one AWS
+    m6i.4xlarge, 8 Ice Lake cores without AMX, median 118.95 s per iteration): one CPU, no communication, paging or
+    memory-bound term (the VM has no sourced bandwidth), so u = compute time at u = 1 / measured time. The time is
+    re-read from the row's quoted iterations; the peak is 8 cores x 3.5 GHz x 64 FP32 FLOP/cycle (2 AVX-512 FMAs)."""
+    import re
+    from statistics import median
+
+    from llmsizer.validation_cases import CPU_GPT2_FIELDS, CPU_TRAINING_DEVICE, cpu_gpt2_spec
+
+    r = public_rows()["PM0602"]
+    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
+    assert len(times) == 9 and all(118 < t < 120 for t in times)  # the iterations without an evaluation
+    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
+    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    dev = builtin_catalog().devices[CPU_TRAINING_DEVICE["PM0602"]]
+    assert dev.isa["amx"].base is False or not dev.isa["amx"].base
+    d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS, utilization=1.0)
+    assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
+    assert d.step.elementwise_seconds == 0 and d.step.optimizer_seconds == 0
+    assert d.peak_key == "fp32" and d.peak_flops == pytest.approx(8 * 3.5e9 * 64)
+    u = d.step.compute_seconds / median(times)
+    assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_VECTOR.expected, abs=0.00005)
+
+
 def derive_ampere() -> tuple[float, list[float]]:
     """TRAINING_UTILIZATION_BY_ARCH['ampere'] from its named rows (validation_cases.AMPERE_CALIBRATION: the MPT-7B
     rows of llm-foundry's A100 80GB table on one node): per row, the u at which the one duration rule gives the

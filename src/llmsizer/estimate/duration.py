@@ -72,6 +72,8 @@ from .training import estimate_training
 from .training.setup import qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
+# catalog CPUs named when a CPU's peak is unknown (`--device cpu`): one with an AMX BF16 peak, one with an FP32 peak
+CPU_EXAMPLES = ("intel-xeon-platinum-8488c", "amd-epyc-9654")
 
 
 def recompute_mode(grad_checkpointing: str | None) -> str:
@@ -249,7 +251,6 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
-    lower_bound: bool = False  # timed at the whole peak (a CPU with no calibrated utilisation): the shortest time
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -277,7 +278,7 @@ class Duration:
                 "calibrated_seconds_range": self.seconds_range,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings), "lower_bound": self.lower_bound}
+                "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -644,7 +645,7 @@ def network_for(w: TrainingWorkload, instance: Instance | None = None,
 def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
     """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
     dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
-    FP32 peak, which has no calibrated utilisation (True: efficiency.TRAINING_UTILIZATION_CPU_BOUND)."""
+    FP32 vector peak (True: timed with efficiency.TRAINING_UTILIZATION_CPU_VECTOR)."""
     peak, key = device.peak_flops("bf16")
     if device.kind != "cpu":
         return peak, key, False
@@ -673,11 +674,11 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
     own = True
-    peak, key, cpu_bound = training_peak(device, w.precision)
+    peak, key, cpu_vector = training_peak(device, w.precision)
     if w.tp * w.pp > 1:
         factor = E.TRAINING_HFU
     elif device.kind == "cpu":
-        factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
+        factor = E.TRAINING_UTILIZATION_CPU_VECTOR if cpu_vector else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
@@ -701,17 +702,15 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
                                 "dequantize every 4-bit weight in forward, backward and recomputed forward"))
-    if cpu_bound and utilization is None and w.tp * w.pp == 1 and peak is not None:
-        warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
-                        f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
-                        "the shortest time that peak allows")
     if peak is None:
-        warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
+        warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated"
+                        + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
+                           "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
+                           "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network)
     secs = tokens / st.tokens_per_second
-    bound = cpu_bound and utilization is None and w.tp * w.pp == 1
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
+    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

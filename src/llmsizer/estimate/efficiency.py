@@ -293,16 +293,25 @@ TRAINING_UTILIZATION_BY_ARCH = {
 # 32 x 1024 tokens per iteration, eager ("slow") attention, torch 1.13, on one GCP c3-highmem-8 (4 Sapphire Rapids
 # cores): median 40.76 s per iteration (PM0600) -> 804 tokens/s x 8.60e8 FLOP/token / 12.288 TFLOP/s = 0.0563;
 # re-derived by tests/hardware/test_training_calibration.py. Assumed to hold per core for larger Xeons (one VM of
-# 4 cores is the only row). CPUs without a sourced BF16 matrix peak, and fp32/fp16 recipes, have no calibrated
-# value: they are timed at the whole of their FP32 peak (TRAINING_UTILIZATION_CPU_BOUND, a lower bound on the
-# time), named in the duration's warnings.
+# 4 cores is the only row).
 TRAINING_UTILIZATION_CPU_AMX = Factor(
     "training_device_utilization_cpu_amx", 0.0563, 0.0563, 0.0563,
     "calibrated: Intel ICOM GPT-2 small bf16 IPEX full fine-tune on 1 x GCP c3-highmem-8 (4 SPR cores), 32 x 1024 "
     "tokens per 40.76 s (PM0600), executed FLOPs / (AMX BF16 peak x time)")
-TRAINING_UTILIZATION_CPU_BOUND = Factor(
-    "training_device_utilization_cpu_bound", 1.0, 1.0, 1.0,
-    "not calibrated: no published CPU training row for this peak; 1.0 = the whole peak (the shortest possible time)")
+# Training on a CPU's vector units (no BF16 matrix unit, or an fp32/fp16 recipe): the share of the FP32 FMA peak
+# (cores x all-core clock x FP32 FLOP per cycle: 64 with two AVX-512 FMA units, the catalog's 'fp32' value) that the
+# executed FLOPs reach. CALIBRATED on one named row: the same Intel ICOM GPT-2 small recipe (bf16 autocast + IPEX O1,
+# AdamW, batch 32 x 1024, eager attention, torch 1.13) on one AWS m6i.4xlarge (8 Ice Lake cores, AVX-512 without AMX
+# or AVX512_BF16, so oneDNN runs the bf16 GEMMs on the FP32 FMA units): median 118.95 s per iteration (PM0602) ->
+# 275.5 tokens/s x 8.60e8 FLOP/token / 1.792 TFLOP/s = 0.1322; re-derived by tests/hardware/test_training_calibration.py.
+# Per core that is 0.0296 TFLOP/s against AMX's 0.173 (PM0600): 5.8x, the speed AMX buys. Assumed for every CPU timed
+# on its FP32 peak: an fp32 recipe (the same FMA units, without the bf16 conversions), AVX2-only parts (one row on
+# AVX-512) and the catalog's FP32 peaks that are not derived from cores x clock x FMA width (huggingface.js' approximate
+# figures, marked low confidence); the duration names the factor.
+TRAINING_UTILIZATION_CPU_VECTOR = Factor(
+    "training_device_utilization_cpu_vector", 0.1322, 0.1322, 0.1322,
+    "calibrated: Intel ICOM GPT-2 small bf16 IPEX full fine-tune on 1 x AWS m6i.4xlarge (8 Ice Lake cores, AVX-512, "
+    "no AMX), 32 x 1024 tokens per 118.95 s (PM0602), executed FLOPs / (FP32 FMA peak x time)")
 
 
 # A GPU architecture without a calibration row of its own (Blackwell, Apple GPUs, Volta/Turing, AMD, a hardware
@@ -406,7 +415,8 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
        LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
-       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
+       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX,
+       TRAINING_UTILIZATION_CPU_VECTOR, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS)
 
 
