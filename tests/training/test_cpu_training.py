@@ -8,7 +8,7 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.errors import InputError
 from llmsizer.estimate import efficiency as E
-from llmsizer.estimate.duration import training_duration_for
+from llmsizer.estimate.duration import elementwise_bytes_per_token, training_duration_for
 from llmsizer.estimate.engines import CUDA_CONTEXT, TORCH_HOST_RUNTIME
 from llmsizer.estimate.fit import fit_training
 from llmsizer.estimate.training import estimate_training
@@ -64,8 +64,16 @@ def test_cpu_duration_uses_the_cpu_peak_not_a_gpu_utilisation() -> None:
     assert d.peak_flops == cat[CPU].peak_flops("fp32")[0] and d.peak_key == "fp32"
     assert d.seconds_range is None  # the GPU runs' calibrated band does not apply
     assert any(a.name == "utilization" and "PM0602" in a.why for a in d.assumptions)
-    # eq. (6) at the calibrated share of the fp32 peak: seconds = tokens x F / (R u)
-    assert d.seconds == pytest.approx(1e6 * d.flops.per_token / (d.peak_flops * d.utilization), rel=1e-9)
+    # eq. (6) at the calibrated share of the fp32 peak, plus the memory-bound kernels (eq. E7 bytes) at 0.46 x the
+    # host's bandwidth and one optimizer update per 2048-token step: the GPU rule's terms on the CPU's own RAM
+    gemm = 1e6 * d.flops.per_token / (d.peak_flops * d.utilization)
+    ew_bytes = elementwise_bytes_per_token(spec, TrainingWorkload(device="cpu", **LORA))
+    bw = cat[CPU].bandwidth
+    assert bw == 307.2e9 and E.memory_bound_bandwidth("cpu").expected == E.DECODE_BANDWIDTH_CPU.expected == 0.46
+    ew = 1e6 * ew_bytes / (0.46 * bw)
+    assert d.step is not None and d.step.optimizer_seconds > 0
+    assert d.seconds == pytest.approx(gemm + ew + 1e6 / 2048 * d.step.optimizer_seconds, rel=1e-9)
+    assert ew / d.seconds > 0.01
 
 
 def test_amx_is_worth_its_calibrated_speedup_per_core() -> None:
@@ -164,3 +172,49 @@ def test_recommend_rejects_a_cpu_that_cannot_run_the_settings_instead_of_failing
     cpu = [o for o in rec.rejected if o.device_kind == "cpu" and o.target.startswith("aws-m7i")]
     assert cpu and all("pages CUDA unified memory" in o.reasons[0] for o in cpu)
     assert rec.chosen is not None and rec.chosen.device_kind != "cpu"
+
+
+def _run_json(*argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    import contextlib
+    import io
+    import json
+
+    from llmsizer.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main([*argv, "--json"])
+    return code, json.loads(out.getvalue())
+
+
+def test_cpu_time_is_the_binding_limit_in_every_command() -> None:
+    """A Qwen2.5-0.5B LoRA (10M tokens) on an AWS m7a.8xlarge (32 EPYC cores, no AMX) against one RTX 4090: train,
+    fit --train, recommend --train and the plan give the CPU the same time, on its FP32 peak share (32/96 of the
+    9654's 5 TFLOP/s) at the vector utilisation of PM0602, with the memory-bound kernels at the VM's 32/96 of
+    460.8 GB/s; the same model fits both, and the CPU takes more than 50x the GPU's time."""
+    from llmsizer.plan import make_plan
+    from llmsizer.recommend import recommend_training
+    from llmsizer.request import parse_request
+
+    args = ("qwen2.5-0.5b", "--method", "lora", "--seq", "2048", "--tokens", "10M")
+    code, fdata = _run_json("fit", args[0], "--train", "--device", "aws-m7a.8xlarge", *args[1:])
+    tt = fdata["training_time"]
+    assert code == 0 and tt["peak_key"] == "fp32" and tt["peak_flops"] == pytest.approx(5e12 * 32 / 96)
+    assert tt["utilization"] == E.TRAINING_UTILIZATION_CPU_VECTOR.expected
+    ew = tt["step"]["elementwise_seconds"]
+    assert ew == pytest.approx(2048 * next(a["value"] for a in tt["assumptions"]
+                                           if a["name"] == "elementwise_bytes_per_token")
+                               / (0.46 * 460.8e9 * 32 / 96), rel=1e-3)  # the per-token bytes are rounded
+    code, tdata = _run_json("train", args[0], "--device", "aws-m7a.8xlarge", *args[1:])
+    assert code == 0 and tdata["duration"]["seconds"] == pytest.approx(tt["seconds"])
+    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=LORA)
+    opt = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-m7a.8xlarge")
+    assert opt.training_seconds == pytest.approx(tt["seconds"])
+    text = ("version: 1\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: lora\n"
+            "    settings: {micro_batch: 1, seq_len: 2048}\n    dataset: {tokens: 10M tokens}\n"
+            "    resources: {instance: aws-m7a.8xlarge}\n")
+    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
+    assert job.section("duration").value("seconds") == pytest.approx(tt["seconds"])
+    code, gdata = _run_json("fit", args[0], "--train", "--device", "rtx-4090", *args[1:])
+    assert code == 0 and gdata["fits"] is True and fdata["fits"] is True
+    assert tt["seconds"] > 50 * gdata["training_time"]["seconds"]

@@ -455,18 +455,20 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             fmt = qlora_base_format(spec)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
                                           bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
-        if bw_mem:
-            per_token = elementwise_bytes_per_token(spec, w)
-            eta = E.MEMORY_BOUND_BANDWIDTH
-            t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
-            notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
-                                    "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
-                                    "and loss kernels, forward, backward and recomputed forward, "
-                                    + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
-                                       "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
-                                       else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
-                                       else "eager (" + SOURCE_EAGER + ")")))
-            notes.append(Assumption(eta.name, eta.expected, True, eta.source))
+    eta = E.memory_bound_bandwidth(device.kind)
+    if bw_mem and device.kind in ("gpu", "cpu"):  # the CPU's own RAM (a VM: its share of the socket)
+        per_token = elementwise_bytes_per_token(spec, w)
+        t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
+        notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
+                                "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
+                                "and loss kernels, forward, backward and recomputed forward, "
+                                + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
+                                   "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
+                                   else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
+                                   else "eager (" + SOURCE_EAGER + ")")
+                                + (f", at {eta.expected:g} x the host memory bandwidth {bw_mem / 1e9:.4g} GB/s"
+                                   if device.kind == "cpu" else "")))
+        notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     flops_eff = fl.per_token
     t_f8 = 0.0
     f8: Float8Time | None = None
@@ -567,8 +569,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     t_opt = t_acc = 0.0
-    if device.kind == "gpu" and bw_mem:
-        t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
+    if device.kind in ("gpu", "cpu") and bw_mem:
+        t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem * eta.expected, notes)
     k = w.grad_accumulation
     t_steps = optimizer_step_seconds(t_c, fl.forward_share, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
@@ -578,11 +580,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     comm.bus_bandwidth if comm is not None else 0.0)
 
 
-def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
+def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: float,
                       notes: list[Assumption]) -> tuple[float, float]:
-    """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py): the element
-    sizes, optimizer and implementation the memory estimate resolves (estimate/training/setup.py ``resolve``), the
-    trained elements this device holds (sharded by ZeRO / FSDP)."""
+    """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py) at ``eta``
+    bytes/s (the memory-bound kernel bandwidth): the element sizes, optimizer and implementation the memory estimate
+    resolves (estimate/training/setup.py ``resolve``), the trained elements this device holds (sharded by ZeRO /
+    FSDP)."""
     ctx = resolve(spec, w, Acc())
     rec = ctx.recipe
     if w.adapters:
@@ -593,7 +596,6 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem
     data_parallel = w.gpus // max(1, w.tp * w.pp)
     states_sharded = w.zero >= 1 or w.fsdp is not None
     grads_sharded = w.zero >= 2 or w.fsdp is not None
-    eta = E.MEMORY_BOUND_BANDWIDTH.expected * bw_mem
     per = optimizer_step_bytes(ctx.optimizer.name, ctx.optimizer_impl, param, grad, float(ctx.state_bytes), master)
     t_opt = 0.0
     if per is not None:
