@@ -305,7 +305,8 @@ SPEED_NOT_EXPRESSIBLE = {
 # 6N + 12 L d s depends only on N, L, d and s; full fine-tuning in bf16 autocast, batch 32 x 1024, no recomputation
 CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257, tied=True)
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
-CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8", "PM0602": "xeon-icl-aws-m6i-4xlarge"}
+CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8", "PM0602": "xeon-icl-aws-m6i-4xlarge",
+                       "PM0603": "xeon-icl-azure-d32-v5"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
@@ -1207,10 +1208,12 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
 
 
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
-    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine)."""
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine). CPU training
+    rows (CPU_TRAINING_DEVICE) are summarised but feed no band: a CPU duration carries no calibrated range
+    (estimate/duration.py Duration.seconds_range), and the GPU runs' band is not theirs."""
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
-        if c.excluded or c.error is None or not c.predicted:
+        if c.excluded or c.error is None or not c.predicted or c.id in CPU_TRAINING_DEVICE:
             continue
         out.setdefault((c.kind, engine_of(c)), []).append(c)
     return out

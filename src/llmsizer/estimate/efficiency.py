@@ -325,7 +325,9 @@ TRAINING_UTILIZATION_CPU_AMX = Factor(
 # AMX's 0.299 (PM0600): 9.3x, the speed AMX buys. Assumed for every CPU timed on its FP32 peak: an fp32 recipe (the
 # same FMA units, without the bf16 conversions), AVX2-only parts (the one row is AVX-512) and the catalog's FP32
 # peaks that are not derived from cores x clock x FMA width (huggingface.js' approximate figures, marked low
-# confidence); the duration names the factor.
+# confidence); the duration names the factor. Held out: the same recipe on an Azure D32_v5 (16 Ice Lake cores,
+# PM0603, 1,384 tokens/s) implies 2.5x this share per core; it is predicted -57 % (an open discrepancy between two
+# Intel-published runs of the same code, not explained by cores, clock or bandwidth).
 TRAINING_UTILIZATION_CPU_VECTOR = Factor(
     "training_device_utilization_cpu_vector", 0.1435, 0.1435, 0.1435,
     "calibrated: Intel ICOM GPT-2 small bf16 IPEX full fine-tune on 1 x AWS m6i.4xlarge (8 Ice Lake cores, AVX-512, "
