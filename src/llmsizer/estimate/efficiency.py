@@ -3,7 +3,7 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
-constants, vLLM's V0 engine step time and the five training-speed constants (utilisation on Ada, on Hopper and on a
+constants, vLLM's V0 engine step time, vLLM's V1 host step time and the five training-speed constants (utilisation on Ada, on Hopper and on a
 CPU's AMX units, the shared host-path collective bandwidth, the host seconds per launched kernel); every other factor
 comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
@@ -35,41 +35,69 @@ DECODE_BANDWIDTH_GPU = Factor(
     "decode_bandwidth_efficiency_gpu", 0.55, 0.80, 0.90,
     "NVIDIA AIConfigurator systems/*.yaml mem_bw_empirical_scaling_factor 0.8; llmfit uses 0.55")
 
-# llama.cpp decode on a GPU or Apple silicon, eq. (7) of formulas/speed.py: t = bytes / (B x eta) + L x tau.
-# CALIBRATED (the only speed constants that are): least squares of that form over four llama-bench rows,
-# Llama-3-8B Q4_K_M and F16 tg512 on RTX 3090 and RTX 4090 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference README
-# @00dd2bd, May 2024 build) -> eta 0.923, tau 91.3 us per layer (each GPU alone: eta 0.893 / 0.975, tau 96.9 /
-# 91.4 us). Apple (Metal) from the two M2 Ultra rows of the same table -> eta 0.901, tau 195 us. The calibration rows
-# are marked as such in tests/validation/test_public_speed.py and left out of the error summary; the other rows
-# (DGX Spark, H100-PCIe, RTX A6000, LLaMA-2 rows, M1/M3) are held out. Re-derived from the rows by
-# tests/hardware/test_efficiency_calibration.py. Replaces a flat 0.55 x bandwidth (llmfit), which had no
-# per-layer term and so erred by -30 % on 4B-8B models on DGX Spark and +117 % on H100-PCIe Q4_0.
+# llama.cpp decode on a GPU or Apple silicon, eq. (7) of formulas/speed.py: t = bytes / (B x eta) + L x tau, with the
+# single-token attention of builds without flash attention as eq. (13) (LLAMACPP_UNFUSED_ATTENTION_WORK_* below).
+# CALIBRATED on the named llama-bench rows marked 'calibration' in validation/llamacpp_bench.csv (XiongjieDai/GPU-
+# Benchmarks-on-LLM-Inference README @00dd2bd, May 2024 build, -fa 0), Llama-3-8B Q4_K_M and F16 generating 512 to
+# 8192 tokens: first w of eq. (13) from how each series' step grows from tg512 to tg1024/4096/8192 (eta and tau cancel),
+# then least squares of eq. (7) over the tg512 rows with w F_attn / R_p taken off. NVIDIA: RTX 3090 and RTX 4090
+# (XD01-XD05, XD33, XD34, XD70-XD79) -> eta 0.923, tau 88.5 us per layer (each GPU's tg512 rows alone: eta 0.893 /
+# 0.975, tau 92.3 / 90.0 us); Apple (Metal): M2 Ultra (XD12, XD14, XD124-XD129) -> eta 0.901, tau 184.5 us. Before eq.
+# (13) the same form on the tg512 rows alone gave eta 0.923, tau 91.3 us (Apple 0.901, 195 us), the cache read at the
+# bandwidth. The calibration rows are left out of the error summary; the other rows (DGX Spark, H100-PCIe, RTX A6000,
+# LLaMA-2 rows, every other GPU's and chip's depth rows, M1/M3, llama.cpp discussion #4167) are held out. Re-derived
+# from the rows by tests/hardware/test_efficiency_calibration.py. Replaces a flat 0.55 x bandwidth (llmfit), which had
+# no per-layer term and so erred by -30 % on 4B-8B models on DGX Spark and +117 % on H100-PCIe Q4_0.
 LLAMACPP_DECODE_BANDWIDTH = Factor(
     "llamacpp_decode_bandwidth_efficiency", 0.893, 0.923, 0.975,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512 on RTX 3090 + RTX 4090 (XiongjieDai README @00dd2bd)")
-# Ranges: the envelope of the joint fit and each GPU's own fit (a longer overhead is the slow end). Apple has one
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on RTX 3090 + RTX 4090 (XiongjieDai README @00dd2bd), "
+    "with formulas/speed.py eq. (13)")
+# Ranges: the envelope of the joint fit and each GPU's own tg512 fit (a longer overhead is the slow end). Apple has one
 # calibration device, so no spread is claimed (low = expected = high).
 LLAMACPP_LAYER_OVERHEAD_GPU = Factor(
-    "llamacpp_decode_overhead_per_layer_gpu", 96.9e-6, 91.3e-6, 91.3e-6,
-    "calibrated with llamacpp_decode_bandwidth_efficiency (same four rows); seconds per layer per step")
+    "llamacpp_decode_overhead_per_layer_gpu", 92.3e-6, 88.5e-6, 88.5e-6,
+    "calibrated with llamacpp_decode_bandwidth_efficiency (same sixteen rows); seconds per layer per step")
 LLAMACPP_DECODE_BANDWIDTH_APPLE = Factor(
     "llamacpp_decode_bandwidth_efficiency_apple", 0.901, 0.901, 0.901,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512 on M2 Ultra (XiongjieDai README @00dd2bd)")
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on M2 Ultra (XiongjieDai README @00dd2bd), with "
+    "formulas/speed.py eq. (13)")
 LLAMACPP_LAYER_OVERHEAD_APPLE = Factor(
-    "llamacpp_decode_overhead_per_layer_apple", 195e-6, 195e-6, 195e-6,
-    "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same two rows); seconds per layer per step")
+    "llamacpp_decode_overhead_per_layer_apple", 184.5e-6, 184.5e-6, 184.5e-6,
+    "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same eight rows); seconds per layer per step")
 # The bytes an SM of an NVIDIA GPU streams per cycle in llama.cpp's decode mat-vec kernels (beta of formulas/speed.py
 # eq. 12: B_step = min(e_m B, N_SM f beta)). CALIBRATED on one named row: llama-bench Llama-3-8B F16 tg512 on A100 SXM
 # 80GB, 53.49 tokens/s (validation/llamacpp_bench.csv XD44; XiongjieDai README @eafac9d, the May 2024 professional-GPU
-# table): the row's bytes (15.04 GB) over its step less the per-layer overhead (1 / 53.49 s - 32 x 91.3 us) = 954 GB/s,
-# 47 % of the 2039 GB/s datasheet figure, over 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.26 B per SM-cycle;
+# table): the row's weight bytes (15.01 GB) over its step less the per-layer overhead and the single-token attention of
+# eq. (13) (1 / 53.49 s - 32 x 88.5 us - 85 us = 15.78 ms) = 951 GB/s, 47 % of the 2039 GB/s datasheet figure, over
+# 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.24 B per SM-cycle (6.26 before eq. 13);
 # re-derived by tests/hardware/test_efficiency_calibration.py. Held out: every other row of that table (A100 PCIe 80GB,
 # H100 PCIe, A100 SXM Q4_K_M, and the GDDR cards it must leave alone: L40S, RTX A6000, RTX 6000 Ada) and the December
 # 2023 H100-PCIe rows XD24/XD26. Before it, the HBM rows were +26 % (H100 PCIe Q4_K_M) to +71 % (A100 SXM F16) fast.
 LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = Factor(
-    "llamacpp_stream_bytes_per_sm_cycle", 6.26, 6.26, 6.26,
+    "llamacpp_stream_bytes_per_sm_cycle", 6.24, 6.24, 6.24,
     "calibrated: llama-bench Llama-3-8B F16 tg512 on A100 SXM 80GB (XiongjieDai README @eafac9d, row XD44); "
     "formulas/speed.py eq. (12)")
+
+# Attention of a single-token decode step without flash attention (formulas/speed.py eq. 13: the KQ and KQV products
+# over the F16 cache cost w x their FLOPs at the kernel path's peak, the cache read inside them). CALIBRATED with the
+# decode constants above (same rows, same derivation: w from each series' growth from tg512 to tg1024/4096/8192,
+# least squares through the origin): NVIDIA (ggml-cuda batched cuBLAS, CUBLAS_COMPUTE_16F: the FP16-accumulate tensor
+# rate) on RTX 3090 + RTX 4090 (each alone: 187.7 / 235.6); Apple (ggml-metal kernel_mul_mv_f16_f32_l4, one simdgroup
+# per cell and head: the FP16 shader rate) on M2 Ultra. Held out: the depth rows of every other GPU and chip (RTX A6000,
+# RTX 6000 Ada, L40S, A100 PCIe/SXM, H100 PCIe, M1 Max, M3 Max, M1) and the December 2023 rows. Re-derived by
+# tests/hardware/test_efficiency_calibration.py. Before eq. (13) the held-out GPUs at tg8192 were +2 .. +29 % fast (the
+# step's growth with depth under-predicted 2.1-4.8x) and M1 Max +38 .. +84 %.
+LLAMACPP_UNFUSED_ATTENTION_WORK_GPU = Factor(
+    "llamacpp_unfused_attention_work_cuda", 195.2, 195.2, 195.2,
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on RTX 3090 + RTX 4090, -fa 0 (XiongjieDai README "
+    "@00dd2bd); FLOPs' worth of FP16-accumulate tensor work per FLOP of a one-column batched cuBLAS product "
+    "(ggml-cuda.cu ggml_cuda_mul_mat_batched_cublas); formulas/speed.py eq. (13)")
+LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE = Factor(
+    "llamacpp_unfused_attention_work_metal", 76.6, 76.6, 76.6,
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on M2 Ultra, -fa 0 (XiongjieDai README @00dd2bd); "
+    "FLOPs' worth of FP16 shader work per FLOP of the one-token mat-vec products (ggml-metal "
+    "kernel_mul_mv_f16_f32_l4); formulas/speed.py eq. (13)")
+
 
 # Memory-bound kernels of a training step (norms, rotary, activations, residual adds, the loss: formulas/
 # elementwise_traffic.py eq. E7) stream their tensors at the same empirical share of the datasheet bandwidth that
@@ -175,10 +203,11 @@ def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
 # summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
 # tests/estimate/test_identical_routings.py. Fitted with the graphs-off time of LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU in
 # eq. (10) (1.98 b^0.56 before it), the sliding-layer cells of the flash-attention mask scan
-# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it) and the flash-attention K/V stream share
-# LLAMACPP_FA_STREAM_SHARE (1.69 b^0.60 before it).
+# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it), the flash-attention K/V stream share
+# LLAMACPP_FA_STREAM_SHARE (1.69 b^0.60 before it) and the per-layer overhead re-derived with eq. (13) (88.5 us; 1.79
+# b^0.55 with 91.3 us).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.79, 1.79, 1.79,
+    "llamacpp_identical_routings_scale", 1.80, 1.80, 1.80,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
@@ -385,7 +414,8 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # scheduling, input preparation, sampling and output processing on the host between decode steps while the GPU
 # waited: vLLM's v0.6.0 post (blog.vllm.ai 2024-09-05) measured "29% of the total execution time ... spent on
 # scheduling" beside 38% of GPU execution for Llama 3 8B on one H100, and v0.6.0 overlapped it (multi-step scheduling,
-# asynchronous output processing). Seconds per decode step, added to the step (estimate_speed engine_step_seconds).
+# asynchronous output processing). Seconds per decode step, added to the step (eq. 7's fixed term) for releases
+# before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps. Re-derived by
 # tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
@@ -393,6 +423,22 @@ VLLM_V0_STEP_SECONDS = Factor(
     "vllm_v0_engine_step_seconds", 6.548e-3, 6.548e-3, 6.548e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
+# vLLM's V1 engine with asynchronous scheduling (the default since vLLM 0.14.0: vllm/config/scheduler.py:133
+# ``async_scheduling = Field(default=None)``, resolved to True in vllm/config/vllm.py:588-628; 0.13.0 still had
+# ``async_scheduling: bool = False``) schedules step n + 1 while the device runs step n (vllm/v1/engine/core.py
+# step_with_batch_queue, batch queue of max_concurrent_batches = 2, vllm/v1/executor/uniproc_executor.py:59-60;
+# vLLM 0.19.1 core.py:185, 421): a decode step takes max(device step, host step) (formulas/speed.py eq. 14). The host
+# step (scheduling, input preparation, sampling and output processing of one step) is CALIBRATED on one named row,
+# VS07 (vLLM 0.19.0, Qwen3-0.6B on one H100 SXM, 512 + 128 tokens at 16 requests/s: 2.39 ms per output token, where
+# the device step is 0.57 ms, so the host bounds it): host step = the measured time per token. Re-derived by
+# tests/validation/test_vllm_serving.py; VS07 is left out of the summary. Every other current-vLLM row
+# (validation/vllm_serving_tpot.csv) has a device step above it, so nothing held out tests the value: one row, no
+# spread claimed (low = expected = high). It is per step, not per sequence: the host work that grows with the
+# batch is not modelled.
+VLLM_V1_HOST_STEP_SECONDS = Factor(
+    "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
+    "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
+    "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
@@ -436,6 +482,7 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
        LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
+       LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX,
        TRAINING_UTILIZATION_CPU_VECTOR, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS)
@@ -458,6 +505,19 @@ def llamacpp_stream_cap(weights_format: str, device_kind: str, vendor: str,
     if llamacpp_gemm_path(weights_format, device_kind, vendor) is None or not sm_cycles_per_second:
         return None
     return sm_streaming_bandwidth(sm_cycles_per_second, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE.expected)
+
+
+def llamacpp_unfused_attention(weights_format: str, device_kind: str, vendor: str) -> tuple[Factor, str] | None:
+    """The work factor w of eq. (13) (formulas/speed.py) and the catalog peak its kernels run at, for llama.cpp's
+    single-token attention without flash attention: ('fp16_acc16') on NVIDIA GPUs (batched cuBLAS), ('fp16') on
+    Apple GPUs (Metal mat-vec); None elsewhere (CPUs, other GPU vendors: no calibration row)."""
+    if not weights_format.startswith("gguf:"):
+        return None
+    if llamacpp_gemm_path(weights_format, device_kind, vendor) is not None:
+        return LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, "fp16_acc16"
+    if device_kind == "apple":
+        return LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE, "fp16"
+    return None
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:
