@@ -137,6 +137,13 @@ def test_device_cpu_is_a_generic_cpu_host_for_train_and_fit() -> None:
                      "--tokens", "10M"])
     assert code == 0 and "cuda_context" not in out.getvalue()
     assert "cpu has no sourced fp32 peak FLOP/s: duration not estimated" in out.getvalue()
+    # the message names what to pass: a catalog CPU that exists, or a hardware-file entry with a peak
+    assert "--device, e.g. intel-xeon-platinum-8488c" in out.getvalue() and "--hardware-file" in out.getvalue()
+    from llmsizer.estimate.duration import CPU_EXAMPLES
+
+    for ex in CPU_EXAMPLES:  # each named example is a catalog CPU with a peak to time on
+        dev = builtin_catalog().devices[ex]
+        assert dev.kind == "cpu" and dev.peak_flops("fp32")[0]
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
         code = main(["fit", "qwen2.5-0.5b", "--device", "cpu", "--train"])
     assert code == 2 and "give one with --memory" in err.getvalue()
