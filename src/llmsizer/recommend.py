@@ -661,9 +661,6 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         if not assumptions:
             assumptions.extend(dur.assumptions)
             warnings.extend(dur.warnings)
-        if dur.lower_bound:  # not comparable with calibrated options: say so on the option itself
-            reasons.append(f"time is a lower bound: no calibrated training utilisation for {dev.id} (100% of its "
-                           f"{dur.peak_key} peak)")
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         if c.deadline is not None and one > c.deadline:

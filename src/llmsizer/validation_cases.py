@@ -306,7 +306,8 @@ SPEED_NOT_EXPRESSIBLE = {
 # 6N + 12 L d s depends only on N, L, d and s; full fine-tuning in bf16 autocast, batch 32 x 1024, no recomputation
 CPU_GPT2 = dict(params=124_439_808, layers=12, hidden=768, heads=12, vocab=50257, tied=True)
 CPU_GPT2_FIELDS = dict(method="full", precision="bf16-mixed", micro_batch=32, seq_len=1024, optimizer="adamw")
-CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8"}
+CPU_TRAINING_DEVICE = {"PM0600": "xeon-spr-gcp-c3-highmem-8", "PM0602": "xeon-icl-aws-m6i-4xlarge",
+                       "PM0603": "xeon-icl-azure-d32-v5"}
 TORCHTUNE_MODEL = {"Llama2-7B": "llama-2-7b-hf", "Llama2-70B": "llama-2-70b-hf"}
 TORCHTUNE_DEVICE = {"RTX 4090": "rtx-4090", "A100": "a100-sxm-80gb", "RTX A6000": "rtx-a6000"}
 # each torchtune speed row and the memory row of the same README table line (its settings: TRAINING_ROWS)
@@ -531,7 +532,7 @@ def vectorlm_case(r: dict[str, str]) -> Case:
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
                               "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']", "PM0503": "FLOAT8_GEMM_SHARE",
-                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
+                              "PM0600": "TRAINING_UTILIZATION_CPU_AMX", "PM0602": "TRAINING_UTILIZATION_CPU_VECTOR",
                               **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere'] and FLASH_ATTENTION_SHARE"
                                  for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL"}
@@ -824,7 +825,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
                     excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
-                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s (AMX, derived), utilisation "
+                    + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s "
+                    f"({'AMX' if d.peak_key == 'bf16' else 'FP32 FMA'}, derived), utilisation "
                     f"{d.utilization:.4f}; GPT-2 small as a manual model of its parameter count")
     if rid in QWEN_SPEED_ROWS or rid in QWEN_QLORA_ROWS:
         from .readers.hf_config import spec_from_config
@@ -1506,12 +1508,14 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
 
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
     """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine), where there
-    are enough of them for a band (``ranges.MIN_BAND_ROWS``)."""
+    are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE) are summarised
+    but feed no band: a CPU duration carries no calibrated range (estimate/duration.py Duration.seconds_range), and
+    the GPU runs' band is not theirs."""
     from .estimate.ranges import MIN_BAND_ROWS
 
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
-        if c.excluded or c.error is None or not c.predicted:
+        if c.excluded or c.error is None or not c.predicted or c.id in CPU_TRAINING_DEVICE:
             continue
         out.setdefault((c.kind, engine_of(c)), []).append(c)
     return {k: rows for k, rows in out.items() if len(rows) >= MIN_BAND_ROWS}

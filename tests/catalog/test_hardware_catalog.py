@@ -148,7 +148,7 @@ def test_values_are_in_plausible_ranges() -> None:
         if d.memory_bytes is not None:
             assert 4e9 <= d.memory_bytes <= 600e9, d.id  # largest: Apple M3 Ultra 512 GB unified memory
         if d.bandwidth is not None:
-            assert 30e9 <= d.bandwidth <= 10e12, d.id
+            assert 20e9 <= d.bandwidth <= 10e12, d.id  # smallest: c3-highmem-8, a 4-core VM's 27.9 GB/s share
         for k, v in d.flops.items():
             if isinstance(v.base, float | int) and v.unit != "flag":
                 assert 0.1e12 <= v.base <= 20e15, (d.id, k)  # largest: B300 dense FP4, 14 PFLOP/s

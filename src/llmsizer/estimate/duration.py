@@ -81,6 +81,8 @@ ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
 # --attention-dropout 0.1 (SC21 megatron/arguments.py line 352)
 EAGER_ATTENTION_DROPOUT = True
+# catalog CPUs named when a CPU's peak is unknown (`--device cpu`): one with an AMX BF16 peak, one with an FP32 peak
+CPU_EXAMPLES = ("intel-xeon-platinum-8488c", "amd-epyc-9654")
 
 
 def recompute_mode(grad_checkpointing: str | None) -> str:
@@ -283,7 +285,6 @@ class Duration:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = field(default_factory=tuple)
     step: StepTime | None = None
-    lower_bound: bool = False  # timed at the whole peak (a CPU with no calibrated utilisation): the shortest time
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -311,7 +312,7 @@ class Duration:
                 "calibrated_seconds_range": self.seconds_range,
                 "step": self.step.to_dict() if self.step is not None else None,
                 "assumptions": [a.to_dict() for a in self.assumptions],
-                "warnings": list(self.warnings), "lower_bound": self.lower_bound}
+                "warnings": list(self.warnings)}
 
 
 @dataclass(frozen=True)
@@ -496,21 +497,23 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             fmt = qlora_base_format(spec)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
                                           bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
-        if bw_mem:
-            per_token = elementwise_bytes_per_token(spec, w)
-            eta = E.MEMORY_BOUND_BANDWIDTH
-            t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
-            notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
-                                    "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
-                                    "and loss kernels, forward, backward and recomputed forward, "
-                                    + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
-                                       "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
-                                       else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
-                                       else "eager (" + SOURCE_EAGER + ")")
-                                    + ("; eager attention's softmax and dropout over the scores, "
-                                       "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
-                                       "(Megatron's GPT default)" if w.attention == "eager" else "")))
-            notes.append(Assumption(eta.name, eta.expected, True, eta.source))
+    eta = E.memory_bound_bandwidth(device.kind)
+    if bw_mem and device.kind in ("gpu", "cpu"):  # the CPU's own RAM (a VM: its share of the socket)
+        per_token = elementwise_bytes_per_token(spec, w)
+        t_ew = elementwise_seconds(tokens * per_token, bw_mem, eta.expected)
+        notes.append(Assumption("elementwise_bytes_per_token", round(per_token), True,
+                                "formulas/elementwise_traffic.py eq. (E7): norms, rotary, activation, residual "
+                                "and loss kernels, forward, backward and recomputed forward, "
+                                + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
+                                   "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
+                                   else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
+                                   else "eager (" + SOURCE_EAGER + ")")
+                                + ("; eager attention's softmax and dropout over the scores, "
+                                   "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
+                                   "(Megatron's GPT default)" if w.attention == "eager" else "")
+                                + (f", at {eta.expected:g} x the host memory bandwidth {bw_mem / 1e9:.4g} GB/s"
+                                   if device.kind == "cpu" else "")))
+        notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     flops_eff = fl.per_token
     t_f8 = 0.0
     f8: Float8Time | None = None
@@ -637,8 +640,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     t_opt = t_acc = 0.0
-    if device.kind == "gpu" and bw_mem:
-        t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
+    if device.kind in ("gpu", "cpu") and bw_mem:
+        t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem * eta.expected, notes)
     k = w.grad_accumulation
     if mp is not None:  # eq. (P6): dp replicas, each a pipeline of tp x pp devices
         t_steps = mp.step_seconds
@@ -659,11 +662,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
 
 
-def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
+def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: float,
                       notes: list[Assumption]) -> tuple[float, float]:
-    """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py): the element
-    sizes, optimizer and implementation the memory estimate resolves (estimate/training/setup.py ``resolve``), the
-    trained elements this device holds (sharded by ZeRO / FSDP)."""
+    """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py) at ``eta``
+    bytes/s (the memory-bound kernel bandwidth): the element sizes, optimizer and implementation the memory estimate
+    resolves (estimate/training/setup.py ``resolve``), the trained elements this device holds (sharded by ZeRO /
+    FSDP)."""
     ctx = resolve(spec, w, Acc())
     rec = ctx.recipe
     if w.adapters:
@@ -674,7 +678,6 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem
     data_parallel = w.gpus // max(1, w.tp * w.pp)
     states_sharded = w.zero >= 1 or w.fsdp is not None
     grads_sharded = w.zero >= 2 or w.fsdp is not None
-    eta = E.MEMORY_BOUND_BANDWIDTH.expected * bw_mem
     per = optimizer_step_bytes(ctx.optimizer.name, ctx.optimizer_impl, param, grad, float(ctx.state_bytes), master)
     t_opt = 0.0
     if per is not None:
@@ -726,7 +729,7 @@ def network_for(w: TrainingWorkload, instance: Instance | None = None,
 def training_peak(device: Device, precision: str = TrainingWorkload.precision) -> tuple[float | None, str, bool]:
     """(peak FLOP/s, its key, timed at the whole peak) a training run with ``precision`` is timed against: a GPU's
     dense BF16 peak; a CPU's BF16 matrix peak (AMX, derived in the catalog) for a bf16 recipe where sourced, else its
-    FP32 peak, which has no calibrated utilisation (True: efficiency.TRAINING_UTILIZATION_CPU_BOUND)."""
+    FP32 vector peak (True: timed with efficiency.TRAINING_UTILIZATION_CPU_VECTOR)."""
     peak, key = device.peak_flops("bf16")
     if device.kind != "cpu":
         return peak, key, False
@@ -756,9 +759,9 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     recompute = recompute_mode(w.grad_checkpointing)
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
     own = True
-    peak, key, cpu_bound = training_peak(device, w.precision)
+    peak, key, cpu_vector = training_peak(device, w.precision)
     if device.kind == "cpu":
-        factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
+        factor = E.TRAINING_UTILIZATION_CPU_VECTOR if cpu_vector else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)
     u = utilization if utilization is not None else factor.expected
@@ -782,17 +785,15 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
         notes.append(Assumption("nf4_dequant_bytes_per_weight", 2.640625, True,
                                 "formulas/training_time.py eq. (9): bitsandbytes MatMul4Bit / torchao LinearNF4 "
                                 "dequantize every 4-bit weight in forward, backward and recomputed forward"))
-    if cpu_bound and utilization is None and w.tp * w.pp == 1 and peak is not None:
-        warnings.append(f"{device.id} is a CPU without a sourced BF16 matrix peak (or an fp32/fp16 recipe): the CPU "
-                        f"utilisation is calibrated for AMX BF16 only, so the duration is at 100% of its {key} peak, "
-                        "the shortest time that peak allows")
     if peak is None:
-        warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated")
+        warnings.append(f"{device.id} has no sourced {key} peak FLOP/s: duration not estimated"
+                        + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
+                           "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
+                           "per cycle)" if device.kind == "cpu" else ""))
         return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network)
     secs = tokens / st.tokens_per_second
-    bound = cpu_bound and utilization is None and w.tp * w.pp == 1
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st, bound)
+    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],
