@@ -86,8 +86,10 @@ def test_memory_and_speed_read_the_same_cells() -> None:
                                    concurrency=8, kv_unified=u) for u in (False, True))
     assert split_f.speed is not None and uni_f.speed is not None
     assert split_f.speed.decode is not None and uni_f.speed.decode is not None
-    # a unified buffer: each query attends over every sequence's cells (PR #14363): slower decode at 8 x 32k
-    assert uni_f.speed.decode.seconds > split_f.speed.decode.seconds
+    # a unified buffer: each query attends over every sequence's cells (PR #14363): 8x the attention arithmetic at
+    # 8 x 32k. (The step itself is within 0.1 % either way for Gemma 3: the unified ring holds 8704 sliding cells,
+    # eight split rings 8 x 1536, and the flash-attention kernels stream the cells at 0.74 of the weight rate.)
+    assert uni_f.speed.decode.compute_seconds > 1.9 * split_f.speed.decode.compute_seconds
 
 
 def test_other_engines_refuse_the_setting() -> None:

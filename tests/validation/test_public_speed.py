@@ -201,19 +201,20 @@ def test_llama_cpp_batched_decode_rows_follow_eq_10() -> None:
 
 def test_llama_cpp_single_sequence_rows_of_batched_bench() -> None:
     """The B = 1 lines of the same tables (15 rows, held out: single-sequence decode at 0.5k-8k contexts) land within
-    16 %; Gemma 3's sliding layers read the n_swa + n_ubatch cells of llama.cpp's iSWA stream (3072 here, not the
-    1024-token window), which takes its 4096- and 8192-token rows from +6.9 % / +7.3 % to within 1 %. The worst row,
-    Qwen3-30B-A3B at an 8192-token prompt (BB80), is +15.0 % (+14.3 % before the per-layer overhead was re-derived
-    with eq. 13, 91.3 -> 88.5 us): its step grows with depth about twice as fast as its cache bytes explain, a
-    flash-attention cost (GQA ratio 8) that is not modelled."""
+    10 %; Gemma 3's sliding layers read the n_swa + n_ubatch cells of llama.cpp's iSWA stream (3072 here, not the
+    1024-token window), which took its 4096- and 8192-token rows from +6.9 % / +7.3 % to within 1 % (-4.1 / -4.3 %
+    since the one-sequence step streams its K/V at efficiency.LLAMACPP_FA_STREAM_SHARE too: Gemma's own depth slope
+    at b = 1 implies 0.94). The worst row, Qwen3-30B-A3B at an 8192-token prompt (BB80), is +8.4 % (+15.0 % while the
+    one-sequence K/V streamed at the weight rate): its step still grows with depth about twice as fast as its cache
+    bytes explain (share 0.49 over 512 -> 8192 tokens), which the fitted share does not reach."""
     from llmsizer.validation_cases import DECODE, llamacpp_batched_cases
 
     cases = [c for c in llamacpp_batched_cases() if c.kind == DECODE]
     assert len(cases) == 15
     for c in cases:
-        assert c.error is not None and abs(c.error) <= 0.16, (c.id, c.what, c.error)
+        assert c.error is not None and abs(c.error) <= 0.10, (c.id, c.what, c.error)
     gemma = [c for c in cases if "gemma" in c.what and "p512 " not in c.what]
-    assert len(gemma) == 2 and all(c.error is not None and abs(c.error) < 0.01 for c in gemma)
+    assert len(gemma) == 2 and all(c.error is not None and abs(c.error) < 0.05 for c in gemma)
 
 
 def test_llama_cpp_batched_decode_grows_with_every_sequence_kv() -> None:

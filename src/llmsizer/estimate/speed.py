@@ -394,6 +394,18 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         return FA.fattn_kernel(dk, spec.num_heads, heads_kv, max(tokens, 1), streams, FA.padded_kv_cells(per_stream),
                                cc, kv_quantized=_FA_KV_TYPES[kv_dtype], head_dim_v=dv)
 
+    def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
+        fa = E.LLAMACPP_FA_STREAM_SHARE
+        assumptions.append(Assumption(
+            "llamacpp_fattn_kernel", kernel, True,
+            "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
+            f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
+            + ("one stream of one token" if batch == 1 else f"{batch} streams of one token" if not unified
+               else f"one stream of {batch} tokens")
+            + "; the K/V view padded to 256 cells (formulas/flash_attention.py)"))
+        assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
+                                      "eq. F1: the K/V cells at this share of the weight stream's rate)"))
+
     def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
         """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
         ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
@@ -424,16 +436,6 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
             g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
             assumptions.append(Assumption(g.name, g.expected, True, g.source))
-            if kernel is not None:
-                fa = E.LLAMACPP_FA_STREAM_SHARE
-                assumptions.append(Assumption(
-                    "llamacpp_fattn_kernel", kernel, True,
-                    "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
-                    f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
-                    + (f"{batch} streams of one token" if not unified else f"one stream of {batch} tokens")
-                    + " (formulas/flash_attention.py)"))
-                assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
-                                              "eq. F1: the K/V cells at this share of the weight stream's rate)"))
         extra = 2.0 * matmul_params * (batch - 1) / tp
         # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
         graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
@@ -453,17 +455,37 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         return ENG.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ub, batch, prompt_tokens + output_tokens,
                                      unified)
 
+    def cells_read(batch: int) -> tuple[str | None, int, int, int]:
+        """(flash-attention kernel, cells per stream, streams, cells per stream of a sliding layer) that one decode
+        step of ``batch`` sequences reads mid-generation. Where ggml-cuda's flash-attention kernel runs, the K/V view
+        is llama.cpp's n_kv, padded to 256 cells (formulas/flash_attention.py padded_kv_cells): one stream reads all
+        of it (no KV_max scan, fattn-common.cuh L879; fattn-vec.cuh L239 loops to ne11), several streams stop at the
+        end of the 256-cell tile of the last open cell, the same count when the streams are equally long."""
+        lay = cells_at(batch)
+        ctx = prompt_tokens + output_tokens // 2
+        per_stream, streams = lay.decode_kv(ctx)
+        kernel = _fattn(batch, per_stream, streams)
+        sliding = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) if lay.ring else 0
+        if kernel is not None:
+            per_stream = min(lay.stream_tokens(), FA.padded_kv_cells(per_stream))
+            if lay.ring:
+                sliding = min(lay.sliding_cells, FA.padded_kv_cells(sliding))
+        return kernel, per_stream, streams, sliding
+
     if llamacpp:
         lay = cells_at(concurrency)
         assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
         if spec.sliding_window:
             scan = lay.ring and flash_attention and not unified and concurrency > 1
+            fa_kernel, _, _, ring_read = cells_read(concurrency)
+            shown = ring_read if lay.ring else lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention)
             assumptions.append(Assumption(
-                "llamacpp_sliding_cells_read", lay.sliding_read(ub, prompt_tokens, output_tokens // 2,
-                                                                flash_attention), True,
+                "llamacpp_sliding_cells_read", shown, True,
                 "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
                 "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
                 "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
+                + ("; ggml-cuda's flash attention reads the view padded to 256 cells (src/llama-kv-cache.cpp "
+                   "get_n_kv)" if fa_kernel is not None else "")
                 + ("; flash attention with a stream per sequence stops after the 256-cell tile of the ring's last "
                    "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
                    if scan else "")))
@@ -512,11 +534,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         kernel = None
         if llamacpp:
             lay = cells_at(batch)
-            per_stream, streams = lay.decode_kv(ctx)
-            kernel = _fattn(batch, per_stream, streams)
+            kernel, per_stream, streams, sliding = cells_read(batch)
+            if kernel is not None and batch == concurrency:
+                _fattn_assumptions(kernel, batch, unified)
             extra = lay.window_extra
             if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
-                extra = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) - lay.window
+                extra = sliding - lay.window
             kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
                           window_extra=extra).total_bytes * kv_share
         else:
@@ -529,7 +552,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
                     roofline(flops, nbytes, peak, bw) if peak else None)
         t_attn = 0.0
-        if unfused is not None and batch == 1 and bw and unfused_peak:
+        if kernel is not None and bw:
+            # eq. F1: the flash-attention kernel streams the K/V cells at a share of the weight stream's rate
+            # (efficiency.LLAMACPP_FA_STREAM_SHARE), after the weight products
+            t_attn = FA.fattn_stream_seconds(kv, float(bw), be, E.LLAMACPP_FA_STREAM_SHARE.expected)
+            nbytes -= kv
+        elif unfused is not None and batch == 1 and bw and unfused_peak:
             # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
             # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
             t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)

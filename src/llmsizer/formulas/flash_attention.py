@@ -26,7 +26,12 @@ So a step of several sequences (one stream each) leaves the vector kernel on Ada
 ratio is even: Gemma 3 (8 / 4 heads), Qwen3 (32 / 4), gpt-oss (64 / 8) run the tensor-core kernel, Qwen2.5-7B
 (28 / 4 = 7) keeps the vector kernel.
 
-K/V stream of a batched step (eq. F1). Every kernel reads each sequence's K and V cells up to the last 256-cell tile
+K/V stream of a decode step (eq. F1). With one stream (Q->ne[3] == 1, fewer than 1024 queries) no KV_max scan runs
+(fattn-common.cuh L879) and the kernel reads all n_kv cells of the view (fattn-vec.cuh L239: k_VKQ_max = ne11, the
+mask only zeroes the padded cells' weights); n_kv is the cells in use padded to 256 (llama-kv-cache.cpp get_n_kv:
+256 with flash attention in every build, llama.cpp PR #7257 of 2024-05 cut it to 32 only without; since PR #16812
+of 2025-10 256 either way). With several streams
+every kernel reads each sequence's K and V cells up to the last 256-cell tile
 that its mask leaves open (fattn-common.cuh L879-891: flash_attn_mask_to_KV_max when Q->ne[3] > 1), one block per
 (query tile, KV-head group, sequence) and, when the work does not fill the SMs, several blocks per KV range whose
 partial results a second kernel combines (stream-k fixup for mma_f16, L991-999; flash_attn_combine_results for the
@@ -39,7 +44,14 @@ flash-attention kernels reach::
 
 eta is fitted (estimate/efficiency.py LLAMACPP_FA_STREAM_SHARE) on the step's growth with the prompt depth at a fixed
 number of sequences, where the weights, the routings and every per-step constant cancel and only the K/V stream
-changes.
+changes. It applies to one sequence as well: the vector kernel's work per cell and query head does not depend on
+the number of streams (fattn-vec.cuh, one block per (query head, sequence) x parallel_blocks, L95-102; blocks_num.z =
+n_head x n_stream, fattn-common.cuh L947), and what keeps it below the weight stream's rate is per cell, not per
+stream: a KQ dot product per cell and query head closed by a warp reduction (L262-263), a running max across the
+warp (L284-286), an exp per cell (L290), the scores through shared memory (L292, L321) and the V products
+(L314-335), all between the loads of one 128-cell iteration (L243) of a 128-thread block (L4-11, L20), where a
+mat-vec weight kernel reduces once per row of thousands of weights. A KV head's cells are streamed by each of its
+n_head / n_head_kv query-head blocks (L101-102).
 
 What else a batched step's attention costs per sequence, read from the same launch code and left out because it is
 small against the ~10 us per sequence and layer the rows showed before eq. F1 (DGX Spark, 273 GB/s):

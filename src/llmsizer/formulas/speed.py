@@ -170,8 +170,10 @@ each added cached cell slows a step by 2.1-4.8x (NVIDIA, 8 GPUs) and 5-10x (Appl
 K and V at the calibrated bandwidth, and the excess, times R_p, is one figure within about 2x across GPUs whose SM
 count x clock differs 2.6x; w is fitted on named rows (estimate/efficiency.py LLAMACPP_UNFUSED_ATTENTION_WORK). With
 flash attention (llama.cpp's default since -fa auto) KQ, softmax and KQV run in one kernel that streams the cache
-and eq. (13) does not apply. It is the step of one sequence (b = 1); a step of several sequences keeps eq. (10)'s
-attention terms (no published -fa 0 batched row checks eq. 13 there).
+and eq. (13) does not apply: on ggml-cuda the step of eq. (7) then reads the weights at B e_m and adds the K/V cells
+of the kernel's padded view at eta B e_m (formulas/flash_attention.py eq. F1, the same share as eq. 10's). Eq. (13)
+is the step of one sequence (b = 1); a step of several sequences keeps eq. (10)'s attention terms (no published
+-fa 0 batched row checks eq. 13 there).
 
 Host work that overlaps the device. A serving engine's host (CPU) work for a decode step -- scheduling, input
 preparation, sampling, output processing -- either runs between the device's steps, when it is a fixed term of the
@@ -368,8 +370,9 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
                compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0,
                overhead_seconds: float = 0.0, attention_seconds: float = 0.0) -> PhaseTime:
     """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own), plus
-    communication, a fixed per-step ``overhead_seconds`` (eq. 7) and ``attention_seconds``, the unfused attention
-    products of eq. (13) that run after the weight products (their cache read is then not part of ``nbytes``).
+    communication, a fixed per-step ``overhead_seconds`` (eq. 7) and ``attention_seconds``: the unfused attention
+    products of eq. (13), or the flash-attention K/V stream of eq. F1, that run after the weight products (their cache
+    read is then not part of ``nbytes``).
 
     Raises InputError when both are unknown."""
     if not peak_flops and not bandwidth:
