@@ -33,7 +33,7 @@ from ..formulas.elementwise_traffic import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
-from ..formulas.gemm_shapes import shape_efficiency, training_gemms
+from ..formulas.gemm_shapes import block_shape_efficiency, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import lora_params
@@ -152,25 +152,38 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd)
 
 
+def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
+                       dora: bool = False) -> list[tuple[tuple[int, int, bool], ...]]:
+    """(input width, output width, trained) of every linear layer one training step runs on one device, one block
+    per decoder layer in order and the lm_head's last: each decoder layer's projections and adapters
+    (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's top-k routed experts, and the lm_head
+    (trained only in full fine-tuning). A layer's block depends on it only through its kind (ModelSpec.layer_key,
+    as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object."""
+    st = _matmul_setup(spec, method, rank, targets, tp, dora)
+    by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
+    out: list[tuple[tuple[int, int, bool], ...]] = []
+    for i in range(spec.num_layers):
+        kind = spec.layer_key(i)
+        block = by_kind.get(kind)
+        if block is None:
+            lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
+            if spec.moe_layers[i] and spec.moe is not None:
+                m = spec.moe
+                i_e = -(-m.expert_intermediate_size // tp)
+                x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
+                for _ in range(m.experts_per_token):
+                    lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+                    lin.append((i_e, x, st.full))
+            block = by_kind[kind] = tuple(lin)
+        out.append(block)
+    out.append(((spec.hidden_size, spec.vocab_size, st.full),))
+    return out
+
+
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
                  dora: bool = False) -> list[tuple[int, int, bool]]:
-    """(input width, output width, trained) of every linear layer one training step runs on one device: each decoder
-    layer's projections and adapters (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's
-    top-k routed experts, and the lm_head (trained only in full fine-tuning)."""
-    st = _matmul_setup(spec, method, rank, targets, tp, dora)
-    out: list[tuple[int, int, bool]] = []
-    for i in range(spec.num_layers):
-        for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st):
-            out.append((w_in, w_out, st.full or "lora_" in name))
-        if spec.moe_layers[i] and spec.moe is not None:
-            m = spec.moe
-            i_e = -(-m.expert_intermediate_size // tp)
-            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
-            for _ in range(m.experts_per_token):
-                out.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
-                out.append((i_e, x, st.full))
-    out.append((spec.hidden_size, spec.vocab_size, st.full))
-    return out
+    """:func:`step_linear_blocks` as one list."""
+    return [lin for block in step_linear_blocks(spec, method, rank, targets, tp, dora) for lin in block]
 
 
 def quantized_weights(spec: ModelSpec) -> int:
@@ -442,8 +455,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
-        gemms = training_gemms(int(tokens), step_linears(spec, w.method, w.rank, w.targets, tp, w.dora))
-        e = shape_efficiency(gemms, peak * u, bw_mem or float("inf"))
+        blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
+        gemms = {id(b): tuple(training_gemms(int(tokens), b)) for b in blocks}  # one GEMM block per layer kind
+        e = block_shape_efficiency([gemms[id(b)] for b in blocks], peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
