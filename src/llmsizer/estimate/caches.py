@@ -15,6 +15,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .inference import compose as inference_compose
     from .inference import llamacpp_split
     from .training import compose as training_compose
+    from .training import states as training_states
 
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO):
         memo.clear()
@@ -22,6 +23,8 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
-              lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices):
+              lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
+              training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
+              training_states._trained_base, training_states._autocast_copies):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()

@@ -456,7 +456,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
         blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
-        gemms = {id(b): tuple(training_gemms(int(tokens), b)) for b in blocks}  # one GEMM block per layer kind
+        gemms: dict[int, tuple[tuple[int, int, int], ...]] = {}  # one GEMM block per layer kind
+        for b in blocks:
+            if id(b) not in gemms:
+                gemms[id(b)] = tuple(training_gemms(int(tokens), b))
         e = block_shape_efficiency([gemms[id(b)] for b in blocks], peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
