@@ -16,8 +16,9 @@ the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-s
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +103,12 @@ class TrainingFlops:
         return self.forward / self.per_token if self.forward > 0 else 1.0 / 3.0
 
 
+@lru_cache(maxsize=256)
 def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
                   dora: bool = False) -> ActivationSetup:
-    """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism)."""
+    """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism);
+    memoized on its immutable arguments (an invalid rank or target set raises every time: lru_cache keeps no
+    exception)."""
     adapted = (frozenset(m.role for m in lora_params(spec, rank, targets, dora=dora).modules)
                if method in ADAPTER_METHODS else frozenset())
     return ActivationSetup(batch=1, seq=1, full=method not in ADAPTER_METHODS, adapted=adapted,
@@ -137,19 +141,34 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
-        r = partial_recompute_flops(sum(full_recompute_flops(spec, i, st) for i in ckpt), width, seq_len, ckpt_attn)
+        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
                    "early stop before each layer's last matmul)")
         source += ", (2')"
     elif recompute == "selective-op":
-        r = sum(op_sac_recompute_flops(spec, i, st) for i in ckpt)
+        r = _sum_by_kind(spec, ckpt, op_sac_recompute_flops, st)
         f += r
         formula = f"{base} + {r:.4g} (op-level selective recomputation{every}: unsaved matmuls)"
         source += ", (2'')"
     else:
         formula = base
     return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd)
+
+
+def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelSpec, int, ActivationSetup], int],
+                 st: ActivationSetup) -> int:
+    """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
+    matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
+    by_kind: dict[Any, int] = {}
+    total = 0
+    for i in layers:
+        kind = spec.layer_key(i)
+        v = by_kind.get(kind)
+        if v is None:
+            v = by_kind[kind] = per_layer(spec, i, st)
+        total += v
+    return total
 
 
 def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -186,18 +205,25 @@ def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ..
     return [lin for block in step_linear_blocks(spec, method, rank, targets, tp, dora) for lin in block]
 
 
+@lru_cache(maxsize=256)
 def quantized_weights(spec: ModelSpec) -> int:
     """Weights QLoRA keeps in NF4: every decoder-layer linear (bitsandbytes skips lm_head, transformers
     ``llm_int8_skip_modules``; torchtune's builders use FrozenNF4Linear for the non-adapted projections) and all
-    routed experts of MoE layers."""
+    routed experts of MoE layers (memoized per model)."""
     st = _matmul_setup(spec, "full", 0, ())
+    by_kind: dict[Any, int] = {}
     total = 0
     for i in range(spec.num_layers):
-        total += sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
-        if spec.moe_layers[i] and spec.moe is not None:
-            m = spec.moe
-            total += m.num_experts * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
-                * m.expert_intermediate_size
+        kind = spec.layer_key(i)
+        n = by_kind.get(kind)
+        if n is None:
+            n = sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
+            if spec.moe_layers[i] and spec.moe is not None:
+                m = spec.moe
+                n += m.num_experts * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
+                    * m.expert_intermediate_size
+            by_kind[kind] = n
+        total += n
     return total
 
 
@@ -208,16 +234,23 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     adapters: dict[int, tuple[tuple[int, int], ...]] = {}
     tp = w.tp if w.tp > 1 else 1
     if w.method in ADAPTER_METHODS:
-        by_layer: dict[int, list[tuple[int, int]]] = {}
-        for m in lora_params(spec, w.rank, w.targets, dora=w.dora).modules:
-            if not m.embedding and m.experts == 1 and m.layer >= 0:
-                by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
-        adapters = {k: tuple(v) for k, v in by_layer.items()}
+        adapters = _adapted_linears(spec, w.rank, w.targets, w.dora)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
     return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
                                 w.kernels == "unsloth")
+
+
+@lru_cache(maxsize=256)
+def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
+                     dora: bool) -> dict[int, tuple[tuple[int, int], ...]]:
+    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (read only: memoized on its arguments)."""
+    by_layer: dict[int, list[tuple[int, int]]] = {}
+    for m in lora_params(spec, rank, targets, dora=dora).modules:
+        if not m.embedding and m.experts == 1 and m.layer >= 0:
+            by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+    return {k: tuple(v) for k, v in by_layer.items()}
 
 
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
@@ -380,19 +413,26 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     sharded = w.fsdp is not None and w.float8_recipe == "torchao"
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
     flops = cast = gathered = 0.0
+    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
+    # elements) once per kind; the sums below still run layer by layer, so every float is the same
+    per_kind: dict[bool, tuple[float, float, float, int]] = {}
     for i in range(spec.num_layers):
-        moe = spec.moe is not None and spec.moe_layers[i]
-        linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
-        f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+        moe = bool(spec.moe is not None and spec.moe_layers[i])
+        got = per_kind.get(moe)
+        if got is None:
+            linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
+            f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+            fwd = bwd = 0.0
+            for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
+                fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+                fwd += fa
+                bwd += ba
+            got = per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
+        f, fwd, bwd, elems = got
         r = again if i in ckpt else 0.0
         flops += f * (3.0 + r)
-        fwd = bwd = 0.0
-        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
-            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
-            fwd += fa
-            bwd += ba
         cast += fwd * (1.0 + (1.0 if i in ckpt else 0.0)) + bwd
-        gathered += sum(a * b for a, b in linears)
+        gathered += elems
     return Float8Time(flops, cast, gathered)
 
 
