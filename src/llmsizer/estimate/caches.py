@@ -21,7 +21,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO):
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring), not on the model alone
-    for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell):
+    for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell, lora.lora_params):
         g.cache_clear()
     if estimates_only:
         return
@@ -29,6 +29,7 @@ def clear_caches(estimates_only: bool = False) -> None:
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
-              training_states._trained_base, training_states._autocast_copies, duration.quantized_weights):
+              training_states._trained_base, training_states._autocast_copies, duration.quantized_weights,
+              weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()

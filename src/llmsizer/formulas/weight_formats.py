@@ -101,8 +101,10 @@ def normalize_format(name: str) -> str:
     raise InputError(f"unknown weight format {name!r}; known: {', '.join(format_names())}")
 
 
+@lru_cache(maxsize=256)
 def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
-    """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
+    """Elements of the largest single matrix a format quantizes (its dequantization buffer size); memoized per
+    model."""
     best = 0
     for _role, comp, shape, count, _layer, numel in model_tensors(spec):
         if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
@@ -111,6 +113,7 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     return best
 
 
+@lru_cache(maxsize=256)
 def largest_quantized_layer(spec: ModelSpec) -> int:
     """Elements of the decoder layer whose quantized matrices (as :func:`largest_quantized_matrix` counts them) add
     up to the most: what one layer's dequantized copies take when all of them are alive at once."""
