@@ -33,8 +33,8 @@ class ParamCounts:
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
     by: dict[str, int] = {c: 0 for c in COMPONENTS}
-    for t in model_tensors(spec):
-        by[t.component] += t.numel
+    for _, comp, _, _, _, numel in model_tensors(spec):  # Tensor is a tuple: unpacking is the fast path
+        by[comp] += numel
     total = sum(by.values())
     active = total
     if spec.moe is not None and by["experts"]:

@@ -290,7 +290,9 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
     layer_stage = _layer_stages(spec.num_layers, pp)
     tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
     trained: list[Tensor] = []
-    if full:
+    if full and pp == 1:  # one stage holds every tensor
+        trained = list(model_tensors(spec))
+    elif full:
         for t in model_tensors(spec):
             if _in_stage(t, stage, last, layer_stage) or (tied_copy and t.role == "token_embd"):
                 trained.append(t)
@@ -298,14 +300,15 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
     per_layer_elems: dict[int, int] = {}
     head_elems = embed_elems = largest = 0
     for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+        role, comp, _, _, layer, _ = t  # Tensor is a tuple: unpacking is the fast path
         n = math.prod(shp)
         n = n if len(shp) == 1 else math.ceil(n / tp)
-        if t.component == "experts":
+        if comp == "experts":
             n = math.ceil(n / ep)
         shapes.append(shp if (tp == 1 and ep == 1) else (n,))
-        if t.layer >= 0 and t.component != "vision":
-            per_layer_elems[t.layer] = per_layer_elems.get(t.layer, 0) + n
-        elif t.component in ("embedding", "vision", "per_layer_embedding") and not (t.role == "token_embd" and spec.tie_word_embeddings
+        if layer >= 0 and comp != "vision":
+            per_layer_elems[layer] = per_layer_elems.get(layer, 0) + n
+        elif comp in ("embedding", "vision", "per_layer_embedding") and not (role == "token_embd" and spec.tie_word_embeddings
                                                               and stage == last):
             embed_elems += n  # its gradient appears only when the backward reaches the input
         else:
@@ -324,10 +327,11 @@ def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int) -> tuple[int
     head = 0
     layers: dict[int, int] = {}
     for t in model_tensors(spec):
-        if len(t.shape) == 2 and t.component in AUTOCAST_COMPONENTS and _in_stage(t, stage, last, layer_stage):
-            n = math.ceil(t.numel / tp)
-            if t.component == "lm_head":
+        _, comp, shape, _, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
+        if len(shape) == 2 and comp in AUTOCAST_COMPONENTS and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
+            n = math.ceil(numel / tp)
+            if comp == "lm_head":
                 head += n
             else:
-                layers[t.layer] = layers.get(t.layer, 0) + n
+                layers[layer] = layers.get(layer, 0) + n
     return head, tuple(layers.items())
