@@ -435,7 +435,7 @@ def model_layout(spec: ModelSpec) -> Layout:
             templates[kind] = tpl
             out += tpl
         else:
-            out += [new(Tensor, (t[0], t[1], t[2], t[3], i, t[5])) for t in tpl]
+            out += [new(Tensor, (r, c, s, n, i, e)) for r, c, s, n, _, e in tpl]
         ranges.append((start, len(out)))
     first_after = len(out)
     out += _norm("output_norm", h, spec.norm_kind, -1)
