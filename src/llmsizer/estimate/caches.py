@@ -18,7 +18,8 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .training import compose as training_compose
     from .training import states as training_states
 
-    for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO):
+    for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO,
+                 training_compose._ITEMS):
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring), not on the model alone
     for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell, lora.lora_params):

@@ -69,7 +69,7 @@ from .device import resolve_target
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .speed import attention_width
-from .training import estimate_training
+from .training.compose import estimate_items
 from .training.setup import qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -783,7 +783,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = TrainingWorkload(**kw)
-    paged = sum(i.bytes for i in estimate_training(spec, w).items if i.name == "paged_optimizer_states")
+    paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),
