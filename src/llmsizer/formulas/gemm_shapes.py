@@ -32,6 +32,7 @@ harmonic mean over its GEMMs::
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from functools import reduce
 from operator import add
@@ -90,9 +91,10 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
     order. A block passed again as the same object (every layer of one kind) reuses its terms, and each distinct
     GEMM shape's efficiency is computed once."""
     eff: dict[tuple[int, int, int], float] = {}
-    done: dict[int, tuple[list[float], list[float]]] = {}
+    done: dict[int, tuple[list[float], list[float], int]] = {}
     flops: list[float] = []
     times: list[float] = []
+    exact = 0  # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
     for block in blocks:
         terms = done.get(id(block))  # the blocks are alive for the whole call: an id is not reused
         if terms is None:
@@ -106,8 +108,20 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
                     e = eff[g] = gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes)
                 fs.append(f)
                 ts.append(f / e)
-            terms = done[id(block)] = (fs, ts)
+            integral = all(f.is_integer() for f in fs)
+            terms = done[id(block)] = (fs, ts, sum(map(int, fs)) if integral else -1)
         flops += terms[0]
         times += terms[1]
-    time = reduce(add, times, 0.0)  # left to right, as a running sum would add them (sum() may not, in Python 3.12+)
-    return reduce(add, flops, 0.0) / time if time else 1.0
+        exact = exact + terms[2] if exact >= 0 and terms[2] >= 0 else -1
+    time = _running_sum(times)
+    total = float(exact) if 0 <= exact <= 2**53 else _running_sum(flops)
+    return total / time if time else 1.0
+
+
+def _running_sum(xs: list[float]) -> float:
+    """((0.0 + x0) + x1) + ...: the sum a running ``+=`` loop makes, at C speed. Python 3.12+ ``sum()`` compensates
+    its rounding (Neumaier), so there the fold is explicit; up to 3.11 ``sum()`` of floats is that loop."""
+    return sum(xs, 0.0) if _SUM_IS_RUNNING else reduce(add, xs, 0.0)
+
+
+_SUM_IS_RUNNING = sys.version_info < (3, 12)

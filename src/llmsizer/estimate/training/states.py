@@ -7,6 +7,7 @@ Routes the workload's layout (TP, PP stage, EP, ZeRO/FSDP shards, offload) onto 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -15,7 +16,7 @@ from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, model_tensors
-from ...formulas.training_states import optimizer_state_bytes
+from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
@@ -106,7 +107,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- trained tensors ----
     base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full")
-    shapes: list[tuple[int, ...]] = list(base.shapes)
+    shapes: list[tuple[int, ...]] = []  # the adapters' (the base tensors' are counted in base.shape_counts)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
@@ -166,7 +167,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     st.master = shard(trained_elems * 4, o_shard) if rec.master_bytes else 0
     st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
     st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
-    states = optimizer_state_bytes(shapes, ctx.optimizer.name, ctx.state_bytes)
+    counts = Counter(dict(base.shape_counts))
+    counts.update(tuple(sp) for sp in shapes)
+    states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
     states = shard(states, o_shard)
@@ -275,7 +278,7 @@ class TrainedBase:
     parameter shapes as the optimizer sees them (after TP / EP splitting), elements per decoder layer, in the head
     (lm_head, final norm) and in the embeddings, and the largest tensor."""
 
-    shapes: tuple[tuple[int, ...], ...]
+    shape_counts: tuple[tuple[tuple[int, ...], int], ...]  # (shape, tensors of that shape), first-seen order
     per_layer_elems: tuple[tuple[int, int], ...]
     head_elems: int
     embed_elems: int
@@ -314,7 +317,8 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         else:
             head_elems += n
         largest = max(largest, n)
-    return TrainedBase(tuple(shapes), tuple(per_layer_elems.items()), head_elems, embed_elems, largest)
+    return TrainedBase(tuple(Counter(shapes).items()), tuple(per_layer_elems.items()), head_elems, embed_elems,
+                       largest)
 
 
 @lru_cache(maxsize=256)
