@@ -42,6 +42,7 @@ from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
+from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
@@ -162,8 +163,9 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
     matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
     by_kind: dict[Any, int] = {}
     total = 0
+    keys = layer_keys(spec)
     for i in layers:
-        kind = spec.layer_key(i)
+        kind = keys[i]
         v = by_kind.get(kind)
         if v is None:
             v = by_kind[kind] = per_layer(spec, i, st)
@@ -181,8 +183,9 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     st = _matmul_setup(spec, method, rank, targets, tp, dora)
     by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
     out: list[tuple[tuple[int, int, bool], ...]] = []
+    keys = layer_keys(spec)
     for i in range(spec.num_layers):
-        kind = spec.layer_key(i)
+        kind = keys[i]
         block = by_kind.get(kind)
         if block is None:
             lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
@@ -213,8 +216,9 @@ def quantized_weights(spec: ModelSpec) -> int:
     st = _matmul_setup(spec, "full", 0, ())
     by_kind: dict[Any, int] = {}
     total = 0
+    keys = layer_keys(spec)
     for i in range(spec.num_layers):
-        kind = spec.layer_key(i)
+        kind = keys[i]
         n = by_kind.get(kind)
         if n is None:
             n = sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs import ModelSpec
-from .tensors import COMPONENTS, model_layout
+from .tensors import COMPONENTS, layer_keys, model_layout
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     # the decoder layers of one kind (ModelSpec.layer_key) hold the same tensors (model_layout stamps each kind's
     # template): each kind's tensors once, times its layers (integer sums)
     kinds: dict[object, list[int]] = {}
-    for i, (a, z) in enumerate(ranges):
-        kinds.setdefault(spec.layer_key(i), [a, z, 0])[2] += 1
+    for kind, (a, z) in zip(layer_keys(spec), ranges, strict=True):
+        kinds.setdefault(kind, [a, z, 0])[2] += 1
     for a, z, n in kinds.values():
         for _, comp, _, _, _, numel in tensors[a:z]:  # Tensor is a tuple: unpacking is the fast path
             by[comp] += numel * n

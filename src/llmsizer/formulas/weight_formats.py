@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, model_layout, model_tensors
+from .tensors import Tensor, layer_keys, model_layout, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
@@ -375,8 +375,9 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
     # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
     per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
+    keys = layer_keys(spec)
     for i, (a, z) in enumerate(ranges):
-        lkey = (spec.layer_key(i), _layer_class(i, n_layers) if gguf else None)
+        lkey = (keys[i], _layer_class(i, n_layers) if gguf else None)
         agg = per_layer.get(lkey)
         if agg is None:
             comps: dict[str, int] = {}
