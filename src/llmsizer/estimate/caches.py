@@ -21,8 +21,11 @@ def clear_caches(estimates_only: bool = False) -> None:
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO,
                  training_compose._ITEMS):
         memo.clear()
-    # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring), not on the model alone
-    for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell, lora.lora_params):
+    # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring, the device-independent parts of
+    # a training step), not on the model alone
+    for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell, lora.lora_params,
+              duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
+              duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup):
         g.cache_clear()
     if estimates_only:
         return

@@ -104,7 +104,7 @@ class TrainingFlops:
         return self.forward / self.per_token if self.forward > 0 else 1.0 / 3.0
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
                   dora: bool = False) -> ActivationSetup:
     """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism);
@@ -116,11 +116,12 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
                            rank=rank if adapted else 0, tp=tp)
 
 
+@lru_cache(maxsize=1024, typed=True)
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
                     rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
                     checkpoint_every: int = 1) -> TrainingFlops:
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
-    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer."""
+    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; memoized on its immutable arguments (the same for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -173,13 +174,15 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
     return total
 
 
+@lru_cache(maxsize=1024, typed=True)
 def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
-                       dora: bool = False) -> list[tuple[tuple[int, int, bool], ...]]:
+                       dora: bool = False) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
     """(input width, output width, trained) of every linear layer one training step runs on one device, one block
     per decoder layer in order and the lm_head's last: each decoder layer's projections and adapters
     (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's top-k routed experts, and the lm_head
     (trained only in full fine-tuning). A layer's block depends on it only through its kind (ModelSpec.layer_key,
-    as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object."""
+    as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object;
+    memoized on its immutable arguments (the same for every device of a catalog search)."""
     st = _matmul_setup(spec, method, rank, targets, tp, dora)
     by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
     out: list[tuple[tuple[int, int, bool], ...]] = []
@@ -199,7 +202,7 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
             block = by_kind[kind] = tuple(lin)
         out.append(block)
     out.append(((spec.hidden_size, spec.vocab_size, st.full),))
-    return out
+    return tuple(out)
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -231,10 +234,11 @@ def quantized_weights(spec: ModelSpec) -> int:
     return total
 
 
+@lru_cache(maxsize=1024)
 def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     """Memory-bound bytes per token of one micro-step of ``w`` (formulas/elementwise_traffic.py eq. (E7)): eager
     or compiled (``w.compile``) kernels of every decoder layer, the recomputed forward of the checkpointed layers,
-    the loss; LoRA adapters' scale-and-add; norms trained only in full fine-tuning."""
+    the loss; LoRA adapters' scale-and-add; norms trained only in full fine-tuning; memoized on its immutable arguments (the same for every device of a catalog search)."""
     adapters: dict[int, tuple[tuple[int, int], ...]] = {}
     tp = w.tp if w.tp > 1 else 1
     if w.method in ADAPTER_METHODS:
@@ -246,7 +250,7 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
                                 w.kernels == "unsloth")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
                      dora: bool) -> dict[int, tuple[tuple[int, int], ...]]:
     """(in, out) of each LoRA-adapted decoder-layer linear, per layer (read only: memoized on its arguments)."""
@@ -257,10 +261,12 @@ def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
     return {k: tuple(v) for k, v in by_layer.items()}
 
 
+@lru_cache(maxsize=1024)
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
     decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
-    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled."""
+    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled;
+    memoized on its immutable arguments (the same for every device of a catalog search)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
     widths, linears = [], []
@@ -404,11 +410,12 @@ class Float8Time:
     gathered_elements: float
 
 
+@lru_cache(maxsize=1024)
 def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time:
     """Float8 linears of ``w`` on one device: every decoder layer's projections (an MoE layer's attention only: its
     routed experts are grouped GEMMs convert_to_float8_training leaves alone; the lm_head stays bf16, torchtitan
     float8.py @9dec370 line 99 ``fqn != "output"``). A checkpointed layer's forward runs again: once under full
-    recomputation, every second matmul under torchtitan's op-level policy."""
+    recomputation, every second matmul under torchtitan's op-level policy. Memoized on its immutable arguments."""
     tp = w.tp if w.tp > 1 else 1
     c = 4.0 if w.precision == "fp32" else 2.0
     recompute = recompute_mode(w.grad_checkpointing)
@@ -643,6 +650,27 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem
     """(optimizer step, one gradient accumulation) seconds on one device (formulas/optimizer_step.py): the element
     sizes, optimizer and implementation the memory estimate resolves (estimate/training/setup.py ``resolve``), the
     trained elements this device holds (sharded by ZeRO / FSDP)."""
+    optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
+    data_parallel = w.gpus // max(1, w.tp * w.pp)
+    states_sharded = w.zero >= 1 or w.fsdp is not None
+    grads_sharded = w.zero >= 2 or w.fsdp is not None
+    eta = E.MEMORY_BOUND_BANDWIDTH.expected * bw_mem
+    t_opt = 0.0
+    if per is not None:
+        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
+        t_opt = local * per / eta
+        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                                f"formulas/optimizer_step.py: {optimizer} {impl}, "
+                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
+    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
+    t_acc = local_g * accumulation_bytes(grad) / eta
+    return t_opt, t_acc
+
+
+@lru_cache(maxsize=1024)
+def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float | None]:
+    """(optimizer, implementation, gradient element size, optimizer-step bytes per trained element) as the memory
+    estimate resolves them (estimate/training/setup.py ``resolve``); memoized on its immutable arguments (the same for every device of a catalog search)."""
     ctx = resolve(spec, w, Acc())
     rec = ctx.recipe
     if w.adapters:
@@ -650,21 +678,8 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem
         master = 0.0
     else:
         param, grad, master = float(rec.model_bytes), float(rec.grad_bytes), float(rec.master_bytes)
-    data_parallel = w.gpus // max(1, w.tp * w.pp)
-    states_sharded = w.zero >= 1 or w.fsdp is not None
-    grads_sharded = w.zero >= 2 or w.fsdp is not None
-    eta = E.MEMORY_BOUND_BANDWIDTH.expected * bw_mem
     per = optimizer_step_bytes(ctx.optimizer.name, ctx.optimizer_impl, param, grad, float(ctx.state_bytes), master)
-    t_opt = 0.0
-    if per is not None:
-        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
-        t_opt = local * per / eta
-        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {ctx.optimizer.name} {ctx.optimizer_impl}, "
-                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
-    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
-    t_acc = local_g * accumulation_bytes(grad) / eta
-    return t_opt, t_acc
+    return ctx.optimizer.name, ctx.optimizer_impl, grad, per
 
 
 NETWORK_KINDS = ("infiniband", "ethernet", "efa")

@@ -131,7 +131,7 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     return tuple(out)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=256, typed=True)
 def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora: bool = False) -> LoraParams:
     """Exact trainable parameters of LoRA (or DoRA) with rank ``rank`` on ``targets`` (eq. 1 per module); memoized
     (the result is shared: read only).
