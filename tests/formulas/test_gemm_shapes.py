@@ -3,10 +3,13 @@ eq. 9) against their sources."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from llmsizer.formulas.gemm_shapes import (
     arithmetic_intensity,
+    block_shape_efficiency,
     gemm_efficiency,
     shape_efficiency,
     tile_quantization,
@@ -45,6 +48,28 @@ def test_shape_efficiency_grows_with_tokens_per_gemm() -> None:
     linears = [(4096, 4096, True), (4096, 14336, True), (14336, 4096, True)]
     effs = [shape_efficiency(training_gemms(t, linears), *h100) for t in (64, 256, 1024, 8192)]
     assert effs == sorted(effs) and effs[0] < 0.3 and effs[-1] == 1.0
+
+
+def test_block_shape_efficiency_is_eq_4_summed_in_order_bit_for_bit() -> None:
+    """Eq. (4) written out as a running sum over every GEMM of a step (the definition), against the block form the
+    duration uses (one block object per layer kind, terms reused): the same float, not just close, on shapes
+    whose terms do not add associatively (mixed magnitudes, tile-quantized and memory-bound GEMMs)."""
+    h100 = 989.4e12, 3350e9
+    dense = tuple(training_gemms(300, [(4096, 1024, True), (4096, 14336, False), (14336, 4096, True)]))
+    moe = tuple(training_gemms(300, [(2048, 768, True)] * 8 + [(768, 2048, True)] * 8 + [(2048, 4096, False)]))
+    head = tuple(training_gemms(300, [(4096, 128257, True)]))
+    blocks = [dense, moe, moe, dense, moe, *[dense] * 29, head]
+    flops = time = 0.0
+    for block in blocks:
+        for m, n, k in block:
+            f = 2.0 * m * n * k
+            flops += f
+            time += f / gemm_efficiency(m, n, k, *h100)
+    assert block_shape_efficiency(blocks, *h100) == flops / time
+    assert shape_efficiency([g for b in blocks for g in b], *h100) == flops / time
+    assert block_shape_efficiency([], *h100) == 1.0
+    exact = math.fsum(2.0 * m * n * k / gemm_efficiency(m, n, k, *h100) for b in blocks for m, n, k in b)
+    assert flops / exact != flops / time  # the rounding of the running sum shows: the order is what is checked
 
 
 def test_nf4_dequantization_bytes_follow_the_bitsandbytes_layout() -> None:

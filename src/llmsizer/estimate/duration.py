@@ -18,8 +18,9 @@ calibrated range of the result: estimate/ranges.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from ..formulas.elementwise_traffic import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
-from ..formulas.gemm_shapes import shape_efficiency, training_gemms
+from ..formulas.gemm_shapes import block_shape_efficiency, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import lora_params
@@ -45,6 +46,7 @@ from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
+from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import recipe, training_recipe_name
 from ..formulas.training_time import (
@@ -74,7 +76,7 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training import estimate_training
+from .training.compose import estimate_items
 from .training.setup import compiled_loss, qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -128,20 +130,24 @@ class TrainingFlops:
         return self.forward / self.per_token if self.forward > 0 else 1.0 / 3.0
 
 
+@lru_cache(maxsize=256, typed=True)
 def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
                   dora: bool = False) -> ActivationSetup:
-    """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism)."""
+    """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism);
+    memoized on its immutable arguments (an invalid rank or target set raises every time: lru_cache keeps no
+    exception)."""
     adapted = (frozenset(m.role for m in lora_params(spec, rank, targets, dora=dora).modules)
                if method in ADAPTER_METHODS else frozenset())
     return ActivationSetup(batch=1, seq=1, full=method not in ADAPTER_METHODS, adapted=adapted,
                            rank=rank if adapted else 0, tp=tp)
 
 
+@lru_cache(maxsize=1024, typed=True)
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
                     rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
                     checkpoint_every: int = 1) -> TrainingFlops:
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
-    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer."""
+    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; memoized on its immutable arguments (the same for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -163,13 +169,13 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
-        r = partial_recompute_flops(sum(full_recompute_flops(spec, i, st) for i in ckpt), width, seq_len, ckpt_attn)
+        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
                    "early stop before each layer's last matmul)")
         source += ", (2')"
     elif recompute == "selective-op":
-        r = sum(op_sac_recompute_flops(spec, i, st) for i in ckpt)
+        r = _sum_by_kind(spec, ckpt, op_sac_recompute_flops, st)
         f += r
         formula = f"{base} + {r:.4g} (op-level selective recomputation{every}: unsaved matmuls)"
         source += ", (2'')"
@@ -181,54 +187,91 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
                          recomputed_attn, width, seq_len)
 
 
-def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
-                 dora: bool = False) -> list[tuple[int, int, bool]]:
-    """(input width, output width, trained) of every linear layer one training step runs on one device: each decoder
-    layer's projections and adapters (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's
-    top-k routed experts, and the lm_head (trained only in full fine-tuning)."""
-    st = _matmul_setup(spec, method, rank, targets, tp, dora)
-    out: list[tuple[int, int, bool]] = []
-    for i in range(spec.num_layers):
-        for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st):
-            out.append((w_in, w_out, st.full or "lora_" in name))
-        if spec.moe_layers[i] and spec.moe is not None:
-            m = spec.moe
-            i_e = -(-m.expert_intermediate_size // tp)
-            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
-            for _ in range(m.experts_per_token):
-                out.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
-                out.append((i_e, x, st.full))
-    out.append((spec.hidden_size, spec.vocab_size, st.full))
-    return out
-
-
-def quantized_weights(spec: ModelSpec) -> int:
-    """Weights QLoRA keeps in NF4: every decoder-layer linear (bitsandbytes skips lm_head, transformers
-    ``llm_int8_skip_modules``; torchtune's builders use FrozenNF4Linear for the non-adapted projections) and all
-    routed experts of MoE layers."""
-    st = _matmul_setup(spec, "full", 0, ())
+def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelSpec, int, ActivationSetup], int],
+                 st: ActivationSetup) -> int:
+    """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
+    matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
+    by_kind: dict[Any, int] = {}
     total = 0
-    for i in range(spec.num_layers):
-        total += sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
-        if spec.moe_layers[i] and spec.moe is not None:
-            m = spec.moe
-            total += m.num_experts * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
-                * m.expert_intermediate_size
+    keys = layer_keys(spec)
+    for i in layers:
+        kind = keys[i]
+        v = by_kind.get(kind)
+        if v is None:
+            v = by_kind[kind] = per_layer(spec, i, st)
+        total += v
     return total
 
 
+@lru_cache(maxsize=1024, typed=True)
+def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
+                       dora: bool = False) -> tuple[tuple[tuple[int, int, bool], ...], ...]:
+    """(input width, output width, trained) of every linear layer one training step runs on one device, one block
+    per decoder layer in order and the lm_head's last: each decoder layer's projections and adapters
+    (formulas/selective_checkpointing.layer_matmul_shapes), an MoE layer's top-k routed experts, and the lm_head
+    (trained only in full fine-tuning). A layer's block depends on it only through its kind (ModelSpec.layer_key,
+    as its tensors do: formulas/tensors.py model_layout), so the layers of one kind share one block object;
+    memoized on its immutable arguments (the same for every device of a catalog search)."""
+    st = _matmul_setup(spec, method, rank, targets, tp, dora)
+    by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
+    out: list[tuple[tuple[int, int, bool], ...]] = []
+    keys = layer_keys(spec)
+    for i in range(spec.num_layers):
+        kind = keys[i]
+        block = by_kind.get(kind)
+        if block is None:
+            lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
+            if spec.moe_layers[i] and spec.moe is not None:
+                m = spec.moe
+                i_e = -(-m.expert_intermediate_size // tp)
+                x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
+                for _ in range(m.experts_per_token):
+                    lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+                    lin.append((i_e, x, st.full))
+            block = by_kind[kind] = tuple(lin)
+        out.append(block)
+    out.append(((spec.hidden_size, spec.vocab_size, st.full),))
+    return tuple(out)
+
+
+def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
+                 dora: bool = False) -> list[tuple[int, int, bool]]:
+    """:func:`step_linear_blocks` as one list."""
+    return [lin for block in step_linear_blocks(spec, method, rank, targets, tp, dora) for lin in block]
+
+
+@lru_cache(maxsize=256)
+def quantized_weights(spec: ModelSpec) -> int:
+    """Weights QLoRA keeps in NF4: every decoder-layer linear (bitsandbytes skips lm_head, transformers
+    ``llm_int8_skip_modules``; torchtune's builders use FrozenNF4Linear for the non-adapted projections) and all
+    routed experts of MoE layers (memoized per model)."""
+    st = _matmul_setup(spec, "full", 0, ())
+    by_kind: dict[Any, int] = {}
+    total = 0
+    keys = layer_keys(spec)
+    for i in range(spec.num_layers):
+        kind = keys[i]
+        n = by_kind.get(kind)
+        if n is None:
+            n = sum(w_in * w_out for _, w_in, w_out, _ in layer_matmul_shapes(spec, i, st))
+            if spec.moe_layers[i] and spec.moe is not None:
+                m = spec.moe
+                n += m.num_experts * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
+                    * m.expert_intermediate_size
+            by_kind[kind] = n
+        total += n
+    return total
+
+
+@lru_cache(maxsize=1024)
 def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     """Memory-bound bytes per token of one micro-step of ``w`` (formulas/elementwise_traffic.py eq. (E7)): eager
     or compiled (``w.compile``) kernels of every decoder layer, the recomputed forward of the checkpointed layers,
-    the loss; LoRA adapters' scale-and-add; norms trained only in full fine-tuning."""
+    the loss; LoRA adapters' scale-and-add; norms trained only in full fine-tuning; memoized on its immutable arguments (the same for every device of a catalog search)."""
     adapters: dict[int, tuple[tuple[int, int], ...]] = {}
     tp = w.tp if w.tp > 1 else 1
     if w.method in ADAPTER_METHODS:
-        by_layer: dict[int, list[tuple[int, int]]] = {}
-        for m in lora_params(spec, w.rank, w.targets, dora=w.dora).modules:
-            if not m.embedding and m.experts == 1 and m.layer >= 0:
-                by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
-        adapters = {k: tuple(v) for k, v in by_layer.items()}
+        adapters = _adapted_linears(spec, w.rank, w.targets, w.dora)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
@@ -242,10 +285,23 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     return total
 
 
+@lru_cache(maxsize=256, typed=True)
+def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
+                     dora: bool) -> dict[int, tuple[tuple[int, int], ...]]:
+    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (read only: memoized on its arguments)."""
+    by_layer: dict[int, list[tuple[int, int]]] = {}
+    for m in lora_params(spec, rank, targets, dora=dora).modules:
+        if not m.embedding and m.experts == 1 and m.layer >= 0:
+            by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+    return {k: tuple(v) for k, v in by_layer.items()}
+
+
+@lru_cache(maxsize=1024)
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     """Kernels one micro-step of ``w`` launches on one device (formulas/launch_overhead.py eqs. (K2)/(K3)): each
     decoder layer's projections and adapters (``layer_matmul_shapes``), an MoE layer's top-k routed experts as
-    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled."""
+    linears, the recomputed forward of the checkpointed layers, the embedding, head and loss; eager or compiled;
+    memoized on its immutable arguments (the same for every device of a catalog search)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
     widths, linears = [], []
@@ -397,11 +453,12 @@ class Float8Time:
     gathered_elements: float
 
 
+@lru_cache(maxsize=1024)
 def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time:
     """Float8 linears of ``w`` on one device: every decoder layer's projections (an MoE layer's attention only: its
     routed experts are grouped GEMMs convert_to_float8_training leaves alone; the lm_head stays bf16, torchtitan
     float8.py @9dec370 line 99 ``fqn != "output"``). A checkpointed layer's forward runs again: once under full
-    recomputation, every second matmul under torchtitan's op-level policy."""
+    recomputation, every second matmul under torchtitan's op-level policy. Memoized on its immutable arguments."""
     tp = w.tp if w.tp > 1 else 1
     c = 4.0 if w.precision == "fp32" else 2.0
     recompute = recompute_mode(w.grad_checkpointing)
@@ -410,19 +467,26 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     sharded = w.fsdp is not None and w.float8_recipe == "torchao"
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
     flops = cast = gathered = 0.0
+    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
+    # elements) once per kind; the sums below still run layer by layer, so every float is the same
+    per_kind: dict[bool, tuple[float, float, float, int]] = {}
     for i in range(spec.num_layers):
-        moe = spec.moe is not None and spec.moe_layers[i]
-        linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
-        f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+        moe = bool(spec.moe is not None and spec.moe_layers[i])
+        got = per_kind.get(moe)
+        if got is None:
+            linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
+            f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+            fwd = bwd = 0.0
+            for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
+                fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+                fwd += fa
+                bwd += ba
+            got = per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
+        f, fwd, bwd, elems = got
         r = again if i in ckpt else 0.0
         flops += f * (3.0 + r)
-        fwd = bwd = 0.0
-        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
-            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
-            fwd += fa
-            bwd += ba
         cast += fwd * (1.0 + (1.0 if i in ckpt else 0.0)) + bwd
-        gathered += sum(a * b for a, b in linears)
+        gathered += elems
     return Float8Time(flops, cast, gathered)
 
 
@@ -485,8 +549,12 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     bw_mem = float(device.memory_bandwidth.base) if device.memory_bandwidth and device.memory_bandwidth.base else 0.0
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
-        gemms = training_gemms(int(tokens), step_linears(spec, w.method, w.rank, w.targets, tp, w.dora))
-        e = shape_efficiency(gemms, peak * u, bw_mem or float("inf"))
+        blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
+        gemms: dict[int, tuple[tuple[int, int, int], ...]] = {}  # one GEMM block per layer kind
+        for b in blocks:
+            if id(b) not in gemms:
+                gemms[id(b)] = tuple(training_gemms(int(tokens), b))
+        e = block_shape_efficiency([gemms[id(b)] for b in blocks], peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
@@ -668,6 +736,26 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     bytes/s (the memory-bound kernel bandwidth): the element sizes, optimizer and implementation the memory estimate
     resolves (estimate/training/setup.py ``resolve``), the trained elements this device holds (sharded by ZeRO /
     FSDP)."""
+    optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
+    data_parallel = w.gpus // max(1, w.tp * w.pp)
+    states_sharded = w.zero >= 1 or w.fsdp is not None
+    grads_sharded = w.zero >= 2 or w.fsdp is not None
+    t_opt = 0.0
+    if per is not None:
+        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
+        t_opt = local * per / eta
+        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                                f"formulas/optimizer_step.py: {optimizer} {impl}, "
+                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
+    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
+    t_acc = local_g * accumulation_bytes(grad) / eta
+    return t_opt, t_acc
+
+
+@lru_cache(maxsize=1024)
+def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float | None]:
+    """(optimizer, implementation, gradient element size, optimizer-step bytes per trained element) as the memory
+    estimate resolves them (estimate/training/setup.py ``resolve``); memoized on its immutable arguments (the same for every device of a catalog search)."""
     ctx = resolve(spec, w, Acc())
     rec = ctx.recipe
     if w.adapters:
@@ -675,20 +763,8 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
         master = 0.0
     else:
         param, grad, master = float(rec.model_bytes), float(rec.grad_bytes), float(rec.master_bytes)
-    data_parallel = w.gpus // max(1, w.tp * w.pp)
-    states_sharded = w.zero >= 1 or w.fsdp is not None
-    grads_sharded = w.zero >= 2 or w.fsdp is not None
     per = optimizer_step_bytes(ctx.optimizer.name, ctx.optimizer_impl, param, grad, float(ctx.state_bytes), master)
-    t_opt = 0.0
-    if per is not None:
-        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
-        t_opt = local * per / eta
-        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
-                                f"formulas/optimizer_step.py: {ctx.optimizer.name} {ctx.optimizer_impl}, "
-                                f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
-    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
-    t_acc = local_g * accumulation_bytes(grad) / eta
-    return t_opt, t_acc
+    return ctx.optimizer.name, ctx.optimizer_impl, grad, per
 
 
 NETWORK_KINDS = ("infiniband", "ethernet", "efa")
@@ -808,7 +884,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = TrainingWorkload(**kw)
-    paged = sum(i.bytes for i in estimate_training(spec, w).items if i.name == "paged_optimizer_states")
+    paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
                                              if devices > 1 else None),

@@ -92,6 +92,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from .tensors import layer_keys
 from .training_activations import _head_dims
 
 F32 = 4.0
@@ -216,8 +217,17 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
         raise InputError("recomputed layers must not be negative")
     total = 0.0
     fwd_sum = 0.0
+    # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
+    # the sums still run layer by layer, so the floats are the same
+    per_kind: dict[tuple[object, ...], tuple[float, float]] = {}
+    keys = layer_keys(spec)
     for i in range(spec.num_layers):
-        f, b = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, adapters.get(i, ()), unsloth)
+        a = adapters.get(i, ())
+        key = (keys[i], a)
+        fb = per_kind.get(key)
+        if fb is None:
+            fb = per_kind[key] = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, a, unsloth)
+        f, b = fb
         total += f + b
         fwd_sum += f
     total += fwd_sum * recomputed_layers / spec.num_layers

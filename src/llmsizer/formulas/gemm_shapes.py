@@ -32,7 +32,10 @@ harmonic mean over its GEMMs::
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import sys
+from collections.abc import Iterable, Sequence
+from functools import reduce
+from operator import add
 
 from ..errors import InputError
 
@@ -78,9 +81,47 @@ def training_gemms(tokens: int, linears: Iterable[tuple[int, int, bool]]) -> lis
 def shape_efficiency(gemms: Iterable[tuple[int, int, int]], math_rate: float, bandwidth: float,
                      elem_bytes: float = 2.0) -> float:
     """Eq. (4): FLOP-weighted harmonic mean of :func:`gemm_efficiency` over ``gemms`` (1.0 for none)."""
-    flops = time = 0.0
-    for m, n, k in gemms:
-        f = 2.0 * m * n * k
-        flops += f
-        time += f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes)
-    return flops / time if time else 1.0
+    return block_shape_efficiency((tuple(gemms),), math_rate, bandwidth, elem_bytes)
+
+
+def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], math_rate: float, bandwidth: float,
+                           elem_bytes: float = 2.0) -> float:
+    """Eq. (4) over the GEMMs of ``blocks`` taken in order (a training step's: one block per decoder layer, then the
+    head's), equal bit for bit to :func:`shape_efficiency` of all of them: both sums add the same terms in the same
+    order. A block passed again as the same object (every layer of one kind) reuses its terms, and each distinct
+    GEMM shape's efficiency is computed once."""
+    eff: dict[tuple[int, int, int], float] = {}
+    done: dict[int, tuple[list[float], list[float], int]] = {}
+    flops: list[float] = []
+    times: list[float] = []
+    exact = 0  # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
+    for block in blocks:
+        terms = done.get(id(block))  # the blocks are alive for the whole call: an id is not reused
+        if terms is None:
+            fs: list[float] = []
+            ts: list[float] = []
+            for g in block:
+                m, n, k = g
+                f = 2.0 * m * n * k
+                e = eff.get(g)
+                if e is None:
+                    e = eff[g] = gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes)
+                fs.append(f)
+                ts.append(f / e)
+            integral = all(f.is_integer() for f in fs)
+            terms = done[id(block)] = (fs, ts, sum(map(int, fs)) if integral else -1)
+        flops += terms[0]
+        times += terms[1]
+        exact = exact + terms[2] if exact >= 0 and terms[2] >= 0 else -1
+    time = _running_sum(times)
+    total = float(exact) if 0 <= exact <= 2**53 else _running_sum(flops)
+    return total / time if time else 1.0
+
+
+def _running_sum(xs: list[float]) -> float:
+    """((0.0 + x0) + x1) + ...: the sum a running ``+=`` loop makes, at C speed. Python 3.12+ ``sum()`` compensates
+    its rounding (Neumaier), so there the fold is explicit; up to 3.11 ``sum()`` of floats is that loop."""
+    return sum(xs, 0.0) if _SUM_IS_RUNNING else reduce(add, xs, 0.0)
+
+
+_SUM_IS_RUNNING = sys.version_info < (3, 12)

@@ -131,8 +131,10 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     return tuple(out)
 
 
+@lru_cache(maxsize=256, typed=True)
 def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora: bool = False) -> LoraParams:
-    """Exact trainable parameters of LoRA (or DoRA) with rank ``rank`` on ``targets`` (eq. 1 per module).
+    """Exact trainable parameters of LoRA (or DoRA) with rank ``rank`` on ``targets`` (eq. 1 per module); memoized
+    (the result is shared: read only).
 
     >>> from llmsizer.models import load_model
     >>> lora_params(load_model("llama-3.1-8b"), 16, "q,v").total

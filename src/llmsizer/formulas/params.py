@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs import ModelSpec
-from .tensors import COMPONENTS, model_tensors
+from .tensors import COMPONENTS, layer_keys, model_layout
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,17 @@ class ParamCounts:
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
     by: dict[str, int] = {c: 0 for c in COMPONENTS}
-    for t in model_tensors(spec):
-        by[t.component] += t.numel
+    tensors, before, ranges, after = model_layout(spec)
+    for idx in (*before, *after):
+        by[tensors[idx][1]] += tensors[idx][5]
+    # the decoder layers of one kind (ModelSpec.layer_key) hold the same tensors (model_layout stamps each kind's
+    # template): each kind's tensors once, times its layers (integer sums)
+    kinds: dict[object, list[int]] = {}
+    for kind, (a, z) in zip(layer_keys(spec), ranges, strict=True):
+        kinds.setdefault(kind, [a, z, 0])[2] += 1
+    for a, z, n in kinds.values():
+        for _, comp, _, _, _, numel in tensors[a:z]:  # Tensor is a tuple: unpacking is the fast path
+            by[comp] += numel * n
     total = sum(by.values())
     active = total
     if spec.moe is not None and by["experts"]:

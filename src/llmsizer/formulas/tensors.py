@@ -407,6 +407,13 @@ Layout = tuple[tuple[Tensor, ...], tuple[int, ...], tuple[tuple[int, int], ...],
 
 
 @lru_cache(maxsize=256)
+def layer_keys(spec: ModelSpec) -> tuple[LayerKey, ...]:
+    """``spec.layer_key(i)`` of every decoder layer, once per model (each call builds a 7-tuple: ~1-2 us, asked for
+    every layer by the inventory, the weight bytes, the parameter count and the duration's per-kind sums)."""
+    return tuple(spec.layer_key(i) for i in range(spec.num_layers))
+
+
+@lru_cache(maxsize=256)
 def model_layout(spec: ModelSpec) -> Layout:
     """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
     layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision)."""
@@ -422,8 +429,7 @@ def model_layout(spec: ModelSpec) -> Layout:
     # layer of that kind) and re-stamp the index (the cold-estimate hot path)
     templates: dict[LayerKey, list[Tensor]] = {}
     new = tuple.__new__
-    for i in range(spec.num_layers):
-        kind = spec.layer_key(i)
+    for i, kind in enumerate(layer_keys(spec)):
         tpl = templates.get(kind)
         start = len(out)
         if tpl is None:
@@ -435,7 +441,7 @@ def model_layout(spec: ModelSpec) -> Layout:
             templates[kind] = tpl
             out += tpl
         else:
-            out += [new(Tensor, (t[0], t[1], t[2], t[3], i, t[5])) for t in tpl]
+            out += [new(Tensor, (r, c, s, n, i, e)) for r, c, s, n, _, e in tpl]
         ranges.append((start, len(out)))
     first_after = len(out)
     out += _norm("output_norm", h, spec.norm_kind, -1)

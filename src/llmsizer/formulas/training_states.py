@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -234,11 +234,16 @@ def optimizer_state_bytes(shapes: Iterable[Sequence[int]], optimizer: str, state
     >>> optimizer_state_bytes([(4096, 4096)], "adamw", 4)
     134217732
     """
+    return optimizer_state_bytes_counted(Counter(tuple(sp) for sp in shapes), optimizer, state_bytes)
+
+
+def optimizer_state_bytes_counted(counts: Mapping[tuple[int, ...], int], optimizer: str, state_bytes: int) -> int:
+    """:func:`optimizer_state_bytes` of ``counts[shape]`` trained tensors of each shape."""
     info = optimizer_info(optimizer)
     total = 0
     any_8bit = False
     # each rule is per tensor, so identical shapes (one per layer) are evaluated once and multiplied
-    for shape, k in Counter(tuple(sp) for sp in shapes).items():
+    for shape, k in counts.items():
         before = total
         n = _numel(shape)
         if info.name in ("adamw", "adam"):

@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, model_layout, model_tensors
+from .tensors import Tensor, layer_keys, model_layout, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
@@ -101,8 +101,10 @@ def normalize_format(name: str) -> str:
     raise InputError(f"unknown weight format {name!r}; known: {', '.join(format_names())}")
 
 
+@lru_cache(maxsize=256)
 def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
-    """Elements of the largest single matrix a format quantizes (its dequantization buffer size)."""
+    """Elements of the largest single matrix a format quantizes (its dequantization buffer size); memoized per
+    model."""
     best = 0
     for _role, comp, shape, count, _layer, numel in model_tensors(spec):
         if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
@@ -111,6 +113,7 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     return best
 
 
+@lru_cache(maxsize=256)
 def largest_quantized_layer(spec: ModelSpec) -> int:
     """Elements of the decoder layer whose quantized matrices (as :func:`largest_quantized_matrix` counts them) add
     up to the most: what one layer's dequantized copies take when all of them are alive at once."""
@@ -372,8 +375,9 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
     # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
     per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
+    keys = layer_keys(spec)
     for i, (a, z) in enumerate(ranges):
-        lkey = (spec.layer_key(i), _layer_class(i, n_layers) if gguf else None)
+        lkey = (keys[i], _layer_class(i, n_layers) if gguf else None)
         agg = per_layer.get(lkey)
         if agg is None:
             comps: dict[str, int] = {}

@@ -163,10 +163,39 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     if len(_MEMO) >= 1024:
         _MEMO.clear()
     _MEMO[key] = (spec, est)
+    if len(_ITEMS) >= 1024:
+        _ITEMS.clear()
+    _ITEMS[_items_key(spec, w)] = (spec, est.items)
     return _copy(est)
 
 
 _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+
+# The items of an estimate do not read the memory budget, the headroom or which fields the caller named (those decide
+# the verdict, the ZeRO stage chosen by ``sharded_workload`` and the assumptions' "(default)" flags): an estimate's
+# items are also memoized on the other fields, for callers that need the items alone (estimate_items).
+ITEMS_IGNORE = frozenset({"memory", "headroom", "given"})
+_ITEMS: dict[tuple[Any, ...], tuple[ModelSpec, tuple[Item, ...]]] = {}
+
+
+def _items_key(spec: ModelSpec, w: TrainingWorkload) -> tuple[Any, ...]:
+    vals = tuple(v for k, v in w.__dict__.items() if k not in ITEMS_IGNORE)
+    return (id(spec), vals, tuple(map(type, vals)))
+
+
+def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
+    """``estimate_training(spec, w).items``: those of an estimate already made for a workload that differs from ``w``
+    only in memory, headroom or the fields named as given (fit's estimate on the device's memory, which passed the
+    same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
+    _refuse_adapter_fields_on_full(w)
+    if not chooses_zero(w):
+        try:
+            hit = _ITEMS.get(_items_key(spec, w))
+        except TypeError:  # an unhashable field value: no memo
+            hit = None
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+    return estimate_training(spec, w).items
 
 ADAPTER_FIELDS = ("rank", "alpha", "targets", "adapter_dtype")  # modules_to_save and base_dtype: refused by the spec
 

@@ -7,14 +7,16 @@ Routes the workload's layout (TP, PP stage, EP, ZeRO/FSDP shards, offload) onto 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, model_tensors
-from ...formulas.training_states import optimizer_state_bytes
+from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
@@ -75,14 +77,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
     stages = pipeline_stage_layers(spec.num_layers, w.pp)
     last = len(stages) - 1
-    layer_stage = {i: k for k, r in enumerate(stages) for i in r}
-
-    def in_stage(t: Tensor) -> bool:
-        """Whether tensor ``t`` lives on this pipeline stage: its layer's stage; embeddings on the first stage,
-        the final norm and lm_head on the last."""
-        if t.layer >= 0 and t.component != "vision":
-            return layer_stage.get(t.layer) == stage
-        return stage == (last if t.role in ("output", "output_norm") or t.role.startswith("output_norm") else 0)
+    layer_stage = _layer_stages(spec.num_layers, w.pp)
 
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
     tp, ep = w.tp, w.ep
@@ -91,10 +86,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # ---- base weights (format-aware, TP-sharded by weight_formats/tensor_parallel) ----
     wb = weight_bytes(spec, ctx.base_format, 128, ctx.base_bytes)
     wb = shard_weights(spec, wb, tp, ctx.base_bytes) if tp > 1 else wb
-    expert_elems: dict[int, int] = {}
-    for t in model_tensors(spec):
-        if t.component == "experts":
-            expert_elems[t.layer] = expert_elems.get(t.layer, 0) + t.numel
+    expert_elems = _expert_elements(spec)
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
     layer_total = 0
@@ -114,28 +106,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.notes.append("tied embeddings: the last pipeline stage holds a copy of the embedding for lm_head")
 
     # ---- trained tensors ----
-    trained: list[Tensor] = []
-    if w.method == "full":
-        for t in model_tensors(spec):
-            if in_stage(t) or (tied_copy and t.role == "token_embd"):
-                trained.append(t)
-    shapes: list[tuple[int, ...]] = []
-    per_layer_elems: dict[int, int] = {}
-    head_elems = embed_elems = 0
-    for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
-        n = math.prod(shp)
-        n = n if len(shp) == 1 else math.ceil(n / tp)
-        if t.component == "experts":
-            n = math.ceil(n / ep)
-        shapes.append(shp if (tp == 1 and ep == 1) else (n,))
-        if t.layer >= 0 and t.component != "vision":
-            per_layer_elems[t.layer] = per_layer_elems.get(t.layer, 0) + n
-        elif t.component in ("embedding", "vision", "per_layer_embedding") and not (t.role == "token_embd" and spec.tie_word_embeddings
-                                                              and stage == last):
-            embed_elems += n  # its gradient appears only when the backward reaches the input
-        else:
-            head_elems += n
-        st.largest_trained = max(st.largest_trained, n)
+    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full")
+    shapes: list[tuple[int, ...]] = []  # the adapters' (the base tensors' are counted in base.shape_counts)
+    per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
+    head_elems, embed_elems = base.head_elems, base.embed_elems
+    st.largest_trained = max(st.largest_trained, base.largest)
     if ctx.lora is not None:
         by_shape: dict[tuple[object, ...], tuple[list[tuple[int, ...]], int, int]] = {}  # one entry per module kind
         for m in ctx.lora.modules:
@@ -162,7 +137,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     # (peft/utils/other.py ModulesToSaveWrapper); its gradients and optimizer states take that dtype too
     save_shapes: list[tuple[int, ...]] = []
     save_elems = save_head = 0
-    by_role = {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+    by_role = _embedding_and_head(spec)
     for name in w.modules_to_save:
         role = MODULES_TO_SAVE[name]
         t_save = by_role.get(role) or by_role["token_embd"]  # tied: lm_head is the embedding matrix
@@ -192,7 +167,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     st.master = shard(trained_elems * 4, o_shard) if rec.master_bytes else 0
     st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
     st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
-    states = optimizer_state_bytes(shapes, ctx.optimizer.name, ctx.state_bytes)
+    counts = Counter(dict(base.shape_counts))
+    counts.update(tuple(sp) for sp in shapes)
+    states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
     states = shard(states, o_shard)
@@ -216,13 +193,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:
-        for t in model_tensors(spec):
-            if len(t.shape) == 2 and t.component in AUTOCAST_COMPONENTS and in_stage(t):
-                n = math.ceil(t.numel / tp)
-                if t.component == "lm_head":
-                    st.lm_head_copy_elements += n
-                else:
-                    st.layer_copy_elements[t.layer] = st.layer_copy_elements.get(t.layer, 0) + n
+        head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp)
+        st.lm_head_copy_elements += head_copy
+        st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
             st.lm_head_copy_elements += math.ceil(spec.vocab_size * spec.hidden_size / tp)
 
@@ -261,3 +234,108 @@ def _fused_order(tensors: list[Tensor]) -> list[Tensor]:
             out.append(t)
     out.extend(fused.values())
     return out
+
+
+# Per model and layout (tensor / pipeline / expert parallel degrees), the parts of a stage's states that depend on
+# nothing else: computed once per (spec, layout) and reused by every estimate with other settings (micro-batch,
+# sequence, optimizer, sharding, recipe). ModelSpec is identity-hashed and frozen; the memos are bounded and
+# cleared with the others (estimate/caches.py).
+
+
+@lru_cache(maxsize=64)
+def _layer_stages(num_layers: int, pp: int) -> dict[int, int]:
+    """The pipeline stage of every decoder layer (read only: shared by the callers)."""
+    return {i: k for k, r in enumerate(pipeline_stage_layers(num_layers, pp)) for i in r}
+
+
+def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> bool:
+    """Whether tensor ``t`` lives on pipeline stage ``stage``: its layer's stage; embeddings on the first stage,
+    the final norm and lm_head on the last."""
+    if t.layer >= 0 and t.component != "vision":
+        return layer_stage.get(t.layer) == stage
+    return stage == (last if t.role in ("output", "output_norm") or t.role.startswith("output_norm") else 0)
+
+
+@lru_cache(maxsize=256)
+def _expert_elements(spec: ModelSpec) -> dict[int, int]:
+    """Routed-expert elements per decoder layer (read only)."""
+    out: dict[int, int] = {}
+    for t in model_tensors(spec):
+        if t.component == "experts":
+            out[t.layer] = out.get(t.layer, 0) + t.numel
+    return out
+
+
+@lru_cache(maxsize=256)
+def _embedding_and_head(spec: ModelSpec) -> dict[str, Tensor]:
+    """The token embedding and lm_head tensors by role (read only)."""
+    return {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+
+
+@dataclass(frozen=True)
+class TrainedBase:
+    """The base-model tensors a device of one pipeline stage trains in full fine-tuning (none otherwise): their
+    parameter shapes as the optimizer sees them (after TP / EP splitting), elements per decoder layer, in the head
+    (lm_head, final norm) and in the embeddings, and the largest tensor."""
+
+    shape_counts: tuple[tuple[tuple[int, ...], int], ...]  # (shape, tensors of that shape), first-seen order
+    per_layer_elems: tuple[tuple[int, int], ...]
+    head_elems: int
+    embed_elems: int
+    largest: int
+
+
+@lru_cache(maxsize=256)
+def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool) -> TrainedBase:
+    """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``."""
+    stages = pipeline_stage_layers(spec.num_layers, pp)
+    last = len(stages) - 1
+    layer_stage = _layer_stages(spec.num_layers, pp)
+    tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
+    trained: list[Tensor] = []
+    if full and pp == 1:  # one stage holds every tensor
+        trained = list(model_tensors(spec))
+    elif full:
+        for t in model_tensors(spec):
+            if _in_stage(t, stage, last, layer_stage) or (tied_copy and t.role == "token_embd"):
+                trained.append(t)
+    shapes: list[tuple[int, ...]] = []
+    per_layer_elems: dict[int, int] = {}
+    head_elems = embed_elems = largest = 0
+    for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+        role, comp, _, _, layer, _ = t  # Tensor is a tuple: unpacking is the fast path
+        n = math.prod(shp)
+        n = n if len(shp) == 1 else math.ceil(n / tp)
+        if comp == "experts":
+            n = math.ceil(n / ep)
+        shapes.append(shp if (tp == 1 and ep == 1) else (n,))
+        if layer >= 0 and comp != "vision":
+            per_layer_elems[layer] = per_layer_elems.get(layer, 0) + n
+        elif comp in ("embedding", "vision", "per_layer_embedding") and not (role == "token_embd" and spec.tie_word_embeddings
+                                                              and stage == last):
+            embed_elems += n  # its gradient appears only when the backward reaches the input
+        else:
+            head_elems += n
+        largest = max(largest, n)
+    return TrainedBase(tuple(Counter(shapes).items()), tuple(per_layer_elems.items()), head_elems, embed_elems,
+                       largest)
+
+
+@lru_cache(maxsize=256)
+def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
+    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller)."""
+    stages = pipeline_stage_layers(spec.num_layers, pp)
+    last = len(stages) - 1
+    layer_stage = _layer_stages(spec.num_layers, pp)
+    head = 0
+    layers: dict[int, int] = {}
+    for t in model_tensors(spec):
+        _, comp, shape, _, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
+        if len(shape) == 2 and comp in AUTOCAST_COMPONENTS and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
+            n = math.ceil(numel / tp)
+            if comp == "lm_head":
+                head += n
+            else:
+                layers[layer] = layers.get(layer, 0) + n
+    return head, tuple(layers.items())

@@ -149,15 +149,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
                        else layer_backward_transient(spec, i, act))
             by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
-    terms = {i: by_kind[kind(i)][0] for i in st.layers}
+    of_layer = {i: by_kind[kind(i)] for i in st.layers}
+    terms = {i: of_layer[i][0] for i in st.layers}
     copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt = {i: mode in ("full", "selective-op") and (i + 1) % w.checkpoint_every == 0 for i in st.layers}
     # activations (autocast copies apart) a layer keeps between its forward and its backward
-    act_kept = {i: by_kind[kind(i)][4] if ckpt[i] else by_kind[kind(i)][1] - copies[i] for i in st.layers}
+    act_kept = {i: of_layer[i][4] if ckpt[i] else of_layer[i][1] - copies[i] for i in st.layers}
     # bytes the backward of layer i rebuilds: the checkpointed layer's recompute, or what selective drops
-    recompute = {i: by_kind[kind(i)][5] if ckpt[i] else by_kind[kind(i)][2] for i in st.layers}
-    transient = {i: by_kind[kind(i)][3] for i in st.layers}
+    recompute = {i: of_layer[i][5] if ckpt[i] else of_layer[i][2] for i in st.layers}
+    transient = {i: of_layer[i][3] for i in st.layers}
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
@@ -375,12 +376,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         run_k += act_kept[i]
         run_c += copies_kept[i]
         kept_below[i], copies_below[i] = run_k, run_c
+    all_copies_kept = sum(copies_kept.values())
     for idx, j in enumerate(order):
+        if not (idx in (0, len(order) - 1) or len(order) <= 64):
+            continue  # a long stage keeps its first and last backward layers only (below)
         p = Phase(f"backward layer {j}", dict(base))
         p.parts["activations"] = kept_below[j] + (m - 1) * all_kept + recompute[j]
         if w.activation_offload:  # the node in flight's saved tensors (and a recompute); the rest on the host
             p.parts["activations"] = (act_kept[j] if ckpt[j] else max(t.bytes for t in terms[j])) + recompute[j]
-        live_copies = copies_below[j] + (m - 1) * sum(copies_kept.values()) + (copies[j] if ckpt[j] else 0)
+        live_copies = copies_below[j] + (m - 1) * all_copies_kept + (copies[j] if ckpt[j] else 0)
         if live_copies:
             p.parts["autocast_weight_copies"] = live_copies
         p.parts["rotary_and_masks"] = shared_saved
@@ -392,8 +396,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             p.parts["gradient_buckets"] = p.parts.get("gradient_buckets", 0) + reduce_buf
         if dequant:
             p.parts["dequant_buffer"] = dequant
-        if idx in (0, len(order) - 1) or len(order) <= 64:
-            phases.append(p)
+        phases.append(p)
     if st.has_embedding:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
