@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..specs.workload import parse_engine_version
 from ..units import GiB, MiB
 from . import efficiency as E
 
@@ -206,14 +207,9 @@ CURRENT_VERSION = {"vllm": "0.19", "sglang": "0.5"}
 
 
 def parse_version(version: str) -> tuple[int, int]:
-    """(major, minor) of '0.19', '0.19.1', 'v0.8.5.post1'; InputError for anything else."""
-    text = version.strip().lower().removeprefix("v")
-    parts = text.split(".")
-    try:
-        major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
-    except (ValueError, IndexError):
-        raise InputError(f"engine version must look like 0.19 or 0.19.1, got {version!r}") from None
-    return major, minor
+    """(major, minor) of '0.19', '0.19.1', 'v0.8.5.post1'; InputError for anything else (the syntax is the
+    workload field's: specs/workload.py ``parse_engine_version``)."""
+    return parse_engine_version(version)
 
 
 def step_host(engine: str, version: str | None = None) -> StepHost | None:
@@ -222,7 +218,7 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
     rows = [r for r in STEP_HOST if r.engine == engine]
     if not rows:
         if version is not None:
-            raise InputError(f"an engine version applies to vllm and sglang, not {engine}")
+            raise InputError(f"engine_version applies to engine vllm or sglang, not {engine}")
         return None
     v = parse_version(version if version is not None else CURRENT_VERSION[engine])
     for r in rows:
