@@ -1,4 +1,4 @@
-"""The calculator's "Engine version" field in a real browser: the fits-on grid's speed is the Python API's (and
+"""The calculator's engine "Release" field in a real browser: the fits-on grid's speed is the Python API's (and
 `fit`'s) for the stated release, the copied command and the downloaded request carry it (the request, planned,
 gives the same speed), and a bad version shows the CLI's one line."""
 
@@ -30,7 +30,7 @@ def test_the_grid_command_and_request_carry_the_version(page: Page, server: str,
               concurrency=4).tokens_per_second_total
     assert want is not None and now is not None and want < now  # V0's serial host step, not the current release's
     ready(page, f"/?{QUERY}")
-    assert page.get_by_label("Engine version").input_value() == "0.5"
+    assert page.get_by_label("Release", exact=True).input_value() == "0.5"
     page.wait_for_selector("#fits-grid[data-answered]", timeout=60_000)
     shown = page.locator("#cell-h100-sxm-1").get_attribute("data-tokens-per-second")
     assert shown is not None and float(shown) == want
