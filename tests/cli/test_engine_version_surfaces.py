@@ -118,6 +118,10 @@ def test_plan_of_a_request_file_gives_the_fit_number(tmp_path: Path, python_answ
     assert now["engine_host_seconds_per_step"] == E.VLLM_V1_HOST_STEP_SECONDS.expected
     text = run("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02")
     assert text.returncode == 0 and f"engine_version {VERSION}" in text.stdout, text.stderr
+    md = run("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02", "-o", str(tmp_path / "r.md"))
+    assert md.returncode == 0, md.stderr
+    assert f"| engine host time per decode step (vLLM &lt; 0.6 (V0 engine), engine_version {VERSION}) | 7 ms |" \
+        in (tmp_path / "r.md").read_text()
 
 
 def test_infer_and_estimate_inference_record_it() -> None:

@@ -249,7 +249,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         rule = step_host(engine, version)
         if rule is not None:
             spd.add("engine_host_seconds_per_step", f"engine host time per decode step ({rule.versions}"
-                    + (f", engine_version {version})" if version else ", the current release)"), rule.seconds, "s",
+                    + (f", engine_version {version})" if version else ", the current release)"), rule.seconds or 0.0, "s",
                     f"{rule.mode}: " + ("added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial"
                                         else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
                     + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")

@@ -99,5 +99,6 @@ def _host_step(j: JobPlan) -> str:
     f = next((x for x in j.section("speed").figures if x.key == "engine_host_seconds_per_step"), None)
     if f is None:
         return ""
-    return (f"; engine host step {f'{f.value * 1e3:.3g} ms' if f.value is not None else 'not established'} "
+    shown = "not established (0 s used)" if "not established" in f.formula else f"{f.value * 1e3:.3g} ms"
+    return (f"; engine host step {shown} "
             f"{f.label.removeprefix('engine host time per decode step ')}")
