@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -32,21 +33,22 @@ LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
+# a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch] and
+# an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0); ASCII digits only, at most 32 characters
+_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
+
+
 def parse_engine_version(version: str) -> tuple[int, int]:
     """(major, minor) of an engine release as written: '0.19', '0.19.1', 'v0.8.5.post1'; InputError naming the
-    field for anything else (a number, 'latest'). The syntax only: which rule a release follows is
+    field for anything else (a number, 'latest', '0.5e3'). The syntax only: which rule a release follows is
     estimate/engines.py ``step_host``'s (the one home of the rule)."""
     if not isinstance(version, str):
         raise InputError(f"engine_version must be a release such as '0.19' or '0.19.1' (text), got {version!r}")
-    text = version.strip().lower().removeprefix("v")
-    parts = text.split(".")
-    try:
-        if len(text) > 64 or len(parts) < 2:
-            raise ValueError
-        major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
-    except ValueError:
-        raise InputError(f"engine_version must look like 0.19 or 0.19.1, got {version!r}") from None
-    return major, minor
+    text = version.strip().lower()
+    m = _ENGINE_VERSION.fullmatch(text) if len(text) <= 32 else None
+    if m is None:
+        raise InputError(f"engine_version must look like 0.19 or 0.19.1, got {version!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def normalize_engine(name: str) -> str:
