@@ -88,3 +88,10 @@ def test_a_bad_version_is_a_400_with_the_cli_line(client, route: str, argv: list
     assert r.status_code == 400, r.text
     assert "llmsizer: error: " + r.json()["detail"] == cli.stderr.strip()
     assert r.json()["detail"] == "engine_version must look like 0.19 or 0.19.1, got 'latest'"
+
+
+def test_a_number_is_refused_not_read_as_another_release(client) -> None:
+    """JSON's 0.10 arrives as the number 0.1 (vLLM 0.1, another rule): the release must be text."""
+    r = client.post("/api/v1/fit", json=dict(BODY, device=DEVICE, engine_version=0.10))
+    assert r.status_code == 400 and "give the release as text" in r.json()["detail"], r.text
+    assert "\n" not in r.json()["detail"]
