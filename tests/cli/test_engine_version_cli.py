@@ -44,8 +44,8 @@ def test_the_release_picks_the_rule_and_says_so() -> None:
 
 
 @pytest.mark.parametrize(("extra", "says"), [
-    (["--engine-version", "latest"], "engine version must look like"),
-    (["--engine-version", "0.5e3"], "engine version must look like"),  # was read as 0.53
+    (["--engine-version", "latest"], "engine_version must look like"),
+    (["--engine-version", "0.5e3"], "engine_version must look like"),  # was read as 0.53
     (["--engine-version", "0.13", "--train"], "--engine-version applies to serving"),
 ])
 def test_bad_input_is_one_line_exit_2(extra: list[str], says: str) -> None:
@@ -56,6 +56,6 @@ def test_bad_input_is_one_line_exit_2(extra: list[str], says: str) -> None:
 
 def test_an_engine_without_releases_is_refused() -> None:
     r = run("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19")
-    assert r.returncode == 2 and "vllm and sglang" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    assert r.returncode == 2 and "engine_version applies to engine vllm or sglang, not llamacpp" in r.stderr and r.stderr.count("\n") == 1, r.stderr
     r = run("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--engine-version", "0.19")
     assert r.returncode == 2 and "--engine-version" in r.stderr and r.stderr.count("\n") == 1, r.stderr

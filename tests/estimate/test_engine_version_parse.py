@@ -23,7 +23,7 @@ def test_release_tags_are_read(tag: str, expected: tuple[int, int]) -> None:
 def test_anything_else_is_refused_in_one_line(bad: str) -> None:
     with pytest.raises(InputError) as e:
         parse_version(bad)
-    assert "\n" not in str(e.value) and "engine version must look like" in str(e.value)
+    assert "\n" not in str(e.value) and "engine_version must look like" in str(e.value)
 
 
 def test_a_version_without_its_engine_is_refused() -> None:

@@ -161,9 +161,9 @@ def test_fit_and_validation_use_one_rule() -> None:
     sg = fit(spec, "h100-sxm", engine="sglang", context=640, output_tokens=128)
     assert sg.speed is not None and any("SGLang" in w and "not established" in w for w in sg.speed.warnings)
     for bad in ("abc", "1"):
-        with pytest.raises(InputError, match="engine version"):
+        with pytest.raises(InputError, match="engine_version must look like"):
             fit(spec, "h100-sxm", engine="vllm", engine_version=bad)
-    with pytest.raises(InputError, match="vllm and sglang"):
+    with pytest.raises(InputError, match="engine_version applies to engine vllm or sglang, not llamacpp"):
         fit(spec, "h100-sxm", engine="llamacpp", engine_version="0.19")
 
 

@@ -85,8 +85,6 @@ def register(sub: Any) -> None:
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
-    p.add_argument("--engine-version", help="vllm/sglang: the release whose host work per decode step the speed "
-                   "follows (e.g. 0.13: serial, not established; 0.14 on: overlapped; default: the current release)")
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True)
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
@@ -122,8 +120,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, host_device=args.host_device, engine_version=args.engine_version,
-            **fields)
+            hardware_files=args.hardware_file, host_device=args.host_device, **fields)
     data = r.to_dict()
     data["cost"] = _cost(r, args)
     return data, exit_code(r.fits), r, None

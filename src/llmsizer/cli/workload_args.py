@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.device import ENGINE_RULE_TEXT
+from ..estimate.engines import CURRENT_VERSION
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
     CONCURRENCY,
@@ -118,6 +119,9 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    "... (llama.cpp) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
+    g.add_argument("--engine-version", help="vllm/sglang release, e.g. 0.10.1: picks the engine's host work per decode "
+                   "step, which the speed follows (estimate/engines.py step_host; default: the current release, "
+                   + ", ".join(f"{e} {v}" for e, v in CURRENT_VERSION.items()) + ")")
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
@@ -164,7 +168,8 @@ def add_kv_unified_arg(g: Any) -> None:
                         "sequence (default: llama-server's with -np N, one stream per sequence)")
 
 
-INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "attention", "dtype",
+INFERENCE_FIELDS = ("weights", "context", "concurrency", "output_tokens", "kv_dtype", "engine", "engine_version",
+                    "attention", "dtype",
                     "group_size", "paged_block_size", "gpu_memory_utilization", "mem_fraction_static", "max_num_seqs",
                     "max_num_batched_tokens", "tensor_parallel", "n_gpu_layers", "n_ubatch", "kv_unified",
                     "identical_sequences", "gpus",
@@ -311,7 +316,7 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
-SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "engine_version")
+SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
 SHARED = ("attention", "gpus", "metric")  # --attention and --metric serve both modes; fit's and recommend's --gpus is
 # the training flag

@@ -30,7 +30,6 @@ from .device import (
     target_memory,
     workload_device_kind,
 )
-from .engines import step_host
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
@@ -274,8 +273,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     where = target if instance is not None or n == 1 else f"{n} x {target}"
     eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where,
                                           spec)
-    if engine_version is not None:  # a malformed version, or one for an engine without releases here: exit 2 now
-        step_host(eng, engine_version)
+    if engine_version is not None:  # a workload field: the estimate checks and records it, the speed reads it
+        workload["engine_version"] = engine_version
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)

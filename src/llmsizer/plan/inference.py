@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..estimate.engines import step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
 from ..estimate.formats import unquantized_format
 from ..estimate.inference import estimate_inference
@@ -51,9 +52,12 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
-    """The job's engine_settings when ``engine`` is the job's own engine (the reader refuses a setting of another
-    engine); none for hardware sized on another engine."""
-    return job.engine_settings.fields() if engine is not None and engine == job.engine else {}
+    """The job's engine_settings and engine_version when ``engine`` is the job's own engine (the reader refuses a
+    setting of another engine); none for hardware sized on another engine."""
+    if engine is None or engine != job.engine:
+        return {}
+    return {**job.engine_settings.fields(),
+            **({"engine_version": job.engine_version} if job.engine_version is not None else {})}
 
 
 def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str | None:
@@ -108,7 +112,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          output_tokens=out_peak, weights=pinned, constraints=cons,
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
-                         **{k: v for k, v in job.engine_settings.fields().items() if k == "kv_unified"})
+                         **{k: v for k, v in engine_settings(job, job.engine).items()
+                            if k in ("kv_unified", "engine_version")})
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -238,6 +243,16 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             "tokens/s")
     agg_typ = f_typ.tokens_per_second_total * machines if f_typ and f_typ.tokens_per_second_total else None
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
+    # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
+    if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):
+        version = job.engine_version if engine == job.engine else None
+        rule = step_host(engine, version)
+        if rule is not None:
+            spd.add("engine_host_seconds_per_step", f"engine host time per decode step ({rule.versions}"
+                    + (f", engine_version {version})" if version else ", the current release)"), rule.seconds or 0.0, "s",
+                    f"{rule.mode}: " + ("added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial"
+                                        else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
+                    + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
     notes.facts.update({"ttft_peak": sp_peak.ttft_seconds if sp_peak else None,

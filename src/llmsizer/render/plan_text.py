@@ -62,7 +62,8 @@ def _job_lines(j: JobPlan) -> list[str]:
                    + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
                       "the peak context" if adm is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
-                   f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user")
+                   f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user"
+                   + _host_step(j))
         net = j.section("network")
         extras = [x for x in (net.value("isolation"), "fixed address" if net.value("fixed_address") else None) if x]
         out.append(f"  network   in {_v(j, 'network', 'ingress_typical')}, out {_v(j, 'network', 'egress_typical')} "
@@ -97,3 +98,13 @@ def render_plan_text(plan: Plan) -> str:
     out.append("totals: " + "; ".join(f"{f.label} {format_value(f.value, f.unit)}" for f in t.figures
                                       if f.value is not None))
     return "\n".join(out)
+
+
+def _host_step(j: JobPlan) -> str:
+    """The engine release's host time per decode step (plan/inference.py), when the plan's speed applied one."""
+    f = next((x for x in j.section("speed").figures if x.key == "engine_host_seconds_per_step"), None)
+    if f is None:
+        return ""
+    shown = "not established (0 s used)" if "not established" in f.formula else f"{f.value * 1e3:.3g} ms"
+    return (f"; engine host step {shown} "
+            f"{f.label.removeprefix('engine host time per decode step ')}")

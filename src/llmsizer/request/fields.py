@@ -287,6 +287,8 @@ INFERENCE = (
       kinds=("inference",)),
     F("engine", "enum", "serving engine (default: vllm on data-center GPUs, llamacpp elsewhere)", "vllm",
       choices=ENGINES, kinds=("inference",)),
+    F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
+      "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,
       kinds=("inference",)),
     F("engine_settings", "section", "the serving engine's own settings, as its flags (each optional; default: the "

@@ -26,7 +26,7 @@ from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
-from ..specs.workload import ENGINES, normalize_engine
+from ..specs.workload import ENGINE_SETTINGS, ENGINES, normalize_engine, parse_engine_version
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
@@ -616,6 +616,14 @@ class _Reader:
                 kv_dtype_bytes(j.kv_cache_dtype)
             except InputError as e:
                 self.jerr(i, j, "kv_cache_dtype", str(e))
+        if j.engine_version is not None:  # the workload field's own checks (specs/workload.py), with the line
+            try:
+                parse_engine_version(j.engine_version)
+                if j.engine not in ENGINE_SETTINGS["engine_version"]:
+                    raise InputError(f"applies to engine {' or '.join(ENGINE_SETTINGS['engine_version'])}, not "
+                                     f"{j.engine or 'the default engine'}; set engine: vllm or sglang")
+            except InputError as e:
+                self.jerr(i, j, "engine_version", str(e).removeprefix("engine_version "))
         self.engine_settings_checks(i, j)
         if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
                 and j.adapters.rank is None:

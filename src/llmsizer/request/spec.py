@@ -281,6 +281,7 @@ class InferenceJob(_JobBase):
     # 'none' (unquantized: pinned at the precision or the checkpoint's dtype), else a normalized weight format
     quantization: str | None = None
     engine: str | None = None
+    engine_version: str | None = None  # vllm/sglang release (InferenceWorkload.engine_version); None: the current
     kv_cache_dtype: str | None = None
     engine_settings: EngineSettings = field(default_factory=EngineSettings)
     adapters: Adapters = field(default_factory=Adapters)

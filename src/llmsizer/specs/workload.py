@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -26,9 +27,28 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "mem_fraction_static": ("sglang",), "gpu_memory_utilization": ("vllm",), "paged_block_size": ("vllm",),
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
+    "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
+
+
+# a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch] and
+# an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0); ASCII digits only, at most 32 characters
+_ENGINE_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
+
+
+def parse_engine_version(version: str) -> tuple[int, int]:
+    """(major, minor) of an engine release as written: '0.19', '0.19.1', 'v0.8.5.post1'; InputError naming the
+    field for anything else (a number, 'latest', '0.5e3'). The syntax only: which rule a release follows is
+    estimate/engines.py ``step_host``'s (the one home of the rule)."""
+    if not isinstance(version, str):
+        raise InputError(f"engine_version must be a release such as '0.19' or '0.19.1' (text), got {version!r}")
+    text = version.strip().lower()
+    m = _ENGINE_VERSION.fullmatch(text) if len(text) <= 32 else None
+    if m is None:
+        raise InputError(f"engine_version must look like 0.19 or 0.19.1, got {version!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def normalize_engine(name: str) -> str:
@@ -71,6 +91,9 @@ class InferenceWorkload:
         per sequence (-no-kvu); None: llama-server's with -np N (estimate/engines.py LLAMACPP_KV_UNIFIED).
     engine: the serving engine (ENGINES); None: the default for the device, chosen by the estimate
         (estimate/device.py ``engine_rule``, the rule fit, recommend and plan use) and recorded as an assumption.
+    engine_version: the release of ``engine`` (vllm, sglang), e.g. '0.10.1'; None: the current release
+        (estimate/engines.py ``CURRENT_VERSION``). It picks the engine's host work per decode step
+        (estimate/engines.py ``step_host``), read by the speed estimate; the memory profile is the current release's.
     identical_sequences: every sequence carries the same tokens (benchmarks such as llama-batched-bench feed token 0
         to all); changes which MoE experts a decode step reads (formulas/speed.py eqs. 5, 11), not the memory.
         False (a server's distinct prompts) by default.
@@ -84,6 +107,7 @@ class InferenceWorkload:
     kv_dtype: str | None = None
     device: str = "gpu"
     engine: str | None = None  # None: the default for the device (estimate/device.py engine_rule)
+    engine_version: str | None = None  # vllm/sglang release (estimate/engines.py step_host); None: the current one
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
@@ -115,6 +139,8 @@ class InferenceWorkload:
     def __post_init__(self) -> None:
         if isinstance(self.engine, str):
             object.__setattr__(self, "engine", normalize_engine(self.engine))
+        if self.engine_version is not None:
+            parse_engine_version(self.engine_version)
         if self.context <= 0:
             raise InputError(f"context must be a positive number of tokens, got {self.context}")
         if self.concurrency <= 0:

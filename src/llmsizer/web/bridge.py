@@ -98,6 +98,11 @@ def _words(key: str, value: Any, negatable: bool = False) -> list[str]:
                   key)
 
 
+# fields whose value a JSON number would change: refused as numbers, with why
+TEXT_ONLY = {"engine_version": "give the release as text, e.g. \"0.10\" (a JSON number drops trailing zeros: 0.10 "
+                               "is 0.1, another release)"}
+
+
 def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable[str] = (),
           positionals: Iterable[str] = ()) -> argparse.Namespace:
     """Parse ``fields`` (a JSON body or query parameters) as the command line of ``command``; ``skip`` are fields
@@ -115,6 +120,8 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
                                "with - written _ (e.g. kv_dtype for --kv-dtype)", str(key)[:64])
         if key in DENIED:
             raise Problem(400, f"field '{key}' is not accepted by the web API: {DENIED[key]}", key)
+        if key in TEXT_ONLY and isinstance(value, (int, float)) and not isinstance(value, bool):
+            raise Problem(400, f"field '{key}': {TEXT_ONLY[key]}, got the number {value!r}", key)
         given[_option(key)] = key
         words += _words(key, value, _option(key) in negatable)
     words += ["--", *positionals] if positionals else []

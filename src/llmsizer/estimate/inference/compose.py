@@ -103,6 +103,13 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device.architecture, device.id)
     if note is not None:
         est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
+    if w.engine_version is not None:  # recorded: the memory is the profile's; the release moves the speed (fit)
+        rule = E.step_host(str(w.engine), w.engine_version)
+        est = Estimate(est.kind, est.model, est.items, (*est.assumptions, Assumption(
+            "engine_version", w.engine_version, False,
+            f"{rule.versions if rule else w.engine_version}: picks the engine's host work per decode step "
+            "(estimate/engines.py step_host), which the speed estimate (fit, recommend, plan) reads; the memory "
+            "profile is the current release's")), est.warnings, est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()

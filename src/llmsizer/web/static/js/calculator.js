@@ -212,6 +212,7 @@ async function grid() {
       if (ctl.signal.aborted || !cell) return;
       cell.className = `cell ${r.fits ? "fits" : "nofit"}`;
       cell.dataset.fits = String(r.fits);
+      if (r.tokens_per_second_total != null) cell.dataset.tokensPerSecond = String(r.tokens_per_second_total);
       const lines = [el("b", {}, r.fits ? "fits" : "does not fit"),
         `${formatBytes(r.memory_per_device)} of ${formatBytes(r.budget_per_device)}`];
       if (r.fits && r.speed) lines.push(el("br"), `${formatRate(r.tokens_per_second_total)} tok/s, TTFT ${formatSeconds(r.speed.ttft_seconds)}`);

@@ -1,6 +1,6 @@
 // Page state <-> URL (a link reproduces the page), and the same state as a CLI command or a request YAML.
 
-export const INFER_FIELDS = ["engine", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
+export const INFER_FIELDS = ["engine", "engine_version", "weights", "context", "concurrency", "output_tokens", "kv_dtype", "device"];
 export const TRAIN_FIELDS = ["method", "rank", "optimizer", "precision", "micro_batch", "seq_len", "grad_accumulation",
   "grad_checkpointing", "gpus", "zero", "fsdp", "tp", "pp", "offload", "gpus_per_node", "network", "grad_sync",
   "train_device", "count", "tokens"];
@@ -100,6 +100,8 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     // what the form names wins (an answer may still be on its way); the answer fills what the form leaves default
     const engine = f.engine || answered.engine;
     if (engine) L.push(`    engine: ${yq(engine)}`);
+    // quoted: unquoted, YAML reads 0.10 as the number 0.1
+    if (f.engine_version) L.push(`    engine_version: ${JSON.stringify(String(f.engine_version))}`);
     const weights = f.weights || (answered.weights !== "file" ? answered.weights : "");
     L.push(`    quantization: ${yq(weights || "none")}`);
     if (f.kv_dtype) L.push(`    kv_cache_dtype: ${yq(f.kv_dtype)}`);
