@@ -380,7 +380,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     budget = memory_budget(usable, hr)
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
-    smallest: tuple[int, str] | None = None
+    # the smallest format tried that does not fit: (bytes per device, format, fit's answer when fit was asked)
+    smallest: tuple[int, str, FitResult | None] | None = None
     refused: str | None = None
     for fmt in ladder:
         why_not = engine_refuses(engine, fmt, dev.architecture, dev.id)
@@ -391,8 +392,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
         except InputError:
             continue
-        if wb / spread > budget:
-            smallest = (int(wb / spread), fmt)
+        if wb / spread > budget:  # the weights alone exceed eq. (1)'s budget: no engine fits them (not asked)
+            smallest = (int(wb / spread), fmt, None)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
@@ -404,7 +405,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not r.fits:
-            smallest = (r.memory_per_device or int(wb / spread), fmt)
+            smallest = (r.memory_per_device or int(wb / spread), fmt, r)
             continue
         r = fit(spec, target, count, **args)
         sp = r.speed
@@ -418,12 +419,19 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if first_fit is not None:
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
-    if smallest is not None:
-        why = (f"does not fit: the smallest format tried ({_fmt_name(smallest[1])}) needs "
-               f"{format_bytes(smallest[0])} per device, budget {format_bytes(int(budget))}")
+    need, budget_shown = None, int(budget)
+    if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
+        failed = smallest[2]
+        why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
+        need, budget_shown = failed.memory_per_device, failed.budget_per_device
+    elif smallest is not None:
+        why = (f"does not fit: the weights alone at the smallest format tried ({_fmt_name(smallest[1])}) need "
+               f"{format_bytes(smallest[0])} per device, more than the {format_bytes(int(budget))} budget "
+               f"({format_bytes(usable)} x (1 - {hr:g} headroom))")
     if refused is not None:
         why = refused if smallest is None else f"{why}; {refused}"
-    return Option(**stub, weights_format="", status="rejected", reasons=(why,), budget_per_device=int(budget))
+    return Option(**stub, weights_format="", status="rejected", reasons=(why,), memory_per_device=need,
+                  budget_per_device=budget_shown)
 
 
 def _fmt_name(fmt: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
-from ..formulas.cost import power_price_per_hour
+from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..models import load_model
 from ..result import Assumption, Estimate
@@ -91,6 +91,9 @@ class FitResult:
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
     duration: Any = None  # training: the Duration behind ``training_time`` (estimate/duration.py), for rendering
+    # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
+    # price and cost are in ``training_time``
+    cost: dict[str, Any] | None = None
 
     @property
     def tokens_per_second_total(self) -> float | None:
@@ -119,6 +122,7 @@ class FitResult:
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details,
+            **({"cost": self.cost} if self.kind == "inference" else {}),
         }
 
     def __str__(self) -> str:
@@ -257,7 +261,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         headroom: float | None = None, engine: str | None = None, weights: str | None = None,
         context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
-        host_device: str | Device | None = None, **workload: Any) -> FitResult:
+        host_device: str | Device | None = None, kwh_price: float | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -334,10 +338,23 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                            bool(d.get("identical_sequences", False)))
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
-    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                     tuple(assumptions), tuple(warnings),
-                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+    r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                  hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                  tuple(assumptions), tuple(warnings),
+                  {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+    return replace(r, cost=serving_cost(device, n, instance, kwh_price, r.tokens_per_second_total))
+
+
+def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,
+                 tokens_per_second: float | None) -> dict[str, Any]:
+    """The hourly price of ``count`` x ``device`` (``hourly_price``: an instance's on-demand price, a given price, or
+    owned hardware's power at ``kwh_price``) and, with a speed, its cost per million output tokens
+    (formulas/cost.py eq. (2) over every replica's tokens/s: the price is the whole target's). The one home of a
+    serving fit's cost: ``fit --json``, the web API's /fit and the Python API's ``fit(...).cost`` read it."""
+    price, kind, how = hourly_price(device, count, instance, kwh_price)
+    return {"price_per_hour": price, "basis": how or kind,
+            "per_million_tokens": cost_per_million_tokens(price, tokens_per_second)
+            if price is not None and tokens_per_second else None}
 
 
 def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: str | Device | None,

@@ -114,8 +114,8 @@ _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
 _MEMO_SIZE = 4096
 
 
-def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "estimate_inference",
-                       spec: ModelSpec | None = None) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
+def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None
+                       ) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
     """The workload an estimate composes, its device and engine decided, and the assumptions that record them.
     ``given``: a workload, or its keyword fields, where ``device`` may also name a catalog device or instance
     (``estimate/device.py`` ``workload_on_device``, the resolver `infer --device`, the web API and `fit` share:
@@ -127,7 +127,7 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "
     return w, notes
 
 
-def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None = None
+def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None
                             ) -> tuple[InferenceWorkload, tuple[Assumption, ...], Device]:
     """``inference_workload`` and the Device it resolved (a generic one for a workload object's kind)."""
     if isinstance(given, InferenceWorkload):
@@ -205,7 +205,7 @@ def _copy(est: Estimate) -> Estimate:
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
-        w = inference_workload(w, spec=spec)[0]
+        w = inference_workload(w, "estimate_inference", spec)[0]
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
         raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
                          "memory")

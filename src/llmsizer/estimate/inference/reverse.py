@@ -46,7 +46,7 @@ def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any])
     if memory is None or memory <= 0:
         raise InputError("a positive memory budget is needed (e.g. --memory 24GiB)")
     spec = load_model(model) if isinstance(model, str) else model
-    return spec, inference_workload(dict(kwargs, memory=memory), spec=spec)[0]  # the engine the estimate would choose
+    return spec, inference_workload(dict(kwargs, memory=memory), "estimate_inference", spec)[0]  # the engine the estimate would choose
 
 
 def max_context(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
