@@ -170,8 +170,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "catalog: driver-reported size where sourced, else the vendor figure read as binary (MEMORY_CONVENTION)")
     mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {headroom:g} headroom)",
             "estimate/verdict.py eq. (1)")
-    fits = bool(est.details["fits"]) if budget_dev is not None else False
-    mem.add("fits", "fits", fits if budget_dev is not None else None, "bool")
+    # no budget (a device of unknown memory): unknown, as train --device says (details.fits null) and the serving
+    # job's facts say; not False, which would read as "does not fit"
+    fits = bool(est.details["fits"]) if budget_dev is not None else None
+    mem.add("fits", "fits", fits, "bool")
     inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")))  # as train's warning
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
