@@ -419,7 +419,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if first_fit is not None:
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
-    need, budget_shown = None, int(budget)
+    need: int | None = None
+    budget_shown: int | None = int(budget)
     if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
         failed = smallest[2]
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"

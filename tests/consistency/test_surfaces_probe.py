@@ -1,0 +1,141 @@
+"""One answer across surfaces, from a new user's probe (session 8): the same question asked through the CLI, the
+Python API, the web API and a request file gets the same numbers. Each test below failed before its fix; the
+expected values are the catalog's sourced prices (the data files, read here as JSON) and fit's own verdict, never
+the surface under test's output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.cli.main import main
+from llmsizer.estimate import device as device_rules
+from llmsizer.estimate.fit import fit, fit_training
+from llmsizer.models import load_model
+
+ROOT = Path(__file__).resolve().parents[2]
+AWS = ROOT / "src" / "llmsizer" / "catalog" / "data" / "hardware" / "instances_aws.json"
+
+
+def run_json(*argv: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main([*argv, "--json"])
+    return code, json.loads(out.getvalue())
+
+
+def aws_price(instance: str) -> float:
+    """The on-demand price of an AWS instance as its catalog row states it (USD/h, with its source)."""
+    rows = json.loads(AWS.read_text())["instances"]
+    row = next(r for r in rows if r["id"] == instance)
+    assert row["price"]["unit"] == "USD/h" and row["price"]["source"]
+    return float(row["price"]["value"])
+
+
+# ------------------------------------------------------------------------------------------- the default engine
+
+@pytest.mark.parametrize("rule", ["engine_rule", "default_engine", "engine_assumption"])
+def test_the_engine_rule_cannot_be_called_without_the_model(rule: str) -> None:
+    """Before, ``spec`` defaulted to None: a caller that left it out skipped the fallback to llama.cpp when the
+    device's engine refuses the checkpoint's format (gpt-oss MXFP4 on a T4: vLLM, which cannot run it)."""
+    params = inspect.signature(getattr(device_rules, rule)).parameters
+    assert all(p.default is inspect.Parameter.empty for p in params.values()), rule
+    assert not hasattr(device_rules, "device_engine_rule")  # the rule without the fallback is private
+
+
+def test_the_engine_rule_falls_back_for_the_checkpoint_it_is_given() -> None:
+    t4 = builtin_catalog().devices["t4"]
+    spec = load_model("gpt-oss-20b")
+    # T4 is Turing (compute capability 7.5); vLLM gates MXFP4 at 8.0 (estimate/formats.py engine_refuses)
+    assert device_rules.engine_rule(t4, 1, None, spec)[0] == "llamacpp"
+    assert device_rules.engine_rule(t4, 1, None, None)[0] == "vllm"  # no model: nothing refused
+
+
+# ------------------------------------------------------------------------------------------------ serving cost
+
+def test_python_fit_prices_serving_as_fit_json_does() -> None:
+    """Before, the serving cost was computed in cli/fit_cmd.py: ``fit(...)`` in Python (and its to_dict) had none."""
+    r = fit("deepseek-v2-lite", "aws-m7i.4xlarge", weights="q4_k_m")
+    code, data = run_json("fit", "deepseek-v2-lite", "--device", "aws-m7i.4xlarge", "--weights", "q4_k_m")
+    assert code == 0
+    assert r.cost == data["cost"] == r.to_dict()["cost"]
+    price = aws_price("aws-m7i.4xlarge")
+    assert r.cost["price_per_hour"] == price
+    tps = r.tokens_per_second_total
+    assert tps and r.cost["per_million_tokens"] == pytest.approx(price / (tps * 3600) * 1e6, rel=1e-12)
+    assert "cost: $0.81/h" in str(r)  # the Python object prints what the command prints
+
+
+# ---------------------------------------------------------------------------------------- recommend's rejection
+
+def test_recommend_rejects_with_fits_verdict() -> None:
+    """Before, a rejected option compared vLLM's reservation (72.17 GiB) with 0.9 x the card (71.68 GiB):
+    'needs 72.17 GiB per device, budget 71.68 GiB', while fit said the KV pool admits 6 of 16 sequences and
+    showed a budget of 79.65 GiB."""
+    wl = ["--weights", "fp8", "--context", "32k", "--concurrency", "16"]
+    _, rec = run_json("recommend", "llama-3.3-70b-instruct", *wl, "--top", "1000", "--provider", "gcp")
+    opt = next(o for o in rec["rejected"] if o["target"] == "gcp-a3-highgpu-2g")
+    r = fit("llama-3.3-70b-instruct", "gcp-a3-highgpu-2g", weights="fp8", context=32768, concurrency=16, speed=False)
+    assert not r.fits and "16 requested" in r.reasons[0]
+    assert r.reasons[0] in opt["reasons"][0]
+    assert opt["memory_per_device"] == r.memory_per_device
+    assert opt["budget_per_device"] == r.budget_per_device
+
+
+def test_recommend_rejection_by_weights_alone_says_so() -> None:
+    """A candidate whose weights alone exceed its budget is not sized further; the reason says it is the weights."""
+    _, rec = run_json("recommend", "llama-3.3-70b-instruct", "--weights", "fp8", "--top", "1000", "--provider", "aws")
+    opt = next(o for o in rec["rejected"] if o["target"] == "aws-g6.xlarge")  # one L4
+    assert "the weights alone at the smallest format tried (fp8)" in opt["reasons"][0]
+
+
+# ------------------------------------------------------------------------------------------- training duration
+
+def test_train_on_several_devices_is_timed_at_the_zero_stage_it_chose() -> None:
+    """Before, `train --device h100-sxm --gpus 8 --tokens 1B` sized memory at the ZeRO stage it chose (1) but timed
+    the run as DDP (6.43 h); `fit --train`, `recommend --train` and the plan said 6.51 h."""
+    wl = ["--method", "full", "--batch", "2", "--seq", "4096", "--grad-checkpointing", "full", "--tokens", "1B"]
+    _, tr = run_json("train", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "8", *wl)
+    _, ft = run_json("fit", "llama-3.1-8b", "--train", "--device", "h100-sxm", "--count", "8", *wl)
+    zero = {a["name"]: a["value"] for a in tr["assumptions"]}["zero"]
+    assert zero == 1
+    assert tr["duration"]["seconds"] == ft["training_time"]["seconds"]
+    py = fit_training("llama-3.1-8b", "h100-sxm", 8, tokens=1e9, method="full", micro_batch=2, seq_len=4096,
+                      grad_checkpointing="full")
+    assert py.training_time is not None and py.training_time["seconds"] == tr["duration"]["seconds"]
+
+
+def test_train_on_an_instance_prices_the_run_as_fit_train() -> None:
+    """Before, `train --device aws-p4d.24xlarge --tokens 100M` gave 0.899 h and no price; fit --train 0.884 h, $19.42."""
+    wl = ["--method", "lora", "--batch", "1", "--seq", "4096", "--grad-checkpointing", "full", "--tokens", "100M"]
+    _, tr = run_json("train", "qwen3-30b-a3b", "--device", "aws-p4d.24xlarge", *wl)
+    _, ft = run_json("fit", "qwen3-30b-a3b", "--train", "--device", "aws-p4d.24xlarge", *wl)
+    price = aws_price("aws-p4d.24xlarge")
+    assert tr["duration"]["price_per_hour"] == ft["training_time"]["price_per_hour"] == price
+    assert tr["duration"]["seconds"] == ft["training_time"]["seconds"]
+    assert tr["duration"]["cost"] == pytest.approx(price * tr["duration"]["seconds"] / 3600, rel=1e-12)
+    assert tr["duration"]["cost"] == ft["training_time"]["cost"]
+
+
+# ----------------------------------------------------------------------------------------- unknown device memory
+
+def test_plan_training_on_a_device_of_unknown_memory_does_not_say_it_does_not_fit(tmp_path: Path) -> None:
+    """Before, the plan's facts said fits: false (its memory section and `train --device` said unknown)."""
+    req = tmp_path / "r.yaml"
+    req.write_text("version: 1\ntitle: cpu\njobs:\n- name: t\n  kind: training\n  model: {name: qwen2.5-0.5b}\n"
+                   "  method: full\n  resources: {device: intel-xeon-spr-8ch, count: 1}\n"
+                   "  settings: {micro_batch: 1, seq_len: 1024, epochs: 1}\n  dataset: {tokens: 1M tokens}\n")
+    assert builtin_catalog().devices["intel-xeon-spr-8ch"].memory_bytes is None  # the premise: no memory size
+    _, plan = run_json("plan", str(req))
+    _, tr = run_json("train", "qwen2.5-0.5b", "--device", "intel-xeon-spr-8ch", "--method", "full", "--batch", "1",
+                     "--seq", "1024")
+    assert tr["details"].get("fits") is None  # no verdict
+    assert plan["jobs"][0]["facts"]["fits"] is None
