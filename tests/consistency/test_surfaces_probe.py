@@ -139,3 +139,21 @@ def test_plan_training_on_a_device_of_unknown_memory_does_not_say_it_does_not_fi
                      "--seq", "1024")
     assert tr["details"].get("fits") is None  # no verdict
     assert plan["jobs"][0]["facts"]["fits"] is None
+
+
+# ------------------------------------------------------------------------------------- the engine default in words
+
+def test_the_request_files_engine_default_states_the_rule_plan_applies(tmp_path: Path) -> None:
+    """Before, the request field said 'default: vllm on data-center GPUs, llamacpp elsewhere', while the plan (the
+    one rule, estimate/device.py engine_rule) serves AWQ weights on one consumer card with vLLM."""
+    from llmsizer.request.fields import INFERENCE
+    from llmsizer.specs.workload import ENGINE_RULE_TEXT
+
+    engine = next(f for f in INFERENCE if f.name == "engine")
+    assert ENGINE_RULE_TEXT in engine.doc
+    req = tmp_path / "r.yaml"
+    req.write_text("version: 1\ntitle: awq\njobs:\n- name: s\n  kind: inference\n  model: {name: qwen2.5-7b}\n"
+                   "  quantization: awq-int4\n  resources: {device: rtx-4090, count: 1}\n"
+                   "  traffic: {concurrency: {typical: 1, peak: 1}, context: {typical: 4096, peak: 4096}}\n")
+    _, plan = run_json("plan", str(req))
+    assert plan["jobs"][0]["hardware"]["engine"] == "vllm"

@@ -26,13 +26,6 @@ from .formats import engine_refuses, requested_format, runs_on_llamacpp_instead
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
-# engine_rule in one line, for --help
-ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
-                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
-                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below "
-                    "compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
-
-
 def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> tuple[str, str]:
     """``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,

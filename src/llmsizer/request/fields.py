@@ -13,7 +13,7 @@ from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, UTILIZATION
 from ..specs.training import CHECKPOINT_IMPLS, FLOAT8_RECIPES, GRAD_SYNC, KERNELS, LOSSES, NF4_QUANTIZERS
-from ..specs.workload import ENGINES, SPLIT_MODES
+from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -271,7 +271,7 @@ INFERENCE = (
     F("quantization", "weights", "the weight format served (fp8, awq-int4, q4_k_m, ...), or 'none': unquantized, "
       "pinned at the precision (else the checkpoint's dtype); left out, the plan may choose a format", "none",
       kinds=("inference",)),
-    F("engine", "enum", "serving engine (default: vllm on data-center GPUs, llamacpp elsewhere)", "vllm",
+    F("engine", "enum", f"serving engine (default: {ENGINE_RULE_TEXT})", "vllm",
       choices=ENGINES, kinds=("inference",)),
     F("kv_cache_dtype", "str", "KV cache dtype (bf16, fp8, q8_0, ...; default: the engine's)", template=False,
       kinds=("inference",)),

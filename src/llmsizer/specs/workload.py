@@ -13,6 +13,12 @@ ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 MEMORY_METRICS = ("allocated", "reserved", "nvidia-smi")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
+# estimate/device.py engine_rule in one line (the engine a serving workload runs on when none is named), for --help
+# and the request field's description: kept beside ENGINES so every surface below and above the core quotes one text
+ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
+                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
+                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU "
+                    "(vLLM: MXFP4 below compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
 # How each engine calls itself in prose (what a rendered sentence names).
 ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang"}
 DEVICES = ("gpu", "cpu")
