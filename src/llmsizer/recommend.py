@@ -726,19 +726,3 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                           tuple(assumptions), tuple(warnings))
 
 
-_DURATION = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in '3d', '12h', '90m', '45s', '1.5w' or a plain number of seconds."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise InputError(f"duration must be positive, got {text}")
-        return float(text)
-    m = __import__("re").fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text).lower())
-    if not m or m.group(2) not in ("", *_DURATION):
-        raise InputError(f"cannot read {text!r} as a duration; write e.g. '3d', '12h', '90m', '3600'")
-    value = float(m.group(1)) * _DURATION.get(m.group(2) or "s", 1)
-    if value <= 0:
-        raise InputError(f"duration must be positive, got {text!r}")
-    return value

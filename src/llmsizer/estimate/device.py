@@ -18,6 +18,7 @@ from typing import Any
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
+from ..numbers import BYTES, check_number
 from ..result import Assumption
 from ..specs import ModelSpec
 from ..units import format_bytes
@@ -78,6 +79,14 @@ def _device_engine_rule(device: Device, count: int, weights: str | None) -> tupl
     return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
 
 
+def check_engine_on_device(engine: str, device: Device) -> None:
+    """Refuse (InputError, exit 2) a GPU-serving engine (vLLM, SGLang: CUDA/ROCm servers) on a CPU or Apple
+    silicon: the one check ``fit``, ``infer --device``, the web API and ``estimate_inference`` apply."""
+    if engine in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
+        where = f"device {device.kind}" if device.origin == "generic" else f"{device.id} ({device.kind})"
+        raise InputError(f"the {engine} profile models GPU serving, not {where}: use engine llamacpp or transformers")
+
+
 def default_engine(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> str:
     """The engine of ``engine_rule``."""
     return engine_rule(device, count, weights, spec)[0]
@@ -108,6 +117,7 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     GPU only the Metal working-set share of it."""
     notes: list[Assumption] = []
     if memory is not None:
+        memory = int(check_number(memory, "memory", BYTES))  # a Python caller's "24GiB": one line naming it
         notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
         base = memory
     else:

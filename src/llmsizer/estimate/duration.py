@@ -58,6 +58,7 @@ from ..formulas.training_time import (
     training_flops_per_token,
 )
 from ..formulas.weight_formats import weight_bytes
+from ..numbers import TRAIN_TOKENS, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
@@ -666,8 +667,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     without it one data-parallel replica per device with the method/sequence given here. Tensor/pipeline-parallel
     runs use Megatron's at-scale utilisation (efficiency.TRAINING_HFU) with no separate communication term.
     ``flops``: the FLOP count of these same settings when the caller already has it."""
-    if tokens <= 0:
-        raise InputError(f"tokens must be positive, got {tokens}")
+    tokens = float(check_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)

@@ -20,11 +20,13 @@ from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..models import load_model
+from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
 from .device import (
+    check_engine_on_device,
     engine_assumption,
     resolve_target,
     target_memory,
@@ -141,8 +143,8 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
     network) a whole multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
-    if count is not None and count < 1:
-        raise InputError(f"count must be at least 1, got {count}")
+    if count is not None:
+        count = int(check_number(count, "count", COUNT))
     n = count or inst_count or 1
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
@@ -278,9 +280,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)
-    if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
-        raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
-                         "transformers")
+    check_engine_on_device(eng, device)
     if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer
         if eng != "llamacpp":  # ran on the CPU (exit 0)
             raise InputError(f"host_device applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")

@@ -22,7 +22,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
-from ..device import engine_assumption, generic_device, workload_on_device
+from ..device import check_engine_on_device, engine_assumption, generic_device, workload_on_device
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
@@ -96,6 +96,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         return _copy(hit[1])
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
                                                spec)
+    check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
     est = _with_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
@@ -225,9 +226,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
-    if w.device == "cpu" and w.engine in ("vllm", "sglang"):
-        raise InputError(f"the {w.engine} profile models GPU serving; use engine transformers or llamacpp for "
-                         "device cpu")
+    check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     acc = Acc()
     profile = E.PROFILES[str(w.engine)]
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))

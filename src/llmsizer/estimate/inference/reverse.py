@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...models import load_model
+from ...numbers import BYTES, check_number
 from ...specs import InferenceWorkload, ModelSpec
 from . import estimate_inference
 from .compose import inference_workload
@@ -43,6 +44,8 @@ def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, leve
 
 
 def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any]) -> tuple[ModelSpec, InferenceWorkload]:
+    if memory is not None:
+        memory = int(check_number(memory, "memory", BYTES))  # "24GiB" from Python: one line, not a TypeError
     if memory is None or memory <= 0:
         raise InputError("a positive memory budget is needed (e.g. --memory 24GiB)")
     spec = load_model(model) if isinstance(model, str) else model
