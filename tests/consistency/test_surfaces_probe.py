@@ -157,3 +157,22 @@ def test_the_request_files_engine_default_states_the_rule_plan_applies(tmp_path:
                    "  traffic: {concurrency: {typical: 1, peak: 1}, context: {typical: 4096, peak: 4096}}\n")
     _, plan = run_json("plan", str(req))
     assert plan["jobs"][0]["hardware"]["engine"] == "vllm"
+
+
+# ------------------------------------------------------------------------------- a plan with no hardware to fit on
+
+def test_a_service_with_no_hardware_is_sized_on_the_engine_infer_chooses(tmp_path: Path) -> None:
+    """Before, a plan whose service found no hardware sized it on vLLM ('job.engine or "vllm"', 17.67 GiB) while
+    `infer` with no device uses the one rule's engine for a GPU known only by its kind, transformers (16.34 GiB)."""
+    req = tmp_path / "r.yaml"
+    req.write_text("version: 1\ntitle: none\njobs:\n- name: s\n  kind: inference\n  model: {name: llama-3.1-8b}\n"
+                   "  traffic: {concurrency: {typical: 1, peak: 1}, context: {typical: 4096, peak: 4096}}\n"
+                   "  latency: {ttft: 1 ms}\n")  # no catalog option meets 1 ms: no hardware
+    _, plan = run_json("plan", str(req))
+    job = plan["jobs"][0]
+    assert job["hardware"]["origin"] == "none"
+    _, infer = run_json("infer", "llama-3.1-8b", "--context", "4096")
+    engine = next(a for a in infer["assumptions"] if a["name"] == "engine")
+    assert engine["default"] and engine["value"] == "transformers"
+    assert f", {engine['value']}) on no hardware" in job["summary"]
+    assert job["facts"]["memory_need"] == infer["totals"]["device"]["bytes"]

@@ -114,7 +114,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     pc = count_params(spec)
     s = job.settings
     seq_len = s.seq_len or TrainingWorkload.seq_len
-    micro = s.micro_batch or 1
+    micro = s.micro_batch or TrainingWorkload.micro_batch
     accum = s.grad_accumulation or 1
     per_epoch, tokens, tokens_how = _tokens(job, seq_len, notes)
     deadline = deadline_seconds(job, req, ctx.today, notes)
@@ -427,7 +427,7 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
     tp, pp = s.tp or 1, s.pp or 1
     dp = max(1, gpus // (tp * pp))
     accum = s.grad_accumulation or 1
-    micro = s.micro_batch or 1
+    micro = s.micro_batch or TrainingWorkload.micro_batch
     seq = s.seq_len or TrainingWorkload.seq_len
     net.add("devices", "devices / machines", f"{gpus} on {hw.nodes}", "text",
             f"data-parallel {dp} x tensor-parallel {tp} x pipeline {pp}")
