@@ -155,7 +155,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     if usable:
         fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
             if "fsdp" not in fields else fields
-    w_prec = str(fields.get("precision", "bf16-mixed"))
+    w_prec = str(fields.get("precision", TrainingWorkload.precision))
 
     # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
     mem = Sec("memory", "Memory per device")
