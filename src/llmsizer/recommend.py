@@ -378,6 +378,14 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if usable is None:
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
     budget = memory_budget(usable, hr)
+    # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
+    offloaded = engine == "llamacpp" and any((fields or {}).get(k) is not None for k in ("n_gpu_layers", "n_cpu_moe"))
+    # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
+    # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
+    # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
+    shares = ("gpu_memory_utilization", "mem_fraction_static")
+    own_share = engine == "sglang" or any((fields or {}).get(k) is not None for k in shares)
+    weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
     # the smallest format tried that does not fit: (bytes per device, format, fit's answer when fit was asked)
@@ -392,8 +400,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
         except InputError:
             continue
-        if wb / spread > budget:  # the weights alone exceed eq. (1)'s budget: no engine fits them (not asked)
-            smallest = (int(wb / spread), fmt, None)
+        if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
+            smallest = (int(wb / spread), fmt, None)          # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
@@ -426,9 +434,10 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
     elif smallest is not None:
+        limit = (f"the device's {format_bytes(usable)}" if own_share else
+                 f"the {format_bytes(int(budget))} budget ({format_bytes(usable)} x (1 - {hr:g} headroom))")
         why = (f"does not fit: the weights alone at the smallest format tried ({_fmt_name(smallest[1])}) need "
-               f"{format_bytes(smallest[0])} per device, more than the {format_bytes(int(budget))} budget "
-               f"({format_bytes(usable)} x (1 - {hr:g} headroom))")
+               f"{format_bytes(smallest[0])} per device, more than {limit}")
     if refused is not None:
         why = refused if smallest is None else f"{why}; {refused}"
     return Option(**stub, weights_format="", status="rejected", reasons=(why,), memory_per_device=need,

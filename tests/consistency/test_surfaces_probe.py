@@ -176,3 +176,15 @@ def test_a_service_with_no_hardware_is_sized_on_the_engine_infer_chooses(tmp_pat
     assert engine["default"] and engine["value"] == "transformers"
     assert f", {engine['value']}) on no hardware" in job["summary"]
     assert job["facts"]["memory_need"] == infer["totals"]["device"]["bytes"]
+
+
+def test_recommend_does_not_reject_by_a_share_smaller_than_the_one_given() -> None:
+    """Before, recommend dropped every rung whose weights exceeded 0.9 x the card before asking fit, so with
+    --gpu-memory-utilization 0.99 it rejected Llama-3.1-70B AWQ (37.04 GiB) on one A100-40GB that fit says fits."""
+    wl = ["--weights", "awq-int4", "--engine", "vllm", "--gpu-memory-utilization", "0.99", "--context", "512"]
+    code, fdata = run_json("fit", "llama-3.1-70b-instruct", "--device", "gcp-a2-highgpu-1g", *wl)
+    assert code == 0 and fdata["fits"]
+    _, rec = run_json("recommend", "llama-3.1-70b-instruct", *wl, "--provider", "gcp", "--top", "100")
+    opt = next(o for o in rec["options"] if o["target"] == "gcp-a2-highgpu-1g")
+    assert opt["status"] in ("chosen", "meets")
+    assert opt["memory_per_device"] == fdata["memory_per_device"]
