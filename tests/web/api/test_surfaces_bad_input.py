@@ -82,3 +82,13 @@ def test_python_api_bad_numbers_name_the_field(call, field: str) -> None:
         call()
     msg = str(e.value)
     assert msg.startswith(f"{field}: ") and "\n" not in msg
+
+
+def test_a_request_file_given_as_the_model_says_where_it_goes(tmp_path) -> None:
+    """Before: '<file>: the file is not valid JSON (line 1, column 1: Expecting value)' for a new user's request file
+    given to `infer` / `fit` / `train`."""
+    req = tmp_path / "my-request.yaml"
+    req.write_text("version: 1\ntitle: x\njobs: []\n")
+    for cmd in (("infer",), ("train",), ("fit", "--device", "h100-sxm")):
+        line = _cli_line(cmd[0], str(req), *cmd[1:])
+        assert "a YAML file is not a model" in line and "llmsizer plan" in line
