@@ -188,3 +188,21 @@ def test_recommend_does_not_reject_by_a_share_smaller_than_the_one_given() -> No
     opt = next(o for o in rec["options"] if o["target"] == "gcp-a2-highgpu-1g")
     assert opt["status"] in ("chosen", "meets")
     assert opt["memory_per_device"] == fdata["memory_per_device"]
+
+
+# ---------------------------------------------------------------------------------------- device memory in words
+
+@pytest.mark.parametrize("name", ["apple-m3-max-64gb", "aws-m7i.4xlarge", "h100-sxm"])
+def test_hardware_show_states_the_memory_fit_budgets_from(name: str) -> None:
+    """Before, `hardware show apple-m3-max-64gb` said 64.00 GiB and nothing more, while every estimate on it starts
+    from 48.00 GiB (Metal's working set); a CPU instance's entry did not say its RAM is the workload's memory."""
+    from llmsizer.estimate.verdict import DEFAULT_HEADROOM, memory_budget
+
+    _, show = run_json("hardware", "show", name)
+    usable = show["usable_memory"]["bytes"]
+    r = fit("qwen2.5-0.5b", name, engine="llamacpp", weights="q4_k_m", speed=False)
+    assert r.budget_per_device == memory_budget(usable, DEFAULT_HEADROOM)
+    if name == "apple-m3-max-64gb":
+        assert usable == int(64 * 2**30 * 0.75)  # vendor 64 GB read as GiB x the working-set share
+    if name == "aws-m7i.4xlarge":
+        assert usable == 64 * 2**30  # the instance's RAM (catalog: 64 GiB)
