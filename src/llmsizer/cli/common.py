@@ -118,6 +118,7 @@ def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable
             raise argparse.ArgumentTypeError(f"expected 1 to {most} comma-separated values, got {text[:80]!r}")
         return tuple(parse(p) for p in parts)
     convert.__name__ = name
+    convert.comma_separated = True  # type: ignore[attr-defined]  # the web API joins a JSON list with commas
     return convert
 count_arg = count_in(AMOUNT)
 

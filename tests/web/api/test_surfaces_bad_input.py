@@ -92,3 +92,29 @@ def test_a_request_file_given_as_the_model_says_where_it_goes(tmp_path) -> None:
     for cmd in (("infer",), ("train",), ("fit", "--device", "h100-sxm")):
         line = _cli_line(cmd[0], str(req), *cmd[1:])
         assert "a YAML file is not a model" in line and "llmsizer plan" in line
+
+
+@pytest.mark.parametrize("body,words", [
+    ({"context": [1024, 65536]}, "one value expected, got a list"),  # answered for context 65536 before
+    ({"images": [1]}, "one value expected, got a list"),
+    ({"context": True}, "a value expected"),  # said 'argument --context: expected one argument' before
+])
+def test_the_web_api_refuses_a_field_shaped_for_another_option(body: dict, words: str, client) -> None:
+    r = client.post("/api/v1/infer", json={"model": "llama-3.1-8b", **body})
+    assert r.status_code == 400, r.text
+    problem = r.json()
+    assert words in problem["detail"] and problem["field"] == next(iter(body))
+
+
+def test_a_comma_separated_option_takes_a_json_list(client) -> None:
+    """--free 22GiB,11GiB is one value of comma-separated parts; a JSON list of them means the same (before, the
+    list was sent as --free given twice and the last, 11GiB alone, was one GPU)."""
+    base = {"model": "llama-3.3-70b-instruct", "device": "rtx-3090", "count": 2, "auto": True, "weights": "q4_k_m"}
+    as_list = client.post("/api/v1/fit", json={**base, "free": ["22GiB", "11GiB"]})
+    as_text = client.post("/api/v1/fit", json={**base, "free": "22GiB,11GiB"})
+    assert as_list.status_code == as_text.status_code == 200
+    assert as_list.json() == as_text.json()
+    done = run_cli("fit", "llama-3.3-70b-instruct", "--device", "rtx-3090", "--count", "2", "--auto", "--weights",
+                   "q4_k_m", "--free", "22GiB,11GiB", "--json")
+    import json
+    assert json.loads(done.stdout) == as_list.json()
