@@ -283,6 +283,9 @@ ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", 
                         "PM0104"}
 # the dense b = 2 rows that fed efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU (tests/estimate/test_graphs_off_overhead.py)
 GRAPHS_OFF_CALIBRATION = {"BB44", "BB48", "BB53", "BB58", "BB63", "BB67"}
+# the same six rows fed efficiency.LLAMACPP_FA_STREAM_SHARE through their growth with the prompt depth
+# (tests/estimate/test_fattn_stream_share.py; formulas/flash_attention.py eq. F1)
+FA_STREAM_CALIBRATION = GRAPHS_OFF_CALIBRATION
 ROUTINGS_NOTE = ("llama-batched-bench feeds token 0 to every sequence; identical sequences read the experts of "
                  "c b^alpha routings (formulas/speed.py eq. 11)")
 SPARK_UBATCH = 2048  # every DGX Spark row states "n_ubatch 2048"
@@ -828,8 +831,8 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
         kind = BATCHED if batch > 1 else DECODE
         pred = s.tokens_per_second
         calib = r["id"] in ROUTINGS_CALIBRATION or r["id"] in GRAPHS_OFF_CALIBRATION
-        fed = ("LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU" if r["id"] in GRAPHS_OFF_CALIBRATION
-               else "LLAMACPP_IDENTICAL_ROUTINGS_*")
+        fed = ("LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU and efficiency.LLAMACPP_FA_STREAM_SHARE"
+               if r["id"] in GRAPHS_OFF_CALIBRATION else "LLAMACPP_IDENTICAL_ROUTINGS_*")
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],

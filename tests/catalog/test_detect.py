@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from llmsizer.catalog.detect import Output, detect, read_outputs
+from llmsizer.catalog.detect import Output, apple_configuration, detect, read_outputs
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.errors import InputError
 from llmsizer.readers import system_outputs as so
@@ -93,6 +93,12 @@ def test_system_profiler_hardware(rel: str, chip: str, model: str) -> None:
     assert (m.chip, m.model, m.memory_bytes, m.memory_text) == (chip, model, 16 * GiB, "Memory: 16 GB")
 
 
+@pytest.mark.parametrize("rel, cores", [("apple-m1-8c-macbookair-glpi.txt", 8), ("apple-m1-7c-macbookair-notes.txt", 7)])
+def test_system_profiler_displays_gpu_cores(rel: str, cores: int) -> None:
+    g = so.parse_system_profiler_displays(text(f"system_profiler-SPDisplaysDataType/{rel}"))
+    assert (g.chipset, g.cores, g.cores_text) == ("Apple M1", cores, f"Total Number of Cores: {cores}")
+
+
 # -------------------------------------------------------------------------------------- damaged outputs
 
 def _first_lines(rel: str, n: int) -> str:
@@ -114,6 +120,8 @@ def _cut_row(rel: str) -> str:
     (so.parse_meminfo, text("proc-meminfo/16gb-server-openfalcon.txt").split("\n", 1)[1], "MemTotal"),
     (so.parse_system_profiler_hardware, _first_lines("system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt",
                                                      8), "Memory"),
+    (so.parse_system_profiler_displays, _first_lines("system_profiler-SPDisplaysDataType/apple-m1-8c-macbookair-glpi.txt",
+                                                     3), "Chipset Model"),
 ])
 def test_a_damaged_output_is_one_line_error(parse, damaged: str, says: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError) as e:
@@ -186,6 +194,29 @@ def test_apple_maps_to_the_catalog_configuration(rel: str, catalog_id: str) -> N
                   out("sysctl-macos", "sysctl-macos/apple-m1-machdep-cpu-glpi.txt")])
     (d,) = det.devices
     assert (d.id, d.kind, d.catalog_id, d.memory_bytes) == (f"detected-{catalog_id}", "apple", catalog_id, 16 * GiB)
+
+
+def test_apple_gpu_cores_pick_the_gpu_core_bin() -> None:
+    """SPDisplaysDataType's 'Total Number of Cores' picks the bin: the glpi MacBook Air prints 8 (the full M1, whose
+    configurations keep the old ids); the 7 of the second recorded M1 is the 7-core bin for either memory size the
+    M1 was sold with (that output prints no memory size, so the mapping function is called with each)."""
+    det = detect([out("system_profiler-SPHardwareDataType", "system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt"),
+                  out("system_profiler-SPDisplaysDataType",
+                      "system_profiler-SPDisplaysDataType/apple-m1-8c-macbookair-glpi.txt")])
+    (d,) = det.devices
+    assert d.catalog_id == "apple-m1-16gb"
+    (entry,) = det.document["devices"]
+    assert "8 GPU cores ('Total Number of Cores: 8'" in entry["note"]
+    cat = builtin_catalog()
+    g = so.parse_system_profiler_displays(text("system_profiler-SPDisplaysDataType/apple-m1-7c-macbookair-notes.txt"))
+    for gib in (8, 16):
+        dev = apple_configuration(cat, g.chipset, gib * GiB, g.cores)
+        assert dev is not None and dev.id == f"apple-m1-7c-{gib}gb" and dev.chip == "apple-m1-7c"
+    assert apple_configuration(cat, "Apple M1", 8 * GiB, None).id == "apple-m1-8gb"  # no count: as by name alone
+    # a count the catalog lists as a bin of the chip, and one it does not (the full bin)
+    assert apple_configuration(cat, "Apple M2 Max", 32 * GiB, 30).id == "apple-m2-max-30c-32gb"
+    assert apple_configuration(cat, "Apple M2 Max", 32 * GiB, 38).id == "apple-m2-max-32gb"
+    assert apple_configuration(cat, "Apple M3 Max", 36 * GiB, 30).id == "apple-m3-max-30c-36gb"
 
 
 def test_early_big_sur_sysctl_alone_detects_nothing() -> None:

@@ -330,6 +330,42 @@ def test_apple_gpu_core_bins_carry_their_own_bandwidth() -> None:
         assert b.flops["fp16"].base < a.flops["fp16"].base
 
 
+def test_apple_lower_gpu_core_bins_and_the_memory_they_were_sold_with() -> None:
+    """The smaller GPU-core bins, each its own chip with the memory sizes its sources state (quoted in sources.json):
+    Apple's MacBook Pro (14-inch, 2023) specs '32GB (M2 Pro or M2 Max), 64GB (M2 Max), or 96GB (M2 Max with 38-core
+    GPU)' and '30-core GPU ... 400GB/s'; Ars's M3 Ultra table 'M3 Ultra (low) 96/256GB', 819.2GB/s for both bins;
+    iMore's Mac Studio (2023) table '60-core | 64GB 128GB 192GB'; M1 Ultra 64 / 128 GB; the M3 Pro '18GB ...
+    Configurable to 36GB'; the base M1 7-core '8GB (16GB available)', M2 8-core 8-24 GB, M3 8-core (HotHardware: 'starts
+    at ... 8GB for the base model'), M4 8-core 16-32 GB. Each
+    smaller bin keeps its family's bandwidth and has fewer shader FLOP/s; the old ids stay on the full bin."""
+    cat = builtin_catalog()
+    sizes = {  # bin chip: (memory sizes in GB, the full bin's chip)
+        "apple-m2-max-30c": ({32, 64}, "apple-m2-max"),
+        "apple-m3-ultra-60c": ({96, 256}, "apple-m3-ultra"),
+        "apple-m2-ultra-60c": ({64, 128, 192}, "apple-m2-ultra"),
+        "apple-m1-ultra-48c": ({64, 128}, "apple-m1-ultra"),
+        "apple-m3-pro-14c": ({18, 36}, "apple-m3-pro"),
+        "apple-m1-7c": ({8, 16}, "apple-m1"),
+        "apple-m2-8c": ({8, 16, 24}, "apple-m2"),
+        "apple-m4-8c": ({16, 24, 32}, "apple-m4"),
+        "apple-m3-8c": ({8, 16, 24}, "apple-m3"),
+    }
+    for chip, (gbs, full) in sizes.items():
+        devs = [d for d in cat.devices.values() if d.chip == chip]
+        assert {d.memory_bytes // GiB for d in devs} == gbs, chip
+        whole = [d for d in cat.devices.values() if d.chip == full]
+        for d in devs:
+            assert d.bandwidth == whole[0].bandwidth, chip
+            assert d.flops["fp16"].base < whole[0].flops["fp16"].base, chip
+        assert find_hardware(f"{full}-{min(gbs)}gb").chip == full  # the old id is still the full bin
+    assert find_hardware("apple-m2-max-96gb").chip == "apple-m2-max"  # 96 GB only with the 38-core GPU
+    assert find_hardware("apple-m3-ultra-512gb").chip == "apple-m3-ultra"  # 512 GB only with the 80-core GPU
+    assert find_hardware("m2max-30c-64gb").id == "apple-m2-max-30c-64gb"
+    assert find_hardware("apple-m2-max-30c-32gb").bandwidth == 400e9
+    # the base M3 is the 10-core bin (llama.cpp #4167: 'M3 (10-core GPU)' 3.6 TFLOPS), not the 8-core rate
+    assert find_hardware("apple-m3-16gb").flops["fp16"].base == pytest.approx(3.6e12)
+
+
 def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
     """The RTX 5060 and 5060 Ti (GB206) and the RTX 5050 (GB207, Tweakers 'PCIe 5.0 met acht lanes') are electrically PCIe 5.0 x8 (TechPowerUp's x8 scaling review, Tom's
     Hardware, Digital Foundry '~32GB/s'): half the x16 link of the other RTX 50 cards."""

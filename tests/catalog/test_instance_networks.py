@@ -7,7 +7,10 @@ articles/virtual-machines/sizes/gpu-accelerated/includes/*-summary.md), Google C
 AWS p5.48xlarge 3200 Gbps EFA, 'P5 and P5e instances ... up to 3,200 Gbps of network bandwidth' (EC2 User Guide p5-efa),
 'p4de.24xlarge | 4x 100 Gigabit | ENA | EFA', 'p3dn.24xlarge | 100 Gigabit | ENA | EFA' (awsdocs/amazon-ec2-user-guide
 accelerated-computing-instances.md @ d289961); Azure NDv2 '100-Gigabit InfiniBand EDR backend networking'
-(azure-docs ndv2-series.md @ 53bdff6). AWS p5en / p6-b200 have no figure here: no AWS page stating it was reachable."""
+(azure-docs ndv2-series.md @ 53bdff6); AWS p5en.48xlarge and p6-b200.48xlarge '3200 Gigabit' in the same AWS table as
+mechanically transcribed (Mb/s) by aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go
+@ 01a436f: '"p5en.48xlarge": 3200000', '"p6-b200.48xlarge": 3200000' (AWS's page itself was not reachable; the same
+file's p5 3200000, p4de 400000 and p3dn 100000 equal the quotes above)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ STATED = {  # instance id: Gb/s per machine on the GPU fabric, as the provider s
     "aws-p5e.48xlarge": 3200,  # 'up to 32 network cards ... up to 3,200 Gbps'
     "aws-p4de.24xlarge": 4 * 100,  # '4x 100 Gigabit'
     "aws-p3dn.24xlarge": 100,  # '100 Gigabit'
+    "aws-p5en.48xlarge": 3200,  # karpenter's transcription of AWS's table: 3200000 Mb/s (EFAv3)
+    "aws-p6-b200.48xlarge": 3200,  # karpenter's transcription of AWS's table: 3200000 Mb/s (EFAv4)
     "azure-standard_nd40rs_v2": 100,  # '100-Gigabit InfiniBand EDR', not the 24,000 Mbps front end
     "gcp-a2-highgpu-8g": 100,  # 'A2 Standard ... 100 Gbps' max total
 }

@@ -95,20 +95,20 @@ def test_only_steps_of_several_sequences_pay_it() -> None:
 
 
 def test_held_out_dense_rows_improve() -> None:
-    """The 22 dense rows at b >= 4 (not in the fit): median |error| over 14 % without the constant, 11.5 % with it,
-    worst 28.4 % (Gemma-3-4B after a 512-token prompt at b = 32). What remains grows with b at every prompt depth
-    (about 0.4 ms per extra sequence, 11-13 us per sequence and layer), not modelled. (9.9 % while Gemma's sliding
-    layers were taken to read their whole ring at b >= 2: that understated the 4k-prompt rows by 6-12 % and so
-    cancelled part of this cost; engines.LLAMACPP_FA_KV_TILE.)"""
+    """The 22 dense rows at b >= 4 (not in the fit): median |error| 11.5 % without the constant, 5.4 % with it,
+    worst 21.1 % (Gemma-3-4B after a 512-token prompt at b = 16). Before the flash-attention K/V stream share
+    (efficiency.LLAMACPP_FA_STREAM_SHARE) these rows were at 11.5 % with the constant (then 90 us) and over 14 %
+    without; what remains is a per-sequence cost at shallow prompts that does not grow with the depth (Gemma-3-4B
+    and Qwen2.5-7B after 512 tokens at b >= 8: +7 .. +21 %), not modelled."""
     held = [c for c in llamacpp_batched_cases()
             if any(m in c.what for m in DENSE) and int(c.what.rsplit(" b", 1)[1]) >= 4]
     assert len(held) == 22 and not {c.id for c in held} & GRAPHS_OFF_CALIBRATION
     errs = [abs(c.error) for c in held if c.error is not None]
-    assert statistics.median(errs) < 0.12, sorted(errs)
-    assert max(errs) < 0.31, sorted(errs)
+    assert statistics.median(errs) < 0.06, sorted(errs)
+    assert max(errs) < 0.22, sorted(errs)
     with _graphs_off(0.0):  # the same rows without the constant
         before = [abs(c.error) for c in llamacpp_batched_cases() if c.id in {h.id for h in held} and c.error]
-    assert statistics.median(before) > 0.14
+    assert statistics.median(before) > 0.11
 
 
 def test_range_is_the_rows_and_the_graphs_only_measurements() -> None:

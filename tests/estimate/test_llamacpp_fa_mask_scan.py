@@ -94,15 +94,19 @@ def test_long_prompts_stay_fast() -> None:
 
 
 def test_published_depth_trend() -> None:
-    """At each b >= 2 the Gemma rows' errors no longer depend on the prompt depth: the spread across 512/4096/8192
+    """At b = 2-8 the Gemma rows' errors no longer depend on the prompt depth: the spread across 512/4096/8192
     was 6-39 points while the sliding layers were taken to read their whole ring (4k rows -6 to -12 %, 8k +0.5 to
-    +11 %); it is under 8 points now. b = 1 (no scan) keeps every row within 1 %."""
+    +11 %); it is under 8 points now. b = 1 (no scan) keeps every row within 1 %. At b = 16 the shallow row is the
+    worst (+21 % after 512 tokens, +6 % after 8192): with the K/V cells streamed at the flash-attention share
+    (efficiency.LLAMACPP_FA_STREAM_SHARE) what remains is a per-sequence cost that does not grow with the depth, so
+    it weighs most where the step is shortest."""
     cases = [c for c in llamacpp_batched_cases() if "gemma-3-4b-it" in c.what and c.error is not None]
     by_b: dict[int, list[float]] = {}
     for c in cases:
         by_b.setdefault(int(c.what.rsplit(" b", 1)[1]), []).append(c.error)
     assert all(abs(e) < 0.01 for e in by_b[1]), by_b[1]
-    for b in (2, 4, 8, 16):
+    for b in (2, 4, 8):
         assert len(by_b[b]) == 3 and max(by_b[b]) - min(by_b[b]) < 0.08, (b, by_b[b])
-    # what remains grows with b at every depth (the per-sequence cost, not modelled)
+    # what remains grows with b (the per-sequence cost at shallow prompts, not modelled)
     assert statistics.mean(by_b[16]) > statistics.mean(by_b[4]) + 0.1
+    assert by_b[16][0] == max(by_b[16]), by_b[16]  # the 512-token row (the table's order: 512, 4096, 8192)

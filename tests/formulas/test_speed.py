@@ -18,6 +18,7 @@ from llmsizer.formulas.speed import (
     phase_time,
     prefill_flops,
     roofline,
+    unfused_attention_time,
 )
 from llmsizer.formulas.training_time import (
     achieved_utilization,
@@ -160,3 +161,30 @@ def test_costs() -> None:
     assert power_cost(700, 10, 0.15, 8) == pytest.approx(8.4)
     with pytest.raises(InputError):
         cost_per_million_tokens(1.0, 0)
+
+
+def test_unfused_attention_is_the_larger_of_the_cache_read_and_the_work() -> None:
+    # eq. (13), hand arithmetic: Llama-3-8B at 2048 cells: F = 4 x 4096 x 32 x 2048 = 1.0737e9 FLOP; w = 200 at
+    # 330.3e12 FLOP/s -> 200 x 1.0737e9 / 330.3e12 = 0.650 ms; the cache, 2048 x 131072 B = 268.4 MB at
+    # 1008e9 x 0.9 B/s = 0.296 ms: the work term binds
+    f = 4 * 4096 * 32 * 2048
+    kv = 2048 * 131072
+    t = unfused_attention_time(kv, 1008e9, 0.9, f, 330.3e12, 200.0)
+    assert t == pytest.approx(200 * f / 330.3e12)
+    assert t == pytest.approx(0.650e-3, rel=0.001)
+    # with w = 50 the work (0.1625 ms) is below the cache read (0.296 ms): the read binds
+    assert unfused_attention_time(kv, 1008e9, 0.9, f, 330.3e12, 50.0) == pytest.approx(kv / (1008e9 * 0.9))
+    with pytest.raises(InputError):
+        unfused_attention_time(-1.0, 1008e9, 0.9, f, 330.3e12, 200.0)
+    with pytest.raises(InputError):
+        unfused_attention_time(kv, 1008e9, 0.9, f, 330.3e12, 0.0)
+
+
+def test_phase_time_adds_attention_after_the_weight_stream() -> None:
+    # 8e9 B at 1e12 x 0.9 = 8.889 ms, + 3 ms per-layer overhead + 0.65 ms attention = 12.539 ms
+    t = phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9, overhead_seconds=3e-3, attention_seconds=0.65e-3)
+    assert t.seconds == pytest.approx(8e9 / 0.9e12 + 3e-3 + 0.65e-3)
+    assert t.attention_seconds == 0.65e-3 and t.to_dict()["attention_seconds"] == 0.65e-3
+    assert "attention_seconds" not in phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9).to_dict()
+    with pytest.raises(InputError):
+        phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9, attention_seconds=-1.0)

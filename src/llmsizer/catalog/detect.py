@@ -10,7 +10,8 @@ to catalog devices with the catalog's own ``find`` (ids, names, aliases):
 - a CPU (``lscpu`` model name, cleaned of (R), CPU, @ GHz) found in the catalog takes its bandwidth and FLOP/s; the
   memory is ``/proc/meminfo`` MemTotal;
 - an Apple chip and memory size (``system_profiler``/``sysctl``) map to the catalog configuration ('Apple M1' +
-  16 GiB -> apple-m1-16gb);
+  16 GiB -> apple-m1-16gb); the GPU-core count ``system_profiler SPDisplaysDataType`` prints picks the GPU-core bin
+  when the catalog lists one by that count ('Apple M1' + 8 GiB + 7 GPU cores -> apple-m1-7c-8gb);
 - anything not in the catalog becomes a device of its kind with the detected memory; bandwidth and FLOP/s are
   null with a note (never guessed).
 
@@ -45,11 +46,12 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "proc-meminfo": ("/proc/meminfo",),  # a file: read, never run
     "sysctl-macos": ("sysctl", "machdep.cpu.brand_string", "hw.memsize"),
     "system_profiler-SPHardwareDataType": ("system_profiler", "SPHardwareDataType"),
+    "system_profiler-SPDisplaysDataType": ("system_profiler", "SPDisplaysDataType"),
 }
 # nvidia-smi -q is read from a folder only; live, the CSV query gives the same name and memory
 _LIVE = ("nvidia-smi-query-gpu", "rocm-smi-json", "lscpu", "proc-meminfo", "sysctl-macos",
-         "system_profiler-SPHardwareDataType")
-_MACOS = ("sysctl-macos", "system_profiler-SPHardwareDataType")
+         "system_profiler-SPHardwareDataType", "system_profiler-SPDisplaysDataType")
+_MACOS = ("sysctl-macos", "system_profiler-SPHardwareDataType", "system_profiler-SPDisplaysDataType")
 TIMEOUT_S = 10.0
 MEMINFO = Path("/proc/meminfo")
 
@@ -146,7 +148,8 @@ def run_commands(runner: Runner = _run, which: Callable[[str], str | None] = shu
                 skipped.append(f"{meminfo}: not present")
             continue
         if name in _MACOS and sys.platform != "darwin":
-            skipped.append(f"{argv[0]}: macOS only")
+            if f"{argv[0]}: macOS only" not in skipped:  # system_profiler is run for two outputs
+                skipped.append(f"{argv[0]}: macOS only")
             continue
         exe = which(argv[0])
         if exe is None:
@@ -185,6 +188,35 @@ def _catalog_device(cat: HardwareCatalog, names: list[str], kind: str) -> Device
         if isinstance(hw, Device) and hw.kind == kind:
             return hw
     return None
+
+
+_BIN_CORES = re.compile(r"(\d+)-core GPU")
+_PARENS = re.compile(r" \(.*\)")
+_SIZE = re.compile(r" \d+(?:\.\d+)?\s?[GT]B$")
+
+
+def _bin_cores(name: str) -> int | None:
+    m = _BIN_CORES.search(name)
+    return int(m.group(1)) if m else None
+
+
+def apple_configuration(cat: HardwareCatalog, chip: str, memory_bytes: int, gpu_cores: int | None) -> Device | None:
+    """The catalog configuration of the Apple chip ``chip`` ('Apple M1') with ``memory_bytes`` of unified memory:
+    by name ('Apple M1 8GB', as before), and when the GPU-core count is known, the configuration of the same chip
+    and memory whose name states that count ('Apple M1 (8-core CPU, 7-core GPU) 8GB'). A count no configuration
+    states keeps the configuration whose name states none (the full bin, 'Apple M1 8GB'). None: not in the catalog."""
+    base = _catalog_device(cat, [f"{chip} {memory_bytes // so.GIB}GB"], "apple")
+    if base is None or gpu_cores is None:
+        return base
+    same = [d for d in cat.devices.values()
+            if d.kind == "apple" and d.memory_bytes == memory_bytes and _SIZE.sub("", _PARENS.sub("", d.name)) == chip]
+    stated = [d for d in same if _bin_cores(d.name) == gpu_cores]
+    if len(stated) == 1:
+        return stated[0]
+    unstated = [d for d in same if _bin_cores(d.name) is None]
+    if _bin_cores(base.name) not in (None, gpu_cores) and len(unstated) == 1:
+        return unstated[0]
+    return base
 
 
 def _gpu_names(name: str) -> list[str]:
@@ -318,18 +350,19 @@ class _Builder:
         entry["note"] = "; ".join(parts)
         self.add(entry, model, 1, ram, meminfo.source_key if meminfo and ram else "", dev)
 
-    def apple(self, profiler: Output | None, sysctl: Output | None) -> None:
+    def apple(self, profiler: Output | None, sysctl: Output | None, displays: Output | None = None) -> None:
         sp = so.parse_system_profiler_hardware(profiler.text, profiler.what) if profiler else None
         sc = so.parse_sysctl(sysctl.text, sysctl.what) if sysctl else None
-        chip = (sp.chip if sp else "") or (sc.chip if sc else "")
+        gpu = so.parse_system_profiler_displays(displays.text, displays.what) if displays else None
+        chip = (sp.chip if sp else "") or (sc.chip if sc else "") or (gpu.chipset if gpu else "")
+        cores = gpu.cores if gpu is not None and gpu.chipset == chip else None
         # memory: sysctl hw.memsize (bytes) when printed, else system_profiler's 'Memory: 16 GB'
         mem_o, m = ((sysctl, sc) if sc is not None and sc.memory_bytes is not None else (profiler, sp))
         mem = m.memory_bytes if m is not None else None
         if not chip and mem is None:
             self.det.skipped.append("Apple: neither the chip nor the memory size is in the outputs read")
             return
-        dev = (_catalog_device(self.cat, [f"{chip} {mem // so.GIB}GB"], "apple")
-               if chip and mem and mem % so.GIB == 0 else None)
+        dev = apple_configuration(self.cat, chip, mem, cores) if chip and mem and mem % so.GIB == 0 else None
         name = chip or (sc.model if sc else "") or "Apple"
         entry: dict[str, Any] = {"id": f"detected-{dev.id if dev else _slug(chip or 'apple')}",
                                  "name": f"{name} (detected)", "kind": "apple", "vendor": "Apple", "owned": True}
@@ -338,9 +371,11 @@ class _Builder:
             entry["memory"].update(source=mem_o.source_key, where=m.memory_text)
         else:
             entry["memory"] = {"value": None, "note": "no memory size in the outputs read"}
+        gpu_note = (f"; {cores} GPU cores ('{gpu.cores_text}', {displays.source_key})"
+                    if cores is not None and gpu is not None and displays is not None else "")
         if dev is not None:
             _from_catalog(entry, dev, self.cat)
-            entry["note"] = f"bandwidth and FLOP/s from catalog {dev.id}"
+            entry["note"] = f"bandwidth and FLOP/s from catalog {dev.id}" + gpu_note
         else:
             _unknown(entry, f"Apple chip {name!r}" + (f" with {mem // so.GIB} GiB" if mem else ""), "fp16")
             entry["form_factor"] = "laptop" if sp is not None and "Book" in sp.model else "desktop"
@@ -366,8 +401,9 @@ def detect(outputs: list[Output], skipped: list[str] | None = None,
         b.gpus(o, so.parse_rocm_smi_json(o.text, o.what), "AMD")
     if "lscpu" in by or "proc-meminfo" in by:
         b.cpu(by.get("lscpu"), by.get("proc-meminfo"))
-    if "system_profiler-SPHardwareDataType" in by or "sysctl-macos" in by:
-        b.apple(by.get("system_profiler-SPHardwareDataType"), by.get("sysctl-macos"))
+    if any(k in by for k in _MACOS):
+        b.apple(by.get("system_profiler-SPHardwareDataType"), by.get("sysctl-macos"),
+                by.get("system_profiler-SPDisplaysDataType"))
     devices = b.entries
     if not devices:
         raise InputError("hardware detect: nothing detected (no GPU, CPU or Apple output was read"
@@ -400,5 +436,5 @@ def detect_machine(from_dir: str | Path | None = None) -> Detection:
     return detect(outputs, skipped)
 
 
-__all__ = ["COMMANDS", "DetectedDevice", "Detection", "Output", "detect", "detect_machine", "read_outputs",
-           "run_commands"]
+__all__ = ["COMMANDS", "DetectedDevice", "Detection", "Output", "apple_configuration", "detect", "detect_machine",
+           "read_outputs", "run_commands"]

@@ -35,41 +35,69 @@ DECODE_BANDWIDTH_GPU = Factor(
     "decode_bandwidth_efficiency_gpu", 0.55, 0.80, 0.90,
     "NVIDIA AIConfigurator systems/*.yaml mem_bw_empirical_scaling_factor 0.8; llmfit uses 0.55")
 
-# llama.cpp decode on a GPU or Apple silicon, eq. (7) of formulas/speed.py: t = bytes / (B x eta) + L x tau.
-# CALIBRATED (the only speed constants that are): least squares of that form over four llama-bench rows,
-# Llama-3-8B Q4_K_M and F16 tg512 on RTX 3090 and RTX 4090 (XiongjieDai/GPU-Benchmarks-on-LLM-Inference README
-# @00dd2bd, May 2024 build) -> eta 0.923, tau 91.3 us per layer (each GPU alone: eta 0.893 / 0.975, tau 96.9 /
-# 91.4 us). Apple (Metal) from the two M2 Ultra rows of the same table -> eta 0.901, tau 195 us. The calibration rows
-# are marked as such in tests/validation/test_public_speed.py and left out of the error summary; the other rows
-# (DGX Spark, H100-PCIe, RTX A6000, LLaMA-2 rows, M1/M3) are held out. Re-derived from the rows by
-# tests/hardware/test_efficiency_calibration.py. Replaces a flat 0.55 x bandwidth (llmfit), which had no
-# per-layer term and so erred by -30 % on 4B-8B models on DGX Spark and +117 % on H100-PCIe Q4_0.
+# llama.cpp decode on a GPU or Apple silicon, eq. (7) of formulas/speed.py: t = bytes / (B x eta) + L x tau, with the
+# single-token attention of builds without flash attention as eq. (13) (LLAMACPP_UNFUSED_ATTENTION_WORK_* below).
+# CALIBRATED on the named llama-bench rows marked 'calibration' in validation/llamacpp_bench.csv (XiongjieDai/GPU-
+# Benchmarks-on-LLM-Inference README @00dd2bd, May 2024 build, -fa 0), Llama-3-8B Q4_K_M and F16 generating 512 to
+# 8192 tokens: first w of eq. (13) from how each series' step grows from tg512 to tg1024/4096/8192 (eta and tau cancel),
+# then least squares of eq. (7) over the tg512 rows with w F_attn / R_p taken off. NVIDIA: RTX 3090 and RTX 4090
+# (XD01-XD05, XD33, XD34, XD70-XD79) -> eta 0.923, tau 88.5 us per layer (each GPU's tg512 rows alone: eta 0.893 /
+# 0.975, tau 92.3 / 90.0 us); Apple (Metal): M2 Ultra (XD12, XD14, XD124-XD129) -> eta 0.901, tau 184.5 us. Before eq.
+# (13) the same form on the tg512 rows alone gave eta 0.923, tau 91.3 us (Apple 0.901, 195 us), the cache read at the
+# bandwidth. The calibration rows are left out of the error summary; the other rows (DGX Spark, H100-PCIe, RTX A6000,
+# LLaMA-2 rows, every other GPU's and chip's depth rows, M1/M3, llama.cpp discussion #4167) are held out. Re-derived
+# from the rows by tests/hardware/test_efficiency_calibration.py. Replaces a flat 0.55 x bandwidth (llmfit), which had
+# no per-layer term and so erred by -30 % on 4B-8B models on DGX Spark and +117 % on H100-PCIe Q4_0.
 LLAMACPP_DECODE_BANDWIDTH = Factor(
     "llamacpp_decode_bandwidth_efficiency", 0.893, 0.923, 0.975,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512 on RTX 3090 + RTX 4090 (XiongjieDai README @00dd2bd)")
-# Ranges: the envelope of the joint fit and each GPU's own fit (a longer overhead is the slow end). Apple has one
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on RTX 3090 + RTX 4090 (XiongjieDai README @00dd2bd), "
+    "with formulas/speed.py eq. (13)")
+# Ranges: the envelope of the joint fit and each GPU's own tg512 fit (a longer overhead is the slow end). Apple has one
 # calibration device, so no spread is claimed (low = expected = high).
 LLAMACPP_LAYER_OVERHEAD_GPU = Factor(
-    "llamacpp_decode_overhead_per_layer_gpu", 96.9e-6, 91.3e-6, 91.3e-6,
-    "calibrated with llamacpp_decode_bandwidth_efficiency (same four rows); seconds per layer per step")
+    "llamacpp_decode_overhead_per_layer_gpu", 92.3e-6, 88.5e-6, 88.5e-6,
+    "calibrated with llamacpp_decode_bandwidth_efficiency (same sixteen rows); seconds per layer per step")
 LLAMACPP_DECODE_BANDWIDTH_APPLE = Factor(
     "llamacpp_decode_bandwidth_efficiency_apple", 0.901, 0.901, 0.901,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512 on M2 Ultra (XiongjieDai README @00dd2bd)")
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on M2 Ultra (XiongjieDai README @00dd2bd), with "
+    "formulas/speed.py eq. (13)")
 LLAMACPP_LAYER_OVERHEAD_APPLE = Factor(
-    "llamacpp_decode_overhead_per_layer_apple", 195e-6, 195e-6, 195e-6,
-    "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same two rows); seconds per layer per step")
+    "llamacpp_decode_overhead_per_layer_apple", 184.5e-6, 184.5e-6, 184.5e-6,
+    "calibrated with llamacpp_decode_bandwidth_efficiency_apple (same eight rows); seconds per layer per step")
 # The bytes an SM of an NVIDIA GPU streams per cycle in llama.cpp's decode mat-vec kernels (beta of formulas/speed.py
 # eq. 12: B_step = min(e_m B, N_SM f beta)). CALIBRATED on one named row: llama-bench Llama-3-8B F16 tg512 on A100 SXM
 # 80GB, 53.49 tokens/s (validation/llamacpp_bench.csv XD44; XiongjieDai README @eafac9d, the May 2024 professional-GPU
-# table): the row's bytes (15.04 GB) over its step less the per-layer overhead (1 / 53.49 s - 32 x 91.3 us) = 954 GB/s,
-# 47 % of the 2039 GB/s datasheet figure, over 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.26 B per SM-cycle;
+# table): the row's weight bytes (15.01 GB) over its step less the per-layer overhead and the single-token attention of
+# eq. (13) (1 / 53.49 s - 32 x 88.5 us - 85 us = 15.78 ms) = 951 GB/s, 47 % of the 2039 GB/s datasheet figure, over
+# 108 SMs x 1.41 GHz (the FP32 peak's clock) = 6.24 B per SM-cycle (6.26 before eq. 13);
 # re-derived by tests/hardware/test_efficiency_calibration.py. Held out: every other row of that table (A100 PCIe 80GB,
 # H100 PCIe, A100 SXM Q4_K_M, and the GDDR cards it must leave alone: L40S, RTX A6000, RTX 6000 Ada) and the December
 # 2023 H100-PCIe rows XD24/XD26. Before it, the HBM rows were +26 % (H100 PCIe Q4_K_M) to +71 % (A100 SXM F16) fast.
 LLAMACPP_STREAM_BYTES_PER_SM_CYCLE = Factor(
-    "llamacpp_stream_bytes_per_sm_cycle", 6.26, 6.26, 6.26,
+    "llamacpp_stream_bytes_per_sm_cycle", 6.24, 6.24, 6.24,
     "calibrated: llama-bench Llama-3-8B F16 tg512 on A100 SXM 80GB (XiongjieDai README @eafac9d, row XD44); "
     "formulas/speed.py eq. (12)")
+
+# Attention of a single-token decode step without flash attention (formulas/speed.py eq. 13: the KQ and KQV products
+# over the F16 cache cost w x their FLOPs at the kernel path's peak, the cache read inside them). CALIBRATED with the
+# decode constants above (same rows, same derivation: w from each series' growth from tg512 to tg1024/4096/8192,
+# least squares through the origin): NVIDIA (ggml-cuda batched cuBLAS, CUBLAS_COMPUTE_16F: the FP16-accumulate tensor
+# rate) on RTX 3090 + RTX 4090 (each alone: 187.7 / 235.6); Apple (ggml-metal kernel_mul_mv_f16_f32_l4, one simdgroup
+# per cell and head: the FP16 shader rate) on M2 Ultra. Held out: the depth rows of every other GPU and chip (RTX A6000,
+# RTX 6000 Ada, L40S, A100 PCIe/SXM, H100 PCIe, M1 Max, M3 Max, M1) and the December 2023 rows. Re-derived by
+# tests/hardware/test_efficiency_calibration.py. Before eq. (13) the held-out GPUs at tg8192 were +2 .. +29 % fast (the
+# step's growth with depth under-predicted 2.1-4.8x) and M1 Max +38 .. +84 %.
+LLAMACPP_UNFUSED_ATTENTION_WORK_GPU = Factor(
+    "llamacpp_unfused_attention_work_cuda", 195.2, 195.2, 195.2,
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on RTX 3090 + RTX 4090, -fa 0 (XiongjieDai README "
+    "@00dd2bd); FLOPs' worth of FP16-accumulate tensor work per FLOP of a one-column batched cuBLAS product "
+    "(ggml-cuda.cu ggml_cuda_mul_mat_batched_cublas); formulas/speed.py eq. (13)")
+LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE = Factor(
+    "llamacpp_unfused_attention_work_metal", 76.6, 76.6, 76.6,
+    "calibrated: llama-bench Llama-3-8B Q4_K_M/F16 tg512-8192 on M2 Ultra, -fa 0 (XiongjieDai README @00dd2bd); "
+    "FLOPs' worth of FP16 shader work per FLOP of the one-token mat-vec products (ggml-metal "
+    "kernel_mul_mv_f16_f32_l4); formulas/speed.py eq. (13)")
+
 
 # Memory-bound kernels of a training step (norms, rotary, activations, residual adds, the loss: formulas/
 # elementwise_traffic.py eq. E7) stream their tensors at the same empirical share of the datasheet bandwidth that
@@ -161,14 +189,16 @@ def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
 # (validation/llamacpp_batched_bench.csv) and PM0104 (public_measurements.csv): 12 calibration rows, out of the
 # summary; the Qwen3-30B-A3B and gpt-oss-20b rows and every b = 2 row are held out. Re-derived by
 # tests/estimate/test_identical_routings.py. Fitted with the graphs-off time of LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU in
-# eq. (10) (1.98 b^0.56 before it) and the sliding-layer cells of the flash-attention mask scan
-# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it).
+# eq. (10) (1.98 b^0.56 before it), the sliding-layer cells of the flash-attention mask scan
+# (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it), the flash-attention K/V stream share
+# LLAMACPP_FA_STREAM_SHARE (1.69 b^0.60 before it) and the per-layer overhead re-derived with eq. (13) (88.5 us; 1.79
+# b^0.55 with 91.3 us).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.69, 1.69, 1.69,
+    "llamacpp_identical_routings_scale", 1.80, 1.80, 1.80,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
-    "llamacpp_identical_routings_exponent", 0.60, 0.60, 0.60,
+    "llamacpp_identical_routings_exponent", 0.55, 0.55, 0.55,
     "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
 # A llama.cpp CUDA step of b >= 2 sequences runs without CUDA graphs and without the single-column fusions:
 # ggml-cuda.cu check_node_graph_compatibility disables graph capture for any GGML_OP_ADD whose src1 has ne[1] > 1
@@ -183,17 +213,35 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # b = 1 (BB81-BB86, the same prompt; their own errors do not depend on this constant) to b = 2 beyond eq. (10)'s
 # increment, over the layers; the median of the six. Held out: every dense row at b >= 4 and every MoE row;
 # re-derived by tests/estimate/test_graphs_off_overhead.py. The MoE routings of eq. (11) are re-fitted with it.
-# Range: the six rows imply 73-103 us (high = 103 us; 79 us expected and 93 us high before the sliding layers' cells
-# followed the flash-attention mask scan, engines.LLAMACPP_FA_KV_TILE); graphs alone, measured on x86 hosts with the April 2024 build (no
+# Range: the six rows imply 51-81 us (high = 81 us; 90 us expected and 103 us high before the K/V cells were streamed
+# at LLAMACPP_FA_STREAM_SHARE, 79 and 93 us before the sliding layers' cells followed the flash-attention mask scan,
+# engines.LLAMACPP_FA_KV_TILE); graphs alone, measured on x86 hosts with the April 2024 build (no
 # fusions then), are worth less: LLaMA 2 7B Q4_0 tg 116.31 -> 128.27 tokens/s on RTX 3090 and 138.31 -> 146.81 on
 # RTX 4090 (llama.cpp PR #6766, 2024-04-19: 25 and 13 us per layer), H100-PCIe Q4_K_M 143.35 -> 163.83 (issue #6763:
 # 27 us per layer); low = 13 us. All calibration rows are DGX Spark's (a Grace Arm host): on x86 hosts the expected
-# value may overstate a batched step by up to L x 66 us.
+# value may overstate a batched step by up to L x 57 us.
 LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
-    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 90e-6, 103e-6,
+    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 70e-6, 81e-6,
     "calibrated: llama-batched-bench b = 2 vs b = 1 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark "
     "(BB44/48/53, BB58/63/67; build 6918); seconds per layer per step without CUDA graphs (ggml-cuda.cu "
     "check_node_graph_compatibility)")
+# The share of the mat-vec weight stream's rate (the calibrated decode bandwidth factor) that llama.cpp's CUDA
+# flash-attention kernels reach while they stream a batched step's K/V cells (formulas/flash_attention.py eq. F1;
+# the kernel a step runs is fattn.cu's choice, formulas/flash_attention.py fattn_kernel). FITTED on the growth of the
+# step with the prompt depth at a fixed number of sequences, where weights, routings and every per-step constant
+# cancel and only the K/V stream changes: per model, the least-squares slope of the measured step time on eq. F1's
+# K/V seconds at share 1 over the prompts 512/4096/8192, one slope for both models (a common slope with an intercept
+# per model); share = 1 / slope. Rows: the six dense b = 2 rows of DGX Spark (BB44/BB48/BB53 Qwen2.5-Coder-7B Q8_0,
+# vector kernel; BB58/BB63/BB67 Gemma-3-4B Q4_0, mma kernel), already the calibration rows of
+# LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU (which does not enter the slope), so no held-out row is spent. Re-derived by
+# tests/estimate/test_fattn_stream_share.py. Range: the two models' own slopes. Applied to steps of b >= 2
+# sequences only (eq. 10); the single-sequence step keeps its calibrated constants (eq. 7). Every calibration and
+# held-out row is DGX Spark's (LPDDR5X, 48 SMs): on GDDR and HBM GPUs the kernels' share is assumed the same.
+LLAMACPP_FA_STREAM_SHARE = Factor(
+    "llamacpp_fa_stream_share", 0.76, 0.76, 0.76,
+    "fitted: llama-batched-bench b = 2 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark over prompts "
+    "512/4096/8192 (BB44/48/53, BB58/63/67; build 6918): the step's growth with depth over eq. F1's K/V seconds; "
+    "no published batched row of another GPU checks it")
 # Without flash attention llama.cpp writes the KQ scores as F32 (ggml_mul_mat_set_prec(kq, GGML_PREC_F32)), the
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
@@ -387,6 +435,7 @@ READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
 ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
        LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
+       LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
        TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS)
 
@@ -408,6 +457,19 @@ def llamacpp_stream_cap(weights_format: str, device_kind: str, vendor: str,
     if llamacpp_gemm_path(weights_format, device_kind, vendor) is None or not sm_cycles_per_second:
         return None
     return sm_streaming_bandwidth(sm_cycles_per_second, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE.expected)
+
+
+def llamacpp_unfused_attention(weights_format: str, device_kind: str, vendor: str) -> tuple[Factor, str] | None:
+    """The work factor w of eq. (13) (formulas/speed.py) and the catalog peak its kernels run at, for llama.cpp's
+    single-token attention without flash attention: ('fp16_acc16') on NVIDIA GPUs (batched cuBLAS), ('fp16') on
+    Apple GPUs (Metal mat-vec); None elsewhere (CPUs, other GPU vendors: no calibration row)."""
+    if not weights_format.startswith("gguf:"):
+        return None
+    if llamacpp_gemm_path(weights_format, device_kind, vendor) is not None:
+        return LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, "fp16_acc16"
+    if device_kind == "apple":
+        return LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE, "fp16"
+    return None
 
 
 def decode_layer_overhead(device_kind: str, weights_format: str) -> Factor | None:

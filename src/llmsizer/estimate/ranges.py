@@ -102,9 +102,9 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
 
 
-_add("batched decode throughput", "llama.cpp", 0.7944, 1.0740, 57)
+_add("batched decode throughput", "llama.cpp", 0.8331, 1.0569, 57)
 _add("batched decode throughput", "vllm", 0.7234, 1.1687, 12)
-_add("decode throughput", "llama.cpp", 0.7952, 1.1252, 57)
+_add("decode throughput", "llama.cpp", 0.8693, 1.1055, 154)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)

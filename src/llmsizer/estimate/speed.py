@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..formulas import flash_attention as FA
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import kv_cache
 from ..formulas.params import count_params
@@ -28,6 +29,7 @@ from ..formulas.speed import (
     roofline,
     split_decode_time,
     step_overhead,
+    unfused_attention_time,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
@@ -37,6 +39,10 @@ from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
 from .formats import file_kernel_format
+
+# llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
+# quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
+_FA_KV_TYPES = {"fp16": False, "fp32": False, "q8_0": True, "q4_0": True}
 
 
 def compute_dtype_for(fmt: str, device_kind: str, has_fp8: bool) -> str:
@@ -350,8 +356,21 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         return identical_sequence_routings(batch, E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected,
                                            E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected)
 
-    def _llamacpp_batched(batch: int, attn: float, nbytes: float) -> PhaseTime:
-        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once."""
+    def _fattn(batch: int, per_stream: int, streams: int) -> str | None:
+        """The flash-attention kernel ggml-cuda runs for this step (formulas/flash_attention.py fattn_kernel)."""
+        cc = FA.ARCHITECTURE_CC.get(device.architecture)
+        if not flash_attention or cc is None or kv_dtype not in _FA_KV_TYPES:
+            return None
+        dk, dv, heads_kv = spec.head_dim, spec.head_dim, spec.num_kv_heads
+        if spec.mla is not None:  # llama.cpp's MLA cache: one latent "head" of kv_lora_rank + rope, V the latent
+            dk, dv, heads_kv = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim, spec.mla.kv_lora_rank, 1
+        tokens = batch // streams if streams else batch  # one unified stream: every sequence's token in it
+        return FA.fattn_kernel(dk, spec.num_heads, heads_kv, max(tokens, 1), streams, FA.padded_kv_cells(per_stream),
+                               cc, kv_quantized=_FA_KV_TYPES[kv_dtype], head_dim_v=dv)
+
+    def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
+        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
+        ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
         mmq = path == E.MMQ_PATH
         factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
         gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
@@ -379,11 +398,23 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                     " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
             g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
             assumptions.append(Assumption(g.name, g.expected, True, g.source))
+            if kernel is not None:
+                fa = E.LLAMACPP_FA_STREAM_SHARE
+                assumptions.append(Assumption(
+                    "llamacpp_fattn_kernel", kernel, True,
+                    "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
+                    f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
+                    + (f"{batch} streams of one token" if not unified else f"one stream of {batch} tokens")
+                    + " (formulas/flash_attention.py)"))
+                assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
+                                              "eq. F1: the K/V cells at this share of the weight stream's rate)"))
         extra = 2.0 * matmul_params * (batch - 1) / tp
         # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
         graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
+        share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
         return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off)
+                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off,
+                                   kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
     # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
     # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
@@ -411,6 +442,28 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
                    if scan else "")))
 
+    # llama.cpp without flash attention: a single-token step's KQ/KQV products (formulas/speed.py eq. 13)
+    unfused: E.Factor | None = None
+    unfused_peak: float | None = None
+    if llamacpp and not flash_attention:
+        found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
+        if found is not None:
+            unfused, rate_key = found
+            unfused_peak, used_key = device.peak_flops(rate_key)
+            sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
+            if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
+                unfused_peak *= sync.expected
+            if unfused_peak is None:
+                unfused = None
+                warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without flash "
+                                "attention is timed as its cache read only (formulas/speed.py eq. 13 not applied)")
+            elif concurrency == 1:
+                assumptions.append(Assumption(
+                    unfused.name, unfused.expected, True,
+                    f"formulas/speed.py eq. (13): without flash attention the one-token KQ/KQV products take "
+                    f"{unfused.expected} x their FLOPs at the {used_key} peak"
+                    + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
+
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
         # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not skipped)
@@ -427,9 +480,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                 routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
             frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
             w = read_bytes - expert_bytes + expert_bytes * frac
+        kernel = None
         if llamacpp:
             lay = cells_at(batch)
             per_stream, streams = lay.decode_kv(ctx)
+            kernel = _fattn(batch, per_stream, streams)
             extra = lay.window_extra
             if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
                 extra = lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention) - lay.window
@@ -442,9 +497,16 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if peak is None and bw is None:
             return None, None
         if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
-            return _llamacpp_batched(batch, attn, nbytes), roofline(flops, nbytes, peak, bw) if peak else None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed)
-        r = roofline(flops, nbytes, peak, bw) if peak and bw else None
+            return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
+                    roofline(flops, nbytes, peak, bw) if peak else None)
+        t_attn = 0.0
+        if unfused is not None and batch == 1 and bw and unfused_peak:
+            # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
+            # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
+            t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
+            nbytes -= kv
+        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
+        r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
         return t, r
 
     decode, roof_d = decode_at(concurrency)

@@ -76,10 +76,11 @@ than hides under, the weight stream: measured (below), a dense Q8_0 7B model's s
 sequence at a 0.5k context, the size of its 2N FLOPs at the calibrated MMQ rate, while the bytes it adds (its KV)
 take 0.1 ms. With the single-sequence step (7) as the calibrated base::
 
-    t_step(b) = (W_b + sum_s KV(c_s) + S_b) / (B e_m)  +  2 N (b - 1) / (R_k e_k)  +  F_attn(b) / (R_16 e_16)
-                + t_comm + L tau + L tau_g                                                    (10)
+    t_step(b) = (W_b + S_b) / (B e_m)  +  sum_s KV(c_s) / (B e_m eta)  +  2 N (b - 1) / (R_k e_k)
+                +  F_attn(b) / (R_16 e_16)  +  t_comm + L tau + L tau_g                      (10)
 
-W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
+eta the share of the weight stream's rate that the flash-attention kernels reach on the K/V cells
+(formulas/flash_attention.py eq. F1; 1 without flash attention), W_b the weight bytes of (5) at b independent routings (r of eq. 11 when the sequences are identical), S_b the
 recurrent state read and written, N the parameters a token multiplies, R_k e_k the rate of the product's kernel path (eq. 9, dense: n_h = 0), the (b - 1) because the
 first column's products are inside the calibrated single-sequence constants (e_m, tau), and F_attn the b sequences'
 attention FLOPs at the FP16 tensor rate, and tau_g the time per layer that a step of b >= 2 sequences pays because
@@ -141,6 +142,36 @@ N_SM the SM count, f the clock of the stated FP32 peak R_fp32 over c FP32 lanes 
 binds where the memory is wide and the SMs few or slow: HBM parts (A100: 108 SMs at 1.41 GHz against 1.9-2.0 TB/s)
 and not the GDDR cards (RTX 4090: 128 SMs at 2.52 GHz against 1.0 TB/s). beta for llama.cpp is fitted on one named
 row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE).
+
+Attention of one decode token without flash attention (llama.cpp -fa 0, llama-bench's default before 2025). The two
+attention products of a single-token step, KQ (every cached key against the query) and KQV (the softmax weights
+against every cached value), are separate matrix products over the F16 cache with one column per query head, and the
+engines' kernels for them cost in proportion to their arithmetic at the kernel path's peak, not to the cache bytes:
+- ggml-cuda (ggml-org/ggml src/ggml-cuda.cu @8c44bc9, the 2024-05-14 sync of llama.cpp's ggml-cuda.cu,
+  ``ggml_cuda_mul_mat`` L1943-1952): with fast FP16 (Pascal P100, Volta and later) an F16 product with several heads
+  (src1->ne[2] > 1) goes to ``ggml_cuda_mul_mat_batched_cublas`` (L1725-1840): the query converted to F16,
+  cublasGemmBatchedEx / cublasGemmStridedBatchedEx with CUBLAS_COMPUTE_16F (L1759), a GEMM of n = 1 column per
+  head, batched over the heads; a tensor-core GEMM pads that column to a whole tile, so it runs at the FP16 tensor
+  rate on many times its FLOPs.
+- ggml-metal (ggml-org/ggml src/ggml-metal.m and ggml-metal.metal @8c44bc9): an F16 product of one token
+  (ne11 = 1 <= ne11_mm_min, L1474-1505) takes the mat-vec kernel ``kernel_mul_mv_f16_f32_l4`` (.m L1576-1586, nth0 = 32,
+  nth1 = 1; .metal L1552) dispatched as ne01 x ny x heads threadgroups of one 32-thread simdgroup (.m L1779): for KQ,
+  one simdgroup per cached cell and head, each a 128-element dot product closed by a simd_sum reduction, a fixed
+  shader cost per (cell, head) rather than per byte.
+With w the work those kernels do per FLOP of the two products, in units of the path's peak (an engine x backend
+constant), and the cache read inside the same kernels::
+
+    t_attn = max(KV(c) / (B e_m), w F_attn(c) / R_p),      F_attn(c) = 4 d_attn L c              (13)
+
+R_p the FP16 tensor rate (CUDA, the FP16-accumulate rate, x the warp-level mma share on Hopper as for cuBLAS
+prefill) or the FP16 shader rate (Apple). The step of eq. (7) then reads the weights (and recurrent state) at
+B e_m and adds t_attn. Measured (XiongjieDai llama-bench tables of May 2024, tg512 -> tg8192 of Llama-3-8B, -fa 0):
+each added cached cell slows a step by 2.1-4.8x (NVIDIA, 8 GPUs) and 5-10x (Apple, 3 chips) the time of reading its
+K and V at the calibrated bandwidth, and the excess, times R_p, is one figure within about 2x across GPUs whose SM
+count x clock differs 2.6x; w is fitted on named rows (estimate/efficiency.py LLAMACPP_UNFUSED_ATTENTION_WORK). With
+flash attention (llama.cpp's default since -fa auto) KQ, softmax and KQV run in one kernel that streams the cache
+and eq. (13) does not apply. It is the step of one sequence (b = 1); a step of several sequences keeps eq. (10)'s
+attention terms (no published -fa 0 batched row checks eq. 13 there).
 """
 
 from __future__ import annotations
@@ -149,6 +180,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from .flash_attention import fattn_stream_seconds
 
 
 def _positive(name: str, value: float) -> None:
@@ -243,6 +275,18 @@ def sm_streaming_bandwidth(sm_cycles_per_second: float, bytes_per_sm_cycle: floa
     return sm_cycles_per_second * bytes_per_sm_cycle
 
 
+def unfused_attention_time(kv_bytes: float, bandwidth: float, bandwidth_efficiency: float, attn_flops: float,
+                           path_peak: float, work_per_flop: float) -> float:
+    """Eq. (13): seconds of a decode token's KQ and KQV products without flash attention: the larger of reading the
+    cache, ``kv_bytes`` at ``bandwidth`` x ``bandwidth_efficiency``, and ``work_per_flop`` x ``attn_flops`` at the
+    kernel path's peak ``path_peak`` [FLOP/s]."""
+    if kv_bytes < 0 or attn_flops < 0:
+        raise InputError("kv_bytes and attn_flops must not be negative")
+    _positive("path_peak", path_peak)
+    _positive("work_per_flop", work_per_flop)
+    return max(memory_time(kv_bytes, bandwidth, bandwidth_efficiency), work_per_flop * attn_flops / path_peak)
+
+
 def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:
     """Eq. (6): ring all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]."""
     if devices <= 1:
@@ -285,45 +329,59 @@ class PhaseTime:
     memory_seconds: float
     comm_seconds: float
     overhead_seconds: float = 0.0
+    attention_seconds: float = 0.0  # eq. (13): unfused single-token attention products, outside memory_seconds
 
     @property
     def bound(self) -> str:
         if self.comm_seconds > max(self.compute_seconds, self.memory_seconds):
             return "communication"
+        if self.attention_seconds > max(self.compute_seconds, self.memory_seconds):
+            return "attention"
         return "compute" if self.compute_seconds >= self.memory_seconds else "memory"
 
     def to_dict(self) -> dict[str, float | str]:
-        return {"seconds": self.seconds, "compute_seconds": self.compute_seconds,
-                "memory_seconds": self.memory_seconds, "comm_seconds": self.comm_seconds,
-                "overhead_seconds": self.overhead_seconds, "bound": self.bound}
+        out: dict[str, float | str] = {
+            "seconds": self.seconds, "compute_seconds": self.compute_seconds, "memory_seconds": self.memory_seconds,
+            "comm_seconds": self.comm_seconds, "overhead_seconds": self.overhead_seconds, "bound": self.bound}
+        if self.attention_seconds:
+            out["attention_seconds"] = self.attention_seconds
+        return out
 
 
 def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth: float | None,
                compute_efficiency: float, bandwidth_efficiency: float, comm_seconds: float = 0.0,
-               overhead_seconds: float = 0.0) -> PhaseTime:
+               overhead_seconds: float = 0.0, attention_seconds: float = 0.0) -> PhaseTime:
     """Eq. (3) with either resource optional (an unknown peak contributes no lower bound of its own), plus
-    communication and a fixed per-step ``overhead_seconds`` (eq. 7).
+    communication, a fixed per-step ``overhead_seconds`` (eq. 7) and ``attention_seconds``, the unfused attention
+    products of eq. (13) that run after the weight products (their cache read is then not part of ``nbytes``).
 
     Raises InputError when both are unknown."""
     if not peak_flops and not bandwidth:
         raise InputError("need a peak FLOP/s or a memory bandwidth to estimate time")
+    if attention_seconds < 0:
+        raise InputError("attention_seconds must not be negative")
     tc = compute_time(flops, peak_flops, compute_efficiency) if peak_flops else 0.0
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
-    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)
+    return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds + attention_seconds, tc, tm, comm_seconds,
+                     overhead_seconds, attention_seconds)
 
 
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,
                         gemm_peak: float, gemm_efficiency: float, attn_flops: float, attn_peak: float,
                         attn_efficiency: float, comm_seconds: float = 0.0,
-                        overhead_seconds: float = 0.0) -> PhaseTime:
+                        overhead_seconds: float = 0.0, kv_bytes: float = 0.0, kv_share: float = 1.0) -> PhaseTime:
     """Eq. (10): one decode step of several sequences on llama.cpp's CUDA backend: the bytes (weights once, every
     sequence's KV and state) at ``bandwidth`` x ``bandwidth_efficiency``, plus the products' arithmetic beyond the
     first column (``extra_gemm_flops`` = 2 N (b - 1)) at the kernel path's rate, plus the attention FLOPs at the FP16
     rate, plus communication and the fixed per-step ``overhead_seconds`` (eq. 7). The compute terms add to the
-    memory term (kernels of a step run one after another; see eq. 10 in the module doc)."""
-    if nbytes < 0 or extra_gemm_flops < 0 or attn_flops < 0:
-        raise InputError("bytes and FLOPs must not be negative")
-    tm = memory_time(nbytes, bandwidth, bandwidth_efficiency)
+    memory term (kernels of a step run one after another; see eq. 10 in the module doc). ``kv_bytes`` of ``nbytes``
+    are the K/V cells the flash-attention kernels stream at ``kv_share`` of that rate (formulas/flash_attention.py
+    eq. F1; 1: at the rate of the rest)."""
+    if nbytes < 0 or extra_gemm_flops < 0 or attn_flops < 0 or not 0 <= kv_bytes <= nbytes:
+        raise InputError("bytes and FLOPs must not be negative; kv_bytes at most nbytes")
+    tm = memory_time(nbytes - kv_bytes, bandwidth, bandwidth_efficiency)
+    if kv_bytes:
+        tm += fattn_stream_seconds(kv_bytes, bandwidth, bandwidth_efficiency, kv_share)
     tc = compute_time(extra_gemm_flops, gemm_peak, gemm_efficiency) + compute_time(attn_flops, attn_peak,
                                                                                     attn_efficiency)
     return PhaseTime(tm + tc + comm_seconds + overhead_seconds, tc, tm, comm_seconds, overhead_seconds)

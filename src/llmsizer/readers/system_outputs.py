@@ -13,6 +13,8 @@ Outputs read (tests: real recorded outputs in ``tests/fixtures/real_outputs/``):
 - ``/proc/meminfo``: ``MemTotal`` (its ``kB`` is KiB, proc(5));
 - ``sysctl machdep.cpu.brand_string hw.memsize`` (``key: value`` lines, as ``sysctl -a`` prints them);
 - ``system_profiler SPHardwareDataType``: ``Chip`` and ``Memory`` (``16 GB``; read as GiB, MEMORY_CONVENTION).
+- ``system_profiler SPDisplaysDataType``: the Apple GPU's ``Chipset Model`` and, in its block, ``Total Number of
+  Cores`` (the GPU cores, which tell the GPU-core bins of one chip apart: an M1 with 7 or 8).
 
 A damaged output raises ``InputError`` naming the output and what is missing, in one line.
 """
@@ -67,6 +69,15 @@ class AppleMachine:
     memory_bytes: int | None
     memory_text: str  # as printed: '16 GB' or 'hw.memsize: 17179869184'
     model: str = ""
+
+
+@dataclass(frozen=True)
+class AppleGpu:
+    """The GPU of an Apple silicon Mac, from ``system_profiler SPDisplaysDataType``."""
+
+    chipset: str  # 'Apple M1'; '' when no Apple silicon GPU is listed (an Intel Mac's cards)
+    cores: int | None  # GPU cores; None when the block prints no 'Total Number of Cores'
+    cores_text: str  # as printed: 'Total Number of Cores: 7'
 
 
 def _fail(what: str, msg: str) -> InputError:
@@ -224,5 +235,35 @@ def parse_system_profiler_hardware(text: str, what: str = "system_profiler SPHar
                         model=f.get("Model Name", ""))
 
 
-__all__ = ["AppleMachine", "Cpu", "Gpu", "parse_lscpu", "parse_meminfo", "parse_nvidia_smi_csv", "parse_nvidia_smi_q",
-           "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_hardware"]
+def parse_system_profiler_displays(text: str, what: str = "system_profiler SPDisplaysDataType output") -> AppleGpu:
+    """The Apple GPU in ``system_profiler SPDisplaysDataType``: ``Chipset Model: Apple M1`` and the ``Total Number
+    of Cores: 7`` line of the same block (same indentation, before the block ends). An output listing only other
+    GPUs (Intel Macs) gives no chipset; one with no ``Chipset Model`` line at all is damaged."""
+    lines = text.splitlines()
+    seen = False
+    for i, line in enumerate(lines):
+        key, sep, val = line.partition(":")
+        if not sep or key.strip() != "Chipset Model":
+            continue
+        seen = True
+        if not re.fullmatch(r"Apple M\d+(?: (?:Pro|Max|Ultra))?", val.strip()):
+            continue
+        indent = len(line) - len(line.lstrip())
+        for nxt in lines[i + 1:]:
+            depth = len(nxt) - len(nxt.lstrip())
+            if nxt.strip() and depth < indent:
+                break
+            k, s2, v = nxt.partition(":")
+            if s2 and depth == indent and k.strip() == "Total Number of Cores":
+                if not v.strip().isdigit():
+                    raise _fail(what, f"'Total Number of Cores: {v.strip()}' is not a count")
+                return AppleGpu(chipset=val.strip(), cores=int(v.strip()), cores_text=nxt.strip())
+        return AppleGpu(chipset=val.strip(), cores=None, cores_text="")
+    if not seen:
+        raise _fail(what, "no 'Chipset Model:' line")
+    return AppleGpu(chipset="", cores=None, cores_text="")
+
+
+__all__ = ["AppleGpu", "AppleMachine", "Cpu", "Gpu", "parse_lscpu", "parse_meminfo", "parse_nvidia_smi_csv",
+           "parse_nvidia_smi_q", "parse_rocm_smi_json", "parse_sysctl", "parse_system_profiler_displays",
+           "parse_system_profiler_hardware"]
