@@ -17,6 +17,7 @@ import pytest
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.cli.main import main
+from llmsizer.errors import InputError
 from llmsizer.estimate import device as device_rules
 from llmsizer.estimate.fit import fit, fit_training
 from llmsizer.models import load_model
@@ -206,3 +207,22 @@ def test_hardware_show_states_the_memory_fit_budgets_from(name: str) -> None:
         assert usable == int(64 * 2**30 * 0.75)  # vendor 64 GB read as GiB x the working-set share
     if name == "aws-m7i.4xlarge":
         assert usable == 64 * 2**30  # the instance's RAM (catalog: 64 GiB)
+
+
+# --------------------------------------------------------------------------------------------- reverse questions
+
+@pytest.mark.parametrize("device,flag,kw", [("rtx-4090", "--max-context", {}),
+                                            ("apple-m3-max-64gb", "--max-concurrency", {"context": 8192})])
+def test_python_reverse_questions_take_a_device_as_infer_does(device: str, flag: str, kw: dict) -> None:
+    """Before, `infer --device rtx-4090 --max-context` answered 142,592 tokens while the Python API had no way to ask
+    it (max_context needed a memory in bytes; the device's memory, Apple's working-set share, had to be re-derived)."""
+    from llmsizer.estimate.inference.reverse import max_concurrency, max_context
+
+    extra = ["--context", "8192"] if kw else []
+    code, data = run_json("infer", "qwen2.5-7b", "--device", device, flag, *extra)
+    key = flag[2:].replace("-", "_")
+    ask = max_context if key == "max_context" else max_concurrency
+    assert data["reverse"][key] > 0
+    assert ask("qwen2.5-7b", device=device, **kw) == data["reverse"][key]
+    with pytest.raises(InputError, match="memory budget is needed"):
+        ask("qwen2.5-7b", **kw)
