@@ -38,6 +38,7 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     LLAMACPP,
     PREFILL,
     PYTORCH_TRAINING,
+    SGLANG,
     TRAINING_MEMORY,
     TRAINING_SPEED,
     TRANSFORMERS,
@@ -326,13 +327,16 @@ TORCHTITAN_SETTINGS = {"FSDP": dict(compile=False), "FSDP + torch.compile": dict
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_COMPILED = ("torch compile enabled; 8 x A100 with FSDP and CPU offload of the optimizer or a 405B QLoRA: the "
-             "recipes' multi-device settings are not read yet")
+_CPU_OFFLOAD = ("70B full fine-tune with fsdp_cpu_offload: True (README '**= Uses CPU offload with fused optimizer'; "
+                "recipes/configs/llama3_1/70B_full.yaml @30b8519): FSDP2's CPUOffloadPolicy keeps parameters, "
+                "gradients and optimizer states in host memory and steps the optimizer on the CPU; the duration rule "
+                "has no term for those host copies and the host optimizer step")
 _TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
              loss_chunks=8, optimizer_impl="fused")
 _A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
-                   "README table): the A6000 runs used settings the README does not give (activation checkpointing "
-                   "off, unpaged optimizer states?)")
+                   "README table): the A6000 runs used settings the README does not give; even without activation "
+                   "checkpointing (the lightest FLOP count of the recipe) the full row would run at 86 % and the "
+                   "LoRA row at 107 % of the A6000's 154.8 TFLOP/s dense peak, so no stated setting reproduces them")
 _TT32 = dict(method="full", precision="bf16", micro_batch=2, seq_len=4096, packing=True, grad_checkpointing="none",
              optimizer="adamw", compile=True)
 TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
@@ -340,14 +344,23 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # sequence length 2048, and torch compile enabled') with the recipes' configs of the same commit
     # (recipes/configs/llama3_1/8B_*_single_device.yaml: activation checkpointing, CEWithChunkedOutputLoss, bf16;
     # full: bitsandbytes PagedAdamW8bit with optimizer_in_bwd; LoRA: q,v rank 8, fused AdamW; QLoRA: q,k,v,o + MLP
-    # rank 8, fused AdamW). The A6000 rows and the 70B / 405B rows (8 x A100: CPU offload, FSDP) stay unexpressed.
+    # rank 8, fused AdamW). The 8 x A100 rows (one machine, NVLink) take their multi-device configs of the same
+    # commit (lora_finetune_distributed: FSDP2 fully_shard, reshard_after_forward True): 70B_lora.yaml (q,k,v rank
+    # 16, fused AdamW, CEWithChunkedOutputLoss, activation checkpointing) and 405B_qlora.yaml (q,k,v,o + MLP rank 16,
+    # fused AdamW, plain CrossEntropyLoss, activation checkpointing, fsdp cpu_offload False), with the README note's
+    # batch 2 without accumulation (the yaml's batch 1 x accumulation 16 is the config default, not the table's
+    # run). Their Tokens/sec is all eight GPUs' (per GPU, 3497 tokens/s at the 70B LoRA's 4.03e11 FLOPs per token
+    # would be 4.5x the A100's dense peak). The A6000 rows and the 70B full fine-tune with CPU offload stay unexpressed.
     "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
     "PM0701": _A6000_SETTINGS,
     "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
     "PM0703": _A6000_SETTINGS,
     "PM0704": ("llama-3.1-8b", dict(_TT31, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
                                     optimizer="adamw")),
-    **{f"PM07{i:02d}": "README note: " + _COMPILED for i in range(5, 8)},
+    "PM0705": _CPU_OFFLOAD,
+    "PM0706": ("llama-3.1-70b", dict(_TT31, method="lora", rank=16, targets="q,k,v", optimizer="adamw", fsdp="full")),
+    "PM0707": ("llama-3.1-405b", dict(_TT31, method="qlora", rank=16, targets="q,k,v,o,gate,up,down",
+                                      optimizer="adamw", fsdp="full", loss_chunks=1)),
     "PM0710": "baseline without packing: alpaca examples up to 4096 tokens, tokens per micro-batch not given",
     # "+ Packed Dataset": the baseline (no activation checkpointing, optimizer step outside the backward, AdamW,
     # plain cross-entropy: each is a later row) with packing to 4096 tokens
@@ -515,9 +528,10 @@ def vectorlm_case(r: dict[str, str]) -> Case:
 
 # rows that fed a training-speed constant (estimate/efficiency.py), by the constant
 TRAINING_SPEED_CALIBRATION = {"PM0020": "TRAINING_DEVICE_UTILIZATION", "PM0022": "HOST_STAGED_COLLECTIVE_BANDWIDTH",
-                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']",
+                              "PM0501": "TRAINING_UTILIZATION_BY_ARCH['hopper']", "PM0503": "FLOAT8_GEMM_SHARE",
                               "PM0600": "TRAINING_UTILIZATION_CPU_AMX",
-                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere']" for rid in AMPERE_CALIBRATION},
+                              **{rid: "TRAINING_UTILIZATION_BY_ARCH['ampere'] and FLASH_ATTENTION_SHARE"
+                                 for rid in AMPERE_CALIBRATION},
                               "PM0720": "HOST_SECONDS_PER_KERNEL"}
 
 
@@ -672,7 +686,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                     "tokens/s/GPU", pred, value,
                     "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
                     f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
-                    note=("calibration row of efficiency.TRAINING_UTILIZATION_BY_ARCH['hopper']; " if calib else "")
+                    note=(f"calibration row of efficiency.{TRAINING_SPEED_CALIBRATION[rid]}; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
                     f"second mm ({d.flops.formula}); NVLink within each host of 8"
@@ -850,21 +864,22 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 # SpeedEstimate.static_batch_seconds. The PRs name the GPU only as 'A100(-80G)'. For the fused-MoE PRs (#3240, #4002:
 # VB01-VB13) the board is read from the configs they tuned, which vLLM names by the tuning GPU's device name
 # (A100-SXM4-80GB, see each row's notes): summarised. VB14 (#2192, Llama 70B) has no such trace: its settings are
-# assumed (out of the summary and the bands). Every row ran vLLM's V0 engine (host work between decode steps, not
-# overlapped): estimated with engine_step_seconds = efficiency.VLLM_V0_STEP_SECONDS, calibrated on VB07.
+# assumed (out of the summary and the bands). Each row states the vLLM release it ran (engine_version: the last
+# release before the PR's main) and gets that release's host-work rule from estimate/engines.py step_host, the rule
+# fit and every other caller use: vLLM < 0.6 (V0) adds efficiency.VLLM_V0_STEP_SECONDS to each step, calibrated on
+# VB07.
 VLLM_V0_CALIBRATION = "VB07"
 
 
 def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
-    """The static-batch rows; ``engine_step_seconds`` overrides the V0 engine's step time (None: the calibrated
-    ``efficiency.VLLM_V0_STEP_SECONDS``)."""
+    """The static-batch rows, each with its release's host-work rule (``engines.step_host``);
+    ``engine_step_seconds`` replaces the rule by a given serial step time (the calibration test's 0)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
-    from .estimate import efficiency as E
+    from .estimate.engines import step_host
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
-    step = E.VLLM_V0_STEP_SECONDS.expected if engine_step_seconds is None else engine_step_seconds
     out = []
     for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
         dev = builtin_catalog().devices[r["device"]]
@@ -872,20 +887,99 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
-                           engine_step_seconds=step)
+                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
+                           engine_version=r["engine_version"])
+        rule = step_host(r["engine"], r["engine_version"])
+        step = engine_step_seconds if engine_step_seconds is not None else (rule.seconds if rule else None) or 0.0
         calib = r["id"] == VLLM_V0_CALIBRATION
         secs = s.static_batch_seconds
         pred = None if not secs else b * gen / secs
         value = b * gen / float(r["value"])
-        out.append(Case(r["id"], BATCHED, f"vLLM {r['catalog_model']} {r['dtype']} {n}x {r['device']} static batch "
-                        f"b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+        out.append(Case(r["id"], BATCHED, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
+                        f"{r['device']} static batch b{b} p{prompt} g{gen}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
                         f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
                         + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                          f"s); V0 engine step {step * 1e3:.2f} ms; {r['notes']}"))
+                          f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}"))
+    return out
+
+
+# -- current vLLM serving: validation/vllm_serving_tpot.csv (published `vllm serve` runs at a fixed concurrency) ---------
+# Each row is the time per output token (TPOT, excluding the first) of c concurrent sequences, or one sequence's decode
+# tokens/s: one decode step of c sequences, compared with SpeedEstimate.decode (c = 1: tokens/s per user, the decode
+# kind; c > 1: c / step, the batched kind). Each states its vLLM release (all >= 0.14: asynchronous scheduling, so
+# engines.step_host gives max(device, host), eq. 14). VS07 fed efficiency.VLLM_V1_HOST_STEP_SECONDS. Serving TPOT also
+# carries the prefill of arriving requests that shares a step (chunked prefill), which llmsizer's decode step leaves
+# out; the rows say where that is large.
+VLLM_V1_CALIBRATION = "VS07"
+
+
+def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
+    """The current-vLLM serving rows, each estimated with its release's host-work rule."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.engines import step_host
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "vllm_serving_tpot.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, c, prompt, gen = int(r["gpus"]), int(r["concurrency"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=c, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None, engine=r["engine"],
+                           engine_version=r["engine_version"])
+        per_seq = float(r["value"]) if r["unit"] == "tokens/s" else 1e3 / float(r["value"])
+        kind = DECODE if c == 1 else BATCHED
+        pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
+        value = per_seq * c
+        rule = step_host(r["engine"], r["engine_version"])
+        calib = r["id"] == VLLM_V1_CALIBRATION
+        bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
+        out.append(Case(r["id"], kind, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
+                        f"{r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
+                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
+                        f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                        source=r["source"],
+                        note=("calibration row of efficiency.VLLM_V1_HOST_STEP_SECONDS; " if calib else "")
+                        + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
+                          f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
+                          f"{r['notes']}"))
+    return out
+
+
+# -- SGLang: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang 0.4.6.post1 on one H20) ----
+# One sequence of a 1-token prompt generating 2048 tokens; the published speed is (prompt + generated) / time, compared
+# with (prompt + generated) / SpeedEstimate.static_batch_seconds. SGLang's host step is not established
+# (engines.step_host: named, warned, 0 s).
+def sglang_speed_cases(data: str | Path | None = None) -> list[Case]:
+    """The SGLang speed-benchmark rows, each estimated with its release's host-work rule."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / "sglang_speed_benchmark.csv")):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"], engine=r["engine"],
+                           engine_version=r["engine_version"])
+        secs = s.static_batch_seconds
+        pred = None if not secs else b * (prompt + gen) / secs
+        step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
+        out.append(Case(r["id"], DECODE, f"SGLang {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
+                        f"{r['device']} b{b} p{prompt} g{gen}", pred, float(r["value"]), "tokens/s",
+                        None if pred is None else abs(pred / float(r["value"]) - 1) <= TOLERANCE[DECODE],
+                        f"error within \u00b1{TOLERANCE[DECODE]:.0%}",
+                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
+                        note=f"(prompt + generated) tokens/s of one sequence (measured {float(r['value']):.2f}: "
+                             f"{1e3 / float(r['value']):.2f} ms per token); {step}; {r['notes']}"))
     return out
 
 
@@ -896,7 +990,8 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
         if r["kind"] in ("throughput", "mfu"):
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
-    return cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data), missing
+    return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
+            + vllm_serving_cases(data) + sglang_speed_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -1185,8 +1280,10 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
-    if case.kind == BATCHED and case.id.startswith("VB"):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS")):
         return VLLM
+    if case.kind in (DECODE, BATCHED) and case.id.startswith("SG"):
+        return SGLANG
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
     if case.kind == THROUGHPUT:
@@ -1206,13 +1303,16 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
 
 
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
-    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine)."""
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine), where there
+    are enough of them for a band (``ranges.MIN_BAND_ROWS``)."""
+    from .estimate.ranges import MIN_BAND_ROWS
+
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         if c.excluded or c.error is None or not c.predicted:
             continue
         out.setdefault((c.kind, engine_of(c)), []).append(c)
-    return out
+    return {k: rows for k, rows in out.items() if len(rows) >= MIN_BAND_ROWS}
 
 
 @dataclass

@@ -188,3 +188,34 @@ def test_phase_time_adds_attention_after_the_weight_stream() -> None:
     assert "attention_seconds" not in phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9).to_dict()
     with pytest.raises(InputError):
         phase_time(1.6e10, 8e9, 330e12, 1e12, 0.75, 0.9, attention_seconds=-1.0)
+
+
+def _pipeline_seconds_per_step(device: float, host: float, steps: int = 400, depth: int = 2) -> float:
+    """A discrete-event run of vLLM's asynchronous loop (vllm/v1/engine/core.py step_with_batch_queue, a queue of
+    ``depth`` batches): the host prepares step n (schedule, inputs) when it is free and fewer than ``depth`` steps
+    are in flight; the device runs step n when its inputs are ready and it is free. Independent of eq. (14)."""
+    host_free = device_free = 0.0
+    done: list[float] = []
+    for n in range(steps):
+        start = host_free if n < depth else max(host_free, done[n - depth])  # the queue holds `depth` batches
+        ready = start + host
+        host_free = ready
+        finish = max(ready, device_free) + device
+        device_free = finish
+        done.append(finish)
+    half = steps // 2
+    return (done[-1] - done[half]) / (steps - 1 - half)
+
+
+def test_host_overlapped_step_is_the_pipeline_steady_state() -> None:
+    """Eq. (14) against a simulated two-stage pipeline: device-bound, host-bound and equal stages."""
+    from llmsizer.formulas.speed import PhaseTime, host_overlapped_step
+
+    for device, host in ((5.6e-3, 2.39e-3), (0.57e-3, 2.39e-3), (1e-3, 1e-3)):
+        t = host_overlapped_step(PhaseTime(device, 0.0, device, 0.0), host)
+        assert t.seconds == pytest.approx(_pipeline_seconds_per_step(device, host), rel=1e-9)
+        assert t.bound == ("host" if host >= device else "memory")
+        # one batch in flight (synchronous scheduling, vLLM before 0.14): the stages add (eq. 7's fixed term)
+        assert _pipeline_seconds_per_step(device, host, depth=1) == pytest.approx(device + host, rel=1e-9)
+    with pytest.raises(InputError):
+        host_overlapped_step(PhaseTime(1e-3, 0.0, 1e-3, 0.0), -1.0)

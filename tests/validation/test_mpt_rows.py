@@ -92,7 +92,9 @@ def test_held_out_a100_rows() -> None:
     """The A100 rows that fed no constant: measured 2023-10 median |error| 18.6 % (98 rows on one node), every one an
     over-prediction above 3B parameters' share of time in non-GEMM work (elementwise ops, embeddings, optimizer step
     are not in the model); with the 34 multi-node rows timed over their RoCE network, 132 rows; the bound fails if a
-    change loses the fit."""
+    change loses the fit. Since the flash-attention kernel is timed apart (formulas/training_time.py eq. (10)): 8.3 %,
+    -4 .. +59 % (PM0939), most rows +5 .. +10 % (8.0 %, -11 .. +48 % before: the long-sequence rows gained, the
+    2048-token rows took Ampere's refitted u, 0.676 -> 0.733)."""
     errs = _held_out("a100")
     assert len(errs) == 98 + 34
     assert statistics.median(abs(e) for e in errs) < 0.25
@@ -100,20 +102,22 @@ def test_held_out_a100_rows() -> None:
 
 def test_held_out_h100_rows() -> None:
     """Hopper's utilisation is calibrated on torchtitan (PM0501); the MPT H100 BF16 rows on one node are held out:
-    median |error| 10.4 % (37 rows)."""
+    median |error| 8.8 % (37 rows; 11.9 % with the attention core at the GEMMs' rate on PaLM's 12 L d s, when the
+    32k-64k-token rows were +16 .. +41 %, now +8 .. +24 %)."""
     errs = _held_out("h100")
     assert len(errs) == 37
-    assert statistics.median(abs(e) for e in errs) < 0.15
+    assert statistics.median(abs(e) for e in errs) < 0.12
 
 
 def test_held_out_h100_fp8_rows() -> None:
     """TransformerEngine FP8 (amp_fp8, fc_type te) on one node, 7 rows held out (formulas/float8_training.py: linears
-    at the FP8 peak, eq. F3 casts): measured 2026-12 median |error| 25.6 %, every one an over-prediction, at most
-    +44 %; their BF16 twins of the same table over-predict long sequences too (+23 .. +35 % at 32k-64k tokens)."""
+    at the FP8 peak times efficiency.FLOAT8_GEMM_SHARE, calibrated on torchtitan's float8 row PM0503; eq. F3 casts):
+    median |error| 13.1 %, -1.4 .. +24.3 % (25.6 %, +2.7 .. +44 % with the BF16 utilisation at the FP8 peak and the
+    attention at the GEMMs' rate); the 32k-token rows keep the most (+24 %), as their BF16 twins do (+12 .. +20 %)."""
     errs = _held_out("h100", fp8=True)
     assert len(errs) == 7
-    assert all(e > 0 for e in errs) and max(errs) < 0.5
-    assert statistics.median(abs(e) for e in errs) < 0.3
+    assert max(abs(e) for e in errs) < 0.3
+    assert statistics.median(abs(e) for e in errs) < 0.15
 
 
 def test_pure_bf16_rows_are_compute_bound() -> None:

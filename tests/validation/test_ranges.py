@@ -13,7 +13,7 @@ import random
 import pytest
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import band_rows, coverage, repo_cases
+from llmsizer.validation_cases import DECODE, VLLM, band_rows, coverage, engine_of, repo_cases
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +44,14 @@ def test_leave_one_out_coverage_is_at_least_90_percent_where_rows_allow_it(cases
     for c in coverage(cases):
         if c.rows >= 20:
             assert c.inside_loo >= 0.9 * c.rows, (c.kind, c.engine, c.inside_loo, c.rows)
+
+
+def test_a_single_row_gives_no_band(cases) -> None:
+    """One summarised row of a kind and engine (today: current vLLM decode, VS06) has no spread to calibrate: no
+    band, rather than one of zero width that claims 90 % coverage."""
+    ones = [c for c in cases if c.kind == DECODE and engine_of(c) == VLLM and not c.excluded]
+    assert len(ones) == 1
+    assert (DECODE, VLLM) not in band_rows(cases) and R.band_for(DECODE, VLLM) is None
 
 
 def test_band_is_the_conformal_order_statistic() -> None:

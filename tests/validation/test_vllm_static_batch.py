@@ -6,9 +6,10 @@ The PRs name the GPU as 'A100' / 'A100-80G' without the form factor. The fused-M
 that vLLM files under the tuning GPU's device name (E=8,N=7168 / 4096 / 2048,device_name=NVIDIA_A100-SXM4-80GB),
 so their rows (VB01-VB13) are on the SXM4 board and summarised; VB14 (#2192) stays with its settings assumed.
 
-Every row ran vLLM's V0 engine, whose host work between decode steps (scheduling, input preparation, sampling,
-output processing) the GPU waits for: ``efficiency.VLLM_V0_STEP_SECONDS``, calibrated on VB07 (one sequence: the
-least device work per step) and re-derived here; the other rows are held out. Without it every row was +9 % to +73 %
+Every row ran vLLM's V0 engine (each states its release, ``engine_version``), whose host work between decode steps
+(scheduling, input preparation, sampling, output processing) the GPU waits for: ``efficiency.VLLM_V0_STEP_SECONDS``,
+which ``estimate/engines.py`` ``step_host`` gives releases before 0.6 -- the rule fit uses too --, calibrated on VB07
+(one sequence: the least device work per step) and re-derived here; the other rows are held out. Without it every row was +9 % to +73 %
 fast (median 37 %).
 """
 

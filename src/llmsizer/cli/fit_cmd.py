@@ -85,6 +85,8 @@ def register(sub: Any) -> None:
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
+    p.add_argument("--engine-version", help="vllm/sglang: the release whose host work per decode step the speed "
+                   "follows (e.g. 0.13: serial, not established; 0.14 on: overlapped; default: the current release)")
     add_inference_args(p, tensor_parallel=False, attention=False, speed=True)
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
@@ -111,6 +113,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
                          "(the largest divisor of the count that divides the heads)")
     refuse_training_flags(args)
     if args.auto or args.free or args.fit_target is not None:
+        if args.engine_version is not None:
+            raise InputError("--engine-version applies to vllm and sglang, not to llama.cpp's --auto")
         auto = _auto(spec, args, fields)
         return auto.to_dict(), exit_code(auto.fits), auto, None
     if args.host_memory is not None:
@@ -118,7 +122,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, host_device=args.host_device, kwh_price=args.kwh_price, **fields)
+            hardware_files=args.hardware_file, host_device=args.host_device, engine_version=args.engine_version,
+            kwh_price=args.kwh_price, **fields)
     return r.to_dict(), exit_code(r.fits), r, None
 
 

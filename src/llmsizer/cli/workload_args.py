@@ -300,7 +300,7 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
 
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU
-SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device")
+SERVING_ONLY = ("auto", "free", "fit_target", "host_memory", "host_device", "engine_version")
 SERVING_FLAG = {"paged_block_size": "--block-size", "n_ubatch": "--ubatch", "tensor_parallel": "--tp"}
 SHARED = ("attention", "gpus", "metric")  # --attention and --metric serve both modes; fit's and recommend's --gpus is
 # the training flag

@@ -48,6 +48,7 @@ from ..formulas.training_time import (
     GPTQ_DEQUANT_BYTES_PER_WEIGHT,
     DataParallelComm,
     adapter_flops_per_token,
+    attention_core_flops,
     data_parallel_comm,
     dequantization_passes,
     dequantization_seconds,
@@ -96,6 +97,21 @@ class TrainingFlops:
     source: str
     trained_params: int
     forward: float = 0.0  # FLOPs per token of the forward pass alone (eq. (8') phi = forward / per_token)
+    # the attention core's share of per_token as counted there (PaLM's 12 L d s, + 4 c d s recomputed), its
+    # attention layers L and fully recomputed attention layers c, width d and sequence s (formulas/training_time.py
+    # eq. (10) times what a kernel executes from these)
+    attention: float = 0.0
+    attention_layers: int = 0
+    attention_recomputed: int = 0
+    attention_width: int = 0
+    seq_len: int = 0
+
+    def attention_executed(self, kernel: str) -> float:
+        """Eq. (10): the attention core's FLOPs per token as ``kernel`` ('flash' | 'eager') executes them."""
+        if not self.attention_layers or not self.seq_len:
+            return 0.0
+        return attention_core_flops(self.attention_layers, self.attention_width, self.seq_len,
+                                    self.attention_recomputed, kernel)
 
     @property
     def forward_share(self) -> float:
@@ -150,7 +166,10 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         source += ", (2'')"
     else:
         formula = base
-    return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd)
+    recomputed_attn = ckpt_attn if recompute == "full" else 0
+    attn = 12.0 * layers * width * seq_len + 4.0 * recomputed_attn * width * seq_len
+    return TrainingFlops(f, formula, f"formulas/training_time.py {source}", trained, fwd, attn, layers,
+                         recomputed_attn, width, seq_len)
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -304,6 +323,8 @@ class StepTime:
     launch_seconds: float = 0.0
     sharding: str = ""  # formulas/training_time.py SHARDING_MODES of the data-parallel collectives ('' none)
     grad_sync: str = ""  # 'optimizer-step' | 'micro-step': when the gradients are reduced ('' none)
+    # per micro-step, the fused attention kernel timed apart (formulas/training_time.py eq. (10)), inside compute
+    attention_seconds: float = 0.0
 
     @property
     def comm_seconds_per_step(self) -> float:
@@ -335,7 +356,7 @@ class StepTime:
                 "exposed_comm_seconds": self.exposed_comm_seconds, "sharding": self.sharding,
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
-                "bus_bandwidth": self.bus_bandwidth}
+                "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds}
 
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
@@ -473,12 +494,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.float8 and device.kind == "gpu":
         f8 = float8_time(spec, w, int(tokens))
         peak8, _ = device.peak_flops("fp8")
-        if peak8:  # the converted linears' FLOPs at the FP8 tensor rate, the rest at the BF16 one
-            flops_eff = fl.per_token - f8.flops_per_token * (1.0 - peak / peak8)
+        if peak8:  # the converted linears' FLOPs at the FP8 tensor rate (its own share of u), the rest at BF16
+            rho8 = E.FLOAT8_GEMM_SHARE
+            flops_eff = fl.per_token - f8.flops_per_token * (1.0 - peak / (peak8 * rho8.expected))
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
                                     f"formulas/float8_training.py: the float8 linears' forward, backward and "
-                                    f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s with the same "
-                                    "utilisation as the BF16 GEMMs (no float8 calibration row)"))
+                                    f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s x "
+                                    f"{rho8.expected:g} of the BF16 GEMMs' utilisation"))
+            notes.append(Assumption(rho8.name, rho8.expected, True, rho8.source))
         else:
             warnings.append(f"{device.id} has no sourced FP8 peak: the float8 GEMMs are timed at its BF16 peak")
         if bw_mem:
@@ -494,7 +517,20 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         warnings.append("Unsloth's speed: its Triton kernels' memory traffic is read from its code "
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
-    t_c = tokens * flops_eff / (peak * u * e) + t_dq + t_ew + t_f8
+    t_attn = 0.0
+    if device.kind == "gpu" and w.tp * w.pp == 1 and fl.attention > 0 and w.attention != "eager":
+        # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes,
+        # at its own share of the GEMM utilisation (efficiency.FLASH_ATTENTION_SHARE); not shape-quantised
+        rho = E.FLASH_ATTENTION_SHARE
+        executed = fl.attention_executed("flash")
+        t_attn = tokens * executed / (peak * u * rho.expected)
+        flops_eff -= fl.attention
+        notes.append(Assumption("attention_flops_per_token", round(executed), True,
+                                "formulas/training_time.py eq. (10): the causal flash-attention kernel's executed "
+                                "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
+                                "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
+        notes.append(Assumption(rho.name, rho.expected, True, rho.source))
+    t_c = tokens * flops_eff / (peak * u * e) + t_attn + t_dq + t_ew + t_f8
     t_launch = 0.0
     if device.kind == "gpu":
         kernels = kernels_per_micro_step(spec, w)
@@ -574,8 +610,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
     return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", tokens, n,
-                    comm.bus_bandwidth if comm is not None else 0.0)
+                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", t_attn, tokens,
+                    n, comm.bus_bandwidth if comm is not None else 0.0)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,

@@ -3,8 +3,9 @@
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
 following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
 re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
-constants, vLLM's V0 engine step time and the five training-speed constants (utilisation on Ada, on Hopper and on a
-CPU's AMX units, the shared host-path collective bandwidth, the host seconds per launched kernel); every other factor
+constants, vLLM's V0 engine step time, vLLM's V1 host step time and the training-speed constants (utilisation on
+Ada, Ampere, Hopper and on a CPU's AMX units, the flash-attention kernel's share of it, the float8 GEMMs' share, the
+shared host-path collective bandwidth, the host seconds per launched kernel); every other factor
 comes from outside llmsizer's validation rows
 (tests/validation/), which only measure how far these defaults land.
 """
@@ -277,15 +278,22 @@ TRAINING_HFU = Factor(
 # rank-8 adapter GEMMs are memory-bound, 0.988) and taking out the step's memory-bound kernels (eager norms, rotary,
 # SwiGLU, residual adds and the fp32 loss: 89.6 MB per token, 0.91 s of the 3.17 s micro-step at 0.8 x 1008 GB/s,
 # formulas/elementwise_traffic.py eq. E7; the per-step optimizer work of formulas/optimizer_step.py is negligible
-# here; before these terms the fit was 0.6539); re-derived by tests/hardware/test_training_calibration.py.
+# here; before these terms the fit was 0.6539; 0.9218 before the flash-attention kernel was timed apart at its
+# executed FLOPs, formulas/training_time.py eq. (10), FLASH_ATTENTION_SHARE below); re-derived by
+# tests/hardware/test_training_calibration.py.
 # Replaces PaLM's 46.2 % MFU (a 6144-chip run with its communication inside), which under-predicted single-device
 # runs and over-predicted data-parallel runs over PCIe by up to +404 %.
 # Checked (#12, "suspiciously high, one row"): the held-out compiled 4090 rows PM0702 / PM0704 (memory-bound kernels
-# a tenth of their micro-step, against 29 % here) imply 0.974 / 0.925 by the same rule, so PM0020's eager
-# memory-bound term does not over-count on the 4090 and the row is not an outlier; re-checked by
+# a tenth of their micro-step, against 29 % here) imply 0.994 / 0.937 by the same rule (0.974 / 0.925 before the
+# attention kernel was timed apart), so PM0020's eager memory-bound term does not over-count on the 4090 and the row
+# is not an outlier. PM0018 (compiled QLoRA, Llama2-7B, same README as PM0020) would need u > 1: its NF4
+# dequantization is 0.05 s of a 2.97 s micro-step and it pages nothing, so neither term explains it (PM0704, the
+# 2024-09 compiled QLoRA row, implies 0.937); PM0700 (full, paged 8-bit AdamW) needs u > 1 because the paging bound
+# (all 16.3 GB of states in and out at 32 GB/s, 1.02 s per step) exceeds the 0.58 s its measured step leaves, while
+# PM0024 (paged fp32 AdamW, 54 GB) is +59 % with the same bound: no one paging rule fits both. Re-checked by
 # tests/hardware/test_training_calibration.py test_held_out_ada_rows_imply_the_same_utilization.
 TRAINING_DEVICE_UTILIZATION = Factor(
-    "training_device_utilization", 0.9218, 0.9218, 0.9218,
+    "training_device_utilization", 0.9422, 0.9422, 0.9422,
     "calibrated: torchtune Llama2-7B LoRA 1 x RTX 4090 2582 tokens/s (PM0020), executed FLOPs / (peak x time)")
 # The same share differs by GPU architecture: a Hopper part runs the same eager PyTorch step at a much smaller
 # share of its 6x larger tensor peak (torchtitan's own note: 33-39 % MFU for Llama 3.1 8B FSDP on H100). CALIBRATED
@@ -296,24 +304,62 @@ TRAINING_DEVICE_UTILIZATION = Factor(
 # recomputation (every second matmul, formulas/training_time.py eq. (2'')) and the eager memory-bound kernels are
 # timed apart (formulas/elementwise_traffic.py eq. E7, the op-level policy re-running every pointwise op), as is
 # the optimizer step (formulas/optimizer_step.py): 0.4737 (0.3853 before these terms); 0.4743 since the collectives
-# overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8')).
+# overlap by phase with the first all-gather and last reduce-scatter exposed (formulas/training_time.py eq. (8'));
+# 0.4998 since the flash-attention kernel is timed apart (eq. (10), FLASH_ATTENTION_SHARE).
 # Ampere: CALIBRATED on seven named rows, the MPT-7B rows of llm-foundry's A100 80GB benchmark table on one node
 # (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896: FSDP FULL_SHARD on 8 x A100 SXM 80GB, 1k-64k tokens, with and
 # without activation checkpointing, scripts/train/benchmarking/README.md @4952183): per row the u at which the
 # duration rule gives the measured tokens/s (0.617-0.749 with the memory-bound kernels and the optimizer step
 # timed apart, formulas/elementwise_traffic.py and optimizer_step.py; 0.609-0.708 and 0.6548 before), their median
-# 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')); re-derived by
-# tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
+# 0.6756 (0.6758 with the collectives overlapped by phase, formulas/training_time.py eq. (8')). Since the
+# flash-attention kernel is timed apart (eq. (10)), these rows fit it jointly with FLASH_ATTENTION_SHARE: per-row u
+# 0.690-0.756 (0.617-0.749 before: u fell with the sequence, the attention kernel's slowness showing in the GEMMs'
+# share), median 0.7332; re-derived by tests/hardware/test_training_calibration.py. Every other A100 row (the rest of both MPT A100 tables, torchtune,
 # Qwen) is held out. Architectures without a row of their own: TRAINING_UTILIZATION_UNCALIBRATED below.
 TRAINING_UTILIZATION_BY_ARCH = {
     "ada": TRAINING_DEVICE_UTILIZATION,
-    "ampere": Factor("training_device_utilization_ampere", 0.6758, 0.6758, 0.6758,
+    "ampere": Factor("training_device_utilization_ampere", 0.7332, 0.7332, 0.7332,
                      "calibrated: llm-foundry MPT-7B FSDP 8 x A100 80GB, median of 7 rows (PM0890-PM0896), executed "
                      "FLOPs / (A100 SXM peak x time)"),
-    "hopper": Factor("training_device_utilization_hopper", 0.4743, 0.4743, 0.4743,
+    "hopper": Factor("training_device_utilization_hopper", 0.4998, 0.4998, 0.4998,
                      "calibrated: torchtitan Llama 3.1 8B FSDP 8 x H100 5762 tokens/s/GPU (PM0501), executed FLOPs / "
                      "(H100 SXM peak x time)"),
 }
+
+
+# The fused attention kernel of a training step (flash-attn, PyTorch SDPA's flash backend, llm-foundry's Triton
+# kernel) is timed apart from the GEMMs at its executed FLOPs (formulas/training_time.py eq. (10)) and at rho x the
+# GEMM utilisation u of the architecture: a flash kernel's tiles are s x s blocks whose softmax, rescaling and
+# masking run between the two matmuls on the CUDA cores, so it reaches less of the tensor peak than a large GEMM (Dao
+# 2023, arXiv 2307.08691, section 3: the non-matmul FLOPs are 16x as expensive per FLOP on an A100). CALIBRATED with
+# TRAINING_UTILIZATION_BY_ARCH['ampere'] on its seven named rows (validation_cases.AMPERE_CALIBRATION, PM0890-PM0896,
+# MPT-7B on 8 x A100 80GB from 1k to 64k tokens, where attention is 4 % to 72 % of the time): rho is the value at
+# which one GEMM utilisation describes the seven rows best (least spread of the per-row u, each solved through the
+# one duration rule), u their median; re-derived by tests/hardware/test_training_calibration.py. Rows that test it
+# out of sample: every other long-sequence row (MPT 125M-30B on A100 40GB/80GB and H100, 512-64k tokens).
+# Tried and not taken (2026-12): the kernel at an absolute share a of the warp-level mma.sync rate, which
+# FlashAttention-2 issues on Hopper too (csrc/flash_attn/src/kernel_traits.h: MMA_Atom<SM80_16x8x16_...> for every
+# sm >= 80; half of Hopper's dense rate, LLAMACPP_SYNC_MMA_SHARE): fitted the same way (a 0.329, u_ampere 0.756) it
+# brings the H100 32k-64k rows to -10 .. +7 % but Hopper's u refitted on PM0501 (0.568) over-predicts the H100
+# 2k-token rows, and the summary median rises to 8.9 % (9.2 % with torchtitan's SDPA taken at the full rate).
+FLASH_ATTENTION_SHARE = Factor(
+    "flash_attention_share_of_gemm_utilization", 0.4571, 0.4571, 0.4571,
+    "calibrated with training_device_utilization_ampere: llm-foundry MPT-7B FSDP 8 x A100 80GB, 1k-64k tokens "
+    "(PM0890-PM0896); the attention kernel's share of peak over the GEMMs'")
+
+# Float8 training (formulas/float8_training.py): the converted linears' GEMMs (torch._scaled_mm, TransformerEngine's
+# cuBLASLt FP8 GEMMs) run at the dense FP8 peak times rho8 x the BF16 GEMM utilisation u: an FP8 GEMM of the same
+# shape does half the bytes per FLOP but its scaling epilogue and the smaller K-tile per pipeline stage keep it short
+# of twice the BF16 rate. CALIBRATED on one named row: torchtitan Llama 3.1 8B FSDP + torch.compile + Float8
+# (torchao tensorwise dynamic scaling, float8 all-gather) on 8 x H100, 8532 tokens/s per GPU (PM0503,
+# benchmarks/llama3_h100_202412_torchtitan.md Table 1), with Hopper's u from its BF16 twin PM0501 and the casts timed
+# apart (formulas/float8_training.py eq. F2): the rho8 at which the duration rule meets the row; re-derived by
+# tests/hardware/test_training_calibration.py. Held out: the same table's 128-GPU float8 row (PM0506) and llm-foundry's
+# seven TransformerEngine FP8 rows on H100 (PM0870-PM0876).
+FLOAT8_GEMM_SHARE = Factor(
+    "float8_gemm_share_of_gemm_utilization", 0.8905, 0.8905, 0.8905,
+    "calibrated: torchtitan Llama 3.1 8B FSDP + compile + Float8 8 x H100 8532 tokens/s/GPU (PM0503); the FP8 "
+    "GEMMs' share of the FP8 peak over the BF16 GEMMs' share of the BF16 peak")
 
 
 # Training on a CPU with a BF16 matrix unit (Intel AMX): the share of the AMX peak (cores x all-core clock x 1,024
@@ -384,7 +430,8 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # scheduling, input preparation, sampling and output processing on the host between decode steps while the GPU
 # waited: vLLM's v0.6.0 post (blog.vllm.ai 2024-09-05) measured "29% of the total execution time ... spent on
 # scheduling" beside 38% of GPU execution for Llama 3 8B on one H100, and v0.6.0 overlapped it (multi-step scheduling,
-# asynchronous output processing). Seconds per decode step, added to the step (estimate_speed engine_step_seconds).
+# asynchronous output processing). Seconds per decode step, added to the step (eq. 7's fixed term) for releases
+# before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps. Re-derived by
 # tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
@@ -392,6 +439,22 @@ VLLM_V0_STEP_SECONDS = Factor(
     "vllm_v0_engine_step_seconds", 6.548e-3, 6.548e-3, 6.548e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
+# vLLM's V1 engine with asynchronous scheduling (the default since vLLM 0.14.0: vllm/config/scheduler.py:133
+# ``async_scheduling = Field(default=None)``, resolved to True in vllm/config/vllm.py:588-628; 0.13.0 still had
+# ``async_scheduling: bool = False``) schedules step n + 1 while the device runs step n (vllm/v1/engine/core.py
+# step_with_batch_queue, batch queue of max_concurrent_batches = 2, vllm/v1/executor/uniproc_executor.py:59-60;
+# vLLM 0.19.1 core.py:185, 421): a decode step takes max(device step, host step) (formulas/speed.py eq. 14). The host
+# step (scheduling, input preparation, sampling and output processing of one step) is CALIBRATED on one named row,
+# VS07 (vLLM 0.19.0, Qwen3-0.6B on one H100 SXM, 512 + 128 tokens at 16 requests/s: 2.39 ms per output token, where
+# the device step is 0.57 ms, so the host bounds it): host step = the measured time per token. Re-derived by
+# tests/validation/test_vllm_serving.py; VS07 is left out of the summary. Every other current-vLLM row
+# (validation/vllm_serving_tpot.csv) has a device step above it, so nothing held out tests the value: one row, no
+# spread claimed (low = expected = high). It is per step, not per sequence: the host work that grows with the
+# batch is not modelled.
+VLLM_V1_HOST_STEP_SECONDS = Factor(
+    "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
+    "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
+    "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
@@ -437,7 +500,8 @@ ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PE
        LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
        LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE,
        TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
-       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS)
+       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS, FLASH_ATTENTION_SHARE,
+       FLOAT8_GEMM_SHARE)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..units import GiB, MiB
+from . import efficiency as E
 
 
 @dataclass(frozen=True)
@@ -150,6 +151,84 @@ SGLANG = EngineProfile(
            "model_executor/pool_configurator.py (line numbers in estimate/inference/sglang.py)",
 )
 PROFILES = {p.name: p for p in (TRANSFORMERS, VLLM, LLAMACPP, SGLANG)}
+
+
+# -- host time between decode steps, per engine version ----------------------------------------------------------
+# A serving engine's host (CPU) work for one decode step -- scheduling, input preparation, sampling, output
+# processing -- either runs between the device's steps (serial: the device waits, eq. 7's fixed term) or overlaps the
+# device's previous step (overlapped: the step takes max(device, host), formulas/speed.py eq. 14). Which one, and how
+# long, depends on the engine's version: one table, read by estimate_speed for every caller (fit, recommend, plan,
+# the web, and the validation rows with their own stated version). ``seconds`` None: no published measurement
+# establishes it; the estimate then names the omission and warns.
+@dataclass(frozen=True)
+class StepHost:
+    engine: str
+    versions: str  # the releases this row covers, as the assumption states them
+    first: tuple[int, int]  # (major, minor), inclusive
+    until: tuple[int, int] | None  # exclusive; None: up to the current release
+    mode: str  # "serial" or "overlapped"
+    seconds: float | None  # host seconds per decode step; None: not established
+    source: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.engine}_host_seconds_per_step"
+
+    @property
+    def established(self) -> bool:
+        return self.seconds is not None
+
+
+STEP_HOST: tuple[StepHost, ...] = (
+    StepHost("vllm", "vLLM < 0.6 (V0 engine)", (0, 0), (0, 6), "serial", E.VLLM_V0_STEP_SECONDS.expected,
+             "V0: scheduling, input preparation, sampling and output processing run between decode steps; "
+             + E.VLLM_V0_STEP_SECONDS.source),
+    StepHost("vllm", "vLLM 0.6-0.7 (V0 engine, asynchronous output processing)", (0, 6), (0, 8), "serial", None,
+             "vLLM v0.6.0 (blog.vllm.ai 2024-09-05) overlapped output processing, scheduling stayed serial; no "
+             "published row of these releases is in validation/"),
+    StepHost("vllm", "vLLM 0.8-0.13 (V1 engine, synchronous scheduling)", (0, 8), (0, 14), "serial", None,
+             "V1 is the default since 0.8.0 (vllm-project/vllm#13726); EngineCore.step schedules, executes and "
+             "updates one step after the other (vllm 0.13.0 vllm/v1/engine/core.py:336-362; async_scheduling: bool "
+             "= False, vllm/config/scheduler.py:133); no published row of these releases is in validation/"),
+    StepHost("vllm", "vLLM >= 0.14 (V1 engine, asynchronous scheduling)", (0, 14), None, "overlapped",
+             E.VLLM_V1_HOST_STEP_SECONDS.expected,
+             "async scheduling by default since 0.14.0 (vllm/config/scheduler.py:133, vllm/config/vllm.py:588-628): "
+             "step n + 1 is scheduled while the device runs step n (vllm 0.19.1 vllm/v1/engine/core.py:185, 421 "
+             "step_with_batch_queue; vllm/v1/executor/uniproc_executor.py:64-65), so a step takes max(device, "
+             "host); " + E.VLLM_V1_HOST_STEP_SECONDS.source),
+    StepHost("sglang", "SGLang (overlap scheduler)", (0, 0), None, "overlapped", None,
+             "the overlap scheduler is on by default (sglang 0.5.23 srt/arg_groups/fields/schedule.py:193-199 "
+             "disable_overlap_schedule = False; srt/managers/scheduler.py:500-502, 2061 event_loop_overlap "
+             "'overlaps the CPU processing and GPU computation'); no published SGLang row establishes its host step"),
+)
+# the release the profiles describe when no version is given: the newest (vLLM 0.19.1's code was read for it)
+CURRENT_VERSION = {"vllm": "0.19", "sglang": "0.5"}
+
+
+def parse_version(version: str) -> tuple[int, int]:
+    """(major, minor) of '0.19', '0.19.1', 'v0.8.5.post1'; InputError for anything else."""
+    text = version.strip().lower().removeprefix("v")
+    parts = text.split(".")
+    try:
+        major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
+    except (ValueError, IndexError):
+        raise InputError(f"engine version must look like 0.19 or 0.19.1, got {version!r}") from None
+    return major, minor
+
+
+def step_host(engine: str, version: str | None = None) -> StepHost | None:
+    """The host-work rule of ``engine`` at ``version`` (None: ``CURRENT_VERSION``); None for engines whose decode
+    step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers)."""
+    rows = [r for r in STEP_HOST if r.engine == engine]
+    if not rows:
+        if version is not None:
+            raise InputError(f"an engine version applies to vllm and sglang, not {engine}")
+        return None
+    v = parse_version(version if version is not None else CURRENT_VERSION[engine])
+    for r in rows:
+        if r.first <= v and (r.until is None or v < r.until):
+            return r
+    raise InputError(f"no {engine} release {version} is known")  # pragma: no cover - the table covers 0.0 onwards
 
 # SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound
 # [MiB], (chunked_prefill_size, decode CUDA-graph max_bs at tp < 4, at tp >= 4). The last row is ">= 160 GiB".

@@ -32,6 +32,7 @@ from .device import (
     target_memory,
     workload_device_kind,
 )
+from .engines import step_host
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, split_decode
@@ -186,12 +187,13 @@ _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}
 def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: int, out: int, conc: int, kvd: str,
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
                   ubatch: int | None = None, kv_unified: bool | None = None,
-                  identical: bool = False) -> SpeedEstimate:
+                  identical: bool = False, engine: str | None = None,
+                  engine_version: str | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical)
+           kv_unified, identical, engine, engine_version)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -200,7 +202,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
                                  state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
-                                 identical_sequences=identical)
+                                 identical_sequences=identical, engine=engine, engine_version=engine_version)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -263,13 +265,15 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         headroom: float | None = None, engine: str | None = None, weights: str | None = None,
         context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
-        host_device: str | Device | None = None, kwh_price: float | None = None, **workload: Any) -> FitResult:
+        host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
+        **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
     so ``fit`` and ``infer`` give one answer. A llama.cpp split over several GPUs or with layers or experts on the
     CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
-    gives the host's memory bandwidth."""
+    gives the host's memory bandwidth. ``engine_version`` (vllm, sglang): the release whose host work per decode
+    step the speed follows (``engines.step_host``; None: the current release)."""
     spec = load_model(model) if isinstance(model, str) else model
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
@@ -277,6 +281,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     where = target if instance is not None or n == 1 else f"{n} x {target}"
     eng, engine_note = engine_assumption(normalize_engine(engine) if engine else None, device, n, weights, where,
                                           spec)
+    if engine_version is not None:  # a malformed version, or one for an engine without releases here: exit 2 now
+        step_host(eng, engine_version)
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)
@@ -335,7 +341,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
                            (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
-                           bool(d.get("identical_sequences", False)))
+                           bool(d.get("identical_sequences", False)), eng, engine_version)
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
     r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,

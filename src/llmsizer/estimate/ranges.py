@@ -22,8 +22,8 @@ bands that match its rows again): the n ratios measured / expected are sorted.
   Statistical Methods section 1.3.6.7.2), never narrower than the rows' full span. Its coverage rests on the
   log-normal assumption, and docs/accuracy.md publishes the leave-one-out figure beside it.
 
-low and high are stated to 4 decimals rounded outwards. A kind/engine with no validation rows has no calibrated
-range (None): the estimate then carries only its own component ranges.
+low and high are stated to 4 decimals rounded outwards. A kind/engine with fewer than two summarised rows
+(``MIN_BAND_ROWS``) has no calibrated range (None): the estimate then carries only its own component ranges.
 """
 
 from __future__ import annotations
@@ -35,6 +35,9 @@ from dataclasses import dataclass
 from ..errors import InputError
 
 COVERAGE = 0.90
+# A band needs at least two rows: one ratio has no spread, and the band it gives (that ratio at both ends) would
+# claim 90 % coverage with no width. A kind/engine with fewer summarised rows has no band.
+MIN_BAND_ROWS = 2
 
 # the kinds of figure a band is for (validation_cases uses the same names for its rows)
 INFERENCE_MEMORY = "inference memory"
@@ -45,6 +48,7 @@ PREFILL = "prefill throughput"
 TRAINING_SPEED = "training throughput"
 # engines: the serving or training software whose behaviour the rows measured
 LLAMACPP, VLLM, TRANSFORMERS, PYTORCH_TRAINING = "llama.cpp", "vllm", "transformers", "pytorch training"
+SGLANG = "sglang"
 
 
 @dataclass(frozen=True)
@@ -105,11 +109,12 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
 _add("batched decode throughput", "llama.cpp", 0.8331, 1.0569, 57)
 _add("batched decode throughput", "vllm", 0.7234, 1.1687, 12)
 _add("decode throughput", "llama.cpp", 0.8693, 1.1055, 154)
+_add("decode throughput", "sglang", 0.1544, 0.6132, 7)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
 _add("training memory", "pytorch training", 0.8960, 1.1198, 11)
-_add("training throughput", "pytorch training", 0.7615, 1.1518, 214)
+_add("training throughput", "pytorch training", 0.7997, 1.1344, 215)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -23,6 +23,7 @@ from ..formulas.speed import (
     attended_tokens,
     batched_decode_time,
     gemm_time,
+    host_overlapped_step,
     identical_sequence_routings,
     moe_expert_fraction,
     phase_time,
@@ -226,7 +227,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    identical_sequences: bool = False,
                    state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
                    flash_attention: bool = True, kv_unified: bool | None = None,
-                   engine_step_seconds: float | None = None) -> SpeedEstimate:
+                   engine_step_seconds: float | None = None, engine: str | None = None,
+                   engine_version: str | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -242,9 +244,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     prefill. ``kv_unified``: llama.cpp's KV layout for the ``concurrency`` sequences (-kvu: one buffer for all;
     None: ``engines.LLAMACPP_KV_UNIFIED``, one stream per sequence), the cells its decode reads
     (engines.llamacpp_kv_cells, the rule the memory estimate sizes with). ``engine_step_seconds``: host time an
-    engine spends between decode steps while the device waits (scheduling, input preparation, sampling, output
-    processing run serially in vLLM's V0 engine of 2023-2024; ``efficiency.VLLM_V0_STEP_SECONDS``), added to every
-    decode step (eq. 7's fixed term); None: 0, engines that overlap it with the device's work."""
+    engine spends between decode steps while the device waits, added to every decode step (eq. 7's fixed term),
+    given: it replaces the engine's own rule. ``engine`` / ``engine_version``: the serving engine and its release
+    (None: ``engines.CURRENT_VERSION``), whose host work per decode step ``engines.step_host`` states -- serial (added
+    to the step, e.g. vLLM's V0 engine: ``efficiency.VLLM_V0_STEP_SECONDS``), overlapped (the step takes max(device,
+    host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
+    term (llama.cpp's is per layer, eq. 7)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -293,12 +298,30 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
              "(formulas/speed.py)") if identical_sequences else
             "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
+    host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
+    rule = ENG.step_host(engine, engine_version) if engine is not None else None
     if engine_step_seconds is not None:
         if engine_step_seconds < 0:
             raise InputError("engine_step_seconds must not be negative")
         step_fixed += engine_step_seconds
         assumptions.append(Assumption("engine_step_seconds", engine_step_seconds, False,
                                       "given: the engine's host time per decode step, not overlapped (eq. 7)"))
+    elif rule is not None:
+        how = ("serial: added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial" else
+               "overlapped: a decode step takes max(device, host) (formulas/speed.py eq. 14)")
+        assumptions.append(Assumption(
+            rule.name, rule.seconds if rule.established else "not established (0 s used)", engine_version is None,
+            f"{rule.versions}, {how}; {rule.source}"))
+        if not rule.established:
+            where = "between steps" if rule.mode == "serial" else "overlapped with the device"
+            warnings.append(f"{rule.versions}: the engine's host time per decode step ({where}) is not established "
+                            "by a published measurement and is left out: decode may be slower than estimated"
+                            + (", most where the device step is short (small models)" if rule.mode != "serial"
+                               else ""))
+        elif rule.mode == "serial":
+            step_fixed += float(rule.seconds or 0.0)
+        else:
+            host_step = float(rule.seconds or 0.0)
 
     pc = count_params(spec)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
@@ -506,6 +529,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
             nbytes -= kv
         t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
+        if host_step:  # eq. (14): the engine's host step overlaps the device's
+            t = host_overlapped_step(t, host_step)
         r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
         return t, r
 
@@ -521,7 +546,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
                "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
                "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
-               "decode_overhead_seconds": step_fixed}
+               "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step}
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
         details["state_dtypes"] = list(state_dtypes)

@@ -172,6 +172,17 @@ count x clock differs 2.6x; w is fitted on named rows (estimate/efficiency.py LL
 flash attention (llama.cpp's default since -fa auto) KQ, softmax and KQV run in one kernel that streams the cache
 and eq. (13) does not apply. It is the step of one sequence (b = 1); a step of several sequences keeps eq. (10)'s
 attention terms (no published -fa 0 batched row checks eq. 13 there).
+
+Host work that overlaps the device. A serving engine's host (CPU) work for a decode step -- scheduling, input
+preparation, sampling, output processing -- either runs between the device's steps, when it is a fixed term of the
+step (eq. 7), or is done for step n + 1 while the device runs step n (vLLM's asynchronous scheduling, SGLang's
+overlap scheduler; NanoFlow, Zhu et al. 2024, arXiv 2408.12757, section 4). Two stages of a pipeline that hand each
+step on run at the pace of the slower (the steady state of a two-stage pipeline; Hennessy & Patterson, *Computer
+Architecture*, 5th ed., section C.1: throughput is set by the longest stage)::
+
+    t_step = max(t_device, t_host)                                                        (14)
+
+t_device the step of eqs. (3)-(7), t_host the engine's host seconds per step (estimate/engines.py STEP_HOST).
 """
 
 from __future__ import annotations
@@ -330,9 +341,12 @@ class PhaseTime:
     comm_seconds: float
     overhead_seconds: float = 0.0
     attention_seconds: float = 0.0  # eq. (13): unfused single-token attention products, outside memory_seconds
+    host_seconds: float = 0.0  # the engine's host step when it overlaps the device's (eq. 14); 0: none
 
     @property
     def bound(self) -> str:
+        if self.host_seconds and self.host_seconds >= self.seconds:
+            return "host"
         if self.comm_seconds > max(self.compute_seconds, self.memory_seconds):
             return "communication"
         if self.attention_seconds > max(self.compute_seconds, self.memory_seconds):
@@ -343,6 +357,8 @@ class PhaseTime:
         out: dict[str, float | str] = {
             "seconds": self.seconds, "compute_seconds": self.compute_seconds, "memory_seconds": self.memory_seconds,
             "comm_seconds": self.comm_seconds, "overhead_seconds": self.overhead_seconds, "bound": self.bound}
+        if self.host_seconds:
+            out["host_seconds"] = self.host_seconds
         if self.attention_seconds:
             out["attention_seconds"] = self.attention_seconds
         return out
@@ -364,6 +380,16 @@ def phase_time(flops: float, nbytes: float, peak_flops: float | None, bandwidth:
     tm = memory_time(nbytes, bandwidth, bandwidth_efficiency) if bandwidth else 0.0
     return PhaseTime(max(tc, tm) + comm_seconds + overhead_seconds + attention_seconds, tc, tm, comm_seconds,
                      overhead_seconds, attention_seconds)
+
+
+def host_overlapped_step(device: PhaseTime, host_seconds: float) -> PhaseTime:
+    """Eq. (14): a step whose host work (``host_seconds``) runs while the device works on the previous step takes
+    the longer of the two; ``device`` is the device's step (eqs. 3-7)."""
+    if host_seconds < 0:
+        raise InputError("host_seconds must be >= 0")
+    return PhaseTime(max(device.seconds, host_seconds), device.compute_seconds, device.memory_seconds,
+                     device.comm_seconds, device.overhead_seconds, attention_seconds=device.attention_seconds,
+                     host_seconds=host_seconds)
 
 
 def batched_decode_time(nbytes: float, bandwidth: float, bandwidth_efficiency: float, extra_gemm_flops: float,

@@ -144,6 +144,20 @@ weight), ``.to(torch.int8)`` (4 + 1), ``bitwise_and(..., out=weight)`` (1 + 1), 
 The dequantized fp16 weight is an ordinary autograd intermediate: ``torch.matmul`` saves it for the input gradient,
 so the backward does not dequantize again: p = 1 + c / L passes (the forward and the recomputed forward).
 
+The attention core as it executes (the 12 L d s of (1) is PaLM's MFU count: the full s x s score matrix, forward
+and backward GEMMs, which llm-foundry's MFU also counts, scripts/train/benchmarking/README.md @4952183 lines 40-47,
+``attn_flops_per_seq = n_layers * 2 * 2 * (d_model * (seq_len**2))`` times 3). A fused flash-attention kernel
+(flash-attn, PyTorch SDPA's flash backend, llm-foundry's Triton kernel) runs something else: with a causal mask it
+skips the tiles above the diagonal, half of the score matrix, and its backward recomputes the scores instead of
+reading them, 2.5 x the forward's FLOPs (Dao-AILab/flash-attention ``benchmarks/benchmark_flash_attention.py``
+@0469c72 lines 27-30: ``f = 4 * batch * seqlen**2 * nheads * headdim // (2 if causal else 1)``, bwd ``2.5 * f``,
+fwd_bwd ``3.5 * f``; Dao 2023, arXiv 2307.08691, section 3.1.2; llm-foundry's README line 58: "our models use Flash
+Attention, which requires including an extra recompute factor ... the attention multiplier would be 5 instead of
+4"). Per token, with c of the L attention layers recomputed in full (their forward runs again)::
+
+    flash:   A = a (3.5 L + c),   a = 4 d s / (2 if causal else 1)                                   (10)
+    eager:   A = 12 L d s + 4 c d s   (materialised scores: every tile, the backward reads them: (1)/(2'))
+
 Optimizer states in CUDA unified memory (bitsandbytes paged optimizers) that do not stay on the device page in and
 out once per optimizer step over the host link of bandwidth B_pcie: t_page = 2 S_paged / B_pcie (upper bound: all
 pages move). The optimizer update t_opt and the gradient accumulation t_acc of each micro-step after the first are
@@ -206,6 +220,32 @@ def dequantization_passes(base_format: str, recomputed_share: float) -> float:
     if base_format not in DEQUANT_BYTES_PER_WEIGHT:
         raise InputError(f"no dequantization rule for {base_format!r}")
     return (1.0 if base_format == "gptq-int4" else 2.0) + recomputed_share
+
+
+ATTENTION_KERNELS = ("flash", "eager")
+
+
+def attention_core_flops(num_layers: int, attn_width: int, seq_len: int, recomputed_layers: int = 0,
+                         kernel: str = "flash", causal: bool = True) -> float:
+    """Eq. (10): FLOPs per token the attention core executes over ``num_layers`` attention layers of width d =
+    ``attn_width`` at sequence ``seq_len``, ``recomputed_layers`` of them running their forward again (full
+    activation checkpointing); ``kernel`` 'flash' (tiles above a causal diagonal skipped, the backward recomputing
+    the scores: flash-attn's own count) or 'eager' (materialised scores, PaLM's 12 L d s).
+
+    >>> attention_core_flops(1, 128, 1024)   # causal flash: 2 d s forward + 5 d s backward
+    917504.0
+    >>> attention_core_flops(1, 128, 1024, kernel="eager") == 12 * 128 * 1024
+    True
+    """
+    if kernel not in ATTENTION_KERNELS:
+        raise InputError(f"unknown attention kernel {kernel!r}; choose one of: {', '.join(ATTENTION_KERNELS)}")
+    if num_layers < 0 or recomputed_layers < 0 or attn_width < 0 or seq_len <= 0:
+        raise InputError("layer counts and widths must not be negative, seq_len positive")
+    d, s = float(attn_width), float(seq_len)
+    if kernel == "eager":
+        return 12.0 * num_layers * d * s + 4.0 * recomputed_layers * d * s
+    a = 4.0 * d * s / (2.0 if causal else 1.0)
+    return a * (3.5 * num_layers + recomputed_layers)
 
 
 def partial_recompute_flops(matmul_flops: float, attn_width: int, seq_len: int, checkpointed_layers: int) -> float:
