@@ -257,7 +257,7 @@ def vllm_cases(data: str | Path | None = None) -> list[Case]:
 # sequences together; Qwen2.5-Coder-7B / Qwen3-Coder-30B-A3B take the catalog's Qwen2.5-7B / Qwen3-30B-A3B;
 # torchtune rows with the settings of the memory row of the same README line (TORCHTUNE_SPEED_TWIN -> TRAINING_ROWS:
 # activation checkpointing, adapters, FSDP, optimizer) through estimate/duration.py; "A100" = A100 SXM 80GB;
-# Megatron rows report HFU and are calibration rows.
+# Megatron-LM Table 1 rows: achieved TFLOP/s per GPU with the paper's own launch settings (megatron_case).
 
 SPARK = {
     "PM0090": ("gpt-oss-20b", "gguf:mxfp4_moe", ("pp", 2048, 1, 1)),
@@ -607,6 +607,124 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
                 f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
 
 
+# Megatron-LM PTD-P Table 1 (PM0303-PM0312: Narayanan et al. 2021, arXiv 2104.04473): each run's settings from the
+# paper's own launch scripts, github.com/NVIDIA/Megatron-LM examples/academic_paper_scripts/sc21 @f2e72c8
+# (2024-06-06; its README: "run_table_1.sh: Table 1 showing weak-scaling throughput for GPT models ranging from 1
+# billion to 1 trillion parameters", Megatron-LM commit 6985e58 of 2021-08-19). CONFIG.sh passes "--micro-batch-size
+# ${MBS} --global-batch-size ${GBS} ... --seq-length 2048 --max-position-embeddings 2048 ... --fp16 --loss-scale 8192";
+# run_table_1.sh sets per size (verbatim, one line each): TP, PP, MBS, GBS, NLS, HS, NAH, DDP, NNODES and
+# MEGATRON_EXTRA_PARAMS ("--activations-checkpoint-method uniform", some with "--num-layers-per-virtual-pipeline-stage
+# N"). Value per row: (MBS, layers per virtual stage or 0, the script's block quoted). Table 1 itself gives TP, PP,
+# GPUs, batch (GBS), layers, hidden, heads and the achieved TFLOP/s per GPU (the CSV's quote).
+MEGATRON_TABLE1 = {
+    "PM0303": (16, 0, "TP=1 PP=1 MBS=16 GBS=512 NLS=24 HS=2304 NAH=24 DDP=torch NNODES=4"),
+    "PM0304": (16, 0, "TP=2 PP=1 MBS=16 GBS=512 NLS=30 HS=3072 NAH=32 DDP=torch NNODES=8"),
+    "PM0305": (16, 0, "TP=4 PP=1 MBS=16 GBS=512 NLS=36 HS=4096 NAH=32 DDP=torch NNODES=16"),
+    "PM0306": (8, 0, "TP=8 PP=1 MBS=8 GBS=1024 NLS=40 HS=6144 NAH=48 DDP=torch NNODES=32"),
+    "PM0307": (4, 0, "TP=8 PP=2 MBS=4 GBS=1536 NLS=48 HS=8192 NAH=64 DDP=local NNODES=64"),
+    "PM0308": (2, 5, "TP=8 PP=4 MBS=2 GBS=1792 NLS=60 HS=10240 NAH=80 DDP=local NNODES=128 "
+                     "--num-layers-per-virtual-pipeline-stage 5"),
+    "PM0309": (2, 5, "TP=8 PP=8 MBS=2 GBS=2304 NLS=80 HS=12288 NAH=96 DDP=local NNODES=192 "
+                     "--num-layers-per-virtual-pipeline-stage 5"),
+    "PM0310": (1, 3, "TP=8 PP=16 MBS=1 GBS=2160 NLS=96 HS=16384 NAH=128 DDP=local NNODES=240 "
+                     "--num-layers-per-virtual-pipeline-stage 3"),
+    "PM0311": (1, 1, "TP=8 PP=35 MBS=1 GBS=2520 NLS=105 HS=20480 NAH=128 DDP=local NNODES=315 "
+                     "--num-layers-per-virtual-pipeline-stage 1"),
+    "PM0312": (1, 0, "TP=8 PP=64 MBS=1 GBS=3072 NLS=128 HS=25600 NAH=160 DDP=local NNODES=384"),
+}
+MEGATRON_SCRIPTS = ("github.com/NVIDIA/Megatron-LM examples/academic_paper_scripts/sc21/run_table_1.sh + CONFIG.sh "
+                    "@f2e72c8a16124dc98af19a2cfe36ba8fac5758df (2024-06-06)")
+MEGATRON_VOCAB = 51200  # Narayanan et al. 2021 section 5.1: GPT-2's 50,257-token BPE padded to a multiple of 1024
+# Selene's DGX A100 nodes: "eight NVIDIA Mellanox 200Gbps HDR Infiniband HCAs for application communication"
+# (Narayanan et al. 2021 section 5): one HDR port per GPU, the catalog's ib-hdr
+MEGATRON_NETWORK = "ib-hdr"
+
+
+def megatron_case(r: dict[str, str]) -> Case:
+    """One Megatron-LM Table 1 row: the achieved TFLOP/s per GPU of the paper's own FLOP count (eq. 3 with full
+    recomputation, formulas/training_time.py ``megatron_flops_per_iteration``) over the predicted iteration time."""
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+    from .formulas.training_time import megatron_flops_per_iteration
+    from .readers.hf_config import spec_from_config
+
+    rid = r["id"]
+    mbs, per_virtual, block = MEGATRON_TABLE1[rid]
+    q = [x.strip() for x in r["quote"].split(",")]
+    heads, hidden, layers, tp, pp, gpus, gbs = (int(x) for x in q[1:8])
+    measured = float(q[8])
+    dp = gpus // (tp * pp)
+    v = layers // pp // per_virtual if per_virtual else 1
+    config = {"model_type": "gpt_bigcode", "n_embd": hidden, "n_head": heads, "n_layer": layers,
+              "n_inner": 4 * hidden, "n_positions": 2048, "vocab_size": MEGATRON_VOCAB, "multi_query": False,
+              "tie_word_embeddings": True}
+    spec = spec_from_config(config, name=f"GPT {r['params']} (Megatron)")
+    fields = dict(method="full", precision="megatron-fp16", micro_batch=mbs, seq_len=2048,
+                  grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full", tp=tp, pp=pp, virtual_stages=v,
+                  gpus=gpus, gpus_per_node=8, network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    d = training_duration_for(spec, dev, gpus, 1e6, fields)
+    pred = None
+    if d.tokens_per_second is not None:
+        iteration = gbs * 2048 / d.tokens_per_second
+        pred = megatron_flops_per_iteration(gbs, 2048, layers, hidden, MEGATRON_VOCAB) / iteration / gpus / 1e12
+    tol = TOLERANCE[TRAINING_SPEED]
+    st, mp = d.step, d.step.model_parallel if d.step else None
+    note = (f"settings from {MEGATRON_SCRIPTS}: {block}; fp16, full recomputation, seq 2048, vocab "
+            f"{MEGATRON_VOCAB}, {gpus // 8} DGX A100 nodes over {MEGATRON_NETWORK} (one 200 Gb/s HCA per GPU); "
+            f"dp {dp} x tp {tp} x pp {pp}" + (f" (interleaved, v = {v})" if v > 1 else "")
+            + f", micro-batches per pipeline and step: {gbs // (mbs * dp)}; utilisation {d.utilization:.3f}"
+            + (f"; per micro-batch stage compute {st.compute_seconds * 1e3:.1f} ms" if st else "")
+            + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, point-to-point {mp.p2p_seconds * 1e3:.2f} ms, "
+               f"bubble {mp.bubble:.3f}, gradient all-reduce {mp.dp_seconds * 1e3:.0f} ms per step" if mp else "")
+            + (f", data-parallel communication {st.comm_seconds * 1e3:.0f} ms per micro-step"
+               if st and not mp else ""))
+    return Case(rid, TRAINING_SPEED, f"Megatron-LM GPT {r['params']} {gpus}xA100 TFLOP/s per GPU", pred, measured,
+                "TFLOP/s/GPU", None if pred is None else abs(pred / measured - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
+
+
+# torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
+# over the data-parallel ranks, TP 8 within each host with sequence parallelism, full activation checkpointing,
+# torch.compile, torchao float8 linears; Table 5 with AsyncTP and PP 8, whose micro-batches default to the pipeline
+# degree (torchtitan @9dec370 pipelining_utils.py lines 79-81: 8 micro-batches of 4 of the 32 local sequences) and
+# whose Interleaved1F1B runs 2 stages per rank (lines 23-32). Value: (catalog model, extra TrainingWorkload fields).
+TORCHTITAN_MODEL_PARALLEL = {
+    "PM1050": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16)),
+    "PM1051": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16, tp_comm_overlap=True)),
+    "PM1052": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True)),
+    "PM1053": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True,
+                                      virtual_stages=2)),
+}
+
+
+def torchtitan_mp_case(r: dict[str, str]) -> Case:
+    """One torchtitan FSDP + TP (+ PP) row through the duration rule (formulas/model_parallel_time.py)."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.duration import training_duration_for
+
+    rid, value = r["id"], float(r["value"])
+    model, extra = TORCHTITAN_MODEL_PARALLEL[rid]
+    fields: dict[str, Any] = dict(method="full", precision="bf16-mixed", seq_len=8192, grad_checkpointing="full",
+                                  fsdp="full", optimizer="adamw", compile=True, float8=True, sequence_parallel=True,
+                                  network=TORCHTITAN_NETWORK, **extra)
+    n = int(fields["gpus"])
+    d = training_duration_for(find(model).spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / n
+    mp = d.step.model_parallel if d.step else None
+    tol = TOLERANCE[TRAINING_SPEED]
+    return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}xH100 tokens/s/GPU", pred, value,
+                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                source=r["source"],
+                note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
+                "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
+                f"{TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" + (
+                    f"; per micro-batch stage compute {mp.stage_seconds:.2f} s, tensor-parallel {mp.tp_seconds:.2f} s "
+                    f"({'async TP: overlapped' if mp.tp_overlap else 'not overlapped'}), bubble {mp.bubble:.3f}, "
+                    f"gradient reduction {mp.dp_seconds:.2f} s per step" if mp else ""))
+
+
 def cpu_gpt2_spec() -> Any:
     """GPT-2 small as the manual model of CPU_GPT2 (the CPU training rows)."""
     from .readers.manual import spec_from_manual
@@ -630,7 +748,6 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
     """One throughput/MFU row of the CSV as a case (or why it cannot be expressed)."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
-    from .estimate import efficiency as E
     from .estimate.duration import training_duration_for
 
     rid, value = r["id"], float(r["value"])
@@ -667,10 +784,10 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return fms_case(r)
     if r["framework"].startswith("VectorLM"):
         return vectorlm_case(r)
-    if r["kind"] == "mfu":
-        return Case(rid, TRAINING_SPEED, f"Megatron {r['params']} HFU %", 100 * E.TRAINING_HFU.expected, value, "%",
-                    excluded=CALIBRATION, source=r["source"],
-                    note="calibration row (default HFU is the median of these rows)")
+    if rid in MEGATRON_TABLE1:
+        return megatron_case(r)
+    if rid in TORCHTITAN_MODEL_PARALLEL:
+        return torchtitan_mp_case(r)
     if r["framework"] == "torchtitan":
         n = int(r["num_gpus"])
         extra = TORCHTITAN_SETTINGS[r["other_settings"]]

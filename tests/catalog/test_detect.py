@@ -105,6 +105,12 @@ def _first_lines(rel: str, n: int) -> str:
     return "\n".join(text(rel).splitlines()[:n]) + "\n"
 
 
+def _replace(rel: str, old: str, new: str) -> str:
+    """The real output with one value damaged."""
+    assert old in text(rel), (rel, old)
+    return text(rel).replace(old, new)
+
+
 def _cut_row(rel: str) -> str:
     """The header and the first half of the GPU row: output cut off mid-line."""
     head, row = text(rel).splitlines()[:2]
@@ -122,6 +128,18 @@ def _cut_row(rel: str) -> str:
                                                      8), "Memory"),
     (so.parse_system_profiler_displays, _first_lines("system_profiler-SPDisplaysDataType/apple-m1-8c-macbookair-glpi.txt",
                                                      3), "Chipset Model"),
+    # digits str.isdigit() takes but int() refuses ('\u00b2') or reads ('\u0667'), and more than int()'s 4300 digits:
+    # each was a ValueError traceback or a silent count, now one line
+    (so.parse_system_profiler_displays, _replace("system_profiler-SPDisplaysDataType/apple-m1-7c-macbookair-notes.txt",
+                                                 "Cores: 7", "Cores: \u00b2"), "is not a count"),
+    (so.parse_system_profiler_displays, _replace("system_profiler-SPDisplaysDataType/apple-m1-7c-macbookair-notes.txt",
+                                                 "Cores: 7", "Cores: \u0667"), "is not a count"),
+    (so.parse_system_profiler_displays, _replace("system_profiler-SPDisplaysDataType/apple-m1-7c-macbookair-notes.txt",
+                                                 "Cores: 7", "Cores: " + "7" * 5000), "is not a count"),
+    (so.parse_sysctl, "machdep.cpu.brand_string: Apple M1\nhw.memsize: \u00b2\n", "is not a byte count"),
+    (so.parse_lscpu, _replace("lscpu/amd-epyc-7451-2s-util-linux.txt", "Socket(s):           2",
+                              "Socket(s):           \u00b2"), "Socket(s)"),
+    (so.parse_meminfo, "MemTotal:       " + "1" * 5000 + " kB\n", "MemTotal"),
 ])
 def test_a_damaged_output_is_one_line_error(parse, damaged: str, says: str) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InputError) as e:

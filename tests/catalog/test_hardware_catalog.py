@@ -373,3 +373,14 @@ def test_gb206_cards_have_a_pcie_gen5_x8_host_link() -> None:
     for ident in ("rtx-5050", "rtx-5060", "rtx-5060-ti-8gb", "rtx-5060-ti-16gb"):
         assert link_bandwidth_for(find_hardware(ident), None) == 32e9, ident
     assert link_bandwidth_for(find_hardware("rtx-5070"), None) == 64e9
+
+
+def test_the_h20_is_a_hopper_part() -> None:
+    """The H20 is a cut-down GH100 (its own sm_count source: '78 SMs of the GH100's 144'; the name says Hopper): the
+    architecture field is what the llama.cpp mma.sync share, the flash-attention kernel choice (compute capability
+    9.0) and the training utilisation read, and it was empty, so the H20 got none of Hopper's rules."""
+    raw = json.loads(resources.files("llmsizer.catalog").joinpath("data/hardware/accelerators.json").read_text("utf-8"))
+    row = next(d for d in raw["devices"] if d["id"] == "h20")
+    assert "Hopper" in row["name"] and "GH100" in row["sm_count"]["where"]
+    cat = builtin_catalog()
+    assert cat.devices["h20"].architecture == cat.devices["h100-sxm"].architecture == "hopper"

@@ -45,6 +45,7 @@ def test_the_release_picks_the_rule_and_says_so() -> None:
 
 @pytest.mark.parametrize(("extra", "says"), [
     (["--engine-version", "latest"], "engine version must look like"),
+    (["--engine-version", "0.5e3"], "engine version must look like"),  # was read as 0.53
     (["--engine-version", "0.13", "--train"], "--engine-version applies to serving"),
 ])
 def test_bad_input_is_one_line_exit_2(extra: list[str], says: str) -> None:

@@ -9,9 +9,9 @@ import pytest
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.errors import InputError
+from llmsizer.estimate.formats import ARCHITECTURE_CAPABILITY
 from llmsizer.estimate.speed import estimate_speed
 from llmsizer.formulas.flash_attention import (
-    ARCHITECTURE_CC,
     MMA_F16,
     TILE,
     VEC,
@@ -92,10 +92,10 @@ def test_padding_and_stream_time() -> None:
 
 def test_catalog_architectures_map_to_their_compute_capability() -> None:
     """Every NVIDIA architecture the catalog names is mapped (else its batched steps would silently skip eq. F1);
-    devices whose catalog row names none (RTX 50 series, B300, GB200, H20 today) get no kernel and no share."""
+    devices whose catalog row names none (RTX 50 series below the 5090, B300, GB200, RTX PRO 6000 Workstation today) get no kernel and no share."""
     archs = {d.architecture for d in builtin_catalog().devices.values()
              if d.vendor == "NVIDIA" and d.kind == "gpu" and d.architecture}
-    assert archs <= set(ARCHITECTURE_CC), archs - set(ARCHITECTURE_CC)
+    assert archs <= set(ARCHITECTURE_CAPABILITY), archs - set(ARCHITECTURE_CAPABILITY)
 
 
 @pytest.mark.parametrize(("model", "fmt", "kernel"), [

@@ -2,9 +2,9 @@
 
 efficiency.py states: least squares of t = W / (B x eta) + L x tau + w x F_attn / R_p (formulas/speed.py eqs. 7 and
 13) over the llama-bench rows of Llama-3-8B Q4_K_M and F16 that validation/llamacpp_bench.csv marks 'calibration':
-tg512 on RTX 3090 + RTX 4090 and tg1024-8192 on RTX 4090 (GPU constants), tg512-8192 on M2 Ultra (Apple constants).
-This test redoes that fit from the measured values, so a constant that drifts from its stated derivation (or rows
-that change) fails here.
+tg512-8192 on RTX 3090 + RTX 4090 (GPU constants; w from the depth series, eta and tau from tg512), tg512-8192 on M2
+Ultra (Apple constants). This test redoes that fit from the measured values, so a constant that drifts from its stated
+derivation (or rows that change) fails here.
 """
 
 from __future__ import annotations
@@ -309,3 +309,15 @@ def test_unfused_attention_applies_without_flash_attention_only():
                          output_tokens=2, kv_dtype="fp16", flash_attention=False)
     assert ada.decode is not None and ada.decode.attention_seconds == 0.0
     assert any("eq. 13 not applied" in w_ for w_ in ada.warnings)
+
+
+def test_the_single_stream_figure_names_eq_13_at_any_concurrency():
+    """At concurrency > 1 the single-stream step (decode_single) still carries eq. (13)'s attention term; the
+    assumption that names w must be there too (it was only named at concurrency 1)."""
+    spec, dev = find("llama-3.1-8b").spec(), builtin_catalog().devices["rtx-4090"]
+    s = estimate_speed(spec, dev, weights_format="gguf:q4_k_m", prompt_tokens=8192, output_tokens=2, kv_dtype="fp16",
+                       flash_attention=False, concurrency=4)
+    assert s.decode_single is not None and s.decode_single.attention_seconds > 0
+    named = {a.name: a for a in s.assumptions}
+    assert named[E.LLAMACPP_UNFUSED_ATTENTION_WORK_GPU.name].value == E.LLAMACPP_UNFUSED_ATTENTION_WORK_GPU.expected
+    assert "single-stream" in named[E.LLAMACPP_UNFUSED_ATTENTION_WORK_GPU.name].why

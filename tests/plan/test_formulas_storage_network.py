@@ -96,11 +96,13 @@ def test_zero3_is_one_and_a_half_times_ddp_when_weights_and_gradients_match():
 
 
 def test_tensor_and_pipeline_traffic():
-    # one layer, b s = 10 tokens, h = 10, 2 B: 200 B activations; 4 all-reduces over 2 ranks of 2 x 1/2 x 200
-    assert N.tensor_parallel_bytes(1, 10, 10, 2, 2) == 800.0
+    from llmsizer.formulas.model_parallel_time import pipeline_p2p_bytes, tensor_parallel_bytes
+
+    # one layer, b s = 10 tokens, h = 10, 2 B: 200 B activations; 2 + 2 all-reduces over 2 ranks of 2 x 1/2 x 200
+    assert sum(tensor_parallel_bytes(1, 0, 10, 10, 2, 2)) == 800.0
     # 32 layers, 4096 tokens, h 4096, bf16, TP 8: 4 x 32 x 2 x 7/8 x 33,554,432 B
-    assert N.tensor_parallel_bytes(32, 4096, 4096, 2, 8) == pytest.approx(4 * 32 * 1.75 * 4096 * 4096 * 2)
-    assert N.pipeline_bytes(4096, 4096, 2) == 2 * 4096 * 4096 * 2
+    assert sum(tensor_parallel_bytes(32, 0, 4096, 4096, 2, 8)) == pytest.approx(4 * 32 * 1.75 * 4096 * 4096 * 2)
+    assert pipeline_p2p_bytes(4096, 4096, 2) == 2 * 4096 * 4096 * 2
 
 
 def test_time_share_and_bandwidth_per_device():

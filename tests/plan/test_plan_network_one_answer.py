@@ -79,15 +79,28 @@ def test_plan_and_train_agree_for_fsdp_on_instances(capsys: pytest.CaptureFixtur
     assert net.value("bus_bandwidth") == pytest.approx(min(H100_NVLINK, 3200e9 / 8))
 
 
-def test_tensor_parallel_plan_shows_no_data_parallel_time_of_its_own() -> None:
-    """Tensor-parallel runs are timed at Megatron's at-scale utilisation with no separate communication term: the
-    plan shows the TP volume and no data-parallel time the duration does not count."""
+def test_plan_and_train_agree_for_tensor_and_pipeline_parallelism(capsys: pytest.CaptureFixture[str]) -> None:
+    """TP 2 x PP 2 x DP 2 on one machine of 8 H100: the plan renders the duration's own tensor-parallel, pipeline
+    and gradient all-reduce times (formulas/model_parallel_time.py), and the volumes match the ring and point-to-point
+    counts written out (Qwen2.5-0.5B: 24 layers, h 896, 12 per stage; 3 micro-batches of 2 x 1024 tokens, bf16)."""
     j = _plan_job("""\
     method: full
-    settings: {precision: deepspeed-bf16, micro_batch: 2, seq_len: 1024, grad_accumulation: 3, zero: 3, tp: 2}
+    settings: {micro_batch: 2, seq_len: 1024, grad_accumulation: 3, tp: 2, pp: 2}
     resources: {device: h100-sxm, count: 8}
     """)
-    net = j.section("network")
-    assert net.value("dp_bytes") is None and net.value("comm_seconds") is None
-    tp = 3 * 4 * 24 * 2 * (2 - 1) / 2 * (2 * 1024) * 896 * 2  # micro-batches x 4 all-reduces x layers x ...
+    net, dur = j.section("network"), j.section("duration")
+    d = _train(["--device", "h100-sxm", "--gpus", "8", "--tp", "2", "--pp", "2", "--batch", "2", "--seq", "1024",
+                "--grad-accumulation", "3"], dur.value("tokens"), capsys)
+    mp = d["step"]["model_parallel"]
+    act = 2 * 1024 * 896 * 2
+    tp = 3 * 4 * 12 * 2 * (2 - 1) / 2 * act  # micro-batches x 4 all-reduces x stage layers x ring volume
     assert net.value("tp_bytes") == pytest.approx(tp)
+    assert net.value("tp_seconds") == pytest.approx(tp / H100_NVLINK)
+    assert net.value("pp_bytes") == pytest.approx(3 * 2 * act / 2)  # forward + backward, 1/tp per device
+    assert net.value("bubble") == pytest.approx((2 - 1) / 3)
+    # one answer: the same duration and the same times as `train --tokens`
+    assert dur.value("seconds") == pytest.approx(d["seconds"], rel=1e-12)
+    assert net.value("tp_seconds") == pytest.approx(3 * mp["tp_seconds"], rel=1e-12)
+    assert net.value("bubble_seconds") == pytest.approx(mp["bubble_seconds"], rel=1e-12)
+    assert net.value("mp_dp_seconds") == pytest.approx(mp["dp_seconds"], rel=1e-12)
+    assert net.value("dp_bytes") is None

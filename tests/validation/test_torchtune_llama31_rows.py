@@ -33,11 +33,15 @@ def test_the_8_gpu_rows_take_their_multi_device_configs(rid: str) -> None:
 
 
 def test_tokens_per_second_is_all_eight_gpus() -> None:
-    """Per GPU, PM0706's 3497 tokens/s at the 70B LoRA recipe's FLOPs would be 4.5 x an A100's dense peak."""
+    """Per GPU, PM0706's 3497 tokens/s at the 70B LoRA recipe's FLOPs would exceed an A100's dense peak (4.5 x);
+    over eight GPUs it is a possible share of their peak. The bound is physical (no device beats its peak), not a
+    copy of the FLOP count: even the forward's 2 N alone, 2 x 70e9 FLOP per token, is over the peak per GPU."""
     model, fields = TORCHTUNE_SPEED_ROWS["PM0706"]  # type: ignore[misc]
     f = flops_per_token(find(model).spec(), "lora", 2048, "full", fields["rank"], ("q", "k", "v")).per_token
     peak = builtin_catalog().devices["a100-sxm-80gb"].peak_flops("bf16")[0]
-    assert peak is not None and 3497 * f / peak == pytest.approx(4.52, abs=0.01)
+    assert peak is not None
+    assert 3497 * 2 * 70e9 / peak > 1  # the forward alone, per GPU: impossible
+    assert 3497 * f / peak > 1 > 3497 * f / (8 * peak)  # per GPU impossible, over the eight possible
 
 
 def test_cpu_offload_row_says_what_is_missing() -> None:

@@ -171,7 +171,13 @@ def render_duration(d: Duration) -> str:
                  + (" (host-bound: the kernel launches take longer than the device's work)"
                     if st.launch_seconds and st.launch_seconds >= st.compute_seconds else "")
                  + (f", {st.comm_seconds:.3g} s {st.topology} communication ({st.exposed_comm_seconds:.3g} s not "
-                    "hidden by compute)" if st.comm_seconds else "")
+                    "hidden by compute)" if st.comm_seconds and st.model_parallel is None else "")
+                 + (f" on the slowest stage; per micro-batch {mp.tp_seconds:.3g} s tensor-parallel and "
+                    f"{mp.p2p_seconds:.3g} s pipeline communication ("
+                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap else "not overlapped")
+                    + f"), pipeline bubble {mp.bubble:.3g}, "
+                    f"{mp.dp_seconds:.3g} s gradient all-reduce per step"
+                    if (mp := st.model_parallel) is not None else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
                  + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")

@@ -236,6 +236,11 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", type=int_arg(COUNT), help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
+    g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
+                   "interleaved schedule, for the duration's pipeline bubble (default 1: plain 1F1B)")
+    g.add_argument("--tp-comm-overlap", action="store_true", default=None,
+                   help="with --tp: tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap, "
+                        "torchtitan async TP), for the duration (default: not overlapped)")
     g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
@@ -250,8 +255,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "micro-step (a loop without no_sync)")
     add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
-    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="model FLOPs utilisation for the duration (default: "
-                   "published runs; hardware FLOPs utilisation with --grad-checkpointing full)")
+    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="utilisation of the executed FLOPs for the duration "
+                   "(default: calibrated per GPU architecture on published runs, estimate/efficiency.py)")
 
 
 def add_framework_args(g: argparse._ArgumentGroup) -> None:
@@ -278,8 +283,8 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "ep", "sequence_parallel", "offload",
-                   "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "ep", "sequence_parallel",
+                   "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile")
 
 

@@ -9,8 +9,10 @@ eq. (4): roofline and tile quantization of each forward, input-gradient and weig
 dequantization passes (eq. (9)), the memory-bound norm / rotary / activation / residual / loss kernels, eager or
 compiled (formulas/elementwise_traffic.py eq. (E7)), the optimizer update and gradient accumulation of each step
 (formulas/optimizer_step.py), data-parallel communication over the interconnect and paged-optimizer traffic over
-the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take Megatron's at-scale utilisation
-(efficiency.TRAINING_HFU). The calibrated range of the result: estimate/ranges.py.
+the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take the same utilisation on each device's share of
+the GEMMs (hidden / tp) and add the tensor-parallel collectives, the pipeline's point-to-point transfers and bubble
+and the gradient all-reduce between replicas (formulas/model_parallel_time.py, ``model_parallel.py`` here). The
+calibrated range of the result: estimate/ranges.py.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
+from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
     SOURCE_EAGER,
@@ -37,6 +40,7 @@ from ..formulas.gemm_shapes import shape_efficiency, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import lora_params
+from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
@@ -69,11 +73,15 @@ from . import ranges as R
 from .device import resolve_target
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
+from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
 from .training import estimate_training
 from .training.setup import qlora_base_format, resolve
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
+# eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
+# --attention-dropout 0.1 (SC21 megatron/arguments.py line 352)
+EAGER_ATTENTION_DROPOUT = True
 
 
 def recompute_mode(grad_checkpointing: str | None) -> str:
@@ -223,8 +231,14 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
-    return step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
-                                w.kernels == "unsloth")
+    total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
+                                 w.kernels == "unsloth")
+    if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
+        again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute == "full" else set()
+        heads = -(-spec.num_heads // tp)
+        total += sum(eager_attention_bytes_per_token(heads, w.seq_len, c, EAGER_ATTENTION_DROPOUT, i in again)
+                     for i in range(spec.num_layers) if spec.layer_types[i] != "none")
+    return total
 
 
 def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
@@ -277,9 +291,9 @@ class Duration:
 
     @property
     def seconds_range(self) -> tuple[float, float] | None:
-        """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of
-        data-parallel runs; None for tensor/pipeline-parallel runs (no validation rows)."""
-        if self.step is None or self.step.topology in ("model-parallel", "cpu") or self.seconds is None:
+        """Calibrated [low, high] wall-clock seconds from the training-throughput band (estimate/ranges.py) of the
+        validation rows (data-parallel runs and Megatron-LM's tensor/pipeline-parallel Table 1)."""
+        if self.step is None or self.step.topology == "cpu" or self.seconds is None:
             return None
         r = R.calibrated_range(R.TRAINING_SPEED, R.PYTORCH_TRAINING, self.step.tokens_per_second)
         return None if r is None else (self.tokens / r[1], self.tokens / r[0])
@@ -302,7 +316,10 @@ class Duration:
 
 @dataclass(frozen=True)
 class StepTime:
-    """One optimizer step of data-parallel training (formulas/training_time.py eqs. 6-8), per device."""
+    """One optimizer step of training, per device: data-parallel (formulas/training_time.py eqs. 6-8) or
+    tensor/pipeline-parallel (``model_parallel``: formulas/model_parallel_time.py eqs. (T1)-(P6); compute_seconds is
+    then the slowest stage's compute per micro-batch, comm_seconds its tensor-parallel + point-to-point time per
+    micro-batch plus its share of the gradient all-reduce, none of it overlapped)."""
 
     compute_seconds: float  # per micro-step, eq. (6)
     comm_seconds: float  # the collectives' traffic time, per micro-step (per optimizer step / micro_steps)
@@ -310,7 +327,7 @@ class StepTime:
     micro_steps: int
     tokens_per_second: float  # all devices
     comm_bytes: float  # per device per micro-step (per optimizer step / micro_steps)
-    topology: str  # 'single', 'direct', 'host-staged', 'model-parallel', 'cpu' (one CPU)
+    topology: str  # 'single', 'direct', 'host-staged', 'multi-node', 'model-parallel' (tp x pp > 1), 'cpu' (one CPU)
     shape_efficiency: float = 1.0  # formulas/gemm_shapes.py eq. (4), inside compute_seconds
     dequant_seconds: float = 0.0  # per micro-step, eq. (9), inside compute_seconds
     elementwise_seconds: float = 0.0  # per micro-step, formulas/elementwise_traffic.py eq. (E7), inside compute
@@ -344,6 +361,8 @@ class StepTime:
     tokens_per_device_micro: float = 0.0
     devices: int = 1
     bus_bandwidth: float = 0.0  # B_bus of the data-parallel collectives (formulas/network.py eq. (11)) [B/s]
+    # tensor/pipeline-parallel runs: formulas/model_parallel_time.py eqs. (T1)-(P6) of one device (None otherwise)
+    model_parallel: ModelParallelStep | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"compute_seconds": self.compute_seconds, "comm_seconds": self.comm_seconds,
@@ -356,7 +375,8 @@ class StepTime:
                 "exposed_comm_seconds": self.exposed_comm_seconds, "sharding": self.sharding,
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
-                "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds}
+                "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds,
+                "model_parallel": self.model_parallel._asdict() if self.model_parallel is not None else None}
 
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
@@ -486,7 +506,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                     + ("Unsloth's Triton kernels (eqs. E8/E9, read from unsloth @015bdef; no "
                                        "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
                                        else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
-                                       else "eager (" + SOURCE_EAGER + ")")))
+                                       else "eager (" + SOURCE_EAGER + ")")
+                                    + ("; eager attention's softmax and dropout over the scores, "
+                                       "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
+                                       "(Megatron's GPT default)" if w.attention == "eager" else "")))
             notes.append(Assumption(eta.name, eta.expected, True, eta.source))
     flops_eff = fl.per_token
     t_f8 = 0.0
@@ -495,8 +518,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         f8 = float8_time(spec, w, int(tokens))
         peak8, _ = device.peak_flops("fp8")
         if peak8:  # the converted linears' FLOPs at the FP8 tensor rate (its own share of u), the rest at BF16
+            # (float8_time counts one device's 1/tp shards: the whole model's are tp times that)
             rho8 = E.FLOAT8_GEMM_SHARE
-            flops_eff = fl.per_token - f8.flops_per_token * (1.0 - peak / (peak8 * rho8.expected))
+            flops_eff = fl.per_token - f8.flops_per_token * max(1, w.tp) * (1.0 - peak / (peak8 * rho8.expected))
             notes.append(Assumption("float8_gemm_flops_per_token", round(f8.flops_per_token), True,
                                     f"formulas/float8_training.py: the float8 linears' forward, backward and "
                                     f"recomputed GEMMs at the dense FP8 peak {peak8:.4g} FLOP/s x "
@@ -517,8 +541,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         warnings.append("Unsloth's speed: its Triton kernels' memory traffic is read from its code "
                         "(formulas/elementwise_traffic.py eqs. E8/E9) and no published Unsloth throughput with its "
                         "settings validates it; the offloaded checkpoint copies (non_blocking) are taken as overlapped")
+    share, tp_div = (stage_share(spec, w), w.tp) if w.tp * w.pp > 1 else (1.0, 1)
     t_attn = 0.0
-    if device.kind == "gpu" and w.tp * w.pp == 1 and fl.attention > 0 and w.attention != "eager":
+    if device.kind == "gpu" and fl.attention > 0 and w.attention != "eager":
         # the fused attention kernel apart from the GEMMs (formulas/training_time.py eq. (10)): what it executes,
         # at its own share of the GEMM utilisation (efficiency.FLASH_ATTENTION_SHARE); not shape-quantised
         rho = E.FLASH_ATTENTION_SHARE
@@ -530,12 +555,16 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
                                 "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
         notes.append(Assumption(rho.name, rho.expected, True, rho.source))
-    t_c = tokens * flops_eff / (peak * u * e) + t_attn + t_dq + t_ew + t_f8
+    # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) and of the attention heads
+    # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
+    # share of the layers
+    t_dq, t_ew, t_f8 = t_dq * share, t_ew * share, t_f8 * share
+    t_c = (tokens * flops_eff / (peak * u * e) + t_attn) / tp_div * share + t_dq + t_ew + t_f8
     t_launch = 0.0
     if device.kind == "gpu":
         kernels = kernels_per_micro_step(spec, w)
         tau = E.HOST_SECONDS_PER_KERNEL
-        t_launch = host_seconds(kernels, tau.expected)
+        t_launch = host_seconds(kernels, tau.expected) * share
         notes.append(Assumption("kernels_per_micro_step", kernels, True,
                                 f"formulas/launch_overhead.py: {'compiled' if w.compile else 'eager'} kernels of "
                                 f"one micro-step ({LAUNCH_SOURCE})"))
@@ -594,8 +623,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         else:
             warnings.append(f"no interconnect bandwidth for {n} x {device.id}: data-parallel communication "
                             "is not counted")
-    elif n > 1:
+    mp: ModelParallelStep | None = None
+    if w.tp * w.pp > 1:
         topology = "model-parallel"
+        full = recompute_mode(w.grad_checkpointing) == "full"
+        mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
+                                 checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
+                                 link_bandwidth, network.bandwidth if network is not None else None, notes, warnings)
     if device.kind == "cpu" and n == 1:
         topology = "cpu"
     t_p = 0.0
@@ -606,12 +640,23 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu" and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem, notes)
     k = w.grad_accumulation
+    if mp is not None:  # eq. (P6): dp replicas, each a pipeline of tp x pp devices
+        t_steps = mp.step_seconds
+        tps = step_tokens_per_second(n // (w.tp * w.pp), tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
+        t_m = (mp.tp_seconds + mp.p2p_seconds) + mp.dp_seconds / k
+        comm_b = mp.tp_bytes + mp.p2p_bytes + mp.dp_bytes / k
+        exposed = mp.exposed_tp_seconds + mp.p2p_seconds + mp.dp_seconds / k
+        return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
+                        t_launch, attention_seconds=t_attn / tp_div * share,
+                        tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,
+                        model_parallel=mp)
     t_steps = optimizer_step_seconds(t_c, fl.forward_share, comm, k)
     tps = step_tokens_per_second(n, tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
     mode = sharding_mode(w) if comm is not None else ""
     return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc,
-                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "", t_attn, tokens,
-                    n, comm.bus_bandwidth if comm is not None else 0.0)
+                    t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
+                    attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
+                    bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, bw_mem: float,
@@ -701,7 +746,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     achieved utilisation of the executed FLOPs, data-parallel communication over the interconnect (overlapped),
     optimizer paging. ``workload`` gives the full settings (devices, sharding, micro-batch, grad accumulation);
     without it one data-parallel replica per device with the method/sequence given here. Tensor/pipeline-parallel
-    runs use Megatron's at-scale utilisation (efficiency.TRAINING_HFU) with no separate communication term.
+    runs: each device's share of the GEMMs at the same utilisation, plus formulas/model_parallel_time.py's
+    tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
     ``flops``: the FLOP count of these same settings when the caller already has it."""
     tokens = float(check_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
@@ -710,9 +756,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
     own = True
     peak, key, cpu_bound = training_peak(device, w.precision)
-    if w.tp * w.pp > 1:
-        factor = E.TRAINING_HFU
-    elif device.kind == "cpu":
+    if device.kind == "cpu":
         factor = E.TRAINING_UTILIZATION_CPU_BOUND if cpu_bound else E.TRAINING_UTILIZATION_CPU_AMX
     else:
         factor, own = E.training_utilization(device.architecture)

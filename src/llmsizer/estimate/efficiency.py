@@ -1,13 +1,17 @@
 """Efficiency factors: the share of a device's peak that real kernels reach, as named, cited defaults.
 
 Each is a ``Factor`` (low, expected, high) with the published measurement or tool constant it comes from,
-following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary and
-re-derived by tests/hardware/test_*calibration.py): the five llama.cpp decode constants, the three llama.cpp prefill
-constants, vLLM's V0 engine step time, vLLM's V1 host step time and the training-speed constants (utilisation on
-Ada, Ampere, Hopper and on a CPU's AMX units, the flash-attention kernel's share of it, the float8 GEMMs' share, the
-shared host-path collective bandwidth, the host seconds per launched kernel); every other factor
-comes from outside llmsizer's validation rows
-(tests/validation/), which only measure how far these defaults land.
+following ``estimate/engines.py``. Calibrated on validation rows (named below, left out of the error summary), each
+re-derived by the test named at its comment: the llama.cpp single-sequence decode constants (bandwidth share and
+per-layer overhead on GPU and Apple, the unfused-attention work w on GPU and Apple, the SM stream bytes per cycle:
+tests/hardware/test_efficiency_calibration.py), the three llama.cpp prefill constants (tests/hardware/test_prefill_calibration.py), the llama.cpp
+batched-decode constants (identical-sequence routings: tests/estimate/test_identical_routings.py; the graphs-off time
+per layer: test_graphs_off_overhead.py; the flash-attention K/V stream share: test_fattn_stream_share.py), vLLM's V0
+engine step time (tests/validation/test_vllm_static_batch.py), vLLM's V1 host step time
+(tests/validation/test_vllm_serving.py) and the training-speed constants (utilisation on Ada, Ampere, Hopper and on a
+CPU's AMX units, the flash-attention kernel's share of it, the float8 GEMMs' share, the shared host-path collective
+bandwidth, the host seconds per launched kernel: tests/hardware/test_training_calibration.py); every other factor
+comes from outside llmsizer's validation rows (tests/validation/), which only measure how far these defaults land.
 """
 
 from __future__ import annotations
@@ -262,14 +266,8 @@ def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> st
     return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
 
 
-# Training utilisation at scale with tensor/pipeline parallelism (used only when tp x pp > 1, where communication and
-# pipeline bubbles are inside it). Megatron-LM PTD-P on A100 (Narayanan et al. 2021, Table 1, 10 rows from 1.7B to 1T
-# parameters, 32-3072 GPUs): 43-52 % of peak counting recomputation FLOPs, median 45.5 % -> hardware FLOPs
-# utilisation to use with the recompute FLOP count.
-TRAINING_HFU = Factor(
-    "training_hardware_flops_utilization", 0.43, 0.455, 0.52,
-    "Narayanan et al. 2021 (arXiv 2104.04473) Table 1: 43-52 % of peak, median 45.5 % (recompute counted)")
-# Training on one device or data-parallel devices (formulas/training_time.py eqs. 6-8): the share of the dense BF16
+# Training on one device, data-parallel devices or each device of a tensor/pipeline-parallel run
+# (formulas/training_time.py eqs. 6-8, formulas/model_parallel_time.py): the share of the dense BF16
 # peak that the executed FLOPs (recomputation counted) reach on one device, communication and optimizer paging
 # being separate terms. CALIBRATED on one named row: torchtune Llama2-7B LoRA (rank 8 on q,v, activation
 # checkpointing, batch 4 x 2048) on 1 x RTX 4090, 2582 tokens/s (validation row PM0020, README @ca0a6de) ->
@@ -494,14 +492,6 @@ def vm_bandwidth_share(vcpus: float, socket_cores: float, threads_per_core: floa
 # Journal of Memory and Language 109:104047 -- 238 words/min for silent reading of non-fiction; at 4/3 tokens per
 # English word (OpenAI tokenizer rule of thumb: 1 token ~ 0.75 words) = 238 / 60 x 4 / 3 = 5.29 tokens/s.
 READING_RATE_TOKENS_PER_SECOND = 238 / 60 * 4 / 3
-
-ALL = (DECODE_BANDWIDTH_GPU, LLAMACPP_DECODE_BANDWIDTH, LLAMACPP_STREAM_BYTES_PER_SM_CYCLE, LLAMACPP_MMQ,
-       LLAMACPP_CUBLAS, LLAMACPP_HALF_COLUMNS, LLAMACPP_IDENTICAL_ROUTINGS_SCALE, LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU, LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT,
-       LLAMACPP_LAYER_OVERHEAD_GPU, LLAMACPP_DECODE_BANDWIDTH_APPLE, LLAMACPP_LAYER_OVERHEAD_APPLE,
-       LLAMACPP_UNFUSED_ATTENTION_WORK_GPU, LLAMACPP_UNFUSED_ATTENTION_WORK_APPLE,
-       TRAINING_DEVICE_UTILIZATION, HOST_STAGED_COLLECTIVE_BANDWIDTH, TRAINING_UTILIZATION_CPU_AMX, DECODE_BANDWIDTH_CPU, COMPUTE,
-       TRAINING_HFU, APPLE_GPU_WORKING_SET, HOST_SECONDS_PER_KERNEL, VLLM_V0_STEP_SECONDS, FLASH_ATTENTION_SHARE,
-       FLOAT8_GEMM_SHARE)
 
 
 def decode_bandwidth_factor(device_kind: str, weights_format: str) -> Factor:

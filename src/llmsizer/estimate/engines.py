@@ -7,6 +7,7 @@ where the answer depends on driver/allocator behaviour we cannot see from a conf
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -205,15 +206,18 @@ STEP_HOST: tuple[StepHost, ...] = (
 CURRENT_VERSION = {"vllm": "0.19", "sglang": "0.5"}
 
 
+# a release as the engines tag them (PEP 440's public version, the subset the engines use): major.minor[.patch] and
+# an optional pre/post/dev suffix (0.8.5.post1, 0.7.0rc1, 0.6.4.dev0); ASCII digits only, at most 32 characters
+_VERSION = re.compile(r"v?(\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?(?:[.-]?(?:post|rc|dev|a|b)\d{0,6})?", re.ASCII)
+
+
 def parse_version(version: str) -> tuple[int, int]:
     """(major, minor) of '0.19', '0.19.1', 'v0.8.5.post1'; InputError for anything else."""
-    text = version.strip().lower().removeprefix("v")
-    parts = text.split(".")
-    try:
-        major, minor = int(parts[0]), int("".join(ch for ch in parts[1] if ch.isdigit()) or "x")
-    except (ValueError, IndexError):
-        raise InputError(f"engine version must look like 0.19 or 0.19.1, got {version!r}") from None
-    return major, minor
+    text = version.strip().lower()
+    m = _VERSION.fullmatch(text) if len(text) <= 32 else None
+    if m is None:
+        raise InputError(f"engine version must look like 0.19 or 0.19.1, got {version!r}")
+    return int(m.group(1)), int(m.group(2))
 
 
 def step_host(engine: str, version: str | None = None) -> StepHost | None:

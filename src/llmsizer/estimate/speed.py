@@ -39,7 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .formats import file_kernel_format
+from .formats import ARCHITECTURE_CAPABILITY, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -299,6 +299,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
     step_fixed = step_overhead(spec.num_layers, tau)
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
+    if engine is None and engine_version is not None:
+        raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
     rule = ENG.step_host(engine, engine_version) if engine is not None else None
     if engine_step_seconds is not None:
         if engine_step_seconds < 0:
@@ -381,9 +383,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     def _fattn(batch: int, per_stream: int, streams: int) -> str | None:
         """The flash-attention kernel ggml-cuda runs for this step (formulas/flash_attention.py fattn_kernel)."""
-        cc = FA.ARCHITECTURE_CC.get(device.architecture)
-        if not flash_attention or cc is None or kv_dtype not in _FA_KV_TYPES:
+        capability = ARCHITECTURE_CAPABILITY.get(device.architecture)
+        if not flash_attention or capability is None or kv_dtype not in _FA_KV_TYPES:
             return None
+        cc = capability * 10  # ggml's scale: 8.9 -> 890
         dk, dv, heads_kv = spec.head_dim, spec.head_dim, spec.num_kv_heads
         if spec.mla is not None:  # llama.cpp's MLA cache: one latent "head" of kv_lora_rank + rope, V the latent
             dk, dv, heads_kv = spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim, spec.mla.kv_lora_rank, 1
@@ -480,10 +483,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                 unfused = None
                 warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without flash "
                                 "attention is timed as its cache read only (formulas/speed.py eq. 13 not applied)")
-            elif concurrency == 1:
+            else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
                 assumptions.append(Assumption(
                     unfused.name, unfused.expected, True,
-                    f"formulas/speed.py eq. (13): without flash attention the one-token KQ/KQV products take "
+                    "formulas/speed.py eq. (13), the one-sequence step"
+                    + (" (the single-stream figure; the step of several sequences does not use it)"
+                       if concurrency > 1 else "")
+                    + ": without flash attention the one-token KQ/KQV products take "
                     f"{unfused.expected} x their FLOPs at the {used_key} peak"
                     + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
 

@@ -65,9 +65,8 @@ FATTN_KQ_STRIDE = 256  # fattn-common.cuh L9: KV cells per tile; llama.cpp pads 
 VEC, MMA_F16, WMMA_F16, TILE = "vec", "mma_f16", "wmma_f16", "tile"
 # ggml-cuda common.cuh L47-50: the compute capabilities the choice compares against
 CC_VOLTA, CC_TURING, CC_ADA_LOVELACE = 700, 750, 890
-# the lowest compute capability of each NVIDIA architecture the catalog names (CUDA C++ Programming Guide, Compute
-# Capabilities table): only the comparisons with Turing (7.5) and Ada (8.9) matter to the choice
-ARCHITECTURE_CC = {"volta": 700, "turing": 750, "ampere": 800, "ada": 890, "hopper": 900, "blackwell": 1000}
+# ``compute_capability`` is ggml's scale, major x 100 + minor x 10 (8.9 -> 890); the architecture -> capability
+# table has one home, estimate/formats.py ARCHITECTURE_CAPABILITY (major x 10 + minor), which the caller scales
 _HEAD_SIZES = (40, 64, 80, 96, 112, 128, 256)  # L223-234 (576/512, DeepSeek MLA, needs gqa_opt and a ratio of 16)
 
 

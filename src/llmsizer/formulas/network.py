@@ -16,17 +16,9 @@ step, with when they overlap the compute, have one home, formulas/training_time.
 (1)-(2) here (ZeRO paper, Rajbhandari et al. 2020, arXiv 1910.02054, section 7: baseline DP and P_os / P_os+g move
 2 Psi, P_os+g+p 3 Psi).
 
-Tensor parallelism over t devices: two all-reduces of the [b, s, h] activations in each layer's forward and two
-in its backward (Shoeybi et al. 2019, Megatron-LM, arXiv 1909.08053, section 3 and Figure 4; Narayanan et al. 2021,
-arXiv 2104.04473, section 3.2), per micro-batch of b sequences of s tokens on a stage of L layers, a bytes per
-activation element::
-
-    V_tp = 4 L 2 (t - 1) / t b s h a                                                      (4)
-
-Pipeline parallelism: each stage boundary sends the activations forward and receives their gradients backward,
-b s h a bytes each way per micro-batch (Narayanan et al. 2021 section 3.2, point-to-point)::
-
-    V_pp = 2 b s h a                                                                      (5)
+Tensor and pipeline parallelism (Megatron-LM): the collectives and point-to-point transfers each device runs per
+micro-batch, with their time and the pipeline bubble, have one home, formulas/model_parallel_time.py eqs. (T1)-(P6),
+built from (1)-(2) here.
 
 Time on a link of bandwidth B (how training's collectives overlap the compute: formulas/training_time.py
 eqs. (8'), (8''))::
@@ -131,21 +123,6 @@ def reduce_scatter_bytes(nbytes: float, n: int) -> float:
 
 
 all_gather_bytes = reduce_scatter_bytes
-
-
-def tensor_parallel_bytes(layers: int, tokens: int, hidden_size: int, act_bytes: int, tp: int) -> float:
-    """Eq. (4): bytes each TP rank sends per micro-batch of ``tokens`` (= b s) tokens over ``layers`` layers.
-
-    >>> tensor_parallel_bytes(1, 10, 10, 2, 2)   # 4 all-reduces of 200 B over 2 ranks: 4 x 200
-    800.0
-    """
-    _check(tp)
-    return 4.0 * layers * allreduce_bytes(float(tokens) * hidden_size * act_bytes, tp)
-
-
-def pipeline_bytes(tokens: int, hidden_size: int, act_bytes: int) -> float:
-    """Eq. (5): bytes across one stage boundary per micro-batch (activations forward + gradients back)."""
-    return 2.0 * tokens * hidden_size * act_bytes
 
 
 def transfer_seconds(nbytes: float, bandwidth: float) -> float:

@@ -37,7 +37,8 @@ from .result import Chart, Hardware, JobPlan, Series
 
 SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
                         "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
-                        "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "offload",
+                        "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "virtual_stages",
+                        "tp_comm_overlap", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
@@ -126,7 +127,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     budget = job.budget.total
     if tokens and (ctx.alternatives or hw is None):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
-                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "offload",
+                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "offload",
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
@@ -418,10 +419,9 @@ SYNC_KIND = {"ddp": "DDP gradient all-reduce", "zero1": "ZeRO-1 gradient all-red
 
 def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Duration | None,
              tokens: int | None, secs: float | None, notes: JobNotes) -> Sec:
-    """The Network section: the data-parallel traffic and its time are the duration's own (``estimate/duration.py``
-    ``StepTime``: formulas/training_time.py eqs. (7c)-(8''), what ``train --tokens`` and ``fit --train --tokens``
-    print); tensor/pipeline-parallel volumes are shown for sizing links, their time being inside Megatron's
-    utilisation (efficiency.TRAINING_HFU)."""
+    """The Network section: the traffic and its time are the duration's own (``estimate/duration.py`` ``StepTime``:
+    data-parallel, formulas/training_time.py eqs. (7c)-(8''); tensor/pipeline-parallel, ``StepTime.model_parallel``,
+    formulas/model_parallel_time.py eqs. (T1)-(P6)), what ``train --tokens`` and ``fit --train --tokens`` print."""
     net = Sec("network", "Network")
     s = job.settings
     tp, pp = s.tp or 1, s.pp or 1
@@ -462,20 +462,38 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
         notes.facts["comm_share"] = share
     elif st is not None and st.topology not in ("model-parallel",):
         notes.facts["network_unknown"] = ["data-parallel traffic"]
-    if tp > 1 or pp > 1:
-        v_tp = accum * N.tensor_parallel_bytes(spec.num_layers // pp, micro * seq, spec.hidden_size, 2, tp) \
-            if tp > 1 else 0.0
-        net.add("tp_bytes", "tensor-parallel traffic per step", v_tp, "B_disk",
-                f"{accum} micro-batches x 4 all-reduces x {spec.num_layers // pp} layers of {micro} x {seq} x "
-                f"{spec.hidden_size} bf16 activations", "formulas/network.py eq. (4)")
-        v_pp = accum * N.pipeline_bytes(micro * seq, spec.hidden_size, 2) if pp > 1 else 0.0
-        net.add("pp_bytes", "pipeline traffic per step (per stage boundary)", v_pp, "B_disk",
-                f"{accum} micro-batches x activations forward + gradients backward", "formulas/network.py eq. (5)")
-        net.note("tensor/pipeline-parallel communication is inside Megatron's at-scale utilisation "
-                 "(efficiency.TRAINING_HFU), not a separate time")
-        if tp > hw.per_node >= 1:
-            notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP "
-                                  "within one machine's fast links")
+    mp = st.model_parallel if st is not None else None
+    if mp is not None:
+        k = mp.micro_batches
+        net.add("tp_bytes", "tensor-parallel traffic per step and device", mp.tp_bytes_per_step, "B_disk",
+                f"{k} micro-batches x 4 all-reduces per layer (+2 per recomputed layer) of {micro} x {seq} x "
+                f"{spec.hidden_size} activations", "formulas/model_parallel_time.py eq. (T1)")
+        net.add("tp_seconds", "tensor-parallel communication per step", mp.tp_seconds_per_step, "s",
+                (f"at {mp.tp_bandwidth / 1e9:.4g} GB/s" if mp.tp_bandwidth != float("inf") else "no link bandwidth")
+                + ("; overlaps the GEMMs" if mp.tp_overlap else "; not overlapped"),
+                "formulas/model_parallel_time.py eqs. (T2)-(T3')")
+        net.add("pp_bytes", "pipeline point-to-point traffic per step and device", mp.p2p_bytes_per_step, "B_disk",
+                f"{k} micro-batches x activations forward + gradients backward per model chunk, 1/{tp} per device",
+                "formulas/model_parallel_time.py eq. (P1)")
+        net.add("pp_seconds", "pipeline point-to-point time per step (blocking)", mp.p2p_seconds_per_step, "s",
+                "bytes / link", "formulas/model_parallel_time.py eq. (P2)")
+        net.add("bubble", "pipeline bubble (share of the micro-batches' time)", mp.bubble, "share",
+                "(p - 1) / (v m)", "Narayanan et al. 2021 section 2.2; formulas/model_parallel_time.py eq. (P4)")
+        net.add("bubble_seconds", "pipeline bubble per step", mp.bubble_seconds, "s", "idle stages",
+                "formulas/model_parallel_time.py eq. (P4)")
+        net.add("mp_dp_bytes", "gradient all-reduce between replicas per step and device", mp.dp_bytes, "B_disk",
+                f"{dp} replicas, each device's 1/(tp x pp) of the gradients", "formulas/model_parallel_time.py eq. (P5)")
+        net.add("mp_dp_seconds", "gradient all-reduce time per step (after the backward)", mp.dp_seconds, "s",
+                "bytes / bus bandwidth", "formulas/model_parallel_time.py eq. (P5)")
+        net.add("compute_seconds", "compute per step (slowest stage)", mp.compute_seconds_per_step, "s",
+                "from the duration estimate")
+        net.add("comm_share", "share of a step spent in communication compute does not hide", mp.comm_share,
+                "share", "tensor-parallel + point-to-point + gradient all-reduce / step time",
+                "formulas/model_parallel_time.py eq. (P6)")
+        notes.facts["comm_share"] = mp.comm_share
+    if tp > hw.per_node >= 1:
+        notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP "
+                              "within one machine's fast links")
     if hw.nodes > 1 and d is not None and not any(a.name == "inter_node_network" for a in d.assumptions) \
             and counted:
         notes.facts["network_unknown"] = ["data-parallel traffic between machines"]

@@ -84,8 +84,14 @@ def _fail(what: str, msg: str) -> InputError:
     return InputError(f"{what}: {msg}")
 
 
+def _whole(text: str) -> bool:
+    """A whole number as the tools print it: ASCII digits, at most 18 of them. str.isdigit() also takes '²' and
+    '٧' (int() fails on the first) and int() refuses more than 4300 digits: either was a traceback, not a line."""
+    return re.fullmatch(r"[0-9]{1,18}", text) is not None
+
+
 def _mib(text: str, what: str) -> int:
-    m = re.fullmatch(r"\s*(\d+)\s*MiB\s*", text)
+    m = re.fullmatch(r"\s*([0-9]{1,18})\s*MiB\s*", text)
     if not m:
         raise _fail(what, f"memory {text.strip()!r} is not 'N MiB'")
     return int(m.group(1)) * MIB
@@ -110,7 +116,7 @@ def parse_nvidia_smi_csv(text: str, what: str = "nvidia-smi --query-gpu output")
         cell = {h: row[i].strip() for h, i in col.items()}
         idx = cell.get("index", "")
         out.append(Gpu(name=cell["name"], memory_bytes=_mib(cell["memory.total"], f"{what} line {n}"),
-                       memory_text=cell["memory.total"], index=int(idx) if idx.isdigit() else n - 2,
+                       memory_text=cell["memory.total"], index=int(idx) if _whole(idx) else n - 2,
                        driver=cell.get("driver_version", ""), bus_id=cell.get("pci.bus_id", "")))
     if not out:
         raise _fail(what, "a header but no GPU rows")
@@ -161,7 +167,7 @@ def parse_rocm_smi_json(text: str, what: str = "rocm-smi --json output") -> list
         if not name or vram is None:
             raise _fail(what, f"{key}: no {'Card Series / Device Name' if not name else 'VRAM Total Memory (B)'} "
                               "(run it with --showproductname --showmeminfo vram)")
-        if not str(vram).isdigit():
+        if not _whole(str(vram)):
             raise _fail(what, f"{key}: VRAM Total Memory (B) {vram!r} is not a byte count")
         out.append(Gpu(name=str(name), memory_bytes=int(vram), memory_text=f"{vram} B", index=int(key[4:])))
     if not out:
@@ -186,7 +192,7 @@ def parse_lscpu(text: str, what: str = "lscpu output") -> Cpu:
         v = f.get(key)
         if v is None:
             raise _fail(what, f"no '{key}:' line")
-        if not v.isdigit() or int(v) < 1:
+        if not _whole(v) or int(v) < 1:
             raise _fail(what, f"'{key}: {v}' is not a positive whole number")
         return int(v)
 
@@ -199,7 +205,7 @@ def parse_lscpu(text: str, what: str = "lscpu output") -> Cpu:
 
 def parse_meminfo(text: str, what: str = "/proc/meminfo") -> int:
     """``MemTotal`` in bytes (``/proc/meminfo`` writes kB meaning KiB, proc(5))."""
-    m = re.search(r"^MemTotal:\s*(\d+)\s*kB\s*$", text, re.M)
+    m = re.search(r"^MemTotal:\s*([0-9]{1,18})\s*kB\s*$", text, re.M)
     if not m:
         raise _fail(what, "no 'MemTotal: N kB' line")
     return int(m.group(1)) * KIB
@@ -213,7 +219,7 @@ def parse_sysctl(text: str, what: str = "sysctl output") -> AppleMachine:
     if brand is None:
         raise _fail(what, "no 'machdep.cpu.brand_string:' line")
     mem = f.get("hw.memsize")
-    if mem is not None and not mem.isdigit():
+    if mem is not None and not _whole(mem):
         raise _fail(what, f"'hw.memsize: {mem}' is not a byte count")
     chip = brand if re.fullmatch(r"Apple M\d+(?: (?:Pro|Max|Ultra))?", brand) else ""
     return AppleMachine(chip=chip, memory_bytes=int(mem) if mem else None,
@@ -227,7 +233,7 @@ def parse_system_profiler_hardware(text: str, what: str = "system_profiler SPHar
     mem = f.get("Memory")
     if mem is None:
         raise _fail(what, "no 'Memory:' line")
-    m = re.fullmatch(r"(\d+)\s*(GB|TB)", mem)
+    m = re.fullmatch(r"([0-9]{1,18})\s*(GB|TB)", mem)
     if not m:
         raise _fail(what, f"'Memory: {mem}' is not 'N GB'")
     size = int(m.group(1)) * (GIB if m.group(2) == "GB" else 2**40)
@@ -255,7 +261,7 @@ def parse_system_profiler_displays(text: str, what: str = "system_profiler SPDis
                 break
             k, s2, v = nxt.partition(":")
             if s2 and depth == indent and k.strip() == "Total Number of Cores":
-                if not v.strip().isdigit():
+                if not _whole(v.strip()):
                     raise _fail(what, f"'Total Number of Cores: {v.strip()}' is not a count")
                 return AppleGpu(chipset=val.strip(), cores=int(v.strip()), cores_text=nxt.strip())
         return AppleGpu(chipset=val.strip(), cores=None, cores_text="")

@@ -26,7 +26,13 @@ def _job_lines(j: JobPlan) -> list[str]:
         out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')});"
                    f" one checkpoint {_v(j, 'storage', 'checkpoint_one')}, checkpoints at peak "
                    f"{_v(j, 'storage', 'checkpoints')}")
-        if j.hardware.count > 1:
+        if j.hardware.count > 1 and j.section("network").get("tp_seconds") is not None:
+            out.append(f"  network   tensor-parallel {_v(j, 'network', 'tp_seconds')}, pipeline point-to-point "
+                       f"{_v(j, 'network', 'pp_seconds')}, gradient all-reduce {_v(j, 'network', 'mp_dp_seconds')} "
+                       f"per step beside {_v(j, 'network', 'compute_seconds')} of compute "
+                       f"({_v(j, 'network', 'comm_share')} of the step not hidden by compute); pipeline bubble "
+                       f"{_v(j, 'network', 'bubble')}")
+        elif j.hardware.count > 1:
             out.append(f"  network   {_v(j, 'network', 'dp_bytes')} per step between data-parallel ranks; "
                        f"communication {_v(j, 'network', 'comm_seconds')} beside {_v(j, 'network', 'compute_seconds')} "
                        f"of compute ({_v(j, 'network', 'comm_share')} of the step not hidden by compute)")

@@ -209,6 +209,10 @@ TRAINING = (
           F("fsdp", "enum", "PyTorch FSDP sharding", template=False, choices=_FSDP),
           F("tp", "int", "tensor-parallel degree", template=False, minimum=1),
           F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
+          F("virtual_stages", "int", "with pp: model chunks per device of Megatron's interleaved schedule (pipeline "
+            "bubble (p - 1)/(v m)); 1 = plain 1F1B", template=False, minimum=1),
+          F("tp_comm_overlap", "bool", "with tp: tensor-parallel collectives overlap the GEMMs (Megatron "
+            "--tp-comm-overlap, torchtitan async TP); default not overlapped", template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
             "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),

@@ -90,6 +90,8 @@ class TrainingSettings:
     fsdp: str | None = None
     tp: int | None = None
     pp: int | None = None
+    virtual_stages: int | None = None
+    tp_comm_overlap: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None
     grad_sync: str | None = None

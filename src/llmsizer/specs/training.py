@@ -151,6 +151,14 @@ class TrainingWorkload:
     gpus [devices], zero (DeepSpeed ZeRO stage 0-3) or fsdp ('full' | 'grad_op' | 'hybrid'), tp, pp, ep,
         sequence_parallel, offload ('none' | 'optimizer' | 'params'), gpus_per_node (devices per machine: hybrid
         sharding, and where the data-parallel collectives leave the machine).
+    virtual_stages: with pp > 1, model chunks per device of Megatron's interleaved 1F1B schedule (v =
+        layers per stage / ``--num-layers-per-virtual-pipeline-stage``): the bubble (p - 1)/(v m) of the duration
+        (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. The memory estimate leaves it out
+        (interleaving keeps more micro-batches in flight on the first stage).
+    tp_comm_overlap: with tp > 1, the tensor-parallel collectives overlap the GEMMs (Megatron-Core
+        ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
+        of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
+        False: they add to it (both frameworks' default). It does not change memory.
     network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
@@ -215,6 +223,8 @@ class TrainingWorkload:
     fsdp: str | None = None
     tp: int = 1
     pp: int = 1
+    virtual_stages: int = 1
+    tp_comm_overlap: bool = False
     ep: int = 1
     sequence_parallel: bool = False
     offload: str = "none"
@@ -266,8 +276,8 @@ class TrainingWorkload:
         for opt_name, opt_value, opt_allowed in optional:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
-        for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "ep", "gpus_per_node",
-                     "loss_chunks", "checkpoint_every", "context_parallel"):
+        for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep",
+                     "gpus_per_node", "loss_chunks", "checkpoint_every", "context_parallel"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise InputError(f"{name} must be a positive integer, got {v!r}")
@@ -341,6 +351,10 @@ class TrainingWorkload:
         if (self.gpus // (self.tp * self.pp)) % self.ep:
             raise InputError(f"ep ({self.ep}) must divide the data-parallel degree gpus/(tp*pp) = "
                              f"{self.gpus // (self.tp * self.pp)}")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
+        if self.tp_comm_overlap and self.tp == 1:
+            raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):

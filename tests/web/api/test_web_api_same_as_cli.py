@@ -74,6 +74,9 @@ POSTS = [
      ["fit", "llama-3.1-8b", "--device", "cpu", "--memory", "32GiB", "--engine", "llamacpp"]),
     ("/api/v1/train", {"model": "llama-3.1-8b", "device": "cpu", "method": "lora"},
      ["train", "llama-3.1-8b", "--device", "cpu", "--method", "lora"]),
+    # the engine release picks the host-work rule (estimate/engines.py step_host): 0.13 is serial, not established
+    ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "h100-sxm", "engine": "vllm", "engine_version": "0.13"},
+     ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.13"]),
 ]
 
 GETS = [
@@ -270,6 +273,11 @@ ERRORS = [
      ["recommend", "llama-3.1-8b", "--provider", "awz"], None),
     ("/api/v1/plan", {"request": EXAMPLE.read_text(), "today": "tomorrow"},
      ["plan", str(EXAMPLE), "--today", "tomorrow"], "today"),
+    # a release tag that is no release (was read as 0.53), and a release for an engine without releases here
+    ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "h100-sxm", "engine": "vllm", "engine_version": "0.5e3"},
+     ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5e3"], None),
+    ("/api/v1/fit", {"model": "qwen3-0.6b", "device": "rtx-4090", "engine": "llamacpp", "engine_version": "0.19"},
+     ["fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19"], None),
 ]
 
 

@@ -1,0 +1,141 @@
+"""The tensor/pipeline-parallel part of a training step (estimate/duration.py ``step_time``): which stage is the
+slowest, which links the tensor-parallel, point-to-point and data-parallel traffic crosses, and the step time of
+formulas/model_parallel_time.py eqs. (T1)-(P6) with its named assumptions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..formulas.model_parallel_time import (
+    ModelParallelStep,
+    data_parallel_bus_bandwidth,
+    model_parallel_step,
+    pipeline_p2p_bytes,
+    tensor_parallel_bytes,
+)
+from ..formulas.network import allreduce_bytes, device_share_of_node_bandwidth, ring_bus_bandwidth
+from ..formulas.parallelism import pipeline_stage_layers
+from ..formulas.selective_checkpointing import layer_matmul_shapes
+from ..formulas.training_activations import ActivationSetup
+from ..result import Assumption
+from ..specs import ModelSpec, TrainingWorkload
+from .speed import attention_width
+
+TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaults to False (NVIDIA/Megatron-LM "
+                       "@d98e8a6 megatron/core/model_parallel_config.py line 265): the tensor-parallel all-reduces "
+                       "(or all-gather / reduce-scatter pairs under sequence parallelism) add to the compute "
+                       "(formulas/model_parallel_time.py eq. (T3))")
+DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optimizer step after the last micro-batch's "
+                       "backward, not overlapped (SC21 megatron/training.py @6985e58 lines 369-374; Megatron-Core "
+                       "DistributedDataParallelConfig.overlap_grad_reduce = False, @d98e8a6 line 18; "
+                       "formulas/model_parallel_time.py eq. (P5))")
+
+
+def _layer_loads(spec: ModelSpec, seq_len: int) -> tuple[list[float], float]:
+    """Forward FLOPs per token / 2 of each decoder layer (its matmul weights, an MoE layer's top-k routed experts,
+    and the attention core's 2 d s) and of the lm_head: the relative work of each pipeline stage."""
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=1)
+    width = attention_width(spec)
+    loads: list[float] = []
+    memo: dict[tuple[bool, str], float] = {}
+    for i in range(spec.num_layers):
+        moe = bool(spec.moe_layers[i] and spec.moe is not None)
+        key = (moe, spec.layer_types[i])
+        if key not in memo:
+            f = float(sum(a * b for _, a, b, _ in layer_matmul_shapes(spec, i, st)))
+            if moe and spec.moe is not None:
+                m = spec.moe
+                f += m.experts_per_token * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
+                    * m.expert_intermediate_size
+            if spec.layer_types[i] != "none":
+                f += 2.0 * width * seq_len
+            memo[key] = f
+        loads.append(memo[key])
+    return loads, float(spec.hidden_size * spec.vocab_size)
+
+
+def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
+    """The slowest pipeline stage's share of one micro-batch's work (1 without pipeline parallelism): its layers
+    (formulas/parallelism.py ``pipeline_stage_layers``: the remainder on the first stages), the last stage also the
+    lm_head. Its time paces the 1F1B schedule (Narayanan et al. 2021 section 2.2)."""
+    if w.pp <= 1:
+        return 1.0
+    loads, head = _layer_loads(spec, w.seq_len)
+    stages = [sum(loads[j] for j in r) for r in pipeline_stage_layers(spec.num_layers, w.pp)]
+    stages[-1] += head
+    return max(stages) / sum(stages)
+
+
+def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
+                        recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
+                        notes: list[Assumption], warnings: list[str]) -> ModelParallelStep:
+    """Eqs. (T1)-(P6) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
+    compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
+    ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
+    machine and ``network`` a machine's whole network (per direction)."""
+    tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
+    n, g = w.gpus, min(w.gpus, w.gpus_per_node)
+    dp = n // (tp * pp)
+    tokens = w.micro_batch * w.seq_len
+    a = 4.0 if w.precision == "fp32" else 2.0
+    ranges = pipeline_stage_layers(spec.num_layers, pp)
+    layers = max(len(r) for r in ranges)
+    busiest = max(ranges, key=len)
+    again = sum(1 for i in recomputed if i in busiest)
+    inf = float("inf")
+    intra = link_bandwidth if link_bandwidth else inf
+    if not link_bandwidth:
+        warnings.append(f"no interconnect bandwidth for {n} devices: tensor/pipeline/data-parallel communication is "
+                        "not counted")
+    crosses = [what for what, size in (("tensor-parallel", tp), ("pipeline", tp * pp), ("data-parallel", n))
+               if size > g]
+    if crosses and network is None and link_bandwidth:
+        warnings.append(f"{', '.join(crosses)} traffic crosses machines of {g} (gpus_per_node) and no network "
+                        "between them is given (--network, or an instance with a network): timed over the link "
+                        "inside a machine, a lower bound of its time")
+    net = network if network else None
+    tp_nodes = -(-tp // g)
+    b_tp = intra if tp_nodes == 1 or net is None or intra == inf else ring_bus_bandwidth(intra, tp_nodes, net)
+    b_p2p = intra if tp * pp <= g or net is None or intra == inf else device_share_of_node_bandwidth(net, g)
+    nodes = -(-n // g)
+    b_dp = intra if nodes == 1 or net is None or intra == inf else \
+        data_parallel_bus_bandwidth(intra, net, g, tp * pp, nodes)
+    fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp) if tp > 1 else (0.0, 0.0)
+    p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
+    dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
+    if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
+        warnings.append("ZeRO / FSDP beside tensor or pipeline parallelism: the data-parallel traffic is counted as "
+                        "one gradient all-reduce (or reduce-scatter + all-gather) of each device's shard per step; "
+                        "ZeRO-3 / FSDP parameter all-gathers are not counted")
+    mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
+                             w.tp_comm_overlap)
+    if tp > 1:
+        given = w.given is not None and "tp_comm_overlap" in w.given
+        notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
+                                TP_COMM_OVERLAP_WHY if not w.tp_comm_overlap else
+                                "given: the collectives overlap the GEMMs, a micro-batch takes max(compute, "
+                                "tensor-parallel communication) (formulas/model_parallel_time.py eq. (T3'))"))
+        notes.append(Assumption("tp_comm_bytes_per_micro_batch", round(fwd + bwd), True,
+                                f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
+                                + (f" + 2 again in {again} recomputed layers" if again else "")
+                                + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "
+                                + ("devices (all-gather + reduce-scatter pairs, sequence parallel)"
+                                   if w.sequence_parallel else "devices")
+                                + (f", at {b_tp / 1e9:.4g} GB/s" if b_tp != inf else "")))
+    if pp > 1:
+        notes.append(Assumption("pipeline_schedule", "interleaved 1F1B" if v > 1 else "1F1B", w.virtual_stages == 1,
+                                f"Narayanan et al. 2021 section 2.2: bubble (p - 1)/(v m) = {pp - 1}/({v} x "
+                                f"{w.grad_accumulation}) = {mp.bubble:.3g} of the micro-batches' time "
+                                "(formulas/model_parallel_time.py eq. (P4)); stages paced by the slowest "
+                                f"({layers} layers{' + lm_head' if len(ranges[-1]) == layers else ''})"))
+        notes.append(Assumption("pipeline_p2p_bytes_per_micro_batch", round(p2p), True,
+                                "formulas/model_parallel_time.py eq. (P1): activations forward + gradients backward "
+                                f"x {v} chunks, 1/{tp} per device (Megatron scatter/gather), blocking"
+                                + (f", at {b_p2p / 1e9:.4g} GB/s" if b_p2p != inf else "")))
+    if dp > 1:
+        notes.append(Assumption("dp_grad_overlap", False, True, DP_GRAD_OVERLAP_WHY))
+    if pp > 1 and w.grad_accumulation < pp:
+        warnings.append(f"{w.grad_accumulation} micro-batches per step on {pp} pipeline stages: the bubble "
+                        f"(p - 1)/(v m) = {mp.bubble:.2g} of the step (give grad_accumulation = micro-batches per "
+                        "pipeline and step)")
+    return mp

@@ -1,0 +1,206 @@
+"""Step time of tensor- and pipeline-parallel training (Megatron-LM): tensor-parallel collectives, pipeline
+point-to-point transfers, the pipeline bubble and the data-parallel gradient all-reduce between model replicas.
+
+Units: bytes [B], bandwidth [B/s] per direction, time [s]. Pure functions; byte counts of the ring collectives
+from formulas/network.py eqs. (1)-(2).
+
+Per device, per micro-batch of b sequences of s tokens (T = b s), hidden size h, activations of a bytes, on a
+pipeline stage of L_s decoder layers, tensor-parallel degree t, pipeline stages p, v model chunks per device
+(interleaved schedule), m micro-batches per pipeline and optimizer step, d data-parallel replicas.
+
+Tensor parallelism (Shoeybi et al. 2019, arXiv 1909.08053, section 3 and Figure 4): the attention block and the MLP
+block each end with an all-reduce of their [b, s, h] output in the forward pass (operator g) and begin with one of
+the input gradient in the backward pass (operator f): 2 + 2 all-reduces per layer. Full activation recomputation
+runs each checkpointed layer's forward again inside the backward, its two all-reduces included (Korthikanti et al.
+2022, arXiv 2205.05198, section 5: the recomputed forward repeats the tensor-parallel communication). Under
+sequence parallelism (Korthikanti et al. 2022 section 4.2.2, Figure 5) each all-reduce becomes an all-gather
+(g) and a reduce-scatter (g-bar) of the same tensor, (t-1)/t T h a each, the same bytes as the ring all-reduce::
+
+    V_tp = (4 L_s + 2 c_s) 2 (t - 1)/t T h a,   c_s = checkpointed layers of the stage         (T1)
+    c_tp = V_tp / B_tp                                                                          (T2)
+
+B_tp is the link inside a machine when the t devices share one (t <= g devices per machine); a tensor-parallel group
+across machines runs its ring at min(B_intra, B_node) (formulas/network.py eq. (11)). The collectives are NOT
+overlapped with compute (T3): Megatron-Core's ``tp_comm_overlap`` defaults to False (NVIDIA/Megatron-LM @d98e8a6
+``megatron/core/model_parallel_config.py`` line 265, "If true, allows overlapping of Linear layer execution with
+tensor parallel communication collectives"), and the SC21 code has no such option; the all-reduce output is the
+next operation's input. With the overlap on (Megatron ``--tp-comm-overlap``; torchtitan ``--experimental.
+enable_async_tensor_parallel``, which sets inductor's ``_micro_pipeline_tp`` to split each all-gather + matmul and
+matmul + reduce-scatter into chunks that overlap, torchtitan @9dec370 ``torchtitan/parallelisms/
+parallelize_llama.py`` lines 201-204) a micro-batch takes the longer of its compute and its collectives (an upper
+bound of the gain: every collective hidden)::
+
+    t_stage + c_tp   (T3, default)          max(t_stage, c_tp)   (T3', overlapped)
+
+Pipeline parallelism (Narayanan et al. 2021, arXiv 2104.04473, section 2.2): with per-micro-batch forward and
+backward times t_f, t_b of one stage, the 1F1B schedule takes (m + p - 1)(t_f + t_b) per optimizer step, a bubble
+fraction (p - 1)/m; the interleaved schedule with v model chunks per device shrinks the bubble to (p - 1)/(v m)
+(section 2.2.2, "the pipeline bubble time [is] t_pb^int = (p-1)(t_f + t_b)/v") at v times the point-to-point
+communication. Each stage boundary sends the stage's output forward and receives its gradient backward, T h a bytes
+each; with the scatter/gather optimisation (section 4.1, on by default: SC21 commit 6985e58
+``megatron/arguments.py`` lines 607-609 ``--no-scatter-gather-tensors-in-pipeline``) each of the t tensor-parallel
+ranks sends 1/t of it over its own network card. The transfers block (``megatron/p2p_communication.py`` @6985e58
+lines 120-130: ``req.wait()`` then ``torch.cuda.synchronize()``), so they add to the micro-batch::
+
+    V_p2p = 2 v T h a / t                                                                       (P1)
+    c_p2p = V_p2p / B_p2p,   B_p2p = B_intra when t p <= g (the stages share a machine), else B_node / g   (P2)
+    t_micro = t_stage + c_tp + c_p2p   (T3' overlapped: max(t_stage, c_tp) + c_p2p)              (P3)
+    t_pipe = (m + (p - 1)/v) t_micro                                                            (P4)
+
+Data parallelism across the d model replicas: each device all-reduces the gradients of its own shard of the
+model, G / (t p) bytes, once per optimizer step after the last micro-batch's backward, NOT overlapped (Megatron's
+default: the SC21 ``train_step`` calls ``allreduce_gradients()`` after ``forward_backward_func`` returns,
+``megatron/training.py`` @6985e58 lines 369-374; Megatron-Core ``DistributedDataParallelConfig.overlap_grad_reduce``
+defaults to False, ``megatron/core/distributed/distributed_data_parallel_config.py`` @d98e8a6 line 18). The ranks of
+one data-parallel group sit on different machines once t p >= g, each ring leaving through its own network card::
+
+    c_dp = 2 (d - 1)/d (G / (t p)) / B_dp,
+    B_dp = B_intra (one machine), else min(B_intra, g_d B_node / g), g_d = max(1, g / (t p))   (P5)
+    t_step = t_pipe + c_dp                                                                      (P6)
+
+Ring latency (the alpha term) is not counted: per-layer messages are T h a = tens to hundreds of MB at the
+micro-batch sizes of these runs (formulas/network.py, bandwidth term dominant).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..errors import InputError
+from .network import allreduce_bytes
+
+
+def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidden: int, act_bytes: float,
+                          tp: int) -> tuple[float, float]:
+    """Eq. (T1): (forward, backward) bytes each tensor-parallel rank sends per micro-batch of ``tokens`` tokens on a
+    stage of ``layers`` layers, ``recomputed_layers`` of them recomputed in full (their forward collectives run
+    again in the backward).
+
+    >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2)   # one all-reduce of 200 B over 2 ranks sends 200 B
+    (800.0, 1600.0)
+    """
+    if layers < 0 or not 0 <= recomputed_layers <= layers:
+        raise InputError("stage layers must not be negative, recomputed layers between 0 and the stage's layers")
+    one = allreduce_bytes(float(tokens) * hidden * act_bytes, tp)
+    return 2.0 * layers * one, (2.0 * layers + 2.0 * recomputed_layers) * one
+
+
+def pipeline_p2p_bytes(tokens: int, hidden: int, act_bytes: float, tp: int = 1, virtual: int = 1,
+                       scatter_gather: bool = True) -> float:
+    """Eq. (P1): bytes one device sends and receives over stage boundaries per micro-batch (activations forward,
+    their gradients backward, once per model chunk); each of the ``tp`` ranks carries 1/tp with scatter/gather.
+
+    >>> pipeline_p2p_bytes(10, 10, 2, tp=2, virtual=3)
+    600.0
+    """
+    if tp < 1 or virtual < 1:
+        raise InputError("tp and virtual stages must be >= 1")
+    return 2.0 * virtual * tokens * hidden * act_bytes / (tp if scatter_gather else 1)
+
+
+def bubble_fraction(stages: int, micro_batches: int, virtual: int = 1) -> float:
+    """Narayanan et al. 2021 section 2.2: the pipeline bubble as a share of the ideal time, (p - 1)/(v m).
+
+    >>> bubble_fraction(8, 48, 2)
+    0.07291666666666667
+    """
+    if stages < 1 or micro_batches < 1 or virtual < 1:
+        raise InputError("stages, micro-batches and virtual stages must be >= 1")
+    return (stages - 1) / (virtual * micro_batches)
+
+
+def data_parallel_bus_bandwidth(intra: float, network: float | None, devices_per_node: int, model_parallel: int,
+                                nodes: int) -> float:
+    """Eq. (P5): the bus bandwidth of one data-parallel group's ring when each replica spans ``model_parallel``
+    devices: the link inside one machine, else min(link, g_d B_node / g).
+
+    >>> data_parallel_bus_bandwidth(300e9, 200e9, 8, 8, 4)   # one rank per machine: its own 25 GB/s card
+    25000000000.0
+    """
+    if intra <= 0 or devices_per_node < 1 or model_parallel < 1:
+        raise InputError("link bandwidth must be positive, devices per node and model-parallel size >= 1")
+    if nodes <= 1:
+        return intra
+    if network is None or network <= 0:
+        raise InputError(f"{nodes} machines need their network bandwidth (per machine)")
+    per_group = max(1, devices_per_node // model_parallel)
+    return min(intra, per_group * network / devices_per_node)
+
+
+class ModelParallelStep(NamedTuple):
+    """Eqs. (T1)-(P6) for one device: per micro-batch and per optimizer step [s, B]."""
+
+    stage_seconds: float  # t_stage: the stage's compute per micro-batch
+    tp_seconds: float  # c_tp per micro-batch (T2): its traffic time, overlapped or not
+    p2p_seconds: float  # c_p2p per micro-batch (P2), blocking
+    dp_seconds: float  # c_dp per optimizer step (P5), after the backward
+    bubble_seconds: float  # (p - 1)/v t_micro per optimizer step (P4)
+    step_seconds: float  # t_step (P6)
+    tp_bytes: float  # per micro-batch
+    p2p_bytes: float  # per micro-batch
+    dp_bytes: float  # per optimizer step
+    bubble: float  # (p - 1)/(v m)
+    tp_bandwidth: float
+    p2p_bandwidth: float
+    dp_bandwidth: float
+    micro_batches: int
+    tp_overlap: bool = False  # eq. (T3'): the collectives overlap the GEMMs
+
+    @property
+    def exposed_tp_seconds(self) -> float:
+        """The tensor-parallel time a micro-batch waits for: all of c_tp (T3), or what compute does not hide (T3')."""
+        return max(0.0, self.tp_seconds - self.stage_seconds) if self.tp_overlap else self.tp_seconds
+
+    @property
+    def tp_seconds_per_step(self) -> float:
+        return self.micro_batches * self.tp_seconds
+
+    @property
+    def p2p_seconds_per_step(self) -> float:
+        return self.micro_batches * self.p2p_seconds
+
+    @property
+    def tp_bytes_per_step(self) -> float:
+        return self.micro_batches * self.tp_bytes
+
+    @property
+    def p2p_bytes_per_step(self) -> float:
+        return self.micro_batches * self.p2p_bytes
+
+    @property
+    def compute_seconds_per_step(self) -> float:
+        return self.micro_batches * self.stage_seconds
+
+    @property
+    def comm_share(self) -> float:
+        """Share of the step spent in communication compute does not hide: m (c_tp + c_p2p) + c_dp over t_step
+        (with eq. (T3') only the tensor-parallel time beyond the compute)."""
+        comm = self.micro_batches * (self.exposed_tp_seconds + self.p2p_seconds) + self.dp_seconds
+        return comm / self.step_seconds if self.step_seconds > 0 else 0.0
+
+
+def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, virtual: int, tp_bytes: float,
+                        tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
+                        dp_bandwidth: float, tp_overlap: bool = False) -> ModelParallelStep:
+    """Eqs. (P3)-(P6): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
+    moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths.
+
+    >>> s = model_parallel_step(1.0, 8, 4, 1, 10.0, 100.0, 0.0, 1.0, 0.0, 1.0)
+    >>> round(s.step_seconds, 4), round(s.bubble_seconds, 4)
+    (12.1, 3.3)
+    """
+    if stage_seconds < 0 or micro_batches < 1 or stages < 1 or virtual < 1:
+        raise InputError("stage seconds must not be negative; micro-batches, stages, virtual stages >= 1")
+    for b in (tp_bandwidth, p2p_bandwidth, dp_bandwidth):
+        if b <= 0:
+            raise InputError(f"bandwidth must be positive, got {b}")
+    c_tp = tp_bytes / tp_bandwidth
+    c_p2p = p2p_bytes / p2p_bandwidth if stages > 1 else 0.0
+    c_dp = dp_bytes / dp_bandwidth
+    micro = (max(stage_seconds, c_tp) if tp_overlap else stage_seconds + c_tp) + c_p2p
+    bubble = (stages - 1) / virtual * micro
+    pipe = micro_batches * micro + bubble
+    return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + c_dp, tp_bytes,
+                             p2p_bytes if stages > 1 else 0.0, dp_bytes,
+                             bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
+                             dp_bandwidth, micro_batches, tp_overlap)

@@ -1,0 +1,81 @@
+"""Megatron-LM PTD-P Table 1 (Narayanan et al. 2021, arXiv 2104.04473; PM0303-PM0312 of
+validation/public_measurements.csv): 1.7B to 1T GPT on 32-3072 A100s, with the settings of the paper's own launch
+scripts (validation_cases.MEGATRON_TABLE1: micro-batch, interleaving, fp16, full recomputation). Held out: no constant
+was fitted on them. Each device's GEMMs run at the Ampere utilisation calibrated on llm-foundry MPT-7B FSDP rows,
+and the tensor-parallel all-reduces, pipeline transfers and bubble and the gradient all-reduce between replicas are
+added (formulas/model_parallel_time.py); eager attention's softmax and dropout traffic (no fused attention kernel
+in 2021, formulas/eager_attention_traffic.py). Measured: achieved TFLOP/s per GPU as the paper counts FLOPs (eq. 3).
+
+Before this mechanism the rows were calibration rows of one flat 45.5 % utilisation (their own median); as held-out
+predictions the calibrated GEMM utilisation with no communication term was +10 % .. +49 % (median 12.1 %), and
+without the eager-attention traffic the small models were worst (1.7B +48.7 %)."""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from pathlib import Path
+
+import pytest
+
+from llmsizer.validation_cases import MEGATRON_TABLE1, TRAINING_SPEED, megatron_case
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
+
+
+def _cases() -> list:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    return [megatron_case(rows[rid]) for rid in MEGATRON_TABLE1]
+
+
+def test_table1_rows_are_held_out_and_within_30_percent() -> None:
+    """Held out. All ten rows are over-predicted: at 7.0 % median with the Ampere utilisation fitted with attention
+    inside the GEMM term (0.676); the refit with the flash-attention kernel timed apart (0.733, formulas/training_time.py
+    eq. (10)) leaves these eager-attention runs' score GEMMs at the big GEMMs' rate, 13.5 % median, worst +26 % (1.7B).
+    Bounds follow that measured state; the open mechanism is the eager score GEMMs' own efficiency."""
+    cases = _cases()
+    assert len(cases) == 10 and all(c.kind == TRAINING_SPEED and not c.excluded for c in cases)
+    errors = [c.error for c in cases]
+    assert all(e is not None and abs(e) <= 0.30 for e in errors), [(c.id, c.error) for c in cases]
+    assert statistics.median(abs(e) for e in errors if e is not None) < 0.15
+
+
+def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
+    """The 1T run (p 64, m 512) idles 63/512 of its micro-batches' time; the tensor-parallel all-reduces of the 18.4B
+    run (t 8, micro-batch 8 x 2048, h 6144, 40 layers, 6 all-reduces per recomputed layer) take 6 x 40 x 2 x 7/8 x
+    8 x 2048 x 6144 x 2 B at NVLink 3's 300 GB/s per direction."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.duration import training_duration_for
+    from llmsizer.readers.hf_config import spec_from_config
+
+    config = {"model_type": "gpt_bigcode", "n_embd": 6144, "n_head": 48, "n_layer": 40, "n_inner": 4 * 6144,
+              "n_positions": 2048, "vocab_size": 51200, "multi_query": False, "tie_word_embeddings": True}
+    d = training_duration_for(spec_from_config(config, name="GPT 18.4B"), builtin_catalog().devices["a100-sxm-80gb"], 256, 1e9,
+                              dict(precision="megatron-fp16", micro_batch=8, grad_accumulation=4,
+                                   grad_checkpointing="full", tp=8, gpus=256, network="ib-hdr", attention="eager"))
+    mp = d.step.model_parallel if d.step else None
+    assert mp is not None
+    assert mp.tp_seconds == pytest.approx((6 * 40 * 2 * 7 / 8 * 8 * 2048 * 6144 * 2) / 300e9, rel=1e-12)
+    assert any(a.name == "tp_comm_overlap" and a.value is False for a in d.assumptions)
+    one_t = {c.id: c for c in _cases()}["PM0312"]
+    assert "bubble 0.123" in one_t.note
+
+
+def test_torchtitan_2d_and_3d_rows() -> None:
+    """torchtitan's Tables 4 and 5 (PM1050-PM1053, held out): Llama 3.1 70B FSDP 32 x TP 8 on 256 H100 with and
+    without async TP, 405B FSDP 8 x TP 8 x PP 8 on 512 H100, 1F1B and interleaved (8 micro-batches, 2 stages per
+    rank). Each within 20 % (PM1050, FSDP + TP + float8, is -17 % with the flash-attention kernel and float8 GEMM
+    shares timed per device as in data-parallel runs); the interleaved schedule's gain (measured 128 / 100 TPS/GPU) comes from the smaller
+    bubble, 7/16 against 7/8, and is reproduced within 5 %. Async TP's gain (measured 876 / 829 = 1.057) is an upper
+    bound in eq. (T3'), which hides every collective behind the GEMMs: predicted 1.22."""
+    with DATA.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    from llmsizer.validation_cases import TORCHTITAN_MODEL_PARALLEL, speed_case
+
+    cases = {rid: speed_case(rows[rid]) for rid in TORCHTITAN_MODEL_PARALLEL}
+    for c in cases.values():
+        assert c.error is not None and abs(c.error) <= 0.20 and not c.excluded, (c.id, c.error)
+    gain = cases["PM1053"].predicted / cases["PM1052"].predicted
+    assert gain == pytest.approx(128 / 100, rel=0.05)
+    assert 876 / 829 <= cases["PM1051"].predicted / cases["PM1050"].predicted <= 1.25
