@@ -51,6 +51,9 @@ def load_model(ref: str, *, hub: bool = False) -> ModelSpec:
         if p.suffix.lower() == ".gguf":
             from .readers.gguf_file import spec_from_gguf
             return spec_from_gguf(p)
+        if p.suffix.lower() in (".yaml", ".yml"):  # a request file given to infer/train/fit: say where it goes
+            raise ModelFileError(f"{ref}: a YAML file is not a model (config.json, model folder or .gguf); a request "
+                                 "file is read by `llmsizer plan` or `llmsizer request check`")
         from .readers.hf_config import load_config_file, spec_from_config
         return spec_from_config(load_config_file(p), name=p.parent.name or p.name, source=str(p))
     try:

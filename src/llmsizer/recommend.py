@@ -378,9 +378,18 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if usable is None:
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
     budget = memory_budget(usable, hr)
+    # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
+    offloaded = engine == "llamacpp" and any((fields or {}).get(k) is not None for k in ("n_gpu_layers", "n_cpu_moe"))
+    # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
+    # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
+    # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
+    shares = ("gpu_memory_utilization", "mem_fraction_static")
+    own_share = engine == "sglang" or any((fields or {}).get(k) is not None for k in shares)
+    weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
-    smallest: tuple[int, str] | None = None
+    # the smallest format tried that does not fit: (bytes per device, format, fit's answer when fit was asked)
+    smallest: tuple[int, str, FitResult | None] | None = None
     refused: str | None = None
     for fmt in ladder:
         why_not = engine_refuses(engine, fmt, dev.architecture, dev.id)
@@ -391,8 +400,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
         except InputError:
             continue
-        if wb / spread > budget:
-            smallest = (int(wb / spread), fmt)
+        if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
+            smallest = (int(wb / spread), fmt, None)          # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
@@ -404,7 +413,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not r.fits:
-            smallest = (r.memory_per_device or int(wb / spread), fmt)
+            smallest = (r.memory_per_device or int(wb / spread), fmt, r)
             continue
         r = fit(spec, target, count, **args)
         sp = r.speed
@@ -418,12 +427,21 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if first_fit is not None:
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
-    if smallest is not None:
-        why = (f"does not fit: the smallest format tried ({_fmt_name(smallest[1])}) needs "
-               f"{format_bytes(smallest[0])} per device, budget {format_bytes(int(budget))}")
+    need: int | None = None
+    budget_shown: int | None = int(budget)
+    if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
+        failed = smallest[2]
+        why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
+        need, budget_shown = failed.memory_per_device, failed.budget_per_device
+    elif smallest is not None:
+        limit = (f"the device's {format_bytes(usable)}" if own_share else
+                 f"the {format_bytes(int(budget))} budget ({format_bytes(usable)} x (1 - {hr:g} headroom))")
+        why = (f"does not fit: the weights alone at the smallest format tried ({_fmt_name(smallest[1])}) need "
+               f"{format_bytes(smallest[0])} per device, more than {limit}")
     if refused is not None:
         why = refused if smallest is None else f"{why}; {refused}"
-    return Option(**stub, weights_format="", status="rejected", reasons=(why,), budget_per_device=int(budget))
+    return Option(**stub, weights_format="", status="rejected", reasons=(why,), memory_per_device=need,
+                  budget_per_device=budget_shown)
 
 
 def _fmt_name(fmt: str) -> str:
@@ -714,19 +732,3 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                           tuple(assumptions), tuple(warnings))
 
 
-_DURATION = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in '3d', '12h', '90m', '45s', '1.5w' or a plain number of seconds."""
-    if isinstance(text, (int, float)) and not isinstance(text, bool):
-        if text <= 0:
-            raise InputError(f"duration must be positive, got {text}")
-        return float(text)
-    m = __import__("re").fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]*)\s*", str(text).lower())
-    if not m or m.group(2) not in ("", *_DURATION):
-        raise InputError(f"cannot read {text!r} as a duration; write e.g. '3d', '12h', '90m', '3600'")
-    value = float(m.group(1)) * _DURATION.get(m.group(2) or "s", 1)
-    if value <= 0:
-        raise InputError(f"duration must be positive, got {text!r}")
-    return value

@@ -155,7 +155,7 @@ def test_a_workload_object_gets_the_same_default():
     b = llmsizer.estimate_inference(spec, device="cpu", memory=32 * 2**30)
     assert a.to_dict() == b.to_dict()
     engine = {x.name: x for x in a.assumptions}["engine"]
-    assert engine.value == engine_rule(load_catalog().device("cpu"))[0] == "llamacpp" and engine.default
+    assert engine.value == engine_rule(load_catalog().device("cpu"), 1, None, None)[0] == "llamacpp" and engine.default
 
 
 def test_cpu_and_gpu_resolve_as_the_catalog_would_without_loading_it():

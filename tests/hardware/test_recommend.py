@@ -11,10 +11,10 @@ from llmsizer.estimate.formats import format_ladder
 from llmsizer.models import load_model
 from llmsizer.recommend import (
     Constraints,
-    parse_duration,
     recommend_inference,
     recommend_training,
 )
+from llmsizer.request.quantities import parse_duration
 
 TEST_ONLY = ("test",)
 
@@ -123,6 +123,16 @@ def test_training_meets_the_deadline_and_picks_the_cheapest_run(hw_file: Path) -
 
 
 def test_durations() -> None:
-    assert parse_duration("3d") == 3 * 86400 and parse_duration("90m") == 5400 and parse_duration("45") == 45
+    """recommend's --deadline / --max-ttft read a duration as request files do (one parser: request/quantities.py),
+    and a bare number as seconds, as the flags' help says."""
+    import argparse
+
+    from llmsizer.cli.common import duration_arg
+    assert duration_arg("3d") == parse_duration("3d") == 3 * 86400
+    assert duration_arg("3 days") == parse_duration("3 days") == 3 * 86400  # the request's words: refused before
+    assert duration_arg("90 min") == 5400 and duration_arg("45") == 45 and duration_arg("0.5") == 0.5
+    for bad in ("soon", "90m", "-3", "0"):  # 'm': minutes or months? refused, as in a request file
+        with pytest.raises(argparse.ArgumentTypeError):
+            duration_arg(bad)
     with pytest.raises(InputError):
         parse_duration("soon")

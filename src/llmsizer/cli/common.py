@@ -20,6 +20,7 @@ from ..numbers import (
     HEADS,
     LAYERS,
     PARAMS,
+    SECONDS,
     TOKENS,
     VOCAB,
     WIDTH,
@@ -27,6 +28,7 @@ from ..numbers import (
     check_number,
 )
 from ..readers.manual import spec_from_manual
+from ..request.quantities import parse_duration
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
 from .json_out import dumps_indent2
@@ -93,6 +95,21 @@ def tokens_in(rng: Range) -> Callable[[str], int]:
 bytes_arg = bytes_in(BYTES)
 
 
+def _seconds(text: str) -> float:
+    """A duration read as request files read one (request/quantities.py ``parse_duration``: '3 days', '12h',
+    '90 min'; 'm' refused as minutes-or-months), or a bare number of seconds as the flag's help states ('0.5')."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return parse_duration(text)
+    if not value > 0:
+        raise InputError(f"duration {short(text)} must be positive")
+    return float(check_number(value, "", SECONDS))
+
+
+duration_arg = _argtype(_seconds, "duration")
+
+
 def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable[[str], tuple[Any, ...]]:
     """argparse type: comma-separated values, each read by ``parse`` (``--tensor-split 3,1``, ``--free 22GiB,10GiB``)."""
     def convert(text: str) -> tuple[Any, ...]:
@@ -101,6 +118,7 @@ def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable
             raise argparse.ArgumentTypeError(f"expected 1 to {most} comma-separated values, got {text[:80]!r}")
         return tuple(parse(p) for p in parts)
     convert.__name__ = name
+    convert.comma_separated = True  # type: ignore[attr-defined]  # the web API joins a JSON list with commas
     return convert
 count_arg = count_in(AMOUNT)
 

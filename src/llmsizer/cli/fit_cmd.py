@@ -6,9 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import resolve_target, usable_memory
+from ..estimate.device import usable_memory
 from ..estimate.duration import Duration
-from ..estimate.fit import FitResult, fit, fit_training, hourly_price, target_and_count
+from ..estimate.fit import FitResult, fit, fit_training, target_and_count
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
@@ -120,10 +120,9 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, host_device=args.host_device, **fields)
-    data = r.to_dict()
-    data["cost"] = _cost(r, args)
-    return data, exit_code(r.fits), r, None
+            hardware_files=args.hardware_file, host_device=args.host_device, engine_version=args.engine_version,
+            kwh_price=args.kwh_price, **fields)
+    return r.to_dict(), exit_code(r.fits), r, None
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -142,13 +141,6 @@ def cmd_fit(args: argparse.Namespace) -> int:
             if data["training_time"]["cost"] is not None:
                 say(f"cost: {format_usd(data['training_time']['cost'])} at "
                     f"${data['training_time']['price_per_hour']:,.2f}/h")
-        return code
-    c = data["cost"]
-    if c.get("price_per_hour") is not None:
-        line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
-        if c.get("per_million_tokens") is not None:
-            line += f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency {r.details['concurrency']}"
-        say(line)
     return code
 
 
@@ -174,16 +166,3 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
         free = [usable] * count
     context = fields.pop("context", None)
     return fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)
-
-
-def _cost(r: FitResult, args: argparse.Namespace) -> dict[str, Any]:
-    """Hourly cost of the target: the instance's on-demand price, or power for owned hardware (--kwh-price)."""
-    from ..formulas.cost import cost_per_million_tokens
-    device, _, _, instance = resolve_target(args.device, args.hardware_file)
-    price, kind, how = hourly_price(device, r.count, instance, args.kwh_price)
-    basis = how or kind
-    tps = r.tokens_per_second_total  # every replica's: the price is the whole target's
-    return {"price_per_hour": price, "basis": basis,
-            "per_million_tokens": cost_per_million_tokens(price, tps) if price is not None and tps else None}
-
-

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalog.detect import COMMANDS, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
+from ..estimate.device import target_memory
 from ..render.safe import say
 from ..render.text import table
 from ..units import format_bytes
@@ -120,9 +121,20 @@ def list_answer(args: argparse.Namespace) -> dict[str, Any]:
 def show_answer(args: argparse.Namespace) -> dict[str, Any]:
     """`hardware show NAME --json` (and the web API's one hardware entry)."""
     cat = load_catalog(args.hardware_file)
-    data = cat.find(args.name).to_dict()
+    hw = cat.find(args.name)
+    data = hw.to_dict()
     data["sources"] = {k: cat.sources.get(k, {}) for k in sorted({v["source"] for v in data["values"].values()})}
+    data["usable_memory"] = usable_memory_of(hw)
     return data
+
+
+def usable_memory_of(hw: Device | Instance) -> dict[str, Any]:
+    """The memory a workload gets on one of this entry's devices, as every estimate takes it (estimate/device.py
+    ``target_memory``: the catalog's, a CPU instance's RAM, Apple's Metal working-set share), with its reasons: what
+    fit's budget (x (1 - headroom)) starts from."""
+    device, instance = (hw.device, hw) if isinstance(hw, Instance) else (hw, None)
+    usable, notes = target_memory(device, instance, None)
+    return {"bytes": usable, "assumptions": [a.to_dict() for a in notes]}
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -166,6 +178,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         if hw.memory_bytes is not None:
             say(f"memory: {format_bytes(hw.memory_bytes)} ({hw.memory_bytes:,} B), {hw.memory_basis_text()}")
             say(f"  convention: {MEMORY_CONVENTION}")
+    usable = usable_memory_of(hw)  # shown where it is not the memory line above: Apple's share, an instance's
+    if usable["bytes"] is not None and (isinstance(hw, Instance) or usable["bytes"] != hw.memory_bytes):
+        why = "; ".join(f"{a['name']} {a['value']}: {a['why']}" for a in usable["assumptions"])
+        say(f"memory a workload gets per device: {format_bytes(usable['bytes'])} ({why}); fit's budget is this x "
+            "(1 - headroom)")
     rows = []
     for name, v in hw.values().items():
         extra = dict(v.extra)

@@ -7,12 +7,12 @@ from typing import Any
 
 from ..errors import InputError
 from ..numbers import MONEY, POSITIVE, TOP
-from ..recommend import Constraints, Recommendation, parse_duration, recommend_inference, recommend_training
+from ..recommend import Constraints, Recommendation, recommend_inference, recommend_training
 from ..render.recommend_text import render_recommendation
 from ..render.safe import say
 from ..specs import InferenceWorkload, ModelSpec, normalize_engine
 from .commands import COMMAND_HELP
-from .common import add_model_args, emit_json, exit_code, float_arg, int_arg, resolve_model
+from .common import add_model_args, duration_arg, emit_json, exit_code, float_arg, int_arg, resolve_model
 from .workload_args import (
     add_headroom_arg,
     add_inference_args,
@@ -57,10 +57,10 @@ def register(sub: Any) -> None:
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
     c.add_argument("--max-cost", type=float_arg(MONEY), help="training budget for the whole run, USD")
-    c.add_argument("--deadline", help="training wall-clock limit, e.g. 3d, 12h")
+    c.add_argument("--deadline", type=duration_arg, help="training wall-clock limit, e.g. 3d, 12h, '2 weeks'")
     c.add_argument("--tokens-per-second", type=float_arg(POSITIVE), help="aggregate decode throughput target")
     c.add_argument("--user-tokens-per-second", type=float_arg(POSITIVE), help="minimum decode speed per user")
-    c.add_argument("--max-ttft", help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
+    c.add_argument("--max-ttft", type=duration_arg, help="time-to-first-token limit in seconds, e.g. 0.5 or 2s")
     c.add_argument("--laptop", action="store_true", help="must run on my laptop (laptop devices only)")
     c.add_argument("--cloud-only", action="store_true", help="cloud instances only")
     c.add_argument("--provider", action="append", default=[], help="aws, gcp, azure (repeatable)")
@@ -77,8 +77,7 @@ def recommend_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[st
     returns the same data."""
     cons = Constraints(max_cost_per_hour=args.max_cost_per_hour, tokens_per_second=args.tokens_per_second,
                        user_tokens_per_second=args.user_tokens_per_second,
-                       max_ttft=parse_duration(args.max_ttft) if args.max_ttft else None,
-                       deadline=parse_duration(args.deadline) if args.deadline else None, max_cost=args.max_cost,
+                       max_ttft=args.max_ttft, deadline=args.deadline, max_cost=args.max_cost,
                        laptop=args.laptop, cloud_only=args.cloud_only, providers=tuple(args.provider),
                        kwh_price=args.kwh_price, headroom=args.headroom)
     if args.train:

@@ -11,6 +11,7 @@ from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..numbers import COUNT
+from ..render.markdown import format_usd
 from ..render.safe import say
 from ..render.text import render_estimate
 from ..result import Estimate
@@ -63,7 +64,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
     """The answer of `train` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data."""
     fields = training_fields(args)
-    duration = None
+    duration, timing = None, None
     if args.device:
         count = args.count or fields.get("gpus")
         device, _, usable, _ = device_budget(args.device, args.memory, args.hardware_file)
@@ -73,14 +74,16 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
                 fields.setdefault("gpus", n)
             est = estimate_training(spec, TrainingWorkload(**{"device": workload_device_kind(device), **fields},
                                                            headroom=args.headroom))
-        else:
+            if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on), no ZeRO stage chosen
+                duration, price, cost = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
+                                                         hardware_files=args.hardware_file)
+                timing = {**duration.to_dict(), "price_per_hour": price, "cost": cost}
+        else:  # fit --train's answer: the memory, the ZeRO stage it chose, and the run timed and priced at it
             r = fit_training(spec, args.device, count, headroom=args.headroom, memory=args.memory,
-                             hardware_files=args.hardware_file, **fields)
+                             hardware_files=args.hardware_file, tokens=args.tokens, utilization=args.utilization,
+                             **fields)
             assert r.estimate is not None
-            est, memory, n = r.estimate, r.details["usable_memory_per_device"], r.count
-        if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on); train prints no price
-            duration = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,
-                                        hardware_files=args.hardware_file)[0]
+            est, memory, duration, timing = r.estimate, r.details["usable_memory_per_device"], r.duration, r.training_time
     else:
         if args.tokens:
             raise InputError("--tokens needs --device (the duration depends on the device's peak FLOP/s)")
@@ -91,8 +94,8 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
         else:
             est = estimate_training(spec, TrainingWorkload(**fields, headroom=args.headroom))
     data = est.to_dict()
-    if duration is not None:
-        data["duration"] = duration.to_dict()
+    if timing is not None:
+        data["duration"] = timing
     reverse: dict[str, int] = {}
     if args.max_batch or args.max_seq:
         if memory is None:
@@ -130,6 +133,8 @@ def cmd_train(args: argparse.Namespace) -> int:
               if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even 1 token does not")
     if duration is not None:
         say(render_duration(duration))
+        if data["duration"]["cost"] is not None:  # the price fit --train prints (estimate/fit.py hourly_price)
+            say(f"cost: {format_usd(data['duration']['cost'])} at ${data['duration']['price_per_hour']:,.2f}/h")
     return code
 
 

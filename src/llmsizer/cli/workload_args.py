@@ -11,7 +11,6 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import ENGINE_RULE_TEXT
 from ..estimate.engines import CURRENT_VERSION
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..numbers import (
@@ -51,7 +50,7 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from ..specs.workload import MEMORY_METRICS
+from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS
 from ..units import parse_image_size
 from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
 

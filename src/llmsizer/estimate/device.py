@@ -18,6 +18,7 @@ from typing import Any
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
+from ..numbers import BYTES, check_number
 from ..result import Assumption
 from ..specs import ModelSpec
 from ..units import format_bytes
@@ -26,21 +27,14 @@ from .formats import engine_refuses, requested_format, runs_on_llamacpp_instead
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
-# engine_rule in one line, for --help
-ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
-                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
-                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below "
-                    "compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
-
-
-def engine_rule(device: Device, count: int = 1, weights: str | None = None, spec: ModelSpec | None = None
-                ) -> tuple[str, str]:
-    """``device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
+def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> tuple[str, str]:
+    """``_device_engine_rule``'s engine unless it refuses the requested format on this GPU (``engine_refuses``: vLLM
     gates MXFP4 at compute capability 8.0, AWQ/FP8 at 7.5): then the next engine that runs it there, llama.cpp,
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
     refusal in the reason. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
-    cannot run (exit 2)."""
-    eng, why = device_engine_rule(device, count, weights)
+    cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
+    none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out."""
+    eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
     refused = engine_refuses(eng, fmt, device.architecture, device.id) if fmt is not None else None
     if refused is None:
@@ -51,7 +45,7 @@ def engine_rule(device: Device, count: int = 1, weights: str | None = None, spec
     return "llamacpp", f"{refused}, so llama.cpp, the next engine that runs {fmt} there (as {gguf})"
 
 
-def device_engine_rule(device: Device, count: int = 1, weights: str | None = None) -> tuple[str, str]:
+def _device_engine_rule(device: Device, count: int, weights: str | None) -> tuple[str, str]:
     """(engine, why) a serving workload on ``count`` x ``device`` runs on when none is named: the one that runs the
     requested weight format (GGUF: llama.cpp; GPTQ/AWQ/FP8/bitsandbytes: vLLM on GPUs, transformers on CPUs and
     Apple); otherwise vLLM on data-center accelerators and any replica over several devices, llama.cpp on Apple,
@@ -85,13 +79,21 @@ def device_engine_rule(device: Device, count: int = 1, weights: str | None = Non
     return "llamacpp", "llama.cpp on one consumer card (GGUF formats are the usual way to fit)"
 
 
-def default_engine(device: Device, count: int, weights: str | None = None, spec: ModelSpec | None = None) -> str:
+def check_engine_on_device(engine: str, device: Device) -> None:
+    """Refuse (InputError, exit 2) a GPU-serving engine (vLLM, SGLang: CUDA/ROCm servers) on a CPU or Apple
+    silicon: the one check ``fit``, ``infer --device``, the web API and ``estimate_inference`` apply."""
+    if engine in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
+        where = f"device {device.kind}" if device.origin == "generic" else f"{device.id} ({device.kind})"
+        raise InputError(f"the {engine} profile models GPU serving, not {where}: use engine llamacpp or transformers")
+
+
+def default_engine(device: Device, count: int, weights: str | None, spec: ModelSpec | None) -> str:
     """The engine of ``engine_rule``."""
     return engine_rule(device, count, weights, spec)[0]
 
 
-def engine_assumption(engine: str | None, device: Device, count: int = 1, weights: str | None = None,
-                      target: str | None = None, spec: ModelSpec | None = None) -> tuple[str, Assumption]:
+def engine_assumption(engine: str | None, device: Device, count: int, weights: str | None, target: str | None,
+                      spec: ModelSpec | None) -> tuple[str, Assumption]:
     """(engine, its assumption): ``engine`` when given, else ``engine_rule``'s for ``spec``'s checkpoint, recorded
     as the default for ``target`` (the device or instance named; ``count`` x it for several)."""
     if engine is not None:
@@ -115,6 +117,7 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     GPU only the Metal working-set share of it."""
     notes: list[Assumption] = []
     if memory is not None:
+        memory = int(check_number(memory, "memory", BYTES))  # a Python caller's "24GiB": one line naming it
         notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
         base = memory
     else:

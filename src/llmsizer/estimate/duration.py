@@ -65,6 +65,7 @@ from ..formulas.training_time import (
     training_flops_per_token,
 )
 from ..formulas.weight_formats import weight_bytes
+from ..numbers import TRAIN_TOKENS, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
@@ -828,8 +829,7 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     runs: each device's share of the GEMMs at the same utilisation, plus formulas/model_parallel_time.py's
     tensor-parallel collectives, point-to-point transfers, bubble and gradient all-reduce (estimate/model_parallel.py).
     ``flops``: the FLOP count of these same settings when the caller already has it."""
-    if tokens <= 0:
-        raise InputError(f"tokens must be positive, got {tokens}")
+    tokens = float(check_number(tokens, "tokens", TRAIN_TOKENS))  # a Python caller's "1B": one line, not a TypeError
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)

@@ -17,14 +17,16 @@ from typing import Any
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
-from ..formulas.cost import power_price_per_hour
+from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..models import load_model
+from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
 from .device import (
+    check_engine_on_device,
     engine_assumption,
     resolve_target,
     target_memory,
@@ -91,6 +93,9 @@ class FitResult:
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
     duration: Any = None  # training: the Duration behind ``training_time`` (estimate/duration.py), for rendering
+    # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
+    # price and cost are in ``training_time``
+    cost: dict[str, Any] | None = None
 
     @property
     def tokens_per_second_total(self) -> float | None:
@@ -119,6 +124,7 @@ class FitResult:
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details,
+            **({"cost": self.cost} if self.kind == "inference" else {}),
         }
 
     def __str__(self) -> str:
@@ -137,8 +143,8 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
     network) a whole multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
-    if count is not None and count < 1:
-        raise InputError(f"count must be at least 1, got {count}")
+    if count is not None:
+        count = int(check_number(count, "count", COUNT))
     n = count or inst_count or 1
     if n < 1:
         raise InputError(f"count must be at least 1, got {n}")
@@ -258,7 +264,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         headroom: float | None = None, engine: str | None = None, weights: str | None = None,
         context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
-        host_device: str | Device | None = None, engine_version: str | None = None, **workload: Any) -> FitResult:
+        host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
+        **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -278,9 +285,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
     assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
     assumptions.append(engine_note)
-    if eng in ("vllm", "sglang") and device.kind in ("cpu", "apple"):
-        raise InputError(f"the {eng} profile models GPU serving; {device.id} is {device.kind}: use llamacpp or "
-                         "transformers")
+    check_engine_on_device(eng, device)
     if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer
         if eng != "llamacpp":  # ran on the CPU (exit 0)
             raise InputError(f"host_device applies to engine llamacpp (layers or experts kept on the CPU), not {eng}")
@@ -338,10 +343,23 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                            bool(d.get("identical_sequences", False)), eng, engine_version)
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
-    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                     tuple(assumptions), tuple(warnings),
-                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+    r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                  hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                  tuple(assumptions), tuple(warnings),
+                  {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
+    return replace(r, cost=serving_cost(device, n, instance, kwh_price, r.tokens_per_second_total))
+
+
+def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,
+                 tokens_per_second: float | None) -> dict[str, Any]:
+    """The hourly price of ``count`` x ``device`` (``hourly_price``: an instance's on-demand price, a given price, or
+    owned hardware's power at ``kwh_price``) and, with a speed, its cost per million output tokens
+    (formulas/cost.py eq. (2) over every replica's tokens/s: the price is the whole target's). The one home of a
+    serving fit's cost: ``fit --json``, the web API's /fit and the Python API's ``fit(...).cost`` read it."""
+    price, kind, how = hourly_price(device, count, instance, kwh_price)
+    return {"price_per_hour": price, "basis": how or kind,
+            "per_million_tokens": cost_per_million_tokens(price, tokens_per_second)
+            if price is not None and tokens_per_second else None}
 
 
 def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: str | Device | None,

@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
+from ..estimate.device import default_engine, generic_device
 from ..estimate.engines import step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
 from ..estimate.formats import unquantized_format
@@ -158,7 +159,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                              "tensor_parallel": tp, "replicas": replicas})
     if hw is None:
         hw = none_hardware(job.resources)
-    engine = f_peak.engine if f_peak else (job.engine or "vllm")
+    # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
+    # GPU known only by its kind (estimate/device.py engine_rule, as `infer` without --device answers)
+    engine = f_peak.engine if f_peak else (job.engine or default_engine(
+        device if device is not None else generic_device("gpu"), hw.per_node if device is not None else 1, fmt, spec))
     fmt_used = f_peak.weights_format if f_peak else (normalize_format(fmt) if fmt else stored_format(spec)[0])
     on_cpu = hw.device_kind == "cpu"
 

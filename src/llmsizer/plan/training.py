@@ -115,7 +115,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     pc = count_params(spec)
     s = job.settings
     seq_len = s.seq_len or TrainingWorkload.seq_len
-    micro = s.micro_batch or 1
+    micro = s.micro_batch or TrainingWorkload.micro_batch
     accum = s.grad_accumulation or 1
     per_epoch, tokens, tokens_how = _tokens(job, seq_len, notes)
     deadline = deadline_seconds(job, req, ctx.today, notes)
@@ -156,7 +156,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     if usable:
         fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
             if "fsdp" not in fields else fields
-    w_prec = str(fields.get("precision", "bf16-mixed"))
+    w_prec = str(fields.get("precision", TrainingWorkload.precision))
 
     # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
     mem = Sec("memory", "Memory per device")
@@ -171,8 +171,10 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
             "catalog: driver-reported size where sourced, else the vendor figure read as binary (MEMORY_CONVENTION)")
     mem.add("budget", "budget per device", budget_dev, "B", f"device memory x (1 - {headroom:g} headroom)",
             "estimate/verdict.py eq. (1)")
-    fits = bool(est.details["fits"]) if budget_dev is not None else False
-    mem.add("fits", "fits", fits if budget_dev is not None else None, "bool")
+    # no budget (a device of unknown memory): unknown, as train --device says (details.fits null) and the serving
+    # job's facts say; not False, which would read as "does not fit"
+    fits = bool(est.details["fits"]) if budget_dev is not None else None
+    mem.add("fits", "fits", fits, "bool")
     inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")))  # as train's warning
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
@@ -425,7 +427,7 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
     tp, pp = s.tp or 1, s.pp or 1
     dp = max(1, gpus // (tp * pp))
     accum = s.grad_accumulation or 1
-    micro = s.micro_batch or 1
+    micro = s.micro_batch or TrainingWorkload.micro_batch
     seq = s.seq_len or TrainingWorkload.seq_len
     net.add("devices", "devices / machines", f"{gpus} on {hw.nodes}", "text",
             f"data-parallel {dp} x tensor-parallel {tp} x pipeline {pp}")

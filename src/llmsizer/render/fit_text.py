@@ -49,6 +49,13 @@ def render_fit(r: FitResult) -> str:
                                            for a in fit_assumptions(r)))
     for w in r.warnings:
         out.append(f"warning: {w}")
+    c = r.cost or {}
+    if c.get("price_per_hour") is not None:  # serving: estimate/fit.py serving_cost
+        line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"
+        if c.get("per_million_tokens") is not None:
+            line += (f", ${c['per_million_tokens']:,.2f} per million output tokens at concurrency "
+                     f"{r.details['concurrency']}")
+        out.append(line)
     return "\n".join(out)
 
 

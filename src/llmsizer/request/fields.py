@@ -21,7 +21,7 @@ from ..specs.training import (
     LOSSES,
     NF4_QUANTIZERS,
 )
-from ..specs.workload import ENGINES, SPLIT_MODES
+from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -285,7 +285,7 @@ INFERENCE = (
     F("quantization", "weights", "the weight format served (fp8, awq-int4, q4_k_m, ...), or 'none': unquantized, "
       "pinned at the precision (else the checkpoint's dtype); left out, the plan may choose a format", "none",
       kinds=("inference",)),
-    F("engine", "enum", "serving engine (default: vllm on data-center GPUs, llamacpp elsewhere)", "vllm",
+    F("engine", "enum", f"serving engine (default: {ENGINE_RULE_TEXT})", "vllm",
       choices=ENGINES, kinds=("inference",)),
     F("engine_version", "str", "the engine's release (vllm, sglang), e.g. '0.10.1': its host work per decode step, "
       "which the speed follows (default: the current release)", "0.10.1", template=False, kinds=("inference",)),

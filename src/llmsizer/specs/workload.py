@@ -6,7 +6,21 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..numbers import IMAGES, PIXELS, VIDEO_FRAMES, check_number
+from ..numbers import (
+    BYTES,
+    CONCURRENCY,
+    COUNT,
+    CPU_MOE_LAYERS,
+    FRACTION,
+    GPU_LAYERS,
+    IMAGES,
+    PIXELS,
+    TOKENS,
+    TOKENS_OR_ZERO,
+    VIDEO_FRAMES,
+    Range,
+    check_number,
+)
 from .given import tracks_given
 
 ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
@@ -14,6 +28,12 @@ ENGINES = ("transformers", "vllm", "llamacpp", "sglang")
 MEMORY_METRICS = ("allocated", "reserved", "nvidia-smi")
 # Other spellings users write for an engine -> its name in ENGINES (the project calls itself "llama.cpp").
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
+# estimate/device.py engine_rule in one line (the engine a serving workload runs on when none is named), for --help
+# and the request field's description: kept beside ENGINES so every surface below and above the core quotes one text
+ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
+                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
+                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU "
+                    "(vLLM: MXFP4 below compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
 # How each engine calls itself in prose (what a rendered sentence names).
 ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang"}
 DEVICES = ("gpu", "cpu")
@@ -66,6 +86,25 @@ def default_output_tokens(context: int) -> int:
     """Tokens generated per sequence of ``context`` tokens when none are given: min(256, context / 2), the one
     default (memory, speed, fit, plan, the web calculator): a request file needs at least one output token."""
     return min(DEFAULT_OUTPUT_TOKENS, context // 2)
+
+
+def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> None:
+    """Each named numeric field of a workload (None: not given) through the one number check (numbers.py), so a
+    Python caller's ``context="8k"``, ``memory="24GiB"``, ``concurrency=2.5`` or NaN gets one line naming the field
+    and the allowed range, as the CLI's flags and request files do, instead of a TypeError deep in a formula."""
+    for name, rng in fields:
+        value = getattr(workload, name)
+        if value is not None:
+            object.__setattr__(workload, name, check_number(value, name, rng))
+
+
+# the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
+INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
+    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", BYTES),
+    ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
+    ("group_size", COUNT), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
+    ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", COUNT),
+    ("n_cpu_moe", CPU_MOE_LAYERS))
 
 
 @tracks_given
@@ -137,6 +176,7 @@ class InferenceWorkload:
     given: frozenset[str] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        check_numbers(self, INFERENCE_NUMBERS)  # a string, NaN or 2.5 sequences: one line naming the field
         if isinstance(self.engine, str):
             object.__setattr__(self, "engine", normalize_engine(self.engine))
         if self.engine_version is not None:

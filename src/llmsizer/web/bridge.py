@@ -103,6 +103,21 @@ TEXT_ONLY = {"engine_version": "give the release as text, e.g. \"0.10\" (a JSON 
                                "is 0.1, another release)"}
 
 
+def _check_shape(key: str, value: Any, action: argparse.Action | None) -> None:
+    """A list only for a repeatable option (as the CLI takes --provider twice), true only for an on/off one: before,
+    ``"context": [1, 2]`` answered for context 2 (the last, as argparse keeps it) and ``"context": true`` said
+    'expected one argument'. An unknown field is left to argparse's own message."""
+    if action is None:
+        return
+    takes_value = action.nargs != 0
+    if isinstance(value, list) and not isinstance(action, argparse._AppendAction):
+        raise Problem(400, f"field '{key}': one value expected, got a list (a list is for a repeatable option, "
+                           "such as provider)", key)
+    if value is True and takes_value:
+        raise Problem(400, f"field '{key}': a value expected (e.g. what --{key.replace('_', '-')} takes on the "
+                           "command line), got true; true/false are for on/off options", key)
+
+
 def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable[str] = (),
           positionals: Iterable[str] = ()) -> argparse.Namespace:
     """Parse ``fields`` (a JSON body or query parameters) as the command line of ``command``; ``skip`` are fields
@@ -110,8 +125,8 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
     skipped = set(skip)
     words: list[str] = [*command]
     given: dict[str, str] = {}  # option -> field
-    negatable = {o for a in subparser(command)._actions if isinstance(a, argparse.BooleanOptionalAction)
-                 for o in a.option_strings}
+    actions = {o: a for a in subparser(command)._actions for o in a.option_strings}
+    negatable = {o for o, a in actions.items() if isinstance(a, argparse.BooleanOptionalAction)}
     for key, value in fields.items():
         if key in skipped:
             continue
@@ -123,6 +138,10 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
         if key in TEXT_ONLY and isinstance(value, (int, float)) and not isinstance(value, bool):
             raise Problem(400, f"field '{key}': {TEXT_ONLY[key]}, got the number {value!r}", key)
         given[_option(key)] = key
+        action = actions.get(_option(key))
+        if isinstance(value, list) and action is not None and getattr(action.type, "comma_separated", False):
+            value = ",".join(str(v) for v in value)  # --free 22GiB,11GiB: one value of comma-separated parts
+        _check_shape(key, value, action)
         words += _words(key, value, _option(key) in negatable)
     words += ["--", *positionals] if positionals else []
     try:

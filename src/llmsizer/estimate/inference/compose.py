@@ -22,7 +22,7 @@ from ...specs import InferenceWorkload, ModelSpec
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
-from ..device import engine_assumption, generic_device, workload_on_device
+from ..device import check_engine_on_device, engine_assumption, generic_device, workload_on_device
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
@@ -96,6 +96,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         return _copy(hit[1])
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
                                                spec)
+    check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
     est = _with_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
@@ -121,8 +122,8 @@ _MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
 _MEMO_SIZE = 4096
 
 
-def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "estimate_inference",
-                       spec: ModelSpec | None = None) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
+def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None
+                       ) -> tuple[InferenceWorkload, tuple[Assumption, ...]]:
     """The workload an estimate composes, its device and engine decided, and the assumptions that record them.
     ``given``: a workload, or its keyword fields, where ``device`` may also name a catalog device or instance
     (``estimate/device.py`` ``workload_on_device``, the resolver `infer --device`, the web API and `fit` share:
@@ -134,7 +135,7 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str = "
     return w, notes
 
 
-def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None = None
+def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None
                             ) -> tuple[InferenceWorkload, tuple[Assumption, ...], Device]:
     """``inference_workload`` and the Device it resolved (a generic one for a workload object's kind)."""
     if isinstance(given, InferenceWorkload):
@@ -212,7 +213,7 @@ def _copy(est: Estimate) -> Estimate:
 
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
-        w = inference_workload(w, spec=spec)[0]
+        w = inference_workload(w, "estimate_inference", spec)[0]
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
         raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
                          "memory")
@@ -232,9 +233,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         _check_fit(est, w, acc)
         return Estimate("inference", spec.name, base.items, base.assumptions + tuple(acc.assumptions),
                         tuple(acc.warnings), details)
-    if w.device == "cpu" and w.engine in ("vllm", "sglang"):
-        raise InputError(f"the {w.engine} profile models GPU serving; use engine transformers or llamacpp for "
-                         "device cpu")
+    check_engine_on_device(str(w.engine), generic_device(w.device))  # known by its kind here; Apple: estimate_inference
     acc = Acc()
     profile = E.PROFILES[str(w.engine)]
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))

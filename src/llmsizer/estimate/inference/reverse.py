@@ -12,6 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...models import load_model
+from ...numbers import BYTES, check_number
 from ...specs import InferenceWorkload, ModelSpec
 from . import estimate_inference
 from .compose import inference_workload
@@ -43,14 +44,25 @@ def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, leve
 
 
 def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any]) -> tuple[ModelSpec, InferenceWorkload]:
-    if memory is None or memory <= 0:
-        raise InputError("a positive memory budget is needed (e.g. --memory 24GiB)")
+    """The model and the workload the reverse question grows: ``memory`` when given, else a named ``device``'s
+    (estimate/device.py workload_on_device, as `infer --device ... --max-context` takes it), with the engine the
+    estimate would choose there."""
+    fields = dict(kwargs)
+    if memory is not None:
+        fields["memory"] = int(check_number(memory, "memory", BYTES))  # "24GiB" from Python: one line, not a TypeError
+    elif fields.get("device") in (None, "gpu", "cpu"):
+        raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
+                         "command line --memory 24GiB or --device NAME)")
     spec = load_model(model) if isinstance(model, str) else model
-    return spec, inference_workload(dict(kwargs, memory=memory), spec=spec)[0]  # the engine the estimate would choose
+    w = inference_workload(fields, "estimate_inference", spec)[0]
+    if w.memory is None:
+        raise InputError(f"{fields.get('device')} has no sourced memory size: give memory=... (--memory 64GiB)")
+    return spec, w
 
 
-def max_context(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
-    """Largest context (tokens per sequence) that fits ``memory`` bytes; 0 if even the shortest context does not.
+def max_context(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected", **kwargs: Any) -> int:
+    """Largest context (tokens per sequence) that fits ``memory`` bytes (None: the memory of ``device=``, a catalog
+    device or instance, as ``infer --device --max-context``); 0 if even the shortest context does not.
 
     The shortest context is the stated output tokens (a context holds its output: specs/workload.py), at least 1.
     ``level`` picks which end of the range must fit: 'low', 'expected' or 'high'.
@@ -61,8 +73,10 @@ def max_context(model: ModelSpec | str, memory: int, *, level: str = "expected",
     return _largest(spec, w, "context", max(upper, lowest), _level(level), lowest)
 
 
-def max_concurrency(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
-    """Largest number of concurrent sequences of ``context`` tokens that fits ``memory`` bytes."""
+def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
+                    **kwargs: Any) -> int:
+    """Largest number of concurrent sequences of ``context`` tokens that fits ``memory`` bytes (None: the memory of
+    ``device=``, as ``infer --device --max-concurrency``)."""
     spec, w = _prepare(model, memory, kwargs)
     return _largest(spec, w, "concurrency", 1 << 20, _level(level))
 
