@@ -120,7 +120,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     if args.attention is not None:
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
-            hardware_files=args.hardware_file, host_device=args.host_device, engine_version=args.engine_version,
+            hardware_files=args.hardware_file, host_device=args.host_device,
             kwh_price=args.kwh_price, **fields)
     return r.to_dict(), exit_code(r.fits), r, None
 
