@@ -404,6 +404,10 @@ def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
 
 
 Layout = tuple[tuple[Tensor, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+# one kind of decoder layer (ModelSpec.layer_key): the kind, its tensors as the first layer of that kind holds them
+# (``layer`` = that layer's index), and the indexes of every layer of that kind, ascending
+LayerGroup = tuple[LayerKey, tuple[Tensor, ...], tuple[int, ...]]
+Groups = tuple[tuple[Tensor, ...], tuple[LayerGroup, ...], tuple[Tensor, ...]]
 
 
 @lru_cache(maxsize=256)
@@ -414,38 +418,61 @@ def layer_keys(spec: ModelSpec) -> tuple[LayerKey, ...]:
 
 
 @lru_cache(maxsize=256)
-def model_layout(spec: ModelSpec) -> Layout:
-    """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
-    layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision)."""
+def layer_groups(spec: ModelSpec) -> Groups:
+    """The inventory grouped: (tensors before the decoder layers, one :data:`LayerGroup` per kind of layer in the
+    order the kinds first appear, tensors after the layers: final norm, lm_head, vision). A layer's tensors depend
+    on the layer only through its index and its kind (ModelSpec.layer_key: attention, recurrent mixer,
+    feed-forward, MoE, K/V sharing, feed-forward width), so DeepSeek-V3's 61 layers are two groups (3 dense, 58
+    MoE) of ~25 tensors each instead of ~1,500 rows: what the parameter count and the weight bytes sum (count x
+    shape); :func:`model_layout` expands it layer by layer for the consumers that walk layers."""
     h, v = spec.hidden_size, spec.vocab_size
-    out: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
+    head: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
     if spec.position_embeddings:
-        out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
-    out += _gemma3n_model(spec)
-    before = tuple(range(len(out)))
-    ranges: list[tuple[int, int]] = []
-    # a layer's tensors depend on the layer only through its index and its kind (ModelSpec.layer_key: attention,
-    # recurrent mixer, feed-forward, MoE, K/V sharing, feed-forward width): build each kind once (as the first
-    # layer of that kind) and re-stamp the index (the cold-estimate hot path)
-    templates: dict[LayerKey, list[Tensor]] = {}
-    new = tuple.__new__
+        head.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    head += _gemma3n_model(spec)
+    templates: dict[LayerKey, tuple[list[Tensor], list[int]]] = {}
     for i, kind in enumerate(layer_keys(spec)):
-        tpl = templates.get(kind)
-        start = len(out)
-        if tpl is None:
+        group = templates.get(kind)
+        if group is None:
             tpl = (_attention(spec, i) if kind[0] else []) + (_cross_attention(spec, i) if kind[4] else []) \
                 + (_recurrent(spec, i) if kind[1] else []) \
                 + (_feed_forward(spec, i) if kind[2] else []) + _gemma3n_layer(spec, i)
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
-            templates[kind] = tpl
-            out += tpl
+            templates[kind] = (tpl, [i])
         else:
-            out += [new(Tensor, (r, c, s, n, i, e)) for r, c, s, n, _, e in tpl]
+            group[1].append(i)
+    tail = _norm("output_norm", h, spec.norm_kind, -1)
+    if not spec.tie_word_embeddings:
+        tail.append(Tensor("output", "lm_head", (v, h)))
+    tail += _vision(spec)
+    return (tuple(head), tuple((kind, tuple(tpl), tuple(idx)) for kind, (tpl, idx) in templates.items()),
+            tuple(tail))
+
+
+def at_layer(group: LayerGroup, layer: int) -> tuple[Tensor, ...]:
+    """The tensors of ``group`` as its layer ``layer`` holds them: the group's own rows for its first layer, the
+    same rows with ``layer`` re-stamped for the others."""
+    if layer == group[2][0]:
+        return group[1]
+    new = tuple.__new__
+    return tuple([new(Tensor, (r, c, s, n, layer, e)) for r, c, s, n, _, e in group[1]])
+
+
+@lru_cache(maxsize=256)
+def model_layout(spec: ModelSpec) -> Layout:
+    """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
+    layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision).
+    :func:`layer_groups` expanded layer by layer."""
+    head, groups, tail = layer_groups(spec)
+    out: list[Tensor] = list(head)
+    before = tuple(range(len(out)))
+    group_of = {i: g for g in groups for i in g[2]}
+    ranges: list[tuple[int, int]] = []
+    for i in range(spec.num_layers):
+        start = len(out)
+        out += at_layer(group_of[i], i)
         ranges.append((start, len(out)))
     first_after = len(out)
-    out += _norm("output_norm", h, spec.norm_kind, -1)
-    if not spec.tie_word_embeddings:
-        out.append(Tensor("output", "lm_head", (v, h)))
-    out += _vision(spec)
+    out += tail
     return tuple(out), before, tuple(ranges), tuple(range(first_after, len(out)))

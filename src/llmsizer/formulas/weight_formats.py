@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, layer_keys, model_layout, model_tensors
+from .tensors import Tensor, at_layer, layer_groups, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
@@ -200,6 +200,11 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
     return (i < 2, i < 4, i < n // 16, i < n // 8, _use_more_bits(i, n))
 
 
+def _layer_classes(n: int) -> list[tuple[bool, ...]]:
+    """:func:`_layer_class` of layers 0..n-1."""
+    return [_layer_class(i, n) for i in range(n)]
+
+
 def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
     """The checkpoint stores its routed experts in MXFP4 (quantization_config quant_method mxfp4: gpt-oss)."""
     return str(spec.quantization_config.get("quant_method", "")).lower() == "mxfp4"
@@ -341,14 +346,14 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         raise InputError(f"group_size must be positive, got {group_size}")
     by_comp: dict[str, int] = {}
     by_store: dict[str, int] = {}
-    layers = [0] * spec.num_layers
-    experts = [0] * spec.num_layers
-    matrices = [0] * spec.num_layers
+    n_layers = spec.num_layers
+    layers = [0] * n_layers
+    experts = [0] * n_layers
+    matrices = [0] * n_layers
     memo: dict[tuple[object, ...], tuple[int, str]] = {}
     gguf = fmt.startswith("gguf:")
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
-    n_layers = spec.num_layers
-    tensors, before, ranges, after = model_layout(spec)
+    head, groups, tail = layer_groups(spec)
 
     def one(t: Tensor) -> tuple[int, str]:
         role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
@@ -368,38 +373,46 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         by_comp[comp] = by_comp.get(comp, 0) + b
         by_store[label] = by_store.get(label, 0) + b
 
-    for idx in before:
-        t = tensors[idx]
+    for t in head:
         b, label = one(t)
         add(t[1], label, b)
-    # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
-    # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
-    per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
-    keys = layer_keys(spec)
-    for i, (a, z) in enumerate(ranges):
-        lkey = (keys[i], _layer_class(i, n_layers) if gguf else None)
-        agg = per_layer.get(lkey)
-        if agg is None:
-            comps: dict[str, int] = {}
-            stores: dict[str, int] = {}
-            exp = mat = 0
-            for t in tensors[a:z]:  # in tensor order, so keys first appear in the same order as tensor by tensor
-                b, label = one(t)
-                comps[t[1]] = comps.get(t[1], 0) + b
-                stores[label] = stores.get(label, 0) + b
-                if t[1] == "experts":
-                    exp += b
-                elif t.matrix:
-                    mat += b
-            agg = (comps, stores, sum(comps.values()), exp, mat)
-            per_layer[lkey] = agg
-        for comp, b in agg[0].items():
-            by_comp[comp] = by_comp.get(comp, 0) + b
-        for label, b in agg[1].items():
-            by_store[label] = by_store.get(label, 0) + b
-        layers[i], experts[i], matrices[i] = agg[2], agg[3], agg[4]
-    for idx in after:
-        t = tensors[idx]
+    # a decoder layer's bytes depend on it only through its kind (tensors.layer_groups) and, for GGUF, the layer
+    # predicates of llama-quant.cpp (_layer_class): each (kind, class) is summed once, as its first layer holds
+    # it, and counted once per layer; the (kind, class) pairs in the order their first layers come, so every
+    # key enters by_comp and by_store in the order a layer-by-layer sum gives it (integers: the same totals)
+    runs: dict[tuple[int, object], list[int]] = {}
+    if gguf:
+        classes = _layer_classes(n_layers)
+        group_of = [0] * n_layers
+        for g, (_, _, members) in enumerate(groups):
+            for i in members:
+                group_of[i] = g
+        for i in range(n_layers):
+            runs.setdefault((group_of[i], classes[i]), []).append(i)
+    else:
+        for g, (_, _, members) in enumerate(groups):
+            runs[(g, None)] = list(members)
+    for (g, _), idx in runs.items():
+        comps: dict[str, int] = {}
+        stores: dict[str, int] = {}
+        exp = mat = 0
+        for t in at_layer(groups[g], idx[0]):  # in tensor order: keys first appear as tensor by tensor
+            b, label = one(t)
+            comps[t[1]] = comps.get(t[1], 0) + b
+            stores[label] = stores.get(label, 0) + b
+            if t[1] == "experts":
+                exp += b
+            elif t.matrix:
+                mat += b
+        k = len(idx)
+        for comp, b in comps.items():
+            by_comp[comp] = by_comp.get(comp, 0) + b * k
+        for label, b in stores.items():
+            by_store[label] = by_store.get(label, 0) + b * k
+        total = sum(comps.values())
+        for i in idx:
+            layers[i], experts[i], matrices[i] = total, exp, mat
+    for t in tail:
         b, label = one(t)
         add(t[1], label, b)
     notes: list[str] = []
