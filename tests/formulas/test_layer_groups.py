@@ -1,7 +1,9 @@
 """The inventory builds each kind of decoder layer once (formulas/tensors.py layer_groups: ModelSpec.layer_key) and
 stamps the other layers of that kind from it. This checks the premise on every catalog model: each layer's tensors
 built for that layer itself (the per-block builders called with its index, as a layer-by-layer inventory would) equal
-the rows model_layout gives it, and every layer is in exactly one group, the group of its own kind."""
+the rows model_layout gives it, and every layer is in exactly one group, the group of its own kind. (The vision
+towers' blocks, one repeated segment each, are checked by the parameter counts against transformers:
+tests/catalog/test_params_match_transformers.py, test_llama_vision_params.py, test_qwen3_vl_moe.py.)"""
 
 from __future__ import annotations
 
@@ -33,4 +35,7 @@ def test_every_layer_equals_its_own_build(name: str) -> None:
         assert all(spec.layer_key(i) == kind for i in idx)
     for i, (a, z) in enumerate(ranges):
         assert list(tensors[a:z]) == _layer_by_itself(spec, i), i
-    assert tensors[:len(head)] == head and tensors[len(tensors) - len(tail):] == tail
+    after = T.expand(tail)
+    assert tensors[:len(head)] == head and list(tensors[len(tensors) - len(after):]) == after
+    for segment, blocks in tail:  # a repeated segment's blocks (a vision tower's) differ only in their index
+        assert all(t.layer == (blocks[0] if blocks else t.layer) for t in segment)

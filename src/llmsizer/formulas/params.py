@@ -34,8 +34,12 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
     by: dict[str, int] = {c: 0 for c in COMPONENTS}
     head, groups, tail = layer_groups(spec)
-    for t in (*head, *tail):
+    for t in head:
         by[t[1]] += t[5]
+    for tensors, blocks in tail:  # a repeated segment (a vision tower's blocks): once, times its blocks
+        k = len(blocks) or 1
+        for t in tensors:
+            by[t[1]] += t[5] * k
     # the decoder layers of one kind (ModelSpec.layer_key) hold the same tensors (tensors.layer_groups): each
     # kind's tensors once, times its layers (integer sums)
     for _, tpl, layers in groups:

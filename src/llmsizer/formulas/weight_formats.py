@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, at_layer, layer_groups, model_tensors
+from .tensors import Tensor, layer_groups, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
@@ -355,10 +355,11 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
     head, groups, tail = layer_groups(spec)
 
-    def one(t: Tensor) -> tuple[int, str]:
+    def one(t: Tensor, cls: tuple[bool, ...] | None = None) -> tuple[int, str]:
+        """(bytes, storage label) of ``t``; ``cls``: its layer's _layer_class (for the roles whose GGUF type
+        depends on the layer: llama-quant.cpp use_more_bits / i_layer rules)."""
         role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
-        # only these GGUF roles depend on the layer index (llama-quant.cpp use_more_bits / i_layer rules)
-        key = (role, shape, count, comp, _layer_class(layer, n_layers) if role in layer_dependent else None)
+        key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
             if gguf:
@@ -380,7 +381,7 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     # predicates of llama-quant.cpp (_layer_class): each (kind, class) is summed once, as its first layer holds
     # it, and counted once per layer; the (kind, class) pairs in the order their first layers come, so every
     # key enters by_comp and by_store in the order a layer-by-layer sum gives it (integers: the same totals)
-    runs: dict[tuple[int, object], list[int]] = {}
+    runs: dict[tuple[int, tuple[bool, ...] | None], list[int]] = {}
     if gguf:
         classes = _layer_classes(n_layers)
         group_of = [0] * n_layers
@@ -392,15 +393,24 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
     else:
         for g, (_, _, members) in enumerate(groups):
             runs[(g, None)] = list(members)
-    for (g, _), idx in runs.items():
+    # each group's tensors resolved once (at its first layer); another run of the group re-resolves only the
+    # tensors whose GGUF type depends on the layer, re-stamped with the run's first layer
+    resolved: dict[int, list[tuple[int, str]]] = {}
+    for (g, cls), idx in runs.items():
+        tpl = groups[g][1]
+        res = resolved.get(g)
+        if res is None:
+            res = resolved[g] = [one(t, cls) for t in tpl]
+        elif cls is not None:
+            res = [one(t.at(idx[0]), cls) if t[0] in layer_dependent else r for t, r in zip(tpl, res, strict=True)]
         comps: dict[str, int] = {}
         stores: dict[str, int] = {}
         exp = mat = 0
-        for t in at_layer(groups[g], idx[0]):  # in tensor order: keys first appear as tensor by tensor
-            b, label = one(t)
-            comps[t[1]] = comps.get(t[1], 0) + b
+        for t, (b, label) in zip(tpl, res, strict=True):  # in tensor order: keys first appear as tensor by tensor
+            comp = t[1]
+            comps[comp] = comps.get(comp, 0) + b
             stores[label] = stores.get(label, 0) + b
-            if t[1] == "experts":
+            if comp == "experts":
                 exp += b
             elif t.matrix:
                 mat += b
@@ -412,9 +422,22 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         total = sum(comps.values())
         for i in idx:
             layers[i], experts[i], matrices[i] = total, exp, mat
-    for t in tail:
-        b, label = one(t)
-        add(t[1], label, b)
+    for tensors, blocks in tail:  # a repeated segment (a vision tower's blocks) summed once, times its blocks
+        if not blocks:
+            for t in tensors:
+                b, label = one(t)
+                add(t[1], label, b)
+            continue
+        comps = {}
+        stores = {}
+        for t in tensors:  # in tensor order: keys first appear as tensor by tensor
+            b, label = one(t)
+            comps[t[1]] = comps.get(t[1], 0) + b
+            stores[label] = stores.get(label, 0) + b
+        for comp, b in comps.items():
+            by_comp[comp] = by_comp.get(comp, 0) + b * len(blocks)
+        for label, b in stores.items():
+            by_store[label] = by_store.get(label, 0) + b * len(blocks)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
