@@ -449,7 +449,7 @@ def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
 
 
 Layout = tuple[tuple[Tensor, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
-# one kind of decoder layer (ModelSpec.layer_key): the kind, its tensors as the first layer of that kind holds them
+# one kind of decoder layer (ModelSpec.layer_keys): the kind, its tensors as the first layer of that kind holds them
 # (``layer`` = that layer's index), and the indexes of every layer of that kind, ascending
 LayerGroup = tuple[LayerKey, tuple[Tensor, ...], tuple[int, ...]]
 Groups = tuple[tuple[Tensor, ...], tuple[LayerGroup, ...], tuple[Segment, ...]]
@@ -457,9 +457,9 @@ Groups = tuple[tuple[Tensor, ...], tuple[LayerGroup, ...], tuple[Segment, ...]]
 
 @lru_cache(maxsize=256)
 def layer_keys(spec: ModelSpec) -> tuple[LayerKey, ...]:
-    """``spec.layer_key(i)`` of every decoder layer, once per model (each call builds a 7-tuple: ~1-2 us, asked for
-    every layer by the inventory, the weight bytes, the parameter count and the duration's per-kind sums)."""
-    return tuple(spec.layer_key(i) for i in range(spec.num_layers))
+    """``spec.layer_keys()``, once per model (asked by the inventory, the weight bytes, the parameter count and the
+    duration's per-kind sums)."""
+    return spec.layer_keys()
 
 
 @lru_cache(maxsize=256)
@@ -467,7 +467,7 @@ def layer_groups(spec: ModelSpec) -> Groups:
     """The inventory grouped: (tensors before the decoder layers, one :data:`LayerGroup` per kind of layer in the
     order the kinds first appear, the :data:`Segment` s after the layers: final norm and lm_head, then the vision
     tower, its identical blocks as one repeated segment). A layer's tensors depend on the layer only through its
-    index and its kind (ModelSpec.layer_key: attention, recurrent mixer, feed-forward, MoE, K/V sharing,
+    index and its kind (ModelSpec.layer_keys: attention, recurrent mixer, feed-forward, MoE, K/V sharing,
     feed-forward width), so DeepSeek-V3's 61 layers are two groups (3 dense, 58 MoE) of ~25 tensors each instead of
     ~1,500 rows, and Llama 4's 34 vision blocks one segment: what the parameter count and the weight bytes sum
     (count x shape); :func:`model_layout` expands it tensor by tensor for the consumers that walk layers."""

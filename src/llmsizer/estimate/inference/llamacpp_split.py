@@ -47,9 +47,12 @@ from ...errors import InputError
 CPU = -1  # device index of the host in a placement
 
 
+_F32 = struct.Struct("f")
+
+
 def f32(x: float) -> float:
     """``x`` rounded to IEEE 32-bit float, as llama.cpp's ``float`` split arithmetic holds it."""
-    return float(struct.unpack("f", struct.pack("f", x))[0])
+    return float(_F32.unpack(_F32.pack(x))[0])
 
 
 def split_points(shares: Sequence[float]) -> list[float]:
@@ -75,6 +78,8 @@ def layer_devices(n_layer: int, n_gpu_layers: int, points: Sequence[float]) -> t
 def _layer_devices(n_layer: int, n_gpu_layers: int, points: tuple[float, ...]) -> tuple[int, ...]:
     i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0)
     act = min(n_gpu_layers, n_layer + 1) if points else 0
+    if len(points) == 1:  # one GPU: min(upper_bound(...), 0) is GPU 0 for every offloaded layer
+        return tuple(CPU if il < i_gpu_start or il - i_gpu_start >= act else 0 for il in range(n_layer + 1))
     out = []
     for il in range(n_layer + 1):
         if il < i_gpu_start or il - i_gpu_start >= act:
