@@ -22,8 +22,6 @@ and the field in one line.
 
 from __future__ import annotations
 
-import datetime as _dt
-import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -337,6 +335,8 @@ class HardwareCatalog:
             return GENERIC_DEVICES[_norm(name)]
         if hit is None:
             names = sorted({*self.devices, *self.instances})
+            import difflib  # a miss only
+
             close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise UnknownNameError(f"unknown hardware {name!r}{hint} (list them with `llmsizer hardware list`)")
@@ -546,6 +546,8 @@ def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Dev
             raise ctx.fail(f"{where}.{k}", "is required")
     dev = devices.get(str(raw["device"]).lower())
     if dev is None:
+        import difflib  # a miss only
+
         close = difflib.get_close_matches(str(raw["device"]).lower(), list(devices), n=3, cutoff=0.4)
         raise ctx.fail(f"{where}.device", f"unknown device {raw['device']!r}" + (f"; closest: {', '.join(close)}" if close else ""))
     count = raw["device_count"]
@@ -713,6 +715,8 @@ def _load_with_files(key: tuple[tuple[str, float] | tuple[str, str, str], ...]) 
         else:
             path = Path(pstr)
             data = _load_user_file(path)
+            import datetime as _dt  # a hardware file only
+
             mtime = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
             title, kind = f"user hardware file {path}", "file"
         srcs = data.get("sources") or {}
