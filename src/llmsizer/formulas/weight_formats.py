@@ -201,8 +201,9 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
 
 
 def _layer_classes(n: int) -> list[tuple[bool, ...]]:
-    """:func:`_layer_class` of layers 0..n-1."""
-    return [_layer_class(i, n) for i in range(n)]
+    """:func:`_layer_class` of layers 0..n-1 (its predicates written out: one call per layer, not two)."""
+    a, b = n // 16, n // 8
+    return [(i < 2, i < 4, i < a, i < b, _use_more_bits(i, n)) for i in range(n)]
 
 
 def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
@@ -394,32 +395,43 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         for g, (_, _, members) in enumerate(groups):
             runs[(g, None)] = list(members)
     # each group's tensors resolved once (at its first layer); another run of the group re-resolves only the
-    # tensors whose GGUF type depends on the layer, re-stamped with the run's first layer
+    # tensors whose GGUF type depends on the layer, re-stamped with the run's first layer, and is summed again only
+    # when one of their types differs
     resolved: dict[int, list[tuple[int, str]]] = {}
+    # per group, each tensor's component and what a layer's parts count it as: 1 routed experts, 2 another matrix
+    parts = [[(t[1], 1 if t[1] == "experts" else 2 if t.matrix else 0) for t in tpl] for _, tpl, _ in groups]
+    dependent = [[j for j, t in enumerate(tpl) if t[0] in layer_dependent] for _, tpl, _ in groups]
+    sums: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
     for (g, cls), idx in runs.items():
         tpl = groups[g][1]
         res = resolved.get(g)
         if res is None:
             res = resolved[g] = [one(t, cls) for t in tpl]
-        elif cls is not None:
-            res = [one(t.at(idx[0]), cls) if t[0] in layer_dependent else r for t, r in zip(tpl, res, strict=True)]
-        comps: dict[str, int] = {}
-        stores: dict[str, int] = {}
-        exp = mat = 0
-        for t, (b, label) in zip(tpl, res, strict=True):  # in tensor order: keys first appear as tensor by tensor
-            comp = t[1]
-            comps[comp] = comps.get(comp, 0) + b
-            stores[label] = stores.get(label, 0) + b
-            if comp == "experts":
-                exp += b
-            elif t.matrix:
-                mat += b
+        elif cls is not None and dependent[g]:
+            res = list(res)
+            for j in dependent[g]:
+                res[j] = one(tpl[j].at(idx[0]), cls)
+        key = (g, *(res[j] for j in dependent[g]))
+        agg = sums.get(key)
+        if agg is None:
+            comps: dict[str, int] = {}
+            stores: dict[str, int] = {}
+            exp = mat = 0
+            # in tensor order: the keys first appear as they do tensor by tensor
+            for (comp, part), (b, label) in zip(parts[g], res, strict=True):
+                comps[comp] = comps.get(comp, 0) + b
+                stores[label] = stores.get(label, 0) + b
+                if part == 1:
+                    exp += b
+                elif part == 2:
+                    mat += b
+            agg = sums[key] = (comps, stores, sum(comps.values()), exp, mat)
         k = len(idx)
-        for comp, b in comps.items():
+        for comp, b in agg[0].items():
             by_comp[comp] = by_comp.get(comp, 0) + b * k
-        for label, b in stores.items():
+        for label, b in agg[1].items():
             by_store[label] = by_store.get(label, 0) + b * k
-        total = sum(comps.values())
+        total, exp, mat = agg[2], agg[3], agg[4]
         for i in idx:
             layers[i], experts[i], matrices[i] = total, exp, mat
     for tensors, blocks in tail:  # a repeated segment (a vision tower's blocks) summed once, times its blocks
