@@ -380,6 +380,8 @@ class ModelSpec:
     def kv_cache_layer_types(self) -> tuple[LayerKind, ...]:
         """The cache each layer holds of its own: its attention kind, or "none" for layers without attention and
         for layers that reuse an earlier layer's K/V (``kv_shared_layers``)."""
+        if not any(self.kv_shared_layers):  # no layer borrows its K/V (every model but Gemma 3n): the layer types
+            return self.layer_types
         return tuple("none" if s else t for t, s in zip(self.layer_types, self.kv_shared_layers, strict=True))
 
     @property
