@@ -1336,9 +1336,52 @@ TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=
                            "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8, fused AdamW, chunked CE, "
                            "checkpointing; batch 2 x 2048 packed, compile; the README does not name its memory "
                            "statistic: compared as allocated", False, "peak")
+# the table's 405B QLoRA row on 8 x A100 with the settings of its speed twin PM0707 (405B_qlora.yaml @30b8519: FSDP2
+# over the 8 GPUs, plain cross-entropy); the statistic is not named: reported with it assumed (allocated)
+_m, _f = _speed_settings("PM0707")
+TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8), "the settings of PM0707 (TORCHTUNE_SPEED_ROWS), FSDP over 8; the "
+                           "README does not name its memory statistic: compared as allocated", False, "peak")
 # the memory cells whose speed twin is not expressible either, for the same reason
 TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
-    ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"), ("PM0757", "PM0707"))}
+    ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"))}
+# torchtitan's 2D / 3D / 4D memory cells (PM1060-PM1067, benchmarks/llama3_h100_202412_torchtitan.md Tables 4-6, the
+# memory twins of PM1050-PM1053) with the settings of TORCHTITAN_MODEL_PARALLEL; Table 6: PP 8 x TP 8 with CP 1-8
+# over the rest, 8 local sequences as 8 micro-batches of one, the sequence split over CP. Measured is max reserved
+# (expandable segments), predicted allocated, and three mechanisms of these runs are not modelled yet, so the rows
+# are reported, not summarised (-29 % to -56 %):
+# - PP: torchtitan keeps every pipeline stage unsharded between micro-batches, `reshard_after_forward = False` when
+#   pp_enabled (parallelize_llama.py @9dec370 lines 326-329, and fully_shard(model, reshard_after_forward=not
+#   pp_enabled) line 339): the stage's bf16 parameters (405.85e9 / (8 x 8) x 2 B = 11.8 GiB) stay gathered, where
+#   llmsizer's gathered_params counts one layer and its prefetch.
+# - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
+#   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
+#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two.
+# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067).
+_TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
+                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True)
+_TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
+                  "is reserved memory, predicted allocated; PP stages kept unsharded and TP loss_parallel tensors not "
+                  "modelled (TRAINING_ROWS comment)")
+for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
+    _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
+    TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False, "peak")
+for _i, _cp in enumerate((1, 2, 4, 8)):
+    TRAINING_ROWS[f"PM{1064 + _i}"] = ("llama-3.1-405b", dict(
+        _TITAN_MP, gpus=512, tp=8, pp=8, micro_batch=1, grad_accumulation=8, tp_comm_overlap=True,
+        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False, "peak")
+# Trainy's torchtitan runs on H200 (PM1068-PM1069, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): torchtitan
+# e7c0cae, Llama 3.1 8B, FSDP2 over 32 / 64 GPUs, batch 2 x 8192, op-level selective checkpointing, compile of the
+# blocks and of the loss (torchtitan/components/loss.py @ e7c0cae build_cross_entropy_loss: torch.compile(loss_fn)
+# with training.compile), float8 linears with float8 all-gather and force_recompute_fp8_weight_in_bwd. Measured is max
+# reserved (metrics.py @ e7c0cae line 70), predicted allocated: -2.0 % / -2.9 %; what separates them is the FSDP2
+# reduce-scatter stream's cached gradient shards (fp32 8.03e9 / n x 4 B: 0.93 / 0.47 GiB, the TRAINING_ROWS comment's
+# (a1)); with the loss compiled there is no eager loss hole (b). Reported, not summarised, with the 9dec370 rows.
+_TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
+                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True)
+for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
+    TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
+                           "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "
+                           f"is reserved memory, predicted is allocated; FSDP over {_n}", False, "peak")
 TRAINING_NOT_EXPRESSIBLE = {
     "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
     "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",
