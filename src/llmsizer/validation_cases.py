@@ -1347,20 +1347,20 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # torchtitan's 2D / 3D / 4D memory cells (PM1060-PM1067, benchmarks/llama3_h100_202412_torchtitan.md Tables 4-6, the
 # memory twins of PM1050-PM1053) with the settings of TORCHTITAN_MODEL_PARALLEL; Table 6: PP 8 x TP 8 with CP 1-8
 # over the rest, 8 local sequences as 8 micro-batches of one, the sequence split over CP. Measured is max reserved
-# (expandable segments), predicted allocated, and three mechanisms of these runs are not modelled yet, so the rows
-# are reported, not summarised (-29 % to -56 %):
-# - PP: torchtitan keeps every pipeline stage unsharded between micro-batches, `reshard_after_forward = False` when
-#   pp_enabled (parallelize_llama.py @9dec370 lines 326-329, and fully_shard(model, reshard_after_forward=not
-#   pp_enabled) line 339): the stage's bf16 parameters (405.85e9 / (8 x 8) x 2 B = 11.8 GiB) stay gathered, where
-#   llmsizer's gathered_params counts one layer and its prefetch.
+# (expandable segments), predicted allocated. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
+# between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
+# 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
+# gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
+# 405B rows moved from -49..-56 % to -13..-25 %. Not modelled yet, so the rows are reported, not summarised:
 # - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
 #   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
-#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two.
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067).
+#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two (PM1060-PM1061 at -29..-33 %).
+# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067), and the reserved - allocated gap of the 8B rows
+#   (PM0400-PM0409 comment above).
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True)
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; PP stages kept unsharded and TP loss_parallel tensors not "
+                  "is reserved memory, predicted allocated; TP loss_parallel tensors and AsyncTP workspaces not "
                   "modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
