@@ -232,3 +232,38 @@ def test_cpu_time_is_the_binding_limit_in_every_command() -> None:
     code, gdata = _run_json("fit", args[0], "--train", "--device", "rtx-4090", *args[1:])
     assert code == 0 and gdata["fits"] is True and fdata["fits"] is True
     assert tt["seconds"] > 50 * gdata["training_time"]["seconds"]
+
+
+def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states() -> None:
+    """bitsandbytes' paged optimizers put their states in CUDA unified memory (functional.get_paged,
+    cudaMallocManaged), which pages between a GPU and its host; a CPU run has no such memory, its AdamW states stay
+    in RAM (estimate/training/setup.py), so its step has no paging term (formulas/training_time.py t_page). On a GPU
+    the term is t_page = 2 S_paged / B_pcie per optimizer step, S_paged being paged AdamW's two fp32 states (8 B) of
+    each LoRA parameter: r (d_in + d_out) per adapted linear, counted here from Qwen2.5-0.5B's config.json (24
+    layers, hidden 896, intermediate 4864, 14 query heads and 2 key/value heads of 64)."""
+    spec = load_model("qwen2.5-0.5b")
+    cat = builtin_catalog().devices
+    qlora = dict(LORA, method="qlora")
+    r, h, i, kv = 16, 896, 4864, 2 * 64
+    per_layer = r * ((h + h) * 2 + (h + kv) * 2 + (h + i) * 3)  # q, o; k, v; gate, up, down
+    paged_bytes = 24 * per_layer * 8
+    assert paged_bytes == 70_385_664
+
+    gpu = training_duration_for(spec, cat["rtx-4090"], 1, 1e6, qlora)
+    assert gpu.step is not None
+    assert gpu.step.paging_seconds == pytest.approx(2 * paged_bytes / E.HOST_LINK_BANDWIDTH, rel=1e-12)
+    assert any(a.name == "host_link_bandwidth" for a in gpu.assumptions)
+
+    for name in ("intel-xeon-spr-8ch", "intel-xeon-platinum-8488c"):
+        d = training_duration_for(spec, cat[name], 1, 1e6, qlora)
+        assert d.step is not None and d.step.paging_seconds == 0.0
+        assert not any(a.name == "host_link_bandwidth" for a in d.assumptions)
+        # the wall clock is the step without t_page: n k T / (t_step + t_opt + (k - 1) t_acc), one micro-step here
+        st = d.step
+        assert st.micro_steps == 1
+        assert d.seconds == pytest.approx(1e6 / 2048 * (st.compute_seconds + st.optimizer_seconds), rel=1e-9)
+        # and the CPU's own memory estimate agrees: torch AdamW's states in RAM, nothing paged (the same two fp32
+        # states, plus torch's fp32 scalar `step` tensor per parameter: 24 layers x 7 linears x A and B)
+        names = _names(estimate_training(spec, TrainingWorkload(device="cpu", **qlora)))
+        assert "paged_optimizer_states" not in names
+        assert names["optimizer_states"].bytes == paged_bytes + 24 * 7 * 2 * 4
