@@ -15,6 +15,7 @@ from llmsizer.estimate.training import estimate_training
 from llmsizer.models import load_model
 from llmsizer.specs import TrainingWorkload
 from llmsizer.units import parse_bytes
+from training_surfaces import run_json, same_training_seconds_everywhere
 
 CPU = "intel-xeon-spr-8ch"
 HOST_RAM = parse_bytes("256GB")
@@ -188,50 +189,23 @@ def test_recommend_rejects_a_cpu_that_cannot_run_the_settings_instead_of_failing
     assert rec.chosen is not None and rec.chosen.device_kind != "cpu"
 
 
-def _run_json(*argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    import contextlib
-    import io
-    import json
-
-    from llmsizer.cli.main import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main([*argv, "--json"])
-    return code, json.loads(out.getvalue())
-
-
 def test_cpu_time_is_the_binding_limit_in_every_command() -> None:
     """A Qwen2.5-0.5B LoRA (10M tokens) on an AWS m7a.8xlarge (32 EPYC cores, no AMX) against one RTX 4090: train,
     fit --train, recommend --train and the plan give the CPU the same time, on its FP32 peak share (32/96 of the
     9654's 5 TFLOP/s) at the vector utilisation of PM0602, with the memory-bound kernels at the VM's 32/96 of
     460.8 GB/s; the same model fits both, and the CPU takes more than 50x the GPU's time."""
-    from llmsizer.plan import make_plan
-    from llmsizer.recommend import recommend_training
-    from llmsizer.request import parse_request
-
-    args = ("qwen2.5-0.5b", "--method", "lora", "--seq", "2048", "--tokens", "10M")
-    code, fdata = _run_json("fit", args[0], "--train", "--device", "aws-m7a.8xlarge", *args[1:])
-    tt = fdata["training_time"]
-    assert code == 0 and tt["peak_key"] == "fp32" and tt["peak_flops"] == pytest.approx(5e12 * 32 / 96)
+    cpu = same_training_seconds_everywhere("qwen2.5-0.5b", "aws-m7a.8xlarge", "lora", 2048, "10M")
+    tt = cpu.training_time
+    assert tt["peak_key"] == "fp32" and tt["peak_flops"] == pytest.approx(5e12 * 32 / 96)
     assert tt["utilization"] == E.TRAINING_UTILIZATION_CPU_VECTOR.expected
     ew = tt["step"]["elementwise_seconds"]
     assert ew == pytest.approx(2048 * next(a["value"] for a in tt["assumptions"]
                                            if a["name"] == "elementwise_bytes_per_token")
                                / (0.46 * 460.8e9 * 32 / 96), rel=1e-3)  # the per-token bytes are rounded
-    code, tdata = _run_json("train", args[0], "--device", "aws-m7a.8xlarge", *args[1:])
-    assert code == 0 and tdata["duration"]["seconds"] == pytest.approx(tt["seconds"])
-    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=LORA)
-    opt = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-m7a.8xlarge")
-    assert opt.training_seconds == pytest.approx(tt["seconds"])
-    text = ("version: 1\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: lora\n"
-            "    settings: {micro_batch: 1, seq_len: 2048}\n    dataset: {tokens: 10M tokens}\n"
-            "    resources: {instance: aws-m7a.8xlarge}\n")
-    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
-    assert job.section("duration").value("seconds") == pytest.approx(tt["seconds"])
-    code, gdata = _run_json("fit", args[0], "--train", "--device", "rtx-4090", *args[1:])
-    assert code == 0 and gdata["fits"] is True and fdata["fits"] is True
-    assert tt["seconds"] > 50 * gdata["training_time"]["seconds"]
+    code, gdata = run_json("fit", "qwen2.5-0.5b", "--train", "--device", "rtx-4090", "--method", "lora", "--seq",
+                           "2048", "--tokens", "10M")
+    assert code == 0 and gdata["fits"] is True and cpu.fit["fits"] is True
+    assert cpu.seconds > 50 * gdata["training_time"]["seconds"]
 
 
 def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states() -> None:
