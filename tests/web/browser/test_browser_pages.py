@@ -15,6 +15,7 @@ import json
 import shlex
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -350,8 +351,12 @@ def test_break_a_request_and_see_the_error_at_its_line(page: Page, server: str, 
     assert page.evaluate("document.activeElement.id") == "request-text"
     page.screenshot(path=shots / "request.png", full_page=False)
 
-    check = api(server, "/request/check", {"request": "\n".join(lines) + "\n", "filename": "request.yaml"})
-    assert any(e.startswith(f"request.yaml:{at + 1}:") for e in check["errors"])
+    # an invalid request is bad input (400, the CLI's exit 2): the problem lists every line the page shows
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        api(server, "/request/check", {"request": "\n".join(lines) + "\n", "filename": "request.yaml"})
+    assert bad.value.code == 400
+    problem = json.loads(bad.value.read().decode())
+    assert any(e.startswith(f"request.yaml:{at + 1}:") for e in problem["errors"])
 
 
 def test_open_the_report_and_download_it(page: Page, server: str, shots: Path, tmp_path: Path) -> None:
