@@ -131,7 +131,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
-                             constraints=Constraints(deadline=deadline, max_cost=budget),
+                             constraints=Constraints(deadline=deadline, max_cost=budget,
+                                                     headroom=job.resources.headroom),
                              hardware_files=ctx.hardware_files, catalog=ctx.cat(), training_fields=base_fields)
         except LlmsizerError as e:
             notes.warnings.append(f"no alternatives searched: {e}")
@@ -152,7 +153,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     usable = hw.memory_per_device
     # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it
-    est = training_on_memory(spec, fields, usable, None) if usable else _estimate(spec, fields)
+    est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
     if usable:
         fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
             if "fsdp" not in fields else fields

@@ -28,6 +28,7 @@ class Resources:
     count: int | None = None
     nodes: int | None = None
     memory: int | None = None  # bytes per device
+    headroom: float | None = None  # share of each device's memory kept free (estimate/verdict.py; None: its default)
     storage: int | None = None  # bytes
     pool: str | None = None
     jurisdiction: str | None = None
