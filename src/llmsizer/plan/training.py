@@ -35,11 +35,6 @@ from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
 from .result import Chart, Hardware, JobPlan, Series
 
-SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
-                        "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
-                        "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "virtual_stages",
-                        "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -51,17 +46,9 @@ def _assumed(est: Estimate, name: str, default: Any) -> Any:
 
 
 def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any]:
-    """TrainingWorkload keyword fields from the request (defaults are the workload's, recorded by the estimate)."""
-    s = job.settings
-    fields: dict[str, Any] = {k: getattr(s, k) for k in SETTINGS_TO_WORKLOAD if getattr(s, k) is not None}
-    fields["method"] = job.method
-    if job.method != "full":
-        if job.peft.rank is not None:
-            fields["rank"] = job.peft.rank
-        if job.peft.targets is not None:
-            fields["targets"] = job.peft.targets
-        if job.peft.modules_to_save is not None:
-            fields["modules_to_save"] = job.peft.modules_to_save
+    """TrainingWorkload keyword fields from the request (``TrainingJob.workload_fields``; defaults are the
+    workload's, recorded by the estimate) on ``gpus`` devices, ``per_node`` per machine."""
+    fields = job.workload_fields()
     fields["gpus"] = max(1, gpus)
     if gpus > 1:
         fields["gpus_per_node"] = max(1, per_node)

@@ -26,6 +26,7 @@ from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
+from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
@@ -560,27 +561,12 @@ class _Reader:
         if s.zero and s.fsdp:
             self.jerr(i, j, "settings.fsdp", "give settings.zero or settings.fsdp, not both")
             return
-        try:
-            from ..specs.training import TrainingWorkload
-        except ImportError:  # pragma: no cover - another module
-            return
-        fields = {k: v for k, v in vars(s).items() if v is not None
-                  and k not in ("epochs", "train_tokens", "utilization")}
-        fields["method"] = j.method
-        if j.method != "full":
-            if j.peft.rank is not None:
-                fields["rank"] = j.peft.rank
-            if j.peft.targets is not None:
-                fields["targets"] = j.peft.targets
-            if j.peft.modules_to_save is not None:
-                fields["modules_to_save"] = j.peft.modules_to_save
+        fields = j.workload_fields()
         fields["gpus"] = self.device_count(j.resources) or (s.tp or 1) * (s.pp or 1)  # unknown: check the rest
         try:
             TrainingWorkload(**fields)
         except InputError as e:
             self.jerr(i, j, "settings", str(e))
-        except TypeError as e:  # the training spec changed under us; say so rather than crash
-            self.jerr(i, j, "settings", f"cannot be checked against TrainingWorkload ({e})")
 
     def device_count(self, r: Resources) -> int | None:
         """Devices the resources name: count, or an instance's devices x nodes (None when not stated)."""
