@@ -52,6 +52,12 @@ KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_S
 CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
+
+def within_tolerance(kind: str, predicted: float | None, measured: float) -> tuple[bool | None, str]:
+    """(``Case.within``, ``Case.tolerance``) of a speed row of ``kind``: |predicted / measured - 1| <= TOLERANCE[kind]
+    (None without a prediction), and the tolerance in words."""
+    tol = TOLERANCE[kind]
+    return (None if predicted is None else abs(predicted / measured - 1) <= tol), f"error within \u00b1{tol:.0%}"
 ASSUMED = "settings assumed"
 # a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
 # row of its table falls): reported, with the reason in the row, but kept out of the summary and the bands
@@ -478,10 +484,10 @@ def fms_case(r: dict[str, str]) -> Case:
                   fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
     d = training_duration_for(spec, dev, n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
-    st, tol, value = d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    st, value = d.step, float(r["value"])
     kv = spec.num_kv_heads
     return Case(r["id"], TRAINING_SPEED, f"fms-fsdp LLaMA {variant} {sharding} {n}x{dev.id} tokens/s/GPU", pred, value,
-                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 excluded=NETWORK_NOT_STATED, source=r["source"],
                 note=f"{n // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device; "
                 f"{kv} KV heads; utilisation {d.utilization:.3f}; micro-batch {batch} x 4096"
@@ -519,11 +525,10 @@ def vectorlm_case(r: dict[str, str]) -> Case:
     n = fields["gpus"]
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(find("llama-3.1-8b").spec(), dev, n, 1e6, fields)
-    pred, st, tol, value = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    pred, st, value = d.tokens_per_second, d.step, float(r["value"])
     what = "LoRA r8 q,v" if fields["method"] == "lora" else "full"
     return Case(r["id"], TRAINING_SPEED, f"VectorLM Llama-3-8B {what} {n}x{dev.id} seq {fields['seq_len']} tokens/s",
-                pred, value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", source=r["source"],
+                pred, value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), source=r["source"],
                 note=f"FSDP FULL_SHARD, pure bf16, checkpointing; micro-batch {fields['micro_batch']}; utilisation "
                 f"{d.utilization:.3f}" + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
                                           f"{st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s" if st else ""))
@@ -590,7 +595,7 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     nodes = m.gpus > MPT_NODE_GPUS
     network = MPT_NETWORK.get(m.gpu) if nodes else None
     d = training_duration_for(spec, dev, m.gpus, 1e6, dict(mpt_fields(m), network=network))
-    pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+    pred, st = d.tokens_per_second, d.step
     calib = rid in TRAINING_SPEED_CALIBRATION
     excluded = CALIBRATION if calib else (NETWORK_NOT_STATED if nodes and network is None else "")
     note = (("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
@@ -606,8 +611,7 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + (f"; {m.gpus // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device"
                if nodes and network is None else ""))
     return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
-                m.tokens_per_second, "tokens/s", None if pred is None else abs(pred / m.tokens_per_second - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
+                m.tokens_per_second, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, m.tokens_per_second), excluded=excluded, source=r["source"], note=note)
 
 
 # Megatron-LM PTD-P Table 1 (PM0303-PM0312: Narayanan et al. 2021, arXiv 2104.04473): each run's settings from the
@@ -671,7 +675,6 @@ def megatron_case(r: dict[str, str]) -> Case:
     if d.tokens_per_second is not None:
         iteration = gbs * 2048 / d.tokens_per_second
         pred = megatron_flops_per_iteration(gbs, 2048, layers, hidden, MEGATRON_VOCAB) / iteration / gpus / 1e12
-    tol = TOLERANCE[TRAINING_SPEED]
     st, mp = d.step, d.step.model_parallel if d.step else None
     note = (f"settings from {MEGATRON_SCRIPTS}: {block}; fp16, full recomputation, seq 2048, vocab "
             f"{MEGATRON_VOCAB}, {gpus // 8} DGX A100 nodes over {MEGATRON_NETWORK} (one 200 Gb/s HCA per GPU); "
@@ -683,8 +686,7 @@ def megatron_case(r: dict[str, str]) -> Case:
             + (f", data-parallel communication {st.comm_seconds * 1e3:.0f} ms per micro-step"
                if st and not mp else ""))
     return Case(rid, TRAINING_SPEED, f"Megatron-LM GPT {r['params']} {gpus}xA100 TFLOP/s per GPU", pred, measured,
-                "TFLOP/s/GPU", None if pred is None else abs(pred / measured - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
+                "TFLOP/s/GPU", *within_tolerance(TRAINING_SPEED, pred, measured), source=r["source"], note=note)
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -716,9 +718,8 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
     d = training_duration_for(find(model).spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     mp = d.step.model_parallel if d.step else None
-    tol = TOLERANCE[TRAINING_SPEED]
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}xH100 tokens/s/GPU", pred, value,
-                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 source=r["source"],
                 note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
                 "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
@@ -773,13 +774,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         if test == "tgB":
             calib = rid in ROUTINGS_CALIBRATION
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
-                        value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
+                        value, "tokens/s", *within_tolerance(BATCHED, pred, value), source=r["source"],
                         excluded=CALIBRATION if calib else "",
                         note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
                         + "batched decode; " + ROUTINGS_NOTE)
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
-                    "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
+                    "tokens/s", *within_tolerance(DECODE, pred, value),
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
     if r["framework"].startswith("llm-foundry"):
         return mpt_case(r)
@@ -799,13 +799,11 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
-        tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''}"
                     f"{' + float8' if float8 else ''} {n}xH100 "
                     "tokens/s/GPU", pred, value,
-                    "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
+                    "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value), excluded=CALIBRATION if calib else "", source=r["source"],
                     note=(f"calibration row of efficiency.{TRAINING_SPEED_CALIBRATION[rid]}; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
@@ -819,10 +817,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
         d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
         pred = d.tokens_per_second
-        tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"IPEX GPT-2 small bf16 full fine-tune 1x{dev.id} tokens/s", pred, value,
-                    "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value),
                     excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s "
@@ -839,12 +836,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
                 else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
-        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        pred, st = d.tokens_per_second, d.step
         measured = 8 * seq / value
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"Qwen-7B {'Q-LoRA (GPTQ int4)' if qlora else 'LoRA'} 1xA100 seq {seq} "
                     "tokens/s", pred, measured, "tokens/s",
-                    None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    *within_tolerance(TRAINING_SPEED, pred, measured),
                     excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
@@ -864,14 +861,13 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
         n = int(r["num_gpus"])
         d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
-        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        pred, st = d.tokens_per_second, d.step
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
                    f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
                    f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
+                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -893,10 +889,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
         excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
-        tol = TOLERANCE[TRAINING_SPEED]
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
+                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), excluded=excluded, source=r["source"], note=note)
     return NotExpressed(rid, DECODE, "no rule for this row")
 
 
@@ -940,10 +934,9 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
-        tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
         why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
-                        "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        "tokens/s", *within_tolerance(kind, pred, r.value),
                         excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
                         note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
                         + (f"; {why}" if why else "")))
@@ -970,12 +963,50 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                if r["id"] in GRAPHS_OFF_CALIBRATION else "LLAMACPP_IDENTICAL_ROUTINGS_*")
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
-                        f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
+                        *within_tolerance(kind, pred, value), source=r["source"],
                         excluded=CALIBRATION if calib else "",
                         note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
+# -- vLLM and SGLang rows: one reader for the engine benchmark files (device, gpus, catalog_model, dtype, prompt,
+# generated, engine, engine_version and a batch or concurrency column) ------------------------------------------------
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
+    KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
+    device's link (``fit.link_bandwidth_for``)."""
+
+    row: dict[str, str]
+    gpus: int
+    batch: int  # the row's batch (static batch) or concurrency (serving) column
+    prompt: int
+    generated: int
+    speed: Any  # estimate/speed.py SpeedEstimate
+
+
+def engine_runs(data: str | Path | None, file: str, batch_column: str,
+                engine_step_seconds: float | None = None) -> list[EngineRun]:
+    """The rows of ``file`` (in the validation folder) estimated through ``estimate_speed`` with each row's engine
+    and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / file)):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r[batch_column]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
+                           engine_version=r["engine_version"])
+        out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
 
@@ -995,21 +1026,11 @@ VLLM_V0_CALIBRATION = "VB07"
 def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
     """The static-batch rows, each with its release's host-work rule (``engines.step_host``);
     ``engine_step_seconds`` replaces the rule by a given serial step time (the calibration test's 0)."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
     from .estimate.engines import step_host
-    from .estimate.fit import link_bandwidth_for
-    from .estimate.speed import estimate_speed
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
-                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+    for run in engine_runs(data, "vllm_benchmark_latency.csv", "batch", engine_step_seconds):
+        r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         rule = step_host(r["engine"], r["engine_version"])
         step = engine_step_seconds if engine_step_seconds is not None else (rule.seconds if rule else None) or 0.0
         calib = r["id"] == VLLM_V0_CALIBRATION
@@ -1018,8 +1039,7 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
         value = b * gen / float(r["value"])
         out.append(Case(r["id"], BATCHED, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
                         f"{r['device']} static batch b{b} p{prompt} g{gen}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
+                        *within_tolerance(BATCHED, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
@@ -1040,20 +1060,11 @@ VLLM_V1_CALIBRATION = "VS07"
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
     """The current-vLLM serving rows, each estimated with its release's host-work rule."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
     from .estimate.engines import step_host
-    from .estimate.fit import link_bandwidth_for
-    from .estimate.speed import estimate_speed
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "vllm_serving_tpot.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, c, prompt, gen = int(r["gpus"]), int(r["concurrency"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=c, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None, engine=r["engine"],
-                           engine_version=r["engine_version"])
+    for run in engine_runs(data, "vllm_serving_tpot.csv", "concurrency"):
+        r, n, c, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         per_seq = float(r["value"]) if r["unit"] == "tokens/s" else 1e3 / float(r["value"])
         kind = DECODE if c == 1 else BATCHED
         pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
@@ -1063,8 +1074,7 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], kind, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
                         f"{r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
-                        f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        *within_tolerance(kind, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V1_HOST_STEP_SECONDS; " if calib else "")
@@ -1080,24 +1090,15 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
 # (engines.step_host: named, warned, 0 s).
 def sglang_speed_cases(data: str | Path | None = None) -> list[Case]:
     """The SGLang speed-benchmark rows, each estimated with its release's host-work rule."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
-    from .estimate.speed import estimate_speed
-
     out = []
-    for r in _read_csv(str(data_dir(data) / "sglang_speed_benchmark.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"], engine=r["engine"],
-                           engine_version=r["engine_version"])
+    for run in engine_runs(data, "sglang_speed_benchmark.csv", "batch"):
+        r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         secs = s.static_batch_seconds
         pred = None if not secs else b * (prompt + gen) / secs
         step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], DECODE, f"SGLang {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
                         f"{r['device']} b{b} p{prompt} g{gen}", pred, float(r["value"]), "tokens/s",
-                        None if pred is None else abs(pred / float(r["value"]) - 1) <= TOLERANCE[DECODE],
-                        f"error within \u00b1{TOLERANCE[DECODE]:.0%}",
+                        *within_tolerance(DECODE, pred, float(r["value"])),
                         excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
                         note=f"(prompt + generated) tokens/s of one sequence (measured {float(r['value']):.2f}: "
                              f"{1e3 / float(r['value']):.2f} ms per token); {step}; {r['notes']}"))

@@ -28,6 +28,7 @@ from llmsizer.estimate.training import estimate_training
 from llmsizer.estimate.verdict import DEFAULT_HEADROOM
 from llmsizer.models import load_model
 from llmsizer.recommend import Constraints, recommend_inference, recommend_training
+from training_surfaces import same_training_seconds_everywhere
 
 GiB = 2**30
 DENSE = ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b", "mistral-7b-v0.1", "gemma-2-2b-it"]
@@ -449,26 +450,10 @@ def test_cpu_instance_training_is_timed_on_the_vms_cores_everywhere() -> None:
     --train and the plan all time it on the VM's share of the AMX peak (8 x 3.2 GHz x 1,024 FLOP/cycle) and size it
     against the instance's 64 GiB. Before: the CLI and recommend timed it on the whole 48-core socket, and the plan
     had no memory budget for it."""
-    from llmsizer.plan import make_plan
-    from llmsizer.request import parse_request
-
-    fields = {"method": "lora", "micro_batch": 1, "seq_len": 2048}
-    code, data = run_json("fit", "qwen2.5-0.5b", "--train", "--device", "aws-m7i.4xlarge", "--method", "lora",
-                          "--seq", "2048", "--tokens", "10M")
-    tt = data["training_time"]
-    assert code == 0 and tt["peak_flops"] == pytest.approx(8 * 3.2e9 * 1024) and tt["peak_key"] == "bf16"
-    code, tdata = run_json("train", "qwen2.5-0.5b", "--device", "aws-m7i.4xlarge", "--method", "lora", "--seq",
-                           "2048", "--tokens", "10M")
-    assert code == 0 and tdata["duration"]["seconds"] == pytest.approx(tt["seconds"])
-    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=fields)
-    opt = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-m7i.4xlarge")
-    assert opt.training_seconds == pytest.approx(tt["seconds"])
-    text = ("version: 1\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: lora\n"
-            "    settings: {micro_batch: 1, seq_len: 2048}\n    dataset: {tokens: 10M tokens}\n"
-            "    resources: {instance: aws-m7i.4xlarge}\n")
-    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
-    assert job.section("duration").value("seconds") == pytest.approx(tt["seconds"])
-    assert job.section("memory").value("usable") == 64 * GiB
+    cpu = same_training_seconds_everywhere("qwen2.5-0.5b", "aws-m7i.4xlarge", "lora", 2048, "10M")
+    tt = cpu.training_time
+    assert tt["peak_flops"] == pytest.approx(8 * 3.2e9 * 1024) and tt["peak_key"] == "bf16"
+    assert cpu.plan_job.section("memory").value("usable") == 64 * GiB
 
 
 def test_recommend_replicas_for_a_throughput_target_run_at_fits_speed() -> None:

@@ -72,7 +72,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .device import resolve_target
+from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .inference.common import Acc
 from .model_parallel import model_parallel_time, stage_share
@@ -878,9 +878,12 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     """``training_duration`` for TrainingWorkload keyword ``fields`` (method, seq_len, grad_checkpointing, rank,
     targets; the dataclass defaults otherwise). The devices talk over ``instance``'s interconnect when one is given
     (its own link, e.g. an NVLink/NVSwitch server of PCIe-listed cards), else the device's (``fit.link_bandwidth_for``,
-    the rule inference's tensor parallelism reads too); ``link_bandwidth``: a link a plan's request names instead."""
+    the rule inference's tensor parallelism reads too); ``link_bandwidth``: a link a plan's request names instead.
+    The workload is on ``device``'s kind (``workload_device_kind``, as fit's memory estimate): a CPU has no CUDA
+    unified memory, so QLoRA there keeps AdamW states in RAM and pays no paging term (t_page, formulas/training_time.py)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
+    kw["device"] = workload_device_kind(device)
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = TrainingWorkload(**kw)
