@@ -392,7 +392,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     smallest: tuple[int, str, FitResult | None] | None = None
     refused: str | None = None
     for fmt in ladder:
-        why_not = engine_refuses(engine, fmt, dev.architecture, dev.id)
+        why_not = engine_refuses(engine, fmt, dev)
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
             continue
