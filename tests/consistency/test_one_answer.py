@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.cli.main import main
 from llmsizer.estimate.duration import training_duration, training_duration_for
+from llmsizer.estimate.efficiency import READING_RATE_TOKENS_PER_SECOND
 from llmsizer.estimate.fit import fit, fit_training, vm_share_device
 from llmsizer.estimate.inference import estimate_inference
 from llmsizer.estimate.training import estimate_training
@@ -214,7 +215,17 @@ def test_item4_a_cpu_vm_gets_its_share_of_compute_and_recommend_agrees_with_fit(
     o = opts["gcp-c3d-standard-8"]
     r = fit("qwen2.5-0.5b", "gcp-c3d-standard-8", weights=o.weights_format or None, context=2048, concurrency=64)
     assert r.speed is not None and o.tokens_per_second == pytest.approx(r.speed.tokens_per_second)
-    assert rec.chosen is not None and not rec.chosen.is_cpu  # 64 users at reading speed: a GPU
+    # The chosen option is what fit answers for it, and fit says it meets the reading-speed floor. It is a CPU VM
+    # (aws-m7i.2xlarge, 4 Sapphire Rapids cores) since the 8488C's FP32 peak is its cores x clock x 64 (9.83 TFLOP/s,
+    # two AVX-512 FMA units per core: catalog avx512-dual-fma, test_xeon_8488c_fp32_peak_is_cores_x_clock_x_64)
+    # and no longer huggingface.js's 7.6x lower 1.3 TFLOP/s: 64 sequences of this 0.5B model then decode
+    # memory-bound on the VM's 25.6 GB/s share (~2.5 GB of weights and K/V per step), not compute-bound. This line
+    # used to assert "a GPU", which only the low peak made true.
+    chosen = rec.chosen
+    assert chosen is not None and chosen.tokens_per_second is not None
+    rf = fit("qwen2.5-0.5b", chosen.target, weights=chosen.weights_format or None, context=2048, concurrency=64)
+    assert rf.speed is not None and chosen.tokens_per_second == pytest.approx(rf.speed.tokens_per_second)
+    assert rf.speed.tokens_per_second / 64 >= READING_RATE_TOKENS_PER_SECOND
 
 
 def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration() -> None:
