@@ -3,8 +3,8 @@ validation/public_measurements.csv): 1.7B to 1T GPT on 32-3072 A100s, with the s
 scripts (validation_cases.MEGATRON_TABLE1: micro-batch, interleaving, fp16, full recomputation). Held out: no constant
 was fitted on them. Each device's GEMMs run at the Ampere utilisation calibrated on llm-foundry MPT-7B FSDP rows,
 and the tensor-parallel all-reduces, pipeline transfers and bubble and the gradient all-reduce between replicas are
-added (formulas/model_parallel_time.py); eager attention's softmax and dropout traffic (no fused attention kernel
-in 2021, formulas/eager_attention_traffic.py). Measured: achieved TFLOP/s per GPU as the paper counts FLOPs (eq. 3).
+added (formulas/model_parallel_time.py); eager attention's softmax and dropout traffic and its score GEMMs (no fused
+attention kernel in 2021, formulas/eager_attention_traffic.py eqs. (A1)-(A3)). Measured: achieved TFLOP/s per GPU as the paper counts FLOPs (eq. 3).
 
 Before this mechanism the rows were calibration rows of one flat 45.5 % utilisation (their own median); as held-out
 predictions the calibrated GEMM utilisation with no communication term was +10 % .. +49 % (median 12.1 %), and
@@ -29,16 +29,16 @@ def _cases() -> list:
     return [megatron_case(rows[rid]) for rid in MEGATRON_TABLE1]
 
 
-def test_table1_rows_are_held_out_and_within_30_percent() -> None:
-    """Held out. All ten rows are over-predicted: at 7.0 % median with the Ampere utilisation fitted with attention
-    inside the GEMM term (0.676); the refit with the flash-attention kernel timed apart (0.733, formulas/training_time.py
-    eq. (10)) leaves these eager-attention runs' score GEMMs at the big GEMMs' rate, 13.5 % median, worst +26 % (1.7B).
-    Bounds follow that measured state; the open mechanism is the eager score GEMMs' own efficiency."""
+def test_table1_rows_are_held_out_and_within_20_percent() -> None:
+    """Held out. All ten rows were over-predicted, 13.5 % median, worst +26 % (1.7B), while these eager-attention runs'
+    score GEMMs ran at the big GEMMs' rate; timed by formulas/eager_attention_traffic.py eq. (A3) (their s x s
+    matrix's traffic, not overlapped with their math: no fitted constant) the median is 8.8 %, the 1.7B +9.8 %, the
+    worst the interleaved 76.1B at +15.3 %. Still all over-predicted: the interleaved rows (76.1B-529.6B) most."""
     cases = _cases()
     assert len(cases) == 10 and all(c.kind == TRAINING_SPEED and not c.excluded for c in cases)
     errors = [c.error for c in cases]
-    assert all(e is not None and abs(e) <= 0.30 for e in errors), [(c.id, c.error) for c in cases]
-    assert statistics.median(abs(e) for e in errors if e is not None) < 0.15
+    assert all(e is not None and abs(e) <= 0.20 for e in errors), [(c.id, c.error) for c in cases]
+    assert statistics.median(abs(e) for e in errors if e is not None) < 0.10
 
 
 def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
