@@ -79,3 +79,29 @@ def test_torchtitan_2d_and_3d_rows() -> None:
     gain = cases["PM1053"].predicted / cases["PM1052"].predicted
     assert gain == pytest.approx(128 / 100, rel=0.05)
     assert 876 / 829 <= cases["PM1051"].predicted / cases["PM1050"].predicted <= 1.25
+
+
+def test_korthikanti_table5_rows_are_held_out_and_within_11_percent() -> None:
+    """Korthikanti et al. 2022 (arXiv 2205.05198) Table 5 (PM1060-PM1067): the same GPT family on Selene a year later,
+    no data parallelism, with full recomputation and with sequence parallelism + selective recomputation (which
+    re-runs the eager attention core, eqs. (A1)/(A3)). Held out: nothing was fitted on them. Full recomputation
+    +10.1 / +7.1 / +1.5 / -2.0 %, the present work +2.7 / -1.6 / -5.3 / -10.1 % (22B / 175B / 530B / 1T).
+
+    The measured gain of the present work over full recomputation (29.0-32.1 %) is predicted at 20-22 %: sequence
+    parallelism's layer-norms and dropouts on 1/t of the tokens and the all-reduce overlapped with the weight-gradient
+    GEMMs that full recomputation loses (section 6.2: 39 % instead of 33 %) are not modelled."""
+    with DATA.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    from llmsizer.validation_cases import KORTHIKANTI_TABLE5, korthikanti_case
+
+    cases = {rid: korthikanti_case(rows[rid]) for rid in KORTHIKANTI_TABLE5}
+    assert len(cases) == 8
+    for c in cases.values():
+        assert c.kind == TRAINING_SPEED and not c.excluded
+        assert c.error is not None and abs(c.error) <= 0.11, (c.id, c.error)
+    # the measured tokens/s come from the quoted iteration time: 1T present work, 512 x 2048 / 71.49 s / 512 GPUs
+    assert cases["PM1067"].measured == pytest.approx(2048 / 71.49)
+    for full, present in (("PM1060", "PM1061"), ("PM1062", "PM1063"), ("PM1064", "PM1065"), ("PM1066", "PM1067")):
+        gain = cases[present].predicted / cases[full].predicted  # type: ignore[operator]
+        measured = cases[present].measured / cases[full].measured
+        assert 1.18 <= gain < measured <= 1.33
