@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .estimate.ranges import (  # the kind names have one home, next to their bands
@@ -46,6 +46,9 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
     calibrated_range,
 )
 from .units import GiB
+
+if TYPE_CHECKING:
+    from .specs import ModelSpec
 
 THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
 KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
@@ -647,13 +650,30 @@ MEGATRON_VOCAB = 51200  # Narayanan et al. 2021 section 5.1: GPT-2's 50,257-toke
 MEGATRON_NETWORK = "ib-hdr"
 
 
+# What every Megatron-LM GPT run on Selene shares: full training, fp16 mixed precision, sequence 2048, Adam, eager
+# attention (no fused attention kernel in Megatron-LM 2021-2022: formulas/eager_attention_traffic.py), DGX A100 nodes
+# of 8 over HDR InfiniBand
+MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16", seq_len=2048, gpus_per_node=8,
+                                       network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+
+
+def megatron_gpt(heads: int, hidden: int, layers: int, params: str) -> ModelSpec:
+    """The GPT of Megatron-LM's papers as a ModelSpec: 4h MLP, learned positions over 2048, GPT-2's vocabulary padded
+    to 51,200, tied embeddings."""
+    from .readers.hf_config import spec_from_config
+
+    config = {"model_type": "gpt_bigcode", "n_embd": hidden, "n_head": heads, "n_layer": layers,
+              "n_inner": 4 * hidden, "n_positions": 2048, "vocab_size": MEGATRON_VOCAB, "multi_query": False,
+              "tie_word_embeddings": True}
+    return spec_from_config(config, name=f"GPT {params} (Megatron)")
+
+
 def megatron_case(r: dict[str, str]) -> Case:
     """One Megatron-LM Table 1 row: the achieved TFLOP/s per GPU of the paper's own FLOP count (eq. 3 with full
     recomputation, formulas/training_time.py ``megatron_flops_per_iteration``) over the predicted iteration time."""
     from .catalog.hardware import builtin_catalog
     from .estimate.duration import training_duration_for
     from .formulas.training_time import megatron_flops_per_iteration
-    from .readers.hf_config import spec_from_config
 
     rid = r["id"]
     mbs, per_virtual, block = MEGATRON_TABLE1[rid]
@@ -662,13 +682,9 @@ def megatron_case(r: dict[str, str]) -> Case:
     measured = float(q[8])
     dp = gpus // (tp * pp)
     v = layers // pp // per_virtual if per_virtual else 1
-    config = {"model_type": "gpt_bigcode", "n_embd": hidden, "n_head": heads, "n_layer": layers,
-              "n_inner": 4 * hidden, "n_positions": 2048, "vocab_size": MEGATRON_VOCAB, "multi_query": False,
-              "tie_word_embeddings": True}
-    spec = spec_from_config(config, name=f"GPT {r['params']} (Megatron)")
-    fields = dict(method="full", precision="megatron-fp16", micro_batch=mbs, seq_len=2048,
-                  grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full", tp=tp, pp=pp, virtual_stages=v,
-                  gpus=gpus, gpus_per_node=8, network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+    spec = megatron_gpt(heads, hidden, layers, r["params"])
+    fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full",
+                  tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, dev, gpus, 1e6, fields)
     pred = None
@@ -687,6 +703,51 @@ def megatron_case(r: dict[str, str]) -> Case:
                if st and not mp else ""))
     return Case(rid, TRAINING_SPEED, f"Megatron-LM GPT {r['params']} {gpus}xA100 TFLOP/s per GPU", pred, measured,
                 "TFLOP/s/GPU", *within_tolerance(TRAINING_SPEED, pred, measured), source=r["source"], note=note)
+
+
+# Korthikanti et al. 2022 (arXiv 2205.05198) Table 5 (PM1150-PM1157): the same Megatron-LM GPT family on Selene's A100
+# 80GB a year after Table 1, with no data parallelism (Table 3: global batch = the micro-batches of one pipeline),
+# each model with full recomputation and with the paper's "present work", sequence parallelism + selective
+# recomputation of the attention core (section 5); sequence 2048, vocabulary 51,200, three interleaved stages for
+# 175B and 530B (section 6). Held out. Value per row: (heads, hidden, layers, tp, pp, gpus, global batch, micro-batch,
+# virtual stages, grad_checkpointing, sequence_parallel).
+KORTHIKANTI_TABLE5 = {
+    "PM1150": (64, 6144, 48, 8, 1, 8, 4, 4, 1, "full", False),
+    "PM1151": (64, 6144, 48, 8, 1, 8, 4, 4, 1, "selective", True),
+    "PM1152": (96, 12288, 96, 8, 8, 64, 64, 1, 3, "full", False),
+    "PM1153": (96, 12288, 96, 8, 8, 64, 64, 1, 3, "selective", True),
+    "PM1154": (128, 20480, 105, 8, 35, 280, 280, 1, 3, "full", False),
+    "PM1155": (128, 20480, 105, 8, 35, 280, 280, 1, 3, "selective", True),
+    "PM1156": (160, 25600, 128, 8, 64, 512, 512, 1, 1, "full", False),
+    "PM1157": (160, 25600, 128, 8, 64, 512, 512, 1, 1, "selective", True),
+}
+
+
+def korthikanti_case(r: dict[str, str]) -> Case:
+    """One Korthikanti et al. 2022 Table 5 row: tokens/s per GPU, global batch x 2048 / the measured iteration time /
+    GPUs, against the duration rule's."""
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+
+    rid = r["id"]
+    heads, hidden, layers, tp, pp, gpus, gbs, mbs, v, ckpt, sp = KORTHIKANTI_TABLE5[rid]
+    fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // mbs, grad_checkpointing=ckpt, tp=tp,
+                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp)
+    d = training_duration_for(megatron_gpt(heads, hidden, layers, r["params"]),
+                              builtin_catalog().devices["a100-sxm-80gb"], gpus, 1e6, fields)
+    measured = gbs * 2048 / float(r["value"]) / gpus
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / gpus
+    tol = TOLERANCE[TRAINING_SPEED]
+    mp = d.step.model_parallel if d.step else None
+    what = "selective recompute + sequence parallel" if ckpt == "selective" else "full recompute"
+    return Case(rid, TRAINING_SPEED, f"Megatron-LM 2022 GPT {r['params']} {gpus}xA100 {what} tokens/s/GPU", pred,
+                measured, "tokens/s/GPU", None if pred is None else abs(pred / measured - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", source=r["source"],
+                note=(f"Table 5 iteration time {r['value']} s -> {measured:.1f} tokens/s/GPU; tp {tp} x pp {pp}"
+                      + (f" (interleaved, v = {v})" if v > 1 else "") + f", micro-batch {mbs}, {gbs // mbs} "
+                      f"micro-batches, no data parallelism; eager attention, fp16, seq 2048, vocab {MEGATRON_VOCAB}"
+                      + (f"; per micro-batch stage compute {d.step.compute_seconds * 1e3:.1f} ms" if d.step else "")
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}" if mp else "")))
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -789,6 +850,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return vectorlm_case(r)
     if rid in MEGATRON_TABLE1:
         return megatron_case(r)
+    if rid in KORTHIKANTI_TABLE5:
+        return korthikanti_case(r)
     if rid in TORCHTITAN_MODEL_PARALLEL:
         return torchtitan_mp_case(r)
     if r["framework"] == "torchtitan":
