@@ -13,7 +13,7 @@ import random
 import pytest
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import DECODE, VLLM, band_rows, coverage, engine_of, repo_cases
+from llmsizer.validation_cases import DECODE, VLLM, band_keys, band_rows, coverage, repo_cases
 
 
 @pytest.fixture(scope="module")
@@ -47,11 +47,13 @@ def test_leave_one_out_coverage_is_at_least_90_percent_where_rows_allow_it(cases
 
 
 def test_a_single_row_gives_no_band(cases) -> None:
-    """One summarised row of a kind and engine (today: current vLLM decode, VS06) has no spread to calibrate: no
-    band, rather than one of zero width that claims 90 % coverage."""
-    ones = [c for c in cases if c.kind == DECODE and engine_of(c) == VLLM and not c.excluded]
-    assert len(ones) == 1
-    assert (DECODE, VLLM) not in band_rows(cases) and R.band_for(DECODE, VLLM) is None
+    """One summarised row of a kind and band (today: vLLM >= 0.14 decode, VS06) has no spread to calibrate: no band
+    of its own, rather than one of zero width that claims 90 % coverage; its estimates take the pooled band."""
+    ones = [c for c in cases if c.kind == DECODE and "vllm >= 0.14" in band_keys(c) and not c.excluded]
+    assert [c.id for c in ones] == ["VS06"]
+    assert (DECODE, "vllm >= 0.14") not in band_rows(cases) and R.band_for(DECODE, "vllm >= 0.14") is None
+    b, why = R.serving_band(DECODE, VLLM, "0.23", "a100-sxm-40gb")
+    assert b is R.band_for(DECODE, R.SERVING_POOLED) and b is not None and R.SERVING_POOLED in why
 
 
 def test_band_is_the_conformal_order_statistic() -> None:

@@ -184,9 +184,10 @@ STEP_HOST: tuple[StepHost, ...] = (
     StepHost("vllm", "vLLM < 0.6 (V0 engine)", (0, 0), (0, 6), "serial", E.VLLM_V0_STEP_SECONDS.expected,
              "V0: scheduling, input preparation, sampling and output processing run between decode steps; "
              + E.VLLM_V0_STEP_SECONDS.source),
-    StepHost("vllm", "vLLM 0.6-0.7 (V0 engine, asynchronous output processing)", (0, 6), (0, 8), "serial", None,
-             "vLLM v0.6.0 (blog.vllm.ai 2024-09-05) overlapped output processing, scheduling stayed serial; no "
-             "published row of these releases is in validation/"),
+    StepHost("vllm", "vLLM 0.6-0.7 (V0 engine, asynchronous output processing)", (0, 6), (0, 8), "serial",
+             E.VLLM_V06_STEP_SECONDS.expected,
+             "vLLM v0.6.0 (blog.vllm.ai 2024-09-05) overlapped output processing, scheduling stayed serial "
+             "(EngineArgs num_scheduler_steps = 1, vllm/engine/arg_utils.py); " + E.VLLM_V06_STEP_SECONDS.source),
     StepHost("vllm", "vLLM 0.8-0.13 (V1 engine, synchronous scheduling)", (0, 8), (0, 14), "serial", None,
              "V1 is the default since 0.8.0 (vllm-project/vllm#13726); EngineCore.step schedules, executes and "
              "updates one step after the other (vllm 0.13.0 vllm/v1/engine/core.py:336-362; async_scheduling: bool "
