@@ -1045,14 +1045,27 @@ VLLM_V1_CALIBRATION = "VS07"
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
     """The current-vLLM serving rows, each estimated with its release's host-work rule."""
+    return serving_tpot_cases(data, "vllm_serving_tpot.csv")
+
+
+# validation/sglang_serving_tpot.csv: SGLang serving runs in the same form (time per output token at a fixed
+# concurrency, the engine's release stated), read by the same loop.
+def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
+    """The SGLang serving rows, each estimated with its release's host-work rule (not established: 0 s, warned)."""
+    return serving_tpot_cases(data, "sglang_serving_tpot.csv")
+
+
+def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
+    """The serving rows of ``name`` (a file in the vllm_serving_tpot.csv form), each with its engine's release."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.engines import step_host
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
+    from .specs.workload import ENGINE_NAMES
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "vllm_serving_tpot.csv")):
+    for r in _read_csv(str(data_dir(data) / name)):
         dev = builtin_catalog().devices[r["device"]]
         n, c, prompt, gen = int(r["gpus"]), int(r["concurrency"]), int(r["prompt"]), int(r["generated"])
         s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
@@ -1066,8 +1079,8 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
         rule = step_host(r["engine"], r["engine_version"])
         calib = r["id"] == VLLM_V1_CALIBRATION
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
-        out.append(Case(r["id"], kind, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
-                        f"{r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
+        out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
+                        f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
                         None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
                         f"error within \u00b1{TOLERANCE[kind]:.0%}",
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
@@ -1138,7 +1151,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data) + engine_speed_cases(data)), missing
+            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -1512,7 +1525,7 @@ def engine_of(case: Case) -> str:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
     if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS", "QV")):
         return VLLM
-    if case.kind in (DECODE, BATCHED) and case.id.startswith("SG"):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("SG", "SS")):
         return SGLANG
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP

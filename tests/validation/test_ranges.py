@@ -47,12 +47,14 @@ def test_leave_one_out_coverage_is_at_least_90_percent_where_rows_allow_it(cases
 
 
 def test_a_single_row_gives_no_band(cases) -> None:
-    """One summarised row of a kind and band (today: vLLM >= 0.14 decode, VS06) has no spread to calibrate: no band
-    of its own, rather than one of zero width that claims 90 % coverage; its estimates take the pooled band."""
-    ones = [c for c in cases if c.kind == DECODE and "vllm >= 0.14" in band_keys(c) and not c.excluded]
-    assert [c.id for c in ones] == ["VS06"]
-    assert (DECODE, "vllm >= 0.14") not in band_rows(cases) and R.band_for(DECODE, "vllm >= 0.14") is None
-    b, why = R.serving_band(DECODE, VLLM, "0.23", "a100-sxm-40gb")
+    """One summarised row of a kind and band has no spread to calibrate: no band of its own, rather than one of zero
+    width that claims 90 % coverage (VS06 alone); a release scope without rows (vLLM 0.8-0.13) takes the pooled
+    serving band, named."""
+    vs06 = [c for c in cases if c.id == "VS06"]
+    assert len(vs06) == 1 and not vs06[0].excluded and band_keys(vs06[0]) == ("vllm >= 0.14", R.SERVING_POOLED)
+    assert band_rows(vs06) == {}
+    assert R.band_for(DECODE, "vllm 0.8-0.13") is None
+    b, why = R.serving_band(DECODE, VLLM, "0.13", "a100-sxm-40gb")
     assert b is R.band_for(DECODE, R.SERVING_POOLED) and b is not None and R.SERVING_POOLED in why
 
 

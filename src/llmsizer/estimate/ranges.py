@@ -137,7 +137,8 @@ SERVING_SCOPES: tuple[ServingScope, ...] = (
     ServingScope(SGLANG, "sglang 0.4 on h20", (0, 4), (0, 5), ("h20",),
                  "SGLang 0.4.6.post1 on the H20 streams 1.36 of 4.0 TB/s, SGLang 0.5.13 2.27 TB/s on the same part "
                  "(docs/hardware.md): the rows represent that release on that GPU only"),
-    ServingScope(SGLANG, "sglang (other releases and devices)", (0, 0), None),
+    ServingScope(SGLANG, "sglang < 0.5", (0, 0), (0, 5)),
+    ServingScope(SGLANG, "sglang >= 0.5", (0, 5), None),
 )
 
 
@@ -183,9 +184,11 @@ _add("batched decode throughput", "llama.cpp", 0.9265, 1.0696, 57)
 _add("batched decode throughput", "serving engines (pooled)", 0.7234, 1.1687, 12)
 _add("batched decode throughput", "vllm < 0.6", 0.7234, 1.1687, 12)
 _add("decode throughput", "llama.cpp", 0.8724, 1.1055, 154)
-_add("decode throughput", "serving engines (pooled)", 0.8156, 0.9963, 22)
+_add("decode throughput", "serving engines (pooled)", 0.8156, 0.9963, 37)
 _add("decode throughput", "sglang 0.4 on h20", 0.1544, 0.6132, 7)
+_add("decode throughput", "sglang >= 0.5", 0.8297, 0.9868, 8)
 _add("decode throughput", "vllm 0.6-0.7", 0.8156, 0.9963, 21)
+_add("decode throughput", "vllm >= 0.14", 0.8406, 0.9520, 8)
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
