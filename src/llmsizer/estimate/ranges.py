@@ -36,6 +36,7 @@ estimate's assumptions; a held-out scope's rows never feed the pooled band.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -142,6 +143,10 @@ SERVING_SCOPES: tuple[ServingScope, ...] = (
 )
 
 
+HELD_OUT_SCOPES = tuple(sc.name for sc in SERVING_SCOPES if sc.held_out)
+
+
+@functools.lru_cache(maxsize=256)
 def serving_scope(engine: str, version: str | None, device: str | None) -> ServingScope:
     """The release scope of ``engine`` at ``version`` (None: engines.CURRENT_VERSION) on ``device``: the first of
     ``SERVING_SCOPES`` whose releases hold it and whose devices (if any) include ``device``."""
@@ -164,11 +169,10 @@ def serving_band(kind: str, engine: str, version: str | None, device: str | None
         return own, (f"{kind} band of {sc.name} ({own.rows} validation rows of that release scope"
                      + (f"; held out as release-specific: {sc.held_out}" if sc.held_out else "") + ")")
     pooled = BANDS.get((kind, SERVING_POOLED))
-    held = [s.name for s in SERVING_SCOPES if s.held_out]
     if pooled is None:
         return None, f"no {kind} band: {sc.name} has no summarised rows and no pooled serving-engine band exists"
     return pooled, (f"{kind} band of {SERVING_POOLED} ({pooled.rows} rows of vLLM/SGLang outside held-out scopes "
-                    f"{', '.join(held)}): {sc.name} has no band of its own (fewer than {MIN_BAND_ROWS} summarised rows)")
+                    f"{', '.join(HELD_OUT_SCOPES)}): {sc.name} has no band of its own (fewer than {MIN_BAND_ROWS} summarised rows)")
 
 
 # Written by scripts/rederive_bands.py from the rows of `llmsizer validate` (tests/validation/test_ranges.py re-derives
