@@ -24,6 +24,7 @@ from llmsizer.estimate import engines as ENG
 from llmsizer.estimate import ranges as R
 from llmsizer.validation_cases import (
     ASSUMED,
+    BATCHED,
     CALIBRATION,
     DECODE,
     VLLM,
@@ -86,21 +87,27 @@ def test_vllm_scopes_follow_the_host_step_releases() -> None:
 
 
 def test_a_band_applies_only_where_its_rows_are_representative() -> None:
-    """SGLang 0.4 on the H20 keeps its own band (0.15-0.61, its rows), held out as release-specific; SGLang 0.4 on any
-    other GPU, and vLLM releases without rows of their own, take the pooled serving band, named; SGLang 0.5 on has
-    its own rows (SS01-SS08, A10G)."""
+    """SGLang 0.4 on the H20 keeps its own band (0.15-0.61, its rows), held out as release-specific; a release scope's
+    band speaks for other GPUs only when its rows measured ``MIN_BAND_DEVICES`` devices (vLLM >= 0.14: A100 40GB and
+    A10G), else only for its own devices (vLLM 0.6-0.7: A100 SXM 80GB; SGLang >= 0.5: A10G); everywhere else the
+    pooled serving band, named."""
     own, why = R.serving_band(DECODE, R.SGLANG, "0.4.6.post1", "h20")
     assert own is not None and own.engine == "sglang 0.4 on h20" and own.high < 0.7 and "held out" in why
     pooled = R.band_for(DECODE, R.SERVING_POOLED)
-    assert pooled is not None and pooled.low > 0.7  # the H20 rows do not widen it
+    assert pooled is not None and pooled.low > 0.7 and "h20" not in pooled.devices  # the H20 rows do not widen it
+    assert len(pooled.devices) >= R.MIN_BAND_DEVICES
     for engine, version, device in ((R.SGLANG, "0.4.6.post1", "h100-sxm"), (R.SGLANG, "0.3.2", "h20"),
-                                    (VLLM, "0.13", "h100-sxm")):
+                                    (VLLM, "0.13", "h100-sxm"), (VLLM, "0.6.3", "h100-sxm"),
+                                    (R.SGLANG, None, "h100-sxm")):
         b, why = R.serving_band(DECODE, engine, version, device)
         assert b is pooled and R.SERVING_POOLED in why, (engine, version, device)
-    for engine, version, scope in ((VLLM, "0.6.3", "vllm 0.6-0.7"), (VLLM, None, "vllm >= 0.14"),
-                                   (R.SGLANG, None, "sglang >= 0.5"), (R.SGLANG, "0.5.13", "sglang >= 0.5")):
-        b, _ = R.serving_band(DECODE, engine, version, "h100-sxm")
+    for engine, version, device, scope in ((VLLM, "0.6.3", "a100-sxm-80gb", "vllm 0.6-0.7"),
+                                           (VLLM, None, "h100-sxm", "vllm >= 0.14"),
+                                           (R.SGLANG, "0.5.13", "a10g", "sglang >= 0.5")):
+        b, _ = R.serving_band(DECODE, engine, version, device)
         assert b is not None and b.engine == scope, (engine, version)
+    b, why = R.serving_band(DECODE, VLLM, "0.6.3", "l4")
+    assert b is pooled and "measured only a100-sxm-80gb" in why
     rows = band_rows(repo_cases())
     assert not any(c.id.startswith("SG") for c in rows[(DECODE, R.SERVING_POOLED)])
     assert {c.id for c in rows[(DECODE, "sglang 0.4 on h20")]} == {f"SG0{i}" for i in range(1, 8)}
@@ -113,7 +120,7 @@ def test_every_surface_carries_the_chosen_band() -> None:
     from llmsizer.estimate.fit import fit
 
     for device, version, name in (("h100-sxm", "0.4.6", R.SERVING_POOLED), ("h20", "0.4.6.post1", "sglang 0.4 on h20"),
-                                  ("h100-sxm", None, "sglang >= 0.5")):
+                                  ("a10g", None, "sglang >= 0.5"), ("h100-sxm", None, R.SERVING_POOLED)):
         r = fit("qwen3-8b", device, engine="sglang", engine_version=version)
         sp = r.speed
         assert sp is not None and sp.tokens_per_second is not None
@@ -125,18 +132,23 @@ def test_every_surface_carries_the_chosen_band() -> None:
 
 def test_sglang_serving_rows_state_release_source_and_quote() -> None:
     """validation/sglang_serving_tpot.csv: the A10G table of varad-more/inference-engine-benchmark-system (SGLang's
-    0.5-series nightly of 2026-03-21, bf16, one sequence, ~64 + 128 tokens): every setting stated, so summarised."""
+    0.5-series nightly of 2026-03-21, bf16, one sequence, ~64 + 128 tokens, SS01-SS08) and gpustack's H100 SXM run
+    (SGLang 0.5.3.post3, Qwen3-8B, 4 sequences of ShareGPT, SS09): every setting stated, so summarised."""
     from llmsizer.validation_cases import SGLANG, sglang_serving_cases
 
     with (data_dir() / "sglang_serving_tpot.csv").open(newline="") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
     cases = {c.id: c for c in sglang_serving_cases()}
-    assert set(cases) == set(rows) and len(rows) == 8
+    assert set(cases) == set(rows) and len(rows) == 9
     for rid, c in cases.items():
         r = rows[rid]
-        assert engine_of(c) == SGLANG and c.kind == DECODE and not c.excluded and c.device == "a10g"
-        assert "@9cafa6a45ee4ca2b8025f6aa60d9add2f97f52da" in r["source"] and r["value"] in r["quote"], rid
-        assert "nightly-dev-cu13-20260321" in r["settings"] and r["engine_version"] == "0.5"
+        assert engine_of(c) == SGLANG and not c.excluded and r["value"] in r["quote"], rid
+        assert c.kind == (DECODE if r["concurrency"] == "1" else BATCHED), rid
+        if rid == "SS09":
+            assert "gpustack" in r["source"] and r["engine_version"] == "0.5.3.post3" and c.device == "h100-sxm"
+        else:
+            assert "@9cafa6a45ee4ca2b8025f6aa60d9add2f97f52da" in r["source"] and c.device == "a10g"
+            assert "nightly-dev-cu13-20260321" in r["settings"] and r["engine_version"] == "0.5"
         assert c.error is not None and abs(c.error) < 0.25, rid
 
 

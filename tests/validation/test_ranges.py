@@ -25,9 +25,11 @@ def test_bands_follow_from_the_rows(cases) -> None:
     derived = {}
     for (kind, engine), rows in sorted(band_rows(cases).items()):
         lo, hi = R.stated(*R.band([c.measured / c.predicted for c in rows]))
-        derived[(kind, engine)] = (lo, hi, len(rows))
-    stated = {k: (b.low, b.high, b.rows) for k, b in R.BANDS.items()}
-    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n})" for (k, e), (lo, hi, n) in derived.items())
+        devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
+        derived[(kind, engine)] = (lo, hi, len(rows), devices)
+    stated = {k: (b.low, b.high, b.rows, b.devices) for k, b in R.BANDS.items()}
+    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n}, {d!r})"
+                      for (k, e), (lo, hi, n, d) in derived.items())
     assert stated == derived, ("stale bands: run `PYTHONPATH=src python scripts/gen_docs.py` (it runs "
                                "scripts/rederive_bands.py and regenerates docs/accuracy.md):\n" + lines)
 

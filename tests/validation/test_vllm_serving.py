@@ -75,9 +75,14 @@ def test_rows_state_their_release_source_and_quote() -> None:
         want = CALIBRATION if rid == VLLM_V1_CALIBRATION else (ASSUMED if "(settings assumed)" in r["notes"] else "")
         assert c.excluded == want, rid
     summarised = {c.id for c in cases.values() if not c.excluded}
-    # the rows whose lengths, concurrency and release are all published: VS06 (A100 40GB) and the A10G table VS08-VS14
-    assert summarised == {"VS06"} | {f"VS{i:02d}" for i in range(8, 15)}
-    assert {c.id for c in band_rows(cases.values())[(DECODE, "vllm >= 0.14")]} == summarised
+    # the rows whose lengths, concurrency and release are all published: VS06 (A100 40GB), the A10G table VS08-VS14
+    # (vLLM 0.18) and the gpustack H100 SXM runs VS17-VS20 (vLLM 0.11, ShareGPT means)
+    a10g = {f"VS{i:02d}" for i in range(8, 15)}
+    assert summarised == {"VS06"} | a10g | {"VS17", "VS18", "VS19", "VS20"}
+    bands = band_rows(cases.values())
+    assert {c.id for c in bands[(DECODE, "vllm >= 0.14")]} == {"VS06"} | a10g
+    assert {c.id for c in bands[(BATCHED, "vllm 0.8-0.13")]} == {"VS18", "VS19", "VS20"}
+    assert (DECODE, "vllm 0.8-0.13") not in bands  # VS17 alone: its estimates take the pooled band
 
 
 def test_v1_host_step_follows_from_its_row() -> None:
