@@ -197,7 +197,10 @@ LLAMACPP_SYNC_MMA_SHARE = {
 
 def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
     """The share of the catalog's dense tensor peak that llama.cpp's warp-level mma.sync kernels can issue on a GPU
-    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada, Blackwell)."""
+    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada; GeForce / RTX PRO
+    Blackwell, compute capability 12.x, where mma.sync is the tensor path there is, CUTLASS's "Blackwell SM120
+    GEMMs"). Not established: datacenter Blackwell (10.x: B200, B300, GB200), whose dense peak is tcgen05's; no
+    published per-SM mma.sync rate was found for it, so it gets no cap (an open gap, not a measured 1.0)."""
     return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
 
 

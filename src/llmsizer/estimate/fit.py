@@ -323,9 +323,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
-    check_engine_runs(eng, fmt, device.architecture, device.id)
+    check_engine_runs(eng, fmt, device)
     dtype_note = engine_dtype_note(eng, fmt, next((str(a.value) for a in est.assumptions if a.name == "dtype"), ""),
-                                   device.architecture, device.id)
+                                   device)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid

@@ -39,7 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .formats import ARCHITECTURE_CAPABILITY, file_kernel_format
+from .formats import file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -390,7 +390,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     def _fattn(batch: int, per_stream: int, streams: int) -> str | None:
         """The flash-attention kernel ggml-cuda runs for this step (formulas/flash_attention.py fattn_kernel)."""
-        capability = ARCHITECTURE_CAPABILITY.get(device.architecture)
+        capability = device.capability
         if not flash_attention or capability is None or kv_dtype not in _FA_KV_TYPES:
             return None
         cc = capability * 10  # ggml's scale: 8.9 -> 890
