@@ -82,6 +82,10 @@ class Case:
     source: str = ""
     note: str = ""
     origin: str = "published"  # 'published' (validation/*.csv) or 'measured' (llmsizer measure records)
+    # the serving engine's release and the catalog device of a vLLM / SGLang row: the key of its band
+    # (estimate/ranges.py serving_scope); '' elsewhere
+    engine_version: str = ""
+    device: str = ""
 
     @property
     def error(self) -> float | None:
@@ -1107,7 +1111,8 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
                         + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                          f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}"))
+                          f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}",
+                        engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
@@ -1123,10 +1128,23 @@ VLLM_V1_CALIBRATION = "VS07"
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
     """The current-vLLM serving rows, each estimated with its release's host-work rule."""
+    return serving_tpot_cases(data, "vllm_serving_tpot.csv")
+
+
+# validation/sglang_serving_tpot.csv: SGLang serving runs in the same form (time per output token at a fixed
+# concurrency, the engine's release stated), read by the same loop.
+def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
+    """The SGLang serving rows, each estimated with its release's host-work rule (not established: 0 s, warned)."""
+    return serving_tpot_cases(data, "sglang_serving_tpot.csv")
+
+
+def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
+    """The serving rows of ``name`` (a file in the vllm_serving_tpot.csv form), each with its engine's release."""
     from .estimate.engines import step_host
+    from .specs.workload import ENGINE_NAMES
 
     out = []
-    for run in engine_runs(data, "vllm_serving_tpot.csv", "concurrency"):
+    for run in engine_runs(data, name, "concurrency"):
         r, n, c, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         per_seq = float(r["value"]) if r["unit"] == "tokens/s" else 1e3 / float(r["value"])
         kind = DECODE if c == 1 else BATCHED
@@ -1135,36 +1153,55 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
         rule = step_host(r["engine"], r["engine_version"])
         calib = r["id"] == VLLM_V1_CALIBRATION
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
-        out.append(Case(r["id"], kind, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
-                        f"{r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
+        out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
+                        f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
                         *within_tolerance(kind, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V1_HOST_STEP_SECONDS; " if calib else "")
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
-                          f"{r['notes']}"))
+                          f"{r['notes']}", engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
-# -- SGLang: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang 0.4.6.post1 on one H20) ----
-# One sequence of a 1-token prompt generating 2048 tokens; the published speed is (prompt + generated) / time, compared
-# with (prompt + generated) / SpeedEstimate.static_batch_seconds. SGLang's host step is not established
-# (engines.step_host: named, warned, 0 s).
-def sglang_speed_cases(data: str | Path | None = None) -> list[Case]:
-    """The SGLang speed-benchmark rows, each estimated with its release's host-work rule."""
+# -- single-sequence speed benchmarks: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang
+# 0.4.6.post1 on one H20) and validation/vllm_speed_benchmark.csv (the Qwen2.5 page, vLLM 0.6.3 on A100 80GB) -------
+# One sequence of a ``prompt``-token prompt generating ``generated`` tokens; the published speed counts the tokens the
+# row's ``counted`` column names ("prompt+generated": the Qwen3 page's formula; "generated": the Qwen2.5 page's script,
+# output_len / time) over the request's time, compared with the same count / SpeedEstimate.static_batch_seconds
+# (prefill, then the decode steps). Each row's release picks its host-work rule (engines.step_host): SGLang's is not
+# established (named, warned, 0 s); vLLM 0.6-0.7's serial step is calibrated on QV01.
+SPEED_BENCHMARK_FILES = ("sglang_speed_benchmark.csv", "vllm_speed_benchmark.csv")
+VLLM_V06_CALIBRATION = "QV01"
+
+
+def engine_speed_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
+    """The single-sequence speed-benchmark rows of SGLang and vLLM, each estimated with its release's host-work rule;
+    ``engine_step_seconds`` replaces the rule by a given serial step time (the calibration test's 0)."""
+    from .specs.workload import ENGINE_NAMES
+
     out = []
-    for run in engine_runs(data, "sglang_speed_benchmark.csv", "batch"):
-        r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
-        secs = s.static_batch_seconds
-        pred = None if not secs else b * (prompt + gen) / secs
-        step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
-        out.append(Case(r["id"], DECODE, f"SGLang {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
-                        f"{r['device']} b{b} p{prompt} g{gen}", pred, float(r["value"]), "tokens/s",
-                        *within_tolerance(DECODE, pred, float(r["value"])),
-                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
-                        note=f"(prompt + generated) tokens/s of one sequence (measured {float(r['value']):.2f}: "
-                             f"{1e3 / float(r['value']):.2f} ms per token); {step}; {r['notes']}"))
+    for name in SPEED_BENCHMARK_FILES:
+        for run in engine_runs(data, name, "batch", engine_step_seconds):
+            r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
+            counted = {"prompt+generated": prompt + gen, "generated": gen}[r["counted"]]
+            secs = s.static_batch_seconds
+            pred = None if not secs else b * counted / secs
+            value = float(r["value"])
+            calib = r["id"] == VLLM_V06_CALIBRATION
+            step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
+            out.append(Case(
+                r["id"], DECODE, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} {r['dtype']} "
+                f"{n}x {r['device']} b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+                *within_tolerance(DECODE, pred, value),
+                excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                source=r["source"],
+                note=("calibration row of efficiency.VLLM_V06_STEP_SECONDS; " if calib else "")
+                + f"({r['counted'].replace('+', ' + ')}) tokens/s of one sequence (measured {value:.2f}: "
+                  f"{1e3 * b * counted / value / max(gen, 1):.2f} ms per generated token, prefill included); {step}; "
+                  f"{r['notes']}",
+                engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
@@ -1176,7 +1213,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data) + sglang_speed_cases(data)), missing
+            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -1674,9 +1711,9 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
-    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS")):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS", "QV")):
         return VLLM
-    if case.kind in (DECODE, BATCHED) and case.id.startswith("SG"):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("SG", "SS")):
         return SGLANG
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
@@ -1696,19 +1733,33 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
     return cases
 
 
+def band_keys(case: Case) -> tuple[str, ...]:
+    """The bands (estimate/ranges.py keys beside the kind) a summarised row feeds: its engine's; for a serving engine
+    (vLLM, SGLang) its release scope's (``ranges.serving_scope`` of the row's release and device) and, unless that
+    scope is held out as specific to its release and devices, the pooled serving-engine band."""
+    from .estimate.ranges import SERVING_ENGINES, SERVING_POOLED, serving_scope
+
+    engine = engine_of(case)
+    if engine not in SERVING_ENGINES or case.kind not in (DECODE, BATCHED):
+        return (engine,)
+    scope = serving_scope(engine, case.engine_version or None, case.device or None)
+    return (scope.name,) if scope.held_out else (scope.name, SERVING_POOLED)
+
+
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
-    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine), where there
-    are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE) are summarised
-    but feed no band: a CPU duration carries no calibrated range (estimate/duration.py Duration.seconds_range), and
-    the GPU runs' band is not theirs."""
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, band: ``band_keys``),
+    where there are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE)
+    are summarised but feed no band: a CPU duration carries no calibrated range (estimate/duration.py
+    Duration.seconds_range), and the GPU runs' band is not theirs."""
     from .estimate.ranges import MIN_BAND_ROWS
 
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         if c.excluded or c.error is None or not c.predicted or c.id in CPU_TRAINING_DEVICE:
             continue
-        out.setdefault((c.kind, engine_of(c)), []).append(c)
-    return {k: rows for k, rows in out.items() if len(rows) >= MIN_BAND_ROWS}
+        for key in band_keys(c):
+            out.setdefault((c.kind, key), []).append(c)
+    return {k: rows for k, rows in sorted(out.items()) if len(rows) >= MIN_BAND_ROWS}
 
 
 @dataclass

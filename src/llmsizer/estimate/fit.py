@@ -25,6 +25,7 @@ from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
+from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
@@ -191,8 +192,10 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
+    # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
+    scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version)
+           kv_unified, identical, engine, engine_version, scope)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
