@@ -296,6 +296,37 @@ def test_hostile_hardware_files_are_one_line(tmp_path, name, body, fragment, cap
     assert code == 2 and fragment in one_line(err), err[:300]
 
 
+MY_GPU = "devices:\n  - {id: my-gpu, name: My GPU, kind: gpu, memory: 24GiB, memory_bandwidth: 1 TB/s}\n"
+
+
+@pytest.mark.parametrize("old, new, line", [
+    # before: a ValueError / OverflowError traceback from Device.memory_bytes when fit read the memory (exit 1)
+    ("memory: 24GiB", "memory: .nan", "devices[my-gpu].memory: must be finite, got nan; expected a number in [1, 2^60]"),
+    ("memory: 24GiB", "memory: 1e300GiB", "devices[my-gpu].memory: must be finite, got inf; expected a number in "
+     "[1, 2^60]"),
+    # before: answered 4,388 tokens/s decode from an infinite bandwidth (exit 0)
+    ("1 TB/s", ".inf", "devices[my-gpu].memory_bandwidth: must be finite, got inf; expected a number in "
+     "[0, 1,000,000,000,000,000] (bytes per second"),
+    # before: the line named no file ("memory: 0 is out of range")
+    ("memory: 24GiB", "memory: 0", "devices[my-gpu].memory: 0 is out of range; expected a number in [1, 2^60]"),
+])
+def test_hardware_file_numbers_are_checked_where_they_are_read(tmp_path, old, new, line, capsys) -> None:
+    """A hardware file's numbers go through the one number check (numbers.py) in their base unit, named by file
+    and field, whichever command reads the file."""
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MY_GPU.replace(old, new))
+    for argv in (["fit", "llama-3.1-8b", "--device", "my-gpu"], ["hardware", "list"]):
+        code, _, err = run([*argv, "--hardware-file", str(hw)], capsys)
+        assert code == 2 and one_line(err).startswith(f"llmsizer: error: hardware file {hw}: {line}"), err
+
+
+def test_a_published_fractional_capacity_is_still_read(tmp_path, capsys) -> None:
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MY_GPU.replace("24GiB", "79.65GiB"))
+    code, out, _ = run(["fit", "llama-3.1-8b", "--device", "my-gpu", "--hardware-file", str(hw)], capsys)
+    assert code == 0 and "79.65 GiB x (1 - 0.1 headroom)" in out
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
 def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     fifo = tmp_path / "hw.json"
