@@ -69,3 +69,28 @@ def test_the_instance_field_plans_what_fit_answers_on_the_instance(tmp_path: Pat
     assert mem.value("fits") is r.fits is True and mem.value("need_peak") == r.memory_per_device
     assert r.speed is not None and spd.value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user,
                                                                                rel=1e-12)
+
+
+# ------------------------------------------------------------------------------------ a memory without its unit
+
+@pytest.mark.parametrize("cli_argv, call", [
+    (["infer", "llama-3.1-8b", "--memory", "24"], lambda: __import__("llmsizer").estimate_inference(
+        "llama-3.1-8b", memory=24)),
+    (["train", "llama-3.1-8b", "--method", "lora", "--memory", "24"], lambda: __import__("llmsizer").estimate_training(
+        "llama-3.1-8b", method="lora", memory=24)),
+    (["infer", "llama-3.1-8b", "--memory", "24", "--max-context"], lambda: __import__("llmsizer").max_context(
+        "llama-3.1-8b", 24)),
+    (["fit", "llama-3.1-8b", "--device", "h100-sxm", "--memory", "24"], lambda: fit("llama-3.1-8b", "h100-sxm",
+                                                                                    memory=24)),
+])
+def test_a_memory_of_24_is_refused_from_python_as_from_the_command_line(cli_argv: list[str], call: Any) -> None:
+    """`--memory 24` is refused as a forgotten unit (README: "on every command, the web API and in request files");
+    ``memory=24`` in Python was 24 bytes and answered "does not fit" (exit-1 equivalent) instead."""
+    from llmsizer.errors import InputError
+
+    code, out, err = run(*cli_argv)
+    assert code == 2 and out == "" and "has no unit (a bare number is bytes); did you mean 24GiB?" in err
+    with pytest.raises(InputError) as e:
+        call()
+    assert str(e.value) == ("memory: 24 is out of range; expected an integer in [1,048,576, 2^60] (bytes; under 1 "
+                            "MiB is a forgotten unit: 24 GiB is 24 * 2**30)")

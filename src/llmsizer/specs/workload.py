@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..numbers import (
-    BYTES,
     CONCURRENCY,
     COUNT,
     CPU_MOE_LAYERS,
+    DEVICE_MEMORY,
     FRACTION,
     GPU_LAYERS,
     IMAGES,
@@ -100,7 +100,7 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
-    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", BYTES),
+    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
     ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", COUNT), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", COUNT),
