@@ -76,6 +76,9 @@ def test_request_numbers_are_refused_with_file_line_and_range(tmp_path, old, new
     ("users: 25", "users: !!int abc", "cannot read 'abc' as int"),
     ("hours_per_day: 11", "hours_per_day: !!float abc", "cannot read 'abc' as float"),
     ("version: 1", "version: !!binary aGVsbG8=", "YAML tag '!!binary' is not allowed"),
+    # a date YAML reads as a timestamp: the line said "(ValueError)", not why
+    ("users: 25", "users: 2025-13-45", "users: cannot read '2025-13-45' as a date (month must be in 1..12); write "
+                                      "YYYY-MM-DD"),
 ])
 def test_request_yaml_tags_end_in_one_line(tmp_path, old, new, fragment, capsys) -> None:
     text = EXAMPLE.read_text()

@@ -143,6 +143,9 @@ class _Reader:
             return self.loader.construct_object(node, deep=True)
         except Exception as e:  # noqa: BLE001 - "!!int abc", "!!int ''": the safe constructors raise anything
             kind = str(node.tag).rsplit(":", 1)[-1]
+            if kind == "timestamp" and isinstance(e, ValueError):  # datetime's own reason: 'month must be in 1..12'
+                raise InputError(f"cannot read {_short(node.value)} as a date ({str(e)[:80]}); write "
+                                 "YYYY-MM-DD") from None
             raise InputError(f"cannot read {_short(node.value)} as {kind} ({type(e).__name__})") from None
 
     def pairs(self, node: Any, where: str, path: str) -> list[tuple[str, Any, Any]]:
