@@ -94,3 +94,23 @@ def test_a_memory_of_24_is_refused_from_python_as_from_the_command_line(cli_argv
         call()
     assert str(e.value) == ("memory: 24 is out of range; expected an integer in [1,048,576, 2^60] (bytes; under 1 "
                             "MiB is a forgotten unit: 24 GiB is 24 * 2**30)")
+
+
+# ------------------------------------------------------------------ a missing size named where the user gives it
+
+@pytest.mark.parametrize("model, media, resources, field", [
+    ("qwen2.5-vl-7b-instruct", "    media: {images: 2}\n", "{device: rtx-4090}", "media.image_size"),
+    ("qwen2.5-7b", "", "{device: intel-xeon-spr-8ch}", "resources.memory"),
+])
+def test_a_plan_names_the_request_field_that_is_missing(tmp_path: Path, model: str, media: str, resources: str,
+                                                        field: str) -> None:
+    """The core's message named only the CLI flag ("give --image-size WIDTHxHEIGHT", "give one with --memory"), which
+    a request file does not have; it now names the flag, the Python keyword and the request field."""
+    req = tmp_path / "req.yaml"
+    req.write_text(f"version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {{name: {model}}}\n{media}"
+                   f"    traffic:\n      concurrency: {{typical: 1, peak: 1}}\n      context: {{typical: 4096, peak: 4096}}\n"
+                   f"    resources: {resources}\n")
+    code, out, _ = run("plan", str(req))
+    assert code == 1
+    error = next(ln for ln in out.splitlines() if ln.lstrip().startswith("ERROR"))
+    assert f"{field} in a request file" in error, error
