@@ -29,7 +29,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.device import default_engine, usable_memory
+from .estimate.device import default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.fit import (
     FitResult,
@@ -248,6 +248,10 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     cat = load_catalog(hardware_files)
     # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    if target_memory(device, instance, None)[0] is None:  # fit refuses it too: no model can be said to fit or not
+        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; add its "
+                         "memory in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` writes one "
+                         f"for this machine), or ask `llmsizer fit MODEL --device {device.id} --memory 64GiB`")
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)

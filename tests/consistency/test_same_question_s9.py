@@ -114,3 +114,26 @@ def test_a_plan_names_the_request_field_that_is_missing(tmp_path: Path, model: s
     assert code == 1
     error = next(ln for ln in out.splitlines() if ln.lstrip().startswith("ERROR"))
     assert f"{field} in a request file" in error, error
+
+
+# ------------------------------------------------------------------------------- "what fits" on unknown memory
+
+def test_what_fits_on_a_device_of_unknown_memory_is_refused_as_fit_refuses_it() -> None:
+    """`fit qwen2.5-0.5b --device intel-xeon-spr-8ch` exits 2 (no sourced memory size); `models --fits-on
+    intel-xeon-spr-8ch` answered "0 of 66 models fit", every row "no: device memory unknown", exit 0 (the web's
+    /models/fits-on a 200 saying the same): an answer nobody could act on."""
+    code, out, err = run("fit", "qwen2.5-0.5b", "--device", "intel-xeon-spr-8ch")
+    assert code == 2 and out == "" and "has no sourced memory size" in err
+    code, out, err = run("models", "--fits-on", "intel-xeon-spr-8ch")
+    line = ("intel-xeon-spr-8ch has no sourced memory size, so no model can be said to fit on it; add its memory in "
+            "a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` writes one for this machine), or "
+            "ask `llmsizer fit MODEL --device intel-xeon-spr-8ch --memory 64GiB`")
+    assert (code, out, err) == (2, "", f"llmsizer: error: {line}\n")
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.get("/api/v1/models/fits-on", params={"fits_on": "intel-xeon-spr-8ch"})
+    assert r.status_code == 400 and r.json()["detail"] == line
