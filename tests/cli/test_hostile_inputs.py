@@ -393,3 +393,20 @@ def test_training_flags_without_train_are_refused(argv, flags, capsys) -> None:
     code, _, err = run(argv, capsys)
     line = one_line(err)
     assert code == 2 and flags in line and "--train" in line, line
+
+
+def test_an_unknown_torch_dtype_is_said_to_be_read_as_bf16(tmp_path, capsys) -> None:
+    """A config.json whose torch_dtype is none of float32/float16/bfloat16 is sized in bf16; the assumption said only
+    "torch_dtype float7", as if that were the format it names."""
+    import json
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1000,
+           "torch_dtype": "float7"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, out, _ = run(["infer", str(path), "--json"], capsys)
+    weights = next(a for a in json.loads(out)["assumptions"] if a["name"] == "weights")
+    assert code == 0 and weights["value"] == "bf16"
+    assert weights["why"] == ("checkpoint's stored format (torch_dtype 'float7' is not float32, float16 or bfloat16: "
+                              "bf16 assumed)")
