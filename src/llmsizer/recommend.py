@@ -51,7 +51,7 @@ from .formulas.weight_formats import weight_bytes
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .specs.workload import ENGINE_SETTINGS, normalize_engine
+from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
@@ -290,8 +290,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
-    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine), Notes())
     c = (constraints or Constraints()).for_mode("serving")
+    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
+                             Notes())
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -341,10 +342,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
 
 
 def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
-                    engine: str | None) -> InferenceWorkload:
+                    engine: str | None, headroom: float | None = None) -> InferenceWorkload:
     """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
-    workload takes (InferenceWorkload's own checks, the KV dtype's name), and an engine setting needs its engine
-    stated, since candidates may each run another engine (ENGINE_SETTINGS, refused, not ignored)."""
+    workload takes (InferenceWorkload's own checks, the KV dtype's name; a headroom SGLang refuses, or given with
+    vLLM's gpu_memory_utilization), and an engine setting needs its engine stated, since candidates may each run
+    another engine (ENGINE_SETTINGS, refused, not ignored)."""
     unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
@@ -355,7 +357,9 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:
         kv_dtype_bytes(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
-    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {})}
+    check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
+    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {}),
+                             **({"headroom": headroom} if headroom is not None else {})}
     return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)
 
 

@@ -137,3 +137,27 @@ def test_what_fits_on_a_device_of_unknown_memory_is_refused_as_fit_refuses_it() 
     with TestClient(create_app(), raise_server_exceptions=False) as client:
         r = client.get("/api/v1/models/fits-on", params={"fits_on": "intel-xeon-spr-8ch"})
     assert r.status_code == 400 and r.json()["detail"] == line
+
+
+# ------------------------------------------------------------ a conflicting pool setting, refused by recommend too
+
+@pytest.mark.parametrize("flags, fields, line", [
+    (["--engine", "sglang", "--headroom", "0.2"], {"engine": "sglang"},
+     "headroom does not apply to engine sglang: its token pool takes mem_fraction_static of the memory; give "
+     "mem_fraction_static instead"),
+    (["--engine", "vllm", "--headroom", "0.2", "--gpu-memory-utilization", "0.9"],
+     {"engine": "vllm", "gpu_memory_utilization": 0.9},
+     "give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the memory"),
+])
+def test_recommend_refuses_a_conflicting_pool_setting_as_fit_does(flags: list[str], fields: dict[str, Any],
+                                                                   line: str) -> None:
+    """`fit ... --engine sglang --headroom 0.2` exits 2 with the line; `recommend` with the same flags answered "0
+    meet the constraints, 163 rejected" (exit 1), 63 of the rejections repeating that line."""
+    from llmsizer.errors import InputError
+    from llmsizer.recommend import Constraints, recommend_inference
+
+    assert run("fit", "llama-3.1-8b", "--device", "h100-sxm", *flags) == (2, "", f"llmsizer: error: {line}\n")
+    assert run("recommend", "llama-3.1-8b", *flags) == (2, "", f"llmsizer: error: {line}\n")
+    with pytest.raises(InputError) as e:
+        recommend_inference("llama-3.1-8b", constraints=Constraints(headroom=0.2), **fields)
+    assert str(e.value) == line

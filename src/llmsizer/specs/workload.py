@@ -71,6 +71,14 @@ def parse_engine_version(version: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def check_pool_shares(engine: str | None, headroom: float | None, gpu_memory_utilization: float | None) -> None:
+    """vLLM's pool is 1 - headroom of the memory (gpu_memory_utilization): both given is a conflict, refused
+    (estimate/inference/compose.py once the engine is chosen; recommend up front, before any option is tried)."""
+    if engine == "vllm" and headroom is not None and gpu_memory_utilization is not None:
+        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
+                         "memory")
+
+
 def normalize_engine(name: str) -> str:
     """The ENGINES name for ``name`` (case-insensitive, aliases such as 'llama.cpp' accepted); other text is
     returned as written, for the caller's validation to reject with the list of engines."""

@@ -19,6 +19,7 @@ from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
 from ...formulas.weight_formats import file_weight_bytes, weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
+from ...specs.workload import check_pool_shares
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
@@ -214,9 +215,7 @@ def _copy(est: Estimate) -> Estimate:
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
         w = inference_workload(w, "estimate_inference", spec)[0]
-    if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
-        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
-                         "memory")
+    check_pool_shares(w.engine, w.headroom, w.gpu_memory_utilization)
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)
