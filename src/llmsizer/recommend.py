@@ -40,7 +40,8 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, format_ladder
+from .estimate.formats import engine_refuses, engine_weights, format_ladder
+from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
@@ -293,6 +294,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     c = (constraints or Constraints()).for_mode("serving")
     found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
                              Notes())
+    if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
+        engine_weights(spec, normalize_engine(engine), weights)
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -358,6 +361,8 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     if fields.get("kv_dtype") is not None:
         kv_dtype_bytes(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
     check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
+    if eng is not None and fields.get("kv_dtype") is not None:  # a KV dtype the stated engine cannot store
+        check_engine_kv_dtype(eng, str(fields["kv_dtype"]))
     given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {}),
                              **({"headroom": headroom} if headroom is not None else {})}
     return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)

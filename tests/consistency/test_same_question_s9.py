@@ -161,3 +161,14 @@ def test_recommend_refuses_a_conflicting_pool_setting_as_fit_does(flags: list[st
     with pytest.raises(InputError) as e:
         recommend_inference("llama-3.1-8b", constraints=Constraints(headroom=0.2), **fields)
     assert str(e.value) == line
+
+
+@pytest.mark.parametrize("flags", [
+    ["--engine", "vllm", "--kv-dtype", "q8_0"],  # a KV dtype vLLM cannot store: 160 rejections before
+    ["--engine", "llamacpp", "--weights", "awq-int4"],  # a format llama.cpp does not run: 160 rejections before
+])
+def test_recommend_refuses_an_engine_setting_the_engine_never_takes_as_fit_does(flags: list[str]) -> None:
+    code, out, fit_err = run("fit", "llama-3.1-8b", "--device", "h100-sxm", *flags)
+    assert code == 2 and out == "" and fit_err.count("\n") == 1
+    assert run("recommend", "llama-3.1-8b", *flags) == (2, "", fit_err)
+
