@@ -323,6 +323,11 @@ def test_hardware_file_numbers_are_checked_where_they_are_read(tmp_path, old, ne
         assert code == 2 and one_line(err).startswith(f"llmsizer: error: hardware file {hw}: {line}"), err
 
 
+def test_every_hardware_quantity_has_its_range() -> None:
+    from llmsizer.catalog.hardware import QUANTITY_RANGES, UNIT_TABLES
+    assert set(QUANTITY_RANGES) == set(UNIT_TABLES)
+
+
 def test_a_published_fractional_capacity_is_still_read(tmp_path, capsys) -> None:
     hw = tmp_path / "hw.yaml"
     hw.write_text(MY_GPU.replace("24GiB", "79.65GiB"))

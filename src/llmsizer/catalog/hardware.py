@@ -66,8 +66,8 @@ UNIT_TABLES: dict[str, dict[str, float]] = {
 # maxima; a device's memory capacity at least one byte (it is the budget every fit divides). Byte counts need not be
 # whole here ('79.65 GiB' is a published figure), so the byte ranges are taken as real-valued.
 QUANTITY_RANGES: dict[str, Range] = {
-    "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH, "flops": POSITIVE, "power": POSITIVE, "price": MONEY,
-    "count": POSITIVE,
+    "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
+    "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
