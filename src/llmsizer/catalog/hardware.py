@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -58,6 +59,13 @@ _CAPABILITY = {"major.minor": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
     "price": _PRICE, "count": _COUNT, "capability": _CAPABILITY,
+}
+# what a value may be once in its base unit (numbers.py, the one number check): finite, and within the documented
+# maxima; a device's memory capacity at least one byte (it is the budget every fit divides). Byte counts need not be
+# whole here ('79.65 GiB' is a published figure), so the byte ranges are taken as real-valued.
+QUANTITY_RANGES: dict[str, Range] = {
+    "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
+    "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
@@ -466,13 +474,13 @@ def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src
     if isinstance(v, bool):
         base: Any = v
     elif isinstance(v, list):
-        if not all(isinstance(x, (int, float)) and x > 0 for x in v):
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v):
             raise ctx.fail(where, "a list value must hold positive numbers")
-        base = [x * factor for x in v]
+        base = [_in_range(x * factor, quantity, where, ctx) for x in v]
     elif isinstance(v, (int, float)):
         if v < 0:
             raise ctx.fail(where, f"must not be negative, got {v}")
-        base = v * factor
+        base = _in_range(v * factor, quantity, where, ctx)
     else:
         raise ctx.fail(where, f"value {v!r} is not a number")
     if quantity == "capacity" and not isinstance(v, bool):
@@ -480,6 +488,16 @@ def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src
         if reading:
             derived = f"{reading}; {derived}" if derived else reading
     return Value(v, unit, base, src, date, kind, derived, note, confidence, extra)
+
+
+def _in_range(base: float, quantity: str, where: str, ctx: _Ctx) -> float:
+    """``base`` (a value in its quantity's base unit) when finite and within ``QUANTITY_RANGES``; else the one-line
+    error naming the file and field (a NaN or 1e300 GiB memory used to stop `fit` with a traceback)."""
+    try:
+        check_number(base, "", QUANTITY_RANGES[quantity])
+    except NumberError as e:
+        raise ctx.fail(where, str(e)) from None
+    return base
 
 
 def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[str, str]) -> dict[str, Value]:

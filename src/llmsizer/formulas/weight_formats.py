@@ -510,5 +510,7 @@ def dtype_format(spec: ModelSpec) -> tuple[str, str]:
     bf16 when absent or another dtype). For a quantized checkpoint this is the dtype of its unquantized tensors and
     compute (an AWQ checkpoint's float16)."""
     dtype = str(spec.torch_dtype or "bfloat16").lower()
-    fmt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
-    return fmt, f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"
+    known = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    if spec.torch_dtype and dtype not in known:  # said, so the assumption does not read as if it were bf16
+        return "bf16", f"torch_dtype {spec.torch_dtype!r} is not float32, float16 or bfloat16: bf16 assumed"
+    return known.get(dtype, "bf16"), f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"
