@@ -23,7 +23,7 @@ def derived() -> Derived:
     (devices: the catalog devices of the rows where every row names one, the serving engines' rows)."""
     out = {}
     for (kind, engine), rows in sorted(band_rows(repo_cases()).items()):
-        lo, hi = R.stated(*R.band([c.measured / c.predicted for c in rows]))
+        lo, hi = R.stated(*R.band_around_expected([c.measured / c.predicted for c in rows]))
         devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
         out[(kind, engine)] = (lo, hi, len(rows), devices)
     return out

@@ -1124,6 +1124,9 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
 # carries the prefill of arriving requests that shares a step (chunked prefill), which llmsizer's decode step leaves
 # out; the rows say where that is large.
 VLLM_V1_CALIBRATION = "VS07"
+# The one-sequence serving rows efficiency.SERVING_DECODE_BANDWIDTH (vLLM / SGLang's decode streaming share) is fitted
+# on: one per GPU, release and engine (re-derived by tests/validation/test_serving_share.py), left out of the summary.
+SERVING_SHARE_CALIBRATION = ("VS06", "VS13", "SS06", "VS17")
 
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
@@ -1151,14 +1154,15 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
         pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
         value = per_seq * c
         rule = step_host(r["engine"], r["engine_version"])
-        calib = r["id"] == VLLM_V1_CALIBRATION
+        calib = r["id"] == VLLM_V1_CALIBRATION or r["id"] in SERVING_SHARE_CALIBRATION
+        fed = "VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else "SERVING_DECODE_BANDWIDTH"
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
                         *within_tolerance(kind, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
-                        note=("calibration row of efficiency.VLLM_V1_HOST_STEP_SECONDS; " if calib else "")
+                        note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
                           f"{r['notes']}", engine_version=r["engine_version"], device=r["device"]))
@@ -1779,7 +1783,7 @@ class Coverage:
 
 def coverage(cases: Iterable[Case]) -> list[Coverage]:
     """Per (kind, engine): how many summarised rows' measured values fall inside the calibrated range."""
-    from .estimate.ranges import band, band_for
+    from .estimate.ranges import band_around_expected, band_for
 
     out = []
     for (kind, engine), rows in sorted(band_rows(cases).items()):
@@ -1790,7 +1794,7 @@ def coverage(cases: Iterable[Case]) -> list[Coverage]:
         for i, r in enumerate(ratios):
             rest = ratios[:i] + ratios[i + 1:]
             if rest:
-                lo, hi = band(rest)
+                lo, hi = band_around_expected(rest)
                 loo += lo <= r <= hi
         out.append(Coverage(kind, engine, len(ratios), b.low if b else None, b.high if b else None, inside, loo))
     return out

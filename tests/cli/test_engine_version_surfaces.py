@@ -120,7 +120,8 @@ def test_plan_of_a_request_file_gives_the_fit_number(tmp_path: Path, python_answ
     assert text.returncode == 0 and f"engine_version {VERSION}" in text.stdout, text.stderr
     md = run("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02", "-o", str(tmp_path / "r.md"))
     assert md.returncode == 0, md.stderr
-    assert f"| engine host time per decode step (vLLM &lt; 0.6 (V0 engine), engine_version {VERSION}) | 7 ms |" \
+    ms = f"{E.VLLM_V0_STEP_SECONDS.expected * 1e3:.0f} ms"  # the report's whole milliseconds
+    assert f"| engine host time per decode step (vLLM &lt; 0.6 (V0 engine), engine_version {VERSION}) | {ms} |" \
         in (tmp_path / "r.md").read_text()
 
 

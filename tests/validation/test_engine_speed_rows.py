@@ -58,7 +58,9 @@ def test_rows_are_expressed_with_source_quote_release_and_board() -> None:
 
 
 def test_v06_engine_step_follows_from_its_row() -> None:
-    """VLLM_V06_STEP_SECONDS = (measured - predicted without it) / (generated - 1) decode steps of QV01."""
+    """VLLM_V06_STEP_SECONDS = (measured - predicted without it) / (generated - 1) decode steps of QV01, the device
+    step at the serving share fitted before it (efficiency.SERVING_DECODE_BANDWIDTH, tests/validation/
+    test_serving_share.py): a new share moves this step, and this test fails until it is re-fitted."""
     base = {c.id: c for c in engine_speed_cases(engine_step_seconds=0.0)}
     row = _rows()[VLLM_V06_CALIBRATION]
     gen, measured = int(row["generated"]), float(row["value"])
@@ -69,15 +71,16 @@ def test_v06_engine_step_follows_from_its_row() -> None:
 
 
 def test_without_the_host_step_every_row_is_too_fast_and_with_it_the_held_out_rows_move_in() -> None:
-    """The mechanism, not a fit to the summary: with no host step every summarised row is predicted faster than
-    measured (+13 % .. +390 %); with QV01's step the held-out median |error| falls below 10 %. What stays: the 1.5B
-    and 3B rows (+21 .. +23 %, about 1 ms per token the step does not hold) and the 63488-token 7B row (+16 %)."""
+    """The mechanism, not a fit to the summary: with no host step (the device step at the fitted serving share,
+    efficiency.SERVING_DECODE_BANDWIDTH) every summarised row is predicted faster than measured (+1 % .. +330 %);
+    with QV01's step the held-out median |error| falls to about 5 %. What stays: the 1.5B and 3B rows (+14 .. +17 %,
+    about 0.5 ms per token the step does not hold) and the 14B rows a little slow (-2 .. -7 %)."""
     without = [c for c in engine_speed_cases(engine_step_seconds=0.0) if c.id.startswith("QV") and not c.excluded]
-    assert len(without) == 21 and all(c.error is not None and c.error > 0.10 for c in without)
+    assert len(without) == 21 and all(c.error is not None and c.error > 0.0 for c in without)
     held = [c for c in engine_speed_cases() if c.id.startswith("QV") and not c.excluded]
     errors = [abs(c.error) for c in held if c.error is not None]
-    assert statistics.median(errors) < 0.10
-    assert all(c.error is not None and -0.05 < c.error < 0.25 for c in held)  # all inside the 25 % decode tolerance
+    assert statistics.median(errors) < 0.07
+    assert all(c.error is not None and -0.10 < c.error < 0.20 for c in held)  # all inside the 25 % decode tolerance
 
 
 def test_vllm_scopes_follow_the_host_step_releases() -> None:
@@ -87,22 +90,23 @@ def test_vllm_scopes_follow_the_host_step_releases() -> None:
 
 
 def test_a_band_applies_only_where_its_rows_are_representative() -> None:
-    """SGLang 0.4 on the H20 keeps its own band (0.15-0.61, its rows), held out as release-specific; a release scope's
-    band speaks for other GPUs only when its rows measured ``MIN_BAND_DEVICES`` devices (vLLM >= 0.14: A100 40GB and
-    A10G), else only for its own devices (vLLM 0.6-0.7: A100 SXM 80GB; SGLang >= 0.5: A10G); everywhere else the
-    pooled serving band, named."""
+    """SGLang 0.4 on the H20 keeps its own band (0.18-1, its rows 0.18-0.42, reaching to the expected value), held out
+    as release-specific; a release scope's band speaks for other GPUs only when its rows measured ``MIN_BAND_DEVICES``
+    devices, else only for its own devices (vLLM 0.6-0.7: A100 SXM 80GB; SGLang >= 0.5 and vLLM >= 0.14: A10G, their
+    other GPUs' rows being calibration rows of the serving share); everywhere else the pooled serving band, named."""
     own, why = R.serving_band(DECODE, R.SGLANG, "0.4.6.post1", "h20")
-    assert own is not None and own.engine == "sglang 0.4 on h20" and own.high < 0.7 and "held out" in why
+    assert own is not None and own.engine == "sglang 0.4 on h20" and "held out" in why
+    assert own.low < 0.2 and own.high == 1.0  # every row far below the estimate: the band reaches up to it
     pooled = R.band_for(DECODE, R.SERVING_POOLED)
     assert pooled is not None and pooled.low > 0.7 and "h20" not in pooled.devices  # the H20 rows do not widen it
     assert len(pooled.devices) >= R.MIN_BAND_DEVICES
     for engine, version, device in ((R.SGLANG, "0.4.6.post1", "h100-sxm"), (R.SGLANG, "0.3.2", "h20"),
                                     (VLLM, "0.13", "h100-sxm"), (VLLM, "0.6.3", "h100-sxm"),
-                                    (R.SGLANG, None, "h100-sxm")):
+                                    (R.SGLANG, None, "h100-sxm"), (VLLM, None, "h100-sxm")):
         b, why = R.serving_band(DECODE, engine, version, device)
         assert b is pooled and R.SERVING_POOLED in why, (engine, version, device)
     for engine, version, device, scope in ((VLLM, "0.6.3", "a100-sxm-80gb", "vllm 0.6-0.7"),
-                                           (VLLM, None, "h100-sxm", "vllm >= 0.14"),
+                                           (VLLM, None, "a10g", "vllm >= 0.14"),
                                            (R.SGLANG, "0.5.13", "a10g", "sglang >= 0.5")):
         b, _ = R.serving_band(DECODE, engine, version, device)
         assert b is not None and b.engine == scope, (engine, version)
@@ -111,7 +115,7 @@ def test_a_band_applies_only_where_its_rows_are_representative() -> None:
     rows = band_rows(repo_cases())
     assert not any(c.id.startswith("SG") for c in rows[(DECODE, R.SERVING_POOLED)])
     assert {c.id for c in rows[(DECODE, "sglang 0.4 on h20")]} == {f"SG0{i}" for i in range(1, 8)}
-    assert {c.id for c in rows[(DECODE, "sglang >= 0.5")]} == {f"SS0{i}" for i in range(1, 9)}
+    assert {c.id for c in rows[(DECODE, "sglang >= 0.5")]} == {f"SS0{i}" for i in range(1, 9)} - {"SS06"}
 
 
 def test_every_surface_carries_the_chosen_band() -> None:
@@ -134,7 +138,7 @@ def test_sglang_serving_rows_state_release_source_and_quote() -> None:
     """validation/sglang_serving_tpot.csv: the A10G table of varad-more/inference-engine-benchmark-system (SGLang's
     0.5-series nightly of 2026-03-21, bf16, one sequence, ~64 + 128 tokens, SS01-SS08) and gpustack's H100 SXM run
     (SGLang 0.5.3.post3, Qwen3-8B, 4 sequences of ShareGPT, SS09): every setting stated, so summarised."""
-    from llmsizer.validation_cases import SGLANG, sglang_serving_cases
+    from llmsizer.validation_cases import SERVING_SHARE_CALIBRATION, SGLANG, sglang_serving_cases
 
     with (data_dir() / "sglang_serving_tpot.csv").open(newline="") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
@@ -142,7 +146,8 @@ def test_sglang_serving_rows_state_release_source_and_quote() -> None:
     assert set(cases) == set(rows) and len(rows) == 9
     for rid, c in cases.items():
         r = rows[rid]
-        assert engine_of(c) == SGLANG and not c.excluded and r["value"] in r["quote"], rid
+        assert engine_of(c) == SGLANG and r["value"] in r["quote"], rid
+        assert c.excluded == (CALIBRATION if rid in SERVING_SHARE_CALIBRATION else ""), rid
         assert c.kind == (DECODE if r["concurrency"] == "1" else BATCHED), rid
         if rid == "SS09":
             assert "gpustack" in r["source"] and r["engine_version"] == "0.5.3.post3" and c.device == "h100-sxm"
@@ -154,7 +159,7 @@ def test_sglang_serving_rows_state_release_source_and_quote() -> None:
 
 def test_memory_type_does_not_separate_the_serving_rows() -> None:
     """Measured, not modelled (issue #12's vLLM HBM-vs-GDDR question): read through eq. (1), the bandwidth share a
-    one-sequence serving row implies is 0.8 / (1 + error). Under one release and model (vLLM 0.8.5, Qwen2.5-7B, the
+    one-sequence serving row implies is the share it was estimated with / (1 + error). Under one release and model (vLLM 0.8.5, Qwen2.5-7B, the
     assumed-prompt rows VS15/VS16) the GDDR6 L4 sits at 0.81 and the HBM2e A100 40GB at 0.66, the contrast the issue
     saw (H100 VS01 0.69, RTX A6000 VS03 0.84). But the GDDR6 A10G rows (vLLM 0.18 and SGLang 0.5, 15 summarised rows)
     sit at a median 0.72, with the HBM2e A100 rows (VS06, vLLM 0.23: 0.73; Qwen2.5 7B-14B, vLLM 0.6.3 after its host
@@ -167,10 +172,11 @@ def test_memory_type_does_not_separate_the_serving_rows() -> None:
     def share(rid: str) -> float:
         e = cases[rid].error
         assert e is not None
-        return E.DECODE_BANDWIDTH_GPU.expected / (1 + e)
+        return E.SERVING_DECODE_BANDWIDTH.expected / (1 + e)
 
     assert share("VS15") > 0.78 and share("VS16") < 0.70  # same release and model: GDDR6 L4 above HBM2e A100
-    a10g = [share(r) for r in cases if cases[r].device == "a10g" and not cases[r].excluded]
+    measured = ("", CALIBRATION)  # summarised and calibration rows: every row whose settings are all stated
+    a10g = [share(r) for r in cases if cases[r].device == "a10g" and cases[r].excluded in measured]
     assert len(a10g) == 15
     hbm = [share("VS06")] + [share(f"QV{i}") for i in (13, 14, 15, 16, 18, 19, 20, 21)]
     assert abs(statistics.median(a10g) - statistics.median(hbm)) < 0.05  # a GDDR6 part at the HBM parts' share

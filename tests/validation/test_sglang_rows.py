@@ -37,7 +37,8 @@ def test_rows_are_expressed_with_source_quote_and_release() -> None:
 
 def test_the_dense_rows_share_one_effective_bandwidth() -> None:
     """What the miss is: from 8B up the measured time per token is close to proportional to the bytes a step reads
-    (weights), at about 1.36 TB/s on a 4.0 TB/s part; llmsizer streams at 0.8 of the datasheet figure."""
+    (weights), at about 1.36 TB/s on a 4.0 TB/s part; llmsizer's engine-free estimate streams at 0.8 of the datasheet
+    figure (the serving engines at efficiency.SERVING_DECODE_BANDWIDTH)."""
     from llmsizer.catalog.hardware import builtin_catalog
     from llmsizer.catalog.models import find
     from llmsizer.estimate import efficiency as E

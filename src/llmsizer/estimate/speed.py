@@ -281,7 +281,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if bw is None:
         warnings.append(f"{device.id}: no sourced memory bandwidth; decode speed cannot be estimated")
     ce = compute_efficiency if compute_efficiency is not None else E.COMPUTE.expected
-    bw_factor = E.decode_bandwidth_factor(device.kind, fmt)
+    bw_factor = E.decode_bandwidth_factor(device.kind, fmt, engine)
     be = bandwidth_efficiency if bandwidth_efficiency is not None else bw_factor.expected
     assumptions.append(Assumption("compute_efficiency", ce, compute_efficiency is None, E.COMPUTE.source))
     assumptions.append(Assumption("bandwidth_efficiency", be, bandwidth_efficiency is None, bw_factor.source))
