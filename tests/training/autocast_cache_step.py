@@ -6,7 +6,7 @@ FSDP1 (``FullyShardedDataParallel``: each weight a view into its unit's flat par
 unit and the root another. A ``TorchDispatchMode`` follows every fp32 -> bf16 copy of a 2-D weight (``_to_copy`` of a
 tensor shaped like one) by a weak reference to its storage; rank 0 prints the bytes of those copies still alive when
 the forward has computed the loss (inside autocast, before its cache is cleared), the largest such total during the
-forward, and the bytes of one bf16 copy of every 2-D weight. Nothing here imports llmsizer.
+forward and during the backward that follows, and the bytes of one bf16 copy of every 2-D weight. Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -63,13 +63,15 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             return out
 
     ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        with WeightCasts():
+    with WeightCasts():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
             loss = model(input_ids=ids, labels=ids).loss
-        at_forward_end = sum(live.values())
-    loss.backward()
-    return end_rank({"forward_end_copy_bytes": at_forward_end, "forward_max_copy_bytes": top[0],
-                     "all_weight_copy_bytes": weight_copies})
+            at_forward_end = sum(live.values())
+        forward_max = top[0]
+        top[0] = sum(live.values())  # autocast's cache is cleared: what autograd still holds
+        loss.backward()  # a checkpointed layer's recomputation re-enters autocast and casts again
+    return end_rank({"forward_end_copy_bytes": at_forward_end, "forward_max_copy_bytes": forward_max,
+                     "backward_max_copy_bytes": top[0], "all_weight_copy_bytes": weight_copies})
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ cache keeps a cast only of a leaf fp32 tensor that requires grad and is not a vi
 ``nn.Parameter`` s qualify, FSDP1's flat-parameter views do not. With every layer checkpointed, the copies a
 checkpointed layer made are then gone at forward end under FSDP1 (only the non-checkpointed lm_head's, saved by
 autograd, remain) and all alive otherwise; without checkpointing autograd keeps them all in every case. llmsizer's
-``autocast_weight_copies`` at its ``forward end`` moment must equal the measured bytes exactly.
+``autocast_weight_copies`` at its ``forward end`` moment, and its largest value over the backward's moments (one
+recomputed layer's copies, or all of them before the lm_head's backward when nothing is checkpointed), must equal the
+measured bytes exactly.
 """
 
 from __future__ import annotations
@@ -46,21 +48,24 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def forward_end_copies(fields: dict[str, Any]) -> int:
+def predicted_copies(fields: dict[str, Any]) -> tuple[int, int]:
+    """(autocast_weight_copies at forward end, their largest value over the moments of the backward)."""
     spec = spec_from_config(LLAMA, name="llama-tiny")
     w = TrainingWorkload(**{"precision": "bf16-mixed", "micro_batch": 2, "seq_len": 64, "grad_checkpointing": "full",
                             **fields})
     ctx = resolve(spec, w, Acc())
     tl = stage_timeline(ctx, stage_states(ctx, 0))
-    return next(p.parts.get("autocast_weight_copies", 0) for p in tl.phases if p.name == "forward end")
+    copies = {p.name: p.parts.get("autocast_weight_copies", 0) for p in tl.phases}
+    return copies["forward end"], max(v for k, v in copies.items() if "backward" in k)
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_autocast_copies_at_forward_end(name: str) -> None:
     case, fields = CASES[name]
     m = run_ranks(HERE / "autocast_cache_step.py", dict(case, config=LLAMA, batch=2, seq=64), 2)
-    pred, meas = forward_end_copies(fields), m["forward_end_copy_bytes"]
+    (pred, pred_bwd), meas, meas_bwd = predicted_copies(fields), m["forward_end_copy_bytes"], m["backward_max_copy_bytes"]
     print(f"\n{name}: bf16 weight copies alive at forward end {meas} B (largest during the forward "
-          f"{m['forward_max_copy_bytes']} B; one copy of every 2-D weight {m['all_weight_copy_bytes']} B); "
-          f"llmsizer {pred} B")
+          f"{m['forward_max_copy_bytes']} B, during the backward {meas_bwd} B; one copy of every 2-D weight "
+          f"{m['all_weight_copy_bytes']} B); llmsizer {pred} B at forward end, {pred_bwd} B at most in the backward")
     assert pred == meas
+    assert pred_bwd == meas_bwd
