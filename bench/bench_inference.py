@@ -6,7 +6,8 @@ bench/RESULTS.md`` rewrites the file's first section (up to its first ``## `` he
 
 In-process figures are the CPU time of this process (``time.process_time``): the machine is shared, and wall
 time would mostly measure the other work; ``--rounds N`` repeats every measurement N times and reports the median
-of the rounds' medians (and their range). The CLI start is wall-clock.
+of the rounds' medians (and their range). The CLI start is wall-clock (and the child's CPU time), with the
+package's bytecode compiled as an installed package has it (``cli_cold_start``).
 
     .venv/bin/python bench/bench_inference.py [--repeat 200] [--rounds 3] [--cli-repeat 15] [--markdown bench/RESULTS.md]
 """
@@ -144,17 +145,32 @@ def recommend_whole_catalog(repeat: int) -> dict[str, float]:
     return out
 
 
-def cli_cold_start(repeat: int) -> float:
+def cli_cold_start(repeat: int) -> tuple[float, float]:
+    """(wall, CPU) median ms of ``llmsizer infer llama-3.1-8b --json`` in a new process, with the package's bytecode
+    already compiled, as an installed package has it (pip compiles it at install): the bytecode goes to a private
+    ``PYTHONPYCACHEPREFIX`` written by one untimed run. Without it, a shell with ``PYTHONDONTWRITEBYTECODE`` set (or a
+    tree whose ``__pycache__`` is older than its sources) compiles every changed module from source on each start,
+    ~100-200 ms on a 2-core VM, which measures the checkout, not the CLI. CPU is the child's user + system time
+    (``RUSAGE_CHILDREN``): on a shared machine, wall time also counts the time the process waited for a core."""
+    import resource
+    import tempfile
+
     exe = ROOT / ".venv" / "bin" / "llmsizer"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "llmsizer.cli.main"]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        subprocess.run(cmd + ["infer", "llama-3.1-8b", "--context", "8192", "--json"], check=True,
-                       capture_output=True, env=env)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+    cmd += ["infer", "llama-3.1-8b", "--context", "8192", "--json"]
+    with tempfile.TemporaryDirectory(prefix="llmsizer-pycache-") as pycache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(PYTHONPATH=str(ROOT / "src"), PYTHONPYCACHEPREFIX=pycache)
+        subprocess.run(cmd, check=True, capture_output=True, env=env)  # writes the bytecode
+        wall, cpu = [], []
+        for _ in range(repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            t = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
+            wall.append(time.perf_counter() - t)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return statistics.median(wall) * 1e3, statistics.median(cpu) * 1e3
 
 
 def machine() -> str:
@@ -192,8 +208,9 @@ def main() -> None:
     for name, v in dur.items():
         lines.append(f"in-process training duration fit_training(tokens=1e9), {name:47s}: {_ms(v)}"
                      + (" (target <= 1 ms)" if name.endswith("warm") else " (no target)"))
-    cli = cli_cold_start(a.cli_repeat)
-    lines.append(f"CLI cold start `llmsizer infer llama-3.1-8b --json`: {cli:.0f} ms median, wall (target <= 300 ms)")
+    cli, cli_cpu = cli_cold_start(a.cli_repeat)
+    lines.append(f"CLI cold start `llmsizer infer llama-3.1-8b --json`: {cli:.0f} ms median, wall (target <= 300 ms); "
+                 f"{cli_cpu:.0f} ms CPU (bytecode compiled, as installed)")
     rec = recommend_whole_catalog(a.recommend_repeat)
     for name, ms in rec.items():
         lines.append(f"recommend over the whole catalog, cold caches, {name}: {ms:.1f} ms median (target <= 200 ms)")
@@ -231,7 +248,8 @@ def main() -> None:
               f"under 1 ms) | {', '.join(f'{k} {v:.3f} ms' for k, v in dur_warm.items())} | {verdict[ok[4]]} |",
               f"| training duration, cold caches (no target) | "
               f"{', '.join(f'{k} {v:.3f} ms' for k, v in dur_cold.items())} | - |",
-              f"| CLI cold start <= 300 ms | `llmsizer infer llama-3.1-8b --json`: {cli:.0f} ms | {verdict[ok[1]]} |",
+              f"| CLI cold start <= 300 ms (wall; bytecode compiled, as installed) | `llmsizer infer llama-3.1-8b "
+              f"--json`: {cli:.0f} ms ({cli_cpu:.0f} ms CPU) | {verdict[ok[1]]} |",
               f"| `recommend` over the whole catalog <= 200 ms | "
               f"{', '.join(f'{k}: {v:.1f} ms' for k, v in rec.items()) or '-'} | {verdict[ok[2]]} |", "",
               "All lines:", "", "```", *lines, "```", "",

@@ -48,6 +48,9 @@ CONCURRENCY = Range(1, 2**24, True, "sequences at once")
 COUNT = Range(1, 2**20, True, "devices, nodes, batch or steps")
 FRACTION = Range(0, 1, False, "a share of a whole")
 BYTES = Range(1, 2**60, True, "bytes; 2^60 B = 1 EiB")
+# a memory budget given as a number of bytes (the Python API's memory=): under 1 MiB it is a forgotten unit, as the
+# CLI, the web API and request files refuse a bare '24' (units.py UNITLESS_SIZE_FLOOR); no device is that small
+DEVICE_MEMORY = Range(2**20, 2**60, True, "bytes; under 1 MiB is a forgotten unit: 24 GiB is 24 * 2**30")
 POSITIVE = Range(0, 1e30, False, "a non-negative finite quantity")
 # CLI flags and request fields (issue #15)
 PARAMS = Range(1, 10**15, True, "parameters; the largest published models have ~2 x 10^12")

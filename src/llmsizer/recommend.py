@@ -29,7 +29,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.device import default_engine, usable_memory
+from .estimate.device import default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.fit import (
     FitResult,
@@ -40,7 +40,8 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, format_ladder
+from .estimate.formats import engine_refuses, engine_weights, format_ladder
+from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
@@ -51,7 +52,7 @@ from .formulas.weight_formats import weight_bytes
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
-from .specs.workload import ENGINE_SETTINGS, normalize_engine
+from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
 from .suggest import did_you_mean
 from .units import format_bytes, format_count
 
@@ -252,6 +253,10 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     cat = load_catalog(hardware_files)
     # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
+    if target_memory(device, instance, None)[0] is None:  # fit refuses it too: no model can be said to fit or not
+        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; add its "
+                         "memory in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` writes one "
+                         f"for this machine), or ask `llmsizer fit MODEL --device {device.id} --memory 64GiB`")
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
@@ -291,8 +296,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
     if kv_unified is not None:
         fields["kv_unified"] = kv_unified
-    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine), Notes())
     c = (constraints or Constraints()).for_mode("serving")
+    found = media_in_context(spec, _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom),
+                             Notes())
+    if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
+        engine_weights(spec, normalize_engine(engine), weights)
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -342,10 +350,11 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
 
 
 def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, output_tokens: int | None,
-                    engine: str | None) -> InferenceWorkload:
+                    engine: str | None, headroom: float | None = None) -> InferenceWorkload:
     """Bad input is refused once, up front (exit 2), not as a rejection of every option: the fields a serving
-    workload takes (InferenceWorkload's own checks, the KV dtype's name), and an engine setting needs its engine
-    stated, since candidates may each run another engine (ENGINE_SETTINGS, refused, not ignored)."""
+    workload takes (InferenceWorkload's own checks, the KV dtype's name; a headroom SGLang refuses, or given with
+    vLLM's gpu_memory_utilization), and an engine setting needs its engine stated, since candidates may each run
+    another engine (ENGINE_SETTINGS, refused, not ignored)."""
     unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
@@ -356,7 +365,11 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:
         kv_dtype_bytes(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
-    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {})}
+    check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
+    if eng is not None and fields.get("kv_dtype") is not None:  # a KV dtype the stated engine cannot store
+        check_engine_kv_dtype(eng, str(fields["kv_dtype"]))
+    given: dict[str, Any] = {**fields, **({"engine": eng} if eng else {}),
+                             **({"headroom": headroom} if headroom is not None else {})}
     return InferenceWorkload(context=context, concurrency=max(1, concurrency), output_tokens=output_tokens, **given)
 
 

@@ -6,7 +6,6 @@ case-insensitively; the original spelling of each option is returned.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 MAX_SUGGESTIONS = 3  # names offered at most in one "did you mean"
@@ -16,6 +15,8 @@ SUGGESTION_CUTOFF = 0.6  # difflib ratio below which a name is not offered (diff
 def close_matches(word: str, options: Iterable[str], n: int = MAX_SUGGESTIONS,
                   cutoff: float = SUGGESTION_CUTOFF) -> list[str]:
     """Up to ``n`` of ``options`` closest to ``word`` (case-insensitive), best first, without duplicates."""
+    import difflib  # a miss only: kept off the start-up of every command
+
     by_key: dict[str, str] = {}
     for o in options:
         by_key.setdefault(o.lower(), o)

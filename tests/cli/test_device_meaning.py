@@ -69,7 +69,8 @@ def test_without_a_known_memory_infer_and_train_answer_and_fit_refuses_in_one_li
         code, out, err = run(cmd, capsys)
         assert code == 2 and out == ""
         assert err.strip().splitlines() == [f"llmsizer: error: {device} has no sourced memory size; give one with "
-                                            f"--memory (e.g. {'64GiB' if len(cmd) == 4 else '80GiB'})"]
+                                            f"--memory (e.g. {'64GiB' if len(cmd) == 4 else '80GiB'}; memory= in "
+                                            "Python, resources.memory in a request file)"]
 
 
 @pytest.mark.parametrize("cmd", ["infer", "fit", "train"])

@@ -124,3 +124,17 @@ def test_this_machine(tmp_path: Path) -> None:
     assert dev.name == f"{cpu.model} (detected)"
     assert dev.memory_bytes == ram
     assert dev.cores is not None and dev.cores.base == cpu.cores
+
+
+def test_detect_does_not_overwrite_a_hardware_file_without_force(h100_server: Path, tmp_path: Path) -> None:
+    """A detected file asks the user to fill in what was not detected (null bandwidth/FLOP/s: "add it to this
+    file"); running detect -o again overwrote those edits silently, where `request new -o` refuses without --force."""
+    f = tmp_path / "my-hardware.json"
+    f.write_text('{"devices": []}\n')
+    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f))
+    assert r.returncode == 2 and r.stdout == "" and f.read_text() == '{"devices": []}\n'
+    assert r.stderr == (f"llmsizer: error: {f} exists (a hardware file may hold values added by hand: bandwidth, "
+                        "FLOP/s); use --force to overwrite it\n")
+    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f), "--force")
+    assert r.returncode == 0, r.stderr
+    assert "detected-h100-sxm" in load_catalog([f]).devices

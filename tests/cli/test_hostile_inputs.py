@@ -76,6 +76,9 @@ def test_request_numbers_are_refused_with_file_line_and_range(tmp_path, old, new
     ("users: 25", "users: !!int abc", "cannot read 'abc' as int"),
     ("hours_per_day: 11", "hours_per_day: !!float abc", "cannot read 'abc' as float"),
     ("version: 1", "version: !!binary aGVsbG8=", "YAML tag '!!binary' is not allowed"),
+    # a date YAML reads as a timestamp: the line said "(ValueError)", not why
+    ("users: 25", "users: 2025-13-45", "users: cannot read '2025-13-45' as a date (month must be in 1..12); write "
+                                      "YYYY-MM-DD"),
 ])
 def test_request_yaml_tags_end_in_one_line(tmp_path, old, new, fragment, capsys) -> None:
     text = EXAMPLE.read_text()
@@ -296,6 +299,42 @@ def test_hostile_hardware_files_are_one_line(tmp_path, name, body, fragment, cap
     assert code == 2 and fragment in one_line(err), err[:300]
 
 
+MY_GPU = "devices:\n  - {id: my-gpu, name: My GPU, kind: gpu, memory: 24GiB, memory_bandwidth: 1 TB/s}\n"
+
+
+@pytest.mark.parametrize("old, new, line", [
+    # before: a ValueError / OverflowError traceback from Device.memory_bytes when fit read the memory (exit 1)
+    ("memory: 24GiB", "memory: .nan", "devices[my-gpu].memory: must be finite, got nan; expected a number in [1, 2^60]"),
+    ("memory: 24GiB", "memory: 1e300GiB", "devices[my-gpu].memory: must be finite, got inf; expected a number in "
+     "[1, 2^60]"),
+    # before: answered 4,388 tokens/s decode from an infinite bandwidth (exit 0)
+    ("1 TB/s", ".inf", "devices[my-gpu].memory_bandwidth: must be finite, got inf; expected a number in "
+     "[0, 1,000,000,000,000,000] (bytes per second"),
+    # before: the line named no file ("memory: 0 is out of range")
+    ("memory: 24GiB", "memory: 0", "devices[my-gpu].memory: 0 is out of range; expected a number in [1, 2^60]"),
+])
+def test_hardware_file_numbers_are_checked_where_they_are_read(tmp_path, old, new, line, capsys) -> None:
+    """A hardware file's numbers go through the one number check (numbers.py) in their base unit, named by file
+    and field, whichever command reads the file."""
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MY_GPU.replace(old, new))
+    for argv in (["fit", "llama-3.1-8b", "--device", "my-gpu"], ["hardware", "list"]):
+        code, _, err = run([*argv, "--hardware-file", str(hw)], capsys)
+        assert code == 2 and one_line(err).startswith(f"llmsizer: error: hardware file {hw}: {line}"), err
+
+
+def test_every_hardware_quantity_has_its_range() -> None:
+    from llmsizer.catalog.hardware import QUANTITY_RANGES, UNIT_TABLES
+    assert set(QUANTITY_RANGES) == set(UNIT_TABLES)
+
+
+def test_a_published_fractional_capacity_is_still_read(tmp_path, capsys) -> None:
+    hw = tmp_path / "hw.yaml"
+    hw.write_text(MY_GPU.replace("24GiB", "79.65GiB"))
+    code, out, _ = run(["fit", "llama-3.1-8b", "--device", "my-gpu", "--hardware-file", str(hw)], capsys)
+    assert code == 0 and "79.65 GiB x (1 - 0.1 headroom)" in out
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes")
 def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     fifo = tmp_path / "hw.json"
@@ -359,3 +398,20 @@ def test_training_flags_without_train_are_refused(argv, flags, capsys) -> None:
     code, _, err = run(argv, capsys)
     line = one_line(err)
     assert code == 2 and flags in line and "--train" in line, line
+
+
+def test_an_unknown_torch_dtype_is_said_to_be_read_as_bf16(tmp_path, capsys) -> None:
+    """A config.json whose torch_dtype is none of float32/float16/bfloat16 is sized in bf16; the assumption said only
+    "torch_dtype float7", as if that were the format it names."""
+    import json
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 1000,
+           "torch_dtype": "float7"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    code, out, _ = run(["infer", str(path), "--json"], capsys)
+    weights = next(a for a in json.loads(out)["assumptions"] if a["name"] == "weights")
+    assert code == 0 and weights["value"] == "bf16"
+    assert weights["why"] == ("checkpoint's stored format (torch_dtype 'float7' is not float32, float16 or bfloat16: "
+                              "bf16 assumed)")

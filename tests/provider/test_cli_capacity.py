@@ -168,3 +168,21 @@ def test_shipped_example_honours_offsite_policy(capsys):
            "false)" in lora
     assert run("capacity", "check", PRE, "--inventory", INV, "--no-db", *NOW) == 0  # internal, offsite allowed
     assert "FITS     at fra1 (partner, DE)" in capsys.readouterr().out
+
+
+def test_a_state_change_on_a_mistyped_db_creates_nothing(tmp_path):
+    """`capacity release ID --db typo.db` created an empty 60 KB store at typo.db, then said "no reservation 'ID'":
+    the mistyped path was left behind and the message sent the operator looking for a booking. Now one line naming
+    the path, exit 2, no file; `expire` with no ids has nothing due."""
+    from llmsizer.cli.main import main
+
+    db = tmp_path / "typo.db"
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["capacity", "release", "r-1", "--db", str(db)])
+    assert code == 2 and not db.exists()
+    assert err.getvalue() == (f"llmsizer: error: --db {db}: no reservation store there (`llmsizer capacity book` "
+                              "creates it); nothing was changed\n")
+    assert run("capacity", "expire", "--db", str(db)) == 0 and not db.exists()

@@ -22,8 +22,6 @@ and the field in one line.
 
 from __future__ import annotations
 
-import datetime as _dt
-import difflib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..units import GiB
 
 KINDS = ("gpu", "tpu", "accelerator", "apple", "cpu")
@@ -60,6 +59,13 @@ _CAPABILITY = {"major.minor": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
     "price": _PRICE, "count": _COUNT, "capability": _CAPABILITY,
+}
+# what a value may be once in its base unit (numbers.py, the one number check): finite, and within the documented
+# maxima; a device's memory capacity at least one byte (it is the budget every fit divides). Byte counts need not be
+# whole here ('79.65 GiB' is a published figure), so the byte ranges are taken as real-valued.
+QUANTITY_RANGES: dict[str, Range] = {
+    "memory": replace(SIZE, integral=False), "capacity": replace(BYTES, integral=False), "bandwidth": BANDWIDTH,
+    "flops": POSITIVE, "power": POSITIVE, "price": MONEY, "count": POSITIVE, "capability": POSITIVE,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
@@ -359,6 +365,8 @@ class HardwareCatalog:
             return GENERIC_DEVICES[_norm(name)]
         if hit is None:
             names = sorted({*self.devices, *self.instances})
+            import difflib  # a miss only
+
             close = difflib.get_close_matches(_norm(name), names, n=5, cutoff=0.4)
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise UnknownNameError(f"unknown hardware {name!r}{hint} (list them with `llmsizer hardware list`)")
@@ -466,13 +474,13 @@ def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src
     if isinstance(v, bool):
         base: Any = v
     elif isinstance(v, list):
-        if not all(isinstance(x, (int, float)) and x > 0 for x in v):
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v):
             raise ctx.fail(where, "a list value must hold positive numbers")
-        base = [x * factor for x in v]
+        base = [_in_range(x * factor, quantity, where, ctx) for x in v]
     elif isinstance(v, (int, float)):
         if v < 0:
             raise ctx.fail(where, f"must not be negative, got {v}")
-        base = v * factor
+        base = _in_range(v * factor, quantity, where, ctx)
     else:
         raise ctx.fail(where, f"value {v!r} is not a number")
     if quantity == "capacity" and not isinstance(v, bool):
@@ -480,6 +488,16 @@ def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src
         if reading:
             derived = f"{reading}; {derived}" if derived else reading
     return Value(v, unit, base, src, date, kind, derived, note, confidence, extra)
+
+
+def _in_range(base: float, quantity: str, where: str, ctx: _Ctx) -> float:
+    """``base`` (a value in its quantity's base unit) when finite and within ``QUANTITY_RANGES``; else the one-line
+    error naming the file and field (a NaN or 1e300 GiB memory used to stop `fit` with a traceback)."""
+    try:
+        check_number(base, "", QUANTITY_RANGES[quantity])
+    except NumberError as e:
+        raise ctx.fail(where, str(e)) from None
+    return base
 
 
 def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[str, str]) -> dict[str, Value]:
@@ -570,6 +588,8 @@ def _instance(raw: dict[str, Any], where: str, ctx: _Ctx, devices: dict[str, Dev
             raise ctx.fail(f"{where}.{k}", "is required")
     dev = devices.get(str(raw["device"]).lower())
     if dev is None:
+        import difflib  # a miss only
+
         close = difflib.get_close_matches(str(raw["device"]).lower(), list(devices), n=3, cutoff=0.4)
         raise ctx.fail(f"{where}.device", f"unknown device {raw['device']!r}" + (f"; closest: {', '.join(close)}" if close else ""))
     count = raw["device_count"]
@@ -737,6 +757,8 @@ def _load_with_files(key: tuple[tuple[str, float] | tuple[str, str, str], ...]) 
         else:
             path = Path(pstr)
             data = _load_user_file(path)
+            import datetime as _dt  # a hardware file only
+
             mtime = _dt.date.fromtimestamp(path.stat().st_mtime).isoformat()
             title, kind = f"user hardware file {path}", "file"
         srcs = data.get("sources") or {}

@@ -28,7 +28,8 @@ from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
 
-MODEL_SUGGESTION_CUTOFF = 0.5  # looser than the default: model names share long prefixes ("qwen2.5-", "llama-3.")
+MODEL_SUGGESTION_CUTOFF = 0.5
+_FILE_STEM = re.compile(r"[a-z0-9][a-z0-9._-]*")  # what a catalog file may be named (its entry's name)  # looser than the default: model names share long prefixes ("qwen2.5-", "llama-3.")
 
 # Hyphen-separated words that name a post-trained or pre-trained release of the same architecture.
 VARIANT_WORDS = ("instruct", "chat", "it", "base", "pt")
@@ -92,26 +93,40 @@ def public_citation(text: str) -> str:
     return text
 
 
+def _folder() -> Any:
+    return resources.files("llmsizer.catalog.data").joinpath("models")
+
+
+@lru_cache(maxsize=512)  # the catalog's files, and the misses of names typed in a long-lived process (the web API)
+def _entry(stem: str) -> CatalogEntry | None:
+    """The entry in ``data/models/<stem>.json`` (the file is named after the entry's name: tests/catalog checks
+    it), parsed once per process; None without such a file."""
+    f = _folder().joinpath(f"{stem}.json")
+    if not f.is_file():
+        return None
+    try:
+        d = json.loads(f.read_text("utf-8"))
+        return CatalogEntry(
+            id=d["id"], name=d["name"].lower(), aliases=tuple(d.get("aliases") or ()),
+            published_params=d.get("published_params"),
+            published_params_source=d.get("published_params_source", ""),
+            published_active_params=d.get("published_active_params"),
+            source=d["source"], retrieved=d["retrieved"], config=d["config"],
+            preprocessor=d.get("preprocessor_config") or {},
+        )
+    except (KeyError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"catalog file {f.name}: malformed ({exc})") from None
+
+
 @lru_cache(maxsize=1)
 def entries() -> dict[str, CatalogEntry]:
     """All catalog entries by canonical name."""
     out: dict[str, CatalogEntry] = {}
-    folder = resources.files("llmsizer.catalog.data").joinpath("models")
-    for f in sorted(folder.iterdir(), key=lambda p: p.name):
+    for f in sorted(_folder().iterdir(), key=lambda p: p.name):
         if not f.name.endswith(".json"):
             continue
-        try:
-            d = json.loads(f.read_text("utf-8"))
-            e = CatalogEntry(
-                id=d["id"], name=d["name"].lower(), aliases=tuple(d.get("aliases") or ()),
-                published_params=d.get("published_params"),
-                published_params_source=d.get("published_params_source", ""),
-                published_active_params=d.get("published_active_params"),
-                source=d["source"], retrieved=d["retrieved"], config=d["config"],
-                preprocessor=d.get("preprocessor_config") or {},
-            )
-        except (KeyError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"catalog file {f.name}: malformed ({exc})") from None
+        e = _entry(f.name[:-5])
+        assert e is not None
         out[e.name] = e
     return out
 
@@ -146,9 +161,12 @@ def _lookup(name: str, *, variants: bool) -> tuple[CatalogEntry, bool]:
     """(entry, whether ``name`` is a variant release of it) or UnknownNameError."""
     key = name.strip().lower()
     bare = key.split("/")[-1]
-    hit = _index().get(key) or _index().get(bare)
+    # a catalog name (``infer llama-3.1-8b``): its own file, without reading the other entries. The same entry the
+    # index gives: every name, id and alias names one entry (tests/catalog/test_catalog_lookup_keys.py)
+    own_file = _entry(bare) if _FILE_STEM.fullmatch(bare) else None
+    hit = bare if own_file is not None and own_file.name == bare else _index().get(key) or _index().get(bare)
     if hit:
-        e = entries()[hit]
+        e = own_file if own_file is not None and hit == own_file.name else entries()[hit]
         own = {e.name, e.id.lower(), e.id.lower().split("/")[-1]}
         return e, bare not in own and variant_base(bare) in {variant_base(k) for k in own}
     if bare in VARIANTS_THAT_DIFFER:
@@ -182,7 +200,7 @@ def _variant_spec(entry: str, asked: str) -> ModelSpec:
 
 @lru_cache(maxsize=128)
 def _spec(name: str) -> ModelSpec:
-    e = entries()[name]
+    e = _entry(name) or entries()[name]
     cfg = {**e.config, "preprocessor_config": e.preprocessor} if e.preprocessor else e.config
     spec = spec_from_config(cfg, name=e.id, source=f"catalog: {e.public_source} (retrieved {e.retrieved})",
                             published_params=e.published_params,

@@ -507,9 +507,11 @@ STATE_ACTIONS = {"held": "hold", "confirmed": "confirm", "active": "activate", "
                  "released": "release", "expired": "expire"}
 
 
-def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
+def state_answer(args: argparse.Namespace, *, existing_store: bool = False) -> tuple[list[dict[str, Any]], int]:
     """One entry per id: ``{id, before, after}`` when changed, ``{id, refused}`` when the lifecycle or the capacity
-    says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2)."""
+    says no. Exit code 0 when every change was made, 1 when one was refused, invalid input raises (exit 2).
+    ``existing_store`` (the command line, whose --db may be mistyped): a SQLite store that is not there is an error,
+    not created (the server's store is its own, fixed by `serve --db`)."""
     from ..provider.store import HOLDING
     _authorize(args, STATE_ACTIONS[args.state])
     cap = None
@@ -521,6 +523,12 @@ def state_answer(args: argparse.Namespace) -> tuple[list[dict[str, Any]], int]:
         from ..provider.placement import capacities
         inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
         cap, quotas = capacities(inv), inv.quotas
+    from ..provider.store import Store, db_url, sqlite_path
+    if existing_store and not Store.exists(args.db):  # before: an empty store was created, then "no reservation"
+        if args.state == "expired" and not args.ids:
+            return [], 0  # nothing booked, nothing due
+        raise InputError(f"--db {sqlite_path(db_url(args.db))}: no reservation store there (`llmsizer capacity book` creates "
+                         "it); nothing was changed")
     store = _store(args)
     try:
         return _transitions(args, store, cap, quotas)
@@ -549,7 +557,7 @@ def _transitions(args: argparse.Namespace, store: Any, cap: dict[str, float] | N
 def cmd_state(args: argparse.Namespace) -> int:
     """Exit 0 when every change was made, 1 when one was refused (a transition the lifecycle does not allow, or
     it no longer fits), 2 on invalid input (unknown id, missing --inventory)."""
-    out, status = state_answer(args)
+    out, status = state_answer(args, existing_store=True)
     if getattr(args, "json", False):
         emit_json(out)
         return status

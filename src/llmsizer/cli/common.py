@@ -27,8 +27,6 @@ from ..numbers import (
     Range,
     check_number,
 )
-from ..readers.manual import spec_from_manual
-from ..request.quantities import parse_duration
 from ..specs import ENGINES, ModelSpec, normalize_engine
 from ..units import parse_bytes, parse_count, parse_tokens
 from .json_out import dumps_indent2
@@ -101,6 +99,8 @@ def _seconds(text: str) -> float:
     try:
         value = float(text.strip())
     except ValueError:
+        from ..request.quantities import parse_duration  # only the duration flags need it
+
         return parse_duration(text)
     if not value > 0:
         raise InputError(f"duration {short(text)} must be positive")
@@ -190,6 +190,8 @@ def resolve_model(args: argparse.Namespace, load: Callable[..., ModelSpec] = loa
             raise InputError(f"model {short(args.model, 40)}: cannot read ({e.strerror or e})") from None
     if not manual:
         raise InputError("give a MODEL (see `llmsizer models`) or manual fields (--params 7B --layers 32 ...)")
+    from ..readers.manual import spec_from_manual  # only a model given by its sizes
+
     return spec_from_manual(params=args.params, layers=args.layers, hidden=args.hidden, heads=args.heads,
                             kv_heads=args.kv_heads, head_dim=args.head_dim, intermediate=args.intermediate,
                             vocab=args.vocab, tied=args.tied)

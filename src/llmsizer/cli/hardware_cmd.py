@@ -11,6 +11,7 @@ from typing import Any
 
 from ..catalog.detect import COMMANDS, detect_machine
 from ..catalog.hardware import MEMORY_CONVENTION, Device, Instance, load_catalog, search
+from ..errors import InputError
 from ..estimate.device import target_memory
 from ..render.safe import say
 from ..render.text import table
@@ -70,6 +71,7 @@ def register(sub: Any) -> None:
     dp.add_argument("--from", dest="from_dir", metavar="DIR",
                     help="read saved command outputs from DIR instead of running the commands")
     dp.add_argument("-o", "--output", metavar="FILE", help="write the hardware file here (JSON)")
+    dp.add_argument("--force", action="store_true", help="overwrite an existing -o file (as `request new`)")
     dp.add_argument("--json", action="store_true", help="machine-readable output (the file and what was read)")
     _common(p)
     p.set_defaults(func=cmd_hardware, query="", kind=None, provider=None)
@@ -201,6 +203,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_detect(args: argparse.Namespace) -> int:
+    if args.output and Path(args.output).exists() and not args.force:  # the user may have filled in its nulls
+        raise InputError(f"{args.output} exists (a hardware file may hold values added by hand: bandwidth, "
+                         "FLOP/s); use --force to overwrite it")
     det = detect_machine(args.from_dir)
     text = json.dumps(det.document, indent=2) + "\n"
     with tempfile.TemporaryDirectory() as tmp:  # it must load as every command will read it, before it is written

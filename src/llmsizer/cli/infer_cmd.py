@@ -8,9 +8,6 @@ from typing import Any
 from ..estimate.device import resolve_target
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.compose import inference_workload
-from ..estimate.inference.reverse import max_concurrency, max_context
-from ..render.safe import say
-from ..render.text import render_estimate
 from ..result import Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from .commands import COMMAND_HELP
@@ -70,6 +67,8 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     data = est.to_dict()
     reverse: dict[str, int] = {}
     if args.max_context or args.max_concurrency:
+        from ..estimate.inference.reverse import max_concurrency, max_context
+
         memory: Any = workload.memory  # None: the reverse questions say a budget is needed
         # the device's kind and the engine as the estimate decided them (a named device's memory is in `memory`)
         rest = {k: v for k, v in fields.items() if k != "memory"}
@@ -89,6 +88,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
+    from ..render.safe import say  # the text answer only (--json is the start-up the benchmark times)
+    from ..render.text import render_estimate
+
     reverse = data.get("reverse", {})
     say(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:

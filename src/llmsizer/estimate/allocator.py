@@ -38,7 +38,6 @@ and reserved are the same bytes and only the CUDA context separates them from nv
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -73,6 +72,8 @@ def derive(ratios: list[float]) -> tuple[float, float, float]:
     and to 4 decimals."""
     if not ratios:
         raise InputError("a reserve ratio needs at least one row")
+    import statistics  # only re-deriving a ratio needs it (kept off the start-up of every command)
+
     lo, hi = min(ratios), max(ratios)
     return (math.floor(lo * 1e4) / 1e4, round(statistics.median(ratios), 4), math.ceil(hi * 1e4) / 1e4)
 

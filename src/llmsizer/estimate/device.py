@@ -18,7 +18,7 @@ from typing import Any
 from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
-from ..numbers import BYTES, check_number
+from ..numbers import DEVICE_MEMORY, check_number
 from ..result import Assumption
 from ..specs import ModelSpec
 from ..units import format_bytes
@@ -117,7 +117,7 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     GPU only the Metal working-set share of it."""
     notes: list[Assumption] = []
     if memory is not None:
-        memory = int(check_number(memory, "memory", BYTES))  # a Python caller's "24GiB": one line naming it
+        memory = int(check_number(memory, "memory", DEVICE_MEMORY))  # a Python caller's "24GiB": one line naming it
         notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
         base = memory
     else:

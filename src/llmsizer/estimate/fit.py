@@ -313,7 +313,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     usable, notes = target_memory(device, instance, memory)
     assumptions.extend(notes)
     if usable is None:
-        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB)")
+        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
+                         "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
     est = estimate_inference(spec, context=context, concurrency=per_rep, output_tokens=output_tokens,
                              weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
@@ -446,7 +447,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     usable, notes = target_memory(device, instance, memory)
     assumptions = [headroom_assumption(headroom), *notes]
     if usable is None:
-        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB)")
+        raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB; "
+                         "memory= in Python, resources.memory in a request file)")
     fields = {k: v for k, v in training_fields.items() if v is not None}
     if n > 1 or count is not None:  # the devices the hardware names; one device unnamed is the workload's default
         fields.setdefault("gpus", n)

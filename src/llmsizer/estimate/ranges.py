@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import functools
 import math
-import statistics
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -97,6 +96,8 @@ def band(ratios: list[float], coverage: float = COVERAGE) -> tuple[float, float]
         return xs[d - 1], xs[n - d]
     if n < 2 or abs(coverage - COVERAGE) > 1e-12:
         return xs[0], xs[-1]
+    import statistics  # only re-deriving a band needs it (kept off the start-up of every command)
+
     logs = [math.log(x) for x in xs]
     mean, s = statistics.fmean(logs), statistics.stdev(logs)
     w = T_095[n - 2] * s * math.sqrt(1 + 1 / n)

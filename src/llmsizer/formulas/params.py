@@ -1,6 +1,6 @@
 """Parameter counts: total, per component, and active per token for MoE.
 
-Total = sum of every tensor's elements (``tensors.model_tensors``).
+Total = sum of every tensor's elements (``tensors.layer_groups``: each kind of layer once, times its layers).
 Active per token (MoE) = total - routed-expert parameters x (1 - k/E): each token visits k of the E
 routed experts in every MoE layer (Fedus et al. 2022, Switch Transformer, section 2; DeepSeek-V3
 technical report arXiv 2412.19437 section 1, "671B total, 37B activated"). Here the input embedding and
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..specs import ModelSpec
-from .tensors import COMPONENTS, layer_keys, model_layout
+from .tensors import COMPONENTS, layer_groups
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,18 @@ class ParamCounts:
 def count_params(spec: ModelSpec) -> ParamCounts:
     """Exact parameter counts of ``spec`` (see module docstring for the active-parameter rule)."""
     by: dict[str, int] = {c: 0 for c in COMPONENTS}
-    tensors, before, ranges, after = model_layout(spec)
-    for idx in (*before, *after):
-        by[tensors[idx][1]] += tensors[idx][5]
-    # the decoder layers of one kind (ModelSpec.layer_key) hold the same tensors (model_layout stamps each kind's
-    # template): each kind's tensors once, times its layers (integer sums)
-    kinds: dict[object, list[int]] = {}
-    for kind, (a, z) in zip(layer_keys(spec), ranges, strict=True):
-        kinds.setdefault(kind, [a, z, 0])[2] += 1
-    for a, z, n in kinds.values():
-        for _, comp, _, _, _, numel in tensors[a:z]:  # Tensor is a tuple: unpacking is the fast path
+    head, groups, tail = layer_groups(spec)
+    for t in head:
+        by[t[1]] += t[5]
+    for tensors, blocks in tail:  # a repeated segment (a vision tower's blocks): once, times its blocks
+        k = len(blocks) or 1
+        for t in tensors:
+            by[t[1]] += t[5] * k
+    # the decoder layers of one kind (ModelSpec.layer_key) hold the same tensors (tensors.layer_groups): each
+    # kind's tensors once, times its layers (integer sums)
+    for _, tpl, layers in groups:
+        n = len(layers)
+        for _, comp, _, _, _, numel in tpl:  # Tensor is a tuple: unpacking is the fast path
             by[comp] += numel * n
     total = sum(by.values())
     active = total

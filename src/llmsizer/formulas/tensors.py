@@ -32,6 +32,7 @@ References per block:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from operator import itemgetter
 from typing import Literal
@@ -74,6 +75,10 @@ class Tensor(tuple):  # type: ignore[type-arg]
     count: int = property(itemgetter(3))  # type: ignore[assignment]
     layer: int = property(itemgetter(4))  # type: ignore[assignment]
     numel: int = property(itemgetter(5))  # type: ignore[assignment]
+
+    def at(self, layer: int) -> Tensor:
+        """The same tensor in layer ``layer`` (a layer of the same kind: formulas/tensors.py layer_groups)."""
+        return tuple.__new__(Tensor, (*self[:4], layer, self[5]))
 
     @property
     def matrix(self) -> bool:
@@ -300,7 +305,22 @@ def _gemma3n_model(spec: ModelSpec) -> list[Tensor]:
     return out
 
 
-def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
+# a run of the inventory: tensors once (``blocks`` empty), or the tensors of ``len(blocks)`` identical blocks (a
+# vision tower's layers), as block ``blocks[0]`` holds them (``layer`` = that block's index)
+Segment = tuple[tuple[Tensor, ...], tuple[int, ...]]
+
+
+def _once(tensors: list[Tensor]) -> Segment:
+    return tuple(tensors), ()
+
+
+def _repeated(build: Callable[[int], list[Tensor]], blocks: range) -> list[Segment]:
+    """The segment of ``blocks`` identical blocks (none when empty): ``build(j)`` differs between blocks only in the
+    ``layer`` field, so it is built once, for the first."""
+    return [(tuple(build(blocks[0])), tuple(blocks))] if blocks else []
+
+
+def _qwen_vision(spec: ModelSpec) -> list[Segment]:
     """Qwen2.5-VL's vision tower (transformers modeling_qwen2_5_vl.py): Conv3d patch embedding without bias
     [d, C, t, p, p]; per block RMSNorm norm1/norm2, fused qkv Linear(d, 3d) and proj Linear(d, d) with biases,
     SwiGLU gate/up/down with biases. Qwen3-VL's (modeling_qwen3_vl.py Qwen3VLVisionModel): the Conv3d with a bias,
@@ -315,14 +335,18 @@ def _qwen_vision(spec: ModelSpec) -> list[Tensor]:
     if qwen3:
         out += [Tensor("v_patch_embd.bias", "vision", (d,)),
                 Tensor("v_pos_embd", "vision", (v.position_embeddings, d))]
-    for j in range(v.num_layers):
+
+    def block(j: int) -> list[Tensor]:
+        b: list[Tensor] = []
         for role in ("v_ln1", "v_ln2"):
-            out += _norm(role, d, "layernorm" if qwen3 else "rmsnorm", j, "vision")
-        out += _linear("v_attn_qkv", "vision", 3 * d, d, j, True)
-        out += _linear("v_attn_o", "vision", d, d, j, True)
-        out += _mlp("v_ffn", "vision", d, v.intermediate_size, not qwen3, True, j)
-    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
-    return out
+            b += _norm(role, d, "layernorm" if qwen3 else "rmsnorm", j, "vision")
+        b += _linear("v_attn_qkv", "vision", 3 * d, d, j, True)
+        b += _linear("v_attn_o", "vision", d, d, j, True)
+        b += _mlp("v_ffn", "vision", d, v.intermediate_size, not qwen3, True, j)
+        return b
+
+    return [_once(out), *_repeated(block, range(v.num_layers)),
+            _once([Tensor("v_projector", "vision", (v.projector_params,))])]
 
 
 def _vit_block(v_d: int, heads: int, inter: int, j: int, bias: bool) -> list[Tensor]:
@@ -341,7 +365,7 @@ def _vit_block(v_d: int, heads: int, inter: int, j: int, bias: bool) -> list[Ten
     return out
 
 
-def _llama_vision(spec: ModelSpec) -> list[Tensor]:
+def _llama_vision(spec: ModelSpec) -> list[Segment]:
     """The Llama-3.2-Vision tower (modeling_mllama.py MllamaVisionModel): Conv2d patches without bias, a class
     token, the gated position embedding [patches + 1, d] with its tile table [aspect ratios, tiles x (patches + 1)
     x d], the gated pre- and post-tile aspect-ratio embeddings [aspect ratios, tiles x d], LayerNorms before and
@@ -362,16 +386,20 @@ def _llama_vision(spec: ModelSpec) -> list[Tensor]:
         for role in ("v_pre_tile_embd", "v_post_tile_embd"):
             out += [Tensor(role, "vision", (v.aspect_ratios, v.max_tiles * d)), Tensor(role + ".gate", "vision", (1,))]
     out += _norm("v_ln_pre", d, "layernorm", -1, "vision") + _norm("v_ln_post", d, "layernorm", -1, "vision")
-    for j in range(v.num_layers):
-        out += _vit_block(d, v.num_heads, v.intermediate_size, j, not mllama)
-    for j in range(v.num_layers, v.num_layers + v.global_layers):
-        out += _vit_block(d, v.num_heads, v.intermediate_size, j, False)
-        out += [Tensor("v_gate_attn", "vision", (1,), 1, j), Tensor("v_gate_ffn", "vision", (1,), 1, j)]
-    out.append(Tensor("v_projector", "vision", (v.projector_params,)))
-    return out
+
+    def local(j: int) -> list[Tensor]:
+        return _vit_block(d, v.num_heads, v.intermediate_size, j, not mllama)
+
+    def gated(j: int) -> list[Tensor]:
+        return _vit_block(d, v.num_heads, v.intermediate_size, j, False) + [
+            Tensor("v_gate_attn", "vision", (1,), 1, j), Tensor("v_gate_ffn", "vision", (1,), 1, j)]
+
+    return [_once(out), *_repeated(local, range(v.num_layers)),
+            *_repeated(gated, range(v.num_layers, v.num_layers + v.global_layers)),
+            _once([Tensor("v_projector", "vision", (v.projector_params,))])]
 
 
-def _vision(spec: ModelSpec) -> list[Tensor]:
+def _vision(spec: ModelSpec) -> list[Segment]:
     v = spec.vision
     if v is None:
         return []
@@ -385,16 +413,33 @@ def _vision(spec: ModelSpec) -> list[Tensor]:
         Tensor("v_patch_embd.bias", "vision", (d,)),
         Tensor("v_pos_embd", "vision", (n_patches, d)),
     ]
-    for j in range(v.num_layers):
+
+    def block(j: int) -> list[Tensor]:
+        b: list[Tensor] = []
         for role in ("v_ln1", "v_ln2"):
-            out += _norm(role, d, "layernorm", j, "vision")
+            b += _norm(role, d, "layernorm", j, "vision")
         for role in ("v_attn_q", "v_attn_k", "v_attn_v", "v_attn_o"):
-            out += _linear(role, "vision", d, d, j, True)
-        out += _linear("v_ffn_up", "vision", v.intermediate_size, d, j, True)
-        out += _linear("v_ffn_down", "vision", d, v.intermediate_size, j, True)
-    out += _norm("v_post_ln", d, "layernorm", -1, "vision")
+            b += _linear(role, "vision", d, d, j, True)
+        b += _linear("v_ffn_up", "vision", v.intermediate_size, d, j, True)
+        b += _linear("v_ffn_down", "vision", d, v.intermediate_size, j, True)
+        return b
+
+    post = _norm("v_post_ln", d, "layernorm", -1, "vision")
     if v.projector_params:
-        out.append(Tensor("v_projector", "vision", (v.projector_params,)))
+        post.append(Tensor("v_projector", "vision", (v.projector_params,)))
+    return [_once(out), *_repeated(block, range(v.num_layers)), _once(post)]
+
+
+def expand(segments: tuple[Segment, ...]) -> list[Tensor]:
+    """The tensors of ``segments`` one by one (each block of a repeated segment with its own ``layer``)."""
+    out: list[Tensor] = []
+    for tensors, blocks in segments:
+        if not blocks:
+            out += tensors
+            continue
+        out += tensors
+        for j in blocks[1:]:
+            out += [t.at(j) for t in tensors]
     return out
 
 
@@ -404,48 +449,75 @@ def model_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
 
 
 Layout = tuple[tuple[Tensor, ...], tuple[int, ...], tuple[tuple[int, int], ...], tuple[int, ...]]
+# one kind of decoder layer (ModelSpec.layer_keys): the kind, its tensors as the first layer of that kind holds them
+# (``layer`` = that layer's index), and the indexes of every layer of that kind, ascending
+LayerGroup = tuple[LayerKey, tuple[Tensor, ...], tuple[int, ...]]
+Groups = tuple[tuple[Tensor, ...], tuple[LayerGroup, ...], tuple[Segment, ...]]
 
 
 @lru_cache(maxsize=256)
 def layer_keys(spec: ModelSpec) -> tuple[LayerKey, ...]:
-    """``spec.layer_key(i)`` of every decoder layer, once per model (each call builds a 7-tuple: ~1-2 us, asked for
-    every layer by the inventory, the weight bytes, the parameter count and the duration's per-kind sums)."""
-    return tuple(spec.layer_key(i) for i in range(spec.num_layers))
+    """``spec.layer_keys()``, once per model (asked by the inventory, the weight bytes, the parameter count and the
+    duration's per-kind sums)."""
+    return spec.layer_keys()
 
 
 @lru_cache(maxsize=256)
-def model_layout(spec: ModelSpec) -> Layout:
-    """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
-    layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision)."""
+def layer_groups(spec: ModelSpec) -> Groups:
+    """The inventory grouped: (tensors before the decoder layers, one :data:`LayerGroup` per kind of layer in the
+    order the kinds first appear, the :data:`Segment` s after the layers: final norm and lm_head, then the vision
+    tower, its identical blocks as one repeated segment). A layer's tensors depend on the layer only through its
+    index and its kind (ModelSpec.layer_keys: attention, recurrent mixer, feed-forward, MoE, K/V sharing,
+    feed-forward width), so DeepSeek-V3's 61 layers are two groups (3 dense, 58 MoE) of ~25 tensors each instead of
+    ~1,500 rows, and Llama 4's 34 vision blocks one segment: what the parameter count and the weight bytes sum
+    (count x shape); :func:`model_layout` expands it tensor by tensor for the consumers that walk layers."""
     h, v = spec.hidden_size, spec.vocab_size
-    out: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
+    head: list[Tensor] = [Tensor("token_embd", "embedding", (v + spec.extra_embedding_rows, h))]
     if spec.position_embeddings:
-        out.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
-    out += _gemma3n_model(spec)
-    before = tuple(range(len(out)))
-    ranges: list[tuple[int, int]] = []
-    # a layer's tensors depend on the layer only through its index and its kind (ModelSpec.layer_key: attention,
-    # recurrent mixer, feed-forward, MoE, K/V sharing, feed-forward width): build each kind once (as the first
-    # layer of that kind) and re-stamp the index (the cold-estimate hot path)
-    templates: dict[LayerKey, list[Tensor]] = {}
-    new = tuple.__new__
+        head.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
+    head += _gemma3n_model(spec)
+    templates: dict[LayerKey, tuple[list[Tensor], list[int]]] = {}
     for i, kind in enumerate(layer_keys(spec)):
-        tpl = templates.get(kind)
-        start = len(out)
-        if tpl is None:
+        group = templates.get(kind)
+        if group is None:
             tpl = (_attention(spec, i) if kind[0] else []) + (_cross_attention(spec, i) if kind[4] else []) \
                 + (_recurrent(spec, i) if kind[1] else []) \
                 + (_feed_forward(spec, i) if kind[2] else []) + _gemma3n_layer(spec, i)
             for j in range(spec.norms_per_layer):
                 tpl += _norm(f"layer_norm_{j}", h, spec.norm_kind, i)
-            templates[kind] = tpl
-            out += tpl
+            templates[kind] = (tpl, [i])
         else:
-            out += [new(Tensor, (r, c, s, n, i, e)) for r, c, s, n, _, e in tpl]
+            group[1].append(i)
+    tail = _norm("output_norm", h, spec.norm_kind, -1)
+    if not spec.tie_word_embeddings:
+        tail.append(Tensor("output", "lm_head", (v, h)))
+    return (tuple(head), tuple((kind, tuple(tpl), tuple(idx)) for kind, (tpl, idx) in templates.items()),
+            (_once(tail), *_vision(spec)))
+
+
+def at_layer(group: LayerGroup, layer: int) -> tuple[Tensor, ...]:
+    """The tensors of ``group`` as its layer ``layer`` holds them: the group's own rows for its first layer, the
+    same rows with ``layer`` re-stamped for the others."""
+    if layer == group[2][0]:
+        return group[1]
+    new = tuple.__new__
+    return tuple([new(Tensor, (r, c, s, n, layer, e)) for r, c, s, n, _, e in group[1]])
+
+
+@lru_cache(maxsize=256)
+def model_layout(spec: ModelSpec) -> Layout:
+    """``model_tensors(spec)`` and where its decoder layers sit in it: (tensors, indexes of the tensors before the
+    layers, the [start, end) slice of each layer, indexes of the tensors after them: final norm, lm_head, vision).
+    :func:`layer_groups` expanded layer by layer."""
+    head, groups, tail = layer_groups(spec)
+    out: list[Tensor] = list(head)
+    before = tuple(range(len(out)))
+    group_of = {i: g for g in groups for i in g[2]}
+    ranges: list[tuple[int, int]] = []
+    for i in range(spec.num_layers):
+        start = len(out)
+        out += at_layer(group_of[i], i)
         ranges.append((start, len(out)))
     first_after = len(out)
-    out += _norm("output_norm", h, spec.norm_kind, -1)
-    if not spec.tie_word_embeddings:
-        out.append(Tensor("output", "lm_head", (v, h)))
-    out += _vision(spec)
+    out += expand(tail)
     return tuple(out), before, tuple(ranges), tuple(range(first_after, len(out)))

@@ -48,7 +48,7 @@ from typing import Any
 from ..errors import InputError
 from ..specs import ModelSpec
 from .dtypes import DTYPE_BYTES
-from .tensors import Tensor, layer_keys, model_layout, model_tensors
+from .tensors import Tensor, layer_groups, model_tensors
 
 QUANT_COMPONENTS = {"attention", "recurrent", "mlp", "experts", "shared_experts"}
 
@@ -200,6 +200,12 @@ def _layer_class(i: int, n: int) -> tuple[bool, ...]:
     return (i < 2, i < 4, i < n // 16, i < n // 8, _use_more_bits(i, n))
 
 
+def _layer_classes(n: int) -> list[tuple[bool, ...]]:
+    """:func:`_layer_class` of layers 0..n-1 (its predicates written out: one call per layer, not two)."""
+    a, b = n // 16, n // 8
+    return [(i < 2, i < 4, i < a, i < b, _use_more_bits(i, n)) for i in range(n)]
+
+
 def _ships_mxfp4_experts(spec: ModelSpec) -> bool:
     """The checkpoint stores its routed experts in MXFP4 (quantization_config quant_method mxfp4: gpt-oss)."""
     return str(spec.quantization_config.get("quant_method", "")).lower() == "mxfp4"
@@ -341,19 +347,20 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         raise InputError(f"group_size must be positive, got {group_size}")
     by_comp: dict[str, int] = {}
     by_store: dict[str, int] = {}
-    layers = [0] * spec.num_layers
-    experts = [0] * spec.num_layers
-    matrices = [0] * spec.num_layers
+    n_layers = spec.num_layers
+    layers = [0] * n_layers
+    experts = [0] * n_layers
+    matrices = [0] * n_layers
     memo: dict[tuple[object, ...], tuple[int, str]] = {}
     gguf = fmt.startswith("gguf:")
     layer_dependent = _LAYER_DEPENDENT if gguf else frozenset()
-    n_layers = spec.num_layers
-    tensors, before, ranges, after = model_layout(spec)
+    head, groups, tail = layer_groups(spec)
 
-    def one(t: Tensor) -> tuple[int, str]:
+    def one(t: Tensor, cls: tuple[bool, ...] | None = None) -> tuple[int, str]:
+        """(bytes, storage label) of ``t``; ``cls``: its layer's _layer_class (for the roles whose GGUF type
+        depends on the layer: llama-quant.cpp use_more_bits / i_layer rules)."""
         role, comp, shape, count, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
-        # only these GGUF roles depend on the layer index (llama-quant.cpp use_more_bits / i_layer rules)
-        key = (role, shape, count, comp, _layer_class(layer, n_layers) if role in layer_dependent else None)
+        key = (role, shape, count, comp, cls if role in layer_dependent else None)
         hit = memo.get(key)
         if hit is None:
             if gguf:
@@ -368,40 +375,81 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
         by_comp[comp] = by_comp.get(comp, 0) + b
         by_store[label] = by_store.get(label, 0) + b
 
-    for idx in before:
-        t = tensors[idx]
+    for t in head:
         b, label = one(t)
         add(t[1], label, b)
-    # a decoder layer's bytes depend on it only through its kind (ModelSpec.layer_key) and, for GGUF, the
-    # layer predicates of llama-quant.cpp (_layer_class): each such layer is summed once and added per layer
-    per_layer: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
-    keys = layer_keys(spec)
-    for i, (a, z) in enumerate(ranges):
-        lkey = (keys[i], _layer_class(i, n_layers) if gguf else None)
-        agg = per_layer.get(lkey)
+    # a decoder layer's bytes depend on it only through its kind (tensors.layer_groups) and, for GGUF, the layer
+    # predicates of llama-quant.cpp (_layer_class): each (kind, class) is summed once, as its first layer holds
+    # it, and counted once per layer; the (kind, class) pairs in the order their first layers come, so every
+    # key enters by_comp and by_store in the order a layer-by-layer sum gives it (integers: the same totals)
+    runs: dict[tuple[int, tuple[bool, ...] | None], list[int]] = {}
+    if gguf:
+        classes = _layer_classes(n_layers)
+        group_of = [0] * n_layers
+        for g, (_, _, members) in enumerate(groups):
+            for i in members:
+                group_of[i] = g
+        for i in range(n_layers):
+            runs.setdefault((group_of[i], classes[i]), []).append(i)
+    else:
+        for g, (_, _, members) in enumerate(groups):
+            runs[(g, None)] = list(members)
+    # each group's tensors resolved once (at its first layer); another run of the group re-resolves only the
+    # tensors whose GGUF type depends on the layer, re-stamped with the run's first layer, and is summed again only
+    # when one of their types differs
+    resolved: dict[int, list[tuple[int, str]]] = {}
+    # per group, each tensor's component and what a layer's parts count it as: 1 routed experts, 2 another matrix
+    parts = [[(t[1], 1 if t[1] == "experts" else 2 if t.matrix else 0) for t in tpl] for _, tpl, _ in groups]
+    dependent = [[j for j, t in enumerate(tpl) if t[0] in layer_dependent] for _, tpl, _ in groups]
+    sums: dict[tuple[object, ...], tuple[dict[str, int], dict[str, int], int, int, int]] = {}
+    for (g, cls), idx in runs.items():
+        tpl = groups[g][1]
+        res = resolved.get(g)
+        if res is None:
+            res = resolved[g] = [one(t, cls) for t in tpl]
+        elif cls is not None and dependent[g]:
+            res = list(res)
+            for j in dependent[g]:
+                res[j] = one(tpl[j].at(idx[0]), cls)
+        key = (g, *(res[j] for j in dependent[g]))
+        agg = sums.get(key)
         if agg is None:
             comps: dict[str, int] = {}
             stores: dict[str, int] = {}
             exp = mat = 0
-            for t in tensors[a:z]:  # in tensor order, so keys first appear in the same order as tensor by tensor
-                b, label = one(t)
-                comps[t[1]] = comps.get(t[1], 0) + b
+            # in tensor order: the keys first appear as they do tensor by tensor
+            for (comp, part), (b, label) in zip(parts[g], res, strict=True):
+                comps[comp] = comps.get(comp, 0) + b
                 stores[label] = stores.get(label, 0) + b
-                if t[1] == "experts":
+                if part == 1:
                     exp += b
-                elif t.matrix:
+                elif part == 2:
                     mat += b
-            agg = (comps, stores, sum(comps.values()), exp, mat)
-            per_layer[lkey] = agg
+            agg = sums[key] = (comps, stores, sum(comps.values()), exp, mat)
+        k = len(idx)
         for comp, b in agg[0].items():
-            by_comp[comp] = by_comp.get(comp, 0) + b
+            by_comp[comp] = by_comp.get(comp, 0) + b * k
         for label, b in agg[1].items():
-            by_store[label] = by_store.get(label, 0) + b
-        layers[i], experts[i], matrices[i] = agg[2], agg[3], agg[4]
-    for idx in after:
-        t = tensors[idx]
-        b, label = one(t)
-        add(t[1], label, b)
+            by_store[label] = by_store.get(label, 0) + b * k
+        total, exp, mat = agg[2], agg[3], agg[4]
+        for i in idx:
+            layers[i], experts[i], matrices[i] = total, exp, mat
+    for tensors, blocks in tail:  # a repeated segment (a vision tower's blocks) summed once, times its blocks
+        if not blocks:
+            for t in tensors:
+                b, label = one(t)
+                add(t[1], label, b)
+            continue
+        comps = {}
+        stores = {}
+        for t in tensors:  # in tensor order: keys first appear as tensor by tensor
+            b, label = one(t)
+            comps[t[1]] = comps.get(t[1], 0) + b
+            stores[label] = stores.get(label, 0) + b
+        for comp, b in comps.items():
+            by_comp[comp] = by_comp.get(comp, 0) + b * len(blocks)
+        for label, b in stores.items():
+            by_store[label] = by_store.get(label, 0) + b * len(blocks)
     notes: list[str] = []
     if fmt.startswith("gguf:") and spec.vision is not None:
         notes.append("GGUF keeps the vision encoder in a separate mmproj file; counted here at F16")
@@ -462,5 +510,7 @@ def dtype_format(spec: ModelSpec) -> tuple[str, str]:
     bf16 when absent or another dtype). For a quantized checkpoint this is the dtype of its unquantized tensors and
     compute (an AWQ checkpoint's float16)."""
     dtype = str(spec.torch_dtype or "bfloat16").lower()
-    fmt = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, "bf16")
-    return fmt, f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"
+    known = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    if spec.torch_dtype and dtype not in known:  # said, so the assumption does not read as if it were bf16
+        return "bf16", f"torch_dtype {spec.torch_dtype!r} is not float32, float16 or bfloat16: bf16 assumed"
+    return known.get(dtype, "bf16"), f"torch_dtype {spec.torch_dtype or 'absent (bf16 assumed)'}"

@@ -254,9 +254,10 @@ def fit_and_latency(c: _Ctx) -> Iterator[Check]:
     for j, p in _inference(c):
         f = p.facts
         if p.hardware.origin == "none":
-            yield c.check("no-hardware", "error", "No hardware for this service",
-                          "no resources are named and no catalog option fits the peak load and latency limits", j,
-                          "resources")
+            why = (f"no resources are named and no catalog option could be searched: {f['search_error']}"
+                   if f.get("search_error") else
+                   "no resources are named and no catalog option fits the peak load and latency limits")
+            yield c.check("no-hardware", "error", "No hardware for this service", why, j, "resources")
             continue
         if f.get("fit_error"):
             yield c.check("cannot-fit", "error", "Cannot be fitted", str(f["fit_error"]), j, "resources")

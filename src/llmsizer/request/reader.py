@@ -144,6 +144,9 @@ class _Reader:
             return self.loader.construct_object(node, deep=True)
         except Exception as e:  # noqa: BLE001 - "!!int abc", "!!int ''": the safe constructors raise anything
             kind = str(node.tag).rsplit(":", 1)[-1]
+            if kind == "timestamp" and isinstance(e, ValueError):  # datetime's own reason: 'month must be in 1..12'
+                raise InputError(f"cannot read {_short(node.value)} as a date ({str(e)[:80]}); write "
+                                 "YYYY-MM-DD") from None
             raise InputError(f"cannot read {_short(node.value)} as {kind} ({type(e).__name__})") from None
 
     def pairs(self, node: Any, where: str, path: str) -> list[tuple[str, Any, Any]]:
@@ -663,11 +666,15 @@ class _Reader:
                 inst = hw
         if r.device is not None:
             try:
-                dev = cat.device(r.device)
+                named = cat.find(r.device)
             except LlmsizerError as e:
                 self.jerr(i, j, "resources.device", str(e))
             else:
-                if inst is not None and inst.device.id != dev.id:
+                dev = named.device if isinstance(named, Instance) else named
+                if isinstance(named, Instance) and inst is None:  # the plan would size one bare device, unpriced
+                    self.jerr(i, j, "resources.device", f"{r.device!r} is an instance ({named.device_count} x "
+                              f"{named.device.id}), not a device; write it under resources.instance")
+                elif inst is not None and inst.device.id != dev.id:
                     self.jerr(i, j, "resources.device", f"{r.instance} holds {inst.device.id}, not {dev.id}")
         if inst is not None and r.count is not None and r.nodes is None and r.count % inst.device_count:
             self.jerr(i, j, "resources.count", f"{r.count} devices are not whole {inst.id} instances "

@@ -32,7 +32,7 @@ VisionTokenRule = Literal["fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama"]
 VISION_TOKEN_RULES: tuple[VisionTokenRule, ...] = ("fixed", "qwen2_vl", "qwen3_vl", "llama4", "mllama")
 VisionEncoder = Literal["siglip", "qwen2_5_vl", "qwen3_vl", "mllama", "llama4"]
 NormKind = Literal["rmsnorm", "layernorm"]
-LayerKey = tuple[bool, bool, bool, bool, bool, bool, int]  # ModelSpec.layer_key
+LayerKey = tuple[bool, bool, bool, bool, bool, bool, int]  # ModelSpec.layer_key / layer_keys
 
 
 @dataclass(frozen=True)
@@ -380,6 +380,8 @@ class ModelSpec:
     def kv_cache_layer_types(self) -> tuple[LayerKind, ...]:
         """The cache each layer holds of its own: its attention kind, or "none" for layers without attention and
         for layers that reuse an earlier layer's K/V (``kv_shared_layers``)."""
+        if not any(self.kv_shared_layers):  # no layer borrows its K/V (every model but Gemma 3n): the layer types
+            return self.layer_types
         return tuple("none" if s else t for t, s in zip(self.layer_types, self.kv_shared_layers, strict=True))
 
     @property
@@ -402,11 +404,16 @@ class ModelSpec:
         return sum(self.cross_attention_layers)
 
     def layer_key(self, i: int) -> LayerKey:
-        """What decides layer ``i``'s tensors: (has attention, has the recurrent mixer, has a feed-forward, MoE,
-        is a cross-attention layer, reuses another layer's K/V, its feed-forward width)."""
-        return (self.layer_types[i] != "none", self.recurrent_layers[i], self.ffn_layers[i],
-                self.moe_layers[i] and self.moe is not None, self.cross_attention_layers[i], self.kv_shared_layers[i],
-                self.ffn_size(i))
+        """Layer ``i``'s entry of :meth:`layer_keys` (what decides its tensors)."""
+        return self.layer_keys()[i]
+
+    def layer_keys(self) -> tuple[LayerKey, ...]:
+        """What decides each layer's tensors, layer by layer: (has attention, has the recurrent mixer, has a
+        feed-forward, MoE, is a cross-attention layer, reuses another layer's K/V, its feed-forward width)."""
+        has_moe = self.moe is not None
+        return tuple(zip([t != "none" for t in self.layer_types], self.recurrent_layers, self.ffn_layers,
+                         [m and has_moe for m in self.moe_layers], self.cross_attention_layers, self.kv_shared_layers,
+                         self.ffn_sizes or (self.intermediate_size,) * self.num_layers, strict=True))
 
     @property
     def attention_kind(self) -> str:

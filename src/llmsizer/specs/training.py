@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..numbers import BYTES, FRACTION
+from ..numbers import DEVICE_MEMORY, FRACTION
 from .given import tracks_given
 from .workload import DEVICES, MEMORY_METRICS, check_numbers
 
@@ -252,7 +252,7 @@ class TrainingWorkload:
     device: str = "gpu"
 
     def __post_init__(self) -> None:
-        check_numbers(self, (("memory", BYTES), ("headroom", FRACTION)))  # memory="80GiB": one line, not a TypeError
+        check_numbers(self, (("memory", DEVICE_MEMORY), ("headroom", FRACTION)))  # memory="80GiB": one line, not a TypeError
         closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
                   ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),

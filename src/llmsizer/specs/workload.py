@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..numbers import (
-    BYTES,
     CONCURRENCY,
     COUNT,
     CPU_MOE_LAYERS,
+    DEVICE_MEMORY,
     FRACTION,
     GPU_LAYERS,
     IMAGES,
@@ -71,6 +71,14 @@ def parse_engine_version(version: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
+def check_pool_shares(engine: str | None, headroom: float | None, gpu_memory_utilization: float | None) -> None:
+    """vLLM's pool is 1 - headroom of the memory (gpu_memory_utilization): both given is a conflict, refused
+    (estimate/inference/compose.py once the engine is chosen; recommend up front, before any option is tried)."""
+    if engine == "vllm" and headroom is not None and gpu_memory_utilization is not None:
+        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
+                         "memory")
+
+
 def normalize_engine(name: str) -> str:
     """The ENGINES name for ``name`` (case-insensitive, aliases such as 'llama.cpp' accepted); other text is
     returned as written, for the caller's validation to reject with the list of engines."""
@@ -100,7 +108,7 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
-    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", BYTES),
+    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
     ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", COUNT), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", COUNT),

@@ -116,6 +116,9 @@ def _check_shape(key: str, value: Any, action: argparse.Action | None) -> None:
     if value is True and takes_value:
         raise Problem(400, f"field '{key}': a value expected (e.g. what --{key.replace('_', '-')} takes on the "
                            "command line), got true; true/false are for on/off options", key)
+    if not takes_value and value is not None and not isinstance(value, bool):  # before: argparse's "ignored
+        # explicit argument 'yes'", a command-line message for a JSON field
+        raise Problem(400, f"field '{key}': true or false expected (an on/off option), got {short(value, 40)}", key)
 
 
 def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable[str] = (),

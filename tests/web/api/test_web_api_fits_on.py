@@ -112,7 +112,9 @@ def test_a_pasted_hardware_entry_is_the_cli_with_that_file(client, tmp_path, nam
     ("nodes: []\n", "x"),  # an unknown top-level key
     ("devices: [a, b\n", "x"),  # not YAML
     (MY_BOX, "my-bx"),  # a name that is not there: the CLI's closest names
-], ids=["value", "no-id", "not-list", "top-key", "yaml", "unknown-name"])
+    (MY_BOX.replace("24GiB", ".nan"), "my-box"),  # not finite: the CLI stopped with a traceback before
+    (MY_BOX.replace("936 GB/s", "1e300 TB/s"), "my-box"),  # past the documented maximum
+], ids=["value", "no-id", "not-list", "top-key", "yaml", "unknown-name", "nan", "huge"])
 def test_a_bad_pasted_entry_is_a_400_with_the_cli_line(client, tmp_path, text, on):
     (tmp_path / "hardware.yaml").write_text(text)
     cli = run_cli("models", "--fits-on", on, "--hardware-file", "hardware.yaml", "--json", cwd=tmp_path)

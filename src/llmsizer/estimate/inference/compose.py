@@ -19,6 +19,7 @@ from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
 from ...formulas.weight_formats import file_weight_bytes, weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
+from ...specs.workload import check_pool_shares
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
@@ -47,15 +48,22 @@ def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) ->
     return str(acc.assume("dtype", default, w.dtype, why + "; activations and unquantized tensors use it"))
 
 
-def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
-    default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
-    kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
+def check_engine_kv_dtype(engine: str, kvd: str) -> None:
+    """InputError when ``engine`` cannot store a KV cache of dtype ``kvd`` (E.EngineProfile.kv_dtypes: refused, not
+    sized), naming the engines that can; read by every estimate, and by recommend before its search."""
+    profile = E.PROFILES[engine]
     name = kv_dtype_name(kvd)  # validates the name
-    if name not in profile.kv_dtypes:  # E.EngineProfile.kv_dtypes: refused, not sized
+    if name not in profile.kv_dtypes:
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
         raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
                          + (f" ({kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]})"
                             if owners else ""))
+
+
+def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
+    default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
+    kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
+    check_engine_kv_dtype(profile.name, kvd)
     if profile.name == "transformers" and kvd not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
                             f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
@@ -214,9 +222,7 @@ def _copy(est: Estimate) -> Estimate:
 def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     if w.engine is None:  # composed with the engine decided (estimate_inference does it first, with its notes)
         w = inference_workload(w, "estimate_inference", spec)[0]
-    if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is not None:
-        raise InputError("give headroom or gpu_memory_utilization, not both: vLLM's pool is 1 - headroom of the "
-                         "memory")
+    check_pool_shares(w.engine, w.headroom, w.gpu_memory_utilization)
     if w.engine == "vllm" and w.headroom is not None and w.gpu_memory_utilization is None:
         # one convention: vLLM's pool is what the headroom leaves
         w = dataclasses.replace(w, gpu_memory_utilization=1 - w.headroom)

@@ -47,9 +47,12 @@ from ...errors import InputError
 CPU = -1  # device index of the host in a placement
 
 
+_F32 = struct.Struct("f")
+
+
 def f32(x: float) -> float:
     """``x`` rounded to IEEE 32-bit float, as llama.cpp's ``float`` split arithmetic holds it."""
-    return float(struct.unpack("f", struct.pack("f", x))[0])
+    return float(_F32.unpack(_F32.pack(x))[0])
 
 
 def split_points(shares: Sequence[float]) -> list[float]:
@@ -75,6 +78,8 @@ def layer_devices(n_layer: int, n_gpu_layers: int, points: Sequence[float]) -> t
 def _layer_devices(n_layer: int, n_gpu_layers: int, points: tuple[float, ...]) -> tuple[int, ...]:
     i_gpu_start = max(n_layer + 1 - n_gpu_layers, 0)
     act = min(n_gpu_layers, n_layer + 1) if points else 0
+    if len(points) == 1:  # one GPU: min(upper_bound(...), 0) is GPU 0 for every offloaded layer
+        return tuple(CPU if il < i_gpu_start or il - i_gpu_start >= act else 0 for il in range(n_layer + 1))
     out = []
     for il in range(n_layer + 1):
         if il < i_gpu_start or il - i_gpu_start >= act:
@@ -168,22 +173,30 @@ def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[fl
             left -= b
         parts[n_gpus - 1].weights += left
 
+    # per part (index -1 = the host, as CPU is): its layers and the integer sums the layer loop adds to it
+    held: list[list[int]] = [[] for _ in parts]
+    weights, experts, kv = [0] * len(parts), [0] * len(parts), [0] * len(parts)
+    layer_w, layer_e, layer_m, layer_kv = costs.weights, costs.experts, costs.matrices, costs.kv
     for il in range(n):
         d = devs[il]
-        part = parts[d]
-        part.layers.append(il)
-        w, e, m = costs.weights[il], costs.experts[il], costs.matrices[il]
+        held[d].append(il)
+        w, e = layer_w[il], layer_e[il]
         if il < n_cpu_moe and e:
-            host.weights += e
-            host.experts += e
+            weights[-1] += e
+            experts[-1] += e
             w -= e
         else:
-            part.experts += e
-        if d != CPU and row and m:
-            spread(m)
-            w -= m
+            experts[d] += e
+        if row and d != CPU and layer_m[il]:
+            spread(layer_m[il])
+            w -= layer_m[il]
+        weights[d] += w
+        kv[d] += layer_kv[il]
+    for part, layers, w, e, k in zip(parts, held, weights, experts, kv, strict=True):
+        part.layers += layers
         part.weights += w
-        part.kv += costs.kv[il]
+        part.experts += e
+        part.kv += k
     d_out = devs[n]
     out = parts[d_out]
     out.output = True

@@ -56,7 +56,7 @@ def _size(spec: ModelSpec, given: tuple[int, int] | None, what: str, flag: str, 
         return given
     if v.token_rule in ("qwen2_vl", "qwen3_vl"):
         raise InputError(f"model {spec.name!r} resizes each {what} to its own size (dynamic resolution): give "
-                         f"{flag} WIDTHxHEIGHT")
+                         f"{flag} WIDTHxHEIGHT ({what}_size=(W, H) in Python, media.{what}_size in a request file)")
     notes.assumptions.append(Assumption(f"{what}_size", f"{v.image_size}x{v.image_size}", True,
                                         f"not given: the vision encoder's input size (every {what} is resized "
                                         "or tiled to it)"))

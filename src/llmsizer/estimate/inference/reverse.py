@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...models import load_model
-from ...numbers import BYTES, check_number
+from ...numbers import DEVICE_MEMORY, check_number
 from ...specs import InferenceWorkload, ModelSpec
 from . import estimate_inference
 from .compose import inference_workload
@@ -49,7 +49,7 @@ def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any])
     estimate would choose there."""
     fields = dict(kwargs)
     if memory is not None:
-        fields["memory"] = int(check_number(memory, "memory", BYTES))  # "24GiB" from Python: one line, not a TypeError
+        fields["memory"] = int(check_number(memory, "memory", DEVICE_MEMORY))  # "24GiB" from Python: one line, not a TypeError
     elif fields.get("device") in (None, "gpu", "cpu"):
         raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
                          "command line --memory 24GiB or --device NAME)")
