@@ -13,6 +13,12 @@ step's memory:
 - the flat parameter is padded to a multiple of the world size (lines 762-776), each rank's shard equal;
 - with ``MixedPrecision(param_dtype=...)`` the sharded flat parameter is cast into ``_mp_shard`` (a low-precision
   copy of the shard, lines 1271-1276, 1340-1357) before the all-gather and freed after it (lines 1536-1547);
+- during forward and backward every original parameter is a view into the unsharded flat parameter
+  (``_use_unsharded_views`` lines 1949-2040 sets ``split(...)[i].view(shape)`` from ``_get_unflat_views_*``, lines
+  1876-1946): not a leaf and a view, so ``torch.autocast`` never caches its half-precision casts
+  (formulas/training_states.py ``autocast_cache_holds``); FSDP2 registers each unsharded parameter as an
+  ``nn.Parameter`` of its all-gather output (``_fully_shard/_fsdp_param.py`` lines 666-679), a leaf that is not a
+  view, whose casts autocast caches as for a plain module;
 - the root unit is not resharded after forward (``_runtime_utils.py`` lines 494-499), as FSDP2 also does for its
   root (``_fully_shard/_fsdp_state.py`` lines 203-207), and ``limit_all_gathers`` allows two all-gathers in flight
   (``_limiter_utils.py``), the current unit and one prefetched, as FSDP2's default prefetch.

@@ -171,6 +171,24 @@ def training_recipe_name(precision: str, zero: int, method: str = "full") -> str
     return precision
 
 
+AUTOCAST_CACHE_SOURCE = (
+    "torch.autocast cast cache: aten/src/ATen/autocast_mode.cpp cached_cast lines 120-140 @ 008ec6b (pytorch/pytorch; "
+    "can_try_cache needs arg.requires_grad() && arg.is_leaf() && !arg.is_view(), lines 124-127), cleared when the "
+    "outermost autocast context exits (torch 2.13 torch/amp/autocast_mode.py lines 348-349)")
+
+
+def autocast_cache_holds(requires_grad: bool, weights_are_views: bool) -> bool:
+    """Whether ``torch.autocast`` keeps the half copy of an fp32 weight in its cast cache from its first use until
+    the outermost autocast context exits (the end of the forward), rather than casting afresh at every use.
+
+    The cache takes only fp32 tensors that require grad, are leaves and are not views (AUTOCAST_CACHE_SOURCE):
+    a frozen weight, or a weight that is a view into a larger tensor (FSDP1's parameters during forward and
+    backward: formulas/fsdp_flat_param.py), is cast at each use and its copy lives only as long as the op's
+    output or autograd keeps it (a non-checkpointed layer saves it for its backward; a checkpointed layer does
+    not, and its recomputation casts again). Measured on the CPU (tests/training/test_autocast_cache.py)."""
+    return requires_grad and not weights_are_views
+
+
 def recipe(name: str) -> Recipe:
     if name not in RECIPES:
         raise InputError(f"unknown precision {name!r}; choose one of: {', '.join(RECIPES)}")

@@ -52,7 +52,8 @@ MODEL_STATE_PARTS = ("weights", "master_weights", "gradients", "main_grads", "op
 COMPONENT_FORMULA = {
     "activations": ("saved activations of the decoder layers", ACT_SRC),
     "autocast_weight_copies": ("half-precision copies torch.autocast makes of fp32 linear weights (2 B each)",
-                               "PyTorch AMP autocast cast cache; HF docs '6 bytes per parameter' in mixed precision"),
+                               "PyTorch AMP autocast cast cache (autocast_mode.cpp cached_cast: trained leaf weights that are "
+                               "not views, so not FSDP1's); HF docs '6 bytes per parameter' in mixed precision"),
     "head_activations": ("final norm, lm_head input, fp32 log-softmax of the loss", ACT_SRC),
     "logits_and_loss": ("logits + fp32 upcast (forward) or the two fp32 [tokens, vocab] loss gradients (backward)",
                         "transformers loss_utils.py ForCausalLMLoss (logits.float()); torch cross_entropy"),

@@ -7,7 +7,7 @@ accumulation or pipeline micro-batches they persist. The peak is the largest of:
 
 - ``forward end``: every layer's saved activations, the logits and their fp32 upcast, all autocast weight
   copies (they stay in the autocast cache until the forward leaves the autocast context, even with
-  checkpointing);
+  checkpointing, except where the cache does not take them: frozen weights and FSDP1's views);
 - ``loss backward``: saved activations + the two fp32 [t, V] loss gradients (12 B per logit with the saved
   log-softmax);
 - ``backward at layer j``: layers <= j still saved (or their checkpoint inputs plus layer j recomputed),
@@ -60,7 +60,7 @@ from ...formulas.training_activations import (
     lm_head_backward_bytes,
     reentrant_recompute_bytes,
 )
-from ...formulas.training_states import step_temporary_bytes
+from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
@@ -308,9 +308,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         fwd_kept = offload_stash_bytes(last_save, final_norm)
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
-    # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
-    # for trained weights, until the forward leaves autocast, and come back while that layer is recomputed
-    copies_fwd = sum((copies[i] if w.method == "full" else 0) if ckpt[i] else m * copies[i] for i in st.layers)
+    # checkpointed layer's stay in the autocast cache until the forward leaves autocast only where the cache takes
+    # them (trained leaf weights that are not views: not FSDP1's flat-parameter views, formulas/training_states.py
+    # autocast_cache_holds), else each lives only for its op; they come back while that layer is recomputed
+    cached = autocast_cache_holds(w.method == "full", w.fsdp is not None and w.fsdp_version == 1)
+    copies_fwd = sum((copies[i] if cached else 0) if ckpt[i] else m * copies[i] for i in st.layers)
     copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
     if window_reach is not None:  # ZeRO-3: the prefetch reaches the lm_head while the window's layers are ahead
         r = Phase("forward, lm_head prefetched", dict(base))

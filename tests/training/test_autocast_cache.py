@@ -1,0 +1,71 @@
+"""torch.autocast's weight-cast cache against real forwards on two gloo ranks: plain, FSDP1 and FSDP2 (#autocast).
+
+``autocast_cache_step.py`` runs one forward of a small random-weight fp32 Llama under ``torch.autocast('cpu',
+bf16)`` and measures the bytes of the bf16 copies of its 2-D weights still alive when the loss is computed. The
+cache keeps a cast only of a leaf fp32 tensor that requires grad and is not a view (pytorch
+``aten/src/ATen/autocast_mode.cpp`` ``cached_cast``): a plain module's weights and FSDP2's unsharded
+``nn.Parameter`` s qualify, FSDP1's flat-parameter views do not. With every layer checkpointed, the copies a
+checkpointed layer made are then gone at forward end under FSDP1 (only the non-checkpointed lm_head's, saved by
+autograd, remain) and all alive otherwise; without checkpointing autograd keeps them all in every case. llmsizer's
+``autocast_weight_copies`` at its ``forward end`` moment, and its largest value over the backward's moments (one
+recomputed layer's copies, or all of them before the lm_head's backward when nothing is checkpointed), must equal the
+measured bytes exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from ranks import run_ranks  # noqa: E402
+
+from llmsizer.estimate.inference.common import Acc  # noqa: E402
+from llmsizer.estimate.training.setup import resolve  # noqa: E402
+from llmsizer.estimate.training.states import stage_states  # noqa: E402
+from llmsizer.estimate.training.timeline import stage_timeline  # noqa: E402
+from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+from llmsizer.specs import TrainingWorkload  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
+         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+# name: (step case, llmsizer workload fields)
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "plain, checkpointed": (dict(wrap="none"), dict(gpus=1)),
+    "FSDP1 use_orig_params, checkpointed": (dict(wrap="fsdp1", use_orig_params=True),
+                                            dict(gpus=2, fsdp="full", fsdp_version=1)),
+    "FSDP1, not checkpointed": (dict(wrap="fsdp1", use_orig_params=False, ckpt=False),
+                                dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="none")),
+    "FSDP2, checkpointed": (dict(wrap="fsdp2"), dict(gpus=2, fsdp="full", fsdp_version=2)),
+}
+
+
+def predicted_copies(fields: dict[str, Any]) -> tuple[int, int]:
+    """(autocast_weight_copies at forward end, their largest value over the moments of the backward)."""
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    w = TrainingWorkload(**{"precision": "bf16-mixed", "micro_batch": 2, "seq_len": 64, "grad_checkpointing": "full",
+                            **fields})
+    ctx = resolve(spec, w, Acc())
+    tl = stage_timeline(ctx, stage_states(ctx, 0))
+    copies = {p.name: p.parts.get("autocast_weight_copies", 0) for p in tl.phases}
+    return copies["forward end"], max(v for k, v in copies.items() if "backward" in k)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_autocast_copies_at_forward_end(name: str) -> None:
+    case, fields = CASES[name]
+    m = run_ranks(HERE / "autocast_cache_step.py", dict(case, config=LLAMA, batch=2, seq=64), 2)
+    (pred, pred_bwd), meas, meas_bwd = predicted_copies(fields), m["forward_end_copy_bytes"], m["backward_max_copy_bytes"]
+    print(f"\n{name}: bf16 weight copies alive at forward end {meas} B (largest during the forward "
+          f"{m['forward_max_copy_bytes']} B, during the backward {meas_bwd} B; one copy of every 2-D weight "
+          f"{m['all_weight_copy_bytes']} B); llmsizer {pred} B at forward end, {pred_bwd} B at most in the backward")
+    assert pred == meas
+    assert pred_bwd == meas_bwd
