@@ -87,6 +87,19 @@ def engine_kernel_format(engine: str | None, fmt: str) -> str:
     return {"gguf:f32": "fp32", "gguf:f16": "fp16"}.get(fmt, "bf16")
 
 
+def gguf_type_refused(engine: str, fmt: str) -> str | None:
+    """Why ``engine`` (vLLM, SGLang) will not load the GGUF format ``fmt``: its main GGML type is not one its GGUF
+    method runs (``GGUF_ENGINES``); None otherwise. On any device: ``engine_weights`` raises it (exit 2)."""
+    if not fmt.startswith("gguf:") or engine not in GGUF_ENGINES:
+        return None
+    gname, types = GGUF_ENGINES[engine]
+    ggml = GGUF_FTYPES[fmt.removeprefix("gguf:")]
+    if ggml in types:
+        return None
+    return f"{gname} does not load GGUF type {ggml} ({fmt}): its GGUF kernels run {', '.join(sorted(types))} " \
+           "(quantization/gguf.py)"
+
+
 def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
     is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
@@ -94,11 +107,9 @@ def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
-        gname, types = GGUF_ENGINES[engine]
-        ggml = GGUF_FTYPES[fmt.removeprefix("gguf:")]
-        if ggml not in types:
-            return (f"{gname} does not load GGUF type {ggml} ({fmt}): its GGUF kernels run "
-                    f"{', '.join(sorted(types))} (quantization/gguf.py)")
+        lacking = gguf_type_refused(engine, fmt)
+        if lacking is not None:
+            return lacking
         need = GGUF_MIN_CAPABILITY
     have = device.capability
     if need is None or have is None or have >= need:
@@ -185,6 +196,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
             fmt = GGUF_FROM_STORED[fmt]
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
+        lacking = gguf_type_refused(engine, fmt)
+        if lacking is not None:
+            raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
         out.assumptions.append(Assumption(
             "gguf_kernels", fmt, True,
             f"{GGUF_ENGINES[engine][0]} keeps the GGUF tensors in their GGML types (its GGUF quantization method, "

@@ -314,6 +314,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if engine is None and engine_version is not None:
         raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
     rule = ENG.step_host(engine, engine_version) if engine is not None else None
+    newer = ENG.newer_release_note(engine, engine_version) if engine is not None else None
+    if newer is not None:
+        warnings.append(newer)
     if engine_step_seconds is not None:
         if engine_step_seconds < 0:
             raise InputError("engine_step_seconds must not be negative")
