@@ -53,14 +53,17 @@ _MIN_CAPABILITY = {"vllm": ("vLLM", VLLM_MIN_CAPABILITY), "sglang": ("SGLang", S
 # else ARCHITECTURE_CAPABILITY of its architecture), the one home of that reading.
 
 
-# vLLM runs GGUF checkpoints through its GGUF quantization method, which keeps each tensor in its GGML type
+# vLLM loads a .gguf with GGUFModelLoader (vllm/model_executor/model_loader/gguf_loader.py: "Model loader that can
+# load GGUF files ... quantized with GGUF"; weight_utils.gguf_quant_weights_iterator yields each tensor's raw blocks
+# with its weight type) and runs it through its GGUF quantization method, which keeps each tensor in its GGML type
 # (GGUFLinearMethod stores the raw blocks as ``qweight``; GGUFEmbeddingMethod and GGUFMoEMethod the same) and
 # multiplies with ggml's MMVQ / MMQ kernels or dequantizes per call: vllm/model_executor/layers/quantization/gguf.py
 # @ 00620f9 L75-107, the types it runs: UNQUANTIZED_TYPES (F32, F16, BF16) and DEQUANT_TYPES = STANDARD_QUANT_TYPES
 # (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1) | KQUANT_TYPES (Q2_K-Q6_K) | IMATRIX_QUANT_TYPES (IQ1_M, IQ1_S, IQ2_XXS,
 # IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS, IQ4_NL); any other type fails to load (GGUFLinearMethod.
 # process_weights_after_loading: "Unsupported GGUF quantization type"). GGUFConfig.get_min_capability is 60.
-# SGLang's GGUF method is adapted from vLLM's and lists the same types (Q8_1 left out, not a file type):
+# SGLang has the same loader (python/sglang/srt/model_loader/loader.py GGUFModelLoader); its GGUF method is adapted
+# from vLLM's and lists the same types (Q8_1 left out, not a file type):
 # python/sglang/srt/layers/quantization/gguf.py @ 0137a1e UNQUANTIZED_TYPES, STANDARD_QUANT_TYPES, KQUANT_TYPES,
 # IMATRIX_QUANT_TYPES; get_min_capability 60 on CUDA. Neither lists MXFP4 (llama.cpp's MXFP4_MOE file type).
 VLLM_GGUF_TYPES = frozenset({"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K",
