@@ -186,8 +186,10 @@ def test_item2_one_format_rule_for_infer_and_fit() -> None:
     assert code == 0 and data["details"]["weights_format"] == "gguf:mxfp4_moe"
     r = fit("gpt-oss-20b", "rtx-4090", engine="llamacpp", speed=False)
     assert r.weights_format == "gguf:mxfp4_moe"
-    v = fit("llama-3.1-8b", "h100-sxm", engine="vllm", weights="q4_k_m", speed=False)
-    assert v.weights_format == "bf16" and any("dequantizes GGUF" in w for w in v.warnings)
+    v = fit("llama-3.1-8b", "h100-sxm", engine="vllm", weights="q4_k_m", speed=False)  # vLLM keeps GGUF quantized
+    assert v.weights_format == "gguf:q4_k_m" and not any("dequantizes GGUF" in w for w in v.warnings)
+    t = fit("llama-3.1-8b", "h100-sxm", engine="transformers", weights="q4_k_m", speed=False)
+    assert t.weights_format == "bf16" and any("dequantizes GGUF" in w for w in t.warnings)
 
 
 def test_item3_one_fit_verdict_and_exit_code() -> None:

@@ -161,8 +161,9 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
 def add_engine_version_arg(g: Any) -> None:
     """``--engine-version`` (InferenceWorkload.engine_version): infer, fit, recommend, models --fits-on."""
     g.add_argument("--engine-version", help="vllm/sglang release, e.g. 0.10.1: picks the engine's host work per decode "
-                   "step, which the speed follows (estimate/engines.py step_host; default: the current release, "
-                   + ", ".join(f"{e} {v}" for e, v in CURRENT_VERSION.items()) + ")")
+                   "step, which the speed follows (estimate/engines.py step_host; default: the newest release with data, "
+                   + ", ".join(f"{e} {v}" for e, v in CURRENT_VERSION.items()) + "; a newer one gets its rule and a "
+                   "warning)")
 
 
 def add_kv_unified_arg(g: Any) -> None:

@@ -205,8 +205,23 @@ STEP_HOST: tuple[StepHost, ...] = (
              "'overlaps the CPU processing and GPU computation'); the SGLang rows in validation/ (SG01-SG07, "
              "SS01-SS09) do not separate a host step from the bandwidth share"),
 )
-# the release the profiles describe when no version is given: the newest (vLLM 0.19.1's code was read for it)
-CURRENT_VERSION = {"vllm": "0.19", "sglang": "0.5"}
+# The one home of the newest release llmsizer has data for, per engine: the newest engine_version of the validation
+# rows (validation/vllm_serving_tpot.csv: vLLM 0.23.0, VS rows; validation/sglang_serving_tpot.csv: SGLang 0.5,
+# SS rows; tests/test_engine_versions.py re-derives it from the files). It is the release assumed when none is given
+# (the memory profiles follow the code of vLLM 0.19.1 and SGLang 0.5.23, whose rules the rows up to it share); a
+# newer release is accepted with the newest rule and a warning (``newer_release_note``).
+CURRENT_VERSION = {"vllm": "0.23", "sglang": "0.5"}
+
+
+def newer_release_note(engine: str, version: str | None) -> str | None:
+    """A warning when ``version`` of ``engine`` is newer than ``CURRENT_VERSION`` (no data for it: the newest rule
+    is applied); None for a known release, no version, or an engine without releases here."""
+    newest = CURRENT_VERSION.get(engine)
+    if version is None or newest is None or parse_version(version) <= parse_version(newest):
+        return None
+    name = {"vllm": "vLLM", "sglang": "SGLang"}[engine]
+    return (f"{name} {version} is newer than the newest release llmsizer has data for ({name} {newest}): the "
+            f"rules of {newest} are applied")
 
 
 def parse_version(version: str) -> tuple[int, int]:

@@ -14,8 +14,10 @@
   (MXFP4, FP8, GPTQ/AWQ) never climbs to a larger format unless the user names one. Where the engine has no
   counterpart of the shipped format (an FP8 or GPTQ checkpoint on llama.cpp) the rungs start at the first one no
   larger than the shipped checkpoint.
-- GGUF formats on vLLM or transformers: both dequantize GGUF on load (transformers docs "GGUF and interaction with
-  Transformers"), so the weights count in bf16, with a warning.
+- GGUF formats on vLLM and SGLang: both load a GGUF checkpoint and keep its tensors quantized (their GGUF
+  quantization method, ``VLLM_GGUF_TYPES``), so the weights count the GGUF bytes (the formula llama.cpp's are sized
+  with); a GGUF type their kernels lack is refused (``engine_refuses``). On transformers GGUF is dequantized on load
+  (transformers docs "GGUF and interaction with Transformers"): the weights count in bf16, with a warning.
 """
 
 from __future__ import annotations
@@ -51,12 +53,67 @@ _MIN_CAPABILITY = {"vllm": ("vLLM", VLLM_MIN_CAPABILITY), "sglang": ("SGLang", S
 # else ARCHITECTURE_CAPABILITY of its architecture), the one home of that reading.
 
 
+# vLLM loads a .gguf with GGUFModelLoader (vllm/model_executor/model_loader/gguf_loader.py: "Model loader that can
+# load GGUF files ... quantized with GGUF"; weight_utils.gguf_quant_weights_iterator yields each tensor's raw blocks
+# with its weight type) and runs it through its GGUF quantization method, which keeps each tensor in its GGML type
+# (GGUFLinearMethod stores the raw blocks as ``qweight``; GGUFEmbeddingMethod and GGUFMoEMethod the same) and
+# multiplies with ggml's MMVQ / MMQ kernels or dequantizes per call: vllm/model_executor/layers/quantization/gguf.py
+# @ 00620f9 L75-107, the types it runs: UNQUANTIZED_TYPES (F32, F16, BF16) and DEQUANT_TYPES = STANDARD_QUANT_TYPES
+# (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1) | KQUANT_TYPES (Q2_K-Q6_K) | IMATRIX_QUANT_TYPES (IQ1_M, IQ1_S, IQ2_XXS,
+# IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_XS, IQ4_NL); any other type fails to load (GGUFLinearMethod.
+# process_weights_after_loading: "Unsupported GGUF quantization type"). GGUFConfig.get_min_capability is 60.
+# SGLang has the same loader (python/sglang/srt/model_loader/loader.py GGUFModelLoader); its GGUF method is adapted
+# from vLLM's and lists the same types (Q8_1 left out, not a file type):
+# python/sglang/srt/layers/quantization/gguf.py @ 0137a1e UNQUANTIZED_TYPES, STANDARD_QUANT_TYPES, KQUANT_TYPES,
+# IMATRIX_QUANT_TYPES; get_min_capability 60 on CUDA. Neither lists MXFP4 (llama.cpp's MXFP4_MOE file type).
+VLLM_GGUF_TYPES = frozenset({"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "Q2_K", "Q3_K",
+                             "Q4_K", "Q5_K", "Q6_K", "IQ1_M", "IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS",
+                             "IQ3_S", "IQ4_XS", "IQ4_NL"})
+GGUF_ENGINES = {"vllm": ("vLLM", VLLM_GGUF_TYPES), "sglang": ("SGLang", VLLM_GGUF_TYPES - {"Q8_1"})}
+GGUF_MIN_CAPABILITY = 60
+
+
+def keeps_gguf(engine: str) -> bool:
+    """True when ``engine`` runs GGUF weights in their GGML types (llama.cpp, vLLM, SGLang); transformers
+    dequantizes them on load."""
+    return engine == "llamacpp" or engine in GGUF_ENGINES
+
+
+def engine_kernel_format(engine: str | None, fmt: str) -> str:
+    """The format whose kernel class (bandwidth share, per-layer overhead, KV layout, compute dtype) the speed
+    estimate uses for weights ``fmt`` on ``engine``: ``fmt`` itself, except a GGUF format on vLLM or SGLang, which
+    runs in that engine's step (CUDA graphs, its paged KV cache) at its own streaming rate, with 16-bit activations
+    (GGUFConfig.get_supported_act_dtypes): the 16-bit format of the same width (F32 -> fp32, F16 -> fp16, else
+    bf16). The bytes read stay the GGUF ones. Not a measured rate: no vLLM/SGLang GGUF row is in validation/."""
+    if engine not in GGUF_ENGINES or not fmt.startswith("gguf:"):
+        return fmt
+    return {"gguf:f32": "fp32", "gguf:f16": "fp16"}.get(fmt, "bf16")
+
+
+def gguf_type_refused(engine: str, fmt: str) -> str | None:
+    """Why ``engine`` (vLLM, SGLang) will not load the GGUF format ``fmt``: its main GGML type is not one its GGUF
+    method runs (``GGUF_ENGINES``); None otherwise. On any device: ``engine_weights`` raises it (exit 2)."""
+    if not fmt.startswith("gguf:") or engine not in GGUF_ENGINES:
+        return None
+    gname, types = GGUF_ENGINES[engine]
+    ggml = GGUF_FTYPES[fmt.removeprefix("gguf:")]
+    if ggml in types:
+        return None
+    return f"{gname} does not load GGUF type {ggml} ({fmt}): its GGUF kernels run {', '.join(sorted(types))} " \
+           "(quantization/gguf.py)"
+
+
 def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
-    is not known): vLLM's and SGLang's compute-capability gates (``VLLM_MIN_CAPABILITY``,
-    ``SGLANG_MIN_CAPABILITY``)."""
+    is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
+    compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``)."""
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
+    if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
+        lacking = gguf_type_refused(engine, fmt)
+        if lacking is not None:
+            return lacking
+        need = GGUF_MIN_CAPABILITY
     have = device.capability
     if need is None or have is None or have >= need:
         return None
@@ -141,7 +198,17 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                 raise InputError(f"engine llamacpp runs GGUF formats (e.g. q4_k_m, q8_0), not {fmt!r}")
             fmt = GGUF_FROM_STORED[fmt]
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
-    if engine != "llamacpp" and fmt.startswith("gguf:"):
+    if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
+        lacking = gguf_type_refused(engine, fmt)
+        if lacking is not None:
+            raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
+        out.assumptions.append(Assumption(
+            "gguf_kernels", fmt, True,
+            f"{GGUF_ENGINES[engine][0]} keeps the GGUF tensors in their GGML types (its GGUF quantization method, "
+            "quantization/gguf.py): the weights count the GGUF bytes llama.cpp's are sized with; its decode is taken "
+            f"at {GGUF_ENGINES[engine][0]}'s own streaming rate and step, not llama.cpp's (no measurement of its "
+            "GGUF kernels is in validation/)"))
+    elif not keeps_gguf(engine) and fmt.startswith("gguf:"):
         out.warnings.append(f"{engine} dequantizes GGUF files on load (transformers docs 'GGUF and interaction "
                             f"with Transformers'); weights counted in bf16 instead of {fmt}")
         fmt = "bf16"

@@ -39,7 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .formats import file_kernel_format
+from .formats import engine_kernel_format, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -129,7 +129,7 @@ class SpeedEstimate:
     @property
     def engine(self) -> str | None:
         """The engine whose validation rows calibrate this estimate's ranges (estimate/ranges.py)."""
-        return R.LLAMACPP if self.weights_format.startswith("gguf:") else None
+        return R.LLAMACPP if self.weights_format.startswith("gguf:") and self.serving_engine is None else None
 
     @property
     def prefill_range(self) -> tuple[float, float] | None:
@@ -266,6 +266,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         assumptions.append(Assumption("kernel_format", fmt, True, why))
     else:
         fmt = normalize_format(weights_format)
+    bytes_fmt = fmt  # the format whose bytes are read; fmt: the one whose kernels run them
+    fmt = engine_kernel_format(engine, fmt)
+    if fmt != bytes_fmt:
+        assumptions.append(Assumption("kernel_format", fmt, True, f"{engine} runs {bytes_fmt} in its own decode step "
+                                      "(formats.engine_kernel_format), at its streaming rate"))
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)
@@ -309,6 +314,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if engine is None and engine_version is not None:
         raise InputError(f"an engine version ({engine_version}) needs its engine (vllm or sglang)")
     rule = ENG.step_host(engine, engine_version) if engine is not None else None
+    newer = ENG.newer_release_note(engine, engine_version) if engine is not None else None
+    if newer is not None:
+        warnings.append(newer)
     if engine_step_seconds is not None:
         if engine_step_seconds < 0:
             raise InputError("engine_step_seconds must not be negative")
@@ -333,7 +341,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             host_step = float(rule.seconds or 0.0)
 
     pc = count_params(spec)
-    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, fmt, 128, 4 if dtype == "fp32" else 2)
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, 128,
+                                                                                   4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower
@@ -596,7 +605,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         kind = R.BATCHED if concurrency > 1 else R.DECODE
         b, why = R.serving_band(kind, serving, engine_version, device.id)
         assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
-    return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
+    return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details,
                          serving, engine_version)
 

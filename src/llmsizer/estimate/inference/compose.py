@@ -119,6 +119,9 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
             f"{rule.versions if rule else w.engine_version}: picks the engine's host work per decode step "
             "(estimate/engines.py step_host), which the speed estimate (fit, recommend, plan) reads; the memory "
             "profile is the current release's")), est.warnings, est.details)
+        newer = E.newer_release_note(str(w.engine), w.engine_version)
+        if newer is not None:
+            est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, newer), est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()

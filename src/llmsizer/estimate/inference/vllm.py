@@ -79,7 +79,8 @@ def compose_vllm(ctx: Context) -> None:
                "(estimate/engines.py VLLM_SAMPLER_BYTES_PER_LOGIT)"))
     acc.span("non_torch", E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH,
              formula="non-torch allocations counted in the pool (NCCL buffers with TP, cuBLAS)")
-    acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM >= 0.21)")
+    acc.span("cuda_graphs", E.VLLM_CUDA_GRAPHS, formula="CUDA graph pool, deducted from the KV pool (vLLM "
+             f"{E.CURRENT_VERSION['vllm']})")
     non_torch = (E.VLLM_NON_TORCH_TP if tp > 1 else E.VLLM_NON_TORCH).expected
     fixed = ctx.wb.total + act + non_torch + E.VLLM_CUDA_GRAPHS.expected
     share = kv_fraction_per_device(spec, tp, mla_latent=True)
