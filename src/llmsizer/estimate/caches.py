@@ -31,9 +31,11 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, tensors.layer_keys, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
+              lora._alike_modules,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
-              training_states._trained_base, training_states._autocast_copies, duration.quantized_weights,
+              training_states._trained_base, training_states._autocast_copies,
+              training_states._stage_adapters, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()

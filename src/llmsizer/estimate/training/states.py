@@ -10,9 +10,11 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
+from ...formulas.lora import AdaptedModule, adapted_modules
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, model_tensors
@@ -77,7 +79,6 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
     stages = pipeline_stage_layers(spec.num_layers, w.pp)
     last = len(stages) - 1
-    layer_stage = _layer_stages(spec.num_layers, w.pp)
 
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
     tp, ep = w.tp, w.ep
@@ -107,32 +108,28 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- trained tensors ----
     base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full")
-    shapes: list[tuple[int, ...]] = []  # the adapters' (the base tensors' are counted in base.shape_counts)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
     if ctx.lora is not None:
-        by_shape: dict[tuple[object, ...], tuple[list[tuple[int, ...]], int, int]] = {}  # one entry per module kind
-        for m in ctx.lora.modules:
-            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
-            if m_stage != stage or m.count < 1:
-                continue
-            sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
-            hit = by_shape.get(sig)
-            if hit is None:
-                m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
-                sizes = [math.prod(shp) for shp in m_shapes]
-                hit = by_shape[sig] = (m_shapes * m.count, sum(sizes) * m.count, max(sizes))
-            m_all_shapes, n_all, biggest = hit
-            shapes.extend(m_all_shapes)
-            if m.layer >= 0:
-                per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n_all
-            elif m.role == "token_embd":
-                embed_elems += n_all
-            else:
-                head_elems += n_all
-            if biggest > st.largest_trained:
-                st.largest_trained = biggest
+        # the adapters of this stage, modules alike counted once (_stage_adapters); integer sums: exact
+        alike = _stage_adapters(spec, w.targets, w.pp, stage)
+        n_alike: list[int] = []  # elements of one module of each kind
+        adapter_counts: Counter[tuple[int, ...]] = Counter()
+        for m, k in alike.modules:
+            m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
+            sizes = [math.prod(shp) for shp in m_shapes]
+            n_alike.append(sum(sizes) * m.count)
+            for shp in m_shapes:
+                adapter_counts[shp] += m.count * k
+            if max(sizes) > st.largest_trained:
+                st.largest_trained = max(sizes)
+        for layers, parts in alike.layers:
+            n_layer = sum(n_alike[g] * k for g, k in parts)
+            for i in layers:
+                per_layer_elems[i] = per_layer_elems.get(i, 0) + n_layer
+        embed_elems += sum(n_alike[g] * k for g, k in alike.embedding)
+        head_elems += sum(n_alike[g] * k for g, k in alike.head)
     # PEFT modules_to_save: a trainable deep copy of each module in the base dtype beside the frozen original
     # (peft/utils/other.py ModulesToSaveWrapper); its gradients and optimizer states take that dtype too
     save_shapes: list[tuple[int, ...]] = []
@@ -168,7 +165,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
     st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
     counts = Counter(dict(base.shape_counts))
-    counts.update(tuple(sp) for sp in shapes)
+    if ctx.lora is not None:
+        counts.update(adapter_counts)
     states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
@@ -270,6 +268,54 @@ def _expert_elements(spec: ModelSpec) -> dict[int, int]:
 def _embedding_and_head(spec: ModelSpec) -> dict[str, Tensor]:
     """The token embedding and lm_head tensors by role (read only)."""
     return {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+
+
+@dataclass(frozen=True)
+class StageAdapters:
+    """The adapted modules (formulas/lora.py ``adapted_modules``) on one pipeline stage, modules alike (features,
+    count, experts, rank multiple: their tensors have the same shapes at any rank) listed once: ``modules`` holds one
+    of each kind and how many of that kind the stage has; ``layers`` groups the decoder layers that hold the same
+    modules ((module kind, how many in each such layer), ...); ``embedding`` and ``head`` the token embedding's and
+    the lm_head's (or other non-layer modules')."""
+
+    modules: tuple[tuple[AdaptedModule, int], ...]
+    layers: tuple[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], ...]
+    embedding: tuple[tuple[int, int], ...]
+    head: tuple[tuple[int, int], ...]
+
+
+@lru_cache(maxsize=256, typed=True)
+def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int) -> StageAdapters:
+    """:class:`StageAdapters` of pipeline stage ``stage`` of ``pp`` for LoRA on ``targets`` (independent of the
+    rank: per model and layout)."""
+    last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
+    layer_stage = _layer_stages(spec.num_layers, pp)
+    kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
+    modules: list[list[Any]] = []
+    per_layer: dict[int, Counter[int]] = {}
+    embedding: Counter[int] = Counter()
+    head: Counter[int] = Counter()
+    for m in adapted_modules(spec, targets):
+        m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+        if m_stage != stage or m.count < 1:
+            continue
+        sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
+        g = kinds.get(sig)
+        if g is None:
+            g = kinds[sig] = len(modules)
+            modules.append([m, 0])
+        modules[g][1] += 1
+        if m.layer >= 0:
+            per_layer.setdefault(m.layer, Counter())[g] += 1
+        elif m.role == "token_embd":
+            embedding[g] += 1
+        else:
+            head[g] += 1
+    layers: dict[tuple[tuple[int, int], ...], list[int]] = {}
+    for i, c in per_layer.items():
+        layers.setdefault(tuple(c.items()), []).append(i)
+    return StageAdapters(tuple((m, k) for m, k in modules), tuple((tuple(v), k) for k, v in layers.items()),
+                         tuple(embedding.items()), tuple(head.items()))
 
 
 @dataclass(frozen=True)
