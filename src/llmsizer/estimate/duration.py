@@ -40,7 +40,7 @@ from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, la
 from ..formulas.gemm_shapes import block_shape_efficiency, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
-from ..formulas.lora import lora_params
+from ..formulas.lora import adapted_modules, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -74,11 +74,10 @@ from . import efficiency as E
 from . import ranges as R
 from .device import resolve_target
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
-from .inference.common import Acc
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items
-from .training.setup import compiled_loss, qlora_base_format, resolve
+from .training.compose import estimate_items, training_context
+from .training.setup import compiled_loss, qlora_base_format
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -215,24 +214,19 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     memoized on its immutable arguments (the same for every device of a catalog search)."""
     st = _matmul_setup(spec, method, rank, targets, tp, dora)
     by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
-    out: list[tuple[tuple[int, int, bool], ...]] = []
     keys = layer_keys(spec)
-    for i in range(spec.num_layers):
-        kind = keys[i]
-        block = by_kind.get(kind)
-        if block is None:
-            lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
-            if spec.moe_layers[i] and spec.moe is not None:
-                m = spec.moe
-                i_e = -(-m.expert_intermediate_size // tp)
-                x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
-                for _ in range(m.experts_per_token):
-                    lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
-                    lin.append((i_e, x, st.full))
-            block = by_kind[kind] = tuple(lin)
-        out.append(block)
-    out.append(((spec.hidden_size, spec.vocab_size, st.full),))
-    return tuple(out)
+    for kind in dict.fromkeys(keys):
+        i = keys.index(kind)  # the first layer of this kind
+        lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
+        if spec.moe_layers[i] and spec.moe is not None:
+            m = spec.moe
+            i_e = -(-m.expert_intermediate_size // tp)
+            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
+            for _ in range(m.experts_per_token):
+                lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+                lin.append((i_e, x, st.full))
+        by_kind[kind] = tuple(lin)
+    return (*map(by_kind.__getitem__, keys), ((spec.hidden_size, spec.vocab_size, st.full),))
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -272,7 +266,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     adapters: dict[int, tuple[tuple[int, int], ...]] = {}
     tp = w.tp if w.tp > 1 else 1
     if w.method in ADAPTER_METHODS:
-        adapters = _adapted_linears(spec, w.rank, w.targets, w.dora)
+        lora_params(spec, w.rank, w.targets, dora=w.dora)  # the rank and targets checked (one InputError)
+        adapters = _adapted_linears(spec, w.targets)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
@@ -287,11 +282,11 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
 
 
 @lru_cache(maxsize=256, typed=True)
-def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
-                     dora: bool) -> dict[int, tuple[tuple[int, int], ...]]:
-    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (read only: memoized on its arguments)."""
+def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[int, tuple[tuple[int, int], ...]]:
+    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (formulas/lora.py ``adapted_modules``: the same
+    at any rank; per model and target set, read only)."""
     by_layer: dict[int, list[tuple[int, int]]] = {}
-    for m in lora_params(spec, rank, targets, dora=dora).modules:
+    for m in adapted_modules(spec, targets):
         if not m.embedding and m.experts == 1 and m.layer >= 0:
             by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
     return {k: tuple(v) for k, v in by_layer.items()}
@@ -305,19 +300,18 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     memoized on its immutable arguments (the same for every device of a catalog search)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
-    widths, linears = [], []
     by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
-    for i in range(spec.num_layers):
-        moe = bool(spec.moe_layers[i] and spec.moe is not None)
-        if moe not in by_kind:
-            lin = [(name, st.full or "lora_" in name, not counted)
-                   for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
-            if moe and spec.moe is not None:
-                m = spec.moe
-                lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
-            by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
-        widths.append(by_kind[moe][0])
-        linears.append(by_kind[moe][1])
+    kinds = [bool(x and spec.moe is not None) for x in spec.moe_layers[:spec.num_layers]]
+    for moe in dict.fromkeys(kinds):
+        i = kinds.index(moe)  # the first layer of this kind
+        lin = [(name, st.full or "lora_" in name, not counted)
+               for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
+        if moe and spec.moe is not None:
+            m = spec.moe
+            lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
+        by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
+    widths = [by_kind[moe][0] for moe in kinds]
+    linears = [by_kind[moe][1] for moe in kinds]
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
@@ -471,22 +465,21 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
     # elements) once per kind; the sums below still run layer by layer, so every float is the same
     per_kind: dict[bool, tuple[float, float, float, int]] = {}
-    for i in range(spec.num_layers):
-        moe = bool(spec.moe is not None and spec.moe_layers[i])
-        got = per_kind.get(moe)
-        if got is None:
-            linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
-            f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
-            fwd = bwd = 0.0
-            for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
-                fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
-                fwd += fa
-                bwd += ba
-            got = per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
-        f, fwd, bwd, elems = got
-        r = again if i in ckpt else 0.0
-        flops += f * (3.0 + r)
-        cast += fwd * (1.0 + (1.0 if i in ckpt else 0.0)) + bwd
+    kinds = [bool(spec.moe is not None and x) for x in spec.moe_layers[:spec.num_layers]]
+    for moe in dict.fromkeys(kinds):
+        linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
+        f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+        fwd = bwd = 0.0
+        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
+            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+            fwd += fa
+            bwd += ba
+        per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
+    for i, moe in enumerate(kinds):
+        f, fwd, bwd, elems = per_kind[moe]
+        again_i = i in ckpt
+        flops += f * (3.0 + (again if again_i else 0.0))
+        cast += fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd
         gathered += elems
     return Float8Time(flops, cast, gathered)
 
@@ -757,7 +750,7 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
 def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float | None]:
     """(optimizer, implementation, gradient element size, optimizer-step bytes per trained element) as the memory
     estimate resolves them (estimate/training/setup.py ``resolve``); memoized on its immutable arguments (the same for every device of a catalog search)."""
-    ctx = resolve(spec, w, Acc())
+    ctx = training_context(spec, w)
     rec = ctx.recipe
     if w.adapters:
         param = grad = float(ctx.adapter_bytes)

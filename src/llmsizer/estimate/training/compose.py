@@ -197,6 +197,26 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
             return hit[1]
     return estimate_training(spec, w).items
 
+
+# The resolved context (dtypes, recipe, optimizer, adapters: estimate/training/setup.py ``resolve``) of the estimates
+# made, on the same key as their items: ``resolve`` reads neither the memory, the headroom nor which fields were
+# given (those only flag its assumptions as defaults).
+_CONTEXTS: dict[tuple[Any, ...], tuple[ModelSpec, TrainingContext]] = {}
+
+
+def training_context(spec: ModelSpec, w: TrainingWorkload) -> TrainingContext:
+    """``resolve(spec, w)``'s context without its assumptions: the one an estimate already made for a workload that
+    differs from ``w`` only in memory, headroom or the fields named as given resolved (its ``w`` is that estimate's
+    workload), else resolved now (the duration's optimizer step reads it: the same dtypes as the memory)."""
+    try:
+        hit = _CONTEXTS.get(_items_key(spec, w))
+    except TypeError:  # an unhashable field value: no memo
+        hit = None
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    return resolve(spec, w, Acc())
+
+
 ADAPTER_FIELDS = ("rank", "alpha", "targets", "adapter_dtype")  # modules_to_save and base_dtype: refused by the spec
 
 
@@ -228,6 +248,9 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
                                           "not in the model's config: default or derived"))
     acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
+    if len(_CONTEXTS) >= 1024:
+        _CONTEXTS.clear()
+    _CONTEXTS[_items_key(spec, w)] = (spec, ctx)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
     results = []
     for s in sorted({0, w.pp - 1}):
