@@ -37,7 +37,7 @@ from ..formulas.elementwise_traffic import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
-from ..formulas.gemm_shapes import block_shape_efficiency, training_gemms
+from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import adapted_modules, lora_params
@@ -461,7 +461,6 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     again = 1.0 if recompute == "full" else 0.5
     sharded = w.fsdp is not None and w.float8_recipe == "torchao"
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
-    flops = cast = gathered = 0.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
     # elements) once per kind; the sums below still run layer by layer, so every float is the same
     per_kind: dict[bool, tuple[float, float, float, int]] = {}
@@ -475,12 +474,18 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
             fwd += fa
             bwd += ba
         per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
-    for i, moe in enumerate(kinds):
+    # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
+    # += loop makes)
+    layer_kinds = list(zip(kinds, [i in ckpt for i in range(len(kinds))], strict=True))
+    addends: dict[tuple[bool, bool], tuple[float, float, int]] = {}
+    for moe, again_i in dict.fromkeys(layer_kinds):
         f, fwd, bwd, elems = per_kind[moe]
-        again_i = i in ckpt
-        flops += f * (3.0 + (again if again_i else 0.0))
-        cast += fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd
-        gathered += elems
+        addends[moe, again_i] = (f * (3.0 + (again if again_i else 0.0)),
+                                 fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd, elems)
+    rows = [addends[k] for k in layer_kinds]
+    flops = running_sum([x for x, _, _ in rows])
+    cast = running_sum([x for _, x, _ in rows])
+    gathered = running_sum([x for _, _, x in rows])
     return Float8Time(flops, cast, gathered)
 
 

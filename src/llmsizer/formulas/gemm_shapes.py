@@ -110,12 +110,12 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
         order.append(terms)
     # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
     exact = -1 if any(t[2] < 0 for t in order) else sum(t[2] for t in order)
-    time = _running_sum(chain.from_iterable(t[1] for t in order))
-    total = float(exact) if 0 <= exact <= 2**53 else _running_sum(chain.from_iterable(t[0] for t in order))
+    time = running_sum(chain.from_iterable(t[1] for t in order))
+    total = float(exact) if 0 <= exact <= 2**53 else running_sum(chain.from_iterable(t[0] for t in order))
     return total / time if time else 1.0
 
 
-def _running_sum(xs: Iterable[float]) -> float:
+def running_sum(xs: Iterable[float]) -> float:
     """((0.0 + x0) + x1) + ...: the sum a running ``+=`` loop makes, at C speed. Python 3.12+ ``sum()`` compensates
     its rounding (Neumaier), so there the fold is explicit; up to 3.11 ``sum()`` of floats is that loop."""
     return sum(xs, 0.0) if _SUM_IS_RUNNING else reduce(add, xs, 0.0)

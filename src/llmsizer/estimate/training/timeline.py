@@ -20,9 +20,11 @@ Each component is computed by a formula module; this module only adds them up pe
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import add, mul
 
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
@@ -87,6 +89,13 @@ class StageTimeline:
     step_temporaries_foreach: int
     offloaded_activations: int = 0  # pinned host bytes of activation offloading (formulas/activation_offload.py)
 
+    def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
+        """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
+        hold it, in layer order of first appearance."""
+        counts = Counter(map(id, self.layer_terms.values()))
+        first = {id(t): t for t in reversed(self.layer_terms.values())}
+        return [(first[k], n) for k, n in counts.items()]
+
     @cached_property
     def peak(self) -> Phase:
         """The phase with the most bytes (computed once: the timeline is complete when built)."""
@@ -126,7 +135,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     layers = list(st.layers)  # ascending; the lists below are by position in it
     n_layers = len(layers)
     lce = st.layer_copy_elements
-    kinds = [(spec.layer_types[i], spec.moe_layers[i], lce.get(i, 0)) for i in layers]
+    kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
+                     map(lce.get, layers, repeat(0)), strict=True))
     for k in dict.fromkeys(kinds):
         i = layers[kinds.index(k)]  # the first layer of this kind
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
@@ -153,7 +163,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt_all = mode in ("full", "selective-op")
     every = w.checkpoint_every
-    ckpt = [ckpt_all and (i + 1) % every == 0 for i in layers]
+    ckpt = ([(i + 1) % every == 0 for i in layers] if ckpt_all and every > 1
+            else [ckpt_all] * n_layers)
     # per (kind, checkpointed): (saved terms, activations (autocast copies apart) a layer keeps between its forward
     # and its backward, bytes its backward rebuilds (the checkpointed layer's recompute, or what selective drops),
     # backward transient, its autocast copies, the copies autograd keeps saved): layers alike share one entry
@@ -163,13 +174,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         copies_i = k[2] * copy_b  # type: ignore[operator]
         per[k, c] = (t_i, keep_i if c else full_i - copies_i, rebuild_i if c else drop_i, tr_i, copies_i,
                      0 if c else copies_i)
-    rows = [per[kc] for kc in zip(kinds, ckpt, strict=True)]
-    terms = {i: r[0] for i, r in zip(layers, rows, strict=True)}
-    act_kept = [r[1] for r in rows]
-    recompute = [r[2] for r in rows]
-    transient = [r[3] for r in rows]
-    copies = [r[4] for r in rows]
-    copies_kept = [r[5] for r in rows]
+    rows = list(map(per.__getitem__, zip(kinds, ckpt, strict=True)))
+    terms_at, act_kept, recompute, transient, copies, copies_kept = (list(col) for col in zip(*rows, strict=True))
+    terms = dict(zip(layers, terms_at, strict=True))
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
@@ -312,7 +319,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
     # checkpointed layer's stay in the autocast cache (it caches casts of leaf tensors that require grad) only
     # for trained weights, until the forward leaves autocast, and come back while that layer is recomputed
-    copies_fwd = sum((cp if w.method == "full" else 0) if c else m * cp for cp, c in zip(copies, ckpt, strict=True))
+    # (integers: a checkpointed layer's copies, counted for a full fine-tuning, + m x the others')
+    copies_fwd = (sum(map(mul, copies, ckpt)) if w.method == "full" else 0) + m * sum(copies_kept)
     if window_reach is not None:  # ZeRO-3: the prefetch reaches the lm_head while the window's layers are ahead
         r = Phase("forward, lm_head prefetched", dict(base))
         r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
@@ -384,12 +392,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.activation_offload:  # the node in flight's saved tensors (and a recompute); the rest on the host
         act_at = [(kept if c else max(t.bytes for t in r[0])) + rc
                   for kept, c, r, rc in zip(act_kept, ckpt, rows, recompute, strict=True)]
-    else:
-        act_at = [below + (m - 1) * all_kept + rc for below, rc in zip(accumulate(act_kept), recompute, strict=True)]
-    copies_at = [below + (m - 1) * all_copies_kept + (cp if c else 0)
-                 for below, cp, c in zip(accumulate(copies_kept), copies, ckpt, strict=True)]
-    grads_at = [grads_part(i) for i in layers]
-    gather_at = [gather_bwd.get(i, gather) for i in layers] if live_gather else [0] * n_layers
+    else:  # the layers below still saved (prefix sums), the other micro-batches', the recompute (integers)
+        act_at = list(map(add, map(add, accumulate(act_kept), recompute), repeat((m - 1) * all_kept)))
+    copies_at = list(map(add, map(add, accumulate(copies_kept), map(mul, copies, ckpt)),
+                         repeat((m - 1) * all_copies_kept)))
+    if w.offload != "none" or persist or in_bwd:
+        grads_at = [grads_part(i) for i in layers]
+    else:  # grads_part(i) of each layer, as it computes it
+        scale = grads_all / max(1, st.grads) if st.grads else 1
+        grads_at = [int(shard(st.head_grads + g_suffix[bisect_right(g_keys, i)], g_shard) * scale) for i in layers]
+    gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
 
     def backward_phase(p: int) -> Phase:
         ph = Phase(f"backward layer {layers[p]}", dict(base))
@@ -412,8 +424,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # (the estimate's details name them) and, between them, the first (in backward order) of the most bytes, so the
     # peak (the first phase of the most bytes) is the one the whole sequence gives. A long stage (over 64 layers)
     # keeps its last and first layers' phases only.
-    varying = [a + c + g + t + x for a, c, g, t, x in zip(act_at, copies_at, grads_at, transient, gather_at,
-                                                          strict=True)]
+    varying = list(map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)), gather_at))
     built = [n_layers - 1]
     if 2 < n_layers <= 64:
         built.append(max(range(n_layers - 2, 0, -1), key=varying.__getitem__))
