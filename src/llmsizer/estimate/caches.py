@@ -10,8 +10,8 @@ def clear_caches(estimates_only: bool = False) -> None:
     ``estimates_only`` only the finished estimates and the memos keyed on workload settings (LoRA adapters, a
     llama.cpp ring's last cell): the model's tensor inventory and weight bytes stay, and the per-(model, TP/PP/EP
     layout) training states (training/states.py) and the per-(model, LoRA target set) adapted modules, which do not
-    depend on the rank (formulas/lora.py ``_alike_modules``, training/states.py ``_stage_adapters``, duration.py
-    ``_adapted_linears``): "warm", the same model asked again with other settings."""
+    depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
+    ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import kv_cache, lora, params, tensor_parallel, tensors, weight_formats
     from ..units import format_bytes
     from . import duration, engines, fit
@@ -33,7 +33,7 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, tensors.layer_keys, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
-              lora._alike_modules, duration._adapted_linears,
+              lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,

@@ -40,7 +40,7 @@ from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, la
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
-from ..formulas.lora import adapted_modules, lora_params
+from ..formulas.lora import adapted_modules, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -136,8 +136,9 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
     """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism);
     memoized on its immutable arguments (an invalid rank or target set raises every time: lru_cache keeps no
     exception)."""
-    adapted = (frozenset(m.role for m in lora_params(spec, rank, targets, dora=dora).modules)
-               if method in ADAPTER_METHODS else frozenset())
+    if method in ADAPTER_METHODS:
+        lora_params(spec, rank, targets, dora=dora)  # the rank and targets checked (one InputError)
+    adapted = adapted_roles(spec, targets) if method in ADAPTER_METHODS else frozenset()
     return ActivationSetup(batch=1, seq=1, full=method not in ADAPTER_METHODS, adapted=adapted,
                            rank=rank if adapted else 0, tp=tp)
 

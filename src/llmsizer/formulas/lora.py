@@ -162,18 +162,24 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
 
 @lru_cache(maxsize=256, typed=True)
 def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[AdaptedModule, int], ...]:
-    """The modules of :func:`adapted_modules` that eq. (1) counts alike (target name, features, count, experts,
-    rank multiple: the layer apart), each once with how many there are, in first-seen order (a model's L identical
-    layers give one entry per target). Per model: independent of the rank (read only)."""
+    """The modules of :func:`adapted_modules` that eq. (1) counts alike (role, features, count, experts, rank
+    multiple: the layer apart), each once with how many there are, in first-seen order (a model's L identical layers
+    give one entry per role). Per model: independent of the rank (read only)."""
     out: dict[tuple[object, ...], list[object]] = {}
     for m in adapted_modules(spec, targets):
-        sig = (_role_target(m.role) or m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
+        sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
         hit = out.get(sig)
         if hit is None:
             out[sig] = [m, 1]
         else:
             hit[1] += 1  # type: ignore[operator]
     return tuple((m, k) for m, k in out.values())  # type: ignore[misc]
+
+
+@lru_cache(maxsize=256, typed=True)
+def adapted_roles(spec: ModelSpec, targets: tuple[str, ...] | str) -> frozenset[str]:
+    """The roles of the modules LoRA adapts for ``targets`` (:func:`adapted_modules`; per model and target set)."""
+    return frozenset(m.role for m, _ in _alike_modules(spec, targets))
 
 
 def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str]]:
