@@ -17,7 +17,7 @@ from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.lora import AdaptedModule, adapted_modules
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
-from ...formulas.tensors import Tensor, model_tensors
+from ...formulas.tensors import Tensor, layer_keys, model_layout, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
@@ -254,20 +254,40 @@ def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> 
     return stage == (last if t.role in ("output", "output_norm") or t.role.startswith("output_norm") else 0)
 
 
+def _layers_alike(spec: ModelSpec) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...], dict[Any, list[int]]]:
+    """(the tensors before the decoder layers and after them, the decoder layers by kind: ModelSpec.layer_key ->
+    their indexes in order): a layer's tensors depend on it only through its kind and its index
+    (formulas/tensors.py model_layout), so a sum over layers alike is one layer's times their number."""
+    tensors, before, _, after = model_layout(spec)
+    kinds: dict[Any, list[int]] = {}
+    for i, k in enumerate(layer_keys(spec)):
+        kinds.setdefault(k, []).append(i)
+    return tuple(tensors[k] for k in before), tuple(tensors[k] for k in after), kinds
+
+
+def _layer_tensors(spec: ModelSpec, layer: int) -> tuple[Tensor, ...]:
+    """The tensors of decoder layer ``layer``."""
+    tensors, _, ranges, _ = model_layout(spec)
+    a, b = ranges[layer]
+    return tensors[a:b]
+
+
 @lru_cache(maxsize=256)
 def _expert_elements(spec: ModelSpec) -> dict[int, int]:
     """Routed-expert elements per decoder layer (read only)."""
     out: dict[int, int] = {}
-    for t in model_tensors(spec):
-        if t.component == "experts":
-            out[t.layer] = out.get(t.layer, 0) + t.numel
-    return out
+    for layers in _layers_alike(spec)[2].values():
+        n = sum(t.numel for t in _layer_tensors(spec, layers[0]) if t.component == "experts")
+        if n:
+            out.update(dict.fromkeys(layers, n))
+    return dict(sorted(out.items()))
 
 
 @lru_cache(maxsize=256)
 def _embedding_and_head(spec: ModelSpec) -> dict[str, Tensor]:
-    """The token embedding and lm_head tensors by role (read only)."""
-    return {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+    """The token embedding and lm_head tensors by role (read only; neither is a decoder layer's)."""
+    before, after, _ = _layers_alike(spec)
+    return {t.role: t for t in (*before, *after) if t.role in ("token_embd", "output")}
 
 
 @dataclass(frozen=True)
@@ -292,12 +312,17 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
     layer_stage = _layer_stages(spec.num_layers, pp)
     kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
     modules: list[list[Any]] = []
-    per_layer: dict[int, Counter[int]] = {}
-    embedding: Counter[int] = Counter()
-    head: Counter[int] = Counter()
+    per_layer: dict[int, list[int]] = {}  # the module kinds of each decoder layer, in order
+    embedding: list[int] = []
+    head: list[int] = []
     for m in adapted_modules(spec, targets):
-        m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
-        if m_stage != stage or m.count < 1:
+        if m.count < 1:
+            continue
+        if pp > 1:
+            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+            if m_stage != stage:
+                continue
+        elif stage != 0:
             continue
         sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
         g = kinds.get(sig)
@@ -306,16 +331,17 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
             modules.append([m, 0])
         modules[g][1] += 1
         if m.layer >= 0:
-            per_layer.setdefault(m.layer, Counter())[g] += 1
+            per_layer.setdefault(m.layer, []).append(g)
         elif m.role == "token_embd":
-            embedding[g] += 1
+            embedding.append(g)
         else:
-            head[g] += 1
-    layers: dict[tuple[tuple[int, int], ...], list[int]] = {}
-    for i, c in per_layer.items():
-        layers.setdefault(tuple(c.items()), []).append(i)
-    return StageAdapters(tuple((m, k) for m, k in modules), tuple((tuple(v), k) for k, v in layers.items()),
-                         tuple(embedding.items()), tuple(head.items()))
+            head.append(g)
+    layers: dict[tuple[int, ...], list[int]] = {}
+    for i, gs in per_layer.items():
+        layers.setdefault(tuple(gs), []).append(i)
+    return StageAdapters(tuple((m, k) for m, k in modules),
+                         tuple((tuple(v), tuple(Counter(k).items())) for k, v in layers.items()),
+                         tuple(Counter(embedding).items()), tuple(Counter(head).items()))
 
 
 @dataclass(frozen=True)
@@ -333,28 +359,46 @@ class TrainedBase:
 
 @lru_cache(maxsize=256)
 def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool) -> TrainedBase:
-    """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``."""
+    """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``: each kind of decoder layer's tensors counted once
+    (``_layers_alike``; integer sums and a max, so the same in any grouping), the tensors outside the layers one by
+    one."""
+    if not full:
+        return TrainedBase((), (), 0, 0, 0)
     stages = pipeline_stage_layers(spec.num_layers, pp)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
     tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
-    trained: list[Tensor] = []
-    if full and pp == 1:  # one stage holds every tensor
-        trained = list(model_tensors(spec))
-    elif full:
-        for t in model_tensors(spec):
-            if _in_stage(t, stage, last, layer_stage) or (tied_copy and t.role == "token_embd"):
-                trained.append(t)
-    shapes: list[tuple[int, ...]] = []
+    before, after, kinds = _layers_alike(spec)
+    shapes: Counter[tuple[int, ...]] = Counter()
     per_layer_elems: dict[int, int] = {}
     head_elems = embed_elems = largest = 0
-    for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+
+    def counted(trained: list[Tensor]) -> list[tuple[tuple[int, ...], int, Tensor]]:
+        """(the shape the optimizer sees after TP / EP splitting, its elements, the tensor) of each parameter."""
+        out = []
+        for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+            n = math.prod(shp)
+            n = n if len(shp) == 1 else math.ceil(n / tp)
+            if t[1] == "experts":  # Tensor is a tuple: [1] is its component
+                n = math.ceil(n / ep)
+            out.append((shp if (tp == 1 and ep == 1) else (n,), n, t))
+        return out
+
+    for layers in kinds.values():
+        mine = [i for i in layers if layer_stage.get(i) == stage] if pp > 1 else layers
+        if not mine:
+            continue
+        params = counted(list(_layer_tensors(spec, mine[0])))
+        for shp, _, _ in params:
+            shapes[shp] += len(mine)
+        n_layer = sum(n for _, n, _ in params)
+        per_layer_elems.update(dict.fromkeys(mine, n_layer))
+        largest = max(largest, *(n for _, n, _ in params)) if params else largest
+    outside = [t for t in (*before, *after) if pp == 1 or _in_stage(t, stage, last, layer_stage)
+               or (tied_copy and t.role == "token_embd")]
+    for shp, n, t in counted(outside):
         role, comp, _, _, layer, _ = t  # Tensor is a tuple: unpacking is the fast path
-        n = math.prod(shp)
-        n = n if len(shp) == 1 else math.ceil(n / tp)
-        if comp == "experts":
-            n = math.ceil(n / ep)
-        shapes.append(shp if (tp == 1 and ep == 1) else (n,))
+        shapes[shp] += 1
         if layer >= 0 and comp != "vision":
             per_layer_elems[layer] = per_layer_elems.get(layer, 0) + n
         elif comp in ("embedding", "vision", "per_layer_embedding") and not (role == "token_embd" and spec.tie_word_embeddings
@@ -363,25 +407,35 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         else:
             head_elems += n
         largest = max(largest, n)
-    return TrainedBase(tuple(Counter(shapes).items()), tuple(per_layer_elems.items()), head_elems, embed_elems,
+    return TrainedBase(tuple(shapes.items()), tuple(sorted(per_layer_elems.items())), head_elems, embed_elems,
                        largest)
 
 
 @lru_cache(maxsize=256)
 def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
-    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller)."""
+    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once."""
     stages = pipeline_stage_layers(spec.num_layers, pp)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
+    before, after, kinds = _layers_alike(spec)
     head = 0
     layers: dict[int, int] = {}
-    for t in model_tensors(spec):
-        _, comp, shape, _, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
-        if len(shape) == 2 and comp in AUTOCAST_COMPONENTS and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
-            n = math.ceil(numel / tp)
-            if comp == "lm_head":
+
+    def copied(t: Tensor) -> int:
+        _, comp, shape, _, _, numel = t  # Tensor is a tuple: unpacking is the fast path
+        return math.ceil(numel / tp) if len(shape) == 2 and comp in AUTOCAST_COMPONENTS else 0
+
+    for alike in kinds.values():
+        mine = [i for i in alike if layer_stage.get(i) == stage] if pp > 1 else alike
+        n = sum(copied(t) for t in _layer_tensors(spec, mine[0])) if mine else 0
+        if n:
+            layers.update(dict.fromkeys(mine, n))
+    for t in (*before, *after):
+        n = copied(t)
+        if n and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
+            if t.component == "lm_head":
                 head += n
             else:
-                layers[layer] = layers.get(layer, 0) + n
-    return head, tuple(layers.items())
+                layers[t.layer] = layers.get(t.layer, 0) + n
+    return head, tuple(sorted(layers.items()))
