@@ -20,6 +20,17 @@
   Figure 4): stage i of p keeps the activations of min(p - i, m) micro-batches in flight (m = micro-batches
   per step); the first stage is the most loaded (p micro-batches of L/p layers: the activations of a whole
   model's worth of layers, Korthikanti et al. 2022 section 4.2.3).
+- **FSDP2 under pipeline parallelism** (torch.distributed.pipelining @ torch 2.13, stage.py
+  ``backward_maybe_with_nosync`` lines 844-847: every micro-batch's backward of an FSDPModule stage runs with
+  ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)``; ``perform_reduce_grad`` (line
+  1164; lines 1175-1177) turns both back on once, after the last micro-batch): no reduce-scatter until the step's end, so the
+  stage's unsharded gradients accumulate there, in FSDP2's reduce dtype when the policy sets one
+  (fsdp/_fully_shard/_fsdp_param.py ``to_accumulated_grad_if_needed`` lines 802-813: ``unsharded_grad.to(
+  self.reduce_dtype)``, then ``accumulate_unsharded_grad_if_needed`` adds each micro-batch's, lines 815-821), and
+  the parameters stay gathered after the backward. torchtitan does not reshard after the forward either when PP is on
+  (parallelize_llama.py @ 9dec370 lines 326-329 ``reshard_after_forward = False``, line 339 ``fully_shard(model,
+  reshard_after_forward=not pp_enabled)``): every unit of the stage stays gathered for the whole step (eqs. PP1,
+  PP2 below), where plain FSDP holds one layer and its prefetch.
 - **Expert parallel** (Lepikhin et al. 2021, GShard, arXiv 2006.16668; Fedus et al. 2022 section 2.2): the E
   routed experts of a layer are split over ep ranks, E/ep each; tokens are exchanged all-to-all, so each rank
   processes about t k / ... tokens' worth of expert work on average, up to the capacity factor times that.
@@ -91,6 +102,19 @@ def ddp_bucket_bytes(grad_bytes: int, bucket_view: bool = False) -> int:
 def reduce_bucket_bytes(grad_elements: int, grad_b: int) -> int:
     """DeepSpeed ZeRO-1/2 gradient reduction buffer: min(reduce_bucket_size, gradient elements) elements."""
     return min(DEEPSPEED_REDUCE_BUCKET_ELEMENTS, grad_elements) * grad_b
+
+
+def pipeline_fsdp2_gathered_bytes(unit_weight_bytes: list[int], shard_ways: int) -> int:
+    """Eq. (PP1): FSDP2 under pipeline parallelism keeps every unit of the stage gathered through the step: the
+    units' whole unsharded bytes (module doc), beside the rank's shard, which FSDP2 keeps in its own storage (the
+    all-gather output is a separate full-size buffer: ``FSDPParam.alloc_all_gather_outputs``) [bytes]."""
+    return sum(unit_weight_bytes) if shard_ways > 1 else 0
+
+
+def pipeline_fsdp2_accumulated_grad_bytes(stage_trained_elements: int, grad_b: int) -> int:
+    """Eq. (PP2): the stage's unsharded gradients accumulated over the micro-batches before the one reduce-scatter
+    of the step, ``grad_b`` bytes each (the reduce dtype's: fp32 under torchtitan's MixedPrecisionPolicy) [bytes]."""
+    return stage_trained_elements * grad_b
 
 
 def gathered_layer_bytes(layer_weight_bytes: list[int], shard_ways: int) -> int:

@@ -337,6 +337,9 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
         g_note += (" - FSDP1: each unit's flat gradient spans every element of the unit, frozen base included "
                    "(formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)")
+    if w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none":
+        g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
+                   "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
     acc.items.append(Item("gradients", g, "device",
                           formula=f"{format_count(st.trained_elements)} trained x {grad_b} B"
                                   + (" + 4 B fp32 main grads" if rec.main_grad_bytes else "") + g_note,
@@ -385,6 +388,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
                         "accumulators and the rotating dK/dV buffer")
             src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
+        if name == "gathered_params" and w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2:
+            formula = ("FSDP2 under pipeline parallelism: every unit of the stage stays gathered through the step "
+                       "(torchtitan reshard_after_forward=False with PP; the stage's backward does not reshard "
+                       "either), whole, beside this rank's own shard")
+            src = "formulas/parallelism.py eq. (PP1) (torch pipelining/stage.py lines 844-847; torchtitan 9dec370)"
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"

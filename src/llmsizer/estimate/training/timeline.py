@@ -45,6 +45,8 @@ from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
     inflight_microbatches,
+    pipeline_fsdp2_accumulated_grad_bytes,
+    pipeline_fsdp2_gathered_bytes,
     reduce_bucket_bytes,
     shard,
     zero_shards,
@@ -206,6 +208,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
+    # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
+    # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
+    pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+    if pp_fsdp2:
+        gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
+        grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
     if w.float8 and gather and w.fsdp is not None:  # torchao float8 all-gather: 1 B per element
@@ -253,7 +261,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     reduce_buf = 0
     if w.shard_stage in (1, 2) and w.dp > 1 and st.trained_elements and w.fsdp is None:
         reduce_buf = reduce_bucket_bytes(st.trained_elements, ctx.recipe.grad_bytes)
-    if w.shard_stage >= 2 and w.fsdp is not None and st.layer_grads:
+    if w.shard_stage >= 2 and w.fsdp is not None and st.layer_grads and not pp_fsdp2:
         reduce_buf = max(st.layer_grads.values())  # one FSDP unit's unsharded gradients before reduce-scatter
     dequant = 0
     gptq = ctx.base_format == "gptq-int4"

@@ -1,0 +1,65 @@
+"""FSDP2 inside a pipeline stage (formulas/parallelism.py eqs. PP1, PP2) against real FSDP2 micro-batch steps on the
+CPU (#12).
+
+``fsdp_pp_step.py`` wraps a small random-weight Llama as torchtitan does when pipeline parallelism is on
+(``reshard_after_forward=False``, bf16 parameters, fp32 reduction) over two gloo ranks and runs every micro-batch's
+backward but the last with the settings torch's pipeline stage gives an FSDP stage (no reshard after backward, no
+gradient sync). What each rank then holds is read from FSDP2's own parameter objects: every parameter stays
+unsharded (its full bf16 all-gather output beside the fp32 shard), and the unsharded gradients accumulate in the
+fp32 reduce dtype. The torchtitan 405B PP rows (PM1062-PM1067) moved from -49..-56 % to -13..-25 % with these terms.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from ranks import run_ranks  # noqa: E402
+
+from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.formulas.parallelism import (  # noqa: E402
+    pipeline_fsdp2_accumulated_grad_bytes,
+    pipeline_fsdp2_gathered_bytes,
+)
+from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
+         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[str, Any]:
+    return run_ranks(HERE / "fsdp_pp_step.py", dict(config=LLAMA, batch=2, seq=128, microbatches=3), 2)
+
+
+def test_the_stage_stays_gathered(measured: dict[str, Any]) -> None:
+    assert measured["all_unsharded"]
+    n = measured["elements"]
+    # eq. PP1 over fp32 units, all-gathered in bf16 (the timeline's param_dtype conversion: x 2 / 4)
+    assert pipeline_fsdp2_gathered_bytes([n * 4], 2) * 2 // 4 == measured["unsharded_param_bytes"]
+    assert measured["sharded_param_bytes"] == measured["shard_elements"] * 4  # the fp32 shard, its own storage
+
+
+def test_unsharded_gradients_accumulate_in_the_reduce_dtype(measured: dict[str, Any]) -> None:
+    assert measured["accumulated_grad_dtypes"] == ["torch.float32"]
+    assert pipeline_fsdp2_accumulated_grad_bytes(measured["elements"], 4) == measured["accumulated_grad_bytes"]
+
+
+def test_estimate_holds_the_stage_gathered_and_its_unsharded_gradients() -> None:
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    common = dict(precision="fsdp-bf16-mixed", micro_batch=1, seq_len=128, gpus=4, pp=2, fsdp="full",
+                  grad_accumulation=4)
+    est = estimate_training(spec, **common)
+    items = {i.name: i for i in est.items}
+    assert "pipeline" in items["gathered_params"].formula and "eq. PP2" in items["gradients"].formula
+    # FSDP1 under PP keeps the old rule (one unit + its prefetch; sharded gradients)
+    old = {i.name: i.bytes for i in estimate_training(spec, **common, fsdp_version=1).items}
+    assert items["gathered_params"].bytes > old["gathered_params"]
+    assert items["gradients"].bytes == pytest.approx(2 * old["gradients"], rel=1e-3)  # unsharded: not / 2 ranks

@@ -1,0 +1,60 @@
+"""The training-memory rows added from torchtitan's benchmark files (PM1060-PM1069) and litgpt's config hub table
+(PM1100-PM1145): every row is accounted for, the memory twins take their speed twins' settings, and the reasons
+given for the rows that are not expressed hold against the models' real parameter counts."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from llmsizer.formulas.params import count_params
+from llmsizer.models import load_model
+from llmsizer.validation_cases import (
+    TORCHTITAN_MODEL_PARALLEL,
+    TRAINING_NOT_EXPRESSED_ROWS,
+    TRAINING_ROWS,
+    training_cases,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements.csv"
+
+
+def _rows(prefix: str) -> dict[str, dict[str, str]]:
+    with DATA.open(newline="", encoding="utf-8") as f:
+        return {r["id"]: r for r in csv.DictReader(f) if r["kind"] == "train_memory" and r["framework"] == prefix}
+
+
+def test_every_new_row_is_expressed_or_says_why() -> None:
+    rows = {**_rows("torchtitan"), **_rows("litgpt")}
+    new = [rid for rid in rows if rid >= "PM1060"]
+    assert len(new) == 10 + 46
+    for rid in new:
+        assert (rid in TRAINING_ROWS) != (rid in TRAINING_NOT_EXPRESSED_ROWS), rid
+
+
+def test_no_reason_is_a_settings_dump() -> None:
+    _, missing = training_cases()
+    for m in missing:
+        assert "{'" not in m.why and "('" not in m.why, (m.id, m.why)
+
+
+@pytest.mark.parametrize(("rid", "twin"), [("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"),
+                                         ("PM1063", "PM1053")])
+def test_torchtitan_memory_twins_take_the_speed_rows_settings(rid: str, twin: str) -> None:
+    model, extra = TORCHTITAN_MODEL_PARALLEL[twin]
+    m, fields, _, _, _ = TRAINING_ROWS[rid]
+    assert m == model and all(fields[k] == v for k, v in extra.items())
+    row = _rows("torchtitan")[rid]
+    assert int(row["num_gpus"]) == fields["gpus"]
+
+
+@pytest.mark.parametrize(("rid", "model"), [("PM1119", "llama-3.2-1b"), ("PM1122", "llama-3.2-3b"),
+                                            ("PM1135", "phi-3-mini-4k-instruct")])
+def test_litgpt_full_rows_that_cannot_have_run(rid: str, model: str) -> None:
+    """bf16-true weights + gradients + AdamW's two bf16 states are 8 B per parameter: already above the peak."""
+    n = count_params(load_model(model)).total
+    measured = float(_rows("litgpt")[rid]["value"]) * 1e9
+    assert n * 8 > measured
+    assert f"{n / 1e9:.2f}e9" in TRAINING_NOT_EXPRESSED_ROWS[rid]
