@@ -18,6 +18,7 @@ calibrated range of the result: estimate/ranges.py.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -98,7 +99,7 @@ def recompute_mode(grad_checkpointing: str | None) -> str:
 
 def checkpointed_layers(num_layers: int, checkpoint_every: int = 1) -> list[int]:
     """The decoder layers checkpointed when only every N-th one is (torchtitan counts from 1: layers N, 2N, ...)."""
-    return [i for i in range(num_layers) if (i + 1) % checkpoint_every == 0]
+    return list(range(checkpoint_every - 1, num_layers, checkpoint_every))  # i with (i + 1) % N == 0
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     # specs/model.py layer_types: Mamba-, MoE- and MLP-only Nemotron-H layers run no attention core)
     layers = spec.attention_layers
     ckpt = checkpointed_layers(spec.num_layers, checkpoint_every) if recompute != "none" else []
-    ckpt_attn = sum(1 for i in ckpt if spec.layer_types[i] != "none")
+    ckpt_attn = sum(map("none".__ne__, map(spec.layer_types.__getitem__, ckpt)))
     every = f" of every {checkpoint_every}-th layer" if checkpoint_every > 1 else ""
     if method in ADAPTER_METHODS:
         na = lora_params(spec, rank, targets, dora=method == "dora").total
@@ -192,16 +193,10 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
                  st: ActivationSetup) -> int:
     """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
     matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
-    by_kind: dict[Any, int] = {}
-    total = 0
     keys = layer_keys(spec)
-    for i in layers:
-        kind = keys[i]
-        v = by_kind.get(kind)
-        if v is None:
-            v = by_kind[kind] = per_layer(spec, i, st)
-        total += v
-    return total
+    kinds = Counter(map(keys.__getitem__, layers))
+    first = dict(zip(map(keys.__getitem__, reversed(layers)), reversed(layers), strict=True))  # each kind's first
+    return sum(n * per_layer(spec, first[kind], st) for kind, n in kinds.items())
 
 
 @lru_cache(maxsize=1024, typed=True)

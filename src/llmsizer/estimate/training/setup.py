@@ -67,9 +67,10 @@ def given(w: TrainingWorkload, *names: str) -> bool:
 
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
     """Record workload fields; a field the caller did not give is flagged default=True."""
+    named = w.given or ()
     for name in names:
         value = getattr(w, name)
-        default = not given(w, name)
+        default = name not in named  # not given(w, name)
         why = _WHY.get(name, "") if default else "given"
         if name == "precision":
             why = recipe(w.precision).description

@@ -91,12 +91,17 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
     layer_total = 0
-    for i in stages[stage]:
-        b = wb.layer_bytes[i] if wb.layer_bytes else 0
-        if ep > 1 and total_expert:
-            b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
-        st.layer_weights[i] = b
-        layer_total += b
+    if ep > 1 and total_expert or not wb.layer_bytes:
+        for i in stages[stage]:
+            b = wb.layer_bytes[i] if wb.layer_bytes else 0
+            if ep > 1 and total_expert:
+                b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
+            st.layer_weights[i] = b
+            layer_total += b
+    else:  # each layer's bytes as the weight table has them
+        r = stages[stage]
+        st.layer_weights.update(zip(r, wb.layer_bytes[r.start:r.stop], strict=True))
+        layer_total = sum(wb.layer_bytes[r.start:r.stop])
     non_layer = wb.total - sum(wb.layer_bytes)
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
         + wb.by_component.get("per_layer_embedding", 0)
