@@ -306,8 +306,8 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
             m = spec.moe
             lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
         by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
-    widths = [by_kind[moe][0] for moe in kinds]
-    linears = [by_kind[moe][1] for moe in kinds]
+    widths = [by_kind[moe][0] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][0]] * len(kinds)
+    linears = [by_kind[moe][1] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][1]] * len(kinds)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
@@ -472,7 +472,7 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
         per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
     # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
     # += loop makes)
-    layer_kinds = list(zip(kinds, [i in ckpt for i in range(len(kinds))], strict=True))
+    layer_kinds = list(zip(kinds, map(ckpt.__contains__, range(len(kinds))), strict=True))
     addends: dict[tuple[bool, bool], tuple[float, float, int]] = {}
     for moe, again_i in dict.fromkeys(layer_kinds):
         f, fwd, bwd, elems = per_kind[moe]
@@ -545,11 +545,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
         blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
-        gemms: dict[int, tuple[tuple[int, int, int], ...]] = {}  # one GEMM block per layer kind
-        for b in blocks:
-            if id(b) not in gemms:
-                gemms[id(b)] = tuple(training_gemms(int(tokens), b))
-        e = block_shape_efficiency([gemms[id(b)] for b in blocks], peak * u, bw_mem or float("inf"))
+        # one GEMM block per layer kind (the layers of a kind share their linears' block object)
+        gemms = {k: tuple(training_gemms(int(tokens), b))
+                 for k, b in dict(zip(map(id, blocks), blocks, strict=True)).items()}
+        e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"

@@ -102,10 +102,8 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
                     m, n, k = g
                     f = 2.0 * m * n * k
                     per_shape[g] = (f, f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes))
-            pairs = [per_shape[g] for g in block]
-            fs = [f for f, _ in pairs]
-            ts = [t for _, t in pairs]
-            integral = all(f.is_integer() for f in fs)
+            fs, ts = (list(col) for col in zip(*map(per_shape.__getitem__, block), strict=True)) if block else ([], [])
+            integral = all(map(float.is_integer, fs))
             terms = done[id(block)] = (fs, ts, sum(map(int, fs)) if integral else -1)
         order.append(terms)
     # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact

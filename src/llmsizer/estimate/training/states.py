@@ -10,6 +10,8 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
+from operator import mul
 from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
@@ -180,7 +182,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.paged_optimizer = states
     else:
         st.optimizer = states
-    st.layer_grads = {i: n * grad_b for i, n in per_layer_elems.items()}
+    st.layer_grads = dict(zip(per_layer_elems, map(mul, per_layer_elems.values(), repeat(grad_b)), strict=True))
     st.head_grads = (head_elems - save_head) * grad_b + save_head * save_b
     if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
         # FSDP1: a unit's flat parameter requires grad if any of its parameters does, and its gradient spans every

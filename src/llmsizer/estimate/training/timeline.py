@@ -408,7 +408,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         grads_at = [grads_part(i) for i in layers]
     else:  # grads_part(i) of each layer, as it computes it
         scale = grads_all / max(1, st.grads) if st.grads else 1
-        grads_at = [int(shard(st.head_grads + g_suffix[bisect_right(g_keys, i)], g_shard) * scale) for i in layers]
+        # the gradients above each layer: those above the stage, then the stage's from the top down (its layers are
+        # consecutive: a range), exact integers
+        above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
+                                initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
+        grads_at = [int(shard(g, g_shard) * scale) for g in above]
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
 
     def backward_phase(p: int) -> Phase:
