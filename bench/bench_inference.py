@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -33,7 +34,7 @@ from llmsizer.estimate.caches import clear_caches  # noqa: E402
 
 clock = time.process_time  # CPU time of this process (see the module docstring)
 
-CASES = [
+CASES: list[tuple[str, dict[str, Any]]] = [
     ("llama-3.1-8b", dict(context=8192, concurrency=4)),
     ("qwen3-30b-a3b", dict(context=32768, concurrency=8, engine="vllm", memory=80 * 2**30)),
     ("deepseek-v3", dict(context=8192, weights="q4_k_m", engine="llamacpp")),
@@ -63,8 +64,10 @@ def training_in_process(repeat: int) -> dict[str, float]:
     from llmsizer.estimate.training import estimate_training
 
     out = {}
-    for name, kw in (("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
-                     ("qwen2.5-7b", dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full"))):
+    runs: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
+        ("qwen2.5-7b", dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full")))
+    for name, kw in runs:
         spec = find(name).spec()
         for cold in (True, False):
             estimate_training(spec, **kw)
@@ -78,7 +81,7 @@ def training_in_process(repeat: int) -> dict[str, float]:
     return out
 
 
-DURATION_CASES = [
+DURATION_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
     ("llama-3.1-8b full, ckpt, 1 x h100-sxm", "llama-3.1-8b", "h100-sxm", None,
      dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full")),
     ("llama-3.1-8b qlora, 1 x rtx-4090", "llama-3.1-8b", "rtx-4090", None,
@@ -127,8 +130,9 @@ def recommend_whole_catalog(repeat: int) -> dict[str, float]:
 
     builtin_catalog()
     out = {}
-    for name, kw in (("llama-3.1-8b, 8k x 8", dict(context=8192, concurrency=8)),
-                     ("qwen3-30b-a3b, 4k x 4", dict(context=4096, concurrency=4))):
+    asks: tuple[tuple[str, dict[str, Any]], ...] = (("llama-3.1-8b, 8k x 8", dict(context=8192, concurrency=8)),
+                                                    ("qwen3-30b-a3b, 4k x 4", dict(context=4096, concurrency=4)))
+    for name, kw in asks:
         spec = find(name.split(",")[0]).spec()
         times = []
         for _ in range(repeat):

@@ -54,8 +54,8 @@ def _device_entry(d: Device, k: int, unique: bool = False) -> dict[str, Any]:
     bw = d.bandwidth
     if bw is not None:
         e["memory_bandwidth"] = f"{bw * (0.8 + 0.1 * (k % 5)) / 1e9:.1f} GB/s"
-    flops = {key: f"{_num(v) * s / 1e12:.3f} TFLOP/s" for key, v in d.flops.items()
-             if _num(v) and v.unit != "flag"}
+    flops = {key: f"{n * s / 1e12:.3f} TFLOP/s" for key, v in d.flops.items()
+             if (n := _num(v)) and v.unit != "flag"}
     if flops:
         e["flops"] = flops
     if d.tdp is not None and _num(d.tdp):

@@ -33,10 +33,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-MIX = [  # one workload per model; COMBOS varies its context and concurrency
+MIX: list[dict[str, Any]] = [  # one workload per model; COMBOS varies its context and concurrency
     {"model": "llama-3.1-8b", "context": "8k", "concurrency": 4},
     {"model": "llama-3.1-8b", "context": "32k", "kv_dtype": "fp8", "engine": "vllm", "memory": "24GiB"},
     {"model": "qwen2.5-7b", "context": "128k", "engine": "vllm", "memory": "80GiB", "max_concurrency": True},

@@ -23,17 +23,18 @@ from typing import Any
 
 MODELS = ["llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "mixtral-8x7b-v0.1", "gemma-2-9b-it", "deepseek-v2-lite",
           "phi-3-mini-4k-instruct", "gpt-oss-20b"]
-INFERENCE = [
+INFERENCE: list[dict[str, Any]] = [
     dict(engine=e, weights=w, context=c, concurrency=n)
     for e, w in (("transformers", None), ("transformers", "nf4"), ("vllm", None), ("vllm", "awq-int4"),
                  ("llamacpp", "q4_k_m"), ("llamacpp", "q8_0"))
     for c, n in ((2048, 1), (8192, 8), (32768, 4))
 ]
-TRAINING = [
+PARALLEL: tuple[dict[str, Any], ...] = ({}, {"gpus": 8, "zero": 3}, {"gpus": 8, "fsdp": "full"},
+                                       {"gpus": 8, "tp": 2, "pp": 2})
+TRAINING: list[dict[str, Any]] = [
     dict(method=m, grad_checkpointing=g, micro_batch=b, seq_len=s, **par)
     for m, g, (b, s), par in itertools.product(
-        ("full", "lora", "qlora"), ("none", "full"), ((1, 2048), (4, 4096)),
-        ({}, {"gpus": 8, "zero": 3}, {"gpus": 8, "fsdp": "full"}, {"gpus": 8, "tp": 2, "pp": 2}))
+        ("full", "lora", "qlora"), ("none", "full"), ((1, 2048), (4, 4096)), PARALLEL)
     if not (m == "qlora" and par)
 ]
 
@@ -41,7 +42,7 @@ TRAINING = [
 # kernel counts, collectives, optimizer step, dequantization, launch overhead) on GPUs, a CPU and an instance
 DURATION_MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-2-9b-it", "deepseek-v2-lite", "gpt-oss-20b",
                    "nvidia-nemotron-3-nano-30b-a3b-bf16", "qwen2.5-0.5b"]
-DURATION = [
+DURATION: list[dict[str, Any]] = [
     *(dict(hardware=h, method=m, grad_checkpointing=g, micro_batch=b, seq_len=s)
       for h in ("h100-sxm", "rtx-4090") for m in ("full", "lora", "qlora")
       for g in ("none", "full", "selective-op") for b, s in ((1, 2048), (4, 4096))),

@@ -15,32 +15,41 @@ from pathlib import Path
 from llmsizer.estimate import ranges as R
 from llmsizer.validation_cases import band_rows, repo_cases
 
+Derived = dict[tuple[str, str], tuple[float, float, int, tuple[str, ...]]]
 
-def derived() -> dict[tuple[str, str], tuple[float, float, int]]:
-    """(kind, engine) -> (low, high, rows) as estimate/ranges.py states them, from the rows at this commit."""
+
+def derived() -> Derived:
+    """(kind, engine) -> (low, high, rows, devices) as estimate/ranges.py states them, from the rows at this commit
+    (devices: the catalog devices of the rows where every row names one, the serving engines' rows)."""
     out = {}
     for (kind, engine), rows in sorted(band_rows(repo_cases()).items()):
         lo, hi = R.stated(*R.band([c.measured / c.predicted for c in rows]))
-        out[(kind, engine)] = (lo, hi, len(rows))
+        devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
+        out[(kind, engine)] = (lo, hi, len(rows), devices)
     return out
 
 
-def lines(bands: dict[tuple[str, str], tuple[float, float, int]]) -> list[str]:
-    return [f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n})' for (k, e), (lo, hi, n) in bands.items()]
+def lines(bands: Derived) -> list[str]:
+    out = []
+    for (k, e), (lo, hi, n, d) in bands.items():
+        head = f'_add("{k}", "{e}", {lo:.4f}, {hi:.4f}, {n}'
+        tail = f", {d!r})" if d else ")"
+        out.append(head + tail if len(head + tail) <= 120 else head + ",\n     " + tail[2:])
+    return out
 
 
 def main() -> bool:
     """Rewrite ranges.py (and the loaded BANDS) when they differ from the rows; True when something changed."""
     bands = derived()
-    if {k: (b.low, b.high, b.rows) for k, b in R.BANDS.items()} == bands:
+    if {k: (b.low, b.high, b.rows, b.devices) for k, b in R.BANDS.items()} == bands:
         return False
     path = Path(R.__file__)
     text = path.read_text(encoding="utf-8")
     start, end = text.index('_add("'), text.index("\n\n\ndef band_for")
     path.write_text(text[:start] + "\n".join(lines(bands)) + text[end:], encoding="utf-8")
     R.BANDS.clear()
-    for (k, e), (lo, hi, n) in bands.items():
-        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n)
+    for (k, e), (lo, hi, n, d) in bands.items():
+        R.BANDS[(k, e)] = R.Band(k, e, lo, hi, n, d)
     print("\n".join(lines(bands)))
     return True
 

@@ -83,8 +83,9 @@ def test_one_composition_layer() -> None:
     rules = {"DEFAULT_HEADROOM =": "estimate/verdict.py", "def training_flops_per_token": "formulas/training_time.py",
              "def engine_weights": "estimate/formats.py", "def memory_verdict": "estimate/verdict.py",
              "\nDTYPE_BYTES: dict": "formulas/dtypes.py",
-             # architecture -> compute capability, in either scale (89 or ggml's 890)
-             '"ada": 89': "estimate/formats.py"}
+             # architecture -> compute capability, in either scale (89 or ggml's 890); a device's capability
+             # (its row's compute_capability, else this table) is Device.capability, beside it
+             '"ada": 89': "catalog/hardware.py", "def capability(self)": "catalog/hardware.py"}
     for needle, home in rules.items():
         homes = [str(f.relative_to(SRC)) for f in SRC.rglob("*.py") if needle in f.read_text("utf-8")]
         assert homes == [home], f"{needle!r} defined in {homes}, its one home is {home}"

@@ -237,11 +237,15 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                    context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
                    output_tokens: int | None = None, weights: str | None = None,
                    constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
-                   engine: str | None = None) -> Option:
+                   engine: str | None = None, **workload: Any) -> Option:
     """The evaluation ``recommend`` makes of one candidate: the highest-quality weight format on the engine's ladder
     that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
+    ``engine`` (None: the candidate's default engine) and ``**workload`` (any other InferenceWorkload field, e.g.
+    engine_version, kv_dtype) reach ``fit`` as in ``recommend_inference``, checked up front the same way.
     ``llmsizer models --fits-on`` asks it for every catalog model."""
     spec = load_model(model) if isinstance(model, str) else model
+    fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
+    _check_workload(fields, context, concurrency, output_tokens, engine)
     c = (constraints or Constraints()).for_mode("serving")
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -250,8 +254,9 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     hr = check_headroom(c.headroom)
-    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine)
-    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr)
+    base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
+                     fields)
+    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
 
 
 def _rejected_stub(d: Device, why: str) -> Option:
@@ -392,7 +397,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     smallest: tuple[int, str, FitResult | None] | None = None
     refused: str | None = None
     for fmt in ladder:
-        why_not = engine_refuses(engine, fmt, dev.architecture, dev.id)
+        why_not = engine_refuses(engine, fmt, dev)
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
             continue

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 from .estimate.ranges import (  # the kind names have one home, next to their bands
@@ -47,11 +47,20 @@ from .estimate.ranges import (  # the kind names have one home, next to their ba
 )
 from .units import GiB
 
+if TYPE_CHECKING:
+    from .specs import ModelSpec
+
 THROUGHPUT = "throughput"  # measured runs (llmsizer measure records)
 KINDS = (INFERENCE_MEMORY, TRAINING_MEMORY, DECODE, BATCHED, PREFILL, TRAINING_SPEED, THROUGHPUT)
 CALIBRATION = "calibration"
 # Per-kind tolerances of the speed rows (|predicted / measured - 1|): a 300 % miss passes none of them.
 TOLERANCE = {DECODE: 0.25, PREFILL: 0.5, BATCHED: 0.5, TRAINING_SPEED: 0.5}
+
+def within_tolerance(kind: str, predicted: float | None, measured: float) -> tuple[bool | None, str]:
+    """(``Case.within``, ``Case.tolerance``) of a speed row of ``kind``: |predicted / measured - 1| <= TOLERANCE[kind]
+    (None without a prediction), and the tolerance in words."""
+    tol = TOLERANCE[kind]
+    return (None if predicted is None else abs(predicted / measured - 1) <= tol), f"error within \u00b1{tol:.0%}"
 ASSUMED = "settings assumed"
 # a published row whose own figures contradict each other (e.g. prefill rising with prompt length where every other
 # row of its table falls): reported, with the reason in the row, but kept out of the summary and the bands
@@ -73,6 +82,10 @@ class Case:
     source: str = ""
     note: str = ""
     origin: str = "published"  # 'published' (validation/*.csv) or 'measured' (llmsizer measure records)
+    # the serving engine's release and the catalog device of a vLLM / SGLang row: the key of its band
+    # (estimate/ranges.py serving_scope); '' elsewhere
+    engine_version: str = ""
+    device: str = ""
 
     @property
     def error(self) -> float | None:
@@ -478,10 +491,10 @@ def fms_case(r: dict[str, str]) -> Case:
                   fsdp_version=1, optimizer="adamw", attention="flash", gpus=n)
     d = training_duration_for(spec, dev, n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
-    st, tol, value = d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    st, value = d.step, float(r["value"])
     kv = spec.num_kv_heads
     return Case(r["id"], TRAINING_SPEED, f"fms-fsdp LLaMA {variant} {sharding} {n}x{dev.id} tokens/s/GPU", pred, value,
-                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 excluded=NETWORK_NOT_STATED, source=r["source"],
                 note=f"{n // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device; "
                 f"{kv} KV heads; utilisation {d.utilization:.3f}; micro-batch {batch} x 4096"
@@ -519,11 +532,10 @@ def vectorlm_case(r: dict[str, str]) -> Case:
     n = fields["gpus"]
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(find("llama-3.1-8b").spec(), dev, n, 1e6, fields)
-    pred, st, tol, value = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED], float(r["value"])
+    pred, st, value = d.tokens_per_second, d.step, float(r["value"])
     what = "LoRA r8 q,v" if fields["method"] == "lora" else "full"
     return Case(r["id"], TRAINING_SPEED, f"VectorLM Llama-3-8B {what} {n}x{dev.id} seq {fields['seq_len']} tokens/s",
-                pred, value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", source=r["source"],
+                pred, value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), source=r["source"],
                 note=f"FSDP FULL_SHARD, pure bf16, checkpointing; micro-batch {fields['micro_batch']}; utilisation "
                 f"{d.utilization:.3f}" + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
                                           f"{st.compute_seconds:.2f} s, communication {st.comm_seconds:.2f} s" if st else ""))
@@ -590,7 +602,7 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
     nodes = m.gpus > MPT_NODE_GPUS
     network = MPT_NETWORK.get(m.gpu) if nodes else None
     d = training_duration_for(spec, dev, m.gpus, 1e6, dict(mpt_fields(m), network=network))
-    pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+    pred, st = d.tokens_per_second, d.step
     calib = rid in TRAINING_SPEED_CALIBRATION
     excluded = CALIBRATION if calib else (NETWORK_NOT_STATED if nodes and network is None else "")
     note = (("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
@@ -606,8 +618,7 @@ def mpt_case(r: dict[str, str]) -> Case | NotExpressed:
             + (f"; {m.gpus // MPT_NODE_GPUS} nodes, network between them not stated: NVLink taken for every device"
                if nodes and network is None else ""))
     return Case(rid, TRAINING_SPEED, f"llm-foundry MPT-{m.model} seq {m.seq_len} {m.gpus}x{m.gpu} tokens/s", pred,
-                m.tokens_per_second, "tokens/s", None if pred is None else abs(pred / m.tokens_per_second - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
+                m.tokens_per_second, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, m.tokens_per_second), excluded=excluded, source=r["source"], note=note)
 
 
 # Megatron-LM PTD-P Table 1 (PM0303-PM0312: Narayanan et al. 2021, arXiv 2104.04473): each run's settings from the
@@ -643,13 +654,30 @@ MEGATRON_VOCAB = 51200  # Narayanan et al. 2021 section 5.1: GPT-2's 50,257-toke
 MEGATRON_NETWORK = "ib-hdr"
 
 
+# What every Megatron-LM GPT run on Selene shares: full training, fp16 mixed precision, sequence 2048, Adam, eager
+# attention (no fused attention kernel in Megatron-LM 2021-2022: formulas/eager_attention_traffic.py), DGX A100 nodes
+# of 8 over HDR InfiniBand
+MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16", seq_len=2048, gpus_per_node=8,
+                                       network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+
+
+def megatron_gpt(heads: int, hidden: int, layers: int, params: str) -> ModelSpec:
+    """The GPT of Megatron-LM's papers as a ModelSpec: 4h MLP, learned positions over 2048, GPT-2's vocabulary padded
+    to 51,200, tied embeddings."""
+    from .readers.hf_config import spec_from_config
+
+    config = {"model_type": "gpt_bigcode", "n_embd": hidden, "n_head": heads, "n_layer": layers,
+              "n_inner": 4 * hidden, "n_positions": 2048, "vocab_size": MEGATRON_VOCAB, "multi_query": False,
+              "tie_word_embeddings": True}
+    return spec_from_config(config, name=f"GPT {params} (Megatron)")
+
+
 def megatron_case(r: dict[str, str]) -> Case:
     """One Megatron-LM Table 1 row: the achieved TFLOP/s per GPU of the paper's own FLOP count (eq. 3 with full
     recomputation, formulas/training_time.py ``megatron_flops_per_iteration``) over the predicted iteration time."""
     from .catalog.hardware import builtin_catalog
     from .estimate.duration import training_duration_for
     from .formulas.training_time import megatron_flops_per_iteration
-    from .readers.hf_config import spec_from_config
 
     rid = r["id"]
     mbs, per_virtual, block = MEGATRON_TABLE1[rid]
@@ -658,20 +686,15 @@ def megatron_case(r: dict[str, str]) -> Case:
     measured = float(q[8])
     dp = gpus // (tp * pp)
     v = layers // pp // per_virtual if per_virtual else 1
-    config = {"model_type": "gpt_bigcode", "n_embd": hidden, "n_head": heads, "n_layer": layers,
-              "n_inner": 4 * hidden, "n_positions": 2048, "vocab_size": MEGATRON_VOCAB, "multi_query": False,
-              "tie_word_embeddings": True}
-    spec = spec_from_config(config, name=f"GPT {r['params']} (Megatron)")
-    fields = dict(method="full", precision="megatron-fp16", micro_batch=mbs, seq_len=2048,
-                  grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full", tp=tp, pp=pp, virtual_stages=v,
-                  gpus=gpus, gpus_per_node=8, network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
+    spec = megatron_gpt(heads, hidden, layers, r["params"])
+    fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full",
+                  tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, dev, gpus, 1e6, fields)
     pred = None
     if d.tokens_per_second is not None:
         iteration = gbs * 2048 / d.tokens_per_second
         pred = megatron_flops_per_iteration(gbs, 2048, layers, hidden, MEGATRON_VOCAB) / iteration / gpus / 1e12
-    tol = TOLERANCE[TRAINING_SPEED]
     st, mp = d.step, d.step.model_parallel if d.step else None
     note = (f"settings from {MEGATRON_SCRIPTS}: {block}; fp16, full recomputation, seq 2048, vocab "
             f"{MEGATRON_VOCAB}, {gpus // 8} DGX A100 nodes over {MEGATRON_NETWORK} (one 200 Gb/s HCA per GPU); "
@@ -683,8 +706,52 @@ def megatron_case(r: dict[str, str]) -> Case:
             + (f", data-parallel communication {st.comm_seconds * 1e3:.0f} ms per micro-step"
                if st and not mp else ""))
     return Case(rid, TRAINING_SPEED, f"Megatron-LM GPT {r['params']} {gpus}xA100 TFLOP/s per GPU", pred, measured,
-                "TFLOP/s/GPU", None if pred is None else abs(pred / measured - 1) <= tol,
-                f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
+                "TFLOP/s/GPU", *within_tolerance(TRAINING_SPEED, pred, measured), source=r["source"], note=note)
+
+
+# Korthikanti et al. 2022 (arXiv 2205.05198) Table 5 (PM1150-PM1157): the same Megatron-LM GPT family on Selene's A100
+# 80GB a year after Table 1, with no data parallelism (Table 3: global batch = the micro-batches of one pipeline),
+# each model with full recomputation and with the paper's "present work", sequence parallelism + selective
+# recomputation of the attention core (section 5); sequence 2048, vocabulary 51,200, three interleaved stages for
+# 175B and 530B (section 6). Held out. Value per row: (heads, hidden, layers, tp, pp, gpus, global batch, micro-batch,
+# virtual stages, grad_checkpointing, sequence_parallel).
+KORTHIKANTI_TABLE5 = {
+    "PM1150": (64, 6144, 48, 8, 1, 8, 4, 4, 1, "full", False),
+    "PM1151": (64, 6144, 48, 8, 1, 8, 4, 4, 1, "selective", True),
+    "PM1152": (96, 12288, 96, 8, 8, 64, 64, 1, 3, "full", False),
+    "PM1153": (96, 12288, 96, 8, 8, 64, 64, 1, 3, "selective", True),
+    "PM1154": (128, 20480, 105, 8, 35, 280, 280, 1, 3, "full", False),
+    "PM1155": (128, 20480, 105, 8, 35, 280, 280, 1, 3, "selective", True),
+    "PM1156": (160, 25600, 128, 8, 64, 512, 512, 1, 1, "full", False),
+    "PM1157": (160, 25600, 128, 8, 64, 512, 512, 1, 1, "selective", True),
+}
+
+
+def korthikanti_case(r: dict[str, str]) -> Case:
+    """One Korthikanti et al. 2022 Table 5 row: tokens/s per GPU, global batch x 2048 / the measured iteration time /
+    GPUs, against the duration rule's."""
+    from .catalog.hardware import builtin_catalog
+    from .estimate.duration import training_duration_for
+
+    rid = r["id"]
+    heads, hidden, layers, tp, pp, gpus, gbs, mbs, v, ckpt, sp = KORTHIKANTI_TABLE5[rid]
+    fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // mbs, grad_checkpointing=ckpt, tp=tp,
+                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp)
+    d = training_duration_for(megatron_gpt(heads, hidden, layers, r["params"]),
+                              builtin_catalog().devices["a100-sxm-80gb"], gpus, 1e6, fields)
+    measured = gbs * 2048 / float(r["value"]) / gpus
+    pred = None if d.tokens_per_second is None else d.tokens_per_second / gpus
+    tol = TOLERANCE[TRAINING_SPEED]
+    mp = d.step.model_parallel if d.step else None
+    what = "selective recompute + sequence parallel" if ckpt == "selective" else "full recompute"
+    return Case(rid, TRAINING_SPEED, f"Megatron-LM 2022 GPT {r['params']} {gpus}xA100 {what} tokens/s/GPU", pred,
+                measured, "tokens/s/GPU", None if pred is None else abs(pred / measured - 1) <= tol,
+                f"error within \u00b1{tol:.0%}", source=r["source"],
+                note=(f"Table 5 iteration time {r['value']} s -> {measured:.1f} tokens/s/GPU; tp {tp} x pp {pp}"
+                      + (f" (interleaved, v = {v})" if v > 1 else "") + f", micro-batch {mbs}, {gbs // mbs} "
+                      f"micro-batches, no data parallelism; eager attention, fp16, seq 2048, vocab {MEGATRON_VOCAB}"
+                      + (f"; per micro-batch stage compute {d.step.compute_seconds * 1e3:.1f} ms" if d.step else "")
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}" if mp else "")))
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -716,9 +783,8 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
     d = training_duration_for(find(model).spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
     pred = None if d.tokens_per_second is None else d.tokens_per_second / n
     mp = d.step.model_parallel if d.step else None
-    tol = TOLERANCE[TRAINING_SPEED]
     return Case(rid, TRAINING_SPEED, f"torchtitan {model} {r['other_settings']} {n}xH100 tokens/s/GPU", pred, value,
-                "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 source=r["source"],
                 note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
                 "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
@@ -773,13 +839,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         if test == "tgB":
             calib = rid in ROUTINGS_CALIBRATION
             return Case(rid, BATCHED, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred,
-                        value, "tokens/s", None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}", source=r["source"],
+                        value, "tokens/s", *within_tolerance(BATCHED, pred, value), source=r["source"],
                         excluded=CALIBRATION if calib else "",
                         note=("calibration row of efficiency.LLAMACPP_IDENTICAL_ROUTINGS_*; " if calib else "")
                         + "batched decode; " + ROUTINGS_NOTE)
         return Case(rid, DECODE, f"llama.cpp {model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", pred, value,
-                    "tokens/s", None if pred is None else abs(pred / value - 1) <= 0.25, "within 25%",
+                    "tokens/s", *within_tolerance(DECODE, pred, value),
                     source=r["source"], note=f"decode; bandwidth factor {s.details['bandwidth_factor']}")
     if r["framework"].startswith("llm-foundry"):
         return mpt_case(r)
@@ -789,6 +854,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         return vectorlm_case(r)
     if rid in MEGATRON_TABLE1:
         return megatron_case(r)
+    if rid in KORTHIKANTI_TABLE5:
+        return korthikanti_case(r)
     if rid in TORCHTITAN_MODEL_PARALLEL:
         return torchtitan_mp_case(r)
     if r["framework"] == "torchtitan":
@@ -799,13 +866,11 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         d = training_duration_for(find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"], n, 1e6, fields)
         pred = None if d.tokens_per_second is None else d.tokens_per_second / n
         st = d.step
-        tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"torchtitan Llama 3.1 8B FSDP{' + compile' if compiled else ''}"
                     f"{' + float8' if float8 else ''} {n}xH100 "
                     "tokens/s/GPU", pred, value,
-                    "tokens/s/GPU", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", excluded=CALIBRATION if calib else "", source=r["source"],
+                    "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value), excluded=CALIBRATION if calib else "", source=r["source"],
                     note=(f"calibration row of efficiency.{TRAINING_SPEED_CALIBRATION[rid]}; " if calib else "")
                     + "an H100 96GB HBM2e at 500 W whose peak 'lies between SXM and NVL' (h100-sxm taken; the "
                     "Hopper utilisation is calibrated on the same GPUs); op-level selective AC recomputes every "
@@ -819,10 +884,9 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         dev = builtin_catalog().devices[CPU_TRAINING_DEVICE[rid]]
         d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS)
         pred = d.tokens_per_second
-        tol = TOLERANCE[TRAINING_SPEED]
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"IPEX GPT-2 small bf16 full fine-tune 1x{dev.id} tokens/s", pred, value,
-                    "tokens/s", None if pred is None else abs(pred / value - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value),
                     excluded=CALIBRATION if calib else "", source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"CPU: {d.peak_key} peak {d.peak_flops or 0:.4g} FLOP/s "
@@ -839,12 +903,12 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         spec = (spec_from_config(QWEN7B_INT4, name="Qwen-7B-Chat-Int4") if qlora
                 else spec_from_config(QWEN7B_V1, name="Qwen-7B"))
         d = training_duration_for(spec, builtin_catalog().devices["a100-sxm-80gb"], 1, 1e6, fields)
-        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        pred, st = d.tokens_per_second, d.step
         measured = 8 * seq / value
         calib = rid in TRAINING_SPEED_CALIBRATION
         return Case(rid, TRAINING_SPEED, f"Qwen-7B {'Q-LoRA (GPTQ int4)' if qlora else 'LoRA'} 1xA100 seq {seq} "
                     "tokens/s", pred, measured, "tokens/s",
-                    None if pred is None else abs(pred / measured - 1) <= tol, f"error within \u00b1{tol:.0%}",
+                    *within_tolerance(TRAINING_SPEED, pred, measured),
                     excluded=CALIBRATION if calib else ASSUMED, source=r["source"],
                     note=("calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] + "; " if calib else "")
                     + f"training; {value} s/it published = 8 x {seq} tokens per iteration; Qwen-7B as the qwen2 "
@@ -864,14 +928,13 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         dev = builtin_catalog().devices[TORCHTUNE_DEVICE[r["hardware"]]]
         n = int(r["num_gpus"])
         d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
-        pred, st, tol = d.tokens_per_second, d.step, TOLERANCE[TRAINING_SPEED]
+        pred, st = d.tokens_per_second, d.step
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
                    f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
                    f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", source=r["source"], note=note)
+                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -893,10 +956,8 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
                    f"{st.comm_seconds:.2f} s, paging {st.paging_seconds:.2f} s per step" if st else "")
                 + ("; calibration row of efficiency." + TRAINING_SPEED_CALIBRATION[rid] if calib else ""))
         excluded = CALIBRATION if calib else ("" if specified else ASSUMED)
-        tol = TOLERANCE[TRAINING_SPEED]
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", None if pred is None else abs(pred / value - 1) <= tol,
-                    f"error within \u00b1{tol:.0%}", excluded=excluded, source=r["source"], note=note)
+                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), excluded=excluded, source=r["source"], note=note)
     return NotExpressed(rid, DECODE, "no rule for this row")
 
 
@@ -940,10 +1001,9 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
-        tol_ok = None if pred is None else abs(pred / r.value - 1) <= TOLERANCE[kind]
         why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
-                        "tokens/s", tol_ok, f"error within \u00b1{TOLERANCE[kind]:.0%}",
+                        "tokens/s", *within_tolerance(kind, pred, r.value),
                         excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
                         note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
                         + (f"; {why}" if why else "")))
@@ -970,12 +1030,50 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
                if r["id"] in GRAPHS_OFF_CALIBRATION else "LLAMACPP_IDENTICAL_ROUTINGS_*")
         out.append(Case(r["id"], kind, f"llama.cpp {r['catalog_model']} {r['weights'][5:]} DGX Spark tgB p{prompt} "
                         f"b{batch}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
-                        f"error within \u00b1{TOLERANCE[kind]:.0%}", source=r["source"],
+                        *within_tolerance(kind, pred, value), source=r["source"],
                         excluded=CALIBRATION if calib else "",
                         note=(f"calibration row of efficiency.{fed}; " if calib else "")
                         + ("batched decode" if batch > 1 else "decode of one sequence")
                         + f" (llama-batched-bench, {r['gguf_file']})"))
+    return out
+
+
+# -- vLLM and SGLang rows: one reader for the engine benchmark files (device, gpus, catalog_model, dtype, prompt,
+# generated, engine, engine_version and a batch or concurrency column) ------------------------------------------------
+
+@dataclass(frozen=True)
+class EngineRun:
+    """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
+    KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
+    device's link (``fit.link_bandwidth_for``)."""
+
+    row: dict[str, str]
+    gpus: int
+    batch: int  # the row's batch (static batch) or concurrency (serving) column
+    prompt: int
+    generated: int
+    speed: Any  # estimate/speed.py SpeedEstimate
+
+
+def engine_runs(data: str | Path | None, file: str, batch_column: str,
+                engine_step_seconds: float | None = None) -> list[EngineRun]:
+    """The rows of ``file`` (in the validation folder) estimated through ``estimate_speed`` with each row's engine
+    and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
+    from .catalog.hardware import builtin_catalog
+    from .catalog.models import find
+    from .estimate.fit import link_bandwidth_for
+    from .estimate.speed import estimate_speed
+
+    out = []
+    for r in _read_csv(str(data_dir(data) / file)):
+        dev = builtin_catalog().devices[r["device"]]
+        n, b, prompt, gen = int(r["gpus"]), int(r[batch_column]), int(r["prompt"]), int(r["generated"])
+        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
+                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
+                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
+                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
+                           engine_version=r["engine_version"])
+        out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
 
@@ -995,21 +1093,11 @@ VLLM_V0_CALIBRATION = "VB07"
 def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
     """The static-batch rows, each with its release's host-work rule (``engines.step_host``);
     ``engine_step_seconds`` replaces the rule by a given serial step time (the calibration test's 0)."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
     from .estimate.engines import step_host
-    from .estimate.fit import link_bandwidth_for
-    from .estimate.speed import estimate_speed
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "vllm_benchmark_latency.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
-                           engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+    for run in engine_runs(data, "vllm_benchmark_latency.csv", "batch", engine_step_seconds):
+        r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         rule = step_host(r["engine"], r["engine_version"])
         step = engine_step_seconds if engine_step_seconds is not None else (rule.seconds if rule else None) or 0.0
         calib = r["id"] == VLLM_V0_CALIBRATION
@@ -1018,13 +1106,13 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
         value = b * gen / float(r["value"])
         out.append(Case(r["id"], BATCHED, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
                         f"{r['device']} static batch b{b} p{prompt} g{gen}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[BATCHED],
-                        f"error within \u00b1{TOLERANCE[BATCHED]:.0%}",
+                        *within_tolerance(BATCHED, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V0_STEP_SECONDS; " if calib else "")
                         + f"generated tokens/s of a static batch, prefill included (measured {float(r['value']):.3f} "
-                          f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}"))
+                          f"s); {rule.versions if rule else r['engine']}: host step {step * 1e3:.2f} ms; {r['notes']}",
+                        engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
@@ -1040,20 +1128,24 @@ VLLM_V1_CALIBRATION = "VS07"
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
     """The current-vLLM serving rows, each estimated with its release's host-work rule."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
+    return serving_tpot_cases(data, "vllm_serving_tpot.csv")
+
+
+# validation/sglang_serving_tpot.csv: SGLang serving runs in the same form (time per output token at a fixed
+# concurrency, the engine's release stated), read by the same loop.
+def sglang_serving_cases(data: str | Path | None = None) -> list[Case]:
+    """The SGLang serving rows, each estimated with its release's host-work rule (not established: 0 s, warned)."""
+    return serving_tpot_cases(data, "sglang_serving_tpot.csv")
+
+
+def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
+    """The serving rows of ``name`` (a file in the vllm_serving_tpot.csv form), each with its engine's release."""
     from .estimate.engines import step_host
-    from .estimate.fit import link_bandwidth_for
-    from .estimate.speed import estimate_speed
+    from .specs.workload import ENGINE_NAMES
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "vllm_serving_tpot.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, c, prompt, gen = int(r["gpus"]), int(r["concurrency"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=c, kv_dtype=r["dtype"],
-                           link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None, engine=r["engine"],
-                           engine_version=r["engine_version"])
+    for run in engine_runs(data, name, "concurrency"):
+        r, n, c, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
         per_seq = float(r["value"]) if r["unit"] == "tokens/s" else 1e3 / float(r["value"])
         kind = DECODE if c == 1 else BATCHED
         pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
@@ -1061,46 +1153,55 @@ def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
         rule = step_host(r["engine"], r["engine_version"])
         calib = r["id"] == VLLM_V1_CALIBRATION
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
-        out.append(Case(r["id"], kind, f"vLLM {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
-                        f"{r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
-                        None if pred is None else abs(pred / value - 1) <= TOLERANCE[kind],
-                        f"error within \u00b1{TOLERANCE[kind]:.0%}",
+        out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
+                        f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
+                        *within_tolerance(kind, pred, value),
                         excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
                         source=r["source"],
                         note=("calibration row of efficiency.VLLM_V1_HOST_STEP_SECONDS; " if calib else "")
                         + f"{'decode tokens/s of one sequence' if c == 1 else f'{c} sequences / time per output token'}"
                           f" (measured {r['value']} {r['unit']}); {rule.versions if rule else r['engine']}: {bound}; "
-                          f"{r['notes']}"))
+                          f"{r['notes']}", engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
-# -- SGLang: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang 0.4.6.post1 on one H20) ----
-# One sequence of a 1-token prompt generating 2048 tokens; the published speed is (prompt + generated) / time, compared
-# with (prompt + generated) / SpeedEstimate.static_batch_seconds. SGLang's host step is not established
-# (engines.step_host: named, warned, 0 s).
-def sglang_speed_cases(data: str | Path | None = None) -> list[Case]:
-    """The SGLang speed-benchmark rows, each estimated with its release's host-work rule."""
-    from .catalog.hardware import builtin_catalog
-    from .catalog.models import find
-    from .estimate.speed import estimate_speed
+# -- single-sequence speed benchmarks: validation/sglang_speed_benchmark.csv (the Qwen3 speed benchmark page, SGLang
+# 0.4.6.post1 on one H20) and validation/vllm_speed_benchmark.csv (the Qwen2.5 page, vLLM 0.6.3 on A100 80GB) -------
+# One sequence of a ``prompt``-token prompt generating ``generated`` tokens; the published speed counts the tokens the
+# row's ``counted`` column names ("prompt+generated": the Qwen3 page's formula; "generated": the Qwen2.5 page's script,
+# output_len / time) over the request's time, compared with the same count / SpeedEstimate.static_batch_seconds
+# (prefill, then the decode steps). Each row's release picks its host-work rule (engines.step_host): SGLang's is not
+# established (named, warned, 0 s); vLLM 0.6-0.7's serial step is calibrated on QV01.
+SPEED_BENCHMARK_FILES = ("sglang_speed_benchmark.csv", "vllm_speed_benchmark.csv")
+VLLM_V06_CALIBRATION = "QV01"
+
+
+def engine_speed_cases(data: str | Path | None = None, engine_step_seconds: float | None = None) -> list[Case]:
+    """The single-sequence speed-benchmark rows of SGLang and vLLM, each estimated with its release's host-work rule;
+    ``engine_step_seconds`` replaces the rule by a given serial step time (the calibration test's 0)."""
+    from .specs.workload import ENGINE_NAMES
 
     out = []
-    for r in _read_csv(str(data_dir(data) / "sglang_speed_benchmark.csv")):
-        dev = builtin_catalog().devices[r["device"]]
-        n, b, prompt, gen = int(r["gpus"]), int(r["batch"]), int(r["prompt"]), int(r["generated"])
-        s = estimate_speed(find(r["catalog_model"]).spec(), dev, n, weights_format=r["dtype"], prompt_tokens=prompt,
-                           output_tokens=gen, concurrency=b, kv_dtype=r["dtype"], engine=r["engine"],
-                           engine_version=r["engine_version"])
-        secs = s.static_batch_seconds
-        pred = None if not secs else b * (prompt + gen) / secs
-        step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
-        out.append(Case(r["id"], DECODE, f"SGLang {r['engine_version']} {r['catalog_model']} {r['dtype']} {n}x "
-                        f"{r['device']} b{b} p{prompt} g{gen}", pred, float(r["value"]), "tokens/s",
-                        None if pred is None else abs(pred / float(r["value"]) - 1) <= TOLERANCE[DECODE],
-                        f"error within \u00b1{TOLERANCE[DECODE]:.0%}",
-                        excluded=ASSUMED if "(settings assumed)" in r["notes"] else "", source=r["source"],
-                        note=f"(prompt + generated) tokens/s of one sequence (measured {float(r['value']):.2f}: "
-                             f"{1e3 / float(r['value']):.2f} ms per token); {step}; {r['notes']}"))
+    for name in SPEED_BENCHMARK_FILES:
+        for run in engine_runs(data, name, "batch", engine_step_seconds):
+            r, n, b, prompt, gen, s = run.row, run.gpus, run.batch, run.prompt, run.generated, run.speed
+            counted = {"prompt+generated": prompt + gen, "generated": gen}[r["counted"]]
+            secs = s.static_batch_seconds
+            pred = None if not secs else b * counted / secs
+            value = float(r["value"])
+            calib = r["id"] == VLLM_V06_CALIBRATION
+            step = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
+            out.append(Case(
+                r["id"], DECODE, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} {r['dtype']} "
+                f"{n}x {r['device']} b{b} p{prompt} g{gen}", pred, value, "tokens/s",
+                *within_tolerance(DECODE, pred, value),
+                excluded=CALIBRATION if calib else (ASSUMED if "(settings assumed)" in r["notes"] else ""),
+                source=r["source"],
+                note=("calibration row of efficiency.VLLM_V06_STEP_SECONDS; " if calib else "")
+                + f"({r['counted'].replace('+', ' + ')}) tokens/s of one sequence (measured {value:.2f}: "
+                  f"{1e3 * b * counted / value / max(gen, 1):.2f} ms per generated token, prefill included); {step}; "
+                  f"{r['notes']}",
+                engine_version=r["engine_version"], device=r["device"]))
     return out
 
 
@@ -1112,7 +1213,7 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
             c = speed_case(r)
             (cases if isinstance(c, Case) else missing).append(c)  # type: ignore[arg-type]
     return (cases + llamacpp_bench_cases(data) + llamacpp_batched_cases(data) + vllm_latency_cases(data)
-            + vllm_serving_cases(data) + sglang_speed_cases(data)), missing
+            + vllm_serving_cases(data) + sglang_serving_cases(data) + engine_speed_cases(data)), missing
 
 
 # -- training memory: the CSV's train_memory rows ------------------------------------------------------------------
@@ -1610,9 +1711,9 @@ def engine_of(case: Case) -> str:
     """The engine a row measured (the key of its band in estimate/ranges.py)."""
     if case.kind == INFERENCE_MEMORY:
         return VLLM if case.id.startswith("VL") else TRANSFORMERS
-    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS")):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("VB", "VS", "QV")):
         return VLLM
-    if case.kind in (DECODE, BATCHED) and case.id.startswith("SG"):
+    if case.kind in (DECODE, BATCHED) and case.id.startswith(("SG", "SS")):
         return SGLANG
     if case.kind in (DECODE, BATCHED, PREFILL):
         return LLAMACPP
@@ -1632,19 +1733,33 @@ def repo_cases(data: str | Path | None = None) -> list[Case]:
     return cases
 
 
+def band_keys(case: Case) -> tuple[str, ...]:
+    """The bands (estimate/ranges.py keys beside the kind) a summarised row feeds: its engine's; for a serving engine
+    (vLLM, SGLang) its release scope's (``ranges.serving_scope`` of the row's release and device) and, unless that
+    scope is held out as specific to its release and devices, the pooled serving-engine band."""
+    from .estimate.ranges import SERVING_ENGINES, SERVING_POOLED, serving_scope
+
+    engine = engine_of(case)
+    if engine not in SERVING_ENGINES or case.kind not in (DECODE, BATCHED):
+        return (engine,)
+    scope = serving_scope(engine, case.engine_version or None, case.device or None)
+    return (scope.name,) if scope.held_out else (scope.name, SERVING_POOLED)
+
+
 def band_rows(cases: Iterable[Case]) -> dict[tuple[str, str], list[Case]]:
-    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, engine), where there
-    are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE) are summarised
-    but feed no band: a CPU duration carries no calibrated range (estimate/duration.py Duration.seconds_range), and
-    the GPU runs' band is not theirs."""
+    """The summarised rows (no calibration, assumed-settings or lower-bound rows) by (kind, band: ``band_keys``),
+    where there are enough of them for a band (``ranges.MIN_BAND_ROWS``). CPU training rows (CPU_TRAINING_DEVICE)
+    are summarised but feed no band: a CPU duration carries no calibrated range (estimate/duration.py
+    Duration.seconds_range), and the GPU runs' band is not theirs."""
     from .estimate.ranges import MIN_BAND_ROWS
 
     out: dict[tuple[str, str], list[Case]] = {}
     for c in cases:
         if c.excluded or c.error is None or not c.predicted or c.id in CPU_TRAINING_DEVICE:
             continue
-        out.setdefault((c.kind, engine_of(c)), []).append(c)
-    return {k: rows for k, rows in out.items() if len(rows) >= MIN_BAND_ROWS}
+        for key in band_keys(c):
+            out.setdefault((c.kind, key), []).append(c)
+    return {k: rows for k, rows in sorted(out.items()) if len(rows) >= MIN_BAND_ROWS}
 
 
 @dataclass

@@ -142,7 +142,8 @@ def test_deepseek_v31_alias_has_the_v3_architecture():
         assert entry.config[key] == value, key
 
 
-# GLM-4.7 (ASSEMBLED): the checkpoint's tensor layout, as the GLM converter test that holds the row's FULL_CFG writes
+# GLM-4.7 (verbatim since 2026-12-02, ASSEMBLED before): the checkpoint's tensor layout, as the GLM converter test that
+# held the earlier row's FULL_CFG writes
 # it out ('header-only official-layout fixture': exact names and shapes, no weights; search index id 66506276105).
 # The model transformers builds from the row's config must have exactly these shapes under these names.
 _GLM47_H, _GLM47_Q, _GLM47_KV = 5120, 96 * 128, 8 * 128
@@ -165,7 +166,7 @@ GLM47_LAYOUT = {
 
 
 @pytest.mark.slow
-def test_glm47_assembled_config_builds_the_published_tensor_layout():
+def test_glm47_config_builds_the_published_tensor_layout():
     from oracle_utils import build
 
     model = build(ENTRIES["glm-4.7"].config)

@@ -384,3 +384,15 @@ def test_the_h20_is_a_hopper_part() -> None:
     assert "Hopper" in row["name"] and "GH100" in row["sm_count"]["where"]
     cat = builtin_catalog()
     assert cat.devices["h20"].architecture == cat.devices["h100-sxm"].architecture == "hopper"
+
+
+def test_xeon_8488c_fp32_peak_is_cores_x_clock_x_64() -> None:
+    """The FP32 peak of a Xeon Scalable server core is 2 AVX-512 FMA units x 16 FP32 lanes x 2 FLOP per FMA = 64 FLOP
+    per cycle (Intel's server parts have two 512-bit FMA units, client parts one: rten's AVX-512 kernel note, catalog
+    source avx512-dual-fma); the 8488C has 48 cores (a c7i.metal-24xl socket, php-src-bench-8488c) at AWS's stated
+    3.2 GHz (aws-m7i-clock), as the Ice Lake rows' fp32 is computed. huggingface.js's 1.3 TFLOP/s 'Xeon 4th
+    Generation' figure was 7.6x lower."""
+    dev = builtin_catalog().devices["intel-xeon-platinum-8488c"]
+    assert dev.cores is not None and dev.cores.base == 48
+    assert dev.peak_flops("fp32")[0] == pytest.approx(48 * 3.2e9 * 2 * 16 * 2)
+    assert dev.flops["fp32"].source == "derived" and "avx512-dual-fma" in dev.flops["fp32"].derived

@@ -210,11 +210,27 @@ def test_plan_reads_stdin_and_gives_the_same_plan(tmp_path):
 @pytest.mark.parametrize("command", [["request", "check", "-"], ["plan", "-"]])
 def test_stdin_errors_name_stdin_and_the_line(command):
     r = run(*command, stdin=BAD_REQUEST)
-    # request check answers "not valid" (1); plan cannot plan from bad input (2) -- README "Exit codes"
-    assert r.returncode == (1 if command[0] == "request" else 2) and "Traceback" not in r.stderr and r.stdout == ""
+    # an invalid request is bad input to both: exit 2 (README "Exit codes")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
     lines = r.stderr.splitlines()
     assert any(line.startswith("llmsizer: error: <stdin>:5: ") and "'modle'" in line for line in lines), r.stderr
     assert all(line.startswith("llmsizer: error: <stdin>:") for line in lines), r.stderr
+
+
+def test_an_invalid_request_is_bad_input_to_every_command_that_reads_it(tmp_path):
+    """README "Exit codes": 2 is bad input, 1 an answer that does not fit. The same invalid file is bad input to
+    `request check` (with or without --json), `plan` and `capacity check`: exit 2 and the same lines. Before,
+    `request check` exited 1 where the others exited 2."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_REQUEST)
+    inventory = str(ROOT / "examples" / "provider" / "inventory.yaml")
+    runs = {" ".join(c): run(*c) for c in (("request", "check", str(bad)), ("plan", str(bad)),
+                                          ("capacity", "check", str(bad), "--no-db", "--inventory", inventory))}
+    lines = {k: r.stderr for k, r in runs.items()}
+    assert {r.returncode for r in runs.values()} == {2}, lines
+    assert len(set(lines.values())) == 1 and "'modle'" in lines[f"plan {bad}"]
+    r = run("request", "check", str(bad), "--json")
+    assert r.returncode == 2 and r.stderr == lines[f"plan {bad}"] and r.stdout == ""  # as plan --json
 
 
 # ------------------------------------------------------------------------------------------ instruct/chat variants

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.catalog.hardware import ARCHITECTURE_CAPABILITY, builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.errors import InputError
-from llmsizer.estimate.formats import ARCHITECTURE_CAPABILITY
 from llmsizer.estimate.speed import estimate_speed
 from llmsizer.formulas.flash_attention import (
     MMA_F16,
@@ -91,8 +90,9 @@ def test_padding_and_stream_time() -> None:
 
 
 def test_catalog_architectures_map_to_their_compute_capability() -> None:
-    """Every NVIDIA architecture the catalog names is mapped (else its batched steps would silently skip eq. F1);
-    devices whose catalog row names none (RTX 50 series below the 5090, B300, GB200, RTX PRO 6000 Workstation today) get no kernel and no share."""
+    """Every NVIDIA architecture the catalog names is mapped (else a hardware file's GPU that names only its
+    architecture would silently skip eq. F1); catalog rows state their own compute_capability
+    (tests/hardware/test_compute_capability.py)."""
     archs = {d.architecture for d in builtin_catalog().devices.values()
              if d.vendor == "NVIDIA" and d.kind == "gpu" and d.architecture}
     assert archs <= set(ARCHITECTURE_CAPABILITY), archs - set(ARCHITECTURE_CAPABILITY)

@@ -127,11 +127,11 @@ def test_request_new_check_schema(tmp_path, monkeypatch, capsys):
     assert "valid request with 2 job(s): 1 training, 1 inference" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
     bad.write_text(BAD)
-    assert run_cli(["request", "check", str(bad)], monkeypatch) == 1  # answered: not valid (README exit codes)
+    assert run_cli(["request", "check", str(bad)], monkeypatch) == 2  # bad input, as plan (README exit codes)
     assert capsys.readouterr().err.count("llmsizer: error: ") == 2
-    assert run_cli(["request", "check", str(bad), "--json"], monkeypatch) == 1
-    data = json.loads(capsys.readouterr().out)
-    assert data["valid"] is False and len(data["errors"]) == 2
+    assert run_cli(["request", "check", str(bad), "--json"], monkeypatch) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("llmsizer: error: ") == 2  # bad input: nothing half-written
     assert run_cli(["request", "schema"], monkeypatch) == 0
     assert capsys.readouterr().out == published_schema_text()
     assert run_cli(["request", "new"], monkeypatch) == 0

@@ -50,7 +50,8 @@ MPT_1B = {"model_type": "gpt_bigcode", "n_embd": 2048, "n_head": 16, "n_layer": 
 
 def test_flash_attention_is_timed_at_its_executed_flops_and_share() -> None:
     """The duration keeps PaLM's count as the MFU FLOPs, but times the fused kernel at eq. (10)'s FLOPs (7 L d s
-    causal, not 12) at FLASH_ATTENTION_SHARE x u; 'eager' attention stays in the GEMM term."""
+    causal, not 12) at FLASH_ATTENTION_SHARE x u; 'eager' attention's score GEMMs are timed by
+    formulas/eager_attention_traffic.py eq. (A3) instead (the s x s matrix's traffic, no fitted share)."""
     from llmsizer.estimate import efficiency as E
 
     spec = spec_from_config(MPT_1B, name="MPT-1b")
@@ -64,3 +65,5 @@ def test_flash_attention_is_timed_at_its_executed_flops_and_share() -> None:
     assert names[E.FLASH_ATTENTION_SHARE.name] == E.FLASH_ATTENTION_SHARE.expected
     eager = training_duration_for(spec, dev, 1, 1e6, dict(fields, attention="eager"))
     assert "attention_flops_per_token" not in {a.name for a in eager.assumptions}
+    assert "eager_score_gemm_seconds_per_token" in {a.name for a in eager.assumptions}
+    assert eager.step is not None and eager.step.attention_seconds > 0

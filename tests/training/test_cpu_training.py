@@ -15,6 +15,7 @@ from llmsizer.estimate.training import estimate_training
 from llmsizer.models import load_model
 from llmsizer.specs import TrainingWorkload
 from llmsizer.units import parse_bytes
+from training_surfaces import run_json, same_training_seconds_everywhere
 
 CPU = "intel-xeon-spr-8ch"
 HOST_RAM = parse_bytes("256GB")
@@ -188,47 +189,55 @@ def test_recommend_rejects_a_cpu_that_cannot_run_the_settings_instead_of_failing
     assert rec.chosen is not None and rec.chosen.device_kind != "cpu"
 
 
-def _run_json(*argv: str) -> tuple[int, dict]:  # type: ignore[type-arg]
-    import contextlib
-    import io
-    import json
-
-    from llmsizer.cli.main import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main([*argv, "--json"])
-    return code, json.loads(out.getvalue())
-
-
 def test_cpu_time_is_the_binding_limit_in_every_command() -> None:
     """A Qwen2.5-0.5B LoRA (10M tokens) on an AWS m7a.8xlarge (32 EPYC cores, no AMX) against one RTX 4090: train,
     fit --train, recommend --train and the plan give the CPU the same time, on its FP32 peak share (32/96 of the
     9654's 5 TFLOP/s) at the vector utilisation of PM0602, with the memory-bound kernels at the VM's 32/96 of
     460.8 GB/s; the same model fits both, and the CPU takes more than 50x the GPU's time."""
-    from llmsizer.plan import make_plan
-    from llmsizer.recommend import recommend_training
-    from llmsizer.request import parse_request
-
-    args = ("qwen2.5-0.5b", "--method", "lora", "--seq", "2048", "--tokens", "10M")
-    code, fdata = _run_json("fit", args[0], "--train", "--device", "aws-m7a.8xlarge", *args[1:])
-    tt = fdata["training_time"]
-    assert code == 0 and tt["peak_key"] == "fp32" and tt["peak_flops"] == pytest.approx(5e12 * 32 / 96)
+    cpu = same_training_seconds_everywhere("qwen2.5-0.5b", "aws-m7a.8xlarge", "lora", 2048, "10M")
+    tt = cpu.training_time
+    assert tt["peak_key"] == "fp32" and tt["peak_flops"] == pytest.approx(5e12 * 32 / 96)
     assert tt["utilization"] == E.TRAINING_UTILIZATION_CPU_VECTOR.expected
     ew = tt["step"]["elementwise_seconds"]
     assert ew == pytest.approx(2048 * next(a["value"] for a in tt["assumptions"]
                                            if a["name"] == "elementwise_bytes_per_token")
                                / (0.46 * 460.8e9 * 32 / 96), rel=1e-3)  # the per-token bytes are rounded
-    code, tdata = _run_json("train", args[0], "--device", "aws-m7a.8xlarge", *args[1:])
-    assert code == 0 and tdata["duration"]["seconds"] == pytest.approx(tt["seconds"])
-    rec = recommend_training("qwen2.5-0.5b", tokens=10e6, training_fields=LORA)
-    opt = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-m7a.8xlarge")
-    assert opt.training_seconds == pytest.approx(tt["seconds"])
-    text = ("version: 1\njobs:\n  - name: ft\n    kind: training\n    model: {name: qwen2.5-0.5b}\n    method: lora\n"
-            "    settings: {micro_batch: 1, seq_len: 2048}\n    dataset: {tokens: 10M tokens}\n"
-            "    resources: {instance: aws-m7a.8xlarge}\n")
-    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
-    assert job.section("duration").value("seconds") == pytest.approx(tt["seconds"])
-    code, gdata = _run_json("fit", args[0], "--train", "--device", "rtx-4090", *args[1:])
-    assert code == 0 and gdata["fits"] is True and fdata["fits"] is True
-    assert tt["seconds"] > 50 * gdata["training_time"]["seconds"]
+    code, gdata = run_json("fit", "qwen2.5-0.5b", "--train", "--device", "rtx-4090", "--method", "lora", "--seq",
+                           "2048", "--tokens", "10M")
+    assert code == 0 and gdata["fits"] is True and cpu.fit["fits"] is True
+    assert cpu.seconds > 50 * gdata["training_time"]["seconds"]
+
+
+def test_qlora_on_a_cpu_pays_no_paging_and_on_a_gpu_pages_its_adamw_states() -> None:
+    """bitsandbytes' paged optimizers put their states in CUDA unified memory (functional.get_paged,
+    cudaMallocManaged), which pages between a GPU and its host; a CPU run has no such memory, its AdamW states stay
+    in RAM (estimate/training/setup.py), so its step has no paging term (formulas/training_time.py t_page). On a GPU
+    the term is t_page = 2 S_paged / B_pcie per optimizer step, S_paged being paged AdamW's two fp32 states (8 B) of
+    each LoRA parameter: r (d_in + d_out) per adapted linear, counted here from Qwen2.5-0.5B's config.json (24
+    layers, hidden 896, intermediate 4864, 14 query heads and 2 key/value heads of 64)."""
+    spec = load_model("qwen2.5-0.5b")
+    cat = builtin_catalog().devices
+    qlora = dict(LORA, method="qlora")
+    r, h, i, kv = 16, 896, 4864, 2 * 64
+    per_layer = r * ((h + h) * 2 + (h + kv) * 2 + (h + i) * 3)  # q, o; k, v; gate, up, down
+    paged_bytes = 24 * per_layer * 8
+    assert paged_bytes == 70_385_664
+
+    gpu = training_duration_for(spec, cat["rtx-4090"], 1, 1e6, qlora)
+    assert gpu.step is not None
+    assert gpu.step.paging_seconds == pytest.approx(2 * paged_bytes / E.HOST_LINK_BANDWIDTH, rel=1e-12)
+    assert any(a.name == "host_link_bandwidth" for a in gpu.assumptions)
+
+    for name in ("intel-xeon-spr-8ch", "intel-xeon-platinum-8488c"):
+        d = training_duration_for(spec, cat[name], 1, 1e6, qlora)
+        assert d.step is not None and d.step.paging_seconds == 0.0
+        assert not any(a.name == "host_link_bandwidth" for a in d.assumptions)
+        # the wall clock is the step without t_page: n k T / (t_step + t_opt + (k - 1) t_acc), one micro-step here
+        st = d.step
+        assert st.micro_steps == 1
+        assert d.seconds == pytest.approx(1e6 / 2048 * (st.compute_seconds + st.optimizer_seconds), rel=1e-9)
+        # and the CPU's own memory estimate agrees: torch AdamW's states in RAM, nothing paged (the same two fp32
+        # states, plus torch's fp32 scalar `step` tensor per parameter: 24 layers x 7 linears x A and B)
+        names = _names(estimate_training(spec, TrainingWorkload(device="cpu", **qlora)))
+        assert "paged_optimizer_states" not in names
+        assert names["optimizer_states"].bytes == paged_bytes + 24 * 7 * 2 * 4

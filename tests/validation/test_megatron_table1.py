@@ -3,8 +3,8 @@ validation/public_measurements.csv): 1.7B to 1T GPT on 32-3072 A100s, with the s
 scripts (validation_cases.MEGATRON_TABLE1: micro-batch, interleaving, fp16, full recomputation). Held out: no constant
 was fitted on them. Each device's GEMMs run at the Ampere utilisation calibrated on llm-foundry MPT-7B FSDP rows,
 and the tensor-parallel all-reduces, pipeline transfers and bubble and the gradient all-reduce between replicas are
-added (formulas/model_parallel_time.py); eager attention's softmax and dropout traffic (no fused attention kernel
-in 2021, formulas/eager_attention_traffic.py). Measured: achieved TFLOP/s per GPU as the paper counts FLOPs (eq. 3).
+added (formulas/model_parallel_time.py); eager attention's softmax and dropout traffic and its score GEMMs (no fused
+attention kernel in 2021, formulas/eager_attention_traffic.py eqs. (A1)-(A3)). Measured: achieved TFLOP/s per GPU as the paper counts FLOPs (eq. 3).
 
 Before this mechanism the rows were calibration rows of one flat 45.5 % utilisation (their own median); as held-out
 predictions the calibrated GEMM utilisation with no communication term was +10 % .. +49 % (median 12.1 %), and
@@ -29,16 +29,16 @@ def _cases() -> list:
     return [megatron_case(rows[rid]) for rid in MEGATRON_TABLE1]
 
 
-def test_table1_rows_are_held_out_and_within_30_percent() -> None:
-    """Held out. All ten rows are over-predicted: at 7.0 % median with the Ampere utilisation fitted with attention
-    inside the GEMM term (0.676); the refit with the flash-attention kernel timed apart (0.733, formulas/training_time.py
-    eq. (10)) leaves these eager-attention runs' score GEMMs at the big GEMMs' rate, 13.5 % median, worst +26 % (1.7B).
-    Bounds follow that measured state; the open mechanism is the eager score GEMMs' own efficiency."""
+def test_table1_rows_are_held_out_and_within_20_percent() -> None:
+    """Held out. All ten rows were over-predicted, 13.5 % median, worst +26 % (1.7B), while these eager-attention runs'
+    score GEMMs ran at the big GEMMs' rate; timed by formulas/eager_attention_traffic.py eq. (A3) (their s x s
+    matrix's traffic, not overlapped with their math: no fitted constant) the median is 8.8 %, the 1.7B +9.8 %, the
+    worst the interleaved 76.1B at +15.3 %. Still all over-predicted: the interleaved rows (76.1B-529.6B) most."""
     cases = _cases()
     assert len(cases) == 10 and all(c.kind == TRAINING_SPEED and not c.excluded for c in cases)
     errors = [c.error for c in cases]
-    assert all(e is not None and abs(e) <= 0.30 for e in errors), [(c.id, c.error) for c in cases]
-    assert statistics.median(abs(e) for e in errors if e is not None) < 0.15
+    assert all(e is not None and abs(e) <= 0.20 for e in errors), [(c.id, c.error) for c in cases]
+    assert statistics.median(abs(e) for e in errors if e is not None) < 0.10
 
 
 def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
@@ -65,17 +65,67 @@ def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
 def test_torchtitan_2d_and_3d_rows() -> None:
     """torchtitan's Tables 4 and 5 (PM1050-PM1053, held out): Llama 3.1 70B FSDP 32 x TP 8 on 256 H100 with and
     without async TP, 405B FSDP 8 x TP 8 x PP 8 on 512 H100, 1F1B and interleaved (8 micro-batches, 2 stages per
-    rank). Each within 20 % (PM1050, FSDP + TP + float8, is -17 % with the flash-attention kernel and float8 GEMM
-    shares timed per device as in data-parallel runs); the interleaved schedule's gain (measured 128 / 100 TPS/GPU) comes from the smaller
-    bubble, 7/16 against 7/8, and is reproduced within 5 %. Async TP's gain (measured 876 / 829 = 1.057) is an upper
-    bound in eq. (T3'), which hides every collective behind the GEMMs: predicted 1.22."""
+    rank). Each within 15 % (PM1050, FSDP + TP + float8, was -15.7 % while its sequence-parallel all-gathers were
+    timed in bf16; torchao's float8 tensor parallelism gathers in float8, eq. (T1''): -11.9 %); the interleaved
+    schedule's gain (measured 128 / 100 TPS/GPU) comes from the smaller bubble, 7/16 against 7/8, and is reproduced
+    within 5 %. Async TP's gain (measured 876 / 829 = 1.057) is an upper bound in eq. (T3'), which hides every
+    collective behind the GEMMs: predicted 1.15."""
     with DATA.open(newline="", encoding="utf-8") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
     from llmsizer.validation_cases import TORCHTITAN_MODEL_PARALLEL, speed_case
 
     cases = {rid: speed_case(rows[rid]) for rid in TORCHTITAN_MODEL_PARALLEL}
     for c in cases.values():
-        assert c.error is not None and abs(c.error) <= 0.20 and not c.excluded, (c.id, c.error)
+        assert c.error is not None and abs(c.error) <= 0.15 and not c.excluded, (c.id, c.error)
     gain = cases["PM1053"].predicted / cases["PM1052"].predicted
     assert gain == pytest.approx(128 / 100, rel=0.05)
     assert 876 / 829 <= cases["PM1051"].predicted / cases["PM1050"].predicted <= 1.25
+
+
+def test_korthikanti_table5_rows_are_held_out_and_within_11_percent() -> None:
+    """Korthikanti et al. 2022 (arXiv 2205.05198) Table 5 (PM1150-PM1157): the same GPT family on Selene a year later,
+    no data parallelism, with full recomputation and with sequence parallelism + selective recomputation (which
+    re-runs the eager attention core, eqs. (A1)/(A3)). Held out: nothing was fitted on them. Full recomputation
+    +10.1 / +7.1 / +1.5 / -2.0 %, the present work +2.7 / -1.6 / -5.3 / -10.1 % (22B / 175B / 530B / 1T).
+
+    The measured gain of the present work over full recomputation (29.0-32.1 %) is predicted at 20-22 %: sequence
+    parallelism's layer-norms and dropouts on 1/t of the tokens and the all-reduce overlapped with the weight-gradient
+    GEMMs that full recomputation loses (section 6.2: 39 % instead of 33 %) are not modelled."""
+    with DATA.open(newline="", encoding="utf-8") as f:
+        rows = {r["id"]: r for r in csv.DictReader(f)}
+    from llmsizer.validation_cases import KORTHIKANTI_TABLE5, korthikanti_case
+
+    cases = {rid: korthikanti_case(rows[rid]) for rid in KORTHIKANTI_TABLE5}
+    assert len(cases) == 8
+    for c in cases.values():
+        assert c.kind == TRAINING_SPEED and not c.excluded
+        assert c.error is not None and abs(c.error) <= 0.11, (c.id, c.error)
+    # the measured tokens/s come from the quoted iteration time: 1T present work, 512 x 2048 / 71.49 s / 512 GPUs
+    assert cases["PM1157"].measured == pytest.approx(2048 / 71.49)
+    for full, present in (("PM1150", "PM1151"), ("PM1152", "PM1153"), ("PM1154", "PM1155"), ("PM1156", "PM1157")):
+        gain = cases[present].predicted / cases[full].predicted  # type: ignore[operator]
+        measured = cases[present].measured / cases[full].measured
+        assert 1.18 <= gain < measured <= 1.33
+
+
+def test_torchao_float8_tensor_parallelism_gathers_in_float8() -> None:
+    """Eq. (T1''): under sequence parallelism with torchao float8 linears, the all-gather half of every tensor-parallel
+    pair moves 1 byte per element (pytorch/ao torchao/float8/float8_tensor_parallel.py: PrepareFloat8ModuleInput casts
+    before the all-gather, Float8RowwiseParallel casts the output gradient before the reduce-scatter's backward
+    all-gather), the reduce-scatters 2: 3/4 of the bf16 bytes; without sequence parallelism (all-reduces of partial
+    sums) nothing changes."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.catalog.models import find
+    from llmsizer.estimate.duration import training_duration_for
+
+    spec, dev = find("llama-3.1-8b").spec(), builtin_catalog().devices["h100-sxm"]
+    base = dict(method="full", precision="bf16-mixed", seq_len=8192, grad_checkpointing="full", micro_batch=2,
+                tp=8, gpus=8, compile=True)
+
+    def tp_bytes(**kw: object) -> float:
+        d = training_duration_for(spec, dev, 8, 1e6, dict(base, **kw))
+        assert d.step is not None and d.step.model_parallel is not None
+        return d.step.model_parallel.tp_bytes
+
+    assert tp_bytes(sequence_parallel=True, float8=True) == pytest.approx(0.75 * tp_bytes(sequence_parallel=True))
+    assert tp_bytes(float8=True) == pytest.approx(tp_bytes())

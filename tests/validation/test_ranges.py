@@ -13,7 +13,7 @@ import random
 import pytest
 
 from llmsizer.estimate import ranges as R
-from llmsizer.validation_cases import DECODE, VLLM, band_rows, coverage, engine_of, repo_cases
+from llmsizer.validation_cases import DECODE, VLLM, band_keys, band_rows, coverage, repo_cases
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +25,11 @@ def test_bands_follow_from_the_rows(cases) -> None:
     derived = {}
     for (kind, engine), rows in sorted(band_rows(cases).items()):
         lo, hi = R.stated(*R.band([c.measured / c.predicted for c in rows]))
-        derived[(kind, engine)] = (lo, hi, len(rows))
-    stated = {k: (b.low, b.high, b.rows) for k, b in R.BANDS.items()}
-    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n})" for (k, e), (lo, hi, n) in derived.items())
+        devices = tuple(sorted({c.device for c in rows})) if all(c.device for c in rows) else ()
+        derived[(kind, engine)] = (lo, hi, len(rows), devices)
+    stated = {k: (b.low, b.high, b.rows, b.devices) for k, b in R.BANDS.items()}
+    lines = "\n".join(f"_add({k!r}, {e!r}, {lo:.4f}, {hi:.4f}, {n}, {d!r})"
+                      for (k, e), (lo, hi, n, d) in derived.items())
     assert stated == derived, ("stale bands: run `PYTHONPATH=src python scripts/gen_docs.py` (it runs "
                                "scripts/rederive_bands.py and regenerates docs/accuracy.md):\n" + lines)
 
@@ -47,11 +49,15 @@ def test_leave_one_out_coverage_is_at_least_90_percent_where_rows_allow_it(cases
 
 
 def test_a_single_row_gives_no_band(cases) -> None:
-    """One summarised row of a kind and engine (today: current vLLM decode, VS06) has no spread to calibrate: no
-    band, rather than one of zero width that claims 90 % coverage."""
-    ones = [c for c in cases if c.kind == DECODE and engine_of(c) == VLLM and not c.excluded]
-    assert len(ones) == 1
-    assert (DECODE, VLLM) not in band_rows(cases) and R.band_for(DECODE, VLLM) is None
+    """One summarised row of a kind and band has no spread to calibrate: no band of its own, rather than one of zero
+    width that claims 90 % coverage (VS06 alone); a release scope without rows (vLLM 0.8-0.13) takes the pooled
+    serving band, named."""
+    vs06 = [c for c in cases if c.id == "VS06"]
+    assert len(vs06) == 1 and not vs06[0].excluded and band_keys(vs06[0]) == ("vllm >= 0.14", R.SERVING_POOLED)
+    assert band_rows(vs06) == {}
+    assert R.band_for(DECODE, "vllm 0.8-0.13") is None
+    b, why = R.serving_band(DECODE, VLLM, "0.13", "a100-sxm-40gb")
+    assert b is R.band_for(DECODE, R.SERVING_POOLED) and b is not None and R.SERVING_POOLED in why
 
 
 def test_band_is_the_conformal_order_statistic() -> None:

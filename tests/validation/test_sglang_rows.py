@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 
 from llmsizer.estimate.engines import step_host
-from llmsizer.validation_cases import DECODE, SGLANG, data_dir, engine_of, sglang_speed_cases
+from llmsizer.validation_cases import DECODE, SGLANG, data_dir, engine_of, engine_speed_cases
 
 
 def _rows() -> dict[str, dict[str, str]]:
@@ -24,7 +24,7 @@ def _rows() -> dict[str, dict[str, str]]:
 
 def test_rows_are_expressed_with_source_quote_and_release() -> None:
     rows = _rows()
-    cases = {c.id: c for c in sglang_speed_cases()}
+    cases = {c.id: c for c in engine_speed_cases() if c.id.startswith("SG")}
     assert set(cases) == set(rows) and len(rows) == 7
     for rid, c in cases.items():
         r = rows[rid]

@@ -59,23 +59,30 @@ def _measured_step(r: dict[str, str]) -> float:
 
 
 def test_rows_state_their_release_source_and_quote() -> None:
-    """Every row names a vLLM release >= 0.14 (asynchronous scheduling), its page and the line it quotes; one
-    sequence is the decode kind, several the batched kind; rows with unpublished lengths are out of the summary."""
+    """Every row names a V1 vLLM release (>= 0.8; from 0.14 with asynchronous scheduling), its page and the line it
+    quotes; one sequence is the decode kind, several the batched kind; rows with unpublished lengths are out of the
+    summary."""
     rows = _rows()
     cases = {c.id: c for c in vllm_serving_cases()}
     assert set(cases) == set(rows) and len(rows) >= 7
     for rid, c in cases.items():
         r = rows[rid]
         rule = step_host("vllm", r["engine_version"])
-        assert rule is not None and rule.mode == "overlapped" and rule.first >= (0, 14), rid
+        assert rule is not None and rule.first >= (0, 8) and (rule.mode == "overlapped") == (rule.first >= (0, 14)), rid
         assert r["source"] and r["quote"], rid
         assert c.kind == (DECODE if r["concurrency"] == "1" else BATCHED) and engine_of(c) == VLLM
         assert c.predicted is not None and c.predicted > 0
         want = CALIBRATION if rid == VLLM_V1_CALIBRATION else (ASSUMED if "(settings assumed)" in r["notes"] else "")
         assert c.excluded == want, rid
     summarised = {c.id for c in cases.values() if not c.excluded}
-    assert summarised == {"VS06"}  # the one row whose lengths, concurrency and release are all published
-    assert not any(c.id.startswith("VS") for rows_ in band_rows(cases.values()).values() for c in rows_)  # 1 row
+    # the rows whose lengths, concurrency and release are all published: VS06 (A100 40GB), the A10G table VS08-VS14
+    # (vLLM 0.18) and the gpustack H100 SXM runs VS17-VS20 (vLLM 0.11, ShareGPT means)
+    a10g = {f"VS{i:02d}" for i in range(8, 15)}
+    assert summarised == {"VS06"} | a10g | {"VS17", "VS18", "VS19", "VS20"}
+    bands = band_rows(cases.values())
+    assert {c.id for c in bands[(DECODE, "vllm >= 0.14")]} == {"VS06"} | a10g
+    assert {c.id for c in bands[(BATCHED, "vllm 0.8-0.13")]} == {"VS18", "VS19", "VS20"}
+    assert (DECODE, "vllm 0.8-0.13") not in bands  # VS17 alone: its estimates take the pooled band
 
 
 def test_v1_host_step_follows_from_its_row() -> None:

@@ -256,6 +256,8 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
     entry["form_factor"] = dev.form_factor
     if dev.architecture:  # what the rules keyed on a GPU generation read (training utilisation, engine kernels)
         entry["architecture"] = dev.architecture
+    if dev.compute_capability is not None:  # the engines' capability gates and llama.cpp's kernel choice read it
+        entry["compute_capability"] = _catalog_value(dev.compute_capability, cat)
     if dev.interconnect:
         entry["interconnect"] = dev.interconnect
     for name in ("memory_bandwidth", "tdp"):

@@ -55,16 +55,28 @@ _CAPACITY = {"B": 1.0, **{u: 2.0**e for u, e in _JEDEC_BINARY.items()}, "KiB": 2
              "GiB": 2.0**30, "TiB": 2.0**40}
 _PRICE = {"USD/h": 1.0, "USD": 1.0}
 _COUNT = {"vCPU": 1.0, "channels": 1.0, "cores": 1.0, "flag": 1.0, "threads/core": 1.0, "SMs": 1.0}
+# an NVIDIA compute capability as NVIDIA writes it, major.minor (12.0); Device.capability reads it as major x 10 + minor
+_CAPABILITY = {"major.minor": 1.0}
 UNIT_TABLES: dict[str, dict[str, float]] = {
     "memory": _MEMORY, "capacity": _CAPACITY, "bandwidth": _BANDWIDTH, "flops": _FLOPS, "power": _POWER,
-    "price": _PRICE, "count": _COUNT,
+    "price": _PRICE, "count": _COUNT, "capability": _CAPABILITY,
 }
 _FIELD_QUANTITY = {
     "memory": "capacity", "memory_usable": "capacity", "memory_options": "capacity", "memory_bandwidth": "bandwidth",
     "interconnect_bandwidth": "bandwidth", "tdp": "power", "launch_price": "price", "memory_channels": "count",
     "cores": "count", "price": "price", "vcpus": "count", "local_disk": "memory", "network": "bandwidth",
     "bandwidth": "bandwidth", "threads_per_core": "count", "sm_count": "count", "fp32_cores": "count",
+    "compute_capability": "capability",
 }
+
+# Compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture (Device.architecture), for a
+# device that gives its architecture but not its compute_capability (a hardware file's entry): NVIDIA's "CUDA GPU
+# Compute Capability" table (developer.nvidia.com/cuda-gpus; V100 on its legacy page). One architecture name spans
+# several capabilities: "blackwell" is 10.0 (B200, GB200), 10.3 (B300, GB300), 12.0 (RTX PRO 6000 Blackwell, GeForce
+# RTX 50) and 12.1 (GB10), so every catalog NVIDIA row states its own ``compute_capability`` and this table is only
+# the fallback (tests/hardware/test_compute_capability.py).
+ARCHITECTURE_CAPABILITY = {"pascal": 60, "volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90,
+                           "blackwell": 100}
 
 # ------------------------------------------------------------------------------ memory capacity convention
 MEMORY_CONVENTION = (
@@ -163,6 +175,16 @@ class Device:
     architecture: str = ""  # GPU architecture (NVIDIA: volta, turing, ampere, ada, hopper, blackwell)
     sm_count: Value | None = None  # streaming multiprocessors (NVIDIA GPUs)
     fp32_cores: Value | None = None  # FP32 lanes ("CUDA cores") of the whole GPU
+    compute_capability: Value | None = None  # NVIDIA compute capability, major.minor as NVIDIA writes it (12.0)
+
+    @property
+    def capability(self) -> int | None:
+        """The NVIDIA compute capability as major x 10 + minor (12.0 -> 120): the row's sourced
+        ``compute_capability``, else the first capability of its ``architecture`` (ARCHITECTURE_CAPABILITY, for a
+        hardware file that names only the architecture); None when neither is known (AMD, CPUs, Apple)."""
+        if self.compute_capability is not None and self.compute_capability.base is not None:
+            return round(float(self.compute_capability.base) * 10)
+        return ARCHITECTURE_CAPABILITY.get(self.architecture)
 
     @property
     def sm_cycles_per_second(self) -> float | None:
@@ -227,7 +249,7 @@ class Device:
         """Every sourced value of the entry, by dotted field name."""
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                     "price", "memory_channels", "cores", "sm_count", "fp32_cores"):
+                     "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -389,7 +411,8 @@ class _Ctx:
 
 _SHORTHAND = re.compile(r"\s*([-+]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]+)?\s*")
 _DEFAULT_UNIT = {"memory": "GiB", "capacity": "GiB", "bandwidth": "GB/s", "flops": "TFLOP/s", "power": "W",
-                 "price": "USD/h", "count": "vCPU"}
+                 "price": "USD/h", "count": "vCPU",
+                 "capability": "major.minor"}
 
 
 def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value | None, str]:
@@ -480,7 +503,7 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes", "architecture", "sm_count", "fp32_cores"}
+                  "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -498,7 +521,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     missing: dict[str, str] = {}
     vals: dict[str, Any] = {}
     for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                 "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores"):
+                 "price", "memory_channels", "cores", "memory_options", "sm_count", "fp32_cores",
+                 "compute_capability"):
         if name in raw:
             v, why = _parse_value(raw[name], _FIELD_QUANTITY[name], f"{where}.{name}", ctx)
             if v is None:
@@ -519,7 +543,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
-                  fp32_cores=vals.get("fp32_cores"))
+                  fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"))
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

@@ -6,15 +6,18 @@ import argparse
 from typing import Any
 
 from ..catalog import models as catalog
+from ..errors import InputError
 from ..formulas.params import count_params
 from ..formulas.weight_formats import file_weight_bytes, format_names, stored_format, weight_bytes
 from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
-from ..specs import InferenceWorkload, ModelSpec
+from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
+from ..specs.workload import ENGINE_RULE_TEXT
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
+from .workload_args import add_engine_version_arg
 
 
 def register(sub: Any) -> None:
@@ -36,6 +39,9 @@ def register(sub: Any) -> None:
                    f"{InferenceWorkload.context})")
     p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
                    f"{InferenceWorkload.concurrency})")
+    p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
+                   f"hardware: {ENGINE_RULE_TEXT})")
+    add_engine_version_arg(p)
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
@@ -59,6 +65,7 @@ def register(sub: Any) -> None:
 def models_answer(args: argparse.Namespace) -> tuple[Any, int]:
     """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same)."""
     found = catalog.search(args.query)
+    _fits_on_flags_need_fits_on(args)
     if args.fits_on:
         data, code, _ = fits_on_answer(found, args)
         return data, code
@@ -73,6 +80,7 @@ def cmd_models(args: argparse.Namespace) -> int:
         emit_json(data)
         return code
     found = catalog.search(args.query)
+    _fits_on_flags_need_fits_on(args)
     if args.fits_on:
         return _fits_on(found, args)
     rows = []
@@ -85,15 +93,28 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
+    """The workload flags only --fits-on reads are refused without it (exit 2), not ignored."""
+    if args.fits_on:
+        return
+    given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
+                            ("--engine", args.engine), ("--engine-version", args.engine_version)) if v is not None]
+    if given:
+        raise InputError(f"{', '.join(given)} need --fits-on DEVICE (the hardware the models are sized on)")
+
+
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..recommend import best_option_on
 
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
+    engine = normalize_engine(args.engine) if args.engine else None
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
-                               hardware_files=args.hardware_file)) for e in found]
-    data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency,
+                               hardware_files=args.hardware_file, engine=engine,
+                               engine_version=args.engine_version)) for e in found]
+    given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version)) if v is not None}
+    data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
             "models": [{"id": e.id, **o.to_dict()} for e, o in opts]}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
 
@@ -110,7 +131,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      f"{o.tokens_per_second_per_user:.1f}" if ok and o.tokens_per_second_per_user else "-",
                      "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
-    say(f"models on {args.fits_on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
+    on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version)) if v)
+    say(f"models on {args.fits_on}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
           "that fits at reading speed or faster")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..render.safe import say
-from ..request import Request, RequestError, load_request
+from ..request import Request, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
 from .common import json_text, write_atomic
@@ -66,12 +66,11 @@ def cmd_new(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_answer(load: Callable[[], Request]) -> tuple[dict[str, Any], int, Request | None]:
-    """`request check --json` data and exit code for the request ``load`` reads (the web API returns the same)."""
-    try:
-        req = load()
-    except RequestError as e:
-        return {"valid": False, "errors": e.errors}, 1, None  # answered: the request is not valid (README)
+def check_answer(load: Callable[[], Request]) -> tuple[dict[str, Any], int, Request]:
+    """`request check --json` data and exit code for the request ``load`` reads (the web API returns the same). An
+    invalid request raises its RequestError: bad input, exit 2 with one line per problem (a 400 problem with the
+    lines on the web), as `plan` and `capacity check` answer the same file (README "Exit codes")."""
+    req = load()
     return {"valid": True, "request": req.to_dict()}, 0, req
 
 
@@ -79,11 +78,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     data, code, req = check_answer(lambda: load_request(args.request, hardware_files=args.hardware_file))
     if args.json:
         sys.stdout.write(json_text(data))
-    if req is None:
-        for line in data["errors"]:
-            say(f"llmsizer: error: {line}", file=sys.stderr)
-        return code
-    if args.json:
         return code
     n_train = sum(isinstance(j, TrainingJob) for j in req.jobs)
     say(f"{req.source}: valid request with {len(req.jobs)} job(s): {n_train} training, "

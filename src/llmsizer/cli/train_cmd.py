@@ -164,8 +164,10 @@ def render_duration(d: Duration) -> str:
                  + (f" (of it {st.dequant_seconds:.3g} s {_base_format(d)} dequantization)" if st.dequant_seconds
                     else "")
                  + (f" (of it {st.elementwise_seconds:.3g} s memory-bound kernels)" if st.elementwise_seconds else "")
-                 + (f" (of it {st.attention_seconds:.3g} s flash attention at its executed FLOPs)"
-                    if st.attention_seconds else "")
+                 + (f" (of it {st.attention_seconds:.3g} s "
+                    + ("eager attention's score GEMMs with their s x s traffic)"
+                       if any(a.name == "eager_score_gemm_seconds_per_token" for a in d.assumptions)
+                       else "flash attention at its executed FLOPs)") if st.attention_seconds else "")
                  + (f" (of it {st.float8_cast_seconds:.3g} s float8 casts; the float8 linears at the FP8 peak)"
                     if st.float8_cast_seconds else "")
                  + (" (host-bound: the kernel launches take longer than the device's work)"

@@ -172,6 +172,9 @@ def render_markdown(g: dict[str, Any], command: str = GENERATOR) -> str:
                              f"{_pct(s.p90).lstrip('+')} |")
     lines += ["", "## Calibrated ranges", "",
               "Each estimate's range is [expected x low, expected x high] with the band of its kind and engine "
+              "(for vLLM and SGLang: of its release scope, `ranges.SERVING_SCOPES`, applied only where its rows are "
+              "representative: rows of at least two devices, or of the estimate's device; a held-out scope only on "
+              "its own devices; elsewhere the pooled serving-engine band, named in the estimate's assumptions) "
               "(`src/llmsizer/estimate/ranges.py`, written from these rows by `scripts/rederive_bands.py`, which "
               "`scripts/gen_docs.py` runs, and re-derived by `tests/validation/test_ranges.py`). From 19 rows the "
               "band is the split-conformal order statistic (the floor(0.05 (n + 1))-th most extreme ratio on each "

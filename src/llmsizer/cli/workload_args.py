@@ -118,9 +118,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                    "... (llama.cpp) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")
-    g.add_argument("--engine-version", help="vllm/sglang release, e.g. 0.10.1: picks the engine's host work per decode "
-                   "step, which the speed follows (estimate/engines.py step_host; default: the current release, "
-                   + ", ".join(f"{e} {v}" for e, v in CURRENT_VERSION.items()) + ")")
+    add_engine_version_arg(g)
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
@@ -158,6 +156,13 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--n-cpu-moe", "-ncmoe", type=int_arg(CPU_MOE_LAYERS),
                    help="llama.cpp: keep the MoE expert tensors of the first N layers in host memory")
     add_media_args(g)
+
+
+def add_engine_version_arg(g: Any) -> None:
+    """``--engine-version`` (InferenceWorkload.engine_version): infer, fit, recommend, models --fits-on."""
+    g.add_argument("--engine-version", help="vllm/sglang release, e.g. 0.10.1: picks the engine's host work per decode "
+                   "step, which the speed follows (estimate/engines.py step_host; default: the current release, "
+                   + ", ".join(f"{e} {v}" for e, v in CURRENT_VERSION.items()) + ")")
 
 
 def add_kv_unified_arg(g: Any) -> None:

@@ -36,7 +36,7 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out."""
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
-    refused = engine_refuses(eng, fmt, device.architecture, device.id) if fmt is not None else None
+    refused = engine_refuses(eng, fmt, device) if fmt is not None else None
     if refused is None:
         return eng, why
     gguf = runs_on_llamacpp_instead(spec, weights)

@@ -28,7 +28,7 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
-from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token
+from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token, score_gemm_seconds_per_token
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
     SOURCE_EAGER,
@@ -73,7 +73,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .device import resolve_target
+from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
@@ -270,11 +270,28 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
                                  w.kernels == "unsloth", loss_compiled=compiled_loss(w))
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
-        again = set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute == "full" else set()
+        # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
+        # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)
+        again = (set(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute == "full"
+                 else set(range(spec.num_layers)) if w.grad_checkpointing == "selective" else set())
         heads = -(-spec.num_heads // tp)
         total += sum(eager_attention_bytes_per_token(heads, w.seq_len, c, EAGER_ATTENTION_DROPOUT, i in again)
                      for i in range(spec.num_layers) if spec.layer_types[i] != "none")
     return total
+
+
+def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: TrainingFlops, c: float,
+                                   math_rate: float, bandwidth: float) -> float:
+    """Eq. (A3) of formulas/eager_attention_traffic.py over the model's attention layers, all heads (a
+    tensor-parallel device's share is taken with the rest of its compute), the recomputed ones with their forward
+    again: the checkpointed layers under full recomputation, every attention layer under Megatron's selective
+    recomputation (Korthikanti et al. 2022 section 5: it checkpoints and re-runs the attention core) [s per token]."""
+    heads = spec.num_heads
+    d_h = fl.attention_width // heads
+    again = fl.attention_layers if w.grad_checkpointing == "selective" else fl.attention_recomputed
+    return ((fl.attention_layers - again)
+            * score_gemm_seconds_per_token(heads, fl.seq_len, d_h, c, False, math_rate, bandwidth)
+            + again * score_gemm_seconds_per_token(heads, fl.seq_len, d_h, c, True, math_rate, bandwidth))
 
 
 @lru_cache(maxsize=256, typed=True)
@@ -620,6 +637,16 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                 "FLOPs (tiles above the diagonal skipped, backward 2.5 x forward, recomputed forward "
                                 "of checkpointed layers), in place of the 12 L d s of the FLOP count"))
         notes.append(Assumption(rho.name, rho.expected, True, rho.source))
+    elif device.kind == "gpu" and fl.attention > 0 and w.attention == "eager" and bw_mem:
+        # eager attention's batched score GEMMs apart from the projections' GEMMs (formulas/eager_attention_traffic.py
+        # eq. (A3)): their s x s matrix's traffic, not overlapped with their math, in place of the 12 L d s term
+        t_attn = tokens * eager_score_seconds_per_token(spec, w, fl, 4.0 if w.precision == "fp32" else 2.0,
+                                                        peak * u, bw_mem * eta.expected)
+        flops_eff -= fl.attention
+        notes.append(Assumption("eager_score_gemm_seconds_per_token", t_attn / tokens, True,
+                                "formulas/eager_attention_traffic.py eq. (A3): the QK^T, PV and four backward batched "
+                                "GEMMs (s x s x d_h per head; again for recomputed layers) at the GEMM rate plus their "
+                                "s x s matrix's traffic at the memory-bound kernel bandwidth, not overlapped"))
     # a tensor/pipeline-parallel device runs 1/tp of each GEMM (shapes above at hidden/tp) and of the attention heads
     # of its stage's layers; its memory-bound kernels above are already per device (widths / tp), for its stage's
     # share of the layers
@@ -871,9 +898,12 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     """``training_duration`` for TrainingWorkload keyword ``fields`` (method, seq_len, grad_checkpointing, rank,
     targets; the dataclass defaults otherwise). The devices talk over ``instance``'s interconnect when one is given
     (its own link, e.g. an NVLink/NVSwitch server of PCIe-listed cards), else the device's (``fit.link_bandwidth_for``,
-    the rule inference's tensor parallelism reads too); ``link_bandwidth``: a link a plan's request names instead."""
+    the rule inference's tensor parallelism reads too); ``link_bandwidth``: a link a plan's request names instead.
+    The workload is on ``device``'s kind (``workload_device_kind``, as fit's memory estimate): a CPU has no CUDA
+    unified memory, so QLoRA there keeps AdamW states in RAM and pays no paging term (t_page, formulas/training_time.py)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
+    kw["device"] = workload_device_kind(device)
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = TrainingWorkload(**kw)

@@ -197,7 +197,10 @@ LLAMACPP_SYNC_MMA_SHARE = {
 
 def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
     """The share of the catalog's dense tensor peak that llama.cpp's warp-level mma.sync kernels can issue on a GPU
-    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada, Blackwell)."""
+    architecture (LLAMACPP_SYNC_MMA_SHARE); None where they reach the whole peak (Volta .. Ada; GeForce / RTX PRO
+    Blackwell, compute capability 12.x, where mma.sync is the tensor path there is, CUTLASS's "Blackwell SM120
+    GEMMs"). Not established: datacenter Blackwell (10.x: B200, B300, GB200), whose dense peak is tcgen05's; no
+    published per-SM mma.sync rate was found for it, so it gets no cap (an open gap, not a measured 1.0)."""
     return LLAMACPP_SYNC_MMA_SHARE.get(architecture)
 
 
@@ -476,6 +479,20 @@ VLLM_V0_STEP_SECONDS = Factor(
     "vllm_v0_engine_step_seconds", 6.548e-3, 6.548e-3, 6.548e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
+# vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
+# still schedules, prepares inputs and samples between decode steps: EngineArgs ``num_scheduler_steps: int = 1`` (vllm
+# 0.6.x vllm/engine/arg_utils.py; multi-step scheduling is opt-in), so one scheduler call per forward step and the
+# device waits for it. Seconds per decode step, added to the step (eq. 7's fixed term) for releases 0.6-0.7 by
+# estimate/engines.py STEP_HOST. CALIBRATED on one named row, QV01 (vLLM 0.6.3, Qwen2.5-0.5B-Instruct on one A100
+# 80GB, one sequence, a 1-token prompt, 2048 generated tokens, 311.55 tokens/s; the Qwen2.5 speed benchmark page): the
+# row with the least device work per step (0.61 ms predicted against 3.21 ms measured); (measured - predicted without
+# it) / 2047 decode steps. Re-derived by tests/validation/test_engine_speed_rows.py; QV01 is left out of the summary,
+# the other single-GPU rows of the page (Qwen2.5 0.5B-14B, 1-63488-token prompts) are held out. One row, no spread
+# claimed (low = expected = high).
+VLLM_V06_STEP_SECONDS = Factor(
+    "vllm_v06_engine_step_seconds", 2.598e-3, 2.598e-3, 2.598e-3,
+    "calibrated: Qwen2.5 speed benchmark (QwenLM/Qwen2.5 docs @a912d23), vLLM 0.6.3 Qwen2.5-0.5B-Instruct 1 x A100 "
+    "80GB, 1 + 2048 tokens, 311.55 tokens/s (QV01); V0 with num_scheduler_steps = 1 schedules between steps")
 # vLLM's V1 engine with asynchronous scheduling (the default since vLLM 0.14.0: vllm/config/scheduler.py:133
 # ``async_scheduling = Field(default=None)``, resolved to True in vllm/config/vllm.py:588-628; 0.13.0 still had
 # ``async_scheduling: bool = False``) schedules step n + 1 while the device runs step n (vllm/v1/engine/core.py

@@ -184,13 +184,15 @@ STEP_HOST: tuple[StepHost, ...] = (
     StepHost("vllm", "vLLM < 0.6 (V0 engine)", (0, 0), (0, 6), "serial", E.VLLM_V0_STEP_SECONDS.expected,
              "V0: scheduling, input preparation, sampling and output processing run between decode steps; "
              + E.VLLM_V0_STEP_SECONDS.source),
-    StepHost("vllm", "vLLM 0.6-0.7 (V0 engine, asynchronous output processing)", (0, 6), (0, 8), "serial", None,
-             "vLLM v0.6.0 (blog.vllm.ai 2024-09-05) overlapped output processing, scheduling stayed serial; no "
-             "published row of these releases is in validation/"),
+    StepHost("vllm", "vLLM 0.6-0.7 (V0 engine, asynchronous output processing)", (0, 6), (0, 8), "serial",
+             E.VLLM_V06_STEP_SECONDS.expected,
+             "vLLM v0.6.0 (blog.vllm.ai 2024-09-05) overlapped output processing, scheduling stayed serial "
+             "(EngineArgs num_scheduler_steps = 1, vllm/engine/arg_utils.py); " + E.VLLM_V06_STEP_SECONDS.source),
     StepHost("vllm", "vLLM 0.8-0.13 (V1 engine, synchronous scheduling)", (0, 8), (0, 14), "serial", None,
              "V1 is the default since 0.8.0 (vllm-project/vllm#13726); EngineCore.step schedules, executes and "
              "updates one step after the other (vllm 0.13.0 vllm/v1/engine/core.py:336-362; async_scheduling: bool "
-             "= False, vllm/config/scheduler.py:133); no published row of these releases is in validation/"),
+             "= False, vllm/config/scheduler.py:133); its rows in validation/ (VS15-VS20) are device-bound, where a "
+             "host term cannot be told apart from the bandwidth share"),
     StepHost("vllm", "vLLM >= 0.14 (V1 engine, asynchronous scheduling)", (0, 14), None, "overlapped",
              E.VLLM_V1_HOST_STEP_SECONDS.expected,
              "async scheduling by default since 0.14.0 (vllm/config/scheduler.py:133, vllm/config/vllm.py:588-628): "
@@ -200,7 +202,8 @@ STEP_HOST: tuple[StepHost, ...] = (
     StepHost("sglang", "SGLang (overlap scheduler)", (0, 0), None, "overlapped", None,
              "the overlap scheduler is on by default (sglang 0.5.23 srt/arg_groups/fields/schedule.py:193-199 "
              "disable_overlap_schedule = False; srt/managers/scheduler.py:500-502, 2061 event_loop_overlap "
-             "'overlaps the CPU processing and GPU computation'); no published SGLang row establishes its host step"),
+             "'overlaps the CPU processing and GPU computation'); the SGLang rows in validation/ (SG01-SG07, "
+             "SS01-SS09) do not separate a host step from the bandwidth share"),
 )
 # the release the profiles describe when no version is given: the newest (vLLM 0.19.1's code was read for it)
 CURRENT_VERSION = {"vllm": "0.19", "sglang": "0.5"}

@@ -25,6 +25,7 @@ from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
+from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
@@ -191,8 +192,10 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
+    # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
+    scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version)
+           kv_unified, identical, engine, engine_version, scope)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -320,9 +323,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
-    check_engine_runs(eng, fmt, device.architecture, device.id)
+    check_engine_runs(eng, fmt, device)
     dtype_note = engine_dtype_note(eng, fmt, next((str(a.value) for a in est.assumptions if a.name == "dtype"), ""),
-                                   device.architecture, device.id)
+                                   device)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid

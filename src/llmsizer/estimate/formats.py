@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..catalog.hardware import Device
 from ..errors import InputError
 from ..formulas.weight_formats import GGUF_FTYPES, dtype_format, normalize_format, stored_format, weight_bytes
 from ..result import Assumption
@@ -46,23 +47,21 @@ VLLM_MIN_CAPABILITY = {"awq-int4": 75, "fp8": 75, "fp8-block": 75, "mxfp4": 80}
 # AWQ kernel only supports Turing or newer GPUs", python/sglang/srt/layers/quantization/awq.py @ 0149944).
 SGLANG_MIN_CAPABILITY = {"awq-int4": 75}
 _MIN_CAPABILITY = {"vllm": ("vLLM", VLLM_MIN_CAPABILITY), "sglang": ("SGLang", SGLANG_MIN_CAPABILITY)}
-# compute capability (major x 10 + minor) of the first GPUs of each NVIDIA architecture the catalog names
-# (Device.architecture); CUDA C Programming Guide, "Compute Capabilities" table
-ARCHITECTURE_CAPABILITY = {"pascal": 60, "volta": 70, "turing": 75, "ampere": 80, "ada": 89, "hopper": 90,
-                           "blackwell": 100}
+# The device's compute capability is Device.capability (catalog/hardware.py: the row's sourced compute_capability,
+# else ARCHITECTURE_CAPABILITY of its architecture), the one home of that reading.
 
 
-def engine_refuses(engine: str, fmt: str, architecture: str, device: str) -> str | None:
-    """Why ``engine`` will not run weights in ``fmt`` on a GPU of ``architecture`` (None: it runs them, or the
-    architecture is not known): vLLM's and SGLang's compute-capability gates (``VLLM_MIN_CAPABILITY``,
+def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
+    """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
+    is not known): vLLM's and SGLang's compute-capability gates (``VLLM_MIN_CAPABILITY``,
     ``SGLANG_MIN_CAPABILITY``)."""
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
-    have = ARCHITECTURE_CAPABILITY.get(architecture)
+    have = device.capability
     if need is None or have is None or have >= need:
         return None
-    return (f"{name} refuses {fmt} on {device} ({architecture}, compute capability {have / 10:.1f}): its kernels need "
-            f"{need / 10:.1f} or newer")
+    return (f"{name} refuses {fmt} on {device.id} ({device.architecture}, compute capability {have / 10:.1f}): its "
+            f"kernels need {need / 10:.1f} or newer")
 
 
 def runs_on_llamacpp_instead(spec: ModelSpec | None, weights: str | None) -> str | None:
@@ -90,18 +89,18 @@ def requested_format(spec: ModelSpec | None, weights: str | None) -> str | None:
 VLLM_BF16_MIN_CAPABILITY = 80
 
 
-def engine_dtype_note(engine: str, fmt: str, dtype: str, architecture: str, device: str) -> str | None:
+def engine_dtype_note(engine: str, fmt: str, dtype: str, device: Device) -> str | None:
     """A warning when ``engine`` runs bf16 (weights ``fmt`` or compute ``dtype``) as fp16 on this GPU; None else."""
-    have = ARCHITECTURE_CAPABILITY.get(architecture)
+    have = device.capability
     if engine != "vllm" or "bf16" not in (fmt, dtype) or have is None or have >= VLLM_BF16_MIN_CAPABILITY:
         return None
-    return (f"vLLM runs bf16 as fp16 on {device} ({architecture}, compute capability {have / 10:.1f}: no bf16 below "
-            f"{VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")
+    return (f"vLLM runs bf16 as fp16 on {device.id} ({device.architecture}, compute capability {have / 10:.1f}: no "
+            f"bf16 below {VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")
 
 
-def check_engine_runs(engine: str, fmt: str, architecture: str, device: str) -> None:
+def check_engine_runs(engine: str, fmt: str, device: Device) -> None:
     """Raise InputError (exit 2) when ``engine_refuses`` the format on the device: fit and estimate_inference."""
-    refused = engine_refuses(engine, fmt, architecture, device)
+    refused = engine_refuses(engine, fmt, device)
     if refused is not None:
         raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
 

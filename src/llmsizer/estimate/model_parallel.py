@@ -100,7 +100,11 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     nodes = -(-n // g)
     b_dp = intra if nodes == 1 or net is None or intra == inf else \
         data_parallel_bus_bandwidth(intra, net, g, tp * pp, nodes)
-    fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp) if tp > 1 else (0.0, 0.0)
+    # torchao float8 tensor parallelism all-gathers the sequence-parallel activations and gradients in float8
+    # (formulas/model_parallel_time.py eq. (T1''))
+    float8_gather = w.sequence_parallel and w.float8 and w.float8_recipe == "torchao"
+    fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
+                                     1.0 if float8_gather else None) if tp > 1 else (0.0, 0.0)
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
     if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
@@ -119,7 +123,9 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                 f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
                                 + (f" + 2 again in {again} recomputed layers" if again else "")
                                 + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "
-                                + ("devices (all-gather + reduce-scatter pairs, sequence parallel)"
+                                + ("devices (all-gather + reduce-scatter pairs, sequence parallel"
+                                   + (", the all-gathers in float8: torchao Float8ColwiseParallel / "
+                                      "PrepareFloat8ModuleInput, eq. (T1''))" if float8_gather else ")")
                                    if w.sequence_parallel else "devices")
                                 + (f", at {b_tp / 1e9:.4g} GB/s" if b_tp != inf else "")))
     if pp > 1:

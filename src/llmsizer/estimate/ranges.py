@@ -24,10 +24,20 @@ bands that match its rows again): the n ratios measured / expected are sorted.
 
 low and high are stated to 4 decimals rounded outwards. A kind/engine with fewer than two summarised rows
 (``MIN_BAND_ROWS``) has no calibrated range (None): the estimate then carries only its own component ranges.
+
+Serving engines (vLLM, SGLang) get a band per release scope (``SERVING_SCOPES``, the release boundaries of
+estimate/engines.py ``STEP_HOST``: the host work per decode step, and so the error, changes with them), applied only
+where its rows are representative (``serving_band``): the estimate's engine and release fall in the scope, and its
+rows measured at least ``MIN_BAND_DEVICES`` catalog devices or the estimate's own (each serving band lists its rows'
+devices); a scope held out as specific to its release and devices (``ServingScope.held_out``, the reason in the row)
+applies to those devices alone. Elsewhere the estimate takes the pooled serving-engine band (``SERVING_POOLED``: every
+summarised vLLM and SGLang row of the kind outside held-out scopes), named in its assumptions; a held-out scope's rows
+never feed the pooled band.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -58,10 +68,11 @@ class Band:
     low: float  # measured / expected, lower end
     high: float
     rows: int
+    devices: tuple[str, ...] = ()  # the catalog devices of a serving band's rows (() where not tracked)
 
-    def to_dict(self) -> dict[str, float | int | str]:
+    def to_dict(self) -> dict[str, float | int | str | list[str]]:
         return {"kind": self.kind, "engine": self.engine, "low": self.low, "high": self.high, "rows": self.rows,
-                "coverage_target": COVERAGE}
+                "devices": list(self.devices), "coverage_target": COVERAGE}
 
 
 # Student's t, one-sided 0.95 quantile by degrees of freedom (NIST/SEMATECH e-Handbook 1.3.6.7.2, column 0.95)
@@ -97,24 +108,111 @@ def stated(lo: float, hi: float) -> tuple[float, float]:
     return math.floor(lo * 1e4) / 1e4, math.ceil(hi * 1e4) / 1e4
 
 
+# -- serving engines: one band per release scope --------------------------------------------------------------------
+SERVING_ENGINES = (VLLM, SGLANG)
+SERVING_POOLED = "serving engines (pooled)"
+
+
+@dataclass(frozen=True)
+class ServingScope:
+    """Releases [first, until) of one serving engine whose validation rows share a band (the band's key is ``name``).
+    ``devices`` and ``held_out``: the rows are known to represent only this release on these devices (why in
+    ``held_out``); the band then applies there alone and its rows stay out of the pooled band."""
+
+    engine: str
+    name: str
+    first: tuple[int, int]
+    until: tuple[int, int] | None
+    devices: tuple[str, ...] = ()
+    held_out: str = ""
+
+
+# The vLLM boundaries are STEP_HOST's (tests/validation/test_ranges.py checks they stay equal). SGLang 0.4 on the H20:
+# the Qwen3 speed benchmark rows (SG01-SG07, SGLang 0.4.6.post1) stream 1.36 TB/s of the H20's 4.0, while SGLang
+# 0.5.13.post2 streams 2.27 TB/s on the same part and a device copy 3.3 TB/s (docs/hardware.md, SGLang section;
+# tests/validation/test_sglang_rows.py): their 0.15-0.61 ratio belongs to that release's kernels on that GPU, not to
+# SGLang elsewhere.
+SERVING_SCOPES: tuple[ServingScope, ...] = (
+    ServingScope(VLLM, "vllm < 0.6", (0, 0), (0, 6)),
+    ServingScope(VLLM, "vllm 0.6-0.7", (0, 6), (0, 8)),
+    ServingScope(VLLM, "vllm 0.8-0.13", (0, 8), (0, 14)),
+    ServingScope(VLLM, "vllm >= 0.14", (0, 14), None),
+    ServingScope(SGLANG, "sglang 0.4 on h20", (0, 4), (0, 5), ("h20",),
+                 "SGLang 0.4.6.post1 on the H20 streams 1.36 of 4.0 TB/s, SGLang 0.5.13 2.27 TB/s on the same part "
+                 "(docs/hardware.md): the rows represent that release on that GPU only"),
+    ServingScope(SGLANG, "sglang < 0.5", (0, 0), (0, 5)),
+    ServingScope(SGLANG, "sglang >= 0.5", (0, 5), None),
+)
+
+
+HELD_OUT_SCOPES = tuple(sc.name for sc in SERVING_SCOPES if sc.held_out)
+
+
+@functools.lru_cache(maxsize=256)
+def serving_scope(engine: str, version: str | None, device: str | None) -> ServingScope:
+    """The release scope of ``engine`` at ``version`` (None: engines.CURRENT_VERSION) on ``device``: the first of
+    ``SERVING_SCOPES`` whose releases hold it and whose devices (if any) include ``device``."""
+    from .engines import CURRENT_VERSION, parse_version
+
+    v = parse_version(version if version is not None else CURRENT_VERSION[engine])
+    for sc in SERVING_SCOPES:
+        if sc.engine == engine and sc.first <= v and (sc.until is None or v < sc.until) \
+                and (not sc.devices or device in sc.devices):
+            return sc
+    raise InputError(f"no {engine} release {version} is known")  # pragma: no cover - the scopes cover 0.0 onwards
+
+
+# A release scope's band speaks for other GPUs only when its rows measured at least this many devices; rows of one
+# device represent that device (another GPU's kernels, memory and clocks move the ratio: the H20 rows above).
+MIN_BAND_DEVICES = 2
+
+
+def serving_band(kind: str, engine: str, version: str | None, device: str | None) -> tuple[Band | None, str]:
+    """(band, why) for a serving-engine estimate: its release scope's band where its rows are representative (at
+    least ``MIN_BAND_ROWS`` rows, and rows of ``MIN_BAND_DEVICES`` devices or of this device), else the pooled
+    serving-engine band, else None; ``why`` names the choice (the estimate's assumption)."""
+    sc = serving_scope(engine, version, device)
+    own = BANDS.get((kind, sc.name))
+    on = f" on {', '.join(own.devices)}" if own is not None and own.devices else ""
+    if own is not None and (len(own.devices) >= MIN_BAND_DEVICES or device in own.devices):
+        return own, (f"{kind} band of {sc.name} ({own.rows} validation rows of that release scope{on}"
+                     + (f"; held out as release-specific: {sc.held_out}" if sc.held_out else "") + ")")
+    if own is None:
+        reason = f"{sc.name} has no band of its own (fewer than {MIN_BAND_ROWS} summarised rows)"
+    else:
+        reason = f"the {sc.name} band's {own.rows} rows measured only {', '.join(own.devices)}"
+    pooled = BANDS.get((kind, SERVING_POOLED))
+    if pooled is None:
+        return None, f"no {kind} band: {reason}, and no pooled serving-engine band exists"
+    return pooled, (f"{kind} band of {SERVING_POOLED} ({pooled.rows} rows of vLLM/SGLang on "
+                    f"{', '.join(pooled.devices)}, outside held-out scopes {', '.join(HELD_OUT_SCOPES)}): {reason}")
+
+
 # Written by scripts/rederive_bands.py from the rows of `llmsizer validate` (tests/validation/test_ranges.py re-derives
 # them); do not edit by hand.
 BANDS: dict[tuple[str, str], Band] = {}
 
 
-def _add(kind: str, engine: str, low: float, high: float, rows: int) -> None:
-    BANDS[(kind, engine)] = Band(kind, engine, low, high, rows)
+def _add(kind: str, engine: str, low: float, high: float, rows: int, devices: tuple[str, ...] = ()) -> None:
+    BANDS[(kind, engine)] = Band(kind, engine, low, high, rows, devices)
 
 
 _add("batched decode throughput", "llama.cpp", 0.9265, 1.0696, 57)
-_add("batched decode throughput", "vllm", 0.7234, 1.1687, 12)
+_add("batched decode throughput", "serving engines (pooled)", 0.6971, 1.1263, 16, ('a100-sxm-80gb', 'h100-sxm'))
+_add("batched decode throughput", "vllm 0.8-0.13", 0.7301, 0.8108, 3, ('h100-sxm',))
+_add("batched decode throughput", "vllm < 0.6", 0.7234, 1.1687, 12, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8724, 1.1055, 154)
-_add("decode throughput", "sglang", 0.1544, 0.6132, 7)
+_add("decode throughput", "serving engines (pooled)", 0.7848, 0.9963, 38,
+     ('a100-sxm-40gb', 'a100-sxm-80gb', 'a10g', 'h100-sxm'))
+_add("decode throughput", "sglang 0.4 on h20", 0.1544, 0.6132, 7, ('h20',))
+_add("decode throughput", "sglang >= 0.5", 0.8297, 0.9868, 8, ('a10g',))
+_add("decode throughput", "vllm 0.6-0.7", 0.8156, 0.9963, 21, ('a100-sxm-80gb',))
+_add("decode throughput", "vllm >= 0.14", 0.8406, 0.9520, 8, ('a100-sxm-40gb', 'a10g'))
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
 _add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
 _add("training memory", "pytorch training", 0.9049, 1.1198, 18)
-_add("training throughput", "pytorch training", 0.7997, 1.1344, 229)
+_add("training throughput", "pytorch training", 0.8005, 1.1344, 237)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

@@ -39,7 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .formats import ARCHITECTURE_CAPABILITY, file_kernel_format
+from .formats import file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
 # quantized K/V type (fattn.cu L253-268: F32, F16, Q4_0, Q8_0 have kernels; BF16 and the others none at @7b6abb2)
@@ -88,6 +88,8 @@ class SpeedEstimate:
     assumptions: tuple[Assumption, ...] = ()
     warnings: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
+    serving_engine: str | None = None  # vllm / sglang: the engine whose release scope picks the decode band
+    engine_version: str | None = None  # its release (None: engines.CURRENT_VERSION)
 
     @property
     def ttft_seconds(self) -> float | None:
@@ -136,8 +138,13 @@ class SpeedEstimate:
 
     @property
     def decode_range(self) -> tuple[float, float] | None:
-        """Calibrated [low, high] aggregate decode tokens/s (batched band above one sequence)."""
+        """Calibrated [low, high] aggregate decode tokens/s (batched band above one sequence): a serving engine's
+        from its release scope, or the pooled serving band where that scope has no rows (ranges.serving_band)."""
         kind = R.BATCHED if self.concurrency > 1 else R.DECODE
+        if self.serving_engine in R.SERVING_ENGINES:
+            b, _ = R.serving_band(kind, self.serving_engine, self.engine_version, self.device)
+            t = self.tokens_per_second
+            return None if b is None or t is None else (t * b.low, t * b.high)
         return R.calibrated_range(kind, self.engine or "", self.tokens_per_second)
 
     def to_dict(self) -> dict[str, Any]:
@@ -383,7 +390,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     def _fattn(batch: int, per_stream: int, streams: int) -> str | None:
         """The flash-attention kernel ggml-cuda runs for this step (formulas/flash_attention.py fattn_kernel)."""
-        capability = ARCHITECTURE_CAPABILITY.get(device.architecture)
+        capability = device.capability
         if not flash_attention or capability is None or kv_dtype not in _FA_KV_TYPES:
             return None
         cc = capability * 10  # ggml's scale: 8.9 -> 890
@@ -584,8 +591,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
         details["state_dtypes"] = list(state_dtypes)
+    serving = engine if engine in R.SERVING_ENGINES else None
+    if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
+        kind = R.BATCHED if concurrency > 1 else R.DECODE
+        b, why = R.serving_band(kind, serving, engine_version, device.id)
+        assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
     return SpeedEstimate(spec.name, device.id, count, tp, fmt, dtype, prompt_tokens, output_tokens, concurrency,
-                         prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details)
+                         prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details,
+                         serving, engine_version)
 
 
 def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | None, weights_format: str,

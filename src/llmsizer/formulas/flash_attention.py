@@ -77,8 +77,14 @@ FATTN_KQ_STRIDE = 256  # fattn-common.cuh L9: KV cells per tile; llama.cpp pads 
 VEC, MMA_F16, WMMA_F16, TILE = "vec", "mma_f16", "wmma_f16", "tile"
 # ggml-cuda common.cuh L47-50: the compute capabilities the choice compares against
 CC_VOLTA, CC_TURING, CC_ADA_LOVELACE = 700, 750, 890
-# ``compute_capability`` is ggml's scale, major x 100 + minor x 10 (8.9 -> 890); the architecture -> capability
-# table has one home, estimate/formats.py ARCHITECTURE_CAPABILITY (major x 10 + minor), which the caller scales
+# ``compute_capability`` is ggml's scale, major x 100 + minor x 10 (8.9 -> 890); a device's capability has one home,
+# catalog/hardware.py Device.capability (major x 10 + minor: its sourced compute_capability, else
+# ARCHITECTURE_CAPABILITY of its architecture), which the caller scales. Blackwell parts differ in capability (B200
+# 10.0, B300 10.3, RTX 50 / RTX PRO 12.0, GB10 12.1), and the choice below only compares with Turing, Volta and Ada
+# Lovelace, so all of them take the Ada branch: the same kernel (ggml-org/ggml@d99724f src/ggml-cuda/fattn.cu
+# ggml_cuda_get_best_fattn_kernel L358 ff. still tests turing_mma_available and cc >= GGML_CUDA_CC_ADA_LOVELACE; its
+# GGML_CUDA_CC_BLACKWELL = 1200 / GGML_CUDA_CC_DGX_SPARK = 1210, common.cuh L59-60, pick only the MLA 576/512
+# kernel's column count for GLM-4.7-Flash's GQA ratio 20, fattn.cu L193-210, a tile shape, not a kernel).
 _HEAD_SIZES = (40, 64, 80, 96, 112, 128, 256)  # L223-234 (576/512, DeepSeek MLA, needs gqa_opt and a ratio of 16)
 
 

@@ -17,6 +17,16 @@ sequence parallelism (Korthikanti et al. 2022 section 4.2.2, Figure 5) each all-
 (g) and a reduce-scatter (g-bar) of the same tensor, (t-1)/t T h a each, the same bytes as the ring all-reduce::
 
     V_tp = (4 L_s + 2 c_s) 2 (t - 1)/t T h a,   c_s = checkpointed layers of the stage         (T1)
+
+torchao's float8 tensor parallelism (which torchtitan applies to float8 linears: ``PrepareFloat8ModuleInput``,
+``Float8ColwiseParallel``, ``Float8RowwiseParallel``, pytorch/ao @0e0fba8 ``torchao/float8/float8_tensor_parallel.py``)
+casts the sequence-parallel input to float8 before its all-gather ("the float8 cast happens before the all-gather
+(i.e. Shard -> Replicate)", ``PrepareFloat8ModuleInput``), and casts the gradient of the reduce-scattered output to
+float8 before the all-gather that is the reduce-scatter's backward (``Float8RowwiseParallel._prepare_output_fn``:
+``redistribute`` then ``_NoopFwToFloat8BwDynamic``, "fwd noop bwd cast"); the reduce-scatters (forward outputs,
+input gradients) stay in a bytes. Every pair then moves (t - 1)/t T h (1 + a)::
+
+    V_tp = (4 L_s + 2 c_s) (t - 1)/t T h (a_g + a),   a_g = 1 (float8) or a                     (T1'')
     c_tp = V_tp / B_tp                                                                          (T2)
 
 B_tp is the link inside a machine when the t devices share one (t <= g devices per machine); a tensor-parallel group
@@ -67,21 +77,28 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..errors import InputError
-from .network import allreduce_bytes
+from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes
 
 
 def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidden: int, act_bytes: float,
-                          tp: int) -> tuple[float, float]:
+                          tp: int, gather_bytes: float | None = None) -> tuple[float, float]:
     """Eq. (T1): (forward, backward) bytes each tensor-parallel rank sends per micro-batch of ``tokens`` tokens on a
     stage of ``layers`` layers, ``recomputed_layers`` of them recomputed in full (their forward collectives run
-    again in the backward).
+    again in the backward); ``gather_bytes``: under sequence parallelism, the element size of the all-gather half of
+    each pair when it differs from ``act_bytes`` (eq. (T1''): float8 all-gathers).
 
     >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2)   # one all-reduce of 200 B over 2 ranks sends 200 B
     (800.0, 1600.0)
+    >>> tensor_parallel_bytes(2, 2, 10, 10, 2, 2, gather_bytes=1)   # all-gathers of 100 B, reduce-scatters of 200 B
+    (600.0, 1200.0)
     """
     if layers < 0 or not 0 <= recomputed_layers <= layers:
         raise InputError("stage layers must not be negative, recomputed layers between 0 and the stage's layers")
-    one = allreduce_bytes(float(tokens) * hidden * act_bytes, tp)
+    if gather_bytes is None:
+        one = allreduce_bytes(float(tokens) * hidden * act_bytes, tp)
+    else:
+        one = all_gather_bytes(float(tokens) * hidden * gather_bytes, tp) \
+            + reduce_scatter_bytes(float(tokens) * hidden * act_bytes, tp)
     return 2.0 * layers * one, (2.0 * layers + 2.0 * recomputed_layers) * one
 
 

@@ -14,7 +14,7 @@ from ..estimate.engines import step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
 from ..estimate.formats import unquantized_format
 from ..estimate.inference import estimate_inference
-from ..estimate.verdict import DEFAULT_HEADROOM, memory_budget
+from ..estimate.verdict import check_headroom, memory_budget
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
@@ -48,7 +48,8 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
          context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
-               output_tokens=output, memory=memory, kv_dtype=job.kv_cache_dtype, dtype=job.precision,
+               output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
+               dtype=job.precision,
                hardware_files=ctx.hardware_files, **job.media.fields(), **engine_settings(job, engine))
 
 
@@ -104,7 +105,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     # ---- hardware and fit at peak ----
     hw, device, instance = requested(job.resources, ctx)
     cons = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
-                       max_cost_per_hour=job.budget.per_hour)
+                       max_cost_per_hour=job.budget.per_hour, headroom=job.resources.headroom)
     rec = None
     try:
         if not (ctx.alternatives or hw is None):
@@ -195,7 +196,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
-    budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, DEFAULT_HEADROOM) if usable else None)
+    headroom = f_peak.headroom if f_peak else check_headroom(job.resources.headroom)
+    budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, headroom) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     pool = f_peak is not None and f_peak.estimate is not None and \
         str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
@@ -206,7 +208,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         budget_dev = f_peak.estimate.details["workload_budget_bytes"]
     mem.add("budget", "budget per device", budget_dev, "B",
             f"{ENGINE_NAMES.get(engine, engine)}'s pool (+ the CUDA context), not the headroom, decides" if pool
-            else f"device memory x (1 - {DEFAULT_HEADROOM:g} headroom)",
+            else f"device memory x (1 - {headroom:g} headroom)",
             "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool else "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":

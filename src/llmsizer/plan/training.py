@@ -35,11 +35,6 @@ from .common import JobNotes, Sec, deadline_seconds, geometric_points
 from .hardware import PlanContext, from_option, none_hardware, option_dict, requested
 from .result import Chart, Hardware, JobPlan, Series
 
-SETTINGS_TO_WORKLOAD = ("precision", "optimizer", "micro_batch", "seq_len", "grad_accumulation",
-                        "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss", "loss_chunks",
-                        "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "zero", "fsdp", "tp", "pp", "virtual_stages",
-                        "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope", "grad_sync")
 TEXT_FORMATS = ("jsonl", "json", "csv", "text", "parquet", "arrow")
 
 
@@ -51,17 +46,9 @@ def _assumed(est: Estimate, name: str, default: Any) -> Any:
 
 
 def workload_fields(job: TrainingJob, gpus: int, per_node: int) -> dict[str, Any]:
-    """TrainingWorkload keyword fields from the request (defaults are the workload's, recorded by the estimate)."""
-    s = job.settings
-    fields: dict[str, Any] = {k: getattr(s, k) for k in SETTINGS_TO_WORKLOAD if getattr(s, k) is not None}
-    fields["method"] = job.method
-    if job.method != "full":
-        if job.peft.rank is not None:
-            fields["rank"] = job.peft.rank
-        if job.peft.targets is not None:
-            fields["targets"] = job.peft.targets
-        if job.peft.modules_to_save is not None:
-            fields["modules_to_save"] = job.peft.modules_to_save
+    """TrainingWorkload keyword fields from the request (``TrainingJob.workload_fields``; defaults are the
+    workload's, recorded by the estimate) on ``gpus`` devices, ``per_node`` per machine."""
+    fields = job.workload_fields()
     fields["gpus"] = max(1, gpus)
     if gpus > 1:
         fields["gpus_per_node"] = max(1, per_node)
@@ -131,7 +118,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
                         "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
-                             constraints=Constraints(deadline=deadline, max_cost=budget),
+                             constraints=Constraints(deadline=deadline, max_cost=budget,
+                                                     headroom=job.resources.headroom),
                              hardware_files=ctx.hardware_files, catalog=ctx.cat(), training_fields=base_fields)
         except LlmsizerError as e:
             notes.warnings.append(f"no alternatives searched: {e}")
@@ -152,7 +140,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     usable = hw.memory_per_device
     # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it
-    est = training_on_memory(spec, fields, usable, None) if usable else _estimate(spec, fields)
+    est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
     if usable:
         fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
             if "fsdp" not in fields else fields

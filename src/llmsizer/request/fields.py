@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import CPU_MOE_LAYERS, UTILIZATION
+from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
@@ -70,8 +70,13 @@ class Field:
     minimum: float | None = None
     maximum: float | None = None
     template: bool = True  # written into the template (examples only for the fields that read well there)
+    # the CLI flag's own range (numbers.py) when the field is that flag: its bounds and its reason, one message
+    bounds: Range | None = None
 
     def __post_init__(self) -> None:
+        if self.bounds is not None:
+            object.__setattr__(self, "minimum", self.bounds.low)
+            object.__setattr__(self, "maximum", self.bounds.high)
         if self.type not in TYPES:
             raise ValueError(f"field {self.name}: unknown type {self.type}")
         if self.type == "dist" and not self.item:
@@ -134,6 +139,9 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
                     "instance: a GPU of that memory, as `infer --memory` answers", template=False),
+                  F("headroom", "number", "share of each device's memory kept free, as `fit --headroom` (default: "
+                    "fit's; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: engine_settings."
+                    "mem_fraction_static)", 0.2, bounds=HEADROOM, template=False),
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
                     "2 TB"),
                   F("pool", "str", "name of the machines or cluster the job runs on; jobs naming the same pool share "

@@ -26,7 +26,8 @@ from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
 from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
-from ..specs.workload import ENGINE_SETTINGS, ENGINES, normalize_engine, parse_engine_version
+from ..specs.training import TrainingWorkload
+from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from . import quantities as Q
 from .fields import JOB_FIELDS, TOP, Field, job_fields
 from .spec import (
@@ -208,7 +209,10 @@ class _Reader:
 
     @staticmethod
     def range(f: Field) -> Range | None:
-        """The allowed range of a numeric field: its own bounds, else a documented default."""
+        """The allowed range of a numeric field: the CLI flag's range it shares, its own bounds, else a documented
+        default."""
+        if f.bounds is not None:
+            return f.bounds
         if f.type == "int":
             return Range(f.minimum if f.minimum is not None else 0,
                          f.maximum if f.maximum is not None else COUNT.high, True,
@@ -557,27 +561,12 @@ class _Reader:
         if s.zero and s.fsdp:
             self.jerr(i, j, "settings.fsdp", "give settings.zero or settings.fsdp, not both")
             return
-        try:
-            from ..specs.training import TrainingWorkload
-        except ImportError:  # pragma: no cover - another module
-            return
-        fields = {k: v for k, v in vars(s).items() if v is not None
-                  and k not in ("epochs", "train_tokens", "utilization")}
-        fields["method"] = j.method
-        if j.method != "full":
-            if j.peft.rank is not None:
-                fields["rank"] = j.peft.rank
-            if j.peft.targets is not None:
-                fields["targets"] = j.peft.targets
-            if j.peft.modules_to_save is not None:
-                fields["modules_to_save"] = j.peft.modules_to_save
+        fields = j.workload_fields()
         fields["gpus"] = self.device_count(j.resources) or (s.tp or 1) * (s.pp or 1)  # unknown: check the rest
         try:
             TrainingWorkload(**fields)
         except InputError as e:
             self.jerr(i, j, "settings", str(e))
-        except TypeError as e:  # the training spec changed under us; say so rather than crash
-            self.jerr(i, j, "settings", f"cannot be checked against TrainingWorkload ({e})")
 
     def device_count(self, r: Resources) -> int | None:
         """Devices the resources name: count, or an instance's devices x nodes (None when not stated)."""
@@ -625,6 +614,11 @@ class _Reader:
             except InputError as e:
                 self.jerr(i, j, "engine_version", str(e).removeprefix("engine_version "))
         self.engine_settings_checks(i, j)
+        if j.resources.headroom is not None and j.engine is not None:  # the workload's own rule (SGLang keeps none)
+            try:
+                InferenceWorkload(engine=j.engine, headroom=j.resources.headroom)
+            except InputError as e:
+                self.jerr(i, j, "resources.headroom", str(e).removeprefix("headroom "))
         if (j.adapters.mode is not None or j.adapters.count is not None) and j.model.from_job is None \
                 and j.adapters.rank is None:
             self.jerr(i, j, "adapters.rank", "is required when the adapters do not come from a training job of "

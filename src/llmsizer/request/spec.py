@@ -28,6 +28,7 @@ class Resources:
     count: int | None = None
     nodes: int | None = None
     memory: int | None = None  # bytes per device
+    headroom: float | None = None  # share of each device's memory kept free (estimate/verdict.py; None: its default)
     storage: int | None = None  # bytes
     pool: str | None = None
     jurisdiction: str | None = None
@@ -269,6 +270,21 @@ class TrainingJob(_JobBase):
     expected_duration: float | None = None
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
     handover: Handover = field(default_factory=Handover)
+
+    def workload_fields(self) -> dict[str, Any]:
+        """The TrainingWorkload keyword fields this job states: its settings (not the run's length, epochs and
+        train_tokens, nor the duration's utilization), the method and, for an adapter method, the peft settings;
+        the workload's own defaults fill the rest. The one mapping the reader's check and the plan use."""
+        fields: dict[str, Any] = {k: v for k, v in vars(self.settings).items()
+                                  if v is not None and k not in RUN_SETTINGS}
+        fields["method"] = self.method
+        if self.method != "full":
+            fields.update({k: v for k, v in (("rank", self.peft.rank), ("targets", self.peft.targets),
+                                             ("modules_to_save", self.peft.modules_to_save)) if v is not None})
+        return fields
+
+
+RUN_SETTINGS = ("epochs", "train_tokens", "utilization")  # settings of the run, not of its workload
 
 
 UNQUANTIZED = "none"  # quantization: none (also no / false / off): unquantized, the format pinned

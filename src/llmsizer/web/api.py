@@ -117,7 +117,8 @@ def index(request: Request) -> dict[str, Any]:
 @router.get("/models", summary="list or search the model catalog (models --json)", responses={200: _ANSWER, **_ERRORS})
 async def models(request: Request, query: str | None = Query(None, description="text to search in ids and names"),
                  fits_on: str | None = Query(None, description="a device or instance: which models fit it"),
-                 count: str | None = None, context: str | None = None, concurrency: str | None = None) -> Response:
+                 count: str | None = None, context: str | None = None, concurrency: str | None = None,
+                 engine: str | None = None, engine_version: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
     params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
     q = params.pop("query", None)
@@ -134,7 +135,8 @@ async def models_fits_on(request: Request,
                          fits_on: str = Query(description="a device or instance (hardware list): which models fit it"),
                          query: str | None = Query(None, description="text to search in ids and names"),
                          count: str | None = None, context: str | None = None,
-                         concurrency: str | None = None) -> Response:
+                         concurrency: str | None = None, engine: str | None = None,
+                         engine_version: str | None = None) -> Response:
     """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""
     from ..cli.model_cmds import models_answer
     params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)

@@ -179,9 +179,8 @@ def test_a_request_file_naming_a_server_path_is_refused_at_its_line(client, tmp_
     text = run_cli("request", "new").stdout
     text = text.replace("name: llama-3.1-8b", f"name: {cfg}", 1)
     assert str(cfg) in text
-    r = client.post("/api/v1/request/check", json={"request": text})
-    assert r.status_code == 200 and r.json()["valid"] is False
-    assert any("model.name" in e and "unknown model" in e for e in r.json()["errors"])
+    p = _problem(client.post("/api/v1/request/check", json={"request": text}), 400, "request")
+    assert any("model.name" in e and "unknown model" in e for e in p["errors"])
 
 
 def test_a_hub_id_without_the_hub_extra_is_a_400_naming_the_extra(client, monkeypatch):

@@ -17,10 +17,12 @@ CASES = [
     ({"fits_on": "g6.xlarge", "context": "32k", "concurrency": "4"},  # an instance: its device and count
      ["--fits-on", "g6.xlarge", "--context", "32k", "--concurrency", "4"]),
     ({"fits_on": "rtx-3090", "count": "2", "query": "70b"}, ["70b", "--fits-on", "rtx-3090", "--count", "2"]),
+    ({"fits_on": "h100-sxm", "query": "qwen3-0", "engine": "vllm", "engine_version": "0.5"},
+     ["qwen3-0", "--fits-on", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5"]),
 ]
 
 
-@pytest.mark.parametrize("params, argv", CASES, ids=[c[0]["fits_on"] for c in CASES])
+@pytest.mark.parametrize("params, argv", CASES, ids=[f"{c[0]['fits_on']}-{i}" for i, c in enumerate(CASES)])
 def test_fits_on_is_the_cli_json(client, params, argv):
     r = client.get("/api/v1/models/fits-on", params=params)
     cli = run_cli("models", *argv, "--json")

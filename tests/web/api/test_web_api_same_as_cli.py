@@ -160,10 +160,12 @@ def test_request_check_valid_and_invalid_are_the_cli_json(client, request_dir):
     broken = text.replace("concurrency:", "concurency:", 1)
     (request_dir / "broken.yaml").write_text(broken)
     cli = run_cli("request", "check", "broken.yaml", "--json", cwd=request_dir)
-    assert cli.returncode == 1
+    assert cli.returncode == 2 and cli.stdout == ""  # bad input, as plan says of the same file (below)
+    lines = [ln.removeprefix("llmsizer: error: ") for ln in cli.stderr.splitlines()]
     r = client.post("/api/v1/request/check", json={"request": broken, "filename": "broken.yaml"})
-    _same(r, cli)
-    assert r.json()["valid"] is False and r.json()["errors"][0].startswith("broken.yaml:")
+    assert r.status_code == 400 and r.headers["content-type"] == "application/problem+json"
+    assert r.json()["errors"] == lines and lines[0].startswith("broken.yaml:")
+    assert r.json() == client.post("/api/v1/plan", json={"request": broken, "filename": "broken.yaml"}).json()
 
 
 def test_plan_of_an_invalid_request_is_a_400_with_the_cli_lines(client, request_dir):

@@ -148,3 +148,32 @@ def test_a_pasted_hardware_entry_is_models_fits_on_with_that_file(page: Page, se
     page.wait_for_function("() => !document.getElementById('problem').hidden")
     assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr
     assert page.get_by_label("Your hardware (optional)").get_attribute("aria-invalid") == "true"
+
+
+def test_the_engine_and_release_of_the_fits_page_are_models_fits_on_with_them(page: Page, server: str) -> None:
+    """Engine and release chosen on the page: the list is `models --fits-on DEVICE --engine E --engine-version V`'s
+    (each model fit's answer on that engine and release), the copied command carries both, and choosing the engine
+    from the select recomputes the list."""
+    argv = ["qwen3-0", "--fits-on", "h100-sxm", "--concurrency", "4", "--engine", "vllm", "--engine-version", "0.5"]
+    want = cli("models", *argv)
+    n = sum(m["status"] == "meets" for m in want["models"])
+    assert n > 0 and all(m["engine"] == "vllm" for m in want["models"])
+    page.goto("/fits?fits_on=h100-sxm&concurrency=4&engine=vllm&engine_version=0.5&query=qwen3-0")
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.get_by_label("Engine").input_value() == "vllm"
+    wait_attr(page, "#fit-count", "fits", n, "models that fit on vLLM 0.5")
+    page.wait_for_function("() => !document.querySelector('#status.busy')")
+    rows = page.locator("#fits-table tbody tr")
+    by_id = {m["id"]: m for m in want["models"]}
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        m = by_id[row.get_attribute("data-id")]
+        if m["status"] == "meets":
+            assert row.locator("td[data-value]").get_attribute("data-value") == str(m["tokens_per_second_per_user"])
+    command = copy_command(page)
+    assert command == ("llmsizer models qwen3-0 --fits-on h100-sxm --concurrency 4 --engine vllm --engine-version 0.5 "
+                       "--json")
+    assert cli(*shlex.split(command)[1:-1]) == want
+    page.get_by_label("Engine").select_option("sglang")
+    page.wait_for_function("() => [...document.querySelectorAll('#fits-table tbody tr td')].some("
+                           "(td) => td.textContent === 'sglang')")

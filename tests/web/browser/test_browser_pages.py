@@ -15,6 +15,7 @@ import json
 import shlex
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -221,6 +222,20 @@ def test_bad_input_shows_the_cli_message_at_its_field_and_the_yaml_is_a_valid_re
     assert job["engine"] == "llamacpp" and "q4_k_m" in json.dumps(job)
 
 
+def test_the_calculators_headroom_goes_into_its_request_file(page: Page, server: str) -> None:
+    """The headroom the calculator was asked with is a request field (resources.headroom, `fit --headroom`'s), so
+    the request file it writes is planned with it. Before: a comment said the plan would keep the default."""
+    ready(page, "/?model=llama-3.1-8b&context=8k&memory=24GiB&headroom=0.3")
+    want = cli("infer", "llama-3.1-8b", "--context", "8k", "--memory", "24GiB", "--headroom", "0.3")
+    wait_attr(page, "#total", "bytes", want["totals"]["device"]["bytes"], "the answer at headroom 0.3")
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Download as request YAML").click()
+    text = Path(dl.value.path()).read_text()
+    assert "headroom: 0.3" in text and "not a request field" not in text
+    check = api(server, "/request/check", {"request": text, "filename": "request.yaml"})
+    assert check["valid"] and check["request"]["jobs"][0]["resources"]["headroom"] == 0.3, check
+
+
 def test_fits_on_grid_equals_fit(page: Page, server: str) -> None:
     ready(page, "/?model=llama-3.1-8b&context=8k&concurrency=4&memory=24GiB")
     wait_grid(page)
@@ -350,8 +365,12 @@ def test_break_a_request_and_see_the_error_at_its_line(page: Page, server: str, 
     assert page.evaluate("document.activeElement.id") == "request-text"
     page.screenshot(path=shots / "request.png", full_page=False)
 
-    check = api(server, "/request/check", {"request": "\n".join(lines) + "\n", "filename": "request.yaml"})
-    assert any(e.startswith(f"request.yaml:{at + 1}:") for e in check["errors"])
+    # an invalid request is bad input (400, the CLI's exit 2): the problem lists every line the page shows
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        api(server, "/request/check", {"request": "\n".join(lines) + "\n", "filename": "request.yaml"})
+    assert bad.value.code == 400
+    problem = json.loads(bad.value.read().decode())
+    assert any(e.startswith(f"request.yaml:{at + 1}:") for e in problem["errors"])
 
 
 def test_open_the_report_and_download_it(page: Page, server: str, shots: Path, tmp_path: Path) -> None:

@@ -3,12 +3,14 @@
 
 export const API = "/api/v1";
 
-/** An API error, with the one-line message the CLI would print (problem+json "detail"). */
+/** An API error, with the one-line message the CLI would print (problem+json "detail") and, for an invalid request
+ * file, every line it prints ("errors"). */
 export class ApiError extends Error {
-  constructor(message, status, field) {
+  constructor(message, status, field, errors) {
     super(message);
     this.status = status;
     this.field = field || null;
+    this.errors = Array.isArray(errors) ? errors : [message];
   }
 }
 
@@ -18,7 +20,7 @@ async function answer(res) {
   if (res.ok) return body;
   if (body && typeof body === "object") {
     const msg = body.detail || body.title || JSON.stringify(body);
-    throw new ApiError(typeof msg === "string" ? msg : JSON.stringify(msg), res.status, body.field);
+    throw new ApiError(typeof msg === "string" ? msg : JSON.stringify(msg), res.status, body.field, body.errors);
   }
   throw new ApiError(String(body || res.statusText), res.status);
 }

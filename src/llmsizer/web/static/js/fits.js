@@ -7,7 +7,7 @@ import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
-export const FIELDS = ["fits_on", "count", "context", "concurrency", "query", "hardware"];
+export const FIELDS = ["fits_on", "count", "context", "concurrency", "engine", "engine_version", "query", "hardware"];
 const PASTED = "hardware.yaml"; // how the CLI command and the server's messages name the pasted entry
 
 const form = document.getElementById("fits-form");
@@ -94,8 +94,13 @@ form.addEventListener("input", computeSoon);
 form.addEventListener("submit", (e) => { e.preventDefault(); compute(); });
 
 async function start() {
-  loadFromUrl(form, FIELDS);
+  const q = loadFromUrl(form, FIELDS);
   await Promise.all([
+    fetch("/pages/choices.json").then((r) => r.json()).then((choices) => {
+      const engine = $("engine");
+      for (const v of choices.choices.engines || []) engine.append(el("option", { value: v }, v));
+      if (q) engine.value = q.get("engine") ?? ""; // now offered
+    }).catch(() => {}),
     get("/models").then((ms) => {
       params = new Map(ms.map((m) => [m.id, m.params]));
       names = new Map(ms.map((m) => [m.id, m.name]));

@@ -49,10 +49,10 @@ async function check() {
   status.classList.add("busy");
   try {
     const r = await post("/request/check", { request: text.value, filename }, checking.signal);
-    showErrors(r.valid ? [] : r.errors, r);
+    showErrors([], r);
   } catch (e) {
-    if (e.name === "AbortError") return;
-    showErrors(e instanceof ApiError ? [e.message] : [`the server did not answer (${e.message})`]);
+    if (e.name === "AbortError") return;  // an invalid request: a 400 problem listing every line (API.md)
+    showErrors(e instanceof ApiError ? e.errors : [`the server did not answer (${e.message})`]);
   }
 }
 

@@ -78,6 +78,7 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     "version: 1", `title: ${yq(`${kind === "train" ? "Train" : "Serve"} ${model}`)}`, "jobs:"];
   const res = [];
   if (common.memory) res.push(`      memory: ${yq(common.memory)}  # memory per device`);
+  if (common.headroom) res.push(`      headroom: ${yq(common.headroom)}  # share of each device's memory kept free`);
   if (kind === "train") {
     L.push("  - name: training", "    kind: training", "    model:", `      name: ${yq(model)}`,
       `    method: ${yq(f.method || defaults.method)}`);
@@ -112,7 +113,6 @@ export function requestYaml(kind, model, f, common, defaults = {}, answered = {}
     if (f.output_tokens) L.push(`      output: ${yq(f.output_tokens)}`);
     if (f.device) res.push(`      device: ${yq(f.device)}`);
   }
-  if (common.headroom) L.splice(1, 0, `# headroom ${common.headroom} is not a request field: the plan keeps the default`);
   if (res.length) L.push("    resources:", ...res);
   return `${L.join("\n")}\n`;
 }
