@@ -53,5 +53,6 @@ def test_estimates_only_keeps_the_model_inventory() -> None:
     _fill()
     clear_caches(estimates_only=True)
     assert memos["llmsizer.formulas.tensors.model_layout"].cache_info().currsize
-    assert not memos["llmsizer.estimate.duration._adapted_linears"].cache_info().currsize  # keyed on LoRA settings
+    assert memos["llmsizer.estimate.duration._adapted_linears"].cache_info().currsize  # per model and LoRA targets
+    assert not memos["llmsizer.formulas.lora.lora_params"].cache_info().currsize  # keyed on the LoRA rank
     clear_caches()

@@ -9,7 +9,9 @@ def clear_caches(estimates_only: bool = False) -> None:
     """Forget every memoized estimate, tensor inventory, weight-byte table, KV size and speed estimate; with
     ``estimates_only`` only the finished estimates and the memos keyed on workload settings (LoRA adapters, a
     llama.cpp ring's last cell): the model's tensor inventory and weight bytes stay, and the per-(model, TP/PP/EP
-    layout) training states (training/states.py): "warm", the same model asked again with other settings."""
+    layout) training states (training/states.py) and the per-(model, LoRA target set) adapted modules, which do not
+    depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
+    ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import kv_cache, lora, params, tensor_parallel, tensors, weight_formats
     from ..units import format_bytes
     from . import duration, engines, fit, ranges
@@ -19,11 +21,11 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .training import states as training_states
 
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO,
-                 training_compose._ITEMS):
+                 training_compose._ITEMS, training_compose._CONTEXTS):
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring, the device-independent parts of
     # a training step; a serving engine's release scope), not on the model alone
-    for g in (duration._matmul_setup, duration._adapted_linears, engines._ring_last_cell, lora.lora_params,
+    for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
               ranges.serving_scope):
@@ -32,9 +34,11 @@ def clear_caches(estimates_only: bool = False) -> None:
         return
     for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, params.count_params, weight_formats.normalize_format,
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
+              lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
-              training_states._trained_base, training_states._autocast_copies, duration.quantized_weights,
+              training_states._trained_base, training_states._autocast_copies,
+              training_states._stage_adapters, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()

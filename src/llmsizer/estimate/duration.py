@@ -18,6 +18,7 @@ calibrated range of the result: estimate/ranges.py.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,10 +38,10 @@ from ..formulas.elementwise_traffic import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
-from ..formulas.gemm_shapes import block_shape_efficiency, training_gemms
+from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
-from ..formulas.lora import lora_params
+from ..formulas.lora import adapted_modules, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -74,11 +75,10 @@ from . import efficiency as E
 from . import ranges as R
 from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
-from .inference.common import Acc
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items
-from .training.setup import compiled_loss, qlora_base_format, resolve
+from .training.compose import estimate_items, training_context
+from .training.setup import compiled_loss, qlora_base_format
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -99,7 +99,7 @@ def recompute_mode(grad_checkpointing: str | None) -> str:
 
 def checkpointed_layers(num_layers: int, checkpoint_every: int = 1) -> list[int]:
     """The decoder layers checkpointed when only every N-th one is (torchtitan counts from 1: layers N, 2N, ...)."""
-    return [i for i in range(num_layers) if (i + 1) % checkpoint_every == 0]
+    return list(range(checkpoint_every - 1, num_layers, checkpoint_every))  # i with (i + 1) % N == 0
 
 
 @dataclass(frozen=True)
@@ -137,8 +137,9 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
     """The parts of an ActivationSetup that decide which matmuls a layer runs (adapters, tensor parallelism);
     memoized on its immutable arguments (an invalid rank or target set raises every time: lru_cache keeps no
     exception)."""
-    adapted = (frozenset(m.role for m in lora_params(spec, rank, targets, dora=dora).modules)
-               if method in ADAPTER_METHODS else frozenset())
+    if method in ADAPTER_METHODS:
+        lora_params(spec, rank, targets, dora=dora)  # the rank and targets checked (one InputError)
+    adapted = adapted_roles(spec, targets) if method in ADAPTER_METHODS else frozenset()
     return ActivationSetup(batch=1, seq=1, full=method not in ADAPTER_METHODS, adapted=adapted,
                            rank=rank if adapted else 0, tp=tp)
 
@@ -155,7 +156,7 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
     # specs/model.py layer_types: Mamba-, MoE- and MLP-only Nemotron-H layers run no attention core)
     layers = spec.attention_layers
     ckpt = checkpointed_layers(spec.num_layers, checkpoint_every) if recompute != "none" else []
-    ckpt_attn = sum(1 for i in ckpt if spec.layer_types[i] != "none")
+    ckpt_attn = sum(map("none".__ne__, map(spec.layer_types.__getitem__, ckpt)))
     every = f" of every {checkpoint_every}-th layer" if checkpoint_every > 1 else ""
     if method in ADAPTER_METHODS:
         na = lora_params(spec, rank, targets, dora=method == "dora").total
@@ -192,16 +193,10 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
                  st: ActivationSetup) -> int:
     """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
     matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
-    by_kind: dict[Any, int] = {}
-    total = 0
     keys = layer_keys(spec)
-    for i in layers:
-        kind = keys[i]
-        v = by_kind.get(kind)
-        if v is None:
-            v = by_kind[kind] = per_layer(spec, i, st)
-        total += v
-    return total
+    kinds = Counter(map(keys.__getitem__, layers))
+    first = dict(zip(map(keys.__getitem__, reversed(layers)), reversed(layers), strict=True))  # each kind's first
+    return sum(n * per_layer(spec, first[kind], st) for kind, n in kinds.items())
 
 
 @lru_cache(maxsize=1024, typed=True)
@@ -215,24 +210,19 @@ def step_linear_blocks(spec: ModelSpec, method: str, rank: int, targets: tuple[s
     memoized on its immutable arguments (the same for every device of a catalog search)."""
     st = _matmul_setup(spec, method, rank, targets, tp, dora)
     by_kind: dict[Any, tuple[tuple[int, int, bool], ...]] = {}
-    out: list[tuple[tuple[int, int, bool], ...]] = []
     keys = layer_keys(spec)
-    for i in range(spec.num_layers):
-        kind = keys[i]
-        block = by_kind.get(kind)
-        if block is None:
-            lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
-            if spec.moe_layers[i] and spec.moe is not None:
-                m = spec.moe
-                i_e = -(-m.expert_intermediate_size // tp)
-                x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
-                for _ in range(m.experts_per_token):
-                    lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
-                    lin.append((i_e, x, st.full))
-            block = by_kind[kind] = tuple(lin)
-        out.append(block)
-    out.append(((spec.hidden_size, spec.vocab_size, st.full),))
-    return tuple(out)
+    for kind in dict.fromkeys(keys):
+        i = keys.index(kind)  # the first layer of this kind
+        lin = [(w_in, w_out, st.full or "lora_" in name) for name, w_in, w_out, _ in layer_matmul_shapes(spec, i, st)]
+        if spec.moe_layers[i] and spec.moe is not None:
+            m = spec.moe
+            i_e = -(-m.expert_intermediate_size // tp)
+            x = m.latent_size or spec.hidden_size  # Nemotron-H: the experts run in the latent width
+            for _ in range(m.experts_per_token):
+                lin.extend([(x, i_e, st.full)] * (2 if m.expert_gated else 1))
+                lin.append((i_e, x, st.full))
+        by_kind[kind] = tuple(lin)
+    return (*map(by_kind.__getitem__, keys), ((spec.hidden_size, spec.vocab_size, st.full),))
 
 
 def step_linears(spec: ModelSpec, method: str, rank: int, targets: tuple[str, ...] | str, tp: int = 1,
@@ -272,7 +262,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     adapters: dict[int, tuple[tuple[int, int], ...]] = {}
     tp = w.tp if w.tp > 1 else 1
     if w.method in ADAPTER_METHODS:
-        adapters = _adapted_linears(spec, w.rank, w.targets, w.dora)
+        lora_params(spec, w.rank, w.targets, dora=w.dora)  # the rank and targets checked (one InputError)
+        adapters = _adapted_linears(spec, w.targets)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
@@ -304,11 +295,11 @@ def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Trai
 
 
 @lru_cache(maxsize=256, typed=True)
-def _adapted_linears(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str,
-                     dora: bool) -> dict[int, tuple[tuple[int, int], ...]]:
-    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (read only: memoized on its arguments)."""
+def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[int, tuple[tuple[int, int], ...]]:
+    """(in, out) of each LoRA-adapted decoder-layer linear, per layer (formulas/lora.py ``adapted_modules``: the same
+    at any rank; per model and target set, read only)."""
     by_layer: dict[int, list[tuple[int, int]]] = {}
-    for m in lora_params(spec, rank, targets, dora=dora).modules:
+    for m in adapted_modules(spec, targets):
         if not m.embedding and m.experts == 1 and m.layer >= 0:
             by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
     return {k: tuple(v) for k, v in by_layer.items()}
@@ -322,19 +313,18 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     memoized on its immutable arguments (the same for every device of a catalog search)."""
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
-    widths, linears = [], []
     by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
-    for i in range(spec.num_layers):
-        moe = bool(spec.moe_layers[i] and spec.moe is not None)
-        if moe not in by_kind:
-            lin = [(name, st.full or "lora_" in name, not counted)
-                   for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
-            if moe and spec.moe is not None:
-                m = spec.moe
-                lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
-            by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
-        widths.append(by_kind[moe][0])
-        linears.append(by_kind[moe][1])
+    kinds = [bool(x and spec.moe is not None) for x in spec.moe_layers[:spec.num_layers]]
+    for moe in dict.fromkeys(kinds):
+        i = kinds.index(moe)  # the first layer of this kind
+        lin = [(name, st.full or "lora_" in name, not counted)
+               for name, _, _, counted in layer_matmul_shapes(spec, i, st)]
+        if moe and spec.moe is not None:
+            m = spec.moe
+            lin += [("expert", st.full, False)] * (m.experts_per_token * (3 if m.expert_gated else 2))
+        by_kind[moe] = (model_layer_widths(spec, i, tp), lin)
+    widths = [by_kind[moe][0] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][0]] * len(kinds)
+    linears = [by_kind[moe][1] for moe in kinds] if len(by_kind) > 1 else [by_kind[kinds[0]][1]] * len(kinds)
     recompute = recompute_mode(w.grad_checkpointing)
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     half = w.precision != "fp32"
@@ -484,27 +474,31 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     again = 1.0 if recompute == "full" else 0.5
     sharded = w.fsdp is not None and w.float8_recipe == "torchao"
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
-    flops = cast = gathered = 0.0
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
     # elements) once per kind; the sums below still run layer by layer, so every float is the same
     per_kind: dict[bool, tuple[float, float, float, int]] = {}
-    for i in range(spec.num_layers):
-        moe = bool(spec.moe is not None and spec.moe_layers[i])
-        got = per_kind.get(moe)
-        if got is None:
-            linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
-            f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
-            fwd = bwd = 0.0
-            for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
-                fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
-                fwd += fa
-                bwd += ba
-            got = per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
-        f, fwd, bwd, elems = got
-        r = again if i in ckpt else 0.0
-        flops += f * (3.0 + r)
-        cast += fwd * (1.0 + (1.0 if i in ckpt else 0.0)) + bwd
-        gathered += elems
+    kinds = [bool(spec.moe is not None and x) for x in spec.moe_layers[:spec.num_layers]]
+    for moe in dict.fromkeys(kinds):
+        linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
+        f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
+        fwd = bwd = 0.0
+        for (a, b), same in zip(linears, shared_inputs(spec), strict=False):
+            fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
+            fwd += fa
+            bwd += ba
+        per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
+    # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
+    # += loop makes)
+    layer_kinds = list(zip(kinds, map(ckpt.__contains__, range(len(kinds))), strict=True))
+    addends: dict[tuple[bool, bool], tuple[float, float, int]] = {}
+    for moe, again_i in dict.fromkeys(layer_kinds):
+        f, fwd, bwd, elems = per_kind[moe]
+        addends[moe, again_i] = (f * (3.0 + (again if again_i else 0.0)),
+                                 fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd, elems)
+    rows = [addends[k] for k in layer_kinds]
+    flops = running_sum([x for x, _, _ in rows])
+    cast = running_sum([x for _, x, _ in rows])
+    gathered = running_sum([x for _, _, x in rows])
     return Float8Time(flops, cast, gathered)
 
 
@@ -568,11 +562,10 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if device.kind == "gpu":
         tp = w.tp if w.tp > 1 else 1
         blocks = step_linear_blocks(spec, w.method, w.rank, w.targets, tp, w.dora)
-        gemms: dict[int, tuple[tuple[int, int, int], ...]] = {}  # one GEMM block per layer kind
-        for b in blocks:
-            if id(b) not in gemms:
-                gemms[id(b)] = tuple(training_gemms(int(tokens), b))
-        e = block_shape_efficiency([gemms[id(b)] for b in blocks], peak * u, bw_mem or float("inf"))
+        # one GEMM block per layer kind (the layers of a kind share their linears' block object)
+        gemms = {k: tuple(training_gemms(int(tokens), b))
+                 for k, b in dict(zip(map(id, blocks), blocks, strict=True)).items()}
+        e = block_shape_efficiency(list(map(gemms.__getitem__, map(id, blocks))), peak * u, bw_mem or float("inf"))
         notes.append(Assumption("gemm_shape_efficiency", round(e, 4), True,
                                 f"formulas/gemm_shapes.py eq. (4): {int(tokens)} tokens per GEMM, roofline at "
                                 f"{'the device memory bandwidth' if bw_mem else 'no sourced bandwidth (roofline off)'}"
@@ -784,7 +777,7 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
 def _optimizer_step_setup(spec: ModelSpec, w: TrainingWorkload) -> tuple[str, str, float, float | None]:
     """(optimizer, implementation, gradient element size, optimizer-step bytes per trained element) as the memory
     estimate resolves them (estimate/training/setup.py ``resolve``); memoized on its immutable arguments (the same for every device of a catalog search)."""
-    ctx = resolve(spec, w, Acc())
+    ctx = training_context(spec, w)
     rec = ctx.recipe
     if w.adapters:
         param = grad = float(ctx.adapter_bytes)

@@ -89,9 +89,11 @@ embedding lookup, the final norm and the dense embedding gradient are left out (
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from .gemm_shapes import running_sum
 from .tensors import layer_keys
 from .training_activations import _head_dims
 
@@ -215,21 +217,17 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only)."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
-    total = 0.0
-    fwd_sum = 0.0
     # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
-    # the sums still run layer by layer, so the floats are the same
-    per_kind: dict[tuple[object, ...], tuple[float, float]] = {}
-    keys = layer_keys(spec)
-    for i in range(spec.num_layers):
-        a = adapters.get(i, ())
-        key = (keys[i], a)
-        fb = per_kind.get(key)
-        if fb is None:
-            fb = per_kind[key] = layer_bytes(model_layer_widths(spec, i, tp), c, compiled, norms_trained, a, unsloth)
-        f, b = fb
-        total += f + b
-        fwd_sum += f
+    # the sums still run layer by layer, in order (running_sum: the same floats as a += loop)
+    kinds = list(zip(layer_keys(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
+    per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
+    for n, key in enumerate(kinds):
+        if key not in per_kind:
+            f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth)
+            per_kind[key] = (f, b, f + b)
+    rows = [per_kind[key] for key in kinds]
+    total = running_sum([fb for _, _, fb in rows])
+    fwd_sum = running_sum([f for f, _, _ in rows])
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
         total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,

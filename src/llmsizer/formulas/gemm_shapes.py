@@ -35,6 +35,7 @@ import math
 import sys
 from collections.abc import Iterable, Sequence
 from functools import reduce
+from itertools import chain
 from operator import add
 
 from ..errors import InputError
@@ -90,35 +91,29 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
     head's), equal bit for bit to :func:`shape_efficiency` of all of them: both sums add the same terms in the same
     order. A block passed again as the same object (every layer of one kind) reuses its terms, and each distinct
     GEMM shape's efficiency is computed once."""
-    eff: dict[tuple[int, int, int], float] = {}
+    per_shape: dict[tuple[int, int, int], tuple[float, float]] = {}  # (F_g, F_g / e_g) of each distinct shape
     done: dict[int, tuple[list[float], list[float], int]] = {}
-    flops: list[float] = []
-    times: list[float] = []
-    exact = 0  # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
+    order: list[tuple[list[float], list[float], int]] = []
     for block in blocks:
         terms = done.get(id(block))  # the blocks are alive for the whole call: an id is not reused
         if terms is None:
-            fs: list[float] = []
-            ts: list[float] = []
-            for g in block:
-                m, n, k = g
-                f = 2.0 * m * n * k
-                e = eff.get(g)
-                if e is None:
-                    e = eff[g] = gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes)
-                fs.append(f)
-                ts.append(f / e)
-            integral = all(f.is_integer() for f in fs)
+            for g in dict.fromkeys(block):
+                if g not in per_shape:
+                    m, n, k = g
+                    f = 2.0 * m * n * k
+                    per_shape[g] = (f, f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes))
+            fs, ts = (list(col) for col in zip(*map(per_shape.__getitem__, block), strict=True)) if block else ([], [])
+            integral = all(map(float.is_integer, fs))
             terms = done[id(block)] = (fs, ts, sum(map(int, fs)) if integral else -1)
-        flops += terms[0]
-        times += terms[1]
-        exact = exact + terms[2] if exact >= 0 and terms[2] >= 0 else -1
-    time = _running_sum(times)
-    total = float(exact) if 0 <= exact <= 2**53 else _running_sum(flops)
+        order.append(terms)
+    # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
+    exact = -1 if any(t[2] < 0 for t in order) else sum(t[2] for t in order)
+    time = running_sum(chain.from_iterable(t[1] for t in order))
+    total = float(exact) if 0 <= exact <= 2**53 else running_sum(chain.from_iterable(t[0] for t in order))
     return total / time if time else 1.0
 
 
-def _running_sum(xs: list[float]) -> float:
+def running_sum(xs: Iterable[float]) -> float:
     """((0.0 + x0) + x1) + ...: the sum a running ``+=`` loop makes, at C speed. Python 3.12+ ``sum()`` compensates
     its rounding (Neumaier), so there the fold is explicit; up to 3.11 ``sum()`` of floats is that loop."""
     return sum(xs, 0.0) if _SUM_IS_RUNNING else reduce(add, xs, 0.0)

@@ -56,6 +56,7 @@ counted.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from ..errors import InputError
@@ -137,13 +138,13 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
         raise InputError("one set of linears per decoder layer is needed")
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
+    # layers sharing widths and linears (the same objects) count once, times how many there are (integers: exact)
+    keys = list(zip(map(id, widths), map(id, linears), strict=True))
+    alike = Counter(keys)
+    first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
     fwd_sum = total = 0
-    seen: dict[tuple[int, int], tuple[int, int]] = {}  # layers sharing widths and linears count once
-    for w, lin in zip(widths, linears, strict=True):
-        key = (id(w), id(lin))
-        if key not in seen:
-            seen[key] = layer_kernels(w, lin, compiled, norms_trained, half)
-        f, b = seen[key]
-        fwd_sum += f
-        total += f + b
+    for key, n in alike.items():
+        f, b = layer_kernels(*first[key], compiled, norms_trained, half)
+        fwd_sum += n * f
+        total += n * (f + b)
     return total + round(fwd_sum * recomputed_layers / len(widths)) + head

@@ -145,18 +145,41 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     mods = adapted_modules(spec, targets)
     if not mods:
         raise InputError(f"{spec.name}: no module matches the LoRA targets {', '.join(normalize_targets(targets))}")
-    if dora and any(m.experts > 1 for m in mods):
+    alike = _alike_modules(spec, targets)
+    if dora and any(m.experts > 1 for m, _ in alike):
         raise InputError(f"{spec.name}: DoRA cannot adapt routed experts (PEFT lora.ParamWrapper does not support "
                          "use_dora); target attention projections only")
     by: dict[str, int] = {}
     total = 0
-    for m in mods:
+    for m, k in alike:  # eq. (1) once per kind of module, times the modules of that kind (integers: exact)
         r = rank * m.rank_mult * m.experts
-        n = m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
+        n = k * m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
         name = _role_target(m.role) or m.role
         by[name] = by.get(name, 0) + n
         total += n
     return LoraParams(rank=rank, dora=dora, modules=mods, total=total, by_target=by)
+
+
+@lru_cache(maxsize=256, typed=True)
+def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[AdaptedModule, int], ...]:
+    """The modules of :func:`adapted_modules` that eq. (1) counts alike (role, features, count, experts, rank
+    multiple: the layer apart), each once with how many there are, in first-seen order (a model's L identical layers
+    give one entry per role). Per model: independent of the rank (read only)."""
+    out: dict[tuple[object, ...], list[object]] = {}
+    for m in adapted_modules(spec, targets):
+        sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
+        hit = out.get(sig)
+        if hit is None:
+            out[sig] = [m, 1]
+        else:
+            hit[1] += 1  # type: ignore[operator]
+    return tuple((m, k) for m, k in out.values())  # type: ignore[misc]
+
+
+@lru_cache(maxsize=256, typed=True)
+def adapted_roles(spec: ModelSpec, targets: tuple[str, ...] | str) -> frozenset[str]:
+    """The roles of the modules LoRA adapts for ``targets`` (:func:`adapted_modules`; per model and target set)."""
+    return frozenset(m.role for m, _ in _alike_modules(spec, targets))
 
 
 def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str]]:

@@ -605,7 +605,8 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,
                            f"{st.batch} x {st.seq}^2 x {r} B (4-D float mask, forward only)"))
-    elif any(needs_mask(spec, i, st) for i in range(spec.num_layers)):
+    elif any(needs_mask(spec, spec.layer_types.index(k), st) for k in dict.fromkeys(spec.layer_types)):
+        # (a layer needs a mask only through its type: one layer of each type asked)
         shared.append(Term("boolean attention mask", st.batch * st.seq * st.seq,
                            f"{st.batch} x {st.seq}^2 x 1 B (shared, forward only)"))
     return shared

@@ -9,8 +9,11 @@ module; the explanation of the precision recipe (16 vs 18 bytes per parameter) i
 
 from __future__ import annotations
 
+import marshal
 import math
+from collections.abc import Callable
 from dataclasses import replace
+from operator import itemgetter
 from typing import Any
 
 from ...errors import InputError
@@ -151,7 +154,8 @@ def _with_device(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     """The estimate of ``w``, memoized."""
     # memoized on exactly what the estimate reads: the spec (by identity; the memo keeps it alive) and every
-    # workload field with its type. Each caller gets its own copy of ``details`` (the one mutable part).
+    # workload field with its type. Each caller gets its own ``details`` (the one mutable part): the memo keeps a
+    # marshal snapshot of them (dicts, lists and scalars, bit for bit), the first caller the estimate itself.
     vals = tuple(w.__dict__.values())
     key = (id(spec), vals, tuple(map(type, vals)))
     try:
@@ -159,18 +163,19 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     except TypeError:  # an unhashable field value: no memo
         return _estimate(spec, w)
     if hit is not None and hit[0] is spec:
-        return _copy(hit[1])
-    est = _estimate(spec, w)
+        return _copy(hit[1], hit[2])
+    items_key = _items_key(spec, w)
+    est = _estimate(spec, w, items_key)
     if len(_MEMO) >= 1024:
         _MEMO.clear()
-    _MEMO[key] = (spec, est)
+    _MEMO[key] = (spec, est, _snapshot(est.details))
     if len(_ITEMS) >= 1024:
         _ITEMS.clear()
-    _ITEMS[_items_key(spec, w)] = (spec, est.items)
-    return _copy(est)
+    _ITEMS[items_key] = (spec, est.items)
+    return est
 
 
-_MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[ModelSpec, Estimate, bytes | None]] = {}
 
 # The items of an estimate do not read the memory budget, the headroom or which fields the caller named (those decide
 # the verdict, the ZeRO stage chosen by ``sharded_workload`` and the assumptions' "(default)" flags): an estimate's
@@ -180,8 +185,15 @@ _ITEMS: dict[tuple[Any, ...], tuple[ModelSpec, tuple[Item, ...]]] = {}
 
 
 def _items_key(spec: ModelSpec, w: TrainingWorkload) -> tuple[Any, ...]:
-    vals = tuple(v for k, v in w.__dict__.items() if k not in ITEMS_IGNORE)
+    names = tuple(w.__dict__)
+    pick = _ITEMS_FIELDS.get(names)
+    if pick is None:  # which entries of a workload's fields the key keeps (one per field layout: a few at most)
+        pick = _ITEMS_FIELDS[names] = itemgetter(*(n for n, k in enumerate(names) if k not in ITEMS_IGNORE))
+    vals = pick(tuple(w.__dict__.values()))
     return (id(spec), vals, tuple(map(type, vals)))
+
+
+_ITEMS_FIELDS: dict[tuple[str, ...], Callable[[tuple[Any, ...]], Any]] = {}  # a workload has many fields: tuples
 
 
 def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
@@ -197,6 +209,26 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
         if hit is not None and hit[0] is spec:
             return hit[1]
     return estimate_training(spec, w).items
+
+
+# The resolved context (dtypes, recipe, optimizer, adapters: estimate/training/setup.py ``resolve``) of the estimates
+# made, on the same key as their items: ``resolve`` reads neither the memory, the headroom nor which fields were
+# given (those only flag its assumptions as defaults).
+_CONTEXTS: dict[tuple[Any, ...], tuple[ModelSpec, TrainingContext]] = {}
+
+
+def training_context(spec: ModelSpec, w: TrainingWorkload) -> TrainingContext:
+    """``resolve(spec, w)``'s context without its assumptions: the one an estimate already made for a workload that
+    differs from ``w`` only in memory, headroom or the fields named as given resolved (its ``w`` is that estimate's
+    workload), else resolved now (the duration's optimizer step reads it: the same dtypes as the memory)."""
+    try:
+        hit = _CONTEXTS.get(_items_key(spec, w))
+    except TypeError:  # an unhashable field value: no memo
+        hit = None
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    return resolve(spec, w, Acc())
+
 
 ADAPTER_FIELDS = ("rank", "alpha", "targets", "adapter_dtype")  # modules_to_save and base_dtype: refused by the spec
 
@@ -218,17 +250,32 @@ def _copy_value(v: Any) -> Any:
     return v
 
 
-def _copy(est: Estimate) -> Estimate:
-    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, _copy_value(est.details))
+def _snapshot(details: dict[str, Any]) -> bytes | None:
+    """``details`` as marshal bytes (format 2: no shared references, so each list and dict comes back a copy of its
+    own), or None when it holds a type marshal does not write."""
+    try:
+        return marshal.dumps(details, 2)
+    except ValueError:
+        return None
 
 
-def _estimate(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
+def _copy(est: Estimate, snapshot: bytes | None = None) -> Estimate:
+    """``est`` with details of its own: from ``snapshot`` (``_snapshot`` of them) when there is one."""
+    details = marshal.loads(snapshot) if snapshot is not None else _copy_value(est.details)
+    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, details)
+
+
+def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None = None) -> Estimate:
     acc = Acc()
     for note in spec.notes:
         acc.assumptions.append(Assumption("model." + note.split("=")[0], note.split("=", 1)[-1], True,
                                           "not in the model's config: default or derived"))
     acc.warnings.extend(model_warnings(spec, training=True))
     ctx = resolve(spec, w, acc)
+    if items_key is not None:  # (the memo's key: hashable)
+        if len(_CONTEXTS) >= 1024:
+            _CONTEXTS.clear()
+        _CONTEXTS[items_key] = (spec, ctx)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
     results = []
     for s in sorted({0, w.pp - 1}):
@@ -356,7 +403,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
-                routed = sum(t.bytes for terms in tl.layer_terms.values() for t in terms if "experts" in t.name)
+                routed = sum(n * sum(t.bytes for t in terms if "experts" in t.name)
+                             for terms, n in tl.terms_alike())
                 # uneven routing: an expert may take up to the capacity factor x its even share of tokens
                 high = parts[name] + int(routed * tl.inflight * (MOE_CAPACITY_FACTOR - 1))
         acc.items.append(Item(name, parts[name], "device", None, high, formula, src))

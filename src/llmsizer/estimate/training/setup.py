@@ -12,7 +12,7 @@ from ...errors import InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.lora import LoraParams, any_quantizable, lora_params
+from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
@@ -67,9 +67,10 @@ def given(w: TrainingWorkload, *names: str) -> bool:
 
 def record_workload(w: TrainingWorkload, acc: Acc, names: tuple[str, ...]) -> None:
     """Record workload fields; a field the caller did not give is flagged default=True."""
+    named = w.given or ()
     for name in names:
         value = getattr(w, name)
-        default = not given(w, name)
+        default = name not in named  # not given(w, name)
         why = _WHY.get(name, "") if default else "given"
         if name == "precision":
             why = recipe(w.precision).description
@@ -222,7 +223,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     compute = rec.compute_bytes if w.method != "qlora" else 2
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
-    adapted = frozenset(m.role for m in lora.modules) if lora else frozenset()
+    adapted = adapted_roles(spec, w.targets) if lora else frozenset()  # (lora's modules are these targets')
     act = ActivationSetup(
         batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,

@@ -10,12 +10,16 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import repeat
+from operator import mul
+from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
+from ...formulas.lora import AdaptedModule, adapted_modules
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
-from ...formulas.tensors import Tensor, model_tensors
+from ...formulas.tensors import Tensor, layer_keys, model_layout, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
@@ -77,7 +81,6 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
     stages = pipeline_stage_layers(spec.num_layers, w.pp)
     last = len(stages) - 1
-    layer_stage = _layer_stages(spec.num_layers, w.pp)
 
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
     tp, ep = w.tp, w.ep
@@ -90,12 +93,17 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     total_expert = sum(expert_elems.values())
     expert_bytes = wb.by_component.get("experts", 0)
     layer_total = 0
-    for i in stages[stage]:
-        b = wb.layer_bytes[i] if wb.layer_bytes else 0
-        if ep > 1 and total_expert:
-            b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
-        st.layer_weights[i] = b
-        layer_total += b
+    if ep > 1 and total_expert or not wb.layer_bytes:
+        for i in stages[stage]:
+            b = wb.layer_bytes[i] if wb.layer_bytes else 0
+            if ep > 1 and total_expert:
+                b -= int(expert_bytes * expert_elems.get(i, 0) / total_expert * (1 - 1 / ep))
+            st.layer_weights[i] = b
+            layer_total += b
+    else:  # each layer's bytes as the weight table has them
+        r = stages[stage]
+        st.layer_weights.update(zip(r, wb.layer_bytes[r.start:r.stop], strict=True))
+        layer_total = sum(wb.layer_bytes[r.start:r.stop])
     non_layer = wb.total - sum(wb.layer_bytes)
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
         + wb.by_component.get("per_layer_embedding", 0)
@@ -107,32 +115,28 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- trained tensors ----
     base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full")
-    shapes: list[tuple[int, ...]] = []  # the adapters' (the base tensors' are counted in base.shape_counts)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
     if ctx.lora is not None:
-        by_shape: dict[tuple[object, ...], tuple[list[tuple[int, ...]], int, int]] = {}  # one entry per module kind
-        for m in ctx.lora.modules:
-            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
-            if m_stage != stage or m.count < 1:
-                continue
-            sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
-            hit = by_shape.get(sig)
-            if hit is None:
-                m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
-                sizes = [math.prod(shp) for shp in m_shapes]
-                hit = by_shape[sig] = (m_shapes * m.count, sum(sizes) * m.count, max(sizes))
-            m_all_shapes, n_all, biggest = hit
-            shapes.extend(m_all_shapes)
-            if m.layer >= 0:
-                per_layer_elems[m.layer] = per_layer_elems.get(m.layer, 0) + n_all
-            elif m.role == "token_embd":
-                embed_elems += n_all
-            else:
-                head_elems += n_all
-            if biggest > st.largest_trained:
-                st.largest_trained = biggest
+        # the adapters of this stage, modules alike counted once (_stage_adapters); integer sums: exact
+        alike = _stage_adapters(spec, w.targets, w.pp, stage)
+        n_alike: list[int] = []  # elements of one module of each kind
+        adapter_counts: Counter[tuple[int, ...]] = Counter()
+        for m, k in alike.modules:
+            m_shapes = ctx.lora.module_shapes(m)  # the same tensors for each of the module's m.count copies
+            sizes = [math.prod(shp) for shp in m_shapes]
+            n_alike.append(sum(sizes) * m.count)
+            for shp in m_shapes:
+                adapter_counts[shp] += m.count * k
+            if max(sizes) > st.largest_trained:
+                st.largest_trained = max(sizes)
+        for layers, parts in alike.layers:
+            n_layer = sum(n_alike[g] * k for g, k in parts)
+            for i in layers:
+                per_layer_elems[i] = per_layer_elems.get(i, 0) + n_layer
+        embed_elems += sum(n_alike[g] * k for g, k in alike.embedding)
+        head_elems += sum(n_alike[g] * k for g, k in alike.head)
     # PEFT modules_to_save: a trainable deep copy of each module in the base dtype beside the frozen original
     # (peft/utils/other.py ModulesToSaveWrapper); its gradients and optimizer states take that dtype too
     save_shapes: list[tuple[int, ...]] = []
@@ -168,7 +172,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     st.grads = shard((trained_elems - save_elems) * grad_b + save_elems * save_b, g_shard)
     st.main_grads = shard(trained_elems * 4, o_shard) if rec.main_grad_bytes else 0
     counts = Counter(dict(base.shape_counts))
-    counts.update(tuple(sp) for sp in shapes)
+    if ctx.lora is not None:
+        counts.update(adapter_counts)
     states = optimizer_state_bytes_counted(counts, ctx.optimizer.name, ctx.state_bytes)
     if save_shapes:  # torch optimizers keep states in the dtype of the parameter (torch/optim/adamw.py zeros_like)
         states += optimizer_state_bytes(save_shapes, ctx.optimizer.name, save_b)
@@ -177,7 +182,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.paged_optimizer = states
     else:
         st.optimizer = states
-    st.layer_grads = {i: n * grad_b for i, n in per_layer_elems.items()}
+    st.layer_grads = dict(zip(per_layer_elems, map(mul, per_layer_elems.values(), repeat(grad_b)), strict=True))
     st.head_grads = (head_elems - save_head) * grad_b + save_head * save_b
     if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
         # FSDP1: a unit's flat parameter requires grad if any of its parameters does, and its gradient spans every
@@ -256,20 +261,94 @@ def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> 
     return stage == (last if t.role in ("output", "output_norm") or t.role.startswith("output_norm") else 0)
 
 
+def _layers_alike(spec: ModelSpec) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...], dict[Any, list[int]]]:
+    """(the tensors before the decoder layers and after them, the decoder layers by kind: ModelSpec.layer_key ->
+    their indexes in order): a layer's tensors depend on it only through its kind and its index
+    (formulas/tensors.py model_layout), so a sum over layers alike is one layer's times their number."""
+    tensors, before, _, after = model_layout(spec)
+    kinds: dict[Any, list[int]] = {}
+    for i, k in enumerate(layer_keys(spec)):
+        kinds.setdefault(k, []).append(i)
+    return tuple(tensors[k] for k in before), tuple(tensors[k] for k in after), kinds
+
+
+def _layer_tensors(spec: ModelSpec, layer: int) -> tuple[Tensor, ...]:
+    """The tensors of decoder layer ``layer``."""
+    tensors, _, ranges, _ = model_layout(spec)
+    a, b = ranges[layer]
+    return tensors[a:b]
+
+
 @lru_cache(maxsize=256)
 def _expert_elements(spec: ModelSpec) -> dict[int, int]:
     """Routed-expert elements per decoder layer (read only)."""
     out: dict[int, int] = {}
-    for t in model_tensors(spec):
-        if t.component == "experts":
-            out[t.layer] = out.get(t.layer, 0) + t.numel
-    return out
+    for layers in _layers_alike(spec)[2].values():
+        n = sum(t.numel for t in _layer_tensors(spec, layers[0]) if t.component == "experts")
+        if n:
+            out.update(dict.fromkeys(layers, n))
+    return dict(sorted(out.items()))
 
 
 @lru_cache(maxsize=256)
 def _embedding_and_head(spec: ModelSpec) -> dict[str, Tensor]:
-    """The token embedding and lm_head tensors by role (read only)."""
-    return {t.role: t for t in model_tensors(spec) if t.role in ("token_embd", "output")}
+    """The token embedding and lm_head tensors by role (read only; neither is a decoder layer's)."""
+    before, after, _ = _layers_alike(spec)
+    return {t.role: t for t in (*before, *after) if t.role in ("token_embd", "output")}
+
+
+@dataclass(frozen=True)
+class StageAdapters:
+    """The adapted modules (formulas/lora.py ``adapted_modules``) on one pipeline stage, modules alike (features,
+    count, experts, rank multiple: their tensors have the same shapes at any rank) listed once: ``modules`` holds one
+    of each kind and how many of that kind the stage has; ``layers`` groups the decoder layers that hold the same
+    modules ((module kind, how many in each such layer), ...); ``embedding`` and ``head`` the token embedding's and
+    the lm_head's (or other non-layer modules')."""
+
+    modules: tuple[tuple[AdaptedModule, int], ...]
+    layers: tuple[tuple[tuple[int, ...], tuple[tuple[int, int], ...]], ...]
+    embedding: tuple[tuple[int, int], ...]
+    head: tuple[tuple[int, int], ...]
+
+
+@lru_cache(maxsize=256, typed=True)
+def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int) -> StageAdapters:
+    """:class:`StageAdapters` of pipeline stage ``stage`` of ``pp`` for LoRA on ``targets`` (independent of the
+    rank: per model and layout)."""
+    last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
+    layer_stage = _layer_stages(spec.num_layers, pp)
+    kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
+    modules: list[list[Any]] = []
+    per_layer: dict[int, list[int]] = {}  # the module kinds of each decoder layer, in order
+    embedding: list[int] = []
+    head: list[int] = []
+    for m in adapted_modules(spec, targets):
+        if m.count < 1:
+            continue
+        if pp > 1:
+            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+            if m_stage != stage:
+                continue
+        elif stage != 0:
+            continue
+        sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
+        g = kinds.get(sig)
+        if g is None:
+            g = kinds[sig] = len(modules)
+            modules.append([m, 0])
+        modules[g][1] += 1
+        if m.layer >= 0:
+            per_layer.setdefault(m.layer, []).append(g)
+        elif m.role == "token_embd":
+            embedding.append(g)
+        else:
+            head.append(g)
+    layers: dict[tuple[int, ...], list[int]] = {}
+    for i, gs in per_layer.items():
+        layers.setdefault(tuple(gs), []).append(i)
+    return StageAdapters(tuple((m, k) for m, k in modules),
+                         tuple((tuple(v), tuple(Counter(k).items())) for k, v in layers.items()),
+                         tuple(Counter(embedding).items()), tuple(Counter(head).items()))
 
 
 @dataclass(frozen=True)
@@ -287,28 +366,46 @@ class TrainedBase:
 
 @lru_cache(maxsize=256)
 def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool) -> TrainedBase:
-    """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``."""
+    """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``: each kind of decoder layer's tensors counted once
+    (``_layers_alike``; integer sums and a max, so the same in any grouping), the tensors outside the layers one by
+    one."""
+    if not full:
+        return TrainedBase((), (), 0, 0, 0)
     stages = pipeline_stage_layers(spec.num_layers, pp)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
     tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
-    trained: list[Tensor] = []
-    if full and pp == 1:  # one stage holds every tensor
-        trained = list(model_tensors(spec))
-    elif full:
-        for t in model_tensors(spec):
-            if _in_stage(t, stage, last, layer_stage) or (tied_copy and t.role == "token_embd"):
-                trained.append(t)
-    shapes: list[tuple[int, ...]] = []
+    before, after, kinds = _layers_alike(spec)
+    shapes: Counter[tuple[int, ...]] = Counter()
     per_layer_elems: dict[int, int] = {}
     head_elems = embed_elems = largest = 0
-    for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+
+    def counted(trained: list[Tensor]) -> list[tuple[tuple[int, ...], int, Tensor]]:
+        """(the shape the optimizer sees after TP / EP splitting, its elements, the tensor) of each parameter."""
+        out = []
+        for shp, t in zip(torch_param_shapes(spec, trained), _fused_order(trained), strict=False):
+            n = math.prod(shp)
+            n = n if len(shp) == 1 else math.ceil(n / tp)
+            if t[1] == "experts":  # Tensor is a tuple: [1] is its component
+                n = math.ceil(n / ep)
+            out.append((shp if (tp == 1 and ep == 1) else (n,), n, t))
+        return out
+
+    for layers in kinds.values():
+        mine = [i for i in layers if layer_stage.get(i) == stage] if pp > 1 else layers
+        if not mine:
+            continue
+        params = counted(list(_layer_tensors(spec, mine[0])))
+        for shp, _, _ in params:
+            shapes[shp] += len(mine)
+        n_layer = sum(n for _, n, _ in params)
+        per_layer_elems.update(dict.fromkeys(mine, n_layer))
+        largest = max(largest, *(n for _, n, _ in params)) if params else largest
+    outside = [t for t in (*before, *after) if pp == 1 or _in_stage(t, stage, last, layer_stage)
+               or (tied_copy and t.role == "token_embd")]
+    for shp, n, t in counted(outside):
         role, comp, _, _, layer, _ = t  # Tensor is a tuple: unpacking is the fast path
-        n = math.prod(shp)
-        n = n if len(shp) == 1 else math.ceil(n / tp)
-        if comp == "experts":
-            n = math.ceil(n / ep)
-        shapes.append(shp if (tp == 1 and ep == 1) else (n,))
+        shapes[shp] += 1
         if layer >= 0 and comp != "vision":
             per_layer_elems[layer] = per_layer_elems.get(layer, 0) + n
         elif comp in ("embedding", "vision", "per_layer_embedding") and not (role == "token_embd" and spec.tie_word_embeddings
@@ -317,25 +414,35 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
         else:
             head_elems += n
         largest = max(largest, n)
-    return TrainedBase(tuple(Counter(shapes).items()), tuple(per_layer_elems.items()), head_elems, embed_elems,
+    return TrainedBase(tuple(shapes.items()), tuple(sorted(per_layer_elems.items())), head_elems, embed_elems,
                        largest)
 
 
 @lru_cache(maxsize=256)
 def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
-    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller)."""
+    pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once."""
     stages = pipeline_stage_layers(spec.num_layers, pp)
     last = len(stages) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
+    before, after, kinds = _layers_alike(spec)
     head = 0
     layers: dict[int, int] = {}
-    for t in model_tensors(spec):
-        _, comp, shape, _, layer, numel = t  # Tensor is a tuple: unpacking is the fast path
-        if len(shape) == 2 and comp in AUTOCAST_COMPONENTS and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
-            n = math.ceil(numel / tp)
-            if comp == "lm_head":
+
+    def copied(t: Tensor) -> int:
+        _, comp, shape, _, _, numel = t  # Tensor is a tuple: unpacking is the fast path
+        return math.ceil(numel / tp) if len(shape) == 2 and comp in AUTOCAST_COMPONENTS else 0
+
+    for alike in kinds.values():
+        mine = [i for i in alike if layer_stage.get(i) == stage] if pp > 1 else alike
+        n = sum(copied(t) for t in _layer_tensors(spec, mine[0])) if mine else 0
+        if n:
+            layers.update(dict.fromkeys(mine, n))
+    for t in (*before, *after):
+        n = copied(t)
+        if n and (pp == 1 or _in_stage(t, stage, last, layer_stage)):
+            if t.component == "lm_head":
                 head += n
             else:
-                layers[layer] = layers.get(layer, 0) + n
-    return head, tuple(layers.items())
+                layers[t.layer] = layers.get(t.layer, 0) + n
+    return head, tuple(sorted(layers.items()))

@@ -20,8 +20,11 @@ Each component is computed by a formula module; this module only adds them up pe
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from itertools import accumulate, repeat
+from operator import add, mul
 
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
@@ -88,6 +91,13 @@ class StageTimeline:
     step_temporaries_foreach: int
     offloaded_activations: int = 0  # pinned host bytes of activation offloading (formulas/activation_offload.py)
 
+    def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
+        """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
+        hold it, in layer order of first appearance."""
+        counts = Counter(map(id, self.layer_terms.values()))
+        first = {id(t): t for t in reversed(self.layer_terms.values())}
+        return [(first[k], n) for k, n in counts.items()]
+
     @cached_property
     def peak(self) -> Phase:
         """The phase with the most bytes (computed once: the timeline is complete when built)."""
@@ -105,9 +115,6 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     copy_b = ctx.weight_copy_bytes
     # a layer's terms depend on it only through its attention kind, whether its MLP is MoE and its autocast weight
     # copies: evaluate each distinct kind once (a 32-layer model has one or two kinds)
-    def kind(i: int) -> tuple[object, ...]:
-        return spec.layer_types[i], spec.moe_layers[i], st.layer_copy_elements.get(i, 0)
-
     # per kind: (saved terms, their total, bytes selective recompute drops, backward transient,
     #            bytes a checkpointed layer keeps, bytes its backward rebuilds)
     by_kind: dict[tuple[object, ...], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
@@ -127,40 +134,51 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         fp8_weights = w.fsdp is not None and (w.shard_stage >= 3 or w.offload == "params")
         float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
                                                  compiled=w.compile, weight_gathered_fp8=fp8_weights)
-    for i in st.layers:
-        k = kind(i)
-        if k not in by_kind:
-            t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
-                   else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
-            if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
-                t_i = compiled_layer_terms(spec, i, act, t_i)
-            full_i = _sum(t_i)
-            drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
-            copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
-            if mode == "selective-op":
-                keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
-                rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
-            elif w.checkpoint_offload:  # the input waits in host RAM and comes back for the recompute
-                keep_i = 0
-                rebuild_i = full_i - copies_i - shared_input + checkpoint_input_bytes(spec, act)
-            else:
-                keep_i = checkpoint_input_bytes(spec, act)
-                rebuild_i = full_i - copies_i - shared_input
-                if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
-                    rebuild_i += reentrant_recompute_bytes(spec, act)
-            plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
-                       else layer_backward_transient(spec, i, act))
-            by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
-    of_layer = {i: by_kind[kind(i)] for i in st.layers}
-    terms = {i: of_layer[i][0] for i in st.layers}
-    copies = {i: st.layer_copy_elements.get(i, 0) * copy_b for i in st.layers}
+    layers = list(st.layers)  # ascending; the lists below are by position in it
+    n_layers = len(layers)
+    lce = st.layer_copy_elements
+    kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
+                     map(lce.get, layers, repeat(0)), strict=True))
+    for k in dict.fromkeys(kinds):
+        i = layers[kinds.index(k)]  # the first layer of this kind
+        t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
+               else layer_saved_terms(spec, i, act, k[2]))  # type: ignore[arg-type]
+        if compile_partitions_layers(w):  # the min-cut partitioner's set (formulas/compiled_activations.py)
+            t_i = compiled_layer_terms(spec, i, act, t_i)
+        full_i = _sum(t_i)
+        drop_i = _sum(layer_saved_terms(spec, i, none, k[2])) - full_i if none is not None else 0  # type: ignore[arg-type]
+        copies_i = int(k[2]) * copy_b  # type: ignore[call-overload]
+        if mode == "selective-op":
+            keep_i = _sum(op_sac_saved_terms(spec, i, act, compiled=compile_partitions_layers(w)))
+            rebuild_i = max(0, full_i - copies_i - op_sac_reused_bytes(spec, i, act))
+        elif w.checkpoint_offload:  # the input waits in host RAM and comes back for the recompute
+            keep_i = 0
+            rebuild_i = full_i - copies_i - shared_input + checkpoint_input_bytes(spec, act)
+        else:
+            keep_i = checkpoint_input_bytes(spec, act)
+            rebuild_i = full_i - copies_i - shared_input
+            if w.checkpoint_impl == "reentrant":  # the recompute rebuilds the layer's output too
+                rebuild_i += reentrant_recompute_bytes(spec, act)
+        plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
+                   else layer_backward_transient(spec, i, act))
+        by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
-    ckpt = {i: mode in ("full", "selective-op") and (i + 1) % w.checkpoint_every == 0 for i in st.layers}
-    # activations (autocast copies apart) a layer keeps between its forward and its backward
-    act_kept = {i: of_layer[i][4] if ckpt[i] else of_layer[i][1] - copies[i] for i in st.layers}
-    # bytes the backward of layer i rebuilds: the checkpointed layer's recompute, or what selective drops
-    recompute = {i: of_layer[i][5] if ckpt[i] else of_layer[i][2] for i in st.layers}
-    transient = {i: of_layer[i][3] for i in st.layers}
+    ckpt_all = mode in ("full", "selective-op")
+    every = w.checkpoint_every
+    ckpt = ([(i + 1) % every == 0 for i in layers] if ckpt_all and every > 1
+            else [ckpt_all] * n_layers)
+    # per (kind, checkpointed): (saved terms, activations (autocast copies apart) a layer keeps between its forward
+    # and its backward, bytes its backward rebuilds (the checkpointed layer's recompute, or what selective drops),
+    # backward transient, its autocast copies, the copies autograd keeps saved): layers alike share one entry
+    per: dict[tuple[object, bool], tuple[tuple[Term, ...], int, int, int, int, int]] = {}
+    for k, c in dict.fromkeys(zip(kinds, ckpt, strict=True)):
+        t_i, full_i, drop_i, tr_i, keep_i, rebuild_i = by_kind[k]
+        copies_i = k[2] * copy_b  # type: ignore[operator]
+        per[k, c] = (t_i, keep_i if c else full_i - copies_i, rebuild_i if c else drop_i, tr_i, copies_i,
+                     0 if c else copies_i)
+    rows = list(map(per.__getitem__, zip(kinds, ckpt, strict=True)))
+    terms_at, act_kept, recompute, transient, copies, copies_kept = (list(col) for col in zip(*rows, strict=True))
+    terms = dict(zip(layers, terms_at, strict=True))
     head = head_activations(spec, act, lm_head_trained=w.method == "full" or "output" in act.adapted
                             or "lm_head" in w.modules_to_save,
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
@@ -284,12 +302,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         init.parts["quantization_transient"] = quantize_transient_bytes(
             largest_quantized_matrix(spec, "nf4-dq") // max(1, w.tp), w.nf4_quantizer)
         phases.append(init)
-    all_kept = sum(act_kept.values())
+    all_kept = sum(act_kept)
     fwd_kept = m * all_kept  # saved activations on the device at forward end
     host_act = final_norm = 0
     if w.activation_offload:  # torchtune OffloadActivations: saved tensors go to pinned host memory
-        ordered = [act_kept[i] for i in sorted(st.layers)]
-        plain = [i for i in st.layers if not ckpt[i]]
+        ordered = act_kept
+        plain = [c for c in ckpt if not c]
         repeats = 0
         if plain:  # a checkpointed layer saves only its input: once
             n_qkv = sum(1 for r in ("attn_q", "attn_k", "attn_v") if w.method == "full" or r in act.adapted)
@@ -302,22 +320,20 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         host_act += final_norm
         if head and spec.norm_kind != "layernorm":  # its fp32 input is saved by pow and by the mul by 1/rms
             host_act += act.tokens * spec.hidden_size * max(4, act.residual)
-        last = max(st.layers)
-        width = spec.intermediate_size if not spec.moe_layers[last] else spec.hidden_size
-        last_save = act_kept[last] if ckpt[last] else act.tokens * _div(width, w.tp) * act.compute
+        width = spec.intermediate_size if not spec.moe_layers[layers[-1]] else spec.hidden_size
+        last_save = act_kept[-1] if ckpt[-1] else act.tokens * _div(width, w.tp) * act.compute
         fwd_kept = offload_stash_bytes(last_save, final_norm)
     head_copy = st.lm_head_copy_elements * copy_b if head else 0
     # autocast copies: a non-checkpointed layer's stay saved by autograd (one set per in-flight micro-batch); a
     # checkpointed layer's stay in the autocast cache until the forward leaves autocast only where the cache takes
     # them (trained leaf weights that are not views: not FSDP1's flat-parameter views, formulas/training_states.py
     # autocast_cache_holds), else each lives only for its op; they come back while that layer is recomputed
+    # (integers: a checkpointed layer's copies where the cache holds them, + m x the others')
     cached = autocast_cache_holds(w.method == "full", w.fsdp is not None and w.fsdp_version == 1)
-    copies_fwd = sum((copies[i] if cached else 0) if ckpt[i] else m * copies[i] for i in st.layers)
-    copies_kept = {i: 0 if ckpt[i] else copies[i] for i in st.layers}
+    copies_fwd = (sum(map(mul, copies, ckpt)) if cached else 0) + m * sum(copies_kept)
     if window_reach is not None:  # ZeRO-3: the prefetch reaches the lm_head while the window's layers are ahead
         r = Phase("forward, lm_head prefetched", dict(base))
-        done = sorted(st.layers)[:max(0, len(st.layers) - window_reach[1])]
-        r.parts["activations"] = m * sum(act_kept[i] for i in done)
+        r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
         r.parts["rotary_and_masks"] = shared_fwd
         r.parts["gathered_params"] = window_reach[0]
         if persist:
@@ -342,7 +358,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if head:
         b = Phase("loss backward", dict(base))
         b.parts["activations"] = fwd_kept
-        copies_bwd = m * sum(copies_kept.values()) + head_copy
+        copies_bwd = m * sum(copies_kept) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
@@ -378,35 +394,57 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if dequant:
             hb.parts["dequant_buffer"] = dequant
         phases.append(hb)
-    order = sorted(st.layers, reverse=True)
-    kept_below: dict[int, int] = {}  # prefix sums over the layers i <= j of this stage
-    copies_below: dict[int, int] = {}
-    run_k = run_c = 0
-    for i in reversed(order):
-        run_k += act_kept[i]
-        run_c += copies_kept[i]
-        kept_below[i], copies_below[i] = run_k, run_c
-    all_copies_kept = sum(copies_kept.values())
-    for idx, j in enumerate(order):
-        if not (idx in (0, len(order) - 1) or len(order) <= 64):
-            continue  # a long stage keeps its first and last backward layers only (below)
-        p = Phase(f"backward layer {j}", dict(base))
-        p.parts["activations"] = kept_below[j] + (m - 1) * all_kept + recompute[j]
-        if w.activation_offload:  # the node in flight's saved tensors (and a recompute); the rest on the host
-            p.parts["activations"] = (act_kept[j] if ckpt[j] else max(t.bytes for t in terms[j])) + recompute[j]
-        live_copies = copies_below[j] + (m - 1) * all_copies_kept + (copies[j] if ckpt[j] else 0)
-        if live_copies:
-            p.parts["autocast_weight_copies"] = live_copies
-        p.parts["rotary_and_masks"] = shared_saved
-        p.parts["gradients"] = grads_part(j)
-        p.parts["backward_transient"] = transient[j]
-        if gather or gather_bwd:
-            p.parts["gathered_params"] = gather_bwd.get(j, gather)
+    all_copies_kept = sum(copies_kept)
+    live_gather = bool(gather or gather_bwd)
+    # the layer-dependent parts of "backward layer j" (position p): the activations of the layers below still saved
+    # (prefix sums) and what its backward rebuilds, the autocast copies alive, the gradients of the layers above,
+    # its transient and the parameters gathered
+    if w.activation_offload:  # the node in flight's saved tensors (and a recompute); the rest on the host
+        act_at = [(kept if c else max(t.bytes for t in r[0])) + rc
+                  for kept, c, r, rc in zip(act_kept, ckpt, rows, recompute, strict=True)]
+    else:  # the layers below still saved (prefix sums), the other micro-batches', the recompute (integers)
+        act_at = list(map(add, map(add, accumulate(act_kept), recompute), repeat((m - 1) * all_kept)))
+    copies_at = list(map(add, map(add, accumulate(copies_kept), map(mul, copies, ckpt)),
+                         repeat((m - 1) * all_copies_kept)))
+    if w.offload != "none" or persist or in_bwd:
+        grads_at = [grads_part(i) for i in layers]
+    else:  # grads_part(i) of each layer, as it computes it
+        scale = grads_all / max(1, st.grads) if st.grads else 1
+        # the gradients above each layer: those above the stage, then the stage's from the top down (its layers are
+        # consecutive: a range), exact integers
+        above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
+                                initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
+        grads_at = [int(shard(g, g_shard) * scale) for g in above]
+    gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
+
+    def backward_phase(p: int) -> Phase:
+        ph = Phase(f"backward layer {layers[p]}", dict(base))
+        ph.parts["activations"] = act_at[p]
+        if copies_at[p]:
+            ph.parts["autocast_weight_copies"] = copies_at[p]
+        ph.parts["rotary_and_masks"] = shared_saved
+        ph.parts["gradients"] = grads_at[p]
+        ph.parts["backward_transient"] = transient[p]
+        if live_gather:
+            ph.parts["gathered_params"] = gather_at[p]
         if reduce_buf:
-            p.parts["gradient_buckets"] = p.parts.get("gradient_buckets", 0) + reduce_buf
+            ph.parts["gradient_buckets"] = ph.parts.get("gradient_buckets", 0) + reduce_buf
         if dequant:
-            p.parts["dequant_buffer"] = dequant
-        phases.append(p)
+            ph.parts["dequant_buffer"] = dequant
+        return ph
+
+    # The backward runs the layers last to first, a phase each. They hold the same parts, equal but for the five
+    # above: their totals compare by those five alone (integers: exact). Built are the last and first layer's phase
+    # (the estimate's details name them) and, between them, the first (in backward order) of the most bytes, so the
+    # peak (the first phase of the most bytes) is the one the whole sequence gives. A long stage (over 64 layers)
+    # keeps its last and first layers' phases only.
+    varying = list(map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)), gather_at))
+    built = [n_layers - 1]
+    if 2 < n_layers <= 64:
+        built.append(max(range(n_layers - 2, 0, -1), key=varying.__getitem__))
+    if n_layers > 1:
+        built.append(0)
+    phases.extend(backward_phase(p) for p in built)
     if st.has_embedding:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
