@@ -6,17 +6,15 @@ rows ran 0.23."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 from pathlib import Path
 
 import pytest
 
+from cli_capture import run
 from llmsizer import estimate_inference, fit
 from llmsizer.catalog.hardware import builtin_catalog
-from llmsizer.cli.main import main
 from llmsizer.estimate.engines import CURRENT_VERSION, parse_version, step_host
 from llmsizer.estimate.speed import estimate_speed
 from llmsizer.models import load_model
@@ -40,11 +38,6 @@ def test_the_newest_release_is_the_newest_validation_row(engine: str) -> None:
     assert parse_version(CURRENT_VERSION[engine]) == newest_in_rows(engine)
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 FIT = ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--context", "640", "--output-tokens", "128"]

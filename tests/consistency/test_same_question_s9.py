@@ -5,26 +5,14 @@ answered by (fit's own result) or from the catalog's data files, never from the 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from llmsizer.cli.main import main
+from cli_capture import run
 from llmsizer.estimate.fit import fit
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:  # argparse
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def run_json(*argv: str) -> tuple[int, Any]:

@@ -6,15 +6,13 @@ citing transformers' docs."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from typing import Any
 
 import pytest
 
+from cli_capture import run
 from llmsizer import estimate_inference, fit
-from llmsizer.cli.main import main
 from llmsizer.estimate.formats import GGUF_ENGINES
 from llmsizer.formulas.weight_formats import weight_bytes
 from llmsizer.models import load_model
@@ -22,14 +20,6 @@ from llmsizer.models import load_model
 MODEL, DEVICE = "llama-3.1-8b", "h100-sxm"
 
 
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:  # argparse
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def run_json(*argv: str) -> Any:
