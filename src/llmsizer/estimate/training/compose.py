@@ -202,12 +202,9 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
     same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
     _refuse_adapter_fields_on_full(w)
     if not chooses_zero(w):
-        try:
-            hit = _ITEMS.get(_items_key(spec, w))
-        except TypeError:  # an unhashable field value: no memo
-            hit = None
-        if hit is not None and hit[0] is spec:
-            return hit[1]
+        hit = _memo_hit(_ITEMS, spec, w)
+        if hit is not None:
+            return hit
     return estimate_training(spec, w).items
 
 
@@ -221,13 +218,18 @@ def training_context(spec: ModelSpec, w: TrainingWorkload) -> TrainingContext:
     """``resolve(spec, w)``'s context without its assumptions: the one an estimate already made for a workload that
     differs from ``w`` only in memory, headroom or the fields named as given resolved (its ``w`` is that estimate's
     workload), else resolved now (the duration's optimizer step reads it: the same dtypes as the memory)."""
+    hit = _memo_hit(_CONTEXTS, spec, w)
+    return hit if hit is not None else resolve(spec, w, Acc())
+
+
+def _memo_hit(memo: dict[tuple[Any, ...], tuple[ModelSpec, Any]], spec: ModelSpec, w: TrainingWorkload) -> Any:
+    """The value ``memo`` holds for ``w`` on the items key when it was made for this very ``spec``, else None (an
+    unhashable field value: no memo)."""
     try:
-        hit = _CONTEXTS.get(_items_key(spec, w))
-    except TypeError:  # an unhashable field value: no memo
-        hit = None
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    return resolve(spec, w, Acc())
+        hit = memo.get(_items_key(spec, w))
+    except TypeError:
+        return None
+    return hit[1] if hit is not None and hit[0] is spec else None
 
 
 ADAPTER_FIELDS = ("rank", "alpha", "targets", "adapter_dtype")  # modules_to_save and base_dtype: refused by the spec
