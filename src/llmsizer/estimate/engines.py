@@ -230,6 +230,12 @@ def parse_version(version: str) -> tuple[int, int]:
     return parse_engine_version(version)
 
 
+def release(engine: str, version: str | None) -> tuple[int, int]:
+    """(major, minor) of the release an estimate of ``engine`` uses: ``version``, or ``CURRENT_VERSION`` when none
+    is given (the one home of that default: the host step and the range band's scope both read it)."""
+    return parse_version(version if version is not None else CURRENT_VERSION[engine])
+
+
 def step_host(engine: str, version: str | None = None) -> StepHost | None:
     """The host-work rule of ``engine`` at ``version`` (None: ``CURRENT_VERSION``); None for engines whose decode
     step has no such term here (llama.cpp: its per-layer overhead, eq. 7; transformers)."""
@@ -238,7 +244,7 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
         if version is not None:
             raise InputError(f"engine_version applies to engine vllm or sglang, not {engine}")
         return None
-    v = parse_version(version if version is not None else CURRENT_VERSION[engine])
+    v = release(engine, version)
     for r in rows:
         if r.first <= v and (r.until is None or v < r.until):
             return r

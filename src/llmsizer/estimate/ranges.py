@@ -164,9 +164,9 @@ HELD_OUT_SCOPES = tuple(sc.name for sc in SERVING_SCOPES if sc.held_out)
 def serving_scope(engine: str, version: str | None, device: str | None) -> ServingScope:
     """The release scope of ``engine`` at ``version`` (None: engines.CURRENT_VERSION) on ``device``: the first of
     ``SERVING_SCOPES`` whose releases hold it and whose devices (if any) include ``device``."""
-    from .engines import CURRENT_VERSION, parse_version
+    from .engines import release
 
-    v = parse_version(version if version is not None else CURRENT_VERSION[engine])
+    v = release(engine, version)
     for sc in SERVING_SCOPES:
         if sc.engine == engine and sc.first <= v and (sc.until is None or v < sc.until) \
                 and (not sc.devices or device in sc.devices):
