@@ -160,16 +160,11 @@ def test_cpu_amx_utilization_follows_from_its_row() -> None:
     c3-highmem-8, 32 x 1024 tokens per iteration, median 40.76 s): one CPU, no communication or paging, so u =
     GEMM time at u = 1 / what the measured iteration leaves after the memory-bound kernels and the optimizer step
     (at the VM's bandwidth share). The time is re-read from the row's quoted iterations."""
-    import re
     from statistics import median
 
     from llmsizer.validation_cases import CPU_GPT2_FIELDS, CPU_TRAINING_DEVICE, cpu_gpt2_spec
 
-    r = public_rows()["PM0600"]
-    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
-    assert len(times) == 9 and all(40 < t < 42 for t in times)  # the iterations without an evaluation
-    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
-    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    times = _quoted_iterations("PM0600", 40, 42)
     dev = builtin_catalog().devices[CPU_TRAINING_DEVICE["PM0600"]]
     d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS, utilization=1.0)
     assert d.step is not None and d.step.comm_seconds == 0 and d.step.paging_seconds == 0
@@ -177,6 +172,22 @@ def test_cpu_amx_utilization_follows_from_its_row() -> None:
     assert dev.bandwidth == pytest.approx(307.2e9 * 4 / 44, rel=1e-5)  # the VM's share of its 44-core socket
     u = _cpu_utilization(d.step, median(times))
     assert u == pytest.approx(E.TRAINING_UTILIZATION_CPU_AMX.expected, abs=0.00005)
+
+
+def _quoted_iterations(row_id: str, lo: float, hi: float) -> list[float]:
+    """The nine iteration times quoted in a CPU GPT-2 row (those without an evaluation, each within (lo, hi) s),
+    checked to give the row's tokens/s at their median."""
+    import re
+    from statistics import median
+
+    from llmsizer.validation_cases import CPU_GPT2_FIELDS
+
+    r = public_rows()[row_id]
+    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
+    assert len(times) == 9 and all(lo < t < hi for t in times)
+    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
+    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    return times
 
 
 def _cpu_utilization(step: Any, measured: float) -> float:
@@ -194,16 +205,11 @@ def test_cpu_vector_utilization_follows_from_its_row() -> None:
     m6i.4xlarge, 8 Ice Lake cores without AMX, median 118.95 s per iteration): one CPU, no communication or paging;
     the memory-bound kernels and the optimizer step at the VM's bandwidth share are timed apart, the GEMMs take the
     rest. The time is re-read from the row's quoted iterations; the peak is 8 cores x 3.5 GHz x 64 FP32 FLOP/cycle."""
-    import re
     from statistics import median
 
     from llmsizer.validation_cases import CPU_GPT2_FIELDS, CPU_TRAINING_DEVICE, cpu_gpt2_spec
 
-    r = public_rows()["PM0602"]
-    times = [float(t) for t in re.findall(r"time ([0-9.]+)s", r["quote"])]
-    assert len(times) == 9 and all(118 < t < 120 for t in times)  # the iterations without an evaluation
-    tokens = CPU_GPT2_FIELDS["micro_batch"] * CPU_GPT2_FIELDS["seq_len"]
-    assert float(r["value"]) == pytest.approx(tokens / median(times), abs=0.05)
+    times = _quoted_iterations("PM0602", 118, 120)
     dev = builtin_catalog().devices[CPU_TRAINING_DEVICE["PM0602"]]
     assert dev.isa["amx"].base is False or not dev.isa["amx"].base
     d = training_duration_for(cpu_gpt2_spec(), dev, 1, 1e6, CPU_GPT2_FIELDS, utilization=1.0)
