@@ -1493,11 +1493,17 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # torch AdamW). The '4xA10G' rows of a devices: 1 config repeat the 1xA10G figure (the README: 'All runs are
 # single-GPU experiments'). Measured is max_memory_allocated (litgpt/finetune/lora.py @ 00af8b0d line 234). Settings
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
-# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, LoRA dropout 0.05/0.1 on
-# every adapted input, logits in 128-token chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the
-# transformers layout. The QLoRA rows run 4.5-8.3 GiB above the estimate (-33..-44 %) in every model: Lightning Fabric's
-# BitsandbytesPrecision path (lora.py lines 129-138, 197-215) holds memory the NF4 model + adapters + step do not
-# explain; not traced.
+# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
+# chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
+# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
+# QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
+# 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
+# loop that keeps the step's loss and logits referenced into the next forward (loop_keeps_graph, lora.py lines
+# 304-310: the 0.42 inputs the graph holds, eq. G1). Before these, the QLoRA rows were -33..-44 %. Not modelled:
+# litgpt's bnb.nf4 has no double quantization (Lightning _NF4Linear compress_statistics=False, bitsandbytes.py
+# lines 391-393), the QLoRA base here is nf4-dq (0.055 B per quantized parameter less: 0.3 GiB on a 7B), and the
+# loop's kept bf16 logits against the fp32 log-softmax counted for the bf16 cross-entropy.
 _LIT_GEMMA = dict(model_type="gemma", hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
                   num_attention_heads=8, num_key_value_heads=1, head_dim=256, vocab_size=256000,
                   tie_word_embeddings=True, max_position_embeddings=8192)  # google/gemma-2b config.json
@@ -1520,8 +1526,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
-             "batch taken as max_seq_length 512; litgpt's fused q/k/v, LoRA dropout and 128-token logit chunks read "
-             "as the transformers layout (TRAINING_ROWS comment)")
+             "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
+             "transformers layout (TRAINING_ROWS comment)")
 # row -> (model, method, micro batch, adapter fields, extra fields)
 _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
@@ -1545,13 +1552,19 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
-    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x),
+    _q = dict(nf4_quantizer="lightning-bnb-0.42", loop_keeps_graph=True) if _meth == "qlora" else {}
+    _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
                               else "") + ("; FSDP over 4 (Lightning FSDPStrategy: FSDP1 FULL_SHARD, checkpointing "
                                           "of each Block, full.py @ 00af8b0d lines 100-106)" if _x else ""),
                            False, "peak")
+# litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
+# 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
+# 206-207, 281-282): Gemma's and Llama 3.2's rows hold both matrices
+TRAINING_UNTIED = frozenset(r for r, (m, *_) in _LIT_ROWS.items() if m.startswith(("gemma", "llama-3.2")))
 _LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
@@ -1594,6 +1607,10 @@ def training_prediction(row_id: str) -> int:
         spec = spec_from_config(TRAINING_CONFIGS[model], name=model)
     else:
         spec = load_model(model)
+    if row_id in TRAINING_UNTIED:
+        from dataclasses import replace
+
+        spec = replace(spec, tie_word_embeddings=False)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

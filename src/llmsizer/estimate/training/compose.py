@@ -70,8 +70,14 @@ COMPONENT_FORMULA = {
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
     "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
                                "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
-    "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
-                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
+    "dequant_buffer": ("one 4-bit matrix dequantized for the matmul (forward and backward; bitsandbytes 0.42: in "
+                       "fp16, then cast to the compute dtype)",
+                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
+                       "eq. 5"),
+    "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
+                          "keeps the graph (the previous step's at forward end)",
+                          "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
+                          "lines 304-310 (formulas/training_activations.py graph_kept_matmul_inputs, eq. G1)"),
 }
 TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
@@ -358,7 +364,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "rotary_and_masks",
+                 "kept_graph_inputs", "rotary_and_masks",
                  "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:

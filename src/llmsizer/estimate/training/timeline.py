@@ -40,7 +40,7 @@ from ...formulas.deepspeed_zero import (
 )
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp_flat_param import mp_shard_bytes
-from ...formulas.nf4_quantization import quantize_transient_bytes
+from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -57,6 +57,7 @@ from ...formulas.training_activations import (
     _div,
     _head_dims,
     checkpoint_input_bytes,
+    graph_kept_matmul_inputs,
     head_activations,
     layer_backward_transient,
     layer_saved_terms,
@@ -271,8 +272,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # backward: one layer's under full checkpointing, every layer's of the stage without
         layers_held = 1 if w.grad_checkpointing == "full" else len(st.layers)
         dequant = largest_quantized_layer(spec) * 2 * layers_held // max(1, w.tp)
-    elif w.method == "qlora":
-        dequant = largest_quantized_matrix(spec, "nf4-dq") * 2 // max(1, w.tp)
+    elif w.method == "qlora":  # one matrix dequantized for its GEMM (nf4_quantization.py eq. 5)
+        largest = largest_quantized_matrix(spec, "nf4-dq")
+        if quantizes_lm_head(w.nf4_quantizer) and not spec.tie_word_embeddings:
+            largest = max(largest, spec.vocab_size * spec.hidden_size)
+        dequant = dequant_bytes(largest, w.nf4_quantizer, act.compute,
+                                compute_fp16=ctx.recipe.name.startswith("fp16")) // max(1, w.tp)
 
     in_bwd = w.optimizer_in_backward
     # suffix sums of the per-layer gradients by layer index (grads_part is asked once per layer: O(L), not O(L^2))
@@ -467,6 +472,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(s)
     else:
         foreach_tmp = 0
+    kept_graph = graph_kept_matmul_inputs(spec, act, layers, bool(head)) if w.loop_keeps_graph else None
+    if kept_graph is not None and kept_graph.bytes:  # eq. G1: the previous step's at forward end, this step's after
+        for ph in phases:                            # its backward (the loop rebinds loss before the next backward)
+            if ph.name in ("forward end", "backward end", "optimizer step"):
+                ph.parts["kept_graph_inputs"] = kept_graph.bytes
     if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
         for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
             if ph.name not in ("forward end", "model init"):
