@@ -249,8 +249,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if mask:
             out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
                             f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
-    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy
-    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted:
+    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
+    # dropout, eq. D1 counts the adapter's copy instead)
+    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
         out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
     # MLP
     for j in range(spec.norms_per_layer - 1):
@@ -305,17 +306,36 @@ def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> l
                  + (", q/k/v one fused adapter)" if st.dropout == "fused-qkv" else ")"))]
 
 
+def kept_matmul_input_bytes(spec: ModelSpec, st: ActivationSetup, layer: int) -> int:
+    """Eq. G1 for one decoder layer: the inputs its bitsandbytes 0.42 ``MatMul4Bit`` nodes hold (0 otherwise)."""
+    if not st.frozen_keeps_input:
+        return 0
+    t, c, tp = st.tokens, st.compute, st.tp
+    h = spec.hidden_size
+    o_w = _div(_head_dims(spec)[3], tp)
+    if spec.moe_layers[layer]:
+        return t * c * (h + o_w)
+    return t * c * (h + o_w + h + _div(spec.intermediate_size, tp))
+
+
+def kept_lm_head_input_bytes(st: ActivationSetup, hidden: int) -> int:
+    """Eq. G1's lm_head term: its input, when the lm_head is a 0.42 4-bit matmul (Lightning Fabric)."""
+    return st.tokens * st.compute * hidden if st.frozen_keeps_input and st.lm_head_keeps_input else 0
+
+
 def graph_kept_matmul_inputs(spec: ModelSpec, st: ActivationSetup, layers: range | list[int],
                              head: bool) -> Term | None:
-    """The quantized linears' inputs a bitsandbytes 0.42 ``MatMul4Bit`` node still holds after its backward, while
-    the training loop keeps the graph (``loop_keeps_graph``; formulas/nf4_quantization.py eq. 4).
+    """The quantized linears' inputs bitsandbytes 0.42 ``MatMul4Bit`` nodes hold as long as the graph lives
+    (formulas/nf4_quantization.py eq. 4).
 
     ``ctx.tensors = (A, B)`` is a plain attribute of the autograd node, not a saved tensor: the engine releases a
     node's saved tensors once it has run (torch/csrc/autograd/python_function.cpp ``release_variables`` clears
     ``saved_variables`` only), so the input lives as long as the node, that is as long as anything references the
-    graph. litgpt's loop keeps ``logits`` and ``loss`` (finetune/lora.py @ 00af8b0d lines 304-310) until the next
-    step rebinds them, after that step's forward: the previous step's inputs are alive at the next forward's end,
-    one tensor per distinct input (q/k/v share theirs, as do gate and up; the attention output is the o input)::
+    graph: in any loop through the rest of the backward (a layer whose backward is done keeps its inputs while the
+    layers below run theirs), and with ``loop_keeps_graph`` beyond it: litgpt's loop keeps ``logits`` and ``loss``
+    (finetune/lora.py @ 00af8b0d lines 304-310) until the next step rebinds them, after that step's forward, so the
+    previous step's inputs are alive at the next forward's end. One tensor per distinct input (q/k/v share theirs,
+    as do gate and up; the attention output is the o input)::
 
         G = sum over layers of t c (h + o_w + h + I)  [+ t c h: the lm_head input when it is quantized]      (G1)
 
@@ -323,19 +343,14 @@ def graph_kept_matmul_inputs(spec: ModelSpec, st: ActivationSetup, layers: range
     parameters)."""
     if not st.frozen_keeps_input:
         return None
-    t, c, tp = st.tokens, st.compute, st.tp
     h = spec.hidden_size
-    _, _, _, o_w = (_div(x, tp) for x in _head_dims(spec))
-    i_w = _div(spec.intermediate_size, tp)
-    per_dense = t * c * (h + o_w + h + i_w)
-    per_moe = t * c * (h + o_w)
-    n_moe = sum(1 for i in layers if spec.moe_layers[i])
-    n_dense = len(layers) - n_moe
-    total = n_dense * per_dense + n_moe * per_moe + (t * c * h if head and st.lm_head_keeps_input else 0)
-    return Term("bitsandbytes 0.42 matmul inputs held by the kept graph", total,
-                f"{n_dense} layers x {t} x {c} B x ({h} + {o_w} + {h} + {i_w})"
-                + (f" + {n_moe} MoE layers x {t} x {c} B x ({h} + {o_w})" if n_moe else "")
-                + (f" + lm_head input {t} x {h} x {c} B" if head and st.lm_head_keeps_input else "") + " (eq. G1)")
+    head_b = kept_lm_head_input_bytes(st, h) if head else 0
+    total = sum(kept_matmul_input_bytes(spec, st, i) for i in layers) + head_b
+    o_w = _div(_head_dims(spec)[3], st.tp)
+    return Term("bitsandbytes 0.42 matmul inputs held by the graph", total,
+                f"{len(layers)} layers x {st.tokens} x {st.compute} B x ({h} + {o_w} + {h} + "
+                f"{_div(spec.intermediate_size, st.tp)}; MoE layers: attention inputs only)"
+                + (f" + lm_head input {st.tokens} x {h} x {st.compute} B" if head_b else "") + " (eq. G1)")
 
 
 def gemma3n_saved_terms(spec: ModelSpec, st: ActivationSetup, kv_shared: bool) -> list[Term]:
