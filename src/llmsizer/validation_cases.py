@@ -1500,10 +1500,10 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
 # 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
 # loop that keeps the step's loss and logits referenced into the next forward (loop_keeps_graph, lora.py lines
-# 304-310: the 0.42 inputs the graph holds, eq. G1). Before these, the QLoRA rows were -33..-44 %. Not modelled:
-# litgpt's bnb.nf4 has no double quantization (Lightning _NF4Linear compress_statistics=False, bitsandbytes.py
-# lines 391-393), the QLoRA base here is nf4-dq (0.055 B per quantized parameter less: 0.3 GiB on a 7B), and the
-# loop's kept bf16 logits against the fp32 log-softmax counted for the bf16 cross-entropy.
+# 304-310: the 0.42 inputs the graph holds, eq. G1); litgpt's bnb.nf4 has no double quantization (nf4_format 'nf4':
+# Lightning _NF4Linear compress_statistics=False, bitsandbytes.py lines 391-393). Before these, the QLoRA rows were
+# -33..-44 %. Not modelled: the loop's kept bf16 logits against the fp32 log-softmax counted for the bf16
+# cross-entropy.
 _LIT_GEMMA = dict(model_type="gemma", hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
                   num_attention_heads=8, num_key_value_heads=1, head_dim=256, vocab_size=256000,
                   tie_word_embeddings=True, max_position_embeddings=8192)  # google/gemma-2b config.json
@@ -1552,7 +1552,7 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
-    _q = dict(nf4_quantizer="lightning-bnb-0.42", loop_keeps_graph=True) if _meth == "qlora" else {}
+    _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
     _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
     TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",

@@ -180,3 +180,16 @@ def test_dequantized_matrix_bytes(source: Any) -> None:
         del w
     quantizer = "bitsandbytes-0.42" if source == torch.float16 else "bitsandbytes"
     assert peak == dequant_bytes(n_out * n_in, quantizer, 2)
+
+
+@pytest.mark.parametrize("fmt", ["nf4", "nf4-dq"])
+def test_4bit_matrix_bytes_with_and_without_double_quant(fmt: str) -> None:
+    """``nf4_format``: a matrix quantized by bitsandbytes with fp32 block scales (litgpt's bnb.nf4, transformers'
+    default) or double-quantized ones: the packed codes and every quant_state tensor, counted."""
+    from llmsizer.formulas.weight_formats import bnb4_matrix_bytes
+
+    n_out, n_in = 512, 384
+    w4, qs = bnb.functional.quantize_4bit(torch.randn(n_out, n_in, dtype=BF16), quant_type="nf4",
+                                          compress_statistics=fmt == "nf4-dq")
+    tensors = [w4, qs.absmax, qs.code] + ([qs.offset, qs.state2.absmax, qs.state2.code] if qs.nested else [])
+    assert sum(t.numel() * t.element_size() for t in tensors) == bnb4_matrix_bytes(n_out * n_in, fmt)

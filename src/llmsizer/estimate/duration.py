@@ -446,7 +446,7 @@ class StepTime:
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
-        return qlora_base_format(spec)
+        return qlora_base_format(spec, w.nf4_format)
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
@@ -573,7 +573,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
-            fmt = qlora_base_format(spec)
+            fmt = qlora_base_format(spec, w.nf4_format)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
                                           bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
     eta = E.memory_bound_bandwidth(device.kind)

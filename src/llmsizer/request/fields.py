@@ -20,6 +20,7 @@ from ..specs.training import (
     KERNELS,
     LORA_DROPOUTS,
     LOSSES,
+    NF4_FORMATS,
     NF4_QUANTIZERS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
@@ -223,6 +224,8 @@ TRAINING = (
             choices=NF4_QUANTIZERS),
           F("lora_dropout", "enum", "LoRA dropout on the adapters' inputs: none, per-module (PEFT lora_dropout > 0) "
             "or fused-qkv (litgpt: one adapter on the fused q/k/v linear)", template=False, choices=LORA_DROPOUTS),
+          F("nf4_format", "enum", "QLoRA base format: nf4-dq (double-quantized block scales, the QLoRA paper) or "
+            "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
           F("loop_keeps_graph", "bool", "the training loop keeps the step's loss and logits (and so its autograd "
             "graph) referenced into the next forward (litgpt)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,

@@ -88,6 +88,7 @@ class TrainingSettings:
     kernels: str | None = None
     nf4_quantizer: str | None = None
     lora_dropout: str | None = None
+    nf4_format: str | None = None
     loop_keeps_graph: bool | None = None
     zero: int | None = None
     fsdp: str | None = None

@@ -48,6 +48,9 @@ NF4_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42", "lightning-bnb-0.42", "to
 # default lora_dropout 0), per-module (each adapted linear drops out its own copy: PEFT lora_dropout > 0),
 # fused-qkv (per module, but q/k/v are one fused linear with one adapter: litgpt's LoRAQKVLinear)
 LORA_DROPOUTS = ("none", "per-module", "fused-qkv")
+# the QLoRA base's bitsandbytes 4-bit format: NF4 with double quantization of the block scales (the QLoRA paper's
+# recipe, section 3) or without (transformers' bnb_4bit_use_double_quant default False; litgpt's bnb.nf4)
+NF4_FORMATS = ("nf4-dq", "nf4")
 # DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
@@ -154,6 +157,9 @@ class TrainingWorkload:
     lora_dropout: with LoRA adapters, 'none' (the adapters read their input: PEFT's and torchtune's default
         lora_dropout 0), 'per-module' (each adapted linear keeps its dropped-out copy of the input and the mask:
         PEFT lora_dropout > 0) or 'fused-qkv' (the same, with q/k/v one fused linear and one adapter: litgpt).
+    nf4_format: with method 'qlora', the base's 4-bit format: 'nf4-dq' (double quantization of the block scales:
+        the QLoRA paper's recipe) or 'nf4' (fp32 block scales: transformers' ``bnb_4bit_use_double_quant`` default,
+        litgpt's ``--quantize bnb.nf4``), formulas/weight_formats.py.
     loop_keeps_graph: the training loop keeps the step's loss and logits referenced until the next step's forward
         has returned (litgpt finetune/lora.py @ 00af8b0d lines 304-310), so the autograd graph lives on: what its
         nodes hold outside their saved tensors (bitsandbytes 0.42's ``ctx.tensors``, formulas/nf4_quantization.py
@@ -240,6 +246,7 @@ class TrainingWorkload:
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
     lora_dropout: str = "none"
+    nf4_format: str = "nf4-dq"
     loop_keeps_graph: bool = False
     deepspeed_gather: str = "current"
     optimizer_in_backward: bool = False
@@ -278,6 +285,7 @@ class TrainingWorkload:
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
                   ("lora_dropout", self.lora_dropout, LORA_DROPOUTS),
+                  ("nf4_format", self.nf4_format, NF4_FORMATS),
                   ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
@@ -335,6 +343,8 @@ class TrainingWorkload:
                              f"zero is {self.zero}")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
+        if self.nf4_format != "nf4-dq" and self.method != "qlora":
+            raise InputError(f"nf4_format {self.nf4_format!r} is a QLoRA base's format; method is {self.method!r}")
         if self.lora_dropout != "none" and self.method == "full":
             raise InputError(f"lora_dropout {self.lora_dropout!r} drops out LoRA adapters' inputs; method is 'full'")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:

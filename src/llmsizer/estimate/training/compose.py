@@ -321,7 +321,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     pc = count_params(spec)
     layout = _layout_text(w)
     fmt = ctx.base_format
-    size = "NF4 double-quantized" if fmt == "nf4-dq" else f"{ctx.base_bytes} B"
+    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
                           formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
                           source="formulas/weight_formats.py; " + RECIPE_SRC))
@@ -508,7 +508,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
         a = ctx.adapter_bytes
-        base = "NF4 (~0.5 B)" if ctx.base_format == "nf4-dq" else f"{ctx.base_bytes} B"
+        base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))

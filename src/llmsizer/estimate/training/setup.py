@@ -118,11 +118,12 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
 
 
-def qlora_base_format(spec: ModelSpec) -> str:
+def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
     """The base format QLoRA trains over: a GPTQ int4 checkpoint stays GPTQ (PEFT LoRA over auto-gptq's QuantLinear),
-    anything else is quantized to NF4 with double quantization by bitsandbytes."""
+    anything else is quantized by bitsandbytes to ``nf4_format`` (the workload's: NF4 with or without double
+    quantization)."""
     q = spec.quantization_config
-    return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else "nf4-dq"
+    return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else nf4_format
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
@@ -167,7 +168,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         base_bytes, base_format = rec.model_bytes, {4: "fp32", 2: "bf16"}[rec.model_bytes]
     elif w.method == "qlora":
         q = spec.quantization_config.get("quant_method")
-        gptq = qlora_base_format(spec) == "gptq-int4"
+        gptq = qlora_base_format(spec, w.nf4_format) == "gptq-int4"
         if q and q != "bitsandbytes" and not gptq:
             raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4 or trains on a GPTQ int4 "
                              f"checkpoint; {spec.name} is {q}-quantized (start from the unquantized checkpoint)")
@@ -175,13 +176,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
         other = acc.assume("base_dtype", "bf16", w.base_dtype,
                            "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")
-        base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else "nf4-dq"
+        base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else w.nf4_format
         if gptq:
             acc.assumptions.append(Assumption("base_weights", "gptq-int4", True, "QLoRA on the checkpoint's GPTQ "
                                               "int4 weights (auto-gptq QuantLinear under PEFT LoRA)"))
         else:
-            acc.assumptions.append(Assumption("base_weights", "nf4-dq", True, "QLoRA: NF4 with double quantization "
-                                              "(Dettmers et al. 2023 section 3), bitsandbytes Linear4bit"))
+            acc.assumptions.append(Assumption("base_weights", w.nf4_format, not given(w, "nf4_format"),
+                                              "QLoRA: NF4 with double quantization (Dettmers et al. 2023 section 3), "
+                                              "bitsandbytes Linear4bit" if w.nf4_format == "nf4-dq" else
+                                              "given: NF4 with fp32 block scales, bitsandbytes Linear4bit"))
     else:
         default = "fp32" if w.precision == "fp32" else "bf16"
         bd = str(acc.assume("base_dtype", default, w.base_dtype,

@@ -162,7 +162,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
             save_head += n
         st.largest_trained = max(st.largest_trained, n)
-    save_b = ctx.base_bytes if ctx.base_format != "nf4-dq" else DTYPE_BYTES["bf16"]
+    save_b = ctx.base_bytes if ctx.base_format not in ("nf4", "nf4-dq") else DTYPE_BYTES["bf16"]
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
