@@ -177,3 +177,9 @@ def test_formula_examples_run() -> None:
     from llmsizer.formulas import cpu_offload_time
 
     assert doctest.testmod(cpu_offload_time).failed == 0
+
+
+def test_fsdp_optimizer_only_offload_says_it_is_not_fsdps() -> None:
+    spec, f = _pm0705()
+    d = training_duration_for(spec, builtin_catalog().devices[A100], 8, 1e6, dict(f, offload="optimizer"))
+    assert any("no optimizer-only offload" in w for w in d.warnings)
