@@ -79,7 +79,7 @@ def test_bad_memory_or_headroom_is_fits_line(flags: list[str]) -> None:
 @pytest.mark.parametrize("flag", [["--memory", "24GiB"], ["--headroom", "0.2"]])
 def test_memory_and_headroom_need_fits_on(flag: list[str]) -> None:
     code, out, err = run("models", "qwen3", *flag)
-    assert (code, out) == (2, "") and "need --fits-on" in err and len(err.strip().splitlines()) == 1
+    assert (code, out) == (2, "") and f"{flag[0]} needs --fits-on" in err and len(err.strip().splitlines()) == 1
 
 
 def test_unknown_memory_points_at_the_flag() -> None:

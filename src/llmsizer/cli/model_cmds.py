@@ -105,7 +105,8 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
                             ("--memory", args.memory), ("--headroom", args.headroom)) if v is not None]
     if given:
-        raise InputError(f"{', '.join(given)} need --fits-on DEVICE (the hardware the models are sized on)")
+        raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
+                         "models are sized on)")
 
 
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
