@@ -176,7 +176,7 @@ def test_peak_within_10_percent_and_states_exact(name: str, measured: dict[str, 
     assert ms["optimizer_states"] == m["optimizer_state_bytes"]
     assert d["params_trainable"] * (2 if CASES[name][0].get("dtype") == "bf16" else 4) == m["trainable_param_bytes"]
     tensor_items = sum(i.bytes for i in est.items if i.location == "device"
-                       and i.name not in ("cuda_context", "allocator_reserve"))
+                       and i.name not in ("cuda_context", "allocator_reserve", "host_runtime"))  # (device cpu)
     assert tensor_items == pred
 
 
