@@ -1574,8 +1574,8 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
                            False, "peak")
 # litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
 # 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
-# 206-207, 281-282): Gemma's and Llama 3.2's rows hold both matrices
-TRAINING_UNTIED = frozenset(r for r, (m, *_) in _LIT_ROWS.items() if m.startswith(("gemma", "llama-3.2")))
+# 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
+TRAINING_UNTIED = frozenset(_LIT_ROWS)
 _LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
@@ -1618,7 +1618,7 @@ def training_prediction(row_id: str) -> int:
         spec = spec_from_config(TRAINING_CONFIGS[model], name=model)
     else:
         spec = load_model(model)
-    if row_id in TRAINING_UNTIED:
+    if row_id in TRAINING_UNTIED and spec.tie_word_embeddings:
         from dataclasses import replace
 
         spec = replace(spec, tie_word_embeddings=False)
