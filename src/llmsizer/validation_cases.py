@@ -1456,16 +1456,26 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
-# 405B rows moved from -49..-56 % to -13..-25 %. Not modelled yet, so the rows are reported, not summarised:
-# - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
-#   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
-#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two (PM1060-PM1061 at -29..-33 %).
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067), and the reserved - allocated gap of the 8B rows
-#   (PM0400-PM0409 comment above).
+# 405B rows moved from -49..-56 % to -13..-25 %. With TP the loss runs under torch's loss_parallel (output_layouts=
+# Shard(-1), use_local_output=not loss_parallel, lines 140-141; parallel_dims.py lines 119-120), modelled as
+# loss='ce-loss-parallel' (formulas/training_activations.py eqs. LP1/LP2, tests/training/test_loss_parallel.py): its
+# decomposed log-softmax and fused NLL backward hold one fp32 [tokens, vocab / tp] tensor more than F.cross_entropy,
+# in the forward and in the backward: PM1060/PM1061 -33.4/-29.2 % -> -22.5/-17.6 % (the PP rows' peak is on a stage
+# without the loss: unchanged). Not modelled yet, so the rows are reported, not summarised:
+# - DTensor sequence parallelism saves the all-gathered [tokens, hidden] input of every ColwiseParallel module (the
+#   lm_head: parallelize_llama.py line 139 input_layouts=Shard(1); llmsizer counts Megatron's sharded copy,
+#   tokens / tp): 1.75 GiB more at the 70B loss backward.
+# - the reserved - allocated gap: the eager loss leaves a hole below the kept log-softmax (PM0400 comment's (b); with
+#   loss_parallel 2 t V/tp B stay reserved, 3.9 GiB at the 70B rows), the reduce-scatter stream's cached gradient
+#   shards (a1).
+# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the
+#   same settings.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
-                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True)
+                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
+                 loss="ce-loss-parallel")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; TP loss_parallel tensors and AsyncTP workspaces not "
+                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); "
+                  "DTensor's gathered sequence-parallel inputs, the allocator's reserve and AsyncTP workspaces not "
                   "modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]

@@ -1,0 +1,89 @@
+"""Measured truth for PyTorch's ``loss_parallel`` (torch/distributed/tensor/parallel/loss.py): torchtitan's head and
+loss on the CPU over gloo, one process per rank, each rank's lm_head a ``ColwiseParallel`` linear whose output stays a
+DTensor sharded on the vocabulary (torchtitan parallelize_llama.py @ 9dec370 lines 138-141: ``output_layouts=Shard(-1),
+use_local_output=not loss_parallel``; the input replicated here, so the sequence-parallel all-gather is left out),
+then torchtitan's step lines under ``loss_parallel()`` (train.py @ 9dec370 lines 131-134 and 302-308)::
+
+    pred = model(input_ids)
+    loss = cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+    del pred
+    loss.backward()
+
+The control (``plain``) runs the same lines on a plain linear with this rank's share of the vocabulary
+(V / ranks outputs), where ``F.cross_entropy`` takes aten's fused kernels.
+
+What is measured is every allocation the CPU allocator makes, from the profiler's memory events
+(``torch.profiler.profile(profile_memory=True)``: one event per allocation and free with its bytes, made by c10's
+allocator itself, so the temporaries inside loss_parallel's DTensor handlers count too): rank 0 returns the largest
+live total above what existed before the forward, over the forward and the loss, and over ``loss.backward()``, for
+each path, dtype and vocabulary size. Nothing here imports llmsizer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+
+def _peaks(prof: Any) -> tuple[int, int]:
+    """(forward peak, backward peak) of the live bytes above the trace's start, from the memory events."""
+    events = list(prof.profiler.kineto_results.events())
+    start_bwd = min(e.start_ns() for e in events if e.name() == "loss.backward")
+    memory = sorted(((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"), key=lambda x: x[0])
+    live = fwd = bwd = 0
+    for at, nbytes in memory:
+        live += nbytes
+        if at < start_bwd:
+            fwd = max(fwd, live)
+        else:
+            bwd = max(bwd, live)
+    return fwd, bwd
+
+
+def main(case: dict[str, Any]) -> dict[str, Any] | None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from ranks import end_rank
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard
+    from torch.distributed.tensor.parallel import ColwiseParallel, loss_parallel, parallelize_module
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    ranks = dist.get_world_size()
+    b, s, h = case["batch"], case["seq"], case["hidden"]
+    mesh = init_device_mesh("cpu", (ranks,))
+    out: dict[str, Any] = {}
+    for parallel in (True, False):
+        for dtype_name in case["dtypes"]:
+            dtype = getattr(torch, dtype_name)
+            for vocab in case["vocabs"]:
+                if parallel:
+                    head = torch.nn.Linear(h, vocab, bias=False, dtype=dtype)
+                    parallelize_module(head, mesh, ColwiseParallel(input_layouts=Replicate(), output_layouts=Shard(-1),
+                                                                   use_local_output=False))
+                    ctx: Any = loss_parallel()
+                else:
+                    head = torch.nn.Linear(h, vocab // ranks, bias=False, dtype=dtype)
+                    ctx = contextlib.nullcontext()
+                hidden = torch.randn(b, s, h, dtype=dtype, requires_grad=True)
+                labels = torch.randint(0, vocab if parallel else vocab // ranks, (b, s))
+                with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof, ctx:
+                    pred = head(hidden)
+                    loss = F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
+                    del pred
+                    with record_function("loss.backward"):
+                        loss.backward()
+                fwd, bwd = _peaks(prof)
+                out[f"{'parallel' if parallel else 'plain'} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd}
+                del head, hidden, labels, loss
+    return end_rank(out)
+
+
+if __name__ == "__main__":
+    from ranks import rank_main
+
+    rank_main(main)

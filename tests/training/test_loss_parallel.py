@@ -1,0 +1,105 @@
+"""loss='ce-loss-parallel' (formulas/training_activations.py ``head_activations``, eqs. LP1/LP2) against the real
+``torch.distributed.tensor.parallel.loss_parallel`` on two gloo ranks.
+
+``loss_parallel_step.py`` runs torchtitan's head and loss lines (a ``ColwiseParallel`` lm_head whose output stays a
+vocabulary-sharded DTensor, ``cross_entropy(pred.flatten(0, 1).float(), labels)``, ``del pred``, ``loss.backward()``)
+and, as the control, the same lines on a plain linear over the rank's share of the vocabulary, and measures every
+allocation from the CPU allocator's profiler events. The [tokens, vocab / tp] terms are compared exactly: the
+difference of two vocabulary sizes cancels everything per token (int64 labels and their masked copies, the bool
+mask, the fp32 per-token max and sum), so it must equal the formula's difference byte for byte; the whole peak may
+exceed the formula only by those per-token scratch tensors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("torch")
+
+from ranks import run_ranks  # noqa: E402
+
+from llmsizer.errors import InputError  # noqa: E402
+from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.formulas.training_activations import ActivationSetup, head_activations  # noqa: E402
+from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+RANKS, B, S, H = 2, 2, 128, 64
+VOCABS = (2048, 4096)
+DTYPES = {"bfloat16": 2, "float32": 4}
+SCRATCH_PER_TOKEN = 48  # bytes: int64 target copies, the bool mask, fp32 max / sum-exp statistics (measured: 12 / 33)
+
+
+@pytest.fixture(scope="module")
+def measured() -> dict[str, Any]:
+    return run_ranks(HERE / "loss_parallel_step.py",
+                     dict(batch=B, seq=S, hidden=H, vocabs=list(VOCABS), dtypes=list(DTYPES)), RANKS)
+
+
+def predicted(vocab: int, c: int, parallel: bool) -> dict[str, int]:
+    """The loss's bytes at its forward and backward moments: the kept log-softmax (its int64 labels exist before
+    the trace) + the logits and upcast (forward) or the loss gradients (backward), one rank's shard."""
+    spec = spec_from_config({"model_type": "llama", "vocab_size": vocab, "hidden_size": H, "intermediate_size": 128,
+                             "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4},
+                            name="tiny-llama")
+    st = ActivationSetup(batch=B, seq=S, residual=c, compute=c, tp=RANKS)
+    head = head_activations(spec, st, lm_head_trained=False, loss_parallel=parallel)
+    kept = next(t.bytes for t in head.saved if t.name.startswith("loss log-softmax")) - B * S * 8
+    return {"forward": kept + head.logits_forward, "backward": kept + head.loss_backward}
+
+
+@pytest.mark.parametrize("parallel", [True, False], ids=["loss_parallel", "plain"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_loss_tensors_match_the_real_loss(measured: dict[str, Any], parallel: bool, dtype: str) -> None:
+    path = "parallel" if parallel else "plain"
+    lo, hi = (measured[f"{path} {dtype} {v}"] for v in VOCABS)
+    p_lo, p_hi = (predicted(v, DTYPES[dtype], parallel) for v in VOCABS)
+    tokens = B * S
+    for moment in ("forward", "backward"):
+        print(f"\n{path} {dtype} {moment}: measured {lo[moment]} / {hi[moment]} B, llmsizer {p_lo[moment]} / "
+              f"{p_hi[moment]} B (vocab {VOCABS[0]} / {VOCABS[1]}, {RANKS} ranks, {tokens} tokens)")
+        assert hi[moment] - lo[moment] == p_hi[moment] - p_lo[moment]  # the [t, V/tp] terms, exactly
+        for m, p in ((lo, p_lo), (hi, p_hi)):
+            assert 0 <= m[moment] - p[moment] <= SCRATCH_PER_TOKEN * tokens
+
+
+def test_loss_parallel_holds_one_fp32_shard_more_in_each_moment() -> None:
+    """LP1/LP2 against F.cross_entropy's fused kernels: the decomposed log-softmax's ``shifted`` in the forward,
+    exp(x) + its sum against the two fused gradients in the backward (the measured control above pins the latter)."""
+    for c in DTYPES.values():
+        par, plain = predicted(VOCABS[1], c, True), predicted(VOCABS[1], c, False)
+        for moment in ("forward", "backward"):
+            assert par[moment] - plain[moment] == B * S * VOCABS[1] // RANKS * 4
+
+
+LLAMA = {"model_type": "llama", "vocab_size": 128256, "hidden_size": 1024, "intermediate_size": 2048,
+         "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 8}
+
+
+def test_the_estimate_applies_it_only_when_the_workload_says_so() -> None:
+    spec = spec_from_config(LLAMA, name="llama-vocab")
+    fields: dict[str, Any] = dict(precision="fsdp-bf16-mixed", fsdp="full", gpus=4, tp=2, micro_batch=2,
+                                  seq_len=1024, grad_checkpointing="full")
+    par = estimate_training(spec, loss="ce-loss-parallel", **fields)
+    plain = estimate_training(spec, **fields)
+    shard = 2 * 1024 * 128256 // 2 * 4  # one fp32 [tokens, vocab / tp] tensor
+    for phase in ("forward end", "loss backward"):
+        assert par.details["phases"][phase] - plain.details["phases"][phase] == shard
+    assert "loss_parallel" in par.item("logits_and_loss").formula
+    assert any(a.name == "loss" and a.value == "ce-loss-parallel" for a in par.assumptions)
+
+
+@pytest.mark.parametrize(("fields", "word"), [
+    (dict(tp=1), "tp > 1"),
+    (dict(tp=2, gpus=2, loss_chunks=8), "loss_chunks 1"),
+    (dict(tp=2, gpus=2, compile=True), "compile_scope 'layers'"),
+])
+def test_it_needs_the_setting_it_describes(fields: dict[str, Any], word: str) -> None:
+    spec = spec_from_config(LLAMA, name="llama-vocab")
+    with pytest.raises(InputError, match=word):
+        estimate_training(spec, loss="ce-loss-parallel", **fields)
