@@ -12,9 +12,9 @@ then torchtitan's step lines under ``loss_parallel()`` (train.py @ 9dec370 lines
 The control (``plain``) runs the same lines on a plain linear with this rank's share of the vocabulary
 (V / ranks outputs), where ``F.cross_entropy`` takes aten's fused kernels.
 
-What is measured is every allocation the CPU allocator makes, from the profiler's memory events
-(``torch.profiler.profile(profile_memory=True)``: one event per allocation and free with its bytes, made by c10's
-allocator itself, so the temporaries inside loss_parallel's DTensor handlers count too): rank 0 returns the largest
+What is measured is every allocation the CPU allocator makes, from the profiler's allocation events
+(``torch.profiler.profile(profile_memory=True)``: one event per allocation and free with its address and bytes,
+reported by c10's allocator itself, so the temporaries inside loss_parallel's DTensor handlers count too): rank 0 returns the largest
 live total above what existed before the forward, over the forward and the loss, and over ``loss.backward()``, for
 each path, dtype and vocabulary size. Nothing here imports llmsizer.
 """
@@ -26,13 +26,27 @@ from typing import Any
 
 
 def _peaks(prof: Any) -> tuple[int, int]:
-    """(forward peak, backward peak) of the live bytes above the trace's start, from the memory events."""
-    events = list(prof.profiler.kineto_results.events())
-    start_bwd = min(e.start_ns() for e in events if e.name() == "loss.backward")
-    memory = sorted(((e.start_ns(), e.nbytes()) for e in events if e.name() == "[memory]"), key=lambda x: x[0])
+    """(forward peak, backward peak) of the bytes allocated within the trace and still live, from the allocation
+    events (a free counts only for a block the trace saw allocated: nothing made earlier can lower the count)."""
+    from torch._C._profiler import _EventType
+
+    def walk(events: Any) -> Any:
+        for e in events:
+            yield e
+            yield from walk(e.children)
+
+    tree = list(walk(prof.profiler.kineto_results.experimental_event_tree()))
+    start_bwd = min(e.start_time_ns for e in tree if e.name == "loss.backward")
+    allocations = sorted(((e.start_time_ns, e.extra_fields.ptr, e.extra_fields.alloc_size) for e in tree
+                          if e.tag == _EventType.Allocation), key=lambda x: x[0])
+    sizes: dict[int, int] = {}
     live = fwd = bwd = 0
-    for at, nbytes in memory:
-        live += nbytes
+    for at, ptr, nbytes in allocations:
+        if nbytes > 0:
+            sizes[ptr] = nbytes
+            live += nbytes
+        else:
+            live -= sizes.pop(ptr, 0)
         if at < start_bwd:
             fwd = max(fwd, live)
         else:
