@@ -1460,22 +1460,25 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # Shard(-1), use_local_output=not loss_parallel, lines 140-141; parallel_dims.py lines 119-120), modelled as
 # loss='ce-loss-parallel' (formulas/training_activations.py eqs. LP1/LP2, tests/training/test_loss_parallel.py): its
 # decomposed log-softmax and fused NLL backward hold one fp32 [tokens, vocab / tp] tensor more than F.cross_entropy,
-# in the forward and in the backward: PM1060/PM1061 -33.4/-29.2 % -> -22.5/-17.6 % (the PP rows' peak is on a stage
-# without the loss: unchanged). Not modelled yet, so the rows are reported, not summarised:
-# - DTensor sequence parallelism saves the all-gathered [tokens, hidden] input of every ColwiseParallel module (the
-#   lm_head: parallelize_llama.py line 139 input_layouts=Shard(1); llmsizer counts Megatron's sharded copy,
-#   tokens / tp): 1.75 GiB more at the 70B loss backward.
-# - the reserved - allocated gap: the eager loss leaves a hole below the kept log-softmax (PM0400 comment's (b); with
-#   loss_parallel 2 t V/tp B stay reserved, 3.9 GiB at the 70B rows), the reduce-scatter stream's cached gradient
-#   shards (a1).
+# in the forward and in the backward (+7.83 GiB at the 70B rows), and its DTensor lm_head keeps the all-gathered
+# sequence-parallel input (input_layouts=Shard(1), line 139: tokens x hidden, not Megatron's tokens / tp; +1.75 GiB):
+# PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
+# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
+# summarised:
+# - the reserved - allocated gap. By the analysis of the PM0400 comment's (b), applied to loss_parallel's allocation
+#   order (u = t V/tp bytes: the bf16 logits 2 u, upcast and shifted 4 u each, freed together after the forward, a
+#   10 u hole below the kept log-softmax; the backward's zeros_like and exp(x) take 8 u of it, their sum cannot use
+#   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
+# - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
+#   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the
 #   same settings.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
                  loss="ce-loss-parallel")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); "
-                  "DTensor's gathered sequence-parallel inputs, the allocator's reserve and AsyncTP workspaces not "
+                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); the "
+                  "allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP workspaces not "
                   "modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]

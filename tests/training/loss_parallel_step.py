@@ -1,8 +1,9 @@
 """Measured truth for PyTorch's ``loss_parallel`` (torch/distributed/tensor/parallel/loss.py): torchtitan's head and
 loss on the CPU over gloo, one process per rank, each rank's lm_head a ``ColwiseParallel`` linear whose output stays a
 DTensor sharded on the vocabulary (torchtitan parallelize_llama.py @ 9dec370 lines 138-141: ``output_layouts=Shard(-1),
-use_local_output=not loss_parallel``; the input replicated here, so the sequence-parallel all-gather is left out),
-then torchtitan's step lines under ``loss_parallel()`` (train.py @ 9dec370 lines 131-134 and 302-308)::
+use_local_output=not loss_parallel``), its input either replicated or, as with torchtitan's sequence parallelism
+(``input_layouts=Shard(1)``, line 139), this rank's share of the sequence, all-gathered by DTensor before the matmul
+(``parallel-sp``); then torchtitan's step lines under ``loss_parallel()`` (train.py @ 9dec370 lines 131-134 and 302-308)::
 
     pred = model(input_ids)
     loss = cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
@@ -22,6 +23,7 @@ each path, dtype and vocabulary size. Nothing here imports llmsizer.
 from __future__ import annotations
 
 import contextlib
+import gc
 from typing import Any
 
 
@@ -71,20 +73,23 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     b, s, h = case["batch"], case["seq"], case["hidden"]
     mesh = init_device_mesh("cpu", (ranks,))
     out: dict[str, Any] = {}
-    for parallel in (True, False):
+    for path in ("parallel", "parallel-sp", "plain"):
+        parallel = path != "plain"
         for dtype_name in case["dtypes"]:
             dtype = getattr(torch, dtype_name)
             for vocab in case["vocabs"]:
                 if parallel:
                     head = torch.nn.Linear(h, vocab, bias=False, dtype=dtype)
-                    parallelize_module(head, mesh, ColwiseParallel(input_layouts=Replicate(), output_layouts=Shard(-1),
-                                                                   use_local_output=False))
+                    parallelize_module(head, mesh, ColwiseParallel(
+                        input_layouts=Shard(1) if path == "parallel-sp" else Replicate(), output_layouts=Shard(-1),
+                        use_local_output=False))
                     ctx: Any = loss_parallel()
                 else:
                     head = torch.nn.Linear(h, vocab // ranks, bias=False, dtype=dtype)
                     ctx = contextlib.nullcontext()
-                hidden = torch.randn(b, s, h, dtype=dtype, requires_grad=True)
+                hidden = torch.randn(b, s // ranks if path == "parallel-sp" else s, h, dtype=dtype, requires_grad=True)
                 labels = torch.randint(0, vocab if parallel else vocab // ranks, (b, s))
+                gc.collect()
                 with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof, ctx:
                     pred = head(hidden)
                     loss = F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
@@ -92,7 +97,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                     with record_function("loss.backward"):
                         loss.backward()
                 fwd, bwd = _peaks(prof)
-                out[f"{'parallel' if parallel else 'plain'} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd}
+                out[f"{path} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd}
                 del head, hidden, labels, loss
     return end_rank(out)
 

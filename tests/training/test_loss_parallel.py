@@ -53,6 +53,31 @@ def predicted(vocab: int, c: int, parallel: bool) -> dict[str, int]:
     return {"forward": kept + head.logits_forward, "backward": kept + head.loss_backward}
 
 
+def lm_head_input(vocab: int, c: int, sp: bool, parallel: bool) -> int:
+    spec = spec_from_config({"model_type": "llama", "vocab_size": vocab, "hidden_size": H, "intermediate_size": 128,
+                             "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 4},
+                            name="tiny-llama")
+    st = ActivationSetup(batch=B, seq=S, residual=c, compute=c, tp=RANKS, sp=sp)
+    head = head_activations(spec, st, lm_head_trained=True, loss_parallel=parallel)
+    return next(t.bytes for t in head.saved if t.name == "lm_head input")
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_sequence_parallel_lm_head_keeps_the_gathered_input(measured: dict[str, Any], dtype: str) -> None:
+    """With the input sequence-sharded (torchtitan's sequence parallelism), DTensor gathers it before the matmul and
+    the matmul keeps the gathered [t, h]: the trace holds exactly that more at both moments than with the input
+    given whole (which existed before the trace), the lm_head input llmsizer counts (not Megatron's t/tp shard)."""
+    c = DTYPES[dtype]
+    kept = lm_head_input(VOCABS[0], c, sp=True, parallel=True)
+    assert kept == B * S * H * c and lm_head_input(VOCABS[0], c, sp=True, parallel=False) == kept // RANKS
+    for v in VOCABS:
+        sp, whole = measured[f"parallel-sp {dtype} {v}"], measured[f"parallel {dtype} {v}"]
+        print(f"\n{dtype} vocab {v}: sequence-sharded input {sp} B, whole input {whole} B; llmsizer lm_head input "
+              f"{kept} B")
+        for moment in ("forward", "backward"):
+            assert sp[moment] - whole[moment] == kept
+
+
 @pytest.mark.parametrize("parallel", [True, False], ids=["loss_parallel", "plain"])
 @pytest.mark.parametrize("dtype", list(DTYPES))
 def test_loss_tensors_match_the_real_loss(measured: dict[str, Any], parallel: bool, dtype: str) -> None:

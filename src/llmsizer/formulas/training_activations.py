@@ -555,8 +555,14 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
           loss gradients = 3 t V_tp 4   (+ the kept log-softmax t V_tp 4)                                 (LP2)
 
-    One fp32 [t, V_tp] tensor more than ``F.cross_entropy``'s fused kernels in each (c + 4 and 2 x 4 above). Measured
-    on a live allocation trace of the real loss_parallel on two gloo ranks (tests/training/test_loss_parallel.py).
+    One fp32 [t, V_tp] tensor more than ``F.cross_entropy``'s fused kernels in each (c + 4 and 2 x 4 above).
+    The logits come from DTensor's ``ColwiseParallel`` lm_head (loss_parallel takes them as a vocabulary-sharded
+    DTensor): with sequence parallelism its input hook all-gathers the sequence shards before the matmul
+    (``input_layouts=Shard(1)``, parallelize_llama.py line 139; torch tensor/parallel/style.py @ v2.13.0
+    ``ColwiseParallel._prepare_input_fn`` lines 99-116 redistributes to Replicate), and the matmul saves the gathered
+    input: a trained lm_head keeps t h c, where Megatron's sequence-parallel linear keeps its t / tp shard and
+    gathers again in its backward. Measured on a live allocation trace of the real loss_parallel on two gloo ranks
+    (tests/training/test_loss_parallel.py).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -564,7 +570,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind))
     if lm_head_trained:
         n = 1
-        ts = _div(t, st.tp) if st.sp else t
+        ts = _div(t, st.tp) if st.sp and not loss_parallel else t  # DTensor's lm_head keeps the gathered input
         saved.append(Term("lm_head input", n * ts * h * c, f"{ts} x {h} x {c} B"))
     if lm_head_weight_copy:
         saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
