@@ -121,7 +121,7 @@ def test_the_estimate_applies_it_only_when_the_workload_says_so() -> None:
 
 @pytest.mark.parametrize(("fields", "word"), [
     (dict(tp=1), "tp > 1"),
-    (dict(tp=2, gpus=2, loss_chunks=8), "loss_chunks 1"),
+    (dict(tp=2, gpus=2, loss_chunks=8), "loss_chunks 8"),
     (dict(tp=2, gpus=2, compile=True), "compile_scope 'layers'"),
 ])
 def test_it_needs_the_setting_it_describes(fields: dict[str, Any], word: str) -> None:

@@ -324,12 +324,14 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
-        if self.loss == "ce-loss-parallel" and (self.tp == 1 or self.loss_chunks > 1
-                                                  or (self.compile and self.compile_scope == "layers+loss")):
-            raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over the vocabulary shards "
-                             "of tensor parallelism (torch loss_parallel, torchtitan); it needs tp > 1, loss_chunks 1 "
-                             "and, with compile, compile_scope 'layers' (the loss eager: a compiled loss_parallel is "
-                             "not modelled)")
+        if self.loss == "ce-loss-parallel":
+            why = ("it needs tp > 1" if self.tp == 1 else
+                   f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
+                   "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+            if why:
+                raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
+                                 f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
