@@ -17,7 +17,8 @@ What is measured is every allocation the CPU allocator makes, from the profiler'
 (``torch.profiler.profile(profile_memory=True)``: one event per allocation and free with its address and bytes,
 reported by c10's allocator itself, so the temporaries inside loss_parallel's DTensor handlers count too): rank 0 returns the largest
 live total above what existed before the forward, over the forward and the loss, and over ``loss.backward()``, for
-each path, dtype and vocabulary size. Nothing here imports llmsizer.
+each path, dtype and vocabulary size, and the bytes of the lm_head input autograd keeps (a saved-tensors hook on
+every tensor saved for the backward whose last dimension is the hidden size). Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -90,14 +91,23 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                 hidden = torch.randn(b, s // ranks if path == "parallel-sp" else s, h, dtype=dtype, requires_grad=True)
                 labels = torch.randint(0, vocab if parallel else vocab // ranks, (b, s))
                 gc.collect()
-                with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof, ctx:
+                saved: list[int] = []  # bytes of each [.., h] tensor autograd keeps for the backward (this rank's)
+
+                def pack(t: Any, saved: list[int] = saved) -> Any:
+                    local = getattr(t, "_local_tensor", t)
+                    if local.dim() >= 2 and local.shape[-1] == h:
+                        saved.append(local.numel() * local.element_size())
+                    return t
+
+                with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof, ctx, \
+                        torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
                     pred = head(hidden)
                     loss = F.cross_entropy(pred.flatten(0, 1).float(), labels.flatten(0, 1))
                     del pred
                     with record_function("loss.backward"):
                         loss.backward()
                 fwd, bwd = _peaks(prof)
-                out[f"{path} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd}
+                out[f"{path} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd, "saved_input": max(saved)}
                 del head, hidden, labels, loss
     return end_rank(out)
 
