@@ -1471,8 +1471,14 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the
-#   same settings.
+# - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
+#   shows (not modelled): enable_async_tensor_parallel turns on inductor's micro-pipeline TP pass and symmetric memory
+#   for the TP group (parallelize_llama.py @ 9dec370 lines 201-205); the fused all-gather-matmul and
+#   matmul-reduce-scatter use one persistent workspace per group (torch/distributed/_symmetric_memory/__init__.py @
+#   v2.13.0 get_symm_mem_workspace, lines 96-133: _SymmetricMemory.empty_strided_p2p, outside the caching
+#   allocator, so not in max_reserved), sized one input shard (lines 170-173) or two output chunks (lines 343-345):
+#   2 x t/tp x h x 2 B = 0.5 GiB at the 70B rows, device memory that only nvidia-smi sees. It does not explain the
+#   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
                  loss="ce-loss-parallel")
