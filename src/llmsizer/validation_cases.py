@@ -1467,16 +1467,35 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
-# 405B rows moved from -49..-56 % to -13..-25 %. Not modelled yet, so the rows are reported, not summarised:
-# - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
-#   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
-#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two (PM1060-PM1061 at -29..-33 %).
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067), and the reserved - allocated gap of the 8B rows
-#   (PM0400-PM0409 comment above).
+# 405B rows moved from -49..-56 % to -13..-25 %. With TP the loss runs under torch's loss_parallel (output_layouts=
+# Shard(-1), use_local_output=not loss_parallel, lines 140-141; parallel_dims.py lines 119-120), modelled as
+# loss='ce-loss-parallel' (formulas/training_activations.py eqs. LP1/LP2, tests/training/test_loss_parallel.py): its
+# decomposed log-softmax and fused NLL backward hold one fp32 [tokens, vocab / tp] tensor more than F.cross_entropy,
+# in the forward and in the backward (+7.83 GiB at the 70B rows), and its DTensor lm_head keeps the all-gathered
+# sequence-parallel input (input_layouts=Shard(1), line 139: tokens x hidden, not Megatron's tokens / tp; +1.75 GiB):
+# PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
+# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
+# summarised:
+# - the reserved - allocated gap. By the analysis of the PM0400 comment's (b), applied to loss_parallel's allocation
+#   order (u = t V/tp bytes: the bf16 logits 2 u, upcast and shifted 4 u each, freed together after the forward, a
+#   10 u hole below the kept log-softmax; the backward's zeros_like and exp(x) take 8 u of it, their sum cannot use
+#   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
+# - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
+#   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
+# - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
+#   shows (not modelled): enable_async_tensor_parallel turns on inductor's micro-pipeline TP pass and symmetric memory
+#   for the TP group (parallelize_llama.py @ 9dec370 lines 201-205); the fused all-gather-matmul and
+#   matmul-reduce-scatter use one persistent workspace per group (torch/distributed/_symmetric_memory/__init__.py @
+#   v2.13.0 get_symm_mem_workspace, lines 96-133: _SymmetricMemory.empty_strided_p2p, outside the caching
+#   allocator, so not in max_reserved), sized one input shard (lines 170-173) or two output chunks (lines 343-345):
+#   2 x t/tp x h x 2 B = 0.5 GiB at the 70B rows, device memory that only nvidia-smi sees. It does not explain the
+#   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
-                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True)
+                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
+                 loss="ce-loss-parallel")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; TP loss_parallel tensors and AsyncTP workspaces not "
+                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); the "
+                  "allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP workspaces not "
                   "modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
