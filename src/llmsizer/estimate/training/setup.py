@@ -230,7 +230,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     compute = rec.compute_bytes if w.method != "qlora" else 2
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
-    qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4"
+    # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own)
+    qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4" and w.kernels == "pytorch"
     adapted = adapted_roles(spec, w.targets) if lora else frozenset()  # (lora's modules are these targets')
     act = ActivationSetup(
         batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
