@@ -434,10 +434,11 @@ QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits
 # mosaicml/pytorch:2.1.0_cu121 (sweep.sh line 5), no --attn_impl (so submit_benchmarks.py @b2a43a1 line 144's
 # default 'triton'); the 'Large Scale' H100 rows by sweep.py @5e85bd6 (--attn_impl flash for 1b/3b/7b/70b, triton
 # for 13b/30b; limit_all_gathers, forward_prefetch, BACKWARD_PRE). The A100 80GB table was published before the
-# re-measurement (README @9250e84, torch 1.13): its lines agree with the re-measured ones within 3 % for every
+# re-measurement (README @9250e84, torch 1.13): its lines agree with the re-measured ones within 4 % for every
 # configuration without checkpointing except 760M at 512/1024 tokens (PM0920/PM0919: re-measured 20 %/15 % slower,
 # predicted +9.6/+9.7 % of the earlier figures, tests/validation/test_mpt_rows.py) and 350M at 32k (re-measured 11 %
-# faster); with checkpointing the torch 2.1 stack is 3-16 % faster (7B-30B), and the 70B lines are the same figures. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
+# faster); with checkpointing the torch 2.1 stack is 3-16 % faster (7B-30B) except 30B at 8k (PM0879: 8 % slower),
+# and the 70B lines are the same figures. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
 # MicroBatchSize, GradAccum, Sharding Strategy, Activation Checkpointing: non-reentrant, the yamls'
 # activation_checkpointing_reentrant false; Throughput (T/s) of all GPUs). The shapes are the yamls'
 # (scripts/train/yamls/pretrain/mpt-*.yaml @b2a43a1: d_model, n_heads, n_layers, expansion_ratio 4, vocab 50368)
