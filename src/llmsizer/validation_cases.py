@@ -1045,7 +1045,7 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 class EngineRun:
     """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
     KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
-    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``fit.nvlink_mesh_for``:
+    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``device.nvlink_mesh_for``:
     the engine's all-reduce kernel, engines.tp_allreduce)."""
 
     row: dict[str, str]
@@ -1062,7 +1062,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
-    from .estimate.fit import link_bandwidth_for, nvlink_mesh_for
+    from .estimate.device import nvlink_mesh_for
+    from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
     out = []

@@ -14,8 +14,9 @@ from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
 from llmsizer.errors import InputError
 from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.device import nvlink_mesh_for
 from llmsizer.estimate.engines import tp_allreduce
-from llmsizer.estimate.fit import link_bandwidth_for, nvlink_mesh_for
+from llmsizer.estimate.fit import link_bandwidth_for
 from llmsizer.estimate.speed import estimate_speed
 from llmsizer.formulas.speed import allreduce_time
 
@@ -111,3 +112,13 @@ def test_a_decode_step_pays_2L_plus_1_latencies() -> None:
 ])
 def test_nvlink_mesh_from_the_catalog_link(device: str, count: int, mesh: bool | None) -> None:
     assert nvlink_mesh_for(builtin_catalog().devices[device], None, count) is mesh
+
+
+def test_the_python_api_reads_the_devices_own_link() -> None:
+    """estimate_speed without ``nvlink_mesh`` takes the device's catalog interconnect (the NVSwitch A100 SXM: the
+    custom kernel), as fit does."""
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    s = estimate_speed(find("qwen2.5-72b").spec(), dev, 4, weights_format="bf16", kv_dtype="bf16",
+                       link_bandwidth=link_bandwidth_for(dev, None), engine="vllm")
+    named = {a.name: a for a in s.assumptions}
+    assert "custom one-stage" in str(named["tp_allreduce"].value)

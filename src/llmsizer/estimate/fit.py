@@ -29,6 +29,7 @@ from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
+    nvlink_mesh_for,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -179,24 +180,6 @@ def link_bandwidth_for(device: Device, instance: Instance | None, hardware_files
         return float(device.interconnect_bandwidth.base)
     ic = cat.interconnect(device.interconnect)
     return float(ic.bandwidth.base) if ic else None
-
-
-# Interconnects that join GPUs in pairs only (an NVLink bridge: interconnects.json "nvlink-bridge", H100 NVL pair, RTX
-# A6000): more than two such GPUs are no full NVLink mesh (vLLM's is_full_nvlink tests every pair).
-PAIR_ONLY_LINKS = ("nvlink-bridge",)
-
-
-def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,
-                    hardware_files: Sequence[str | Path] = ()) -> bool | None:
-    """Whether every pair of ``count`` GPUs of one replica is joined by NVLink (what vLLM's and SGLang's
-    is_full_nvlink ask before their custom all-reduce, estimate/engines.py ``tp_allreduce``): the instance's
-    interconnect, else the device's (as ``link_bandwidth_for``); None when neither names one."""
-    cat = load_catalog(hardware_files)
-    ident = instance.interconnect if instance is not None and instance.interconnect else device.interconnect
-    ic = cat.interconnect(ident)
-    if ic is None:
-        return None
-    return ic.kind == "nvlink" and (ident not in PAIR_ONLY_LINKS or count <= 2)
 
 
 _SPEED_MEMO: dict[tuple[Any, ...], SpeedEstimate] = {}

@@ -39,6 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
+from .device import nvlink_mesh_for
 from .formats import engine_kernel_format, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -258,7 +259,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     to the step, e.g. vLLM's V0 engine: ``efficiency.VLLM_V0_STEP_SECONDS``), overlapped (the step takes max(device,
     host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
     term (llama.cpp's is per layer, eq. 7). ``nvlink_mesh``: every pair of the ``tensor_parallel`` GPUs is joined by
-    NVLink (None: not known), which with the engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of
+    NVLink (None: the device's catalog link, ``device.nvlink_mesh_for``), which with the engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of
     a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
@@ -368,6 +369,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel o_proj
     # and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
+    if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
+        nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
     ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh,
                                device.id not in E.NO_PEER_TO_PEER)
     if allreduce_latency is not None and allreduce_latency < 0:
