@@ -122,3 +122,25 @@ def test_the_python_api_reads_the_devices_own_link() -> None:
                        link_bandwidth=link_bandwidth_for(dev, None), engine="vllm")
     named = {a.name: a for a in s.assumptions}
     assert "custom one-stage" in str(named["tp_allreduce"].value)
+
+
+def test_the_custom_kernels_published_saving_lies_inside_the_latency_ranges() -> None:
+    """vLLM PR #2192 (validation row VB14: Llama-2-70B, TP 4 on A100-80G, 64 x (256 + 256) tokens) measured 16.37 s
+    with NCCL and 14.57 s with the custom all-reduce. Only the decode steps' all-reduces change (the prefill's
+    64 x 256 x 8192 x 2 B = 32 MiB messages stay on NCCL, above 8 MiB): 161 per step, 255 steps. The saving per
+    all-reduce must lie between the expected latencies' difference and the widest one (NCCL high - custom low)."""
+    import csv
+    import re
+
+    from llmsizer.validation_cases import data_dir
+
+    row = next(r for r in csv.DictReader((data_dir() / "vllm_benchmark_latency.csv").open()) if r["id"] == "VB14")
+    before = float(re.search(r"before the custom all-reduce \(NCCL\): ([0-9.]+) s", row["notes"]).group(1))  # type: ignore[union-attr]
+    after = float(row["value"])
+    spec = find(row["catalog_model"]).spec()
+    steps = int(row["generated"]) - 1
+    per_reduction = (before - after) / ((2 * spec.num_layers + 1) * steps)
+    assert int(row["batch"]) * spec.hidden_size * 2 == 1024 * KB  # a 1 MiB decode message: the two-stage kernel
+    assert tp_allreduce("vllm", 4, 1024 * KB, True) is not None
+    n, c = E.NCCL_ALLREDUCE_LATENCY, E.CUSTOM_ALLREDUCE_LATENCY
+    assert n.expected - c.expected < per_reduction < n.high - c.low, per_reduction

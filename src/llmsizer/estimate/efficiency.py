@@ -539,7 +539,12 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
 # published small-message timings of the same kernels, so each spans its source's table (low..high).
 # vLLM's custom all-reduce kernel (csrc/custom_all_reduce.cuh, the one SGLang copies): SGLang PR #2904 (sgl-project/
 # sglang, 2025-01-15, 'unit test performance in H100 (without cuda graph)'), vLLM's kernel at tp 2/4/8: 4096 B
-# 0.0088/0.0085/0.0093 ms, 32768 B 0.0087/0.0092/0.0118 ms. Expected: the tp = 4 mean over 4-32 KB.
+# 0.0088/0.0085/0.0093 ms, 32768 B 0.0087/0.0092/0.0118 ms. Expected: the tp = 4 mean over 4-32 KB. Measured outside
+# CUDA graphs (a copy into the registered buffer and a launch per call): the case of vLLM 0.6's decode beyond
+# max_seq_len_to_capture = 8192 tokens of context (vllm 0.6.3 engine/arg_utils.py:126; worker/model_runner.py:717-726
+# _use_captured_graph: eager above it); inside a captured graph both fall away, so there it is the high side. Checked
+# against vLLM PR #2192's end-to-end saving (tests/estimate/test_tp_allreduce.py: 43.8 us per all-reduce at 1 MiB lies
+# between the expected latencies' difference and the widest).
 CUSTOM_ALLREDUCE_LATENCY = Factor(
     "custom_allreduce_latency_seconds", 8.5e-6, 8.85e-6, 11.8e-6,
     "SGLang PR #2904 (2025-01-15): vLLM's custom all-reduce on H100, 4-32 KB, tp 2/4/8, 8.5-11.8 us (tp 4: 8.5 / "
