@@ -264,8 +264,11 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
 # REDUCE_CASE): one stage (each GPU reads every peer's buffer) on 2 GPUs, or on a full NVLink mesh below 512 KB (<= 4
 # GPUs) / 256 KB (<= 8 GPUs); two stages (reduce-scatter, all-gather) above. SGLang keeps the same rule
 # (sgl-project/sglang @263bc85 python/sglang/srt/distributed/device_communicators/custom_all_reduce.py
-# should_custom_ar: ``world_size == 2 or full_nvlink``; more than two PCIe-only GPUs disabled). Only these two
-# engines are covered; another engine's tensor-parallel step keeps eq. (6)'s bandwidth term alone.
+# should_custom_ar: ``world_size == 2 or full_nvlink``, _MAX_CAR_SIZE = 8192 * 1024; more than two PCIe-only GPUs
+# disabled). The rule is vLLM 0.6.3's for every release: vLLM before 0.3.0 (PR #2192, merged 2024-01) had only NCCL,
+# and recent releases try further one-shot paths first (torch symmetric memory, FlashInfer; vllm @00d618a
+# custom_all_reduce.py, CUSTOM_ALL_REDUCE_MAX_SIZES), not told apart here. Only these two engines are covered; another
+# engine's tensor-parallel step keeps eq. (6)'s bandwidth term alone.
 CUSTOM_ALLREDUCE_WORLD_SIZES = (2, 4, 6, 8)
 CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
 ALLREDUCE_ENGINES = ("vllm", "sglang")
