@@ -32,13 +32,15 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
+from itertools import chain
 
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..specs.training import LORA_TARGETS, normalize_targets
-from .tensors import Tensor, model_tensors
+from .tensors import Tensor, expand, layer_groups, model_tensors
 
 # model types whose experts PEFT targets through the transformers v5 conversion (see module docstring)
 PEFT_EXPERT_CONVERSION = frozenset({
@@ -59,6 +61,13 @@ class AdaptedModule:
     embedding: bool = False
     experts: int = 1  # > 1: a ParamWrapper adapter over a fused 3-D expert parameter (eq. 2)
     rank_mult: int = 1  # 2 for the fused gate_up_proj
+
+    def at(self, layer: int) -> AdaptedModule:
+        """The same module in layer ``layer`` (a layer of the same kind: formulas/tensors.py layer_groups): a copy
+        with only ``layer`` changed, made without re-running ``__init__`` (a model has hundreds of these)."""
+        new = object.__new__(AdaptedModule)
+        new.__dict__.update(self.__dict__, layer=layer)
+        return new
 
 
 @dataclass(frozen=True)
@@ -98,7 +107,10 @@ def _role_target(role: str) -> str | None:
 
 @lru_cache(maxsize=256)
 def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
-    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in)."""
+    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), in inventory order: the tensors
+    before the decoder layers, each layer's, those after them (``formulas/tensors.py`` model_tensors). A layer's
+    modules depend on it only through its kind (tensors.layer_groups): matched once per kind, then re-stamped with
+    each layer's index (:meth:`AdaptedModule.at`)."""
     wanted = set(normalize_targets(targets))
     out: list[AdaptedModule] = []
     if spec.is_moe and spec.moe is not None and spec.model_type in PEFT_EXPERT_CONVERSION:
@@ -115,7 +127,28 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
             if "down" in exp:
                 out.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
-    for role, comp, shape, count, layer, _ in model_tensors(spec):
+    head, groups, tail = layer_groups(spec)
+    out += _matched(head, wanted)
+    by_layer: dict[int, tuple[AdaptedModule, ...]] = {}
+    for _kind, tensors, layers in groups:
+        mods = tuple(_matched(tensors, wanted))  # as the group's first layer holds them
+        by_layer[layers[0]] = mods
+        for i in layers[1:]:
+            by_layer[i] = tuple(m.at(i) for m in mods)
+    for i in range(spec.num_layers):
+        out += by_layer[i]
+    out += _matched(expand(tail), wanted)
+    if "lm_head" in wanted and spec.tie_word_embeddings:
+        # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
+        out.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
+    return tuple(out)
+
+
+def _matched(tensors: Iterable[Tensor], wanted: set[str]) -> list[AdaptedModule]:
+    """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
+    and the fused experts)."""
+    out: list[AdaptedModule] = []
+    for role, comp, shape, count, layer, _ in tensors:
         if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
             continue
         name = _role_target(role)
@@ -125,10 +158,7 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
             out.append(AdaptedModule(role, layer, shape[0], shape[1], count, embedding=True))
         else:
             out.append(AdaptedModule(role, layer, shape[1], shape[0], count))
-    if "lm_head" in wanted and spec.tie_word_embeddings:
-        # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
-        out.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
-    return tuple(out)
+    return out
 
 
 @lru_cache(maxsize=256, typed=True)
@@ -190,9 +220,11 @@ def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str
 
 
 def any_quantizable(spec: ModelSpec) -> bool:
-    """Whether :func:`quantizable_tensors` is non-empty (stops at the first match)."""
+    """Whether :func:`quantizable_tensors` is non-empty (stops at the first match): the inventory's tensors before
+    the layers, one layer of each kind (tensors.layer_groups: the others hold the same tensors) and those after."""
+    head, groups, tail = layer_groups(spec)
     return any(t.matrix and t.component not in ("embedding", "lm_head", "vision", "per_layer_embedding") and not t.role.endswith(".bias")
-               for t in model_tensors(spec))
+               for t in chain(head, chain.from_iterable(g[1] for g in groups), chain.from_iterable(s[0] for s in tail)))
 
 
 def quantizable_tensors(spec: ModelSpec) -> list[Tensor]:

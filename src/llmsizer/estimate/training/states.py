@@ -19,7 +19,7 @@ from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.lora import AdaptedModule, adapted_modules
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
-from ...formulas.tensors import Tensor, layer_keys, model_layout, model_tensors
+from ...formulas.tensors import Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
 from ...formulas.weight_formats import weight_bytes
 from ...specs import ModelSpec
@@ -264,19 +264,15 @@ def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> 
 def _layers_alike(spec: ModelSpec) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...], dict[Any, list[int]]]:
     """(the tensors before the decoder layers and after them, the decoder layers by kind: ModelSpec.layer_key ->
     their indexes in order): a layer's tensors depend on it only through its kind and its index
-    (formulas/tensors.py model_layout), so a sum over layers alike is one layer's times their number."""
-    tensors, before, _, after = model_layout(spec)
-    kinds: dict[Any, list[int]] = {}
-    for i, k in enumerate(layer_keys(spec)):
-        kinds.setdefault(k, []).append(i)
-    return tuple(tensors[k] for k in before), tuple(tensors[k] for k in after), kinds
+    (formulas/tensors.py layer_groups), so a sum over layers alike is one layer's times their number."""
+    head, groups, tail = layer_groups(spec)
+    return head, tuple(expand(tail)), {kind: list(layers) for kind, _, layers in groups}
 
 
 def _layer_tensors(spec: ModelSpec, layer: int) -> tuple[Tensor, ...]:
-    """The tensors of decoder layer ``layer``."""
-    tensors, _, ranges, _ = model_layout(spec)
-    a, b = ranges[layer]
-    return tensors[a:b]
+    """The tensors of decoder layer ``layer`` (its kind's, re-stamped: formulas/tensors.py at_layer)."""
+    kind = layer_keys(spec)[layer]
+    return at_layer(next(g for g in layer_groups(spec)[1] if g[0] == kind), layer)
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,77 @@
+"""The LoRA and quantization tables walk the inventory once per kind of decoder layer (formulas/tensors.py
+layer_groups) instead of tensor by tensor; this checks, on every catalog model, that they equal the plain walk over
+``model_tensors`` (every tensor of every layer, in order) that they replace: the adapted modules (order, layer
+indexes and features), whether any linear is 4-bit quantizable, the largest quantized matrix, and a training stage's
+tensors before/after the layers and of each layer (estimate/training/states.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer.catalog.models import entries
+from llmsizer.errors import InputError
+from llmsizer.estimate.training import states
+from llmsizer.formulas import lora, weight_formats
+from llmsizer.formulas import tensors as T
+from llmsizer.specs.training import normalize_targets
+
+MODELS = sorted(entries())
+TARGETS = ("q,v", "all-linear", "q,k,v,o,gate,up,down,embed,lm_head", "embed,lm_head", "down")
+QUANT_SKIP = ("embedding", "lm_head", "vision", "per_layer_embedding")
+
+
+def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...]:
+    """formulas/lora.py adapted_modules as a walk over every tensor of model_tensors (the fused experts first)."""
+    wanted = set(normalize_targets(targets))
+    out: list[lora.AdaptedModule] = []
+    if spec.is_moe and spec.moe is not None and spec.model_type in lora.PEFT_EXPERT_CONVERSION:
+        exp = wanted & {"gate", "up", "down"}
+        e, h, i_e = spec.moe.num_experts, spec.hidden_size, spec.moe.expert_intermediate_size
+        for layer, is_moe in enumerate(spec.moe_layers):
+            if is_moe and exp & {"gate", "up"}:
+                out.append(lora.AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
+            if is_moe and "down" in exp:
+                out.append(lora.AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+        wanted -= exp
+    for t in T.model_tensors(spec):
+        if len(t.shape) != 2 or t.component in ("vision", "experts") or t.role.endswith(".bias"):
+            continue
+        name = lora._role_target(t.role)
+        if name is None or name not in wanted:
+            continue
+        if t.role == "token_embd":
+            out.append(lora.AdaptedModule(t.role, t.layer, t.shape[0], t.shape[1], t.count, embedding=True))
+        else:
+            out.append(lora.AdaptedModule(t.role, t.layer, t.shape[1], t.shape[0], t.count))
+    if "lm_head" in wanted and spec.tie_word_embeddings:
+        out.append(lora.AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_grouped_walks_equal_the_tensor_walk(name: str) -> None:
+    spec = entries()[name].spec()
+    tensors, before, ranges, after = T.model_layout(spec)
+    quantizable = [t for t in tensors if t.matrix and t.component not in QUANT_SKIP and not t.role.endswith(".bias")]
+    assert lora.any_quantizable(spec) is bool(quantizable)
+    assert weight_formats.largest_quantized_matrix(spec, "nf4-dq") == max(
+        (t.numel // t.count for t in tensors if len(t.shape) == 2 and min(t.shape) > 1
+         and t.component not in QUANT_SKIP), default=0)
+    head, tail, kinds = states._layers_alike(spec)
+    assert head == tuple(tensors[k] for k in before) and tail == tuple(tensors[k] for k in after)
+    assert sorted(i for v in kinds.values() for i in v) == list(range(spec.num_layers))
+    for i, (a, z) in enumerate(ranges):
+        assert states._layer_tensors(spec, i) == tensors[a:z], i
+    for targets in TARGETS:
+        try:
+            expected = _adapted_by_tensor(spec, targets)
+        except InputError:
+            continue
+        try:
+            got = lora.adapted_modules(spec, targets)
+        except InputError:  # refused (gate without up on fused experts): the walk above does not check it
+            continue
+        assert got == expected, targets
+        assert [m.layer for m in got] == [m.layer for m in expected]
