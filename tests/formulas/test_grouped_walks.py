@@ -75,3 +75,91 @@ def test_grouped_walks_equal_the_tensor_walk(name: str) -> None:
             continue
         assert got == expected, targets
         assert [m.layer for m in got] == [m.layer for m in expected]
+
+
+def _alike_by_module(mods: tuple[lora.AdaptedModule, ...]) -> tuple[tuple[lora.AdaptedModule, int], ...]:
+    """formulas/lora.py _alike_modules as a walk over every adapted module."""
+    out: dict[tuple[object, ...], list[Any]] = {}
+    for m in mods:
+        sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
+        out.setdefault(sig, [m, 0])[1] += 1
+    return tuple((m, k) for m, k in out.values())
+
+
+def _stage_by_module(spec: Any, mods: tuple[lora.AdaptedModule, ...], pp: int, stage: int) -> states.StageAdapters:
+    """estimate/training/states.py _stage_adapters as a walk over every adapted module."""
+    from collections import Counter
+
+    from llmsizer.formulas.parallelism import pipeline_stage_layers
+
+    last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
+    layer_stage = states._layer_stages(spec.num_layers, pp)
+    kinds: dict[tuple[int, ...], int] = {}
+    modules: list[list[Any]] = []
+    per_layer: dict[int, list[int]] = {}
+    embedding: list[int] = []
+    head: list[int] = []
+    for m in mods:
+        if m.count < 1:
+            continue
+        if pp > 1:
+            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+            if m_stage != stage:
+                continue
+        elif stage != 0:
+            continue
+        g = kinds.setdefault((m.in_features, m.out_features, m.experts, m.rank_mult, m.count), len(modules))
+        if g == len(modules):
+            modules.append([m, 0])
+        modules[g][1] += 1
+        if m.layer >= 0:
+            per_layer.setdefault(m.layer, []).append(g)
+        elif m.role == "token_embd":
+            embedding.append(g)
+        else:
+            head.append(g)
+    layers: dict[tuple[int, ...], list[int]] = {}
+    for i, gs in per_layer.items():
+        layers.setdefault(tuple(gs), []).append(i)
+    return states.StageAdapters(tuple((m, k) for m, k in modules),
+                                tuple((tuple(v), tuple(Counter(k).items())) for k, v in layers.items()),
+                                tuple(Counter(embedding).items()), tuple(Counter(head).items()))
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_grouped_adapter_tables_equal_the_module_walk(name: str) -> None:
+    spec = entries()[name].spec()
+    for targets in TARGETS:
+        try:
+            mods = lora.adapted_modules(spec, targets)
+        except InputError:
+            continue
+        alike = lora._alike_modules(spec, targets)
+        assert alike == _alike_by_module(mods), targets
+        assert [m.layer for m, _ in alike] == [m.layer for m, _ in _alike_by_module(mods)]
+        for pp in (1, 2, 4):
+            if pp > spec.num_layers:
+                continue
+            for stage in range(pp):
+                got = states._stage_adapters(spec, targets, pp, stage)
+                want = _stage_by_module(spec, mods, pp, stage)
+                assert got == want, (targets, pp, stage)
+                assert [m.layer for m, _ in got.modules] == [m.layer for m, _ in want.modules]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_grouped_duration_linears_equal_the_module_walk(name: str) -> None:
+    from llmsizer.estimate.duration import _adapted_linears
+
+    spec = entries()[name].spec()
+    for targets in TARGETS:
+        try:
+            mods = lora.adapted_modules(spec, targets)
+        except InputError:
+            continue
+        want: dict[int, list[tuple[int, int]]] = {}
+        for m in mods:
+            if not m.embedding and m.experts == 1 and m.layer >= 0:
+                want.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+        got = _adapted_linears(spec, targets)
+        assert got == {k: tuple(v) for k, v in want.items()} and list(got) == list(want), targets

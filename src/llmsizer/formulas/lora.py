@@ -105,43 +105,75 @@ def _role_target(role: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class AdaptedLayout:
+    """:func:`adapted_modules` grouped as the inventory is (formulas/tensors.py layer_groups): ``experts[i]`` and
+    ``layers[i]`` are decoder layer i's fused-expert adapters and other adapted modules, one tuple object shared by
+    the layers alike and holding the modules as the first of them has them (``layer`` = that layer's index; the
+    other layers' are the same re-stamped, :meth:`AdaptedModule.at`); ``head`` / ``tail`` the modules before and
+    after the decoder layers (the tied lm_head last)."""
+
+    experts: tuple[tuple[AdaptedModule, ...], ...]
+    head: tuple[AdaptedModule, ...]
+    layers: tuple[tuple[AdaptedModule, ...], ...]
+    tail: tuple[AdaptedModule, ...]
+
+    def flat(self) -> list[AdaptedModule]:
+        """Every module in inventory order (the fused experts first, layer by layer), each with its own layer."""
+        out: list[AdaptedModule] = []
+        for part in (self.experts, self.layers):
+            if part is self.layers:
+                out += self.head
+            for i, mods in enumerate(part):
+                out += mods if not mods or mods[0].layer == i else [m.at(i) for m in mods]
+        out += self.tail
+        return out
+
+
 @lru_cache(maxsize=256)
-def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
-    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), in inventory order: the tensors
-    before the decoder layers, each layer's, those after them (``formulas/tensors.py`` model_tensors). A layer's
-    modules depend on it only through its kind (tensors.layer_groups): matched once per kind, then re-stamped with
-    each layer's index (:meth:`AdaptedModule.at`)."""
+def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLayout:
+    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), grouped (:class:`AdaptedLayout`):
+    a layer's modules depend on it only through its kind (tensors.layer_groups), so each kind is matched once."""
     wanted = set(normalize_targets(targets))
-    out: list[AdaptedModule] = []
+    experts: list[tuple[AdaptedModule, ...]] = [()] * len(spec.moe_layers)
     if spec.is_moe and spec.moe is not None and spec.model_type in PEFT_EXPERT_CONVERSION:
         exp = wanted & {"gate", "up", "down"}
         if spec.moe.expert_gated and len(exp & {"gate", "up"}) == 1:
             raise InputError(f"{spec.name}: PEFT fuses the experts' gate and up projections into gate_up_proj; "
                              "target both gate and up, or neither")
         e, h, i_e = spec.moe.num_experts, spec.hidden_size, spec.moe.expert_intermediate_size
+        first: tuple[AdaptedModule, ...] | None = None
         for layer, is_moe in enumerate(spec.moe_layers):
             if not is_moe:
                 continue
-            if exp & {"gate", "up"}:
-                out.append(AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
-            if "down" in exp:
-                out.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+            if first is None:
+                mods: list[AdaptedModule] = []
+                if exp & {"gate", "up"}:
+                    mods.append(AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
+                if "down" in exp:
+                    mods.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+                first = tuple(mods)
+            experts[layer] = first
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
     head, groups, tail = layer_groups(spec)
-    out += _matched(head, wanted)
-    by_layer: dict[int, tuple[AdaptedModule, ...]] = {}
-    for _kind, tensors, layers in groups:
-        mods = tuple(_matched(tensors, wanted))  # as the group's first layer holds them
-        by_layer[layers[0]] = mods
-        for i in layers[1:]:
-            by_layer[i] = tuple(m.at(i) for m in mods)
-    for i in range(spec.num_layers):
-        out += by_layer[i]
-    out += _matched(expand(tail), wanted)
+    layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
+    for _kind, tensors, idx in groups:
+        mods_k = tuple(_matched(tensors, wanted))  # as the group's first layer holds them
+        for i in idx:
+            layers[i] = mods_k
+    after = _matched(expand(tail), wanted)
     if "lm_head" in wanted and spec.tie_word_embeddings:
         # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
-        out.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
-    return tuple(out)
+        after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
+    return AdaptedLayout(tuple(experts), tuple(_matched(head, wanted)), tuple(layers), tuple(after))
+
+
+@lru_cache(maxsize=256)
+def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
+    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), in inventory order: the fused
+    experts' adapters layer by layer, then the modules of the tensors before the decoder layers, each layer's, those
+    after them (``formulas/tensors.py`` model_tensors); :func:`adapted_layout` expanded."""
+    return tuple(adapted_layout(spec, targets).flat())
 
 
 def _matched(tensors: Iterable[Tensor], wanted: set[str]) -> list[AdaptedModule]:
@@ -194,15 +226,24 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
 def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[AdaptedModule, int], ...]:
     """The modules of :func:`adapted_modules` that eq. (1) counts alike (role, features, count, experts, rank
     multiple: the layer apart), each once with how many there are, in first-seen order (a model's L identical layers
-    give one entry per role). Per model: independent of the rank (read only)."""
+    give one entry per role). Per model: independent of the rank (read only). Counted on :func:`adapted_layout`:
+    each shared tuple of modules once, times the layers holding it (the same first-seen order: a tuple's first
+    layer is where its modules are first seen)."""
+    lay = adapted_layout(spec, targets)
+    shared: dict[int, tuple[tuple[AdaptedModule, ...], int]] = {}  # id of a shared tuple -> (it, layers holding it)
+    for part in (lay.experts, (lay.head,), lay.layers, (lay.tail,)):
+        for mods in part:
+            seen = shared.get(id(mods))
+            shared[id(mods)] = (mods, seen[1] + 1 if seen is not None else 1)
     out: dict[tuple[object, ...], list[object]] = {}
-    for m in adapted_modules(spec, targets):
-        sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
-        hit = out.get(sig)
-        if hit is None:
-            out[sig] = [m, 1]
-        else:
-            hit[1] += 1  # type: ignore[operator]
+    for mods, n in shared.values():
+        for m in mods:
+            sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
+            hit = out.get(sig)
+            if hit is None:
+                out[sig] = [m, n]
+            else:
+                hit[1] += n  # type: ignore[operator]
     return tuple((m, k) for m, k in out.values())  # type: ignore[misc]
 
 

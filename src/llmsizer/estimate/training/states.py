@@ -16,7 +16,7 @@ from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
-from ...formulas.lora import AdaptedModule, adapted_modules
+from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
@@ -310,35 +310,62 @@ class StageAdapters:
 @lru_cache(maxsize=256, typed=True)
 def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int) -> StageAdapters:
     """:class:`StageAdapters` of pipeline stage ``stage`` of ``pp`` for LoRA on ``targets`` (independent of the
-    rank: per model and layout)."""
+    rank: per model and layout). The modules are taken in :func:`~llmsizer.formulas.lora.adapted_modules` order
+    from its grouped form (``adapted_layout``): a tuple of modules the layers alike share is sorted into kinds once."""
     last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
+    lay = adapted_layout(spec, targets)
     kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
     modules: list[list[Any]] = []
     per_layer: dict[int, list[int]] = {}  # the module kinds of each decoder layer, in order
     embedding: list[int] = []
     head: list[int] = []
-    for m in adapted_modules(spec, targets):
-        if m.count < 1:
-            continue
-        if pp > 1:
-            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
-            if m_stage != stage:
-                continue
-        elif stage != 0:
-            continue
+    kinds_of: dict[int, list[int]] = {}  # id of a shared tuple of modules -> the kind of each (count >= 1) module
+
+    def kind(m: AdaptedModule, layer: int) -> int:
         sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
         g = kinds.get(sig)
         if g is None:
             g = kinds[sig] = len(modules)
-            modules.append([m, 0])
+            modules.append([m if m.layer == layer else m.at(layer), 0])
         modules[g][1] += 1
-        if m.layer >= 0:
-            per_layer.setdefault(m.layer, []).append(g)
-        elif m.role == "token_embd":
-            embedding.append(g)
-        else:
-            head.append(g)
+        return g
+
+    def outside(mods: tuple[AdaptedModule, ...]) -> None:  # the modules before / after the decoder layers
+        for m in mods:
+            if m.count < 1:
+                continue
+            if pp > 1:
+                m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+                if m_stage != stage:
+                    continue
+            elif stage != 0:
+                continue
+            g = kind(m, m.layer)
+            if m.layer >= 0:
+                per_layer.setdefault(m.layer, []).append(g)
+            elif m.role == "token_embd":
+                embedding.append(g)
+            else:
+                head.append(g)
+
+    def in_layers(part: tuple[tuple[AdaptedModule, ...], ...]) -> None:  # each decoder layer's, layer by layer
+        for i, mods in enumerate(part):
+            if not mods or (layer_stage[i] != stage if pp > 1 else stage != 0):
+                continue
+            gs = kinds_of.get(id(mods))
+            if gs is None:
+                gs = kinds_of[id(mods)] = [kind(m, i) for m in mods if m.count >= 1]
+            else:
+                for g in gs:
+                    modules[g][1] += 1
+            if gs:
+                per_layer.setdefault(i, []).extend(gs)
+
+    in_layers(lay.experts)
+    outside(lay.head)
+    in_layers(lay.layers)
+    outside(lay.tail)
     layers: dict[tuple[int, ...], list[int]] = {}
     for i, gs in per_layer.items():
         layers.setdefault(tuple(gs), []).append(i)
