@@ -77,7 +77,7 @@ from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items, training_context
+from .training.compose import estimate_items, training_context, training_workload
 from .training.setup import compiled_loss, qlora_base_format
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -928,7 +928,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     kw["device"] = workload_device_kind(device)
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
-    w = TrainingWorkload(**kw)
+    w = training_workload(kw)  # one object per fields: the same for every device of a catalog search
     paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)
