@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
 from itertools import chain
 
 from ..errors import InputError
@@ -74,9 +74,14 @@ class AdaptedModule:
 class LoraParams:
     rank: int
     dora: bool
-    modules: tuple[AdaptedModule, ...]
+    layout: AdaptedLayout  # the adapted modules, grouped as the inventory is (adapted_layout)
     total: int  # trainable parameters (A + B [+ magnitude])
     by_target: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def modules(self) -> tuple[AdaptedModule, ...]:
+        """Every adapted module, layer by layer (:func:`adapted_modules`: the layout expanded, when first asked)."""
+        return tuple(self.layout.flat())
 
     def module_shapes(self, m: AdaptedModule) -> list[tuple[int, ...]]:
         """Shapes of the tensors PEFT creates for one adapted module: lora_A, lora_B (and DoRA's magnitude)."""
@@ -204,10 +209,9 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     """
     if rank < 1:
         raise InputError(f"LoRA rank must be a positive integer, got {rank}")
-    mods = adapted_modules(spec, targets)
-    if not mods:
+    alike = _alike_modules(spec, targets)  # every adapted module has a kind: none when no module matches
+    if not alike:
         raise InputError(f"{spec.name}: no module matches the LoRA targets {', '.join(normalize_targets(targets))}")
-    alike = _alike_modules(spec, targets)
     if dora and any(m.experts > 1 for m, _ in alike):
         raise InputError(f"{spec.name}: DoRA cannot adapt routed experts (PEFT lora.ParamWrapper does not support "
                          "use_dora); target attention projections only")
@@ -219,7 +223,7 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
         name = _role_target(m.role) or m.role
         by[name] = by.get(name, 0) + n
         total += n
-    return LoraParams(rank=rank, dora=dora, modules=mods, total=total, by_target=by)
+    return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by)
 
 
 @lru_cache(maxsize=256, typed=True)
