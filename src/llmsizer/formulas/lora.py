@@ -32,6 +32,7 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
@@ -234,14 +235,12 @@ def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tup
     each shared tuple of modules once, times the layers holding it (the same first-seen order: a tuple's first
     layer is where its modules are first seen)."""
     lay = adapted_layout(spec, targets)
-    shared: dict[int, tuple[tuple[AdaptedModule, ...], int]] = {}  # id of a shared tuple -> (it, layers holding it)
-    for part in (lay.experts, (lay.head,), lay.layers, (lay.tail,)):
-        for mods in part:
-            seen = shared.get(id(mods))
-            shared[id(mods)] = (mods, seen[1] + 1 if seen is not None else 1)
+    parts = (*lay.experts, lay.head, *lay.layers, lay.tail)
+    times = Counter(map(id, parts))  # layers holding each shared tuple, in the order the tuples first appear
+    shared = dict(zip(map(id, parts), parts, strict=True))
     out: dict[tuple[object, ...], list[object]] = {}
-    for mods, n in shared.values():
-        for m in mods:
+    for key, n in times.items():
+        for m in shared[key]:
             sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
             hit = out.get(sig)
             if hit is None:

@@ -321,6 +321,7 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
     embedding: list[int] = []
     head: list[int] = []
     kinds_of: dict[int, list[int]] = {}  # id of a shared tuple of modules -> the kind of each (count >= 1) module
+    again: Counter[int] = Counter()  # id of a shared tuple -> the layers holding it after the first
 
     def kind(m: AdaptedModule, layer: int) -> int:
         sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
@@ -357,8 +358,7 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
             if gs is None:
                 gs = kinds_of[id(mods)] = [kind(m, i) for m in mods if m.count >= 1]
             else:
-                for g in gs:
-                    modules[g][1] += 1
+                again[id(mods)] += 1
             if gs:
                 per_layer.setdefault(i, []).extend(gs)
 
@@ -366,6 +366,9 @@ def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, st
     outside(lay.head)
     in_layers(lay.layers)
     outside(lay.tail)
+    for key, n in again.items():  # each module kind of a shared tuple once per layer holding it (integers)
+        for g in kinds_of[key]:
+            modules[g][1] += n
     layers: dict[tuple[int, ...], list[int]] = {}
     for i, gs in per_layer.items():
         layers.setdefault(tuple(gs), []).append(i)
