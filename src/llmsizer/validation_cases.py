@@ -1067,7 +1067,8 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 class EngineRun:
     """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
     KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
-    device's link (``fit.link_bandwidth_for``)."""
+    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``device.nvlink_mesh_for``:
+    the engine's all-reduce kernel, engines.tp_allreduce)."""
 
     row: dict[str, str]
     gpus: int
@@ -1083,6 +1084,7 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate.device import nvlink_mesh_for
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
@@ -1094,7 +1096,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+                           engine_version=r["engine_version"],
+                           nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
         out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
