@@ -67,7 +67,9 @@ activation, LoRA scale-and-add: head and intermediate widths, already per device
 
 Checked against the paper's own measurement: Table 4 (22B, one layer, t = 8, micro-batch 4 x 2048 on an A100 80GB)
 has the forward fall from 7.7 to 7.2 ms with sequence parallelism, "from the layer-norm and dropout layers being
-performed on 1/t of the data" (section 6.2); tests/formulas/test_sequence_parallel_traffic.py.
+performed on 1/t of the data" (section 6.2); tests/formulas/test_sequence_parallel_time.py. On two real gloo ranks
+with PyTorch's SequenceParallel styles each rank's norms and residual adds move exactly 1/t of the one-rank bytes
+(tests/training/test_sequence_parallel_bytes.py).
 
 Recomputation (activation checkpointing) runs each checkpointed layer's forward kernels again in the backward.
 Time at the device memory bandwidth B_mem times the efficiency eta that memory-bound kernels reach::

@@ -64,7 +64,7 @@ time of one collective over B_tp, per layer::
 
 Korthikanti et al. 2022 section 6.2 names this overlap as why full recomputation costs 39 % of a 22B layer instead of
 the expected 33 % (Table 4: the backward's all-reduces hide behind the weight-gradient GEMMs, the recomputed
-forward's do not). Checked against Table 4 in tests/formulas/test_tp_backward_overlap.py.
+forward's do not). Checked against Table 4 in tests/formulas/test_sequence_parallel_time.py.
 
 Pipeline parallelism (Narayanan et al. 2021, arXiv 2104.04473, section 2.2): with per-micro-batch forward and
 backward times t_f, t_b of one stage, the 1F1B schedule takes (m + p - 1)(t_f + t_b) per optimizer step, a bubble
