@@ -121,3 +121,16 @@ def test_backward_overlap_is_off_by_default_and_named() -> None:
     assert on.step.model_parallel.exposed_tp_seconds == pytest.approx(off.step.model_parallel.tp_seconds / 2)
     assert [a.value for a in off.assumptions if a.name == "tp_backward_overlap"] == [False]
     assert on.tokens_per_second > off.tokens_per_second  # type: ignore[operator]
+
+
+def test_cli_flag_reaches_the_duration_and_is_refused_without_tp() -> None:
+    """``train --tp-backward-overlap`` through the real entry point: the line names the time hidden behind the
+    backward GEMMs; without --tp it is bad input (exit 2, one line)."""
+    from cli_capture import run
+
+    code, out, _ = run("train", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "8", "--tp", "8", "--tokens", "1B",
+                       "--tp-backward-overlap")
+    assert code == 0 and "tensor-parallel behind the backward GEMMs" in out
+    code, _, err = run("train", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "8", "--tokens", "1B",
+                       "--tp-backward-overlap")
+    assert code == 2 and "tp_backward_overlap needs tensor parallelism" in err and "Traceback" not in err

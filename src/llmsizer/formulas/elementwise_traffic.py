@@ -65,6 +65,10 @@ activation, LoRA scale-and-add: head and intermediate widths, already per device
 
     F = F_h / t + F_r,   B = B_h / t + B_r   (t = 1 without sequence parallelism)                 (E10)
 
+(The hidden dropouts after the attention and MLP blocks, Megatron's ``bias_dropout_add`` with its GPT default
+``--hidden-dropout 0.1``, are not counted in (E1)/(E2) at all, with or without sequence parallelism: a mask write
+forward and a masked read backward per hidden element, about 12 B x h per token and layer in fp16.)
+
 Checked against the paper's own measurement: Table 4 (22B, one layer, t = 8, micro-batch 4 x 2048 on an A100 80GB)
 has the forward fall from 7.7 to 7.2 ms with sequence parallelism, "from the layer-norm and dropout layers being
 performed on 1/t of the data" (section 6.2); tests/formulas/test_sequence_parallel_time.py. On two real gloo ranks
