@@ -224,7 +224,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
                    f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
                    f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
-                   f"backward (torchtune's recipes of 2024-05) (default {TW.loss})")
+                   f"backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
+                   f"vocabulary shards (torchtitan with --tp > 1) (default {TW.loss})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")

@@ -536,6 +536,19 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
 HOST_LINK_BANDWIDTH = 32e9
 HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
 
+# Training with the states offloaded to host memory (FSDP2 CPUOffloadPolicy, DeepSpeed ZeRO-Offload) steps the
+# optimizer over host DRAM (formulas/cpu_offload_time.py eq. (H4)), whose bandwidth the training settings do not
+# name: the host of an 8-GPU server. Expected: the DGX A100's two AMD EPYC 7742 (Rome; NVIDIA DGX A100 system
+# architecture, developer.nvidia.com/blog/defining-ai-innovation-with-dgx-a100; "2x AMD Epyc Rome 7742 CPUs",
+# hardwaretimes.com DGX A100 article), 8 channels of DDR4-3200 each: 2 x 204.8 GB/s (catalog cpus.json
+# amd-epyc-milan, alias epyc-rome). Low: one such socket; high: two 8-channel DDR5-4800 sockets (2 x 307.2 GB/s,
+# cpus.json intel-xeon-spr-8ch, the DGX H100's Sapphire Rapids). Reached at MEMORY_BOUND_BANDWIDTH_CPU.
+OFFLOAD_HOST_MEMORY_BANDWIDTH = Factor(
+    "offload_host_memory_bandwidth", 204.8e9, 409.6e9, 614.4e9,
+    "host DRAM of an 8-GPU server (not given): DGX A100, 2 x AMD EPYC 7742 with 8 x DDR4-3200 each = 2 x 204.8 GB/s "
+    "(cpus.json amd-epyc-milan / epyc-rome; NVIDIA DGX A100 architecture blog); range one Rome socket .. two "
+    "8-channel DDR5-4800 sockets")
+
 # Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
 # M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's
 # tech talk 10580).

@@ -476,7 +476,8 @@ class HeadActivations:
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
-                     kept_logits: bool = False, compiled_loss: bool = False) -> HeadActivations:
+                     kept_logits: bool = False, compiled_loss: bool = False,
+                     loss_parallel: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -530,6 +531,38 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
     (16 t: int64 labels and the two fp32 statistics). The loss backward emits one gradient per chunk, in the
     logits' dtype (chunk V c; unchunked: the fp32 t V 4 that the cast's backward turns into c).
+
+    ``loss_parallel`` (PyTorch's ``loss_parallel()`` context, torch/distributed/tensor/parallel/loss.py @ v2.13.0;
+    these lines are unchanged since its first version, torch 2.3). torchtitan @ 9dec370 enters it for every step when
+    tp > 1 (parallel_dims.py lines 119-120, utils.py lines 196-201), keeps the lm_head's output a DTensor sharded on
+    the vocabulary (parallelize_llama.py lines 138-141: ``output_layouts=Shard(-1)``, ``use_local_output=False``) and
+    computes ``cross_entropy(pred.flatten(0, 1).float(), labels)``, then ``del pred`` before ``loss.backward()``
+    (train.py lines 131-134, 302-308). On each rank's shard [t, V_tp] (V_tp = V / tp) the context replaces aten's
+    fused log-softmax and NLL kernels (``customized_loss_ops``, lines 598-605) by tensor-level decompositions:
+
+    - forward, ``_log_softmax`` (lines 197-221): the upcast ``x`` is already contiguous fp32 (line 204 copies
+      nothing); ``shifted = x - x_max`` (line 212), ``torch.exp(shifted)`` (line 213, freed once summed) and
+      ``result = shifted - shifted_logsumexp`` (line 218, the log-softmax autograd keeps). At line 213, and again
+      at 218, the half-precision logits, the upcast, ``shifted`` and one more fp32 tensor coexist:
+
+          logits + upcast + shifted = t V_tp (c + 4 + 4)   (+ the kept log-softmax t V_tp 4)              (LP1)
+
+      (c = 4: ``.float()`` returns the fp32 logits themselves, t V_tp (4 + 4));
+    - backward, ``_nll_loss_and_log_softmax_backward`` (lines 451-518), which also does the log-softmax backward
+      (its own handler, lines 259-266, returns the fp32 gradient as it is): ``grad_input = torch.zeros_like(x)``
+      (line 470), then ``(grad_input + torch.exp(x)) * grad_output`` (line 518): the kept log-softmax, grad_input,
+      exp(x) and their sum coexist (the product takes exp's place once it is freed):
+
+          loss gradients = 3 t V_tp 4   (+ the kept log-softmax t V_tp 4)                                 (LP2)
+
+    One fp32 [t, V_tp] tensor more than ``F.cross_entropy``'s fused kernels in each (c + 4 and 2 x 4 above).
+    The logits come from DTensor's ``ColwiseParallel`` lm_head (loss_parallel takes them as a vocabulary-sharded
+    DTensor): with sequence parallelism its input hook all-gathers the sequence shards before the matmul
+    (``input_layouts=Shard(1)``, parallelize_llama.py line 139; torch tensor/parallel/style.py @ v2.13.0
+    ``ColwiseParallel._prepare_input_fn`` lines 99-116 redistributes to Replicate), and the matmul saves the gathered
+    input: a trained lm_head keeps t h c, where Megatron's sequence-parallel linear keeps its t / tp shard and
+    gathers again in its backward. Measured on a live allocation trace of the real loss_parallel on two gloo ranks
+    (tests/training/test_loss_parallel.py).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
@@ -537,7 +570,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind))
     if lm_head_trained:
         n = 1
-        ts = _div(t, st.tp) if st.sp else t
+        ts = _div(t, st.tp) if st.sp and not loss_parallel else t  # DTensor's lm_head keeps the gathered input
         saved.append(Term("lm_head input", n * ts * h * c, f"{ts} x {h} x {c} B"))
     if lm_head_weight_copy:
         saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
@@ -562,6 +595,9 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
     logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
+    if loss_parallel:  # eqs. LP1, LP2: the decomposed log-softmax's `shifted`, the fused backward's exp(x) + sum
+        logits_fwd += t * v * 4
+        loss_bwd += t * v * 4
     kept = st.batch * max(0, st.seq - 1) * v * 4 if kept_logits else 0  # eq. K1
     return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
 

@@ -212,7 +212,8 @@ TRAINING = (
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
-            "torchtune 2024-05)", template=False, choices=_LOSSES),
+            "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
+            "with tp > 1)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",

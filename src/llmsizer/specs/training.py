@@ -37,7 +37,10 @@ FSDP_VERSIONS = (1, 2)
 # ce-kept-logits: ce whose training loop keeps its shifted fp32 logits referenced through the backward and into the
 # next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
 # 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
+# ce-loss-parallel: ce under PyTorch's ``loss_parallel()`` (torch.distributed.tensor.parallel.loss): the lm_head's
+# logits stay sharded on the vocabulary over the tp ranks (a DTensor) and torch's own distributed log-softmax and
+# NLL backward run on each shard; torchtitan whenever tp > 1 (parallel_dims.py @ 9dec370 lines 119-120)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel")
 # the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
 # transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
 NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
@@ -134,7 +137,10 @@ class TrainingWorkload:
         logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
         (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
         training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
-        loss to the next step's forward: torchtune's recipes of 2024-05).
+        loss to the next step's forward: torchtune's recipes of 2024-05) or 'ce-loss-parallel' (ce under PyTorch's
+        ``loss_parallel()`` with tp > 1, torchtitan's default: the vocabulary-sharded logits go through torch's
+        distributed log-softmax and NLL backward, which hold one more fp32 [tokens, vocab / tp] tensor than
+        ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
@@ -325,6 +331,14 @@ class TrainingWorkload:
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if self.loss == "ce-loss-parallel":
+            why = ("it needs tp > 1" if self.tp == 1 else
+                   f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
+                   "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+            if why:
+                raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
+                                 f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:

@@ -365,6 +365,12 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             continue
         what, src = COMPONENT_FORMULA[name]
         formula, high = what, None
+        if name == "logits_and_loss" and w.loss == "ce-loss-parallel":
+            formula = ("vocabulary-sharded logits + fp32 upcast + the decomposed log-softmax's shifted logits "
+                       "(forward) or three fp32 [tokens, vocab / tp] tensors of the fused NLL + log-softmax backward "
+                       "(torch loss_parallel, eqs. LP1/LP2)")
+            src = ("torch/distributed/tensor/parallel/loss.py @ v2.13.0 _log_softmax lines 197-221, "
+                   "_nll_loss_and_log_softmax_backward lines 451-518; torchtitan train.py @ 9dec370 lines 131-134")
         if name == "gradient_buckets" and w.shard_stage == 0:
             n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
             formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "

@@ -184,7 +184,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
                             cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
-                            compiled_loss=compiled_loss(w)) if st.has_head else None
+                            compiled_loss=compiled_loss(w),
+                            loss_parallel=w.loss == "ce-loss-parallel") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
