@@ -4,7 +4,9 @@ formulas/model_parallel_time.py eqs. (T1)-(P6) with its named assumptions."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..formulas.model_parallel_time import (
     ModelParallelStep,
@@ -74,13 +76,14 @@ def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
     return max(stages) / sum(stages)
 
 
-def column_parallel_block_flops(spec: ModelSpec, layer: int, tp: int, tokens: int) -> list[float]:
+@lru_cache(maxsize=1024)
+def column_parallel_block_flops(spec: ModelSpec, layer: int, tp: int, tokens: int) -> tuple[float, ...]:
     """FLOPs of each block's column-parallel input-gradient GEMMs (= weight-gradient GEMMs) on one rank of ``tp`` for
     ``tokens`` tokens, decoder layer ``layer`` (COLUMN_PARALLEL_BLOCKS: attention q/k/v, MLP gate/up): 2 T w_in
-    w_out / t each (formulas/model_parallel_time.py eq. (T4))."""
+    w_out / t each (formulas/model_parallel_time.py eq. (T4)); memoized on its immutable arguments."""
     st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=tp)
     mm = layer_matmul_shapes(spec, layer, st)
-    return [2.0 * tokens * sum(a * b for name, a, b, _ in mm if name in block) for block in COLUMN_PARALLEL_BLOCKS]
+    return tuple(2.0 * tokens * sum(a * b for name, a, b, _ in mm if name in block) for block in COLUMN_PARALLEL_BLOCKS)
 
 
 def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
@@ -126,17 +129,15 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     hidden_s = 0.0
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
         # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
-        per_kind: dict[object, tuple[float, float]] = {}
         keys = layer_keys(spec)
-        for i in busiest:
-            kind = keys[i]
-            if kind not in per_kind:
-                per_kind[kind] = tensor_parallel_backward_overlap(
-                    tokens, spec.hidden_size, a, tp, b_tp, column_parallel_block_flops(spec, i, tp, tokens), gemm_rate,
-                    w.sequence_parallel)
-            extra, hid = per_kind[kind]
-            bwd += extra
-            hidden_s += hid
+        kinds = Counter(map(keys.__getitem__, busiest))
+        first = {keys[i]: i for i in reversed(busiest)}
+        for kind, count in kinds.items():
+            extra, hid = tensor_parallel_backward_overlap(
+                tokens, spec.hidden_size, a, tp, b_tp, column_parallel_block_flops(spec, first[kind], tp, tokens),
+                gemm_rate, w.sequence_parallel)
+            bwd += count * extra
+            hidden_s += count * hid
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
     if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
