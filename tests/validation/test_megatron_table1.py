@@ -101,7 +101,8 @@ def test_korthikanti_table5_rows_are_held_out_and_within_15_percent() -> None:
     (formulas/elementwise_traffic.py eq. (E10)); the backward collective of each column-parallel linear overlapped
     with its GEMMs (formulas/model_parallel_time.py eq. (T4), on in the 2022 code); Megatron's reentrant full
     recomputation re-running each layer's last matmul. Now full recomputation +9.3 / +3.2 / -3.8 / -7.7 %, the
-    present work +14.2 / +5.3 / -1.1 / -6.7 %, the gain 33.5-34.8 % (within 5 % of the measured ratio). The 22B
+    present work +14.2 / +5.3 / -1.1 / -6.7 % (median 6.0 %), the gain 33.3-34.8 % (within 5 % of the measured
+    ratio). The 22B
     rows, both too fast, share Table 4's finding: every one of its 22B layers is predicted 4-7 % fast, whatever the
     recomputation and sequence parallelism (the GEMM utilisation, calibrated on other rows, not a mechanism here)."""
     with DATA.open(newline="", encoding="utf-8") as f:
@@ -113,6 +114,7 @@ def test_korthikanti_table5_rows_are_held_out_and_within_15_percent() -> None:
     for c in cases.values():
         assert c.kind == TRAINING_SPEED and not c.excluded
         assert c.error is not None and abs(c.error) <= 0.15, (c.id, c.error)
+    assert statistics.median(abs(c.error) for c in cases.values() if c.error is not None) < 0.07
     # the measured tokens/s come from the quoted iteration time: 1T present work, 512 x 2048 / 71.49 s / 512 GPUs
     assert cases["PM1157"].measured == pytest.approx(2048 / 71.49)
     for full, present in (("PM1150", "PM1151"), ("PM1152", "PM1153"), ("PM1154", "PM1155"), ("PM1156", "PM1157")):
