@@ -102,9 +102,9 @@ def test_korthikanti_table5_rows_are_held_out_and_within_15_percent() -> None:
     with its GEMMs (formulas/model_parallel_time.py eq. (T4), on in the 2022 code); Megatron's reentrant full
     recomputation re-running each layer's last matmul. Now full recomputation +9.3 / +3.2 / -3.8 / -7.7 %, the
     present work +14.2 / +5.3 / -1.1 / -6.7 % (median 6.0 %), the gain 33.3-34.8 % (within 5 % of the measured
-    ratio). The 22B
-    rows, both too fast, share Table 4's finding: every one of its 22B layers is predicted 4-7 % fast, whatever the
-    recomputation and sequence parallelism (the GEMM utilisation, calibrated on other rows, not a mechanism here)."""
+    ratio). The 22B rows, both too fast, share Table 4's finding: every one of its 22B layers is predicted 4-7 % fast,
+    whatever the recomputation and sequence parallelism (the GEMM utilisation, calibrated on other rows, not a
+    mechanism here)."""
     with DATA.open(newline="", encoding="utf-8") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
     from llmsizer.validation_cases import KORTHIKANTI_TABLE5, korthikanti_case
