@@ -134,3 +134,11 @@ def test_cli_flag_reaches_the_duration_and_is_refused_without_tp() -> None:
     code, _, err = run("train", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "8", "--tokens", "1B",
                        "--tp-backward-overlap")
     assert code == 2 and "tp_backward_overlap needs tensor parallelism" in err and "Traceback" not in err
+
+
+def test_a_block_without_column_parallel_linears_adds_no_regather() -> None:
+    """Eq. (T4): only a block whose column-parallel linears exist re-gathers its input (a Mamba or MoE block whose
+    linears are not the dense q/k/v or gate/up ones hides nothing and moves nothing more)."""
+    extra, hidden = tensor_parallel_backward_overlap(TOKENS, H, 2.0, TP, 300e9, [2.0 * TOKENS * H * 3 * H / TP, 0.0],
+                                                     156e12, True)
+    assert extra == pytest.approx(7 / 8 * TOKENS * H * 2.0) and hidden == pytest.approx(2 * 7 / 8 * TOKENS * H * 2 / 300e9)

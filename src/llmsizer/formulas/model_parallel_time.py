@@ -146,7 +146,7 @@ def tensor_parallel_backward_overlap(tokens: int, hidden: int, act_bytes: float,
     if tp == 1:
         return 0.0, 0.0
     one = float(tokens) * hidden * act_bytes
-    gemms = [f / gemm_rate for f in block_flops]
+    gemms = [f / gemm_rate for f in block_flops if f > 0]  # a block without column-parallel linears has no collective
     if not sequence_parallel:
         c_ar = allreduce_bytes(one, tp) / bandwidth
         return 0.0, sum(min(c_ar, g) for g in gemms)
