@@ -126,7 +126,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     float8_gather = w.sequence_parallel and w.float8 and w.float8_recipe == "torchao"
     fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
                                      1.0 if float8_gather else None) if tp > 1 else (0.0, 0.0)
-    hidden_s = 0.0
+    hidden_s = regather = 0.0
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
         # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
         keys = layer_keys(spec)
@@ -136,8 +136,9 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
             extra, hid = tensor_parallel_backward_overlap(
                 tokens, spec.hidden_size, a, tp, b_tp, column_parallel_block_flops(spec, first[kind], tp, tokens),
                 gemm_rate, w.sequence_parallel)
-            bwd += count * extra
+            regather += count * extra
             hidden_s += count * hid
+        bwd += regather
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
     if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
@@ -161,6 +162,8 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         notes.append(Assumption("tp_comm_bytes_per_micro_batch", round(fwd + bwd), True,
                                 f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
                                 + (f" + 2 again in {again} recomputed layers" if again else "")
+                                + (f" + {round(regather)} B re-gathering each column-parallel linear's input in the "
+                                   "backward (Megatron, eq. (T4))" if regather else "")
                                 + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "
                                 + ("devices (all-gather + reduce-scatter pairs, sequence parallel"
                                    + (", the all-gathers in float8: torchao Float8ColwiseParallel / "
