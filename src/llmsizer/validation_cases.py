@@ -1753,7 +1753,9 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if pred is None:
                 missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
                 continue
-            cases.append(Case(f"{rid}", row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
+            # one id per compared figure (a record gives several: peak tensors, process RSS), as VL rows' ".kv_pool"
+            cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
+            cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               source=rec.get("source_file", "local results store"), note=row.note,
                               origin="measured"))
         if not got:
