@@ -1378,8 +1378,12 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 #   block unsharded after the forward (line 333). At the loss backward only that block (0.41 GiB) is unsharded,
 #   where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the own shard): 1.3 GiB
 #   too much then (a live-tensor term), while the copy-in pool caches the root's and a block's flat buffers (about
-#   2.4 GiB): net about +1.1 GiB. How many flat buffers the copy-in pool holds at once depends on the prefetch order
-#   (CPU-side frees), which is not established from the code here.
+#   2.4 GiB): net about +1.1 GiB. Measured on real FSDP2 steps (CPU order, tests/training/
+#   test_fsdp2_reduce_scatter_pool.py): in the forward each unit's flat buffer is made while the previous one is
+#   still alive (root + layer, then layer + layer), in the backward one at a time, none alive at the loss backward.
+#   Modelling the pool alone (+2.37 GiB bf16 at PM0400, about +2.2 GiB with float8) without the gathered_params
+#   correction (a live-tensor term: it would move allocated rows too) takes PM0400 to about -10 % but Trainy's
+#   PM1068 to about +4.6 %, so it waits for that correction.
 # - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
 #   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
 #   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the

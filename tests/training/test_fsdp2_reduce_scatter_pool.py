@@ -8,6 +8,11 @@ the sharded gradients views of it; the storages' bytes must equal llmsizer's blo
 them, and ``zero_grad(set_to_none=True)`` must free the decoder layers' (so on a GPU they are cached in that
 stream's pool, not allocated, during the next step's forward and loss backward).
 
+Also measured, for the term not modelled yet (the all-gather copy-in stream's pool, the (a2) of the torchtitan rows'
+comment in validation_cases.py): each unit's flat all-gather output is freed before the next backward all-gather,
+but in the forward the next unit's is made while the previous one (the root's, then a layer's) is still alive, so
+that stream's pool holds two flat buffers (root + layer), none of them allocated at the loss backward.
+
 Observed and reported, not asserted away: on gloo the root unit's output (the last reduce-scatter of the backward)
 is still referenced from C++ after ``zero_grad`` (no Python referrer). Whether it is then allocated or cached does
 not change eq. (R1)'s reserved figure, only how it splits between allocated and reserve.
@@ -57,3 +62,10 @@ def test_reduce_scatter_outputs_per_unit() -> None:
     assert m["grad_bytes"] == sum(m["storage_bytes"])  # the gradients tile the blocks: one output per unit
     assert m["views"] == m["params"]
     assert not [n for n in m["alive_after_zero_grad"] if ".layers." in n]  # the layers' blocks go back to the pool
+    # all-gather outputs: the root's and the layers' unsharded bf16 bytes; two alive together only in the forward
+    layer, root = pred[0], pred[-1]  # bf16 unsharded = the fp32 shard x 2 ranks x 2 B / 4 B
+    gathers = [tuple(g) for g in m["all_gathers"]]
+    print("all-gather outputs (pass, bytes, earlier ones alive):", gathers)
+    assert [(p, n) for p, n, _ in gathers] == [("forward", root)] + [("forward", layer)] * 4 + [("backward", layer)] * 4
+    assert [sum(a) for p, _, a in gathers if p == "forward"] == [0, root, layer, layer, layer]
+    assert all(not a for p, _, a in gathers if p == "backward")
