@@ -1056,7 +1056,8 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 class EngineRun:
     """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
     KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
-    device's link (``fit.link_bandwidth_for``)."""
+    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``device.nvlink_mesh_for``:
+    the engine's all-reduce kernel, engines.tp_allreduce)."""
 
     row: dict[str, str]
     gpus: int
@@ -1072,6 +1073,7 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate.device import nvlink_mesh_for
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
@@ -1083,7 +1085,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+                           engine_version=r["engine_version"],
+                           nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
         out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
@@ -1471,24 +1474,44 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # torchtitan's 2D / 3D / 4D memory cells (PM1060-PM1067, benchmarks/llama3_h100_202412_torchtitan.md Tables 4-6, the
 # memory twins of PM1050-PM1053) with the settings of TORCHTITAN_MODEL_PARALLEL; Table 6: PP 8 x TP 8 with CP 1-8
 # over the rest, 8 local sequences as 8 micro-batches of one, the sequence split over CP. Measured is max reserved
-# (expandable segments), predicted allocated. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
+# (expandable segments), predicted with --metric reserved. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
-# 405B rows moved from -49..-56 % to -13..-25 %. Not modelled yet, so the rows are reported, not summarised:
-# - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
-#   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
-#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two (PM1060-PM1061 at -29..-33 %).
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067), and the rest of the reserved - allocated gap of the
-#   8B rows (PM0400-PM0409 comment above: (a2), (b)). Its (a1), the FSDP2 reduce-scatter stream's cached gradient
-#   shards, is modelled (batch_shapes='fixed', eq. R1): PM1060-1061 -33 / -29 % -> -32 / -28 %, PM1062-1067
-#   -13..-25 % -> -9..-22 %.
+# 405B rows moved from -49..-56 % to -13..-25 %. With TP the loss runs under torch's loss_parallel (output_layouts=
+# Shard(-1), use_local_output=not loss_parallel, lines 140-141; parallel_dims.py lines 119-120), modelled as
+# loss='ce-loss-parallel' (formulas/training_activations.py eqs. LP1/LP2, tests/training/test_loss_parallel.py): its
+# decomposed log-softmax and fused NLL backward hold one fp32 [tokens, vocab / tp] tensor more than F.cross_entropy,
+# in the forward and in the backward (+7.83 GiB at the 70B rows), and its DTensor lm_head keeps the all-gathered
+# sequence-parallel input (input_layouts=Shard(1), line 139: tokens x hidden, not Megatron's tokens / tp; +1.75 GiB):
+# PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
+# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
+# summarised:
+# - the rest of the reserved - allocated gap. Its (a1), the reduce-scatter stream's cached gradient shards, is
+#   modelled (batch_shapes='fixed', eq. R1 of formulas/caching_allocator.py; the rows are predicted with --metric
+#   reserved): 1.1 GiB at the 70B rows, 3.1 GiB at the 405B PP rows. Not modelled: by the analysis of the PM0400
+#   comment's (b), applied to loss_parallel's allocation order (u = t V/tp bytes: the bf16 logits 2 u, upcast and
+#   shifted 4 u each, freed together after the forward, a 10 u hole below the kept log-softmax; the backward's
+#   zeros_like and exp(x) take 8 u of it, their sum cannot use the 2 u left), 2 u = 3.9 GiB would stay reserved at
+#   the 70B rows; and the all-gather copy-in pool (a2).
+# - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
+#   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
+# - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
+#   shows (not modelled): enable_async_tensor_parallel turns on inductor's micro-pipeline TP pass and symmetric memory
+#   for the TP group (parallelize_llama.py @ 9dec370 lines 201-205); the fused all-gather-matmul and
+#   matmul-reduce-scatter use one persistent workspace per group (torch/distributed/_symmetric_memory/__init__.py @
+#   v2.13.0 get_symm_mem_workspace, lines 96-133: _SymmetricMemory.empty_strided_p2p, outside the caching
+#   allocator, so not in max_reserved), sized one input shard (lines 170-173) or two output chunks (lines 343-345):
+#   2 x t/tp x h x 2 B = 0.5 GiB at the 70B rows, device memory that only nvidia-smi sees. It does not explain the
+#   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
-                 batch_shapes="fixed")
+                 loss="ce-loss-parallel", batch_shapes="fixed")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
-                  "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved; TP "
-                  "loss_parallel tensors and AsyncTP workspaces not modelled (TRAINING_ROWS comment)")
+                  "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
+                  "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
+                  "the rest of the allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP "
+                  "workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
     TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False,
@@ -1520,11 +1543,17 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # torch AdamW). The '4xA10G' rows of a devices: 1 config repeat the 1xA10G figure (the README: 'All runs are
 # single-GPU experiments'). Measured is max_memory_allocated (litgpt/finetune/lora.py @ 00af8b0d line 234). Settings
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
-# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, LoRA dropout 0.05/0.1 on
-# every adapted input, logits in 128-token chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the
-# transformers layout. The QLoRA rows run 4.5-8.3 GiB above the estimate (-33..-44 %) in every model: Lightning Fabric's
-# BitsandbytesPrecision path (lora.py lines 129-138, 197-215) holds memory the NF4 model + adapters + step do not
-# explain; not traced.
+# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
+# chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
+# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
+# QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
+# 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
+# loop that keeps the step's loss and logits referenced into the next forward (loop_keeps_graph, lora.py lines
+# 304-310: the 0.42 inputs the graph holds, eq. G1); litgpt's bnb.nf4 has no double quantization (nf4_format 'nf4':
+# Lightning _NF4Linear compress_statistics=False, bitsandbytes.py lines 391-393). Before these, the QLoRA rows were
+# -33..-44 %. Not modelled: the loop's kept bf16 logits against the fp32 log-softmax counted for the bf16
+# cross-entropy.
 _LIT_GEMMA = dict(model_type="gemma", hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
                   num_attention_heads=8, num_key_value_heads=1, head_dim=256, vocab_size=256000,
                   tie_word_embeddings=True, max_position_embeddings=8192)  # google/gemma-2b config.json
@@ -1547,8 +1576,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
-             "batch taken as max_seq_length 512; litgpt's fused q/k/v, LoRA dropout and 128-token logit chunks read "
-             "as the transformers layout (TRAINING_ROWS comment)")
+             "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
+             "transformers layout (TRAINING_ROWS comment)")
 # row -> (model, method, micro batch, adapter fields, extra fields)
 _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
@@ -1572,13 +1602,19 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
-    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x),
+    _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
+    _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
                               else "") + ("; FSDP over 4 (Lightning FSDPStrategy: FSDP1 FULL_SHARD, checkpointing "
                                           "of each Block, full.py @ 00af8b0d lines 100-106)" if _x else ""),
                            False, "peak")
+# litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
+# 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
+# 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
+TRAINING_UNTIED = frozenset(_LIT_ROWS)
 _LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
@@ -1621,6 +1657,10 @@ def training_prediction(row_id: str) -> int:
         spec = spec_from_config(TRAINING_CONFIGS[model], name=model)
     else:
         spec = load_model(model)
+    if row_id in TRAINING_UNTIED and spec.tie_word_embeddings:
+        from dataclasses import replace
+
+        spec = replace(spec, tie_word_embeddings=False)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
