@@ -8,6 +8,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from ..numbers import DEVICE_MEMORY, FRACTION
@@ -64,6 +65,21 @@ FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.p
 COMPILE_SCOPES = ("layers+loss", "layers")
 # whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
 BATCH_SHAPES = ("variable", "fixed")
+# the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
+# defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
+# alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
+LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
+                 "tp_backward_overlap", "offload", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                 "float8_recipe", "compile", "compile_scope", "batch_shapes")
+LAYOUT_LOSSES = ("ce-loss-parallel",)
+
+
+def without_layout(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` less :data:`LAYOUT_FIELDS` and a loss that exists only under one layout (:data:`LAYOUT_LOSSES`)."""
+    return {k: v for k, v in fields.items()
+            if k not in LAYOUT_FIELDS and not (k == "loss" and v in LAYOUT_LOSSES)}
+
+
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 # when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
 GRAD_SYNC = ("optimizer-step", "micro-step")
