@@ -22,6 +22,7 @@ from ..formulas.speed import (
     allreduce_time,
     attended_tokens,
     batched_decode_time,
+    dequantize_time,
     gemm_time,
     host_overlapped_step,
     identical_sequence_routings,
@@ -187,11 +188,28 @@ def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -
 def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
                                  assumptions: list[Assumption],
-                                 flash_attention: bool = True) -> float:
+                                 flash_attention: bool = True, quantized_bytes: float = 0.0,
+                                 stream_rate: float | None = None) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
     x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
-    the equivalent share of ``peak`` so that eq. (3) keeps one form."""
+    the equivalent share of ``peak`` so that eq. (3) keeps one form. On the dequantize + cuBLAS path of builds before
+    efficiency.LLAMACPP_INT8_MMQ_SINCE the products run as the F16 path's and each ubatch first converts the
+    weights to F16: the ``quantized_bytes`` of the ``gemm_params`` read and 2 bytes per weight written, per ubatch
+    at ``stream_rate`` [B/s] (formulas/speed.py eq. 9')."""
+    if path == E.DEQUANT_CUBLAS_PATH and stream_rate:
+        t_dq = dequantize_time(quantized_bytes, gemm_params, tokens, ubatch, stream_rate)
+        assumptions.append(Assumption(
+            "llamacpp_dequantize_seconds", t_dq, True,
+            f"per ubatch of {ubatch} tokens {quantized_bytes / 1e9:.2f} GB of quantized weights read and their F16 "
+            f"copy written (formulas/speed.py eq. 9') at "
+            f"{stream_rate / 1e9:.0f} GB/s: ggml-cuda.cu ggml_cuda_op_mul_mat_cublas to_fp16_cuda (ggml-org/ggml "
+            "@8c44bc9 L1233-1268), the path of quantized products over 32 columns before "
+            + E.LLAMACPP_INT8_MMQ_SINCE))
+        t_gemm = flops / (peak * _llamacpp_prefill_efficiency(
+            spec, device, E.CUBLAS_PATH, pc, gemm_params, tokens, ubatch, flops, attn_flops, peak, assumptions,
+            flash_attention))
+        return flops / (peak * (t_gemm + t_dq))
     mmq = path == E.MMQ_PATH
     factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
     gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
@@ -235,7 +253,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
                    flash_attention: bool = True, kv_unified: bool | None = None,
                    engine_step_seconds: float | None = None, engine: str | None = None,
-                   engine_version: str | None = None) -> SpeedEstimate:
+                   engine_version: str | None = None, llamacpp_int8_mmq: bool = True) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -256,7 +274,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     (None: ``engines.CURRENT_VERSION``), whose host work per decode step ``engines.step_host`` states -- serial (added
     to the step, e.g. vLLM's V0 engine: ``efficiency.VLLM_V0_STEP_SECONDS``), overlapped (the step takes max(device,
     host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
-    term (llama.cpp's is per layer, eq. 7)."""
+    term (llama.cpp's is per layer, eq. 7). ``llamacpp_int8_mmq``: False for a llama.cpp build from before
+    efficiency.LLAMACPP_INT8_MMQ_SINCE, whose quantized prefill products on Volta and later are dequantized to F16
+    and run through cuBLAS (efficiency.llamacpp_gemm_path); decode is unaffected."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -375,11 +395,20 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
     p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
+    prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
     ce_p = ce
-    if path is not None and peak is not None and compute_efficiency is None:
-        ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
+    if prefill_path is not None and peak is not None and compute_efficiency is None:
+        head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+        gemm_params = matmul_params - head_params
+        if prefill_path != path:
+            assumptions.append(Assumption(
+                "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
+                + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
+        ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, pc, gemm_params, prompt_tokens,
                                           ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
-                                          flash_attention=flash_attention)
+                                          flash_attention=flash_attention,
+                                          quantized_bytes=read_bytes - head_bytes,
+                                          stream_rate=bw * be if bw else None)
 
     def state_bytes(batch: int) -> float:
         """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
