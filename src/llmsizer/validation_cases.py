@@ -1061,7 +1061,8 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 class EngineRun:
     """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
     KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
-    device's link (``fit.link_bandwidth_for``)."""
+    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``device.nvlink_mesh_for``:
+    the engine's all-reduce kernel, engines.tp_allreduce)."""
 
     row: dict[str, str]
     gpus: int
@@ -1077,6 +1078,7 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate.device import nvlink_mesh_for
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
@@ -1088,7 +1090,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+                           engine_version=r["engine_version"],
+                           nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
         out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
@@ -1528,11 +1531,17 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # torch AdamW). The '4xA10G' rows of a devices: 1 config repeat the 1xA10G figure (the README: 'All runs are
 # single-GPU experiments'). Measured is max_memory_allocated (litgpt/finetune/lora.py @ 00af8b0d line 234). Settings
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
-# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, LoRA dropout 0.05/0.1 on
-# every adapted input, logits in 128-token chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the
-# transformers layout. The QLoRA rows run 4.5-8.3 GiB above the estimate (-33..-44 %) in every model: Lightning Fabric's
-# BitsandbytesPrecision path (lora.py lines 129-138, 197-215) holds memory the NF4 model + adapters + step do not
-# explain; not traced.
+# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
+# chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
+# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
+# QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
+# 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
+# loop that keeps the step's loss and logits referenced into the next forward (loop_keeps_graph, lora.py lines
+# 304-310: the 0.42 inputs the graph holds, eq. G1); litgpt's bnb.nf4 has no double quantization (nf4_format 'nf4':
+# Lightning _NF4Linear compress_statistics=False, bitsandbytes.py lines 391-393). Before these, the QLoRA rows were
+# -33..-44 %. Not modelled: the loop's kept bf16 logits against the fp32 log-softmax counted for the bf16
+# cross-entropy.
 _LIT_GEMMA = dict(model_type="gemma", hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
                   num_attention_heads=8, num_key_value_heads=1, head_dim=256, vocab_size=256000,
                   tie_word_embeddings=True, max_position_embeddings=8192)  # google/gemma-2b config.json
@@ -1555,8 +1564,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
-             "batch taken as max_seq_length 512; litgpt's fused q/k/v, LoRA dropout and 128-token logit chunks read "
-             "as the transformers layout (TRAINING_ROWS comment)")
+             "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
+             "transformers layout (TRAINING_ROWS comment)")
 # row -> (model, method, micro batch, adapter fields, extra fields)
 _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
@@ -1580,13 +1590,19 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
-    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x),
+    _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
+    _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
                               else "") + ("; FSDP over 4 (Lightning FSDPStrategy: FSDP1 FULL_SHARD, checkpointing "
                                           "of each Block, full.py @ 00af8b0d lines 100-106)" if _x else ""),
                            False, "peak")
+# litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
+# 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
+# 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
+TRAINING_UNTIED = frozenset(_LIT_ROWS)
 _LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
@@ -1629,6 +1645,10 @@ def training_prediction(row_id: str) -> int:
         spec = spec_from_config(TRAINING_CONFIGS[model], name=model)
     else:
         spec = load_model(model)
+    if row_id in TRAINING_UNTIED and spec.tie_word_embeddings:
+        from dataclasses import replace
+
+        spec = replace(spec, tie_word_embeddings=False)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

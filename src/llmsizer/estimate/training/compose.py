@@ -70,8 +70,14 @@ COMPONENT_FORMULA = {
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
     "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
                                "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
-    "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
-                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
+    "dequant_buffer": ("one 4-bit matrix dequantized for the matmul (forward and backward; bitsandbytes 0.42: in "
+                       "fp16, then cast to the compute dtype)",
+                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
+                       "eq. 5"),
+    "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
+                          "keeps the graph (the previous step's at forward end)",
+                          "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
+                          "lines 304-310 (formulas/training_activations.py graph_kept_matmul_inputs, eq. G1)"),
 }
 TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
@@ -107,6 +113,27 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     _refuse_adapter_fields_on_full(w)
     return _with_device(_least_sharded(spec, w), notes)
+
+
+_WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
+
+
+def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
+    """``TrainingWorkload(**fields)``, memoized on the fields (their names, values and the values' types: all the
+    constructor reads; a workload is immutable): a catalog-wide search (``recommend --train``, ``plan``) times one
+    run on every device with the same fields, and the same object lets the duration's memos keyed on the workload
+    (estimate/duration.py) match it by identity. A field value that cannot be hashed: built each time."""
+    vals = tuple(fields.values())
+    key = (tuple(fields), vals, tuple(map(type, vals)))
+    try:
+        hit = _WORKLOADS.get(key)
+    except TypeError:
+        return TrainingWorkload(**fields)
+    if hit is None:
+        if len(_WORKLOADS) >= 1024:
+            _WORKLOADS.clear()
+        hit = _WORKLOADS[key] = TrainingWorkload(**fields)
+    return hit
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
@@ -315,7 +342,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     pc = count_params(spec)
     layout = _layout_text(w)
     fmt = ctx.base_format
-    size = "NF4 double-quantized" if fmt == "nf4-dq" else f"{ctx.base_bytes} B"
+    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
                           formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
                           source="formulas/weight_formats.py; " + RECIPE_SRC))
@@ -358,7 +385,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "rotary_and_masks",
+                 "kept_graph_inputs", "rotary_and_masks",
                  "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
@@ -508,7 +535,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
         a = ctx.adapter_bytes
-        base = "NF4 (~0.5 B)" if ctx.base_format == "nf4-dq" else f"{ctx.base_bytes} B"
+        base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))
