@@ -170,29 +170,44 @@ COMPUTE = Factor(
 # column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %
 # of the int8 rate as the RTX 4090 at 512). CALIBRATED (tests/hardware/test_prefill_calibration.py re-derives all
 # three): cuBLAS on llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README @00dd2bd, row XD06; solved
-# exactly); MMQ only on rows whose build ran MMQ, the DGX Spark tables (build 6918): n_h so that Qwen3-Coder-30B-A3B
-# Q8_0 pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that
-# meet the two dense rows, Qwen2.5-7B Q8_0 (PM0098, 0.121) and Gemma-3-4B Q4_0 (PM0101, 0.150), each then +-11 %.
+# exactly); MMQ only on rows whose build ran MMQ, the DGX Spark tables (build 6918), with each dense product's
+# weights read once per 128-column tile (formulas/speed.py eq. 9''; mmq.cuh): n_h so that Qwen3-Coder-30B-A3B Q8_0
+# pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that meet
+# the two dense rows, Qwen2.5-7B Q8_0 (PM0098, 0.241) and Gemma-3-4B Q4_0 (PM0101, 0.224), each then within 4 %.
 # These four are calibration rows in the report; the other prefill rows are held out. The RTX 4090 row ran without
 # flash attention (llama-bench -fa 0, its default then), so its materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE)
 # are part of the solve. The May 2024 Q4_K_M row of the same table (XD04) fed the MMQ efficiency until #12 round 2
 # found that its build never ran MMQ above 32 columns (DEQUANT_CUBLAS_PATH below); it is now held out (-3.2 %).
-# Result: MMQ 13.5 % of the int8 rate (15.7 % with XD04), cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 164
-# tokens per expert (222 with XD04). Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows
-# 75.9 % -> 10.9 % median |error| at the first fit.
+# Result: MMQ 23.2 % of the int8 rate (15.7 % from XD04 without the tile reads; 13.5 % from the DGX Spark rows
+# without them, +-11 %), cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 357 tokens per expert. Checked on GeForce
+# MMQ rows outside the validation set (llama.cpp PR #7676: RTX 4090 Llama 3 8B Q4_0 pp512, 10358.75 t/s; PR #7860:
+# RTX 3090 Q6_K pp2048, 3491.20): -25 % and -2 % (-40 % and -27 % without the tile reads; -31 % / -16 % with 0.157).
+# Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 % median |error| at
+# the first fit.
 # Low = expected = high: one calibration set, no spread claimed (the calibrated ranges of estimate/ranges.py
 # carry the spread).
 LLAMACPP_MMQ = Factor(
-    "llamacpp_prefill_mmq_efficiency", 0.1349, 0.1349, 0.1349,
-    "calibrated: llama-bench pp2048 on DGX Spark, build 6918: Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0 (dense) with "
-    "Qwen3-30B-A3B Q8_0 (MoE); "
+    "llamacpp_prefill_mmq_efficiency", 0.2323, 0.2323, 0.2323,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918: Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0 (dense, weights read "
+    "once per 128-column tile, formulas/speed.py eq. 9'') with Qwen3-30B-A3B Q8_0 (MoE); "
     "share of the int8 tensor peak (ggml-cuda mmq.cu ggml_cuda_should_use_mmq)")
+# The per-column MMQ rate of a batched decode step (formulas/speed.py eq. 10: the products' columns beyond the first,
+# b <= 32 columns, one column tile, so no tile re-reads of eq. 9''): the MMQ share the same two dense DGX Spark rows
+# give when every second of their products is counted as arithmetic (no tile-read term; LLAMACPP_MMQ_TILE_COLUMNS = 0
+# in tests/hardware/test_prefill_calibration.py): geometric mean of 0.121 (PM0098) and 0.150 (PM0101). Eq. (10)'s
+# rows were validated at this rate (its constants LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU and the routings of eq. 11 are
+# fitted with it); at LLAMACPP_MMQ's 0.2323 the held-out dense batched rows at b >= 4 go from 3.5 % to 4.9 % median
+# |error| (worst 14 %): a narrow tile's arithmetic is slower per FLOP than a 128-column one's, not modelled apart.
+LLAMACPP_MMQ_STEP = Factor(
+    "llamacpp_batched_step_mmq_efficiency", 0.1349, 0.1349, 0.1349,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918, Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0, all time counted as "
+    "MMQ arithmetic; the rate of formulas/speed.py eq. (10)'s narrow products")
 LLAMACPP_CUBLAS = Factor(
     "llamacpp_prefill_cublas_efficiency", 0.418, 0.418, 0.418,
     "calibrated: llama-bench Llama-3-8B F16 pp512 on RTX 4090; share of the FP16-accumulate tensor peak "
     "(ggml-cuda.cu cublasGemmEx CUBLAS_COMPUTE_16F)")
 LLAMACPP_HALF_COLUMNS = Factor(
-    "llamacpp_gemm_half_efficiency_columns", 163.8, 163.8, 163.8,
+    "llamacpp_gemm_half_efficiency_columns", 357.0, 357.0, 357.0,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
 # Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
 # L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
@@ -319,6 +334,9 @@ _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 # `if (int8_mma_available(cc)) return true;`, llama.cpp PR #8075 "use MMQ instead of cuBLAS by default") quantized
 # products take MMQ at every column count on Turing and later. No constant of its own: the GEMM at
 # LLAMACPP_CUBLAS, the conversion at llama.cpp's calibrated streaming rate (LLAMACPP_DECODE_BANDWIDTH, eq. 12 cap).
+# MMQ's column tile on Turing and later: mmq_x up to 128 (ggml-org/ggml src/ggml-cuda/mmq.cuh @da232870
+# get_mmq_x_max_host L94-102); each tile reads its weight rows (formulas/speed.py eq. 9'').
+LLAMACPP_MMQ_TILE_COLUMNS = 128  # 0: no tile-read term (how LLAMACPP_MMQ_STEP is solved)
 LLAMACPP_INT8_MMQ_SINCE = "ggml-org/ggml @5378ea0d (2024-06-26 sync of llama.cpp; PR #8075)"
 _VOLTA_CAPABILITY = 7.0
 

@@ -26,6 +26,7 @@ from ..formulas.speed import (
     gemm_time,
     host_overlapped_step,
     identical_sequence_routings,
+    mmq_tile_reads,
     moe_expert_fraction,
     phase_time,
     roofline,
@@ -190,14 +191,16 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
                                  assumptions: list[Assumption],
                                  flash_attention: bool = True, quantized_bytes: float = 0.0,
-                                 stream_rate: float | None = None) -> float:
+                                 stream_rate: float | None = None, expert_quantized_bytes: float = 0.0) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
     x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
     the equivalent share of ``peak`` so that eq. (3) keeps one form. On the dequantize + cuBLAS path of builds before
     efficiency.LLAMACPP_INT8_MMQ_SINCE the products run as the F16 path's and each ubatch first converts the
     weights to F16: the ``quantized_bytes`` of the ``gemm_params`` read and 2 bytes per weight written, per ubatch
-    at ``stream_rate`` [B/s] (formulas/speed.py eq. 9')."""
+    at ``stream_rate`` [B/s] (formulas/speed.py eq. 9'). On the MMQ path the dense (non-expert) products read their
+    ``quantized_bytes`` less ``expert_quantized_bytes`` once per column tile of efficiency.LLAMACPP_MMQ_TILE_COLUMNS
+    (formulas/speed.py eq. 9''), added to their arithmetic."""
     if path == E.DEQUANT_CUBLAS_PATH and stream_rate:
         t_dq = dequantize_time(quantized_bytes, gemm_params, tokens, ubatch, stream_rate)
         assumptions.append(Assumption(
@@ -231,6 +234,15 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
     if experts:
         t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
+    if mmq and stream_rate and quantized_bytes > expert_quantized_bytes and E.LLAMACPP_MMQ_TILE_COLUMNS:
+        reads = mmq_tile_reads(tokens, ubatch, E.LLAMACPP_MMQ_TILE_COLUMNS)
+        t_reads = (quantized_bytes - expert_quantized_bytes) * reads / stream_rate
+        t += t_reads
+        assumptions.append(Assumption(
+            "llamacpp_mmq_tile_weight_reads", reads, True,
+            f"the dense products' {(quantized_bytes - expert_quantized_bytes) / 1e9:.2f} GB read once per "
+            f"{E.LLAMACPP_MMQ_TILE_COLUMNS}-column tile, {t_reads:.4f} s at {stream_rate / 1e9:.0f} GB/s "
+            "(formulas/speed.py eq. 9''; ggml-cuda mmq.cuh get_mmq_x_max_host, ggml-org/ggml @da232870 L94-102)"))
     t += gemm_time(attn_flops, fp16_peak, E.LLAMACPP_CUBLAS.expected, cols, 0.0)
     if not flash_attention and device.bandwidth:
         # without flash attention the scores are materialised (llama-graph.cpp build_attn_mha: kq = mul_mat(k, q)
@@ -432,6 +444,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                                           ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
                                           flash_attention=flash_attention,
                                           quantized_bytes=read_bytes - head_bytes,
+                                          expert_quantized_bytes=float(expert_bytes) if spec.moe is not None else 0.0,
                                           stream_rate=bw * be if bw else None)
 
     def state_bytes(batch: int) -> float:
@@ -479,7 +492,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
         ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
         mmq = path == E.MMQ_PATH
-        factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
+        factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
         gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
         fp16_peak, _ = device.peak_flops("fp16_acc16")
         if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak

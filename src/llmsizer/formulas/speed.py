@@ -79,6 +79,15 @@ prompt of T tokens in ubatches of u, with W_q the quantized bytes and P the weig
 
 B e_m the engine's streaming rate (the conversion is a streaming kernel, like the decode step's mat-vec products).
 
+From June 2024 the quantized products run as MMQ tiles of mmq_y = 128 weight rows x mmq_x columns (ggml-org/ggml
+src/ggml-cuda/mmq.cuh @da232870, the 2025-11-04 sync: get_mmq_x_max_host L94-102, 128 with Turing MMA; get_mmq_y_host
+L127-130; the launcher takes the smallest number of column tiles, ceil(n / mmq_x), L3650-3668), and each tile loads
+its weight rows for itself, so a ubatch of n columns reads the weights ceil(n / 128) times. Read from DRAM at the
+streaming rate, not hidden under the tile's arithmetic (kernels that overlap loads and MMA would hide part of it;
+the efficiency e is fitted with this term), a dense quantized product of W_q bytes costs::
+
+    t = 2 P T / (R_int8 e) + (sum over ubatches of ceil(n_u / 128)) W_q / (B e_m)       (9'')
+
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
 on DGX Spark they do not (see eq. 11), so the batched form takes the routings of (11).
@@ -285,6 +294,15 @@ def dequantize_time(quantized_bytes: float, params: float, tokens: int, ubatch: 
         raise InputError("tokens and ubatch must be >= 1")
     _positive("stream_rate", stream_rate)
     return -(-tokens // ubatch) * (quantized_bytes + 2.0 * params) / stream_rate
+
+
+def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:
+    """Eq. (9''): how many times a prompt of ``tokens`` in ubatches of ``ubatch`` reads a dense product's weights on
+    MMQ, once per column tile of ``tile_columns``: sum over ubatches of ceil(n_u / tile_columns)."""
+    if tokens < 1 or ubatch < 1 or tile_columns < 1:
+        raise InputError("tokens, ubatch and tile_columns must be >= 1")
+    full, rest = divmod(tokens, ubatch)
+    return full * -(-ubatch // tile_columns) + (-(-rest // tile_columns) if rest else 0)
 
 
 def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: float) -> float:
