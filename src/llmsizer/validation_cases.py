@@ -678,6 +678,12 @@ MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16",
                                        network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
 
 
+# Megatron-LM's full recomputation is its own reentrant CheckpointFunction around each layer (megatron/mpu/random.py
+# @6985e58 line 310, @9aad920 line 360: ``outputs = ctx.run_function(*detached_inputs)``): the whole layer runs again,
+# its last matmul included (no early stop)
+MEGATRON_CHECKPOINT = "reentrant"
+
+
 def megatron_gpt(heads: int, hidden: int, layers: int, params: str) -> ModelSpec:
     """The GPT of Megatron-LM's papers as a ModelSpec: 4h MLP, learned positions over 2048, GPT-2's vocabulary padded
     to 51,200, tied embeddings."""
@@ -705,7 +711,7 @@ def megatron_case(r: dict[str, str]) -> Case:
     v = layers // pp // per_virtual if per_virtual else 1
     spec = megatron_gpt(heads, hidden, layers, r["params"])
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full",
-                  tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
+                  checkpoint_impl=MEGATRON_CHECKPOINT, tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, dev, gpus, 1e6, fields)
     pred = None
@@ -752,8 +758,12 @@ def korthikanti_case(r: dict[str, str]) -> Case:
 
     rid = r["id"]
     heads, hidden, layers, tp, pp, gpus, gbs, mbs, v, ckpt, sp = KORTHIKANTI_TABLE5[rid]
+    # the 2022 code overlaps each column-parallel linear's backward collective with its GEMMs (section 6.2, "an
+    # optimization in the backward pass where we overlap all-reduce communication with the linear weight's gradient
+    # computation"; formulas/model_parallel_time.py eq. (T4)); Table 1's SC21 code predates it
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // mbs, grad_checkpointing=ckpt, tp=tp,
-                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp)
+                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp, tp_backward_overlap=True,
+                  **({"checkpoint_impl": MEGATRON_CHECKPOINT} if ckpt == "full" else {}))
     d = training_duration_for(megatron_gpt(heads, hidden, layers, r["params"]),
                               builtin_catalog().devices["a100-sxm-80gb"], gpus, 1e6, fields)
     measured = gbs * 2048 / float(r["value"]) / gpus
@@ -768,7 +778,10 @@ def korthikanti_case(r: dict[str, str]) -> Case:
                       + (f" (interleaved, v = {v})" if v > 1 else "") + f", micro-batch {mbs}, {gbs // mbs} "
                       f"micro-batches, no data parallelism; eager attention, fp16, seq 2048, vocab {MEGATRON_VOCAB}"
                       + (f"; per micro-batch stage compute {d.step.compute_seconds * 1e3:.1f} ms" if d.step else "")
-                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}" if mp else "")))
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms ({mp.tp_hidden_seconds * 1e3:.1f} ms of it "
+                         "behind the backward GEMMs, eq. (T4))" f", bubble {mp.bubble:.3f}" if mp else "")
+                      + ("; reentrant full recomputation (Megatron's CheckpointFunction: the whole layer again)"
+                         if ckpt == "full" else "")))
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -1745,7 +1758,9 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if pred is None:
                 missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
                 continue
-            cases.append(Case(f"{rid}", row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
+            # one id per compared figure (a record gives several: peak tensors, process RSS), as VL rows' ".kv_pool"
+            cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
+            cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               source=rec.get("source_file", "local results store"), note=row.note,
                               origin="measured"))
         if not got:

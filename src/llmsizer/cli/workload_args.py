@@ -268,6 +268,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--tp-comm-overlap", action="store_true", default=None,
                    help="with --tp: tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap, "
                         "torchtitan async TP), for the duration (default: not overlapped)")
+    g.add_argument("--tp-backward-overlap", action="store_true", default=None,
+                   help="with --tp: Megatron-LM's backward overlap of each column-parallel linear's input-gradient "
+                        "all-reduce (reduce-scatter and input re-gather under --sequence-parallel) with its GEMMs, on "
+                        "in Megatron since 2021-09, for the duration (default: off, PyTorch tensor parallelism)")
     g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
@@ -314,7 +318,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "ep", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")
 

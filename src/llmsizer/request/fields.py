@@ -239,6 +239,9 @@ TRAINING = (
             "bubble (p - 1)/(v m)); 1 = plain 1F1B", template=False, minimum=1),
           F("tp_comm_overlap", "bool", "with tp: tensor-parallel collectives overlap the GEMMs (Megatron "
             "--tp-comm-overlap, torchtitan async TP); default not overlapped", template=False),
+          F("tp_backward_overlap", "bool", "with tp: Megatron-LM's backward overlap of each column-parallel linear's "
+            "input-gradient all-reduce / reduce-scatter with its GEMMs (on in Megatron since 2021-09); default off "
+            "(PyTorch tensor parallelism)", template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
             "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),

@@ -96,6 +96,7 @@ class TrainingSettings:
     pp: int | None = None
     virtual_stages: int | None = None
     tp_comm_overlap: bool | None = None
+    tp_backward_overlap: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None
     grad_sync: str | None = None

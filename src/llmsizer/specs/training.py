@@ -195,6 +195,12 @@ class TrainingWorkload:
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
         False: they add to it (both frameworks' default). It does not change memory.
+    tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
+        input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
+        of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
+        in Megatron-LM since 2021-09 and always in Megatron-Core; not in the SC21 code, nor in PyTorch DTensor
+        tensor parallelism, torchtitan's): formulas/model_parallel_time.py eq. (T4). False: every backward collective
+        adds to the compute. It does not change memory.
     network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
@@ -267,6 +273,7 @@ class TrainingWorkload:
     pp: int = 1
     virtual_stages: int = 1
     tp_comm_overlap: bool = False
+    tp_backward_overlap: bool = False
     ep: int = 1
     sequence_parallel: bool = False
     offload: str = "none"
@@ -415,6 +422,8 @@ class TrainingWorkload:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.tp_comm_overlap and self.tp == 1:
             raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
+        if self.tp_backward_overlap and self.tp == 1:
+            raise InputError("tp_backward_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):
