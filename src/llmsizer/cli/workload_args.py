@@ -33,6 +33,7 @@ from ..numbers import (
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
@@ -313,6 +314,11 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
                         "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
                         f"(default {TW.compile_scope})")
+    g.add_argument("--batch-shapes", choices=BATCH_SHAPES,
+                   help="with --metric reserved or nvidia-smi: variable (batches padded to their longest sample: a "
+                        "calibrated fragmentation reserve) or fixed (the same shapes every step, e.g. torchtitan's "
+                        "packed fixed-length sequences: reserve = blocks cached on the other CUDA streams, FSDP2's "
+                        f"reduce-scatter outputs) (default {TW.batch_shapes})")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
@@ -320,7 +326,8 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")
+                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
+                   "batch_shapes")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

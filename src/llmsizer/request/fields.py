@@ -13,6 +13,7 @@ from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     FLOAT8_RECIPES,
@@ -256,6 +257,9 @@ TRAINING = (
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
             "(torchtitan)", template=False, choices=COMPILE_SCOPES),
+          F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
+            "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,
+            choices=BATCH_SHAPES),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

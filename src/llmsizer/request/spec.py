@@ -106,6 +106,7 @@ class TrainingSettings:
     float8_recipe: str | None = None
     compile: bool | None = None
     compile_scope: str | None = None
+    batch_shapes: str | None = None
     epochs: float | None = None
     train_tokens: int | None = None
     utilization: float | None = None

@@ -62,6 +62,8 @@ FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.p
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers")
+# whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
+BATCH_SHAPES = ("variable", "fixed")
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 # when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
 GRAD_SYNC = ("optimizer-step", "micro-step")
@@ -232,6 +234,11 @@ class TrainingWorkload:
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
         (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
+    batch_shapes: 'variable' (batches padded to their longest sample, so shapes change between steps: the
+        allocator keeps a fragmentation reserve, calibrated) or 'fixed' (every step the same shapes, e.g.
+        torchtitan's fixed-length packed sequences: each stream's cached blocks are reused exactly, and reserved -
+        allocated is the blocks cached on the other streams, formulas/caching_allocator.py eq. R1). Only the
+        reserved and nvidia-smi metrics read it.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
@@ -290,6 +297,7 @@ class TrainingWorkload:
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
+    batch_shapes: str = "variable"
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
@@ -307,6 +315,7 @@ class TrainingWorkload:
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
                   ("compile_scope", self.compile_scope, COMPILE_SCOPES),
+                  ("batch_shapes", self.batch_shapes, BATCH_SHAPES),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
