@@ -291,7 +291,7 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
-PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+PREFILL_CALIBRATION = {"PM0096", "PM0098", "PM0101"}  # fed estimate/efficiency.py LLAMACPP_MMQ / _HALF_COLUMNS
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
@@ -832,7 +832,7 @@ def cpu_gpt2_spec() -> Any:
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
            identical: bool = False, ubatch: int | None = None, flash: bool = True,
-           kv_unified: bool | None = None) -> Any:
+           kv_unified: bool | None = None, int8_mmq: bool = True) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
@@ -840,7 +840,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
                           identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
-                          kv_unified=kv_unified)
+                          kv_unified=kv_unified, llamacpp_int8_mmq=int8_mmq)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -1018,6 +1018,10 @@ class BenchRow:
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
 # ran without flash attention unless -fa 1 was given in the 2023-2024 builds these rows come from.
 BENCH_FLASH_ATTENTION = False
+# The tables are snapshots of December 2023 and May 2024: builds from before the June 2024 switch to int8 MMQ
+# (estimate/efficiency.py LLAMACPP_INT8_MMQ_SINCE), whose quantized prefill products over 32 columns were dequantized
+# to F16 and run through cuBLAS.
+BENCH_INT8_MMQ = False
 
 
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
@@ -1031,7 +1035,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     for r in llamacpp_bench_rows(data):
         n = int(r.test[2:])
         decode = r.test.startswith("tg")
-        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION,
+                   int8_mmq=BENCH_INT8_MMQ)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
