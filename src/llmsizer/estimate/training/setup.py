@@ -229,7 +229,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
-        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel)
+        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel,
+        # CUDA's fused native_dropout keeps a bool mask; a CPU multiplies by a noise tensor of the compute dtype
+        dropout_mask=compute if w.device == "cpu" else 1)
     if w.kernels == "unsloth":
         unsloth_kernels.check(spec, act)
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],
