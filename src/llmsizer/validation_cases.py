@@ -1522,7 +1522,10 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
 # the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
 # transformers' Python gelu_new); litgpt's blocks have no dropout modules.
 _LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
-                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False)
+                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+                   # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
+                   # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
+                   fused_qkv=False)
 LITGPT_MODULES: dict[str, dict[str, Any]] = {
     "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
     "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,

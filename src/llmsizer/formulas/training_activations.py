@@ -294,6 +294,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full:
         n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
+        if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
+            n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
         if st.dora:
             widths = {"attn_q": q_w, "attn_k": k_w, "attn_v": v_w, "attn_output": h, "ffn_gate": spec.intermediate_size,
