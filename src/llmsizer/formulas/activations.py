@@ -26,8 +26,9 @@ Parallel-block families (``spec.parallel_block``: Falcon, Phi, GPT-NeoX): a GELU
 activation's (2 x [tokens, intermediate]; transformers' Python ``gelu_new`` 4), and the attention branch's output
 waits for the MLP's (``out = x + attn + mlp``: one more [tokens, hidden] in the MLP phase). transformers' Falcon
 hands SDPA a materialised float causal mask [batch, 1, q_len, kv_len] (``spec.attention_mask_materialised``), and
-its multi-query call (one K/V head, no ``enable_gqa``) runs torch's math kernel, which materialises the scores and
-their softmax (2 x act_bytes per score, ``spec.math_attention``); traced on CPU
+its multi-query call (one K/V head, no ``enable_gqa``) runs torch's math kernel, which upcasts 16-bit q, k, v to
+fp32 (``allow_fp16_bf16_reduction_math_sdp`` off, the default) and materialises the fp32 scores and their softmax
+(8 B per score, ``spec.math_attention``); traced on CPU
 (tests/formulas/test_parallel_block_prefill.py).
 The last step of the model turns hidden states into logits [tokens_out, vocab] and ``generate`` upcasts
 them to fp32: only the last position is computed (transformers ``logits_to_keep=1`` during generation).
@@ -132,8 +133,9 @@ def _attention_core(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, 
                     tp: int, widths: int) -> int:
     """q, k, v and the attention output (``widths`` per token), + eager's score matrix and additive mask."""
     attn = batch * q_tokens * widths * act_bytes // tp
-    if spec.math_attention and attention == "sdpa":  # torch's math kernel: the scores and their softmax
-        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * 2 * act_bytes
+    if spec.math_attention and attention == "sdpa":  # torch's math kernel: fp32 q/k/v copies, scores and softmax
+        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * 2 * 4
+        attn += 3 * batch * q_tokens * spec.num_heads * spec.head_dim * 4 // tp if act_bytes < 4 else 0
     if spec.attention_mask_materialised and attention == "sdpa":  # the float causal mask the module hands SDPA
         attn += batch * q_tokens * kv_tokens * act_bytes
     if attention == "eager":

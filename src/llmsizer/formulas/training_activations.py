@@ -48,7 +48,8 @@ r = residual-stream element size (the embedding's dtype):
   view of the fused qkv output (``qkv.chunk(3)``), so the saved V keeps the whole 3 x q-wide storage
   (``spec.value_view_of_qkv``); Falcon's multi-query SDPA call (71 query heads, 1 K/V head, no ``enable_gqa``) is
   not accepted by the fused kernels and runs torch's math kernel, which keeps q, the K^T and V copies expanded to
-  every head and the fp32 softmax probabilities (``spec.math_attention``); Falcon's new decoder architecture
+  every head, in fp32 (it upcasts 16-bit inputs while ``allow_fp16_bf16_reduction_math_sdp`` is off, the
+  default), and the fp32 softmax probabilities (``spec.math_attention``); Falcon's new decoder architecture
   broadcasts K/V to every query head before SDPA (``spec.kv_expanded_in_attention``: full-width K and V saved)
   and hands SDPA a materialised causal mask, saved per layer (``spec.attention_mask_materialised``); partial rotary
   (``torch.cat((q_rot, q_pass))``, Phi, GPT-NeoX) makes q contiguous head-major, so the attention output is too and
@@ -231,9 +232,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
     mask = needs_mask(spec, layer, st)
     if spec.math_attention and st.attention != "flash":
-        out.append(Term("attention q, K^T, V expanded to every head, output (SDPA math kernel)", 4 * t * q_w * c,
-                        f"4 x {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} K/V heads for "
-                        f"{spec.num_heads} query heads without enable_gqa)"))
+        # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
+        # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
+        out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
+                        3 * t * q_w * 4 + t * q_w * c,
+                        f"3 x {t} x {q_w} x 4 B + {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} "
+                        f"K/V heads for {spec.num_heads} query heads without enable_gqa)"))
         if st.checkpointing != "selective":
             out.append(Term("attention probabilities (fp32 softmax, SDPA math kernel)",
                             st.batch * heads * st.seq * st.seq * 4,
