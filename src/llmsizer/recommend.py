@@ -238,26 +238,32 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                    context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency,
                    output_tokens: int | None = None, weights: str | None = None,
                    constraints: Constraints | None = None, hardware_files: Sequence[str | Path] = (),
-                   engine: str | None = None, **workload: Any) -> Option:
+                   engine: str | None = None, memory: int | None = None, **workload: Any) -> Option:
     """The evaluation ``recommend`` makes of one candidate: the highest-quality weight format on the engine's ladder
     that fits ``count`` x ``hardware`` (an instance brings its count) and meets the constraints, or why none does.
     ``engine`` (None: the candidate's default engine) and ``**workload`` (any other InferenceWorkload field, e.g.
-    engine_version, kv_dtype) reach ``fit`` as in ``recommend_inference``, checked up front the same way.
+    engine_version, kv_dtype) reach ``fit`` as in ``recommend_inference``, checked up front the same way;
+    ``memory`` (bytes per device, None: the catalog's, or a CPU instance's RAM) and ``constraints.headroom`` reach
+    ``fit`` as its ``memory`` and ``headroom`` (``fit --memory --headroom``).
     ``llmsizer models --fits-on`` asks it for every catalog model."""
     spec = load_model(model) if isinstance(model, str) else model
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
-    _check_workload(fields, context, concurrency, output_tokens, engine)
     c = (constraints or Constraints()).for_mode("serving")
+    _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
     if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
     # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
-    if target_memory(device, instance, None)[0] is None:  # fit refuses it too: no model can be said to fit or not
-        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; add its "
-                         "memory in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` writes one "
-                         f"for this machine), or ask `llmsizer fit MODEL --device {device.id} --memory 64GiB`")
+    # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
+    # the catalog's
+    if target_memory(device, instance, memory)[0] is None:  # fit refuses it too: no model can be said to fit or not
+        raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; give it "
+                         "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
+                         "`llmsizer hardware detect -o FILE` writes one for this machine)")
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
+    if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
+        cand.memory = int(memory)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
                      fields)

@@ -343,10 +343,15 @@ TORCHTITAN_SETTINGS: dict[str, dict[str, Any]] = {
 # torchtune README rows with no memory twin in TRAINING_ROWS: the Llama 3.1 table @30b8519 (PM0700-PM0707, every row
 # "torch compile enabled") and the optimization-flags table @1814feb (PM0710-PM0719, Llama 3.2 3B on one A100,
 # batch 2 x 4096, bf16; each technique on top of the previous). Settings where the row is expressible, else why not.
-_CPU_OFFLOAD = ("70B full fine-tune with fsdp_cpu_offload: True (README '**= Uses CPU offload with fused optimizer'; "
-                "recipes/configs/llama3_1/70B_full.yaml @30b8519): FSDP2's CPUOffloadPolicy keeps parameters, "
-                "gradients and optimizer states in host memory and steps the optimizer on the CPU; the duration rule "
-                "has no term for those host copies and the host optimizer step")
+# The 70B full fine-tune with CPU offload (README '**= Uses CPU offload with fused optimizer';
+# recipes/configs/llama3_1/70B_full.yaml @30b8519: full_finetune_distributed, fsdp_cpu_offload True = FSDP2
+# CPUOffloadPolicy, torch.optim.AdamW fused True, bf16, CEWithChunkedOutputLoss, activation checkpointing, batch 2,
+# no accumulation, reshard_after_forward True): the host copies and the CPU optimizer step are
+# formulas/cpu_offload_time.py. The README does not say which machine hosts the eight A100s, and its DRAM times the
+# optimizer step: the DGX A100's host is assumed (efficiency.OFFLOAD_HOST_MEMORY_BANDWIDTH), so the row is out of
+# the summary.
+TORCHTUNE_SPEED_ASSUMED = {"PM0705": "the host machine is not stated: its DRAM bandwidth, which times the CPU "
+                                     "optimizer step, is the DGX A100's (2 x EPYC 7742, 409.6 GB/s) assumed"}
 _TT31 = dict(precision="bf16", micro_batch=2, seq_len=2048, packing=True, grad_checkpointing="full", compile=True,
              loss_chunks=8, optimizer_impl="fused")
 _A6000_SETTINGS = ("the same recipe peaks at 37.4 / 30.3 GiB on the A6000 against 18.9 / 16.2 GiB on the 4090 (same "
@@ -366,14 +371,15 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # fused AdamW, plain CrossEntropyLoss, activation checkpointing, fsdp cpu_offload False), with the README note's
     # batch 2 without accumulation (the yaml's batch 1 x accumulation 16 is the config default, not the table's
     # run). Their Tokens/sec is all eight GPUs' (per GPU, 3497 tokens/s at the 70B LoRA's 4.03e11 FLOPs per token
-    # would be 4.5x the A100's dense peak). The A6000 rows and the 70B full fine-tune with CPU offload stay unexpressed.
+    # would be 4.5x the A100's dense peak). The A6000 rows stay unexpressed; the 70B full fine-tune with CPU offload:
+    # TORCHTUNE_SPEED_ASSUMED above.
     "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
     "PM0701": _A6000_SETTINGS,
     "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
     "PM0703": _A6000_SETTINGS,
     "PM0704": ("llama-3.1-8b", dict(_TT31, method="qlora", rank=8, targets="q,k,v,o,gate,up,down",
                                     optimizer="adamw")),
-    "PM0705": _CPU_OFFLOAD,
+    "PM0705": ("llama-3.1-70b", dict(_TT31, method="full", optimizer="adamw", fsdp="full", offload="params")),
     "PM0706": ("llama-3.1-70b", dict(_TT31, method="lora", rank=16, targets="q,k,v", optimizer="adamw", fsdp="full")),
     "PM0707": ("llama-3.1-405b", dict(_TT31, method="qlora", rank=16, targets="q,k,v,o,gate,up,down",
                                       optimizer="adamw", fsdp="full", loss_chunks=1)),
@@ -929,12 +935,17 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
         n = int(r["num_gpus"])
         d = training_duration_for(find(model).spec(), dev, n, 1e6, fields)
         pred, st = d.tokens_per_second, d.step
+        assumed = TORCHTUNE_SPEED_ASSUMED.get(rid, "")
         note = (f"training; {r['other_settings']}; {n} x {dev.id}, utilisation {d.utilization:.3f}"
                 + (f"; GEMM shape efficiency {st.shape_efficiency:.3f}; per micro-step compute "
                    f"{st.compute_seconds:.2f} s (memory-bound kernels {st.elementwise_seconds:.2f} s, "
-                   f"{'compiled' if fields.get('compile') else 'eager'})" if st else ""))
+                   f"{'compiled' if fields.get('compile') else 'eager'})" if st else "")
+                + (f"; optimizer step on the host {st.optimizer_seconds:.2f} s (formulas/cpu_offload_time.py eq. H4), "
+                   f"exposed transfers {st.exposed_comm_seconds:.3f} s per micro-step; {assumed}"
+                   if st and fields.get("offload", "none") != "none" else ""))
         return Case(rid, TRAINING_SPEED, f"torchtune {r['model']} {r['method']} {n}x{r['hardware']} tokens/s", pred,
-                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value), source=r["source"], note=note)
+                    value, "tokens/s", *within_tolerance(TRAINING_SPEED, pred, value),
+                    excluded=ASSUMED if assumed else "", source=r["source"], note=note)
     if r["framework"] == "torchtune":
         # the same settings as the row's memory twin (TRAINING_ROWS: recipe, adapters, checkpointing, sharding,
         # optimizer), through the one duration rule (estimate/duration.py)
@@ -1045,7 +1056,8 @@ def llamacpp_batched_cases(data: str | Path | None = None) -> list[Case]:
 class EngineRun:
     """One row of an engine benchmark file with its estimate: the catalog device and model, the row's weights and
     KV dtype, its release (``engine_version``: engines.step_host's rule, as fit applies it) and, on several GPUs, the
-    device's link (``fit.link_bandwidth_for``)."""
+    device's link (``fit.link_bandwidth_for``) and whether it joins every pair by NVLink (``device.nvlink_mesh_for``:
+    the engine's all-reduce kernel, engines.tp_allreduce)."""
 
     row: dict[str, str]
     gpus: int
@@ -1061,6 +1073,7 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
     and release; ``engine_step_seconds`` replaces the release's host-work rule by a given serial step time."""
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
+    from .estimate.device import nvlink_mesh_for
     from .estimate.fit import link_bandwidth_for
     from .estimate.speed import estimate_speed
 
@@ -1072,7 +1085,8 @@ def engine_runs(data: str | Path | None, file: str, batch_column: str,
                            output_tokens=gen, concurrency=b, kv_dtype=r["dtype"],
                            link_bandwidth=link_bandwidth_for(dev, None) if n > 1 else None,
                            engine_step_seconds=engine_step_seconds, engine=r["engine"],
-                           engine_version=r["engine_version"])
+                           engine_version=r["engine_version"],
+                           nvlink_mesh=nvlink_mesh_for(dev, None, n) if n > 1 else None)
         out.append(EngineRun(r, n, b, prompt, gen, s))
     return out
 
@@ -1456,16 +1470,35 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
-# 405B rows moved from -49..-56 % to -13..-25 %. Not modelled yet, so the rows are reported, not summarised:
-# - TP: the loss runs under loss_parallel (output_layouts=Shard(-1), use_local_output=not loss_parallel, lines
-#   140-141): torch.distributed.tensor.parallel.loss's own log-softmax and nll backward keep several fp32
-#   [tokens, vocab / tp] tensors, where llmsizer counts F.cross_entropy's two (PM1060-PM1061 at -29..-33 %).
-# - AsyncTP's symmetric-memory workspaces (PM1061, PM1063-PM1067), and the reserved - allocated gap of the 8B rows
-#   (PM0400-PM0409 comment above).
+# 405B rows moved from -49..-56 % to -13..-25 %. With TP the loss runs under torch's loss_parallel (output_layouts=
+# Shard(-1), use_local_output=not loss_parallel, lines 140-141; parallel_dims.py lines 119-120), modelled as
+# loss='ce-loss-parallel' (formulas/training_activations.py eqs. LP1/LP2, tests/training/test_loss_parallel.py): its
+# decomposed log-softmax and fused NLL backward hold one fp32 [tokens, vocab / tp] tensor more than F.cross_entropy,
+# in the forward and in the backward (+7.83 GiB at the 70B rows), and its DTensor lm_head keeps the all-gathered
+# sequence-parallel input (input_layouts=Shard(1), line 139: tokens x hidden, not Megatron's tokens / tp; +1.75 GiB):
+# PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
+# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
+# summarised:
+# - the reserved - allocated gap. By the analysis of the PM0400 comment's (b), applied to loss_parallel's allocation
+#   order (u = t V/tp bytes: the bf16 logits 2 u, upcast and shifted 4 u each, freed together after the forward, a
+#   10 u hole below the kept log-softmax; the backward's zeros_like and exp(x) take 8 u of it, their sum cannot use
+#   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
+# - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
+#   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
+# - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
+#   shows (not modelled): enable_async_tensor_parallel turns on inductor's micro-pipeline TP pass and symmetric memory
+#   for the TP group (parallelize_llama.py @ 9dec370 lines 201-205); the fused all-gather-matmul and
+#   matmul-reduce-scatter use one persistent workspace per group (torch/distributed/_symmetric_memory/__init__.py @
+#   v2.13.0 get_symm_mem_workspace, lines 96-133: _SymmetricMemory.empty_strided_p2p, outside the caching
+#   allocator, so not in max_reserved), sized one input shard (lines 170-173) or two output chunks (lines 343-345):
+#   2 x t/tp x h x 2 B = 0.5 GiB at the 70B rows, device memory that only nvidia-smi sees. It does not explain the
+#   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
-                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True)
+                 optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
+                 loss="ce-loss-parallel")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; TP loss_parallel tensors and AsyncTP workspaces not "
+                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); the "
+                  "allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP workspaces not "
                   "modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
@@ -1493,11 +1526,17 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # torch AdamW). The '4xA10G' rows of a devices: 1 config repeat the 1xA10G figure (the README: 'All runs are
 # single-GPU experiments'). Measured is max_memory_allocated (litgpt/finetune/lora.py @ 00af8b0d line 234). Settings
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
-# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, LoRA dropout 0.05/0.1 on
-# every adapted input, logits in 128-token chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the
-# transformers layout. The QLoRA rows run 4.5-8.3 GiB above the estimate (-33..-44 %) in every model: Lightning Fabric's
-# BitsandbytesPrecision path (lora.py lines 129-138, 197-215) holds memory the NF4 model + adapters + step do not
-# explain; not traced.
+# sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
+# chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
+# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
+# QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
+# 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
+# loop that keeps the step's loss and logits referenced into the next forward (loop_keeps_graph, lora.py lines
+# 304-310: the 0.42 inputs the graph holds, eq. G1); litgpt's bnb.nf4 has no double quantization (nf4_format 'nf4':
+# Lightning _NF4Linear compress_statistics=False, bitsandbytes.py lines 391-393). Before these, the QLoRA rows were
+# -33..-44 %. Not modelled: the loop's kept bf16 logits against the fp32 log-softmax counted for the bf16
+# cross-entropy.
 _LIT_GEMMA = dict(model_type="gemma", hidden_size=2048, intermediate_size=16384, num_hidden_layers=18,
                   num_attention_heads=8, num_key_value_heads=1, head_dim=256, vocab_size=256000,
                   tie_word_embeddings=True, max_position_embeddings=8192)  # google/gemma-2b config.json
@@ -1513,8 +1552,8 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
 }
 # The parallel-block families (PM1100-PM1102 Falcon-7B, PM1131-PM1134 phi-2, PM1138-PM1141 StableLM-Base-Alpha-3B):
 # the catalog's published config.json, as litgpt's own GPT builds and runs it at 00af8b0d (litgpt/model.py):
-# wte and lm_head are two parameters (model.py lines 25, 28; finetune/lora.py line 451 refuses tie_embeddings), so
-# Falcon-7B's tied head is a separate 0.30e9-parameter matrix there; Block line 206 (parallel_residual, a shared
+# wte and lm_head are two parameters (TRAINING_UNTIED: Falcon-7B's tied head is a separate 0.30e9-parameter matrix
+# there; finetune/lora.py line 451 refuses tie_embeddings); Block line 206 (parallel_residual, a shared
 # norm_1 for Falcon and phi-2, norm_2(x) for StableLM) is the transformers layout; CausalSelfAttention expands K/V to
 # every head (line 257) and reshapes q/k/v into copies (lines 260-262), concatenates the rotary part (line 266: the
 # output is head-major, so the transpose before proj copies it), calls SDPA with no mask (is_causal, line 319; the
@@ -1540,8 +1579,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
-             "batch taken as max_seq_length 512; litgpt's fused q/k/v, LoRA dropout and 128-token logit chunks read "
-             "as the transformers layout (TRAINING_ROWS comment)")
+             "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
+             "transformers layout (TRAINING_ROWS comment)")
 # row -> (model, method, micro batch, adapter fields, extra fields)
 _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
@@ -1579,16 +1619,22 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
-    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x),
+    _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
+    _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
                               else "") + (f"; FSDP over {_x['gpus']} (Lightning FSDPStrategy: FSDP1 FULL_SHARD, "
                                           "checkpointing of each Block, full.py @ 00af8b0d lines 100-106)"
                                           if _x else "")
-                           + ("; litgpt's own GPT for this parallel-block family (untied lm_head, K/V expanded, "
-                              "fused SDPA, native GELU, no dropout: LITGPT_MODULES)" if _m in LITGPT_MODULES else ""),
+                           + ("; litgpt's own GPT for this parallel-block family (K/V expanded, fused SDPA, "
+                              "native GELU, no residual dropout: LITGPT_MODULES)" if _m in LITGPT_MODULES else ""),
                            False, "peak")
+# litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
+# 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
+# 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
+TRAINING_UNTIED = frozenset(_LIT_ROWS)
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
@@ -1627,14 +1673,17 @@ def training_prediction(row_id: str) -> int:
         from .catalog.models import entries
         from .readers.hf_config import spec_from_config
 
-        cfg = dict(entries()[_LIT_CATALOG[model]].config, tie_word_embeddings=False)  # litgpt: wte != lm_head
-        spec = replace(spec_from_config(cfg, name=model), **LITGPT_MODULES[model])
+        spec = replace(spec_from_config(entries()[_LIT_CATALOG[model]].config, name=model), **LITGPT_MODULES[model])
     elif model in TRAINING_CONFIGS:
         from .readers.hf_config import spec_from_config
 
         spec = spec_from_config(TRAINING_CONFIGS[model], name=model)
     else:
         spec = load_model(model)
+    if row_id in TRAINING_UNTIED and spec.tie_word_embeddings:
+        from dataclasses import replace
+
+        spec = replace(spec, tie_word_embeddings=False)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

@@ -214,3 +214,43 @@ def test_the_mllama_encoder_peak_is_modelled_without_a_warning():
     want = mllama_encoder_activation_bytes(spec.vision, 6, 2, 2, "sdpa")
     assert est.details["peak_phase"].startswith("vision encoder")
     assert est.item("activations").bytes == want.peak_bytes
+
+
+LIMIT = 2**31  # numbers.TOKENS: the largest context a sequence may have
+
+
+def run_in(*argv: str) -> tuple[int, str, str]:
+    from cli_capture import run as capture
+    return capture(*argv)
+
+
+@pytest.mark.parametrize("command", [["infer"], ["fit", "--device", "h100-sxm"], ["recommend"]])
+def test_text_plus_image_tokens_past_the_context_limit_is_one_line(command):
+    """A context just under 2^31 plus 3 Gemma 3 images (258 tokens each, processing_gemma3.py): the sum is the
+    context the KV cache holds, so it has --context's limit. Before, the message named a context of 2,147,483,774
+    the user never typed ("context: 2147483774 is out of range"); now it shows the sum and what to lower. At the
+    limit exactly, it is answered."""
+    over = LIMIT - 3 * GEMMA_IMAGE + 1
+    code, out, err = run_in(*command[:1], "gemma-3-4b-it", *command[1:], "--context", str(over), "--images", "3")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "Traceback" not in err, err
+    assert (f"context {over:,} + {3 * GEMMA_IMAGE:,} image/video tokens = {LIMIT + 1:,} tokens per sequence, "
+            f"more than the {LIMIT:,} a context may hold") in err
+    assert "lower the context or the media" in err
+    with pytest.raises(InputError, match="image/video tokens"):
+        estimate_inference("gemma-3-4b-it", context=over, images=3)
+    est = estimate_inference("gemma-3-4b-it", context=over - 1, images=3)
+    assert est.details["context_with_media"] == LIMIT
+
+
+def test_the_web_answers_the_same_line_as_a_400():
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    over = LIMIT - 3 * GEMMA_IMAGE + 1
+    _, _, err = run_in("infer", "gemma-3-4b-it", "--context", str(over), "--images", "3")
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.post("/api/v1/infer", json={"model": "gemma-3-4b-it", "context": str(over), "images": 3})
+    assert r.status_code == 400 and r.headers["content-type"].startswith("application/problem+json")
+    assert "llmsizer: error: " + r.json()["detail"] + "\n" == err

@@ -69,8 +69,8 @@ def test_the_release_changes_the_speed_as_it_changes_fits() -> None:
     (["--fits-on", "l4", "--engine", "llamacpp", "--engine-version", "0.10.1"], "engine_version applies to engine vllm"),
     (["--fits-on", "l4", "--engine-version", "0.10.1"], "engine_version applies to engine vllm"),
     (["--fits-on", "l4", "--engine", "vllm", "--engine-version", "0.5e3"], "engine"),
-    (["--engine", "vllm"], "need --fits-on"),
-    (["--context", "8k"], "need --fits-on"),
+    (["--engine", "vllm"], "--engine needs --fits-on"),
+    (["--context", "8k", "--count", "2"], "--count, --context need --fits-on"),
 ])
 def test_bad_flags_are_refused_in_one_line(argv: list[str], says: str) -> None:
     code, out, err = run("models", "qwen3-0.6b", *argv)

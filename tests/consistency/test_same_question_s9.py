@@ -113,9 +113,9 @@ def test_what_fits_on_a_device_of_unknown_memory_is_refused_as_fit_refuses_it() 
     code, out, err = run("fit", "qwen2.5-0.5b", "--device", "intel-xeon-spr-8ch")
     assert code == 2 and out == "" and "has no sourced memory size" in err
     code, out, err = run("models", "--fits-on", "intel-xeon-spr-8ch")
-    line = ("intel-xeon-spr-8ch has no sourced memory size, so no model can be said to fit on it; add its memory in "
-            "a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` writes one for this machine), or "
-            "ask `llmsizer fit MODEL --device intel-xeon-spr-8ch --memory 64GiB`")
+    line = ("intel-xeon-spr-8ch has no sourced memory size, so no model can be said to fit on it; give it with "
+            "--memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; `llmsizer hardware "
+            "detect -o FILE` writes one for this machine)")
     assert (code, out, err) == (2, "", f"llmsizer: error: {line}\n")
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient

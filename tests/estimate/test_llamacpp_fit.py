@@ -131,3 +131,22 @@ def test_what_the_host_holds_is_named_when_its_memory_is_not_given():
     checked = fit_llamacpp("llama-3.3-70b-instruct", [24 * GiB, 24 * GiB], weights="q4_k_m", context=1_000_000_000,
                            host_memory=512 * GiB)
     assert not checked.fits
+
+
+def test_a_gpu_given_only_the_output_layer_says_so():
+    """llama.cpp offloads the output layer first (src/llama-model.cpp:1589-1600, i_gpu_start = n_layer + 1 - N;
+    :1912-1924 logs "offloading output layer to GPU" for any N > 0): with room for one layer, -ngl 1 puts the final
+    norm and the output matrix, and nothing else, on the GPU. The table said "no layers" beside 1002 MiB of weights.
+    Llama-3.1-8B at BF16: output.weight 128256 x 4096 x 2 B (GGUF F16/BF16) + output_norm 4096 x 4 B (F32)."""
+    r = fit_llamacpp("llama-3.1-8b", [3 * GiB], context=4096)
+    assert r.n_gpu_layers == 1 and not r.full_offload
+    gpu, host = r.estimate.details["split"]["devices"]
+    assert gpu["device"] == "GPU0" and gpu["layers"] == "output layer only" and gpu["n_layers"] == 1
+    assert gpu["weights"] == 128256 * 4096 * 2 + 4096 * 4 and gpu["kv_cache"] == 0
+    assert host["layers"] == "token embd, layers 0-31"  # the 32 repeating layers, not the output
+    text = _cli("fit", "llama-3.1-8b", "--device", "rtx-4090", "--auto", "--free", "3GiB")
+    assert text.returncode == 0, text.stderr
+    row = next(ln for ln in text.stdout.splitlines() if ln.startswith("GPU0"))
+    assert "output layer only" in row and "no layers" not in text.stdout
+    empty = fit_llamacpp("llama-3.1-8b", [2 * GiB], context=4096)  # no room even for the output layer
+    assert empty.n_gpu_layers == 0 and empty.estimate.details["split"]["devices"][0]["layers"] == "no layers"

@@ -88,6 +88,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
+    from ..numbers import TOKENS
     from ..render.safe import say  # the text answer only (--json is the start-up the benchmark times)
     from ..render.text import render_estimate
 
@@ -101,11 +102,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
             if reverse["max_context"] else
             f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
             f"holds the output) at concurrency {workload.concurrency} do not")
+        if reverse["max_context"] >= TOKENS.high:
+            say(f"note: that is the largest context an input may state ({int(TOKENS.high):,}, numbers.TOKENS): memory "
+                "would allow more")
         if mpe and reverse["max_context"] > mpe:
             say(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
                   "was not trained for it")
     if "max_concurrency" in reverse:
-        say(f"largest concurrency that fits: {reverse['max_concurrency']} sequences of {workload.context:,} tokens"
+        say(f"largest concurrency that fits: {reverse['max_concurrency']:,} sequences of {workload.context:,} tokens"
               if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
               "does not")
     return code

@@ -16,8 +16,8 @@ from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
 from ..specs.workload import ENGINE_RULE_TEXT
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
-from .workload_args import add_engine_version_arg
+from .common import add_model_args, bytes_arg, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
+from .workload_args import add_engine_version_arg, add_headroom_arg
 
 
 def register(sub: Any) -> None:
@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
                        description="List the built-in catalog (published config.json values with sources).",
                        epilog="examples:\n  llmsizer models\n  llmsizer models qwen3 --json\n"
                               "  llmsizer models --fits-on rtx-4090 --context 8k\n"
-                              "  llmsizer models qwen --fits-on apple-m3-max-36gb --concurrency 2\n\n"
+                              "  llmsizer models qwen --fits-on apple-m3-max-36gb --concurrency 2\n"
+                              "  llmsizer models --fits-on rtx-3090 --memory 20GiB --headroom 0.15\n\n"
                               "--fits-on answers 'which models fit my machine': for each model, the highest-quality "
                               "weight format\nthat fits and serves every user at reading speed or faster (the "
                               "evaluation `recommend` makes of that\nhardware); exit code 0 when at least one "
@@ -42,6 +43,9 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
                    f"hardware: {ENGINE_RULE_TEXT})")
     add_engine_version_arg(p)
+    p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
+                   "for a CPU), as `fit --memory`")
+    add_headroom_arg(p)
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)
@@ -98,22 +102,26 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
     if args.fits_on:
         return
     given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
-                            ("--engine", args.engine), ("--engine-version", args.engine_version)) if v is not None]
+                            ("--engine", args.engine), ("--engine-version", args.engine_version),
+                            ("--memory", args.memory), ("--headroom", args.headroom)) if v is not None]
     if given:
-        raise InputError(f"{', '.join(given)} need --fits-on DEVICE (the hardware the models are sized on)")
+        raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
+                         "models are sized on)")
 
 
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
-    from ..recommend import best_option_on
+    from ..recommend import Constraints, best_option_on
 
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
+    constraints = Constraints(headroom=args.headroom)
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
-                               hardware_files=args.hardware_file, engine=engine,
-                               engine_version=args.engine_version)) for e in found]
-    given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version)) if v is not None}
+                               hardware_files=args.hardware_file, engine=engine, memory=args.memory,
+                               constraints=constraints, engine_version=args.engine_version)) for e in found]
+    given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version), ("memory", args.memory),
+                               ("headroom", args.headroom)) if v is not None}
     data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
             "models": [{"id": e.id, **o.to_dict()} for e, o in opts]}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
@@ -131,7 +139,9 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
                      f"{o.tokens_per_second_per_user:.1f}" if ok and o.tokens_per_second_per_user else "-",
                      "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
-    on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version)) if v)
+    on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
+                                            ("memory", args.memory and format_bytes(args.memory)),
+                                            ("headroom", args.headroom)) if v is not None)
     say(f"models on {args.fits_on}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
           "that fits at reading speed or faster")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))

@@ -182,7 +182,10 @@ def render_duration(d: Duration) -> str:
                     if (mp := st.model_parallel) is not None else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
-                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")
+                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step"
+                    + (" on the host (CPU offload, not overlapped)"
+                       if any(a.name == "offload_host_memory_bandwidth" for a in d.assumptions) else "")
+                    if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
     line += (f" = {d.seconds / 3600:,.1f} h wall clock"

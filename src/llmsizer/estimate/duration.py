@@ -28,6 +28,8 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
+from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
+from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
 from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token, score_gemm_seconds_per_token
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
@@ -446,7 +448,7 @@ class StepTime:
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
-        return qlora_base_format(spec)
+        return qlora_base_format(spec, w.nf4_format)
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
@@ -573,7 +575,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
-            fmt = qlora_base_format(spec)
+            fmt = qlora_base_format(spec, w.nf4_format)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
                                           bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
     eta = E.memory_bound_bandwidth(device.kind)
@@ -691,6 +693,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
                                       sync, ub)
+            if w.offload == "params" and w.fsdp is not None:
+                comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation
             comm_b, t_m = comm.bytes_per_step(k) / k, comm.seconds_per_step(k) / k
             if mode == "ddp" and k > 1:
@@ -729,7 +733,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     t_opt = t_acc = 0.0
-    if device.kind in ("gpu", "cpu") and bw_mem:
+    if w.offload != "none" and device.kind == "gpu":
+        t_opt, t_acc = _host_step_seconds(spec, w, fl.trained_params, notes, warnings)
+    elif device.kind in ("gpu", "cpu") and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem * eta.expected, notes)
     k = w.grad_accumulation
     if mp is not None:  # eq. (P6): dp replicas, each a pipeline of tp x pp devices
@@ -749,6 +755,66 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
+
+
+def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm, mode: str, trained: float,
+                    notes: list[Assumption]) -> DataParallelComm:
+    """FSDP with CPU offload (formulas/cpu_offload_time.py eqs. (H1)-(H3)): the parameter shards copied to the
+    device before every all-gather and the gradient shards copied to the host after every reduce-scatter, over the
+    device's host link, folded into the phases of ``comm``."""
+    ctx = training_context(spec, w)
+    if w.adapters:  # the frozen base as stored (the adapters' own bytes are a rounding error)
+        stored = float(weight_bytes(spec, _weight_format(w, spec)).total)
+    else:
+        stored = float(count_params(spec).total) * ctx.recipe.model_bytes
+    shards = min(w.gpus, w.gpus_per_node) if mode == "hybrid" else w.gpus
+    grad = _optimizer_step_setup(spec, w)[2]  # the gradient as the host holds it (the parameter's dtype)
+    traffic = host_link_traffic(stored, trained * grad, shards, mode != "grad_op")
+    notes.append(Assumption("offload_host_link_bytes", round(traffic.total), True,
+                            "formulas/cpu_offload_time.py eq. (H1): per device and micro-step, the parameter shard "
+                            "copied host-to-device before each all-gather (forward"
+                            + (" and backward" if mode != "grad_op" else "") + ") and the gradient shard "
+                            f"device-to-host after its reduce-scatter ({OFFLOAD_SOURCE})"))
+    notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
+    notes.append(Assumption("offload_copy_overlap", "by phase", True,
+                            "formulas/cpu_offload_time.py eq. (H3): pinned, non_blocking copies on FSDP's copy-in and "
+                            "post-reduce streams; each phase takes the longer of its collectives and its copies, the "
+                            "first unit's H2D and the last unit's D2H copy are not hidden"))
+    return offloaded_comm(comm, traffic, E.HOST_LINK_BANDWIDTH)
+
+
+def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes: list[Assumption],
+                       warnings: list[str]) -> tuple[float, float]:
+    """(optimizer step, one gradient accumulation) seconds over host memory (formulas/cpu_offload_time.py eq. (H4)):
+    the elements of every rank of one machine at the host's DRAM bandwidth, the bytes per element of the optimizer
+    the memory estimate resolves (formulas/optimizer_step.py)."""
+    host, eta = E.OFFLOAD_HOST_MEMORY_BANDWIDTH, E.MEMORY_BOUND_BANDWIDTH_CPU
+    optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
+    data_parallel = w.gpus // max(1, w.tp * w.pp)
+    local = trained / (data_parallel if (w.zero >= 1 or w.fsdp is not None) else 1) / max(1, w.tp * w.pp)
+    machine = local * min(w.gpus, w.gpus_per_node)  # every rank of one machine steps at once
+    t_opt = host_step_seconds(machine, per, host.expected, eta.expected) if per is not None else 0.0
+    t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
+    if per is not None:
+        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                                f"formulas/optimizer_step.py: {optimizer} {impl}, {OPTIMIZER_STEP_SOURCE}; on the "
+                                "host (CPU offload): formulas/cpu_offload_time.py eq. (H4), all ranks of a machine "
+                                "at once, not overlapped"))
+    notes.append(Assumption(host.name, host.expected, True, host.source))
+    notes.append(Assumption(eta.name, eta.expected, True, eta.source))
+    if w.fsdp is not None and w.grad_accumulation > 1:
+        warnings.append("FSDP CPU offload with gradient accumulation: from the second micro-step FSDP2 adds each "
+                        "gradient on the host and copies it synchronously (_fsdp_collectives.py foreach_reduce lines "
+                        "711-750); the addition is timed (eq. O3 at the host bandwidth), the lost copy overlap is not")
+    if w.fsdp is not None and w.offload == "optimizer":
+        warnings.append("offload optimizer with FSDP: FSDP has no optimizer-only offload (FSDP2 CPUOffloadPolicy and "
+                        "FSDP1 CPUOffload(offload_params=True) move parameters, gradients and optimizer states "
+                        "together: --offload params); the host optimizer step is timed, the copies are not")
+    if w.fsdp is None:
+        warnings.append(f"offload {w.offload} with DeepSpeed ZeRO: the host optimizer step is timed "
+                        "(formulas/cpu_offload_time.py eq. (H4), its bytes per element as torch's fused AdamW's, not "
+                        "DeepSpeedCPUAdam's), the parameter and gradient copies over the host link are not")
+    return t_opt, t_acc
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: float,

@@ -494,10 +494,12 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps, the device
-# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8). Re-derived by
-# tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
+# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8) with its TP2
+# all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it).
+# Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
+# are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 5.464e-3, 5.464e-3, 5.464e-3,
+    "vllm_v0_engine_step_seconds", 4.876e-3, 4.876e-3, 4.876e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
@@ -531,10 +533,47 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
     "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
     "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
     "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
+# Latency (alpha of formulas/speed.py eq. 6) of ONE all-reduce of a decode step's activations (b x hidden x 2 B: 2-64
+# KB at b = 1-4), per kernel the serving engine picks (estimate/engines.py ``tp_allreduce``). Published measurements,
+# not fitted; the message sizes bracket a decode step's (4-32 KB). Neither is an A100 figure: these are the closest
+# published small-message timings of the same kernels, so each spans its source's table (low..high).
+# vLLM's custom all-reduce kernel (csrc/custom_all_reduce.cuh, the one SGLang copies): SGLang PR #2904 (sgl-project/
+# sglang, 2025-01-15, 'unit test performance in H100 (without cuda graph)'), vLLM's kernel at tp 2/4/8: 4096 B
+# 0.0088/0.0085/0.0093 ms, 32768 B 0.0087/0.0092/0.0118 ms. Expected: the tp = 4 mean over 4-32 KB. Measured outside
+# CUDA graphs (a copy into the registered buffer and a launch per call): the case of vLLM 0.6's decode beyond
+# max_seq_len_to_capture = 8192 tokens of context (vllm 0.6.3 engine/arg_utils.py:126; worker/model_runner.py:717-726
+# _use_captured_graph: eager above it); inside a captured graph both fall away, so there it is the high side. Checked
+# against vLLM PR #2192's end-to-end saving (tests/estimate/test_tp_allreduce.py: 43.8 us per all-reduce at 1 MiB lies
+# between the expected latencies' difference and the widest).
+CUSTOM_ALLREDUCE_LATENCY = Factor(
+    "custom_allreduce_latency_seconds", 8.5e-6, 8.85e-6, 11.8e-6,
+    "SGLang PR #2904 (2025-01-15): vLLM's custom all-reduce on H100, 4-32 KB, tp 2/4/8, 8.5-11.8 us (tp 4: 8.5 / "
+    "9.2 us), without CUDA graphs")
+# NCCL (torch.distributed / pynccl all_reduce) of a small message inside one machine: ByteDance-Seed/Triton-distributed
+# issue #57 (2025-07-14), torch all_reduce on 8 x H100 (NVLink): 128 B 19.19 us, 16 KB 20.71 us, 32 KB 22.65 us;
+# vllm-project/vllm issue #50576 (2026-08-04) NCCL on 8 x A800 PCIe (2 x 4 PCIe islands), bf16: 8 KB 56.9 us, 16 KB
+# 63.8 us, 32 KB 95.8 us (the high end: PCIe and a second island).
+NCCL_ALLREDUCE_LATENCY = Factor(
+    "nccl_allreduce_latency_seconds", 19.19e-6, 20.71e-6, 63.8e-6,
+    "Triton-distributed issue #57: torch/NCCL all_reduce on 8 x H100, 128 B-32 KB, 19.2-22.7 us (16 KB 20.7 us); "
+    "vllm issue #50576: NCCL on 8 x A800 PCIe, 16 KB 63.8 us")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
 HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
+
+# Training with the states offloaded to host memory (FSDP2 CPUOffloadPolicy, DeepSpeed ZeRO-Offload) steps the
+# optimizer over host DRAM (formulas/cpu_offload_time.py eq. (H4)), whose bandwidth the training settings do not
+# name: the host of an 8-GPU server. Expected: the DGX A100's two AMD EPYC 7742 (Rome; NVIDIA DGX A100 system
+# architecture, developer.nvidia.com/blog/defining-ai-innovation-with-dgx-a100; "2x AMD Epyc Rome 7742 CPUs",
+# hardwaretimes.com DGX A100 article), 8 channels of DDR4-3200 each: 2 x 204.8 GB/s (catalog cpus.json
+# amd-epyc-milan, alias epyc-rome). Low: one such socket; high: two 8-channel DDR5-4800 sockets (2 x 307.2 GB/s,
+# cpus.json intel-xeon-spr-8ch, the DGX H100's Sapphire Rapids). Reached at MEMORY_BOUND_BANDWIDTH_CPU.
+OFFLOAD_HOST_MEMORY_BANDWIDTH = Factor(
+    "offload_host_memory_bandwidth", 204.8e9, 409.6e9, 614.4e9,
+    "host DRAM of an 8-GPU server (not given): DGX A100, 2 x AMD EPYC 7742 with 8 x DDR4-3200 each = 2 x 204.8 GB/s "
+    "(cpus.json amd-epyc-milan / epyc-rome; NVIDIA DGX A100 architecture blog); range one Rome socket .. two "
+    "8-channel DDR5-4800 sockets")
 
 # Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
 # M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's

@@ -29,6 +29,7 @@ from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
+    nvlink_mesh_for,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -188,14 +189,14 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
                   ubatch: int | None = None, kv_unified: bool | None = None,
                   identical: bool = False, engine: str | None = None,
-                  engine_version: str | None = None) -> SpeedEstimate:
+                  engine_version: str | None = None, nvlink_mesh: bool | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope)
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -204,7 +205,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
                                  state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
-                                 identical_sequences=identical, engine=engine, engine_version=engine_version)
+                                 identical_sequences=identical, engine=engine, engine_version=engine_version,
+                                 nvlink_mesh=nvlink_mesh)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -344,7 +346,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
                            (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
-                           bool(d.get("identical_sequences", False)), eng, engine_version)
+                           bool(d.get("identical_sequences", False)), eng, engine_version,
+                           nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
     r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,

@@ -210,9 +210,9 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, devices: tu
 
 
 _add("batched decode throughput", "llama.cpp", 0.9265, 1.0696, 57)
-_add("batched decode throughput", "serving engines (pooled)", 0.7444, 1.2041, 16, ('a100-sxm-80gb', 'h100-sxm'))
+_add("batched decode throughput", "serving engines (pooled)", 0.7494, 1.2130, 16, ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "vllm 0.8-0.13", 0.8308, 1.0000, 3, ('h100-sxm',))
-_add("batched decode throughput", "vllm < 0.6", 0.7444, 1.2695, 12, ('a100-sxm-80gb',))
+_add("batched decode throughput", "vllm < 0.6", 0.7494, 1.2774, 12, ('a100-sxm-80gb',))
 _add("decode throughput", "llama.cpp", 0.8724, 1.1055, 154)
 _add("decode throughput", "serving engines (pooled)", 0.8565, 1.0797, 34, ('a100-sxm-80gb', 'a10g'))
 _add("decode throughput", "sglang 0.4 on h20", 0.1757, 1.0000, 7, ('h20',))

@@ -39,6 +39,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
+from .device import nvlink_mesh_for
 from .formats import engine_kernel_format, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -235,7 +236,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
                    flash_attention: bool = True, kv_unified: bool | None = None,
                    engine_step_seconds: float | None = None, engine: str | None = None,
-                   engine_version: str | None = None) -> SpeedEstimate:
+                   engine_version: str | None = None, nvlink_mesh: bool | None = None,
+                   allreduce_latency: float | None = None) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -256,7 +258,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     (None: ``engines.CURRENT_VERSION``), whose host work per decode step ``engines.step_host`` states -- serial (added
     to the step, e.g. vLLM's V0 engine: ``efficiency.VLLM_V0_STEP_SECONDS``), overlapped (the step takes max(device,
     host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
-    term (llama.cpp's is per layer, eq. 7)."""
+    term (llama.cpp's is per layer, eq. 7). ``nvlink_mesh``: every pair of the ``tensor_parallel`` GPUs is joined by
+    NVLink (None: the device's catalog link, ``device.nvlink_mesh_for``), which with the engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of
+    a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -363,11 +367,30 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
                         "is not counted")
 
+    # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel o_proj
+    # and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
+    if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
+        nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
+    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh,
+                               device.id not in E.NO_PEER_TO_PEER)
+    if allreduce_latency is not None and allreduce_latency < 0:
+        raise InputError("allreduce_latency must not be negative")
+    alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
+    reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
+    if tp > 1 and link and (ar_path is not None or allreduce_latency is not None):
+        lat = ar_path.latency if ar_path else None
+        assumptions.append(Assumption(
+            "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
+            f"bytes / link) per step", allreduce_latency is None,
+            "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding; "
+            + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
+               else "latency given")))
+
     def comm(tokens: int) -> float:
         if tp <= 1 or not link:
             return 0.0
         per_layer = tokens * spec.hidden_size * act_bytes
-        return 2 * spec.num_layers * allreduce_time(per_layer, tp, link)
+        return reductions * allreduce_time(per_layer, tp, link, alpha)
 
     # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
     prefill = roof_p = None

@@ -41,7 +41,14 @@ Tensor parallelism over n devices adds two all-reduces of the activations per la
 Megatron-LM, arXiv 1909.08053, section 3); a ring all-reduce of S bytes over n devices moves 2 (n-1)/n S bytes
 per device (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2))::
 
-    t_allreduce = 2 (n - 1) / n * S / B_link                                            (6)
+    t_allreduce = alpha + 2 (n - 1) / n * S / B_link                                    (6)
+
+alpha is the latency of one all-reduce whatever its size (the alpha-beta, "Hockney", model of a message: Hockney
+1994, "The communication challenge for MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3), eq. 1;
+for collectives Thakur, Rabenseifner & Gropp 2005, "Optimization of collective communication operations in MPICH",
+IJHPCA 19(1), section 2). A decode step all-reduces b x hidden activations, a few KB to a few hundred KB, where
+alpha dominates (a 16 KB message moves in 0.04 us over NVLink 3 at 300 GB/s; one all-reduce takes microseconds).
+Which kernel runs, and so alpha, is the engine's choice (estimate/engines.py ``tp_allreduce``).
 
 A decode step also has a fixed part that moves no weight bytes: per layer, kernel-launch gaps and kernels too
 short to reach full bandwidth (llama.cpp at batch 1). With tau seconds per layer (an engine x backend constant)::
@@ -300,12 +307,15 @@ def unfused_attention_time(kv_bytes: float, bandwidth: float, bandwidth_efficien
     return max(memory_time(kv_bytes, bandwidth, bandwidth_efficiency), work_per_flop * attn_flops / path_peak)
 
 
-def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:
-    """Eq. (6): ring all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]."""
+def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_seconds: float = 0.0) -> float:
+    """Eq. (6): all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]: the
+    latency ``latency_seconds`` (alpha) plus the ring's bandwidth term."""
     if devices <= 1:
         return 0.0
     _positive("link_bandwidth", link_bandwidth)
-    return 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
+    if latency_seconds < 0:
+        raise InputError("latency_seconds must not be negative")
+    return latency_seconds + 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,12 @@ def _bnb4(numel: int, double_quant: bool) -> int:
     return packed + blocks * 1 + math.ceil(blocks / 256) * 4 + 256 * 4 + 4 + code
 
 
+def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
+    """One bitsandbytes 4-bit matrix of ``numel`` elements in ``fmt`` ('nf4', 'nf4-dq', 'fp4', 'fp4-dq'): for a
+    matrix a quantizer takes beyond this table's rule (Lightning Fabric's lm_head, formulas/nf4_quantization.py)."""
+    return _bnb4(numel, fmt.endswith("-dq"))
+
+
 def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int = 2) -> tuple[int, str]:
     """Bytes of one tensor group under a non-GGUF format, and the storage label."""
     out_f = t.shape[0]

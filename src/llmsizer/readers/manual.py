@@ -6,6 +6,9 @@ MLP width is solved from the parameter count so that the total matches:
 
     params = V*d*(2 - tied) + L*(d*(h + 2*h_kv)*d_h + h*d_h*d + 3*d*I + 2*d) + d     ->  solve for I
 
+Without ``head_dim``, d_h = d // h, floored as vLLM and transformers derive it for a config without one (a note says
+so, and how many of the d hidden dimensions the heads span when h does not divide d).
+
 Every value not given is named in the spec's ``notes`` (and so in the estimate's assumptions).
 """
 
@@ -39,9 +42,19 @@ def spec_from_manual(*, params: int | None = None, layers: int | None = None, hi
         kv_heads = heads
         notes.append(f"num_kv_heads={heads} (not given: multi-head attention assumed)")
     if head_dim is None:
+        # the rule of a config without head_dim: hidden_size // num_attention_heads, floored (transformers 5.24
+        # models/llama/configuration_llama.py:86-87 LlamaConfig.__post_init__, which then refuses a hidden size that
+        # is not a multiple of the heads, :95-100; vLLM model_executor/models/llama.py LlamaAttention
+        # ``head_dim or hidden_size // total_num_heads``, which does not)
         head_dim = hidden // heads
         if head_dim < 1:
             raise InputError(f"--hidden {hidden} is smaller than --heads {heads}; give --head-dim")
+        left = hidden - heads * head_dim
+        notes.append(f"head_dim={head_dim} (not given: hidden_size // num_heads = {hidden} // {heads}, as transformers "
+                     "and vLLM derive it)" if not left else
+                     f"head_dim={head_dim} (not given: hidden_size // num_heads = {hidden} // {heads}, floored as vLLM "
+                     f"does: the {heads} heads span {heads * head_dim} of the {hidden} hidden dimensions, a config "
+                     "transformers 5 refuses; give --head-dim if the model's differs)")
     if heads % kv_heads:
         raise InputError(f"--heads {heads} is not a multiple of --kv-heads {kv_heads} (each KV head serves a whole "
                          "group of query heads)")

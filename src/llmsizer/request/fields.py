@@ -18,7 +18,9 @@ from ..specs.training import (
     FLOAT8_RECIPES,
     GRAD_SYNC,
     KERNELS,
+    LORA_DROPOUTS,
     LOSSES,
+    NF4_FORMATS,
     NF4_QUANTIZERS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
@@ -212,13 +214,21 @@ TRAINING = (
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
-            "torchtune 2024-05)", template=False, choices=_LOSSES),
+            "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
+            "with tp > 1)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",
             template=False, choices=CHECKPOINT_IMPLS),
-          F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device (bitsandbytes, torchao, "
-            "torchao-0.1)", template=False, choices=NF4_QUANTIZERS),
+          F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device and running its matmuls "
+            "(bitsandbytes, bitsandbytes-0.42, lightning-bnb-0.42, torchao, torchao-0.1)", template=False,
+            choices=NF4_QUANTIZERS),
+          F("lora_dropout", "enum", "LoRA dropout on the adapters' inputs: none, per-module (PEFT lora_dropout > 0) "
+            "or fused-qkv (litgpt: one adapter on the fused q/k/v linear)", template=False, choices=LORA_DROPOUTS),
+          F("nf4_format", "enum", "QLoRA base format: nf4-dq (double-quantized block scales, the QLoRA paper) or "
+            "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
+          F("loop_keeps_graph", "bool", "the training loop keeps the step's loss and logits (and so its autograd "
+            "graph) referenced into the next forward (litgpt)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),

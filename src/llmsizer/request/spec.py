@@ -87,6 +87,9 @@ class TrainingSettings:
     checkpoint_impl: str | None = None
     kernels: str | None = None
     nf4_quantizer: str | None = None
+    lora_dropout: str | None = None
+    nf4_format: str | None = None
+    loop_keeps_graph: bool | None = None
     zero: int | None = None
     fsdp: str | None = None
     tp: int | None = None

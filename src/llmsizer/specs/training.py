@@ -37,10 +37,23 @@ FSDP_VERSIONS = (1, 2)
 # ce-kept-logits: ce whose training loop keeps its shifted fp32 logits referenced through the backward and into the
 # next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
 # 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
-# the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
-# transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
-NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
+# ce-loss-parallel: ce under PyTorch's ``loss_parallel()`` (torch.distributed.tensor.parallel.loss): the lm_head's
+# logits stay sharded on the vocabulary over the tp ranks (a DTensor) and torch's own distributed log-softmax and
+# NLL backward run on each shard; torchtitan whenever tp > 1 (parallel_dims.py @ 9dec370 lines 119-120)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel")
+# the code that quantizes a QLoRA base to NF4 on the device and runs its matmuls (formulas/nf4_quantization.py):
+# bitsandbytes (>= 0.43.2: PEFT, transformers), bitsandbytes-0.42 (before 0.43.2: MatMul4Bit keeps each input),
+# lightning-bnb-0.42 (Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0, litgpt's pin: every
+# nn.Linear, lm_head too, quantized from fp16), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1
+# (unchunked, torchtune 2024-05)
+NF4_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42", "lightning-bnb-0.42", "torchao", "torchao-0.1")
+# LoRA dropout on the adapters' inputs (formulas/training_activations.py eq. D1): none (PEFT's and torchtune's
+# default lora_dropout 0), per-module (each adapted linear drops out its own copy: PEFT lora_dropout > 0),
+# fused-qkv (per module, but q/k/v are one fused linear with one adapter: litgpt's LoRAQKVLinear)
+LORA_DROPOUTS = ("none", "per-module", "fused-qkv")
+# the QLoRA base's bitsandbytes 4-bit format: NF4 with double quantization of the block scales (the QLoRA paper's
+# recipe, section 3) or without (transformers' bnb_4bit_use_double_quant default False; litgpt's bnb.nf4)
+NF4_FORMATS = ("nf4-dq", "nf4")
 # DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
@@ -134,13 +147,29 @@ class TrainingWorkload:
         logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
         (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
         training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
-        loss to the next step's forward: torchtune's recipes of 2024-05).
+        loss to the next step's forward: torchtune's recipes of 2024-05) or 'ce-loss-parallel' (ce under PyTorch's
+        ``loss_parallel()`` with tp > 1, torchtitan's default: the vocabulary-sharded logits go through torch's
+        distributed log-softmax and NLL backward, which hold one more fp32 [tokens, vocab / tp] tensor than
+        ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
-    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
-        'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
-        torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
+    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built and
+        runs its matmuls: 'bitsandbytes' (>= 0.43.2: PEFT / transformers), 'bitsandbytes-0.42' (before 0.43.2: each
+        4-bit matmul keeps its input for the backward), 'lightning-bnb-0.42' (litgpt: Lightning Fabric's
+        BitsandbytesPrecision over bitsandbytes 0.42.0; lm_head quantized too), 'torchao' (torchtune's ``to_nf4``)
+        or 'torchao-0.1' (unchunked, torchtune's pin until 2024-05); its transient is the 'model init' phase
+        (formulas/nf4_quantization.py).
+    lora_dropout: with LoRA adapters, 'none' (the adapters read their input: PEFT's and torchtune's default
+        lora_dropout 0), 'per-module' (each adapted linear keeps its dropped-out copy of the input and the mask:
+        PEFT lora_dropout > 0) or 'fused-qkv' (the same, with q/k/v one fused linear and one adapter: litgpt).
+    nf4_format: with method 'qlora', the base's 4-bit format: 'nf4-dq' (double quantization of the block scales:
+        the QLoRA paper's recipe) or 'nf4' (fp32 block scales: transformers' ``bnb_4bit_use_double_quant`` default,
+        litgpt's ``--quantize bnb.nf4``), formulas/weight_formats.py.
+    loop_keeps_graph: the training loop keeps the step's loss and logits referenced until the next step's forward
+        has returned (litgpt finetune/lora.py @ 00af8b0d lines 304-310), so the autograd graph lives on: what its
+        nodes hold outside their saved tensors (bitsandbytes 0.42's ``ctx.tensors``, formulas/nf4_quantization.py
+        eq. 4) is still alive during the next forward. HF Trainer and torchtune drop the graph with the step.
     deepspeed_gather: with zero 3, DeepSpeed's parameter gather: 'current' (since v0.9.0 a single rank uses its
         partition in place) or 'pre-0.9' (a single rank gathers too: a parameter buffer beside the partition's
         device copy, DeepSpeed v0.8.1 partition_parameters.py lines 839-856), formulas/deepspeed_zero.py.
@@ -222,6 +251,9 @@ class TrainingWorkload:
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
+    lora_dropout: str = "none"
+    nf4_format: str = "nf4-dq"
+    loop_keeps_graph: bool = False
     deepspeed_gather: str = "current"
     optimizer_in_backward: bool = False
     gpus: int = 1
@@ -258,6 +290,8 @@ class TrainingWorkload:
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("lora_dropout", self.lora_dropout, LORA_DROPOUTS),
+                  ("nf4_format", self.nf4_format, NF4_FORMATS),
                   ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
@@ -315,14 +349,26 @@ class TrainingWorkload:
                              f"zero is {self.zero}")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
+        if self.nf4_format != "nf4-dq" and self.method != "qlora":
+            raise InputError(f"nf4_format {self.nf4_format!r} is a QLoRA base's format; method is {self.method!r}")
+        if self.lora_dropout != "none" and self.method == "full":
+            raise InputError(f"lora_dropout {self.lora_dropout!r} drops out LoRA adapters' inputs; method is 'full'")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if self.loss == "ce-loss-parallel":
+            why = ("it needs tp > 1" if self.tp == 1 else
+                   f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
+                   "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+            if why:
+                raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
+                                 f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
-        for flag in ("activation_offload", "float8", "compile"):
+        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         if self.activation_offload and self.checkpoint_offload:

@@ -19,6 +19,10 @@ CASES = [
     ({"fits_on": "rtx-3090", "count": "2", "query": "70b"}, ["70b", "--fits-on", "rtx-3090", "--count", "2"]),
     ({"fits_on": "h100-sxm", "query": "qwen3-0", "engine": "vllm", "engine_version": "0.5"},
      ["qwen3-0", "--fits-on", "h100-sxm", "--engine", "vllm", "--engine-version", "0.5"]),
+    ({"fits_on": "rtx-4090", "query": "qwen3", "memory": "12GiB", "headroom": "0.3"},  # fit --memory --headroom
+     ["qwen3", "--fits-on", "rtx-4090", "--memory", "12GiB", "--headroom", "0.3"]),
+    ({"fits_on": "intel-xeon-spr-8ch", "query": "qwen2.5-0", "memory": "16GiB"},  # no sourced memory: given
+     ["qwen2.5-0", "--fits-on", "intel-xeon-spr-8ch", "--memory", "16GiB"]),
 ]
 
 
@@ -45,6 +49,9 @@ def test_fits_on_answers_ranked_information_the_page_needs(client):
     ({"fits_on": "no-such-card"}, None, ["--fits-on", "no-such-card"]),
     ({"fits_on": "rtx-4090", "context": "lots"}, "context", ["--fits-on", "rtx-4090", "--context", "lots"]),
     ({"fits_on": "rtx-4090", "count": "two"}, "count", ["--fits-on", "rtx-4090", "--count", "two"]),
+    ({"fits_on": "rtx-4090", "memory": "12"}, "memory", ["--fits-on", "rtx-4090", "--memory", "12"]),
+    ({"fits_on": "rtx-4090", "memory": "1KiB"}, None, ["--fits-on", "rtx-4090", "--memory", "1KiB"]),
+    ({"fits_on": "rtx-4090", "headroom": "1"}, "headroom", ["--fits-on", "rtx-4090", "--headroom", "1"]),
     # an instance brings its own count, as `fit --device` says: answered on all 8 GPUs (exit 0) before
     ({"fits_on": "aws-p5.48xlarge", "count": 2}, None, ["--fits-on", "aws-p5.48xlarge", "--count", "2"]),
 ])

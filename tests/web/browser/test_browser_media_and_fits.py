@@ -177,3 +177,40 @@ def test_the_engine_and_release_of_the_fits_page_are_models_fits_on_with_them(pa
     page.get_by_label("Engine").select_option("sglang")
     page.wait_for_function("() => [...document.querySelectorAll('#fits-table tbody tr td')].some("
                            "(td) => td.textContent === 'sglang')")
+
+
+def test_memory_and_headroom_of_the_fits_page_are_models_fits_on_with_them(page: Page, server: str) -> None:
+    """Memory per device and headroom typed on the page: the list is `models --fits-on DEVICE --memory M --headroom
+    H`'s (each model `fit --memory M --headroom H`'s answer), the copied command carries both, and a bad memory
+    shows the CLI's one line on the field."""
+    argv = ["qwen3", "--fits-on", "rtx-4090", "--memory", "12GiB", "--headroom", "0.3"]
+    want = cli("models", *argv)
+    n = sum(m["status"] == "meets" for m in want["models"])
+    assert 0 < n < sum(m["status"] == "meets" for m in cli("models", "qwen3", "--fits-on", "rtx-4090")["models"])
+    page.goto("/fits?fits_on=rtx-4090&query=qwen3")
+    page.wait_for_selector("body[data-ready='1']")
+    assert page.get_by_label("Headroom").get_attribute("placeholder") == "default 0.1"
+    page.get_by_label("Memory per device").fill("12GiB")
+    page.get_by_label("Headroom").fill("0.3")
+    wait_attr(page, "#fit-count", "fits", n, "models that fit in 12 GiB with 0.3 headroom")
+    page.wait_for_function("() => !document.querySelector('#status.busy')")
+    by_id = {m["id"]: m for m in want["models"]}
+    rows = page.locator("#fits-table tbody tr")
+    for i in range(rows.count()):
+        m = by_id[rows.nth(i).get_attribute("data-id")]
+        if m["status"] == "meets":
+            assert rows.nth(i).locator("td[data-bytes]").get_attribute("data-bytes") == str(m["memory_per_device"])
+    command = copy_command(page)
+    assert command == "llmsizer models qwen3 --fits-on rtx-4090 --memory 12GiB --headroom 0.3 --json"
+    assert cli(*shlex.split(command)[1:-1]) == want
+    page.get_by_label("Memory per device").fill("12")
+    page.wait_for_function("() => !document.getElementById('problem').hidden")
+    import subprocess
+    import sys
+
+    from browser_helpers import cli_env
+    line = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "models", "qwen3", "--fits-on", "rtx-4090",
+                           "--memory", "12", "--json"], capture_output=True, text=True, env=cli_env())
+    assert line.returncode == 2
+    assert "llmsizer: error: " + page.locator("#problem").inner_text() + "\n" == line.stderr
+    assert page.get_by_label("Memory per device").get_attribute("aria-invalid") == "true"

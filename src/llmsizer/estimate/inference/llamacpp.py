@@ -214,7 +214,7 @@ def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl:
         fixed_hi = ctx_b.high if gpu else E.LLAMACPP_HOST_RUNTIME.high
         holds = p.layer_range()
         if not gpu:
-            holds = "token embd" + ("" if holds == "no layers" else ", " + holds) \
+            holds = "token embd" + ("" if not (p.layers or p.output) else ", " + holds) \
                 + (f", experts 0-{n_cpu_moe - 1}" if n_cpu_moe else "")
         devices.append({"device": p.name, "layers": holds, "n_layers": len(p.layers) + int(p.output),
                         "weights": p.weights, "experts": p.experts, "kv_cache": p.kv, "compute_buffer": p.compute,

@@ -124,8 +124,10 @@ class DevicePart:
         return self.weights + self.kv + self.compute
 
     def layer_range(self) -> str:
+        """What the device holds, in llama.cpp's numbering: ``layers 0-15``, ``+ output`` for the output layer (final
+        norm and output matrix, rule (2)); a GPU given only the output layer (``-ngl 1``: it goes first) says so."""
         if not self.layers:
-            return "no layers"
+            return "output layer only" if self.output else "no layers"
         lo, hi = min(self.layers), max(self.layers)
         text = f"layer {lo}" if lo == hi else f"layers {lo}-{hi}"
         return text + (" + output" if self.output else "")

@@ -18,6 +18,7 @@ from ...formulas.vision_activations import (
     qwen_encoder_activation_bytes,
 )
 from ...formulas.vision_tokens import MediaTokens, image_tokens, video_tokens
+from ...numbers import TOKENS
 from ...result import Assumption, Notes
 from ...specs import InferenceWorkload, ModelSpec
 
@@ -100,6 +101,10 @@ def media_in_context(spec: ModelSpec, w: InferenceWorkload, notes: Notes) -> Med
         notes.assumptions.append(Assumption(
             "media", label, False, f"{per.detail}; {per.tokens} context tokens each with the delimiter tokens "
             "(formulas/vision_tokens.py, from the transformers processor)"))
+    if w.context + tokens > TOKENS.high:  # the sum is the context the KV cache holds: the same limit as --context
+        raise InputError(f"context {w.context:,} + {tokens:,} image/video tokens = {w.context + tokens:,} tokens per "
+                         f"sequence, more than the {int(TOKENS.high):,} a context may hold ({TOKENS.why}): lower the "
+                         "context or the media")
     notes.assumptions.append(Assumption(
         "media_tokens", tokens, False, f"image/video tokens per sequence, added to the {w.context} text tokens of "
         f"the context: the KV cache and the prefill hold {w.context + tokens} tokens per sequence"))

@@ -12,7 +12,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...models import load_model
-from ...numbers import DEVICE_MEMORY, check_number
+from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS, check_number
 from ...specs import InferenceWorkload, ModelSpec
 from . import estimate_inference
 from .compose import inference_workload
@@ -68,9 +68,10 @@ def max_context(model: ModelSpec | str, memory: int | None = None, *, level: str
     ``level`` picks which end of the range must fit: 'low', 'expected' or 'high'.
     """
     spec, w = _prepare(model, memory, kwargs)
-    upper = max(spec.max_position_embeddings or 0, 1 << 20)
+    # the search runs up to the largest context any input may state (numbers.TOKENS), so the answer is the memory's
+    # limit, never a search ceiling; past max_position_embeddings the CLI says so
     lowest = max(1, w.output_tokens or 0)
-    return _largest(spec, w, "context", max(upper, lowest), _level(level), lowest)
+    return _largest(spec, w, "context", max(int(TOKENS.high), lowest), _level(level), lowest)
 
 
 def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
@@ -78,7 +79,7 @@ def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level:
     """Largest number of concurrent sequences of ``context`` tokens that fits ``memory`` bytes (None: the memory of
     ``device=``, as ``infer --device --max-concurrency``)."""
     spec, w = _prepare(model, memory, kwargs)
-    return _largest(spec, w, "concurrency", 1 << 20, _level(level))
+    return _largest(spec, w, "concurrency", int(CONCURRENCY.high), _level(level))
 
 
 def _level(level: str) -> int:

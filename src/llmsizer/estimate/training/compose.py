@@ -70,8 +70,14 @@ COMPONENT_FORMULA = {
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
     "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
                                "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
-    "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
-                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
+    "dequant_buffer": ("one 4-bit matrix dequantized for the matmul (forward and backward; bitsandbytes 0.42: in "
+                       "fp16, then cast to the compute dtype)",
+                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
+                       "eq. 5"),
+    "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
+                          "keeps the graph (the previous step's at forward end)",
+                          "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
+                          "lines 304-310 (formulas/training_activations.py graph_kept_matmul_inputs, eq. G1)"),
 }
 TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
@@ -315,7 +321,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     pc = count_params(spec)
     layout = _layout_text(w)
     fmt = ctx.base_format
-    size = "NF4 double-quantized" if fmt == "nf4-dq" else f"{ctx.base_bytes} B"
+    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
                           formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
                           source="formulas/weight_formats.py; " + RECIPE_SRC))
@@ -358,13 +364,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "rotary_and_masks",
+                 "kept_graph_inputs", "rotary_and_masks",
                  "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue
         what, src = COMPONENT_FORMULA[name]
         formula, high = what, None
+        if name == "logits_and_loss" and w.loss == "ce-loss-parallel":
+            formula = ("vocabulary-sharded logits + fp32 upcast + the decomposed log-softmax's shifted logits "
+                       "(forward) or three fp32 [tokens, vocab / tp] tensors of the fused NLL + log-softmax backward "
+                       "(torch loss_parallel, eqs. LP1/LP2)")
+            src = ("torch/distributed/tensor/parallel/loss.py @ v2.13.0 _log_softmax lines 197-221, "
+                   "_nll_loss_and_log_softmax_backward lines 451-518; torchtitan train.py @ 9dec370 lines 131-134")
         if name == "gradient_buckets" and w.shard_stage == 0:
             n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
             formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "
@@ -502,7 +514,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
         a = ctx.adapter_bytes
-        base = "NF4 (~0.5 B)" if ctx.base_format == "nf4-dq" else f"{ctx.base_bytes} B"
+        base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
+from ...numbers import TOKENS
 from ...specs import ModelSpec, TrainingWorkload
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
@@ -66,5 +67,4 @@ def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expect
 def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
     """Longest sequence (tokens) at ``micro_batch`` sequences that fits ``memory`` bytes per device; 0 if none."""
     spec, w, mem, lv = _prepare(model, memory, level, kwargs)
-    upper = max(spec.max_position_embeddings or 0, 1 << 20)
-    return _largest(spec, w, "seq_len", upper, mem, lv)
+    return _largest(spec, w, "seq_len", int(TOKENS.high), mem, lv)  # the largest any input may state: no search ceiling

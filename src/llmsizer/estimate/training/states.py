@@ -17,11 +17,12 @@ from typing import Any
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
 from ...formulas.lora import AdaptedModule, adapted_modules
+from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, layer_keys, model_layout, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
-from ...formulas.weight_formats import weight_bytes
+from ...formulas.weight_formats import bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
 from .setup import TrainingContext
@@ -108,6 +109,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
         + wb.by_component.get("per_layer_embedding", 0)
     head_part = non_layer - emb
+    if (w.method == "qlora" and ctx.base_format != "gptq-int4" and quantizes_lm_head(w.nf4_quantizer)
+            and not spec.tie_word_embeddings and wb.by_component.get("lm_head")):
+        # Lightning Fabric quantizes the lm_head too (formulas/nf4_quantization.py): its bf16 bytes become 4-bit
+        vh = math.ceil(spec.vocab_size * spec.hidden_size / tp)
+        head_part += bnb4_matrix_bytes(vh, ctx.base_format) - vh * ctx.base_bytes
     weights = layer_total + (emb if stage == 0 else 0) + (head_part if stage == last else 0)
     if tied_copy:
         weights += wb.by_component.get("embedding", 0)
@@ -156,7 +162,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
             save_head += n
         st.largest_trained = max(st.largest_trained, n)
-    save_b = ctx.base_bytes if ctx.base_format != "nf4-dq" else DTYPE_BYTES["bf16"]
+    save_b = ctx.base_bytes if ctx.base_format not in ("nf4", "nf4-dq") else DTYPE_BYTES["bf16"]
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes

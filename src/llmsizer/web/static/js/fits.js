@@ -7,7 +7,8 @@ import { el, formatBytes, formatCount, formatRate } from "./format.js";
 import { cliCommand, formValues, loadFromUrl, saveToUrl } from "./state.js";
 import { copyButton } from "./ui.js";
 
-export const FIELDS = ["fits_on", "count", "context", "concurrency", "engine", "engine_version", "query", "hardware"];
+export const FIELDS = ["fits_on", "count", "memory", "headroom", "context", "concurrency", "engine", "engine_version",
+  "query", "hardware"];
 const PASTED = "hardware.yaml"; // how the CLI command and the server's messages name the pasted entry
 
 const form = document.getElementById("fits-form");
@@ -100,6 +101,7 @@ async function start() {
       const engine = $("engine");
       for (const v of choices.choices.engines || []) engine.append(el("option", { value: v }, v));
       if (q) engine.value = q.get("engine") ?? ""; // now offered
+      $("headroom").placeholder = `default ${choices.defaults.headroom}`; // estimate/verdict.py DEFAULT_HEADROOM
     }).catch(() => {}),
     get("/models").then((ms) => {
       params = new Map(ms.map((m) => [m.id, m.params]));
