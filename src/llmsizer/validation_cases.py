@@ -426,8 +426,19 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
 QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                    "desc_act": False})
 # llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
-# Composer FSDP, PyTorch 1.13.1 (submit_benchmarks.py's default image: no torch.compile), triton flash attention,
-# low-precision LayerNorm, decoupled AdamW. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
+# Composer FSDP (no torch.compile), llm-foundry's Triton flash attention, low-precision LayerNorm, decoupled AdamW.
+# Two software stacks (read from the repository's history): the A100 40GB table is in the README since llm-foundry's
+# first commit 300cc5c (2023-05-03), measured with submit_benchmarks.py's default image
+# mosaicml/pytorch:1.13.1_cu117 (line 50 there), fsdp mixed_precision PURE, limit_all_gathers True, attn_impl
+# 'triton' (line 119); the H100 and A100 80GB tables were measured by sweep.sh @b2a43a1 (2023-10-19) with IMAGE
+# mosaicml/pytorch:2.1.0_cu121 (sweep.sh line 5), no --attn_impl (so submit_benchmarks.py @b2a43a1 line 144's
+# default 'triton'); the 'Large Scale' H100 rows by sweep.py @5e85bd6 (--attn_impl flash for 1b/3b/7b/70b, triton
+# for 13b/30b; limit_all_gathers, forward_prefetch, BACKWARD_PRE). The A100 80GB table was published before the
+# re-measurement (README @9250e84, torch 1.13): its lines agree with the re-measured ones within 4 % for every
+# configuration without checkpointing except 760M at 512/1024 tokens (PM0920/PM0919: re-measured 20 %/15 % slower,
+# predicted +9.6/+9.7 % of the earlier figures, tests/validation/test_mpt_rows.py) and 350M at 32k (re-measured 11 %
+# faster); with checkpointing the torch 2.1 stack is 3-16 % faster (7B-30B) except 30B at 8k (PM0879: 8 % slower),
+# and the 70B lines are the same figures. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
 # MicroBatchSize, GradAccum, Sharding Strategy, Activation Checkpointing: non-reentrant, the yamls'
 # activation_checkpointing_reentrant false; Throughput (T/s) of all GPUs). The shapes are the yamls'
 # (scripts/train/yamls/pretrain/mpt-*.yaml @b2a43a1: d_model, n_heads, n_layers, expansion_ratio 4, vocab 50368)

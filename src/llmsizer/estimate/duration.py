@@ -43,7 +43,7 @@ from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, la
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
-from ..formulas.lora import adapted_modules, adapted_roles, lora_params
+from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
@@ -79,7 +79,7 @@ from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items, training_context
+from .training.compose import estimate_items, training_context, training_workload
 from .training.setup import compiled_loss, qlora_base_format
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -299,11 +299,33 @@ def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Trai
 @lru_cache(maxsize=256, typed=True)
 def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[int, tuple[tuple[int, int], ...]]:
     """(in, out) of each LoRA-adapted decoder-layer linear, per layer (formulas/lora.py ``adapted_modules``: the same
-    at any rank; per model and target set, read only)."""
+    at any rank; per model and target set, read only), in its order, from its grouped form (``adapted_layout``: the
+    modules the layers alike share are read once)."""
+    lay = adapted_layout(spec, targets)
     by_layer: dict[int, list[tuple[int, int]]] = {}
-    for m in adapted_modules(spec, targets):
-        if not m.embedding and m.experts == 1 and m.layer >= 0:
-            by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+    shared: dict[int, list[tuple[int, int]]] = {}  # id of a tuple of modules the layers alike share -> its linears
+
+    def linears(mods: tuple[AdaptedModule, ...]) -> list[tuple[int, int]]:
+        return [lin for m in mods if not m.embedding and m.experts == 1
+                for lin in [(m.in_features, m.out_features)] * m.count]
+
+    def per_layer(part: tuple[tuple[AdaptedModule, ...], ...]) -> None:  # decoder layer i's modules: part[i]
+        for i, mods in enumerate(part):
+            lin = shared.get(id(mods))
+            if lin is None:
+                lin = shared[id(mods)] = linears(mods)
+            if lin:
+                by_layer.setdefault(i, []).extend(lin)
+
+    def outside(mods: tuple[AdaptedModule, ...]) -> None:  # before / after the decoder layers: each its own layer
+        for m in mods:
+            if m.layer >= 0:
+                by_layer.setdefault(m.layer, []).extend(linears((m,)))
+
+    per_layer(lay.experts)
+    outside(lay.head)
+    per_layer(lay.layers)
+    outside(lay.tail)
     return {k: tuple(v) for k, v in by_layer.items()}
 
 
@@ -972,7 +994,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     kw["device"] = workload_device_kind(device)
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
-    w = TrainingWorkload(**kw)
+    w = training_workload(kw)  # one object per fields: the same for every device of a catalog search
     paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)

@@ -78,6 +78,7 @@ _TARGET_ALIASES = {
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+_CANONICAL_TARGETS = frozenset(LORA_TARGETS)  # canonical names: none is an alias or needs strip/lower
 # PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
 MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
 _SAVE_ALIASES = {"embed_tokens": "embed", "embeddings": "embed", "wte": "embed", "tok_embeddings": "embed",
@@ -99,6 +100,9 @@ def normalize_modules_to_save(names: str | tuple[str, ...] | list[str]) -> tuple
 
 def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Canonical LoRA target names from 'q,k,v' / ['q_proj', 'v_proj'] / 'all-linear'. Unknown -> InputError."""
+    if type(targets) is tuple and targets and _CANONICAL_TARGETS.issuperset(targets) and \
+            len(set(targets)) == len(targets):
+        return targets  # already canonical (a workload's own, or ALL_LINEAR): what the loop below returns for it
     items = [t.strip().lower() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
     out: list[str] = []
     for t in items:

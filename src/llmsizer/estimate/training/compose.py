@@ -115,6 +115,27 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     return _with_device(_least_sharded(spec, w), notes)
 
 
+_WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
+
+
+def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
+    """``TrainingWorkload(**fields)``, memoized on the fields (their names, values and the values' types: all the
+    constructor reads; a workload is immutable): a catalog-wide search (``recommend --train``, ``plan``) times one
+    run on every device with the same fields, and the same object lets the duration's memos keyed on the workload
+    (estimate/duration.py) match it by identity. A field value that cannot be hashed: built each time."""
+    vals = tuple(fields.values())
+    key = (tuple(fields), vals, tuple(map(type, vals)))
+    try:
+        hit = _WORKLOADS.get(key)
+    except TypeError:
+        return TrainingWorkload(**fields)
+    if hit is None:
+        if len(_WORKLOADS) >= 1024:
+            _WORKLOADS.clear()
+        hit = _WORKLOADS[key] = TrainingWorkload(**fields)
+    return hit
+
+
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
 
 
