@@ -114,8 +114,9 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     budget = job.budget.total
     if tokens and (ctx.alternatives or hw is None):
         base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
-                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")}
+                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "offload",
+                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
+                        "batch_shapes")}
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
                              constraints=Constraints(deadline=deadline, max_cost=budget,
