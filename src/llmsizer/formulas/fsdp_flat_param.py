@@ -21,7 +21,18 @@ step's memory:
   view, whose casts autocast caches as for a plain module;
 - the root unit is not resharded after forward (``_runtime_utils.py`` lines 494-499), as FSDP2 also does for its
   root (``_fully_shard/_fsdp_state.py`` lines 203-207), and ``limit_all_gathers`` allows two all-gathers in flight
-  (``_limiter_utils.py``), the current unit and one prefetched, as FSDP2's default prefetch.
+  (``_limiter_utils.py``), the current unit and one prefetched, as FSDP2's default prefetch;
+- under ``no_sync()`` (gradient accumulation without a reduce-scatter per micro-batch: HF accelerate's
+  ``accumulate``, Lightning Fabric's ``no_backward_sync``, whose ``_FSDPBackwardSyncControl`` returns
+  ``module.no_sync()``, lightning/fabric/strategies/fsdp.py) the post-backward hook reshards the parameter and
+  returns before the reduce-scatter (torch 2.13 ``_runtime_utils.py`` lines 742-746: ``if not
+  state._sync_gradients: ... return``), so every unit's *unsharded* flat gradient stays in ``flat_param.grad``
+  and the next micro-batches accumulate into it until the sync micro-batch (``fully_sharded_data_parallel.py``
+  ``no_sync`` lines 1034-1050: 'FSDP will accumulate the full model gradients (instead of gradient shards)')::
+
+      G_no_sync = sum over the units with a trained element of n_unit x b_grad      per rank              (N1)
+
+  where n_unit counts every element of the unit (frozen ones included, as above), unpadded.
 """
 
 from __future__ import annotations
@@ -43,3 +54,9 @@ def flat_grad_elements(unit_elements: int, world_size: int) -> int:
 def mp_shard_bytes(unit_elements: int, world_size: int, param_bytes: int) -> int:
     """The low-precision copy of one unit's shard made before its all-gather [bytes]."""
     return flat_grad_elements(unit_elements, world_size) * param_bytes
+
+
+def no_sync_grad_bytes(unit_elements: list[int], grad_bytes: int) -> int:
+    """Eq. (N1): one rank's unsharded flat gradients accumulated under FSDP1 ``no_sync`` [bytes]: every unit with a
+    trained element, whole (``unit_elements``: elements per such unit, frozen ones included)."""
+    return sum(unit_elements) * grad_bytes

@@ -217,6 +217,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
+    if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
+        grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
     if w.float8 and gather and w.fsdp is not None:  # torchao float8 all-gather: 1 B per element
