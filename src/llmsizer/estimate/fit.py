@@ -69,6 +69,14 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return int(mid), int(hi)
 
 
+def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int) -> float | None:
+    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (None without a speed):
+    ``FitResult.tokens_per_second_total``."""
+    if speed is None or speed.tokens_per_second is None:
+        return None
+    return speed.tokens_per_second * replicas
+
+
 @dataclass(frozen=True)
 class FitResult:
     """Whether a workload fits on ``count`` x ``device``; memory per device against the budget, and speed."""
@@ -103,9 +111,7 @@ class FitResult:
     def tokens_per_second_total(self) -> float | None:
         """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
         load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
-        if self.speed is None or self.speed.tokens_per_second is None:
-            return None
-        return self.speed.tokens_per_second * self.replicas
+        return replicas_tokens_per_second(self.speed, self.replicas)
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -350,11 +356,11 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                            nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
-    r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                  hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                  tuple(assumptions), tuple(warnings),
-                  {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
-    return replace(r, cost=serving_cost(device, n, instance, kwh_price, r.tokens_per_second_total))
+    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                     tuple(assumptions), tuple(warnings),
+                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
+                     cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
 
 
 def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,
