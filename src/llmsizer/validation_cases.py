@@ -1628,9 +1628,34 @@ _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkp
              "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
              "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
              "transformers layout (TRAINING_ROWS comment)")
+# litgpt accumulates gradients over global_batch_size // devices // micro_batch_size micro-batches
+# (litgpt/args.py @ 00af8b0d lines 53-63, gradient_accumulation_iters): the loop runs forward and backward under
+# fabric.no_backward_sync(model, enabled=is_accumulating) and calls optimizer.step(); optimizer.zero_grad() only when
+# not accumulating (finetune/full.py lines 253-265, lora.py lines 302-316), so every micro-batch after the first
+# starts with the step's gradients held. The config's global_batch_size per row (config_hub/finetune/*.yaml):
+_LIT_GLOBAL_BATCH = {"gemma-2b": 6, "gemma-2-2b-it": 6, "gemma-2-9b-it": 6, "gemma-7b": 6, "llama-2-7b-hf": 8,
+                     "llama-3.1-8b": 8, "llama-3.2-1b": 8, "llama-3.2-3b": 8, "mistral-7b-v0.1": 8,
+                     "phi-3-mini-4k-instruct": 8, "tinyllama-1.1b": 8,
+                     # falcon-7b, phi-2, stablelm-base-alpha-3b lora/qlora.yaml (rows not expressed yet)
+                     "falcon-7b": 8, "phi-2": 8, "stablelm-base-alpha-3b": 8}
+# gemma-2b/full.yaml, tiny-llama/full.yaml, phi-2/full.yaml, stablelm-base-alpha-3b/full.yaml (global_batch_size 8 on
+# devices: 2: phi-2 micro batch 4 -> 1 micro-batch per step, stablelm micro batch 1 -> 4)
+_LIT_GLOBAL_BATCH_FULL = {"gemma-2b": 16, "tinyllama-1.1b": 32, "phi-2": 8, "stablelm-base-alpha-3b": 8}
+
+
+def _lit_accumulation(model: str, method: str, micro_batch: int, devices: int) -> int:
+    """litgpt's gradient_accumulation_iters (args.py lines 53-63) for a config hub row."""
+    table = _LIT_GLOBAL_BATCH_FULL if method == "full" else _LIT_GLOBAL_BATCH
+    if model not in table:  # a row added without its config's global_batch_size: no accumulation stated
+        return 1
+    return max(1, table[model] // devices // micro_batch)
+
+
 # row -> (model, method, micro batch, adapter fields, extra fields)
 _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
-    "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    # gemma-2b/full.yaml: 4 devices, 4 micro-batches per step under Fabric's no_backward_sync = FSDP1 no_sync
+    "PM1103": ("gemma-2b", "full", 1, {}, dict(gpus=4, fsdp="full", fsdp_version=1, grad_checkpointing="full",
+                                              grad_sync="optimizer-step")),
     "PM1104": ("gemma-2b", "lora", 2, _lit_all(8), {}), "PM1105": ("gemma-2b", "lora", 2, _lit_all(8), {}),
     "PM1106": ("gemma-2b", "qlora", 2, _lit_all(16), {}), "PM1107": ("gemma-7b", "qlora", 1, _lit_all(16), {}),
     "PM1108": ("gemma-2-2b-it", "lora", 2, _lit_all(8), {}), "PM1109": ("gemma-2-2b-it", "qlora", 2, _lit_all(16), {}),
@@ -1653,11 +1678,12 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     # stablelm-base-alpha-3b/{lora,qlora}.yaml: lora_r 32, query + value, micro batch 1; its full.yaml devices: 2
     "PM1100": ("falcon-7b", "lora", 1, _LIT_QV, {}), "PM1101": ("falcon-7b", "lora", 1, _LIT_QV, {}),
     "PM1102": ("falcon-7b", "qlora", 1, _LIT_QV, {}),
-    "PM1131": ("phi-2", "full", 4, {}, dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    "PM1131": ("phi-2", "full", 4, {}, dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full",
+                                           grad_sync="optimizer-step")),
     "PM1132": ("phi-2", "lora", 4, _lit_all(8), {}), "PM1133": ("phi-2", "lora", 4, _lit_all(8), {}),
     "PM1134": ("phi-2", "qlora", 4, _lit_all(8), {}),
     "PM1138": ("stablelm-base-alpha-3b", "full", 1, {},
-               dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+               dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full", grad_sync="optimizer-step")),
     "PM1139": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
     "PM1140": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
     "PM1141": ("stablelm-base-alpha-3b", "qlora", 1, _LIT_QV, {}),
@@ -1667,12 +1693,16 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
 for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
     _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
     _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
-    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, **_ad, **_x, **_d, **_q),
+    _acc = _lit_accumulation(_m, _meth, _mb, int(_x.get("gpus", 1)))
+    TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, grad_accumulation=_acc, **_ad, **_x, **_d,
+                                    **_q),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
                               else "") + (f"; FSDP over {_x['gpus']} (Lightning FSDPStrategy: FSDP1 FULL_SHARD, "
-                                          "checkpointing of each Block, full.py @ 00af8b0d lines 100-106)"
+                                          "checkpointing of each Block, full.py @ 00af8b0d lines 100-106; its "
+                                          "no_backward_sync is FSDP1 no_sync: the unsharded gradients accumulate "
+                                          "over the step's micro-batches, full.py line 254)"
                                           if _x else "")
                            + ("; litgpt's own GPT for this parallel-block family (K/V expanded, fused SDPA, "
                               "native GELU, no residual dropout: LITGPT_MODULES)" if _m in LITGPT_MODULES else ""),

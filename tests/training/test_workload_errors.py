@@ -35,6 +35,8 @@ def _one_line(exc: BaseException) -> str:
     (dict(method="qlora", precision="fp32"), ["qlora", "bf16"]),
     (dict(sequence_parallel=True), ["sequence_parallel", "tp > 1"]),
     (dict(optimizer_in_backward=True, grad_accumulation=4), ["optimizer_in_backward", "grad_accumulation"]),
+    (dict(gpus=2, fsdp="full", grad_sync="optimizer-step"), ["grad_sync", "FSDP1", "FSDP2"]),
+    (dict(gpus=2, fsdp="full", fsdp_version=1, grad_sync="micro-step"), ["grad_sync", "'optimizer-step'"]),
 ])
 def test_workload_rejects(fields: dict, words: list[str]) -> None:
     with pytest.raises(InputError) as info:

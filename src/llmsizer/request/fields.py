@@ -245,7 +245,8 @@ TRAINING = (
             "(PyTorch tensor parallelism)", template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
-            "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),
+            "HF accelerate / Trainer, the default) or every micro-step; FSDP1 optimizer-step: no_sync, unsharded "
+            "gradients accumulate", template=False, choices=GRAD_SYNC),
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
             "parameters", template=False, minimum=1, maximum=2),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",

@@ -226,7 +226,11 @@ class TrainingWorkload:
     grad_sync: with DDP (zero 0, no fsdp) and grad_accumulation > 1, when the gradients are all-reduced, for the
         duration: 'optimizer-step' (DDP ``no_sync`` on every micro-step but the last: HF accelerate's
         ``accumulate``, the HF Trainer) or 'micro-step' (a loop without ``no_sync``); None: 'optimizer-step'.
-        ZeRO-1 reduces at the optimizer step, ZeRO-2/3 and FSDP every micro-step (their frameworks' own rule).
+        ZeRO-1 reduces at the optimizer step, ZeRO-2/3 and FSDP every micro-step (their frameworks' own rule),
+        except FSDP1 (fsdp_version 1) given 'optimizer-step': its ``no_sync()`` (HF accelerate's ``accumulate``,
+        Lightning Fabric's ``no_backward_sync``) keeps each unit's unsharded flat gradient until the sync
+        micro-batch (memory: formulas/fsdp_flat_param.py eq. N1; the duration still times a reduce-scatter per
+        micro-batch).
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
@@ -413,9 +417,11 @@ class TrainingWorkload:
         if self.grad_sync is not None:
             if self.grad_sync not in GRAD_SYNC:
                 raise InputError(f"unknown grad_sync {self.grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
-            if self.zero or self.fsdp is not None:
-                raise InputError("grad_sync applies to DDP (zero 0, no fsdp): DeepSpeed ZeRO-1 reduces at the "
-                                 "optimizer step, ZeRO-2/3 and FSDP every micro-step")
+            fsdp1_no_sync = self.fsdp is not None and self.fsdp_version == 1 and self.grad_sync == "optimizer-step"
+            if self.zero or (self.fsdp is not None and not fsdp1_no_sync):
+                raise InputError("grad_sync applies to DDP (zero 0, no fsdp) and, as 'optimizer-step', to FSDP1 "
+                                 "(fsdp_version 1: no_sync): DeepSpeed ZeRO-1 reduces at the optimizer step, "
+                                 "ZeRO-2/3 and FSDP2 every micro-step")
         if self.fsdp_version not in FSDP_VERSIONS or isinstance(self.fsdp_version, bool):
             raise InputError(f"fsdp_version must be 1 (FullyShardedDataParallel) or 2 (fully_shard), got "
                              f"{self.fsdp_version!r}")

@@ -373,6 +373,9 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
         g_note += (" - FSDP1: each unit's flat gradient spans every element of the unit, frozen base included "
                    "(formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)")
+    if st.no_sync_grads:
+        g_note += (" - FSDP1 no_sync: every unit's unsharded flat gradient, accumulated over the micro-batches until "
+                   "the sync micro-batch's reduce-scatter (formulas/fsdp_flat_param.py eq. N1)")
     if w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none":
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")

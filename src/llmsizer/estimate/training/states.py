@@ -15,7 +15,7 @@ from operator import mul
 from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.fsdp_flat_param import flat_grad_elements
+from ...formulas.fsdp_flat_param import flat_grad_elements, no_sync_grad_bytes
 from ...formulas.lora import AdaptedModule, adapted_layout
 from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
@@ -61,6 +61,7 @@ class StageStates:
     master: int = 0
     grads: int = 0
     main_grads: int = 0
+    no_sync_grads: int = 0  # FSDP1 under no_sync: the unsharded flat gradients accumulated (eq. N1), else 0
     optimizer: int = 0
     paged_optimizer: int = 0
     trained_elements: int = 0  # on this device, before ZeRO sharding
@@ -198,9 +199,18 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         units = {i: st.layer_weights[i] // elt + per_layer_elems[i] for i in stages[stage] if per_layer_elems.get(i)}
         st.layer_grads = {i: n * grad_b for i, n in units.items()}
         st.grads = sum(flat_grad_elements(n, g_shard) for n in units.values()) * grad_b
+        unit_elems = list(units.values())
         if head_elems + embed_elems:  # the root unit: embedding, final norm, lm_head
             rest = (weights - layer_total) // elt + head_elems + embed_elems
             st.grads += flat_grad_elements(rest, g_shard) * grad_b
+            unit_elems.append(rest)
+    else:
+        unit_elems = [trained_elems]  # every trained element's gradient, unsharded
+    if w.fsdp is not None and w.fsdp_version == 1 and w.grad_sync == "optimizer-step" and w.grad_accumulation > 1:
+        # FSDP1 no_sync: each unit's whole flat gradient accumulates unsharded until the sync micro-batch (eq. N1)
+        # in the unsharded flat parameter's dtype: param_dtype under MixedPrecision (no cast before the hook returns)
+        st.no_sync_grads = no_sync_grad_bytes(unit_elems, rec.compute_bytes if w.precision == "fsdp-bf16-mixed"
+                                              else grad_b)
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:

@@ -39,7 +39,7 @@ from ...formulas.deepspeed_zero import (
     step_grad_copy_bytes,
 )
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
-from ...formulas.fsdp_flat_param import mp_shard_bytes
+from ...formulas.fsdp_flat_param import mp_shard_bytes, root_grad_assembly_bytes
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
@@ -217,6 +217,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
+    if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
+        grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
     if w.float8 and gather and w.fsdp is not None:  # torchao float8 all-gather: 1 B per element
@@ -467,6 +469,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
         e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
+        if w.fsdp is not None and w.fsdp_version == 1 and w.method == "full" and w.shard_group > 1:
+            # FSDP1: the root unit's view gradients and their concatenation (formulas/fsdp_flat_param.py eq. N2),
+            # the root still gathered until its post-backward hook
+            root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // max(1, ctx.recipe.model_bytes)
+            e.parts["backward_transient"] += root_grad_assembly_bytes(
+                root, ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else ctx.recipe.grad_bytes)
+            if gather:
+                e.parts["gathered_params"] = gather
         if kept_all:
             e.parts["kept_graph_inputs"] = kept_all
         phases.append(e)
