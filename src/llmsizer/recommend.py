@@ -261,6 +261,12 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
         raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; give it "
                          "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
                          "`llmsizer hardware detect -o FILE` writes one for this machine)")
+    if device.bandwidth is None and (c.user_tokens_per_second or c.tokens_per_second):
+        # each model would be "no: decode speed unknown" where fit says FITS: a question no bandwidth can answer
+        raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
+                         f"against {c.user_tokens_per_second or c.tokens_per_second:g} tokens/s; give its "
+                         "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
+                         "writes one for this machine) or name a catalog device")
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)

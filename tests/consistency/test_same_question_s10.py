@@ -1,0 +1,47 @@
+"""One answer, from a new user's probe (session 10): the same question asked through `fit`, `models --fits-on`, a
+request file, the Python API and the web API. Each test failed before its fix; expected values come from the surface
+the question is answered by (fit's own result) or from the catalog's data files, never from the surface under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_capture import run
+
+# ----------------------------------------------------------------- "what fits" on a device of unknown bandwidth
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_what_fits_on_a_device_of_unknown_bandwidth_is_refused_not_answered_none(device: str) -> None:
+    """`fit qwen2.5-0.5b --device cpu --memory 32GiB` FITS (exit 0; "decode speed cannot be estimated"), yet
+    `models --fits-on cpu --memory 32GiB` answered "0 of 66 models fit", exit 1, every row "no: decode speed
+    unknown (no sourced bandwidth)": --fits-on checks reading speed, which no bandwidth can answer. The same holds
+    for the machine `hardware detect` writes (its bandwidth null, "not guessed"). It is refused as fit refuses an
+    unknown memory size: exit 2, one line naming what to give; the web 400 with the same line."""
+    code, out, _ = run("fit", "qwen2.5-0.5b", "--device", device, "--memory", "32GiB")
+    assert code == 0 and "FITS" in out and "no sourced memory bandwidth" in out
+    code, out, err = run("models", "--fits-on", device, "--memory", "32GiB")
+    assert code == 2 and out == "", out[-300:]
+    assert err.count("\n") == 1 and err.startswith(f"llmsizer: error: {device} has no sourced memory bandwidth"), err
+    line = err.removeprefix("llmsizer: error: ").rstrip("\n")
+    assert "--hardware-file" in line
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.get("/api/v1/models/fits-on", params={"fits_on": device, "memory": "32GiB"})
+    assert r.status_code == 400 and r.json()["detail"] == line
+
+
+def test_what_fits_with_unknown_bandwidth_still_answers_a_ttft_only_question() -> None:
+    """A speed question bandwidth does not enter (recommend's max TTFT on a catalog CPU) is still answered: the
+    refusal is for the decode-speed checks only."""
+    from llmsizer.recommend import Constraints, best_option_on
+    from llmsizer.units import GiB
+
+    opt = best_option_on("qwen2.5-0.5b", "intel-xeon-platinum-8488c", memory=32 * GiB,
+                         constraints=Constraints(max_ttft=600.0))
+    assert opt.status == "meets"
