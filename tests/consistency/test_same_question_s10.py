@@ -45,3 +45,38 @@ def test_what_fits_with_unknown_bandwidth_still_answers_a_ttft_only_question() -
     opt = best_option_on("qwen2.5-0.5b", "intel-xeon-platinum-8488c", memory=32 * GiB,
                          constraints=Constraints(max_ttft=600.0))
     assert opt.status == "meets"
+
+
+# ------------------------------------------------------- the reverse training questions answer what train answers
+
+def _fits(*argv: str) -> bool:
+    code, out, err = run("train", *argv)
+    assert code in (0, 1), err
+    return code == 0
+
+
+def test_longest_sequence_under_context_parallelism_is_one_train_accepts_and_fits() -> None:
+    """`train llama-3.1-8b --max-seq --memory 80GiB --gpus 8 --fsdp full --context-parallel 2` exited 2 with
+    "seq_len (9886) must be a multiple of 2 x context_parallel (4)": the search tried lengths context parallelism
+    refuses and reported its own probe as the user's bad input. The answer is a length `train --seq` takes that
+    fits, the next one it takes (+2 x cp) not."""
+    flags = ("llama-3.1-8b", "--memory", "80GiB", "--gpus", "8", "--fsdp", "full", "--context-parallel", "2")
+    code, out, err = run("train", *flags, "--max-seq")
+    assert code == 0, err
+    n = int(out.rsplit("longest sequence that fits: ", 1)[1].split(" tokens")[0].replace(",", ""))
+    assert n > 0 and n % 4 == 0
+    assert _fits(*flags, "--seq", str(n)) and not _fits(*flags, "--seq", str(n + 4))
+
+
+def test_largest_micro_batch_is_not_capped_below_what_train_accepts() -> None:
+    """`train smollm2-135m --max-batch --memory 1000TiB --seq 128` answered 65,536 (a 2^16 search ceiling), while
+    `train ... --batch 100000` fits (17.55 TiB of a 900 TiB budget): the answer is the largest batch --batch takes
+    that fits, not a ceiling of the search."""
+    flags = ("smollm2-135m", "--memory", "1000TiB", "--seq", "128")
+    assert _fits(*flags, "--batch", "100000")
+    code, out, err = run("train", *flags, "--max-batch")
+    assert code == 0, err
+    b = int(out.rsplit("largest micro-batch that fits: ", 1)[1].split(" sequences")[0].replace(",", ""))
+    assert b >= 100000 and _fits(*flags, "--batch", str(b))
+    code, _, err = run("train", *flags, "--batch", str(b + 1))  # past it: refused as input, or does not fit
+    assert code == 2 or (code == 1), err
