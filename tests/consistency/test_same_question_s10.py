@@ -80,3 +80,33 @@ def test_largest_micro_batch_is_not_capped_below_what_train_accepts() -> None:
     assert b >= 100000 and _fits(*flags, "--batch", str(b))
     code, _, err = run("train", *flags, "--batch", str(b + 1))  # past it: refused as input, or does not fit
     assert code == 2 or (code == 1), err
+
+
+# ------------------------------------------------------------- a release newer than the data, on every surface
+
+def test_a_newer_release_is_warned_on_recommend_and_fits_on_as_on_fit_and_once() -> None:
+    """`fit ... --engine vllm --engine-version 99.0` warns that the rules of the newest release with data are
+    applied (and printed that warning twice: the memory and the speed estimate each carry it); `recommend` and
+    `models --fits-on` with the same flags timed every option by the same rule and said nothing, text or JSON."""
+    code, out, _ = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "99.0",
+                       "--json")
+    assert code == 0
+    import json
+    warning = next(w for w in json.loads(out)["warnings"] if "99.0" in w)
+    code, out, _ = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "vllm", "--engine-version", "99.0")
+    assert code == 0 and out.count(warning) == 1
+    flags = ("--engine", "vllm", "--engine-version", "99.0")
+    for argv in (("recommend", "llama-3.1-8b", *flags), ("models", "qwen2.5", "--fits-on", "h100-sxm", *flags)):
+        code, out, err = run(*argv)
+        assert code == 0 and f"warning: {warning}\n" in out, (argv, err)
+        code, out, err = run(*argv, "--json")
+        assert code == 0 and json.loads(out)["warnings"] == [warning], (argv, err)
+
+
+@pytest.mark.parametrize("setting", [("--engine-version", "0.4"), ("--mem-fraction-static", "0.8")])
+def test_recommend_refuses_a_setting_of_another_engine_with_fits_words(setting: tuple[str, str]) -> None:
+    """`recommend llama-3.1-8b --engine llamacpp --engine-version 0.4` said "give engine vllm (--engine vllm)" though
+    an engine was given; `fit` with the same flags names the engine it does not apply to."""
+    _, _, fit_err = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "llamacpp", *setting)
+    code, out, err = run("recommend", "llama-3.1-8b", "--engine", "llamacpp", *setting)
+    assert (code, out) == (2, "") and err == fit_err and "not llamacpp" in err
