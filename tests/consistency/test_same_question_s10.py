@@ -110,3 +110,23 @@ def test_recommend_refuses_a_setting_of_another_engine_with_fits_words(setting: 
     _, _, fit_err = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "llamacpp", *setting)
     code, out, err = run("recommend", "llama-3.1-8b", "--engine", "llamacpp", *setting)
     assert (code, out) == (2, "") and err == fit_err and "not llamacpp" in err
+
+
+# ------------------------------------------------------------------ the workload defaults are named where applied
+
+@pytest.mark.parametrize("argv", [("infer", "llama-3.1-8b"), ("infer", "llama-3.1-8b", "--engine", "vllm",
+                                                                 "--memory", "80GiB"),
+                                  ("fit", "llama-3.1-8b", "--device", "h100-sxm"),
+                                  ("fit", "llama-3.1-8b", "--device", "rtx-4090")])
+def test_default_context_concurrency_and_output_are_named_in_the_assumptions(argv: tuple[str, ...]) -> None:
+    """`infer llama-3.1-8b` sized a KV cache of 4096 tokens x 1 sequence and `fit` timed a TTFT over 3840 prompt
+    tokens, and neither named context, concurrency (nor, on fit, the output tokens) among the assumptions, which
+    name every other default (weights, kv_dtype, ...). Given, they are not marked as defaults."""
+    _, out, _ = run(*argv)
+    line = next(ln for ln in out.splitlines() if ln.startswith("assumptions: "))
+    assert "context=4096 (default)" in line and "concurrency=1 (default)" in line, line
+    if argv[0] == "fit":
+        assert "output_tokens=256 (default)" in line, line
+    _, out, _ = run(*argv, "--context", "4096", "--concurrency", "1", "--output-tokens", "256")
+    line = next(ln for ln in out.splitlines() if ln.startswith("assumptions: "))
+    assert "context=" not in line and "concurrency=1" not in line and "output_tokens=256 (default)" not in line, line
