@@ -10,7 +10,9 @@ changed no number, or list exactly which ones it changed.
 Only the top-level API (``llmsizer.estimate_inference``, ``llmsizer.estimate_training``, ``llmsizer.fit_training``
 with ``tokens``: the training duration, every field of its ``timing``) is used, so the script runs unchanged on
 commits whose internal layout differs. ``--only duration`` writes the duration rows alone (a quicker check of a
-change to estimate/duration.py).
+change to estimate/duration.py). ``--full`` also writes each estimate's and fit's whole ``to_dict()`` (every item's
+formula and source, the assumptions with their reasons, the warnings, the details): the words too, not only the
+numbers.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ DURATION: list[dict[str, Any]] = [
 ]
 
 
-def duration_rows() -> list[dict[str, Any]]:
+def duration_rows(full: bool = False) -> list[dict[str, Any]]:
     import llmsizer
 
     out: list[dict[str, Any]] = []
@@ -83,11 +85,13 @@ def duration_rows() -> list[dict[str, Any]]:
             else:
                 row["total_device"] = [fr.memory_per_device, fr.memory_high_per_device, fr.fits]
                 row["items"] = fr.training_time
+                if full:
+                    row["full"] = fr.to_dict()
             out.append(row)
     return out
 
 
-def rows() -> list[dict[str, Any]]:
+def rows(full: bool = False) -> list[dict[str, Any]]:
     import llmsizer
 
     out: list[dict[str, Any]] = []
@@ -103,12 +107,17 @@ def rows() -> list[dict[str, Any]]:
                 else:
                     row["items"] = {i.name: list(i.range) for i in est.items}
                     row["total_device"] = list(est.total("device"))
+                    if full:
+                        row["full"] = est.to_dict()
                 out.append(row)
     return out
 
 
+OUTPUTS = ("items", "total_device", "error", "full")
+
+
 def _key(r: dict[str, Any]) -> str:
-    return json.dumps({k: v for k, v in r.items() if k not in ("items", "total_device", "error")}, sort_keys=True)
+    return json.dumps({k: v for k, v in r.items() if k not in OUTPUTS}, sort_keys=True)
 
 
 def compare(before: str, after: str) -> int:
@@ -129,10 +138,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
     ap.add_argument("--only", choices=("memory", "duration"), help="write only these rows")
+    ap.add_argument("--full", action="store_true", help="also write each result's whole to_dict() (words too)")
     args = ap.parse_args()
     if args.compare:
         return compare(*args.compare)
-    for r in [*(rows() if args.only != "duration" else []), *(duration_rows() if args.only != "memory" else [])]:
+    for r in [*(rows(args.full) if args.only != "duration" else []),
+              *(duration_rows(args.full) if args.only != "memory" else [])]:
         sys.stdout.write(json.dumps(r, sort_keys=True) + "\n")
     return 0
 

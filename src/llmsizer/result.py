@@ -109,9 +109,9 @@ class Estimate:
         if hit is None:
             lo = mid = hi = 0
             for it in self.items:
-                if it.location == location:
-                    a, b, c = it.range
-                    lo, mid, hi = lo + a, mid + b, hi + c
+                if it.location == location:  # Item.range, read in place
+                    b = it.bytes
+                    lo, mid, hi = lo + (b if it.low is None else it.low), mid + b, hi + (b if it.high is None else it.high)
             hit = cache[location] = (lo, mid, hi)
         return hit
 

@@ -44,11 +44,6 @@ def test_tokens_per_second_is_all_eight_gpus() -> None:
     assert 3497 * f / peak > 1 > 3497 * f / (8 * peak)  # per GPU impossible, over the eight possible
 
 
-def test_cpu_offload_row_says_what_is_missing() -> None:
-    c = speed_case(public_rows()["PM0705"])
-    assert isinstance(c, NotExpressed) and "CPUOffloadPolicy" in c.why
-
-
 @pytest.mark.parametrize(("rid", "method", "targets", "share"), [("PM0701", "full", (), 0.86),
                                                                    ("PM0703", "lora", ("q", "v"), 1.07)])
 def test_a6000_rows_exceed_what_the_recipe_can_reach(rid: str, method: str, targets: tuple[str, ...],

@@ -70,11 +70,12 @@ def test_v0_engine_step_follows_from_its_row() -> None:
 
 def test_without_the_engine_step_every_row_is_too_fast_and_with_it_the_held_out_rows_move_in() -> None:
     """The mechanism, not a fit to the summary: with no host step (the device step at the fitted serving share,
-    efficiency.SERVING_DECODE_BANDWIDTH) every row but the two Mixtral-8x22B TP4 rows with the most device work per
-    step and the fewest sequences (VB01, VB02: -4.5 %, -2.0 %) is predicted faster than measured (+7 % .. +57 %); with
-    the V0 step from one row, the median held-out |error| falls below 15 %."""
+    efficiency.SERVING_DECODE_BANDWIDTH, with the tensor-parallel all-reduces' latency, engines.tp_allreduce) every row
+    but the two Mixtral-8x22B TP4 rows with the most device work per step and the fewest sequences (VB01, VB02: -6.7 %,
+    -4.2 %) is predicted faster than measured (+4.9 % .. +50 %); with the V0 step from one row, the median held-out
+    |error| falls below 15 %."""
     without = {c.id: c.error for c in vllm_latency_cases(engine_step_seconds=0.0)}
-    assert all(e is not None and (-0.05 < e < 0.0 if rid in ("VB01", "VB02") else 0.05 < e < 1.0)
+    assert all(e is not None and (-0.08 < e < 0.0 if rid in ("VB01", "VB02") else 0.04 < e < 1.0)
                for rid, e in without.items()), without
     held = sorted(abs(c.error) for c in vllm_latency_cases() if not c.excluded and c.error is not None)
     assert len(held) == 12

@@ -176,13 +176,18 @@ def render_duration(d: Duration) -> str:
                     "hidden by compute)" if st.comm_seconds and st.model_parallel is None else "")
                  + (f" on the slowest stage; per micro-batch {mp.tp_seconds:.3g} s tensor-parallel and "
                     f"{mp.p2p_seconds:.3g} s pipeline communication ("
-                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap else "not overlapped")
+                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap
+                       else f"{mp.tp_hidden_seconds:.3g} s tensor-parallel behind the backward GEMMs, the rest not "
+                       "overlapped" if mp.tp_hidden_seconds else "not overlapped")
                     + f"), pipeline bubble {mp.bubble:.3g}, "
                     f"{mp.dp_seconds:.3g} s gradient all-reduce per step"
                     if (mp := st.model_parallel) is not None else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
-                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step" if st.optimizer_seconds else "")
+                 + (f", {st.optimizer_seconds:.3g} s optimizer update per step"
+                    + (" on the host (CPU offload, not overlapped)"
+                       if any(a.name == "offload_host_memory_bandwidth" for a in d.assumptions) else "")
+                    if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
     line += (f" = {d.seconds / 3600:,.1f} h wall clock"

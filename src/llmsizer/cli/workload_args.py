@@ -33,6 +33,7 @@ from ..numbers import (
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
@@ -41,8 +42,10 @@ from ..specs.training import (
     GRAD_CHECKPOINTING,
     GRAD_SYNC,
     KERNELS,
+    LORA_DROPOUTS,
     LOSSES,
     METHODS,
+    NF4_FORMATS,
     NF4_QUANTIZERS,
     OFFLOAD,
     OPTIMIZER_IMPLS,
@@ -224,7 +227,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "CEWithChunkedOutputLoss with --loss-chunks 8); linear-ce: lm_head inside the loss per chunk "
                    f"(torchtune LinearCrossEntropyLoss, with --loss-chunks 8); cut-ce: no logits tensor at all (Cut "
                    f"Cross-Entropy, Unsloth's fused loss); ce-kept-logits: ce whose loop keeps the shifted fp32 logits through the "
-                   f"backward (torchtune's recipes of 2024-05) (default {TW.loss})")
+                   f"backward (torchtune's recipes of 2024-05); ce-loss-parallel: ce under torch's loss_parallel over the --tp "
+                   f"vocabulary shards (torchtitan with --tp > 1) (default {TW.loss})")
     g.add_argument("--kernels", choices=KERNELS, help="layer implementation: pytorch (transformers/PEFT/torchtune "
                    "modules) or unsloth (Unsloth's fused LoRA kernels; Unsloth's recipe: --kernels unsloth --loss cut-ce "
                    f"--grad-checkpointing full --checkpoint-offload) (default {TW.kernels})")
@@ -232,8 +236,20 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    "checkpoint use_reentrant=False (non-reentrant: transformers >= 5, torchtune) or True (reentrant: "
                    f"transformers 4.35-4.x; recomputes each layer's output too) (default {TW.checkpoint_impl})")
     g.add_argument("--nf4-quantizer", choices=NF4_QUANTIZERS, help="with --method qlora: what quantizes the base on "
-                   "the device: bitsandbytes (PEFT/transformers), torchao (torchtune to_nf4) or torchao-0.1 (unchunked, "
-                   f"torchtune 2024-05); its transient is the 'model init' phase (default {TW.nf4_quantizer})")
+                   "the device and runs its matmuls: bitsandbytes (>= 0.43.2: PEFT/transformers), bitsandbytes-0.42 "
+                   "(before 0.43.2: each 4-bit matmul keeps its input for the backward), lightning-bnb-0.42 (litgpt: "
+                   "Lightning Fabric over bitsandbytes 0.42.0, lm_head quantized too), torchao (torchtune to_nf4) or "
+                   "torchao-0.1 (unchunked, torchtune 2024-05); its transient is the 'model init' phase (default "
+                   f"{TW.nf4_quantizer})")
+    g.add_argument("--lora-dropout", choices=LORA_DROPOUTS, help="LoRA dropout on the adapters' inputs: none (PEFT/"
+                   "torchtune default 0), per-module (each adapted linear keeps a dropped-out copy and its mask: PEFT "
+                   f"lora_dropout > 0) or fused-qkv (litgpt: one adapter on the fused q/k/v) (default {TW.lora_dropout})")
+    g.add_argument("--nf4-format", choices=NF4_FORMATS, help="with --method qlora: the base's 4-bit format: nf4-dq "
+                   "(double-quantized block scales, the QLoRA paper's recipe) or nf4 (fp32 block scales: transformers' "
+                   f"bnb_4bit_use_double_quant default, litgpt --quantize bnb.nf4) (default {TW.nf4_format})")
+    g.add_argument("--loop-keeps-graph", action="store_true", default=None, help="the training loop keeps the step's "
+                   "loss and logits referenced into the next step's forward (litgpt), so what the autograd graph holds "
+                   "outside its saved tensors (bitsandbytes 0.42's kept matmul inputs) lives on")
     g.add_argument("--deepspeed-gather", choices=DEEPSPEED_GATHERS, help="with --zero 3: DeepSpeed's parameter "
                    "gather: current (>= 0.9: one rank uses its partition in place) or pre-0.9 (one rank gathers too: "
                    f"a buffer beside the partition's device copy) (default {TW.deepspeed_gather})")
@@ -253,6 +269,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--tp-comm-overlap", action="store_true", default=None,
                    help="with --tp: tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap, "
                         "torchtitan async TP), for the duration (default: not overlapped)")
+    g.add_argument("--tp-backward-overlap", action="store_true", default=None,
+                   help="with --tp: Megatron-LM's backward overlap of each column-parallel linear's input-gradient "
+                        "all-reduce (reduce-scatter and input re-gather under --sequence-parallel) with its GEMMs, on "
+                        "in Megatron since 2021-09, for the duration (default: off, PyTorch tensor parallelism)")
     g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
@@ -294,14 +314,20 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
                         "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
                         f"(default {TW.compile_scope})")
+    g.add_argument("--batch-shapes", choices=BATCH_SHAPES,
+                   help="with --metric reserved or nvidia-smi: variable (batches padded to their longest sample: a "
+                        "calibrated fragmentation reserve) or fixed (the same shapes every step, e.g. torchtitan's "
+                        "packed fixed-length sequences: reserve = blocks cached on the other CUDA streams, FSDP2's "
+                        f"reduce-scatter outputs) (default {TW.batch_shapes})")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "deepspeed_gather",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "ep", "sequence_parallel",
+                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")
+                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
+                   "batch_shapes")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

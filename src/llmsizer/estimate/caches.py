@@ -21,7 +21,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     from .training import states as training_states
 
     for memo in (fit._SPEED_MEMO, fit._TRAINING_CACHE, inference_compose._MEMO, training_compose._MEMO,
-                 training_compose._ITEMS, training_compose._CONTEXTS):
+                 training_compose._ITEMS, training_compose._CONTEXTS, training_compose._WORKLOADS):
         memo.clear()
     # keyed on workload settings (LoRA adapters, a llama.cpp sliding window's ring, the device-independent parts of
     # a training step; a serving engine's release scope), not on the model alone
@@ -33,7 +33,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     if estimates_only:
         return
     for f in (tensors.model_layout, tensors.layer_groups, tensors.layer_keys, params.count_params, weight_formats.normalize_format,
-              weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_modules,
+              weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_layout, lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,

@@ -207,3 +207,21 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
 def generic_device(kind: str) -> Device:
     """The device a workload's ``device`` kind ('gpu', 'cpu') names when no catalog device is given."""
     return GENERIC_DEVICES[kind]
+
+
+# Interconnects that join GPUs in pairs only (an NVLink bridge: interconnects.json "nvlink-bridge", H100 NVL pair, RTX
+# A6000): more than two such GPUs are no full NVLink mesh (vLLM's is_full_nvlink tests every pair).
+PAIR_ONLY_LINKS = ("nvlink-bridge",)
+
+
+def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,
+                    hardware_files: Sequence[str | Path] = ()) -> bool | None:
+    """Whether every pair of ``count`` GPUs of one replica is joined by NVLink (what vLLM's and SGLang's
+    is_full_nvlink ask before their custom all-reduce, estimate/engines.py ``tp_allreduce``): the instance's
+    interconnect, else the device's (as ``fit.link_bandwidth_for``); None when neither names one."""
+    cat = load_catalog(hardware_files)
+    ident = instance.interconnect if instance is not None and instance.interconnect else device.interconnect
+    ic = cat.interconnect(ident)
+    if ic is None:
+        return None
+    return ic.kind == "nvlink" and (ident not in PAIR_ONLY_LINKS or count <= 2)

@@ -28,6 +28,8 @@ from typing import Any
 from ..catalog.hardware import Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.cost import run_cost
+from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
+from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
 from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token, score_gemm_seconds_per_token
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
@@ -41,12 +43,17 @@ from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, la
 from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
-from ..formulas.lora import adapted_modules, adapted_roles, lora_params
+from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
-from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
+from ..formulas.selective_checkpointing import (
+    full_recompute_flops,
+    layer_matmul_shapes,
+    op_sac_recompute_flops,
+    whole_layer_recompute_flops,
+)
 from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import recipe, training_recipe_name
@@ -77,7 +84,7 @@ from .device import resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
-from .training.compose import estimate_items, training_context
+from .training.compose import estimate_items, training_context, training_workload
 from .training.setup import compiled_loss, qlora_base_format
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
@@ -147,9 +154,11 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
 @lru_cache(maxsize=1024, typed=True)
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
                     rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
-                    checkpoint_every: int = 1) -> TrainingFlops:
+                    checkpoint_every: int = 1, reentrant: bool = False) -> TrainingFlops:
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
-    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; memoized on its immutable arguments (the same for every device of a catalog search)."""
+    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; ``reentrant``: a full
+    recomputation re-runs each layer's last matmul too (``checkpoint_impl`` 'reentrant', Megatron-LM's
+    CheckpointFunction); memoized on its immutable arguments (the same for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -171,10 +180,12 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
-        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, full_recompute_flops, st), width, seq_len, ckpt_attn)
+        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, whole_layer_recompute_flops if reentrant
+                                                 else full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
-                   "early stop before each layer's last matmul)")
+                   + ("reentrant: each layer's whole forward again)" if reentrant
+                      else "early stop before each layer's last matmul)"))
         source += ", (2')"
     elif recompute == "selective-op":
         r = _sum_by_kind(spec, ckpt, op_sac_recompute_flops, st)
@@ -268,7 +279,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
-                                 w.kernels == "unsloth", loss_compiled=compiled_loss(w))
+                                 w.kernels == "unsloth", loss_compiled=compiled_loss(w),
+                                 sequence_parallel=w.sequence_parallel and tp > 1)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
         # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)
@@ -297,11 +309,33 @@ def eager_score_seconds_per_token(spec: ModelSpec, w: TrainingWorkload, fl: Trai
 @lru_cache(maxsize=256, typed=True)
 def _adapted_linears(spec: ModelSpec, targets: tuple[str, ...] | str) -> dict[int, tuple[tuple[int, int], ...]]:
     """(in, out) of each LoRA-adapted decoder-layer linear, per layer (formulas/lora.py ``adapted_modules``: the same
-    at any rank; per model and target set, read only)."""
+    at any rank; per model and target set, read only), in its order, from its grouped form (``adapted_layout``: the
+    modules the layers alike share are read once)."""
+    lay = adapted_layout(spec, targets)
     by_layer: dict[int, list[tuple[int, int]]] = {}
-    for m in adapted_modules(spec, targets):
-        if not m.embedding and m.experts == 1 and m.layer >= 0:
-            by_layer.setdefault(m.layer, []).extend([(m.in_features, m.out_features)] * m.count)
+    shared: dict[int, list[tuple[int, int]]] = {}  # id of a tuple of modules the layers alike share -> its linears
+
+    def linears(mods: tuple[AdaptedModule, ...]) -> list[tuple[int, int]]:
+        return [lin for m in mods if not m.embedding and m.experts == 1
+                for lin in [(m.in_features, m.out_features)] * m.count]
+
+    def per_layer(part: tuple[tuple[AdaptedModule, ...], ...]) -> None:  # decoder layer i's modules: part[i]
+        for i, mods in enumerate(part):
+            lin = shared.get(id(mods))
+            if lin is None:
+                lin = shared[id(mods)] = linears(mods)
+            if lin:
+                by_layer.setdefault(i, []).extend(lin)
+
+    def outside(mods: tuple[AdaptedModule, ...]) -> None:  # before / after the decoder layers: each its own layer
+        for m in mods:
+            if m.layer >= 0:
+                by_layer.setdefault(m.layer, []).extend(linears((m,)))
+
+    per_layer(lay.experts)
+    outside(lay.head)
+    per_layer(lay.layers)
+    outside(lay.tail)
     return {k: tuple(v) for k, v in by_layer.items()}
 
 
@@ -446,7 +480,7 @@ class StepTime:
 
 def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
     if w.method == "qlora":
-        return qlora_base_format(spec)
+        return qlora_base_format(spec, w.nf4_format)
     return "fp32" if w.precision == "fp32" or w.base_dtype == "fp32" else "bf16"
 
 
@@ -573,7 +607,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         if w.method == "qlora" and bw_mem:
             layers = spec.num_layers
             ckpt = len(checkpointed_layers(layers, w.checkpoint_every)) if w.grad_checkpointing == "full" else 0
-            fmt = qlora_base_format(spec)
+            fmt = qlora_base_format(spec, w.nf4_format)
             t_dq = dequantization_seconds(quantized_weights(spec) / tp, dequantization_passes(fmt, ckpt / layers),
                                           bw_mem, DEQUANT_BYTES_PER_WEIGHT[fmt])
     eta = E.memory_bound_bandwidth(device.kind)
@@ -587,6 +621,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                    "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
                                    else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
                                    else "eager (" + SOURCE_EAGER + ")")
+                                + (f"; sequence parallelism: the norms, residual adds and input-gradient sums on "
+                                   f"1/{w.tp} of the tokens (eq. (E10))" if w.sequence_parallel and w.tp > 1 else "")
                                 + ("; eager attention's softmax and dropout over the scores, "
                                    "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
                                    "(Megatron's GPT default)" if w.attention == "eager" else "")
@@ -691,6 +727,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
                                       sync, ub)
+            if w.offload == "params" and w.fsdp is not None:
+                comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation
             comm_b, t_m = comm.bytes_per_step(k) / k, comm.seconds_per_step(k) / k
             if mode == "ddp" and k > 1:
@@ -721,7 +759,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         full = recompute_mode(w.grad_checkpointing) == "full"
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
                                  checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
-                                 link_bandwidth, network.bandwidth if network is not None else None, notes, warnings)
+                                 link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
+                                 peak * u * e if device.kind == "gpu" else 0.0)
     if device.kind == "cpu" and n == 1:
         topology = "cpu"
     t_p = 0.0
@@ -729,7 +768,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         t_p = 2.0 * paged_bytes / E.HOST_LINK_BANDWIDTH
         notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
     t_opt = t_acc = 0.0
-    if device.kind in ("gpu", "cpu") and bw_mem:
+    if w.offload != "none" and device.kind == "gpu":
+        t_opt, t_acc = _host_step_seconds(spec, w, fl.trained_params, notes, warnings)
+    elif device.kind in ("gpu", "cpu") and bw_mem:
         t_opt, t_acc = _per_step_seconds(spec, w, fl.trained_params, bw_mem * eta.expected, notes)
     k = w.grad_accumulation
     if mp is not None:  # eq. (P6): dp replicas, each a pipeline of tp x pp devices
@@ -749,6 +790,66 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                     t_f8, t_steps / k - t_c, t_launch, mode, grad_sync_of(w, mode) if mode else "",
                     attention_seconds=t_attn, tokens_per_device_micro=tokens, devices=n,
                     bus_bandwidth=comm.bus_bandwidth if comm is not None else 0.0)
+
+
+def _offload_copies(spec: ModelSpec, w: TrainingWorkload, comm: DataParallelComm, mode: str, trained: float,
+                    notes: list[Assumption]) -> DataParallelComm:
+    """FSDP with CPU offload (formulas/cpu_offload_time.py eqs. (H1)-(H3)): the parameter shards copied to the
+    device before every all-gather and the gradient shards copied to the host after every reduce-scatter, over the
+    device's host link, folded into the phases of ``comm``."""
+    ctx = training_context(spec, w)
+    if w.adapters:  # the frozen base as stored (the adapters' own bytes are a rounding error)
+        stored = float(weight_bytes(spec, _weight_format(w, spec)).total)
+    else:
+        stored = float(count_params(spec).total) * ctx.recipe.model_bytes
+    shards = min(w.gpus, w.gpus_per_node) if mode == "hybrid" else w.gpus
+    grad = _optimizer_step_setup(spec, w)[2]  # the gradient as the host holds it (the parameter's dtype)
+    traffic = host_link_traffic(stored, trained * grad, shards, mode != "grad_op")
+    notes.append(Assumption("offload_host_link_bytes", round(traffic.total), True,
+                            "formulas/cpu_offload_time.py eq. (H1): per device and micro-step, the parameter shard "
+                            "copied host-to-device before each all-gather (forward"
+                            + (" and backward" if mode != "grad_op" else "") + ") and the gradient shard "
+                            f"device-to-host after its reduce-scatter ({OFFLOAD_SOURCE})"))
+    notes.append(Assumption("host_link_bandwidth", E.HOST_LINK_BANDWIDTH, True, E.HOST_LINK_SOURCE))
+    notes.append(Assumption("offload_copy_overlap", "by phase", True,
+                            "formulas/cpu_offload_time.py eq. (H3): pinned, non_blocking copies on FSDP's copy-in and "
+                            "post-reduce streams; each phase takes the longer of its collectives and its copies, the "
+                            "first unit's H2D and the last unit's D2H copy are not hidden"))
+    return offloaded_comm(comm, traffic, E.HOST_LINK_BANDWIDTH)
+
+
+def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes: list[Assumption],
+                       warnings: list[str]) -> tuple[float, float]:
+    """(optimizer step, one gradient accumulation) seconds over host memory (formulas/cpu_offload_time.py eq. (H4)):
+    the elements of every rank of one machine at the host's DRAM bandwidth, the bytes per element of the optimizer
+    the memory estimate resolves (formulas/optimizer_step.py)."""
+    host, eta = E.OFFLOAD_HOST_MEMORY_BANDWIDTH, E.MEMORY_BOUND_BANDWIDTH_CPU
+    optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
+    data_parallel = w.gpus // max(1, w.tp * w.pp)
+    local = trained / (data_parallel if (w.zero >= 1 or w.fsdp is not None) else 1) / max(1, w.tp * w.pp)
+    machine = local * min(w.gpus, w.gpus_per_node)  # every rank of one machine steps at once
+    t_opt = host_step_seconds(machine, per, host.expected, eta.expected) if per is not None else 0.0
+    t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
+    if per is not None:
+        notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
+                                f"formulas/optimizer_step.py: {optimizer} {impl}, {OPTIMIZER_STEP_SOURCE}; on the "
+                                "host (CPU offload): formulas/cpu_offload_time.py eq. (H4), all ranks of a machine "
+                                "at once, not overlapped"))
+    notes.append(Assumption(host.name, host.expected, True, host.source))
+    notes.append(Assumption(eta.name, eta.expected, True, eta.source))
+    if w.fsdp is not None and w.grad_accumulation > 1:
+        warnings.append("FSDP CPU offload with gradient accumulation: from the second micro-step FSDP2 adds each "
+                        "gradient on the host and copies it synchronously (_fsdp_collectives.py foreach_reduce lines "
+                        "711-750); the addition is timed (eq. O3 at the host bandwidth), the lost copy overlap is not")
+    if w.fsdp is not None and w.offload == "optimizer":
+        warnings.append("offload optimizer with FSDP: FSDP has no optimizer-only offload (FSDP2 CPUOffloadPolicy and "
+                        "FSDP1 CPUOffload(offload_params=True) move parameters, gradients and optimizer states "
+                        "together: --offload params); the host optimizer step is timed, the copies are not")
+    if w.fsdp is None:
+        warnings.append(f"offload {w.offload} with DeepSpeed ZeRO: the host optimizer step is timed "
+                        "(formulas/cpu_offload_time.py eq. (H4), its bytes per element as torch's fused AdamW's, not "
+                        "DeepSpeedCPUAdam's), the parameter and gradient copies over the host link are not")
+    return t_opt, t_acc
 
 
 def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: float,
@@ -853,7 +954,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)
-    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
+    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
+                                  w.checkpoint_impl == "reentrant")
     own = True
     peak, key, cpu_vector = training_peak(device, w.precision)
     if device.kind == "cpu":
@@ -906,7 +1008,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     kw["device"] = workload_device_kind(device)
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
-    w = TrainingWorkload(**kw)
+    w = training_workload(kw)  # one object per fields: the same for every device of a catalog search
     paged = sum(i.bytes for i in estimate_items(spec, w) if i.name == "paged_optimizer_states")
     return training_duration(spec, device, devices, tokens, utilization=utilization, workload=w,
                              link_bandwidth=(link_bandwidth or link_bandwidth_for(device, instance, hardware_files)

@@ -168,27 +168,46 @@ COMPUTE = Factor(
 # for cuBLAS; a routed-expert product (MMQ mul_mat_id) sees only min(T, n_ubatch) k / E tokens and reaches
 # e n / (n + n_h) of the MMQ efficiency (dense products run at ubatch >= 512 columns and take e itself; a
 # column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %
-# of the int8 rate as the RTX 4090 at 512). CALIBRATED (three constants, three named rows, solved exactly by
-# tests/hardware/test_prefill_calibration.py): llama-bench Llama-3-8B pp512 Q4_K_M (MMQ) and F16 (cuBLAS) on
-# RTX 4090 (XiongjieDai README @00dd2bd, rows XD04/XD06) and Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark (MoE: 128
-# tokens per expert, so it fixes the half-efficiency column count; row PM0096). These three are calibration rows
-# in the report; the other prefill rows are held out. The two RTX 4090 rows ran without flash attention
-# (llama-bench -fa 0, its default then), so their materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE) are part
-# of the solve. Result: MMQ 15.7 % of the int8 rate, cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 222 tokens
-# per expert. Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 %
-# median |error| (DGX Spark +105 .. +324 % -> -41 .. +29 %; H100-PCIe, a December-2023 build, +477 % -> +211 %).
+# of the int8 rate as the RTX 4090 at 512). CALIBRATED (tests/hardware/test_prefill_calibration.py re-derives all
+# three): cuBLAS on llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README @00dd2bd, row XD06; solved
+# exactly); MMQ only on rows whose build ran MMQ, the DGX Spark tables (build 6918), with each dense product's
+# weights read once per 128-column tile (formulas/speed.py eq. 9''; mmq.cuh): n_h so that Qwen3-Coder-30B-A3B Q8_0
+# pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that meet
+# the two dense rows, Qwen2.5-7B Q8_0 (PM0098, 0.241) and Gemma-3-4B Q4_0 (PM0101, 0.224), each then within 4 %.
+# These four are calibration rows in the report; the other prefill rows are held out. The RTX 4090 row ran without
+# flash attention (llama-bench -fa 0, its default then), so its materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE)
+# are part of the solve. The May 2024 Q4_K_M row of the same table (XD04) fed the MMQ efficiency until #12 round 2
+# found that its build never ran MMQ above 32 columns (DEQUANT_CUBLAS_PATH below); it is now held out (-3.2 %).
+# Result: MMQ 23.2 % of the int8 rate (15.7 % from XD04 without the tile reads; 13.5 % from the DGX Spark rows
+# without them, +-11 %), cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 357 tokens per expert. Checked on GeForce
+# MMQ rows outside the validation set (llama.cpp PR #7676: RTX 4090 Llama 3 8B Q4_0 pp512, 10358.75 t/s; PR #7860:
+# RTX 3090 Q6_K pp2048, 3491.20): -25 % and -2 % (-40 % and -27 % without the tile reads; -31 % / -16 % with 0.157).
+# Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 % median |error| at
+# the first fit.
 # Low = expected = high: one calibration set, no spread claimed (the calibrated ranges of estimate/ranges.py
 # carry the spread).
 LLAMACPP_MMQ = Factor(
-    "llamacpp_prefill_mmq_efficiency", 0.157, 0.157, 0.157,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M pp512 on RTX 4090 + Qwen3-30B-A3B Q8_0 pp2048 on DGX Spark; "
+    "llamacpp_prefill_mmq_efficiency", 0.2323, 0.2323, 0.2323,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918: Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0 (dense, weights read "
+    "once per 128-column tile, formulas/speed.py eq. 9'') with Qwen3-30B-A3B Q8_0 (MoE); "
     "share of the int8 tensor peak (ggml-cuda mmq.cu ggml_cuda_should_use_mmq)")
+# The per-column MMQ rate of a batched decode step (formulas/speed.py eq. 10: the products' columns beyond the first,
+# b <= 32 columns, one column tile, so no tile re-reads of eq. 9''): the MMQ share the same two dense DGX Spark rows
+# give when every second of their products is counted as arithmetic (no tile-read term; LLAMACPP_MMQ_TILE_COLUMNS = 0
+# in tests/hardware/test_prefill_calibration.py): geometric mean of 0.121 (PM0098) and 0.150 (PM0101). Eq. (10)'s
+# rows were validated at this rate (its constants LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU and the routings of eq. 11 are
+# fitted with it); at LLAMACPP_MMQ's 0.2323 the held-out dense batched rows at b >= 4 go from 3.5 % to 4.9 % median
+# |error| (worst 14 %): a narrow tile's arithmetic is slower per FLOP than a 128-column one's, not modelled apart.
+LLAMACPP_MMQ_STEP = Factor(
+    "llamacpp_batched_step_mmq_efficiency", 0.1349, 0.1349, 0.1349,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918, Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0, all time counted as "
+    "MMQ arithmetic; the rate of formulas/speed.py eq. (10)'s narrow products")
 LLAMACPP_CUBLAS = Factor(
     "llamacpp_prefill_cublas_efficiency", 0.418, 0.418, 0.418,
     "calibrated: llama-bench Llama-3-8B F16 pp512 on RTX 4090; share of the FP16-accumulate tensor peak "
     "(ggml-cuda.cu cublasGemmEx CUBLAS_COMPUTE_16F)")
 LLAMACPP_HALF_COLUMNS = Factor(
-    "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
+    "llamacpp_gemm_half_efficiency_columns", 357.0, 357.0, 357.0,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
 # Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
 # L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
@@ -234,13 +253,13 @@ def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
 # (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it), the flash-attention K/V stream share
 # LLAMACPP_FA_STREAM_SHARE (1.69 b^0.60 before it), the per-layer overhead re-derived with eq. (13) (88.5 us; 1.79
 # b^0.55 with 91.3 us) and the K/V views padded to 256 cells with the share applied at b = 1 too (1.80 b^0.55
-# before it).
+# before it; 1.82 b^0.54 with the MMQ rate of the first prefill fit, LLAMACPP_MMQ 0.157).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.82, 1.82, 1.82,
+    "llamacpp_identical_routings_scale", 1.84, 1.84, 1.84,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
-    "llamacpp_identical_routings_exponent", 0.54, 0.54, 0.54,
+    "llamacpp_identical_routings_exponent", 0.53, 0.53, 0.53,
     "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
 # A llama.cpp CUDA step of b >= 2 sequences runs without CUDA graphs and without the single-column fusions:
 # ggml-cuda.cu check_node_graph_compatibility disables graph capture for any GGML_OP_ADD whose src1 has ne[1] > 1
@@ -257,8 +276,8 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # re-derived by tests/estimate/test_graphs_off_overhead.py. The MoE routings of eq. (11) are re-fitted with it.
 # The b = 1 base streams its K/V cells at LLAMACPP_FA_STREAM_SHARE too, over views padded to 256 cells (the
 # flash-attention kernels read llama.cpp's padded n_kv; formulas/flash_attention.py), so the constant is solved after
-# the share (order: share -> this -> the routings of eq. 11). Range: the six rows imply 67-96 us (high = 96 us; 70 us
-# expected and 81 us high before the padding and the b = 1 share, 90 and 103 us before the K/V cells were streamed
+# the share (order: share -> this -> the routings of eq. 11). Range: the six rows imply 65-95 us (high = 95 us; 70 us
+# expected and 96 us high with the MMQ rate of the first prefill fit, LLAMACPP_MMQ 0.157; 70 and 81 us before the padding and the b = 1 share, 90 and 103 us before the K/V cells were streamed
 # at LLAMACPP_FA_STREAM_SHARE, 79 and 93 us before the sliding layers' cells followed the flash-attention mask scan,
 # engines.LLAMACPP_FA_KV_TILE); graphs alone, measured on x86 hosts with the April 2024 build (no
 # fusions then), are worth less: LLaMA 2 7B Q4_0 tg 116.31 -> 128.27 tokens/s on RTX 3090 and 138.31 -> 146.81 on
@@ -266,7 +285,7 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # 27 us per layer); low = 13 us. All calibration rows are DGX Spark's (a Grace Arm host): on x86 hosts the expected
 # value may overstate a batched step by up to L x 57 us.
 LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
-    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 70e-6, 96e-6,
+    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 68e-6, 95e-6,
     "calibrated: llama-batched-bench b = 2 vs b = 1 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark "
     "(BB44/48/53, BB58/63/67; build 6918); seconds per layer per step without CUDA graphs (ggml-cuda.cu "
     "check_node_graph_compatibility)")
@@ -296,19 +315,45 @@ LLAMACPP_FA_STREAM_SHARE = Factor(
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
 LLAMACPP_KQ_BYTES_PER_SCORE = 16
-MMQ_PATH, CUBLAS_PATH = "mmq", "cublas"
+MMQ_PATH, CUBLAS_PATH, DEQUANT_CUBLAS_PATH = "mmq", "cublas", "dequantize+cublas"
 # Decoding several sequences at once (formulas/speed.py eq. 10) uses the same path's rate for the products' columns
 # beyond the first: up to MMVQ_MAX_BATCH_SIZE = 8 columns ggml-cuda runs mmvq (the same weights per column), above it
 # MMQ/cuBLAS; no constant of its own (the per-column time measured on DGX Spark matches this rate, eq. 10).
 _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 
 
-def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> str | None:
+# Which path a quantized prefill product takes depends on the build. Builds before the June 2024 switch ran every
+# quantized product of more than MMQ_MAX_BATCH_SIZE = 32 columns on Volta and later (fp16_performance_good) through
+# cuBLAS: ggml-cuda.cu ggml_cuda_mul_mat, "when tensor cores are available, use them for large batch size"
+# (ggml-org/ggml src/ggml-cuda.cu @8c44bc9, the 2024-05-14 sync of llama.cpp's file, L1903-1926, and unchanged at
+# @a59a24f9, the 2024-06-15 sync, L1909-1932; MMQ_MAX_BATCH_SIZE in src/ggml-cuda/common.cuh L168), and
+# ggml_cuda_op_mul_mat_cublas (@8c44bc9 L1233-1268) first converts the whole weight matrix to F16 into a pool buffer
+# (to_fp16_cuda(src0_dd_i, src0_as_f16, row_diff*ne00): read the quantized bytes, write 2 bytes per weight), then runs
+# cublasGemmEx with CUBLAS_COMPUTE_16F on it -- the F16 path's GEMM plus one dequantization per matrix product, i.e.
+# per ubatch. From the 2024-06-26 sync (@5378ea0d src/ggml-cuda/mmq.cu ggml_cuda_should_use_mmq L101-103:
+# `if (int8_mma_available(cc)) return true;`, llama.cpp PR #8075 "use MMQ instead of cuBLAS by default") quantized
+# products take MMQ at every column count on Turing and later. No constant of its own: the GEMM at
+# LLAMACPP_CUBLAS, the conversion at llama.cpp's calibrated streaming rate (LLAMACPP_DECODE_BANDWIDTH, eq. 12 cap).
+# MMQ's column tile on Turing and later: mmq_x up to 128 (ggml-org/ggml src/ggml-cuda/mmq.cuh @da232870
+# get_mmq_x_max_host L94-102); each tile reads its weight rows (formulas/speed.py eq. 9'').
+LLAMACPP_MMQ_TILE_COLUMNS = 128  # 0: no tile-read term (how LLAMACPP_MMQ_STEP is solved)
+LLAMACPP_INT8_MMQ_SINCE = "ggml-org/ggml @5378ea0d (2024-06-26 sync of llama.cpp; PR #8075)"
+_VOLTA_CAPABILITY = 7.0
+
+
+def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_mmq: bool = True,
+                       capability: float | None = None) -> str | None:
     """The ggml-cuda kernel path of llama.cpp's matrix products for a GGUF file type on an NVIDIA GPU: 'mmq' for
-    quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights."""
+    quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights.
+    ``int8_mmq`` False: a build from before LLAMACPP_INT8_MMQ_SINCE, whose quantized prefill products on Volta and
+    later (``capability`` >= 7.0, or unknown) are dequantized to F16 and run through cuBLAS (DEQUANT_CUBLAS_PATH)."""
     if not weights_format.startswith("gguf:") or device_kind != "gpu" or vendor != "NVIDIA":
         return None
-    return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
+    if weights_format in _CUBLAS_GGUF:
+        return CUBLAS_PATH
+    if not int8_mmq and (capability is None or capability >= _VOLTA_CAPABILITY):
+        return DEQUANT_CUBLAS_PATH
+    return MMQ_PATH
 
 
 # Training on one device, data-parallel devices or each device of a tensor/pipeline-parallel run
@@ -494,10 +539,12 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps, the device
-# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8). Re-derived by
-# tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13 are held out.
+# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8) with its TP2
+# all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it).
+# Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
+# are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 5.464e-3, 5.464e-3, 5.464e-3,
+    "vllm_v0_engine_step_seconds", 4.876e-3, 4.876e-3, 4.876e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
@@ -531,10 +578,47 @@ VLLM_V1_HOST_STEP_SECONDS = Factor(
     "vllm_v1_host_seconds_per_step", 2.39e-3, 2.39e-3, 2.39e-3,
     "calibrated: vLLM 0.19.0 Qwen3-0.6B 1 x H100 512+128 tokens at 16 req/s, 2.39 ms per output token (VS07, "
     "kvcached benchmarks/bench_layout/H100_results.md); async scheduling overlaps it with the device step")
+# Latency (alpha of formulas/speed.py eq. 6) of ONE all-reduce of a decode step's activations (b x hidden x 2 B: 2-64
+# KB at b = 1-4), per kernel the serving engine picks (estimate/engines.py ``tp_allreduce``). Published measurements,
+# not fitted; the message sizes bracket a decode step's (4-32 KB). Neither is an A100 figure: these are the closest
+# published small-message timings of the same kernels, so each spans its source's table (low..high).
+# vLLM's custom all-reduce kernel (csrc/custom_all_reduce.cuh, the one SGLang copies): SGLang PR #2904 (sgl-project/
+# sglang, 2025-01-15, 'unit test performance in H100 (without cuda graph)'), vLLM's kernel at tp 2/4/8: 4096 B
+# 0.0088/0.0085/0.0093 ms, 32768 B 0.0087/0.0092/0.0118 ms. Expected: the tp = 4 mean over 4-32 KB. Measured outside
+# CUDA graphs (a copy into the registered buffer and a launch per call): the case of vLLM 0.6's decode beyond
+# max_seq_len_to_capture = 8192 tokens of context (vllm 0.6.3 engine/arg_utils.py:126; worker/model_runner.py:717-726
+# _use_captured_graph: eager above it); inside a captured graph both fall away, so there it is the high side. Checked
+# against vLLM PR #2192's end-to-end saving (tests/estimate/test_tp_allreduce.py: 43.8 us per all-reduce at 1 MiB lies
+# between the expected latencies' difference and the widest).
+CUSTOM_ALLREDUCE_LATENCY = Factor(
+    "custom_allreduce_latency_seconds", 8.5e-6, 8.85e-6, 11.8e-6,
+    "SGLang PR #2904 (2025-01-15): vLLM's custom all-reduce on H100, 4-32 KB, tp 2/4/8, 8.5-11.8 us (tp 4: 8.5 / "
+    "9.2 us), without CUDA graphs")
+# NCCL (torch.distributed / pynccl all_reduce) of a small message inside one machine: ByteDance-Seed/Triton-distributed
+# issue #57 (2025-07-14), torch all_reduce on 8 x H100 (NVLink): 128 B 19.19 us, 16 KB 20.71 us, 32 KB 22.65 us;
+# vllm-project/vllm issue #50576 (2026-08-04) NCCL on 8 x A800 PCIe (2 x 4 PCIe islands), bf16: 8 KB 56.9 us, 16 KB
+# 63.8 us, 32 KB 95.8 us (the high end: PCIe and a second island).
+NCCL_ALLREDUCE_LATENCY = Factor(
+    "nccl_allreduce_latency_seconds", 19.19e-6, 20.71e-6, 63.8e-6,
+    "Triton-distributed issue #57: torch/NCCL all_reduce on 8 x H100, 128 B-32 KB, 19.2-22.7 us (16 KB 20.7 us); "
+    "vllm issue #50576: NCCL on 8 x A800 PCIe, 16 KB 63.8 us")
 # Paged optimizer states move over the device's host link: PCIe Gen4 x16, 32 GB/s per direction (the catalog's
 # pcie4 interconnect), the link of every device the validation rows use.
 HOST_LINK_BANDWIDTH = 32e9
 HOST_LINK_SOURCE = "PCIe Gen4 x16 per direction (interconnects.json pcie4, llm-analysis)"
+
+# Training with the states offloaded to host memory (FSDP2 CPUOffloadPolicy, DeepSpeed ZeRO-Offload) steps the
+# optimizer over host DRAM (formulas/cpu_offload_time.py eq. (H4)), whose bandwidth the training settings do not
+# name: the host of an 8-GPU server. Expected: the DGX A100's two AMD EPYC 7742 (Rome; NVIDIA DGX A100 system
+# architecture, developer.nvidia.com/blog/defining-ai-innovation-with-dgx-a100; "2x AMD Epyc Rome 7742 CPUs",
+# hardwaretimes.com DGX A100 article), 8 channels of DDR4-3200 each: 2 x 204.8 GB/s (catalog cpus.json
+# amd-epyc-milan, alias epyc-rome). Low: one such socket; high: two 8-channel DDR5-4800 sockets (2 x 307.2 GB/s,
+# cpus.json intel-xeon-spr-8ch, the DGX H100's Sapphire Rapids). Reached at MEMORY_BOUND_BANDWIDTH_CPU.
+OFFLOAD_HOST_MEMORY_BANDWIDTH = Factor(
+    "offload_host_memory_bandwidth", 204.8e9, 409.6e9, 614.4e9,
+    "host DRAM of an 8-GPU server (not given): DGX A100, 2 x AMD EPYC 7742 with 8 x DDR4-3200 each = 2 x 204.8 GB/s "
+    "(cpus.json amd-epyc-milan / epyc-rome; NVIDIA DGX A100 architecture blog); range one Rome socket .. two "
+    "8-channel DDR5-4800 sockets")
 
 # Apple GPUs may use about 70-78 % of unified memory (Metal recommendedMaxWorkingSetSize: 70 % on a 32 GB
 # M1 Max, ~78 % on larger configurations; XiongjieDai/GPU-Benchmarks-on-LLM-Inference README citing Apple's

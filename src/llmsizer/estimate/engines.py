@@ -250,6 +250,60 @@ def step_host(engine: str, version: str | None = None) -> StepHost | None:
             return r
     raise InputError(f"no {engine} release {version} is known")  # pragma: no cover - the table covers 0.0 onwards
 
+# -- the all-reduce kernel of a tensor-parallel decode step, per engine ---------------------------------------------
+# Under tensor parallelism every decoder layer all-reduces its activations twice (Megatron-style row-parallel o_proj and
+# down_proj: vllm 0.6.3 (PyPI wheel) vllm/model_executor/layers/linear.py:1084 RowParallelLinear.forward,
+# ``tensor_model_parallel_all_reduce`` when reduce_results; models/qwen2.py:69, 126) and the vocabulary-parallel
+# embedding once per step (vocab_parallel_embedding.py:406): 2 L + 1 all-reduces of b x hidden activations. vLLM's
+# GroupCoordinator.all_reduce (distributed/parallel_state.py:321-357) runs its custom all-reduce when
+# ``ca_comm.should_custom_ar``, else NCCL (pynccl). CustomAllreduce (distributed/device_communicators/
+# custom_all_reduce.py) is enabled only for world sizes 2, 4, 6, 8 (L48), and for more than two GPUs only when every
+# pair is joined by NVLink (is_full_nvlink, L130-136: "not supported on more than two PCIe-only GPUs"), and after a
+# P2P test (_can_p2p, L27, L140-145); should_custom_ar (L236-248) takes messages below max_size = 8 MiB (L54) on two
+# GPUs or a full NVLink mesh. The kernel (csrc/custom_all_reduce.cuh @036bb68 CustomAllreduce::allreduce,
+# REDUCE_CASE): one stage (each GPU reads every peer's buffer) on 2 GPUs, or on a full NVLink mesh below 512 KB (<= 4
+# GPUs) / 256 KB (<= 8 GPUs); two stages (reduce-scatter, all-gather) above. SGLang keeps the same rule
+# (sgl-project/sglang @263bc85 python/sglang/srt/distributed/device_communicators/custom_all_reduce.py
+# should_custom_ar: ``world_size == 2 or full_nvlink``, _MAX_CAR_SIZE = 8192 * 1024; more than two PCIe-only GPUs
+# disabled). The rule is vLLM 0.6.3's for every release: vLLM before 0.3.0 (PR #2192, merged 2024-01) had only NCCL,
+# and recent releases try further one-shot paths first (torch symmetric memory, FlashInfer; vllm @00d618a
+# custom_all_reduce.py, CUSTOM_ALL_REDUCE_MAX_SIZES), not told apart here. Only these two engines are covered; another
+# engine's tensor-parallel step keeps eq. (6)'s bandwidth term alone.
+CUSTOM_ALLREDUCE_WORLD_SIZES = (2, 4, 6, 8)
+CUSTOM_ALLREDUCE_MAX_BYTES = 8192 * 1024
+ALLREDUCE_ENGINES = ("vllm", "sglang")
+
+
+@dataclass(frozen=True)
+class AllReducePath:
+    kernel: str  # "custom one-stage", "custom two-stage" or "NCCL"
+    latency: E.Factor  # seconds per all-reduce (formulas/speed.py eq. 6's alpha)
+    why: str  # the engine's rule that picks the kernel
+
+
+def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh: bool | None,
+                 peer_to_peer: bool = True) -> AllReducePath | None:
+    """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
+    single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined by NVLink (vLLM's
+    is_full_nvlink; None: not known, taken as not); ``peer_to_peer``: the GPUs can map each other's memory (vLLM's
+    _can_p2p; GeForce RTX 40 cards cannot, ``efficiency.NO_PEER_TO_PEER``)."""
+    if tp <= 1 or engine not in ALLREDUCE_ENGINES:
+        return None
+    mesh = bool(nvlink_mesh)
+    where = ("a full NVLink mesh" if mesh else "2 GPUs" if tp == 2 else f"{tp} GPUs without a full NVLink mesh")
+    if (tp in CUSTOM_ALLREDUCE_WORLD_SIZES and peer_to_peer and (tp == 2 or mesh)
+            and message_bytes < CUSTOM_ALLREDUCE_MAX_BYTES):
+        one = tp == 2 or (tp <= 4 and message_bytes < 512 * 1024) or (tp <= 8 and message_bytes < 256 * 1024)
+        return AllReducePath(f"custom {'one' if one else 'two'}-stage", E.CUSTOM_ALLREDUCE_LATENCY,
+                             f"{engine}'s custom all-reduce on {where}, {message_bytes / 1024:.0f} KB < 8 MiB "
+                             "(custom_all_reduce.py should_custom_ar; custom_all_reduce.cuh REDUCE_CASE)")
+    reason = ("world size not in 2, 4, 6, 8" if tp not in CUSTOM_ALLREDUCE_WORLD_SIZES else
+              "no peer-to-peer access" if not peer_to_peer else
+              "more than two GPUs without a full NVLink mesh" if not (tp == 2 or mesh) else "message >= 8 MiB")
+    return AllReducePath("NCCL", E.NCCL_ALLREDUCE_LATENCY,
+                         f"{engine} falls back to NCCL: {reason} (custom_all_reduce.py L48, L130-145, L236-248)")
+
+
 # SGLang's memory-tier defaults (sglang/srt/arg_groups/memory_hook.py:90-160): for total GPU memory below the bound
 # [MiB], (chunked_prefill_size, decode CUDA-graph max_bs at tp < 4, at tp >= 4). The last row is ">= 160 GiB".
 SGLANG_TIERS: tuple[tuple[float, int, int, int], ...] = (

@@ -29,6 +29,7 @@ from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
+    nvlink_mesh_for,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -68,6 +69,14 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return int(mid), int(hi)
 
 
+def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int) -> float | None:
+    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (None without a speed):
+    ``FitResult.tokens_per_second_total``."""
+    if speed is None or speed.tokens_per_second is None:
+        return None
+    return speed.tokens_per_second * replicas
+
+
 @dataclass(frozen=True)
 class FitResult:
     """Whether a workload fits on ``count`` x ``device``; memory per device against the budget, and speed."""
@@ -102,9 +111,7 @@ class FitResult:
     def tokens_per_second_total(self) -> float | None:
         """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
         load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
-        if self.speed is None or self.speed.tokens_per_second is None:
-            return None
-        return self.speed.tokens_per_second * self.replicas
+        return replicas_tokens_per_second(self.speed, self.replicas)
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -188,14 +195,14 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
                   ubatch: int | None = None, kv_unified: bool | None = None,
                   identical: bool = False, engine: str | None = None,
-                  engine_version: str | None = None) -> SpeedEstimate:
+                  engine_version: str | None = None, nvlink_mesh: bool | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope)
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -204,7 +211,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
             hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
                                  concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
                                  state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
-                                 identical_sequences=identical, engine=engine, engine_version=engine_version)
+                                 identical_sequences=identical, engine=engine, engine_version=engine_version,
+                                 nvlink_mesh=nvlink_mesh)
             _SPEED_MEMO[key] = hit
         else:
             from dataclasses import replace
@@ -356,14 +364,15 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
                            link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
                            (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
-                           bool(d.get("identical_sequences", False)), eng, engine_version)
+                           bool(d.get("identical_sequences", False)), eng, engine_version,
+                           nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
         sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
                           sp, warnings)
-    r = FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                  hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                  tuple(assumptions), tuple(warnings),
-                  {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency})
-    return replace(r, cost=serving_cost(device, n, instance, kwh_price, r.tokens_per_second_total))
+    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                     tuple(assumptions), tuple(warnings),
+                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
+                     cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
 
 
 def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,

@@ -260,7 +260,9 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
     rungs = GGUF_LADDER if engine == "llamacpp" else tuple(f for f in VLLM_LADDER if fp8 or f != "fp8")
     try:
         # a model file's exact bytes are one answer of their own; the ladder sizes the checkpoint's formats
-        first = engine_weights(replace(spec, file_weights=None), engine, None)
+        # (a spec without a model file is itself that checkpoint: no copy, whose new identity would miss every
+        # per-spec memo of the weight bytes)
+        first = engine_weights(spec if spec.file_weights is None else replace(spec, file_weights=None), engine, None)
     except InputError:  # no counterpart of the shipped format on this engine: rungs no larger than the checkpoint
         stored, group, _ = stored_format(spec)
         limit = weight_bytes(spec, stored, group, 2).total

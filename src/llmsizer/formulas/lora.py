@@ -32,13 +32,16 @@ frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
+from itertools import chain
 
 from ..errors import InputError
 from ..specs import ModelSpec
 from ..specs.training import LORA_TARGETS, normalize_targets
-from .tensors import Tensor, model_tensors
+from .tensors import Tensor, expand, layer_groups, model_tensors
 
 # model types whose experts PEFT targets through the transformers v5 conversion (see module docstring)
 PEFT_EXPERT_CONVERSION = frozenset({
@@ -60,14 +63,26 @@ class AdaptedModule:
     experts: int = 1  # > 1: a ParamWrapper adapter over a fused 3-D expert parameter (eq. 2)
     rank_mult: int = 1  # 2 for the fused gate_up_proj
 
+    def at(self, layer: int) -> AdaptedModule:
+        """The same module in layer ``layer`` (a layer of the same kind: formulas/tensors.py layer_groups): a copy
+        with only ``layer`` changed, made without re-running ``__init__`` (a model has hundreds of these)."""
+        new = object.__new__(AdaptedModule)
+        new.__dict__.update(self.__dict__, layer=layer)
+        return new
+
 
 @dataclass(frozen=True)
 class LoraParams:
     rank: int
     dora: bool
-    modules: tuple[AdaptedModule, ...]
+    layout: AdaptedLayout  # the adapted modules, grouped as the inventory is (adapted_layout)
     total: int  # trainable parameters (A + B [+ magnitude])
     by_target: dict[str, int] = field(default_factory=dict)
+
+    @cached_property
+    def modules(self) -> tuple[AdaptedModule, ...]:
+        """Every adapted module, layer by layer (:func:`adapted_modules`: the layout expanded, when first asked)."""
+        return tuple(self.layout.flat())
 
     def module_shapes(self, m: AdaptedModule) -> list[tuple[int, ...]]:
         """Shapes of the tensors PEFT creates for one adapted module: lora_A, lora_B (and DoRA's magnitude)."""
@@ -96,26 +111,82 @@ def _role_target(role: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class AdaptedLayout:
+    """:func:`adapted_modules` grouped as the inventory is (formulas/tensors.py layer_groups): ``experts[i]`` and
+    ``layers[i]`` are decoder layer i's fused-expert adapters and other adapted modules, one tuple object shared by
+    the layers alike and holding the modules as the first of them has them (``layer`` = that layer's index; the
+    other layers' are the same re-stamped, :meth:`AdaptedModule.at`); ``head`` / ``tail`` the modules before and
+    after the decoder layers (the tied lm_head last)."""
+
+    experts: tuple[tuple[AdaptedModule, ...], ...]
+    head: tuple[AdaptedModule, ...]
+    layers: tuple[tuple[AdaptedModule, ...], ...]
+    tail: tuple[AdaptedModule, ...]
+
+    def flat(self) -> list[AdaptedModule]:
+        """Every module in inventory order (the fused experts first, layer by layer), each with its own layer."""
+        out: list[AdaptedModule] = []
+        for part in (self.experts, self.layers):
+            if part is self.layers:
+                out += self.head
+            for i, mods in enumerate(part):
+                out += mods if not mods or mods[0].layer == i else [m.at(i) for m in mods]
+        out += self.tail
+        return out
+
+
 @lru_cache(maxsize=256)
-def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
-    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in)."""
+def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLayout:
+    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), grouped (:class:`AdaptedLayout`):
+    a layer's modules depend on it only through its kind (tensors.layer_groups), so each kind is matched once."""
     wanted = set(normalize_targets(targets))
-    out: list[AdaptedModule] = []
+    experts: list[tuple[AdaptedModule, ...]] = [()] * len(spec.moe_layers)
     if spec.is_moe and spec.moe is not None and spec.model_type in PEFT_EXPERT_CONVERSION:
         exp = wanted & {"gate", "up", "down"}
         if spec.moe.expert_gated and len(exp & {"gate", "up"}) == 1:
             raise InputError(f"{spec.name}: PEFT fuses the experts' gate and up projections into gate_up_proj; "
                              "target both gate and up, or neither")
         e, h, i_e = spec.moe.num_experts, spec.hidden_size, spec.moe.expert_intermediate_size
+        first: tuple[AdaptedModule, ...] | None = None
         for layer, is_moe in enumerate(spec.moe_layers):
             if not is_moe:
                 continue
-            if exp & {"gate", "up"}:
-                out.append(AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
-            if "down" in exp:
-                out.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+            if first is None:
+                mods: list[AdaptedModule] = []
+                if exp & {"gate", "up"}:
+                    mods.append(AdaptedModule("ffn_exps_gate_up", layer, h, 2 * i_e, experts=e, rank_mult=2))
+                if "down" in exp:
+                    mods.append(AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
+                first = tuple(mods)
+            experts[layer] = first
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
-    for role, comp, shape, count, layer, _ in model_tensors(spec):
+    head, groups, tail = layer_groups(spec)
+    layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
+    for _kind, tensors, idx in groups:
+        mods_k = tuple(_matched(tensors, wanted))  # as the group's first layer holds them
+        for i in idx:
+            layers[i] = mods_k
+    after = _matched(expand(tail), wanted)
+    if "lm_head" in wanted and spec.tie_word_embeddings:
+        # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
+        after.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
+    return AdaptedLayout(tuple(experts), tuple(_matched(head, wanted)), tuple(layers), tuple(after))
+
+
+@lru_cache(maxsize=256)
+def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[AdaptedModule, ...]:
+    """The base weights LoRA adapts for ``targets`` (each a 2-D weight: out x in), in inventory order: the fused
+    experts' adapters layer by layer, then the modules of the tensors before the decoder layers, each layer's, those
+    after them (``formulas/tensors.py`` model_tensors); :func:`adapted_layout` expanded."""
+    return tuple(adapted_layout(spec, targets).flat())
+
+
+def _matched(tensors: Iterable[Tensor], wanted: set[str]) -> list[AdaptedModule]:
+    """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
+    and the fused experts)."""
+    out: list[AdaptedModule] = []
+    for role, comp, shape, count, layer, _ in tensors:
         if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
             continue
         name = _role_target(role)
@@ -125,10 +196,7 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
             out.append(AdaptedModule(role, layer, shape[0], shape[1], count, embedding=True))
         else:
             out.append(AdaptedModule(role, layer, shape[1], shape[0], count))
-    if "lm_head" in wanted and spec.tie_word_embeddings:
-        # a tied lm_head is still a Linear module PEFT can wrap (its weight is the embedding)
-        out.append(AdaptedModule("output", -1, spec.hidden_size, spec.vocab_size))
-    return tuple(out)
+    return out
 
 
 @lru_cache(maxsize=256, typed=True)
@@ -142,10 +210,9 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     """
     if rank < 1:
         raise InputError(f"LoRA rank must be a positive integer, got {rank}")
-    mods = adapted_modules(spec, targets)
-    if not mods:
+    alike = _alike_modules(spec, targets)  # every adapted module has a kind: none when no module matches
+    if not alike:
         raise InputError(f"{spec.name}: no module matches the LoRA targets {', '.join(normalize_targets(targets))}")
-    alike = _alike_modules(spec, targets)
     if dora and any(m.experts > 1 for m, _ in alike):
         raise InputError(f"{spec.name}: DoRA cannot adapt routed experts (PEFT lora.ParamWrapper does not support "
                          "use_dora); target attention projections only")
@@ -157,22 +224,29 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
         name = _role_target(m.role) or m.role
         by[name] = by.get(name, 0) + n
         total += n
-    return LoraParams(rank=rank, dora=dora, modules=mods, total=total, by_target=by)
+    return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by)
 
 
 @lru_cache(maxsize=256, typed=True)
 def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[AdaptedModule, int], ...]:
     """The modules of :func:`adapted_modules` that eq. (1) counts alike (role, features, count, experts, rank
     multiple: the layer apart), each once with how many there are, in first-seen order (a model's L identical layers
-    give one entry per role). Per model: independent of the rank (read only)."""
+    give one entry per role). Per model: independent of the rank (read only). Counted on :func:`adapted_layout`:
+    each shared tuple of modules once, times the layers holding it (the same first-seen order: a tuple's first
+    layer is where its modules are first seen)."""
+    lay = adapted_layout(spec, targets)
+    parts = (*lay.experts, lay.head, *lay.layers, lay.tail)
+    times = Counter(map(id, parts))  # layers holding each shared tuple, in the order the tuples first appear
+    shared = dict(zip(map(id, parts), parts, strict=True))
     out: dict[tuple[object, ...], list[object]] = {}
-    for m in adapted_modules(spec, targets):
-        sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
-        hit = out.get(sig)
-        if hit is None:
-            out[sig] = [m, 1]
-        else:
-            hit[1] += 1  # type: ignore[operator]
+    for key, n in times.items():
+        for m in shared[key]:
+            sig = (m.role, m.in_features, m.out_features, m.count, m.experts, m.rank_mult)
+            hit = out.get(sig)
+            if hit is None:
+                out[sig] = [m, n]
+            else:
+                hit[1] += n  # type: ignore[operator]
     return tuple((m, k) for m, k in out.values())  # type: ignore[misc]
 
 
@@ -190,9 +264,11 @@ def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str
 
 
 def any_quantizable(spec: ModelSpec) -> bool:
-    """Whether :func:`quantizable_tensors` is non-empty (stops at the first match)."""
+    """Whether :func:`quantizable_tensors` is non-empty (stops at the first match): the inventory's tensors before
+    the layers, one layer of each kind (tensors.layer_groups: the others hold the same tensors) and those after."""
+    head, groups, tail = layer_groups(spec)
     return any(t.matrix and t.component not in ("embedding", "lm_head", "vision", "per_layer_embedding") and not t.role.endswith(".bias")
-               for t in model_tensors(spec))
+               for t in chain(head, chain.from_iterable(g[1] for g in groups), chain.from_iterable(s[0] for s in tail)))
 
 
 def quantizable_tensors(spec: ModelSpec) -> list[Tensor]:

@@ -26,8 +26,43 @@ moment on top of the already-quantized weights depends on the quantizer's code:
 
       T_torchao-0.1 = 2 n + 2 n + 64 n                                                                (3)
 
+- ``bitsandbytes-0.42`` (before 0.43.2): ``Params4bit.cuda`` casts the source to fp16 on its way to the device
+  (``w = self.data.contiguous().half().cuda(device)``, bitsandbytes/nn/modules.py @ 0.42.0 line 168): eq. (1).
+- ``lightning-bnb-0.42`` (litgpt: Lightning Fabric's ``BitsandbytesPrecision`` over bitsandbytes 0.42.0, the version
+  litgpt pins: litgpt pyproject.toml @ 00af8b0d ``bitsandbytes==0.42.0``, finetune/lora.py lines 132-138): litgpt
+  builds the model on the device (``fabric.init_module(empty_init=False)`` on one device, lora.py line 197), so each
+  ``_Linear4bit`` first makes its bf16 weight there and then quantizes an fp16 copy of it
+  (lightning/fabric/plugins/precision/bitsandbytes.py @ 12881e8 lines 305-312, 334):
+
+      T_lightning = 2 n + 2 n                                                                          (1b)
+
 For Llama-2-7B's largest matrix (11008 x 4096 = 45.1 M elements), eq. 3 is 3.07 GB, eq. 2 0.29 GB, eq. 1 0.09 GB.
 The double quantization of the block scalers (n / 64 elements) is below 0.1 n and not counted.
+
+**What the 4-bit matmul keeps** (the step, not the model init). bitsandbytes' ``MatMul4Bit`` dequantizes the weight
+for each GEMM, forward and backward (``F.dequantize_4bit(B, quant_state).to(A.dtype)``, bitsandbytes/autograd/
+_functions.py @ 0.42.0 lines 516, 546). Before 0.43.2 its forward also kept its input for the backward whenever any
+input needed a gradient (``ctx.tensors = (A, B)``, line 523), although the 4-bit weight takes no gradient: with LoRA
+the input needs one, so every quantized linear keeps its input until its backward. bitsandbytes pull 1270 ("fix
+QLoRA mem bug: delete useless buffered activation", commit 9e75374, 2024-07-16, released in 0.43.2) keeps
+``(None, B)`` instead:
+
+    kept by a quantized linear = its input (c B per element)   for bitsandbytes-0.42, lightning-bnb-0.42   (4)
+                               = nothing                        otherwise
+
+(``formulas/training_activations.py`` counts each such input once per distinct tensor.) The dequantized weight is
+made in the quantization dtype and cast to the compute dtype: bitsandbytes 0.42 quantized an fp16 copy (above), so
+under bf16 compute the fp16 dequantized matrix and its bf16 cast exist together (``dequantize_4bit`` allocates its
+output in ``quant_state.dtype``, bitsandbytes/functional.py @ 0.42.0 line 1026); since 0.43 the weight is quantized
+in its own dtype and the cast is a no-op:
+
+    D = n c          (bitsandbytes >= 0.43.2, torchao; bitsandbytes 0.42 under fp16 compute)               (5)
+    D = n (2 + c)    (bitsandbytes 0.42 under bf16/fp32 compute: the fp16 matrix and its cast)
+
+Lightning Fabric replaces every ``torch.nn.Linear`` built under ``fabric.init_module`` (``_ClassReplacementContextManager
+({"torch.nn.Linear": ...})``, bitsandbytes.py line 140; ``_convert_layers`` lines 415-436 with no ``ignore_modules``):
+litgpt's lm_head is an ``nn.Linear`` (litgpt/model.py @ 00af8b0d line 25; lora.py line 509 wraps one in LoRALinear), so
+it is quantized too, unlike transformers' (``get_keys_to_not_convert`` keeps lm_head in bf16).
 """
 
 from __future__ import annotations
@@ -40,12 +75,45 @@ SOURCE = ("bitsandbytes nn/modules.py Params4bit._quantize; torchao dtypes/nf4te
           "and @ v0.2.0 lines 33, 627-660 (formulas/nf4_quantization.py)")
 
 
-def quantize_transient_bytes(numel: int, quantizer: str) -> int:
-    """Eq. (1)-(3): bytes above the quantized weights while a bf16 matrix of ``numel`` elements is quantized."""
+KEEPS_INPUT = frozenset({"bitsandbytes-0.42", "lightning-bnb-0.42"})  # eq. (4)
+QUANTIZES_LM_HEAD = frozenset({"lightning-bnb-0.42"})  # Lightning's nn.Linear replacement
+FP16_QUANTIZED = frozenset({"bitsandbytes-0.42", "lightning-bnb-0.42"})  # eq. (5): the fp16 source of 0.42
+
+
+def _check(quantizer: str) -> None:
     if quantizer not in QUANTIZERS:
         raise InputError(f"unknown nf4_quantizer {quantizer!r}; choose one of: {', '.join(QUANTIZERS)}")
+
+
+def matmul_keeps_input(quantizer: str) -> bool:
+    """Eq. (4): whether each quantized linear keeps its input for the backward (bitsandbytes before 0.43.2)."""
+    _check(quantizer)
+    return quantizer in KEEPS_INPUT
+
+
+def quantizes_lm_head(quantizer: str) -> bool:
+    """Whether the quantizer takes the lm_head too (Lightning Fabric replaces every nn.Linear; transformers and
+    torchtune keep it in bf16)."""
+    _check(quantizer)
+    return quantizer in QUANTIZES_LM_HEAD
+
+
+def dequant_bytes(numel: int, quantizer: str, compute: int, compute_fp16: bool = False) -> int:
+    """Eq. (5): bytes of one matrix of ``numel`` elements dequantized for a GEMM in the compute dtype (``compute``
+    bytes per element; ``compute_fp16``: it is fp16, so bitsandbytes 0.42's fp16 dequantized matrix needs no cast)."""
+    _check(quantizer)
+    if quantizer in FP16_QUANTIZED and not compute_fp16:
+        return numel * (2 + compute)
+    return numel * compute
+
+
+def quantize_transient_bytes(numel: int, quantizer: str) -> int:
+    """Eq. (1)-(3): bytes above the quantized weights while a bf16 matrix of ``numel`` elements is quantized."""
+    _check(quantizer)
     n = numel
-    if quantizer == "bitsandbytes":
+    if quantizer == "lightning-bnb-0.42":
+        return 4 * n
+    if quantizer in ("bitsandbytes", "bitsandbytes-0.42"):
         return 2 * n
     if quantizer == "torchao":
         return 5 * n + 64 * min(n, TORCHAO_CHUNK)

@@ -41,7 +41,14 @@ Tensor parallelism over n devices adds two all-reduces of the activations per la
 Megatron-LM, arXiv 1909.08053, section 3); a ring all-reduce of S bytes over n devices moves 2 (n-1)/n S bytes
 per device (Patarasuk & Yuan 2009, J. Parallel Distrib. Comput. 69(2))::
 
-    t_allreduce = 2 (n - 1) / n * S / B_link                                            (6)
+    t_allreduce = alpha + 2 (n - 1) / n * S / B_link                                    (6)
+
+alpha is the latency of one all-reduce whatever its size (the alpha-beta, "Hockney", model of a message: Hockney
+1994, "The communication challenge for MPP: Intel Paragon and Meiko CS-2", Parallel Computing 20(3), eq. 1;
+for collectives Thakur, Rabenseifner & Gropp 2005, "Optimization of collective communication operations in MPICH",
+IJHPCA 19(1), section 2). A decode step all-reduces b x hidden activations, a few KB to a few hundred KB, where
+alpha dominates (a 16 KB message moves in 0.04 us over NVLink 3 at 300 GB/s; one all-reduce takes microseconds).
+Which kernel runs, and so alpha, is the engine's choice (estimate/engines.py ``tp_allreduce``).
 
 A decode step also has a fixed part that moves no weight bytes: per layer, kernel-launch gaps and kernels too
 short to reach full bandwidth (llama.cpp at batch 1). With tau seconds per layer (an engine x backend constant)::
@@ -60,6 +67,26 @@ with n_h the column count at half efficiency)::
 warp-level mma.sync instructions can issue, half the wgmma peak of the catalog: efficiency.LLAMACPP_SYNC_MMA_SHARE.) Prefill computes the
 logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
 "only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
+
+Builds of llama.cpp before the June 2024 switch to int8 MMQ (ggml-org/ggml src/ggml-cuda.cu @8c44bc9, the 2024-05-14
+sync, ``ggml_cuda_mul_mat`` L1903-1926: "when tensor cores are available, use them for large batch size") run a
+quantized product of more than 32 columns on Volta and later through ``ggml_cuda_op_mul_mat_cublas`` (L1233-1268),
+which first converts the whole weight matrix to F16 in a pool buffer (``to_fp16_cuda``: the quantized bytes read, 2
+bytes per weight written) and then multiplies on the F16 path. One conversion per product, i.e. per ubatch; for a
+prompt of T tokens in ubatches of u, with W_q the quantized bytes and P the weights of the products::
+
+    t = t_gemm(F16 path) + ceil(T / u) (W_q + 2 P) / (B e_m)                              (9')
+
+B e_m the engine's streaming rate (the conversion is a streaming kernel, like the decode step's mat-vec products).
+
+From June 2024 the quantized products run as MMQ tiles of mmq_y = 128 weight rows x mmq_x columns (ggml-org/ggml
+src/ggml-cuda/mmq.cuh @da232870, the 2025-11-04 sync: get_mmq_x_max_host L94-102, 128 with Turing MMA; get_mmq_y_host
+L127-130; the launcher takes the smallest number of column tiles, ceil(n / mmq_x), L3650-3668), and each tile loads
+its weight rows for itself, so a ubatch of n columns reads the weights ceil(n / 128) times. Read from DRAM at the
+streaming rate, not hidden under the tile's arithmetic (kernels that overlap loads and MMA would hide part of it;
+the efficiency e is fitted with this term), a dense quantized product of W_q bytes costs::
+
+    t = 2 P T / (R_int8 e) + (sum over ubatches of ceil(n_u / 128)) W_q / (B e_m)       (9'')
 
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
@@ -257,6 +284,27 @@ def gemm_time(flops: float, peak_flops: float, efficiency: float, columns: float
     return flops / (peak_flops * efficiency) * (1.0 + half_columns / columns)
 
 
+def dequantize_time(quantized_bytes: float, params: float, tokens: int, ubatch: int, stream_rate: float) -> float:
+    """Eq. (9'): seconds a pre-June-2024 llama.cpp build spends converting ``params`` quantized weights
+    (``quantized_bytes``) to F16 for cuBLAS, once per ubatch of ``ubatch`` of the ``tokens`` prompt tokens, at
+    ``stream_rate`` [B/s]."""
+    if quantized_bytes < 0 or params < 0:
+        raise InputError("quantized_bytes and params must not be negative")
+    if tokens < 1 or ubatch < 1:
+        raise InputError("tokens and ubatch must be >= 1")
+    _positive("stream_rate", stream_rate)
+    return -(-tokens // ubatch) * (quantized_bytes + 2.0 * params) / stream_rate
+
+
+def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:
+    """Eq. (9''): how many times a prompt of ``tokens`` in ubatches of ``ubatch`` reads a dense product's weights on
+    MMQ, once per column tile of ``tile_columns``: sum over ubatches of ceil(n_u / tile_columns)."""
+    if tokens < 1 or ubatch < 1 or tile_columns < 1:
+        raise InputError("tokens, ubatch and tile_columns must be >= 1")
+    full, rest = divmod(tokens, ubatch)
+    return full * -(-ubatch // tile_columns) + (-(-rest // tile_columns) if rest else 0)
+
+
 def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: float) -> float:
     """Eq. (5): expected fraction of a layer's routed experts that ``batch`` tokens touch (uniform routing);
     ``batch`` may be a fractional count of independent routings (eq. 11)."""
@@ -300,12 +348,15 @@ def unfused_attention_time(kv_bytes: float, bandwidth: float, bandwidth_efficien
     return max(memory_time(kv_bytes, bandwidth, bandwidth_efficiency), work_per_flop * attn_flops / path_peak)
 
 
-def allreduce_time(nbytes: float, devices: int, link_bandwidth: float) -> float:
-    """Eq. (6): ring all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]."""
+def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_seconds: float = 0.0) -> float:
+    """Eq. (6): all-reduce of ``nbytes`` over ``devices`` devices on links of ``link_bandwidth`` [B/s]: the
+    latency ``latency_seconds`` (alpha) plus the ring's bandwidth term."""
     if devices <= 1:
         return 0.0
     _positive("link_bandwidth", link_bandwidth)
-    return 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
+    if latency_seconds < 0:
+        raise InputError("latency_seconds must not be negative")
+    return latency_seconds + 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
 
 
 @dataclass(frozen=True)

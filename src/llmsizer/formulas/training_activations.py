@@ -52,6 +52,18 @@ r = residual-stream element size (the embedding's dtype):
   half copy per adapter under autocast, because PEFT casts the input to the fp32 adapter dtype first) and
   lora_B saves the rank-r intermediate (c t r); frozen norms keep only their input. DoRA additionally keeps
   the base and LoRA outputs per adapted module (2 c t out) for the magnitude gradient.
+- LoRA dropout (``lora_dropout`` > 0; PEFT ``LoraLayer``: ``lora_B(lora_A(dropout(x)))``, litgpt/lora.py @ 00af8b0d
+  lines 171, 426): lora_A saves the dropped-out copy instead of the input, and the dropout keeps its mask
+  (``native_dropout``: a bool mask on CUDA; on a CPU, ``_dropout_impl`` keeps its scaled noise tensor in the input
+  dtype). Per adapter module of input width w::
+
+      D1 = t w (c + m)        m = 1 B (CUDA bool mask) or c (CPU noise)                                      (D1)
+
+  PEFT adapts q, k and v as three modules (three copies); litgpt's ``LoRAQKVLinear`` is one module over the fused
+  q/k/v linear (one copy, ``lora_dropout`` 'fused-qkv'); gate and up are two modules in both. The input itself is
+  then saved only by something else.
+- QLoRA on bitsandbytes before 0.43.2 (``formulas/nf4_quantization.py`` eq. 4): every quantized (frozen) linear keeps
+  its input, as a trained linear does; inputs shared by several linears are one tensor.
 - Gradient checkpointing (Chen et al. 2016, arXiv 1604.06174; transformers non-reentrant
   ``torch.utils.checkpoint`` per decoder layer): a layer keeps only its input (r t h); its activations are
   recomputed one layer at a time in the backward. 'selective' recomputes only the attention core
@@ -100,6 +112,10 @@ class ActivationSetup:
     checkpointing: str = "none"
     tp: int = 1
     sp: bool = False
+    dropout: str = "none"
+    dropout_mask: int = 1
+    frozen_keeps_input: bool = False
+    lm_head_keeps_input: bool = False
 
     @property
     def tokens(self) -> int:
@@ -155,9 +171,15 @@ def needs_mask(spec: ModelSpec, layer: int, st: ActivationSetup) -> bool:
     return sliding or st.packing
 
 
+def _saves_input(role: str, st: ActivationSetup) -> bool:
+    """Whether the linear of ``role`` keeps its own input for the backward: trained, adapted without dropout (lora_A
+    reads the input itself), or frozen and quantized on bitsandbytes before 0.43.2 (nf4_quantization.py eq. 4)."""
+    return st.full or (role in st.adapted and st.dropout == "none") or st.frozen_keeps_input
+
+
 def _input_copies(consumers: tuple[str, ...], present: set[str], st: ActivationSetup, input_is_compute: bool) -> int:
     """How many copies of a shared projection input are saved (see module docstring, 'Projection inputs')."""
-    saving = [c for c in consumers if c in present and (st.full or c in st.adapted)]
+    saving = [c for c in consumers if c in present and _saves_input(c, st)]
     if not saving:
         return 0
     if st.autocast and not input_is_compute:
@@ -227,8 +249,9 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if mask:
             out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
                             f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
-    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy
-    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted:
+    # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
+    # dropout, eq. D1 counts the adapter's copy instead)
+    if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
         out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
     # MLP
     for j in range(spec.norms_per_layer - 1):
@@ -240,6 +263,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"))
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
+    if st.adapted and not st.full and st.dropout != "none":
+        out += _dropout_terms(spec, st, present)
     if st.adapted and not st.full:
         n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
@@ -252,6 +277,80 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         out.append(Term("autocast weight copies", layer_weight_elements * st.weight_copy,
                         f"{layer_weight_elements:,} weights x {st.weight_copy} B (torch.autocast cast cache)"))
     return tuple(out)
+
+
+def _dropout_terms(spec: ModelSpec, st: ActivationSetup, present: set[str]) -> list[Term]:
+    """Eq. (D1): each adapter module's dropped-out input copy and its mask, per decoder layer (module docstring,
+    'LoRA dropout'); litgpt's fused q/k/v adapter ('fused-qkv') drops out their shared input once."""
+    t, c, tp = st.tokens, st.compute, st.tp
+    h = spec.hidden_size
+    ts = _div(t, tp) if st.sp else t
+    _, _, _, o_w = (_div(x, tp) for x in _head_dims(spec))
+    i_w = _div(spec.intermediate_size, tp)
+    per = c + st.dropout_mask
+    qkv = [r for r in ATTN_INPUTS if r in st.adapted and r in present]
+    n_qkv = min(1, len(qkv)) if st.dropout == "fused-qkv" else len(qkv)
+    n_mlp = sum(1 for r in MLP_INPUTS if r in st.adapted)
+    elems = (n_qkv + n_mlp) * ts * h
+    parts = [f"{n_qkv + n_mlp} x {ts} x {h}"] if n_qkv + n_mlp else []
+    if "attn_output" in st.adapted:
+        elems += t * o_w
+        parts.append(f"{t} x {o_w}")
+    if "ffn_down" in st.adapted:
+        elems += t * i_w
+        parts.append(f"{t} x {i_w}")
+    if not elems:
+        return []
+    return [Term("LoRA dropout copies + masks", elems * per,
+                 f"({' + '.join(parts)}) x ({c} + {st.dropout_mask}) B (eq. D1"
+                 + (", q/k/v one fused adapter)" if st.dropout == "fused-qkv" else ")"))]
+
+
+def kept_matmul_input_bytes(spec: ModelSpec, st: ActivationSetup, layer: int) -> int:
+    """Eq. G1 for one decoder layer: the inputs its bitsandbytes 0.42 ``MatMul4Bit`` nodes hold (0 otherwise)."""
+    if not st.frozen_keeps_input:
+        return 0
+    t, c, tp = st.tokens, st.compute, st.tp
+    h = spec.hidden_size
+    o_w = _div(_head_dims(spec)[3], tp)
+    if spec.moe_layers[layer]:
+        return t * c * (h + o_w)
+    return t * c * (h + o_w + h + _div(spec.intermediate_size, tp))
+
+
+def kept_lm_head_input_bytes(st: ActivationSetup, hidden: int) -> int:
+    """Eq. G1's lm_head term: its input, when the lm_head is a 0.42 4-bit matmul (Lightning Fabric)."""
+    return st.tokens * st.compute * hidden if st.frozen_keeps_input and st.lm_head_keeps_input else 0
+
+
+def graph_kept_matmul_inputs(spec: ModelSpec, st: ActivationSetup, layers: range | list[int],
+                             head: bool) -> Term | None:
+    """The quantized linears' inputs bitsandbytes 0.42 ``MatMul4Bit`` nodes hold as long as the graph lives
+    (formulas/nf4_quantization.py eq. 4).
+
+    ``ctx.tensors = (A, B)`` is a plain attribute of the autograd node, not a saved tensor: the engine releases a
+    node's saved tensors once it has run (torch/csrc/autograd/python_function.cpp ``release_variables`` clears
+    ``saved_variables`` only), so the input lives as long as the node, that is as long as anything references the
+    graph: in any loop through the rest of the backward (a layer whose backward is done keeps its inputs while the
+    layers below run theirs), and with ``loop_keeps_graph`` beyond it: litgpt's loop keeps ``logits`` and ``loss``
+    (finetune/lora.py @ 00af8b0d lines 304-310) until the next step rebinds them, after that step's forward, so the
+    previous step's inputs are alive at the next forward's end. One tensor per distinct input (q/k/v share theirs,
+    as do gate and up; the attention output is the o input)::
+
+        G = sum over layers of t c (h + o_w + h + I)  [+ t c h: the lm_head input when it is quantized]      (G1)
+
+    Mixture-of-experts layers count their attention inputs only (bitsandbytes does not quantize fused 3-D expert
+    parameters)."""
+    if not st.frozen_keeps_input:
+        return None
+    h = spec.hidden_size
+    head_b = kept_lm_head_input_bytes(st, h) if head else 0
+    total = sum(kept_matmul_input_bytes(spec, st, i) for i in layers) + head_b
+    o_w = _div(_head_dims(spec)[3], st.tp)
+    return Term("bitsandbytes 0.42 matmul inputs held by the graph", total,
+                f"{len(layers)} layers x {st.tokens} x {st.compute} B x ({h} + {o_w} + {h} + "
+                f"{_div(spec.intermediate_size, st.tp)}; MoE layers: attention inputs only)"
+                + (f" + lm_head input {st.tokens} x {h} x {st.compute} B" if head_b else "") + " (eq. G1)")
 
 
 def gemma3n_saved_terms(spec: ModelSpec, st: ActivationSetup, kv_shared: bool) -> list[Term]:
@@ -352,7 +451,7 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
     n_in = 0 if input_counted else _input_copies(consumers, set(consumers), st, input_is_compute=(st.residual == c))
     if n_in:
         out.append(Term(f"{name} input", n_in * ts * h * c, f"{n_in} x {ts} x {h} x {c} B"))
-    down_saves = st.full or roles[2] in st.adapted
+    down_saves = _saves_input(roles[2], st)
     if gated:
         n = 3 + (1 if down_saves else 0)
         out.append(Term(f"{name} act input, act output, up output" + (", product" if down_saves else ""),
@@ -476,7 +575,8 @@ class HeadActivations:
 def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool,
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
-                     kept_logits: bool = False, compiled_loss: bool = False) -> HeadActivations:
+                     kept_logits: bool = False, compiled_loss: bool = False,
+                     loss_parallel: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -530,15 +630,53 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
     (16 t: int64 labels and the two fp32 statistics). The loss backward emits one gradient per chunk, in the
     logits' dtype (chunk V c; unchunked: the fp32 t V 4 that the cast's backward turns into c).
+
+    ``loss_parallel`` (PyTorch's ``loss_parallel()`` context, torch/distributed/tensor/parallel/loss.py @ v2.13.0;
+    these lines are unchanged since its first version, torch 2.3). torchtitan @ 9dec370 enters it for every step when
+    tp > 1 (parallel_dims.py lines 119-120, utils.py lines 196-201), keeps the lm_head's output a DTensor sharded on
+    the vocabulary (parallelize_llama.py lines 138-141: ``output_layouts=Shard(-1)``, ``use_local_output=False``) and
+    computes ``cross_entropy(pred.flatten(0, 1).float(), labels)``, then ``del pred`` before ``loss.backward()``
+    (train.py lines 131-134, 302-308). On each rank's shard [t, V_tp] (V_tp = V / tp) the context replaces aten's
+    fused log-softmax and NLL kernels (``customized_loss_ops``, lines 598-605) by tensor-level decompositions:
+
+    - forward, ``_log_softmax`` (lines 197-221): the upcast ``x`` is already contiguous fp32 (line 204 copies
+      nothing); ``shifted = x - x_max`` (line 212), ``torch.exp(shifted)`` (line 213, freed once summed) and
+      ``result = shifted - shifted_logsumexp`` (line 218, the log-softmax autograd keeps). At line 213, and again
+      at 218, the half-precision logits, the upcast, ``shifted`` and one more fp32 tensor coexist:
+
+          logits + upcast + shifted = t V_tp (c + 4 + 4)   (+ the kept log-softmax t V_tp 4)              (LP1)
+
+      (c = 4: ``.float()`` returns the fp32 logits themselves, t V_tp (4 + 4));
+    - backward, ``_nll_loss_and_log_softmax_backward`` (lines 451-518), which also does the log-softmax backward
+      (its own handler, lines 259-266, returns the fp32 gradient as it is): ``grad_input = torch.zeros_like(x)``
+      (line 470), then ``(grad_input + torch.exp(x)) * grad_output`` (line 518): the kept log-softmax, grad_input,
+      exp(x) and their sum coexist (the product takes exp's place once it is freed):
+
+          loss gradients = 3 t V_tp 4   (+ the kept log-softmax t V_tp 4)                                 (LP2)
+
+    One fp32 [t, V_tp] tensor more than ``F.cross_entropy``'s fused kernels in each (c + 4 and 2 x 4 above).
+    The logits come from DTensor's ``ColwiseParallel`` lm_head (loss_parallel takes them as a vocabulary-sharded
+    DTensor): with sequence parallelism its input hook all-gathers the sequence shards before the matmul
+    (``input_layouts=Shard(1)``, parallelize_llama.py line 139; torch tensor/parallel/style.py @ v2.13.0
+    ``ColwiseParallel._prepare_input_fn`` lines 99-116 redistributes to Replicate), and the matmul saves the gathered
+    input: a trained lm_head keeps t h c, where Megatron's sequence-parallel linear keeps its t / tp shard and
+    gathers again in its backward. Measured on a live allocation trace of the real loss_parallel on two gloo ranks
+    (tests/training/test_loss_parallel.py).
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
     saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind))
-    if lm_head_trained:
+    adapted_head = "output" in st.adapted and not st.full
+    if lm_head_trained and not (adapted_head and st.dropout != "none") or st.lm_head_keeps_input:
         n = 1
-        ts = _div(t, st.tp) if st.sp else t
-        saved.append(Term("lm_head input", n * ts * h * c, f"{ts} x {h} x {c} B"))
+        ts = _div(t, st.tp) if st.sp and not loss_parallel else t  # DTensor's lm_head keeps the gathered input
+        saved.append(Term("lm_head input", n * ts * h * c, f"{ts} x {h} x {c} B"
+                          + (" (kept by the quantized lm_head's matmul, nf4_quantization.py eq. 4)"
+                             if st.lm_head_keeps_input else "")))
+    if adapted_head and st.dropout != "none":
+        saved.append(Term("lm_head LoRA dropout copy + mask", t * h * (c + st.dropout_mask),
+                          f"{t} x {h} x ({c} + {st.dropout_mask}) B (eq. D1)"))
     if lm_head_weight_copy:
         saved.append(Term("lm_head autocast weight copy", lm_head_weight_copy,
                           f"{spec.vocab_size} x {h} x {st.weight_copy} B"))
@@ -562,6 +700,9 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
     logits_fwd = (chunk if linear_loss else t) * v * c + (chunk * v * 4 if c != 4 else 0)
     loss_bwd = 2 * chunk * v * 4
+    if loss_parallel:  # eqs. LP1, LP2: the decomposed log-softmax's `shifted`, the fused backward's exp(x) + sum
+        logits_fwd += t * v * 4
+        loss_bwd += t * v * 4
     kept = st.batch * max(0, st.seq - 1) * v * 4 if kept_logits else 0  # eq. K1
     return HeadActivations(tuple(saved), logits_fwd, loss_bwd, tuple(_shared_terms(spec, st, t, r)), kept)
 

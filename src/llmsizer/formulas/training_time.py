@@ -210,7 +210,10 @@ def adapter_flops_per_token(params: float, adapter_params: float, num_layers: in
 
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 2.0 + (1.0 + 4.0 + 4.0) / 64.0  # eq. (9) beta
 GPTQ_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 4.0 + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)  # eq. (9b)
-DEQUANT_BYTES_PER_WEIGHT = {"nf4-dq": NF4_DEQUANT_BYTES_PER_WEIGHT, "gptq-int4": GPTQ_DEQUANT_BYTES_PER_WEIGHT}
+# without double quantization the fp32 absmax is read directly: 4 B per 64 weights
+NF4_NO_DQ_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 2.0 + 4.0 / 64.0
+DEQUANT_BYTES_PER_WEIGHT = {"nf4-dq": NF4_DEQUANT_BYTES_PER_WEIGHT, "nf4": NF4_NO_DQ_DEQUANT_BYTES_PER_WEIGHT,
+                            "gptq-int4": GPTQ_DEQUANT_BYTES_PER_WEIGHT}
 
 
 def dequantization_passes(base_format: str, recomputed_share: float) -> float:

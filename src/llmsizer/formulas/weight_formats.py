@@ -43,6 +43,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
+from itertools import chain
 from typing import Any
 
 from ..errors import InputError
@@ -106,7 +107,9 @@ def largest_quantized_matrix(spec: ModelSpec, fmt: str) -> int:
     """Elements of the largest single matrix a format quantizes (its dequantization buffer size); memoized per
     model."""
     best = 0
-    for _role, comp, shape, count, _layer, numel in model_tensors(spec):
+    head, groups, tail = layer_groups(spec)  # a layer's tensors are its kind's (the first layer's, re-stamped)
+    for _role, comp, shape, count, _layer, numel in chain(head, chain.from_iterable(g[1] for g in groups),
+                                                          chain.from_iterable(s[0] for s in tail)):
         if len(shape) == 2 and min(shape) > 1 and comp not in ("embedding", "lm_head", "vision",
                                                                      "per_layer_embedding"):  # Tensor.matrix
             best = max(best, numel // count)
@@ -146,6 +149,12 @@ def _bnb4(numel: int, double_quant: bool) -> int:
     if not double_quant:
         return packed + blocks * 4 + code
     return packed + blocks * 1 + math.ceil(blocks / 256) * 4 + 256 * 4 + 4 + code
+
+
+def bnb4_matrix_bytes(numel: int, fmt: str) -> int:
+    """One bitsandbytes 4-bit matrix of ``numel`` elements in ``fmt`` ('nf4', 'nf4-dq', 'fp4', 'fp4-dq'): for a
+    matrix a quantizer takes beyond this table's rule (Lightning Fabric's lm_head, formulas/nf4_quantization.py)."""
+    return _bnb4(numel, fmt.endswith("-dq"))
 
 
 def _tensor_bytes_simple(fmt: str, t: Tensor, group_size: int, other_bytes: int = 2) -> tuple[int, str]:

@@ -13,12 +13,15 @@ from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     FLOAT8_RECIPES,
     GRAD_SYNC,
     KERNELS,
+    LORA_DROPOUTS,
     LOSSES,
+    NF4_FORMATS,
     NF4_QUANTIZERS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
@@ -212,13 +215,21 @@ TRAINING = (
           F("packing", "bool", "several documents packed per sequence", template=False),
           F("loss", "enum", "loss head: ce (the model returns logits), linear-ce (torchtune LinearCrossEntropyLoss), "
             "cut-ce (Cut Cross-Entropy, Unsloth), ce-kept-logits (ce, the loop keeps the shifted fp32 logits: "
-            "torchtune 2024-05)", template=False, choices=_LOSSES),
+            "torchtune 2024-05), ce-loss-parallel (ce under torch loss_parallel over the tp vocabulary shards: torchtitan "
+            "with tp > 1)", template=False, choices=_LOSSES),
           F("loss_chunks", "int", "cross-entropy chunks (torchtune: 8)", template=False, minimum=1),
           F("checkpoint_offload", "bool", "checkpointed layer inputs in host RAM (Unsloth)", template=False),
           F("checkpoint_impl", "enum", "torch.utils.checkpoint implementation: non-reentrant or reentrant",
             template=False, choices=CHECKPOINT_IMPLS),
-          F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device (bitsandbytes, torchao, "
-            "torchao-0.1)", template=False, choices=NF4_QUANTIZERS),
+          F("nf4_quantizer", "enum", "QLoRA: the code quantizing the base on the device and running its matmuls "
+            "(bitsandbytes, bitsandbytes-0.42, lightning-bnb-0.42, torchao, torchao-0.1)", template=False,
+            choices=NF4_QUANTIZERS),
+          F("lora_dropout", "enum", "LoRA dropout on the adapters' inputs: none, per-module (PEFT lora_dropout > 0) "
+            "or fused-qkv (litgpt: one adapter on the fused q/k/v linear)", template=False, choices=LORA_DROPOUTS),
+          F("nf4_format", "enum", "QLoRA base format: nf4-dq (double-quantized block scales, the QLoRA paper) or "
+            "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
+          F("loop_keeps_graph", "bool", "the training loop keeps the step's loss and logits (and so its autograd "
+            "graph) referenced into the next forward (litgpt)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),
@@ -229,6 +240,9 @@ TRAINING = (
             "bubble (p - 1)/(v m)); 1 = plain 1F1B", template=False, minimum=1),
           F("tp_comm_overlap", "bool", "with tp: tensor-parallel collectives overlap the GEMMs (Megatron "
             "--tp-comm-overlap, torchtitan async TP); default not overlapped", template=False),
+          F("tp_backward_overlap", "bool", "with tp: Megatron-LM's backward overlap of each column-parallel linear's "
+            "input-gradient all-reduce / reduce-scatter with its GEMMs (on in Megatron since 2021-09); default off "
+            "(PyTorch tensor parallelism)", template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
             "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),
@@ -243,6 +257,9 @@ TRAINING = (
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
             "(torchtitan)", template=False, choices=COMPILE_SCOPES),
+          F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
+            "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,
+            choices=BATCH_SHAPES),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

@@ -8,6 +8,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from ..numbers import DEVICE_MEMORY, FRACTION
@@ -37,10 +38,23 @@ FSDP_VERSIONS = (1, 2)
 # ce-kept-logits: ce whose training loop keeps its shifted fp32 logits referenced through the backward and into the
 # next step's forward (torchtune recipes of 2024-05, recipes/lora_finetune_single_device.py @ 0217d44c2 lines
 # 460-469: ``logits = logits[..., :-1, :].contiguous()``, no ``del`` before ``loss.backward()``)
-LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits")
-# the code that quantizes a QLoRA base to NF4 on the device (formulas/nf4_quantization.py): bitsandbytes (PEFT,
-# transformers), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1 (unchunked, torchtune 2024-05)
-NF4_QUANTIZERS = ("bitsandbytes", "torchao", "torchao-0.1")
+# ce-loss-parallel: ce under PyTorch's ``loss_parallel()`` (torch.distributed.tensor.parallel.loss): the lm_head's
+# logits stay sharded on the vocabulary over the tp ranks (a DTensor) and torch's own distributed log-softmax and
+# NLL backward run on each shard; torchtitan whenever tp > 1 (parallel_dims.py @ 9dec370 lines 119-120)
+LOSSES = ("ce", "linear-ce", "cut-ce", "ce-kept-logits", "ce-loss-parallel")
+# the code that quantizes a QLoRA base to NF4 on the device and runs its matmuls (formulas/nf4_quantization.py):
+# bitsandbytes (>= 0.43.2: PEFT, transformers), bitsandbytes-0.42 (before 0.43.2: MatMul4Bit keeps each input),
+# lightning-bnb-0.42 (Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0, litgpt's pin: every
+# nn.Linear, lm_head too, quantized from fp16), torchao (torchtune's to_nf4, chunked since torchao 0.2), torchao-0.1
+# (unchunked, torchtune 2024-05)
+NF4_QUANTIZERS = ("bitsandbytes", "bitsandbytes-0.42", "lightning-bnb-0.42", "torchao", "torchao-0.1")
+# LoRA dropout on the adapters' inputs (formulas/training_activations.py eq. D1): none (PEFT's and torchtune's
+# default lora_dropout 0), per-module (each adapted linear drops out its own copy: PEFT lora_dropout > 0),
+# fused-qkv (per module, but q/k/v are one fused linear with one adapter: litgpt's LoRAQKVLinear)
+LORA_DROPOUTS = ("none", "per-module", "fused-qkv")
+# the QLoRA base's bitsandbytes 4-bit format: NF4 with double quantization of the block scales (the QLoRA paper's
+# recipe, section 3) or without (transformers' bnb_4bit_use_double_quant default False; litgpt's bnb.nf4)
+NF4_FORMATS = ("nf4-dq", "nf4")
 # DeepSpeed ZeRO-3 parameter gather: today's, or before v0.9.0, when a single rank gathered too (formulas/deepspeed_zero.py)
 DEEPSPEED_GATHERS = ("current", "pre-0.9")
 # the layer implementation: PyTorch modules (transformers / PEFT / torchtune) or Unsloth's fused LoRA kernels
@@ -49,6 +63,23 @@ FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.p
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers")
+# whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
+BATCH_SHAPES = ("variable", "fixed")
+# the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
+# defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
+# alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
+LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
+                 "tp_backward_overlap", "offload", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                 "float8_recipe", "compile", "compile_scope", "batch_shapes")
+LAYOUT_LOSSES = ("ce-loss-parallel",)
+
+
+def without_layout(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` less :data:`LAYOUT_FIELDS` and a loss that exists only under one layout (:data:`LAYOUT_LOSSES`)."""
+    return {k: v for k, v in fields.items()
+            if k not in LAYOUT_FIELDS and not (k == "loss" and v in LAYOUT_LOSSES)}
+
+
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 # when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
 GRAD_SYNC = ("optimizer-step", "micro-step")
@@ -65,6 +96,7 @@ _TARGET_ALIASES = {
     "output": "lm_head", "w1": "gate", "w3": "up", "w2": "down",
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
+_CANONICAL_TARGETS = frozenset(LORA_TARGETS)  # canonical names: none is an alias or needs strip/lower
 # PEFT ``modules_to_save``: whole modules trained beside the adapters -> tensor role of ``formulas/tensors.py``
 MODULES_TO_SAVE = {"embed": "token_embd", "lm_head": "output"}
 _SAVE_ALIASES = {"embed_tokens": "embed", "embeddings": "embed", "wte": "embed", "tok_embeddings": "embed",
@@ -86,6 +118,9 @@ def normalize_modules_to_save(names: str | tuple[str, ...] | list[str]) -> tuple
 
 def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """Canonical LoRA target names from 'q,k,v' / ['q_proj', 'v_proj'] / 'all-linear'. Unknown -> InputError."""
+    if type(targets) is tuple and targets and _CANONICAL_TARGETS.issuperset(targets) and \
+            len(set(targets)) == len(targets):
+        return targets  # already canonical (a workload's own, or ALL_LINEAR): what the loop below returns for it
     items = [t.strip().lower() for t in (targets.split(",") if isinstance(targets, str) else targets) if t.strip()]
     out: list[str] = []
     for t in items:
@@ -134,13 +169,29 @@ class TrainingWorkload:
         logits exist at a time; the loss of 162 of torchtune's 197 configs at bd2a0fc, 8 chunks) or 'cut-ce'
         (Cut Cross-Entropy, Unsloth's fused loss: no [tokens, vocab] tensor at all) or 'ce-kept-logits' (ce whose
         training loop holds the shifted fp32 logits, one more fp32 [batch (seq - 1), vocab] tensor alive from the
-        loss to the next step's forward: torchtune's recipes of 2024-05).
+        loss to the next step's forward: torchtune's recipes of 2024-05) or 'ce-loss-parallel' (ce under PyTorch's
+        ``loss_parallel()`` with tp > 1, torchtitan's default: the vocabulary-sharded logits go through torch's
+        distributed log-softmax and NLL backward, which hold one more fp32 [tokens, vocab / tp] tensor than
+        ``F.cross_entropy`` in the forward and in the backward; ``formulas/training_activations.py`` eqs. LP1/LP2).
     checkpoint_impl: with grad_checkpointing 'full', torch.utils.checkpoint's 'non-reentrant' (use_reentrant=False,
         transformers' default since 5.0, torchtune's) or 'reentrant' (use_reentrant=True: transformers 4.35-4.x's
         default): the reentrant backward recomputes the layer's output too (one hidden state per recompute).
-    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built:
-        'bitsandbytes' (PEFT / transformers), 'torchao' (torchtune's ``to_nf4``) or 'torchao-0.1' (unchunked,
-        torchtune's pin until 2024-05); its transient is the 'model init' phase (formulas/nf4_quantization.py).
+    nf4_quantizer: with method 'qlora', the code that quantizes the base on the device when the model is built and
+        runs its matmuls: 'bitsandbytes' (>= 0.43.2: PEFT / transformers), 'bitsandbytes-0.42' (before 0.43.2: each
+        4-bit matmul keeps its input for the backward), 'lightning-bnb-0.42' (litgpt: Lightning Fabric's
+        BitsandbytesPrecision over bitsandbytes 0.42.0; lm_head quantized too), 'torchao' (torchtune's ``to_nf4``)
+        or 'torchao-0.1' (unchunked, torchtune's pin until 2024-05); its transient is the 'model init' phase
+        (formulas/nf4_quantization.py).
+    lora_dropout: with LoRA adapters, 'none' (the adapters read their input: PEFT's and torchtune's default
+        lora_dropout 0), 'per-module' (each adapted linear keeps its dropped-out copy of the input and the mask:
+        PEFT lora_dropout > 0) or 'fused-qkv' (the same, with q/k/v one fused linear and one adapter: litgpt).
+    nf4_format: with method 'qlora', the base's 4-bit format: 'nf4-dq' (double quantization of the block scales:
+        the QLoRA paper's recipe) or 'nf4' (fp32 block scales: transformers' ``bnb_4bit_use_double_quant`` default,
+        litgpt's ``--quantize bnb.nf4``), formulas/weight_formats.py.
+    loop_keeps_graph: the training loop keeps the step's loss and logits referenced until the next step's forward
+        has returned (litgpt finetune/lora.py @ 00af8b0d lines 304-310), so the autograd graph lives on: what its
+        nodes hold outside their saved tensors (bitsandbytes 0.42's ``ctx.tensors``, formulas/nf4_quantization.py
+        eq. 4) is still alive during the next forward. HF Trainer and torchtune drop the graph with the step.
     deepspeed_gather: with zero 3, DeepSpeed's parameter gather: 'current' (since v0.9.0 a single rank uses its
         partition in place) or 'pre-0.9' (a single rank gathers too: a parameter buffer beside the partition's
         device copy, DeepSpeed v0.8.1 partition_parameters.py lines 839-856), formulas/deepspeed_zero.py.
@@ -162,6 +213,12 @@ class TrainingWorkload:
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
         False: they add to it (both frameworks' default). It does not change memory.
+    tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
+        input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
+        of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
+        in Megatron-LM since 2021-09 and always in Megatron-Core; not in the SC21 code, nor in PyTorch DTensor
+        tensor parallelism, torchtitan's): formulas/model_parallel_time.py eq. (T4). False: every backward collective
+        adds to the compute. It does not change memory.
     network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
@@ -193,6 +250,11 @@ class TrainingWorkload:
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
         (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
+    batch_shapes: 'variable' (batches padded to their longest sample, so shapes change between steps: the
+        allocator keeps a fragmentation reserve, calibrated) or 'fixed' (every step the same shapes, e.g.
+        torchtitan's fixed-length packed sequences: each stream's cached blocks are reused exactly, and reserved -
+        allocated is the blocks cached on the other streams, formulas/caching_allocator.py eq. R1). Only the
+        reserved and nvidia-smi metrics read it.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
@@ -222,6 +284,9 @@ class TrainingWorkload:
     checkpoint_impl: str = "non-reentrant"
     kernels: str = "pytorch"
     nf4_quantizer: str = "bitsandbytes"
+    lora_dropout: str = "none"
+    nf4_format: str = "nf4-dq"
+    loop_keeps_graph: bool = False
     deepspeed_gather: str = "current"
     optimizer_in_backward: bool = False
     gpus: int = 1
@@ -231,6 +296,7 @@ class TrainingWorkload:
     pp: int = 1
     virtual_stages: int = 1
     tp_comm_overlap: bool = False
+    tp_backward_overlap: bool = False
     ep: int = 1
     sequence_parallel: bool = False
     offload: str = "none"
@@ -247,6 +313,7 @@ class TrainingWorkload:
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
+    batch_shapes: str = "variable"
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
@@ -258,10 +325,13 @@ class TrainingWorkload:
                   ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
                   ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
                   ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
+                  ("lora_dropout", self.lora_dropout, LORA_DROPOUTS),
+                  ("nf4_format", self.nf4_format, NF4_FORMATS),
                   ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
                   ("compile_scope", self.compile_scope, COMPILE_SCOPES),
+                  ("batch_shapes", self.batch_shapes, BATCH_SHAPES),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -315,14 +385,26 @@ class TrainingWorkload:
                              f"zero is {self.zero}")
         if self.nf4_quantizer != "bitsandbytes" and self.method != "qlora":
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
+        if self.nf4_format != "nf4-dq" and self.method != "qlora":
+            raise InputError(f"nf4_format {self.nf4_format!r} is a QLoRA base's format; method is {self.method!r}")
+        if self.lora_dropout != "none" and self.method == "full":
+            raise InputError(f"lora_dropout {self.lora_dropout!r} drops out LoRA adapters' inputs; method is 'full'")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:
             raise InputError("loss 'ce-kept-logits' is the unchunked cross-entropy of torchtune's 2024-05 loop (the "
                              f"whole shifted logits kept); it does not take loss_chunks {self.loss_chunks}")
+        if self.loss == "ce-loss-parallel":
+            why = ("it needs tp > 1" if self.tp == 1 else
+                   f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
+                   "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+            if why:
+                raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
+                                 f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
         if self.zero not in (0, 1, 2, 3):
             raise InputError(f"zero must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         if self.fsdp is not None and self.zero:
             raise InputError("give ZeRO (zero=1..3) or FSDP (fsdp=full|grad_op|hybrid), not both")
-        for flag in ("activation_offload", "float8", "compile"):
+        for flag in ("activation_offload", "float8", "compile", "loop_keeps_graph"):
             if not isinstance(getattr(self, flag), bool):
                 raise InputError(f"{flag} must be true or false, got {getattr(self, flag)!r}")
         if self.activation_offload and self.checkpoint_offload:
@@ -365,6 +447,8 @@ class TrainingWorkload:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.tp_comm_overlap and self.tp == 1:
             raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
+        if self.tp_backward_overlap and self.tp == 1:
+            raise InputError("tp_backward_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):

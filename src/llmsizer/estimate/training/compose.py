@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from ...errors import InputError
-from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
+from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
@@ -26,7 +26,7 @@ from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
-from ..allocator import TRAINING, apply_metric, calibrated_need
+from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
 from ..device import workload_on_device
 from ..inference import inference_sized
 from ..inference.common import Acc
@@ -70,8 +70,14 @@ COMPONENT_FORMULA = {
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
     "quantization_transient": ("the largest base matrix being quantized to NF4 while the model is built (bf16 source "
                                "and the quantizer's temporaries)", "formulas/nf4_quantization.py"),
-    "dequant_buffer": ("one 4-bit matrix dequantized to bf16 for the matmul (forward and backward)",
-                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit)"),
+    "dequant_buffer": ("one 4-bit matrix dequantized for the matmul (forward and backward; bitsandbytes 0.42: in "
+                       "fp16, then cast to the compute dtype)",
+                       "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
+                       "eq. 5"),
+    "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
+                          "keeps the graph (the previous step's at forward end)",
+                          "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
+                          "lines 304-310 (formulas/training_activations.py graph_kept_matmul_inputs, eq. G1)"),
 }
 TENSOR_ITEMS_EXCLUDED = ("cuda_context", "allocator_reserve")
 
@@ -107,6 +113,27 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     _refuse_adapter_fields_on_full(w)
     return _with_device(_least_sharded(spec, w), notes)
+
+
+_WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
+
+
+def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
+    """``TrainingWorkload(**fields)``, memoized on the fields (their names, values and the values' types: all the
+    constructor reads; a workload is immutable): a catalog-wide search (``recommend --train``, ``plan``) times one
+    run on every device with the same fields, and the same object lets the duration's memos keyed on the workload
+    (estimate/duration.py) match it by identity. A field value that cannot be hashed: built each time."""
+    vals = tuple(fields.values())
+    key = (tuple(fields), vals, tuple(map(type, vals)))
+    try:
+        hit = _WORKLOADS.get(key)
+    except TypeError:
+        return TrainingWorkload(**fields)
+    if hit is None:
+        if len(_WORKLOADS) >= 1024:
+            _WORKLOADS.clear()
+        hit = _WORKLOADS[key] = TrainingWorkload(**fields)
+    return hit
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
@@ -289,7 +316,13 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
                          f"device {w.device!r} is sized in host RAM (drop --metric)")
     init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
-    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init))
+    fixed = None
+    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
+        fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
+                                      w.grad_accumulation, st.layer_grads, st.grads,
+                                      zero_shards(w.shard_stage, w.shard_group)[1],
+                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases])
+    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
@@ -315,7 +348,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     pc = count_params(spec)
     layout = _layout_text(w)
     fmt = ctx.base_format
-    size = "NF4 double-quantized" if fmt == "nf4-dq" else f"{ctx.base_bytes} B"
+    size = {"nf4-dq": "NF4 double-quantized", "nf4": "NF4, fp32 block scales"}.get(fmt, f"{ctx.base_bytes} B")
     acc.items.append(Item("weights", parts.get("weights", 0), "device",
                           formula=f"{format_count(pc.total)} params in {fmt} ({size}){layout}",
                           source="formulas/weight_formats.py; " + RECIPE_SRC))
@@ -358,13 +391,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "rotary_and_masks",
+                 "kept_graph_inputs", "rotary_and_masks",
                  "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue
         what, src = COMPONENT_FORMULA[name]
         formula, high = what, None
+        if name == "logits_and_loss" and w.loss == "ce-loss-parallel":
+            formula = ("vocabulary-sharded logits + fp32 upcast + the decomposed log-softmax's shifted logits "
+                       "(forward) or three fp32 [tokens, vocab / tp] tensors of the fused NLL + log-softmax backward "
+                       "(torch loss_parallel, eqs. LP1/LP2)")
+            src = ("torch/distributed/tensor/parallel/loss.py @ v2.13.0 _log_softmax lines 197-221, "
+                   "_nll_loss_and_log_softmax_backward lines 451-518; torchtitan train.py @ 9dec370 lines 131-134")
         if name == "gradient_buckets" and w.shard_stage == 0:
             n = math.ceil(st.grads / DDP_BUCKET_CAP_BYTES)
             formula = (f"DDP: {n} flat all-reduce buckets of bucket_cap_mb=25 hold a second copy of the gradients "
@@ -502,7 +541,7 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
     sb = state_bytes_per_param(opt.name, ctx.state_bytes)
     if ctx.w.adapters:
         a = ctx.adapter_bytes
-        base = "NF4 (~0.5 B)" if ctx.base_format == "nf4-dq" else f"{ctx.base_bytes} B"
+        base = "NF4 (~0.5 B)" if ctx.base_format in ("nf4", "nf4-dq") else f"{ctx.base_bytes} B"
         value = (f"adapters: {a + a + sb:g} B per trained param = {a} weights + {a} grads + {sb:g} {opt.name}; "
                  f"frozen base {base} per param, no gradients or states")
         acc.assumptions.append(Assumption("bytes_per_param", value, True, WHY_16_VS_18))

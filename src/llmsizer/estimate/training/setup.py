@@ -13,6 +13,7 @@ from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params
+from ...formulas.nf4_quantization import matmul_keeps_input, quantizes_lm_head
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
 from ...formulas.training_states import (
@@ -43,7 +44,9 @@ _WHY = {
     "checkpoint_offload": "the checkpointed layer inputs stay on the device",
     "checkpoint_impl": "torch.utils.checkpoint use_reentrant=False (transformers >= 5.0, torchtune)",
     "kernels": "the framework's PyTorch modules (transformers, PEFT, torchtune)",
-    "nf4_quantizer": "bitsandbytes Params4bit (PEFT / transformers QLoRA)",
+    "nf4_quantizer": "bitsandbytes >= 0.43.2 Params4bit (PEFT / transformers QLoRA)",
+    "lora_dropout": "adapters read their input (PEFT and torchtune default lora_dropout 0)",
+    "loop_keeps_graph": "the loop drops the step's graph with the step (HF Trainer, torchtune)",
     "deepspeed_gather": "DeepSpeed >= 0.9: a single rank uses its partition in place (no gather buffer)",
     "gpus": "one device",
     "zero": "no ZeRO sharding",
@@ -56,6 +59,7 @@ _WHY = {
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
     "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
+    "batch_shapes": "variable: batches padded to their longest sample, shapes change between steps",
 }
 
 
@@ -115,11 +119,12 @@ def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
     return "adamw", "AdamW, the default of HF Trainer, torchtune and Megatron-LM"
 
 
-def qlora_base_format(spec: ModelSpec) -> str:
+def qlora_base_format(spec: ModelSpec, nf4_format: str = "nf4-dq") -> str:
     """The base format QLoRA trains over: a GPTQ int4 checkpoint stays GPTQ (PEFT LoRA over auto-gptq's QuantLinear),
-    anything else is quantized to NF4 with double quantization by bitsandbytes."""
+    anything else is quantized by bitsandbytes to ``nf4_format`` (the workload's: NF4 with or without double
+    quantization)."""
     q = spec.quantization_config
-    return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else "nf4-dq"
+    return "gptq-int4" if q.get("quant_method") == "gptq" and q.get("bits", 4) == 4 else nf4_format
 
 
 def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
@@ -131,7 +136,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         acc.assumptions.append(Assumption("precision_semantics", rec.name, True,
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
     if w.method == "qlora":
-        record_workload(w, acc, ("nf4_quantizer",))
+        record_workload(w, acc, ("nf4_quantizer", "loop_keeps_graph"))
     if w.zero == 3 and w.fsdp is None:
         record_workload(w, acc, ("deepspeed_gather",))
     if w.grad_checkpointing in ("full", "selective-op"):
@@ -145,6 +150,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
+    if w.metric in ("reserved", "nvidia-smi"):  # what the allocator keeps reserved (estimate/allocator.py)
+        record_workload(w, acc, ("batch_shapes",))
     if w.device != "gpu":
         record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
@@ -164,7 +171,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         base_bytes, base_format = rec.model_bytes, {4: "fp32", 2: "bf16"}[rec.model_bytes]
     elif w.method == "qlora":
         q = spec.quantization_config.get("quant_method")
-        gptq = qlora_base_format(spec) == "gptq-int4"
+        gptq = qlora_base_format(spec, w.nf4_format) == "gptq-int4"
         if q and q != "bitsandbytes" and not gptq:
             raise InputError(f"qlora quantizes bf16/fp16 linears with bitsandbytes NF4 or trains on a GPTQ int4 "
                              f"checkpoint; {spec.name} is {q}-quantized (start from the unquantized checkpoint)")
@@ -172,13 +179,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"qlora: {spec.name} has no linear layers bitsandbytes can quantize to 4 bits")
         other = acc.assume("base_dtype", "bf16", w.base_dtype,
                            "non-quantized tensors (embeddings, norms, lm_head) kept in bf16; bnb_4bit_compute_dtype bf16")
-        base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else "nf4-dq"
+        base_bytes, base_format = DTYPE_BYTES[str(other)], "gptq-int4" if gptq else w.nf4_format
         if gptq:
             acc.assumptions.append(Assumption("base_weights", "gptq-int4", True, "QLoRA on the checkpoint's GPTQ "
                                               "int4 weights (auto-gptq QuantLinear under PEFT LoRA)"))
         else:
-            acc.assumptions.append(Assumption("base_weights", "nf4-dq", True, "QLoRA: NF4 with double quantization "
-                                              "(Dettmers et al. 2023 section 3), bitsandbytes Linear4bit"))
+            acc.assumptions.append(Assumption("base_weights", w.nf4_format, not given(w, "nf4_format"),
+                                              "QLoRA: NF4 with double quantization (Dettmers et al. 2023 section 3), "
+                                              "bitsandbytes Linear4bit" if w.nf4_format == "nf4-dq" else
+                                              "given: NF4 with fp32 block scales, bitsandbytes Linear4bit"))
     else:
         default = "fp32" if w.precision == "fp32" else "bf16"
         bd = str(acc.assume("base_dtype", default, w.base_dtype,
@@ -208,6 +217,7 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         if w.modules_to_save:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))
+        record_workload(w, acc, ("lora_dropout",))
         acc.assumptions.append(Assumption("lora", f"rank {w.rank}, targets {','.join(w.targets)}"
                                           + (", DoRA" if w.dora else ""), not given(w, "rank", "targets"),
                                           "LoRA rank and adapted modules (Hu et al. 2021)"))
@@ -223,13 +233,21 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     compute = rec.compute_bytes if w.method != "qlora" else 2
     # FSDP's MixedPrecisionPolicy casts the forward inputs and gathers bf16 parameters: the residual stream is bf16
     residual = rec.compute_bytes if w.precision == "fsdp-bf16-mixed" else base_bytes
+    # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own)
+    qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4" and w.kernels == "pytorch"
     adapted = adapted_roles(spec, w.targets) if lora else frozenset()  # (lora's modules are these targets')
     act = ActivationSetup(
         batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,
-        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel)
+        checkpointing=w.grad_checkpointing, tp=w.tp, sp=w.sequence_parallel,
+        dropout=w.lora_dropout if w.adapters else "none",
+        # a dropout mask: bool on CUDA (native_dropout), the scaled noise in the input dtype on a CPU (_dropout_impl)
+        dropout_mask=compute if w.device == "cpu" else 1,
+        frozen_keeps_input=qlora_nf4 and matmul_keeps_input(w.nf4_quantizer),
+        lm_head_keeps_input=(qlora_nf4 and matmul_keeps_input(w.nf4_quantizer) and quantizes_lm_head(w.nf4_quantizer)
+                             and not spec.tie_word_embeddings))
     if w.kernels == "unsloth":
         unsloth_kernels.check(spec, act)
     return TrainingContext(spec=spec, w=w, recipe=rec, optimizer=opt, state_bytes=DTYPE_BYTES[sd],

@@ -16,12 +16,13 @@ from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.fsdp_flat_param import flat_grad_elements
-from ...formulas.lora import AdaptedModule, adapted_modules
+from ...formulas.lora import AdaptedModule, adapted_layout
+from ...formulas.nf4_quantization import quantizes_lm_head
 from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
-from ...formulas.tensors import Tensor, layer_keys, model_layout, model_tensors
+from ...formulas.tensors import Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
-from ...formulas.weight_formats import weight_bytes
+from ...formulas.weight_formats import bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
 from .setup import TrainingContext
@@ -108,6 +109,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
         + wb.by_component.get("per_layer_embedding", 0)
     head_part = non_layer - emb
+    if (w.method == "qlora" and ctx.base_format != "gptq-int4" and quantizes_lm_head(w.nf4_quantizer)
+            and not spec.tie_word_embeddings and wb.by_component.get("lm_head")):
+        # Lightning Fabric quantizes the lm_head too (formulas/nf4_quantization.py): its bf16 bytes become 4-bit
+        vh = math.ceil(spec.vocab_size * spec.hidden_size / tp)
+        head_part += bnb4_matrix_bytes(vh, ctx.base_format) - vh * ctx.base_bytes
     weights = layer_total + (emb if stage == 0 else 0) + (head_part if stage == last else 0)
     if tied_copy:
         weights += wb.by_component.get("embedding", 0)
@@ -156,7 +162,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             head_elems += n
             save_head += n
         st.largest_trained = max(st.largest_trained, n)
-    save_b = ctx.base_bytes if ctx.base_format != "nf4-dq" else DTYPE_BYTES["bf16"]
+    save_b = ctx.base_bytes if ctx.base_format not in ("nf4", "nf4-dq") else DTYPE_BYTES["bf16"]
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
@@ -264,19 +270,15 @@ def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> 
 def _layers_alike(spec: ModelSpec) -> tuple[tuple[Tensor, ...], tuple[Tensor, ...], dict[Any, list[int]]]:
     """(the tensors before the decoder layers and after them, the decoder layers by kind: ModelSpec.layer_key ->
     their indexes in order): a layer's tensors depend on it only through its kind and its index
-    (formulas/tensors.py model_layout), so a sum over layers alike is one layer's times their number."""
-    tensors, before, _, after = model_layout(spec)
-    kinds: dict[Any, list[int]] = {}
-    for i, k in enumerate(layer_keys(spec)):
-        kinds.setdefault(k, []).append(i)
-    return tuple(tensors[k] for k in before), tuple(tensors[k] for k in after), kinds
+    (formulas/tensors.py layer_groups), so a sum over layers alike is one layer's times their number."""
+    head, groups, tail = layer_groups(spec)
+    return head, tuple(expand(tail)), {kind: list(layers) for kind, _, layers in groups}
 
 
 def _layer_tensors(spec: ModelSpec, layer: int) -> tuple[Tensor, ...]:
-    """The tensors of decoder layer ``layer``."""
-    tensors, _, ranges, _ = model_layout(spec)
-    a, b = ranges[layer]
-    return tensors[a:b]
+    """The tensors of decoder layer ``layer`` (its kind's, re-stamped: formulas/tensors.py at_layer)."""
+    kind = layer_keys(spec)[layer]
+    return at_layer(next(g for g in layer_groups(spec)[1] if g[0] == kind), layer)
 
 
 @lru_cache(maxsize=256)
@@ -314,35 +316,65 @@ class StageAdapters:
 @lru_cache(maxsize=256, typed=True)
 def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int) -> StageAdapters:
     """:class:`StageAdapters` of pipeline stage ``stage`` of ``pp`` for LoRA on ``targets`` (independent of the
-    rank: per model and layout)."""
+    rank: per model and layout). The modules are taken in :func:`~llmsizer.formulas.lora.adapted_modules` order
+    from its grouped form (``adapted_layout``): a tuple of modules the layers alike share is sorted into kinds once."""
     last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
     layer_stage = _layer_stages(spec.num_layers, pp)
+    lay = adapted_layout(spec, targets)
     kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
     modules: list[list[Any]] = []
     per_layer: dict[int, list[int]] = {}  # the module kinds of each decoder layer, in order
     embedding: list[int] = []
     head: list[int] = []
-    for m in adapted_modules(spec, targets):
-        if m.count < 1:
-            continue
-        if pp > 1:
-            m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
-            if m_stage != stage:
-                continue
-        elif stage != 0:
-            continue
+    kinds_of: dict[int, list[int]] = {}  # id of a shared tuple of modules -> the kind of each (count >= 1) module
+    again: Counter[int] = Counter()  # id of a shared tuple -> the layers holding it after the first
+
+    def kind(m: AdaptedModule, layer: int) -> int:
         sig = (m.in_features, m.out_features, m.experts, m.rank_mult, m.count)
         g = kinds.get(sig)
         if g is None:
             g = kinds[sig] = len(modules)
-            modules.append([m, 0])
+            modules.append([m if m.layer == layer else m.at(layer), 0])
         modules[g][1] += 1
-        if m.layer >= 0:
-            per_layer.setdefault(m.layer, []).append(g)
-        elif m.role == "token_embd":
-            embedding.append(g)
-        else:
-            head.append(g)
+        return g
+
+    def outside(mods: tuple[AdaptedModule, ...]) -> None:  # the modules before / after the decoder layers
+        for m in mods:
+            if m.count < 1:
+                continue
+            if pp > 1:
+                m_stage = 0 if m.layer < 0 and m.role != "output" else (last if m.layer < 0 else layer_stage[m.layer])
+                if m_stage != stage:
+                    continue
+            elif stage != 0:
+                continue
+            g = kind(m, m.layer)
+            if m.layer >= 0:
+                per_layer.setdefault(m.layer, []).append(g)
+            elif m.role == "token_embd":
+                embedding.append(g)
+            else:
+                head.append(g)
+
+    def in_layers(part: tuple[tuple[AdaptedModule, ...], ...]) -> None:  # each decoder layer's, layer by layer
+        for i, mods in enumerate(part):
+            if not mods or (layer_stage[i] != stage if pp > 1 else stage != 0):
+                continue
+            gs = kinds_of.get(id(mods))
+            if gs is None:
+                gs = kinds_of[id(mods)] = [kind(m, i) for m in mods if m.count >= 1]
+            else:
+                again[id(mods)] += 1
+            if gs:
+                per_layer.setdefault(i, []).extend(gs)
+
+    in_layers(lay.experts)
+    outside(lay.head)
+    in_layers(lay.layers)
+    outside(lay.tail)
+    for key, n in again.items():  # each module kind of a shared tuple once per layer holding it (integers)
+        for g in kinds_of[key]:
+            modules[g][1] += n
     layers: dict[tuple[int, ...], list[int]] = {}
     for i, gs in per_layer.items():
         layers.setdefault(tuple(gs), []).append(i)

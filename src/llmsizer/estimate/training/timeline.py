@@ -40,7 +40,7 @@ from ...formulas.deepspeed_zero import (
 )
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp_flat_param import mp_shard_bytes
-from ...formulas.nf4_quantization import quantize_transient_bytes
+from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
@@ -58,6 +58,8 @@ from ...formulas.training_activations import (
     _head_dims,
     checkpoint_input_bytes,
     head_activations,
+    kept_lm_head_input_bytes,
+    kept_matmul_input_bytes,
     layer_backward_transient,
     layer_saved_terms,
     lm_head_backward_bytes,
@@ -184,7 +186,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
                             cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
-                            compiled_loss=compiled_loss(w)) if st.has_head else None
+                            compiled_loss=compiled_loss(w),
+                            loss_parallel=w.loss == "ce-loss-parallel") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
     if not head:  # rotary tables exist on every stage
@@ -271,8 +274,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # backward: one layer's under full checkpointing, every layer's of the stage without
         layers_held = 1 if w.grad_checkpointing == "full" else len(st.layers)
         dequant = largest_quantized_layer(spec) * 2 * layers_held // max(1, w.tp)
-    elif w.method == "qlora":
-        dequant = largest_quantized_matrix(spec, "nf4-dq") * 2 // max(1, w.tp)
+    elif w.method == "qlora":  # one matrix dequantized for its GEMM (nf4_quantization.py eq. 5)
+        largest = largest_quantized_matrix(spec, "nf4-dq")
+        if quantizes_lm_head(w.nf4_quantizer) and not spec.tie_word_embeddings:
+            largest = max(largest, spec.vocab_size * spec.hidden_size)
+        dequant = dequant_bytes(largest, w.nf4_quantizer, act.compute,
+                                compute_fp16="fp16" in ctx.recipe.name) // max(1, w.tp)
 
     in_bwd = w.optimizer_in_backward
     # suffix sums of the per-layer gradients by layer index (grads_part is asked once per layer: O(L), not O(L^2))
@@ -416,6 +423,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
         grads_at = [int(shard(g, g_shard) * scale) for g in above]
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
+    # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
+    if act.frozen_keeps_input:
+        kept_l = [kept_matmul_input_bytes(spec, act, i) for i in layers]
+        kept_head = kept_lm_head_input_bytes(act, spec.hidden_size) if head else 0
+        kept_at = [kept_head + x for x in accumulate(kept_l[:0:-1], initial=0)][::-1]
+        kept_all = kept_head + sum(kept_l)
+    else:
+        kept_at, kept_all = [0] * n_layers, 0
 
     def backward_phase(p: int) -> Phase:
         ph = Phase(f"backward layer {layers[p]}", dict(base))
@@ -431,6 +446,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             ph.parts["gradient_buckets"] = ph.parts.get("gradient_buckets", 0) + reduce_buf
         if dequant:
             ph.parts["dequant_buffer"] = dequant
+        if kept_at[p]:
+            ph.parts["kept_graph_inputs"] = kept_at[p]
         return ph
 
     # The backward runs the layers last to first, a phase each. They hold the same parts, equal but for the five
@@ -438,7 +455,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # (the estimate's details name them) and, between them, the first (in backward order) of the most bytes, so the
     # peak (the first phase of the most bytes) is the one the whole sequence gives. A long stage (over 64 layers)
     # keeps its last and first layers' phases only.
-    varying = list(map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)), gather_at))
+    varying = list(map(add, map(add, map(add, map(add, act_at, copies_at), map(add, grads_at, transient)),
+                                    gather_at), kept_at))
     built = [n_layers - 1]
     if 2 < n_layers <= 64:
         built.append(max(range(n_layers - 2, 0, -1), key=varying.__getitem__))
@@ -449,6 +467,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
         e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
+        if kept_all:
+            e.parts["kept_graph_inputs"] = kept_all
         phases.append(e)
     step_tmp = 0
     foreach_tmp = step_temporary_bytes(ctx.optimizer.name, "foreach", st.trained_elements, st.largest_trained,
@@ -467,6 +487,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(s)
     else:
         foreach_tmp = 0
+    if kept_all and w.loop_keeps_graph:  # eq. G1: the previous step's at forward end, this step's after its
+        for ph in phases:                # backward (the loop rebinds loss before the next backward)
+            if ph.name in ("forward end", "optimizer step"):
+                ph.parts["kept_graph_inputs"] = kept_all
     if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
         for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
             if ph.name not in ("forward end", "model init"):

@@ -1,0 +1,146 @@
+"""The all-reduces of a tensor-parallel decode step (formulas/speed.py eq. 6 with its latency alpha, estimate/engines.py
+``tp_allreduce``). Independent truth: the engines' own code, replayed case by case (vllm 0.6.3 (PyPI wheel)
+vllm/distributed/device_communicators/custom_all_reduce.py L48 world sizes, L54 max_size, L130-136 "not supported on
+more than two PCIe-only GPUs", L236-248 should_custom_ar; csrc/custom_all_reduce.cuh @036bb68 REDUCE_CASE one/two
+stage thresholds; SGLang @263bc85 the same rule), the count of all-reduces of a Qwen2 step read from vLLM's model file
+(models/qwen2.py: two RowParallelLinear per layer, linear.py:1084; one VocabParallelEmbedding,
+vocab_parallel_embedding.py:406), and the published latencies the constants quote."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.catalog.hardware import builtin_catalog
+from llmsizer.catalog.models import find
+from llmsizer.errors import InputError
+from llmsizer.estimate import efficiency as E
+from llmsizer.estimate.device import nvlink_mesh_for
+from llmsizer.estimate.engines import tp_allreduce
+from llmsizer.estimate.fit import link_bandwidth_for
+from llmsizer.estimate.speed import estimate_speed
+from llmsizer.formulas.speed import allreduce_time
+
+KB = 1024
+
+
+@pytest.mark.parametrize(("engine", "tp", "nbytes", "mesh", "p2p", "kernel"), [
+    ("vllm", 2, 16 * KB, False, True, "custom one-stage"),  # two GPUs: custom, one stage, NVLink or not
+    ("vllm", 2, 4 * 1024 * KB, False, True, "custom one-stage"),  # two GPUs stay one-stage at any size < 8 MiB
+    ("vllm", 4, 16 * KB, False, True, "NCCL"),  # more than two PCIe-only GPUs: disabled
+    ("vllm", 4, 16 * KB, True, True, "custom one-stage"),
+    ("vllm", 4, 600 * KB, True, True, "custom two-stage"),  # <= 4 GPUs: one stage below 512 KB
+    ("vllm", 8, 300 * KB, True, True, "custom two-stage"),  # <= 8 GPUs: one stage below 256 KB
+    ("vllm", 8, 200 * KB, True, True, "custom one-stage"),
+    ("vllm", 3, 16 * KB, True, True, "NCCL"),  # world size not in 2, 4, 6, 8
+    ("vllm", 4, 8192 * KB, True, True, "NCCL"),  # inp_size < max_size fails at 8 MiB
+    ("vllm", 2, 16 * KB, False, False, "NCCL"),  # the P2P test fails
+    ("sglang", 4, 16 * KB, True, True, "custom one-stage"),
+    ("sglang", 4, 16 * KB, None, True, "NCCL"),  # link unknown: not taken as a mesh
+])
+def test_the_kernel_is_the_engines_choice(engine: str, tp: int, nbytes: int, mesh: bool | None, p2p: bool,
+                                          kernel: str) -> None:
+    path = tp_allreduce(engine, tp, nbytes, mesh, p2p)
+    assert path is not None and path.kernel == kernel
+    assert path.latency is (E.NCCL_ALLREDUCE_LATENCY if kernel == "NCCL" else E.CUSTOM_ALLREDUCE_LATENCY)
+
+
+def test_no_path_on_one_gpu_or_for_engines_not_covered() -> None:
+    assert tp_allreduce("vllm", 1, 16 * KB, True) is None
+    for engine in (None, "llamacpp", "transformers"):
+        assert tp_allreduce(engine, 4, 16 * KB, True) is None
+
+
+def test_latencies_quote_their_published_tables() -> None:
+    """SGLang PR #2904 (vLLM's kernel, H100, tp 2/4/8 at 4096 and 32768 B: 8.8/8.5/9.3, 8.7/9.2/11.8 us);
+    Triton-distributed #57 (NCCL, 8 x H100: 128 B 19.19 us, 16 KB 20.71 us); vllm #50576 (NCCL on 8 x A800 PCIe,
+    16 KB 63.8 us)."""
+    custom = [8.8, 8.5, 9.3, 8.7, 9.2, 11.8]
+    c = E.CUSTOM_ALLREDUCE_LATENCY
+    assert (c.low, c.high) == (pytest.approx(min(custom) * 1e-6), pytest.approx(max(custom) * 1e-6))
+    assert c.expected == pytest.approx((8.5 + 9.2) / 2 * 1e-6)  # tp 4 over 4-32 KB
+    n = E.NCCL_ALLREDUCE_LATENCY
+    assert (n.low, n.expected, n.high) == (pytest.approx(19.19e-6), pytest.approx(20.71e-6), pytest.approx(63.8e-6))
+    assert c.high < n.low  # the custom kernel exists because it beats NCCL on small messages
+
+
+def test_alpha_beta_all_reduce() -> None:
+    assert allreduce_time(16384, 4, 300e9, 8.85e-6) == pytest.approx(8.85e-6 + 1.5 * 16384 / 300e9)
+    assert allreduce_time(16384, 1, 300e9, 8.85e-6) == 0.0
+    with pytest.raises(InputError):
+        allreduce_time(16384, 4, 300e9, -1.0)
+
+
+def _decode(device: str, engine: str | None, count: int = 4, **kw: object):
+    dev = builtin_catalog().devices[device]
+    return estimate_speed(find("qwen2.5-72b").spec(), dev, count, weights_format="bf16", prompt_tokens=1,
+                          output_tokens=2048, kv_dtype="bf16", link_bandwidth=link_bandwidth_for(dev, None),
+                          engine=engine, engine_version="0.6.3" if engine == "vllm" else None,
+                          nvlink_mesh=nvlink_mesh_for(dev, None, count), **kw)
+
+
+def test_a_decode_step_pays_2L_plus_1_latencies() -> None:
+    """Qwen2.5-72B (80 layers, hidden 8192) on 4 GPUs: 161 all-reduces of 16 KB per step, custom one-stage on the
+    NVLink A100 SXM, NCCL on four PCIe A100s."""
+    spec = find("qwen2.5-72b").spec()
+    assert (spec.num_layers, spec.hidden_size) == (80, 8192)
+    msg = spec.hidden_size * 2
+    sxm = _decode("a100-sxm-80gb", "vllm")
+    link = link_bandwidth_for(builtin_catalog().devices["a100-sxm-80gb"], None)
+    assert link is not None
+    assert sxm.decode is not None and sxm.decode.comm_seconds == pytest.approx(
+        161 * (E.CUSTOM_ALLREDUCE_LATENCY.expected + 1.5 * msg / link))
+    pcie = _decode("a100-pcie-80gb", "vllm")
+    pcie_link = link_bandwidth_for(builtin_catalog().devices["a100-pcie-80gb"], None)
+    assert pcie_link is not None
+    assert pcie.decode is not None and pcie.decode.comm_seconds == pytest.approx(
+        161 * (E.NCCL_ALLREDUCE_LATENCY.expected + 1.5 * msg / pcie_link))
+    named = {a.name: a for a in pcie.assumptions}
+    assert "NCCL" in str(named["tp_allreduce"].value) and "PCIe-only" not in named["tp_allreduce"].why
+    # an engine not covered keeps the bandwidth term alone: 2 L all-reduces, no latency, no assumption
+    plain = _decode("a100-sxm-80gb", None)
+    assert plain.decode is not None and plain.decode.comm_seconds == pytest.approx(160 * 1.5 * msg / link)
+    assert "tp_allreduce" not in {a.name for a in plain.assumptions}
+    given = _decode("a100-sxm-80gb", "vllm", allreduce_latency=0.0)
+    assert given.decode is not None and given.decode.comm_seconds == pytest.approx(161 * 1.5 * msg / link)
+
+
+@pytest.mark.parametrize(("device", "count", "mesh"), [
+    ("a100-sxm-80gb", 4, True), ("h100-sxm", 8, True),  # NVSwitch boards
+    ("a100-pcie-80gb", 4, False), ("l4", 2, False),  # PCIe
+    ("h100-nvl", 2, True), ("h100-nvl", 4, False),  # an NVLink bridge joins pairs
+    ("l40", 2, None),  # no interconnect in the catalog
+])
+def test_nvlink_mesh_from_the_catalog_link(device: str, count: int, mesh: bool | None) -> None:
+    assert nvlink_mesh_for(builtin_catalog().devices[device], None, count) is mesh
+
+
+def test_the_python_api_reads_the_devices_own_link() -> None:
+    """estimate_speed without ``nvlink_mesh`` takes the device's catalog interconnect (the NVSwitch A100 SXM: the
+    custom kernel), as fit does."""
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    s = estimate_speed(find("qwen2.5-72b").spec(), dev, 4, weights_format="bf16", kv_dtype="bf16",
+                       link_bandwidth=link_bandwidth_for(dev, None), engine="vllm")
+    named = {a.name: a for a in s.assumptions}
+    assert "custom one-stage" in str(named["tp_allreduce"].value)
+
+
+def test_the_custom_kernels_published_saving_lies_inside_the_latency_ranges() -> None:
+    """vLLM PR #2192 (validation row VB14: Llama-2-70B, TP 4 on A100-80G, 64 x (256 + 256) tokens) measured 16.37 s
+    with NCCL and 14.57 s with the custom all-reduce. Only the decode steps' all-reduces change (the prefill's
+    64 x 256 x 8192 x 2 B = 32 MiB messages stay on NCCL, above 8 MiB): 161 per step, 255 steps. The saving per
+    all-reduce must lie between the expected latencies' difference and the widest one (NCCL high - custom low)."""
+    import csv
+    import re
+
+    from llmsizer.validation_cases import data_dir
+
+    row = next(r for r in csv.DictReader((data_dir() / "vllm_benchmark_latency.csv").open()) if r["id"] == "VB14")
+    before = float(re.search(r"before the custom all-reduce \(NCCL\): ([0-9.]+) s", row["notes"]).group(1))  # type: ignore[union-attr]
+    after = float(row["value"])
+    spec = find(row["catalog_model"]).spec()
+    steps = int(row["generated"]) - 1
+    per_reduction = (before - after) / ((2 * spec.num_layers + 1) * steps)
+    assert int(row["batch"]) * spec.hidden_size * 2 == 1024 * KB  # a 1 MiB decode message: the two-stage kernel
+    assert tp_allreduce("vllm", 4, 1024 * KB, True) is not None
+    n, c = E.NCCL_ALLREDUCE_LATENCY, E.CUSTOM_ALLREDUCE_LATENCY
+    assert n.expected - c.expected < per_reduction < n.high - c.low, per_reduction
