@@ -1596,6 +1596,26 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
                            num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
                            tie_word_embeddings=False, max_position_embeddings=2048),
 }
+# The parallel-block families (PM1100-PM1102 Falcon-7B, PM1131-PM1134 phi-2, PM1138-PM1141 StableLM-Base-Alpha-3B):
+# the catalog's published config.json, as litgpt's own GPT builds and runs it at 00af8b0d (litgpt/model.py):
+# wte and lm_head are two parameters (TRAINING_UNTIED: Falcon-7B's tied head is a separate 0.30e9-parameter matrix
+# there; finetune/lora.py line 451 refuses tie_embeddings); Block line 206 (parallel_residual, a shared
+# norm_1 for Falcon and phi-2, norm_2(x) for StableLM) is the transformers layout; CausalSelfAttention expands K/V to
+# every head (line 257) and reshapes q/k/v into copies (lines 260-262), concatenates the rotary part (line 266: the
+# output is head-major, so the transpose before proj copies it), calls SDPA with no mask (is_causal, line 319; the
+# model passes mask None in training, line 92): the fused kernel, no math fallback, no saved mask, V not a view of
+# the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
+# transformers' Python gelu_new); litgpt's blocks have no dropout modules.
+_LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
+                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+                   # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
+                   # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
+                   fused_qkv=False)
+LITGPT_MODULES: dict[str, dict[str, Any]] = {
+    "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
+    "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
+}
+_LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
 
@@ -1627,6 +1647,20 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1129": ("mistral-7b-v0.1", "lora", 2, _LIT_QV, {}), "PM1130": ("mistral-7b-v0.1", "qlora", 2, _LIT_QV, {}),
     "PM1136": ("phi-3-mini-4k-instruct", "lora", 4, _lit_all(8), {}),
     "PM1137": ("phi-3-mini-4k-instruct", "qlora", 4, _lit_all(8), {}),
+    # config hub falcon-7b/{lora,qlora}.yaml: lora_r 32, lora_query + lora_value, micro batch 1;
+    # phi-2/{lora,qlora}.yaml: lora_r 8, every flag incl. lora_head, micro batch 4; phi-2/full.yaml micro batch 4
+    # and devices: 2 on the table's 4xA10G machine (FSDP over the 2 ranks the config starts);
+    # stablelm-base-alpha-3b/{lora,qlora}.yaml: lora_r 32, query + value, micro batch 1; its full.yaml devices: 2
+    "PM1100": ("falcon-7b", "lora", 1, _LIT_QV, {}), "PM1101": ("falcon-7b", "lora", 1, _LIT_QV, {}),
+    "PM1102": ("falcon-7b", "qlora", 1, _LIT_QV, {}),
+    "PM1131": ("phi-2", "full", 4, {}, dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    "PM1132": ("phi-2", "lora", 4, _lit_all(8), {}), "PM1133": ("phi-2", "lora", 4, _lit_all(8), {}),
+    "PM1134": ("phi-2", "qlora", 4, _lit_all(8), {}),
+    "PM1138": ("stablelm-base-alpha-3b", "full", 1, {},
+               dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    "PM1139": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
+    "PM1140": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
+    "PM1141": ("stablelm-base-alpha-3b", "qlora", 1, _LIT_QV, {}),
     "PM1142": ("tinyllama-1.1b", "full", 4, {}, {}), "PM1143": ("tinyllama-1.1b", "full", 4, {}, {}),
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
@@ -1637,20 +1671,19 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
-                              else "") + ("; FSDP over 4 (Lightning FSDPStrategy: FSDP1 FULL_SHARD, checkpointing "
-                                          "of each Block, full.py @ 00af8b0d lines 100-106)" if _x else ""),
+                              else "") + (f"; FSDP over {_x['gpus']} (Lightning FSDPStrategy: FSDP1 FULL_SHARD, "
+                                          "checkpointing of each Block, full.py @ 00af8b0d lines 100-106)"
+                                          if _x else "")
+                           + ("; litgpt's own GPT for this parallel-block family (K/V expanded, fused SDPA, "
+                              "native GELU, no residual dropout: LITGPT_MODULES)" if _m in LITGPT_MODULES else ""),
                            False, "peak")
 # litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
 # 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
 # 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
 TRAINING_UNTIED = frozenset(_LIT_ROWS)
-_LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
-    **{r: _LIT_FAMILY.format("Falcon-7B", "falcon") for r in ("PM1100", "PM1101", "PM1102")},
-    **{r: _LIT_FAMILY.format("phi-2", "phi") for r in ("PM1131", "PM1132", "PM1133", "PM1134")},
-    **{r: _LIT_FAMILY.format("StableLM-Base-Alpha-3B", "gpt_neox") for r in ("PM1138", "PM1139", "PM1140", "PM1141")},
     "PM1119": _LIT_STATES.format(1.236 * 8, 1.236, "8.70"),
     "PM1122": _LIT_STATES.format(3.213 * 8, 3.213, "16.51"),
     "PM1135": _LIT_STATES.format(3.821 * 8, 3.821, "17.01"),
@@ -1680,6 +1713,13 @@ def training_prediction(row_id: str) -> int:
     model, fields, _, _, what = TRAINING_ROWS[row_id]
     if model == _BLOOM:
         spec = bloom_7b1()
+    elif model in LITGPT_MODULES:
+        from dataclasses import replace
+
+        from .catalog.models import entries
+        from .readers.hf_config import spec_from_config
+
+        spec = replace(spec_from_config(entries()[_LIT_CATALOG[model]].config, name=model), **LITGPT_MODULES[model])
     elif model in TRAINING_CONFIGS:
         from .readers.hf_config import spec_from_config
 
