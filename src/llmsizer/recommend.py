@@ -31,6 +31,7 @@ from .errors import InputError
 from .estimate import efficiency as E
 from .estimate.device import default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
+from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
@@ -261,6 +262,12 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
         raise InputError(f"{device.id} has no sourced memory size, so no model can be said to fit on it; give it "
                          "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
                          "`llmsizer hardware detect -o FILE` writes one for this machine)")
+    if device.bandwidth is None and (c.user_tokens_per_second or c.tokens_per_second):
+        # each model would be "no: decode speed unknown" where fit says FITS: a question no bandwidth can answer
+        raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
+                         f"against {c.user_tokens_per_second or c.tokens_per_second:g} tokens/s; give its "
+                         "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
+                         "writes one for this machine) or name a catalog device")
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)
@@ -350,6 +357,9 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     warnings = []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
+    newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
+    if newer:  # fit's warning for a release newer than the data: every option was timed by the newest rule
+        warnings.append(newer)
     return Recommendation("inference", spec.name, {"context": context, "concurrency": concurrency,
                           "output_tokens": output_tokens, "weights": weights}, c, tuple(meets), tuple(rejected),
                           tuple(advice), tuple(quant), tuple(assumptions), tuple(warnings))
@@ -365,8 +375,8 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
     eng = normalize_engine(engine) if engine else None
-    for name, owners in ENGINE_SETTINGS.items():
-        if fields.get(name) is not None and eng not in owners:
+    for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
+        if fields.get(name) is not None and eng is None:
             raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:

@@ -175,7 +175,7 @@ def test_bad_split_inputs_are_one_line_errors():
                     ({"tensor_split": (1, -1)}, "non-negative")):
         with pytest.raises(InputError, match=msg):
             llmsizer.estimate_inference("llama-3.1-8b", engine="llamacpp", weights="q4_k_m", **kw)
-    with pytest.raises(InputError, match="apply to engine llamacpp"):
+    with pytest.raises(InputError, match="appl(y|ies) to engine llamacpp"):
         llmsizer.estimate_inference("llama-3.1-8b", engine="vllm", gpus=2)
 
 

@@ -111,6 +111,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
 
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
+    from ..estimate.engines import newer_release_note
     from ..recommend import Constraints, best_option_on
 
     context = args.context or InferenceWorkload.context
@@ -122,13 +123,14 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
                                constraints=constraints, engine_version=args.engine_version)) for e in found]
     given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version), ("memory", args.memory),
                                ("headroom", args.headroom)) if v is not None}
+    newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
     data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
-            "models": [{"id": e.id, **o.to_dict()} for e, o in opts]}
+            "models": [{"id": e.id, **o.to_dict()} for e, o in opts], "warnings": [newer] if newer else []}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
 
 
 def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
-    _, _, opts = fits_on_answer(found, args)
+    data, _, opts = fits_on_answer(found, args)
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     rows = []
@@ -147,6 +149,8 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
     say(f"{n} of {len(opts)} models fit")
+    for w in data["warnings"]:
+        say(f"warning: {w}")
     return exit_code(n > 0)
 
 

@@ -125,7 +125,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     seq = fields.get("seq_len", TrainingWorkload.seq_len)
     batch = fields.get("micro_batch", TrainingWorkload.micro_batch)
     if "max_micro_batch" in reverse:
-        say(f"largest micro-batch that fits: {reverse['max_micro_batch']} sequences of {seq:,} tokens"
+        say(f"largest micro-batch that fits: {reverse['max_micro_batch']:,} sequences of {seq:,} tokens"
               if reverse["max_micro_batch"] else f"batch 1 does not fit: one sequence of {seq:,} tokens needs more "
               "than the budget")
     if "max_seq_len" in reverse:

@@ -273,7 +273,8 @@ def vm_share_device(device: Device, instance: Instance | None, assumptions: list
 
 def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
         headroom: float | None = None, engine: str | None = None, weights: str | None = None,
-        context: int = InferenceWorkload.context, concurrency: int = InferenceWorkload.concurrency, output_tokens: int | None = None, memory: int | None = None,
+        context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
+        memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
         **workload: Any) -> FitResult:
@@ -285,6 +286,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     gives the host's memory bandwidth. ``engine_version`` (vllm, sglang): the release whose host work per decode
     step the speed follows (``engines.step_host``; None: the current release)."""
     spec = load_model(model) if isinstance(model, str) else model
+    # context and concurrency reach the estimate only when given, so that a default is named there as one
+    given: dict[str, Any] = {k: v for k, v in (("context", context), ("concurrency", concurrency)) if v is not None}
+    context = InferenceWorkload.context if context is None else context
+    concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     warnings: list[str] = []
@@ -324,10 +329,13 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
-    est = estimate_inference(spec, context=context, concurrency=per_rep, output_tokens=output_tokens,
+    est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
+                             output_tokens=output_tokens,
                              weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
+    # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
+    assumptions.extend(a for a in est.assumptions if a.default and a.name in {"context", "concurrency"} - given.keys())
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
@@ -347,6 +355,10 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         kvd = str(d.get("kv_dtype", "bf16"))
         # image/video tokens are prompt tokens too (estimate/inference/media.py)
         prompt, out = prompt_and_output(context, output_tokens)
+        if output_tokens is None:
+            assumptions.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
+                                          "tokens, the rest of the context is the prompt the TTFT is timed on "
+                                          "(specs/workload.py default_output_tokens)"))
         prompt += int(d.get("media_tokens", 0))
         conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",

@@ -47,8 +47,10 @@ def render_fit(r: FitResult) -> str:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in fit_assumptions(r)))
-    for w in r.warnings:
-        out.append(f"warning: {w}")
+    shown = set(s.warnings) if s is not None else set()
+    for w in r.warnings:  # a note both the memory and the speed estimate carry (a newer release) is printed once
+        if w not in shown:
+            out.append(f"warning: {w}")
     c = r.cost or {}
     if c.get("price_per_hour") is not None:  # serving: estimate/fit.py serving_cost
         line = f"cost: ${c['price_per_hour']:,.2f}/h ({c['basis']})"

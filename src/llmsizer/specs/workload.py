@@ -262,8 +262,9 @@ class InferenceWorkload:
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)
         if llamacpp_only and self.engine is not None and self.engine != "llamacpp":
-            raise InputError(f"{', '.join(llamacpp_only)} apply to engine llamacpp; {self.engine} shards a model with "
-                             "tensor_parallel (--tp N; `fit --count N` places it over N devices)")
+            verb = "apply" if len(llamacpp_only) > 1 else "applies"
+            raise InputError(f"{', '.join(llamacpp_only)} {verb} to engine llamacpp; {self.engine} shards a model "
+                             "with tensor_parallel (--tp N; `fit --count N` places it over N devices)")
         offload = [name for name, v in (("gpus", self.gpus > 1), ("split_mode", self.split_mode),
                                         ("tensor_split", self.tensor_split), ("n_cpu_moe", self.n_cpu_moe),
                                         ("n_gpu_layers", bool(self.n_gpu_layers))) if v not in (None, False)]

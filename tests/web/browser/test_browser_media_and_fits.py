@@ -179,6 +179,17 @@ def test_the_engine_and_release_of_the_fits_page_are_models_fits_on_with_them(pa
                            "(td) => td.textContent === 'sglang')")
 
 
+def test_the_fits_page_shows_the_cli_warning_of_a_newer_release(page: Page, server: str) -> None:
+    """`models --fits-on h100-sxm --engine vllm --engine-version 99.0` warns that the newest release's rules are
+    applied (as `fit` does); the page shows the same line under the count, not nothing."""
+    want = cli("models", "qwen3-0", "--fits-on", "h100-sxm", "--engine", "vllm", "--engine-version", "99.0")
+    assert len(want["warnings"]) == 1
+    page.goto("/fits?fits_on=h100-sxm&engine=vllm&engine_version=99.0&query=qwen3-0")
+    page.wait_for_selector("body[data-ready='1']")
+    page.wait_for_selector("#fits-warnings li", timeout=60_000)
+    assert page.locator("#fits-warnings li").all_text_contents() == [f"warning: {want['warnings'][0]}"]
+
+
 def test_memory_and_headroom_of_the_fits_page_are_models_fits_on_with_them(page: Page, server: str) -> None:
     """Memory per device and headroom typed on the page: the list is `models --fits-on DEVICE --memory M --headroom
     H`'s (each model `fit --memory M --headroom H`'s answer), the copied command carries both, and a bad memory

@@ -246,6 +246,10 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     acc = Acc()
     profile = E.PROFILES[str(w.engine)]
     acc.assumptions.append(Assumption("engine", w.engine, "engine" not in (w.given or ()), profile.description))
+    for name, why in (("context", "tokens per sequence, prompt + output (InferenceWorkload's default)"),
+                      ("concurrency", "sequences at once (InferenceWorkload's default)")):
+        if name not in (w.given or ()):  # a default that sizes the KV cache and activations is named
+            acc.assumptions.append(Assumption(name, getattr(w, name), True, why))
     media = media_in_context(spec, w, acc)
     if media is not None:  # image/video tokens occupy the context like text (KV cache, prefill, admission)
         w = dataclasses.replace(w, context=w.context + media.tokens)

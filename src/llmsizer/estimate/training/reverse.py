@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
-from ...numbers import TOKENS
+from ...numbers import COUNT, TOKENS
 from ...specs import ModelSpec, TrainingWorkload
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
@@ -25,16 +25,18 @@ def _fits(spec: ModelSpec, w: TrainingWorkload, memory: int, level: int) -> bool
     return estimate_training(spec, w).total("device")[level] <= memory
 
 
-def _largest(spec: ModelSpec, w: TrainingWorkload, field: str, upper: int, memory: int, level: int) -> int:
-    lo, hi = 0, upper
+def _largest(spec: ModelSpec, w: TrainingWorkload, field: str, upper: int, memory: int, level: int,
+             step: int = 1) -> int:
+    """The largest multiple of ``step`` up to ``upper`` whose workload fits (0: none does)."""
+    lo, hi = 0, upper // step
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        changes: dict[str, Any] = {field: mid}
+        changes: dict[str, Any] = {field: mid * step}
         if _fits(spec, replace(w, **changes), memory, level):
             lo = mid
         else:
             hi = mid - 1
-    return lo
+    return lo * step
 
 
 def _prepare(model: ModelSpec | str, memory: int | None, level: str,
@@ -61,10 +63,13 @@ def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expect
     True
     """
     spec, w, mem, lv = _prepare(model, memory, level, kwargs)
-    return _largest(spec, w, "micro_batch", 1 << 16, mem, lv)
+    return _largest(spec, w, "micro_batch", int(COUNT.high), mem, lv)  # the largest --batch takes: no search ceiling
 
 
 def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
     """Longest sequence (tokens) at ``micro_batch`` sequences that fits ``memory`` bytes per device; 0 if none."""
     spec, w, mem, lv = _prepare(model, memory, level, kwargs)
-    return _largest(spec, w, "seq_len", int(TOKENS.high), mem, lv)  # the largest any input may state: no search ceiling
+    # the largest any input may state (no search ceiling), in whole steps of the 2 x cp chunks context parallelism
+    # splits a sequence into (specs/training.py: any other length is refused)
+    step = 2 * w.context_parallel if w.context_parallel > 1 else 1
+    return _largest(spec, w, "seq_len", int(TOKENS.high), mem, lv, step)

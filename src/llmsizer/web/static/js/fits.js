@@ -73,6 +73,7 @@ function render(d) {
   const n = rows.filter((m) => m.status === "meets").length;
   $("summary").replaceChildren(el("b", { id: "fit-count", "data-fits": n }, `${n} of ${rows.length}`),
     ` catalog models fit ${d.hardware} at ${d.context.toLocaleString("en-US")} tokens × ${d.concurrency} sequence(s).`);
+  $("fits-warnings").replaceChildren(...(d.warnings || []).map((w) => el("li", {}, `warning: ${w}`))); // as the CLI's
   $("fits-table").tBodies[0].replaceChildren(...rows.map((m, i) => {
     const ok = m.status === "meets";
     return el("tr", { "data-id": m.id, "data-status": m.status },
