@@ -141,6 +141,7 @@ def test_the_custom_kernels_published_saving_lies_inside_the_latency_ranges() ->
     steps = int(row["generated"]) - 1
     per_reduction = (before - after) / ((2 * spec.num_layers + 1) * steps)
     assert int(row["batch"]) * spec.hidden_size * 2 == 1024 * KB  # a 1 MiB decode message: the two-stage kernel
-    assert tp_allreduce("vllm", 4, 1024 * KB, True) is not None
+    path = tp_allreduce("vllm", 4, 1024 * KB, True)
+    assert path is not None and path.kernel == "custom two-stage"  # what the measured saving is a saving of
     n, c = E.NCCL_ALLREDUCE_LATENCY, E.CUSTOM_ALLREDUCE_LATENCY
     assert n.expected - c.expected < per_reduction < n.high - c.low, per_reduction
