@@ -140,6 +140,17 @@ def test_loop_keeps_graph_without_qlora_is_refused(command: list[str]) -> None:
         code = main(["train", "llama-3.2-1b", "--method", "qlora", "--loop-keeps-graph", "--json"])
     named = {a["name"]: a for a in json.loads(out.getvalue())["assumptions"]}
     assert code == 0 and named["loop_keeps_graph"]["value"] is True and not named["loop_keeps_graph"]["default"]
+    # with a quantizer whose matmuls keep no input the flag changes nothing: said, not silent; with 0.42 it counts
+    from llmsizer.estimate.training import estimate_training
+
+    fields = dict(method="qlora", loop_keeps_graph=True)
+    plain = estimate_training("llama-3.2-1b", **fields)
+    assert plain.total("device") == estimate_training("llama-3.2-1b", method="qlora").total("device")
+    assert [x for x in plain.warnings if x.startswith("loop_keeps_graph changes nothing")]
+    old = estimate_training("llama-3.2-1b", **fields, nf4_quantizer="bitsandbytes-0.42")
+    assert not [x for x in old.warnings if x.startswith("loop_keeps_graph")]
+    assert old.total("device")[1] > estimate_training("llama-3.2-1b", method="qlora",
+                                                      nf4_quantizer="bitsandbytes-0.42").total("device")[1]
 
 
 @pytest.mark.parametrize("flags, named", [
