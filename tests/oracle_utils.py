@@ -75,7 +75,9 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"(vision_tower|vision_model|multi_modal_projector|\bvisual)\.", "vision"),
     (r"\.cross_attn(\.|_attn_gate$|_mlp_gate$)", "attention"),
     (r"embed_tokens_per_layer\.", "per_layer_embedding"),  # Gemma 3n's per-layer input table
-    (r"(embed_tokens|\bwte|\bwpe|\bembeddings)\.", "embedding"),
+    (r"(embed_tokens|\bwte|\bwpe|\bembeddings|\bword_embeddings|\bembed_in)\.", "embedding"),
+    (r"(^|\.)embed_out\.", "lm_head"),  # GPT-NeoX's untied output projection
+    (r"\.(ln_attn|ln_mlp)\.", "norm"),  # Falcon new_decoder_architecture's two LayerNorms (before "mlp.")
     (r"\.(linear_attn|mamba)\.", "recurrent"),
     (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
     (r"\.mixer\.(q_proj|k_proj|v_proj|o_proj)\.", "attention"),
@@ -84,7 +86,7 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (_FFN + r"\.(shared_expert|shared_experts|shared_expert_gate)\.", "shared_experts"),
     (r"\.mixer\.shared_experts\.", "shared_experts"),
     (r"\.shared_mlp\.", "shared_experts"),
-    (r"\.(self_attn|attn)\.", "attention"),
+    (r"\.(self_attn|attn|self_attention|attention)\.", "attention"),  # Falcon self_attention, GPT-NeoX attention
     (_FFN + r"\.", "mlp"),
     # Gemma 3n (modeling_gemma3n.py): AltUp's output scale is a norm-like vector; its and LAuReL's linears, the
     # per-layer input gate/projections and the model-level AltUp / per-layer projections are dense linears
@@ -283,6 +285,17 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                               "n_shared_experts": 2, "first_k_dense_replace": 1, "topk_method": "greedy"},
     "gpt-bigcode-mqa": {"model_type": "gpt_bigcode", "vocab_size": 128, "n_embd": 64, "n_layer": 2, "n_head": 4,
                         "n_positions": 512, "multi_query": True},
+    # parallel attention + MLP blocks (readers/hf_parallel.py): Falcon-7B-style multi-query with one shared norm,
+    # Falcon-40B-style new_decoder_architecture (grouped K/V, two norms), Phi-2-style partial rotary with biases and
+    # an lm_head bias, GPT-NeoX with two norms of the same input and partial rotary
+    "falcon-mqa": {**_BASE, "model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False, "alibi": False},
+    "falcon-new-arch": {**_BASE, "model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "num_kv_heads": 2, "new_decoder_architecture": True, "alibi": False, "bias": True},
+    "phi-partial-rotary": {**_BASE, "model_type": "phi", "num_hidden_layers": 2, "num_attention_heads": 4,
+                           "partial_rotary_factor": 0.5, "resid_pdrop": 0.1, "hidden_act": "gelu_new"},
+    "gpt-neox-parallel": {**_BASE, "model_type": "gpt_neox", "num_hidden_layers": 2, "num_attention_heads": 4,
+                          "rotary_pct": 0.25, "use_parallel_residual": True},
 }
 
 

@@ -291,7 +291,7 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
-PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+PREFILL_CALIBRATION = {"PM0096", "PM0098", "PM0101"}  # fed estimate/efficiency.py LLAMACPP_MMQ / _HALF_COLUMNS
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
@@ -678,6 +678,12 @@ MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16",
                                        network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
 
 
+# Megatron-LM's full recomputation is its own reentrant CheckpointFunction around each layer (megatron/mpu/random.py
+# @6985e58 line 310, @9aad920 line 360: ``outputs = ctx.run_function(*detached_inputs)``): the whole layer runs again,
+# its last matmul included (no early stop)
+MEGATRON_CHECKPOINT = "reentrant"
+
+
 def megatron_gpt(heads: int, hidden: int, layers: int, params: str) -> ModelSpec:
     """The GPT of Megatron-LM's papers as a ModelSpec: 4h MLP, learned positions over 2048, GPT-2's vocabulary padded
     to 51,200, tied embeddings."""
@@ -705,7 +711,7 @@ def megatron_case(r: dict[str, str]) -> Case:
     v = layers // pp // per_virtual if per_virtual else 1
     spec = megatron_gpt(heads, hidden, layers, r["params"])
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full",
-                  tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
+                  checkpoint_impl=MEGATRON_CHECKPOINT, tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, dev, gpus, 1e6, fields)
     pred = None
@@ -752,8 +758,12 @@ def korthikanti_case(r: dict[str, str]) -> Case:
 
     rid = r["id"]
     heads, hidden, layers, tp, pp, gpus, gbs, mbs, v, ckpt, sp = KORTHIKANTI_TABLE5[rid]
+    # the 2022 code overlaps each column-parallel linear's backward collective with its GEMMs (section 6.2, "an
+    # optimization in the backward pass where we overlap all-reduce communication with the linear weight's gradient
+    # computation"; formulas/model_parallel_time.py eq. (T4)); Table 1's SC21 code predates it
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // mbs, grad_checkpointing=ckpt, tp=tp,
-                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp)
+                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp, tp_backward_overlap=True,
+                  **({"checkpoint_impl": MEGATRON_CHECKPOINT} if ckpt == "full" else {}))
     d = training_duration_for(megatron_gpt(heads, hidden, layers, r["params"]),
                               builtin_catalog().devices["a100-sxm-80gb"], gpus, 1e6, fields)
     measured = gbs * 2048 / float(r["value"]) / gpus
@@ -768,7 +778,10 @@ def korthikanti_case(r: dict[str, str]) -> Case:
                       + (f" (interleaved, v = {v})" if v > 1 else "") + f", micro-batch {mbs}, {gbs // mbs} "
                       f"micro-batches, no data parallelism; eager attention, fp16, seq 2048, vocab {MEGATRON_VOCAB}"
                       + (f"; per micro-batch stage compute {d.step.compute_seconds * 1e3:.1f} ms" if d.step else "")
-                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}" if mp else "")))
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms ({mp.tp_hidden_seconds * 1e3:.1f} ms of it "
+                         "behind the backward GEMMs, eq. (T4))" f", bubble {mp.bubble:.3f}" if mp else "")
+                      + ("; reentrant full recomputation (Megatron's CheckpointFunction: the whole layer again)"
+                         if ckpt == "full" else "")))
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -819,7 +832,7 @@ def cpu_gpt2_spec() -> Any:
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
            identical: bool = False, ubatch: int | None = None, flash: bool = True,
-           kv_unified: bool | None = None) -> Any:
+           kv_unified: bool | None = None, int8_mmq: bool = True) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
@@ -827,7 +840,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
                           identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
-                          kv_unified=kv_unified)
+                          kv_unified=kv_unified, llamacpp_int8_mmq=int8_mmq)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -1005,6 +1018,10 @@ class BenchRow:
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
 # ran without flash attention unless -fa 1 was given in the 2023-2024 builds these rows come from.
 BENCH_FLASH_ATTENTION = False
+# The tables are snapshots of December 2023 and May 2024: builds from before the June 2024 switch to int8 MMQ
+# (estimate/efficiency.py LLAMACPP_INT8_MMQ_SINCE), whose quantized prefill products over 32 columns were dequantized
+# to F16 and run through cuBLAS.
+BENCH_INT8_MMQ = False
 
 
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
@@ -1018,7 +1035,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     for r in llamacpp_bench_rows(data):
         n = int(r.test[2:])
         decode = r.test.startswith("tg")
-        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION,
+                   int8_mmq=BENCH_INT8_MMQ)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
@@ -1362,66 +1380,74 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
                False, "peak"),
 }
-# torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
+# torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing, seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
-# lines 379-395 defaults). The measured
-# column is max *reserved* memory (torchtitan train.py line 393), the prediction tensors only (allocated): the rows
-# are reported, not summarised, until the allocator's reserve has a model of its own.
+# lines 379-395 defaults). The measured column is max *reserved* memory (torchtitan/metrics.py @9dec370 line 62
+# reads memory_stats()['reserved_bytes.all.peak']; reset_peak_memory_stats() at line 86 sets the peak to the current
+# reserved, which only falls on empty_cache(), so the figure is the largest reserve of the run): predicted with
+# --metric reserved and batch_shapes='fixed', since torchtitan trains on fixed-length packed rows
+# (torchtitan/datasets/hf_datasets.py @9dec370 lines 111-127: every row exactly seq_len + 1 tokens), so every step
+# has the same shapes and each CUDA stream's cached blocks are reused exactly (estimate/allocator.py, eq. R1 of
+# formulas/caching_allocator.py). Reported, not summarised (the reserve is a lower bound, below).
 #
-# Why reserved exceeds allocated here by 9-16 GiB (analysis, not modelled yet; a CUDA run should confirm it with
+# What separates reserved from allocated here, 9-16 GiB (a CUDA run should confirm it with
 # torch.cuda.memory_snapshot(), per-stream segments):
-# - what is logged: torchtitan/metrics.py @9dec370 line 62 reads memory_stats()['reserved_bytes.all.peak'] (line 58
-#   reads active_bytes.all.peak, not published); reset_peak_memory_stats() (line 86) sets the peak to the
-#   current reserved, and reserved only falls on empty_cache(), so the figure is the largest reserve of the run.
-# - run_llama_train.sh @9dec370 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per
-#   (device, stream) (CUDACachingAllocator.cpp find_expandable_block: `new ExpandableSegment(device, stream, ...)`;
-#   a free block is reused only by the stream it was allocated on, `(*it)->stream == stream`). Rounding to segments
-#   is gone; what stays reserved is (a) blocks cached in the other streams' pools and (b) holes inside the default
-#   stream's segment that a later, larger request cannot use (best fit, else the segment grows).
-# - (a1) FSDP2 gradient shards: the reduce-scatter output is allocated on the reduce-scatter stream and the sharded
-#   grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616, 704-754:
-#   "The RS output is allocated in the RS stream and used in the default stream", line 763). zero_grad frees them
-#   before the next forward, so at the allocated peak (the loss backward) they are cached there, not allocated:
-#   fp32 8.03e9 / 8 x 4 B = 3.74 GiB on 8 GPUs, 0.23 GiB on 128.
-# - (a2) FSDP2 all-gather buffers: the flat all-gather output is allocated on the all-gather copy-in stream
-#   (_fsdp_collectives.py lines 336-351) and copied out into per-parameter tensors allocated on the default stream
-#   (lines 447-463, _fsdp_param.py line 823). torchtitan wraps tok_embeddings, norm and output in one root unit
-#   (fully_shard(model, reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and
-#   keeps only the last block unsharded after the forward (line 333). At the loss backward only that block (0.41
-#   GiB) is unsharded, where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the
-#   own shard): 1.3 GiB too much then, while the copy-in pool caches the root's and a block's flat buffers (about
-#   2.4 GiB): net about +1.1 GiB.
-# - (b) the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`) frees the
-#   bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; the loss
-#   backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, so the segment
-#   grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
-# Sum (a1) + (b): PM0400 68.0 + 7.65 = 75.6 GiB (-8.2 % against 82.4), PM0401 61.8 (-7.7 %), PM0402 71.7 (-6.9 %),
-# PM0406-0409 79.7 (-5 %); with (a2) about -7 % (PM0400), -6 % (PM0401), -4 % (CP rows). The rest (4-6 GiB) is not
-# traced: candidates are the allocator's cuBLAS workspaces, the flash-attention backward's fp32 accumulators as
-# holes, and the first step's layout (AdamW states created lazily in the first optimizer step). None of it is
-# fitted; expandable segments and the per-stream pools are not workload settings yet, so the rows stay out of the
-# summary.
-TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
-TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
-                 "reserved memory, predicted is allocated")
-TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "peak")
-TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
+# - run_llama_train.sh @9dec370 line 22 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment
+#   per (device, stream); a free block is reused only by the stream it was allocated on (CUDACachingAllocator.cpp
+#   @001074d lines 56-57, get_free_block). What stays reserved is (a) blocks cached in the other streams' pools and
+#   (b) holes inside the default stream's segment that a later, larger request cannot use.
+# - (a1) MODELLED: FSDP2 gradient shards. The reduce-scatter output is allocated on the reduce-scatter stream and
+#   the sharded grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616,
+#   704-754, 763; the per-unit blocks are measured exactly on 2 gloo ranks, tests/training/
+#   test_fsdp2_reduce_scatter_pool.py). zero_grad frees them before the next forward (train.py @9dec370 line 266),
+#   so at the allocated peak (the loss backward) they are cached there, not allocated: fp32 8.03e9 / 8 x 4 B =
+#   3.80 GiB with the segments on 8 GPUs, 0.25 GiB on 128. PM0400 -17.5 % -> -12.9 %, PM0402-0403 -17 -> -12 %,
+#   PM0406-0409 -19 -> -15 %, the 128-GPU rows -14 -> -13 %.
+# - (a2) not modelled: FSDP2 all-gather buffers. The flat all-gather output is allocated on the all-gather copy-in
+#   stream (_fsdp_collectives.py lines 336-356) and copied out into per-parameter tensors allocated on the default
+#   stream (lines 447-470). torchtitan wraps tok_embeddings, norm and output in one root unit (fully_shard(model,
+#   reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and keeps only the last
+#   block unsharded after the forward (line 333). At the loss backward only that block (0.41 GiB) is unsharded,
+#   where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the own shard): 1.3 GiB
+#   too much then (a live-tensor term), while the copy-in pool caches the root's and a block's flat buffers (about
+#   2.4 GiB): net about +1.1 GiB. Measured on real FSDP2 steps (CPU order, tests/training/
+#   test_fsdp2_reduce_scatter_pool.py): in the forward each unit's flat buffer is made while the previous one is
+#   still alive (root + layer, then layer + layer), in the backward one at a time, none alive at the loss backward.
+#   Modelling the pool alone (+2.37 GiB bf16 at PM0400, about +2.2 GiB with float8) without the gathered_params
+#   correction (a live-tensor term: it would move allocated rows too) takes PM0400 to about -10 % but Trainy's
+#   PM1068 to about +4.6 %, so it waits for that correction.
+# - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
+#   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
+#   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
+#   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
+#   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
+# With (a1), (b) and (a2) the rows would be at about -3 % (PM0400); the rest (4-6 GiB) is not traced: candidates are
+# cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
+# states created lazily in the first optimizer step). None of it is fitted.
+TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
+                batch_shapes="fixed")
+TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
+                 "packed batches; measured is reserved memory, predicted with --metric reserved")
+TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "reserved")
+TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False,
+                           "reserved")
 # the same benchmark with torch.compile and torchao Float8 (PM0402-PM0405, Tables 1 and 3) and Table 2's context
 # parallelism (PM0406-PM0409: FSDP + CP + compile + Float8, full checkpointing, batch 1, the sequence split over CP)
 _TITAN_C = dict(TT_TITAN, compile=True, compile_scope="layers")  # the loss eager (train.py @9dec370 lines 137-138)
-TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False, "peak")
+TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False,
+                           "reserved")
 TRAINING_ROWS["PM0403"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8, float8=True),
-                           TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "peak")
+                           TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "reserved")
 TRAINING_ROWS["PM0404"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128), TT_TITAN_NOTE + "; compile; FSDP over 128", False,
-                           "peak")
+                           "reserved")
 TRAINING_ROWS["PM0405"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128, float8=True),
-                           TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "peak")
+                           TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "reserved")
 _TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, compile_scope="layers", float8=True,
                  gpus=8)
 for _rid, _cp in (("PM0406", 1), ("PM0407", 2), ("PM0408", 4), ("PM0409", 8)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_CP, context_parallel=_cp, seq_len=32768 * _cp),
                            TT_TITAN_NOTE + f"; full checkpointing, compile, float8, CP {_cp} x FSDP {8 // _cp}", False,
-                           "peak")
+                           "reserved")
 # torchtune README memory cells (PM0740-PM0757): the memory twins of the speed rows PM0700-PM0719, with the settings
 # TORCHTUNE_SPEED_ROWS gives them. The optimization-flags table @1814feb names its statistic ('Peak Memory Active
 # (GiB)': active_bytes.all.peak, compared with the allocated peak; they differ only by blocks freed while another
@@ -1477,7 +1503,7 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # torchtitan's 2D / 3D / 4D memory cells (PM1060-PM1067, benchmarks/llama3_h100_202412_torchtitan.md Tables 4-6, the
 # memory twins of PM1050-PM1053) with the settings of TORCHTITAN_MODEL_PARALLEL; Table 6: PP 8 x TP 8 with CP 1-8
 # over the rest, 8 local sequences as 8 micro-batches of one, the sequence split over CP. Measured is max reserved
-# (expandable segments), predicted allocated. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
+# (expandable segments), predicted with --metric reserved. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
@@ -1490,10 +1516,13 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
 # goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
 # summarised:
-# - the reserved - allocated gap. By the analysis of the PM0400 comment's (b), applied to loss_parallel's allocation
-#   order (u = t V/tp bytes: the bf16 logits 2 u, upcast and shifted 4 u each, freed together after the forward, a
-#   10 u hole below the kept log-softmax; the backward's zeros_like and exp(x) take 8 u of it, their sum cannot use
-#   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
+# - the rest of the reserved - allocated gap. Its (a1), the reduce-scatter stream's cached gradient shards, is
+#   modelled (batch_shapes='fixed', eq. R1 of formulas/caching_allocator.py; the rows are predicted with --metric
+#   reserved): 1.1 GiB at the 70B rows, 3.1 GiB at the 405B PP rows. Not modelled: by the analysis of the PM0400
+#   comment's (b), applied to loss_parallel's allocation order (u = t V/tp bytes: the bf16 logits 2 u, upcast and
+#   shifted 4 u each, freed together after the forward, a 10 u hole below the kept log-softmax; the backward's
+#   zeros_like and exp(x) take 8 u of it, their sum cannot use the 2 u left), 2 u = 3.9 GiB would stay reserved at
+#   the 70B rows; and the all-gather copy-in pool (a2).
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
@@ -1506,31 +1535,37 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
-                 loss="ce-loss-parallel")
-_TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); the "
-                  "allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP workspaces not "
-                  "modelled (TRAINING_ROWS comment)")
+                 loss="ce-loss-parallel", batch_shapes="fixed")
+_TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
+                  "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
+                  "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
+                  "the rest of the allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP "
+                  "workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
-    TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False, "peak")
+    TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False,
+                           "reserved")
 for _i, _cp in enumerate((1, 2, 4, 8)):
     TRAINING_ROWS[f"PM{1064 + _i}"] = ("llama-3.1-405b", dict(
         _TITAN_MP, gpus=512, tp=8, pp=8, micro_batch=1, grad_accumulation=8, tp_comm_overlap=True,
-        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False, "peak")
+        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False,
+        "reserved")
 # Trainy's torchtitan runs on H200 (PM1068-PM1069, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): torchtitan
 # e7c0cae, Llama 3.1 8B, FSDP2 over 32 / 64 GPUs, batch 2 x 8192, op-level selective checkpointing, compile of the
 # blocks and of the loss (torchtitan/components/loss.py @ e7c0cae build_cross_entropy_loss: torch.compile(loss_fn)
 # with training.compile), float8 linears with float8 all-gather and force_recompute_fp8_weight_in_bwd. Measured is max
-# reserved (metrics.py @ e7c0cae line 70), predicted allocated: -2.0 % / -2.9 %; what separates them is the FSDP2
-# reduce-scatter stream's cached gradient shards (fp32 8.03e9 / n x 4 B: 0.93 / 0.47 GiB, the TRAINING_ROWS comment's
-# (a1)); with the loss compiled there is no eager loss hole (b). Reported, not summarised, with the 9dec370 rows.
+# reserved (metrics.py @ e7c0cae line 70), predicted with --metric reserved and batch_shapes='fixed' (hf_datasets.py
+# @ e7c0cae lines 113-129: fixed-length packed rows; run_train.sh line 24: expandable segments): the FSDP2
+# reduce-scatter stream's cached gradient shards (the TRAINING_ROWS comment's (a1), eq. R1: 1022 / 512 MiB with
+# their segments) take them from -2.0 % / -2.9 % to +0.0 % / -1.9 %; with the loss compiled there is no eager loss
+# hole (b). Reported, not summarised, with the 9dec370 rows.
 _TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True)
+                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True, batch_shapes="fixed")
 for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "
-                           f"is reserved memory, predicted is allocated; FSDP over {_n}", False, "peak")
+                           f"is reserved memory, predicted with --metric reserved, fixed-length packed batches; FSDP "
+                           f"over {_n}", False, "reserved")
 # litgpt's config hub table (PM1100-PM1145, config_hub/finetune/README.md @ 00af8b0d, 2024-09-27): single-device
 # LoRA / QLoRA / full fine-tunes on Alpaca2k, max_seq_length 512, each with the config file of the same commit
 # (lora_r, the lora_query/key/value/projection/mlp/head flags, micro batch, precision bf16-true, quantize bnb.nf4,
@@ -1561,6 +1596,26 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
                            num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
                            tie_word_embeddings=False, max_position_embeddings=2048),
 }
+# The parallel-block families (PM1100-PM1102 Falcon-7B, PM1131-PM1134 phi-2, PM1138-PM1141 StableLM-Base-Alpha-3B):
+# the catalog's published config.json, as litgpt's own GPT builds and runs it at 00af8b0d (litgpt/model.py):
+# wte and lm_head are two parameters (TRAINING_UNTIED: Falcon-7B's tied head is a separate 0.30e9-parameter matrix
+# there; finetune/lora.py line 451 refuses tie_embeddings); Block line 206 (parallel_residual, a shared
+# norm_1 for Falcon and phi-2, norm_2(x) for StableLM) is the transformers layout; CausalSelfAttention expands K/V to
+# every head (line 257) and reshapes q/k/v into copies (lines 260-262), concatenates the rotary part (line 266: the
+# output is head-major, so the transpose before proj copies it), calls SDPA with no mask (is_causal, line 319; the
+# model passes mask None in training, line 92): the fused kernel, no math fallback, no saved mask, V not a view of
+# the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
+# transformers' Python gelu_new); litgpt's blocks have no dropout modules.
+_LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
+                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+                   # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
+                   # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
+                   fused_qkv=False)
+LITGPT_MODULES: dict[str, dict[str, Any]] = {
+    "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
+    "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
+}
+_LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
 
@@ -1592,6 +1647,20 @@ _LIT_ROWS: dict[str, tuple[str, str, int, dict[str, Any], dict[str, Any]]] = {
     "PM1129": ("mistral-7b-v0.1", "lora", 2, _LIT_QV, {}), "PM1130": ("mistral-7b-v0.1", "qlora", 2, _LIT_QV, {}),
     "PM1136": ("phi-3-mini-4k-instruct", "lora", 4, _lit_all(8), {}),
     "PM1137": ("phi-3-mini-4k-instruct", "qlora", 4, _lit_all(8), {}),
+    # config hub falcon-7b/{lora,qlora}.yaml: lora_r 32, lora_query + lora_value, micro batch 1;
+    # phi-2/{lora,qlora}.yaml: lora_r 8, every flag incl. lora_head, micro batch 4; phi-2/full.yaml micro batch 4
+    # and devices: 2 on the table's 4xA10G machine (FSDP over the 2 ranks the config starts);
+    # stablelm-base-alpha-3b/{lora,qlora}.yaml: lora_r 32, query + value, micro batch 1; its full.yaml devices: 2
+    "PM1100": ("falcon-7b", "lora", 1, _LIT_QV, {}), "PM1101": ("falcon-7b", "lora", 1, _LIT_QV, {}),
+    "PM1102": ("falcon-7b", "qlora", 1, _LIT_QV, {}),
+    "PM1131": ("phi-2", "full", 4, {}, dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    "PM1132": ("phi-2", "lora", 4, _lit_all(8), {}), "PM1133": ("phi-2", "lora", 4, _lit_all(8), {}),
+    "PM1134": ("phi-2", "qlora", 4, _lit_all(8), {}),
+    "PM1138": ("stablelm-base-alpha-3b", "full", 1, {},
+               dict(gpus=2, fsdp="full", fsdp_version=1, grad_checkpointing="full")),
+    "PM1139": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
+    "PM1140": ("stablelm-base-alpha-3b", "lora", 1, _LIT_QV, {}),
+    "PM1141": ("stablelm-base-alpha-3b", "qlora", 1, _LIT_QV, {}),
     "PM1142": ("tinyllama-1.1b", "full", 4, {}, {}), "PM1143": ("tinyllama-1.1b", "full", 4, {}, {}),
     "PM1144": ("tinyllama-1.1b", "lora", 8, _lit_all(32), {}), "PM1145": ("tinyllama-1.1b", "qlora", 8, _lit_all(32), {}),
 }
@@ -1602,20 +1671,19 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
-                              else "") + ("; FSDP over 4 (Lightning FSDPStrategy: FSDP1 FULL_SHARD, checkpointing "
-                                          "of each Block, full.py @ 00af8b0d lines 100-106)" if _x else ""),
+                              else "") + (f"; FSDP over {_x['gpus']} (Lightning FSDPStrategy: FSDP1 FULL_SHARD, "
+                                          "checkpointing of each Block, full.py @ 00af8b0d lines 100-106)"
+                                          if _x else "")
+                           + ("; litgpt's own GPT for this parallel-block family (K/V expanded, fused SDPA, "
+                              "native GELU, no residual dropout: LITGPT_MODULES)" if _m in LITGPT_MODULES else ""),
                            False, "peak")
 # litgpt never ties the lm_head to the embedding: its GPT has its own lm_head Linear (litgpt/model.py @ 00af8b0d line
 # 25) and convert_hf_checkpoint copies a tied checkpoint's embedding into it (scripts/convert_hf_checkpoint.py lines
 # 206-207, 281-282): every litgpt row holds both matrices (Gemma's and Llama 3.2's tied checkpoints among them)
 TRAINING_UNTIED = frozenset(_LIT_ROWS)
-_LIT_FAMILY = "model family not supported by llmsizer ({}: model_type {})"
 _LIT_STATES = ("the stated settings cannot have run: bf16-true weights, gradients and AdamW's two bf16 states alone "
                "are {:.1f} GB ({:.2f}e9 parameters x 8 B) against {} GB measured")
 TRAINING_NOT_EXPRESSED_ROWS.update({
-    **{r: _LIT_FAMILY.format("Falcon-7B", "falcon") for r in ("PM1100", "PM1101", "PM1102")},
-    **{r: _LIT_FAMILY.format("phi-2", "phi") for r in ("PM1131", "PM1132", "PM1133", "PM1134")},
-    **{r: _LIT_FAMILY.format("StableLM-Base-Alpha-3B", "gpt_neox") for r in ("PM1138", "PM1139", "PM1140", "PM1141")},
     "PM1119": _LIT_STATES.format(1.236 * 8, 1.236, "8.70"),
     "PM1122": _LIT_STATES.format(3.213 * 8, 3.213, "16.51"),
     "PM1135": _LIT_STATES.format(3.821 * 8, 3.821, "17.01"),
@@ -1645,6 +1713,13 @@ def training_prediction(row_id: str) -> int:
     model, fields, _, _, what = TRAINING_ROWS[row_id]
     if model == _BLOOM:
         spec = bloom_7b1()
+    elif model in LITGPT_MODULES:
+        from dataclasses import replace
+
+        from .catalog.models import entries
+        from .readers.hf_config import spec_from_config
+
+        spec = replace(spec_from_config(entries()[_LIT_CATALOG[model]].config, name=model), **LITGPT_MODULES[model])
     elif model in TRAINING_CONFIGS:
         from .readers.hf_config import spec_from_config
 
@@ -1740,7 +1815,9 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if pred is None:
                 missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
                 continue
-            cases.append(Case(f"{rid}", row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
+            # one id per compared figure (a record gives several: peak tensors, process RSS), as VL rows' ".kv_pool"
+            cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
+            cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               source=rec.get("source_file", "local results store"), note=row.note,
                               origin="measured"))
         if not got:

@@ -30,6 +30,10 @@ NOT_A_FIELD = {
                                                "checked through layer_types below",
     ("deepseek_v2", "moe_layer_freq"): "DeepSeek remote-code key; transformers ignores it (1 = no effect)",
     ("deepseek_v3", "moe_layer_freq"): "DeepSeek remote-code key; transformers ignores it (1 = no effect)",
+    ("phi", "partial_rotary_factor"): "a config.json key PhiConfig moves into rope_parameters (default 0.5); checked "
+                                      "in tests/catalog/test_parallel_block_params.py",
+    ("gpt_neox", "rotary_pct"): "a config.json key GPTNeoXConfig moves into rope_parameters as partial_rotary_factor "
+                                "(default 0.25); checked in tests/catalog/test_parallel_block_params.py",
 }
 
 
@@ -114,7 +118,9 @@ _READ_AS_KWARG = {("gemma3_text", "sliding_window_pattern"), ("mistral", "layer_
                   ("phi3", "head_dim"), ("glm4_moe", "head_dim")}
 # (family, variant key) pairs transformers cannot build, with the reason
 _UNBUILDABLE = {("deepseek_v32", "q_lora_rank"): "DeepseekV32Attention and its indexer always build q_a_proj/wq_b "
-                                                 "from q_lora_rank (modeling_deepseek_v32.py): None fails"}
+                                                 "from q_lora_rank (modeling_deepseek_v32.py): None fails",
+                ("falcon", "head_dim"): "FalconConfig.head_dim is a read-only property (hidden_size // "
+                                        "num_attention_heads, configuration_falcon.py): setting it raises"}
 
 
 def _reads(model_type: str, key: str) -> bool:

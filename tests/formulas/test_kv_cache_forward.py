@@ -11,6 +11,9 @@ step, then ``generate()``; the key/value tensors in the returned ``Cache`` are s
   of ``torch.cat([old, new])``, so after a prefill a sliding layer still holds the whole prompt, and after each
   decode step it holds ``window`` tokens (window_extra=0).
 
+transformers' Falcon with new_decoder_architecture repeats K/V to every query head before caching: compared with
+``repeated_kv=True`` (the transformers profile's ``caches_repeated_kv``), which counts num_heads heads for it.
+
 transformers 5.x DeepSeek attention caches the compressed latent (``modeling_deepseek_v3.py``: keys =
 kv_nope [B, 1, T, kv_lora_rank], values = k_rot [B, 1, T, qk_rope_head_dim]), so MLA is compared with
 ``mla_mode="latent"``.
@@ -63,7 +66,7 @@ def _mla_mode(name: str) -> str:
 
 def _predict(name: str, tokens: int, batch: int, kv_dtype: str, window_extra: int = -1) -> int:
     return kv_cache(_spec(name), tokens, batch, kv_dtype, mla_mode=_mla_mode(name),
-                    window_extra=window_extra).total_bytes
+                    window_extra=window_extra, repeated_kv=True).total_bytes  # transformers' own modules
 
 
 def _prefill(name: str, kv_dtype: str, batch: int, tokens: int) -> Any:
@@ -143,13 +146,13 @@ def test_transformers_engine_profile_matches_the_bytes_held(name):
     cache = _prefill(name, "bf16", batch, tokens)
     extra = tokens if prof.prefill_keeps_full_prompt else prof.window_extra
     predicted = kv_cache(_spec(name), tokens, batch, "bf16", mla_mode=prof.mla_mode,
-                         window_extra=extra).total_bytes
+                         window_extra=extra, repeated_kv=prof.caches_repeated_kv).total_bytes
     assert predicted == cache_storage_bytes(cache)
     with torch.no_grad():
         step = _model(name, "bf16")(input_ids=random_ids(128, batch, 1, seed=1), cache=cache,
                                     use_cache=True).cache
     predicted = kv_cache(_spec(name), tokens + 1, batch, "bf16", mla_mode=prof.mla_mode,
-                         window_extra=prof.window_extra).total_bytes
+                         window_extra=prof.window_extra, repeated_kv=prof.caches_repeated_kv).total_bytes
     assert predicted == cache_storage_bytes(step)
 
 

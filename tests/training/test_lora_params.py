@@ -21,6 +21,11 @@ peft = pytest.importorskip("peft")
 PEFT_NAMES = {"q": "q_proj", "k": "k_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj",
               "down": "down_proj", "embed": "embed_tokens", "lm_head": "lm_head"}
 MIXTRAL_NAMES = {"gate": "w1", "up": "w3", "down": "w2"}  # Mixtral's v4 expert names, as PEFT expects them
+# Falcon and GPT-NeoX (modeling_falcon.py, modeling_gpt_neox.py): one fused query_key_value, dense, dense_h_to_4h,
+# dense_4h_to_h; Phi (modeling_phi.py): q/k/v_proj, dense, fc1, fc2
+FUSED_NAMES = {"q": "query_key_value", "k": "query_key_value", "v": "query_key_value", "o": "dense",
+               "up": "dense_h_to_4h", "down": "dense_4h_to_h"}
+FAMILY_NAMES = {"falcon": FUSED_NAMES, "gpt_neox": FUSED_NAMES, "phi": {"o": "dense", "up": "fc1", "down": "fc2"}}
 
 CASES: list[tuple[str, str, int, bool]] = [
     ("llama-gqa", "q,v", 8, False),
@@ -40,13 +45,20 @@ CASES: list[tuple[str, str, int, bool]] = [
     ("mixtral-moe", "q,k,v,o,gate,up,down", 4, False),
     ("deepseek-v3-mla", "o,gate,up,down", 4, False),
     ("deepseek-v2-no-q-lora", "q,o", 8, False),
+    ("falcon-mqa", "q,v", 8, False),
+    ("falcon-mqa", "q,k,v,o,up,down", 4, True),
+    ("falcon-new-arch", "k", 8, False),
+    ("gpt-neox-parallel", "q,v,o,up,down", 8, False),
+    ("phi-partial-rotary", "q,k,v,o,up,down", 8, True),
 ]
 
 
 def _peft_count(cfg: dict[str, Any], targets: str, rank: int, dora: bool) -> int:
     model = build(cfg)  # meta device
-    names = {**PEFT_NAMES, **(MIXTRAL_NAMES if cfg["model_type"] == "mixtral" else {})}
-    conf = peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=[names[t] for t in targets.split(",")],
+    names = {**PEFT_NAMES, **(MIXTRAL_NAMES if cfg["model_type"] == "mixtral" else {}),
+             **FAMILY_NAMES.get(cfg["model_type"], {})}
+    modules = list(dict.fromkeys(names[t] for t in targets.split(",")))
+    conf = peft.LoraConfig(r=rank, lora_alpha=2 * rank, target_modules=modules,
                            use_dora=dora, lora_dropout=0.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -58,3 +58,31 @@ def test_litgpt_full_rows_that_cannot_have_run(rid: str, model: str) -> None:
     measured = float(_rows("litgpt")[rid]["value"]) * 1e9
     assert n * 8 > measured
     assert f"{n / 1e9:.2f}e9" in TRAINING_NOT_EXPRESSED_ROWS[rid]
+
+
+# litgpt config_hub/finetune/<model>/<method>.yaml @ 00af8b0d (Lightning-AI/litgpt): lora_r, the lora_* flags,
+# micro_batch_size and devices, as read from the files
+_PARALLEL_BLOCK_YAML = {
+    "PM1100": ("falcon-7b", "lora", 32, "q,v", 1, 1), "PM1101": ("falcon-7b", "lora", 32, "q,v", 1, 1),
+    "PM1102": ("falcon-7b", "qlora", 32, "q,v", 1, 1),
+    "PM1131": ("phi-2", "full", 0, "", 4, 2),
+    "PM1132": ("phi-2", "lora", 8, "q,k,v,o,gate,up,down,lm_head", 4, 1),
+    "PM1133": ("phi-2", "lora", 8, "q,k,v,o,gate,up,down,lm_head", 4, 1),
+    "PM1134": ("phi-2", "qlora", 8, "q,k,v,o,gate,up,down,lm_head", 4, 1),
+    "PM1138": ("stablelm-base-alpha-3b", "full", 0, "", 1, 2),
+    "PM1139": ("stablelm-base-alpha-3b", "lora", 32, "q,v", 1, 1),
+    "PM1140": ("stablelm-base-alpha-3b", "lora", 32, "q,v", 1, 1),
+    "PM1141": ("stablelm-base-alpha-3b", "qlora", 32, "q,v", 1, 1),
+}
+
+
+@pytest.mark.parametrize("rid", list(_PARALLEL_BLOCK_YAML))
+def test_parallel_block_litgpt_rows_take_the_config_hub_settings_and_stay_out_of_the_summary(rid: str) -> None:
+    model, method, rank, targets, micro, devices = _PARALLEL_BLOCK_YAML[rid]
+    m, fields, _, specified, what = TRAINING_ROWS[rid]
+    assert (m, fields["method"], fields["micro_batch"], fields.get("gpus", 1)) == (model, method, micro, devices)
+    assert (fields.get("rank", 0), fields.get("targets", "")) == (rank, targets)
+    assert fields["seq_len"] == 512 and not specified and what == "peak"
+    assert rid not in TRAINING_NOT_EXPRESSED_ROWS
+    # "falcon-7b" resolves in the catalog (the instruct release's in-library config.json, same shapes)
+    assert load_model(model).num_layers in (32, 16)

@@ -84,6 +84,9 @@ class EngineProfile:
     # refused, not sized -- before, `--engine vllm --kv-dtype q4_0` sized a cache vLLM cannot allocate
     kv_dtypes: tuple[str, ...] = ()
     kv_dtypes_source: str = ""
+    # the engine runs the model's own transformers module, which repeats K/V to every query head before caching
+    # when ModelSpec.kv_repeated_in_transformers (Falcon new_decoder_architecture): formulas/kv_cache.py repeated_kv
+    caches_repeated_kv: bool = False
 
 
 # GGML's block types are llama.cpp's alone (-ctk/-ctv); the PyTorch engines store KV as a torch dtype
@@ -92,6 +95,7 @@ TORCH_KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "fp8_e4m3", "fp8_e5m2", "int8"
 
 TRANSFORMERS = EngineProfile(
     name="transformers", mla_mode="latent", window_extra=0, block_size=None, kv_dtype_default="model",
+    caches_repeated_kv=True,
     description="Hugging Face transformers generate(): DynamicCache grows with the sequence; a sliding layer holds "
                 "the whole prompt right after prefill and `window` tokens during decoding; DeepSeek MLA caches the "
                 "latent; weights as loaded.",

@@ -22,6 +22,14 @@ hidden-sized tensors and the two [4, 2048, 64] tables next to act(gate), up and 
 With SDPA, a model with sliding-window layers also keeps the bool mask of ``create_sliding_window_causal_mask``
 for the whole layer loop (:func:`sdpa_sliding_mask_bytes`): traced on a tiny Gemma 3 (6 layers, window 128, 2 x 512
 tokens, bf16) it is live at the MLP peak, 17.51 [tokens, hidden] units measured against 17.0 without it.
+Parallel-block families (``spec.parallel_block``: Falcon, Phi, GPT-NeoX): a GELU MLP holds fc1's output and the
+activation's (2 x [tokens, intermediate]; transformers' Python ``gelu_new`` 4), and the attention branch's output
+waits for the MLP's (``out = x + attn + mlp``: one more [tokens, hidden] in the MLP phase). transformers' Falcon
+hands SDPA a materialised float causal mask [batch, 1, q_len, kv_len] (``spec.attention_mask_materialised``), and
+its multi-query call (one K/V head, no ``enable_gqa``) runs torch's math kernel, which upcasts 16-bit q, k, v to
+fp32 (``allow_fp16_bf16_reduction_math_sdp`` off, the default) and materialises the fp32 scores and their softmax
+(8 B per score, ``spec.math_attention``); traced on CPU
+(tests/formulas/test_parallel_block_prefill.py).
 The last step of the model turns hidden states into logits [tokens_out, vocab] and ``generate`` upcasts
 them to fp32: only the last position is computed (transformers ``logits_to_keep=1`` during generation).
 
@@ -83,8 +91,12 @@ def prefill_activation_bytes(spec: ModelSpec, batch: int, q_tokens: int, kv_toke
         mlp += 3 * t * moe.shared_intermediate_size * act_bytes
         if spec.intermediate_size and not all(spec.moe_layers):
             mlp = max(mlp, 3 * t * spec.intermediate_size * act_bytes)
-    else:
+    elif spec.mlp_gated:
         mlp = 3 * t * spec.intermediate_size * act_bytes
+    else:  # fc1's output and the activation's output (a Python gelu_new: its tanh and product temporaries too)
+        mlp = (4 if spec.mlp_act_python else 2) * t * spec.intermediate_size * act_bytes
+    if spec.parallel_block:  # the attention branch's output waits for the MLP's (out = x + attn + mlp)
+        mlp += t * h * act_bytes
     mlp //= tp
     if forward_locals:  # inputs_embeds, rotary cos/sin (+ the post-attention residual in the MLP): module docstring
         rope = 0
@@ -121,6 +133,11 @@ def _attention_core(spec: ModelSpec, batch: int, q_tokens: int, kv_tokens: int, 
                     tp: int, widths: int) -> int:
     """q, k, v and the attention output (``widths`` per token), + eager's score matrix and additive mask."""
     attn = batch * q_tokens * widths * act_bytes // tp
+    if spec.math_attention and attention == "sdpa":  # torch's math kernel: fp32 q/k/v copies, scores and softmax
+        attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * 2 * 4
+        attn += 3 * batch * q_tokens * spec.num_heads * spec.head_dim * 4 // tp if act_bytes < 4 else 0
+    if spec.attention_mask_materialised and attention == "sdpa":  # the float causal mask the module hands SDPA
+        attn += batch * q_tokens * kv_tokens * act_bytes
     if attention == "eager":
         per_score = 2 * act_bytes + (4 + act_bytes if act_bytes < 4 else 0)
         attn += batch * spec.num_heads // tp * q_tokens * kv_tokens * per_score

@@ -36,6 +36,10 @@ their per-sequence state is in ``formulas/recurrent_state.py``; nor do layers th
 cached keys and values (``ModelSpec.kv_shared_layers``, Gemma 3n's last ``num_kv_shared_layers``: transformers
 cache_utils.py L1981-1985 gives them a ``DummyLayer``; vLLM skips a layer with ``kv_sharing_target_layer_name``;
 llama.cpp ``hparams.has_kv(il)``), so the sum runs over ``ModelSpec.kv_cache_layer_types``.
+transformers' Falcon with ``new_decoder_architecture`` (Falcon-40B/180B) broadcasts K/V to every query head in
+``FalconAttention._split_heads`` before ``cache.update`` (modeling_falcon.py), so its DynamicCache holds num_heads
+heads per token and layer (``repeated_kv``; measured in tests/formulas/test_kv_cache_forward.py); vLLM and llama.cpp
+cache the model's num_kv_heads.
 Paged engines allocate whole blocks: tokens are rounded up to a multiple of ``block_size`` (vLLM,
 Kwon et al. 2023, arXiv 2309.06180, section 4.2).
 
@@ -88,14 +92,19 @@ def kv_dtype_bytes(kv_dtype: str) -> float:
     return KV_DTYPE_BYTES[kv_dtype_name(kv_dtype)]
 
 
-def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent") -> int:
-    """Elements one token occupies in one layer's cache: eq. (1) without the bytes, or eq. (2) for MLA."""
+def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent", repeated_kv: bool = False) -> int:
+    """Elements one token occupies in one layer's cache: eq. (1) without the bytes, or eq. (2) for MLA.
+
+    ``repeated_kv``: the engine runs a module that repeats K/V to every query head before caching when the model
+    says so (``ModelSpec.kv_repeated_in_transformers``: transformers' Falcon with new_decoder_architecture), so
+    eq. (1) counts num_heads heads."""
     if spec.mla is not None:
         m = spec.mla
         if mla_mode == "latent":
             return m.kv_lora_rank + m.qk_rope_head_dim
         return spec.num_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) + spec.num_heads * m.v_head_dim
-    return 2 * spec.num_kv_heads * spec.head_dim
+    heads = spec.num_heads if repeated_kv and spec.kv_repeated_in_transformers else spec.num_kv_heads
+    return 2 * heads * spec.head_dim
 
 
 def indexer_bytes_per_token_layer(spec: ModelSpec, kv_dtype: str, indexer_cache: str = "kv") -> float:
@@ -135,12 +144,12 @@ class KVCache:
 @lru_cache(maxsize=8192, typed=True)  # a pure function of its arguments (the spec is frozen); KVCache is frozen
 def kv_cache(spec: ModelSpec, tokens: int, sequences: int = 1, kv_dtype: str = "bf16", *,
              mla_mode: str = "latent", window_extra: int = -1, block_size: int | None = None,
-             indexer_cache: str = "kv") -> KVCache:
+             indexer_cache: str = "kv", repeated_kv: bool = False) -> KVCache:
     """KV cache of ``sequences`` sequences of ``tokens`` tokens each (module docstring, eqs. 1-3)."""
     if tokens < 0 or sequences < 0:
         raise InputError(f"tokens and sequences must not be negative (got {tokens}, {sequences})")
     per_elem = kv_dtype_bytes(kv_dtype)
-    per_layer = kv_elements_per_token_layer(spec, mla_mode) * per_elem + indexer_bytes_per_token_layer(
+    per_layer = kv_elements_per_token_layer(spec, mla_mode, repeated_kv) * per_elem + indexer_bytes_per_token_layer(
         spec, kv_dtype, indexer_cache)
     own = spec.kv_cache_layer_types  # layers caching K/V of their own
     n_sliding = own.count("sliding")

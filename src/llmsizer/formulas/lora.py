@@ -27,6 +27,10 @@ stores lora_A [r' E, in] and lora_B [out, r' E]:
 
 The rewritten names no longer match the dense MLP layers or shared experts of those models, which then stay
 frozen; DoRA is not available on experts (``ParamWrapper`` rejects use_dora).
+
+Fused q/k/v (``ModelSpec.fused_qkv``: Falcon's and GPT-NeoX's ``query_key_value``): PEFT can only wrap the whole
+linear, so targeting any of q, k, v adapts it once, with in = hidden and out = (heads + 2 kv_heads) x head_dim in
+eq. (1) (role ``attn_qkv``; it stands for attn_q, attn_k and attn_v in :func:`adapted_roles`).
 """
 
 
@@ -101,6 +105,9 @@ class LoraParams:
         return out
 
 
+FUSED_QKV_ROLES = ("attn_q", "attn_k", "attn_v")
+
+
 @cache
 def _role_target(role: str) -> str | None:
     if role in ("ffn_exps_gate_up", "ffn_exps_down"):  # the fused-expert adapters of eq. (2)
@@ -161,10 +168,13 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
                 first = tuple(mods)
             experts[layer] = first
         wanted -= exp  # PEFT moves these names to target_parameters: dense MLPs / shared experts stay frozen
+    # one adapter on a fused query_key_value (module docstring): its out features, 0 when q/k/v are apart
+    fused = (spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim \
+        if spec.fused_qkv and wanted & {"q", "k", "v"} else 0
     head, groups, tail = layer_groups(spec)
     layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
     for _kind, tensors, idx in groups:
-        mods_k = tuple(_matched(tensors, wanted))  # as the group's first layer holds them
+        mods_k = tuple(_matched(tensors, wanted, fused))  # as the group's first layer holds them
         for i in idx:
             layers[i] = mods_k
     after = _matched(expand(tail), wanted)
@@ -182,12 +192,16 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     return tuple(adapted_layout(spec, targets).flat())
 
 
-def _matched(tensors: Iterable[Tensor], wanted: set[str]) -> list[AdaptedModule]:
+def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0) -> list[AdaptedModule]:
     """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
-    and the fused experts)."""
+    and the fused experts); ``fused_qkv``: the out features of one adapter standing for attn_q/k/v (0: none)."""
     out: list[AdaptedModule] = []
     for role, comp, shape, count, layer, _ in tensors:
         if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
+            continue
+        if fused_qkv and role in FUSED_QKV_ROLES:  # one adapter on query_key_value (module docstring)
+            if role == "attn_q":
+                out.append(AdaptedModule("attn_qkv", layer, shape[1], fused_qkv, count))
             continue
         name = _role_target(role)
         if name is None or name not in wanted:
@@ -252,8 +266,12 @@ def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tup
 
 @lru_cache(maxsize=256, typed=True)
 def adapted_roles(spec: ModelSpec, targets: tuple[str, ...] | str) -> frozenset[str]:
-    """The roles of the modules LoRA adapts for ``targets`` (:func:`adapted_modules`; per model and target set)."""
-    return frozenset(m.role for m, _ in _alike_modules(spec, targets))
+    """The roles of the modules LoRA adapts for ``targets`` (:func:`adapted_modules`; per model and target set); a
+    fused q/k/v adapter stands for the three roles it covers."""
+    roles = {m.role for m, _ in _alike_modules(spec, targets)}
+    if "attn_qkv" in roles:
+        roles = (roles - {"attn_qkv"}) | set(FUSED_QKV_ROLES)
+    return frozenset(roles)
 
 
 def adapted_roles_by_layer(mods: tuple[AdaptedModule, ...]) -> dict[int, set[str]]:

@@ -23,6 +23,8 @@ References per block:
   out_proj); Gated DeltaNet as ``modeling_qwen3_next.py`` ``Qwen3NextGatedDeltaNet`` (in_proj_qkvz, in_proj_ba,
   conv1d over qkv, dt_bias/A_log per value head, gated RMSNorm over the value head, out_proj). Roles follow
   llama.cpp's ``LLM_TENSOR_SSM_*`` names.
+- Parallel-block families (``readers/hf_parallel.py``: Falcon, Phi, GPT-NeoX): the fused ``query_key_value`` is
+  listed as its q, k and v parts (the same elements and bias), LayerNorms with bias, Phi's lm_head bias.
 - Gemma 3n (``Gemma3nSpec``; transformers v5.24.0 ``modeling_gemma3n.py``): per-layer input embeddings and their
   projections, AltUp's stream projections and per-layer router/coefficients, LAuReL's low-rank residual; a
   K/V-sharing layer (``Gemma3nTextAttention``, L1173-1182: "Layers sharing kv states don't need any weight
@@ -491,6 +493,8 @@ def layer_groups(spec: ModelSpec) -> Groups:
     tail = _norm("output_norm", h, spec.norm_kind, -1)
     if not spec.tie_word_embeddings:
         tail.append(Tensor("output", "lm_head", (v, h)))
+    if spec.lm_head_bias:  # PhiForCausalLM: lm_head = nn.Linear(hidden_size, vocab_size, bias=True)
+        tail.append(Tensor("output.bias", "lm_head", (v,)))
     return (tuple(head), tuple((kind, tuple(tpl), tuple(idx)) for kind, (tpl, idx) in templates.items()),
             (_once(tail), *_vision(spec)))
 

@@ -40,6 +40,25 @@ r = residual-stream element size (the embedding's dtype):
   Nemotron-H's ``moe_latent_size`` L the experts read and write L-wide tensors, and fc2_latent_proj keeps its
   L-wide input; a router that upcasts its input (DeepSeek, GLM-4.5, Nemotron-H) keeps that fp32 copy (4 t h);
   the block input is one tensor shared by the router, the shared expert and fc1_latent_proj (``moe_saved_terms``).
+- Parallel blocks (``spec.parallel_block``: Falcon, Phi, GPT-NeoX; transformers 5.24 modeling_falcon.py,
+  modeling_phi.py, modeling_gpt_neox.py, traced with saved_tensors_hooks): both branches read the layer input x.
+  With one norm (Falcon-7B, Phi-2) attention and MLP share its output (one saved tensor for q/k/v and fc1); with two
+  (GPT-NeoX, Falcon-40B) the second LayerNorm saves the same x (only its own mean/rstd are new) and its output. No
+  residual sum is normed in the middle of the layer. Further, per family: GPT-NeoX passes SDPA a value that is a
+  view of the fused qkv output (``qkv.chunk(3)``), so the saved V keeps the whole 3 x q-wide storage
+  (``spec.value_view_of_qkv``); Falcon's multi-query SDPA call (71 query heads, 1 K/V head, no ``enable_gqa``) is
+  not accepted by the fused kernels and runs torch's math kernel, which keeps q, the K^T and V copies expanded to
+  every head, in fp32 (it upcasts 16-bit inputs while ``allow_fp16_bf16_reduction_math_sdp`` is off, the
+  default), and the fp32 softmax probabilities (``spec.math_attention``); Falcon's new decoder architecture
+  broadcasts K/V to every query head before SDPA (``spec.kv_expanded_in_attention``: full-width K and V saved)
+  and hands SDPA a materialised causal mask, saved per layer (``spec.attention_mask_materialised``); partial rotary
+  (``torch.cat((q_rot, q_pass))``, Phi, GPT-NeoX) makes q contiguous head-major, so the attention output is too and
+  its ``transpose(1, 2)`` before the output projection is a copy that projection keeps
+  (``spec.attention_output_copy``; with full rotary q keeps the token-major layout of the projection and the
+  transpose is free); ``gelu_new``
+  (NewGELUActivation, activations.py: ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in Python ops)
+  keeps x (pow), the tanh output, 0.5 x and 1 + tanh: 3 t I more than a fused GELU (``spec.mlp_act_python``); Phi's
+  ``resid_dropout`` keeps one mask per branch output (2 t h x ``dropout_mask`` B, ``spec.residual_dropout``).
 - Gemma 3n (``spec.gemma3n``): AltUp's n streams, the per-layer inputs, LAuReL and the fp32 normalised tensor of
   every Gemma3nRMSNorm (``gemma3n_saved_terms`` per layer, ``gemma3n_model_terms`` around the layers); a K/V-sharing
   layer keeps no k/v of its own (it reads the storages an earlier layer saved) and has no k_norm.
@@ -113,6 +132,8 @@ class ActivationSetup:
     tp: int = 1
     sp: bool = False
     dropout: str = "none"
+    # bytes per element of a dropout mask: CUDA's fused ``native_dropout`` keeps a bool mask (1 B); on a CPU
+    # ``at::dropout`` multiplies by a noise tensor of the input dtype and MulBackward keeps it (c B)
     dropout_mask: int = 1
     frozen_keeps_input: bool = False
     lm_head_keeps_input: bool = False
@@ -211,6 +232,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind)
     present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
     n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
+    if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
+        n_in = 1
     ts = _div(t, tp) if st.sp else t
     if n_in:
         out.append(Term("q/k/v projection inputs", n_in * ts * h * c,
@@ -229,7 +252,18 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
             qk_c = 4 if g3n else c
             out.append(Term("q/k norms normalised", t * (q_w + kn_w) * qk_c, f"{t} x ({q_w} + {kn_w}) x {qk_c} B"))
     mask = needs_mask(spec, layer, st)
-    if st.attention == "eager":
+    if spec.math_attention and st.attention != "flash":
+        # torch's math kernel upcasts 16-bit q, k, v to fp32 unless allow_fp16_bf16_reduction_math_sdp (default
+        # off): ATen attention.cpp _scaled_dot_product_attention_math (query_.to(at::kFloat))
+        out.append(Term("attention q, K^T, V expanded to every head (fp32, SDPA math kernel), output",
+                        3 * t * q_w * 4 + t * q_w * c,
+                        f"3 x {t} x {q_w} x 4 B + {t} x {q_w} x {c} B (fused kernels refuse {spec.num_kv_heads} "
+                        f"K/V heads for {spec.num_heads} query heads without enable_gqa)"))
+        if st.checkpointing != "selective":
+            out.append(Term("attention probabilities (fp32 softmax, SDPA math kernel)",
+                            st.batch * heads * st.seq * st.seq * 4,
+                            f"{st.batch} x {heads} heads x {st.seq}^2 x 4 B"))
+    elif st.attention == "eager":
         kv_len = st.seq
         out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
                         f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
@@ -242,6 +276,11 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
         # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
         kk, vv = (q_w, q_w) if kv_rep else (0, 0) if kv_shared else (k_w, v_w)
+        if spec.value_view_of_qkv:  # the saved V is a chunk of the fused q/k/v output: it keeps all of it alive
+            vv = q_w + k_w + v_w
+        if spec.kv_expanded_in_attention:  # K/V expanded to every query head (a copy) before SDPA
+            kk, vv = q_w, q_w
+        mask = mask or spec.attention_mask_materialised
         out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
                         f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
                         + (" (K/V repeated to every head: SDPA with a mask)" if kv_rep else "")))
@@ -249,24 +288,42 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if mask:
             out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
                             f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
+    if spec.attention_output_copy and (st.full or "attn_output" in st.adapted):
+        out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
+                        f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
     # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
     # dropout, eq. D1 counts the adapter's copy instead)
     if st.autocast and st.adapter_cast_copy and not st.full and "attn_output" in st.adapted and st.dropout == "none":
         out.append(Term("o adapter input copy", t * o_w * c, f"{t} x {o_w} x {c} B"))
     # MLP
-    for j in range(spec.norms_per_layer - 1):
-        out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
-                           norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind)
+    mlp_input_counted = False
+    if spec.parallel_block:
+        if spec.norms_per_layer == 1:  # the MLP reads the attention norm's output, already saved for q/k/v
+            mlp_input_counted = bool(n_in) and not (st.autocast and r != c)
+        else:  # a second LayerNorm of the same layer input: the input is saved once, its mean/rstd are new
+            ts_n = _div(t, st.tp) if st.sp else t
+            out.append(Term("mlp norm mean/rstd (input shared with the attention norm)", 2 * ts_n * 4,
+                            f"2 x 4 B per token ({ts_n} tokens)"))
+        if spec.residual_dropout:
+            out.append(Term("residual dropout masks (attention and MLP branches)", 2 * t * h * st.dropout_mask,
+                            f"2 x {t} x {h} x {st.dropout_mask} B"))
+    else:
+        for j in range(spec.norms_per_layer - 1):
+            out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
+                               norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind)
     if spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
     else:
-        out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"))
+        out += _dense_mlp_terms(spec, st, spec.intermediate_size, "mlp", ("ffn_gate", "ffn_up", "ffn_down"),
+                                input_counted=mlp_input_counted)
     if g3n:
         out += gemma3n_saved_terms(spec, st, kv_shared)
     if st.adapted and not st.full and st.dropout != "none":
         out += _dropout_terms(spec, st, present)
     if st.adapted and not st.full:
         n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
+        if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
+            n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
         out.append(Term("LoRA rank-r intermediates", n_adapt * t * st.rank * c, f"{n_adapt} adapters x {t} x r={st.rank} x {c} B"))
         if st.dora:
             widths = {"attn_q": q_w, "attn_k": k_w, "attn_v": v_w, "attn_output": h, "ffn_gate": spec.intermediate_size,
@@ -460,6 +517,9 @@ def _dense_mlp_terms(spec: ModelSpec, st: ActivationSetup, width: int, name: str
         n = 1 + (1 if down_saves else 0)
         out.append(Term(f"{name} act input" + (", act output" if down_saves else ""), n * t * i_w * c,
                         f"{n} x {t} x {i_w} x {c} B (GeLU MLP)"))
+        if spec.mlp_act_python:
+            out.append(Term(f"{name} gelu_new intermediates (tanh output, 0.5 x, 1 + tanh)", 3 * t * i_w * c,
+                            f"3 x {t} x {i_w} x {c} B (NewGELUActivation in Python ops)"))
     return out
 
 
@@ -741,7 +801,7 @@ def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[
     """Rotary tables and attention masks shared by all layers."""
     shared: list[Term] = []
     if spec.position_embeddings == 0:
-        hd = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.head_dim
+        hd = spec.mla.qk_rope_head_dim if spec.mla is not None else (spec.rotary_dim or spec.head_dim)
         shared.append(Term("rotary cos/sin", 2 * t * hd * r, f"2 x {t} x {hd} x {r} B (shared by all layers)"))
     if st.attention == "eager":
         shared.append(Term("eager attention mask", st.batch * st.seq * st.seq * r,

@@ -54,10 +54,13 @@ QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisio
 LLAMA_VISION = {"mllama", "llama4"}
 # Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
 GEMMA3N = {"gemma3n", "gemma3n_text"}
+# parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha):
+# readers/hf_parallel.py
+PARALLEL_TYPES = {"falcon", "phi", "gpt_neox"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N))
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | PARALLEL_TYPES))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
 # ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
@@ -453,6 +456,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
                 raise ModelFileError(f"{where}: '{key}' must be a string such as 'bfloat16', got {shown(d.get(key))}")
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
+    if mt in PARALLEL_TYPES:
+        from .hf_parallel import READERS  # same floor; it reuses this module's _Cfg
+        return READERS[mt](cfg, name=name, where=where, source=source, published_params=published_params)
     if mt in HYBRID_TYPES:
         from .hf_hybrid import hybrid_spec  # same floor; hf_hybrid reuses this module's _Cfg and _moe
         return hybrid_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params,

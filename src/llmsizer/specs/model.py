@@ -211,7 +211,7 @@ _FIELD_RANGES: tuple[tuple[str, Range], ...] = (
     ("vocab_size", VOCAB), ("hidden_size", WIDTH), ("num_layers", LAYERS), ("num_heads", HEADS),
     ("num_kv_heads", HEADS), ("head_dim", WIDTH), ("intermediate_size", WIDTH_OR_ZERO),
     ("position_embeddings", TOKENS_OR_ZERO), ("norms_per_layer", Range(0, 16, True, "norms in one decoder layer")),
-    ("sliding_window", TOKENS_OR_ZERO), ("max_position_embeddings", TOKENS),
+    ("sliding_window", TOKENS_OR_ZERO), ("max_position_embeddings", TOKENS), ("rotary_dim", WIDTH_OR_ZERO),
 )
 _OPTIONAL = {"sliding_window", "max_position_embeddings"}
 _SUB_RANGES: dict[str, Range] = {
@@ -298,6 +298,32 @@ class ModelSpec:
     extra_embedding_rows: int = 0  # input-embedding rows beyond vocab_size (MllamaTextModel: vocab_size + 8)
     kv_shared_layers: tuple[bool, ...] = ()  # layers reusing an earlier layer's cached K/V (Gemma 3n)
     ffn_sizes: tuple[int, ...] = ()  # per-layer feed-forward width (Gemma 3n); empty: intermediate_size
+    # Parallel attention + MLP blocks (GPT-J / PaLM "parallel formulation", Chowdhery et al. 2022, arXiv 2204.02311,
+    # section 2): out = x + attn(norm_a(x)) + mlp(norm_m(x)). With norms_per_layer 1 the two branches read the same
+    # normalised tensor (Falcon-7B input_layernorm, Phi-2), with 2 each its own norm of the same x (GPT-NeoX
+    # use_parallel_residual, Falcon-40B ln_attn/ln_mlp). False: the sequential pre-norm block.
+    parallel_block: bool = False
+    rotary_dim: int = 0  # rotary channels per head (partial rotary: Phi-2, GPT-NeoX); 0 = head_dim (or none)
+    fused_qkv: bool = False  # q, k and v come from one linear (Falcon / GPT-NeoX query_key_value): one input copy
+    lm_head_bias: bool = False  # the output projection has a bias (PhiForCausalLM lm_head)
+    # the MLP activation is transformers' NewGELUActivation (hidden_act 'gelu_new'), a chain of Python tensor ops
+    # that keeps its own intermediates for the backward (formulas/training_activations.py), not one fused op
+    mlp_act_python: bool = False
+    residual_dropout: bool = False  # dropout on each branch output in training (Phi-2 resid_pdrop 0.1): bool masks
+    # transformers' own module repeats K/V to every query head before caching (Falcon new_decoder_architecture:
+    # FalconAttention._split_heads broadcasts key/value to the query shape): its DynamicCache holds num_heads heads
+    kv_repeated_in_transformers: bool = False
+    # the attention module expands K/V to every query head (a copy) before SDPA, so the backward keeps full-width K
+    # and V (transformers Falcon new_decoder_architecture; litgpt's CausalSelfAttention for GQA/MQA in training)
+    kv_expanded_in_attention: bool = False
+    value_view_of_qkv: bool = False  # the attention's V is a view of the fused q/k/v output (GPT-NeoX qkv.chunk)
+    # transformers' module calls SDPA with fewer K/V heads than query heads and no enable_gqa (Falcon multi_query):
+    # the fused kernels refuse it and torch runs the math kernel (softmax probabilities kept for the backward)
+    math_attention: bool = False
+    attention_mask_materialised: bool = False  # transformers' module passes SDPA a float causal mask (Falcon)
+    # the attention output is head-major (q made contiguous by the partial-rotary torch.cat), so the transpose before
+    # the output projection copies it and that projection saves the copy (Phi, GPT-NeoX; litgpt always)
+    attention_output_copy: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
     sliding_window: int | None = None
     max_position_embeddings: int | None = None

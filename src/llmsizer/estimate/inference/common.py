@@ -55,7 +55,7 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
     spec, prof = ctx.spec, ctx.profile
     extra = prof.window_extra if window_extra is None else window_extra
     kv = kv_cache(spec, tokens, seqs, ctx.kv_dtype, mla_mode=prof.mla_mode, window_extra=extra, block_size=block,
-                  indexer_cache=prof.dsa_indexer_cache)
+                  indexer_cache=prof.dsa_indexer_cache, repeated_kv=prof.caches_repeated_kv)
     tp = ctx.w.tensor_parallel
     share = kv_fraction_per_device(spec, tp, prof.mla_mode == "latent")
     layers = f"{kv.full_layers} full layers x {kv.tokens_full} tokens"
@@ -65,6 +65,9 @@ def kv_item(ctx: Context, tokens: int, seqs: int, location: Location, *, block: 
         per = "(kv_lora_rank + qk_rope_head_dim)" if prof.mla_mode == "latent" else "expanded MLA K and V"
         if spec.mla.index_head_dim:
             per += f" + DSA indexer key ({prof.dsa_indexer_cache}, eq. 3)"
+    elif prof.caches_repeated_kv and spec.kv_repeated_in_transformers:
+        per = (f"2 x {spec.num_heads} heads (K/V repeated to every query head before caching) x {spec.head_dim} "
+               "head_dim")
     else:
         per = f"2 x {spec.num_kv_heads} kv_heads x {spec.head_dim} head_dim"
     tp_note = f" x {share:g} per device (TP {tp})" if tp > 1 else ""

@@ -302,7 +302,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         "params_total": pc.total, "params_active": pc.active, "weights_format": fmt,
         "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
-                                       indexer_cache=profile.dsa_indexer_cache).bytes_per_token,
+                                       indexer_cache=profile.dsa_indexer_cache,
+                                       repeated_kv=profile.caches_repeated_kv).bytes_per_token,
         "attention": spec.attention_kind,
         # read by the speed estimate (estimate/fit.py): which experts a decode step of MoE models reads
         "identical_sequences": w.identical_sequences,

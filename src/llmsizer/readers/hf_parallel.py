@@ -1,0 +1,166 @@
+"""config.json of the parallel-block families -> ModelSpec: Falcon (``falcon``), Phi-1/1.5/2 (``phi``), GPT-NeoX /
+Pythia / StableLM-Alpha (``gpt_neox``).
+
+Each layer computes attention and MLP from the same input and adds both to the residual (``ModelSpec.parallel_block``;
+the GPT-J / PaLM parallel formulation, Chowdhery et al. 2022, arXiv 2204.02311, section 2). What each transformers
+5.24 definition builds (models/<type>/modeling_<type>.py):
+
+- Falcon (``FalconDecoderLayer``, ``FalconAttention``, ``FalconMLP``): ``query_key_value`` one linear of
+  (heads + 2 kv_heads) x head_dim outputs, kv_heads = 1 with ``multi_query`` (Falcon-7B), ``num_kv_heads`` with
+  ``new_decoder_architecture`` (Falcon-40B/180B), else heads; ``dense``, ``dense_h_to_4h`` / ``dense_4h_to_h``
+  (``ffn_hidden_size``, default 4 H), all with ``bias`` (default False); GELU; LayerNorms with bias: one
+  ``input_layernorm`` shared by both branches with ``parallel_attn`` (Falcon-7B), ``ln_attn`` + ``ln_mlp`` with
+  ``new_decoder_architecture`` (``num_ln_in_parallel_attn`` 2, the default there), ``input_layernorm`` +
+  ``post_attention_layernorm`` for a sequential block; ``ln_f``; lm_head tied (``tie_word_embeddings`` default True).
+  With ``new_decoder_architecture`` ``_split_heads`` broadcasts key/value to every query head before the cache
+  update, so transformers caches num_heads heads (``ModelSpec.kv_repeated_in_transformers``); vLLM and llama.cpp
+  cache num_kv_heads.
+- Phi (``PhiDecoderLayer``): q/k/v_proj and ``dense`` with bias, fc1/fc2 with bias, one ``input_layernorm``
+  (LayerNorm) read by both branches, ``resid_dropout`` on both branch outputs, optional ``q_layernorm`` /
+  ``k_layernorm`` (LayerNorm over head_dim), ``final_layernorm``; ``PhiForCausalLM.lm_head`` with bias, untied;
+  rotary on ``partial_rotary_factor`` x head_dim channels.
+- GPT-NeoX (``GPTNeoXLayer``): ``query_key_value`` [3 H, H] and ``dense`` with ``attention_bias`` (default True),
+  ``dense_h_to_4h`` / ``dense_4h_to_h`` with bias, ``input_layernorm`` and ``post_attention_layernorm`` (both read
+  the layer input with ``use_parallel_residual``), ``final_layer_norm``, ``embed_out`` untied; rotary on
+  ``rotary_pct`` x head_dim channels.
+
+Model code is never imported or run; absent keys take the configuration class's default
+(``catalog/data/config_defaults.json``), named in the spec's notes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InputError, UnsupportedArchitectureError
+from ..numbers import Range, check_number
+from ..specs import ModelSpec
+from .hf_config import _Cfg
+
+FRACTION = Range(0.0, 1.0, False, "a fraction")
+
+
+def _rotary_dim(c: _Cfg, head_dim: int, *keys: str) -> int:
+    """Rotary channels per head: int(head_dim x factor), as the attention modules compute ``rotary_ndims``; the
+    factor is the first of ``keys`` present (config.json), else ``rope_parameters.partial_rotary_factor``."""
+    factor: Any = None
+    for k in keys:
+        if k in c.cfg:
+            factor = c.cfg[k]
+            break
+    if factor is None:
+        rope = c.cfg.get("rope_parameters") or c.cfg.get("rope_scaling") or {}
+        factor = rope.get("partial_rotary_factor") if isinstance(rope, dict) else None
+    if factor is None:
+        factor = c.get(keys[0])  # the class default, noted
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        raise InputError(f"{keys[0]} ({c.where}): expected a number in [0, 1], got {factor!r}")
+    return int(head_dim * check_number(float(factor), keys[0], FRACTION, c.where))
+
+
+def _dropout(c: _Cfg, key: str) -> bool:
+    v = c.get(key, 0.0)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{key} ({c.where}): expected a dropout probability, got {v!r}")
+    return float(check_number(float(v), key, FRACTION, c.where)) > 0.0
+
+
+def _flag(c: _Cfg, key: str, default: bool) -> bool:
+    v = c.get(key, default)
+    if not isinstance(v, bool):
+        raise InputError(f"{key} ({c.where}): expected true or false, got {v!r}")
+    return v
+
+
+def _common(c: _Cfg, cfg: dict[str, Any]) -> dict[str, Any]:
+    return dict(max_position_embeddings=c.get("max_position_embeddings"),
+                torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"))
+
+
+def _heads(c: _Cfg, hidden: int) -> tuple[int, int]:
+    heads = c.req("num_attention_heads", "n_head")
+    if hidden % heads:  # each attention module computes head_dim = hidden_size // num_attention_heads
+        raise InputError(f"{c.where}: hidden_size ({hidden}) is not divisible by num_attention_heads ({heads})")
+    return heads, hidden // heads
+
+
+def falcon_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
+                published_params: int | None = None) -> ModelSpec:
+    c = _Cfg(cfg, "falcon", where)
+    if _flag(c, "alibi", False):
+        raise UnsupportedArchitectureError(
+            f"{where}: Falcon with alibi: true (the Falcon-RW models: ALiBi attention biases instead of rotary) is not "
+            "supported; only the rotary Falcon models (alibi: false)")
+    hidden = c.req("hidden_size")
+    heads, hd = _heads(c, hidden)
+    new_arch = _flag(c, "new_decoder_architecture", False)
+    parallel = _flag(c, "parallel_attn", True)
+    if new_arch:  # FalconAttention: qkv_out_dim = (num_kv_heads * 2 + num_attention_heads) * head_dim
+        kv = c.req("num_kv_heads", "n_head_kv")
+        norms = c.get("num_ln_in_parallel_attn") or 2  # FalconDecoderLayer: None -> 2 with the new architecture
+        if norms not in (1, 2):
+            raise InputError(f"num_ln_in_parallel_attn ({where}): expected 1 or 2, got {norms!r}")
+        parallel = True  # the new architecture always adds both branches to the residual
+    else:
+        kv = 1 if _flag(c, "multi_query", True) else heads
+        norms = 1 if parallel else 2
+    if heads % kv:
+        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_kv_heads ({kv})")
+    bias = _flag(c, "bias", False)
+    inter = c.get("ffn_hidden_size") or 4 * hidden
+    check_number(inter, "ffn_hidden_size", Range(1, 2**24, True, "a feed-forward width"), where)
+    return ModelSpec(
+        name=name, model_type="falcon", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("num_hidden_layers", "n_layer"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+        intermediate_size=inter, tie_word_embeddings=bool(c.get("tie_word_embeddings", True)), mlp_gated=False,
+        mlp_bias=bias, attention_qkv_bias=bias, attention_out_bias=bias, norm_kind="layernorm",
+        norms_per_layer=norms, parallel_block=parallel, fused_qkv=True,
+        kv_repeated_in_transformers=new_arch and kv != heads, kv_expanded_in_attention=new_arch and kv != heads, math_attention=not new_arch and kv != heads,
+        attention_mask_materialised=True,
+        **_common(c, cfg),
+        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+
+
+def phi_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
+             published_params: int | None = None) -> ModelSpec:
+    c = _Cfg(cfg, "phi", where)
+    hidden = c.req("hidden_size")
+    heads, hd = _heads(c, hidden)
+    kv = c.get("num_key_value_heads") or heads
+    if heads % kv:
+        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
+    act = c.get("hidden_act", "gelu_new")
+    return ModelSpec(
+        name=name, model_type="phi", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+        intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
+        mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, norm_kind="layernorm",
+        norms_per_layer=1, parallel_block=True, lm_head_bias=True,
+        qk_norm="per_head" if _flag(c, "qk_layernorm", False) else "none",
+        rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
+        mlp_act_python=act == "gelu_new",
+        residual_dropout=_dropout(c, "resid_pdrop"), **_common(c, cfg),
+        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+
+
+def gpt_neox_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
+                  published_params: int | None = None) -> ModelSpec:
+    c = _Cfg(cfg, "gpt_neox", where)
+    hidden = c.req("hidden_size")
+    heads, hd = _heads(c, hidden)
+    bias = _flag(c, "attention_bias", True)
+    act = c.get("hidden_act", "gelu")
+    return ModelSpec(
+        name=name, model_type="gpt_neox", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=heads, head_dim=hd,
+        intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
+        mlp_gated=False, mlp_bias=True, attention_qkv_bias=bias, attention_out_bias=bias, norm_kind="layernorm",
+        norms_per_layer=2, parallel_block=_flag(c, "use_parallel_residual", True), fused_qkv=True,
+        value_view_of_qkv=True,
+        rotary_dim=(rot := _rotary_dim(c, hd, "rotary_pct", "partial_rotary_factor")), attention_output_copy=rot < hd,
+        mlp_act_python=act == "gelu_new",
+        residual_dropout=_dropout(c, "hidden_dropout"), **_common(c, cfg),
+        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+
+
+READERS = {"falcon": falcon_spec, "phi": phi_spec, "gpt_neox": gpt_neox_spec}
