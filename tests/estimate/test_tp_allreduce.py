@@ -141,6 +141,25 @@ def test_the_custom_kernels_published_saving_lies_inside_the_latency_ranges() ->
     steps = int(row["generated"]) - 1
     per_reduction = (before - after) / ((2 * spec.num_layers + 1) * steps)
     assert int(row["batch"]) * spec.hidden_size * 2 == 1024 * KB  # a 1 MiB decode message: the two-stage kernel
-    assert tp_allreduce("vllm", 4, 1024 * KB, True) is not None
+    path = tp_allreduce("vllm", 4, 1024 * KB, True)
+    assert path is not None and path.kernel == "custom two-stage"  # what the measured saving is a saving of
     n, c = E.NCCL_ALLREDUCE_LATENCY, E.CUSTOM_ALLREDUCE_LATENCY
     assert n.expected - c.expected < per_reduction < n.high - c.low, per_reduction
+
+
+def test_a_prefill_message_picks_its_own_kernel() -> None:
+    """A 1024-token prefill of Qwen2.5-72B all-reduces 1024 x 8192 x 2 B = 16 MiB per call, above vLLM's 8 MiB custom
+    all-reduce limit (custom_all_reduce.py L54, should_custom_ar): NCCL's latency, not the decode step's custom
+    kernel's, even on the NVLink A100 SXM where the decode runs the custom kernel."""
+    dev = builtin_catalog().devices["a100-sxm-80gb"]
+    link = link_bandwidth_for(dev, None)
+    assert link is not None
+    s = estimate_speed(find("qwen2.5-72b").spec(), dev, 4, weights_format="bf16", prompt_tokens=1024,
+                       output_tokens=64, kv_dtype="bf16", link_bandwidth=link, engine="vllm", engine_version="0.6.3")
+    msg = 1024 * 8192 * 2
+    path = tp_allreduce("vllm", 4, msg, True)
+    assert path is not None and path.kernel == "NCCL"
+    assert s.prefill is not None and s.prefill.comm_seconds == pytest.approx(
+        161 * (E.NCCL_ALLREDUCE_LATENCY.expected + 1.5 * msg / link))
+    named = {a.name: a for a in s.assumptions}
+    assert "custom one-stage" in str(named["tp_allreduce"].value)  # the decode step's, as named

@@ -37,6 +37,14 @@ def _one_line(exc: BaseException) -> str:
     (dict(optimizer_in_backward=True, grad_accumulation=4), ["optimizer_in_backward", "grad_accumulation"]),
     (dict(gpus=2, fsdp="full", grad_sync="optimizer-step"), ["grad_sync", "FSDP1", "FSDP2"]),
     (dict(gpus=2, fsdp="full", fsdp_version=1, grad_sync="micro-step"), ["grad_sync", "'optimizer-step'"]),
+    # the QLoRA-only settings of session 10 (each changes a QLoRA base's bytes only; elsewhere it would be dropped)
+    (dict(nf4_quantizer="bitsandbytes-0.42"), ["nf4_quantizer", "method is 'full'"]),
+    (dict(method="lora", nf4_format="nf4"), ["nf4_format", "method is 'lora'"]),
+    (dict(lora_dropout="per-module"), ["lora_dropout", "method is 'full'"]),
+    (dict(loop_keeps_graph=True), ["loop_keeps_graph", "method is 'full'"]),
+    (dict(method="lora", loop_keeps_graph=True), ["loop_keeps_graph", "method is 'lora'"]),
+    (dict(loss="ce-loss-parallel"), ["ce-loss-parallel", "tp > 1"]),
+    (dict(loss="ce-loss-parallel", tp=2, gpus=2, loss_chunks=8), ["ce-loss-parallel", "loss_chunks 8"]),
 ])
 def test_workload_rejects(fields: dict, words: list[str]) -> None:
     with pytest.raises(InputError) as info:
@@ -111,6 +119,40 @@ def test_a_latent_moe_is_sized_at_the_latent() -> None:
     k = spec.moe.experts_per_token  # 2 x (hidden - latent) fewer bytes per routed copy and byte width
     assert wide_terms["routed experts (grouped_mm)"] - terms["routed experts (grouped_mm)"] == \
         2048 * k * 2 * (4096 - 1024) * 2
+
+
+@pytest.mark.parametrize("command", [["train", "llama-3.2-1b"], ["fit", "llama-3.2-1b", "--device", "rtx-4090",
+                                                                   "--train"]])
+def test_loop_keeps_graph_without_qlora_is_refused(command: list[str]) -> None:
+    """Before, `train --method full|lora --loop-keeps-graph` answered exit 0 with the flag in no assumption: its only
+    modelled effect (eq. G1, bitsandbytes 0.42's kept matmul inputs) needs a QLoRA base. With qlora it is named."""
+    import contextlib
+    import io
+    import json
+
+    from llmsizer.cli.main import main
+
+    for method in ("full", "lora"):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main([*command, "--method", method, "--loop-keeps-graph"])
+        assert code == 2 and f"method is '{method}'" in err.getvalue() and err.getvalue().count("\n") == 1
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["train", "llama-3.2-1b", "--method", "qlora", "--loop-keeps-graph", "--json"])
+    named = {a["name"]: a for a in json.loads(out.getvalue())["assumptions"]}
+    assert code == 0 and named["loop_keeps_graph"]["value"] is True and not named["loop_keeps_graph"]["default"]
+    # with a quantizer whose matmuls keep no input the flag changes nothing: said, not silent; with 0.42 it counts
+    from llmsizer.estimate.training import estimate_training
+
+    fields = dict(method="qlora", loop_keeps_graph=True)
+    plain = estimate_training("llama-3.2-1b", **fields)
+    assert plain.total("device") == estimate_training("llama-3.2-1b", method="qlora").total("device")
+    assert [x for x in plain.warnings if x.startswith("loop_keeps_graph changes nothing")]
+    old = estimate_training("llama-3.2-1b", **fields, nf4_quantizer="bitsandbytes-0.42")
+    assert not [x for x in old.warnings if x.startswith("loop_keeps_graph")]
+    assert old.total("device")[1] > estimate_training("llama-3.2-1b", method="qlora",
+                                                      nf4_quantizer="bitsandbytes-0.42").total("device")[1]
 
 
 @pytest.mark.parametrize("flags, named", [

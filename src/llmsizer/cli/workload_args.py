@@ -247,8 +247,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--nf4-format", choices=NF4_FORMATS, help="with --method qlora: the base's 4-bit format: nf4-dq "
                    "(double-quantized block scales, the QLoRA paper's recipe) or nf4 (fp32 block scales: transformers' "
                    f"bnb_4bit_use_double_quant default, litgpt --quantize bnb.nf4) (default {TW.nf4_format})")
-    g.add_argument("--loop-keeps-graph", action="store_true", default=None, help="the training loop keeps the step's "
-                   "loss and logits referenced into the next step's forward (litgpt), so what the autograd graph holds "
+    g.add_argument("--loop-keeps-graph", action="store_true", default=None, help="with --method qlora: the training loop "
+                   "keeps the step's loss and logits referenced into the next step's forward (litgpt), so what the autograd graph holds "
                    "outside its saved tensors (bitsandbytes 0.42's kept matmul inputs) lives on")
     g.add_argument("--deepspeed-gather", choices=DEEPSPEED_GATHERS, help="with --zero 3: DeepSpeed's parameter "
                    "gather: current (>= 0.9: one rank uses its partition in place) or pre-0.9 (one rank gathers too: "

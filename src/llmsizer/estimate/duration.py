@@ -47,6 +47,7 @@ from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_p
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
+from ..formulas.parallelism import zero_shards
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
@@ -825,8 +826,7 @@ def _host_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, notes
     the memory estimate resolves (formulas/optimizer_step.py)."""
     host, eta = E.OFFLOAD_HOST_MEMORY_BANDWIDTH, E.MEMORY_BOUND_BANDWIDTH_CPU
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
-    data_parallel = w.gpus // max(1, w.tp * w.pp)
-    local = trained / (data_parallel if (w.zero >= 1 or w.fsdp is not None) else 1) / max(1, w.tp * w.pp)
+    local = _trained_per_device(w, trained)[0]
     machine = local * min(w.gpus, w.gpus_per_node)  # every rank of one machine steps at once
     t_opt = host_step_seconds(machine, per, host.expected, eta.expected) if per is not None else 0.0
     t_acc = host_step_seconds(machine, accumulation_bytes(grad), host.expected, eta.expected)
@@ -859,19 +859,24 @@ def _per_step_seconds(spec: ModelSpec, w: TrainingWorkload, trained: int, eta: f
     resolves (estimate/training/setup.py ``resolve``), the trained elements this device holds (sharded by ZeRO /
     FSDP)."""
     optimizer, impl, grad, per = _optimizer_step_setup(spec, w)
-    data_parallel = w.gpus // max(1, w.tp * w.pp)
-    states_sharded = w.zero >= 1 or w.fsdp is not None
-    grads_sharded = w.zero >= 2 or w.fsdp is not None
+    local, local_g = _trained_per_device(w, trained)
     t_opt = 0.0
     if per is not None:
-        local = trained / (data_parallel if states_sharded else 1) / max(1, w.tp * w.pp)
         t_opt = local * per / eta
         notes.append(Assumption("optimizer_step_bytes_per_element", per, True,
                                 f"formulas/optimizer_step.py: {optimizer} {impl}, "
                                 f"{OPTIMIZER_STEP_SOURCE}; at the memory-bound kernel bandwidth"))
-    local_g = trained / (data_parallel if grads_sharded else 1) / max(1, w.tp * w.pp)
     t_acc = local_g * accumulation_bytes(grad) / eta
     return t_opt, t_acc
+
+
+def _trained_per_device(w: TrainingWorkload, trained: int) -> tuple[float, float]:
+    """(optimizer-state elements, gradient elements) of the trained parameters one device holds: split over tp x pp,
+    then partitioned as the memory estimate partitions them (formulas/parallelism.py ``zero_shards`` over
+    ``TrainingWorkload.shard_stage`` / ``shard_group``: FSDP hybrid shards within one node's GPUs only)."""
+    _, grad_shards, state_shards = zero_shards(w.shard_stage, w.shard_group)
+    per = trained / max(1, w.tp * w.pp)
+    return per / state_shards, per / grad_shards
 
 
 @lru_cache(maxsize=1024)

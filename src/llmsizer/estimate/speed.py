@@ -404,8 +404,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     # and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
     if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
         nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
-    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh,
-                               device.id not in E.NO_PEER_TO_PEER)
+    peer_to_peer = device.id not in E.NO_PEER_TO_PEER
+    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, peer_to_peer)
     if allreduce_latency is not None and allreduce_latency < 0:
         raise InputError("allreduce_latency must not be negative")
     alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
@@ -415,7 +415,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         assumptions.append(Assumption(
             "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
             f"bytes / link) per step", allreduce_latency is None,
-            "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding; "
+            "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
+            "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
             + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
                else "latency given")))
 
@@ -423,7 +424,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         if tp <= 1 or not link:
             return 0.0
         per_layer = tokens * spec.hidden_size * act_bytes
-        return reductions * allreduce_time(per_layer, tp, link, alpha)
+        a = alpha
+        if allreduce_latency is None and ar_path is not None and tokens != concurrency:  # the engine's kernel for
+            path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, peer_to_peer)   # this message's size
+            a = path.latency.expected if path else 0.0
+        return reductions * allreduce_time(per_layer, tp, link, a)
 
     # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
     prefill = roof_p = None

@@ -228,8 +228,8 @@ TRAINING = (
             "or fused-qkv (litgpt: one adapter on the fused q/k/v linear)", template=False, choices=LORA_DROPOUTS),
           F("nf4_format", "enum", "QLoRA base format: nf4-dq (double-quantized block scales, the QLoRA paper) or "
             "nf4 (transformers' default, litgpt bnb.nf4)", template=False, choices=NF4_FORMATS),
-          F("loop_keeps_graph", "bool", "the training loop keeps the step's loss and logits (and so its autograd "
-            "graph) referenced into the next forward (litgpt)", template=False),
+          F("loop_keeps_graph", "bool", "with method qlora: the training loop keeps the step's loss and logits (and "
+            "so its autograd graph) referenced into the next forward (litgpt)", template=False),
           F("kernels", "enum", "layer implementation: pytorch or unsloth (fused LoRA kernels)", template=False,
             choices=_KERNELS),
           F("zero", "int", "DeepSpeed ZeRO stage 0-3", template=False, minimum=0, maximum=3),

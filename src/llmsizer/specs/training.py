@@ -391,6 +391,9 @@ class TrainingWorkload:
             raise InputError(f"nf4_quantizer {self.nf4_quantizer!r} quantizes a QLoRA base; method is {self.method!r}")
         if self.nf4_format != "nf4-dq" and self.method != "qlora":
             raise InputError(f"nf4_format {self.nf4_format!r} is a QLoRA base's format; method is {self.method!r}")
+        if self.loop_keeps_graph is True and self.method != "qlora":  # its one modelled effect is eq. G1's
+            raise InputError("loop_keeps_graph keeps bitsandbytes 0.42's 4-bit matmul inputs alive (a QLoRA base, "
+                             f"formulas/training_activations.py eq. G1); method is {self.method!r}")
         if self.lora_dropout != "none" and self.method == "full":
             raise InputError(f"lora_dropout {self.lora_dropout!r} drops out LoRA adapters' inputs; method is 'full'")
         if self.loss == "ce-kept-logits" and self.loss_chunks > 1:

@@ -137,6 +137,10 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                           f"{w.precision} under ZeRO-{w.zero} is {DEEPSPEED_PRECISION_SOURCE}"))
     if w.method == "qlora":
         record_workload(w, acc, ("nf4_quantizer", "loop_keeps_graph"))
+        if w.loop_keeps_graph and not matmul_keeps_input(w.nf4_quantizer):
+            acc.warnings.append(f"loop_keeps_graph changes nothing with nf4_quantizer {w.nf4_quantizer!r}: its one "
+                                "modelled effect is what bitsandbytes 0.42's 4-bit matmuls keep (eq. G1; "
+                                "--nf4-quantizer bitsandbytes-0.42 or lightning-bnb-0.42)")
     if w.zero == 3 and w.fsdp is None:
         record_workload(w, acc, ("deepspeed_gather",))
     if w.grad_checkpointing in ("full", "selective-op"):
