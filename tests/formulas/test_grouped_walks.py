@@ -35,8 +35,15 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
             if is_moe and "down" in exp:
                 out.append(lora.AdaptedModule("ffn_exps_down", layer, i_e, h, experts=e))
         wanted -= exp
+    # PEFT wraps a fused query_key_value (Falcon, GPT-NeoX) as one module: one adapter in attn_q's place
+    fused = spec.fused_qkv and bool(wanted & {"q", "k", "v"})
     for t in T.model_tensors(spec):
         if len(t.shape) != 2 or t.component in ("vision", "experts") or t.role.endswith(".bias"):
+            continue
+        if fused and t.role in ("attn_q", "attn_k", "attn_v"):
+            if t.role == "attn_q":
+                qkv = (spec.num_heads + 2 * spec.num_kv_heads) * spec.head_dim
+                out.append(lora.AdaptedModule("attn_qkv", t.layer, t.shape[1], qkv, t.count))
             continue
         name = lora._role_target(t.role)
         if name is None or name not in wanted:
