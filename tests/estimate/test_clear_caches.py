@@ -33,6 +33,8 @@ def _fill() -> None:
     llmsizer.fit_training("llama-3.1-8b", "h100-sxm", 2, tokens=1e9, method="full", pp=2,
                           grad_checkpointing="full", float8=True)
     llmsizer.fit_training("llama-3.1-8b", "rtx-4090", tokens=1e9, method="qlora", grad_checkpointing="full")
+    llmsizer.fit_training("llama-3.1-8b", "h100-sxm", 2, tokens=1e9, method="full", tp=2,  # the TP/SP memos
+                          sequence_parallel=True, tp_backward_overlap=True, grad_checkpointing="selective")
     llmsizer.fit("gemma-2-9b-it", "rtx-4090", engine="llamacpp", weights="q4_k_m", context=16384, concurrency=4)
     llmsizer.fit("deepseek-v2-lite", "h100-sxm", 2, engine="vllm", context=8192)
     llmsizer.recommend_training("qwen2.5-0.5b", method="lora", tokens=1e8)
