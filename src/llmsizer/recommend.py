@@ -380,9 +380,14 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
 
 
 def _replace(o: Option, **kw: Any) -> Option:
-    d = {k: getattr(o, k) for k in o.__dataclass_fields__}
-    d.update(kw)
-    return Option(**d)
+    """``dataclasses.replace(o, **kw)`` without rebuilding every field through ``__init__``: an Option is a frozen
+    record with no ``__post_init__``, so the copy of its fields with ``kw`` changed is the same object; a name that
+    is not a field is a TypeError, as replace raises (tests/consistency/test_fast_copies.py)."""
+    if not kw.keys() <= Option.__dataclass_fields__.keys():
+        raise TypeError(f"Option has no field {sorted(kw.keys() - Option.__dataclass_fields__.keys())}")
+    new = object.__new__(Option)
+    new.__dict__.update(o.__dict__, **kw)
+    return new
 
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,

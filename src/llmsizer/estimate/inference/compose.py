@@ -244,7 +244,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         # Only vLLM's and SGLang's compositions read the memory (it sizes the KV pool from it); for the other engines the
         # breakdown is the same for every budget, so it is composed once without one (memoized) and checked
         # against this budget here -- what the end of this function does with the same breakdown.
-        base = _memoized(spec, dataclasses.replace(w, memory=None))
+        base = _memoized(spec, w.without_memory())
         acc = Acc()
         acc.warnings.extend(base.warnings)
         details = dict(base.details)
