@@ -401,7 +401,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
     tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
     spread = n if engine == "llamacpp" and dev.kind not in ("cpu", "apple") else tp
-    usable, _ = usable_memory(dev, cand.memory)
+    usable, _ = usable_memory(dev, cand.memory, record=False)
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
     if usable is None:

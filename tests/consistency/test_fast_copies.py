@@ -51,3 +51,34 @@ def test_inference_workload_without_memory_is_replace() -> None:
         assert w.memory is None or w.memory > 0  # the original keeps its memory
         with pytest.raises(dataclasses.FrozenInstanceError):
             fast.context = 1  # type: ignore[misc]
+
+
+def test_usable_memory_without_assumptions_is_the_same_number() -> None:
+    """A catalog search reads only the bytes of ``usable_memory`` (``record=False``: no assumptions written): the
+    same bytes as with them, for every catalog device (Apple GPUs' working-set share included), given a memory or
+    not; a device of unknown memory stays None."""
+    from llmsizer.catalog.hardware import load_catalog
+    from llmsizer.estimate.device import usable_memory
+
+    devices = list(load_catalog().devices.values())
+    assert any(d.kind == "apple" for d in devices)
+    for d in devices:
+        for memory in (None, 24 * 2**30):
+            full, notes = usable_memory(d, memory)
+            bare, none = usable_memory(d, memory, record=False)
+            assert bare == full and none == [] and (notes or full is None), (d.id, memory)
+
+
+def test_memory_basis_text_is_made_once_and_follows_the_device() -> None:
+    """``Device.memory_basis_text`` is kept on the device after the first ask: the same text as made afresh, and a
+    device copied with another memory figure (dataclasses.replace) says its own."""
+    from llmsizer.catalog.hardware import load_catalog
+
+    for d in load_catalog().devices.values():
+        assert d.memory_basis_text() == d._memory_basis_text() == d.memory_basis_text()
+    h100 = load_catalog().devices["h100-sxm"]
+    before = h100.memory_basis_text()
+    assert h100.memory is not None and h100.memory_usable is not None
+    other = dataclasses.replace(h100, memory_usable=dataclasses.replace(h100.memory_usable, source="test-source"))
+    assert "test-source" in other.memory_basis_text() and "test-source" not in before
+    assert other == other and dataclasses.asdict(other).keys() == dataclasses.asdict(h100).keys()
