@@ -670,7 +670,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     w = TrainingWorkload(**{k: v for k, v in wl.items() if k in TrainingWorkload.__dataclass_fields__})
     method = w.method
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
-                         w.checkpoint_every)
+                         w.checkpoint_every, w.checkpoint_impl == "reentrant")
     fpt = fl.per_token
     assumptions: list[Assumption] = []
     warnings: list[str] = []

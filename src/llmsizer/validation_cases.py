@@ -291,7 +291,7 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
-PREFILL_CALIBRATION = {"PM0096"}  # fed the llama.cpp prefill constants (estimate/efficiency.py LLAMACPP_MMQ)
+PREFILL_CALIBRATION = {"PM0096", "PM0098", "PM0101"}  # fed estimate/efficiency.py LLAMACPP_MMQ / _HALF_COLUMNS
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
@@ -426,8 +426,19 @@ QWEN_QLORA_ROWS = {f"PM07{26 + i}": 256 * 2 ** i for i in range(6)}
 QWEN7B_INT4 = dict(QWEN7B_V1, quantization_config={"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                    "desc_act": False})
 # llm-foundry scripts/train/benchmarking/README.md (PM0800-PM1015): MPT pre-training on the MosaicML platform,
-# Composer FSDP, PyTorch 1.13.1 (submit_benchmarks.py's default image: no torch.compile), triton flash attention,
-# low-precision LayerNorm, decoupled AdamW. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
+# Composer FSDP (no torch.compile), llm-foundry's Triton flash attention, low-precision LayerNorm, decoupled AdamW.
+# Two software stacks (read from the repository's history): the A100 40GB table is in the README since llm-foundry's
+# first commit 300cc5c (2023-05-03), measured with submit_benchmarks.py's default image
+# mosaicml/pytorch:1.13.1_cu117 (line 50 there), fsdp mixed_precision PURE, limit_all_gathers True, attn_impl
+# 'triton' (line 119); the H100 and A100 80GB tables were measured by sweep.sh @b2a43a1 (2023-10-19) with IMAGE
+# mosaicml/pytorch:2.1.0_cu121 (sweep.sh line 5), no --attn_impl (so submit_benchmarks.py @b2a43a1 line 144's
+# default 'triton'); the 'Large Scale' H100 rows by sweep.py @5e85bd6 (--attn_impl flash for 1b/3b/7b/70b, triton
+# for 13b/30b; limit_all_gathers, forward_prefetch, BACKWARD_PRE). The A100 80GB table was published before the
+# re-measurement (README @9250e84, torch 1.13): its lines agree with the re-measured ones within 4 % for every
+# configuration without checkpointing except 760M at 512/1024 tokens (PM0920/PM0919: re-measured 20 %/15 % slower,
+# predicted +9.6/+9.7 % of the earlier figures, tests/validation/test_mpt_rows.py) and 350M at 32k (re-measured 11 %
+# faster); with checkpointing the torch 2.1 stack is 3-16 % faster (7B-30B) except 30B at 8k (PM0879: 8 % slower),
+# and the 70B lines are the same figures. Each row's settings are its quoted table line (SeqLen, # GPUs, GPU,
 # MicroBatchSize, GradAccum, Sharding Strategy, Activation Checkpointing: non-reentrant, the yamls'
 # activation_checkpointing_reentrant false; Throughput (T/s) of all GPUs). The shapes are the yamls'
 # (scripts/train/yamls/pretrain/mpt-*.yaml @b2a43a1: d_model, n_heads, n_layers, expansion_ratio 4, vocab 50368)
@@ -667,6 +678,12 @@ MEGATRON_SELENE: dict[str, Any] = dict(method="full", precision="megatron-fp16",
                                        network=MEGATRON_NETWORK, optimizer="adamw", attention="eager")
 
 
+# Megatron-LM's full recomputation is its own reentrant CheckpointFunction around each layer (megatron/mpu/random.py
+# @6985e58 line 310, @9aad920 line 360: ``outputs = ctx.run_function(*detached_inputs)``): the whole layer runs again,
+# its last matmul included (no early stop)
+MEGATRON_CHECKPOINT = "reentrant"
+
+
 def megatron_gpt(heads: int, hidden: int, layers: int, params: str) -> ModelSpec:
     """The GPT of Megatron-LM's papers as a ModelSpec: 4h MLP, learned positions over 2048, GPT-2's vocabulary padded
     to 51,200, tied embeddings."""
@@ -694,7 +711,7 @@ def megatron_case(r: dict[str, str]) -> Case:
     v = layers // pp // per_virtual if per_virtual else 1
     spec = megatron_gpt(heads, hidden, layers, r["params"])
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // (mbs * dp), grad_checkpointing="full",
-                  tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
+                  checkpoint_impl=MEGATRON_CHECKPOINT, tp=tp, pp=pp, virtual_stages=v, gpus=gpus)
     dev = builtin_catalog().devices["a100-sxm-80gb"]
     d = training_duration_for(spec, dev, gpus, 1e6, fields)
     pred = None
@@ -741,8 +758,12 @@ def korthikanti_case(r: dict[str, str]) -> Case:
 
     rid = r["id"]
     heads, hidden, layers, tp, pp, gpus, gbs, mbs, v, ckpt, sp = KORTHIKANTI_TABLE5[rid]
+    # the 2022 code overlaps each column-parallel linear's backward collective with its GEMMs (section 6.2, "an
+    # optimization in the backward pass where we overlap all-reduce communication with the linear weight's gradient
+    # computation"; formulas/model_parallel_time.py eq. (T4)); Table 1's SC21 code predates it
     fields = dict(MEGATRON_SELENE, micro_batch=mbs, grad_accumulation=gbs // mbs, grad_checkpointing=ckpt, tp=tp,
-                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp)
+                  pp=pp, virtual_stages=v, gpus=gpus, sequence_parallel=sp, tp_backward_overlap=True,
+                  **({"checkpoint_impl": MEGATRON_CHECKPOINT} if ckpt == "full" else {}))
     d = training_duration_for(megatron_gpt(heads, hidden, layers, r["params"]),
                               builtin_catalog().devices["a100-sxm-80gb"], gpus, 1e6, fields)
     measured = gbs * 2048 / float(r["value"]) / gpus
@@ -757,7 +778,10 @@ def korthikanti_case(r: dict[str, str]) -> Case:
                       + (f" (interleaved, v = {v})" if v > 1 else "") + f", micro-batch {mbs}, {gbs // mbs} "
                       f"micro-batches, no data parallelism; eager attention, fp16, seq 2048, vocab {MEGATRON_VOCAB}"
                       + (f"; per micro-batch stage compute {d.step.compute_seconds * 1e3:.1f} ms" if d.step else "")
-                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms, bubble {mp.bubble:.3f}" if mp else "")))
+                      + (f", tensor-parallel {mp.tp_seconds * 1e3:.1f} ms ({mp.tp_hidden_seconds * 1e3:.1f} ms of it "
+                         "behind the backward GEMMs, eq. (T4))" f", bubble {mp.bubble:.3f}" if mp else "")
+                      + ("; reentrant full recomputation (Megatron's CheckpointFunction: the whole layer again)"
+                         if ckpt == "full" else "")))
 
 
 # torchtitan's 2D / 3D parallel rows (PM1050-PM1053: benchmarks/llama3_h100_202412_torchtitan.md Tables 4 and 5): FSDP
@@ -808,7 +832,7 @@ def cpu_gpt2_spec() -> Any:
 
 def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: int = 1,
            identical: bool = False, ubatch: int | None = None, flash: bool = True,
-           kv_unified: bool | None = None) -> Any:
+           kv_unified: bool | None = None, int8_mmq: bool = True) -> Any:
     from .catalog.hardware import builtin_catalog
     from .catalog.models import find
     from .estimate.speed import estimate_speed
@@ -816,7 +840,7 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
     return estimate_speed(find(model).spec(), builtin_catalog().devices[device], weights_format=fmt,
                           prompt_tokens=prompt, output_tokens=output, concurrency=batch, kv_dtype="fp16",
                           identical_sequences=identical, ubatch=ubatch, flash_attention=flash,
-                          kv_unified=kv_unified)
+                          kv_unified=kv_unified, llamacpp_int8_mmq=int8_mmq)
 
 
 def speed_case(r: dict[str, str]) -> Case | NotExpressed:
@@ -994,6 +1018,10 @@ class BenchRow:
 # The README's command (`./llama-bench -p 512,1024,4096,8192 -n 512,1024,4096,8192 -m ...`) gives no -fa; llama-bench
 # ran without flash attention unless -fa 1 was given in the 2023-2024 builds these rows come from.
 BENCH_FLASH_ATTENTION = False
+# The tables are snapshots of December 2023 and May 2024: builds from before the June 2024 switch to int8 MMQ
+# (estimate/efficiency.py LLAMACPP_INT8_MMQ_SINCE), whose quantized prefill products over 32 columns were dequantized
+# to F16 and run through cuBLAS.
+BENCH_INT8_MMQ = False
 
 
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
@@ -1007,7 +1035,8 @@ def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
     for r in llamacpp_bench_rows(data):
         n = int(r.test[2:])
         decode = r.test.startswith("tg")
-        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION)
+        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION,
+                   int8_mmq=BENCH_INT8_MMQ)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
@@ -1351,66 +1380,74 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
                False, "peak"),
 }
-# torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing (selective-op), seq 8192
+# torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing, seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
-# lines 379-395 defaults). The measured
-# column is max *reserved* memory (torchtitan train.py line 393), the prediction tensors only (allocated): the rows
-# are reported, not summarised, until the allocator's reserve has a model of its own.
+# lines 379-395 defaults). The measured column is max *reserved* memory (torchtitan/metrics.py @9dec370 line 62
+# reads memory_stats()['reserved_bytes.all.peak']; reset_peak_memory_stats() at line 86 sets the peak to the current
+# reserved, which only falls on empty_cache(), so the figure is the largest reserve of the run): predicted with
+# --metric reserved and batch_shapes='fixed', since torchtitan trains on fixed-length packed rows
+# (torchtitan/datasets/hf_datasets.py @9dec370 lines 111-127: every row exactly seq_len + 1 tokens), so every step
+# has the same shapes and each CUDA stream's cached blocks are reused exactly (estimate/allocator.py, eq. R1 of
+# formulas/caching_allocator.py). Reported, not summarised (the reserve is a lower bound, below).
 #
-# Why reserved exceeds allocated here by 9-16 GiB (analysis, not modelled yet; a CUDA run should confirm it with
+# What separates reserved from allocated here, 9-16 GiB (a CUDA run should confirm it with
 # torch.cuda.memory_snapshot(), per-stream segments):
-# - what is logged: torchtitan/metrics.py @9dec370 line 62 reads memory_stats()['reserved_bytes.all.peak'] (line 58
-#   reads active_bytes.all.peak, not published); reset_peak_memory_stats() (line 86) sets the peak to the
-#   current reserved, and reserved only falls on empty_cache(), so the figure is the largest reserve of the run.
-# - run_llama_train.sh @9dec370 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment per
-#   (device, stream) (CUDACachingAllocator.cpp find_expandable_block: `new ExpandableSegment(device, stream, ...)`;
-#   a free block is reused only by the stream it was allocated on, `(*it)->stream == stream`). Rounding to segments
-#   is gone; what stays reserved is (a) blocks cached in the other streams' pools and (b) holes inside the default
-#   stream's segment that a later, larger request cannot use (best fit, else the segment grows).
-# - (a1) FSDP2 gradient shards: the reduce-scatter output is allocated on the reduce-scatter stream and the sharded
-#   grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616, 704-754:
-#   "The RS output is allocated in the RS stream and used in the default stream", line 763). zero_grad frees them
-#   before the next forward, so at the allocated peak (the loss backward) they are cached there, not allocated:
-#   fp32 8.03e9 / 8 x 4 B = 3.74 GiB on 8 GPUs, 0.23 GiB on 128.
-# - (a2) FSDP2 all-gather buffers: the flat all-gather output is allocated on the all-gather copy-in stream
-#   (_fsdp_collectives.py lines 336-351) and copied out into per-parameter tensors allocated on the default stream
-#   (lines 447-463, _fsdp_param.py line 823). torchtitan wraps tok_embeddings, norm and output in one root unit
-#   (fully_shard(model, reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and
-#   keeps only the last block unsharded after the forward (line 333). At the loss backward only that block (0.41
-#   GiB) is unsharded, where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the
-#   own shard): 1.3 GiB too much then, while the copy-in pool caches the root's and a block's flat buffers (about
-#   2.4 GiB): net about +1.1 GiB.
-# - (b) the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`) frees the
-#   bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; the loss
-#   backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, so the segment
-#   grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
-# Sum (a1) + (b): PM0400 68.0 + 7.65 = 75.6 GiB (-8.2 % against 82.4), PM0401 61.8 (-7.7 %), PM0402 71.7 (-6.9 %),
-# PM0406-0409 79.7 (-5 %); with (a2) about -7 % (PM0400), -6 % (PM0401), -4 % (CP rows). The rest (4-6 GiB) is not
-# traced: candidates are the allocator's cuBLAS workspaces, the flash-attention backward's fp32 accumulators as
-# holes, and the first step's layout (AdamW states created lazily in the first optimizer step). None of it is
-# fitted; expandable segments and the per-stream pools are not workload settings yet, so the rows stay out of the
-# summary.
-TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op")
-TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision; measured is "
-                 "reserved memory, predicted is allocated")
-TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "peak")
-TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False, "peak")
+# - run_llama_train.sh @9dec370 line 22 sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: one growing segment
+#   per (device, stream); a free block is reused only by the stream it was allocated on (CUDACachingAllocator.cpp
+#   @001074d lines 56-57, get_free_block). What stays reserved is (a) blocks cached in the other streams' pools and
+#   (b) holes inside the default stream's segment that a later, larger request cannot use.
+# - (a1) MODELLED: FSDP2 gradient shards. The reduce-scatter output is allocated on the reduce-scatter stream and
+#   the sharded grads are views of it (torch 2.13 distributed/fsdp/_fully_shard/_fsdp_collectives.py lines 611-616,
+#   704-754, 763; the per-unit blocks are measured exactly on 2 gloo ranks, tests/training/
+#   test_fsdp2_reduce_scatter_pool.py). zero_grad frees them before the next forward (train.py @9dec370 line 266),
+#   so at the allocated peak (the loss backward) they are cached there, not allocated: fp32 8.03e9 / 8 x 4 B =
+#   3.80 GiB with the segments on 8 GPUs, 0.25 GiB on 128. PM0400 -17.5 % -> -12.9 %, PM0402-0403 -17 -> -12 %,
+#   PM0406-0409 -19 -> -15 %, the 128-GPU rows -14 -> -13 %.
+# - (a2) not modelled: FSDP2 all-gather buffers. The flat all-gather output is allocated on the all-gather copy-in
+#   stream (_fsdp_collectives.py lines 336-356) and copied out into per-parameter tensors allocated on the default
+#   stream (lines 447-470). torchtitan wraps tok_embeddings, norm and output in one root unit (fully_shard(model,
+#   reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and keeps only the last
+#   block unsharded after the forward (line 333). At the loss backward only that block (0.41 GiB) is unsharded,
+#   where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the own shard): 1.3 GiB
+#   too much then (a live-tensor term), while the copy-in pool caches the root's and a block's flat buffers (about
+#   2.4 GiB): net about +1.1 GiB. Measured on real FSDP2 steps (CPU order, tests/training/
+#   test_fsdp2_reduce_scatter_pool.py): in the forward each unit's flat buffer is made while the previous one is
+#   still alive (root + layer, then layer + layer), in the backward one at a time, none alive at the loss backward.
+#   Modelling the pool alone (+2.37 GiB bf16 at PM0400, about +2.2 GiB with float8) without the gathered_params
+#   correction (a live-tensor term: it would move allocated rows too) takes PM0400 to about -10 % but Trainy's
+#   PM1068 to about +4.6 %, so it waits for that correction.
+# - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
+#   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
+#   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
+#   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
+#   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
+# With (a1), (b) and (a2) the rows would be at about -3 % (PM0400); the rest (4-6 GiB) is not traced: candidates are
+# cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
+# states created lazily in the first optimizer step). None of it is fitted.
+TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
+                batch_shapes="fixed")
+TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
+                 "packed batches; measured is reserved memory, predicted with --metric reserved")
+TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "reserved")
+TRAINING_ROWS["PM0401"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=128), TT_TITAN_NOTE + "; FSDP over 128", False,
+                           "reserved")
 # the same benchmark with torch.compile and torchao Float8 (PM0402-PM0405, Tables 1 and 3) and Table 2's context
 # parallelism (PM0406-PM0409: FSDP + CP + compile + Float8, full checkpointing, batch 1, the sequence split over CP)
 _TITAN_C = dict(TT_TITAN, compile=True, compile_scope="layers")  # the loss eager (train.py @9dec370 lines 137-138)
-TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False, "peak")
+TRAINING_ROWS["PM0402"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8), TT_TITAN_NOTE + "; compile; FSDP over 8", False,
+                           "reserved")
 TRAINING_ROWS["PM0403"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=8, float8=True),
-                           TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "peak")
+                           TT_TITAN_NOTE + "; compile, float8 (all-gather in float8); FSDP over 8", False, "reserved")
 TRAINING_ROWS["PM0404"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128), TT_TITAN_NOTE + "; compile; FSDP over 128", False,
-                           "peak")
+                           "reserved")
 TRAINING_ROWS["PM0405"] = ("llama-3.1-8b", dict(_TITAN_C, gpus=128, float8=True),
-                           TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "peak")
+                           TT_TITAN_NOTE + "; compile, float8; FSDP over 128", False, "reserved")
 _TITAN_CP = dict(TT_TITAN, micro_batch=1, grad_checkpointing="full", compile=True, compile_scope="layers", float8=True,
                  gpus=8)
 for _rid, _cp in (("PM0406", 1), ("PM0407", 2), ("PM0408", 4), ("PM0409", 8)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_CP, context_parallel=_cp, seq_len=32768 * _cp),
                            TT_TITAN_NOTE + f"; full checkpointing, compile, float8, CP {_cp} x FSDP {8 // _cp}", False,
-                           "peak")
+                           "reserved")
 # torchtune README memory cells (PM0740-PM0757): the memory twins of the speed rows PM0700-PM0719, with the settings
 # TORCHTUNE_SPEED_ROWS gives them. The optimization-flags table @1814feb names its statistic ('Peak Memory Active
 # (GiB)': active_bytes.all.peak, compared with the allocated peak; they differ only by blocks freed while another
@@ -1466,7 +1503,7 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # torchtitan's 2D / 3D / 4D memory cells (PM1060-PM1067, benchmarks/llama3_h100_202412_torchtitan.md Tables 4-6, the
 # memory twins of PM1050-PM1053) with the settings of TORCHTITAN_MODEL_PARALLEL; Table 6: PP 8 x TP 8 with CP 1-8
 # over the rest, 8 local sequences as 8 micro-batches of one, the sequence split over CP. Measured is max reserved
-# (expandable segments), predicted allocated. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
+# (expandable segments), predicted with --metric reserved. Modelled: under PP, torchtitan keeps every pipeline stage unsharded
 # between micro-batches (`reshard_after_forward = False` when pp_enabled, parallelize_llama.py @9dec370 lines
 # 326-329 and 339) and torch's pipeline stage defers the reduce-scatter to the step's end, so the stage's unsharded
 # gradients accumulate in fp32 (formulas/parallelism.py eqs. PP1, PP2; tests/training/test_pipeline_fsdp2.py): the
@@ -1479,10 +1516,13 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
 # goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
 # summarised:
-# - the reserved - allocated gap. By the analysis of the PM0400 comment's (b), applied to loss_parallel's allocation
-#   order (u = t V/tp bytes: the bf16 logits 2 u, upcast and shifted 4 u each, freed together after the forward, a
-#   10 u hole below the kept log-softmax; the backward's zeros_like and exp(x) take 8 u of it, their sum cannot use
-#   the 2 u left), 2 u = 3.9 GiB would stay reserved at the 70B rows; the reduce-scatter stream's cached gradient shards (a1) 1.0 GiB.
+# - the rest of the reserved - allocated gap. Its (a1), the reduce-scatter stream's cached gradient shards, is
+#   modelled (batch_shapes='fixed', eq. R1 of formulas/caching_allocator.py; the rows are predicted with --metric
+#   reserved): 1.1 GiB at the 70B rows, 3.1 GiB at the 405B PP rows. Not modelled: by the analysis of the PM0400
+#   comment's (b), applied to loss_parallel's allocation order (u = t V/tp bytes: the bf16 logits 2 u, upcast and
+#   shifted 4 u each, freed together after the forward, a 10 u hole below the kept log-softmax; the backward's
+#   zeros_like and exp(x) take 8 u of it, their sum cannot use the 2 u left), 2 u = 3.9 GiB would stay reserved at
+#   the 70B rows; and the all-gather copy-in pool (a2).
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
@@ -1495,31 +1535,37 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
-                 loss="ce-loss-parallel")
-_TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8; measured "
-                  "is reserved memory, predicted allocated; the loss under torch loss_parallel (eqs. LP1/LP2); the "
-                  "allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP workspaces not "
-                  "modelled (TRAINING_ROWS comment)")
+                 loss="ce-loss-parallel", batch_shapes="fixed")
+_TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
+                  "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
+                  "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
+                  "the rest of the allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP "
+                  "workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
-    TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False, "peak")
+    TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False,
+                           "reserved")
 for _i, _cp in enumerate((1, 2, 4, 8)):
     TRAINING_ROWS[f"PM{1064 + _i}"] = ("llama-3.1-405b", dict(
         _TITAN_MP, gpus=512, tp=8, pp=8, micro_batch=1, grad_accumulation=8, tp_comm_overlap=True,
-        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False, "peak")
+        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False,
+        "reserved")
 # Trainy's torchtitan runs on H200 (PM1068-PM1069, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): torchtitan
 # e7c0cae, Llama 3.1 8B, FSDP2 over 32 / 64 GPUs, batch 2 x 8192, op-level selective checkpointing, compile of the
 # blocks and of the loss (torchtitan/components/loss.py @ e7c0cae build_cross_entropy_loss: torch.compile(loss_fn)
 # with training.compile), float8 linears with float8 all-gather and force_recompute_fp8_weight_in_bwd. Measured is max
-# reserved (metrics.py @ e7c0cae line 70), predicted allocated: -2.0 % / -2.9 %; what separates them is the FSDP2
-# reduce-scatter stream's cached gradient shards (fp32 8.03e9 / n x 4 B: 0.93 / 0.47 GiB, the TRAINING_ROWS comment's
-# (a1)); with the loss compiled there is no eager loss hole (b). Reported, not summarised, with the 9dec370 rows.
+# reserved (metrics.py @ e7c0cae line 70), predicted with --metric reserved and batch_shapes='fixed' (hf_datasets.py
+# @ e7c0cae lines 113-129: fixed-length packed rows; run_train.sh line 24: expandable segments): the FSDP2
+# reduce-scatter stream's cached gradient shards (the TRAINING_ROWS comment's (a1), eq. R1: 1022 / 512 MiB with
+# their segments) take them from -2.0 % / -2.9 % to +0.0 % / -1.9 %; with the loss compiled there is no eager loss
+# hole (b). Reported, not summarised, with the 9dec370 rows.
 _TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True)
+                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True, batch_shapes="fixed")
 for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "
-                           f"is reserved memory, predicted is allocated; FSDP over {_n}", False, "peak")
+                           f"is reserved memory, predicted with --metric reserved, fixed-length packed batches; FSDP "
+                           f"over {_n}", False, "reserved")
 # litgpt's config hub table (PM1100-PM1145, config_hub/finetune/README.md @ 00af8b0d, 2024-09-27): single-device
 # LoRA / QLoRA / full fine-tunes on Alpaca2k, max_seq_length 512, each with the config file of the same commit
 # (lora_r, the lora_query/key/value/projection/mlp/head flags, micro batch, precision bf16-true, quantize bnb.nf4,
@@ -1729,7 +1775,9 @@ def measured_cases(records: Iterable[dict[str, Any]]) -> tuple[list[Case], list[
             if pred is None:
                 missing.append(NotExpressed(f"{rid} {row.component}", row.kind, row.note or "no estimate"))
                 continue
-            cases.append(Case(f"{rid}", row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
+            # one id per compared figure (a record gives several: peak tensors, process RSS), as VL rows' ".kv_pool"
+            cid = f"{rid}.{row.component.split(' (')[0].lower().replace(' ', '_')}"
+            cases.append(Case(cid, row.kind, f"{what}: {row.component}", pred, meas, unit, within, tol,
                               source=rec.get("source_file", "local results store"), note=row.note,
                               origin="measured"))
         if not got:

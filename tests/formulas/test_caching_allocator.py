@@ -63,3 +63,83 @@ def test_rounding_of_the_weights_is_negligible(model: str) -> None:
 
     sizes = [math.prod(t.shape) * 2 for t in model_tensors(load_model(model))]
     assert 0 <= CA.rounding_bytes(sizes) < 1e-3 * sum(sizes)
+
+
+class _Pools:
+    """A replay of CUDACachingAllocator.cpp's per-stream rules (@ 001074d), written from the C++ and independent of
+    the formulas: a request takes the smallest cached block of its own stream that fits (``get_free_block``:
+    ``(*it)->stream != p.stream()`` -> no block), else a fresh ``get_allocation_size`` segment; a block whose rest is
+    over 1 MiB (large pool) is split (``should_split``); a freed block returns to its own stream's pool
+    (``free_block``); segments are never released (no ``empty_cache``)."""
+
+    def __init__(self) -> None:
+        self.free: list[tuple[str, int]] = []  # (stream, bytes) cached blocks
+        self.reserved = self.allocated = self.peak_reserved = self.peak_allocated = 0
+
+    def malloc(self, stream: str, n: int) -> tuple[str, int]:
+        size = 512 * -(-n // 512)
+        fits = sorted((b, i) for i, (s, b) in enumerate(self.free) if s == stream and b >= size)
+        if fits:
+            b, i = fits[0]
+            del self.free[i]
+        else:
+            b = 2 << 20 if size <= 1 << 20 else 20 << 20 if size < 10 << 20 else (2 << 20) * -(-size // (2 << 20))
+            self.reserved += b
+        if b - size > 1 << 20:
+            self.free.append((stream, b - size))
+            b = size
+        self.allocated += b
+        self.peak_reserved, self.peak_allocated = (max(self.peak_reserved, self.reserved),
+                                                   max(self.peak_allocated, self.allocated))
+        return stream, b
+
+    def release(self, block: tuple[str, int]) -> None:
+        self.allocated -= block[1]
+        self.free.append(block)
+
+
+def _fsdp_like_step(pools: _Pools, acts: list[int], outputs: list[int]) -> list[tuple[int, int]]:
+    """One fixed-shape step: the forward keeps each layer's activations (default stream); the backward frees them
+    last to first while each unit's reduce-scatter output is allocated on the side stream and kept until zero_grad.
+    Returns the (allocated, of it on the side stream) moments."""
+    kept = [pools.malloc("default", a) for a in acts]
+    side: list[tuple[str, int]] = []
+    moments = [(pools.allocated, 0)]
+    for o in outputs:
+        pools.release(kept.pop())
+        side.append(pools.malloc("rs", o))
+        moments.append((pools.allocated, sum(b for _, b in side)))
+    for b in side:  # zero_grad(set_to_none=True)
+        pools.release(b)
+    moments.append((pools.allocated, 0))
+    return moments
+
+
+@pytest.mark.parametrize("outputs", [[26 * MiB] * 4 + [60 * MiB], [3 * MiB] * 6, [int(11.5 * MiB)] * 3])
+def test_side_stream_reserve_matches_a_replay_of_the_allocators_stream_rules(outputs: list[int]) -> None:
+    # each layer a different size, the same every step; 2 MiB multiples, so the default stream's own segment
+    # rounding (eq. 2, tested above; not part of eq. R1) is zero and the replay isolates the cross-stream part
+    acts = [300 * MiB + 2 * MiB * k for k in range(len(outputs))]
+    pools = _Pools()
+    _fsdp_like_step(pools, acts, outputs)  # the first step builds the pools
+    pools.peak_reserved, pools.peak_allocated = pools.reserved, pools.allocated  # reset_peak_memory_stats
+    moments = _fsdp_like_step(pools, acts, outputs)
+    moments = _fsdp_like_step(pools, acts, outputs)  # and no stream's pool grows after
+    replayed = pools.peak_reserved - pools.peak_allocated
+    assert CA.stream_pool_bytes(outputs) <= sum(map(CA.segment_bytes, outputs))
+    assert CA.cross_stream_reserve(moments, CA.stream_pool_bytes(outputs)) == replayed > 0
+    # one stream, all alive together: reserved is eq. (4)'s packing of its blocks, step after step
+    single = _Pools()
+    for _ in range(3):
+        kept = [single.malloc("default", a) for a in acts + outputs]
+        for b in kept:
+            single.release(b)
+    assert single.peak_reserved == single.reserved == CA.stream_pool_bytes(acts + outputs)
+    assert CA.cross_stream_reserve([(single.peak_allocated, 0)], 0) == 0
+
+
+def test_cross_stream_reserve_refuses_bad_moments() -> None:
+    with pytest.raises(InputError, match="exceed"):
+        CA.cross_stream_reserve([(10, 11)], 0)
+    with pytest.raises(InputError, match="at least one"):
+        CA.cross_stream_reserve([], 0)

@@ -219,3 +219,16 @@ def test_host_overlapped_step_is_the_pipeline_steady_state() -> None:
         assert _pipeline_seconds_per_step(device, host, depth=1) == pytest.approx(device + host, rel=1e-9)
     with pytest.raises(InputError):
         host_overlapped_step(PhaseTime(1e-3, 0.0, 1e-3, 0.0), -1.0)
+
+
+def test_dequantize_time_is_eq_9_prime() -> None:
+    """One F16 conversion per ubatch: ceil(T / u) x (quantized bytes + 2 bytes per weight) / rate."""
+    from llmsizer.errors import InputError
+    from llmsizer.formulas.speed import dequantize_time
+
+    assert dequantize_time(4e9, 7e9, 512, 512, 1e12) == pytest.approx(18e-3)
+    assert dequantize_time(4e9, 7e9, 513, 512, 1e12) == pytest.approx(36e-3)  # a second, partial ubatch
+    assert dequantize_time(4e9, 7e9, 4096, 512, 1e12) == pytest.approx(8 * 18e-3)
+    for bad in ((-1.0, 7e9, 512, 512, 1e12), (4e9, 7e9, 0, 512, 1e12), (4e9, 7e9, 512, 512, 0.0)):
+        with pytest.raises(InputError):
+            dequantize_time(*bad)

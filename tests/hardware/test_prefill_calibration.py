@@ -1,15 +1,18 @@
 """The calibrated llama.cpp prefill constants of estimate/efficiency.py (LLAMACPP_MMQ, LLAMACPP_CUBLAS,
-LLAMACPP_HALF_COLUMNS), re-derived from their three named rows through the real composition (estimate_speed).
+LLAMACPP_HALF_COLUMNS), re-derived from their named rows through the real composition (estimate_speed).
 
-efficiency.py states: three constants solved exactly from llama-bench Llama-3-8B pp512 Q4_K_M and F16 on RTX 4090
-(XiongjieDai README @00dd2bd) and Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark (validation row PM0096). The
-solve: for a half-efficiency column count h, the F16 row fixes the cuBLAS efficiency and the dense Q4_K_M row the
-MMQ efficiency (each by bisection, the time being monotone in it); h is then bisected until the MoE row matches.
+efficiency.py states: cuBLAS solved exactly from llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README
+@00dd2bd, XD06); MMQ only from rows whose build ran MMQ (DGX Spark, build 6918): n_h such that Qwen3-Coder-30B-A3B
+Q8_0 pp2048 (PM0096) is met, e the geometric mean of the efficiencies meeting the dense rows Qwen2.5-7B Q8_0 (PM0098)
+and Gemma-3-4B Q4_0 (PM0101), with the dense products' weights read once per 128-column tile (formulas/speed.py eq.
+9''); LLAMACPP_MMQ_STEP from the same dense rows without that term. Each efficiency is found by bisection (the time is monotone in it); h is then bisected
+until the MoE row matches.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,11 +24,13 @@ from llmsizer.estimate import efficiency as E
 from llmsizer.estimate.speed import estimate_speed
 
 # (device, catalog model, format, prompt tokens, ubatch, measured tokens/s, flash attention, where)
-CALIBRATION_ROWS = (
-    ("rtx-4090", "llama-3.1-8b", "gguf:q4_k_m", 512, 512, 7138.99, False, "XiongjieDai README @00dd2bd (XD04)"),
-    ("rtx-4090", "llama-3.1-8b", "gguf:f16", 512, 512, 9382.00, False, "XiongjieDai README @00dd2bd (XD06)"),
-    ("dgx-spark", "qwen3-30b-a3b", "gguf:q8_0", 2048, 2048, 3175.62, True, "validation row PM0096"),
+CUBLAS_ROW = ("rtx-4090", "llama-3.1-8b", "gguf:f16", 512, 512, 9382.00, False, "XiongjieDai README @00dd2bd (XD06)")
+MOE_ROW = ("dgx-spark", "qwen3-30b-a3b", "gguf:q8_0", 2048, 2048, 3175.62, True, "validation row PM0096")
+DENSE_MMQ_ROWS = (
+    ("dgx-spark", "qwen2.5-7b", "gguf:q8_0", 2048, 2048, 2276.28, True, "validation row PM0098"),
+    ("dgx-spark", "gemma-3-4b-it", "gguf:q4_0", 2048, 2048, 5713.05, True, "validation row PM0101"),
 )
+CALIBRATION_ROWS = (CUBLAS_ROW, MOE_ROW, *DENSE_MMQ_ROWS)
 
 
 @contextmanager
@@ -60,21 +65,19 @@ def _bisect(f, lo: float, hi: float, n: int = 60) -> float:
     return (lo + hi) / 2
 
 
-def solve() -> tuple[float, float, float]:
-    q4, f16, moe = CALIBRATION_ROWS
+def _mmq_efficiency(h: float, ec: float) -> float:
+    es = [_bisect(lambda e, row=row: _rate(row, e, ec, h) - row[5], 0.005, 1.0, 40) for row in DENSE_MMQ_ROWS]
+    return math.exp(sum(math.log(e) for e in es) / len(es))
 
-    def effs(h: float) -> tuple[float, float]:
-        ec = _bisect(lambda e: _rate(f16, 0.5, e, h) - f16[5], 0.01, 1.0, 40)
-        em = _bisect(lambda e: _rate(q4, e, ec, h) - q4[5], 0.005, 1.0, 40)
-        return em, ec
+
+def solve() -> tuple[float, float, float]:
+    ec = _bisect(lambda e: _rate(CUBLAS_ROW, 0.5, e, 0.0) - CUBLAS_ROW[5], 0.01, 1.0, 40)
 
     def moe_excess(h: float) -> float:  # predicted - measured on the MoE row; decreasing in h
-        em, ec = effs(h)
-        return -(_rate(moe, em, ec, h) - moe[5])
+        return -(_rate(MOE_ROW, _mmq_efficiency(h, ec), ec, h) - MOE_ROW[5])
 
     h = _bisect(moe_excess, 0.0, 4096.0, 30)
-    em, ec = effs(h)
-    return em, ec, h
+    return _mmq_efficiency(h, ec), ec, h
 
 
 def test_prefill_constants_follow_from_their_rows() -> None:
@@ -84,10 +87,33 @@ def test_prefill_constants_follow_from_their_rows() -> None:
     assert h == pytest.approx(E.LLAMACPP_HALF_COLUMNS.expected, abs=0.5)
 
 
+def test_batched_step_mmq_rate_is_the_all_arithmetic_share_of_the_dense_rows(monkeypatch) -> None:
+    """efficiency.LLAMACPP_MMQ_STEP: the same two dense rows with the tile-read term off (every second counted as
+    MMQ arithmetic); the dense products take no half-efficiency columns, so h does not enter."""
+    monkeypatch.setattr(E, "LLAMACPP_MMQ_TILE_COLUMNS", 0)
+    assert _mmq_efficiency(0.0, E.LLAMACPP_CUBLAS.expected) == pytest.approx(E.LLAMACPP_MMQ_STEP.expected, abs=0.0005)
+
+
+def test_mmq_tile_reads_follow_mmq_cuh() -> None:
+    """Eq. (9''): one weight read per 128-column tile per ubatch (mmq.cuh get_mmq_x_max_host: 128 with MMA)."""
+    from llmsizer.formulas.speed import mmq_tile_reads
+
+    assert E.LLAMACPP_MMQ_TILE_COLUMNS == 128
+    assert mmq_tile_reads(2048, 2048, 128) == 16
+    assert mmq_tile_reads(512, 512, 128) == 4
+    assert mmq_tile_reads(4096, 512, 128) == 32
+    assert mmq_tile_reads(600, 512, 128) == 5  # 4 for the full ubatch, 1 for the 88 tokens left
+    assert mmq_tile_reads(100, 512, 128) == 1
+
+
 def test_calibration_rows_are_met() -> None:
-    for row in CALIBRATION_ROWS:
+    """The cuBLAS and MoE rows exactly; the two dense MMQ rows within the +-4 % their geometric mean leaves."""
+    for row in (CUBLAS_ROW, MOE_ROW):
         got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_HALF_COLUMNS.expected)
         assert got == pytest.approx(row[5], rel=0.01), row
+    for row in DENSE_MMQ_ROWS:
+        got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_HALF_COLUMNS.expected)
+        assert got == pytest.approx(row[5], rel=0.04), row
 
 
 def test_kernel_path_follows_ggml_cuda() -> None:
@@ -97,6 +123,39 @@ def test_kernel_path_follows_ggml_cuda() -> None:
     assert E.llamacpp_gemm_path("gguf:f16", "gpu", "NVIDIA") == E.CUBLAS_PATH
     assert E.llamacpp_gemm_path("gguf:q4_0", "apple", "Apple") is None
     assert E.llamacpp_gemm_path("bf16", "gpu", "NVIDIA") is None
+
+
+def test_builds_before_june_2024_dequantize_for_cublas() -> None:
+    """ggml-cuda.cu @8c44bc9 ggml_cuda_mul_mat: quantized products over 32 columns on Volta+ go to
+    ggml_cuda_op_mul_mat_cublas, which converts the whole weight matrix to F16 first; MMQ (dp4a) below Volta."""
+    assert E.llamacpp_gemm_path("gguf:q4_k_m", "gpu", "NVIDIA", False, 8.9) == E.DEQUANT_CUBLAS_PATH
+    assert E.llamacpp_gemm_path("gguf:q4_k_m", "gpu", "NVIDIA", False, 6.1) == E.MMQ_PATH
+    assert E.llamacpp_gemm_path("gguf:f16", "gpu", "NVIDIA", False, 8.9) == E.CUBLAS_PATH
+
+
+def test_dequantize_path_adds_one_conversion_per_ubatch() -> None:
+    """Independent of any fit: the old build's Q4_K_M prefill = the F16 path's GEMM time on the same FLOPs plus, per
+    ubatch, the Q4_K_M bytes of the matrix weights read and 2 bytes per weight written, at the decode stream rate."""
+    from llmsizer.formulas.params import count_params
+    from llmsizer.formulas.weight_formats import weight_bytes
+
+    spec = find("llama-3.1-8b").spec()
+    dev = builtin_catalog().devices["rtx-4090"]
+
+    def t(fmt: str, tokens: int, int8_mmq: bool) -> float:
+        s = estimate_speed(spec, dev, weights_format=fmt, prompt_tokens=tokens, output_tokens=1, kv_dtype="fp16",
+                           flash_attention=False, llamacpp_int8_mmq=int8_mmq)
+        assert s.prefill is not None
+        return s.prefill.seconds
+
+    pc, wb = count_params(spec), weight_bytes(spec, "gguf:q4_k_m", 128, 2)
+    gemm = pc.active - pc.by_component["embedding"] - pc.by_component["lm_head"]
+    qbytes = wb.total - wb.by_component["embedding"] - wb.by_component["lm_head"]
+    rate = dev.bandwidth * E.LLAMACPP_DECODE_BANDWIDTH.expected
+    for tokens in (512, 4096):
+        extra = t("gguf:q4_k_m", tokens, False) - t("gguf:f16", tokens, False)
+        assert extra == pytest.approx(-(-tokens // 512) * (qbytes + 2 * gemm) / rate, rel=1e-6)
+    assert t("gguf:f16", 512, False) == t("gguf:f16", 512, True)  # F16 weights: the same path in every build
 
 
 def test_without_flash_attention_the_scores_pass_through_memory() -> None:

@@ -99,3 +99,37 @@ def test_recompute_with_adapters(counts: dict[str, int], case: str, sac: str, ta
     first = h * h + 2 * h * kv + (2 if targets == "q,v" else 3) * 8 * h
     base = counts["lora none" if targets == "q,v" else "all none"]
     assert counts[case] - base - 2 * first * TOKENS == ours * TOKENS
+
+
+def test_reentrant_checkpoint_reruns_the_whole_layer() -> None:
+    """A reentrant checkpoint (torch ``CheckpointFunction``, ``use_reentrant=True``; Megatron-LM's own
+    ``CheckpointFunction``, megatron/mpu/random.py @9aad920 line 360) re-runs the layer's whole forward in the
+    backward: the last matmul (down projection) that the non-reentrant early stop skips runs again too
+    (formulas/selective_checkpointing.py ``whole_layer_recompute_flops``), counted by PyTorch's FLOP counter on a
+    real CPU step with transformers' reentrant gradient checkpointing."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmsizer.formulas.selective_checkpointing import whole_layer_recompute_flops
+
+    def count(reentrant: bool | None) -> int:
+        transformers.logging.set_verbosity_error()
+        torch.manual_seed(0)
+        conf = transformers.AutoConfig.for_model(**LLAMA)
+        conf._attn_implementation = "sdpa"
+        model = transformers.AutoModelForCausalLM.from_config(conf)
+        model.train()
+        if reentrant is not None:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+        ids = torch.randint(0, LLAMA["vocab_size"], (1, TOKENS))
+        with FlopCounterMode(display=False) as counter:
+            model(input_ids=ids, labels=ids).loss.backward()
+        return int(counter.get_total_flops())
+
+    spec = spec_from_config(LLAMA, name="tiny-llama")
+    st = _matmul_setup(spec, "full", 0, ())
+    none, again = count(None), count(True)
+    whole = sum(whole_layer_recompute_flops(spec, i, st) for i in range(spec.num_layers))
+    assert again - none == whole * TOKENS
+    # one down projection (i -> h, 2 i h FLOPs per token) per layer more than the early stop's count
+    assert whole - sum(full_recompute_flops(spec, i, st) for i in range(spec.num_layers)) \
+        == LLAMA["num_hidden_layers"] * 2 * LLAMA["intermediate_size"] * LLAMA["hidden_size"]

@@ -29,16 +29,20 @@ def _cases() -> list:
     return [megatron_case(rows[rid]) for rid in MEGATRON_TABLE1]
 
 
-def test_table1_rows_are_held_out_and_within_20_percent() -> None:
+def test_table1_rows_are_held_out_and_within_10_percent() -> None:
     """Held out. All ten rows were over-predicted, 13.5 % median, worst +26 % (1.7B), while these eager-attention runs'
     score GEMMs ran at the big GEMMs' rate; timed by formulas/eager_attention_traffic.py eq. (A3) (their s x s
-    matrix's traffic, not overlapped with their math: no fitted constant) the median is 8.8 %, the 1.7B +9.8 %, the
-    worst the interleaved 76.1B at +15.3 %. Still all over-predicted: the interleaved rows (76.1B-529.6B) most."""
+    matrix's traffic, not overlapped with their math: no fitted constant) the median was 8.8 %, the worst the
+    interleaved 76.1B at +15.3 %. Megatron's full recomputation is its own reentrant CheckpointFunction, which re-runs
+    each layer's whole forward, the last matmul included (megatron/mpu/random.py @6985e58 line 310;
+    ``checkpoint_impl`` 'reentrant', formulas/selective_checkpointing.py ``whole_layer_recompute_flops``): the rows
+    then lie between -1.5 % (1T) and +8.8 % (76.1B), median 3.1 %. The SC21 code has no backward overlap of the
+    tensor-parallel all-reduces (it predates it), so eq. (T4) is off here."""
     cases = _cases()
     assert len(cases) == 10 and all(c.kind == TRAINING_SPEED and not c.excluded for c in cases)
     errors = [c.error for c in cases]
-    assert all(e is not None and abs(e) <= 0.20 for e in errors), [(c.id, c.error) for c in cases]
-    assert statistics.median(abs(e) for e in errors if e is not None) < 0.10
+    assert all(e is not None and abs(e) <= 0.10 for e in errors), [(c.id, c.error) for c in cases]
+    assert statistics.median(abs(e) for e in errors if e is not None) < 0.05
 
 
 def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
@@ -65,32 +69,42 @@ def test_pipeline_and_tensor_parallel_terms_are_in_the_rows() -> None:
 def test_torchtitan_2d_and_3d_rows() -> None:
     """torchtitan's Tables 4 and 5 (PM1050-PM1053, held out): Llama 3.1 70B FSDP 32 x TP 8 on 256 H100 with and
     without async TP, 405B FSDP 8 x TP 8 x PP 8 on 512 H100, 1F1B and interleaved (8 micro-batches, 2 stages per
-    rank). Each within 15 % (PM1050, FSDP + TP + float8, was -15.7 % while its sequence-parallel all-gathers were
-    timed in bf16; torchao's float8 tensor parallelism gathers in float8, eq. (T1''): -11.9 %); the interleaved
+    rank). Each within 16 % (PM1050, FSDP + TP + float8, was -15.7 % while its sequence-parallel all-gathers were
+    timed in bf16; torchao's float8 tensor parallelism gathers in float8, eq. (T1''): -11.9 %; with sequence
+    parallelism's norms and residual adds on 1/8 of the tokens, formulas/elementwise_traffic.py eq. (E10): -2.9 %.
+    The async-TP rows PM1051-PM1053 then go from -3.7 / +5.5 / +6.5 % to +7.8 / +14.7 / +15.7 %: eq. (T3') hides
+    every collective, an upper bound, and FSDP's parameter all-gathers beside TP are not counted); the interleaved
     schedule's gain (measured 128 / 100 TPS/GPU) comes from the smaller bubble, 7/16 against 7/8, and is reproduced
     within 5 %. Async TP's gain (measured 876 / 829 = 1.057) is an upper bound in eq. (T3'), which hides every
-    collective behind the GEMMs: predicted 1.15."""
+    collective behind the GEMMs: predicted 1.17 (1.15 before eq. (E10))."""
     with DATA.open(newline="", encoding="utf-8") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
     from llmsizer.validation_cases import TORCHTITAN_MODEL_PARALLEL, speed_case
 
     cases = {rid: speed_case(rows[rid]) for rid in TORCHTITAN_MODEL_PARALLEL}
     for c in cases.values():
-        assert c.error is not None and abs(c.error) <= 0.15 and not c.excluded, (c.id, c.error)
+        assert c.error is not None and abs(c.error) <= 0.16 and not c.excluded, (c.id, c.error)
     gain = cases["PM1053"].predicted / cases["PM1052"].predicted
     assert gain == pytest.approx(128 / 100, rel=0.05)
     assert 876 / 829 <= cases["PM1051"].predicted / cases["PM1050"].predicted <= 1.25
 
 
-def test_korthikanti_table5_rows_are_held_out_and_within_11_percent() -> None:
+def test_korthikanti_table5_rows_are_held_out_and_within_15_percent() -> None:
     """Korthikanti et al. 2022 (arXiv 2205.05198) Table 5 (PM1150-PM1157): the same GPT family on Selene a year later,
     no data parallelism, with full recomputation and with sequence parallelism + selective recomputation (which
-    re-runs the eager attention core, eqs. (A1)/(A3)). Held out: nothing was fitted on them. Full recomputation
-    +10.1 / +7.1 / +1.5 / -2.0 %, the present work +2.7 / -1.6 / -5.3 / -10.1 % (22B / 175B / 530B / 1T).
+    re-runs the eager attention core, eqs. (A1)/(A3)). Held out: nothing was fitted on them.
 
-    The measured gain of the present work over full recomputation (29.0-32.1 %) is predicted at 20-22 %: sequence
-    parallelism's layer-norms and dropouts on 1/t of the tokens and the all-reduce overlapped with the weight-gradient
-    GEMMs that full recomputation loses (section 6.2: 39 % instead of 33 %) are not modelled."""
+    The measured gain of the present work over full recomputation (29.0-32.1 %) was predicted at 20-22 % (full
+    recomputation +10.1 / +7.1 / +1.5 / -2.0 %, the present work +2.7 / -1.6 / -5.3 / -10.1 %, 22B / 175B / 530B /
+    1T). Three mechanisms, each from the code of the run (tests/formulas/test_sequence_parallel_time.py checks them
+    on the paper's per-layer Table 4): sequence parallelism's norms and residual adds on 1/t of the tokens
+    (formulas/elementwise_traffic.py eq. (E10)); the backward collective of each column-parallel linear overlapped
+    with its GEMMs (formulas/model_parallel_time.py eq. (T4), on in the 2022 code); Megatron's reentrant full
+    recomputation re-running each layer's last matmul. Now full recomputation +9.3 / +3.2 / -3.8 / -7.7 %, the
+    present work +14.2 / +5.3 / -1.1 / -6.7 % (median 6.0 %), the gain 33.3-34.8 % (within 5 % of the measured
+    ratio). The 22B rows, both too fast, share Table 4's finding: every one of its 22B layers is predicted 4-7 % fast,
+    whatever the recomputation and sequence parallelism (the GEMM utilisation, calibrated on other rows, not a
+    mechanism here)."""
     with DATA.open(newline="", encoding="utf-8") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}
     from llmsizer.validation_cases import KORTHIKANTI_TABLE5, korthikanti_case
@@ -99,13 +113,14 @@ def test_korthikanti_table5_rows_are_held_out_and_within_11_percent() -> None:
     assert len(cases) == 8
     for c in cases.values():
         assert c.kind == TRAINING_SPEED and not c.excluded
-        assert c.error is not None and abs(c.error) <= 0.11, (c.id, c.error)
+        assert c.error is not None and abs(c.error) <= 0.15, (c.id, c.error)
+    assert statistics.median(abs(c.error) for c in cases.values() if c.error is not None) < 0.07
     # the measured tokens/s come from the quoted iteration time: 1T present work, 512 x 2048 / 71.49 s / 512 GPUs
     assert cases["PM1157"].measured == pytest.approx(2048 / 71.49)
     for full, present in (("PM1150", "PM1151"), ("PM1152", "PM1153"), ("PM1154", "PM1155"), ("PM1156", "PM1157")):
         gain = cases[present].predicted / cases[full].predicted  # type: ignore[operator]
         measured = cases[present].measured / cases[full].measured
-        assert 1.18 <= gain < measured <= 1.33
+        assert 1.29 <= measured <= 1.33 and gain == pytest.approx(measured, rel=0.05)
 
 
 def test_torchao_float8_tensor_parallelism_gathers_in_float8() -> None:

@@ -38,3 +38,15 @@ def test_octocoder_peak_allocated(row_id: str) -> None:
     print(f"{row_id} {row['precision']}: predicted {tensors / GiB:.2f} GiB, measured {measured / GiB:.2f} GiB, "
           f"error {err:+.1%} (weights={weights}, dtype={dtype})")
     assert abs(err) <= TOLERANCE
+
+
+def test_every_validation_case_has_its_own_id() -> None:
+    """A measured record compares several figures (peak tensors and process RSS); each used to carry the record's id
+    alone, so `validate` listed "cpu-amd-epyc-2vcpu-2026-11-29:3" at 0.0% and again at -15.4%, which read as one row
+    whose error changed from run to run."""
+    from collections import Counter
+
+    from llmsizer.validation_cases import repo_cases
+
+    ids = Counter(c.id for c in repo_cases())
+    assert not [i for i, n in ids.items() if n > 1]

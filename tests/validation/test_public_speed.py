@@ -53,12 +53,13 @@ def _speed(model: str, device: str, fmt: str, prompt: int, output: int, batch: i
     spec = find(model).spec()
     return estimate_speed(spec, builtin_catalog().devices[device], weights_format=fmt, prompt_tokens=prompt,
                           output_tokens=output, concurrency=batch, kv_dtype="fp16",
-                          flash_attention=BENCH_FLASH_ATTENTION)
+                          flash_attention=BENCH_FLASH_ATTENTION, llamacpp_int8_mmq=BENCH_INT8_MMQ)
 
 
 # the CSV rows' expressions are shared with `llmsizer validate` (src/llmsizer/validation_cases.py)
 from llmsizer.validation_cases import (  # noqa: E402
     BENCH_FLASH_ATTENTION,
+    BENCH_INT8_MMQ,
     PREFILL_CALIBRATION,
     SPARK,
     SPARK_UBATCH,
@@ -92,7 +93,7 @@ def _predict_csv(r: dict[str, str]) -> Row:
             calib = rid in PREFILL_CALIBRATION
             return Row(rid, f"{model} {fmt[5:]} DGX Spark pp{prompt}", value, s.prefill_tokens_per_second,
                        "calibration" if calib else "prefill", "int8 peak derived (low confidence)"
-                       + ("; calibration row of efficiency.LLAMACPP_MMQ" if calib else ""))
+                       + ("; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS" if calib else ""))
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred,
                    "batched" if test == "tgB" else "decode", f"bandwidth factor {s.details['bandwidth_factor']}")
@@ -108,8 +109,8 @@ def _predict_csv(r: dict[str, str]) -> Row:
 
 # the rows estimate/efficiency.py calibrates its llama.cpp decode constants on (left out of the summary)
 CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("apple-m2-ultra-192gb", "llama-3.1-8b")}
-# the pp512 rows the llama.cpp prefill constants are calibrated on (tests/hardware/test_prefill_calibration.py)
-PREFILL_CALIBRATION_XD = {("rtx-4090", "llama-3.1-8b")}
+# the pp512 row the llama.cpp cuBLAS prefill constant is calibrated on (tests/hardware/test_prefill_calibration.py)
+PREFILL_CALIBRATION_XD = {("rtx-4090", "llama-3.1-8b", "gguf:f16")}
 
 
 def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
@@ -122,8 +123,8 @@ def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, tabl
     else:
         s = _speed(model, dev, fmt, n, 1)
         pred, group = s.prefill_tokens_per_second, "prefill"
-        if (dev, model) in PREFILL_CALIBRATION_XD and test == "pp512":
-            group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_CUBLAS"
+        if (dev, model, fmt) in PREFILL_CALIBRATION_XD and test == "pp512":
+            group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_CUBLAS"
     return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
 
 

@@ -176,7 +176,9 @@ def render_duration(d: Duration) -> str:
                     "hidden by compute)" if st.comm_seconds and st.model_parallel is None else "")
                  + (f" on the slowest stage; per micro-batch {mp.tp_seconds:.3g} s tensor-parallel and "
                     f"{mp.p2p_seconds:.3g} s pipeline communication ("
-                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap else "not overlapped")
+                    + ("tensor-parallel overlapping the GEMMs" if mp.tp_overlap
+                       else f"{mp.tp_hidden_seconds:.3g} s tensor-parallel behind the backward GEMMs, the rest not "
+                       "overlapped" if mp.tp_hidden_seconds else "not overlapped")
                     + f"), pipeline bubble {mp.bubble:.3g}, "
                     f"{mp.dp_seconds:.3g} s gradient all-reduce per step"
                     if (mp := st.model_parallel) is not None else "")

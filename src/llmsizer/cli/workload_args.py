@@ -33,6 +33,7 @@ from ..numbers import (
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
@@ -268,6 +269,10 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
     g.add_argument("--tp-comm-overlap", action="store_true", default=None,
                    help="with --tp: tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap, "
                         "torchtitan async TP), for the duration (default: not overlapped)")
+    g.add_argument("--tp-backward-overlap", action="store_true", default=None,
+                   help="with --tp: Megatron-LM's backward overlap of each column-parallel linear's input-gradient "
+                        "all-reduce (reduce-scatter and input re-gather under --sequence-parallel) with its GEMMs, on "
+                        "in Megatron since 2021-09, for the duration (default: off, PyTorch tensor parallelism)")
     g.add_argument("--ep", type=int_arg(COUNT), help="expert-parallel degree, MoE (default 1)")
     g.add_argument("--sequence-parallel", action="store_true", default=None,
                    help="Megatron sequence parallelism (needs --tp)")
@@ -309,14 +314,20 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
                         "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
                         f"(default {TW.compile_scope})")
+    g.add_argument("--batch-shapes", choices=BATCH_SHAPES,
+                   help="with --metric reserved or nvidia-smi: variable (batches padded to their longest sample: a "
+                        "calibrated fragmentation reserve) or fixed (the same shapes every step, e.g. torchtitan's "
+                        "packed fixed-length sequences: reserve = blocks cached on the other CUDA streams, FSDP2's "
+                        f"reduce-scatter outputs) (default {TW.batch_shapes})")
 
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "ep", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
-                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")
+                   "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
+                   "batch_shapes")
 
 
 TRAINING_FLAG = {"micro_batch": "--batch", "seq_len": "--seq"}  # the fields whose flag is not --field-name

@@ -31,6 +31,20 @@ the allocator's reserve at 0 expected and up to one more activation peak at the 
 figure for a run whose allocator caches nothing beyond its live tensors (fixed shapes), and it is recorded as the
 ``metric`` assumption.
 
+Fixed shapes (``batch_shapes='fixed'``: the same tensor shapes every step, e.g. torchtitan's packed fixed-length
+sequences, ``torchtitan/datasets/hf_datasets.py`` @9dec370 lines 111-127 yield every row as exactly ``seq_len + 1``
+tokens): nothing fragments from step to step, and the reserve is what the per-stream pools hold beyond the
+allocated peak, eq. (R1) of formulas/caching_allocator.py, exact instead of the calibrated ratio. The side-stream
+blocks modelled are FSDP2's reduce-scatter outputs: ``foreach_reduce`` allocates each unit's flat output on the
+reduce-scatter stream (torch 2.13 ``distributed/fsdp/_fully_shard/_fsdp_collectives.py`` lines 611-616, the
+``reduce_scatter_comm.allocate`` under ``device_handle.stream(reduce_scatter_stream)``), the sharded gradients are
+``as_strided`` views of it (lines 704-710, 748-754; "The RS output is allocated in the RS stream and used in the
+default stream", line 763), and ``optimizer.zero_grad()`` (set_to_none) frees them before the next forward: they
+stay cached in that stream's pool, which the default stream's activations cannot use. Not modelled (so the
+fixed-shape reserve is a lower bound): FSDP2's all-gather outputs on the all-gather copy-in stream (lines 336-356,
+freed after the copy-out into default-stream tensors), FSDP1's post-backward stream (torch
+``fsdp/_runtime_utils.py`` lines 755, 848), and holes inside the default stream's own pool.
+
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
 """
@@ -41,6 +55,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..formulas.caching_allocator import cross_stream_reserve, stream_pool_bytes
 from ..result import Assumption, Item
 from ..specs.workload import MEMORY_METRICS
 from ..units import format_bytes
@@ -100,13 +115,52 @@ def tensor_bytes(items: list[Item] | tuple[Item, ...]) -> int:
     return sum(i.bytes for i in items if i.location == "device" and i.name not in NOT_TENSORS)
 
 
+@dataclass(frozen=True)
+class SideStreams:
+    """Fixed shapes: the blocks side streams keep, and the step's moments, for eq. (R1)."""
+
+    requests: tuple[int, ...]  # bytes of each block live together on the side streams (eq. 4)
+    moments: tuple[tuple[int, int], ...]  # (allocated, of it in side-stream blocks) per moment of the step
+    what: str  # which blocks, for the formula text
+
+
+def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
+    """The flat reduce-scatter output of each FSDP2 unit [bytes]: a decoder layer's unsharded gradient bytes over
+    the ``shards`` ranks (``reduce_scatter_output_numel = reduce_scatter_input_numel // world_size``,
+    _fsdp_collectives.py line 596), the root unit (embedding, final norm, output) the rest of the ``grads`` shard."""
+    layers = tuple(-(-g // max(1, shards)) for g in layer_grads.values())
+    root = grads - sum(layers)
+    return layers + ((root,) if root > 0 else ())
+
+
+def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_grads: dict[int, int], grads: int,
+                          shards: int, moments: list[tuple[int, int]]) -> SideStreams:
+    """The side-stream blocks of a fixed-shape training step (module docstring). ``moments``: (allocated bytes, the
+    gradients part) of each moment of the peak stage's timeline. FSDP2 (``fsdp2``: fully_shard, gradients on the
+    device): the units' reduce-scatter outputs, all alive from their reduce-scatter to ``zero_grad``; with gradient
+    accumulation each later micro-batch's output is added into the kept shard and freed (``_local_tensor +=
+    new_sharded_grad``, _fsdp_collectives.py line 748), one unit's more at a time. The gradients part of a moment is
+    in those blocks, except under pipeline parallelism, where the stage's unsharded fp32 accumulators (default
+    stream) are the gradients until the step's one reduce-scatter (formulas/parallelism.py eq. PP2)."""
+    if not fsdp2:
+        return SideStreams((), tuple((a, 0) for a, _ in moments), "")
+    outputs = fsdp2_reduce_scatter_outputs(layer_grads, grads, shards)
+    if grad_accumulation > 1 and pp == 1 and outputs:
+        outputs += (max(outputs),)
+    side = tuple((a, 0 if pp > 1 else min(a, g)) for a, g in moments)
+    return SideStreams(outputs, side, "FSDP2 reduce-scatter outputs (the sharded gradients' storage, freed by "
+                                      "zero_grad) on the reduce-scatter stream")
+
+
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
-                 kv_pool: bool = False, floor: int = 0) -> Assumption:
+                 kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None) -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
     every step (transformers cache_utils.py DynamicLayer.update), so dynamic. ``floor``: bytes reserved before the
-    step (module docstring), a lower bound on tensors + reserve. Returns the assumption."""
+    step (module docstring), a lower bound on tensors + reserve. ``fixed``: the step has the same shapes every
+    time (batch_shapes='fixed'): the reserve is eq. (R1) over these side streams, not the calibrated ratio.
+    Returns the assumption."""
     if check_metric(metric) is None:
         return Assumption("metric", DEFAULT_TEXT, True, METRIC_WHY)
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
@@ -116,7 +170,9 @@ def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: boo
         at = next((n for n, i in enumerate(keep) if i.name == CONTEXT_ITEM), len(keep))
         persistent = PERSISTENT + (("kv_cache",) if kv_pool else ())
         dynamic = tensor_bytes(keep) - sum(i.bytes for i in keep if i.location == "device" and i.name in persistent)
-        keep.insert(at, reserve_item(dynamic, phase, pytorch, max(0, floor - tensor_bytes(keep))))
+        rest = max(0, floor - tensor_bytes(keep))
+        item = reserve_item(dynamic, phase, pytorch, rest)
+        keep.insert(at, item if fixed is None or not pytorch else fixed_reserve_item(fixed, rest, item.high or 0))
     items[:] = keep
     return Assumption("metric", metric, False, METRIC_WHY)
 
@@ -139,6 +195,25 @@ def reserve_item(tensors: int, phase: str, pytorch: bool = True, floor: int = 0)
                         "fragmentation from variable shapes at the high end; 512 B / 2 MiB / 20 MiB block "
                         "rounding (formulas/caching_allocator.py) included" + kept,
                 source=f"{PAIRS_FILE}; PyTorch c10/cuda/CUDACachingAllocator.cpp (round_size, get_allocation_size)")
+
+
+def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item:
+    """Eq. (R1) (formulas/caching_allocator.py): the reserve under fixed shapes, at least ``floor``. Low and expected
+    are (R1), a lower bound (what it leaves out: module docstring); high is ``high``, the calibrated variable-shape
+    reserve's high end (the most any measured run kept), or (R1) if that is more."""
+    pool = stream_pool_bytes(side.requests)
+    r = max(floor, cross_stream_reserve(side.moments, pool))
+    what = (f"{side.what}: {len(side.requests)} blocks, {format_bytes(pool)} cached on their stream (eq. 4), of "
+            "which the default stream cannot reuse what is not allocated at the peak") if side.requests else \
+        "no side-stream blocks modelled for this layout"
+    return Item("allocator_reserve", r, "device", r, max(r, high),
+                formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
+                        f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
+                        f"(eq. R1); {what}; not modelled: all-gather copy-in buffers and holes in the default "
+                        "stream's pool (a lower bound); high: the calibrated variable-shape reserve's high end",
+                source="formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
+                       "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
+                       "704-763")
 
 
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,

@@ -48,7 +48,12 @@ from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
 from ..formulas.params import count_params
-from ..formulas.selective_checkpointing import full_recompute_flops, layer_matmul_shapes, op_sac_recompute_flops
+from ..formulas.selective_checkpointing import (
+    full_recompute_flops,
+    layer_matmul_shapes,
+    op_sac_recompute_flops,
+    whole_layer_recompute_flops,
+)
 from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
 from ..formulas.training_states import recipe, training_recipe_name
@@ -149,9 +154,11 @@ def _matmul_setup(spec: ModelSpec, method: str, rank: int, targets: tuple[str, .
 @lru_cache(maxsize=1024, typed=True)
 def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, recompute: str = "none",
                     rank: int = 16, targets: tuple[str, ...] | str = TrainingWorkload.targets,
-                    checkpoint_every: int = 1) -> TrainingFlops:
+                    checkpoint_every: int = 1, reentrant: bool = False) -> TrainingFlops:
     """Training FLOPs per token for ``method`` (full, lora, dora, qlora) and ``recompute`` ('none', 'full',
-    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; memoized on its immutable arguments (the same for every device of a catalog search)."""
+    'selective-op'; see :func:`recompute_mode`) on every ``checkpoint_every``-th layer; ``reentrant``: a full
+    recomputation re-runs each layer's last matmul too (``checkpoint_impl`` 'reentrant', Megatron-LM's
+    CheckpointFunction); memoized on its immutable arguments (the same for every device of a catalog search)."""
     n = count_params(spec).active
     width = attention_width(spec)
     # L of the attention-core term: the layers that attend to the sequence (a hybrid's per-layer schedule,
@@ -173,10 +180,12 @@ def flops_per_token(spec: ModelSpec, method: str = "full", seq_len: int = 2048, 
         raise InputError(f"unknown method {method!r}; choose one of: full, {', '.join(ADAPTER_METHODS)}")
     st = _matmul_setup(spec, method, rank, targets, dora=method == "dora")
     if recompute == "full":
-        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, full_recompute_flops, st), width, seq_len, ckpt_attn)
+        r = partial_recompute_flops(_sum_by_kind(spec, ckpt, whole_layer_recompute_flops if reentrant
+                                                 else full_recompute_flops, st), width, seq_len, ckpt_attn)
         f += r
         formula = (f"{base} + {r:.4g} (full recomputation of {len(ckpt)} decoder layers{every}, "
-                   "early stop before each layer's last matmul)")
+                   + ("reentrant: each layer's whole forward again)" if reentrant
+                      else "early stop before each layer's last matmul)"))
         source += ", (2')"
     elif recompute == "selective-op":
         r = _sum_by_kind(spec, ckpt, op_sac_recompute_flops, st)
@@ -270,7 +279,8 @@ def elementwise_bytes_per_token(spec: ModelSpec, w: TrainingWorkload) -> float:
     ckpt = len(checkpointed_layers(spec.num_layers, w.checkpoint_every)) if recompute != "none" else 0
     c = 4.0 if w.precision == "fp32" else 2.0
     total = step_bytes_per_token(spec, c, w.compile, w.method == "full", adapters, ckpt, w.loss, tp,
-                                 w.kernels == "unsloth", loss_compiled=compiled_loss(w))
+                                 w.kernels == "unsloth", loss_compiled=compiled_loss(w),
+                                 sequence_parallel=w.sequence_parallel and tp > 1)
     if w.attention == "eager":  # formulas/eager_attention_traffic.py eqs. (A1)-(A2): the [b, heads, s, s] scores
         # the layers whose attention core runs its forward again: the checkpointed ones under full recomputation,
         # every layer under Megatron's selective recomputation (it re-runs exactly the attention core)
@@ -611,6 +621,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                    "measured Unsloth throughput validates them)" if w.kernels == "unsloth"
                                    else "compiled (torch.compile: " + SOURCE_COMPILED + ")" if w.compile
                                    else "eager (" + SOURCE_EAGER + ")")
+                                + (f"; sequence parallelism: the norms, residual adds and input-gradient sums on "
+                                   f"1/{w.tp} of the tokens (eq. (E10))" if w.sequence_parallel and w.tp > 1 else "")
                                 + ("; eager attention's softmax and dropout over the scores, "
                                    "formulas/eager_attention_traffic.py eqs. (A1)-(A2), attention dropout on "
                                    "(Megatron's GPT default)" if w.attention == "eager" else "")
@@ -747,7 +759,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         full = recompute_mode(w.grad_checkpointing) == "full"
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
                                  checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
-                                 link_bandwidth, network.bandwidth if network is not None else None, notes, warnings)
+                                 link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
+                                 peak * u * e if device.kind == "gpu" else 0.0)
     if device.kind == "cpu" and n == 1:
         topology = "cpu"
     t_p = 0.0
@@ -941,7 +954,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     w = workload or TrainingWorkload(method=method, seq_len=seq_len, grad_checkpointing=grad_checkpointing or "none",
                                      rank=rank, targets=normalize_targets(targets), gpus=devices)
     recompute = recompute_mode(w.grad_checkpointing)
-    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every)
+    fl = flops or flops_per_token(spec, w.method, w.seq_len, recompute, w.rank, w.targets, w.checkpoint_every,
+                                  w.checkpoint_impl == "reentrant")
     own = True
     peak, key, cpu_vector = training_peak(device, w.precision)
     if device.kind == "cpu":

@@ -168,27 +168,46 @@ COMPUTE = Factor(
 # for cuBLAS; a routed-expert product (MMQ mul_mat_id) sees only min(T, n_ubatch) k / E tokens and reaches
 # e n / (n + n_h) of the MMQ efficiency (dense products run at ubatch >= 512 columns and take e itself; a
 # column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %
-# of the int8 rate as the RTX 4090 at 512). CALIBRATED (three constants, three named rows, solved exactly by
-# tests/hardware/test_prefill_calibration.py): llama-bench Llama-3-8B pp512 Q4_K_M (MMQ) and F16 (cuBLAS) on
-# RTX 4090 (XiongjieDai README @00dd2bd, rows XD04/XD06) and Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark (MoE: 128
-# tokens per expert, so it fixes the half-efficiency column count; row PM0096). These three are calibration rows
-# in the report; the other prefill rows are held out. The two RTX 4090 rows ran without flash attention
-# (llama-bench -fa 0, its default then), so their materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE) are part
-# of the solve. Result: MMQ 15.7 % of the int8 rate, cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 222 tokens
-# per expert. Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 %
-# median |error| (DGX Spark +105 .. +324 % -> -41 .. +29 %; H100-PCIe, a December-2023 build, +477 % -> +211 %).
+# of the int8 rate as the RTX 4090 at 512). CALIBRATED (tests/hardware/test_prefill_calibration.py re-derives all
+# three): cuBLAS on llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README @00dd2bd, row XD06; solved
+# exactly); MMQ only on rows whose build ran MMQ, the DGX Spark tables (build 6918), with each dense product's
+# weights read once per 128-column tile (formulas/speed.py eq. 9''; mmq.cuh): n_h so that Qwen3-Coder-30B-A3B Q8_0
+# pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that meet
+# the two dense rows, Qwen2.5-7B Q8_0 (PM0098, 0.241) and Gemma-3-4B Q4_0 (PM0101, 0.224), each then within 4 %.
+# These four are calibration rows in the report; the other prefill rows are held out. The RTX 4090 row ran without
+# flash attention (llama-bench -fa 0, its default then), so its materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE)
+# are part of the solve. The May 2024 Q4_K_M row of the same table (XD04) fed the MMQ efficiency until #12 round 2
+# found that its build never ran MMQ above 32 columns (DEQUANT_CUBLAS_PATH below); it is now held out (-3.2 %).
+# Result: MMQ 23.2 % of the int8 rate (15.7 % from XD04 without the tile reads; 13.5 % from the DGX Spark rows
+# without them, +-11 %), cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 357 tokens per expert. Checked on GeForce
+# MMQ rows outside the validation set (llama.cpp PR #7676: RTX 4090 Llama 3 8B Q4_0 pp512, 10358.75 t/s; PR #7860:
+# RTX 3090 Q6_K pp2048, 3491.20): -25 % and -2 % (-40 % and -27 % without the tile reads; -31 % / -16 % with 0.157).
+# Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 % median |error| at
+# the first fit.
 # Low = expected = high: one calibration set, no spread claimed (the calibrated ranges of estimate/ranges.py
 # carry the spread).
 LLAMACPP_MMQ = Factor(
-    "llamacpp_prefill_mmq_efficiency", 0.157, 0.157, 0.157,
-    "calibrated: llama-bench Llama-3-8B Q4_K_M pp512 on RTX 4090 + Qwen3-30B-A3B Q8_0 pp2048 on DGX Spark; "
+    "llamacpp_prefill_mmq_efficiency", 0.2323, 0.2323, 0.2323,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918: Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0 (dense, weights read "
+    "once per 128-column tile, formulas/speed.py eq. 9'') with Qwen3-30B-A3B Q8_0 (MoE); "
     "share of the int8 tensor peak (ggml-cuda mmq.cu ggml_cuda_should_use_mmq)")
+# The per-column MMQ rate of a batched decode step (formulas/speed.py eq. 10: the products' columns beyond the first,
+# b <= 32 columns, one column tile, so no tile re-reads of eq. 9''): the MMQ share the same two dense DGX Spark rows
+# give when every second of their products is counted as arithmetic (no tile-read term; LLAMACPP_MMQ_TILE_COLUMNS = 0
+# in tests/hardware/test_prefill_calibration.py): geometric mean of 0.121 (PM0098) and 0.150 (PM0101). Eq. (10)'s
+# rows were validated at this rate (its constants LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU and the routings of eq. 11 are
+# fitted with it); at LLAMACPP_MMQ's 0.2323 the held-out dense batched rows at b >= 4 go from 3.5 % to 4.9 % median
+# |error| (worst 14 %): a narrow tile's arithmetic is slower per FLOP than a 128-column one's, not modelled apart.
+LLAMACPP_MMQ_STEP = Factor(
+    "llamacpp_batched_step_mmq_efficiency", 0.1349, 0.1349, 0.1349,
+    "calibrated: llama-bench pp2048 on DGX Spark, build 6918, Qwen2.5-7B Q8_0 + Gemma-3-4B Q4_0, all time counted as "
+    "MMQ arithmetic; the rate of formulas/speed.py eq. (10)'s narrow products")
 LLAMACPP_CUBLAS = Factor(
     "llamacpp_prefill_cublas_efficiency", 0.418, 0.418, 0.418,
     "calibrated: llama-bench Llama-3-8B F16 pp512 on RTX 4090; share of the FP16-accumulate tensor peak "
     "(ggml-cuda.cu cublasGemmEx CUBLAS_COMPUTE_16F)")
 LLAMACPP_HALF_COLUMNS = Factor(
-    "llamacpp_gemm_half_efficiency_columns", 222.3, 222.3, 222.3,
+    "llamacpp_gemm_half_efficiency_columns", 357.0, 357.0, 357.0,
     "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
 # Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
 # L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
@@ -234,13 +253,13 @@ def llamacpp_sync_mma_share(architecture: str) -> Factor | None:
 # (engines.LLAMACPP_FA_KV_TILE; 1.73 b^0.59 before it), the flash-attention K/V stream share
 # LLAMACPP_FA_STREAM_SHARE (1.69 b^0.60 before it), the per-layer overhead re-derived with eq. (13) (88.5 us; 1.79
 # b^0.55 with 91.3 us) and the K/V views padded to 256 cells with the share applied at b = 1 too (1.80 b^0.55
-# before it).
+# before it; 1.82 b^0.54 with the MMQ rate of the first prefill fit, LLAMACPP_MMQ 0.157).
 LLAMACPP_IDENTICAL_ROUTINGS_SCALE = Factor(
-    "llamacpp_identical_routings_scale", 1.82, 1.82, 1.82,
+    "llamacpp_identical_routings_scale", 1.84, 1.84, 1.84,
     "fitted: gpt-oss-120b llama-batched-bench rows at b >= 4 on DGX Spark (BB16-18, BB20-23, BB25-28, PM0104); "
     "formulas/speed.py eq. (11)")
 LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
-    "llamacpp_identical_routings_exponent", 0.54, 0.54, 0.54,
+    "llamacpp_identical_routings_exponent", 0.53, 0.53, 0.53,
     "fitted with llamacpp_identical_routings_scale (same rows); formulas/speed.py eq. (11)")
 # A llama.cpp CUDA step of b >= 2 sequences runs without CUDA graphs and without the single-column fusions:
 # ggml-cuda.cu check_node_graph_compatibility disables graph capture for any GGML_OP_ADD whose src1 has ne[1] > 1
@@ -257,8 +276,8 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # re-derived by tests/estimate/test_graphs_off_overhead.py. The MoE routings of eq. (11) are re-fitted with it.
 # The b = 1 base streams its K/V cells at LLAMACPP_FA_STREAM_SHARE too, over views padded to 256 cells (the
 # flash-attention kernels read llama.cpp's padded n_kv; formulas/flash_attention.py), so the constant is solved after
-# the share (order: share -> this -> the routings of eq. 11). Range: the six rows imply 67-96 us (high = 96 us; 70 us
-# expected and 81 us high before the padding and the b = 1 share, 90 and 103 us before the K/V cells were streamed
+# the share (order: share -> this -> the routings of eq. 11). Range: the six rows imply 65-95 us (high = 95 us; 70 us
+# expected and 96 us high with the MMQ rate of the first prefill fit, LLAMACPP_MMQ 0.157; 70 and 81 us before the padding and the b = 1 share, 90 and 103 us before the K/V cells were streamed
 # at LLAMACPP_FA_STREAM_SHARE, 79 and 93 us before the sliding layers' cells followed the flash-attention mask scan,
 # engines.LLAMACPP_FA_KV_TILE); graphs alone, measured on x86 hosts with the April 2024 build (no
 # fusions then), are worth less: LLaMA 2 7B Q4_0 tg 116.31 -> 128.27 tokens/s on RTX 3090 and 138.31 -> 146.81 on
@@ -266,7 +285,7 @@ LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT = Factor(
 # 27 us per layer); low = 13 us. All calibration rows are DGX Spark's (a Grace Arm host): on x86 hosts the expected
 # value may overstate a batched step by up to L x 57 us.
 LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU = Factor(
-    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 70e-6, 96e-6,
+    "llamacpp_graphs_off_overhead_per_layer", 13e-6, 68e-6, 95e-6,
     "calibrated: llama-batched-bench b = 2 vs b = 1 steps of Qwen2.5-Coder-7B Q8_0 and Gemma-3-4B Q4_0 on DGX Spark "
     "(BB44/48/53, BB58/63/67; build 6918); seconds per layer per step without CUDA graphs (ggml-cuda.cu "
     "check_node_graph_compatibility)")
@@ -296,19 +315,45 @@ LLAMACPP_FA_STREAM_SHARE = Factor(
 # softmax reads and writes them, the KQV product reads them: 4 passes x 4 bytes per score (src/llama-graph.cpp
 # build_attn_mha).
 LLAMACPP_KQ_BYTES_PER_SCORE = 16
-MMQ_PATH, CUBLAS_PATH = "mmq", "cublas"
+MMQ_PATH, CUBLAS_PATH, DEQUANT_CUBLAS_PATH = "mmq", "cublas", "dequantize+cublas"
 # Decoding several sequences at once (formulas/speed.py eq. 10) uses the same path's rate for the products' columns
 # beyond the first: up to MMVQ_MAX_BATCH_SIZE = 8 columns ggml-cuda runs mmvq (the same weights per column), above it
 # MMQ/cuBLAS; no constant of its own (the per-column time measured on DGX Spark matches this rate, eq. 10).
 _CUBLAS_GGUF = ("gguf:f16", "gguf:bf16", "gguf:f32")
 
 
-def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str) -> str | None:
+# Which path a quantized prefill product takes depends on the build. Builds before the June 2024 switch ran every
+# quantized product of more than MMQ_MAX_BATCH_SIZE = 32 columns on Volta and later (fp16_performance_good) through
+# cuBLAS: ggml-cuda.cu ggml_cuda_mul_mat, "when tensor cores are available, use them for large batch size"
+# (ggml-org/ggml src/ggml-cuda.cu @8c44bc9, the 2024-05-14 sync of llama.cpp's file, L1903-1926, and unchanged at
+# @a59a24f9, the 2024-06-15 sync, L1909-1932; MMQ_MAX_BATCH_SIZE in src/ggml-cuda/common.cuh L168), and
+# ggml_cuda_op_mul_mat_cublas (@8c44bc9 L1233-1268) first converts the whole weight matrix to F16 into a pool buffer
+# (to_fp16_cuda(src0_dd_i, src0_as_f16, row_diff*ne00): read the quantized bytes, write 2 bytes per weight), then runs
+# cublasGemmEx with CUBLAS_COMPUTE_16F on it -- the F16 path's GEMM plus one dequantization per matrix product, i.e.
+# per ubatch. From the 2024-06-26 sync (@5378ea0d src/ggml-cuda/mmq.cu ggml_cuda_should_use_mmq L101-103:
+# `if (int8_mma_available(cc)) return true;`, llama.cpp PR #8075 "use MMQ instead of cuBLAS by default") quantized
+# products take MMQ at every column count on Turing and later. No constant of its own: the GEMM at
+# LLAMACPP_CUBLAS, the conversion at llama.cpp's calibrated streaming rate (LLAMACPP_DECODE_BANDWIDTH, eq. 12 cap).
+# MMQ's column tile on Turing and later: mmq_x up to 128 (ggml-org/ggml src/ggml-cuda/mmq.cuh @da232870
+# get_mmq_x_max_host L94-102); each tile reads its weight rows (formulas/speed.py eq. 9'').
+LLAMACPP_MMQ_TILE_COLUMNS = 128  # 0: no tile-read term (how LLAMACPP_MMQ_STEP is solved)
+LLAMACPP_INT8_MMQ_SINCE = "ggml-org/ggml @5378ea0d (2024-06-26 sync of llama.cpp; PR #8075)"
+_VOLTA_CAPABILITY = 7.0
+
+
+def llamacpp_gemm_path(weights_format: str, device_kind: str, vendor: str, int8_mmq: bool = True,
+                       capability: float | None = None) -> str | None:
     """The ggml-cuda kernel path of llama.cpp's matrix products for a GGUF file type on an NVIDIA GPU: 'mmq' for
-    quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights."""
+    quantized types, 'cublas' for F16/BF16/F32 (see LLAMACPP_MMQ); None off NVIDIA GPUs or for non-GGUF weights.
+    ``int8_mmq`` False: a build from before LLAMACPP_INT8_MMQ_SINCE, whose quantized prefill products on Volta and
+    later (``capability`` >= 7.0, or unknown) are dequantized to F16 and run through cuBLAS (DEQUANT_CUBLAS_PATH)."""
     if not weights_format.startswith("gguf:") or device_kind != "gpu" or vendor != "NVIDIA":
         return None
-    return CUBLAS_PATH if weights_format in _CUBLAS_GGUF else MMQ_PATH
+    if weights_format in _CUBLAS_GGUF:
+        return CUBLAS_PATH
+    if not int8_mmq and (capability is None or capability >= _VOLTA_CAPABILITY):
+        return DEQUANT_CUBLAS_PATH
+    return MMQ_PATH
 
 
 # Training on one device, data-parallel devices or each device of a tensor/pipeline-parallel run

@@ -4,18 +4,22 @@ formulas/model_parallel_time.py eqs. (T1)-(P6) with its named assumptions."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from ..formulas.model_parallel_time import (
     ModelParallelStep,
     data_parallel_bus_bandwidth,
     model_parallel_step,
     pipeline_p2p_bytes,
+    tensor_parallel_backward_overlap,
     tensor_parallel_bytes,
 )
 from ..formulas.network import allreduce_bytes, device_share_of_node_bandwidth, ring_bus_bandwidth
 from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.selective_checkpointing import layer_matmul_shapes
+from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
@@ -25,6 +29,12 @@ TP_COMM_OVERLAP_WHY = ("Megatron-Core ModelParallelConfig.tp_comm_overlap defaul
                        "@d98e8a6 megatron/core/model_parallel_config.py line 265): the tensor-parallel all-reduces "
                        "(or all-gather / reduce-scatter pairs under sequence parallelism) add to the compute "
                        "(formulas/model_parallel_time.py eq. (T3))")
+TP_BACKWARD_OVERLAP_WHY = ("Megatron-LM LinearWithGradAccumulationAndAsyncCommunication (@9aad920 megatron/mpu/layers.py "
+                           "lines 241-315; Megatron-Core allreduce_dgrad): each column-parallel linear's backward "
+                           "collective runs while its GEMMs run (formulas/model_parallel_time.py eq. (T4))")
+# the column-parallel linears of a decoder layer (formulas/selective_checkpointing.py layer_matmul_shapes names), per
+# block: their input gradient is what the block's backward collective carries (Megatron fuses each block's into one)
+COLUMN_PARALLEL_BLOCKS = (frozenset({"q", "k", "v"}), frozenset({"gate", "up"}))
 DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optimizer step after the last micro-batch's "
                        "backward, not overlapped (SC21 megatron/training.py @6985e58 lines 369-374; Megatron-Core "
                        "DistributedDataParallelConfig.overlap_grad_reduce = False, @d98e8a6 line 18; "
@@ -66,13 +76,24 @@ def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
     return max(stages) / sum(stages)
 
 
+@lru_cache(maxsize=1024)
+def column_parallel_block_flops(spec: ModelSpec, layer: int, tp: int, tokens: int) -> tuple[float, ...]:
+    """FLOPs of each block's column-parallel input-gradient GEMMs (= weight-gradient GEMMs) on one rank of ``tp`` for
+    ``tokens`` tokens, decoder layer ``layer`` (COLUMN_PARALLEL_BLOCKS: attention q/k/v, MLP gate/up): 2 T w_in
+    w_out / t each (formulas/model_parallel_time.py eq. (T4)); memoized on its immutable arguments."""
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=tp)
+    mm = layer_matmul_shapes(spec, layer, st)
+    return tuple(2.0 * tokens * sum(a * b for name, a, b, _ in mm if name in block) for block in COLUMN_PARALLEL_BLOCKS)
+
+
 def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
-                        notes: list[Assumption], warnings: list[str]) -> ModelParallelStep:
+                        notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0) -> ModelParallelStep:
     """Eqs. (T1)-(P6) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
     ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
-    machine and ``network`` a machine's whole network (per direction)."""
+    machine and ``network`` a machine's whole network (per direction); ``gemm_rate``: the FLOP/s its GEMMs run at
+    (for eq. (T4) under ``w.tp_backward_overlap``)."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)
@@ -105,6 +126,19 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     float8_gather = w.sequence_parallel and w.float8 and w.float8_recipe == "torchao"
     fwd, bwd = tensor_parallel_bytes(layers, again, tokens, spec.hidden_size, a, tp,
                                      1.0 if float8_gather else None) if tp > 1 else (0.0, 0.0)
+    hidden_s = regather = 0.0
+    if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
+        # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
+        keys = layer_keys(spec)
+        kinds = Counter(map(keys.__getitem__, busiest))
+        first = {keys[i]: i for i in reversed(busiest)}
+        for kind, count in kinds.items():
+            extra, hid = tensor_parallel_backward_overlap(
+                tokens, spec.hidden_size, a, tp, b_tp, column_parallel_block_flops(spec, first[kind], tp, tokens),
+                gemm_rate, w.sequence_parallel)
+            regather += count * extra
+            hidden_s += count * hid
+        bwd += regather
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
     if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
@@ -112,16 +146,24 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                         "one gradient all-reduce (or reduce-scatter + all-gather) of each device's shard per step; "
                         "ZeRO-3 / FSDP parameter all-gathers are not counted")
     mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
-                             w.tp_comm_overlap)
+                             w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0)
     if tp > 1:
         given = w.given is not None and "tp_comm_overlap" in w.given
         notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
                                 TP_COMM_OVERLAP_WHY if not w.tp_comm_overlap else
                                 "given: the collectives overlap the GEMMs, a micro-batch takes max(compute, "
                                 "tensor-parallel communication) (formulas/model_parallel_time.py eq. (T3'))"))
+        given_b = w.given is not None and "tp_backward_overlap" in w.given
+        notes.append(Assumption("tp_backward_overlap", w.tp_backward_overlap, not given_b,
+                                TP_BACKWARD_OVERLAP_WHY + (f": {hidden_s * 1e3:.3g} ms per micro-batch hidden"
+                                                           if w.tp_backward_overlap else
+                                                           "; off: PyTorch tensor parallelism and Megatron's SC21 "
+                                                           "code run every backward collective in line")))
         notes.append(Assumption("tp_comm_bytes_per_micro_batch", round(fwd + bwd), True,
                                 f"formulas/model_parallel_time.py eq. (T1): {layers} layers x (2 + 2) all-reduces"
                                 + (f" + 2 again in {again} recomputed layers" if again else "")
+                                + (f" + {round(regather)} B re-gathering each column-parallel linear's input in the "
+                                   "backward (Megatron, eq. (T4))" if regather else "")
                                 + f" of {w.micro_batch} x {w.seq_len} x {spec.hidden_size} activations over {tp} "
                                 + ("devices (all-gather + reduce-scatter pairs, sequence parallel"
                                    + (", the all-gathers in float8: torchao Float8ColwiseParallel / "

@@ -209,7 +209,7 @@ def _add(kind: str, engine: str, low: float, high: float, rows: int, devices: tu
     BANDS[(kind, engine)] = Band(kind, engine, low, high, rows, devices)
 
 
-_add("batched decode throughput", "llama.cpp", 0.9265, 1.0696, 57)
+_add("batched decode throughput", "llama.cpp", 0.9409, 1.0727, 57)
 _add("batched decode throughput", "serving engines (pooled)", 0.7494, 1.2130, 16, ('a100-sxm-80gb', 'h100-sxm'))
 _add("batched decode throughput", "vllm 0.8-0.13", 0.8308, 1.0000, 3, ('h100-sxm',))
 _add("batched decode throughput", "vllm < 0.6", 0.7494, 1.2774, 12, ('a100-sxm-80gb',))
@@ -221,9 +221,9 @@ _add("decode throughput", "vllm 0.6-0.7", 0.8565, 1.0797, 21, ('a100-sxm-80gb',)
 _add("decode throughput", "vllm >= 0.14", 0.9447, 1.0965, 6, ('a10g',))
 _add("inference memory", "transformers", 0.9228, 1.1814, 11)
 _add("inference memory", "vllm", 0.9635, 1.0931, 13)
-_add("prefill throughput", "llama.cpp", 0.6265, 1.6914, 26)
+_add("prefill throughput", "llama.cpp", 0.6265, 1.7149, 25)
 _add("training memory", "pytorch training", 0.9049, 1.1198, 18)
-_add("training throughput", "pytorch training", 0.8005, 1.1344, 237)
+_add("training throughput", "pytorch training", 0.8005, 1.1175, 237)
 
 
 def band_for(kind: str, engine: str) -> Band | None:

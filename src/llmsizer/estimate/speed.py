@@ -22,9 +22,11 @@ from ..formulas.speed import (
     allreduce_time,
     attended_tokens,
     batched_decode_time,
+    dequantize_time,
     gemm_time,
     host_overlapped_step,
     identical_sequence_routings,
+    mmq_tile_reads,
     moe_expert_fraction,
     phase_time,
     roofline,
@@ -188,11 +190,30 @@ def _attention_flops_step(spec: ModelSpec, width: int, tokens: int, past: int) -
 def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: Any, gemm_params: float, tokens: int,
                                  ubatch: int, flops: float, attn_flops: float, peak: float,
                                  assumptions: list[Assumption],
-                                 flash_attention: bool = True) -> float:
+                                 flash_attention: bool = True, quantized_bytes: float = 0.0,
+                                 stream_rate: float | None = None, expert_quantized_bytes: float = 0.0) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
     dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
     x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
-    the equivalent share of ``peak`` so that eq. (3) keeps one form."""
+    the equivalent share of ``peak`` so that eq. (3) keeps one form. On the dequantize + cuBLAS path of builds before
+    efficiency.LLAMACPP_INT8_MMQ_SINCE the products run as the F16 path's and each ubatch first converts the
+    weights to F16: the ``quantized_bytes`` of the ``gemm_params`` read and 2 bytes per weight written, per ubatch
+    at ``stream_rate`` [B/s] (formulas/speed.py eq. 9'). On the MMQ path the dense (non-expert) products read their
+    ``quantized_bytes`` less ``expert_quantized_bytes`` once per column tile of efficiency.LLAMACPP_MMQ_TILE_COLUMNS
+    (formulas/speed.py eq. 9''), added to their arithmetic."""
+    if path == E.DEQUANT_CUBLAS_PATH and stream_rate:
+        t_dq = dequantize_time(quantized_bytes, gemm_params, tokens, ubatch, stream_rate)
+        assumptions.append(Assumption(
+            "llamacpp_dequantize_seconds", t_dq, True,
+            f"per ubatch of {ubatch} tokens {quantized_bytes / 1e9:.2f} GB of quantized weights read and their F16 "
+            f"copy written (formulas/speed.py eq. 9') at "
+            f"{stream_rate / 1e9:.0f} GB/s: ggml-cuda.cu ggml_cuda_op_mul_mat_cublas to_fp16_cuda (ggml-org/ggml "
+            "@8c44bc9 L1233-1268), the path of quantized products over 32 columns before "
+            + E.LLAMACPP_INT8_MMQ_SINCE))
+        t_gemm = flops / (peak * _llamacpp_prefill_efficiency(
+            spec, device, E.CUBLAS_PATH, pc, gemm_params, tokens, ubatch, flops, attn_flops, peak, assumptions,
+            flash_attention))
+        return flops / (peak * (t_gemm + t_dq))
     mmq = path == E.MMQ_PATH
     factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
     gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
@@ -213,6 +234,15 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
     if experts:
         t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
+    if mmq and stream_rate and quantized_bytes > expert_quantized_bytes and E.LLAMACPP_MMQ_TILE_COLUMNS:
+        reads = mmq_tile_reads(tokens, ubatch, E.LLAMACPP_MMQ_TILE_COLUMNS)
+        t_reads = (quantized_bytes - expert_quantized_bytes) * reads / stream_rate
+        t += t_reads
+        assumptions.append(Assumption(
+            "llamacpp_mmq_tile_weight_reads", reads, True,
+            f"the dense products' {(quantized_bytes - expert_quantized_bytes) / 1e9:.2f} GB read once per "
+            f"{E.LLAMACPP_MMQ_TILE_COLUMNS}-column tile, {t_reads:.4f} s at {stream_rate / 1e9:.0f} GB/s "
+            "(formulas/speed.py eq. 9''; ggml-cuda mmq.cuh get_mmq_x_max_host, ggml-org/ggml @da232870 L94-102)"))
     t += gemm_time(attn_flops, fp16_peak, E.LLAMACPP_CUBLAS.expected, cols, 0.0)
     if not flash_attention and device.bandwidth:
         # without flash attention the scores are materialised (llama-graph.cpp build_attn_mha: kq = mul_mat(k, q)
@@ -237,7 +267,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    flash_attention: bool = True, kv_unified: bool | None = None,
                    engine_step_seconds: float | None = None, engine: str | None = None,
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
-                   allreduce_latency: float | None = None) -> SpeedEstimate:
+                   allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -260,7 +290,10 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     host), eq. 14: vLLM >= 0.14's asynchronous scheduling) or not established (named, warned, 0 s); None: no engine
     term (llama.cpp's is per layer, eq. 7). ``nvlink_mesh``: every pair of the ``tensor_parallel`` GPUs is joined by
     NVLink (None: the device's catalog link, ``device.nvlink_mesh_for``), which with the engine picks the all-reduce kernel of each of the 2 L + 1 all-reduces of
-    a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency."""
+    a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency.
+    ``llamacpp_int8_mmq``: False for a llama.cpp build from before efficiency.LLAMACPP_INT8_MMQ_SINCE, whose quantized
+    prefill products on Volta and later are dequantized to F16 and run through cuBLAS (efficiency.llamacpp_gemm_path);
+    decode is unaffected."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
@@ -398,11 +431,21 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
     p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
+    prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
     ce_p = ce
-    if path is not None and peak is not None and compute_efficiency is None:
-        ce_p = _llamacpp_prefill_efficiency(spec, device, path, pc, matmul_params - head_params, prompt_tokens,
+    if prefill_path is not None and peak is not None and compute_efficiency is None:
+        head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+        gemm_params = matmul_params - head_params
+        if prefill_path != path:
+            assumptions.append(Assumption(
+                "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
+                + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
+        ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, pc, gemm_params, prompt_tokens,
                                           ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
-                                          flash_attention=flash_attention)
+                                          flash_attention=flash_attention,
+                                          quantized_bytes=read_bytes - head_bytes,
+                                          expert_quantized_bytes=float(expert_bytes) if spec.moe is not None else 0.0,
+                                          stream_rate=bw * be if bw else None)
 
     def state_bytes(batch: int) -> float:
         """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
@@ -449,7 +492,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
         ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
         mmq = path == E.MMQ_PATH
-        factor = E.LLAMACPP_MMQ if mmq else E.LLAMACPP_CUBLAS
+        factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
         gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
         fp16_peak, _ = device.peak_flops("fp16_acc16")
         if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak

@@ -27,6 +27,23 @@ rules are tested against published logs (tests/formulas/test_caching_allocator.p
 
 What is not exact, and is modelled as a calibrated range instead (estimate/allocator.py): freed blocks the next
 allocation of another size cannot reuse (fragmentation from variable shapes, caches grown by concatenation).
+
+Per-stream pools (fixed shapes). "Allocations are associated with a stream. Once freed, blocks can be re-allocated
+on the same stream, but not on any other stream" (CUDACachingAllocator.cpp @ 001074d lines 56-57): ``get_free_block``
+returns false unless the best-fit cached block ``(*it)->stream == p.stream()``, and a freed block goes back to its
+own pool (``free_block``); only ``empty_cache`` returns segments to the driver. So every stream keeps its own
+high-water mark reserved. With the same shapes every step (fixed-length batches) each stream's requests find the
+blocks they left last step (best fit, same sizes), no stream's pool grows after the first step, and
+
+    pool(s)   = the segments (2) that stream s's blocks live together take, packed by best fit and split (3)    (4)
+    reserved  = max_p [A(p) - S(p)] + pool(side streams)                                                      (R1)
+    reserve   = reserved - max_p A(p)  >= 0
+
+where A(p) is the allocated bytes at moment p of the step and S(p) the part of them in side-stream blocks: the
+default stream's pool is its own high-water mark max_p [A(p) - S(p)], the side streams' pools are (4) of their
+blocks. (4) is the pool without expandable segments; with ``expandable_segments:True`` a stream's segment grows in
+20 MiB pages of the large pool (the "Note [Expandable Segments]" of the same file), the same bytes within 20 MiB.
+Holes inside the default stream's own pool (a later, larger request that no freed block fits) are not in (R1).
 """
 
 from __future__ import annotations
@@ -80,3 +97,39 @@ def rounding_bytes(sizes: list[int] | tuple[int, ...]) -> int:
     """Sum over the tensors of ``allocated_bytes(n) - n``: what the allocator's rounding adds to the tensors' own
     bytes when each gets a fresh segment (the exactly modelled part of reserved - live bytes)."""
     return sum(allocated_bytes(n) - n for n in sizes)
+
+
+def stream_pool_bytes(requests: list[int] | tuple[int, ...]) -> int:
+    """Eq. (4): what one stream's pool keeps reserved for ``requests`` [bytes each, in the order made] that are
+    alive together and made again with the same sizes every step. The first step packs them as the allocator does:
+    each takes the smallest cached rest of its own pool (small <= 1 MiB, large) that fits, else a fresh
+    ``segment`` (eq. 2), and the rest of what it took is split off when eq. (3) allows; later steps find the same
+    blocks again (best fit, same sizes)."""
+    rests: dict[bool, list[int]] = {True: [], False: []}  # cached rests of the small and the large pool
+    total = 0
+    for n in requests:
+        b = block_bytes(n)
+        pool = rests[b <= SMALL_SIZE]
+        fits = [r for r in pool if r >= b]
+        if fits:
+            whole = min(fits)
+            pool.remove(whole)
+        else:
+            whole = segment_bytes(n)
+            total += whole
+        if splits(whole, b):
+            pool.append(whole - b)
+    return total
+
+
+def cross_stream_reserve(moments: list[tuple[int, int]] | tuple[tuple[int, int], ...], side_pool: int) -> int:
+    """Eq. (R1): reserved - allocated under fixed shapes. ``moments``: (allocated bytes, of them in side-stream
+    blocks) at each moment of the step; ``side_pool``: eq. (4) over the side streams' blocks."""
+    if not moments:
+        raise InputError("a step needs at least one moment")
+    for a, s in moments:
+        _check(a), _check(s)
+        if s > a:
+            raise InputError(f"side-stream bytes {s} exceed the allocated bytes {a} of their moment")
+    default_pool = max(a - s for a, s in moments)
+    return max(0, default_pool + _check(side_pool) - max(a for a, _ in moments))

@@ -53,6 +53,28 @@ consumer: the fused kernel after the base projection (rotary, SwiGLU, the residu
 adapter's output beside the base output, c out more forward; backward, the scaled gradient is written for the
 adapter's GEMMs (2c out) and the fused input-gradient sum reads one more tensor (c in).
 
+**Sequence parallelism** (Korthikanti et al. 2022, arXiv 2205.05198, section 4.2.2 and Figure 5): tensor
+parallelism splits the GEMMs, the attention heads and the MLP's intermediate width over the t ranks, but leaves the
+layer-norms, dropouts and residual adds replicated: every rank runs them on all T tokens (the hidden-width terms of
+(E1)/(E2), (E4)/(E5), (E8)/(E9), h unchanged by ``model_layer_widths``). Under sequence parallelism each rank holds
+T/t tokens of that region (operators g and g-bar: all-gather before the column-parallel linear, reduce-scatter after
+the row-parallel one; Megatron-LM @9aad920 ``megatron/mpu/layers.py`` lines 218-231 and 521-522, torchtitan's
+``SequenceParallel()`` on the norms), so those kernels move 1/t of the bytes. With F_h, B_h the hidden-width terms
+(norms with their fp32 statistics, the residual adds, the input-gradient sums) and F_r, B_r the rest (rotary,
+activation, LoRA scale-and-add: head and intermediate widths, already per device)::
+
+    F = F_h / t + F_r,   B = B_h / t + B_r   (t = 1 without sequence parallelism)                 (E10)
+
+(The hidden dropouts after the attention and MLP blocks, Megatron's ``bias_dropout_add`` with its GPT default
+``--hidden-dropout 0.1``, are not counted in (E1)/(E2) at all, with or without sequence parallelism: a mask write
+forward and a masked read backward per hidden element, about 12 B x h per token and layer in fp16.)
+
+Checked against the paper's own measurement: Table 4 (22B, one layer, t = 8, micro-batch 4 x 2048 on an A100 80GB)
+has the forward fall from 7.7 to 7.2 ms with sequence parallelism, "from the layer-norm and dropout layers being
+performed on 1/t of the data" (section 6.2); tests/formulas/test_sequence_parallel_time.py. On two real gloo ranks
+with PyTorch's SequenceParallel styles each rank's norms and residual adds move exactly 1/t of the one-rank bytes
+(tests/training/test_sequence_parallel_bytes.py).
+
 Recomputation (activation checkpointing) runs each checkpointed layer's forward kernels again in the backward.
 Time at the device memory bandwidth B_mem times the efficiency eta that memory-bound kernels reach::
 
@@ -144,34 +166,56 @@ def layernorm_bytes(hidden: int, c: float) -> tuple[float, float]:
 
 
 def layer_bytes(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
-                adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False) -> tuple[float, float]:
+                adapters: tuple[tuple[int, int], ...] = (), unsloth: bool = False,
+                seq_shards: int = 1) -> tuple[float, float]:
     """(forward, backward) memory-bound bytes per token of one decoder layer: eqs. (E1)/(E2) eager, (E4)/(E5)
-    compiled, (E8)/(E9) Unsloth's kernels; ``adapters``: (in, out) of each LoRA-adapted linear."""
+    compiled, (E8)/(E9) Unsloth's kernels; ``adapters``: (in, out) of each LoRA-adapted linear; ``seq_shards``:
+    the tensor-parallel degree t under sequence parallelism, whose ranks each run the hidden-width kernels (norms,
+    residual adds, input-gradient sums) on 1/t of the tokens (eq. (E10)), else 1."""
+    fwd, bwd = _layer_terms(w, c, compiled, norms_trained, adapters, unsloth)
+    return _sum_terms(fwd, seq_shards), _sum_terms(bwd, seq_shards)
+
+
+def _sum_terms(terms: tuple[tuple[float, bool], ...], seq_shards: int) -> float:
+    """The addends of one pass in order (the same floats as the equation written out), the hidden-width ones on
+    1/``seq_shards`` of the tokens (eq. (E10))."""
+    if seq_shards < 1:
+        raise InputError(f"sequence shards must be >= 1, got {seq_shards}")
+    total = 0.0
+    for x, hidden in terms:
+        total += x / seq_shards if hidden and seq_shards > 1 else x
+    return total
+
+
+def _layer_terms(w: LayerWidths, c: float, compiled: bool, norms_trained: bool,
+                 adapters: tuple[tuple[int, int], ...], unsloth: bool
+                 ) -> tuple[tuple[tuple[float, bool], ...], tuple[tuple[float, bool], ...]]:
+    """(forward, backward) addends per token of one decoder layer, each marked True when it is a hidden-width
+    kernel of the sequence-parallel region (norms with their fp32 statistics, residual adds, input-gradient sums:
+    eq. (E10)); False for the rotary, activation and LoRA scale-and-add kernels (head / intermediate widths)."""
     h, i, q, k, d = w.hidden, w.intermediate, w.q_width, w.kv_width, w.head_dim
     _check(c, h, i, q, k, d)
     if unsloth:
         rot = 2 * c * (q + k) if w.rotary else 0.0
         act_f, act_b = (3.0, 6.0) if w.gated else (2.0, 3.0)
-        fwd = 10 * c * h + 2 * F32 + rot + act_f * c * i + sum(2 * c * o for _, o in adapters)
-        bwd = 18 * c * h + 2 * F32 + rot + act_b * c * i + sum(2 * c * n for n, _ in adapters)
-        return fwd, bwd
+        return (((10 * c * h + 2 * F32, True), (rot, False), (act_f * c * i, False),
+                 (sum(2 * c * o for _, o in adapters), False)),
+                ((18 * c * h + 2 * F32, True), (rot, False), (act_b * c * i, False),
+                 (sum(2 * c * n for n, _ in adapters), False)))
     act_f, act_b = (5.0, 9.0) if w.gated else (2.0, 3.0)  # gated: act + mul; plain: act only
     act_fc, act_bc = (3.0, 5.0) if w.gated else (2.0, 3.0)
     if compiled:
         rot = 1.0 if w.rotary else 0.0
-        fwd = 9 * c * h + 2 * F32 + rot * (5 * c * (q + k) + 4 * c * d) + act_fc * c * i
-        bwd = (12 * c * h + 2 * F32 + rot * (2 * c * (q + k) + 4 * c * d) + act_bc * c * i
-               + (7 * c * h if norms_trained else 0))
-        fwd += sum(c * o for _, o in adapters)
-        bwd += sum(2 * c * o + c * n for n, o in adapters)
-        return fwd, bwd
+        return (((9 * c * h + 2 * F32, True), (rot * (5 * c * (q + k) + 4 * c * d), False), (act_fc * c * i, False),
+                 (sum(c * o for _, o in adapters), False)),
+                ((12 * c * h + 2 * F32, True), (rot * (2 * c * (q + k) + 4 * c * d), False), (act_bc * c * i, False),
+                 (7 * c * h if norms_trained else 0, True), (sum(2 * c * o + c * n for n, o in adapters), False)))
     nf, nb = layernorm_bytes(h, c) if w.layernorm else rmsnorm_bytes(h, c, False, norms_trained)
     rot = 1.0 if w.rotary else 0.0
-    fwd = 2 * nf + 6 * c * h + rot * (10 * c * (q + k) + 4 * c * d) + act_f * c * i
-    bwd = 2 * nb + 15 * c * h + rot * (16 * c * (q + k) + 4 * c * d) + act_b * c * i
-    fwd += sum(5 * c * o for _, o in adapters)
-    bwd += sum(2 * c * o + 3 * c * n for n, o in adapters)
-    return fwd, bwd
+    return (((2 * nf + 6 * c * h, True), (rot * (10 * c * (q + k) + 4 * c * d), False), (act_f * c * i, False),
+             (sum(5 * c * o for _, o in adapters), False)),
+            ((2 * nb + 15 * c * h, True), (rot * (16 * c * (q + k) + 4 * c * d), False), (act_b * c * i, False),
+             (sum(2 * c * o + 3 * c * n for n, o in adapters), False)))
 
 
 def loss_bytes(vocab: int, c: float, compiled: bool, unsloth: bool = False) -> float:
@@ -210,11 +254,12 @@ def model_layer_widths(spec: ModelSpec, layer: int, tp: int = 1) -> LayerWidths:
 def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_trained: bool,
                          adapters: dict[int, tuple[tuple[int, int], ...]], recomputed_layers: int,
                          loss: str = "ce", tp: int = 1, unsloth: bool = False,
-                         loss_compiled: bool | None = None) -> float:
+                         loss_compiled: bool | None = None, sequence_parallel: bool = False) -> float:
     """Eq. (E7)'s numerator per token: every decoder layer's forward and backward (E1/E2 or E4/E5), the forward
     again for ``recomputed_layers`` checkpointed layers, and the loss (E3/E6; none for 'cut-ce', which never
     materialises the logits). ``adapters``: per layer, (in, out) of each LoRA-adapted linear. ``loss_compiled``:
-    whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only)."""
+    whether the loss is compiled too (None: as the layers; torchtitan @ 9dec370 compiles the blocks only).
+    ``sequence_parallel``: the layers' hidden-width kernels run on 1/``tp`` of the tokens (eq. (E10))."""
     if recomputed_layers < 0:
         raise InputError("recomputed layers must not be negative")
     # a layer's widths depend on it only through its kind (ModelSpec.layer_key): its bytes once per (kind, adapters);
@@ -223,7 +268,8 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
     for n, key in enumerate(kinds):
         if key not in per_kind:
-            f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth)
+            f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth,
+                               tp if sequence_parallel else 1)
             per_kind[key] = (f, b, f + b)
     rows = [per_kind[key] for key in kinds]
     total = running_sum([fb for _, _, fb in rows])

@@ -42,6 +42,30 @@ bound of the gain: every collective hidden)::
 
     t_stage + c_tp   (T3, default)          max(t_stage, c_tp)   (T3', overlapped)
 
+Megatron-LM overlaps the backward collective of each column-parallel linear (the attention block's QKV, the MLP's
+first projection) with that linear's own backward GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``,
+NVIDIA/Megatron-LM @9aad920 ``megatron/mpu/layers.py`` lines 241-315, the code of Korthikanti et al. 2022; on by
+default, ``--no-async-tensor-model-parallel-allreduce`` turns it off, ``megatron/arguments.py`` lines 564-569; in
+Megatron-Core always, ``allreduce_dgrad`` @d98e8a6 ``megatron/core/tensor_parallel/layers.py`` lines 694-710 and
+1144-1146; not in the SC21 code of Narayanan et al. 2021, @6985e58, which predates it, 2021-09-02 commit 16c9044).
+Without sequence parallelism the all-reduce of the input gradient dX = dY W (operator f's backward) is launched
+asynchronously and runs while the weight-gradient GEMM dW = dY^T X runs (lines 277-283, 312-313). Under sequence
+parallelism the linear saved only its 1/t sequence shard of X: the backward all-gathers X again while the
+input-gradient GEMM runs (lines 245-269), then reduce-scatters dX while the weight-gradient GEMM runs (lines
+285-310); the all-gather that is the backward of g-bar (``_ReduceScatterToSequenceParallelRegion.backward``,
+``megatron/mpu/mappings.py`` lines 244-245) stays blocking. With F_b the FLOPs of block b's column-parallel GEMMs
+(the input- and weight-gradient GEMMs have the same FLOPs, 2 T h w_out / t), R the rate the GEMMs run at, c_x the
+time of one collective over B_tp, per layer::
+
+    without sequence parallelism:  hidden = sum_b min(c_AR, F_b / R),  no extra bytes
+    with sequence parallelism:     hidden = sum_b [min(c_AG, F_b / R) + min(c_RS, F_b / R)],
+                                   backward + 2 all-gathers of (t - 1)/t T h a (the re-gathered inputs)       (T4)
+    t_micro = t_stage + c_tp - L_s hidden                                                                    (T3'')
+
+Korthikanti et al. 2022 section 6.2 names this overlap as why full recomputation costs 39 % of a 22B layer instead of
+the expected 33 % (Table 4: the backward's all-reduces hide behind the weight-gradient GEMMs, the recomputed
+forward's do not). Checked against Table 4 in tests/formulas/test_sequence_parallel_time.py.
+
 Pipeline parallelism (Narayanan et al. 2021, arXiv 2104.04473, section 2.2): with per-micro-batch forward and
 backward times t_f, t_b of one stage, the 1F1B schedule takes (m + p - 1)(t_f + t_b) per optimizer step, a bubble
 fraction (p - 1)/m; the interleaved schedule with v model chunks per device shrinks the bubble to (p - 1)/(v m)
@@ -74,6 +98,7 @@ micro-batch sizes of these runs (formulas/network.py, bandwidth term dominant).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..errors import InputError
@@ -100,6 +125,34 @@ def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidd
         one = all_gather_bytes(float(tokens) * hidden * gather_bytes, tp) \
             + reduce_scatter_bytes(float(tokens) * hidden * act_bytes, tp)
     return 2.0 * layers * one, (2.0 * layers + 2.0 * recomputed_layers) * one
+
+
+def tensor_parallel_backward_overlap(tokens: int, hidden: int, act_bytes: float, tp: int, bandwidth: float,
+                                     block_flops: Sequence[float], gemm_rate: float, sequence_parallel: bool
+                                     ) -> tuple[float, float]:
+    """Eq. (T4) for one layer: (extra backward bytes, seconds of collectives hidden behind GEMMs) when Megatron
+    overlaps each column-parallel linear's backward collective with its GEMMs; ``block_flops``: the FLOPs of each
+    block's column-parallel input-gradient (= weight-gradient) GEMMs per micro-batch of ``tokens`` tokens on one
+    rank, run at ``gemm_rate`` FLOP/s; ``bandwidth``: B_tp [B/s].
+
+    >>> tensor_parallel_backward_overlap(10, 10, 2, 2, 100.0, [1e3, 1e3], 1e3, False)   # 2 x min(2 s, 1 s)
+    (0.0, 2.0)
+    >>> tensor_parallel_backward_overlap(10, 10, 2, 2, 100.0, [1e3, 1e3], 1e3, True)   # + 2 all-gathers of 100 B;
+    (200.0, 4.0)
+    >>> # each block hides its all-gather (1 s) behind the input-gradient GEMM, its reduce-scatter behind the other
+    """
+    if tp < 1 or bandwidth <= 0 or gemm_rate <= 0 or any(f < 0 for f in block_flops):
+        raise InputError("tp must be >= 1, bandwidth and GEMM rate positive, GEMM FLOPs not negative")
+    if tp == 1:
+        return 0.0, 0.0
+    one = float(tokens) * hidden * act_bytes
+    gemms = [f / gemm_rate for f in block_flops if f > 0]  # a block without column-parallel linears has no collective
+    if not sequence_parallel:
+        c_ar = allreduce_bytes(one, tp) / bandwidth
+        return 0.0, sum(min(c_ar, g) for g in gemms)
+    gather = all_gather_bytes(one, tp)
+    c_ag, c_rs = gather / bandwidth, reduce_scatter_bytes(one, tp) / bandwidth
+    return len(gemms) * gather, sum(min(c_ag, g) + min(c_rs, g) for g in gemms)
 
 
 def pipeline_p2p_bytes(tokens: int, hidden: int, act_bytes: float, tp: int = 1, virtual: int = 1,
@@ -162,11 +215,15 @@ class ModelParallelStep(NamedTuple):
     dp_bandwidth: float
     micro_batches: int
     tp_overlap: bool = False  # eq. (T3'): the collectives overlap the GEMMs
+    tp_hidden_seconds: float = 0.0  # eq. (T4): per micro-batch, backward collectives hidden behind their GEMMs
 
     @property
     def exposed_tp_seconds(self) -> float:
-        """The tensor-parallel time a micro-batch waits for: all of c_tp (T3), or what compute does not hide (T3')."""
-        return max(0.0, self.tp_seconds - self.stage_seconds) if self.tp_overlap else self.tp_seconds
+        """The tensor-parallel time a micro-batch waits for: c_tp (T3) less what Megatron's backward overlap hides
+        (T3''), or what compute does not hide (T3')."""
+        if self.tp_overlap:
+            return max(0.0, self.tp_seconds - self.stage_seconds)
+        return self.tp_seconds - self.tp_hidden_seconds
 
     @property
     def tp_seconds_per_step(self) -> float:
@@ -198,9 +255,11 @@ class ModelParallelStep(NamedTuple):
 
 def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, virtual: int, tp_bytes: float,
                         tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
-                        dp_bandwidth: float, tp_overlap: bool = False) -> ModelParallelStep:
+                        dp_bandwidth: float, tp_overlap: bool = False,
+                        tp_hidden_seconds: float = 0.0) -> ModelParallelStep:
     """Eqs. (P3)-(P6): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
-    moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths.
+    moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths;
+    ``tp_hidden_seconds``: the tensor-parallel time per micro-batch Megatron's backward overlap hides (eq. (T4)).
 
     >>> s = model_parallel_step(1.0, 8, 4, 1, 10.0, 100.0, 0.0, 1.0, 0.0, 1.0)
     >>> round(s.step_seconds, 4), round(s.bubble_seconds, 4)
@@ -212,12 +271,15 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
         if b <= 0:
             raise InputError(f"bandwidth must be positive, got {b}")
     c_tp = tp_bytes / tp_bandwidth
+    if not 0.0 <= tp_hidden_seconds <= c_tp * (1.0 + 1e-12):
+        raise InputError("hidden tensor-parallel seconds must be between 0 and the tensor-parallel time")
     c_p2p = p2p_bytes / p2p_bandwidth if stages > 1 else 0.0
     c_dp = dp_bytes / dp_bandwidth
-    micro = (max(stage_seconds, c_tp) if tp_overlap else stage_seconds + c_tp) + c_p2p
+    micro = (max(stage_seconds, c_tp) if tp_overlap
+             else stage_seconds + c_tp - tp_hidden_seconds if tp_hidden_seconds else stage_seconds + c_tp) + c_p2p
     bubble = (stages - 1) / virtual * micro
     pipe = micro_batches * micro + bubble
     return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + c_dp, tp_bytes,
                              p2p_bytes if stages > 1 else 0.0, dp_bytes,
                              bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
-                             dp_bandwidth, micro_batches, tp_overlap)
+                             dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds)

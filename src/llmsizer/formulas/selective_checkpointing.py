@@ -151,15 +151,23 @@ def moe_expert_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
     return 2 * h * m.num_experts + 2 * m.experts_per_token * mats * x * _div(m.expert_intermediate_size, st.tp)
 
 
-def full_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+def full_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup, early_stop: bool = True) -> int:
     """Matmul FLOPs per token that the backward of a fully checkpointed layer runs again: every matmul of the layer
     but the last. PyTorch's non-reentrant checkpoint (torchtune's and torchtitan's ``checkpoint_wrapper``) stops the
     recomputation as soon as every tensor the backward needs has been rebuilt (torch/utils/checkpoint.py,
     ``set_checkpoint_early_stop``, default True); the layer's last matmul (the MLP down projection) feeds only the
-    residual add, whose backward needs no input, so it does not run again. Attention-core FLOPs: eq. (2') of
-    formulas/training_time.py."""
+    residual add, whose backward needs no input, so it does not run again. ``early_stop`` False: a reentrant
+    checkpoint re-runs the whole function, the last matmul included (torch's ``CheckpointFunction.backward``
+    ``outputs = ctx.run_function(*detached_inputs)``; Megatron-LM's own ``CheckpointFunction``, megatron/mpu/
+    random.py @6985e58 line 310, @9aad920 line 360). Attention-core FLOPs: eq. (2') of formulas/training_time.py."""
     mm = layer_matmul_shapes(spec, layer, st)
-    return 2 * sum(w_in * w_out for _, w_in, w_out, _ in mm[:-1]) + moe_expert_flops(spec, layer, st)
+    return 2 * sum(w_in * w_out for _, w_in, w_out, _ in (mm[:-1] if early_stop else mm)) \
+        + moe_expert_flops(spec, layer, st)
+
+
+def whole_layer_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:
+    """:func:`full_recompute_flops` of a reentrant checkpoint: every matmul of the layer again."""
+    return full_recompute_flops(spec, layer, st, early_stop=False)
 
 
 def op_sac_recompute_flops(spec: ModelSpec, layer: int, st: ActivationSetup) -> int:

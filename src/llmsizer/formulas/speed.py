@@ -68,6 +68,26 @@ warp-level mma.sync instructions can issue, half the wgmma peak of the catalog: 
 logits of the last prompt token only (llama.cpp src/llama-batch.cpp: a batch without a logits array outputs
 "only ... last output"), so the lm_head's 2 V d FLOPs count once, not T times.
 
+Builds of llama.cpp before the June 2024 switch to int8 MMQ (ggml-org/ggml src/ggml-cuda.cu @8c44bc9, the 2024-05-14
+sync, ``ggml_cuda_mul_mat`` L1903-1926: "when tensor cores are available, use them for large batch size") run a
+quantized product of more than 32 columns on Volta and later through ``ggml_cuda_op_mul_mat_cublas`` (L1233-1268),
+which first converts the whole weight matrix to F16 in a pool buffer (``to_fp16_cuda``: the quantized bytes read, 2
+bytes per weight written) and then multiplies on the F16 path. One conversion per product, i.e. per ubatch; for a
+prompt of T tokens in ubatches of u, with W_q the quantized bytes and P the weights of the products::
+
+    t = t_gemm(F16 path) + ceil(T / u) (W_q + 2 P) / (B e_m)                              (9')
+
+B e_m the engine's streaming rate (the conversion is a streaming kernel, like the decode step's mat-vec products).
+
+From June 2024 the quantized products run as MMQ tiles of mmq_y = 128 weight rows x mmq_x columns (ggml-org/ggml
+src/ggml-cuda/mmq.cuh @da232870, the 2025-11-04 sync: get_mmq_x_max_host L94-102, 128 with Turing MMA; get_mmq_y_host
+L127-130; the launcher takes the smallest number of column tiles, ceil(n / mmq_x), L3650-3668), and each tile loads
+its weight rows for itself, so a ubatch of n columns reads the weights ceil(n / 128) times. Read from DRAM at the
+streaming rate, not hidden under the tile's arithmetic (kernels that overlap loads and MMA would hide part of it;
+the efficiency e is fitted with this term), a dense quantized product of W_q bytes costs::
+
+    t = 2 P T / (R_int8 e) + (sum over ubatches of ceil(n_u / 128)) W_q / (B e_m)       (9'')
+
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
 on DGX Spark they do not (see eq. 11), so the batched form takes the routings of (11).
@@ -262,6 +282,27 @@ def gemm_time(flops: float, peak_flops: float, efficiency: float, columns: float
     if half_columns < 0:
         raise InputError(f"half_columns must not be negative, got {half_columns}")
     return flops / (peak_flops * efficiency) * (1.0 + half_columns / columns)
+
+
+def dequantize_time(quantized_bytes: float, params: float, tokens: int, ubatch: int, stream_rate: float) -> float:
+    """Eq. (9'): seconds a pre-June-2024 llama.cpp build spends converting ``params`` quantized weights
+    (``quantized_bytes``) to F16 for cuBLAS, once per ubatch of ``ubatch`` of the ``tokens`` prompt tokens, at
+    ``stream_rate`` [B/s]."""
+    if quantized_bytes < 0 or params < 0:
+        raise InputError("quantized_bytes and params must not be negative")
+    if tokens < 1 or ubatch < 1:
+        raise InputError("tokens and ubatch must be >= 1")
+    _positive("stream_rate", stream_rate)
+    return -(-tokens // ubatch) * (quantized_bytes + 2.0 * params) / stream_rate
+
+
+def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:
+    """Eq. (9''): how many times a prompt of ``tokens`` in ubatches of ``ubatch`` reads a dense product's weights on
+    MMQ, once per column tile of ``tile_columns``: sum over ubatches of ceil(n_u / tile_columns)."""
+    if tokens < 1 or ubatch < 1 or tile_columns < 1:
+        raise InputError("tokens, ubatch and tile_columns must be >= 1")
+    full, rest = divmod(tokens, ubatch)
+    return full * -(-ubatch // tile_columns) + (-(-rest // tile_columns) if rest else 0)
 
 
 def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: float) -> float:

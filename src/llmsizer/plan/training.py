@@ -29,6 +29,7 @@ from ..recommend import Constraints, recommend_training
 from ..request.spec import Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec, TrainingWorkload
+from ..specs.training import without_layout
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points
@@ -113,9 +114,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     rec = None
     budget = job.budget.total
     if tokens and (ctx.alternatives or hw is None):
-        base_fields = {k: v for k, v in workload_fields(job, 1, 1).items()
-                       if k not in ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "offload",
-                        "fsdp_version", "context_parallel", "activation_offload", "float8", "float8_recipe", "compile", "compile_scope")}
+        base_fields = without_layout(workload_fields(job, 1, 1))  # recommend chooses the layout (specs/training.py)
         try:
             rec = ctx.search(recommend_training, spec, tokens=tokens, utilization=s.utilization,  # once per question
                              constraints=Constraints(deadline=deadline, max_cost=budget,

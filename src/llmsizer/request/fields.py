@@ -13,6 +13,7 @@ from typing import Any
 
 from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
+    BATCH_SHAPES,
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     FLOAT8_RECIPES,
@@ -239,6 +240,9 @@ TRAINING = (
             "bubble (p - 1)/(v m)); 1 = plain 1F1B", template=False, minimum=1),
           F("tp_comm_overlap", "bool", "with tp: tensor-parallel collectives overlap the GEMMs (Megatron "
             "--tp-comm-overlap, torchtitan async TP); default not overlapped", template=False),
+          F("tp_backward_overlap", "bool", "with tp: Megatron-LM's backward overlap of each column-parallel linear's "
+            "input-gradient all-reduce / reduce-scatter with its GEMMs (on in Megatron since 2021-09); default off "
+            "(PyTorch tensor parallelism)", template=False),
           F("offload", "enum", "ZeRO-Offload to host memory", template=False, choices=_OFFLOAD),
           F("grad_sync", "enum", "DDP with grad_accumulation: gradients all-reduced once per optimizer-step (no_sync: "
             "HF accelerate / Trainer, the default) or every micro-step", template=False, choices=GRAD_SYNC),
@@ -253,6 +257,9 @@ TRAINING = (
           F("compile", "bool", "the model runs under torch.compile", template=False),
           F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
             "(torchtitan)", template=False, choices=COMPILE_SCOPES),
+          F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
+            "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,
+            choices=BATCH_SHAPES),
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),

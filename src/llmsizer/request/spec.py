@@ -96,6 +96,7 @@ class TrainingSettings:
     pp: int | None = None
     virtual_stages: int | None = None
     tp_comm_overlap: bool | None = None
+    tp_backward_overlap: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None
     grad_sync: str | None = None
@@ -105,6 +106,7 @@ class TrainingSettings:
     float8_recipe: str | None = None
     compile: bool | None = None
     compile_scope: str | None = None
+    batch_shapes: str | None = None
     epochs: float | None = None
     train_tokens: int | None = None
     utilization: float | None = None

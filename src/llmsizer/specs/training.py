@@ -8,6 +8,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 from ..numbers import DEVICE_MEMORY, FRACTION
@@ -62,6 +63,23 @@ FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.p
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
 COMPILE_SCOPES = ("layers+loss", "layers")
+# whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
+BATCH_SHAPES = ("variable", "fixed")
+# the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
+# defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
+# alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
+LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
+                 "tp_backward_overlap", "offload", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                 "float8_recipe", "compile", "compile_scope", "batch_shapes")
+LAYOUT_LOSSES = ("ce-loss-parallel",)
+
+
+def without_layout(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` less :data:`LAYOUT_FIELDS` and a loss that exists only under one layout (:data:`LAYOUT_LOSSES`)."""
+    return {k: v for k, v in fields.items()
+            if k not in LAYOUT_FIELDS and not (k == "loss" and v in LAYOUT_LOSSES)}
+
+
 ADAPTER_DTYPES = ("fp32", "bf16", "fp16")
 # when DDP all-reduces the gradients under gradient accumulation (formulas/training_time.py eq. (7d))
 GRAD_SYNC = ("optimizer-step", "micro-step")
@@ -195,6 +213,12 @@ class TrainingWorkload:
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
         False: they add to it (both frameworks' default). It does not change memory.
+    tp_backward_overlap: with tp > 1, Megatron-LM's backward overlap of each column-parallel linear's
+        input-gradient all-reduce (or, under sequence parallelism, the re-gather of its input and the reduce-scatter
+        of its input gradient) with its own GEMMs (``LinearWithGradAccumulationAndAsyncCommunication``: on by default
+        in Megatron-LM since 2021-09 and always in Megatron-Core; not in the SC21 code, nor in PyTorch DTensor
+        tensor parallelism, torchtitan's): formulas/model_parallel_time.py eq. (T4). False: every backward collective
+        adds to the compute. It does not change memory.
     network: the network between machines when gpus > gpus_per_node, for the duration: a catalog network
         interconnect (``ib-ndr``: one port per device, rail-optimised; ``efa-p5``: per machine) or a bandwidth per
         machine ('1600 Gb/s', '8x400Gb/s'); None: an instance's own network, else none (a warning). It does not
@@ -226,6 +250,11 @@ class TrainingWorkload:
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
         (estimate/allocator.py); None: the device total as before the option (live tensors + CUDA context).
+    batch_shapes: 'variable' (batches padded to their longest sample, so shapes change between steps: the
+        allocator keeps a fragmentation reserve, calibrated) or 'fixed' (every step the same shapes, e.g.
+        torchtitan's fixed-length packed sequences: each stream's cached blocks are reused exactly, and reserved -
+        allocated is the blocks cached on the other streams, formulas/caching_allocator.py eq. R1). Only the
+        reserved and nvidia-smi metrics read it.
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     device: 'gpu' (a CUDA context and the caching allocator's reserve on the device) or 'cpu' (the step runs in
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
@@ -267,6 +296,7 @@ class TrainingWorkload:
     pp: int = 1
     virtual_stages: int = 1
     tp_comm_overlap: bool = False
+    tp_backward_overlap: bool = False
     ep: int = 1
     sequence_parallel: bool = False
     offload: str = "none"
@@ -283,6 +313,7 @@ class TrainingWorkload:
     memory: int | None = None
     headroom: float | None = None
     metric: str | None = None
+    batch_shapes: str = "variable"
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
@@ -300,6 +331,7 @@ class TrainingWorkload:
                   ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
                   ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
                   ("compile_scope", self.compile_scope, COMPILE_SCOPES),
+                  ("batch_shapes", self.batch_shapes, BATCH_SHAPES),
                   ("device", self.device, DEVICES))
         for name, value, allowed in closed:
             if value not in allowed:
@@ -415,6 +447,8 @@ class TrainingWorkload:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
         if self.tp_comm_overlap and self.tp == 1:
             raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
+        if self.tp_backward_overlap and self.tp == 1:
+            raise InputError("tp_backward_overlap needs tensor parallelism (tp > 1)")
         if self.sequence_parallel and self.tp == 1:
             raise InputError("sequence_parallel needs tensor parallelism (tp > 1)")
         if self.fsdp == "hybrid" and self.gpus % min(self.gpus, self.gpus_per_node):

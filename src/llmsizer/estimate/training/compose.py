@@ -17,7 +17,7 @@ from operator import itemgetter
 from typing import Any
 
 from ...errors import InputError
-from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR
+from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
@@ -26,7 +26,7 @@ from ...result import Assumption, Estimate, Item
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
-from ..allocator import TRAINING, apply_metric, calibrated_need
+from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
 from ..device import workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
@@ -316,7 +316,13 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
                          f"device {w.device!r} is sized in host RAM (drop --metric)")
     init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
-    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init))
+    fixed = None
+    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
+        fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
+                                      w.grad_accumulation, st.layer_grads, st.grads,
+                                      zero_shards(w.shard_stage, w.shard_group)[1],
+                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases])
+    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)

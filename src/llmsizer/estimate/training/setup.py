@@ -59,6 +59,7 @@ _WHY = {
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
     "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
+    "batch_shapes": "variable: batches padded to their longest sample, shapes change between steps",
 }
 
 
@@ -149,6 +150,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
+    if w.metric in ("reserved", "nvidia-smi"):  # what the allocator keeps reserved (estimate/allocator.py)
+        record_workload(w, acc, ("batch_shapes",))
     if w.device != "gpu":
         record_workload(w, acc, ("device",))
     opt_name = acc.assume("optimizer", *_default_optimizer(w)[:1], w.optimizer, _default_optimizer(w)[1])
