@@ -390,9 +390,14 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
 
 
 def _replace(o: Option, **kw: Any) -> Option:
-    d = {k: getattr(o, k) for k in o.__dataclass_fields__}
-    d.update(kw)
-    return Option(**d)
+    """``dataclasses.replace(o, **kw)`` without rebuilding every field through ``__init__``: an Option is a frozen
+    record with no ``__post_init__``, so the copy of its fields with ``kw`` changed is the same object; a name that
+    is not a field is a TypeError, as replace raises (tests/consistency/test_fast_copies.py)."""
+    if not kw.keys() <= Option.__dataclass_fields__.keys():
+        raise TypeError(f"Option has no field {sorted(kw.keys() - Option.__dataclass_fields__.keys())}")
+    new = object.__new__(Option)
+    new.__dict__.update(o.__dict__, **kw)
+    return new
 
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
@@ -406,7 +411,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
     tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
     spread = n if engine == "llamacpp" and dev.kind not in ("cpu", "apple") else tp
-    usable, _ = usable_memory(dev, cand.memory)
+    usable, _ = usable_memory(dev, cand.memory, record=False)
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
     if usable is None:

@@ -44,3 +44,23 @@ def test_catalog_smt_instances_and_assumption_text() -> None:
     vm_share_device(m7i.device, m7i, notes)
     assert notes and "2 threads per core (aws-cpu-options)" in notes[0].why
     assert "threads_per_core" in E.VM_BANDWIDTH_SHARE_SOURCE
+
+
+def test_vm_device_memo_answers_each_pair_of_its_own() -> None:
+    """vm_share_device keeps one derived device per (device, instance) pair: asked again it returns that object
+    (and still records its assumption); another instance of the same device (fewer vCPUs, SMT) or another device
+    under the same instance never gets a stale device."""
+    from llmsizer.estimate.caches import clear_caches
+
+    clear_caches()
+    m7a = load_catalog().instances["aws-m7a.2xlarge"]  # 8 vCPUs of a 96-core socket
+    first = vm_share_device(m7a.device, m7a)
+    notes: list = []
+    assert vm_share_device(m7a.device, m7a, notes) is first and len(notes) == 1
+    vc = m7a.vcpus
+    assert vc is not None
+    fewer = replace(m7a, vcpus=Value(4, vc.unit, 4, "test", vc.date))
+    assert (vm_share_device(fewer.device, fewer).bandwidth or 0) == pytest.approx((first.bandwidth or 0) / 2)
+    faster = replace(m7a.device, memory_bandwidth=replace(m7a.device.memory_bandwidth, base=2 * (m7a.device.bandwidth or 0)))
+    assert (vm_share_device(faster, m7a).bandwidth or 0) == pytest.approx(2 * (first.bandwidth or 0))
+    assert vm_share_device(m7a.device, m7a) is first

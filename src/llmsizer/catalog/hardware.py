@@ -220,7 +220,14 @@ class Device:
         return "vendor-binary" if self.memory.unit in _JEDEC_BINARY else "stated"
 
     def memory_basis_text(self) -> str:
-        """One line saying where ``memory_bytes`` comes from, for people."""
+        """One line saying where ``memory_bytes`` comes from, for people (made once per device: it reads only the
+        frozen fields; a catalog search asks it for every fit)."""
+        text: str | None = self.__dict__.get("_basis_text_memo")
+        if text is None:
+            text = self.__dict__["_basis_text_memo"] = self._memory_basis_text()
+        return text
+
+    def _memory_basis_text(self) -> str:
         basis = self.memory_basis
         if basis == "driver" and self.memory_usable is not None:
             where = dict(self.memory_usable.extra).get("where", "")

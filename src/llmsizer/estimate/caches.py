@@ -42,3 +42,4 @@ def clear_caches(estimates_only: bool = False) -> None:
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
+    fit._VM_SHARE.clear()

@@ -110,25 +110,29 @@ def workload_device_kind(device: Device) -> str:
     return "cpu" if device.kind == "cpu" else "gpu"
 
 
-def usable_memory(device: Device, memory: int | None = None, source: str = "given"
+def usable_memory(device: Device, memory: int | None = None, source: str = "given", record: bool = True
                   ) -> tuple[int | None, list[Assumption]]:
     """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it: ``memory`` when
     given (``source`` says by whom: the user, or a CPU instance's RAM), else the catalog's device memory; an Apple
-    GPU only the Metal working-set share of it."""
+    GPU only the Metal working-set share of it. ``record=False``: the bytes alone (no assumptions written, for a
+    caller that reads only the number: a catalog search's candidates)."""
     notes: list[Assumption] = []
     if memory is not None:
         memory = int(check_number(memory, "memory", DEVICE_MEMORY))  # a Python caller's "24GiB": one line naming it
-        notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
+        if record:
+            notes.append(Assumption("device_memory", format_bytes(memory), source != "given", source))
         base = memory
     else:
         base_opt = device.memory_bytes
         if base_opt is None:
             return None, notes
         base = base_opt
-        notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
+        if record:
+            notes.append(Assumption("device_memory", format_bytes(base), True, device.memory_basis_text()))
     if device.kind == "apple":
         frac = E.APPLE_GPU_WORKING_SET.expected
-        notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
+        if record:
+            notes.append(Assumption("apple_gpu_working_set", frac, True, E.APPLE_GPU_WORKING_SET.source))
         base = int(base * frac)
     return base, notes
 

@@ -260,6 +260,9 @@ def vm_share_device(device: Device, instance: Instance | None, assumptions: list
                                       + E.VM_BANDWIDTH_SHARE_SOURCE))
     if share >= 1.0:
         return device
+    hit = _VM_SHARE.get((id(device), id(instance)))
+    if hit is not None and hit[0] is device and hit[1] is instance:  # both frozen: the same pair, the same share
+        return hit[2]
     why = (f"x {share:.4g} share of the socket's cores ({vcpus.raw:g} vCPUs / {tpc:g} threads per core / "
            f"{cores.raw:g} cores)")
 
@@ -268,7 +271,16 @@ def vm_share_device(device: Device, instance: Instance | None, assumptions: list
                        + why, note=E.VM_BANDWIDTH_SHARE_SOURCE)
 
     # Peak FLOP/s is per core x cores: a VM computes with its own cores only (SMT siblings share one core's units).
-    return replace(device, memory_bandwidth=part(bw), flops={k: part(v) for k, v in device.flops.items()})
+    shared = replace(device, memory_bandwidth=part(bw), flops={k: part(v) for k, v in device.flops.items()})
+    if len(_VM_SHARE) >= 1024:
+        _VM_SHARE.clear()
+    _VM_SHARE[(id(device), id(instance))] = (device, instance, shared)
+    return shared
+
+
+# vm_share_device's devices, by the (device, instance) pair they were derived from (identity: both are frozen, and
+# the memo keeps them alive): one Device per VM, not a new copy per fit of a catalog search or plan
+_VM_SHARE: dict[tuple[int, int], tuple[Device, Instance, Device]] = {}
 
 
 def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,

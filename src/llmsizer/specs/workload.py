@@ -271,3 +271,12 @@ class InferenceWorkload:
         if offload and self.device == "cpu":  # were ignored (exit 0, the CPU answer) or refused with a wrong hint
             raise InputError(f"{', '.join(offload)} apply to GPU offload; on device cpu every tensor is in host "
                              "memory (use device gpu)")
+
+    def without_memory(self) -> InferenceWorkload:
+        """``dataclasses.replace(self, memory=None)`` (``given`` kept) without running ``__post_init__`` again: no
+        check there reads ``memory`` but its own range, and every normalisation it made is kept as made, so the
+        copy is the one replace builds, field by field with the same types (tests/consistency/test_fast_copies.py);
+        an estimate composes a budget-independent breakdown from it for every memory size it is asked about."""
+        new = object.__new__(InferenceWorkload)
+        new.__dict__.update(self.__dict__, memory=None)
+        return new

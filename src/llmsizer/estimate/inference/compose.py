@@ -177,6 +177,17 @@ def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str
     return est.total("host" if device == "cpu" else "device")[1]  # on a CPU the tensors are in host RAM
 
 
+def inference_sized_floor(spec: ModelSpec, device: str = "gpu") -> int:
+    """A lower bound of ``inference_sized`` on ``device`` for every batch and length: on a GPU its estimate's bf16
+    weights item (every other item is non-negative); 0 on a CPU, where llama.cpp's gguf:bf16 keeps some tensors in
+    smaller types (gpt-oss's MXFP4 experts). Lets a caller that only compares a number with ``inference_sized`` skip
+    the estimate when the number cannot exceed it (tests/consistency/test_inference_sized.py checks the bound on the
+    whole catalog)."""
+    if device == "cpu":
+        return 0
+    return weight_bytes(spec, "bf16", 128, DTYPE_BYTES["bf16"]).total
+
+
 def _assumed(est: Estimate, name: str) -> str:
     """The value the estimate assumed for ``name`` ('' when it assumed none)."""
     return next((str(a.value) for a in est.assumptions if a.name == name), "")
@@ -233,7 +244,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         # Only vLLM's and SGLang's compositions read the memory (it sizes the KV pool from it); for the other engines the
         # breakdown is the same for every budget, so it is composed once without one (memoized) and checked
         # against this budget here -- what the end of this function does with the same breakdown.
-        base = _memoized(spec, dataclasses.replace(w, memory=None))
+        base = _memoized(spec, w.without_memory())
         acc = Acc()
         acc.warnings.extend(base.warnings)
         details = dict(base.details)

@@ -28,7 +28,7 @@ from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
 from ..device import workload_on_device
-from ..inference import inference_sized
+from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_warnings
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
@@ -579,7 +579,8 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
     # against what `infer` answers for the same sequences
     peak = sum(i.bytes for i in acc.items if i.location == "device")
-    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device)
+    # the serving estimate only when the warning can hold: it is never below inference_sized_floor
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) else peak
     if peak > inf:
         acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
                             f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
