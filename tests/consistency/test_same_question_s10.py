@@ -68,6 +68,15 @@ def test_longest_sequence_under_context_parallelism_is_one_train_accepts_and_fit
     assert _fits(*flags, "--seq", str(n)) and not _fits(*flags, "--seq", str(n + 4))
 
 
+def test_no_sequence_fits_names_the_shortest_length_tried() -> None:
+    """When nothing fits under context parallelism the line said "even 1 token does not", a length train --seq
+    refuses: the shortest length the search tries is 2 x cp (4 at cp 2), and train --seq 4 indeed does not fit."""
+    flags = ("llama-3.1-70b", "--memory", "8GiB", "--gpus", "8", "--fsdp", "full", "--context-parallel", "2")
+    code, out, _ = run("train", *flags, "--max-seq")
+    assert code == 1 and "even 4 token(s) do not" in out, out
+    assert not _fits(*flags, "--seq", "4")
+
+
 def test_largest_micro_batch_is_not_capped_below_what_train_accepts() -> None:
     """`train smollm2-135m --max-batch --memory 1000TiB --seq 128` answered 65,536 (a 2^16 search ceiling), while
     `train ... --batch 100000` fits (17.55 TiB of a 900 TiB budget): the answer is the largest batch --batch takes

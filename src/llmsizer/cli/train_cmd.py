@@ -10,6 +10,7 @@ from ..estimate.device import device_budget, workload_device_kind
 from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
+from ..estimate.training.reverse import seq_len_step
 from ..numbers import COUNT
 from ..render.markdown import format_usd
 from ..render.safe import say
@@ -129,8 +130,11 @@ def cmd_train(args: argparse.Namespace) -> int:
               if reverse["max_micro_batch"] else f"batch 1 does not fit: one sequence of {seq:,} tokens needs more "
               "than the budget")
     if "max_seq_len" in reverse:
+        cp = int(fields.get("context_parallel") or 1)
+        shortest = seq_len_step(cp)  # the search's shortest length
         say(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
-              if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even 1 token does not")
+              if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even {shortest:,} token(s) "
+              "do not" + (f" (context parallelism {cp} splits a sequence into 2 x {cp} chunks)" if cp > 1 else ""))
     if duration is not None:
         say(render_duration(duration))
         if data["duration"]["cost"] is not None:  # the price fit --train prints (estimate/fit.py hourly_price)

@@ -71,5 +71,10 @@ def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected",
     spec, w, mem, lv = _prepare(model, memory, level, kwargs)
     # the largest any input may state (no search ceiling), in whole steps of the 2 x cp chunks context parallelism
     # splits a sequence into (specs/training.py: any other length is refused)
-    step = 2 * w.context_parallel if w.context_parallel > 1 else 1
+    step = seq_len_step(w.context_parallel)
     return _largest(spec, w, "seq_len", int(TOKENS.high), mem, lv, step)
+
+
+def seq_len_step(context_parallel: int) -> int:
+    """The step (and shortest length) of :func:`max_seq_len`'s search: 2 x cp under context parallelism, else 1."""
+    return 2 * context_parallel if context_parallel > 1 else 1
