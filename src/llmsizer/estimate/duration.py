@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -349,7 +350,7 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     tp = w.tp if w.tp > 1 else 1
     st = _matmul_setup(spec, w.method, w.rank, w.targets, tp, w.dora)
     by_kind: dict[bool, tuple[Any, list[tuple[str, bool, bool]]]] = {}  # a layer differs only by being MoE
-    kinds = [bool(x and spec.moe is not None) for x in spec.moe_layers[:spec.num_layers]]
+    kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         i = kinds.index(moe)  # the first layer of this kind
         lin = [(name, st.full or "lora_" in name, not counted)
@@ -512,7 +513,7 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
     # elements) once per kind; the sums below still run layer by layer, so every float is the same
     per_kind: dict[bool, tuple[float, float, float, int]] = {}
-    kinds = [bool(spec.moe is not None and x) for x in spec.moe_layers[:spec.num_layers]]
+    kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
         f = 2.0 * sum(a * b for a, b in linears) if moe else float8_layer_flops(spec, tp)
@@ -530,11 +531,18 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
         f, fwd, bwd, elems = per_kind[moe]
         addends[moe, again_i] = (f * (3.0 + (again if again_i else 0.0)),
                                  fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd, elems)
-    rows = [addends[k] for k in layer_kinds]
-    flops = running_sum([x for x, _, _ in rows])
-    cast = running_sum([x for _, x, _ in rows])
-    gathered = running_sum([x for _, _, x in rows])
+    rows = list(map(addends.__getitem__, layer_kinds))
+    flops = running_sum(map(itemgetter(0), rows))
+    cast = running_sum(map(itemgetter(1), rows))
+    gathered = running_sum(map(itemgetter(2), rows))
     return Float8Time(flops, cast, gathered)
+
+
+def moe_kinds(spec: ModelSpec) -> list[bool]:
+    """Per decoder layer, whether it runs routed experts (an MoE layer of an MoE model): the one layer-kind split of
+    the duration's float8 linears and kernel counts."""
+    layers = spec.moe_layers[:spec.num_layers]
+    return list(map(bool, layers)) if spec.moe is not None else [False] * len(layers)
 
 
 def sharding_mode(w: TrainingWorkload) -> str:

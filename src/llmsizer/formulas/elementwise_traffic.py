@@ -112,6 +112,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 
 from ..errors import InputError
 from ..specs import ModelSpec
@@ -266,14 +267,14 @@ def step_bytes_per_token(spec: ModelSpec, c: float, compiled: bool, norms_traine
     # the sums still run layer by layer, in order (running_sum: the same floats as a += loop)
     kinds = list(zip(layer_keys(spec), map(adapters.get, range(spec.num_layers), repeat(())), strict=True))
     per_kind: dict[tuple[object, ...], tuple[float, float, float]] = {}
-    for n, key in enumerate(kinds):
-        if key not in per_kind:
-            f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth,
-                               tp if sequence_parallel else 1)
-            per_kind[key] = (f, b, f + b)
-    rows = [per_kind[key] for key in kinds]
-    total = running_sum([fb for _, _, fb in rows])
-    fwd_sum = running_sum([f for f, _, _ in rows])
+    for key in dict.fromkeys(kinds):
+        n = kinds.index(key)  # the first layer of this kind
+        f, b = layer_bytes(model_layer_widths(spec, n, tp), c, compiled, norms_trained, key[1], unsloth,
+                           tp if sequence_parallel else 1)
+        per_kind[key] = (f, b, f + b)
+    rows = list(map(per_kind.__getitem__, kinds))
+    total = running_sum(map(itemgetter(2), rows))
+    fwd_sum = running_sum(map(itemgetter(0), rows))
     total += fwd_sum * recomputed_layers / spec.num_layers
     if loss != "cut-ce":
         total += loss_bytes(-(-spec.vocab_size // tp), c, compiled if loss_compiled is None else loss_compiled,

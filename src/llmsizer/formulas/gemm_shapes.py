@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import math
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import reduce
 from itertools import chain
-from operator import add
+from operator import add, itemgetter
 
 from ..errors import InputError
 
@@ -72,10 +73,7 @@ def training_gemms(tokens: int, linears: Iterable[tuple[int, int, bool]]) -> lis
     per linear; forward and input gradient always, weight gradient for trained weights only."""
     out: list[tuple[int, int, int]] = []
     for k, n, trained in linears:
-        out.append((tokens, n, k))
-        out.append((tokens, k, n))
-        if trained:
-            out.append((n, k, tokens))
+        out += ((tokens, n, k), (tokens, k, n), (n, k, tokens)) if trained else ((tokens, n, k), (tokens, k, n))
     return out
 
 
@@ -92,24 +90,25 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
     order. A block passed again as the same object (every layer of one kind) reuses its terms, and each distinct
     GEMM shape's efficiency is computed once."""
     per_shape: dict[tuple[int, int, int], tuple[float, float]] = {}  # (F_g, F_g / e_g) of each distinct shape
+    # each distinct block (by identity: the blocks are alive for the whole call, so an id is not reused) once:
+    # (its F_g in order, its F_g / e_g in order, its FLOPs as an integer or -1), and how many times it comes
+    distinct = dict(zip(map(id, blocks), blocks))
     done: dict[int, tuple[list[float], list[float], int]] = {}
-    order: list[tuple[list[float], list[float], int]] = []
-    for block in blocks:
-        terms = done.get(id(block))  # the blocks are alive for the whole call: an id is not reused
-        if terms is None:
-            for g in dict.fromkeys(block):
-                if g not in per_shape:
-                    m, n, k = g
-                    f = 2.0 * m * n * k
-                    per_shape[g] = (f, f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes))
-            fs, ts = (list(col) for col in zip(*map(per_shape.__getitem__, block), strict=True)) if block else ([], [])
-            integral = all(map(float.is_integer, fs))
-            terms = done[id(block)] = (fs, ts, sum(map(int, fs)) if integral else -1)
-        order.append(terms)
-    # the FLOPs as an integer: while it stays below 2^53 every running float sum of them is exact
-    exact = -1 if any(t[2] < 0 for t in order) else sum(t[2] for t in order)
-    time = running_sum(chain.from_iterable(t[1] for t in order))
-    total = float(exact) if 0 <= exact <= 2**53 else running_sum(chain.from_iterable(t[0] for t in order))
+    for key, block in distinct.items():
+        for g in dict.fromkeys(block):
+            if g not in per_shape:
+                m, n, k = g
+                f = 2.0 * m * n * k
+                per_shape[g] = (f, f / gemm_efficiency(m, n, k, math_rate, bandwidth, elem_bytes))
+        fs, ts = (list(col) for col in zip(*map(per_shape.__getitem__, block), strict=True)) if block else ([], [])
+        done[key] = (fs, ts, sum(map(int, fs)) if all(map(float.is_integer, fs)) else -1)
+    order = list(map(done.__getitem__, map(id, blocks)))
+    # the FLOPs as an integer (each distinct block's times its count: integers, so any grouping is exact): while it
+    # stays below 2^53 every running float sum of them is exact
+    counts = Counter(map(id, blocks))
+    exact = -1 if any(done[key][2] < 0 for key in counts) else sum(done[key][2] * c for key, c in counts.items())
+    time = running_sum(chain.from_iterable(map(itemgetter(1), order)))
+    total = float(exact) if 0 <= exact <= 2**53 else running_sum(chain.from_iterable(map(itemgetter(0), order)))
     return total / time if time else 1.0
 
 

@@ -8,6 +8,7 @@ model is known. Names follow ``docs/nomenclature.md`` and ``docs/training.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter, contains
 from typing import Any
 
 from ..errors import InputError
@@ -324,22 +325,11 @@ class TrainingWorkload:
 
     def __post_init__(self) -> None:
         check_numbers(self, (("memory", DEVICE_MEMORY), ("headroom", FRACTION)))  # memory="80GiB": one line, not a TypeError
-        closed = (("method", self.method, METHODS), ("precision", self.precision, PRECISIONS),
-                  ("grad_checkpointing", self.grad_checkpointing, GRAD_CHECKPOINTING),
-                  ("attention", self.attention, TRAIN_ATTENTION), ("offload", self.offload, OFFLOAD),
-                  ("loss", self.loss, LOSSES), ("kernels", self.kernels, KERNELS),
-                  ("nf4_quantizer", self.nf4_quantizer, NF4_QUANTIZERS),
-                  ("lora_dropout", self.lora_dropout, LORA_DROPOUTS),
-                  ("nf4_format", self.nf4_format, NF4_FORMATS),
-                  ("deepspeed_gather", self.deepspeed_gather, DEEPSPEED_GATHERS),
-                  ("checkpoint_impl", self.checkpoint_impl, CHECKPOINT_IMPLS),
-                  ("float8_recipe", self.float8_recipe, FLOAT8_RECIPES),
-                  ("compile_scope", self.compile_scope, COMPILE_SCOPES),
-                  ("batch_shapes", self.batch_shapes, BATCH_SHAPES),
-                  ("device", self.device, DEVICES))
-        for name, value, allowed in closed:
-            if value not in allowed:
-                raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
+        closed = _CLOSED_VALUES(self)
+        if not all(map(contains, _CLOSED_ALLOWED, closed)):  # (the common case answered in C; the loop names the first)
+            for (name, allowed), value in zip(_CLOSED, closed, strict=True):
+                if value not in allowed:
+                    raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
         if self.device == "cpu" and (self.activation_offload or self.float8):
             raise InputError(("activation_offload copies saved activations from a GPU to host memory"
                               if self.activation_offload else "float8 training runs torch._scaled_mm on GPU tensor "
@@ -358,11 +348,11 @@ class TrainingWorkload:
         for opt_name, opt_value, opt_allowed in optional:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
-        for name in ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep",
-                     "gpus_per_node", "loss_chunks", "checkpoint_every", "context_parallel"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InputError(f"{name} must be a positive integer, got {v!r}")
+        counts = _COUNT_VALUES(self)
+        if not (set(map(type, counts)) == {int} and min(counts) >= 1):  # (every one a plain int >= 1: in C)
+            for name, v in zip(_COUNTS, counts, strict=True):
+                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                    raise InputError(f"{name} must be a positive integer, got {v!r}")
         if self.method != "full":
             if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
                 raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
@@ -514,3 +504,18 @@ class TrainingWorkload:
         if self.fsdp == "hybrid":
             return max(1, min(ways, self.gpus_per_node // (self.tp * self.pp) or 1))
         return ways
+
+
+# the closed-set fields of TrainingWorkload (checked in this order) and the positive counts: read at once by
+# ``__post_init__`` (operator.attrgetter), which names the first one out of its set
+_CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("method", METHODS), ("precision", PRECISIONS), ("grad_checkpointing", GRAD_CHECKPOINTING),
+    ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("kernels", KERNELS),
+    ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
+    ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
+    ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("device", DEVICES))
+_CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
+_CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
+_COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",
+           "loss_chunks", "checkpoint_every", "context_parallel")
+_COUNT_VALUES = attrgetter(*_COUNTS)

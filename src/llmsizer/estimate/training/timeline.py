@@ -423,7 +423,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # consecutive: a range), exact integers
         above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
-        grads_at = [int(shard(g, g_shard) * scale) for g in above]
+        grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
