@@ -50,6 +50,7 @@ from .formulas.kv_cache import kv_dtype_bytes
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .formulas.weight_formats import weight_bytes
+from .frozen import fast_init
 from .models import load_model
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
@@ -107,6 +108,7 @@ MODE_CONSTRAINTS = {"serving": ("deadline", "max_cost"),
                     "training": ("tokens_per_second", "user_tokens_per_second", "max_ttft")}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Option:
     """One evaluated hardware choice and the reasons it was chosen or rejected."""

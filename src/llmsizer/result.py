@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .frozen import fast_init
+
 Location = Literal["device", "host"]
 SCHEMA_VERSION = 1
 
@@ -17,6 +19,7 @@ SCHEMA_VERSION = 1
 DEVICES_SUMMED = "devices_summed"
 
 
+@fast_init
 @dataclass(frozen=True)
 class Item:
     """One memory component: expected bytes, a low/high range, where it lives, and why."""
@@ -41,6 +44,7 @@ class Item:
                 "formula": self.formula, "source": self.source}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Assumption:
     """A value the estimate used. ``default`` is True when the user did not give it."""
@@ -81,6 +85,7 @@ class Notes:
         return value
 
 
+@fast_init
 @dataclass(frozen=True)
 class Estimate:
     """A memory estimate: the components (``items``), the values it assumed, and warnings.

@@ -75,6 +75,7 @@ from ..formulas.training_time import (
     training_flops_per_token,
 )
 from ..formulas.weight_formats import weight_bytes
+from ..frozen import fast_init
 from ..numbers import TRAIN_TOKENS, check_number
 from ..request.quantities import parse_bandwidth
 from ..result import Assumption
@@ -111,6 +112,7 @@ def checkpointed_layers(num_layers: int, checkpoint_every: int = 1) -> list[int]
     return list(range(checkpoint_every - 1, num_layers, checkpoint_every))  # i with (i + 1) % N == 0
 
 
+@fast_init
 @dataclass(frozen=True)
 class TrainingFlops:
     per_token: float
@@ -370,6 +372,7 @@ def kernels_per_micro_step(spec: ModelSpec, w: TrainingWorkload) -> int:
     return step_kernels(widths, linears, w.compile, w.method == "full", ckpt, head, half)
 
 
+@fast_init
 @dataclass(frozen=True)
 class Duration:
     """Wall-clock time of a training run on ``devices`` x one device type (None where the peak is unsourced)."""
@@ -415,6 +418,7 @@ class Duration:
                 "warnings": list(self.warnings)}
 
 
+@fast_init
 @dataclass(frozen=True)
 class StepTime:
     """One optimizer step of training, per device: data-parallel (formulas/training_time.py eqs. 6-8) or

@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..specs.workload import parse_engine_version
 from ..units import GiB, MiB
 from . import efficiency as E
@@ -355,6 +356,7 @@ LLAMACPP_KV_UNIFIED_SOURCE = (
     "@0c1e57098; PR #16736 'By default, start the server using 4 slots and unified KV cache'")
 
 
+@fast_init
 @dataclass(frozen=True)
 class LlamaCppKV:
     """llama.cpp's KV cells for ``sequences`` sequences (:func:`llamacpp_kv_cells`): ``streams`` buffers of

@@ -19,6 +19,7 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
+from ..frozen import fast_init
 from ..models import load_model
 from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
@@ -77,6 +78,7 @@ def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int) -> fl
     return speed.tokens_per_second * replicas
 
 
+@fast_init
 @dataclass(frozen=True)
 class FitResult:
     """Whether a workload fits on ``count`` x ``device``; memory per device against the budget, and speed."""
@@ -347,7 +349,8 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
-    assumptions.extend(a for a in est.assumptions if a.default and a.name in {"context", "concurrency"} - given.keys())
+    sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption)
+    assumptions.extend(a for a in est.assumptions if a.default and a.name in sizing)
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))

@@ -36,6 +36,7 @@ from ..formulas.speed import (
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
+from ..frozen import fast_init
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
@@ -70,6 +71,7 @@ def attention_width(spec: ModelSpec) -> int:
     return spec.num_heads * spec.head_dim
 
 
+@fast_init
 @dataclass(frozen=True)
 class SpeedEstimate:
     """Prefill / time-to-first-token and decode speed for one replica on ``count`` devices."""

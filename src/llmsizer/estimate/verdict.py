@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..result import Assumption
 from ..units import format_bytes
 
@@ -45,6 +46,7 @@ def memory_budget(usable: int, headroom: float) -> int:
     return int(usable * (1 - headroom))
 
 
+@fast_init
 @dataclass(frozen=True)
 class Verdict:
     """The fit verdict for one device: need against budget, and why."""

@@ -115,6 +115,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..specs import ModelSpec
 from .gemm_shapes import running_sum
 from .tensors import layer_keys
@@ -128,6 +129,7 @@ SOURCE_COMPILED = ("inductor fused kernels' bytes (torch/_inductor/graph.py Grap
                    "compiled transformers Llama decoder layer")
 
 
+@fast_init
 @dataclass(frozen=True)
 class LayerWidths:
     """The widths of one decoder layer's memory-bound ops, per device (after tensor parallelism)."""

@@ -92,7 +92,7 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
     per_shape: dict[tuple[int, int, int], tuple[float, float]] = {}  # (F_g, F_g / e_g) of each distinct shape
     # each distinct block (by identity: the blocks are alive for the whole call, so an id is not reused) once:
     # (its F_g in order, its F_g / e_g in order, its FLOPs as an integer or -1), and how many times it comes
-    distinct = dict(zip(map(id, blocks), blocks))
+    distinct = dict(zip(map(id, blocks), blocks, strict=True))
     done: dict[int, tuple[list[float], list[float], int]] = {}
     for key, block in distinct.items():
         for g in dict.fromkeys(block):

@@ -35,9 +35,11 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..specs import ModelSpec
 
 
+@fast_init
 @dataclass(frozen=True)
 class RecurrentState:
     total_bytes: int  # eq. (3)

@@ -220,6 +220,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..frozen import fast_init
 from .flash_attention import fattn_stream_seconds
 
 
@@ -359,6 +360,7 @@ def allreduce_time(nbytes: float, devices: int, link_bandwidth: float, latency_s
     return latency_seconds + 2.0 * (devices - 1) / devices * nbytes / link_bandwidth
 
 
+@fast_init
 @dataclass(frozen=True)
 class Roofline:
     """Where a phase sits on the roofline: intensity [FLOP/B], ridge point [FLOP/B], the attainable rate
@@ -384,6 +386,7 @@ def roofline(flops: float, nbytes: float, peak_flops: float, bandwidth: float) -
     return Roofline(intensity, ridge, attainable, "memory" if intensity < ridge else "compute")
 
 
+@fast_init
 @dataclass(frozen=True)
 class PhaseTime:
     """Time of one phase: the larger of its compute and memory times (eq. 3) plus communication."""

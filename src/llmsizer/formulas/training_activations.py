@@ -97,12 +97,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..frozen import fast_init
 from ..specs import ModelSpec
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
 
 
+@fast_init
 @dataclass(frozen=True)
 class ActivationSetup:
     """How a step types and keeps its tensors (built by ``training.compose`` from the workload).
@@ -143,6 +145,7 @@ class ActivationSetup:
         return self.batch * self.seq
 
 
+@fast_init
 @dataclass(frozen=True)
 class Term:
     """One group of saved tensors: ``bytes`` on one device, with the arithmetic that produced it."""

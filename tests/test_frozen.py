@@ -1,0 +1,121 @@
+"""frozen.fast_init against the truth it replaces: the ``__init__`` ``dataclasses`` itself generates for the same
+fields (a fresh frozen dataclass made with ``make_dataclass`` from each decorated class's fields). Same signature
+(names, order, defaults), the same values stored in the same order, a fresh object from each default factory, the
+instance still frozen; every class the source decorates is checked, so a new one is too."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import llmsizer
+from llmsizer.frozen import fast_init
+
+SRC = Path(llmsizer.__file__).parent
+
+
+def _decorated() -> list[type]:
+    """Every class in the package source written as ``@fast_init`` above ``@dataclass(frozen=True)``."""
+    out = []
+    for info in pkgutil.walk_packages([str(SRC)], "llmsizer."):
+        path = SRC.joinpath(*info.name.split(".")[1:])
+        file = path / "__init__.py" if info.ispkg else path.with_suffix(".py")
+        names = re.findall(r"^@fast_init\n@dataclass\(frozen=True\)\nclass (\w+)", file.read_text("utf-8"), re.M)
+        if names:
+            mod = importlib.import_module(info.name)
+            out += [getattr(mod, n) for n in names]
+    return out
+
+
+DECORATED = _decorated()
+
+
+def _reference(cls: type) -> type:
+    """A frozen dataclass with ``cls``'s fields and the ``__init__`` dataclasses generates."""
+    spec = [(f.name, f.type, dataclasses.field(default=f.default, default_factory=f.default_factory))
+            for f in dataclasses.fields(cls)]
+    return dataclasses.make_dataclass("Ref", spec, frozen=True)
+
+
+def _sample(cls: type) -> tuple[list[Any], dict[str, Any]]:
+    """Distinct marker objects for the required fields (positional) and for half of the defaulted ones (by name)."""
+    args, kwargs = [], {}
+    for n, f in enumerate(dataclasses.fields(cls)):
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            args.append(object())
+        elif n % 2:
+            kwargs[f.name] = object()
+    return args, kwargs
+
+
+def test_the_hot_classes_are_decorated() -> None:
+    names = {c.__name__ for c in DECORATED}
+    assert {"Assumption", "Item", "Estimate", "FitResult", "SpeedEstimate", "Term"} <= names
+
+
+@pytest.mark.parametrize("cls", DECORATED, ids=lambda c: c.__name__)
+def test_same_init_as_dataclasses(cls: type) -> None:
+    ref = _reference(cls)
+    mine, theirs = inspect.signature(cls.__init__).parameters, inspect.signature(ref.__init__).parameters
+    assert list(mine) == list(theirs)
+    for name in mine:
+        a, b = mine[name].default, theirs[name].default
+        assert a is b or repr(a) == repr(b) == "<factory>", name
+        assert mine[name].kind is theirs[name].kind, name
+    if hasattr(cls, "__post_init__"):
+        pytest.skip("a __post_init__ would validate the markers")
+    args, kwargs = _sample(cls)
+    got, want = cls(*args, **kwargs), ref(*args, **kwargs)
+    assert list(got.__dict__) == list(want.__dict__) == [f.name for f in dataclasses.fields(cls)]
+    assert all(x is y or (type(x) is type(y) and x == y) for x, y in zip(got.__dict__.values(),
+                                                                         want.__dict__.values(), strict=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(got, dataclasses.fields(cls)[0].name, 1)
+    # a default factory makes a fresh object per instance, as dataclasses' does
+    for f in dataclasses.fields(cls):
+        if f.default_factory is not dataclasses.MISSING and f.name not in kwargs:
+            assert getattr(got, f.name) is not getattr(cls(*args, **kwargs), f.name)
+    # replace builds through the same __init__
+    assert dataclasses.replace(got) == got
+
+
+def test_refuses_what_it_does_not_build() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class KwOnly:
+        a: int = dataclasses.field(default=1, kw_only=True)
+
+    @dataclasses.dataclass(frozen=True)
+    class NoInit:
+        a: int = dataclasses.field(default=1, init=False)
+
+    @dataclasses.dataclass
+    class NotFrozen:
+        a: int = 1
+
+    for cls in (KwOnly, NoInit, NotFrozen):
+        with pytest.raises(TypeError, match="fast_init"):
+            fast_init(cls)
+
+
+def test_post_init_runs() -> None:
+    seen = []
+
+    @fast_init
+    @dataclasses.dataclass(frozen=True)
+    class Checked:
+        a: int
+        b: list[int] = dataclasses.field(default_factory=list)
+
+        def __post_init__(self) -> None:
+            seen.append((self.a, self.b))
+
+    Checked(3)
+    Checked(4, [1])
+    assert seen == [(3, []), (4, [1])]
