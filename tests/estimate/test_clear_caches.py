@@ -13,6 +13,8 @@ import llmsizer
 import llmsizer.estimate
 import llmsizer.formulas
 from llmsizer.estimate.caches import clear_caches
+from llmsizer.estimate.formats import format_ladder
+from llmsizer.models import load_model
 
 DATA_LOADERS = {"llmsizer.formulas.weight_formats.ggml_types"}  # reads catalog/data/ggml_types.json once
 
@@ -38,6 +40,7 @@ def _fill() -> None:
     llmsizer.fit("gemma-2-9b-it", "rtx-4090", engine="llamacpp", weights="q4_k_m", context=16384, concurrency=4)
     llmsizer.fit("deepseek-v2-lite", "h100-sxm", 2, engine="vllm", context=8192)
     llmsizer.recommend_training("qwen2.5-0.5b", method="lora", tokens=1e8)
+    format_ladder(load_model("qwen2.5-0.5b"), "vllm")  # a catalog search's weight formats
 
 
 def test_clear_caches_empties_every_memo_of_the_core() -> None:

@@ -349,8 +349,9 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
                              kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
-    sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption)
-    assumptions.extend(a for a in est.assumptions if a.default and a.name in sizing)
+    sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
+    if sizing:
+        assumptions.extend(a for a in est.assumptions if a.default and a.name in sizing)
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))

@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ..catalog.hardware import Device
 from ..errors import InputError
@@ -252,9 +253,12 @@ def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:
                      "give --weights to name the format")
 
 
+@lru_cache(maxsize=1024)
 def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8: bool = True) -> tuple[str, ...]:
     """The weight formats to try on ``engine``, best first (module rule): a given format alone; else the default
-    (``engine_weights``), then the engine's rungs smaller than it (``fp8``: the device runs FP8 kernels)."""
+    (``engine_weights``), then the engine's rungs smaller than it (``fp8``: the device runs FP8 kernels). Memoized
+    on its arguments (the spec by identity): a catalog search asks it once per candidate device, with the same
+    answer for every device of one FP8 support."""
     if weights:
         return (normalize_format(weights),)
     rungs = GGUF_LADDER if engine == "llamacpp" else tuple(f for f in VLLM_LADDER if fp8 or f != "fp8")
