@@ -119,3 +119,26 @@ def test_post_init_runs() -> None:
     Checked(3)
     Checked(4, [1])
     assert seen == [(3, []), (4, [1])]
+
+
+def test_replace_fields_is_dataclasses_replace() -> None:
+    from llmsizer.estimate.speed import SpeedEstimate
+    from llmsizer.frozen import replace_fields
+    from llmsizer.result import Estimate, Item
+
+    args, kwargs = _sample(SpeedEstimate)
+    sp = SpeedEstimate(*args, **kwargs)
+    for kw in ({}, {"device": "rtx-4090"}, {"device": "x", "concurrency": 3}):
+        new, ref = replace_fields(sp, **kw), dataclasses.replace(sp, **kw)
+        assert new == ref and new is not sp
+        assert [(k, v) for k, v in new.__dict__.items()] == [(k, v) for k, v in ref.__dict__.items()]
+    with pytest.raises(TypeError):
+        replace_fields(sp, colour="red")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        replace_fields(sp).device = "x"  # type: ignore[misc]
+    est = Estimate("inference", "m", (Item("weights", 10),), ())
+    assert est.total("device") == (10, 10, 10)  # its sums cached in its __dict__: not copied
+    copy = replace_fields(est, items=(Item("weights", 20),))
+    assert copy.total("device") == (20, 20, 20) and "_totals" not in dataclasses.replace(est).__dict__
+    with pytest.raises(TypeError, match="replace_fields"):
+        replace_fields(_reference(Item)("a", 1))

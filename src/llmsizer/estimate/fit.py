@@ -19,7 +19,7 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
-from ..frozen import fast_init
+from ..frozen import fast_init, replace_fields
 from ..models import load_model
 from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
@@ -217,8 +217,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                                  nvlink_mesh=nvlink_mesh)
             _SPEED_MEMO[key] = hit
         else:
-            from dataclasses import replace
-            hit = replace(hit, device=device.id)
+            hit = replace_fields(hit, device=device.id)
     return hit
 
 
