@@ -142,3 +142,18 @@ def test_replace_fields_is_dataclasses_replace() -> None:
     assert copy.total("device") == (20, 20, 20) and "_totals" not in dataclasses.replace(est).__dict__
     with pytest.raises(TypeError, match="replace_fields"):
         replace_fields(_reference(Item)("a", 1))
+
+
+def test_workloads_store_every_field_in_order() -> None:
+    """The workloads (fast_init under tracks_given, with a __post_init__ that checks and normalizes): every field
+    in the instance dict in field order (the estimate memos key on its values), ``given`` as tracks_given records
+    it, the values normalized as before."""
+    from llmsizer.specs import InferenceWorkload, TrainingWorkload
+
+    for w in (TrainingWorkload(method="lora", targets="q,v", seq_len=4096), TrainingWorkload(),
+              InferenceWorkload(context=8192, engine="vLLM"), InferenceWorkload()):
+        assert list(w.__dict__) == [f.name for f in dataclasses.fields(w)]
+    w = TrainingWorkload(method="lora", targets="q,v", seq_len=4096)
+    assert w.targets == ("q", "v") and w.given == {"method", "targets", "seq_len"}
+    assert dataclasses.replace(w, seq_len=2048).given == w.given
+    assert InferenceWorkload(context=8192, engine="vLLM").engine == "vllm"

@@ -12,6 +12,7 @@ from operator import attrgetter, contains
 from typing import Any
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..numbers import DEVICE_MEMORY, FRACTION
 from .given import tracks_given
 from .workload import DEVICES, MEMORY_METRICS, check_numbers
@@ -138,6 +139,7 @@ def normalize_targets(targets: str | tuple[str, ...] | list[str]) -> tuple[str, 
 
 
 @tracks_given
+@fast_init
 @dataclass(frozen=True)
 class TrainingWorkload:
     """One training or fine-tuning run.

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..frozen import fast_init
 from ..numbers import (
     CONCURRENCY,
     COUNT,
@@ -116,6 +117,7 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
 
 
 @tracks_given
+@fast_init
 @dataclass(frozen=True)
 class InferenceWorkload:
     """A serving workload.
