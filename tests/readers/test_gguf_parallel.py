@@ -1,0 +1,122 @@
+"""GGUF files of the parallel-block families (llama.cpp ``falcon``, ``phi2``, ``gptneox``) against the transformers
+model they were converted from.
+
+Independent truth. Each tiny GGUF is what llama.cpp's converter would write for the tiny transformers model:
+- tensors: the real model's parameters (built on the meta device), renamed by gguf-py's ``TensorNameMap`` -- the
+  table ``convert_hf_to_gguf.py`` maps names with (``ModelBase.map_tensor_name``) -- with the model's own shapes
+  (the Falcon and GPT-NeoX converters reorder the fused query_key_value rows, the shape is unchanged);
+- metadata: the keys each converter's ``set_gguf_parameters`` writes, computed as it computes them from config.json
+  (ggml-org/llama.cpp @0024aa74 convert_hf_to_gguf.py ``FalconModel``: context_length 2048, feed_forward_length
+  4 x hidden_size, head_count_kv = num_kv_heads or n_head_kv or 1; ``Phi2Model``: feed_forward_length 4 x hidden_size,
+  head_count_kv = head_count, rope.dimension_count = int(partial_rotary_factor x hidden_size) // heads;
+  ``GPTNeoXModel``: feed_forward_length = intermediate_size, rope.dimension_count = int(rotary_pct x head_dim),
+  use_parallel_residual, no head_count_kv).
+The parameter count read from the GGUF must equal the real model's parameter count (and the config.json reader's);
+the KV bytes per token must follow llama.cpp's rule: every layer caches n_embd_k_gqa + n_embd_v_gqa elements per token,
+n_embd_head x n_head_kv each, n_head_kv = head_count_kv or head_count when absent (src/llama-hparams.h n_embd_k_gqa,
+src/llama-model.cpp load_hparams).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import readers_helpers as H
+
+from llmsizer import estimate_inference
+from llmsizer.formulas.params import count_params
+from llmsizer.readers.gguf_file import spec_from_gguf
+from llmsizer.readers.hf_config import spec_from_config
+
+gguf = pytest.importorskip("gguf")
+oracle = pytest.importorskip("oracle_utils")
+
+_BASE = oracle._BASE
+CONFIGS: dict[str, dict[str, Any]] = {
+    **{n: oracle.TINY_CONFIGS[n] for n in ("falcon-mqa", "falcon-new-arch", "phi-partial-rotary",
+                                           "gpt-neox-parallel")},
+    # Falcon new architecture with one norm per layer (num_ln_in_parallel_attn 1): no attn_norm_2, 2 of 4 kv heads
+    "falcon-new-arch-1ln": {**_BASE, "model_type": "falcon", "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_kv_heads": 2, "new_decoder_architecture": True, "num_ln_in_parallel_attn": 1,
+                            "alibi": False},
+    # GPT-NeoX sequential residual, no attention biases, full rotary
+    "gpt-neox-sequential": {**_BASE, "model_type": "gpt_neox", "num_hidden_layers": 3, "num_attention_heads": 4,
+                            "rotary_pct": 1.0, "use_parallel_residual": False, "attention_bias": False},
+}
+ARCH = {"falcon": "falcon", "phi": "phi2", "gpt_neox": "gptneox"}
+
+
+def _converter_metadata(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The keys convert_hf_to_gguf.py's set_gguf_parameters writes for ``cfg`` (module docstring)."""
+    arch, h, heads = ARCH[cfg["model_type"]], cfg["hidden_size"], cfg["num_attention_heads"]
+    meta: dict[str, Any] = {f"{arch}.embedding_length": h, f"{arch}.block_count": cfg["num_hidden_layers"],
+                            f"{arch}.attention.head_count": heads, f"{arch}.attention.layer_norm_epsilon": 1e-5,
+                            "general.file_type": 1, "tokenizer.ggml.tokens": [f"t{i}" for i in range(cfg["vocab_size"])]}
+    if arch == "falcon":
+        meta.update({f"{arch}.context_length": 2048, f"{arch}.feed_forward_length": 4 * h,
+                     f"{arch}.attention.head_count_kv": cfg.get("num_kv_heads") or cfg.get("n_head_kv", 1)})
+    elif arch == "phi2":
+        meta.update({f"{arch}.context_length": cfg["max_position_embeddings"], f"{arch}.feed_forward_length": 4 * h,
+                     f"{arch}.attention.head_count_kv": heads,
+                     f"{arch}.rope.dimension_count": int(cfg["partial_rotary_factor"] * h) // heads})
+    else:
+        meta.update({f"{arch}.context_length": cfg["max_position_embeddings"],
+                     f"{arch}.feed_forward_length": cfg["intermediate_size"],
+                     f"{arch}.rope.dimension_count": int(cfg["rotary_pct"] * (h // heads)),
+                     f"{arch}.use_parallel_residual": cfg.get("use_parallel_residual", True)})
+    return meta
+
+
+def converted(name: str) -> tuple[H.GGUFModel, int]:
+    """(the GGUF llama.cpp's converter writes for CONFIGS[name], the real model's parameter count)."""
+    cfg = CONFIGS[name]
+    model = oracle.build(cfg)  # meta device
+    arch = ARCH[cfg["model_type"]]
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], cfg["num_hidden_layers"])
+    Q = gguf.GGMLQuantizationType
+    tensors = []
+    for hf_name, p in model.named_parameters():  # tied weights once, as save_pretrained stores them
+        new = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        assert new is not None, hf_name
+        tensors.append((new, tuple(p.shape), Q.F16 if p.dim() == 2 else Q.F32))  # converter: matrices F16
+    return H.GGUFModel(arch, _converter_metadata(cfg), tensors), oracle.real_param_count(model)
+
+
+@pytest.fixture(params=list(CONFIGS))
+def written(request, tmp_path):
+    model, real = converted(request.param)
+    path = tmp_path / f"{request.param}.gguf"
+    model.write(path)
+    return request.param, model, real, path
+
+
+def test_params_equal_the_transformers_model_and_the_config_reader(written):
+    name, model, real, path = written
+    spec = spec_from_gguf(path)
+    assert spec.model_type == CONFIGS[name]["model_type"]
+    assert count_params(spec).total == real == model.numel()
+    assert count_params(spec_from_config(CONFIGS[name], name=name)).total == real
+    assert spec.file_weights.params == real and not spec.file_weights.note
+
+
+def test_same_architecture_as_the_config_reader(written):
+    """The fields that size memory and speed agree with config.json's reading of the same model."""
+    name, _, _, path = written
+    g, c = spec_from_gguf(path), spec_from_config(CONFIGS[name], name=name)
+    for f in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size",
+              "tie_word_embeddings", "norm_kind", "norms_per_layer", "parallel_block", "rotary_dim", "mlp_gated",
+              "mlp_bias", "attention_qkv_bias", "attention_out_bias", "lm_head_bias", "kv_repeated_in_transformers"):
+        assert getattr(g, f) == getattr(c, f), f
+
+
+def test_llamacpp_kv_bytes_per_token_follow_llamacpp(written):
+    """llama.cpp caches n_layer x (n_embd_k_gqa + n_embd_v_gqa) elements per token at the cache type (F16 here)."""
+    _, model, _, path = written
+    arch, meta = model.arch, model.meta
+    heads = meta[f"{arch}.attention.head_count"]
+    n_head_kv = meta.get(f"{arch}.attention.head_count_kv", heads)
+    n_embd_head = meta[f"{arch}.embedding_length"] // heads
+    expected = meta[f"{arch}.block_count"] * 2 * n_embd_head * n_head_kv * 2
+    est = estimate_inference(spec_from_gguf(path), engine="llamacpp", context=256, kv_dtype="f16")
+    assert est.details["kv_bytes_per_token"] == expected
