@@ -25,6 +25,7 @@ import pytest
 import readers_helpers as H
 
 from llmsizer import estimate_inference
+from llmsizer.errors import ModelFileError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.gguf_file import spec_from_gguf
 from llmsizer.readers.hf_config import spec_from_config
@@ -120,3 +121,19 @@ def test_llamacpp_kv_bytes_per_token_follow_llamacpp(written):
     expected = meta[f"{arch}.block_count"] * 2 * n_embd_head * n_head_kv * 2
     est = estimate_inference(spec_from_gguf(path), engine="llamacpp", context=256, kv_dtype="f16")
     assert est.details["kv_bytes_per_token"] == expected
+
+
+@pytest.mark.parametrize(("name", "key", "value", "says"), [
+    ("falcon-new-arch", "falcon.attention.head_count_kv", 3, "not a multiple of num_kv_heads"),
+    ("phi-partial-rotary", "phi2.rope.dimension_count", 32, "exceeds the head size 16"),
+    ("gpt-neox-parallel", "gptneox.attention.head_count_kv", 2, "head_count_kv 2 does not fit gptneox"),
+])
+def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, value, says):
+    model, _ = converted(name)
+    model.meta[key] = value
+    path = tmp_path / "bad.gguf"
+    model.write(path)
+    with pytest.raises(ModelFileError) as e:
+        spec_from_gguf(path)
+    msg = str(e.value)
+    assert says in msg and str(path) in msg and "\n" not in msg
