@@ -51,6 +51,7 @@ ARCH = {"falcon": "falcon", "phi": "phi2", "gpt_neox": "gptneox"}
 def _converter_metadata(cfg: dict[str, Any]) -> dict[str, Any]:
     """The keys convert_hf_to_gguf.py's set_gguf_parameters writes for ``cfg`` (module docstring)."""
     arch, h, heads = ARCH[cfg["model_type"]], cfg["hidden_size"], cfg["num_attention_heads"]
+    cfg = {"max_position_embeddings": 2048, "partial_rotary_factor": 0.5, "rotary_pct": 0.25, **cfg}  # class defaults
     meta: dict[str, Any] = {f"{arch}.embedding_length": h, f"{arch}.block_count": cfg["num_hidden_layers"],
                             f"{arch}.attention.head_count": heads, f"{arch}.attention.layer_norm_epsilon": 1e-5,
                             "general.file_type": 1, "tokenizer.ggml.tokens": [f"t{i}" for i in range(cfg["vocab_size"])]}
@@ -69,9 +70,9 @@ def _converter_metadata(cfg: dict[str, Any]) -> dict[str, Any]:
     return meta
 
 
-def converted(name: str) -> tuple[H.GGUFModel, int]:
-    """(the GGUF llama.cpp's converter writes for CONFIGS[name], the real model's parameter count)."""
-    cfg = CONFIGS[name]
+def converted(name: str, cfg: dict[str, Any] | None = None) -> tuple[H.GGUFModel, int]:
+    """(the GGUF llama.cpp's converter writes for CONFIGS[name] or ``cfg``, the real model's parameter count)."""
+    cfg = cfg or CONFIGS[name]
     model = oracle.build(cfg)  # meta device
     arch = ARCH[cfg["model_type"]]
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], cfg["num_hidden_layers"])
@@ -137,3 +138,49 @@ def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, 
         spec_from_gguf(path)
     msg = str(e.value)
     assert says in msg and str(path) in msg and "\n" not in msg
+
+
+CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "pythia-12b"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CATALOG)
+def test_full_size_header_reads_the_real_model(tmp_path, name):
+    """The catalog models at full size: only the header a converted file would start with (metadata and tensor
+    table, F16 matrices), read as the web page reads an uploaded header (parse_gguf_header)."""
+    import numpy as np
+
+    from llmsizer.catalog.models import entries
+    from llmsizer.readers.gguf_file import spec_from_gguf_header
+    from llmsizer.readers.gguf_header import parse_gguf_header
+
+    cfg = entries()[name].config
+    model, real = converted(name, cfg)
+    path = tmp_path / f"{name}.gguf"
+    w = gguf.GGUFWriter(str(path), model.arch)
+    for key, val in model.meta.items():
+        if isinstance(val, bool):
+            w.add_bool(key, val)
+        elif isinstance(val, int):
+            w.add_uint32(key, val)
+        elif isinstance(val, float):
+            w.add_float32(key, val)
+        else:
+            w.add_array(key, val)
+    data_bytes = 0
+    for tname, shape, qtype in model.tensors:
+        dtype = np.float16 if qtype == gguf.GGMLQuantizationType.F16 else np.float32
+        nbytes = H.ggml_nbytes(qtype, int(np.prod(shape)))
+        w.add_tensor_info(tname, shape, np.dtype(dtype), nbytes)
+        data_bytes += -(-nbytes // 32) * 32
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    head = path.read_bytes()
+    spec = spec_from_gguf_header(parse_gguf_header(head, path.name, -(-len(head) // 32) * 32 + data_bytes))
+    assert count_params(spec).total == real
+    assert spec.file_weights.params == real
+    c = spec_from_config(cfg, name=name)
+    assert (spec.num_kv_heads, spec.rotary_dim, spec.intermediate_size, spec.norms_per_layer) == \
+        (c.num_kv_heads, c.rotary_dim, c.intermediate_size, c.norms_per_layer)
