@@ -32,6 +32,7 @@ from llmsizer.readers.hf_config import spec_from_config
 
 gguf = pytest.importorskip("gguf")
 oracle = pytest.importorskip("oracle_utils")
+pytestmark = pytest.mark.slow  # transformers models on the meta device
 
 _BASE = oracle._BASE
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -143,7 +144,6 @@ def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, 
 CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "pythia-12b"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", CATALOG)
 def test_full_size_header_reads_the_real_model(tmp_path, name):
     """The catalog models at full size: only the header a converted file would start with (metadata and tensor
