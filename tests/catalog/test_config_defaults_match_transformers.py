@@ -32,6 +32,8 @@ NOT_A_FIELD = {
     ("deepseek_v3", "moe_layer_freq"): "DeepSeek remote-code key; transformers ignores it (1 = no effect)",
     ("phi", "partial_rotary_factor"): "a config.json key PhiConfig moves into rope_parameters (default 0.5); checked "
                                       "in tests/catalog/test_parallel_block_params.py",
+    ("stablelm", "partial_rotary_factor"): "a config.json key StableLmConfig.__post_init__ moves into rope_parameters "
+                                           "(default 0.25); checked in tests/readers/test_gguf_parallel.py",
     ("gpt_neox", "rotary_pct"): "a config.json key GPTNeoXConfig moves into rope_parameters as partial_rotary_factor "
                                 "(default 0.25); checked in tests/catalog/test_parallel_block_params.py",
 }

@@ -1,5 +1,5 @@
-"""GGUF files of the parallel-block families (llama.cpp ``falcon``, ``phi2``, ``gptneox``) against the transformers
-model they were converted from.
+"""GGUF files of the parallel-block families (llama.cpp ``falcon``, ``phi2``, ``gptneox``, ``stablelm``) against the
+transformers model they were converted from.
 
 Independent truth. Each tiny GGUF is what llama.cpp's converter would write for the tiny transformers model:
 - tensors: the real model's parameters (built on the meta device), renamed by gguf-py's ``TensorNameMap`` -- the
@@ -10,7 +10,7 @@ Independent truth. Each tiny GGUF is what llama.cpp's converter would write for 
   4 x hidden_size, head_count_kv = num_kv_heads or n_head_kv or 1; ``Phi2Model``: feed_forward_length 4 x hidden_size,
   head_count_kv = head_count, rope.dimension_count = int(partial_rotary_factor x hidden_size) // heads;
   ``GPTNeoXModel``: feed_forward_length = intermediate_size, rope.dimension_count = int(rotary_pct x head_dim),
-  use_parallel_residual, no head_count_kv).
+  use_parallel_residual, no head_count_kv; ``StableLMModel``: the same with partial_rotary_factor, and head_count_kv).
 The parameter count read from the GGUF must equal the real model's parameter count (and the config.json reader's);
 the KV bytes per token must follow llama.cpp's rule: every layer caches n_embd_k_gqa + n_embd_v_gqa elements per token,
 n_embd_head x n_head_kv each, n_head_kv = head_count_kv or head_count when absent (src/llama-hparams.h n_embd_k_gqa,
@@ -45,8 +45,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # GPT-NeoX sequential residual, no attention biases, full rotary
     "gpt-neox-sequential": {**_BASE, "model_type": "gpt_neox", "num_hidden_layers": 3, "num_attention_heads": 4,
                             "rotary_pct": 1.0, "use_parallel_residual": False, "attention_bias": False},
+    # StableLM-2-1.6B layout: sequential, q/k/v biases, grouped K/V, a quarter of each head rotary
+    "stablelm-2-like": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
+                        "num_key_value_heads": 2, "use_qkv_bias": True, "use_parallel_residual": False,
+                        "partial_rotary_factor": 0.25},
+    # parallel residual (one norm per layer), no biases, half rotary
+    "stablelm-parallel": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
+                          "num_key_value_heads": 4, "use_parallel_residual": True, "partial_rotary_factor": 0.5},
 }
-ARCH = {"falcon": "falcon", "phi": "phi2", "gpt_neox": "gptneox"}
+ARCH = {"falcon": "falcon", "phi": "phi2", "gpt_neox": "gptneox", "stablelm": "stablelm"}
 
 
 def _converter_metadata(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -63,6 +70,12 @@ def _converter_metadata(cfg: dict[str, Any]) -> dict[str, Any]:
         meta.update({f"{arch}.context_length": cfg["max_position_embeddings"], f"{arch}.feed_forward_length": 4 * h,
                      f"{arch}.attention.head_count_kv": heads,
                      f"{arch}.rope.dimension_count": int(cfg["partial_rotary_factor"] * h) // heads})
+    elif arch == "stablelm":
+        meta.update({f"{arch}.context_length": cfg["max_position_embeddings"],
+                     f"{arch}.feed_forward_length": cfg["intermediate_size"],
+                     f"{arch}.rope.dimension_count": int(cfg["partial_rotary_factor"] * (h // heads)),
+                     f"{arch}.attention.head_count_kv": cfg["num_key_value_heads"],
+                     f"{arch}.use_parallel_residual": cfg.get("use_parallel_residual", True)})
     else:
         meta.update({f"{arch}.context_length": cfg["max_position_embeddings"],
                      f"{arch}.feed_forward_length": cfg["intermediate_size"],
@@ -184,3 +197,11 @@ def test_full_size_header_reads_the_real_model(tmp_path, name):
     c = spec_from_config(cfg, name=name)
     assert (spec.num_kv_heads, spec.rotary_dim, spec.intermediate_size, spec.norms_per_layer) == \
         (c.num_kv_heads, c.rotary_dim, c.intermediate_size, c.norms_per_layer)
+
+
+def test_stablelm_qk_layernorm_is_refused_in_one_line():
+    """StableLM-2-12B's per-head q/k LayerNorms (stacked into attn_q_norm by the converter) are not modelled."""
+    from llmsizer.errors import UnsupportedArchitectureError
+
+    with pytest.raises(UnsupportedArchitectureError, match="qk_layernorm"):
+        spec_from_config({**CONFIGS["stablelm-parallel"], "qk_layernorm": True}, name="x")

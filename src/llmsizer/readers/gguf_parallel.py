@@ -1,7 +1,7 @@
 """GGUF files of the parallel-block families -> the config.json fields they encode -> readers/hf_parallel.py.
 
-llama.cpp architectures ``falcon``, ``phi2`` and ``gptneox`` are the transformers ``falcon``, ``phi`` and ``gpt_neox``
-models; one reader (hf_parallel.py) holds each family's rules, so a GGUF and the config.json it was converted from
+llama.cpp architectures ``falcon``, ``phi2``, ``gptneox`` and ``stablelm`` are the transformers ``falcon``, ``phi``,
+``gpt_neox`` and ``stablelm`` models; one reader (hf_parallel.py) holds each family's rules, so a GGUF and the config.json it was converted from
 give one ModelSpec (parameters, KV heads, norms, rotary channels). What the file says, at ggml-org/llama.cpp @0024aa74:
 
 - convert_hf_to_gguf.py ``FalconModel.set_gguf_parameters``: head_count, head_count_kv (config ``num_kv_heads``, else
@@ -9,7 +9,13 @@ give one ModelSpec (parameters, KV heads, norms, rotary channels). What the file
   reorders query_key_value to all q heads, then k, then v (the shape is unchanged). ``Phi2Model``: head_count_kv =
   head_count, feed_forward_length 4 x hidden_size, rope.dimension_count = int(partial_rotary_factor x hidden_size) //
   heads. ``GPTNeoXModel``: feed_forward_length = intermediate_size, rope.dimension_count = int(rotary_pct x head_dim),
-  use_parallel_residual; no head_count_kv (llama.cpp's default is head_count).
+  use_parallel_residual; no head_count_kv (llama.cpp's default is head_count). ``StableLMModel``: head_count_kv,
+  feed_forward_length = intermediate_size, rope.dimension_count = int(partial_rotary_factor x head_dim),
+  use_parallel_residual (True when config.json lacks the key, whose transformers default is False), per-head q/k
+  LayerNorms stacked into one attn_q_norm / attn_k_norm tensor.
+- llama.cpp's StableLM graph (src/models/stablelm.cpp, ``llm_build_stablelm``) runs the parallel residual exactly
+  where a layer has no ffn_norm (``if (model.layers[il].ffn_norm) ... else { // parallel residual``), so that, not the
+  metadata key, says which block the file holds.
 - gguf-py ``constants.MODEL_TENSORS``: FALCON token_embd, output_norm, output, attn_norm, attn_norm_2, attn_qkv,
   attn_output, ffn_up, ffn_down; PHI2 the same less attn_norm_2, with attn_qkv or attn_q/attn_k/attn_v; GPTNEOX the
   same with ffn_norm. ``tensor_mapping.py``: Falcon ``ln_mlp``/``input_layernorm`` -> attn_norm, ``ln_attn`` ->
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
     from .gguf_file import _Meta, _Table
 
 # GGUF general.architecture -> transformers model_type read by readers/hf_parallel.py READERS
-ARCHITECTURES: dict[str, str] = {"falcon": "falcon", "phi2": "phi", "gptneox": "gpt_neox"}
+ARCHITECTURES: dict[str, str] = {"falcon": "falcon", "phi2": "phi", "gptneox": "gpt_neox", "stablelm": "stablelm"}
 
 
 def _rotary_fraction(meta: _Meta, head_dim: int, notes: list[str]) -> float:
@@ -84,6 +90,11 @@ def config_from_gguf(meta: _Meta, t: _Table, *, vocab: int, hidden: int, layers:
         cfg.update({"model_type": "phi", "intermediate_size": ffn, "num_key_value_heads": kv,
                     "partial_rotary_factor": _rotary_fraction(meta, head_dim, notes),
                     "qk_layernorm": t.has(b + "attn_q_norm"), "hidden_act": "gelu_new", "resid_pdrop": 0.0})
+    elif arch == "stablelm":  # llama.cpp's graph runs the parallel residual where a layer has no ffn_norm
+        cfg.update({"model_type": "stablelm", "intermediate_size": ffn, "num_key_value_heads": kv,
+                    "partial_rotary_factor": _rotary_fraction(meta, head_dim, notes),
+                    "use_parallel_residual": not t.has(b + "ffn_norm"), "use_qkv_bias": t.has(b + "attn_q.bias"),
+                    "qk_layernorm": t.has(b + "attn_q_norm"), "hidden_act": "silu", "hidden_dropout": 0.0})
     else:  # gptneox
         parallel = meta.get("{arch}.use_parallel_residual")
         cfg.update({"model_type": "gpt_neox", "intermediate_size": ffn,

@@ -54,9 +54,9 @@ QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisio
 LLAMA_VISION = {"mllama", "llama4"}
 # Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
 GEMMA3N = {"gemma3n", "gemma3n_text"}
-# parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha):
+# parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha, StableLM-2):
 # readers/hf_parallel.py
-PARALLEL_TYPES = {"falcon", "phi", "gpt_neox"}
+PARALLEL_TYPES = {"falcon", "phi", "gpt_neox", "stablelm"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
