@@ -296,6 +296,9 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                            "partial_rotary_factor": 0.5, "resid_pdrop": 0.1, "hidden_act": "gelu_new"},
     "gpt-neox-parallel": {**_BASE, "model_type": "gpt_neox", "num_hidden_layers": 2, "num_attention_heads": 4,
                           "rotary_pct": 0.25, "use_parallel_residual": True},
+    # StableLM-2-style: sequential LayerNorm block, q/k/v biases, grouped K/V, partial rotary, SwiGLU
+    "stablelm-gqa": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "use_qkv_bias": True, "partial_rotary_factor": 0.25},
 }
 
 
