@@ -205,3 +205,21 @@ def test_stablelm_qk_layernorm_is_refused_in_one_line():
 
     with pytest.raises(UnsupportedArchitectureError, match="qk_layernorm"):
         spec_from_config({**CONFIGS["stablelm-parallel"], "qk_layernorm": True}, name="x")
+
+
+def test_phi2_with_a_fused_qkv_reads_the_same_model(tmp_path):
+    """Phi-2 GGUFs converted from Microsoft's first checkpoint format (``mixer.Wqkv``) hold one attn_qkv (+ bias)
+    per layer instead of attn_q/k/v (gguf-py MODEL_TENSORS[PHI2] lists both; llama.cpp loads either)."""
+    model, real = converted("phi-partial-rotary")
+    fused: list = []
+    for name, shape, q in model.tensors:
+        role = name.split(".")[2] if name.startswith("blk.") else ""
+        if role in ("attn_k", "attn_v"):
+            continue
+        if role == "attn_q":
+            name, shape = name.replace("attn_q", "attn_qkv"), (3 * shape[0], *shape[1:])
+        fused.append((name, shape, q))
+    path = tmp_path / "phi2-fused.gguf"
+    H.GGUFModel(model.arch, model.meta, fused).write(path)
+    spec = spec_from_gguf(path)
+    assert count_params(spec).total == real == H.GGUFModel(model.arch, model.meta, fused).numel()
