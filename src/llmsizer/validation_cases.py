@@ -1168,8 +1168,11 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
 # out; the rows say where that is large.
 VLLM_V1_CALIBRATION = "VS07"
 # The one-sequence serving rows efficiency.SERVING_DECODE_BANDWIDTH (vLLM / SGLang's decode streaming share) is fitted
-# on: one per GPU, release and engine (re-derived by tests/validation/test_serving_share.py), left out of the summary.
-SERVING_SHARE_CALIBRATION = ("VS06", "VS13", "SS06", "VS17")
+# on: one per GPU, release and engine; and the one the Hopper stream limit (efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE,
+# formulas/speed.py eq. 12) is fitted on (both re-derived by tests/validation/test_serving_share.py), left out of the
+# summary.
+SERVING_SHARE_CALIBRATION = ("VS06", "VS13", "SS06")
+SERVING_STREAM_CALIBRATION = "VS17"  # fed efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE["hopper"]
 
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
@@ -1197,8 +1200,10 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
         pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
         value = per_seq * c
         rule = step_host(r["engine"], r["engine_version"])
-        calib = r["id"] == VLLM_V1_CALIBRATION or r["id"] in SERVING_SHARE_CALIBRATION
-        fed = "VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else "SERVING_DECODE_BANDWIDTH"
+        calib = r["id"] in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or r["id"] in SERVING_SHARE_CALIBRATION
+        fed = ("VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else
+               "SERVING_STREAM_BYTES_PER_SM_CYCLE" if r["id"] == SERVING_STREAM_CALIBRATION else
+               "SERVING_DECODE_BANDWIDTH")
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",

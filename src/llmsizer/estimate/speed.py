@@ -335,6 +335,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "llamacpp_sm_stream_limit", f"{cap / 1e9:.0f} GB/s = {be:.3f} of {bw / 1e9:.0f} GB/s", True,
             f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {f.expected} B per SM-cycle stream less than the "
             f"memory delivers; {f.source}"))
+    scap = ENG.serving_stream_cap(engine, engine_version, device.kind, device.architecture,
+                                  device.sm_cycles_per_second)
+    if scap is not None and bw and bandwidth_efficiency is None and scap[0] < be * bw:
+        be = scap[0] / bw  # the SMs bound the serving engine's stream (formulas/speed.py eq. 12)
+        assumptions.append(Assumption(
+            "serving_sm_stream_limit", f"{scap[0] / 1e9:.0f} GB/s = {be:.3f} of {bw / 1e9:.0f} GB/s", True,
+            f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {scap[1].expected} B per SM-cycle "
+            f"({device.architecture}, a release of estimate/engines.py STREAM_LIMITED) stream less than the memory "
+            f"delivers at the engine's share; {scap[1].source}"))
     ov_factor = E.decode_layer_overhead(device.kind, fmt)
     tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
     if ov_factor is not None or layer_overhead is not None:
