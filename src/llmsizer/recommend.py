@@ -43,8 +43,8 @@ from .estimate.fit import (
 )
 from .estimate.formats import engine_refuses, engine_weights, format_ladder
 from .estimate.inference.compose import check_engine_kv_dtype
-from .estimate.model_warnings import refuse_unmodelled
 from .estimate.inference.media import media_in_context
+from .estimate.model_warnings import refuse_unmodelled
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_bytes

@@ -439,14 +439,23 @@ class ModelSpec:
     @property
     def kv_cache_layer_types(self) -> tuple[LayerKind, ...]:
         """The cache each layer holds of its own: its attention kind, or "none" for layers without attention and
-        for layers that reuse an earlier layer's K/V (``kv_shared_layers``)."""
+        for layers that reuse an earlier layer's K/V (``kv_shared_layers``) and for an encoder-decoder's encoder
+        layers (they run once over the source and cache nothing; transformers' ``EncoderDecoderCache`` holds the
+        decoder's self-attention and cross-attention K/V only)."""
+        if self.encoder_decoder is not None:
+            n = self.encoder_decoder.encoder_layers
+            none: LayerKind = "none"
+            return (none,) * n + self.layer_types[n:]
         if not any(self.kv_shared_layers):  # no layer borrows its K/V (every model but Gemma 3n): the layer types
             return self.layer_types
         return tuple("none" if s else t for t, s in zip(self.layer_types, self.kv_shared_layers, strict=True))
 
     @property
     def kv_cache_layers(self) -> int:
-        """Layers holding a KV cache of their own (attention layers less the K/V-sharing ones)."""
+        """Layers holding a KV cache of their own (attention layers less the K/V-sharing ones and an
+        encoder-decoder's encoder layers: :attr:`kv_cache_layer_types`)."""
+        if self.encoder_decoder is not None:
+            return self.encoder_decoder.decoder_layers
         return self.attention_layers - sum(self.kv_shared_layers)
 
     def ffn_size(self, i: int) -> int:
