@@ -30,7 +30,7 @@ from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_s
 from ..device import workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
-from ..model_warnings import model_warnings
+from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
@@ -104,6 +104,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
+    refuse_unmodelled(spec, training=True)
     notes: tuple[Assumption, ...] = ()
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
@@ -227,6 +228,7 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
     """``estimate_training(spec, w).items``: those of an estimate already made for a workload that differs from ``w``
     only in memory, headroom or the fields named as given (fit's estimate on the device's memory, which passed the
     same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
+    refuse_unmodelled(spec, training=True)
     _refuse_adapter_fields_on_full(w)
     if not chooses_zero(w):
         hit = _memo_hit(_ITEMS, spec, w)
