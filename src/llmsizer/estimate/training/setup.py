@@ -53,6 +53,7 @@ _WHY = {
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
     "offload": "everything on the device",
     "fsdp_version": "FSDP2 fully_shard (per-parameter shards)",
+    "fsdp2_units": "the two largest units gathered, less the rank's own shard (wrapping not traced)",
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
     "float8": "bf16 linears (no torchao float8)",
@@ -154,6 +155,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
+        if w.fsdp_version == 2:
+            record_workload(w, acc, ("fsdp2_units",))
     if w.metric in ("reserved", "nvidia-smi"):  # what the allocator keeps reserved (estimate/allocator.py)
         record_workload(w, acc, ("batch_shapes",))
     if w.device != "gpu":
