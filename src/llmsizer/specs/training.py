@@ -242,7 +242,8 @@ class TrainingWorkload:
         unsharded from its forward to its backward, as every torch before 2.8 keeps the root; the blocks resharded
         after their forward but the last; the all-gather copy-in stream's pool counted under batch_shapes 'fixed')
         or 'torchtitan-resharded' (the same with the root resharded after its forward: torch >= 2.8 given
-        fully_shard(model, reshard_after_forward=True)).
+        fully_shard(model, reshard_after_forward=True)). Read under full sharding without pipeline parallelism
+        (there every unit stays gathered, formulas/parallelism.py eq. PP1) or parameter offload.
     context_parallel: torchtitan context parallelism degree: each sequence split over this many devices, ring
         attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
