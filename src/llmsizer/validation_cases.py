@@ -1417,8 +1417,9 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 #   formulas/caching_allocator.py). Both measured on real FSDP2 steps (2 gloo ranks, torch 2.13 with the root's
 #   argument unset, and set: fsdp2_units='torchtitan-resharded'; tests/training/test_fsdp2_reduce_scatter_pool.py).
 #   PM0400 -12.9 % -> -8.9 %, PM0401-0405 -12..-14 % -> -8..-9 %, PM0406-0409 -14..-15 % -> -10..-11 %, PM1060/61
-#   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (the live term would fall
-#   instead, to the last block alone, on torch >= 2.8 with the root resharded: not these runs' torch).
+#   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (then -9.1/-11.3 % with their
+#   compiled loss's bf16 input, below) (the live term would fall instead, to the last block alone, on torch >= 2.8
+#   with the root resharded: not these runs' torch).
 # - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
 #   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
 #   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
@@ -1562,12 +1563,15 @@ for _i, _cp in enumerate((1, 2, 4, 8)):
 # reduce-scatter stream's cached gradient shards (the TRAINING_ROWS comment's (a1), eq. R1: 1022 / 512 MiB with
 # their segments) take them from -2.0 % / -2.9 % to +0.0 % / -1.9 %; with the loss compiled there is no eager loss
 # hole (b). e7c0cae wraps the model as 9dec370 did (apply_fsdp lines 344-367) and torch 2.8.0a0+5228986c39 still
-# keeps the root unsharded: fsdp2_units='torchtitan' (the comment's (a2)) takes them to +7.2 % / +5.4 %, so
-# something of the compiled-loss or float8 rows is over-counted (not traced). Reported, not summarised, with the
-# 9dec370 rows.
+# keeps the root unsharded: fsdp2_units='torchtitan' (the comment's (a2)) takes them to +7.2 % / +5.4 %. Its model
+# returns bf16 logits (models/llama3/model.py line 496) and the compiled loss upcasts them inside
+# (components/loss.py cross_entropy_loss): inductor keeps the bf16 input and returns a bf16 gradient, not torchtune's
+# fp32 logits (compile_scope 'layers+loss+upcast', eq. C3 of formulas/training_activations.py, measured on inductor in
+# tests/formulas/test_compiled_loss.py): -7.83 GiB at the loss backward, to -9.1 % / -11.3 %, beside the 9dec370
+# rows' -8..-11 %. Reported, not summarised, with the 9dec370 rows.
 _TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True, batch_shapes="fixed",
-                 fsdp2_units="torchtitan")
+                 optimizer="adamw", compile=True, compile_scope="layers+loss+upcast", float8=True,
+                 batch_shapes="fixed", fsdp2_units="torchtitan")
 for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "

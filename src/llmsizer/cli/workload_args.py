@@ -319,7 +319,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "for the duration, inductor's fused memory-bound kernels")
     g.add_argument("--compile-scope", choices=COMPILE_SCOPES,
                    help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
-                        "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
+                        "keeps its input logits, not the fp32 log-softmax), layers (torchtitan 9dec370: the loss "
+                        "eager) or layers+loss+upcast (torchtitan e7c0cae: the compiled loss upcasts the model's half "
+                        "logits and keeps them) "
                         f"(default {TW.compile_scope})")
     g.add_argument("--batch-shapes", choices=BATCH_SHAPES,
                    help="with --metric reserved or nvidia-smi: variable (batches padded to their longest sample: a "

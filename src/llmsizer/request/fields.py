@@ -260,7 +260,8 @@ TRAINING = (
           F("float8_recipe", "enum", "with float8: torchao Float8Linear or transformer-engine te.Linear",
             template=False, choices=FLOAT8_RECIPES),
           F("compile", "bool", "the model runs under torch.compile", template=False),
-          F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
+          F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune), the loss with the "
+            "logits' upcast (torchtitan e7c0cae) or the layers alone "
             "(torchtitan)", template=False, choices=COMPILE_SCOPES),
           F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
             "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,

@@ -62,7 +62,7 @@ KERNELS = ("pytorch", "unsloth")
 FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
-COMPILE_SCOPES = ("layers+loss", "layers")
+COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 # whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
 BATCH_SHAPES = ("variable", "fixed")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
@@ -259,7 +259,9 @@ class TrainingWorkload:
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
     compile_scope: with compile, what it covers: 'layers+loss' (torchtune: each decoder layer and the
         cross-entropy, whose compiled form keeps its input logits instead of the fp32 log-softmax,
-        ``formulas/training_activations.py`` eqs. C1/C2) or 'layers' (torchtitan @ 9dec370: the loss runs eagerly).
+        ``formulas/training_activations.py`` eqs. C1/C2), 'layers' (torchtitan @ 9dec370: the loss runs eagerly)
+        or 'layers+loss+upcast' (torchtitan @ e7c0cae: the model returns half-precision logits and the compiled
+        loss upcasts them inside, keeping its half-precision input, eq. C3).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
@@ -415,7 +417,7 @@ class TrainingWorkload:
             why = ("it needs tp > 1" if self.tp == 1 else
                    f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
                    "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
-                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope != "layers" else "")
             if why:
                 raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
                                  f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")

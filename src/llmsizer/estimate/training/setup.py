@@ -109,7 +109,7 @@ def compiled_loss(w: TrainingWorkload) -> bool:
     """Whether the cross-entropy runs under torch.compile (formulas/training_activations.py eqs. C1/C2, and its
     fused kernels for the duration): ``compile`` with scope 'layers+loss', on the plain 'ce' loss (torchtune
     ``compile_loss``; the 2024-05 kept-logits loop, the linear and Cut CE losses are not this path)."""
-    return w.compile and w.compile_scope == "layers+loss" and w.loss == "ce" and w.kernels != "unsloth"
+    return w.compile and w.compile_scope != "layers" and w.loss == "ce" and w.kernels != "unsloth"
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
