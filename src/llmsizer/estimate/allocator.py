@@ -124,8 +124,9 @@ class SideStreams:
     requests: tuple[int, ...]  # bytes of each block live together on the side streams (eq. 4)
     moments: tuple[tuple[int, int], ...]  # (allocated, of it in side-stream blocks) per moment of the step
     what: str  # which blocks, for the formula text
-    # a side stream whose blocks come and go (eq. 4'): FSDP2's all-gather copy-in stream, none alive at any moment
-    copy_in: tuple[tuple[str, int], ...] = ()
+    # the pool of a side stream whose blocks come and go (eq. 4'): FSDP2's all-gather copy-in stream, none of them
+    # alive at a moment of the timeline
+    copy_in_pool: int = 0
 
 
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
@@ -156,11 +157,11 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
         outputs += (max(outputs),)
     side = tuple((a, 0 if pp > 1 else min(a, g)) for a, g in moments)
     what = "FSDP2 reduce-scatter outputs (the sharded gradients' storage, freed by zero_grad) on the reduce-scatter stream"
+    copy_in_pool = stream_trace_pool_bytes(copy_in) if copy_in else 0
     if copy_in:
-        cached = format_bytes(stream_trace_pool_bytes(copy_in))
-        what += (f" + the all-gather copy-in stream's flat inputs and outputs ({cached} cached, eq. 4': "
-                 "formulas/fsdp2_units.py)")
-    return SideStreams(outputs, side, what, tuple(copy_in))
+        what += (f" + the all-gather copy-in stream's flat inputs and outputs ({format_bytes(copy_in_pool)} cached, "
+                 "eq. 4': formulas/fsdp2_units.py)")
+    return SideStreams(outputs, side, what, copy_in_pool)
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
@@ -212,7 +213,7 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     """Eq. (R1) (formulas/caching_allocator.py): the reserve under fixed shapes, at least ``floor``. Low and expected
     are (R1), a lower bound (what it leaves out: module docstring); high is ``high``, the calibrated variable-shape
     reserve's high end (the most any measured run kept), or (R1) if that is more."""
-    pool = stream_pool_bytes(side.requests) + stream_trace_pool_bytes(side.copy_in)
+    pool = stream_pool_bytes(side.requests) + side.copy_in_pool
     r = max(floor, cross_stream_reserve(side.moments, pool))
     what = (f"{side.what}: {len(side.requests)} blocks, {format_bytes(pool)} cached on their stream (eq. 4), of "
             "which the default stream cannot reuse what is not allocated at the peak") if side.requests else \
@@ -221,12 +222,12 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
                         f"(eq. R1); {what}; not modelled: "
-                        + ("" if side.copy_in else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
+                        + ("" if side.copy_in_pool else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
                         + "holes in the default stream's pool (a lower bound); high: the calibrated variable-shape "
                         "reserve's high end",
                 source="formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
-                       "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in
+                       "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
                                     else ""))
 
 

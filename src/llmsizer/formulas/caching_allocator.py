@@ -147,24 +147,21 @@ def stream_trace_pool_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int
     the rest is split off when eq. (3) allows; a freed block merges with free neighbours of its segment."""
     # segments: [pool is small, [[size, free], ...] in address order]
     segments: list[tuple[bool, list[list[int]]]] = []
-    where: list[tuple[int, int]] = []  # the alloc's (segment index, block list) address, as a block object
-    blocks: list[list[int]] = []  # the alloc's block (a [size, free] cell shared with its segment's list)
+    where: list[int] = []  # the alloc's segment
+    blocks: list[list[int]] = []  # the alloc's block (a [size, free] cell of its segment's list)
     total = 0
     for kind, n in events:
         if kind == "free":
-            if not 0 <= n < len(blocks) or blocks[n][1]:
+            if not 0 <= n < len(blocks) or blocks[n][1]:  # (a merged-away cell stays marked free)
                 raise InputError(f"free of block {n}: no such allocated block")
             cell = blocks[n]
             cell[1] = 1
-            seg = segments[where[n][0]][1]
+            seg = segments[where[n]][1]
             i = next(k for k, c in enumerate(seg) if c is cell)
             if i + 1 < len(seg) and seg[i + 1][1]:  # merge with the free block after it
                 cell[0] += seg.pop(i + 1)[0]
             if i > 0 and seg[i - 1][1]:  # and the one before
                 seg[i - 1][0] += seg.pop(i)[0]
-                for k, c in enumerate(blocks):  # a later free of a merged cell cannot happen: it is free
-                    if c is cell:
-                        blocks[k] = seg[i - 1]
             continue
         if kind != "alloc":
             raise InputError(f"unknown allocator event {kind!r}; choose alloc or free")
@@ -186,5 +183,5 @@ def stream_trace_pool_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int
             cell[0] = b
         cell[1] = 0
         blocks.append(cell)
-        where.append((s_i, k))
+        where.append(s_i)
     return total
