@@ -1408,29 +1408,33 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 #   so at the allocated peak (the loss backward) they are cached there, not allocated: fp32 8.03e9 / 8 x 4 B =
 #   3.80 GiB with the segments on 8 GPUs, 0.25 GiB on 128. PM0400 -17.5 % -> -12.9 %, PM0402-0403 -17 -> -12 %,
 #   PM0406-0409 -19 -> -15 %, the 128-GPU rows -14 -> -13 %.
-# - (a2) not modelled: FSDP2 all-gather buffers. The flat all-gather output is allocated on the all-gather copy-in
-#   stream (_fsdp_collectives.py lines 336-356) and copied out into per-parameter tensors allocated on the default
-#   stream (lines 447-470). torchtitan wraps tok_embeddings, norm and output in one root unit (fully_shard(model,
-#   reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and keeps only the last
-#   block unsharded after the forward (line 333). At the loss backward only that block (0.41 GiB) is unsharded,
-#   where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the own shard): 1.3 GiB
-#   too much then (a live-tensor term), while the copy-in pool caches the root's and a block's flat buffers (about
-#   2.4 GiB): net about +1.1 GiB. Measured on real FSDP2 steps (CPU order, tests/training/
-#   test_fsdp2_reduce_scatter_pool.py): in the forward each unit's flat buffer is made while the previous one is
-#   still alive (root + layer, then layer + layer), in the backward one at a time, none alive at the loss backward.
-#   Modelling the pool alone (+2.37 GiB bf16 at PM0400, about +2.2 GiB with float8) without the gathered_params
-#   correction (a live-tensor term: it would move allocated rows too) takes PM0400 to about -10 % but Trainy's
-#   PM1068 to about +4.6 %, so it waits for that correction.
+# - (a2) MODELLED (fsdp2_units='torchtitan', formulas/fsdp2_units.py): FSDP2's units as torchtitan wraps them. The
+#   root unit holds tok_embeddings, norm and output (fully_shard(model, ...), parallelize_llama.py line 339; bf16
+#   1.96 GiB) and stays unsharded from its forward to its backward: torchtitan passes reshard_after_forward=True, but
+#   every torch before PR #154704 (June 2025; these runs: torch 1963fc8, Trainy's 2.8.0a0+5228986c39 of 2025-05-29)
+#   clamped the root to False (FSDPState._lazy_init; torch 2.13 keeps the clamp only when the argument is not given,
+#   _fully_shard.py line 246). The last block is kept after the forward (line 333). So at the loss backward the root
+#   and the last block are unsharded, 2.36 GiB, where the generic rule (two largest units less the own shard:
+#   embedding and output) counted 1.71 GiB: +0.65 GiB live (with float8 all-gather +1.21 GiB: the root stays bf16,
+#   the generic rule had cast the embedding and output to float8). The all-gather copy-in stream caches the root's
+#   flat input and output and a block's output (in the forward a unit's flat output is freed only after the next
+#   one is made, _fsdp_param_group.py wait_for_unshard): +2.61 GiB at 8 GPUs (eq. 4' of
+#   formulas/caching_allocator.py). Both measured on real FSDP2 steps (2 gloo ranks, torch 2.13 with the root's
+#   argument unset, and set: fsdp2_units='torchtitan-resharded'; tests/training/test_fsdp2_reduce_scatter_pool.py).
+#   PM0400 -12.9 % -> -8.9 %, PM0401-0405 -12..-14 % -> -8..-9 %, PM0406-0409 -14..-15 % -> -10..-11 %, PM1060/61
+#   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (then -9.1/-11.3 % with their
+#   compiled loss's bf16 input, below) (the live term would fall instead, to the last block alone, on torch >= 2.8
+#   with the root resharded: not these runs' torch).
 # - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
 #   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
 #   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
 #   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
 #   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
-# With (a1), (b) and (a2) the rows would be at about -3 % (PM0400); the rest (4-6 GiB) is not traced: candidates are
+# With (a1), (a2) and (b) the rows would be at about -4 % (PM0400); the rest (3-5 GiB) is not traced: candidates are
 # cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
 # states created lazily in the first optimizer step). None of it is fitted.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                batch_shapes="fixed")
+                batch_shapes="fixed", fsdp2_units="torchtitan")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
                  "packed batches; measured is reserved memory, predicted with --metric reserved")
 TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "reserved")
@@ -1540,7 +1544,7 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
-                 loss="ce-loss-parallel", batch_shapes="fixed")
+                 loss="ce-loss-parallel", batch_shapes="fixed", fsdp2_units="torchtitan")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
                   "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
                   "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
@@ -1563,9 +1567,16 @@ for _i, _cp in enumerate((1, 2, 4, 8)):
 # @ e7c0cae lines 113-129: fixed-length packed rows; run_train.sh line 24: expandable segments): the FSDP2
 # reduce-scatter stream's cached gradient shards (the TRAINING_ROWS comment's (a1), eq. R1: 1022 / 512 MiB with
 # their segments) take them from -2.0 % / -2.9 % to +0.0 % / -1.9 %; with the loss compiled there is no eager loss
-# hole (b). Reported, not summarised, with the 9dec370 rows.
+# hole (b). e7c0cae wraps the model as 9dec370 did (apply_fsdp lines 344-367) and torch 2.8.0a0+5228986c39 still
+# keeps the root unsharded: fsdp2_units='torchtitan' (the comment's (a2)) takes them to +7.2 % / +5.4 %. Its model
+# returns bf16 logits (models/llama3/model.py line 496) and the compiled loss upcasts them inside
+# (components/loss.py cross_entropy_loss): inductor keeps the bf16 input and returns a bf16 gradient, not torchtune's
+# fp32 logits (compile_scope 'layers+loss+upcast', eq. C3 of formulas/training_activations.py, measured on inductor in
+# tests/formulas/test_compiled_loss.py): -7.83 GiB at the loss backward, to -9.1 % / -11.3 %, beside the 9dec370
+# rows' -8..-11 %. Reported, not summarised, with the 9dec370 rows.
 _TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True, batch_shapes="fixed")
+                 optimizer="adamw", compile=True, compile_scope="layers+loss+upcast", float8=True,
+                 batch_shapes="fixed", fsdp2_units="torchtitan")
 for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "

@@ -636,7 +636,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
-                     loss_parallel: bool = False) -> HeadActivations:
+                     loss_parallel: bool = False, upcast_in_loss: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -690,6 +690,12 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
     (16 t: int64 labels and the two fp32 statistics). The loss backward emits one gradient per chunk, in the
     logits' dtype (chunk V c; unchunked: the fp32 t V 4 that the cast's backward turns into c).
+    ``upcast_in_loss`` (torchtitan @ e7c0cae: the model returns the half-precision logits, models/llama3/model.py
+    line 496, and the compiled loss is ``cross_entropy(pred.flatten(0, 1).float(), ...)``, components/loss.py
+    ``cross_entropy_loss``/``build_cross_entropy_loss``): the upcast is inside the compiled function, which saves
+    its half-precision input and returns a half-precision gradient:
+
+        unchunked, upcast in the loss: t V c + 16 t kept, t V c in the backward, none beside it in the forward  (C3)
 
     ``loss_parallel`` (PyTorch's ``loss_parallel()`` context, torch/distributed/tensor/parallel/loss.py @ v2.13.0;
     these lines are unchanged since its first version, torch 2.3). torchtitan @ 9dec370 enters it for every step when
@@ -749,12 +755,12 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
         return HeadActivations(tuple(saved), 0, 0, tuple(_shared_terms(spec, st, t, r)))
     chunk = -(-t // max(1, loss_chunks))
     if compiled_loss and not linear_loss and not kept_logits:
-        kept_b = c if loss_chunks > 1 else 4
+        kept_b = c if loss_chunks > 1 or upcast_in_loss else 4
         saved.append(Term("loss input logits (compiled loss)", t * v * kept_b + t * 16,
                           f"{t} tokens x {v} vocab x {kept_b} B (inductor keeps the loss's input logits) + int64 "
-                          "labels + 2 fp32 per-token statistics (eqs. C1/C2)"))
-        fwd = 0 if loss_chunks > 1 or c == 4 else t * v * c
-        bwd = chunk * v * (c if loss_chunks > 1 else 4)
+                          "labels + 2 fp32 per-token statistics (eqs. C1-C3)"))
+        fwd = 0 if loss_chunks > 1 or c == 4 or upcast_in_loss else t * v * c
+        bwd = chunk * v * (c if loss_chunks > 1 or upcast_in_loss else 4)
         return HeadActivations(tuple(saved), fwd, bwd, tuple(_shared_terms(spec, st, t, r)))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))

@@ -35,7 +35,7 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, stage_timeline
+from .timeline import StageTimeline, fsdp2_copy_in_events, stage_timeline
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -323,7 +323,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],
-                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases])
+                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
+                                      fsdp2_copy_in_events(ctx, st))
     acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
@@ -440,6 +441,14 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        "(torchtitan reshard_after_forward=False with PP; the stage's backward does not reshard "
                        "either), whole, beside this rank's own shard")
             src = "formulas/parallelism.py eq. (PP1) (torch pipelining/stage.py lines 844-847; torchtitan 9dec370)"
+        if name == "gathered_params" and w.fsdp2_units != "largest-two" and w.pp == 1:
+            formula = (f"FSDP2 units as {w.fsdp2_units} lays them out: the root unit (embedding, final norm, output) "
+                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units == "torchtitan" else
+                          "resharded after its forward and gathered again for the output's backward")
+                       + " + one block (the last one kept after the forward), each whole in the all-gather dtype "
+                       "beside this rank's shard (eqs. U1-U4)")
+            src = ("formulas/fsdp2_units.py (torch 2.13 _fsdp_collectives.py lines 336-356, 447-470; _fsdp_state.py "
+                   "lines 203-207; torchtitan parallelize_llama.py @ 9dec370 lines 322-339)")
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"
