@@ -1606,15 +1606,36 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
 # model passes mask None in training, line 92): the fused kernel, no math fallback, no saved mask, V not a view of
 # the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
 # transformers' Python gelu_new); litgpt's blocks have no dropout modules.
-_LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
-                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+_LIT_LAYOUT = dict(math_attention=False, attention_mask_materialised=False, mlp_act_python=False,
+                   residual_dropout=False,
                    # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
                    # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
                    fused_qkv=False)
 LITGPT_MODULES: dict[str, dict[str, Any]] = {
-    "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
-    "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
+    "falcon-7b": _LIT_LAYOUT, "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
 }
+
+
+def litgpt_attention_layout(spec: Any) -> Any:
+    """What litgpt's own GPT (litgpt/model.py, litgpt/lora.py @ 00af8b0d) keeps that differs from the transformers
+    layout, for every family it runs (measured on litgpt's modules: tests/training/test_litgpt_saved_tensors.py):
+
+    - GQA/MQA: K and V expanded to every query head (``k.expand``/``v.expand``, lines 256-258) and reshaped into
+      copies (lines 261-262) before SDPA, which keeps them (``kv_expanded_in_attention``);
+    - MHA and MQA: V is ``qkv.permute(...).split(...)`` (expanded, for MQA) reshaped without a copy (lines 248-251,
+      262: with one query per group, or one group, the merged dims are a view, stride 0 for MQA's expanded V), so
+      the V SDPA keeps holds the whole fused q/k/v output (``value_view_of_qkv``; K is still a full-width copy, made
+      by the rotary ``torch.cat``);
+    - q is the ``torch.cat`` of its rotary part (line 266), head-major, so the attention output is head-major and
+      its ``reshape`` before ``proj`` (line 294) copies (``attention_output_copy``);
+    - RMSNorm keeps the fp32 weight copy and the fp32 normalised tensor (lines 564-571, ``norm_fp32_normalised``);
+    - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``)."""
+    from dataclasses import replace
+
+    mha = spec.num_kv_heads == spec.num_heads
+    return replace(spec, kv_expanded_in_attention=not mha, value_view_of_qkv=mha or spec.num_kv_heads == 1,
+                   attention_output_copy=True,
+                   norm_fp32_normalised=True, lora_qkv_zero_pad=True)
 _LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
@@ -1760,6 +1781,8 @@ def training_prediction(row_id: str) -> int:
         from dataclasses import replace
 
         spec = replace(spec, tie_word_embeddings=False)
+    if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
+        spec = litgpt_attention_layout(spec)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

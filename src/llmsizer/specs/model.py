@@ -324,6 +324,13 @@ class ModelSpec:
     # the attention output is head-major (q made contiguous by the partial-rotary torch.cat), so the transpose before
     # the output projection copies it and that projection saves the copy (Phi, GPT-NeoX; litgpt always)
     attention_output_copy: bool = False
+    # litgpt's RMSNorm (litgpt/model.py @ 00af8b0d lines 564-571) multiplies the fp32 normalised tensor by
+    # ``weight.float()``: the fp32 weight copy is saved, and with the weight trained the fp32 normalised tensor (not a
+    # half-precision one as in transformers' RMSNorm)
+    norm_fp32_normalised: bool = False
+    # litgpt's LoRAQKVLinear with some but not all of q/k/v adapted pads the adapter output to the fused width with
+    # ``index_copy_`` (litgpt/lora.py @ 00af8b0d lines 329-346, called at line 434), whose backward keeps that output
+    lora_qkv_zero_pad: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
