@@ -1574,7 +1574,9 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
 # sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
 # chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
-# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# what is kept: its attention and norms (litgpt_attention_layout: K/V expanded for GQA, V a view of the fused q/k/v
+# output for MHA/MQA, the head-major output copy, fp32 RMSNorm eq. N3, LoRA zero_pad eq. Z1; before these the LoRA
+# rows were -3..-12 %, full tinyllama -6.2 %), LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
 # 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
 # QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
 # 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
@@ -1647,8 +1649,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
              "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
-             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
-             "transformers layout (TRAINING_ROWS comment)")
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; litgpt's attention and RMSNorm "
+             "(litgpt_attention_layout); 128-token logit chunks read as the transformers layout (TRAINING_ROWS "
+             "comment)")
 # litgpt accumulates gradients over global_batch_size // devices // micro_batch_size micro-batches
 # (litgpt/args.py @ 00af8b0d lines 53-63, gradient_accumulation_iters): the loop runs forward and backward under
 # fabric.no_backward_sync(model, enabled=is_accumulating) and calls optimizer.step(); optimizer.zero_grad() only when
