@@ -1631,13 +1631,16 @@ def litgpt_attention_layout(spec: Any) -> Any:
     - q is the ``torch.cat`` of its rotary part (line 266), head-major, so the attention output is head-major and
       its ``reshape`` before ``proj`` (line 294) copies (``attention_output_copy``);
     - RMSNorm keeps the fp32 weight copy and the fp32 normalised tensor (lines 564-571, ``norm_fp32_normalised``);
-    - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``)."""
+    - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``);
+    - Gemma 2 (attention soft-capping): the eager path keeps the tanh output as well (``attention_softcapping``)."""
     from dataclasses import replace
 
     mha = spec.num_kv_heads == spec.num_heads
     return replace(spec, kv_expanded_in_attention=not mha, value_view_of_qkv=mha or spec.num_kv_heads == 1,
-                   attention_output_copy=True,
-                   norm_fp32_normalised=True, lora_qkv_zero_pad=True)
+                   attention_output_copy=True, norm_fp32_normalised=True, lora_qkv_zero_pad=True,
+                   # Gemma 2's attention_logit_softcapping (litgpt config.py lines 1068, 1096, 1126): litgpt's eager
+                   # path (model.py lines 305-316) keeps the tanh output; the rows state attention='eager'
+                   attention_softcapping=spec.model_type == "gemma2")
 _LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
@@ -1718,8 +1721,10 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
     _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
     _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
     _acc = _lit_accumulation(_m, _meth, _mb, int(_x.get("gpus", 1)))
+    # Gemma 2's soft-capped attention runs litgpt's eager path (model.py @ 00af8b0d lines 304-316), not SDPA
+    _e = dict(attention="eager") if _m.startswith("gemma-2-") else {}
     TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, grad_accumulation=_acc, **_ad, **_x, **_d,
-                                    **_q),
+                                    **_q, **_e),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")

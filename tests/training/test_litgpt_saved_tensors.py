@@ -187,3 +187,68 @@ def test_the_transformers_layout_undercounts_litgpt():
     # K/V expansion 2 t (q_w - kv_w) 2 B + zero_pad t (q_w + kv_w) 2 B + two fp32 norm weight copies
     t = B * T
     assert _terms(8, 2, QV) - hf == 2 * t * (256 - 64) * 2 + t * (256 + 64) * 2 + 2 * H * 4
+
+
+# -- Gemma 2: soft-capped attention on litgpt's eager path ------------------------------------------------------------
+
+_G2 = dict(model_type="gemma2", hidden_size=H, intermediate_size=FFN, num_hidden_layers=2, num_attention_heads=4,
+           num_key_value_heads=2, head_dim=64, vocab_size=V, max_position_embeddings=512, sliding_window=4096,
+           attn_logit_softcapping=50.0, final_logit_softcapping=30.0, query_pre_attn_scalar=64,
+           hidden_activation="gelu_pytorch_tanh")
+
+
+def _g2_terms(layer: int) -> int:
+    spec = litgpt_attention_layout(spec_from_config(_G2, name="litgpt-gemma2-tiny"))
+    st = ActivationSetup(batch=B, seq=T, residual=2, compute=2, expert=2, full=False, adapted=adapted_roles(spec, ALL),
+                         rank=R, attention="eager")
+    return sum(t.bytes for t in layer_saved_terms(spec, layer, st))
+
+
+@pytest.mark.parametrize("layer", [0, 1], ids=["sliding", "global"])
+def test_litgpt_gemma2_block_saved_bytes(layer):
+    """litgpt's Gemma 2 block (post-norms, GemmaMLP, soft-capping 50, a 4096 window on every other layer), LoRA on
+    every target: 10,752,000 B saved per block = the terms (the eager term without the kept tanh output and with the
+    output copy counted twice: 9,965,568)."""
+    pytest.importorskip("litgpt")
+    from litgpt import lora as lit_lora
+
+    cfg = dict(name="g2", block_size=512, vocab_size=V, padded_vocab_size=V, n_layer=2, n_embd=H, n_head=4,
+               n_query_groups=2, head_size=64, bias=False, rotary_percentage=1.0, parallel_residual=False,
+               norm_class_name="RMSNorm", mlp_class_name="GemmaMLP", gelu_approximate="tanh", intermediate_size=FFN,
+               post_attention_norm=True, post_mlp_norm=True, attention_logit_softcapping=50.0,
+               final_logit_softcapping=30.0, scale_embeddings=True, attention_scores_scalar=64,
+               sliding_window_size=4096, sliding_window_layer_placing=2, lora_r=R, lora_alpha=16, lora_query=True,
+               lora_key=True, lora_value=True, lora_projection=True, lora_mlp=True)
+    torch.manual_seed(0)
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        model = lit_lora.GPT(lit_lora.Config(**cfg))
+    finally:
+        torch.set_default_dtype(torch.float32)
+    lit_lora.mark_only_lora_as_trainable(model)
+    block = model.transformer.h[layer]
+    x = torch.randn(B, T, H, dtype=torch.bfloat16, requires_grad=True)
+    cos, sin = model.cos[:T], model.sin[:T]
+    block(x, cos, sin, None, None)
+    skip = {t.untyped_storage()._cdata for t in [*model.parameters(), *model.buffers(), x, cos, sin]}
+    assert _saved_by(lambda: block(x, cos, sin, None, None), skip) == _g2_terms(layer)
+
+
+def test_plain_torch_softcapped_scores_keep_the_tanh_output():
+    """litgpt/model.py lines 307-316 with torch operators: the scores' tanh output (c), the fp32 softmax (4) and its
+    cast (c) are kept per score, on top of q, K and V: the eager term with ``attention_softcapping``."""
+    heads, hd = 4, 64
+    q, k, v = (torch.randn(B, heads, T, hd, dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    mask = torch.ones(T, T, dtype=torch.bfloat16).triu(diagonal=1) * -1e4
+
+    def attend() -> Any:
+        scores = torch.tanh(q @ k.mT * (1 / 8) / 50.0) * 50.0 + mask
+        return torch.softmax(scores, dim=-1, dtype=torch.float).to(torch.bfloat16) @ v
+
+    skip = {t.untyped_storage()._cdata for t in (q, k, v, mask)}
+    per_score = _saved_by(attend, skip) / (B * heads * T * T)
+    spec = litgpt_attention_layout(spec_from_config(_G2, name="g2"))
+    st = ActivationSetup(batch=B, seq=T, residual=2, compute=2, full=False, adapted=adapted_roles(spec, QV), rank=R,
+                         attention="eager")
+    scores = next(t for t in layer_saved_terms(spec, 1, st) if t.name == "attention scores (softmax)")
+    assert per_score == 4 + 2 + 2 == scores.bytes / (B * heads * T * T)

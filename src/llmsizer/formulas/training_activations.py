@@ -293,11 +293,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         kv_len = st.seq
         out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
                         f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
-        score_b = 4 + (c if c != 4 else 0)
+        score_b = 4 + (c if c != 4 else 0) + (c if spec.attention_softcapping else 0)  # + the kept tanh output
         if st.checkpointing != "selective":
             out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
                             f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
-                            + (f" + {c} B cast)" if c != 4 else ")")))
+                            + (f" + {c} B cast" if c != 4 else "")
+                            + (f" + {c} B tanh soft-capping output)" if spec.attention_softcapping else ")")))
     else:
         kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
         # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
@@ -317,7 +318,10 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
                             f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
     # the copy is what o_proj's matmul (or its LoRA A, without dropout) saves; with LoRA dropout A saves the dropped-out
     # copy instead (eq. D1) and the frozen base keeps nothing
-    if spec.attention_output_copy and (st.full or ("attn_output" in st.adapted and st.dropout == "none")):
+    # (the eager and math terms count the output copy already)
+    fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
+    if spec.attention_output_copy and fused_kernel and (st.full or ("attn_output" in st.adapted
+                                                                    and st.dropout == "none")):
         out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
                         f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
     # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with

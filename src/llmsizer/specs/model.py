@@ -331,6 +331,9 @@ class ModelSpec:
     # litgpt's LoRAQKVLinear with some but not all of q/k/v adapted pads the adapter output to the fused width with
     # ``index_copy_`` (litgpt/lora.py @ 00af8b0d lines 329-346, called at line 434), whose backward keeps that output
     lora_qkv_zero_pad: bool = False
+    # the attention scores pass through tanh soft-capping before the softmax (Gemma 2 attn_logit_softcapping; litgpt
+    # then runs its eager path, litgpt/model.py @ 00af8b0d lines 305-316): the tanh output is kept, c B per score
+    attention_softcapping: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
