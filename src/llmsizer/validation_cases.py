@@ -1590,7 +1590,9 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
 # sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
 # chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
-# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# what is kept: its attention and norms (litgpt_attention_layout: K/V expanded for GQA, V a view of the fused q/k/v
+# output for MHA/MQA, the head-major output copy, fp32 RMSNorm eq. N3, LoRA zero_pad eq. Z1; before these the LoRA
+# rows were -3..-12 %, full tinyllama -6.2 %), LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
 # 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
 # QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
 # 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
@@ -1622,15 +1624,39 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
 # model passes mask None in training, line 92): the fused kernel, no math fallback, no saved mask, V not a view of
 # the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
 # transformers' Python gelu_new); litgpt's blocks have no dropout modules.
-_LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
-                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+_LIT_LAYOUT = dict(math_attention=False, attention_mask_materialised=False, mlp_act_python=False,
+                   residual_dropout=False,
                    # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
                    # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
                    fused_qkv=False)
 LITGPT_MODULES: dict[str, dict[str, Any]] = {
-    "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
-    "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
+    "falcon-7b": _LIT_LAYOUT, "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
 }
+
+
+def litgpt_attention_layout(spec: Any) -> Any:
+    """What litgpt's own GPT (litgpt/model.py, litgpt/lora.py @ 00af8b0d) keeps that differs from the transformers
+    layout, for every family it runs (measured on litgpt's modules: tests/training/test_litgpt_saved_tensors.py):
+
+    - GQA/MQA: K and V expanded to every query head (``k.expand``/``v.expand``, lines 256-258) and reshaped into
+      copies (lines 261-262) before SDPA, which keeps them (``kv_expanded_in_attention``);
+    - MHA and MQA: V is ``qkv.permute(...).split(...)`` (expanded, for MQA) reshaped without a copy (lines 248-251,
+      262: with one query per group, or one group, the merged dims are a view, stride 0 for MQA's expanded V), so
+      the V SDPA keeps holds the whole fused q/k/v output (``value_view_of_qkv``; K is still a full-width copy, made
+      by the rotary ``torch.cat``);
+    - q is the ``torch.cat`` of its rotary part (line 266), head-major, so the attention output is head-major and
+      its ``reshape`` before ``proj`` (line 294) copies (``attention_output_copy``);
+    - RMSNorm keeps the fp32 weight copy and the fp32 normalised tensor (lines 564-571, ``norm_fp32_normalised``);
+    - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``);
+    - Gemma 2 (attention soft-capping): the eager path keeps the tanh output as well (``attention_softcapping``)."""
+    from dataclasses import replace
+
+    mha = spec.num_kv_heads == spec.num_heads
+    return replace(spec, kv_expanded_in_attention=not mha, value_view_of_qkv=mha or spec.num_kv_heads == 1,
+                   attention_output_copy=True, norm_fp32_normalised=True, lora_qkv_zero_pad=True,
+                   # Gemma 2's attention_logit_softcapping (litgpt config.py lines 1068, 1096, 1126): litgpt's eager
+                   # path (model.py lines 305-316) keeps the tanh output; the rows state attention='eager'
+                   attention_softcapping=spec.model_type == "gemma2")
 _LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
@@ -1642,8 +1668,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
              "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
-             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
-             "transformers layout (TRAINING_ROWS comment)")
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; litgpt's attention and RMSNorm "
+             "(litgpt_attention_layout); 128-token logit chunks read as the transformers layout (TRAINING_ROWS "
+             "comment)")
 # litgpt accumulates gradients over global_batch_size // devices // micro_batch_size micro-batches
 # (litgpt/args.py @ 00af8b0d lines 53-63, gradient_accumulation_iters): the loop runs forward and backward under
 # fabric.no_backward_sync(model, enabled=is_accumulating) and calls optimizer.step(); optimizer.zero_grad() only when
@@ -1710,8 +1737,10 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
     _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
     _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
     _acc = _lit_accumulation(_m, _meth, _mb, int(_x.get("gpus", 1)))
+    # Gemma 2's soft-capped attention runs litgpt's eager path (model.py @ 00af8b0d lines 304-316), not SDPA
+    _e = dict(attention="eager") if _m.startswith("gemma-2-") else {}
     TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, grad_accumulation=_acc, **_ad, **_x, **_d,
-                                    **_q),
+                                    **_q, **_e),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
@@ -1776,6 +1805,8 @@ def training_prediction(row_id: str) -> int:
         from dataclasses import replace
 
         spec = replace(spec, tie_word_embeddings=False)
+    if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
+        spec = litgpt_attention_layout(spec)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

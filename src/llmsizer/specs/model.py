@@ -350,6 +350,16 @@ class ModelSpec:
     # the attention output is head-major (q made contiguous by the partial-rotary torch.cat), so the transpose before
     # the output projection copies it and that projection saves the copy (Phi, GPT-NeoX; litgpt always)
     attention_output_copy: bool = False
+    # litgpt's RMSNorm (litgpt/model.py @ 00af8b0d lines 564-571) multiplies the fp32 normalised tensor by
+    # ``weight.float()``: the fp32 weight copy is saved, and with the weight trained the fp32 normalised tensor (not a
+    # half-precision one as in transformers' RMSNorm)
+    norm_fp32_normalised: bool = False
+    # litgpt's LoRAQKVLinear with some but not all of q/k/v adapted pads the adapter output to the fused width with
+    # ``index_copy_`` (litgpt/lora.py @ 00af8b0d lines 329-346, called at line 434), whose backward keeps that output
+    lora_qkv_zero_pad: bool = False
+    # the attention scores pass through tanh soft-capping before the softmax (Gemma 2 attn_logit_softcapping; litgpt
+    # then runs its eager path, litgpt/model.py @ 00af8b0d lines 305-316): the tanh output is kept, c B per score
+    attention_softcapping: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
     # a T5-style encoder-decoder: the first encoder_layers layers are the encoder's, the rest the decoder's
     encoder_decoder: EncoderDecoderSpec | None = None
