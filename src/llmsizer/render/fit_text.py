@@ -77,8 +77,9 @@ def memory_line(r: FitResult) -> str:
     """Memory per device against the budget (call only when both are known)."""
     details = r.estimate.details if r.estimate is not None else {}
     term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
-    line = (f"memory per device {format_bytes(r.memory_per_device or 0)}, {term} "
-            f"{format_bytes(r.budget_per_device or 0)}, {format_bytes(r.headroom_bytes or 0)} of it left")
+    of = f"a {format_bytes(r.budget_per_device or 0)} {term}" if term == "budget" else \
+        f"{format_bytes(r.budget_per_device or 0)} {term}"
+    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {format_bytes(r.headroom_bytes or 0)} left"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
