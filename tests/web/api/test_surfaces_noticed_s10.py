@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
-from web_api_helpers import run_cli, run_cli_json
+from web_api_helpers import cli_error_line, run_cli, run_cli_json
 
 from llmsizer.errors import InputError
 
@@ -18,14 +18,6 @@ pytest.importorskip("fastapi")
 
 ROOT = Path(__file__).resolve().parents[3]
 NEWER = "0.99.0"  # a vLLM release newer than any with data (estimate/engines.py CURRENT_VERSION)
-
-
-def _cli_line(*args: str) -> str:
-    done = run_cli(*args)
-    assert done.returncode == 2, (args, done.returncode, done.stdout[-300:])
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0].removeprefix("llmsizer: error: ")
 
 
 # ------------------------------------------------------------------------------------- 1. plan text and warnings
@@ -120,10 +112,10 @@ def test_free_memory_above_the_device_memory_is_refused(client) -> None:
     have it). A GPU's free memory is at most its memory (nvidia-smi: memory.free <= memory.total); with mixed cards
     the device named is the largest, or --memory gives the card's."""
     base = ("fit", "qwen3-30b-a3b", "--device", "rtx-4090", "--engine", "llamacpp", "--weights", "q4_k_m", "--auto")
-    line = _cli_line(*base, "--free", "30GiB")
+    line = cli_error_line(*base, "--free", "30GiB")
     assert line == ("free memory of GPU0 (30.00 GiB) is more than the 23.99 GiB rtx-4090 has; with mixed cards name "
                     "the largest (--device)")
-    assert "GPU1 (25.00 GiB)" in _cli_line(*base, "--count", "2", "--free", "20GiB,25GiB")
+    assert "GPU1 (25.00 GiB)" in cli_error_line(*base, "--count", "2", "--free", "20GiB,25GiB")
     r = client.post("/api/v1/fit", json={"model": "qwen3-30b-a3b", "device": "rtx-4090", "engine": "llamacpp",
                                          "weights": "q4_k_m", "auto": True, "free": "30GiB"})
     assert r.status_code == 400 and r.json()["detail"] == line
@@ -167,7 +159,7 @@ def test_context_parallelism_over_recurrent_layers_is_refused(model: str, layers
     context parallelism replaces SDPA with ring attention and nothing else, so a recurrent scan over a shard has no
     source (Megatron-Core's all-to-all Mamba CP is another scheme, not modelled)."""
     args = ("train", model, "--gpus", "8", "--fsdp", "full", "--cp", "2", "--seq", "8192")
-    line = _cli_line(*args)
+    line = cli_error_line(*args)
     assert line.startswith("context_parallel 2: ") and layers in line and "torchtitan" in line
     r = client.post("/api/v1/train", json={"model": model, "gpus": 8, "fsdp": "full", "context_parallel": 2,
                                            "seq": 8192})
