@@ -64,10 +64,19 @@ IW, TW = InferenceWorkload, TrainingWorkload
 headroom_arg = float_arg(HEADROOM)
 
 
-def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
+_HEADROOM_ENGINES = {
+    "flags": "; vLLM: 1 - --gpu-memory-utilization; SGLang keeps none: use --mem-fraction-static",
+    "defaults": "; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: its default mem_fraction_static",
+    "none": "",
+}
+
+
+def add_headroom_arg(p: argparse.ArgumentParser | Any, *, engines: str = "flags") -> None:
+    """--headroom; its help names only this command's flags. ``engines``: what it says of the pool engines, 'flags'
+    (the command has --gpu-memory-utilization and --mem-fraction-static), 'defaults' (it serves on them with their
+    defaults: `models --fits-on`) or 'none' (training)."""
     p.add_argument("--headroom", type=headroom_arg,
-                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
-                        "gpu_memory_utilization; SGLang keeps none: use --mem-fraction-static)")
+                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
 
 
 def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:

@@ -143,7 +143,7 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
                     "instance: a GPU of that memory, as `infer --memory` answers", template=False),
-                  F("headroom", "number", "share of each device's memory kept free, as `fit --headroom` (default: "
+                  F("headroom", "share", "share of each device's memory kept free, as `fit --headroom` (default: "
                     "fit's; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: engine_settings."
                     "mem_fraction_static)", 0.2, bounds=HEADROOM, template=False),
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",

@@ -172,6 +172,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
     if w.pp > spec.num_layers:
         raise InputError(f"pp {w.pp} exceeds the {spec.num_layers} layers of {spec.name}")
+    if w.context_parallel > 1 and spec.recurrent_layer_count:
+        # torchtitan's context parallelism replaces SDPA with ring attention and nothing else (formulas/
+        # context_parallel.py): a recurrent scan over one rank's shard would start from a zero state. Megatron-Core's
+        # all-to-all Mamba CP (megatron/core/ssm/mamba_context_parallel.py) is another scheme, not modelled.
+        raise InputError(f"context_parallel {w.context_parallel}: {spec.name} has {spec.recurrent_layer_count} "
+                         f"recurrent ({spec.recurrent.kind if spec.recurrent else 'linear-attention'}) layers, and "
+                         "torchtitan's context parallelism (ring attention over SDPA) has no rule for them")
 
     # weights of the model
     if w.method == "full":
