@@ -30,7 +30,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA, run_ranks  # noqa: E402
 
 from llmsizer.estimate.allocator import fsdp2_reduce_scatter_outputs  # noqa: E402
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
@@ -44,9 +44,7 @@ from llmsizer.specs import TrainingWorkload  # noqa: E402
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+LLAMA = TINY_LLAMA
 
 
 def context(fields: dict[str, Any]) -> tuple[Any, Any]:
