@@ -839,6 +839,50 @@ def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: i
     return (c - 2) * chunk * vocab * compute, 3 * head_grad
 
 
+def tied_embedding_backward_end_bytes(embedding_grad: int, grad_output: int, lm_head_grad_is_view: bool,
+                                      grads_persist: bool) -> int:
+    """Bytes above the gradients counted once (the tied matrix's among them) at the end of the backward, when a
+    *trained* embedding is tied to the lm_head (one parameter, one ``AccumulateGrad`` node).
+
+    The lm_head's weight gradient arrives first and waits in that node's input buffer for the embedding's, which
+    comes at the very end of the backward. Two moments (G = ``embedding_grad``, the [V, h] gradient in its dtype;
+    ``grad_output``: the embedding's incoming [t, h] gradient):
+
+    - the embedding's dense backward runs: the buffered lm_head gradient, ``grad_output`` and the new [V, h]
+      gradient: G + ``grad_output`` above the one counted;
+    - the engine sums the two into the buffer (torch/csrc/autograd/input_buffer.cpp ``accumulate``, pytorch
+      @ 4537ef6 lines 87-127): in place (``old_var.add_(var)``) only if ``can_accumulate_inplace(old_var)``
+      (lines 73-84: non-overlapping and dense, and the only reference to the tensor *and to its storage*), else
+      ``old_var + var`` out of place. The plain lm_head's gradient is a view (``mm_mat2_backward`` returns the
+      transposed product of a column-major ``weight.t()``, then ``TBackward`` transposes it back): its base shares
+      the storage, so the sum is out of place and the buffered gradient, the new one and their sum coexist: 2 G
+      above the one counted. Where the buffered gradient is a fresh tensor (the fp32 cast of an autocast copy's
+      gradient, ``ToCopyBackward``; a chunked head's already-summed buffer, eq. H1; a fused loss's own output) the
+      sum is in place: nothing above the first moment.
+
+    With gradients kept from an earlier micro-batch the parameter's ``.grad`` exists beside these (the sum is
+    added to it in place by ``AccumulateGrad``): one more G.
+
+        extra = max(G + grad_output, 2 G)   (lm_head gradient a view)                                   (T1)
+        extra = G + grad_output             (fresh)
+        extra += G                          (gradients persist)
+
+    Measured on a live-tensor trace of a CPU backward of a tied Embedding/Linear model (torch 2.13.0), tied vs
+    untied, fp32, bf16 and with a persisting .grad, to the byte but the embedding backward's int64 index copies;
+    the in-place case (fp32 weight under bf16 autocast) by the engine's data pointers, untraced: a
+    TorchDispatchMode's Python wrappers hold references, so under any such tracer every input-buffer sum is out of
+    place (tests/formulas/test_tied_embedding_grad.py).
+    An untied model's embedding gradient is the one counted (``grad_output`` above it): this term is only for a
+    tied, trained embedding with the lm_head on the same device.
+
+    >>> tied_embedding_backward_end_bytes(100, 1, True, False), tied_embedding_backward_end_bytes(100, 1, False, True)
+    (200, 201)
+    """
+    g = embedding_grad
+    extra = max(g + grad_output, 2 * g) if lm_head_grad_is_view else g + grad_output
+    return extra + (g if grads_persist else 0)
+
+
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:
     """Rotary tables and attention masks shared by all layers."""
     shared: list[Term] = []

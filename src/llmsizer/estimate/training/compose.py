@@ -65,6 +65,11 @@ COMPONENT_FORMULA = {
                     "training_activations.py head_activations, eq. K1)"),
     "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
     "backward_transient": ("gradients alive inside one layer's backward", ACT_SRC + " layer_backward_transient"),
+    "tied_embedding_gradients": ("a trained tied embedding at the backward end: the lm_head's gradient waiting in "
+                                 "the parameter's input buffer, the embedding's own and their sum, above the one "
+                                 "gradient counted",
+                                 "torch/csrc/autograd/input_buffer.cpp @ 4537ef6 accumulate lines 87-127 "
+                                 "(formulas/training_activations.py tied_embedding_backward_end_bytes, eq. T1)"),
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
                          PAR_SRC),
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
@@ -397,8 +402,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "kept_graph_inputs", "rotary_and_masks",
-                 "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
+                 "kept_graph_inputs", "rotary_and_masks", "backward_transient", "tied_embedding_gradients",
+                 "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue

@@ -65,6 +65,7 @@ from ...formulas.training_activations import (
     layer_saved_terms,
     lm_head_backward_bytes,
     reentrant_recompute_bytes,
+    tied_embedding_backward_end_bytes,
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
@@ -505,6 +506,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
         e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
+        if (spec.tie_word_embeddings and w.method == "full" and st.has_head and w.shard_stage == 0
+                and w.fsdp is None and w.tp == 1 and w.offload == "none"):
+            # a trained tied embedding: the lm_head's gradient waiting in the parameter's input buffer, the
+            # embedding's own and (out of place where the lm_head's is a view) their sum (eq. T1); sharded runs,
+            # tensor parallelism and offloading are not modeled here
+            view = (not (copy_b and st.lm_head_copy_elements) and w.loss_chunks <= 1
+                    and w.loss in ("ce", "ce-kept-logits") and not compiled_loss(w))
+            g_out = e.parts["backward_transient"]
+            e.parts["tied_embedding_gradients"] = tied_embedding_backward_end_bytes(
+                spec.vocab_size * spec.hidden_size * ctx.recipe.grad_bytes, g_out, view, persist) - g_out
         if w.fsdp is not None and w.fsdp_version == 1 and w.method == "full" and w.shard_group > 1:
             # FSDP1: the root unit's view gradients and their concatenation (formulas/fsdp_flat_param.py eq. N2),
             # the root still gathered until its post-backward hook
