@@ -24,6 +24,7 @@ transformers.logging.set_verbosity_error()
 warnings.filterwarnings("ignore", module="transformers")
 
 MULTIMODAL_TYPES = {"gemma3", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4"}
+SEQ2SEQ_TYPES = {"t5", "mt5"}  # T5ForConditionalGeneration / MT5ForConditionalGeneration
 
 
 # model_type values transformers itself reads as another family: Kimi K2's 'kimi_k2' (architectures
@@ -44,13 +45,22 @@ def build(cfg: dict[str, Any], device: str = "meta", dtype: Any = None, attn: st
     conf = hf_config(cfg)
     if attn is not None:
         conf._attn_implementation = attn
+    if cfg.get("model_type") in SEQ2SEQ_TYPES and cfg.get("tie_word_embeddings") is False:
+        # transformers 5.24 forces T5Config / MT5Config.tie_word_embeddings to True (configuration_t5.py L78-82,
+        # configuration_mt5.py L78-79: "we tie weights always"); transformers 4.x (the release the published runs
+        # used: modeling_t5.py T5ForConditionalGeneration builds its own lm_head and ties it only when the config
+        # says so) and the T5 v1.1 / mT5 / T0 checkpoints (a separate lm_head.weight) keep it untied
+        conf.tie_word_embeddings = False
     cls = (transformers.AutoModelForImageTextToText if cfg.get("model_type") in MULTIMODAL_TYPES
+           else transformers.AutoModelForSeq2SeqLM if cfg.get("model_type") in SEQ2SEQ_TYPES
            else transformers.AutoModelForCausalLM)
     kwargs: dict[str, Any] = {}
     if dtype is not None:
         kwargs["dtype"] = dtype
     with torch.device(device):
         model = cls.from_config(conf, **kwargs)
+    if cfg.get("model_type") in SEQ2SEQ_TYPES:  # both stacks read the shared embedding (4.x: T5Stack(cfg, shared))
+        model.encoder.embed_tokens = model.decoder.embed_tokens = model.shared
     return model.eval()
 
 
@@ -78,6 +88,11 @@ _COMPONENT_RULES: tuple[tuple[str, str], ...] = (
     (r"(embed_tokens|\bwte|\bwpe|\bembeddings|\bword_embeddings|\bembed_in)\.", "embedding"),
     (r"(^|\.)embed_out\.", "lm_head"),  # GPT-NeoX's untied output projection
     (r"\.(ln_attn|ln_mlp)\.", "norm"),  # Falcon new_decoder_architecture's two LayerNorms (before "mlp.")
+    # T5 / mT5 (modeling_t5.py): the shared embedding, SelfAttention / EncDecAttention (with the relative position
+    # bias table), DenseReluDense (wi / wi_0 / wi_1 / wo); layer_norm and final_layer_norm fall to "norm"
+    (r"^shared\.", "embedding"),
+    (r"\.(SelfAttention|EncDecAttention)\.", "attention"),
+    (r"\.DenseReluDense\.", "mlp"),
     (r"\.(linear_attn|mamba)\.", "recurrent"),
     (r"\.mixer\.(in_proj|conv1d|dt_bias|A_log|D|norm|out_proj)\b", "recurrent"),
     (r"\.mixer\.(q_proj|k_proj|v_proj|o_proj)\.", "attention"),
@@ -296,6 +311,9 @@ TINY_CONFIGS: dict[str, dict[str, Any]] = {
                            "partial_rotary_factor": 0.5, "resid_pdrop": 0.1, "hidden_act": "gelu_new"},
     "gpt-neox-parallel": {**_BASE, "model_type": "gpt_neox", "num_hidden_layers": 2, "num_attention_heads": 4,
                           "rotary_pct": 0.25, "use_parallel_residual": True},
+    # StableLM-2-style: sequential LayerNorm block, q/k/v biases, grouped K/V, partial rotary, SwiGLU
+    "stablelm-gqa": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "num_key_value_heads": 2, "use_qkv_bias": True, "partial_rotary_factor": 0.25},
 }
 
 

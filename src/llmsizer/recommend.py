@@ -44,6 +44,7 @@ from .estimate.fit import (
 from .estimate.formats import engine_refuses, engine_weights, format_ladder
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
+from .estimate.model_warnings import refuse_unmodelled
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_bytes
@@ -306,6 +307,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     e.g. kv_dtype, dtype, metric, max_num_seqs, n_gpu_layers). Every candidate is judged by ``fit`` with all of
     these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags."""
     spec = load_model(model) if isinstance(model, str) else model
+    refuse_unmodelled(spec, training=False)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
     # the workload fields every fit of a candidate gets: media, KV dtype, engine settings, metric, ...
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}
@@ -672,6 +674,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     ``fit --train --tokens`` and ``train --device --tokens`` make, so an option's memory and time are theirs for the
     same flags), nodes added until the deadline is met, cost from the hourly price."""
     spec = load_model(model) if isinstance(model, str) else model
+    refuse_unmodelled(spec, training=True)
     if tokens <= 0:
         raise InputError(f"tokens must be positive, got {tokens}")
     wl = {**(training_fields or {}), **{k: v for k, v in fields.items() if v is not None}}

@@ -1168,8 +1168,11 @@ def vllm_latency_cases(data: str | Path | None = None, engine_step_seconds: floa
 # out; the rows say where that is large.
 VLLM_V1_CALIBRATION = "VS07"
 # The one-sequence serving rows efficiency.SERVING_DECODE_BANDWIDTH (vLLM / SGLang's decode streaming share) is fitted
-# on: one per GPU, release and engine (re-derived by tests/validation/test_serving_share.py), left out of the summary.
-SERVING_SHARE_CALIBRATION = ("VS06", "VS13", "SS06", "VS17")
+# on: one per GPU, release and engine; and the one the Hopper stream limit (efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE,
+# formulas/speed.py eq. 12) is fitted on (both re-derived by tests/validation/test_serving_share.py), left out of the
+# summary.
+SERVING_SHARE_CALIBRATION = ("VS06", "VS13", "SS06")
+SERVING_STREAM_CALIBRATION = "VS17"  # fed efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE["hopper"]
 
 
 def vllm_serving_cases(data: str | Path | None = None) -> list[Case]:
@@ -1197,8 +1200,10 @@ def serving_tpot_cases(data: str | Path | None, name: str) -> list[Case]:
         pred = s.tokens_per_second_per_user if c == 1 else s.tokens_per_second
         value = per_seq * c
         rule = step_host(r["engine"], r["engine_version"])
-        calib = r["id"] == VLLM_V1_CALIBRATION or r["id"] in SERVING_SHARE_CALIBRATION
-        fed = "VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else "SERVING_DECODE_BANDWIDTH"
+        calib = r["id"] in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or r["id"] in SERVING_SHARE_CALIBRATION
+        fed = ("VLLM_V1_HOST_STEP_SECONDS" if r["id"] == VLLM_V1_CALIBRATION else
+               "SERVING_STREAM_BYTES_PER_SM_CYCLE" if r["id"] == SERVING_STREAM_CALIBRATION else
+               "SERVING_DECODE_BANDWIDTH")
         bound = f"{s.decode.bound}-bound step {s.decode.seconds * 1e3:.2f} ms" if s.decode else "no decode estimate"
         out.append(Case(r["id"], kind, f"{ENGINE_NAMES[r['engine']]} {r['engine_version']} {r['catalog_model']} "
                         f"{r['dtype']} {n}x {r['device']} serving c{c} p{prompt} g{gen}", pred, value, "tokens/s",
@@ -1403,29 +1408,33 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
 #   so at the allocated peak (the loss backward) they are cached there, not allocated: fp32 8.03e9 / 8 x 4 B =
 #   3.80 GiB with the segments on 8 GPUs, 0.25 GiB on 128. PM0400 -17.5 % -> -12.9 %, PM0402-0403 -17 -> -12 %,
 #   PM0406-0409 -19 -> -15 %, the 128-GPU rows -14 -> -13 %.
-# - (a2) not modelled: FSDP2 all-gather buffers. The flat all-gather output is allocated on the all-gather copy-in
-#   stream (_fsdp_collectives.py lines 336-356) and copied out into per-parameter tensors allocated on the default
-#   stream (lines 447-470). torchtitan wraps tok_embeddings, norm and output in one root unit (fully_shard(model,
-#   reshard_after_forward=not pp_enabled), parallelize_llama.py line 339; bf16 1.96 GiB) and keeps only the last
-#   block unsharded after the forward (line 333). At the loss backward only that block (0.41 GiB) is unsharded,
-#   where llmsizer's gathered_params counts 1.71 GiB (embedding and output as two units less the own shard): 1.3 GiB
-#   too much then (a live-tensor term), while the copy-in pool caches the root's and a block's flat buffers (about
-#   2.4 GiB): net about +1.1 GiB. Measured on real FSDP2 steps (CPU order, tests/training/
-#   test_fsdp2_reduce_scatter_pool.py): in the forward each unit's flat buffer is made while the previous one is
-#   still alive (root + layer, then layer + layer), in the backward one at a time, none alive at the loss backward.
-#   Modelling the pool alone (+2.37 GiB bf16 at PM0400, about +2.2 GiB with float8) without the gathered_params
-#   correction (a live-tensor term: it would move allocated rows too) takes PM0400 to about -10 % but Trainy's
-#   PM1068 to about +4.6 %, so it waits for that correction.
+# - (a2) MODELLED (fsdp2_units='torchtitan', formulas/fsdp2_units.py): FSDP2's units as torchtitan wraps them. The
+#   root unit holds tok_embeddings, norm and output (fully_shard(model, ...), parallelize_llama.py line 339; bf16
+#   1.96 GiB) and stays unsharded from its forward to its backward: torchtitan passes reshard_after_forward=True, but
+#   every torch before PR #154704 (June 2025; these runs: torch 1963fc8, Trainy's 2.8.0a0+5228986c39 of 2025-05-29)
+#   clamped the root to False (FSDPState._lazy_init; torch 2.13 keeps the clamp only when the argument is not given,
+#   _fully_shard.py line 246). The last block is kept after the forward (line 333). So at the loss backward the root
+#   and the last block are unsharded, 2.36 GiB, where the generic rule (two largest units less the own shard:
+#   embedding and output) counted 1.71 GiB: +0.65 GiB live (with float8 all-gather +1.21 GiB: the root stays bf16,
+#   the generic rule had cast the embedding and output to float8). The all-gather copy-in stream caches the root's
+#   flat input and output and a block's output (in the forward a unit's flat output is freed only after the next
+#   one is made, _fsdp_param_group.py wait_for_unshard): +2.61 GiB at 8 GPUs (eq. 4' of
+#   formulas/caching_allocator.py). Both measured on real FSDP2 steps (2 gloo ranks, torch 2.13 with the root's
+#   argument unset, and set: fsdp2_units='torchtitan-resharded'; tests/training/test_fsdp2_reduce_scatter_pool.py).
+#   PM0400 -12.9 % -> -8.9 %, PM0401-0405 -12..-14 % -> -8..-9 %, PM0406-0409 -14..-15 % -> -10..-11 %, PM1060/61
+#   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (then -9.1/-11.3 % with their
+#   compiled loss's bf16 input, below) (the live term would fall instead, to the last block alone, on torch >= 2.8
+#   with the root resharded: not these runs' torch).
 # - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
 #   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
 #   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
 #   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
 #   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
-# With (a1), (b) and (a2) the rows would be at about -3 % (PM0400); the rest (4-6 GiB) is not traced: candidates are
+# With (a1), (a2) and (b) the rows would be at about -4 % (PM0400); the rest (3-5 GiB) is not traced: candidates are
 # cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
 # states created lazily in the first optimizer step). None of it is fitted.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                batch_shapes="fixed")
+                batch_shapes="fixed", fsdp2_units="torchtitan")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
                  "packed batches; measured is reserved memory, predicted with --metric reserved")
 TRAINING_ROWS["PM0400"] = ("llama-3.1-8b", dict(TT_TITAN, gpus=8), TT_TITAN_NOTE + "; FSDP over 8", False, "reserved")
@@ -1535,7 +1544,7 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   4.3 GiB drop, which needs a CUDA trace.
 _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full",
                  optimizer="adamw", compile=True, compile_scope="layers", float8=True, sequence_parallel=True,
-                 loss="ce-loss-parallel", batch_shapes="fixed")
+                 loss="ce-loss-parallel", batch_shapes="fixed", fsdp2_units="torchtitan")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
                   "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
                   "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
@@ -1558,9 +1567,16 @@ for _i, _cp in enumerate((1, 2, 4, 8)):
 # @ e7c0cae lines 113-129: fixed-length packed rows; run_train.sh line 24: expandable segments): the FSDP2
 # reduce-scatter stream's cached gradient shards (the TRAINING_ROWS comment's (a1), eq. R1: 1022 / 512 MiB with
 # their segments) take them from -2.0 % / -2.9 % to +0.0 % / -1.9 %; with the loss compiled there is no eager loss
-# hole (b). Reported, not summarised, with the 9dec370 rows.
+# hole (b). e7c0cae wraps the model as 9dec370 did (apply_fsdp lines 344-367) and torch 2.8.0a0+5228986c39 still
+# keeps the root unsharded: fsdp2_units='torchtitan' (the comment's (a2)) takes them to +7.2 % / +5.4 %. Its model
+# returns bf16 logits (models/llama3/model.py line 496) and the compiled loss upcasts them inside
+# (components/loss.py cross_entropy_loss): inductor keeps the bf16 input and returns a bf16 gradient, not torchtune's
+# fp32 logits (compile_scope 'layers+loss+upcast', eq. C3 of formulas/training_activations.py, measured on inductor in
+# tests/formulas/test_compiled_loss.py): -7.83 GiB at the loss backward, to -9.1 % / -11.3 %, beside the 9dec370
+# rows' -8..-11 %. Reported, not summarised, with the 9dec370 rows.
 _TITAN_E7 = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
-                 optimizer="adamw", compile=True, compile_scope="layers+loss", float8=True, batch_shapes="fixed")
+                 optimizer="adamw", compile=True, compile_scope="layers+loss+upcast", float8=True,
+                 batch_shapes="fixed", fsdp2_units="torchtitan")
 for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
     TRAINING_ROWS[_rid] = ("llama-3.1-8b", dict(_TITAN_E7, gpus=_n), "torchtitan e7c0cae: op-level selective "
                            "checkpointing, FSDP2 bf16/fp32 mixed precision, compiled blocks and loss, float8; measured "
@@ -1574,7 +1590,9 @@ for _rid, _n in (("PM1068", 32), ("PM1069", 64)):
 # assumed, so reported, not summarised: the longest batch reaches max_seq_length (batches are padded to their longest
 # sample; Alpaca2k's lengths are not published); litgpt's own modules (fused q/k/v linear, logits in 128-token
 # chunks with a bf16 cross-entropy: taken as 4 loss chunks) read as the transformers layout, except where they change
-# what is kept: LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
+# what is kept: its attention and norms (litgpt_attention_layout: K/V expanded for GQA, V a view of the fused q/k/v
+# output for MHA/MQA, the head-major output copy, fp32 RMSNorm eq. N3, LoRA zero_pad eq. Z1; before these the LoRA
+# rows were -3..-12 %, full tinyllama -6.2 %), LoRA dropout 0.05/0.1 on every adapted input with one adapter on the fused q/k/v (lora_dropout
 # 'fused-qkv', litgpt/lora.py lines 171, 426), an lm_head of its own for tied checkpoints (TRAINING_UNTIED), and for
 # QLoRA Lightning Fabric's BitsandbytesPrecision over bitsandbytes 0.42.0 (nf4_quantizer 'lightning-bnb-0.42': every
 # 4-bit matmul keeps its input, lm_head quantized, fp16 dequantization; formulas/nf4_quantization.py eqs. 4-5) under a
@@ -1606,15 +1624,39 @@ TRAINING_CONFIGS: dict[str, dict[str, Any]] = {
 # model passes mask None in training, line 92): the fused kernel, no math fallback, no saved mask, V not a view of
 # the fused qkv output; GptNeoxMLP is F.gelu(approximate=config.gelu_approximate) (line 357: one fused op, not
 # transformers' Python gelu_new); litgpt's blocks have no dropout modules.
-_LIT_LAYOUT = dict(math_attention=False, value_view_of_qkv=False, attention_mask_materialised=False,
-                   attention_output_copy=True, mlp_act_python=False, residual_dropout=False,
+_LIT_LAYOUT = dict(math_attention=False, attention_mask_materialised=False, mlp_act_python=False,
+                   residual_dropout=False,
                    # LoRAQKVLinear adapts only the enabled parts of the fused qkv (lora_A [r x enabled, in], lora_B
                    # [enabled outputs, r], litgpt/lora.py @ 00af8b0d lines 233, 244): separate q/k/v adapters
                    fused_qkv=False)
 LITGPT_MODULES: dict[str, dict[str, Any]] = {
-    "falcon-7b": dict(_LIT_LAYOUT, kv_expanded_in_attention=True),
-    "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
+    "falcon-7b": _LIT_LAYOUT, "phi-2": _LIT_LAYOUT, "stablelm-base-alpha-3b": _LIT_LAYOUT,
 }
+
+
+def litgpt_attention_layout(spec: Any) -> Any:
+    """What litgpt's own GPT (litgpt/model.py, litgpt/lora.py @ 00af8b0d) keeps that differs from the transformers
+    layout, for every family it runs (measured on litgpt's modules: tests/training/test_litgpt_saved_tensors.py):
+
+    - GQA/MQA: K and V expanded to every query head (``k.expand``/``v.expand``, lines 256-258) and reshaped into
+      copies (lines 261-262) before SDPA, which keeps them (``kv_expanded_in_attention``);
+    - MHA and MQA: V is ``qkv.permute(...).split(...)`` (expanded, for MQA) reshaped without a copy (lines 248-251,
+      262: with one query per group, or one group, the merged dims are a view, stride 0 for MQA's expanded V), so
+      the V SDPA keeps holds the whole fused q/k/v output (``value_view_of_qkv``; K is still a full-width copy, made
+      by the rotary ``torch.cat``);
+    - q is the ``torch.cat`` of its rotary part (line 266), head-major, so the attention output is head-major and
+      its ``reshape`` before ``proj`` (line 294) copies (``attention_output_copy``);
+    - RMSNorm keeps the fp32 weight copy and the fp32 normalised tensor (lines 564-571, ``norm_fp32_normalised``);
+    - LoRAQKVLinear's zero_pad keeps the adapter output (litgpt/lora.py lines 329-346, ``lora_qkv_zero_pad``);
+    - Gemma 2 (attention soft-capping): the eager path keeps the tanh output as well (``attention_softcapping``)."""
+    from dataclasses import replace
+
+    mha = spec.num_kv_heads == spec.num_heads
+    return replace(spec, kv_expanded_in_attention=not mha, value_view_of_qkv=mha or spec.num_kv_heads == 1,
+                   attention_output_copy=True, norm_fp32_normalised=True, lora_qkv_zero_pad=True,
+                   # Gemma 2's attention_logit_softcapping (litgpt config.py lines 1068, 1096, 1126): litgpt's eager
+                   # path (model.py lines 305-316) keeps the tanh output; the rows state attention='eager'
+                   attention_softcapping=spec.model_type == "gemma2")
 _LIT_CATALOG = {"falcon-7b": "falcon-7b-instruct", "phi-2": "phi-2", "stablelm-base-alpha-3b": "stablelm-base-alpha-3b"}
 _LIT = dict(precision="bf16", seq_len=512, optimizer="adamw", grad_checkpointing="none", loss_chunks=4)
 _LIT_QV = dict(rank=32, targets="q,v")
@@ -1626,8 +1668,9 @@ def _lit_all(rank: int) -> dict[str, Any]:
 
 _LIT_NOTE = ("litgpt 00af8b0d config hub: bf16-true, AdamW, no activation checkpointing on one device; the longest "
              "batch taken as max_seq_length 512; LoRA dropout with one fused q/k/v adapter; QLoRA on Lightning "
-             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; 128-token logit chunks read as the "
-             "transformers layout (TRAINING_ROWS comment)")
+             "Fabric + bitsandbytes 0.42.0 with the loop keeping the graph; litgpt's attention and RMSNorm "
+             "(litgpt_attention_layout); 128-token logit chunks read as the transformers layout (TRAINING_ROWS "
+             "comment)")
 # litgpt accumulates gradients over global_batch_size // devices // micro_batch_size micro-batches
 # (litgpt/args.py @ 00af8b0d lines 53-63, gradient_accumulation_iters): the loop runs forward and backward under
 # fabric.no_backward_sync(model, enabled=is_accumulating) and calls optimizer.step(); optimizer.zero_grad() only when
@@ -1694,8 +1737,10 @@ for _rid, (_m, _meth, _mb, _ad, _x) in _LIT_ROWS.items():
     _q = dict(nf4_quantizer="lightning-bnb-0.42", nf4_format="nf4", loop_keeps_graph=True) if _meth == "qlora" else {}
     _d = dict(lora_dropout="fused-qkv") if _meth != "full" else {}
     _acc = _lit_accumulation(_m, _meth, _mb, int(_x.get("gpus", 1)))
+    # Gemma 2's soft-capped attention runs litgpt's eager path (model.py @ 00af8b0d lines 304-316), not SDPA
+    _e = dict(attention="eager") if _m.startswith("gemma-2-") else {}
     TRAINING_ROWS[_rid] = (_m, dict(_LIT, method=_meth, micro_batch=_mb, grad_accumulation=_acc, **_ad, **_x, **_d,
-                                    **_q),
+                                    **_q, **_e),
                            _LIT_NOTE + ("; Llama 3 8B as the catalog's Llama 3.1 8B" if _rid in ("PM1114", "PM1115",
                                                                                                "PM1116") else "")
                            + ("; Mistral 7B v0.2 as v0.1 (same shapes)" if _rid in ("PM1125", "PM1126", "PM1127")
@@ -1760,6 +1805,8 @@ def training_prediction(row_id: str) -> int:
         from dataclasses import replace
 
         spec = replace(spec, tie_word_embeddings=False)
+    if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
+        spec = litgpt_attention_layout(spec)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

@@ -32,6 +32,11 @@ NOT_A_FIELD = {
     ("deepseek_v3", "moe_layer_freq"): "DeepSeek remote-code key; transformers ignores it (1 = no effect)",
     ("phi", "partial_rotary_factor"): "a config.json key PhiConfig moves into rope_parameters (default 0.5); checked "
                                       "in tests/catalog/test_parallel_block_params.py",
+    ("stablelm", "partial_rotary_factor"): "a config.json key StableLmConfig.__post_init__ moves into rope_parameters "
+                                           "(default 0.25); checked in tests/readers/test_gguf_parallel.py",
+    ("t5", "tie_word_embeddings"): "a PreTrainedConfig keyword, not a T5Config field (default True in transformers 4.x; "
+                                   "5.24's T5Config.__post_init__ forces True, configuration_t5.py L78-82); "
+                                   "checked in tests/catalog/test_t5_params.py",
     ("gpt_neox", "rotary_pct"): "a config.json key GPTNeoXConfig moves into rope_parameters as partial_rotary_factor "
                                 "(default 0.25); checked in tests/catalog/test_parallel_block_params.py",
 }
@@ -92,7 +97,8 @@ _FAMILY: dict[str, dict[str, Any]] = {
 _TYPES = [t for t in SUPPORTED_MODEL_TYPES
           if t not in ("gemma3", "gpt_bigcode", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "mllama", "llama4", "gemma3n",
                        "gemma3n_text")
-          and t not in HYBRID_TYPES]
+          and t not in HYBRID_TYPES
+          and t not in ("t5", "mt5")]  # T5 keys (d_model, num_layers, ...): tests/catalog/test_t5_params.py
 
 # one optional key at a time, on top of the sparse config (only where the class reads that key)
 OMIT = object()  # the key is absent from config.json

@@ -32,15 +32,19 @@ def _speed(*extra: str) -> dict:
 
 def test_the_release_picks_the_rule_and_says_so() -> None:
     """Default (current release): the V1 host step bounds a 0.6B model's step on an H100; 0.13 (synchronous
-    scheduling, not established): the device step, named and warned; 0.5 (V0): the device step plus V0's."""
+    scheduling, not established): the device step, named and warned, streamed at Hopper's SM limit for that release;
+    0.5 (V0): the device step plus V0's, as 0.6 (V0 with asynchronous output) with its own serial step."""
     now, sync, v0 = _speed(), _speed("--engine-version", "0.13"), _speed("--engine-version", "0.5")
+    v06 = _speed("--engine-version", "0.6")
     host = next(a for a in now["assumptions"] if a["name"] == "vllm_host_seconds_per_step")
     assert host["value"] == E.VLLM_V1_HOST_STEP_SECONDS.expected
     assert now["decode"]["seconds"] == pytest.approx(E.VLLM_V1_HOST_STEP_SECONDS.expected)
     assert now["decode"]["bound"] == "host"
     assert any("not established" in w for w in sync["warnings"])
     assert sync["decode"]["seconds"] < 1e-3
-    assert v0["decode"]["seconds"] == pytest.approx(sync["decode"]["seconds"] + E.VLLM_V0_STEP_SECONDS.expected)
+    assert any(a["name"] == "serving_sm_stream_limit" for a in sync["assumptions"])
+    assert v0["decode"]["seconds"] - E.VLLM_V0_STEP_SECONDS.expected == pytest.approx(
+        v06["decode"]["seconds"] - E.VLLM_V06_STEP_SECONDS.expected)
 
 
 @pytest.mark.parametrize(("extra", "says"), [

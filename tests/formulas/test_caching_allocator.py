@@ -143,3 +143,35 @@ def test_cross_stream_reserve_refuses_bad_moments() -> None:
         CA.cross_stream_reserve([(10, 11)], 0)
     with pytest.raises(InputError, match="at least one"):
         CA.cross_stream_reserve([], 0)
+
+
+MiB = 1 << 20
+
+
+def test_stream_trace_pool_reuses_merges_and_grows() -> None:
+    """Eq. (4'), cases worked by hand from the allocator's rules (best fit in the stream's own pool, split when the
+    rest exceeds 1 MiB in the large pool, a freed block merged with its free neighbours, a new segment otherwise)."""
+    pool = CA.stream_trace_pool_bytes
+    # a freed 100 MiB block serves a 50 MiB request: no new segment
+    assert pool([("alloc", 100 * MiB), ("free", 0), ("alloc", 50 * MiB)]) == 100 * MiB
+    # a cached 30 MiB block cannot serve 40 MiB: a second 40 MiB segment
+    assert pool([("alloc", 30 * MiB), ("alloc", 40 * MiB), ("free", 0), ("alloc", 40 * MiB)]) == 110 * MiB
+    # two 30 MiB blocks split from one 100 MiB segment merge back with its 40 MiB rest when freed: 90 MiB fits
+    assert pool([("alloc", 100 * MiB), ("free", 0), ("alloc", 30 * MiB), ("alloc", 30 * MiB), ("free", 1),
+                 ("free", 2), ("alloc", 90 * MiB)]) == 100 * MiB
+    # without the merge (the first 30 MiB still allocated) 90 MiB needs a segment of its own
+    assert pool([("alloc", 100 * MiB), ("free", 0), ("alloc", 30 * MiB), ("alloc", 30 * MiB), ("free", 2),
+                 ("alloc", 90 * MiB)]) == 190 * MiB
+    # the small pool (<= 1 MiB) and the large pool do not serve each other
+    assert pool([("alloc", 12 * MiB), ("free", 0), ("alloc", 1000)]) == 12 * MiB + 2 * MiB
+    # what is alive together is eq. (4)'s pool
+    sizes = [30 * MiB, 5 * MiB, 700_000]
+    assert pool([("alloc", n) for n in sizes]) == CA.stream_pool_bytes(sizes)
+
+
+def test_stream_trace_pool_refuses_a_bad_free() -> None:
+    pool = CA.stream_trace_pool_bytes
+    with pytest.raises(InputError, match="no such allocated block"):
+        pool([("alloc", MiB), ("free", 0), ("free", 0)])
+    with pytest.raises(InputError, match="no such allocated block"):
+        pool([("free", 0)])

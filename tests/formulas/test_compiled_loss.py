@@ -36,7 +36,7 @@ def _ce(logits: Any, labels: Any) -> Any:
     return F.cross_entropy(logits.float(), labels, ignore_index=-100, reduction="sum")
 
 
-def _saved_bytes(chunks: int, compiled: bool) -> tuple[int, bool]:
+def _saved_bytes(chunks: int, compiled: bool, upcast_inside: bool = False) -> tuple[int, bool]:
     """Bytes of the distinct storages the loss saves for its backward, over all chunks, and whether they include
     the loss's input logits (the unchunked case's fp32 upcast)."""
     torch.manual_seed(0)
@@ -54,10 +54,18 @@ def _saved_bytes(chunks: int, compiled: bool) -> tuple[int, bool]:
         if chunks > 1:  # the model's bf16 chunks, each upcast inside the compiled function
             loss = sum(fn(lg.reshape(-1, V), lb.reshape(-1))
                        for lg, lb in zip(logits.chunk(chunks, dim=1), labels.chunk(chunks, dim=1), strict=True))
+        elif upcast_inside:  # torchtitan e7c0cae: the bf16 logits go into the compiled loss, which upcasts them
+            up = logits
+            loss = fn(up.reshape(-1, V), labels.reshape(-1))
         else:  # the model upcasts first (outside the compiled loss); the loss receives fp32 logits
             up = logits.float()
             loss = fn(up.reshape(-1, V), labels.reshape(-1))
     kept_input = chunks == 1 and up.untyped_storage().data_ptr() in seen
+    if upcast_inside:
+        loss.backward()
+        assert logits.grad is not None and logits.grad.dtype == torch.bfloat16
+        torch._dynamo.reset()
+        return sum(seen.values()), kept_input
     loss.backward()
     torch._dynamo.reset()
     return sum(seen.values()), kept_input
@@ -78,3 +86,18 @@ def test_compiled_loss_keeps_its_input_logits(chunks: int) -> None:
     else:  # the compiled loss keeps the caller's fp32 logits; the eager one makes its own [t, V] log-softmax
         assert kept_input and not eager_kept_input
         assert head.logits_forward == B * S * V * 2  # only the bf16 head output beside it, during the cast
+
+
+def test_compiled_loss_with_the_upcast_inside_keeps_half_logits() -> None:
+    """Eq. C3: torchtitan e7c0cae compiles cross_entropy(pred.flatten(0, 1).float(), ...) on the model's bf16
+    logits: inductor keeps the bf16 input (t V 2, half the fp32 eq. C2) and returns a bf16 gradient."""
+    spec = spec_from_config(CONFIG, name="tiny-llama")
+    st = ActivationSetup(batch=B, seq=S, residual=2, compute=2, full=False)
+    head = head_activations(spec, st, lm_head_trained=False, compiled_loss=True, upcast_in_loss=True)
+    pred = next(t.bytes for t in head.saved if t.name.startswith("loss input logits"))
+    meas, kept_input = _saved_bytes(1, compiled=True, upcast_inside=True)
+    eager, _ = _saved_bytes(1, compiled=False, upcast_inside=True)
+    print(f"\nupcast inside: compiled loss saves {meas} B, predicted {pred} B; eager saves {eager} B")
+    assert kept_input and pred == pytest.approx(meas, rel=0.02)
+    assert eager > 1.5 * meas  # eager keeps the fp32 log-softmax: discriminates
+    assert head.logits_forward == 0 and head.loss_backward == B * S * V * 2

@@ -90,6 +90,28 @@ def test_a_request_headroom_is_checked_as_the_flag() -> None:
                               + fit_err.strip().removeprefix("llmsizer: error: headroom ")]
     for kind in ("training_job", "inference_job"):  # the schema carries the flag's bounds (and is published so)
         h = json_schema()["$defs"][kind]["properties"]["resources"]["properties"]["headroom"]
-        assert (h["type"], h["minimum"], h["maximum"]) == ("number", 0, 0.99)
+        # a share: 0.1 or '10%', like the request's other shares; the bounds bind its number form
+        assert (h["type"], h["minimum"], h["maximum"]) == (["string", "number"], 0, 0.99)
     assert json.loads(published_schema_text()) == json_schema()
     assert parse_request(_request(0.0), source="t.yaml").jobs[0].resources.headroom == 0.0
+
+
+@pytest.mark.parametrize("text,value", [("'10%'", 0.1), ("10%", 0.1), ("'55%'", 0.55), ("0%", 0.0)])
+def test_a_request_headroom_takes_a_percentage_as_the_other_shares(text: str, value: float, tmp_path: Path) -> None:
+    """`resources.headroom: 10%` was refused ("must be a number") while `pricing.reserved_discount: '35%'` and the
+    other shares were read; one parser (request/quantities.py parse_share) now reads every share, the headroom with
+    its flag's range. The plan is the one of the number: same verdict and budget as headroom 0.1 / 0.55."""
+    pct = parse_request(_request(None).replace(f"{{device: {DEVICE}}}", f"{{device: {DEVICE}, headroom: {text}}}"),
+                        source="t.yaml")
+    assert [j.resources.headroom for j in pct.jobs] == [pytest.approx(value)] * 2
+    num = parse_request(_request(value), source="t.yaml")
+    a, b = make_plan(pct, alternatives=False), make_plan(num, alternatives=False)
+    for ja, jb in zip(a.jobs, b.jobs, strict=True):
+        assert ja.section("memory").value("budget") == jb.section("memory").value("budget")
+        assert ja.section("memory").value("fits") == jb.section("memory").value("fits")
+    req = tmp_path / "r.yaml"
+    req.write_text(_request(None).replace(f"{{device: {DEVICE}}}", f"{{device: {DEVICE}, headroom: '99.5%'}}"))
+    code, _, err = _cli("request", "check", str(req))
+    assert code == 2 and len(err.strip().splitlines()) == 2  # one line per job, each with the flag's range
+    assert all("resources.headroom: 0.995 is out of range; expected a number in [0, 0.99]" in x
+               for x in err.strip().splitlines())

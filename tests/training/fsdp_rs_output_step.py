@@ -1,13 +1,23 @@
-"""Measured truth for the blocks FSDP2's reduce-scatter leaves behind: real training steps of a small random-weight
-transformers model under ``fully_shard(..., mp_policy=MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32))``
-on the CPU over gloo (each decoder layer one unit, the root module another, as torchtitan wraps them).
+"""Measured truth for the blocks FSDP2 leaves behind: real training steps of a small random-weight transformers model
+under ``fully_shard(..., mp_policy=MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32))`` on the CPU over gloo
+(each decoder layer one unit, the root module another, as torchtitan wraps them).
 
 After the last step's backward, rank 0 reads every parameter's sharded gradient: the storage it is a view of
 (``foreach_reduce`` makes them ``as_strided`` views of one flat reduce-scatter output per unit) and each storage's
 bytes; then, after ``optimizer.zero_grad(set_to_none=True)``, which parameters' storages are still alive (weak
-references). It also follows every all-gather output (``foreach_all_gather``'s flat buffer, allocated on the
-all-gather copy-in stream on a GPU): its bytes, and the bytes of the earlier ones still alive when it is made (CPU
-order, which is the order the caching allocator sees). Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
+references). It also follows every all-gather's input (the rank's shard copied into one flat tensor) and output
+(``foreach_all_gather``'s flat buffer), both allocated on the all-gather copy-in stream on a GPU: their bytes, and
+the bytes of the earlier outputs still alive when one is made (CPU order, which is the order the caching allocator
+sees).
+
+The unsharded parameters (``FSDPParam.all_gather_outputs``, allocated on the default stream by the copy-out and
+freed by a reshard) are read from their storages: which units hold them, and how many bytes, after every copy-out
+(``FSDPParamGroup.wait_for_unshard``) and when the loss's backward runs. Case options, as torchtitan's
+``apply_fsdp`` (parallelize_llama.py @9dec370 lines 322-339): ``loss_outside`` (the model returns logits and the
+loss is taken outside it, ``cross_entropy(pred.float())``, train.py lines 131-134), ``last_kept`` (the last block's
+``reshard_after_forward=False``), ``root_reshard`` (``fully_shard(model, reshard_after_forward=...)``: None leaves
+it unset, so FSDP2 keeps the root unsharded after the forward, as every torch before PR #154704 did for any value).
+Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
 Nothing here imports llmsizer.
 """
 
@@ -22,19 +32,39 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed.fsdp._fully_shard._fsdp_param_group as param_group
     from ranks import end_rank, rank_model
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
     conf, model = rank_model(case)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in model.model.layers:
-        fully_shard(layer, mp_policy=mp)
-    fully_shard(model, mp_policy=mp)
+    layers = model.model.layers
+    for n, layer in enumerate(layers):
+        fully_shard(layer, mp_policy=mp, **({"reshard_after_forward": False}
+                                             if case.get("last_kept") and n == len(layers) - 1 else {}))
+    root = case.get("root_reshard")
+    fully_shard(model, mp_policy=mp, **({} if root is None else {"reshard_after_forward": root}))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
     ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
     gathers: list[tuple[str, int, list[int]]] = []  # (pass, bytes, bytes of the earlier ones still alive)
     outputs: list[tuple[weakref.ref[torch.Tensor], int]] = []
     where = ["forward"]
     all_gather = param_group.foreach_all_gather
+    names = {id(m._get_fsdp_state()): ("root" if m is model else f"layer {list(layers).index(m)}")
+             for m in model.modules() if isinstance(m, FSDPModule)}
+
+    def unsharded() -> dict[str, int]:
+        """Bytes of unsharded parameter storage each unit holds now."""
+        out: dict[str, int] = {}
+        for m in model.modules():
+            if isinstance(m, FSDPModule):
+                st = m._get_fsdp_state()
+                n = sum(t.untyped_storage().nbytes() for g in st._fsdp_param_groups for p in g.fsdp_params
+                        for t in getattr(p, "all_gather_outputs", []))
+                if n:
+                    out[names[id(st)]] = n
+        return out
+
+    copied_out: list[tuple[str, dict[str, int]]] = []  # (pass, unsharded bytes per unit after each copy-out)
+    at_loss_backward: list[dict[str, int]] = []
 
     def followed(*args: Any, **kwargs: Any) -> Any:
         result = all_gather(*args, **kwargs)
@@ -45,15 +75,54 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             gathers.append((where[0], outputs[-1][1], alive))
         return result
 
+    import torch.distributed.fsdp._fully_shard._fsdp_collectives as collectives
+
+    inputs: list[int] = []  # bytes of each all-gather's copy-in input (the rank's shard, made on that stream)
+    get_inputs = collectives._get_param_all_gather_inputs
+
+    def followed_inputs(*args: Any, **kwargs: Any) -> Any:
+        result = get_inputs(*args, **kwargs)
+        inputs.append(sum({id(t.untyped_storage()): t.untyped_storage().nbytes() for ts in result for t in ts}
+                          .values()))
+        return result
+
+    collectives._get_param_all_gather_inputs = followed_inputs  # foreach_all_gather calls it by this name
+    wait = param_group.FSDPParamGroup.wait_for_unshard
+
+    def waited(self: Any) -> None:
+        had = self._all_gather_result is not None
+        wait(self)
+        if had:
+            copied_out.append((where[0], unsharded()))
+
+    class Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx: Any, g: torch.Tensor) -> torch.Tensor:
+            at_loss_backward.append(unsharded())
+            return g
+
     param_group.foreach_all_gather = followed  # FSDPParamGroup.unshard calls it by this module-level name
+    param_group.FSDPParamGroup.wait_for_unshard = waited  # type: ignore[method-assign]
     storages: dict[int, int] = {}
     grad_bytes = views = 0
     refs: dict[str, weakref.ref[torch.Tensor]] = {}
     for step in range(2):
         gathers.clear()
+        inputs.clear()
+        copied_out.clear()
+        at_loss_backward.clear()
         for _ in range(case.get("accumulate", 1)):
             where[0] = "forward"
-            loss = model(input_ids=ids, labels=ids).loss
+            if case.get("loss_outside"):
+                pred = Probe.apply(model(input_ids=ids).logits)
+                loss = torch.nn.functional.cross_entropy(pred.flatten(0, 1).float(), ids.flatten())
+                del pred
+            else:
+                loss = model(input_ids=ids, labels=ids).loss
             where[0] = "backward"
             loss.backward()
             del loss
@@ -69,7 +138,9 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
         opt.zero_grad(set_to_none=True)
     gc.collect()
     return end_rank({"storage_bytes": sorted(storages.values()), "grad_bytes": grad_bytes, "views": views,
-                     "params": len(list(model.parameters())), "all_gathers": gathers,
+                     "params": len(list(model.parameters())), "all_gathers": gathers, "gather_inputs": inputs,
+                     "copied_out": copied_out,
+                     "at_loss_backward": at_loss_backward,
                      "alive_after_zero_grad": sorted(n for n, r in refs.items() if r() is not None)})
 
 

@@ -1,6 +1,7 @@
 """Launch a step script as N real torch.distributed ranks (gloo on 127.0.0.1) and return rank 0's JSON result: the
-launcher the DeepSpeed ZeRO-3, FSDP1, FSDP2 and context-parallel memory tests share; and, inside a rank, the set-up
-and ending the FSDP step scripts share (``rank_model``, ``end_rank``, ``rank_main``). Nothing here imports llmsizer,
+launcher the DeepSpeed ZeRO-3, FSDP1, FSDP2 and context-parallel memory tests share (``run_ranks``; ``run_step`` by
+script name), with the tiny Llama most of them build (``TINY_LLAMA``); and, inside a rank, the set-up and ending the
+FSDP step scripts share (``rank_model``, ``end_rank``, ``rank_main``). Nothing here imports llmsizer,
 and torch and transformers only inside a rank."""
 
 from __future__ import annotations
@@ -13,6 +14,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+# The small random-weight Llama the FSDP1/FSDP2, DeepSpeed, pipeline, CPU-offload and autocast rank tests build: 4
+# layers, GQA (4 query / 2 KV heads), an untied lm_head; small enough for two CPU ranks, every unit distinct.
+TINY_LLAMA: dict[str, Any] = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
+                              "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                              "max_position_embeddings": 1024, "tie_word_embeddings": False}
 
 
 def _free_port() -> int:
@@ -38,6 +47,11 @@ def run_ranks(script: Path, case: dict[str, Any], ranks: int, *, local_rank_zero
             raise RuntimeError(err[-4000:])
     result: dict[str, Any] = json.loads(outs[0][0].strip().splitlines()[-1])
     return result
+
+
+def run_step(script: str, case: dict[str, Any], ranks: int = 2, *, local_rank_zero: bool = False) -> dict[str, Any]:
+    """``run_ranks`` on the step script of that name beside this module (two gloo ranks unless told)."""
+    return run_ranks(HERE / script, case, ranks, local_rank_zero=local_rank_zero)
 
 
 def rank_model(case: dict[str, Any], dtype: Any = None) -> tuple[Any, Any]:

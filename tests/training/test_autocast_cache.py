@@ -14,7 +14,6 @@ measured bytes exactly.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA as LLAMA
+from ranks import run_step  # noqa: E402
 
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training.setup import resolve  # noqa: E402
@@ -33,10 +33,6 @@ from llmsizer.specs import TrainingWorkload  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
 # name: (step case, llmsizer workload fields)
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "plain, checkpointed": (dict(wrap="none"), dict(gpus=1)),
@@ -62,7 +58,7 @@ def predicted_copies(fields: dict[str, Any]) -> tuple[int, int]:
 @pytest.mark.parametrize("name", list(CASES))
 def test_autocast_copies_at_forward_end(name: str) -> None:
     case, fields = CASES[name]
-    m = run_ranks(HERE / "autocast_cache_step.py", dict(case, config=LLAMA, batch=2, seq=64), 2)
+    m = run_step("autocast_cache_step.py", dict(case, config=LLAMA, batch=2, seq=64), 2)
     (pred, pred_bwd), meas, meas_bwd = predicted_copies(fields), m["forward_end_copy_bytes"], m["backward_max_copy_bytes"]
     print(f"\n{name}: bf16 weight copies alive at forward end {meas} B (largest during the forward "
           f"{m['forward_max_copy_bytes']} B, during the backward {meas_bwd} B; one copy of every 2-D weight "

@@ -13,10 +13,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
+from ranks import TINY_LLAMA as LLAMA
+from ranks import run_step
 
 from llmsizer.catalog.hardware import builtin_catalog
 from llmsizer.catalog.models import find
@@ -30,10 +31,6 @@ from llmsizer.formulas.training_time import data_parallel_comm
 from llmsizer.readers.hf_config import spec_from_config
 from llmsizer.validation_cases import ASSUMED, TORCHTUNE_SPEED_ROWS, Case, public_rows, speed_case
 
-HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
 A100 = "a100-sxm-80gb"
 
 
@@ -46,10 +43,9 @@ def _assumption(d: Any, name: str) -> Any:
 def test_host_copies_equal_what_fsdp2_copies(reshard: bool) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from ranks import run_ranks
 
-    m = run_ranks(HERE / "cpu_offload_step.py", dict(config=LLAMA, batch=2, seq=64, grad_ckpt=True,
-                                                     reshard_after_forward=reshard), 2)
+    m = run_step("cpu_offload_step.py", dict(config=LLAMA, batch=2, seq=64, grad_ckpt=True,
+                                             reshard_after_forward=reshard), 2)
     assert m["grad_on_cpu"] and m["reduces"] == m["forward_all_gathers"] == 7  # 4 layers, embeddings, lm_head, root
     spec = spec_from_config(LLAMA, name="llama-tiny")
     n = count_params(spec).total

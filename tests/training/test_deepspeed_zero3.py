@@ -11,7 +11,6 @@ small random-weight Llama, one process per rank over gloo, and follows every liv
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,24 +19,21 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("deepspeed")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA as LLAMA
+from ranks import run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.deepspeed_zero import REDUCE_BUCKET_SIZE, ipg_bucket_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 MiB = 2**20
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
 CASE = dict(config=LLAMA, batch=2, seq=256)
 # DeepSpeed builds torch.optim.AdamW(fused=False) for torch_adam; on CPU tensors torch picks the for-loop kernel
 FIELDS = dict(precision="deepspeed-bf16", micro_batch=2, seq_len=256, zero=3, optimizer_impl="for-loop")
 
 
 def _run(case: dict[str, Any], ranks: int = 1) -> dict[str, Any]:
-    return run_ranks(HERE / "deepspeed_step.py", case, ranks, local_rank_zero=True)
+    return run_step("deepspeed_step.py", case, ranks, local_rank_zero=True)
 
 
 @pytest.fixture(scope="module")

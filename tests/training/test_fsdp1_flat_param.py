@@ -9,7 +9,6 @@ agree within 2%; ``fsdp_version=2`` (gradients of the adapters only) must miss b
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,22 +17,19 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("peft")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA, run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+LLAMA = dict(TINY_LLAMA, num_hidden_layers=3)
 
 
 def test_fsdp1_lora_flat_gradients() -> None:
     case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]))
-    m = run_ranks(HERE / "fsdp1_step.py", case, 2)
+    m = run_step("fsdp1_step.py", case, 2)
     spec = spec_from_config(LLAMA, name="llama-tiny")
     common = dict(method="lora", rank=8, targets="q,v", base_dtype="bf16", adapter_dtype="bf16", precision="bf16",
                   micro_batch=2, seq_len=128, gpus=2, fsdp="full")
@@ -53,7 +49,7 @@ def test_fsdp1_no_sync_unsharded_gradients() -> None:
     ``grad_sync='optimizer-step'`` with ``fsdp_version=1`` must hold that within 2%; without it, the sharded
     gradients (half of it over two ranks) must miss by far."""
     case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, no_sync=True)
-    m = run_ranks(HERE / "fsdp1_step.py", case, 2)
+    m = run_step("fsdp1_step.py", case, 2)
     spec = spec_from_config(LLAMA, name="llama-tiny")
     common = dict(method="full", precision="bf16", micro_batch=2, seq_len=128, gpus=2, fsdp="full",
                   fsdp_version=1, grad_accumulation=2)
@@ -76,7 +72,7 @@ def test_fsdp1_root_gradient_assembly() -> None:
     agree within 8% (the rest is the loss chain's own small tensors)."""
     config = dict(LLAMA, vocab_size=16000)
     case: dict[str, Any] = dict(config=config, batch=1, seq=64, root_peak=True)
-    m = run_ranks(HERE / "fsdp1_step.py", case, 2)
+    m = run_step("fsdp1_step.py", case, 2)
     spec = spec_from_config(config, name="llama-tiny-16k")
     est = estimate_training(spec, method="full", precision="bf16", micro_batch=1, seq_len=64, gpus=2, fsdp="full",
                             fsdp_version=1, grad_accumulation=2, grad_sync="optimizer-step")

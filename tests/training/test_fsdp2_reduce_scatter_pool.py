@@ -8,10 +8,12 @@ the sharded gradients views of it; the storages' bytes must equal llmsizer's blo
 them, and ``zero_grad(set_to_none=True)`` must free the decoder layers' (so on a GPU they are cached in that
 stream's pool, not allocated, during the next step's forward and loss backward).
 
-Also measured, for the term not modelled yet (the all-gather copy-in stream's pool, the (a2) of the torchtitan rows'
-comment in validation_cases.py): each unit's flat all-gather output is freed before the next backward all-gather,
-but in the forward the next unit's is made while the previous one (the root's, then a layer's) is still alive, so
-that stream's pool holds two flat buffers (root + layer), none of them allocated at the loss backward.
+Also measured: each unit's flat all-gather output is freed before the next backward all-gather, but in the forward
+the next unit's is made while the previous one (the root's, then a layer's) is still alive, so that stream's pool
+holds two flat buffers (root + layer), none of them allocated at the loss backward. With torchtitan's wrapping
+(``fsdp2_units``: the loss outside the model, the last block kept after the forward, the root kept or resharded)
+the unsharded parameters each unit holds after every copy-out and at the loss backward, and the copy-in stream's
+allocations, are compared with formulas/fsdp2_units.py (eqs. U1-U4 and ``copy_in_events``).
 
 Observed and reported, not asserted away: on gloo the root unit's output (the last reduce-scatter of the backward)
 is still referenced from C++ after ``zero_grad`` (no Python referrer). Whether it is then allocated or cached does
@@ -28,28 +30,33 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA, run_ranks  # noqa: E402
 
 from llmsizer.estimate.allocator import fsdp2_reduce_scatter_outputs  # noqa: E402
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training.setup import resolve  # noqa: E402
 from llmsizer.estimate.training.states import stage_states  # noqa: E402
+from llmsizer.estimate.training.timeline import fsdp2_copy_in_events, fsdp2_traced_units  # noqa: E402
+from llmsizer.formulas.fsdp2_units import unsharded_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 from llmsizer.specs import TrainingWorkload  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
+LLAMA = TINY_LLAMA
 
 
-def predicted_blocks(fields: dict[str, Any]) -> tuple[int, ...]:
+def context(fields: dict[str, Any]) -> tuple[Any, Any]:
     spec = spec_from_config(LLAMA, name="llama-tiny")
     w = TrainingWorkload(**{"precision": "fsdp-bf16-mixed", "micro_batch": 2, "seq_len": 64, "gpus": 2,
                             "fsdp": "full", **fields})
-    st = stage_states(resolve(spec, w, Acc()), 0)
+    ctx = resolve(spec, w, Acc())
+    return ctx, stage_states(ctx, 0)
+
+
+def predicted_blocks(fields: dict[str, Any]) -> tuple[int, ...]:
+    _, st = context(fields)
     return fsdp2_reduce_scatter_outputs(st.layer_grads, st.grads, 2)
 
 
@@ -69,3 +76,48 @@ def test_reduce_scatter_outputs_per_unit() -> None:
     assert [(p, n) for p, n, _ in gathers] == [("forward", root)] + [("forward", layer)] * 4 + [("backward", layer)] * 4
     assert [sum(a) for p, _, a in gathers if p == "forward"] == [0, root, layer, layer, layer]
     assert all(not a for p, _, a in gathers if p == "backward")
+
+
+def replayed_gathers(events: list[tuple[str, int]], forward: int) -> list[tuple[str, int, list[int]]]:
+    """(pass, bytes, bytes of the earlier outputs still alive) of each flat output in ``events`` (every second
+    alloc: each gather allocates its input, then its output), the first ``forward`` of them in the forward."""
+    sizes: list[int] = []
+    alive: dict[int, int] = {}
+    out: list[tuple[str, int, list[int]]] = []
+    for kind, n in events:
+        if kind == "alloc":
+            k = len(sizes)
+            sizes.append(n)
+            if k % 2:
+                g = len(out)
+                out.append(("forward" if g < forward else "backward", n, [alive[j] for j in sorted(alive) if j % 2]))
+            alive[k] = n
+        else:
+            del alive[n]
+    return out
+
+
+@pytest.mark.parametrize("units", ["torchtitan", "torchtitan-resharded"])
+def test_torchtitan_units(units: str) -> None:
+    """torchtitan's apply_fsdp (the last block kept after the forward; the root left to FSDP2, which keeps it as
+    every torch before 2.8 did, or resharded) with the loss outside the model: the unsharded bytes at each copy-out
+    and at the loss backward (eqs. U1-U4) and the copy-in stream's flat outputs in order (``copy_in_events``)."""
+    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
+                                                       last_kept=True, root_reshard=None if units == "torchtitan"
+                                                       else True), 2)
+    ctx, st = context({"fsdp2_units": units})
+    traced = fsdp2_traced_units(ctx, st)
+    assert traced is not None
+    root, blocks = traced
+    print(f"\n{units}: at the loss backward {m['at_loss_backward']}; copy-outs {m['copied_out']}; llmsizer root "
+          f"{root} B, blocks {blocks}")
+    assert [sum(u.values()) for u in m["at_loss_backward"]] == [unsharded_bytes(units, "loss", root, blocks[-1])]
+    for pass_, moment in (("forward", "forward"), ("backward", "backward")):
+        seen = [sum(u.values()) for p, u in m["copied_out"] if p == pass_]
+        assert max(seen) == unsharded_bytes(units, moment, root, max(blocks))
+    assert all(len([k for k in u if k != "root"]) <= 1 for _, u in m["copied_out"])  # one block at a time
+    gathers = [tuple(g) for g in m["all_gathers"]]
+    events = fsdp2_copy_in_events(ctx, st)
+    assert gathers == [tuple(g) for g in replayed_gathers(events, 1 + len(blocks))]
+    allocs = [n for kind, n in events if kind == "alloc"]
+    assert m["gather_inputs"] == allocs[::2]  # each gather's input, made before its output on the copy-in stream

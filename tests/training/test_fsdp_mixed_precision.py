@@ -9,7 +9,6 @@ measured peak, and the autocast recipe must miss it by more than that.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,17 +16,14 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA as LLAMA
+from ranks import run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 MiB = 2**20
 TOLERANCE = 0.10
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "llama FSDP2 bf16/fp32 over 2, seq 256": (
         dict(config=LLAMA, batch=2, seq=256),
@@ -39,7 +35,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 
 
 def _run(case: dict[str, Any], ranks: int = 2) -> dict[str, Any]:
-    return run_ranks(HERE / "fsdp_step.py", case, ranks)
+    return run_step("fsdp_step.py", case, ranks)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -11,7 +11,6 @@ fp32 reduce dtype. The torchtitan 405B PP rows (PM1062-PM1067) moved from -49..-
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +18,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from ranks import run_ranks  # noqa: E402
+from ranks import TINY_LLAMA as LLAMA
+from ranks import run_step  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.parallelism import (  # noqa: E402
@@ -28,15 +28,10 @@ from llmsizer.formulas.parallelism import (  # noqa: E402
 )
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 256, "intermediate_size": 512,
-         "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-         "max_position_embeddings": 1024, "tie_word_embeddings": False}
-
 
 @pytest.fixture(scope="module")
 def measured() -> dict[str, Any]:
-    return run_ranks(HERE / "fsdp_pp_step.py", dict(config=LLAMA, batch=2, seq=128, microbatches=3), 2)
+    return run_step("fsdp_pp_step.py", dict(config=LLAMA, batch=2, seq=128, microbatches=3), 2)
 
 
 def test_the_stage_stays_gathered(measured: dict[str, Any]) -> None:

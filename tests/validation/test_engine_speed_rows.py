@@ -124,13 +124,13 @@ def test_vllm_scopes_follow_the_host_step_releases() -> None:
 
 
 def test_a_band_applies_only_where_its_rows_are_representative() -> None:
-    """SGLang 0.4 on the H20 keeps its own band (0.18-1, its rows 0.18-0.42, reaching to the expected value), held out
-    as release-specific; a release scope's band speaks for other GPUs only when its rows measured ``MIN_BAND_DEVICES``
+    """SGLang 0.4 on the H20 keeps its own band (0.36-1.42, its rows 0.39-0.96 with the Hopper stream limit: the
+    small models' per-step cost is not modelled; 0.18-1 before the limit), held out as release-specific; a release scope's band speaks for other GPUs only when its rows measured ``MIN_BAND_DEVICES``
     devices, else only for its own devices (vLLM 0.6-0.7: A100 SXM 80GB; SGLang >= 0.5 and vLLM >= 0.14: A10G, their
     other GPUs' rows being calibration rows of the serving share); everywhere else the pooled serving band, named."""
     own, why = R.serving_band(DECODE, R.SGLANG, "0.4.6.post1", "h20")
     assert own is not None and own.engine == "sglang 0.4 on h20" and "held out" in why
-    assert own.low < 0.2 and own.high == 1.0  # every row far below the estimate: the band reaches up to it
+    assert own.low < 0.4 and own.high >= 1.0  # the small models' rows far below the estimate widen it
     pooled = R.band_for(DECODE, R.SERVING_POOLED)
     assert pooled is not None and pooled.low > 0.7 and "h20" not in pooled.devices  # the H20 rows do not widen it
     assert len(pooled.devices) >= R.MIN_BAND_DEVICES

@@ -68,7 +68,8 @@ def test_the_h20_rate_belongs_to_the_release_not_the_sms() -> None:
     """Read through eq. (12) (bandwidth <= N_SM f beta), the 8B-32B rows need beta = 7.3-7.7 bytes per SM-cycle of
     the H20's 78 SMs at the catalog clock (f = 44 TFLOP/s / (2 x 9984 lanes) = 2.20 GHz). A later SGLang release
     streams 2.27 TB/s through the same SMs, beta >= 13.2: the rows' limit is the 0.4.6.post1 stack's kernels, not
-    the part, so the core applies no SM cap to the PyTorch engines' BF16 steps. The beta of SG06 would also take the
+    the part, so the core applies an SM cap to the PyTorch engines' BF16 steps only for the releases whose rows show
+    it (estimate/engines.py STREAM_LIMITED, Hopper's beta from an H100 row: tests/validation/test_serving_share.py). The beta of SG06 would also take the
     held-out H100 vLLM row VS01 (154.3 tokens/s measured) more than 10 % slow."""
     from llmsizer.catalog.hardware import builtin_catalog
     from llmsizer.catalog.models import find

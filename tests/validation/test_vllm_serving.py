@@ -30,6 +30,7 @@ from llmsizer.validation_cases import (
     CALIBRATION,
     DECODE,
     SERVING_SHARE_CALIBRATION,
+    SERVING_STREAM_CALIBRATION,
     VLLM,
     VLLM_V1_CALIBRATION,
     band_rows,
@@ -75,13 +76,14 @@ def test_rows_state_their_release_source_and_quote() -> None:
         assert r["source"] and r["quote"], rid
         assert c.kind == (DECODE if r["concurrency"] == "1" else BATCHED) and engine_of(c) == VLLM
         assert c.predicted is not None and c.predicted > 0
-        calibration = rid == VLLM_V1_CALIBRATION or rid in SERVING_SHARE_CALIBRATION
+        calibration = rid in (VLLM_V1_CALIBRATION, SERVING_STREAM_CALIBRATION) or rid in SERVING_SHARE_CALIBRATION
         want = CALIBRATION if calibration else (ASSUMED if "(settings assumed)" in r["notes"] else "")
         assert c.excluded == want, rid
     summarised = {c.id for c in cases.values() if not c.excluded}
     # the rows whose lengths, concurrency and release are all published: VS06 (A100 40GB), the A10G table VS08-VS14
-    # (vLLM 0.18) and the gpustack H100 SXM runs VS17-VS20 (vLLM 0.11, ShareGPT means); VS06, VS13 and VS17 fit the
-    # serving share (efficiency.SERVING_DECODE_BANDWIDTH), so they are calibration rows
+    # (vLLM 0.18) and the gpustack H100 SXM runs VS17-VS20 (vLLM 0.11, ShareGPT means); VS06 and VS13 fit the
+    # serving share (efficiency.SERVING_DECODE_BANDWIDTH) and VS17 the Hopper stream limit
+    # (efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE), so they are calibration rows
     a10g = {f"VS{i:02d}" for i in range(8, 15)} - {"VS13"}
     assert summarised == a10g | {"VS18", "VS19", "VS20"}
     bands = band_rows(cases.values())
@@ -119,22 +121,21 @@ def test_held_out_rows_are_device_bound_so_the_host_step_does_not_move_them() ->
 
 def test_an_added_constant_per_step_does_not_explain_every_row() -> None:
     """Why no constant is added to current vLLM's device step (as V0's host time was): at one sequence, with the
-    serving share fitted (efficiency.SERVING_DECODE_BANDWIDTH), the device-bound rows miss in both directions -- the
-    H100 row VS17 is predicted 12 % faster than measured, the RTX A6000 row VS03 16 % slower -- and a constant >= 0
-    can only slow a prediction. The constant that makes VS17 exact, 0.77 ms, pushes VS03 a further 2.4 points out and
-    leaves VS07 (host-bound) 69 % slow: one added constant cannot hold VS03, VS17 and VS07 together, while eq. 14 with
-    the V1 host step holds VS07 and moves no device-bound row."""
+    serving share and the Hopper stream limit fitted (efficiency.SERVING_DECODE_BANDWIDTH,
+    SERVING_STREAM_BYTES_PER_SM_CYCLE), the H100 row VS17 is exact and the RTX A6000 row VS03 is predicted 13 % slower
+    than measured, and a constant >= 0 can only slow a prediction. The constant that made VS17 exact before the stream
+    limit, 0.77 ms, pushes VS03 a further 2 points out and leaves VS07 (host-bound) far off: one added constant cannot
+    hold VS03, VS17 and VS07 together, while eq. 14 with the V1 host step holds VS07 and moves no device-bound row."""
     rows = _rows()
     err = {rid: _measured_step(rows[rid]) / _device_step(rows[rid]) - 1 for rid in rows}
-    assert err["VS17"] > 0.10  # measured slower than the device step
+    assert abs(err["VS17"]) < 2e-3  # the stream limit's own row
     assert err["VS03"] < -0.10  # measured faster than the device step
-    k = _measured_step(rows["VS17"]) - _device_step(rows["VS17"])  # the constant that would make VS17 exact
-    assert 0.5e-3 < k < 1.0e-3
+    k = 0.77e-3
 
     def with_k(rid: str) -> float:
         return _measured_step(rows[rid]) / (_device_step(rows[rid]) + k) - 1
 
-    assert abs(with_k("VS17")) < 1e-9
+    assert with_k("VS17") < -0.08  # the constant now overshoots the H100 row
     assert abs(with_k("VS03")) > abs(err["VS03"]) + 0.02  # the A6000 row moves out
     assert with_k(VLLM_V1_CALIBRATION) > 0.5  # and the host-bound row stays far off
 
@@ -167,9 +168,12 @@ def test_fit_and_validation_use_one_rule() -> None:
     sync = fit(spec, "h100-sxm", engine="vllm", engine_version="0.10.1", context=640, output_tokens=128)
     assert sync.speed is not None and sync.speed.decode is not None
     assert sync.speed.decode.seconds < 1e-3 and any("not established" in w for w in sync.speed.warnings)
+    assert "serving_sm_stream_limit" in {a.name for a in sync.speed.assumptions}  # a stream-limited release
     v0 = fit(spec, "h100-sxm", engine="vllm", engine_version="0.4.1", context=640, output_tokens=128)
-    assert v0.speed is not None and v0.speed.decode is not None and sync.speed.decode is not None
-    assert v0.speed.decode.seconds == pytest.approx(sync.speed.decode.seconds + E.VLLM_V0_STEP_SECONDS.expected)
+    v06 = fit(spec, "h100-sxm", engine="vllm", engine_version="0.6.3", context=640, output_tokens=128)
+    assert v0.speed is not None and v0.speed.decode is not None and v06.speed is not None and v06.speed.decode
+    assert v0.speed.decode.seconds - E.VLLM_V0_STEP_SECONDS.expected == pytest.approx(
+        v06.speed.decode.seconds - E.VLLM_V06_STEP_SECONDS.expected)  # one device step, each release's serial step
     sg = fit(spec, "h100-sxm", engine="sglang", context=640, output_tokens=128)
     assert sg.speed is not None and any("SGLang" in w and "not established" in w for w in sg.speed.warnings)
     for bad in ("abc", "1"):

@@ -6,10 +6,9 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import usable_memory
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
-from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp
+from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp, gpu_free
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
 from ..render.markdown import format_usd
@@ -80,8 +79,8 @@ def register(sub: Any) -> None:
     a.add_argument("--fit-target", type=bytes_in(SIZE), help="memory left free on each GPU with --auto "
                    f"(llama.cpp --fit-target; default {FIT_TARGET // MiB} MiB)")
     a.add_argument("--free", type=list_of(bytes_arg, "sizes", MAX_GPUS),
-                   help="free memory of each GPU for --auto, e.g. 23GiB,11GiB (default: --memory or the catalog "
-                        "memory, x --count)")
+                   help="free memory of each GPU for --auto, e.g. 23GiB,11GiB, each at most the --device's memory "
+                        "(mixed cards: name the largest) (default: --memory or the catalog memory, x --count)")
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
@@ -155,14 +154,8 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
     device, count, _, _ = target_and_count(args.device, args.count, args.hardware_file)
     if device.kind in ("cpu", "apple"):
         raise InputError(f"--auto places layers on GPUs; {device.id} is {device.kind}")
-    if args.free:
-        if args.count is not None and args.count != len(args.free):
-            raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
-        free = list(args.free)
-    else:
-        usable, _ = usable_memory(device, args.memory)
-        if usable is None:
-            raise InputError(f"{device.id} has no sourced memory size; give --free (e.g. 22GiB) or --memory")
-        free = [usable] * count
+    if args.free and args.count is not None and args.count != len(args.free):
+        raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
+    free = gpu_free(device, count, args.free, args.memory)
     context = fields.pop("context", None)
     return fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)

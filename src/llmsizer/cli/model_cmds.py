@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
     add_engine_version_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
-    add_headroom_arg(p)
+    add_headroom_arg(p, engines="defaults")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_models)

@@ -46,7 +46,7 @@ def register(sub: Any) -> None:
     add_training_args(p)
     p.add_argument("--memory", type=bytes_arg, help="device memory, e.g. 24GiB, 80GB; with it the answer says "
                    "whether it fits (exit code 1 when it does not)")
-    add_headroom_arg(p)
+    add_headroom_arg(p, engines="none")
     add_metric_arg(p)
     p.add_argument("--device", help="a device or instance from `llmsizer hardware list`, as in `infer` and `fit`: "
                    "where the step runs (cpu: in RAM, no CUDA context), its memory the budget (as in `fit --train`) "

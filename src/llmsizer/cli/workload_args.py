@@ -38,6 +38,7 @@ from ..specs.training import (
     COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
+    FSDP2_UNITS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
     GRAD_SYNC,
@@ -63,10 +64,19 @@ IW, TW = InferenceWorkload, TrainingWorkload
 headroom_arg = float_arg(HEADROOM)
 
 
-def add_headroom_arg(p: argparse.ArgumentParser | Any) -> None:
+_HEADROOM_ENGINES = {
+    "flags": "; vLLM: 1 - --gpu-memory-utilization; SGLang keeps none: use --mem-fraction-static",
+    "defaults": "; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: its default mem_fraction_static",
+    "none": "",
+}
+
+
+def add_headroom_arg(p: argparse.ArgumentParser | Any, *, engines: str = "flags") -> None:
+    """--headroom; its help names only this command's flags. ``engines``: what it says of the pool engines, 'flags'
+    (the command has --gpu-memory-utilization and --mem-fraction-static), 'defaults' (it serves on them with their
+    defaults: `models --fits-on`) or 'none' (training)."""
     p.add_argument("--headroom", type=headroom_arg,
-                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}; vLLM: 1 - "
-                        "gpu_memory_utilization; SGLang keeps none: use --mem-fraction-static)")
+                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
 
 
 def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -297,6 +307,12 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--fsdp-version", type=int_arg(FSDP_VERSION),
                    help=f"FSDP implementation: 2 fully_shard, 1 FullyShardedDataParallel flat parameters (default "
                         f"{TW.fsdp_version})")
+    g.add_argument("--fsdp2-units", choices=FSDP2_UNITS,
+                   help="with FSDP2: which units are unsharded when: largest-two (the two largest units, wrapping "
+                        "not traced), torchtitan (root unit = embedding + norm + output kept unsharded from forward "
+                        "to backward, as torch < 2.8 keeps the root; last block kept after the forward; the "
+                        "all-gather copy-in stream's pool) or torchtitan-resharded (the root resharded after the "
+                        f"forward: torch >= 2.8) (default {TW.fsdp2_units})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
                         "(needs --fsdp; default 1)")
@@ -312,7 +328,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "for the duration, inductor's fused memory-bound kernels")
     g.add_argument("--compile-scope", choices=COMPILE_SCOPES,
                    help="with --compile: layers+loss (torchtune compiles each layer and the cross-entropy, which then "
-                        "keeps its input logits, not the fp32 log-softmax) or layers (torchtitan: the loss eager) "
+                        "keeps its input logits, not the fp32 log-softmax), layers (torchtitan 9dec370: the loss "
+                        "eager) or layers+loss+upcast (torchtitan e7c0cae: the compiled loss upcasts the model's half "
+                        "logits and keeps them) "
                         f"(default {TW.compile_scope})")
     g.add_argument("--batch-shapes", choices=BATCH_SHAPES,
                    help="with --metric reserved or nvidia-smi: variable (batches padded to their longest sample: a "
@@ -325,7 +343,7 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
-                   "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "context_parallel",
+                   "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
                    "batch_shapes")
 

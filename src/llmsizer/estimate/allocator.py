@@ -40,10 +40,12 @@ reduce-scatter stream (torch 2.13 ``distributed/fsdp/_fully_shard/_fsdp_collecti
 ``reduce_scatter_comm.allocate`` under ``device_handle.stream(reduce_scatter_stream)``), the sharded gradients are
 ``as_strided`` views of it (lines 704-710, 748-754; "The RS output is allocated in the RS stream and used in the
 default stream", line 763), and ``optimizer.zero_grad()`` (set_to_none) frees them before the next forward: they
-stay cached in that stream's pool, which the default stream's activations cannot use. Not modelled (so the
-fixed-shape reserve is a lower bound): FSDP2's all-gather outputs on the all-gather copy-in stream (lines 336-356,
-freed after the copy-out into default-stream tensors), FSDP1's post-backward stream (torch
-``fsdp/_runtime_utils.py`` lines 755, 848), and holes inside the default stream's own pool.
+stay cached in that stream's pool, which the default stream's activations cannot use. With the units' layout
+traced (``fsdp2_units`` other than 'largest-two', formulas/fsdp2_units.py) also FSDP2's all-gather inputs and
+outputs on the all-gather copy-in stream (lines 336-356, freed after the copy-out into default-stream tensors),
+whose allocations and frees are replayed (eq. 4'). Not modelled (so the fixed-shape reserve is a lower bound):
+the copy-in stream under 'largest-two', FSDP1's post-backward stream (torch ``fsdp/_runtime_utils.py`` lines 755,
+848), and holes inside the default stream's own pool.
 
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
@@ -55,7 +57,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..formulas.caching_allocator import cross_stream_reserve, stream_pool_bytes
+from ..formulas.caching_allocator import cross_stream_reserve, stream_pool_bytes, stream_trace_pool_bytes
 from ..result import Assumption, Item
 from ..specs.workload import MEMORY_METRICS
 from ..units import format_bytes
@@ -122,6 +124,9 @@ class SideStreams:
     requests: tuple[int, ...]  # bytes of each block live together on the side streams (eq. 4)
     moments: tuple[tuple[int, int], ...]  # (allocated, of it in side-stream blocks) per moment of the step
     what: str  # which blocks, for the formula text
+    # the pool of a side stream whose blocks come and go (eq. 4'): FSDP2's all-gather copy-in stream, none of them
+    # alive at a moment of the timeline
+    copy_in_pool: int = 0
 
 
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
@@ -134,22 +139,29 @@ def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards
 
 
 def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_grads: dict[int, int], grads: int,
-                          shards: int, moments: list[tuple[int, int]]) -> SideStreams:
+                          shards: int, moments: list[tuple[int, int]],
+                          copy_in: list[tuple[str, int]] | tuple[tuple[str, int], ...] = ()) -> SideStreams:
     """The side-stream blocks of a fixed-shape training step (module docstring). ``moments``: (allocated bytes, the
     gradients part) of each moment of the peak stage's timeline. FSDP2 (``fsdp2``: fully_shard, gradients on the
     device): the units' reduce-scatter outputs, all alive from their reduce-scatter to ``zero_grad``; with gradient
     accumulation each later micro-batch's output is added into the kept shard and freed (``_local_tensor +=
     new_sharded_grad``, _fsdp_collectives.py line 748), one unit's more at a time. The gradients part of a moment is
     in those blocks, except under pipeline parallelism, where the stage's unsharded fp32 accumulators (default
-    stream) are the gradients until the step's one reduce-scatter (formulas/parallelism.py eq. PP2)."""
+    stream) are the gradients until the step's one reduce-scatter (formulas/parallelism.py eq. PP2).
+    ``copy_in``: the all-gather copy-in stream's allocations and frees (formulas/fsdp2_units.py ``copy_in_events``)
+    when the units' layout is traced; none of its blocks is alive at a moment of the timeline."""
     if not fsdp2:
         return SideStreams((), tuple((a, 0) for a, _ in moments), "")
     outputs = fsdp2_reduce_scatter_outputs(layer_grads, grads, shards)
     if grad_accumulation > 1 and pp == 1 and outputs:
         outputs += (max(outputs),)
     side = tuple((a, 0 if pp > 1 else min(a, g)) for a, g in moments)
-    return SideStreams(outputs, side, "FSDP2 reduce-scatter outputs (the sharded gradients' storage, freed by "
-                                      "zero_grad) on the reduce-scatter stream")
+    what = "FSDP2 reduce-scatter outputs (the sharded gradients' storage, freed by zero_grad) on the reduce-scatter stream"
+    copy_in_pool = stream_trace_pool_bytes(copy_in) if copy_in else 0
+    if copy_in:
+        what += (f" + the all-gather copy-in stream's flat inputs and outputs ({format_bytes(copy_in_pool)} cached, "
+                 "eq. 4': formulas/fsdp2_units.py)")
+    return SideStreams(outputs, side, what, copy_in_pool)
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
@@ -201,7 +213,7 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     """Eq. (R1) (formulas/caching_allocator.py): the reserve under fixed shapes, at least ``floor``. Low and expected
     are (R1), a lower bound (what it leaves out: module docstring); high is ``high``, the calibrated variable-shape
     reserve's high end (the most any measured run kept), or (R1) if that is more."""
-    pool = stream_pool_bytes(side.requests)
+    pool = stream_pool_bytes(side.requests) + side.copy_in_pool
     r = max(floor, cross_stream_reserve(side.moments, pool))
     what = (f"{side.what}: {len(side.requests)} blocks, {format_bytes(pool)} cached on their stream (eq. 4), of "
             "which the default stream cannot reuse what is not allocated at the peak") if side.requests else \
@@ -209,11 +221,14 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     return Item("allocator_reserve", r, "device", r, max(r, high),
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
-                        f"(eq. R1); {what}; not modelled: all-gather copy-in buffers and holes in the default "
-                        "stream's pool (a lower bound); high: the calibrated variable-shape reserve's high end",
+                        f"(eq. R1); {what}; not modelled: "
+                        + ("" if side.copy_in_pool else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
+                        + "holes in the default stream's pool (a lower bound); high: the calibrated variable-shape "
+                        "reserve's high end",
                 source="formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
-                       "704-763")
+                       "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
+                                    else ""))
 
 
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,

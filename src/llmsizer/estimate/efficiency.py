@@ -8,8 +8,8 @@ tests/hardware/test_efficiency_calibration.py), the three llama.cpp prefill cons
 batched-decode constants (identical-sequence routings: tests/estimate/test_identical_routings.py; the graphs-off time
 per layer: test_graphs_off_overhead.py; the flash-attention K/V stream share: test_fattn_stream_share.py), vLLM's V0
 engine step time (tests/validation/test_vllm_static_batch.py), vLLM's V1 host step time
-(tests/validation/test_vllm_serving.py), the serving engines' decode streaming share (vLLM, SGLang:
-tests/validation/test_serving_share.py) and the training-speed constants (utilisation on Ada, Ampere, Hopper and on a
+(tests/validation/test_vllm_serving.py), the serving engines' decode streaming share and their Hopper stream limit
+(vLLM, SGLang: tests/validation/test_serving_share.py) and the training-speed constants (utilisation on Ada, Ampere, Hopper and on a
 CPU's AMX units, the flash-attention kernel's share of it, the float8 GEMMs' share, the shared host-path collective
 bandwidth, the host seconds per launched kernel: tests/hardware/test_training_calibration.py); every other factor
 comes from outside llmsizer's validation rows (tests/validation/), which only measure how far these defaults land.
@@ -45,20 +45,44 @@ DECODE_BANDWIDTH_GPU = Factor(
 # The serving engines (vLLM, SGLang) on a GPU: their decode step streams weights + KV at this share of the datasheet
 # bandwidth (eq. 1 of formulas/speed.py), in place of DECODE_BANDWIDTH_GPU's 0.8, which left every summarised
 # one-sequence serving row slower than predicted (measured / expected 0.785-0.996, so the expected value sat above its
-# own calibrated range). CALIBRATED on four named one-sequence rows, one per GPU, release and engine, all device-bound
-# (no host term: vLLM 0.8-0.13 and SGLang have none established, vLLM >= 0.14's overlapped 2.39 ms is below their
-# device steps): VS06 (vLLM 0.23.0, Llama-3.1-8B, A100 SXM 40GB) 0.731, VS13 (vLLM 0.18.0, Llama-3.1-8B, A10G) 0.702,
-# SS06 (SGLang 0.5, Llama-3.1-8B, A10G) 0.759 and VS17 (vLLM 0.11.0, Qwen3-8B, H100 SXM) 0.628 -- each the row's
-# streamed bytes per step over the datasheet bandwidth x its measured time per token; the constant is their geometric
-# mean (the share that leaves the four log errors summing to zero); low / high are the lowest and highest of the four.
-# Re-derived by tests/validation/test_serving_share.py; the four rows are left out of the error summary and the bands,
-# every other serving row (the A10G table's other models, QV02-QV22 on A100 80GB, the H100 batched rows, the V0
-# static batches) is held out. Not explained by the memory type (tests/validation/test_engine_speed_rows.py
-# test_memory_type_does_not_separate_the_serving_rows), so one share for every GPU; the H100 rows stay the slow end.
+# own calibrated range). CALIBRATED on three named one-sequence rows, one per GPU-release-engine pair, all device-bound
+# and none bound by the SMs' stream (SERVING_STREAM_BYTES_PER_SM_CYCLE below: the A100 and A10G have no figure; no host
+# term: vLLM 0.18-0.23's overlapped 2.39 ms and SGLang's unestablished one are below their device steps): VS06
+# (vLLM 0.23.0, Llama-3.1-8B, A100 SXM 40GB) 0.731, VS13 (vLLM 0.18.0, Llama-3.1-8B, A10G) 0.702 and SS06 (SGLang 0.5,
+# Llama-3.1-8B, A10G) 0.759 -- each the row's streamed bytes per step over the datasheet bandwidth x its measured time
+# per token; the constant is their geometric mean (the share that leaves the three log errors summing to zero); low /
+# high are the lowest and highest of the three. Re-derived by tests/validation/test_serving_share.py; the rows are left
+# out of the error summary and the bands, every other serving row (the A10G table's other models, QV02-QV22 on A100
+# 80GB, the H100 and H20 rows, the V0 static batches) is held out. Until session 11 a fourth row, VS17 (vLLM 0.11.0,
+# Qwen3-8B, H100 SXM, 0.628), was in the mean (0.703); it now fixes the Hopper stream limit below, which binds it. Not
+# explained by the memory type (tests/validation/test_engine_speed_rows.py
+# test_memory_type_does_not_separate_the_serving_rows), so one share for every GPU.
 SERVING_DECODE_BANDWIDTH = Factor(
-    "serving_engine_decode_bandwidth_efficiency", 0.628, 0.703, 0.759,
+    "serving_engine_decode_bandwidth_efficiency", 0.702, 0.730, 0.759,
     "calibrated: one-sequence serving rows VS06 (vLLM 0.23 A100 40GB), VS13 (vLLM 0.18 A10G), SS06 (SGLang 0.5 "
-    "A10G), VS17 (vLLM 0.11 H100 SXM): geometric mean of streamed bytes / (datasheet bandwidth x measured step)")
+    "A10G): geometric mean of streamed bytes / (datasheet bandwidth x measured step)")
+# The bytes an SM streams per cycle in the serving engines' decode products (beta of formulas/speed.py eq. 12, B_step =
+# min(e_m B, N_SM f beta)), per NVIDIA architecture, for the releases whose rows show it (estimate/engines.py
+# STREAM_LIMITED: vLLM 0.8-0.13, SGLang < 0.5): the engines multiply bf16 weights by one token through PyTorch's
+# F.linear (the cuBLAS / cuBLASLt kernels of the release's PyTorch, picked per architecture), whose loads in flight per
+# SM over the memory latency in SM cycles bound the stream where the SMs are few or slow for the memory (Little's law).
+# Hopper: CALIBRATED on one named row, VS17 (vLLM 0.11.0, Qwen3-8B, one H100 SXM, one sequence, 7.22 ms per token;
+# gpustack performance-lab h100-latency.md @47277d7): the row's streamed bytes per step over its measured step over 132
+# SMs x 1.98 GHz (the FP32 peak's clock) = 8.05 -- already a calibration row (of the share above until session 11), so
+# no held-out row is spent. Held out: SGLang 0.4.6.post1 on the H20 (another engine, release, GPU and source; 78 SMs at
+# 2.2 GHz against 4.0 TB/s: 1.38 TB/s, 0.35 of the datasheet), whose 8B-to-32B rows stream 1.36 TB/s once per-step
+# constants cancel (tests/validation/test_serving_share.py; +111 to +125 % fast at the DRAM share before), and vLLM
+# 0.11's batched H100 rows VS18-VS20. Not applied to later releases, whose rows stream faster through the same SMs:
+# vLLM 0.21 on the H100 (VS01, 8.9 B per SM-cycle), SGLang 0.5.3 on the H100 (SS09, about 8.8) and SGLang 0.5.13 on
+# the H20 (tileRL's 27B row: >= 13.2; docs/hardware.md). Ampere has no figure: the A100 80GB rows of vLLM 0.6.3
+# (QV13-QV22) stream above 9.3 B per SM-cycle of its 108 SMs at 1.41 GHz, so its DRAM share binds first; other
+# architectures have no row. One row, no spread claimed.
+SERVING_STREAM_BYTES_PER_SM_CYCLE: dict[str, Factor] = {
+    "hopper": Factor(
+        "serving_stream_bytes_per_sm_cycle_hopper", 8.05, 8.05, 8.05,
+        "calibrated: vLLM 0.11.0 Qwen3-8B 1 x H100 SXM one sequence, 7.22 ms per token (VS17, gpustack "
+        "performance-lab @47277d7); formulas/speed.py eq. (12)"),
+}
 
 # llama.cpp decode on a GPU or Apple silicon, eq. (7) of formulas/speed.py: t = bytes / (B x eta) + L x tau, with the
 # single-token attention of builds without flash attention as eq. (13) (LLAMACPP_UNFUSED_ATTENTION_WORK_* below).
@@ -539,12 +563,13 @@ HOST_SECONDS_PER_KERNEL = Factor(
 # before 0.6 by estimate/engines.py STEP_HOST, the rule fit and the validation rows share.
 # CALIBRATED on one named row, VB07 (Mixtral-8x7B TP2 on A100-SXM4-80GB, one sequence, 1000 + 50 tokens, 0.762 s,
 # vLLM PR #3240): the row with the least device work per step; (measured - predicted) / 49 decode steps, the device
-# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8) with its TP2
+# step at SERVING_DECODE_BANDWIDTH (fitted first, on rows with no host term; 6.548 ms at the former 0.8, 4.876 ms at
+# the four-row share 0.703 of sessions 9-10) with its TP2
 # all-reduces' latency (65 x CUSTOM_ALLREDUCE_LATENCY, estimate/engines.py tp_allreduce; 5.464 ms without it).
 # Re-derived by tests/validation/test_vllm_static_batch.py; VB07 is left out of the summary, VB01-VB06 and VB08-VB13
 # are held out.
 VLLM_V0_STEP_SECONDS = Factor(
-    "vllm_v0_engine_step_seconds", 4.876e-3, 4.876e-3, 4.876e-3,
+    "vllm_v0_engine_step_seconds", 5.207e-3, 5.207e-3, 5.207e-3,
     "calibrated: vLLM PR #3240 benchmark_latency Mixtral-8x7B TP2 A100 b1 p1000 g50, 0.762 s (VB07); the V0 engine's "
     "host time between steps (vLLM v0.6.0 post, 2024-09-05: scheduling 29% of execution)")
 # vLLM 0.6-0.7 (V0 engine after the v0.6.0 performance work: asynchronous output processing, blog.vllm.ai 2024-09-05)
@@ -553,13 +578,14 @@ VLLM_V0_STEP_SECONDS = Factor(
 # device waits for it. Seconds per decode step, added to the step (eq. 7's fixed term) for releases 0.6-0.7 by
 # estimate/engines.py STEP_HOST. CALIBRATED on one named row, QV01 (vLLM 0.6.3, Qwen2.5-0.5B-Instruct on one A100
 # 80GB, one sequence, a 1-token prompt, 2048 generated tokens, 311.55 tokens/s; the Qwen2.5 speed benchmark page): the
-# row with the least device work per step (0.70 ms predicted against 3.21 ms measured); (measured - predicted without
-# it) / 2047 decode steps, the device step at SERVING_DECODE_BANDWIDTH (fitted first; 2.598 ms at the former 0.8).
+# row with the least device work per step (0.67 ms predicted against 3.21 ms measured); (measured - predicted without
+# it) / 2047 decode steps, the device step at SERVING_DECODE_BANDWIDTH (fitted first; 2.598 ms at the former 0.8,
+# 2.513 ms at the four-row share 0.703).
 # Re-derived by tests/validation/test_engine_speed_rows.py; QV01 is left out of the summary,
 # the other single-GPU rows of the page (Qwen2.5 0.5B-14B, 1-63488-token prompts) are held out. One row, no spread
 # claimed (low = expected = high).
 VLLM_V06_STEP_SECONDS = Factor(
-    "vllm_v06_engine_step_seconds", 2.513e-3, 2.513e-3, 2.513e-3,
+    "vllm_v06_engine_step_seconds", 2.539e-3, 2.539e-3, 2.539e-3,
     "calibrated: Qwen2.5 speed benchmark (QwenLM/Qwen2.5 docs @a912d23), vLLM 0.6.3 Qwen2.5-0.5B-Instruct 1 x A100 "
     "80GB, 1 + 2048 tokens, 311.55 tokens/s (QV01); V0 with num_scheduler_steps = 1 schedules between steps")
 # vLLM's V1 engine with asynchronous scheduling (the default since vLLM 0.14.0: vllm/config/scheduler.py:133

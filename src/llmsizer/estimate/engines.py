@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 
 from ..errors import InputError
+from ..formulas.speed import sm_streaming_bandwidth
 from ..frozen import fast_init
 from ..specs.workload import parse_engine_version
 from ..units import GiB, MiB
@@ -210,6 +211,35 @@ STEP_HOST: tuple[StepHost, ...] = (
              "'overlaps the CPU processing and GPU computation'); the SGLang rows in validation/ (SG01-SG07, "
              "SS01-SS09) do not separate a host step from the bandwidth share"),
 )
+# Releases whose one-token products on Hopper stream at the SMs' limit (formulas/speed.py eq. 12; beta per
+# architecture: efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE). A property of the kernels a release's PyTorch / cuBLAS
+# runs, so established per release where a published row shows it: vLLM 0.8-0.13 (gpustack's vLLM 0.11.0 H100 SXM
+# rows VS17-VS20) and SGLang < 0.5 (the Qwen3 page's SGLang 0.4.6.post1 H20 rows SG01-SG07). Later releases' rows
+# stream faster through the same SMs (vLLM 0.21 VS01, SGLang 0.5.3 SS09, SGLang 0.5.13 on the H20), and vLLM < 0.8
+# has no Hopper row: no limit there, their DRAM share alone.
+STREAM_LIMITED: tuple[tuple[str, tuple[int, int], tuple[int, int]], ...] = (
+    ("vllm", (0, 8), (0, 14)),
+    ("sglang", (0, 0), (0, 5)),
+)
+
+
+def serving_stream_cap(engine: str | None, version: str | None, device_kind: str, architecture: str,
+                       sm_cycles_per_second: float | None) -> tuple[float, E.Factor] | None:
+    """The bytes/s a stream-limited release of a serving engine (``STREAM_LIMITED``) streams in its decode products
+    on a GPU of an architecture with a measured figure: N_SM f beta (formulas/speed.py eq. 12, beta =
+    efficiency.SERVING_STREAM_BYTES_PER_SM_CYCLE), with the factor; None for other engines, releases or
+    architectures, or a device without SM count and FP32 lanes."""
+    if engine is None or device_kind != "gpu" or not sm_cycles_per_second:
+        return None
+    beta = E.SERVING_STREAM_BYTES_PER_SM_CYCLE.get(architecture)
+    if beta is None or not any(e == engine for e, _, _ in STREAM_LIMITED):
+        return None
+    v = release(engine, version)
+    if not any(e == engine and first <= v < until for e, first, until in STREAM_LIMITED):
+        return None
+    return sm_streaming_bandwidth(sm_cycles_per_second, beta.expected), beta
+
+
 # The one home of the newest release llmsizer has data for, per engine: the newest engine_version of the validation
 # rows (validation/vllm_serving_tpot.csv: vLLM 0.23.0, VS rows; validation/sglang_serving_tpot.csv: SGLang 0.5,
 # SS rows; tests/test_engine_versions.py re-derives it from the files). It is the release assumed when none is given

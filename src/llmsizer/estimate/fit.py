@@ -116,6 +116,20 @@ class FitResult:
         return replicas_tokens_per_second(self.speed, self.replicas)
 
     @property
+    def all_assumptions(self) -> tuple[Assumption, ...]:
+        """Every assumption behind the answer, each name once: the fit's own (headroom, device memory, the defaults
+        that size the workload), then those of the memory estimate and of the speed estimate that the fit does not
+        name already. The text and the notebook print these; the JSON keeps each list in its own object."""
+        seen: set[str] = set()
+        out = []
+        for a in (*self.assumptions, *(self.estimate.assumptions if self.estimate else ()),
+                  *(self.speed.assumptions if self.speed else ())):
+            if a.name not in seen:
+                seen.add(a.name)
+                out.append(a)
+        return tuple(out)
+
+    @property
     def headroom_bytes(self) -> int | None:
         if self.memory_per_device is None or self.budget_per_device is None:
             return None

@@ -32,11 +32,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..catalog.hardware import Device
 from ..errors import InputError
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec
 from ..units import MiB, format_bytes
+from .device import usable_memory
 from .inference import estimate_inference
 
 FIT_TARGET = 1024 * MiB  # common/common.h:483: fit_params_target, 1024 MiB per device
@@ -74,7 +76,9 @@ class LlamaCppFit:
         concurrency = int(self.details.get("concurrency", 1))
         # -c is the KV cells of all slots together; -np N gives each of N slots -c / N (llama-server)
         out = ["-c", str(self.context * concurrency), "-ngl", str(self.n_gpu_layers)]
-        if len(self.free) > 1:
+        # several GPUs and a layer on them: the split. With -ngl 0 nothing is split, and an all-zero -ts would mean
+        # llama.cpp's default split by free memory (src/llama-model.cpp load_tensors, "calculate the split points")
+        if len(self.free) > 1 and self.n_gpu_layers > 0:
             out += ["-sm", "layer", "-ts", ",".join(map(str, self.tensor_split))]
         if self.n_cpu_moe:
             out += ["--n-cpu-moe", str(self.n_cpu_moe)]
@@ -108,6 +112,25 @@ class LlamaCppFit:
     def __str__(self) -> str:
         from ..render.fit_text import render_llamacpp_fit
         return render_llamacpp_fit(self)
+
+
+def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memory: int | None = None) -> list[int]:
+    """The free memory of each GPU the auto-fit fills [bytes]: ``free`` as given (one per GPU), else the device's
+    memory on each of ``count`` GPUs. The device's memory is ``memory`` when given, else the catalog's; a GPU cannot
+    have more free than it has, so a larger ``free`` is refused: a typo, or a larger card than the one named (with
+    mixed cards the device named is the largest, whose memory bounds them all)."""
+    usable, _ = usable_memory(device, memory, record=False)
+    if not free:
+        if usable is None:
+            raise InputError(f"{device.id} has no sourced memory size; give --free (e.g. 22GiB) or --memory")
+        return [usable] * count
+    if usable is not None:
+        for i, f in enumerate(free):
+            if f > usable:
+                raise InputError(f"free memory of GPU{i} ({format_bytes(f)}) is more than the {format_bytes(usable)} "
+                                 f"{device.id} has" + ("" if memory is not None else
+                                                       "; with mixed cards name the largest (--device)"))
+    return list(free)
 
 
 def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | None = None,

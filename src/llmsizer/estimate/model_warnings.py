@@ -9,10 +9,19 @@
 - A per-layer ``intermediate_size`` list (``ModelSpec.ffn_sizes``): the activation terms take the widest layer's.
 - A multimodal ``gemma3n`` config: its vision (MobileNetV5, timm) and audio towers are not counted
   (``Gemma3nSpec.uncounted``, readers/hf_gemma3n.py).
+
+What the estimators refuse rather than size (``refuse_unmodelled``, one line, exit 2 / HTTP 400):
+
+- A T5-style encoder-decoder (``ModelSpec.encoder_decoder``: T5, mT5, T0, mT0). Its parameters, weights and
+  tensor inventory are exact (formulas/tensors.py), but the memory formulas are decoder-only: serving one keeps the
+  decoder's self-attention K/V per generated token plus each decoder layer's cross-attention K/V over the source,
+  and training one keeps the encoder's activations over the source and the decoder's over the target. Neither is
+  modelled, so no number is given.
 """
 
 from __future__ import annotations
 
+from ..errors import InputError
 from ..specs import ModelSpec
 
 GEMMA3N_ACTIVATIONS = "gemma3n_activations"
@@ -39,3 +48,17 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
         out.append(f"{GEMMA3N_TOWERS}: the {' and the '.join(g.uncounted)} of this multimodal gemma3n config are "
                    "not counted (weights, memory and speed are the language model's)")
     return out
+
+
+def refuse_unmodelled(spec: ModelSpec, training: bool) -> None:
+    """Raise one ``InputError`` line when ``spec`` has a structure the memory model does not cover (module
+    docstring); return otherwise."""
+    ed = spec.encoder_decoder
+    if ed is None:
+        return
+    what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
+            if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "
+            "K/V over the encoder output)")
+    raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}: {ed.encoder_layers} encoder + "
+                     f"{ed.decoder_layers} decoder layers); llmsizer's memory formulas are decoder-only and its "
+                     f"{what} is not modelled; `llmsizer inspect` gives its parameters and weights")

@@ -337,6 +337,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "llamacpp_sm_stream_limit", f"{cap / 1e9:.0f} GB/s = {be:.3f} of {bw / 1e9:.0f} GB/s", True,
             f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {f.expected} B per SM-cycle stream less than the "
             f"memory delivers; {f.source}"))
+    scap = ENG.serving_stream_cap(engine, engine_version, device.kind, device.architecture,
+                                  device.sm_cycles_per_second)
+    if scap is not None and bw and bandwidth_efficiency is None and scap[0] < be * bw:
+        be = scap[0] / bw  # the SMs bound the serving engine's stream (formulas/speed.py eq. 12)
+        assumptions.append(Assumption(
+            "serving_sm_stream_limit", f"{scap[0] / 1e9:.0f} GB/s = {be:.3f} of {bw / 1e9:.0f} GB/s", True,
+            f"formulas/speed.py eq. (12): {device.id}'s SMs x clock x {scap[1].expected} B per SM-cycle "
+            f"({device.architecture}, a release of estimate/engines.py STREAM_LIMITED) stream less than the memory "
+            f"delivers at the engine's share; {scap[1].source}"))
     ov_factor = E.decode_layer_overhead(device.kind, fmt)
     tau = layer_overhead if layer_overhead is not None else (ov_factor.expected if ov_factor else 0.0)
     if ov_factor is not None or layer_overhead is not None:
@@ -397,6 +406,16 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
     width = attention_width(spec)
     kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
+    # the K/V heads the engine caches, and so reads back, per token: the memory estimate's rule
+    # (EngineProfile.caches_repeated_kv; transformers' Falcon new_decoder_architecture caches num_heads heads)
+    profile = ENG.PROFILES.get(engine) if engine is not None else None
+    repeated_kv = profile is not None and profile.caches_repeated_kv
+    if repeated_kv and spec.kv_repeated_in_transformers:
+        assumptions.append(Assumption(
+            "kv_heads_read", spec.num_heads, True,
+            f"{engine} caches K/V repeated to all {spec.num_heads} query heads (not {spec.num_kv_heads} kv_heads) and "
+            "each decode step reads them back (formulas/kv_cache.py repeated_kv, the memory estimate's rule)"))
+    kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
     link = link_bandwidth
     if tp > 1 and link is None:
         warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
@@ -459,8 +478,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
         return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
 
-    p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode,
-                                            window_extra=0).total_bytes * kv_share + state_bytes(1)
+    p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
+                                            repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
     if peak is not None or bw is not None:
         prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
         if peak and bw:
@@ -630,9 +649,11 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
                 extra = sliding - lay.window
             kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
-                          window_extra=extra).total_bytes * kv_share
+                          window_extra=extra, repeated_kv=repeated_kv).total_bytes * kv_share
         else:
-            kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0).total_bytes * kv_share
+            kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
+                          repeated_kv=repeated_kv).total_bytes * kv_share
+        kv_read[batch] = kv
         # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
         nbytes = w * shard + kv + 2 * state_bytes(batch)
         if peak is None and bw is None:
@@ -669,7 +690,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
                "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
                "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
-               "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step}
+               "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
+               "kv_bytes_per_decode_step": kv_read.get(concurrency)}
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
         details["state_dtypes"] = list(state_dtypes)

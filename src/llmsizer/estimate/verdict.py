@@ -41,6 +41,18 @@ def headroom_assumption(headroom: float | None) -> Assumption:
     return Assumption("headroom", check_headroom(headroom), headroom is None, HEADROOM_WHY)
 
 
+def budget_term(basis: str) -> str:
+    """What a ``Verdict.budget`` is, in words (docs/nomenclature.md): eq. (1)'s "budget" (basis "expected"), or,
+    under a pool engine's admission rule (eq. 3), the "device memory" the engine sizes its pool from. A pool engine's
+    budget in the glossary's sense is what its pool offers the workload (``workload_budget_bytes``)."""
+    return "budget" if basis == "expected" else "device memory"
+
+
+def pool_budget_words(engine: str) -> str:
+    """How a pool engine's budget (what its pool offers the workload, ``workload_budget_bytes``) is described."""
+    return f"what {engine}'s pool offers the workload, with the CUDA context"
+
+
 def memory_budget(usable: int, headroom: float) -> int:
     """Eq. (1): bytes a workload may use on a device of ``usable`` bytes."""
     return int(usable * (1 - headroom))

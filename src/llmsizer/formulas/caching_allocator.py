@@ -44,6 +44,11 @@ default stream's pool is its own high-water mark max_p [A(p) - S(p)], the side s
 blocks. (4) is the pool without expandable segments; with ``expandable_segments:True`` a stream's segment grows in
 20 MiB pages of the large pool (the "Note [Expandable Segments]" of the same file), the same bytes within 20 MiB.
 Holes inside the default stream's own pool (a later, larger request that no freed block fits) are not in (R1).
+
+A side stream whose blocks are not all alive together (FSDP2's all-gather copy-in stream: each unit's flat buffer is
+freed after its copy-out) keeps what its allocations and frees, replayed in order, make it reserve: eq. (4'), the
+same best-fit and split rules, a freed block merged with its free neighbours in its segment (``free_block`` ->
+``try_merge_blocks``), a new segment (2) only when no cached block fits.
 """
 
 from __future__ import annotations
@@ -133,3 +138,50 @@ def cross_stream_reserve(moments: list[tuple[int, int]] | tuple[tuple[int, int],
             raise InputError(f"side-stream bytes {s} exceed the allocated bytes {a} of their moment")
     default_pool = max(a - s for a, s in moments)
     return max(0, default_pool + _check(side_pool) - max(a for a, _ in moments))
+
+
+def stream_trace_pool_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int], ...]) -> int:
+    """Eq. (4'): what one stream's pool keeps reserved for a step's ``events``, made again the same every step:
+    ``("alloc", bytes)`` makes a block, ``("free", k)`` frees the block of the k-th alloc (0-based). Each alloc
+    takes the smallest free block of its pool (small <= 1 MiB, large) that fits, else a fresh ``segment`` (eq. 2);
+    the rest is split off when eq. (3) allows; a freed block merges with free neighbours of its segment."""
+    # segments: [pool is small, [[size, free], ...] in address order]
+    segments: list[tuple[bool, list[list[int]]]] = []
+    where: list[int] = []  # the alloc's segment
+    blocks: list[list[int]] = []  # the alloc's block (a [size, free] cell of its segment's list)
+    total = 0
+    for kind, n in events:
+        if kind == "free":
+            if not 0 <= n < len(blocks) or blocks[n][1]:  # (a merged-away cell stays marked free)
+                raise InputError(f"free of block {n}: no such allocated block")
+            cell = blocks[n]
+            cell[1] = 1
+            seg = segments[where[n]][1]
+            i = next(k for k, c in enumerate(seg) if c is cell)
+            if i + 1 < len(seg) and seg[i + 1][1]:  # merge with the free block after it
+                cell[0] += seg.pop(i + 1)[0]
+            if i > 0 and seg[i - 1][1]:  # and the one before
+                seg[i - 1][0] += seg.pop(i)[0]
+            continue
+        if kind != "alloc":
+            raise InputError(f"unknown allocator event {kind!r}; choose alloc or free")
+        b = block_bytes(n)
+        small = b <= SMALL_SIZE
+        fits = [(c[0], s_i, k) for s_i, (sm, seg) in enumerate(segments) if sm == small
+                for k, c in enumerate(seg) if c[1] and c[0] >= b]
+        if fits:
+            _, s_i, k = min(fits)
+        else:
+            size = segment_bytes(n)
+            total += size
+            segments.append((small, [[size, 1]]))
+            s_i, k = len(segments) - 1, 0
+        seg = segments[s_i][1]
+        cell = seg[k]
+        if splits(cell[0], b):
+            seg.insert(k + 1, [cell[0] - b, 1])
+            cell[0] = b
+        cell[1] = 0
+        blocks.append(cell)
+        where.append(s_i)
+    return total

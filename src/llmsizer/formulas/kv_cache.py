@@ -51,6 +51,13 @@ A cross-attention layer (Llama-3.2-Vision) caches no text tokens; it keeps the k
 (transformers modeling_mllama.py MllamaTextCrossAttention: ``cache.update(key_states, value_states, layer_idx)``
 with key_states [B, kv_heads, images x tiles x (patches + 1), head_dim]; measured in
 tests/formulas/test_cross_attention_kv.py.)
+
+A T5-style encoder-decoder (``ModelSpec.encoder_decoder``) caches in its decoder layers only: eq. (1) over the
+target tokens generated so far (each decoder block's causal self-attention) plus eq. (4) with ``cross_tokens`` =
+the source tokens (each decoder block's ``EncDecAttention`` projects the encoder output to K/V once and caches it);
+the encoder layers run once over the source and cache nothing (``ModelSpec.kv_cache_layer_types``). transformers
+v5.24.0 modeling_t5.py ``T5Attention.forward``: ``EncoderDecoderCache`` with ``self_attention_cache`` and
+``cross_attention_cache`` [B, num_heads, tokens, d_kv] each; measured in tests/formulas/test_t5_kv_cache.py.
 """
 
 from __future__ import annotations

@@ -168,7 +168,11 @@ cycles), the bandwidth a decode step sees is::
 N_SM the SM count, f the clock of the stated FP32 peak R_fp32 over c FP32 lanes (one FMA per lane per cycle). It
 binds where the memory is wide and the SMs few or slow: HBM parts (A100: 108 SMs at 1.41 GHz against 1.9-2.0 TB/s)
 and not the GDDR cards (RTX 4090: 128 SMs at 2.52 GHz against 1.0 TB/s). beta for llama.cpp is fitted on one named
-row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE).
+row (estimate/efficiency.py LLAMACPP_STREAM_BYTES_PER_SM_CYCLE). The serving engines (vLLM, SGLang) multiply through
+PyTorch / cuBLAS kernels picked per architecture and release, so their beta is per architecture and applies to the
+releases whose rows show it (estimate/efficiency.py SERVING_STREAM_BYTES_PER_SM_CYCLE, estimate/engines.py
+STREAM_LIMITED; e_m their DRAM share): Hopper's, fitted on one H100 SXM row, puts the H20 (78 SMs against 4.0 TB/s)
+at 0.35 of its bandwidth, as the H20's held-out rows of another engine measure.
 
 Attention of one decode token without flash attention (llama.cpp -fa 0, llama-bench's default before 2025). The two
 attention products of a single-token step, KQ (every cached key against the query) and KQV (the softmax weights

@@ -25,6 +25,11 @@ References per block:
   llama.cpp's ``LLM_TENSOR_SSM_*`` names.
 - Parallel-block families (``readers/hf_parallel.py``: Falcon, Phi, GPT-NeoX): the fused ``query_key_value`` is
   listed as its q, k and v parts (the same elements and bias), LayerNorms with bias, Phi's lm_head bias.
+- T5 / mT5 encoder-decoders (``EncoderDecoderSpec``; transformers v5.24.0 ``models/t5/modeling_t5.py``): one
+  ``shared`` embedding read by both stacks, bias-free q/k/v/o and FFN (``wi`` or ``wi_0``/``wi_1`` + ``wo``),
+  weight-only RMS norms, each decoder block's cross-attention (``EncDecAttention``) and its norm, the two relative
+  position bias tables (listed once, outside the layers: the first block of each stack holds them), the encoder's
+  and the decoder's final norms, an untied ``lm_head`` (T5 v1.1, mT5).
 - Gemma 3n (``Gemma3nSpec``; transformers v5.24.0 ``modeling_gemma3n.py``): per-layer input embeddings and their
   projections, AltUp's stream projections and per-layer router/coefficients, LAuReL's low-rank residual; a
   K/V-sharing layer (``Gemma3nTextAttention``, L1173-1182: "Layers sharing kv states don't need any weight
@@ -154,12 +159,21 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
 
 
 def _cross_attention(spec: ModelSpec, i: int) -> list[Tensor]:
-    """Llama-3.2-Vision's cross-attention block (transformers modeling_mllama.py MllamaTextCrossAttention,
+    """A T5 decoder block's cross-attention (``EncDecAttention``, transformers v5.24.0 models/t5/modeling_t5.py
+    ``T5LayerCrossAttention``): q/k/v/o without bias over num_heads x d_kv channels (k and v read the encoder output)
+    and its weight-only RMS norm ``layer_norm``.
+
+    Llama-3.2-Vision's cross-attention block (transformers modeling_mllama.py MllamaTextCrossAttention,
     MllamaCrossAttentionDecoderLayer): q/k/v/o without bias (k and v read the image states, already projected to the
     text width), RMSNorm q_norm and k_norm over head_dim, and two tanh gates of one element (cross_attn_attn_gate,
     cross_attn_mlp_gate)."""
     h, hd = spec.hidden_size, spec.head_dim
     out = _linear("cross_attn_q", "attention", spec.num_heads * hd, h, i, False)
+    if spec.encoder_decoder is not None:
+        for role in ("cross_attn_k", "cross_attn_v"):
+            out += _linear(role, "attention", spec.num_heads * hd, h, i, False)
+        out += _linear("cross_attn_o", "attention", h, spec.num_heads * hd, i, False)
+        return out + _norm("cross_attn_norm", h, "rmsnorm", i)
     out += _linear("cross_attn_k", "attention", spec.num_kv_heads * hd, h, i, False)
     out += _linear("cross_attn_v", "attention", spec.num_kv_heads * hd, h, i, False)
     out += _linear("cross_attn_o", "attention", h, spec.num_heads * hd, i, False)
@@ -478,6 +492,11 @@ def layer_groups(spec: ModelSpec) -> Groups:
     if spec.position_embeddings:
         head.append(Tensor("position_embd", "embedding", (spec.position_embeddings, h)))
     head += _gemma3n_model(spec)
+    if spec.encoder_decoder is not None:  # T5Attention.relative_attention_bias of each stack's first block
+        head.append(Tensor("enc_attn_rel_b", "attention", (spec.encoder_decoder.relative_attention_buckets,
+                                                           spec.num_heads)))
+        head.append(Tensor("dec_attn_rel_b", "attention", (spec.encoder_decoder.relative_attention_buckets,
+                                                           spec.num_heads)))
     templates: dict[LayerKey, tuple[list[Tensor], list[int]]] = {}
     for i, kind in enumerate(layer_keys(spec)):
         group = templates.get(kind)
@@ -491,6 +510,8 @@ def layer_groups(spec: ModelSpec) -> Groups:
         else:
             group[1].append(i)
     tail = _norm("output_norm", h, spec.norm_kind, -1)
+    if spec.encoder_decoder is not None:  # T5Stack.final_layer_norm of the encoder (the decoder's: output_norm)
+        tail += _norm("enc_output_norm", h, spec.norm_kind, -1)
     if not spec.tie_word_embeddings:
         tail.append(Tensor("output", "lm_head", (v, h)))
     if spec.lm_head_bias:  # PhiForCausalLM: lm_head = nn.Linear(hidden_size, vocab_size, bias=True)

@@ -160,19 +160,44 @@ def _div(x: int, tp: int) -> int:
 
 
 def _norm_terms(name: str, tokens: int, width: int, input_bytes: int, trained: bool, st: ActivationSetup,
-                kind: str = "rmsnorm") -> list[Term]:
+                kind: str = "rmsnorm", fp32_normalised: bool = False) -> list[Term]:
     """A norm's saved tensors: RMSNorm keeps its fp32 input, 1/rms and (weight trained) the normalised tensor;
-    LayerNorm (``native_layer_norm``) keeps its input, mean and rstd. Split by SP (outside the TP region)."""
+    LayerNorm (``native_layer_norm``) keeps its input, mean and rstd. Split by SP (outside the TP region).
+
+    ``fp32_normalised`` (litgpt's RMSNorm, ``spec.norm_fp32_normalised``): ``(x_normed * weight.float())`` keeps the
+    fp32 weight copy (width x 4 B) and, with the weight trained, the fp32 normalised tensor (t width 4 B)    (N3)"""
     t = _div(tokens, st.tp) if st.sp else tokens
     if kind == "layernorm":
         return [Term(f"{name} input + mean/rstd", t * width * input_bytes + 2 * t * 4,
                      f"{t} tokens x {width} x {input_bytes} B + 2 x 4 B per token (native_layer_norm)")]
     out = [Term(f"{name} fp32 input + 1/rms", t * width * 4 + t * 4,
                 f"{t} tokens x {width} x 4 B (hidden.to(float32)) + 4 B per token")]
+    if fp32_normalised:
+        out.append(Term(f"{name} fp32 weight copy", width * 4, f"{width} x 4 B (weight.float(), eq. N3)"))
     if trained:
-        out.append(Term(f"{name} normalised", t * width * input_bytes,
-                        f"{t} x {width} x {input_bytes} B (norm weight trained)"))
+        nb = 4 if fp32_normalised else input_bytes
+        out.append(Term(f"{name} normalised", t * width * nb,
+                        f"{t} x {width} x {nb} B (norm weight trained" + (", fp32: eq. N3)" if fp32_normalised
+                                                                          else ")")))
     return out
+
+
+def _qkv_zero_pad_terms(spec: ModelSpec, st: ActivationSetup, widths: tuple[int, int, int]) -> list[Term]:
+    """litgpt's ``LoRAQKVLinear`` (``spec.lora_qkv_zero_pad``; litgpt/lora.py @ 00af8b0d): one adapter over the fused
+    q/k/v linear whose output, ``after_B``, is only as wide as the enabled parts. Unless all of q, k and v are
+    adapted, ``zero_pad`` (lines 329-346, called at line 434) writes it into a zero tensor of the fused width with
+    ``result.index_copy_(-1, lora_ind, after_B)``, and autograd's index_copy keeps ``after_B`` for its backward:
+
+        t (sum of the enabled q/k/v widths) c                                                            (Z1)
+
+    (the int64 ``lora_ind`` is a buffer registered on first use, line 283, not an activation)."""
+    if not spec.lora_qkv_zero_pad:
+        return []
+    enabled = [w for role, w in zip(ATTN_INPUTS, widths, strict=True) if role in st.adapted]
+    if not enabled or len(enabled) == len(ATTN_INPUTS):
+        return []
+    return [Term("LoRA q/k/v adapter output kept by zero_pad's index_copy_", st.tokens * sum(enabled) * st.compute,
+                 f"{st.tokens} x ({' + '.join(map(str, enabled))}) x {st.compute} B (eq. Z1)")]
 
 
 def _head_dims(spec: ModelSpec) -> tuple[int, int, int, int]:
@@ -232,7 +257,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     g3n = spec.gemma3n is not None
     norm_out = 4 if g3n else r  # Gemma3nRMSNorm keeps its fp32 normalised tensor (gemma3n_saved_terms)
     kv_shared = bool(spec.kv_shared_layers) and spec.kv_shared_layers[layer]
-    out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind)
+    f32n = spec.norm_fp32_normalised
+    out += _norm_terms("attention norm", t, h, norm_out, norm_trained, st, kind=kind, fp32_normalised=f32n)
     present = {"attn_q", "attn_k", "attn_v"} if spec.mla is None and not kv_shared else {"attn_q"}
     n_in = _input_copies(ATTN_INPUTS, present, st, input_is_compute=(r == c))
     if spec.fused_qkv and n_in:  # one query_key_value linear: one input (one autocast copy)
@@ -270,19 +296,21 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         kv_len = st.seq
         out.append(Term("attention q, K^T copy, repeated V, output copy", 4 * t * q_w * c,
                         f"4 x {t} x {q_w} x {c} B (eager_attention_forward: repeat_kv, matmul copies)"))
-        score_b = 4 + (c if c != 4 else 0)
+        score_b = 4 + (c if c != 4 else 0) + (c if spec.attention_softcapping else 0)  # + the kept tanh output
         if st.checkpointing != "selective":
             out.append(Term("attention scores (softmax)", st.batch * heads * st.seq * kv_len * score_b,
                             f"{st.batch} x {heads} heads x {st.seq} x {kv_len} x ({score_b} B: fp32 softmax"
-                            + (f" + {c} B cast)" if c != 4 else ")")))
+                            + (f" + {c} B cast" if c != 4 else "")
+                            + (f" + {c} B tanh soft-capping output)" if spec.attention_softcapping else ")")))
     else:
         kv_rep = mask and spec.num_kv_heads != spec.num_heads and spec.mla is None
         # a K/V-sharing layer (Gemma 3n) reads the K/V storages an earlier layer saved, unless SDPA repeats them
         kk, vv = (q_w, q_w) if kv_rep else (0, 0) if kv_shared else (k_w, v_w)
         if spec.value_view_of_qkv:  # the saved V is a chunk of the fused q/k/v output: it keeps all of it alive
             vv = q_w + k_w + v_w
-        if spec.kv_expanded_in_attention:  # K/V expanded to every query head (a copy) before SDPA
-            kk, vv = q_w, q_w
+        if spec.kv_expanded_in_attention:  # K/V expanded to every query head (a copy) before SDPA; with one K/V
+            # head the expanded V reshapes to a stride-0 view of the fused output instead (litgpt MQA: value_view)
+            kk, vv = q_w, vv if spec.value_view_of_qkv else q_w
         mask = mask or spec.attention_mask_materialised
         out.append(Term("attention q, k, v, output", t * (q_w + kk + vv + o_w) * c,
                         f"{t} x ({q_w} + {kk} + {vv} + {o_w}) x {c} B"
@@ -291,7 +319,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         if mask:
             out.append(Term("attention mask (per layer)", st.batch * st.seq * st.seq * c,
                             f"{st.batch} x {st.seq}^2 x {c} B (bool mask converted to float by SDPA)"))
-    if spec.attention_output_copy and (st.full or "attn_output" in st.adapted):
+    # the copy is what o_proj's matmul (or its LoRA A, without dropout) saves; with LoRA dropout A saves the dropped-out
+    # copy instead (eq. D1) and the frozen base keeps nothing
+    # (the eager and math terms count the output copy already)
+    fused_kernel = not (spec.math_attention and st.attention != "flash") and st.attention != "eager"
+    if spec.attention_output_copy and fused_kernel and (st.full or ("attn_output" in st.adapted
+                                                                    and st.dropout == "none")):
         out.append(Term("o_proj input (copy of the head-major attention output)", t * o_w * c,
                         f"{t} x {o_w} x {c} B (transpose(1, 2) before the output projection copies)"))
     # o_proj input: the attention output is already saved; a LoRA adapter under autocast makes its own copy (with
@@ -313,7 +346,8 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     else:
         for j in range(spec.norms_per_layer - 1):
             out += _norm_terms("mlp norm" if j == 0 else f"extra norm {j}", t, h,
-                               norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind)
+                               norm_out if g3n else r if j == 0 else c, norm_trained, st, kind=kind,
+                               fp32_normalised=f32n)
     if spec.moe_layers[layer] and spec.moe is not None:
         out += moe_saved_terms(spec, st)
     else:
@@ -324,6 +358,7 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     if st.adapted and not st.full and st.dropout != "none":
         out += _dropout_terms(spec, st, present)
     if st.adapted and not st.full:
+        out += _qkv_zero_pad_terms(spec, st, (q_w, k_w, v_w))
         n_adapt = sum(1 for role in st.adapted if role.startswith(("attn_", "ffn_")))
         if spec.fused_qkv:  # one adapter on the fused query_key_value stands for attn_q/k/v (formulas/lora.py)
             n_adapt -= max(0, len(st.adapted & set(ATTN_INPUTS)) - 1)
@@ -639,7 +674,7 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
                      lm_head_weight_copy: int = 0, loss_chunks: int = 1,
                      linear_loss: bool = False, cut_loss: bool = False,
                      kept_logits: bool = False, compiled_loss: bool = False,
-                     loss_parallel: bool = False) -> HeadActivations:
+                     loss_parallel: bool = False, upcast_in_loss: bool = False) -> HeadActivations:
     """Final norm, lm_head input, loss tensors (module docstring, 'Head'), vocabulary split by TP.
 
     ``loss_chunks`` > 1 (torchtune ``CEWithChunkedOutputLoss``): the fp32 upcast and the two fp32 loss
@@ -693,6 +728,12 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
 
     (16 t: int64 labels and the two fp32 statistics). The loss backward emits one gradient per chunk, in the
     logits' dtype (chunk V c; unchunked: the fp32 t V 4 that the cast's backward turns into c).
+    ``upcast_in_loss`` (torchtitan @ e7c0cae: the model returns the half-precision logits, models/llama3/model.py
+    line 496, and the compiled loss is ``cross_entropy(pred.flatten(0, 1).float(), ...)``, components/loss.py
+    ``cross_entropy_loss``/``build_cross_entropy_loss``): the upcast is inside the compiled function, which saves
+    its half-precision input and returns a half-precision gradient:
+
+        unchunked, upcast in the loss: t V c + 16 t kept, t V c in the backward, none beside it in the forward  (C3)
 
     ``loss_parallel`` (PyTorch's ``loss_parallel()`` context, torch/distributed/tensor/parallel/loss.py @ v2.13.0;
     these lines are unchanged since its first version, torch 2.3). torchtitan @ 9dec370 enters it for every step when
@@ -729,7 +770,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
-    saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind))
+    saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind,
+                                         fp32_normalised=spec.norm_fp32_normalised))
     adapted_head = "output" in st.adapted and not st.full
     if lm_head_trained and not (adapted_head and st.dropout != "none") or st.lm_head_keeps_input:
         n = 1
@@ -752,12 +794,12 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
         return HeadActivations(tuple(saved), 0, 0, tuple(_shared_terms(spec, st, t, r)))
     chunk = -(-t // max(1, loss_chunks))
     if compiled_loss and not linear_loss and not kept_logits:
-        kept_b = c if loss_chunks > 1 else 4
+        kept_b = c if loss_chunks > 1 or upcast_in_loss else 4
         saved.append(Term("loss input logits (compiled loss)", t * v * kept_b + t * 16,
                           f"{t} tokens x {v} vocab x {kept_b} B (inductor keeps the loss's input logits) + int64 "
-                          "labels + 2 fp32 per-token statistics (eqs. C1/C2)"))
-        fwd = 0 if loss_chunks > 1 or c == 4 else t * v * c
-        bwd = chunk * v * (c if loss_chunks > 1 else 4)
+                          "labels + 2 fp32 per-token statistics (eqs. C1-C3)"))
+        fwd = 0 if loss_chunks > 1 or c == 4 or upcast_in_loss else t * v * c
+        bwd = chunk * v * (c if loss_chunks > 1 or upcast_in_loss else 4)
         return HeadActivations(tuple(saved), fwd, bwd, tuple(_shared_terms(spec, st, t, r)))
     saved.append(Term("loss log-softmax (fp32)", t * v * 4 + t * 8,
                       f"{t} tokens x {v} vocab x 4 B (cross_entropy keeps fp32 log_softmax) + int64 labels"))
@@ -798,6 +840,50 @@ def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: i
         return tokens * vocab * compute, head_grad
     chunk = -(-tokens // c)
     return (c - 2) * chunk * vocab * compute, 3 * head_grad
+
+
+def tied_embedding_backward_end_bytes(embedding_grad: int, grad_output: int, lm_head_grad_is_view: bool,
+                                      grads_persist: bool) -> int:
+    """Bytes above the gradients counted once (the tied matrix's among them) at the end of the backward, when a
+    *trained* embedding is tied to the lm_head (one parameter, one ``AccumulateGrad`` node).
+
+    The lm_head's weight gradient arrives first and waits in that node's input buffer for the embedding's, which
+    comes at the very end of the backward. Two moments (G = ``embedding_grad``, the [V, h] gradient in its dtype;
+    ``grad_output``: the embedding's incoming [t, h] gradient):
+
+    - the embedding's dense backward runs: the buffered lm_head gradient, ``grad_output`` and the new [V, h]
+      gradient: G + ``grad_output`` above the one counted;
+    - the engine sums the two into the buffer (torch/csrc/autograd/input_buffer.cpp ``accumulate``, pytorch
+      @ 4537ef6 lines 87-127): in place (``old_var.add_(var)``) only if ``can_accumulate_inplace(old_var)``
+      (lines 73-84: non-overlapping and dense, and the only reference to the tensor *and to its storage*), else
+      ``old_var + var`` out of place. The plain lm_head's gradient is a view (``mm_mat2_backward`` returns the
+      transposed product of a column-major ``weight.t()``, then ``TBackward`` transposes it back): its base shares
+      the storage, so the sum is out of place and the buffered gradient, the new one and their sum coexist: 2 G
+      above the one counted. Where the buffered gradient is a fresh tensor (the fp32 cast of an autocast copy's
+      gradient, ``ToCopyBackward``; a chunked head's already-summed buffer, eq. H1; a fused loss's own output) the
+      sum is in place: nothing above the first moment.
+
+    With gradients kept from an earlier micro-batch the parameter's ``.grad`` exists beside these (the sum is
+    added to it in place by ``AccumulateGrad``): one more G.
+
+        extra = max(G + grad_output, 2 G)   (lm_head gradient a view)                                   (T1)
+        extra = G + grad_output             (fresh)
+        extra += G                          (gradients persist)
+
+    Measured on a live-tensor trace of a CPU backward of a tied Embedding/Linear model (torch 2.13.0), tied vs
+    untied, fp32, bf16 and with a persisting .grad, to the byte but the embedding backward's int64 index copies;
+    the in-place case (fp32 weight under bf16 autocast) by the engine's data pointers, untraced: a
+    TorchDispatchMode's Python wrappers hold references, so under any such tracer every input-buffer sum is out of
+    place (tests/formulas/test_tied_embedding_grad.py).
+    An untied model's embedding gradient is the one counted (``grad_output`` above it): this term is only for a
+    tied, trained embedding with the lm_head on the same device.
+
+    >>> tied_embedding_backward_end_bytes(100, 1, True, False), tied_embedding_backward_end_bytes(100, 1, False, True)
+    (200, 201)
+    """
+    g = embedding_grad
+    extra = max(g + grad_output, 2 * g) if lm_head_grad_is_view else g + grad_output
+    return extra + (g if grads_persist else 0)
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

@@ -240,7 +240,7 @@ def throughput_rows(record: dict[str, Any], spec: ModelSpec) -> list[Row]:
             sp = estimate_speed(spec, device, weights_format=s.get("weights") or s["dtype"],
                                 prompt_tokens=s["context"] - s["output_tokens"],
                                 output_tokens=max(s["output_tokens"], 1), concurrency=s["concurrency"],
-                                kv_dtype=s["dtype"])
+                                kv_dtype=s["dtype"], engine="transformers")  # the engine the run measured
         except LlmsizerError:
             return []
         rows = [Row("prefill tokens/s", sp.prefill_tokens_per_second, t.get("prefill_tokens_per_second"),

@@ -169,7 +169,8 @@ def versions(modules: tuple[str, ...] = ("torch", "transformers", "peft", "bitsa
 def _git_commit() -> str | None:
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.abspath(os.path.join(here, "..", "..", ".."))
-    if not os.path.isdir(os.path.join(root, ".git")) or not shutil.which("git"):
+    # a git worktree has a .git file (gitdir: ...), a clone a .git folder
+    if not os.path.exists(os.path.join(root, ".git")) or not shutil.which("git"):
         return None
     try:
         r = subprocess.run(["git", "-C", root, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,

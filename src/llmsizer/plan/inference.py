@@ -14,7 +14,7 @@ from ..estimate.engines import step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
 from ..estimate.formats import unquantized_format
 from ..estimate.inference import estimate_inference
-from ..estimate.verdict import check_headroom, memory_budget
+from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
@@ -208,7 +208,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         # device memory less the headroom
         budget_dev = f_peak.estimate.details["workload_budget_bytes"]
     mem.add("budget", "budget per device", budget_dev, "B",
-            f"{ENGINE_NAMES.get(engine, engine)}'s pool (+ the CUDA context), not the headroom, decides" if pool
+            pool_budget_words(ENGINE_NAMES.get(engine, engine)) if pool
             else f"device memory x (1 - {headroom:g} headroom)",
             "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool else "estimate/verdict.py eq. (1)")
     adapters = _adapters(job, spec, src, tp, notes)

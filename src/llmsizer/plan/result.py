@@ -181,6 +181,11 @@ class JobPlan:
     options: tuple[dict[str, Any], ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # each warning once (the memory and the speed estimate both carry some, e.g. a newer engine release): every
+        # face prints this list as it is
+        object.__setattr__(self, "warnings", tuple(dict.fromkeys(self.warnings)))
+
     def section(self, key: str) -> Section:
         for s in self.sections:
             if s.key == key:

@@ -37,7 +37,9 @@ from ..numbers import (
     check_number,
 )
 from ..specs import MLASpec, ModelSpec, MoESpec
+from . import gguf_parallel
 from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
+from .hf_parallel import READERS as PARALLEL_READERS
 from .safe_io import shown
 from .safetensors_header import Role, TensorInfo, summarize
 
@@ -45,6 +47,7 @@ from .safetensors_header import Role, TensorInfo, summarize
 ARCHITECTURES: dict[str, str] = {
     "llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe",
     "gemma2": "gemma2", "gemma3": "gemma3_text", "phi3": "phi3", "deepseek2": "deepseek_v2", "gpt-oss": "gpt_oss",
+    **gguf_parallel.ARCHITECTURES,  # falcon, phi2, gptneox: read through readers/hf_parallel.py
 }
 SUPPORTED_ARCHITECTURES = tuple(sorted(ARCHITECTURES))
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}  # llama.cpp src/llama-model.cpp load_hparams
@@ -320,12 +323,41 @@ def _model_type(meta: _Meta, t: _Table, moe: MoESpec | None, mistral: bool) -> s
     return ARCHITECTURES[meta.arch]
 
 
-def _build_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
-    notes: list[str] = []
+def _block_count(path: Path, meta: _Meta, t: _Table) -> int:
     n_layers = meta.int_("{arch}.block_count", required=True) or 0
     blocks = {i for i in map(_layer_of, t.ne) if i is not None}
     if not 0 < n_layers <= len(blocks):
         raise ModelFileError(f"{path}: block_count is {n_layers} but the tensor table has {len(blocks)} blocks")
+    return n_layers
+
+
+def _parallel_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
+    """falcon / phi2 / gptneox: the config.json fields the file encodes (readers/gguf_parallel.py), read by the
+    family's config.json reader (readers/hf_parallel.py), so both files of one model give one spec."""
+    notes: list[str] = []
+    n_layers = _block_count(path, meta, t)
+    hidden = meta.int_("{arch}.embedding_length", required=True) or 0
+    heads = meta.int_("{arch}.attention.head_count", required=True) or 0
+    kv = meta.int_("{arch}.attention.head_count_kv") or heads  # llama.cpp's default: head_count
+    ftype = meta.int_("general.file_type")
+    try:
+        cfg = gguf_parallel.config_from_gguf(meta, t, vocab=_vocab(meta, t, hidden, notes), hidden=hidden,
+                                             layers=n_layers, heads=heads, kv=kv,
+                                             context=meta.int_("{arch}.context_length"), notes=notes)
+        model_type = ARCHITECTURES[meta.arch]
+        spec = PARALLEL_READERS[model_type](cfg, name=path.stem, where=str(path), source=str(path))
+    except InputError as e:
+        raise ModelFileError(f"{path}: inconsistent metadata ({e})") from None
+    if spec.num_kv_heads != kv:
+        raise ModelFileError(f"{path}: head_count_kv {kv} does not fit {meta.arch}'s attention "
+                             f"({spec.num_kv_heads} kv heads)")
+    return replace(spec, torch_dtype=FILE_TYPE_DTYPE.get(ftype) if ftype is not None else None,
+                   notes=tuple(notes) + spec.notes)
+
+
+def _build_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
+    notes: list[str] = []
+    n_layers = _block_count(path, meta, t)
     hidden = meta.int_("{arch}.embedding_length", required=True) or 0
     n_heads = meta.int_("{arch}.attention.head_count", required=True) or 0
     n_kv = meta.int_("{arch}.attention.head_count_kv") or n_heads
@@ -430,7 +462,7 @@ def _spec(p: Path, meta: _Meta, table: _Table, parts: list[Path]) -> ModelSpec:
     if meta.arch not in ARCHITECTURES:
         raise UnsupportedArchitectureError(f"{p}: GGUF architecture {shown(meta.arch)} is not supported; supported: "
                                            f"{', '.join(SUPPORTED_ARCHITECTURES)}")
-    spec = _build_spec(p, meta, table)
+    spec = (_parallel_spec if meta.arch in gguf_parallel.ARCHITECTURES else _build_spec)(p, meta, table)
     label = str(p) if len(parts) == 1 else f"{parts[0]} (+{len(parts) - 1} parts)"
     fw = summarize(label, table.records, spec.num_layers, _layer_of, _role_of, _weights_note(spec, table))
     return replace(spec, file_weights=fw)

@@ -54,13 +54,16 @@ QWEN3_VL_TYPES = {"qwen3_vl", "qwen3_vl_moe"}  # same vision tower (Qwen3VLVisio
 LLAMA_VISION = {"mllama", "llama4"}
 # Gemma 3n (per-layer inputs, AltUp, LAuReL, K/V-sharing layers): readers/hf_gemma3n.py
 GEMMA3N = {"gemma3n", "gemma3n_text"}
-# parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha):
+# parallel attention + MLP blocks with LayerNorms (Falcon, Phi-1/1.5/2, GPT-NeoX / Pythia / StableLM-Alpha, StableLM-2):
 # readers/hf_parallel.py
-PARALLEL_TYPES = {"falcon", "phi", "gpt_neox"}
+PARALLEL_TYPES = {"falcon", "phi", "gpt_neox", "stablelm"}
+# T5-style encoder-decoders (T5 / T5 v1.1 / T0, mT5 / mT0): readers/hf_t5.py
+ENCODER_DECODER_TYPES = {"t5", "mt5"}
 # language models that exist here only inside a multimodal config (gemma3_text is also a model of its own)
 TEXT_OF_MULTIMODAL = {"qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"}
 SUPPORTED_MODEL_TYPES = tuple(sorted(((LLAMA_LIKE | MOE_TYPES) - TEXT_OF_MULTIMODAL) | HYBRID_TYPES
-                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | PARALLEL_TYPES))
+                                     | {"gpt_bigcode"} | set(MULTIMODAL) | LLAMA_VISION | GEMMA3N | PARALLEL_TYPES
+                                     | ENCODER_DECODER_TYPES))
 # model_type values that name another family's definition. Kimi K2 ships model_type 'kimi_k2' with
 # architectures ['DeepseekV3ForCausalLM'] (Moonshot's README: "Kimi-K2 reuses the DeepseekV3CausalLM architecture
 # ... set model_type to kimi_k2 ... change it to deepseek_v3 as a temporary workaround", MoonshotAI/Kimi-K2
@@ -111,6 +114,10 @@ NUMERIC_KEYS: dict[str, Range] = {
     # Gemma 3n (readers/hf_gemma3n.py)
     "hidden_size_per_layer_input": WIDTH, "vocab_size_per_layer_input": VOCAB, "laurel_rank": WIDTH,
     "altup_num_inputs": Range(1, 64, True, "AltUp streams"), "num_kv_shared_layers": LAYER_INDEX,
+    # T5 / mT5 (readers/hf_t5.py)
+    "d_model": WIDTH, "d_kv": WIDTH, "d_ff": WIDTH, "num_layers": LAYERS, "num_decoder_layers": LAYERS,
+    "relative_attention_num_buckets": Range(1, 2**20, True, "relative position buckets"),
+    "relative_attention_max_distance": TOKENS,
 }
 
 
@@ -459,6 +466,9 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if mt in PARALLEL_TYPES:
         from .hf_parallel import READERS  # same floor; it reuses this module's _Cfg
         return READERS[mt](cfg, name=name, where=where, source=source, published_params=published_params)
+    if mt in ENCODER_DECODER_TYPES:
+        from .hf_t5 import t5_spec  # same floor; it reuses this module's _Cfg
+        return t5_spec(cfg, name=name, where=where, source=source, published_params=published_params)
     if mt in HYBRID_TYPES:
         from .hf_hybrid import hybrid_spec  # same floor; hf_hybrid reuses this module's _Cfg and _moe
         return hybrid_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params,

@@ -1,5 +1,5 @@
 """config.json of the parallel-block families -> ModelSpec: Falcon (``falcon``), Phi-1/1.5/2 (``phi``), GPT-NeoX /
-Pythia / StableLM-Alpha (``gpt_neox``).
+Pythia / StableLM-Alpha (``gpt_neox``), StableLM-2 / StableLM-3B-4E1T (``stablelm``, parallel or sequential).
 
 Each layer computes attention and MLP from the same input and adds both to the residual (``ModelSpec.parallel_block``;
 the GPT-J / PaLM parallel formulation, Chowdhery et al. 2022, arXiv 2204.02311, section 2). What each transformers
@@ -19,6 +19,12 @@ the GPT-J / PaLM parallel formulation, Chowdhery et al. 2022, arXiv 2204.02311, 
   (LayerNorm) read by both branches, ``resid_dropout`` on both branch outputs, optional ``q_layernorm`` /
   ``k_layernorm`` (LayerNorm over head_dim), ``final_layernorm``; ``PhiForCausalLM.lm_head`` with bias, untied;
   rotary on ``partial_rotary_factor`` x head_dim channels.
+- StableLM (``StableLmDecoderLayer``, StableLM-2 and StableLM-3B-4E1T): q/k/v_proj with ``use_qkv_bias`` (default
+  False), ``o_proj`` and the gated SiLU MLP (gate/up/down_proj) without bias; ``input_layernorm`` (LayerNorm with
+  bias) and, unless ``use_parallel_residual`` (default False), ``post_attention_layernorm``; ``hidden_dropout`` on the
+  MLP output; final ``norm`` LayerNorm; lm_head untied (default); rotary on ``partial_rotary_factor`` (default 0.25)
+  x head_dim channels. ``qk_layernorm`` (StableLM-2-12B's ``StableLmLayerNormPerHead``: one bias-free LayerNorm per
+  head) is refused in one line.
 - GPT-NeoX (``GPTNeoXLayer``): ``query_key_value`` [3 H, H] and ``dense`` with ``attention_bias`` (default True),
   ``dense_h_to_4h`` / ``dense_4h_to_h`` with bias, ``input_layernorm`` and ``post_attention_layernorm`` (both read
   the layer input with ``use_parallel_residual``), ``final_layer_norm``, ``embed_out`` untied; rotary on
@@ -163,4 +169,28 @@ def gpt_neox_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "
         published_params=published_params, source=source, notes=tuple(c.used_defaults))
 
 
-READERS = {"falcon": falcon_spec, "phi": phi_spec, "gpt_neox": gpt_neox_spec}
+def stablelm_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
+                  published_params: int | None = None) -> ModelSpec:
+    c = _Cfg(cfg, "stablelm", where)
+    if _flag(c, "qk_layernorm", False):
+        raise UnsupportedArchitectureError(
+            f"{where}: StableLM with qk_layernorm: true (StableLM-2-12B: one bias-free LayerNorm per query and key "
+            "head) is not supported; only qk_layernorm: false")
+    hidden = c.req("hidden_size")
+    heads, hd = _heads(c, hidden)
+    kv = c.get("num_key_value_heads") or heads
+    if heads % kv:
+        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
+    parallel = _flag(c, "use_parallel_residual", False)
+    return ModelSpec(
+        name=name, model_type="stablelm", vocab_size=c.req("vocab_size"), hidden_size=hidden,
+        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+        intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
+        mlp_gated=True, mlp_bias=False, attention_qkv_bias=_flag(c, "use_qkv_bias", False), attention_out_bias=False,
+        norm_kind="layernorm", norms_per_layer=1 if parallel else 2, parallel_block=parallel,
+        rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
+        residual_dropout=_dropout(c, "hidden_dropout"), **_common(c, cfg),
+        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+
+
+READERS = {"falcon": falcon_spec, "phi": phi_spec, "gpt_neox": gpt_neox_spec, "stablelm": stablelm_spec}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..estimate.verdict import budget_term
 from ..units import format_bytes
 from .text import pool_and_need, table
 
 if TYPE_CHECKING:
     from ..estimate.fit import FitResult
     from ..estimate.speed import SpeedEstimate
-    from ..result import Assumption
 
 
 def render_fit(r: FitResult) -> str:
@@ -22,7 +22,7 @@ def render_fit(r: FitResult) -> str:
         lines = [f"{r.model} training on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}"]
         lines += [f"  {why}" for why in r.reasons]
         lines.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
-                                                 for a in r.assumptions))
+                                                 for a in r.all_assumptions))
         lines += [f"warning: {w}" for w in r.warnings]
         return "\n".join(lines)
     out = [fit_headline(r)]
@@ -46,7 +46,7 @@ def render_fit(r: FitResult) -> str:
         for w in s.warnings:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
-                                           for a in fit_assumptions(r)))
+                                           for a in r.all_assumptions))
     shown = set(s.warnings) if s is not None else set()
     for w in r.warnings:  # a note both the memory and the speed estimate carry (a newer release) is printed once
         if w not in shown:
@@ -75,18 +75,15 @@ def fit_headline(r: FitResult) -> str:
 
 def memory_line(r: FitResult) -> str:
     """Memory per device against the budget (call only when both are known)."""
-    line = (f"memory per device {format_bytes(r.memory_per_device or 0)}, budget "
-            f"{format_bytes(r.budget_per_device or 0)}, headroom left {format_bytes(r.headroom_bytes or 0)}")
     details = r.estimate.details if r.estimate is not None else {}
+    term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
+    of = f"a {format_bytes(r.budget_per_device or 0)} {term}" if term == "budget" else \
+        f"{format_bytes(r.budget_per_device or 0)} {term}"
+    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {format_bytes(r.headroom_bytes or 0)} left"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
     return line
-
-
-def fit_assumptions(r: FitResult) -> tuple[Assumption, ...]:
-    """The fit's assumptions followed by its speed estimate's."""
-    return (*r.assumptions, *(r.speed.assumptions if r.speed else ()))
 
 
 def speed_rows(s: SpeedEstimate) -> list[list[str]]:

@@ -92,7 +92,7 @@ def _job(j: JobPlan, checks: list[Check]) -> str:
                    + "".join(f"<li>{escape(n)}</li>" for n in j.notes) + "</ul></div>")
     if j.warnings:
         out.append('<div class="card"><h3>Warnings</h3><ul class="notes">'
-                   + "".join(f"<li>{escape(w)}</li>" for w in dict.fromkeys(j.warnings)) + "</ul></div>")
+                   + "".join(f"<li>{escape(w)}</li>" for w in j.warnings) + "</ul></div>")
     if j.assumptions:
         out.append('<div class="card"><details><summary>Assumptions ('
                    f'{len(j.assumptions)})</summary><table><tbody>'

@@ -176,7 +176,7 @@ def _job_md(j: JobPlan) -> list[str]:
         for c in j.charts:
             out += _chart_md(c)
     if j.warnings:
-        out += ["### Warnings", ""] + [f"- {w}" for w in dict.fromkeys(j.warnings)] + [""]
+        out += ["### Warnings", ""] + [f"- {w}" for w in j.warnings] + [""]
     if j.assumptions:
         out += ["<details><summary>Assumptions</summary>", ""]
         out += [f"- `{a.name}` = {a.value}{' (default)' if a.default else ''}: {a.why}" for a in j.assumptions]

@@ -102,7 +102,7 @@ def estimate_html(est: Estimate) -> str:
 def fit_html(r: FitResult) -> str:
     """A ``FitResult`` as an HTML fragment: the verdict and reasons, memory per device, the speed table, the memory
     breakdown behind it, assumptions and warnings (the figures ``render_fit`` prints)."""
-    from .fit_text import SPEED_HEADER, fit_assumptions, fit_headline, memory_line, speed_rows
+    from .fit_text import SPEED_HEADER, fit_headline, memory_line, speed_rows
     if r.kind == "training":
         head = f"{r.model} training on {r.count} x {r.device} ({r.target})"
     else:
@@ -118,7 +118,7 @@ def fit_html(r: FitResult) -> str:
         warnings = [*r.speed.warnings, *warnings]
     if r.estimate is not None:
         parts.append("<h4>Memory per device</h4>" + estimate_breakdown(r.estimate))
-    parts += [_assumptions(fit_assumptions(r)), _warnings(warnings)]
+    parts += [_assumptions(r.all_assumptions), _warnings(warnings)]
     return _wrap("fit", parts)
 
 

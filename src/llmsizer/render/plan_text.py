@@ -21,7 +21,7 @@ def _job_lines(j: JobPlan) -> list[str]:
     if j.kind == "training":
         fits = mem.value("fits")
         out.append(f"  memory    {_v(j, 'memory', 'need')} per device of a {_v(j, 'memory', 'budget')} budget"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}); "
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}{_budget_is(j)}); "
                    f"{_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})")
         out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')});"
                    f" one checkpoint {_v(j, 'storage', 'checkpoint_one')}, checkpoints at peak "
@@ -58,7 +58,7 @@ def _job_lines(j: JobPlan) -> list[str]:
                                      int(offered) if offered is not None else None)
                 if reserved is not None and need is not None and need.value is not None else "")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted})"
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted}{_budget_is(j)})"
                    + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
                       "the peak context" if adm is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
@@ -93,11 +93,19 @@ def render_plan_text(plan: Plan) -> str:
         out += _job_lines(j)
         for n in j.notes:
             out.append(f"  note: {n}")
+        out += [f"  warning: {x}" for x in j.warnings]
         out.append("")
     t = plan.totals
     out.append("totals: " + "; ".join(f"{f.label} {format_value(f.value, f.unit)}" for f in t.figures
                                       if f.value is not None))
     return "\n".join(out)
+
+
+def _budget_is(j: JobPlan) -> str:
+    """'; budget = WHAT': the budget figure's own words (device memory x (1 - headroom), or what a pool engine's pool
+    offers: estimate/verdict.py), so the one word reads the same in `fit`, `plan` and the glossary."""
+    f = j.section("memory").get("budget")
+    return f"; budget = {f.formula}" if f is not None and f.value is not None and f.formula else ""
 
 
 def _host_step(j: JobPlan) -> str:

@@ -17,6 +17,7 @@ from ..specs.training import (
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     FLOAT8_RECIPES,
+    FSDP2_UNITS,
     GRAD_SYNC,
     KERNELS,
     LORA_DROPOUTS,
@@ -142,7 +143,7 @@ RESOURCES = F("resources", "section", "the resources you have in mind (optional:
                   F("nodes", "int", "machines the devices are spread over (default 1)", 1, minimum=1),
                   F("memory", "size", "memory per device (overrides the catalog; RAM for a CPU); alone, with no device or "
                     "instance: a GPU of that memory, as `infer --memory` answers", template=False),
-                  F("headroom", "number", "share of each device's memory kept free, as `fit --headroom` (default: "
+                  F("headroom", "share", "share of each device's memory kept free, as `fit --headroom` (default: "
                     "fit's; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: engine_settings."
                     "mem_fraction_static)", 0.2, bounds=HEADROOM, template=False),
                   F("storage", "size", "disk space requested for the job (datasets, checkpoints, models, logs)",
@@ -249,6 +250,9 @@ TRAINING = (
             "gradients accumulate", template=False, choices=GRAD_SYNC),
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
             "parameters", template=False, minimum=1, maximum=2),
+          F("fsdp2_units", "enum", "with FSDP2: which units are unsharded when (largest-two; torchtitan: the root "
+            "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8)", template=False,
+            choices=FSDP2_UNITS),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
             template=False, minimum=1),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),
@@ -256,7 +260,8 @@ TRAINING = (
           F("float8_recipe", "enum", "with float8: torchao Float8Linear or transformer-engine te.Linear",
             template=False, choices=FLOAT8_RECIPES),
           F("compile", "bool", "the model runs under torch.compile", template=False),
-          F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune) or the layers alone "
+          F("compile_scope", "enum", "with compile: the decoder layers and the loss (torchtune), the loss with the "
+            "logits' upcast (torchtitan e7c0cae) or the layers alone "
             "(torchtitan)", template=False, choices=COMPILE_SCOPES),
           F("batch_shapes", "enum", "variable (padded to the longest sample) or fixed (the same shapes every step: "
             "packed fixed-length sequences); what the caching allocator keeps reserved", template=False,

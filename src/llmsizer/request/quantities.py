@@ -17,7 +17,7 @@ import re
 
 from ..errors import InputError, MissingUnitError
 from ..inputs import short
-from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, check_number
+from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, Range, check_number
 from ..units import parse_bytes, parse_count, parse_tokens
 
 HOURS_PER_MONTH = 730.0
@@ -218,8 +218,9 @@ def parse_rate(value: object) -> float:
     return float(check_number(_number(m.group(1)) * _RATE_UNITS[unit], "", RATE))
 
 
-def parse_share(value: object) -> float:
-    """A share in [0, 1] from 0.4 or "40%"."""
+def parse_share(value: object, bounds: Range | None = None) -> float:
+    """A share in [0, 1] from 0.4 or "40%"; ``bounds``: a narrower range of its own (a CLI flag's, e.g. the
+    headroom's), checked with that range's message."""
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as a share; write e.g. 0.4 or '40%'")
     if isinstance(value, str):
@@ -238,6 +239,8 @@ def parse_share(value: object) -> float:
         v = float(value)
     else:
         raise InputError(f"cannot read {short(value)} as a share")
+    if bounds is not None:
+        return float(check_number(v, "", bounds))
     if not 0 <= v <= 1:
         raise InputError(f"share {short(value)} must be between 0 and 1 (0% and 100%)")
     return float(check_number(v, "", FRACTION))

@@ -294,7 +294,7 @@ class _Reader:
         if t == "rate":
             return Q.parse_rate(v if not plain else text)
         if t == "share":
-            return Q.parse_share(v if not plain else text)
+            return Q.parse_share(v if not plain else text, f.bounds)
         if t == "date":
             return Q.parse_date(v)
         if t == "deadline":

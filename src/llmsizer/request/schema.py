@@ -60,9 +60,9 @@ def _field_schema(f: Field) -> dict[str, Any]:
                               "properties": {"typical": item, "peak": item}}]}
     else:
         s = dict(_SCALAR[f.type])
-        if f.minimum is not None and f.type in ("int", "number"):
+        if f.minimum is not None and f.type in ("int", "number", "share"):  # a share's bounds bind its number form
             s["minimum"] = f.minimum
-        if f.maximum is not None and f.type in ("int", "number"):
+        if f.maximum is not None and f.type in ("int", "number", "share"):
             s["maximum"] = f.maximum
     s = {"description": doc, **s}
     if f.example is not None and f.type not in ("section",):

@@ -99,6 +99,7 @@ class TrainingSettings:
     tp_backward_overlap: bool | None = None
     offload: str | None = None
     fsdp_version: int | None = None
+    fsdp2_units: str | None = None
     grad_sync: str | None = None
     context_parallel: int | None = None
     activation_offload: bool | None = None

@@ -2,6 +2,7 @@
 
 from .model import (
     VISION_TOKEN_RULES,
+    EncoderDecoderSpec,
     FileWeights,
     Gemma3nSpec,
     LayerKey,
@@ -13,7 +14,7 @@ from .model import (
     VisionSpec,
 )
 
-__all__ = ["VISION_TOKEN_RULES", "FileWeights", "Gemma3nSpec", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
+__all__ = ["VISION_TOKEN_RULES", "EncoderDecoderSpec", "FileWeights", "Gemma3nSpec", "LayerKey", "LayerKind", "MLASpec", "ModelSpec", "MoESpec", "RecurrentSpec",
            "VisionSpec"]
 from .training import METHODS, OPTIMIZERS, PRECISIONS, TrainingWorkload
 from .workload import (

@@ -206,6 +206,28 @@ class FileWeights:
     note: str = ""
 
 
+@dataclass(frozen=True)
+class EncoderDecoderSpec:
+    """A T5-style encoder-decoder (Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a Unified
+    Text-to-Text Transformer", JMLR 21, arXiv 1910.10683, section 2.1; T5 v1.1 / mT5: Xue et al. 2021, arXiv
+    2010.11934, section 2), as transformers v5.24.0 ``models/t5/modeling_t5.py`` builds it.
+
+    The model's ``num_layers`` are the ``encoder_layers`` blocks of the encoder (``T5Block``: self-attention + FFN,
+    bidirectional) followed by the ``decoder_layers`` blocks of the decoder (causal self-attention, cross-attention
+    over the encoder output ``EncDecAttention``, FFN); ``ModelSpec.cross_attention_layers`` marks the decoder's.
+    Every projection is bias-free, every norm a weight-only RMS norm (``T5LayerNorm``). The first block of each stack
+    holds a relative position bias table [``relative_attention_buckets``, num_heads] (``T5Attention``
+    ``has_relative_attention_bias``) whose bias the later blocks reuse. ``dropout``: the config's ``dropout_rate``
+    (0.1 in the published T5/mT5/T0 configs), applied in training after every sub-layer, to the attention
+    probabilities and inside the FFN."""
+
+    encoder_layers: int
+    decoder_layers: int
+    relative_attention_buckets: int
+    relative_attention_max_distance: int
+    dropout: float = 0.0
+
+
 # ModelSpec fields that are numbers, and their documented ranges (llmsizer.numbers)
 _FIELD_RANGES: tuple[tuple[str, Range], ...] = (
     ("vocab_size", VOCAB), ("hidden_size", WIDTH), ("num_layers", LAYERS), ("num_heads", HEADS),
@@ -235,10 +257,14 @@ _SUB_RANGES: dict[str, Range] = {
     # Gemma3nSpec
     "per_layer_width": WIDTH, "per_layer_vocab": VOCAB, "altup_inputs": Range(1, 64, True, "AltUp streams"),
     "laurel_rank": WIDTH,
+    # EncoderDecoderSpec
+    "encoder_layers": LAYERS, "decoder_layers": LAYERS, "relative_attention_buckets": TOKENS,
+    "relative_attention_max_distance": TOKENS,
 }
 
 
-def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec, where: str) -> None:
+def _check_sub(sub: MoESpec | MLASpec | VisionSpec | RecurrentSpec | Gemma3nSpec | EncoderDecoderSpec,
+               where: str) -> None:
     """The numeric fields of an MoE / MLA / vision part through ``check_number`` (None: absent, e.g. q_lora_rank)."""
     for fname, rng in _SUB_RANGES.items():
         v = getattr(sub, fname, None)
@@ -324,7 +350,19 @@ class ModelSpec:
     # the attention output is head-major (q made contiguous by the partial-rotary torch.cat), so the transpose before
     # the output projection copies it and that projection saves the copy (Phi, GPT-NeoX; litgpt always)
     attention_output_copy: bool = False
+    # litgpt's RMSNorm (litgpt/model.py @ 00af8b0d lines 564-571) multiplies the fp32 normalised tensor by
+    # ``weight.float()``: the fp32 weight copy is saved, and with the weight trained the fp32 normalised tensor (not a
+    # half-precision one as in transformers' RMSNorm)
+    norm_fp32_normalised: bool = False
+    # litgpt's LoRAQKVLinear with some but not all of q/k/v adapted pads the adapter output to the fused width with
+    # ``index_copy_`` (litgpt/lora.py @ 00af8b0d lines 329-346, called at line 434), whose backward keeps that output
+    lora_qkv_zero_pad: bool = False
+    # the attention scores pass through tanh soft-capping before the softmax (Gemma 2 attn_logit_softcapping; litgpt
+    # then runs its eager path, litgpt/model.py @ 00af8b0d lines 305-316): the tanh output is kept, c B per score
+    attention_softcapping: bool = False
     gemma3n: Gemma3nSpec | None = None  # Gemma 3n's per-layer inputs, AltUp and LAuReL
+    # a T5-style encoder-decoder: the first encoder_layers layers are the encoder's, the rest the decoder's
+    encoder_decoder: EncoderDecoderSpec | None = None
     sliding_window: int | None = None
     max_position_embeddings: int | None = None
     torch_dtype: str | None = None
@@ -350,9 +388,13 @@ class ModelSpec:
                 f"model {self.name!r}: num_attention_heads ({self.num_heads}) is not a multiple of "
                 f"num_key_value_heads ({self.num_kv_heads})"
             )
-        for sub in (self.moe, self.mla, self.vision, self.recurrent, self.gemma3n):
+        for sub in (self.moe, self.mla, self.vision, self.recurrent, self.gemma3n, self.encoder_decoder):
             if sub is not None:
                 _check_sub(sub, where)
+        ed = self.encoder_decoder
+        if ed is not None and ed.encoder_layers + ed.decoder_layers != self.num_layers:
+            raise InputError(f"model {self.name!r}: an encoder-decoder's num_layers ({self.num_layers}) must be its "
+                             f"encoder_layers + decoder_layers ({ed.encoder_layers} + {ed.decoder_layers})")
         if self.moe is not None and self.moe.num_experts and self.moe.experts_per_token > self.moe.num_experts:
             raise InputError(f"model {self.name!r}: experts_per_token ({self.moe.experts_per_token}) exceeds "
                              f"num_experts ({self.moe.num_experts})")
@@ -378,7 +420,9 @@ class ModelSpec:
             object.__setattr__(self, "kv_shared_layers", (False,) * self.num_layers)
         elif any(s and t == "none" for s, t in zip(self.kv_shared_layers, self.layer_types or (), strict=False)):
             raise InputError(f"model {self.name!r}: a KV-sharing layer must have attention (layer_types not none)")
-        elif any(c and t != "none" for c, t in zip(self.cross_attention_layers, self.layer_types, strict=True)):
+        elif self.encoder_decoder is None and any(
+                c and t != "none" for c, t in zip(self.cross_attention_layers, self.layer_types, strict=True)):
+            # (a T5 decoder layer has both: its own causal self-attention and cross-attention over the encoder)
             raise InputError(f"model {self.name!r}: a cross-attention layer has no self-attention (layer_types none)")
         if any(self.recurrent_layers) and self.recurrent is None:
             raise InputError(f"model {self.name!r}: recurrent layers need a recurrent mixer spec")
@@ -405,14 +449,23 @@ class ModelSpec:
     @property
     def kv_cache_layer_types(self) -> tuple[LayerKind, ...]:
         """The cache each layer holds of its own: its attention kind, or "none" for layers without attention and
-        for layers that reuse an earlier layer's K/V (``kv_shared_layers``)."""
+        for layers that reuse an earlier layer's K/V (``kv_shared_layers``) and for an encoder-decoder's encoder
+        layers (they run once over the source and cache nothing; transformers' ``EncoderDecoderCache`` holds the
+        decoder's self-attention and cross-attention K/V only)."""
+        if self.encoder_decoder is not None:
+            n = self.encoder_decoder.encoder_layers
+            none: LayerKind = "none"
+            return (none,) * n + self.layer_types[n:]
         if not any(self.kv_shared_layers):  # no layer borrows its K/V (every model but Gemma 3n): the layer types
             return self.layer_types
         return tuple("none" if s else t for t, s in zip(self.layer_types, self.kv_shared_layers, strict=True))
 
     @property
     def kv_cache_layers(self) -> int:
-        """Layers holding a KV cache of their own (attention layers less the K/V-sharing ones)."""
+        """Layers holding a KV cache of their own (attention layers less the K/V-sharing ones and an
+        encoder-decoder's encoder layers: :attr:`kv_cache_layer_types`)."""
+        if self.encoder_decoder is not None:
+            return self.encoder_decoder.decoder_layers
         return self.attention_layers - sum(self.kv_shared_layers)
 
     def ffn_size(self, i: int) -> int:

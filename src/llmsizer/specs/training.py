@@ -64,14 +64,16 @@ KERNELS = ("pytorch", "unsloth")
 FLOAT8_RECIPES = ("torchao", "transformer-engine")  # formulas/float8_training.py RECIPES
 # what torch.compile covers: the decoder layers and the loss (torchtune compile_model + compile_loss) or the decoder
 # layers alone, the loss eager (torchtitan @ 9dec370 apply_compile; its train.py lines 137-138 leave loss_fn eager)
-COMPILE_SCOPES = ("layers+loss", "layers")
+COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 # whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
 BATCH_SHAPES = ("variable", "fixed")
+# how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
+FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
 LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
-                 "tp_backward_overlap", "offload", "fsdp_version", "context_parallel", "activation_offload", "float8",
+                 "tp_backward_overlap", "offload", "fsdp_version", "fsdp2_units", "context_parallel", "activation_offload", "float8",
                  "float8_recipe", "compile", "compile_scope", "batch_shapes")
 LAYOUT_LOSSES = ("ce-loss-parallel",)
 
@@ -237,6 +239,14 @@ class TrainingWorkload:
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
+    fsdp2_units: with FSDP2 (full sharding), which units hold their parameters unsharded at each moment
+        (formulas/fsdp2_units.py): 'largest-two' (the two largest units gathered, less the rank's own shard: the
+        wrapping not traced), 'torchtitan' (the root unit holds the embedding, final norm and output and stays
+        unsharded from its forward to its backward, as every torch before 2.8 keeps the root; the blocks resharded
+        after their forward but the last; the all-gather copy-in stream's pool counted under batch_shapes 'fixed')
+        or 'torchtitan-resharded' (the same with the root resharded after its forward: torch >= 2.8 given
+        fully_shard(model, reshard_after_forward=True)). Read under full sharding without pipeline parallelism
+        (there every unit stays gathered, formulas/parallelism.py eq. PP1) or parameter offload.
     context_parallel: torchtitan context parallelism degree: each sequence split over this many devices, ring
         attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
@@ -252,7 +262,9 @@ class TrainingWorkload:
         memory-bound kernels are inductor's fused ones (``formulas/elementwise_traffic.py`` eqs. E4-E6).
     compile_scope: with compile, what it covers: 'layers+loss' (torchtune: each decoder layer and the
         cross-entropy, whose compiled form keeps its input logits instead of the fp32 log-softmax,
-        ``formulas/training_activations.py`` eqs. C1/C2) or 'layers' (torchtitan @ 9dec370: the loss runs eagerly).
+        ``formulas/training_activations.py`` eqs. C1/C2), 'layers' (torchtitan @ 9dec370: the loss runs eagerly)
+        or 'layers+loss+upcast' (torchtitan @ e7c0cae: the model returns half-precision logits and the compiled
+        loss upcasts them inside, keeping its half-precision input, eq. C3).
     memory: device memory [bytes]; None: not checked. headroom: share of it kept free (estimate/verdict.py
         eq. 1); None: DEFAULT_HEADROOM.
     metric: what the device figure is compared with, 'allocated' | 'reserved' | 'nvidia-smi'
@@ -311,6 +323,7 @@ class TrainingWorkload:
     network: str | None = None
     grad_sync: str | None = None
     fsdp_version: int = 2
+    fsdp2_units: str = "largest-two"
     context_parallel: int = 1
     activation_offload: bool = False
     float8: bool = False
@@ -395,7 +408,7 @@ class TrainingWorkload:
             why = ("it needs tp > 1" if self.tp == 1 else
                    f"it does not take loss_chunks {self.loss_chunks}" if self.loss_chunks > 1 else
                    "with compile it needs compile_scope 'layers' (the loss eager, as torchtitan's; a compiled "
-                   "loss_parallel is not modelled)" if self.compile and self.compile_scope == "layers+loss" else "")
+                   "loss_parallel is not modelled)" if self.compile and self.compile_scope != "layers" else "")
             if why:
                 raise InputError("loss 'ce-loss-parallel' is the eager, unchunked cross-entropy over tensor "
                                  f"parallelism's vocabulary shards (torch loss_parallel, torchtitan): {why}")
@@ -422,6 +435,9 @@ class TrainingWorkload:
                              f"{self.fsdp_version!r}")
         if self.fsdp_version == 1 and self.fsdp is None:
             raise InputError("fsdp_version 1 applies to FSDP; give fsdp (full, grad_op or hybrid)")
+        if self.fsdp2_units != "largest-two" and (self.fsdp is None or self.fsdp_version != 2):
+            raise InputError(f"fsdp2_units {self.fsdp2_units!r} lays out FSDP2 units; give fsdp (full, grad_op or "
+                             "hybrid) with fsdp_version 2")
         model_parallel = self.tp * self.pp * self.context_parallel
         if self.gpus % model_parallel:
             raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x "
@@ -515,7 +531,8 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("kernels", KERNELS),
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
-    ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("device", DEVICES))
+    ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS),
+    ("device", DEVICES))
 _CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
 _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
 _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",

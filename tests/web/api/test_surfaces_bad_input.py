@@ -5,7 +5,7 @@ inside a formula). Each case failed on at least one surface before its fix."""
 from __future__ import annotations
 
 import pytest
-from web_api_helpers import run_cli
+from web_api_helpers import cli_error_line, run_cli
 
 import llmsizer
 from llmsizer.errors import InputError
@@ -14,20 +14,12 @@ pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 
 
-def _cli_line(*args: str) -> str:
-    done = run_cli(*args)
-    assert done.returncode == 2, (args, done.returncode, done.stdout[-300:])
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    return lines[0].removeprefix("llmsizer: error: ")
-
-
 def test_a_gpu_serving_engine_on_apple_is_refused_by_infer_as_by_fit(client) -> None:
     """Before, `infer --engine vllm --device apple-m3-max-64gb` answered (exit 0, a CUDA context and a vLLM pool on a
     Mac) while `fit` refused the same question; vLLM and SGLang serve on CUDA/ROCm GPUs only."""
     args = ("llama-3.1-8b", "--engine", "vllm", "--device", "apple-m3-max-64gb")
-    line = _cli_line("infer", *args)
-    assert line == _cli_line("fit", *args)
+    line = cli_error_line("infer", *args)
+    assert line == cli_error_line("fit", *args)
     assert "vllm" in line and "apple-m3-max-64gb" in line
     for route in ("infer", "fit"):
         r = client.post(f"/api/v1/{route}", json={"model": "llama-3.1-8b", "engine": "vllm",
@@ -37,7 +29,7 @@ def test_a_gpu_serving_engine_on_apple_is_refused_by_infer_as_by_fit(client) -> 
         llmsizer.estimate_inference("llama-3.1-8b", engine="vllm", device="apple-m3-max-64gb")
     assert str(e.value) == line
     # the same rule, by kind, for a CPU
-    assert "device cpu" in _cli_line("infer", "llama-3.1-8b", "--engine", "sglang", "--device", "cpu")
+    assert "device cpu" in cli_error_line("infer", "llama-3.1-8b", "--engine", "sglang", "--device", "cpu")
 
 
 @pytest.mark.parametrize("flag,value", [("--deadline", "3 days"), ("--deadline", "2 weeks"), ("--max-ttft", "500 ms")])
@@ -56,7 +48,7 @@ def test_recommend_reads_durations_as_request_files_do(flag: str, value: str, cl
 @pytest.mark.parametrize("flag,value,words", [("--deadline", "90m", "minutes or months"), ("--max-ttft", "-3", "positive"),
                                               ("--deadline", "soon", "cannot read")])
 def test_a_bad_duration_names_its_flag(flag: str, value: str, words: str, client) -> None:
-    line = _cli_line("recommend", "llama-3.1-8b", flag, value)
+    line = cli_error_line("recommend", "llama-3.1-8b", flag, value)
     assert line.startswith(f"argument {flag}: ") and words in line
     r = client.post("/api/v1/recommend", json={"model": "llama-3.1-8b", flag[2:].replace("-", "_"): value})
     assert r.status_code == 400 and r.json()["detail"] == line
@@ -90,7 +82,7 @@ def test_a_request_file_given_as_the_model_says_where_it_goes(tmp_path) -> None:
     req = tmp_path / "my-request.yaml"
     req.write_text("version: 1\ntitle: x\njobs: []\n")
     for cmd in (("infer",), ("train",), ("fit", "--device", "h100-sxm")):
-        line = _cli_line(cmd[0], str(req), *cmd[1:])
+        line = cli_error_line(cmd[0], str(req), *cmd[1:])
         assert "a YAML file is not a model" in line and "llmsizer plan" in line
 
 

@@ -25,3 +25,12 @@ def run_cli_json(*args: str) -> dict:
     done = run_cli(*args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
+
+
+def cli_error_line(*args: str) -> str:
+    """The one line ``llmsizer ARGS`` refuses bad input with (exit 2, no traceback), without its prefix."""
+    done = run_cli(*args)
+    assert done.returncode == 2, (args, done.returncode, done.stdout[-300:])
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
+    return lines[0].removeprefix("llmsizer: error: ")

@@ -25,7 +25,7 @@ from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..device import check_engine_on_device, engine_assumption, generic_device, workload_on_device
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
-from ..model_warnings import model_warnings
+from ..model_warnings import model_warnings, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
 from .media import media_in_context
@@ -87,6 +87,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         spec = load_model(model)
     else:
         spec = model
+    refuse_unmodelled(spec, training=False)
     # memoized on exactly what the estimate reads: the spec (by identity: specs are frozen and the memo keeps the
     # object alive) and the workload, field by field with each value's type (1 and 1.0, True and 1 are different
     # keys) -- or, when called with keyword fields, those names and values (a hit skips building the workload,

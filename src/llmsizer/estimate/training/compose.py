@@ -30,12 +30,12 @@ from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_s
 from ..device import workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
-from ..model_warnings import model_warnings
+from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, stage_timeline
+from .timeline import StageTimeline, fsdp2_copy_in_events, stage_timeline
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -65,6 +65,11 @@ COMPONENT_FORMULA = {
                     "training_activations.py head_activations, eq. K1)"),
     "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
     "backward_transient": ("gradients alive inside one layer's backward", ACT_SRC + " layer_backward_transient"),
+    "tied_embedding_gradients": ("a trained tied embedding at the backward end: the lm_head's gradient waiting in "
+                                 "the parameter's input buffer, the embedding's own and their sum, above the one "
+                                 "gradient counted",
+                                 "torch/csrc/autograd/input_buffer.cpp @ 4537ef6 accumulate lines 87-127 "
+                                 "(formulas/training_activations.py tied_embedding_backward_end_bytes, eq. T1)"),
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
                          PAR_SRC),
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
@@ -104,6 +109,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
+    refuse_unmodelled(spec, training=True)
     notes: tuple[Assumption, ...] = ()
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
@@ -227,6 +233,7 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
     """``estimate_training(spec, w).items``: those of an estimate already made for a workload that differs from ``w``
     only in memory, headroom or the fields named as given (fit's estimate on the device's memory, which passed the
     same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
+    refuse_unmodelled(spec, training=True)
     _refuse_adapter_fields_on_full(w)
     if not chooses_zero(w):
         hit = _memo_hit(_ITEMS, spec, w)
@@ -321,7 +328,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],
-                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases])
+                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
+                                      fsdp2_copy_in_events(ctx, st))
     acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
@@ -394,8 +402,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "kept_graph_inputs", "rotary_and_masks",
-                 "backward_transient", "gradient_buckets", "gathered_params", "dequant_buffer",
+                 "kept_graph_inputs", "rotary_and_masks", "backward_transient", "tied_embedding_gradients",
+                 "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue
@@ -438,6 +446,14 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        "(torchtitan reshard_after_forward=False with PP; the stage's backward does not reshard "
                        "either), whole, beside this rank's own shard")
             src = "formulas/parallelism.py eq. (PP1) (torch pipelining/stage.py lines 844-847; torchtitan 9dec370)"
+        if name == "gathered_params" and w.fsdp2_units != "largest-two" and w.pp == 1:
+            formula = (f"FSDP2 units as {w.fsdp2_units} lays them out: the root unit (embedding, final norm, output) "
+                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units == "torchtitan" else
+                          "resharded after its forward and gathered again for the output's backward")
+                       + " + one block (the last one kept after the forward), each whole in the all-gather dtype "
+                       "beside this rank's shard (eqs. U1-U4)")
+            src = ("formulas/fsdp2_units.py (torch 2.13 _fsdp_collectives.py lines 336-356, 447-470; _fsdp_state.py "
+                   "lines 203-207; torchtitan parallelize_llama.py @ 9dec370 lines 322-339)")
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"

@@ -53,6 +53,7 @@ _WHY = {
     "tp": "no tensor parallelism", "pp": "no pipeline parallelism", "ep": "no expert parallelism",
     "offload": "everything on the device",
     "fsdp_version": "FSDP2 fully_shard (per-parameter shards)",
+    "fsdp2_units": "the two largest units gathered, less the rank's own shard (wrapping not traced)",
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
     "float8": "bf16 linears (no torchao float8)",
@@ -108,7 +109,7 @@ def compiled_loss(w: TrainingWorkload) -> bool:
     """Whether the cross-entropy runs under torch.compile (formulas/training_activations.py eqs. C1/C2, and its
     fused kernels for the duration): ``compile`` with scope 'layers+loss', on the plain 'ce' loss (torchtune
     ``compile_loss``; the 2024-05 kept-logits loop, the linear and Cut CE losses are not this path)."""
-    return w.compile and w.compile_scope == "layers+loss" and w.loss == "ce" and w.kernels != "unsloth"
+    return w.compile and w.compile_scope != "layers" and w.loss == "ce" and w.kernels != "unsloth"
 
 
 def _default_optimizer(w: TrainingWorkload) -> tuple[str, str]:
@@ -154,6 +155,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("compile_scope",))
     if w.fsdp is not None:
         record_workload(w, acc, ("fsdp_version",))
+        if w.fsdp_version == 2:
+            record_workload(w, acc, ("fsdp2_units",))
     if w.metric in ("reserved", "nvidia-smi"):  # what the allocator keeps reserved (estimate/allocator.py)
         record_workload(w, acc, ("batch_shapes",))
     if w.device != "gpu":
@@ -169,6 +172,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
             raise InputError(f"ep {w.ep} does not divide the {spec.moe.num_experts} routed experts of {spec.name}")
     if w.pp > spec.num_layers:
         raise InputError(f"pp {w.pp} exceeds the {spec.num_layers} layers of {spec.name}")
+    if w.context_parallel > 1 and spec.recurrent_layer_count:
+        # torchtitan's context parallelism replaces SDPA with ring attention and nothing else (formulas/
+        # context_parallel.py): a recurrent scan over one rank's shard would start from a zero state. Megatron-Core's
+        # all-to-all Mamba CP (megatron/core/ssm/mamba_context_parallel.py) is another scheme, not modelled.
+        raise InputError(f"context_parallel {w.context_parallel}: {spec.name} has {spec.recurrent_layer_count} "
+                         f"recurrent ({spec.recurrent.kind if spec.recurrent else 'linear-attention'}) layers, and "
+                         "torchtitan's context parallelism (ring attention over SDPA) has no rule for them")
 
     # weights of the model
     if w.method == "full":

@@ -39,6 +39,7 @@ from ...formulas.deepspeed_zero import (
     step_grad_copy_bytes,
 )
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
+from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import mp_shard_bytes, root_grad_assembly_bytes
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
@@ -64,6 +65,7 @@ from ...formulas.training_activations import (
     layer_saved_terms,
     lm_head_backward_bytes,
     reentrant_recompute_bytes,
+    tied_embedding_backward_end_bytes,
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
@@ -108,6 +110,33 @@ class StageTimeline:
 
 def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
     return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
+
+
+def fsdp2_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
+    """FSDP2 under a traced ``fsdp2_units`` layout (formulas/fsdp2_units.py), full sharding, no pipeline or
+    parameter offload: (the root unit's unsharded bytes: embedding, final norm and output; each block's, in forward
+    order), in the all-gather dtype (param_dtype under fsdp-bf16-mixed; the blocks' Float8Linear weights in float8
+    with float8, the root's embedding and output staying bf16). None otherwise."""
+    w = ctx.w
+    if (w.fsdp2_units == "largest-two" or w.fsdp is None or w.fsdp_version != 2 or w.shard_stage < 3 or w.pp > 1
+            or w.offload != "none"):
+        return None
+    elt = max(1, ctx.recipe.model_bytes)
+    gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
+    root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // elt * gathered
+    blocks = [st.layer_weights[i] // elt * gathered for i in sorted(st.layers)]
+    if w.float8:  # torchao float8 all-gather: 1 B per element of the blocks' linears
+        blocks = [float8_gathered_bytes(b, gathered) for b in blocks]
+    return root, blocks
+
+
+def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
+    """The all-gather copy-in stream's allocations and frees of a step (formulas/fsdp2_units.py), for a traced
+    ``fsdp2_units`` layout; none otherwise."""
+    traced = fsdp2_traced_units(ctx, st)
+    if traced is None:
+        return []
+    return copy_in_events(ctx.w.fsdp2_units, *traced, zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0])
 
 
 def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
@@ -186,7 +215,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                             lm_head_weight_copy=st.lm_head_copy_elements * copy_b,
                             loss_chunks=w.loss_chunks, linear_loss=w.loss == "linear-ce",
                             cut_loss=w.loss == "cut-ce", kept_logits=w.loss == "ce-kept-logits",
-                            compiled_loss=compiled_loss(w),
+                            compiled_loss=compiled_loss(w), upcast_in_loss=w.compile_scope == "layers+loss+upcast",
                             loss_parallel=w.loss == "ce-loss-parallel") if st.has_head else None
     shared_saved = sum(t.bytes for t in head.shared if "mask" not in t.name) if head else 0
     shared_fwd = sum(t.bytes for t in head.shared) if head else 0
@@ -211,6 +240,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
+    traced = fsdp2_traced_units(ctx, st)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
     pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
@@ -221,10 +251,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
         gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
-    if w.float8 and gather and w.fsdp is not None:  # torchao float8 all-gather: 1 B per element
+    if w.float8 and gather and w.fsdp is not None and traced is None:  # torchao float8 all-gather: 1 B per element
         gather = float8_gathered_bytes(gather, ctx.recipe.model_bytes)
-    elif w.precision == "fsdp-bf16-mixed" and gather:  # units are all-gathered in param_dtype (bf16), not fp32
+    elif w.precision == "fsdp-bf16-mixed" and gather and traced is None:  # all-gathered in param_dtype (bf16)
         gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
+    if traced is not None:  # FSDP2 units as the wrapping lays them out (formulas/fsdp2_units.py eqs. U1-U4)
+        root, blocks = traced
+        block = max(blocks, default=0)
+        gather = unsharded_bytes(w.fsdp2_units, "backward", root, block)
+        gather_fwd = {"forward": unsharded_bytes(w.fsdp2_units, "loss", root, block)}
     if w.fsdp_version == 1 and w.fsdp is not None and w.precision == "fsdp-bf16-mixed" and gather:
         # FSDP1 casts the unit's shard into _mp_shard before the all-gather (formulas/fsdp_flat_param.py)
         largest = max(st.layer_weights.values()) // max(1, ctx.recipe.model_bytes)
@@ -232,7 +267,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
     # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
     ds3 = w.zero == 3 and w.fsdp is None
-    gather_fwd = gather_bwd = {}
+    gather_bwd = {}
+    if traced is None:
+        gather_fwd = {}
     window_reach: tuple[int, int] | None = None  # ZeRO-3: (gathered bytes, layers ahead) when the lm_head is prefetched
     if ds3:
         elt = max(1, ctx.base_bytes)
@@ -469,6 +506,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
         e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
+        if (spec.tie_word_embeddings and w.method == "full" and st.has_head and w.shard_stage == 0
+                and w.fsdp is None and w.tp == 1 and w.offload == "none"):
+            # a trained tied embedding: the lm_head's gradient waiting in the parameter's input buffer, the
+            # embedding's own and (out of place where the lm_head's is a view) their sum (eq. T1); sharded runs,
+            # tensor parallelism and offloading are not modeled here
+            view = (not (copy_b and st.lm_head_copy_elements) and w.loss_chunks <= 1
+                    and w.loss in ("ce", "ce-kept-logits") and not compiled_loss(w))
+            g_out = e.parts["backward_transient"]
+            e.parts["tied_embedding_gradients"] = tied_embedding_backward_end_bytes(
+                spec.vocab_size * spec.hidden_size * ctx.recipe.grad_bytes, g_out, view, persist) - g_out
         if w.fsdp is not None and w.fsdp_version == 1 and w.method == "full" and w.shard_group > 1:
             # FSDP1: the root unit's view gradients and their concatenation (formulas/fsdp_flat_param.py eq. N2),
             # the root still gathered until its post-backward hook

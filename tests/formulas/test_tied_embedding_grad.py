@@ -1,0 +1,121 @@
+"""A trained tied embedding at the end of the backward (formulas/training_activations.py
+``tied_embedding_backward_end_bytes``, eq. T1) against a live-tensor trace of a real CPU backward.
+
+The model is an Embedding and a bias-free Linear over the vocabulary (V = 50,000, h = 64, 4 tokens), the Linear's
+weight the Embedding's (tied) or its own (untied), a cross-entropy on the fp32 logits. The trace (tests/training/
+measure_step.py ``LiveTensorBytes``) starts again just before the embedding's backward node runs (a pre-hook on
+it): from there to the end of the backward the live bytes are the weights and what the backward holds. That peak,
+less the weights, must equal the gradients counted once per parameter (in their dtype) plus the formula's bytes
+above them (the embedding's incoming [t, h] gradient alone for the untied model), up to the embedding backward's
+int64 index copies and a scalar (t x 8 + 8 B, under 1 KiB). The tied fp32 case must miss the plain count
+(gradients + incoming gradient) by more than 50 %: the case discriminates.
+
+A TorchDispatchMode (any: the tracker's, or one that only calls the op) makes the engine's input-buffer sums out of
+place: the Python wrappers it creates hold references, so ``can_accumulate_inplace`` fails
+(torch/csrc/autograd/input_buffer.cpp). The trace is therefore truth only where the sum is out of place anyway (the
+plain lm_head's gradient, a view). Where the formula has the sum in place (the buffered gradient the fp32 cast of an
+autocast copy's), the truth is the engine itself, untraced: the buffer after the sum has the buffered gradient's
+data pointer (and, for the plain lm_head, a new one).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+
+from llmsizer.formulas.training_activations import tied_embedding_backward_end_bytes  # noqa: E402
+
+V, H, T = 50_000, 64, 8
+CASES = {  # id: (tied, weight dtype, autocast, a .grad kept from an earlier micro-batch)
+    "tied fp32": (True, torch.float32, False, False),
+    "tied bf16": (True, torch.bfloat16, False, False),
+    "tied fp32, grads persist": (True, torch.float32, False, True),
+    "untied fp32": (False, torch.float32, False, False),
+    "untied fp32 weight, bf16 autocast": (False, torch.float32, True, False),
+}
+
+
+def _backward_end_bytes(tied: bool, dtype: torch.dtype, autocast: bool, persist: bool) -> tuple[int, int]:
+    """(peak live bytes from the embedding's backward to the end, less the weights; the weights' bytes)."""
+    torch.manual_seed(0)
+    emb = torch.nn.Embedding(V, H, dtype=dtype)
+    head = torch.nn.Linear(H, V, bias=False, dtype=dtype)
+    if tied:
+        head.weight = emb.weight
+    params = list({id(p): p for p in (emb.weight, head.weight)}.values())
+    ids = torch.randint(0, V, (1, T))
+    tracker = LiveTensorBytes(lambda *a: {})
+
+    def loss() -> torch.Tensor:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = head(emb(ids) * 2.0)
+        return F.cross_entropy(logits.float().reshape(-1, V), ids.reshape(-1))
+
+    with tracker.mode:
+        for p in params:
+            p.view(-1)  # registers the weights
+        if persist:
+            loss().backward()
+        out = loss()
+        node = out.grad_fn
+        while type(node).__name__ != "EmbeddingBackward0":  # down the graph to the embedding's node
+            node = next(n for n, _ in node.next_functions if n is not None and type(n).__name__ != "AccumulateGrad")
+
+        def restart(_: object) -> None:
+            tracker.peak = tracker.current
+
+        node.register_prehook(restart)
+        out.backward()
+    weights = sum(p.numel() * p.element_size() for p in params)
+    return tracker.peak - weights, weights
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_backward_end_matches_a_live_trace(case: str) -> None:
+    tied, dtype, autocast, persist = CASES[case]
+    meas, _ = _backward_end_bytes(tied, dtype, autocast, persist)
+    g = V * H * dtype.itemsize  # each parameter's gradient, in the parameter's dtype
+    grad_output = T * H * dtype.itemsize  # autocast leaves the embedding (and the mul after it) in the weight's dtype
+    counted = g * (1 if tied else 2)  # the gradients counted once per parameter
+    if tied:
+        pred = counted + tied_embedding_backward_end_bytes(g, grad_output, True, persist)
+    else:
+        pred = counted + grad_output
+    print(f"\n{case}: backward end {meas / g:.4f} G measured, {pred / g:.4f} G predicted (G = {g} B)")
+    assert 0 <= meas - pred <= 1024
+    if tied and not autocast:
+        assert (meas - (counted + grad_output)) / meas > 0.5
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["fp32: out of place", "bf16 autocast: in place"])
+def test_input_buffer_sum_in_place_only_for_a_fresh_lm_head_gradient(autocast: bool) -> None:
+    """Untraced: the data pointers of the lm_head's gradient (as it leaves its last node), of the embedding's and of
+    the parameter's summed buffer (AccumulateGrad's pre-hook)."""
+    torch.manual_seed(0)
+    weight = torch.randn(V, H, requires_grad=True)
+    ids = torch.randint(0, V, (1, T))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        out = F.linear(F.embedding(ids, weight) * 2.0, weight).float().sum()
+    ptrs: dict[str, int] = {}
+    stack = [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            if type(nxt).__name__ == "AccumulateGrad":
+                name = "embedding" if type(node).__name__ == "EmbeddingBackward0" else "lm_head"
+                node.register_hook(lambda gi, go, k=name: ptrs.__setitem__(k, gi[0].data_ptr()))
+                nxt.register_prehook(lambda g: ptrs.__setitem__("sum", g[0].data_ptr()))
+            else:
+                stack.append(nxt)
+    out.backward()
+    assert len(ptrs) == 3
+    if autocast:  # eq. T1, fresh: summed into the buffered gradient
+        assert ptrs["sum"] == ptrs["lm_head"]
+    else:  # eq. T1, view: a third tensor
+        assert ptrs["sum"] not in (ptrs["lm_head"], ptrs["embedding"])

@@ -1,0 +1,54 @@
+"""One T5 / mT5 block's saved tensors in training (formulas/encoder_decoder_activations.py eq. E4) against what
+autograd really saves.
+
+Independent truth: the distinct non-parameter storages autograd saves (``oracle_utils.saved_storage_hooks``, as
+tests/training/test_parallel_block_saved_tensors.py) during the training forward (labels given) of small
+T5ForConditionalGeneration models (transformers 5.24, torch 2.13 CPU, fp32, eager attention, every weight
+trained). A block's bytes are the difference between two models that differ by one encoder (or one decoder) block:
+everything outside the blocks (position bias, embedding dropout, final norms, lm_head, loss) cancels. Source and
+target lengths differ so that a swapped length fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmsizer.formulas.encoder_decoder_activations import t5_block_saved_bytes
+from llmsizer.readers.hf_config import spec_from_config
+from oracle_utils import build, random_ids, saved_storage_hooks, torch
+
+pytestmark = pytest.mark.slow
+
+_SMALL = {"model_type": "t5", "vocab_size": 300, "d_model": 64, "d_kv": 16, "d_ff": 128, "num_heads": 6,
+          "decoder_start_token_id": 0, "pad_token_id": 0, "tie_word_embeddings": False}
+CONFIGS = {
+    "t5-v1_1-dropout": {**_SMALL, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.1},
+    "t5-v1_1-no-dropout": {**_SMALL, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.0},
+    "t5-relu-dropout": {**_SMALL, "feed_forward_proj": "relu", "dropout_rate": 0.1},
+    "t5-relu-no-dropout": {**_SMALL, "feed_forward_proj": "relu", "dropout_rate": 0.0},
+}
+BATCH = 2
+
+
+def _saved(cfg: dict, enc: int, dec: int, source: int, target: int) -> int:
+    cfg = {**cfg, "num_layers": enc, "num_decoder_layers": dec}
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=torch.float32, attn="eager")
+    model.train()
+    saved, hooks = saved_storage_hooks(model)
+    with hooks:
+        model(input_ids=random_ids(cfg["vocab_size"], BATCH, source),
+              labels=random_ids(cfg["vocab_size"], BATCH, target, seed=1), use_cache=False)
+    return sum(saved.values())
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize(("source", "target"), [(24, 10), (12, 20)])
+def test_block_terms_equal_what_autograd_saves(name, source, target):
+    cfg = CONFIGS[name]
+    base = _saved(cfg, 1, 1, source, target)
+    enc_measured = _saved(cfg, 2, 1, source, target) - base
+    dec_measured = _saved(cfg, 1, 2, source, target) - base
+    spec = spec_from_config({**cfg, "num_layers": 1, "num_decoder_layers": 1}, name=name)
+    assert t5_block_saved_bytes(spec, 0, BATCH, source, target, 4, 4) == enc_measured  # CPU masks: fp32
+    assert t5_block_saved_bytes(spec, 1, BATCH, source, target, 4, 4) == dec_measured
