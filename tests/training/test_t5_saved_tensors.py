@@ -52,3 +52,44 @@ def test_block_terms_equal_what_autograd_saves(name, source, target):
     spec = spec_from_config({**cfg, "num_layers": 1, "num_decoder_layers": 1}, name=name)
     assert t5_block_saved_bytes(spec, 0, BATCH, source, target, 4, 4) == enc_measured  # CPU masks: fp32
     assert t5_block_saved_bytes(spec, 1, BATCH, source, target, 4, 4) == dec_measured
+
+
+def _model_cfg(name: str, tie: bool) -> dict:
+    return {**CONFIGS[name], "num_layers": 2, "num_decoder_layers": 3, "tie_word_embeddings": tie}
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize("tie", [False, True])
+@pytest.mark.parametrize(("source", "target"), [(24, 10), (12, 20)])
+def test_whole_model_saved_bytes_equal_what_autograd_saves(name, tie, source, target):
+    """Every saved storage of the training forward (blocks, embeddings, position-bias buckets, final norms, dropout
+    masks, loss) against the training estimate's context (eqs. E4 + E5): a CPU step, so fp32 dropout masks."""
+    from llmsizer import estimate_training
+    from llmsizer.estimate.training.compose import training_context
+    from llmsizer.formulas.training_activations import head_activations, layer_saved_terms
+    from llmsizer.specs import TrainingWorkload
+
+    cfg = _model_cfg(name, tie)
+    measured = _saved(cfg, cfg["num_layers"], cfg["num_decoder_layers"], source, target)
+    spec = spec_from_config(cfg, name=name)
+    w = TrainingWorkload(method="full", precision="fp32", attention="eager", device="cpu", micro_batch=BATCH,
+                         seq_len=source, target_len=target)
+    act = training_context(spec, w).act
+    layers = sum(t.bytes for i in range(spec.num_layers) for t in layer_saved_terms(spec, i, act))
+    outside = sum(t.bytes for t in head_activations(spec, act, lm_head_trained=True).saved)
+    assert layers + outside == measured
+    assert estimate_training(spec, w).details["saved_activations_bytes"] == layers
+
+
+def test_target_len_swapped_fails():
+    """The source and target lengths are not interchangeable (the check above can fail)."""
+    from llmsizer.estimate.training.compose import training_context
+    from llmsizer.formulas.training_activations import head_activations
+    from llmsizer.specs import TrainingWorkload
+
+    spec = spec_from_config(_model_cfg("t5-v1_1-dropout", False), name="x")
+    act = [training_context(spec, TrainingWorkload(method="full", precision="fp32", attention="eager", device="cpu",
+                                                   micro_batch=BATCH, seq_len=s, target_len=t)).act
+           for s, t in ((24, 10), (10, 24))]
+    assert sum(t.bytes for t in head_activations(spec, act[0], True).saved) != sum(
+        t.bytes for t in head_activations(spec, act[1], True).saved)
