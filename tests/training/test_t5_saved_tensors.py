@@ -93,3 +93,35 @@ def test_target_len_swapped_fails():
            for s, t in ((24, 10), (10, 24))]
     assert sum(t.bytes for t in head_activations(spec, act[0], True).saved) != sum(
         t.bytes for t in head_activations(spec, act[1], True).saved)
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+@pytest.mark.parametrize(("source", "target"), [(24, 10), (12, 20)])
+def test_lora_q_v_whole_model_saved_bytes_equal_what_autograd_saves(name, source, target):
+    """PEFT LoRA on T5's default targets q and v (r 8, lora_dropout 0.1; PEFT 0.21.2 adapts the self- and the
+    cross-attention's q and v): every saved storage but the parameters against eq. (E6) through the estimate's
+    context, and the trainable parameters against the estimate's adapter count."""
+    peft = pytest.importorskip("peft")
+    from llmsizer.estimate.training.compose import training_context
+    from llmsizer.formulas.training_activations import head_activations, layer_saved_terms
+    from llmsizer.specs import TrainingWorkload
+
+    cfg = _model_cfg(name, False)
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=torch.float32, attn="eager")
+    model = peft.get_peft_model(model, peft.LoraConfig(task_type="SEQ_2_SEQ_LM", r=8, lora_alpha=32, lora_dropout=0.1))
+    model.train()
+    saved, hooks = saved_storage_hooks(model)
+    with hooks:
+        model(input_ids=random_ids(cfg["vocab_size"], BATCH, source),
+              labels=random_ids(cfg["vocab_size"], BATCH, target, seed=1), use_cache=False)
+    spec = spec_from_config(cfg, name=name)
+    w = TrainingWorkload(method="lora", rank=8, alpha=32, targets=("q", "v"), lora_dropout="per-module",
+                         precision="fp32", attention="eager", device="cpu", micro_batch=BATCH, seq_len=source,
+                         target_len=target)
+    ctx = training_context(spec, w)
+    layers = sum(t.bytes for i in range(spec.num_layers) for t in layer_saved_terms(spec, i, ctx.act))
+    outside = sum(t.bytes for t in head_activations(spec, ctx.act, lm_head_trained=False).saved)
+    assert layers + outside == sum(saved.values())
+    assert ctx.lora is not None
+    assert ctx.lora.total == sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -17,8 +17,8 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   generated token plus each decoder layer's cross-attention K/V over the source, which the serving estimate does
   not compose: no number is given.
 - Training one other than as measured: its saved activations (formulas/encoder_decoder_activations.py eqs. E4, E5)
-  are counted for ``T5_TRAINING`` alone (every weight trained, fp32, eager attention, no checkpointing, one device,
-  plain cross-entropy); any other setting of those is refused.
+  are counted for ``T5_TRAINING`` alone (fp32, eager attention, no checkpointing, one device, plain cross-entropy),
+  every weight trained or LoRA as ``T5_LORA`` (eq. E6); any other setting of those is refused.
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from ..errors import InputError
 from ..specs import ModelSpec, TrainingWorkload
 
 # the training settings whose encoder-decoder activations are counted (measured in tests/training/test_t5_saved_tensors.py)
-T5_TRAINING = {"method": "full", "precision": "fp32", "attention": "eager", "grad_checkpointing": "none", "tp": 1,
+T5_TRAINING = {"precision": "fp32", "attention": "eager", "grad_checkpointing": "none", "tp": 1,
                "pp": 1, "context_parallel": 1, "loss": "ce", "loss_chunks": 1, "kernels": "pytorch",
                "compile": False, "float8": False, "activation_offload": False, "sequence_parallel": False}
+# and under LoRA (eq. E6): PEFT's T5 default targets, each adapter with its own dropout
+T5_LORA = {"targets": ("q", "v"), "lora_dropout": "per-module", "dora": False, "modules_to_save": ()}
 GEMMA3N_ACTIVATIONS = "gemma3n_activations"
 GEMMA3N_TOWERS = "gemma3n_towers_not_counted"
 GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
@@ -64,11 +66,16 @@ def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | Non
         return
     if training and w is not None:
         off = [f"{k} {getattr(w, k)!r} (counted: {v!r})" for k, v in T5_TRAINING.items() if getattr(w, k) != v]
+        if w.method not in ("full", "lora"):
+            off.append(f"method {w.method!r} (counted: 'full', 'lora')")
+        elif w.method == "lora":
+            off += [f"{k} {getattr(w, k)!r} (counted: {v!r})" for k, v in T5_LORA.items() if getattr(w, k) != v]
         if not off:
             return
         raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): its training memory is "
                          "modelled as measured (formulas/encoder_decoder_activations.py) for "
-                         f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())} only; not modelled: "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())}, method 'full' or 'lora' with "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_LORA.items())} only; not modelled: "
                          f"{', '.join(off)}")
     what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
             if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "

@@ -98,7 +98,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..specs import ModelSpec
-from .encoder_decoder_activations import t5_block_saved_bytes, t5_outside_blocks_saved_terms
+from .encoder_decoder_activations import (
+    t5_block_saved_bytes,
+    t5_lora_block_saved_bytes,
+    t5_lora_outside_blocks_saved_terms,
+    t5_outside_blocks_saved_terms,
+)
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
@@ -231,6 +236,12 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
     if spec.encoder_decoder is not None:
         part = "encoder" if layer < spec.encoder_decoder.encoder_layers else "decoder"
         target = st.target or st.seq
+        if not st.full:  # LoRA on q and v (estimate/model_warnings.py T5_TRAINING): eq. E6
+            return (Term(f"T5 {part} block (LoRA q, v)",
+                         t5_lora_block_saved_bytes(spec, layer, st.batch, st.seq, target, st.compute, st.dropout_mask,
+                                                   st.rank),
+                         f"eq. E6 over {st.batch} x {st.seq} source / {target} target tokens, rank {st.rank}, "
+                         f"{st.compute} B elements, {st.dropout_mask} B dropout masks"),)
         return (Term(f"T5 {part} block", t5_block_saved_bytes(spec, layer, st.batch, st.seq, target, st.compute,
                                                                st.dropout_mask),
                      f"eq. E4 over {st.batch} x {st.seq} source / {target} target tokens, {st.compute} B elements, "
@@ -751,7 +762,8 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     v = _div(spec.vocab_size, st.tp)
     if spec.encoder_decoder is not None:  # T5: what lies outside the blocks, eq. (E5); logits over the target
         tt = st.head_tokens
-        outside = t5_outside_blocks_saved_terms(spec, st.batch, st.seq, st.target or st.seq, c, st.dropout_mask)
+        outside = (t5_outside_blocks_saved_terms if st.full else t5_lora_outside_blocks_saved_terms)(
+            spec, st.batch, st.seq, st.target or st.seq, c, st.dropout_mask)
         return HeadActivations(tuple(Term(n, b, f) for n, b, f in outside), tt * v * c + (tt * v * 4 if c != 4 else 0),
                                2 * tt * v * 4, ())
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
