@@ -125,3 +125,37 @@ def test_lora_q_v_whole_model_saved_bytes_equal_what_autograd_saves(name, source
     assert layers + outside == sum(saved.values())
     assert ctx.lora is not None
     assert ctx.lora.total == sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("method", ["full", "lora"])
+def test_weights_gradients_and_adamw_states_equal_a_real_step(method):
+    """One real AdamW step of a tiny T5 (CPU, fp32; PEFT LoRA r 8 on q, v): the weights, adapters, gradients and the
+    optimizer's states it holds (exp_avg, exp_avg_sq, the fp32 step scalar) against the estimate's model states."""
+    from llmsizer import estimate_training
+
+    cfg = _model_cfg("t5-v1_1-dropout", False)
+    torch.manual_seed(0)
+    model = build(cfg, device="cpu", dtype=torch.float32, attn="eager")
+    fields = dict(precision="fp32", attention="eager", device="cpu", micro_batch=BATCH, seq_len=24, target_len=10,
+                  optimizer="adamw")
+    if method == "lora":
+        peft = pytest.importorskip("peft")
+        model = peft.get_peft_model(model, peft.LoraConfig(task_type="SEQ_2_SEQ_LM", r=8, lora_alpha=32,
+                                                           lora_dropout=0.1))
+        fields.update(method="lora", rank=8, alpha=32, targets=("q", "v"), lora_dropout="per-module")
+    model.train()
+    trained = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(trained, lr=1e-3)
+    model(input_ids=random_ids(cfg["vocab_size"], BATCH, 24),
+          labels=random_ids(cfg["vocab_size"], BATCH, 10, seed=1), use_cache=False).loss.backward()
+    grads = sum(p.grad.nbytes for p in trained)
+    opt.step()
+    states = sum(t.nbytes for s in opt.state.values() for t in s.values())  # exp_avg, exp_avg_sq, step
+    frozen = sum(p.nbytes for p in model.parameters() if not p.requires_grad)
+    est = estimate_training(spec_from_config(cfg, name="t5"), **fields)
+    ms = est.details["model_states"]
+    if method == "lora":
+        assert (ms["weights"], ms["adapter_weights"]) == (frozen, sum(p.nbytes for p in trained))
+    else:
+        assert ms["weights"] == sum(p.nbytes for p in trained) and frozen == 0
+    assert (ms["gradients"], ms["optimizer_states"]) == (grads, states)
