@@ -455,6 +455,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
         if name == "gathered_params" and w.fsdp_version == 1 and w.fsdp is not None:
             formula += "; FSDP1 flat parameters (+ the _mp_shard low-precision copy of a shard under mixed precision)"
             src += "; formulas/fsdp_flat_param.py"
+        if name == "head_activations" and spec.encoder_decoder is not None:
+            formula = ("outside the blocks: both stacks' final norms and dropout masks, the fp32 log-softmax, labels"
+                       + (" (frozen embeddings and norms: eq. E6)" if w.adapters else
+                          ", embedding ids and position-bias buckets (eq. E5)"))
+            src = "formulas/encoder_decoder_activations.py"
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
