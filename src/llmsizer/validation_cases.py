@@ -1385,6 +1385,43 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the tied lm_head on top of stage3_max_live_parameters (1e9 fp32 elements) already gathered",
                False, "peak"),
 }
+# PEFT README @ 0032f32a, 'GPU memory required for adapting LLMs' (T0_3B, mt0-xxl rows PM0066-PM0076) and its
+# ZeRO-3 offload log (PM0082). The settings are those of the example script the t5 helper read at 0032f32a,
+# examples/conditional_generation/peft_lora_seq2seq_accelerate_ds_zero3_offload.py (today's file keeps the loop and
+# the tokenization: lines 103-105 LoraConfig r=8, lora_alpha=32, lora_dropout=0.1, PEFT's T5 default targets q and
+# v; batch_size 8; torch.optim.AdamW; fp32, mixed_precision 'no'): the full fine-tuning and plain-LoRA columns
+# taken as the same script without DeepSpeed. transformers of early 2023 had only eager attention for T5. ASSUMED,
+# so every row is reported, not summarised:
+# - source length 128: ``tokenizer(inputs, truncation=True)`` with no max_length, padded to the longest row of each
+#   batch (``tokenizer.pad(padding="longest")``); the peak is the batch with the longest tweet of the train split
+#   (280 characters at most, about 2.2 characters per SentencePiece token for handles and URLs: ~128) - not
+#   measured here (the dataset is not available): at 64 every row falls, T0_3B LoRA 17.5 -> 14.3 GB;
+# - target length 3: labels padded to ``target_max_length`` = the longest tokenized class label ('no complaint':
+#   two pieces + </s>, read, not tokenized here);
+# - the loop keeps ``outputs`` (its fp32 logits, b t V 4 = 3 MiB at t = 3) through the backward: not counted;
+# - ZeRO-3 rows: the existing DeepSpeed ZeRO-3 path (formulas/deepspeed_zero.py) with parameters and optimizer
+#   offloaded, pre-0.9 gathering as PM0080 (same README, same era); its units are the stack's layers in order
+#   (encoder, then decoder), and the shared embedding that the decoder uses again is counted as one unit, once.
+_T5_PEFT = dict(precision="fp32", attention="eager", micro_batch=8, seq_len=128, target_len=3)
+_T5_LORA = dict(_T5_PEFT, method="lora", rank=8, alpha=32, targets=("q", "v"), lora_dropout="per-module")
+_T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9")
+_T5_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 128 tokens and target 3 ASSUMED "
+            "(padded per batch; longest class label)")
+TRAINING_ROWS.update({
+    "PM0066": ("t0_3b", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning", False, "peak"),
+    "PM0068": ("t0_3b", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
+               False, "peak"),
+    "PM0070": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0068 under DeepSpeed ZeRO-3, parameters and optimizer "
+               "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    "PM0072": ("mt0-xxl", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning: the OOM row is a lower bound (> 80 GB on "
+               "the A100 80GB)", True, "oom"),
+    "PM0073": ("mt0-xxl", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
+               False, "peak"),
+    "PM0075": ("mt0-xxl", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0073 under DeepSpeed ZeRO-3, parameters and "
+               "optimizer offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    "PM0082": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; the README's log of the ZeRO-3 offload script (max_memory_"
+               "allocated >> 20); as PM0070", False, "peak"),
+})
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing, seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
 # lines 379-395 defaults). The measured column is max *reserved* memory (torchtitan/metrics.py @9dec370 line 62
@@ -1763,10 +1800,8 @@ TRAINING_NOT_EXPRESSED_ROWS.update({
     "PM1122": _LIT_STATES.format(3.213 * 8, 3.213, "16.51"),
     "PM1135": _LIT_STATES.format(3.821 * 8, 3.821, "17.01"),
 })
-TRAINING_NOT_EXPRESSIBLE = {
-    "T0_3B": "encoder-decoder (T5) architecture; llmsizer models decoder-only transformers",
-    "mt0-xxl": "encoder-decoder (mT5) architecture; llmsizer models decoder-only transformers",
-}
+# (the T0_3B / mt0-xxl host-RAM rows take the generic host-RAM reason; their GPU rows are expressed above)
+TRAINING_NOT_EXPRESSIBLE: dict[str, str] = {}
 
 
 def bloom_7b1() -> Any:

@@ -50,3 +50,16 @@ def test_models_fits_on_lists_them_as_not_fitting_without_failing():
     rows = {r["id"]: r for r in json.loads(out)["models"]}
     assert rows["bigscience/T0_3B"]["status"] == "rejected" and "encoder-decoder" in rows["bigscience/T0_3B"]["reasons"][0]
     assert any(r["status"] == "meets" for r in rows.values())  # decoder-only models are still sized
+
+
+@pytest.mark.parametrize("name", SEQ2SEQ)
+def test_full_fp32_eager_training_is_sized_and_other_settings_named(name):
+    """The one setting whose activations are measured (tests/training/test_t5_saved_tensors.py) gives a number; a
+    setting outside it is refused naming that setting."""
+    est = estimate_training(name, method="full", precision="fp32", attention="eager", micro_batch=2, seq_len=256,
+                            target_len=8)
+    assert est.total("device")[1] > est.item("weights").bytes > 0
+    with pytest.raises(InputError, match=r"encoder-decoder .*not modelled: precision 'bf16-mixed'"):
+        estimate_training(name, method="full", attention="eager", micro_batch=2, seq_len=256)
+    with pytest.raises(InputError, match=r"target_len applies to encoder-decoder"):
+        estimate_training("qwen2.5-0.5b", micro_batch=1, seq_len=256, target_len=8)

@@ -221,6 +221,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    help=f"sequences per device per forward (default {TW.micro_batch})")
     g.add_argument("--seq", "--seq-len", type=tokens_arg, dest="seq_len",
                    help=f"tokens per training sequence; 4k = 4096 (default {TW.seq_len})")
+    g.add_argument("--target-len", type=tokens_arg, dest="target_len",
+                   help="an encoder-decoder's (T5, mT5) target tokens per sequence, the decoder's length; --seq is "
+                        "then the source (encoder) length (default: --seq)")
     g.add_argument("--grad-accumulation", type=int_arg(COUNT), help=f"micro-batches per optimizer step (default "
                    f"{TW.grad_accumulation})")
     g.add_argument("--grad-checkpointing", choices=GRAD_CHECKPOINTING,
@@ -341,7 +344,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
-                   "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
+                   "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",

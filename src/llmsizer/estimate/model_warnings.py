@@ -12,18 +12,26 @@
 
 What the estimators refuse rather than size (``refuse_unmodelled``, one line, exit 2 / HTTP 400):
 
-- A T5-style encoder-decoder (``ModelSpec.encoder_decoder``: T5, mT5, T0, mT0). Its parameters, weights and
-  tensor inventory are exact (formulas/tensors.py), but the memory formulas are decoder-only: serving one keeps the
-  decoder's self-attention K/V per generated token plus each decoder layer's cross-attention K/V over the source,
-  and training one keeps the encoder's activations over the source and the decoder's over the target. Neither is
-  modelled, so no number is given.
+- Serving a T5-style encoder-decoder (``ModelSpec.encoder_decoder``: T5, mT5, T0, mT0). Its parameters, weights
+  and tensor inventory are exact (formulas/tensors.py), but serving one keeps the decoder's self-attention K/V per
+  generated token plus each decoder layer's cross-attention K/V over the source, which the serving estimate does
+  not compose: no number is given.
+- Training one other than as measured: its saved activations (formulas/encoder_decoder_activations.py eqs. E4, E5)
+  are counted for ``T5_TRAINING`` alone (fp32, eager attention, no checkpointing, one device, plain cross-entropy),
+  every weight trained or LoRA as ``T5_LORA`` (eq. E6); any other setting of those is refused.
 """
 
 from __future__ import annotations
 
 from ..errors import InputError
-from ..specs import ModelSpec
+from ..specs import ModelSpec, TrainingWorkload
 
+# the training settings whose encoder-decoder activations are counted (measured in tests/training/test_t5_saved_tensors.py)
+T5_TRAINING = {"precision": "fp32", "attention": "eager", "grad_checkpointing": "none", "tp": 1,
+               "pp": 1, "context_parallel": 1, "loss": "ce", "loss_chunks": 1, "kernels": "pytorch",
+               "compile": False, "float8": False, "activation_offload": False, "sequence_parallel": False}
+# and under LoRA (eq. E6): PEFT's T5 default targets, each adapter with its own dropout
+T5_LORA = {"targets": ("q", "v"), "lora_dropout": "per-module", "dora": False, "modules_to_save": ()}
 GEMMA3N_ACTIVATIONS = "gemma3n_activations"
 GEMMA3N_TOWERS = "gemma3n_towers_not_counted"
 GEMMA3N_FFN_WIDTHS = "gemma3n_per_layer_ffn_widths"
@@ -50,12 +58,25 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
     return out
 
 
-def refuse_unmodelled(spec: ModelSpec, training: bool) -> None:
+def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | None = None) -> None:
     """Raise one ``InputError`` line when ``spec`` has a structure the memory model does not cover (module
-    docstring); return otherwise."""
+    docstring); return otherwise. ``w``: the training workload (an encoder-decoder trains as ``T5_TRAINING``)."""
     ed = spec.encoder_decoder
     if ed is None:
         return
+    if training and w is not None:
+        off = [f"{k} {getattr(w, k)!r} (counted: {v!r})" for k, v in T5_TRAINING.items() if getattr(w, k) != v]
+        if w.method not in ("full", "lora"):
+            off.append(f"method {w.method!r} (counted: 'full', 'lora')")
+        elif w.method == "lora":
+            off += [f"{k} {getattr(w, k)!r} (counted: {v!r})" for k, v in T5_LORA.items() if getattr(w, k) != v]
+        if not off:
+            return
+        raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): its training memory is "
+                         "modelled as measured (formulas/encoder_decoder_activations.py) for "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())}, method 'full' or 'lora' with "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_LORA.items())} only; not modelled: "
+                         f"{', '.join(off)}")
     what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
             if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "
             "K/V over the encoder output)")

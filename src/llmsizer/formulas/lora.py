@@ -106,6 +106,11 @@ class LoraParams:
 
 
 FUSED_QKV_ROLES = ("attn_q", "attn_k", "attn_v")
+# a T5 decoder layer's cross-attention (EncDecAttention) has modules named q, k, v, o like its self-attention: PEFT
+# matches a target by the module name's last part (peft tuners/tuners_utils.py ``check_target_module_exists``; T5's
+# default targets q and v, utils/constants.py), so it adapts both attentions (measured, PEFT 0.21.2:
+# tests/training/test_t5_saved_tensors.py). Other models' cross-attention (mllama) keeps its own names.
+T5_CROSS_TARGET = {"cross_attn_q": "q", "cross_attn_k": "k", "cross_attn_v": "v", "cross_attn_o": "o"}
 
 
 @cache
@@ -174,7 +179,7 @@ def adapted_layout(spec: ModelSpec, targets: tuple[str, ...] | str) -> AdaptedLa
     head, groups, tail = layer_groups(spec)
     layers: list[tuple[AdaptedModule, ...]] = [()] * spec.num_layers
     for _kind, tensors, idx in groups:
-        mods_k = tuple(_matched(tensors, wanted, fused))  # as the group's first layer holds them
+        mods_k = tuple(_matched(tensors, wanted, fused, cross=spec.encoder_decoder is not None))
         for i in idx:
             layers[i] = mods_k
     after = _matched(expand(tail), wanted)
@@ -192,9 +197,10 @@ def adapted_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[Ad
     return tuple(adapted_layout(spec, targets).flat())
 
 
-def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0) -> list[AdaptedModule]:
+def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0, cross: bool = False) -> list[AdaptedModule]:
     """The adapted modules of ``tensors`` whose target name is in ``wanted`` (2-D weights outside the vision tower
-    and the fused experts); ``fused_qkv``: the out features of one adapter standing for attn_q/k/v (0: none)."""
+    and the fused experts); ``fused_qkv``: the out features of one adapter standing for attn_q/k/v (0: none);
+    ``cross``: a T5 decoder's cross-attention answers to q/k/v/o (``T5_CROSS_TARGET``)."""
     out: list[AdaptedModule] = []
     for role, comp, shape, count, layer, _ in tensors:
         if len(shape) != 2 or comp in ("vision", "experts") or role.endswith(".bias"):
@@ -203,7 +209,7 @@ def _matched(tensors: Iterable[Tensor], wanted: set[str], fused_qkv: int = 0) ->
             if role == "attn_q":
                 out.append(AdaptedModule("attn_qkv", layer, shape[1], fused_qkv, count))
             continue
-        name = _role_target(role)
+        name = _role_target(role) or (T5_CROSS_TARGET.get(role) if cross else None)
         if name is None or name not in wanted:
             continue
         if role == "token_embd":  # nn.Embedding(V, h): weight [V, h] = (num_embeddings, embedding_dim)
@@ -235,7 +241,7 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     for m, k in alike:  # eq. (1) once per kind of module, times the modules of that kind (integers: exact)
         r = rank * m.rank_mult * m.experts
         n = k * m.count * (r * (m.in_features + m.out_features) + (m.out_features if dora else 0))
-        name = _role_target(m.role) or m.role
+        name = _role_target(m.role) or T5_CROSS_TARGET.get(m.role, m.role)
         by[name] = by.get(name, 0) + n
         total += n
     return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by)

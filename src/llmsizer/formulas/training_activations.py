@@ -99,6 +99,12 @@ from dataclasses import dataclass, field
 
 from ..frozen import fast_init
 from ..specs import ModelSpec
+from .encoder_decoder_activations import (
+    t5_block_saved_bytes,
+    t5_lora_block_saved_bytes,
+    t5_lora_outside_blocks_saved_terms,
+    t5_outside_blocks_saved_terms,
+)
 
 ATTN_INPUTS = ("attn_q", "attn_k", "attn_v")
 MLP_INPUTS = ("ffn_gate", "ffn_up")
@@ -139,10 +145,17 @@ class ActivationSetup:
     dropout_mask: int = 1
     frozen_keeps_input: bool = False
     lm_head_keeps_input: bool = False
+    # an encoder-decoder's target (decoder) length; ``seq`` is then its source (encoder) length. 0: ``seq``
+    target: int = 0
 
     @property
     def tokens(self) -> int:
         return self.batch * self.seq
+
+    @property
+    def head_tokens(self) -> int:
+        """Tokens the lm_head and the loss see: the target's of an encoder-decoder, else ``tokens``."""
+        return self.batch * (self.target or self.seq)
 
 
 @fast_init
@@ -244,7 +257,23 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
 
     ``layer_weight_elements``: elements of this layer's linear weights that autocast copies (0 when weights are
     already half precision or quantized); their copies are a term of their own.
+
+    An encoder-decoder (``spec.encoder_decoder``, T5): one term, its block's eq. (E4) of
+    formulas/encoder_decoder_activations.py over ``st.seq`` source and ``st.target`` target tokens.
     """
+    if spec.encoder_decoder is not None:
+        part = "encoder" if layer < spec.encoder_decoder.encoder_layers else "decoder"
+        target = st.target or st.seq
+        if not st.full:  # LoRA on q and v (estimate/model_warnings.py T5_TRAINING): eq. E6
+            return (Term(f"T5 {part} block (LoRA q, v)",
+                         t5_lora_block_saved_bytes(spec, layer, st.batch, st.seq, target, st.compute, st.dropout_mask,
+                                                   st.rank),
+                         f"eq. E6 over {st.batch} x {st.seq} source / {target} target tokens, rank {st.rank}, "
+                         f"{st.compute} B elements, {st.dropout_mask} B dropout masks"),)
+        return (Term(f"T5 {part} block", t5_block_saved_bytes(spec, layer, st.batch, st.seq, target, st.compute,
+                                                               st.dropout_mask),
+                     f"eq. E4 over {st.batch} x {st.seq} source / {target} target tokens, {st.compute} B elements, "
+                     f"{st.dropout_mask} B dropout masks"),)
     t = st.tokens
     tp = st.tp
     c, r = st.compute, st.residual
@@ -769,6 +798,12 @@ def head_activations(spec: ModelSpec, st: ActivationSetup, lm_head_trained: bool
     """
     t, c, r, h = st.tokens, st.compute, st.residual, spec.hidden_size
     v = _div(spec.vocab_size, st.tp)
+    if spec.encoder_decoder is not None:  # T5: what lies outside the blocks, eq. (E5); logits over the target
+        tt = st.head_tokens
+        outside = (t5_outside_blocks_saved_terms if st.full else t5_lora_outside_blocks_saved_terms)(
+            spec, st.batch, st.seq, st.target or st.seq, c, st.dropout_mask)
+        return HeadActivations(tuple(Term(n, b, f) for n, b, f in outside), tt * v * c + (tt * v * 4 if c != 4 else 0),
+                               2 * tt * v * 4, ())
     kind = "layernorm" if spec.norm_kind == "layernorm" else "rmsnorm"
     saved: list[Term] = list(_norm_terms("final norm", t, h, r, st.full, st, kind=kind,
                                          fp32_normalised=spec.norm_fp32_normalised))

@@ -167,6 +167,8 @@ class TrainingWorkload:
         keep all their activations (torchtitan ``selective_ac_option = "N"``; 1: every layer).
     attention: 'sdpa' | 'flash' | 'eager'.  packing: several documents per row (a block-diagonal mask for
         sdpa/eager; varlen kernels for flash).
+    target_len: an encoder-decoder's (T5) target tokens per sequence, the decoder's length (``seq_len`` is then
+        the source length, the encoder's); None: ``seq_len``. Decoder-only models refuse it.
     loss_chunks: the cross-entropy computed over this many chunks of the sequence (1: transformers
         ``ForCausalLMLoss``; torchtune ``CEWithChunkedOutputLoss`` uses 8), which bounds the fp32 upcast.
     loss: 'ce' (the model returns logits; the loss upcasts them) or 'linear-ce' (torchtune
@@ -292,6 +294,7 @@ class TrainingWorkload:
     precision: str = "bf16-mixed"
     micro_batch: int = 1
     seq_len: int = 2048
+    target_len: int | None = None
     grad_accumulation: int = 1
     grad_checkpointing: str = "none"
     checkpoint_every: int = 1
@@ -368,6 +371,9 @@ class TrainingWorkload:
             for name, v in zip(_COUNTS, counts, strict=True):
                 if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
+        if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
+                                            or self.target_len < 1):
+            raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
         if self.method != "full":
             if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
                 raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")

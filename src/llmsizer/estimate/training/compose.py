@@ -109,7 +109,6 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
-    refuse_unmodelled(spec, training=True)
     notes: tuple[Assumption, ...] = ()
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
@@ -117,6 +116,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         kwargs, _, _, named = workload_on_device(kwargs, "estimate_training")
         notes = tuple(named)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
+    refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
     return _with_device(_least_sharded(spec, w), notes)
 
@@ -233,7 +233,7 @@ def estimate_items(spec: ModelSpec, w: TrainingWorkload) -> tuple[Item, ...]:
     """``estimate_training(spec, w).items``: those of an estimate already made for a workload that differs from ``w``
     only in memory, headroom or the fields named as given (fit's estimate on the device's memory, which passed the
     same checks), else a new estimate. A ``w`` whose ZeRO stage is chosen by its memory is always estimated."""
-    refuse_unmodelled(spec, training=True)
+    refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
     if not chooses_zero(w):
         hit = _memo_hit(_ITEMS, spec, w)
@@ -460,6 +460,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
         if name == "gathered_params" and w.fsdp_version == 1 and w.fsdp is not None:
             formula += "; FSDP1 flat parameters (+ the _mp_shard low-precision copy of a shard under mixed precision)"
             src += "; formulas/fsdp_flat_param.py"
+        if name == "head_activations" and spec.encoder_decoder is not None:
+            formula = ("outside the blocks: both stacks' final norms and dropout masks, the fp32 log-softmax, labels"
+                       + (" (frozen embeddings and norms: eq. E6)" if w.adapters else
+                          ", embedding ids and position-bias buckets (eq. E5)"))
+            src = "formulas/encoder_decoder_activations.py"
         if name == "activations":
             formula = _activation_formula(ctx, tl)
             if spec.is_moe:
@@ -533,6 +538,9 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
     n = len(tl.layer_terms)
     text = (f"{n} layers x {format_bytes(per_layer)} (layer {first}: "
             + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in tl.layer_terms[first] if t.bytes) + ")")
+    if ctx.spec.encoder_decoder is not None:  # two kinds of block (formulas/encoder_decoder_activations.py E4)
+        text = " + ".join(f"{sum(1 for x in tl.layer_terms.values() if x is terms)} x {format_bytes(sum(t.bytes for t in terms))} "
+                          f"({terms[0].name}: {terms[0].formula})" for terms in {id(x): x for x in tl.layer_terms.values()}.values())
     every = f"every {w.checkpoint_every}-th layer " if w.checkpoint_every > 1 else ""
     if w.grad_checkpointing == "full":
         kept = "input in host RAM" if w.checkpoint_offload else "input kept"
@@ -596,7 +604,9 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     # against what `infer` answers for the same sequences
     peak = sum(i.bytes for i in acc.items if i.location == "device")
     # the serving estimate only when the warning can hold: it is never below inference_sized_floor
-    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) else peak
+    # (an encoder-decoder has no serving estimate: no comparison)
+    inf = (inference_sized(spec, w.micro_batch, w.seq_len, w.device)
+           if peak > inference_sized_floor(spec, w.device) and spec.encoder_decoder is None else peak)
     if peak > inf:
         acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
                             f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "

@@ -250,8 +250,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     # bitsandbytes' own MatMul4Bit autograd runs the 4-bit linears (Unsloth's kernels replace it with their own)
     qlora_nf4 = w.method == "qlora" and base_format != "gptq-int4" and w.kernels == "pytorch"
     adapted = adapted_roles(spec, w.targets) if lora else frozenset()  # (lora's modules are these targets')
+    target = 0
+    if spec.encoder_decoder is not None:
+        target = int(acc.assume("target_len", w.seq_len, w.target_len,
+                                "an encoder-decoder's target (decoder) tokens per sequence; seq_len is its source "
+                                "(encoder) length; not given: seq_len"))
+    elif w.target_len is not None:
+        raise InputError(f"target_len applies to encoder-decoder models; {spec.name!r} is decoder-only (drop it)")
     act = ActivationSetup(
-        batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
+        target=target, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,
         adapter_cast_copy=bool(w.adapters and rec.autocast and adapter_bytes != compute),
         rank=w.rank if w.adapters else 0, dora=w.dora, attention=w.attention, packing=w.packing,

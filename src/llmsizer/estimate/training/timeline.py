@@ -168,8 +168,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     layers = list(st.layers)  # ascending; the lists below are by position in it
     n_layers = len(layers)
     lce = st.layer_copy_elements
+    # (an encoder-decoder's encoder and decoder blocks are two kinds: formulas/encoder_decoder_activations.py E4)
+    n_enc = spec.encoder_decoder.encoder_layers if spec.encoder_decoder is not None else 0
     kinds = list(zip(map(spec.layer_types.__getitem__, layers), map(spec.moe_layers.__getitem__, layers),
-                     map(lce.get, layers, repeat(0)), strict=True))
+                     map(lce.get, layers, repeat(0)), map(n_enc.__le__, layers), strict=True))
     for k in dict.fromkeys(kinds):
         i = layers[kinds.index(k)]  # the first layer of this kind
         t_i = (unsloth_kernels.saved_terms(spec, act) if w.kernels == "unsloth"
@@ -422,7 +424,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # the [V, h] gradient in the dtype the matmul makes it: the autocast copy's under mixed precision (its fp32
         # .grad comes from the cast after the last chunk), the weight's own otherwise
         vh = spec.vocab_size * spec.hidden_size
-        dlogits, dweight = lm_head_backward_bytes(w.loss_chunks, act.tokens, spec.vocab_size, act.compute,
+        dlogits, dweight = lm_head_backward_bytes(w.loss_chunks, act.head_tokens, spec.vocab_size, act.compute,
                                                   vh * (copy_b or max(1, st.head_grads // vh)))
         if copy_b and w.loss_chunks <= 1:  # one chunk: the half gradient and its fp32 cast side by side
             dweight += st.head_grads
