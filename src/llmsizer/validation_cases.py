@@ -1422,6 +1422,24 @@ TRAINING_ROWS.update({
     "PM0082": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; the README's log of the ZeRO-3 offload script (max_memory_"
                "allocated >> 20); as PM0070", False, "peak"),
 })
+# The same README's CPU column for its ZeRO-3 offload runs (PM0071 T0_3B, PM0076 mt0-xxl, PM0081 bloomz-7b1): host RAM
+# predicted as the estimate's host items (the offloaded fp32 parameters, the trainable parameters' gradients and AdamW
+# states, torch's host runtime ``engines.TORCH_HOST_RUNTIME``) with the settings of the device row of the same run,
+# so ASSUMED as that row. Not modelled, so these read low: the CUDA training process's own host RSS (driver, the
+# libraries' kernel images, data loading, DeepSpeed's pinned staging buffers). The README's runs without offload
+# show that RSS alone at 2.96-3.8 GB (PM0067/69/74/79, kept unexpressed for that reason).
+TRAINING_ROWS.update({
+    "PM0071": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; host RAM of PM0070's run (ZeRO-3, parameters and optimizer "
+               "offloaded)", False, "host"),
+    "PM0076": ("mt0-xxl", dict(_T5_Z3), _T5_NOTE + "; host RAM of PM0075's run (ZeRO-3, parameters and optimizer "
+               "offloaded)", False, "host"),
+    "PM0081": (_BLOOM, dict(TRAINING_ROWS["PM0080"][1]), "host RAM of PM0080's run (ZeRO-3, parameters and optimizer "
+               "offloaded), its settings: " + TRAINING_ROWS["PM0080"][2], False, "host"),
+})
+TRAINING_HOST_RSS_NOT_MODELLED = (
+    "host RAM of a CUDA training run without offload: the process's own host RSS (driver, the libraries' kernel "
+    "images, data loading) is not modelled; llmsizer's host runtime is torch's CPU import RSS "
+    "(engines.TORCH_HOST_RUNTIME)")
 # torchtitan's Llama 3.1 8B FSDP benchmark (PM0400-PM0401): op-level selective checkpointing, seq 8192
 # and batch 2 per GPU, FSDP2 MixedPrecisionPolicy bf16 params / fp32 reduce (torchtitan config_manager.py @ 9dec370
 # lines 379-395 defaults). The measured column is max *reserved* memory (torchtitan/metrics.py @9dec370 line 62
@@ -1845,6 +1863,8 @@ def training_prediction(row_id: str) -> int:
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))
+    if what == "host":  # host RAM: the items the estimate places in host memory
+        return est.total("host")[1]
     if what == "reserved":  # max_memory_reserved: the tensors + the allocator's reserve (estimate/allocator.py)
         est = estimate_training(spec, **fields, metric="reserved")
         return int(est.details["tensor_peak_bytes"] + est.item("allocator_reserve").bytes)
@@ -1861,7 +1881,7 @@ def training_cases(data: str | Path | None = None) -> tuple[list[Case], list[Not
             why = TRAINING_NOT_EXPRESSED_ROWS.get(rid) or next(
                 (v for k, v in TRAINING_NOT_EXPRESSIBLE.items() if k in r["model"]), None)
             if why is None and "host" in r["hardware"]:
-                why = "host RAM of a run whose device-side settings are not published"
+                why = TRAINING_HOST_RSS_NOT_MODELLED
             missing.append(NotExpressed(rid, TRAINING_MEMORY, why or "settings not published"))
             continue
         _, _, note, specified, what = TRAINING_ROWS[rid]

@@ -35,6 +35,7 @@ import statistics
 from pathlib import Path
 
 from llmsizer.validation_cases import (
+    TRAINING_HOST_RSS_NOT_MODELLED,
     TRAINING_NOT_EXPRESSIBLE,
     TRAINING_ROWS,
     TRAINING_TOLERANCE,
@@ -65,7 +66,7 @@ def test_every_train_memory_row() -> None:
         if rid not in ROWS:
             why = next((v for k, v in NOT_EXPRESSIBLE.items() if k in row["model"]), None)
             if why is None and "host" in row["hardware"]:
-                why = "host RAM of a run whose device-side settings are not published"
+                why = TRAINING_HOST_RSS_NOT_MODELLED
             lines.append(f"{rid} {row['model']} {row['method']} ({row['framework']}): not expressed - "
                          f"{why or 'settings not published'}")
             continue
