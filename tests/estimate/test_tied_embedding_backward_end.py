@@ -40,3 +40,23 @@ def test_the_term_only_for_a_trained_unsharded_tied_embedding() -> None:
     assert _backward_end(method="full")["tied_embedding_gradients"] == 2 * V * H * 4 - SEQ * H * 4
     assert "tied_embedding_gradients" not in _backward_end(method="lora")  # frozen embedding
     assert "tied_embedding_gradients" not in _backward_end(method="full", fsdp="full", gpus=2)  # sharded: not modeled
+
+
+def test_untied_embedding_new_gradient_beside_a_kept_grad() -> None:
+    """An untied model (Llama-3.1-8B: config.json ``tie_word_embeddings: false``, V = 128256, h = 4096): with
+    gradients kept across micro-batches the embedding's new [V, h] gradient sits beside its .grad at the backward
+    end (eq. A1; bytes against a live trace in tests/formulas/test_tied_embedding_grad.py); with one micro-batch
+    the new gradient becomes the .grad (stolen): nothing extra."""
+    v, h = 128256, 4096
+    ctx = training_context(load_model("llama-3.1-8b"), TrainingWorkload(  # type: ignore[arg-type]
+        **{**BASE, "method": "full", "grad_accumulation": 2}))
+    parts = next(p.parts for p in stage_timeline(ctx, stage_states(ctx, 0)).phases if p.name == "backward end")
+    assert parts["embedding_gradient_accumulation"] == v * h * 4
+    assert "tied_embedding_gradients" not in parts
+    ctx1 = training_context(load_model("llama-3.1-8b"), TrainingWorkload(**{**BASE, "method": "full"}))  # type: ignore[arg-type]
+    end1 = next(p.parts for p in stage_timeline(ctx1, stage_states(ctx1, 0)).phases if p.name == "backward end")
+    assert "embedding_gradient_accumulation" not in end1
+    lora = training_context(load_model("llama-3.1-8b"), TrainingWorkload(  # type: ignore[arg-type]
+        **{**BASE, "method": "lora", "grad_accumulation": 2}))
+    end_l = next(p.parts for p in stage_timeline(lora, stage_states(lora, 0)).phases if p.name == "backward end")
+    assert "embedding_gradient_accumulation" not in end_l  # frozen embedding

@@ -899,7 +899,7 @@ def tied_embedding_backward_end_bytes(embedding_grad: int, grad_output: int, lm_
       sum is in place: nothing above the first moment.
 
     With gradients kept from an earlier micro-batch the parameter's ``.grad`` exists beside these (the sum is
-    added to it in place by ``AccumulateGrad``): one more G.
+    added to it in place by ``AccumulateGrad``): one more G (eq. A1).
 
         extra = max(G + grad_output, 2 G)   (lm_head gradient a view)                                   (T1)
         extra = G + grad_output             (fresh)
@@ -918,7 +918,31 @@ def tied_embedding_backward_end_bytes(embedding_grad: int, grad_output: int, lm_
     """
     g = embedding_grad
     extra = max(g + grad_output, 2 * g) if lm_head_grad_is_view else g + grad_output
-    return extra + (g if grads_persist else 0)
+    return extra + accumulate_grad_transient_bytes(g, grads_persist)
+
+
+def accumulate_grad_transient_bytes(new_grad: int, grads_persist: bool) -> int:
+    """Bytes a parameter's fresh gradient adds beside its kept ``.grad`` while ``AccumulateGrad`` adds it in (A1).
+
+    When the parameter has no ``.grad`` (``zero_grad(set_to_none=True)`` before a step of one micro-batch),
+    ``AccumulateGrad`` steals the new gradient (torch/csrc/autograd/functions/accumulate_grad.h, torch 2.13.0 =
+    pytorch @ cf30153, lines 188-200, ``update_grad(new_grad.detach())``): it becomes the ``.grad`` counted once.
+    When a ``.grad`` exists (gradients kept across micro-batches: accumulation, pipeline micro-batches, or zeroed
+    in place), the new gradient is made whole by the parameter's backward and then added into it in place
+    (lines 238-252, ``variable_grad += new_grad`` outside double backward): both exist until the add returns.
+
+        extra = new_grad   (gradients persist)
+        extra = 0          (otherwise)                                                              (A1)
+
+    Every trained parameter does this in turn; its moment is that of its own backward. The largest is the
+    [V, h] embedding's or lm_head's. An untied embedding's comes at the very end of the backward, beside every
+    gradient and the embedding's incoming [t, h] gradient (measured on a live-tensor trace of a CPU backward,
+    and the ``.grad`` kept in place by its data pointer, untraced: tests/formulas/test_tied_embedding_grad.py).
+
+    >>> accumulate_grad_transient_bytes(100, True), accumulate_grad_transient_bytes(100, False)
+    (100, 0)
+    """
+    return new_grad if grads_persist else 0
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

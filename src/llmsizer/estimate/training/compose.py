@@ -70,6 +70,12 @@ COMPONENT_FORMULA = {
                                  "gradient counted",
                                  "torch/csrc/autograd/input_buffer.cpp @ 4537ef6 accumulate lines 87-127 "
                                  "(formulas/training_activations.py tied_embedding_backward_end_bytes, eq. T1)"),
+    "embedding_gradient_accumulation": ("an untied trained embedding's new [V, h] gradient at the backward end, "
+                                        "beside its .grad kept across micro-batches until AccumulateGrad adds it in "
+                                        "place",
+                                        "torch/csrc/autograd/functions/accumulate_grad.h @ cf30153 (torch 2.13.0) "
+                                        "lines 238-252 (formulas/training_activations.py "
+                                        "accumulate_grad_transient_bytes, eq. A1)"),
     "gradient_buckets": ("data-parallel gradient buckets (DDP flat buckets / ZeRO reduce buffer / FSDP unit grads)",
                          PAR_SRC),
     "gathered_params": ("ZeRO-3/FSDP layer parameters gathered whole (current + prefetched layer)", PAR_SRC),
@@ -403,7 +409,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
                  "kept_graph_inputs", "rotary_and_masks", "backward_transient", "tied_embedding_gradients",
-                 "gradient_buckets", "gathered_params", "dequant_buffer",
+                 "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue

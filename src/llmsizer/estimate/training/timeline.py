@@ -57,6 +57,7 @@ from ...formulas.training_activations import (
     Term,
     _div,
     _head_dims,
+    accumulate_grad_transient_bytes,
     checkpoint_input_bytes,
     head_activations,
     kept_lm_head_input_bytes,
@@ -508,8 +509,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         e = Phase("backward end", dict(base))
         e.parts["gradients"] = grads_part(None) if in_bwd else grads_all
         e.parts["backward_transient"] = act.tokens * spec.hidden_size * act.residual
-        if (spec.tie_word_embeddings and w.method == "full" and st.has_head and w.shard_stage == 0
-                and w.fsdp is None and w.tp == 1 and w.offload == "none"):
+        plain_grads = (w.method == "full" and w.shard_stage == 0 and w.fsdp is None and w.tp == 1
+                       and w.offload == "none")
+        if spec.tie_word_embeddings and plain_grads and st.has_head:
             # a trained tied embedding: the lm_head's gradient waiting in the parameter's input buffer, the
             # embedding's own and (out of place where the lm_head's is a view) their sum (eq. T1); sharded runs,
             # tensor parallelism and offloading are not modeled here
@@ -518,6 +520,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             g_out = e.parts["backward_transient"]
             e.parts["tied_embedding_gradients"] = tied_embedding_backward_end_bytes(
                 spec.vocab_size * spec.hidden_size * ctx.recipe.grad_bytes, g_out, view, persist) - g_out
+        elif plain_grads and persist and not in_bwd:
+            # an untied trained embedding's new [V, h] gradient beside its kept .grad until AccumulateGrad adds it
+            # in place (eq. A1); sharded runs, tensor parallelism and offloading are not modeled here
+            e.parts["embedding_gradient_accumulation"] = accumulate_grad_transient_bytes(
+                spec.vocab_size * spec.hidden_size * ctx.recipe.grad_bytes, persist)
         if w.fsdp is not None and w.fsdp_version == 1 and w.method == "full" and w.shard_group > 1:
             # FSDP1: the root unit's view gradients and their concatenation (formulas/fsdp_flat_param.py eq. N2),
             # the root still gathered until its post-backward hook
