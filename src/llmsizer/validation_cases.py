@@ -1372,7 +1372,7 @@ TRAINING_ROWS: dict[str, tuple[str, dict[str, Any], str, bool, str]] = {
                "the A100 80GB)", True, "oom"),
     "PM0078": (_BLOOM, dict(precision="fp32", method="lora", rank=8, targets="q,k,v", micro_batch=8, seq_len=64,
                             base_dtype="fp32", loss="ce-kept-logits"),
-               "fp32 base, LoRA r8 on the fused query_key_value (counted as q,k,v); batch 8 x 64 tokens (the "
+               "fp32 base, LoRA r8 on the fused query_key_value (targets q,k,v: one adapter, h x r and r x 3h); batch 8 x 64 tokens (the "
                "example script @ 0032f32a lines 113-120: batch_size = 8, max_length = 64, every row padded to 64); "
                "the loop keeps outputs (its fp32 logits) through accelerator.backward(loss) (lines 243-247)",
                False, "peak"),
@@ -1824,13 +1824,15 @@ TRAINING_NOT_EXPRESSIBLE: dict[str, str] = {}
 
 def bloom_7b1() -> Any:
     """bigscience/bloomz-7b1 from its config.json values (hidden 4096, 30 layers, 32 heads, vocab 250880, 4h GeLU
-    MLP, fused QKV with biases, LayerNorm, tied embeddings; ALiBi, no rotary)."""
+    MLP, fused QKV with biases, LayerNorm, tied embeddings; ALiBi, no rotary). The fused ``query_key_value``
+    (transformers modeling_bloom.py BloomAttention, one nn.Linear(h, 3h)) is ``fused_qkv``: PEFT puts one adapter on
+    it for targets q,k,v (formulas/lora.py, role ``attn_qkv``) and the projections share one input."""
     from .specs import ModelSpec
 
     return ModelSpec(name=_BLOOM, model_type="bloom", vocab_size=250880, hidden_size=4096, num_layers=30,
                      num_heads=32, num_kv_heads=32, head_dim=128, intermediate_size=16384, tie_word_embeddings=True,
                      mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True,
-                     norm_kind="layernorm", max_position_embeddings=2048)
+                     norm_kind="layernorm", max_position_embeddings=2048, fused_qkv=True)
 
 
 def training_prediction(row_id: str) -> int:

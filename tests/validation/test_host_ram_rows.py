@@ -4,8 +4,7 @@ The README's CPU column (peft README @ 0032f32a 'GPU memory required for adaptin
 runs as its GPU column. With ``offload_param_device: cpu`` DeepSpeed ZeRO-3 keeps every parameter's fp32 partition in
 host memory, so the estimate's offloaded weights must hold the real model's parameters, LoRA adapters included, x 4 B
 (counted here on the transformers model built on the meta device with PEFT's adapters added, not by llmsizer; within
-0.1 %: llmsizer counts the bloom rows' adapter on the fused query_key_value as three (targets q,k,v), 2.0M
-parameters more than PEFT's one, 0.03 % of the weights). What the estimate leaves out is the CUDA process's
+0.1 %; the bloom rows' LoRA adapters alone exactly: one on the fused query_key_value, targets q,k,v). What the estimate leaves out is the CUDA process's
 own host RSS (validation_cases.TRAINING_HOST_RSS_NOT_MODELLED), which only adds: no prediction may exceed what was
 measured by more than the rounding of the README's figures (one digit: 1 %).
 """
@@ -19,6 +18,7 @@ import pytest
 
 from llmsizer.catalog.models import entries
 from llmsizer.estimate.training import estimate_training
+from llmsizer.formulas.lora import lora_params
 from llmsizer.models import load_model
 from llmsizer.validation_cases import TRAINING_ROWS, TRAINING_UNIT, bloom_7b1, training_prediction
 from oracle_utils import build, real_param_count
@@ -42,14 +42,28 @@ def _config(model: str) -> dict:
     return dict(entries()[model].config)
 
 
-def _peft_param_count(model: str) -> int:
+def _peft_model(model: str):
     """The transformers model on the meta device with PEFT's LoRA r8 on the rows' targets (T5: q and v; BLOOM: the
-    fused query_key_value), every parameter counted."""
+    fused query_key_value)."""
     from peft import LoraConfig, get_peft_model
 
     targets = ["query_key_value"] if model == "bigscience/bloomz-7b1" else ["q", "v"]
-    peft_model = get_peft_model(build(_config(model)), LoraConfig(r=8, lora_alpha=32, target_modules=targets))
-    return real_param_count(peft_model)
+    return get_peft_model(build(_config(model)), LoraConfig(r=8, lora_alpha=32, target_modules=targets))
+
+
+def _peft_param_count(model: str) -> int:
+    """Every parameter of :func:`_peft_model` counted."""
+    return real_param_count(_peft_model(model))
+
+
+@pytest.mark.parametrize("rid", ("PM0078", "PM0080", "PM0081"))
+def test_bloom_lora_adapters_are_peft_trainable_count(rid):
+    """PEFT's trainable parameters on BloomForCausalLM (meta device): one adapter per layer on query_key_value."""
+    model, fields, _, _, _ = TRAINING_ROWS[rid]
+    assert fields["targets"] == "q,k,v"
+    peft_model = _peft_model(model)
+    trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+    assert lora_params(bloom_7b1(), fields["rank"], fields["targets"]).total == trainable
 
 
 @pytest.mark.parametrize("rid", HOST_ROWS)
