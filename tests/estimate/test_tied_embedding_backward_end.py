@@ -60,3 +60,20 @@ def test_untied_embedding_new_gradient_beside_a_kept_grad() -> None:
         **{**BASE, "method": "lora", "grad_accumulation": 2}))
     end_l = next(p.parts for p in stage_timeline(lora, stage_states(lora, 0)).phases if p.name == "backward end")
     assert "embedding_gradient_accumulation" not in end_l  # frozen embedding
+
+
+def test_layer_backward_holds_the_new_mlp_gradient_beside_a_kept_grad() -> None:
+    """Llama-3.1-8B (h = 4096, I = 14336, config.json), fp32, 256 tokens: with kept .grads a layer's backward
+    transient is at least the down projection's new [h, I] gradient (eq. A2: I h 4 B + the [t, I] input gradient +
+    2 residual gradients; bytes against a live MLP trace in tests/formulas/test_tied_embedding_grad.py); with one
+    micro-batch the plain transient (no [h, I] term) stays."""
+    h, i = 4096, 14336
+
+    def transient(**kw: object) -> int:
+        ctx = training_context(load_model("llama-3.1-8b"), TrainingWorkload(  # type: ignore[arg-type]
+            **{**BASE, "method": "full", **kw}))
+        tl = stage_timeline(ctx, stage_states(ctx, 0))
+        return next(p.parts["backward_transient"] for p in tl.phases if p.name.startswith("backward layer"))
+
+    assert transient(grad_accumulation=2) == i * h * 4 + SEQ * i * 4 + 2 * SEQ * h * 4
+    assert transient() < i * h * 4  # the activation gradients alone: 3 t I 4 B + 2 t h 4 B

@@ -63,6 +63,7 @@ from ...formulas.training_activations import (
     kept_lm_head_input_bytes,
     kept_matmul_input_bytes,
     layer_backward_transient,
+    layer_fresh_gradient_bytes,
     layer_saved_terms,
     lm_head_backward_bytes,
     reentrant_recompute_bytes,
@@ -167,6 +168,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
                                                  compiled=w.compile, weight_gathered_fp8=fp8_weights)
     layers = list(st.layers)  # ascending; the lists below are by position in it
+    # unsharded full training whose .grads persist across micro-batches: each new gradient is added to its kept one
+    fresh_grads = (w.method == "full" and w.shard_stage == 0 and w.fsdp is None and w.tp == 1 and w.offload == "none"
+                   and not w.optimizer_in_backward and (w.grad_accumulation > 1 or w.pp > 1))
     n_layers = len(layers)
     lce = st.layer_copy_elements
     # (an encoder-decoder's encoder and decoder blocks are two kinds: formulas/encoder_decoder_activations.py E4)
@@ -195,6 +199,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                 rebuild_i += reentrant_recompute_bytes(spec, act)
         plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
                    else layer_backward_transient(spec, i, act))
+        if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None):
+            # kept .grads: the down projection's new weight gradient beside its own (eq. A2)
+            plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, ctx.recipe.grad_bytes,
+                                                              copy_b if lce.get(i, 0) else 0))
         by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt_all = mode in ("full", "selective-op")
