@@ -187,7 +187,7 @@ def test_every_parameter_new_gradient_beside_its_kept_grad() -> None:
         peaks[persist] = tracker.peak - 2 * g  # less the weights
     spec = ModelSpec(name="mlp", model_type="llama", vocab_size=2, hidden_size=h, num_layers=1, num_heads=1,
                      num_kv_heads=1, head_dim=h, intermediate_size=i)
-    fresh = layer_fresh_gradient_bytes(spec, ActivationSetup(batch=1, seq=t), 4, 0)  # eq. A2
+    fresh = layer_fresh_gradient_bytes(spec, ActivationSetup(batch=1, seq=t), 4)  # eq. A2
     assert fresh == accumulate_grad_transient_bytes(g, True) + t * i * 4 + 2 * t * h * 4
     pred = 2 * g + 2 * t * i * 4 + fresh  # kept gradients, saved GELU and down inputs, eq. A2
     print(f"\nMLP, kept .grad: {peaks[True] / g:.4f} G measured, {pred / g:.4f} G predicted")

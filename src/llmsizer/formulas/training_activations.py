@@ -945,19 +945,18 @@ def accumulate_grad_transient_bytes(new_grad: int, grads_persist: bool) -> int:
     return new_grad if grads_persist else 0
 
 
-def layer_fresh_gradient_bytes(spec: ModelSpec, st: ActivationSetup, grad_bytes: int, copy_bytes: int) -> int:
-    """A dense layer's backward at its MLP down projection when its ``.grad`` persists (eq. A1 applied to a layer,
-    approximate): the new [h, I] weight gradient beside the kept one (``grad_bytes`` per element; under autocast
-    also the copy's gradient in ``copy_bytes`` before its cast), the input gradient [t, I] in the compute dtype and
-    the residual gradients (2 r t h, as :func:`layer_backward_transient`). The layer's saved activations are
-    counted apart. Measured on an MLP's live-tensor trace (tests/formulas/test_tied_embedding_grad.py: the new
-    gradient, the input gradient and the incoming gradient above the kept ones, to 2 KiB).
+def layer_fresh_gradient_bytes(spec: ModelSpec, st: ActivationSetup, grad_bytes: int) -> int:
+    """A dense layer's backward at its MLP down projection when its ``.grad`` persists (eq. A1 applied to a layer),
+    weights in the compute dtype (no autocast copy): the new [h, I] weight gradient beside the kept one
+    (``grad_bytes`` per element), the input gradient [t, I] and the residual gradients (2 r t h, as
+    :func:`layer_backward_transient`). The layer's saved activations are counted apart. Measured to the byte on an
+    fp32 MLP's live-tensor trace (tests/formulas/test_tied_embedding_grad.py). Under autocast (the copy's gradient,
+    then its cast, while the copies are being freed) the moment differs and is not modeled here.
 
-        fresh = I h (grad_bytes + copy_bytes) + c t I + 2 r t h                                     (A2)
+        fresh = I h grad_bytes + c t I + 2 r t h                                                    (A2)
     """
     t, h, i = st.tokens, spec.hidden_size, _div(spec.intermediate_size, st.tp)
-    return accumulate_grad_transient_bytes(i * h * grad_bytes, True) + i * h * copy_bytes + st.compute * t * i \
-        + 2 * st.residual * t * h
+    return accumulate_grad_transient_bytes(i * h * grad_bytes, True) + st.compute * t * i + 2 * st.residual * t * h
 
 
 def _shared_terms(spec: ModelSpec, st: ActivationSetup, t: int, r: int) -> list[Term]:

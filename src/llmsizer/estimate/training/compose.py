@@ -65,7 +65,7 @@ COMPONENT_FORMULA = {
                     "training_activations.py head_activations, eq. K1)"),
     "rotary_and_masks": ("rotary cos/sin tables and attention masks shared by all layers", ACT_SRC),
     "backward_transient": ("gradients alive inside one layer's backward (with .grads kept across micro-batches, at "
-                           "least the MLP down projection's new weight gradient beside its own, eq. A2)",
+                           "least the MLP down projection's new weight gradient beside its own, eq. A2; not under autocast)",
                            ACT_SRC + " layer_backward_transient, layer_fresh_gradient_bytes"),
     "tied_embedding_gradients": ("a trained tied embedding at the backward end: the lm_head's gradient waiting in "
                                  "the parameter's input buffer, the embedding's own and their sum, above the one "

@@ -199,10 +199,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                 rebuild_i += reentrant_recompute_bytes(spec, act)
         plain_i = (unsloth_kernels.backward_transient(spec, act) if w.kernels == "unsloth"
                    else layer_backward_transient(spec, i, act))
-        if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None):
-            # kept .grads: the down projection's new weight gradient beside its own (eq. A2)
-            plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, ctx.recipe.grad_bytes,
-                                                              copy_b if lce.get(i, 0) else 0))
+        if fresh_grads and not (spec.moe_layers[i] and spec.moe is not None) and not lce.get(i, 0):
+            # kept .grads: the down projection's new weight gradient beside its own (eq. A2; no autocast copies)
+            plain_i = max(plain_i, layer_fresh_gradient_bytes(spec, act, ctx.recipe.grad_bytes))
         by_kind[k] = (t_i, full_i, drop_i, max(plain_i, float8_peak) + extra_transient, keep_i, rebuild_i)
     # checkpointed layers: every layer under 'full'/'selective-op', or every N-th (torchtitan's count from 1)
     ckpt_all = mode in ("full", "selective-op")
