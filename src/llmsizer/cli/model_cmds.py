@@ -181,6 +181,9 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         arch["recurrent"] = vars(spec.recurrent) | {"recurrent_layers": spec.recurrent_layer_count,
                                                     "attention_layers": spec.attention_layers,
                                                     "layer_schedule": sched}
+    if spec.encoder_decoder is not None:
+        # "layers" counts the blocks of both stacks; the stacks as the model has them
+        arch["encoder_decoder"] = vars(spec.encoder_decoder)
     if spec.gemma3n is not None:
         arch["gemma3n"] = vars(spec.gemma3n) | {"kv_shared_layers": sum(spec.kv_shared_layers),
                                                 "kv_cache_layers": spec.kv_cache_layers,
@@ -206,7 +209,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     a, p = d["architecture"], d["params"]
     say(f"{d['model']}  [{a['model_type']}]  source: {d['source']}")
-    say(f"layers {a['layers']}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
+    ed = a.get("encoder_decoder")
+    layers = f"{ed['encoder_layers']} encoder + {ed['decoder_layers']} decoder" if ed else a["layers"]
+    say(f"layers {layers}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
           f"{a['num_kv_heads']} kv x head_dim {a['head_dim']}, intermediate {a['intermediate_size']}, "
           f"vocab {a['vocab_size']}, tied embeddings {a['tie_word_embeddings']}")
     if a["sliding_layers"]:
