@@ -13,7 +13,7 @@ from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
-from ..specs.workload import ENGINE_RULE_TEXT
+from ..specs.workload import engine_rule_text
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
                    f"{InferenceWorkload.concurrency})")
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
-                   f"hardware: {ENGINE_RULE_TEXT})")
+                   f"hardware: {engine_rule_text('--fits-on gpu')})")
     add_engine_version_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")

@@ -200,7 +200,10 @@ def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in INFERENCE_FIELDS if getattr(args, k, None) is not None}
 
 
-def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> None:
+def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
+                      budget: str = "--memory or --device") -> None:
+    """Training workload flags; ``budget``: what gives this command's memory budget, in its own flags (train, fit:
+    --memory or --device; recommend: each option's device), which --zero's help names."""
     g = p.add_argument_group("training workload")
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
     g.add_argument("--rank", type=int_arg(WIDTH), help=f"LoRA rank r (default {TW.rank})")
@@ -273,7 +276,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
     g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; on several "
-                   "devices with a memory budget, --memory or --device: the least-sharded stage that fits)")
+                   f"devices with a memory budget, {budget}: the least-sharded stage that fits)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", type=int_arg(COUNT), help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
