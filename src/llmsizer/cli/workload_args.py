@@ -56,12 +56,12 @@ from ..specs.training import (
 )
 from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS
 from ..units import parse_image_size
-from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
+from .common import argtype, count_in, float_arg, int_arg, list_of, share_in, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
 
-headroom_arg = float_arg(HEADROOM)
+headroom_arg = share_in(HEADROOM)
 
 
 _HEADROOM_ENGINES = {
@@ -76,7 +76,7 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any, *, engines: str = "flags"
     (the command has --gpu-memory-utilization and --mem-fraction-static), 'defaults' (it serves on them with their
     defaults: `models --fits-on`) or 'none' (training)."""
     p.add_argument("--headroom", type=headroom_arg,
-                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
+                   help=f"share of device memory kept free, 0.1 or 10%% (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
 
 
 def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
