@@ -8,8 +8,11 @@ exactly by tests/catalog/test_params_match_transformers.py like every entry.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from cli_capture import run
 from llmsizer.errors import InputError, ModelFileError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
@@ -52,6 +55,22 @@ def test_stacks_and_layout_read_from_the_config():
     assert (v11.mlp_gated, v11.mlp_act_python, v11.tie_word_embeddings) == (True, True, False)
     orig = spec_from_config(CONFIGS["t5-original-like"], name="o")
     assert (orig.mlp_gated, orig.mlp_act_python, orig.tie_word_embeddings) == (False, False, True)
+
+
+@pytest.mark.parametrize("name", ["t5-uneven-stacks", "t5-v1_1-like"])
+def test_inspect_shows_the_two_stacks_transformers_builds(name, tmp_path):
+    """``inspect`` names the encoder and decoder stacks as the model has them (T5Stack ``block`` lists), in the text
+    and the JSON, not their sum alone."""
+    model = build(CONFIGS[name])
+    enc, dec = len(model.encoder.block), len(model.decoder.block)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(CONFIGS[name]))
+    code, out, _ = run("inspect", str(path))
+    assert code == 0 and f"layers {enc} encoder + {dec} decoder," in out
+    code, out, _ = run("inspect", str(path), "--json")
+    arch = json.loads(out)["architecture"]
+    assert code == 0 and arch["layers"] == enc + dec
+    assert (arch["encoder_decoder"]["encoder_layers"], arch["encoder_decoder"]["decoder_layers"]) == (enc, dec)
 
 
 @pytest.mark.parametrize("bad", ["swish-gated", "gated-", "gated-gelu-new", "", 3])

@@ -44,7 +44,7 @@ def _request(headroom: float | None, engine: str = "vllm") -> str:
             f"    resources: {{device: {DEVICE}{h}}}\n")
 
 
-def _fit(headroom: float | None, *argv: str) -> tuple[int, dict[str, Any]]:
+def _fit(headroom: float | str | None, *argv: str) -> tuple[int, dict[str, Any]]:
     code, out, _ = _cli("fit", *argv, "--device", DEVICE, *(("--headroom", str(headroom)) if headroom is not None
                                                             else ()), "--json")
     return code, json.loads(out)
@@ -115,3 +115,24 @@ def test_a_request_headroom_takes_a_percentage_as_the_other_shares(text: str, va
     assert code == 2 and len(err.strip().splitlines()) == 2  # one line per job, each with the flag's range
     assert all("resources.headroom: 0.995 is out of range; expected a number in [0, 0.99]" in x
                for x in err.strip().splitlines())
+
+
+@pytest.mark.parametrize("text,value", [("10%", 0.1), ("55%", 0.55), ("0%", 0.0)])
+def test_the_flag_reads_a_percentage_as_the_request_file_does(text: str, value: float) -> None:
+    """`--headroom 10%` was refused ("cannot read '10%' as a number") while a request's `headroom: 10%` was read: the
+    flag now parses with the same request/quantities.py parse_share and the headroom's range. Truth: 10% is 0.1 by
+    definition; the training budget is the L4's catalog memory x (1 - headroom)."""
+    code, pct = _fit(text, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "2048")
+    code_num, num = _fit(value, MODEL_TRAIN, "--train", "--method", "lora", "--seq", "2048")
+    assert code == code_num and pct["headroom"] == pytest.approx(value)
+    assert pct["budget_per_device"] == num["budget_per_device"]
+    from llmsizer.catalog.hardware import load_catalog
+    memory = load_catalog().find(DEVICE).memory_bytes  # NVIDIA's 23,034 MiB (catalog row with its source)
+    assert pct["budget_per_device"] == pytest.approx(memory * (1 - value), abs=1)
+    _, _, flag = _cli("fit", MODEL_SERVE, "--device", DEVICE, "--headroom", "99.5%")
+    with pytest.raises(RequestError) as e:
+        parse_request(_request(None).replace(f"{{device: {DEVICE}}}", f"{{device: {DEVICE}, headroom: '99.5%'}}"),
+                      source="t.yaml")
+    said = flag.split("argument --headroom: ", 1)[1].split(" (see --help)")[0]
+    assert said == "0.995 is out of range; expected a number in [0, 0.99] (share of device memory kept free; 1 would " \
+                   "leave nothing to use)" and all(said in x for x in e.value.errors)

@@ -110,6 +110,17 @@ def _seconds(text: str) -> float:
 duration_arg = _argtype(_seconds, "duration")
 
 
+def share_in(rng: Range) -> Callable[[str], float]:
+    """argparse type: a share ('0.1' or '10%') in ``rng``, read as request files read one (request/quantities.py
+    ``parse_share``: ``--headroom 10%`` and a request's ``headroom: 10%`` are the same number)."""
+    def parse(text: str) -> float:
+        from ..request.quantities import parse_share  # only the share flags need it
+
+        return parse_share(text, rng)
+
+    return _argtype(parse, "share")
+
+
 def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable[[str], tuple[Any, ...]]:
     """argparse type: comma-separated values, each read by ``parse`` (``--tensor-split 3,1``, ``--free 22GiB,10GiB``)."""
     def convert(text: str) -> tuple[Any, ...]:

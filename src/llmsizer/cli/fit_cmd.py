@@ -14,7 +14,7 @@ from ..render.fit_text import render_fit
 from ..render.markdown import format_usd
 from ..render.safe import say
 from ..specs import ModelSpec
-from ..specs.workload import normalize_engine
+from ..specs.workload import engine_rule_text, normalize_engine
 from ..units import MiB
 from .commands import COMMAND_HELP
 from .common import (
@@ -84,7 +84,8 @@ def register(sub: Any) -> None:
     a.add_argument("--host-memory", type=bytes_arg, help="host RAM for what llama.cpp keeps on the CPU (checked)")
     p.add_argument("--host-device", help="llama.cpp: the host CPU (catalog name) whose memory bandwidth runs the "
                    "layers and experts kept on the CPU, for the decode speed of the split")
-    add_inference_args(p, tensor_parallel=False, attention=False, speed=True)
+    add_inference_args(p, tensor_parallel=False, attention=False, speed=True,
+                       engine_default=f"default: {engine_rule_text('--device gpu')}")
     add_training_args(p)
     p.add_argument("--kwh-price", type=float_arg(MONEY), help="USD per kWh: adds the power cost of owned hardware (TDP x count)")
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE", help="extra hardware (JSON/YAML)")

@@ -13,7 +13,7 @@ from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
-from ..specs.workload import ENGINE_RULE_TEXT
+from ..specs.workload import engine_rule_text
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
                    f"{InferenceWorkload.concurrency})")
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
-                   f"hardware: {ENGINE_RULE_TEXT})")
+                   f"hardware: {engine_rule_text('--fits-on gpu')})")
     add_engine_version_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
@@ -181,6 +181,9 @@ def inspect_data(spec: ModelSpec) -> dict[str, Any]:
         arch["recurrent"] = vars(spec.recurrent) | {"recurrent_layers": spec.recurrent_layer_count,
                                                     "attention_layers": spec.attention_layers,
                                                     "layer_schedule": sched}
+    if spec.encoder_decoder is not None:
+        # "layers" counts the blocks of both stacks; the stacks as the model has them
+        arch["encoder_decoder"] = vars(spec.encoder_decoder)
     if spec.gemma3n is not None:
         arch["gemma3n"] = vars(spec.gemma3n) | {"kv_shared_layers": sum(spec.kv_shared_layers),
                                                 "kv_cache_layers": spec.kv_cache_layers,
@@ -206,7 +209,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     a, p = d["architecture"], d["params"]
     say(f"{d['model']}  [{a['model_type']}]  source: {d['source']}")
-    say(f"layers {a['layers']}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
+    ed = a.get("encoder_decoder")
+    layers = f"{ed['encoder_layers']} encoder + {ed['decoder_layers']} decoder" if ed else a["layers"]
+    say(f"layers {layers}, hidden {a['hidden_size']}, {a['attention']} heads {a['num_heads']}/"
           f"{a['num_kv_heads']} kv x head_dim {a['head_dim']}, intermediate {a['intermediate_size']}, "
           f"vocab {a['vocab_size']}, tied embeddings {a['tie_word_embeddings']}")
     if a["sliding_layers"]:

@@ -53,7 +53,7 @@ def register(sub: Any) -> None:
                                       "devices, llama.cpp on Apple, CPUs and single consumer cards",
                        weights_default="searched per option, from the checkpoint's format down; give one to force it",
                        speed=True)
-    add_training_args(p)
+    add_training_args(p, budget="each option's device")
     c = p.add_argument_group("constraints")
     c.add_argument("--max-cost-per-hour", type=float_arg(MONEY), help="budget in USD per hour")
     c.add_argument("--max-cost", type=float_arg(MONEY), help="training budget for the whole run, USD")

@@ -56,12 +56,12 @@ from ..specs.training import (
 )
 from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS
 from ..units import parse_image_size
-from .common import argtype, count_in, float_arg, int_arg, list_of, tokens_arg
+from .common import argtype, count_in, float_arg, int_arg, list_of, share_in, tokens_arg
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
 
-headroom_arg = float_arg(HEADROOM)
+headroom_arg = share_in(HEADROOM)
 
 
 _HEADROOM_ENGINES = {
@@ -76,7 +76,7 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any, *, engines: str = "flags"
     (the command has --gpu-memory-utilization and --mem-fraction-static), 'defaults' (it serves on them with their
     defaults: `models --fits-on`) or 'none' (training)."""
     p.add_argument("--headroom", type=headroom_arg,
-                   help=f"share of device memory kept free (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
+                   help=f"share of device memory kept free, 0.1 or 10%% (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
 
 
 def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:
@@ -200,7 +200,10 @@ def inference_fields(args: argparse.Namespace) -> dict[str, Any]:
     return {k: getattr(args, k) for k in INFERENCE_FIELDS if getattr(args, k, None) is not None}
 
 
-def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> None:
+def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
+                      budget: str = "--memory or --device") -> None:
+    """Training workload flags; ``budget``: what gives this command's memory budget, in its own flags (train, fit:
+    --memory or --device; recommend: each option's device), which --zero's help names."""
     g = p.add_argument_group("training workload")
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
     g.add_argument("--rank", type=int_arg(WIDTH), help=f"LoRA rank r (default {TW.rank})")
@@ -273,7 +276,7 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True) -> 
                    help="update each parameter during backward")
     g.add_argument("--gpus", type=int_arg(COUNT), help="devices in total (default 1; fit/recommend: the devices they place)")
     g.add_argument("--zero", type=int_arg(ZERO_STAGE), help="DeepSpeed ZeRO stage 0-3 (default 0; on several "
-                   "devices with a memory budget, --memory or --device: the least-sharded stage that fits)")
+                   f"devices with a memory budget, {budget}: the least-sharded stage that fits)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", type=int_arg(COUNT), help="tensor-parallel degree (default 1)")
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")

@@ -31,10 +31,16 @@ MEMORY_METRICS = ("allocated", "reserved", "nvidia-smi")
 ENGINE_ALIASES = {"llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp"}
 # estimate/device.py engine_rule in one line (the engine a serving workload runs on when none is named), for --help
 # and the request field's description: kept beside ENGINES so every surface below and above the core quotes one text
-ENGINE_RULE_TEXT = ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and "
-                    "several devices, llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known "
-                    "only by its kind (no --device); where that engine refuses the checkpoint's format on the GPU "
-                    "(vLLM: MXFP4 below compute capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
+def engine_rule_text(generic: str = "no --device") -> str:
+    """The engine rule in words; ``generic``: how the text's reader names a GPU known only by its kind (infer:
+    "no --device", fit: "--device gpu", models: "--fits-on gpu"), so a help names only its command's flags."""
+    return ("the engine of the requested format (GGUF: llama.cpp), else vLLM on data-center GPUs and several devices, "
+            f"llama.cpp on Apple, CPUs and single consumer cards, transformers on a GPU known only by its kind "
+            f"({generic}); where that engine refuses the checkpoint's format on the GPU (vLLM: MXFP4 below compute "
+            "capability 8.0) and llama.cpp has its GGUF counterpart, llama.cpp")
+
+
+ENGINE_RULE_TEXT = engine_rule_text()
 # How each engine calls itself in prose (what a rendered sentence names).
 ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang"}
 DEVICES = ("gpu", "cpu")
