@@ -102,16 +102,20 @@ def t5_block_saved_bytes(spec: ModelSpec, layer: int, batch: int, source: int, t
     return batch * target * (self_attn + probs(target) + cross + ffn) + batch * source * 2 * i * elem
 
 
+def _outside_dims(spec: ModelSpec, mask_bytes: int) -> tuple[int, int, int]:
+    """(hidden size, vocabulary, dropout-mask bytes per element: 0 without dropout) of an encoder-decoder ``spec``."""
+    ed = spec.encoder_decoder
+    if ed is None:
+        raise InputError(f"model {spec.name!r} is not an encoder-decoder")
+    return spec.hidden_size, spec.vocab_size, (mask_bytes if ed.dropout > 0 else 0)
+
+
 def t5_outside_blocks_saved_terms(spec: ModelSpec, batch: int, source: int, target: int, elem: int,
                                   mask_bytes: int) -> tuple[tuple[str, int, str], ...]:
     """Eq. (E5): (name, bytes, arithmetic) of what the encoder-decoder ``spec`` keeps for the backward outside its
     blocks (embeddings, position-bias indices, both final norms, dropout masks, the loss's fp32 log-softmax)."""
-    ed = spec.encoder_decoder
-    if ed is None:
-        raise InputError(f"model {spec.name!r} is not an encoder-decoder")
-    h, v = spec.hidden_size, spec.vocab_size
+    h, v, m = _outside_dims(spec, mask_bytes)
     b, s, t = batch, source, target
-    m = mask_bytes if ed.dropout > 0 else 0
     return (
         ("final norms (encoder, decoder)", b * (s + t) * (3 * h + 1) * elem,
          f"{b} x ({s} + {t}) tokens x (3 x {h} + 1) x {elem} B"),
@@ -153,12 +157,8 @@ def t5_lora_outside_blocks_saved_terms(spec: ModelSpec, batch: int, source: int,
                                        mask_bytes: int) -> tuple[tuple[str, int, str], ...]:
     """Eq. (E6), outside the blocks under LoRA (frozen embeddings, norms and lm_head): both final norms' input and
     rsqrt, their dropout masks, the loss's fp32 log-softmax."""
-    ed = spec.encoder_decoder
-    if ed is None:
-        raise InputError(f"model {spec.name!r} is not an encoder-decoder")
-    h, v = spec.hidden_size, spec.vocab_size
+    h, v, m = _outside_dims(spec, mask_bytes)
     b, s, t = batch, source, target
-    m = mask_bytes if ed.dropout > 0 else 0
     return (
         ("final norms (encoder, decoder; frozen)", b * (s + t) * (h + 1) * elem,
          f"{b} x ({s} + {t}) tokens x ({h} + 1) x {elem} B"),
