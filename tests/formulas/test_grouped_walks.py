@@ -46,6 +46,8 @@ def _adapted_by_tensor(spec: Any, targets: str) -> tuple[lora.AdaptedModule, ...
                 out.append(lora.AdaptedModule("attn_qkv", t.layer, t.shape[1], qkv, t.count))
             continue
         name = lora._role_target(t.role)
+        if name is None and spec.encoder_decoder is not None:  # PEFT matches T5's cross-attention q/k/v/o by name
+            name = {"cross_attn_q": "q", "cross_attn_k": "k", "cross_attn_v": "v", "cross_attn_o": "o"}.get(t.role)
         if name is None or name not in wanted:
             continue
         if t.role == "token_embd":
