@@ -12,10 +12,10 @@ import json
 
 import pytest
 
+from cli_capture import run
 from llmsizer.errors import InputError, ModelFileError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import spec_from_config
-from cli_capture import run
 from oracle_utils import build, real_components, real_param_count
 
 pytestmark = pytest.mark.slow
