@@ -307,7 +307,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     e.g. kv_dtype, dtype, metric, max_num_seqs, n_gpu_layers). Every candidate is judged by ``fit`` with all of
     these fields, so an option's memory, verdict and speed are the ones ``fit`` gives for the same flags."""
     spec = load_model(model) if isinstance(model, str) else model
-    refuse_unmodelled(spec, training=False)  # one line for the model, not one rejection per candidate
+    refuse_unmodelled(spec, training=False, search=True)  # one line for the model, not one rejection per candidate
     media = dict(media or {})
     # the workload fields every fit of a candidate gets: media, KV dtype, engine settings, metric, ...
     fields: dict[str, Any] = {**media, **{k: v for k, v in workload.items() if v is not None}}

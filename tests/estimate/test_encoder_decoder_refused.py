@@ -1,8 +1,9 @@
 """T5 / mT5 encoder-decoders (``ModelSpec.encoder_decoder``): parameters and weights are counted exactly
-(tests/catalog/test_t5_params.py), but serving and training memory are not modelled, so every estimate path refuses
-in one line naming the model and why (estimate/model_warnings.py ``refuse_unmodelled``): exit 2, no traceback, no
-number. Truth: the refusal rule itself (the memory formulas take decoder-only layers); a decoder-only model of the
-catalog passes the same calls."""
+(tests/catalog/test_t5_params.py); serving is sized on transformers (tests/formulas/test_t5_serving_forward.py checks
+the numbers against real generate() runs), and what is not modelled -- other engines, quantized formats, recommend's
+search, training outside the measured setting -- is refused in one line naming the model and why
+(estimate/model_warnings.py ``refuse_serving``, ``refuse_unmodelled``): exit 2, no traceback, no number. Truth: the
+refusal rules themselves and the sources they cite (vLLM's registry, llama.cpp's t5-dec.cpp)."""
 
 from __future__ import annotations
 
@@ -18,17 +19,35 @@ SEQ2SEQ = ["t0_3b", "mt0-xxl"]
 
 
 @pytest.mark.parametrize("name", SEQ2SEQ)
-def test_python_api_refuses_serving_and_training(name):
-    with pytest.raises(InputError, match=r"encoder-decoder .*24 encoder \+ 24 decoder layers.*serving memory"):
-        estimate_inference(name)
+def test_python_api_serves_on_transformers_and_refuses_the_rest(name):
+    est = estimate_inference(name, engine="transformers", context=1024, output_tokens=128, concurrency=4)
+    ed = est.details["encoder_decoder"]
+    assert (ed["source_tokens"], ed["target_tokens"]) == (896, 128) and est.item("weights").bytes > 0
+    assert est.details["params_total"] == (2_849_757_184 if name == "t0_3b" else 12_921_057_280)
+    with pytest.raises(InputError, match=r"encoder-decoder .*not on vllm: vLLM has no T5 .*registry.py"):
+        estimate_inference(name, engine="vllm")
+    with pytest.raises(InputError, match=r"encoder-decoder .*not on llamacpp: .*t5-dec.cpp"):
+        estimate_inference(name, engine="llamacpp")
+    with pytest.raises(InputError, match=r"encoder-decoder .*not nf4"):
+        estimate_inference(name, engine="transformers", weights="nf4")
     with pytest.raises(InputError, match=r"encoder-decoder .*training memory .* not modelled"):
         estimate_training(name, method="lora", micro_batch=1, seq_len=256)
 
 
+@pytest.mark.parametrize("argv", [("infer", "t0_3b", "--engine", "transformers"), ("infer", "t0_3b"),
+                                  ("fit", "mt0-xxl", "--device", "a100"), ("infer", "t0_3b", "--device", "h100")])
+def test_cli_answers_serving_on_transformers(argv):
+    code, out, err = run(*argv, "--json")
+    assert code == 0, err
+    body = json.loads(out)
+    assert "transformers" in json.dumps(body) and "encoder_decoder" in json.dumps(body)
+
+
 @pytest.mark.parametrize("argv", [
-    ("infer", "t0_3b"), ("train", "t0_3b", "--method", "lora"), ("fit", "mt0-xxl", "--device", "a100"),
+    ("train", "t0_3b", "--method", "lora"), ("infer", "t0_3b", "--engine", "vllm"),
+    ("infer", "t0_3b", "--engine", "llamacpp"), ("infer", "t0_3b", "--engine", "sglang"),
     ("fit", "t0_3b", "--device", "a100", "--train"), ("recommend", "t0_3b"),
-    ("recommend", "mt0-xxl", "--train", "--tokens", "1e6"),
+    ("recommend", "mt0-xxl", "--train", "--tokens", "1e6"), ("infer", "t0_3b", "--weights", "int8"),
 ])
 def test_cli_refuses_in_one_line_with_exit_2(argv):
     code, out, err = run(*argv)
@@ -44,11 +63,12 @@ def test_inspect_still_gives_the_exact_parameters():
     assert json.loads(out)["params"]["total"] == 2_849_757_184  # = T5ForConditionalGeneration (test_t5_params)
 
 
-def test_models_fits_on_lists_them_as_not_fitting_without_failing():
+def test_models_fits_on_sizes_them_on_transformers():
     code, out, _ = run("models", "--fits-on", "h100", "--json")
     assert code in (0, 1)
     rows = {r["id"]: r for r in json.loads(out)["models"]}
-    assert rows["bigscience/T0_3B"]["status"] == "rejected" and "encoder-decoder" in rows["bigscience/T0_3B"]["reasons"][0]
+    t0 = rows["bigscience/T0_3B"]
+    assert (t0["status"], t0["engine"], t0["weights_format"]) == ("meets", "transformers", "bf16")
     assert any(r["status"] == "meets" for r in rows.values())  # decoder-only models are still sized
 
 

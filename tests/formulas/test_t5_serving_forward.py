@@ -194,3 +194,41 @@ def test_full_size_encoder_peak_under_fake_tensors(capsys):
     with capsys.disabled():
         print(f"\n[t0_3b bf16 sdpa b1 s512 fake] measured {live.peak:,} predicted {pred.peak_bytes:,} ({pred.phase})")
     assert pred.peak_bytes == live.peak
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize(("batch", "source", "target"), [(2, 160, 6), (3, 16, 40)])
+def test_estimate_inference_on_cpu_equals_a_real_generate(dtype, batch, source, target, capsys):
+    """The whole estimate (estimate_inference on a CPU, transformers engine: weights + K/V + activations, less the
+    named host runtime constant) against a real generate(): the parameter bytes plus the live peak."""
+    from llmsizer import estimate_inference
+
+    cfg = CONFIGS["t5-v1_1-like"]
+    model = _model(cfg, dtype, "sdpa")
+    measured, _ = _generate(model, batch, source, target)
+    measured += sum(p.numel() * p.element_size() for p in model.parameters())
+    est = estimate_inference(spec_from_config(cfg, name="tiny-t5"), device="cpu", engine="transformers",
+                             weights=dtype, dtype=dtype, context=source + target, output_tokens=target,
+                             concurrency=batch)
+    pred = est.total("host")[1] - est.item("host_runtime").bytes
+    with capsys.disabled():
+        print(f"\n[estimate {dtype} b{batch} s{source} t{target}] measured {measured:,} predicted {pred:,} "
+              f"({est.details['peak_phase']})")
+    assert abs(pred / measured - 1) <= 0.01
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_parameter_groups_of_eq_s7_are_the_real_modules(name):
+    """Eq. (S7)'s groups against the modules transformers builds (meta device): the encoder's and decoder's block
+    linears, the decoder's EncDecAttention k and v, the lm_head (the shared embedding when tied), every wo."""
+    from llmsizer.formulas.encoder_decoder_serving import t5_params
+
+    cfg = CONFIGS[name]
+    model = build(cfg)
+    lin = {n: m.weight.numel() for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    p = t5_params(spec_from_config(cfg, name=name))
+    assert p.encoder == sum(v for n, v in lin.items() if n.startswith("encoder.block."))
+    assert p.decoder == sum(v for n, v in lin.items() if n.startswith("decoder.block."))
+    assert p.cross_kv == sum(v for n, v in lin.items() if "EncDecAttention.k" in n or "EncDecAttention.v" in n)
+    assert p.wo == sum(v for n, v in lin.items() if n.endswith(".wo"))
+    assert p.head == model.lm_head.weight.numel()

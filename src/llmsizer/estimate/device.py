@@ -33,7 +33,12 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     when the checkpoint (``spec``, no format named) has a GGUF counterpart (gpt-oss MXFP4 -> MXFP4_MOE), with the
     refusal in the reason. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
     cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
-    none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out."""
+    none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out. An
+    encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
+    """
+    if spec is not None and spec.encoder_decoder is not None:
+        return "transformers", ("an encoder-decoder (T5) is modelled on transformers generate() only (vLLM has no T5; "
+                                "SGLang's and llama.cpp's are not modelled)")
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
     refused = engine_refuses(eng, fmt, device) if fmt is not None else None

@@ -12,10 +12,14 @@
 
 What the estimators refuse rather than size (``refuse_unmodelled``, one line, exit 2 / HTTP 400):
 
-- Serving a T5-style encoder-decoder (``ModelSpec.encoder_decoder``: T5, mT5, T0, mT0). Its parameters, weights
-  and tensor inventory are exact (formulas/tensors.py), but serving one keeps the decoder's self-attention K/V per
-  generated token plus each decoder layer's cross-attention K/V over the source, which the serving estimate does
-  not compose: no number is given.
+- Serving a T5-style encoder-decoder (``ModelSpec.encoder_decoder``: T5, mT5, T0, mT0) other than as modelled
+  (``refuse_serving``): it is sized on the transformers engine alone (estimate/inference/hf_transformers.py with
+  formulas/encoder_decoder_serving.py), its weights in fp32, bf16 or fp16, on one device, text only. vLLM has no
+  T5 (``_TEXT_GENERATION_MODELS`` of vllm/model_executor/models/registry.py @0002bff0 lists no
+  T5ForConditionalGeneration / MT5ForConditionalGeneration); SGLang is not modelled for it (not checked); llama.cpp runs T5 (LLM_ARCH_T5) but keeps no cross-attention cache: every decode step
+  projects the kept encoder output to K/V again (src/models/t5-dec.cpp L66-70 @e062ff9c, ``wk_cross`` / ``wv_cross``
+  over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
+  refuses it too.
 - Training one other than as measured: its saved activations (formulas/encoder_decoder_activations.py eqs. E4, E5)
   are counted for ``T5_TRAINING`` alone (fp32, eager attention, no checkpointing, one device, plain cross-entropy),
   every weight trained or LoRA as ``T5_LORA`` (eq. E6); any other setting of those is refused.
@@ -58,7 +62,38 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
     return out
 
 
-def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | None = None) -> None:
+SERVING_ENGINE = "transformers"
+SERVING_FORMATS = ("fp32", "bf16", "fp16")
+_ENGINE_REASON = {
+    "vllm": "vLLM has no T5 (no T5ForConditionalGeneration in vllm/model_executor/models/registry.py "
+            "_TEXT_GENERATION_MODELS @0002bff0)",
+    "sglang": "SGLang's support for T5 is not checked or modelled",
+    "llamacpp": "llama.cpp runs T5 without a cross-attention cache (each decode step re-projects the encoder output, "
+                "src/models/t5-dec.cpp L66-70 @e062ff9c), which is not modelled",
+}
+
+
+def refuse_serving(spec: ModelSpec, engine: str, fmt: str, tensor_parallel: int, media: bool) -> None:
+    """Raise one ``InputError`` line when serving the encoder-decoder ``spec`` asks for what is not modelled
+    (module docstring): another engine than transformers, a quantized format, tensor parallelism, images."""
+    ed = spec.encoder_decoder
+    if ed is None:
+        return
+    what = f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): its serving is modelled on " \
+           f"--engine {SERVING_ENGINE} with weights {', '.join(SERVING_FORMATS)} on one device"
+    if engine != SERVING_ENGINE:
+        raise InputError(f"{what}; not on {engine}: {_ENGINE_REASON.get(engine, 'not modelled')}")
+    if fmt not in SERVING_FORMATS:
+        raise InputError(f"{what}; not {fmt} (its quantized layers, e.g. bitsandbytes skipping the fp32-kept wo, "
+                         "are not modelled)")
+    if tensor_parallel > 1:
+        raise InputError(f"{what}; not tensor-parallel ({tensor_parallel} devices)")
+    if media:
+        raise InputError(f"{what}; it takes no images or video")
+
+
+def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | None = None,
+                      search: bool = False) -> None:
     """Raise one ``InputError`` line when ``spec`` has a structure the memory model does not cover (module
     docstring); return otherwise. ``w``: the training workload (an encoder-decoder trains as ``T5_TRAINING``)."""
     ed = spec.encoder_decoder
@@ -77,6 +112,12 @@ def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | Non
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())}, method 'full' or 'lora' with "
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_LORA.items())} only; not modelled: "
                          f"{', '.join(off)}")
+    if not training and not search:  # sized on transformers, checked by refuse_serving once the engine is known
+        return
+    if not training:
+        raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): recommend does not search "
+                         f"it; its serving is modelled on --engine {SERVING_ENGINE} only (llmsizer infer/fit "
+                         f"{spec.name} --engine {SERVING_ENGINE})")
     what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
             if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "
             "K/V over the encoder output)")

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InputError
+from ..formulas import encoder_decoder_serving as ED
 from ..formulas import flash_attention as FA
 from ..formulas.dtypes import DTYPE_BYTES
-from ..formulas.kv_cache import kv_cache
+from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.params import count_params
 from ..formulas.recurrent_state import recurrent_state
 from ..formulas.speed import (
@@ -400,6 +401,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         - pc.by_component.get("per_layer_embedding", 0)
     read_bytes = wb.total - (0 if spec.tie_word_embeddings else emb_bytes) - wb.by_component.get("vision", 0) \
         - wb.by_component.get("per_layer_embedding", 0)
+    t5 = ED.t5_params(spec) if spec.encoder_decoder is not None else None
+    if t5 is not None:  # a decode step runs the decoder less its cached cross k/v, and the head (eq. S7)
+        matmul_params = t5.decoder - t5.cross_kv + t5.head
+        read_bytes = round(matmul_params * wb.total / pc.total)
+        assumptions.append(Assumption(
+            "encoder_decoder_step", f"source {prompt_tokens} tokens, target {output_tokens} tokens", True,
+            "formulas/encoder_decoder_serving.py eq. (S7): prefill = the encoder over the source + the cross k/v "
+            "projections; a decode step reads the decoder's weights less its cross k/v (their K/V are cached), the "
+            "head, the self K/V over the target and the cross K/V over the source"))
     wb_dev = shard_weights(spec, wb, tp, act_bytes)
     shard = wb_dev.total / wb.total if wb.total else 1.0
     # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
@@ -456,6 +466,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
     p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
     p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
+    if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first target token
+        p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
     prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
     ce_p = ce
@@ -480,6 +492,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
                                             repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
+    if t5 is not None:  # every weight once, and the cross K/V written
+        p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
     if peak is not None or bw is not None:
         prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
         if peak and bw:
@@ -625,6 +639,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
 
     def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
         ctx = prompt_tokens + output_tokens // 2
+        if t5 is not None:  # eq. (S7) mid-generation: target/2 tokens of self K/V, the source's cross K/V
+            return _t5_decode(batch)
         # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not skipped)
         attn = batch * _attention_flops_step(spec, width, 1, ctx) / tp
         if llamacpp:
@@ -677,6 +693,20 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             t = host_overlapped_step(t, host_step)
         r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
         return t, r
+
+    def _t5_decode(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
+        target = output_tokens // 2
+        flops = ED.decode_step_flops(spec, batch, prompt_tokens, target)
+        kv = (kv_cache(spec, target, batch, kv_dtype).total_bytes
+              + cross_attention_kv(spec, prompt_tokens, batch, kv_dtype))
+        kv_read[batch] = kv
+        nbytes = read_bytes + kv
+        if peak is None and bw is None:
+            return None, None
+        t = phase_time(flops, nbytes, peak, bw, ce, be, 0.0, step_fixed)
+        if host_step:
+            t = host_overlapped_step(t, host_step)
+        return t, (roofline(flops, nbytes, peak, bw) if peak and bw else None)
 
     decode, roof_d = decode_at(concurrency)
     single, _ = decode_at(1) if concurrency > 1 else (decode, roof_d)

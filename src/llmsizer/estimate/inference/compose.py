@@ -25,7 +25,7 @@ from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
 from ..device import check_engine_on_device, engine_assumption, generic_device, workload_on_device
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
-from ..model_warnings import model_warnings, refuse_unmodelled
+from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
 from .media import media_in_context
@@ -270,6 +270,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
                                           "not in the model's config: default or derived"))
     acc.warnings.extend(model_warnings(spec, training=False, engine=str(w.engine)))
     fmt, group = _resolve_weights(spec, w, acc)
+    refuse_serving(spec, str(w.engine), fmt, w.tensor_parallel, media is not None)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
     wb = file_weight_bytes(spec) if fmt == "file" else weight_bytes(spec, fmt, group, act_bytes)
@@ -330,7 +331,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         # as the engine allocates it (vLLM: padded pages, set by its composition), else eq. (3) for one sequence
         details.setdefault("recurrent_state_bytes_per_sequence", state_of(ctx, 1).per_sequence_bytes)
     band_engine = {"transformers": R.TRANSFORMERS, "vllm": R.VLLM}.get(str(w.engine))
-    if band_engine is not None and w.device != "cpu":
+    if band_engine is not None and w.device != "cpu" and spec.encoder_decoder is None:  # no encoder-decoder rows
         calibrated = calibrated_need(acc.items, sum(i.bytes for i in acc.items if i.location == "device"),
                                      R.INFERENCE_MEMORY, band_engine)
         if calibrated is not None:

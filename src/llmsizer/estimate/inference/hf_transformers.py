@@ -11,6 +11,7 @@ else ``dequantize_4bit(...).to(A.dtype)``), so prefill holds one dequantized mat
 
 from __future__ import annotations
 
+from ...formulas import encoder_decoder_serving as ED
 from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
@@ -25,6 +26,9 @@ from .common import Context, kv_item, state_item, weights_item
 def compose_transformers(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
     loc: Location = "host" if w.device == "cpu" else "device"
+    if spec.encoder_decoder is not None:
+        compose_t5(ctx, loc)
+        return
     out = acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
                      "not given: min(256, context / 2) generated tokens, the one default of estimates, plans and "
                      "the web calculator (specs/workload.py default_output_tokens)")
@@ -89,6 +93,75 @@ def compose_transformers(ctx: Context) -> None:
     if loc == "device":
         acc.span("cuda_context", E.CUDA_CONTEXT)
         acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act_item.bytes,
+                              formula="reserved - allocated: 0 expected, up to one more activation peak cached",
+                              source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
+    acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
+
+
+FP16_T5 = ("T5 v1.1 / mT5 / T0 / mT0 activations overflow float16 (transformers clamps inf in T5Block.forward, "
+           "modeling_t5.py L472-479, and keeps wo in fp32 for this reason: issue #20287); serve them in bf16 or fp32")
+
+
+def compose_t5(ctx: Context, loc: Location) -> None:
+    """A T5 encoder-decoder under ``generate()`` (formulas/encoder_decoder_serving.py): the source is the prompt
+    (context - output tokens), the target the output tokens. Peak = weights + max(the encoder's forward (eq. S4),
+    the end of decoding: self K/V over the target + cross K/V over the source + the kept encoder output + the
+    last step's transient (eq. S5))."""
+    spec, w, acc = ctx.spec, ctx.w, ctx.acc
+    out = int(acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
+                         "not given: min(256, context / 2) generated tokens (specs/workload.py "
+                         "default_output_tokens); for an encoder-decoder the target tokens, the decoder's length"))
+    source = max(w.context - out, 1)
+    acc.assume("source_tokens", source, None, "an encoder-decoder's source = context - output tokens: the encoder "
+               "reads the prompt, the decoder writes the output (formulas/encoder_decoder_serving.py)")
+    attention = str(acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
+                               "transformers default attn_implementation (T5: sdpa with the position bias as mask)"))
+    if attention not in ED.ATTENTIONS:
+        from ...errors import InputError
+        raise InputError(f"attention {attention!r}: a T5 is modelled with {', '.join(ED.ATTENTIONS)}")
+    if ctx.dtype == "fp16":
+        acc.warnings.append(FP16_T5)
+    extra = ED.fp32_kept_extra_bytes(spec, ctx.dtype) if ctx.fmt == "fp16" else 0
+    b, c = w.concurrency, ctx.act_bytes
+    enc = ED.encoder_peak(spec, b, source, c, attention)
+    self_kv = kv_item(ctx, out, b, loc)
+    cross = cross_attention_kv(spec, source, b, ctx.kv_dtype)
+    held = ED.encoder_output_bytes(spec, b, source, c)
+    trans = ED.decode_transient_bytes(spec, b, out, c)
+    decoding = self_kv.bytes + cross + held + trans
+    src = "formulas/encoder_decoder_serving.py (transformers modeling_t5.py, generation/utils.py)"
+    acc.items.append(weights_item(ctx.wb, loc, ctx.wb.total + extra,
+                                  f"; + {format_bytes(extra)}: wo kept in fp32 on an fp16 load (eq. S6)"
+                                  if extra else ""))
+    cross_formula = (f"{spec.kv_cache_layers} decoder layers x 2 x {spec.num_kv_heads} heads x {spec.head_dim} d_kv x "
+                     f"{source} source tokens x {kv_dtype_bytes(ctx.kv_dtype):g} B ({ctx.kv_dtype}) x {b} seqs")
+    if enc.peak_bytes > decoding:
+        phase = f"encoder forward ({b} x {source} source tokens, {enc.phase})"
+        acc.items.append(kv_item(ctx, 0, b, loc))
+        acc.items.append(Item("cross_attention_kv", 0, loc, formula="not yet written: " + cross_formula,
+                              source="formulas/kv_cache.py eq. (4)"))
+        acc.items.append(Item("activations", enc.peak_bytes, loc,
+                              formula=f"max(position buckets {format_bytes(enc.bucket_bytes)}, self-attention "
+                                      f"{format_bytes(enc.attention_bytes)}, feed-forward "
+                                      f"{format_bytes(enc.ffn_bytes)}) at {phase}",
+                              source=src + " eqs. (S1)-(S4)"))
+    else:
+        phase = f"end of decoding ({out} target tokens over {source} source tokens)"
+        acc.items.append(self_kv)
+        acc.items.append(Item("cross_attention_kv", cross, loc, formula=cross_formula,
+                              source="formulas/kv_cache.py eq. (4) (transformers EncoderDecoderCache)"))
+        acc.items.append(Item("activations", held + trans, loc,
+                              formula=f"encoder output {format_bytes(held)} kept by generate() + last step "
+                                      f"{format_bytes(trans)} (logits or the cache append) at {phase}",
+                              source=src + " eq. (S5)"))
+    ctx.details["peak_phase"] = phase
+    ctx.details["encoder_decoder"] = {"source_tokens": source, "target_tokens": out,
+                                      "encoder_peak_bytes": enc.peak_bytes, "decoding_bytes": decoding,
+                                      "cross_attention_kv_bytes": cross, "self_attention_kv_bytes": self_kv.bytes}
+    if loc == "device":
+        act = acc.items[-1].bytes
+        acc.span("cuda_context", E.CUDA_CONTEXT)
+        acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act,
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
