@@ -53,8 +53,6 @@ def test_floor_is_below_every_serving_estimate() -> None:
 
     for name, entry in entries().items():
         spec = entry.spec()
-        if spec.encoder_decoder is not None:  # serving an encoder-decoder is refused (test_encoder_decoder_refused)
-            continue
         assert inference_sized_floor(spec, "cpu") == 0
         for device in ("gpu", "cpu"):
             floor = inference_sized_floor(spec, device)

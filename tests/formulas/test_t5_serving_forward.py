@@ -232,3 +232,26 @@ def test_parameter_groups_of_eq_s7_are_the_real_modules(name):
     assert p.cross_kv == sum(v for n, v in lin.items() if "EncDecAttention.k" in n or "EncDecAttention.v" in n)
     assert p.wo == sum(v for n, v in lin.items() if n.endswith(".wo"))
     assert p.head == model.lm_head.weight.numel()
+
+
+def test_decode_step_reads_the_caches_and_weights_a_real_step_uses():
+    """estimate_speed's decode step (eq. S7) for a tiny T5 in bf16 mid-generation: the K/V it reads are the
+    EncoderDecoderCache of a real generate() stopped after target/2 tokens; the weights it reads are the decoder's
+    linears less EncDecAttention k and v (their K/V are cached: T5Attention reuses them once ``is_updated``) plus the
+    lm_head, in the real model's bytes."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.speed import estimate_speed
+
+    cfg = CONFIGS["t5-v1_1-like"]
+    batch, source, target = 2, 48, 20
+    model = _model(cfg, "bf16", "sdpa")
+    _, cache = _generate(model, batch, source, target // 2)
+    real_kv = _bytes(cache.self_attention_cache) + _bytes(cache.cross_attention_cache)
+    read = sum(m.weight.numel() * m.weight.element_size() for n, m in model.named_modules()
+               if isinstance(m, torch.nn.Linear) and (n.startswith("decoder.block.") or n == "lm_head")
+               and ".EncDecAttention.k" not in n and ".EncDecAttention.v" not in n)
+    sp = estimate_speed(spec_from_config(cfg, name="tiny-t5"), builtin_catalog().devices["h100-sxm"],
+                        weights_format="bf16", prompt_tokens=source, output_tokens=target, concurrency=batch,
+                        kv_dtype="bf16", engine="transformers")
+    assert sp.details["kv_bytes_per_decode_step"] == real_kv
+    assert sp.details["decode_read_weight_bytes"] == read

@@ -722,6 +722,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
                "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
                "kv_bytes_per_decode_step": kv_read.get(concurrency)}
+    if t5 is not None:
+        details["decode_read_weight_bytes"] = read_bytes
     if spec.recurrent_layer_count:
         details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
         details["state_dtypes"] = list(state_dtypes)

@@ -68,6 +68,7 @@ embedding when tied).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import EncoderDecoderSpec, ModelSpec
@@ -156,6 +157,7 @@ class T5Params:
     wo: int
 
 
+@lru_cache(maxsize=64)
 def t5_params(spec: ModelSpec) -> T5Params:
     """The parameter groups of eqs. (S6)-(S7), from the tensor inventory (formulas/tensors.py)."""
     ed = _ed(spec)
