@@ -83,3 +83,14 @@ def test_full_fp32_eager_training_is_sized_and_other_settings_named(name):
         estimate_training(name, method="full", attention="eager", micro_batch=2, seq_len=256)
     with pytest.raises(InputError, match=r"target_len applies to encoder-decoder"):
         estimate_training("qwen2.5-0.5b", micro_batch=1, seq_len=256, target_len=8)
+
+
+def test_fp16_load_keeps_wo_in_fp32_and_warns():
+    """An fp16 load adds 2 B per wo element (transformers _keep_in_fp32_modules; the element count is the real
+    model's: tests/formulas/test_t5_serving_forward.py) and warns of T5's fp16 overflow; bf16 adds nothing."""
+    fp16 = estimate_inference("t0_3b", engine="transformers", weights="fp16")
+    bf16 = estimate_inference("t0_3b", engine="transformers", weights="bf16")
+    wo = 2 * 24 * 2 * 5120 * 2048  # 24 encoder + 24 decoder blocks, wo [2048, 5120], 2 more bytes each
+    assert fp16.item("weights").bytes - bf16.item("weights").bytes == wo
+    assert any("overflow float16" in x for x in fp16.warnings)
+    assert not any("overflow float16" in x for x in bf16.warnings)

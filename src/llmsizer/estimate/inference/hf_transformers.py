@@ -99,7 +99,8 @@ def compose_transformers(ctx: Context) -> None:
 
 
 FP16_T5 = ("T5 v1.1 / mT5 / T0 / mT0 activations overflow float16 (transformers clamps inf in T5Block.forward, "
-           "modeling_t5.py L472-479, and keeps wo in fp32 for this reason: issue #20287); serve them in bf16 or fp32")
+           "modeling_t5.py L472-479, and keeps wo in fp32 on an fp16 load: L542, modeling_utils.py L3848-3852, "
+           "issue #20287); serve them in bf16 or fp32")
 
 
 def compose_t5(ctx: Context, loc: Location) -> None:
@@ -119,9 +120,9 @@ def compose_t5(ctx: Context, loc: Location) -> None:
     if attention not in ED.ATTENTIONS:
         from ...errors import InputError
         raise InputError(f"attention {attention!r}: a T5 is modelled with {', '.join(ED.ATTENTIONS)}")
-    if ctx.dtype == "fp16":
+    if "fp16" in (ctx.dtype, ctx.fmt):
         acc.warnings.append(FP16_T5)
-    extra = ED.fp32_kept_extra_bytes(spec, ctx.dtype) if ctx.fmt == "fp16" else 0
+    extra = ED.fp32_kept_extra_bytes(spec, ctx.fmt)  # the load dtype decides (eq. S6)
     b, c = w.concurrency, ctx.act_bytes
     enc = ED.encoder_peak(spec, b, source, c, attention)
     self_kv = kv_item(ctx, out, b, loc)
