@@ -1407,18 +1407,24 @@ _T5_LORA = dict(_T5_PEFT, method="lora", rank=8, alpha=32, targets=("q", "v"), l
 _T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9")
 _T5_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 128 tokens and target 3 ASSUMED "
             "(padded per batch; longest class label)")
+
+
+def _t5_lora_rows(model: str, lora: str, zero3: str) -> dict[str, tuple[str, dict[str, Any], str, bool, str]]:
+    """The README's LoRA row of ``model`` and its run of the same LoRA under ZeRO-3 offload."""
+    return {
+        lora: (model, dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1", False,
+               "peak"),
+        zero3: (model, dict(_T5_Z3), _T5_NOTE + f"; LoRA as {lora} under DeepSpeed ZeRO-3, parameters and optimizer "
+                "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    }
+
+
 TRAINING_ROWS.update({
     "PM0066": ("t0_3b", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning", False, "peak"),
-    "PM0068": ("t0_3b", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
-               False, "peak"),
-    "PM0070": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0068 under DeepSpeed ZeRO-3, parameters and optimizer "
-               "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    **_t5_lora_rows("t0_3b", "PM0068", "PM0070"),
     "PM0072": ("mt0-xxl", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
-    "PM0073": ("mt0-xxl", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
-               False, "peak"),
-    "PM0075": ("mt0-xxl", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0073 under DeepSpeed ZeRO-3, parameters and "
-               "optimizer offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    **_t5_lora_rows("mt0-xxl", "PM0073", "PM0075"),
     "PM0082": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; the README's log of the ZeRO-3 offload script (max_memory_"
                "allocated >> 20); as PM0070", False, "peak"),
 })
