@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..frozen import fast_init
 from ..numbers import DEVICE_MEMORY, FRACTION
 from .given import tracks_given
-from .workload import DEVICES, MEMORY_METRICS, check_numbers
+from .workload import DEVICES, check_memory_target, check_numbers
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -492,12 +492,7 @@ class TrainingWorkload:
         if self.base_dtype is not None and self.method == "full":
             raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights as "
                              "the precision recipe says")
-        if self.memory is not None and self.memory <= 0:
-            raise InputError(f"memory must be positive, got {self.memory}")
-        if self.headroom is not None and not 0 <= self.headroom < 1:
-            raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
-        if self.metric is not None and self.metric not in MEMORY_METRICS:
-            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
+        check_memory_target(self.memory, self.headroom, self.metric)
 
     @property
     def dora(self) -> bool:
