@@ -1,15 +1,17 @@
 """The real CLI entry point with its output captured, for the tests that compare what the CLI prints with the other
-surfaces: in-process (``run``: argparse's own ``SystemExit`` becomes the exit code) or in a new process, as a user
-runs it (``run_cli``)."""
+surfaces: in-process (``run``, ``run_json``: argparse's own ``SystemExit`` becomes the exit code) or in a new process,
+as a user runs it (``run_cli``)."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from llmsizer.cli.main import main
 
@@ -26,6 +28,12 @@ def run(*argv: str) -> tuple[int, str, str]:
             code = int(e.code or 0)
     return code, out.getvalue(), err.getvalue()
 
+
+
+def run_json(*argv: str) -> tuple[int, Any]:
+    """Exit code and parsed ``--json`` output of ``llmsizer *argv`` (in-process)."""
+    code, out, _ = run(*argv, "--json")
+    return code, json.loads(out)
 
 def run_cli(*argv: str, stdin: str | None = None, cwd: str | Path | None = None, env: dict[str, str] | None = None,
             timeout: float = 300) -> subprocess.CompletedProcess:
