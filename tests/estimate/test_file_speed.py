@@ -5,6 +5,7 @@ follow the file's largest non-F32 tensor type."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "readers"))
 import readers_helpers as H  # noqa: E402
 
+from cli_capture import run  # noqa: E402
 from llmsizer.cli.main import main  # noqa: E402
 from llmsizer.estimate.fit import fit  # noqa: E402
 
@@ -50,3 +52,33 @@ def test_decode_reads_the_files_bytes_with_the_kernels_of_its_largest_type(gguf_
     be = next(a.value for a in sp.assumptions if a.name == "bandwidth_efficiency")
     moved = sp.decode.memory_seconds * sp.details["bandwidth"] * be
     assert moved == pytest.approx(weights_read + kv, rel=1e-9)
+
+
+def test_a_gguf_file_on_transformers_is_dequantized_and_timed_as_transformers(tmp_path):
+    """transformers loads a .gguf by dequantizing it to torch tensors (transformers docs, "GGUF": "The GGUF checkpoint
+    is dequantized to fp32", dtype=torch.bfloat16 allowed; modeling_gguf_pytorch_utils.load_gguf_checkpoint), so
+    ``fit FILE.gguf --engine transformers`` holds and reads the dequantized weights (bf16, formats.engine_weights) and
+    times them with transformers' step: no llama.cpp kernel assumption is left (it listed ``llamacpp_*`` and
+    ``kernel_format=gguf:q8_0``). Truth: the parameters are the GGUF tensors' element counts (gguf-py shapes in
+    readers_helpers, no rope_freqs table: transformers recomputes it), 2 bytes each."""
+    pytest.importorskip("gguf")
+    model = H.llama_gguf(layers=2, rope_freqs=False)
+    path = tmp_path / "tiny.gguf"
+    model.write(path)
+
+    def names(d: dict) -> list[str]:
+        return [a["name"] for a in d["assumptions"] + d["speed"]["assumptions"]]
+
+    code, out, _ = run("fit", str(path), "--device", "a100", "--engine", "transformers")
+    assert code == 0 and "[transformers, bf16, TP 1]" in out and "llamacpp_" not in out
+    code, out, _ = run("fit", str(path), "--device", "a100", "--engine", "transformers", "--json")
+    d = json.loads(out)
+    assert code == 0 and (d["engine"], d["weights_format"], d["speed"]["weights_format"]) == ("transformers",) + ("bf16",) * 2
+    assert d["memory"]["details"]["weights_bytes"] == d["speed"]["details"]["weights_bytes"] == 2 * model.numel()
+    assert not any(n.startswith("llamacpp_") or n == "kernel_format" for n in names(d))
+    assert any("dequantizes GGUF" in w for w in d["warnings"])
+    # llama.cpp runs the file as it is: its bytes, its kernels
+    code, out, _ = run("fit", str(path), "--device", "a100", "--engine", "llamacpp", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["weights_format"] == "file" and any(n.startswith("llamacpp_") for n in names(d))
+    assert d["speed"]["details"]["weights_bytes"] == sum(model.expected_bytes().values())

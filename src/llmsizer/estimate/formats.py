@@ -17,7 +17,9 @@
 - GGUF formats on vLLM and SGLang: both load a GGUF checkpoint and keep its tensors quantized (their GGUF
   quantization method, ``VLLM_GGUF_TYPES``), so the weights count the GGUF bytes (the formula llama.cpp's are sized
   with); a GGUF type their kernels lack is refused (``engine_refuses``). On transformers GGUF is dequantized on load
-  (transformers docs "GGUF and interaction with Transformers"): the weights count in bf16, with a warning.
+  (transformers docs "GGUF and interaction with Transformers"): the weights count in bf16, with a warning; a .gguf
+  file given to transformers too (its bytes are not the ones it holds), so its speed runs transformers' bf16 step,
+  not llama.cpp's kernels.
 """
 
 from __future__ import annotations
@@ -177,13 +179,19 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                    group_size_given: bool = False) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
     ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default)."""
-    if weights is None and spec.file_weights is not None:
-        if engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
-            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
-        return FormatChoice("file", group_size, [Assumption("weights", "file", True,
-                                                            f"exact tensor bytes read from {spec.file_weights.path}")])
     out = FormatChoice("", group_size)
-    if weights is None:
+    fw = spec.file_weights
+    if weights is None and fw is not None:
+        is_gguf = fw.path.lower().endswith(".gguf")
+        if engine == "llamacpp" and not is_gguf:
+            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
+        if not is_gguf or keeps_gguf(engine):
+            return FormatChoice("file", group_size, [Assumption("weights", "file", True,
+                                                                f"exact tensor bytes read from {fw.path}")])
+        # a GGUF file on an engine that dequantizes it on load: the file's format, then the rule below (bf16)
+        fmt, why = file_kernel_format(spec)
+        out.assumptions.append(Assumption("weights", fmt, True, why))
+    elif weights is None:
         fmt, out.group_size, why = stored_format(spec)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):
             if fmt not in GGUF_FROM_STORED:
