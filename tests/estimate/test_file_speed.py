@@ -84,3 +84,23 @@ def test_a_gguf_file_on_transformers_is_dequantized_and_timed_as_transformers(tm
     assert code == 0 and d["engine"] == "llamacpp" and d["weights_format"] == "file"
     assert any(n.startswith("llamacpp_") for n in names(d))
     assert d["speed"]["details"]["weights_bytes"] == sum(model.expected_bytes().values())
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_gguf_file_on_a_gguf_engine_names_its_kernels_once(gguf_file, engine):
+    """vLLM and SGLang run a GGUF file's tensors in their own step with 16-bit activations (vLLM
+    quantization/gguf.py GGUFConfig.get_supported_act_dtypes; formats.engine_kernel_format): one ``kernel_format``
+    assumption, bf16, whose reason names the file's largest type (it was listed twice: gguf:q4_0, then bf16)."""
+    path, model = gguf_file
+    by_type = model.by_type()  # gguf-py block sizes, independent of llmsizer
+    largest = max((t for t in by_type if t != "F32"), key=lambda t: by_type[t])
+    code, out, err = run("fit", str(path), "--device", "a100", "--engine", engine, "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    names = [a["name"] for a in d["speed"]["assumptions"]]
+    assert len(names) == len(set(names)), names
+    (kf,) = [a for a in d["assumptions"] + d["speed"]["assumptions"] if a["name"] == "kernel_format"]
+    assert kf["value"] == "bf16" and f"largest tensor type {largest}" in kf["why"]
+    code, out, err = run("fit", str(path), "--device", "a100", "--engine", engine)
+    assert code == 0 and out.count("kernel_format=") == 1
+
