@@ -104,3 +104,30 @@ def test_a_gguf_file_on_a_gguf_engine_names_its_kernels_once(gguf_file, engine):
     code, out, err = run("fit", str(path), "--device", "a100", "--engine", engine)
     assert code == 0 and out.count("kernel_format=") == 1
 
+
+def test_fit_and_infer_show_the_weights_llamacpp_keeps_in_host_memory(gguf_file):
+    """llama.cpp keeps the input layer in host memory ("always keep it on the CPU", src/llama-model.cpp:1603-1605 at
+    0c1e57098, vendored by llama-cpp-python 0.3.36): a .gguf file on a GPU shows its weights as a device part and a
+    host part, in fit's text, infer's table and both JSONs; together they are the file's tensor bytes (gguf-py's
+    block table), the host part at least the token_embd table."""
+    from llmsizer.units import format_bytes
+
+    path, model = gguf_file
+    nbytes = model.expected_bytes()
+    for cmd in (["fit", str(path), "--device", "rtx-4090"], ["infer", str(path), "--memory", "24GiB"]):
+        code, out, err = run(*cmd, "--json")
+        assert code == 0, err
+        d = json.loads(out)
+        items = {i["name"]: i for i in (d["memory"] if cmd[0] == "fit" else d)["items"]}
+        dev, host = items["weights"], items["weights_host"]
+        assert (dev["location"], host["location"]) == ("device", "host")
+        assert dev["bytes"] + host["bytes"] == sum(nbytes.values())
+        assert host["bytes"] >= nbytes["token_embd.weight"]
+        code, out, err = run(*cmd)
+        assert code == 0, err
+        if cmd[0] == "fit":
+            line = next(ln for ln in out.splitlines() if "in host memory" in ln)
+            assert f"weights {format_bytes(dev['bytes'])} on the device + {format_bytes(host['bytes'])}" in line
+        else:
+            assert any(ln.split()[:3] == ["weights_host", "host", *format_bytes(host["bytes"]).split()[:1]]
+                       for ln in out.splitlines())
