@@ -7,8 +7,8 @@ Search (inference):
   ``cloud_only`` keeps instances only;
 - per candidate, weight formats from highest quality down (``estimate.formats.format_ladder``: the checkpoint's
   default format on the engine, as ``fit`` and ``infer`` take it, then the smaller rungs of bf16 -> fp8 -> AWQ int4
-  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
-  headroom and meets the latency limits is taken;
+  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp; a .gguf file: the file as it is
+  first); the first that fits with the headroom and meets the latency limits is taken;
 - tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
   are added until an aggregate tokens/s target is met;
 - rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
@@ -41,7 +41,7 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, engine_weights, format_ladder
+from .estimate.formats import engine_refuses, engine_weights, format_ladder, weights_asked
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -447,7 +447,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             smallest = (int(wb / spread), fmt, None)          # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
-        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=weights_asked(fmt), context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
         target, count = cand.instance or dev, None if cand.instance else n
@@ -488,6 +488,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
 
 
 def _fmt_name(fmt: str) -> str:
+    if fmt == "file":
+        return "the file's own format"
     return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
 
 
@@ -644,7 +646,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
             try:
-                est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt,
+                est = estimate_inference(spec, context=context, concurrency=concurrency, weights=weights_asked(fmt),
                                          engine="llamacpp", memory=memory, headroom=hr, **(fields or {}))
             except InputError:  # a workload llama.cpp cannot run (e.g. KV fp8, a vLLM setting): no GGUF advice
                 return []

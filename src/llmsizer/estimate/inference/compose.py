@@ -16,7 +16,7 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
-from ...formulas.weight_formats import file_weight_bytes, weight_bytes
+from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import check_pool_shares
@@ -272,7 +272,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     fmt, group = _resolve_weights(spec, w, acc)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
-    wb = file_weight_bytes(spec) if fmt == "file" else weight_bytes(spec, fmt, group, act_bytes)
+    wb = weight_bytes(spec, fmt, group, act_bytes)  # "file": the file's exact bytes
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         if w.engine == "llamacpp":
