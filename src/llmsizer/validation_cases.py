@@ -1480,14 +1480,20 @@ TRAINING_HOST_RSS_NOT_MODELLED = (
 #   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (then -9.1/-11.3 % with their
 #   compiled loss's bf16 input, below) (the live term would fall instead, to the last block alone, on torch >= 2.8
 #   with the root resharded: not these runs' torch).
-# - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
-#   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
-#   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
-#   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
-#   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
-# With (a1), (a2) and (b) the rows would be at about -4 % (PM0400); the rest (3-5 GiB) is not traced: candidates are
-# cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
-# states created lazily in the first optimizer step). None of it is fitted.
+# - (b) MODELLED (formulas/loss_allocations.py eq. L1, the hole eq. 4'' of formulas/caching_allocator.py, H(p) of
+#   eq. R1): the eager loss (train.py lines 131-134, 303-308: cross_entropy(pred.flatten(0, 1).float()), then
+#   `del pred`) frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept
+#   log-softmax; the loss backward's first fp32 gradient (t V 4) takes its bottom, the second cannot fit the t V 2
+#   left above it and the segment grows: t V 2 stays reserved, 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the
+#   CP rows (32,768). The sequence is torch's own (profiler memory events of the same loop lines on CPU, torch
+#   2.13.0) and the reserve an address-level replay of the allocator with expandable segments
+#   (tests/formulas/test_loss_allocations.py). PM0400 -8.9 % -> -4.2 %, PM0401 -9.3 -> -3.5 %, PM0402-0405
+#   -7.7..-8.8 % -> -2.2..-3.2 %, PM0406-0409 -10.2..-10.8 % -> -0.8..-1.5 %. Not Trainy's PM1068/69 (compiled loss,
+#   no [t, V] fp32 tensor) nor the TP rows (loss_parallel's own sequence, eqs. LP1/LP2).
+# The rest (0.7-3.4 GiB on the 9dec370 rows, 4.4-5.3 GiB on Trainy's) is not traced: candidates are cuBLAS
+# workspaces, the flash-attention backward's fp32 accumulators as holes, smaller holes below the logits (the final
+# norm's fp32 intermediates) and the first step's layout (AdamW states created lazily in the first optimizer step).
+# None of it is fitted.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
                 batch_shapes="fixed", fsdp2_units="torchtitan")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
