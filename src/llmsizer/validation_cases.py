@@ -1558,15 +1558,23 @@ TRAINING_ROWS["PM0755"] = ("llama-3.1-70b", dict(_TT31_70B, method="full", offlo
                            "70B_full.yaml @30b8519: FSDP over 8 with CPU offload (params, grads, optimizer states), "
                            "fused AdamW, chunked CE, checkpointing; batch 2 x 2048 packed, compile; the README does not "
                            "name its memory statistic: compared as allocated", False, "peak")
-TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=16, targets="q,k,v"),
-                           "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8, fused AdamW, chunked CE, "
-                           "checkpointing; batch 2 x 2048 packed, compile; the README does not name its memory "
-                           "statistic: compared as allocated", False, "peak")
+# torchtune's FSDP2 wrapping in lora_finetune_distributed @30b8519 (lines 227, 418-435: shard_model over layers.i
+# only, reshard_after_forward True; torchtune/training/_distributed.py lines 586-623): every block resharded after its
+# forward, the last too, and the root (embedding, final norm, output) kept (torch of 2024-09 clamps the root), measured
+# on 2 gloo ranks as fsdp2_units='torchtune' (formulas/fsdp2_units.py; tests/training/
+# test_fsdp2_reduce_scatter_pool.py). The two LoRA / QLoRA rows of that recipe (PM0756, PM0757); PM0755 offloads the
+# parameters (no traced layout), the 2024-05 rows ran FSDP1.
+TT_LORA_FSDP2 = dict(fsdp2_units="torchtune")
+TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=16, targets="q,k,v", **TT_LORA_FSDP2),
+                           "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8 (torchtune's units), fused AdamW, "
+                           "chunked CE, checkpointing; batch 2 x 2048 packed, compile; the README does not name its "
+                           "memory statistic: compared as allocated", False, "peak")
 # the table's 405B QLoRA row on 8 x A100 with the settings of its speed twin PM0707 (405B_qlora.yaml @30b8519: FSDP2
 # over the 8 GPUs, plain cross-entropy); the statistic is not named: reported with it assumed (allocated)
 _m, _f = _speed_settings("PM0707")
-TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8), "the settings of PM0707 (TORCHTUNE_SPEED_ROWS), FSDP over 8; the "
-                           "README does not name its memory statistic: compared as allocated", False, "peak")
+TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8, **TT_LORA_FSDP2), "the settings of PM0707 (TORCHTUNE_SPEED_ROWS), "
+                           "FSDP over 8 (torchtune's units); the README does not name its memory statistic: compared "
+                           "as allocated", False, "peak")
 # the memory cells whose speed twin is not expressible either, for the same reason
 TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
     ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"))}
