@@ -317,8 +317,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with FSDP2: which units are unsharded when: largest-two (the two largest units, wrapping "
                         "not traced), torchtitan (root unit = embedding + norm + output kept unsharded from forward "
                         "to backward, as torch < 2.8 keeps the root; last block kept after the forward; the "
-                        "all-gather copy-in stream's pool) or torchtitan-resharded (the root resharded after the "
-                        f"forward: torch >= 2.8) (default {TW.fsdp2_units})")
+                        "all-gather copy-in stream's pool), torchtitan-resharded (the root resharded after the "
+                        "forward: torch >= 2.8) or torchtune (shard_model: the root kept, every block resharded "
+                        f"after its forward, the last too) (default {TW.fsdp2_units})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
                         "(needs --fsdp; default 1)")

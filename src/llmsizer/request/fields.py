@@ -251,7 +251,8 @@ TRAINING = (
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
             "parameters", template=False, minimum=1, maximum=2),
           F("fsdp2_units", "enum", "with FSDP2: which units are unsharded when (largest-two; torchtitan: the root "
-            "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8)", template=False,
+            "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8; torchtune: root kept, "
+            "every block resharded)", template=False,
             choices=FSDP2_UNITS),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
             template=False, minimum=1),

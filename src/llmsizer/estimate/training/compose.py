@@ -35,7 +35,7 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, fsdp2_copy_in_events, stage_timeline
+from .timeline import StageTimeline, eager_loss_events_of, fsdp2_copy_in_events, stage_timeline
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -337,7 +337,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],
                                       [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
-                                      fsdp2_copy_in_events(ctx, st))
+                                      fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
+                                      next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None))
     acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
