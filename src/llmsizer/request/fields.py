@@ -269,8 +269,8 @@ TRAINING = (
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),
-          F("utilization", "share", "model FLOPs utilization you measured (default: published runs)",
-            template=False),
+          F("utilization", "share", "model FLOPs utilization you measured, as `train --utilization` (default: "
+            "calibrated on published runs)", bounds=UTILIZATION, template=False),
       )),
     F("dataset", "section", "the training data", required=True, kinds=("training",), fields=(
         F("size", "size", "size on disk as delivered", "20 GB"),
@@ -330,9 +330,9 @@ INFERENCE = (
           "memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
           "memory", 8, minimum=CPU_MOE_LAYERS.low, maximum=CPU_MOE_LAYERS.high, template=False),
-        F("mem_fraction_static", "number", "SGLang --mem-fraction-static: share of the memory free before loading "
-          "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, minimum=UTILIZATION.low,
-          maximum=UTILIZATION.high, template=False),
+        F("mem_fraction_static", "share", "SGLang --mem-fraction-static: share of the memory free before loading "
+          "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, bounds=UTILIZATION,
+          template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
     )),
