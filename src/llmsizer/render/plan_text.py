@@ -21,9 +21,11 @@ def _job_lines(j: JobPlan) -> list[str]:
     mem = j.section("memory")
     if j.kind == "training":
         fits = mem.value("fits")
+        ratio = (f"; {_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})"
+                 if mem.value("ratio") is not None else "")  # None: no serving estimate (an encoder-decoder)
         out.append(f"  memory    {_v(j, 'memory', 'need')} per device of a {_v(j, 'memory', 'budget')} budget"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}{_budget_is(j)}); "
-                   f"{_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})")
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}{_budget_is(j)})"
+                   + ratio)
         out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')});"
                    f" one checkpoint {_v(j, 'storage', 'checkpoint_one')}, checkpoints at peak "
                    f"{_v(j, 'storage', 'checkpoints')}")

@@ -208,6 +208,9 @@ TRAINING = (
           F("optimizer", "enum", "optimizer", "adamw", choices=_OPTIMIZERS),
           F("micro_batch", "int", "sequences per device per forward pass", 4, minimum=1),
           F("seq_len", "context", "tokens per training sequence", "4k"),
+          F("target_len", "context", "an encoder-decoder's (T5, mT5) target tokens per sequence, the decoder's "
+            "length; seq_len is then the source (encoder) length (default: seq_len; `train --target-len`)",
+            template=False),
           F("grad_accumulation", "int", "micro-batches per optimizer step", 4, minimum=1),
           F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
           F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
