@@ -84,7 +84,7 @@ class Constraints:
                      "max_cost", "kwh_price"):
             v = getattr(self, name)
             if v is not None and v <= 0:
-                raise InputError(f"{name} must be positive, got {v}")
+                raise InputError(f"{name} (--{name.replace('_', '-')}) must be positive, got {v:g}")
         if self.laptop and self.cloud_only:
             raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
 

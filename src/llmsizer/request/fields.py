@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
+from ..numbers import CONCURRENCY, CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -360,7 +360,7 @@ INFERENCE = (
     )),
     F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
         F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},
-          item="count"),
+          item="count", bounds=CONCURRENCY),
         F("context", "dist", "tokens per request, prompt + output", {"typical": "2k", "peak": "8k"},
           item="context"),
         F("output", "dist", "tokens generated per request", {"typical": 300, "peak": 1000}, item="context"),
