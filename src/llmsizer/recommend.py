@@ -29,7 +29,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.device import default_engine, target_memory, usable_memory
+from .estimate.device import check_engine_on_device, default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
@@ -269,6 +269,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                          f"against {c.user_tokens_per_second or c.tokens_per_second:g} tokens/s; give its "
                          "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
                          "writes one for this machine) or name a catalog device")
+    if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
+        check_engine_on_device(normalize_engine(engine), device)
     unchecked = reading_floor_unchecked(device)
     if unchecked is None and not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)

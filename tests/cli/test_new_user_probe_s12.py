@@ -84,3 +84,27 @@ def test_a_command_group_without_its_subcommand_is_one_line(group, subcommands):
 def test_a_zero_budget_names_the_flag():
     line = _one_line(("recommend", "qwen3-8b", "--max-cost-per-hour", "0"))
     assert line == "max_cost_per_hour (--max-cost-per-hour) must be positive, got 0"
+
+
+def test_what_fits_with_a_gpu_engine_on_a_cpu_is_refused_once_as_fit_refuses_it():
+    """`models --fits-on cpu --memory 16GiB --engine vllm` listed 73 models each "no: the vllm profile models GPU
+    serving, not device cpu" and exited 1 ("none fits"); `fit` refuses the same engine and device in one line."""
+    fit_line = _one_line(("fit", "qwen3-8b", "--device", "cpu", "--memory", "16GiB", "--engine", "vllm"))
+    assert _one_line(("models", "--fits-on", "cpu", "--memory", "16GiB", "--engine", "vllm")) == fit_line
+
+
+def test_what_fits_for_a_search_that_matches_no_model_is_bad_input():
+    """`models zzzz --fits-on h100` answered "0 of 0 models fit", exit 1 (as if none fitted); the plain listing
+    `models zzzz` still lists nothing, exit 0. The web answers the CLI's line with a 400."""
+    line = _one_line(("models", "zzzz", "--fits-on", "h100"))
+    assert line == "no catalog model matches 'zzzz', so none is sized on h100 (list them with `llmsizer models`)"
+    code, out, _ = run("models", "zzzz")
+    assert code == 0 and out.rstrip().endswith("0 models")
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.get("/api/v1/models/fits-on", params={"fits_on": "h100", "query": "zzzz"})
+    assert r.status_code == 400 and r.json()["detail"] == line

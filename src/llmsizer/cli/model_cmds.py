@@ -116,6 +116,9 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     from ..estimate.fit import target_and_count
     from ..recommend import Constraints, best_option_on, reading_floor_unchecked
 
+    if not found:  # "0 of 0 models fit" (exit 1) would answer a question nothing was asked about
+        raise InputError(f"no catalog model matches {args.query!r}, so none is sized on {args.fits_on} (list them "
+                         "with `llmsizer models`)")
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
