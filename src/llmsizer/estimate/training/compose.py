@@ -607,17 +607,21 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
             "the sum"))
 
 
+# how the warning above starts: the plan's text, whose memory line states the same ratio, leaves it out (its JSON keeps it)
+INFERENCE_SIZED_WARNING = "sized with inference numbers"
+
+
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
     spec, w = ctx.spec, ctx.w
     # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
     # against what `infer` answers for the same sequences
     peak = sum(i.bytes for i in acc.items if i.location == "device")
     # the serving estimate only when the warning can hold: it is never below inference_sized_floor
-    # (an encoder-decoder has no serving estimate: no comparison)
-    inf = (inference_sized(spec, w.micro_batch, w.seq_len, w.device)
-           if peak > inference_sized_floor(spec, w.device) and spec.encoder_decoder is None else peak)
-    if peak > inf:
-        acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
+    # (an encoder-decoder has no serving estimate, None: no comparison)
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) \
+        else None
+    if inf is not None and peak > inf:
+        acc.warnings.append(f"{INFERENCE_SIZED_WARNING} (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
                             f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
                             f"{format_bytes(peak)} per device ({peak / max(inf, 1):.2f}x)")
     if ctx.optimizer.paged:
