@@ -34,6 +34,11 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     refusal in the reason. Without a counterpart the first choice stays and ``check_engine_runs`` says why it
     cannot run (exit 2). Every argument is required: ``spec`` is the model being served (None only where there is
     none, e.g. a hardware question with no model), so no caller can skip the fallback by leaving it out."""
+    fw = spec.file_weights if spec is not None else None
+    if weights is None and fw is not None and fw.gguf:
+        # a .gguf file is the GGUF format requested: the engine of that format, as for --weights q4_k_m (on
+        # transformers it would be dequantized on load, formats.engine_weights, not the file's bytes)
+        return "llamacpp", "a GGUF file runs on llama.cpp"
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
     refused = engine_refuses(eng, fmt, device) if fmt is not None else None

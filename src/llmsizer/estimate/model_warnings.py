@@ -77,9 +77,13 @@ def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | Non
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())}, method 'full' or 'lora' with "
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_LORA.items())} only; not modelled: "
                          f"{', '.join(off)}")
-    what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
-            if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "
-            "K/V over the encoder output)")
+    if training:  # no workload: a hardware search (recommend --train), which tries settings outside T5_TRAINING
+        raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}: {ed.encoder_layers} encoder + "
+                         f"{ed.decoder_layers} decoder layers): its training memory is modelled for "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())} only, so no hardware search "
+                         "is made for it; size a run with `llmsizer train` or `fit --train`")
+    what = ("serving memory (decoder self-attention K/V per generated token plus cross-attention K/V over the "
+            "encoder output)")
     raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}: {ed.encoder_layers} encoder + "
                      f"{ed.decoder_layers} decoder layers); llmsizer's memory formulas are decoder-only and its "
                      f"{what} is not modelled; `llmsizer inspect` gives its parameters and weights")
