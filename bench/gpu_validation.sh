@@ -102,6 +102,12 @@ fi
 mkdir -p "$DEST_DIR"
 OUTFILE="$DEST_DIR/gpu-$DEVICE_SLUG-$(date -u +%Y-%m-%d).jsonl"
 [ "$SMOKE" = 1 ] && OUTFILE="$DEST_DIR/smoke-$(date -u +%Y-%m-%d).jsonl"
+# 3a. The eager loss's hole in the caching allocator's pool (formulas/loss_allocations.py, bench/gpu_loss_hole.py):
+# torchtitan's loss lines under expandable segments, max reserved - max allocated beside llmsizer's replay; < 30 s,
+# before the matrix, so its time comes off the matrix's budget.
+if [ "$SMOKE" = 0 ]; then
+  timeout 120 "$PY" "$ROOT/bench/gpu_loss_hole.py" >&2 || log "gpu_loss_hole.py failed (rc $?)"
+fi
 SETUP_SECONDS=$(( $(date +%s) - T0 ))
 BUDGET=$(( TOTAL - SETUP_SECONDS ))
 log "results -> $OUTFILE (set-up took ${SETUP_SECONDS}s; ${BUDGET}s left for the matrix, ${CASE_TIMEOUT}s per case)"

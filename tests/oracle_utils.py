@@ -130,6 +130,14 @@ def real_components(model: Any) -> dict[str, int]:
     return {k: v for k, v in out.items() if v}
 
 
+def assert_params_equal(ours: Any, model: Any) -> None:
+    """A count given from outside (``ours``: ``.total`` and ``.by_component``, as llmsizer's ``count_params`` returns)
+    equals what transformers built in ``model``: the total (tied tensors once) and the split by component."""
+    real = real_components(model)
+    assert ours.total == real_param_count(model), (ours.by_component, real)
+    assert ours.by_component == real, (ours.by_component, real)
+
+
 def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return cfg.get("text_config", cfg) if cfg.get("model_type") in MULTIMODAL_TYPES else cfg
 
@@ -187,19 +195,23 @@ def cache_storage_bytes(cache: Any) -> int:
     return sum(seen.values())
 
 
-def saved_storage_hooks(model: Any) -> tuple[dict[int, int], Any]:
-    """(bytes by storage id of the distinct non-parameter storages autograd saves, the ``saved_tensors_hooks`` context
-    that records them): enter the context around the forward to measure."""
-    params = {p.untyped_storage()._cdata for p in model.parameters()}
+def saved_storages(skip: set[int]) -> tuple[dict[int, int], Any]:
+    """(bytes by storage id of the distinct storages autograd saves, less those whose id is in ``skip``, the
+    ``saved_tensors_hooks`` context that records them): enter the context around the forward to measure."""
     saved: dict[int, int] = {}
 
     def pack(t: Any) -> Any:
         st = t.untyped_storage()
-        if st._cdata not in params:
+        if st._cdata not in skip:
             saved[st._cdata] = st.nbytes()
         return t
 
     return saved, torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t)
+
+
+def saved_storage_hooks(model: Any) -> tuple[dict[int, int], Any]:
+    """``saved_storages`` of the non-parameter storages: what a forward of ``model`` saves for its backward."""
+    return saved_storages({p.untyped_storage()._cdata for p in model.parameters()})
 
 
 def random_ids(vocab: int, batch: int, tokens: int, seed: int = 0) -> Any:

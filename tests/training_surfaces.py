@@ -5,23 +5,12 @@ same target and the plan's training job on that instance give the same seconds (
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from llmsizer.cli.main import main
-
-
-def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
-    """Exit code and parsed ``--json`` output of the real CLI entry point."""
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main([*argv, "--json"])
-    return code, json.loads(out.getvalue())
+from cli_capture import run_json  # re-exported: tests/training/test_cpu_training.py
 
 
 @dataclass(frozen=True)

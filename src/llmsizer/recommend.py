@@ -7,8 +7,8 @@ Search (inference):
   ``cloud_only`` keeps instances only;
 - per candidate, weight formats from highest quality down (``estimate.formats.format_ladder``: the checkpoint's
   default format on the engine, as ``fit`` and ``infer`` take it, then the smaller rungs of bf16 -> fp8 -> AWQ int4
-  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp); the first that fits with the
-  headroom and meets the latency limits is taken;
+  on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp; a .gguf file: the file as it is
+  first); the first that fits with the headroom and meets the latency limits is taken;
 - tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
   are added until an aggregate tokens/s target is met;
 - rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
@@ -29,7 +29,7 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.device import default_engine, target_memory, usable_memory
+from .estimate.device import check_engine_on_device, default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
@@ -41,7 +41,7 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, engine_weights, format_ladder
+from .estimate.formats import engine_refuses, engine_weights, format_ladder, weights_asked
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -84,7 +84,7 @@ class Constraints:
                      "max_cost", "kwh_price"):
             v = getattr(self, name)
             if v is not None and v <= 0:
-                raise InputError(f"{name} must be positive, got {v}")
+                raise InputError(f"{name} (--{name.replace('_', '-')}) must be positive, got {v:g}")
         if self.laptop and self.cloud_only:
             raise InputError("'must run on my laptop' and 'cloud only' exclude each other")
 
@@ -254,8 +254,6 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     fields: dict[str, Any] = {k: v for k, v in workload.items() if v is not None}
     c = (constraints or Constraints()).for_mode("serving")
     _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
-    if not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):  # the same floor as recommend
-        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = load_catalog(hardware_files)
     # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
@@ -266,18 +264,39 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                          "with --memory (e.g. 64GiB; memory= in Python) or in a hardware file (--hardware-file; "
                          "`llmsizer hardware detect -o FILE` writes one for this machine)")
     if device.bandwidth is None and (c.user_tokens_per_second or c.tokens_per_second):
-        # each model would be "no: decode speed unknown" where fit says FITS: a question no bandwidth can answer
+        # a decode speed the caller asked for: no bandwidth can answer it (each model would be "no: speed unknown")
         raise InputError(f"{device.id} has no sourced memory bandwidth, so no model's decode speed can be checked "
                          f"against {c.user_tokens_per_second or c.tokens_per_second:g} tokens/s; give its "
                          "memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
                          "writes one for this machine) or name a catalog device")
+    if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
+        check_engine_on_device(normalize_engine(engine), device)
+    unchecked = reading_floor_unchecked(device)
+    if unchecked is None and not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):
+        # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
+        c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)
     hr = check_headroom(c.headroom)
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
                      fields)
-    return _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+    opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
+    if unchecked is not None and opt.status == "meets":
+        opt = _replace(opt, reasons=(*opt.reasons, unchecked))
+    return opt
+
+
+def reading_floor_unchecked(device: Device) -> str | None:
+    """Why ``best_option_on`` (``models --fits-on``) judges ``device`` on memory only, or None when it checks the
+    reading-speed floor: a device with no sourced memory bandwidth (``gpu``, ``cpu``, a detected machine) has no decode
+    speed to compare with the floor (efficiency.READING_RATE_TOKENS_PER_SECOND), which the caller did not ask for."""
+    if device.bandwidth is not None:
+        return None
+    return (f"decode speed unknown: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
+            f"({E.READING_RATE_TOKENS_PER_SECOND:.2f} tokens/s per user) is not checked and fit is judged on memory "
+            "only; give memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
+            "writes one for this machine) or name a catalog device")
 
 
 def _rejected_stub(d: Device, why: str) -> Option:
@@ -447,7 +466,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             smallest = (int(wb / spread), fmt, None)          # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
-        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=fmt, context=context,
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=weights_asked(fmt), context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
         target, count = cand.instance or dev, None if cand.instance else n
@@ -488,6 +507,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
 
 
 def _fmt_name(fmt: str) -> str:
+    if fmt == "file":
+        return "the file's own format"
     return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
 
 
@@ -644,7 +665,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
             if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
                 continue
             try:
-                est = estimate_inference(spec, context=context, concurrency=concurrency, weights=fmt,
+                est = estimate_inference(spec, context=context, concurrency=concurrency, weights=weights_asked(fmt),
                                          engine="llamacpp", memory=memory, headroom=hr, **(fields or {}))
             except InputError:  # a workload llama.cpp cannot run (e.g. KV fp8, a vLLM setting): no GGUF advice
                 return []

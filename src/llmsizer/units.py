@@ -44,9 +44,11 @@ def _head(what: str) -> str:
     return f"{what}: " if what else ""  # no name: the caller names the value (argparse: "argument --memory:")
 
 
-def _checked(value: float, what: str, rng: Range) -> int:
-    """``value`` rounded to a whole number, through the one validation layer (finite and in ``rng``)."""
-    if isinstance(value, float) and math.isfinite(value):
+def _checked(value: float, what: str, rng: Range, scaled: bool = True) -> int:
+    """``value`` as a whole number, through the one validation layer (finite and in ``rng``). ``scaled``: a number
+    times a unit or suffix ('1.3k', '1.5GiB'), rounded to the nearest whole; otherwise a fraction is refused as the
+    Python API refuses it ("must be a whole number, got 2.7": `--concurrency 2.7` is no count of sequences)."""
+    if scaled and isinstance(value, float) and math.isfinite(value):
         value = round(value)
     return int(check_number(value, what, rng))
 
@@ -83,12 +85,12 @@ def _unit_given(value: float, written: str, what: str) -> None:
 def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AMOUNT) -> int:
     """Parse a count such as ``"7B"``, ``"500k"``, ``"1.5M"``, ``"8192"`` (decimal suffixes)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        return _checked(text, what, rng)
+        return _checked(text, what, rng, scaled=False)
     s = str(text).strip().replace("_", "").replace(",", "")
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
-    return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng)
+    return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 
 
 def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range = TOKENS) -> int:
@@ -102,7 +104,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
-    return _checked(float(m.group(1)) * factor, what, rng)
+    return _checked(float(m.group(1)) * factor, what, rng, scaled=bool(m.group(2)))
 
 
 def parse_image_size(text: str | list[int] | tuple[int, ...], *, what: str = "image size") -> tuple[int, int]:

@@ -1407,18 +1407,24 @@ _T5_LORA = dict(_T5_PEFT, method="lora", rank=8, alpha=32, targets=("q", "v"), l
 _T5_Z3 = dict(_T5_LORA, zero=3, offload="params", deepspeed_gather="pre-0.9")
 _T5_NOTE = ("PEFT example scripts @ 0032f32a: fp32, AdamW, batch 8; source 128 tokens and target 3 ASSUMED "
             "(padded per batch; longest class label)")
+
+
+def _t5_lora_rows(model: str, lora: str, zero3: str) -> dict[str, tuple[str, dict[str, Any], str, bool, str]]:
+    """The README's LoRA row of ``model`` and its run of the same LoRA under ZeRO-3 offload."""
+    return {
+        lora: (model, dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1", False,
+               "peak"),
+        zero3: (model, dict(_T5_Z3), _T5_NOTE + f"; LoRA as {lora} under DeepSpeed ZeRO-3, parameters and optimizer "
+                "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    }
+
+
 TRAINING_ROWS.update({
     "PM0066": ("t0_3b", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning", False, "peak"),
-    "PM0068": ("t0_3b", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
-               False, "peak"),
-    "PM0070": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0068 under DeepSpeed ZeRO-3, parameters and optimizer "
-               "offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    **_t5_lora_rows("t0_3b", "PM0068", "PM0070"),
     "PM0072": ("mt0-xxl", dict(_T5_PEFT), _T5_NOTE + "; full fine-tuning: the OOM row is a lower bound (> 80 GB on "
                "the A100 80GB)", True, "oom"),
-    "PM0073": ("mt0-xxl", dict(_T5_LORA), _T5_NOTE + "; LoRA r8 on q, v (self- and cross-attention), dropout 0.1",
-               False, "peak"),
-    "PM0075": ("mt0-xxl", dict(_T5_Z3), _T5_NOTE + "; LoRA as PM0073 under DeepSpeed ZeRO-3, parameters and "
-               "optimizer offloaded (pre-0.9 gathering, as PM0080)", False, "peak"),
+    **_t5_lora_rows("mt0-xxl", "PM0073", "PM0075"),
     "PM0082": ("t0_3b", dict(_T5_Z3), _T5_NOTE + "; the README's log of the ZeRO-3 offload script (max_memory_"
                "allocated >> 20); as PM0070", False, "peak"),
 })
@@ -1480,14 +1486,20 @@ TRAINING_HOST_RSS_NOT_MODELLED = (
 #   -18.5/-13.4 % -> -17.2/-11.9 %; Trainy's PM1068/69 +0.0/-1.9 % -> +7.2/+5.4 % (then -9.1/-11.3 % with their
 #   compiled loss's bf16 input, below) (the live term would fall instead, to the last block alone, on torch >= 2.8
 #   with the root resharded: not these runs' torch).
-# - (b) not modelled: the eager loss (train.py lines 131-134, 304-308: cross_entropy(pred.float()), then `del pred`)
-#   frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept log-softmax; if
-#   the loss backward's first fp32 gradient (t V 4) takes it and the second cannot fit the t V 2 remainder, the
-#   segment grows and t V 2 stays reserved: 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the CP rows (32,768).
-#   This is best-fit order inside one stream's segment, not derivable without the step's exact allocation order.
-# With (a1), (a2) and (b) the rows would be at about -4 % (PM0400); the rest (3-5 GiB) is not traced: candidates are
-# cuBLAS workspaces, the flash-attention backward's fp32 accumulators as holes, and the first step's layout (AdamW
-# states created lazily in the first optimizer step). None of it is fitted.
+# - (b) MODELLED (formulas/loss_allocations.py eq. L1, the hole eq. 4'' of formulas/caching_allocator.py, H(p) of
+#   eq. R1): the eager loss (train.py lines 131-134, 303-308: cross_entropy(pred.flatten(0, 1).float()), then
+#   `del pred`) frees the bf16 logits and their fp32 upcast together, one hole of t V (2 + 4) B below the kept
+#   log-softmax; the loss backward's first fp32 gradient (t V 4) takes its bottom, the second cannot fit the t V 2
+#   left above it and the segment grows: t V 2 stays reserved, 3.91 GiB at 16,384 tokens per GPU, 7.83 GiB for the
+#   CP rows (32,768). The sequence is torch's own (profiler memory events of the same loop lines on CPU, torch
+#   2.13.0) and the reserve an address-level replay of the allocator with expandable segments
+#   (tests/formulas/test_loss_allocations.py). PM0400 -8.9 % -> -4.2 %, PM0401 -9.3 -> -3.5 %, PM0402-0405
+#   -7.7..-8.8 % -> -2.2..-3.2 %, PM0406-0409 -10.2..-10.8 % -> -0.8..-1.5 %. Not Trainy's PM1068/69 (compiled loss,
+#   no [t, V] fp32 tensor) nor the TP rows (loss_parallel's own sequence, eqs. LP1/LP2).
+# The rest (0.7-3.4 GiB on the 9dec370 rows, 4.4-5.3 GiB on Trainy's) is not traced: candidates are cuBLAS
+# workspaces, the flash-attention backward's fp32 accumulators as holes, smaller holes below the logits (the final
+# norm's fp32 intermediates) and the first step's layout (AdamW states created lazily in the first optimizer step).
+# None of it is fitted.
 TT_TITAN = dict(precision="fsdp-bf16-mixed", micro_batch=2, seq_len=8192, fsdp="full", grad_checkpointing="selective-op",
                 batch_shapes="fixed", fsdp2_units="torchtitan")
 TT_TITAN_NOTE = ("torchtitan 9dec370: op-level selective checkpointing, FSDP2 bf16/fp32 mixed precision, fixed-length "
@@ -1552,15 +1564,23 @@ TRAINING_ROWS["PM0755"] = ("llama-3.1-70b", dict(_TT31_70B, method="full", offlo
                            "70B_full.yaml @30b8519: FSDP over 8 with CPU offload (params, grads, optimizer states), "
                            "fused AdamW, chunked CE, checkpointing; batch 2 x 2048 packed, compile; the README does not "
                            "name its memory statistic: compared as allocated", False, "peak")
-TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=16, targets="q,k,v"),
-                           "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8, fused AdamW, chunked CE, "
-                           "checkpointing; batch 2 x 2048 packed, compile; the README does not name its memory "
-                           "statistic: compared as allocated", False, "peak")
+# torchtune's FSDP2 wrapping in lora_finetune_distributed @30b8519 (lines 227, 418-435: shard_model over layers.i
+# only, reshard_after_forward True; torchtune/training/_distributed.py lines 586-623): every block resharded after its
+# forward, the last too, and the root (embedding, final norm, output) kept (torch of 2024-09 clamps the root), measured
+# on 2 gloo ranks as fsdp2_units='torchtune' (formulas/fsdp2_units.py; tests/training/
+# test_fsdp2_reduce_scatter_pool.py). The two LoRA / QLoRA rows of that recipe (PM0756, PM0757); PM0755 offloads the
+# parameters (no traced layout), the 2024-05 rows ran FSDP1.
+TT_LORA_FSDP2 = dict(fsdp2_units="torchtune")
+TRAINING_ROWS["PM0756"] = ("llama-3.1-70b", dict(_TT31_70B, method="lora", rank=16, targets="q,k,v", **TT_LORA_FSDP2),
+                           "70B_lora.yaml @30b8519: LoRA r16 on q,k,v, FSDP over 8 (torchtune's units), fused AdamW, "
+                           "chunked CE, checkpointing; batch 2 x 2048 packed, compile; the README does not name its "
+                           "memory statistic: compared as allocated", False, "peak")
 # the table's 405B QLoRA row on 8 x A100 with the settings of its speed twin PM0707 (405B_qlora.yaml @30b8519: FSDP2
 # over the 8 GPUs, plain cross-entropy); the statistic is not named: reported with it assumed (allocated)
 _m, _f = _speed_settings("PM0707")
-TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8), "the settings of PM0707 (TORCHTUNE_SPEED_ROWS), FSDP over 8; the "
-                           "README does not name its memory statistic: compared as allocated", False, "peak")
+TRAINING_ROWS["PM0757"] = (_m, dict(_f, gpus=8, **TT_LORA_FSDP2), "the settings of PM0707 (TORCHTUNE_SPEED_ROWS), "
+                           "FSDP over 8 (torchtune's units); the README does not name its memory statistic: compared "
+                           "as allocated", False, "peak")
 # the memory cells whose speed twin is not expressible either, for the same reason
 TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twin in (
     ("PM0740", "PM0710"), ("PM0753", "PM0701"), ("PM0754", "PM0703"))}

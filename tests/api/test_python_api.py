@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import llmsizer
+from cli_capture import run_cli
 from llmsizer.units import GiB, format_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +34,7 @@ HEAVY = ("torch", "transformers", "numpy", "safetensors", "jinja2", "fastapi", "
 
 
 def cli(*args: str) -> str:
-    p = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True, env=ENV,
-                       cwd=ROOT, timeout=120)
+    p = run_cli(*args, cwd=ROOT)
     assert p.returncode in (0, 1), p.stderr
     return p.stdout
 

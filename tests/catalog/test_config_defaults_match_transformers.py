@@ -17,7 +17,7 @@ import pytest
 from llmsizer.errors import InputError
 from llmsizer.formulas.params import count_params
 from llmsizer.readers.hf_config import HYBRID_TYPES, SUPPORTED_MODEL_TYPES, spec_from_config
-from oracle_utils import build, real_components, real_param_count, transformers
+from oracle_utils import assert_params_equal, build, transformers
 
 pytestmark = pytest.mark.slow
 
@@ -184,8 +184,7 @@ def test_sparse_config_builds_the_model_transformers_builds(model_type, variant)
         assert heads % real_kv != 0
         return
     ours = count_params(spec)
-    assert ours.total == real_param_count(model), (ours.by_component, real_components(model))
-    assert ours.by_component == real_components(model)
+    assert_params_equal(ours, model)
     assert spec.layer_types == real_kinds
     if real_windows:
         assert {spec.sliding_window} == real_windows
@@ -212,8 +211,7 @@ def test_gemma3_multimodal_builds_the_model_transformers_builds(top_tie, text_ti
     cfg = {k: v for k, v in cfg.items() if v is not OMIT}
     model = build(cfg)
     ours = count_params(spec_from_config(cfg, name="gemma3-tiny"))
-    assert ours.total == real_param_count(model)
-    assert ours.by_component == real_components(model)
+    assert_params_equal(ours, model)
 
 
 def test_siglip_attention_pooling_head_is_refused_not_undercounted():
@@ -248,8 +246,7 @@ def test_qwen2_5_vl_builds_the_model_transformers_builds(nested, tie):
     model = build(cfg)
     spec = spec_from_config(cfg, name="qwen2.5-vl-tiny")
     ours = count_params(spec)
-    assert ours.total == real_param_count(model)
-    assert ours.by_component == real_components(model)
+    assert_params_equal(ours, model)
     assert spec.vision is not None and spec.vision.token_rule == "qwen2_vl"
 
 
@@ -274,6 +271,5 @@ def test_qwen3_vl_builds_the_model_transformers_builds(top_tie, text_tie, extra)
     model = build(cfg)
     spec = spec_from_config(cfg, name="qwen3-vl-tiny")
     ours = count_params(spec)
-    assert ours.total == real_param_count(model)
-    assert ours.by_component == real_components(model)
+    assert_params_equal(ours, model)
     assert spec.vision is not None and spec.vision.token_rule == "qwen3_vl"

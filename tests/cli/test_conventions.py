@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 SRC = str(ROOT / "src")
-
-
-def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    e = dict(os.environ, PYTHONPATH=SRC, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=e, input=stdin, timeout=120)
 
 
 def one_line_error(r: subprocess.CompletedProcess) -> str:
@@ -40,14 +36,14 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
     (["inspect", "qwen3-8"], "'qwen3-8b'"),
 ])
 def test_mistyped_names_get_one_line_with_did_you_mean(args, meant):
-    err = one_line_error(run(*args))
+    err = one_line_error(run_cli(*args))
     assert "did you mean" in err and meant in err, err
 
 
 def test_nothing_close_suggests_nothing():
-    err = one_line_error(run("xyzzy-frobnicate"))
+    err = one_line_error(run_cli("xyzzy-frobnicate"))
     assert "did you mean" not in err
-    err = one_line_error(run("infer", "totally-unknown-thing"))
+    err = one_line_error(run_cli("infer", "totally-unknown-thing"))
     assert "unknown model 'totally-unknown-thing'" in err and "did you mean" not in err
 
 
@@ -63,8 +59,8 @@ def test_close_matches_helper_is_case_insensitive_and_keeps_spelling():
 @pytest.mark.parametrize("alias", ["llama.cpp", "llama-cpp", "LLAMA.CPP"])
 def test_llama_cpp_spellings_are_the_llamacpp_engine(alias):
     base = ("infer", "llama-3.1-8b", "--weights", "q4_k_m", "--context", "4096", "--json")
-    want = run(*base, "--engine", "llamacpp")
-    got = run(*base, "--engine", alias)
+    want = run_cli(*base, "--engine", "llamacpp")
+    got = run_cli(*base, "--engine", alias)
     assert want.returncode == 0 and got.returncode == 0, got.stderr
     assert got.stdout == want.stdout
     assert '"value": "llamacpp"' in got.stdout
@@ -84,7 +80,7 @@ def test_unknown_engine_still_rejected_with_the_list():
     from llmsizer.specs import InferenceWorkload
     with pytest.raises(InputError, match="choose one of: transformers, vllm, llamacpp"):
         InferenceWorkload(engine="llama.c")
-    err = one_line_error(run("infer", "llama-3.1-8b", "--engine", "tgi"))
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--engine", "tgi"))
     assert "invalid choice: 'tgi'" in err
 
 
@@ -163,7 +159,7 @@ def test_written_files_get_the_users_normal_permissions(tmp_path, umask, mask, m
                       str(tmp_path / "plan.json")],
     }
     for name, args in outputs.items():
-        r = run(*args)
+        r = run_cli(*args)
         assert r.returncode in (0, 1), r.stderr
         got = (tmp_path / name).stat().st_mode & 0o777
         assert got == mode, (name, oct(got), oct(mode))
@@ -178,7 +174,7 @@ def test_overwritten_file_keeps_its_mode(tmp_path, umask):
     out = tmp_path / "schema.json"
     out.write_text("old")
     out.chmod(0o600)
-    assert run("request", "schema", "-o", str(out)).returncode == 0
+    assert run_cli("request", "schema", "-o", str(out)).returncode == 0
     assert out.stat().st_mode & 0o777 == 0o600 and out.read_text() != "old"
 
 
@@ -189,15 +185,15 @@ BAD_REQUEST = "version: 1\njobs:\n  - name: chat\n    kind: inference\n    modle
 
 
 def test_request_check_reads_stdin():
-    r = run("request", "check", "-", stdin=EXAMPLE.read_text())
+    r = run_cli("request", "check", "-", stdin=EXAMPLE.read_text())
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("<stdin>: valid request with 1 job(s)")
 
 
 def test_plan_reads_stdin_and_gives_the_same_plan(tmp_path):
     import json
-    from_file = run("plan", str(EXAMPLE), "--json", "--today", "2026-01-05")
-    from_stdin = run("plan", "-", "--json", "--today", "2026-01-05", stdin=EXAMPLE.read_text())
+    from_file = run_cli("plan", str(EXAMPLE), "--json", "--today", "2026-01-05")
+    from_stdin = run_cli("plan", "-", "--json", "--today", "2026-01-05", stdin=EXAMPLE.read_text())
     assert from_file.returncode == from_stdin.returncode and from_file.returncode in (0, 1), from_stdin.stderr
     a, b = json.loads(from_file.stdout), json.loads(from_stdin.stdout)
     assert b["source"] == "<stdin>" and a["source"] == str(EXAMPLE)
@@ -209,7 +205,7 @@ def test_plan_reads_stdin_and_gives_the_same_plan(tmp_path):
 
 @pytest.mark.parametrize("command", [["request", "check", "-"], ["plan", "-"]])
 def test_stdin_errors_name_stdin_and_the_line(command):
-    r = run(*command, stdin=BAD_REQUEST)
+    r = run_cli(*command, stdin=BAD_REQUEST)
     # an invalid request is bad input to both: exit 2 (README "Exit codes")
     assert r.returncode == 2 and "Traceback" not in r.stderr and r.stdout == ""
     lines = r.stderr.splitlines()
@@ -224,12 +220,12 @@ def test_an_invalid_request_is_bad_input_to_every_command_that_reads_it(tmp_path
     bad = tmp_path / "bad.yaml"
     bad.write_text(BAD_REQUEST)
     inventory = str(ROOT / "examples" / "provider" / "inventory.yaml")
-    runs = {" ".join(c): run(*c) for c in (("request", "check", str(bad)), ("plan", str(bad)),
+    runs = {" ".join(c): run_cli(*c) for c in (("request", "check", str(bad)), ("plan", str(bad)),
                                           ("capacity", "check", str(bad), "--no-db", "--inventory", inventory))}
     lines = {k: r.stderr for k, r in runs.items()}
     assert {r.returncode for r in runs.values()} == {2}, lines
     assert len(set(lines.values())) == 1 and "'modle'" in lines[f"plan {bad}"]
-    r = run("request", "check", str(bad), "--json")
+    r = run_cli("request", "check", str(bad), "--json")
     assert r.returncode == 2 and r.stderr == lines[f"plan {bad}"] and r.stdout == ""  # as plan --json
 
 
@@ -237,7 +233,7 @@ def test_an_invalid_request_is_bad_input_to_every_command_that_reads_it(tmp_path
 
 def _infer_json(model: str) -> dict:
     import json
-    r = run("infer", model, "--json")
+    r = run_cli("infer", model, "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -249,7 +245,7 @@ def test_qwen25_instruct_resolves_to_its_base_saying_so():
     assert len(notes) == 1 and notes[0]["value"].startswith("Qwen2.5-7B-Instruct resolved to Qwen/Qwen2.5-7B ")
     assert "same architecture" in notes[0]["value"]
     # Qwen2.5-7B-Instruct's published shape (config.json; model card: 28 layers, 28 Q / 4 KV heads, 7.61B params)
-    r = run("inspect", "Qwen/Qwen2.5-7B-Instruct", "--json")
+    r = run_cli("inspect", "Qwen/Qwen2.5-7B-Instruct", "--json")
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     a = info["architecture"]
@@ -285,12 +281,12 @@ def test_catalog_names_and_renames_carry_no_resolution_note(exact):
 @pytest.mark.parametrize("other", ["Qwen2.5-7B-Instruct-1M", "Qwen/Qwen3-4B-Instruct-2507", "qwen2.5-8b-instruct",
                                    "Qwen/Qwen2.5-Coder-7B-Instruct", "llama-3.2-11b-vision-instruct"])
 def test_other_sizes_and_releases_stay_unknown(other):
-    err = one_line_error(run("infer", other))
+    err = one_line_error(run_cli("infer", other))
     assert f"unknown model {other!r}" in err
 
 
 def test_a_variant_known_to_differ_is_refused_with_the_reason():
-    err = one_line_error(run("infer", "mistralai/Mixtral-8x22B-Instruct-v0.1"))
+    err = one_line_error(run_cli("infer", "mistralai/Mixtral-8x22B-Instruct-v0.1"))
     assert "vocab_size is 32768" in err and "config.json" in err
 
 
@@ -312,7 +308,7 @@ ZSH = shutil.which("zsh")
 
 @pytest.fixture(scope="module")
 def bash_script(tmp_path_factory) -> Path:
-    r = run("completion", "bash")
+    r = run_cli("completion", "bash")
     assert r.returncode == 0, r.stderr
     p = tmp_path_factory.mktemp("completion") / "llmsizer.bash"
     p.write_text(r.stdout)
@@ -354,7 +350,7 @@ def test_bash_completion_completes_from_the_parser_and_catalog(bash_script):
 
 
 def test_zsh_completion_shares_the_tables_and_registers_natively(bash_script):
-    r = run("completion", "zsh")
+    r = run_cli("completion", "zsh")
     assert r.returncode == 0, r.stderr
     tables = bash_script.read_text().split("\n", 1)[1].split("_llmsizer() {")[0]
     assert tables in r.stdout and "compdef _llmsizer llmsizer" in r.stdout and "bashcompinit" not in r.stdout
@@ -367,7 +363,7 @@ def test_zsh_completion_shares_the_tables_and_registers_natively(bash_script):
         engines, request, value = (part.split() for part in z.stdout.split("SEP"))
         assert engines == ["transformers", "vllm", "llamacpp"] and request == ["new", "check", "schema"]
         assert value == ["FILES"]
-    err = one_line_error(run("completion", "fish"))
+    err = one_line_error(run_cli("completion", "fish"))
     assert "invalid choice: 'fish'" in err
 
 
@@ -382,7 +378,7 @@ def test_model_sources_shown_to_users_cite_no_internal_index_ids():
 
     from llmsizer.catalog.models import entries
     from llmsizer.cli.model_cmds import inspect_data
-    r = run("models", "--json")
+    r = run_cli("models", "--json")
     assert r.returncode == 0, r.stderr
     listed = json.loads(r.stdout)
     assert len(listed) == len(entries())

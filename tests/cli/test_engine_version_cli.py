@@ -4,28 +4,19 @@ step_host) shows in the assumptions and moves the decode step; bad input is one 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
 from llmsizer.estimate import efficiency as E
 
 ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
 FIT = ["fit", "qwen3-0.6b", "--device", "h100-sxm", "--engine", "vllm", "--context", "640", "--output-tokens", "128"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
-
-
 def _speed(*extra: str) -> dict:
-    r = run(*FIT, *extra, "--json")
+    r = run_cli(*FIT, *extra, "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)["speed"]
 
@@ -53,13 +44,13 @@ def test_the_release_picks_the_rule_and_says_so() -> None:
     (["--engine-version", "0.13", "--train"], "--engine-version applies to serving"),
 ])
 def test_bad_input_is_one_line_exit_2(extra: list[str], says: str) -> None:
-    r = run(*(FIT if "--train" not in extra else FIT[:4]), *extra)
+    r = run_cli(*(FIT if "--train" not in extra else FIT[:4]), *extra)
     assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.count("\n") == 1 and says in r.stderr, r.stderr
 
 
 def test_an_engine_without_releases_is_refused() -> None:
-    r = run("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19")
+    r = run_cli("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--engine-version", "0.19")
     assert r.returncode == 2 and "engine_version applies to engine vllm or sglang, not llamacpp" in r.stderr and r.stderr.count("\n") == 1, r.stderr
-    r = run("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--engine-version", "0.19")
+    r = run_cli("fit", "qwen3-0.6b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--engine-version", "0.19")
     assert r.returncode == 2 and "--engine-version" in r.stderr and r.stderr.count("\n") == 1, r.stderr

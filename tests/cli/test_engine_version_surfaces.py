@@ -9,13 +9,11 @@ the current release's overlapped step instead -- each check below also asserts t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
 from llmsizer import fit
 from llmsizer.estimate import efficiency as E
 from llmsizer.estimate.inference import estimate_inference
@@ -23,7 +21,6 @@ from llmsizer.models import load_model
 from llmsizer.recommend import recommend_inference
 
 ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
 MODEL, DEVICE, VERSION = "qwen3-0.6b", "h100-sxm", "0.5"
 WORK = dict(context=640, output_tokens=128, concurrency=4)
 FLAGS = ["--engine", "vllm", "--context", "640", "--output-tokens", "128", "--concurrency", "4"]
@@ -48,14 +45,8 @@ jobs:
 """
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180, cwd=cwd)
-
-
 def cli_json(*args: str) -> dict:
-    r = run(*args, "--json")
+    r = run_cli(*args, "--json")
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -117,9 +108,9 @@ def test_plan_of_a_request_file_gives_the_fit_number(tmp_path: Path, python_answ
     assert stated["tps_total_typical"] == total and now["tps_total_typical"] != total
     assert stated["engine_host_seconds_per_step"] == E.VLLM_V0_STEP_SECONDS.expected
     assert now["engine_host_seconds_per_step"] == E.VLLM_V1_HOST_STEP_SECONDS.expected
-    text = run("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02")
+    text = run_cli("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02")
     assert text.returncode == 0 and f"engine_version {VERSION}" in text.stdout, text.stderr
-    md = run("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02", "-o", str(tmp_path / "r.md"))
+    md = run_cli("plan", str(request_file(tmp_path, VERSION)), "--today", "2026-03-02", "-o", str(tmp_path / "r.md"))
     assert md.returncode == 0, md.stderr
     ms = f"{E.VLLM_V0_STEP_SECONDS.expected * 1e3:.0f} ms"  # the report's whole milliseconds
     assert f"| engine host time per decode step (vLLM &lt; 0.6 (V0 engine), engine_version {VERSION}) | {ms} |" \
@@ -142,7 +133,7 @@ def test_infer_and_estimate_inference_record_it() -> None:
     ["recommend", MODEL, *FLAGS],
 ])
 def test_a_bad_version_is_the_same_line_everywhere(command: list[str]) -> None:
-    r = run(*command, "--engine-version", "latest")
+    r = run_cli(*command, "--engine-version", "latest")
     assert r.returncode == 2 and r.stdout == "" and r.stderr == BAD_LINE + "\n", r.stderr
 
 
@@ -159,18 +150,18 @@ def test_a_bad_version_in_python_and_a_request_file(tmp_path: Path) -> None:
         InferenceWorkload(engine="vllm", engine_version=0.1)  # type: ignore[arg-type]
     for command in ("plan", "request"):
         args = ["request", "check"] if command == "request" else ["plan"]
-        r = run(*args, str(request_file(tmp_path, "latest")))
+        r = run_cli(*args, str(request_file(tmp_path, "latest")))
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert "request.yaml:9: job 'serving' (inference): engine_version: must look like 0.19 or 0.19.1, got " \
                "'latest'" in r.stderr
-    r = run("plan", str(request_file(tmp_path, VERSION, engine="llamacpp")))
+    r = run_cli("plan", str(request_file(tmp_path, VERSION, engine="llamacpp")))
     assert r.returncode == 2 and "engine_version: applies to engine vllm or sglang, not llamacpp" in r.stderr
 
 
 def test_another_engine_is_refused_on_every_command() -> None:
     line = "llmsizer: error: engine_version applies to engine vllm or sglang, not llamacpp\n"
     for command in (["fit", MODEL, "--device", "rtx-4090"], ["infer", MODEL]):
-        r = run(*command, "--engine", "llamacpp", "--engine-version", VERSION)
+        r = run_cli(*command, "--engine", "llamacpp", "--engine-version", VERSION)
         assert r.returncode == 2 and r.stderr == line, r.stderr
-    r = run("recommend", MODEL, "--engine-version", VERSION)  # each option may run another engine: named up front
+    r = run_cli("recommend", MODEL, "--engine-version", VERSION)  # each option may run another engine: named up front
     assert r.returncode == 2 and "engine_version applies to engine vllm or sglang; give engine vllm" in r.stderr

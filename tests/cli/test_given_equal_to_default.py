@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True, env=env,
-                       timeout=180)
+    r = run_cli(*args)
     assert r.returncode == 0, r.stderr
     return r
 

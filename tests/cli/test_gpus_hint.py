@@ -3,21 +3,11 @@ to engine llamacpp; vllm shards a model with tensor_parallel", a field name no c
 
 from __future__ import annotations
 
-import contextlib
-import io
-
-from llmsizer.cli.main import main
-
-
-def _run(*argv: str) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, err.getvalue()
+from cli_capture import run
 
 
 def test_the_refusal_names_the_flag_and_the_flag_works() -> None:
-    code, err = _run("infer", "llama-3.1-70b", "--engine", "vllm", "--gpus", "4")
+    code, _, err = run("infer", "llama-3.1-70b", "--engine", "vllm", "--gpus", "4")
     assert code == 2 and err.count("\n") == 1 and "--tp N" in err, err
-    code, err = _run("infer", "llama-3.1-70b", "--engine", "vllm", "--tp", "4")  # what it points to is accepted
+    code, _, err = run("infer", "llama-3.1-70b", "--engine", "vllm", "--tp", "4")  # what it points to is accepted
     assert code == 0 and err == ""

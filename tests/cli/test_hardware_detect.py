@@ -12,18 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
 from llmsizer.catalog.hardware import load_catalog
 from llmsizer.readers.system_outputs import parse_lscpu, parse_meminfo
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real_outputs"
 MiB, KiB = 2**20, 2**10
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
 
 
 def saved(folder: Path, **files: str) -> Path:
@@ -44,7 +38,7 @@ def h100_server(tmp_path: Path) -> Path:
 
 def test_detect_from_saved_outputs_writes_a_file_fit_and_recommend_use(h100_server: Path, tmp_path: Path) -> None:
     f = tmp_path / "my-hardware.json"
-    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f))
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "-o", str(f))
     assert r.returncode == 0, r.stderr
     assert "detected-h100-sxm" in r.stdout and "detected-intel-xeon-platinum-8488c" in r.stdout
     cat = load_catalog([f])
@@ -56,20 +50,20 @@ def test_detect_from_saved_outputs_writes_a_file_fit_and_recommend_use(h100_serv
     cpu = cat.devices["detected-intel-xeon-platinum-8488c"]
     assert cpu.memory_bytes == 593026380 * KiB and cpu.bandwidth == cat.devices["intel-xeon-platinum-8488c"].bandwidth
 
-    fit = run("fit", "qwen2.5-0.5b", "--device", "detected-h100-sxm", "--hardware-file", str(f), "--json")
+    fit = run_cli("fit", "qwen2.5-0.5b", "--device", "detected-h100-sxm", "--hardware-file", str(f), "--json")
     assert fit.returncode == 0, fit.stderr
     data = json.loads(fit.stdout)
     assert data["device"] == "detected-h100-sxm" and data["fits"] is True
     assert data["budget_per_device"] == 81559 * MiB
 
-    rec = run("recommend", "qwen2.5-0.5b", "--hardware-file", str(f), "--json")
+    rec = run_cli("recommend", "qwen2.5-0.5b", "--hardware-file", str(f), "--json")
     assert rec.returncode == 0, rec.stderr
     owned = {o["target"]: o["provider"] for o in json.loads(rec.stdout)["options"]}
     assert owned.get("detected-h100-sxm") == "owned"
 
 
 def test_detect_json_says_what_was_read(h100_server: Path) -> None:
-    r = run("hardware", "detect", "--from", str(h100_server), "--json")
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["written"] is None
@@ -83,9 +77,9 @@ def test_apple_from_saved_outputs(tmp_path: Path) -> None:
         "system_profiler-SPHardwareDataType.txt": "system_profiler-SPHardwareDataType/apple-m1-macbookair-glpi.txt",
         "sysctl-macos.txt": "sysctl-macos/apple-m1-machdep-cpu-glpi.txt"})
     f = tmp_path / "mac.json"
-    r = run("hardware", "detect", "--from", str(folder), "-o", str(f))
+    r = run_cli("hardware", "detect", "--from", str(folder), "-o", str(f))
     assert r.returncode == 0, r.stderr
-    fit = run("fit", "qwen2.5-0.5b", "--device", "detected-apple-m1-16gb", "--hardware-file", str(f), "--json")
+    fit = run_cli("fit", "qwen2.5-0.5b", "--device", "detected-apple-m1-16gb", "--hardware-file", str(f), "--json")
     assert fit.returncode == 0, fit.stderr
     assert json.loads(fit.stdout)["device"] == "detected-apple-m1-16gb"
 
@@ -96,7 +90,7 @@ def test_a_damaged_output_is_one_line_exit_2(tmp_path: Path) -> None:
     lines = (REAL / "lscpu/amd-epyc-7451-2s-util-linux.txt").read_text("utf-8").splitlines()
     (folder / "lscpu").write_text("\n".join(lines[:6]) + "\n", "utf-8")  # cut off before 'Model name:'
     out = tmp_path / "never.json"
-    r = run("hardware", "detect", "--from", str(folder), "-o", str(out))
+    r = run_cli("hardware", "detect", "--from", str(folder), "-o", str(out))
     assert r.returncode == 2
     assert r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert "lscpu" in r.stderr and "Model name" in r.stderr
@@ -104,7 +98,7 @@ def test_a_damaged_output_is_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_an_empty_folder_is_one_line_exit_2(tmp_path: Path) -> None:
-    r = run("hardware", "detect", "--from", str(tmp_path))
+    r = run_cli("hardware", "detect", "--from", str(tmp_path))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no saved output" in r.stderr
 
 
@@ -112,7 +106,7 @@ def test_an_empty_folder_is_one_line_exit_2(tmp_path: Path) -> None:
                          and Path("/proc/meminfo").is_file()), reason="needs Linux with lscpu and /proc/meminfo")
 def test_this_machine(tmp_path: Path) -> None:
     f = tmp_path / "here.json"
-    r = run("hardware", "detect", "-o", str(f), "--json")
+    r = run_cli("hardware", "detect", "-o", str(f), "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert {"lscpu", "proc-meminfo"} <= {x["output"] for x in data["read"]}
@@ -131,10 +125,10 @@ def test_detect_does_not_overwrite_a_hardware_file_without_force(h100_server: Pa
     file"); running detect -o again overwrote those edits silently, where `request new -o` refuses without --force."""
     f = tmp_path / "my-hardware.json"
     f.write_text('{"devices": []}\n')
-    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f))
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "-o", str(f))
     assert r.returncode == 2 and r.stdout == "" and f.read_text() == '{"devices": []}\n'
     assert r.stderr == (f"llmsizer: error: {f} exists (a hardware file may hold values added by hand: bandwidth, "
                         "FLOP/s); use --force to overwrite it\n")
-    r = run("hardware", "detect", "--from", str(h100_server), "-o", str(f), "--force")
+    r = run_cli("hardware", "detect", "--from", str(h100_server), "-o", str(f), "--force")
     assert r.returncode == 0, r.stderr
     assert "detected-h100-sxm" in load_catalog([f]).devices

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 from cli_run import run
+
+from cli_capture import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "cpu-internal-tool.yaml"
@@ -176,9 +177,7 @@ def test_named_pipe_input_is_refused_up_front(tmp_path, command) -> None:
             "db-show": ["capacity", "show", "--inventory", inventory, "--db", str(fifo)],
             "db-book": ["capacity", "book", str(EXAMPLE), "--inventory", inventory, "--db", str(fifo),
                         "--earliest"]}[command]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *argv], capture_output=True, text=True,
-                       env=env, timeout=30)
+    r = run_cli(*argv, timeout=30)
     assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
 
 
@@ -339,9 +338,7 @@ def test_a_published_fractional_capacity_is_still_read(tmp_path, capsys) -> None
 def test_named_pipe_hardware_file_is_refused(tmp_path) -> None:
     fifo = tmp_path / "hw.json"
     os.mkfifo(fifo)
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    r = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "plan", str(EXAMPLE), "--hardware-file",
-                        str(fifo)], capture_output=True, text=True, env=env, timeout=30)
+    r = run_cli("plan", str(EXAMPLE), "--hardware-file", str(fifo), timeout=30)
     assert r.returncode == 2 and "not a regular file" in one_line(r.stderr), r.stderr
 
 

@@ -2,22 +2,13 @@
 and fit answers through the same core (exit 1 when it does not fit)."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+from cli_capture import run_cli
 
 
 def test_infer_lists_the_recurrent_state_with_formula_and_source():
-    r = run("infer", "jamba-1.5-mini", "--context", "8192", "--concurrency", "4", "--json")
+    r = run_cli("infer", "jamba-1.5-mini", "--context", "8192", "--concurrency", "4", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     items = {i["name"]: i for i in data["items"]}
@@ -33,14 +24,14 @@ def test_infer_lists_the_recurrent_state_with_formula_and_source():
 
 
 def test_inspect_shows_the_layer_schedule():
-    r = run("inspect", "jamba-1.5-mini")
+    r = run_cli("inspect", "jamba-1.5-mini")
     assert r.returncode == 0, r.stderr
     assert "mamba mixer on 28 layers, attention on 4" in r.stdout
     assert "RRRRARRR" * 4 in r.stdout  # attention at i % 8 == 4 (attn_layer_period 8, offset 4)
 
 
 def test_fit_answers_with_the_state_in_the_vllm_pool():
-    r = run("fit", "jamba-1.5-mini", "--device", "h100", "--context", "32768", "--concurrency", "8", "--json")
+    r = run_cli("fit", "jamba-1.5-mini", "--device", "h100", "--context", "32768", "--concurrency", "8", "--json")
     assert r.returncode == 1, r.stderr  # 96 GiB of bf16 weights do not fit one 80 GB card
     data = json.loads(r.stdout)
     assert data["fits"] is False
@@ -56,11 +47,11 @@ def test_vllm_on_a_pure_mamba2_model_counts_sequences_not_token_blocks(tmp_path:
            "num_heads": 128, "head_dim": 64, "state_size": 128, "n_groups": 8, "expand": 2, "conv_kernel": 4}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    r = run("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8")
+    r = run_cli("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8")
     assert r.returncode == 0, r.stderr
     assert "0 tokens in 0 blocks" not in r.stdout and "no KV blocks" in r.stdout
-    data = json.loads(run("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8",
-                          "--json").stdout)
+    data = json.loads(run_cli("infer", str(path), "--engine", "vllm", "--memory", "80GiB", "--concurrency", "8",
+                              "--json").stdout)
     d = data["details"]
     per_seq = 64 * ((2 * 4096 + 2 * 8 * 128) * (4 - 1) * 2 + 128 * 64 * 128 * 2)
     assert d["recurrent_state_pages"] == d["kv_pool_bytes"] // per_seq == d["max_concurrency_at_context"]

@@ -5,21 +5,13 @@ eqs. 5 and 11); distinct prompts by default; refused where no speed is answered 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_capture import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
 OSS = ["fit", "gpt-oss-120b", "--device", "dgx-spark", "--engine", "llamacpp", "--context", "4096",
        "--concurrency", "16", "--json"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
 
 
 def _assumptions(data: dict) -> dict[str, dict]:
@@ -27,7 +19,7 @@ def _assumptions(data: dict) -> dict[str, dict]:
 
 
 def test_identical_sequences_read_fewer_experts_and_say_so() -> None:
-    distinct, identical = (json.loads(run(*OSS, *extra).stdout) for extra in ([], ["--identical-sequences"]))
+    distinct, identical = (json.loads(run_cli(*OSS, *extra).stdout) for extra in ([], ["--identical-sequences"]))
     d, i = _assumptions(distinct), _assumptions(identical)
     assert d["identical_sequences"]["value"] is False and d["identical_sequences"]["default"] is True
     assert i["identical_sequences"]["value"] is True and i["identical_sequences"]["default"] is False
@@ -41,5 +33,5 @@ def test_refused_where_nothing_reads_it() -> None:
     for args in (["infer", "gpt-oss-120b", "--identical-sequences"],
                  ["fit", "llama-3.1-8b", "--device", "h100-sxm", "--train", "--tokens", "1B",
                   "--identical-sequences"]):
-        r = run(*args)
+        r = run_cli(*args)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "identical-sequences" in r.stderr, r.stderr

@@ -5,22 +5,15 @@ with the same answer as infer."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
-SRC = str(ROOT / "src")
 GEMMA = ["gemma-3-4b-it", "--engine", "llamacpp", "--weights", "q4_0", "--context", "8k", "--concurrency", "4"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
 
 
 def one_line_error(r: subprocess.CompletedProcess) -> str:
@@ -40,16 +33,16 @@ def _assumption(data: dict, name: str) -> dict:
     ["recommend", "gemma-3-4b-it", "--kv-unified"],  # candidates may run vLLM: --engine llamacpp is needed
 ])
 def test_other_engines_refuse_it(args: list[str]) -> None:
-    assert "kv_unified applies to engine llamacpp" in one_line_error(run(*args))
+    assert "kv_unified applies to engine llamacpp" in one_line_error(run_cli(*args))
 
 
 def test_training_refuses_it() -> None:
-    assert "--train" in one_line_error(run("recommend", "llama-3.1-8b", "--train", "--tokens", "1B",
-                                           "--kv-unified"))
+    assert "--train" in one_line_error(run_cli("recommend", "llama-3.1-8b", "--train", "--tokens", "1B",
+                                               "--kv-unified"))
 
 
 def test_default_and_given_are_stated() -> None:
-    default, split, uni = (json.loads(run("infer", *GEMMA, *extra, "--json").stdout)
+    default, split, uni = (json.loads(run_cli("infer", *GEMMA, *extra, "--json").stdout)
                            for extra in ([], ["--no-kv-unified"], ["--kv-unified"]))
     a = _assumption(default, "kv_unified")
     assert a["value"] is False and a["default"] is True and "server.cpp:156-161" in a["why"]
@@ -62,15 +55,15 @@ def test_default_and_given_are_stated() -> None:
     cell = 2 * 4 * 256 * 2  # Gemma 3 4B: 4 KV heads x 256, f16 K and V
     assert kv["default"] == kv["split"] == (5 * 4 * 8192 + 29 * 4 * 1536) * cell
     assert kv["uni"] == (5 * 32768 + 29 * 4608) * cell
-    text = run("infer", *GEMMA).stdout
+    text = run_cli("infer", *GEMMA).stdout
     assert "kv_unified=False (default)" in text
 
 
 def test_auto_fit_prints_kvu() -> None:
     base = ["fit", "gemma-3-4b-it", "--device", "rtx-4090", "--weights", "q4_0", "--concurrency", "4", "--auto",
             "--json"]
-    split = json.loads(run(*base).stdout)
-    uni = json.loads(run(*base, "--kv-unified").stdout)
+    split = json.loads(run_cli(*base).stdout)
+    uni = json.loads(run_cli(*base, "--kv-unified").stdout)
     assert "-kvu" not in split["flags"] and "-np 4" in split["command"]
     assert "-np 4 -kvu" in uni["command"]
 
@@ -95,14 +88,14 @@ jobs:
 def test_request_engine_settings_kv_unified(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(REQUEST.format(engine="vllm"))
-    r = run("request", "check", str(bad))
+    r = run_cli("request", "check", str(bad))
     assert r.returncode != 0 and "engine_settings.kv_unified: applies to engine llamacpp, not vllm" in r.stderr
     good = tmp_path / "good.yaml"
     good.write_text(REQUEST.format(engine="llamacpp"))
-    assert run("request", "check", str(good)).returncode == 0
-    plan = json.loads(run("plan", str(good), "--json").stdout)
+    assert run_cli("request", "check", str(good)).returncode == 0
+    plan = json.loads(run_cli("plan", str(good), "--json").stdout)
     (job,) = plan["jobs"]
     kv_plan = next(i for i in job["memory_estimate"]["items"] if i["name"] == "kv_cache")["bytes"]
-    infer = json.loads(run("infer", *GEMMA, "--kv-unified", "--json").stdout)
+    infer = json.loads(run_cli("infer", *GEMMA, "--kv-unified", "--json").stdout)
     assert kv_plan == next(i for i in infer["items"] if i["name"] == "kv_cache")["bytes"]
     assert _assumption(job["memory_estimate"], "kv_unified")["value"] is True

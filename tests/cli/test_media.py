@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from cli.test_cli import SRC, run
+from cli_capture import SRC, run_cli
 from llmsizer.errors import InputError
 from llmsizer.estimate.fit import fit
 from llmsizer.estimate.inference import estimate_inference
@@ -101,7 +101,7 @@ def test_fit_infer_and_the_cli_agree():
                              memory=80 * 2**30, headroom=0.1)
     r = fit("gemma-3-27b-it", "h100-sxm", engine="vllm", context=4096, concurrency=4, images=2)
     assert r.estimate.details["media_tokens"] == est.details["media_tokens"] == 2 * GEMMA_IMAGE
-    cli = run("infer", "gemma-3-27b-it", "--context", "4096", "--concurrency", "4", "--images", "2", "--json")
+    cli = run_cli("infer", "gemma-3-27b-it", "--context", "4096", "--concurrency", "4", "--images", "2", "--json")
     assert cli.returncode == 0, cli.stderr
     assert json.loads(cli.stdout)["details"]["media_tokens"] == 2 * GEMMA_IMAGE
     plain = fit("gemma-3-27b-it", "h100-sxm", engine="vllm", context=4096, concurrency=4)
@@ -117,7 +117,7 @@ def test_fit_infer_and_the_cli_agree():
     (["gemma-3-4b-it", "--image-size", "640x480"], "images is 0"),
 ])
 def test_bad_media_input_is_one_line_exit_2(args, message):
-    r = run("infer", *args)
+    r = run_cli("infer", *args)
     assert r.returncode == 2, r.stdout
     assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
@@ -139,7 +139,7 @@ def test_request_file_media_reaches_the_plan(tmp_path):
     assert '"media_tokens": 516' in r.stdout.replace("\n", "")
     bad = tmp_path / "bad.yaml"
     bad.write_text(req.read_text(encoding="utf-8").replace("1024x768", "1024 by 768"), encoding="utf-8")
-    r = run("plan", str(bad))
+    r = run_cli("plan", str(bad))
     assert r.returncode == 2 and f"{bad}:9:" in r.stderr and "media.image_size" in r.stderr
 
 
@@ -177,10 +177,10 @@ def test_a_model_folder_reads_its_preprocessor_config(tmp_path):
 
 def test_pan_and_scan_flag():
     # 1600 x 600: 3 crops (round(1600 / 600), image_processing_gemma3.py), each another 256 + 2 tokens
-    r = run("infer", "gemma-3-4b-it", "--images", "1", "--image-size", "1600x600", "--pan-and-scan", "--json")
+    r = run_cli("infer", "gemma-3-4b-it", "--images", "1", "--image-size", "1600x600", "--pan-and-scan", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["details"]["media_tokens"] == 4 * GEMMA_IMAGE
-    r = run("infer", "qwen2.5-vl-7b-instruct", "--images", "1", "--image-size", "1600x600", "--pan-and-scan")
+    r = run_cli("infer", "qwen2.5-vl-7b-instruct", "--images", "1", "--image-size", "1600x600", "--pan-and-scan")
     assert r.returncode == 2 and "no pan-and-scan" in r.stderr
 
 

@@ -4,21 +4,11 @@ flag and the bad element, exit 2, instead of argparse's "expected one argument" 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_capture import run_cli
+
 SPLIT = ["infer", "llama-3.1-8b", "--engine", "llamacpp", "--gpus", "2"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
 
 
 @pytest.mark.parametrize("args, said", [
@@ -30,13 +20,13 @@ def run(*args: str) -> subprocess.CompletedProcess:
     (["infer", "llama-3.1-8b", "--context", "-8k"], "argument --context: cannot read '-8k' as a token count"),
 ])
 def test_a_value_starting_with_minus_is_checked_by_its_flag(args: list[str], said: str) -> None:
-    r = run(*args)
+    r = run_cli(*args)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
     assert said in r.stderr and "expected one argument" not in r.stderr, r.stderr
 
 
 def test_an_option_after_a_flag_is_still_a_missing_value() -> None:
-    r = run("infer", "llama-3.1-8b", "--engine", "--json")
+    r = run_cli("infer", "llama-3.1-8b", "--engine", "--json")
     assert r.returncode == 2 and "argument --engine: expected one argument" in r.stderr
 
 

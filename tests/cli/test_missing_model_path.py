@@ -3,31 +3,22 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 from pathlib import Path
 
 import pytest
 
-from llmsizer.cli.main import main
-
-
-def _run(*argv: str) -> tuple[int, str]:
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, err.getvalue()
+from cli_capture import run
 
 
 @pytest.mark.parametrize("name", ["model.gguf", "config.json", "folder/"])
 def test_a_missing_model_path_says_no_such_file(tmp_path: Path, name: str) -> None:
     ref = str(tmp_path / name)
     assert not Path(ref).exists()
-    code, err = _run("infer", ref)
+    code, _, err = run("infer", ref)
     assert code == 2 and err.count("\n") == 1, err
     assert f"{ref}: no such file or folder" in err and "unknown model" not in err
 
 
 def test_an_unknown_name_is_still_an_unknown_model() -> None:
-    code, err = _run("infer", "no-such-model-xyz")
+    code, _, err = run("infer", "no-such-model-xyz")
     assert code == 2 and "unknown model 'no-such-model-xyz'" in err

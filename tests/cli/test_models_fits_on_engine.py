@@ -4,22 +4,13 @@ refused as `fit` refuses them (an engine setting on another engine, a bad releas
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from typing import Any
 
 import pytest
 
-from llmsizer.cli.main import main
+from cli_capture import run
 from llmsizer.estimate.fit import fit
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def fits_on(*argv: str) -> tuple[int, dict[str, Any]]:

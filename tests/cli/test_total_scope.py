@@ -7,20 +7,11 @@ model's bf16 weights halved by tensor parallelism."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_capture import run_cli
+
 SPLIT = ["infer", "llama-3.1-8b", "--engine", "llama.cpp", "--gpus", "2"]
 TP = ["infer", "llama-3.1-8b", "--engine", "vllm", "--tensor-parallel", "2", "--memory", "80GiB"]
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
 
 
 def _total_row(text: str) -> str:
@@ -28,25 +19,25 @@ def _total_row(text: str) -> str:
 
 
 def test_a_llamacpp_split_total_is_labelled_the_sum_over_its_gpus() -> None:
-    r = run(*SPLIT, "--json")
+    r = run_cli(*SPLIT, "--json")
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     gpus = [g for g in d["details"]["split"]["devices"] if g["device"] != "host"]
     assert len(gpus) == 2
     assert d["totals"]["device"]["bytes"] == sum(g["total"] for g in gpus)  # a sum, not one GPU's
     assert d["totals"]["device"]["scope"] == "all 2 devices" and d["totals"]["host"]["scope"] == "host"
-    text = run(*SPLIT).stdout
+    text = run_cli(*SPLIT).stdout
     assert _total_row(text).startswith("TOTAL all 2 devices ")
     assert "TOTAL device" not in text
 
 
 def test_a_tensor_parallel_total_is_labelled_per_device() -> None:
-    d = json.loads(run(*TP, "--json").stdout)
+    d = json.loads(run_cli(*TP, "--json").stdout)
     # each of the 2 shards holds half of the 8.03B bf16 weights (+ unsplit norms): one device's bytes
     weights = next(i for i in d["items"] if i["name"] == "weights")["bytes"]
     assert abs(weights - d["details"]["params_total"] * 2 / 2) / weights < 0.01
     assert d["totals"]["device"]["scope"] == "per device"
-    assert _total_row(run(*TP).stdout).startswith("TOTAL per device ")
+    assert _total_row(run_cli(*TP).stdout).startswith("TOTAL per device ")
 
 
 def test_the_python_api_notebook_and_web_api_use_the_same_label() -> None:

@@ -5,21 +5,13 @@ number of 1 MiB or more stays bytes."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from cli_capture import run_cli
+
 SAID = "'24' has no unit (a bare number is bytes); did you mean 24GiB?"
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180)
 
 
 @pytest.mark.parametrize("args, flag", [
@@ -31,13 +23,13 @@ def run(*args: str) -> subprocess.CompletedProcess:
     (["fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "llamacpp", "--host-memory", "24"], "--host-memory"),
 ])
 def test_every_command_refuses_a_unitless_memory_below_1_mib(args: list[str], flag: str) -> None:
-    r = run(*args)
+    r = run_cli(*args)
     assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, (r.returncode, r.stderr)
     assert f"argument {flag}: " in r.stderr and SAID in r.stderr and "Traceback" not in r.stderr
 
 
 def test_a_unitless_size_of_1_mib_or_more_is_bytes() -> None:
-    r = run("infer", "llama-3.1-8b", "--memory", "25769803776", "--json")  # 24 GiB written in bytes
+    r = run_cli("infer", "llama-3.1-8b", "--memory", "25769803776", "--json")  # 24 GiB written in bytes
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["details"]["device_memory"] == 24 * 2**30
 
@@ -70,7 +62,7 @@ jobs:
 def test_a_request_file_says_the_same_with_its_line(tmp_path: Path, memory: str) -> None:
     req = tmp_path / "req.yaml"
     req.write_text(REQUEST.replace("MEMORY", memory))
-    r = run("plan", str(req), "-o", str(tmp_path / "r.md"))
+    r = run_cli("plan", str(req), "-o", str(tmp_path / "r.md"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"{req}:10: job 'chat' (inference): resources.memory: {SAID}" in r.stderr
     assert not (tmp_path / "r.md").exists()

@@ -14,14 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
 from llmsizer.errors import InputError
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
 
 
 def one_line_error(r: subprocess.CompletedProcess) -> str:
@@ -46,14 +42,14 @@ def one_line_error(r: subprocess.CompletedProcess) -> str:
     (["recommend", "qwen2.5-0.5b", "--train", "--tokens", "1B"], ["--kv-unified"], "--kv-unified"),
 ])
 def test_a_serving_flag_with_train_is_refused_naming_it(command, flags, named):
-    err = one_line_error(run(*command, *flags))
+    err = one_line_error(run_cli(*command, *flags))
     assert named in err and "--train" in err, err
 
 
 def test_training_flags_shared_with_serving_still_work_with_train():
     # --attention is both a serving and a training flag; fit's --gpus/--tp are the training ones
-    r = run("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--count", "2", "--train", "--attention", "eager",
-            "--gpus", "2", "--tp", "2", "--json")
+    r = run_cli("fit", "qwen2.5-0.5b", "--device", "h100-sxm", "--count", "2", "--train", "--attention", "eager",
+                "--gpus", "2", "--tp", "2", "--json")
     assert r.returncode in (0, 1), r.stderr
 
 
@@ -70,7 +66,7 @@ def test_training_flags_shared_with_serving_still_work_with_train():
 ])
 def test_a_constraint_of_the_other_mode_is_refused_not_ignored(args, named):
     # before: exit 0 with every option "meeting every constraint", the stated one never checked
-    err = one_line_error(run(*args))
+    err = one_line_error(run_cli(*args))
     assert named in err, err
 
 
@@ -95,10 +91,10 @@ def test_the_python_api_refuses_the_same_constraints():
 ])
 def test_a_kv_dtype_the_engine_lacks_is_refused(engine, kv_dtype, weights):
     w = ["--weights", weights] if weights else []
-    err = one_line_error(run("infer", "llama-3.1-8b", "--engine", engine, "--kv-dtype", kv_dtype, *w))
+    err = one_line_error(run_cli("infer", "llama-3.1-8b", "--engine", engine, "--kv-dtype", kv_dtype, *w))
     assert kv_dtype in err and engine in err, err
-    err2 = one_line_error(run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", engine, "--kv-dtype",
-                              kv_dtype, *w))
+    err2 = one_line_error(run_cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", engine, "--kv-dtype",
+                                  kv_dtype, *w))
     assert err2 == err
 
 
@@ -120,7 +116,7 @@ def test_the_engines_own_kv_dtypes_still_answer(engine, kv_dtype, weights):
     ["recommend", "qwen2.5-0.5b", "--train"],  # before: "--train needs --tokens" although it was given
 ])
 def test_zero_training_tokens_is_out_of_range(command):
-    err = one_line_error(run(*command, "--tokens", "0"))
+    err = one_line_error(run_cli(*command, "--tokens", "0"))
     assert "--tokens" in err and "out of range" in err, err
 
 
@@ -129,11 +125,11 @@ def test_zero_training_tokens_is_out_of_range(command):
 def test_did_you_mean_suggests_only_an_option_of_the_command_given():
     # before: `models --fits-on l4 --images 1` suggested '--layers', an option of `inspect` (registered by the same
     # module), which `models` refuses in turn
-    err = one_line_error(run("models", "--fits-on", "l4", "--images", "1"))
+    err = one_line_error(run_cli("models", "--fits-on", "l4", "--images", "1"))
     assert "unrecognized arguments: --images" in err and "--layers" not in err, err
-    err = one_line_error(run("models", "--fits-on", "l4", "--contxt", "8k"))
+    err = one_line_error(run_cli("models", "--fits-on", "l4", "--contxt", "8k"))
     assert "did you mean '--context'" in err, err
-    err = one_line_error(run("hardware", "list", "--jsn"))
+    err = one_line_error(run_cli("hardware", "list", "--jsn"))
     assert "did you mean '--json'" in err, err
 
 
@@ -142,7 +138,7 @@ def test_python_dash_m_llmsizer_is_the_cli():
     r = subprocess.run([sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--concurrency", "0"],
                        capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=SRC), timeout=120)
     assert r.returncode == 2 and "--concurrency" in r.stderr, r.stderr
-    assert run("infer", "qwen2.5-0.5b", "--json").stdout == subprocess.run(
+    assert run_cli("infer", "qwen2.5-0.5b", "--json").stdout == subprocess.run(
         [sys.executable, "-m", "llmsizer", "infer", "qwen2.5-0.5b", "--json"], capture_output=True, text=True,
         env=dict(os.environ, PYTHONPATH=SRC), timeout=120).stdout
 
@@ -155,5 +151,5 @@ def test_python_dash_m_llmsizer_is_the_cli():
     (["--engine", "vllm", "--host-device", "desktop-ddr5-4800-2ch"], "llamacpp"),  # before: ignored, exit 0
 ])
 def test_host_device_is_checked_even_when_no_layer_runs_on_the_cpu(extra, named):
-    err = one_line_error(run("fit", "qwen2.5-0.5b", "--device", "rtx-4090", *extra))
+    err = one_line_error(run_cli("fit", "qwen2.5-0.5b", "--device", "rtx-4090", *extra))
     assert named in err, err

@@ -6,13 +6,10 @@ without the CUDA context) while `plan` said "2.27x the inference estimate (19.27
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import re
 from pathlib import Path
 
-from llmsizer.cli.main import main
+from cli_capture import run_json
 from llmsizer.plan import plan_file
 from llmsizer.units import format_bytes
 
@@ -20,10 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _json(*argv: str) -> dict:  # type: ignore[type-arg]
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        main([*argv, "--json"])
-    return json.loads(out.getvalue())  # type: ignore[no-any-return]
+    return run_json(*argv)[1]  # type: ignore[no-any-return]
 
 
 def test_train_plan_and_infer_agree() -> None:

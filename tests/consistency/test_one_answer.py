@@ -13,12 +13,12 @@ import contextlib
 import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cli_capture import run, run_json
 from llmsizer.catalog.hardware import builtin_catalog, load_catalog
 from llmsizer.cli.main import main
 from llmsizer.estimate.duration import training_duration, training_duration_for
@@ -36,18 +36,6 @@ DENSE = ["qwen2.5-0.5b", "llama-3.2-1b", "qwen3-4b", "llama-3.1-8b", "mistral-7b
 MOE = ["qwen3-30b-a3b", "mixtral-8x7b-v0.1"]
 GPUS = ["h100-sxm", "a100-sxm-80gb", "rtx-4090", "l4", "l40s"]
 PROPS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def run(*argv: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main(list(argv))
-    return code, out.getvalue()
-
-
-def run_json(*argv: str) -> tuple[int, dict[str, Any]]:
-    code, text = run(*argv, "--json")
-    return code, json.loads(text)
 
 
 # ---------------------------------------------------------------------------------------------------- inference
@@ -244,7 +232,7 @@ def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration(
     gemm_full = full.step.compute_seconds - full.step.elementwise_seconds
     assert lora.flops.per_token / full.flops.per_token < gemm_lora / gemm_full
     assert lora.seconds / full.seconds < 0.85
-    code, text = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
+    code, text, _ = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
     assert code == 0 and "duration:" in text and "h wall clock" in text
 
 
@@ -266,7 +254,7 @@ def test_item8_the_built_in_data_centre_cards_are_not_local_options(tmp_path: Pa
 
 
 def test_item9_reverse_questions_say_when_nothing_fits_and_help_states_no_unapplied_default() -> None:
-    code, text = run("train", "llama-3.1-8b", "--memory", "40GiB", "--max-batch")
+    code, text, _ = run("train", "llama-3.1-8b", "--memory", "40GiB", "--max-batch")
     assert code == 1 and "batch 1 does not fit" in text
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
@@ -393,7 +381,7 @@ def test_plan_sglang_service_need_is_what_fit_says_the_workload_needs() -> None:
     assert need > weights + r.estimate.details["kv_needed_bytes"] + 2 * GiB  # SGLang leaves ~7 GiB beside the pool
     assert job.section("memory").value("need_peak") == need
     assert job.section("memory").value("need_typical") == need
-    code, out = run("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "sglang")
+    code, out, _ = run("fit", "llama-3.1-8b", "--device", "rtx-4090", "--engine", "sglang")
     assert code == 0 and "SGLang takes its pool" in out and "vLLM takes its pool" not in out
     assert "vLLM admits" not in render_plan_text(plan)
 
@@ -437,7 +425,7 @@ def test_request_engine_settings_are_the_cli_flags_n_cpu_moe() -> None:
                 output_tokens=256)
     assert r.memory_per_device < plain.memory_per_device
     assert job.section("memory").value("need_peak") == r.memory_per_device
-    code, out = run("fit", "qwen3-30b-a3b", "--device", "rtx-3090", "--engine", "llamacpp", "--weights", "q4_k_m",
+    code, out, _ = run("fit", "qwen3-30b-a3b", "--device", "rtx-3090", "--engine", "llamacpp", "--weights", "q4_k_m",
                     "--n-cpu-moe", "24", "--context", "8k", "--output-tokens", "256")
     assert code == 0 and f"{r.memory_per_device / GiB:.2f} GiB" in out
 
@@ -600,7 +588,7 @@ def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend
     assert o.cost_per_million_tokens == pytest.approx(data["cost"]["per_million_tokens"], rel=1e-12)
     job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 64)
     assert job.section("speed").value("tps_total_typical") == pytest.approx(r.tokens_per_second_total, rel=1e-12)
-    _, text = run("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency", "64",
+    _, text, _ = run("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency", "64",
                   "--output-tokens", "256")
     assert f"all 2 replicas: {r.tokens_per_second_total:,.1f} tokens/s" in text  # the table is one replica's
 

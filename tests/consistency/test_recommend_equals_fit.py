@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_capture import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -68,12 +70,6 @@ def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list
     assert t["duration"]["seconds"] == chosen["training_seconds"]
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=300)
-
-
 @pytest.mark.parametrize("args, said", [
     (["recommend", "llama-3.1-8b", "--gpu-memory-utilization", "0.8"],
      "gpu_memory_utilization applies to engine vllm; give engine vllm (--engine vllm)"),
@@ -83,7 +79,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 ])
 def test_recommend_refuses_a_setting_no_option_could_take_once(args: list[str], said: str) -> None:
     # bad input for every candidate: exit 2 with one line, not every option rejected (exit 1)
-    r = run(*args)
+    r = run_cli(*args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and said in r.stderr, r.stderr
 
 

@@ -6,17 +6,14 @@ the surface under test's output.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from cli_capture import run_json
 from llmsizer.catalog.hardware import builtin_catalog
-from llmsizer.cli.main import main
 from llmsizer.errors import InputError
 from llmsizer.estimate import device as device_rules
 from llmsizer.estimate.fit import fit, fit_training
@@ -24,13 +21,6 @@ from llmsizer.models import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 AWS = ROOT / "src" / "llmsizer" / "catalog" / "data" / "hardware" / "instances_aws.json"
-
-
-def run_json(*argv: str) -> tuple[int, Any]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = main([*argv, "--json"])
-    return code, json.loads(out.getvalue())
 
 
 def aws_price(instance: str) -> float:

@@ -9,19 +9,14 @@ target.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import llmsizer
+from cli_capture import run_cli
 from llmsizer.errors import InputError
 from llmsizer.estimate.llamacpp_fit import CTX_ALIGN, FIT_MIN_CTX, FIT_TARGET, fit_llamacpp
 from llmsizer.units import GiB, MiB
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_defaults_are_llama_cpps():
@@ -88,25 +83,19 @@ def test_auto_fit_rejects_what_it_chooses():
         fit_llamacpp("llama-3.1-8b", [], weights="q4_k_m")
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
-
-
 def test_cli_fit_auto_prints_flags_and_json():
-    r = _cli("fit", "llama-3.3-70b-instruct", "--device", "rtx-3090", "--engine", "llama.cpp", "--weights",
+    r = run_cli("fit", "llama-3.3-70b-instruct", "--device", "rtx-3090", "--engine", "llama.cpp", "--weights",
              "q4_k_m", "--auto", "--free", "23GiB,11GiB", "--json")
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["kind"] == "llamacpp-fit" and data["flags"][-2:] == ["-fit", "off"]
     assert "-ts" in data["flags"] and len(data["tensor_split"]) == 2
     assert all(d["total"] <= d["target"] for d in data["devices"] if d["device"] != "host")
-    text = _cli("fit", "qwen3-30b-a3b", "--device", "rtx-3090", "--weights", "q4_k_m", "--auto", "--free", "12GiB")
+    text = run_cli("fit", "qwen3-30b-a3b", "--device", "rtx-3090", "--weights", "q4_k_m", "--auto", "--free", "12GiB")
     assert text.returncode == 0 and "flags: -c " in text.stdout and "--n-cpu-moe" in text.stdout
-    bad = _cli("fit", "llama-3.1-8b", "--device", "rtx-3090", "--count", "3", "--auto", "--free", "8GiB,8GiB")
+    bad = run_cli("fit", "llama-3.1-8b", "--device", "rtx-3090", "--count", "3", "--auto", "--free", "8GiB,8GiB")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--count" in bad.stderr
-    small = _cli("fit", "llama-3.1-70b-instruct", "--device", "rtx-3090", "--weights", "q4_k_m", "--auto",
+    small = run_cli("fit", "llama-3.1-70b-instruct", "--device", "rtx-3090", "--weights", "q4_k_m", "--auto",
                  "--free", "20GiB", "--host-memory", "8GiB")
     assert small.returncode == 1 and "host memory" in small.stdout
 
@@ -144,7 +133,7 @@ def test_a_gpu_given_only_the_output_layer_says_so():
     assert gpu["device"] == "GPU0" and gpu["layers"] == "output layer only" and gpu["n_layers"] == 1
     assert gpu["weights"] == 128256 * 4096 * 2 + 4096 * 4 and gpu["kv_cache"] == 0
     assert host["layers"] == "token embd, layers 0-31"  # the 32 repeating layers, not the output
-    text = _cli("fit", "llama-3.1-8b", "--device", "rtx-4090", "--auto", "--free", "3GiB")
+    text = run_cli("fit", "llama-3.1-8b", "--device", "rtx-4090", "--auto", "--free", "3GiB")
     assert text.returncode == 0, text.stderr
     row = next(ln for ln in text.stdout.splitlines() if ln.startswith("GPU0"))
     assert "output layer only" in row and "no layers" not in text.stdout

@@ -6,20 +6,15 @@ Expected values are worked out by hand from the cited lines; the log line is quo
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import llmsizer
+from cli_capture import run_cli
 from llmsizer.errors import InputError
 from llmsizer.estimate.inference.sglang import default_mem_fraction_static, prefill_graph_sizes
 from llmsizer.units import GiB, MiB
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def test_prefill_graph_sizes():
@@ -96,14 +91,11 @@ def test_fit_and_cli_go_through_the_core():
     assert r.engine == "sglang" and r.fits and r.estimate.details["max_total_num_tokens"] > 0
     with pytest.raises(InputError, match="sglang profile models GPU serving"):
         llmsizer.estimate_inference("llama-3.1-8b", engine="sglang", device="cpu")
-    env = dict(os.environ, PYTHONPATH=SRC)
-    out = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "qwen2.5-7b", "--engine", "sglang",
-                          "--memory", "24GiB", "--context", "32k", "--concurrency", "8"], capture_output=True,
-                         text=True, env=env, timeout=120)
+    out = run_cli("infer", "qwen2.5-7b", "--engine", "sglang", "--memory", "24GiB", "--context", "32k",
+                  "--concurrency", "8")
     assert out.returncode == 1 and "max_total_num_tokens" in out.stdout and "vs vLLM" in out.stdout
-    given = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "infer", "qwen2.5-7b", "--engine", "sglang",
-                            "--memory", "24GiB", "--mem-fraction-static", "0.85", "--json"], capture_output=True,
-                           text=True, env=env, timeout=120)
+    given = run_cli("infer", "qwen2.5-7b", "--engine", "sglang", "--memory", "24GiB", "--mem-fraction-static", "0.85",
+                    "--json")
     assert given.returncode == 0 and '"mem_fraction_static": 0.85' in given.stdout
 
 
@@ -134,13 +126,9 @@ def test_an_explicit_headroom_is_refused_for_sglang_the_default_is_not():
     with pytest.raises(InputError, match="not both"):
         llmsizer.estimate_inference("qwen2.5-7b", engine="vllm", memory=24 * GiB, headroom=0.2,
                                     gpu_memory_utilization=0.8)
-    env = dict(os.environ, PYTHONPATH=SRC)
-    cli = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "fit", "qwen2.5-7b", "--device", "rtx-4090",
-                          "--engine", "sglang", "--headroom", "0.2"], capture_output=True, text=True, env=env,
-                         timeout=120)
+    cli = run_cli("fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "sglang", "--headroom", "0.2")
     assert cli.returncode == 2 and cli.stderr.count("\n") == 1 and "headroom does not apply" in cli.stderr
-    rec = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", "recommend", "qwen2.5-0.5b", "--engine",
-                          "sglang", "--json"], capture_output=True, text=True, env=env, timeout=300)
+    rec = run_cli("recommend", "qwen2.5-0.5b", "--engine", "sglang", "--json")
     assert rec.returncode in (0, 1) and "headroom does not apply" not in rec.stdout + rec.stderr
 
 
@@ -155,11 +143,9 @@ def test_a_card_smaller_than_sglangs_reserve_is_too_small_without_negative_rows(
     assert d["mem_fraction_static"] is None and d["max_total_num_tokens"] == 0
     assert all(i.bytes >= 0 for i in est.items)
     assert not any(a.name == "mem_fraction_static" for a in est.assumptions)
-    env = dict(os.environ, PYTHONPATH=SRC)
     for cmd in (["infer", "qwen2.5-0.5b", "--engine", "sglang", "--memory", "1GiB"],
                 ["fit", "qwen2.5-0.5b", "--device", "rtx-4090", "--engine", "sglang", "--memory", "1GiB"]):
-        out = subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *cmd], capture_output=True, text=True,
-                             env=env, timeout=120)
+        out = run_cli(*cmd)
         assert out.returncode == 1, out.stderr
         assert "too small for SGLang" in out.stdout and "DOES NOT FIT" in out.stdout or "fits: NO" in out.stdout
         assert not re.search(r"mem_fraction_static -\d|- -\d|runtime_reserve", out.stdout)  # no negative pool rows

@@ -30,4 +30,14 @@ def test_fsdp2_units_needs_fsdp2() -> None:
     with pytest.raises(InputError, match="fsdp2_units 'torchtitan' lays out FSDP2 units"):
         TrainingWorkload(gpus=8, fsdp="full", fsdp_version=1, fsdp2_units="torchtitan")
     with pytest.raises(InputError, match="unknown fsdp2_units"):
-        TrainingWorkload(gpus=8, fsdp="full", fsdp2_units="torchtune")
+        TrainingWorkload(gpus=8, fsdp="full", fsdp2_units="deepspeed")
+
+
+def test_torchtune_layout_regathers_the_last_block() -> None:
+    # torchtune's shard_model reshards every block after its forward (the 2-rank run measures the loss and the
+    # copy-outs); at the lm_head's backward the last block is not yet copied out (its own pre-backward does it)
+    assert unsharded_bytes("torchtune", "loss", 100, 10) == 100
+    assert unsharded_bytes("torchtune", "lm_head backward", 100, 10) == 100
+    assert unsharded_bytes("torchtune", "backward", 100, 10) == unsharded_bytes("torchtitan", "backward", 100, 10)
+    outputs = [n for k, n in copy_in_events("torchtune", 100, [10, 20], 2) if k == "alloc"][1::2]
+    assert outputs == [100, 10, 20, 20, 10]  # forward root, blocks; backward every block, the last first

@@ -188,6 +188,21 @@ def test_catalog_hybrid_row_state_and_kv_equal_a_real_forward_of_one_period(name
     assert est.item("kv_cache").bytes == periods * measured_kv
 
 
+# Mamba-Codestral-7B (catalog row; all 64 layers Mamba-2, no attention): one layer with the row's exact mixer shapes
+# (hidden 4096, 128 heads x 64, 8 groups, state 128, conv kernel 4) and only the vocabulary shrunk (no cache tensor
+# has it in its shape). The row's estimate must be 64 times the measured layer's state, and hold no KV item.
+def test_catalog_mamba2_row_state_equals_a_real_forward_of_one_layer():
+    from llmsizer.catalog.models import entries
+
+    entry = entries()["mamba-codestral-7b-v0.1"]
+    cfg = {**entry.config, "num_hidden_layers": 1, "vocab_size": 128}
+    measured_state, measured_kv = _measure(cfg, torch.bfloat16)
+    est = estimate_inference(entry.name, engine="transformers", context=PROMPT + 1, output_tokens=0,
+                             concurrency=BATCH, device="cpu")
+    assert measured_kv == 0 and "kv_cache" not in {i.name for i in est.items}
+    assert est.item("recurrent_state").bytes == entry.config["num_hidden_layers"] * measured_state
+
+
 # Llama 4 catalog rows (text stack): one period of 4 layers (3 chunked RoPE layers + 1 global NoPE layer, and for
 # Maverick a dense and an MoE layer each) keeps every key the K/V tensors depend on (KV heads, head_dim, the layer
 # kinds); hidden size, FFN, experts and vocabulary are shrunk (no cache tensor has them in its shape). Below the

@@ -30,19 +30,12 @@ def _params(cfg: dict[str, Any]) -> int:
     return v * h * 2 + L * per_layer + h
 
 
-def test_inference_peak_matches_memtracker_in_another_process(measured: dict[str, Any]) -> None:
-    rec = measured["inference"]
+@pytest.mark.parametrize("kind", ["inference", "training"])
+def test_peak_matches_memtracker_in_another_process(measured: dict[str, Any], kind: str) -> None:
+    rec = measured[kind]
     assert rec["status"] == "ok", rec.get("error")
-    ours, theirs = rec["measured"]["peak_tensor_bytes"], measured["inference_independent"]
-    print(f"inference peak: llmsizer measure {ours:,} B, MemTracker {theirs:,} B ({ours / theirs - 1:+.3%})")
-    assert abs(ours - theirs) <= 0.01 * theirs
-
-
-def test_training_peak_matches_memtracker_in_another_process(measured: dict[str, Any]) -> None:
-    rec = measured["training"]
-    assert rec["status"] == "ok", rec.get("error")
-    ours, theirs = rec["measured"]["peak_tensor_bytes"], measured["training_independent"]
-    print(f"training peak: llmsizer measure {ours:,} B, MemTracker {theirs:,} B ({ours / theirs - 1:+.3%})")
+    ours, theirs = rec["measured"]["peak_tensor_bytes"], measured[f"{kind}_independent"]
+    print(f"{kind} peak: llmsizer measure {ours:,} B, MemTracker {theirs:,} B ({ours / theirs - 1:+.3%})")
     assert abs(ours - theirs) <= 0.01 * theirs
 
 

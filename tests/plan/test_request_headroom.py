@@ -5,30 +5,18 @@ the plan always used the default while fit took --headroom."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from llmsizer.cli.main import main
+from cli_capture import run
 from llmsizer.plan import make_plan
 from llmsizer.request import RequestError, parse_request
 from llmsizer.request.schema import json_schema, published_schema_text
 
 MODEL_SERVE, MODEL_TRAIN, DEVICE = "llama-3.1-8b", "llama-3.2-3b", "l4"
-
-
-def _cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(list(argv))
-        except SystemExit as e:  # argparse's own refusal (a flag out of its range): exit 2
-            code = int(e.code or 0)
-    return code, out.getvalue(), err.getvalue()
 
 
 def _request(headroom: float | None, engine: str = "vllm") -> str:
@@ -45,8 +33,8 @@ def _request(headroom: float | None, engine: str = "vllm") -> str:
 
 
 def _fit(headroom: float | str | None, *argv: str) -> tuple[int, dict[str, Any]]:
-    code, out, _ = _cli("fit", *argv, "--device", DEVICE, *(("--headroom", str(headroom)) if headroom is not None
-                                                            else ()), "--json")
+    code, out, _ = run("fit", *argv, "--device", DEVICE, *(("--headroom", str(headroom)) if headroom is not None
+                                                           else ()), "--json")
     return code, json.loads(out)
 
 
@@ -69,20 +57,20 @@ def test_the_plan_of_a_request_headroom_is_fits_answer(headroom: float | None, t
     assert (fs["fits"], ft["fits"]) == ((True, True) if headroom is None else (False, False))
     req = tmp_path / "r.yaml"
     req.write_text(_request(headroom))
-    code, _, _ = _cli("plan", str(req), "--no-alternatives")
+    code, _, _ = run("plan", str(req), "--no-alternatives")
     assert (fcode_s, fcode_t) == ((0, 0) if headroom is None else (1, 1)) and code == max(fcode_s, fcode_t)
 
 
 def test_a_request_headroom_is_checked_as_the_flag() -> None:
     """Out of range: the flag's range and reason; on SGLang: fit's refusal, at the field's line."""
-    _, _, flag = _cli("fit", MODEL_SERVE, "--device", DEVICE, "--headroom", "1.5")
+    _, _, flag = run("fit", MODEL_SERVE, "--device", DEVICE, "--headroom", "1.5")
     bound = flag.split("1.5 is out of range; ", 1)[1].split(" (see --help)")[0].strip()
     assert bound == "expected a number in [0, 0.99] (share of device memory kept free; 1 would leave nothing to use)"
     with pytest.raises(RequestError) as e:
         parse_request(_request(1.5), source="t.yaml")
     assert len(e.value.errors) == 2 and all(f"resources.headroom: 1.5 is out of range; {bound}" in x
                                             for x in e.value.errors)
-    code, _, fit_err = _cli("fit", MODEL_SERVE, "--device", DEVICE, "--engine", "sglang", "--headroom", "0.2")
+    code, _, fit_err = run("fit", MODEL_SERVE, "--device", DEVICE, "--engine", "sglang", "--headroom", "0.2")
     assert code == 2
     with pytest.raises(RequestError) as e:
         parse_request(_request(0.2, engine="sglang"), source="t.yaml")
@@ -111,7 +99,7 @@ def test_a_request_headroom_takes_a_percentage_as_the_other_shares(text: str, va
         assert ja.section("memory").value("fits") == jb.section("memory").value("fits")
     req = tmp_path / "r.yaml"
     req.write_text(_request(None).replace(f"{{device: {DEVICE}}}", f"{{device: {DEVICE}, headroom: '99.5%'}}"))
-    code, _, err = _cli("request", "check", str(req))
+    code, _, err = run("request", "check", str(req))
     assert code == 2 and len(err.strip().splitlines()) == 2  # one line per job, each with the flag's range
     assert all("resources.headroom: 0.995 is out of range; expected a number in [0, 0.99]" in x
                for x in err.strip().splitlines())
@@ -129,7 +117,7 @@ def test_the_flag_reads_a_percentage_as_the_request_file_does(text: str, value: 
     from llmsizer.catalog.hardware import load_catalog
     memory = load_catalog().find(DEVICE).memory_bytes  # NVIDIA's 23,034 MiB (catalog row with its source)
     assert pct["budget_per_device"] == pytest.approx(memory * (1 - value), abs=1)
-    _, _, flag = _cli("fit", MODEL_SERVE, "--device", DEVICE, "--headroom", "99.5%")
+    _, _, flag = run("fit", MODEL_SERVE, "--device", DEVICE, "--headroom", "99.5%")
     with pytest.raises(RequestError) as e:
         parse_request(_request(None).replace(f"{{device: {DEVICE}}}", f"{{device: {DEVICE}, headroom: '99.5%'}}"),
                       source="t.yaml")

@@ -10,6 +10,7 @@ import json
 import math
 import struct
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -90,11 +91,11 @@ class GGUFModel:
     def __init__(self, arch: str, meta: dict, tensors: list[tuple[str, tuple[int, ...], object]]):
         self.arch, self.meta, self.tensors = arch, meta, tensors
 
-    def write(self, path: Path, seed: int = 0, **writer_kw: object) -> list[Path]:
-        import gguf
+    def with_meta(self, key: str, value: object) -> GGUFModel:
+        """A copy with the metadata value ``key`` set to ``value``."""
+        return GGUFModel(self.arch, {**self.meta, key: value}, self.tensors)
 
-        rng = np.random.default_rng(seed)
-        w = gguf.GGUFWriter(str(path), self.arch, **writer_kw)
+    def _add_metadata(self, w: Any) -> None:
         for key, val in self.meta.items():
             if isinstance(val, U64):
                 w.add_uint64(key, int(val))
@@ -108,6 +109,13 @@ class GGUFModel:
                 w.add_string(key, val)
             else:
                 w.add_array(key, val)
+
+    def write(self, path: Path, seed: int = 0, **writer_kw: object) -> list[Path]:
+        import gguf
+
+        rng = np.random.default_rng(seed)
+        w = gguf.GGUFWriter(str(path), self.arch, **writer_kw)
+        self._add_metadata(w)
         for name, shape, qtype in self.tensors:
             data = rng.standard_normal(shape).astype(np.float32)
             if qtype == gguf.GGMLQuantizationType.F32:
@@ -122,6 +130,26 @@ class GGUFModel:
         w.close()
         n = len(w.tensors)
         return [path] if n == 1 else [path.with_name(f"{path.stem}-{i:05d}-of-{n:05d}.gguf") for i in range(1, n + 1)]
+
+    def write_header(self, path: Path) -> int:
+        """Only the start of the file (metadata and tensor table, no tensor data; F16 and F32 tensors): a full-size
+        model's header. Returns the bytes the data section would take (each tensor padded to 32 bytes)."""
+        import gguf
+
+        Q = gguf.GGMLQuantizationType
+        w = gguf.GGUFWriter(str(path), self.arch)
+        self._add_metadata(w)
+        data_bytes = 0
+        for name, shape, qtype in self.tensors:
+            assert qtype in (Q.F16, Q.F32), qtype
+            nbytes = ggml_nbytes(qtype, math.prod(shape))
+            w.add_tensor_info(name, shape, np.dtype(np.float16 if qtype == Q.F16 else np.float32), nbytes)
+            data_bytes += -(-nbytes // 32) * 32
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        w.close()
+        return data_bytes
 
     def expected_bytes(self) -> dict[str, int]:
         """name -> bytes, independently of the reader."""

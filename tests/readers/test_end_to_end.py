@@ -50,8 +50,12 @@ def test_estimate_from_a_folder_counts_the_file_bytes(folder):
 
 def test_estimate_from_a_gguf_counts_the_file_bytes(gguf_file):
     path, nbytes = gguf_file
-    est = llmsizer.estimate_inference(str(path), context=128)
-    assert next(i.bytes for i in est.items if i.name == "weights") == nbytes
+    est = llmsizer.estimate_inference(str(path), context=128)  # a .gguf file: llama.cpp by default (engine_rule)
+    engine = next(a.value for a in est.assumptions if a.name == "engine")
+    assert engine == "llamacpp" and _weights(est) == nbytes
+    for engine in ("vllm", "sglang"):  # they keep the GGUF tensors as they are
+        est = llmsizer.estimate_inference(str(path), context=128, engine=engine)
+        assert next(i.bytes for i in est.items if i.name == "weights") == nbytes
     for device in ("gpu", "cpu"):  # llama.cpp splits the same bytes between host and device
         est = llmsizer.estimate_inference(str(path), context=128, engine="llamacpp", device=device)
         assert _weights(est) == nbytes

@@ -145,9 +145,8 @@ def test_llamacpp_kv_bytes_per_token_follow_llamacpp(written):
 ])
 def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, value, says):
     model, _ = converted(name)
-    model.meta[key] = value
     path = tmp_path / "bad.gguf"
-    model.write(path)
+    model.with_meta(key, value).write(path)
     with pytest.raises(ModelFileError) as e:
         spec_from_gguf(path)
     msg = str(e.value)
@@ -161,8 +160,6 @@ CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b"
 def test_full_size_header_reads_the_real_model(tmp_path, name):
     """The catalog models at full size: only the header a converted file would start with (metadata and tensor
     table, F16 matrices), read as the web page reads an uploaded header (parse_gguf_header)."""
-    import numpy as np
-
     from llmsizer.catalog.models import entries
     from llmsizer.readers.gguf_file import spec_from_gguf_header
     from llmsizer.readers.gguf_header import parse_gguf_header
@@ -170,26 +167,7 @@ def test_full_size_header_reads_the_real_model(tmp_path, name):
     cfg = entries()[name].config
     model, real = converted(name, cfg)
     path = tmp_path / f"{name}.gguf"
-    w = gguf.GGUFWriter(str(path), model.arch)
-    for key, val in model.meta.items():
-        if isinstance(val, bool):
-            w.add_bool(key, val)
-        elif isinstance(val, int):
-            w.add_uint32(key, val)
-        elif isinstance(val, float):
-            w.add_float32(key, val)
-        else:
-            w.add_array(key, val)
-    data_bytes = 0
-    for tname, shape, qtype in model.tensors:
-        dtype = np.float16 if qtype == gguf.GGMLQuantizationType.F16 else np.float32
-        nbytes = H.ggml_nbytes(qtype, int(np.prod(shape)))
-        w.add_tensor_info(tname, shape, np.dtype(dtype), nbytes)
-        data_bytes += -(-nbytes // 32) * 32
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_ti_data_to_file()
-    w.close()
+    data_bytes = model.write_header(path)
     head = path.read_bytes()
     spec = spec_from_gguf_header(parse_gguf_header(head, path.name, -(-len(head) // 32) * 32 + data_bytes))
     assert count_params(spec).total == real

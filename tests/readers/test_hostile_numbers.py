@@ -123,10 +123,8 @@ gguf = pytest.importorskip("gguf")
 def test_impossible_gguf_numbers_are_refused_naming_the_key_and_file(tmp_path, key, value):
     from llmsizer.readers.gguf_file import spec_from_gguf
 
-    model = H.llama_gguf()
-    model.meta[key] = value
     path = tmp_path / "model.gguf"
-    model.write(path)
+    H.llama_gguf().with_meta(key, value).write(path)
     with pytest.raises(LlmsizerError) as e:
         spec_from_gguf(path)
     msg = str(e.value)

@@ -97,14 +97,16 @@ def replayed_gathers(events: list[tuple[str, int]], forward: int) -> list[tuple[
     return out
 
 
-@pytest.mark.parametrize("units", ["torchtitan", "torchtitan-resharded"])
+@pytest.mark.parametrize("units", ["torchtitan", "torchtitan-resharded", "torchtune"])
 def test_torchtitan_units(units: str) -> None:
     """torchtitan's apply_fsdp (the last block kept after the forward; the root left to FSDP2, which keeps it as
-    every torch before 2.8 did, or resharded) with the loss outside the model: the unsharded bytes at each copy-out
-    and at the loss backward (eqs. U1-U4) and the copy-in stream's flat outputs in order (``copy_in_events``)."""
+    every torch before 2.8 did, or resharded) and torchtune's shard_model (every block resharded after its forward;
+    the root given reshard_after_forward=False) with the loss outside the model: the unsharded bytes at each
+    copy-out and at the loss backward (eqs. U1-U4) and the copy-in stream's flat outputs in order
+    (``copy_in_events``)."""
+    root_reshard = {"torchtitan": None, "torchtitan-resharded": True, "torchtune": False}[units]
     m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
-                                                       last_kept=True, root_reshard=None if units == "torchtitan"
-                                                       else True), 2)
+                                                       last_kept=units != "torchtune", root_reshard=root_reshard), 2)
     ctx, st = context({"fsdp2_units": units})
     traced = fsdp2_traced_units(ctx, st)
     assert traced is not None

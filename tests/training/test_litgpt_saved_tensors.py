@@ -35,6 +35,7 @@ from llmsizer.formulas.lora import adapted_roles  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup, layer_saved_terms  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 from llmsizer.validation_cases import litgpt_attention_layout  # noqa: E402
+from oracle_utils import saved_storages  # noqa: E402
 
 B, T, H, HS, FFN, V, R = 2, 256, 256, 32, 688, 3000, 8
 QV = ("q", "v")
@@ -54,15 +55,8 @@ def _terms(heads: int, groups: int, targets: tuple[str, ...], dropout: bool = Fa
 
 
 def _saved_by(fn: Any, skip: set[int]) -> int:
-    saved: dict[int, int] = {}
-
-    def pack(t: Any) -> Any:
-        st = t.untyped_storage()
-        if st._cdata not in skip:
-            saved[st._cdata] = st.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    saved, hooks = saved_storages(skip)
+    with hooks:
         fn()
     return sum(saved.values())
 

@@ -31,15 +31,28 @@ LLAMA = {"model_type": "llama", "vocab_size": 2000, "hidden_size": 320, "interme
 TOKENS = 128
 
 
-def _count(sac: Any, lora: tuple[str, ...] = ()) -> int:
-    from torch.utils.flop_counter import FlopCounterMode
-
+def _llama() -> Any:
+    """The tiny Llama of transformers (SDPA attention, seeded) in training mode."""
     transformers.logging.set_verbosity_error()
     torch.manual_seed(0)
     conf = transformers.AutoConfig.for_model(**LLAMA)
     conf._attn_implementation = "sdpa"
     model = transformers.AutoModelForCausalLM.from_config(conf)
-    model.train()
+    return model.train()
+
+
+def _step_flops(model: Any) -> int:
+    """FLOPs PyTorch's counter sees in one forward and backward of ``model`` over TOKENS random tokens."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    ids = torch.randint(0, LLAMA["vocab_size"], (1, TOKENS))
+    with FlopCounterMode(display=False) as counter:
+        model(input_ids=ids, labels=ids).loss.backward()
+    return int(counter.get_total_flops())
+
+
+def _count(sac: Any, lora: tuple[str, ...] = ()) -> int:
+    model = _llama()
     if lora:
         import peft
 
@@ -47,10 +60,7 @@ def _count(sac: Any, lora: tuple[str, ...] = ()) -> int:
                                                            lora_dropout=0.0))
     if sac is not None:
         _torchtitan_checkpointing(torch, model, sac)
-    ids = torch.randint(0, LLAMA["vocab_size"], (1, TOKENS))
-    with FlopCounterMode(display=False) as counter:
-        model(input_ids=ids, labels=ids).loss.backward()
-    return int(counter.get_total_flops())
+    return _step_flops(model)
 
 
 @pytest.fixture(scope="module")
@@ -107,23 +117,13 @@ def test_reentrant_checkpoint_reruns_the_whole_layer() -> None:
     backward: the last matmul (down projection) that the non-reentrant early stop skips runs again too
     (formulas/selective_checkpointing.py ``whole_layer_recompute_flops``), counted by PyTorch's FLOP counter on a
     real CPU step with transformers' reentrant gradient checkpointing."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from llmsizer.formulas.selective_checkpointing import whole_layer_recompute_flops
 
     def count(reentrant: bool | None) -> int:
-        transformers.logging.set_verbosity_error()
-        torch.manual_seed(0)
-        conf = transformers.AutoConfig.for_model(**LLAMA)
-        conf._attn_implementation = "sdpa"
-        model = transformers.AutoModelForCausalLM.from_config(conf)
-        model.train()
+        model = _llama()
         if reentrant is not None:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
-        ids = torch.randint(0, LLAMA["vocab_size"], (1, TOKENS))
-        with FlopCounterMode(display=False) as counter:
-            model(input_ids=ids, labels=ids).loss.backward()
-        return int(counter.get_total_flops())
+        return _step_flops(model)
 
     spec = spec_from_config(LLAMA, name="tiny-llama")
     st = _matmul_setup(spec, "full", 0, ())

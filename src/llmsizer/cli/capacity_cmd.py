@@ -16,7 +16,7 @@ from ..inputs import check_output, regular_file
 from ..render.markdown import format_seconds
 from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import emit_json
+from .common import emit_json, needs_subcommand
 
 EPILOG = """examples:
   llmsizer capacity check examples/pretraining-multinode.yaml --inventory examples/provider/inventory.yaml
@@ -157,7 +157,7 @@ def register(sub: Any) -> None:
     q.add_argument("--name", required=True, help="who holds it (written to the audit log)")
     q.add_argument("--role", required=True, choices=("requester", "operator"))
     q.set_defaults(func=cmd_token)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=needs_subcommand(p))
 
 
 def _authorize(args: argparse.Namespace, action: str) -> None:

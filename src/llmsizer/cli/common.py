@@ -121,6 +121,15 @@ def share_in(rng: Range) -> Callable[[str], float]:
     return _argtype(parse, "share")
 
 
+def needs_subcommand(p: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The ``func`` of a command group run without its subcommand (`llmsizer request`): one line naming the
+    subcommands, exit 2, as any other bad input (it printed the group's help on standard output)."""
+    def refuse(_: argparse.Namespace) -> int:
+        names = [n for a in p._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices]
+        raise InputError(f"`{p.prog}` needs a subcommand: {', '.join(names)} (see `{p.prog} --help`)")
+    return refuse
+
+
 def list_of(parse: Callable[[str], Any], name: str, most: int = 128) -> Callable[[str], tuple[Any, ...]]:
     """argparse type: comma-separated values, each read by ``parse`` (``--tensor-split 3,1``, ``--free 22GiB,10GiB``)."""
     def convert(text: str) -> tuple[Any, ...]:

@@ -9,7 +9,7 @@ from typing import Any
 from ..numbers import CONCURRENCY, COUNT, SECONDS, SEED, WIDTH
 from ..render.safe import say
 from .commands import COMMAND_HELP
-from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, tokens_arg
+from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg
 
 EPILOG = """examples:
   llmsizer measure infer qwen2.5-0.5b --context 4096 --concurrency 4
@@ -80,7 +80,7 @@ def register(sub: Any) -> None:
     pt.add_argument("--seq-len", type=tokens_arg, default=512, help="tokens per sequence (default 512)")
     pt.add_argument("--grad-checkpointing", choices=("none", "full"), default="none")
     pt.set_defaults(func=cmd_measure, kind="training")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=needs_subcommand(p))
 
 
 def _settings(args: argparse.Namespace) -> Any:

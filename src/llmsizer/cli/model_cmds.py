@@ -29,8 +29,9 @@ def register(sub: Any) -> None:
                               "  llmsizer models --fits-on rtx-3090 --memory 20GiB --headroom 0.15\n\n"
                               "--fits-on answers 'which models fit my machine': for each model, the highest-quality "
                               "weight format\nthat fits and serves every user at reading speed or faster (the "
-                              "evaluation `recommend` makes of that\nhardware); exit code 0 when at least one "
-                              "model fits, 1 when none does.",
+                              "evaluation `recommend` makes of that\nhardware); a device of unknown memory bandwidth (--fits-on gpu or "
+                              "cpu, a detected machine)\nis judged on memory only, its speed 'unknown' and the reason "
+                              "stated; exit code 0 when at least\none model fits, 1 when none does.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", default="", help="text to search in ids and names")
     p.add_argument("--fits-on", metavar="DEVICE", help="a device or instance: which models fit it, at which format "
@@ -112,8 +113,12 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
 def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str, Any], int, list[tuple[Any, Any]]]:
     """Which catalog models fit the hardware: recommend's evaluation of that one candidate, per model."""
     from ..estimate.engines import newer_release_note
-    from ..recommend import Constraints, best_option_on
+    from ..estimate.fit import target_and_count
+    from ..recommend import Constraints, best_option_on, reading_floor_unchecked
 
+    if not found:  # "0 of 0 models fit" (exit 1) would answer a question nothing was asked about
+        raise InputError(f"no catalog model matches {args.query!r}, so none is sized on {args.fits_on} (list them "
+                         "with `llmsizer models`)")
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
@@ -124,13 +129,17 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version), ("memory", args.memory),
                                ("headroom", args.headroom)) if v is not None}
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
+    # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
+    unchecked = reading_floor_unchecked(target_and_count(args.fits_on, args.count, args.hardware_file)[0])
     data = {"hardware": args.fits_on, "context": context, "concurrency": concurrency, **given,
-            "models": [{"id": e.id, **o.to_dict()} for e, o in opts], "warnings": [newer] if newer else []}
+            "models": [{"id": e.id, **o.to_dict()} for e, o in opts],
+            "warnings": [w for w in (unchecked, newer) if w]}
     return data, exit_code(any(o.status == "meets" for _, o in opts)), opts
 
 
 def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
     data, _, opts = fits_on_answer(found, args)
+    unchecked = any(w.startswith("decode speed unknown") for w in data["warnings"])
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     rows = []
@@ -139,13 +148,15 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
         rows.append([e.name, format_count(count_params(e.spec()).total),
                      o.weights_format.removeprefix("gguf:") if ok else "-",
                      format_bytes(o.memory_per_device) if ok and o.memory_per_device else "-",
-                     f"{o.tokens_per_second_per_user:.1f}" if ok and o.tokens_per_second_per_user else "-",
+                     "-" if not ok else f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user
+                     else "unknown",
                      "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
                                             ("headroom", args.headroom)) if v is not None)
+    floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
     say(f"models on {args.fits_on}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
-          "that fits at reading speed or faster")
+        f"that fits {floor}")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
     say(f"{n} of {len(opts)} models fit")

@@ -14,7 +14,7 @@ from ..render.safe import say
 from ..request import Request, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
-from .common import json_text, write_atomic
+from .common import json_text, needs_subcommand, write_atomic
 
 EPILOG = """examples:
   llmsizer request new -o my-request.yaml
@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("-o", "--output", help="file to write (default: print it)")
     s.set_defaults(func=cmd_schema)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=needs_subcommand(p))
 
 
 def cmd_new(args: argparse.Namespace) -> int:

@@ -62,6 +62,7 @@ IW, TW = InferenceWorkload, TrainingWorkload
 
 
 headroom_arg = share_in(HEADROOM)
+share_arg = share_in(UTILIZATION)  # --gpu-memory-utilization, --mem-fraction-static, --utilization
 
 
 _HEADROOM_ENGINES = {
@@ -137,15 +138,16 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
     g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
-    g.add_argument("--gpu-memory-utilization", type=float_arg(UTILIZATION), help="vLLM (default 0.9, or 1 - --headroom)")
+    g.add_argument("--gpu-memory-utilization", type=share_arg,
+                   help="vLLM, 0.9 or 90%% (default 0.9, or 1 - --headroom)")
     g.add_argument("--max-num-seqs", "--max-running-requests", type=int_arg(CONCURRENCY), dest="max_num_seqs",
                    help="vLLM max_num_seqs / SGLang max_running_requests (default: the engine's; see the assumptions)")
     g.add_argument("--max-num-batched-tokens", "--chunked-prefill-size", type=int_arg(TOKENS),
                    dest="max_num_batched_tokens",
                    help="vLLM max_num_batched_tokens / SGLang chunked_prefill_size (default: the engine's, by GPU "
                         "memory; see the assumptions)")
-    g.add_argument("--mem-fraction-static", type=float_arg(UTILIZATION),
-                   help="SGLang: share of the memory free before loading for weights + token pool (default: "
+    g.add_argument("--mem-fraction-static", type=share_arg,
+                   help="SGLang: share of the memory free before loading for weights + token pool, 0.85 or 85%% (default: "
                         "SGLang's, by GPU memory and TP)")
     if tensor_parallel:
         g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tensor_parallel",
@@ -303,8 +305,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    "micro-step (a loop without no_sync)")
     add_framework_args(g)
     g.add_argument("--tokens", type=count_in(TRAIN_TOKENS), help="tokens to train on, for the duration (e.g. 10B)")
-    g.add_argument("--utilization", type=float_arg(UTILIZATION), help="utilisation of the executed FLOPs for the duration "
-                   "(default: calibrated per GPU architecture on published runs, estimate/efficiency.py)")
+    g.add_argument("--utilization", type=share_arg, help="utilisation of the executed FLOPs for the duration, 0.4 "
+                   "or 40%% (default: calibrated per GPU architecture on published runs, estimate/efficiency.py)")
 
 
 def add_framework_args(g: argparse._ArgumentGroup) -> None:
@@ -317,8 +319,9 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                    help="with FSDP2: which units are unsharded when: largest-two (the two largest units, wrapping "
                         "not traced), torchtitan (root unit = embedding + norm + output kept unsharded from forward "
                         "to backward, as torch < 2.8 keeps the root; last block kept after the forward; the "
-                        "all-gather copy-in stream's pool) or torchtitan-resharded (the root resharded after the "
-                        f"forward: torch >= 2.8) (default {TW.fsdp2_units})")
+                        "all-gather copy-in stream's pool), torchtitan-resharded (the root resharded after the "
+                        "forward: torch >= 2.8) or torchtune (shard_model: the root kept, every block resharded "
+                        f"after its forward, the last too) (default {TW.fsdp2_units})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
                         "(needs --fsdp; default 1)")

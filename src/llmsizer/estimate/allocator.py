@@ -43,9 +43,11 @@ default stream", line 763), and ``optimizer.zero_grad()`` (set_to_none) frees th
 stay cached in that stream's pool, which the default stream's activations cannot use. With the units' layout
 traced (``fsdp2_units`` other than 'largest-two', formulas/fsdp2_units.py) also FSDP2's all-gather inputs and
 outputs on the all-gather copy-in stream (lines 336-356, freed after the copy-out into default-stream tensors),
-whose allocations and frees are replayed (eq. 4'). Not modelled (so the fixed-shape reserve is a lower bound):
-the copy-in stream under 'largest-two', FSDP1's post-backward stream (torch ``fsdp/_runtime_utils.py`` lines 755,
-848), and holes inside the default stream's own pool.
+whose allocations and frees are replayed (eq. 4'). In the default stream's own pool: the hole the eager
+cross-entropy's [t, V] tensors leave at the loss backward (formulas/loss_allocations.py eq. L1, replayed in order:
+eq. 4'', the H(p) of eq. R1). Not modelled (so the fixed-shape reserve is a lower bound): the copy-in stream under
+'largest-two', FSDP1's post-backward stream (torch ``fsdp/_runtime_utils.py`` lines 755, 848), and other holes
+inside the default stream's own pool.
 
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
@@ -57,7 +59,12 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..formulas.caching_allocator import cross_stream_reserve, stream_pool_bytes, stream_trace_pool_bytes
+from ..formulas.caching_allocator import (
+    cross_stream_reserve,
+    stream_pool_bytes,
+    stream_trace_hole_bytes,
+    stream_trace_pool_bytes,
+)
 from ..result import Assumption, Item
 from ..specs.workload import MEMORY_METRICS
 from ..units import format_bytes
@@ -127,6 +134,8 @@ class SideStreams:
     # the pool of a side stream whose blocks come and go (eq. 4'): FSDP2's all-gather copy-in stream, none of them
     # alive at a moment of the timeline
     copy_in_pool: int = 0
+    # H(p) of eq. (R1) per moment (empty: none): the default stream's hole, the eager loss's (eq. 4'' of eq. L1)
+    holes: tuple[int, ...] = ()
 
 
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
@@ -140,7 +149,9 @@ def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards
 
 def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_grads: dict[int, int], grads: int,
                           shards: int, moments: list[tuple[int, int]],
-                          copy_in: list[tuple[str, int]] | tuple[tuple[str, int], ...] = ()) -> SideStreams:
+                          copy_in: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
+                          loss_events: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
+                          loss_moment: int | None = None) -> SideStreams:
     """The side-stream blocks of a fixed-shape training step (module docstring). ``moments``: (allocated bytes, the
     gradients part) of each moment of the peak stage's timeline. FSDP2 (``fsdp2``: fully_shard, gradients on the
     device): the units' reduce-scatter outputs, all alive from their reduce-scatter to ``zero_grad``; with gradient
@@ -149,9 +160,15 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     in those blocks, except under pipeline parallelism, where the stage's unsharded fp32 accumulators (default
     stream) are the gradients until the step's one reduce-scatter (formulas/parallelism.py eq. PP2).
     ``copy_in``: the all-gather copy-in stream's allocations and frees (formulas/fsdp2_units.py ``copy_in_events``)
-    when the units' layout is traced; none of its blocks is alive at a moment of the timeline."""
+    when the units' layout is traced; none of its blocks is alive at a moment of the timeline. ``loss_events``: the
+    eager loss's default-stream allocations and frees (formulas/loss_allocations.py eq. L1), whose hole (eq. 4'')
+    stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1)."""
+    holes: tuple[int, ...] = ()
+    if loss_events and loss_moment is not None:
+        hole = stream_trace_hole_bytes(loss_events)
+        holes = tuple(hole if k == loss_moment else 0 for k in range(len(moments))) if hole else ()
     if not fsdp2:
-        return SideStreams((), tuple((a, 0) for a, _ in moments), "")
+        return SideStreams((), tuple((a, 0) for a, _ in moments), "", holes=holes)
     outputs = fsdp2_reduce_scatter_outputs(layer_grads, grads, shards)
     if grad_accumulation > 1 and pp == 1 and outputs:
         outputs += (max(outputs),)
@@ -161,7 +178,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     if copy_in:
         what += (f" + the all-gather copy-in stream's flat inputs and outputs ({format_bytes(copy_in_pool)} cached, "
                  "eq. 4': formulas/fsdp2_units.py)")
-    return SideStreams(outputs, side, what, copy_in_pool)
+    return SideStreams(outputs, side, what, copy_in_pool, holes)
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
@@ -214,21 +231,28 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     are (R1), a lower bound (what it leaves out: module docstring); high is ``high``, the calibrated variable-shape
     reserve's high end (the most any measured run kept), or (R1) if that is more."""
     pool = stream_pool_bytes(side.requests) + side.copy_in_pool
-    r = max(floor, cross_stream_reserve(side.moments, pool))
+    r = max(floor, cross_stream_reserve(side.moments, pool, side.holes))
     what = (f"{side.what}: {len(side.requests)} blocks, {format_bytes(pool)} cached on their stream (eq. 4), of "
             "which the default stream cannot reuse what is not allocated at the peak") if side.requests else \
         "no side-stream blocks modelled for this layout"
+    hole = max(side.holes, default=0)
+    if hole:
+        what += (f"; the eager loss's hole in the default stream's pool, {format_bytes(hole)} at the loss backward "
+                 "(its [t, V] requests served from fresh memory at the top of the pool, replayed in order: eq. 4'' of "
+                 "eq. L1, formulas/loss_allocations.py)")
     return Item("allocator_reserve", r, "device", r, max(r, high),
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
                         f"(eq. R1); {what}; not modelled: "
                         + ("" if side.copy_in_pool else "all-gather copy-in buffers (fsdp2_units largest-two) and ")
-                        + "holes in the default stream's pool (a lower bound); high: the calibrated variable-shape "
-                        "reserve's high end",
+                        + ("other " if hole else "") + "holes in the default stream's pool (a lower bound); high: "
+                        "the calibrated variable-shape reserve's high end",
                 source="formulas/caching_allocator.py eqs. 4, R1 (CUDACachingAllocator.cpp @ 001074d lines 56-57, "
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
                        "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
-                                    else ""))
+                                    else "")
+                       + ("; torchtitan 9dec370 train.py lines 131-134, 303-308 (formulas/loss_allocations.py)" if hole
+                          else ""))
 
 
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,

@@ -39,6 +39,11 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     if spec is not None and spec.encoder_decoder is not None:
         return "transformers", ("an encoder-decoder (T5) is modelled on transformers generate() only (vLLM has no T5; "
                                 "SGLang's and llama.cpp's are not modelled)")
+    fw = spec.file_weights if spec is not None else None
+    if weights is None and fw is not None and fw.gguf:
+        # a .gguf file is the GGUF format requested: the engine of that format, as for --weights q4_k_m (on
+        # transformers it would be dequantized on load, formats.engine_weights, not the file's bytes)
+        return "llamacpp", "a GGUF file runs on llama.cpp"
     eng, why = _device_engine_rule(device, count, weights)
     fmt = requested_format(spec, weights)
     refused = engine_refuses(eng, fmt, device) if fmt is not None else None

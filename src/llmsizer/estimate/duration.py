@@ -982,7 +982,8 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
     u = utilization if utilization is not None else factor.expected
     if not 0 < u <= 1:
         raise InputError(f"utilization must be in (0, 1], got {u}")
-    notes = [Assumption("utilization", u, utilization is None, factor.source),
+    u_source = factor.source if utilization is None else "given"  # a calibration row does not stand behind a given u
+    notes = [Assumption("utilization", u, utilization is None, u_source),
              Assumption("flops_per_token", round(fl.per_token), True, f"{fl.formula} ({fl.source})")]
     warnings: list[str] = []
     if not own and utilization is None:
@@ -1005,10 +1006,10 @@ def training_duration(spec: ModelSpec, device: Device, devices: int, tokens: flo
                         + (f" (give a catalog CPU with --device, e.g. {', '.join(CPU_EXAMPLES)}, or a --hardware-file "
                            "CPU entry with flops.fp32, and flops.bf16 for an AMX part: cores x all-core clock x FLOP "
                            "per cycle)" if device.kind == "cpu" else ""))
-        return Duration(tokens, devices, fl, None, key, u, factor.source, None, tuple(notes), tuple(warnings))
+        return Duration(tokens, devices, fl, None, key, u, u_source, None, tuple(notes), tuple(warnings))
     st = step_time(spec, device, w, fl, peak, u, link_bandwidth, paged_bytes, notes, warnings, network)
     secs = tokens / st.tokens_per_second
-    return Duration(tokens, devices, fl, peak, key, u, factor.source, secs, tuple(notes), tuple(warnings), st)
+    return Duration(tokens, devices, fl, peak, key, u, u_source, secs, tuple(notes), tuple(warnings), st)
 
 
 def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens: float, fields: dict[str, Any],

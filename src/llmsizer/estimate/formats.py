@@ -13,11 +13,14 @@
   llama.cpp F16 -> Q8_0 -> ... -> Q2_K) only where they are smaller than it, so a checkpoint that ships quantized
   (MXFP4, FP8, GPTQ/AWQ) never climbs to a larger format unless the user names one. Where the engine has no
   counterpart of the shipped format (an FP8 or GPTQ checkpoint on llama.cpp) the rungs start at the first one no
-  larger than the shipped checkpoint.
+  larger than the shipped checkpoint. A .gguf file on an engine that keeps GGUF tensors starts at itself ("file":
+  its per-tensor types and exact bytes, what ``fit`` answers), then the rungs smaller than its bytes.
 - GGUF formats on vLLM and SGLang: both load a GGUF checkpoint and keep its tensors quantized (their GGUF
   quantization method, ``VLLM_GGUF_TYPES``), so the weights count the GGUF bytes (the formula llama.cpp's are sized
   with); a GGUF type their kernels lack is refused (``engine_refuses``). On transformers GGUF is dequantized on load
-  (transformers docs "GGUF and interaction with Transformers"): the weights count in bf16, with a warning.
+  (transformers docs "GGUF and interaction with Transformers"): the weights count in bf16, with a warning; a .gguf
+  file given to transformers too (its bytes are not the ones it holds), so its speed runs transformers' bf16 step,
+  not llama.cpp's kernels.
 """
 
 from __future__ import annotations
@@ -177,13 +180,18 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
                    group_size_given: bool = False) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
     ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default)."""
-    if weights is None and spec.file_weights is not None:
-        if engine == "llamacpp" and not spec.file_weights.path.lower().endswith(".gguf"):
-            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
-        return FormatChoice("file", group_size, [Assumption("weights", "file", True,
-                                                            f"exact tensor bytes read from {spec.file_weights.path}")])
     out = FormatChoice("", group_size)
-    if weights is None:
+    fw = spec.file_weights
+    if weights is None and fw is not None:
+        if engine == "llamacpp" and not fw.gguf:
+            raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
+        if not fw.gguf or keeps_gguf(engine):
+            return FormatChoice("file", group_size, [Assumption("weights", "file", True,
+                                                                f"exact tensor bytes read from {fw.path}")])
+        # a GGUF file on an engine that dequantizes it on load: the file's format, then the rule below (bf16)
+        fmt, why = file_kernel_format(spec)
+        out.assumptions.append(Assumption("weights", fmt, True, why))
+    elif weights is None:
         fmt, out.group_size, why = stored_format(spec)
         if engine == "llamacpp" and not fmt.startswith("gguf:"):
             if fmt not in GGUF_FROM_STORED:
@@ -240,7 +248,7 @@ def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:
     (norms and biases), as the llama_ftype llama-quantize names after that type (Q4_K -> q4_k_m, Q8_0 -> q8_0);
     a safetensors folder: its stored format (quantization_config / torch_dtype)."""
     fw = spec.file_weights
-    if fw is None or not fw.path.lower().endswith(".gguf"):
+    if fw is None or not fw.gguf:
         fmt, _group, why = stored_format(spec)
         return fmt, f"the checkpoint's stored format ({why})"
     types = [t for t, _ in fw.by_dtype if t != "F32"] or [t for t, _ in fw.by_dtype]
@@ -253,15 +261,27 @@ def file_kernel_format(spec: ModelSpec) -> tuple[str, str]:
                      "give --weights to name the format")
 
 
+def weights_asked(fmt: str) -> str | None:
+    """The ``weights`` argument that asks an estimate for a ``format_ladder`` rung: None for "file" (a model file's
+    exact bytes are what an estimate answers with no format named; "file" is no format a user can name)."""
+    return None if fmt == "file" else fmt
+
+
 @lru_cache(maxsize=1024)
 def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8: bool = True) -> tuple[str, ...]:
     """The weight formats to try on ``engine``, best first (module rule): a given format alone; else the default
-    (``engine_weights``), then the engine's rungs smaller than it (``fp8``: the device runs FP8 kernels). Memoized
+    (``engine_weights``; "file" for a GGUF file the engine keeps as it is), then the engine's rungs smaller than it
+    (``fp8``: the device runs FP8 kernels). Memoized
     on its arguments (the spec by identity): a catalog search asks it once per candidate device, with the same
     answer for every device of one FP8 support."""
     if weights:
         return (normalize_format(weights),)
     rungs = GGUF_LADDER if engine == "llamacpp" else tuple(f for f in VLLM_LADDER if fp8 or f != "fp8")
+    fw = spec.file_weights
+    if fw is not None and fw.gguf and keeps_gguf(engine):
+        # a GGUF file is its own format (per-tensor types no ladder rung names): first its exact bytes, then the
+        # rungs smaller than them
+        return ("file", *(f for f in rungs if weight_bytes(spec, f, 128, 2).total < fw.total_bytes))
     try:
         # a model file's exact bytes are one answer of their own; the ladder sizes the checkpoint's formats
         # (a spec without a model file is itself that checkpoint: no copy, whose new identity would miss every

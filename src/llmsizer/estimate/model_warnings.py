@@ -112,15 +112,13 @@ def refuse_unmodelled(spec: ModelSpec, training: bool, w: TrainingWorkload | Non
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())}, method 'full' or 'lora' with "
                          f"{', '.join(f'{k} {v!r}' for k, v in T5_LORA.items())} only; not modelled: "
                          f"{', '.join(off)}")
-    if not training and not search:  # sized on transformers, checked by refuse_serving once the engine is known
+    if training:  # no workload: a hardware search (recommend --train), which tries settings outside T5_TRAINING
+        raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}: {ed.encoder_layers} encoder + "
+                         f"{ed.decoder_layers} decoder layers): its training memory is modelled for "
+                         f"{', '.join(f'{k} {v!r}' for k, v in T5_TRAINING.items())} only, so no hardware search "
+                         "is made for it; size a run with `llmsizer train` or `fit --train`")
+    if not search:  # served on transformers, checked by refuse_serving once the engine is known
         return
-    if not training:
-        raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): recommend does not search "
-                         f"it; its serving is modelled on --engine {SERVING_ENGINE} only (llmsizer infer/fit "
-                         f"{spec.name} --engine {SERVING_ENGINE})")
-    what = ("training memory (the encoder's activations over the source and the decoder's over the target)"
-            if training else "serving memory (decoder self-attention K/V per generated token plus cross-attention "
-            "K/V over the encoder output)")
-    raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}: {ed.encoder_layers} encoder + "
-                     f"{ed.decoder_layers} decoder layers); llmsizer's memory formulas are decoder-only and its "
-                     f"{what} is not modelled; `llmsizer inspect` gives its parameters and weights")
+    raise InputError(f"model {spec.name!r} is an encoder-decoder ({spec.model_type}): recommend does not search "
+                     f"it; its serving is modelled on --engine {SERVING_ENGINE} only (llmsizer infer/fit "
+                     f"{spec.name} --engine {SERVING_ENGINE})")

@@ -301,16 +301,15 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     tp = tensor_parallel or count
     assumptions: list[Assumption] = []
-    if weights_format == "file":  # a model file: exact bytes, kernels of its dominant type
-        fmt, why = file_kernel_format(spec)
-        assumptions.append(Assumption("kernel_format", fmt, True, why))
-    else:
-        fmt = normalize_format(weights_format)
+    # a model file: exact bytes, kernels of its dominant type
+    fmt, why = file_kernel_format(spec) if weights_format == "file" else (normalize_format(weights_format), "")
     bytes_fmt = fmt  # the format whose bytes are read; fmt: the one whose kernels run them
     fmt = engine_kernel_format(engine, fmt)
     if fmt != bytes_fmt:
-        assumptions.append(Assumption("kernel_format", fmt, True, f"{engine} runs {bytes_fmt} in its own decode step "
-                                      "(formats.engine_kernel_format), at its streaming rate"))
+        runs = f"{engine} runs {bytes_fmt} in its own decode step (formats.engine_kernel_format), at its streaming rate"
+        why = f"{why}: {runs}" if why else runs
+    if why:  # one assumption per name: the kernels that run, with every step of the reason
+        assumptions.append(Assumption("kernel_format", fmt, True, why))
     warnings: list[str] = []
     has_fp8 = "fp8" in device.flops
     dtype = compute_dtype_for(fmt, device.kind, has_fp8)

@@ -36,19 +36,33 @@ high-water mark reserved. With the same shapes every step (fixed-length batches)
 blocks they left last step (best fit, same sizes), no stream's pool grows after the first step, and
 
     pool(s)   = the segments (2) that stream s's blocks live together take, packed by best fit and split (3)    (4)
-    reserved  = max_p [A(p) - S(p)] + pool(side streams)                                                      (R1)
+    reserved  = max_p [A(p) - S(p) + H(p)] + pool(side streams)                                               (R1)
     reserve   = reserved - max_p A(p)  >= 0
 
 where A(p) is the allocated bytes at moment p of the step and S(p) the part of them in side-stream blocks: the
-default stream's pool is its own high-water mark max_p [A(p) - S(p)], the side streams' pools are (4) of their
-blocks. (4) is the pool without expandable segments; with ``expandable_segments:True`` a stream's segment grows in
-20 MiB pages of the large pool (the "Note [Expandable Segments]" of the same file), the same bytes within 20 MiB.
-Holes inside the default stream's own pool (a later, larger request that no freed block fits) are not in (R1).
+default stream's pool is its own high-water mark max_p [A(p) - S(p) + H(p)], the side streams' pools are (4) of
+their blocks. (4) is the pool without expandable segments; with ``expandable_segments:True`` a stream's segment grows
+in 20 MiB pages of the large pool (the "Note [Expandable Segments]" of the same file), the same bytes within 20 MiB.
+H(p) is a hole inside the default stream's own pool at moment p: free bytes below its live blocks that a later,
+larger request could not use, so the pool grew past them. It is modelled where a stretch of the step's default-stream
+allocations is known in order and made from fresh memory at the top of the pool (no block freed earlier in the step
+fits its requests): H = eq. (4'') of that stretch at its moment of most live bytes (the eager loss's [t, V] tensors,
+formulas/loss_allocations.py), 0 at the other moments; other holes are not in (R1).
 
 A side stream whose blocks are not all alive together (FSDP2's all-gather copy-in stream: each unit's flat buffer is
 freed after its copy-out) keeps what its allocations and frees, replayed in order, make it reserve: eq. (4'), the
 same best-fit and split rules, a freed block merged with its free neighbours in its segment (``free_block`` ->
-``try_merge_blocks``), a new segment (2) only when no cached block fits.
+``try_merge_blocks``), a new segment (2) only when no cached block fits. What such a stretch of requests leaves
+unusable below its live blocks is
+
+    hole = pool(4') - max_k live(k)                                                                          (4'')
+
+live(k) being the bytes of its blocks alive after its k-th event (a block counted as the cell it took: eq. 3). With
+expandable segments a request no cached block fits is mapped at the segment's end, merged with a free block there
+(``find_expandable_block``, ``map_block``, ``try_allocate_expandable_block``) and the rest of a block is split off
+from 512 B (``should_split``); for the eager loss's sequence (formulas/loss_allocations.py eq. L1) that reserves the
+same bytes as (4') to within one 20 MiB page (tests/formulas/test_loss_allocations.py, an address-level replay of
+those rules written from the C++).
 """
 
 from __future__ import annotations
@@ -127,16 +141,20 @@ def stream_pool_bytes(requests: list[int] | tuple[int, ...]) -> int:
     return total
 
 
-def cross_stream_reserve(moments: list[tuple[int, int]] | tuple[tuple[int, int], ...], side_pool: int) -> int:
+def cross_stream_reserve(moments: list[tuple[int, int]] | tuple[tuple[int, int], ...], side_pool: int,
+                         holes: list[int] | tuple[int, ...] = ()) -> int:
     """Eq. (R1): reserved - allocated under fixed shapes. ``moments``: (allocated bytes, of them in side-stream
-    blocks) at each moment of the step; ``side_pool``: eq. (4) over the side streams' blocks."""
+    blocks) at each moment of the step; ``side_pool``: eq. (4) over the side streams' blocks; ``holes``: H(p), the
+    default stream's hole at each moment (eq. 4''; empty: none)."""
     if not moments:
         raise InputError("a step needs at least one moment")
+    if holes and len(holes) != len(moments):
+        raise InputError(f"{len(holes)} holes for {len(moments)} moments; give one per moment or none")
     for a, s in moments:
         _check(a), _check(s)
         if s > a:
             raise InputError(f"side-stream bytes {s} exceed the allocated bytes {a} of their moment")
-    default_pool = max(a - s for a, s in moments)
+    default_pool = max(a - s + (_check(holes[k]) if holes else 0) for k, (a, s) in enumerate(moments))
     return max(0, default_pool + _check(side_pool) - max(a for a, _ in moments))
 
 
@@ -145,17 +163,31 @@ def stream_trace_pool_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int
     ``("alloc", bytes)`` makes a block, ``("free", k)`` frees the block of the k-th alloc (0-based). Each alloc
     takes the smallest free block of its pool (small <= 1 MiB, large) that fits, else a fresh ``segment`` (eq. 2);
     the rest is split off when eq. (3) allows; a freed block merges with free neighbours of its segment."""
+    return _replay(events)[0]
+
+
+def stream_trace_hole_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int], ...]) -> int:
+    """Eq. (4''): the bytes the pool of eq. (4') over ``events`` keeps beyond the most of its blocks alive at once
+    (free below live blocks when the pool had to grow)."""
+    total, peak = _replay(events)
+    return total - peak
+
+
+def _replay(events: list[tuple[str, int]] | tuple[tuple[str, int], ...]) -> tuple[int, int]:
+    """(eq. 4' pool, the most bytes of blocks alive at once) of ``events``."""
     # segments: [pool is small, [[size, free], ...] in address order]
     segments: list[tuple[bool, list[list[int]]]] = []
     where: list[int] = []  # the alloc's segment
     blocks: list[list[int]] = []  # the alloc's block (a [size, free] cell of its segment's list)
-    total = 0
+    sizes: list[int] = []  # the alloc's block bytes (an allocated cell never changes size)
+    total = live = peak = 0
     for kind, n in events:
         if kind == "free":
             if not 0 <= n < len(blocks) or blocks[n][1]:  # (a merged-away cell stays marked free)
                 raise InputError(f"free of block {n}: no such allocated block")
             cell = blocks[n]
             cell[1] = 1
+            live -= sizes[n]
             seg = segments[where[n]][1]
             i = next(k for k, c in enumerate(seg) if c is cell)
             if i + 1 < len(seg) and seg[i + 1][1]:  # merge with the free block after it
@@ -184,4 +216,7 @@ def stream_trace_pool_bytes(events: list[tuple[str, int]] | tuple[tuple[str, int
         cell[1] = 0
         blocks.append(cell)
         where.append(s_i)
-    return total
+        sizes.append(cell[0])
+        live += cell[0]
+        peak = max(peak, live)
+    return total, peak

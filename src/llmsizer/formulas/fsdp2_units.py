@@ -17,12 +17,21 @@ e7c0cae ``parallelize_llama.py`` ``apply_fsdp`` (9dec370 lines 322-339, e7c0cae 
   all-gathered immediately", ``FSDPState._lazy_init``); torch 2.13 keeps that only when the argument is not given
   (``_fully_shard.py`` line 246 ``auto_reshard_after_forward``; ``_fsdp_state.py`` lines 203-207). torchtitan's
   benchmark rows ran on torch 1963fc8 (December 2024) and 2.8.0a0+5228986c39 (May 2025): root kept.
+- **torchtune** (``torchtune/training/_distributed.py`` ``shard_model``, @ 30b8519 lines 586-623 and @ bd2a0fc
+  lines 661-714; the LoRA recipes shard ``layers.i`` only, ``lora_finetune_distributed.py`` @ 30b8519 lines 227,
+  418-435): every block with ``reshard_after_forward=True`` (the recipes' ``fsdp_reshard_after_forward`` default),
+  the last one too; the root holds the embedding, final norm and output (configs naming ``custom_sharded_layers``,
+  e.g. the full fine-tunes' ``['tok_embeddings', 'output']``, make those two units of their own, not traced here)
+  and is kept: @ 30b8519 by the torch clamp above, @ bd2a0fc by ``reshard_after_forward=False`` given (line 711).
+  So the last block is gathered again for its backward.
 - **Moments** (default stream, one block at a time: a block's backward prefetch only all-gathers into the copy-in
   stream; its copy-out comes after the block before it was resharded by its post-backward hook):
 
       forward, block i:      R + B                                                                (U1)
-      loss (outside the model, forward and backward): R [root kept] + B [the last block, kept]    (U2)
-      lm_head backward:      R [kept, or re-gathered] + B [the last block]                        (U3)
+      loss (outside the model, forward and backward): R [root kept] + B [the last block, kept;
+                             torchtune: resharded, 0]                                             (U2)
+      lm_head backward:      R [kept, or re-gathered] + B [the last block; torchtune: 0, its copy-out
+                             comes at its own pre-backward]                                       (U3)
       backward, block i:     R [kept, or re-gathered for the output's backward] + B               (U4)
 
 - **Copy-in stream** (``foreach_all_gather`` lines 336-356, under ``all_gather_copy_in_stream``): per unit gathered,
@@ -51,9 +60,12 @@ def unsharded_bytes(units: str, moment: str, root: int, block: int) -> int:
         raise InputError(f"no traced FSDP2 layout {units!r}; choose one of: {', '.join(FSDP2_UNITS[1:])}")
     if moment not in MOMENTS:
         raise InputError(f"unknown moment {moment!r}; choose one of: {', '.join(MOMENTS)}")
-    root_kept = units == "torchtitan"
+    root_kept = units in ("torchtitan", "torchtune")
+    last_kept = units != "torchtune"  # torchtitan keeps the last block after the forward, torchtune does not
     if moment == "loss":
-        return (root if root_kept else 0) + block  # the last block is kept after the forward
+        return (root if root_kept else 0) + (block if last_kept else 0)
+    if moment == "lm_head backward":
+        return root + (block if last_kept else 0)
     return root + block
 
 
@@ -80,7 +92,7 @@ def copy_in_events(units: str, root: int, blocks: list[int], shards: int) -> lis
         prev = out
     if prev is not None:
         ev.append(("free", prev))  # the root's post-forward frees the last one
-    again = list(reversed(blocks[:-1]))  # the last block is kept after the forward
+    again = list(reversed(blocks if units == "torchtune" else blocks[:-1]))  # torchtitan keeps the last block
     if units == "torchtitan-resharded" and root:
         again = [root] + again  # re-gathered for the output's backward, before the blocks
     for size in again:

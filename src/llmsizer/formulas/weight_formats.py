@@ -350,7 +350,10 @@ def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: 
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
     lm_head, norms, router): 2 when loaded in bf16/fp16, 4 when loaded without a torch_dtype (fp32).
+    ``fmt`` "file": the bytes stored in the model file the spec was read from (``file_weight_bytes``).
     """
+    if fmt == "file":
+        return file_weight_bytes(spec)
     fmt = normalize_format(fmt)
     if group_size <= 0:
         raise InputError(f"group_size must be positive, got {group_size}")

@@ -12,7 +12,7 @@ from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device
 from ..estimate.engines import step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
-from ..estimate.formats import unquantized_format
+from ..estimate.formats import unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
 from ..formulas import network as N
@@ -124,9 +124,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     options = [option_dict(o, "on-demand price x service hours") for o in (rec.options[:6] if rec else ())]
     if hw is None and rec is not None and rec.chosen is not None:
         hw, device, instance = from_option(rec.chosen, job.resources, ctx)
-        fmt = rec.chosen.weights_format or fmt
-        notes.advice.append(f"no resources named: planned on {hw.label} at {fmt}, the cheapest option `llmsizer "
-                            "recommend` finds that fits the peak load and meets the latency limits")
+        fmt = weights_asked(rec.chosen.weights_format) if rec.chosen.weights_format else fmt
+        notes.advice.append(f"no resources named: planned on {hw.label} at {rec.chosen.weights_format or fmt}, "
+                            "the cheapest option `llmsizer recommend` finds that fits the peak load and meets the "
+                            "latency limits")
     f_peak = f_typ = None
     tp, replicas = 1, 1
     machines = 1

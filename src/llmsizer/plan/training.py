@@ -574,8 +574,8 @@ def _charts(job: TrainingJob, spec: ModelSpec, fields: dict[str, Any], seq_len: 
     return tuple(charts)
 
 
-def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int, need: int, notes: JobNotes) -> None:
-    if job.purpose == "pretraining":
+def _advice(job: TrainingJob, spec: ModelSpec, inf_need: int | None, need: int, notes: JobNotes) -> None:
+    if job.purpose == "pretraining" or inf_need is None:  # None: no serving estimate to compare (an encoder-decoder)
         return
     why = {"knowledge": "Knowledge that changes or must be cited is usually better served by retrieval over the "
                         "documents than by training it into the weights.",

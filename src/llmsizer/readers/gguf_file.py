@@ -39,7 +39,7 @@ from ..numbers import (
 from ..specs import MLASpec, ModelSpec, MoESpec
 from . import gguf_parallel
 from .gguf_header import GGUFHeader, LongArray, StringArray, read_gguf_header
-from .hf_parallel import READERS as PARALLEL_READERS
+from .hf_parallel import parallel_spec
 from .safe_io import shown
 from .safetensors_header import Role, TensorInfo, summarize
 
@@ -345,7 +345,7 @@ def _parallel_spec(path: Path, meta: _Meta, t: _Table) -> ModelSpec:
                                              layers=n_layers, heads=heads, kv=kv,
                                              context=meta.int_("{arch}.context_length"), notes=notes)
         model_type = ARCHITECTURES[meta.arch]
-        spec = PARALLEL_READERS[model_type](cfg, name=path.stem, where=str(path), source=str(path))
+        spec = parallel_spec(cfg, model_type, name=path.stem, where=str(path), source=str(path))
     except InputError as e:
         raise ModelFileError(f"{path}: inconsistent metadata ({e})") from None
     if spec.num_kv_heads != kv:

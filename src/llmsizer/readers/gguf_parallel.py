@@ -39,7 +39,7 @@ from ..errors import ModelFileError
 if TYPE_CHECKING:
     from .gguf_file import _Meta, _Table
 
-# GGUF general.architecture -> transformers model_type read by readers/hf_parallel.py READERS
+# GGUF general.architecture -> transformers model_type read by readers/hf_parallel.py parallel_spec
 ARCHITECTURES: dict[str, str] = {"falcon": "falcon", "phi2": "phi", "gptneox": "gpt_neox", "stablelm": "stablelm"}
 
 

@@ -464,8 +464,8 @@ def spec_from_config(cfg: dict[str, Any], *, name: str, source: str = "",
     if mt == "gpt_bigcode":
         return _gpt_bigcode(cfg, name, where, published_params)
     if mt in PARALLEL_TYPES:
-        from .hf_parallel import READERS  # same floor; it reuses this module's _Cfg
-        return READERS[mt](cfg, name=name, where=where, source=source, published_params=published_params)
+        from .hf_parallel import parallel_spec  # same floor; it reuses this module's _Cfg
+        return parallel_spec(cfg, mt, name=name, where=where, source=source, published_params=published_params)
     if mt in ENCODER_DECODER_TYPES:
         from .hf_t5 import t5_spec  # same floor; it reuses this module's _Cfg
         return t5_spec(cfg, name=name, where=where, source=source, published_params=published_params)

@@ -36,6 +36,7 @@ Model code is never imported or run; absent keys take the configuration class's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError, UnsupportedArchitectureError
@@ -78,11 +79,6 @@ def _flag(c: _Cfg, key: str, default: bool) -> bool:
     return v
 
 
-def _common(c: _Cfg, cfg: dict[str, Any]) -> dict[str, Any]:
-    return dict(max_position_embeddings=c.get("max_position_embeddings"),
-                torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"))
-
-
 def _heads(c: _Cfg, hidden: int) -> tuple[int, int]:
     heads = c.req("num_attention_heads", "n_head")
     if hidden % heads:  # each attention module computes head_dim = hidden_size // num_attention_heads
@@ -90,107 +86,104 @@ def _heads(c: _Cfg, hidden: int) -> tuple[int, int]:
     return heads, hidden // heads
 
 
-def falcon_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
-                published_params: int | None = None) -> ModelSpec:
-    c = _Cfg(cfg, "falcon", where)
-    if _flag(c, "alibi", False):
-        raise UnsupportedArchitectureError(
-            f"{where}: Falcon with alibi: true (the Falcon-RW models: ALiBi attention biases instead of rotary) is not "
-            "supported; only the rotary Falcon models (alibi: false)")
-    hidden = c.req("hidden_size")
-    heads, hd = _heads(c, hidden)
+def _kv_heads(c: _Cfg, heads: int) -> int:
+    """``num_key_value_heads``, else one per query head; it must divide ``num_attention_heads``."""
+    kv = c.get("num_key_value_heads") or heads
+    if heads % kv:
+        raise InputError(f"{c.where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
+    return kv
+
+
+def _falcon(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
     new_arch = _flag(c, "new_decoder_architecture", False)
     parallel = _flag(c, "parallel_attn", True)
     if new_arch:  # FalconAttention: qkv_out_dim = (num_kv_heads * 2 + num_attention_heads) * head_dim
         kv = c.req("num_kv_heads", "n_head_kv")
         norms = c.get("num_ln_in_parallel_attn") or 2  # FalconDecoderLayer: None -> 2 with the new architecture
         if norms not in (1, 2):
-            raise InputError(f"num_ln_in_parallel_attn ({where}): expected 1 or 2, got {norms!r}")
+            raise InputError(f"num_ln_in_parallel_attn ({c.where}): expected 1 or 2, got {norms!r}")
         parallel = True  # the new architecture always adds both branches to the residual
     else:
         kv = 1 if _flag(c, "multi_query", True) else heads
         norms = 1 if parallel else 2
     if heads % kv:
-        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_kv_heads ({kv})")
+        raise InputError(f"{c.where}: num_attention_heads ({heads}) is not a multiple of num_kv_heads ({kv})")
     bias = _flag(c, "bias", False)
     inter = c.get("ffn_hidden_size") or 4 * hidden
-    check_number(inter, "ffn_hidden_size", Range(1, 2**24, True, "a feed-forward width"), where)
-    return ModelSpec(
-        name=name, model_type="falcon", vocab_size=c.req("vocab_size"), hidden_size=hidden,
-        num_layers=c.req("num_hidden_layers", "n_layer"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+    check_number(inter, "ffn_hidden_size", Range(1, 2**24, True, "a feed-forward width"), c.where)
+    return dict(
+        vocab_size=c.req("vocab_size"), num_layers=c.req("num_hidden_layers", "n_layer"), num_kv_heads=kv,
         intermediate_size=inter, tie_word_embeddings=bool(c.get("tie_word_embeddings", True)), mlp_gated=False,
         mlp_bias=bias, attention_qkv_bias=bias, attention_out_bias=bias, norm_kind="layernorm",
         norms_per_layer=norms, parallel_block=parallel, fused_qkv=True,
-        kv_repeated_in_transformers=new_arch and kv != heads, kv_expanded_in_attention=new_arch and kv != heads, math_attention=not new_arch and kv != heads,
-        attention_mask_materialised=True,
-        **_common(c, cfg),
-        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+        kv_repeated_in_transformers=new_arch and kv != heads, kv_expanded_in_attention=new_arch and kv != heads,
+        math_attention=not new_arch and kv != heads, attention_mask_materialised=True)
 
 
-def phi_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
-             published_params: int | None = None) -> ModelSpec:
-    c = _Cfg(cfg, "phi", where)
-    hidden = c.req("hidden_size")
-    heads, hd = _heads(c, hidden)
-    kv = c.get("num_key_value_heads") or heads
-    if heads % kv:
-        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
+def _phi(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
+    kv = _kv_heads(c, heads)
     act = c.get("hidden_act", "gelu_new")
-    return ModelSpec(
-        name=name, model_type="phi", vocab_size=c.req("vocab_size"), hidden_size=hidden,
-        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+    return dict(
+        vocab_size=c.req("vocab_size"), num_layers=c.req("num_hidden_layers"), num_kv_heads=kv,
         intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=True, attention_out_bias=True, norm_kind="layernorm",
         norms_per_layer=1, parallel_block=True, lm_head_bias=True,
         qk_norm="per_head" if _flag(c, "qk_layernorm", False) else "none",
         rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
         mlp_act_python=act == "gelu_new",
-        residual_dropout=_dropout(c, "resid_pdrop"), **_common(c, cfg),
-        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+        residual_dropout=_dropout(c, "resid_pdrop"))
 
 
-def gpt_neox_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
-                  published_params: int | None = None) -> ModelSpec:
-    c = _Cfg(cfg, "gpt_neox", where)
-    hidden = c.req("hidden_size")
-    heads, hd = _heads(c, hidden)
+def _gpt_neox(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
     bias = _flag(c, "attention_bias", True)
     act = c.get("hidden_act", "gelu")
-    return ModelSpec(
-        name=name, model_type="gpt_neox", vocab_size=c.req("vocab_size"), hidden_size=hidden,
-        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=heads, head_dim=hd,
+    return dict(
+        vocab_size=c.req("vocab_size"), num_layers=c.req("num_hidden_layers"), num_kv_heads=heads,
         intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         mlp_gated=False, mlp_bias=True, attention_qkv_bias=bias, attention_out_bias=bias, norm_kind="layernorm",
         norms_per_layer=2, parallel_block=_flag(c, "use_parallel_residual", True), fused_qkv=True,
         value_view_of_qkv=True,
         rotary_dim=(rot := _rotary_dim(c, hd, "rotary_pct", "partial_rotary_factor")), attention_output_copy=rot < hd,
         mlp_act_python=act == "gelu_new",
-        residual_dropout=_dropout(c, "hidden_dropout"), **_common(c, cfg),
-        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+        residual_dropout=_dropout(c, "hidden_dropout"))
 
 
-def stablelm_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
-                  published_params: int | None = None) -> ModelSpec:
-    c = _Cfg(cfg, "stablelm", where)
-    if _flag(c, "qk_layernorm", False):
-        raise UnsupportedArchitectureError(
-            f"{where}: StableLM with qk_layernorm: true (StableLM-2-12B: one bias-free LayerNorm per query and key "
-            "head) is not supported; only qk_layernorm: false")
-    hidden = c.req("hidden_size")
-    heads, hd = _heads(c, hidden)
-    kv = c.get("num_key_value_heads") or heads
-    if heads % kv:
-        raise InputError(f"{where}: num_attention_heads ({heads}) is not a multiple of num_key_value_heads ({kv})")
+def _stablelm(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
+    kv = _kv_heads(c, heads)
     parallel = _flag(c, "use_parallel_residual", False)
-    return ModelSpec(
-        name=name, model_type="stablelm", vocab_size=c.req("vocab_size"), hidden_size=hidden,
-        num_layers=c.req("num_hidden_layers"), num_heads=heads, num_kv_heads=kv, head_dim=hd,
+    return dict(
+        vocab_size=c.req("vocab_size"), num_layers=c.req("num_hidden_layers"), num_kv_heads=kv,
         intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         mlp_gated=True, mlp_bias=False, attention_qkv_bias=_flag(c, "use_qkv_bias", False), attention_out_bias=False,
         norm_kind="layernorm", norms_per_layer=1 if parallel else 2, parallel_block=parallel,
         rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
-        residual_dropout=_dropout(c, "hidden_dropout"), **_common(c, cfg),
-        published_params=published_params, source=source, notes=tuple(c.used_defaults))
+        residual_dropout=_dropout(c, "hidden_dropout"))
 
 
-READERS = {"falcon": falcon_spec, "phi": phi_spec, "gpt_neox": gpt_neox_spec, "stablelm": stablelm_spec}
+# model_type -> (its layout's fields, the flag refused before anything is read and why)
+_FAMILIES: dict[str, tuple[Callable[[_Cfg, int, int, int], dict[str, Any]], str, str]] = {
+    "falcon": (_falcon, "alibi",
+               "Falcon with alibi: true (the Falcon-RW models: ALiBi attention biases instead of rotary) is not "
+               "supported; only the rotary Falcon models (alibi: false)"),
+    "phi": (_phi, "", ""),
+    "gpt_neox": (_gpt_neox, "", ""),
+    "stablelm": (_stablelm, "qk_layernorm",
+                 "StableLM with qk_layernorm: true (StableLM-2-12B: one bias-free LayerNorm per query and key "
+                 "head) is not supported; only qk_layernorm: false"),
+}
+
+
+def parallel_spec(cfg: dict[str, Any], model_type: str, *, name: str, where: str, source: str = "",
+                  published_params: int | None = None) -> ModelSpec:
+    """config.json of a parallel-block family (``model_type`` falcon, phi, gpt_neox or stablelm) -> ModelSpec."""
+    layout, refused, why = _FAMILIES[model_type]
+    c = _Cfg(cfg, model_type, where)
+    if refused and _flag(c, refused, False):
+        raise UnsupportedArchitectureError(f"{where}: {why}")
+    hidden = c.req("hidden_size")
+    heads, hd = _heads(c, hidden)
+    fields = layout(c, hidden, heads, hd)
+    return ModelSpec(name=name, model_type=model_type, hidden_size=hidden, num_heads=heads, head_dim=hd, **fields,
+                     max_position_embeddings=c.get("max_position_embeddings"),
+                     torch_dtype=cfg.get("torch_dtype") or cfg.get("dtype"),
+                     published_params=published_params, source=source, notes=tuple(c.used_defaults))

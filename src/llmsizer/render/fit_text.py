@@ -30,6 +30,9 @@ def render_fit(r: FitResult) -> str:
         out.append(f"  {why}")
     if r.memory_per_device is not None and r.budget_per_device is not None:
         out.append(f"  {memory_line(r)}")
+    host = host_weights_line(r)
+    if host:
+        out.append(f"  {host}")
     s = r.speed
     if s is not None:
         rows = speed_rows(s)
@@ -84,6 +87,18 @@ def memory_line(r: FitResult) -> str:
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)
     return line
+
+
+def host_weights_line(r: FitResult) -> str | None:
+    """The weights llama.cpp keeps in host memory beside those on the devices (the estimate's ``weights_host``
+    item: the token embeddings always, layers or experts not offloaded), outside the device budget; None when no
+    weight is on the host."""
+    items = {it.name: it for it in r.estimate.items} if r.estimate is not None else {}
+    host, dev = items.get("weights_host"), items.get("weights")
+    if host is None or not host.bytes or dev is None:
+        return None
+    return (f"weights {format_bytes(dev.bytes)} on {f'the {r.count} devices' if r.count > 1 else 'the device'} + "
+            f"{format_bytes(host.bytes)} in host memory ({host.formula}; not in the device budget)")
 
 
 def speed_rows(s: SpeedEstimate) -> list[list[str]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..estimate.training.compose import INFERENCE_SIZED_WARNING
 from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
@@ -20,9 +21,11 @@ def _job_lines(j: JobPlan) -> list[str]:
     mem = j.section("memory")
     if j.kind == "training":
         fits = mem.value("fits")
+        ratio = (f"; {_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})"
+                 if mem.value("ratio") is not None else "")  # None: no serving estimate (an encoder-decoder)
         out.append(f"  memory    {_v(j, 'memory', 'need')} per device of a {_v(j, 'memory', 'budget')} budget"
-                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}{_budget_is(j)}); "
-                   f"{_v(j, 'memory', 'ratio')} the inference estimate ({_v(j, 'memory', 'inference_need')})")
+                   f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else 'budget unknown'}{_budget_is(j)})"
+                   + ratio)
         out.append(f"  storage   {_v(j, 'storage', 'total')} to provision (requested {_v(j, 'storage', 'requested')});"
                    f" one checkpoint {_v(j, 'storage', 'checkpoint_one')}, checkpoints at peak "
                    f"{_v(j, 'storage', 'checkpoints')}")
@@ -81,6 +84,14 @@ def _job_lines(j: JobPlan) -> list[str]:
     return out
 
 
+def _job_warnings(j: JobPlan) -> list[str]:
+    """The job's warnings the lines above do not already say: a training job's memory line states the training /
+    inference ratio, so the estimate's "sized with inference numbers" warning (same numbers) is said once."""
+    if j.kind != "training" or j.section("memory").value("ratio") is None:
+        return list(j.warnings)
+    return [w for w in j.warnings if not w.startswith(INFERENCE_SIZED_WARNING)]
+
+
 def render_plan_text(plan: Plan) -> str:
     e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
     out = [f"Plan: {plan.title}  ({plan.source})", f"checks: {e} error(s), {w} warning(s), {i} note(s)"]
@@ -93,7 +104,7 @@ def render_plan_text(plan: Plan) -> str:
         out += _job_lines(j)
         for n in j.notes:
             out.append(f"  note: {n}")
-        out += [f"  warning: {x}" for x in j.warnings]
+        out += [f"  warning: {x}" for x in _job_warnings(j)]
         out.append("")
     t = plan.totals
     out.append("totals: " + "; ".join(f"{f.label} {format_value(f.value, f.unit)}" for f in t.figures

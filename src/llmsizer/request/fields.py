@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
+from ..numbers import CONCURRENCY, CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -208,6 +208,9 @@ TRAINING = (
           F("optimizer", "enum", "optimizer", "adamw", choices=_OPTIMIZERS),
           F("micro_batch", "int", "sequences per device per forward pass", 4, minimum=1),
           F("seq_len", "context", "tokens per training sequence", "4k"),
+          F("target_len", "context", "an encoder-decoder's (T5, mT5) target tokens per sequence, the decoder's "
+            "length; seq_len is then the source (encoder) length (default: seq_len; `train --target-len`)",
+            template=False),
           F("grad_accumulation", "int", "micro-batches per optimizer step", 4, minimum=1),
           F("grad_checkpointing", "enum", "activation checkpointing", "full", choices=_GC),
           F("checkpoint_every", "int", "checkpoint only every N-th layer (torchtitan selective_ac_option N)",
@@ -251,7 +254,8 @@ TRAINING = (
           F("fsdp_version", "int", "FSDP implementation: 2 fully_shard (default), 1 FullyShardedDataParallel flat "
             "parameters", template=False, minimum=1, maximum=2),
           F("fsdp2_units", "enum", "with FSDP2: which units are unsharded when (largest-two; torchtitan: the root "
-            "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8)", template=False,
+            "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8; torchtune: root kept, "
+            "every block resharded)", template=False,
             choices=FSDP2_UNITS),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
             template=False, minimum=1),
@@ -269,8 +273,8 @@ TRAINING = (
           F("epochs", "number", "passes over the dataset", 3, minimum=0),
           F("train_tokens", "tokens", "tokens to train on in total (instead of dataset tokens x epochs)",
             template=False),
-          F("utilization", "share", "model FLOPs utilization you measured (default: published runs)",
-            template=False),
+          F("utilization", "share", "model FLOPs utilization you measured, as `train --utilization` (default: "
+            "calibrated on published runs)", bounds=UTILIZATION, template=False),
       )),
     F("dataset", "section", "the training data", required=True, kinds=("training",), fields=(
         F("size", "size", "size on disk as delivered", "20 GB"),
@@ -330,9 +334,9 @@ INFERENCE = (
           "memory, equal for identical GPUs)", [3, 1], template=False),
         F("n_cpu_moe", "int", "llama.cpp --n-cpu-moe: keep the MoE expert tensors of the first N layers in host "
           "memory", 8, minimum=CPU_MOE_LAYERS.low, maximum=CPU_MOE_LAYERS.high, template=False),
-        F("mem_fraction_static", "number", "SGLang --mem-fraction-static: share of the memory free before loading "
-          "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, minimum=UTILIZATION.low,
-          maximum=UTILIZATION.high, template=False),
+        F("mem_fraction_static", "share", "SGLang --mem-fraction-static: share of the memory free before loading "
+          "for weights + token pool (default: SGLang's, by GPU memory and TP)", 0.85, bounds=UTILIZATION,
+          template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
     )),
@@ -357,7 +361,7 @@ INFERENCE = (
     )),
     F("traffic", "section", "the load: typical and peak", kinds=("inference",), fields=(
         F("concurrency", "dist", "requests being served at the same moment", {"typical": 8, "peak": 32},
-          item="count"),
+          item="count", bounds=CONCURRENCY),
         F("context", "dist", "tokens per request, prompt + output", {"typical": "2k", "peak": "8k"},
           item="context"),
         F("output", "dist", "tokens generated per request", {"typical": 300, "peak": 1000}, item="context"),

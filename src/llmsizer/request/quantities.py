@@ -17,7 +17,19 @@ import re
 
 from ..errors import InputError, MissingUnitError
 from ..inputs import short
-from ..numbers import BANDWIDTH, FRACTION, MONEY, RATE, SECONDS, TOKENS, TRAIN_TOKENS, NumberError, Range, check_number
+from ..numbers import (
+    AMOUNT,
+    BANDWIDTH,
+    FRACTION,
+    MONEY,
+    RATE,
+    SECONDS,
+    TOKENS,
+    TRAIN_TOKENS,
+    NumberError,
+    Range,
+    check_number,
+)
 from ..units import parse_bytes, parse_count, parse_tokens
 
 HOURS_PER_MONTH = 730.0
@@ -77,14 +89,15 @@ def parse_size(value: object) -> int:
                          "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
 
 
-def parse_plain_count(value: object, words: tuple[str, ...] = ()) -> int:
-    """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples")."""
+def parse_plain_count(value: object, words: tuple[str, ...] = (), rng: Range = AMOUNT) -> int:
+    """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples"), in ``rng``
+    (a field's own range, e.g. traffic.concurrency's, so its message is the field's)."""
     if isinstance(value, bool):
         raise InputError(f"cannot read {short(value)} as a number; write e.g. '8', '40k', '1.5M'")
     if isinstance(value, str):
         value = _strip_word(value, words)
     try:
-        return parse_count(value, what="")  # type: ignore[arg-type]
+        return parse_count(value, what="", rng=rng)  # type: ignore[arg-type]
     except NumberError:
         raise
     except InputError:

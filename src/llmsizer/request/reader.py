@@ -14,6 +14,7 @@ PyYAML is imported here, lazily: ``import llmsizer`` does not pay for it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import difflib
 import re
@@ -25,7 +26,7 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
-from ..numbers import COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
+from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
 from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from . import quantities as Q
@@ -273,7 +274,7 @@ class _Reader:
         if t == "size":
             return Q.parse_size(v if not plain else text)
         if t == "count":
-            return Q.parse_plain_count(v if not plain else text, _PLAIN_COUNT_WORDS)
+            return Q.parse_plain_count(v if not plain else text, _PLAIN_COUNT_WORDS, f.bounds or AMOUNT)
         if t == "tokens":
             return Q.parse_token_count(v if not plain else text)
         if t == "context":
@@ -340,7 +341,7 @@ class _Reader:
         return normalize_targets(value)
 
     def dist(self, f: Field, node: Any, where: str, path: str, lkey: str) -> Dist | None:
-        item = Field("value", f.item, f.doc)
+        item = Field("value", f.item, f.doc, bounds=f.bounds)  # each of typical and peak in the field's range
         if self.is_scalar(node):
             self.lines[lkey + ".typical"] = node.start_mark.line + 1
             v = self.value(item, node, where, path, lkey + ".typical", "job")
@@ -408,7 +409,10 @@ class _Reader:
         if kind not in ("training", "inference"):
             kind = None
         where = f"job '{name}'" + (f" ({kind})" if kind else "") + ": "
-        root = Field("", "section", "job", fields=job_fields(kind))
+        fields = job_fields(kind)
+        if kind is None:  # an unknown kind is one error: a field required of one kind only is not asked for too
+            fields = tuple(dataclasses.replace(f, required=False) if len(f.kinds) < 2 else f for f in fields)
+        root = Field("", "section", "job", fields=fields)
         values = self.section(root, node, where, "", lkey, "job")
         if kind is None:
             return None

@@ -76,6 +76,7 @@ class TrainingSettings:
     optimizer: str | None = None
     micro_batch: int | None = None
     seq_len: int | None = None
+    target_len: int | None = None  # an encoder-decoder's decoder length (TrainingWorkload.target_len)
     grad_accumulation: int | None = None
     grad_checkpointing: str | None = None
     checkpoint_every: int | None = None

@@ -205,6 +205,11 @@ class FileWeights:
     output_bytes: int = 0
     note: str = ""
 
+    @property
+    def gguf(self) -> bool:
+        """Read from a .gguf file (its tensors in GGML types), not from safetensors."""
+        return self.path.lower().endswith(".gguf")
+
 
 @dataclass(frozen=True)
 class EncoderDecoderSpec:

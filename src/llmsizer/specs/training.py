@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..frozen import fast_init
 from ..numbers import DEVICE_MEMORY, FRACTION
 from .given import tracks_given
-from .workload import DEVICES, MEMORY_METRICS, check_numbers
+from .workload import DEVICES, check_memory_target, check_numbers
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -68,7 +68,7 @@ COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 # whether every step has the same tensor shapes (estimate/allocator.py: what the caching allocator keeps reserved)
 BATCH_SHAPES = ("variable", "fixed")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
-FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded")
+FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
@@ -247,7 +247,9 @@ class TrainingWorkload:
         unsharded from its forward to its backward, as every torch before 2.8 keeps the root; the blocks resharded
         after their forward but the last; the all-gather copy-in stream's pool counted under batch_shapes 'fixed')
         or 'torchtitan-resharded' (the same with the root resharded after its forward: torch >= 2.8 given
-        fully_shard(model, reshard_after_forward=True)). Read under full sharding without pipeline parallelism
+        fully_shard(model, reshard_after_forward=True)) or 'torchtune' (torchtune's shard_model: every block
+        resharded after its forward, the last too, the root kept, holding what is not sharded on its own: the
+        embedding, final norm and output of the LoRA recipes). Read under full sharding without pipeline parallelism
         (there every unit stays gathered, formulas/parallelism.py eq. PP1) or parameter offload.
     context_parallel: torchtitan context parallelism degree: each sequence split over this many devices, ring
         attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
@@ -492,12 +494,7 @@ class TrainingWorkload:
         if self.base_dtype is not None and self.method == "full":
             raise InputError("base_dtype applies to lora/dora/qlora (a frozen base); full training stores weights as "
                              "the precision recipe says")
-        if self.memory is not None and self.memory <= 0:
-            raise InputError(f"memory must be positive, got {self.memory}")
-        if self.headroom is not None and not 0 <= self.headroom < 1:
-            raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
-        if self.metric is not None and self.metric not in MEMORY_METRICS:
-            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
+        check_memory_target(self.memory, self.headroom, self.metric)
 
     @property
     def dora(self) -> bool:

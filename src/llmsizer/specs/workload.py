@@ -113,6 +113,17 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
             object.__setattr__(workload, name, check_number(value, name, rng))
 
 
+def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:
+    """The memory a workload is sized against, as both workloads take it: ``memory`` bytes per device (positive),
+    ``headroom`` the share kept free ([0, 1)) and ``metric`` the figure compared (MEMORY_METRICS)."""
+    if memory is not None and memory <= 0:
+        raise InputError(f"memory must be positive, got {memory}")
+    if headroom is not None and not 0 <= headroom < 1:
+        raise InputError(f"headroom must be in [0, 1), got {headroom}")
+    if metric is not None and metric not in MEMORY_METRICS:
+        raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
+
+
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
@@ -209,12 +220,7 @@ class InferenceWorkload:
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
         if self.dtype is not None and self.dtype not in DTYPES:
             raise InputError(f"unknown dtype {self.dtype!r}; choose one of: {', '.join(DTYPES)}")
-        if self.memory is not None and self.memory <= 0:
-            raise InputError(f"memory must be positive, got {self.memory}")
-        if self.headroom is not None and not 0 <= self.headroom < 1:
-            raise InputError(f"headroom must be in [0, 1), got {self.headroom}")
-        if self.metric is not None and self.metric not in MEMORY_METRICS:
-            raise InputError(f"unknown metric {self.metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
+        check_memory_target(self.memory, self.headroom, self.metric)
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise InputError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static <= 1:

@@ -38,9 +38,9 @@ def test_torchtitan_units_through_cli_api_and_web(client) -> None:
 
 
 def test_bad_fsdp2_units_is_one_line(client) -> None:
-    done = run_cli("train", "llama-3.1-8b", "--fsdp2-units", "torchtune")
+    done = run_cli("train", "llama-3.1-8b", "--fsdp2-units", "deepspeed")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "fsdp2-units" in done.stderr
     done = run_cli("train", "llama-3.1-8b", "--gpus", "8", "--fsdp2-units", "torchtitan")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "fsdp2_units" in done.stderr
-    web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "fsdp2_units": "torchtune"})
-    assert 400 <= web.status_code < 500 and "torchtune" in web.text
+    web = client.post("/api/v1/train", json={"model": "llama-3.1-8b", "fsdp2_units": "deepspeed"})
+    assert 400 <= web.status_code < 500 and "deepspeed" in web.text

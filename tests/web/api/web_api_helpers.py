@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from cli_capture import run_cli  # the real CLI in a subprocess (re-exported)
 
 ROOT = Path(__file__).resolve().parents[3]
 SRC = str(ROOT / "src")
 sys.path.insert(0, str(ROOT / "tests" / "readers"))  # readers_helpers: tiny real GGUF / safetensors files
-
-
-def run_cli(*args: str, stdin: str | None = None, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
-    """``llmsizer ARGS`` through its real entry point, as a user runs it."""
-    env = dict(os.environ, PYTHONPATH=SRC)
-    return subprocess.run([sys.executable, "-m", "llmsizer.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=180, input=stdin, cwd=cwd)
 
 
 def run_cli_json(*args: str) -> dict:

@@ -285,7 +285,21 @@ def test_drop_a_gguf_file_and_see_its_exact_weight_bytes(page: Page, server: str
     ready(page, "/")
     page.locator("#model-file").set_input_files(str(path))
     wait_attr(page, "#file-bytes", "bytes", expected, "the dropped file's weight bytes")
-    wait_attr(page, '#breakdown tr[data-name="weights"] td.num', "bytes", expected, "the weights row")
+    # a .gguf file runs on llama.cpp (the engine rule), which keeps the token embedding in host memory ("there is
+    # very little benefit to offloading the input layer, so always keep it on the CPU", llama.cpp
+    # src/llama-model.cpp:1603-1605 at 0c1e57098, as vendored by llama-cpp-python 0.3.36): the weights show as a
+    # device row and a host row, which together hold the file's tensor bytes
+    rows = '#breakdown tr[data-name="weights"], #breakdown tr[data-name="weights_host"]'
+    shown = """(s) => [...document.querySelectorAll(s)].map((r) => [r.dataset.name, r.cells[1].textContent,
+                                                                  Number(r.cells[2].dataset.bytes)])"""
+    try:
+        page.wait_for_function(f"(s) => ({shown})(s).reduce((t, r) => t + r[2], 0) === {expected}", arg=rows,
+                               timeout=15_000)
+    except PlaywrightTimeout:
+        pytest.fail(f"the weights rows {page.evaluate(shown, rows)} do not add up to the file's {expected} B")
+    where = {name: (loc, b) for name, loc, b in page.evaluate(shown, rows)}
+    assert where["weights"][0] == "device" and where["weights_host"][0] == "host"
+    assert where["weights_host"][1] >= model.expected_bytes()["token_embd.weight"]  # the embedding table on host
     assert len(sent) == 1
     body = sent[0]
     # only the header: the file's first bytes up to the end of the tensor table, no tensor data

@@ -16,7 +16,7 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
-from ...formulas.weight_formats import file_weight_bytes, weight_bytes
+from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import check_pool_shares
@@ -168,11 +168,14 @@ def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: st
     return w, tuple(notes), device
 
 
-def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu") -> int:
+def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu") -> int | None:
     """What a training run of ``micro_batch`` sequences of ``seq_len`` tokens would be given if sized as serving
     (the classic mistake a plan checks for): the expected device total of ``estimate_inference`` with bf16 weights
     and compute and that many sequences of that length. The one number ``train``'s warning and the plan's
-    ``inference_need`` compare the training estimate with."""
+    ``inference_need`` compare the training estimate with. None for an encoder-decoder (T5): a training step has a
+    source and a target length, and serving one (sized on transformers) is not the mistake this check looks for."""
+    if spec.encoder_decoder is not None:
+        return None
     est = estimate_inference(spec, context=seq_len, concurrency=micro_batch, weights="bf16", dtype="bf16",
                              device=device)
     return est.total("host" if device == "cpu" else "device")[1]  # on a CPU the tensors are in host RAM
@@ -273,7 +276,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     refuse_serving(spec, str(w.engine), fmt, w.tensor_parallel, media is not None)
     dtype = _compute_dtype(spec, w, fmt, acc)
     act_bytes = DTYPE_BYTES[dtype]
-    wb = file_weight_bytes(spec) if fmt == "file" else weight_bytes(spec, fmt, group, act_bytes)
+    wb = weight_bytes(spec, fmt, group, act_bytes)  # "file": the file's exact bytes
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
         if w.engine == "llamacpp":

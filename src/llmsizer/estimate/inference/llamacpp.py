@@ -80,7 +80,9 @@ def compose_llamacpp(ctx: Context) -> None:
             note += f"; experts of layers 0-{n_cpu_moe - 1} in host memory (--n-cpu-moe {n_cpu_moe})"
         acc.items.append(weights_item(wb, "device", sum(p.weights for p in gpu_parts), note + _per_gpu(gpu_parts, "weights")))
         acc.items.append(Item("weights_host", host.weights, "host",
-                              formula=f"token embeddings {format_bytes(emb)} + layers kept on the CPU"
+                              formula=f"token embeddings {format_bytes(emb)}"
+                                      + (f" + {n - layers_on} of {n} layers kept on the CPU" if layers_on < n else "")
+                                      + (f" + other tensors {format_bytes(other_host)}" if other_host else "")
                                       + (" + offloaded experts" if n_cpu_moe else ""),
                               source="llama.cpp src/llama-model.cpp:1603-1605: the input layer stays in host memory"))
     else:

@@ -35,7 +35,7 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, fsdp2_copy_in_events, stage_timeline
+from .timeline import StageTimeline, eager_loss_events_of, fsdp2_copy_in_events, stage_timeline
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -337,7 +337,8 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
                                       w.grad_accumulation, st.layer_grads, st.grads,
                                       zero_shards(w.shard_stage, w.shard_group)[1],
                                       [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
-                                      fsdp2_copy_in_events(ctx, st))
+                                      fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
+                                      next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None))
     acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
@@ -606,17 +607,21 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
             "the sum"))
 
 
+# how the warning above starts: the plan's text, whose memory line states the same ratio, leaves it out (its JSON keeps it)
+INFERENCE_SIZED_WARNING = "sized with inference numbers"
+
+
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
     spec, w = ctx.spec, ctx.w
     # the plan's inference_need and ratio are these two numbers (one answer): the training estimate's device total
     # against what `infer` answers for the same sequences
     peak = sum(i.bytes for i in acc.items if i.location == "device")
     # the serving estimate only when the warning can hold: it is never below inference_sized_floor
-    # (an encoder-decoder has no serving estimate: no comparison)
-    inf = (inference_sized(spec, w.micro_batch, w.seq_len, w.device)
-           if peak > inference_sized_floor(spec, w.device) and spec.encoder_decoder is None else peak)
-    if peak > inf:
-        acc.warnings.append(f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
+    # (an encoder-decoder has no serving estimate, None: no comparison)
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) \
+        else None
+    if inf is not None and peak > inf:
+        acc.warnings.append(f"{INFERENCE_SIZED_WARNING} (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
                             f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
                             f"{format_bytes(peak)} per device ({peak / max(inf, 1):.2f}x)")
     if ctx.optimizer.paged:

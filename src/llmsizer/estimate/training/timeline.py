@@ -41,6 +41,7 @@ from ...formulas.deepspeed_zero import (
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import mp_shard_bytes, root_grad_assembly_bytes
+from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
     ddp_bucket_bytes,
@@ -139,6 +140,17 @@ def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[st
     if traced is None:
         return []
     return copy_in_events(ctx.w.fsdp2_units, *traced, zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0])
+
+
+def eager_loss_events_of(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
+    """The eager cross-entropy's [t, V] allocations and frees (formulas/loss_allocations.py eq. L1) of a stage that
+    computes the loss with ``F.cross_entropy`` on the whole logits (loss 'ce', one chunk, not compiled, no tensor
+    parallelism, a decoder-only model, PyTorch's kernels); none otherwise."""
+    w = ctx.w
+    if (not st.has_head or w.loss != "ce" or w.loss_chunks > 1 or compiled_loss(w) or w.tp > 1
+            or w.kernels != "pytorch" or ctx.spec.encoder_decoder is not None):
+        return []
+    return eager_loss_events(ctx.act.tokens, ctx.spec.vocab_size, ctx.act.compute)
 
 
 def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:

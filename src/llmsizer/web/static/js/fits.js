@@ -83,8 +83,8 @@ function render(d) {
       el("td", { class: "num" }, params.has(m.id) ? formatCount(params.get(m.id)) : ""),
       el("td", {}, ok ? m.weights_format.replace(/^gguf:/, "") : "–"), el("td", {}, ok ? m.engine : ""),
       el("td", { class: "num", "data-bytes": m.memory_per_device ?? "" }, ok && m.memory_per_device ? formatBytes(m.memory_per_device) : "–"),
-      el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, ok && m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "–"),
-      el("td", { class: "num" }, ok && m.tokens_per_second ? formatRate(m.tokens_per_second) : "–"),
+      el("td", { class: "num", "data-value": m.tokens_per_second_per_user ?? "" }, !ok ? "–" : m.tokens_per_second_per_user ? formatRate(m.tokens_per_second_per_user) : "unknown"),
+      el("td", { class: "num" }, !ok ? "–" : m.tokens_per_second ? formatRate(m.tokens_per_second) : "unknown"), // no bandwidth: the warning says why
       el("td", {}, el("span", { class: `badge ${ok ? "b-yes" : "b-no"}` }, ok ? "fits" : "no")));
   }));
 }
