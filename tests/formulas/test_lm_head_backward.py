@@ -5,7 +5,8 @@ The head is torchtune's chunked output (``[self.output(chunk) for chunk in h.chu
 torchtune/modules/transformer.py @ 1814feb) followed by each chunk's cross-entropy on its fp32 upcast
 (``CEWithChunkedOutputLoss``), written with plain torch operators (torchtune is not installed); the lm_head weight
 trains. What autograd really allocates in the backward is measured (tests/training/measure_step.py
-``LiveTensorBytes``): the peak of the backward above what the forward left alive. The engine runs every chunk's loss
+``AllocatorBytes``: the CPU allocator's bytes, no dispatch mode, so the engine's input-buffer sums stay in place where
+they would untraced): the peak of the backward above what the forward left alive. The engine runs every chunk's loss
 backward before the first linear's and sums the C weight gradients out of place, so from the second chunk on three
 [V, h] gradients coexist; the loss-only backward term (two fp32 chunk gradients) must miss that peak by more than
 10 % (the case discriminates).
@@ -18,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.formulas.training_activations import (  # noqa: E402
     ActivationSetup,
@@ -36,22 +37,18 @@ def _backward_peak(autocast: bool = False) -> int:
     """Bytes above the forward's leftovers at the backward's peak; ``autocast``: an fp32 lm_head under bf16 autocast
     (one cached bf16 copy serves every chunk; its gradient is summed in bf16, then cast to the fp32 .grad)."""
     torch.manual_seed(0)
-    hidden = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
-    weight = torch.randn(V, H, dtype=torch.float32 if autocast else torch.bfloat16, requires_grad=True)
-    labels = torch.randint(0, V, (B, S))
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        for t in (hidden, weight, labels):
-            t.view(-1)
+    with AllocatorBytes() as alloc:
+        hidden = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
+        weight = torch.randn(V, H, dtype=torch.float32 if autocast else torch.bfloat16, requires_grad=True)
+        labels = torch.randint(0, V, (B, S))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
             chunks = [F.linear(c, weight) for c in hidden.chunk(CHUNKS, dim=1)]
         loss = sum(F.cross_entropy(lg.float().reshape(-1, V), lb.reshape(-1), reduction="sum")
                    for lg, lb in zip(chunks, labels.chunk(CHUNKS, dim=1), strict=True))
         del chunks  # the recipe's `del logits` before loss.backward()
-        start = tracker.current
-        tracker.peak = start
+        alloc.mark()
         loss.backward()
-    return tracker.peak - start
+    return alloc.peak(0) - alloc.level(0)
 
 
 @pytest.mark.parametrize("autocast", [False, True], ids=["bf16", "fp32 weight, bf16 autocast"])

@@ -857,16 +857,19 @@ def lm_head_backward_bytes(loss_chunks: int, tokens: int, vocab: int, compute: i
     (torch/csrc/autograd/engine.cpp ``ReadyQueue``), runs every chunk's loss backward first: the saved log-softmax
     (or, compiled, the saved logits) of every chunk is freed, and each chunk's logits gradient (t/C V c) waits for its
     linear. Each linear backward makes a whole [V, h] weight gradient, the transpose of ``grad^T @ input``
-    (non-contiguous), which the engine sums into the weight's input buffer out of place
-    (torch/csrc/autograd/input_buffer.cpp ``accumulate``: in place only when ``can_accumulate_inplace``, which asks for
-    a contiguous tensor): from the second chunk on the buffered sum, the new gradient and their sum coexist, with the
-    logits gradients of the C - 2 chunks not yet done:
+    (a view), which the engine sums into the weight's input buffer (torch/csrc/autograd/input_buffer.cpp
+    ``accumulate``, pytorch @ 4537ef6 lines 73-127: in place only when ``can_accumulate_inplace``, a dense tensor that
+    is the only reference to itself and to its storage). At the second chunk the buffered gradient is the first
+    chunk's view, so the sum is out of place: the buffered gradient, the new one and their sum coexist, with the
+    logits gradients of the C - 2 chunks not yet done (from the third chunk on the buffered sum is a fresh tensor and
+    is added to in place: 2 G, with fewer logits gradients):
 
         logits grad = (C - 2) / C  t V c      weight grad = 3 G                                  (C > 1)    (H1)
         logits grad = t V c                   weight grad = G                                    (C = 1)
 
-    (G: the lm_head gradient, ``head_grad``). Measured exactly on a live-tensor trace of the CPU backward
-    (tests/formulas/test_lm_head_backward.py). With tied embeddings the summed buffer then waits for the
+    (G: the lm_head gradient, ``head_grad``). Measured exactly on the CPU allocator's bytes during the backward
+    (tests/formulas/test_lm_head_backward.py, torch.profiler memory events, no dispatch mode: a dispatch-mode trace
+    would make every sum out of place and reads the same peak here). With tied embeddings the summed buffer then waits for the
     embedding's own gradient at the end of the backward (the same AccumulateGrad node): the estimate keeps G alive
     through the layers (states.py ``head_grads``).
     """
@@ -905,11 +908,12 @@ def tied_embedding_backward_end_bytes(embedding_grad: int, grad_output: int, lm_
         extra = G + grad_output             (fresh)
         extra += G                          (gradients persist)
 
-    Measured on a live-tensor trace of a CPU backward of a tied Embedding/Linear model (torch 2.13.0), tied vs
-    untied, fp32, bf16 and with a persisting .grad, to the byte but the embedding backward's int64 index copies;
-    the in-place case (fp32 weight under bf16 autocast) by the engine's data pointers, untraced: a
-    TorchDispatchMode's Python wrappers hold references, so under any such tracer every input-buffer sum is out of
-    place (tests/formulas/test_tied_embedding_grad.py).
+    Measured on the CPU allocator's bytes (torch.profiler memory events) during the backward of a tied
+    Embedding/Linear model (torch 2.13.0), tied vs untied, fp32, bf16, fp32 weights under bf16 autocast (the fresh,
+    in-place case) and with a persisting .grad, to the byte but the embedding backward's int64 index copies; the
+    in-place and out-of-place sums also by the engine's data pointers. A TorchDispatchMode's Python wrappers hold
+    references, so under any such tracer every input-buffer sum is out of place: it reads the fresh case as the view
+    case, G - ``grad_output`` too high (tests/formulas/test_tied_embedding_grad.py).
     An untied model's embedding gradient is the one counted (``grad_output`` above it): this term is only for a
     tied, trained embedding with the lm_head on the same device.
 

@@ -3,8 +3,15 @@
 Every tensor an operator returns is registered by its storage (views share one storage and count once); a
 weak reference to the storage drops it from the count when the storage is freed, so ``current`` is the bytes
 of all live tensor storages that were created under the mode or registered with :meth:`LiveTensorBytes.track`.
-On CPU this is the exact working set of tensors; on CUDA it is what ``torch.cuda.max_memory_allocated`` counts
-before the caching allocator rounds each block up to 512 bytes.
+On CPU this is the exact working set of tensors of the run as traced; on CUDA it is what
+``torch.cuda.max_memory_allocated`` counts before the caching allocator rounds each block up to 512 bytes.
+The mode itself changes one thing autograd does: every output gets a Python wrapper holding a reference, so the
+engine's input-buffer sums, in place untraced when nothing else references the buffered gradient
+(torch/csrc/autograd/input_buffer.cpp ``can_accumulate_inplace``), are made out of place: one more gradient-sized
+tensor while such a sum runs (and a CUDA run's ``max_memory_allocated`` over a traced pass sees it too). Against the
+CPU allocator's own records (tests/training/measure_step.py ``AllocatorBytes``) the step peaks of the tiny test
+models agree (0 to 15 kB less here: RNG states a checkpoint keeps); a moment such as a tied fp32 embedding's
+backward end under bf16 autocast reads one [V, h] gradient too many (tests/training/test_allocator_truth.py).
 
 At a new peak the live storages are split into the groups returned by ``groups()`` (weights, KV cache,
 gradients, optimizer state); the rest is activations and temporaries. To keep the cost low the split is taken
