@@ -13,7 +13,10 @@ What is read, and when:
 - ``weights_bytes``: bytes of the model's parameter, buffer and quantization-state storages after loading.
 - ``peak_tensor_bytes`` and ``peak_split``: :class:`~llmsizer.measure.tracker.LiveTensorBytes` over the tracked
   pass (weights, KV cache / gradients / optimizer state, and the rest = activations and temporaries).
-- CUDA: ``max_memory_allocated`` / ``max_memory_reserved`` over the workload (peak stats reset after loading),
+- CUDA: ``max_memory_allocated`` / ``max_memory_reserved`` over the untraced timed passes/steps when there are any
+  (the tracker's dispatch mode turns autograd's in-place gradient sums into new tensors, ``tracker.py``, so the
+  tracked pass's CUDA peaks are kept apart as ``tracked_max_memory_allocated`` / ``_reserved``, then the cache is
+  emptied and the peak stats reset), else over the tracked pass (peak stats reset after loading),
   the device memory NVML attributes to the process at the end (its CUDA context, kernels and libraries plus
   what the caching allocator holds), ``cuda_context_bytes`` = that minus ``memory_reserved()``, and
   ``device_peak_bytes`` = ``cuda_context_bytes + max_memory_reserved``.
@@ -199,6 +202,21 @@ def _final_readings(device: str, dm: Any, used_before: int | None, m: dict[str, 
         m["device_peak_bytes"] = m["cuda_context_bytes"] + m["max_memory_reserved"]
 
 
+def _untraced_peaks_from_here(device: str, s: MeasureSettings, m: dict[str, Any]) -> None:
+    """After the tracked pass: keep its CUDA peaks apart and measure the device peaks over the untraced timed
+    passes, so that the tracker's out-of-place gradient sums never reach ``max_memory_*`` (module docstring)."""
+    if device == "cpu" or s.timed_steps == 0:
+        return
+    import torch
+
+    torch.cuda.synchronize()
+    m["tracked_max_memory_allocated"] = int(torch.cuda.max_memory_allocated())
+    m["tracked_max_memory_reserved"] = int(torch.cuda.max_memory_reserved())
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    m["cuda_peaks_over"] = "untraced timed steps"
+
+
 def _model(s: MeasureSettings, ref: dict[str, Any], device: str, where: Where, m: dict[str, Any],
            warnings: list[str]) -> Any:
     import torch
@@ -263,6 +281,7 @@ def _inference(s: MeasureSettings, ref: dict[str, Any], device: str, where: Wher
     m["peak_tensor_bytes"] = tracker.peak
     m["peak_split"] = dict(tracker.peak_split)
     holder["cache"] = None
+    _untraced_peaks_from_here(device, s, m)
     runs = []
     for r in range(s.timed_steps):
         where(f"timed pass {r + 1}")
@@ -321,6 +340,7 @@ def _training(s: MeasureSettings, ref: dict[str, Any], device: str, where: Where
     m["peak_split"] = dict(tracker.peak_split)
     m["optimizer_state_bytes"] = tensor_bytes(optimizer_state_tensors(opt))
     sync(device)
+    _untraced_peaks_from_here(device, s, m)
     times = []
     for k in range(s.timed_steps):
         t = time.perf_counter()
