@@ -36,6 +36,7 @@ from .estimate.fit import (
     FitResult,
     choose_tensor_parallel,
     fit,
+    fit_memory,
     fit_training,
     hourly_price,
     per_replica,
@@ -451,14 +452,15 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
         target, count = cand.instance or dev, None if cand.instance else n
-        try:  # memory decides the rung; the speed is computed only for a rung that fits (same estimate, memoized)
-            r = fit(spec, target, count, speed=False, **args)
+        try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
+            sized = fit_memory(spec, target, count, **args)
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
-        if not r.fits:
+        if not sized.fits:
+            r = sized.result(False)
             smallest = (r.memory_per_device or int(wb / spread), fmt, r)
             continue
-        r = fit(spec, target, count, **args)
+        r = sized.result(True)
         sp = r.speed
         bad = _latency_failures(sp, c)
         if not bad:
