@@ -34,6 +34,7 @@ from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
+    MemoryFit,
     choose_tensor_parallel,
     fit,
     fit_memory,
@@ -432,8 +433,9 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
-    # the smallest format tried that does not fit: (bytes per device, format, fit's answer when fit was asked)
-    smallest: tuple[int, str, FitResult | None] | None = None
+    # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
+    # fit was asked: its answer is built only for the one reported)
+    smallest: tuple[int, str, MemoryFit | None] | None = None
     refused: str | None = None
     for fmt in ladder:
         why_not = engine_refuses(engine, fmt, dev)
@@ -457,8 +459,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not sized.fits:
-            r = sized.result(False)
-            smallest = (r.memory_per_device or int(wb / spread), fmt, r)
+            smallest = (int(wb / spread), fmt, sized)
             continue
         r = sized.result(True)
         sp = r.speed
@@ -475,7 +476,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     need: int | None = None
     budget_shown: int | None = int(budget)
     if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
-        failed = smallest[2]
+        failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
     elif smallest is not None:
