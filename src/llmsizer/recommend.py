@@ -34,8 +34,10 @@ from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
     FitResult,
+    MemoryFit,
     choose_tensor_parallel,
     fit,
+    fit_memory,
     fit_training,
     hourly_price,
     per_replica,
@@ -450,8 +452,9 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
-    # the smallest format tried that does not fit: (bytes per device, format, fit's answer when fit was asked)
-    smallest: tuple[int, str, FitResult | None] | None = None
+    # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
+    # fit was asked: its answer is built only for the one reported)
+    smallest: tuple[int, str, MemoryFit | None] | None = None
     refused: str | None = None
     for fmt in ladder:
         why_not = engine_refuses(engine, fmt, dev)
@@ -470,14 +473,14 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
         target, count = cand.instance or dev, None if cand.instance else n
-        try:  # memory decides the rung; the speed is computed only for a rung that fits (same estimate, memoized)
-            r = fit(spec, target, count, speed=False, **args)
+        try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
+            sized = fit_memory(spec, target, count, **args)
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
-        if not r.fits:
-            smallest = (r.memory_per_device or int(wb / spread), fmt, r)
+        if not sized.fits:
+            smallest = (int(wb / spread), fmt, sized)
             continue
-        r = fit(spec, target, count, **args)
+        r = sized.result(True)
         sp = r.speed
         bad = _latency_failures(sp, c)
         if not bad:
@@ -492,7 +495,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     need: int | None = None
     budget_shown: int | None = int(budget)
     if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
-        failed = smallest[2]
+        failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
     elif smallest is not None:

@@ -10,10 +10,10 @@ into swap.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
@@ -311,7 +311,32 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     so ``fit`` and ``infer`` give one answer. A llama.cpp split over several GPUs or with layers or experts on the
     CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
     gives the host's memory bandwidth. ``engine_version`` (vllm, sglang): the release whose host work per decode
-    step the speed follows (``engines.step_host``; None: the current release)."""
+    step the speed follows (``engines.step_host``; None: the current release). ``speed`` False: no speed estimate
+    (``FitResult.speed`` None). The two stages are ``fit_memory`` (the verdict) and its ``result`` (the speed)."""
+    return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
+                      concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
+                      hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
+                      kwh_price=kwh_price, **workload).result(speed)
+
+
+class MemoryFit(NamedTuple):
+    """``fit``'s first stage: the memory verdict made, the speed not yet estimated. ``result(speed)`` is the
+    FitResult ``fit(..., speed=speed)`` returns (each call its own: the speed stage adds to copies of the
+    assumptions and warnings). A search that takes the speed only of a format that fits (``recommend``) reads
+    ``fits`` and then asks ``result`` once, instead of calling ``fit`` twice for the same memory estimate."""
+
+    fits: bool
+    result: Callable[[bool], FitResult]
+
+
+def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
+               headroom: float | None = None, engine: str | None = None, weights: str | None = None,
+               context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
+               memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
+               host_device: str | Device | None = None, engine_version: str | None = None,
+               kwh_price: float | None = None, **workload: Any) -> MemoryFit:
+    """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
+    is estimated by the returned ``MemoryFit.result(True)``."""
     spec = load_model(model) if isinstance(model, str) else model
     # context and concurrency reach the estimate only when given, so that a default is named there as one
     given: dict[str, Any] = {k: v for k, v in (("context", context), ("concurrency", concurrency)) if v is not None}
@@ -379,29 +404,34 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))
     if dtype_note is not None:
         warnings.append(dtype_note)
-    sp = None
-    if speed:
-        kvd = str(d.get("kv_dtype", "bf16"))
-        # image/video tokens are prompt tokens too (estimate/inference/media.py)
-        prompt, out = prompt_and_output(context, output_tokens)
-        if output_tokens is None:
-            assumptions.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
-                                          "tokens, the rest of the context is the prompt the TTFT is timed on "
-                                          "(specs/workload.py default_output_tokens)"))
-        prompt += int(d.get("media_tokens", 0))
-        conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-        sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
-                           link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                           (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
-                           bool(d.get("identical_sequences", False)), eng, engine_version,
-                           nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
-        sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
-                          sp, warnings)
-    return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                     hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
-                     tuple(assumptions), tuple(warnings),
-                     {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
-                     cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
+
+    def result(speed: bool) -> FitResult:
+        named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
+        sp = None
+        if speed:
+            kvd = str(d.get("kv_dtype", "bf16"))
+            # image/video tokens are prompt tokens too (estimate/inference/media.py)
+            prompt, out = prompt_and_output(context, output_tokens)
+            if output_tokens is None:
+                named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
+                                        "tokens, the rest of the context is the prompt the TTFT is timed on "
+                                        "(specs/workload.py default_output_tokens)"))
+            prompt += int(d.get("media_tokens", 0))
+            conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
+            sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
+                               link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
+                               (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
+                               bool(d.get("identical_sequences", False)), eng, engine_version,
+                               nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
+            sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
+                              sp, said)
+        return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
+                         hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                         tuple(named), tuple(said),
+                         {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
+
+    return MemoryFit(fits, result)
 
 
 def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,

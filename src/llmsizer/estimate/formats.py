@@ -118,8 +118,10 @@ def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
         if lacking is not None:
             return lacking
         need = GGUF_MIN_CAPABILITY
+    if need is None:  # no gate for this engine and format (the device's capability is not read)
+        return None
     have = device.capability
-    if need is None or have is None or have >= need:
+    if have is None or have >= need:
         return None
     return (f"{name} refuses {fmt} on {device.id} ({device.architecture}, compute capability {have / 10:.1f}): its "
             f"kernels need {need / 10:.1f} or newer")
@@ -152,8 +154,10 @@ VLLM_BF16_MIN_CAPABILITY = 80
 
 def engine_dtype_note(engine: str, fmt: str, dtype: str, device: Device) -> str | None:
     """A warning when ``engine`` runs bf16 (weights ``fmt`` or compute ``dtype``) as fp16 on this GPU; None else."""
+    if engine != "vllm" or "bf16" not in (fmt, dtype):
+        return None
     have = device.capability
-    if engine != "vllm" or "bf16" not in (fmt, dtype) or have is None or have >= VLLM_BF16_MIN_CAPABILITY:
+    if have is None or have >= VLLM_BF16_MIN_CAPABILITY:
         return None
     return (f"vLLM runs bf16 as fp16 on {device.id} ({device.architecture}, compute capability {have / 10:.1f}: no "
             f"bf16 below {VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")

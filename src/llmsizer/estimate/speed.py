@@ -572,9 +572,14 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     unified = ENG.LLAMACPP_KV_UNIFIED if kv_unified is None else kv_unified
     ub = ubatch or ENG.LLAMACPP_N_UBATCH
 
+    layouts: dict[int, ENG.LlamaCppKV] = {}  # this estimate's layout per batch (a frozen record; asked ~3 times each)
+
     def cells_at(batch: int) -> ENG.LlamaCppKV:
-        return ENG.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ub, batch, prompt_tokens + output_tokens,
-                                     unified)
+        lay = layouts.get(batch)
+        if lay is None:
+            lay = layouts[batch] = ENG.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ub, batch,
+                                                         prompt_tokens + output_tokens, unified)
+        return lay
 
     def cells_read(batch: int) -> tuple[str | None, int, int, int]:
         """(flash-attention kernel, cells per stream, streams, cells per stream of a sliding layer) that one decode

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import fields
+from itertools import compress, repeat
+from operator import is_not
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -26,9 +28,10 @@ def tracks_given(cls: type[T]) -> type[T]:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         given = kwargs.pop("given", None)
         init(self, *args, **kwargs)
-        if given is None:
-            passed = [*zip(names, args, strict=False), *kwargs.items()]
-            given = {n for n, v in passed if v is not None}
+        if given is None:  # the names passed with a value other than None (keywords only: picked in C)
+            given = compress(kwargs, map(is_not, kwargs.values(), repeat(None)))
+            if args:
+                given = [*(n for n, v in zip(names, args, strict=False) if v is not None), *given]
         object.__setattr__(self, "given", frozenset(given))
 
     setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses a direct assignment to a method

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import attrgetter, is_, is_not, itemgetter
 
 from ..errors import InputError
 from ..frozen import fast_init
@@ -57,6 +59,7 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
+_ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS))
 SPLIT_MODES = ("none", "layer", "row")  # llama.cpp -sm (common/arg.cpp:2807-2829; "tensor" is experimental, not modelled)
 
 
@@ -107,10 +110,11 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
     """Each named numeric field of a workload (None: not given) through the one number check (numbers.py), so a
     Python caller's ``context="8k"``, ``memory="24GiB"``, ``concurrency=2.5`` or NaN gets one line naming the field
     and the allowed range, as the CLI's flags and request files do, instead of a TypeError deep in a formula."""
-    for name, rng in fields:
-        value = getattr(workload, name)
-        if value is not None:
-            object.__setattr__(workload, name, check_number(value, name, rng))
+    values = list(map(getattr, repeat(workload), map(itemgetter(0), fields)))
+    # only the fields given a value (None: not given) reach the Python loop; a frozen dataclass's fields are stored
+    # in its instance dict (frozen.fast_init does the same), written there directly
+    for (name, rng), value in compress(zip(fields, values, strict=True), map(is_not, values, repeat(None))):
+        workload.__dict__[name] = check_number(value, name, rng)
 
 
 def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:
@@ -266,7 +270,10 @@ class InferenceWorkload:
             raise InputError(f"kv_unified must be true or false, got {self.kv_unified!r}")
         if not isinstance(self.identical_sequences, bool):
             raise InputError(f"identical_sequences must be true or false, got {self.identical_sequences!r}")
-        for name, owners in ENGINE_SETTINGS.items():
+        # (the loop only when an engine is named and one of its settings is given: every value read at once, in C)
+        settings = () if self.engine is None or all(map(is_, _ENGINE_SETTING_VALUES(self), repeat(None))) else \
+            ENGINE_SETTINGS.items()
+        for name, owners in settings:
             if name in LLAMACPP_SPLIT_FIELDS:
                 continue  # refused below with the split's own message
             if getattr(self, name) is not None and self.engine is not None and self.engine not in owners:  # read by these
