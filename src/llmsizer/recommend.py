@@ -457,7 +457,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     smallest: tuple[int, str, MemoryFit | None] | None = None
     refused: str | None = None
     for fmt in ladder:
-        why_not = engine_refuses(engine, fmt, dev)
+        why_not = engine_refuses(engine, fmt, dev, spec)
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
             continue

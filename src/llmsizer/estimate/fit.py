@@ -394,7 +394,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
-    check_engine_runs(eng, fmt, device)
+    check_engine_runs(eng, fmt, device, spec)
     dtype_note = engine_dtype_note(eng, fmt, next((str(a.value) for a in est.assumptions if a.name == "dtype"), ""),
                                    device)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])

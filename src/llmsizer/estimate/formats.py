@@ -107,14 +107,31 @@ def gguf_type_refused(engine: str, fmt: str) -> str | None:
            "(quantization/gguf.py)"
 
 
-def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
+def gguf_file_refused(engine: str, spec: ModelSpec | None) -> str | None:
+    """Why ``engine`` (vLLM, SGLang) will not load the .gguf file ``spec`` was read from: one of the file's own
+    tensor types is not one its GGUF method runs (``GGUF_ENGINES``; the method fails on any such tensor,
+    quantization/gguf.py "Unsupported GGUF quantization type"); None otherwise, or when ``spec`` is no GGUF file."""
+    fw = None if spec is None else spec.file_weights
+    if fw is None or not fw.gguf or engine not in GGUF_ENGINES:
+        return None
+    gname, types = GGUF_ENGINES[engine]
+    lacking = sorted(t for t, _ in fw.by_dtype if t not in types)
+    if not lacking:
+        return None
+    return f"{gname} does not load GGUF type {', '.join(lacking)} (tensors of {fw.path}): its GGUF kernels run " \
+           f"{', '.join(sorted(types))} (quantization/gguf.py)"
+
+
+def engine_refuses(engine: str, fmt: str, device: Device, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
     is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
-    compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``)."""
+    compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``).
+    ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types."""
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
-    if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
-        lacking = gguf_type_refused(engine, fmt)
+    gguf_file = fmt == "file" and spec is not None and spec.file_weights is not None and spec.file_weights.gguf
+    if (fmt.startswith("gguf:") or gguf_file) and engine in GGUF_ENGINES:
+        lacking = gguf_file_refused(engine, spec) if gguf_file else gguf_type_refused(engine, fmt)
         if lacking is not None:
             return lacking
         need = GGUF_MIN_CAPABILITY
@@ -123,7 +140,8 @@ def engine_refuses(engine: str, fmt: str, device: Device) -> str | None:
     have = device.capability
     if have is None or have >= need:
         return None
-    return (f"{name} refuses {fmt} on {device.id} ({device.architecture}, compute capability {have / 10:.1f}): its "
+    what = f"GGUF file {spec.file_weights.path}" if gguf_file and spec and spec.file_weights else fmt
+    return (f"{name} refuses {what} on {device.id} ({device.architecture}, compute capability {have / 10:.1f}): its "
             f"kernels need {need / 10:.1f} or newer")
 
 
@@ -163,9 +181,10 @@ def engine_dtype_note(engine: str, fmt: str, dtype: str, device: Device) -> str 
             f"bf16 below {VLLM_BF16_MIN_CAPABILITY / 10:.1f}); the same 2 bytes per value, so the memory is unchanged")
 
 
-def check_engine_runs(engine: str, fmt: str, device: Device) -> None:
-    """Raise InputError (exit 2) when ``engine_refuses`` the format on the device: fit and estimate_inference."""
-    refused = engine_refuses(engine, fmt, device)
+def check_engine_runs(engine: str, fmt: str, device: Device, spec: ModelSpec | None = None) -> None:
+    """Raise InputError (exit 2) when ``engine_refuses`` the format (``spec``'s .gguf file for "file") on the
+    device: fit and estimate_inference."""
+    refused = engine_refuses(engine, fmt, device, spec)
     if refused is not None:
         raise InputError(f"{refused}; name another format (--weights), engine (--engine) or device")
 
@@ -189,6 +208,9 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     if weights is None and fw is not None:
         if engine == "llamacpp" and not fw.gguf:
             raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
+        lacking = gguf_file_refused(engine, spec)
+        if lacking is not None:
+            raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
         if not fw.gguf or keeps_gguf(engine):
             return FormatChoice("file", group_size, [Assumption("weights", "file", True,
                                                                 f"exact tensor bytes read from {fw.path}")])

@@ -109,7 +109,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     est = _with_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
-    check_engine_runs(str(w.engine), fmt, device)
+    check_engine_runs(str(w.engine), fmt, device, spec)
     note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device)
     if note is not None:
         est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
