@@ -147,6 +147,34 @@ def usable_memory(device: Device, memory: int | None = None, source: str = "give
     return base, notes
 
 
+# A given --memory above what the device can hold is most likely a typo or another device (a "200GiB" H100), but
+# a device's memory is also written by its nominal figure: 80 GiB for an H100 whose driver reports 79.65 GiB, 24 GiB
+# for an A10 whose driver reports 22.49 GiB (the largest nominal/driver ratio in the catalog, 1.072, is the B300's
+# 288 GiB vs 268.6 GiB). So the reference is the larger of the vendor's figure and the driver's (``Device.memory``,
+# ``Device.memory_bytes``), and only more than this fraction above it is said. A named threshold, not a measurement:
+# a warning, never an error (the answer is still computed with the memory given). CPUs are left out: their
+# ``memory`` is one machine's RAM, not the chip's.
+MEMORY_ABOVE_DEVICE_TOLERANCE = 0.10
+
+
+def memory_above_device(device: Device, memory: int | str | None) -> str | None:
+    """A warning when the ``memory`` given for one ``device`` exceeds its catalog memory (the larger of the
+    vendor's and the driver's figure) by more than ``MEMORY_ABOVE_DEVICE_TOLERANCE``; None otherwise, for a CPU,
+    or when the device's memory is not known."""
+    if memory is None or device.kind == "cpu" or device.origin == "generic":
+        return None
+    figures = [int(v.base) for v in (device.memory, device.memory_usable) if v is not None and v.base]
+    if not figures:
+        return None
+    given = int(check_number(memory, "memory", DEVICE_MEMORY))
+    held = max(figures)
+    if given <= held * (1 + MEMORY_ABOVE_DEVICE_TOLERANCE):
+        return None
+    return (f"the memory given, {format_bytes(given)}, is {given / held:.2f}x what one {device.id} holds "
+            f"({format_bytes(held)} in the catalog; more than {MEMORY_ABOVE_DEVICE_TOLERANCE:.0%} above it): the "
+            "estimate uses the memory given; check the device or the figure")
+
+
 def instance_memory(device: Device, instance: Instance | None, memory: int | None) -> int | None:
     """The memory a workload gets: ``memory`` when given, else a CPU instance's RAM, else None (the device's)."""
     if memory is None and instance is not None and device.kind == "cpu" and instance.memory is not None:

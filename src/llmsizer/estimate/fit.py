@@ -30,6 +30,7 @@ from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
+    memory_above_device,
     nvlink_mesh_for,
     resolve_target,
     target_memory,
@@ -377,6 +378,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
     assumptions.extend(notes)
+    over = memory_above_device(device, memory)
+    if over is not None:
+        warnings.append(over)
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
@@ -536,6 +540,9 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
+    over = memory_above_device(device, memory)
+    if over is not None:  # said by the estimate, which `train --device` renders
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
     chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     assumptions += chosen
     d = est.details

@@ -23,7 +23,13 @@ from ...specs.workload import check_pool_shares
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
-from ..device import check_engine_on_device, engine_assumption, generic_device, workload_on_device
+from ..device import (
+    check_engine_on_device,
+    engine_assumption,
+    generic_device,
+    memory_above_device,
+    workload_on_device,
+)
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
@@ -110,7 +116,10 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
     check_engine_runs(str(w.engine), fmt, device, spec)
+    over = memory_above_device(device, kwargs.get("memory")) if workload is None else None
     note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device)
+    if over is not None:
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
     if note is not None:
         est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if w.engine_version is not None:  # recorded: the memory is the profile's; the release moves the speed (fit)

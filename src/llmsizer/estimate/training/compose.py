@@ -27,7 +27,7 @@ from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
-from ..device import workload_on_device
+from ..device import memory_above_device, workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
@@ -118,15 +118,21 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
     notes: tuple[Assumption, ...] = ()
+    over = None
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
         # its memory when none is given, and the assumptions naming both
-        kwargs, _, _, named = workload_on_device(kwargs, "estimate_training")
+        given_memory = kwargs.get("memory")
+        kwargs, device, _, named = workload_on_device(kwargs, "estimate_training")
         notes = tuple(named)
+        over = memory_above_device(device, given_memory)
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
-    return _with_device(_least_sharded(spec, w), notes)
+    est = _with_device(_least_sharded(spec, w), notes)
+    if over is not None:
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
+    return est
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}

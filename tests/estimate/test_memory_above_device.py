@@ -1,0 +1,72 @@
+"""A memory given for a named device far above what the device holds is said (estimate/device.py
+``memory_above_device``), not refused. Before, `fit qwen3-8b --device h100 --memory 200GiB` answered FITS with 200 GiB
+of device memory and no word. The truth compared with: NVIDIA's H100 SXM5 datasheet (80 GB HBM3, 80 GiB by
+JEDEC's reading) and its driver's 81559 MiB (79.65 GiB); the threshold is the named tolerance over the larger."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cli_capture import run
+from llmsizer.estimate.device import MEMORY_ABOVE_DEVICE_TOLERANCE
+
+H100_NOMINAL_GIB = 80  # NVIDIA H100 SXM5 datasheet: 80 GB HBM3 (binary capacity)
+
+
+def said(warnings: list[str]) -> list[str]:
+    return [w for w in warnings if "what one h100-sxm holds" in w]
+
+
+def cli(*argv: str) -> tuple[int, str, list[str]]:
+    code, out, err = run(*argv, "--json")
+    assert code in (0, 1), err
+    code_text, text, _ = run(*argv)
+    assert code_text == code
+    return code, text, said(json.loads(out)["warnings"])
+
+
+@pytest.mark.parametrize("command", [("fit", "qwen3-8b"), ("infer", "qwen3-8b"), ("train", "qwen3-8b"),
+                                     ("fit", "qwen3-8b", "--train")])
+def test_200gib_on_an_h100_is_said_on_every_command(command: tuple[str, ...]) -> None:
+    code, text, warnings = cli(*command[:2], "--device", "h100", "--memory", "200GiB", *command[2:])
+    assert code == 0  # a warning, not an error: the answer is computed with the memory given
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"the memory given, 200.00 GiB, is {200 / H100_NOMINAL_GIB:.2f}x what one "
+                                  f"h100-sxm holds ({H100_NOMINAL_GIB:.2f} GiB in the catalog")
+    assert "warning: " + warnings[0] in text
+
+
+@pytest.mark.parametrize("gib, warned", [(80, False), (79.65, False),
+                                         (H100_NOMINAL_GIB * (1 + MEMORY_ABOVE_DEVICE_TOLERANCE), False),
+                                         (H100_NOMINAL_GIB * (1 + MEMORY_ABOVE_DEVICE_TOLERANCE) + 0.5, True)])
+def test_the_nominal_figure_and_the_tolerance_are_not_said(gib: float, warned: bool) -> None:
+    _, _, warnings = cli("fit", "qwen3-8b", "--device", "h100", "--memory", f"{gib}GiB")
+    assert bool(warnings) is warned
+    assert MEMORY_ABOVE_DEVICE_TOLERANCE < 0.5  # a 200 GiB H100 (2.5x) is never inside it
+
+
+def test_no_device_or_a_device_kind_says_nothing() -> None:
+    for argv in (("fit", "qwen3-8b", "--device", "gpu", "--memory", "200GiB"),
+                 ("infer", "qwen3-8b", "--memory", "200GiB")):
+        code, out, err = run(*argv, "--json")
+        assert code in (0, 1), err
+        assert not [w for w in json.loads(out)["warnings"] if "what one" in w]
+
+
+def test_the_web_api_says_it_too() -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+
+    with TestClient(create_app(), raise_server_exceptions=False) as client:
+        r = client.post("/api/v1/fit", json={"model": "qwen3-8b", "device": "h100", "memory": "200GiB"})
+        assert r.status_code == 200, r.text
+        body: Any = r.json()
+        assert len(said(body["warnings"])) == 1
+        code, out, _ = run("fit", "qwen3-8b", "--device", "h100", "--memory", "200GiB", "--json")
+        assert code == 0 and body == json.loads(out)
