@@ -62,6 +62,40 @@ def model_warnings(spec: ModelSpec, training: bool, engine: str = "transformers"
     return out
 
 
+# The source length a T5-style model was pre-trained on. Its relative position buckets (T5Attention
+# _relative_position_bucket) take any length, so no config key bounds the source and none is refused; past the
+# pre-training length the model is used on inputs longer than it was trained on, which is said. The config's own
+# n_positions wins where it states one (the original T5 configs: 512); otherwise the paper's figure by model_type.
+T5_PRETRAINING_SOURCE = {
+    "t5": (512, "T5 paper (Raffel et al. 2020, JMLR 21, sec. 3.1.2): pre-trained with a maximum sequence length of "
+                "512 tokens"),
+    "mt5": (1024, "mT5 paper (Xue et al. 2021, NAACL, sec. 3): pre-trained on batches of 1024 length-1024 input "
+                  "sequences"),
+}
+T5_SOURCE_LENGTH = "encoder_decoder_source_length"
+
+
+def source_length_warning(spec: ModelSpec, source_tokens: int) -> str | None:
+    """A warning when an encoder-decoder's source (``source_tokens``, the encoder's input) is longer than the
+    length ``spec`` states or was pre-trained on (``T5_PRETRAINING_SOURCE``); None otherwise. Not a refusal: the
+    relative position buckets take any length, and the memory is sized for the length given."""
+    ed = spec.encoder_decoder
+    if ed is None:
+        return None
+    if ed.n_positions is not None:
+        limit, why = ed.n_positions, f"the {ed.n_positions} tokens its config states (n_positions)"
+    elif spec.model_type in T5_PRETRAINING_SOURCE:
+        limit, cite = T5_PRETRAINING_SOURCE[spec.model_type]
+        why = f"the {limit} tokens its family was pre-trained on: {cite}"
+    else:
+        return None
+    if source_tokens <= limit:
+        return None
+    return (f"{T5_SOURCE_LENGTH}: the source (encoder input) is {source_tokens} tokens, more than {why}; its "
+            "relative position buckets take any length and the memory is sized for the length given, but the "
+            "model's quality past it is not known")
+
+
 SERVING_ENGINE = "transformers"
 SERVING_FORMATS = ("fp32", "bf16", "fp16")
 _ENGINE_REASON = {

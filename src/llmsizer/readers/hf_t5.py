@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError, ModelFileError
-from ..numbers import Range, check_number
+from ..numbers import TOKENS, Range, check_number
 from ..specs import EncoderDecoderSpec, ModelSpec
 from .hf_config import _Cfg
 from .safe_io import shown
@@ -63,10 +63,12 @@ def t5_spec(cfg: dict[str, Any], *, name: str, where: str, source: str = "",
     tied = c.get("tie_word_embeddings", True)
     if not isinstance(tied, bool):
         raise InputError(f"tie_word_embeddings ({where}): expected true or false, got {shown(tied)}")
+    npos = cfg.get("n_positions")  # stated by the original T5 configs (512), absent from T5 v1.1 / mT5 / T0 / mT0
     ed = EncoderDecoderSpec(
         encoder_layers=enc, decoder_layers=dec, relative_attention_buckets=c.req("relative_attention_num_buckets"),
         relative_attention_max_distance=c.req("relative_attention_max_distance"),
-        dropout=float(check_number(float(rate), "dropout_rate", DROPOUT, where)))
+        dropout=float(check_number(float(rate), "dropout_rate", DROPOUT, where)),
+        n_positions=int(check_number(npos, "n_positions", TOKENS, where)) if npos is not None else None)
     heads = c.req("num_heads")
     return ModelSpec(
         name=name, model_type=mt, vocab_size=c.req("vocab_size"), hidden_size=c.req("d_model"),

@@ -224,13 +224,15 @@ class EncoderDecoderSpec:
     holds a relative position bias table [``relative_attention_buckets``, num_heads] (``T5Attention``
     ``has_relative_attention_bias``) whose bias the later blocks reuse. ``dropout``: the config's ``dropout_rate``
     (0.1 in the published T5/mT5/T0 configs), applied in training after every sub-layer, to the attention
-    probabilities and inside the FFN."""
+    probabilities and inside the FFN. ``n_positions``: the config's ``n_positions`` when present (the original
+    T5 checkpoints' configs state 512; the model never reads it: relative position buckets have no table limit)."""
 
     encoder_layers: int
     decoder_layers: int
     relative_attention_buckets: int
     relative_attention_max_distance: int
     dropout: float = 0.0
+    n_positions: int | None = None  # the config's n_positions (original T5 configs: 512); not read by the model
 
 
 # ModelSpec fields that are numbers, and their documented ranges (llmsizer.numbers)

@@ -20,6 +20,7 @@ from ...result import Item, Location
 from ...specs.workload import default_output_tokens
 from ...units import format_bytes
 from .. import engines as E
+from ..model_warnings import source_length_warning
 from .common import Context, kv_item, state_item, weights_item
 
 
@@ -113,6 +114,9 @@ def compose_t5(ctx: Context, loc: Location) -> None:
                          "not given: min(256, context / 2) generated tokens (specs/workload.py "
                          "default_output_tokens); for an encoder-decoder the target tokens, the decoder's length"))
     source = max(w.context - out, 1)
+    long = source_length_warning(spec, source)
+    if long is not None:
+        acc.warnings.append(long)
     acc.assume("source_tokens", source, None, "an encoder-decoder's source = context - output tokens: the encoder "
                "reads the prompt, the decoder writes the output (formulas/encoder_decoder_serving.py)")
     attention = str(acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,

@@ -28,6 +28,7 @@ from ...formulas.training_states import (
 from ...result import Assumption
 from ...specs import ModelSpec, TrainingWorkload
 from ..inference.common import Acc
+from ..model_warnings import source_length_warning
 
 _WHY = {
     "method": "full fine-tuning: every parameter trained",
@@ -255,6 +256,9 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         target = int(acc.assume("target_len", w.seq_len, w.target_len,
                                 "an encoder-decoder's target (decoder) tokens per sequence; seq_len is its source "
                                 "(encoder) length; not given: seq_len"))
+        long = source_length_warning(spec, w.seq_len)
+        if long is not None:
+            acc.warnings.append(long)
     elif w.target_len is not None:
         raise InputError(f"target_len applies to encoder-decoder models; {spec.name!r} is decoder-only (drop it)")
     act = ActivationSetup(
