@@ -40,6 +40,7 @@ def _fill() -> None:
     llmsizer.fit("gemma-2-9b-it", "rtx-4090", engine="llamacpp", weights="q4_k_m", context=16384, concurrency=4)
     llmsizer.fit("deepseek-v2-lite", "h100-sxm", 2, engine="vllm", context=8192)
     llmsizer.recommend_training("qwen2.5-0.5b", method="lora", tokens=1e8)
+    llmsizer.fit("t0_3b", "h100-sxm", engine="transformers", context=1024, weights="fp16")  # the T5 serving memo
     format_ladder(load_model("qwen2.5-0.5b"), "vllm")  # a catalog search's weight formats
 
 

@@ -12,7 +12,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     layout) training states (training/states.py) and the per-(model, LoRA target set) adapted modules, which do not
     depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
-    from ..formulas import kv_cache, lora, params, tensor_parallel, tensors, weight_formats
+    from ..formulas import encoder_decoder_serving, kv_cache, lora, params, tensor_parallel, tensors, weight_formats
     from ..units import format_bytes
     from . import duration, engines, fit, formats, model_parallel, ranges
     from .inference import compose as inference_compose
@@ -39,7 +39,8 @@ def clear_caches(estimates_only: bool = False) -> None:
               training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,
               training_states._stage_adapters, duration.quantized_weights,
-              weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer):
+              weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
+              encoder_decoder_serving.t5_params):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
     fit._VM_SHARE.clear()
