@@ -24,6 +24,7 @@ from ..specs import ModelSpec
 from ..units import format_bytes
 from . import efficiency as E
 from .formats import engine_refuses, requested_format, runs_on_llamacpp_instead
+from .model_warnings import SERVING_ENGINE, SERVING_ENGINE_WHY
 
 # what a form names as the default engine (InferenceWorkload.engine None: engine_rule's for the device)
 ENGINE_DEFAULT_NAME = "by device"
@@ -37,8 +38,7 @@ def engine_rule(device: Device, count: int, weights: str | None, spec: ModelSpec
     encoder-decoder (T5) is served on transformers, the one engine it is modelled on (model_warnings.refuse_serving).
     """
     if spec is not None and spec.encoder_decoder is not None:
-        return "transformers", ("an encoder-decoder (T5) is modelled on transformers generate() only (vLLM has no T5; "
-                                "SGLang's and llama.cpp's are not modelled)")
+        return SERVING_ENGINE, SERVING_ENGINE_WHY
     fw = spec.file_weights if spec is not None else None
     if weights is None and fw is not None and fw.gguf:
         # a .gguf file is the GGUF format requested: the engine of that format, as for --weights q4_k_m (on

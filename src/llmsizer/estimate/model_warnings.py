@@ -98,6 +98,9 @@ def source_length_warning(spec: ModelSpec, source_tokens: int) -> str | None:
 
 SERVING_ENGINE = "transformers"
 SERVING_FORMATS = ("fp32", "bf16", "fp16")
+# why an encoder-decoder's default engine is SERVING_ENGINE (estimate/device.py engine_rule): _ENGINE_REASON in short
+SERVING_ENGINE_WHY = (f"an encoder-decoder (T5) is modelled on {SERVING_ENGINE} generate() only (vLLM has no T5; "
+                      "SGLang's and llama.cpp's are not modelled)")
 _ENGINE_REASON = {
     "vllm": "vLLM has no T5 (no T5ForConditionalGeneration in vllm/model_executor/models/registry.py "
             "_TEXT_GENERATION_MODELS @0002bff0)",
