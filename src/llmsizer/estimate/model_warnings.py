@@ -17,8 +17,8 @@ What the estimators refuse rather than size (``refuse_unmodelled``, one line, ex
   formulas/encoder_decoder_serving.py), its weights in fp32, bf16 or fp16, on one device, text only. vLLM has no
   T5 (``_TEXT_GENERATION_MODELS`` of vllm/model_executor/models/registry.py @0002bff0 lists no
   T5ForConditionalGeneration / MT5ForConditionalGeneration); SGLang is not modelled for it (not checked); llama.cpp runs T5 (LLM_ARCH_T5) but keeps no cross-attention cache: every decode step
-  projects the kept encoder output to K/V again (src/models/t5-dec.cpp L66-70 @e062ff9c, ``wk_cross`` / ``wv_cross``
-  over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
+  projects the kept encoder output to K/V again (src/models/t5-dec.cpp L70-79 @e062ff9c: ``wk_cross`` L75 and
+  ``wv_cross`` L78 over ``embd_enc``), a memory and time rule not modelled here. ``recommend`` (a search over engines and formats)
   refuses it too.
 - Training one other than as measured: its saved activations (formulas/encoder_decoder_activations.py eqs. E4, E5)
   are counted for ``T5_TRAINING`` alone (fp32, eager attention, no checkpointing, one device, plain cross-entropy),
@@ -106,7 +106,7 @@ _ENGINE_REASON = {
             "_TEXT_GENERATION_MODELS @0002bff0)",
     "sglang": "SGLang's support for T5 is not checked or modelled",
     "llamacpp": "llama.cpp runs T5 without a cross-attention cache (each decode step re-projects the encoder output, "
-                "src/models/t5-dec.cpp L66-70 @e062ff9c), which is not modelled",
+                "src/models/t5-dec.cpp L70-79 @e062ff9c), which is not modelled",
 }
 
 

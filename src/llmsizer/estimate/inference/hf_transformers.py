@@ -99,6 +99,7 @@ def compose_transformers(ctx: Context) -> None:
     acc.span("host_runtime", E.TORCH_HOST_RUNTIME, "host")
 
 
+# line numbers of transformers v5.24.0 (the release formulas/encoder_decoder_serving.py is read from; checked there)
 FP16_T5 = ("T5 v1.1 / mT5 / T0 / mT0 activations overflow float16 (transformers clamps inf in T5Block.forward, "
            "modeling_t5.py L472-479, and keeps wo in fp32 on an fp16 load: L542, modeling_utils.py L3848-3852, "
            "issue #20287); serve them in bf16 or fp32")
