@@ -24,7 +24,7 @@ from ..models import load_model
 from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
-from ..specs.workload import default_output_tokens, normalize_engine
+from ..specs.workload import normalize_engine, prompt_and_output
 from . import efficiency as E
 from . import ranges as R
 from .device import (
@@ -477,13 +477,6 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
                         "once assumes every layer on one device")
         return replace(sp, decode_single=t, details=details)
     return replace(sp, decode=t, decode_single=t, details=details)
-
-
-def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:
-    """(prompt tokens, output tokens) of a sequence of ``context`` tokens: output_tokens when given, else
-    ``default_output_tokens`` (specs/workload.py: min(256, context / 2), the one default)."""
-    prompt = max(1, context - (output_tokens if output_tokens is not None else default_output_tokens(context)))
-    return prompt, context - prompt
 
 
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, Any], ...]], Any] = {}

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device
 from ..estimate.engines import step_host
-from ..estimate.fit import FitResult, fit, need_per_device, per_replica, prompt_and_output
+from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
@@ -28,7 +28,7 @@ from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from ..specs.training import ALL_LINEAR
-from ..specs.workload import ENGINE_NAMES
+from ..specs.workload import ENGINE_NAMES, prompt_and_output
 from ..units import format_bytes, format_count
 from . import pricing as P
 from .common import JobNotes, Sec, deadline_seconds, geometric_points

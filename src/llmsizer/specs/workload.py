@@ -106,6 +106,15 @@ def default_output_tokens(context: int) -> int:
     return min(DEFAULT_OUTPUT_TOKENS, context // 2)
 
 
+def prompt_and_output(context: int, output_tokens: int | None) -> tuple[int, int]:
+    """(prompt tokens, output tokens) of a sequence of ``context`` tokens: output_tokens when given, else
+    ``default_output_tokens``; the prompt at least one token and the two summing to ``context`` (an output of the
+    whole context leaves one prompt token and one output token fewer). The one split of memory (an encoder-decoder's
+    source and target, a decoder's prompt), speed (fit's TTFT and decode) and plans."""
+    prompt = max(1, context - (output_tokens if output_tokens is not None else default_output_tokens(context)))
+    return prompt, context - prompt
+
+
 def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> None:
     """Each named numeric field of a workload (None: not given) through the one number check (numbers.py), so a
     Python caller's ``context="8k"``, ``memory="24GiB"``, ``concurrency=2.5`` or NaN gets one line naming the field

@@ -17,7 +17,7 @@ from ...formulas.kv_cache import cross_attention_kv, kv_dtype_bytes
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...formulas.weight_formats import largest_quantized_matrix
 from ...result import Item, Location
-from ...specs.workload import default_output_tokens
+from ...specs.workload import default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
 from ..model_warnings import source_length_warning
@@ -33,7 +33,7 @@ def compose_transformers(ctx: Context) -> None:
     out = acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
                      "not given: min(256, context / 2) generated tokens, the one default of estimates, plans and "
                      "the web calculator (specs/workload.py default_output_tokens)")
-    prompt = max(w.context - out, 1)
+    prompt = prompt_and_output(w.context, int(out))[0]
     attention = acc.assume("attention", "sdpa", w.attention if "attention" in (w.given or ()) else None,
                            "transformers default attn_implementation (no score matrix kept)")
     pre = prefill_activation_bytes(spec, w.concurrency, prompt, prompt, ctx.act_bytes, attention,
@@ -111,10 +111,10 @@ def compose_t5(ctx: Context, loc: Location) -> None:
     the end of decoding: self K/V over the target + cross K/V over the source + the kept encoder output + the
     last step's transient (eq. S5))."""
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
-    out = int(acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
-                         "not given: min(256, context / 2) generated tokens (specs/workload.py "
-                         "default_output_tokens); for an encoder-decoder the target tokens, the decoder's length"))
-    source = max(w.context - out, 1)
+    asked = int(acc.assume("output_tokens", default_output_tokens(w.context), w.output_tokens,
+                           "not given: min(256, context / 2) generated tokens (specs/workload.py "
+                           "default_output_tokens); for an encoder-decoder the target tokens, the decoder's length"))
+    source, out = prompt_and_output(w.context, asked)  # the split fit's speed takes (one rule)
     long = source_length_warning(spec, source)
     if long is not None:
         acc.warnings.append(long)
