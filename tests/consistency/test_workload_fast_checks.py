@@ -26,11 +26,11 @@ def test_each_engine_setting_refused_on_another_engine(name: str) -> None:
     for engine in ENGINES:
         kw = {name: SETTING_VALUES[name], "engine": engine}
         if engine in owners:
-            assert getattr(InferenceWorkload(**kw), name) is not None
+            assert getattr(InferenceWorkload(**kw), name) == SETTING_VALUES[name]
         else:
             with pytest.raises(InputError, match=f"^{name} applies to engine {' or '.join(owners)}, not {engine}$"):
                 InferenceWorkload(**kw)
-    assert getattr(InferenceWorkload(**{name: SETTING_VALUES[name]}), name) is not None  # no engine: not yet checked
+    assert getattr(InferenceWorkload(**{name: SETTING_VALUES[name]}), name) == SETTING_VALUES[name]  # no engine yet
 
 
 @pytest.mark.parametrize(("name", "rng"), INFERENCE_NUMBERS)

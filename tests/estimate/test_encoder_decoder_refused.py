@@ -22,8 +22,11 @@ SEQ2SEQ = ["t0_3b", "mt0-xxl"]
 def test_python_api_serves_on_transformers_and_refuses_the_rest(name):
     est = estimate_inference(name, engine="transformers", context=1024, output_tokens=128, concurrency=4)
     ed = est.details["encoder_decoder"]
-    assert (ed["source_tokens"], ed["target_tokens"]) == (896, 128) and est.item("weights").bytes > 0
-    assert est.details["params_total"] == (2_849_757_184 if name == "t0_3b" else 12_921_057_280)
+    assert (ed["source_tokens"], ed["target_tokens"]) == (896, 128)
+    params = 2_849_757_184 if name == "t0_3b" else 12_921_057_280  # = T5ForConditionalGeneration (test_t5_params)
+    assert est.details["params_total"] == params
+    # every weight in the stored dtype: mt0-xxl's config.json states float32; T0_3B's states none (bf16 assumed)
+    assert est.item("weights").bytes == (2 if name == "t0_3b" else 4) * params
     with pytest.raises(InputError, match=r"encoder-decoder .*not on vllm: vLLM has no T5 .*registry.py"):
         estimate_inference(name, engine="vllm")
     with pytest.raises(InputError, match=r"encoder-decoder .*not on llamacpp: .*t5-dec.cpp"):
@@ -40,7 +43,11 @@ def test_cli_answers_serving_on_transformers(argv):
     code, out, err = run(*argv, "--json")
     assert code == 0, err
     body = json.loads(out)
-    assert "transformers" in json.dumps(body) and "encoder_decoder" in json.dumps(body)
+    memory = body["memory"] if argv[0] == "fit" else body
+    (engine,) = [a["value"] for a in memory["assumptions"] if a["name"] == "engine"]
+    assert engine == "transformers" and (argv[0] != "fit" or body["engine"] == "transformers")
+    ed = memory["details"]["encoder_decoder"]
+    assert ed["source_tokens"] + ed["target_tokens"] == 4096  # the default context: source + target
 
 
 @pytest.mark.parametrize("argv", [
