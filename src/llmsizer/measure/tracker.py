@@ -7,7 +7,8 @@ On CPU this is the exact working set of tensors of the run as traced; on CUDA it
 ``torch.cuda.max_memory_allocated`` counts before the caching allocator rounds each block up to 512 bytes.
 The mode itself changes one thing autograd does: every output gets a Python wrapper holding a reference, so the
 engine's input-buffer sums, in place untraced when nothing else references the buffered gradient
-(torch/csrc/autograd/input_buffer.cpp ``can_accumulate_inplace``), are made out of place: one more gradient-sized
+(torch/csrc/autograd/input_buffer.cpp ``can_accumulate_inplace``, pytorch @ 4537ef6 lines 73-84, as
+formulas/training_activations.py cites it), are made out of place: one more gradient-sized
 tensor while such a sum runs (and a CUDA run's ``max_memory_allocated`` over a traced pass sees it too). Against the
 CPU allocator's own records (tests/training/measure_step.py ``AllocatorBytes``) the step peaks of the tiny test
 models agree (0 to 15 kB less here: RNG states a checkpoint keeps); a moment such as a tied fp32 embedding's
