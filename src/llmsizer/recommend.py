@@ -289,13 +289,17 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     return opt
 
 
+# how reading_floor_unchecked's reason starts: `models --fits-on`'s text reads its warnings for it (one wording)
+FLOOR_UNCHECKED = "decode speed unknown"
+
+
 def reading_floor_unchecked(device: Device) -> str | None:
     """Why ``best_option_on`` (``models --fits-on``) judges ``device`` on memory only, or None when it checks the
     reading-speed floor: a device with no sourced memory bandwidth (``gpu``, ``cpu``, a detected machine) has no decode
     speed to compare with the floor (efficiency.READING_RATE_TOKENS_PER_SECOND), which the caller did not ask for."""
     if device.bandwidth is not None:
         return None
-    return (f"decode speed unknown: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
+    return (f"{FLOOR_UNCHECKED}: {device.id} has no sourced memory bandwidth, so the reading-speed floor "
             f"({E.READING_RATE_TOKENS_PER_SECOND:.2f} tokens/s per user) is not checked and fit is judged on memory "
             "only; give memory_bandwidth in a hardware file (--hardware-file; `llmsizer hardware detect -o FILE` "
             "writes one for this machine) or name a catalog device")

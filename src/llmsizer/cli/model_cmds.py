@@ -138,8 +138,10 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
 
 
 def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
+    from ..recommend import FLOOR_UNCHECKED
+
     data, _, opts = fits_on_answer(found, args)
-    unchecked = any(w.startswith("decode speed unknown") for w in data["warnings"])
+    unchecked = any(w.startswith(FLOOR_UNCHECKED) for w in data["warnings"])
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     rows = []
