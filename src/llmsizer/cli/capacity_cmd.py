@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_output, regular_file
-from ..render.markdown import format_seconds
 from ..render.safe import say
+from ..units import format_seconds
 from .commands import COMMAND_HELP
 from .common import emit_json, needs_subcommand
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
-from ..units import format_bytes
+from ..units import format_bytes, format_seconds
 from .result import Check, JobPlan
 
 SENSITIVE = ("confidential", "restricted")
@@ -25,15 +25,7 @@ LONG_INTERVAL_SECONDS = 4 * 3600
 
 
 def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    return "?" if seconds is None else format_seconds(seconds)
 
 
 def fmt_disk(n: float | None) -> str:

@@ -30,9 +30,8 @@ from ..numbers import (
     Range,
     check_number,
 )
-from ..units import parse_bytes, parse_count, parse_tokens
+from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens
 
-HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
 
 _NUM = r"([0-9][0-9_,]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+)"
