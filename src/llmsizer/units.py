@@ -162,6 +162,13 @@ def format_seconds(seconds: float) -> str:
     return f"{s / 3600 / HOURS_PER_MONTH:.1f} months"
 
 
+def format_usd(x: float) -> str:
+    """Format US dollars for people: whole dollars from $100 ("$1,234"), cents below ("$6.88")."""
+    if abs(x) >= 100:
+        return f"${x:,.0f}"
+    return f"${x:,.2f}"
+
+
 def format_count(n: float) -> str:
     """Format a parameter or token count with a decimal suffix (K, M, B, T)."""
     x = float(n)

@@ -224,3 +224,11 @@ def test_checks_say_a_duration_as_the_report_does(jobs):
     assert missed.message == f"the run is estimated at {run} but the deadline leaves {left}"
     short = next(c for c in plan.checks if c.id == "expected-duration-short")
     assert short.message.endswith(f"the estimate is {run}")
+
+
+def test_checks_say_money_as_the_report_does():
+    """A budget under $100 keeps its cents in a check, as in the plan's cost table (units.format_usd): a $0.50/h
+    budget is not '$0/h'."""
+    _, checks = checks_of(request(edit(INF, budget={"per_hour": "$0.5/h"})))
+    c = next(c for c in checks if c.id == "budget-exceeded")
+    assert c.message == "$1.00/h against $0.50/h"

@@ -12,13 +12,12 @@ from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import seq_len_step
 from ..numbers import COUNT
-from ..render.markdown import format_usd
 from ..render.safe import say
 from ..render.text import render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
-from ..units import format_count, format_seconds
+from ..units import format_count, format_seconds, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, training_fields

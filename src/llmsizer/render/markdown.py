@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan.result import Chart, Check, Figure, JobPlan, Plan, Section
-from ..units import format_bytes, format_count, format_seconds
+from ..units import format_bytes, format_count, format_seconds, format_usd
 from .safe import md_text
 
 SEVERITY_LABEL = {"error": "ERROR", "warning": "WARNING", "info": "NOTE"}
@@ -18,12 +18,6 @@ def format_bits(bytes_per_second: float) -> str:
         if bits >= size:
             return f"{bits / size:.3g} {unit}"
     return f"{bits:.3g} b/s"
-
-
-def format_usd(x: float) -> str:
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    return f"${x:,.2f}"
 
 
 def format_value(value: Any, unit: str) -> str:
