@@ -1,7 +1,8 @@
 import pytest
 
 from llmsizer.errors import InputError, MissingUnitError
-from llmsizer.units import GiB, format_bytes, parse_bytes, parse_count, parse_tokens
+from llmsizer.request.quantities import parse_duration
+from llmsizer.units import GiB, format_bytes, format_seconds, parse_bytes, parse_count, parse_tokens
 
 
 @pytest.mark.parametrize("text,expected", [
@@ -38,3 +39,12 @@ def test_format_bytes_never_mixes_units():
     assert format_bytes(GiB) == "1.00 GiB"
     assert format_bytes(10**9, binary=False) == "1.00 GB"
     assert format_bytes(10**9) == "953.67 MiB"
+
+
+@pytest.mark.parametrize("typed, shown", [
+    ("500 ms", "500 ms"), ("30 s", "30.0 s"), ("60 min", "60 min"), ("12h", "12.0 h"), ("3 days", "3.0 days"),
+    ("6 months", "6.0 months"), ("1 year", "12.0 months"),
+])
+def test_format_seconds_says_back_what_a_request_file_typed(typed, shown):
+    """A duration read from a request file (request/quantities.py: a month is 730 h) is shown in the same unit."""
+    assert format_seconds(parse_duration(typed)) == shown

@@ -59,7 +59,7 @@ from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
 from .suggest import did_you_mean
-from .units import format_bytes, format_count
+from .units import format_bytes, format_count, format_seconds
 
 MAX_REPLICAS = 64
 MAX_NODES = 512
@@ -757,8 +757,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             nodes = math.ceil(one / c.deadline)
             if nodes > MAX_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
-                    f"{one / 3600:.1f} h on one {'instance' if cand.instance else 'device'} misses the "
-                    f"{c.deadline / 3600:.1f} h deadline" + ("" if cand.instance else " (local hardware does not scale out)"),)))
+                    f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
+                    f"{format_seconds(c.deadline)} deadline" + ("" if cand.instance else " (local hardware does not scale out)"),)))
                 continue
             # several instances: fit --train --count N x the instance's devices (memory, and the duration with the
             # collectives over the instance's network), adding instances while the network keeps it past the deadline
@@ -773,8 +773,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             if not many.fits or secs > c.deadline:
                 rejected.append(Option(**stub, replicas=nodes, status="rejected", training_seconds=secs,
                                        reasons=many.reasons if not many.fits else (
-                                           f"{secs / 3600:.1f} h on {nodes} instances misses the "
-                                           f"{c.deadline / 3600:.1f} h deadline",)))
+                                           f"{format_seconds(secs)} on {nodes} instances misses the "
+                                           f"{format_seconds(c.deadline)} deadline",)))
                 continue
             fr = many
             reasons.append(f"{nodes} instances to meet the deadline (collectives over the instance's network)")
@@ -795,7 +795,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     if meets:
         f0 = meets[0]
         meets[0] = _replace(f0, status="chosen", reasons=(
-            f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {(f0.training_seconds or 0) / 3600:.1f} h)"
+            f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {format_seconds(f0.training_seconds or 0)})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
     rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0))
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},

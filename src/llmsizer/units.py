@@ -21,6 +21,10 @@ MiB = 1024**2
 GiB = 1024**3
 TiB = 1024**4
 
+# A month is 730 hours (8760 / 12, the AWS Pricing Calculator's "730 hours in a month"): the month a request file's
+# "6 months" means (request/quantities.py), a service is priced by (plan/) and a duration is shown in (format_seconds).
+HOURS_PER_MONTH = 730.0
+
 _BYTE_UNITS: dict[str, float] = {
     "b": 1 / 8, "bit": 1 / 8, "bits": 1 / 8,
     "B": 1, "byte": 1, "bytes": 1,
@@ -139,6 +143,30 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     if i == 0:
         return f"{sign}{int(x)} B"
     return f"{sign}{x:.2f} {units[i]}"
+
+
+def format_seconds(seconds: float) -> str:
+    """Format a duration for people, the one way every renderer and message says one: ms below 1 s, s (one
+    decimal) below 90 s, min below 90 min, h below 2 days, days below 120 days, then months of ``HOURS_PER_MONTH``."""
+    s = float(seconds)
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 90:
+        return f"{s:.1f} s"
+    if s < 5400:
+        return f"{s / 60:.0f} min"
+    if s < 2 * 86400:
+        return f"{s / 3600:.1f} h"
+    if s < 120 * 86400:
+        return f"{s / 86400:.1f} days"
+    return f"{s / 3600 / HOURS_PER_MONTH:.1f} months"
+
+
+def format_usd(x: float) -> str:
+    """Format US dollars for people: whole dollars from $100 ("$1,234"), cents below ("$6.88")."""
+    if abs(x) >= 100:
+        return f"${x:,.0f}"
+    return f"${x:,.2f}"
 
 
 def format_count(n: float) -> str:

@@ -233,7 +233,7 @@ def test_item6_adapter_training_is_faster_than_full_and_train_prints_a_duration(
     assert lora.flops.per_token / full.flops.per_token < gemm_lora / gemm_full
     assert lora.seconds / full.seconds < 0.85
     code, text, _ = run("train", "llama-3.1-8b", "--method", "lora", "--device", "h100-sxm", "--tokens", "1B")
-    assert code == 0 and "duration:" in text and "h wall clock" in text
+    assert code == 0 and "duration:" in text and " wall clock" in text
 
 
 def test_item7_the_output_says_what_is_live_at_the_peak() -> None:
@@ -645,3 +645,18 @@ def test_fit_train_times_the_zero_stage_its_memory_takes() -> None:
     assert zero and zero[0] >= 1
     assert r.duration is not None and r.duration.step is not None
     assert r.duration.step.sharding == ("full" if zero[0] == 3 else f"zero{zero[0]}")
+
+
+def test_train_says_its_wall_clock_as_the_plan_does() -> None:
+    """`train --device --tokens` and `fit --train` say a run's wall clock and its calibrated range in the plan's
+    words (units.format_seconds: days past 2 days), from the seconds their --json gives."""
+    from llmsizer.units import format_seconds
+
+    args = ("train", "llama-3.1-8b", "--device", "h100-sxm", "--tokens", "10B")
+    code, text, _ = run(*args)
+    _, out, _ = run(*args, "--json")
+    d = json.loads(out)["duration"]
+    lo, hi = d["calibrated_seconds_range"]
+    assert d["seconds"] > 2 * 86400
+    assert (f"= {format_seconds(d['seconds'])} wall clock ({format_seconds(lo)} - {format_seconds(hi)} calibrated "
+            "range)") in text

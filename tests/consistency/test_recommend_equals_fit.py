@@ -88,3 +88,20 @@ def test_metric_serves_both_modes_of_fit_and_recommend() -> None:
     a = cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--train", "--metric", "reserved")
     b = cli("fit", "llama-3.1-8b", "--device", "h100-sxm", "--train")
     assert a["memory_per_device"] > b["memory_per_device"]  # the allocator's reserve is counted
+
+
+def test_recommend_says_durations_as_the_plan_does() -> None:
+    """A missed deadline and the chosen run's time are said with units.format_seconds (the plan's words), from the
+    seconds the same answer gives: '3.0 days', not '72.0 h'."""
+    from llmsizer.units import format_seconds
+
+    deadline = 3 * 86400
+    rec = cli("recommend", "llama-3.1-8b", "--train", "--tokens", "20B", "--method", "lora", "--deadline", "3 days",
+              "--provider", "aws")
+    chosen = rec["options"][0]
+    assert chosen["reasons"][0].endswith(f", {format_seconds(chosen['training_seconds'])})")
+    missed = [o for o in rec["rejected"] if any("misses the" in r for r in o["reasons"])]
+    assert missed
+    for o in missed:
+        assert o["reasons"][0].startswith(f"{format_seconds(o['training_seconds'])} on ")
+        assert o["reasons"][0].endswith(f"misses the {format_seconds(deadline)} deadline")

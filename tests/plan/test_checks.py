@@ -204,3 +204,31 @@ def test_the_template_plans():
     from llmsizer.request.template import template
     plan = make_plan(parse_request(template(), source="template.yaml"), alternatives=False)
     assert [j.kind for j in plan.jobs] == ["training", "inference"]
+
+
+@pytest.mark.parametrize("jobs", [
+    [edit(TRN, deadline="1 s", expected_duration="2 s")],  # below 90 s: "1.0 s" in the tables, not "1 s"
+    [edit(TRN, checkpoints__resume=False, settings__train_tokens="2T tokens", checkpoints__storage="1 TB",
+          resources__storage="5 TB", deadline="30 days", expected_duration="30 days")],  # past 120 days: months
+], ids=["seconds", "months"])
+def test_checks_say_a_duration_as_the_report_does(jobs):
+    """A check's message and the plan's duration table (every renderer: text, Markdown, HTML) show the same
+    duration in the same words: units.format_seconds is the one formatter."""
+    from llmsizer.render.markdown import format_value
+
+    req = parse_request(request(*jobs), source="r.yaml")
+    plan = make_plan(req, alternatives=False)
+    dur = plan.jobs[0].section("duration")
+    run, left = (format_value(dur.value(k), "s") for k in ("seconds", "deadline"))
+    missed = next(c for c in plan.checks if c.id == "deadline-missed")
+    assert missed.message == f"the run is estimated at {run} but the deadline leaves {left}"
+    short = next(c for c in plan.checks if c.id == "expected-duration-short")
+    assert short.message.endswith(f"the estimate is {run}")
+
+
+def test_checks_say_money_as_the_report_does():
+    """A budget under $100 keeps its cents in a check, as in the plan's cost table (units.format_usd): a $0.50/h
+    budget is not '$0/h'."""
+    _, checks = checks_of(request(edit(INF, budget={"per_hour": "$0.5/h"})))
+    c = next(c for c in checks if c.id == "budget-exceeded")
+    assert c.message == "$1.00/h against $0.50/h"

@@ -217,6 +217,7 @@ def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):
     from llmsizer.plan import make_plan
     from llmsizer.provider.needs import needs_from_plan
     from llmsizer.request import load_request, parse_request
+    from llmsizer.units import format_seconds
 
     text = (ROOT / "examples" / "lora-finetune-and-chat.yaml").read_text()
     req = load_request(ROOT / "examples" / "lora-finetune-and-chat.yaml")
@@ -238,7 +239,7 @@ def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):
     a100_hours = make_plan(a100, alternatives=False).jobs[0].facts["seconds"] / 3600
     h100_hours = need.seconds / 3600
     assert abs(a100_hours - h100_hours) > 1  # the two devices differ: the test can tell them apart
-    assert f"about {a100_hours:.1f} h on a100-sxm-80gb" in alt, (alt, a100_hours, h100_hours)
+    assert f"about {format_seconds(a100_hours * 3600)} on a100-sxm-80gb" in alt, (alt, a100_hours, h100_hours)
 
 
 def test_jobs_of_one_request_do_not_share_devices():

@@ -112,3 +112,14 @@ def test_shares_and_dates():
     assert Q.parse_date("2025-07-01") == dt.date(2025, 7, 1)
     assert Q.parse_date_or_duration("3 weeks") == (None, 21 * 86400)
     assert Q.parse_date_or_duration(dt.date(2025, 7, 1)) == (dt.date(2025, 7, 1), None)
+
+
+@pytest.mark.parametrize("parse", [Q.parse_size, Q.parse_plain_count, Q.parse_token_count, Q.parse_context],
+                         ids=lambda f: f.__name__)
+def test_a_misread_quantity_gets_one_hint(parse):
+    """True (YAML's `yes`) and a word are misread alike, so both messages give the same way to write the value."""
+    with pytest.raises(InputError) as as_bool:
+        parse(True)
+    with pytest.raises(InputError) as as_word:
+        parse("lots")
+    assert str(as_bool.value).removeprefix("cannot read True") == str(as_word.value).removeprefix("cannot read 'lots'")

@@ -13,8 +13,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..inputs import check_output, regular_file
-from ..render.markdown import format_seconds
 from ..render.safe import say
+from ..units import format_seconds
 from .commands import COMMAND_HELP
 from .common import emit_json, needs_subcommand
 
@@ -373,7 +373,7 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
     out = []
     for c in checks:
         n = c.need
-        span = "ongoing (held until released)" if n.ongoing else f"{n.seconds / 3600:.1f} h"
+        span = "ongoing (held until released)" if n.ongoing else format_seconds(n.seconds)
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
             + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
         out.append(head)

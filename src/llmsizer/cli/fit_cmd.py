@@ -11,11 +11,10 @@ from ..estimate.fit import FitResult, fit, fit_training, target_and_count
 from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp, gpu_free
 from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
 from ..render.fit_text import render_fit
-from ..render.markdown import format_usd
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import engine_rule_text, normalize_engine
-from ..units import MiB
+from ..units import MiB, format_usd
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,

@@ -12,13 +12,12 @@ from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
 from ..estimate.training.reverse import seq_len_step
 from ..numbers import COUNT
-from ..render.markdown import format_usd
 from ..render.safe import say
 from ..render.text import render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
-from ..units import format_count
+from ..units import format_count, format_seconds, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, training_fields
@@ -194,7 +193,7 @@ def render_duration(d: Duration) -> str:
                     if st.optimizer_seconds else "")
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
-    line += (f" = {d.seconds / 3600:,.1f} h wall clock"
-             + (f" ({rng[0] / 3600:,.1f}-{rng[1] / 3600:,.1f} h calibrated range)" if rng else "")
+    line += (f" = {format_seconds(d.seconds)} wall clock"
+             + (f" ({format_seconds(rng[0])} - {format_seconds(rng[1])} calibrated range)" if rng else "")
              + f", {d.device_hours or 0:,.1f} device-hours")
     return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])

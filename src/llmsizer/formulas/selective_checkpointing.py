@@ -75,6 +75,13 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
             out.append((f"{name} lora_A", width_in, st.rank, True))
             out.append((f"{name} lora_B", st.rank, width, True))
 
+    def mlp(name: str, role: str, width: int) -> None:  # gate (a gated MLP only), up, down; column/row-parallel
+        i_w = _div(width, tp)
+        if spec.mlp_gated:
+            linear(f"{name}gate", f"{role}gate", h, i_w, spec.mlp_bias)
+        linear(f"{name}up", f"{role}up", h, i_w, spec.mlp_bias)
+        linear(f"{name}down", f"{role}down", i_w, h, spec.mlp_bias)
+
     # the layer's own schedule (hybrid and state-space models: specs/model.py layer_types, recurrent_layers,
     # ffn_layers): a Mamba- or MoE-only Nemotron-H layer has no attention projections, an attention-only one no MLP
     if spec.layer_types[layer] != "none" or spec.cross_attention_layers[layer]:
@@ -89,25 +96,11 @@ def layer_matmul_shapes(spec: ModelSpec, layer: int, st: ActivationSetup) -> lis
             # then the shared experts (transformers modeling_nemotron_h.py lines 745-757); replicated, not TP-split
             linear("latent in", "ffn_latent_in", h, latent, spec.mlp_bias)
             linear("latent out", "ffn_latent_out", latent, h, spec.mlp_bias)
-        shared = spec.moe.shared_intermediate_size
-        if shared:
-            i_w = _div(shared, tp)
-            if spec.mlp_gated:
-                linear("shared gate", "ffn_shexp_gate", h, i_w, spec.mlp_bias)
-                linear("shared up", "ffn_shexp_up", h, i_w, spec.mlp_bias)
-            else:
-                linear("shared up", "ffn_shexp_up", h, i_w, spec.mlp_bias)
-            linear("shared down", "ffn_shexp_down", i_w, h, spec.mlp_bias)
+        if spec.moe.shared_intermediate_size:
+            mlp("shared ", "ffn_shexp_", spec.moe.shared_intermediate_size)
         return out
-    if not spec.ffn_layers[layer]:
-        return out
-    i_w = _div(spec.intermediate_size, tp)
-    if spec.mlp_gated:
-        linear("gate", "ffn_gate", h, i_w, spec.mlp_bias)
-        linear("up", "ffn_up", h, i_w, spec.mlp_bias)
-    else:
-        linear("up", "ffn_up", h, i_w, spec.mlp_bias)
-    linear("down", "ffn_down", i_w, h, spec.mlp_bias)
+    if spec.ffn_layers[layer]:
+        mlp("", "ffn_", spec.intermediate_size)
     return out
 
 

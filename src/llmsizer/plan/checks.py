@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
-from ..units import format_bytes
+from ..units import format_bytes, format_seconds, format_usd
 from .result import Check, JobPlan
 
 SENSITIVE = ("confidential", "restricted")
@@ -25,23 +25,11 @@ LONG_INTERVAL_SECONDS = 4 * 3600
 
 
 def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+    return "?" if seconds is None else format_seconds(seconds)
 
 
 def fmt_disk(n: float | None) -> str:
     return "?" if n is None else format_bytes(n, binary=False)
-
-
-def fmt_usd(x: float | None) -> str:
-    return "?" if x is None else f"${x:,.0f}"
 
 
 class _Ctx:
@@ -353,23 +341,23 @@ def budget(c: _Ctx) -> Iterator[Check]:
             continue
         if b.total is not None and cost is not None and cost > b.total:
             yield c.check("budget-exceeded", "error", "Over budget",
-                          f"estimated {fmt_usd(cost)} against a budget of {fmt_usd(b.total)}", j, "budget.total",
+                          f"estimated {format_usd(cost)} against a budget of {format_usd(b.total)}", j, "budget.total",
                           "a cheaper option (see the cost per option), fewer tokens, or a larger budget")
         if b.per_month is not None and month is not None and month > b.per_month:
             yield c.check("budget-exceeded", "error", "Over the monthly budget",
-                          f"estimated {fmt_usd(month)} per month against {fmt_usd(b.per_month)}", j, "budget.per_month")
+                          f"estimated {format_usd(month)} per month against {format_usd(b.per_month)}", j, "budget.per_month")
         if b.per_hour is not None and price is not None and price > b.per_hour:
             yield c.check("budget-exceeded", "error", "Over the hourly budget",
-                          f"{fmt_usd(price)}/h against {fmt_usd(b.per_hour)}/h", j, "budget.per_hour")
+                          f"{format_usd(price)}/h against {format_usd(b.per_hour)}/h", j, "budget.per_hour")
     tb = c.req.budget
     if tb.total is not None and total_cost > tb.total:
         yield c.check("budget-exceeded", "error", "The request is over budget",
-                      f"all jobs together are estimated at {fmt_usd(total_cost)}"
+                      f"all jobs together are estimated at {format_usd(total_cost)}"
                       + (f" (not counting {', '.join(unknown)}, unpriced)" if unknown else "")
-                      + f" against {fmt_usd(tb.total)}", None, "budget.total")
+                      + f" against {format_usd(tb.total)}", None, "budget.total")
     if tb.per_month is not None and total_month > tb.per_month:
         yield c.check("budget-exceeded", "error", "The request is over its monthly budget",
-                      f"services cost {fmt_usd(total_month)} per month against {fmt_usd(tb.per_month)}", None,
+                      f"services cost {format_usd(total_month)} per month against {format_usd(tb.per_month)}", None,
                       "budget.per_month")
 
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ..units import format_seconds
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
 from .quota import USAGE, check_quota, usage_resource
 from .windows import within
@@ -655,7 +656,7 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
-                       + (f", about {alt.seconds / 3600:.1f} h on {dev} (estimate/duration.py), ends "
+                       + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
                           f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
     if need.kind == "training" and need.run_seconds is not None:
         # more devices for a shorter run (eq. (3) scales linearly with devices: an upper bound on the gain)
@@ -670,7 +671,7 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
             p = _fits_by_deadline(alt, inv, bookings)
             if p is not None:
                 out.append(f"more devices for a shorter run: {alt.devices} x {need.device} on {alt.nodes} node(s), "
-                           f"about {alt.seconds / 3600:.1f} h (linear scaling assumed)")
+                           f"about {format_seconds(alt.seconds)} (linear scaling assumed)")
                 break
     elif need.kind != "training":
         # a quantized model: 8-bit weights roughly halve the memory a replica needs

@@ -7,7 +7,8 @@ from html import escape
 
 from .._version import __version__
 from ..plan.result import Check, JobPlan, Plan, Section
-from .markdown import SEVERITY_LABEL, format_usd, format_value
+from ..units import format_usd
+from .markdown import SEVERITY_LABEL, format_value
 from .svg import render_chart
 
 CSS = """

@@ -6,24 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..plan.result import Chart, Check, Figure, JobPlan, Plan, Section
-from ..units import format_bytes, format_count
+from ..units import format_bytes, format_count, format_seconds, format_usd
 from .safe import md_text
 
 SEVERITY_LABEL = {"error": "ERROR", "warning": "WARNING", "info": "NOTE"}
-
-
-def format_seconds(s: float) -> str:
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 90:
-        return f"{s:.1f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    if s < 120 * 86400:
-        return f"{s / 86400:.1f} days"
-    return f"{s / 86400 / 30.4167:.1f} months"
 
 
 def format_bits(bytes_per_second: float) -> str:
@@ -32,12 +18,6 @@ def format_bits(bytes_per_second: float) -> str:
         if bits >= size:
             return f"{bits / size:.3g} {unit}"
     return f"{bits:.3g} b/s"
-
-
-def format_usd(x: float) -> str:
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    return f"${x:,.2f}"
 
 
 def format_value(value: Any, unit: str) -> str:

@@ -172,7 +172,8 @@ def plan_text(plan: Plan) -> str:
 def plan_html(plan: Plan) -> str:
     """A ``Plan`` as an HTML fragment: checks, totals, and per job its hardware, every figure with its formula,
     notes, assumptions and warnings. (``llmsizer.render.html.render_html`` writes the full report with charts.)"""
-    from .markdown import SEVERITY_LABEL, check_line, format_usd, format_value
+    from ..units import format_usd
+    from .markdown import SEVERITY_LABEL, check_line, format_value
     e, w, i = (len(plan.checks_of(s)) for s in ("error", "warning", "info"))
     parts = [f"<h4>Plan: {escape(plan.title)}  ({escape(plan.source)})</h4>",
              _lines([f"checks: {e} error(s), {w} warning(s), {i} note(s)"])]

@@ -6,7 +6,8 @@ from ..estimate.training.compose import INFERENCE_SIZED_WARNING
 from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
-from .markdown import SEVERITY_LABEL, check_line, format_usd, format_value
+from ..units import format_usd
+from .markdown import SEVERITY_LABEL, check_line, format_value
 from .text import pool_and_need
 
 

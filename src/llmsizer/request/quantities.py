@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
 
 from ..errors import InputError, MissingUnitError
 from ..inputs import short
@@ -24,15 +25,15 @@ from ..numbers import (
     MONEY,
     RATE,
     SECONDS,
+    SIZE,
     TOKENS,
     TRAIN_TOKENS,
     NumberError,
     Range,
     check_number,
 )
-from ..units import parse_bytes, parse_count, parse_tokens
+from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens
 
-HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
 
 _NUM = r"([0-9][0-9_,]*\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+)"
@@ -76,64 +77,46 @@ def _strip_word(text: str, words: tuple[str, ...]) -> str:
     return s
 
 
-def parse_size(value: object) -> int:
-    """Bytes from "2 TB", "80GiB", "512 MiB" or a plain byte count (decimal and binary prefixes kept apart)."""
+def _via_units(value: object, parse: Callable[..., int], rng: Range, words: tuple[str, ...], bad: str) -> int:
+    """A request quantity read by its ``units.py`` parser (one rule per unit): a bool refused, an optional unit word
+    after the number ("500k tokens") dropped, the parser's own range and missing-unit messages kept, any other
+    misreading said as "cannot read VALUE as ``bad``" (what it is and how to write one)."""
     if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB'")
+        raise InputError(f"cannot read {short(value)} as {bad}")
+    if isinstance(value, str) and words:
+        value = _strip_word(value, words)
     try:
-        return parse_bytes(value, what="")  # type: ignore[arg-type]
+        return parse(value, what="", rng=rng)
     except (NumberError, MissingUnitError):
         raise
     except InputError:
-        raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
-                         "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
+        raise InputError(f"cannot read {short(value)} as {bad}") from None
+
+
+def parse_size(value: object) -> int:
+    """Bytes from "2 TB", "80GiB", "512 MiB" or a plain byte count (decimal and binary prefixes kept apart)."""
+    return _via_units(value, parse_bytes, SIZE, (), "a size; write e.g. '2 TB', '80GiB', '500 GB' (GB = 10^9 bytes, "
+                      "GiB = 2^30 bytes)")
 
 
 def parse_plain_count(value: object, words: tuple[str, ...] = (), rng: Range = AMOUNT) -> int:
     """A count such as 12, "40k", "1.5M", "8B", optionally followed by a unit word ("40k examples"), in ``rng``
     (a field's own range, e.g. traffic.concurrency's, so its message is the field's)."""
-    if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as a number; write e.g. '8', '40k', '1.5M'")
-    if isinstance(value, str):
-        value = _strip_word(value, words)
-    try:
-        return parse_count(value, what="", rng=rng)  # type: ignore[arg-type]
-    except NumberError:
-        raise
-    except InputError:
-        raise InputError(f"cannot read {short(value)} as a number; write e.g. '8', '40k', '1.5M'") from None
+    return _via_units(value, parse_count, rng, words, "a number; write e.g. '8', '40k', '1.5M'")
 
 
 def parse_token_count(value: object) -> int:
     """A number of tokens in a dataset or run: "500k tokens" = 500,000, "2B tokens" = 2 x 10^9 (decimal
     suffixes, as dataset sizes are quoted)."""
-    if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as a token count; write e.g. '500k tokens', '2B tokens'")
-    if isinstance(value, str):
-        value = _strip_word(value, ("tokens", "token"))
-    try:
-        return parse_count(value, what="", rng=TRAIN_TOKENS)  # type: ignore[arg-type]
-    except NumberError:
-        raise
-    except InputError:
-        raise InputError(f"cannot read {short(value)} as a token count; write e.g. '500k tokens', '2B tokens', "
-                         "'60M'") from None
+    return _via_units(value, parse_count, TRAIN_TOKENS, ("tokens", "token"),
+                      "a token count; write e.g. '500k tokens', '2B tokens', '60M'")
 
 
 def parse_context(value: object) -> int:
     """A sequence length: "8k" = 8192, "128k" = 131072 (binary thousands, as model publishers quote context),
     a plain number as written; an optional trailing "tokens" is ignored."""
-    if isinstance(value, bool):
-        raise InputError(f"cannot read {short(value)} as a token length; write e.g. '4096', '8k' (= 8192)")
-    if isinstance(value, str):
-        value = _strip_word(value, ("tokens", "token"))
-    try:
-        return parse_tokens(value, what="", rng=TOKENS)  # type: ignore[arg-type]
-    except NumberError:
-        raise
-    except InputError:
-        raise InputError(f"cannot read {short(value)} as a token length; write e.g. '4096', '8k' (= 8192), "
-                         "'128k'") from None
+    return _via_units(value, parse_tokens, TOKENS, ("tokens", "token"),
+                      "a token length; write e.g. '4096', '8k' (= 8192), '128k'")
 
 
 def parse_duration(value: object) -> float:

@@ -27,6 +27,7 @@ from starlette.requests import Request as StarletteRequest
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .guards import replay_first
 from .problems import Problem
 
 PATHS = frozenset(f"/api/v1/{r}" for r in ("infer", "train", "fit", "recommend", "inspect"))
@@ -89,15 +90,7 @@ class AnswerCache:
                 await send(dict(hit[0], headers=list(hit[0]["headers"])))
                 await send({"type": "http.response.body", "body": hit[1], "more_body": False})
                 return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return message
-            return await receive()
-
+        replay = replay_first(message, receive)
         start: Message | None = None
         chunks: list[bytes] = []
 

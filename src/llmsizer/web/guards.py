@@ -11,6 +11,20 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .problems import problem_response
 
+
+def replay_first(message: Message, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``message`` (a body already read, whole) once, then hands on to ``receive`` (the
+    disconnect that follows): the guard passes the body it read on, and the answer cache the one it looked at."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return message
+        return await receive()
+    return replay
+
 log = logging.getLogger("llmsizer.web")
 
 BODY_LIMIT = 1_000_000  # bytes of a request body (issue #13: 1 MB); the model-file upload has its own (sources.py)
@@ -93,17 +107,8 @@ class Guard:
             whole = await self._read(scope, receive, send_secured, limit, too_large)
             if whole is None:
                 return
-            sent = False
-
-            async def replay() -> Message:
-                nonlocal sent
-                if not sent:
-                    sent = True
-                    return whole
-                return await receive()
-
             try:
-                await self.app(scope, replay, send_secured)
+                await self.app(scope, replay_first(whole, receive), send_secured)
             except Exception:  # the routes answer their own errors; this is the last line: log it, never show it
                 log.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
                 if not started:
