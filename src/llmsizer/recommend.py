@@ -23,6 +23,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,14 @@ class Option:
         return self.device_kind == "cpu"
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) if k != "reasons" else list(self.reasons) for k in self.__dataclass_fields__}
+        # every field in order (picked in C: a search answers thousands of options), the reasons as a list
+        d = dict(zip(_OPTION_FIELDS, _option_values(self.__dict__), strict=True))
+        d["reasons"] = list(self.reasons)
+        return d
+
+
+_OPTION_FIELDS = tuple(Option.__dataclass_fields__)
+_option_values = itemgetter(*_OPTION_FIELDS)
 
 
 @dataclass(frozen=True)

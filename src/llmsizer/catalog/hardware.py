@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..frozen import fast_init
 from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..units import GiB
 
@@ -116,6 +117,7 @@ def _jedec_reading(v: Any, unit: str) -> str:
             "(JESD100B.01, JESD21-C)")
 
 
+@fast_init
 @dataclass(frozen=True)
 class Value:
     """One sourced number. ``base`` is in base units (bytes, bytes/s, FLOP/s, W, USD/h); ``raw``/``unit`` are as
@@ -151,6 +153,7 @@ _PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp16_acc16":
                "int8": ("int8",), "fp4": ("fp4",)}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Device:
     """An accelerator, an Apple chip configuration or a CPU."""
@@ -279,6 +282,7 @@ class Device:
                 "values": {k: v.to_dict() for k, v in self.values().items()}, "missing": dict(self.missing)}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Instance:
     """A cloud instance type: ``device_count`` x ``device`` plus host resources and an hourly price."""

@@ -19,6 +19,7 @@ from typing import Any
 
 INDENT = "  "
 _ESC = encode_basestring_ascii
+_CONTAINERS = frozenset((dict, list, tuple))  # never a leaf: _leaf is not asked
 _INF = float("inf")
 
 
@@ -76,7 +77,7 @@ def _encode(o: Any, out: list[str], level: int, seen: set[int], keys: dict[Any, 
     # the leaves of a list or dict are written inline (the checks of ``_leaf`` in its order, the common exact types
     # first): one append per member, its separator, key and value in one string (a 5,000-option ``recommend``
     # answer has ~120,000 members); ``keys`` holds each key's text with its ``": "`` (keys repeat across members)
-    text = _leaf(o)
+    text = None if type(o) in _CONTAINERS else _leaf(o)
     if text is not None:
         out.append(text)
     elif isinstance(o, (list, tuple)):
@@ -124,6 +125,8 @@ def _encode(o: Any, out: list[str], level: int, seen: set[int], keys: dict[Any, 
                 out.append(sep + key + int.__repr__(v))
             elif t is float:
                 out.append(sep + key + _float(v))
+            elif v is None:
+                out.append(sep + key + "null")
             else:
                 text = _leaf(v)
                 if text is not None:
