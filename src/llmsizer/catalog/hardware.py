@@ -418,6 +418,9 @@ class _Ctx:
         self.sources = sources
         self.default_source = default_source
         self.default_date = default_date
+        # a user file's shorthand values, by (text or number, its type, quantity): the same Value (frozen; a
+        # 5,000-entry file repeats a few hundred memory sizes, bandwidths, FLOP/s and prices)
+        self.shorthand: dict[tuple[Any, type, str], Value] = {}
 
     @property
     def origin(self) -> str:
@@ -462,6 +465,11 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
         return None, "no source"
     if ctx.default_source is None:
         raise ctx.fail(where, "catalog values must be value objects with a source")
+    key = (raw, type(raw), quantity) if type(raw) in (str, int, float) else None
+    if key is not None:
+        hit = ctx.shorthand.get(key)
+        if hit is not None:  # read before from the same text: the same Value (a bad one raised then)
+            return hit, ""
     unit = None
     num: Any = raw
     if isinstance(raw, str):
@@ -469,8 +477,11 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
         if not m:
             raise ctx.fail(where, f"cannot read {raw!r}; write a number with a unit, e.g. '24GiB', '1008 GB/s'")
         num, unit = float(m.group(1)), m.group(2)
-    return _convert(num, unit, quantity, where, ctx, ctx.default_source, str(ctx.default_date), "file", "", "", "",
-                    ()), ""
+    val = _convert(num, unit, quantity, where, ctx, ctx.default_source, str(ctx.default_date), "file", "", "", "",
+                   ())
+    if key is not None:
+        ctx.shorthand[key] = val
+    return val, ""
 
 
 def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,
