@@ -220,8 +220,11 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
+    # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
+    # stream cap and Hopper mma share): two devices alike in the numbers above but not in these are two estimates
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope, nvlink_mesh)
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
+           device.capability, device.sm_cycles_per_second)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
