@@ -92,6 +92,8 @@ def check_number(value: object, name: str, rng: Range, where: str = "") -> float
     """``value`` as an int (integral ranges) or float, or one-line InputError naming ``name`` and ``where``."""
     if type(value) is int and rng.low <= value <= rng.high:  # the common case, as the checks below answer it
         return value if rng.integral else float(value)
+    if type(value) is float and not rng.integral and rng.low <= value <= rng.high and math.isfinite(value):
+        return value  # the other common case (a catalog's values in base units), as the checks below answer it
     at = f" ({where})" if where else ""
     head = f"{name}{at}: " if name or at else ""  # no name: the caller (argparse, the request reader) adds it
     if isinstance(value, bool) or not isinstance(value, (int, float)):

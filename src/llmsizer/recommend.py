@@ -23,6 +23,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,14 @@ class Option:
         return self.device_kind == "cpu"
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) if k != "reasons" else list(self.reasons) for k in self.__dataclass_fields__}
+        # every field in order (picked in C: a search answers thousands of options), the reasons as a list
+        d = dict(zip(_OPTION_FIELDS, _option_values(self.__dict__), strict=True))
+        d["reasons"] = list(self.reasons)
+        return d
+
+
+_OPTION_FIELDS = tuple(Option.__dataclass_fields__)
+_option_values = itemgetter(*_OPTION_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -447,12 +455,13 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
     budget = memory_budget(usable, hr)
     # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
-    offloaded = engine == "llamacpp" and any((fields or {}).get(k) is not None for k in ("n_gpu_layers", "n_cpu_moe"))
+    given = fields or {}
+    offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
     # a necessary condition only: eq. (1)'s budget bounds the weights of every engine at its default share (vLLM's
     # pool is 1 - headroom of the card); a share given (gpu_memory_utilization, mem_fraction_static) or SGLang's
     # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
-    shares = ("gpu_memory_utilization", "mem_fraction_static")
-    own_share = engine == "sglang" or any((fields or {}).get(k) is not None for k in shares)
+    own_share = (engine == "sglang" or given.get("gpu_memory_utilization") is not None
+                 or given.get("mem_fraction_static") is not None)
     weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelFileError, UnknownNameError
+from ..frozen import fast_init
 from ..numbers import BANDWIDTH, BYTES, MONEY, POSITIVE, SIZE, NumberError, Range, check_number
 from ..units import GiB
 
@@ -116,6 +117,7 @@ def _jedec_reading(v: Any, unit: str) -> str:
             "(JESD100B.01, JESD21-C)")
 
 
+@fast_init
 @dataclass(frozen=True)
 class Value:
     """One sourced number. ``base`` is in base units (bytes, bytes/s, FLOP/s, W, USD/h); ``raw``/``unit`` are as
@@ -151,6 +153,7 @@ _PEAK_ORDER = {"bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"), "fp16_acc16":
                "int8": ("int8",), "fp4": ("fp4",)}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Device:
     """An accelerator, an Apple chip configuration or a CPU."""
@@ -279,6 +282,7 @@ class Device:
                 "values": {k: v.to_dict() for k, v in self.values().items()}, "missing": dict(self.missing)}
 
 
+@fast_init
 @dataclass(frozen=True)
 class Instance:
     """A cloud instance type: ``device_count`` x ``device`` plus host resources and an hourly price."""
@@ -414,6 +418,9 @@ class _Ctx:
         self.sources = sources
         self.default_source = default_source
         self.default_date = default_date
+        # a user file's shorthand values, by (text or number, its type, quantity): the same Value (frozen; a
+        # 5,000-entry file repeats a few hundred memory sizes, bandwidths, FLOP/s and prices)
+        self.shorthand: dict[tuple[Any, type, str], Value] = {}
 
     @property
     def origin(self) -> str:
@@ -458,6 +465,11 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
         return None, "no source"
     if ctx.default_source is None:
         raise ctx.fail(where, "catalog values must be value objects with a source")
+    key = (raw, type(raw), quantity) if type(raw) in (str, int, float) else None
+    if key is not None:
+        hit = ctx.shorthand.get(key)
+        if hit is not None:  # read before from the same text: the same Value (a bad one raised then)
+            return hit, ""
     unit = None
     num: Any = raw
     if isinstance(raw, str):
@@ -465,8 +477,11 @@ def _parse_value(raw: Any, quantity: str, where: str, ctx: _Ctx) -> tuple[Value 
         if not m:
             raise ctx.fail(where, f"cannot read {raw!r}; write a number with a unit, e.g. '24GiB', '1008 GB/s'")
         num, unit = float(m.group(1)), m.group(2)
-    return _convert(num, unit, quantity, where, ctx, ctx.default_source, str(ctx.default_date), "file", "", "", "",
-                    ()), ""
+    val = _convert(num, unit, quantity, where, ctx, ctx.default_source, str(ctx.default_date), "file", "", "", "",
+                   ())
+    if key is not None:
+        ctx.shorthand[key] = val
+    return val, ""
 
 
 def _convert(v: Any, unit: str | None, quantity: str, where: str, ctx: _Ctx, src: str, date: str, kind: str,

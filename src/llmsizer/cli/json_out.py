@@ -18,6 +18,8 @@ from json.encoder import encode_basestring_ascii
 from typing import Any
 
 INDENT = "  "
+_ESC = encode_basestring_ascii
+_CONTAINERS = frozenset((dict, list, tuple))  # never a leaf: _leaf is not asked
 _INF = float("inf")
 
 
@@ -71,8 +73,11 @@ def _leaf(o: Any) -> str | None:
     return None
 
 
-def _encode(o: Any, out: list[str], level: int, seen: set[int]) -> None:
-    text = _leaf(o)
+def _encode(o: Any, out: list[str], level: int, seen: set[int], keys: dict[Any, str]) -> None:
+    # the leaves of a list or dict are written inline (the checks of ``_leaf`` in its order, the common exact types
+    # first): one append per member, its separator, key and value in one string (a 5,000-option ``recommend``
+    # answer has ~120,000 members); ``keys`` holds each key's text with its ``": "`` (keys repeat across members)
+    text = None if type(o) in _CONTAINERS else _leaf(o)
     if text is not None:
         out.append(text)
     elif isinstance(o, (list, tuple)):
@@ -81,17 +86,23 @@ def _encode(o: Any, out: list[str], level: int, seen: set[int]) -> None:
             return
         _enter(o, seen)
         inner = ",\n" + INDENT * (level + 1)
-        out.append("[" + inner[1:])
-        first = True
+        sep = "[" + inner[1:]
         for v in o:
-            if not first:
-                out.append(inner)
-            first = False
-            text = _leaf(v)
-            if text is not None:
-                out.append(text)
+            t = type(v)
+            if t is str:
+                out.append(sep + _ESC(v))
+            elif t is int:
+                out.append(sep + int.__repr__(v))
+            elif t is float:
+                out.append(sep + _float(v))
             else:
-                _encode(v, out, level + 1, seen)
+                text = _leaf(v)
+                if text is not None:
+                    out.append(sep + text)
+                else:
+                    out.append(sep)
+                    _encode(v, out, level + 1, seen, keys)
+            sep = inner
         out.append("\n" + INDENT * level + "]")
         seen.discard(id(o))
     elif isinstance(o, dict):
@@ -100,23 +111,35 @@ def _encode(o: Any, out: list[str], level: int, seen: set[int]) -> None:
             return
         _enter(o, seen)
         inner = ",\n" + INDENT * (level + 1)
-        out.append("{" + inner[1:])
-        first = True
+        sep = "{" + inner[1:]
         for k, v in o.items():
-            if not first:
-                out.append(inner)
-            first = False
-            out.append(encode_basestring_ascii(k if type(k) is str else _key(k)) + ": ")
-            text = _leaf(v)
-            if text is not None:
-                out.append(text)
+            key = keys.get(k)  # (only str keys are kept: no other key equals one; a str subclass's text is the same)
+            if key is None:
+                key = _ESC(k if type(k) is str else _key(k)) + ": "
+                if type(k) is str:
+                    keys[k] = key
+            t = type(v)
+            if t is str:
+                out.append(sep + key + _ESC(v))
+            elif t is int:
+                out.append(sep + key + int.__repr__(v))
+            elif t is float:
+                out.append(sep + key + _float(v))
+            elif v is None:
+                out.append(sep + key + "null")
             else:
-                _encode(v, out, level + 1, seen)
+                text = _leaf(v)
+                if text is not None:
+                    out.append(sep + key + text)
+                else:
+                    out.append(sep + key)
+                    _encode(v, out, level + 1, seen, keys)
+            sep = inner
         out.append("\n" + INDENT * level + "}")
         seen.discard(id(o))
     else:
         _enter(o, seen)
-        _encode(str(o), out, level, seen)
+        _encode(str(o), out, level, seen, keys)
         seen.discard(id(o))
 
 
@@ -129,5 +152,5 @@ def _enter(o: Any, seen: set[int]) -> None:
 def dumps_indent2(data: Any) -> str:
     """``json.dumps(data, indent=2, default=str)``, the same text."""
     out: list[str] = []
-    _encode(data, out, 0, set())
+    _encode(data, out, 0, set(), {})
     return "".join(out)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import filterfalse
+from operator import attrgetter, methodcaller
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -218,8 +220,11 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
+    # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
+    # stream cap and Hopper mma share): two devices alike in the numbers above but not in these are two estimates
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope, nvlink_mesh)
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
+           device.capability, device.sm_cycles_per_second)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -330,6 +335,10 @@ class MemoryFit(NamedTuple):
     result: Callable[[bool], FitResult]
 
 
+_NAME = attrgetter("name")
+_PER_DEVICE_NOTE = methodcaller("startswith", "memory is per device")  # the estimate's note fit's own text replaces
+
+
 def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
                headroom: float | None = None, engine: str | None = None, weights: str | None = None,
                context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
@@ -340,7 +349,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     is estimated by the returned ``MemoryFit.result(True)``."""
     spec = load_model(model) if isinstance(model, str) else model
     # context and concurrency reach the estimate only when given, so that a default is named there as one
-    given: dict[str, Any] = {k: v for k, v in (("context", context), ("concurrency", concurrency)) if v is not None}
+    given: dict[str, Any] = {}
+    if context is not None:
+        given["context"] = context
+    if concurrency is not None:
+        given["concurrency"] = concurrency
     context = InferenceWorkload.context if context is None else context
     concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
@@ -399,13 +412,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
     fmt = str(d.get("weights_format"))
     check_engine_runs(eng, fmt, device, spec)
-    dtype_note = engine_dtype_note(eng, fmt, next((str(a.value) for a in est.assumptions if a.name == "dtype"), ""),
+    est_names = list(map(_NAME, est.assumptions))  # (picked in C: fit_memory runs once per rung of a catalog search)
+    dtype_note = engine_dtype_note(eng, fmt, str(est.assumptions[est_names.index("dtype")].value) if "dtype" in est_names else "",
                                    device)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
-    warnings.extend(w for w in est.warnings if not w.startswith("memory is per device"))
+    warnings.extend(filterfalse(_PER_DEVICE_NOTE, est.warnings))
     if dtype_note is not None:
         warnings.append(dtype_note)
 
