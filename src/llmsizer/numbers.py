@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from .errors import InputError
 
@@ -115,3 +116,13 @@ def _shown(value: object) -> str:
     if abs(value) >= 1e18:
         return f"{value:.3g}"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def exactly_whole(text: str) -> bool:
+    """Whether the number written as ``text`` ('1e6', '4.0', '4.00000000000000001') is a whole number exactly, not
+    only once read as a float; True for text that is not a plain number (its parser judges it)."""
+    try:
+        d = Decimal(text.strip().replace("_", ""))
+    except InvalidOperation:
+        return True
+    return not d.is_finite() or d == d.to_integral_value()

@@ -19,11 +19,12 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
+from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..frozen import fast_init, replace_fields
 from ..models import load_model
 from ..numbers import COUNT, check_number
 from ..result import Assumption, Estimate
-from ..specs import InferenceWorkload, ModelSpec
+from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import default_output_tokens, normalize_engine
 from . import efficiency as E
 from . import ranges as R
@@ -43,14 +44,28 @@ from .training import estimate_training
 from .training.compose import ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
 
+# Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
+# devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
+SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
-def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
-    """Largest t <= count that divides both ``count`` and the attention heads (vLLM's rule); the rest of the
-    devices run replicas (data parallel)."""
-    for t in range(count, 0, -1):
-        if count % t == 0 and spec.num_heads % t == 0:
-            return t
-    return 1
+
+def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
+    """The tensor-parallel degrees ``fit`` tries for ``spec`` on ``count`` devices, in order: each t divides
+    ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards ``spec``
+    over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t, the KV
+    heads split or replicate evenly); first those within one machine of ``per_node`` devices, smallest first, then
+    those spanning machines (tensor parallelism all-reduces every layer, so it stays on one machine's links while it
+    can). ``fit`` takes the first that fits: TP beyond what the memory needs only adds all-reduces."""
+    ways = [t for t in range(1, min(count, spec.num_heads) + 1)
+            if count % t == 0 and serving_tensor_parallel_refusal(spec, t) is None] or [1]
+    return [t for t in ways if t <= per_node] + [t for t in ways if t > per_node]
+
+
+def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
+    """The largest tensor parallelism ``fit`` may take for ``spec`` on ``count`` devices (the last of
+    ``tensor_parallel_options``): the one that needs the least memory per device, for a search's necessary
+    condition (recommend's weights-alone check)."""
+    return tensor_parallel_options(spec, count, per_node or SERVING_GPUS_PER_NODE)[-1]
 
 
 def per_replica(concurrency: int, replicas: int) -> int:
@@ -367,13 +382,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
     if split:
         workload.setdefault("gpus", n)
-    tp = 1 if split else choose_tensor_parallel(spec, n)
-    replicas = 1 if split else n // tp
-    per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
-    if replicas > 1:
-        assumptions.append(Assumption("replicas", replicas, True,
-                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}, "
-                                      f"the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"))
+    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    tp_options = [1] if split else tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -385,10 +395,28 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
-    est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
-                             output_tokens=output_tokens,
-                             weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
-                             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+    for tp in tp_options:  # the smallest tensor parallelism that fits, within one machine first
+        replicas = 1 if split else n // tp
+        per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
+        est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
+                                 output_tokens=output_tokens,
+                                 weights=weights, engine=eng, device=workload_device_kind(device),
+                                 tensor_parallel=tp, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+        if est.details["fits"]:
+            break
+    if len(tp_options) > 1:
+        fitted = bool(est.details["fits"])
+        assumptions.append(Assumption("tensor_parallel", tp, True, (
+            f"the smallest that fits of {', '.join(map(str, tp_options[:tp_options.index(tp) + 1]))} tried"
+            if fitted else f"the largest of {', '.join(map(str, tp_options))}, none fits") +
+            f" (each divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
+            f"heads split or replicated evenly: vLLM's rule; within a machine of {per_node} first); "
+            + (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
+               if replicas > 1 else "no replicas")))
+    if tp > per_node:
+        warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
+                        "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
+                        "between machines, which is not modelled)")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
