@@ -43,7 +43,7 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, engine_weights, format_ladder, weights_asked
+from .estimate.formats import engine_refuses, engine_weights, format_ladder, gguf_file_skipped, weights_asked
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -339,6 +339,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                              Notes())
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)
+    # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)
+    file_skipped = gguf_file_skipped(spec, normalize_engine(engine), weights) if engine is not None else None
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -379,7 +381,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
-    warnings = []
+    warnings = [file_skipped] if file_skipped else []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
