@@ -30,7 +30,7 @@ from ..numbers import (
     Range,
     check_number,
 )
-from ..units import parse_bytes, parse_count, parse_tokens
+from ..units import parse_bytes, parse_count, parse_tokens, size_unit_hint
 
 HOURS_PER_MONTH = 730.0
 HOURS_PER_YEAR = 8760.0
@@ -85,7 +85,8 @@ def parse_size(value: object) -> int:
     except (NumberError, MissingUnitError):
         raise
     except InputError:
-        raise InputError(f"cannot read {short(value)} as a size; write e.g. '2 TB', '80GiB', '500 GB' "
+        hint = size_unit_hint(value) if isinstance(value, str) else ""  # '80gib': did you mean 80GiB?
+        raise InputError(f"cannot read {short(value)} as a size{hint}; write e.g. '2 TB', '80GiB', '500 GB' "
                          "(GB = 10^9 bytes, GiB = 2^30 bytes)") from None
 
 
