@@ -55,6 +55,7 @@ from .formulas.training_time import device_hours
 from .formulas.weight_formats import weight_bytes
 from .frozen import fast_init
 from .models import load_model
+from .numbers import CONCURRENCY, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
@@ -401,6 +402,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
+    check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if fields.get(name) is not None and eng is None:
@@ -595,7 +597,8 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         sp, one_total = one.speed, one.tokens_per_second_total
         if sp is None or one_total is None:
             return r, None, None
-        total = one_total * r
+        # each instance is fitted at ``per`` sequences; instances beyond the users' add no tokens/s
+        total = one_total * min(r, max(1, concurrency) / per)
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None

@@ -79,3 +79,45 @@ def test_count_must_be_an_exact_whole_number(count: str, says: str, capsys: pyte
 def test_a_count_written_as_a_float_that_is_exact_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
     _, data = answer(["fit", "qwen3-8b", "--device", "h100", "--count", "1.6e1"], capsys)
     assert data["count"] == 16
+
+
+def test_idle_replicas_add_no_tokens_per_second(capsys: pytest.CaptureFixture[str]) -> None:
+    """One user on 10^6 replicas keeps one busy: the total is one replica's tokens/s (it said 31,250 replicas' worth,
+    13 million tokens/s, before). 16 users on 8 replicas of 2: every replica busy, 8 replicas' worth; 4 users on 8:
+    4 replicas' worth."""
+    one = fit("qwen3-8b", "h100", 10**6)
+    assert one.speed is not None and one.tokens_per_second_total == one.speed.tokens_per_second
+    code, out, _ = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6"], capsys)
+    assert code == 0 and "1 replica busy, the others idle" in out
+    full = fit("qwen3-8b", "h100", 8, concurrency=16)
+    assert full.replicas == 8 and full.speed is not None and full.speed.concurrency == 2
+    assert full.tokens_per_second_total == pytest.approx(8 * full.speed.tokens_per_second, rel=1e-12)
+    few = fit("qwen3-8b", "h100", 8, concurrency=4)
+    assert few.speed is not None and few.speed.concurrency == 1
+    assert few.tokens_per_second_total == pytest.approx(4 * few.speed.tokens_per_second, rel=1e-12)
+
+
+def test_a_llamacpp_split_over_more_gpus_than_it_takes_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """llama.cpp's tensor_split holds 128 devices (common/common.h:477, numbers.MAX_GPUS): fit --count 10^6 on
+    llama.cpp placed a model over a million GPUs (27 s, 'FITS') where infer --gpus refuses 129; the Python API's
+    gpus=200 was taken too."""
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6", "--engine", "llamacpp"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "at most 128 GPUs" in err
+    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "128", "--engine", "llamacpp"], capsys)[0] == 0
+    import llmsizer
+    from llmsizer.errors import InputError
+    with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 128\]"):
+        llmsizer.estimate_inference("qwen3-8b", engine="llamacpp", gpus=200)
+
+
+def test_a_concurrency_out_of_range_is_refused_by_the_python_api() -> None:
+    """fit spreads the concurrency over replicas (max(1, ceil(c / r)) each) and recommend took max(1, c): a negative
+    or zero concurrency was answered as 1 through the Python API (the CLI's flag refuses it)."""
+    from llmsizer.errors import InputError
+    from llmsizer.recommend import best_option_on, recommend_inference
+
+    for call in (lambda: fit("qwen3-8b", "h100", concurrency=-1, speed=False),
+                 lambda: recommend_inference("qwen3-8b", concurrency=-5, quantization_advice=False),
+                 lambda: best_option_on("qwen3-8b", "h100", concurrency=0)):
+        with pytest.raises(InputError, match=r"concurrency: -?\d+ is out of range; expected an integer in \[1, "):
+            call()

@@ -22,7 +22,7 @@ from ..formulas.speed import PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..frozen import fast_init, replace_fields
 from ..models import load_model
-from ..numbers import COUNT, check_number
+from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate
 from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import default_output_tokens, normalize_engine
@@ -86,12 +86,26 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return int(mid), int(hi)
 
 
-def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int) -> float | None:
-    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (None without a speed):
-    ``FitResult.tokens_per_second_total``."""
+def busy_replicas(concurrency: int, replicas: int) -> int:
+    """Replicas that serve a sequence when ``concurrency`` sequences are spread evenly over ``replicas``, each
+    holding at most ``per_replica`` of them: ceil(c / ceil(c / r)), never more than c (one user on a thousand
+    replicas keeps one busy; the others add no tokens/s)."""
+    per = per_replica(concurrency, replicas)
+    return min(replicas, math.ceil(max(1, concurrency) / per))
+
+
+def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int,
+                               concurrency: int | None = None) -> float | None:
+    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (one replica at its share of the load,
+    ``speed.concurrency`` sequences; None without a speed): ``FitResult.tokens_per_second_total``. With
+    ``concurrency`` (all replicas' sequences), only the sequences there are produce tokens: min(replicas,
+    concurrency / per replica) replicas' worth, so one user on a thousand replicas is one replica's tokens/s, and
+    20 users on 8 replicas of 3 are 20 users' at the fullest replica's speed per user (None: every replica full)."""
     if speed is None or speed.tokens_per_second is None:
         return None
-    return speed.tokens_per_second * replicas
+    if concurrency is None:
+        return speed.tokens_per_second * replicas
+    return speed.tokens_per_second * min(replicas, max(1, concurrency) / max(1, speed.concurrency))
 
 
 @fast_init
@@ -129,7 +143,8 @@ class FitResult:
     def tokens_per_second_total(self) -> float | None:
         """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
         load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
-        return replicas_tokens_per_second(self.speed, self.replicas)
+        conc = self.details.get("concurrency")
+        return replicas_tokens_per_second(self.speed, self.replicas, int(conc) if conc is not None else None)
 
     @property
     def all_assumptions(self) -> tuple[Assumption, ...]:
@@ -357,7 +372,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     # context and concurrency reach the estimate only when given, so that a default is named there as one
     given: dict[str, Any] = {k: v for k, v in (("context", context), ("concurrency", concurrency)) if v is not None}
     context = InferenceWorkload.context if context is None else context
-    concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
+    # checked here: the estimate sees only one replica's share (max 1), so concurrency=-1 was taken as 1
+    concurrency = InferenceWorkload.concurrency if concurrency is None else int(check_number(concurrency,
+                                                                                               "concurrency",
+                                                                                               CONCURRENCY))
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     warnings: list[str] = []
@@ -380,6 +398,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
     if split and device.kind in ("cpu", "apple"):
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
+        raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
+                         f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
+                         "(tensor parallel, the other devices replicas)")
     if split:
         workload.setdefault("gpus", n)
     per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
@@ -460,8 +482,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                          hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                          tuple(named), tuple(said),
-                         {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
-                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
+                         {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
+                          "busy_replicas": busy_replicas(concurrency, replicas)},
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
 
     return MemoryFit(fits, result)
 
