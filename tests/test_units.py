@@ -48,3 +48,25 @@ def test_format_bytes_never_mixes_units():
 def test_format_seconds_says_back_what_a_request_file_typed(typed, shown):
     """A duration read from a request file (request/quantities.py: a month is 730 h) is shown in the same unit."""
     assert format_seconds(parse_duration(typed)) == shown
+
+
+@pytest.mark.parametrize("bad, hint", [("80gib", "(did you mean 80GiB?)"), ("512mib", "(did you mean 512MiB?)"),
+                                       ("80gb", "(did you mean 80GB, bytes or 80Gb, bits?)"),
+                                       ("2 tib", "(did you mean 2TiB?)")])
+def test_a_size_unit_in_the_wrong_case_is_named(bad, hint):
+    """The byte units are case-sensitive (GB bytes, Gb bits: pint's default_en.txt); a unit that differs from known
+    ones only in case says which it may be, in the CLI and in a request file."""
+    with pytest.raises(InputError) as e:
+        parse_bytes(bad)
+    assert hint in str(e.value) and str(e.value).count("\n") == 0
+    from llmsizer.request.quantities import parse_size
+    with pytest.raises(InputError) as e:
+        parse_size(bad)
+    assert hint in str(e.value)
+
+
+@pytest.mark.parametrize("parse, text", [(parse_bytes, "-80GiB"), (parse_tokens, "-8k"), (parse_count, "-7B"),
+                                         (parse_count, "-1")])
+def test_a_negative_value_is_out_of_range_in_the_words_written(parse, text):
+    with pytest.raises(InputError, match=f"^(?:[a-z]+: )?{text} is out of range; expected "):
+        parse(text)

@@ -16,6 +16,15 @@ class InputError(LlmsizerError, ValueError):
     """A value given by the user is invalid (negative context, unknown format, bad unit...)."""
 
 
+class FieldError(InputError):
+    """An input error about one workload field (``field``: its name, e.g. 'target_len'), found only once the model
+    is known: a request file's plan points at that field's line, not the job's (plan/compose.py ``_about``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class MissingUnitError(InputError):
     """A size written as a bare number too small to be meant as bytes ('--memory 24'): a forgotten unit."""
 

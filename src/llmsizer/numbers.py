@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 
 from .errors import InputError
 
@@ -67,6 +68,7 @@ GPU_LAYERS = Range(0, 10_000, True, "layers offloaded to the GPU; 0 = none")
 CPU_MOE_LAYERS = Range(0, 10_000, True, "layers whose MoE expert tensors stay in host memory; 0 = none")
 SPLIT_SHARE = Range(0, 1e6, False, "a GPU's share of a llama.cpp --tensor-split (proportions, e.g. 3,1)")
 MAX_GPUS = 128  # llama.cpp tensor_split[128] (common/common.h:477)
+LLAMACPP_GPUS = Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")
 ZERO_STAGE = Range(0, 3, True, "DeepSpeed ZeRO stages are 0, 1, 2 and 3")
 FSDP_VERSION = Range(1, 2, True, "PyTorch FSDP1 (FullyShardedDataParallel) or FSDP2 (fully_shard)")
 SEED = Range(0, 2**32 - 1, True, "a 32-bit random seed")
@@ -117,3 +119,13 @@ def _shown(value: object) -> str:
     if abs(value) >= 1e18:
         return f"{value:.3g}"
     return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def exactly_whole(text: str) -> bool:
+    """Whether the number written as ``text`` ('1e6', '4.0', '4.00000000000000001') is a whole number exactly, not
+    only once read as a float; True for text that is not a plain number (its parser judges it)."""
+    try:
+        d = Decimal(text.strip().replace("_", ""))
+    except InvalidOperation:
+        return True
+    return not d.is_finite() or d == d.to_integral_value()

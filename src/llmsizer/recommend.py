@@ -44,7 +44,7 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, engine_weights, format_ladder, weights_asked
+from .estimate.formats import engine_refuses, engine_weights, format_ladder, gguf_file_skipped, weights_asked
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -56,6 +56,7 @@ from .formulas.training_time import device_hours
 from .formulas.weight_formats import weight_bytes
 from .frozen import fast_init
 from .models import load_model
+from .numbers import CONCURRENCY, check_number
 from .result import Assumption, Notes
 from .specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from .specs.workload import ENGINE_SETTINGS, check_pool_shares, normalize_engine
@@ -351,6 +352,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                              Notes())
     if engine is not None and weights is not None:  # a format the stated engine does not run, on any hardware
         engine_weights(spec, normalize_engine(engine), weights)
+    # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)
+    file_skipped = gguf_file_skipped(spec, normalize_engine(engine), weights) if engine is not None else None
     reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
@@ -391,7 +394,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
             "x 4/3 tokens per word)"))
     advice = _cpu_gpu_advice(spec, meets, rejected, c, concurrency)
     quant = _quantization_advice(spec, cat, context, concurrency, hr, fields) if quantization_advice else ()
-    warnings = []
+    warnings = [file_skipped] if file_skipped else []
     if not any(o.price_per_hour is not None for o in meets + rejected):
         warnings.append("no candidate has an hourly price; ranking is by throughput")
     newer = newer_release_note(normalize_engine(engine), fields.get("engine_version")) if engine else None
@@ -411,6 +414,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
     unknown = sorted(set(fields) - set(InferenceWorkload.__dataclass_fields__))
     if unknown:
         raise InputError(f"not a serving workload field: {', '.join(unknown)}")
+    check_number(concurrency, "concurrency", CONCURRENCY)  # -5 was taken as 1 (max(1, concurrency) below)
     eng = normalize_engine(engine) if engine else None
     for name, owners in ENGINE_SETTINGS.items():  # a stated engine: InferenceWorkload's own message, as fit's
         if fields.get(name) is not None and eng is None:
@@ -606,7 +610,8 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         sp, one_total = one.speed, one.tokens_per_second_total
         if sp is None or one_total is None:
             return r, None, None
-        total = one_total * r
+        # each instance is fitted at ``per`` sequences; instances beyond the users' add no tokens/s
+        total = one_total * min(r, max(1, concurrency) / per)
         if total >= target:
             return r, total, sp.tokens_per_second_per_user
     return MAX_REPLICAS, None, None

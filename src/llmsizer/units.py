@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from .errors import InputError, MissingUnitError
 from .inputs import short
-from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, Range, check_number
+from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, NumberError, Range, check_number
 
 KiB = 1024
 MiB = 1024**2
@@ -37,7 +37,8 @@ _COUNT_SUFFIX: dict[str, float] = {
     "": 1, "k": 1e3, "K": 1e3, "m": 1e6, "M": 1e6, "b": 1e9, "B": 1e9, "t": 1e12, "T": 1e12,
 }
 
-_NUM = r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
+# a sign is read, so that '-8k' is "out of range; expected ..." (the range says what is allowed), not unreadable
+_NUM = r"([+-]?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)"
 
 # A size written without a unit is bytes; below this many it is refused as a forgotten unit ("--memory 24" is 24
 # bytes, never what anyone means: no device, file or budget llmsizer sizes is under 1 MiB). 0 stays allowed ("none").
@@ -57,6 +58,13 @@ def _checked(value: float, what: str, rng: Range, scaled: bool = True) -> int:
     return int(check_number(value, what, rng))
 
 
+def _not_negative(number: str, written: str, what: str, rng: Range) -> None:
+    """A negative value as written ('-8k', '-1GiB') is out of range, said in the user's own words (the range check
+    would show it scaled: -8192, -1073741824)."""
+    if number.startswith("-") and float(number) != 0 and rng.low >= 0:
+        raise NumberError(f"{_head(what)}{written.strip()} is out of range; expected {rng.describe()}")
+
+
 def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = SIZE) -> int:
     """Parse a memory size such as ``"24GiB"``, ``"80 GB"``, ``"512MiB"`` or a plain byte count.
 
@@ -71,13 +79,26 @@ def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = S
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]*)", s)
     if not m or m.group(2) not in _BYTE_UNITS and m.group(2) != "":
         raise InputError(
-            f"{_head(what)}cannot read {short(text)} as a size; write e.g. '24GiB', '80GB', '512MiB' "
+            f"{_head(what)}cannot read {short(text)} as a size{size_unit_hint(s)}; write e.g. '24GiB', '80GB', '512MiB' "
             "(GiB = 2^30 bytes, GB = 10^9 bytes)"
         )
+    _not_negative(m.group(1), s, what, rng)
     if m.group(2) == "":
         _unit_given(float(m.group(1)), m.group(1), what)
     factor = _BYTE_UNITS.get(m.group(2), 1)
     return _checked(float(m.group(1)) * factor, what, rng)
+
+
+def size_unit_hint(text: str) -> str:
+    """' (did you mean 80GiB?)' for a size whose unit is a known one in the wrong case ('80gib'; '80gb': GB, bytes,
+    or Gb, bits), else ''."""
+    m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", text.strip())
+    near = [u for u in _BYTE_UNITS if m and u.lower() == m.group(2).lower()] if m else []
+    if not m or not near or m.group(2) in _BYTE_UNITS:
+        return ""
+    kinds = len(near) > 1
+    return " (did you mean " + " or ".join(
+        m.group(1) + u + ((", bits" if u[-1] == "b" else ", bytes") if kinds else "") for u in near) + "?)"
 
 
 def _unit_given(value: float, written: str, what: str) -> None:
@@ -94,6 +115,7 @@ def parse_count(text: str | int | float, *, what: str = "count", rng: Range = AM
     m = re.fullmatch(_NUM + r"\s*([kKmMbBtT]?)", s)
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a number; write e.g. '8192', '32k', '7B'")
+    _not_negative(m.group(1), s, what, rng)
     return _checked(float(m.group(1)) * _COUNT_SUFFIX[m.group(2)], what, rng, scaled=bool(m.group(2)))
 
 
@@ -107,6 +129,7 @@ def parse_tokens(text: str | int | float, *, what: str = "context", rng: Range =
     m = re.fullmatch(_NUM + r"\s*([kKmM]?)", s)
     if not m:
         raise InputError(f"{_head(what)}cannot read {short(text)} as a token count; write e.g. '8192', '8k' (= 8192), '128k'")
+    _not_negative(m.group(1), s, what, rng)
     factor = {"": 1, "k": 1024, "K": 1024, "m": 1024**2, "M": 1024**2}[m.group(2)]
     return _checked(float(m.group(1)) * factor, what, rng, scaled=bool(m.group(2)))
 

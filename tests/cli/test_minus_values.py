@@ -16,8 +16,12 @@ SPLIT = ["infer", "llama-3.1-8b", "--engine", "llamacpp", "--gpus", "2"]
     ([*SPLIT, "--tensor-split", "-.5,2"], "argument --tensor-split/-ts: -0.5 is out of range"),
     ([*SPLIT, "-ts", "3,-1"], "argument --tensor-split/-ts: -1 is out of range"),
     (["fit", "qwen2.5-7b", "--device", "rtx-4090", "--engine", "llamacpp", "--auto", "--count", "2",
-      "--free", "-1GiB,2GiB"], "argument --free: cannot read '-1GiB' as a size"),
-    (["infer", "llama-3.1-8b", "--context", "-8k"], "argument --context: cannot read '-8k' as a token count"),
+      "--free", "-1GiB,2GiB"], "argument --free: -1GiB is out of range; expected an integer in [1, 2^60]"),
+    # a negative number is read and refused by its range, in the words written (it was "cannot read")
+    (["infer", "llama-3.1-8b", "--context", "-8k"], "argument --context: -8k is out of range; expected an integer in "
+                                                    "[1, 2,147,483,648]"),
+    (["train", "llama-3.1-8b", "--tokens", "-1"], "argument --tokens: -1 is out of range; expected an integer in [1, "),
+    (["fit", "llama-3.1-8b", "--device", "h100", "--memory", "-80GiB"], "argument --memory: -80GiB is out of range"),
 ])
 def test_a_value_starting_with_minus_is_checked_by_its_flag(args: list[str], said: str) -> None:
     r = run_cli(*args)

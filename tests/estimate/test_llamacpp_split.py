@@ -92,28 +92,64 @@ def _split(est) -> dict[str, dict]:
 
 def test_layer_split_weights_per_gpu_are_the_tensors_of_its_layers(llama4):
     """-ts 1,1 over 4 layers + output: points (0.5, 1), act 5: j/5 < 0.5 <=> j <= 2, so GPU0 holds layers 0-2 and
-    GPU1 layer 3 + output (output.weight, output_norm); token_embd and rope_freqs stay on the host (rule 3)."""
+    GPU1 layer 3 + output (output.weight, output_norm); token_embd stays on the host (rule 3); rope_freqs is
+    created per layer (src/models/llama.cpp:66, TENSOR_DUPLICATED after layer 0) in its layer's buffer type, one
+    copy per device that holds layers (src/llama-model-loader.cpp:1370-1376): one on each GPU, none on the host."""
     path, nbytes = llama4
     est = llmsizer.estimate_inference(str(path), engine="llamacpp", context=256, gpus=2, tensor_split=(1, 1))
     dev = _split(est)
-    assert dev["GPU0"]["weights"] == sum(_layer_bytes(nbytes, i) for i in range(3))
+    rope = nbytes["rope_freqs.weight"]
+    assert dev["GPU0"]["weights"] == sum(_layer_bytes(nbytes, i) for i in range(3)) + rope
     out = nbytes["output.weight"] + 4 * 64  # output_norm: F32 [64]
-    assert dev["GPU1"]["weights"] == _layer_bytes(nbytes, 3) + out
-    assert dev["host"]["weights"] == nbytes["token_embd.weight"] + nbytes["rope_freqs.weight"]
-    # conserved: every byte of the file is on exactly one device
-    assert sum(d["weights"] for d in dev.values()) == sum(nbytes.values())
+    assert dev["GPU1"]["weights"] == _layer_bytes(nbytes, 3) + out + rope
+    assert dev["host"]["weights"] == nbytes["token_embd.weight"]
+    # every byte of the file is on exactly one device, rope_freqs on both GPUs
+    assert sum(d["weights"] for d in dev.values()) == sum(nbytes.values()) + rope
+
+
+@pytest.mark.parametrize("ngl,holders", [(5, {"GPU0"}), (4, {"GPU0", "host"}), (1, {"host"}), (0, {"host"})])
+def test_rope_freqs_is_on_every_device_holding_a_layer(tmp_path, ngl, holders):
+    """One GPU, 4 layers + output. -ngl 5: every layer on GPU0, rope_freqs there only; -ngl 4: i_gpu_start 1, layer 0
+    on the CPU, so a copy in host memory too; -ngl 1: only the output layer offloaded (LLM_TENSOR_LAYER_OUTPUT holds
+    no rope_freqs), the table stays with the CPU layers; -ngl 0: CPU only. (llama.cpp src/llama-arch.cpp:743:
+    ROPE_FREQS is LLM_TENSOR_LAYER_REPEATING.)"""
+    pytest.importorskip("gguf")
+    model = H.llama_gguf(layers=4)
+    path = tmp_path / "tiny-llama.gguf"
+    model.write(path)
+    nbytes = model.expected_bytes()
+    rope = nbytes["rope_freqs.weight"]
+    est = llmsizer.estimate_inference(str(path), engine="llamacpp", context=256, device="gpu" if ngl else "cpu",
+                                      **({"n_gpu_layers": ngl} if ngl else {}))
+    dev = _split(est) if "split" in est.details else {"host": {"weights": est.item("weights").bytes}}
+    layers_on = {name: sum(_layer_bytes(nbytes, i) for i in range(4) if (name == "GPU0") == (i >= 5 - min(ngl, 5)))
+                 for name in ("GPU0", "host")}
+    for name in ("GPU0", "host"):
+        if name not in dev:
+            continue
+        extra = nbytes["token_embd.weight"] if name == "host" else 0
+        if ngl and name == "GPU0":
+            extra += nbytes["output.weight"] + 4 * 64
+        elif not ngl:
+            extra += nbytes["output.weight"] + 4 * 64
+        assert dev[name]["weights"] == layers_on[name] + extra + (rope if name in holders else 0), name
 
 
 def test_per_device_sums_equal_the_single_device_total(llama4):
+    """Weights are conserved but for rope_freqs, which each device holding layers keeps a copy of (rule 3b): on one
+    GPU one copy; in each split below two devices hold layers (-ts 2,0.5,1: GPU0 layers 0-2, GPU1 layer 3, GPU2
+    the output layer only; -ngl 3: layers 0-1 on the CPU, 2-3 on GPU0, the output on GPU1), so one more copy."""
     path, nbytes = llama4
     one = llmsizer.estimate_inference(str(path), engine="llamacpp", context=256)
+    rope = nbytes["rope_freqs.weight"]
     for kw in ({"gpus": 2}, {"gpus": 3, "tensor_split": (2, 0.5, 1)}, {"gpus": 2, "split_mode": "row"},
                {"gpus": 2, "n_gpu_layers": 3}):
         est = llmsizer.estimate_inference(str(path), engine="llamacpp", context=256, **kw)
         dev = est.details["split"]["devices"]
-        assert sum(d["weights"] for d in dev) == one.item("weights").bytes + one.item("weights_host").bytes
+        assert sum(d["weights"] for d in dev) == one.item("weights").bytes + one.item("weights_host").bytes + rope
         assert sum(d["kv_cache"] for d in dev) == one.item("kv_cache").bytes  # rule (6): KV follows its layer
-        assert est.item("weights").bytes + est.item("weights_host").bytes == sum(nbytes.values())
+        assert est.item("weights").bytes + est.item("weights_host").bytes == sum(nbytes.values()) + rope
+    assert one.item("weights").bytes + one.item("weights_host").bytes == sum(nbytes.values())
 
 
 def test_kv_cache_follows_its_layer(llama4):
@@ -131,14 +167,15 @@ def test_kv_cache_follows_its_layer(llama4):
 
 def test_row_split_spreads_the_matrices_by_the_shares(llama4):
     """Rule (5): in -sm row every GPU layer's 2-D matrices (and the output matrix) are divided by rows in the -ts
-    proportions; 1-D norms stay on the layer's device."""
+    proportions; 1-D norms stay on the layer's device. Layers follow rule (2) (points 0.75, 1: layers 0-3 on GPU0,
+    the output layer on GPU1), so GPU0 alone holds repeating layers and the one copy of rope_freqs (rule 3b)."""
     path, nbytes = llama4
     est = llmsizer.estimate_inference(str(path), engine="llamacpp", context=256, gpus=2, split_mode="row",
                                       tensor_split=(3, 1))
     dev = _split(est)
     mats = sum(b for n, b in nbytes.items() if n.startswith("blk.") and "norm" not in n) + nbytes["output.weight"]
     norms = sum(b for n, b in nbytes.items() if n.startswith("blk.") and "norm" in n) + 4 * 64
-    assert dev["GPU0"]["weights"] + dev["GPU1"]["weights"] == mats + norms
+    assert dev["GPU0"]["weights"] + dev["GPU1"]["weights"] == mats + norms + nbytes["rope_freqs.weight"]
     assert abs(dev["GPU0"]["weights"] - 3 * dev["GPU1"]["weights"]) < norms * 4  # 3:1 up to where the norms sit
 
 

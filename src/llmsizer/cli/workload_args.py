@@ -21,6 +21,7 @@ from ..numbers import (
     GPU_LAYERS,
     HEADROOM,
     IMAGES,
+    LLAMACPP_GPUS,
     MAX_GPUS,
     SPLIT_SHARE,
     TOKENS,
@@ -29,7 +30,6 @@ from ..numbers import (
     VIDEO_FRAMES,
     WIDTH,
     ZERO_STAGE,
-    Range,
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
 from ..specs.training import (
@@ -161,7 +161,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
                        help="every sequence carries the same tokens, as benchmarks such as llama-batched-bench feed "
                             "them: MoE decode reads the experts of fewer routings (default: distinct prompts)")
     if tensor_parallel:
-        g.add_argument("--gpus", type=int_arg(Range(1, MAX_GPUS, True, "GPUs llama.cpp splits one model over")),
+        g.add_argument("--gpus", type=int_arg(LLAMACPP_GPUS),
                        help=f"llama.cpp: GPUs one model is split over; memory is per GPU (default {IW.gpus})")
     g.add_argument("--split-mode", "-sm", choices=SPLIT_MODES,
                    help="llama.cpp: split whole layers (layer, the default) or each matrix by rows (row) over the GPUs")

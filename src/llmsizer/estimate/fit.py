@@ -21,11 +21,12 @@ from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
+from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..frozen import fast_init, replace_fields
 from ..models import load_model
-from ..numbers import COUNT, check_number
+from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate
-from ..specs import InferenceWorkload, ModelSpec
+from ..specs import InferenceWorkload, ModelSpec, TrainingWorkload
 from ..specs.workload import normalize_engine, prompt_and_output
 from . import efficiency as E
 from . import ranges as R
@@ -45,14 +46,28 @@ from .training import estimate_training
 from .training.compose import ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
 
+# Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
+# devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
+SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
-def choose_tensor_parallel(spec: ModelSpec, count: int) -> int:
-    """Largest t <= count that divides both ``count`` and the attention heads (vLLM's rule); the rest of the
-    devices run replicas (data parallel)."""
-    for t in range(count, 0, -1):
-        if count % t == 0 and spec.num_heads % t == 0:
-            return t
-    return 1
+
+def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
+    """The tensor-parallel degrees ``fit`` tries for ``spec`` on ``count`` devices, in order: each t divides
+    ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards ``spec``
+    over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t, the KV
+    heads split or replicate evenly); first those within one machine of ``per_node`` devices, smallest first, then
+    those spanning machines (tensor parallelism all-reduces every layer, so it stays on one machine's links while it
+    can). ``fit`` takes the first that fits: TP beyond what the memory needs only adds all-reduces."""
+    ways = [t for t in range(1, min(count, spec.num_heads) + 1)
+            if count % t == 0 and serving_tensor_parallel_refusal(spec, t) is None] or [1]
+    return [t for t in ways if t <= per_node] + [t for t in ways if t > per_node]
+
+
+def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
+    """The largest tensor parallelism ``fit`` may take for ``spec`` on ``count`` devices (the last of
+    ``tensor_parallel_options``): the one that needs the least memory per device, for a search's necessary
+    condition (recommend's weights-alone check)."""
+    return tensor_parallel_options(spec, count, per_node or SERVING_GPUS_PER_NODE)[-1]
 
 
 def per_replica(concurrency: int, replicas: int) -> int:
@@ -73,12 +88,26 @@ def need_per_device(est: Estimate, on_cpu: bool = False) -> tuple[int, int]:
     return int(mid), int(hi)
 
 
-def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int) -> float | None:
-    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (None without a speed):
-    ``FitResult.tokens_per_second_total``."""
+def busy_replicas(concurrency: int, replicas: int) -> int:
+    """Replicas that serve a sequence when ``concurrency`` sequences are spread evenly over ``replicas``, each
+    holding at most ``per_replica`` of them: ceil(c / ceil(c / r)), never more than c (one user on a thousand
+    replicas keeps one busy; the others add no tokens/s)."""
+    per = per_replica(concurrency, replicas)
+    return min(replicas, math.ceil(max(1, concurrency) / per))
+
+
+def replicas_tokens_per_second(speed: SpeedEstimate | None, replicas: int,
+                               concurrency: int | None = None) -> float | None:
+    """Output tokens/s of ``replicas`` replicas each running at ``speed`` (one replica at its share of the load,
+    ``speed.concurrency`` sequences; None without a speed): ``FitResult.tokens_per_second_total``. With
+    ``concurrency`` (all replicas' sequences), only the sequences there are produce tokens: min(replicas,
+    concurrency / per replica) replicas' worth, so one user on a thousand replicas is one replica's tokens/s, and
+    20 users on 8 replicas of 3 are 20 users' at the fullest replica's speed per user (None: every replica full)."""
     if speed is None or speed.tokens_per_second is None:
         return None
-    return speed.tokens_per_second * replicas
+    if concurrency is None:
+        return speed.tokens_per_second * replicas
+    return speed.tokens_per_second * min(replicas, max(1, concurrency) / max(1, speed.concurrency))
 
 
 @fast_init
@@ -116,7 +145,8 @@ class FitResult:
     def tokens_per_second_total(self) -> float | None:
         """Output tokens/s of all ``replicas`` together (the speed estimate is one replica's, at its share of the
         load): what a price per hour of the whole target buys, so the one input of its cost per million tokens."""
-        return replicas_tokens_per_second(self.speed, self.replicas)
+        conc = self.details.get("concurrency")
+        return replicas_tokens_per_second(self.speed, self.replicas, int(conc) if conc is not None else None)
 
     @property
     def all_assumptions(self) -> tuple[Assumption, ...]:
@@ -355,7 +385,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if concurrency is not None:
         given["concurrency"] = concurrency
     context = InferenceWorkload.context if context is None else context
-    concurrency = InferenceWorkload.concurrency if concurrency is None else concurrency
+    # checked here: the estimate sees only one replica's share (max 1), so concurrency=-1 was taken as 1
+    concurrency = InferenceWorkload.concurrency if concurrency is None else int(check_number(concurrency,
+                                                                                               "concurrency",
+                                                                                               CONCURRENCY))
     device, n, target, instance = target_and_count(hardware, count, hardware_files)
     hr = check_headroom(headroom)
     warnings: list[str] = []
@@ -378,15 +411,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
     if split and device.kind in ("cpu", "apple"):
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
+        raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
+                         f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
+                         "(tensor parallel, the other devices replicas)")
     if split:
         workload.setdefault("gpus", n)
-    tp = 1 if split else choose_tensor_parallel(spec, n)
-    replicas = 1 if split else n // tp
-    per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
-    if replicas > 1:
-        assumptions.append(Assumption("replicas", replicas, True,
-                                      f"{spec.num_heads} heads do not split {n} ways; {replicas} replicas of TP {tp}, "
-                                      f"the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"))
+    per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
+    tp_options = [1] if split else tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -398,10 +430,28 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
-    est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
-                             output_tokens=output_tokens,
-                             weights=weights, engine=eng, device=workload_device_kind(device), tensor_parallel=tp,
-                             kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+    for tp in tp_options:  # the smallest tensor parallelism that fits, within one machine first
+        replicas = 1 if split else n // tp
+        per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
+        est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
+                                 output_tokens=output_tokens,
+                                 weights=weights, engine=eng, device=workload_device_kind(device),
+                                 tensor_parallel=tp, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+        if est.details["fits"]:
+            break
+    if len(tp_options) > 1:
+        fitted = bool(est.details["fits"])
+        assumptions.append(Assumption("tensor_parallel", tp, True, (
+            f"the smallest that fits of {', '.join(map(str, tp_options[:tp_options.index(tp) + 1]))} tried"
+            if fitted else f"the largest of {', '.join(map(str, tp_options))}, none fits") +
+            f" (each divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
+            f"heads split or replicated evenly: vLLM's rule; within a machine of {per_node} first); "
+            + (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
+               if replicas > 1 else "no replicas")))
+    if tp > per_node:
+        warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
+                        "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
+                        "between machines, which is not modelled)")
     d = est.details
     # the defaults that size this workload, named where the fit's own assumptions are read (the text's line)
     sizing = {"context", "concurrency"} - given.keys()  # (the set once, not once per assumption; none when both given)
@@ -446,8 +496,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                          hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                          tuple(named), tuple(said),
-                         {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency},
-                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas)))
+                         {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
+                          "busy_replicas": busy_replicas(concurrency, replicas)},
+                         cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
 
     return MemoryFit(fits, result)
 

@@ -122,6 +122,24 @@ def gguf_file_refused(engine: str, spec: ModelSpec | None) -> str | None:
            f"{', '.join(sorted(types))} (quantization/gguf.py)"
 
 
+def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str | None:
+    """What a hardware search says when ``engine`` (vLLM, SGLang) will not load the .gguf file ``spec`` was read
+    from whatever the device (``gguf_file_refused``: a tensor type its GGUF method lacks) and no format is named:
+    the warning that the file's rung is skipped and which formats of the model are tried instead (a checkpoint
+    other than this file); None when the file is loaded, or a format is named. One-line InputError when no smaller
+    rung is left (``format_ladder``): nothing of the file can be served on that engine."""
+    why = gguf_file_refused(engine, spec) if weights is None else None
+    if why is None or spec.file_weights is None:
+        return None
+    others = format_ladder(spec, engine, None, fp8=True)[1:]
+    if not others:
+        raise InputError(f"{why}; no format smaller than the file is left to run {spec.name} on {engine} instead: "
+                         "try llama.cpp, the GGUF format's own engine (--engine llamacpp)")
+    return (f"{spec.file_weights.path} as given is skipped on {engine}: {why}; the options run {spec.name} at "
+            f"{engine}'s smaller formats ({', '.join(others)}), another checkpoint than this file (llama.cpp, the "
+            "GGUF format's own engine: --engine llamacpp)")
+
+
 def engine_refuses(engine: str, fmt: str, device: Device, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
     is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's

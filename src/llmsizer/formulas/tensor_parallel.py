@@ -27,6 +27,23 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         raise InputError(f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}")
 
 
+def serving_tensor_parallel_refusal(spec: ModelSpec, tp: int) -> str | None:
+    """Why vLLM (and SGLang, whose QKVParallelLinear is the same) will not shard ``spec`` ``tp`` ways, or None.
+
+    vllm 0.19.1 (PyPI wheel): the attention heads must divide by tp (vllm/config/model.py:1110-1116, "Total number of
+    attention heads ... must be divisible by tensor parallel size"); the KV heads are split when tp < kv heads and
+    replicated when tp >= kv heads, each through ``divide``, which asserts exact divisibility
+    (vllm/model_executor/layers/linear.py:1012-1016, vllm/distributed/utils.py:53-64): kv % tp == 0 or tp % kv == 0.
+    An MLA model's latent cache is one shared head, replicated on every device (no KV-head rule)."""
+    if spec.num_heads % tp:
+        return f"tensor_parallel {tp} does not divide the {spec.num_heads} attention heads of {spec.name}"
+    kv = spec.num_kv_heads
+    if spec.mla is None and kv % tp and tp % kv:
+        return (f"tensor_parallel {tp} neither divides nor is a multiple of the {kv} KV heads of {spec.name} "
+                "(vLLM splits KV heads evenly or replicates them evenly)")
+    return None
+
+
 @lru_cache(maxsize=256)  # per spec, like model_tensors
 def replicated_elements(spec: ModelSpec) -> int:
     """Elements of 1-D tensors (norms, biases of row-parallel layers, sinks) kept whole on every device."""

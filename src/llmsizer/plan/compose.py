@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import FieldError, InputError
 from ..request.reader import load_request
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..result import Assumption
@@ -69,8 +69,21 @@ def _about(request: Request, job: Job) -> Iterator[None]:
     divide the model's heads, found only once the model is known)."""
     try:
         yield
+    except FieldError as e:  # about one field: its own line and key path, as the reader's field errors say
+        path = field_path(request, job, e.field)
+        line = request.line_of(job, path) if path else job.line
+        raise InputError(f"{request.source}:{line}: job '{job.name}' ({job.kind}): "
+                         f"{f'{path}: ' if path else ''}{e}") from None
     except InputError as e:
         raise InputError(f"{request.source}:{job.line}: job '{job.name}' ({job.kind}): {e}") from None
+
+
+def field_path(request: Request, job: Job, field: str) -> str | None:
+    """The key path inside ``job`` (e.g. 'settings.target_len') where the request file gives the workload field
+    ``field``, or None when the file does not give it under that name."""
+    prefix = f"jobs[{request.job_position(job)}]."
+    return next((key[len(prefix):] for key in request.lines
+                 if key.startswith(prefix) and key.rsplit(".", 1)[-1] == field), None)
 
 
 def plan_file(path: str | Path, *, hardware_files: Sequence[str | Path] = (), today: _dt.date | None = None,

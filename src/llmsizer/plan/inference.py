@@ -249,7 +249,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             "tokens/s", "decode step time at the typical concurrency", "formulas/speed.py eq. (4)")
     spd.add("tps_user_peak", "tokens/s per user, peak", sp_peak.tokens_per_second_per_user if sp_peak else None,
             "tokens/s")
-    agg_typ = f_typ.tokens_per_second_total * machines if f_typ and f_typ.tokens_per_second_total else None
+    # each machine is fitted at its share of the users; machines beyond the users' add no tokens/s (fit's rule)
+    agg_typ = (f_typ.tokens_per_second_total * min(machines, max(1, conc_typ) / per_replica(conc_typ, machines))
+               if f_typ and f_typ.tokens_per_second_total else None)
     spd.add("tps_total_typical", "output tokens/s in total, typical", agg_typ, "tokens/s")
     # the engine release's host work per decode step, as fit applied it (estimate/engines.py step_host)
     if sp_peak is not None and any(a.name.endswith("_host_seconds_per_step") for a in sp_peak.assumptions):

@@ -53,6 +53,13 @@ SUPPORTED_ARCHITECTURES = tuple(sorted(ARCHITECTURES))
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}  # llama.cpp src/llama-model.cpp load_hparams
 NORM_ROLES = ("attn_norm", "attn_norm_2", "ffn_norm", "post_attention_norm", "post_ffw_norm", "layer_output_norm")
 NON_PARAMETER = ("rope_freqs", "rope_factors_long", "rope_factors_short", "exp_probs_b")
+# Tensors named without a layer that llama.cpp creates inside its layer loop, layer 0's as the tensor and every
+# other layer's TENSOR_DUPLICATED (src/models/llama.cpp:62-66 at ggml-org/llama.cpp@0c1e57098, as vendored by
+# llama-cpp-python 0.3.36; the same in llama4, exaone4, granite-hybrid, deci, minicpm...): LLM_TENSOR_LAYER_REPEATING
+# (src/llama-arch.cpp:743-745), so each goes to its layer's buffer type (src/llama-model.cpp:1963-1966, dev_layer.at(bid))
+# and a duplicate is skipped only when that buffer type already holds one (src/llama-model-loader.cpp:1370-1376):
+# one copy on each device holding layers
+PER_LAYER_DEVICE = ("rope_freqs", "rope_factors_long", "rope_factors_short")
 FILE_TYPE_DTYPE = {0: "float32", 1: "float16", 32: "bfloat16"}  # llama_ftype ALL_F32, MOSTLY_F16, MOSTLY_BF16
 _SPLIT = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
 _BLK = re.compile(r"^blk\.(\d+)\.")
@@ -412,6 +419,8 @@ def _role_of(name: str) -> Role:
         return "embedding"
     if name.startswith("output."):
         return "output"
+    if _BLK.match(name) is None and _base(name) in PER_LAYER_DEVICE:
+        return "per_layer"
     return "other"
 
 

@@ -290,7 +290,9 @@ def _check_unique(where: Path, tensors: Iterable[TensorInfo]) -> None:
         seen[t.name] = t.file
 
 
-Role = Literal["embedding", "output", "other"]
+# "per_layer": a tensor outside the decoder layers that the engine creates once per layer's device (llama.cpp's
+# rope_freqs / rope_factors_long / rope_factors_short, readers/gguf_file.py PER_LAYER_DEVICE)
+Role = Literal["embedding", "output", "per_layer", "other"]
 
 
 def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
@@ -299,7 +301,8 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
     """Exact stored bytes of a tensor table as :class:`FileWeights` (used by the safetensors and GGUF readers).
 
     ``layer_of(name)`` gives the decoder layer a tensor belongs to (None: outside the stack);
-    ``role_of(name)`` marks the input embedding and the output projection. Tensors of layers numbered
+    ``role_of(name)`` marks the input embedding, the output projection and the tensors kept once per layer's
+    device (``FileWeights.per_layer_device_bytes``). Tensors of layers numbered
     beyond ``num_layers`` (DeepSeek-V3 multi-token-prediction layers) count in the total only.
     """
     by_dtype: dict[str, int] = {}
@@ -307,7 +310,7 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
     experts = [0] * num_layers
     matrices = [0] * num_layers
     extra: set[int] = set()
-    emb = out = 0
+    emb = out = per_layer = 0
     for t in tensors:
         by_dtype[t.dtype] = by_dtype.get(t.dtype, 0) + t.nbytes
         i = layer_of(t.name)
@@ -324,6 +327,8 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
             emb += t.nbytes
         elif role == "output":
             out += t.nbytes
+        elif role == "per_layer":
+            per_layer += t.nbytes
     parts = list(notes)
     if extra:
         parts.append(f"tensors of layer(s) {', '.join(map(str, sorted(extra)))} beyond the {num_layers} decoder "
@@ -332,7 +337,7 @@ def summarize(label: str, tensors: Sequence[TensorInfo], num_layers: int,
         path=label, total_bytes=sum(t.nbytes for t in tensors), params=sum(t.numel for t in tensors),
         by_dtype=tuple(sorted(by_dtype.items(), key=lambda kv: (-kv[1], kv[0]))),
         layer_bytes=tuple(layers) if any(layers) else (), embedding_bytes=emb, output_bytes=out,
-        layer_expert_bytes=tuple(experts) if any(experts) else (),
+        per_layer_device_bytes=per_layer, layer_expert_bytes=tuple(experts) if any(experts) else (),
         layer_matrix_bytes=tuple(matrices) if any(matrices) else (), note="; ".join(parts),
     )
 

@@ -44,8 +44,12 @@ def render_fit(r: FitResult) -> str:
             out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
+            conc = int(r.details.get("concurrency", s.concurrency))
+            busy = int(r.details.get("busy_replicas", r.replicas))
             out.append(f"all {r.replicas} replicas: {r.tokens_per_second_total:,.1f} tokens/s (the table: one replica "
-                       f"at {s.concurrency} of the {r.details.get('concurrency', s.concurrency)} sequences)")
+                       f"at {s.concurrency} of the {conc} sequences"
+                       + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
+                          else ")"))
         for w in s.warnings:
             out.append(f"warning: {w}")
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"

@@ -32,7 +32,7 @@ from ..numbers import (
     Range,
     check_number,
 )
-from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens
+from ..units import HOURS_PER_MONTH, parse_bytes, parse_count, parse_tokens, size_unit_hint
 
 HOURS_PER_YEAR = 8760.0
 
@@ -90,6 +90,8 @@ def _via_units(value: object, parse: Callable[..., int], rng: Range, words: tupl
     except (NumberError, MissingUnitError):
         raise
     except InputError:
+        if parse is parse_bytes and isinstance(value, str):  # '80gib': did you mean 80GiB?
+            bad = bad.replace("a size", "a size" + size_unit_hint(value), 1)
         raise InputError(f"cannot read {short(value)} as {bad}") from None
 
 

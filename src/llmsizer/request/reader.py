@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import difflib
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
-from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number
+from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number, exactly_whole
 from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from . import quantities as Q
@@ -260,8 +261,12 @@ class _Reader:
         if t == "int":
             if isinstance(v, bool):
                 raise InputError(f"must be a whole number, got {_short(text)}")
-            n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS) if isinstance(v, str) else v
+            # a count written as text ('1e30', '40k') is read in the field's own range, so its message is the field's
+            n = Q.parse_plain_count(v, _PLAIN_COUNT_WORDS, self.range(f) or AMOUNT) if isinstance(v, str) else v
             if not isinstance(n, (int, float)):
+                raise InputError(f"must be a whole number, got {_short(text)}")
+            if isinstance(n, float) and n.is_integer() and math.isfinite(n) and not exactly_whole(text):
+                # 4.00000000000000001 reads as the float 4.0: whole only to the float's precision
                 raise InputError(f"must be a whole number, got {_short(text)}")
             return n
         if t == "number":

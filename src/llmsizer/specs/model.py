@@ -192,6 +192,8 @@ class FileWeights:
     ``layer_bytes`` gives the bytes of each decoder layer when the tensor names reveal it; of these,
     ``layer_expert_bytes`` are routed-expert tensors (GGUF ``ffn_*_exps``, which ``--n-cpu-moe`` keeps in host
     memory) and ``layer_matrix_bytes`` other 2-D matrices (what llama.cpp's row split spreads over GPUs).
+    ``per_layer_device_bytes``: tensors outside the layers that llama.cpp creates for every layer and so keeps once
+    on each device holding layers (GGUF ``rope_freqs``, ``rope_factors_long``/``_short``; readers/gguf_file.py).
     """
 
     path: str
@@ -204,6 +206,7 @@ class FileWeights:
     layer_matrix_bytes: tuple[int, ...] = ()
     output_bytes: int = 0
     note: str = ""
+    per_layer_device_bytes: int = 0
 
     @property
     def gguf(self) -> bool:

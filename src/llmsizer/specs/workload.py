@@ -17,6 +17,7 @@ from ..numbers import (
     FRACTION,
     GPU_LAYERS,
     IMAGES,
+    LLAMACPP_GPUS,
     PIXELS,
     TOKENS,
     TOKENS_OR_ZERO,
@@ -142,7 +143,7 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
     ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", COUNT), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
-    ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", COUNT),
+    ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS))
 
 

@@ -15,7 +15,7 @@ from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
-from ...formulas.tensor_parallel import check_tensor_parallel, shard_weights
+from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
 from ...formulas.weight_formats import weight_bytes
 from ...result import Assumption, Estimate
 from ...specs import InferenceWorkload, ModelSpec
@@ -288,6 +288,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     wb = weight_bytes(spec, fmt, group, act_bytes)  # "file": the file's exact bytes
     if w.tensor_parallel > 1:
         check_tensor_parallel(spec, w.tensor_parallel)
+        kv_refusal = serving_tensor_parallel_refusal(spec, w.tensor_parallel)
+        if kv_refusal is not None:
+            raise InputError(kv_refusal)
         if w.engine == "llamacpp":
             raise InputError("llama.cpp splits layers (or rows) across GPUs rather than tensor-parallel shards; "
                              "use gpus N with split_mode layer|row (--gpus N --split-mode layer)")

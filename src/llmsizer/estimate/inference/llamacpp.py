@@ -43,8 +43,10 @@ def compose_llamacpp(ctx: Context) -> None:
     # the input layer's lookup tables stay in host memory (token_embd; Gemma 3n's per_layer_token_embd, also
     # LLM_TENSOR_LAYER_INPUT in llama.cpp src/llama-arch.cpp)
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("per_layer_embedding", 0)
+    # rope_freqs / rope_factors: one copy per device holding layers (llamacpp_split.py rule 3b), not host-only
+    per_layer = spec.file_weights.per_layer_device_bytes if wb.format == "file" and spec.file_weights else 0
     other_host = max(wb.total - sum(wb.layer_bytes) - emb - (0 if spec.tie_word_embeddings else out_matrix)
-                     - out_other, 0)
+                     - out_other - per_layer, 0)
     unified = bool(acc.assume("kv_unified", E.LLAMACPP_KV_UNIFIED, w.kv_unified, E.LLAMACPP_KV_UNIFIED_SOURCE))
     ctx.details["kv_unified"] = unified  # the speed estimate reads the same cells (estimate/fit.py)
     cells = E.llamacpp_kv_cells(spec.model_type, spec.sliding_window, ubatch, w.concurrency, w.context, unified)
@@ -68,7 +70,7 @@ def compose_llamacpp(ctx: Context) -> None:
     zeros = (0,) * n
     costs = LayerCosts(wb.layer_bytes or zeros, wb.layer_expert_bytes or zeros, wb.layer_matrix_bytes or zeros,
                        kv_layers, out_matrix, out_other, emb, other_host, spec.tie_word_embeddings, layer_graph,
-                       graph.peak_bytes)
+                       graph.peak_bytes, per_layer)
     parts = place(costs, gpus, ngl, split_points(shares) if gpus else [], split_mode=mode, row_shares=shares,
                   n_cpu_moe=n_cpu_moe)
     gpu_parts, host = parts[:-1], parts[-1]

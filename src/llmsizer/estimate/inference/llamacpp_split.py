@@ -23,6 +23,11 @@ line numbers of that tree):
     norms, stay on the layer's device. At this commit only the SYCL and Hexagon backends export a split buffer
     type (ggml-sycl.cpp:1512, ggml-hexagon.cpp:8081); a CUDA build refuses ``-sm row`` ("device ... does not
     support split buffers", src/llama-model.cpp:1163) -- older CUDA builds had one, with the same row rule.
+(3b) Tensors named without a layer that llama.cpp creates in its layer loop (``rope_freqs``, ``rope_factors_long``,
+    ``rope_factors_short``: LLM_TENSOR_LAYER_REPEATING, TENSOR_DUPLICATED after layer 0; src/models/llama.cpp:62-66,
+    src/llama-arch.cpp:743-745) go to each layer's buffer type (src/llama-model.cpp:1963-1966) and a duplicate is
+    skipped only where that buffer type already holds one (src/llama-model-loader.cpp:1370-1376): one copy on every
+    device holding a repeating layer (the host only when some layer runs on the CPU).
 (6) KV cache: each layer's K and V live on that layer's device (src/llama-kv-cache.cpp:216-219, ``model.dev_layer(il)``
     with offload_kqv, the default), in host memory for CPU layers.
 (7) Compute buffers: llama-context.cpp reserves one compute buffer per backend for the worst-case graph of one ubatch
@@ -148,6 +153,7 @@ class LayerCosts:
     tied: bool
     layer_compute: int  # one GPU's compute buffer for its layers (f32 graph of one ubatch)
     output_compute: int  # the output device's compute buffer (the layers' graph or the ubatch's logits, larger)
+    per_layer_device: int = 0  # rule (3b): rope_freqs / rope_factors, one copy on each device holding layers
 
 
 def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[float], *,
@@ -155,7 +161,8 @@ def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[fl
     """GPUs 0..n_gpus-1 then the host: what each holds under rules (1)-(7).
 
     Weights and KV are conserved: summed over the parts they equal the model's (plus the device copy of a tied
-    output matrix); compute buffers are per device.
+    output matrix and one copy of the rule (3b) tables per further device holding layers); compute buffers are per
+    device.
     """
     n = len(costs.weights)
     devs = layer_devices(n, n_gpu_layers, points) if n_gpus else (CPU,) * (n + 1)
@@ -196,7 +203,7 @@ def place(costs: LayerCosts, n_gpus: int, n_gpu_layers: int, points: Sequence[fl
         kv[d] += layer_kv[il]
     for part, layers, w, e, k in zip(parts, held, weights, experts, kv, strict=True):
         part.layers += layers
-        part.weights += w
+        part.weights += w + (costs.per_layer_device if layers else 0)
         part.experts += e
         part.kv += k
     d_out = devs[n]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import InputError
+from ...errors import FieldError, InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
@@ -260,7 +260,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         if long is not None:
             acc.warnings.append(long)
     elif w.target_len is not None:
-        raise InputError(f"target_len applies to encoder-decoder models; {spec.name!r} is decoder-only (drop it)")
+        raise FieldError("target_len", f"target_len applies to encoder-decoder models; {spec.name!r} is decoder-only "
+                         "(drop it)")
     act = ActivationSetup(
         target=target, batch=w.micro_batch, seq=local_tokens(w.seq_len, w.context_parallel), residual=residual, compute=compute, expert=base_bytes if w.method != "qlora" else 2,
         weight_copy=copies, autocast=rec.autocast, full=w.method == "full", adapted=adapted,

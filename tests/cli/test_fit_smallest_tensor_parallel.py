@@ -1,0 +1,123 @@
+"""Serving on N devices: fit takes the smallest tensor parallelism that fits, within one machine first, and runs the
+other devices as replicas (estimate/fit.py ``tensor_parallel_options``). Before, it took the largest divisor of the
+count that divides the heads: an 8B model on 10^6 H100s ran TP 32 (31,250 replicas), TP spanning four 8-GPU machines
+for a model one card holds.
+
+Truth: vLLM's sharding rule written out here from its source (vllm 0.19.1 wheel: vllm/config/model.py:1110-1116, the
+attention heads divide by tp; vllm/model_executor/layers/linear.py:1012-1016 with vllm/distributed/utils.py:53-64,
+KV heads split by ``divide(kv, tp)`` below tp or replicated by ``divide(tp, kv)`` from it), the models' published
+head counts (Qwen3-8B config.json: 32 heads, 8 KV heads; Qwen2.5-14B: 40 heads, 8 KV heads), and "fits" by
+construction: a TP is the smallest that fits when one replica at it fits and one at each smaller allowed TP does not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cli.cli_run import answer, run
+from llmsizer import fit
+from llmsizer.estimate.fit import tensor_parallel_options
+from llmsizer.models import load_model
+
+
+def vllm_shards(heads: int, kv: int, tp: int) -> bool:
+    """vLLM's two checks, restated: heads % tp == 0, and divide(kv, tp) when tp < kv else divide(tp, kv)."""
+    return heads % tp == 0 and (kv % tp == 0 if tp < kv else tp % kv == 0)
+
+
+def test_an_8b_model_on_a_million_gpus_runs_tp_1_replicas(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = answer(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6"], capsys)
+    assert code == 0 and data["fits"]
+    assert data["tensor_parallel"] == 1 and data["replicas"] == 1_000_000
+    one = fit("qwen3-8b", "h100", 1, speed=False)  # one card holds it: TP 1 is what the memory needs
+    assert one.fits and one.tensor_parallel == 1
+
+
+def test_the_smallest_tp_that_fits_and_replicas_for_the_rest() -> None:
+    r = fit("llama-3.1-70b", "h100", 8, speed=False)  # 70B bf16 = 141 GB: not one 80 GB card
+    assert r.fits and r.replicas == 8 // r.tensor_parallel
+    smaller = [t for t in (1, 2, 4) if t < r.tensor_parallel]
+    assert smaller, r.tensor_parallel
+    for t in smaller:
+        assert not fit("llama-3.1-70b", "h100", t, speed=False).fits  # one replica at a smaller TP does not fit
+
+
+def test_tp_stays_within_a_machine_when_that_fits() -> None:
+    """405B bf16 (811 GB) fits 8 x H200 (141 GB each): TP 8 and a second replica, not TP 16 across two machines."""
+    r = fit("llama-3.1-405b", "h200", 16, speed=False)
+    assert r.fits and r.tensor_parallel == 8 and r.replicas == 2
+    assert not any("spans" in w for w in r.warnings)
+    # on H100s (80 GB) it needs 16 GPUs: TP 16 crosses machines, which is said
+    big = fit("llama-3.1-405b", "h100", 16, speed=False)
+    assert big.tensor_parallel == 16 and any("spans 2 machines of 8" in w for w in big.warnings)
+
+
+@pytest.mark.parametrize("name,count", [("qwen3-8b", 64), ("qwen2.5-14b", 10), ("qwen2.5-14b", 40)])
+def test_options_are_vllms_shardings(name: str, count: int) -> None:
+    spec = load_model(name)
+    truth = [t for t in range(1, count + 1) if count % t == 0 and vllm_shards(spec.num_heads, spec.num_kv_heads, t)]
+    opts = tensor_parallel_options(spec, count, 8)
+    assert sorted(opts) == truth
+    assert opts == [t for t in truth if t <= 8] + [t for t in truth if t > 8]
+
+
+def test_kv_heads_rule_is_enforced_for_a_tp_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """Qwen2.5-14B: 40 heads divide by 5, its 8 KV heads neither divide by 5 nor divide 5: vLLM refuses TP 5."""
+    code, _, err = run(["infer", "qwen2.5-14b", "--tp", "5"], capsys)
+    assert code == 2 and "8 KV heads" in err and err.count("\n") == 1
+    code, _, err = run(["infer", "qwen2.5-14b", "--tp", "8"], capsys)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("count,says", [("1.5", "whole number"), ("0", "out of range"), ("2e6", "out of range"),
+                                        ("1000000.0000000001", "whole number"), ("4.00000000000000001", "whole number"), ("ten", "cannot read")])
+def test_count_must_be_an_exact_whole_number(count: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", count], capsys)
+    assert code == 2 and says in err and err.count("\n") == 1, err
+
+
+def test_a_count_written_as_a_float_that_is_exact_is_taken(capsys: pytest.CaptureFixture[str]) -> None:
+    _, data = answer(["fit", "qwen3-8b", "--device", "h100", "--count", "1.6e1"], capsys)
+    assert data["count"] == 16
+
+
+def test_idle_replicas_add_no_tokens_per_second(capsys: pytest.CaptureFixture[str]) -> None:
+    """One user on 10^6 replicas keeps one busy: the total is one replica's tokens/s (it said 31,250 replicas' worth,
+    13 million tokens/s, before). 16 users on 8 replicas of 2: every replica busy, 8 replicas' worth; 4 users on 8:
+    4 replicas' worth."""
+    one = fit("qwen3-8b", "h100", 10**6)
+    assert one.speed is not None and one.tokens_per_second_total == one.speed.tokens_per_second
+    code, out, _ = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6"], capsys)
+    assert code == 0 and "1 replica busy, the others idle" in out
+    full = fit("qwen3-8b", "h100", 8, concurrency=16)
+    assert full.replicas == 8 and full.speed is not None and full.speed.concurrency == 2
+    assert full.tokens_per_second_total == pytest.approx(8 * full.speed.tokens_per_second, rel=1e-12)
+    few = fit("qwen3-8b", "h100", 8, concurrency=4)
+    assert few.speed is not None and few.speed.concurrency == 1
+    assert few.tokens_per_second_total == pytest.approx(4 * few.speed.tokens_per_second, rel=1e-12)
+
+
+def test_a_llamacpp_split_over_more_gpus_than_it_takes_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """llama.cpp's tensor_split holds 128 devices (common/common.h:477, numbers.MAX_GPUS): fit --count 10^6 on
+    llama.cpp placed a model over a million GPUs (27 s, 'FITS') where infer --gpus refuses 129; the Python API's
+    gpus=200 was taken too."""
+    code, out, err = run(["fit", "qwen3-8b", "--device", "h100", "--count", "1e6", "--engine", "llamacpp"], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "at most 128 GPUs" in err
+    assert run(["fit", "qwen3-8b", "--device", "h100", "--count", "128", "--engine", "llamacpp"], capsys)[0] == 0
+    import llmsizer
+    from llmsizer.errors import InputError
+    with pytest.raises(InputError, match=r"gpus: 200 is out of range; expected an integer in \[1, 128\]"):
+        llmsizer.estimate_inference("qwen3-8b", engine="llamacpp", gpus=200)
+
+
+def test_a_concurrency_out_of_range_is_refused_by_the_python_api() -> None:
+    """fit spreads the concurrency over replicas (max(1, ceil(c / r)) each) and recommend took max(1, c): a negative
+    or zero concurrency was answered as 1 through the Python API (the CLI's flag refuses it)."""
+    from llmsizer.errors import InputError
+    from llmsizer.recommend import best_option_on, recommend_inference
+
+    for call in (lambda: fit("qwen3-8b", "h100", concurrency=-1, speed=False),
+                 lambda: recommend_inference("qwen3-8b", concurrency=-5, quantization_advice=False),
+                 lambda: best_option_on("qwen3-8b", "h100", concurrency=0)):
+        with pytest.raises(InputError, match=r"concurrency: -?\d+ is out of range; expected an integer in \[1, "):
+            call()
