@@ -463,10 +463,11 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             src = "formulas/parallelism.py eq. (PP1) (torch pipelining/stage.py lines 844-847; torchtitan 9dec370)"
         if name == "gathered_params" and w.fsdp2_units != "largest-two" and w.pp == 1:
             formula = (f"FSDP2 units as {w.fsdp2_units} lays them out: the root unit (embedding, final norm, output) "
-                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units == "torchtitan" else
-                          "resharded after its forward and gathered again for the output's backward")
-                       + " + one block (the last one kept after the forward), each whole in the all-gather dtype "
-                       "beside this rank's shard (eqs. U1-U4)")
+                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units != "torchtitan-resharded"
+                          else "resharded after its forward and gathered again for the output's backward")
+                       + (" + one block (every block resharded after its forward, the last too)"
+                          if w.fsdp2_units == "torchtune" else " + one block (the last one kept after the forward)")
+                       + ", each whole in the all-gather dtype beside this rank's shard (eqs. U1-U4)")
             src = ("formulas/fsdp2_units.py (torch 2.13 _fsdp_collectives.py lines 336-356, 447-470; _fsdp_state.py "
                    "lines 203-207; torchtitan parallelize_llama.py @ 9dec370 lines 322-339)")
         if name == "gathered_params" and traced_units_layout(w) is not None and w.fsdp_version == 1:
