@@ -3,8 +3,10 @@
 ``fsdp1_step.py`` wraps a PEFT LoRA model (adapters and base in bf16: one flat parameter has one dtype) with FSDP1,
 ``use_orig_params=True``, one unit per decoder layer plus the root, and reads every ``flat_param.grad`` after the
 backward: FSDP1 gives the whole flat parameter a gradient, frozen base included (torch
-``torch/distributed/fsdp/_flat_param.py`` lines 804-836). llmsizer's ``fsdp_version=1`` gradient bytes per rank must
-agree within 2%; ``fsdp_version=2`` (gradients of the adapters only) must miss by far.
+``torch/distributed/fsdp/_flat_param.py`` lines 804-836). llmsizer's ``fsdp_version=1`` with ``fsdp1_lora_wrap=
+'with-layers'`` gradient bytes per rank must agree within 2%; ``fsdp_version=2`` (gradients of the adapters only) must
+miss by far. ``fsdp1_lora_step.py`` wraps the adapters apart instead, as torchtune's 2024 recipe did
+(``test_fsdp1_lora_adapters_apart``: eqs. W1, W2 of formulas/fsdp_flat_param.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def test_fsdp1_lora_flat_gradients() -> None:
     spec = spec_from_config(LLAMA, name="llama-tiny")
     common = dict(method="lora", rank=8, targets="q,v", base_dtype="bf16", adapter_dtype="bf16", precision="bf16",
                   micro_batch=2, seq_len=128, gpus=2, fsdp="full")
-    v1 = estimate_training(spec, fsdp_version=1, **common).details["model_states"]["gradients"]
+    v1 = estimate_training(spec, fsdp_version=1, fsdp1_lora_wrap="with-layers", **common).details["model_states"][
+        "gradients"]
     v2 = estimate_training(spec, **common).details["model_states"]["gradients"]
     meas = m["flat_grad_bytes"]
     print(f"\nFSDP1 LoRA over 2 ranks: flat gradient shards {meas} B (all params {m['param_bytes']} B, trained "
@@ -84,3 +87,60 @@ def test_fsdp1_root_gradient_assembly() -> None:
     assert abs(pred - meas) / meas <= 0.08
     assert 2 * m["root_elements"] * 2 > 0.8 * meas  # the root's assembly is most of it: the case tests N2
 
+
+
+# torchtune's 2024-05 distributed LoRA recipe (lora_finetune_distributed.py @ 0217d44c2 lines 332-350): FSDP1,
+# lora_fsdp_wrap_policy (every LoRA A / B its own unit), use_orig_params False, mixed_precision None, pure bf16
+TORCHTUNE_LORA = dict(method="lora", rank=8, targets="q,v", base_dtype="bf16", adapter_dtype="bf16", precision="bf16",
+                      micro_batch=2, seq_len=128, gpus=2, fsdp="full", fsdp_version=1, optimizer_impl="for-loop")
+
+
+@pytest.mark.parametrize("ckpt, accumulate", [(False, 1), (True, 2)])
+def test_fsdp1_lora_adapters_apart(ckpt: bool, accumulate: int) -> None:
+    """Eqs. (W1), (W2) against a real FSDP1 LoRA step wrapped as torchtune's recipe wrapped it (``fsdp1_lora_step.py``):
+    the frozen layer units get no gradient (the sharded flat gradients are the adapters' exactly), the root unit stays
+    unsharded through the step and one block is unsharded at a time; the step's peak (CPU allocator, every
+    allocation) within 3 %. The adapters-in-their-layer model ('with-layers', llmsizer's FSDP1 LoRA before) must
+    miss the gradients by far, and the two-largest-units model (what FSDP1 got before) the root at the loss."""
+    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, lora=dict(r=8, targets=["q_proj", "v_proj"]),
+                                grad_ckpt=ckpt, accumulate=accumulate)
+    m = run_step("fsdp1_lora_step.py", case, 2)
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    fields = dict(TORCHTUNE_LORA, grad_checkpointing="full" if ckpt else "none", grad_accumulation=accumulate)
+    est = estimate_training(spec, **fields)
+    mixed = estimate_training(spec, **fields, fsdp1_lora_wrap="with-layers")
+    v2 = estimate_training(spec, **dict(fields, fsdp_version=2))
+    grads = est.details["model_states"]["gradients"]
+    print(f"\nFSDP1 LoRA adapters apart, checkpointing {ckpt}, {accumulate} micro-batches: units {m['units']}; flat "
+          f"gradient shards {m['flat_grad_bytes']} B, predicted {grads} B (with-layers "
+          f"{mixed.details['model_states']['gradients']} B)")
+    assert m["units"] == {"trained": 4 * LLAMA["num_hidden_layers"], "frozen": 1 + LLAMA["num_hidden_layers"]}
+    assert grads == m["flat_grad_bytes"]
+    assert mixed.details["model_states"]["gradients"] > 10 * m["flat_grad_bytes"]
+
+    # eq. (W2): the unsharded flat parameters at each moment (adapter units, 2-8 kB, left out)
+    root = spec.vocab_size * spec.hidden_size * 2 * 2  # embedding + output, bf16
+    seen = [(moment, u) for moment, u in m["unsharded"]]
+    at_loss = [u for moment, u in seen if moment == "loss backward"]
+    fwd = [sum(v for k, v in u.items() if k != "adapters") for moment, u in seen if moment == "forward"]
+    back = [u for moment, u in seen if moment == "backward"]
+    print("unsharded at the loss backward", at_loss, "; forward max", max(fwd), "; backward:", back)
+    assert len(at_loss) == 1 and set(at_loss[0]) == {"root"}  # every block resharded after its forward, root kept
+    block = max(fwd) - at_loss[0]["root"]
+    assert abs(at_loss[0]["root"] - root) <= 1024  # (+ the final norm)
+    # in the backward: the root, the block being run; the next block is gathered at its pre-backward hook before the
+    # reshard-only hook frees the one just run (torch _runtime_utils.py lines 1473-1517), at the blocks' boundary
+    blocks_held = [sum(1 for k in u if k.startswith("layer")) for u in back]
+    assert max(blocks_held) == 2 and blocks_held[-1] == 1 and all("root" in u for u in back)
+    peak_phase = est.details["peak_phase"]
+    gathered = est.details["peak_parts"]["gathered_params"]
+    assert peak_phase == "loss backward"
+    assert abs(gathered - at_loss[0]["root"]) <= 1024
+    assert abs(v2.details["peak_parts"]["gathered_params"] - at_loss[0]["root"]) > block / 2
+
+    pred, meas = est.details["tensor_peak_bytes"], m["peak"]
+    before = v2.details["tensor_peak_bytes"]
+    print(f"step peak measured {meas} B; predicted {pred} B ({(pred - meas) / meas:+.2%}); with the FSDP2-like "
+          f"gathering of before {before} B ({(before - meas) / meas:+.2%})")
+    assert abs(pred - meas) / meas <= 0.03
+    assert abs(before - meas) / meas > 0.03

@@ -36,7 +36,7 @@ from llmsizer.estimate.allocator import fsdp2_reduce_scatter_outputs  # noqa: E4
 from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training.setup import resolve  # noqa: E402
 from llmsizer.estimate.training.states import stage_states  # noqa: E402
-from llmsizer.estimate.training.timeline import fsdp2_copy_in_events, fsdp2_traced_units  # noqa: E402
+from llmsizer.estimate.training.timeline import fsdp2_copy_in_events, fsdp_traced_units  # noqa: E402
 from llmsizer.formulas.fsdp2_units import unsharded_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 from llmsizer.specs import TrainingWorkload  # noqa: E402
@@ -108,7 +108,7 @@ def test_torchtitan_units(units: str) -> None:
     m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
                                                        last_kept=units != "torchtune", root_reshard=root_reshard), 2)
     ctx, st = context({"fsdp2_units": units})
-    traced = fsdp2_traced_units(ctx, st)
+    traced = fsdp_traced_units(ctx, st)
     assert traced is not None
     root, blocks = traced
     print(f"\n{units}: at the loss backward {m['at_loss_backward']}; copy-outs {m['copied_out']}; llmsizer root "

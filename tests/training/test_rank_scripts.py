@@ -11,7 +11,7 @@ import pytest
 HERE = Path(__file__).parent
 
 
-@pytest.mark.parametrize("script", ["fsdp_step.py", "fsdp1_step.py", "fsdp_rs_output_step.py"])
+@pytest.mark.parametrize("script", ["fsdp_step.py", "fsdp1_step.py", "fsdp1_lora_step.py", "fsdp_rs_output_step.py"])
 def test_the_fsdp_step_scripts_use_the_shared_rank_setup(script: str) -> None:
     text = (HERE / script).read_text(encoding="utf-8")
     assert "rank_model(case" in text and "end_rank(" in text and "rank_main(main)" in text

@@ -37,6 +37,10 @@ def _one_line(exc: BaseException) -> str:
     (dict(optimizer_in_backward=True, grad_accumulation=4), ["optimizer_in_backward", "grad_accumulation"]),
     (dict(gpus=2, fsdp="full", grad_sync="optimizer-step"), ["grad_sync", "FSDP1", "FSDP2"]),
     (dict(gpus=2, fsdp="full", fsdp_version=1, grad_sync="micro-step"), ["grad_sync", "'optimizer-step'"]),
+    (dict(method="lora", gpus=2, fsdp="full", fsdp1_lora_wrap="with-layers"), ["fsdp1_lora_wrap", "fsdp_version 1"]),
+    (dict(gpus=2, fsdp="full", fsdp_version=1, fsdp1_lora_wrap="with-layers"), ["fsdp1_lora_wrap", "LoRA"]),
+    (dict(method="lora", gpus=2, fsdp="full", fsdp_version=1, fsdp1_lora_wrap="layers"),
+     ["fsdp1_lora_wrap", "adapters-apart, with-layers"]),
     # the QLoRA-only settings of session 10 (each changes a QLoRA base's bytes only; elsewhere it would be dropped)
     (dict(nf4_quantizer="bitsandbytes-0.42"), ["nf4_quantizer", "method is 'full'"]),
     (dict(method="lora", nf4_format="nf4"), ["nf4_format", "method is 'lora'"]),
@@ -52,6 +56,21 @@ def test_workload_rejects(fields: dict, words: list[str]) -> None:
     text = _one_line(info.value)
     for w in words:
         assert w in text
+
+
+def test_fsdp1_lora_dtypes_and_qlora() -> None:
+    """One flat parameter has one dtype: fp32 adapters cannot share a unit with a bf16 base ('with-layers'); wrapped
+    apart (torchtune's, PEFT's policy) each adapter is a flat parameter of its own, so they may. QLoRA under FSDP1 is
+    refused (not modelled)."""
+    spec = spec_from_config(LLAMA, name="llama-7b")
+    common = dict(method="lora", precision="bf16-mixed", gpus=2, fsdp="full", fsdp_version=1, adapter_dtype="fp32")
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, **common, fsdp1_lora_wrap="with-layers")
+    assert "one dtype" in _one_line(info.value)
+    assert estimate_training(spec, **common).details["model_states"]["gradients"] > 0
+    with pytest.raises(InputError) as info:
+        estimate_training(spec, method="qlora", gpus=2, fsdp="full", fsdp_version=1)
+    assert "FSDP1 QLoRA" in _one_line(info.value)
 
 
 def test_tensor_parallel_must_divide_heads() -> None:

@@ -38,6 +38,7 @@ from ..specs.training import (
     COMPILE_SCOPES,
     DEEPSPEED_GATHERS,
     FLOAT8_RECIPES,
+    FSDP1_LORA_WRAPS,
     FSDP2_UNITS,
     FSDP_MODES,
     GRAD_CHECKPOINTING,
@@ -322,6 +323,12 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
                         "all-gather copy-in stream's pool), torchtitan-resharded (the root resharded after the "
                         "forward: torch >= 2.8) or torchtune (shard_model: the root kept, every block resharded "
                         f"after its forward, the last too) (default {TW.fsdp2_units})")
+    g.add_argument("--fsdp1-lora-wrap", choices=FSDP1_LORA_WRAPS,
+                   help="with FSDP1 and LoRA: adapters-apart (every LoRA matrix its own unit: torchtune "
+                        "lora_fsdp_wrap_policy, PEFT fsdp_auto_wrap_policy; gradients of the adapters only, the root "
+                        "kept unsharded, one block at a time) or with-layers (the adapters in their decoder layer's "
+                        "unit, use_orig_params: that unit's whole flat gradient) "
+                        f"(default {TW.fsdp1_lora_wrap})")
     g.add_argument("--context-parallel", "--cp", type=int_arg(COUNT), dest="context_parallel",
                    help="torchtitan context-parallel degree: each sequence split over N devices, ring attention "
                         "(needs --fsdp; default 1)")
@@ -352,7 +359,8 @@ TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "ada
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
                    "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
-                   "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units", "context_parallel",
+                   "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
+                   "fsdp1_lora_wrap", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",
                    "batch_shapes")
 

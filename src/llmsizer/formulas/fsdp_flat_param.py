@@ -5,7 +5,7 @@ FSDP1 flattens the parameters of each wrapped unit into one ``FlatParameter`` (t
 step's memory:
 
 - one flat parameter has one dtype and one ``requires_grad``: with ``use_orig_params=True`` a unit may mix frozen
-  and trained parameters, and the flat parameter then requires grad if *any* of them does (lines 804-836:
+  and trained parameters (``fsdp1_lora_wrap='with-layers'``: the adapters in their decoder layer's unit), and the flat parameter then requires grad if *any* of them does (lines 804-836:
   ``flat_param_requires_grad = flat_param_requires_grad or tensor.requires_grad``; lines 2454-2474). Its gradient
   is one flat tensor over *every* element of the unit, frozen ones included (zeros), both unsharded before the
   reduce-scatter and as the sharded ``flat_param.grad`` kept until the optimizer step. For LoRA this makes the
@@ -46,6 +46,32 @@ step's memory:
   vocabulary 16000, untied (root 8.19e6 elements, bf16): an accumulating micro-batch peaks 32.77 MB above the bytes
   held before it; N2 plus the embedding's residual gradient gives 32.80 MB (+0.1 %). Applied to full fine-tuning
   (a LoRA root's trained views are the adapters only: not modelled).
+- **LoRA wrapped adapters apart** (``fsdp1_lora_wrap='adapters-apart'``): torchtune's 2024 distributed LoRA recipe
+  wraps with ``lora_fsdp_wrap_policy`` (torchtune/utils/_distributed.py @ 0217d44c2 lines 212-242: a module whose
+  ``weight.requires_grad``, i.e. every LoRA A and B ``nn.Linear``, is a unit of its own, "to work around FSDP
+  allocating extra gradient memory when wrapped with other modules"; then every decoder layer; the root holds the
+  embedding, final norm and output), ``use_orig_params`` left False, ``mixed_precision=None``, FULL_SHARD
+  (recipes/lora_finetune_distributed.py @ 0217d44c2 lines 332-350); PEFT's ``fsdp_auto_wrap_policy`` wraps the same
+  way. The decoder-layer and root units then hold only frozen parameters: their flat parameters do not require
+  grad and never get one. One rank's gradients::
+
+      G_apart = sum over the adapter units u of padded(n_u) / world x b_grad                                 (W1)
+
+  (the adapters' own, sharded; llmsizer shards their sum: the padding, under world size elements per unit, is
+  not counted). The unsharded flat parameters (torch 2.13 ``_runtime_utils.py``): the root is not resharded after
+  its forward (lines 494-499) and, frozen, gets a reshard-only hook on its inputs (lines 1473-1517), which need no
+  gradient (token ids): it stays unsharded until the step's final callback. Every block is resharded after its
+  forward and all-gathered again by its pre-backward hook; its reshard-only hook fires when the gradient of its input
+  arrives. With the loss outside the model (torchtune), at each moment::
+
+      forward, block i: R + B;   loss backward: R;   backward, block i: R + B                                  (W2)
+
+  the layout of formulas/fsdp2_units.py 'torchtune' (eqs. U1-U4), each unit a whole flat parameter beside the rank's
+  shard. At a block boundary of the backward the next block's pre-backward hook (registered first on the tensor the
+  two share) gathers it before the one just run is resharded, so R + 2B is held for a moment when that block's
+  transients are gone: not counted. Measured (tests/training/test_fsdp1_flat_param.py, two gloo ranks, CPU allocator
+  records of a whole step): sharded gradients equal to W1 to the byte, the unsharded units of W2 at every all-gather
+  and at the loss backward, the step peak within 2 %.
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from ..specs.training import (
     CHECKPOINT_IMPLS,
     COMPILE_SCOPES,
     FLOAT8_RECIPES,
+    FSDP1_LORA_WRAPS,
     FSDP2_UNITS,
     GRAD_SYNC,
     KERNELS,
@@ -257,6 +258,9 @@ TRAINING = (
             "unit kept unsharded from forward to backward; torchtitan-resharded: torch >= 2.8; torchtune: root kept, "
             "every block resharded)", template=False,
             choices=FSDP2_UNITS),
+          F("fsdp1_lora_wrap", "enum", "with FSDP1 and LoRA: adapters-apart (every LoRA matrix its own unit: "
+            "torchtune, PEFT; the default) or with-layers (the adapters in their decoder layer's unit, "
+            "use_orig_params)", template=False, choices=FSDP1_LORA_WRAPS),
           F("context_parallel", "int", "torchtitan context-parallel degree (each sequence split over N devices)",
             template=False, minimum=1),
           F("activation_offload", "bool", "saved activations offloaded to host memory (torchtune)", template=False),

@@ -101,6 +101,7 @@ class TrainingSettings:
     offload: str | None = None
     fsdp_version: int | None = None
     fsdp2_units: str | None = None
+    fsdp1_lora_wrap: str | None = None
     grad_sync: str | None = None
     context_parallel: int | None = None
     activation_offload: bool | None = None

@@ -69,11 +69,15 @@ COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 BATCH_SHAPES = ("variable", "fixed")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
+# how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
+# lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
+FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
 LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
-                 "tp_backward_overlap", "offload", "fsdp_version", "fsdp2_units", "context_parallel", "activation_offload", "float8",
+                 "tp_backward_overlap", "offload", "fsdp_version", "fsdp2_units", "fsdp1_lora_wrap",
+                 "context_parallel", "activation_offload", "float8",
                  "float8_recipe", "compile", "compile_scope", "batch_shapes")
 LAYOUT_LOSSES = ("ce-loss-parallel",)
 
@@ -241,6 +245,11 @@ class TrainingWorkload:
     fsdp_version: 2 (FSDP2 ``fully_shard``, per-parameter DTensor shards) or 1 (FSDP1 ``FullyShardedDataParallel``:
         one flat parameter per wrapped unit, whose gradient spans every element of the unit, frozen ones included;
         ``formulas/fsdp_flat_param.py``).
+    fsdp1_lora_wrap: with FSDP1 and adapters, how the units are wrapped (formulas/fsdp_flat_param.py eq. W1):
+        'adapters-apart' (every LoRA A and B matrix its own unit, each decoder layer a frozen unit, the root the
+        rest: torchtune's lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy; gradients of the adapters only, the
+        root kept unsharded, one block at a time) or 'with-layers' (the adapters inside their decoder layer's unit,
+        use_orig_params=True: that unit's flat gradient spans its frozen elements too).
     fsdp2_units: with FSDP2 (full sharding), which units hold their parameters unsharded at each moment
         (formulas/fsdp2_units.py): 'largest-two' (the two largest units gathered, less the rank's own shard: the
         wrapping not traced), 'torchtitan' (the root unit holds the embedding, final norm and output and stays
@@ -329,6 +338,7 @@ class TrainingWorkload:
     grad_sync: str | None = None
     fsdp_version: int = 2
     fsdp2_units: str = "largest-two"
+    fsdp1_lora_wrap: str = "adapters-apart"
     context_parallel: int = 1
     activation_offload: bool = False
     float8: bool = False
@@ -446,6 +456,10 @@ class TrainingWorkload:
         if self.fsdp2_units != "largest-two" and (self.fsdp is None or self.fsdp_version != 2):
             raise InputError(f"fsdp2_units {self.fsdp2_units!r} lays out FSDP2 units; give fsdp (full, grad_op or "
                              "hybrid) with fsdp_version 2")
+        if self.fsdp1_lora_wrap != "adapters-apart" and (self.fsdp is None or self.fsdp_version != 1
+                                                          or not self.adapters):
+            raise InputError(f"fsdp1_lora_wrap {self.fsdp1_lora_wrap!r} wraps FSDP1 units of a LoRA model; give a "
+                             "LoRA method with fsdp (full, grad_op or hybrid) and fsdp_version 1")
         model_parallel = self.tp * self.pp * self.context_parallel
         if self.gpus % model_parallel:
             raise InputError(f"gpus ({self.gpus}) must be a multiple of tp x pp x context_parallel ({self.tp} x "
@@ -535,7 +549,7 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
     ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS),
-    ("device", DEVICES))
+    ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES))
 _CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
 _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
 _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",

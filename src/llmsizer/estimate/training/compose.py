@@ -35,7 +35,7 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, eager_loss_events_of, fsdp2_copy_in_events, stage_timeline
+from .timeline import StageTimeline, eager_loss_events_of, fsdp2_copy_in_events, stage_timeline, traced_units_layout
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -393,7 +393,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                            f"full size {format_bytes(st.grads + st.main_grads)}")
     if w.offload != "none":
         g_note = " - offloaded to host with the optimizer (see host_gradients)"
-    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
+    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers":
         g_note += (" - FSDP1: each unit's flat gradient spans every element of the unit, frozen base included "
                    "(formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)")
     if st.no_sync_grads:
@@ -463,12 +463,19 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             src = "formulas/parallelism.py eq. (PP1) (torch pipelining/stage.py lines 844-847; torchtitan 9dec370)"
         if name == "gathered_params" and w.fsdp2_units != "largest-two" and w.pp == 1:
             formula = (f"FSDP2 units as {w.fsdp2_units} lays them out: the root unit (embedding, final norm, output) "
-                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units == "torchtitan" else
-                          "resharded after its forward and gathered again for the output's backward")
-                       + " + one block (the last one kept after the forward), each whole in the all-gather dtype "
-                       "beside this rank's shard (eqs. U1-U4)")
+                       + ("kept unsharded from its forward to its backward" if w.fsdp2_units != "torchtitan-resharded"
+                          else "resharded after its forward and gathered again for the output's backward")
+                       + (" + one block (every block resharded after its forward, the last too)"
+                          if w.fsdp2_units == "torchtune" else " + one block (the last one kept after the forward)")
+                       + ", each whole in the all-gather dtype beside this rank's shard (eqs. U1-U4)")
             src = ("formulas/fsdp2_units.py (torch 2.13 _fsdp_collectives.py lines 336-356, 447-470; _fsdp_state.py "
                    "lines 203-207; torchtitan parallelize_llama.py @ 9dec370 lines 322-339)")
+        if name == "gathered_params" and traced_units_layout(w) is not None and w.fsdp_version == 1:
+            formula = ("FSDP1 LoRA wrapped adapters apart: the root unit (embedding, final norm, output) kept "
+                       "unsharded through the step, every block resharded after its forward and gathered again at its "
+                       "backward, one block at a time, each a whole flat parameter beside this rank's shard (eq. W2)")
+            src = ("formulas/fsdp_flat_param.py eq. W2 (torch 2.13 _runtime_utils.py lines 494-499, 1473-1517; "
+                   "torchtune utils/_distributed.py @ 0217d44c2 lines 212-242)")
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"

@@ -55,6 +55,8 @@ _WHY = {
     "offload": "everything on the device",
     "fsdp_version": "FSDP2 fully_shard (per-parameter shards)",
     "fsdp2_units": "the two largest units gathered, less the rank's own shard (wrapping not traced)",
+    "fsdp1_lora_wrap": ("every LoRA matrix its own FSDP1 unit (torchtune lora_fsdp_wrap_policy, PEFT "
+                        "fsdp_auto_wrap_policy): frozen layer units without gradients"),
     "context_parallel": "each sequence on one device (no context parallelism)",
     "activation_offload": "saved activations stay on the device",
     "float8": "bf16 linears (no torchao float8)",
@@ -158,6 +160,8 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
         record_workload(w, acc, ("fsdp_version",))
         if w.fsdp_version == 2:
             record_workload(w, acc, ("fsdp2_units",))
+        elif w.adapters:
+            record_workload(w, acc, ("fsdp1_lora_wrap",))
     if w.metric in ("reserved", "nvidia-smi"):  # what the allocator keeps reserved (estimate/allocator.py)
         record_workload(w, acc, ("batch_shapes",))
     if w.device != "gpu":
@@ -225,10 +229,15 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                       if default_ad == "fp32" else "adapters in the training dtype (pure half precision)")
         ad = str(acc.assume("adapter_dtype", default_ad, w.adapter_dtype, ad_why))
         adapter_bytes = DTYPE_BYTES[ad]
-        if w.fsdp is not None and w.fsdp_version == 1 and (w.method == "qlora" or adapter_bytes != base_bytes):
+        if w.fsdp is not None and w.fsdp_version == 1 and w.method == "qlora":
+            raise InputError("FSDP1 QLoRA (a quantized base in flat parameters) is not modelled; give "
+                             "fsdp_version 2")
+        if (w.fsdp is not None and w.fsdp_version == 1 and w.fsdp1_lora_wrap == "with-layers"
+                and adapter_bytes != base_bytes):
             raise InputError(f"FSDP1 flattens each unit into one flat parameter of one dtype (torch "
                              f"_flat_param.py lines 804-836): the {ad} adapters cannot share a unit with the "
-                             f"{base_format} base; give adapter_dtype equal to base_dtype, or fsdp_version 2")
+                             f"{base_format} base; give adapter_dtype equal to base_dtype, fsdp1_lora_wrap "
+                             "adapters-apart, or fsdp_version 2")
         if w.modules_to_save:
             acc.assumptions.append(Assumption("modules_to_save", ",".join(w.modules_to_save), False,
                                               "trained copies beside the frozen originals (PEFT ModulesToSaveWrapper)"))

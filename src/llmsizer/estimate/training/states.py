@@ -191,9 +191,10 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.optimizer = states
     st.layer_grads = dict(zip(per_layer_elems, map(mul, per_layer_elems.values(), repeat(grad_b)), strict=True))
     st.head_grads = (head_elems - save_head) * grad_b + save_head * save_b
-    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters:
-        # FSDP1: a unit's flat parameter requires grad if any of its parameters does, and its gradient spans every
-        # element, frozen base included (formulas/fsdp_flat_param.py; torch _flat_param.py lines 804-836)
+    if w.fsdp is not None and w.fsdp_version == 1 and w.adapters and w.fsdp1_lora_wrap == "with-layers":
+        # FSDP1, adapters in their layer's unit: a unit's flat parameter requires grad if any of its parameters does,
+        # and its gradient spans every element, frozen base included (formulas/fsdp_flat_param.py; torch
+        # _flat_param.py lines 804-836). Wrapped apart (eq. W1), the frozen units get none: the adapters' only
         elt = max(1, ctx.base_bytes)
         # (a unit with no trained parameter gets none: its flat parameter does not require grad)
         units = {i: st.layer_weights[i] // elt + per_layer_elems[i] for i in stages[stage] if per_layer_elems.get(i)}

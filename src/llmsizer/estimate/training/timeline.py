@@ -72,6 +72,7 @@ from ...formulas.training_activations import (
 )
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
+from ...specs.training import TrainingWorkload
 from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
 
@@ -115,14 +116,25 @@ def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
     return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
 
 
-def fsdp2_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
-    """FSDP2 under a traced ``fsdp2_units`` layout (formulas/fsdp2_units.py), full sharding, no pipeline or
-    parameter offload: (the root unit's unsharded bytes: embedding, final norm and output; each block's, in forward
-    order), in the all-gather dtype (param_dtype under fsdp-bf16-mixed; the blocks' Float8Linear weights in float8
-    with float8, the root's embedding and output staying bf16). None otherwise."""
+def traced_units_layout(w: TrainingWorkload) -> str | None:
+    """The traced unit layout (formulas/fsdp2_units.py) a run's units follow, under full sharding without pipeline
+    parallelism or parameter offload: FSDP2's ``fsdp2_units`` (None for 'largest-two'); FSDP1 with LoRA adapters
+    wrapped apart: 'torchtune' (formulas/fsdp_flat_param.py eq. W2: the root kept unsharded, every block resharded
+    after its forward, one block unsharded at a time). None otherwise."""
+    if w.fsdp is None or w.shard_stage < 3 or w.pp > 1 or w.offload != "none":
+        return None
+    if w.fsdp_version == 2:
+        return None if w.fsdp2_units == "largest-two" else w.fsdp2_units
+    return "torchtune" if w.adapters and w.fsdp1_lora_wrap == "adapters-apart" else None
+
+
+def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
+    """A run under a traced unit layout (``traced_units_layout``): (the root unit's unsharded bytes: embedding,
+    final norm and output; each block's, in forward order), in the all-gather dtype (param_dtype under
+    fsdp-bf16-mixed; the blocks' Float8Linear weights in float8 with float8, the root's embedding and output staying
+    bf16). None otherwise."""
     w = ctx.w
-    if (w.fsdp2_units == "largest-two" or w.fsdp is None or w.fsdp_version != 2 or w.shard_stage < 3 or w.pp > 1
-            or w.offload != "none"):
+    if traced_units_layout(w) is None:
         return None
     elt = max(1, ctx.recipe.model_bytes)
     gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
@@ -135,9 +147,9 @@ def fsdp2_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list
 
 def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
     """The all-gather copy-in stream's allocations and frees of a step (formulas/fsdp2_units.py), for a traced
-    ``fsdp2_units`` layout; none otherwise."""
-    traced = fsdp2_traced_units(ctx, st)
-    if traced is None:
+    ``fsdp2_units`` layout; none otherwise (FSDP1 all-gathers into the unsharded flat parameter itself)."""
+    traced = fsdp_traced_units(ctx, st)
+    if traced is None or ctx.w.fsdp_version != 2:
         return []
     return copy_in_events(ctx.w.fsdp2_units, *traced, zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0])
 
@@ -262,7 +274,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
     gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
-    traced = fsdp2_traced_units(ctx, st)
+    traced = fsdp_traced_units(ctx, st)
+    layout = traced_units_layout(w)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
     pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
@@ -277,11 +290,12 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         gather = float8_gathered_bytes(gather, ctx.recipe.model_bytes)
     elif w.precision == "fsdp-bf16-mixed" and gather and traced is None:  # all-gathered in param_dtype (bf16)
         gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
-    if traced is not None:  # FSDP2 units as the wrapping lays them out (formulas/fsdp2_units.py eqs. U1-U4)
+    if traced is not None and layout is not None:  # units as the wrapping lays them out (formulas/fsdp2_units.py
+        # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2)
         root, blocks = traced
         block = max(blocks, default=0)
-        gather = unsharded_bytes(w.fsdp2_units, "backward", root, block)
-        gather_fwd = {"forward": unsharded_bytes(w.fsdp2_units, "loss", root, block)}
+        gather = unsharded_bytes(layout, "backward", root, block)
+        gather_fwd = {"forward": unsharded_bytes(layout, "loss", root, block)}
     if w.fsdp_version == 1 and w.fsdp is not None and w.precision == "fsdp-bf16-mixed" and gather:
         # FSDP1 casts the unit's shard into _mp_shard before the all-gather (formulas/fsdp_flat_param.py)
         largest = max(st.layer_weights.values()) // max(1, ctx.recipe.model_bytes)
