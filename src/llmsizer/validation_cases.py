@@ -1507,7 +1507,7 @@ TRAINING_HOST_RSS_NOT_MODELLED = (
 #   2.13.0) and the reserve an address-level replay of the allocator with expandable segments
 #   (tests/formulas/test_loss_allocations.py). PM0400 -8.9 % -> -4.2 %, PM0401 -9.3 -> -3.5 %, PM0402-0405
 #   -7.7..-8.8 % -> -2.2..-3.2 %, PM0406-0409 -10.2..-10.8 % -> -0.8..-1.5 %. Not Trainy's PM1068/69 (compiled loss,
-#   no [t, V] fp32 tensor) nor the TP rows (loss_parallel's own sequence, eqs. LP1/LP2).
+#   no [t, V] fp32 tensor); the TP rows run loss_parallel's own sequence (eq. L1p, at PM1060 below).
 # The rest (0.7-3.4 GiB on the 9dec370 rows, 4.4-5.3 GiB on Trainy's) is not traced: candidates are cuBLAS
 # workspaces, the flash-attention backward's fp32 accumulators as holes, smaller holes below the logits (the final
 # norm's fp32 intermediates) and the first step's layout (AdamW states created lazily in the first optimizer step).
@@ -1610,15 +1610,21 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # in the forward and in the backward (+7.83 GiB at the 70B rows), and its DTensor lm_head keeps the all-gathered
 # sequence-parallel input (input_layouts=Shard(1), line 139: tokens x hidden, not Megatron's tokens / tp; +1.75 GiB):
 # PM1060/PM1061 -33.4/-29.2 % -> -20.1/-15.0 %. The PP rows' peak is on stage 0, which has no loss (the last stage
-# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. Not modelled yet, so the rows are reported, not
-# summarised:
-# - the rest of the reserved - allocated gap. Its (a1), the reduce-scatter stream's cached gradient shards, is
-#   modelled (batch_shapes='fixed', eq. R1 of formulas/caching_allocator.py; the rows are predicted with --metric
-#   reserved): 1.1 GiB at the 70B rows, 3.1 GiB at the 405B PP rows. Not modelled: by the analysis of the PM0400
-#   comment's (b), applied to loss_parallel's allocation order (u = t V/tp bytes: the bf16 logits 2 u, upcast and
-#   shifted 4 u each, freed together after the forward, a 10 u hole below the kept log-softmax; the backward's
-#   zeros_like and exp(x) take 8 u of it, their sum cannot use the 2 u left), 2 u = 3.9 GiB would stay reserved at
-#   the 70B rows; and the all-gather copy-in pool (a2).
+# goes from 46.4 to 48.9 GiB, under stage 0's 62.9): unchanged. The reserved - allocated gap: its (a1), the
+# reduce-scatter stream's cached gradient shards, is modelled (batch_shapes='fixed', eq. R1 of
+# formulas/caching_allocator.py; the rows are predicted with --metric reserved): 1.1 GiB at the 70B rows, 3.1 GiB at
+# the 405B PP rows. So is the PM0400 comment's (b) for loss_parallel (formulas/loss_allocations.py eq. L1p, replayed
+# by the same eq. 4'' as the plain loss's L1, H(p) of eq. R1 at the loss backward): with u = t V/tp B (t = 16 x 8192
+# tokens, V/tp = 16,032) the bf16 logits 2 u, the upcast and loss_parallel's `shifted` 4 u each are freed together
+# once the loss returns (torch 2.13 tensor/parallel/loss.py lines 204-221; train.py lines 131-134, 307), a 10 u hole
+# below the kept log-softmax; the backward's zeros_like and exp(x) (lines 470, 518) take 8 u of it and their sum
+# cannot use the 2 u left: 2 u = 3.91 GiB stays reserved at the 70B rows. The sequence is torch's own (profiler
+# memory events of the real loss_parallel through a ColwiseParallel lm_head on two gloo ranks, two vocabularies,
+# bf16 and fp32: tests/training/test_loss_parallel.py), the reserve checked on the address-level expandable-segment
+# replay (tests/formulas/test_loss_allocations.py). PM1060/PM1061 -17.2/-11.9 % -> -11.8/-6.2 %; PM1062-PM1067
+# unchanged (their peak is on pipeline stage 0, which has no loss: the hole stands on the last stage, 0.98 GiB at
+# 32,768 tokens, not the peak stage). Not modelled yet, so the rows are reported, not summarised:
+# - the rest of the reserved - allocated gap, among it the all-gather copy-in pool (a2) under PP.
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
@@ -1634,9 +1640,9 @@ _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_
                  loss="ce-loss-parallel", batch_shapes="fixed", fsdp2_units="torchtitan")
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
                   "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
-                  "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2); "
-                  "the rest of the allocator's reserve, the layers' gathered sequence-parallel inputs and AsyncTP "
-                  "workspaces not modelled (TRAINING_ROWS comment)")
+                  "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2; "
+                  "its allocator hole, eq. L1p); the rest of the allocator's reserve, the layers' gathered "
+                  "sequence-parallel inputs and AsyncTP workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
     TRAINING_ROWS[_rid] = (_m, dict(_TITAN_MP, **_x), _TITAN_MP_NOTE + f"; the settings of {_twin}", False,

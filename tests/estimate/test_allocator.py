@@ -98,8 +98,9 @@ def test_torchtitan_reserved_rows_are_a_close_lower_bound(rid: str) -> None:
 @pytest.mark.parametrize("rid", ["PM0400", "PM0402", "PM0406", "PM1068", "PM1060"])
 def test_eager_loss_events_only_where_the_loss_runs_eager(rid: str) -> None:
     # the hole's sequence (eq. L1) is torchtitan 9dec370's eager loss on one rank's tokens (micro-batch x sequence,
-    # split over context parallelism) and Llama 3's 128,256-entry vocabulary (its config.json), bf16 logits; none for
-    # the compiled loss (Trainy's e7c0cae rows) or the loss under loss_parallel (TP rows)
+    # split over context parallelism) and Llama 3's 128,256-entry vocabulary (its config.json), bf16 logits; under
+    # loss_parallel (the TP 8 rows) eq. L1p on the rank's 128,256 / 8 = 16,032 vocabulary entries; none for the
+    # compiled loss (Trainy's e7c0cae rows)
     from llmsizer.estimate.inference.common import Acc
     from llmsizer.estimate.training.setup import resolve
     from llmsizer.estimate.training.states import stage_states
@@ -111,8 +112,17 @@ def test_eager_loss_events_only_where_the_loss_runs_eager(rid: str) -> None:
     model, fields, *_ = TRAINING_ROWS[rid]
     ctx = resolve(load_model(model), TrainingWorkload(**fields, metric="reserved"), Acc())
     events = eager_loss_events_of(ctx, stage_states(ctx, ctx.w.pp - 1))
-    if rid in ("PM1068", "PM1060"):
+    if rid == "PM1068":
         assert events == []
+    elif rid == "PM1060":
+        assert fields["tp"] == 8
+        tokens = fields["micro_batch"] * fields["seq_len"]
+        assert events == eager_loss_events(tokens, 16032, 2, loss_parallel=True)
+        # the hole reaches the row's reserve: 2 t V/tp B (the 10 t V/tp the forward frees less the 8 its first two
+        # gradients take), within the fixed segments' 2 MiB rounding
+        formula = estimate_training(model, **fields, metric="reserved").item("allocator_reserve").formula
+        hole = 2 * tokens * 16032
+        assert "eager loss's hole" in formula and f"{hole / GiB:.2f} GiB at the loss backward" in formula
     else:
         tokens = fields["micro_batch"] * fields["seq_len"] // fields.get("context_parallel", 1)
         assert events == eager_loss_events(tokens, 128256, 2)

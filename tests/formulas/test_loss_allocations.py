@@ -1,6 +1,8 @@
 """The eager cross-entropy's [t, V] allocation sequence (formulas/loss_allocations.py eq. L1) and the hole it leaves
 in the caching allocator's pool (formulas/caching_allocator.py eqs. 4'', R1), against independent truth:
 
+- the sequence of eq. (L1p), the same loss under torch's ``loss_parallel``: its profiler events on two gloo ranks
+  (tests/training/test_loss_parallel.py ``test_loss_allocation_sequence_is_torchs``, slow);
 - the sequence: real allocations and frees recorded by torch 2.13.0's profiler (``profile_memory``: the CPU
   allocator's own alloc/free reports with their addresses, no dispatch-mode tracer that could turn in-place ops into
   new tensors) while a small bf16 (or fp32) model runs the training-loop lines of torchtitan @ 9dec370 train.py
@@ -190,6 +192,33 @@ def test_hole_of_the_measured_sequence_on_an_expandable_pool(tokens: int, dtype:
     hole = CA.stream_trace_hole_bytes(eager_loss_events(tokens, vocab, c))
     assert hole == (tokens * vocab * 2 if c == 2 else 0)  # t V 2 B: the logits' place less the first gradient
     # eq. (R1) with H at the loss's moment of most live bytes: the replay's reserve, within its 20 MiB mapping pages
+    at = max(range(len(moments)), key=moments.__getitem__)
+    holes = [hole if k == at else 0 for k in range(len(moments))]
+    r1 = CA.cross_stream_reserve([(persistent + a, 0) for a in moments], 0, holes)
+    assert r1 <= replayed < r1 + PAGE, (r1 / MiB, replayed / MiB)
+
+
+@pytest.mark.parametrize("tokens", [16384, 131072])
+@pytest.mark.parametrize("c", [2, 4])
+def test_loss_parallel_hole_on_an_expandable_pool(tokens: int, c: int) -> None:
+    # eq. (L1p), the sequence tests/training/test_loss_parallel.py measures on two gloo ranks (torch's loss_parallel
+    # through a ColwiseParallel lm_head), at torchtitan's TP 8 shard of Llama 3's vocabulary (128,256 / 8) and 2 x
+    # 8192 / 16 x 8192 tokens, replayed on the expandable pool between a forward's activations and their backward
+    shard = 128256 // 8
+    loss = eager_loss_events(tokens, shard, c, loss_parallel=True)
+    persistent, activations = 11 * 1024 * MiB, [300 * MiB + 2 * MiB * k for k in range(32)]
+    pool = _Expandable()
+    pool.malloc(persistent)
+    for step in range(3):
+        if step == 1:
+            pool.reset_peak()
+        moments = _step(pool, activations, loss)
+    replayed = pool.peak_reserved - pool.peak_allocated
+    hole = CA.stream_trace_hole_bytes(loss)
+    # the logits, upcast and shifted leave 10 t V/tp below the kept log-softmax; grad_input and exp(x) take 8 of it
+    # and their sum does not fit the 2 left (c = 4: no upcast, the 8 left fit the two exactly)
+    tv = tokens * shard
+    assert hole - (2 * tv if c == 2 else 0) in range(0, 2 * MiB)  # (fixed segments round each request to 2 MiB)
     at = max(range(len(moments)), key=moments.__getitem__)
     holes = [hole if k == at else 0 for k in range(len(moments))]
     r1 = CA.cross_stream_reserve([(persistent + a, 0) for a in moments], 0, holes)

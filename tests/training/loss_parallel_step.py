@@ -17,8 +17,9 @@ What is measured is every allocation the CPU allocator makes, from the profiler'
 (``torch.profiler.profile(profile_memory=True)``: one event per allocation and free with its address and bytes,
 reported by c10's allocator itself, so the temporaries inside loss_parallel's DTensor handlers count too): rank 0 returns the largest
 live total above what existed before the forward, over the forward and the loss, and over ``loss.backward()``, for
-each path, dtype and vocabulary size, and the bytes of the lm_head input autograd keeps (a saved-tensors hook on
-every tensor saved for the backward whose last dimension is the hidden size). Nothing here imports llmsizer.
+each path, dtype and vocabulary size, the bytes of the lm_head input autograd keeps (a saved-tensors hook on
+every tensor saved for the backward whose last dimension is the hidden size), and the allocations and frees of the
+loss's [t, V / ranks]-sized tensors in order (``loss_events``). Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -55,6 +56,35 @@ def _peaks(prof: Any) -> tuple[int, int]:
         else:
             bwd = max(bwd, live)
     return fwd, bwd
+
+
+def _loss_events(prof: Any, tv: int, least: int) -> list[list[Any]]:
+    """The allocations and frees of blocks of a whole number of bytes per element of [t, V / ranks] (``tv`` elements)
+    and at least ``least`` bytes, in the order the profiler saw them (time, then the event tree's own order), as
+    ``["alloc", bytes]`` and ``["free", k]`` (k: the index of the alloc whose block it frees)."""
+    from torch._C._profiler import _EventType
+
+    def walk(events: Any) -> Any:
+        for e in events:
+            yield e
+            yield from walk(e.children)
+
+    raw = [(e.start_time_ns, e.extra_fields.ptr, e.extra_fields.alloc_size)
+           for e in walk(prof.profiler.kineto_results.experimental_event_tree()) if e.tag == _EventType.Allocation]
+    raw.sort(key=lambda x: x[0])  # stable: ties keep the tree's order
+    out: list[list[Any]] = []
+    live: dict[int, int] = {}
+    n = 0
+    for _, ptr, nbytes in raw:
+        if abs(nbytes) < least or abs(nbytes) % tv:
+            continue
+        if nbytes > 0:
+            live[ptr] = n
+            out.append(["alloc", nbytes])
+            n += 1
+        elif ptr in live:
+            out.append(["free", live.pop(ptr)])
+    return out
 
 
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
@@ -107,7 +137,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                     with record_function("loss.backward"):
                         loss.backward()
                 fwd, bwd = _peaks(prof)
-                out[f"{path} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd, "saved_input": max(saved)}
+                tv = b * s * (vocab // ranks)
+                events = _loss_events(prof, tv, tv * min(4, torch.empty((), dtype=dtype).element_size()))
+                out[f"{path} {dtype_name} {vocab}"] = {"forward": fwd, "backward": bwd, "saved_input": max(saved),
+                                                       "loss_events": events}
                 del head, hidden, labels, loss
     return end_rank(out)
 

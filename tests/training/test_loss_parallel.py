@@ -24,6 +24,7 @@ from ranks import run_ranks  # noqa: E402
 
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.estimate.training import estimate_training  # noqa: E402
+from llmsizer.formulas.loss_allocations import eager_loss_events  # noqa: E402
 from llmsizer.formulas.training_activations import ActivationSetup, head_activations  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
@@ -102,6 +103,20 @@ def test_loss_tensors_match_the_real_loss(measured: dict[str, Any], parallel: bo
         assert abs(measured_per_logit - per_logit) * logits <= SCRATCH_PER_TOKEN * tokens
         for m, p in ((lo, p_lo), (hi, p_hi)):
             assert 0 <= m[moment] - p[moment] <= SCRATCH_PER_TOKEN * tokens
+
+
+@pytest.mark.parametrize("path", ["parallel", "parallel-sp", "plain"])
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_loss_allocation_sequence_is_torchs(measured: dict[str, Any], path: str, dtype: str) -> None:
+    """Eq. (L1p) of formulas/loss_allocations.py (loss_parallel's [t, V/tp] allocations and frees, in order, whose
+    replay gives the allocator's hole) against the real loss_parallel's allocation events at both vocabularies, with
+    the lm_head's input whole or sequence-sharded; the control (a plain linear over V/tp, aten's fused kernels)
+    against eq. (L1)."""
+    for v in VOCABS:
+        got = [tuple(e) for e in measured[f"{path} {dtype} {v}"]["loss_events"]]
+        want = eager_loss_events(B * S, v // RANKS, DTYPES[dtype], loss_parallel=path != "plain")
+        print(f"\n{path} {dtype} {v}: measured {got}")
+        assert got == want
 
 
 def test_loss_parallel_holds_one_fp32_shard_more_in_each_moment() -> None:

@@ -44,10 +44,10 @@ stay cached in that stream's pool, which the default stream's activations cannot
 traced (``fsdp2_units`` other than 'largest-two', formulas/fsdp2_units.py) also FSDP2's all-gather inputs and
 outputs on the all-gather copy-in stream (lines 336-356, freed after the copy-out into default-stream tensors),
 whose allocations and frees are replayed (eq. 4'). In the default stream's own pool: the hole the eager
-cross-entropy's [t, V] tensors leave at the loss backward (formulas/loss_allocations.py eq. L1, replayed in order:
-eq. 4'', the H(p) of eq. R1). Not modelled (so the fixed-shape reserve is a lower bound): the copy-in stream under
-'largest-two', FSDP1's post-backward stream (torch ``fsdp/_runtime_utils.py`` lines 755, 848), and other holes
-inside the default stream's own pool.
+cross-entropy's [t, V] tensors leave at the loss backward (formulas/loss_allocations.py eq. L1, or L1p under torch's
+loss_parallel on the rank's [t, V / tp] shard, replayed in order: eq. 4'', the H(p) of eq. R1). Not modelled (so the
+fixed-shape reserve is a lower bound): the copy-in stream under 'largest-two', FSDP1's post-backward stream (torch
+``fsdp/_runtime_utils.py`` lines 755, 848), and other holes inside the default stream's own pool.
 
 llama.cpp does not use PyTorch's allocator: its ggml buffers are allocated once at their full size, so allocated
 and reserved are the same bytes and only the CUDA context separates them from nvidia-smi.
@@ -134,7 +134,7 @@ class SideStreams:
     # the pool of a side stream whose blocks come and go (eq. 4'): FSDP2's all-gather copy-in stream, none of them
     # alive at a moment of the timeline
     copy_in_pool: int = 0
-    # H(p) of eq. (R1) per moment (empty: none): the default stream's hole, the eager loss's (eq. 4'' of eq. L1)
+    # H(p) of eq. (R1) per moment (empty: none): the default stream's hole, the eager loss's (eq. 4'' of eq. L1/L1p)
     holes: tuple[int, ...] = ()
 
 
@@ -161,8 +161,8 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     stream) are the gradients until the step's one reduce-scatter (formulas/parallelism.py eq. PP2).
     ``copy_in``: the all-gather copy-in stream's allocations and frees (formulas/fsdp2_units.py ``copy_in_events``)
     when the units' layout is traced; none of its blocks is alive at a moment of the timeline. ``loss_events``: the
-    eager loss's default-stream allocations and frees (formulas/loss_allocations.py eq. L1), whose hole (eq. 4'')
-    stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1)."""
+    eager loss's default-stream allocations and frees (formulas/loss_allocations.py eq. L1 or L1p), whose hole
+    (eq. 4'') stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1)."""
     holes: tuple[int, ...] = ()
     if loss_events and loss_moment is not None:
         hole = stream_trace_hole_bytes(loss_events)
@@ -239,7 +239,7 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     if hole:
         what += (f"; the eager loss's hole in the default stream's pool, {format_bytes(hole)} at the loss backward "
                  "(its [t, V] requests served from fresh memory at the top of the pool, replayed in order: eq. 4'' of "
-                 "eq. L1, formulas/loss_allocations.py)")
+                 "eq. L1, or L1p under loss_parallel, formulas/loss_allocations.py)")
     return Item("allocator_reserve", r, "device", r, max(r, high),
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
@@ -251,8 +251,8 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
                        "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
                                     else "")
-                       + ("; torchtitan 9dec370 train.py lines 131-134, 303-308 (formulas/loss_allocations.py)" if hole
-                          else ""))
+                       + ("; torchtitan 9dec370 train.py lines 131-134, 303-308 (formulas/loss_allocations.py; "
+                          "under loss_parallel torch 2.13 distributed/tensor/parallel/loss.py)" if hole else ""))
 
 
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,

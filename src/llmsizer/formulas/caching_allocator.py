@@ -60,9 +60,9 @@ unusable below its live blocks is
 live(k) being the bytes of its blocks alive after its k-th event (a block counted as the cell it took: eq. 3). With
 expandable segments a request no cached block fits is mapped at the segment's end, merged with a free block there
 (``find_expandable_block``, ``map_block``, ``try_allocate_expandable_block``) and the rest of a block is split off
-from 512 B (``should_split``); for the eager loss's sequence (formulas/loss_allocations.py eq. L1) that reserves the
-same bytes as (4') to within one 20 MiB page (tests/formulas/test_loss_allocations.py, an address-level replay of
-those rules written from the C++).
+from 512 B (``should_split``); for the eager loss's sequences (formulas/loss_allocations.py eqs. L1, L1p) that
+reserves the same bytes as (4') to within one 20 MiB page (tests/formulas/test_loss_allocations.py, an address-level
+replay of those rules written from the C++).
 """
 
 from __future__ import annotations

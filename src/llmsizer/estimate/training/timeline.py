@@ -157,12 +157,16 @@ def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[st
 def eager_loss_events_of(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
     """The eager cross-entropy's [t, V] allocations and frees (formulas/loss_allocations.py eq. L1) of a stage that
     computes the loss with ``F.cross_entropy`` on the whole logits (loss 'ce', one chunk, not compiled, no tensor
-    parallelism, a decoder-only model, PyTorch's kernels); none otherwise."""
+    parallelism, a decoder-only model, PyTorch's kernels), or under torch's ``loss_parallel`` on the rank's
+    vocabulary shard (loss 'ce-loss-parallel', eq. L1p: [t, V / tp], the shard of head_activations); none
+    otherwise."""
     w = ctx.w
-    if (not st.has_head or w.loss != "ce" or w.loss_chunks > 1 or compiled_loss(w) or w.tp > 1
-            or w.kernels != "pytorch" or ctx.spec.encoder_decoder is not None):
+    parallel = w.loss == "ce-loss-parallel"
+    if (not st.has_head or w.loss_chunks > 1 or compiled_loss(w) or w.kernels != "pytorch"
+            or ctx.spec.encoder_decoder is not None or not (parallel or (w.loss == "ce" and w.tp == 1))):
         return []
-    return eager_loss_events(ctx.act.tokens, ctx.spec.vocab_size, ctx.act.compute)
+    vocab = -(-ctx.spec.vocab_size // w.tp) if parallel else ctx.spec.vocab_size
+    return eager_loss_events(ctx.act.tokens, vocab, ctx.act.compute, loss_parallel=parallel)
 
 
 def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
