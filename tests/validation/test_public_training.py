@@ -39,7 +39,7 @@ from llmsizer.validation_cases import (
     TRAINING_NOT_EXPRESSIBLE,
     TRAINING_ROWS,
     TRAINING_TOLERANCE,
-    TRAINING_UNIT,
+    training_measured_bytes,
     training_prediction,
 )
 
@@ -49,7 +49,6 @@ DATA = Path(__file__).resolve().parents[2] / "validation" / "public_measurements
 ROWS = TRAINING_ROWS
 NOT_EXPRESSIBLE = TRAINING_NOT_EXPRESSIBLE
 TOLERANCE = TRAINING_TOLERANCE
-UNIT = TRAINING_UNIT
 
 
 def _rows() -> list[dict[str, str]]:
@@ -79,7 +78,7 @@ def test_every_train_memory_row() -> None:
             if not ok:
                 failures.append(rid)
             continue
-        measured = float(row["value"]) * UNIT[row["unit"]]
+        measured = training_measured_bytes(row)
         err = (pred - measured) / measured
         tag = "ASSERTED" if asserted else "printed"
         lines.append(f"{rid} {row['model']} {row['method']} x{row['num_gpus']} ({what}): predicted "

@@ -56,3 +56,35 @@ def test_a6000_rows_exceed_what_the_recipe_can_reach(rid: str, method: str, targ
     f = flops_per_token(find("llama-3.1-8b").spec(), method, 2048, "none", 8, targets).per_token
     peak = builtin_catalog().devices["rtx-a6000"].peak_flops("bf16")[0]
     assert peak is not None and float(r["value"]) * f / peak == pytest.approx(share, abs=0.005)
+
+
+def test_405b_qlora_cell_is_below_what_its_stated_settings_hold() -> None:
+    """Why PM0757 stays a settings-assumed row: at the README's batch 2 x 2048 (405B_qlora.yaml @30b8519 otherwise:
+    FSDP2 over 8, per-layer checkpointing), one GPU holds at least its shard of the model, the 126 layer inputs the
+    checkpointing keeps and the root unit FSDP2 keeps unsharded (embedding, final norm, output in bf16), and these
+    alone exceed the published 44.8 (read as GiB); read as GB it is below even the shard + the inputs + one gathered
+    NF4 block. Counted from the model's config and torchao's real ``to_nf4`` bytes, not from the estimate, which
+    must hold at least as much."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchao")
+    from torchao.quantization.quantize_.workflows.nf4.nf4_tensor import to_nf4
+
+    from llmsizer.validation_cases import training_measured_bytes, training_prediction
+
+    q = to_nf4(torch.randn(4096, 1024, dtype=torch.bfloat16))  # block 64, scaler block 256 (torchtune's call)
+    nf4_per_elem = sum(t.numel() * t.element_size() for t in (q.quantized_data, q.quantized_scalers,
+                                                               q.quantization_factor)) / (4096 * 1024)
+    s = find("llama-3.1-405b").spec()
+    h, L, kv = s.hidden_size, s.num_layers, s.num_kv_heads * s.head_dim
+    linear = h * (h + 2 * kv + h) + 3 * h * s.intermediate_size  # q, k, v, o and the SwiGLU MLP of one block
+    root = (2 * s.vocab_size * h + h) * 2  # embedding, output (untied) and final norm, bf16
+    shard = (L * linear * nf4_per_elem + root + L * 2 * h * 2) / 8
+    inputs = L * 2 * 2048 * h * 2  # each checkpointed layer's bf16 input, batch 2 x 2048 tokens
+    block = linear * nf4_per_elem  # FSDP2 all-gathers the NF4 inner tensors (nf4tensor fsdp_pre_all_gather)
+    row = public_rows()["PM0757"]
+    assert (row["value"], row["unit"]) == ("44.8", "GB")
+    measured = training_measured_bytes(row)
+    assert measured == 44.8 * 2**30
+    assert shard + inputs + root > measured
+    assert shard + inputs + block > 44.8e9
+    assert training_prediction("PM0757") >= shard + inputs + root + block
