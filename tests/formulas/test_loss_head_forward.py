@@ -1,5 +1,5 @@
-"""The loss head's tensors (formulas/training_activations.py ``head_activations``) against a live-tensor trace of the
-three loss layouts on the CPU, bf16:
+"""The loss head's tensors (formulas/training_activations.py ``head_activations``) against the CPU allocator's bytes
+(tests/training/measure_step.py ``AllocatorBytes``) over the three loss layouts on the CPU, bf16:
 
 - ce: the model returns all logits, the loss upcasts them (transformers ForCausalLMLoss: logits.float());
 - chunked ce: the model returns the logits in 8 chunks, each upcast in the loss (torchtune CEWithChunkedOutputLoss,
@@ -22,7 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.formulas.training_activations import ActivationSetup, head_activations  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
@@ -58,16 +58,12 @@ def _measure(kind: str) -> dict[str, int]:
     hidden = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
     weight = torch.randn(V, H, dtype=torch.bfloat16)  # frozen lm_head (LoRA): its input is not kept
     labels = torch.randint(0, V, (B, S))
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        for t in (hidden, weight, labels):  # the inputs' storages count from here (a view registers them)
-            t.view(-1)
-        base = tracker.current
+    with AllocatorBytes() as alloc:  # the inputs exist before: the bytes above them
+        alloc.mark()
         loss = _loss(kind, hidden, weight, labels)
-        kept = tracker.current - base
-        peak = tracker.peak - base
+        alloc.mark()
         loss.backward()
-    return {"kept": kept, "forward_peak": peak}
+    return {"kept": alloc.level(1) - alloc.level(0), "forward_peak": alloc.peak(0, 1) - alloc.level(0)}
 
 
 @pytest.mark.parametrize("kind", ["ce", "chunked-ce", "linear-ce"])

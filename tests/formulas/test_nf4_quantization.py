@@ -1,5 +1,6 @@
 """formulas/nf4_quantization.py against torchao's real ``to_nf4`` on the CPU (torchao 0.18.0, the test extra): the
-bytes alive above the bf16 source while one matrix is quantized, traced tensor by tensor.
+bytes alive above the bf16 source while one matrix is quantized, read from the CPU allocator
+(tests/training/measure_step.py ``AllocatorBytes``).
 
 - 'torchao' (eq. 2): the installed code, one matrix below and one above ``CHUNK_SIZE`` (2^20 elements);
 - 'torchao-0.1' (eq. 3): torchao v0.1's ``convert_to_norm_float_weight`` is the same code without the chunk loop
@@ -15,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchao")
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.nf4_quantization import TORCHAO_CHUNK, quantize_transient_bytes  # noqa: E402
@@ -30,13 +31,10 @@ def _nf4_module():  # type: ignore[no-untyped-def]
 def _peak_above_source(rows: int, cols: int) -> int:
     to_nf4 = _nf4_module().to_nf4
     w = torch.randn(rows, cols, dtype=torch.bfloat16)
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        w.view(-1)  # the source's storage counts from here
-        base = tracker.current
+    with AllocatorBytes() as alloc:  # the source exists before: the bytes above it
         q = to_nf4(w)
         assert q.shape == w.shape
-    return tracker.peak - base
+    return alloc.peak()
 
 
 @pytest.mark.parametrize("shape", [(1024, 512), (2048, 1280)])

@@ -41,7 +41,7 @@ def _finish(p: subprocess.Popen[str]) -> int:
 
 @pytest.fixture(scope="session")
 def measured(tiny_config: Path) -> dict[str, Any]:
-    """CPU inference and full-training records of the tiny model, each with the independent MemTracker peak
+    """CPU inference and full-training records of the tiny model, each with the independent peak (the CPU allocator's)
     measured at the same time in another process."""
     pytest.importorskip("transformers")
     from llmsizer.measure import MeasureSettings, measure

@@ -1,9 +1,11 @@
 """The CPU path of `llmsizer measure` on a tiny model (hidden 128, 2 layers) against independent measurements.
 
 Independent checks, and the tolerances they are held to:
-- PyTorch's own ``MemTracker`` (torch.distributed._tools), run on the same workload in a *separate process*
-  (tests/measure/independent_peak.py, no llmsizer code): the peak of live tensor bytes must agree within 1 %.
-  Both follow tensor storages through a TorchDispatchMode, so on CPU they should count the same bytes.
+- PyTorch's CPU allocator, read on the same workload in a *separate process* (tests/measure/independent_peak.py,
+  no llmsizer code: torch.profiler's allocation records, no dispatch mode): the peak of live tensor bytes must
+  agree within 0.05 % (measured: to the byte, both kinds, 2026-12-02, torch 2.13.0). ``llmsizer measure`` follows
+  tensor storages through a TorchDispatchMode, which sees no kernel-internal workspace and makes autograd's
+  in-place gradient sums out of place; neither is at these peaks.
 - The kernel's accounting of the measuring process: with ``MALLOC_MMAP_THRESHOLD_=65536`` the growth of the
   peak RSS during the workload must match the growth of live tensors over the loaded weights within
   20 % + 24 MiB (allocator headers, oneDNN scratch buffers and Python objects are RSS but not tensors).
@@ -31,12 +33,12 @@ def _params(cfg: dict[str, Any]) -> int:
 
 
 @pytest.mark.parametrize("kind", ["inference", "training"])
-def test_peak_matches_memtracker_in_another_process(measured: dict[str, Any], kind: str) -> None:
+def test_peak_matches_the_allocator_in_another_process(measured: dict[str, Any], kind: str) -> None:
     rec = measured[kind]
     assert rec["status"] == "ok", rec.get("error")
     ours, theirs = rec["measured"]["peak_tensor_bytes"], measured[f"{kind}_independent"]
-    print(f"{kind} peak: llmsizer measure {ours:,} B, MemTracker {theirs:,} B ({ours / theirs - 1:+.3%})")
-    assert abs(ours - theirs) <= 0.01 * theirs
+    print(f"{kind} peak: llmsizer measure {ours:,} B, CPU allocator {theirs:,} B ({ours / theirs - 1:+.3%})")
+    assert abs(ours - theirs) <= 0.0005 * theirs
 
 
 def test_rss_growth_follows_live_tensors(measured: dict[str, Any]) -> None:

@@ -4,17 +4,20 @@ Run as a script in a fresh process (``python measure_step.py '<case json>'``); p
 of cases prints a list of results, one per case, from one process).
 Nothing here imports llmsizer: every number comes from PyTorch's own tensors.
 
-- ``peak_bytes``: the peak of live tensor bytes over all steps, followed by :class:`LiveTensorBytes`, a
-  ``TorchDispatchMode`` that registers the storage of every tensor an operator returns and drops it when the
-  storage is freed (the method of ``torch.distributed._tools.mem_tracker.MemTracker``, which agrees with it to
-  the byte on full fine-tuning but refuses models with frozen parameters, so it cannot follow LoRA), with the
-  split at that peak into parameters, gradients, optimizer state and the rest. With ``"truth": "allocator"`` the
-  peak is the CPU allocator's instead (:class:`AllocatorBytes`: torch.profiler's allocation records, no dispatch
-  mode, so autograd's input-buffer sums stay in place where they would untraced; no split). On the real-run cases
-  of test_measured.py both agree at the step peak: the allocator reads 0 to +15,336 B more (+0.03 %: the CPU RNG
-  state, 5,056 B, each checkpointed layer keeps, and the loss's 0-d tensors), never less (2026-12-02, torch
-  2.13.0). The dispatch mode reads more where a sum in place is at the moment measured (a tied fp32 embedding under
-  bf16 autocast at the backward end: G - t h 4 B, tests/formulas/test_tied_embedding_grad.py).
+- ``peak_bytes``: the peak of live tensor bytes over all steps (the parameters, buffers and input ids included).
+  A real run (the default, ``"truth": "allocator"``) reads it from the CPU allocator (:class:`AllocatorBytes`:
+  torch.profiler's allocation records, no dispatch mode, so autograd's input-buffer sums stay in place as they do
+  untraced); ``peak_by_category`` is then empty. ``"truth": "tracker"`` (and every ``fake`` run, whose tensors
+  the allocator never sees) follows it with :class:`LiveTensorBytes` instead, a ``TorchDispatchMode`` that
+  registers the storage of every tensor an operator returns and drops it when the storage is freed (the method of
+  ``torch.distributed._tools.mem_tracker.MemTracker``, which refuses models with frozen parameters, so it cannot
+  follow LoRA), with the split at that peak into parameters, gradients, optimizer state and the rest. Only the
+  float8 runs ask for it (test_activation_offload_float8: on a CPU ``aten::_scaled_mm`` dequantizes to fp32 inside
+  the operator, temporaries CUDA's kernel does not make and the allocator would count). On the real-run cases of
+  test_measured.py both agree at the step peak: the allocator reads 0 to +15,336 B more (+0.03 %: the CPU RNG state, 5,056 B, each checkpointed layer
+  keeps, and the loss's 0-d tensors), never less (2026-12-02, torch 2.13.0). The dispatch mode reads more where a
+  sum in place is at the moment measured (a tied fp32 embedding under bf16 autocast at the backward end:
+  G - t h 4 B, tests/formulas/test_tied_embedding_grad.py). ``truth`` in the result says which measured.
 - ``param_bytes`` / ``grad_bytes`` / ``optimizer_state_bytes``: counted from the real tensors (unique parameter
   storages, ``p.grad`` after the first backward, every distinct storage in ``optimizer.state``).
 - ``rss_train_delta_bytes``: process peak RSS (``ru_maxrss``) minus RSS just before the first step, a
@@ -145,8 +148,12 @@ class AllocatorBytes:
     Only blocks allocated inside the context are counted (a free of an older block is skipped, by its address):
     enter it before the tensors to count are made. ``mark()`` records a moment (a sentinel allocation of ``MARK``
     bytes, left out of the sum); ``level(i)`` is the live bytes at mark ``i``, ``peak(i)`` the highest live bytes
-    from mark ``i`` on (``peak()``: over the whole context). Intra-op threads are set to 1 inside the context (the
-    profiler follows the thread that entered it, which also runs a CPU backward).
+    from mark ``i`` on (``peak(i, j)``: up to mark ``j``; ``peak()``: over the whole context). Intra-op threads
+    are set to 1 inside the context (the profiler follows the thread that entered it, which also runs a CPU
+    backward). A block allocated on another thread is not seen (a 20,000 B ``torch.empty`` in a second Python
+    thread reads 0 B; ``_ExperimentalConfig(profile_all_threads=True)`` records that thread's operators but no
+    memory events, torch 2.13.0): gloo runs its collectives on worker threads, so the gloo-distributed step scripts
+    (deepspeed_step, fsdp1_step, ring_attention_step) keep :class:`LiveTensorBytes`.
     """
 
     MARK = 999_983  # bytes of the sentinel allocation (a prime: no tensor in these tests has that size)
@@ -200,10 +207,12 @@ class AllocatorBytes:
         i = self.marks[mark]
         return self.levels[i - 1] if i else 0
 
-    def peak(self, since: int | None = None) -> int:
+    def peak(self, since: int | None = None, until: int | None = None) -> int:
+        """The highest live bytes over the context, or from mark ``since`` on (to mark ``until``, if given)."""
         if since is None:
             return max([0, *self.levels])
-        return max([self.level(since), *self.levels[self.marks[since]:]])
+        end = None if until is None else self.marks[until]
+        return max([self.level(since), *self.levels[self.marks[since]:end]])
 
 
 def main(case: dict[str, Any]) -> dict[str, Any]:
@@ -329,12 +338,14 @@ def _float8(model: Any) -> None:
 
 class OffloadActivations:
     """torchtune's ``OffloadActivations`` (torchtune/training/_activation_offloading.py at bd2a0fc, single-stream
-    path) with the host copy made outside the tracker: in the forward every saved tensor of at least
-    ``min_offload_size`` = 1024 bytes that is not a Parameter is copied to a host tensor the tracker does not see
-    (lines 152-199; autograd then holds only the id, so the original is freed unless a view keeps it), and the
-    last ``max_fwd_stash_size`` = 5 originals are kept alive as the streams path does (lines 165-172, 200-204);
-    in the backward each tensor is copied back (tracked) and freed by autograd after use (lines 213-238).
-    ``host_bytes``: the bytes on the host at the end of the forward."""
+    path) with the host copy made outside the measure: in the forward every saved tensor of at least
+    ``min_offload_size`` = 1024 bytes that is not a Parameter is copied to a host buffer that neither the tracker
+    nor the CPU allocator sees (a NumPy array: NumPy's own malloc, not c10's allocator; lines 152-199; autograd then
+    holds only the id, so the original is freed unless a view keeps it), and the last ``max_fwd_stash_size`` = 5
+    originals are kept alive as the streams path does (lines 165-172, 200-204); in the backward each tensor is
+    copied back into a fresh contiguous tensor (counted; torchtune's ``.to(device)`` of its contiguous host copy)
+    and freed by autograd after use (lines 213-238). ``host_bytes``: the bytes on the host at the end of the
+    forward."""
 
     def __init__(self, torch: Any) -> None:
         import collections
@@ -352,8 +363,9 @@ class OffloadActivations:
             n = t.element_size() * t.nelement()
             if n >= 1024 and not isinstance(t, torch.nn.Parameter):
                 with _disable_current_modes():
-                    host = t.detach().clone()
-                hooks.tracker[hooks.next_id] = (host, True)
+                    src = t.detach()  # NumPy has no bfloat16: its bits travel as int16
+                    host = (src.view(torch.int16) if src.dtype == torch.bfloat16 else src).numpy().copy()
+                hooks.tracker[hooks.next_id] = ((host, t.dtype), True)
                 hooks.host_bytes += n
                 hooks.stash.append(t)
             else:
@@ -363,7 +375,10 @@ class OffloadActivations:
         def unpack(i: int) -> Any:
             hooks.stash.clear()  # lines 343-347: the forward stash is emptied once the backward runs
             t, moved = hooks.tracker.pop(i)
-            return t.clone() if moved else t
+            if not moved:
+                return t
+            host, dtype = t
+            return torch.from_numpy(host).view(dtype).clone()  # from_numpy wraps NumPy's buffer: no allocation
 
         self.ctx = torch.autograd.graph.saved_tensors_hooks(pack, unpack)
 
@@ -441,7 +456,10 @@ def _run(torch: Any, case: dict[str, Any], model: Any, opt: Any, params: list[An
     for t in [*model.parameters(), *model.buffers(), ids]:
         tracker.track(t)
     start_bytes = tracker.current
-    alloc = AllocatorBytes() if case.get("truth") == "allocator" and not case.get("fake") else None
+    truth = "tracker" if case.get("fake") else case.get("truth", "allocator")
+    if truth not in ("allocator", "tracker"):
+        raise ValueError(f"truth {truth!r}")
+    alloc = AllocatorBytes() if truth == "allocator" else None
     with fake, (alloc if alloc is not None else tracker.mode):
         for step in range(case.get("steps", 3)):
             with autocast:
@@ -458,7 +476,7 @@ def _run(torch: Any, case: dict[str, Any], model: Any, opt: Any, params: list[An
     trainable_count = sum(p.numel() for p in params)
     peak, split = (tracker.peak, tracker.peak_breakdown) if alloc is None else (start_bytes + alloc.peak(), {})
     return {
-        "peak_bytes": peak, "peak_by_category": split,
+        "peak_bytes": peak, "peak_by_category": split, "truth": truth,
         "param_bytes": param_bytes, "trainable_param_bytes": trainable_bytes, "buffer_bytes": buffer_bytes,
         "trainable_params": trainable_count, "grad_bytes": grad_bytes, "optimizer_state_bytes": state_bytes,
         "rss_delta_bytes": rss_peak - base_rss, "rss_train_delta_bytes": rss_peak - rss_before,

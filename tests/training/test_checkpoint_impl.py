@@ -1,10 +1,11 @@
-"""checkpoint_impl='reentrant' (formulas/training_activations.py ``reentrant_recompute_bytes``) against a live-tensor
-trace of a real CPU step of a tiny transformers Llama (bf16, random weights), once with each implementation of
-torch.utils.checkpoint (``gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": ...})``).
+"""checkpoint_impl='reentrant' (formulas/training_activations.py ``reentrant_recompute_bytes``) against the CPU
+allocator's bytes (tests/training/measure_step.py ``AllocatorBytes``) over a real CPU step of a tiny transformers
+Llama (bf16, random weights), once with each implementation of torch.utils.checkpoint
+(``gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": ...})``).
 
 The backward's peak above the parameters is measured for both; the reentrant run holds the recomputed layer's
-output on top of the non-reentrant run's tensors, and the estimate must add exactly that to each checkpointed
-layer's backward, and nothing to the forward.
+output (and the 5 kB CPU RNG states of the layers already done) on top of the non-reentrant run's tensors, and the
+estimate must add exactly that output to each checkpointed layer's backward, and nothing to the forward.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.estimate.training import estimate_training  # noqa: E402
@@ -34,17 +35,12 @@ def _peaks(reentrant: bool) -> tuple[int, int]:
     model.train()
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": reentrant})
     ids = torch.randint(0, CONFIG["vocab_size"], (B, S))
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        for p in model.parameters():
-            p.view(-1)
-        base = tracker.current
+    with AllocatorBytes() as alloc:  # the parameters and ids exist before: the bytes above them
+        alloc.mark()
         out = model(input_ids=ids, labels=ids)
-        forward = tracker.peak - base
-        tracker.peak = tracker.current
+        alloc.mark()
         out.loss.backward()
-        backward = tracker.peak - base
-    return forward, backward
+    return alloc.peak(0, 1) - alloc.level(0), alloc.peak(1) - alloc.level(0)
 
 
 def test_reentrant_recompute_holds_the_layer_output() -> None:
@@ -56,7 +52,14 @@ def test_reentrant_recompute_holds_the_layer_output() -> None:
     added = {name: re.details["phases"][name] - total for name, total in non.details["phases"].items()}
     output = B * S * CONFIG["hidden_size"] * 2  # bf16 residual stream
     assert f_re == f_non and added["forward end"] == 0
-    assert b_re - b_non == output  # the measured difference: one hidden state
+    # the measured difference: one hidden state, and the CPU RNG states of layers whose backward has run, which
+    # the reentrant CheckpointFunction keeps as long as the graph (ctx.fwd_cpu_state, torch/utils/checkpoint.py
+    # line 247 @ torch 2.13.0) while the non-reentrant frame's copy (line 1632) goes with the layer's saved tensors
+    rng = torch.get_rng_state().numel()  # 5,056 B, not in the estimate
+    extra = b_re - b_non - output
+    print(f"\nbackward peak: reentrant - non-reentrant = {b_re - b_non:,} B = output {output:,} B + {extra // rng} RNG "
+          f"states + {extra % rng} B")
+    assert extra % rng == 0 and 0 <= extra <= (CONFIG["num_hidden_layers"] - 1) * rng
     assert added["backward layer 0"] == added["backward layer 2"] == output
 
 

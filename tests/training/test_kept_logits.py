@@ -1,5 +1,5 @@
-"""loss='ce-kept-logits' (formulas/training_activations.py ``head_activations``, eq. K1) against a live-tensor trace
-of torchtune's 2024-05 training loop on the CPU, bf16.
+"""loss='ce-kept-logits' (formulas/training_activations.py ``head_activations``, eq. K1) against the CPU allocator's
+bytes (tests/training/measure_step.py ``AllocatorBytes``) over torchtune's 2024-05 training loop on the CPU, bf16.
 
 The loop is written here from its lines (torchtune is not installed; the 2024-05 recipes need torchtune 0.1 and
 its torch): recipes/lora_finetune_single_device.py @ 0217d44c2 lines 460-469 (identical in
@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.errors import InputError  # noqa: E402
 from llmsizer.estimate.training import estimate_training  # noqa: E402
@@ -35,22 +35,18 @@ def _steps(keep: bool) -> int:
     """Peak live bytes of the second step above what exists before it (the inputs and the first step's leftovers
     are in the base only if the loop keeps them: they are freed when the loop rebinds ``logits``)."""
     torch.manual_seed(0)
-    weight = torch.randn(V, H, dtype=torch.bfloat16)  # frozen lm_head (LoRA): its input is not kept
     loss_fn = torch.nn.CrossEntropyLoss()
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        weight.view(-1)
+    with AllocatorBytes() as alloc:
+        weight = torch.randn(V, H, dtype=torch.bfloat16)  # frozen lm_head (LoRA): its input is not kept
         batches = []
         for _ in range(2):
             hidden = torch.randn(B, S, H, dtype=torch.bfloat16, requires_grad=True)
             labels = torch.randint(0, V, (B, S))
-            hidden.view(-1), labels.view(-1)  # the inputs' storages count from here
             batches.append((hidden, labels))
-        base = tracker.current
-        peaks = []
+        alloc.mark()  # mark 0: the base
         logits: Any = None
         for hidden, labels in batches:
-            tracker.peak = tracker.current
+            alloc.mark()  # marks 1 and 3: a step starts
             logits = F.linear(hidden, weight).float()  # the model: self.output(h).float()
             logits = logits[..., :-1, :].contiguous()  # recipe line 462
             labels = labels[..., 1:].contiguous()
@@ -60,9 +56,9 @@ def _steps(keep: bool) -> int:
                 del logits
                 logits = None
             loss.backward()
-            peaks.append(tracker.peak - base)
+            alloc.mark()  # marks 2 and 4: its backward has ended
             hidden.grad = None
-    return peaks[1]
+    return alloc.peak(3, 4) - alloc.level(0)
 
 
 def test_the_kept_logits_are_what_the_loop_adds_to_the_peak() -> None:

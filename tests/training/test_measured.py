@@ -1,15 +1,17 @@
 """Predicted training memory vs measured truth from real training steps on CPU.
 
 Each case runs ``measure_step.py`` in a fresh subprocess (transformers 5 + peft + torch, random weights, a few
-AdamW/SGD/Adafactor/8-bit-Adam steps; see that file for how the peak of live tensors is followed). The truth
-is independent of llmsizer: a real model, a real optimizer, and the bytes of the tensors PyTorch keeps.
+AdamW/SGD/Adafactor/8-bit-Adam steps). The truth is independent of llmsizer: a real model, a real optimizer, and
+the bytes PyTorch's CPU allocator holds (``measure_step.AllocatorBytes``: torch.profiler's allocation records, no
+dispatch mode that could change what autograd does in place); the one FakeTensorMode case (a full-size model whose
+tensors the allocator never sees) is followed by the dispatch-mode tracker.
 
 Asserted per case:
 - the predicted peak of live tensors (``details['tensor_peak_bytes']``: every device item except the CUDA
   context and allocator reserve) within 10 % of the measured peak;
 - weights, gradients and optimizer states EXACTLY equal to the bytes of the real parameters, ``.grad`` tensors
   and ``optimizer.state`` tensors;
-- process peak RSS (with ``MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0``) at least the tracked peak
+- process peak RSS (with ``MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0``) at least the measured peak
   over the parameters and at most that plus a fixed 80 MiB of non-tensor memory (allocator arenas, autograd
   nodes, thread pools).
 
@@ -168,7 +170,7 @@ def test_peak_within_10_percent_and_states_exact(name: str, measured: dict[str, 
     print(f"\n{name}: predicted {pred / MiB:.2f} MiB at '{d['peak_phase']}', measured {meas / MiB:.2f} MiB, "
           f"error {err:+.2%}")
     print("  predicted parts:", {k: round(v / MiB, 2) for k, v in d["peak_parts"].items()})
-    print("  measured split :", {k: round(v / MiB, 2) for k, v in m["peak_by_category"].items()})
+    assert m["truth"] == ("tracker" if CASES[name][0].get("fake") else "allocator")
     assert abs(err) <= PEAK_TOLERANCE
     ms = d["model_states"]
     assert ms["weights"] + ms["adapter_weights"] == m["param_bytes"]

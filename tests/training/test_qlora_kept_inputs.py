@@ -1,6 +1,7 @@
 """What a QLoRA layer keeps for its backward with LoRA dropout and bitsandbytes' 4-bit matmul, before and after
 bitsandbytes 0.43.2 (formulas/nf4_quantization.py eq. 4, formulas/training_activations.py eqs. D1 and G1), against
-live-tensor traces of real bitsandbytes ``Linear4bit`` layers on the CPU (issue #12: the litgpt QLoRA rows).
+the CPU allocator's bytes (tests/training/measure_step.py ``AllocatorBytes``) over real bitsandbytes ``Linear4bit``
+layers on the CPU (issue #12: the litgpt QLoRA rows).
 
 The layer is litgpt's LoRA block (litgpt/lora.py @ 00af8b0d: ``LoRAQKVLinear`` over the fused q/k/v linear, one dropout
 on its input, line 426; ``LoRALinear`` for the projection and the two MLP inputs and the MLP projection, line 171:
@@ -22,7 +23,7 @@ torch = pytest.importorskip("torch")
 bnb = pytest.importorskip("bitsandbytes")
 F = torch.nn.functional
 
-from tests.training.measure_step import LiveTensorBytes  # noqa: E402
+from tests.training.measure_step import AllocatorBytes  # noqa: E402
 
 from llmsizer.formulas.training_activations import (  # noqa: E402
     ActivationSetup,
@@ -99,21 +100,17 @@ def _trace(p: float, bnb042: bool, monkeypatch: Any) -> tuple[int, int, bool]:
     torch.manual_seed(0)
     block = _Block(p)
     x = torch.randn(B, T, H, dtype=BF16, requires_grad=True)
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        for t in [x, *block.parameters(), *(m.linear.weight.quant_state.absmax for m in block.modules()
-                                           if isinstance(m, _LoRA))]:
-            t.view(-1)
-        start = tracker.current
+    with AllocatorBytes() as alloc:  # the block and x exist before: the bytes above them
+        alloc.mark()
         out, y = block(x)
         copied = not y.is_contiguous()  # CUDA's flash/efficient kernels return a [B, T, H, D] view: no copy there
         del y
         loss = out.float().sum()
-        forward = tracker.current - start
+        alloc.mark()
         loss.backward()
         grads = sum(q.grad.untyped_storage().nbytes() for q in [x, *block.parameters()] if q.grad is not None)
-        after = tracker.current - start - grads
-    return forward, after, copied
+        alloc.mark()
+    return alloc.level(1) - alloc.level(0), alloc.level(2) - alloc.level(0) - grads, copied
 
 
 def _saved(st: ActivationSetup) -> int:
@@ -169,15 +166,10 @@ def test_dequantized_matrix_bytes(source: Any) -> None:
 
     n_out, n_in = 256, 128
     w4, state = bnb.functional.quantize_4bit(torch.randn(n_out, n_in, dtype=source), quant_type="nf4")
-    tracker = LiveTensorBytes(lambda live: {})
-    with tracker.mode:
-        w4.view(-1)
-        state.absmax.view(-1)
-        start = tracker.current
-        tracker.peak = start
+    with AllocatorBytes() as alloc:  # w4 and its state exist before: the bytes above them
         w = bnb.functional.dequantize_4bit(w4, state).to(BF16)
-        peak = tracker.peak - start
         del w
+    peak = alloc.peak()
     quantizer = "bitsandbytes-0.42" if source == torch.float16 else "bitsandbytes"
     assert peak == dequant_bytes(n_out * n_in, quantizer, 2)
 
