@@ -546,37 +546,37 @@ def test_a_service_on_a_cpu_instance_is_planned_as_fit_answers() -> None:
 
 
 def test_replicas_of_one_machine_share_the_load_in_fit_recommend_and_plan() -> None:
-    """Qwen2.5-7B on an AWS p5.48xlarge (8 x H100): one H100 holds it, so vLLM runs 8 replicas of TP 1 (the smallest
-    tensor parallelism that fits), and 20 users are spread over them, so the fullest replica serves ceil(20 / 8) = 3
-    (the rule ``recommend`` already used for replicas it adds, and the plan). ``fit`` sized each replica's memory for
-    all the sequences and its speed for c // replicas before the fix (then with 2 replicas of TP 4)."""
+    """Qwen2.5-7B (28 heads) on an AWS p5.48xlarge (8 x H100): vLLM runs 2 replicas of TP 4, and 5 users are spread
+    over them, so the fullest replica serves ceil(5 / 2) = 3 (the rule ``recommend`` already used for replicas it
+    adds, and the plan). ``fit`` sized each replica's memory for all 5 sequences and its speed for 5 // 2 = 2 (710
+    vs the plan's 688 tokens/s per user; 64 users: a workload need of 17.63 vs 14.13 GiB) before the fix."""
     spec = load_model("qwen2.5-7b")
-    r = fit(spec, "aws-p5.48xlarge", engine="vllm", context=8192, concurrency=20, output_tokens=256)
-    assert (r.tensor_parallel, r.replicas) == (1, 8) and r.estimate is not None and r.speed is not None
+    r = fit(spec, "aws-p5.48xlarge", engine="vllm", context=8192, concurrency=5, output_tokens=256)
+    assert (r.tensor_parallel, r.replicas) == (4, 2) and r.estimate is not None and r.speed is not None
     one_replica = estimate_inference(spec, engine="vllm", context=8192, concurrency=3, output_tokens=256,
-                                     tensor_parallel=1, memory=r.details["usable_memory_per_device"])
+                                     tensor_parallel=4, memory=r.details["usable_memory_per_device"])
     assert r.estimate.details["workload_bytes"] == one_replica.details["workload_bytes"]
     assert r.speed.concurrency == 3
-    job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 20)
-    assert job.hardware.tensor_parallel == 1 and job.hardware.replicas == 8
+    job = _service("qwen2.5-7b", "{instance: aws-p5.48xlarge}", "vllm", "none", 8192, 5)
+    assert job.hardware.tensor_parallel == 4 and job.hardware.replicas == 2
     assert job.section("memory").value("need_peak") == r.estimate.details["workload_bytes"]
     assert job.section("speed").value("tps_user_peak") == pytest.approx(r.speed.tokens_per_second_per_user,
                                                                         rel=1e-12)
-    rec = recommend_inference(spec, context=8192, concurrency=20, output_tokens=256, engine="vllm", weights="bf16",
+    rec = recommend_inference(spec, context=8192, concurrency=5, output_tokens=256, engine="vllm", weights="bf16",
                               quantization_advice=False)
     o = next(o for o in (*rec.options, *rec.rejected) if o.target == "aws-p5.48xlarge")
     assert o.tokens_per_second_per_user == pytest.approx(r.speed.tokens_per_second_per_user, rel=1e-12)
 
 
 def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend_and_plan() -> None:
-    """An instance's price buys every replica's tokens: Qwen2.5-7B on an AWS p5.48xlarge runs 8 replicas of TP 1
-    (2 of TP 4 before the smallest fitting TP was taken), 64 users. ``fit`` divided the whole instance's $55.04/h by one replica's tokens/s ($1.31 per million output
+    """An instance's price buys every replica's tokens: Qwen2.5-7B on an AWS p5.48xlarge runs 2 replicas of TP 4,
+    64 users. ``fit`` divided the whole instance's $55.04/h by one replica's tokens/s ($1.31 per million output
     tokens) where ``recommend`` said $0.66 before the fix; the web's fits-on grid showed one replica's tokens/s."""
     from llmsizer.formulas.cost import cost_per_million_tokens
 
     r = fit("qwen2.5-7b", "aws-p5.48xlarge", engine="vllm", context=8192, concurrency=64, output_tokens=256)
-    assert r.replicas == 8 and r.speed is not None and r.speed.tokens_per_second is not None
-    assert r.tokens_per_second_total == pytest.approx(8 * r.speed.tokens_per_second, rel=1e-12)
+    assert r.replicas == 2 and r.speed is not None and r.speed.tokens_per_second is not None
+    assert r.tokens_per_second_total == pytest.approx(2 * r.speed.tokens_per_second, rel=1e-12)
     price = load_catalog().instances["aws-p5.48xlarge"].price_per_hour
     assert price is not None
     code, data = run_json("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency",
@@ -593,7 +593,7 @@ def test_the_cost_per_million_tokens_of_an_instance_is_the_same_in_fit_recommend
     assert job.section("speed").value("tps_total_typical") == pytest.approx(r.tokens_per_second_total, rel=1e-12)
     _, text, _ = run("fit", "qwen2.5-7b", "--device", "aws-p5.48xlarge", "--context", "8k", "--concurrency", "64",
                   "--output-tokens", "256")
-    assert f"all 8 replicas: {r.tokens_per_second_total:,.1f} tokens/s" in text  # the table is one replica's
+    assert f"all 2 replicas: {r.tokens_per_second_total:,.1f} tokens/s" in text  # the table is one replica's
 
 
 def test_owned_hardware_is_priced_by_one_rule_for_serving_and_training() -> None:

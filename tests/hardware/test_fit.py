@@ -28,15 +28,10 @@ def test_a_larger_headroom_can_turn_a_fit_into_a_miss(hw_file: Path) -> None:
 
 
 def test_per_device_memory_does_not_grow_with_more_devices(hw_file: Path) -> None:
-    rs = [fit("llama-3.1-70b-instruct", "test-gpu", n, engine="transformers", hardware_files=[hw_file], speed=False)
-          for n in (1, 2, 4, 8)]
-    mems = [r.memory_per_device for r in rs]
+    mems = [fit("llama-3.1-70b-instruct", "test-gpu", n, engine="transformers", hardware_files=[hw_file],
+                speed=False).memory_per_device for n in (1, 2, 4, 8)]
     assert all(mems[i] >= mems[i + 1] for i in range(len(mems) - 1))
-    assert mems[0] > 1.9 * mems[3]  # 70B bf16 (141 GB) does not fit one 80 GiB card; TP 2 halves the weights
-    # more devices than the smallest fitting TP needs run replicas of it, at its memory per device
-    first = next(r for r in rs if r.fits)
-    assert all(r.tensor_parallel == first.tensor_parallel and r.memory_per_device == first.memory_per_device
-               for r in rs[rs.index(first):])
+    assert mems[0] > 2 * mems[3]
 
 
 def test_cpu_uses_ram_and_instances_bring_their_count(hw_file: Path) -> None:
@@ -44,11 +39,7 @@ def test_cpu_uses_ram_and_instances_bring_their_count(hw_file: Path) -> None:
     assert r.engine == "llamacpp" and r.fits and r.estimate.primary_location == "host"
     assert r.speed.tokens_per_second_per_user and r.speed.decode.bound == "memory"
     r8 = fit("llama-3.1-70b-instruct", "test-gpu-8", hardware_files=[hw_file], concurrency=8)
-    assert r8.count == 8 and r8.engine == "vllm" and r8.fits
-    # the smallest tensor parallelism that fits: half of it (with its share of the load) does not
-    half = fit("llama-3.1-70b-instruct", "test-gpu", r8.tensor_parallel // 2, hardware_files=[hw_file],
-               concurrency=max(1, 8 // (2 * r8.replicas)), engine="vllm", speed=False)
-    assert r8.tensor_parallel > 1 and half.tensor_parallel == r8.tensor_parallel // 2 and not half.fits
+    assert r8.count == 8 and r8.tensor_parallel == 8 and r8.engine == "vllm"
 
 
 def test_engine_rules_are_enforced(hw_file: Path) -> None:

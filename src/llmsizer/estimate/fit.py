@@ -52,22 +52,23 @@ SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
-    """The tensor-parallel degrees ``fit`` tries for ``spec`` on ``count`` devices, in order: each t divides
-    ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards ``spec``
-    over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t, the KV
-    heads split or replicate evenly); first those within one machine of ``per_node`` devices, smallest first, then
-    those spanning machines (tensor parallelism all-reduces every layer, so it stays on one machine's links while it
-    can). ``fit`` takes the first that fits: TP beyond what the memory needs only adds all-reduces."""
+    """The tensor-parallel degrees ``fit`` tries for ``spec`` on ``count`` devices, in order. Each t divides
+    ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards ``spec`` over
+    (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t, the KV heads split
+    or replicate evenly). First the largest within one machine of ``per_node`` devices: it needs the least memory
+    per device of those on one machine's links, leaves the most for the KV pool, and each decode step reads 1/t of
+    the weights per device; then those spanning machines, smallest first (their all-reduces cross the network every
+    layer), for a model one machine does not hold. ``fit`` takes the first that fits."""
     ways = [t for t in range(1, min(count, spec.num_heads) + 1)
             if count % t == 0 and serving_tensor_parallel_refusal(spec, t) is None] or [1]
-    return [t for t in ways if t <= per_node] + [t for t in ways if t > per_node]
+    return [t for t in ways if t <= per_node][-1:] + [t for t in ways if t > per_node]
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
-    """The largest tensor parallelism ``fit`` may take for ``spec`` on ``count`` devices (the last of
+    """The largest tensor parallelism ``fit`` may take for ``spec`` on ``count`` devices (the largest of
     ``tensor_parallel_options``): the one that needs the least memory per device, for a search's necessary
     condition (recommend's weights-alone check)."""
-    return tensor_parallel_options(spec, count, per_node or SERVING_GPUS_PER_NODE)[-1]
+    return max(tensor_parallel_options(spec, count, per_node or SERVING_GPUS_PER_NODE))
 
 
 def per_replica(concurrency: int, replicas: int) -> int:
@@ -430,7 +431,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
-    for tp in tp_options:  # the smallest tensor parallelism that fits, within one machine first
+    for tp in tp_options:  # the largest within one machine, else the smallest across machines that fits
         replicas = 1 if split else n // tp
         per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
         est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
@@ -442,10 +443,11 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if len(tp_options) > 1:
         fitted = bool(est.details["fits"])
         assumptions.append(Assumption("tensor_parallel", tp, True, (
-            f"the smallest that fits of {', '.join(map(str, tp_options[:tp_options.index(tp) + 1]))} tried"
+            f"the first that fits of {', '.join(map(str, tp_options[:tp_options.index(tp) + 1]))} tried"
             if fitted else f"the largest of {', '.join(map(str, tp_options))}, none fits") +
             f" (each divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
-            f"heads split or replicated evenly: vLLM's rule; within a machine of {per_node} first); "
+            f"heads split or replicated evenly: vLLM's rule; the largest within a machine of {per_node}, then "
+            "across machines, smallest first); "
             + (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
                if replicas > 1 else "no replicas")))
     if tp > per_node:
