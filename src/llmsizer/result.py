@@ -19,6 +19,22 @@ SCHEMA_VERSION = 1
 DEVICES_SUMMED = "devices_summed"
 
 
+class KindedWarning(str):
+    """A warning text with a kind: a plan decides from ``kind`` (never from the words) which warnings its own
+    figures already state. It is the text everywhere else (JSON, equality, printing)."""
+
+    __slots__ = ("kind",)
+    kind: str
+
+    def __new__(cls, text: str, kind: str) -> KindedWarning:
+        self = super().__new__(cls, text)
+        self.kind = kind
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (KindedWarning, (str(self), self.kind))
+
+
 @fast_init
 @dataclass(frozen=True)
 class Item:

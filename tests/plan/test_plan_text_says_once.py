@@ -27,3 +27,24 @@ def test_the_inference_ratio_is_said_once_in_text_and_kept_in_json() -> None:
     block = block[:block.index("\n\n")]
     assert block.count(ratio) == 1 and f"{ratio} the inference estimate" in block, block
     assert "sized with inference numbers" not in block
+
+
+def test_the_plan_marks_the_warning_by_kind_and_the_text_reads_the_mark() -> None:
+    """The plan decides which warning its memory line states (by the warning's kind, not its words); the text face
+    reads that mark: the same warning unmarked is printed, a marked warning with other words is left out."""
+    from dataclasses import replace
+
+    from llmsizer.plan import plan_file
+    from llmsizer.render.plan_text import render_plan_text
+
+    plan = plan_file(EXAMPLE)
+    job = next(j for j in plan.jobs if j.kind == "training")
+    said = [w for w in job.warnings if w.startswith("sized with inference numbers")]
+    assert len(said) == 1 and tuple(said) == job.said_in_figures
+    unmarked = replace(plan, jobs=tuple(replace(j, said_in_figures=()) for j in plan.jobs))
+    assert f"warning: {said[0]}" in render_plan_text(unmarked)
+    other = "a warning in other words"
+    marked = replace(plan, jobs=tuple(replace(j, warnings=(*j.warnings, other), said_in_figures=(other,)) if j is job
+                                      else j for j in plan.jobs))
+    text = render_plan_text(marked)
+    assert f"warning: {other}" not in text and f"warning: {said[0]}" in text

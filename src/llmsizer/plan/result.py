@@ -180,6 +180,8 @@ class JobPlan:
     charts: tuple[Chart, ...] = ()
     options: tuple[dict[str, Any], ...] = ()
     facts: dict[str, Any] = field(default_factory=dict)
+    # warnings this plan's figures already state (decided in plan/): the text face leaves them out, the JSON keeps them
+    said_in_figures: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # each warning once (the memory and the speed estimate both carry some, e.g. a newer engine release): every

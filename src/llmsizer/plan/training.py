@@ -14,6 +14,7 @@ from ..estimate.device import workload_device_kind
 from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import training_on_memory, vm_share_device
 from ..estimate.inference import inference_sized
+from ..estimate.training.compose import INFERENCE_SIZED
 from ..estimate.verdict import DEFAULT_HEADROOM
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -166,7 +167,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
             "estimate would ask for)")
-    mem.add("ratio", "training / inference memory", need / inf_need if inf_need else None, "ratio")
+    mem_ratio = need / inf_need if inf_need else None
+    mem.add("ratio", "training / inference memory", mem_ratio, "ratio")
     states = est.details.get("model_states", {})
     for k in ("weights", "adapter_weights", "master_weights", "gradients", "optimizer_states"):
         if states.get(k):
@@ -246,9 +248,12 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     summary = (f"{job.method} {'training' if job.method == 'full' else 'fine-tuning'} of {spec.name} "
                f"({format_count(pc.total)} params) on {hw.label}")
     _advice(job, spec, inf_need, need, notes)
+    # the memory section's ratio line states the estimate's "sized with inference numbers" warning (same numbers)
+    said = tuple(w for w in est.warnings if getattr(w, "kind", None) == INFERENCE_SIZED) \
+        if mem_ratio is not None else ()
     return JobPlan(job.name, "training", spec.name, summary, hw, sections, est,
                    tuple(notes.assumptions) + tuple(est.assumptions), tuple(notes.warnings) + tuple(est.warnings),
-                   tuple(notes.advice), charts, tuple(options), dict(notes.facts))
+                   tuple(notes.advice), charts, tuple(options), dict(notes.facts), said)
 
 
 def _checkpoint_size(job: TrainingJob, spec: ModelSpec, est: Estimate, params: int, precision: str,

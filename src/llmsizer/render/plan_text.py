@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ..estimate.training.compose import INFERENCE_SIZED_WARNING
 from ..plan import Plan
 from ..plan.result import JobPlan
 from ..specs.workload import ENGINE_NAMES
@@ -86,11 +85,8 @@ def _job_lines(j: JobPlan) -> list[str]:
 
 
 def _job_warnings(j: JobPlan) -> list[str]:
-    """The job's warnings the lines above do not already say: a training job's memory line states the training /
-    inference ratio, so the estimate's "sized with inference numbers" warning (same numbers) is said once."""
-    if j.kind != "training" or j.section("memory").value("ratio") is None:
-        return list(j.warnings)
-    return [w for w in j.warnings if not w.startswith(INFERENCE_SIZED_WARNING)]
+    """The job's warnings the lines above do not already say (the plan marks them: ``said_in_figures``)."""
+    return [w for w in j.warnings if w not in j.said_in_figures]
 
 
 def render_plan_text(plan: Plan) -> str:

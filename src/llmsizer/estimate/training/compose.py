@@ -22,7 +22,7 @@ from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
-from ...result import Assumption, Estimate, Item
+from ...result import Assumption, Estimate, Item, KindedWarning
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
@@ -620,8 +620,9 @@ def _explain(ctx: TrainingContext, acc: Acc, tl: StageTimeline) -> None:
             "the sum"))
 
 
-# how the warning above starts: the plan's text, whose memory line states the same ratio, leaves it out (its JSON keeps it)
-INFERENCE_SIZED_WARNING = "sized with inference numbers"
+# the kind of the warning below: the plan, whose memory line states the same ratio, marks it said (its text leaves
+# it out, its JSON keeps it)
+INFERENCE_SIZED = "inference_sized"
 
 
 def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:
@@ -634,9 +635,10 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) \
         else None
     if inf is not None and peak > inf:
-        acc.warnings.append(f"{INFERENCE_SIZED_WARNING} (estimate_inference: bf16, {w.micro_batch} sequence(s) of "
-                            f"{w.seq_len} tokens) this would be {format_bytes(inf)}; training needs "
-                            f"{format_bytes(peak)} per device ({peak / max(inf, 1):.2f}x)")
+        acc.warnings.append(KindedWarning(
+            f"sized with inference numbers (estimate_inference: bf16, {w.micro_batch} sequence(s) of {w.seq_len} "
+            f"tokens) this would be {format_bytes(inf)}; training needs {format_bytes(peak)} per device "
+            f"({peak / max(inf, 1):.2f}x)", INFERENCE_SIZED))
     if ctx.optimizer.paged:
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
