@@ -13,6 +13,7 @@ import pytest
 
 from llmsizer.estimate.caches import clear_caches
 from llmsizer.estimate.fit import fit
+from llmsizer.estimate.speed import SpeedEstimate
 
 BASE = {"kind": "gpu", "form_factor": "desktop", "memory": "48GiB", "memory_bandwidth": "900 GB/s",
         "flops": {"bf16": "150 TFLOP/s", "fp16": "150 TFLOP/s", "int8": "300 TFLOP/s"}}
@@ -40,3 +41,56 @@ def test_each_device_gets_its_own_speed_whatever_came_first(tmp_path: Path, firs
     _speed(first, path)
     for t in TWINS:
         assert _speed(t["id"], path) == alone[t["id"]], (first, t["id"])
+
+
+# identical in every number, unlike in id; no bf16 rate (peak_dtype names the device) and few SMs for their memory
+# (llama.cpp's stream cap, llamacpp_sm_stream_limit, names the device): 10 SMs x 4e12 / (2 x 1280) cycles/s
+_SAME = {"kind": "gpu", "form_factor": "desktop", "memory": "48GiB", "memory_bandwidth": "900 GB/s",
+         "vendor": "NVIDIA", "architecture": "ampere", "sm_count": 10, "fp32_cores": 1280,
+         "flops": {"fp16": "150 TFLOP/s", "fp32": "4 TFLOP/s", "int8": "300 TFLOP/s"}}
+SAME_NUMBERS = [{**_SAME, "id": "alike-one", "name": "Alike One"}, {**_SAME, "id": "alike-two", "name": "Alike Two"}]
+
+
+def test_devices_alike_in_numbers_each_name_their_own_id(tmp_path: Path) -> None:
+    """The memo must not hand one device's assumption texts (which name it) to another device with the same
+    numbers: each answer names its own id and never the other's, whichever was asked first, and equals (texts and
+    numbers) that device's answer with every memo cleared."""
+    path = tmp_path / "alike.json"
+    path.write_text(json.dumps({"devices": SAME_NUMBERS}), encoding="utf-8")
+    ids = [d["id"] for d in SAME_NUMBERS]
+
+    def speed(dev: str) -> SpeedEstimate:
+        r = fit("llama-3.1-8b", dev, hardware_files=[path], engine="llamacpp", weights="q4_k_m", context=4096)
+        assert r.speed is not None
+        return r.speed
+
+    alone = {}
+    for dev in ids:
+        clear_caches()
+        alone[dev] = speed(dev)
+    for asked in (ids, ids[::-1]):
+        clear_caches()
+        for dev in asked:
+            sp = speed(dev)
+            assert sp.device == dev
+            why = {a.name: a.why for a in sp.assumptions}
+            other = next(i for i in ids if i != dev)
+            for name in ("peak_dtype", "llamacpp_sm_stream_limit"):
+                assert dev in why[name] and other not in why[name], (dev, name, why[name])
+            assert not any(other in w for w in sp.warnings)
+            assert (sp.assumptions, sp.warnings, sp.ttft_seconds, sp.tokens_per_second_per_user) == (
+                alone[dev].assumptions, alone[dev].warnings, alone[dev].ttft_seconds,
+                alone[dev].tokens_per_second_per_user)
+
+
+def test_for_device_replaces_the_id_only_where_it_stands_whole(tmp_path: Path) -> None:
+    path = tmp_path / "alike.json"
+    path.write_text(json.dumps({"devices": SAME_NUMBERS}), encoding="utf-8")
+    clear_caches()
+    r = fit("llama-3.1-8b", "alike-one", hardware_files=[path], engine="llamacpp", weights="q4_k_m", context=4096)
+    assert r.speed is not None
+    from dataclasses import replace
+
+    from llmsizer.estimate.speed import for_device
+    sp = replace(r.speed, warnings=("alike-one: x; alike-one-b and xalike-one stay; ends alike-one.", "alike-onealike-one"))
+    assert for_device(sp, "z").warnings == ("z: x; alike-one-b and xalike-one stay; ends z.", "alike-onealike-one")

@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
-from ..frozen import fast_init, replace_fields
+from ..frozen import fast_init
 from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
 from ..result import Assumption, Estimate
@@ -41,7 +41,7 @@ from .device import (
 )
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
-from .speed import SpeedEstimate, estimate_speed, split_decode
+from .speed import SpeedEstimate, estimate_speed, for_device, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
@@ -252,10 +252,11 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
     # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
-    # stream cap and Hopper mma share): two devices alike in the numbers above but not in these are two estimates
+    # stream cap and Hopper mma share) and whether the id is a GPU without peer-to-peer (the all-reduce path): two
+    # devices alike in the numbers above but not in these are two estimates
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
-           device.capability, device.sm_cycles_per_second)
+           device.capability, device.sm_cycles_per_second, device.id in E.NO_PEER_TO_PEER)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
@@ -267,8 +268,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                                  identical_sequences=identical, engine=engine, engine_version=engine_version,
                                  nvlink_mesh=nvlink_mesh)
             _SPEED_MEMO[key] = hit
-        else:
-            hit = replace_fields(hit, device=device.id)
+        else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
+            hit = for_device(hit, device.id)
     return hit
 
 

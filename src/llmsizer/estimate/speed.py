@@ -37,7 +37,7 @@ from ..formulas.speed import (
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
 from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
-from ..frozen import fast_init
+from ..frozen import fast_init, replace_fields
 from ..result import Assumption
 from ..specs import ModelSpec
 from . import efficiency as E
@@ -739,6 +739,34 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens, concurrency,
                          prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details,
                          serving, engine_version)
+
+
+def for_device(sp: SpeedEstimate, device_id: str) -> SpeedEstimate:
+    """``sp``, estimated for another device alike in everything estimate_speed reads but the id (fit's speed memo),
+    as the answer for ``device_id``: the assumption and warning texts that name the device (peak_dtype,
+    llamacpp_sm_stream_limit, serving_sm_stream_limit, the missing-peak / bandwidth / interconnect warnings) name
+    ``device_id``. The id is replaced where it stands as a whole id (not inside a longer one)."""
+    old = sp.device
+    if old == device_id:
+        return sp
+
+    def named(text: str) -> str:
+        if old not in text:
+            return text
+        parts = text.split(old)
+        out = [parts[0]]
+        for k in range(1, len(parts)):  # whole where neither neighbour continues an id
+            # an empty part between two occurrences: the neighbour is the id itself
+            before = parts[k - 1][-1:] or (old[-1:] if k > 1 else "")
+            after = parts[k][:2] or (old[:2] if k < len(parts) - 1 else "")
+            whole = not (before and (before.isalnum() or before in "_.-")) and not (
+                after[:1] and (after[:1].isalnum() or after[:1] in "_-" or (after[:1] == "." and after[1:].isalnum())))
+            out += (device_id if whole else old, parts[k])
+        return "".join(out)
+
+    assumptions = tuple(Assumption(a.name, a.value, a.default, named(a.why)) if old in a.why else a
+                        for a in sp.assumptions)
+    return replace_fields(sp, device=device_id, assumptions=assumptions, warnings=tuple(named(w) for w in sp.warnings))
 
 
 def split_decode(spec: ModelSpec, split: dict[str, Any], gpu: Any, host: Any | None, weights_format: str,
