@@ -7,6 +7,7 @@ file on a compute-capability-5.2 GPU said FITS, while ``--weights mxfp4_moe`` / 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -49,10 +50,23 @@ def test_a_file_with_a_tensor_type_the_engine_lacks_is_refused(files: dict[str, 
 
 
 def test_recommend_skips_the_refused_file_rung(files: dict[str, Path]) -> None:
+    """The ladder of a GGUF file on vLLM (estimate/formats.py format_ladder) is the file, then vLLM's rungs bf16 ->
+    fp8 -> awq-int4 smaller than the file's bytes. The file is refused (MXFP4 is not among vLLM's GGUF types, test
+    above); the file's bytes, from its tensor types' ggml block sizes (gguf-py GGML_QUANT_SIZES), are below bf16's
+    2 B and fp8's 1 B per weight: only awq-int4 is left (the model is tiny: it fits on any device)."""
+    from gguf import GGML_QUANT_SIZES
+
+    tensors = H.gpt_oss_gguf().tensors
+    weights = sum(math.prod(shape) for _, shape, _ in tensors)
+    file_bytes = 0
+    for _, shape, qtype in tensors:
+        block, size = GGML_QUANT_SIZES[qtype]
+        file_bytes += math.prod(shape) // block * size
+    assert file_bytes < 1 * weights < 2 * weights  # bf16 and fp8 are not smaller than the file
     code, out, err = run("recommend", str(files["mxfp4"]), "--engine", "vllm", "--json")
     assert code == 0, err
     chosen = json.loads(out)["chosen"]
-    assert chosen["weights_format"] != "file"
+    assert chosen["weights_format"] == "awq-int4"
 
 
 def test_a_gguf_file_meets_the_capability_gate(files: dict[str, Path]) -> None:
