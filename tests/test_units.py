@@ -7,9 +7,9 @@ from llmsizer.units import GiB, format_bytes, format_seconds, parse_bytes, parse
 
 @pytest.mark.parametrize("text,expected", [
     ("24GiB", 24 * 2**30), ("80GB", 80 * 10**9), ("512 MiB", 512 * 2**20), ("1.5TB", 1.5e12),
-    ("100Gb", 100e9 / 8), ("4294967296", 2**32), (2_000_000, 2_000_000), ("1048576", 2**20), ("0 GiB", 0),
+    ("4294967296", 2**32), (2_000_000, 2_000_000), ("1048576", 2**20), ("0 GiB", 0),
 ])
-def test_parse_bytes_keeps_binary_decimal_and_bits_apart(text, expected):
+def test_parse_bytes_keeps_binary_and_decimal_apart(text, expected):
     assert parse_bytes(text) == int(round(expected))
 
 
@@ -51,11 +51,11 @@ def test_format_seconds_says_back_what_a_request_file_typed(typed, shown):
 
 
 @pytest.mark.parametrize("bad, hint", [("80gib", "(did you mean 80GiB?)"), ("512mib", "(did you mean 512MiB?)"),
-                                       ("80gb", "(did you mean 80GB, bytes or 80Gb, bits?)"),
+                                       ("80gb", "(did you mean 80GB?)"),
                                        ("2 tib", "(did you mean 2TiB?)")])
 def test_a_size_unit_in_the_wrong_case_is_named(bad, hint):
-    """The byte units are case-sensitive (GB bytes, Gb bits: pint's default_en.txt); a unit that differs from known
-    ones only in case says which it may be, in the CLI and in a request file."""
+    """The byte units are case-sensitive (GB bytes, Gb bits: pint's default_en.txt); a unit that differs from a
+    byte unit only in case says which it may be, in the CLI and in a request file (a size in bits is refused)."""
     with pytest.raises(InputError) as e:
         parse_bytes(bad)
     assert hint in str(e.value) and str(e.value).count("\n") == 0
@@ -70,3 +70,21 @@ def test_a_size_unit_in_the_wrong_case_is_named(bad, hint):
 def test_a_negative_value_is_out_of_range_in_the_words_written(parse, text):
     with pytest.raises(InputError, match=f"^(?:[a-z]+: )?{text} is out of range; expected "):
         parse(text)
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("80Gb", "80Gb is 10.00 GB (bits); did you mean 80GB or 80GiB?"),  # 80 x 10^9 / 8 bytes
+    ("512 Mb", "512 Mb is 64.00 MB (bits); did you mean 512MB or 512MiB?"),
+    ("2Tb", "2Tb is 250.00 GB (bits); did you mean 2TB or 2TiB?"),
+    ("64 bits", "64 bits is 8 B (bits); did you mean 64B?")])
+def test_a_size_in_bits_is_refused_naming_what_it_was_read_as(typed, said):
+    """'--memory 80Gb' was read as 10 GB (bits) without a word; it is refused as a small bare number is (a mistyped
+    byte unit), in one line with both likely intents, by the CLI's parser and a request file's alike."""
+    from llmsizer.errors import SizeInBitsError
+    from llmsizer.request.quantities import parse_size
+    with pytest.raises(SizeInBitsError) as e:
+        parse_bytes(typed)
+    assert str(e.value) == f"memory: {said}"
+    with pytest.raises(SizeInBitsError) as e:
+        parse_size(typed)
+    assert str(e.value) == said

@@ -29,6 +29,10 @@ class MissingUnitError(InputError):
     """A size written as a bare number too small to be meant as bytes ('--memory 24'): a forgotten unit."""
 
 
+class SizeInBitsError(MissingUnitError):
+    """A size written in bits ('--memory 80Gb' is 10 GB): read by the rule, a mistyped byte unit in practice."""
+
+
 class UnknownNameError(LlmsizerError, KeyError):
     """A name looked up in a catalog (model, format, engine) does not exist."""
 

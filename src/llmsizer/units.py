@@ -3,7 +3,7 @@
 Inside llmsizer every quantity is a plain number in base units: bytes, parameters, tokens, seconds.
 This module is the only place that knows about suffixes. Binary prefixes (KiB, MiB, GiB, TiB = 2^10..2^40)
 and decimal prefixes (KB, MB, GB, TB = 10^3..10^12) are kept apart, as in pint's ``default_en.txt``;
-bits (``b``, ``Gb``) are converted to bytes by dividing by 8.
+a size in bits (``b``, ``Gb``) is refused as a mistyped byte unit (bandwidths take bits: request/quantities.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import re
 from functools import lru_cache
 
-from .errors import InputError, MissingUnitError
+from .errors import InputError, MissingUnitError, SizeInBitsError
 from .inputs import short
 from .numbers import AMOUNT, PIXELS, SIZE, TOKENS, NumberError, Range, check_number
 
@@ -86,14 +86,30 @@ def parse_bytes(text: str | int | float, *, what: str = "memory", rng: Range = S
     if m.group(2) == "":
         _unit_given(float(m.group(1)), m.group(1), what)
     factor = _BYTE_UNITS.get(m.group(2), 1)
+    if m.group(2) in _BIT_AS_BYTES:
+        _in_bits(s, m.group(1), m.group(2), float(m.group(1)) * factor, what)
     return _checked(float(m.group(1)) * factor, what, rng)
 
 
+# each bit unit's byte counterparts, decimal and binary ('80Gb': did you mean 80GB or 80GiB?)
+_BIT_AS_BYTES = {"b": ("B",), "bit": ("B",), "bits": ("B",), "Kb": ("KB", "KiB"), "kb": ("kB", "KiB"),
+                 "Mb": ("MB", "MiB"), "Gb": ("GB", "GiB"), "Tb": ("TB", "TiB")}
+
+
+def _in_bits(written: str, number: str, unit: str, value: float, what: str) -> None:
+    """Refuse a size in bits: no memory, file or budget is sized in bits, so '80Gb' (10 GB) is a mistyped 80GB or
+    80GiB, as a small bare number is a forgotten unit (_unit_given)."""
+    meant = " or ".join(number + u for u in _BIT_AS_BYTES[unit])
+    raise SizeInBitsError(f"{_head(what)}{written} is {format_bytes(value, binary=False)} (bits); "
+                          f"did you mean {meant}?")
+
+
 def size_unit_hint(text: str) -> str:
-    """' (did you mean 80GiB?)' for a size whose unit is a known one in the wrong case ('80gib'; '80gb': GB, bytes,
-    or Gb, bits), else ''."""
+    """' (did you mean 80GiB?)' for a size whose unit is a known byte unit in the wrong case ('80gib', '80gb'),
+    else ''."""
     m = re.fullmatch(_NUM + r"\s*([A-Za-z]+)", text.strip())
-    near = [u for u in _BYTE_UNITS if m and u.lower() == m.group(2).lower()] if m else []
+    # a size in bits is refused (_in_bits): only the byte units are offered
+    near = [u for u in _BYTE_UNITS if m and u.lower() == m.group(2).lower() and u not in _BIT_AS_BYTES] if m else []
     if not m or not near or m.group(2) in _BYTE_UNITS:
         return ""
     kinds = len(near) > 1
