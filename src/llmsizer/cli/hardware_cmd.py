@@ -110,6 +110,11 @@ def _found(args: argparse.Namespace) -> tuple[list[Device], list[Instance]]:
     kinds = [args.kind] if args.kind else []
     if args.provider:
         kinds = [args.provider.lower()]
+    if args.provider:  # a provider the catalog has no instance of is said with those it has (not an empty list)
+        has = sorted({i.provider for i in load_catalog(args.hardware_file).instances.values()})
+        if kinds[0] not in has:
+            raise InputError(f"the catalog has no instances of provider {args.provider!r}; its providers: "
+                             + ", ".join(has))
     found = search(args.query, kinds, args.hardware_file)
     return [d for d in found if isinstance(d, Device)], [i for i in found if isinstance(i, Instance)]
 
