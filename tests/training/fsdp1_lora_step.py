@@ -5,7 +5,10 @@ _distributed.py @ 0217d44c2 lines 212-242, and of PEFT's ``fsdp_auto_wrap_policy
 grad, or a decoder layer), the root holding the rest; ``use_orig_params`` left False, ``mixed_precision=None``,
 FULL_SHARD (recipes/lora_finetune_distributed.py @ 0217d44c2 lines 332-350), everything in bf16 (the recipe's
 ``model.to(torch.bfloat16)``). With ``wrap: "layers"`` instead, the adapters stay in their decoder layer's unit
-(``use_orig_params=True``, one flat parameter mixing frozen and trained elements).
+(``use_orig_params=True``, one flat parameter mixing frozen and trained elements). Without ``lora`` in the case, a
+full fine-tune as torchtune's 2024-05 full recipe wrapped it (recipes/full_finetune_distributed.py @ 0217d44c2 lines
+293-303: ``ModuleWrapPolicy({TransformerDecoderLayer})``, FULL_SHARD, ``mixed_precision=None``, FSDP1's defaults
+otherwise: ``BACKWARD_PRE`` prefetch).
 
 Two steps on the CPU over gloo, one process per rank (``accumulate`` micro-batches of forward, the loss taken
 outside the model on the upcast logits as torchtune's recipe does, backward; an AdamW step;
@@ -14,12 +17,15 @@ Followed by ``measure_step.AllocatorBytes`` (torch.profiler's records of every C
 before the model is built, so FSDP1's storage resizes of its unsharded flat parameters are seen): rank 0 prints the
 peak live bytes of the second step, the bytes live before it, the sharded flat gradients' bytes after its backward,
 the flat parameters' bytes, and (``unsharded``) the unsharded flat parameter bytes of each unit after every
-all-gather and at the loss backward of its last micro-batch. Nothing here imports llmsizer.
+all-gather and at the loss backward of its last micro-batch, and (``unsharded_at_peak``) the units unsharded over
+the stretch of the second step that holds its peak (a mark after every all-gather and every reshard). Nothing here
+imports llmsizer.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 from typing import Any
 
 
@@ -35,16 +41,17 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     counter = AllocatorBytes()
     with counter:
         conf, model = rank_model(case, torch.bfloat16)
-        lora = case["lora"]
-        model = peft.get_peft_model(model, peft.LoraConfig(r=lora["r"], lora_alpha=2 * lora["r"],
-                                                           target_modules=lora["targets"], lora_dropout=0.0))
-        model = model.to(torch.bfloat16)  # the recipe's model.to(torch.bfloat16): adapters in bf16 too
-        decoder = model.get_base_model().get_decoder()
+        lora = case.get("lora")
+        if lora is not None:
+            model = peft.get_peft_model(model, peft.LoraConfig(r=lora["r"], lora_alpha=2 * lora["r"],
+                                                               target_modules=lora["targets"], lora_dropout=0.0))
+            model = model.to(torch.bfloat16)  # the recipe's model.to(torch.bfloat16): adapters in bf16 too
+        base = model.get_base_model() if lora is not None else model
         if case.get("grad_ckpt"):
-            model.get_base_model().gradient_checkpointing_enable(
-                gradient_checkpointing_kwargs={"use_reentrant": False})
-        layer_cls = type(decoder.layers[0])
-        apart = case.get("wrap", "adapters-apart") == "adapters-apart"
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        layer_cls = type(base.get_decoder().layers[0])
+        # without lora, a full fine-tune: ModuleWrapPolicy({decoder layer}), use_orig_params False
+        apart = lora is not None and case.get("wrap", "adapters-apart") == "adapters-apart"
 
         def unit(m: torch.nn.Module) -> bool:
             trained_leaf = (apart and not list(m.children()) and getattr(m, "weight", None) is not None
@@ -52,15 +59,23 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             return trained_leaf or isinstance(m, layer_cls)
 
         policy = functools.partial(lambda_auto_wrap_policy, lambda_fn=unit)
-        fsdp = FSDP(model, auto_wrap_policy=policy, use_orig_params=not apart, device_id=torch.device("cpu"),
+        fsdp = FSDP(model, auto_wrap_policy=policy, use_orig_params=lora is not None and not apart, device_id=torch.device("cpu"),
                     sharding_strategy=ShardingStrategy.FULL_SHARD, mixed_precision=None)
         opt = torch.optim.AdamW([p for p in fsdp.parameters() if p.requires_grad], lr=1e-4)
         ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
         flat = [m._flat_param for m in FSDP.fsdp_modules(fsdp) if getattr(m, "_flat_param", None) is not None]
-        layouts = _follow_unsharded(fsdp, layer_cls)
+        at_mark: list[dict[str, int]] = []  # the unsharded bytes per unit at each mark
+
+        def mark() -> None:
+            counter.mark()
+            at_mark.append(_unsharded(fsdp, layer_cls))
+
+        layouts = _follow_unsharded(fsdp, layer_cls, mark)
         grads = 0
         for step in range(2):
-            counter.mark()
+            gc.collect()  # nothing left in a reference cycle counted as held
+            first = len(at_mark)
+            mark()
             for _ in range(case.get("accumulate", 1)):  # micro-batches, each reduce-scattered (no no_sync)
                 layouts.clear()
                 logits = _Probe.apply(fsdp(input_ids=ids).logits, layouts)  # torchtune: the loss outside the model
@@ -72,10 +87,14 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                 grads = sum(f.grad.numel() * f.grad.element_size() for f in flat if f.grad is not None)
             opt.step()
             opt.zero_grad(set_to_none=True)
-        counter.mark()
+        last = len(at_mark)
+        mark()
+    # the unsharded units over the stretch of the second step that holds its peak (a mark after every all-gather and
+    # reshard: the units stay as they are until the next mark)
+    top = max(range(first, last), key=lambda i: counter.peak(i, i + 1))
     units = {"trained": sum(1 for f in flat if f.requires_grad), "frozen": sum(1 for f in flat if not f.requires_grad)}
-    return end_rank({"peak": counter.peak(1), "before": counter.level(1), "after": counter.level(2),
-                     "flat_grad_bytes": grads, "units": units, "unsharded": layouts,
+    return end_rank({"peak": counter.peak(first), "before": counter.level(first), "after": counter.level(last),
+                     "flat_grad_bytes": grads, "unsharded_at_peak": at_mark[top], "units": units, "unsharded": layouts,
                      "flat_param_bytes": sum(f.numel() * f.element_size() for f in flat)})
 
 
@@ -89,7 +108,8 @@ def _unsharded(fsdp: Any, layer_cls: type) -> dict[str, int]:
         h = m._handle
         if h is None:
             continue
-        n = h.flat_param._full_param_padded.untyped_storage().nbytes()
+        padded = getattr(h.flat_param, "_full_param_padded", None)  # made at FSDP's lazy init (the first forward)
+        n = 0 if padded is None else padded.untyped_storage().nbytes()
         wrapped = m._fsdp_wrapped_module
         name = ("root" if m is fsdp else f"layer {layers}" if isinstance(wrapped, layer_cls) else "adapters")
         layers += isinstance(wrapped, layer_cls)
@@ -98,9 +118,10 @@ def _unsharded(fsdp: Any, layer_cls: type) -> dict[str, int]:
     return out
 
 
-def _follow_unsharded(fsdp: Any, layer_cls: type) -> list[tuple[str, dict[str, int]]]:
+def _follow_unsharded(fsdp: Any, layer_cls: type, mark: Any) -> list[tuple[str, dict[str, int]]]:
     """After every ``FlatParamHandle.unshard`` (an all-gather into the unsharded flat parameter, prefetches
-    included) and at the loss backward (``_Probe``): (moment, unsharded bytes per unit)."""
+    included) and at the loss backward (``_Probe``): (moment, unsharded bytes per unit); ``mark()`` after every
+    unshard and every ``FlatParamHandle.reshard``."""
     import torch
     import torch.distributed.fsdp._flat_param as flat_param
 
@@ -111,8 +132,16 @@ def _follow_unsharded(fsdp: Any, layer_cls: type) -> list[tuple[str, dict[str, i
         unshard(self)
         moment = "backward" if torch._C._current_graph_task_id() != -1 else "forward"
         seen.append((moment, _unsharded(fsdp, layer_cls)))
+        mark()
+
+    reshard = flat_param.FlatParamHandle.reshard
+
+    def resharded(self: Any, free_unsharded_flat_param: bool) -> None:
+        reshard(self, free_unsharded_flat_param)
+        mark()
 
     flat_param.FlatParamHandle.unshard = followed  # type: ignore[method-assign]
+    flat_param.FlatParamHandle.reshard = resharded  # type: ignore[method-assign]
     _Probe.follow = functools.partial(_unsharded, fsdp, layer_cls)
     return seen
 

@@ -6,7 +6,8 @@ backward: FSDP1 gives the whole flat parameter a gradient, frozen base included 
 ``torch/distributed/fsdp/_flat_param.py`` lines 804-836). llmsizer's ``fsdp_version=1`` with ``fsdp1_lora_wrap=
 'with-layers'`` gradient bytes per rank must agree within 2%; ``fsdp_version=2`` (gradients of the adapters only) must
 miss by far. ``fsdp1_lora_step.py`` wraps the adapters apart instead, as torchtune's 2024 recipe did
-(``test_fsdp1_lora_adapters_apart``: eqs. W1, W2 of formulas/fsdp_flat_param.py).
+(``test_fsdp1_lora_adapters_apart``: eqs. W1, W2 of formulas/fsdp_flat_param.py); without adapters it is a full
+fine-tune as torchtune's 2024 full recipe wrapped it (``test_fsdp1_full_units``: eq. W3).
 """
 
 from __future__ import annotations
@@ -144,3 +145,46 @@ def test_fsdp1_lora_adapters_apart(ckpt: bool, accumulate: int) -> None:
           f"gathering of before {before} B ({(before - meas) / meas:+.2%})")
     assert abs(pred - meas) / meas <= 0.03
     assert abs(before - meas) / meas > 0.03
+
+
+# torchtune's 2024-05 full fine-tuning recipe (full_finetune_distributed.py @ 0217d44c2 lines 293-303): FSDP1,
+# ModuleWrapPolicy({TransformerDecoderLayer}) (memory_efficient_fsdp_wrap False), FULL_SHARD, mixed_precision None,
+# pure bf16, the loss outside the model (lines 479-488)
+TORCHTUNE_FULL = dict(method="full", precision="bf16", micro_batch=2, seq_len=128, gpus=2, fsdp="full", fsdp_version=1,
+                      optimizer_impl="for-loop")
+
+
+@pytest.mark.parametrize("ckpt", [False, True])
+def test_fsdp1_full_units(ckpt: bool) -> None:
+    """Eq. (W3) against a real FSDP1 full fine-tuning step wrapped as torchtune's recipe wrapped it
+    (``fsdp1_lora_step.py`` without ``lora``): the root unit unsharded from its forward to the end of the backward,
+    every block resharded after its forward, and each block's backward with the block below it prefetched
+    (``BACKWARD_PRE``). The unsharded units over the stretch that holds the step's peak must be what llmsizer gathers
+    in its peak phase: the root alone at the loss backward (no checkpointing: the two-largest-units gathering llmsizer
+    had counted a block there), the root and two blocks in a checkpointed block's backward (W2's one block misses).
+    Without checkpointing the step's peak above the bytes held before it within 1 %."""
+    case: dict[str, Any] = dict(config=LLAMA, batch=2, seq=128, grad_ckpt=ckpt)
+    m = run_step("fsdp1_lora_step.py", case, 2)
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    est = estimate_training(spec, **dict(TORCHTUNE_FULL, grad_checkpointing="full" if ckpt else "none"))
+    assert m["units"] == {"trained": 1 + LLAMA["num_hidden_layers"], "frozen": 0}
+    seen = m["unsharded"]
+    root = spec.vocab_size * spec.hidden_size * 2 * 2 + spec.hidden_size * 2  # embedding + output + final norm, bf16
+    block = max(sum(v for k, v in u.items() if k != "root") for moment, u in seen if moment == "forward")
+    print(f"\nFSDP1 full fine-tune, checkpointing {ckpt}: units {m['units']}; unsharded {seen}; at the peak "
+          f"{m['unsharded_at_peak']}")
+    assert [u for moment, u in seen if moment == "loss backward"] == [{"root": root}]
+    assert all("root" in u for _, u in seen)  # the root never resharded before the backward's end
+    assert max(sum(1 for k in u if k.startswith("layer")) for _, u in seen) == 2
+    at_peak = sum(m["unsharded_at_peak"].values())
+    gathered = est.details["peak_parts"]["gathered_params"]
+    print(f"unsharded at the step's peak {at_peak} B; predicted in {est.details['peak_phase']} {gathered} B")
+    assert gathered == at_peak
+    assert at_peak == (root + 2 * block if ckpt else root)
+    assert est.details["peak_phase"] == ("backward layer 1" if ckpt else "loss backward")
+    meas = m["peak"] - m["before"]  # above the step's start (a gloo thread's frees of older blocks go unseen)
+    states = est.details["model_states"]
+    pred = est.details["tensor_peak_bytes"] - states["weights"] - states["optimizer_states"]
+    print(f"step peak above the held bytes: measured {meas} B, predicted {pred} B ({(pred - meas) / meas:+.2%})")
+    if not ckpt:
+        assert abs(pred - meas) / meas <= 0.01

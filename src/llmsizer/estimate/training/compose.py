@@ -470,12 +470,20 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                        + ", each whole in the all-gather dtype beside this rank's shard (eqs. U1-U4)")
             src = ("formulas/fsdp2_units.py (torch 2.13 _fsdp_collectives.py lines 336-356, 447-470; _fsdp_state.py "
                    "lines 203-207; torchtitan parallelize_llama.py @ 9dec370 lines 322-339)")
-        if name == "gathered_params" and traced_units_layout(w) is not None and w.fsdp_version == 1:
+        if name == "gathered_params" and traced_units_layout(w) is not None and w.fsdp_version == 1 and w.adapters:
             formula = ("FSDP1 LoRA wrapped adapters apart: the root unit (embedding, final norm, output) kept "
                        "unsharded through the step, every block resharded after its forward and gathered again at its "
                        "backward, one block at a time, each a whole flat parameter beside this rank's shard (eq. W2)")
             src = ("formulas/fsdp_flat_param.py eq. W2 (torch 2.13 _runtime_utils.py lines 494-499, 1473-1517; "
                    "torchtune utils/_distributed.py @ 0217d44c2 lines 212-242)")
+        elif name == "gathered_params" and traced_units_layout(w) is not None and w.fsdp_version == 1:
+            formula = ("FSDP1 full fine-tuning, each decoder layer a unit: the root unit (embedding, final norm, "
+                       "output) kept unsharded through the step, every block resharded after its forward; in the "
+                       "backward each block with the block below it prefetched (BACKWARD_PRE), each a whole flat "
+                       "parameter beside this rank's shard (eq. W3)")
+            src = ("formulas/fsdp_flat_param.py eq. W3 (torch 2.13 _runtime_utils.py lines 494-499, 673-693; "
+                   "_exec_order_utils.py lines 88-107; torchtune recipes/full_finetune_distributed.py @ 0217d44c2 "
+                   "lines 293-303)")
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
             formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"

@@ -40,7 +40,7 @@ from ...formulas.deepspeed_zero import (
 )
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
-from ...formulas.fsdp_flat_param import mp_shard_bytes, root_grad_assembly_bytes
+from ...formulas.fsdp_flat_param import backward_prefetch_unsharded_bytes, mp_shard_bytes, root_grad_assembly_bytes
 from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
@@ -120,12 +120,21 @@ def traced_units_layout(w: TrainingWorkload) -> str | None:
     """The traced unit layout (formulas/fsdp2_units.py) a run's units follow, under full sharding without pipeline
     parallelism or parameter offload: FSDP2's ``fsdp2_units`` (None for 'largest-two'); FSDP1 with LoRA adapters
     wrapped apart: 'torchtune' (formulas/fsdp_flat_param.py eq. W2: the root kept unsharded, every block resharded
-    after its forward, one block unsharded at a time). None otherwise."""
+    after its forward, one block unsharded at a time); FSDP1 full fine-tuning (each decoder layer a unit, the root
+    the rest): 'torchtune' too, its backward gathering the block ahead as well (``fsdp1_backward_prefetch``, eq.
+    W3). None otherwise."""
     if w.fsdp is None or w.shard_stage < 3 or w.pp > 1 or w.offload != "none":
         return None
     if w.fsdp_version == 2:
         return None if w.fsdp2_units == "largest-two" else w.fsdp2_units
-    return "torchtune" if w.adapters and w.fsdp1_lora_wrap == "adapters-apart" else None
+    return "torchtune" if not w.adapters or w.fsdp1_lora_wrap == "adapters-apart" else None
+
+
+def fsdp1_backward_prefetch(w: TrainingWorkload) -> bool:
+    """FSDP1 full fine-tuning under a traced layout: each block's pre-backward hook also gathers the block before
+    it (``BackwardPrefetch.BACKWARD_PRE``, formulas/fsdp_flat_param.py eq. W3). LoRA wrapped adapters apart
+    prefetches an adapter unit instead (eq. W2: not counted)."""
+    return w.fsdp_version == 1 and not w.adapters and traced_units_layout(w) is not None
 
 
 def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
@@ -295,19 +304,24 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     elif w.precision == "fsdp-bf16-mixed" and gather and traced is None:  # all-gathered in param_dtype (bf16)
         gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
     if traced is not None and layout is not None:  # units as the wrapping lays them out (formulas/fsdp2_units.py
-        # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2)
+        # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2; FSDP1 full: eq. W3)
         root, blocks = traced
         block = max(blocks, default=0)
         gather = unsharded_bytes(layout, "backward", root, block)
         gather_fwd = {"forward": unsharded_bytes(layout, "loss", root, block)}
+    mp = 0
     if w.fsdp_version == 1 and w.fsdp is not None and w.precision == "fsdp-bf16-mixed" and gather:
         # FSDP1 casts the unit's shard into _mp_shard before the all-gather (formulas/fsdp_flat_param.py)
         largest = max(st.layer_weights.values()) // max(1, ctx.recipe.model_bytes)
-        gather += mp_shard_bytes(largest, w.shard_group, ctx.recipe.compute_bytes)
+        mp = mp_shard_bytes(largest, w.shard_group, ctx.recipe.compute_bytes)
+        gather += mp
+    # FSDP1 full fine-tuning: each block's backward with the block before it prefetched (eq. W3)
+    prefetched = ({i: b + mp for i, b in zip(sorted(st.layers), backward_prefetch_unsharded_bytes(*traced),
+                                            strict=True)} if traced is not None and fsdp1_backward_prefetch(w) else {})
     # DeepSpeed ZeRO-3 (formulas/deepspeed_zero.py): the gradient shard lives in a buffer made at initialisation,
     # the IPG bucket is fixed, and modules reused within max_reuse_distance stay gathered through the loss
     ds3 = w.zero == 3 and w.fsdp is None
-    gather_bwd = {}
+    gather_bwd = prefetched
     if traced is None:
         gather_fwd = {}
     window_reach: tuple[int, int] | None = None  # ZeRO-3: (gathered bytes, layers ahead) when the lm_head is prefetched
