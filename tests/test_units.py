@@ -88,3 +88,12 @@ def test_a_size_in_bits_is_refused_naming_what_it_was_read_as(typed, said):
     with pytest.raises(SizeInBitsError) as e:
         parse_size(typed)
     assert str(e.value) == said
+
+
+@pytest.mark.parametrize("low, high, shown", [
+    (42.6 * 3600, 59.5 * 3600, "42.6 - 59.5 h"),  # was "42.6 h - 2.5 days": two units in one range
+    (30.0, 200.0, "30.0 - 200.0 s"), (0.35, 2.0, "350 - 2000 ms"), (3 * 86400, 10 * 86400, "3.0 - 10.0 days"),
+])
+def test_a_duration_range_is_said_in_one_unit(low, high, shown):
+    from llmsizer.units import format_seconds_range
+    assert format_seconds_range(low, high) == shown

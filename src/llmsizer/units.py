@@ -184,21 +184,34 @@ def format_bytes(n: float, *, binary: bool = True) -> str:
     return f"{sign}{x:.2f} {units[i]}"
 
 
+def _seconds_unit(seconds: float) -> tuple[float, str, int]:
+    """The unit ``format_seconds`` says ``seconds`` in: (seconds per unit, its name, decimals)."""
+    s = float(seconds)
+    if s < 1:
+        return 0.001, "ms", 0
+    if s < 90:
+        return 1.0, "s", 1
+    if s < 5400:
+        return 60.0, "min", 0
+    if s < 2 * 86400:
+        return 3600.0, "h", 1
+    if s < 120 * 86400:
+        return 86400.0, "days", 1
+    return 3600.0 * HOURS_PER_MONTH, "months", 1
+
+
 def format_seconds(seconds: float) -> str:
     """Format a duration for people, the one way every renderer and message says one: ms below 1 s, s (one
     decimal) below 90 s, min below 90 min, h below 2 days, days below 120 days, then months of ``HOURS_PER_MONTH``."""
-    s = float(seconds)
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 90:
-        return f"{s:.1f} s"
-    if s < 5400:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    if s < 120 * 86400:
-        return f"{s / 86400:.1f} days"
-    return f"{s / 3600 / HOURS_PER_MONTH:.1f} months"
+    size, name, places = _seconds_unit(seconds)
+    return f"{float(seconds) / size:.{places}f} {name}"
+
+
+def format_seconds_range(low: float, high: float) -> str:
+    """A range of durations in one unit, the low end's by ``format_seconds``'s rule ("42.6 - 59.5 h", not
+    "42.6 h - 2.5 days"), so the two ends read against each other."""
+    size, name, places = _seconds_unit(low)
+    return f"{float(low) / size:.{places}f} - {float(high) / size:.{places}f} {name}"
 
 
 def format_usd(x: float) -> str:

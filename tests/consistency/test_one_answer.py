@@ -652,8 +652,9 @@ def test_fit_train_times_the_zero_stage_its_memory_takes() -> None:
 
 def test_train_says_its_wall_clock_as_the_plan_does() -> None:
     """`train --device --tokens` and `fit --train` say a run's wall clock and its calibrated range in the plan's
-    words (units.format_seconds: days past 2 days), from the seconds their --json gives."""
-    from llmsizer.units import format_seconds
+    words (units.format_seconds: days past 2 days; the range in its low end's unit, units.format_seconds_range),
+    from the seconds their --json gives."""
+    from llmsizer.units import format_seconds, format_seconds_range
 
     args = ("train", "llama-3.1-8b", "--device", "h100-sxm", "--tokens", "10B")
     code, text, _ = run(*args)
@@ -661,5 +662,5 @@ def test_train_says_its_wall_clock_as_the_plan_does() -> None:
     d = json.loads(out)["duration"]
     lo, hi = d["calibrated_seconds_range"]
     assert d["seconds"] > 2 * 86400
-    assert (f"= {format_seconds(d['seconds'])} wall clock ({format_seconds(lo)} - {format_seconds(hi)} calibrated "
+    assert (f"= {format_seconds(d['seconds'])} wall clock ({format_seconds_range(lo, hi)} calibrated "
             "range)") in text

@@ -17,7 +17,7 @@ from ..render.text import render_estimate
 from ..result import Estimate
 from ..specs import ModelSpec
 from ..specs.training import TrainingWorkload
-from ..units import format_count, format_seconds, format_usd
+from ..units import format_count, format_seconds, format_seconds_range, format_usd
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, int_arg, resolve_model
 from .workload_args import add_headroom_arg, add_metric_arg, add_training_args, training_fields
@@ -194,6 +194,6 @@ def render_duration(d: Duration) -> str:
                  + f" -> {st.tokens_per_second:,.0f} tokens/s")
     rng = d.seconds_range
     line += (f" = {format_seconds(d.seconds)} wall clock"
-             + (f" ({format_seconds(rng[0])} - {format_seconds(rng[1])} calibrated range)" if rng else "")
+             + (f" ({format_seconds_range(rng[0], rng[1])} calibrated range)" if rng else "")
              + f", {d.device_hours or 0:,.1f} device-hours")
     return "\n".join([line, *(f"warning: {w}" for w in d.warnings)])
