@@ -74,3 +74,19 @@ def test_bare_number_in_a_hardware_file_takes_the_fields_unit(cli, capsys: pytes
     assert refused.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no unit" in err
+
+
+@pytest.mark.parametrize(("kind", "provider"), [("cpu", "aws"), ("gpu", "aws"), ("tpu", "gcp")])
+def test_hardware_list_kind_and_provider_both_apply(cli, capsys: pytest.CaptureFixture[str], kind: str,
+                                                     provider: str) -> None:
+    """`--kind K --provider P` is the intersection: P's instances whose accelerator is of kind K (it once kept only
+    --provider). Truth: the catalog's data files read as plain JSON here, not through llmsizer's search."""
+    data_dir = Path(main.__file__).parents[1] / "catalog" / "data" / "hardware"
+    device_kind = {d["id"]: d["kind"] for f in ("accelerators.json", "apple.json", "cpus.json")
+                   for d in json.loads((data_dir / f).read_text())["devices"]}
+    rows = json.loads((data_dir / f"instances_{provider}.json").read_text())["instances"]
+    expected = sorted(r["id"] for r in rows if device_kind[r["device"]] == kind)
+    assert 0 < len(expected) < len(rows)  # the pair filters something out, and leaves something
+    assert cli(["hardware", "list", "--kind", kind, "--provider", provider, "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["devices"] == [] and sorted(i["id"] for i in answer["instances"]) == expected

@@ -55,7 +55,8 @@ def register(sub: Any) -> None:
     lp.add_argument("query", nargs="?", default="", help="text to search in ids and names")
     _common(lp)
     lp.add_argument("--kind", choices=KIND_CHOICES, help="only this kind")
-    lp.add_argument("--provider", help="only instances of this provider (aws, gcp, azure)")
+    lp.add_argument("--provider", help="only instances of this provider (aws, gcp, azure); with --kind, those whose "
+                    "accelerator is of that kind")
     sp = hs.add_parser("show", help="every value of one entry with source and date", epilog=EPILOG,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("name", help="device or instance id, name or alias (case-insensitive)")
@@ -107,16 +108,19 @@ _BASIS_LABEL = {"driver": "driver", "vendor-binary": "vendor GB=GiB", "stated": 
 
 
 def _found(args: argparse.Namespace) -> tuple[list[Device], list[Instance]]:
-    kinds = [args.kind] if args.kind else []
-    if args.provider:
-        kinds = [args.provider.lower()]
-    if args.provider:  # a provider the catalog has no instance of is said with those it has (not an empty list)
-        has = sorted({i.provider for i in load_catalog(args.hardware_file).instances.values()})
-        if kinds[0] not in has:
-            raise InputError(f"the catalog has no instances of provider {args.provider!r}; its providers: "
-                             + ", ".join(has))
-    found = search(args.query, kinds, args.hardware_file)
-    return [d for d in found if isinstance(d, Device)], [i for i in found if isinstance(i, Instance)]
+    """The entries ``hardware list`` shows: ``--kind`` alone filters devices by kind (``instance``: the instances);
+    ``--provider`` keeps only that provider's instances, and with ``--kind`` too both apply: the instances whose
+    accelerator is of that kind (``--kind instance``: all of the provider's)."""
+    if not args.provider:
+        found = search(args.query, [args.kind] if args.kind else [], args.hardware_file)
+        return [d for d in found if isinstance(d, Device)], [i for i in found if isinstance(i, Instance)]
+    provider = args.provider.lower()
+    # a provider the catalog has no instance of is said with those it has (not an empty list)
+    has = sorted({i.provider for i in load_catalog(args.hardware_file).instances.values()})
+    if provider not in has:
+        raise InputError(f"the catalog has no instances of provider {args.provider!r}; its providers: " + ", ".join(has))
+    found = search(args.query, [provider], args.hardware_file)
+    return [], [i for i in found if isinstance(i, Instance) and args.kind in (None, "instance", i.device.kind)]
 
 
 def list_answer(args: argparse.Namespace) -> dict[str, Any]:
