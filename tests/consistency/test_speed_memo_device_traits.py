@@ -94,3 +94,46 @@ def test_for_device_replaces_the_id_only_where_it_stands_whole(tmp_path: Path) -
     from llmsizer.estimate.speed import for_device
     sp = replace(r.speed, warnings=("alike-one: x; alike-one-b and xalike-one stay; ends alike-one.", "alike-onealike-one"))
     assert for_device(sp, "z").warnings == ("z: x; alike-one-b and xalike-one stay; ends z.", "alike-onealike-one")
+
+
+def _no_peer_twin(tmp_path: Path) -> tuple[Path, str, str]:
+    """A hardware-file device with every number of a catalog GPU that has no peer-to-peer access
+    (efficiency.NO_PEER_TO_PEER), under another id (so it is taken as one that has)."""
+    from llmsizer.catalog.hardware import _read_builtin
+    from llmsizer.estimate.efficiency import NO_PEER_TO_PEER
+
+    real = NO_PEER_TO_PEER[0]
+    raw = next(d for d in _read_builtin("accelerators.json")["devices"] if d["id"] == real)
+    twin = {**raw, "id": f"{real}-p2p-twin", "name": f"{raw['name']} (peer-to-peer twin)", "aliases": []}
+    path = tmp_path / "twin.json"
+    path.write_text(json.dumps({"devices": [twin]}), encoding="utf-8")
+    return path, real, twin["id"]
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_peer_to_peer_is_its_own_speed_whichever_came_first(tmp_path: Path, first: int) -> None:
+    """estimate_speed reads ``device.id in NO_PEER_TO_PEER`` for the tensor-parallel all-reduce (vLLM's custom
+    all-reduce needs peer-to-peer, else NCCL: engines.tp_allreduce): a TP-2 vLLM answer on the GPU without it and
+    on its twin with it are two estimates, each equal to its own answer with every memo cleared. The memo key
+    (fit.py ``_speed_cached``) keeps them apart twice today: the flag, and the device id it scopes vLLM / SGLang
+    keys by (the serving band); the test fails with both taken out, passes with either one alone."""
+    path, real, twin = _no_peer_twin(tmp_path)
+    ids = [real, twin]
+
+    def speed(dev: str) -> SpeedEstimate:
+        r = fit("llama-3.1-8b", dev, 2, engine="vllm", hardware_files=[path], context=4096)
+        assert r.tensor_parallel == 2 and r.speed is not None
+        return r.speed
+
+    alone = {}
+    for dev in ids:
+        clear_caches()
+        alone[dev] = speed(dev)
+    kernels = {dev: next(str(a.value) for a in alone[dev].assumptions if a.name == "tp_allreduce") for dev in ids}
+    assert "NCCL" in kernels[real] and "custom" in kernels[twin]  # the flag changes the answer (else no test)
+    clear_caches()
+    for dev in ids[first:] + ids[:first]:
+        sp = speed(dev)
+        assert (sp.device, sp.assumptions, sp.warnings, sp.ttft_seconds, sp.tokens_per_second_per_user) == (
+            dev, alone[dev].assumptions, alone[dev].warnings, alone[dev].ttft_seconds,
+            alone[dev].tokens_per_second_per_user), (ids[first], dev)
