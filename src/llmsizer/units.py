@@ -112,9 +112,7 @@ def size_unit_hint(text: str) -> str:
     near = [u for u in _BYTE_UNITS if m and u.lower() == m.group(2).lower() and u not in _BIT_AS_BYTES] if m else []
     if not m or not near or m.group(2) in _BYTE_UNITS:
         return ""
-    kinds = len(near) > 1
-    return " (did you mean " + " or ".join(
-        m.group(1) + u + ((", bits" if u[-1] == "b" else ", bytes") if kinds else "") for u in near) + "?)"
+    return " (did you mean " + " or ".join(m.group(1) + u for u in near) + "?)"
 
 
 def _unit_given(value: float, written: str, what: str) -> None:
