@@ -241,7 +241,10 @@ LLAMACPP_CUBLAS = Factor(
 # saturating form of eq. (9) with n_h = 357 columns at half efficiency, fitted on the same row, which put PM0093 at
 # -42 % and PM0090 at +8 %. e_id below the dense products' e: the mul_mat_id launch also gathers and quantizes each
 # expert's activations (mmq.cu ggml_cuda_launch_mm_ids_helper, quantize_mmq_q8_1_cuda with ids) and writes its rows
-# scattered (ids_dst), none of which eq. (9''') counts. One row, no spread claimed.
+# scattered (ids_dst), none of which eq. (9''') counts. One row, no spread claimed. The int8 rate is the one that
+# applies to gpt-oss's MXFP4 experts in that build too: mmq.cuh load_tiles_mxfp4 (@da232870 L699-760) expands the
+# e2m1 values to int8 through kvalues_mxfp4 into the Q8_1 MMA tile; native FP4 MMA on Blackwell came later (ggml-org/ggml
+# @f1f97081, 2025-12-24, llama.cpp PR #17906).
 LLAMACPP_MMQ_ID = Factor(
     "llamacpp_prefill_mmq_id_efficiency", 0.1443, 0.1443, 0.1443,
     "calibrated: llama-bench Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark, build 6918 (PM0096); share of the int8 "
