@@ -93,10 +93,10 @@ src/ggml-cuda/mmq.cu @da232870 ggml_cuda_mul_mat_q, L150-196: the tokens sorted 
 expert, and ``ncols_max = ne12``, the ubatch's token count). The launcher sizes the column tile by that count
 (mmq.cuh mul_mat_q_case L3650-3666: the narrowest mmq_x, a multiple of the granularity of 8, or 16 from 48 columns
 (mmq_get_granularity_host L233-241), that needs the fewest tiles of at most 128 columns: 128 for ubatches of 512 or
-2048 tokens, 80 for 129-160), and mul_mat_q runs, for each
-expert, ceil(m_e / mmq_x) tiles of its m_e columns (L3263-3274: a tile at or past the expert's last column is skipped)
--- a partly filled tile costs a full one's MMA work (tile_y_max_j only guards loads and stores) and reads the expert's
-weight rows like any tile of eq. (9''). With k of E experts per token and uniform routing (as eq. 5), an expert's
+2048 tokens, 80 for 129-160), and mul_mat_q runs, for each expert, ceil(m_e / mmq_x) tiles of its m_e columns
+(L3263-3274: a tile at or past the expert's last column is skipped). A partly filled tile costs a full one's MMA work
+(mul_mat_q_process_tile L3050-3100 loads and multiplies all mmq_x columns; tile_y_max_j only bounds the write-back)
+and reads the expert's weight rows like any tile of eq. (9''). With k of E experts per token and uniform routing (as eq. 5), an expert's
 columns in a ubatch of n tokens are m ~ Binomial(n, k / E), so per expert the prompt runs::
 
     N_tiles = sum over ubatches of E[ceil(m / w_n)],   C = sum over ubatches of w_n E[ceil(m / w_n)]
