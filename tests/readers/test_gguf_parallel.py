@@ -169,7 +169,7 @@ def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, 
     assert says in msg and str(path) in msg and "\n" not in msg
 
 
-CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "pythia-12b"]
+CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "stablelm-2-12b", "pythia-12b"]
 
 
 @pytest.mark.parametrize("name", CATALOG)
