@@ -107,8 +107,9 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     if args.tp is not None:
         raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
-                         "(the smallest that fits of those dividing the count and vLLM can shard the heads over, within a machine "
-                         "first; the other devices run replicas)")
+                         "and --concurrency (of the degrees dividing the count that vLLM can shard the heads over, the "
+                         "fastest layout that fits within a machine, else the smallest across machines; the other "
+                         "devices run replicas)")
     refuse_training_flags(args)
     if args.auto or args.free or args.fit_target is not None:
         if args.engine_version is not None:
