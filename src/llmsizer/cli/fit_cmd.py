@@ -51,6 +51,12 @@ EPILOG = """examples:
   llmsizer fit qwen3-30b-a3b --device rtx-4090 --engine llamacpp --weights q4_k_m --auto --context 64k
   llmsizer fit llama-3.3-70b-instruct --device rtx-3090 --engine llamacpp --weights q4_k_m --auto --free 23GiB,11GiB
 
+serving on several devices (vLLM, SGLang, transformers): of the tensor-parallel degrees that divide --count and
+that vLLM can shard the heads over, each replica runs the one whose layout delivers the most output tokens/s at
+--concurrency (every replica at its share of it, idle ones adding none; a tie to the smaller degree) among those
+that fit within one machine (an instance's devices, or 8), else the smallest across machines that fits; the other
+devices run replicas. The text lists each layout's tokens/s, fastest first.
+
 --auto (llama.cpp): choose the context (unless --context is given), -ngl, --tensor-split and --n-cpu-moe so that
 each GPU keeps --fit-target free, in the order of llama.cpp's own --fit (common/fit.cpp), and print the flags.
 
