@@ -714,7 +714,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
     ...): memory, verdict and time per option from ``fit_training(tokens=...)`` with every field (the call
     ``fit --train --tokens`` and ``train --device --tokens`` make, so an option's memory and time are theirs for the
-    same flags), nodes added until the deadline is met, cost from the hourly price."""
+    same flags), nodes added until the deadline is met, cost from the hourly price. The assumptions and warnings
+    are the chosen option's duration's (its device's utilisation, collective bandwidth...); with none chosen, those
+    of the first option timed."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=True)
     if tokens <= 0:
@@ -729,8 +731,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     fl = flops_per_token(spec, w.method, w.seq_len, recompute_mode(w.grad_checkpointing), w.rank, w.targets,
                          w.checkpoint_every, w.checkpoint_impl == "reentrant")
     fpt = fl.per_token
-    assumptions: list[Assumption] = []
-    warnings: list[str] = []
+    timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)
     meets: list[Option] = []
     for cand in cands:
@@ -762,9 +763,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             continue
         reasons.extend(fr.reasons)
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
-        if not assumptions:
-            assumptions.extend(dur.assumptions)
-            warnings.extend(dur.warnings)
+        timed.setdefault(cand.target, (dur.assumptions, dur.warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         if c.deadline is not None and one > c.deadline:
@@ -791,6 +790,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                            f"{format_seconds(c.deadline)} deadline",)))
                 continue
             fr = many
+            if many.duration is not None:  # the run the option is: several instances' collectives
+                timed[cand.target] = (many.duration.assumptions, many.duration.warnings)
             reasons.append(f"{nodes} instances to meet the deadline (collectives over the instance's network)")
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
@@ -812,6 +813,9 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {format_seconds(f0.training_seconds or 0)})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
     rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0))
+    # the chosen option's duration notes (another device's collective bandwidth or utilisation would not describe
+    # it); none chosen: the first option timed
+    assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else next(iter(timed.values()), ((), ()))
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
                 "flops_per_token": fpt, "flops_formula": fl.formula, "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),

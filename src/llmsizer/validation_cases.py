@@ -371,8 +371,11 @@ TORCHTUNE_SPEED_ROWS: dict[str, tuple[str, dict[str, Any]] | str] = {
     # fused AdamW, plain CrossEntropyLoss, activation checkpointing, fsdp cpu_offload False), with the README note's
     # batch 2 without accumulation (the yaml's batch 1 x accumulation 16 is the config default, not the table's
     # run). Their Tokens/sec is all eight GPUs' (per GPU, 3497 tokens/s at the 70B LoRA's 4.03e11 FLOPs per token
-    # would be 4.5x the A100's dense peak). The A6000 rows stay unexpressed; the 70B full fine-tune with CPU offload:
-    # TORCHTUNE_SPEED_ASSUMED above.
+    # would be 4.5x the A100's dense peak), so not the rate the recipes log: tokens_per_second_per_gpu is the local
+    # rank's tokens over its step time (lora_finetune_distributed.py @30b8519 lines 725 and 777,
+    # full_finetune_distributed.py lines 630 and 685), an eighth of it here; the README's is over 'one full training
+    # epoch' (its '*' note). On one device (PM0700-PM0704) the two are the same. The A6000 rows stay unexpressed;
+    # the 70B full fine-tune with CPU offload: TORCHTUNE_SPEED_ASSUMED above.
     "PM0700": ("llama-3.1-8b", dict(_TT31, method="full", optimizer="paged-adamw-8bit", optimizer_in_backward=True)),
     "PM0701": _A6000_SETTINGS,
     "PM0702": ("llama-3.1-8b", dict(_TT31, method="lora", rank=8, targets="q,v", optimizer="adamw")),
@@ -1272,20 +1275,50 @@ def speed_cases(data: str | Path | None = None) -> tuple[list[Case], list[NotExp
 # The rows and their assumptions as tests/validation/test_public_training.py states them (torchtune 2024 recipes:
 # pure bf16, activation checkpointing, packed sequences, SDPA, fp32 cross-entropy; LoRA targets/rank of each
 # recipe; PagedAdamW + optimizer in backward for the single-device full recipe; FSDP FULL_SHARD when
-# distributed). Compared: ``details['tensor_peak_bytes']`` (torchtune logs max_memory_allocated / 1e9). Rows whose
-# batch, sequence length, method and device count are all published are summarised and held to
-# TRAINING_TOLERANCE; the others are reported with their assumed settings.
+# distributed). Compared: ``details['tensor_peak_bytes']`` (max_memory_allocated), or the reserved figure where a row
+# says so; each torchtune number in the unit torchtune logged it in at its commit (TORCHTUNE_MEMORY_LOG: GB before
+# pull 1348, GiB from it). Rows whose batch, sequence length, method and device count are all published are
+# summarised and held to TRAINING_TOLERANCE; the others are reported with their assumed settings.
 
 TRAINING_TOLERANCE = 0.35
 TRAINING_UNIT = {"GB": 1e9, "GiB": GiB, "MB": 2**20}  # PEFT's script prints bytes >> 20 as 'MB'
+# torchtune's get_memory_stats (peak active, allocated and reserved, logged by every recipe) divides the bytes by 1e9
+# before pull 1348 and by 1024**3 from it (d0b89e2, 2024-08-15, "Update peak memory stats to be logged in GiB"): the
+# unit and the lines at each commit a torchtune row's number was written at (the cell's first commit, git log -S;
+# the README rows PM0017-PM0029 cite their unchanged copy @ca0a6de40, the tutorials' rows bd2a0fc7c's)
+TORCHTUNE_MEMORY_LOG: dict[str, tuple[str, str]] = {
+    "0914d5cfb": ("GB", "torchtune/utils/memory.py @0914d5cfb lines 186-188: / 1e9 (qlora_finetune.rst, 2024-04-15)"),
+    "ff594c231": ("GB", "torchtune/utils/memory.py @ff594c231 lines 186-188: / 1e9 (lora_finetune.rst, 2024-04-15)"),
+    "20747cd87": ("GB", "torchtune/utils/memory.py @20747cd87 lines 186-188: / 1e9 (llama3.rst, 2024-04-18)"),
+    "7d05579fe": ("GB", "torchtune/utils/memory.py @7d05579 lines 198-200: / 1e9 (README minimum-memory table, "
+                        "cells of fef3ed1 and a95c6b9, 2024-03/04)"),
+    "0217d44c2": ("GB", "torchtune/utils/memory.py @0217d44c2 lines 198-200: / 1e9 (README table #955, 2024-05-09; "
+                        "pull 961 ran this week's recipe)"),
+    "30b8519e8": ("GiB", "torchtune/training/memory.py @30b8519 lines 210-214: / (1024**3) (README Llama 3.1 table, "
+                         "2024-09-24)"),
+    "1814feb17": ("GiB", "torchtune/training/memory.py @1814feb lines 267-271: / (1024**3) (README "
+                         "optimization-flags table)"),
+    "0cd8bc4ca": ("GiB", "torchtune/training/memory.py @0cd8bc4ca lines 267-271: / (1024**3) (e2e_flow.rst, "
+                         "2024-12-20)"),
+}
+# each torchtune train_memory row -> the commit of TORCHTUNE_MEMORY_LOG its number was written at
+TORCHTUNE_MEMORY_ROWS: dict[str, str] = {
+    **dict.fromkeys(("PM0017", "PM0019", "PM0021", "PM0023", "PM0025", "PM0027", "PM0029", "PM0732"), "0217d44c2"),
+    **dict.fromkeys(("PM0051", "PM0052", "PM0053", "PM0054"), "ff594c231"),
+    **dict.fromkeys(("PM0055", "PM0056", "PM0057", "PM0058"), "0914d5cfb"),
+    "PM0059": "20747cd87", "PM0060": "0cd8bc4ca",
+    **dict.fromkeys(("PM0061", "PM0062", "PM0063", "PM0064", "PM0065"), "7d05579fe"),
+    **{f"PM07{n}": "1814feb17" for n in range(40, 50)},
+    **{f"PM07{n}": "30b8519e8" for n in range(50, 58)},
+}
 # rows whose number is in another unit than the label printed beside it: the unit it is read in, and why. PM0757:
 # the torchtune README @30b8519 labels the 405B QLoRA cell '44.8 GB' (every other cell of the table 'GiB'), but the
 # recipe's only memory figures are get_memory_stats' (lora_finetune_distributed.py @30b8519 lines 779-782, the
-# config's log_peak_memory_stats True), bytes / 1024**3 (torchtune/training/memory.py @30b8519 lines 210-214) since
-# pull 1348 (d0b89e2, 2024-08-15), a month before the 405B recipe was added (pull 1232, 27d103b, 2024-09-16)
+# config's log_peak_memory_stats True), in GiB at that commit (TORCHTUNE_MEMORY_LOG) since pull 1348 (d0b89e2,
+# 2024-08-15), a month before the 405B recipe was added (pull 1232, 27d103b, 2024-09-16)
 TRAINING_UNIT_READ: dict[str, tuple[str, str]] = {
-    "PM0757": ("GiB", "the README's 'GB' read as GiB: torchtune @30b8519 logs peak memory in GiB "
-                      "(training/memory.py lines 210-214, since pull 1348)")}
+    "PM0757": (TORCHTUNE_MEMORY_LOG["30b8519e8"][0], "the README's 'GB' read as GiB: torchtune @30b8519 logs peak "
+               "memory in GiB (training/memory.py lines 210-214, since pull 1348)")}
 
 
 def training_measured_bytes(r: dict[str, str]) -> float:

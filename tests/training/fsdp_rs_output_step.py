@@ -16,7 +16,9 @@ freed by a reshard) are read from their storages: which units hold them, and how
 ``apply_fsdp`` (parallelize_llama.py @9dec370 lines 322-339): ``loss_outside`` (the model returns logits and the
 loss is taken outside it, ``cross_entropy(pred.float())``, train.py lines 131-134), ``last_kept`` (the last block's
 ``reshard_after_forward=False``), ``root_reshard`` (``fully_shard(model, reshard_after_forward=...)``: None leaves
-it unset, so FSDP2 keeps the root unsharded after the forward, as every torch before PR #154704 did for any value).
+it unset, so FSDP2 keeps the root unsharded after the forward, as every torch before PR #154704 did for any value),
+``lora`` (rank ``r`` LoRA adapters on the ``targets`` linears, injected by PEFT before the wrapping: ``lora_A`` /
+``lora_B`` submodules of the block's linears, as torchtune's LoRALinear ``lora_a`` / ``lora_b``; only they train).
 Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
 Nothing here imports llmsizer.
 """
@@ -35,6 +37,14 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
     conf, model = rank_model(case)
+    if case.get("lora"):
+        from peft import LoraConfig, inject_adapter_in_model
+
+        lora = case["lora"]
+        model = inject_adapter_in_model(LoraConfig(r=lora["r"], lora_alpha=lora["r"], target_modules=lora["targets"]),
+                                        model)
+        for name, p in model.named_parameters():
+            p.requires_grad_("lora_" in name)
     mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     layers = model.model.layers
     for n, layer in enumerate(layers):
@@ -128,6 +138,8 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             del loss
         if step == 1:
             for name, p in model.named_parameters():
+                if p.grad is None:  # frozen (LoRA's base)
+                    continue
                 local = p.grad._local_tensor
                 storages[local.untyped_storage().data_ptr()] = local.untyped_storage().nbytes()
                 grad_bytes += local.numel() * local.element_size()

@@ -123,3 +123,25 @@ def test_torchtitan_units(units: str) -> None:
     assert gathers == [tuple(g) for g in replayed_gathers(events, 1 + len(blocks))]
     allocs = [n for kind, n in events if kind == "alloc"]
     assert m["gather_inputs"] == allocs[::2]  # each gather's input, made before its output on the copy-in stream
+
+
+def test_torchtune_units_gather_the_lora_adapters_with_their_block() -> None:
+    """torchtune's shard_model wraps layers.i and the root only (lora_finetune_distributed.py @30b8519 lines
+    418-435, training/_distributed.py lines 618-623), so a block's LoRA A/B (submodules of its linears) are
+    parameters of the block's FSDP2 unit and are all-gathered with it: the unsharded bytes at each copy-out, at the
+    loss backward and the copy-in stream's flat buffers, with rank-8 adapters on every linear injected by PEFT (only
+    they train), equal llmsizer's traced units (formulas/fsdp2_units.py) for LoRA r8 on all linears."""
+    targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
+                                                       root_reshard=False, lora=dict(r=8, targets=targets)), 2)
+    ctx, st = context({"fsdp2_units": "torchtune", "method": "lora", "rank": 8, "targets": ",".join(targets)})
+    traced = fsdp_traced_units(ctx, st)
+    assert traced is not None
+    root, blocks = traced
+    print(f"\nLoRA torchtune: at the loss backward {m['at_loss_backward']}; copy-outs {m['copied_out']}; llmsizer "
+          f"root {root} B, blocks {blocks}")
+    block = max(sum(u.values()) for p, u in m["copied_out"] if p == "backward") - root
+    assert blocks == [block] * len(blocks)
+    assert [sum(u.values()) for u in m["at_loss_backward"]] == [unsharded_bytes("torchtune", "loss", root, blocks[-1])]
+    gathers = [tuple(g) for g in m["all_gathers"]]
+    assert gathers == [tuple(g) for g in replayed_gathers(fsdp2_copy_in_events(ctx, st), 1 + len(blocks))]

@@ -136,6 +136,8 @@ class SideStreams:
     copy_in_pool: int = 0
     # H(p) of eq. (R1) per moment (empty: none): the default stream's hole, the eager loss's (eq. 4'' of eq. L1/L1p)
     holes: tuple[int, ...] = ()
+    # the hole's loss runs under torch's loss_parallel (eq. L1p on the rank's vocabulary shard), else eq. L1
+    loss_parallel: bool = False
 
 
 def fsdp2_reduce_scatter_outputs(layer_grads: dict[int, int], grads: int, shards: int) -> tuple[int, ...]:
@@ -151,7 +153,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
                           shards: int, moments: list[tuple[int, int]],
                           copy_in: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
                           loss_events: list[tuple[str, int]] | tuple[tuple[str, int], ...] = (),
-                          loss_moment: int | None = None) -> SideStreams:
+                          loss_moment: int | None = None, loss_parallel: bool = False) -> SideStreams:
     """The side-stream blocks of a fixed-shape training step (module docstring). ``moments``: (allocated bytes, the
     gradients part) of each moment of the peak stage's timeline. FSDP2 (``fsdp2``: fully_shard, gradients on the
     device): the units' reduce-scatter outputs, all alive from their reduce-scatter to ``zero_grad``; with gradient
@@ -162,13 +164,14 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     ``copy_in``: the all-gather copy-in stream's allocations and frees (formulas/fsdp2_units.py ``copy_in_events``)
     when the units' layout is traced; none of its blocks is alive at a moment of the timeline. ``loss_events``: the
     eager loss's default-stream allocations and frees (formulas/loss_allocations.py eq. L1 or L1p), whose hole
-    (eq. 4'') stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1)."""
+    (eq. 4'') stands at ``loss_moment`` (the index of the loss backward in ``moments``), H(p) of eq. (R1);
+    ``loss_parallel``: those events are eq. L1p's (torch's loss_parallel), else eq. L1's."""
     holes: tuple[int, ...] = ()
     if loss_events and loss_moment is not None:
         hole = stream_trace_hole_bytes(loss_events)
         holes = tuple(hole if k == loss_moment else 0 for k in range(len(moments))) if hole else ()
     if not fsdp2:
-        return SideStreams((), tuple((a, 0) for a, _ in moments), "", holes=holes)
+        return SideStreams((), tuple((a, 0) for a, _ in moments), "", holes=holes, loss_parallel=loss_parallel)
     outputs = fsdp2_reduce_scatter_outputs(layer_grads, grads, shards)
     if grad_accumulation > 1 and pp == 1 and outputs:
         outputs += (max(outputs),)
@@ -178,7 +181,7 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
     if copy_in:
         what += (f" + the all-gather copy-in stream's flat inputs and outputs ({format_bytes(copy_in_pool)} cached, "
                  "eq. 4': formulas/fsdp2_units.py)")
-    return SideStreams(outputs, side, what, copy_in_pool, holes)
+    return SideStreams(outputs, side, what, copy_in_pool, holes, loss_parallel)
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
@@ -238,8 +241,10 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
     hole = max(side.holes, default=0)
     if hole:
         what += (f"; the eager loss's hole in the default stream's pool, {format_bytes(hole)} at the loss backward "
-                 "(its [t, V] requests served from fresh memory at the top of the pool, replayed in order: eq. 4'' of "
-                 "eq. L1, or L1p under loss_parallel, formulas/loss_allocations.py)")
+                 + ("(its [t, V / tp] requests under loss_parallel served from fresh memory at the top of the pool, "
+                    "replayed in order: eq. 4'' of eq. L1p, formulas/loss_allocations.py)" if side.loss_parallel else
+                    "(its [t, V] requests served from fresh memory at the top of the pool, replayed in order: eq. 4'' "
+                    "of eq. L1, formulas/loss_allocations.py)"))
     return Item("allocator_reserve", r, "device", r, max(r, high),
                 formula="batch_shapes=fixed: the same shapes every step, so each CUDA stream reuses its own cached "
                         f"blocks and reserved = the default stream's high-water mark + the side streams' pools "
@@ -251,8 +256,10 @@ def fixed_reserve_item(side: SideStreams, floor: int = 0, high: int = 0) -> Item
                        "get_free_block, free_block); torch 2.13 _fsdp_collectives.py foreach_reduce lines 611-616, "
                        "704-763" + ("; foreach_all_gather lines 336-356 (formulas/fsdp2_units.py)" if side.copy_in_pool
                                     else "")
-                       + ("; torchtitan 9dec370 train.py lines 131-134, 303-308 (formulas/loss_allocations.py; "
-                          "under loss_parallel torch 2.13 distributed/tensor/parallel/loss.py)" if hole else ""))
+                       + ("; torchtitan 9dec370 train.py lines 131-134, 303-308 (formulas/loss_allocations.py"
+                          + ("; loss_parallel: torchtitan utils.py lines 196-201, torch 2.13 "
+                             "distributed/tensor/parallel/loss.py lines 598-605)" if side.loss_parallel
+                             else ")") if hole else ""))
 
 
 def calibrated_need(items: list[Item] | tuple[Item, ...], expected: int, kind: str,

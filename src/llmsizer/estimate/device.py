@@ -256,6 +256,18 @@ def generic_device(kind: str) -> Device:
 PAIR_ONLY_LINKS = ("nvlink-bridge",)
 
 
+def peer_to_peer(device: Device) -> bool:
+    """Whether GPUs of ``device`` map each other's memory (NCCL's P2P transport; vLLM's and SGLang's ``_can_p2p``):
+    every device but the catalog ids of ``efficiency.NO_PEER_TO_PEER`` (GeForce RTX 40: NVIDIA/nccl#1127). Matched by
+    id: a hardware-file device under another id is taken to have it (``PEER_TO_PEER_WHY`` says so where it is used)."""
+    return device.id not in E.NO_PEER_TO_PEER
+
+
+PEER_TO_PEER_WHY = ("peer-to-peer access assumed: the GPUs without it are known by catalog id "
+                    f"(efficiency.NO_PEER_TO_PEER: {', '.join(E.NO_PEER_TO_PEER)}; NVIDIA/nccl#1127), so a "
+                    "hardware-file copy of one under another id is taken to have it")
+
+
 def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,
                     hardware_files: Sequence[str | Path] = ()) -> bool | None:
     """Whether every pair of ``count`` GPUs of one replica is joined by NVLink (what vLLM's and SGLang's

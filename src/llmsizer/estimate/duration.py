@@ -83,7 +83,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .device import resolve_target, workload_device_kind
+from .device import PEER_TO_PEER_WHY, peer_to_peer, resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
@@ -720,7 +720,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
             wb -= f8.gathered_elements * (2.0 - 1.0)
         gb = float(fl.trained_params) * reduced_grad_bytes(w)
-        host = device.id in E.NO_PEER_TO_PEER
+        host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
         nodes = -(-n // per_node)
@@ -753,7 +753,8 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                         "all-gathered after the optimizer step (formulas/training_time.py eq. (7e))"))
             notes.append(Assumption("collective_bandwidth", bw, True,
                                     E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
-                                    else "the devices' link within a machine (per direction)"))
+                                    else "the devices' link within a machine (per direction)"
+                                    + (f"; {PEER_TO_PEER_WHY}" if device.kind == "gpu" else "")))
             if nodes > 1 and network is not None:
                 notes.append(Assumption("inter_node_network", network.bandwidth, not network.given,
                                         f"{network.what}: bytes/s per machine of {per_node} devices, {nodes} "

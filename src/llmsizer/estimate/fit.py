@@ -35,6 +35,7 @@ from .device import (
     engine_assumption,
     memory_above_device,
     nvlink_mesh_for,
+    peer_to_peer,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -266,7 +267,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # devices alike in the numbers above but not in these are two estimates
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
-           device.capability, device.sm_cycles_per_second, device.id in E.NO_PEER_TO_PEER)
+           device.capability, device.sm_cycles_per_second, peer_to_peer(device))
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:

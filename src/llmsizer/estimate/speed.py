@@ -44,7 +44,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .device import nvlink_mesh_for
+from .device import PEER_TO_PEER_WHY, nvlink_mesh_for, peer_to_peer
 from .formats import engine_kernel_format, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -450,8 +450,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     # and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
     if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
         nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
-    peer_to_peer = device.id not in E.NO_PEER_TO_PEER
-    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, peer_to_peer)
+    p2p = peer_to_peer(device)
+    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p)
     if allreduce_latency is not None and allreduce_latency < 0:
         raise InputError("allreduce_latency must not be negative")
     alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
@@ -464,7 +464,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
             "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
             + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
-               else "latency given")))
+               else "latency given")
+            + (f"; {PEER_TO_PEER_WHY}" if ar_path is not None and ar_path.kernel.startswith("custom") else "")))
 
     def comm(tokens: int) -> float:
         if tp <= 1 or not link:
@@ -472,7 +473,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         per_layer = tokens * spec.hidden_size * act_bytes
         a = alpha
         if allreduce_latency is None and ar_path is not None and tokens != concurrency:  # the engine's kernel for
-            path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, peer_to_peer)   # this message's size
+            path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)   # this message's size
             a = path.latency.expected if path else 0.0
         return reductions * allreduce_time(per_layer, tp, link, a)
 

@@ -331,21 +331,17 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
     for s in sorted({0, w.pp - 1}):
         st = stage_states(ctx, s)
         results.append((st, stage_timeline(ctx, st)))
-    st, tl = max(results, key=lambda r: r[1].peak.total)
-    _items(ctx, st, tl, acc)
     if w.metric is not None and w.device != "gpu":
         raise InputError(f"metric {w.metric!r} compares with a CUDA GPU's allocator or nvidia-smi; a training step on "
                          f"device {w.device!r} is sized in host RAM (drop --metric)")
-    init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
-    fixed = None
-    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
-        fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
-                                      w.grad_accumulation, st.layer_grads, st.grads,
-                                      zero_shards(w.shard_stage, w.shard_group)[1],
-                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
-                                      fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
-                                      next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None))
-    acc.assumptions.append(apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed))
+    if len(results) > 1 and w.metric in ("reserved", "nvidia-smi"):
+        # the most loaded stage in the figure the user compares with: the allocator's reserve differs by stage (the
+        # loss stage's eager-loss hole, eq. L1/L1p; the dynamic share the calibrated ratio scales), so the stage of
+        # the highest allocated peak need not be the one of the highest reserved total
+        st, tl = max(results, key=lambda r: _stage_device_total(ctx, r[0], r[1]))
+    else:
+        st, tl = max(results, key=lambda r: r[1].peak.total)
+    acc.assumptions.append(_metric_items(ctx, st, tl, acc))
     _explain(ctx, acc, tl)
     _warnings(ctx, st, tl, acc)
     details = _details(ctx, st, tl, results)
@@ -363,6 +359,31 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         acc.warnings.extend(v.warnings)
         est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     return est
+
+
+def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> Assumption:
+    """The items of stage ``st`` into ``acc``, rewritten to the workload's metric (estimate/allocator.py
+    ``apply_metric``); returns the metric assumption."""
+    w = ctx.w
+    _items(ctx, st, tl, acc)
+    init = next((p.total for p in tl.phases if p.name == "model init"), 0)  # reserved before the step
+    fixed = None
+    if w.batch_shapes == "fixed" and w.metric in ("reserved", "nvidia-smi"):  # eq. (R1), estimate/allocator.py
+        fixed = training_side_streams(w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none", w.pp,
+                                      w.grad_accumulation, st.layer_grads, st.grads,
+                                      zero_shards(w.shard_stage, w.shard_group)[1],
+                                      [(p.total, p.parts.get("gradients", 0)) for p in tl.phases],
+                                      fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
+                                      next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None),
+                                      loss_parallel=w.loss == "ce-loss-parallel")
+    return apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed)
+
+
+def _stage_device_total(ctx: TrainingContext, st: StageStates, tl: StageTimeline) -> int:
+    """Expected device bytes of stage ``st`` in the workload's metric (a scratch composition of its items)."""
+    scratch = Acc()
+    _metric_items(ctx, st, tl, scratch)
+    return sum(i.bytes for i in scratch.items if i.location == "device")
 
 
 def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> None:

@@ -223,9 +223,12 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
                                                           "(runtime/engine.py lines 1755-1762); fp32 master copies "
                                                           "live in the optimizer partition")
         else:
-            default_ad = ("fp32" if (rec.autocast or rec.master_bytes or w.precision == "fp32")
+            # fp32 parameters (fp32, FSDP2's MixedPrecisionPolicy: param_dtype only for compute) or mixed precision
+            default_ad = ("fp32" if (rec.autocast or rec.master_bytes or rec.model_bytes == 4)
                           else w.precision.split("-")[0])
-            ad_why = ("PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
+            ad_why = ("the sharded parameters stay fp32 under FSDP2's MixedPrecisionPolicy, adapters too (bf16 only "
+                      "as all-gathered for compute)" if w.precision == "fsdp-bf16-mixed" else
+                      "PEFT keeps adapters in fp32 under mixed precision (autocast_adapter_dtype=True)"
                       if default_ad == "fp32" else "adapters in the training dtype (pure half precision)")
         ad = str(acc.assume("adapter_dtype", default_ad, w.adapter_dtype, ad_why))
         adapter_bytes = DTYPE_BYTES[ad]

@@ -70,6 +70,11 @@ class StageStates:
     head_grads: int = 0  # lm_head, final norm (and a tied embedding): produced first in the backward
     layer_weights: dict[int, int] = field(default_factory=dict)  # bytes per gather unit (layers; -1 embedding,
     # -2 lm_head + final norm) for ZeRO-3 gathers
+    # unsharded adapter parameters (LoRA A/B, DoRA magnitudes) per decoder layer and outside the layers (embedding,
+    # lm_head; modules_to_save copies) [bytes]: members of their module's FSDP2 unit (fully_shard of layers.i takes
+    # every parameter under it, torchtune _distributed.py @30b8519 lines 618-623)
+    layer_adapters: dict[int, int] = field(default_factory=dict)
+    root_adapters: int = 0
     layer_copy_elements: dict[int, int] = field(default_factory=dict)  # autocast-copied weight elements
     lm_head_copy_elements: int = 0
     has_embedding: bool = False
@@ -142,6 +147,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             n_layer = sum(n_alike[g] * k for g, k in parts)
             for i in layers:
                 per_layer_elems[i] = per_layer_elems.get(i, 0) + n_layer
+                st.layer_adapters[i] = st.layer_adapters.get(i, 0) + n_layer * ctx.adapter_bytes
         embed_elems += sum(n_alike[g] * k for g, k in alike.embedding)
         head_elems += sum(n_alike[g] * k for g, k in alike.head)
     # PEFT modules_to_save: a trainable deep copy of each module in the base dtype beside the frozen original
@@ -172,6 +178,8 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
     if w.adapters:
         st.adapter_weights = shard((trained_elems - save_elems) * ctx.adapter_bytes + save_elems * save_b, w_shard)
+        st.root_adapters = (trained_elems - save_elems - sum(per_layer_elems.values())) * ctx.adapter_bytes \
+            + save_elems * save_b
         st.weights = shard(weights, w_shard)
     else:
         st.weights = shard(weights, w_shard)

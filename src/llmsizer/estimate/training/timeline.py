@@ -141,16 +141,28 @@ def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[
     """A run under a traced unit layout (``traced_units_layout``): (the root unit's unsharded bytes: embedding,
     final norm and output; each block's, in forward order), in the all-gather dtype (param_dtype under
     fsdp-bf16-mixed; the blocks' Float8Linear weights in float8 with float8, the root's embedding and output staying
-    bf16). None otherwise."""
+    bf16). Under FSDP2 a unit's adapters (LoRA A/B, DoRA magnitudes) are all-gathered with it: fully_shard of a
+    block manages every parameter under it not already in a nested unit (torchtune's shard_model wraps layers.i
+    and the root only: lora_finetune_distributed.py @30b8519 lines 418-435, training/_distributed.py lines
+    618-623; LoRALinear's lora_a / lora_b are submodules of the block's linears, modules/peft/lora.py lines 69-70),
+    in their own dtype (param_dtype under fsdp-bf16-mixed; not float8). FSDP1 with the adapters wrapped apart
+    gathers them in units of their own (formulas/fsdp_flat_param.py eq. W2): not counted in the blocks. None
+    otherwise."""
     w = ctx.w
     if traced_units_layout(w) is None:
         return None
-    elt = max(1, ctx.recipe.model_bytes)
+    elt = max(1, ctx.base_bytes)  # the stored weights' element (a LoRA's frozen base: its own dtype)
     gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
     root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // elt * gathered
     blocks = [st.layer_weights[i] // elt * gathered for i in sorted(st.layers)]
     if w.float8:  # torchao float8 all-gather: 1 B per element of the blocks' linears
         blocks = [float8_gathered_bytes(b, gathered) for b in blocks]
+    if w.fsdp_version == 2 and w.adapters:
+        ab = max(1, ctx.adapter_bytes)
+        a_gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else ab
+        blocks = [b + st.layer_adapters.get(i, 0) // ab * a_gathered for b, i in zip(blocks, sorted(st.layers),
+                                                                                     strict=True)]
+        root += st.root_adapters // ab * a_gathered
     return root, blocks
 
 
@@ -302,7 +314,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if w.float8 and gather and w.fsdp is not None and traced is None:  # torchao float8 all-gather: 1 B per element
         gather = float8_gathered_bytes(gather, ctx.recipe.model_bytes)
     elif w.precision == "fsdp-bf16-mixed" and gather and traced is None:  # all-gathered in param_dtype (bf16)
-        gather = gather * ctx.recipe.compute_bytes // ctx.recipe.model_bytes
+        gather = gather * ctx.recipe.compute_bytes // max(1, ctx.base_bytes)
     if traced is not None and layout is not None:  # units as the wrapping lays them out (formulas/fsdp2_units.py
         # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2; FSDP1 full: eq. W3)
         root, blocks = traced
@@ -312,7 +324,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     mp = 0
     if w.fsdp_version == 1 and w.fsdp is not None and w.precision == "fsdp-bf16-mixed" and gather:
         # FSDP1 casts the unit's shard into _mp_shard before the all-gather (formulas/fsdp_flat_param.py)
-        largest = max(st.layer_weights.values()) // max(1, ctx.recipe.model_bytes)
+        largest = max(st.layer_weights.values()) // max(1, ctx.base_bytes)
         mp = mp_shard_bytes(largest, w.shard_group, ctx.recipe.compute_bytes)
         gather += mp
     # FSDP1 full fine-tuning: each block's backward with the block before it prefetched (eq. W3)

@@ -1,0 +1,84 @@
+"""A training run's data-parallel collectives on a GPU without peer-to-peer access (efficiency.NO_PEER_TO_PEER,
+rtx-4090: NCCL stages every transfer through host memory, the calibrated ``host_staged_collective_bandwidth``) and on
+a hardware-file twin of it under another id (taken to have peer-to-peer access: the device's own link, the catalog's
+``pcie4`` at 32 GB/s per direction for the RTX 4090).
+
+Each answer is its device's own, whichever device was asked first, through the Python API (the memos on the
+training-duration path: fit.py ``_TRAINING_CACHE``, training/compose.py ``_MEMO``, duration.py's lru caches) and
+through ``recommend --train`` listing both (the recommendation's assumptions are its chosen option's; they were the
+first option timed, so a listing whose first option was the RTX 4090 said 4.633 GB/s of a chosen twin timed at 32
+GB/s). The twin's rule is said in its assumptions (the id match that decides it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cli_capture import run_json
+from llmsizer.catalog.hardware import _read_builtin
+from llmsizer.estimate.caches import clear_caches
+from llmsizer.estimate.efficiency import HOST_STAGED_COLLECTIVE_BANDWIDTH, NO_PEER_TO_PEER
+from llmsizer.estimate.fit import fit_training
+
+REAL = NO_PEER_TO_PEER[0]
+TWIN = f"{REAL}-p2p-twin"
+PCIE4 = 32e9  # catalog interconnects.json 'pcie4': PCIe Gen4 x16, 32 GB/s per direction (the RTX 4090's link)
+RUN = dict(method="full", seq_len=2048, micro_batch=1)
+
+
+def _hardware(tmp_path: Path, first: int) -> Path:
+    """The twin (every field of the catalog GPU, another id) and a 2-GPU box of each, listed in the order ``first``."""
+    raw = next(d for d in _read_builtin("accelerators.json")["devices"] if d["id"] == REAL)
+    twin = {**raw, "id": TWIN, "name": f"{raw['name']} (twin)", "aliases": []}
+    boxes = [{"id": f"box-{d}", "name": f"box {d}", "provider": "mybox", "device": d, "device_count": 2,
+              "price": {"value": 1.0, "unit": "USD/h", "source": "user"}} for d in (REAL, TWIN)]
+    path = tmp_path / f"hw{first}.json"
+    path.write_text(json.dumps({"devices": [twin], "instances": boxes[first:] + boxes[:first]}), encoding="utf-8")
+    return path
+
+
+def _collective(assumptions: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(a for a in assumptions if a["name"] == "collective_bandwidth")
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_each_device_keeps_its_collective_rule_whichever_came_first(tmp_path: Path, first: int) -> None:
+    path = _hardware(tmp_path, first)
+    ids = [REAL, TWIN]
+
+    def timed(dev: str) -> dict[str, Any]:
+        r = fit_training("llama-3.2-1b", dev, 2, tokens=1e8, hardware_files=[path], **RUN)
+        assert r.fits and r.training_time is not None
+        return r.training_time
+
+    alone = {}
+    for dev in ids:
+        clear_caches()
+        alone[dev] = timed(dev)
+    assert alone[REAL]["step"]["topology"] == "host-staged" and alone[TWIN]["step"]["topology"] == "direct"
+    clear_caches()
+    for dev in ids[first:] + ids[:first]:
+        assert timed(dev) == alone[dev], (ids[first], dev)
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_recommend_states_the_chosen_options_collectives(tmp_path: Path, first: int) -> None:
+    path = _hardware(tmp_path, first)
+    code, rec = run_json("recommend", "llama-3.2-1b", "--train", "--method", "full", "--tokens", "1e8",
+                         "--hardware-file", str(path), "--provider", "mybox")
+    assert code == 0 and [o["device"] for o in rec["options"]] == [TWIN, REAL]  # same price, the twin is faster
+    chosen = _collective(rec["assumptions"])
+    assert chosen["value"] == PCIE4, chosen
+    assert "NO_PEER_TO_PEER" in chosen["why"]  # the id match that gives the twin the direct link is said
+    # and it is the chosen option's own answer (fit --train --tokens on it)
+    code, alone = run_json("fit", "llama-3.2-1b", "--train", "--device", f"box-{TWIN}", "--method", "full",
+                           "--tokens", "1e8", "--hardware-file", str(path))
+    assert code == 0
+    assert (rec["assumptions"], rec["warnings"]) == (alone["training_time"]["assumptions"],
+                                                     alone["training_time"]["warnings"])
+    code, real = run_json("fit", "llama-3.2-1b", "--train", "--device", f"box-{REAL}", "--method", "full",
+                          "--tokens", "1e8", "--hardware-file", str(path))
+    assert _collective(real["training_time"]["assumptions"])["value"] == HOST_STAGED_COLLECTIVE_BANDWIDTH.expected
