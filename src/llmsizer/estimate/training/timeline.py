@@ -49,6 +49,7 @@ from ...formulas.parallelism import (
     inflight_microbatches,
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
+    pipeline_stage_boundary_bytes,
     reduce_bucket_bytes,
     shard,
     zero_shards,
@@ -196,6 +197,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     extra_transient = 0
     if w.context_parallel > 1:
         q_w, k_w, v_w, _ = (_div(x, w.tp) for x in _head_dims(spec))
+        if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
+            k_w = v_w = q_w
         extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
     # a Float8Linear's backward peak (its float8 casts, formulas/float8_training.py) comes after the elementwise
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
@@ -292,9 +295,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
     pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+    boundary = boundary_idle = 0
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
+        # torch's pipeline stage (the one FSDP2 runs under): its receive buffers and in-flight outputs (eq. PP3);
+        # nothing is in flight at the optimizer step
+        residual = checkpoint_input_bytes(spec, act)
+        boundary = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, m, residual)
+        boundary_idle = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, 0, residual)
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
@@ -608,6 +617,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         for ph in phases:                # backward (the loop rebinds loss before the next backward)
             if ph.name in ("forward end", "optimizer step"):
                 ph.parts["kept_graph_inputs"] = kept_all
+    if boundary:  # eq. PP3: a pipeline stage's receive buffers (kept from the first step) and in-flight outputs
+        for ph in phases:
+            if ph.name != "model init":
+                ph.parts["pipeline_buffers"] = boundary_idle if ph.name == "optimizer step" else boundary
     if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
         for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
             if ph.name not in ("forward end", "model init"):
