@@ -1655,8 +1655,13 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # real Schedule1F1B on three gloo ranks: tests/training/test_pipeline_fsdp2.py): at stage 0, 8 + 8 x 128 MiB
 # (4 x 8192 tokens / tp 8 x 16384 x 2 B) = 2.0 GiB: PM1062-PM1064 -19.9 / -9.2 / -12.3 % -> -17.2 / -6.1 / -9.3 %;
 # with the ring attention's q-wide K/V (TORCHTITAN_9DEC370_ROWS) PM1065-PM1067 -12.5 / -13.8 / -21.6 % -> -6.7 /
-# -7.5 / -14.9 %. Not modelled yet, so the rows are reported, not summarised:
-# - the rest of the reserved - allocated gap, among it the all-gather copy-in pool (a2) under PP.
+# -7.5 / -14.9 %. The all-gather copy-in stream's pool under PP (the comment's (a2)): each unit is gathered once,
+# in the first micro-batch's forward, root first, the previous flat output alive while the next is made
+# (formulas/fsdp2_units.py copy_in_events(backward_gathers=False), read on real FSDP2 micro-batches:
+# tests/training/test_fsdp2_reduce_scatter_pool.py): + 0.93 GiB cached at stage 0 (the bf16 embedding's and a
+# float8 block's flat outputs + inputs), all six rows -16.1 / -4.8 / -8.1 / -5.5 / -6.3 / -13.8 %. Not modelled yet,
+# so the rows are reported, not summarised:
+# - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
 #   (the ring attention's buffers at CP 8 add 3.5 GiB of it). Nothing in torchtitan 9dec370's model or PP code read
@@ -1682,7 +1687,8 @@ _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
                   "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
                   "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2; "
-                  "its allocator hole, eq. L1p); under PP torch's stage buffers (eq. PP3); the rest of the "
+                  "its allocator hole, eq. L1p); under PP torch's stage buffers (eq. PP3) and the copy-in pool of each unit's "
+                  "one gather; the rest of the "
                   "allocator's reserve, the layers' gathered "
                   "sequence-parallel inputs and AsyncTP workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):

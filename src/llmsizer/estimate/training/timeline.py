@@ -138,14 +138,25 @@ def fsdp1_backward_prefetch(w: TrainingWorkload) -> bool:
     return w.fsdp_version == 1 and not w.adapters and traced_units_layout(w) is not None
 
 
+def pipeline_fsdp2(w: TrainingWorkload) -> bool:
+    """FSDP2 fully sharded inside torch's pipeline stages (formulas/parallelism.py eqs. PP1-PP3)."""
+    return w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+
+
 def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
     """A run under a traced unit layout (``traced_units_layout``): (the root unit's unsharded bytes: embedding,
     final norm and output; each block's, in forward order), in the all-gather dtype (param_dtype under
     fsdp-bf16-mixed; the blocks' Float8Linear weights in float8 with float8, the root's embedding and output staying
     bf16). None otherwise."""
-    w = ctx.w
-    if traced_units_layout(w) is None:
+    if traced_units_layout(ctx.w) is None:
         return None
+    return fsdp_unit_bytes(ctx, st)
+
+
+def fsdp_unit_bytes(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]]:
+    """(the stage's root unit's unsharded bytes, each block's in forward order) in the all-gather dtype (see
+    ``fsdp_traced_units``)."""
+    w = ctx.w
     elt = max(1, ctx.recipe.model_bytes)
     gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
     root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // elt * gathered
@@ -157,11 +168,15 @@ def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[
 
 def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
     """The all-gather copy-in stream's allocations and frees of a step (formulas/fsdp2_units.py), for a traced
-    ``fsdp2_units`` layout; none otherwise (FSDP1 all-gathers into the unsharded flat parameter itself)."""
+    ``fsdp2_units`` layout or a pipeline stage (the forward's gathers only); none otherwise (FSDP1 all-gathers into
+    the unsharded flat parameter itself)."""
+    shards = zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0]
+    if pipeline_fsdp2(ctx.w):  # each unit gathered once, in the first micro-batch's forward, and kept (eq. PP1)
+        return copy_in_events("torchtitan", *fsdp_unit_bytes(ctx, st), shards, backward_gathers=False)
     traced = fsdp_traced_units(ctx, st)
     if traced is None or ctx.w.fsdp_version != 2:
         return []
-    return copy_in_events(ctx.w.fsdp2_units, *traced, zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0])
+    return copy_in_events(ctx.w.fsdp2_units, *traced, shards)
 
 
 def eager_loss_events_of(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
@@ -294,7 +309,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     layout = traced_units_layout(w)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
-    pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+    pp_fsdp2 = pipeline_fsdp2(w)
     boundary = boundary_idle = 0
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
