@@ -1659,8 +1659,13 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # in the first micro-batch's forward, root first, the previous flat output alive while the next is made
 # (formulas/fsdp2_units.py copy_in_events(backward_gathers=False), read on real FSDP2 micro-batches:
 # tests/training/test_fsdp2_reduce_scatter_pool.py): + 0.93 GiB cached at stage 0 (the bf16 embedding's and a
-# float8 block's flat outputs + inputs), all six rows -16.1 / -4.8 / -8.1 / -5.5 / -6.3 / -13.8 %. Not modelled yet,
-# so the rows are reported, not summarised:
+# float8 block's flat outputs + inputs), all six rows -16.1 / -4.8 / -8.1 / -5.5 / -6.3 / -13.8 %. With 8
+# micro-batches = pp, stage 0 forwards them all before its first backward: eq. PP2's fp32 accumulators do not exist
+# at those forwards (optimizers.zero_grad at the step's start; the previous step's reduce-scatter freed them,
+# _fsdp_param_group.py line 626, tests/training/test_pipeline_fsdp2.py) and appear unit by unit in that first
+# backward; by the second, one micro-batch's 16 checkpointed inputs are gone: the peak holds every accumulator with
+# 7 micro-batches, not 8 (-2.0 GiB): -18.5 / -7.6 / -10.7 / -8.2 / -8.9 / -16.1 %. Not modelled yet, so the rows
+# are reported, not summarised:
 # - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
@@ -1670,7 +1675,10 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 #   n // stages layers, the middle ones the remainder: 15 / 16 x 6 / 15 of 126 for 1F1B, 7 / 8 x 14 / 7 for the
 #   interleaved 16 stages) is not the even split llmsizer uses (16 on stage 0), and under Interleaved1F1B the rank
 #   holds two stages whose FSDP2 gradients are each reduce-scattered after their own last micro-batch
-#   (stage.py backward_maybe_with_nosync); both would lower stage 0, against the measured gap.
+#   (stage.py backward_maybe_with_nosync; Interleaved1F1B forwards all 16 chunks on rank 0 before a backward,
+#   schedules.py @ v2.13.0 lines 2878-2888, and runs stage 8's eight backwards before stage 0's): both would lower
+#   stage 0 (15 layers: about -3.4 GiB; interleaved: stage 0's own accumulators, about -11 GiB, absent at the
+#   peak), against the measured gap; llmsizer evaluates stages 0 and pp - 1 only.
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code

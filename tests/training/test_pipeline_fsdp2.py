@@ -45,6 +45,7 @@ def test_the_stage_stays_gathered(measured: dict[str, Any]) -> None:
 
 def test_unsharded_gradients_accumulate_in_the_reduce_dtype(measured: dict[str, Any]) -> None:
     assert measured["accumulated_grad_dtypes"] == ["torch.float32"]
+    assert measured["accumulators_after_the_step"] == 0  # freed by the step's reduce-scatter: none at the forwards
     assert pipeline_fsdp2_accumulated_grad_bytes(measured["elements"], 4) == measured["accumulated_grad_bytes"]
 
 
@@ -94,3 +95,33 @@ def test_estimate_holds_the_stage_boundary_buffers() -> None:
     assert est.details["peak_phase"].endswith("(pipeline stage 1)")
     assert items["pipeline_buffers"] == (4 - 1) * 128 * 256 * 2
     assert "pipeline_buffers" not in {i.name for i in estimate_training(spec, **common, fsdp_version=1).items}
+
+
+def test_first_backward_of_a_fully_forwarded_stage() -> None:
+    """Stage 0 of 1F1B with micro-batches = pp forwards every micro-batch before its first backward: no fp32
+    accumulator exists at its forwards (the previous step's reduce-scatter freed them, measured above) and they
+    appear unit by unit in that first backward; by the second backward one micro-batch's checkpointed inputs are
+    gone. So no moment holds every accumulator with all m micro-batches' activations."""
+    from llmsizer.estimate.inference.common import Acc
+    from llmsizer.estimate.training.setup import resolve
+    from llmsizer.estimate.training.states import stage_states
+    from llmsizer.estimate.training.timeline import stage_timeline
+    from llmsizer.specs.training import TrainingWorkload
+
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+
+    def stage0(accumulation: int) -> dict[str, dict[str, int]]:
+        w = TrainingWorkload(precision="fsdp-bf16-mixed", micro_batch=1, seq_len=128, gpus=4, pp=2, fsdp="full",
+                             grad_checkpointing="full", grad_accumulation=accumulation)
+        ctx = resolve(spec, w, Acc())
+        return {p.name: p.parts for p in stage_timeline(ctx, stage_states(ctx, 0)).phases}
+
+    two, four = stage0(2), stage0(4)  # 2 micro-batches <= 2 in flight: all forwarded first; 4: not
+    full = two["optimizer step"]["gradients"]
+    assert "gradients" not in two["forward end"] and four["forward end"]["gradients"] == full
+    per_micro_batch = two["forward end"]["activations"] // 2  # one micro-batch's checkpointed layer inputs
+    # with 4 micro-batches a forward refills the pipeline after each backward: the second backward holds the other
+    # in-flight micro-batch; with 2, it holds none
+    for name in (n for n in two if n.startswith("backward layer")):
+        assert two[name]["gradients"] == four[name]["gradients"] == full
+        assert two[name]["activations"] == four[name]["activations"] - per_micro_batch

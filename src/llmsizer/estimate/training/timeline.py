@@ -311,6 +311,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
     pp_fsdp2 = pipeline_fsdp2(w)
     boundary = boundary_idle = 0
+    # FSDP2 in a pipeline stage whose every micro-batch is forwarded before its first backward (m <= in flight: stage
+    # 0 of 1F1B when micro-batches = pp): eq. PP2's fp32 accumulators do not exist yet at the forwards (zero_grad at
+    # the step's start) and appear unit by unit in the first backward (FSDP2 ``to_accumulated_grad_if_needed``)
+    first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
@@ -460,7 +464,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
         r.parts["rotary_and_masks"] = shared_fwd
         r.parts["gathered_params"] = window_reach[0]
-        if persist:
+        if persist and not first_backward_grows:
             r.parts["gradients"] = grads_all
         phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
@@ -472,7 +476,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
-    if persist:
+    if persist and not first_backward_grows:
         f.parts["gradients"] = grads_all
     if gather or gather_fwd:
         f.parts["gathered_params"] = gather_fwd.get("forward", gather)
@@ -488,7 +492,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
-        if persist:
+        if persist and not first_backward_grows:
             b.parts["gradients"] = grads_all
         if gather or gather_fwd:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
@@ -539,6 +543,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
         grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
+    if first_backward_grows and not w.activation_offload:
+        # the first backward holds the m - 1 other micro-batches and the accumulators of the layers above (and the
+        # head's); the second, m - 2 others and every accumulator: at each layer the larger of the two
+        firsts = [(a, st.head_grads + grads_above(i)) for a, i in zip(act_at, layers, strict=True)]
+        seconds = [(a - all_kept, grads_all) for a in act_at] if m > 1 else firsts
+        chosen = [max(f, s2, key=sum) for f, s2 in zip(firsts, seconds, strict=True)]
+        act_at, grads_at = [a for a, _ in chosen], [g for _, g in chosen]
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
