@@ -1682,8 +1682,36 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # bf16 and fp32: tests/training/test_loss_parallel.py), the reserve checked on the address-level expandable-segment
 # replay (tests/formulas/test_loss_allocations.py). PM1060/PM1061 -17.2/-11.9 % -> -11.8/-6.2 %; PM1062-PM1067
 # unchanged (their peak is on pipeline stage 0, which has no loss: the hole stands on the last stage, 0.98 GiB at
-# 32,768 tokens, not the peak stage). Not modelled yet, so the rows are reported, not summarised:
-# - the rest of the reserved - allocated gap, among it the all-gather copy-in pool (a2) under PP.
+# 32,768 tokens, not the peak stage). torch's pipeline stage keeps, beside the layers' activations, one gradient
+# receive buffer per micro-batch (every stage but the last), one activation receive buffer per micro-batch (every
+# stage but the first) and the in-flight micro-batches' stage outputs (formulas/parallelism.py eq. PP3, read from a
+# real Schedule1F1B on three gloo ranks: tests/training/test_pipeline_fsdp2.py): at stage 0, 8 + 8 x 128 MiB
+# (4 x 8192 tokens / tp 8 x 16384 x 2 B) = 2.0 GiB: PM1062-PM1064 -19.9 / -9.2 / -12.3 % -> -17.2 / -6.1 / -9.3 %;
+# with the ring attention's q-wide K/V (TORCHTITAN_9DEC370_ROWS) PM1065-PM1067 -12.5 / -13.8 / -21.6 % -> -6.7 /
+# -7.5 / -14.9 %. The all-gather copy-in stream's pool under PP (the comment's (a2)): each unit is gathered once,
+# in the first micro-batch's forward, root first, the previous flat output alive while the next is made
+# (formulas/fsdp2_units.py copy_in_events(backward_gathers=False), read on real FSDP2 micro-batches:
+# tests/training/test_fsdp2_reduce_scatter_pool.py): + 0.93 GiB cached at stage 0 (the bf16 embedding's and a
+# float8 block's flat outputs + inputs), all six rows -16.1 / -4.8 / -8.1 / -5.5 / -6.3 / -13.8 %. With 8
+# micro-batches = pp, stage 0 forwards them all before its first backward: eq. PP2's fp32 accumulators do not exist
+# at those forwards (optimizers.zero_grad at the step's start; the previous step's reduce-scatter freed them,
+# _fsdp_param_group.py line 626, tests/training/test_pipeline_fsdp2.py) and appear unit by unit in that first
+# backward; by the second, one micro-batch's 16 checkpointed inputs are gone: the peak holds every accumulator with
+# 7 micro-batches, not 8 (-2.0 GiB): -18.5 / -7.6 / -10.7 / -8.2 / -8.9 / -16.1 %. Not modelled yet, so the rows
+# are reported, not summarised:
+# - the rest of the reserved - allocated gap.
+# - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
+#   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
+#   (the ring attention's buffers at CP 8 add 3.5 GiB of it). Nothing in torchtitan 9dec370's model or PP code read
+#   here scales with the sequences per micro-batch at equal tokens; it needs a CUDA memory trace.
+# - torchtitan's own split (pipelining_utils.py @ 9dec370 generate_split_points lines 18-57: the first stage gets
+#   n // stages layers, the middle ones the remainder: 15 / 16 x 6 / 15 of 126 for 1F1B, 7 / 8 x 14 / 7 for the
+#   interleaved 16 stages) is not the even split llmsizer uses (16 on stage 0), and under Interleaved1F1B the rank
+#   holds two stages whose FSDP2 gradients are each reduce-scattered after their own last micro-batch
+#   (stage.py backward_maybe_with_nosync; Interleaved1F1B forwards all 16 chunks on rank 0 before a backward,
+#   schedules.py @ v2.13.0 lines 2878-2888, and runs stage 8's eight backwards before stage 0's): both would lower
+#   stage 0 (15 layers: about -3.4 GiB; interleaved: stage 0's own accumulators, about -11 GiB, absent at the
+#   peak), against the measured gap; llmsizer evaluates stages 0 and pp - 1 only.
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
@@ -1700,7 +1728,9 @@ _TITAN_MP = dict(method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_
 _TITAN_MP_NOTE = ("torchtitan 9dec370: FSDP2 + TP 8 (sequence parallel), full checkpointing, compile, float8, "
                   "fixed-length packed batches; measured is reserved memory, predicted with --metric reserved (the "
                   "FSDP2 reduce-scatter stream's pool, eq. R1); the loss under torch loss_parallel (eqs. LP1/LP2; "
-                  "its allocator hole, eq. L1p); the rest of the allocator's reserve, the layers' gathered "
+                  "its allocator hole, eq. L1p); under PP torch's stage buffers (eq. PP3) and the copy-in pool of each unit's "
+                  "one gather; the rest of the "
+                  "allocator's reserve, the layers' gathered "
                   "sequence-parallel inputs and AsyncTP workspaces not modelled (TRAINING_ROWS comment)")
 for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM1052"), ("PM1063", "PM1053")):
     _m, _x = TORCHTITAN_MODEL_PARALLEL[_twin]
@@ -1711,6 +1741,23 @@ for _i, _cp in enumerate((1, 2, 4, 8)):
         _TITAN_MP, gpus=512, tp=8, pp=8, micro_batch=1, grad_accumulation=8, tp_comm_overlap=True,
         context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False,
         "reserved")
+# torchtitan's own Llama at 9dec370 (torchtitan/models/llama/model.py lines 116-125, 198-209) repeats K and V to
+# every local query head before SDPA (``repeat_kv``: unsqueeze, expand, reshape: a copy), so SDPA, and under context
+# parallelism the ring attention that replaces it (its gathered K/V and fp32 dK/dV buffers,
+# formulas/context_parallel.py), work on q-wide K and V: ``kv_expanded_in_attention``. Under full checkpointing the
+# expanded K/V exist in the recomputed layer only. PM1065-PM1067 (CP 2/4/8, 16 local query heads of 128 against one
+# K/V head) -> the ring's backward buffers 16x wider, +2.1 / +2.6 / +3.5 GiB.
+TORCHTITAN_9DEC370_ROWS = frozenset(f"PM{n}" for n in range(1060, 1068))
+
+
+def torchtitan_attention_layout(spec: Any) -> Any:
+    """torchtitan 9dec370's Llama attention (model.py lines 198-209): K/V repeated to every query head before SDPA
+    (``kv_expanded_in_attention`` for GQA)."""
+    from dataclasses import replace
+
+    return replace(spec, kv_expanded_in_attention=spec.num_kv_heads != spec.num_heads)
+
+
 # Trainy's torchtitan runs on H200 (PM1068-PM1069, benchmarks/llama3-8b_h200_202506_trainy-whitefiber.md): torchtitan
 # e7c0cae, Llama 3.1 8B, FSDP2 over 32 / 64 GPUs, batch 2 x 8192, op-level selective checkpointing, compile of the
 # blocks and of the loss (torchtitan/components/loss.py @ e7c0cae build_cross_entropy_loss: torch.compile(loss_fn)
@@ -1959,6 +2006,8 @@ def training_prediction(row_id: str) -> int:
         spec = replace(spec, tie_word_embeddings=False)
     if row_id in TRAINING_UNTIED:  # the litgpt rows: litgpt's own modules
         spec = litgpt_attention_layout(spec)
+    if row_id in TORCHTITAN_9DEC370_ROWS:  # torchtitan's own Llama: K/V repeated before SDPA
+        spec = torchtitan_attention_layout(spec)
     est = estimate_training(spec, **fields)
     if what == "weights":
         return int(est.item("weights").bytes + sum(i.bytes for i in est.items if i.name == "adapter_weights"))

@@ -43,6 +43,13 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     out["sharded_param_bytes"] = sum(p.sharded_param._local_tensor.untyped_storage().nbytes() for p in params)
     out["elements"] = sum(p._orig_size.numel() for p in params)
     out["shard_elements"] = sum(p.sharded_param._local_tensor.numel() for p in params)
+    # the last micro-batch with the settings perform_reduce_grad restores: the step's one reduce-scatter frees the
+    # unsharded accumulators (_fsdp_param_group.py line 626), so the next step's forwards run without them
+    model.set_is_last_backward(True)
+    model.set_reshard_after_backward(True)
+    model.set_requires_gradient_sync(True)
+    model(input_ids=ids, labels=ids).loss.backward()
+    out["accumulators_after_the_step"] = sum(p.unsharded_accumulated_grad is not None for p in params)
     return end_rank(out)
 
 

@@ -18,7 +18,10 @@ loss is taken outside it, ``cross_entropy(pred.float())``, train.py lines 131-13
 ``reshard_after_forward=False``), ``root_reshard`` (``fully_shard(model, reshard_after_forward=...)``: None leaves
 it unset, so FSDP2 keeps the root unsharded after the forward, as every torch before PR #154704 did for any value),
 ``lora`` (rank ``r`` LoRA adapters on the ``targets`` linears, injected by PEFT before the wrapping: ``lora_A`` /
-``lora_B`` submodules of the block's linears, as torchtune's LoRALinear ``lora_a`` / ``lora_b``; only they train).
+``lora_B`` submodules of the block's linears, as torchtune's LoRALinear ``lora_a`` / ``lora_b``; only they train),
+``pipeline`` (torchtitan under PP: every unit ``reshard_after_forward=False``, lines 326-339; each micro-batch's
+backward but the last with what torch's pipeline stage sets, no reshard after backward and no gradient sync,
+stage.py ``backward_maybe_with_nosync``; with ``accumulate`` micro-batches).
 Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
 Nothing here imports llmsizer.
 """
@@ -49,8 +52,9 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     layers = model.model.layers
     for n, layer in enumerate(layers):
         fully_shard(layer, mp_policy=mp, **({"reshard_after_forward": False}
-                                             if case.get("last_kept") and n == len(layers) - 1 else {}))
-    root = case.get("root_reshard")
+                                             if case.get("pipeline") or (case.get("last_kept") and n == len(layers) - 1)
+                                             else {}))
+    root = False if case.get("pipeline") else case.get("root_reshard")
     fully_shard(model, mp_policy=mp, **({} if root is None else {"reshard_after_forward": root}))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, foreach=False)
     ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
@@ -125,7 +129,12 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
         inputs.clear()
         copied_out.clear()
         at_loss_backward.clear()
-        for _ in range(case.get("accumulate", 1)):
+        for k in range(case.get("accumulate", 1)):
+            if case.get("pipeline"):  # torch's pipeline stage: only the step's last backward reshards and syncs
+                last = k == case.get("accumulate", 1) - 1
+                model.set_is_last_backward(last)
+                model.set_reshard_after_backward(last)
+                model.set_requires_gradient_sync(last)
             where[0] = "forward"
             if case.get("loss_outside"):
                 pred = Probe.apply(model(input_ids=ids).logits)

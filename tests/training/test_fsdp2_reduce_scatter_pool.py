@@ -37,7 +37,7 @@ from llmsizer.estimate.inference.common import Acc  # noqa: E402
 from llmsizer.estimate.training.setup import resolve  # noqa: E402
 from llmsizer.estimate.training.states import stage_states  # noqa: E402
 from llmsizer.estimate.training.timeline import fsdp2_copy_in_events, fsdp_traced_units  # noqa: E402
-from llmsizer.formulas.fsdp2_units import unsharded_bytes  # noqa: E402
+from llmsizer.formulas.fsdp2_units import copy_in_events, unsharded_bytes  # noqa: E402
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 from llmsizer.specs import TrainingWorkload  # noqa: E402
 
@@ -145,3 +145,24 @@ def test_torchtune_units_gather_the_lora_adapters_with_their_block() -> None:
     assert [sum(u.values()) for u in m["at_loss_backward"]] == [unsharded_bytes("torchtune", "loss", root, blocks[-1])]
     gathers = [tuple(g) for g in m["all_gathers"]]
     assert gathers == [tuple(g) for g in replayed_gathers(fsdp2_copy_in_events(ctx, st), 1 + len(blocks))]
+
+
+def test_pipeline_stage_gathers_each_unit_once() -> None:
+    """torchtitan under PP (every unit kept after its forward) with torch's pipeline stage settings over two
+    micro-batches: each unit is all-gathered once, in the first micro-batch's forward, root first, the previous
+    output alive while the next is made; nothing in the backward or the second micro-batch (``copy_in_events`` with
+    ``backward_gathers=False``, what the estimate's copy-in pool replays under PP)."""
+    m = run_ranks(HERE / "fsdp_rs_output_step.py", dict(config=LLAMA, batch=2, seq=64, loss_outside=True,
+                                                       pipeline=True, accumulate=2), 2)
+    ctx, st = context({"fsdp2_units": "torchtitan"})  # the whole model as one stage: the same units
+    traced = fsdp_traced_units(ctx, st)
+    assert traced is not None
+    events = copy_in_events("torchtitan", *traced, 2, backward_gathers=False)
+    gathers = [tuple(g) for g in m["all_gathers"]]
+    print(f"\npipeline stage: all-gathers {gathers}")
+    assert gathers == [tuple(g) for g in replayed_gathers(events, 1 + len(traced[1]))]
+    allocs = [n for kind, n in events if kind == "alloc"]
+    assert m["gather_inputs"] == allocs[::2]
+    pp_ctx, pp_st = context({"pp": 2, "gpus": 4, "grad_accumulation": 2})
+    pp_events = fsdp2_copy_in_events(pp_ctx, pp_st)  # stage 0 of 2: the embedding's root + its two blocks, once each
+    assert len([e for e in pp_events if e[0] == "alloc"]) == 2 * (1 + len(pp_st.layers))

@@ -25,6 +25,7 @@ from llmsizer.estimate.training import estimate_training  # noqa: E402
 from llmsizer.formulas.parallelism import (  # noqa: E402
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
+    pipeline_stage_boundary_bytes,
 )
 from llmsizer.readers.hf_config import spec_from_config  # noqa: E402
 
@@ -44,6 +45,7 @@ def test_the_stage_stays_gathered(measured: dict[str, Any]) -> None:
 
 def test_unsharded_gradients_accumulate_in_the_reduce_dtype(measured: dict[str, Any]) -> None:
     assert measured["accumulated_grad_dtypes"] == ["torch.float32"]
+    assert measured["accumulators_after_the_step"] == 0  # freed by the step's reduce-scatter: none at the forwards
     assert pipeline_fsdp2_accumulated_grad_bytes(measured["elements"], 4) == measured["accumulated_grad_bytes"]
 
 
@@ -58,3 +60,68 @@ def test_estimate_holds_the_stage_gathered_and_its_unsharded_gradients() -> None
     old = {i.name: i.bytes for i in estimate_training(spec, **common, fsdp_version=1).items}
     assert items["gathered_params"].bytes > old["gathered_params"]
     assert items["gradients"].bytes == pytest.approx(2 * old["gradients"], rel=1e-3)  # unsharded: not / 2 ranks
+
+
+@pytest.fixture(scope="module")
+def boundary() -> dict[str, Any]:
+    return run_step("pp_buffers_step.py", dict(width=32, microbatches=6, batch=12, seq=8, blocks=2), 3)
+
+
+def test_stage_boundary_buffers_match_torch_pipelining(boundary: dict[str, Any]) -> None:
+    """Eq. PP3 against a real Schedule1F1B over three gloo ranks (6 micro-batches), read at each stage's first
+    backward of the second step: in-flight outputs, gradient and activation receive buffers."""
+    stages = boundary["stages"]
+    pp, m = len(stages), 6
+    for k, seen in enumerate(stages):
+        b = seen["boundary_bytes"]
+        inflight = min(pp - k, m)
+        assert seen["fwd_cache_outputs"] == inflight  # 1F1B: pp - k micro-batches forwarded before the first backward
+        measured = seen["grad_recv_bytes"] + seen["act_recv_bytes"]
+        if k < pp - 1:  # the last stage's cached output is the model output (its loss input), not a boundary tensor
+            measured += seen["fwd_cache_output_bytes"]
+        if k > 0:  # the in-flight micro-batches' receive buffers are the first layer's input, counted as activations
+            measured -= inflight * b
+        assert pipeline_stage_boundary_bytes(k, pp, m, inflight, b) == measured
+
+
+def test_estimate_holds_the_stage_boundary_buffers() -> None:
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+    common = dict(precision="fsdp-bf16-mixed", micro_batch=1, seq_len=128, gpus=4, pp=2, fsdp="full",
+                  grad_accumulation=4)
+    est = estimate_training(spec, **common)
+    items = {i.name: i.bytes for i in est.items}
+    # the peak stage here is the last (the loss): 4 activation receive buffers, the one in flight its first layer's
+    # input; each 128 tokens x 256 x 2 B
+    assert est.details["peak_phase"].endswith("(pipeline stage 1)")
+    assert items["pipeline_buffers"] == (4 - 1) * 128 * 256 * 2
+    assert "pipeline_buffers" not in {i.name for i in estimate_training(spec, **common, fsdp_version=1).items}
+
+
+def test_first_backward_of_a_fully_forwarded_stage() -> None:
+    """Stage 0 of 1F1B with micro-batches = pp forwards every micro-batch before its first backward: no fp32
+    accumulator exists at its forwards (the previous step's reduce-scatter freed them, measured above) and they
+    appear unit by unit in that first backward; by the second backward one micro-batch's checkpointed inputs are
+    gone. So no moment holds every accumulator with all m micro-batches' activations."""
+    from llmsizer.estimate.inference.common import Acc
+    from llmsizer.estimate.training.setup import resolve
+    from llmsizer.estimate.training.states import stage_states
+    from llmsizer.estimate.training.timeline import stage_timeline
+    from llmsizer.specs.training import TrainingWorkload
+
+    spec = spec_from_config(LLAMA, name="llama-tiny")
+
+    def stage0(accumulation: int) -> dict[str, dict[str, int]]:
+        w = TrainingWorkload(precision="fsdp-bf16-mixed", micro_batch=1, seq_len=128, gpus=4, pp=2, fsdp="full",
+                             grad_checkpointing="full", grad_accumulation=accumulation)
+        ctx = resolve(spec, w, Acc())
+        return {p.name: p.parts for p in stage_timeline(ctx, stage_states(ctx, 0)).phases}
+
+    two, four = stage0(2), stage0(4)  # 2 micro-batches <= 2 in flight: all forwarded first; 4: not
+    full = two["optimizer step"]["gradients"]
+    assert "gradients" not in two["forward end"] and four["forward end"]["gradients"] == full
+    per_micro_batch = two["forward end"]["activations"] // 2  # one micro-batch's checkpointed layer inputs
+    # with 4 micro-batches a forward refills the pipeline after each backward: the second backward holds the other
+    # in-flight micro-batch; with 2, it holds none
+    for name in (n for n in two if n.startswith("backward layer")):
+        assert two[name]["gradients"] == four[name]["gradients"] == full
+        assert two[name]["activations"] == four[name]["activations"] - per_micro_batch

@@ -86,3 +86,29 @@ def test_parallel_block_litgpt_rows_take_the_config_hub_settings_and_stay_out_of
     assert rid not in TRAINING_NOT_EXPRESSED_ROWS
     # "falcon-7b" resolves in the catalog (the instruct release's in-library config.json, same shapes)
     assert load_model(model).num_layers in (32, 16)
+
+
+def test_torchtitan_ring_attention_works_on_the_repeated_keys() -> None:
+    """torchtitan 9dec370 repeats K/V to every local query head before SDPA (model.py lines 198-209), so under
+    context parallelism the ring attention gathers and differentiates q-wide K/V: its backward buffers are those of
+    formulas/context_parallel.py at the query width (the formula is measured with K/V at every head on torch's own
+    ring attention: tests/training/test_context_parallel.py)."""
+    from llmsizer.estimate.training import estimate_training
+    from llmsizer.formulas.context_parallel import ring_attention_backward_bytes
+    from llmsizer.validation_cases import torchtitan_attention_layout
+
+    spec = load_model("llama-3.1-8b")
+    titan = torchtitan_attention_layout(spec)
+    assert titan.kv_expanded_in_attention and not spec.kv_expanded_in_attention
+
+    def transient(s: object, cp: int) -> int:
+        est = estimate_training(s, method="full", precision="fsdp-bf16-mixed", fsdp="full", gpus=8, micro_batch=1,
+                                seq_len=8192 * cp, context_parallel=cp, grad_checkpointing="full",
+                                loss="cut-ce")  # a small head: the peak is a layer's backward
+        assert est.details["peak_phase"].startswith("backward layer")
+        return est.item("backward_transient").bytes
+
+    q = spec.num_heads * spec.head_dim
+    kv = spec.num_kv_heads * spec.head_dim
+    assert transient(spec, 4) - transient(spec, 1) == ring_attention_backward_bytes(8192, q, kv, kv, 4, 2)
+    assert transient(titan, 4) - transient(titan, 1) == ring_attention_backward_bytes(8192, q, q, q, 4, 2)

@@ -41,6 +41,10 @@ e7c0cae ``parallelize_llama.py`` ``apply_fsdp`` (9dec370 lines 322-339, e7c0cae 
   one's is made ("Defer free to allow for overlap of this copy-out with next all-gather"); in the backward each is
   freed at its own copy-out, before the next is made. The stream's cached pool is eq. (4') of
   formulas/caching_allocator.py over these events; none of them is alive at the loss backward.
+- **Under pipeline parallelism** (torchtitan: every unit ``reshard_after_forward=False``, 9dec370 lines 326-339;
+  torch's pipeline stage keeps the stage gathered through the step, formulas/parallelism.py eq. PP1): each unit is
+  all-gathered once, in the first micro-batch's forward, in the forward order above, and never again in the step:
+  the copy-in events are the forward's alone (``copy_in_events(..., backward_gathers=False)``).
 
 Measured on real FSDP2 steps (2 gloo ranks, CPU order; tests/training/test_fsdp2_reduce_scatter_pool.py).
 """
@@ -69,10 +73,12 @@ def unsharded_bytes(units: str, moment: str, root: int, block: int) -> int:
     return root + block
 
 
-def copy_in_events(units: str, root: int, blocks: list[int], shards: int) -> list[tuple[str, int]]:
+def copy_in_events(units: str, root: int, blocks: list[int], shards: int,
+                   backward_gathers: bool = True) -> list[tuple[str, int]]:
     """The all-gather copy-in stream's allocations and frees in one step (module doc), for formulas/
     caching_allocator.py ``stream_trace_pool_bytes``: ``root`` and ``blocks`` are the units' unsharded bytes in
-    forward order, ``shards`` the ranks they are gathered from (each rank's input is 1 / shards of its unit)."""
+    forward order, ``shards`` the ranks they are gathered from (each rank's input is 1 / shards of its unit);
+    ``backward_gathers`` False: no unit is gathered again in the backward (a pipeline stage, module doc)."""
     if shards < 2:
         return []
     ev: list[tuple[str, int]] = []
@@ -92,6 +98,8 @@ def copy_in_events(units: str, root: int, blocks: list[int], shards: int) -> lis
         prev = out
     if prev is not None:
         ev.append(("free", prev))  # the root's post-forward frees the last one
+    if not backward_gathers:
+        return ev
     again = list(reversed(blocks if units == "torchtune" else blocks[:-1]))  # torchtitan keeps the last block
     if units == "torchtitan-resharded" and root:
         again = [root] + again  # re-gathered for the output's backward, before the blocks

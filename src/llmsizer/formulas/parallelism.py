@@ -31,6 +31,12 @@
   (parallelize_llama.py @ 9dec370 lines 326-329 ``reshard_after_forward = False``, line 339 ``fully_shard(model,
   reshard_after_forward=not pp_enabled)``): every unit of the stage stays gathered for the whole step (eqs. PP1,
   PP2 below), where plain FSDP holds one layer and its prefetch.
+- **torch's pipeline stage at its boundary** (torch.distributed.pipelining @ torch 2.13, stage.py): every stage but
+  the last makes one gradient receive buffer per micro-batch (``_setup_backward_recv_info`` lines 322-331 over
+  ``_create_grad_recv_info`` lines 2286-2316, ``_make_tensor_from_meta``), every stage but the first one
+  activation receive buffer per micro-batch (``_setup_forward_recv_info`` lines 2243-2273); both are made at the
+  first step and kept. Its forward cache keeps each in-flight micro-batch's stage output until that micro-batch's
+  backward (``forward_one_chunk`` line 913, popped at line 966). Eq. (PP3) below.
 - **Expert parallel** (Lepikhin et al. 2021, GShard, arXiv 2006.16668; Fedus et al. 2022 section 2.2): the E
   routed experts of a layer are split over ep ranks, E/ep each; tokens are exchanged all-to-all, so each rank
   processes about t k / ... tokens' worth of expert work on average, up to the capacity factor times that.
@@ -115,6 +121,25 @@ def pipeline_fsdp2_accumulated_grad_bytes(stage_trained_elements: int, grad_b: i
     """Eq. (PP2): the stage's unsharded gradients accumulated over the micro-batches before the one reduce-scatter
     of the step, ``grad_b`` bytes each (the reduce dtype's: fp32 under torchtitan's MixedPrecisionPolicy) [bytes]."""
     return stage_trained_elements * grad_b
+
+
+def pipeline_stage_boundary_bytes(stage: int, pp: int, micro_batches: int, inflight: int,
+                                  boundary_bytes: int) -> int:
+    """Eq. (PP3): what torch's pipeline stage ``stage`` of ``pp`` holds at its boundary beside its layers'
+    activations, with ``micro_batches`` per step, ``inflight`` of them forwarded and not yet backwarded, each
+    boundary tensor (a micro-batch's stage input or output, the residual stream) ``boundary_bytes``: a stage that is
+    not the last keeps m gradient receive buffers and its in-flight outputs; a stage that is not the first keeps m
+    activation receive buffers, of which the in-flight ones are its first layer's saved input (counted with the
+    activations) [bytes] (module doc; tests/training/test_pipeline_fsdp2.py reads them from a real Schedule1F1B).
+
+    >>> [pipeline_stage_boundary_bytes(k, 4, 8, min(4 - k, 8), 1) for k in range(4)]
+    [12, 16, 16, 7]
+    """
+    if pp <= 1:
+        return 0
+    grad_recv_and_outputs = micro_batches + inflight if stage < pp - 1 else 0
+    act_recv = micro_batches - inflight if stage > 0 else 0
+    return (grad_recv_and_outputs + act_recv) * boundary_bytes
 
 
 def gathered_layer_bytes(layer_weight_bytes: list[int], shard_ways: int) -> int:

@@ -87,6 +87,11 @@ COMPONENT_FORMULA = {
                        "fp16, then cast to the compute dtype)",
                        "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
                        "eq. 5"),
+    "pipeline_buffers": ("torch's pipeline stage: one gradient receive buffer per micro-batch (not on the last "
+                         "stage), one activation receive buffer per micro-batch (not on the first), the in-flight "
+                         "micro-batches' stage outputs; each a micro-batch's residual stream",
+                         "formulas/parallelism.py eq. (PP3) (torch 2.13 pipelining/stage.py lines 322-331, 913, "
+                         "966, 2243-2273, 2286-2316)"),
     "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
                           "keeps the graph (the previous step's at forward end)",
                           "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
@@ -439,7 +444,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
                  "kept_graph_inputs", "rotary_and_masks", "backward_transient", "tied_embedding_gradients",
-                 "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "dequant_buffer",
+                 "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "pipeline_buffers",
+                 "dequant_buffer",
                  "quantization_transient"):
         if name not in parts:
             continue

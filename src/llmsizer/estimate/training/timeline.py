@@ -49,6 +49,7 @@ from ...formulas.parallelism import (
     inflight_microbatches,
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
+    pipeline_stage_boundary_bytes,
     reduce_bucket_bytes,
     shard,
     zero_shards,
@@ -137,6 +138,11 @@ def fsdp1_backward_prefetch(w: TrainingWorkload) -> bool:
     return w.fsdp_version == 1 and not w.adapters and traced_units_layout(w) is not None
 
 
+def pipeline_fsdp2(w: TrainingWorkload) -> bool:
+    """FSDP2 fully sharded inside torch's pipeline stages (formulas/parallelism.py eqs. PP1-PP3)."""
+    return w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+
+
 def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
     """A run under a traced unit layout (``traced_units_layout``): (the root unit's unsharded bytes: embedding,
     final norm and output; each block's, in forward order), in the all-gather dtype (param_dtype under
@@ -148,9 +154,15 @@ def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[
     in their own dtype (param_dtype under fsdp-bf16-mixed; not float8). FSDP1 with the adapters wrapped apart
     gathers them in units of their own (formulas/fsdp_flat_param.py eq. W2): not counted in the blocks. None
     otherwise."""
-    w = ctx.w
-    if traced_units_layout(w) is None:
+    if traced_units_layout(ctx.w) is None:
         return None
+    return fsdp_unit_bytes(ctx, st)
+
+
+def fsdp_unit_bytes(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]]:
+    """(the stage's root unit's unsharded bytes, each block's in forward order) in the all-gather dtype (see
+    ``fsdp_traced_units``)."""
+    w = ctx.w
     elt = max(1, ctx.base_bytes)  # the stored weights' element (a LoRA's frozen base: its own dtype)
     gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
     root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // elt * gathered
@@ -168,11 +180,15 @@ def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[
 
 def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
     """The all-gather copy-in stream's allocations and frees of a step (formulas/fsdp2_units.py), for a traced
-    ``fsdp2_units`` layout; none otherwise (FSDP1 all-gathers into the unsharded flat parameter itself)."""
+    ``fsdp2_units`` layout or a pipeline stage (the forward's gathers only); none otherwise (FSDP1 all-gathers into
+    the unsharded flat parameter itself)."""
+    shards = zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0]
+    if pipeline_fsdp2(ctx.w):  # each unit gathered once, in the first micro-batch's forward, and kept (eq. PP1)
+        return copy_in_events("torchtitan", *fsdp_unit_bytes(ctx, st), shards, backward_gathers=False)
     traced = fsdp_traced_units(ctx, st)
     if traced is None or ctx.w.fsdp_version != 2:
         return []
-    return copy_in_events(ctx.w.fsdp2_units, *traced, zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0])
+    return copy_in_events(ctx.w.fsdp2_units, *traced, shards)
 
 
 def eager_loss_events_of(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
@@ -208,6 +224,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     extra_transient = 0
     if w.context_parallel > 1:
         q_w, k_w, v_w, _ = (_div(x, w.tp) for x in _head_dims(spec))
+        if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
+            k_w = v_w = q_w
         extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
     # a Float8Linear's backward peak (its float8 casts, formulas/float8_training.py) comes after the elementwise
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
@@ -303,10 +321,20 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     layout = traced_units_layout(w)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
     # its unsharded gradients accumulate over the micro-batches until the step's one reduce-scatter
-    pp_fsdp2 = w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
+    pp_fsdp2 = pipeline_fsdp2(w)
+    boundary = boundary_idle = 0
+    # FSDP2 in a pipeline stage whose every micro-batch is forwarded before its first backward (m <= in flight: stage
+    # 0 of 1F1B when micro-batches = pp): eq. PP2's fp32 accumulators do not exist yet at the forwards (zero_grad at
+    # the step's start) and appear unit by unit in the first backward (FSDP2 ``to_accumulated_grad_if_needed``)
+    first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
+        # torch's pipeline stage (the one FSDP2 runs under): its receive buffers and in-flight outputs (eq. PP3);
+        # nothing is in flight at the optimizer step
+        residual = checkpoint_input_bytes(spec, act)
+        boundary = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, m, residual)
+        boundary_idle = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, 0, residual)
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
@@ -448,7 +476,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
         r.parts["rotary_and_masks"] = shared_fwd
         r.parts["gathered_params"] = window_reach[0]
-        if persist:
+        if persist and not first_backward_grows:
             r.parts["gradients"] = grads_all
         phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
@@ -460,7 +488,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
-    if persist:
+    if persist and not first_backward_grows:
         f.parts["gradients"] = grads_all
     if gather or gather_fwd:
         f.parts["gathered_params"] = gather_fwd.get("forward", gather)
@@ -476,7 +504,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
-        if persist:
+        if persist and not first_backward_grows:
             b.parts["gradients"] = grads_all
         if gather or gather_fwd:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
@@ -527,6 +555,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
         grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
+    if first_backward_grows and not w.activation_offload:
+        # the first backward holds the m - 1 other micro-batches and the accumulators of the layers above (and the
+        # head's); the second, m - 2 others and every accumulator: at each layer the larger of the two
+        firsts = [(a, st.head_grads + grads_above(i)) for a, i in zip(act_at, layers, strict=True)]
+        seconds = [(a - all_kept, grads_all) for a in act_at] if m > 1 else firsts
+        chosen = [max(f, s2, key=sum) for f, s2 in zip(firsts, seconds, strict=True)]
+        act_at, grads_at = [a for a, _ in chosen], [g for _, g in chosen]
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
@@ -620,6 +655,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         for ph in phases:                # backward (the loop rebinds loss before the next backward)
             if ph.name in ("forward end", "optimizer step"):
                 ph.parts["kept_graph_inputs"] = kept_all
+    if boundary:  # eq. PP3: a pipeline stage's receive buffers (kept from the first step) and in-flight outputs
+        for ph in phases:
+            if ph.name != "model init":
+                ph.parts["pipeline_buffers"] = boundary_idle if ph.name == "optimizer step" else boundary
     if head and head.kept_logits:  # the loop's shifted fp32 logits (eq. K1): alive from the loss to the next
         for ph in phases:          # forward's return; at forward end the log-softmax term stands for it (same size)
             if ph.name not in ("forward end", "model init"):
