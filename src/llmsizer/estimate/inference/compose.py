@@ -16,7 +16,7 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
-from ...formulas.weight_formats import weight_bytes
+from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import check_pool_shares
@@ -197,7 +197,7 @@ def inference_sized_floor(spec: ModelSpec, device: str = "gpu") -> int:
     whole catalog)."""
     if device == "cpu":
         return 0
-    return weight_bytes(spec, "bf16", 128, DTYPE_BYTES["bf16"]).total
+    return weight_bytes(spec, "bf16", GROUP_SIZE_DEFAULT, DTYPE_BYTES["bf16"]).total
 
 
 def _assumed(est: Estimate, name: str) -> str:
