@@ -4,11 +4,13 @@ Python bytecodes executed (``sys.settrace`` opcode events) and Python function c
 
 - ``fit``: one warm ``fit_training(..., tokens=1e9)`` per case of ``bench_inference.DURATION_CASES`` (the finished
   estimates and settings-keyed memos cleared, as that bench's warm figure does);
+- ``serve``: one warm serving ``fit`` (memory verdict, tensor-parallel choice and speed) per case of
+  ``SERVING_CASES`` (the same clearing: fit's speed memo too);
 - ``recommend``: ``recommend_inference`` llama-3.1-8b 8k x 8 over the 5,000-entry hardware file of
   ``bench_recommend_large.py`` (cold caches, the file read included);
 - ``plan``: ``make_plan`` of the 100-job request of ``bench_plan.py`` (cold caches).
 
-    PYTHONPATH=src python bench/count_ops.py [fit] [recommend] [plan] [--wall N]
+    PYTHONPATH=src python bench/count_ops.py [fit] [serve] [recommend] [plan] [--wall N]
 
 ``--wall N`` also prints the minimum of N wall-clock (``time.perf_counter``) runs of each, untraced. The counts
 differ between runs only through hash seeds (set PYTHONHASHSEED=0 for exact repeats). Not a timed test.
@@ -27,6 +29,16 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT / "src"))  # after PYTHONPATH: another checkout can be counted with this script
 sys.path.insert(0, str(ROOT / "bench"))
+
+
+# serving fits: (label, model, target, count, concurrency): one device, and 8-GPU machines at low and high load
+SERVING_CASES = [
+    ("llama-3.1-8b, 1 x h100, c 1", "llama-3.1-8b", "h100", 1, 1),
+    ("llama-3.1-8b, 8 x h100, c 1", "llama-3.1-8b", "h100", 8, 1),
+    ("qwen2.5-7b, p5.48xlarge, c 64", "qwen2.5-7b", "p5.48xlarge", None, 64),
+    ("llama-3.1-70b, 8 x h100, c 256", "llama-3.1-70b", "h100", 8, 256),
+    ("qwen3-30b-a3b, p5.48xlarge, c 16", "qwen3-30b-a3b", "p5.48xlarge", None, 16),
+]
 
 
 def count(fn: Callable[[], Any]) -> tuple[int, int]:
@@ -66,7 +78,7 @@ def wall(fn: Callable[[], Any], setup: Callable[[], Any], n: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", nargs="*", default=["fit", "recommend", "plan"])
+    ap.add_argument("what", nargs="*", default=["fit", "serve", "recommend", "plan"])
     ap.add_argument("--wall", type=int, default=0, help="also the minimum of N untraced wall-clock runs")
     args = ap.parse_args()
 
@@ -96,6 +108,29 @@ def main() -> None:
                     warm()
                     one()
                 line += f"  wall min of {args.wall * 20}: {wall(one, warm, args.wall * 20) * 1e3:.3f} ms"
+            print(line, flush=True)
+
+    if "serve" in args.what:
+        from llmsizer.estimate import fit as fit_module
+
+        for label, name, hw, n, conc in SERVING_CASES:
+            spec = find(name).spec()
+
+            def serve(spec: Any = spec, hw: str = hw, n: int | None = n, conc: int = conc) -> Any:
+                return fit_module.fit(spec, hw, n, concurrency=conc)
+
+            def warm_serve() -> None:
+                clear_caches(estimates_only=True)  # fit's speed memo too
+
+            serve()
+            warm_serve()
+            ops, calls = count(serve)
+            line = f"fit serving warm, {label:34s}: {ops:>10,} bytecodes {calls:>8,} calls"
+            if args.wall:
+                for _ in range(20):
+                    warm_serve()
+                    serve()
+                line += f"  wall min of {args.wall * 20}: {wall(serve, warm_serve, args.wall * 20) * 1e3:.3f} ms"
             print(line, flush=True)
 
     if "recommend" in args.what:

@@ -291,7 +291,7 @@ SPARK = {
     "PM0105": ("qwen2.5-7b", "gguf:q8_0", ("tgB", 512, 32, 32)),
     "PM0106": ("gemma-3-4b-it", "gguf:q4_0", ("tgB", 4096, 32, 32)),
 }
-PREFILL_CALIBRATION = {"PM0096", "PM0098", "PM0101"}  # fed estimate/efficiency.py LLAMACPP_MMQ / _HALF_COLUMNS
+PREFILL_CALIBRATION = {"PM0096", "PM0098", "PM0101"}  # fed estimate/efficiency.py LLAMACPP_MMQ / _MMQ_ID
 # fed efficiency.LLAMACPP_IDENTICAL_ROUTINGS_* (formulas/speed.py eq. 11): gpt-oss-120b llama-batched-bench, b >= 4
 ROUTINGS_CALIBRATION = {"BB16", "BB17", "BB18", "BB20", "BB21", "BB22", "BB23", "BB25", "BB26", "BB27", "BB28",
                         "PM0104"}
@@ -864,7 +864,7 @@ def speed_case(r: dict[str, str]) -> Case | NotExpressed:
             return Case(rid, PREFILL, f"llama.cpp {model} {fmt[5:]} DGX Spark pp{prompt}", pred, value, "tokens/s",
                         None if pred is None else 0.5 <= pred / value <= 2.0, "within a factor 2",
                         excluded=CALIBRATION if calib else "", source=r["source"],
-                        note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS; " if calib else "")
+                        note=("calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_MMQ_ID; " if calib else "")
                         + "prefill; llama.cpp MMQ path at DGX Spark's int8 peak (derived, low confidence)")
         if test == "tgB":
             calib = rid in ROUTINGS_CALIBRATION

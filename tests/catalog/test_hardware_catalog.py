@@ -396,3 +396,22 @@ def test_xeon_8488c_fp32_peak_is_cores_x_clock_x_64() -> None:
     assert dev.cores is not None and dev.cores.base == 48
     assert dev.peak_flops("fp32")[0] == pytest.approx(48 * 3.2e9 * 2 * 16 * 2)
     assert dev.flops["fp32"].source == "derived" and "avx512-dual-fma" in dev.flops["fp32"].derived
+
+
+def test_rtx_6000_ada_tensor_peaks_are_its_datasheet_figure_and_the_ada_per_sm_rate() -> None:
+    """NVIDIA's RTX 6000 Ada datasheet gives one tensor figure, 1457.0 TFLOPS 'effective FP8 ... using the new
+    sparsity feature' (source nvidia-rtx6000ada-datasheet), with 568 fourth-generation Tensor Cores (4 per SM: 142
+    SMs). Independent of it, Ada's FP16 tensor rate per SM is 1024 FLOP/clk (the Ada whitepaper's RTX 4090 figure
+    330.3 TFLOPS with FP16 accumulate = 128 SMs x 2520 MHz x 1024); at the card's 2505 MHz boost clock (cputronic's
+    RTX 6000 Ada page, 'Boost-Takt 2505MHz') a professional card, whose FP32-accumulate rate is not halved, runs
+    142 x 2505 MHz x 1024 = 364.2 TFLOP/s dense BF16 and twice that in FP8 and INT8. Before these rows the card had
+    only an FP32 peak, so every prefill, TTFT and training duration on it was 'cannot be estimated'."""
+    dev = builtin_catalog().devices["rtx-6000-ada"]
+    assert dev.flops_sparse["fp8"].raw == 1457.0 and dev.flops_sparse["fp8"].source == "nvidia-rtx6000ada-datasheet"
+    per_sm = 330.3e12 / (128 * 2520e6)
+    assert per_sm == pytest.approx(1024, rel=1e-3)
+    bf16, key = dev.peak_flops("bf16")
+    assert key == "bf16" and bf16 == pytest.approx(568 / 4 * 2505e6 * 1024, rel=1e-3)
+    assert dev.peak_flops("fp16_acc16")[0] == bf16  # llama.cpp's cuBLAS F16 path: the same rate on this card
+    assert dev.peak_flops("fp8")[0] == dev.peak_flops("int8")[0] == pytest.approx(2 * bf16)
+    assert dev.flops_sparse["fp8"].base == pytest.approx(4 * bf16, rel=1e-3)

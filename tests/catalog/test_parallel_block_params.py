@@ -1,6 +1,7 @@
-"""Falcon, Phi and GPT-NeoX (readers/hf_parallel.py) against the models transformers builds.
+"""Falcon, Phi, GPT-NeoX and StableLM (readers/hf_parallel.py) against the models transformers builds.
 
-Independent truth: transformers 5.24 instantiates FalconForCausalLM / PhiForCausalLM / GPTNeoXForCausalLM from the
+Independent truth: transformers 5.24 instantiates FalconForCausalLM / PhiForCausalLM / GPTNeoXForCausalLM /
+StableLmForCausalLM (with ``qk_layernorm``: StableLM-2-12B's per-head q/k LayerNorms) from the
 same config dict on the meta device; ``parameters()`` counts them (tied tensors once) and the module names give the
 per-component split (``oracle_utils.component_of``). The rotary width is the attention module's own
 ``rotary_ndims``; the KV cache heads are read from the cache a real CPU forward leaves (Falcon's two architectures).
@@ -38,6 +39,14 @@ CONFIGS = {
     "phi-qk-layernorm-gqa": {**_SMALL, "model_type": "phi", "intermediate_size": 512, "num_key_value_heads": 2,
                              "qk_layernorm": True, "tie_word_embeddings": True},
     "gpt-neox-parallel": {**_SMALL, "model_type": "gpt_neox", "intermediate_size": 512, "rotary_pct": 0.25},
+    # StableLM-2-12B layout: parallel residual, grouped K/V, qk_layernorm (StableLmLayerNormPerHead: one bias-free
+    # LayerNorm per query head and per K/V head, 8 x 16 + 2 x 16 weights a layer here)
+    "stablelm-2-12b-like-qk-layernorm": {**_SMALL, "model_type": "stablelm", "intermediate_size": 512,
+                                         "num_key_value_heads": 2, "qk_layernorm": True,
+                                         "use_parallel_residual": True, "partial_rotary_factor": 0.25},
+    "stablelm-qk-layernorm-mha-sequential-bias": {**_SMALL, "model_type": "stablelm", "intermediate_size": 512,
+                                                  "num_key_value_heads": 8, "qk_layernorm": True,
+                                                  "use_qkv_bias": True, "use_parallel_residual": False},
     "gpt-neox-sequential-no-bias-tied": {**_SMALL, "model_type": "gpt_neox", "intermediate_size": 512,
                                          "use_parallel_residual": False, "attention_bias": False,
                                          "tie_word_embeddings": True, "rotary_pct": 1.0},
@@ -108,3 +117,21 @@ def test_falcon_with_alibi_is_refused_not_sized():
 def test_rotary_fraction_out_of_range_is_one_line_error(bad):
     with pytest.raises(InputError, match="partial_rotary_factor"):
         spec_from_config({**CONFIGS["phi-2-like"], "partial_rotary_factor": bad}, name="phi")
+
+
+def test_stablelm_qk_layernorm_is_one_weight_per_head_channel_no_bias():
+    """StableLmLayerNormPerHead: num_heads x head_dim query weights and num_kv_heads x head_dim key weights a layer,
+    no bias (the difference the flag makes to the model transformers builds)."""
+    cfg = CONFIGS["stablelm-2-12b-like-qk-layernorm"]
+    with_norms = oracle_count(cfg)
+    without = oracle_count({**cfg, "qk_layernorm": False})
+    hd = cfg["hidden_size"] // cfg["num_attention_heads"]
+    per_layer = (cfg["num_attention_heads"] + cfg["num_key_value_heads"]) * hd
+    assert with_norms - without == cfg["num_hidden_layers"] * per_layer
+    ours = count_params(spec_from_config(cfg, name="s")).total - count_params(
+        spec_from_config({**cfg, "qk_layernorm": False}, name="n")).total
+    assert ours == with_norms - without
+
+
+def oracle_count(cfg) -> int:
+    return sum(p.numel() for p in build(cfg).parameters())

@@ -1,12 +1,13 @@
 """The calibrated llama.cpp prefill constants of estimate/efficiency.py (LLAMACPP_MMQ, LLAMACPP_CUBLAS,
-LLAMACPP_HALF_COLUMNS), re-derived from their named rows through the real composition (estimate_speed).
+LLAMACPP_MMQ_ID), re-derived from their named rows through the real composition (estimate_speed).
 
 efficiency.py states: cuBLAS solved exactly from llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README
-@00dd2bd, XD06); MMQ only from rows whose build ran MMQ (DGX Spark, build 6918): n_h such that Qwen3-Coder-30B-A3B
-Q8_0 pp2048 (PM0096) is met, e the geometric mean of the efficiencies meeting the dense rows Qwen2.5-7B Q8_0 (PM0098)
-and Gemma-3-4B Q4_0 (PM0101), with the dense products' weights read once per 128-column tile (formulas/speed.py eq.
-9''); LLAMACPP_MMQ_STEP from the same dense rows without that term. Each efficiency is found by bisection (the time is monotone in it); h is then bisected
-until the MoE row matches.
+@00dd2bd, XD06); MMQ only from rows whose build ran MMQ (DGX Spark, build 6918): e the geometric mean of the
+efficiencies meeting the dense rows Qwen2.5-7B Q8_0 (PM0098) and Gemma-3-4B Q4_0 (PM0101), with the dense products'
+weights read once per 128-column tile (formulas/speed.py eq. 9''); then e_id, the share of the routed-expert tiles
+(formulas/speed.py moe_expert_tiles), such that Qwen3-Coder-30B-A3B Q8_0 pp2048 (PM0096) is met;
+LLAMACPP_MMQ_STEP from the same dense rows without the tile-read term. Each efficiency is found by bisection (the time
+is monotone in it).
 """
 
 from __future__ import annotations
@@ -34,20 +35,20 @@ CALIBRATION_ROWS = (CUBLAS_ROW, MOE_ROW, *DENSE_MMQ_ROWS)
 
 
 @contextmanager
-def _constants(mmq: float, cublas: float, half: float) -> Iterator[None]:
-    saved = E.LLAMACPP_MMQ, E.LLAMACPP_CUBLAS, E.LLAMACPP_HALF_COLUMNS
+def _constants(mmq: float, cublas: float, mmq_id: float) -> Iterator[None]:
+    saved = E.LLAMACPP_MMQ, E.LLAMACPP_CUBLAS, E.LLAMACPP_MMQ_ID
     E.LLAMACPP_MMQ = dataclasses.replace(saved[0], expected=mmq)
     E.LLAMACPP_CUBLAS = dataclasses.replace(saved[1], expected=cublas)
-    E.LLAMACPP_HALF_COLUMNS = dataclasses.replace(saved[2], expected=half)
+    E.LLAMACPP_MMQ_ID = dataclasses.replace(saved[2], expected=mmq_id)
     try:
         yield
     finally:
-        E.LLAMACPP_MMQ, E.LLAMACPP_CUBLAS, E.LLAMACPP_HALF_COLUMNS = saved
+        E.LLAMACPP_MMQ, E.LLAMACPP_CUBLAS, E.LLAMACPP_MMQ_ID = saved
 
 
-def _rate(row: tuple, mmq: float, cublas: float, half: float) -> float:
+def _rate(row: tuple, mmq: float, cublas: float, mmq_id: float) -> float:
     dev, model, fmt, prompt, ub, _, flash, _ = row
-    with _constants(mmq, cublas, half):
+    with _constants(mmq, cublas, mmq_id):
         s = estimate_speed(find(model).spec(), builtin_catalog().devices[dev], weights_format=fmt,
                            prompt_tokens=prompt, output_tokens=1, kv_dtype="fp16", ubatch=ub, flash_attention=flash)
     assert s.prefill_tokens_per_second is not None
@@ -65,33 +66,31 @@ def _bisect(f, lo: float, hi: float, n: int = 60) -> float:
     return (lo + hi) / 2
 
 
-def _mmq_efficiency(h: float, ec: float) -> float:
-    es = [_bisect(lambda e, row=row: _rate(row, e, ec, h) - row[5], 0.005, 1.0, 40) for row in DENSE_MMQ_ROWS]
+def _mmq_efficiency(ec: float) -> float:
+    """The dense rows have no routed experts: e_id does not enter (any value)."""
+    es = [_bisect(lambda e, row=row: _rate(row, e, ec, 0.5) - row[5], 0.005, 1.0, 40) for row in DENSE_MMQ_ROWS]
     return math.exp(sum(math.log(e) for e in es) / len(es))
 
 
 def solve() -> tuple[float, float, float]:
-    ec = _bisect(lambda e: _rate(CUBLAS_ROW, 0.5, e, 0.0) - CUBLAS_ROW[5], 0.01, 1.0, 40)
-
-    def moe_excess(h: float) -> float:  # predicted - measured on the MoE row; decreasing in h
-        return -(_rate(MOE_ROW, _mmq_efficiency(h, ec), ec, h) - MOE_ROW[5])
-
-    h = _bisect(moe_excess, 0.0, 4096.0, 30)
-    return _mmq_efficiency(h, ec), ec, h
+    ec = _bisect(lambda e: _rate(CUBLAS_ROW, 0.5, e, 0.5) - CUBLAS_ROW[5], 0.01, 1.0, 40)
+    em = _mmq_efficiency(ec)
+    eid = _bisect(lambda e: _rate(MOE_ROW, em, ec, e) - MOE_ROW[5], 0.005, 1.0, 40)
+    return em, ec, eid
 
 
 def test_prefill_constants_follow_from_their_rows() -> None:
-    em, ec, h = solve()
+    em, ec, eid = solve()
     assert em == pytest.approx(E.LLAMACPP_MMQ.expected, abs=0.0005)
     assert ec == pytest.approx(E.LLAMACPP_CUBLAS.expected, abs=0.0005)
-    assert h == pytest.approx(E.LLAMACPP_HALF_COLUMNS.expected, abs=0.5)
+    assert eid == pytest.approx(E.LLAMACPP_MMQ_ID.expected, abs=0.0005)
 
 
 def test_batched_step_mmq_rate_is_the_all_arithmetic_share_of_the_dense_rows(monkeypatch) -> None:
     """efficiency.LLAMACPP_MMQ_STEP: the same two dense rows with the tile-read term off (every second counted as
-    MMQ arithmetic); the dense products take no half-efficiency columns, so h does not enter."""
+    MMQ arithmetic); the dense rows have no routed experts, so e_id does not enter."""
     monkeypatch.setattr(E, "LLAMACPP_MMQ_TILE_COLUMNS", 0)
-    assert _mmq_efficiency(0.0, E.LLAMACPP_CUBLAS.expected) == pytest.approx(E.LLAMACPP_MMQ_STEP.expected, abs=0.0005)
+    assert _mmq_efficiency(E.LLAMACPP_CUBLAS.expected) == pytest.approx(E.LLAMACPP_MMQ_STEP.expected, abs=0.0005)
 
 
 def test_mmq_tile_reads_follow_mmq_cuh() -> None:
@@ -109,10 +108,10 @@ def test_mmq_tile_reads_follow_mmq_cuh() -> None:
 def test_calibration_rows_are_met() -> None:
     """The cuBLAS and MoE rows exactly; the two dense MMQ rows within the +-4 % their geometric mean leaves."""
     for row in (CUBLAS_ROW, MOE_ROW):
-        got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_HALF_COLUMNS.expected)
+        got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_MMQ_ID.expected)
         assert got == pytest.approx(row[5], rel=0.01), row
     for row in DENSE_MMQ_ROWS:
-        got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_HALF_COLUMNS.expected)
+        got = _rate(row, E.LLAMACPP_MMQ.expected, E.LLAMACPP_CUBLAS.expected, E.LLAMACPP_MMQ_ID.expected)
         assert got == pytest.approx(row[5], rel=0.04), row
 
 

@@ -52,6 +52,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # parallel residual (one norm per layer), no biases, half rotary
     "stablelm-parallel": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
                           "num_key_value_heads": 4, "use_parallel_residual": True, "partial_rotary_factor": 0.5},
+    # StableLM-2-12B layout: qk_layernorm (per-head q/k LayerNorms, stacked into attn_q_norm / attn_k_norm of
+    # [n_head, head_dim] by the converter), parallel residual, grouped K/V
+    "stablelm-2-12b-like": {**_BASE, "model_type": "stablelm", "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, "qk_layernorm": True, "use_parallel_residual": True,
+                            "partial_rotary_factor": 0.25},
 }
 ARCH = {"falcon": "falcon", "phi": "phi2", "gpt_neox": "gptneox", "stablelm": "stablelm"}
 
@@ -92,10 +97,20 @@ def converted(name: str, cfg: dict[str, Any] | None = None) -> tuple[H.GGUFModel
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], cfg["num_hidden_layers"])
     Q = gguf.GGMLQuantizationType
     tensors = []
+    per_head: dict[str, list[int]] = {}  # StableLM q/k_layernorm.norms.{head}: stacked as the converter does
     for hf_name, p in model.named_parameters():  # tied weights once, as save_pretrained stores them
+        if ".q_layernorm.norms." in hf_name or ".k_layernorm.norms." in hf_name:
+            per_head.setdefault(hf_name.split(".norms.")[0], []).append(p.shape[0])
+            continue
         new = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         assert new is not None, hf_name
         tensors.append((new, tuple(p.shape), Q.F16 if p.dim() == 2 else Q.F32))  # converter: matrices F16
+    for prefix, dims in per_head.items():
+        # convert_hf_to_gguf.py StableLMModel._stack_qk_norm: torch.stack of the heads' weights (dim 0) named
+        # model.layers.{bid}.self_attn.{q,k}_layernorm.weight -> blk.{bid}.attn_{q,k}_norm of [n_head, head_dim]
+        new = names.get_name(prefix + ".weight", try_suffixes=(".weight",))
+        assert new is not None, prefix
+        tensors.append((new, (len(dims), dims[0]), Q.F32))
     return H.GGUFModel(arch, _converter_metadata(cfg), tensors), oracle.real_param_count(model)
 
 
@@ -122,7 +137,8 @@ def test_same_architecture_as_the_config_reader(written):
     g, c = spec_from_gguf(path), spec_from_config(CONFIGS[name], name=name)
     for f in ("num_layers", "hidden_size", "num_heads", "num_kv_heads", "head_dim", "intermediate_size", "vocab_size",
               "tie_word_embeddings", "norm_kind", "norms_per_layer", "parallel_block", "rotary_dim", "mlp_gated",
-              "mlp_bias", "attention_qkv_bias", "attention_out_bias", "lm_head_bias", "kv_repeated_in_transformers"):
+              "mlp_bias", "attention_qkv_bias", "attention_out_bias", "lm_head_bias", "kv_repeated_in_transformers",
+              "qk_norm"):
         assert getattr(g, f) == getattr(c, f), f
 
 
@@ -153,7 +169,7 @@ def test_inconsistent_metadata_is_one_line_naming_the_file(tmp_path, name, key, 
     assert says in msg and str(path) in msg and "\n" not in msg
 
 
-CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "pythia-12b"]
+CATALOG = ["falcon-7b-instruct", "falcon-40b", "phi-2", "stablelm-base-alpha-3b", "stablelm-2-12b", "pythia-12b"]
 
 
 @pytest.mark.parametrize("name", CATALOG)
@@ -177,12 +193,12 @@ def test_full_size_header_reads_the_real_model(tmp_path, name):
         (c.num_kv_heads, c.rotary_dim, c.intermediate_size, c.norms_per_layer)
 
 
-def test_stablelm_qk_layernorm_is_refused_in_one_line():
-    """StableLM-2-12B's per-head q/k LayerNorms (stacked into attn_q_norm by the converter) are not modelled."""
-    from llmsizer.errors import UnsupportedArchitectureError
-
-    with pytest.raises(UnsupportedArchitectureError, match="qk_layernorm"):
-        spec_from_config({**CONFIGS["stablelm-parallel"], "qk_layernorm": True}, name="x")
+def test_stablelm_qk_layernorm_reads_as_one_norm_per_head():
+    """StableLM-2-12B's per-head q/k LayerNorms (refused before): config.json and the converted GGUF (attn_q_norm /
+    attn_k_norm of [n_head, head_dim]) both read as ``qk_norm`` 'each_head'."""
+    model, real = converted("stablelm-2-12b-like")
+    assert any(n.endswith("attn_q_norm.weight") for n, _, _ in model.tensors)
+    assert spec_from_config(CONFIGS["stablelm-2-12b-like"], name="x").qk_norm == "each_head"
 
 
 def test_phi2_with_a_fused_qkv_reads_the_same_model(tmp_path):

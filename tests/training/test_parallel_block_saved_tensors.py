@@ -9,8 +9,10 @@ torch 2.13 CPU), in [t, h] fp32 units, saved / counted: Falcon-7B layout 79.9 / 
 torch's math kernel keeps fp32 copies of q, K, V); Falcon-40B layout
 62.0 / 62.1 (fp32), 36.9 / 37.0 (bf16); Phi-2 layout 100.9 / 101.0, 56.4 / 56.4; GPT-NeoX parallel 67.9 / 67.9,
 39.9 / 39.9; GPT-NeoX sequential 70.9 / 70.9, 41.4 / 41.4; StableLM-2 layout (sequential) 88.9 / 88.9, 50.4 / 50.4;
-StableLM parallel with 2 of 8 kv heads 78.4 / 78.4, 45.1 / 45.1. Before the parallel-block terms the count was 0.53-0.93
-of the saved bytes.
+StableLM parallel with 2 of 8 kv heads 78.4 / 78.4, 45.1 / 45.1; with qk_layernorm (StableLM-2-12B's per-head
+LayerNorms) parallel 2 of 8 kv heads 82.4 / 82.4, 47.1 / 47.2, sequential 95.3 / 95.3, 53.6 / 53.8 (the per-head
+LayerNorm term was 1.04-1.11 of the whole count when it was the RMSNorm term). Before the parallel-block terms the
+count was 0.53-0.93 of the saved bytes.
 
 On a CPU, dropout multiplies by a noise tensor of the input dtype (``at::dropout``), so the Phi masks are counted at
 the compute element size here (``ActivationSetup.dropout_mask``; CUDA's fused ``native_dropout`` keeps 1 B masks).
@@ -42,6 +44,13 @@ CONFIGS = {
                           "use_qkv_bias": True, "partial_rotary_factor": 0.25, "use_parallel_residual": False},
     "stablelm-gqa-parallel": {**_SMALL, "model_type": "stablelm", "intermediate_size": 1024,
                               "num_key_value_heads": 2, "partial_rotary_factor": 0.25, "use_parallel_residual": True},
+    # StableLM-2-12B layout: qk_layernorm (one LayerNorm per query and K/V head), parallel, grouped K/V
+    "stablelm-2-12b-layout": {**_SMALL, "model_type": "stablelm", "intermediate_size": 1024,
+                              "num_key_value_heads": 2, "qk_layernorm": True, "partial_rotary_factor": 0.25,
+                              "use_parallel_residual": True},
+    "stablelm-qk-layernorm-sequential": {**_SMALL, "model_type": "stablelm", "intermediate_size": 1024,
+                                         "num_key_value_heads": 8, "qk_layernorm": True, "use_qkv_bias": True,
+                                         "partial_rotary_factor": 0.25, "use_parallel_residual": False},
 }
 BATCH, TOKENS = 2, 256
 # A strict xfail each: what the terms do not follow, with what was measured (none at present)

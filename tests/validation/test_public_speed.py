@@ -93,7 +93,7 @@ def _predict_csv(r: dict[str, str]) -> Row:
             calib = rid in PREFILL_CALIBRATION
             return Row(rid, f"{model} {fmt[5:]} DGX Spark pp{prompt}", value, s.prefill_tokens_per_second,
                        "calibration" if calib else "prefill", "int8 peak derived (low confidence)"
-                       + ("; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_HALF_COLUMNS" if calib else ""))
+                       + ("; calibration row of efficiency.LLAMACPP_MMQ / LLAMACPP_MMQ_ID" if calib else ""))
         pred = s.tokens_per_second if test == "tgB" else s.tokens_per_second_per_user
         return Row(rid, f"{model} {fmt[5:]} DGX Spark {test} p{prompt} b{batch}", value, pred,
                    "batched" if test == "tgB" else "decode", f"bandwidth factor {s.details['bandwidth_factor']}")

@@ -51,6 +51,12 @@ EPILOG = """examples:
   llmsizer fit qwen3-30b-a3b --device rtx-4090 --engine llamacpp --weights q4_k_m --auto --context 64k
   llmsizer fit llama-3.3-70b-instruct --device rtx-3090 --engine llamacpp --weights q4_k_m --auto --free 23GiB,11GiB
 
+serving on several devices (vLLM, SGLang, transformers): of the tensor-parallel degrees that divide --count and
+that vLLM can shard the heads over, each replica runs the one whose layout delivers the most output tokens/s at
+--concurrency (every replica at its share of it, idle ones adding none; a tie to the smaller degree) among those
+that fit within one machine (an instance's devices, or 8), else the smallest across machines that fits; the other
+devices run replicas. The text lists each layout's tokens/s, fastest first.
+
 --auto (llama.cpp): choose the context (unless --context is given), -ngl, --tensor-split and --n-cpu-moe so that
 each GPU keeps --fit-target free, in the order of llama.cpp's own --fit (common/fit.cpp), and print the flags.
 
@@ -107,8 +113,9 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
     if args.tp is not None:
         raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
-                         "(the smallest that fits of those dividing the count and vLLM can shard the heads over, within a machine "
-                         "first; the other devices run replicas)")
+                         "and --concurrency (of the degrees dividing the count that vLLM can shard the heads over, the "
+                         "fastest layout that fits within a machine, else the smallest across machines; the other "
+                         "devices run replicas)")
     refuse_training_flags(args)
     if args.auto or args.free or args.fit_target is not None:
         if args.engine_version is not None:

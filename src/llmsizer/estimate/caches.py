@@ -8,11 +8,12 @@ from __future__ import annotations
 def clear_caches(estimates_only: bool = False) -> None:
     """Forget every memoized estimate, tensor inventory, weight-byte table, KV size and speed estimate; with
     ``estimates_only`` only the finished estimates and the memos keyed on workload settings (LoRA adapters, a
-    llama.cpp ring's last cell, a search's weight-format ladder): the model's tensor inventory and weight bytes stay, and the per-(model, TP/PP/EP
+    llama.cpp ring's last cell, a search's weight-format ladder, the MMQ expert tiles of a ubatch): the model's tensor inventory and weight bytes stay, and the per-(model, TP/PP/EP
     layout) training states (training/states.py) and the per-(model, LoRA target set) adapted modules, which do not
     depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import encoder_decoder_serving, kv_cache, lora, params, tensor_parallel, tensors, weight_formats
+    from ..formulas import speed as speed_formulas
     from ..units import format_bytes
     from . import duration, engines, fit, formats, model_parallel, ranges
     from .inference import compose as inference_compose
@@ -28,7 +29,8 @@ def clear_caches(estimates_only: bool = False) -> None:
     for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
-              ranges.serving_scope, model_parallel.column_parallel_block_flops, formats.format_ladder):
+              ranges.serving_scope, model_parallel.column_parallel_block_flops, formats.format_ladder,
+              speed_formulas._expected_tiles):
         g.cache_clear()
     if estimates_only:
         return

@@ -189,21 +189,22 @@ COMPUTE = Factor(
 # with CUBLAS_COMPUTE_16F on NVIDIA, i.e. FP16 accumulation, the GeForce rate that is 2x the FP32-accumulate one).
 # Attention (flash-attention or KQ/KQV batched GEMMs) runs on FP16 tensor cores like the cuBLAS path. So each
 # path's time is eq. (9) of formulas/speed.py at that path's peak: int8 TOP/s for MMQ, the FP16-accumulate rate
-# for cuBLAS; a routed-expert product (MMQ mul_mat_id) sees only min(T, n_ubatch) k / E tokens and reaches
-# e n / (n + n_h) of the MMQ efficiency (dense products run at ubatch >= 512 columns and take e itself; a
+# for cuBLAS; a routed-expert product (MMQ mul_mat_id) runs the 128-column tiles its expert's columns fill, each a
+# full tile's work (formulas/speed.py eq. 9''', LLAMACPP_MMQ_ID below; until #12 round 3 the saturating form
+# e n / (n + n_h) with n_h = 357 columns; dense products run at ubatch >= 512 columns and take e itself; a
 # column-dependence there is contradicted by DGX Spark, whose dense rows at 2048 columns reach the same 13-18 %
 # of the int8 rate as the RTX 4090 at 512). CALIBRATED (tests/hardware/test_prefill_calibration.py re-derives all
 # three): cuBLAS on llama-bench Llama-3-8B F16 pp512 on RTX 4090 (XiongjieDai README @00dd2bd, row XD06; solved
 # exactly); MMQ only on rows whose build ran MMQ, the DGX Spark tables (build 6918), with each dense product's
-# weights read once per 128-column tile (formulas/speed.py eq. 9''; mmq.cuh): n_h so that Qwen3-Coder-30B-A3B Q8_0
-# pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that meet
+# weights read once per 128-column tile (formulas/speed.py eq. 9''; mmq.cuh): e_id (LLAMACPP_MMQ_ID) so that
+# Qwen3-Coder-30B-A3B Q8_0 pp2048 (MoE: 128 tokens per expert, row PM0096) is met exactly, e the geometric mean of the efficiencies that meet
 # the two dense rows, Qwen2.5-7B Q8_0 (PM0098, 0.241) and Gemma-3-4B Q4_0 (PM0101, 0.224), each then within 4 %.
 # These four are calibration rows in the report; the other prefill rows are held out. The RTX 4090 row ran without
 # flash attention (llama-bench -fa 0, its default then), so its materialised KQ scores (LLAMACPP_KQ_BYTES_PER_SCORE)
 # are part of the solve. The May 2024 Q4_K_M row of the same table (XD04) fed the MMQ efficiency until #12 round 2
 # found that its build never ran MMQ above 32 columns (DEQUANT_CUBLAS_PATH below); it is now held out (-3.2 %).
 # Result: MMQ 23.2 % of the int8 rate (15.7 % from XD04 without the tile reads; 13.5 % from the DGX Spark rows
-# without them, +-11 %), cuBLAS 41.8 % of the FP16-accumulate rate, n_h = 357 tokens per expert. Checked on GeForce
+# without them, +-11 %), cuBLAS 41.8 % of the FP16-accumulate rate, e_id 14.4 % on executed expert tiles. Checked on GeForce
 # MMQ rows outside the validation set (llama.cpp PR #7676: RTX 4090 Llama 3 8B Q4_0 pp512, 10358.75 t/s; PR #7860:
 # RTX 3090 Q6_K pp2048, 3491.20): -25 % and -2 % (-40 % and -27 % without the tile reads; -31 % / -16 % with 0.157).
 # Replaces one 0.75 x the BF16 peak for every path: held-out NVIDIA prefill rows 75.9 % -> 10.9 % median |error| at
@@ -230,9 +231,24 @@ LLAMACPP_CUBLAS = Factor(
     "llamacpp_prefill_cublas_efficiency", 0.418, 0.418, 0.418,
     "calibrated: llama-bench Llama-3-8B F16 pp512 on RTX 4090; share of the FP16-accumulate tensor peak "
     "(ggml-cuda.cu cublasGemmEx CUBLAS_COMPUTE_16F)")
-LLAMACPP_HALF_COLUMNS = Factor(
-    "llamacpp_gemm_half_efficiency_columns", 357.0, 357.0, 357.0,
-    "calibrated with llamacpp_prefill_mmq_efficiency (same three rows); tokens per kernel at half efficiency")
+# The routed-expert products (MMQ mul_mat_id) on executed tile columns: formulas/speed.py eq. (9''') counts the tiles
+# mmq.cu/mmq.cuh run per expert (128-column tiles sized by the ubatch's token count, ceil(m_e / 128) per expert, each
+# partly filled tile a full tile's MMA work, each reading its expert's weights); e_id is the share of the int8 rate those
+# executed columns reach. CALIBRATED on one named row, Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark (PM0096, build
+# 6918; 128 experts, 8 per token: 128 columns per expert per 2048-token ubatch, 1.48 tiles), with LLAMACPP_MMQ fixed
+# by the dense rows first; re-derived by tests/hardware/test_prefill_calibration.py. Held out: gpt-oss-120b (PM0093,
+# 64 columns per expert: one half-filled tile) and gpt-oss-20b (PM0090, 256 columns: 2.48 tiles). It replaces the
+# saturating form of eq. (9) with n_h = 357 columns at half efficiency, fitted on the same row, which put PM0093 at
+# -42 % and PM0090 at +8 %. e_id below the dense products' e: the mul_mat_id launch also gathers and quantizes each
+# expert's activations (mmq.cu ggml_cuda_launch_mm_ids_helper, quantize_mmq_q8_1_cuda with ids) and writes its rows
+# scattered (ids_dst), none of which eq. (9''') counts. One row, no spread claimed. The int8 rate is the one that
+# applies to gpt-oss's MXFP4 experts in that build too: mmq.cuh load_tiles_mxfp4 (@da232870 L699-760) expands the
+# e2m1 values to int8 through kvalues_mxfp4 into the Q8_1 MMA tile; native FP4 MMA on Blackwell came later (ggml-org/ggml
+# @f1f97081, 2025-12-24, llama.cpp PR #17906).
+LLAMACPP_MMQ_ID = Factor(
+    "llamacpp_prefill_mmq_id_efficiency", 0.1443, 0.1443, 0.1443,
+    "calibrated: llama-bench Qwen3-Coder-30B-A3B Q8_0 pp2048 on DGX Spark, build 6918 (PM0096); share of the int8 "
+    "tensor peak on the executed expert tile columns of formulas/speed.py eq. (9''') (ggml-cuda mmq.cu mul_mat_id)")
 # Hopper: llama.cpp's CUDA matrix kernels issue warp-level tensor instructions: ggml/src/ggml-cuda/mma.cuh (@032f69d;
 # L1-4: "primitives that expose the tensor core PTX instructions", the PTX "mma instruction") wraps every NVIDIA
 # product of MMQ, the MMF path and flash attention in asm("mma.sync.aligned.m16n8k16/k32 ..."); ggml-cuda has no

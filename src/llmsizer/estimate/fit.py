@@ -51,16 +51,16 @@ SERVING_GPUS_PER_NODE = TrainingWorkload.gpus_per_node
 
 
 def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[int]:
-    """The tensor-parallel degrees ``fit`` tries for ``spec`` on ``count`` devices, in order. Each t divides
-    ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards ``spec`` over
-    (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t, the KV heads split
-    or replicate evenly). First the largest within one machine of ``per_node`` devices: it needs the least memory
-    per device of those on one machine's links, leaves the most for the KV pool, and each decode step reads 1/t of
-    the weights per device; then those spanning machines, smallest first (their all-reduces cross the network every
-    layer), for a model one machine does not hold. ``fit`` takes the first that fits."""
+    """The tensor-parallel degrees ``fit`` may take for ``spec`` on ``count`` devices, in the order it sizes them.
+    Each t divides ``count`` (the other count / t devices run replicas, data parallel) and is one vLLM/SGLang shards
+    ``spec`` over (``formulas/tensor_parallel.serving_tensor_parallel_refusal``: the attention heads divide by t,
+    the KV heads split or replicate evenly). First those within one machine of ``per_node`` devices, largest first
+    (the largest needs the least memory per device of those on one machine's links; ``fit`` takes the fastest of
+    them that fits, ``fastest_first``); then those spanning machines, smallest first (their all-reduces cross the
+    network every layer), for a model one machine does not hold: ``fit`` takes the first of them that fits."""
     ways = [t for t in range(1, min(count, spec.num_heads) + 1)
             if count % t == 0 and serving_tensor_parallel_refusal(spec, t) is None] or [1]
-    return [t for t in ways if t <= per_node][-1:] + [t for t in ways if t > per_node]
+    return [t for t in reversed(ways) if t <= per_node] + [t for t in ways if t > per_node]
 
 
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
@@ -68,6 +68,16 @@ def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = N
     ``tensor_parallel_options``): the one that needs the least memory per device, for a search's necessary
     condition (recommend's weights-alone check)."""
     return max(tensor_parallel_options(spec, count, per_node or SERVING_GPUS_PER_NODE))
+
+
+def fastest_first(tokens_per_second: dict[int, float | None]) -> list[int]:
+    """Tensor-parallel degrees ordered by the output tokens/s of their layouts (each degree's replicas at the stated
+    load, ``replicas_tokens_per_second``), fastest first, a tie to the smaller degree; ``fit`` takes the first that
+    fits. Without every speed (a device the speed model cannot time) the largest degree first: the least memory
+    per device."""
+    if any(v is None for v in tokens_per_second.values()):
+        return sorted(tokens_per_second, reverse=True)
+    return sorted(tokens_per_second, key=lambda t: (-float(tokens_per_second[t] or 0.0), t))
 
 
 def per_replica(concurrency: int, replicas: int) -> int:
@@ -341,7 +351,7 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
         memory: int | None = None,
         kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (), speed: bool = True,
         host_device: str | Device | None = None, engine_version: str | None = None, kwh_price: float | None = None,
-        **workload: Any) -> FitResult:
+        tensor_parallel: int | None = None, **workload: Any) -> FitResult:
     """Fit an inference workload on ``count`` x ``hardware`` (a device or instance name; an instance brings its
     own count). ``memory`` overrides the device memory (e.g. the RAM of a CPU machine). The memory, the weight
     format and the verdict are the inference estimate's (``estimate_inference`` with ``memory`` and ``headroom``),
@@ -349,11 +359,13 @@ def fit(model: ModelSpec | str, hardware: str | Device | Instance, count: int | 
     CPU also gets its own decode time (``speed.split_decode``, eq. 8): ``host_device`` (a CPU from the catalog)
     gives the host's memory bandwidth. ``engine_version`` (vllm, sglang): the release whose host work per decode
     step the speed follows (``engines.step_host``; None: the current release). ``speed`` False: no speed estimate
-    (``FitResult.speed`` None). The two stages are ``fit_memory`` (the verdict) and its ``result`` (the speed)."""
+    (``FitResult.speed`` None). ``tensor_parallel``: the degree each replica runs (None: fit's choice, the fastest
+    layout that fits at ``concurrency``, ``fit_memory``). The two stages are ``fit_memory`` (the verdict) and its
+    ``result`` (the speed)."""
     return fit_memory(model, hardware, count, headroom=headroom, engine=engine, weights=weights, context=context,
                       concurrency=concurrency, output_tokens=output_tokens, memory=memory, kv_dtype=kv_dtype,
                       hardware_files=hardware_files, host_device=host_device, engine_version=engine_version,
-                      kwh_price=kwh_price, **workload).result(speed)
+                      kwh_price=kwh_price, tensor_parallel=tensor_parallel, **workload).result(speed)
 
 
 class MemoryFit(NamedTuple):
@@ -375,9 +387,13 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                context: int | None = None, concurrency: int | None = None, output_tokens: int | None = None,
                memory: int | None = None, kv_dtype: str | None = None, hardware_files: Sequence[str | Path] = (),
                host_device: str | Device | None = None, engine_version: str | None = None,
-               kwh_price: float | None = None, **workload: Any) -> MemoryFit:
+               kwh_price: float | None = None, tensor_parallel: int | None = None, **workload: Any) -> MemoryFit:
     """``fit``'s memory stage (its arguments but ``speed``): every check, the estimate and the verdict; the speed
-    is estimated by the returned ``MemoryFit.result(True)``."""
+    is estimated by the returned ``MemoryFit.result(True)``. Serving on several devices (not a llama.cpp split), the
+    tensor-parallel degree of each replica is, unless ``tensor_parallel`` gives one: of the degrees vLLM shards the
+    model over (``tensor_parallel_options``), within one machine the layout with the most output tokens/s at
+    ``concurrency`` that fits (each degree's replicas at their share of the load, ``replicas_tokens_per_second``;
+    a tie to the smaller degree, ``fastest_first``), else the smallest across machines that fits."""
     spec = load_model(model) if isinstance(model, str) else model
     # context and concurrency reach the estimate only when given, so that a default is named there as one
     given: dict[str, Any] = {}
@@ -419,7 +435,16 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if split:
         workload.setdefault("gpus", n)
     per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
-    tp_options = [1] if split else tensor_parallel_options(spec, n, per_node)
+    pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)
+    if tensor_parallel is not None:
+        pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
+        if split:
+            raise InputError(f"tensor_parallel: llama.cpp splits the model over the {n} GPUs, it runs no tensor "
+                             "parallelism")
+        if n % pinned:
+            raise InputError(f"tensor_parallel {pinned} does not divide the {n} devices (the others run replicas of "
+                             "it): give a divisor of the count, or leave it out for fit's choice")
+    tp_options = [1] if split else [pinned] if pinned is not None else tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -429,25 +454,69 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
-    for tp in tp_options:  # the largest within one machine, else the smallest across machines that fits
-        replicas = 1 if split else n // tp
-        per_rep = per_replica(concurrency, replicas)  # the fullest replica's load: its memory and speed are reported
-        est = estimate_inference(spec, **{**given, **({"concurrency": per_rep} if "concurrency" in given else {})},
-                                 output_tokens=output_tokens,
-                                 weights=weights, engine=eng, device=workload_device_kind(device),
-                                 tensor_parallel=tp, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
-        if est.details["fits"]:
+
+    def sized(t: int) -> Estimate:
+        """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load)."""
+        per = per_replica(concurrency, 1 if split else n // t)  # the fullest replica's: its memory and speed are reported
+        return estimate_inference(spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})},
+                                  output_tokens=output_tokens,
+                                  weights=weights, engine=eng, device=workload_device_kind(device),
+                                  tensor_parallel=t, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+
+    def speed_at(t: int, det: dict[str, Any]) -> SpeedEstimate:
+        """One replica's speed at tensor parallelism ``t`` with the engine's format, KV and state dtypes, media and
+        batching of the estimate details ``det`` (the workload's, the same at every t)."""
+        conv_d, ssm_d = det.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
+        return _speed_cached(spec, device, t, str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
+                             out, per_replica(concurrency, 1 if split else n // t), str(det.get("kv_dtype", "bf16")),
+                             "latent", link_bandwidth_for(device, instance, hardware_files) if t > 1 else None,
+                             (str(conv_d), str(ssm_d)), det.get("n_ubatch"), det.get("kv_unified"),
+                             bool(det.get("identical_sequences", False)), eng, engine_version,
+                             nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None)
+
+    # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
+    # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every
+    # degree within is ranked (one speed estimate each) and sized down the ranking only to the first that fits; when
+    # it does not, the others are sized first (a smaller degree may still fit: the KV heads replicated beyond their
+    # count hold more per device) and only those that fit are ranked.
+    within = [t for t in tp_options if t <= per_node] or tp_options  # (a degree given: that one, wherever it is)
+    across = [t for t in tp_options if t not in within]
+    tried = {within[0]: sized(within[0])}
+    check_engine_runs(eng, str(tried[within[0]].details.get("weights_format")), device, spec)
+    prompt, out = prompt_and_output(context, output_tokens)  # image/video tokens join the prompt (speed_at)
+    if not tried[within[0]].details["fits"]:
+        tried.update((t, sized(t)) for t in within[1:])
+    rankable = [t for t in within if t not in tried or tried[t].details["fits"]]
+    layout_tps: dict[int, float | None] = {}
+    if len(rankable) > 1:
+        first = tried[within[0]].details
+        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first), n // t, concurrency) for t in rankable}
+    tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
+    for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
+        if t not in tried:
+            tried[t] = sized(t)
+        if tried[t].details["fits"]:
+            tp = t
             break
-    if len(tp_options) > 1:
-        fitted = bool(est.details["fits"])
-        assumptions.append(Assumption("tensor_parallel", tp, True, (
-            f"the first that fits of {', '.join(map(str, tp_options[:tp_options.index(tp) + 1]))} tried"
-            if fitted else f"the largest of {', '.join(map(str, tp_options))}, none fits") +
-            f" (each divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
-            f"heads split or replicated evenly: vLLM's rule; the largest within a machine of {per_node}, then "
-            "across machines, smallest first); "
-            + (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
-               if replicas > 1 else "no replicas")))
+    est = tried[tp]
+    replicas = 1 if split else n // tp
+    per_rep = per_replica(concurrency, replicas)
+    fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
+    spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
+              if replicas > 1 else "no replicas")
+    if pinned is not None:
+        assumptions.append(Assumption("tensor_parallel", tp, False, f"given; {spread}"))
+    elif len(tp_options) > 1:
+        assumptions.append(Assumption("tensor_parallel", tp, True, tensor_parallel_why(
+            tp, n, per_node, concurrency, within, across, layout_tps, fitted,
+            f"each degree divides the {n} devices and the {spec.num_heads} attention heads, the {spec.num_kv_heads} KV "
+            "heads split or replicated evenly (vLLM's rule)") + "; " + spread))
+    # each layout ranked, fastest first (the choice above; 'fits' None where it was not sized): the text's line;
+    # none where there was no ranking (one degree, or a device the speed model cannot time)
+    ranked_by_speed = bool(layout_tps) and None not in layout_tps.values()
+    layouts = [{"tensor_parallel": t, "replicas": n // t, "tokens_per_second": layout_tps.get(t), "fits": fitted.get(t)}
+               for t in (*fastest_first(layout_tps), *(t for t in within if t not in layout_tps))] \
+        if ranked_by_speed else []
     if tp > per_node:
         warnings.append(f"tensor parallel {tp} spans {-(-tp // per_node)} machines of {per_node} devices: its "
                         "all-reduces cross the network every layer (vLLM would rather run pipeline parallelism "
@@ -477,30 +546,51 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
         sp = None
         if speed:
-            kvd = str(d.get("kv_dtype", "bf16"))
-            # image/video tokens are prompt tokens too (estimate/inference/media.py)
-            prompt, out = prompt_and_output(context, output_tokens)
             if output_tokens is None:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
                                         "tokens, the rest of the context is the prompt the TTFT is timed on "
                                         "(specs/workload.py default_output_tokens)"))
-            prompt += int(d.get("media_tokens", 0))
-            conv_d, ssm_d = d.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-            sp = _speed_cached(spec, device, tp, fmt, prompt, out, per_rep, kvd, "latent",
-                               link_bandwidth_for(device, instance, hardware_files) if tp > 1 else None,
-                               (str(conv_d), str(ssm_d)), d.get("n_ubatch"), d.get("kv_unified"),
-                               bool(d.get("identical_sequences", False)), eng, engine_version,
-                               nvlink_mesh_for(device, instance, tp, hardware_files) if tp > 1 else None)
-            sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt, prompt, out, per_rep,
-                              sp, said)
+            sp = speed_at(tp, d)  # (memoized: the estimate the choice of tp ranked, when there was a choice)
+            # image/video tokens are prompt tokens too (estimate/inference/media.py)
+            sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
+                              prompt + int(d.get("media_tokens", 0)), out, per_rep, sp, said)
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                          hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
-                          "busy_replicas": busy_replicas(concurrency, replicas)},
+                          "busy_replicas": busy_replicas(concurrency, replicas),
+                          **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
 
     return MemoryFit(fits, result)
+
+
+def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],
+                        layout_tps: dict[int, float | None], fits: dict[int, bool], rule: str) -> str:
+    """Why ``fit`` took tensor parallelism ``tp`` (its ``tensor_parallel`` assumption): the fastest layout that fits
+    within one machine, each other degree's tokens/s beside it (fastest first; 'does not fit' where it was sized and
+    does not), or the smallest across machines that fits, or none fits; then ``rule``."""
+    seqs = f"{concurrency} sequence{'s' if concurrency != 1 else ''}"
+    if tp in within and fits.get(tp) and len(within) > 1 and layout_tps.get(tp) is not None:
+        others = "; ".join([f"TP {t} x {count // t}: {float(layout_tps[t] or 0):,.0f} tokens/s"
+                            + (", does not fit" if not fits.get(t, True) else "")
+                            for t in fastest_first(layout_tps) if t != tp]
+                           + [f"TP {t} x {count // t} does not fit" for t in within if t not in layout_tps])
+        how = (f"TP {tp} x {count // tp}: {float(layout_tps[tp] or 0):,.0f} output tokens/s at {seqs}, the fastest "
+               f"that fits within a machine of {per_node} ({others}): each layout's tokens/s at this load from the "
+               "speed model, idle replicas adding none, a tie to the smaller degree")
+    elif tp in within and fits.get(tp):
+        how = (f"the only degree within a machine of {per_node}" if len(within) == 1 else
+               f"the only one of {', '.join(map(str, within))} within a machine of {per_node} that fits"
+               if not layout_tps else
+               f"the largest that fits of {', '.join(map(str, within))} within a machine of {per_node} (no speed "
+               "estimate to rank them by)")
+    elif fits.get(tp):
+        how = (f"none of {', '.join(map(str, within))} within a machine of {per_node} fits: the first that fits of "
+               f"{', '.join(map(str, across[:across.index(tp) + 1]))} across machines, smallest first")
+    else:
+        how = f"none of {', '.join(map(str, within + across))} fits: the largest degree shown"
+    return f"{how}; {rule}"
 
 
 def serving_cost(device: Device, count: int, instance: Instance | None, kwh_price: float | None,

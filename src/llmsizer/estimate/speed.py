@@ -29,6 +29,7 @@ from ..formulas.speed import (
     identical_sequence_routings,
     mmq_tile_reads,
     moe_expert_fraction,
+    moe_expert_tiles,
     phase_time,
     roofline,
     split_decode_time,
@@ -196,8 +197,9 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
                                  flash_attention: bool = True, quantized_bytes: float = 0.0,
                                  stream_rate: float | None = None, expert_quantized_bytes: float = 0.0) -> float:
     """llama.cpp prefill on an NVIDIA GPU: eq. (9) of formulas/speed.py per kernel path (efficiency.LLAMACPP_MMQ):
-    dense products at the path's efficiency, routed-expert products (MMQ mul_mat_id) over ``min(tokens, ubatch)
-    x k / E`` columns each with the half-efficiency column count, attention on the FP16 tensor path; returned as
+    dense products at the path's efficiency, routed-expert products on MMQ (mul_mat_id) as the 128-column tiles each
+    expert's columns fill, each a full tile's work at efficiency.LLAMACPP_MMQ_ID plus a read of the expert's weights
+    (formulas/speed.py eq. 9'''), attention on the FP16 tensor path; returned as
     the equivalent share of ``peak`` so that eq. (3) keeps one form. On the dequantize + cuBLAS path of builds before
     efficiency.LLAMACPP_INT8_MMQ_SINCE the products run as the F16 path's and each ubatch first converts the
     weights to F16: the ``quantized_bytes`` of the ``gemm_params`` read and 2 bytes per weight written, per ubatch
@@ -227,7 +229,6 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
     if sync is not None:  # Hopper: warp-level mma.sync reaches half the wgmma peak (efficiency.LLAMACPP_SYNC_MMA_SHARE)
         gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
         assumptions.append(Assumption(sync.name, sync.expected, True, sync.source))
-    h = E.LLAMACPP_HALF_COLUMNS.expected if mmq else 0.0  # calibrated on MMQ expert products only
     cols = float(min(tokens, ubatch))
     experts = 0.0
     expert_cols = cols
@@ -235,8 +236,24 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
         experts = pc.by_component.get("experts", 0) * spec.moe.experts_per_token / spec.moe.num_experts
         expert_cols = max(1.0, cols * spec.moe.experts_per_token / spec.moe.num_experts)
     t = gemm_time(2.0 * (gemm_params - experts) * tokens, gemm_peak, factor.expected, cols, 0.0)
-    if experts:
-        t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, h)
+    tile = E.LLAMACPP_MMQ_TILE_COLUMNS
+    if experts and mmq and tile and spec.moe is not None:
+        # eq. (9'''): each expert's columns in ceil(m / 128) MMQ tiles, each a full tile's work reading its weights
+        tiles, executed = moe_expert_tiles(tokens, ubatch, spec.moe.experts_per_token, spec.moe.num_experts, tile)
+        idf = E.LLAMACPP_MMQ_ID
+        t += 2.0 * pc.by_component.get("experts", 0) * executed / (gemm_peak * idf.expected)
+        t_expert_reads = expert_quantized_bytes * tiles / stream_rate if stream_rate else 0.0
+        t += t_expert_reads
+        assumptions.append(Assumption(
+            "llamacpp_moe_expert_tiles", round(tiles, 3), True,
+            f"per expert {tiles:.2f} MMQ tiles of {executed / tiles if tiles else 0:.0f} columns for "
+            f"{tokens * spec.moe.experts_per_token / spec.moe.num_experts:.0f} routed columns (uniform routing), each "
+            f"a full tile's work at {idf.expected} of the {gemm_key} peak ({idf.name}) and a read of the expert's "
+            f"weights ({expert_quantized_bytes / 1e9:.2f} GB in all, {t_expert_reads:.4f} s): formulas/speed.py eq. "
+            "(9'''), ggml-cuda mmq.cu ggml_cuda_mul_mat_q ncols_max = ne12 and mmq.cuh mul_mat_q (ggml-org/ggml "
+            "@da232870); " + idf.source))
+    elif experts:
+        t += gemm_time(2.0 * experts * tokens, gemm_peak, factor.expected, expert_cols, 0.0)
     if mmq and stream_rate and quantized_bytes > expert_quantized_bytes and E.LLAMACPP_MMQ_TILE_COLUMNS:
         reads = mmq_tile_reads(tokens, ubatch, E.LLAMACPP_MMQ_TILE_COLUMNS)
         t_reads = (quantized_bytes - expert_quantized_bytes) * reads / stream_rate
@@ -254,7 +271,6 @@ def _llamacpp_prefill_efficiency(spec: ModelSpec, device: Any, path: str, pc: An
         t += E.LLAMACPP_KQ_BYTES_PER_SCORE * scores / (device.bandwidth * E.LLAMACPP_DECODE_BANDWIDTH.expected)
     assumptions.append(Assumption("llamacpp_kernel_path", f"{path} ({gemm_key} peak)", True, factor.source))
     assumptions.append(Assumption(factor.name, factor.expected, True, factor.source))
-    assumptions.append(Assumption(E.LLAMACPP_HALF_COLUMNS.name, h, True, E.LLAMACPP_HALF_COLUMNS.source))
     assumptions.append(Assumption("llamacpp_ubatch", int(cols), True,
                                   "llama.cpp n_ubatch (common/common.h default 512), capped at the prompt"))
     return flops / (peak * t)

@@ -88,6 +88,24 @@ the efficiency e is fitted with this term), a dense quantized product of W_q byt
 
     t = 2 P T / (R_int8 e) + (sum over ubatches of ceil(n_u / 128)) W_q / (B e_m)       (9'')
 
+The routed-expert products (mul_mat_id) run the same MMQ kernel over each expert's own columns (ggml-org/ggml
+src/ggml-cuda/mmq.cu @da232870 ggml_cuda_mul_mat_q, L150-196: the tokens sorted by expert, ``expert_bounds`` per
+expert, and ``ncols_max = ne12``, the ubatch's token count). The launcher sizes the column tile by that count
+(mmq.cuh mul_mat_q_case L3650-3666: the narrowest mmq_x, a multiple of the granularity of 8, or 16 from 48 columns
+(mmq_get_granularity_host L233-241), that needs the fewest tiles of at most 128 columns: 128 for ubatches of 512 or
+2048 tokens, 80 for 129-160), and mul_mat_q runs, for each expert, ceil(m_e / mmq_x) tiles of its m_e columns
+(L3263-3274: a tile at or past the expert's last column is skipped). A partly filled tile costs a full one's MMA work
+(mul_mat_q_process_tile L3050-3100 loads and multiplies all mmq_x columns; tile_y_max_j only bounds the write-back)
+and reads the expert's weight rows like any tile of eq. (9''). With k of E experts per token and uniform routing (as eq. 5), an expert's
+columns in a ubatch of n tokens are m ~ Binomial(n, k / E), so per expert the prompt runs::
+
+    N_tiles = sum over ubatches of E[ceil(m / w_n)],   C = sum over ubatches of w_n E[ceil(m / w_n)]
+    t_experts = 2 P_experts C / (R_int8 e_id) + N_tiles W_experts / (B e_m)                  (9''')
+
+(P_experts, W_experts all routed experts' weights and quantized bytes, C the tile columns executed per expert, w_n the
+tile width, e_id the share the mul_mat_id tiles reach of the int8 rate on executed columns). Real routing is not
+uniform; a skewed load fills more partial tiles than (9''') counts.
+
 When all b sequences carry the same tokens (llama.cpp's llama-batched-bench feeds token 0 to every sequence:
 tools/batched-bench/batched-bench.cpp), they would route to the same k experts and (5) would take b = 1; measured
 on DGX Spark they do not (see eq. 11), so the batched form takes the routings of (11).
@@ -220,8 +238,10 @@ t_device the step of eqs. (3)-(7), t_host the engine's host seconds per step (es
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import InputError
 from ..frozen import fast_init
@@ -308,6 +328,64 @@ def mmq_tile_reads(tokens: int, ubatch: int, tile_columns: int) -> int:
         raise InputError("tokens, ubatch and tile_columns must be >= 1")
     full, rest = divmod(tokens, ubatch)
     return full * -(-ubatch // tile_columns) + (-(-rest // tile_columns) if rest else 0)
+
+
+def mmq_tile_width(columns: int, tile_columns: int) -> int:
+    """The MMQ column tile (mmq_x) for a launch whose widest column span is ``columns`` (ggml-cuda mmq.cuh
+    mul_mat_q_case: the first mmq_x, in steps of 8 up to ``tile_columns``, 128 with tensor-core MMA, that needs the
+    fewest tiles, ceil(columns / tile_columns), among the multiples of the granularity, 8 below 48 columns and 16 from
+    48)."""
+    if columns < 1 or tile_columns < 1:
+        raise InputError("columns and tile_columns must be >= 1")
+    need = -(-columns // -(-columns // tile_columns))  # the narrowest tile that still needs the fewest tiles
+    width = -(-need // 8) * 8
+    if width >= 48:
+        width = -(-need // 16) * 16
+    return min(width, tile_columns)
+
+
+@lru_cache(maxsize=1024)
+def _expected_tiles(n: int, p: float, width: int) -> float:
+    """E[ceil(m / width)] for m ~ Binomial(n, p), summed over the binomial's mass within 9 standard deviations of its
+    mean (the mass outside is below 1e-18)."""
+    if p >= 1.0:
+        return float(-(-n // width))
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    lo, hi = max(0, math.floor(mean - 9 * sd - 1)), min(n, math.ceil(mean + 9 * sd + 1))
+    ratio = p / (1.0 - p)
+    pmf = math.exp(math.lgamma(n + 1) - math.lgamma(lo + 1) - math.lgamma(n - lo + 1) + lo * math.log(p)
+                   + (n - lo) * math.log1p(-p))
+    total = block = 0.0
+    tiles = -(-lo // width)
+    for m in range(lo, hi + 1):
+        block += pmf
+        if m % width == 0:  # m is the last count of this tile number: close the block
+            total += block * tiles
+            block = 0.0
+            tiles += 1
+        pmf *= (n - m) / (m + 1) * ratio
+    return total + block * tiles
+
+
+def moe_expert_tiles(tokens: int, ubatch: int, experts_per_token: int, num_experts: int,
+                     tile_columns: int) -> tuple[float, float]:
+    """Eq. (9'''): (tiles, columns) an MMQ mul_mat_id runs per routed expert over a prompt of ``tokens`` in ubatches of
+    ``ubatch``: per ubatch of n tokens, E[ceil(m / w_n)] tiles of w_n = mmq_tile_width(n) columns, m ~ Binomial(n,
+    k / E) the expert's columns (uniform routing); summed over the ubatches."""
+    if tokens < 1 or ubatch < 1 or tile_columns < 1:
+        raise InputError("tokens, ubatch and tile_columns must be >= 1")
+    if not 0 < experts_per_token <= num_experts:
+        raise InputError(f"experts_per_token must be in 1..num_experts, got {experts_per_token}/{num_experts}")
+    p = experts_per_token / num_experts
+    full, rest = divmod(tokens, ubatch)
+    tiles = columns = 0.0
+    for n, count in ((ubatch, full), (rest, 1)):
+        if n and count:
+            width = mmq_tile_width(n, tile_columns)
+            per = _expected_tiles(n, p, width)
+            tiles += count * per
+            columns += count * per * width
+    return tiles, columns
 
 
 def moe_expert_fraction(experts_per_token: int, num_experts: int, batch: float) -> float:

@@ -148,7 +148,15 @@ def _attention(spec: ModelSpec, i: int) -> list[Tensor]:
         out += _linear("attn_k", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
         out += _linear("attn_v", "attention", spec.num_kv_heads * hd, h, i, spec.attention_qkv_bias)
     out += _linear("attn_output", "attention", h, spec.num_heads * hd, i, spec.attention_out_bias)
-    if spec.qk_norm != "none":
+    if spec.qk_norm == "each_head":
+        # StableLM (transformers v5.24.0 models/stablelm/modeling_stablelm.py StableLmLayerNormPerHead, l.156-161,
+        # built by StableLmAttention l.245-249 when config.qk_layernorm): a ModuleList of one
+        # nn.LayerNorm(head_dim, bias=False) per query head and per K/V head; llama.cpp's converter stacks them into
+        # one attn_q_norm / attn_k_norm of [n_head, head_dim] (convert_hf_to_gguf.py StableLMModel._stack_qk_norm)
+        out.append(Tensor("attn_q_norm", "attention", (spec.num_heads, hd), 1, i))
+        if not shared:
+            out.append(Tensor("attn_k_norm", "attention", (spec.num_kv_heads, hd), 1, i))
+    elif spec.qk_norm != "none":
         full = spec.qk_norm == "full"  # OLMo-2 normalises all heads at once; Qwen3/Gemma3 per head
         out += _norm("attn_q_norm", hd * (spec.num_heads if full else 1), spec.norm_kind, i, "attention")
         if not shared:

@@ -302,7 +302,18 @@ def layer_saved_terms(spec: ModelSpec, layer: int, st: ActivationSetup,
         extra = t * (lat + (m.q_lora_rank or 0)) * c * (2 if st.full else 1)
         out.append(Term("MLA latents (kv_a, q_a and their norms)", extra + t * 4 * 2,
                         f"{t} x ({lat} + {m.q_lora_rank or 0}) x {c} B x {'2' if st.full else '1'}"))
-    if spec.qk_norm != "none":
+    if spec.qk_norm == "each_head":
+        # StableLmLayerNormPerHead (transformers v5.24.0 modeling_stablelm.py l.156-168): torch.split into heads (views),
+        # one native_layer_norm per head over head_dim, torch.cat. Each keeps its input -- together the q_proj and
+        # k_proj outputs, at the compute size (an fp32 copy under autocast: layer_norm runs in fp32) -- and a mean and
+        # rstd per token and head; cat keeps nothing and the normalised heads reach attention through rotary, whose
+        # products keep only cos/sin. Measured (tests/training/test_parallel_block_saved_tensors.py): with minus
+        # without qk_layernorm = t (q_w + k_w) c + 2 t (heads + kv heads) x 4 B (2 B stats on the CPU in bf16)
+        kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))
+        ib = 4 if st.autocast else c
+        out.append(Term("q/k per-head LayerNorm inputs + mean/rstd", t * (q_w + kn_w) * ib + 2 * t * (heads + kn_h) * 4,
+                        f"{t} x ({q_w} + {kn_w}) x {ib} B + 2 x 4 B per token and head (native_layer_norm per head)"))
+    elif spec.qk_norm != "none":
         kn_w, kn_h = (0, 0) if kv_shared else (k_w, max(1, spec.num_kv_heads // tp))  # shared K: no k_norm
         out.append(Term("q/k norms fp32 inputs", t * (q_w + kn_w) * 4 + t * (heads + kn_h) * 4,
                         f"{t} x ({q_w} + {kn_w}) x 4 B + 1/rms per head"))

@@ -46,10 +46,16 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 
 
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
-         context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None) -> FitResult:
+         context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None,
+         layout: FitResult | None = None) -> FitResult:
+    """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
+    one deployment serves every load, so the typical load is timed on the layout fit chose for the peak."""
+    pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
+              if layout is not None and layout.count > 1 and layout.tensor_parallel * layout.replicas == layout.count
+              else None)
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
-               dtype=job.precision,
+               dtype=job.precision, tensor_parallel=pinned,
                hardware_files=ctx.hardware_files, **job.media.fields(), **engine_settings(job, engine))
 
 
@@ -148,7 +154,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
                           out_peak, ctx, job.resources.memory)
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
-                         ctx, job.resources.memory)
+                         ctx, job.resources.memory, f_peak)
         except InputError as e:
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
@@ -221,7 +227,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
             f_dyn = _fit(spec, fit_target, fit_count, job, fmt_used, engine, ctx_peak, per_replica(conc_peak, machines),
-                         out_peak, ctx, usable - adapters["slot_bytes"])
+                         out_peak, ctx, usable - adapters["slot_bytes"], f_peak)
             fits = f_dyn.fits
             f_peak = f_dyn
         except InputError:

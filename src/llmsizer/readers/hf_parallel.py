@@ -23,8 +23,8 @@ the GPT-J / PaLM parallel formulation, Chowdhery et al. 2022, arXiv 2204.02311, 
   False), ``o_proj`` and the gated SiLU MLP (gate/up/down_proj) without bias; ``input_layernorm`` (LayerNorm with
   bias) and, unless ``use_parallel_residual`` (default False), ``post_attention_layernorm``; ``hidden_dropout`` on the
   MLP output; final ``norm`` LayerNorm; lm_head untied (default); rotary on ``partial_rotary_factor`` (default 0.25)
-  x head_dim channels. ``qk_layernorm`` (StableLM-2-12B's ``StableLmLayerNormPerHead``: one bias-free LayerNorm per
-  head) is refused in one line.
+  x head_dim channels. ``qk_layernorm`` (StableLM-2-12B): ``StableLmLayerNormPerHead`` on the queries and keys, one
+  bias-free LayerNorm over head_dim per head (``ModelSpec.qk_norm`` "each_head").
 - GPT-NeoX (``GPTNeoXLayer``): ``query_key_value`` [3 H, H] and ``dense`` with ``attention_bias`` (default True),
   ``dense_h_to_4h`` / ``dense_4h_to_h`` with bias, ``input_layernorm`` and ``post_attention_layernorm`` (both read
   the layer input with ``use_parallel_residual``), ``final_layer_norm``, ``embed_out`` untied; rotary on
@@ -156,6 +156,7 @@ def _stablelm(c: _Cfg, hidden: int, heads: int, hd: int) -> dict[str, Any]:
         intermediate_size=c.req("intermediate_size"), tie_word_embeddings=bool(c.get("tie_word_embeddings", False)),
         mlp_gated=True, mlp_bias=False, attention_qkv_bias=_flag(c, "use_qkv_bias", False), attention_out_bias=False,
         norm_kind="layernorm", norms_per_layer=1 if parallel else 2, parallel_block=parallel,
+        qk_norm="each_head" if _flag(c, "qk_layernorm", False) else "none",
         rotary_dim=(rot := _rotary_dim(c, hd, "partial_rotary_factor")), attention_output_copy=rot < hd,
         residual_dropout=_dropout(c, "hidden_dropout"))
 
@@ -167,9 +168,7 @@ _FAMILIES: dict[str, tuple[Callable[[_Cfg, int, int, int], dict[str, Any]], str,
                "supported; only the rotary Falcon models (alibi: false)"),
     "phi": (_phi, "", ""),
     "gpt_neox": (_gpt_neox, "", ""),
-    "stablelm": (_stablelm, "qk_layernorm",
-                 "StableLM with qk_layernorm: true (StableLM-2-12B: one bias-free LayerNorm per query and key "
-                 "head) is not supported; only qk_layernorm: false"),
+    "stablelm": (_stablelm, "", ""),
 }
 
 

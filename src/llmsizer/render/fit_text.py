@@ -52,6 +52,9 @@ def render_fit(r: FitResult) -> str:
                           else ")"))
         for w in s.warnings:
             out.append(f"warning: {w}")
+    layouts = layouts_line(r)
+    if layouts:
+        out.append(layouts)
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.all_assumptions))
     shown = set(s.warnings) if s is not None else set()
@@ -78,6 +81,21 @@ def fit_headline(r: FitResult) -> str:
     return (f"{r.model} on {r.count} x {r.device} ({r.target}): {'FITS' if r.fits else 'DOES NOT FIT'}  "
             f"[{r.engine}, {r.weights_format}, {par}"
             + (f", {r.replicas} replicas" if r.replicas > 1 else "") + "]")
+
+
+def layouts_line(r: FitResult) -> str | None:
+    """The tensor-parallel layouts fit ranked, fastest first (``details["tensor_parallel_layouts"]``): each one's
+    output tokens/s at the stated load, the one taken and those that do not fit marked; None without a choice."""
+    ranked = r.details.get("tensor_parallel_layouts")
+    if not ranked:
+        return None
+    conc = int(r.details.get("concurrency", 1))
+    parts = [f"TP {d['tensor_parallel']} x {d['replicas']} "
+             + (f"{d['tokens_per_second']:,.0f}" if d["tokens_per_second"] is not None else "")
+             + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else
+                " (does not fit)" if d["fits"] is False else "") for d in ranked]
+    return (f"tensor parallel layouts, output tokens/s at {conc} sequence{'s' if conc != 1 else ''}, fastest first: "
+            + "; ".join(parts))
 
 
 def memory_line(r: FitResult) -> str:

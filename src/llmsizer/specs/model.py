@@ -314,7 +314,10 @@ class ModelSpec:
     mlp_bias: bool = False
     attention_qkv_bias: bool = False
     attention_out_bias: bool = False
-    qk_norm: Literal["none", "per_head", "full"] = "none"  # RMSNorm on q and k: over head_dim, or over all heads
+    # norm on q and k (of ``norm_kind``): one over head_dim shared by every head ("per_head"), one over all heads
+    # at once ("full"), or a bias-free LayerNorm of its own per head ("each_head": StableLM's
+    # StableLmLayerNormPerHead, num_heads x head_dim q weights and num_kv_heads x head_dim k weights)
+    qk_norm: Literal["none", "per_head", "full", "each_head"] = "none"
     position_embeddings: int = 0  # learned absolute position table rows (GPT-2 style); 0 for rotary models
     norm_kind: NormKind = "rmsnorm"
     norms_per_layer: int = 2
