@@ -2,8 +2,8 @@
 that the model can express, plus llama.cpp llama-bench rows from XiongjieDai/GPU-Benchmarks-on-LLM-Inference.
 
 Nothing here is tuned: predictions use the named defaults of ``estimate/efficiency.py`` and the catalog's
-sourced peaks. Run with ``-s`` to see the table; the summary (median and worst |error|) goes to
-docs/hardware.md. Rows the model cannot express are listed with the reason.
+sourced peaks. Run with ``-s`` to see the table; the summary per kind (median, p90, within
+tolerance) is docs/accuracy.md, written by ``llmsizer validate``. Rows the model cannot express are listed with the reason.
 
 Assumptions (stated per row in the table):
 - llama-bench ``tgN`` = N tokens generated after a 1-token prompt at KV depth 0 (``tgN @ dD``: after D tokens);
