@@ -263,11 +263,13 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
     # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
-    # stream cap and Hopper mma share) and whether the id is a GPU without peer-to-peer (the all-reduce path): two
-    # devices alike in the numbers above but not in these are two estimates
+    # stream cap and Hopper mma share) and whether it is a GPU without peer-to-peer (the all-reduce path, and the
+    # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates
+    p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
-           device.capability, device.sm_cycles_per_second, peer_to_peer(device))
+           device.capability, device.sm_cycles_per_second, peer_to_peer(device),
+           (p2p.source, p2p.date) if p2p is not None else None)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:
