@@ -795,6 +795,14 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
+        if per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
+            net, each = cand.instance.network, cand.count // per_option
+            reasons.append(f"{per_option} instances of {each} device{'s' if each > 1 else ''} (--gpus {gpus}), "
+                           + (f"collectives between them over --network {wl['network']}" if wl.get("network")
+                              else f"collectives between them over the instance's {net.raw:g} {net.unit} network"
+                              if net is not None else "no network between them in the catalog: data-parallel "
+                              "communication timed as one machine's link, a lower bound (fit --train --count's "
+                              "warning; --network to give one)"))
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
         timed.setdefault(cand.target, (dur.assumptions, dur.warnings))
         one = float(dur.seconds or 0.0)

@@ -53,6 +53,7 @@ def test_gpus_2_on_local_devices_and_one_gpu_instances(tmp_path: Path) -> None:
     assert code == 0
     (one,) = rec["options"]
     assert (one["target"], one["count"], one["replicas"], one["price_per_hour"]) == ("one-l40s", 1, 2, 2.0)
+    assert "2 instances of 1 device (--gpus 2), no network between them" in one["reasons"][-1]  # a lower bound
     (four,) = rec["rejected"]
     assert four["target"] == "four-l40s" and "4 devices: 2 devices are not whole instances" in four["reasons"][0]
     code, local = run_json("recommend", *TRAIN, "--gpus", "2", "--top", "200")
