@@ -109,3 +109,16 @@ def test_a_twin_stating_no_peer_to_peer_gets_the_rtx_4090s_rule_and_numbers(tmp_
     assert "my-4090 peer_to_peer false" in coll["why"] and "user:hw.yaml" in coll["why"]
     assert "rtx-4090 peer_to_peer false (nccl-1127" in _collective(real["assumptions"])["why"]
     assert mine["seconds"] == real["seconds"] and mine["step"] == real["step"]
+
+
+def test_a_hardware_file_can_state_peer_to_peer_for_the_catalog_rtx_4090(tmp_path: Path) -> None:
+    """A user whose RTX 4090s do map each other's memory (a patched driver) overrides the catalog row's flag in a
+    hardware file: the collectives then take the card's own PCIe 4 link, and the assumption names the file."""
+    path = tmp_path / "p2p.yaml"
+    path.write_text("devices:\n  - id: rtx-4090\n    peer_to_peer: true\n", encoding="utf-8")
+    clear_caches()
+    r = fit_training("llama-3.2-1b", REAL, 2, tokens=1e8, hardware_files=[path], **RUN)
+    clear_caches()
+    assert r.training_time is not None and r.training_time["step"]["topology"] == "direct"
+    coll = _collective(r.training_time["assumptions"])
+    assert coll["value"] == PCIE4 and "rtx-4090 peer_to_peer true (user:p2p.yaml" in coll["why"]
