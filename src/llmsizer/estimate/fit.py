@@ -473,14 +473,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
     links: list[float | None] = []
 
-    def speed_at(t: int, det: dict[str, Any], decode_only: bool = False) -> SpeedEstimate:
-        """One replica's speed at tensor parallelism ``t`` with the engine's format, KV and state dtypes, media and
-        batching of the estimate details ``det`` (the workload's, the same at every t); ``decode_only``: its decode
-        alone (speed.speed_model), to rank the degrees by."""
+    def speed_work(det: dict[str, Any]) -> tuple[Any, ...]:
+        """The engine's format, prompt with media, KV and state dtypes and batching of the estimate details ``det``
+        (the workload's, the same at every t): what speed_at times."""
         conv_d, ssm_d = det.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-        work = (str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
+        return (str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
                 str(det.get("kv_dtype", "bf16")), (str(conv_d), str(ssm_d)), det.get("n_ubatch"),
                 det.get("kv_unified"), bool(det.get("identical_sequences", False)))
+
+    def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False) -> SpeedEstimate:
+        """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work); ``decode_only``: its
+        decode alone (speed.speed_model), to rank the degrees by."""
         wf, pr, kvd, states, ub, kvu, same = work
 
         def model() -> SpeedLayout:
@@ -517,7 +520,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     rankable = [t for t in within if t not in tried or tried[t].details["fits"]]
     layout_tps: dict[int, float | None] = {}
     if len(rankable) > 1:
-        first = tried[within[0]].details
+        first = speed_work(tried[within[0]].details)
         layout_tps = {t: replicas_tokens_per_second(speed_at(t, first, True), n // t, concurrency) for t in rankable}
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
@@ -578,7 +581,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
                                         "tokens, the rest of the context is the prompt the TTFT is timed on "
                                         "(specs/workload.py default_output_tokens)"))
-            sp = speed_at(tp, d)  # (the layout-independent part computed once with the ranking's decodes)
+            sp = speed_at(tp, speed_work(d))  # (the layout-independent part computed once with the ranking's decodes)
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, per_rep, sp, said)
