@@ -41,7 +41,7 @@ from .device import (
 )
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
-from .speed import SpeedEstimate, estimate_speed, for_device, split_decode
+from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_WHY, with_device_notes
 from .verdict import check_headroom, headroom_assumption
@@ -265,9 +265,12 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   mla: str, link: float | None, states: tuple[str, str] = ("fp32", "fp32"),
                   ubatch: int | None = None, kv_unified: bool | None = None,
                   identical: bool = False, engine: str | None = None,
-                  engine_version: str | None = None, nvlink_mesh: bool | None = None) -> SpeedEstimate:
+                  engine_version: str | None = None, nvlink_mesh: bool | None = None,
+                  model: Callable[[], SpeedLayout] | None = None) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
-    configurations of one Apple chip (and instances sharing a device) share one estimate."""
+    configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
+    ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
+    as estimate_speed would (fit's candidates share its layout-independent part)."""
     peaks = tuple(sorted((k, v.base) for k, v in device.flops.items()))  # after the VM share (vm_share_device)
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
@@ -284,11 +287,11 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
         if hit is None:
             if len(_SPEED_MEMO) > 4096:
                 _SPEED_MEMO.clear()
-            hit = estimate_speed(spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out,
-                                 concurrency=conc, kv_dtype=kvd, mla_mode=mla, link_bandwidth=link,
-                                 state_dtypes=states, ubatch=ubatch, kv_unified=kv_unified,
-                                 identical_sequences=identical, engine=engine, engine_version=engine_version,
-                                 nvlink_mesh=nvlink_mesh)
+            hit = model()(tp, None, conc, link, nvlink_mesh, False) if model is not None else estimate_speed(
+                spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
+                kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
+                kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
+                nvlink_mesh=nvlink_mesh)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -476,22 +479,46 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                   weights=weights, engine=eng, device=workload_device_kind(device),
                                   tensor_parallel=t, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
 
-    def speed_at(t: int, det: dict[str, Any]) -> SpeedEstimate:
-        """One replica's speed at tensor parallelism ``t`` with the engine's format, KV and state dtypes, media and
-        batching of the estimate details ``det`` (the workload's, the same at every t)."""
+    models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
+    links: list[float | None] = []
+
+    def speed_work(det: dict[str, Any]) -> tuple[Any, ...]:
+        """The engine's format, prompt with media, KV and state dtypes and batching of the estimate details ``det``
+        (the workload's, the same at every t): what speed_at times."""
         conv_d, ssm_d = det.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
-        return _speed_cached(spec, device, t, str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
-                             out, per_replica(concurrency, 1 if split else n // t), str(det.get("kv_dtype", "bf16")),
-                             "latent", link_bandwidth_for(device, instance, hardware_files) if t > 1 else None,
-                             (str(conv_d), str(ssm_d)), det.get("n_ubatch"), det.get("kv_unified"),
-                             bool(det.get("identical_sequences", False)), eng, engine_version,
-                             nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None)
+        return (str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
+                str(det.get("kv_dtype", "bf16")), (str(conv_d), str(ssm_d)), det.get("n_ubatch"),
+                det.get("kv_unified"), bool(det.get("identical_sequences", False)))
+
+    def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False) -> SpeedEstimate:
+        """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work); ``decode_only``: its
+        decode alone (speed.speed_model), to rank the degrees by."""
+        wf, pr, kvd, states, ub, kvu, same = work
+
+        def model() -> SpeedLayout:
+            m = models.get(work)
+            if m is None:
+                m = models[work] = speed_model(spec, device, weights_format=wf, prompt_tokens=pr, output_tokens=out,
+                                               kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
+                                               kv_unified=kvu, identical_sequences=same, engine=eng,
+                                               engine_version=engine_version)
+            return m
+
+        if t > 1 and not links:
+            links.append(link_bandwidth_for(device, instance, hardware_files))
+        link = links[0] if t > 1 else None
+        mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
+        per = per_replica(concurrency, 1 if split else n // t)
+        if decode_only:
+            return model()(t, None, per, link, mesh, True)
+        return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
+                             engine_version, mesh, model)
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every
-    # degree within is ranked (one speed estimate each) and sized down the ranking only to the first that fits; when
-    # it does not, the others are sized first (a smaller degree may still fit: the KV heads replicated beyond their
-    # count hold more per device) and only those that fit are ranked.
+    # degree within is ranked (one decode each: speed_at decode_only) and sized down the ranking only to the first
+    # that fits; when it does not, the others are sized first (a smaller degree may still fit: the KV heads replicated
+    # beyond their count hold more per device) and only those that fit are ranked.
     within = [t for t in tp_options if t <= per_node] or tp_options  # (a degree given: that one, wherever it is)
     across = [t for t in tp_options if t not in within]
     tried = {within[0]: sized(within[0])}
@@ -502,8 +529,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     rankable = [t for t in within if t not in tried or tried[t].details["fits"]]
     layout_tps: dict[int, float | None] = {}
     if len(rankable) > 1:
-        first = tried[within[0]].details
-        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first), n // t, concurrency) for t in rankable}
+        first = speed_work(tried[within[0]].details)
+        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first, True), n // t, concurrency) for t in rankable}
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
         if t not in tried:
@@ -563,7 +590,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
                                         "tokens, the rest of the context is the prompt the TTFT is timed on "
                                         "(specs/workload.py default_output_tokens)"))
-            sp = speed_at(tp, d)  # (memoized: the estimate the choice of tp ranked, when there was a choice)
+            sp = speed_at(tp, speed_work(d))  # (the layout-independent part computed once with the ranking's decodes)
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, per_rep, sp, said)

@@ -7,6 +7,7 @@ FLOPs/t, plus two all-reduces of the activations per layer over the interconnect
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -315,8 +316,39 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     decode is unaffected."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
-    tp = tensor_parallel or count
-    assumptions: list[Assumption] = []
+    return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
+                       output_tokens=output_tokens, kv_dtype=kv_dtype, mla_mode=mla_mode,
+                       compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
+                       layer_overhead=layer_overhead, identical_sequences=identical_sequences,
+                       state_dtypes=state_dtypes, ubatch=ubatch, flash_attention=flash_attention,
+                       kv_unified=kv_unified, engine_step_seconds=engine_step_seconds, engine=engine,
+                       engine_version=engine_version, allreduce_latency=allreduce_latency,
+                       llamacpp_int8_mmq=llamacpp_int8_mmq)(count, tensor_parallel, concurrency, link_bandwidth,
+                                                            nvlink_mesh, False)
+
+
+SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
+
+
+def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", prompt_tokens: int = 1024,
+                output_tokens: int = 256, kv_dtype: str = "bf16", mla_mode: str = "latent",
+                compute_efficiency: float | None = None, bandwidth_efficiency: float | None = None,
+                layer_overhead: float | None = None, identical_sequences: bool = False,
+                state_dtypes: tuple[str, str] = ("fp32", "fp32"), ubatch: int | None = None,
+                flash_attention: bool = True, kv_unified: bool | None = None,
+                engine_step_seconds: float | None = None, engine: str | None = None,
+                engine_version: str | None = None, allreduce_latency: float | None = None,
+                llamacpp_int8_mmq: bool = True) -> SpeedLayout:
+    """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
+    device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
+    here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
+    decode_only)``, ``estimate_speed``'s answer for one layout (the same arguments, the same numbers). fit ranks
+    its tensor-parallel degrees with ``decode_only`` True: the decode at ``concurrency`` only (no prefill, no
+    single-stream decode, no roofline's details or ranges: their ``SpeedEstimate`` has ``decode`` alone), the
+    same ``decode`` the full answer carries."""
+    if prompt_tokens < 1 or output_tokens < 0:
+        raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+    assumptions: list[Assumption] = []  # those before the load's identical_sequences
     # a model file: exact bytes, kernels of its dominant type
     fmt, why = file_kernel_format(spec) if weights_format == "file" else (normalize_format(weights_format), "")
     bytes_fmt = fmt  # the format whose bytes are read; fmt: the one whose kernels run them
@@ -367,12 +399,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     if ov_factor is not None or layer_overhead is not None:
         assumptions.append(Assumption("decode_overhead_per_layer_seconds", tau, layer_overhead is None,
                                       ov_factor.source if ov_factor and layer_overhead is None else "given"))
-    if spec.moe is not None and (identical_sequences or concurrency > 1):
-        assumptions.append(Assumption(
-            "identical_sequences", identical_sequences, not identical_sequences,
-            ("every sequence carries the same tokens: one routing, or those of eq. (11) in llama.cpp's batched step "
-             "(formulas/speed.py)") if identical_sequences else
-            "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py eq. 5)"))
+    pre = tuple(assumptions)  # the load's identical_sequences goes between pre and post (estimate_speed's order)
+    assumptions = []
     step_fixed = step_overhead(spec.num_layers, tau)
     host_step = 0.0  # the engine's host step when it overlaps the device's (eq. 14)
     if engine is None and engine_version is not None:
@@ -425,12 +453,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "formulas/encoder_decoder_serving.py eq. (S7): prefill = the encoder over the source + the cross k/v "
             "projections; a decode step reads the decoder's weights less its cross k/v (their K/V are cached), the "
             "head, the self K/V over the target and the cross K/V over the source"))
-    wb_dev = shard_weights(spec, wb, tp, act_bytes)
-    shard = wb_dev.total / wb.total if wb.total else 1.0
     # a file's routed experts are known per layer (GGUF ffn_*_exps), not as a component
     expert_bytes = wb.by_component.get("experts", 0) or sum(wb.layer_expert_bytes)
     width = attention_width(spec)
-    kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
     # the K/V heads the engine caches, and so reads back, per token: the memory estimate's rule
     # (EngineProfile.caches_repeated_kv; transformers' Falcon new_decoder_architecture caches num_heads heads)
     profile = ENG.PROFILES.get(engine) if engine is not None else None
@@ -440,81 +465,13 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "kv_heads_read", spec.num_heads, True,
             f"{engine} caches K/V repeated to all {spec.num_heads} query heads (not {spec.num_kv_heads} kv_heads) and "
             "each decode step reads them back (formulas/kv_cache.py repeated_kv, the memory estimate's rule)"))
-    kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
-    link = link_bandwidth
-    if tp > 1 and link is None:
-        warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
-                        "is not counted")
+    post = tuple(assumptions)
+    settled = tuple(warnings)
+    # the decode at a layout's load: (decode, its roofline, the KV bytes it reads), by (count, tp, concurrency, link,
+    # nvlink_mesh), everything else being this model's
+    decoded: dict[tuple[Any, ...], tuple[PhaseTime | None, Roofline | None, float | None]] = {}
 
-    # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel o_proj
-    # and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
-    if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
-        nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
-    p2p = peer_to_peer(device)
-    ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p)
-    if allreduce_latency is not None and allreduce_latency < 0:
-        raise InputError("allreduce_latency must not be negative")
-    alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
-    reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
-    if tp > 1 and link and (ar_path is not None or allreduce_latency is not None):
-        lat = ar_path.latency if ar_path else None
-        assumptions.append(Assumption(
-            "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
-            f"bytes / link) per step", allreduce_latency is None,
-            "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
-            "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
-            + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
-               else "latency given")
-            + (f"; {peer_to_peer_why(device)}" if ar_path is not None
-               and (ar_path.kernel.startswith("custom") or not p2p) else "")))
-
-    def comm(tokens: int) -> float:
-        if tp <= 1 or not link:
-            return 0.0
-        per_layer = tokens * spec.hidden_size * act_bytes
-        a = alpha
-        if allreduce_latency is None and ar_path is not None and tokens != concurrency:  # the engine's kernel for
-            path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)   # this message's size
-            a = path.latency.expected if path else 0.0
-        return reductions * allreduce_time(per_layer, tp, link, a)
-
-    # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
-    prefill = roof_p = None
-    head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
-    p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
-    p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
-    if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first target token
-        p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
     path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor)
-    prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
-    ce_p = ce
-    if prefill_path is not None and peak is not None and compute_efficiency is None:
-        head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
-        gemm_params = matmul_params - head_params
-        if prefill_path != path:
-            assumptions.append(Assumption(
-                "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
-                + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
-        ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, pc, gemm_params, prompt_tokens,
-                                          ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
-                                          flash_attention=flash_attention,
-                                          quantized_bytes=read_bytes - head_bytes,
-                                          expert_quantized_bytes=float(expert_bytes) if spec.moe is not None else 0.0,
-                                          stream_rate=bw * be if bw else None)
-
-    def state_bytes(batch: int) -> float:
-        """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
-        conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
-        return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
-
-    p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
-                                            repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
-    if t5 is not None:  # every weight once, and the cross K/V written
-        p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
-    if peak is not None or bw is not None:
-        prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
-        if peak and bw:
-            roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
 
     def identical_routings(batch: int) -> float:
         return identical_sequence_routings(batch, E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected,
@@ -533,56 +490,6 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
         return FA.fattn_kernel(dk, spec.num_heads, heads_kv, max(tokens, 1), streams, FA.padded_kv_cells(per_stream),
                                cc, kv_quantized=_FA_KV_TYPES[kv_dtype], head_dim_v=dv)
 
-    def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
-        fa = E.LLAMACPP_FA_STREAM_SHARE
-        assumptions.append(Assumption(
-            "llamacpp_fattn_kernel", kernel, True,
-            "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
-            f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
-            + ("one stream of one token" if batch == 1 else f"{batch} streams of one token" if not unified
-               else f"one stream of {batch} tokens")
-            + "; the K/V view padded to 256 cells (formulas/flash_attention.py)"))
-        assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
-                                      "eq. F1: the K/V cells at this share of the weight stream's rate)"))
-
-    def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
-        """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
-        ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
-        mmq = path == E.MMQ_PATH
-        factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
-        gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
-        fp16_peak, _ = device.peak_flops("fp16_acc16")
-        if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
-            gemm_peak = fp16_peak = peak
-        sync = E.llamacpp_sync_mma_share(device.architecture)
-        if sync is not None and gemm_peak is not None and fp16_peak is not None:  # the same kernels as prefill
-            gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
-        if batch == concurrency:
-            assumptions.append(Assumption(
-                "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
-                f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
-                + (" over the whole unified buffer" if unified else "")
-                + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
-                True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
-                + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR #14363; no "
-                   "published -kvu measurement checks this case yet)"
-                   if unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
-            if spec.moe is not None and identical_sequences:
-                assumptions.append(Assumption(
-                    "identical_sequences_routing", round(identical_routings(batch), 2), True,
-                    f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
-                    f"{E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected} b^{E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected}"
-                    " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
-            g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
-            assumptions.append(Assumption(g.name, g.expected, True, g.source))
-        extra = 2.0 * matmul_params * (batch - 1) / tp
-        # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
-        graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
-        share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
-        return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
-                                   float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch), step_fixed + graphs_off,
-                                   kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
-
     # llama.cpp's KV layout (engines.llamacpp_kv_cells, the memory estimate's rule): a decode step reads the cells in
     # use of each stream, a sliding layer's whole stream once it is full (n_swa + n_ubatch cells per sequence, or
     # n_swa x n_seq + n_ubatch in one unified stream), not the window alone; other engines read the window
@@ -590,7 +497,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     unified = ENG.LLAMACPP_KV_UNIFIED if kv_unified is None else kv_unified
     ub = ubatch or ENG.LLAMACPP_N_UBATCH
 
-    layouts: dict[int, ENG.LlamaCppKV] = {}  # this estimate's layout per batch (a frozen record; asked ~3 times each)
+    layouts: dict[int, ENG.LlamaCppKV] = {}  # llama.cpp's layout per batch (a frozen record; asked ~3 times each)
 
     def cells_at(batch: int) -> ENG.LlamaCppKV:
         lay = layouts.get(batch)
@@ -616,147 +523,315 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                 sliding = min(lay.sliding_cells, FA.padded_kv_cells(sliding))
         return kernel, per_stream, streams, sliding
 
-    if llamacpp:
-        lay = cells_at(concurrency)
-        assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
-        if spec.sliding_window:
-            scan = lay.ring and flash_attention and not unified and concurrency > 1
-            fa_kernel, _, _, ring_read = cells_read(concurrency)
-            shown = ring_read if lay.ring else lay.sliding_read(ub, prompt_tokens, output_tokens // 2, flash_attention)
+    def layout(count: int, tensor_parallel: int | None, concurrency: int, link_bandwidth: float | None,
+               nvlink_mesh: bool | None, decode_only: bool = False) -> SpeedEstimate:
+        if count < 1 or concurrency < 1:
+            raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
+        tp = tensor_parallel or count
+        assumptions = list(pre)
+        warnings = list(settled)
+        if spec.moe is not None and (identical_sequences or concurrency > 1):
             assumptions.append(Assumption(
-                "llamacpp_sliding_cells_read", shown, True,
-                "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
-                "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
-                "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
-                + ("; ggml-cuda's flash attention reads the view padded to 256 cells (src/llama-kv-cache.cpp "
-                   "get_n_kv)" if fa_kernel is not None else "")
-                + ("; flash attention with a stream per sequence stops after the 256-cell tile of the ring's last "
-                   "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
-                   if scan else "")))
+                "identical_sequences", identical_sequences, not identical_sequences,
+                ("every sequence carries the same tokens: one routing, or those of eq. (11) in llama.cpp's batched "
+                 "step (formulas/speed.py)") if identical_sequences else
+                "distinct prompts: a decode step reads the experts of b independent routings (formulas/speed.py "
+                "eq. 5)"))
+        assumptions += post
+        wb_dev = shard_weights(spec, wb, tp, act_bytes)
+        shard = wb_dev.total / wb.total if wb.total else 1.0
+        kv_share = kv_fraction_per_device(spec, tp, mla_mode == "latent")
+        kv_read: dict[int, float] = {}  # KV cache bytes one decode step of b sequences reads, by b
+        link = link_bandwidth
+        if tp > 1 and link is None:
+            warnings.append(f"no interconnect bandwidth for {count} x {device.id}; tensor-parallel communication "
+                            "is not counted")
 
-    # llama.cpp without flash attention: a single-token step's KQ/KQV products (formulas/speed.py eq. 13)
-    unfused: E.Factor | None = None
-    unfused_peak: float | None = None
-    if llamacpp and not flash_attention:
-        found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
-        if found is not None:
-            unfused, rate_key = found
-            unfused_peak, used_key = device.peak_flops(rate_key)
-            sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
-            if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
-                unfused_peak *= sync.expected
-            if unfused_peak is None:
-                unfused = None
-                warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without flash "
-                                "attention is timed as its cache read only (formulas/speed.py eq. 13 not applied)")
-            else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
+        # the all-reduce kernel of a decode step of one sequence (engines.tp_allreduce): 2 per layer (row-parallel
+        # o_proj and down_proj) and, in vLLM / SGLang, one for the vocabulary-parallel embedding
+        if nvlink_mesh is None and tp > 1 and engine in ENG.ALLREDUCE_ENGINES:
+            nvlink_mesh = nvlink_mesh_for(device, None, tp)  # the device's own link (fit passes an instance's)
+        p2p = peer_to_peer(device)
+        ar_path = ENG.tp_allreduce(engine, tp, concurrency * spec.hidden_size * act_bytes, nvlink_mesh, p2p)
+        if allreduce_latency is not None and allreduce_latency < 0:
+            raise InputError("allreduce_latency must not be negative")
+        alpha = allreduce_latency if allreduce_latency is not None else (ar_path.latency.expected if ar_path else 0.0)
+        reductions = 2 * spec.num_layers + (1 if ar_path is not None else 0)
+        if tp > 1 and link and (ar_path is not None or allreduce_latency is not None) and not decode_only:
+            lat = ar_path.latency if ar_path else None
+            assumptions.append(Assumption(
+                "tp_allreduce", f"{reductions} x ({ar_path.kernel if ar_path else 'given'}: {alpha * 1e6:.2f} us + "
+                f"bytes / link) per step", allreduce_latency is None,
+                "formulas/speed.py eq. (6): 2 all-reduces per layer + 1 for the vocabulary-parallel embedding (a "
+                "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
+                + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
+                   else "latency given")
+                + (f"; {peer_to_peer_why(device)}" if ar_path is not None
+                   and (ar_path.kernel.startswith("custom") or not p2p) else "")))
+
+        def comm(tokens: int) -> float:
+            if tp <= 1 or not link:
+                return 0.0
+            per_layer = tokens * spec.hidden_size * act_bytes
+            a = alpha
+            if allreduce_latency is None and ar_path is not None and tokens != concurrency:  # the engine's kernel for
+                path = ENG.tp_allreduce(engine, tp, per_layer, nvlink_mesh, p2p)   # this message's size
+                a = path.latency.expected if path else 0.0
+            return reductions * allreduce_time(per_layer, tp, link, a)
+
+        # prefill of one prompt (TTFT); the lm_head runs for the last prompt token only (formulas/speed.py eq. 9 note)
+        prefill = roof_p = None
+        def state_bytes(batch: int) -> float:
+            """The recurrent state of ``batch`` sequences on one device (heads split by tensor parallelism)."""
+            if spec.recurrent is None or not spec.recurrent_layer_count:
+                return 0.0  # recurrent_state's 0 bytes, / tp
+            conv_b, ssm_b = (DTYPE_BYTES[d] for d in state_dtypes)
+            return recurrent_state(spec, batch, conv_b, ssm_b).total_bytes / tp
+
+        if not decode_only:  # fit's ranking times the decode alone
+            head_params = pc.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+            p_attn = _attention_flops_step(spec, width, prompt_tokens, 0)
+            p_flops = 2.0 * (matmul_params - head_params) * prompt_tokens + 2.0 * head_params + p_attn
+            if t5 is not None:  # eq. (S7): the encoder over the source, the cross k/v projections, the first
+                # target token
+                p_flops = ED.encoder_flops(spec, 1, prompt_tokens) + ED.decode_step_flops(spec, 1, prompt_tokens, 1)
+            prefill_path = E.llamacpp_gemm_path(fmt, device.kind, device.vendor, llamacpp_int8_mmq, device.capability)
+            ce_p = ce
+            if prefill_path is not None and peak is not None and compute_efficiency is None:
+                head_bytes = wb.by_component.get("embedding" if spec.tie_word_embeddings else "lm_head", 0)
+                gemm_params = matmul_params - head_params
+                if prefill_path != path:
+                    assumptions.append(Assumption(
+                        "llamacpp_int8_mmq", False, False, "given: a llama.cpp build from before "
+                        + E.LLAMACPP_INT8_MMQ_SINCE + " (quantized prefill products dequantized to F16 for cuBLAS)"))
+                ce_p = _llamacpp_prefill_efficiency(spec, device, prefill_path, pc, gemm_params, prompt_tokens,
+                                                  ubatch or ENG.LLAMACPP_N_UBATCH, p_flops, p_attn, peak, assumptions,
+                                                  flash_attention=flash_attention,
+                                                  quantized_bytes=read_bytes - head_bytes,
+                                                  expert_quantized_bytes=float(expert_bytes)
+                                                  if spec.moe is not None else 0.0,
+                                                  stream_rate=bw * be if bw else None)
+
+            p_bytes = read_bytes * shard + kv_cache(spec, prompt_tokens, 1, kv_dtype, mla_mode=mla_mode, window_extra=0,
+                                                    repeated_kv=repeated_kv).total_bytes * kv_share + state_bytes(1)
+            if t5 is not None:  # every weight once, and the cross K/V written
+                p_bytes = wb.total + cross_attention_kv(spec, prompt_tokens, 1, kv_dtype)
+            if peak is not None or bw is not None:
+                prefill = phase_time(p_flops / tp, p_bytes, peak, bw, ce_p, be, comm(prompt_tokens))
+                if peak and bw:
+                    roof_p = roofline(p_flops / tp, p_bytes, peak, bw)
+
+        def _fattn_assumptions(kernel: str, batch: int, unified: bool) -> None:
+            fa = E.LLAMACPP_FA_STREAM_SHARE
+            assumptions.append(Assumption(
+                "llamacpp_fattn_kernel", kernel, True,
+                "ggml-cuda fattn.cu ggml_cuda_get_best_fattn_kernel L199-326 (ggml-org/ggml @7b6abb2) for "
+                f"head size {spec.head_dim}, {spec.num_heads}/{spec.num_kv_heads} heads, "
+                + ("one stream of one token" if batch == 1 else f"{batch} streams of one token" if not unified
+                   else f"one stream of {batch} tokens")
+                + "; the K/V view padded to 256 cells (formulas/flash_attention.py)"))
+            assumptions.append(Assumption(fa.name, fa.expected, True, fa.source + " (formulas/flash_attention.py "
+                                          "eq. F1: the K/V cells at this share of the weight stream's rate)"))
+
+        def _llamacpp_batched(batch: int, attn: float, nbytes: float, kv: float, kernel: str | None) -> PhaseTime:
+            """Eq. (10) of formulas/speed.py: llama.cpp on an NVIDIA GPU decoding ``batch`` sequences at once; ``kv`` of
+            ``nbytes`` are the K/V cells, streamed by the flash-attention ``kernel`` (None: no flash attention)."""
+            mmq = path == E.MMQ_PATH
+            factor = E.LLAMACPP_MMQ_STEP if mmq else E.LLAMACPP_CUBLAS
+            gemm_peak, gemm_key = device.peak_flops("int8" if mmq else "fp16_acc16")
+            fp16_peak, _ = device.peak_flops("fp16_acc16")
+            if gemm_peak is None or fp16_peak is None:  # no tensor rate: the products at the dtype's peak
+                gemm_peak = fp16_peak = peak
+            sync = E.llamacpp_sync_mma_share(device.architecture)
+            if sync is not None and gemm_peak is not None and fp16_peak is not None:  # the same kernels as prefill
+                gemm_peak, fp16_peak = gemm_peak * sync.expected, fp16_peak * sync.expected
+            if batch == concurrency:
                 assumptions.append(Assumption(
-                    unfused.name, unfused.expected, True,
-                    "formulas/speed.py eq. (13), the one-sequence step"
-                    + (" (the single-stream figure; the step of several sequences does not use it)"
-                       if concurrency > 1 else "")
-                    + ": without flash attention the one-token KQ/KQV products take "
-                    f"{unfused.expected} x their FLOPs at the {used_key} peak"
-                    + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
+                    "llamacpp_batched_decode", f"{batch} sequences: weights once, every sequence's KV, products at "
+                    f"{path} ({gemm_key} peak x {factor.expected}) beyond the first column, attention at the FP16 rate"
+                    + (" over the whole unified buffer" if unified else "")
+                    + (f"; both rates x {sync.expected} ({sync.name})" if sync is not None else ""),
+                    True, "formulas/speed.py eq. (10): ggml-cuda mmvq.cu/mmq.cu, "
+                    + ("one unified KV stream: each query computes over every sequence's cells (llama.cpp PR "
+                       "#14363; no published -kvu measurement checks this case yet)"
+                       if unified else "one KV stream per sequence (llama.cpp PR #14363)") + "; " + factor.source))
+                if spec.moe is not None and identical_sequences:
+                    assumptions.append(Assumption(
+                        "identical_sequences_routing", round(identical_routings(batch), 2), True,
+                        f"identical prompts diverge in llama.cpp's batched step: {batch} sequences read the experts of "
+                        f"{E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.expected} "
+                        f"b^{E.LLAMACPP_IDENTICAL_ROUTINGS_EXPONENT.expected}"
+                        " routings (formulas/speed.py eq. 11; " + E.LLAMACPP_IDENTICAL_ROUTINGS_SCALE.source + ")"))
+                g = E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU
+                assumptions.append(Assumption(g.name, g.expected, True, g.source))
+            extra = 2.0 * matmul_params * (batch - 1) / tp
+            # b >= 2: no CUDA graph, no single-column fusion (efficiency.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU)
+            graphs_off = step_overhead(spec.num_layers, E.LLAMACPP_GRAPHS_OFF_OVERHEAD_GPU.expected)
+            share = E.LLAMACPP_FA_STREAM_SHARE.expected if kernel is not None else 1.0
+            return batched_decode_time(nbytes, float(bw), be, extra, float(gemm_peak), factor.expected, attn,
+                                       float(fp16_peak), E.LLAMACPP_CUBLAS.expected, comm(batch),
+                                       step_fixed + graphs_off,
+                                       kv_bytes=kv if kernel is not None else 0.0, kv_share=share)
 
-    def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
-        ctx = prompt_tokens + output_tokens // 2
-        if t5 is not None:  # eq. (S7) mid-generation: target/2 tokens of self K/V, the source's cross K/V
-            return _t5_decode(batch)
-        # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not skipped)
-        attn = batch * _attention_flops_step(spec, width, 1, ctx) / tp
         if llamacpp:
-            attn *= cells_at(batch).cross_sequence_attention
-        flops = batch * 2.0 * matmul_params / tp + attn
-        w = float(read_bytes)
-        if spec.moe is not None and expert_bytes:
-            # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
-            # step, where they diverge to the routings of eq. (11)
-            routings: float = float(batch)
-            if identical_sequences:
-                routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
-            frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
-            w = read_bytes - expert_bytes + expert_bytes * frac
-        kernel = None
-        if llamacpp:
-            lay = cells_at(batch)
-            kernel, per_stream, streams, sliding = cells_read(batch)
-            if kernel is not None and batch == concurrency:
-                _fattn_assumptions(kernel, batch, unified)
-            extra = lay.window_extra
-            if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
-                extra = sliding - lay.window
-            kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
-                          window_extra=extra, repeated_kv=repeated_kv).total_bytes * kv_share
-        else:
-            kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
-                          repeated_kv=repeated_kv).total_bytes * kv_share
-        kv_read[batch] = kv
-        # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
-        nbytes = w * shard + kv + 2 * state_bytes(batch)
-        if peak is None and bw is None:
-            return None, None
-        if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
-            return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
-                    roofline(flops, nbytes, peak, bw) if peak else None)
-        t_attn = 0.0
-        if kernel is not None and bw:
-            # eq. F1: the flash-attention kernel streams the K/V cells at a share of the weight stream's rate
-            # (efficiency.LLAMACPP_FA_STREAM_SHARE), after the weight products
-            t_attn = FA.fattn_stream_seconds(kv, float(bw), be, E.LLAMACPP_FA_STREAM_SHARE.expected)
-            nbytes -= kv
-        elif unfused is not None and batch == 1 and bw and unfused_peak:
-            # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
-            # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
-            t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
-            nbytes -= kv
-        t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
-        if host_step:  # eq. (14): the engine's host step overlaps the device's
-            t = host_overlapped_step(t, host_step)
-        r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
-        return t, r
+            lay = cells_at(concurrency)
+            assumptions.append(Assumption("kv_unified", unified, kv_unified is None, ENG.LLAMACPP_KV_UNIFIED_SOURCE))
+            if spec.sliding_window:
+                scan = lay.ring and flash_attention and not unified and concurrency > 1
+                fa_kernel, _, _, ring_read = cells_read(concurrency)
+                shown = ring_read if lay.ring else lay.sliding_read(ub, prompt_tokens, output_tokens // 2,
+                                                                    flash_attention)
+                assumptions.append(Assumption(
+                    "llamacpp_sliding_cells_read", shown, True,
+                    "llama.cpp iSWA cache, cells a decode step reads per " + ("unified stream: min(context x n_seq, "
+                    "pad256(n_swa x n_seq + n_ubatch))" if unified else "sequence's stream: min(context, pad256(n_swa "
+                    "+ n_ubatch))") + " (src/llama-kv-cache-iswa.cpp:69-73 size_swa; engines.llamacpp_kv_cells)"
+                    + ("; ggml-cuda's flash attention reads the view padded to 256 cells (src/llama-kv-cache.cpp "
+                       "get_n_kv)" if fa_kernel is not None else "")
+                    + ("; flash attention with a stream per sequence stops after the 256-cell tile of the ring's last "
+                       "in-window cell (ggml-cuda fattn-common.cuh:879 KV_max; engines.LLAMACPP_FA_KV_TILE)"
+                       if scan else "")))
 
-    def _t5_decode(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
-        target = output_tokens // 2
-        flops = ED.decode_step_flops(spec, batch, prompt_tokens, target)
-        kv = (kv_cache(spec, target, batch, kv_dtype).total_bytes
-              + cross_attention_kv(spec, prompt_tokens, batch, kv_dtype))
-        kv_read[batch] = kv
-        nbytes = read_bytes + kv
-        if peak is None and bw is None:
-            return None, None
-        t = phase_time(flops, nbytes, peak, bw, ce, be, 0.0, step_fixed)
-        if host_step:
-            t = host_overlapped_step(t, host_step)
-        return t, (roofline(flops, nbytes, peak, bw) if peak and bw else None)
+        # llama.cpp without flash attention: a single-token step's KQ/KQV products (formulas/speed.py eq. 13)
+        unfused: E.Factor | None = None
+        unfused_peak: float | None = None
+        if llamacpp and not flash_attention:
+            found = E.llamacpp_unfused_attention(fmt, device.kind, device.vendor)
+            if found is not None:
+                unfused, rate_key = found
+                unfused_peak, used_key = device.peak_flops(rate_key)
+                sync = E.llamacpp_sync_mma_share(device.architecture) if rate_key == "fp16_acc16" else None
+                if unfused_peak is not None and sync is not None:  # the same warp-level kernels as cuBLAS prefill
+                    unfused_peak *= sync.expected
+                if unfused_peak is None:
+                    unfused = None
+                    warnings.append(f"{device.id}: no sourced {rate_key} peak; the single-token attention without "
+                                    "flash attention is timed as its cache read only (formulas/speed.py eq. 13 not "
+                                    "applied)")
+                else:  # the one-sequence step (the decode at b = 1, and the single-stream figure at any concurrency)
+                    assumptions.append(Assumption(
+                        unfused.name, unfused.expected, True,
+                        "formulas/speed.py eq. (13), the one-sequence step"
+                        + (" (the single-stream figure; the step of several sequences does not use it)"
+                           if concurrency > 1 else "")
+                        + ": without flash attention the one-token KQ/KQV products take "
+                        f"{unfused.expected} x their FLOPs at the {used_key} peak"
+                        + (f" x {sync.expected} ({sync.name})" if sync is not None else "") + f"; {unfused.source}"))
 
-    decode, roof_d = decode_at(concurrency)
-    single, _ = decode_at(1) if concurrency > 1 else (decode, roof_d)
-    if bw is None:  # a compute-only decode time would be wildly optimistic
-        decode = single = None
-        roof_d = None
-    if peak is None:
-        prefill = None
-        roof_p = None
-    details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
-               "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
-               "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
-               "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
-               "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
-               "kv_bytes_per_decode_step": kv_read.get(concurrency)}
-    if t5 is not None:
-        details["decode_read_weight_bytes"] = read_bytes
-    if spec.recurrent_layer_count:
-        details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
-        details["state_dtypes"] = list(state_dtypes)
-    serving = engine if engine in R.SERVING_ENGINES else None
-    if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
-        kind = R.BATCHED if concurrency > 1 else R.DECODE
-        b, why = R.serving_band(kind, serving, engine_version, device.id)
-        assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
-    return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens, concurrency,
-                         prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings), details,
-                         serving, engine_version)
+        def decode_at(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
+            ctx = prompt_tokens + output_tokens // 2
+            if t5 is not None:  # eq. (S7) mid-generation: target/2 tokens of self K/V, the source's cross K/V
+                return _t5_decode(batch)
+            # one unified llama.cpp stream: each query's attention runs over every sequence's cells (masked, not
+            # skipped)
+            attn = batch * _attention_flops_step(spec, width, 1, ctx) / tp
+            if llamacpp:
+                attn *= cells_at(batch).cross_sequence_attention
+            flops = batch * 2.0 * matmul_params / tp + attn
+            w = float(read_bytes)
+            if spec.moe is not None and expert_bytes:
+                # distinct sequences: b routings (eq. 5); identical ones: one routing, except in llama.cpp's batched
+                # step, where they diverge to the routings of eq. (11)
+                routings: float = float(batch)
+                if identical_sequences:
+                    routings = identical_routings(batch) if path is not None and batch > 1 else 1.0
+                frac = moe_expert_fraction(spec.moe.experts_per_token, spec.moe.num_experts, routings)
+                w = read_bytes - expert_bytes + expert_bytes * frac
+            kernel = None
+            if llamacpp:
+                lay = cells_at(batch)
+                kernel, per_stream, streams, sliding = cells_read(batch)
+                if kernel is not None and batch == concurrency:
+                    _fattn_assumptions(kernel, batch, unified)
+                extra = lay.window_extra
+                if lay.ring:  # the ring's cells a step reads (the flash-attention mask scan with several streams)
+                    extra = sliding - lay.window
+                kv = kv_cache(spec, per_stream, streams, kv_dtype, mla_mode=mla_mode,
+                              window_extra=extra, repeated_kv=repeated_kv).total_bytes * kv_share
+            else:
+                kv = kv_cache(spec, ctx, batch, kv_dtype, mla_mode=mla_mode, window_extra=0,
+                              repeated_kv=repeated_kv).total_bytes * kv_share
+            kv_read[batch] = kv
+            # a recurrent layer reads its state and writes it back once per token (Gu & Dao 2023, section 3.3)
+            nbytes = w * shard + kv + 2 * state_bytes(batch)
+            if peak is None and bw is None:
+                return None, None
+            if path is not None and batch > 1 and bw and peak and compute_efficiency is None:
+                return (_llamacpp_batched(batch, attn, nbytes, kv, kernel),
+                        roofline(flops, nbytes, peak, bw) if peak else None)
+            t_attn = 0.0
+            if kernel is not None and bw:
+                # eq. F1: the flash-attention kernel streams the K/V cells at a share of the weight stream's rate
+                # (efficiency.LLAMACPP_FA_STREAM_SHARE), after the weight products
+                t_attn = FA.fattn_stream_seconds(kv, float(bw), be, E.LLAMACPP_FA_STREAM_SHARE.expected)
+                nbytes -= kv
+            elif unfused is not None and batch == 1 and bw and unfused_peak:
+                # eq. (13): without flash attention the one-token KQ/KQV products read the cache inside kernels whose
+                # cost follows their arithmetic (efficiency.LLAMACPP_UNFUSED_ATTENTION_WORK_*)
+                t_attn = unfused_attention_time(kv, float(bw), be, attn, unfused_peak, unfused.expected)
+                nbytes -= kv
+            t = phase_time(flops, nbytes, peak, bw, ce, be, comm(batch), step_fixed, attention_seconds=t_attn)
+            if host_step:  # eq. (14): the engine's host step overlaps the device's
+                t = host_overlapped_step(t, host_step)
+            r = roofline(flops, nbytes + (kv if t_attn else 0.0), peak, bw) if peak and bw else None
+            return t, r
+
+        def _t5_decode(batch: int) -> tuple[PhaseTime | None, Roofline | None]:
+            target = output_tokens // 2
+            flops = ED.decode_step_flops(spec, batch, prompt_tokens, target)
+            kv = (kv_cache(spec, target, batch, kv_dtype).total_bytes
+                  + cross_attention_kv(spec, prompt_tokens, batch, kv_dtype))
+            kv_read[batch] = kv
+            nbytes = read_bytes + kv
+            if peak is None and bw is None:
+                return None, None
+            t = phase_time(flops, nbytes, peak, bw, ce, be, 0.0, step_fixed)
+            if host_step:
+                t = host_overlapped_step(t, host_step)
+            return t, (roofline(flops, nbytes, peak, bw) if peak and bw else None)
+
+        # fit's ranking decoded this layout already (one speed_model per fit; not llama.cpp, whose decode_at also
+        # writes assumptions)
+        key = (count, tp, concurrency, link_bandwidth, nvlink_mesh)
+        done = decoded.get(key) if not llamacpp else None
+        if done is None:
+            done = (*decode_at(concurrency), kv_read.get(concurrency))
+            if not llamacpp:
+                decoded[key] = done
+        elif done[2] is not None:
+            kv_read[concurrency] = done[2]
+        decode, roof_d = done[0], done[1]
+        if decode_only:  # the same decode as the full answer's, nothing else
+            return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
+                                 concurrency, None, decode if bw is not None else None, None, None, None)
+        single, _ = decode_at(1) if concurrency > 1 else (decode, roof_d)
+        if bw is None:  # a compute-only decode time would be wildly optimistic
+            decode = single = None
+            roof_d = None
+        if peak is None:
+            prefill = None
+            roof_p = None
+        details = {"params_active": pc.active, "matmul_params": matmul_params, "weights_bytes": wb.total,
+                   "weights_bytes_per_device": wb_dev.total, "attention_width": width, "peak_flops": peak,
+                   "peak_key": peak_key, "bandwidth": bw, "prefill_flops": p_flops,
+                   "bandwidth_factor": bw_factor.name, "link_bandwidth": link,
+                   "decode_overhead_seconds": step_fixed, "host_step_seconds": host_step,
+                   "kv_bytes_per_decode_step": kv_read.get(concurrency)}
+        if t5 is not None:
+            details["decode_read_weight_bytes"] = read_bytes
+        if spec.recurrent_layer_count:
+            details["recurrent_state_bytes_per_decode_step"] = 2 * state_bytes(concurrency)
+            details["state_dtypes"] = list(state_dtypes)
+        serving = engine if engine in R.SERVING_ENGINES else None
+        if serving is not None and decode is not None:  # which validation rows calibrate the decode range, and why
+            kind = R.BATCHED if concurrency > 1 else R.DECODE
+            b, why = R.serving_band(kind, serving, engine_version, device.id)
+            assumptions.append(Assumption("decode_range_band", b.engine if b else "none", True, why))
+        return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
+                             concurrency, prefill, decode, single, roof_p, roof_d, tuple(assumptions), tuple(warnings),
+                             details, serving, engine_version)
+
+    return layout
 
 
 def for_device(sp: SpeedEstimate, device_id: str) -> SpeedEstimate:
