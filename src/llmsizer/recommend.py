@@ -44,7 +44,14 @@ from .estimate.fit import (
     per_replica,
     target_and_count,
 )
-from .estimate.formats import engine_refuses, engine_weights, format_ladder, gguf_file_skipped, weights_asked
+from .estimate.formats import (
+    engine_refuses,
+    engine_weights,
+    format_ladder,
+    gguf_file_skipped,
+    rung_bytes,
+    weights_asked,
+)
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -53,7 +60,6 @@ from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_bytes
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
-from .formulas.weight_formats import weight_bytes
 from .frozen import fast_init
 from .models import load_model
 from .numbers import CONCURRENCY, check_number
@@ -479,7 +485,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             refused = refused or why_not
             continue
         try:
-            wb = weight_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size), 2).total
+            wb = rung_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size))
         except InputError:
             continue
         if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
@@ -683,7 +689,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
     for gb, memory in sorted(smallest.items()):
         found = None
         for fmt in ladder:
-            if weight_bytes(spec, fmt, 128, 2).total > memory_budget(memory, hr):
+            if rung_bytes(spec, fmt) > memory_budget(memory, hr):
                 continue
             try:
                 est = estimate_inference(spec, context=context, concurrency=concurrency, weights=weights_asked(fmt),

@@ -70,3 +70,44 @@ def test_the_web_api_says_it_too() -> None:
         assert len(said(body["warnings"])) == 1
         code, out, _ = run("fit", "qwen3-8b", "--device", "h100", "--memory", "200GiB", "--json")
         assert code == 0 and body == json.loads(out)
+
+
+# One question that draws four warnings on infer and fit alike: a memory given far above a V100 32 GB (the device's
+# warning), a context past Qwen2.5-7B's max_position_embeddings (the model's, its config.json: 131072), a vLLM release
+# newer than the newest with data (the engine's) and bf16 run as fp16 below compute capability 8.0 (the device's
+# format rule: vllm/platforms/cuda.py, V100 is 7.0 in NVIDIA's table)
+SAME_QUESTION = ("qwen2.5-7b", "--device", "v100-sxm2-32gb", "--engine", "vllm", "--engine-version", "99.0",
+                 "--memory", "100GiB", "--context", "200000")
+
+
+def test_fit_and_infer_say_the_same_warnings_in_the_same_order() -> None:
+    """The memory's warning is made where the given memory meets the device (estimate/device.py target_memory) and
+    comes first in every answer, as the device's assumptions do; before, infer said it after the model's warnings
+    and the dtype note before the release note, fit the other way round."""
+    answers = {}
+    for command in ("infer", "fit"):
+        code, out, err = run(command, *SAME_QUESTION, "--json")
+        assert code in (0, 1), err
+        answers[command] = json.loads(out)["warnings"]
+    assert answers["infer"] == answers["fit"]
+    first, *rest = answers["fit"]
+    assert first.startswith("the memory given, 100.00 GiB, is 3.12x what one v100-sxm2-32gb holds")
+    assert [w.split(" ")[0] for w in rest] == ["context", "vLLM", "vLLM"]
+    assert "newer than the newest release" in rest[1] and "runs bf16 as fp16" in rest[2]
+
+
+def test_train_and_its_python_api_say_the_memory_first() -> None:
+    """`train --device` (fit --train's answer) and ``estimate_training(device=...)`` carry the device's warning
+    first, before the estimate's own (the inference-sized comparison), as infer and fit do."""
+    from llmsizer import estimate_training
+    from llmsizer.estimate.fit import fit_training
+
+    question = dict(method="lora", memory=200 * 2**30)
+    fitted = fit_training("qwen2.5-7b", "h100-sxm", **question).warnings
+    direct = estimate_training("qwen2.5-7b", device="h100-sxm", **question).warnings
+    code, out, err = run("train", "qwen2.5-7b", "--method", "lora", "--device", "h100-sxm", "--memory", "200GiB",
+                         "--json")
+    assert code == 0, err
+    assert list(fitted) == list(direct) == json.loads(out)["warnings"]
+    assert len(fitted) == 2 and len(said(list(fitted))) == 1 and fitted[0] == said(list(fitted))[0]
+    assert fitted[1].startswith("sized with inference numbers")

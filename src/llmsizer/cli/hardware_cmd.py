@@ -145,7 +145,7 @@ def usable_memory_of(hw: Device | Instance) -> dict[str, Any]:
     fit's budget (x (1 - headroom)) starts from."""
     device, instance = (hw.device, hw) if isinstance(hw, Instance) else (hw, None)
     usable, notes = target_memory(device, instance, None)
-    return {"bytes": usable, "assumptions": [a.to_dict() for a in notes]}
+    return {"bytes": usable, "assumptions": [a.to_dict() for a in notes.assumptions]}
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from ..catalog.hardware import GENERIC_DEVICES, Device, Instance, load_catalog
 from ..errors import InputError
 from ..formulas.weight_formats import normalize_format
 from ..numbers import DEVICE_MEMORY, check_number
-from ..result import Assumption
+from ..result import Assumption, Notes
 from ..specs import ModelSpec
 from ..units import format_bytes
 from . import efficiency as E
@@ -182,14 +182,24 @@ def instance_memory(device: Device, instance: Instance | None, memory: int | Non
     return memory
 
 
-def target_memory(device: Device, instance: Instance | None, memory: int | None
-                  ) -> tuple[int | None, list[Assumption]]:
+def target_memory(device: Device, instance: Instance | None, memory: int | None) -> tuple[int | None, Notes]:
     """``usable_memory`` of a device or instance: ``memory`` when given, else a CPU instance's RAM (named as its
-    source), else the catalog's device memory."""
+    source), else the catalog's device memory; with the notes behind it: the assumptions naming where the memory
+    came from and, for a ``memory`` given above what the device holds, ``memory_above_device``'s warning. The one
+    place a given memory meets its device (``workload_on_device``, so ``estimate_inference`` / ``estimate_training``
+    with a named device; ``fit``, ``fit_training``): every answer carries these notes first, so the warning is said
+    once and in the same place by infer, train, fit, fit --train and the web."""
+    notes = Notes()
     mem = instance_memory(device, instance, memory)
     if memory is None and mem is not None and instance is not None and instance.memory is not None:
-        return usable_memory(device, mem, f"{instance.id} RAM: {instance.memory.describe()} [{instance.memory.source}]")
-    return usable_memory(device, mem)
+        usable, notes.assumptions = usable_memory(
+            device, mem, f"{instance.id} RAM: {instance.memory.describe()} [{instance.memory.source}]")
+        return usable, notes
+    usable, notes.assumptions = usable_memory(device, mem)
+    over = memory_above_device(device, memory)
+    if over is not None:
+        notes.warnings.append(over)
+    return usable, notes
 
 
 def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[str | Path] = ()
@@ -206,25 +216,25 @@ def resolve_target(hardware: str | Device | Instance, hardware_files: Sequence[s
 
 
 def device_budget(hardware: str | Device | Instance, memory: int | None = None,
-                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, list[Assumption]]:
+                  hardware_files: Sequence[str | Path] = ()) -> tuple[Device, int, int | None, Notes]:
     """What ``--device NAME`` means for a one-device estimate (``infer --device``, ``train --device``), the same as
     for ``fit``: the catalog device (an instance: its device; ``cpu``/``gpu``: a device known only by its kind), the
     devices it names (an instance's count, else 1), its usable memory (``memory`` when given, else a CPU instance's
-    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the assumptions behind
-    that memory."""
+    RAM, else the catalog's; fit's ``usable_memory`` rule) or None when none is known, and the notes behind that
+    memory (``target_memory``)."""
     device, count, _, instance = resolve_target(hardware, hardware_files)
     usable, notes = target_memory(device, instance, memory)
     return device, count or 1, usable, notes
 
 
 def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Sequence[str | Path] = ()
-                       ) -> tuple[dict[str, Any], Device, str, list[Assumption]]:
+                       ) -> tuple[dict[str, Any], Device, str, Notes]:
     """The one resolver of a one-device estimate's ``device`` field (``infer``/``train --device``, the web API's
     ``device``, ``estimate_inference(device=...)``, ``estimate_training(device=...)``): ``fields`` (workload keyword
     fields; ``device`` a catalog device or instance, a Device or Instance, ``cpu``/``gpu``, or absent: ``gpu``) ->
     (the fields with ``device`` the workload's kind and ``memory`` the device's usable memory when one is known,
-    the Device, the name it goes by (an instance's id, else the device's), the assumptions naming the device and
-    where its memory came from). ``asker`` names the caller in the refusal of an instance of several devices."""
+    the Device, the name it goes by (an instance's id, else the device's), the notes: the assumptions naming the
+    device and where its memory came from, and ``target_memory``'s warnings). ``asker`` names the caller in the refusal of an instance of several devices."""
     hardware = fields.get("device")
     if hardware is None:
         hardware = "gpu"
@@ -242,8 +252,10 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     if usable is not None:
         out["memory"] = usable
     # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
-    named = [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *notes]
-    return out, device, target, named
+    if device.origin == "generic":
+        return out, device, target, Notes()
+    notes.assumptions.insert(0, Assumption("device", device.id, False, device.name))
+    return out, device, target, notes
 
 
 def generic_device(kind: str) -> Device:

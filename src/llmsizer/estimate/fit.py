@@ -33,7 +33,6 @@ from . import ranges as R
 from .device import (
     check_engine_on_device,
     engine_assumption,
-    memory_above_device,
     nvlink_mesh_for,
     peer_to_peer,
     resolve_target,
@@ -44,7 +43,7 @@ from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, for_device, split_decode
 from .training import estimate_training
-from .training.compose import ZERO_WHY
+from .training.compose import ZERO_WHY, with_device_notes
 from .verdict import check_headroom, headroom_assumption
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
@@ -450,10 +449,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
-    assumptions.extend(notes)
-    over = memory_above_device(device, memory)
-    if over is not None:
-        warnings.append(over)
+    assumptions.extend(notes.assumptions)
+    warnings.extend(notes.warnings)  # the device's first, as infer says them
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
@@ -681,7 +678,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     usable, notes = target_memory(device, instance, memory)
-    assumptions = [headroom_assumption(headroom), *notes]
+    assumptions = [headroom_assumption(headroom), *notes.assumptions]
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 80GiB; "
                          "memory= in Python, resources.memory in a request file)")
@@ -691,10 +688,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
-    est = training_on_memory(spec, fields, usable, headroom)
-    over = memory_above_device(device, memory)
-    if over is not None:  # said by the estimate, which `train --device` renders
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
+    # the device's warnings said by the estimate (which `train --device` renders), first, as estimate_training's
+    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), notes, assumptions=False)
     chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
     assumptions += chosen
     d = est.details

@@ -30,7 +30,15 @@ from functools import lru_cache
 
 from ..catalog.hardware import Device
 from ..errors import InputError
-from ..formulas.weight_formats import GGUF_FTYPES, dtype_format, normalize_format, stored_format, weight_bytes
+from ..formulas.weight_formats import (
+    GGUF_FTYPES,
+    GROUP_SIZE_DEFAULT,
+    OTHER_BYTES_DEFAULT,
+    dtype_format,
+    normalize_format,
+    stored_format,
+    weight_bytes,
+)
 from ..result import Assumption
 from ..specs import ModelSpec
 
@@ -96,7 +104,7 @@ def engine_kernel_format(engine: str | None, fmt: str) -> str:
 
 def gguf_type_refused(engine: str, fmt: str) -> str | None:
     """Why ``engine`` (vLLM, SGLang) will not load the GGUF format ``fmt``: its main GGML type is not one its GGUF
-    method runs (``GGUF_ENGINES``); None otherwise. On any device: ``engine_weights`` raises it (exit 2)."""
+    method runs (``GGUF_ENGINES``); None otherwise. Asked through ``engine_refuses`` only."""
     if not fmt.startswith("gguf:") or engine not in GGUF_ENGINES:
         return None
     gname, types = GGUF_ENGINES[engine]
@@ -110,7 +118,8 @@ def gguf_type_refused(engine: str, fmt: str) -> str | None:
 def gguf_file_refused(engine: str, spec: ModelSpec | None) -> str | None:
     """Why ``engine`` (vLLM, SGLang) will not load the .gguf file ``spec`` was read from: one of the file's own
     tensor types is not one its GGUF method runs (``GGUF_ENGINES``; the method fails on any such tensor,
-    quantization/gguf.py "Unsupported GGUF quantization type"); None otherwise, or when ``spec`` is no GGUF file."""
+    quantization/gguf.py "Unsupported GGUF quantization type"); None otherwise, or when ``spec`` is no GGUF file.
+    Asked through ``engine_refuses`` only (format "file")."""
     fw = None if spec is None else spec.file_weights
     if fw is None or not fw.gguf or engine not in GGUF_ENGINES:
         return None
@@ -128,7 +137,7 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
     the warning that the file's rung is skipped and which formats of the model are tried instead (a checkpoint
     other than this file); None when the file is loaded, or a format is named. One-line InputError when no smaller
     rung is left (``format_ladder``): nothing of the file can be served on that engine."""
-    why = gguf_file_refused(engine, spec) if weights is None else None
+    why = engine_refuses(engine, "file", None, spec) if weights is None else None  # the types: on any device
     if why is None or spec.file_weights is None:
         return None
     others = format_ladder(spec, engine, None, fp8=True)[1:]
@@ -140,11 +149,13 @@ def gguf_file_skipped(spec: ModelSpec, engine: str, weights: str | None) -> str 
             "GGUF format's own engine: --engine llamacpp)")
 
 
-def engine_refuses(engine: str, fmt: str, device: Device, spec: ModelSpec | None = None) -> str | None:
+def engine_refuses(engine: str, fmt: str, device: Device | None, spec: ModelSpec | None = None) -> str | None:
     """Why ``engine`` will not run weights in ``fmt`` on ``device`` (None: it runs them, or its compute capability
     is not known): a GGUF type vLLM's or SGLang's GGUF method lacks (``GGUF_ENGINES``), and vLLM's and SGLang's
     compute-capability gates (``VLLM_MIN_CAPABILITY``, ``SGLANG_MIN_CAPABILITY``, ``GGUF_MIN_CAPABILITY``).
-    ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types."""
+    ``fmt`` "file" with ``spec`` a .gguf file: the same GGUF checks, over the file's own tensor types. The one home
+    of these checks: ``check_engine_runs`` (fit, estimate_inference), the engine rule and recommend's ladder ask it
+    with their device; ``engine_weights`` with ``device`` None, the GGUF types alone, which need no device."""
     name, gate = _MIN_CAPABILITY.get(engine, ("", {}))
     need = gate.get(fmt)
     gguf_file = fmt == "file" and spec is not None and spec.file_weights is not None and spec.file_weights.gguf
@@ -153,7 +164,7 @@ def engine_refuses(engine: str, fmt: str, device: Device, spec: ModelSpec | None
         if lacking is not None:
             return lacking
         need = GGUF_MIN_CAPABILITY
-    if need is None:  # no gate for this engine and format (the device's capability is not read)
+    if need is None or device is None:  # no gate for this engine and format, or no device to gate
         return None
     have = device.capability
     if have is None or have >= need:
@@ -217,7 +228,7 @@ class FormatChoice:
     warnings: list[str] = field(default_factory=list)
 
 
-def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = 128,
+def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size: int = GROUP_SIZE_DEFAULT,
                    group_size_given: bool = False) -> FormatChoice:
     """The weight format ``engine`` runs for ``spec`` when the user asks for ``weights`` (None: the default);
     ``group_size_given``: the user gave ``group_size`` (a given 128 is not the default)."""
@@ -226,9 +237,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
     if weights is None and fw is not None:
         if engine == "llamacpp" and not fw.gguf:
             raise InputError("engine llamacpp runs GGUF files; give a .gguf file or a GGUF format (--weights q4_k_m)")
-        lacking = gguf_file_refused(engine, spec)
-        if lacking is not None:
-            raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
+        _refuse_gguf_types(engine, "file", spec)
         if not fw.gguf or keeps_gguf(engine):
             return FormatChoice("file", group_size, [Assumption("weights", "file", True,
                                                                 f"exact tensor bytes read from {fw.path}")])
@@ -252,9 +261,7 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
             fmt = GGUF_FROM_STORED[fmt]
             out.warnings.append(f"llama.cpp runs GGUF files: weights taken as {fmt}")
     if fmt.startswith("gguf:") and engine in GGUF_ENGINES:
-        lacking = gguf_type_refused(engine, fmt)
-        if lacking is not None:
-            raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
+        _refuse_gguf_types(engine, fmt, spec)
         out.assumptions.append(Assumption(
             "gguf_kernels", fmt, True,
             f"{GGUF_ENGINES[engine][0]} keeps the GGUF tensors in their GGML types (its GGUF quantization method, "
@@ -267,12 +274,23 @@ def engine_weights(spec: ModelSpec, engine: str, weights: str | None, group_size
         fmt = "bf16"
     if fmt in GROUPED:
         out.assumptions.append(Assumption("group_size", out.group_size, weights is None or not group_size_given,
-                                          "quantization group size (GPTQ/AWQ default 128)"))
+                                          f"quantization group size (GPTQ/AWQ default {GROUP_SIZE_DEFAULT})"))
     if fmt == "mxfp4" and engine == "transformers":
         out.warnings.append("transformers keeps MXFP4 experts packed only with the triton/kernels MXFP4 path on "
                             "recent GPUs; otherwise it dequantizes them to bf16 (pass --weights bf16 to size that)")
     out.fmt = fmt
     return out
+
+
+def _refuse_gguf_types(engine: str, fmt: str, spec: ModelSpec) -> None:
+    """Raise InputError (exit 2) when ``engine`` lacks a GGUF type of ``fmt`` ("file": ``spec``'s .gguf file), on
+    any device (``engine_refuses`` without one). Asked while the weights are chosen, before the engine's composition:
+    SGLang's sizes vLLM's pool on the same card (inference/sglang.py ``_compare_vllm``, a nested estimate_inference),
+    so a refusal left to ``check_engine_runs`` after composing came from that nested vLLM estimate, in vLLM's name,
+    for an SGLang question."""
+    lacking = engine_refuses(engine, fmt, None, spec)
+    if lacking is not None:
+        raise InputError(f"{lacking}; name another format (--weights) or engine (--engine)")
 
 
 def unquantized_format(spec: ModelSpec, precision: str | None = None) -> tuple[str, str]:
@@ -325,7 +343,7 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
     if fw is not None and fw.gguf and keeps_gguf(engine):
         # a GGUF file is its own format (per-tensor types no ladder rung names): first its exact bytes, then the
         # rungs smaller than them
-        return ("file", *(f for f in rungs if weight_bytes(spec, f, 128, 2).total < fw.total_bytes))
+        return ("file", *(f for f in rungs if rung_bytes(spec, f) < fw.total_bytes))
     try:
         # a model file's exact bytes are one answer of their own; the ladder sizes the checkpoint's formats
         # (a spec without a model file is itself that checkpoint: no copy, whose new identity would miss every
@@ -333,7 +351,15 @@ def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8:
         first = engine_weights(spec if spec.file_weights is None else replace(spec, file_weights=None), engine, None)
     except InputError:  # no counterpart of the shipped format on this engine: rungs no larger than the checkpoint
         stored, group, _ = stored_format(spec)
-        limit = weight_bytes(spec, stored, group, 2).total
-        return tuple(f for f in rungs if weight_bytes(spec, f, 128, 2).total <= limit)
-    top = weight_bytes(spec, first.fmt, first.group_size, 2).total
-    return (first.fmt, *(f for f in rungs if f != first.fmt and weight_bytes(spec, f, 128, 2).total < top))
+        limit = rung_bytes(spec, stored, group)
+        return tuple(f for f in rungs if rung_bytes(spec, f) <= limit)
+    top = rung_bytes(spec, first.fmt, first.group_size)
+    return (first.fmt, *(f for f in rungs if f != first.fmt and rung_bytes(spec, f) < top))
+
+
+def rung_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT) -> int:
+    """The weight bytes a format is ranked by in a search (``format_ladder``, recommend's weights-alone check):
+    ``weight_bytes`` at the format catalog's defaults (formulas/weight_formats.py ``GROUP_SIZE_DEFAULT``, unless a
+    group size is known; ``OTHER_BYTES_DEFAULT``), what an estimate of that format with no group size or compute
+    dtype given holds, so a rung is never ranked by other sizes than the estimate's."""
+    return weight_bytes(spec, fmt, group_size, OTHER_BYTES_DEFAULT).total

@@ -28,7 +28,7 @@ reports for the same flags.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +40,7 @@ from ..specs import ModelSpec
 from ..units import MiB, format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
+from .search import largest_true, smallest_true
 
 FIT_TARGET = 1024 * MiB  # common/common.h:483: fit_params_target, 1024 MiB per device
 FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
@@ -178,7 +179,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
                 trial = counts.copy()
                 trial[i] = k
                 return used(run(ctx, trial, n_cpu_moe))[i] <= targets[i]
-            counts[i] = _largest(0, remaining, ok)
+            counts[i] = largest_true(ok, 0, remaining, hi_first=True)  # no layer at all: taken as fitting
             remaining -= counts[i]
         return counts
 
@@ -201,7 +202,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
         # step 2: the largest aligned context with every layer offloaded
         lo = max(min_context, CTX_ALIGN) // CTX_ALIGN
         hi = ctx_max // CTX_ALIGN
-        best = _largest(lo - 1, hi, lambda k: k >= lo and all_on(k * CTX_ALIGN, 0) is not None)
+        best = largest_true(lambda k: k >= lo and all_on(k * CTX_ALIGN, 0) is not None, lo - 1, hi, hi_first=True)
         if best >= lo:
             ctx = best * CTX_ALIGN
             counts_found = all_on(ctx, 0)
@@ -227,7 +228,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
                 steps.append(f"step 3: with every expert tensor in host memory {sum(dense)} of {n + 1} layers fit")
             else:
                 # step 4: bring experts back: the fewest layers whose experts stay in host memory
-                n_cpu_moe = _smallest_moe(n, lambda m: all_on(ctx, m) is not None)
+                n_cpu_moe = smallest_true(lambda m: all_on(ctx, m) is not None, 0, n)  # all_on(ctx, n) fits
                 counts_found = all_on(ctx, n_cpu_moe)
                 steps.append("step 3: every layer fits with its experts in host memory")
                 steps.append(f"step 4: experts of {n - n_cpu_moe} layers moved back to the GPUs; those of "
@@ -235,31 +236,6 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
     assert counts_found is not None
     est = run(ctx, counts_found, n_cpu_moe)
     return _result(spec, free, margin, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload)
-
-
-def _largest(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
-    """The largest k in [lo, hi] with ok(k), ok being monotone (true up to some k); lo when only lo is."""
-    if ok(hi):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _smallest_moe(n: int, ok: Callable[[int], bool]) -> int:
-    """The smallest m in [0, n] with ok(m) (ok monotone: true from some m on; ok(n) is known true)."""
-    lo, hi = -1, n
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts: Sequence[int], n_cpu_moe: int,

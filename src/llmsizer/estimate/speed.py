@@ -37,7 +37,7 @@ from ..formulas.speed import (
     unfused_attention_time,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
-from ..formulas.weight_formats import file_weight_bytes, normalize_format, weight_bytes
+from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, file_weight_bytes, normalize_format, weight_bytes
 from ..frozen import fast_init, replace_fields
 from ..result import Assumption
 from ..specs import ModelSpec
@@ -405,7 +405,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             host_step = float(rule.seconds or 0.0)
 
     pc = count_params(spec)
-    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, 128,
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, GROUP_SIZE_DEFAULT,
                                                                                    4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)

@@ -62,6 +62,19 @@ GGUF_FTYPES: dict[str, str] = {
     "iq2_m": "IQ2_S", "iq2_xxs": "IQ2_XXS", "mxfp4_moe": "MXFP4",
 }
 
+# The group size of a grouped format (GPTQ, AWQ) when neither the checkpoint nor the user states one: the default of
+# transformers' GPTQConfig and AwqConfig (transformers 5.24.0 utils/quantization_config.py L687 and L822,
+# ``group_size: int = 128``). Every size of a format taken without a stated group is at it: ``weight_bytes``'s
+# default, ``stored_format``'s (a format with no groups reports it too), the format ladder estimate/formats.py
+# compares rungs by, and the workload's default (specs/workload.py ``InferenceWorkload.group_size``, a floor below
+# this one: tests/formulas/test_weight_format_defaults.py checks that the two agree).
+GROUP_SIZE_DEFAULT = 128
+# The element size of the tensors a quantized format leaves unquantized (embeddings, lm_head, norms, router) when
+# they are loaded in a 16-bit dtype (bf16 or fp16): what an estimate holds them in unless the compute dtype is fp32
+# (estimate/inference/compose.py ``_compute_dtype``: bf16, or fp16 for a float16 checkpoint; fp32 only for an fp32
+# format or when asked). ``weight_bytes``'s default and the format ladder's.
+OTHER_BYTES_DEFAULT = DTYPE_BYTES["bf16"]
+
 FORMAT_BITS_HINT = {  # nominal bits per quantized weight, for ordering formats by precision
     "fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "fp8-block": 8, "int8": 8, "llm.int8": 8, "gptq-int8": 8,
     "gptq-int4": 4, "awq-int4": 4, "nf4": 4, "nf4-dq": 4, "fp4": 4, "fp4-dq": 4, "mxfp4": 4,
@@ -345,7 +358,8 @@ def gguf_tensor_type(spec: ModelSpec, ftype: str, t: Tensor) -> str:
 
 
 @lru_cache(maxsize=512)
-def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = 128, other_bytes: int = 2) -> WeightBytes:
+def weight_bytes(spec: ModelSpec, fmt: str, group_size: int = GROUP_SIZE_DEFAULT,
+                 other_bytes: int = OTHER_BYTES_DEFAULT) -> WeightBytes:
     """Weight memory of ``spec`` stored in format ``fmt`` (see the module table for each rule).
 
     ``other_bytes`` is the element size of the tensors a quantized format leaves unquantized (embeddings,
@@ -492,11 +506,11 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
     method = str(q.get("quant_method", "")).lower()
     if method == "fp8":
         if q.get("weight_block_size"):
-            return "fp8-block", 128, f"quantization_config fp8 with weight_block_size {q['weight_block_size']}"
-        return "fp8", 128, "quantization_config fp8 (per-tensor scales)"
+            return "fp8-block", GROUP_SIZE_DEFAULT, f"quantization_config fp8 with weight_block_size {q['weight_block_size']}"
+        return "fp8", GROUP_SIZE_DEFAULT, "quantization_config fp8 (per-tensor scales)"
     if method in ("gptq", "awq"):
         bits = int(q.get("bits", q.get("w_bit", 4)))
-        gs = int(q.get("group_size", q.get("q_group_size", 128)) or 128)
+        gs = int(q.get("group_size", q.get("q_group_size", GROUP_SIZE_DEFAULT)) or GROUP_SIZE_DEFAULT)
         if gs < 0:
             gs = 1 << 30  # group_size -1 = one group per column
         name = f"{method}-int{bits}"
@@ -507,14 +521,14 @@ def stored_format(spec: ModelSpec) -> tuple[str, int, str]:
         if q.get("load_in_4bit"):
             kind = str(q.get("bnb_4bit_quant_type", "fp4"))
             dq = "-dq" if q.get("bnb_4bit_use_double_quant") else ""
-            return f"{kind}{dq}", 128, f"quantization_config bitsandbytes 4-bit {kind}{dq}"
-        return "llm.int8", 128, "quantization_config bitsandbytes 8-bit"
+            return f"{kind}{dq}", GROUP_SIZE_DEFAULT, f"quantization_config bitsandbytes 4-bit {kind}{dq}"
+        return "llm.int8", GROUP_SIZE_DEFAULT, "quantization_config bitsandbytes 8-bit"
     if method == "mxfp4":
-        return "mxfp4", 128, "quantization_config mxfp4 (experts), rest bf16"
+        return "mxfp4", GROUP_SIZE_DEFAULT, "quantization_config mxfp4 (experts), rest bf16"
     if method:
         raise InputError(f"{spec.name}: quantization method {method!r} is not supported")
     fmt, why = dtype_format(spec)
-    return fmt, 128, why
+    return fmt, GROUP_SIZE_DEFAULT, why
 
 
 def dtype_format(spec: ModelSpec) -> tuple[str, str]:

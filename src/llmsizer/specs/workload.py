@@ -193,7 +193,7 @@ class InferenceWorkload:
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
     attention: str = "sdpa"
     dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
-    group_size: int = 128
+    group_size: int = 128  # GPTQ/AWQ group when none is stated: formulas/weight_formats.py GROUP_SIZE_DEFAULT
     paged_block_size: int | None = None
     gpu_memory_utilization: float | None = None
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static; None: SGLang's default for the GPU

@@ -16,8 +16,8 @@ from ...formulas.dtypes import DTYPE_BYTES
 from ...formulas.kv_cache import kv_cache, kv_dtype_name
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
-from ...formulas.weight_formats import weight_bytes
-from ...result import Assumption, Estimate
+from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
+from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
 from ...specs.workload import check_pool_shares
 from .. import engines as E
@@ -27,7 +27,6 @@ from ..device import (
     check_engine_on_device,
     engine_assumption,
     generic_device,
-    memory_above_device,
     workload_on_device,
 )
 from ..formats import check_engine_runs, engine_dtype_note, engine_weights
@@ -116,12 +115,6 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
     check_engine_runs(str(w.engine), fmt, device, spec)
-    over = memory_above_device(device, kwargs.get("memory")) if workload is None else None
-    note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device)
-    if over is not None:
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
-    if note is not None:
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if w.engine_version is not None:  # recorded: the memory is the profile's; the release moves the speed (fit)
         rule = E.step_host(str(w.engine), w.engine_version)
         est = Estimate(est.kind, est.model, est.items, (*est.assumptions, Assumption(
@@ -132,6 +125,10 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
         newer = E.newer_release_note(str(w.engine), w.engine_version)
         if newer is not None:
             est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, newer), est.details)
+    # last, as fit says it (its estimate is on the device's kind; fit adds this note for the device itself)
+    note = engine_dtype_note(str(w.engine), fmt, _assumed(est, "dtype"), device)
+    if note is not None:
+        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, note), est.details)
     if key:
         if len(_MEMO) >= _MEMO_SIZE:
             _MEMO.clear()
@@ -153,28 +150,30 @@ def inference_workload(given: InferenceWorkload | dict[str, Any], asker: str, sp
     is a device known only by its kind), recorded as ``engine=<name> (default for <device>: <reason>)``; ``spec``: the
     model, whose checkpoint format the rule checks the engine runs on that GPU."""
     w, notes, _device = _workload_on_its_device(given, asker, spec)
-    return w, notes
+    return w, tuple(notes.assumptions)
 
 
 def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: str, spec: ModelSpec | None
-                            ) -> tuple[InferenceWorkload, tuple[Assumption, ...], Device]:
-    """``inference_workload`` and the Device it resolved (a generic one for a workload object's kind)."""
+                            ) -> tuple[InferenceWorkload, Notes, Device]:
+    """``inference_workload``, its notes (the device's, ``estimate/device.py`` ``workload_on_device``: assumptions
+    and warnings; the engine's default) and the Device it resolved (a generic one for a workload object's kind)."""
     if isinstance(given, InferenceWorkload):
         w, device, target = given, generic_device(given.device), given.device
-        notes: list[Assumption] = []
+        notes = Notes()
     else:
         fields, device, target, notes = workload_on_device(given, asker)
         if fields.get("engine") is None:  # built once with the default engine, which stays out of ``given``
             eng, note = engine_assumption(None, device, fields.get("tensor_parallel") or 1, fields.get("weights"),
                                           target, spec)
             passed = frozenset(k for k, v in fields.items() if v is not None)
-            return InferenceWorkload(**dict(fields, engine=eng), given=passed), (*notes, note), device
+            notes.assumptions.append(note)
+            return InferenceWorkload(**dict(fields, engine=eng), given=passed), notes, device
         w = InferenceWorkload(**fields)
     if w.engine is None:  # replace keeps ``given``: the engine stays a default, and the fields are checked for it
         eng, note = engine_assumption(None, device, w.tensor_parallel, w.weights, target, spec)
         w = dataclasses.replace(w, engine=eng)
-        notes.append(note)
-    return w, tuple(notes), device
+        notes.assumptions.append(note)
+    return w, notes, device
 
 
 def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu") -> int | None:
@@ -198,7 +197,7 @@ def inference_sized_floor(spec: ModelSpec, device: str = "gpu") -> int:
     whole catalog)."""
     if device == "cpu":
         return 0
-    return weight_bytes(spec, "bf16", 128, DTYPE_BYTES["bf16"]).total
+    return weight_bytes(spec, "bf16", GROUP_SIZE_DEFAULT, DTYPE_BYTES["bf16"]).total
 
 
 def _assumed(est: Estimate, name: str) -> str:
@@ -206,15 +205,15 @@ def _assumed(est: Estimate, name: str) -> str:
     return next((str(a.value) for a in est.assumptions if a.name == name), "")
 
 
-def _with_notes(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
-    """``est`` with the device's assumptions first and the engine's default, when chosen, in place of the
-    engine profile's line."""
-    if not notes:
+def _with_notes(est: Estimate, notes: Notes) -> Estimate:
+    """``est`` with the device's assumptions and warnings first (``estimate/device.py`` ``target_memory``, as fit
+    says them) and the engine's default, when chosen, in place of the engine profile's line."""
+    if not notes.assumptions and not notes.warnings:
         return est
-    engine = [a for a in notes if a.name == "engine"]
-    first = tuple(a for a in notes if a.name != "engine")
+    engine = [a for a in notes.assumptions if a.name == "engine"]
+    first = tuple(a for a in notes.assumptions if a.name != "engine")
     rest = tuple(engine[0] if engine and a.name == "engine" else a for a in est.assumptions)
-    return Estimate(est.kind, est.model, est.items, first + rest, est.warnings, est.details)
+    return Estimate(est.kind, est.model, est.items, first + rest, (*notes.warnings, *est.warnings), est.details)
 
 
 def _workload_key(spec: ModelSpec, w: InferenceWorkload) -> tuple[Any, ...]:

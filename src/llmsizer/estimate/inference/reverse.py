@@ -1,8 +1,9 @@
 """The reverse questions: the largest context, or concurrency, that fits a memory budget.
 
 Memory is non-decreasing in context and in concurrency (every term of ``inference.estimate_inference``
-is), so the largest value that fits is found by bisection over whole tokens / sequences. "Fits" is the
-estimate's own verdict (estimate/verdict.py: memory x (1 - headroom), or what vLLM's KV pool admits).
+is), so the largest value that fits is found by bisection over whole tokens / sequences (estimate/search.py
+``largest_true``). "Fits" is the estimate's own verdict (estimate/verdict.py: memory x (1 - headroom), or what
+vLLM's KV pool admits).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ...errors import InputError
 from ...models import load_model
 from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS, check_number
 from ...specs import InferenceWorkload, ModelSpec
+from ..search import largest_true
 from . import estimate_inference
 from .compose import inference_workload
 
@@ -28,19 +30,11 @@ def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
 
 
 def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, level: int, lowest: int = 1) -> int:
-    """Largest value in [lowest, upper] that fits, or 0 when ``lowest`` itself does not."""
-    first: dict[str, Any] = {field: lowest}
-    if not _fits(spec, replace(w, **first), level):
-        return 0
-    lo, hi = lowest, upper
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        changes: dict[str, Any] = {field: mid}
-        if _fits(spec, replace(w, **changes), level):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """Largest value in [lowest, upper] that fits, or 0 when ``lowest`` itself does not (asked first)."""
+    def fits(k: int) -> bool:
+        changes: dict[str, Any] = {field: k}
+        return _fits(spec, replace(w, **changes), level)
+    return largest_true(fits, lowest, upper) if fits(lowest) else 0
 
 
 def _prepare(model: ModelSpec | str, memory: int | None, kwargs: dict[str, Any]) -> tuple[ModelSpec, InferenceWorkload]:

@@ -22,12 +22,12 @@ from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
-from ...result import Assumption, Estimate, Item, KindedWarning
+from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
 from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
-from ..device import memory_above_device, workload_on_device
+from ..device import workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
@@ -129,22 +129,15 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     if workload is not None and kwargs:
         raise InputError("give either a workload or keyword fields, not both")
     spec = _load(model)
-    notes: tuple[Assumption, ...] = ()
-    over = None
+    notes = Notes()
     if workload is None and kwargs.get("device") is not None:
         # a catalog device or instance, as `train --device` takes it (estimate/device.py, the one resolver): its kind,
-        # its memory when none is given, and the assumptions naming both
-        given_memory = kwargs.get("memory")
-        kwargs, device, _, named = workload_on_device(kwargs, "estimate_training")
-        notes = tuple(named)
-        over = memory_above_device(device, given_memory)
+        # its memory when none is given, the assumptions naming both and the memory's warning
+        kwargs, _, _, notes = workload_on_device(kwargs, "estimate_training")
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
-    est = _with_device(_least_sharded(spec, w), notes)
-    if over is not None:
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
-    return est
+    return with_device_notes(_least_sharded(spec, w), notes, assumptions=True)
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
@@ -203,11 +196,15 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     return Estimate(est.kind, est.model, est.items, assumptions, est.warnings, est.details)
 
 
-def _with_device(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
-    """``est`` with the assumptions naming its device and that device's memory first."""
-    if not notes:
+def with_device_notes(est: Estimate, notes: Notes, assumptions: bool) -> Estimate:
+    """``est`` with its device's notes first (estimate/device.py ``target_memory``): the warnings, and with
+    ``assumptions`` the assumptions naming the device and its memory (``fit_training`` keeps those apart, in its
+    own assumptions)."""
+    named = tuple(notes.assumptions) if assumptions else ()
+    if not named and not notes.warnings:
         return est
-    return Estimate(est.kind, est.model, est.items, notes + est.assumptions, est.warnings, est.details)
+    return Estimate(est.kind, est.model, est.items, named + est.assumptions, (*notes.warnings, *est.warnings),
+                    est.details)
 
 
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:

@@ -4,7 +4,7 @@
 
 Per-device memory is non-decreasing in micro-batch and in sequence length (every activation term of
 ``formulas/training_activations.py`` grows with tokens; model states do not depend on them), so the largest
-value that fits is found by bisection.
+value that fits is found by bisection (estimate/search.py ``largest_true``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from ...errors import InputError
 from ...numbers import COUNT, TOKENS
 from ...specs import ModelSpec, TrainingWorkload
+from ..search import largest_true
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
 
@@ -27,16 +28,11 @@ def _fits(spec: ModelSpec, w: TrainingWorkload, memory: int, level: int) -> bool
 
 def _largest(spec: ModelSpec, w: TrainingWorkload, field: str, upper: int, memory: int, level: int,
              step: int = 1) -> int:
-    """The largest multiple of ``step`` up to ``upper`` whose workload fits (0: none does)."""
-    lo, hi = 0, upper // step
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        changes: dict[str, Any] = {field: mid * step}
-        if _fits(spec, replace(w, **changes), memory, level):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo * step
+    """The largest multiple of ``step`` up to ``upper`` whose workload fits (0: none does; 0 itself is not asked)."""
+    def fits(k: int) -> bool:
+        changes: dict[str, Any] = {field: k * step}
+        return _fits(spec, replace(w, **changes), memory, level)
+    return largest_true(fits, 0, upper // step) * step
 
 
 def _prepare(model: ModelSpec | str, memory: int | None, level: str,

@@ -22,7 +22,7 @@ from ...formulas.parallelism import pipeline_stage_layers, shard, zero_shards
 from ...formulas.tensor_parallel import shard_weights
 from ...formulas.tensors import Tensor, at_layer, expand, layer_groups, layer_keys, model_tensors
 from ...formulas.training_states import optimizer_state_bytes, optimizer_state_bytes_counted
-from ...formulas.weight_formats import bnb4_matrix_bytes, weight_bytes
+from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, bnb4_matrix_bytes, weight_bytes
 from ...specs import ModelSpec
 from ...specs.training import MODULES_TO_SAVE
 from .setup import TrainingContext
@@ -94,7 +94,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     tied_copy = spec.tie_word_embeddings and w.pp > 1 and stage == last
 
     # ---- base weights (format-aware, TP-sharded by weight_formats/tensor_parallel) ----
-    wb = weight_bytes(spec, ctx.base_format, 128, ctx.base_bytes)
+    wb = weight_bytes(spec, ctx.base_format, GROUP_SIZE_DEFAULT, ctx.base_bytes)
     wb = shard_weights(spec, wb, tp, ctx.base_bytes) if tp > 1 else wb
     expert_elems = _expert_elements(spec)
     total_expert = sum(expert_elems.values())
