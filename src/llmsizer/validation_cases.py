@@ -23,6 +23,7 @@ Assumptions for the public rows are stated next to each group below and in the t
 from __future__ import annotations
 
 import csv
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -1027,6 +1028,67 @@ BENCH_FLASH_ATTENTION = False
 BENCH_INT8_MMQ = False
 
 
+# The December 2023 tables are not llama-bench runs: their notebooks run ``./main`` (builds 1671-1691, 2023-12-21/22)
+# with its default context, ``-n 1024 --ignore-eos`` and a 494-token prompt. Such a row's test is ``tgN pP cC``: N
+# single-token evals ("eval time = ... / 1023 runs") after a P-token prompt in C KV cells (n_ctx; "generate: n_ctx =
+# 512, n_batch = 512, n_predict = 1024, n_keep = 0"), quoted per row from its notebook. Past n_ctx, ./main swaps the
+# context instead of growing it (examples/main/main.cpp L503-522 @7082d24, unchanged from build 1671): it drops half
+# of the cells after n_keep and shifts the rest, so the run never holds more than C tokens.
+MAIN_TEST = re.compile(r"tg(\d+) p(\d+) c(\d+)")
+
+
+@lru_cache(maxsize=8)
+def main_decode_cells(prompt: int, evals: int, n_ctx: int, n_keep: int = 0) -> float:
+    """Mean KV cells one single-token eval of a ``./main`` run attends: llama.cpp's ``kv_self.n`` = min(n_ctx,
+    max(32, pad32(cell_max))), the cells up to the highest one in use, masked or not (llama.cpp L6184 @7082d24, "a
+    heuristic, to avoid attending the full cache if it is not yet utilized"), replayed over the run: the prompt in one
+    batch, then ``evals`` tokens with main's context swapping (main.cpp L507-522: n_discard = (n_past - n_keep - 1) / 2
+    cells removed by llama_kv_cache_seq_rm L1753-1784, the rest shifted by llama_kv_cache_seq_shift L1823-1851) and
+    the cache's slot search (llama_kv_cache_find_slot L1680-1731, cell_max L1734-1742, the head rules L6172-6174 and
+    L6275-6280). A swap frees cells below the highest one in use, so once the cache is full the cells read stay at
+    n_ctx: the run reads its whole cache, not the tokens its context holds."""
+    if not 0 < prompt < n_ctx or evals < 1:
+        raise InputError(f"a ./main run needs 0 < prompt < n_ctx and evals >= 1, got {prompt}, {n_ctx}, {evals}")
+    pos = [-1] * n_ctx  # each cell's position (-1: empty); one sequence
+    head = used = 0
+
+    def decode(n: int, p0: int) -> int:
+        nonlocal head, used
+        if head > used + 2 * n:
+            head = 0
+        while True:  # llama_kv_cache_find_slot: n free cells from the head, wrapping at the end
+            if head + n > n_ctx:
+                head = 0
+                continue
+            busy = next((i for i in range(n) if pos[head + i] >= 0), None)
+            if busy is None:
+                break
+            head += busy + 1
+        for i in range(n):
+            pos[head + i] = p0 + i
+        used += n
+        top = next((i + 1 for i in range(n_ctx - 1, 0, -1) if pos[i] >= 0), 0)
+        head = 0 if head + n >= n_ctx else head + n
+        return min(n_ctx, max(32, -(-top // 32) * 32))
+
+    decode(prompt, 0)
+    n_past, read = prompt, 0
+    for _ in range(evals):
+        if n_past + 1 > n_ctx:  # main.cpp L507: context full, swap
+            discard = (n_past - n_keep - 1) // 2
+            first = n_ctx
+            for i, q in enumerate(pos):
+                if n_keep + 1 <= q < n_keep + discard + 1:  # llama_kv_cache_seq_rm
+                    pos[i], used, first = -1, used - 1, min(first, i)
+                elif n_keep + 1 + discard <= q < n_past:  # llama_kv_cache_seq_shift
+                    pos[i] = q - discard
+            head = min(head, first)
+            n_past -= discard
+        read += decode(1, n_past)
+        n_past += 1
+    return read / evals
+
+
 def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
     path = data_dir(data) / "llamacpp_bench.csv"
     return [BenchRow(r["id"], r["device"], r["catalog_model"], r["weights"], r["test"], float(r["value"]),
@@ -1034,21 +1096,32 @@ def llamacpp_bench_rows(data: str | Path | None = None) -> list[BenchRow]:
 
 
 def llamacpp_bench_cases(data: str | Path | None = None) -> list[Case]:
+    """The llama-bench rows (``tgN``: N tokens after a 1-token prompt, the step at mid-generation; ``ppN``: an N-token
+    prompt) and the ./main rows (``tgN pP cC``: the step at the mean cells its evals attend, main_decode_cells; a
+    step's time is linear in the cells it reads, so the mean step is the step at the mean cells)."""
     out = []
     for r in llamacpp_bench_rows(data):
-        n = int(r.test[2:])
+        run = MAIN_TEST.fullmatch(r.test)
         decode = r.test.startswith("tg")
-        s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1, flash=BENCH_FLASH_ATTENTION,
-                   int8_mmq=BENCH_INT8_MMQ)
+        if run:
+            evals, prompt, n_ctx = (int(g) for g in run.groups())
+            cells = round(main_decode_cells(prompt, evals, n_ctx))
+            s = _speed(r.model, r.device, r.weights, cells, 1, flash=BENCH_FLASH_ATTENTION, int8_mmq=BENCH_INT8_MMQ)
+        else:
+            n = int(r.test[2:])
+            s = _speed(r.model, r.device, r.weights, 1 if decode else n, n if decode else 1,
+                       flash=BENCH_FLASH_ATTENTION, int8_mmq=BENCH_INT8_MMQ)
         pred = s.tokens_per_second_per_user if decode else s.prefill_tokens_per_second
         calib = r.role == "calibration"
         suspect = r.role == "suspect"
         kind = DECODE if decode else PREFILL
         why = r.notes[r.notes.index("SUSPECT"):] if suspect and "SUSPECT" in r.notes else ""
+        main = (f"; ./main: its evals attend {cells} KV cells on average (context swapping at n_ctx {n_ctx}), the "
+                "step at that depth; its cold first step and K-shift graphs are not modelled (< 1 %)") if run else ""
         out.append(Case(r.id, kind, f"llama.cpp {r.model} {r.weights[5:]} {r.device} {r.test}", pred, r.value,
                         "tokens/s", *within_tolerance(kind, pred, r.value),
                         excluded=CALIBRATION if calib else (SUSPECT if suspect else ""), source=r.source,
-                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "")
+                        note=r.table + ("; calibration row of estimate/efficiency.py" if calib else "") + main
                         + (f"; {why}" if why else "")))
     return out
 

@@ -2,12 +2,13 @@
 that the model can express, plus llama.cpp llama-bench rows from XiongjieDai/GPU-Benchmarks-on-LLM-Inference.
 
 Nothing here is tuned: predictions use the named defaults of ``estimate/efficiency.py`` and the catalog's
-sourced peaks. Run with ``-s`` to see the table; the summary (median and worst |error|) goes to
-docs/hardware.md. Rows the model cannot express are listed with the reason.
+sourced peaks. Run with ``-s`` to see the table; the summary per kind (median, p90, within
+tolerance) is docs/accuracy.md, written by ``llmsizer validate``. Rows the model cannot express are listed with the reason.
 
 Assumptions (stated per row in the table):
 - llama-bench ``tgN`` = N tokens generated after a 1-token prompt at KV depth 0 (``tgN @ dD``: after D tokens);
-  ``ppN`` = prefill throughput of an N-token prompt; ``B=32`` rows decode 32 sequences together.
+  ``ppN`` = prefill throughput of an N-token prompt; ``B=32`` rows decode 32 sequences together; the December 2023
+  ./main rows ``tgN pP cC`` = N single-token evals after a P-token prompt in C cells (validation_cases.MAIN_TEST).
 - Qwen2.5-Coder-7B and Qwen3-Coder-30B-A3B share the architecture of the catalog's Qwen2.5-7B and Qwen3-30B-A3B;
   LLaMA 1/2 7B and Llama 3 8B use the catalog's Llama-2-7B and Llama-3.1-8B configs (same layer shapes).
 - torchtune rows: the settings of the memory row of the same README line (validation_cases.TORCHTUNE_SPEED_TWIN:
@@ -22,6 +23,7 @@ Assumptions (stated per row in the table):
 from __future__ import annotations
 
 import csv
+import functools
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +66,7 @@ from llmsizer.validation_cases import (  # noqa: E402
     SPARK,
     SPARK_UBATCH,
     Case,
+    llamacpp_bench_cases,
     llamacpp_bench_rows,
     speed_case,
 )
@@ -72,7 +75,7 @@ from llmsizer.validation_cases import _speed as _speed_case  # noqa: E402
 
 # XiongjieDai/GPU-Benchmarks-on-LLM-Inference README @00dd2bd (llama.cpp llama-bench), with quotes in
 # validation/llamacpp_bench.csv: (device, catalog model, format, test, value tokens/s, table)
-EXTRA = [(r.device, r.model, r.weights, r.test, r.value, r.table) for r in llamacpp_bench_rows()]
+EXTRA = [(r.id, r.device, r.model, r.weights, r.test, r.value, r.table) for r in llamacpp_bench_rows()]
 # rows the CSV marks as calibration of another constant (efficiency.LLAMACPP_STREAM_BYTES_PER_SM_CYCLE: XD44)
 CALIBRATION_ROWS = {(r.device, r.model, r.weights, r.test) for r in llamacpp_bench_rows() if r.role == "calibration"}
 
@@ -113,19 +116,23 @@ CALIBRATION = {("rtx-3090", "llama-3.1-8b"), ("rtx-4090", "llama-3.1-8b"), ("app
 PREFILL_CALIBRATION_XD = {("rtx-4090", "llama-3.1-8b", "gguf:f16")}
 
 
-def _predict_extra(dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
-    n = int(test[2:])
+def _predict_extra(rid: str, dev: str, model: str, fmt: str, test: str, value: float, table: str) -> Row:
+    # the row as the validation report expresses it (llama-bench tgN / ppN, ./main tgN pP cC): one home
+    pred = _bench_cases()[rid].predicted
     if test.startswith("tg"):
-        s = _speed(model, dev, fmt, 1, n)
-        pred, group = s.tokens_per_second_per_user, "decode"
+        group = "decode"
         if ((dev, model) in CALIBRATION and test == "tg512") or (dev, model, fmt, test) in CALIBRATION_ROWS:
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_*"
     else:
-        s = _speed(model, dev, fmt, n, 1)
-        pred, group = s.prefill_tokens_per_second, "prefill"
+        group = "prefill"
         if (dev, model, fmt) in PREFILL_CALIBRATION_XD and test == "pp512":
             group, table = "calibration", table + "; calibration row of efficiency.LLAMACPP_CUBLAS"
     return Row("XD", f"{model} {fmt[5:]} {dev} {test}", value, pred, group, table)
+
+
+@functools.cache
+def _bench_cases() -> dict[str, Case]:
+    return {c.id: c for c in llamacpp_bench_cases()}
 
 
 def all_rows() -> list[Row]:
