@@ -41,6 +41,8 @@ from .estimate.fit import (
     fit_memory,
     fit_training,
     hourly_price,
+    instances_for,
+    not_whole_instances,
     per_replica,
     target_and_count,
 )
@@ -226,6 +228,21 @@ def _instance_candidate(inst: Instance) -> _Candidate:
 def _device_candidate(d: Device, c: Constraints, count: int = 1) -> _Candidate:
     price, basis, _ = hourly_price(d, count, None, c.kwh_price)
     return _Candidate(d.id, d.name, "owned" if d.owned else "local", d, count, None, price, basis)
+
+
+def _with_devices(cand: _Candidate, devices: int, c: Constraints) -> _Candidate | str:
+    """``cand`` as ``devices`` devices (``recommend --train --gpus N``): a bare device N times; an instance as the
+    whole instances that make N (fit's rule, ``fit.not_whole_instances``: 2 x a 1-GPU instance for 2, never part of
+    an 8-GPU one), priced as that many (``fit.hourly_price``); else why it cannot give N, for its skipped entry."""
+    inst = cand.instance
+    if inst is None:
+        return dataclasses.replace(_device_candidate(cand.device, c, devices), memory=cand.memory,
+                                   notes=list(cand.notes))
+    why = not_whole_instances(inst.id, inst.device_count, devices)
+    if why is not None:
+        return why
+    price, basis, _ = hourly_price(inst.device, devices, inst)
+    return dataclasses.replace(cand, count=devices, price=price, cost_basis=basis, notes=list(cand.notes))
 
 
 def _candidates(cat: HardwareCatalog, c: Constraints, training: bool) -> tuple[list[_Candidate], list[Option]]:
@@ -720,9 +737,13 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     TrainingWorkload (``training_fields`` and/or ``**fields``: method, seq_len, micro_batch, grad_checkpointing,
     ...): memory, verdict and time per option from ``fit_training(tokens=...)`` with every field (the call
     ``fit --train --tokens`` and ``train --device --tokens`` make, so an option's memory and time are theirs for the
-    same flags), nodes added until the deadline is met, cost from the hourly price. The assumptions and warnings
-    are the chosen option's duration's (its device's utilisation, collective bandwidth...); with none chosen, those
-    of the first option timed."""
+    same flags), nodes added until the deadline is met, cost from the hourly price. With the workload's ``gpus``
+    (``--gpus N``) every candidate is N devices: a bare device N times, an instance as the whole instances that make
+    N (``fit.not_whole_instances``, the rule ``fit --train --count`` applies), one that cannot listed as rejected
+    with the reason; N is then fixed (no instances added for a deadline). The assumptions and warnings are the
+    chosen option's duration's (its device's utilisation, collective bandwidth...); with none chosen, none (each
+    option timed states its own in ``fit --train --tokens``; the first timed would make the answer depend on the
+    listing order)."""
     spec = load_model(model) if isinstance(model, str) else model
     refuse_unmodelled(spec, training=True)
     if tokens <= 0:
@@ -739,13 +760,24 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
     fpt = fl.per_token
     timed: dict[str, tuple[tuple[Assumption, ...], tuple[str, ...]]] = {}  # each timed option's duration notes
     cands, rejected = _candidates(cat, c, training=True)
+    gpus = wl.get("gpus")  # --gpus N: every option is N devices (checked by TrainingWorkload above)
     meets: list[Option] = []
-    for cand in cands:
-        dev = cand.device
-        stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
-                                    device_kind=dev.kind, count=cand.count,
+    for cand0 in cands:
+        dev = cand0.device
+        stub: dict[str, Any] = dict(target=cand0.target, name=cand0.name, provider=cand0.provider, device=dev.id,
+                                    device_kind=dev.kind, count=cand0.count,
                                     tensor_parallel=int(wl.get("tp", 1)), engine="",
                                     weights_format="nf4-dq" if method == "qlora" else "bf16")
+        sized = cand0 if gpus is None else _with_devices(cand0, int(gpus), c)
+        if isinstance(sized, str):
+            rejected.append(Option(**stub, replicas=1, status="rejected",
+                                   reasons=(f"{sized} (--gpus {gpus}: whole instances only)",)))
+            continue
+        cand = sized
+        # the instances the option is (--gpus N over several whole instances), before any added for a deadline;
+        # an option's count is its devices per instance and its replicas the instances, as a deadline's scale-out
+        per_option = instances_for(cand.count, cand.instance) if cand.instance is not None else 1
+        stub["count"] = cand.count // per_option
         peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
         if peak is None:
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=(f"no sourced {key} peak FLOP/s",)))
@@ -755,7 +787,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             rejected.append(Option(**stub, replicas=1, status="rejected", reasons=("device memory unknown",)))
             continue
         try:  # a setting this device cannot run (GPU offload or paged optimizers on a CPU) rejects the option
-            fr = fit_training(spec, cand.instance or dev, None if cand.instance else cand.count,
+            fr = fit_training(spec, cand.instance or dev,
+                              None if cand.instance is not None and gpus is None else cand.count,
                               headroom=c.headroom, memory=cand.memory, hardware_files=hardware_files,
                               tokens=tokens, utilization=utilization, **(training_fields or {}))
         except InputError as e:
@@ -768,12 +801,25 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                                    memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device))
             continue
         reasons.extend(fr.reasons)
+        if per_option > 1 and cand.instance is not None:  # --gpus N over several instances: said, with their link
+            net, each = cand.instance.network, cand.count // per_option
+            reasons.append(f"{per_option} instances of {each} device{'s' if each > 1 else ''} (--gpus {gpus}), "
+                           + (f"collectives between them over --network {wl['network']}" if wl.get("network")
+                              else f"collectives between them over the instance's {net.raw:g} {net.unit} network"
+                              if net is not None else "no network between them in the catalog: data-parallel "
+                              "communication timed as one machine's link, a lower bound (fit --train --count's "
+                              "warning; --network to give one)"))
         dur = fr.duration  # fit --train --tokens's own duration (duration.training_time_on, every field)
         timed.setdefault(cand.target, (dur.assumptions, dur.warnings))
         one = float(dur.seconds or 0.0)
         nodes, secs = 1, one
         if c.deadline is not None and one > c.deadline:
             nodes = math.ceil(one / c.deadline)
+            if gpus is not None:  # the devices were given: no instances are added
+                rejected.append(Option(**stub, replicas=per_option, status="rejected", training_seconds=one,
+                                       reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
+                                                f"{format_seconds(c.deadline)} deadline",)))
+                continue
             if nodes > MAX_NODES or cand.instance is None:
                 rejected.append(Option(**stub, replicas=1, status="rejected", training_seconds=one, reasons=(
                     f"{format_seconds(one)} on one {'instance' if cand.instance else 'device'} misses the "
@@ -802,7 +848,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
-        opt = Option(**stub, replicas=nodes, status="meets", reasons=tuple(reasons), price_per_hour=price,
+        opt = Option(**stub, replicas=nodes * per_option, status="meets", reasons=tuple(reasons), price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)
         if c.max_cost is not None and (total is None or total > c.max_cost):
@@ -812,16 +858,17 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             opt = _replace(opt, status="rejected", reasons=(
                 "no hourly price" if price is None else f"${price:.2f}/h exceeds ${c.max_cost_per_hour:g}/h",))
         (meets if opt.status == "meets" else rejected).append(opt)
-    meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0))
+    # ties broken by name and size, so the ranking does not follow the catalog's or a hardware file's listing order
+    meets.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.training_seconds or 0.0, o.target, o.count))
     if meets:
         f0 = meets[0]
         meets[0] = _replace(f0, status="chosen", reasons=(
             f"cheapest run that meets every constraint (${f0.run_cost:,.0f}, {format_seconds(f0.training_seconds or 0)})"
             if f0.run_cost is not None else "meets every constraint; no priced option does", *f0.reasons))
-    rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0))
+    rejected.sort(key=lambda o: (o.run_cost is None, o.run_cost or 0.0, o.target, o.count))
     # the chosen option's duration notes (another device's collective bandwidth or utilisation would not describe
-    # it); none chosen: the first option timed
-    assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else next(iter(timed.values()), ((), ()))
+    # it); none chosen: none (the first option timed would depend on the listing order)
+    assumptions, warnings = timed.get(meets[0].target, ((), ())) if meets else ((), ())
     workload = {"tokens": tokens, **{k: (list(v) if isinstance(v, tuple) else v) for k, v in wl.items()},
                 "flops_per_token": fpt, "flops_formula": fl.formula, "total_flops": fpt * tokens}
     return Recommendation("training", spec.name, workload, c, tuple(meets), tuple(rejected), (), (),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -333,3 +334,20 @@ def test_a_detected_catalog_gpu_keeps_its_architecture_and_its_answers(tmp_path:
     assert on_file.duration is not None and on_catalog.duration is not None
     assert on_file.duration.utilization == on_catalog.duration.utilization
     assert on_file.duration.seconds == on_catalog.duration.seconds
+
+
+def test_a_detected_gpu_keeps_its_catalog_peer_to_peer(tmp_path: Path) -> None:
+    """A detected GPU written as a hardware file under its own id (detected-...) keeps the catalog row's sourced
+    ``peer_to_peer`` (rtx-4090: false, nccl-1127), so the collectives' rule (estimate/device.py peer_to_peer) holds
+    for it as for the catalog id; the entry reads back as the same flag."""
+    from llmsizer.catalog.detect import _from_catalog
+    from llmsizer.estimate.device import peer_to_peer
+
+    cat = builtin_catalog()
+    entry: dict[str, Any] = {"id": "detected-rtx-4090", "name": "detected", "kind": "gpu", "memory": "24GiB"}
+    _from_catalog(entry, cat.devices["rtx-4090"], cat)
+    assert entry["peer_to_peer"]["value"] is False and entry["peer_to_peer"]["source"] == "nccl-1127"
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps({"devices": [entry], "sources": {"nccl-1127": cat.sources["nccl-1127"]}}),
+                    encoding="utf-8")
+    assert peer_to_peer(load_catalog([path]).device("detected-rtx-4090")) is False

@@ -97,14 +97,15 @@ def test_for_device_replaces_the_id_only_where_it_stands_whole(tmp_path: Path) -
 
 
 def _no_peer_twin(tmp_path: Path) -> tuple[Path, str, str]:
-    """A hardware-file device with every number of a catalog GPU that has no peer-to-peer access
-    (efficiency.NO_PEER_TO_PEER), under another id (so it is taken as one that has)."""
+    """A hardware-file device with every number of a catalog GPU that has no peer-to-peer access (its row's
+    ``peer_to_peer: false``), under another id and without that field (so it is taken as one that has)."""
     from llmsizer.catalog.hardware import _read_builtin
-    from llmsizer.estimate.efficiency import NO_PEER_TO_PEER
 
-    real = NO_PEER_TO_PEER[0]
+    real = "rtx-4090"
     raw = next(d for d in _read_builtin("accelerators.json")["devices"] if d["id"] == real)
-    twin = {**raw, "id": f"{real}-p2p-twin", "name": f"{raw['name']} (peer-to-peer twin)", "aliases": []}
+    assert raw["peer_to_peer"]["value"] is False
+    twin = {k: v for k, v in raw.items() if k != "peer_to_peer"}
+    twin.update(id=f"{real}-p2p-twin", name=f"{raw['name']} (peer-to-peer twin)", aliases=[])
     path = tmp_path / "twin.json"
     path.write_text(json.dumps({"devices": [twin]}), encoding="utf-8")
     return path, real, twin["id"]
@@ -112,7 +113,7 @@ def _no_peer_twin(tmp_path: Path) -> tuple[Path, str, str]:
 
 @pytest.mark.parametrize("first", [0, 1])
 def test_peer_to_peer_is_its_own_speed_whichever_came_first(tmp_path: Path, first: int) -> None:
-    """estimate_speed reads ``device.id in NO_PEER_TO_PEER`` for the tensor-parallel all-reduce (vLLM's custom
+    """estimate_speed reads the device's ``peer_to_peer`` for the tensor-parallel all-reduce (vLLM's custom
     all-reduce needs peer-to-peer, else NCCL: engines.tp_allreduce): a TP-2 vLLM answer on the GPU without it and
     on its twin with it are two estimates, each equal to its own answer with every memo cleared. The memo key
     (fit.py ``_speed_cached``) keeps them apart twice today: the flag, and the device id it scopes vLLM / SGLang
@@ -137,3 +138,43 @@ def test_peer_to_peer_is_its_own_speed_whichever_came_first(tmp_path: Path, firs
         assert (sp.device, sp.assumptions, sp.warnings, sp.ttft_seconds, sp.tokens_per_second_per_user) == (
             dev, alone[dev].assumptions, alone[dev].warnings, alone[dev].ttft_seconds,
             alone[dev].tokens_per_second_per_user), (ids[first], dev)
+
+
+def test_a_twin_stating_no_peer_to_peer_gets_the_nccl_all_reduce_of_the_rtx_4090(tmp_path: Path) -> None:
+    """A hardware-file copy of the RTX 4090 under another id with ``peer_to_peer: false`` (YAML, a bare boolean)
+    takes vLLM's NCCL all-reduce at TP 2, as the RTX 4090 does (vLLM's custom all-reduce needs peer-to-peer:
+    engines.tp_allreduce), with the same speed; before the field the rule matched catalog ids and it got the custom
+    kernel. Its assumption names the file the flag came from."""
+    from llmsizer.catalog.hardware import _read_builtin
+
+    raw = next(d for d in _read_builtin("accelerators.json")["devices"] if d["id"] == "rtx-4090")
+    twin = {k: v for k, v in raw.items() if k != "peer_to_peer"}
+    twin.update(id="my-4090", name="my 4090", aliases=[], peer_to_peer=False)
+    path = tmp_path / "mine.yaml"
+    path.write_text(json.dumps({"devices": [twin]}), encoding="utf-8")
+    out = {}
+    for dev in ("rtx-4090", "my-4090"):
+        clear_caches()
+        r = fit("llama-3.1-8b", dev, 2, engine="vllm", hardware_files=[path], context=4096)
+        assert r.tensor_parallel == 2 and r.speed is not None
+        out[dev] = r.speed
+    ar = {dev: next(a for a in out[dev].assumptions if a.name == "tp_allreduce") for dev in out}
+    assert "NCCL" in str(ar["my-4090"].value) and ar["my-4090"].value == ar["rtx-4090"].value
+    assert "my-4090 peer_to_peer false" in ar["my-4090"].why and "user:mine.yaml" in ar["my-4090"].why
+    assert (out["my-4090"].ttft_seconds, out["my-4090"].tokens_per_second_per_user) == (
+        out["rtx-4090"].ttft_seconds, out["rtx-4090"].tokens_per_second_per_user)
+
+
+@pytest.mark.parametrize(("value", "said"), [('"no"', "must be true or false"), ("1", "must be true or false"),
+                                             ('{"value": false, "unit": "GB"}', "is not 'flag'")])
+def test_a_bad_peer_to_peer_is_one_line_naming_file_and_field(tmp_path: Path, value: str, said: str) -> None:
+    from llmsizer.catalog.hardware import load_catalog
+    from llmsizer.errors import InputError
+
+    path = tmp_path / "bad.json"
+    path.write_text('{"devices": [{"id": "b", "name": "b", "kind": "gpu", "memory": "24GiB", "peer_to_peer": '
+                    + value + "}]}", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        load_catalog([path])
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg and "devices[b].peer_to_peer" in msg and said in msg, msg

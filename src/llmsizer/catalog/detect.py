@@ -258,6 +258,8 @@ def _from_catalog(entry: dict[str, Any], dev: Device, cat: HardwareCatalog, cpu:
         entry["architecture"] = dev.architecture
     if dev.compute_capability is not None:  # the engines' capability gates and llama.cpp's kernel choice read it
         entry["compute_capability"] = _catalog_value(dev.compute_capability, cat)
+    if dev.peer_to_peer is not None:  # the collectives' and all-reduce's path (estimate/device.py peer_to_peer)
+        entry["peer_to_peer"] = _catalog_value(dev.peer_to_peer, cat)
     if dev.interconnect:
         entry["interconnect"] = dev.interconnect
     for name in ("memory_bandwidth", "tdp"):

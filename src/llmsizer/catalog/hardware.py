@@ -185,6 +185,9 @@ class Device:
     sm_count: Value | None = None  # streaming multiprocessors (NVIDIA GPUs)
     fp32_cores: Value | None = None  # FP32 lanes ("CUDA cores") of the whole GPU
     compute_capability: Value | None = None  # NVIDIA compute capability, major.minor as NVIDIA writes it (12.0)
+    # whether GPUs of this device map each other's memory (NCCL's P2P transport, vLLM's / SGLang's _can_p2p): a
+    # sourced flag (unit 'flag', raw True/False); None: not stated (estimate/device.py peer_to_peer, the one reader)
+    peer_to_peer: Value | None = None
 
     @property
     def capability(self) -> int | None:
@@ -265,7 +268,8 @@ class Device:
         """Every sourced value of the entry, by dotted field name."""
         out: dict[str, Value] = {}
         for name in ("memory", "memory_usable", "memory_bandwidth", "tdp", "interconnect_bandwidth", "launch_price",
-                     "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability"):
+                     "price", "memory_channels", "cores", "sm_count", "fp32_cores", "compute_capability",
+                     "peer_to_peer"):
             v = getattr(self, name)
             if v is not None:
                 out[name] = v
@@ -540,10 +544,26 @@ def _values_map(raw: Any, quantity: str, where: str, ctx: _Ctx, missing: dict[st
     return out
 
 
+def _flag(raw: Any, where: str, ctx: _Ctx, missing: dict[str, str]) -> Value | None:
+    """A device's true/false field (``peer_to_peer``) as a Value of unit 'flag': a value object with its source (the
+    catalog's), or a bare true/false in a hardware file (sourced to the file); null or absent: None (not stated)."""
+    if raw is None:
+        return None
+    obj = raw if isinstance(raw, dict) else {"value": raw}
+    if obj.get("value") is not None and not isinstance(obj.get("value"), bool):
+        raise ctx.fail(where, f"must be true or false, got {obj.get('value')!r}")
+    if obj.get("unit", "flag") != "flag":
+        raise ctx.fail(where, f"unit {obj.get('unit')!r} is not 'flag' (a true/false field)")
+    val, why = _parse_value({**obj, "unit": "flag"}, "count", where, ctx)
+    if val is None:
+        missing[where.split(".")[-1]] = why
+    return val
+
+
 _DEVICE_FIELDS = {"id", "name", "aliases", "vendor", "kind", "form_factor", "memory", "memory_usable",
                   "memory_options", "memory_bandwidth", "flops", "flops_sparse", "tdp", "interconnect",
                   "interconnect_bandwidth", "launch_price", "price", "memory_channels", "cores", "isa", "owned", "pcie",
-                  "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability"}
+                  "note", "notes", "architecture", "sm_count", "fp32_cores", "compute_capability", "peer_to_peer"}
 
 
 def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
@@ -574,6 +594,7 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
     for k in list(isa):  # ISA flags are booleans with unit 'flag'
         if not isinstance(isa[k].raw, bool):
             raise ctx.fail(f"{where}.isa.{k}", "must be true or false")
+    p2p = _flag(raw.get("peer_to_peer"), f"{where}.peer_to_peer", ctx, missing)
     base = Device(id=str(raw["id"]).lower(), name=str(raw["name"]), kind=raw["kind"], vendor=str(raw.get("vendor", "")),
                   form_factor=ff, aliases=tuple(str(a) for a in raw.get("aliases", ())),
                   memory=vals.get("memory"), memory_usable=vals.get("memory_usable"),
@@ -583,7 +604,8 @@ def _device(raw: dict[str, Any], where: str, ctx: _Ctx) -> list[Device]:
                   memory_channels=vals.get("memory_channels"), cores=vals.get("cores"), isa=isa, missing=missing,
                   owned=bool(raw.get("owned", False)), origin=ctx.origin,
                   architecture=str(raw.get("architecture", "")).lower(), sm_count=vals.get("sm_count"),
-                  fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"))
+                  fp32_cores=vals.get("fp32_cores"), compute_capability=vals.get("compute_capability"),
+                  peer_to_peer=p2p)
     opts = vals.get("memory_options")
     if opts is None:
         return [base]

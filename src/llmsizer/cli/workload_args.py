@@ -378,7 +378,8 @@ def refuse_training_flags(args: argparse.Namespace) -> None:
         flags = ", ".join(TRAINING_FLAG.get(k, "--" + k.replace("_", "-")) for k in given)
         raise InputError(f"{flags} appl{'ies' if len(given) == 1 else 'y'} to --train (add --train, or drop "
                          f"{'it' if len(given) == 1 else 'them'} to size serving"
-                         + ("; serving on N devices: --count N" if "gpus" in given else "") + ")")
+                         + ("; serving on N devices: --count N" if "gpus" in given and "count" in vars(args)
+                            else "") + ")")
 
 
 # flags of serving that are not InferenceWorkload fields: fit's llama.cpp auto-fit and host CPU

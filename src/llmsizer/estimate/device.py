@@ -270,14 +270,20 @@ PAIR_ONLY_LINKS = ("nvlink-bridge",)
 
 def peer_to_peer(device: Device) -> bool:
     """Whether GPUs of ``device`` map each other's memory (NCCL's P2P transport; vLLM's and SGLang's ``_can_p2p``):
-    every device but the catalog ids of ``efficiency.NO_PEER_TO_PEER`` (GeForce RTX 40: NVIDIA/nccl#1127). Matched by
-    id: a hardware-file device under another id is taken to have it (``PEER_TO_PEER_WHY`` says so where it is used)."""
-    return device.id not in E.NO_PEER_TO_PEER
+    the device's ``peer_to_peer`` field where its row or hardware file states it (the catalog's GeForce RTX 4090:
+    false, NVIDIA/nccl#1127), else taken to have it (:func:`peer_to_peer_why` says which, where it is used)."""
+    return device.peer_to_peer is None or bool(device.peer_to_peer.base)
 
 
-PEER_TO_PEER_WHY = ("peer-to-peer access assumed: the GPUs without it are known by catalog id "
-                    f"(efficiency.NO_PEER_TO_PEER: {', '.join(E.NO_PEER_TO_PEER)}; NVIDIA/nccl#1127), so a "
-                    "hardware-file copy of one under another id is taken to have it")
+def peer_to_peer_why(device: Device) -> str:
+    """The words for :func:`peer_to_peer` on ``device`` in the assumptions that read it (``collective_bandwidth``,
+    a custom ``tp_allreduce``): the stated flag and its source, or that none is stated."""
+    v = device.peer_to_peer
+    if v is None:
+        return (f"peer-to-peer access assumed: {device.id} states no peer_to_peer (a hardware file's device entry may "
+                "give peer_to_peer: false, as the catalog's rtx-4090 does: GeForce RTX 40, NVIDIA/nccl#1127)")
+    return (f"peer-to-peer access {'stated' if v.base else 'none'}: {device.id} peer_to_peer {str(bool(v.base)).lower()}"
+            f" ({v.source}, {v.date})")
 
 
 def nvlink_mesh_for(device: Device, instance: Instance | None, count: int,

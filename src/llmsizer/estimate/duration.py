@@ -83,7 +83,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .device import PEER_TO_PEER_WHY, peer_to_peer, resolve_target, workload_device_kind
+from .device import peer_to_peer, peer_to_peer_why, resolve_target, workload_device_kind
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
@@ -752,9 +752,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
                                         "the gradient reduction runs on the compute stream, the updated weights are "
                                         "all-gathered after the optimizer step (formulas/training_time.py eq. (7e))"))
             notes.append(Assumption("collective_bandwidth", bw, True,
-                                    E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
-                                    else "the devices' link within a machine (per direction)"
-                                    + (f"; {PEER_TO_PEER_WHY}" if device.kind == "gpu" else "")))
+                                    (E.HOST_STAGED_COLLECTIVE_BANDWIDTH.source if host
+                                     else "the devices' link within a machine (per direction)")
+                                    + (f"; {peer_to_peer_why(device)}" if device.kind == "gpu" else "")))
             if nodes > 1 and network is not None:
                 notes.append(Assumption("inter_node_network", network.bandwidth, not network.given,
                                         f"{network.what}: bytes/s per machine of {per_node} devices, {nodes} "

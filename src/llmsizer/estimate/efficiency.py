@@ -553,8 +553,8 @@ def training_utilization(architecture: str) -> tuple[Factor, bool]:
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
 # with TRAINING_DEVICE_UTILIZATION for the compute -> 4.633 GB/s (4.555 GB/s when the whole step's communication
 # overlapped its whole compute; the forward all-gather now overlaps only the forward, formulas/training_time.py
-# eq. (8')); re-derived by tests/hardware/test_training_calibration.py.
-NO_PEER_TO_PEER = ("rtx-4090",)
+# eq. (8')); re-derived by tests/hardware/test_training_calibration.py. Which devices lack it is data: a device's
+# ``peer_to_peer`` field (the catalog's rtx-4090 row: false, NVIDIA/nccl#1127), read by estimate/device.py peer_to_peer.
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
     "host_staged_collective_bandwidth", 4.633e9, 4.633e9, 4.633e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")

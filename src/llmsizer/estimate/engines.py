@@ -321,7 +321,7 @@ def tp_allreduce(engine: str | None, tp: int, message_bytes: float, nvlink_mesh:
     """The kernel ``engine`` runs for one all-reduce of ``message_bytes`` over ``tp`` GPUs and its latency; None for a
     single GPU or an engine not covered. ``nvlink_mesh``: every pair of the GPUs joined by NVLink (vLLM's
     is_full_nvlink; None: not known, taken as not); ``peer_to_peer``: the GPUs can map each other's memory (vLLM's
-    _can_p2p; GeForce RTX 40 cards cannot, ``efficiency.NO_PEER_TO_PEER``)."""
+    _can_p2p; GeForce RTX 40 cards cannot: a device's ``peer_to_peer``, estimate/device.py)."""
     if tp <= 1 or engine not in ALLREDUCE_ENGINES:
         return None
     mesh = bool(nvlink_mesh)

@@ -219,12 +219,22 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
     if inst_count and count and count != inst_count:
         if not instances:
             raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
-        if count % inst_count:
+        not_whole = not_whole_instances(target, inst_count, count)
+        if not_whole is not None:
             whole = sorted({max(1, count // inst_count), -(-count // inst_count)})
             opts = " or ".join(f"{k * inst_count} ({k} instance{'s' if k > 1 else ''})" for k in whole)
-            raise InputError(f"{target} has {inst_count} devices: {count} devices are not whole instances; give "
-                             f"{opts}, or the device name {device.id} for {count} devices")
+            raise InputError(f"{not_whole}; give {opts}, or the device name {device.id} for {count} devices")
     return device, n, target, instance
+
+
+def not_whole_instances(target: str, inst_count: int, count: int) -> str | None:
+    """Why ``count`` devices of an instance of ``inst_count`` devices are not a whole number of instances (the
+    rule ``target_and_count`` applies to a training count: several instances, their collectives over the instance's
+    network), or None when they are (``count`` a multiple of ``inst_count``: 2 x a 1-GPU instance, 1 x an 8-GPU one
+    for 8). ``recommend --train --gpus N`` lists an instance refused by it as skipped."""
+    if count % inst_count:
+        return f"{target} has {inst_count} devices: {count} devices are not whole instances"
+    return None
 
 
 def instances_for(count: int, instance: Instance | None) -> int:
@@ -262,11 +272,13 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # a serving engine's decode band (and the assumption naming it) depends on the device (ranges.serving_band)
     scope = device.id if engine in R.SERVING_ENGINES else None
     # estimate_speed also reads the vendor, architecture, compute capability and SM clock (llama.cpp's kernel path,
-    # stream cap and Hopper mma share) and whether the id is a GPU without peer-to-peer (the all-reduce path): two
-    # devices alike in the numbers above but not in these are two estimates
+    # stream cap and Hopper mma share) and whether it is a GPU without peer-to-peer (the all-reduce path, and the
+    # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates
+    p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
            kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
-           device.capability, device.sm_cycles_per_second, peer_to_peer(device))
+           device.capability, device.sm_cycles_per_second, peer_to_peer(device),
+           (p2p.source, p2p.date) if p2p is not None else None)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
         if hit is None:

@@ -44,7 +44,7 @@ from ..specs import ModelSpec
 from . import efficiency as E
 from . import engines as ENG
 from . import ranges as R
-from .device import PEER_TO_PEER_WHY, nvlink_mesh_for, peer_to_peer
+from .device import nvlink_mesh_for, peer_to_peer, peer_to_peer_why
 from .formats import engine_kernel_format, file_kernel_format
 
 # llama.cpp cache types (-ctk/-ctv) as the speed estimate names them -> whether ggml-cuda's flash attention sees a
@@ -465,7 +465,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
             "decode step of the sequences; a prefill's or another batch's larger message picks its own kernel); "
             + (f"{ar_path.why}; {lat.name} {lat.source}" if ar_path and lat and allreduce_latency is None
                else "latency given")
-            + (f"; {PEER_TO_PEER_WHY}" if ar_path is not None and ar_path.kernel.startswith("custom") else "")))
+            + (f"; {peer_to_peer_why(device)}" if ar_path is not None
+               and (ar_path.kernel.startswith("custom") or not p2p) else "")))
 
     def comm(tokens: int) -> float:
         if tp <= 1 or not link:

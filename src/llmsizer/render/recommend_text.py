@@ -59,7 +59,8 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
             out.append(f"  {o.target}: {'; '.join(o.reasons)}{mem}")
         if len(rec.rejected) > top:
             out.append(f"  ... {len(rec.rejected) - top} more (--top N or --json)")
-    out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}" for a in rec.assumptions))
+    if rec.assumptions:  # a training search with none chosen states none (each option's are its fit's)
+        out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}" for a in rec.assumptions))
     for w in rec.warnings:
         out.append(f"warning: {w}")
     return "\n".join(out)
