@@ -35,7 +35,14 @@ from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
-from .timeline import StageTimeline, eager_loss_events_of, fsdp2_copy_in_events, stage_timeline, traced_units_layout
+from .timeline import (
+    StageTimeline,
+    eager_loss_events_of,
+    fsdp2_copy_in_events,
+    pipeline_fsdp2,
+    stage_timeline,
+    traced_units_layout,
+)
 
 RECIPE_SRC = "formulas/training_states.py (recipe table: ZeRO paper, HF model_memory_anatomy, Megatron-LM)"
 ACT_SRC = "formulas/training_activations.py (Korthikanti et al. 2022 eq. 1, structure-aware terms)"
@@ -422,7 +429,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
     if st.no_sync_grads:
         g_note += (" - FSDP1 no_sync: every unit's unsharded flat gradient, accumulated over the micro-batches until "
                    "the sync micro-batch's reduce-scatter (formulas/fsdp_flat_param.py eq. N1)")
-    if w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.offload == "none":
+    if pipeline_fsdp2(w):  # the timeline's rule (eq. PP2), not grad_op's sharded gradients
         g_note += (" - FSDP2 under pipeline parallelism: unsharded, accumulated over the micro-batches until the "
                    "step's one reduce-scatter (formulas/parallelism.py eq. PP2)")
     acc.items.append(Item("gradients", g, "device",
@@ -480,7 +487,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             formula += (f" + ring attention over {w.context_parallel} ranks: K/V gathered from all ranks, fp32 dq/dk/dv "
                         "accumulators and the rotating dK/dV buffer")
             src += "; formulas/context_parallel.py (torch _context_parallel/_attention.py)"
-        if name == "gathered_params" and w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2:
+        if name == "gathered_params" and pipeline_fsdp2(w):  # eq. PP1 where the timeline sized it so
             formula = ("FSDP2 under pipeline parallelism: every unit of the stage stays gathered through the step "
                        "(torchtitan reshard_after_forward=False with PP; the stage's backward does not reshard "
                        "either), whole, beside this rank's own shard")
