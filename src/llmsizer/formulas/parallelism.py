@@ -49,6 +49,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import accumulate
+
+from ..errors import InputError
 
 DDP_BUCKET_CAP_BYTES = 25 * 10**6  # torch DDP bucket_cap_mb default = 25 (MB)
 DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000  # DeepSpeed zero_optimization.reduce_bucket_size default 5e8
@@ -80,15 +85,74 @@ def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: fl
     return weight_b / w + grad_b / g + k / o
 
 
-def pipeline_stage_layers(num_layers: int, pp: int) -> list[range]:
-    """Layers of each pipeline stage: an even split, the remainder given to the first stages."""
-    base, extra = divmod(num_layers, pp)
-    out, start = [], 0
-    for i in range(pp):
-        n = base + (1 if i < extra else 0)
-        out.append(range(start, start + n))
-        start += n
-    return out
+# how the decoder layers are split over pipeline stages (``pipeline_stage_layers``)
+PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
+
+
+def torchtitan_stage_layer_counts(num_layers: int, stages: int, rule: str = "torchtitan") -> list[int]:
+    """Decoder layers of each of ``stages`` pipeline stages as torchtitan splits them when no split points are given.
+
+    - 'torchtitan-9dec370' (``generate_split_points``, torchtitan/parallelisms/pipelining_utils.py @ 9dec370,
+      2024-12-26, lines 37-52): n // stages layers on the first stage, one more on each middle stage while the
+      remainder lasts, the last stage what is left.
+    - 'torchtitan' (``generate_llm_fqn_per_model_part``, torchtitan/distributed/pipeline_parallel.py @ b5bcd76,
+      2026-08-21, lines 390-463, with ``pipeline_parallel_first_stage_less_layers`` = ``_last_stage_less_layers`` = 1,
+      config/configs.py lines 197, 203): the embedding and the output each weigh one layer: (n + 2) // stages
+      effective layers a stage, one more on the first (n + 2) % stages stages; the first and last give one up.
+
+    >>> torchtitan_stage_layer_counts(126, 8, "torchtitan-9dec370"), torchtitan_stage_layer_counts(126, 8)
+    ([15, 16, 16, 16, 16, 16, 16, 15], [15, 16, 16, 16, 16, 16, 16, 15])
+    >>> torchtitan_stage_layer_counts(32, 4, "torchtitan-9dec370"), torchtitan_stage_layer_counts(32, 4)
+    ([8, 8, 8, 8], [8, 9, 8, 7])
+    """
+    if stages < 1 or stages > num_layers:
+        raise InputError(f"{stages} pipeline stages for {num_layers} layers: torchtitan needs 1 <= stages <= layers")
+    if stages == 1:
+        return [num_layers]
+    if rule == "torchtitan-9dec370":
+        base, extra = divmod(num_layers, stages)
+        middle = [base + (1 if k < extra else 0) for k in range(stages - 2)]
+        return [base, *middle, num_layers - base - sum(middle)]
+    if rule != "torchtitan":
+        raise InputError(f"unknown torchtitan split rule {rule!r}")
+    base, extra = divmod(num_layers + 2, stages)
+    counts = [base + (1 if k < extra else 0) for k in range(stages)]
+    counts[0] -= 1
+    counts[-1] -= 1
+    return counts
+
+
+@lru_cache(maxsize=64)
+def pipeline_stage_layers(num_layers: int, pp: int, split: str = "even",
+                          virtual: int = 1) -> tuple[Sequence[int], ...]:
+    """Layers each of the ``pp`` pipeline ranks holds.
+
+    'even' (Megatron-LM, DeepSpeed's ``partition_method='uniform'``): an even split, the remainder given to the
+    first stages, one contiguous range a rank (``virtual`` not used: Megatron's interleaved chunks give a rank the
+    same number of layers). The torchtitan rules (``torchtitan_stage_layer_counts``) split over ``pp * virtual``
+    stages and give rank r the stages r, r + pp, ... (``stage_ids_this_rank`` style 'loop', pipelining_utils.py @
+    9dec370 lines 102-112, pipeline_llama.py line 108): a rank's layers are its stages' layers in order (a range when
+    ``virtual`` = 1, else a tuple of the layer indices).
+
+    >>> [len(r) for r in pipeline_stage_layers(126, 8)]
+    [16, 16, 16, 16, 16, 16, 15, 15]
+    >>> [len(r) for r in pipeline_stage_layers(126, 8, "torchtitan-9dec370", 2)]
+    [15, 16, 16, 16, 16, 16, 16, 15]
+    """
+    if split == "even":
+        base, extra = divmod(num_layers, pp)
+        out, start = [], 0
+        for i in range(pp):
+            n = base + (1 if i < extra else 0)
+            out.append(range(start, start + n))
+            start += n
+        return tuple(out)
+    counts = torchtitan_stage_layer_counts(num_layers, pp * virtual, split)
+    starts = [0, *accumulate(counts)]
+    chunks = [range(starts[k], starts[k + 1]) for k in range(pp * virtual)]
+    if virtual == 1:
+        return tuple(chunks)
+    return tuple(tuple(i for s in range(virtual) for i in chunks[r + s * pp]) for r in range(pp))
 
 
 def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
