@@ -1706,16 +1706,23 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # interleaved ones: 15 / 16 x 6 / 15 a rank), not the even split's 16 on stage 0; every stage that can peak is
 # evaluated (estimate/training/compose.py stages_to_evaluate): stage 0 falls to 59.9 GiB allocated and stage 1 (16
 # layers, 7 micro-batches in flight, 61.6 GiB) is the peak: -1.85 GiB, -20.8 / -10.1 / -13.2 / -10.6 / -11.3 /
-# -18.3 % (a correct term that widens the gap). Not modelled yet, so the rows are reported, not summarised:
+# -18.3 % (a correct term that widens the gap). Under Interleaved1F1B (PM1063) the rank holds two stages whose FSDP2
+# gradients are each reduce-scattered right after their own last micro-batch (torch 2.13 schedules.py
+# _add_reduce_grad lines 1252-1282, stage.py perform_reduce_grad lines 1164-1186), in the order of torch's
+# ScheduleInterleaved1F1B (schedules.py lines 2735-2838, 2872-2888, 2954-3004: rank 1 forwards all 16 of its stages'
+# micro-batches, then runs stage 9's eight backwards before stage 1's): formulas/parallelism.py
+# interleaved_backward_states, read on a real PP 2 x FSDP 2 interleaved step (tests/training/
+# test_pipeline_interleaved_fsdp2.py). The peak (rank 1, stage 9's second backward) holds stage 9's 8 layers'
+# accumulators, not all 16 of the rank's: PM1063 65.36 -> 54.48 GiB, -10.1 % -> -25.1 %, away from the measured 72.7
+# (what 1F1B and interleaving measure, 82.5 vs 72.7 GiB, differs by 9.8 GiB; the model now differs by 10.9). Not
+# modelled yet, so the rows are reported, not summarised:
 # - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
 #   (the ring attention's buffers at CP 8 add 3.5 GiB of it). Nothing in torchtitan 9dec370's model or PP code read
 #   here scales with the sequences per micro-batch at equal tokens; it needs a CUDA memory trace.
-# - under Interleaved1F1B (PM1063) the rank holds two stages whose FSDP2 gradients are each reduce-scattered after
-#   their own last micro-batch (stage.py backward_maybe_with_nosync; Interleaved1F1B forwards all 16 chunks on rank 0
-#   before a backward, schedules.py @ v2.13.0 lines 2878-2888, and runs stage 8's eight backwards before stage 0's):
-#   stage 0's own accumulators (about 11 GiB) are absent at the peak; virtual_stages does not change memory yet.
+# - under Interleaved1F1B (PM1063) each of the rank's two stages is a torch pipeline stage of its own: its eq. PP3
+#   receive buffers are not counted per stage (about +2 GiB on rank 1).
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code

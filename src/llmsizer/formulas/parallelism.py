@@ -164,6 +164,95 @@ def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
     return max(1, min(pp - stage, micro_batches))
 
 
+def interleaved_1f1b_rank_ops(rank: int, pp: int, virtual: int, micro_batches: int) -> list[tuple[str, int, int]]:
+    """The computations rank ``rank`` of ``pp`` runs under torch's ScheduleInterleaved1F1B with ``virtual`` stages
+    a rank and ``micro_batches`` per step, in order: ('F' or 'B', local stage 0..virtual-1, micro-batch).
+
+    torch 2.13 distributed/pipelining/schedules.py: the warmup forwards, (v - 1) x micro-batches a round + 2 per
+    hop from the last rank, at most v m (``_get_warmup_ops`` lines 2872-2888); then one forward and one backward
+    each step, then the remaining backwards (``_get_1f1b_rank_ops`` lines 2778-2838); the forward of step k on
+    local stage (k // r) mod v, the backward on v - 1 - ((k - warmup) // r) mod v, r the micro-batches a round
+    (m // max(1, m // pp): lines 2935-2936, 2981-2993); each local stage takes its micro-batches in order.
+
+    >>> [op[:2] for op in interleaved_1f1b_rank_ops(0, 2, 2, 2)]
+    [('F', 0), ('F', 0), ('F', 1), ('F', 1), ('B', 1), ('B', 1), ('B', 0), ('B', 0)]
+    """
+    per_round = micro_batches // max(1, micro_batches // pp)
+    total = virtual * micro_batches
+    warmup = min((virtual - 1) * per_round + 2 * (pp - 1 - rank), total)
+    fwd_next = [0] * virtual
+    bwd_next = [0] * virtual
+    out: list[tuple[str, int, int]] = []
+
+    def forward(step: int) -> None:
+        c = (step // per_round) % virtual
+        out.append(("F", c, fwd_next[c]))
+        fwd_next[c] += 1
+
+    def backward(step: int) -> None:
+        c = virtual - 1 - ((step - warmup) // per_round) % virtual
+        out.append(("B", c, bwd_next[c]))
+        bwd_next[c] += 1
+
+    for step in range(total):  # warmup forwards, then forward + backward pairs
+        forward(step)
+        if step >= warmup:
+            backward(step)
+    for step in range(total, total + warmup):  # the remaining backwards
+        backward(step)
+    return out
+
+
+@lru_cache(maxsize=256)
+def interleaved_backward_states(rank: int, pp: int, virtual: int, micro_batches: int
+                                ) -> tuple[tuple[int, bool, tuple[int, ...], tuple[bool, ...]], ...]:
+    """At each backward of rank ``rank`` under ScheduleInterleaved1F1B (``interleaved_1f1b_rank_ops``): (its local
+    stage c, whether it is c's first backward, the micro-batches each local stage has forwarded and not backwarded
+    besides this one, whether each local stage holds FSDP2 accumulated gradients besides c). A stage's unsharded
+    gradients accumulate from its first backward and are reduce-scattered (freed) right after its last one: torch
+    2.13 schedules.py ``_add_reduce_grad`` lines 1252-1282 schedules a stage's REDUCE_GRAD just after its m-th
+    backward, run by ``perform_reduce_grad`` (stage.py lines 1164-1186: FSDP2's post_backward with gradient sync on).
+
+    >>> list(interleaved_backward_states(0, 2, 2, 2)[:3])
+    [(1, True, (2, 1), (False, False)), (1, False, (2, 0), (False, False)), (0, True, (1, 0), (False, False))]
+    """
+    held = [0] * virtual
+    done = [0] * virtual
+    out = []
+    for kind, c, _ in interleaved_1f1b_rank_ops(rank, pp, virtual, micro_batches):
+        if kind == "F":
+            held[c] += 1
+            continue
+        held[c] -= 1
+        accumulating = tuple(k != c and 0 < done[k] < micro_batches for k in range(virtual))
+        out.append((c, done[c] == 0, tuple(held), accumulating))
+        done[c] += 1
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def interleaved_forward_accumulating(rank: int, pp: int, virtual: int, micro_batches: int) -> tuple[bool, ...]:
+    """Which local stages hold accumulated gradients at some forward of rank ``rank`` (a stage between its first
+    and its last backward when the rank runs a forward) under ScheduleInterleaved1F1B."""
+    done = [0] * virtual
+    seen = [False] * virtual
+    for kind, c, _ in interleaved_1f1b_rank_ops(rank, pp, virtual, micro_batches):
+        if kind == "B":
+            done[c] += 1
+        else:
+            for k in range(virtual):
+                seen[k] = seen[k] or 0 < done[k] < micro_batches
+    return tuple(seen)
+
+
+def pipeline_rank_chunks(num_layers: int, pp: int, split: str, virtual: int, rank: int) -> tuple[range, ...]:
+    """The layers of each of rank ``rank``'s ``virtual`` stages under a torchtitan split (stages r, r + pp, ...:
+    ``pipeline_stage_layers``), in local-stage order."""
+    counts = torchtitan_stage_layer_counts(num_layers, pp * virtual, split)
+    starts = [0, *accumulate(counts)]
+    return tuple(range(starts[rank + s * pp], starts[rank + s * pp + 1]) for s in range(virtual))
+
+
 def ddp_bucket_bytes(grad_bytes: int, bucket_view: bool = False) -> int:
     """Persistent flat all-reduce buckets of PyTorch DDP: a second copy of every gradient (0 with bucket views)."""
     return 0 if bucket_view else grad_bytes

@@ -220,9 +220,11 @@ class TrainingWorkload:
         sharding, and where the data-parallel collectives leave the machine).
     virtual_stages: with pp > 1, model chunks per device of Megatron's interleaved 1F1B schedule (v =
         layers per stage / ``--num-layers-per-virtual-pipeline-stage``): the bubble (p - 1)/(v m) of the duration
-        (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. The memory estimate leaves it out
-        (interleaving keeps more micro-batches in flight on the first stage); under a torchtitan pipeline_split,
-        the stages the layers are split over (pp x virtual_stages, each rank holding stages r, r + pp, ...).
+        (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. Under a torchtitan pipeline_split,
+        the stages the layers are split over (pp x virtual_stages, each rank holding stages r, r + pp, ...), and
+        with FSDP2 torch's ScheduleInterleaved1F1B order of forwards and backwards, each stage's unsharded
+        gradients living from its first backward to its reduce-scatter after its last (formulas/parallelism.py
+        ``interleaved_backward_states``); under the even split the memory estimate leaves it out.
     pipeline_split: with pp > 1, how the decoder layers are split over the stages (formulas/parallelism.py
         ``pipeline_stage_layers``): 'even' (Megatron-LM, DeepSpeed uniform: the remainder on the first stages),
         'torchtitan-9dec370' (torchtitan's generated split points @ 9dec370: n // stages on the first stage, the
