@@ -792,13 +792,16 @@ def korthikanti_case(r: dict[str, str]) -> Case:
 # over the data-parallel ranks, TP 8 within each host with sequence parallelism, full activation checkpointing,
 # torch.compile, torchao float8 linears; Table 5 with AsyncTP and PP 8, whose micro-batches default to the pipeline
 # degree (torchtitan @9dec370 pipelining_utils.py lines 79-81: 8 micro-batches of 4 of the 32 local sequences) and
-# whose Interleaved1F1B runs 2 stages per rank (lines 23-32). Value: (catalog model, extra TrainingWorkload fields).
-TORCHTITAN_MODEL_PARALLEL = {
+# whose Interleaved1F1B runs 2 stages per rank (lines 23-32); no split points are given, so the layers follow its
+# generated split (generate_split_points, lines 37-52: pipeline_split 'torchtitan-9dec370'). Value: (catalog model,
+# extra TrainingWorkload fields).
+TORCHTITAN_MODEL_PARALLEL: dict[str, tuple[str, dict[str, Any]]] = {
     "PM1050": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16)),
     "PM1051": ("llama-3.1-70b", dict(gpus=256, tp=8, micro_batch=16, tp_comm_overlap=True)),
-    "PM1052": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True)),
+    "PM1052": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True,
+                                      pipeline_split="torchtitan-9dec370")),
     "PM1053": ("llama-3.1-405b", dict(gpus=512, tp=8, pp=8, micro_batch=4, grad_accumulation=8, tp_comm_overlap=True,
-                                      virtual_stages=2)),
+                                      virtual_stages=2, pipeline_split="torchtitan-9dec370")),
 }
 
 
@@ -1770,21 +1773,29 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # at those forwards (optimizers.zero_grad at the step's start; the previous step's reduce-scatter freed them,
 # _fsdp_param_group.py line 626, tests/training/test_pipeline_fsdp2.py) and appear unit by unit in that first
 # backward; by the second, one micro-batch's 16 checkpointed inputs are gone: the peak holds every accumulator with
-# 7 micro-batches, not 8 (-2.0 GiB): -18.5 / -7.6 / -10.7 / -8.2 / -8.9 / -16.1 %. Not modelled yet, so the rows
-# are reported, not summarised:
+# 7 micro-batches, not 8 (-2.0 GiB): -18.5 / -7.6 / -10.7 / -8.2 / -8.9 / -16.1 %. torchtitan splits the layers
+# its own way (pipeline_split 'torchtitan-9dec370': generate_split_points, pipelining_utils.py @ 9dec370 lines 37-52,
+# tests/formulas/test_torchtitan_split.py): 15 / 16 x 6 / 15 of 126 over 8 stages (7 / 8 x 14 / 7 over the 16
+# interleaved ones: 15 / 16 x 6 / 15 a rank), not the even split's 16 on stage 0; every stage that can peak is
+# evaluated (estimate/training/compose.py stages_to_evaluate): stage 0 falls to 59.9 GiB allocated and stage 1 (16
+# layers, 7 micro-batches in flight, 61.6 GiB) is the peak: -1.85 GiB, -20.8 / -10.1 / -13.2 / -10.6 / -11.3 /
+# -18.3 % (a correct term that widens the gap). Under Interleaved1F1B (PM1063) the rank holds two stages whose FSDP2
+# gradients are each reduce-scattered right after their own last micro-batch (torch 2.13 schedules.py
+# _add_reduce_grad lines 1252-1282, stage.py perform_reduce_grad lines 1164-1186), in the order of torch's
+# ScheduleInterleaved1F1B (schedules.py lines 2735-2838, 2872-2888, 2954-3004: rank 1 forwards all 16 of its stages'
+# micro-batches, then runs stage 9's eight backwards before stage 1's): formulas/parallelism.py
+# interleaved_backward_states, read on a real PP 2 x FSDP 2 interleaved step (tests/training/
+# test_pipeline_interleaved_fsdp2.py). The peak (rank 1, stage 9's second backward) holds stage 9's 8 layers'
+# accumulators, not all 16 of the rank's: PM1063 65.36 -> 54.48 GiB, -10.1 % -> -25.1 %, away from the measured 72.7
+# (what 1F1B and interleaving measure, 82.5 vs 72.7 GiB, differs by 9.8 GiB; the model now differs by 10.9). Not
+# modelled yet, so the rows are reported, not summarised:
 # - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
 #   (the ring attention's buffers at CP 8 add 3.5 GiB of it). Nothing in torchtitan 9dec370's model or PP code read
 #   here scales with the sequences per micro-batch at equal tokens; it needs a CUDA memory trace.
-# - torchtitan's own split (pipelining_utils.py @ 9dec370 generate_split_points lines 18-57: the first stage gets
-#   n // stages layers, the middle ones the remainder: 15 / 16 x 6 / 15 of 126 for 1F1B, 7 / 8 x 14 / 7 for the
-#   interleaved 16 stages) is not the even split llmsizer uses (16 on stage 0), and under Interleaved1F1B the rank
-#   holds two stages whose FSDP2 gradients are each reduce-scattered after their own last micro-batch
-#   (stage.py backward_maybe_with_nosync; Interleaved1F1B forwards all 16 chunks on rank 0 before a backward,
-#   schedules.py @ v2.13.0 lines 2878-2888, and runs stage 8's eight backwards before stage 0's): both would lower
-#   stage 0 (15 layers: about -3.4 GiB; interleaved: stage 0's own accumulators, about -11 GiB, absent at the
-#   peak), against the measured gap; llmsizer evaluates stages 0 and pp - 1 only.
+# - under Interleaved1F1B (PM1063) each of the rank's two stages is a torch pipeline stage of its own: its eq. PP3
+#   receive buffers are not counted per stage (about +2 GiB on rank 1).
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code
@@ -1812,7 +1823,7 @@ for _rid, _twin in (("PM1060", "PM1050"), ("PM1061", "PM1051"), ("PM1062", "PM10
 for _i, _cp in enumerate((1, 2, 4, 8)):
     TRAINING_ROWS[f"PM{1064 + _i}"] = ("llama-3.1-405b", dict(
         _TITAN_MP, gpus=512, tp=8, pp=8, micro_batch=1, grad_accumulation=8, tp_comm_overlap=True,
-        context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False,
+        pipeline_split="torchtitan-9dec370", context_parallel=_cp, seq_len=32768 * _cp), _TITAN_MP_NOTE + f"; PP 8, CP {_cp}, FSDP {8 // _cp}", False,
         "reserved")
 # torchtitan's own Llama at 9dec370 (torchtitan/models/llama/model.py lines 116-125, 198-209) repeats K and V to
 # every local query head before SDPA (``repeat_kv``: unsqueeze, expand, reshape: a copy), so SDPA, and under context

@@ -52,6 +52,7 @@ from ..specs.training import (
     OFFLOAD,
     OPTIMIZER_IMPLS,
     OPTIMIZERS,
+    PIPELINE_SPLITS,
     PRECISIONS,
     STATE_DTYPES,
 )
@@ -285,6 +286,9 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
     g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
                    "interleaved schedule, for the duration's pipeline bubble (default 1: plain 1F1B)")
+    g.add_argument("--pipeline-split", choices=PIPELINE_SPLITS, help="with --pp: how the layers are split over the "
+                   "stages: even (Megatron, DeepSpeed uniform: the remainder on the first stages), torchtitan-9dec370 "
+                   "or torchtitan (its generated split points) (default even)")
     g.add_argument("--tp-comm-overlap", action="store_true", default=None,
                    help="with --tp: tensor-parallel collectives overlap the GEMMs (Megatron --tp-comm-overlap, "
                         "torchtitan async TP), for the duration (default: not overlapped)")
@@ -358,7 +362,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
 TRAINING_FIELDS = ("method", "rank", "alpha", "targets", "modules_to_save", "adapter_dtype", "base_dtype", "optimizer",
                    "optimizer_state_dtype", "optimizer_impl", "precision", "micro_batch", "seq_len",
                    "target_len", "grad_accumulation", "grad_checkpointing", "checkpoint_every", "attention", "packing", "loss_chunks", "loss", "checkpoint_offload", "checkpoint_impl", "kernels", "nf4_quantizer", "lora_dropout", "nf4_format", "loop_keeps_graph", "deepspeed_gather",
-                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
+                   "optimizer_in_backward", "gpus", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap", "tp_backward_overlap", "ep", "sequence_parallel",
                    "offload", "gpus_per_node", "network", "grad_sync", "metric", "fsdp_version", "fsdp2_units",
                    "fsdp1_lora_wrap", "context_parallel",
                    "activation_offload", "float8", "float8_recipe", "compile", "compile_scope",

@@ -12,7 +12,16 @@ def clear_caches(estimates_only: bool = False) -> None:
     layout) training states (training/states.py) and the per-(model, LoRA target set) adapted modules, which do not
     depend on the rank (formulas/lora.py ``_alike_modules``, ``adapted_roles``, training/states.py
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
-    from ..formulas import encoder_decoder_serving, kv_cache, lora, params, tensor_parallel, tensors, weight_formats
+    from ..formulas import (
+        encoder_decoder_serving,
+        kv_cache,
+        lora,
+        parallelism,
+        params,
+        tensor_parallel,
+        tensors,
+        weight_formats,
+    )
     from ..formulas import speed as speed_formulas
     from ..units import format_bytes
     from . import duration, engines, fit, formats, model_parallel, ranges
@@ -38,9 +47,10 @@ def clear_caches(estimates_only: bool = False) -> None:
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_layout, lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
-              training_states._layer_stages, training_states._expert_elements, training_states._embedding_and_head,
+              training_states._layer_stages, parallelism.pipeline_stage_layers,
+              parallelism.interleaved_backward_states, parallelism.interleaved_forward_accumulating, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,
-              training_states._stage_adapters, duration.quantized_weights,
+              training_states._stage_adapters, training_compose._stages_to_evaluate, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
               encoder_decoder_serving.t5_params):
         f.cache_clear()

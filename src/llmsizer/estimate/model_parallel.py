@@ -66,12 +66,12 @@ def _layer_loads(spec: ModelSpec, seq_len: int) -> tuple[list[float], float]:
 
 def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
     """The slowest pipeline stage's share of one micro-batch's work (1 without pipeline parallelism): its layers
-    (formulas/parallelism.py ``pipeline_stage_layers``: the remainder on the first stages), the last stage also the
+    (formulas/parallelism.py ``pipeline_stage_layers``: the workload's split), the last stage also the
     lm_head. Its time paces the 1F1B schedule (Narayanan et al. 2021 section 2.2)."""
     if w.pp <= 1:
         return 1.0
     loads, head = _layer_loads(spec, w.seq_len)
-    stages = [sum(loads[j] for j in r) for r in pipeline_stage_layers(spec.num_layers, w.pp)]
+    stages = [sum(loads[j] for j in r) for r in pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)]
     stages[-1] += head
     return max(stages) / sum(stages)
 
@@ -99,7 +99,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     dp = n // (tp * pp)
     tokens = w.micro_batch * w.seq_len
     a = 4.0 if w.precision == "fp32" else 2.0
-    ranges = pipeline_stage_layers(spec.num_layers, pp)
+    ranges = pipeline_stage_layers(spec.num_layers, pp, w.pipeline_split, v)
     layers = max(len(r) for r in ranges)
     busiest = max(ranges, key=len)
     again = sum(1 for i in recomputed if i in busiest)

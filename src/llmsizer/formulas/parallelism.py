@@ -49,6 +49,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import accumulate
+
+from ..errors import InputError
 
 DDP_BUCKET_CAP_BYTES = 25 * 10**6  # torch DDP bucket_cap_mb default = 25 (MB)
 DEEPSPEED_REDUCE_BUCKET_ELEMENTS = 500_000_000  # DeepSpeed zero_optimization.reduce_bucket_size default 5e8
@@ -80,15 +85,74 @@ def zero_bytes_per_param(stage: int, group: int, weight_b: float = 2, grad_b: fl
     return weight_b / w + grad_b / g + k / o
 
 
-def pipeline_stage_layers(num_layers: int, pp: int) -> list[range]:
-    """Layers of each pipeline stage: an even split, the remainder given to the first stages."""
-    base, extra = divmod(num_layers, pp)
-    out, start = [], 0
-    for i in range(pp):
-        n = base + (1 if i < extra else 0)
-        out.append(range(start, start + n))
-        start += n
-    return out
+# how the decoder layers are split over pipeline stages (``pipeline_stage_layers``)
+PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
+
+
+def torchtitan_stage_layer_counts(num_layers: int, stages: int, rule: str = "torchtitan") -> list[int]:
+    """Decoder layers of each of ``stages`` pipeline stages as torchtitan splits them when no split points are given.
+
+    - 'torchtitan-9dec370' (``generate_split_points``, torchtitan/parallelisms/pipelining_utils.py @ 9dec370,
+      2024-12-26, lines 37-52): n // stages layers on the first stage, one more on each middle stage while the
+      remainder lasts, the last stage what is left.
+    - 'torchtitan' (``generate_llm_fqn_per_model_part``, torchtitan/distributed/pipeline_parallel.py @ b5bcd76,
+      2026-08-21, lines 390-463, with ``pipeline_parallel_first_stage_less_layers`` = ``_last_stage_less_layers`` = 1,
+      config/configs.py lines 197, 203): the embedding and the output each weigh one layer: (n + 2) // stages
+      effective layers a stage, one more on the first (n + 2) % stages stages; the first and last give one up.
+
+    >>> torchtitan_stage_layer_counts(126, 8, "torchtitan-9dec370"), torchtitan_stage_layer_counts(126, 8)
+    ([15, 16, 16, 16, 16, 16, 16, 15], [15, 16, 16, 16, 16, 16, 16, 15])
+    >>> torchtitan_stage_layer_counts(32, 4, "torchtitan-9dec370"), torchtitan_stage_layer_counts(32, 4)
+    ([8, 8, 8, 8], [8, 9, 8, 7])
+    """
+    if stages < 1 or stages > num_layers:
+        raise InputError(f"{stages} pipeline stages for {num_layers} layers: torchtitan needs 1 <= stages <= layers")
+    if stages == 1:
+        return [num_layers]
+    if rule == "torchtitan-9dec370":
+        base, extra = divmod(num_layers, stages)
+        middle = [base + (1 if k < extra else 0) for k in range(stages - 2)]
+        return [base, *middle, num_layers - base - sum(middle)]
+    if rule != "torchtitan":
+        raise InputError(f"unknown torchtitan split rule {rule!r}")
+    base, extra = divmod(num_layers + 2, stages)
+    counts = [base + (1 if k < extra else 0) for k in range(stages)]
+    counts[0] -= 1
+    counts[-1] -= 1
+    return counts
+
+
+@lru_cache(maxsize=64)
+def pipeline_stage_layers(num_layers: int, pp: int, split: str = "even",
+                          virtual: int = 1) -> tuple[Sequence[int], ...]:
+    """Layers each of the ``pp`` pipeline ranks holds.
+
+    'even' (Megatron-LM, DeepSpeed's ``partition_method='uniform'``): an even split, the remainder given to the
+    first stages, one contiguous range a rank (``virtual`` not used: Megatron's interleaved chunks give a rank the
+    same number of layers). The torchtitan rules (``torchtitan_stage_layer_counts``) split over ``pp * virtual``
+    stages and give rank r the stages r, r + pp, ... (``stage_ids_this_rank`` style 'loop', pipelining_utils.py @
+    9dec370 lines 102-112, pipeline_llama.py line 108): a rank's layers are its stages' layers in order (a range when
+    ``virtual`` = 1, else a tuple of the layer indices).
+
+    >>> [len(r) for r in pipeline_stage_layers(126, 8)]
+    [16, 16, 16, 16, 16, 16, 15, 15]
+    >>> [len(r) for r in pipeline_stage_layers(126, 8, "torchtitan-9dec370", 2)]
+    [15, 16, 16, 16, 16, 16, 16, 15]
+    """
+    if split == "even":
+        base, extra = divmod(num_layers, pp)
+        out, start = [], 0
+        for i in range(pp):
+            n = base + (1 if i < extra else 0)
+            out.append(range(start, start + n))
+            start += n
+        return tuple(out)
+    counts = torchtitan_stage_layer_counts(num_layers, pp * virtual, split)
+    starts = [0, *accumulate(counts)]
+    chunks = [range(starts[k], starts[k + 1]) for k in range(pp * virtual)]
+    if virtual == 1:
+        return tuple(chunks)
+    return tuple(tuple(i for s in range(virtual) for i in chunks[r + s * pp]) for r in range(pp))
 
 
 def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
@@ -98,6 +162,95 @@ def inflight_microbatches(stage: int, pp: int, micro_batches: int) -> int:
     [4, 3, 2, 1]
     """
     return max(1, min(pp - stage, micro_batches))
+
+
+def interleaved_1f1b_rank_ops(rank: int, pp: int, virtual: int, micro_batches: int) -> list[tuple[str, int, int]]:
+    """The computations rank ``rank`` of ``pp`` runs under torch's ScheduleInterleaved1F1B with ``virtual`` stages
+    a rank and ``micro_batches`` per step, in order: ('F' or 'B', local stage 0..virtual-1, micro-batch).
+
+    torch 2.13 distributed/pipelining/schedules.py: the warmup forwards, (v - 1) x micro-batches a round + 2 per
+    hop from the last rank, at most v m (``_get_warmup_ops`` lines 2872-2888); then one forward and one backward
+    each step, then the remaining backwards (``_get_1f1b_rank_ops`` lines 2778-2838); the forward of step k on
+    local stage (k // r) mod v, the backward on v - 1 - ((k - warmup) // r) mod v, r the micro-batches a round
+    (m // max(1, m // pp): lines 2935-2936, 2981-2993); each local stage takes its micro-batches in order.
+
+    >>> [op[:2] for op in interleaved_1f1b_rank_ops(0, 2, 2, 2)]
+    [('F', 0), ('F', 0), ('F', 1), ('F', 1), ('B', 1), ('B', 1), ('B', 0), ('B', 0)]
+    """
+    per_round = micro_batches // max(1, micro_batches // pp)
+    total = virtual * micro_batches
+    warmup = min((virtual - 1) * per_round + 2 * (pp - 1 - rank), total)
+    fwd_next = [0] * virtual
+    bwd_next = [0] * virtual
+    out: list[tuple[str, int, int]] = []
+
+    def forward(step: int) -> None:
+        c = (step // per_round) % virtual
+        out.append(("F", c, fwd_next[c]))
+        fwd_next[c] += 1
+
+    def backward(step: int) -> None:
+        c = virtual - 1 - ((step - warmup) // per_round) % virtual
+        out.append(("B", c, bwd_next[c]))
+        bwd_next[c] += 1
+
+    for step in range(total):  # warmup forwards, then forward + backward pairs
+        forward(step)
+        if step >= warmup:
+            backward(step)
+    for step in range(total, total + warmup):  # the remaining backwards
+        backward(step)
+    return out
+
+
+@lru_cache(maxsize=256)
+def interleaved_backward_states(rank: int, pp: int, virtual: int, micro_batches: int
+                                ) -> tuple[tuple[int, bool, tuple[int, ...], tuple[bool, ...]], ...]:
+    """At each backward of rank ``rank`` under ScheduleInterleaved1F1B (``interleaved_1f1b_rank_ops``): (its local
+    stage c, whether it is c's first backward, the micro-batches each local stage has forwarded and not backwarded
+    besides this one, whether each local stage holds FSDP2 accumulated gradients besides c). A stage's unsharded
+    gradients accumulate from its first backward and are reduce-scattered (freed) right after its last one: torch
+    2.13 schedules.py ``_add_reduce_grad`` lines 1252-1282 schedules a stage's REDUCE_GRAD just after its m-th
+    backward, run by ``perform_reduce_grad`` (stage.py lines 1164-1186: FSDP2's post_backward with gradient sync on).
+
+    >>> list(interleaved_backward_states(0, 2, 2, 2)[:3])
+    [(1, True, (2, 1), (False, False)), (1, False, (2, 0), (False, False)), (0, True, (1, 0), (False, False))]
+    """
+    held = [0] * virtual
+    done = [0] * virtual
+    out = []
+    for kind, c, _ in interleaved_1f1b_rank_ops(rank, pp, virtual, micro_batches):
+        if kind == "F":
+            held[c] += 1
+            continue
+        held[c] -= 1
+        accumulating = tuple(k != c and 0 < done[k] < micro_batches for k in range(virtual))
+        out.append((c, done[c] == 0, tuple(held), accumulating))
+        done[c] += 1
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def interleaved_forward_accumulating(rank: int, pp: int, virtual: int, micro_batches: int) -> tuple[bool, ...]:
+    """Which local stages hold accumulated gradients at some forward of rank ``rank`` (a stage between its first
+    and its last backward when the rank runs a forward) under ScheduleInterleaved1F1B."""
+    done = [0] * virtual
+    seen = [False] * virtual
+    for kind, c, _ in interleaved_1f1b_rank_ops(rank, pp, virtual, micro_batches):
+        if kind == "B":
+            done[c] += 1
+        else:
+            for k in range(virtual):
+                seen[k] = seen[k] or 0 < done[k] < micro_batches
+    return tuple(seen)
+
+
+def pipeline_rank_chunks(num_layers: int, pp: int, split: str, virtual: int, rank: int) -> tuple[range, ...]:
+    """The layers of each of rank ``rank``'s ``virtual`` stages under a torchtitan split (stages r, r + pp, ...:
+    ``pipeline_stage_layers``), in local-stage order."""
+    counts = torchtitan_stage_layer_counts(num_layers, pp * virtual, split)
+    starts = [0, *accumulate(counts)]
+    return tuple(range(starts[rank + s * pp], starts[rank + s * pp + 1]) for s in range(virtual))
 
 
 def ddp_bucket_bytes(grad_bytes: int, bucket_view: bool = False) -> int:

@@ -25,6 +25,7 @@ from ..specs.training import (
     LOSSES,
     NF4_FORMATS,
     NF4_QUANTIZERS,
+    PIPELINE_SPLITS,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
 
@@ -243,6 +244,9 @@ TRAINING = (
           F("pp", "int", "pipeline-parallel degree", template=False, minimum=1),
           F("virtual_stages", "int", "with pp: model chunks per device of Megatron's interleaved schedule (pipeline "
             "bubble (p - 1)/(v m)); 1 = plain 1F1B", template=False, minimum=1),
+          F("pipeline_split", "enum", "with pp: how the layers are split over the stages: even (Megatron, DeepSpeed "
+            "uniform), torchtitan-9dec370 or torchtitan (its generated split points)", template=False,
+            choices=PIPELINE_SPLITS),
           F("tp_comm_overlap", "bool", "with tp: tensor-parallel collectives overlap the GEMMs (Megatron "
             "--tp-comm-overlap, torchtitan async TP); default not overlapped", template=False),
           F("tp_backward_overlap", "bool", "with tp: Megatron-LM's backward overlap of each column-parallel linear's "

@@ -96,6 +96,7 @@ class TrainingSettings:
     tp: int | None = None
     pp: int | None = None
     virtual_stages: int | None = None
+    pipeline_split: str | None = None
     tp_comm_overlap: bool | None = None
     tp_backward_overlap: bool | None = None
     offload: str | None = None

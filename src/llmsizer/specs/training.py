@@ -69,13 +69,15 @@ COMPILE_SCOPES = ("layers+loss", "layers", "layers+loss+upcast")
 BATCH_SHAPES = ("variable", "fixed")
 # how FSDP2 units are laid out and resharded (formulas/fsdp2_units.py FSDP2_UNITS)
 FSDP2_UNITS = ("largest-two", "torchtitan", "torchtitan-resharded", "torchtune")
+# how the decoder layers are split over pipeline stages (formulas/parallelism.py PIPELINE_SPLITS)
+PIPELINE_SPLITS = ("even", "torchtitan-9dec370", "torchtitan")
 # how FSDP1 wraps a LoRA model (formulas/fsdp_flat_param.py): every adapter matrix its own unit (torchtune's
 # lora_fsdp_wrap_policy, PEFT's fsdp_auto_wrap_policy) or the adapters in their decoder layer's unit (use_orig_params)
 FSDP1_LORA_WRAPS = ("adapters-apart", "with-layers")
 # the fields that lay a job out over the hardware it names (devices, sharding, parallelism, offload, and what is
 # defined only under them): a search over other hardware (recommend_training) chooses the layout itself, so a plan's
 # alternatives leave these out (plan/training.py); the loss under tensor parallelism's vocabulary shards goes with tp
-LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "tp_comm_overlap",
+LAYOUT_FIELDS = ("gpus", "gpus_per_node", "zero", "fsdp", "tp", "pp", "virtual_stages", "pipeline_split", "tp_comm_overlap",
                  "tp_backward_overlap", "offload", "fsdp_version", "fsdp2_units", "fsdp1_lora_wrap",
                  "context_parallel", "activation_offload", "float8",
                  "float8_recipe", "compile", "compile_scope", "batch_shapes")
@@ -218,8 +220,16 @@ class TrainingWorkload:
         sharding, and where the data-parallel collectives leave the machine).
     virtual_stages: with pp > 1, model chunks per device of Megatron's interleaved 1F1B schedule (v =
         layers per stage / ``--num-layers-per-virtual-pipeline-stage``): the bubble (p - 1)/(v m) of the duration
-        (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. The memory estimate leaves it out
-        (interleaving keeps more micro-batches in flight on the first stage).
+        (formulas/model_parallel_time.py eq. (P4)); 1: the plain 1F1B schedule. Under a torchtitan pipeline_split,
+        the stages the layers are split over (pp x virtual_stages, each rank holding stages r, r + pp, ...), and
+        with FSDP2 torch's ScheduleInterleaved1F1B order of forwards and backwards, each stage's unsharded
+        gradients living from its first backward to its reduce-scatter after its last (formulas/parallelism.py
+        ``interleaved_backward_states``); under the even split the memory estimate leaves it out.
+    pipeline_split: with pp > 1, how the decoder layers are split over the stages (formulas/parallelism.py
+        ``pipeline_stage_layers``): 'even' (Megatron-LM, DeepSpeed uniform: the remainder on the first stages),
+        'torchtitan-9dec370' (torchtitan's generated split points @ 9dec370: n // stages on the first stage, the
+        remainder on the middle ones) or 'torchtitan' (its current rule: the embedding and the output weigh one
+        layer each).
     tp_comm_overlap: with tp > 1, the tensor-parallel collectives overlap the GEMMs (Megatron-Core
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));
@@ -328,6 +338,7 @@ class TrainingWorkload:
     tp: int = 1
     pp: int = 1
     virtual_stages: int = 1
+    pipeline_split: str = "even"
     tp_comm_overlap: bool = False
     tp_backward_overlap: bool = False
     ep: int = 1
@@ -484,6 +495,8 @@ class TrainingWorkload:
                              f"{self.gpus // (self.tp * self.pp)}")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InputError("virtual_stages (interleaved pipeline schedule) needs pipeline parallelism (pp > 1)")
+        if self.pipeline_split != "even" and self.pp == 1:
+            raise InputError(f"pipeline_split {self.pipeline_split!r} splits layers over pipeline stages; give pp > 1")
         if self.tp_comm_overlap and self.tp == 1:
             raise InputError("tp_comm_overlap needs tensor parallelism (tp > 1)")
         if self.tp_backward_overlap and self.tp == 1:
@@ -548,7 +561,7 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("attention", TRAIN_ATTENTION), ("offload", OFFLOAD), ("loss", LOSSES), ("kernels", KERNELS),
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
-    ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS),
+    ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS), ("pipeline_split", PIPELINE_SPLITS),
     ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES))
 _CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
 _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))

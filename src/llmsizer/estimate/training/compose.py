@@ -13,13 +13,15 @@ import marshal
 import math
 from collections.abc import Callable
 from dataclasses import replace
+from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
 from ...errors import InputError
-from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, zero_shards
+from ...formulas.parallelism import DDP_BUCKET_CAP_BYTES, MOE_CAPACITY_FACTOR, pipeline_stage_layers, zero_shards
 from ...formulas.params import count_params
 from ...formulas.selective_checkpointing import op_sac_saved_terms
+from ...formulas.tensors import layer_keys
 from ...formulas.training_activations import checkpoint_input_bytes, korthikanti_layer_bytes
 from ...formulas.training_states import optimizer_info, recipe, state_bytes_per_param
 from ...result import Assumption, Estimate, Item, KindedWarning, Notes
@@ -336,8 +338,10 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
             _CONTEXTS.clear()
         _CONTEXTS[items_key] = (spec, ctx)
     record_workload(w, acc, ("gpus", "zero", "tp", "pp", "ep", "offload"))
+    if w.pp > 1:
+        record_workload(w, acc, ("pipeline_split",))
     results = []
-    for s in sorted({0, w.pp - 1}):
+    for s in stages_to_evaluate(spec, w):
         st = stage_states(ctx, s)
         results.append((st, stage_timeline(ctx, st)))
     if w.metric is not None and w.device != "gpu":
@@ -368,6 +372,31 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         acc.warnings.extend(v.warnings)
         est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
     return est
+
+
+def stages_to_evaluate(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, ...]:
+    """The pipeline stages whose peaks can be the highest: the first (the embedding, the most micro-batches in
+    flight), the last (the head and the loss), and of the middle stages the first of each distinct sequence of layer
+    kinds: a later middle stage with the same layers holds the same states and the same boundary buffers (eq. PP3:
+    2 m boundary tensors on every middle stage), with no more micro-batches in flight (min(p - i, m), non-increasing
+    in i), so its every phase is at most the earlier one's. Under an uneven split (torchtitan's: 15 layers on stage 0,
+    16 on stages 1-6 of Llama 3.1 405B over PP 8) a middle stage can hold the most."""
+    if w.pp <= 1:
+        return (0,)
+    return _stages_to_evaluate(spec, w.pp, w.pipeline_split, w.virtual_stages)
+
+
+@lru_cache(maxsize=256)
+def _stages_to_evaluate(spec: ModelSpec, pp: int, split: str, virtual: int) -> tuple[int, ...]:
+    keys = layer_keys(spec)
+    seen: set[tuple[Any, ...]] = set()
+    out = [0]
+    for k, r in enumerate(pipeline_stage_layers(spec.num_layers, pp, split, virtual)[1:-1], start=1):
+        kinds = tuple(keys[i] for i in r)
+        if kinds not in seen:
+            seen.add(kinds)
+            out.append(k)
+    return (*out, pp - 1)
 
 
 def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -> Assumption:

@@ -63,6 +63,7 @@ _WHY = {
     "float8_recipe": "torchao Float8Linear, dynamic tensorwise scaling",
     "compile": "eager PyTorch: every op saves what its own backward needs",
     "compile_scope": "the decoder layers and the cross-entropy (torchtune compile_model + compile_loss)",
+    "pipeline_split": "even: the remainder of the layers on the first stages (Megatron-LM, DeepSpeed uniform)",
     "batch_shapes": "variable: batches padded to their longest sample, shapes change between steps",
 }
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
@@ -55,7 +56,7 @@ class StageStates:
     """Model states of one device (one pipeline stage) [bytes], and the per-layer parts the timeline needs."""
 
     stage: int
-    layers: range
+    layers: Sequence[int]  # ascending: a range, or a tuple under several stages a rank (interleaved)
     weights: int = 0
     adapter_weights: int = 0
     master: int = 0
@@ -86,7 +87,7 @@ class StageStates:
 def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     """Model states on a device of pipeline stage ``stage`` (see module docstring)."""
     spec, w, rec = ctx.spec, ctx.w, ctx.recipe
-    stages = pipeline_stage_layers(spec.num_layers, w.pp)
+    stages = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)
     last = len(stages) - 1
 
     st = StageStates(stage=stage, layers=stages[stage], has_embedding=stage == 0, has_head=stage == last)
@@ -109,8 +110,9 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             layer_total += b
     else:  # each layer's bytes as the weight table has them
         r = stages[stage]
-        st.layer_weights.update(zip(r, wb.layer_bytes[r.start:r.stop], strict=True))
-        layer_total = sum(wb.layer_bytes[r.start:r.stop])
+        mine = wb.layer_bytes[r.start:r.stop] if isinstance(r, range) else [wb.layer_bytes[i] for i in r]
+        st.layer_weights.update(zip(r, mine, strict=True))
+        layer_total = sum(mine)
     non_layer = wb.total - sum(wb.layer_bytes)
     emb = wb.by_component.get("embedding", 0) + wb.by_component.get("vision", 0) \
         + wb.by_component.get("per_layer_embedding", 0)
@@ -126,13 +128,13 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         st.notes.append("tied embeddings: the last pipeline stage holds a copy of the embedding for lm_head")
 
     # ---- trained tensors ----
-    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full")
+    base = _trained_base(spec, w.pp, stage, tp, ep, w.method == "full", w.pipeline_split, w.virtual_stages)
     per_layer_elems: dict[int, int] = dict(base.per_layer_elems)
     head_elems, embed_elems = base.head_elems, base.embed_elems
     st.largest_trained = max(st.largest_trained, base.largest)
     if ctx.lora is not None:
         # the adapters of this stage, modules alike counted once (_stage_adapters); integer sums: exact
-        alike = _stage_adapters(spec, w.targets, w.pp, stage)
+        alike = _stage_adapters(spec, w.targets, w.pp, stage, w.pipeline_split, w.virtual_stages)
         n_alike: list[int] = []  # elements of one module of each kind
         adapter_counts: Counter[tuple[int, ...]] = Counter()
         for m, k in alike.modules:
@@ -223,7 +225,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
 
     # ---- autocast half copies of fp32 linear weights ----
     if ctx.weight_copy_bytes:
-        head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp)
+        head_copy, layer_copy = _autocast_copies(spec, w.pp, stage, tp, w.pipeline_split, w.virtual_stages)
         st.lm_head_copy_elements += head_copy
         st.layer_copy_elements.update(layer_copy)
         if spec.tie_word_embeddings and stage == last:
@@ -273,9 +275,9 @@ def _fused_order(tensors: list[Tensor]) -> list[Tensor]:
 
 
 @lru_cache(maxsize=64)
-def _layer_stages(num_layers: int, pp: int) -> dict[int, int]:
-    """The pipeline stage of every decoder layer (read only: shared by the callers)."""
-    return {i: k for k, r in enumerate(pipeline_stage_layers(num_layers, pp)) for i in r}
+def _layer_stages(num_layers: int, pp: int, split: str = "even", virtual: int = 1) -> dict[int, int]:
+    """The pipeline rank of every decoder layer (read only: shared by the callers)."""
+    return {i: k for k, r in enumerate(pipeline_stage_layers(num_layers, pp, split, virtual)) for i in r}
 
 
 def _in_stage(t: Tensor, stage: int, last: int, layer_stage: dict[int, int]) -> bool:
@@ -333,12 +335,13 @@ class StageAdapters:
 
 
 @lru_cache(maxsize=256, typed=True)
-def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int) -> StageAdapters:
+def _stage_adapters(spec: ModelSpec, targets: tuple[str, ...] | str, pp: int, stage: int, split: str = "even",
+                    virtual: int = 1) -> StageAdapters:
     """:class:`StageAdapters` of pipeline stage ``stage`` of ``pp`` for LoRA on ``targets`` (independent of the
     rank: per model and layout). The modules are taken in :func:`~llmsizer.formulas.lora.adapted_modules` order
     from its grouped form (``adapted_layout``): a tuple of modules the layers alike share is sorted into kinds once."""
-    last = len(pipeline_stage_layers(spec.num_layers, pp)) - 1
-    layer_stage = _layer_stages(spec.num_layers, pp)
+    last = len(pipeline_stage_layers(spec.num_layers, pp, split, virtual)) - 1
+    layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
     lay = adapted_layout(spec, targets)
     kinds: dict[tuple[int, int, int, int, int], int] = {}  # signature -> index into ``modules``
     modules: list[list[Any]] = []
@@ -416,15 +419,16 @@ class TrainedBase:
 
 
 @lru_cache(maxsize=256)
-def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool) -> TrainedBase:
+def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: bool, split: str = "even",
+                  virtual: int = 1) -> TrainedBase:
     """:class:`TrainedBase` of pipeline stage ``stage`` of ``pp``: each kind of decoder layer's tensors counted once
     (``_layers_alike``; integer sums and a max, so the same in any grouping), the tensors outside the layers one by
     one."""
     if not full:
         return TrainedBase((), (), 0, 0, 0)
-    stages = pipeline_stage_layers(spec.num_layers, pp)
+    stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
-    layer_stage = _layer_stages(spec.num_layers, pp)
+    layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
     tied_copy = spec.tie_word_embeddings and pp > 1 and stage == last
     before, after, kinds = _layers_alike(spec)
     shapes: Counter[tuple[int, ...]] = Counter()
@@ -470,12 +474,13 @@ def _trained_base(spec: ModelSpec, pp: int, stage: int, tp: int, ep: int, full: 
 
 
 @lru_cache(maxsize=256)
-def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+def _autocast_copies(spec: ModelSpec, pp: int, stage: int, tp: int, split: str = "even",
+                     virtual: int = 1) -> tuple[int, tuple[tuple[int, int], ...]]:
     """(lm_head elements, elements per decoder layer) of the linear weights autocast copies to half precision on
     pipeline stage ``stage`` of ``pp`` (a tied lm_head is added by the caller); each kind of decoder layer once."""
-    stages = pipeline_stage_layers(spec.num_layers, pp)
+    stages = pipeline_stage_layers(spec.num_layers, pp, split, virtual)
     last = len(stages) - 1
-    layer_stage = _layer_stages(spec.num_layers, pp)
+    layer_stage = _layer_stages(spec.num_layers, pp, split, virtual)
     before, after, kinds = _layers_alike(spec)
     head = 0
     layers: dict[int, int] = {}

@@ -47,8 +47,11 @@ from ...formulas.parallelism import (
     ddp_bucket_bytes,
     gathered_layer_bytes,
     inflight_microbatches,
+    interleaved_backward_states,
+    interleaved_forward_accumulating,
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
+    pipeline_rank_chunks,
     pipeline_stage_boundary_bytes,
     reduce_bucket_bytes,
     shard,
@@ -326,7 +329,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # FSDP2 in a pipeline stage whose every micro-batch is forwarded before its first backward (m <= in flight: stage
     # 0 of 1F1B when micro-batches = pp): eq. PP2's fp32 accumulators do not exist yet at the forwards (zero_grad at
     # the step's start) and appear unit by unit in the first backward (FSDP2 ``to_accumulated_grad_if_needed``)
-    first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m
+    # torch's ScheduleInterleaved1F1B (several stages a rank, their layers as torchtitan splits them): each local
+    # stage's accumulators live from its first backward to its REDUCE_GRAD right after its last
+    # (formulas/parallelism.py interleaved_backward_states)
+    inter = (interleaved_backward_states(st.stage, w.pp, w.virtual_stages, w.grad_accumulation)
+             if pp_fsdp2 and w.virtual_stages > 1 and w.pipeline_split != "even" and not w.activation_offload
+             else None)
+    first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m and inter is None
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
@@ -335,6 +344,21 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         residual = checkpoint_input_bytes(spec, act)
         boundary = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, m, residual)
         boundary_idle = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, 0, residual)
+    fwd_grads = 0 if first_backward_grows else grads_all  # the accumulators a forward sees (with persist)
+    head_grads_bwd = fwd_grads  # ... and the loss backward
+    chunks: tuple[range, ...] = ()
+    g_chunk: list[int] = []
+    if inter is not None:
+        chunks = pipeline_rank_chunks(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages, st.stage)
+        g_chunk = [sum(st.layer_grads.get(i, 0) for i in r) for r in chunks]
+        g_chunk[-1] += st.head_grads  # the head is on the last stage, this rank's last local stage
+        # the rest (the embedding's) with the first stage, rank 0's first local stage
+        g_chunk[0 if st.has_embedding else -1] += max(0, grads_all - sum(g_chunk))
+        fwd_grads = sum(g for g, live in zip(g_chunk, interleaved_forward_accumulating(
+            st.stage, w.pp, w.virtual_stages, w.grad_accumulation), strict=True) if live)
+        head_grads_bwd = max(sum(g for g, live in zip(g_chunk, others, strict=True) if live)
+                             + (st.head_grads if first else g_chunk[c]) for c, first, _, others in inter
+                             if c == len(chunks) - 1)
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":
@@ -476,8 +500,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
         r.parts["rotary_and_masks"] = shared_fwd
         r.parts["gathered_params"] = window_reach[0]
-        if persist and not first_backward_grows:
-            r.parts["gradients"] = grads_all
+        if persist and fwd_grads:
+            r.parts["gradients"] = fwd_grads
         phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     f = Phase("forward end", dict(base))
@@ -488,8 +512,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
-    if persist and not first_backward_grows:
-        f.parts["gradients"] = grads_all
+    if persist and fwd_grads:
+        f.parts["gradients"] = fwd_grads
     if gather or gather_fwd:
         f.parts["gathered_params"] = gather_fwd.get("forward", gather)
     if dequant:
@@ -504,8 +528,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
-        if persist and not first_backward_grows:
-            b.parts["gradients"] = grads_all
+        if persist and head_grads_bwd:
+            b.parts["gradients"] = head_grads_bwd
         if gather or gather_fwd:
             b.parts["gathered_params"] = gather_fwd.get("forward", gather)
         phases.append(b)
@@ -562,6 +586,27 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         seconds = [(a - all_kept, grads_all) for a in act_at] if m > 1 else firsts
         chosen = [max(f, s2, key=sum) for f, s2 in zip(firsts, seconds, strict=True)]
         act_at, grads_at = [a for a, _ in chosen], [g for _, g in chosen]
+    elif inter is not None:
+        # each backward of local stage c: its micro-batch's layers below (and the recompute), the other forwarded
+        # micro-batches of every local stage, the other local stages' live accumulators, and c's own: those above
+        # in c's first backward, all of c's after
+        prefix = list(accumulate(act_kept, initial=0))
+        bounds = list(accumulate(map(len, chunks), initial=0))
+        kept_c = [prefix[b1] - prefix[b0] for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True)]
+        best: dict[tuple[int, bool], tuple[int, int]] = {}
+        for c_i, first_i, held_i, live_i in inter:
+            o = (sum(map(mul, held_i, kept_c)), sum(g_c for g_c, on in zip(g_chunk, live_i, strict=True) if on))
+            if sum(o) > sum(best.get((c_i, first_i), (-1, 0))):
+                best[(c_i, first_i)] = o
+        act_at, grads_at = [-1] * n_layers, [0] * n_layers
+        for (c_i, first_i), (o_act, o_g) in best.items():
+            above_i = st.head_grads if c_i == len(chunks) - 1 else 0
+            for p in range(bounds[c_i + 1] - 1, bounds[c_i] - 1, -1):  # the stage's layers, top down
+                a_p = prefix[p + 1] - prefix[bounds[c_i]] + recompute[p] + o_act
+                g_p = o_g + (above_i if first_i else g_chunk[c_i])
+                if a_p + g_p > act_at[p] + grads_at[p]:
+                    act_at[p], grads_at[p] = a_p, g_p
+                above_i += st.layer_grads.get(layers[p], 0)
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
