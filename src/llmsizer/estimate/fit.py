@@ -547,6 +547,7 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     return replace(sp, decode=t, decode_single=t, details=details)
 
 
+_WHY = attrgetter("why")
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, Any], ...]], Any] = {}
 
 
@@ -603,8 +604,9 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     est = training_on_memory(spec, fields, usable, headroom)
     over = memory_above_device(device, memory)
     if over is not None:  # said by the estimate, which `train --device` renders
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
-    chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+        est = est.but(warnings=(*est.warnings, over))
+    chosen = ([a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]  # (the scan for it in C)
+              if ZERO_WHY in map(_WHY, est.assumptions) else [])
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")

@@ -131,7 +131,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     _refuse_adapter_fields_on_full(w)
     est = _with_device(_least_sharded(spec, w), notes)
     if over is not None:
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
+        est = est.but(warnings=(*est.warnings, over))
     return est
 
 
@@ -188,14 +188,14 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return est
     assumptions = tuple(Assumption("zero", staged.zero, True, ZERO_WHY) if a.name == "zero" else a
                         for a in est.assumptions)
-    return Estimate(est.kind, est.model, est.items, assumptions, est.warnings, est.details)
+    return est.but(assumptions)
 
 
 def _with_device(est: Estimate, notes: tuple[Assumption, ...]) -> Estimate:
     """``est`` with the assumptions naming its device and that device's memory first."""
     if not notes:
         return est
-    return Estimate(est.kind, est.model, est.items, notes + est.assumptions, est.warnings, est.details)
+    return est.but(notes + est.assumptions)
 
 
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
@@ -312,7 +312,7 @@ def _snapshot(details: dict[str, Any]) -> bytes | None:
 def _copy(est: Estimate, snapshot: bytes | None = None) -> Estimate:
     """``est`` with details of its own: from ``snapshot`` (``_snapshot`` of them) when there is one."""
     details = marshal.loads(snapshot) if snapshot is not None else _copy_value(est.details)
-    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, details)
+    return est.but(details=details)
 
 
 def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None = None) -> Estimate:
@@ -361,7 +361,7 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom), calibrated)
         details.update(v.details())
         acc.warnings.extend(v.warnings)
-        est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+        est = est.but(tuple(acc.assumptions), tuple(acc.warnings))  # the same items (the verdict adds none)
     return est
 
 

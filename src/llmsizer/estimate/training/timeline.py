@@ -103,7 +103,8 @@ class StageTimeline:
         """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
         hold it, in layer order of first appearance."""
         counts = Counter(map(id, self.layer_terms.values()))
-        first = {id(t): t for t in reversed(self.layer_terms.values())}
+        last_first = tuple(reversed(self.layer_terms.values()))
+        first = dict(zip(map(id, last_first), last_first, strict=True))  # each id's first tuple (in C)
         return [(first[k], n) for k, n in counts.items()]
 
     @cached_property
@@ -377,9 +378,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     in_bwd = w.optimizer_in_backward
     # suffix sums of the per-layer gradients by layer index (grads_part is asked once per layer: O(L), not O(L^2))
     g_keys = sorted(st.layer_grads)
-    g_suffix = [0] * (len(g_keys) + 1)
-    for n_k in range(len(g_keys) - 1, -1, -1):
-        g_suffix[n_k] = g_suffix[n_k + 1] + st.layer_grads[g_keys[n_k]]
+    # g_suffix[n] = g_suffix[n + 1] + layer_grads[g_keys[n]], from the top down (in C, the same additions in order)
+    g_suffix = list(accumulate(map(st.layer_grads.__getitem__, reversed(g_keys)), initial=0))[::-1]
 
     def grads_above(upper: int) -> int:
         return g_suffix[bisect_right(g_keys, upper)]
