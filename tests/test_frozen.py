@@ -157,19 +157,3 @@ def test_workloads_store_every_field_in_order() -> None:
     assert w.targets == ("q", "v") and w.given == {"method", "targets", "seq_len"}
     assert dataclasses.replace(w, seq_len=2048).given == w.given
     assert InferenceWorkload(context=8192, engine="vLLM").engine == "vllm"
-
-
-@pytest.mark.parametrize("cls", DECORATED, ids=lambda c: c.__name__)
-def test_same_hash_as_dataclasses(cls: type) -> None:
-    """The hash fast_init installs is the generated one's, ``hash((self.a, self.b, ...))`` over the fields that take
-    part in it (frozen dataclasses with eq; a class without such a hash keeps what it had), for any field values."""
-    ref = _reference(cls)
-    names = [f.name for f in dataclasses.fields(cls) if (f.compare if f.hash is None else f.hash)]
-    markers = {f.name: object() for f in dataclasses.fields(cls)}
-    got, want = object.__new__(cls), object.__new__(ref)
-    got.__dict__.update(markers)
-    want.__dict__.update(markers)
-    assert hash(got) == hash(want) == hash(tuple(markers[n] for n in names))
-    other = object.__new__(cls)
-    other.__dict__.update(markers, **{names[-1]: object()})
-    assert hash(other) != hash(got)

@@ -13,7 +13,6 @@ fit ~60 assumptions and ~20 items. ``tests/test_frozen.py`` checks each decorate
 from __future__ import annotations
 
 from dataclasses import MISSING, fields, is_dataclass
-from operator import attrgetter
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -45,18 +44,16 @@ def fast_init(cls: type[T]) -> type[T]:
         if f.default is not MISSING:
             ns[f"_fi_default_{f.name}"] = f.default
             params.append(f"{f.name}=_fi_default_{f.name}")
-            body.append(f"        {f.name!r}: {f.name},")
+            body.append(f"    _fi_d[{f.name!r}] = {f.name}")
         elif f.default_factory is not MISSING:
             ns[f"_fi_make_{f.name}"] = f.default_factory
             params.append(f"{f.name}=_fi_factory")
-            body.append(f"        {f.name!r}: _fi_make_{f.name}() if {f.name} is _fi_factory else {f.name},")
+            body.append(f"    _fi_d[{f.name!r}] = _fi_make_{f.name}() if {f.name} is _fi_factory else {f.name}")
         else:
             params.append(f.name)
-            body.append(f"        {f.name!r}: {f.name},")
+            body.append(f"    _fi_d[{f.name!r}] = {f.name}")
     post = ["    self.__post_init__()"] if hasattr(cls, "__post_init__") else []
-    # the fields stored in order by one dict update (a dict display: one bytecode per field, not four)
-    src = "\n".join([f"def __init__(self, {', '.join(params)}):", "    self.__dict__.update({", *body, "    })",
-                     *post])
+    src = "\n".join([f"def __init__(self, {', '.join(params)}):", "    _fi_d = self.__dict__", *body, *post])
     exec(src, ns)  # noqa: S102 - the source is built above from the class's own field names
     init = ns["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
@@ -65,29 +62,7 @@ def fast_init(cls: type[T]) -> type[T]:
     init.__doc__ = cls.__init__.__doc__
     setattr(cls, "__init__", init)  # noqa: B010 - mypy refuses a direct assignment to a method
     setattr(cls, "__fast_init__", True)  # noqa: B010 - (replace_fields checks it)
-    _fast_hash(cls)
     return cls
-
-
-def _fast_hash(cls: type) -> None:
-    """Replace the ``__hash__`` ``dataclasses`` generated for ``cls`` (frozen, eq: ``hash((self.a, self.b, ...))``
-    over the fields that take part in the hash) by the same hash of the same tuple, the tuple picked in C
-    (``operator.attrgetter``): the same value, one call instead of a bytecode per field (a workload of ~60 fields is
-    hashed by every memo keyed on it). A ``__hash__`` written in the class body is kept."""
-    gen = cls.__dict__.get("__hash__")
-    if gen is None or getattr(getattr(gen, "__code__", None), "co_filename", "") != "<string>":
-        return
-    names = [f.name for f in fields(cls) if (f.compare if f.hash is None else f.hash)]
-    if len(names) < 2:  # attrgetter of one name is not a tuple: keep the generated one
-        return
-    pick = attrgetter(*names)
-
-    def __hash__(self: Any) -> int:
-        return hash(pick(self))
-
-    __hash__.__qualname__ = f"{cls.__qualname__}.__hash__"
-    __hash__.__module__ = cls.__module__
-    setattr(cls, "__hash__", __hash__)  # noqa: B010 - mypy refuses a direct assignment to a method
 
 
 def replace_fields(obj: T, **changes: Any) -> T:

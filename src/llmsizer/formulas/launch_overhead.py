@@ -56,13 +56,13 @@ counted.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from itertools import repeat
 from operator import and_
 
 from ..errors import InputError
 from .elementwise_traffic import LayerWidths
+from .gemm_shapes import tally
 
 SOURCE = ("kernels: transformers modeling_llama.py op inventory of formulas/elementwise_traffic.py (eqs. K2/K3); "
           "overlap: PyTorch CUDA semantics, asynchronous execution (eq. K1)")
@@ -146,7 +146,7 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
         raise InputError("recomputed layers must not be negative")
     # layers sharing widths and linears (the same objects) count once, times how many there are (integers: exact)
     keys = list(zip(map(id, widths), map(id, linears), strict=True))
-    alike = Counter(keys)
+    alike = tally(keys)
     first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
     fwd_sum = total = 0
     for key, n in alike.items():

@@ -20,7 +20,6 @@ Each component is computed by a formula module; this module only adds them up pe
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate, repeat
@@ -41,6 +40,7 @@ from ...formulas.deepspeed_zero import (
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import backward_prefetch_unsharded_bytes, mp_shard_bytes, root_grad_assembly_bytes
+from ...formulas.gemm_shapes import tally
 from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
@@ -102,7 +102,7 @@ class StageTimeline:
     def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
         """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
         hold it, in layer order of first appearance."""
-        counts = Counter(map(id, self.layer_terms.values()))
+        counts = tally(map(id, self.layer_terms.values()))
         last_first = tuple(reversed(self.layer_terms.values()))
         first = dict(zip(map(id, last_first), last_first, strict=True))  # each id's first tuple (in C)
         return [(first[k], n) for k, n in counts.items()]
