@@ -117,6 +117,12 @@ def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
     return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
 
 
+def _exact_ints(xs: list[int]) -> bool:
+    """Whether every one of ``xs`` is an int a float holds exactly (|x| <= 2**53): then ``shard(x, 1)``
+    (``ceil(x / 1)``) and ``int(x * 1.0)`` are ``x`` again."""
+    return not xs or (set(map(type, xs)) == {int} and -(2**53) <= min(xs) and max(xs) <= 2**53)
+
+
 def traced_units_layout(w: TrainingWorkload) -> str | None:
     """The traced unit layout (formulas/fsdp2_units.py) a run's units follow, under full sharding without pipeline
     parallelism or parameter offload: FSDP2's ``fsdp2_units`` (None for 'largest-two'); FSDP1 with LoRA adapters
@@ -514,7 +520,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # consecutive: a range), exact integers
         above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
-        grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
+        if g_shard == 1 and scale == 1 and _exact_ints(above):  # shard(x, 1) and int(x * scale) give x itself
+            grads_at = above
+        else:
+            grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
