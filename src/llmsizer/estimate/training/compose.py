@@ -211,7 +211,7 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return _estimate(spec, w)
     if hit is not None and hit[0] is spec:
         return _copy(hit[1], hit[2])
-    items_key = _items_key(spec, w)
+    items_key = _items_key(spec, w, key)
     est = _estimate(spec, w, items_key)
     if len(_MEMO) >= 1024:
         _MEMO.clear()
@@ -231,11 +231,15 @@ ITEMS_IGNORE = frozenset({"memory", "headroom", "given"})
 _ITEMS: dict[tuple[Any, ...], tuple[ModelSpec, tuple[Item, ...]]] = {}
 
 
-def _items_key(spec: ModelSpec, w: TrainingWorkload) -> tuple[Any, ...]:
+def _items_key(spec: ModelSpec, w: TrainingWorkload, key: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+    """The items memo's key of ``w``; ``key``: ``_memoized``'s key of this ``w`` (all its values and their types),
+    from which the same entries are picked."""
     names = tuple(w.__dict__)
     pick = _ITEMS_FIELDS.get(names)
     if pick is None:  # which entries of a workload's fields the key keeps (one per field layout: a few at most)
         pick = _ITEMS_FIELDS[names] = itemgetter(*(n for n, k in enumerate(names) if k not in ITEMS_IGNORE))
+    if key is not None:
+        return (id(spec), pick(key[1]), pick(key[2]))
     vals = pick(tuple(w.__dict__.values()))
     return (id(spec), vals, tuple(map(type, vals)))
 
