@@ -136,6 +136,15 @@ class Estimate:
             hit = cache[location] = (lo, mid, hi)
         return hit
 
+    def but(self, assumptions: tuple[Assumption, ...] | None = None, warnings: tuple[str, ...] | None = None,
+            details: dict[str, Any] | None = None) -> Estimate:
+        """This estimate with other assumptions, warnings or details (None: these): the same items, so the same
+        sums (``total``'s, shared with the new estimate rather than added up again)."""
+        out = Estimate(self.kind, self.model, self.items, self.assumptions if assumptions is None else assumptions,
+                       self.warnings if warnings is None else warnings, self.details if details is None else details)
+        out.__dict__["_totals"] = self.__dict__.setdefault("_totals", {})
+        return out
+
     @property
     def primary_location(self) -> Location:
         """'device' when anything sits in device memory, else 'host' (CPU-only estimates)."""

@@ -18,7 +18,6 @@ calibrated range of the result: estimate/ranges.py.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -41,7 +40,7 @@ from ..formulas.elementwise_traffic import (
 )
 from ..formulas.float8_training import SOURCE_TIME as FLOAT8_TIME_SOURCE
 from ..formulas.float8_training import float8_cast_bytes, float8_layer_flops, layer_linears, shared_inputs
-from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, training_gemms
+from ..formulas.gemm_shapes import block_shape_efficiency, running_sum, tally, training_gemms
 from ..formulas.launch_overhead import SOURCE as LAUNCH_SOURCE
 from ..formulas.launch_overhead import head_kernels, host_seconds, overlapped_seconds, step_kernels
 from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_params
@@ -209,7 +208,7 @@ def _sum_by_kind(spec: ModelSpec, layers: list[int], per_layer: Callable[[ModelS
     """sum(per_layer(spec, i, st) for i in layers), evaluated once per layer kind (ModelSpec.layer_key: a layer's
     matmuls depend on it only through its kind); integers, so the sum is the same in any grouping."""
     keys = layer_keys(spec)
-    kinds = Counter(map(keys.__getitem__, layers))
+    kinds = tally(map(keys.__getitem__, layers))
     first = dict(zip(map(keys.__getitem__, reversed(layers)), reversed(layers), strict=True))  # each kind's first
     return sum(n * per_layer(spec, first[kind], st) for kind, n in kinds.items())
 

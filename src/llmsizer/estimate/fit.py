@@ -674,13 +674,16 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     return replace(sp, decode=t, decode_single=t, details=details)
 
 
-_TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, Any], ...]], Any] = {}
+_WHY = attrgetter("why")
+_TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, type, Any], ...]], Any] = {}
 
 
 def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     """estimate_training memoised per (spec, fields): per-device training memory does not depend on the device
-    type, so a catalog-wide search evaluates each (device count, ZeRO stage, memory) once, not once per device."""
-    key = (id(spec), tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in fields.items())))
+    type, so a catalog-wide search evaluates each (device count, ZeRO stage, memory) once, not once per device.
+    Keyed on each field's value and its type (seq_len 4096 and 4096.0 are two questions, the second refused:
+    tests/consistency/test_training_memo_types.py)."""
+    key = (id(spec), tuple(sorted((k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in fields.items())))
     hit = _TRAINING_CACHE.get(key)
     if hit is None or hit[0] is not spec:
         if len(_TRAINING_CACHE) > 4096:
@@ -729,7 +732,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields.setdefault("device", workload_device_kind(device))
     # the device's warnings said by the estimate (which `train --device` renders), first, as estimate_training's
     est = with_device_notes(training_on_memory(spec, fields, usable, headroom), notes, assumptions=False)
-    chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    chosen = ([a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]  # (the scan for it in C)
+              if ZERO_WHY in map(_WHY, est.assumptions) else [])
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")

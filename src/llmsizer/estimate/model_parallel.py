@@ -4,10 +4,10 @@ formulas/model_parallel_time.py eqs. (T1)-(P6) with its named assumptions."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
+from ..formulas.gemm_shapes import tally
 from ..formulas.model_parallel_time import (
     ModelParallelStep,
     data_parallel_bus_bandwidth,
@@ -130,7 +130,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     if tp > 1 and w.tp_backward_overlap and intra != inf and gemm_rate > 0:
         # eq. (T4): each layer of the busiest stage, once per layer kind (ModelSpec.layer_key: its linears)
         keys = layer_keys(spec)
-        kinds = Counter(map(keys.__getitem__, busiest))
+        kinds = tally(map(keys.__getitem__, busiest))
         first = {keys[i]: i for i in reversed(busiest)}
         for kind, count in kinds.items():
             extra, hid = tensor_parallel_backward_overlap(

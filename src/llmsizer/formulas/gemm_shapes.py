@@ -33,13 +33,16 @@ from __future__ import annotations
 
 import math
 import sys
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import _count_elements  # type: ignore[attr-defined]
+from collections.abc import Hashable, Iterable, Sequence
 from functools import reduce
 from itertools import chain
 from operator import add, itemgetter
+from typing import TypeVar
 
 from ..errors import InputError
+
+H = TypeVar("H", bound=Hashable)
 
 TILE = 128  # the smaller side of the Matrix Multiplication Background guide's 256 x 128 example tile
 
@@ -105,7 +108,7 @@ def block_shape_efficiency(blocks: Sequence[Sequence[tuple[int, int, int]]], mat
     order = list(map(done.__getitem__, map(id, blocks)))
     # the FLOPs as an integer (each distinct block's times its count: integers, so any grouping is exact): while it
     # stays below 2^53 every running float sum of them is exact
-    counts = Counter(map(id, blocks))
+    counts = tally(map(id, blocks))
     exact = -1 if any(done[key][2] < 0 for key in counts) else sum(done[key][2] * c for key, c in counts.items())
     time = running_sum(chain.from_iterable(map(itemgetter(1), order)))
     total = float(exact) if 0 <= exact <= 2**53 else running_sum(chain.from_iterable(map(itemgetter(0), order)))
@@ -119,3 +122,13 @@ def running_sum(xs: Iterable[float]) -> float:
 
 
 _SUM_IS_RUNNING = sys.version_info < (3, 12)
+
+
+def tally(xs: Iterable[H]) -> dict[H, int]:
+    """How many times each distinct item of ``xs`` comes, in order of first appearance: ``dict(Counter(xs))``,
+    counted by the C helper ``Counter`` itself uses (``collections._count_elements``) without ``Counter``'s
+    Python-level ``__init__`` and ``update`` (an ABC check per call), which the estimate's sums over layers alike
+    would pay several times per estimate."""
+    out: dict[H, int] = {}
+    _count_elements(out, xs)
+    return out

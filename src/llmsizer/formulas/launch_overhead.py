@@ -56,11 +56,13 @@ counted.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
+from itertools import repeat
+from operator import and_
 
 from ..errors import InputError
 from .elementwise_traffic import LayerWidths
+from .gemm_shapes import tally
 
 SOURCE = ("kernels: transformers modeling_llama.py op inventory of formulas/elementwise_traffic.py (eqs. K2/K3); "
           "overlap: PyTorch CUDA semantics, asynchronous execution (eq. K1)")
@@ -78,17 +80,21 @@ def layer_kernels(w: LayerWidths, linears: Sequence[Linear], compiled: bool, nor
     """(forward, backward) kernels one decoder layer launches: eqs. (K2)/(K3) eager, the fused kernels of
     elementwise_traffic eqs. (E4)/(E5) compiled. ``linears``: (name, trained, bias) of every linear the layer runs,
     base and LoRA (formulas/selective_checkpointing.layer_matmul_shapes order and names)."""
-    adapters = sum(1 for name, _, _ in linears if name.endswith("lora_A"))
+    # (the counts taken in C: names, trained and bias flags as columns)
+    names, trained, bias = zip(*linears, strict=True) if linears else ((), (), ())
+    adapters = sum(map(str.endswith, names, repeat("lora_A")))
     n_lin = len(linears)
-    gemm_bwd = sum((2 + (1 if bias else 0)) if trained else 1 for _, trained, bias in linears)
+    # a trained linear: 2 backward GEMMs (+ 1 with a bias), a frozen one 1
+    trained_flags = list(map(bool, trained))
+    gemm_bwd = n_lin + sum(trained_flags) + sum(map(and_, trained_flags, map(bool, bias)))
     rot = 1 if w.rotary else 0
     if compiled:
-        qk_adapters = sum(1 for name, _, _ in linears if name in ("q lora_A", "k lora_A"))
+        qk_adapters = sum(map(("q lora_A", "k lora_A").__contains__, names))
         fwd = n_lin + 1 + 4 + 6 * rot + qk_adapters
         bwd = gemm_bwd + 1 + 5 + 2 * rot + (adapters - qk_adapters)
         return fwd, bwd
     nf, nb = (1, 1) if w.layernorm else rmsnorm_kernels(half, norms_trained)
-    separate_qkv = sum(1 for name, _, _ in linears if name in ("q", "k", "v"))
+    separate_qkv = sum(map(("q", "k", "v").__contains__, names))
     fwd = 2 * nf + n_lin + 10 * rot + 1 + (2 if w.gated else 1) + 2 + 2 * adapters
     bwd = (2 * nb + gemm_bwd + 16 * rot + 1 + (3 if w.gated else 1) + 2 + max(0, separate_qkv - 1)
            + (1 if w.gated else 0) + 2 * adapters)
@@ -140,7 +146,7 @@ def step_kernels(widths: Sequence[LayerWidths], linears: Sequence[Sequence[Linea
         raise InputError("recomputed layers must not be negative")
     # layers sharing widths and linears (the same objects) count once, times how many there are (integers: exact)
     keys = list(zip(map(id, widths), map(id, linears), strict=True))
-    alike = Counter(keys)
+    alike = tally(keys)
     first = dict(zip(keys, zip(widths, linears, strict=True), strict=True))
     fwd_sum = total = 0
     for key, n in alike.items():

@@ -195,7 +195,7 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return est
     assumptions = tuple(Assumption("zero", staged.zero, True, ZERO_WHY) if a.name == "zero" else a
                         for a in est.assumptions)
-    return Estimate(est.kind, est.model, est.items, assumptions, est.warnings, est.details)
+    return est.but(assumptions)
 
 
 def with_device_notes(est: Estimate, notes: Notes, assumptions: bool) -> Estimate:
@@ -205,8 +205,7 @@ def with_device_notes(est: Estimate, notes: Notes, assumptions: bool) -> Estimat
     named = tuple(notes.assumptions) if assumptions else ()
     if not named and not notes.warnings:
         return est
-    return Estimate(est.kind, est.model, est.items, named + est.assumptions, (*notes.warnings, *est.warnings),
-                    est.details)
+    return est.but(named + est.assumptions, (*notes.warnings, *est.warnings))
 
 
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
@@ -222,7 +221,7 @@ def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
         return _estimate(spec, w)
     if hit is not None and hit[0] is spec:
         return _copy(hit[1], hit[2])
-    items_key = _items_key(spec, w)
+    items_key = _items_key(spec, w, key)
     est = _estimate(spec, w, items_key)
     if len(_MEMO) >= 1024:
         _MEMO.clear()
@@ -242,11 +241,15 @@ ITEMS_IGNORE = frozenset({"memory", "headroom", "given"})
 _ITEMS: dict[tuple[Any, ...], tuple[ModelSpec, tuple[Item, ...]]] = {}
 
 
-def _items_key(spec: ModelSpec, w: TrainingWorkload) -> tuple[Any, ...]:
+def _items_key(spec: ModelSpec, w: TrainingWorkload, key: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+    """The items memo's key of ``w``; ``key``: ``_memoized``'s key of this ``w`` (all its values and their types),
+    from which the same entries are picked."""
     names = tuple(w.__dict__)
     pick = _ITEMS_FIELDS.get(names)
     if pick is None:  # which entries of a workload's fields the key keeps (one per field layout: a few at most)
         pick = _ITEMS_FIELDS[names] = itemgetter(*(n for n, k in enumerate(names) if k not in ITEMS_IGNORE))
+    if key is not None:
+        return (id(spec), pick(key[1]), pick(key[2]))
     vals = pick(tuple(w.__dict__.values()))
     return (id(spec), vals, tuple(map(type, vals)))
 
@@ -323,7 +326,7 @@ def _snapshot(details: dict[str, Any]) -> bytes | None:
 def _copy(est: Estimate, snapshot: bytes | None = None) -> Estimate:
     """``est`` with details of its own: from ``snapshot`` (``_snapshot`` of them) when there is one."""
     details = marshal.loads(snapshot) if snapshot is not None else _copy_value(est.details)
-    return Estimate(est.kind, est.model, est.items, est.assumptions, est.warnings, details)
+    return est.but(details=details)
 
 
 def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] | None = None) -> Estimate:
@@ -370,7 +373,7 @@ def _estimate(spec: ModelSpec, w: TrainingWorkload, items_key: tuple[Any, ...] |
         v = memory_verdict(mid, hi, w.memory, check_headroom(w.headroom), calibrated)
         details.update(v.details())
         acc.warnings.extend(v.warnings)
-        est = Estimate("training", spec.name, tuple(acc.items), tuple(acc.assumptions), tuple(acc.warnings), details)
+        est = est.but(tuple(acc.assumptions), tuple(acc.warnings))  # the same items (the verdict adds none)
     return est
 
 

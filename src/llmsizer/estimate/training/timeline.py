@@ -20,7 +20,6 @@ Each component is computed by a formula module; this module only adds them up pe
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate, repeat
@@ -41,6 +40,7 @@ from ...formulas.deepspeed_zero import (
 from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import backward_prefetch_unsharded_bytes, mp_shard_bytes, root_grad_assembly_bytes
+from ...formulas.gemm_shapes import tally
 from ...formulas.loss_allocations import eager_loss_events
 from ...formulas.nf4_quantization import dequant_bytes, quantize_transient_bytes, quantizes_lm_head
 from ...formulas.parallelism import (
@@ -106,8 +106,9 @@ class StageTimeline:
     def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
         """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
         hold it, in layer order of first appearance."""
-        counts = Counter(map(id, self.layer_terms.values()))
-        first = {id(t): t for t in reversed(self.layer_terms.values())}
+        counts = tally(map(id, self.layer_terms.values()))
+        last_first = tuple(reversed(self.layer_terms.values()))
+        first = dict(zip(map(id, last_first), last_first, strict=True))  # each id's first tuple (in C)
         return [(first[k], n) for k, n in counts.items()]
 
     @cached_property
@@ -118,6 +119,12 @@ class StageTimeline:
 
 def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
     return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
+
+
+def _exact_ints(xs: list[int]) -> bool:
+    """Whether every one of ``xs`` is an int a float holds exactly (|x| <= 2**53): then ``shard(x, 1)``
+    (``ceil(x / 1)``) and ``int(x * 1.0)`` are ``x`` again."""
+    return not xs or (set(map(type, xs)) == {int} and -(2**53) <= min(xs) and max(xs) <= 2**53)
 
 
 def traced_units_layout(w: TrainingWorkload) -> str | None:
@@ -441,9 +448,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     in_bwd = w.optimizer_in_backward
     # suffix sums of the per-layer gradients by layer index (grads_part is asked once per layer: O(L), not O(L^2))
     g_keys = sorted(st.layer_grads)
-    g_suffix = [0] * (len(g_keys) + 1)
-    for n_k in range(len(g_keys) - 1, -1, -1):
-        g_suffix[n_k] = g_suffix[n_k + 1] + st.layer_grads[g_keys[n_k]]
+    # g_suffix[n] = g_suffix[n + 1] + layer_grads[g_keys[n]], from the top down (in C, the same additions in order)
+    g_suffix = list(accumulate(map(st.layer_grads.__getitem__, reversed(g_keys)), initial=0))[::-1]
 
     def grads_above(upper: int) -> int:
         return g_suffix[bisect_right(g_keys, upper)]
@@ -578,7 +584,10 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         # consecutive: a range), exact integers
         above = list(accumulate(map(st.layer_grads.get, reversed(layers), repeat(0)),
                                 initial=st.head_grads + grads_above(layers[-1])))[-2::-1]
-        grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
+        if g_shard == 1 and scale == 1 and _exact_ints(above):  # shard(x, 1) and int(x * scale) give x itself
+            grads_at = above
+        else:
+            grads_at = list(map(int, map(mul, map(shard, above, repeat(g_shard)), repeat(scale))))
     if first_backward_grows and not w.activation_offload:
         # the first backward holds the m - 1 other micro-batches and the accumulators of the layers above (and the
         # head's); the second, m - 2 others and every accumulator: at each layer the larger of the two
