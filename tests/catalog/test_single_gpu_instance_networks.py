@@ -1,0 +1,87 @@
+"""A 1-GPU instance run as 2 machines (`--gpus 2`, `recommend --train --gpus 2`) times its data-parallel collectives
+over the instance's own network, not as if both GPUs shared one machine's link.
+
+Truth for the figures: the providers' own pages, quoted. AWS 'up to' instances are timed at their baseline, the
+bandwidth a run of hours keeps once its burst credits are spent ('These instances have a baseline bandwidth. To meet
+additional demand, they can use a network I/O credit mechanism to burst beyond their baseline bandwidth. Instances
+can use burst bandwidth for a limited time, typically from 5 to 60 minutes', EC2 User Guide 'Amazon EC2 instance
+network bandwidth'). AWS's table 'Instance type | Baseline bandwidth (Gbps) | Burst bandwidth (Gbps)':
+'g4dn.xlarge | 5.0 | 25.0', 'g5.xlarge | 2.5 | 10.0' (awsdocs/amazon-ec2-user-guide accelerated-computing-instances.md
+@ d289961); g6.xlarge, g6e.xlarge 2500 and p5.4xlarge 100000 Mb/s as aws/karpenter-provider-aws transcribes AWS's
+current tables ('Up to' rows from the baseline column: hack/code/bandwidth_gen.go @ 13286b9,
+pkg/providers/instancetype/zz_generated.bandwidth.go @ 01a436f). Azure's 'Max Bandwidth (Mbps)' per size
+(MicrosoftDocs/azure-docs articles/virtual-machines/sizes/gpu-accelerated/): 'Standard_NC40ads_H100_v5 | 2 | 40,000'
+(ncadsh100v5-series.md @ 02affc8), 'Standard_NC4as_T4_v3 | 2 | 8000', NC8as 8000, NC16as 8000 (ncast4v3-series.md
+@ dcab08d), 'Standard_NV36ads_A10_v5 | 4 | 40000' (nvadsa10v5-series.md @ de83e2c); NC24ads A100 v4 20,000 Mbps
+(azure-nca100v4).
+
+The second test reads every 1-GPU instance's network from the catalog JSON files raw (value and unit, converted here,
+not by the loader) and checks the estimate states that bandwidth as the one its collectives cross."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from cli.cli_run import answer
+from llmsizer.catalog.hardware import load_catalog
+
+GBIT = 1e9 / 8  # bytes/s per Gb/s
+STATED = {  # 1-GPU instance: sustained Gb/s per machine, as the provider states it
+    "aws-g4dn.xlarge": 5.0,
+    "aws-g5.xlarge": 2.5,
+    "aws-g6.xlarge": 2.5,
+    "aws-g6e.xlarge": 2.5,
+    "aws-p5.4xlarge": 100.0,
+    "azure-standard_nc24ads_a100_v4": 20.0,
+    "azure-standard_nc40ads_h100_v5": 40.0,
+    "azure-standard_nc4as_t4_v3": 8.0,
+    "azure-standard_nc8as_t4_v3": 8.0,
+    "azure-standard_nc16as_t4_v3": 8.0,
+    "azure-standard_nv36ads_a10_v5": 40.0,
+}
+BYTES_PER_S = {"Gb/s": 1e9 / 8, "Mb/s": 1e6 / 8}  # a unit as the instance files write it -> bytes/s
+
+
+def _raw_single_gpu_networks() -> dict[str, float]:
+    """Instance id -> its network in bytes/s, for every 1-GPU GPU instance with one, read from the JSON files."""
+    gpus = {d.id for d in load_catalog(()).devices.values() if d.kind == "gpu"}
+    out: dict[str, float] = {}
+    folder = resources.files("llmsizer.catalog.data") / "hardware"
+    for f in folder.iterdir():
+        if not f.name.startswith("instances_"):
+            continue
+        for inst in json.loads(f.read_text())["instances"]:
+            net = inst.get("network")
+            if inst["device_count"] == 1 and inst["device"] in gpus and net and net.get("value") is not None:
+                out[inst["id"]] = float(net["value"]) * BYTES_PER_S[net["unit"]]
+    return out
+
+
+@pytest.mark.parametrize("iid,gbps", sorted(STATED.items()))
+def test_single_gpu_instance_network_is_the_stated_sustained_bandwidth(iid: str, gbps: float) -> None:
+    inst = load_catalog(()).instances[iid]
+    assert inst.device_count == 1
+    assert inst.network is not None, f"{iid} has no network"
+    assert float(inst.network.base) == pytest.approx(gbps * GBIT)
+
+
+RAW = _raw_single_gpu_networks()
+
+
+def test_the_raw_files_hold_the_stated_single_gpu_networks() -> None:
+    assert set(STATED) <= set(RAW)
+
+
+@pytest.mark.parametrize("iid", sorted(RAW))
+def test_two_single_gpu_instances_collect_over_the_instance_network(iid: str,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    _, data = answer(["train", "qwen2.5-0.5b", "--device", iid, "--gpus", "2", "--tokens", "100000000"], capsys)
+    dur = data["duration"]
+    notes = {a["name"]: a for a in dur["assumptions"]}
+    assert "inter_node_network" in notes, f"{iid}: collectives not timed over a network: {dur.get('warnings')}"
+    assert notes["inter_node_network"]["value"] == pytest.approx(RAW[iid])
+    assert iid in notes["inter_node_network"]["why"]
+    assert not any("no network between the machines" in w for w in dur.get("warnings", []))
