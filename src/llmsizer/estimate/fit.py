@@ -572,8 +572,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
-    fmt = str(d.get("weights_format"))
-    check_engine_runs(eng, fmt, device, spec)
+    fmt = str(d.get("weights_format"))  # (refused or not: checked on the first estimate sized, the same format at every t)
     est_names = list(map(_NAME, est.assumptions))  # (picked in C: fit_memory runs once per rung of a catalog search)
     dtype_note = engine_dtype_note(eng, fmt, str(est.assumptions[est_names.index("dtype")].value) if "dtype" in est_names else "",
                                    device)
