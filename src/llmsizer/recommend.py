@@ -52,6 +52,7 @@ from .estimate.formats import (
     format_ladder,
     gguf_file_skipped,
     rung_bytes,
+    rung_group_size,
     weights_asked,
 )
 from .estimate.inference.compose import check_engine_kv_dtype
@@ -501,8 +502,12 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
             continue
+        asked = (fields or {}).get("group_size")
+        group = rung_group_size(spec, fmt, asked)  # the checkpoint's own at its own format (infer's and fit's)
+        if asked is None:
+            asked = InferenceWorkload.group_size  # what the estimate takes when none is passed
         try:
-            wb = rung_bytes(spec, fmt, int((fields or {}).get("group_size") or InferenceWorkload.group_size))
+            wb = rung_bytes(spec, fmt, group)
         except InputError:
             continue
         if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
@@ -511,7 +516,8 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=weights_asked(fmt), context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
-                                    memory=cand.memory, hardware_files=hardware_files, **(fields or {}))
+                                    memory=cand.memory, hardware_files=hardware_files,
+                                    **{**(fields or {}), **({"group_size": group} if group != asked else {})})
         target, count = cand.instance or dev, None if cand.instance else n
         try:  # memory decides the rung; the speed is computed only for a rung that fits (fit's two stages, once)
             sized = fit_memory(spec, target, count, **args)

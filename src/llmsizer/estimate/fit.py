@@ -22,6 +22,7 @@ from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
 from ..formulas.speed import PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
+from ..formulas.weight_formats import GROUP_SIZE_DEFAULT
 from ..frozen import fast_init
 from ..models import load_model
 from ..numbers import CONCURRENCY, COUNT, LLAMACPP_GPUS, check_number
@@ -266,7 +267,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                   ubatch: int | None = None, kv_unified: bool | None = None,
                   identical: bool = False, engine: str | None = None,
                   engine_version: str | None = None, nvlink_mesh: bool | None = None,
-                  model: Callable[[], SpeedLayout] | None = None) -> SpeedEstimate:
+                  model: Callable[[], SpeedLayout] | None = None,
+                  group_size: int = GROUP_SIZE_DEFAULT) -> SpeedEstimate:
     """estimate_speed memoized on what it reads: speed does not depend on memory size, so the memory
     configurations of one Apple chip (and instances sharing a device) share one estimate. ``model``: the
     ``speed.speed_model`` of these arguments but the layout (tp, conc, link, nvlink_mesh), which answers a miss
@@ -279,8 +281,8 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
     # source its assumption quotes): two devices alike in the numbers above but not in these are two estimates
     p2p = device.peer_to_peer
     key = (spec, device.kind, device.bandwidth, peaks, tp, fmt, prompt, out, conc, kvd, mla, link, states, ubatch,
-           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, device.vendor, device.architecture,
-           device.capability, device.sm_cycles_per_second, peer_to_peer(device),
+           kv_unified, identical, engine, engine_version, scope, nvlink_mesh, group_size, device.vendor,
+           device.architecture, device.capability, device.sm_cycles_per_second, peer_to_peer(device),
            (p2p.source, p2p.date) if p2p is not None else None)
     hit = _SPEED_MEMO.get(key)
     if hit is None or hit.device != device.id:
@@ -291,7 +293,7 @@ def _speed_cached(spec: ModelSpec, device: Device, tp: int, fmt: str, prompt: in
                 spec, device, tp, weights_format=fmt, prompt_tokens=prompt, output_tokens=out, concurrency=conc,
                 kv_dtype=kvd, mla_mode=mla, link_bandwidth=link, state_dtypes=states, ubatch=ubatch,
                 kv_unified=kv_unified, identical_sequences=identical, engine=engine, engine_version=engine_version,
-                nvlink_mesh=nvlink_mesh)
+                nvlink_mesh=nvlink_mesh, group_size=group_size)
             _SPEED_MEMO[key] = hit
         else:  # the texts that name the device (peak_dtype, the stream limits, warnings) name this one
             hit = for_device(hit, device.id)
@@ -488,12 +490,13 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         conv_d, ssm_d = det.get("state_dtypes") or ("fp32", "fp32")  # the engine's, from the estimate (one answer)
         return (str(det.get("weights_format")), prompt + int(det.get("media_tokens", 0)),
                 str(det.get("kv_dtype", "bf16")), (str(conv_d), str(ssm_d)), det.get("n_ubatch"),
-                det.get("kv_unified"), bool(det.get("identical_sequences", False)))
+                det.get("kv_unified"), bool(det.get("identical_sequences", False)),
+                int(det.get("group_size", GROUP_SIZE_DEFAULT)))  # a grouped format's group, as the memory sized it
 
     def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False) -> SpeedEstimate:
         """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work); ``decode_only``: its
         decode alone (speed.speed_model), to rank the degrees by."""
-        wf, pr, kvd, states, ub, kvu, same = work
+        wf, pr, kvd, states, ub, kvu, same, group = work
 
         def model() -> SpeedLayout:
             m = models.get(work)
@@ -501,7 +504,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 m = models[work] = speed_model(spec, device, weights_format=wf, prompt_tokens=pr, output_tokens=out,
                                                kv_dtype=kvd, mla_mode="latent", state_dtypes=states, ubatch=ub,
                                                kv_unified=kvu, identical_sequences=same, engine=eng,
-                                               engine_version=engine_version)
+                                               engine_version=engine_version, group_size=group)
             return m
 
         if t > 1 and not links:
@@ -512,7 +515,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if decode_only:
             return model()(t, None, per, link, mesh, True)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
-                             engine_version, mesh, model)
+                             engine_version, mesh, model, group)
 
     # within one machine: the fastest layout that fits at this load; across machines only when none within fits,
     # the smallest that fits. The largest within is sized first (the least memory per device). When it fits, every
@@ -569,8 +572,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if "media_tokens" in d:
         assumptions.append(Assumption("media_tokens", d["media_tokens"], False, "image/video tokens per sequence, "
                                       f"added to the {context} text tokens (estimate/inference/media.py)"))
-    fmt = str(d.get("weights_format"))
-    check_engine_runs(eng, fmt, device, spec)
+    fmt = str(d.get("weights_format"))  # (refused or not: checked on the first estimate sized, the same format at every t)
     est_names = list(map(_NAME, est.assumptions))  # (picked in C: fit_memory runs once per rung of a catalog search)
     dtype_note = engine_dtype_note(eng, fmt, str(est.assumptions[est_names.index("dtype")].value) if "dtype" in est_names else "",
                                    device)

@@ -329,6 +329,17 @@ def weights_asked(fmt: str) -> str | None:
     return None if fmt == "file" else fmt
 
 
+def rung_group_size(spec: ModelSpec, fmt: str, group_size: int | None) -> int:
+    """The GPTQ/AWQ group a ``format_ladder`` rung is sized at: the checkpoint's own (``stored_format``, what
+    ``engine_weights`` sizes with no format named) for the checkpoint's stored format, else ``group_size`` (given;
+    None: ``GROUP_SIZE_DEFAULT``). recommend asks each rung with it and ranks the rung by ``rung_bytes`` at it, so an
+    AWQ checkpoint at group 64 is sized (memory and speed) as ``infer``/``fit`` size it, not at 128."""
+    stored, group, _ = stored_format(spec)
+    if fmt == stored and fmt in GROUPED:
+        return group
+    return GROUP_SIZE_DEFAULT if group_size is None else group_size
+
+
 @lru_cache(maxsize=1024)
 def format_ladder(spec: ModelSpec, engine: str, weights: str | None = None, fp8: bool = True) -> tuple[str, ...]:
     """The weight formats to try on ``engine``, best first (module rule): a given format alone; else the default

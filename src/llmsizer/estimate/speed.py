@@ -287,7 +287,8 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    flash_attention: bool = True, kv_unified: bool | None = None,
                    engine_step_seconds: float | None = None, engine: str | None = None,
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
-                   allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True) -> SpeedEstimate:
+                   allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
+                   group_size: int = GROUP_SIZE_DEFAULT) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -313,7 +314,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     a step and its latency (``engines.tp_allreduce``, eq. 6's alpha); ``allreduce_latency`` [s] replaces that latency.
     ``llamacpp_int8_mmq``: False for a llama.cpp build from before efficiency.LLAMACPP_INT8_MMQ_SINCE, whose quantized
     prefill products on Volta and later are dequantized to F16 and run through cuBLAS (efficiency.llamacpp_gemm_path);
-    decode is unaffected."""
+    decode is unaffected. ``group_size``: the GPTQ/AWQ group the weights are stored at (the memory estimate's, its
+    details' ``group_size``; formulas/weight_formats.py ``GROUP_SIZE_DEFAULT`` when none is stated), so the bytes a
+    step reads are the bytes the memory estimate holds (``weight_bytes``, the one sizing of a format)."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
@@ -323,8 +326,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                        state_dtypes=state_dtypes, ubatch=ubatch, flash_attention=flash_attention,
                        kv_unified=kv_unified, engine_step_seconds=engine_step_seconds, engine=engine,
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
-                       llamacpp_int8_mmq=llamacpp_int8_mmq)(count, tensor_parallel, concurrency, link_bandwidth,
-                                                            nvlink_mesh, False)
+                       llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size)(count, tensor_parallel,
+                                                                                    concurrency, link_bandwidth,
+                                                                                    nvlink_mesh, False)
 
 
 SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
@@ -338,7 +342,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 flash_attention: bool = True, kv_unified: bool | None = None,
                 engine_step_seconds: float | None = None, engine: str | None = None,
                 engine_version: str | None = None, allreduce_latency: float | None = None,
-                llamacpp_int8_mmq: bool = True) -> SpeedLayout:
+                llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT) -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
@@ -433,7 +437,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
             host_step = float(rule.seconds or 0.0)
 
     pc = count_params(spec)
-    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, GROUP_SIZE_DEFAULT,
+    wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, group_size,
                                                                                    4 if dtype == "fp32" else 2)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)

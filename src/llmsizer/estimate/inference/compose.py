@@ -29,7 +29,7 @@ from ..device import (
     generic_device,
     workload_on_device,
 )
-from ..formats import check_engine_runs, engine_dtype_note, engine_weights
+from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
 from .common import Acc, Context, state_dtypes, state_of
@@ -339,6 +339,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         # read by the speed estimate (estimate/fit.py): which experts a decode step of MoE models reads
         "identical_sequences": w.identical_sequences,
     })
+    if fmt in GROUPED:  # the group the weights were sized at, which the speed sizes the bytes it reads at (fit)
+        details["group_size"] = group
     if spec.recurrent_layer_count:
         details.update({"recurrent_layers": spec.recurrent_layer_count, "attention_layers": spec.attention_layers,
                         "state_dtypes": list(state_dtypes(ctx))})
