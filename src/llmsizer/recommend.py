@@ -32,7 +32,7 @@ from .errors import InputError
 from .estimate import efficiency as E
 from .estimate.device import check_engine_on_device, default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
-from .estimate.engines import newer_release_note
+from .estimate.engines import llamacpp_layer_split, newer_release_note
 from .estimate.fit import (
     FitResult,
     MemoryFit,
@@ -473,9 +473,11 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     dev, n = cand.device, cand.count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = _ladder(spec, engine, dev, weights)
-    # llama.cpp spreads one model over the GPUs (layer split), the others shard it (TP)
+    # llama.cpp spreads one model over the GPUs (layer split, engines.llamacpp_layer_split: fit's layout), the
+    # others shard it (TP); llama.cpp on several CPUs or Apple chips is fit's refusal, its weights not spread
+    split = llamacpp_layer_split(engine, n)
     tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
-    spread = n if engine == "llamacpp" and dev.kind not in ("cpu", "apple") else tp
+    spread = n if split and dev.kind not in ("cpu", "apple") else tp
     usable, _ = usable_memory(dev, cand.memory, record=False)
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)

@@ -439,6 +439,17 @@ class LlamaCppKV:
         return llamacpp_sliding_cells_read(self.window, self.sliding_cells, ubatch, prompt, generated, True)
 
 
+def llamacpp_layer_split(engine: str | None, devices: int) -> bool:
+    """Whether a serving answer of ``engine`` on ``devices`` devices is one llama.cpp model split over them (layers,
+    or rows with ``-sm row``, by ``-ts`` proportions: estimate/inference/llamacpp_split.py rules (1)-(2), read in
+    ggml-org/llama.cpp@0c1e57098 src/llama-model.cpp:1557-1600), not tensor-parallel replicas: llama.cpp runs no
+    tensor parallelism, so its answer is one replica of TP 1 over every device. The one home of the rule: ``fit``
+    decides its layout by it (a CPU or Apple chip cannot be split: fit refuses it), ``FitResult.layer_split`` reports
+    it, recommend sizes its candidates by it, the plan reads the fit's and the estimate's verdict takes the fullest
+    GPU of a split (its workload's ``gpus``; a workload refuses gpus > 1 with another engine or on a CPU)."""
+    return engine == "llamacpp" and devices > 1
+
+
 def llamacpp_kv_cells(model_type: str, window: int | None, ubatch: int, sequences: int, context: int,
                       unified: bool) -> LlamaCppKV:
     """llama.cpp's KV cells for ``sequences`` sequences of ``context`` tokens (-c = context x sequences, -np =

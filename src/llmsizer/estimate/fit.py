@@ -40,6 +40,7 @@ from .device import (
     target_memory,
     workload_device_kind,
 )
+from .engines import llamacpp_layer_split
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
@@ -152,6 +153,12 @@ class FitResult:
     # serving: the target's hourly price and its cost per million output tokens (``serving_cost``); training's
     # price and cost are in ``training_time``
     cost: dict[str, Any] | None = None
+
+    @property
+    def layer_split(self) -> bool:
+        """Whether this serving answer is one llama.cpp model split over its ``count`` devices (one replica, no
+        tensor parallelism; ``engines.llamacpp_layer_split``, the rule ``fit`` laid it out by), not TP replicas."""
+        return self.kind == "inference" and llamacpp_layer_split(self.engine, self.count)
 
     @property
     def tokens_per_second_total(self) -> float | None:
@@ -443,7 +450,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if isinstance(host, Instance) or host.kind != "cpu":
             raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
         host_device = host
-    split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
+    split = llamacpp_layer_split(eng, n)  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
     if split and device.kind in ("cpu", "apple"):
         raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device
-from ..estimate.engines import step_host
+from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
@@ -51,8 +51,7 @@ def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt
     """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
     one deployment serves every load, so the typical load is timed on the layout fit chose for the peak."""
     pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
-              if layout is not None and layout.count > 1 and layout.tensor_parallel * layout.replicas == layout.count
-              else None)
+              if layout is not None and layout.count > 1 and not layout.layer_split else None)
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
                dtype=job.precision, tensor_parallel=pinned,
@@ -320,9 +319,9 @@ def _workload_need(f: FitResult | None, default: int | None) -> int | None:
 
 def split_or_tp(engine: str, devices: int, on_cpu: bool) -> dict[str, Any]:
     """The devices of one replica as the engine uses them: llama.cpp splits the model (gpus), the others shard it."""
-    if engine == "llamacpp":
-        return {"gpus": devices} if devices > 1 and not on_cpu else {}
-    return {"tensor_parallel": devices}
+    if llamacpp_layer_split(engine, devices) and not on_cpu:
+        return {"gpus": devices}
+    return {} if engine == "llamacpp" else {"tensor_parallel": devices}
 
 
 def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: int, notes: JobNotes) -> dict[str, Any]:

@@ -382,7 +382,7 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         if est.details.get("sglang_too_small"):  # no pool at all: say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, reason=str(est.details["sglang_too_small"]),
                                     warnings=(f"does not fit: {est.details['sglang_too_small']}",))
-    elif w.engine == "llamacpp" and w.device == "gpu" and w.gpus > 1:
+    elif E.llamacpp_layer_split(w.engine, w.gpus) and w.device == "gpu":
         # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
         acc.assumptions.append(headroom_assumption(w.headroom))
         gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
