@@ -1,0 +1,55 @@
+"""One answer across surfaces, from a new user's probe (newuser6): the same question asked through `models --fits-on`
+/ `recommend` and `fit` gets the same numbers. The truth each test compares with is `fit` on the same hardware with
+the format the other surface reported (the command a user runs next), never a number copied from our output; each
+test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_capture import run_json
+
+# a GPU as `hardware detect` writes one that is not in the catalog: memory from the driver, no form_factor (so the
+# engine rule, estimate/device.py engine_rule, has no form factor to choose vLLM or llama.cpp by), no bandwidth
+DETECTED = {"devices": [{"id": "detected-gpu", "name": "A GPU (detected)", "kind": "gpu", "vendor": "NVIDIA",
+                         "memory_usable": {"value": 16376, "unit": "MiB", "source": "detected"}, "owned": True}]}
+
+
+@pytest.fixture
+def detected(tmp_path: Path) -> Path:
+    path = tmp_path / "hw.json"
+    path.write_text(json.dumps(DETECTED), encoding="utf-8")
+    return path
+
+
+WORKLOAD = ("--context", "8k", "--concurrency", "2")
+MODELS = ("deepseek-v2-lite", "falcon-7b-instruct", "gemma-2-9b-it", "gpt-oss-20b", "llama-3.1-8b", "qwen2.5-7b")
+
+
+@pytest.mark.parametrize("where", ["hardware file", "gpu --memory"])
+def test_fits_on_a_gpu_without_form_factor_is_fits_answer_for_the_format_it_names(detected: Path,
+                                                                                   where: str) -> None:
+    """Before, a smaller rung of the format ladder (awq-int4) was sized on the engine the device's rule gives the
+    unquantized checkpoint (transformers), while `fit --weights awq-int4` runs AWQ on vLLM (the rule: a quantized
+    format's engine): `models --fits-on` said gpt-oss-20b fits at awq-int4 (transformers, 15.44 GB) on a 16 GiB
+    detected card where `fit --weights awq-int4` said it does not (vLLM), and DeepSeek-V2-Lite 11.15 GB vs 15.98 GB."""
+    dev = (["--fits-on", "detected-gpu", "--hardware-file", str(detected)] if where == "hardware file"
+           else ["--fits-on", "gpu", "--memory", "10GiB"])
+    fit_dev = ["--device", *dev[1:]]
+    compared = 0
+    for model in MODELS:
+        code, data = run_json("models", model, *dev, *WORKLOAD)
+        assert code in (0, 1)
+        (opt,) = data["models"]
+        if opt["status"] == "rejected":
+            continue
+        code, f = run_json("fit", model, *fit_dev, *WORKLOAD, "--weights", opt["weights_format"])
+        assert code == 0 and f["fits"], (model, opt)
+        assert (f["engine"], f["weights_format"]) == (opt["engine"], opt["weights_format"]), model
+        assert f["memory_per_device"] == opt["memory_per_device"], model
+        assert f["budget_per_device"] == opt["budget_per_device"], model
+        compared += 1
+    assert compared >= 2  # the comparison ran (else the test could not fail)
