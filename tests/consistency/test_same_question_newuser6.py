@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_capture import run_json
+from cli_capture import run, run_json
 
 # a GPU as `hardware detect` writes one that is not in the catalog: memory from the driver, no form_factor (so the
 # engine rule, estimate/device.py engine_rule, has no form factor to choose vLLM or llama.cpp by), no bandwidth
@@ -53,3 +53,21 @@ def test_fits_on_a_gpu_without_form_factor_is_fits_answer_for_the_format_it_name
         assert f["budget_per_device"] == opt["budget_per_device"], model
         compared += 1
     assert compared >= 2  # the comparison ran (else the test could not fail)
+
+
+def test_fit_names_every_media_part_infer_names() -> None:
+    """An image and a video in one prompt are two ``media`` assumptions of the estimate; `fit` printed only the
+    first (its one-per-name merge dropped the video: 6,398 media tokens, of them 2,394 the video's, and no word of a
+    video in `fit`'s text), while `infer` printed both."""
+    media = ["--images", "4", "--image-size", "1024x768", "--video-frames", "16", "--video-size", "640x360"]
+    code, infer_out, _ = run("infer", "qwen2.5-vl-7b-instruct", "--device", "l40s", *media)
+    assert code == 0
+    code, fit_out, _ = run("fit", "qwen2.5-vl-7b-instruct", "--device", "l40s", *media)
+    assert code == 0
+
+    def parts(text: str) -> list[str]:
+        line = next(ln for ln in text.splitlines() if ln.startswith("assumptions: "))
+        return [a for a in line.removeprefix("assumptions: ").split("; ") if a.startswith("media=")]
+
+    assert len(parts(infer_out)) == 2  # the images and the video
+    assert parts(fit_out) == parts(infer_out)

@@ -153,14 +153,16 @@ class FitResult:
     def all_assumptions(self) -> tuple[Assumption, ...]:
         """Every assumption behind the answer, each name once: the fit's own (headroom, device memory, the defaults
         that size the workload), then those of the memory estimate and of the speed estimate that the fit does not
-        name already. The text and the notebook print these; the JSON keeps each list in its own object."""
+        name already. A name one list repeats (the images and the video of one prompt, two ``media`` lines of the
+        estimate) keeps every entry of that list. The text and the notebook print these; the JSON keeps each list in
+        its own object."""
         seen: set[str] = set()
         out = []
-        for a in (*self.assumptions, *(self.estimate.assumptions if self.estimate else ()),
-                  *(self.speed.assumptions if self.speed else ())):
-            if a.name not in seen:
-                seen.add(a.name)
-                out.append(a)
+        for group in (self.assumptions, self.estimate.assumptions if self.estimate else (),
+                      self.speed.assumptions if self.speed else ()):
+            new = [a for a in group if a.name not in seen]
+            seen.update(a.name for a in new)
+            out.extend(new)
         return tuple(out)
 
     @property
