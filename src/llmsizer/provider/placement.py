@@ -659,8 +659,7 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
             if not seconds:
                 continue  # cannot time the run on this device: no claim
         alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=float(seconds or need.seconds),
-                      memory_need=min(need.memory_need, mem),
-                      **({"duration_basis": "", "duration_verdict": ""} if need.kind == "training" else {}))
+                      memory_need=min(need.memory_need, mem), duration_basis="", duration_verdict="")  # timed there
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
