@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..units import format_seconds
+from ..units import format_bytes, format_seconds
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
 from .quota import USAGE, check_quota, usage_resource
 from .windows import within
@@ -388,6 +388,12 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
                     f"{max(n.devices for n in allowed)}")
+    ram = need.memory_need * per_node if need.device_kind == "cpu" else 0  # what _node_items holds of ram:<id>
+    if ram and all(n.ram and n.ram < ram for n in big):
+        # a CPU job's memory is the node's RAM: a node with less never takes it, whatever is booked (not "busy")
+        raise NoFit("node-size", f"{format_bytes(ram)} of RAM per node needed (the plan's memory need); the largest "
+                    f"{need.label} {need.device} node has {format_bytes(max(n.ram or 0 for n in big))}")
+    big = [n for n in big if not ram or not n.ram or n.ram >= ram]
     if need.nodes > 1 and need.network:
         fabrics = {f.id: f for site in inv.sites for f in site.fabrics}
         slow = {n.fabric for n in big if n.fabric and (fabrics[n.fabric].bandwidth or 0) < need.network

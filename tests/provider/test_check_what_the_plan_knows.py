@@ -1,7 +1,10 @@
-"""A training run the plan cannot time (its device has no sourced peak FLOP/s) is not placed for a made-up length:
+"""`capacity check` places what the plan knows, and refuses with the right reason what it cannot place (newuser6).
+
+A training run the plan cannot time (its device has no sourced peak FLOP/s) is not placed for a made-up length:
 `plan` says "duration not estimated", and `capacity check` / `book` used to place and book it for 1 h (a 3,600 s
 default in provider/needs.py) as if that were the run. Now the check refuses it ([duration], exit 1) unless the
-request states its own expected_duration, which is then the window, named as the request's."""
+request states its own expected_duration, which is then the window, named as the request's. A CPU job larger
+than every node's RAM is refused as node-size, not as a fully booked resource."""
 
 from __future__ import annotations
 
@@ -80,3 +83,54 @@ def test_check_and_book_use_the_plans_duration_or_the_requests_own(tmp_path: Pat
         span = dt.datetime.fromisoformat(p["end"]) - dt.datetime.fromisoformat(p["start"])
         assert span == dt.timedelta(hours=20)  # the request's own figure, not a default
         assert "expected_duration" in c["need"]["duration_basis"]
+
+
+CPU_INVENTORY = """\
+version: 1
+provider: test
+sites:
+  - {id: s1, operator: provider, jurisdiction: DE}
+nodes:
+  - {id: small, site: s1, device: intel-xeon-spr-8ch, devices: 1, cpus: 56, ram: 256 GiB, disk: 4 TB, pools: [serving]}
+storage:
+  - {id: st, site: s1, capacity: 20 TB}
+"""
+
+
+def _cpu_request(model: str, quantization: str) -> str:
+    return f"""\
+version: 1
+title: a model on a CPU server
+jobs:
+  - name: helper
+    kind: inference
+    model: {{name: {model}}}
+    quantization: {quantization}
+    engine: llamacpp
+    resources: {{device: intel-xeon-spr-8ch, count: 1, memory: 1TiB}}
+    traffic:
+      concurrency: {{typical: 1, peak: 2}}
+      context: {{typical: 2k, peak: 4k}}
+      output: {{typical: 256, peak: 256}}
+    service: {{duration: 1 month}}
+"""
+
+
+def test_a_cpu_job_larger_than_every_nodes_ram_is_node_size_not_busy(tmp_path: Path) -> None:
+    """Before, a CPU service needing more RAM than the node has was refused as '[busy] ram:small is fully booked in
+    the window (4.44372e+11 of 2.74878e+11)' on an empty inventory: no booking holds anything, and no window helps."""
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(CPU_INVENTORY)
+    req = tmp_path / "req.yaml"
+    req.write_text(_cpu_request("llama-3.1-405b", "q8_0"))
+    _, plan = run_json("plan", str(req))
+    need = plan["jobs"][0]["facts"]["memory_need"]
+    assert need > 256 * 2**30  # the premise: the plan's need is over the node's RAM (inventory: 256 GiB)
+    code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--no-db")
+    (c,) = checks
+    assert code == 1 and c["binding"] == "node-size", c
+    assert "256.00 GiB" in c["reason"] and f"{need / 2**30:.2f} GiB" in c["reason"]
+    # a model that fits the node's RAM is placed on it
+    req.write_text(_cpu_request("qwen2.5-7b", "q4_k_m"))
+    code, checks = run_json("capacity", "check", str(req), "--inventory", str(inv), "--no-db")
+    assert code == 0 and checks[0]["fits"] and checks[0]["placement"]["nodes"] == ["small"]
