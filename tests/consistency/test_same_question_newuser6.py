@@ -71,3 +71,14 @@ def test_fit_names_every_media_part_infer_names() -> None:
 
     assert len(parts(infer_out)) == 2  # the images and the video
     assert parts(fit_out) == parts(infer_out)
+
+
+def test_the_python_output_tokens_range_names_output_tokens() -> None:
+    """estimate_inference(output_tokens=-1) said '... [0, 2,147,483,648] (tokens; 0 means no sliding window)': the
+    range's words were a sliding window's, shared by every token count that may be 0."""
+    from llmsizer.errors import InputError
+    from llmsizer.estimate.inference import estimate_inference
+
+    with pytest.raises(InputError) as e:
+        estimate_inference("llama-3.1-8b", context=4096, output_tokens=-1)
+    assert str(e.value).startswith("output_tokens: -1 is out of range") and "sliding window" not in str(e.value)
