@@ -77,6 +77,10 @@ TOP = Range(1, 10_000, True, "rows shown")
 # model-description fields that may be 0 (absent block / first layer index) and image sizes (readers, #15)
 LAYER_INDEX = Range(0, 10_000, True, "a layer index or number of layers; 0 allowed, at most LAYERS' maximum")
 TOKENS_OR_ZERO = Range(0, 2**31, True, "a token count; 0 means none")
+# LoRA (peft LoraConfig r and lora_alpha: the adapter is B A x scaled by alpha / r; Hu et al. 2021, sec. 4.1): one
+# range each for `train --rank/--alpha`, the request's peft.rank/alpha and TrainingWorkload
+LORA_RANK = Range(1, 2**20, True, "LoRA rank r: the inner width of the adapters B A")
+LORA_ALPHA = Range(0, 2**20, False, "LoRA alpha: the adapters' output is scaled by alpha / r; no memory effect")
 WIDTH_OR_ZERO = Range(0, 2**20, True, "a width; 0 means the block is absent")
 EXPERTS_OR_ZERO = Range(0, 65_536, True, "MoE experts; 0 means none")
 PIXELS = Range(1, 2**16, True, "image side, patch side or channels of a vision encoder; published ones are <= 2^12")

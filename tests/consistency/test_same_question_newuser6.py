@@ -82,3 +82,42 @@ def test_the_python_output_tokens_range_names_output_tokens() -> None:
     with pytest.raises(InputError) as e:
         estimate_inference("llama-3.1-8b", context=4096, output_tokens=-1)
     assert str(e.value).startswith("output_tokens: -1 is out of range") and "sliding window" not in str(e.value)
+
+
+LORA_REQUEST = """\
+version: 1
+title: t
+jobs:
+  - name: ft
+    kind: training
+    model: {{name: llama-3.1-8b}}
+    method: lora
+    resources: {{device: h100-sxm, count: 1}}
+    dataset: {{size: 1 GB, tokens: 1M tokens}}
+    peft: {{{field}: {value}}}
+"""
+
+
+@pytest.mark.parametrize(("field", "value"), [("rank", "0"), ("rank", "2.5"), ("alpha", "0.5"), ("alpha", "-1"),
+                                              ("alpha", "0"), ("rank", "64")])
+def test_lora_rank_and_alpha_take_one_range_everywhere(tmp_path: Path, field: str, value: str) -> None:
+    """Before, LoRA alpha had three rules: `train --alpha` an integer >= 1 (described as a hidden width), a request's
+    peft.alpha any number >= 0, and TrainingWorkload(alpha=...) anything at all ('x', -1); rank 0 got three
+    messages. Each surface now accepts the same values and refuses the others with the same words."""
+    from llmsizer.errors import InputError
+    from llmsizer.estimate.training import estimate_training
+
+    code, _, err = run("train", "llama-3.1-8b", "--method", "lora", f"--{field}", value)
+    cli_ok = code == 0
+    req = tmp_path / "req.yaml"
+    req.write_text(LORA_REQUEST.format(field=field, value=value))
+    rcode, _, rerr = run("request", "check", str(req))
+    try:
+        estimate_training("llama-3.1-8b", method="lora", **{field: float(value) if "." in value else int(value)})
+        py_ok, py_err = True, ""
+    except InputError as e:
+        py_ok, py_err = False, str(e)
+    assert cli_ok == (rcode == 0) == py_ok, (err, rerr, py_err)
+    if not cli_ok:  # one message: the CLI's (after 'argument --rank: '), the request's and Python's range words
+        words = err.strip().split(" is out of range; ")[-1].split("; expected ")[-1].removesuffix(" (see --help)")
+        assert words in rerr and words in py_err, (err, rerr, py_err)

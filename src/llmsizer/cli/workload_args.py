@@ -22,6 +22,8 @@ from ..numbers import (
     HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
+    LORA_ALPHA,
+    LORA_RANK,
     MAX_GPUS,
     SPLIT_SHARE,
     TOKENS,
@@ -209,8 +211,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     --memory or --device; recommend: each option's device), which --zero's help names."""
     g = p.add_argument_group("training workload")
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
-    g.add_argument("--rank", type=int_arg(WIDTH), help=f"LoRA rank r (default {TW.rank})")
-    g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
+    g.add_argument("--rank", type=int_arg(LORA_RANK), help=f"LoRA rank r (default {TW.rank})")
+    g.add_argument("--alpha", type=float_arg(LORA_ALPHA), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
     g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "
