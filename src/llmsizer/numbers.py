@@ -56,7 +56,7 @@ POSITIVE = Range(0, 1e30, False, "a non-negative finite quantity")
 # CLI flags and request fields (issue #15)
 PARAMS = Range(1, 10**15, True, "parameters; the largest published models have ~2 x 10^12")
 AMOUNT = Range(0, 10**15, True, "a count of people, examples or parameters; 10^15 is past every real one")
-TRAIN_TOKENS = Range(1, 10**16, True, "tokens to train on (0 trains nothing); the largest published runs use ~4 x 10^13")
+TRAIN_TOKENS = Range(1, 10**16, True, "tokens to train on; the largest published runs use ~4 x 10^13")
 SIZE = Range(0, 2**60, True, "bytes; 2^60 B = 1 EiB")
 SECONDS = Range(0, 3.2e10, False, "seconds; 3.2 x 10^10 s is about 1,000 years")
 MONEY = Range(0, 1e15, False, "US dollars; 10^15 is past any budget")
@@ -79,6 +79,7 @@ LAYER_INDEX = Range(0, 10_000, True, "a layer index or number of layers; 0 allow
 TOKENS_OR_ZERO = Range(0, 2**31, True, "a token count; 0 means none")
 # LoRA (peft LoraConfig r and lora_alpha: the adapter is B A x scaled by alpha / r; Hu et al. 2021, sec. 4.1): one
 # range each for `train --rank/--alpha`, the request's peft.rank/alpha and TrainingWorkload
+GROUP_SIZE = Range(1, 2**20, True, "weights sharing one quantization scale (GPTQ/AWQ groups: 32, 64, 128)")
 LORA_RANK = Range(1, 2**20, True, "LoRA rank r: the inner width of the adapters B A")
 LORA_ALPHA = Range(0, 2**20, False, "LoRA alpha: the adapters' output is scaled by alpha / r; no memory effect")
 WIDTH_OR_ZERO = Range(0, 2**20, True, "a width; 0 means the block is absent")

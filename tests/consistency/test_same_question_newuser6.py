@@ -121,3 +121,17 @@ def test_lora_rank_and_alpha_take_one_range_everywhere(tmp_path: Path, field: st
     if not cli_ok:  # one message: the CLI's (after 'argument --rank: '), the request's and Python's range words
         words = err.strip().split(" is out of range; ")[-1].split("; expected ")[-1].removesuffix(" (see --help)")
         assert words in rerr and words in py_err, (err, rerr, py_err)
+
+
+def test_group_size_is_described_as_a_group_size_by_the_flag_and_by_python() -> None:
+    """`infer --group-size 0` explained its range as '(hidden / intermediate / head width ...)' and
+    estimate_inference(group_size=0) as '(devices, nodes, batch or steps)': one range, one description."""
+    from llmsizer.errors import InputError
+    from llmsizer.estimate.inference import estimate_inference
+
+    code, _, err = run("infer", "llama-3.1-8b", "--weights", "awq-int4", "--group-size", "0")
+    assert code == 2
+    with pytest.raises(InputError) as e:
+        estimate_inference("llama-3.1-8b", weights="awq-int4", group_size=0)
+    words = str(e.value).removeprefix("group_size: ")
+    assert words in err and "quantization" in words

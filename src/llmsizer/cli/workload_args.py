@@ -19,6 +19,7 @@ from ..numbers import (
     CPU_MOE_LAYERS,
     FSDP_VERSION,
     GPU_LAYERS,
+    GROUP_SIZE,
     HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
@@ -30,7 +31,6 @@ from ..numbers import (
     TRAIN_TOKENS,
     UTILIZATION,
     VIDEO_FRAMES,
-    WIDTH,
     ZERO_STAGE,
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
@@ -139,7 +139,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
-    g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
+    g.add_argument("--group-size", type=int_arg(GROUP_SIZE), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
     g.add_argument("--gpu-memory-utilization", type=share_arg,
                    help="vLLM, 0.9 or 90%% (default 0.9, or 1 - --headroom)")
