@@ -135,3 +135,24 @@ def test_group_size_is_described_as_a_group_size_by_the_flag_and_by_python() -> 
         estimate_inference("llama-3.1-8b", weights="awq-int4", group_size=0)
     words = str(e.value).removeprefix("group_size: ")
     assert words in err and "quantization" in words
+
+
+def test_when_no_zero_stage_fits_the_chosen_one_is_the_closest_and_says_so() -> None:
+    """Several devices, a budget, no stage fits: the run shown was ZeRO-3 with the words 'least-sharded ZeRO stage
+    that fits', though nothing fit and ZeRO-3 needs more than ZeRO-1 for QLoRA of Llama-3.1-8B on 2 x 24 GiB
+    (23,980,649,408 B vs 23,831,919,488 B: its gathered layers add more than it shards). The truth: each stage
+    asked for explicitly (`train --zero K`)."""
+    flags = ("llama-3.1-8b", "--method", "qlora", "--memory", "24GiB", "--gpus", "2")
+    need = {}
+    for k in range(4):
+        code, d = run_json("train", *flags, "--zero", str(k))
+        assert code == 1 and d["details"]["fits"] is False  # none fits (else the test could not fail)
+        need[k] = d["totals"]["device"]["bytes"]
+    assert min(need.values()) < need[3]  # the premise: ZeRO-3 is not the smallest here
+    code, d = run_json("train", *flags)
+    zero = next(a for a in d["assumptions"] if a["name"] == "zero")
+    assert d["totals"]["device"]["bytes"] == min(need.values()) == need[zero["value"]]
+    assert zero["value"] == min(k for k in need if need[k] == min(need.values()))  # the least sharded of equals
+    assert "no ZeRO stage fits" in zero["why"]
+    code, f = run_json("fit", *flags[:-2], "--train", "--device", "gpu", "--count", "2")
+    assert f["memory_per_device"] == d["totals"]["device"]["bytes"]

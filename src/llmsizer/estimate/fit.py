@@ -43,7 +43,7 @@ from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, estimate_speed, for_device, split_decode
 from .training import estimate_training
-from .training.compose import ZERO_WHY
+from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY
 from .verdict import check_headroom, headroom_assumption
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
@@ -606,7 +606,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     over = memory_above_device(device, memory)
     if over is not None:  # said by the estimate, which `train --device` renders
         est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
-    chosen = [a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]
+    chosen = [a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")
