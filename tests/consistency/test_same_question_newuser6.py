@@ -156,3 +156,51 @@ def test_when_no_zero_stage_fits_the_chosen_one_is_the_closest_and_says_so() -> 
     assert "no ZeRO stage fits" in zero["why"]
     code, f = run_json("fit", *flags[:-2], "--train", "--device", "gpu", "--count", "2")
     assert f["memory_per_device"] == d["totals"]["device"]["bytes"]
+
+
+CPU_PAIR = """\
+version: 1
+title: two CPU servers
+jobs:
+  - name: c
+    kind: inference
+    model: {{name: qwen2.5-7b}}
+    {quantization}
+    engine: {engine}
+    resources: {{device: {device}, count: 2{memory}}}
+    traffic:
+      concurrency: {{typical: 4, peak: 4}}
+      context: {{typical: 2k, peak: 2k}}
+      output: {{typical: 256, peak: 256}}
+    service: {{duration: 1 month}}
+"""
+
+
+@pytest.mark.parametrize(("device", "engine", "weights"), [("intel-xeon-platinum-8488c", "llamacpp", "q4_k_m"),
+                                                           ("intel-xeon-platinum-8488c", "transformers", None),
+                                                           ("apple-m3-max-48gb", "llamacpp", "q4_k_m")])
+def test_two_cpus_are_two_replicas_in_fit_as_in_the_plan(tmp_path: Path, device: str, engine: str,
+                                                         weights: str | None) -> None:
+    """A plan serves on 2 CPUs (or 2 Apple chips) as 2 replicas, one model each; `fit --count 2` refused llama.cpp
+    there ('llama.cpp splits a model over several GPUs ... use --count 1') and ran transformers as TP 2 (8.10 GiB
+    per device where each replica holds the whole model, 15.10 GiB)."""
+    memory = ", memory: 64GiB" if device.startswith("intel") else ""
+    req = tmp_path / "req.yaml"
+    req.write_text(CPU_PAIR.format(device=device, engine=engine, memory=memory,
+                                   quantization=f"quantization: {weights}" if weights else ""))
+    code, plan = run_json("plan", str(req))
+    figures = {f["key"]: f["value"] for s in plan["jobs"][0]["sections"] for f in s["figures"]}
+    flags = ["--device", device, "--count", "2", "--engine", engine, "--context", "2k", "--concurrency", "4",
+             "--output-tokens", "256", *(["--weights", weights] if weights else []),
+             *(["--memory", "64GiB"] if memory else [])]
+    code, f = run_json("fit", "qwen2.5-7b", *flags)
+    assert code == 0 and f["fits"] and (f["tensor_parallel"], f["replicas"]) == (1, 2)
+    assert f["memory_per_device"] == figures["need_peak"]
+    assert f["speed"]["ttft_seconds"] == figures["ttft_peak"]
+    assert f["speed"]["tokens_per_second_per_user"] == figures["tps_user_peak"]
+    assert f["tokens_per_second_total"] == pytest.approx(figures["tps_total_typical"], rel=1e-12)
+    # each replica is the whole model on one device at half the load
+    one = ["--count", "1", "--concurrency", "2"]
+    code, single = run_json("fit", "qwen2.5-7b", *flags, *one)
+    assert single["memory_per_device"] == f["memory_per_device"]
+    assert f["tokens_per_second_total"] == pytest.approx(2 * single["tokens_per_second_total"], rel=1e-12)

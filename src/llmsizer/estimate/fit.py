@@ -35,6 +35,7 @@ from .device import (
     engine_assumption,
     memory_above_device,
     nvlink_mesh_for,
+    one_replica_per_device,
     resolve_target,
     target_memory,
     workload_device_kind,
@@ -412,9 +413,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if isinstance(host, Instance) or host.kind != "cpu":
             raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
         host_device = host
-    split = eng == "llamacpp" and n > 1  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
-    if split and device.kind in ("cpu", "apple"):
-        raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    # several CPUs or Apple chips are replicas, one model each (one_replica_per_device); several GPUs under llama.cpp
+    # hold one model spread over them (layer/row split), no TP
+    apart = n > 1 and one_replica_per_device(device)
+    split = eng == "llamacpp" and n > 1 and not apart
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
         raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
                          f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
@@ -422,7 +424,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if split:
         workload.setdefault("gpus", n)
     per_node = instance.device_count if instance is not None and instance.device_count else SERVING_GPUS_PER_NODE
-    tp_options = [1] if split else tensor_parallel_options(spec, n, per_node)
+    tp_options = [1] if split or apart else tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
