@@ -268,7 +268,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     c = (constraints or Constraints()).for_mode("serving")
     _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
     cat = load_catalog(hardware_files)
-    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused; `fit` takes a
+    # whole multiple of it as that many instances, replicas, which one candidate is not)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
     # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
     # the catalog's

@@ -12,6 +12,8 @@ import pytest
 
 from cli_capture import run, run_json
 
+ROOT = Path(__file__).resolve().parents[2]
+
 # a GPU as `hardware detect` writes one that is not in the catalog: memory from the driver, no form_factor (so the
 # engine rule, estimate/device.py engine_rule, has no form factor to choose vLLM or llama.cpp by), no bandwidth
 DETECTED = {"devices": [{"id": "detected-gpu", "name": "A GPU (detected)", "kind": "gpu", "vendor": "NVIDIA",
@@ -204,3 +206,48 @@ def test_two_cpus_are_two_replicas_in_fit_as_in_the_plan(tmp_path: Path, device:
     code, single = run_json("fit", "qwen2.5-7b", *flags, *one)
     assert single["memory_per_device"] == f["memory_per_device"]
     assert f["tokens_per_second_total"] == pytest.approx(2 * single["tokens_per_second_total"], rel=1e-12)
+
+
+INSTANCES = """\
+version: 1
+title: several instances
+jobs:
+  - name: chat
+    kind: inference
+    model: {{name: llama-3.1-8b}}
+    resources: {{instance: {instance}, count: {count}}}
+    quantization: {weights}
+    traffic:
+      concurrency: {{typical: {concurrency}, peak: {concurrency}}}
+      context: {{typical: 4k, peak: 4k}}
+      output: {{typical: 256, peak: 256}}
+    service: {{duration: 1 month}}
+"""
+
+
+@pytest.mark.parametrize(("instance", "count", "weights", "concurrency"), [("aws-g6e.xlarge", 4, "awq-int4", 64),
+                                                                           ("aws-g5.12xlarge", 8, "none", 64)])
+def test_fit_on_several_instances_is_the_plans_answer(tmp_path: Path, instance: str, count: int, weights: str,
+                                                      concurrency: int) -> None:
+    """A request may name N instances (resources.instance + count, a whole multiple of its devices: N machines, each
+    a replica) and `recommend` adds instances as replicas; `fit --device INSTANCE --count N` refused it for serving
+    ('aws-g6e.xlarge has 1 devices; drop --count or use the device name') while `fit --train` took it."""
+    req = tmp_path / "req.yaml"
+    req.write_text(INSTANCES.format(instance=instance, count=count, weights=weights, concurrency=concurrency))
+    _, plan = run_json("plan", str(req))
+    job = plan["jobs"][0]
+    figures = {f["key"]: f["value"] for s in job["sections"] for f in s["figures"]}
+    flags = ["--device", instance, "--count", str(count), "--context", "4k", "--concurrency", str(concurrency),
+             "--output-tokens", "256", *(["--weights", weights] if weights != "none" else [])]
+    code, f = run_json("fit", "llama-3.1-8b", *flags)
+    assert code == 0 and f["fits"]
+    assert f["replicas"] == job["hardware"]["replicas"] and f["tensor_parallel"] == job["hardware"]["tensor_parallel"]
+    assert f["memory_per_device"] == figures["reserved"]
+    assert f["speed"]["tokens_per_second_per_user"] == figures["tps_user_peak"]
+    assert f["tokens_per_second_total"] == pytest.approx(figures["tps_total_typical"], rel=1e-12)
+    assert f["cost"]["price_per_hour"] == pytest.approx(figures["price_per_hour"], rel=1e-12)
+    assert f["cost"]["price_per_hour"] == pytest.approx(count // {"aws-g6e.xlarge": 1, "aws-g5.12xlarge": 4}[instance]
+                                                        * next(r["price"]["value"] for r in json.loads(
+                                                            (ROOT / "src/llmsizer/catalog/data/hardware/"
+                                                             "instances_aws.json").read_text())["instances"]
+                                                            if r["id"] == instance), rel=1e-12)

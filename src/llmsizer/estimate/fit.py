@@ -201,8 +201,9 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
                      hardware_files: Sequence[str | Path] = (), instances: bool = False
                      ) -> tuple[Device, int, str, Instance | None]:
     """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1. An instance is
-    one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
-    network) a whole multiple of it is that many instances (:func:`instances_for`)."""
+    one machine of its own count; with ``instances`` (``fit`` and ``fit --train``: serving replicas, or a training run
+    whose collectives cross machines over the instance's network, as a request's resources.instance + count) a whole
+    multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None:
         count = int(check_number(count, "count", COUNT))
@@ -211,7 +212,8 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
         raise InputError(f"count must be at least 1, got {n}")
     if inst_count and count and count != inst_count:
         if not instances:
-            raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+            raise InputError(f"{target} has {inst_count} device{'s' if inst_count != 1 else ''}; drop --count or use "
+                             "the device name")
         if count % inst_count:
             whole = sorted({max(1, count // inst_count), -(-count // inst_count)})
             opts = " or ".join(f"{k * inst_count} ({k} instance{'s' if k > 1 else ''})" for k in whole)
@@ -394,7 +396,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     concurrency = InferenceWorkload.concurrency if concurrency is None else int(check_number(concurrency,
                                                                                                "concurrency",
                                                                                                CONCURRENCY))
-    device, n, target, instance = target_and_count(hardware, count, hardware_files)
+    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
