@@ -251,3 +251,16 @@ def test_fit_on_several_instances_is_the_plans_answer(tmp_path: Path, instance: 
                                                             (ROOT / "src/llmsizer/catalog/data/hardware/"
                                                              "instances_aws.json").read_text())["instances"]
                                                             if r["id"] == instance), rel=1e-12)
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "aws-m7i.4xlarge", "rtx-4090"])
+def test_train_device_json_is_the_python_estimate(device: str) -> None:
+    """`train --device` printed the estimate without the device and its memory (fit_training's estimate), while
+    estimate_training(device=...) and `infer --device` name both first: the same question, two assumption lists."""
+    from llmsizer.estimate.training import estimate_training
+
+    code, d = run_json("train", "llama-3.1-8b", "--method", "lora", "--device", device)
+    py = json.loads(json.dumps(estimate_training("llama-3.1-8b", method="lora", device=device).to_dict(),
+                               default=str))
+    assert d == py
+    assert [a["name"] for a in d["assumptions"][:2]] == ["device", "device_memory"]

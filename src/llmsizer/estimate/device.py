@@ -248,9 +248,14 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     out = dict(fields, device=workload_device_kind(device))
     if usable is not None:
         out["memory"] = usable
-    # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
-    named = [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *notes]
-    return out, device, target, named
+    return out, device, target, device_named(device, notes)
+
+
+def device_named(device: Device, memory_notes: Sequence[Assumption]) -> list[Assumption]:
+    """The assumptions an estimate on ``device`` starts with: the device and where its memory came from
+    (``memory_notes``, ``target_memory``'s); cpu / gpu (known only by kind) add nothing. `infer --device`,
+    `train --device`, ``estimate_inference(device=)`` and ``estimate_training(device=)`` name it so."""
+    return [] if device.origin == "generic" else [Assumption("device", device.id, False, device.name), *memory_notes]
 
 
 def generic_device(kind: str) -> Device:

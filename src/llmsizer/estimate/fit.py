@@ -32,6 +32,7 @@ from . import efficiency as E
 from . import ranges as R
 from .device import (
     check_engine_on_device,
+    device_named,
     engine_assumption,
     memory_above_device,
     nvlink_mesh_for,
@@ -608,8 +609,10 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields.setdefault("device", workload_device_kind(device))
     est = training_on_memory(spec, fields, usable, headroom)
     over = memory_above_device(device, memory)
-    if over is not None:  # said by the estimate, which `train --device` renders
-        est = Estimate(est.kind, est.model, est.items, est.assumptions, (*est.warnings, over), est.details)
+    # the device and its memory named by the estimate, which `train --device` renders, as estimate_training(device=)
+    # names them; a warning of a memory above the device's too
+    est = Estimate(est.kind, est.model, est.items, (*device_named(device, notes), *est.assumptions),
+                   (*est.warnings, *([over] if over is not None else [])), est.details)
     chosen = [a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
     assumptions += chosen
     d = est.details
