@@ -522,6 +522,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
+        stub = {**stub, "engine": failed.engine}  # the rung's engine, whose numbers these are
     elif smallest is not None:
         limit = (f"the device's {format_bytes(usable)}" if own_share else
                  f"the {format_bytes(int(budget))} budget ({format_bytes(usable)} x (1 - {hr:g} headroom))")

@@ -47,6 +47,12 @@ def test_fits_on_a_gpu_without_form_factor_is_fits_answer_for_the_format_it_name
         assert code in (0, 1)
         (opt,) = data["models"]
         if opt["status"] == "rejected":
+            tried = opt["reasons"][0].partition("smallest format tried (")[2].partition(")")[0]
+            if tried and opt["memory_per_device"] is not None:  # fit's numbers at that format, and its engine
+                code, f = run_json("fit", model, *fit_dev, *WORKLOAD, "--weights", tried.lower())
+                assert code == 1 and (f["engine"], f["memory_per_device"]) == (opt["engine"],
+                                                                               opt["memory_per_device"]), model
+                compared += 1
             continue
         code, f = run_json("fit", model, *fit_dev, *WORKLOAD, "--weights", opt["weights_format"])
         assert code == 0 and f["fits"], (model, opt)
