@@ -8,7 +8,9 @@ Search (inference):
 - per candidate, weight formats from highest quality down (``estimate.formats.format_ladder``: the checkpoint's
   default format on the engine, as ``fit`` and ``infer`` take it, then the smaller rungs of bf16 -> fp8 -> AWQ int4
   on vLLM or F16 -> Q8_0 -> Q6_K -> Q5_K_M -> Q4_K_M -> Q3_K_M -> Q2_K on llama.cpp; a .gguf file: the file as it is
-  first); the first that fits with the headroom and meets the latency limits is taken;
+  first), each rung on the engine ``fit --weights RUNG`` runs it on when none is given (``engine_rule``: AWQ on vLLM
+  where the unquantized checkpoint gets transformers); the first that fits with the headroom and meets the latency
+  limits is taken;
 - tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
   are added until an aggregate tokens/s target is met;
 - rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
@@ -290,7 +292,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     c = (constraints or Constraints()).for_mode("serving")
     _check_workload(fields, context, concurrency, output_tokens, engine, c.headroom)
     cat = load_catalog(hardware_files)
-    # fit's rule for a target and a count (an instance brings its own: another count is refused, as `fit` does)
+    # fit's rule for a target and a count (an instance brings its own: another count is refused; `fit` takes a
+    # whole multiple of it as that many instances, replicas, which one candidate is not)
     device, n, _, instance = target_and_count(hardware, count, hardware_files)
     # fit's memory rule (estimate/device.py): ``memory`` checked as fit checks it, else a CPU instance's RAM, else
     # the catalog's
@@ -500,7 +503,11 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     smallest: tuple[int, str, MemoryFit | None] | None = None
     refused: str | None = None
     for fmt in ladder:
-        why_not = engine_refuses(engine, fmt, dev, spec)
+        # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
+        # may name its own engine (AWQ on vLLM where the device's rule for bf16 is transformers: a hardware file's GPU
+        # without form_factor, a GPU known only by its kind), so the option is the answer fit gives for its format
+        eng = engine if engine_given or fmt == ladder[0] else default_engine(dev, n, weights_asked(fmt), spec)
+        why_not = engine_refuses(eng, fmt, dev, spec)
         if why_not is not None:  # the engine will not load this format on this GPU: the next rung may do
             refused = refused or why_not
             continue
@@ -516,7 +523,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             smallest = (int(wb / spread), fmt, None)          # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
-        args: dict[str, Any] = dict(headroom=c.headroom, engine=engine, weights=weights_asked(fmt), context=context,
+        args: dict[str, Any] = dict(headroom=c.headroom, engine=eng, weights=weights_asked(fmt), context=context,
                                     concurrency=max(1, concurrency), output_tokens=output_tokens,
                                     memory=cand.memory, hardware_files=hardware_files,
                                     **{**(fields or {}), **({"group_size": group} if group != asked else {})})
@@ -546,6 +553,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
+        stub = {**stub, "engine": failed.engine}  # the rung's engine, whose numbers these are
     elif smallest is not None:
         limit = (f"the device's {format_bytes(usable)}" if own_share else
                  f"the {format_bytes(int(budget))} budget ({format_bytes(usable)} x (1 - {hr:g} headroom))")

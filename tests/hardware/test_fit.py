@@ -45,8 +45,9 @@ def test_cpu_uses_ram_and_instances_bring_their_count(hw_file: Path) -> None:
 def test_engine_rules_are_enforced(hw_file: Path) -> None:
     r2 = fit("llama-3.1-8b", "test-gpu", 2, engine="llamacpp", hardware_files=[hw_file])  # a layer split, no TP
     assert r2.tensor_parallel == 1 and r2.replicas == 1 and r2.estimate.details["split"]["split_mode"] == "layer"
-    with pytest.raises(InputError, match="llama.cpp"):
-        fit("llama-3.1-8b", "test-cpu", 2, memory=8 * GiB, engine="llamacpp", hardware_files=[hw_file])
+    # two CPUs are two replicas, one model each (estimate/device.py one_replica_per_device, as a plan serves them)
+    r_cpu = fit("llama-3.1-8b", "test-cpu", 2, memory=8 * GiB, engine="llamacpp", hardware_files=[hw_file])
+    assert (r_cpu.tensor_parallel, r_cpu.replicas) == (1, 2) and "split" not in r_cpu.estimate.details
     with pytest.raises(InputError, match="vllm"):
         fit("qwen2.5-0.5b", "test-cpu", memory=8 * GiB, engine="vllm", hardware_files=[hw_file])
     with pytest.raises(InputError, match="--memory"):

@@ -373,7 +373,8 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
     out = []
     for c in checks:
         n = c.need
-        span = "ongoing (held until released)" if n.ongoing else format_seconds(n.seconds)
+        span = ("ongoing (held until released)" if n.ongoing else "duration unknown" if n.duration_verdict
+                else format_seconds(n.seconds) + (f" ({n.duration_basis})" if n.duration_basis else ""))
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
             + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
         out.append(head)

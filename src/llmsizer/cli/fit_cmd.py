@@ -73,7 +73,8 @@ def register(sub: Any) -> None:
                        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_args(p)
     p.add_argument("--device", required=True, help="device or instance (see `llmsizer hardware list`)")
-    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1)")
+    p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1); with an "
+                   "instance, a whole multiple of its devices is that many instances")
     add_headroom_arg(p)
     add_metric_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ..numbers import CONCURRENCY, COUNT, SECONDS, SEED, WIDTH
+from ..numbers import CONCURRENCY, COUNT, LORA_RANK, SECONDS, SEED, WIDTH
 from ..render.safe import say
 from .commands import COMMAND_HELP
 from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg
@@ -64,7 +64,7 @@ def register(sub: Any) -> None:
                          epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _common(pt)
     pt.add_argument("--method", choices=("full", "lora", "dora", "qlora"), default="full")
-    pt.add_argument("--rank", type=int_arg(WIDTH), default=16, help="LoRA rank (default 16)")
+    pt.add_argument("--rank", type=int_arg(LORA_RANK), default=16, help="LoRA rank (default 16)")
     pt.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (default 2 x rank)")
     pt.add_argument("--targets", default="all-linear", help="LoRA targets: q_proj,v_proj or all-linear (default)")
     pt.add_argument("--optimizer", default="adamw",

@@ -19,16 +19,18 @@ from ..numbers import (
     CPU_MOE_LAYERS,
     FSDP_VERSION,
     GPU_LAYERS,
+    GROUP_SIZE,
     HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
+    LORA_ALPHA,
+    LORA_RANK,
     MAX_GPUS,
     SPLIT_SHARE,
     TOKENS,
     TRAIN_TOKENS,
     UTILIZATION,
     VIDEO_FRAMES,
-    WIDTH,
     ZERO_STAGE,
 )
 from ..specs import ATTENTION_IMPLS, DTYPES, ENGINES, SPLIT_MODES, InferenceWorkload, TrainingWorkload
@@ -138,7 +140,7 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     if attention:
         add_attention_arg(g)
     g.add_argument("--dtype", choices=DTYPES, help="compute dtype for activations and unquantized tensors")
-    g.add_argument("--group-size", type=int_arg(WIDTH), help=f"GPTQ/AWQ group size (default {IW.group_size})")
+    g.add_argument("--group-size", type=int_arg(GROUP_SIZE), help=f"GPTQ/AWQ group size (default {IW.group_size})")
     g.add_argument("--block-size", type=int_arg(COUNT), dest="paged_block_size", help="paged KV block (vLLM default 16)")
     g.add_argument("--gpu-memory-utilization", type=share_arg,
                    help="vLLM, 0.9 or 90%% (default 0.9, or 1 - --headroom)")
@@ -210,8 +212,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
     --memory or --device; recommend: each option's device), which --zero's help names."""
     g = p.add_argument_group("training workload")
     g.add_argument("--method", choices=METHODS, help=f"full fine-tuning or adapters (default {TW.method})")
-    g.add_argument("--rank", type=int_arg(WIDTH), help=f"LoRA rank r (default {TW.rank})")
-    g.add_argument("--alpha", type=int_arg(WIDTH), help="LoRA alpha (recorded; no memory effect)")
+    g.add_argument("--rank", type=int_arg(LORA_RANK), help=f"LoRA rank r (default {TW.rank})")
+    g.add_argument("--alpha", type=float_arg(LORA_ALPHA), help="LoRA alpha (recorded; no memory effect)")
     g.add_argument("--targets", help="LoRA target modules: q,k,v,o,gate,up,down,embed,lm_head or all-linear "
                    f"(default {','.join(TW.targets)})")
     g.add_argument("--modules-to-save", help="whole modules trained beside LoRA: embed,lm_head (PEFT "

@@ -114,6 +114,13 @@ def engine_assumption(engine: str | None, device: Device, count: int, weights: s
     return eng, Assumption("engine", eng, True, f"default for {where}: {why}")
 
 
+def one_replica_per_device(device: Device) -> bool:
+    """Whether several of ``device`` serve as that many replicas, one model each, rather than one model split or
+    sharded over them: CPUs and Apple chips (each its own machine or socket; llama.cpp's -ngl/-ts split and vLLM's
+    tensor parallelism are GPU features). The one rule fit and plan apply to a count of them."""
+    return device.kind in ("cpu", "apple")
+
+
 def workload_device_kind(device: Device) -> str:
     """The workload's ``device`` (InferenceWorkload, TrainingWorkload) for a catalog device: 'cpu' for a CPU (every
     tensor in host RAM, no CUDA context), else 'gpu'. The one rule infer, train, fit, recommend and plan use."""

@@ -444,8 +444,8 @@ def llamacpp_layer_split(engine: str | None, devices: int) -> bool:
     or rows with ``-sm row``, by ``-ts`` proportions: estimate/inference/llamacpp_split.py rules (1)-(2), read in
     ggml-org/llama.cpp@0c1e57098 src/llama-model.cpp:1557-1600), not tensor-parallel replicas: llama.cpp runs no
     tensor parallelism, so its answer is one replica of TP 1 over every device. The one home of the rule: ``fit``
-    decides its layout by it (a CPU or Apple chip cannot be split: fit refuses it), ``FitResult.layer_split`` reports
-    it, recommend sizes its candidates by it, the plan reads the fit's and the estimate's verdict takes the fullest
+    decides its layout by it (several CPUs or Apple chips are replicas instead, device.py ``one_replica_per_device``),
+    ``FitResult.layer_split`` reports it on one replica's devices, recommend sizes its candidates by it, the plan reads the fit's and the estimate's verdict takes the fullest
     GPU of a split (its workload's ``gpus``; a workload refuses gpus > 1 with another engine or on a CPU)."""
     return engine == "llamacpp" and devices > 1
 

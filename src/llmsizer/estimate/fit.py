@@ -35,6 +35,7 @@ from .device import (
     check_engine_on_device,
     engine_assumption,
     nvlink_mesh_for,
+    one_replica_per_device,
     peer_to_peer,
     resolve_target,
     target_memory,
@@ -45,7 +46,7 @@ from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
-from .training.compose import ZERO_WHY, with_device_notes
+from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, with_device_notes
 from .verdict import check_headroom, headroom_assumption
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
@@ -157,8 +158,9 @@ class FitResult:
     @property
     def layer_split(self) -> bool:
         """Whether this serving answer is one llama.cpp model split over its ``count`` devices (one replica, no
-        tensor parallelism; ``engines.llamacpp_layer_split``, the rule ``fit`` laid it out by), not TP replicas."""
-        return self.kind == "inference" and llamacpp_layer_split(self.engine, self.count)
+        tensor parallelism; ``engines.llamacpp_layer_split``, the rule ``fit`` laid it out by), not TP replicas: the
+        rule on one replica's devices (several CPUs or Apple chips are replicas of one device each, never split)."""
+        return self.kind == "inference" and llamacpp_layer_split(self.engine, self.count // max(1, self.replicas))
 
     @property
     def tokens_per_second_total(self) -> float | None:
@@ -171,14 +173,16 @@ class FitResult:
     def all_assumptions(self) -> tuple[Assumption, ...]:
         """Every assumption behind the answer, each name once: the fit's own (headroom, device memory, the defaults
         that size the workload), then those of the memory estimate and of the speed estimate that the fit does not
-        name already. The text and the notebook print these; the JSON keeps each list in its own object."""
+        name already. A name one list repeats (the images and the video of one prompt, two ``media`` lines of the
+        estimate) keeps every entry of that list. The text and the notebook print these; the JSON keeps each list in
+        its own object."""
         seen: set[str] = set()
         out = []
-        for a in (*self.assumptions, *(self.estimate.assumptions if self.estimate else ()),
-                  *(self.speed.assumptions if self.speed else ())):
-            if a.name not in seen:
-                seen.add(a.name)
-                out.append(a)
+        for group in (self.assumptions, self.estimate.assumptions if self.estimate else (),
+                      self.speed.assumptions if self.speed else ()):
+            new = [a for a in group if a.name not in seen]
+            seen.update(a.name for a in new)
+            out.extend(new)
         return tuple(out)
 
     @property
@@ -216,8 +220,9 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
                      hardware_files: Sequence[str | Path] = (), instances: bool = False
                      ) -> tuple[Device, int, str, Instance | None]:
     """(device, devices, target id, instance): ``count`` when given, else the instance's count, else 1. An instance is
-    one machine of its own count; with ``instances`` (training, whose collectives cross machines over the instance's
-    network) a whole multiple of it is that many instances (:func:`instances_for`)."""
+    one machine of its own count; with ``instances`` (``fit`` and ``fit --train``: serving replicas, or a training run
+    whose collectives cross machines over the instance's network, as a request's resources.instance + count) a whole
+    multiple of it is that many instances (:func:`instances_for`)."""
     device, inst_count, target, instance = resolve_target(hardware, hardware_files)
     if count is not None:
         count = int(check_number(count, "count", COUNT))
@@ -226,7 +231,8 @@ def target_and_count(hardware: str | Device | Instance, count: int | None,
         raise InputError(f"count must be at least 1, got {n}")
     if inst_count and count and count != inst_count:
         if not instances:
-            raise InputError(f"{target} has {inst_count} devices; drop --count or use the device name")
+            raise InputError(f"{target} has {inst_count} device{'s' if inst_count != 1 else ''}; drop --count or use "
+                             "the device name")
         not_whole = not_whole_instances(target, inst_count, count)
         if not_whole is not None:
             whole = sorted({max(1, count // inst_count), -(-count // inst_count)})
@@ -431,7 +437,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     concurrency = InferenceWorkload.concurrency if concurrency is None else int(check_number(concurrency,
                                                                                                "concurrency",
                                                                                                CONCURRENCY))
-    device, n, target, instance = target_and_count(hardware, count, hardware_files)
+    device, n, target, instance = target_and_count(hardware, count, hardware_files, instances=True)
     hr = check_headroom(headroom)
     warnings: list[str] = []
     where = target if instance is not None or n == 1 else f"{n} x {target}"
@@ -450,9 +456,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if isinstance(host, Instance) or host.kind != "cpu":
             raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
         host_device = host
-    split = llamacpp_layer_split(eng, n)  # llama.cpp spreads one model over the GPUs (layer/row split), no TP
-    if split and device.kind in ("cpu", "apple"):
-        raise InputError(f"llama.cpp splits a model over several GPUs; {device.id} is {device.kind}: use --count 1")
+    # several CPUs or Apple chips are replicas, one model each (one_replica_per_device); several GPUs under llama.cpp
+    # hold one model spread over them (layer/row split), no TP
+    apart = n > 1 and one_replica_per_device(device)
+    split = llamacpp_layer_split(eng, n) and not apart
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
         raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
                          f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
@@ -466,10 +473,13 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if split:
             raise InputError(f"tensor_parallel: llama.cpp splits the model over the {n} GPUs, it runs no tensor "
                              "parallelism")
+        if apart:
+            raise InputError(f"tensor_parallel: {n} x {device.id} ({device.kind}) serve as {n} replicas, one model "
+                             "each; no tensor parallelism")
         if n % pinned:
             raise InputError(f"tensor_parallel {pinned} does not divide the {n} devices (the others run replicas of "
                              "it): give a divisor of the count, or leave it out for fit's choice")
-    tp_options = [1] if split else [pinned] if pinned is not None else tensor_parallel_options(spec, n, per_node)
+    tp_options = [1] if split or apart else [pinned] if pinned is not None else tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -739,10 +749,11 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
     fields.setdefault("device", workload_device_kind(device))
-    # the device's warnings said by the estimate (which `train --device` renders), first, as estimate_training's
-    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), notes, assumptions=False)
-    chosen = ([a for a in est.assumptions if a.name == "zero" and a.why == ZERO_WHY]  # (the scan for it in C)
-              if ZERO_WHY in map(_WHY, est.assumptions) else [])
+    # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
+    # estimate_training(device=) names and says them
+    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), notes, assumptions=True)
+    chosen = ([a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
+              if ZERO_WHY in map(_WHY, est.assumptions) or ZERO_NONE_FITS_WHY in map(_WHY, est.assumptions) else [])
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")

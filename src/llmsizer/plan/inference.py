@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
-from ..estimate.device import default_engine, generic_device
+from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import unquantized_format, weights_asked
@@ -143,7 +143,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         # one machine is what `fit` is asked about (it chooses TP and replicas within the machine, as for `fit
         # --device`); machines (nodes) are replicas of it, and the load is spread evenly over all replicas. CPUs and
         # Apple chips run one replica per device.
-        one_each = device.kind in ("cpu", "apple")
+        one_each = one_replica_per_device(device)
         if instance is not None and (hw.per_node == 1 or not one_each):
             fit_target = instance
         else:

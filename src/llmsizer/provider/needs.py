@@ -35,8 +35,19 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
     f = jp.facts
     start = _day(job.start) or _day(request.start) or now
     ongoing = False
+    basis = unknown = ""
     if jp.kind == "training":
-        seconds = float(f.get("seconds") or 3600.0)
+        # the plan's duration (estimate/duration.py, the one rule); without one (a device with no sourced peak
+        # FLOP/s) the requester's own figure, named as such, else no placement: a window of made-up length would be
+        # booked as if it were the run's
+        seconds = float(f.get("seconds") or 0.0)
+        if not seconds and job.expected_duration:
+            seconds = float(job.expected_duration)
+            basis = "the request's expected_duration: the plan could not time the run"
+        elif not seconds:
+            seconds = 0.0
+            unknown = (f"the run's duration on {jp.hardware.label} is not known (`llmsizer plan`: duration not "
+                       "estimated), so no window can be sized for it; state expected_duration in the request")
     else:
         sv = job.service
         # a service is held for its whole stated duration; with no duration (ongoing) until it is released
@@ -70,7 +81,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
-        team=request.team, memory_verdict=_memory_verdict(jp))
+        team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown)
 
 
 def _memory_verdict(jp: JobPlan) -> str:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..units import format_seconds
+from ..units import format_bytes, format_seconds
 from .inventory import SENSITIVITY, SERVING, TRAINING, Inventory, Maintenance, Node, Site
 from .quota import USAGE, check_quota, usage_resource
 from .windows import within
@@ -116,6 +116,10 @@ class JobNeed:
     # the plan's memory verdict when the job does not fit its device's memory (plan facts "fits" False): why, in one
     # line; '' when it fits or is not known. No window or node can help then.
     memory_verdict: str = ""
+    # a training run the plan could not time (a device with no sourced peak FLOP/s): where ``seconds`` came from
+    # (the request's expected_duration), or, with no figure at all, why it cannot be placed; '' when the plan timed it
+    duration_basis: str = ""
+    duration_verdict: str = ""
     team: str | None = None  # request.team: whose quota (inventory quotas) the job counts against
 
     @property
@@ -169,7 +173,8 @@ class JobCheck:
     need: JobNeed
     fits: bool
     placement: Placement | None  # in the requested window, else the earliest one found (or None)
-    binding: str | None = None  # device|pool|policy|node-size|busy|maintenance|fabric|storage|addresses|isolation
+    # device|memory|duration|pool|policy|node-size|busy|maintenance|fabric|storage|addresses|isolation
+    binding: str | None = None
     reason: str = ""
     alternatives: tuple[str, ...] = ()
 
@@ -361,6 +366,8 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
         raise NoFit("device", f"no node holds {need.device} (this inventory has: {have})")
     if need.memory_verdict:
         raise NoFit("memory", need.memory_verdict)
+    if need.duration_verdict:
+        raise NoFit("duration", need.duration_verdict)
     pooled = [n for n in of_type if need.label in n.pools]
     if not pooled:
         raise NoFit("pool", f"the {len(of_type)} {need.device} node(s) are not in the {need.label} pool "
@@ -381,6 +388,12 @@ def suitable(need: JobNeed, inv: Inventory) -> list[Node]:
     if not big:
         raise NoFit("node-size", f"{per_node} {need.device} per node needed; the largest {need.label} node has "
                     f"{max(n.devices for n in allowed)}")
+    ram = need.memory_need * per_node if need.device_kind == "cpu" else 0  # what _node_items holds of ram:<id>
+    if ram and all(n.ram and n.ram < ram for n in big):
+        # a CPU job's memory is the node's RAM: a node with less never takes it, whatever is booked (not "busy")
+        raise NoFit("node-size", f"{format_bytes(ram)} of RAM per node needed (the plan's memory need); the largest "
+                    f"{need.label} {need.device} node has {format_bytes(max(n.ram or 0 for n in big))}")
+    big = [n for n in big if not ram or not n.ram or n.ram >= ram]
     if need.nodes > 1 and need.network:
         fabrics = {f.id: f for site in inv.sites for f in site.fabrics}
         slow = {n.fabric for n in big if n.fabric and (fabrics[n.fabric].bandwidth or 0) < need.network
@@ -652,7 +665,7 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
             if not seconds:
                 continue  # cannot time the run on this device: no claim
         alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=float(seconds or need.seconds),
-                      memory_need=min(need.memory_need, mem))
+                      memory_need=min(need.memory_need, mem), duration_basis="", duration_verdict="")  # timed there
         p = _fits_by_deadline(alt, inv, bookings)
         if p is not None:
             out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import CONCURRENCY, CPU_MOE_LAYERS, HEADROOM, UTILIZATION, Range
+from ..numbers import CONCURRENCY, CPU_MOE_LAYERS, HEADROOM, LORA_ALPHA, LORA_RANK, UTILIZATION, Range
 from ..specs.training import (
     BATCH_SHAPES,
     CHECKPOINT_IMPLS,
@@ -197,8 +197,8 @@ TRAINING = (
     F("baseline_tried", "bool", "was the base model with prompt design and retrieval tried first?", True,
       kinds=("training",)),
     F("peft", "section", "parameter-efficient settings (lora, dora, qlora)", kinds=("training",), fields=(
-        F("rank", "int", "LoRA rank r", 16, minimum=1),
-        F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, minimum=0),
+        F("rank", "int", "LoRA rank r", 16, bounds=LORA_RANK),
+        F("alpha", "number", "LoRA alpha (scaling; no memory effect)", 32, bounds=LORA_ALPHA),
         F("targets", "targets", "adapted modules", "all-linear"),
         F("modules_to_save", "str_list", "whole modules trained beside the adapters: embed, lm_head (PEFT "
           "modules_to_save)", template=False),
@@ -353,7 +353,7 @@ INFERENCE = (
           choices=ADAPTER_MODES),
         F("count", "int", "adapters served", 1, minimum=1),
         F("max_loaded", "int", "adapters resident on the device at once (dynamic; vLLM --max-loras)", minimum=1),
-        F("rank", "int", "largest adapter rank (vLLM --max-lora-rank)", minimum=1),
+        F("rank", "int", "largest adapter rank (vLLM --max-lora-rank)", bounds=LORA_RANK),
     )),
     F("media", "section", "images and video in each request's prompt (multimodal models): their tokens add to the "
       "context", kinds=("inference",), fields=(

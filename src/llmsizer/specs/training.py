@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import DEVICE_MEMORY, FRACTION
+from ..numbers import DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK
 from .given import tracks_given
 from .workload import DEVICES, check_memory_target, check_numbers
 
@@ -304,7 +304,7 @@ class TrainingWorkload:
 
     method: str = "full"
     rank: int = 16
-    alpha: int | None = None
+    alpha: float | None = None
     targets: tuple[str, ...] = ALL_LINEAR
     adapter_dtype: str | None = None
     modules_to_save: tuple[str, ...] = ()
@@ -365,7 +365,8 @@ class TrainingWorkload:
     device: str = "gpu"
 
     def __post_init__(self) -> None:
-        check_numbers(self, (("memory", DEVICE_MEMORY), ("headroom", FRACTION)))  # memory="80GiB": one line, not a TypeError
+        # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)
+        check_numbers(self, _NUMBERS)
         closed = _CLOSED_VALUES(self)
         if not all(map(contains, _CLOSED_ALLOWED, closed)):  # (the common case answered in C; the loop names the first)
             for (name, allowed), value in zip(_CLOSED, closed, strict=True):
@@ -398,8 +399,6 @@ class TrainingWorkload:
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
         if self.method != "full":
-            if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
-                raise InputError(f"rank must be a positive integer (LoRA rank r >= 1), got {self.rank!r}")
             object.__setattr__(self, "targets", normalize_targets(self.targets))
         object.__setattr__(self, "modules_to_save", normalize_modules_to_save(self.modules_to_save))
         if self.modules_to_save and self.method == "full":
@@ -568,3 +567,5 @@ _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
 _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",
            "loss_chunks", "checkpoint_every", "context_parallel")
 _COUNT_VALUES = attrgetter(*_COUNTS)
+# the ranged numbers (numbers.py), each the range its CLI flag and request field check
+_NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", FRACTION), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))

@@ -16,6 +16,7 @@ from ..numbers import (
     DEVICE_MEMORY,
     FRACTION,
     GPU_LAYERS,
+    GROUP_SIZE,
     IMAGES,
     LLAMACPP_GPUS,
     PIXELS,
@@ -142,7 +143,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
     ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
-    ("group_size", COUNT), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
+    ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS))
 

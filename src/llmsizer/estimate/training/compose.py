@@ -164,6 +164,8 @@ def training_workload(fields: dict[str, Any]) -> TrainingWorkload:
 
 
 ZERO_WHY = "least-sharded ZeRO stage that fits (0 -> 1 -> 2 -> 3: less communication first; --zero to fix it)"
+ZERO_NONE_FITS_WHY = ("no ZeRO stage fits (0 -> 1 -> 2 -> 3 tried): the stage that needs the least memory, the closest "
+                      "to fitting (--zero to fix it)")
 
 
 def chooses_zero(w: TrainingWorkload) -> bool:
@@ -176,15 +178,20 @@ def chooses_zero(w: TrainingWorkload) -> bool:
 def sharded_workload(spec: ModelSpec | str, w: TrainingWorkload) -> TrainingWorkload:
     """``w`` with its ZeRO stage: the one rule (``estimate_training``, so ``train --memory/--device``, ``fit --train``,
     ``recommend --train``, ``plan`` and the Python API): when ``chooses_zero(w)``, the least-sharded stage whose
-    estimate fits ``w.memory`` (0 -> 1 -> 2 -> 3: less communication first; stage 3 when none fits), else ``w``."""
+    estimate fits ``w.memory`` (0 -> 1 -> 2 -> 3: less communication first), else ``w``. When none fits, the stage
+    whose expected need is the smallest (the least sharded of equals): ZeRO-3 is not always it, since its gathered
+    layers add to a step that shards little (a QLoRA base: ZeRO-1 23,831,919,488 B, ZeRO-3 23,980,649,408 B)."""
     if not chooses_zero(w):
         return w
     spec = _load(spec)
+    tried = []
     for stage in (0, 1, 2, 3):
         staged = replace(w, zero=stage)
-        if _memoized(spec, staged).details["fits"]:
-            break
-    return staged
+        est = _memoized(spec, staged)
+        if est.details["fits"]:
+            return staged
+        tried.append((est.total("device")[1], stage, staged))
+    return min(tried, key=itemgetter(0, 1))[2]
 
 
 def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
@@ -193,7 +200,8 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     est = _memoized(spec, staged)
     if staged is w:
         return est
-    assumptions = tuple(Assumption("zero", staged.zero, True, ZERO_WHY) if a.name == "zero" else a
+    why = ZERO_WHY if est.details["fits"] else ZERO_NONE_FITS_WHY
+    assumptions = tuple(Assumption("zero", staged.zero, True, why) if a.name == "zero" else a
                         for a in est.assumptions)
     return est.but(assumptions)
 
