@@ -258,11 +258,17 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
     out = dict(fields, device=workload_device_kind(device))
     if usable is not None:
         out["memory"] = usable
-    # a named device and where its memory came from; cpu / gpu (known only by kind) add nothing to the answer
+    return out, device, target, named_device_notes(device, notes)
+
+
+def named_device_notes(device: Device, notes: Notes) -> Notes:
+    """``target_memory``'s notes as an estimate on ``device`` states them: the device named first, then where its
+    memory came from; cpu / gpu (known only by kind) add nothing to the answer. `infer --device`, `train --device`
+    (through ``fit_training``), ``estimate_inference(device=)`` and ``estimate_training(device=)`` name it so."""
     if device.origin == "generic":
-        return out, device, target, Notes()
+        return Notes()
     notes.assumptions.insert(0, Assumption("device", device.id, False, device.name))
-    return out, device, target, notes
+    return notes
 
 
 def generic_device(kind: str) -> Device:
