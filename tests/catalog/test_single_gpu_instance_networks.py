@@ -1,5 +1,6 @@
-"""A 1-GPU instance run as 2 machines (`--gpus 2`, `recommend --train --gpus 2`) times its data-parallel collectives
-over the instance's own network, not as if both GPUs shared one machine's link.
+"""A 1-GPU instance run as 2 machines (`--gpus 2`, `recommend --train --gpus 2`), and a multi-GPU instance run as 2
+machines (`--gpus 2 x its devices`), times its data-parallel collectives over the instance's own network, not as if
+all GPUs shared one machine's link.
 
 Truth for the figures: the providers' own pages, quoted. AWS 'up to' instances are timed at their baseline, the
 bandwidth a run of hours keeps once its burst credits are spent ('These instances have a baseline bandwidth. To meet
@@ -45,18 +46,19 @@ STATED = {  # 1-GPU instance: sustained Gb/s per machine, as the provider states
 BYTES_PER_S = {"Gb/s": 1e9 / 8, "Mb/s": 1e6 / 8}  # a unit as the instance files write it -> bytes/s
 
 
-def _raw_single_gpu_networks() -> dict[str, float]:
-    """Instance id -> its network in bytes/s, for every 1-GPU GPU instance with one, read from the JSON files."""
+def _raw_networks() -> dict[str, tuple[int, float]]:
+    """Instance id -> (device count, its network in bytes/s), for every GPU instance with one, read from the JSON
+    files."""
     gpus = {d.id for d in load_catalog(()).devices.values() if d.kind == "gpu"}
-    out: dict[str, float] = {}
+    out: dict[str, tuple[int, float]] = {}
     folder = resources.files("llmsizer.catalog.data") / "hardware"
     for f in folder.iterdir():
         if not f.name.startswith("instances_"):
             continue
         for inst in json.loads(f.read_text())["instances"]:
             net = inst.get("network")
-            if inst["device_count"] == 1 and inst["device"] in gpus and net and net.get("value") is not None:
-                out[inst["id"]] = float(net["value"]) * BYTES_PER_S[net["unit"]]
+            if inst["device"] in gpus and net and net.get("value") is not None:
+                out[inst["id"]] = (int(inst["device_count"]), float(net["value"]) * BYTES_PER_S[net["unit"]])
     return out
 
 
@@ -68,7 +70,9 @@ def test_single_gpu_instance_network_is_the_stated_sustained_bandwidth(iid: str,
     assert float(inst.network.base) == pytest.approx(gbps * GBIT)
 
 
-RAW = _raw_single_gpu_networks()
+RAW_ALL = _raw_networks()
+RAW = {iid: bw for iid, (n, bw) in RAW_ALL.items() if n == 1}
+RAW_MULTI = {iid: nb for iid, nb in RAW_ALL.items() if nb[0] > 1}
 
 
 def test_the_raw_files_hold_the_stated_single_gpu_networks() -> None:
@@ -83,5 +87,48 @@ def test_two_single_gpu_instances_collect_over_the_instance_network(iid: str,
     notes = {a["name"]: a for a in dur["assumptions"]}
     assert "inter_node_network" in notes, f"{iid}: collectives not timed over a network: {dur.get('warnings')}"
     assert notes["inter_node_network"]["value"] == pytest.approx(RAW[iid])
+    assert iid in notes["inter_node_network"]["why"]
+    assert not any("no network between the machines" in w for w in dur.get("warnings", []))
+
+
+# Multi-GPU instances run as 2 machines (`--gpus 2 x devices`): their collectives between machines cross the
+# instance's own network. AWS's fixed figures ('Network performance' table, awsdocs/amazon-ec2-user-guide
+# accelerated-computing-instances.md @ d289961): 'g5.12xlarge | 40 Gigabit | ENA | EFA', 'g4dn.12xlarge | 50 Gigabit |
+# ENA | EFA'; karpenter's transcription (zz_generated.bandwidth.go @ 01a436f): '"g6.12xlarge": 40000', '"g6e.12xlarge":
+# 100000', '"g6e.48xlarge": 400000', '"p3.8xlarge": 10000' (Mb/s). Azure 'Max Bandwidth (Mbps)':
+# 'Standard_NC80adis_H100_v5 | 4 | 80,000' (ncadsh100v5-series.md @ 02affc8), 'Standard_NC64as_T4_v3 | 8 | 32000'
+# (ncast4v3-series.md @ dcab08d), 'Standard_NV72ads_A10_v5 | 8 | 80000' (nvadsa10v5-series.md @ de83e2c).
+STATED_MULTI = {  # multi-GPU instance: (devices, Gb/s per machine) as the provider states it
+    "aws-g5.12xlarge": (4, 40.0),
+    "aws-g4dn.12xlarge": (4, 50.0),
+    "aws-g6.12xlarge": (4, 40.0),
+    "aws-g6e.12xlarge": (4, 100.0),
+    "aws-g6e.48xlarge": (8, 400.0),
+    "aws-p3.8xlarge": (4, 10.0),
+    "azure-standard_nc80adis_h100_v5": (2, 80.0),
+    "azure-standard_nc64as_t4_v3": (4, 32.0),
+    "azure-standard_nv72ads_a10_v5": (2, 80.0),
+}
+
+
+@pytest.mark.parametrize("iid,stated", sorted(STATED_MULTI.items()))
+def test_multi_gpu_instance_network_is_the_stated_bandwidth(iid: str, stated: tuple[int, float]) -> None:
+    inst = load_catalog(()).instances[iid]
+    assert inst.device_count == stated[0]
+    assert inst.network is not None, f"{iid} has no network"
+    assert float(inst.network.base) == pytest.approx(stated[1] * GBIT)
+    assert RAW_MULTI[iid] == (stated[0], pytest.approx(stated[1] * GBIT))
+
+
+@pytest.mark.parametrize("iid", sorted(RAW_MULTI))
+def test_two_multi_gpu_instances_collect_over_the_instance_network(iid: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    n, bw = RAW_MULTI[iid]
+    _, data = answer(["train", "qwen2.5-0.5b", "--device", iid, "--gpus", str(2 * n), "--tokens", "100000000"],
+                     capsys)
+    dur = data["duration"]
+    notes = {a["name"]: a for a in dur["assumptions"]}
+    assert "inter_node_network" in notes, f"{iid}: collectives not timed over a network: {dur.get('warnings')}"
+    assert notes["inter_node_network"]["value"] == pytest.approx(bw)
     assert iid in notes["inter_node_network"]["why"]
     assert not any("no network between the machines" in w for w in dur.get("warnings", []))
