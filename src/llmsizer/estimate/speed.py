@@ -38,7 +38,13 @@ from ..formulas.speed import (
     unfused_attention_time,
 )
 from ..formulas.tensor_parallel import kv_fraction_per_device, shard_weights
-from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, file_weight_bytes, normalize_format, weight_bytes
+from ..formulas.weight_formats import (
+    GROUP_SIZE_DEFAULT,
+    OTHER_BYTES_DEFAULT,
+    file_weight_bytes,
+    normalize_format,
+    weight_bytes,
+)
 from ..frozen import fast_init, replace_fields
 from ..result import Assumption
 from ..specs import ModelSpec
@@ -288,7 +294,7 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                    engine_step_seconds: float | None = None, engine: str | None = None,
                    engine_version: str | None = None, nvlink_mesh: bool | None = None,
                    allreduce_latency: float | None = None, llamacpp_int8_mmq: bool = True,
-                   group_size: int = GROUP_SIZE_DEFAULT) -> SpeedEstimate:
+                   group_size: int = GROUP_SIZE_DEFAULT, other_bytes: int = OTHER_BYTES_DEFAULT) -> SpeedEstimate:
     """Speed of ``spec`` on ``count`` x ``device`` (a catalog ``Device``) serving ``concurrency`` sequences of
     ``prompt_tokens`` + ``output_tokens``. Decode is evaluated mid-generation (context = prompt + output/2).
 
@@ -316,7 +322,12 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
     prefill products on Volta and later are dequantized to F16 and run through cuBLAS (efficiency.llamacpp_gemm_path);
     decode is unaffected. ``group_size``: the GPTQ/AWQ group the weights are stored at (the memory estimate's, its
     details' ``group_size``; formulas/weight_formats.py ``GROUP_SIZE_DEFAULT`` when none is stated), so the bytes a
-    step reads are the bytes the memory estimate holds (``weight_bytes``, the one sizing of a format)."""
+    step reads are the bytes the memory estimate holds (``weight_bytes``, the one sizing of a format). ``other_bytes``:
+    the element size of the tensors a quantized format leaves unquantized (embedding, lm_head, norms), the memory
+    estimate's (its details' ``other_bytes``, from its dtype), not the compute dtype: transformers 5.24 loads them in
+    the checkpoint's dtype on a CPU too (modeling_utils.py 4186-4187 ``dtype = "auto"``, 830-831 ``config.dtype``,
+    883 ``hf_quantizer.update_dtype``, which quantizer_gptq.py 75-78, quantizer_awq.py 54-62 off CUDA/XPU and bnb's
+    quantizers/base.py 100-110 leave as it is), while the matmuls run in fp32."""
     if count < 1 or concurrency < 1 or prompt_tokens < 1 or output_tokens < 0:
         raise InputError("count, concurrency and prompt_tokens must be >= 1; output_tokens >= 0")
     return speed_model(spec, device, weights_format=weights_format, prompt_tokens=prompt_tokens,
@@ -326,9 +337,9 @@ def estimate_speed(spec: ModelSpec, device: Any, count: int = 1, *, weights_form
                        state_dtypes=state_dtypes, ubatch=ubatch, flash_attention=flash_attention,
                        kv_unified=kv_unified, engine_step_seconds=engine_step_seconds, engine=engine,
                        engine_version=engine_version, allreduce_latency=allreduce_latency,
-                       llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size)(count, tensor_parallel,
-                                                                                    concurrency, link_bandwidth,
-                                                                                    nvlink_mesh, False)
+                       llamacpp_int8_mmq=llamacpp_int8_mmq, group_size=group_size,
+                       other_bytes=other_bytes)(count, tensor_parallel, concurrency, link_bandwidth,
+                                                                nvlink_mesh, False)
 
 
 SpeedLayout = Callable[[int, int | None, int, float | None, bool | None, bool], SpeedEstimate]
@@ -342,7 +353,8 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
                 flash_attention: bool = True, kv_unified: bool | None = None,
                 engine_step_seconds: float | None = None, engine: str | None = None,
                 engine_version: str | None = None, allreduce_latency: float | None = None,
-                llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT) -> SpeedLayout:
+                llamacpp_int8_mmq: bool = True, group_size: int = GROUP_SIZE_DEFAULT,
+                other_bytes: int = OTHER_BYTES_DEFAULT) -> SpeedLayout:
     """``estimate_speed`` in two stages: what no layout changes (the weight format's kernels and bytes, the
     device's peak, bandwidth and efficiencies, the engine's step, the model's parameters and bytes), computed once
     here; then the returned ``layout(count, tensor_parallel, concurrency, link_bandwidth, nvlink_mesh,
@@ -438,7 +450,7 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
 
     pc = count_params(spec)
     wb = file_weight_bytes(spec) if weights_format == "file" else weight_bytes(spec, bytes_fmt, group_size,
-                                                                                   4 if dtype == "fp32" else 2)
+                                                                                   other_bytes)
     emb_params = pc.by_component.get("embedding", 0)
     emb_bytes = wb.by_component.get("embedding", 0)
     # decode reads the embedding row only; a tied embedding is read in full as the lm_head. A vision tower

@@ -341,6 +341,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     })
     if fmt in GROUPED:  # the group the weights were sized at, which the speed sizes the bytes it reads at (fit)
         details["group_size"] = group
+    # the bytes per value of the tensors a quantized format leaves unquantized, as the weights were sized at: the
+    # speed reads the bytes held (fit)
+    details["other_bytes"] = act_bytes
     if spec.recurrent_layer_count:
         details.update({"recurrent_layers": spec.recurrent_layer_count, "attention_layers": spec.attention_layers,
                         "state_dtypes": list(state_dtypes(ctx))})
