@@ -214,3 +214,33 @@ def test_docs_validation_known_gaps_are_todays() -> None:
     gap = f"{est.details['max_total_num_tokens'] / 367404 - 1:+.1%}".replace("%", " %")
     assert f"max_total_num_tokens {gap} ({est.details['max_total_num_tokens'] / 1000:.0f}k vs 367,404)" in text
     assert f"SGLang's pool: {gap} on the one published log" in text
+
+
+def _test_module(rel: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+
+    sys.path.insert(0, str(README.parent / "tests"))  # their helpers (oracle_utils) import as top-level modules
+    spec = importlib.util.spec_from_file_location(rel.replace("/", "_").removesuffix(".py"), README.parent / "tests" / rel)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_readme_counts_of_real_model_cases_are_the_tests() -> None:
+    """'parameters of N tiny variants' (hybrid / state-space, Llama vision, Gemma 3n) and the parallel-block case
+    counts are the parametrisations of the tests that build the real model. The README said 24 hybrid variants (26
+    now) and 10 parallel-block training cases (18 since the StableLM-2 layouts; their worst ratio is 1.004, so
+    'within 0.2%' became 0.4%: printed by tests/training/test_parallel_block_saved_tensors.py, not rerun here)."""
+    text = README.read_text(encoding="utf-8")
+    hybrid = _test_module("catalog/test_hybrid_params.py").CASES
+    assert f"parameters of {len(hybrid)} tiny variants and each class's full-size default" in text
+    vision = _test_module("catalog/test_llama_vision_params.py").CASES
+    assert f"Llama-3.2-Vision and Llama 4 with vision towers: parameters of {len(vision)} tiny variants" in text
+    gemma = _test_module("catalog/test_gemma3n_params.py").VARIED
+    assert f"and {len(gemma)} tiny variants; KV after prefill" in text
+    training = _test_module("training/test_parallel_block_saved_tensors.py")._cases()
+    prefill = [c for c in _test_module("formulas/test_parallel_block_prefill.py")._cases() if c.values[2] == "sdpa"]
+    assert f"training activations, {len(training)} CPU cases fp32/bf16; inference prefill peak, {len(prefill)} CPU " \
+           "cases with SDPA" in text
