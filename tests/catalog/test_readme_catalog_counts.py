@@ -240,6 +240,11 @@ def test_the_readme_counts_of_real_model_cases_are_the_tests() -> None:
     assert f"Llama-3.2-Vision and Llama 4 with vision towers: parameters of {len(vision)} tiny variants" in text
     gemma = _test_module("catalog/test_gemma3n_params.py").VARIED
     assert f"and {len(gemma)} tiny variants; KV after prefill" in text
+    kv = _test_module("formulas/test_kv_cache_forward.py").TINY_CONFIGS  # the README said 23 model families
+    assert f"KV cache bytes, {len(kv)} tiny configurations of {len({c['model_type'] for c in kv.values()})} model " \
+           "types" in text
+    qwen = _test_module("formulas/test_vision_activations.py").QWEN_CASES
+    assert f"vision encoder peak, {len(qwen)} shapes" in text
     training = _test_module("training/test_parallel_block_saved_tensors.py")._cases()
     prefill = [c for c in _test_module("formulas/test_parallel_block_prefill.py")._cases() if c.values[2] == "sdpa"]
     assert f"training activations, {len(training)} CPU cases fp32/bf16; inference prefill peak, {len(prefill)} CPU " \
