@@ -48,9 +48,10 @@ def estimate(case: str) -> Callable[[], Any]:
         spec = find(name).spec()
         return lambda: fit_training(spec, hw, n, tokens=1e9, **kw)
     if case.startswith("train"):
-        name, kw = (("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
-                    ("qwen2.5-7b", dict(method="full", micro_batch=1, seq_len=4096,
-                                        grad_checkpointing="full")))[int(case[5:])]
+        runs: tuple[tuple[str, dict[str, Any]], ...] = (
+            ("llama-3.1-8b", dict(method="qlora", micro_batch=2, seq_len=2048)),
+            ("qwen2.5-7b", dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full")))
+        name, kw = runs[int(case[5:])]
         spec = find(name).spec()
         return lambda: estimate_training(spec, **kw)
     spec = find("llama-3.1-8b").spec()
