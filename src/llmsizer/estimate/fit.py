@@ -772,8 +772,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields.setdefault("device", workload_device_kind(device))
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
-    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes),
-                            assumptions=True)
+    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes))
     chosen = ([a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
               if ZERO_WHY in map(_WHY, est.assumptions) or ZERO_NONE_FITS_WHY in map(_WHY, est.assumptions) else [])
     assumptions += chosen

@@ -139,7 +139,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
-    return with_device_notes(_least_sharded(spec, w), notes, assumptions=True)
+    return with_device_notes(_least_sharded(spec, w), notes)
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
@@ -206,14 +206,13 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     return est.but(assumptions)
 
 
-def with_device_notes(est: Estimate, notes: Notes, assumptions: bool) -> Estimate:
-    """``est`` with its device's notes first (estimate/device.py ``target_memory``): the warnings, and with
-    ``assumptions`` the assumptions naming the device and its memory (``fit_training`` keeps those apart, in its
-    own assumptions)."""
-    named = tuple(notes.assumptions) if assumptions else ()
-    if not named and not notes.warnings:
+def with_device_notes(est: Estimate, notes: Notes) -> Estimate:
+    """``est`` with its device's notes first (estimate/device.py ``named_device_notes``): the assumptions naming the
+    device and its memory, and the warnings. One path: every training answer on a named device carries them
+    (``estimate_training(device=)``, ``fit_training``)."""
+    if not notes.assumptions and not notes.warnings:
         return est
-    return est.but(named + est.assumptions, (*notes.warnings, *est.warnings))
+    return est.but((*notes.assumptions, *est.assumptions), (*notes.warnings, *est.warnings))
 
 
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
