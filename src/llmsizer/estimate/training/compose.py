@@ -96,11 +96,12 @@ COMPONENT_FORMULA = {
                        "fp16, then cast to the compute dtype)",
                        "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
                        "eq. 5"),
-    "pipeline_buffers": ("torch's pipeline stage: one gradient receive buffer per micro-batch (not on the last "
-                         "stage), one activation receive buffer per micro-batch (not on the first), the in-flight "
-                         "micro-batches' stage outputs; each a micro-batch's residual stream",
-                         "formulas/parallelism.py eq. (PP3) (torch 2.13 pipelining/stage.py lines 322-331, 913, "
-                         "966, 2243-2273, 2286-2316)"),
+    "pipeline_buffers": ("torch's pipeline stage (each of the rank's under an interleaved schedule): one gradient "
+                         "receive buffer per micro-batch (not on the last stage), one activation receive buffer per "
+                         "micro-batch (not on the first), the in-flight micro-batches' stage outputs; each a "
+                         "micro-batch's residual stream",
+                         "formulas/parallelism.py eq. (PP3) (torch 2.13 pipelining/stage.py lines 237-248, 322-331, "
+                         "913, 966, 2243-2273, 2286-2316; schedules.py lines 453-474)"),
     "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
                           "keeps the graph (the previous step's at forward end)",
                           "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
@@ -388,7 +389,7 @@ def stages_to_evaluate(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, ...]:
     """The pipeline stages whose peaks can be the highest: the first (the embedding, the most micro-batches in
     flight), the last (the head and the loss), and of the middle stages the first of each distinct sequence of layer
     kinds: a later middle stage with the same layers holds the same states and the same boundary buffers (eq. PP3:
-    2 m boundary tensors on every middle stage), with no more micro-batches in flight (min(p - i, m), non-increasing
+    2 m boundary tensors on every middle stage, 2 m v on every middle rank of an interleaved schedule), with no more micro-batches in flight (min(p - i, m), non-increasing
     in i), so its every phase is at most the earlier one's. Under an uneven split (torchtitan's: 15 layers on stage 0,
     16 on stages 1-6 of Llama 3.1 405B over PP 8) a middle stage can hold the most."""
     if w.pp <= 1:
