@@ -556,8 +556,13 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                    "_exec_order_utils.py lines 88-107; torchtune recipes/full_finetune_distributed.py @ 0217d44c2 "
                    "lines 293-303)")
         if name == "gathered_params" and w.float8 and w.fsdp is not None:
-            formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
+            formula += ("; the blocks' Float8Linear weights all-gathered in float8 (1 B per element, torchao "
+                        "enable_fsdp_float8_all_gather), their norms, the embedding and the output in param_dtype")
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"
+        if name == "gathered_params" and w.fsdp is not None and w.adapters and (
+                w.fsdp_version == 2 or w.fsdp1_lora_wrap == "with-layers"):
+            formula += "; each unit's adapters all-gathered with it"
+            src += "; estimate/training/gather_units.py (torchtune training/_distributed.py @30b8519 lines 618-623)"
         if name == "gathered_params" and w.fsdp_version == 1 and w.fsdp is not None:
             formula += "; FSDP1 flat parameters (+ the _mp_shard low-precision copy of a shard under mixed precision)"
             src += "; formulas/fsdp_flat_param.py"
