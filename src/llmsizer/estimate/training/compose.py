@@ -35,6 +35,7 @@ from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
+from .gather_units import float8_all_gather
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
 from .timeline import (
@@ -555,7 +556,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             src = ("formulas/fsdp_flat_param.py eq. W3 (torch 2.13 _runtime_utils.py lines 494-499, 673-693; "
                    "_exec_order_utils.py lines 88-107; torchtune recipes/full_finetune_distributed.py @ 0217d44c2 "
                    "lines 293-303)")
-        if name == "gathered_params" and w.float8 and w.fsdp is not None:
+        if name == "gathered_params" and float8_all_gather(w):
             formula += ("; the blocks' Float8Linear weights all-gathered in float8 (1 B per element, torchao "
                         "enable_fsdp_float8_all_gather), their norms, the embedding and the output in param_dtype")
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"

@@ -16,9 +16,12 @@ under pipeline parallelism, ``offload='params'`` and the traced layouts of formu
   or the lm_head's unit. FSDP1 with the adapters wrapped apart gathers them in units of their own
   (formulas/fsdp_flat_param.py eq. W2): not counted in any unit here.
 - **Dtypes.** Each parameter is all-gathered in ``param_dtype`` under ``fsdp-bf16-mixed`` (FSDP2
-  ``MixedPrecisionPolicy``, FSDP1 ``MixedPrecision``), else in its own dtype. With float8 training the blocks'
-  Float8Linear weights are all-gathered in float8, 1 B per element (torchao ``WeightWithDynamicFloat8CastTensor
-  .fsdp_pre_all_gather`` returns the float8 data: torchao/float8/fsdp_utils.py, 0.18.0); everything else, the
+  ``MixedPrecisionPolicy``, FSDP1 ``MixedPrecision``), else in its own dtype. With float8 training under FSDP2 the
+  blocks' Float8Linear weights are all-gathered in float8, 1 B per element (torchao ``WeightWithDynamicFloat8CastTensor
+  .fsdp_pre_all_gather`` returns the float8 data: torchao/float8/fsdp_utils.py lines 228-251, 0.18.0; an FSDP2
+  extension: config.py lines 223-225 ``enable_fsdp_float8_all_gather``, "float8 all-gather with FSDP2", so FSDP1
+  gathers them in param_dtype; ``float8_recipe`` does not change it: the memory follows torchao's for both,
+  specs/training.py); everything else, the
   blocks' norms and biases, the embedding and the output projection (``convert_to_float8_training`` leaves it a
   plain nn.Linear, torchtitan's float8 converter filters ``output``), stays in ``param_dtype``.
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
+from ...specs.training import TrainingWorkload
 from .setup import TrainingContext
 from .states import StageStates
 
@@ -53,6 +57,12 @@ class GatherUnits:
         return ([self.embedding] if self.embedding else []) + list(self.blocks) + ([self.head] if self.head else [])
 
 
+def float8_all_gather(w: TrainingWorkload) -> bool:
+    """Whether the blocks' Float8Linear weights are all-gathered in float8 (module doc): float8 training under
+    FSDP2 with the parameters sharded (or offloaded) and gathered for compute."""
+    return w.float8 and w.fsdp is not None and w.fsdp_version == 2 and (w.shard_stage >= 3 or w.offload == "params")
+
+
 def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
     """The FSDP units of stage ``st`` and the bytes each all-gathers (module doc) [bytes]."""
     w, spec = ctx.w, ctx.spec
@@ -60,7 +70,7 @@ def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
     mixed = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else 0
     gathered = mixed or elt
     with_adapters = w.adapters and (w.fsdp_version == 2 or w.fsdp1_lora_wrap == "with-layers")
-    f8 = ({moe: float8_weight_elements(spec, w.tp, moe) for moe in (False, True)} if w.float8 else {})
+    f8 = ({moe: float8_weight_elements(spec, w.tp, moe) for moe in (False, True)} if float8_all_gather(w) else {})
 
     def unit(key: int) -> int:
         n = st.layer_weights.get(key, 0) // elt

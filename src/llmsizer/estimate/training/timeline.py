@@ -77,7 +77,7 @@ from ...formulas.training_activations import (
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
-from .gather_units import fsdp_gather_units
+from .gather_units import float8_all_gather, fsdp_gather_units
 from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
 
@@ -218,7 +218,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
     float8_peak = 0
     if w.float8:
-        fp8_weights = w.fsdp is not None and (w.shard_stage >= 3 or w.offload == "params")
+        fp8_weights = float8_all_gather(w)
         float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
                                                  compiled=w.compile, weight_gathered_fp8=fp8_weights)
     layers = list(st.layers)  # ascending; the lists below are by position in it
@@ -305,9 +305,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
     # the units a rank gathers: FSDP's in their all-gather dtypes, adapters with their unit (gather_units.py);
     # DeepSpeed ZeRO-3's the stored weights per module (its windows: formulas/deepspeed_zero.py, below)
-    units = (fsdp_gather_units(ctx, st).units if w.fsdp is not None and w.shard_stage >= 3
-             else list(st.layer_weights.values()))
-    gather = gathered_layer_bytes(units, w_shard) if w.shard_stage >= 3 else 0
+    unit_bytes = (fsdp_gather_units(ctx, st).units if w.fsdp is not None and w.shard_stage >= 3
+                  else list(st.layer_weights.values()))
+    gather = gathered_layer_bytes(unit_bytes, w_shard) if w.shard_stage >= 3 else 0
     traced = fsdp_traced_units(ctx, st)
     layout = traced_units_layout(w)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
@@ -325,7 +325,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
              else None)
     first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m and inter is None
     if pp_fsdp2:
-        gather = pipeline_fsdp2_gathered_bytes(units, w_shard)
+        gather = pipeline_fsdp2_gathered_bytes(unit_bytes, w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
         # torch's pipeline stage (the one FSDP2 runs under): its receive buffers and in-flight outputs (eq. PP3);
         # nothing is in flight at the optimizer step
@@ -350,7 +350,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":  # the two largest units, whole: the rank's shard is on the host
-        gather = sum(sorted(units, reverse=True)[:2])
+        gather = sum(sorted(unit_bytes, reverse=True)[:2])
     if traced is not None and layout is not None:  # units as the wrapping lays them out (formulas/fsdp2_units.py
         # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2; FSDP1 full: eq. W3)
         root, blocks = traced
