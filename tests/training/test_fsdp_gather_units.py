@@ -92,7 +92,9 @@ def test_fsdp1_lora_with_layers_flat_parameters() -> None:
 
 def test_rules_gather_the_adapters() -> None:
     """The rules read the same units: under pipeline parallelism (eq. PP1: every unit of the stage gathered, whole)
-    LoRA adds exactly the stage's adapters in param_dtype (formulas/lora.py, counted apart); with float8 the two
+    LoRA adds exactly the stage's adapters in param_dtype (formulas/lora.py, counted apart); with offload='params'
+    (the two largest units, whole: Llama 3.1 8B's embedding and output) an adapter on lm_head adds its A and B in
+    param_dtype; with float8 the two
     largest units of Llama 3.1 8B, its embedding and output, stay in bf16 (the estimate without float8 gathers the
     same two, less the rank's shard)."""
     spec = load_model("llama-3.1-8b")
@@ -106,6 +108,10 @@ def test_rules_gather_the_adapters() -> None:
     stage_layers = spec.num_layers // 2
     assert (lora.item("gathered_params").bytes - frozen.item("gathered_params").bytes
             == (per_layer - per_layer_q) * stage_layers * 2)
+    off = dict(common, offload="params")
+    head = estimate_training(spec, method="lora", rank=16, targets="q,lm_head", **off).item("gathered_params").bytes
+    q_only = estimate_training(spec, method="lora", rank=16, targets="q", **off).item("gathered_params").bytes
+    assert head - q_only == lora_params(spec, 16, ("lm_head",)).total * 2
     plain = estimate_training(spec, **common).item("gathered_params").bytes
     f8 = estimate_training(spec, float8=True, **common).item("gathered_params").bytes
     assert f8 == plain
