@@ -21,7 +21,10 @@ it unset, so FSDP2 keeps the root unsharded after the forward, as every torch be
 ``lora_B`` submodules of the block's linears, as torchtune's LoRALinear ``lora_a`` / ``lora_b``; only they train),
 ``pipeline`` (torchtitan under PP: every unit ``reshard_after_forward=False``, lines 326-339; each micro-batch's
 backward but the last with what torch's pipeline stage sets, no reshard after backward and no gradient sync,
-stage.py ``backward_maybe_with_nosync``; with ``accumulate`` micro-batches).
+stage.py ``backward_maybe_with_nosync``; with ``accumulate`` micro-batches), ``dtype`` (the model's parameters:
+'bf16', else fp32), ``mp`` (False: no MixedPrecisionPolicy, each parameter all-gathered in its own dtype), the
+adapters' ``lora["dtype"]`` (cast to it after the injection), ``float8`` (torchao's ``convert_to_float8_training`` on
+every linear but lm_head with ``enable_fsdp_float8_all_gather=True``, as torchtitan's float8 converter applies it).
 Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
 Nothing here imports llmsizer.
 """
@@ -39,7 +42,12 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     from ranks import end_rank, rank_model
     from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
-    conf, model = rank_model(case)
+    conf, model = rank_model(case, torch.bfloat16 if case.get("dtype") == "bf16" else None)
+    if case.get("float8"):
+        from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+        convert_to_float8_training(model, config=Float8LinearConfig(enable_fsdp_float8_all_gather=True),
+                                   module_filter_fn=lambda mod, fqn: fqn != "lm_head")
     if case.get("lora"):
         from peft import LoraConfig, inject_adapter_in_model
 
@@ -48,7 +56,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                                         model)
         for name, p in model.named_parameters():
             p.requires_grad_("lora_" in name)
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+            if "lora_" in name and lora.get("dtype"):
+                p.data = p.data.to(getattr(torch, {"fp32": "float32", "bf16": "bfloat16"}[lora["dtype"]]))
+    mp = (MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if case.get("mp", True)
+          else MixedPrecisionPolicy())
     layers = model.model.layers
     for n, layer in enumerate(layers):
         fully_shard(layer, mp_policy=mp, **({"reshard_after_forward": False}

@@ -341,7 +341,7 @@ def add_framework_args(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--activation-offload", action="store_true", default=None,
                    help="saved activations offloaded to host memory (torchtune enable_activation_offloading)")
     g.add_argument("--float8", action="store_true", default=None,
-                   help="torchao float8 linears; with --fsdp the weights are all-gathered in float8")
+                   help="torchao float8 linears; with --fsdp (FSDP2) the linears' weights are all-gathered in float8")
     g.add_argument("--float8-recipe", choices=FLOAT8_RECIPES,
                    help="with --float8: torchao (Float8Linear, tensorwise) or transformer-engine (te.Linear, "
                         f"fused cast-transpose; memory as torchao's) (default {TW.float8_recipe})")

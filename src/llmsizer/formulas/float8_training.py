@@ -171,9 +171,23 @@ def float8_layer_flops(spec: ModelSpec, tp: int = 1) -> float:
     return 2.0 * sum(i * o for i, o in layer_linears(spec, tp))
 
 
-def float8_gathered_bytes(gathered_bytes: int, param_bytes: int) -> int:
-    """Unsharded weights of FSDP units all-gathered in float8 instead of ``param_bytes`` per element [bytes]."""
-    return gathered_bytes * FLOAT8_BYTES // max(1, param_bytes)
+def float8_gathered_bytes(elements: int, float8_elements: int, param_bytes: int) -> int:
+    """An FSDP unit of ``elements`` parameters all-gathered under torchao's float8 all-gather: its Float8Linear
+    weights (``float8_elements``, :func:`float8_weight_elements`) 1 B each (``fsdp_pre_all_gather`` hands FSDP2 the
+    float8 data), the rest (norms, biases, modules left plain) ``param_bytes`` each [bytes].
+
+    >>> float8_gathered_bytes(1000, 900, 2)
+    1100
+    """
+    return (elements - float8_elements) * param_bytes + float8_elements * FLOAT8_BYTES
+
+
+def float8_weight_elements(spec: ModelSpec, tp: int = 1, moe: bool = False) -> int:
+    """Weight elements on one device of a decoder layer's Float8Linears (:func:`layer_linears`; an MoE layer's
+    attention projections only: its routed experts are grouped GEMMs that ``convert_to_float8_training`` does not
+    touch, as estimate/duration.py counts them)."""
+    linears = layer_linears(spec, tp)
+    return sum(i * o for i, o in (linears[:4] if moe else linears))
 
 
 def layer_linears(spec: ModelSpec, tp: int = 1) -> list[tuple[int, int]]:

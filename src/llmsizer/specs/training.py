@@ -277,8 +277,8 @@ class TrainingWorkload:
         attention over their K/V, parameters sharded over dp x cp (``formulas/context_parallel.py``).
     activation_offload: saved activations copied to pinned host memory in the forward and brought back in the
         backward (torchtune ``OffloadActivations``; ``formulas/activation_offload.py``).
-    float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP the weights
-        are all-gathered in float8; ``formulas/float8_training.py``).
+    float8: torchao float8 training (``convert_to_float8_training``, tensorwise scaling; with FSDP2 the linears'
+        weights are all-gathered in float8; ``formulas/float8_training.py``).
     float8_recipe: with float8, whose float8 linears: 'torchao' (``Float8Linear``, dynamic tensorwise scaling) or
         'transformer-engine' (``te.Linear`` under ``fp8_autocast``, delayed scaling, fused cast-transpose kernels:
         llm-foundry ``fc_type: te``); it changes the casts' memory-bound time (eqs. F1-F3), while the memory

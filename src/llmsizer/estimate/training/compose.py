@@ -35,6 +35,7 @@ from ..inference.common import Acc
 from ..model_warnings import model_warnings, refuse_unmodelled
 from ..ranges import PYTORCH_TRAINING, TRAINING_MEMORY
 from ..verdict import check_headroom, headroom_assumption, memory_verdict
+from .gather_units import float8_all_gather
 from .setup import TrainingContext, compile_partitions_layers, record_workload, resolve
 from .states import StageStates, stage_states
 from .timeline import (
@@ -555,9 +556,14 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
             src = ("formulas/fsdp_flat_param.py eq. W3 (torch 2.13 _runtime_utils.py lines 494-499, 673-693; "
                    "_exec_order_utils.py lines 88-107; torchtune recipes/full_finetune_distributed.py @ 0217d44c2 "
                    "lines 293-303)")
-        if name == "gathered_params" and w.float8 and w.fsdp is not None:
-            formula += "; all-gathered in float8 (1 B per element, torchao enable_fsdp_float8_all_gather)"
+        if name == "gathered_params" and float8_all_gather(w):
+            formula += ("; the blocks' Float8Linear weights all-gathered in float8 (1 B per element, torchao "
+                        "enable_fsdp_float8_all_gather), their norms, the embedding and the output in param_dtype")
             src += "; formulas/float8_training.py (torchao float8/fsdp_utils.py lines 228-251)"
+        if name == "gathered_params" and w.fsdp is not None and w.adapters and (
+                w.fsdp_version == 2 or w.fsdp1_lora_wrap == "with-layers"):
+            formula += "; each unit's adapters all-gathered with it"
+            src += "; estimate/training/gather_units.py (torchtune training/_distributed.py @30b8519 lines 618-623)"
         if name == "gathered_params" and w.fsdp_version == 1 and w.fsdp is not None:
             formula += "; FSDP1 flat parameters (+ the _mp_shard low-precision copy of a shard under mixed precision)"
             src += "; formulas/fsdp_flat_param.py"

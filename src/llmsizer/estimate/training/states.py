@@ -71,11 +71,12 @@ class StageStates:
     head_grads: int = 0  # lm_head, final norm (and a tied embedding): produced first in the backward
     layer_weights: dict[int, int] = field(default_factory=dict)  # bytes per gather unit (layers; -1 embedding,
     # -2 lm_head + final norm) for ZeRO-3 gathers
-    # unsharded adapter parameters (LoRA A/B, DoRA magnitudes) per decoder layer and outside the layers (embedding,
-    # lm_head; modules_to_save copies) [bytes]: members of their module's FSDP2 unit (fully_shard of layers.i takes
-    # every parameter under it, torchtune _distributed.py @30b8519 lines 618-623)
+    # unsharded adapter parameters (LoRA A/B, DoRA magnitudes; PEFT modules_to_save copies) per gather unit, keyed as
+    # ``layer_weights`` (decoder layers; -1 the embedding's, -2 the lm_head's and other non-layer modules'), in their
+    # own dtypes [bytes] and [elements]: members of their module's FSDP2 unit (fully_shard of layers.i takes every
+    # parameter under it, torchtune _distributed.py @30b8519 lines 618-623; estimate/training/gather_units.py)
     layer_adapters: dict[int, int] = field(default_factory=dict)
-    root_adapters: int = 0
+    layer_adapter_elements: dict[int, int] = field(default_factory=dict)
     layer_copy_elements: dict[int, int] = field(default_factory=dict)  # autocast-copied weight elements
     lm_head_copy_elements: int = 0
     has_embedding: bool = False
@@ -150,8 +151,14 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             for i in layers:
                 per_layer_elems[i] = per_layer_elems.get(i, 0) + n_layer
                 st.layer_adapters[i] = st.layer_adapters.get(i, 0) + n_layer * ctx.adapter_bytes
-        embed_elems += sum(n_alike[g] * k for g, k in alike.embedding)
-        head_elems += sum(n_alike[g] * k for g, k in alike.head)
+                st.layer_adapter_elements[i] = st.layer_adapter_elements.get(i, 0) + n_layer
+        for key, mods in ((-1, alike.embedding), (-2, alike.head)):
+            n_outside = sum(n_alike[g] * k for g, k in mods)
+            if n_outside:
+                st.layer_adapters[key] = n_outside * ctx.adapter_bytes
+                st.layer_adapter_elements[key] = n_outside
+        embed_elems += st.layer_adapter_elements.get(-1, 0)
+        head_elems += st.layer_adapter_elements.get(-2, 0)
     # PEFT modules_to_save: a trainable deep copy of each module in the base dtype beside the frozen original
     # (peft/utils/other.py ModulesToSaveWrapper); its gradients and optimizer states take that dtype too
     save_shapes: list[tuple[int, ...]] = []
@@ -170,8 +177,12 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
         else:
             head_elems += n
             save_head += n
+        if w.adapters:  # the copy is a parameter of the embedding's (-1) or lm_head's (-2) unit, in the base dtype
+            key = -1 if role == "token_embd" else -2
+            st.layer_adapters[key] = st.layer_adapters.get(key, 0) + n * _save_bytes(ctx)
+            st.layer_adapter_elements[key] = st.layer_adapter_elements.get(key, 0) + n
         st.largest_trained = max(st.largest_trained, n)
-    save_b = ctx.base_bytes if ctx.base_format not in ("nf4", "nf4-dq") else DTYPE_BYTES["bf16"]
+    save_b = _save_bytes(ctx)
     trained_elems = sum(per_layer_elems.values()) + head_elems + embed_elems
     st.trained_elements = trained_elems
     grad_b = ctx.adapter_bytes if w.adapters else rec.grad_bytes
@@ -180,8 +191,6 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     w_shard, g_shard, o_shard = zero_shards(w.shard_stage, w.shard_group)
     if w.adapters:
         st.adapter_weights = shard((trained_elems - save_elems) * ctx.adapter_bytes + save_elems * save_b, w_shard)
-        st.root_adapters = (trained_elems - save_elems - sum(per_layer_elems.values())) * ctx.adapter_bytes \
-            + save_elems * save_b
         st.weights = shard(weights, w_shard)
     else:
         st.weights = shard(weights, w_shard)
@@ -252,6 +261,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
     if stage == last and head_part:
         st.layer_weights[-2] = head_part + (wb.by_component.get("embedding", 0) if tied_copy else 0)
     return st
+
+
+def _save_bytes(ctx: TrainingContext) -> int:
+    """Bytes per element of a PEFT modules_to_save copy: the base dtype's (bf16 under a 4-bit base)."""
+    return ctx.base_bytes if ctx.base_format not in ("nf4", "nf4-dq") else DTYPE_BYTES["bf16"]
 
 
 def _fused_order(tensors: list[Tensor]) -> list[Tensor]:

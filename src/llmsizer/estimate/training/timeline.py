@@ -37,7 +37,7 @@ from ...formulas.deepspeed_zero import (
     prefetch_bytes,
     step_grad_copy_bytes,
 )
-from ...formulas.float8_training import float8_gathered_bytes, float8_layer_backward_peak
+from ...formulas.float8_training import float8_layer_backward_peak
 from ...formulas.fsdp2_units import copy_in_events, unsharded_bytes
 from ...formulas.fsdp_flat_param import backward_prefetch_unsharded_bytes, mp_shard_bytes, root_grad_assembly_bytes
 from ...formulas.gemm_shapes import tally
@@ -77,6 +77,7 @@ from ...formulas.training_activations import (
 from ...formulas.training_states import autocast_cache_holds, step_temporary_bytes
 from ...formulas.weight_formats import largest_quantized_layer, largest_quantized_matrix
 from ...specs.training import TrainingWorkload
+from .gather_units import float8_all_gather, fsdp_gather_units
 from .setup import TrainingContext, compile_partitions_layers, compiled_loss
 from .states import StageStates
 
@@ -165,37 +166,12 @@ def pipeline_fsdp2(w: TrainingWorkload) -> bool:
 
 def fsdp_traced_units(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]] | None:
     """A run under a traced unit layout (``traced_units_layout``): (the root unit's unsharded bytes: embedding,
-    final norm and output; each block's, in forward order), in the all-gather dtype (param_dtype under
-    fsdp-bf16-mixed; the blocks' Float8Linear weights in float8 with float8, the root's embedding and output staying
-    bf16). Under FSDP2 a unit's adapters (LoRA A/B, DoRA magnitudes) are all-gathered with it: fully_shard of a
-    block manages every parameter under it not already in a nested unit (torchtune's shard_model wraps layers.i
-    and the root only: lora_finetune_distributed.py @30b8519 lines 418-435, training/_distributed.py lines
-    618-623; LoRALinear's lora_a / lora_b are submodules of the block's linears, modules/peft/lora.py lines 69-70),
-    in their own dtype (param_dtype under fsdp-bf16-mixed; not float8). FSDP1 with the adapters wrapped apart
-    gathers them in units of their own (formulas/fsdp_flat_param.py eq. W2): not counted in the blocks. None
-    otherwise."""
+    final norm and output; each block's, in forward order), in the all-gather dtypes, adapters with their unit
+    (gather_units.py ``fsdp_gather_units``). None otherwise."""
     if traced_units_layout(ctx.w) is None:
         return None
-    return fsdp_unit_bytes(ctx, st)
-
-
-def fsdp_unit_bytes(ctx: TrainingContext, st: StageStates) -> tuple[int, list[int]]:
-    """(the stage's root unit's unsharded bytes, each block's in forward order) in the all-gather dtype (see
-    ``fsdp_traced_units``)."""
-    w = ctx.w
-    elt = max(1, ctx.base_bytes)  # the stored weights' element (a LoRA's frozen base: its own dtype)
-    gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else elt
-    root = (st.layer_weights.get(-1, 0) + st.layer_weights.get(-2, 0)) // elt * gathered
-    blocks = [st.layer_weights[i] // elt * gathered for i in sorted(st.layers)]
-    if w.float8:  # torchao float8 all-gather: 1 B per element of the blocks' linears
-        blocks = [float8_gathered_bytes(b, gathered) for b in blocks]
-    if w.fsdp_version == 2 and w.adapters:
-        ab = max(1, ctx.adapter_bytes)
-        a_gathered = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else ab
-        blocks = [b + st.layer_adapters.get(i, 0) // ab * a_gathered for b, i in zip(blocks, sorted(st.layers),
-                                                                                     strict=True)]
-        root += st.root_adapters // ab * a_gathered
-    return root, blocks
+    units = fsdp_gather_units(ctx, st)
+    return units.root, list(units.blocks)
 
 
 def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[str, int]]:
@@ -204,7 +180,8 @@ def fsdp2_copy_in_events(ctx: TrainingContext, st: StageStates) -> list[tuple[st
     the unsharded flat parameter itself)."""
     shards = zero_shards(ctx.w.shard_stage, ctx.w.shard_group)[0]
     if pipeline_fsdp2(ctx.w):  # each unit gathered once, in the first micro-batch's forward, and kept (eq. PP1)
-        return copy_in_events("torchtitan", *fsdp_unit_bytes(ctx, st), shards, backward_gathers=False)
+        units = fsdp_gather_units(ctx, st)
+        return copy_in_events("torchtitan", units.root, list(units.blocks), shards, backward_gathers=False)
     traced = fsdp_traced_units(ctx, st)
     if traced is None or ctx.w.fsdp_version != 2:
         return []
@@ -251,7 +228,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
     float8_peak = 0
     if w.float8:
-        fp8_weights = w.fsdp is not None and (w.shard_stage >= 3 or w.offload == "params")
+        fp8_weights = float8_all_gather(w)
         float8_peak = float8_layer_backward_peak(spec, act.tokens, act.compute, act.residual, w.tp,
                                                  compiled=w.compile, weight_gathered_fp8=fp8_weights)
     layers = list(st.layers)  # ascending; the lists below are by position in it
@@ -336,7 +313,11 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     grads_all = st.grads + st.main_grads
     if w.shard_stage == 0 and w.dp > 1 and st.trained_elements:
         base["gradient_buckets"] = ddp_bucket_bytes(st.grads)
-    gather = gathered_layer_bytes(list(st.layer_weights.values()), w_shard) if w.shard_stage >= 3 else 0
+    # the units a rank gathers: FSDP's in their all-gather dtypes, adapters with their unit (gather_units.py);
+    # DeepSpeed ZeRO-3's the stored weights per module (its windows: formulas/deepspeed_zero.py, below)
+    unit_bytes = (fsdp_gather_units(ctx, st).units if w.fsdp is not None and w.shard_stage >= 3
+                  else list(st.layer_weights.values()))
+    gather = gathered_layer_bytes(unit_bytes, w_shard) if w.shard_stage >= 3 else 0
     traced = fsdp_traced_units(ctx, st)
     layout = traced_units_layout(w)
     # FSDP2 under pipeline parallelism (formulas/parallelism.py eqs. PP1, PP2): the whole stage stays gathered and
@@ -354,7 +335,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
              else None)
     first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m and inter is None
     if pp_fsdp2:
-        gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
+        gather = pipeline_fsdp2_gathered_bytes(unit_bytes, w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
     if torch_pipelining(w):
         # torch's pipeline stages (each local stage of an interleaved schedule one of its own): their receive buffers
@@ -381,12 +362,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
                              if c == len(chunks) - 1)
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
-    if w.offload == "params":
-        gather = sum(sorted(st.layer_weights.values(), reverse=True)[:2])
-    if w.float8 and gather and w.fsdp is not None and traced is None:  # torchao float8 all-gather: 1 B per element
-        gather = float8_gathered_bytes(gather, ctx.recipe.model_bytes)
-    elif w.precision == "fsdp-bf16-mixed" and gather and traced is None:  # all-gathered in param_dtype (bf16)
-        gather = gather * ctx.recipe.compute_bytes // max(1, ctx.base_bytes)
+    if w.offload == "params":  # the two largest units, whole: the rank's shard is on the host
+        gather = sum(sorted(unit_bytes, reverse=True)[:2])
     if traced is not None and layout is not None:  # units as the wrapping lays them out (formulas/fsdp2_units.py
         # eqs. U1-U4; FSDP1 LoRA wrapped adapters apart: formulas/fsdp_flat_param.py eq. W2; FSDP1 full: eq. W3)
         root, blocks = traced

@@ -1,0 +1,83 @@
+"""The FSDP units a rank all-gathers and their unsharded bytes in the all-gather dtype: the one home of "which bytes
+a unit gathers", read by every rule of the training timeline's ``gathered_params`` (the two largest units, eq. PP1
+under pipeline parallelism, ``offload='params'`` and the traced layouts of formulas/fsdp2_units.py).
+
+- **Units.** Each decoder block is a unit (torchtitan ``apply_fsdp``, torchtune ``shard_model``, HF/accelerate's
+  transformer auto-wrap); what no block holds is the root's: the token embedding (``embedding``) and the final norm
+  and output projection (``head``), kept apart here because the untraced rules (the two largest units, eq. PP1,
+  offload='params') count them as two units, as they did before this module (wrapping not traced), while the traced
+  layouts add them into one root (formulas/fsdp2_units.py).
+- **Adapters.** A unit's LoRA A/B and DoRA magnitudes are parameters of its unit and are all-gathered with it:
+  FSDP2's ``fully_shard`` of a block manages every parameter under it not already in a nested unit (torchtune's
+  LoRA recipes shard ``layers.i`` and the root only: lora_finetune_distributed.py @30b8519 lines 418-435,
+  training/_distributed.py lines 618-623; ``LoRALinear``'s ``lora_a`` / ``lora_b`` are submodules of the block's
+  linears, modules/peft/lora.py lines 69-70); FSDP1 with the adapters in their layer's unit flattens them into its
+  FlatParameter (torch ``distributed/fsdp/_flat_param.py``). PEFT modules_to_save copies belong to the embedding's
+  or the lm_head's unit. FSDP1 with the adapters wrapped apart gathers them in units of their own
+  (formulas/fsdp_flat_param.py eq. W2): not counted in any unit here.
+- **Dtypes.** Each parameter is all-gathered in ``param_dtype`` under ``fsdp-bf16-mixed`` (FSDP2
+  ``MixedPrecisionPolicy``, FSDP1 ``MixedPrecision``), else in its own dtype. With float8 training under FSDP2 the
+  blocks' Float8Linear weights are all-gathered in float8, 1 B per element (torchao ``WeightWithDynamicFloat8CastTensor
+  .fsdp_pre_all_gather`` returns the float8 data: torchao/float8/fsdp_utils.py lines 228-251, 0.18.0; an FSDP2
+  extension: config.py lines 223-225 ``enable_fsdp_float8_all_gather``, "float8 all-gather with FSDP2", so FSDP1
+  gathers them in param_dtype; ``float8_recipe`` does not change it: the memory follows torchao's for both,
+  specs/training.py); everything else, the
+  blocks' norms and biases, the embedding and the output projection (``convert_to_float8_training`` leaves it a
+  plain nn.Linear, torchtitan's float8 converter filters ``output``), stays in ``param_dtype``.
+
+Measured against real 2-rank FSDP2 steps (tests/training/test_fsdp_gather_units.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
+from ...specs.training import TrainingWorkload
+from .setup import TrainingContext
+from .states import StageStates
+
+
+@dataclass(frozen=True)
+class GatherUnits:
+    """One stage's FSDP units, each its unsharded bytes in the all-gather dtype (module doc)."""
+
+    embedding: int  # the token embedding (+ its adapters); 0 when the stage has none
+    head: int  # the final norm and output projection (+ their adapters); 0 when the stage has none
+    blocks: tuple[int, ...]  # each decoder block of the stage (+ its adapters), in forward order
+
+    @property
+    def root(self) -> int:
+        """The root unit of the traced layouts (formulas/fsdp2_units.py): the embedding and the head together."""
+        return self.embedding + self.head
+
+    @property
+    def units(self) -> list[int]:
+        """Every unit as the untraced rules count them (the embedding and the head apart; those the stage has)."""
+        return ([self.embedding] if self.embedding else []) + list(self.blocks) + ([self.head] if self.head else [])
+
+
+def float8_all_gather(w: TrainingWorkload) -> bool:
+    """Whether the blocks' Float8Linear weights are all-gathered in float8 (module doc): float8 training under
+    FSDP2 with the parameters sharded (or offloaded) and gathered for compute."""
+    return w.float8 and w.fsdp is not None and w.fsdp_version == 2 and (w.shard_stage >= 3 or w.offload == "params")
+
+
+def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
+    """The FSDP units of stage ``st`` and the bytes each all-gathers (module doc) [bytes]."""
+    w, spec = ctx.w, ctx.spec
+    elt = max(1, ctx.base_bytes)  # the stored weights' element (a LoRA's frozen base: its own dtype)
+    mixed = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else 0
+    gathered = mixed or elt
+    with_adapters = w.adapters and (w.fsdp_version == 2 or w.fsdp1_lora_wrap == "with-layers")
+    f8 = ({moe: float8_weight_elements(spec, w.tp, moe) for moe in (False, True)} if float8_all_gather(w) else {})
+
+    def unit(key: int) -> int:
+        n = st.layer_weights.get(key, 0) // elt
+        b = (float8_gathered_bytes(n, min(n, f8[spec.moe_layers[key]]), gathered) if f8 and key >= 0
+             else n * gathered)
+        if with_adapters:
+            b += st.layer_adapter_elements.get(key, 0) * mixed if mixed else st.layer_adapters.get(key, 0)
+        return b
+
+    return GatherUnits(unit(-1), unit(-2), tuple(map(unit, st.layers)))
