@@ -1793,7 +1793,15 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # 16-stage chain (formulas/parallelism.py pipeline_rank_boundary_bytes, read on a real ScheduleInterleaved1F1B step:
 # tests/training/test_pipeline_buffers.py): rank 1's stages 1 and 9 are both middle stages, 2 x 2 x 8 x 128 MiB =
 # 4.0 GiB where one stage a rank counted 2.0: PM1063 54.48 -> 56.48 GiB, -25.1 % -> -22.3 % (the other rows run
-# Schedule1F1B: unchanged). Not modelled yet, so the rows are reported, not summarised:
+# Schedule1F1B: unchanged). Each local stage also holds its own in-flight micro-batches' activations
+# (formulas/parallelism.py interleaved_peak_inflight, read as live saved tensors on the real interleaved step), not
+# min(pp - r, m) on every layer of the rank: the backwards already counted them so (interleaved_backward_states);
+# the forward ends and the loss now do too. Rank 7's first local stage (stage 7) forwards all 8 micro-batches
+# before the rank's first backward: its forward end and loss backward hold 8 + 1 micro-batches' inputs, 1.88 ->
+# 8.88 GiB, the stage's allocated peak 44.74 -> 46.99 GiB (the loss backward, was its first backward); rank 1 at
+# forward end 16 micro-batch-stages (8 + 8) where 7 x 2 were counted, 32.86 -> 34.86 GiB. Neither is the peak (rank
+# 1's backwards of stage 9, 52.69 GiB allocated, unchanged): PM1063 stays 56.48 GiB, -22.3 %. Not modelled yet, so
+# the rows are reported, not summarised:
 # - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token

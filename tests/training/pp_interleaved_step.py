@@ -3,9 +3,11 @@ ranks on the CPU as PP 2 x FSDP 2, two stages a pp rank (stages r and r + 2, tor
 few residual blocks wrapped as torchtitan wraps them under PP (``fully_shard(block, reshard_after_forward=False,
 mp_policy=MixedPrecisionPolicy(bf16, fp32))``, then the stage module), the last stage with a loss. At every backward
 the schedule runs (a probe on each stage's ``backward_one_chunk``, before it runs) it records the stage, the
-micro-batches each local stage has forwarded and not backwarded (its forward cache) and the unsharded gradient bytes
-each local stage holds (FSDP2's ``unsharded_accumulated_grad`` and unsharded ``.grad``). Nothing here imports
-llmsizer.
+micro-batches each local stage has forwarded and not backwarded (its forward cache), the unsharded gradient bytes
+each local stage holds (FSDP2's ``unsharded_accumulated_grad`` and unsharded ``.grad``) and the bytes of the
+activations autograd keeps saved for each local stage's forwards (``torch.autograd.graph.saved_tensors_hooks``
+around each stage module's forward: every saved tensor that is not a parameter, one count per storage, alive until
+autograd drops it), and those left saved after the step. Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -57,13 +59,56 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                     total += g.numel() * g.element_size() if g is not None else 0
         return total
 
+    # live saved activations per local stage: storage -> [times saved, bytes]; a saved tensor's holder leaves the
+    # table when autograd frees it (after its node's backward)
+    saved: list[dict[int, list[int]]] = [{} for _ in stages]
+
+    class Held:
+        def __init__(self, t: torch.Tensor, table: dict[int, list[int]]) -> None:
+            self.t, self.table, self.key = t, table, t.untyped_storage().data_ptr()
+            entry = table.setdefault(self.key, [0, t.untyped_storage().nbytes()])
+            entry[0] += 1
+
+        def __del__(self) -> None:
+            entry = self.table[self.key]
+            entry[0] -= 1
+            if entry[0] == 0:
+                del self.table[self.key]
+
+    def storage(t: torch.Tensor) -> int | None:
+        """The data pointer of a tensor's storage; None for one without (the stage's shape inference on the meta
+        device, a sharded parameter's freed storage)."""
+        try:
+            return None if t.device.type == "meta" else t.untyped_storage().data_ptr()
+        except RuntimeError:
+            return None
+
+    for local, mod in enumerate(modules):
+        forward = mod.forward
+
+        def hooked(*args: Any, _mod: nn.Module = mod, _fwd: Any = forward, _table: Any = saved[local]) -> Any:
+            params = {storage(p) for p in _mod.parameters()}  # the unsharded ones while the stage runs
+
+            def pack(t: torch.Tensor) -> Any:
+                key = storage(t)
+                return t if key is None or key in params else Held(t, _table)
+
+            def unpack(h: Any) -> torch.Tensor:
+                return h.t if isinstance(h, Held) else h
+
+            with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+                return _fwd(*args)
+
+        mod.forward = hooked  # type: ignore[method-assign]
+
     seen: list[dict[str, Any]] = []
     for local, stage in enumerate(stages):
         original = stage.backward_one_chunk
 
         def probe(bwd_chunk_id: int, *args: Any, _local: int = local, _orig: Any = original, **kwargs: Any) -> Any:
             seen.append({"stage": _local, "held": [len(s.fwd_cache) for s in stages],
-                         "grad_bytes": [grad_bytes(mod) for mod in modules]})
+                         "grad_bytes": [grad_bytes(mod) for mod in modules],
+                         "saved_bytes": [sum(b for _, b in table.values()) for table in saved]})
             return _orig(bwd_chunk_id, *args, **kwargs)
 
         stage.backward_one_chunk = probe  # type: ignore[method-assign]
@@ -78,8 +123,12 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             schedule.step(target=torch.zeros(case["batch"], case["seq"], width))
         else:
             schedule.step()
+    # what stays saved with nothing in flight (seen on the chain's first stage only, whose shape inference at the
+    # first step runs its module on real tensors: stage.py _forward_metadata_inference)
+    idle = [sum(b for _, b in table.values()) for table in saved]
     every: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(every, {"pp_rank": rank, "dp_rank": mesh["dp"].get_local_rank(), "backwards": seen})
+    dist.all_gather_object(every, {"pp_rank": rank, "dp_rank": mesh["dp"].get_local_rank(), "backwards": seen,
+                                   "idle_saved_bytes": idle})
     first = dist.get_rank() == 0
     dist.destroy_process_group()
     return {"ranks": every} if first else None

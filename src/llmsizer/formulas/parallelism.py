@@ -54,6 +54,7 @@ import math
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import accumulate
+from operator import mul
 
 from ..errors import InputError
 
@@ -230,6 +231,36 @@ def interleaved_backward_states(rank: int, pp: int, virtual: int, micro_batches:
         out.append((c, done[c] == 0, tuple(held), accumulating))
         done[c] += 1
     return tuple(out)
+
+
+@lru_cache(maxsize=256)
+def interleaved_peak_inflight(rank: int, pp: int, virtual: int, micro_batches: int, chunk_bytes: tuple[int, ...],
+                              local: int | None = None) -> tuple[int, ...]:
+    """The micro-batches each local stage of rank ``rank`` holds forwarded (its forward cache, the one about to be
+    backwarded included) at the rank's backward where their saved activations are the most under
+    ScheduleInterleaved1F1B, ``chunk_bytes[c]`` a micro-batch's on local stage c: sum over c of held_c x
+    chunk_bytes[c] is the rank's in-flight activations at that point, and the largest of any point of the step (a
+    forward only adds, a backward only frees: the most is held just before a backward). ``local``: only the
+    backwards of that local stage (the last one's: where its loss runs). Walked in the order of
+    ``interleaved_1f1b_rank_ops`` (torch 2.13 schedules.py ``_get_warmup_ops`` lines 2872-2888,
+    ``_get_1f1b_rank_ops`` lines 2778-2838) through ``interleaved_backward_states``; 1F1B's one stage a rank holds
+    ``min(pp - rank, m)`` (``inflight_microbatches``), which interleaving does not: rank pp - 1's first local stage
+    forwards a whole round before the rank's first backward (tests/training/test_pipeline_interleaved_fsdp2.py reads
+    the saved activations of a real interleaved step).
+
+    >>> interleaved_peak_inflight(1, 2, 2, 4, (1, 1)), interleaved_peak_inflight(0, 2, 2, 4, (1, 1))
+    ((2, 1), (3, 2))
+    """
+    if virtual <= 1:
+        return (inflight_microbatches(rank, pp, micro_batches),)
+    best: tuple[int, ...] = ()
+    for c, _, held, _ in interleaved_backward_states(rank, pp, virtual, micro_batches):
+        if local is not None and c != local:
+            continue
+        now = tuple(h + (k == c) for k, h in enumerate(held))
+        if not best or sum(map(mul, now, chunk_bytes)) > sum(map(mul, best, chunk_bytes)):
+            best = now
+    return best
 
 
 @lru_cache(maxsize=256)

@@ -391,7 +391,8 @@ def stages_to_evaluate(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, ...]:
     flight), the last (the head and the loss), and of the middle stages the first of each distinct sequence of layer
     kinds: a later middle stage with the same layers holds the same states and the same boundary buffers (eq. PP3:
     2 m boundary tensors on every middle stage, 2 m v on every middle rank of an interleaved schedule), with no more micro-batches in flight (min(p - i, m), non-increasing
-    in i), so its every phase is at most the earlier one's. Under an uneven split (torchtitan's: 15 layers on stage 0,
+    in i; under Interleaved1F1B each local stage's count, formulas/parallelism.py interleaved_peak_inflight, is too),
+    so its every phase is at most the earlier one's. Under an uneven split (torchtitan's: 15 layers on stage 0,
     16 on stages 1-6 of Llama 3.1 405B over PP 8) a middle stage can hold the most."""
     if w.pp <= 1:
         return (0,)
@@ -657,7 +658,10 @@ def _activation_formula(ctx: TrainingContext, tl: StageTimeline) -> str:
         text = (f"op-level selective checkpointing of {every or 'every layer'}: {format_bytes(sum(t.bytes for t in op))}"
                 " kept per checkpointed layer (" + ", ".join(f"{t.name} {format_bytes(t.bytes)}" for t in op)
                 + "); without it " + text)
-    if tl.inflight > 1:
+    if tl.inflight_by_stage:  # formulas/parallelism.py interleaved_peak_inflight
+        text += (" x each local stage's own in-flight micro-batches (Interleaved1F1B; at the rank's fullest point "
+                 + " + ".join(map(str, tl.inflight_by_stage)) + " on its local stages)")
+    elif tl.inflight > 1:
         text += f" x {tl.inflight} in-flight micro-batches (1F1B)"
     if w.compile:
         text += "; torch.compile: the min-cut partitioner's saved set (norms keep input + 1/rms, silu rebuilt)"

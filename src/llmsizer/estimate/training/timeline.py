@@ -49,6 +49,7 @@ from ...formulas.parallelism import (
     inflight_microbatches,
     interleaved_backward_states,
     interleaved_forward_accumulating,
+    interleaved_peak_inflight,
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
     pipeline_rank_boundary_bytes,
@@ -103,6 +104,9 @@ class StageTimeline:
     step_temporaries: int
     step_temporaries_foreach: int
     offloaded_activations: int = 0  # pinned host bytes of activation offloading (formulas/activation_offload.py)
+    # Interleaved1F1B: the micro-batches each local stage holds at the rank's fullest point (formulas/parallelism.py
+    # interleaved_peak_inflight), () otherwise
+    inflight_by_stage: tuple[int, ...] = ()
 
     def terms_alike(self) -> list[tuple[tuple[Term, ...], int]]:
         """The distinct per-layer term tuples of ``layer_terms`` (layers alike share one), each with how many layers
@@ -328,11 +332,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # 0 of 1F1B when micro-batches = pp): eq. PP2's fp32 accumulators do not exist yet at the forwards (zero_grad at
     # the step's start) and appear unit by unit in the first backward (FSDP2 ``to_accumulated_grad_if_needed``)
     # torch's ScheduleInterleaved1F1B (several stages a rank, their layers as torchtitan splits them): each local
-    # stage's accumulators live from its first backward to its REDUCE_GRAD right after its last
-    # (formulas/parallelism.py interleaved_backward_states)
+    # stage holds its own in-flight micro-batches' activations at each backward, and under FSDP2 its accumulators
+    # live from its first backward to its REDUCE_GRAD right after its last (formulas/parallelism.py
+    # interleaved_backward_states)
     inter = (interleaved_backward_states(st.stage, w.pp, w.virtual_stages, w.grad_accumulation)
-             if pp_fsdp2 and w.virtual_stages > 1 and w.pipeline_split != "even" and not w.activation_offload
-             else None)
+             if torch_pipelining(w) and w.virtual_stages > 1 and w.pipeline_split != "even"
+             and not w.activation_offload else None)
+    inter_grads = inter is not None and pp_fsdp2
     first_backward_grows = pp_fsdp2 and w.grad_accumulation <= m and inter is None
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(unit_bytes, w_shard)
@@ -351,6 +357,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     g_chunk: list[int] = []
     if inter is not None:
         chunks = pipeline_rank_chunks(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages, st.stage)
+    if inter is not None and inter_grads:
         g_chunk = [sum(st.layer_grads.get(i, 0) for i in r) for r in chunks]
         g_chunk[-1] += st.head_grads  # the head is on the last stage, this rank's last local stage
         # the rest (the embedding's) with the first stage, rank 0's first local stage
@@ -464,6 +471,18 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         phases.append(init)
     all_kept = sum(act_kept)
     fwd_kept = m * all_kept  # saved activations on the device at forward end
+    bounds = list(accumulate(map(len, chunks), initial=0))
+    kept_c = [sum(act_kept[b0:b1]) for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True)]
+    copies_c = [sum(copies_kept[b0:b1]) for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True)]
+    held_fwd: tuple[int, ...] = ()
+    if inter is not None:
+        # Interleaved1F1B: each local stage's own in-flight micro-batches at the rank's fullest point (just before a
+        # backward; for the loss stage, one of its last local stage, where the head runs), not min(pp - r, m) on
+        # every layer (formulas/parallelism.py interleaved_peak_inflight)
+        held_fwd = interleaved_peak_inflight(st.stage, w.pp, w.virtual_stages, w.grad_accumulation,
+                                             tuple(map(add, kept_c, copies_c)),
+                                             len(chunks) - 1 if st.has_head else None)
+        fwd_kept = sum(map(mul, held_fwd, kept_c))
     host_act = final_norm = 0
     if w.activation_offload:  # torchtune OffloadActivations: saved tensors go to pinned host memory
         ordered = act_kept
@@ -490,7 +509,8 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     # autocast_cache_holds), else each lives only for its op; they come back while that layer is recomputed
     # (integers: a checkpointed layer's copies where the cache holds them, + m x the others')
     cached = autocast_cache_holds(w.method == "full", w.fsdp is not None and w.fsdp_version == 1)
-    copies_fwd = (sum(map(mul, copies, ckpt)) if cached else 0) + m * sum(copies_kept)
+    copies_fwd = (sum(map(mul, copies, ckpt)) if cached else 0) + (
+        sum(map(mul, held_fwd, copies_c)) if held_fwd else m * sum(copies_kept))
     if window_reach is not None:  # ZeRO-3: the prefetch reaches the lm_head while the window's layers are ahead
         r = Phase("forward, lm_head prefetched", dict(base))
         r.parts["activations"] = m * sum(act_kept[:max(0, n_layers - window_reach[1])])
@@ -518,7 +538,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if head:
         b = Phase("loss backward", dict(base))
         b.parts["activations"] = fwd_kept
-        copies_bwd = m * sum(copies_kept) + head_copy
+        copies_bwd = (sum(map(mul, held_fwd, copies_c)) if held_fwd else m * sum(copies_kept)) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
         b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
@@ -586,25 +606,28 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         chosen = [max(f, s2, key=sum) for f, s2 in zip(firsts, seconds, strict=True)]
         act_at, grads_at = [a for a, _ in chosen], [g for _, g in chosen]
     elif inter is not None:
-        # each backward of local stage c: its micro-batch's layers below (and the recompute), the other forwarded
-        # micro-batches of every local stage, the other local stages' live accumulators, and c's own: those above
-        # in c's first backward, all of c's after
+        # each backward of local stage c: its micro-batch's layers below (and the recompute) and autocast copies,
+        # the other forwarded micro-batches of every local stage; under FSDP2 the other local stages' live
+        # accumulators and c's own (those above in c's first backward, all of c's after), else the gradients as
+        # every layer's backward holds them (grads_part)
         prefix = list(accumulate(act_kept, initial=0))
-        bounds = list(accumulate(map(len, chunks), initial=0))
-        kept_c = [prefix[b1] - prefix[b0] for b0, b1 in zip(bounds[:-1], bounds[1:], strict=True)]
-        best: dict[tuple[int, bool], tuple[int, int]] = {}
+        c_prefix = list(accumulate(copies_kept, initial=0))
+        best: dict[tuple[int, bool], tuple[int, int, int]] = {}
         for c_i, first_i, held_i, live_i in inter:
-            o = (sum(map(mul, held_i, kept_c)), sum(g_c for g_c, on in zip(g_chunk, live_i, strict=True) if on))
-            if sum(o) > sum(best.get((c_i, first_i), (-1, 0))):
+            o = (sum(map(mul, held_i, kept_c)), sum(map(mul, held_i, copies_c)),
+                 sum(g_c for g_c, on in zip(g_chunk, live_i, strict=True) if on) if inter_grads else 0)
+            if sum(o) > sum(best.get((c_i, first_i), (-1, 0, 0))):
                 best[(c_i, first_i)] = o
-        act_at, grads_at = [-1] * n_layers, [0] * n_layers
-        for (c_i, first_i), (o_act, o_g) in best.items():
+        persistent = grads_at
+        act_at, copies_at, grads_at = [-1] * n_layers, [0] * n_layers, [0] * n_layers
+        for (c_i, first_i), (o_act, o_cp, o_g) in best.items():
             above_i = st.head_grads if c_i == len(chunks) - 1 else 0
             for p in range(bounds[c_i + 1] - 1, bounds[c_i] - 1, -1):  # the stage's layers, top down
                 a_p = prefix[p + 1] - prefix[bounds[c_i]] + recompute[p] + o_act
-                g_p = o_g + (above_i if first_i else g_chunk[c_i])
-                if a_p + g_p > act_at[p] + grads_at[p]:
-                    act_at[p], grads_at[p] = a_p, g_p
+                cp_p = c_prefix[p + 1] - c_prefix[bounds[c_i]] + copies[p] * ckpt[p] + o_cp
+                g_p = o_g + (above_i if first_i else g_chunk[c_i]) if inter_grads else persistent[p]
+                if a_p + cp_p + g_p > act_at[p] + copies_at[p] + grads_at[p]:
+                    act_at[p], copies_at[p], grads_at[p] = a_p, cp_p, g_p
                 above_i += st.layer_grads.get(layers[p], 0)
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
@@ -708,4 +731,4 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             if ph.name not in ("forward end", "model init"):
                 ph.parts["kept_logits"] = head.kept_logits
     return StageTimeline(st.stage, phases, terms, head.saved if head else (), shared_terms, m, step_tmp, foreach_tmp,
-                         host_act)
+                         host_act, held_fwd)
