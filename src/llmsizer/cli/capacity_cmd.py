@@ -324,8 +324,11 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     loader = getattr(args, "load_request", None)  # the web API: the request's text, parsed names-only
     req = loader() if loader is not None else load_request(args.request, hardware_files=args.hardware_file)
-    plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
-    needs = needs_from_plan(plan, req, _utcnow(args), args.hardware_file)
+    # one clock for the whole check: the plan's "today" (a date deadline without a start counts from it, and the
+    # hardware suggested to meet it) is --now's day, so the same request checked with the same --now answers the same
+    now = _utcnow(args)
+    plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False, today=now.date())
+    needs = needs_from_plan(plan, req, now, args.hardware_file)
     if getattr(args, "job", None):
         unknown = [j for j in args.job if j not in {n.name for n in needs}]
         if unknown:
