@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..inputs import check_output, regular_file
 from ..render.safe import say
-from ..units import format_seconds
+from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
 from .common import emit_json, needs_subcommand
 
@@ -379,7 +379,7 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
         span = ("ongoing (held until released)" if n.ongoing else "duration unknown" if n.duration_verdict
                 else format_seconds(n.seconds) + (f" ({n.duration_basis})" if n.duration_basis else ""))
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
-            + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
+            + f", {span} from {_fmt(n.start)}, storage peak {format_bytes(n.storage_peak, binary=False)}"
         out.append(head)
         if now is not None and n.start < now:  # what `book` refuses (book_answer): say so before it is tried
             out.append(f"  note: the requested window starts before now ({_fmt(now)} UTC): `capacity book` refuses "
