@@ -732,14 +732,15 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
             except InputError:  # a workload llama.cpp cannot run (e.g. KV fp8, a vLLM setting): no GGUF advice
                 return []
             if est.details["fits"]:
-                found = (fmt, est.total("device")[1], memory)
+                found = (fmt, est.total("device")[1], int(est.details["device_memory"]), int(est.details["memory_budget"]))
                 break
         if found is None or found[0] == last:
             continue
         last = found[0]
         out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} on llama.cpp with {ctx_txt} context x "
                    f"{concurrency} "
-                   f"(needs {format_bytes(found[1])} of {format_bytes(found[2])} with {hr:.0%} headroom kept)")
+                   f"(needs {format_bytes(found[1])} of a {format_bytes(found[3])} budget: {format_bytes(found[2])} "
+                   f"x (1 - {hr:g} headroom))")
         if found[0] == ladder[0]:
             break
     return out

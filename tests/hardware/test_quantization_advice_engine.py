@@ -15,7 +15,7 @@ def test_the_advice_says_llama_cpp_and_its_need_is_llama_cpps() -> None:
     rec = recommend_inference("llama-3.1-8b", context=8192, concurrency=1, engine="vllm")
     assert rec.quantization
     for line in rec.quantization:
-        m = re.match(r"fits a (\d+) GB card at (\S+) on llama\.cpp with .* \(needs (.+) of (.+) with", line)
+        m = re.match(r"fits a (\d+) GB card at (\S+) on llama\.cpp with .* \(needs (.+) of a (.+) budget: ", line)
         assert m is not None, line
         est = estimate_inference("llama-3.1-8b", context=8192, concurrency=1, engine="llamacpp",
                                  weights=m.group(2).lower())

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..inputs import check_output, regular_file
 from ..render.safe import say
-from ..units import format_seconds
+from ..units import format_bytes, format_seconds
 from .commands import COMMAND_HELP
 from .common import emit_json, needs_subcommand
 
@@ -324,8 +324,11 @@ def _needs(args: argparse.Namespace) -> tuple[Any, Any, list[Any]]:
     inv = load_inventory(args.inventory, hardware_files=args.hardware_file)
     loader = getattr(args, "load_request", None)  # the web API: the request's text, parsed names-only
     req = loader() if loader is not None else load_request(args.request, hardware_files=args.hardware_file)
-    plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False)
-    needs = needs_from_plan(plan, req, _utcnow(args), args.hardware_file)
+    # one clock for the whole check: the plan's "today" (a date deadline without a start counts from it, and the
+    # hardware suggested to meet it) is --now's day, so the same request checked with the same --now answers the same
+    now = _utcnow(args)
+    plan = make_plan(req, hardware_files=args.hardware_file, alternatives=False, today=now.date())
+    needs = needs_from_plan(plan, req, now, args.hardware_file)
     if getattr(args, "job", None):
         unknown = [j for j in args.job if j not in {n.name for n in needs}]
         if unknown:
@@ -376,7 +379,7 @@ def render_checks(checks: list[Any], inv: Any = None, now: _dt.datetime | None =
         span = ("ongoing (held until released)" if n.ongoing else "duration unknown" if n.duration_verdict
                 else format_seconds(n.seconds) + (f" ({n.duration_basis})" if n.duration_basis else ""))
         head = f"{n.name} ({n.kind}): {n.devices} x {n.device}" + (f" on {n.nodes} nodes" if n.nodes > 1 else "") \
-            + f", {span} from {_fmt(n.start)}, storage peak {n.storage_peak / 1e12:.2f} TB"
+            + f", {span} from {_fmt(n.start)}, storage peak {format_bytes(n.storage_peak, binary=False)}"
         out.append(head)
         if now is not None and n.start < now:  # what `book` refuses (book_answer): say so before it is tried
             out.append(f"  note: the requested window starts before now ({_fmt(now)} UTC): `capacity book` refuses "

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..errors import InputError
-from ..estimate.device import device_budget, workload_device_kind
+from ..estimate.device import device_budget, device_fields
 from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
@@ -72,7 +72,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             memory, n = None, count or 1
             if args.count is not None:  # the devices named, as fit_training takes them
                 fields.setdefault("gpus", n)
-            est = estimate_training(spec, TrainingWorkload(**{"device": workload_device_kind(device), **fields},
+            est = estimate_training(spec, TrainingWorkload(**{**device_fields(device), **fields},
                                                            headroom=args.headroom))
             if args.tokens:  # fit --train's rule (estimate/duration.py training_time_on), no ZeRO stage chosen
                 duration, price, cost = training_time_on(spec, args.device, n, args.tokens, fields, args.utilization,

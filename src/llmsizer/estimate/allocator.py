@@ -19,6 +19,11 @@ hold every named row of
 their median. tests/estimate/test_allocator.py re-derives the constants from the file. (3) adds the CUDA context
 span (estimate/engines.py ``CUDA_CONTEXT``).
 
+The fixed context a device holds beside the tensors is the device's runtime's (``device_context``, the one place it
+is added): the CUDA context on an NVIDIA GPU (``gpu_runtime`` 'cuda'); none on an Apple chip (Metal: no CUDA
+context, and Metal's own command queues and compiled kernels are not modelled, named as the ``device_context``
+assumption); none on a CPU, whose process is the ``host_runtime`` item. The default metric's words say the same.
+
 Segments are returned to the driver only by ``torch.cuda.empty_cache()`` (or an out-of-memory retry): what was
 reserved while the model was built (a QLoRA quantizer's transient, formulas/nf4_quantization.py) stays reserved, and
 ``reset_peak_memory_stats`` resets the reserved peak to that current figure. So a training step's reserved memory is
@@ -68,6 +73,7 @@ from ..formulas.caching_allocator import (
 from ..result import Assumption, Item
 from ..specs.workload import MEMORY_METRICS
 from ..units import format_bytes
+from . import engines as E
 from . import ranges as R
 
 METRICS = MEMORY_METRICS
@@ -111,6 +117,33 @@ RESERVE = {
 METRIC_WHY = ("what the figure is compared with: allocated = torch.cuda.max_memory_allocated, reserved = "
               "max_memory_reserved, nvidia-smi = reserved + CUDA context (--metric)")
 DEFAULT_TEXT = "device total: live tensors + CUDA context, no allocator reserve expected"
+# the default metric's words where the device holds no CUDA context (device_context)
+DEFAULT_TEXTS = {"cuda": DEFAULT_TEXT,
+                 "metal": "device total: live tensors (Apple Metal: no device context modelled), no allocator "
+                          "reserve expected",
+                 "cpu": "host total: tensors in RAM + the process (host_runtime)"}
+METAL_CONTEXT_WHY = ("an Apple chip runs Metal, not CUDA: no CUDA context is added; Metal's own command queues and "
+                     "compiled kernels are not modelled (no measurement: every constant of estimate/engines.py "
+                     "CUDA_CONTEXT is a CUDA tool's), and the process's own memory is the host_runtime item")
+
+
+def context_span(gpu_runtime: str) -> E.Span:
+    """The fixed context one GPU of ``gpu_runtime`` holds beside the tensors (specs/workload.py GPU_RUNTIMES): the
+    CUDA context's span, or nothing on Metal (``METAL_CONTEXT_WHY``)."""
+    return E.CUDA_CONTEXT if gpu_runtime == "cuda" else E.Span(0, 0, 0, METAL_CONTEXT_WHY)
+
+
+def device_context(items: list[Item], assumptions: list[Assumption], gpu_runtime: str, gpus: int = 1,
+                   formula: str = "") -> None:
+    """Add the device's runtime context for ``gpus`` GPUs of ``gpu_runtime``: the ``cuda_context`` item on CUDA, the
+    ``device_context`` assumption naming its absence on Metal. The one place a composition adds it."""
+    if gpu_runtime != "cuda":
+        assumptions.append(Assumption("device_context", "none (Metal)", True, METAL_CONTEXT_WHY))
+        return
+    c = E.CUDA_CONTEXT
+    items.append(Item(CONTEXT_ITEM, gpus * c.expected, "device", gpus * c.low, gpus * c.high,
+                      (formula or "named constant (estimate/engines.py)") + (f" x {gpus} GPUs" if gpus > 1 else ""),
+                      c.source))
 
 
 def check_metric(metric: str | None) -> str | None:
@@ -185,16 +218,18 @@ def training_side_streams(fsdp2: bool, pp: int, grad_accumulation: int, layer_gr
 
 
 def apply_metric(items: list[Item], metric: str | None, phase: str, pytorch: bool = True,
-                 kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None) -> Assumption:
+                 kv_pool: bool = False, floor: int = 0, fixed: SideStreams | None = None, *,
+                 device: str = "cuda") -> Assumption:
     """Rewrite ``items`` (in place) to eq. (1), (2) or (3) for ``metric``; None keeps them. ``pytorch``: the engine
     allocates through PyTorch's caching allocator (False: llama.cpp's ggml buffers). ``kv_pool``: the KV cache is
     one pool allocated at start-up (vLLM, SGLang), so persistent; transformers' DynamicCache grows by torch.cat
     every step (transformers cache_utils.py DynamicLayer.update), so dynamic. ``floor``: bytes reserved before the
     step (module docstring), a lower bound on tensors + reserve. ``fixed``: the step has the same shapes every
     time (batch_shapes='fixed'): the reserve is eq. (R1) over these side streams, not the calibrated ratio.
-    Returns the assumption."""
+    ``device``: 'cuda', 'metal' (the workload's ``gpu_runtime``) or 'cpu': what the default's words name (only a CUDA
+    device holds a CUDA context, ``device_context``). Returns the assumption."""
     if check_metric(metric) is None:
-        return Assumption("metric", DEFAULT_TEXT, True, METRIC_WHY)
+        return Assumption("metric", DEFAULT_TEXTS[device], True, METRIC_WHY)
     had_context = any(i.name == CONTEXT_ITEM and i.location == "device" for i in items)
     keep = [i for i in items if i.location != "device" or i.name not in NOT_TENSORS
             or (i.name == CONTEXT_ITEM and metric == "nvidia-smi")]

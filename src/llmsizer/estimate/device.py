@@ -127,6 +127,13 @@ def workload_device_kind(device: Device) -> str:
     return "cpu" if device.kind == "cpu" else "gpu"
 
 
+def device_fields(device: Device) -> dict[str, str]:
+    """The workload fields a catalog device decides: its ``device`` kind (``workload_device_kind``) and, for a GPU,
+    the runtime whose context it holds (``gpu_runtime``: 'metal' on an Apple chip, else 'cuda'; specs/workload.py
+    GPU_RUNTIMES). Every caller that puts a workload on a named device sets both through this."""
+    return {"device": workload_device_kind(device), "gpu_runtime": "metal" if device.kind == "apple" else "cuda"}
+
+
 def usable_memory(device: Device, memory: int | None = None, source: str = "given", record: bool = True
                   ) -> tuple[int | None, list[Assumption]]:
     """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it: ``memory`` when
@@ -255,7 +262,10 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
                    f"{target!r}), which places the model over all {count}")
         raise InputError(f"{target} is an instance of {count} x {device.id}; {asker} sizes one device: name it {how}")
     usable, notes = target_memory(device, instance, fields.get("memory"))
-    out = dict(fields, device=workload_device_kind(device))
+    # the runtime a caller already decided (a named device resolved to its kind 'gpu' before) stays: 'gpu' itself
+    # says none
+    out = {**device_fields(device), **{k: v for k, v in fields.items() if v is not None or k != "gpu_runtime"},
+           "device": workload_device_kind(device)}
     if usable is not None:
         out["memory"] = usable
     return out, device, target, named_device_notes(device, notes)

@@ -82,7 +82,7 @@ from ..specs import ModelSpec, TrainingWorkload
 from ..specs.training import normalize_targets
 from . import efficiency as E
 from . import ranges as R
-from .device import peer_to_peer, peer_to_peer_why, resolve_target, workload_device_kind
+from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
@@ -1023,7 +1023,7 @@ def training_duration_for(spec: ModelSpec, device: Device, devices: int, tokens:
     unified memory, so QLoRA there keeps AdamW states in RAM and pays no paging term (t_page, formulas/training_time.py)."""
     kw = {k: v for k, v in fields.items() if k in TrainingWorkload.__dataclass_fields__}
     kw["gpus"] = devices
-    kw["device"] = workload_device_kind(device)
+    kw.update(device_fields(device))
     if instance is not None and "gpus_per_node" not in kw:
         kw["gpus_per_node"] = instance.device_count  # an instance is one machine
     w = training_workload(kw)  # one object per fields: the same for every device of a catalog search

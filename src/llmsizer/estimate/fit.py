@@ -33,6 +33,7 @@ from . import efficiency as E
 from . import ranges as R
 from .device import (
     check_engine_on_device,
+    device_fields,
     engine_assumption,
     named_device_notes,
     nvlink_mesh_for,
@@ -509,13 +510,14 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
     on_cpu = workload_device_kind(device) == "cpu"
+    dev = device_fields(device)
 
     def sized(t: int) -> Estimate:
         """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load)."""
         per = per_replica(concurrency, 1 if split else n // t)  # the fullest replica's: its memory and speed are reported
         return estimate_inference(spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})},
                                   output_tokens=output_tokens,
-                                  weights=weights, engine=eng, device=workload_device_kind(device),
+                                  weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"],
                                   tensor_parallel=t, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
@@ -769,7 +771,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
         fields.setdefault("gpus", n)
     if instance is not None and n > 1:  # an instance is one machine (hybrid sharding, collectives across machines)
         fields.setdefault("gpus_per_node", instance.device_count)
-    fields.setdefault("device", workload_device_kind(device))
+    for k, v in device_fields(device).items():
+        fields.setdefault(k, v)
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
     est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes))

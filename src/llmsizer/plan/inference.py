@@ -191,7 +191,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     need = need_per_device(need_est, on_cpu)[0] if need_est else None
     if engine in ("vllm", "sglang"):  # the fit's own workload share of the card (estimate/inference/vllm.py, sglang.py
         need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card
-    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {ctx_peak} tokens per replica)", need, "B",
+    # each sequence's tokens: the text context, plus what the request's images and video add (estimate's details)
+    media_tokens = _media_tokens(f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est)
+    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per replica)",
+            need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     if f_peak is not None and f_peak.estimate is not None and "workload_bytes" in f_peak.estimate.details:
         mem.add("reserved", f"reserved per device ({ENGINE_NAMES.get(engine, engine)} takes its pool whatever the load)",
@@ -200,7 +203,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
                                                out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
-    mem.add("need_typical", f"needed at typical load ({conc_typ} x {ctx_typ} tokens)",
+    mem.add("need_typical", f"needed at typical load ({conc_typ} x {_tokens_words(ctx_typ, media_tokens)})",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
     headroom = f_peak.headroom if f_peak else check_headroom(job.resources.headroom)
@@ -233,7 +236,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             pass
     mem.add("fits", "peak load fits", fits, "bool", f_peak.reasons[0] if f_peak and f_peak.reasons else "")
     if f_peak is not None and f_peak.estimate is not None and "max_concurrency_at_context" in f_peak.estimate.details:
-        mem.add("admitted", f"sequences of {ctx_peak} tokens the KV pool admits per replica",
+        mem.add("admitted", f"sequences of {_tokens_words(ctx_peak, media_tokens)} the KV pool admits per replica",
                 f_peak.estimate.details["max_concurrency_at_context"], "count",
                 f"{ENGINE_NAMES.get(engine, engine)} KV pool / KV per sequence")
     split = need_est.details.get("split") if need_est else None
@@ -284,8 +287,10 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
 
     charts = _charts(job, spec, engine, fmt_used, tp, ctx_peak, conc_peak, out_peak, budget_dev, on_cpu, hw, cost,
                      options, batch)
+    media = _media_figures(job, f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est,
+                           ctx_peak, mem)
     summary = (f"serving {spec.name} ({format_count(pc.total)} params, {fmt_used}, {engine}) on {hw.label}; peak "
-               f"{conc_peak} requests x {ctx_peak} tokens")
+               f"{conc_peak} requests x {media or f'{ctx_peak} tokens'}")
     _advice(job, spec, src, adapters, fmt_used, cost, notes, owned=hw.instance is None
             and job.resources.price_per_hour is not None)
     est = need_est
@@ -295,6 +300,47 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                                    if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
                    tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
                    tuple(options), dict(notes.facts))
+
+
+def _media_tokens(est: Estimate | None) -> int | None:
+    """The image/video tokens each sequence holds beside its text (estimate/inference/media.py); None: none."""
+    return int(est.details["media_tokens"]) if est is not None and "media_tokens" in est.details else None
+
+
+def _tokens_words(text: int, media: int | None) -> str:
+    return f"{text} tokens" if not media else f"({text} text + {media} image/video) tokens"
+
+
+def _media_figures(job: InferenceJob, est: Estimate | None, ctx_peak: int, mem: Sec) -> str:
+    """The peak context split into its text tokens and the tokens the request's images and video add to each
+    sequence (estimate/inference/media.py, the estimate's own details), as figures of the memory section and as the
+    words the job's summary says them in; '' for a request without media. Without an estimate (no fit) the media
+    are named but their tokens are not known."""
+    m = job.media
+    if not m.images and not m.video_frames:
+        return ""
+    d = est.details if est is not None else {}
+    mem.add("context_text", "text tokens per sequence at peak", ctx_peak, "tokens", "traffic.context")
+    parts = []
+    if m.images:
+        each = d.get("image_tokens_each")
+        mem.add("image_tokens", f"image tokens per sequence ({m.images} image(s))",
+                m.images * int(each) if each is not None else None, "tokens",
+                f"{m.images} x {each} tokens per image" if each is not None else "not sized (no estimate)",
+                "estimate/inference/media.py, formulas/vision_tokens.py")
+        parts.append(f"{m.images} x {each:,} image" if each is not None else f"{m.images} image(s)")
+    if m.video_frames:
+        video = d.get("video_tokens")
+        mem.add("video_tokens", f"video tokens per sequence ({m.video_frames} frames)", video, "tokens",
+                "" if video is not None else "not sized (no estimate)",
+                "estimate/inference/media.py, formulas/vision_tokens.py")
+        parts.append(f"{video:,} video" if video is not None else f"a video of {m.video_frames} frames")
+    total = d.get("context_with_media")
+    mem.add("context_with_media", "tokens per sequence the KV cache holds at peak (text + media)", total, "tokens",
+            "text + image/video tokens", "estimate/inference/media.py")
+    media = " + ".join(parts)
+    return (f"({ctx_peak:,} text + {media} tokens = {int(total):,} tokens)" if total is not None
+            else f"({ctx_peak:,} text tokens + {media}, their tokens not sized)")
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
-from ..estimate.device import workload_device_kind
+from ..estimate.device import device_fields
 from ..estimate.duration import Duration, training_duration_for
 from ..estimate.fit import training_on_memory, vm_share_device
 from ..estimate.inference import inference_sized
@@ -136,7 +136,7 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     gpus = hw.count or 1
     fields = workload_fields(job, gpus, hw.per_node)
     if device is not None:
-        fields["device"] = workload_device_kind(device)
+        fields.update(device_fields(device))
     usable = hw.memory_per_device
     # the one rule (estimate/fit.py training_on_memory): on several devices with no sharding named, the
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it
@@ -163,7 +163,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # job's facts say; not False, which would read as "does not fit"
     fits = bool(est.details["fits"]) if budget_dev is not None else None
     mem.add("fits", "fits", fits, "bool")
-    inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")))  # as train's warning
+    inf_need = inference_sized(spec, micro, seq_len, str(fields.get("device", "gpu")),
+                               str(fields.get("gpu_runtime", "cuda")))  # as train's warning
     mem.add("inference_need", "the same model sized for inference", inf_need, "B",
             f"estimate_inference: bf16 weights, {micro} sequence(s) of {seq_len} tokens (what a serving "
             "estimate would ask for)")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
+from ..units import format_bytes
 from .placement import ONGOING_END, JobNeed
 
 
@@ -91,8 +92,8 @@ def _memory_verdict(jp: JobPlan) -> str:
     need, budget = f.get("memory_need"), f.get("memory_budget")
     if f.get("fits") is not False or not need or not budget:
         return ""
-    return (f"{jp.hardware.label} does not hold the job: it needs {float(need) / 2**30:.2f} GiB per device, over the "
-            f"{float(budget) / 2**30:.2f} GiB budget per device (`llmsizer plan`: memory)")
+    return (f"{jp.hardware.label} does not hold the job: it needs {format_bytes(need)} per device, over the "
+            f"{format_bytes(budget)} budget per device (`llmsizer plan`: memory)")
 
 
 def needs_from_plan(plan: Plan, request: Request, now: _dt.datetime | None = None,

@@ -46,6 +46,18 @@ MAX_STORAGE_STEPS = 20
 MAX_TRIES = 400
 
 
+def format_amount(resource: str, amount: float) -> str:
+    """An amount of ``resource`` for people, through the one bytes formatter (units.format_bytes): a storage pool's
+    bytes decimal (TB, as disks are sold: the plan's ``B_disk``), a node's RAM binary (GiB, as memory is), devices,
+    addresses and segments as counts."""
+    kind = resource.split(":", 1)[0]
+    if kind == "storage":
+        return format_bytes(amount, binary=False)
+    if kind == "ram":
+        return format_bytes(amount)
+    return f"{amount:g}"
+
+
 @dataclass(frozen=True)
 class Item:
     """An amount of one resource held from ``start`` to ``end`` (UTC, end excluded)."""
@@ -562,8 +574,9 @@ def _place(need: JobNeed, inv: Inventory, held: Held, cap: dict[str, float], sit
             worst = worst or sbad[0]
         if pool_id is None:
             assert worst is not None
-            raise NoFit("storage", f"storage at site {site_id} would reach {worst[1] / 1e12:.2f} TB of "
-                        f"{worst[2] / 1e12:.2f} TB during the run (this job: {need.storage_peak / 1e12:.2f} TB "
+            raise NoFit("storage", f"storage at site {site_id} would reach {format_bytes(worst[1], binary=False)} of "
+                        f"{format_bytes(worst[2], binary=False)} during the run (this job: "
+                        f"{format_bytes(need.storage_peak, binary=False)} "
                         f"at its peak, checkpoints accumulating)")
     return Placement(need.name, need.kind, start, end, site_id, tuple(n.id for n in chosen), need.per_node,
                      need.device, pool_id, tuple(items))
@@ -700,8 +713,10 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
                     alt = replace(need, device=dev, memory_need=int(need.memory_need * 0.6))
                     p = _fits_by_deadline(alt, inv, bookings)
                     if p is not None:
-                        out.append(f"serve a quantized model (8-bit weights, about {need.memory_need * 0.6 / 2**30:.0f}"
-                                   f" GiB per device): 1 x {dev} at {p.site}")
+                        out.append(f"serve a quantized model (8-bit weights, about "
+                                   f"{format_bytes(alt.memory_need)} per device: a rough 0.6 x the plan's "
+                                   f"{format_bytes(need.memory_need)}, against the {format_bytes(mem)} of one {dev}): "
+                                   f"1 x {dev} at {p.site}")
                         break
     return out
 

@@ -48,7 +48,7 @@ from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from .inventory import Quota
-from .placement import Booking, Item, Placement, overflow
+from .placement import Booking, Item, Placement, format_amount, overflow
 from .quota import USAGE, check_quota, usage_resource
 
 SCHEMA_VERSION = 2
@@ -354,7 +354,8 @@ class Store:
         lo = min(i.start for i in items)
         hi = max(i.end for i in items)
         res, load, cap = bad[0]
-        return BookingConflict(f"job {job!r} no longer fits: {res} would hold {load:g} of {cap:g} between "
+        return BookingConflict(f"job {job!r} no longer fits: {res} would hold {format_amount(res, load)} of "
+                               f"{format_amount(res, cap)} between "
                                f"{lo:%Y-%m-%d %H:%M} and {hi:%Y-%m-%d %H:%M}{suffix}; run `llmsizer capacity check` "
                                "again")
 

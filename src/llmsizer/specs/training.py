@@ -15,7 +15,7 @@ from ..errors import InputError
 from ..frozen import fast_init
 from ..numbers import DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK
 from .given import tracks_given
-from .workload import DEVICES, check_memory_target, check_numbers
+from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
 
 METHODS = ("full", "lora", "dora", "qlora")
 OPTIMIZERS = ("adamw", "adam", "adamw-8bit", "paged-adamw", "paged-adamw-8bit", "sgd", "sgd-momentum",
@@ -366,6 +366,7 @@ class TrainingWorkload:
     # the fields the caller gave (specs/given.py): what the assumptions mark as given rather than "(default)"
     given: frozenset[str] | None = field(default=None, repr=False)
     device: str = "gpu"
+    gpu_runtime: str = "cuda"  # GPU_RUNTIMES: 'metal' on an Apple chip (estimate/device.py device_fields)
 
     def __post_init__(self) -> None:
         # memory="80GiB", rank=0, alpha="x": one line naming the field and its range (the CLI's and the request's)
@@ -564,7 +565,8 @@ _CLOSED: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("nf4_quantizer", NF4_QUANTIZERS), ("lora_dropout", LORA_DROPOUTS), ("nf4_format", NF4_FORMATS),
     ("deepspeed_gather", DEEPSPEED_GATHERS), ("checkpoint_impl", CHECKPOINT_IMPLS), ("float8_recipe", FLOAT8_RECIPES),
     ("compile_scope", COMPILE_SCOPES), ("batch_shapes", BATCH_SHAPES), ("fsdp2_units", FSDP2_UNITS), ("pipeline_split", PIPELINE_SPLITS),
-    ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES))
+    ("fsdp1_lora_wrap", FSDP1_LORA_WRAPS), ("device", DEVICES),
+    ("gpu_runtime", GPU_RUNTIMES))
 _CLOSED_ALLOWED = tuple(allowed for _, allowed in _CLOSED)
 _CLOSED_VALUES = attrgetter(*(name for name, _ in _CLOSED))
 _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "virtual_stages", "ep", "gpus_per_node",

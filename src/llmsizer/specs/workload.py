@@ -48,6 +48,10 @@ ENGINE_RULE_TEXT = engine_rule_text()
 # How each engine calls itself in prose (what a rendered sentence names).
 ENGINE_NAMES = {"transformers": "transformers", "vllm": "vLLM", "llamacpp": "llama.cpp", "sglang": "SGLang"}
 DEVICES = ("gpu", "cpu")
+# The runtime a GPU workload runs under, which decides the fixed context its device holds beside the tensors
+# (estimate/allocator.py ``device_context``): NVIDIA's CUDA, or Apple's Metal (an Apple chip named from the catalog:
+# estimate/device.py ``device_fields``). A CPU (device 'cpu') has neither.
+GPU_RUNTIMES = ("cuda", "metal")
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
 # InferenceWorkload fields that only some engines' profiles read -> those engines (one home: the workload's own
@@ -187,6 +191,7 @@ class InferenceWorkload:
     weights: str | None = None
     kv_dtype: str | None = None
     device: str = "gpu"
+    gpu_runtime: str = "cuda"  # GPU_RUNTIMES: 'metal' on an Apple chip (estimate/device.py device_fields)
     engine: str | None = None  # None: the default for the device (estimate/device.py engine_rule)
     engine_version: str | None = None  # vllm/sglang release (estimate/engines.py step_host); None: the current one
     memory: int | None = None
@@ -230,7 +235,8 @@ class InferenceWorkload:
         if self.output_tokens is not None and not 0 <= self.output_tokens <= self.context:
             raise InputError(f"output_tokens must be between 0 and context ({self.context}), got {self.output_tokens}")
         for name, value, allowed in (("engine", self.engine, ENGINES), ("device", self.device, DEVICES),
-                                     ("attention", self.attention, ATTENTION_IMPLS)):
+                                     ("attention", self.attention, ATTENTION_IMPLS),
+                                     ("gpu_runtime", self.gpu_runtime, GPU_RUNTIMES)):
             if value not in allowed and not (name == "engine" and value is None):
                 raise InputError(f"unknown {name} {value!r}; choose one of: {', '.join(allowed)}")
         if self.dtype is not None and self.dtype not in DTYPES:

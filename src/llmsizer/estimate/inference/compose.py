@@ -176,7 +176,8 @@ def _workload_on_its_device(given: InferenceWorkload | dict[str, Any], asker: st
     return w, notes, device
 
 
-def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu") -> int | None:
+def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str = "gpu",
+                    gpu_runtime: str = "cuda") -> int | None:
     """What a training run of ``micro_batch`` sequences of ``seq_len`` tokens would be given if sized as serving
     (the classic mistake a plan checks for): the expected device total of ``estimate_inference`` with bf16 weights
     and compute and that many sequences of that length. The one number ``train``'s warning and the plan's
@@ -185,7 +186,7 @@ def inference_sized(spec: ModelSpec, micro_batch: int, seq_len: int, device: str
     if spec.encoder_decoder is not None:
         return None
     est = estimate_inference(spec, context=seq_len, concurrency=micro_batch, weights="bf16", dtype="bf16",
-                             device=device)
+                             device=device, gpu_runtime=gpu_runtime)
     return est.total("host" if device == "cpu" else "device")[1]  # on a CPU the tensors are in host RAM
 
 
@@ -326,6 +327,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
+                                        device="cpu" if w.device == "cpu" else w.gpu_runtime,
                                         kv_pool=w.engine in ("vllm", "sglang")))
     pc = count_params(spec)
     details = ctx.details

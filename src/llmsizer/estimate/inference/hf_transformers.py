@@ -20,6 +20,7 @@ from ...result import Item, Location
 from ...specs.workload import default_output_tokens, prompt_and_output
 from ...units import format_bytes
 from .. import engines as E
+from ..allocator import device_context
 from ..model_warnings import source_length_warning
 from .common import Context, kv_item, state_item, weights_item
 
@@ -92,7 +93,7 @@ def compose_transformers(ctx: Context) -> None:
                               formula="largest 4-bit matrix dequantized to the compute dtype during prefill",
                               source="bitsandbytes autograd/_functions.py matmul_4bit (dequantize_4bit for >1 token)"))
     if loc == "device":
-        acc.span("cuda_context", E.CUDA_CONTEXT)
+        device_context(acc.items, acc.assumptions, w.gpu_runtime)
         acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act_item.bytes,
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))
@@ -166,7 +167,7 @@ def compose_t5(ctx: Context, loc: Location) -> None:
                                       "cross_attention_kv_bytes": cross, "self_attention_kv_bytes": self_kv.bytes}
     if loc == "device":
         act = acc.items[-1].bytes
-        acc.span("cuda_context", E.CUDA_CONTEXT)
+        device_context(acc.items, acc.assumptions, w.gpu_runtime)
         acc.items.append(Item("allocator_cache", 0, "device", low=0, high=act,
                               formula="reserved - allocated: 0 expected, up to one more activation peak cached",
                               source="PyTorch CUDA caching allocator keeps freed blocks (docs 'CUDA semantics')"))

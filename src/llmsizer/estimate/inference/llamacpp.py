@@ -22,6 +22,7 @@ from ...formulas.kv_cache import kv_cache
 from ...result import DEVICES_SUMMED, Item
 from ...units import format_bytes
 from .. import engines as E
+from ..allocator import context_span, device_context
 from .common import Context, kv_item, state_item, weights_item
 from .llamacpp_split import DevicePart, LayerCosts, per_layer_kv, place, split_points
 
@@ -113,10 +114,7 @@ def compose_llamacpp(ctx: Context) -> None:
             acc.items.append(Item("compute_buffer_host", host.compute, "host", low=host.compute // 2,
                                   high=host.compute * 2, formula="the same graph for the layers on the CPU",
                                   source=src))
-        c = E.CUDA_CONTEXT
-        ctx_span = c if gpus == 1 else E.Span(gpus * c.low, gpus * c.expected, gpus * c.high, c.source)
-        acc.span("cuda_context", ctx_span, formula="named constant (estimate/engines.py)"
-                 + (f" x {gpus} GPUs" if gpus > 1 else ""))
+        device_context(acc.items, acc.assumptions, ctx.w.gpu_runtime, gpus)
         if gpus > 1:  # the device items above are sums over the GPUs (each GPU's part: details["split"])
             ctx.details[DEVICES_SUMMED] = gpus
     else:
@@ -133,7 +131,7 @@ def compose_llamacpp(ctx: Context) -> None:
                                      "(tools/mtmd/clip.cpp)"))
     acc.span("host_runtime", E.LLAMACPP_HOST_RUNTIME, "host")
     if on_gpu and (gpus > 1 or n_cpu_moe or w.split_mode or w.tensor_split or w.n_gpu_layers is not None):
-        ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe)
+        ctx.details["split"] = _split_details(parts, mode, shares, ngl, n_cpu_moe, ctx.w.gpu_runtime)
         ctx.details["split"]["embedding"] = emb
         for d in ctx.details["split"]["devices"]:  # each device's share of the recurrent state (0 without one)
             d["recurrent_state"] = state_by_part.get(d["device"], 0)
@@ -208,8 +206,8 @@ def _per_gpu(parts: list[DevicePart], attr: str) -> str:
 
 
 def _split_details(parts: list[DevicePart], mode: str, shares: list[float], ngl: int,
-                   n_cpu_moe: int) -> dict[str, Any]:
-    ctx_b = E.CUDA_CONTEXT
+                   n_cpu_moe: int, gpu_runtime: str = "cuda") -> dict[str, Any]:
+    ctx_b = context_span(gpu_runtime)
     devices = []
     n_cpu_moe = min(n_cpu_moe, sum(len(p.layers) for p in parts))  # llama.cpp takes any N; only the model's layers
     for p in parts:

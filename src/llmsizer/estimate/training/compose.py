@@ -28,7 +28,7 @@ from ...result import Assumption, Estimate, Item, KindedWarning, Notes
 from ...specs import ModelSpec, TrainingWorkload
 from ...units import format_bytes, format_count
 from .. import engines as E
-from ..allocator import TRAINING, apply_metric, calibrated_need, training_side_streams
+from ..allocator import TRAINING, apply_metric, calibrated_need, device_context, training_side_streams
 from ..device import workload_on_device
 from ..inference import inference_sized, inference_sized_floor
 from ..inference.common import Acc
@@ -427,7 +427,8 @@ def _metric_items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc:
                                       fsdp2_copy_in_events(ctx, st), eager_loss_events_of(ctx, st),
                                       next((k for k, p in enumerate(tl.phases) if p.name == "loss backward"), None),
                                       loss_parallel=w.loss == "ce-loss-parallel")
-    return apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed)
+    return apply_metric(acc.items, w.metric, TRAINING, floor=init, fixed=fixed,
+                        device="cpu" if w.device == "cpu" else w.gpu_runtime)
 
 
 def _stage_device_total(ctx: TrainingContext, st: StageStates, tl: StageTimeline) -> int:
@@ -588,7 +589,7 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                       f"temporary ({format_bytes(tl.step_temporaries_foreach)})",
                               source="formulas/training_states.py step_temporary_bytes (torch/optim/adam.py)"))
     if w.device == "gpu":
-        acc.span("cuda_context", E.CUDA_CONTEXT)
+        device_context(acc.items, acc.assumptions, w.gpu_runtime)
         acc.items.append(Item("allocator_reserve", 0, "device", 0, parts.get("activations", 0),
                               formula="first-step allocator behaviour: reserved - allocated; the optimizer states "
                                       "created in step 1 may not fit the blocks the backward freed, so reserved can "
@@ -721,7 +722,7 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     peak = sum(i.bytes for i in acc.items if i.location == "device")
     # the serving estimate only when the warning can hold: it is never below inference_sized_floor
     # (an encoder-decoder has no serving estimate, None: no comparison)
-    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device) if peak > inference_sized_floor(spec, w.device) \
+    inf = inference_sized(spec, w.micro_batch, w.seq_len, w.device, w.gpu_runtime) if peak > inference_sized_floor(spec, w.device) \
         else None
     if inf is not None and peak > inf:
         acc.warnings.append(KindedWarning(

@@ -1,0 +1,66 @@
+"""The fixed context beside the tensors is the device's runtime's (render7 #4): an Apple chip was charged a
+500 MiB "cuda_context" item (an NVIDIA driver's context, taken from CUDA tools' constants) and a CPU's answer said
+"live tensors + CUDA context" in its metric. Now the CUDA context is added on CUDA GPUs only
+(estimate/allocator.py ``device_context``, the one place), Apple names its absence (``device_context`` assumption),
+and a CPU's default metric names the host total."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmsizer import estimate_inference, estimate_training
+from llmsizer.estimate.fit import fit, fit_training
+from llmsizer.result import Estimate
+
+APPLE, CPU, NVIDIA = "apple-m1-pro-32gb", "intel-xeon-spr-8ch", "h100-sxm"
+
+
+def _cuda_words(est: Estimate) -> list[str]:
+    """Every item and assumption value that names CUDA."""
+    return ([i.name for i in est.items if "cuda" in i.name.lower() or "cuda" in (i.formula or "").lower()]
+            + [f"{a.name}={a.value}" for a in est.assumptions if "cuda" in str(a.value).lower()])
+
+
+CASES: list[tuple[str, Any]] = [
+    ("infer transformers", lambda d: estimate_inference("llama-3.2-1b", device=d, engine="transformers", context=4096)),
+    ("infer llama.cpp", lambda d: estimate_inference("llama-3.2-1b", device=d, engine="llamacpp", context=4096)),
+    ("train lora", lambda d: estimate_training("llama-3.2-1b", device=d, method="lora")),
+    ("fit", lambda d: fit("llama-3.2-1b", d, memory=64 * 2**30 if d == CPU else None).estimate),
+    ("fit --train", lambda d: fit_training("llama-3.2-1b", d, method="lora",
+                                           memory=64 * 2**30 if d == CPU else None).estimate),
+]
+
+
+@pytest.mark.parametrize("what, make", CASES, ids=[c[0] for c in CASES])
+def test_apple_and_cpu_name_no_cuda_context(what: str, make: Any) -> None:
+    for device in (APPLE, CPU):
+        est = make(device)
+        assert _cuda_words(est) == [], (device, what)
+    apple = make(APPLE)
+    assert any(a.name == "device_context" and "Metal" in str(a.value) for a in apple.assumptions), what
+
+
+@pytest.mark.parametrize("what, make", CASES, ids=[c[0] for c in CASES])
+def test_a_cuda_gpu_keeps_its_context(what: str, make: Any) -> None:
+    est = make(NVIDIA)
+    assert "cuda_context" in [i.name for i in est.items], what
+    assert not any(a.name == "device_context" for a in est.assumptions)
+
+
+def test_apple_differs_from_a_cuda_gpu_by_the_context_alone() -> None:
+    """The same workload on a CUDA GPU known only by its kind and on Metal: the same items but the context."""
+    cuda = estimate_inference("llama-3.2-1b", device="gpu", engine="llamacpp", context=4096)
+    metal = estimate_inference("llama-3.2-1b", device="gpu", gpu_runtime="metal", engine="llamacpp", context=4096)
+    ctx = next(i for i in cuda.items if i.name == "cuda_context")
+    assert [(i.name, i.bytes) for i in cuda.items if i is not ctx] == [(i.name, i.bytes) for i in metal.items]
+    assert cuda.total("device")[1] - metal.total("device")[1] == ctx.bytes
+
+
+def test_the_metric_words_follow_the_device() -> None:
+    words = {d: next(str(a.value) for a in estimate_inference("llama-3.2-1b", device=d, context=4096).assumptions
+                     if a.name == "metric") for d in (APPLE, CPU, NVIDIA)}
+    assert "CUDA context" in words[NVIDIA]
+    assert words[CPU].startswith("host total")
+    assert "Metal" in words[APPLE]
