@@ -51,6 +51,7 @@ def test_request_check_refuses_a_kv_dtype_the_engine_does_not_store_as_infer_doe
     line = _one_line("request", "check", str(f))
     assert line == f"{f}:6: job 'chat' (inference): kv_cache_dtype: {infer_line}"
     assert _one_line("request", "check", str(f), "--json") == line
+    assert _one_line("plan", str(f)) == line  # plan reads the same file the same way (was a plan with an ERROR)
     f.write_text(REQUEST.format(engine=engine, kv="bf16", output=100))  # a dtype the engine stores: valid
     assert run("request", "check", str(f))[0] == 0
 

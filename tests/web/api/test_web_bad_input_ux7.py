@@ -43,6 +43,7 @@ def test_request_check_refuses_the_engines_kv_dtype_as_the_cli_does(client, tmp_
     r = client.post("/api/v1/request/check", json={"request": KV_REQUEST, "filename": "kv.yaml"})
     assert r.status_code == 400 and r.json()["errors"] == lines
     assert "engine vllm has no 'q4_0' KV cache" in lines[0]
+    assert r.json() == client.post("/api/v1/plan", json={"request": KV_REQUEST, "filename": "kv.yaml"}).json()
 
 
 def test_output_tokens_zero_is_answered(client) -> None:
