@@ -107,6 +107,13 @@ def test_a_request_with_no_output_is_valid_and_planned(tmp_path):
     assert code == 0 and "valid request" in out, err
     code, out, err = run("plan", str(f), "--json")
     assert code in (0, 1) and "Traceback" not in err, err
+    # no output: a request is in flight for its prefill alone (Little's law over the TTFT, formulas/network.py eq. 9)
+    job = json.loads(out)["jobs"][0]
+    speed = next(s for s in job["sections"] if s["key"] == "speed")
+    net = next(s for s in job["sections"] if s["key"] == "network")
+    ttft = next(f["value"] for f in speed["figures"] if f["key"] == "ttft_typical")
+    rate = next(f["value"] for f in net["figures"] if f["key"] == "requests_typical")
+    assert ttft > 0 and rate == pytest.approx(4 / ttft)
 
 
 # 3. a model search that matches nothing
