@@ -311,8 +311,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
                          "writes one for this machine) or name a catalog device")
     if engine is not None:  # fit's refusal (a GPU-serving engine on a CPU or Apple), once, not once per model
         check_engine_on_device(normalize_engine(engine), device)
-    unchecked = reading_floor_unchecked(device)
-    if unchecked is None and not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft):
+    unchecked = reading_floor_unchecked(device) if output_tokens != 0 else None
+    if unchecked is None and reading_floor_applies(c, output_tokens):
         # the same floor as recommend; a device of unknown bandwidth is judged on memory only (the note says so)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
@@ -329,6 +329,16 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
 
 # how reading_floor_unchecked's reason starts: `models --fits-on`'s text reads its warnings for it (one wording)
 FLOOR_UNCHECKED = "decode speed unknown"
+
+
+def reading_floor_applies(c: Constraints, output_tokens: int | None) -> bool:
+    """Whether a serving search holds each user to reading speed (efficiency.py READING_RATE_TOKENS_PER_SECOND): when
+    no speed or latency limit is given and tokens are generated. A prefill-only workload (``output_tokens`` 0:
+    embeddings, scoring) decodes nothing, so a decode-speed limit on it is refused as contradictory input."""
+    if output_tokens == 0 and (c.user_tokens_per_second or c.tokens_per_second):
+        raise InputError("output_tokens 0 generates no token (prefill only), so no decode speed can be asked of it: "
+                         "drop the tokens-per-second limit, or give max_ttft (--max-ttft) to limit the prefill")
+    return output_tokens != 0 and not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
 
 
 def reading_floor_unchecked(device: Device) -> str | None:
@@ -383,7 +393,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
         engine_weights(spec, normalize_engine(engine), weights)
     # a .gguf file the stated engine will not load on any device: said once (or refused when no rung is left)
     file_skipped = gguf_file_skipped(spec, normalize_engine(engine), weights) if engine is not None else None
-    reading_floor = not (c.user_tokens_per_second or c.tokens_per_second or c.max_ttft)
+    reading_floor = reading_floor_applies(c, output_tokens)
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = catalog or load_catalog(hardware_files)
@@ -416,6 +426,10 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if found is not None:
         assumptions.append(Assumption("media_tokens", found.tokens, False, "image/video tokens per sequence, added "
                                       "to the context and the prompt (estimate/inference/media.py)"))
+    if output_tokens == 0 and not c.max_ttft:
+        assumptions.append(Assumption(
+            "user_tokens_per_second", "none (prefill only)", True, "output_tokens 0 (prefill only): no token is read, so no reading-"
+            "speed floor; any speed counts (give --max-ttft to limit the prefill)"))
     if reading_floor:
         assumptions.append(Assumption(
             "user_tokens_per_second", c.user_tokens_per_second, True,

@@ -99,11 +99,11 @@ def test_what_fits_with_a_gpu_engine_on_a_cpu_is_refused_once_as_fit_refuses_it(
 
 def test_what_fits_for_a_search_that_matches_no_model_is_bad_input():
     """`models zzzz --fits-on h100` answered "0 of 0 models fit", exit 1 (as if none fitted); the plain listing
-    `models zzzz` still lists nothing, exit 0. The web answers the CLI's line with a 400."""
+    `models zzzz` now refuses the search the same way (issue #16, exit 2: catalog.search_some). The web answers the
+    CLI's line with a 400."""
     line = _one_line(("models", "zzzz", "--fits-on", "h100"))
-    assert line == "no catalog model matches 'zzzz', so none is sized on h100 (list them with `llmsizer models`)"
-    code, out, _ = run("models", "zzzz")
-    assert code == 0 and out.rstrip().endswith("0 models")
+    assert line == "no catalog model matches 'zzzz' (list them with `llmsizer models`)"
+    assert _one_line(("models", "zzzz")) == line
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 

@@ -23,7 +23,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ..errors import ModelFileError, UnknownNameError
+from ..errors import InputError, ModelFileError, UnknownNameError
 from ..readers.hf_config import spec_from_config
 from ..specs import ModelSpec
 from ..suggest import did_you_mean
@@ -215,3 +215,13 @@ def search(text: str = "") -> list[CatalogEntry]:
     t = text.lower()
     return [e for e in entries().values()
             if not t or t in e.id.lower() or t in e.name or any(t in a.lower() for a in e.aliases)]
+
+
+def search_some(text: str | None) -> list[CatalogEntry]:
+    """``search(text)``, or InputError (bad input: exit 2, a web 400) when a search names no model, with the
+    closest catalog names (the "did you mean" of an unknown model's name): an empty listing answers nothing."""
+    found = search(text or "")
+    if not found:
+        hint = did_you_mean(str(text).strip().lower(), list(entries()), cutoff=MODEL_SUGGESTION_CUTOFF)
+        raise InputError(f"no catalog model matches {text!r}{hint} (list them with `llmsizer models`)")
+    return found

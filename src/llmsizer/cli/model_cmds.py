@@ -69,8 +69,8 @@ def register(sub: Any) -> None:
 
 def models_answer(args: argparse.Namespace) -> tuple[Any, int]:
     """`models [QUERY] [--fits-on ...] --json` data and exit code (the web API's model list returns the same)."""
-    found = catalog.search(args.query)
     _fits_on_flags_need_fits_on(args)
+    found = catalog.search_some(args.query)
     if args.fits_on:
         data, code, _ = fits_on_answer(found, args)
         return data, code
@@ -84,8 +84,8 @@ def cmd_models(args: argparse.Namespace) -> int:
         data, code = models_answer(args)
         emit_json(data)
         return code
-    found = catalog.search(args.query)
     _fits_on_flags_need_fits_on(args)
+    found = catalog.search_some(args.query)
     if args.fits_on:
         return _fits_on(found, args)
     rows = []
@@ -116,9 +116,6 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     from ..estimate.fit import target_and_count
     from ..recommend import Constraints, best_option_on, reading_floor_unchecked
 
-    if not found:  # "0 of 0 models fit" (exit 1) would answer a question nothing was asked about
-        raise InputError(f"no catalog model matches {args.query!r}, so none is sized on {args.fits_on} (list them "
-                         "with `llmsizer models`)")
     context = args.context or InferenceWorkload.context
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..render.safe import say
-from ..request import Request, load_request
+from ..request import Request, RequestError, load_request
 from ..request.spec import TrainingJob
 from .commands import COMMAND_HELP
 from .common import json_text, needs_subcommand, write_atomic
@@ -70,7 +70,12 @@ def check_answer(load: Callable[[], Request]) -> tuple[dict[str, Any], int, Requ
     """`request check --json` data and exit code for the request ``load`` reads (the web API returns the same). An
     invalid request raises its RequestError: bad input, exit 2 with one line per problem (a 400 problem with the
     lines on the web), as `plan` and `capacity check` answer the same file (README "Exit codes")."""
+    from ..plan.checks import engine_rule_errors  # the core's rules: loaded by check and plan only
+
     req = load()
+    errors = engine_rule_errors(req)  # the estimate's engine rules (infer's), which the reader cannot reach
+    if errors:
+        raise RequestError(errors)
     return {"valid": True, "request": req.to_dict()}, 0, req
 
 

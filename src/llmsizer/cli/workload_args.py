@@ -8,11 +8,14 @@ an assumption. The help texts quote those defaults from the dataclasses, so they
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
 from ..estimate.engines import CURRENT_VERSION
 from ..estimate.verdict import DEFAULT_HEADROOM
+from ..formulas.kv_cache import kv_dtype_name
+from ..formulas.weight_formats import normalize_format
 from ..numbers import (
     CONCURRENCY,
     COUNT,
@@ -58,13 +61,30 @@ from ..specs.training import (
     PRECISIONS,
     STATE_DTYPES,
 )
-from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS
+from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
 from ..units import parse_image_size
-from .common import argtype, count_in, float_arg, int_arg, list_of, share_in, tokens_arg
+from .common import argtype, count_in, float_arg, int_arg, list_of, share_in, tokens_arg, tokens_in
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
 
+def _known(check: Callable[[str], object], what: str) -> Callable[[str], str]:
+    """argparse type: the text as written once ``check`` (the formula's own name check, with its did-you-mean)
+    accepts it, so an unknown name is refused naming the flag ("argument --weights: unknown weight format ...")."""
+    def known(text: str) -> str:
+        if len(text) > 200:  # no name is 200 characters long; keep a 1 MB value out of the message
+            raise argparse.ArgumentTypeError(f"a {what} of {len(text):,} characters is not one")
+        try:
+            check(text)
+        except InputError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return text
+    known.__name__ = what  # argparse names the type in some of its messages
+    return known
+
+
+weights_arg = _known(normalize_format, "weight format")  # formulas/weight_formats.py
+kv_dtype_arg = _known(kv_dtype_name, "KV cache dtype")  # formulas/kv_cache.py
 headroom_arg = share_in(HEADROOM)
 share_arg = share_in(UTILIZATION)  # --gpu-memory-utilization, --mem-fraction-static, --utilization
 
@@ -127,12 +147,14 @@ def add_inference_args(p: argparse.ArgumentParser, *, engine: bool = True, tenso
     """Serving workload flags (``fit``/``recommend`` choose the engine and the tensor parallelism themselves
     unless ``engine`` is kept); ``speed``: the commands that answer a speed also take the flags only speed reads."""
     g = p.add_argument_group("inference workload")
-    g.add_argument("--weights", help=f"weight format (default: {weights_default}); see `llmsizer formats`")
+    g.add_argument("--weights", type=weights_arg,
+                   help=f"weight format (default: {weights_default}); see `llmsizer formats`")
     g.add_argument("--context", type=tokens_arg,
                    help=f"tokens per sequence, prompt + output; 8k = 8192 (default {IW.context})")
     g.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once (default {IW.concurrency})")
-    g.add_argument("--output-tokens", type=tokens_arg, help="tokens generated per sequence (part of --context)")
-    g.add_argument("--kv-dtype", help="KV cache dtype: bf16, fp16, fp8, int8 (vLLM, SGLang, transformers), q8_0, q4_0, "
+    g.add_argument("--output-tokens", type=tokens_in(OUTPUT_TOKENS),
+                   help="tokens generated per sequence (part of --context); 0: prefill only (embeddings, scoring)")
+    g.add_argument("--kv-dtype", type=kv_dtype_arg, help="KV cache dtype: bf16, fp16, fp8, int8 (vLLM, SGLang, transformers), q8_0, q4_0, "
                    "... (llama.cpp) (default: the engine's)")
     if engine:
         g.add_argument("--engine", choices=ENGINES, help=f"serving engine ({engine_default})")

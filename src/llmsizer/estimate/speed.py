@@ -817,10 +817,12 @@ def speed_model(spec: ModelSpec, device: Any, *, weights_format: str = "bf16", p
         elif done[2] is not None:
             kv_read[concurrency] = done[2]
         decode, roof_d = done[0], done[1]
+        if output_tokens == 0:  # prefill only (embeddings, scoring): no token is decoded, no decode step is timed
+            decode = roof_d = None
         if decode_only:  # the same decode as the full answer's, nothing else
             return SpeedEstimate(spec.name, device.id, count, tp, bytes_fmt, dtype, prompt_tokens, output_tokens,
                                  concurrency, None, decode if bw is not None else None, None, None, None)
-        single, _ = decode_at(1) if concurrency > 1 else (decode, roof_d)
+        single, _ = decode_at(1) if concurrency > 1 and decode is not None else (decode, roof_d)
         if bw is None:  # a compute-only decode time would be wildly optimistic
             decode = single = None
             roof_d = None

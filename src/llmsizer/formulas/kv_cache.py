@@ -68,6 +68,7 @@ from functools import lru_cache
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
 
 # bytes per element of each KV cache dtype; quantized llama.cpp types carry their block scale
@@ -91,7 +92,8 @@ def kv_dtype_name(kv_dtype: str) -> str:
     key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32",
            "auto": "bf16"}.get(key, key)
     if key not in KV_DTYPE_BYTES:
-        raise InputError(f"unknown KV cache dtype {kv_dtype!r}; known: {', '.join(sorted(KV_DTYPE_BYTES))}")
+        raise InputError(f"unknown KV cache dtype {kv_dtype!r}{did_you_mean(key, KV_DTYPE_BYTES)} "
+                         f"(known: {', '.join(sorted(KV_DTYPE_BYTES))})")
     return key
 
 

@@ -247,6 +247,22 @@ def lora_params(spec: ModelSpec, rank: int, targets: tuple[str, ...] | str, dora
     return LoraParams(rank=rank, dora=dora, layout=adapted_layout(spec, targets), total=total, by_target=by)
 
 
+def rank_ceiling(layout: AdaptedLayout) -> tuple[int, str] | None:
+    """(ceiling, target) of the adapted module of ``layout`` whose update saturates first, or None for none. The update of
+    one module is delta W = B A with B [out, r] and A [r, in] (eq. 1), so rank(delta W) <= min(r, in, out) (Hu et
+    al. 2021, arXiv 2106.09685, sec. 4.1: r << min(in, out) is the method's premise): a rank above min(in, out) is
+    capped in effect and its extra rows of A and columns of B are trained parameters that add nothing. The ceiling
+    is in units of the LoRA rank r: the fused experts' gate_up adapter has rank 2 r (``rank_mult``, eq. 2), so its
+    ceiling is min(in, out) // 2; each expert's own matrix bounds its share (eq. 2 stacks E adapters of rank r')."""
+    best: tuple[int, str] | None = None
+    # each group once (the layers alike share one tuple): the layer index does not change a module's features
+    for m in chain(*layout.experts, layout.head, *dict.fromkeys(layout.layers), layout.tail):
+        ceiling = min(m.in_features, m.out_features) // m.rank_mult
+        if best is None or ceiling < best[0]:
+            best = (ceiling, _role_target(m.role) or T5_CROSS_TARGET.get(m.role, m.role))
+    return best
+
+
 @lru_cache(maxsize=256, typed=True)
 def _alike_modules(spec: ModelSpec, targets: tuple[str, ...] | str) -> tuple[tuple[AdaptedModule, int], ...]:
     """The modules of :func:`adapted_modules` that eq. (1) counts alike (role, features, count, experts, rank

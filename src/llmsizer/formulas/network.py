@@ -155,9 +155,12 @@ def ring_bus_bandwidth(intra_bandwidth: float, nodes: int, node_bandwidth: float
     return min(intra_bandwidth, node_bandwidth)
 
 
-def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float) -> float:
-    """Eq. (9): time one request spends in the server: prefill then decode of its output."""
-    if tokens_per_second_per_user <= 0:
+def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float | None) -> float:
+    """Eq. (9): time one request spends in the server: prefill then decode of its output (no output: the prefill
+    alone, whatever the decode speed, which a prefill-only workload does not have)."""
+    if output_tokens == 0:
+        return ttft
+    if tokens_per_second_per_user is None or tokens_per_second_per_user <= 0:
         raise InputError("tokens_per_second_per_user must be positive")
     return ttft + output_tokens / tokens_per_second_per_user
 

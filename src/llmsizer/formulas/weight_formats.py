@@ -48,6 +48,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..specs import ModelSpec
+from ..suggest import did_you_mean
 from .dtypes import DTYPE_BYTES
 from .tensors import Tensor, layer_groups, model_tensors
 
@@ -112,7 +113,8 @@ def normalize_format(name: str) -> str:
     g = n.removeprefix("gguf:").removeprefix("gguf-").replace("-", "_")
     if g in GGUF_FTYPES:
         return "gguf:" + g
-    raise InputError(f"unknown weight format {name!r}; known: {', '.join(format_names())}")
+    hint = did_you_mean(name.strip(), [*FORMAT_BITS_HINT, *GGUF_FTYPES])  # 'q4_k_n' -> 'q4_k_m', as written
+    raise InputError(f"unknown weight format {name!r}{hint} (known: {', '.join(format_names())})")
 
 
 @lru_cache(maxsize=256)

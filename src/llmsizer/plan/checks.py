@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..errors import InputError
+from ..estimate.inference.compose import check_engine_kv_dtype
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..units import format_bytes, format_seconds, format_usd
 from .result import Check, JobPlan
@@ -22,6 +24,22 @@ LONG_SERVICE_SECONDS = 30 * 86400  # a service running a month or more needs agr
 MODEL_SIZE_TOLERANCE = 0.15
 NETWORK_BOUND_SHARE = 0.5
 LONG_INTERVAL_SECONDS = 4 * 3600
+
+
+def engine_rule_errors(req: Request) -> list[str]:
+    """The estimate's engine rules on each inference job that names its engine, one line per problem in the
+    request reader's form (file:line: job: field: message), the message the estimate itself raises: a KV cache dtype
+    the engine does not store (estimate/inference/compose.py ``check_engine_kv_dtype``, the rule ``infer`` applies).
+    The reader (below the core) checks the name; `request check` adds these, so it refuses what ``infer`` refuses."""
+    out = []
+    for j in req.jobs:
+        if isinstance(j, InferenceJob) and j.engine is not None and j.kv_cache_dtype is not None:
+            try:
+                check_engine_kv_dtype(j.engine, j.kv_cache_dtype)
+            except InputError as e:
+                out.append(f"{req.source}:{req.line_of(j, 'kv_cache_dtype')}: job '{j.name}' ({j.kind}): "
+                           f"kv_cache_dtype: {e}")
+    return out
 
 
 def fmt_time(seconds: float | None) -> str:

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FieldError, InputError
-from ..request.reader import load_request
+from ..request.reader import RequestError, load_request
 from ..request.spec import InferenceJob, Job, Request, TrainingJob
 from ..result import Assumption
-from .checks import run_checks
+from .checks import engine_rule_errors, run_checks
 from .common import Sec
 from .hardware import PlanContext
 from .inference import plan_inference
@@ -42,6 +42,9 @@ def make_plan(request: Request, *, hardware_files: Sequence[str | Path] = (), to
     >>> plan.job("chat").facts["fits"]
     True
     """
+    errors = engine_rule_errors(request)  # the estimate's engine rules: bad input, as `request check` refuses them
+    if errors:
+        raise RequestError(errors)
     ctx = PlanContext(hardware_files=tuple(hardware_files), today=today or _dt.date.today(), alternatives=alternatives)
     plans: dict[str, JobPlan] = {}
     trained: dict[str, TrainingJob] = {}

@@ -399,7 +399,7 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
         given = getattr(job.traffic.requests_per_second, level)
         if given is not None:
             rate, how = given, "traffic.requests_per_second"
-        elif sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user:
+        elif sp is not None and sp.ttft_seconds is not None and (sp.tokens_per_second_per_user or out == 0):
             w = N.request_seconds(sp.ttft_seconds, out, sp.tokens_per_second_per_user)
             rate = N.littles_law_rate(conc, w)
             how = f"Little's law: {conc} in flight / {w:.1f} s per request (TTFT + {out} tokens at the decode speed)"

@@ -27,7 +27,7 @@ from ..specs.training import (
     NF4_QUANTIZERS,
     PIPELINE_SPLITS,
 )
-from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, SPLIT_MODES
+from ..specs.workload import ENGINE_RULE_TEXT, ENGINES, OUTPUT_TOKENS, SPLIT_MODES
 
 # value types; the reader's converter and the schema's JSON type for each
 TYPES = {
@@ -372,7 +372,8 @@ INFERENCE = (
           item="count", bounds=CONCURRENCY),
         F("context", "dist", "tokens per request, prompt + output", {"typical": "2k", "peak": "8k"},
           item="context"),
-        F("output", "dist", "tokens generated per request", {"typical": 300, "peak": 1000}, item="context"),
+        F("output", "dist", "tokens generated per request; 0: prefill only (embeddings, scoring)",
+          {"typical": 300, "peak": 1000}, item="context", bounds=OUTPUT_TOKENS),
         F("requests_per_second", "dist", "arriving requests (default: from concurrency and speed)",
           item="rate", template=False),
         F("users", "count", "people or client systems using the service", 200),

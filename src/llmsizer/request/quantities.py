@@ -114,10 +114,10 @@ def parse_token_count(value: object) -> int:
                       "a token count; write e.g. '500k tokens', '2B tokens', '60M'")
 
 
-def parse_context(value: object) -> int:
+def parse_context(value: object, rng: Range = TOKENS) -> int:
     """A sequence length: "8k" = 8192, "128k" = 131072 (binary thousands, as model publishers quote context),
-    a plain number as written; an optional trailing "tokens" is ignored."""
-    return _via_units(value, parse_tokens, TOKENS, ("tokens", "token"),
+    a plain number as written, in ``rng``; an optional trailing "tokens" is ignored."""
+    return _via_units(value, parse_tokens, rng, ("tokens", "token"),
                       "a token length; write e.g. '4096', '8k' (= 8192), '128k'")
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import InputError, LlmsizerError
 from ..inputs import check_model_name, foreign_tag, read_small_text, yaml_problem
 from ..inputs import short as _short
-from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, Range, check_number, exactly_whole
+from ..numbers import AMOUNT, COUNT, MAX_GPUS, POSITIVE, SPLIT_SHARE, TOKENS, Range, check_number, exactly_whole
 from ..specs.training import TrainingWorkload
 from ..specs.workload import ENGINE_SETTINGS, ENGINES, InferenceWorkload, normalize_engine, parse_engine_version
 from . import quantities as Q
@@ -283,7 +283,7 @@ class _Reader:
         if t == "tokens":
             return Q.parse_token_count(v if not plain else text)
         if t == "context":
-            return Q.parse_context(v if not plain else text)
+            return Q.parse_context(v if not plain else text, f.bounds or TOKENS)
         if t == "duration":
             return Q.parse_duration(v if not plain else text)
         if t == "interval":

@@ -21,7 +21,6 @@ from ..numbers import (
     LLAMACPP_GPUS,
     PIXELS,
     TOKENS,
-    TOKENS_OR_ZERO,
     VIDEO_FRAMES,
     Range,
     check_number,
@@ -104,11 +103,14 @@ def normalize_engine(name: str) -> str:
 
 
 DEFAULT_OUTPUT_TOKENS = 256  # generated tokens per sequence when none are given (capped at half the context)
+# tokens generated per sequence, the one bound of the CLI's --output-tokens, the request's traffic.output and
+# InferenceWorkload.output_tokens: 0 is a prefill-only workload (embeddings, scoring, reranking: no decode step)
+OUTPUT_TOKENS = Range(0, 2**31, True, "tokens generated per sequence; 0 = prefill only (embeddings, scoring)")
 
 
 def default_output_tokens(context: int) -> int:
     """Tokens generated per sequence of ``context`` tokens when none are given: min(256, context / 2), the one
-    default (memory, speed, fit, plan, the web calculator): a request file needs at least one output token."""
+    default (memory, speed, fit, plan, the web calculator); 0 given is prefill only (``OUTPUT_TOKENS``)."""
     return min(DEFAULT_OUTPUT_TOKENS, context // 2)
 
 
@@ -145,7 +147,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
-    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", TOKENS_OR_ZERO), ("memory", DEVICE_MEMORY),
+    ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
     ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
@@ -161,7 +163,7 @@ class InferenceWorkload:
     context: tokens each sequence holds at the end (prompt + output) [tokens].
     concurrency: sequences served at once [sequences].
     output_tokens: tokens generated per sequence (part of ``context``); None: ``default_output_tokens(context)``,
-        min(256, context / 2), the one default of every estimate, plan and page (a request needs at least 1).
+        min(256, context / 2), the one default of every estimate, plan and page; 0: prefill only (``OUTPUT_TOKENS``).
     weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
     kv_dtype: KV cache dtype; None: the engine default.
     memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.

@@ -12,7 +12,7 @@ from ...errors import FieldError, InputError
 from ...formulas import unsloth_kernels
 from ...formulas.context_parallel import local_tokens
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params
+from ...formulas.lora import LoraParams, adapted_roles, any_quantizable, lora_params, rank_ceiling
 from ...formulas.nf4_quantization import matmul_keeps_input, quantizes_lm_head
 from ...formulas.tensor_parallel import check_tensor_parallel
 from ...formulas.training_activations import ActivationSetup
@@ -219,6 +219,13 @@ def resolve(spec: ModelSpec, w: TrainingWorkload, acc: Acc) -> TrainingContext:
     adapter_bytes = 0
     if w.adapters:
         lora = lora_params(spec, w.rank, w.targets, dora=w.dora)
+        ceiling = rank_ceiling(lora.layout)
+        if ceiling is not None and w.rank > ceiling[0]:
+            acc.warnings.append(
+                f"LoRA rank {w.rank} is above min(in, out) = {ceiling[0]} of the {ceiling[1]} projection: its update "
+                f"B A has rank at most {ceiling[0]}, so the rank is capped there in effect and the adapters' "
+                f"parameters beyond it are wasted (formulas/lora.py rank_ceiling; Hu et al. 2021 sec. 4.1); a rank of "
+                f"{ceiling[0]} or less trains the same update")
         if rec.name in DEEPSPEED_PRECISION.values():  # the engine casts every parameter, adapters too
             default_ad, ad_why = rec.name.split("-")[1], ("DeepSpeed casts every parameter to its bf16/fp16 "
                                                           "(runtime/engine.py lines 1755-1762); fp32 master copies "
