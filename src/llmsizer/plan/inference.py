@@ -268,13 +268,21 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                     f"{rule.mode}: " + ("added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial"
                                         else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
                     + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")
+    queued = f_peak.details.get("queued_sequences") if f_peak is not None and f_peak.fits else None
+    if queued and f_peak is not None:  # above the engine's running cap the rest of the users wait (fit's queue, one answer)
+        spd.add("queue_wait_peak", "wait for a running slot, peak (queued requests)",
+                f_peak.details.get("queue_wait_seconds"), "s",
+                f"{queued} of {per_replica(conc_peak, machines)} requests per machine above the engine's running cap "
+                "(estimate/inference/common.py eq. R1) wait W x (C / R - 1)", "formulas/serving_queue.py eq. (Q3)")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
     notes.facts.update({"ttft_peak": sp_peak.ttft_seconds if sp_peak else None,
                         "tps_user_peak": sp_peak.tokens_per_second_per_user if sp_peak else None})
 
     # ---- network ----
-    net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes)
+    # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
+    net = _network(job, sp_typ, sp_peak, _in_service(f_typ, conc_typ, machines), _in_service(f_peak, conc_peak, machines),
+                   ctx_typ, ctx_peak, out_typ, out_peak, notes)
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----
@@ -295,6 +303,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                                    if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
                    tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
                    tuple(options), dict(notes.facts))
+
+
+def _in_service(f: FitResult | None, concurrency: int, machines: int) -> int:
+    """The requests the ``machines`` serve at once of ``concurrency`` (each machine's fit at its share runs
+    ``running_sequences``: estimate/inference/common.py eq. R1); the rest wait in the engines' queues."""
+    running = f.details.get("running_sequences") if f is not None else None
+    return concurrency if running is None else min(concurrency, int(running) * machines)
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,
