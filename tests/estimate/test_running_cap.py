@@ -150,3 +150,26 @@ def test_infer_fit_and_recommend_give_one_answer_above_the_cap() -> None:
     assert chosen["queue_wait_seconds"] == f["details"]["queue_wait_seconds"] > 0
     held = f["speed"]["ttft_seconds"] + f["speed"]["output_tokens"] / f["speed"]["tokens_per_second_per_user"]
     assert f["details"]["queue_wait_seconds"] == pytest.approx(held * (40 / 8 - 1))
+
+
+def test_a_plan_above_the_cap_fits_and_states_the_queue_as_fit_does() -> None:
+    """A service of 2000 requests of 256 tokens on one H100 (vLLM's default max_num_seqs 1024 there): the plan fits
+    (the pool holds more than the 1024 running; before, it asked the pool for all 2000 and did not fit), its queue
+    wait is fit's for the same question, and its request rate is the running requests' (Q1: R / W, not C / W)."""
+    from llmsizer.estimate.fit import fit
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: llama-3.1-8b}\n"
+            "    quantization: none\n    engine: vllm\n    traffic:\n"
+            "      concurrency: {typical: 2000, peak: 2000}\n      context: {typical: 256, peak: 256}\n"
+            "      output: {typical: 128, peak: 128}\n    resources: {device: h100, count: 1}\n")
+    job = make_plan(parse_request(text, source="t.yaml"), alternatives=False).jobs[0]
+    assert job.facts["fits"] is True
+    f = fit("llama-3.1-8b", "h100", engine="vllm", context=256, concurrency=2000, output_tokens=128)
+    assert f.fits and f.details["running_sequences"] == 1024 and f.details["queued_sequences"] == 976
+    assert job.section("speed").value("queue_wait_peak") == f.details["queue_wait_seconds"]
+    sp = f.speed
+    assert sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user
+    held = sp.ttft_seconds + 128 / sp.tokens_per_second_per_user
+    assert job.section("network").value("requests_peak") == pytest.approx(1024 / held)

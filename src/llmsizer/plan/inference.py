@@ -281,8 +281,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
 
     # ---- network ----
     # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
-    net = _network(job, sp_typ, sp_peak, _in_service(f_typ, conc_typ, machines), _in_service(f_peak, conc_peak, machines),
-                   ctx_typ, ctx_peak, out_typ, out_peak, notes)
+    net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
+                   {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)})
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----
@@ -357,7 +357,10 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
 
 
 def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_peak: int, ctx_typ: int,
-             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes) -> Sec:
+             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes, served: dict[str, int] | None = None) -> Sec:
+    """The network section; ``served``: the requests in service at each level (the rest queue above the engine's
+    running cap: ``_in_service``), the in-flight concurrency where not given."""
+    served = served or {}
     net = Sec("network", "Network")
     stream = job.access.stream if job.access.stream is not None else True
     if job.access.stream is None:
@@ -370,8 +373,11 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
             rate, how = given, "traffic.requests_per_second"
         elif sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user:
             w = N.request_seconds(sp.ttft_seconds, out, sp.tokens_per_second_per_user)
-            rate = N.littles_law_rate(conc, w)
-            how = f"Little's law: {conc} in flight / {w:.1f} s per request (TTFT + {out} tokens at the decode speed)"
+            in_service = served.get(level, conc)  # above the engine's running cap the others wait (eq. Q1)
+            rate = N.littles_law_rate(in_service, w)
+            how = (f"Little's law: {in_service} in service / {w:.1f} s per request (TTFT + {out} tokens at the decode "
+                   "speed)" + (f"; the other {conc - in_service} of {conc} wait in the engine's queue "
+                               "(formulas/serving_queue.py eq. Q1)" if in_service < conc else ""))
         else:
             rate, how = None, "unknown: give traffic.requests_per_second"
         rates[level] = rate
