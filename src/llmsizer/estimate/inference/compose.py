@@ -329,6 +329,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     ctx.details.setdefault("running_sequences", w.concurrency)
     cap = ctx.details.get("running_cap")
     if cap is not None and running_sequences(w, cap) < w.concurrency:
+        ctx.details["queued_sequences"] = w.concurrency - running_sequences(w, cap)
         acc.assumptions.append(queue_assumption(ENGINE_NAMES[str(w.engine)], w.concurrency,
                                                 running_sequences(w, cap), str(ctx.details["running_cap_name"]),
                                                 int(cap)))
