@@ -46,7 +46,8 @@ def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
     seqs_default, tokens_default = vllm_batch_defaults(w.memory)
-    why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; A100 excepted)"
+    why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; vLLM gives an A100 the smaller "
+           "pair, which the memory alone does not tell: give --max-num-seqs 256 --max-num-batched-tokens 2048 there)"
            if seqs_default == E.VLLM_MAX_NUM_SEQS_BIG else "vllm serve default on GPUs under 70 GiB (or memory not given)")
     util = acc.assume("gpu_memory_utilization", E.VLLM_GPU_MEMORY_UTILIZATION, w.gpu_memory_utilization,
                       "vLLM CacheConfig default (0.92 on the newest main; 0.9 in released docs)")
