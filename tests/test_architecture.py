@@ -89,3 +89,35 @@ def test_one_composition_layer() -> None:
     for needle, home in rules.items():
         homes = [str(f.relative_to(SRC)) for f in SRC.rglob("*.py") if needle in f.read_text("utf-8")]
         assert homes == [home], f"{needle!r} defined in {homes}, its one home is {home}"
+
+
+def _module_rows() -> dict[str, str]:
+    """The rows of docs/architecture.md's "Every module, one line each" table: module -> its line."""
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text("utf-8")
+    section = doc.split("## Every module, one line each", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 2 and cells[0].startswith("`") and cells[0].endswith("`"):
+            name = cells[0].strip("`")
+            assert name not in rows, f"docs/architecture.md lists {name} twice"
+            rows[name] = cells[1]
+    return rows
+
+
+def test_every_module_has_a_row_in_the_architecture_doc() -> None:
+    """Each module under src/llmsizer, and each package (``name/``: its ``__init__.py``, or a folder of modules
+    without one, as ``provider/``), has one row with a one-line description in docs/architecture.md, and each row
+    names a module that exists: a new module without its row, or a removed one still listed, fails."""
+    modules = {"__init__.py"}
+    for f in SRC.rglob("*.py"):
+        rel = f.relative_to(SRC)
+        if f.name != "__init__.py":
+            modules.add(rel.as_posix())
+        if rel.parent != Path():
+            modules.add(f"{rel.parent.as_posix()}/")
+    rows = _module_rows()
+    assert modules - rows.keys() == set(), f"add a row to docs/architecture.md for: {sorted(modules - rows.keys())}"
+    assert rows.keys() - modules == set(), f"rows for modules that do not exist: {sorted(rows.keys() - modules)}"
+    empty = sorted(name for name, line in rows.items() if not line)
+    assert not empty, f"rows without a description: {empty}"

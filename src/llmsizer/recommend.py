@@ -11,7 +11,8 @@ Search (inference):
   first), each rung on the engine ``fit --weights RUNG`` runs it on when none is given (``engine_rule``: AWQ on vLLM
   where the unquantized checkpoint gets transformers); the first that fits with the headroom and meets the latency
   limits is taken;
-- tensor parallelism over the instance's devices (``fit.choose_tensor_parallel``); replicas (more instances)
+- the devices laid out as ``fit`` lays them (``fit.serving_layout``: tensor parallelism over a candidate's GPUs, a
+  llama.cpp split, or several CPUs or Apple chips as replicas of one model each); replicas (more instances)
   are added until an aggregate tokens/s target is met;
 - rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
 
@@ -34,11 +35,11 @@ from .errors import InputError
 from .estimate import efficiency as E
 from .estimate.device import check_engine_on_device, default_engine, target_memory, usable_memory
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
-from .estimate.engines import llamacpp_layer_split, newer_release_note
+from .estimate.engines import newer_release_note
 from .estimate.fit import (
+    SERVING_GPUS_PER_NODE,
     FitResult,
     MemoryFit,
-    choose_tensor_parallel,
     fit,
     fit_memory,
     fit_training,
@@ -46,6 +47,7 @@ from .estimate.fit import (
     instances_for,
     not_whole_instances,
     per_replica,
+    serving_layout,
     target_and_count,
 )
 from .estimate.formats import (
@@ -480,11 +482,11 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     dev, n = cand.device, cand.count
     engine = normalize_engine(engine_given) if engine_given else default_engine(dev, n, weights, spec)
     ladder = _ladder(spec, engine, dev, weights)
-    # llama.cpp spreads one model over the GPUs (layer split, engines.llamacpp_layer_split: fit's layout), the
-    # others shard it (TP); llama.cpp on several CPUs or Apple chips is fit's refusal, its weights not spread
-    split = llamacpp_layer_split(engine, n)
-    tp = 1 if engine == "llamacpp" else choose_tensor_parallel(spec, n)
-    spread = n if split and dev.kind not in ("cpu", "apple") else tp
+    # fit's layout (fit.serving_layout): several CPUs or Apple chips are replicas, one whole model each; llama.cpp
+    # spreads one model over several GPUs (layer split); the others shard it (TP, the widest fit may take)
+    layout = serving_layout(engine, dev, n)
+    tp = max(layout.tensor_parallel_options(spec, n, SERVING_GPUS_PER_NODE))
+    spread = n if layout.split else tp
     usable, _ = usable_memory(dev, cand.memory, record=False)
     stub: dict[str, Any] = dict(target=cand.target, name=cand.name, provider=cand.provider, device=dev.id,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)

@@ -1761,7 +1761,7 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # 32,768 tokens, not the peak stage). torch's pipeline stage keeps, beside the layers' activations, one gradient
 # receive buffer per micro-batch (every stage but the last), one activation receive buffer per micro-batch (every
 # stage but the first) and the in-flight micro-batches' stage outputs (formulas/parallelism.py eq. PP3, read from a
-# real Schedule1F1B on three gloo ranks: tests/training/test_pipeline_fsdp2.py): at stage 0, 8 + 8 x 128 MiB
+# real Schedule1F1B on three gloo ranks: tests/training/test_pipeline_buffers.py): at stage 0, 8 + 8 x 128 MiB
 # (4 x 8192 tokens / tp 8 x 16384 x 2 B) = 2.0 GiB: PM1062-PM1064 -19.9 / -9.2 / -12.3 % -> -17.2 / -6.1 / -9.3 %;
 # with the ring attention's q-wide K/V (TORCHTITAN_9DEC370_ROWS) PM1065-PM1067 -12.5 / -13.8 / -21.6 % -> -6.7 /
 # -7.5 / -14.9 %. The all-gather copy-in stream's pool under PP (the comment's (a2)): each unit is gathered once,
@@ -1787,15 +1787,18 @@ TRAINING_NOT_EXPRESSED_ROWS = {rid: str(TORCHTUNE_SPEED_ROWS[twin]) for rid, twi
 # interleaved_backward_states, read on a real PP 2 x FSDP 2 interleaved step (tests/training/
 # test_pipeline_interleaved_fsdp2.py). The peak (rank 1, stage 9's second backward) holds stage 9's 8 layers'
 # accumulators, not all 16 of the rank's: PM1063 65.36 -> 54.48 GiB, -10.1 % -> -25.1 %, away from the measured 72.7
-# (what 1F1B and interleaving measure, 82.5 vs 72.7 GiB, differs by 9.8 GiB; the model now differs by 10.9). Not
-# modelled yet, so the rows are reported, not summarised:
+# (what 1F1B and interleaving measure, 82.5 vs 72.7 GiB, differs by 9.8 GiB; the model now differs by 10.9). Each of
+# those two stages is a torch pipeline stage of its own (schedules.py lines 453-474 prepare every stage of the rank
+# for the step's micro-batches), keeping its own eq. PP3 buffers as the first, a middle or the last stage of the
+# 16-stage chain (formulas/parallelism.py pipeline_rank_boundary_bytes, read on a real ScheduleInterleaved1F1B step:
+# tests/training/test_pipeline_buffers.py): rank 1's stages 1 and 9 are both middle stages, 2 x 2 x 8 x 128 MiB =
+# 4.0 GiB where one stage a rank counted 2.0: PM1063 54.48 -> 56.48 GiB, -25.1 % -> -22.3 % (the other rows run
+# Schedule1F1B: unchanged). Not modelled yet, so the rows are reported, not summarised:
 # - the rest of the reserved - allocated gap.
 # - what separates rows of equal per-rank tokens: PM1062 (4 x 8192 per micro-batch) measures 7.2 GiB more than
 #   PM1064 (1 x 32768), and PM1067 (CP 8) 9.6 GiB more than PM1064 (CP 1), while every term above is per token
 #   (the ring attention's buffers at CP 8 add 3.5 GiB of it). Nothing in torchtitan 9dec370's model or PP code read
 #   here scales with the sequences per micro-batch at equal tokens; it needs a CUDA memory trace.
-# - under Interleaved1F1B (PM1063) each of the rank's two stages is a torch pipeline stage of its own: its eq. PP3
-#   receive buffers are not counted per stage (about +2 GiB on rank 1).
 # - DTensor sequence parallelism's gathered inputs of the ColwiseParallel modules inside the layers (the same rule
 #   as the lm_head's; under full checkpointing they exist for one recomputed layer only, below the loss's peak here).
 # - AsyncTP (PM1061, PM1063-PM1067): PM1061 measures 4.3 GiB less than PM1060 with the same settings. What the code

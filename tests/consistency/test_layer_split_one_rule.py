@@ -71,7 +71,7 @@ def test_fit_recommend_and_plan_agree_on_the_split(case: tuple[str, str, str, st
     assert (o.status != "rejected") == f.fits, o.reasons
 
     # the plan on the same hardware: fit's layout at the peak, no refusal of the typical load's layout (a pinned
-    # TP on a split is refused), the memory per device as fit's
+    # TP other than 1 on a split is refused), the memory per device as fit's
     job = make_plan(parse_request(REQUEST.format(model=model, quantization=quantization, engine=engine, device=device,
                                                  count=count), source="split.yaml"), alternatives=False).job("chat")
     assert "fit_error" not in job.facts, job.facts

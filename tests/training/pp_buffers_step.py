@@ -1,9 +1,12 @@
-"""Measured truth for what torch's pipeline stage holds per micro-batch at the stage boundary: a real
-``Schedule1F1B`` step (torch.distributed.pipelining) over gloo ranks on the CPU, one ``PipelineStage`` per rank, each
-a few residual blocks of a small width, the last with a loss. Read from the stage's own objects when each stage
-enters its first micro-batch's backward (``backward_one_chunk``): the stage outputs its forward cache still holds,
-the gradient receive buffers (one per micro-batch, made at the first step and kept) and the activation receive
-buffers (one per micro-batch on every stage but the first). Nothing here imports llmsizer.
+"""Measured truth for what torch's pipeline stages hold per micro-batch at the stage boundary: a real step of
+torch.distributed.pipelining over gloo ranks on the CPU, no data parallelism and no FSDP, each stage a few residual
+blocks of a small width, the last with a loss: ``Schedule1F1B`` with one ``PipelineStage`` a rank, or with
+``virtual`` > 1 ``ScheduleInterleaved1F1B`` with that many stages a rank (stages r, r + pp, ...: torchtitan's 'loop'
+placement). Read from the stages' own objects at every backward of the second step (a probe on each stage's
+``backward_one_chunk``, before it pops its forward cache entry): for each of the rank's stages, the micro-batches its
+forward cache holds and their stage outputs' bytes, the gradient receive buffers (one per micro-batch, made at the
+first step and kept) and the activation receive buffers (one per micro-batch on every stage but the chain's first).
+Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
     from torch import nn
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleInterleaved1F1B
 
     dist.init_process_group("gloo")
     torch.manual_seed(0)
@@ -37,28 +40,37 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x + self.down(torch.relu(self.up(x)))
 
-    submod = nn.Sequential(*(Block() for _ in range(case["blocks"])))
-    stage = PipelineStage(submod, rank, pp, torch.device("cpu"))
-    seen: dict[str, Any] = {}
-    first_backward = stage.backward_one_chunk
+    v = case.get("virtual", 1)
+    stages = [PipelineStage(nn.Sequential(*(Block() for _ in range(case["blocks"]))), rank + c * pp, pp * v,
+                            torch.device("cpu")) for c in range(v)]
 
-    def probe(bwd_chunk_id: int, *args: Any, **kwargs: Any) -> Any:
-        if not seen:  # the first micro-batch's backward, before it pops its forward cache entry
-            seen["fwd_cache_outputs"] = len(stage.fwd_cache)
-            seen["fwd_cache_output_bytes"] = _nbytes(t for out, _ in stage.fwd_cache.values() for t in out)
-            seen["grad_recv_buffers"] = sum(1 for infos in stage.grad_recv_info.values() for i in infos
-                                            if i.buffer is not None)
-            seen["grad_recv_bytes"] = _nbytes(i.buffer for infos in stage.grad_recv_info.values() for i in infos)
-            seen["act_recv_buffers"] = sum(1 for infos in stage.args_recv_info.values() for i in infos
-                                           if i.buffer is not None)
-            seen["act_recv_bytes"] = _nbytes(i.buffer for infos in stage.args_recv_info.values() for i in infos)
-        return first_backward(bwd_chunk_id, *args, **kwargs)
+    def held(stage: Any) -> dict[str, int]:
+        return {"index": stage.stage_index, "fwd_cache_outputs": len(stage.fwd_cache),
+                "fwd_cache_output_bytes": _nbytes(t for out, _ in stage.fwd_cache.values() for t in out),
+                "grad_recv_buffers": sum(1 for infos in stage.grad_recv_info.values() for i in infos
+                                         if i.buffer is not None),
+                "grad_recv_bytes": _nbytes(i.buffer for infos in stage.grad_recv_info.values() for i in infos),
+                "act_recv_buffers": sum(1 for infos in stage.args_recv_info.values() for i in infos
+                                        if i.buffer is not None),
+                "act_recv_bytes": _nbytes(i.buffer for infos in stage.args_recv_info.values() for i in infos)}
 
-    stage.backward_one_chunk = probe  # type: ignore[method-assign]
-    schedule = Schedule1F1B(stage, n_microbatches=m, loss_fn=lambda out, target: ((out - target) ** 2).mean())
+    seen: dict[str, Any] = {"backwards": []}
+    for local, stage in enumerate(stages):
+        original = stage.backward_one_chunk
+
+        def probe(bwd_chunk_id: int, *args: Any, _local: int = local, _orig: Any = original, **kwargs: Any) -> Any:
+            seen["backwards"].append({"stage": _local, "stages": [held(s) for s in stages]})
+            return _orig(bwd_chunk_id, *args, **kwargs)
+
+        stage.backward_one_chunk = probe  # type: ignore[method-assign]
+    def loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return ((out - target) ** 2).mean()
+
+    schedule = (ScheduleInterleaved1F1B(stages, n_microbatches=m, loss_fn=loss) if v > 1
+                else Schedule1F1B(stages[0], n_microbatches=m, loss_fn=loss))
     x = torch.randn(batch, seq, width)
     for _ in range(2):  # the second step reuses the buffers the first made
-        seen.clear()
+        seen["backwards"].clear()
         if rank == 0:
             schedule.step(x)
         elif rank == pp - 1:
@@ -69,7 +81,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     every: list[Any] = [None] * pp
     dist.all_gather_object(every, seen)
     dist.destroy_process_group()
-    return {"stages": every} if rank == 0 else None
+    return {"ranks": every} if rank == 0 else None
 
 
 if __name__ == "__main__":

@@ -8,6 +8,6 @@ these instead of deciding for themselves:
 - ``duration``: training FLOPs per token by method (full, LoRA, QLoRA) and the wall-clock time on a device.
 
 The estimators themselves (``inference.estimate_inference``, ``training.estimate_training``) compose the
-formulas and call these rules; ``hardware.fit`` and ``hardware.recommend`` call the estimators and read their
-verdict.
+formulas and call these rules; ``fit`` (estimate/fit.py) and ``recommend`` (recommend.py) call the estimators
+and read their verdict.
 """

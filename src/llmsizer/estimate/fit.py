@@ -70,6 +70,26 @@ def tensor_parallel_options(spec: ModelSpec, count: int, per_node: int) -> list[
     return [t for t in reversed(ways) if t <= per_node] + [t for t in ways if t > per_node]
 
 
+class ServingLayout(NamedTuple):
+    """How ``fit`` lays out ``count`` devices serving one model on an engine (``serving_layout``)."""
+
+    apart: bool  # each device a replica of its own, one model each (device.py ``one_replica_per_device``)
+    split: bool  # one llama.cpp model spread over the devices, no TP (engines.py ``llamacpp_layer_split``)
+
+    def tensor_parallel_options(self, spec: ModelSpec, count: int, per_node: int) -> list[int]:
+        """The degrees ``fit`` may take on this layout: 1 for replicas apart or a llama.cpp split (neither runs
+        tensor parallelism), else ``tensor_parallel_options``."""
+        return [1] if self.apart or self.split else tensor_parallel_options(spec, count, per_node)
+
+
+def serving_layout(engine: str, device: Device, count: int) -> ServingLayout:
+    """The layout of ``count`` x ``device`` serving on ``engine``: several CPUs or Apple chips are replicas, one model
+    each (``one_replica_per_device``); several GPUs under llama.cpp hold one model spread over them (layer/row split);
+    else tensor-parallel replicas. The one rule ``fit`` lays its answer out by and recommend sizes a candidate by."""
+    apart = count > 1 and one_replica_per_device(device)
+    return ServingLayout(apart, llamacpp_layer_split(engine, count) and not apart)
+
+
 def choose_tensor_parallel(spec: ModelSpec, count: int, per_node: int | None = None) -> int:
     """The largest tensor parallelism ``fit`` may take for ``spec`` on ``count`` devices (the largest of
     ``tensor_parallel_options``): the one that needs the least memory per device, for a search's necessary
@@ -460,10 +480,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if isinstance(host, Instance) or host.kind != "cpu":
             raise InputError(f"host device must be a CPU from the catalog, got {getattr(host, 'id', host)}")
         host_device = host
-    # several CPUs or Apple chips are replicas, one model each (one_replica_per_device); several GPUs under llama.cpp
-    # hold one model spread over them (layer/row split), no TP
-    apart = n > 1 and one_replica_per_device(device)
-    split = llamacpp_layer_split(eng, n) and not apart
+    layout = serving_layout(eng, device, n)
+    apart, split = layout
     if split and n > LLAMACPP_GPUS.high:  # --count is its GPUs here: said in fit's words, not as "gpus"
         raise InputError(f"llama.cpp splits one model over at most {LLAMACPP_GPUS.high} GPUs (tensor_split[128], "
                          f"common/common.h:477), not {n}: give --count {LLAMACPP_GPUS.high} or fewer, or --engine vllm "
@@ -474,16 +492,17 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     pinned = None  # a degree given (a plan times its typical load on the layout chosen for its peak)
     if tensor_parallel is not None:
         pinned = int(check_number(tensor_parallel, "tensor_parallel", COUNT))
-        if split:
-            raise InputError(f"tensor_parallel: llama.cpp splits the model over the {n} GPUs, it runs no tensor "
-                             "parallelism")
-        if apart:
-            raise InputError(f"tensor_parallel: {n} x {device.id} ({device.kind}) serve as {n} replicas, one model "
-                             "each; no tensor parallelism")
+        # 1 is these layouts' own degree (the answer's tensor_parallel): given, it changes nothing
+        if split and pinned != 1:
+            raise InputError(f"tensor_parallel {pinned}: llama.cpp splits the model over the {n} GPUs, it runs no "
+                             "tensor parallelism (give 1 or leave it out)")
+        if apart and pinned != 1:
+            raise InputError(f"tensor_parallel {pinned}: {n} x {device.id} ({device.kind}) serve as {n} replicas, one "
+                             "model each; no tensor parallelism (give 1 or leave it out)")
         if n % pinned:
             raise InputError(f"tensor_parallel {pinned} does not divide the {n} devices (the others run replicas of "
                              "it): give a divisor of the count, or leave it out for fit's choice")
-    tp_options = [1] if split or apart else [pinned] if pinned is not None else tensor_parallel_options(spec, n, per_node)
+    tp_options = [pinned] if pinned is not None else layout.tensor_parallel_options(spec, n, per_node)
     if instance is not None:
         device = vm_share_device(device, instance, assumptions)
     usable, notes = target_memory(device, instance, memory)
@@ -798,8 +817,7 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     fields.setdefault("device", workload_device_kind(device))
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
-    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes),
-                            assumptions=True)
+    est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes))
     chosen = ([a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
               if ZERO_WHY in map(_WHY, est.assumptions) or ZERO_NONE_FITS_WHY in map(_WHY, est.assumptions) else [])
     assumptions += chosen

@@ -36,7 +36,9 @@
   ``_create_grad_recv_info`` lines 2286-2316, ``_make_tensor_from_meta``), every stage but the first one
   activation receive buffer per micro-batch (``_setup_forward_recv_info`` lines 2243-2273); both are made at the
   first step and kept. Its forward cache keeps each in-flight micro-batch's stage output until that micro-batch's
-  backward (``forward_one_chunk`` line 913, popped at line 966). Eq. (PP3) below.
+  backward (``forward_one_chunk`` line 913, popped at line 966). Eq. (PP3) below, for every run of torch's
+  pipelining (with FSDP or without); under an interleaved schedule each of a rank's stages keeps its own, as the
+  first, a middle or the last stage of the whole chain (``pipeline_rank_boundary_bytes``).
 - **Expert parallel** (Lepikhin et al. 2021, GShard, arXiv 2006.16668; Fedus et al. 2022 section 2.2): the E
   routed experts of a layer are split over ep ranks, E/ep each; tokens are exchanged all-to-all, so each rank
   processes about t k / ... tokens' worth of expert work on average, up to the capacity factor times that.
@@ -283,7 +285,7 @@ def pipeline_stage_boundary_bytes(stage: int, pp: int, micro_batches: int, infli
     boundary tensor (a micro-batch's stage input or output, the residual stream) ``boundary_bytes``: a stage that is
     not the last keeps m gradient receive buffers and its in-flight outputs; a stage that is not the first keeps m
     activation receive buffers, of which the in-flight ones are its first layer's saved input (counted with the
-    activations) [bytes] (module doc; tests/training/test_pipeline_fsdp2.py reads them from a real Schedule1F1B).
+    activations) [bytes] (module doc; tests/training/test_pipeline_buffers.py reads them from a real Schedule1F1B).
 
     >>> [pipeline_stage_boundary_bytes(k, 4, 8, min(4 - k, 8), 1) for k in range(4)]
     [12, 16, 16, 7]
@@ -293,6 +295,44 @@ def pipeline_stage_boundary_bytes(stage: int, pp: int, micro_batches: int, infli
     grad_recv_and_outputs = micro_batches + inflight if stage < pp - 1 else 0
     act_recv = micro_batches - inflight if stage > 0 else 0
     return (grad_recv_and_outputs + act_recv) * boundary_bytes
+
+
+@lru_cache(maxsize=256)
+def pipeline_rank_boundary_bytes(rank: int, pp: int, virtual: int, micro_batches: int, boundary_bytes: int,
+                                 idle: bool = False) -> int:
+    """Eq. (PP3) over every torch pipeline stage rank ``rank`` of ``pp`` holds [bytes]. With ``virtual`` = 1 its one
+    stage under Schedule1F1B, ``min(pp - rank, m)`` micro-batches in flight (``inflight_microbatches``). With
+    ``virtual`` > 1 (ScheduleInterleaved1F1B) each local stage c is a PipelineStage of its own, stage rank + c pp of
+    pp x virtual (torch 2.13 schedules.py lines 453-474: every stage of the rank prepares its forward and backward
+    infrastructure for the step's micro-batches; stage.py ``is_first`` / ``is_last`` lines 237-248 compare its
+    index with the whole chain's): the first of the chain makes no activation receive buffers, the last no
+    gradient ones. The sum is the largest over the rank's backwards in the order of ``interleaved_1f1b_rank_ops``,
+    each local stage's in-flight micro-batches those its forward cache holds then (the one being backwarded
+    included: stage.py pops it at line 966). ``idle``: nothing in flight (the optimizer step).
+
+    >>> pipeline_rank_boundary_bytes(0, 4, 1, 8, 1), pipeline_rank_boundary_bytes(1, 2, 2, 4, 1)
+    (12, 12)
+    """
+    if virtual <= 1:
+        inflight = 0 if idle else inflight_microbatches(rank, pp, micro_batches)
+        return pipeline_stage_boundary_bytes(rank, pp, micro_batches, inflight, boundary_bytes)
+    chain = pp * virtual
+
+    def rank_bytes(held: Sequence[int]) -> int:
+        return sum(pipeline_stage_boundary_bytes(rank + c * pp, chain, micro_batches, h, boundary_bytes)
+                   for c, h in enumerate(held))
+
+    if idle:
+        return rank_bytes([0] * virtual)
+    held = [0] * virtual
+    best = 0
+    for kind, c, _ in interleaved_1f1b_rank_ops(rank, pp, virtual, micro_batches):
+        if kind == "F":
+            held[c] += 1
+            continue
+        best = max(best, rank_bytes(held))
+        held[c] -= 1
+    return best
 
 
 def gathered_layer_bytes(layer_weight_bytes: list[int], shard_ways: int) -> int:

@@ -224,12 +224,15 @@ class TrainingWorkload:
         the stages the layers are split over (pp x virtual_stages, each rank holding stages r, r + pp, ...), and
         with FSDP2 torch's ScheduleInterleaved1F1B order of forwards and backwards, each stage's unsharded
         gradients living from its first backward to its reduce-scatter after its last (formulas/parallelism.py
-        ``interleaved_backward_states``); under the even split the memory estimate leaves it out.
+        ``interleaved_backward_states``), and each of the rank's stages keeping torch's pipeline-stage buffers of its
+        own (eq. PP3, ``pipeline_rank_boundary_bytes``); under the even split the memory estimate leaves it out.
     pipeline_split: with pp > 1, how the decoder layers are split over the stages (formulas/parallelism.py
         ``pipeline_stage_layers``): 'even' (Megatron-LM, DeepSpeed uniform: the remainder on the first stages),
         'torchtitan-9dec370' (torchtitan's generated split points @ 9dec370: n // stages on the first stage, the
         remainder on the middle ones) or 'torchtitan' (its current rule: the embedding and the output weigh one
-        layer each).
+        layer each). A torchtitan split, or torch's FSDP across the stages, says the pipeline is torch's
+        (torch.distributed.pipelining, whose stages keep eq. PP3's buffers: estimate/training/timeline.py
+        ``torch_pipelining``); the even split without FSDP, Megatron-LM's or DeepSpeed's engine.
     tp_comm_overlap: with tp > 1, the tensor-parallel collectives overlap the GEMMs (Megatron-Core
         ``--tp-comm-overlap``, torchtitan's async TP ``enable_async_tensor_parallel``): the duration takes the larger
         of a micro-batch's compute and its tensor-parallel communication (formulas/model_parallel_time.py eq. (T3'));

@@ -96,11 +96,12 @@ COMPONENT_FORMULA = {
                        "fp16, then cast to the compute dtype)",
                        "bitsandbytes autograd/_functions.py MatMul4Bit (dequantize_4bit); formulas/nf4_quantization.py "
                        "eq. 5"),
-    "pipeline_buffers": ("torch's pipeline stage: one gradient receive buffer per micro-batch (not on the last "
-                         "stage), one activation receive buffer per micro-batch (not on the first), the in-flight "
-                         "micro-batches' stage outputs; each a micro-batch's residual stream",
-                         "formulas/parallelism.py eq. (PP3) (torch 2.13 pipelining/stage.py lines 322-331, 913, "
-                         "966, 2243-2273, 2286-2316)"),
+    "pipeline_buffers": ("torch's pipeline stage (each of the rank's under an interleaved schedule): one gradient "
+                         "receive buffer per micro-batch (not on the last stage), one activation receive buffer per "
+                         "micro-batch (not on the first), the in-flight micro-batches' stage outputs; each a "
+                         "micro-batch's residual stream",
+                         "formulas/parallelism.py eq. (PP3) (torch 2.13 pipelining/stage.py lines 237-248, 322-331, "
+                         "913, 966, 2243-2273, 2286-2316; schedules.py lines 453-474)"),
     "kept_graph_inputs": ("the quantized linears' inputs bitsandbytes 0.42's MatMul4Bit nodes hold while the loop "
                           "keeps the graph (the previous step's at forward end)",
                           "bitsandbytes autograd/_functions.py @ 0.42.0 line 523; litgpt finetune/lora.py @ 00af8b0d "
@@ -139,7 +140,7 @@ def estimate_training(model: ModelSpec | str, workload: TrainingWorkload | None 
     w = workload if workload is not None else TrainingWorkload(**kwargs)
     refuse_unmodelled(spec, training=True, w=w)
     _refuse_adapter_fields_on_full(w)
-    return with_device_notes(_least_sharded(spec, w), notes, assumptions=True)
+    return with_device_notes(_least_sharded(spec, w), notes)
 
 
 _WORKLOADS: dict[tuple[Any, ...], TrainingWorkload] = {}
@@ -206,14 +207,13 @@ def _least_sharded(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
     return est.but(assumptions)
 
 
-def with_device_notes(est: Estimate, notes: Notes, assumptions: bool) -> Estimate:
-    """``est`` with its device's notes first (estimate/device.py ``target_memory``): the warnings, and with
-    ``assumptions`` the assumptions naming the device and its memory (``fit_training`` keeps those apart, in its
-    own assumptions)."""
-    named = tuple(notes.assumptions) if assumptions else ()
-    if not named and not notes.warnings:
+def with_device_notes(est: Estimate, notes: Notes) -> Estimate:
+    """``est`` with its device's notes first (estimate/device.py ``named_device_notes``): the assumptions naming the
+    device and its memory, and the warnings. One path: every training answer on a named device carries them
+    (``estimate_training(device=)``, ``fit_training``)."""
+    if not notes.assumptions and not notes.warnings:
         return est
-    return est.but(named + est.assumptions, (*notes.warnings, *est.warnings))
+    return est.but((*notes.assumptions, *est.assumptions), (*notes.warnings, *est.warnings))
 
 
 def _memoized(spec: ModelSpec, w: TrainingWorkload) -> Estimate:
@@ -389,7 +389,7 @@ def stages_to_evaluate(spec: ModelSpec, w: TrainingWorkload) -> tuple[int, ...]:
     """The pipeline stages whose peaks can be the highest: the first (the embedding, the most micro-batches in
     flight), the last (the head and the loss), and of the middle stages the first of each distinct sequence of layer
     kinds: a later middle stage with the same layers holds the same states and the same boundary buffers (eq. PP3:
-    2 m boundary tensors on every middle stage), with no more micro-batches in flight (min(p - i, m), non-increasing
+    2 m boundary tensors on every middle stage, 2 m v on every middle rank of an interleaved schedule), with no more micro-batches in flight (min(p - i, m), non-increasing
     in i), so its every phase is at most the earlier one's. Under an uneven split (torchtitan's: 15 layers on stage 0,
     16 on stages 1-6 of Llama 3.1 405B over PP 8) a middle stage can hold the most."""
     if w.pp <= 1:

@@ -51,8 +51,8 @@ from ...formulas.parallelism import (
     interleaved_forward_accumulating,
     pipeline_fsdp2_accumulated_grad_bytes,
     pipeline_fsdp2_gathered_bytes,
+    pipeline_rank_boundary_bytes,
     pipeline_rank_chunks,
-    pipeline_stage_boundary_bytes,
     reduce_bucket_bytes,
     shard,
     zero_shards,
@@ -148,8 +148,18 @@ def fsdp1_backward_prefetch(w: TrainingWorkload) -> bool:
     return w.fsdp_version == 1 and not w.adapters and traced_units_layout(w) is not None
 
 
+def torch_pipelining(w: TrainingWorkload) -> bool:
+    """This run's pipeline parallelism is torch's (torch.distributed.pipelining: torchtitan's PP, with FSDP, DDP or
+    no data parallelism, with or without offload), whose every stage keeps eq. PP3's receive buffers and in-flight
+    outputs (formulas/parallelism.py). The workload says so by splitting the layers torchtitan's way (a torchtitan
+    ``pipeline_split``) or by sharding with torch's FSDP across pipeline stages (no other pipeline engine runs
+    torch's FSDP); the even split without FSDP is Megatron-LM's or DeepSpeed's pipeline engine (the
+    ``pipeline_split`` field's 'even'), whose buffers are not torch's."""
+    return w.pp > 1 and (w.fsdp is not None or w.pipeline_split != "even")
+
+
 def pipeline_fsdp2(w: TrainingWorkload) -> bool:
-    """FSDP2 fully sharded inside torch's pipeline stages (formulas/parallelism.py eqs. PP1-PP3)."""
+    """FSDP2 fully sharded inside torch's pipeline stages (formulas/parallelism.py eqs. PP1, PP2)."""
     return w.pp > 1 and w.fsdp is not None and w.fsdp_version == 2 and w.shard_stage >= 3 and w.offload == "none"
 
 
@@ -346,11 +356,14 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if pp_fsdp2:
         gather = pipeline_fsdp2_gathered_bytes(list(st.layer_weights.values()), w_shard)
         grads_all = pipeline_fsdp2_accumulated_grad_bytes(st.trained_elements, ctx.recipe.grad_bytes)
-        # torch's pipeline stage (the one FSDP2 runs under): its receive buffers and in-flight outputs (eq. PP3);
-        # nothing is in flight at the optimizer step
+    if torch_pipelining(w):
+        # torch's pipeline stages (each local stage of an interleaved schedule one of its own): their receive buffers
+        # and in-flight outputs (eq. PP3); nothing is in flight at the optimizer step. The interleaved schedule is
+        # read where the layers follow it (a torchtitan split: pipeline_stage_layers leaves it out of the even split)
         residual = checkpoint_input_bytes(spec, act)
-        boundary = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, m, residual)
-        boundary_idle = pipeline_stage_boundary_bytes(st.stage, w.pp, w.grad_accumulation, 0, residual)
+        v = w.virtual_stages if w.pipeline_split != "even" else 1
+        boundary = pipeline_rank_boundary_bytes(st.stage, w.pp, v, w.grad_accumulation, residual)
+        boundary_idle = pipeline_rank_boundary_bytes(st.stage, w.pp, v, w.grad_accumulation, residual, idle=True)
     fwd_grads = 0 if first_backward_grows else grads_all  # the accumulators a forward sees (with persist)
     head_grads_bwd = fwd_grads  # ... and the loss backward
     chunks: tuple[range, ...] = ()
