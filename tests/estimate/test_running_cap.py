@@ -173,3 +173,24 @@ def test_a_plan_above_the_cap_fits_and_states_the_queue_as_fit_does() -> None:
     assert sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user
     held = sp.ttft_seconds + 128 / sp.tokens_per_second_per_user
     assert job.section("network").value("requests_peak") == pytest.approx(1024 / held)
+
+
+def test_a_request_file_states_the_running_cap_as_the_cli_does() -> None:
+    """engine_settings.max_num_seqs in a request file is `--max-num-seqs`: the plan's queue is fit's; on an engine
+    without a running cap it is refused with the line that names it."""
+    from llmsizer.estimate.fit import fit
+    from llmsizer.plan import make_plan
+    from llmsizer.request import parse_request
+    from llmsizer.request.reader import RequestError
+
+    text = ("version: 1\njobs:\n  - name: chat\n    kind: inference\n    model: {name: llama-3.1-8b}\n"
+            "    quantization: none\n    engine: ENGINE\n    engine_settings: {max_num_seqs: 64}\n    traffic:\n"
+            "      concurrency: {typical: 500, peak: 500}\n      context: {typical: 1024, peak: 1024}\n"
+            "      output: {typical: 256, peak: 256}\n    resources: {device: h100, count: 1}\n")
+    job = make_plan(parse_request(text.replace("ENGINE", "vllm"), source="t.yaml"), alternatives=False).jobs[0]
+    f = fit("llama-3.1-8b", "h100", engine="vllm", context=1024, concurrency=500, output_tokens=256, max_num_seqs=64)
+    assert job.facts["fits"] is True and f.fits and f.details["running_sequences"] == 64
+    assert job.section("speed").value("queue_wait_peak") == f.details["queue_wait_seconds"]
+    with pytest.raises(RequestError, match=r"t.yaml:8: .*engine_settings.max_num_seqs: applies to engine vllm or "
+                                           "sglang, not llamacpp"):
+        parse_request(text.replace("ENGINE", "llamacpp"), source="t.yaml")

@@ -120,7 +120,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
                          **{k: v for k, v in engine_settings(job, job.engine).items()
-                            if k in ("kv_unified", "engine_version")})
+                            if k in ("kv_unified", "engine_version", "max_num_seqs")})
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -321,7 +321,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **job.media.fields(), **engine_settings(job, engine), **(batch or {}))
+                                  **job.media.fields(), **{**engine_settings(job, engine), **(batch or {})})
     except InputError:
         return None
 
