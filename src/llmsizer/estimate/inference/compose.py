@@ -332,7 +332,7 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
         ctx.details["queued_sequences"] = w.concurrency - running_sequences(w, cap)
         acc.assumptions.append(queue_assumption(ENGINE_NAMES[str(w.engine)], w.concurrency,
                                                 running_sequences(w, cap), str(ctx.details["running_cap_name"]),
-                                                int(cap)))
+                                                int(cap), w.max_num_seqs is None))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         kv_pool=w.engine in ("vllm", "sglang")))
     pc = count_params(spec)
@@ -382,9 +382,11 @@ def _to_run(est: Estimate, w: InferenceWorkload) -> int:
     return running_sequences(w, est.details.get("running_cap"))
 
 
-def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str, cap: int) -> Assumption:
-    """The named assumption that the requests above an engine's running cap wait in its queue."""
-    return Assumption("running_sequences", running, True,
+def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str, cap: int,
+                     default: bool = True) -> Assumption:
+    """The named assumption that the requests above an engine's running cap wait in its queue (``default``: the cap
+    is the engine's default, not one the user stated)."""
+    return Assumption("running_sequences", running, default,
                       f"{engine} runs at most {cap_name} = {cap} sequences at once: {concurrency - running} of the "
                       f"{concurrency} requests wait in its queue (vLLM: vllm/v1/core/sched/scheduler.py "
                       "Scheduler.schedule takes no waiting request once max_num_running_reqs run; SGLang: "
