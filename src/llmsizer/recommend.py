@@ -154,6 +154,10 @@ class Option:
     training_seconds: float | None = None
     device_hours: float | None = None
     run_cost: float | None = None
+    # serving: the sequences run at once (the rest wait in the engine's queue: estimate/inference/common.py eq. R1)
+    # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
+    running_sequences: int | None = None
+    queue_wait_seconds: float | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -553,7 +557,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             continue
         r = sized.result(True)
         sp = r.speed
-        bad = _latency_failures(sp, c)
+        bad = _latency_failures(sp, c, r.details.get("queue_wait_seconds"))
         if not bad:
             return _option_from_fit(stub, r, "meets", [f"fits at {_fmt_name(fmt)}: {r.reasons[0]}"])
         if first_fit is None:  # a rejection reports the highest-quality format that fits, with its own reason
@@ -587,15 +591,18 @@ def _fmt_name(fmt: str) -> str:
     return fmt.removeprefix("gguf:").upper() if fmt.startswith("gguf:") else fmt
 
 
-def _latency_failures(sp: Any, c: Constraints) -> list[str]:
+def _latency_failures(sp: Any, c: Constraints, wait: float | None = None) -> list[str]:
+    """The latency limits ``sp`` misses; the time to first token of a queued request counts its ``wait`` for a
+    running slot (formulas/serving_queue.py eq. Q3)."""
     bad = []
     if sp is None:
         return ["speed unknown"] if (c.max_ttft or c.user_tokens_per_second or c.tokens_per_second) else []
     if c.max_ttft is not None:
         if sp.ttft_seconds is None:
             bad.append("TTFT unknown (no sourced peak FLOP/s)")
-        elif sp.ttft_seconds > c.max_ttft:
-            bad.append(f"TTFT {sp.ttft_seconds:.2f} s > {c.max_ttft:g} s")
+        elif sp.ttft_seconds + (wait or 0.0) > c.max_ttft:
+            bad.append(f"TTFT {sp.ttft_seconds + (wait or 0.0):.2f} s > {c.max_ttft:g} s"
+                       + (f" ({wait:.2f} s of it waiting in the engine's queue)" if wait else ""))
     if c.user_tokens_per_second is not None:
         if sp.tokens_per_second_per_user is None:
             bad.append("decode speed unknown (no sourced bandwidth)")
@@ -613,7 +620,9 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
                   tokens_per_second_per_user=sp.tokens_per_second_per_user if sp else None,
-                  tokens_per_second=r.tokens_per_second_total)
+                  tokens_per_second=r.tokens_per_second_total,
+                  running_sequences=r.details.get("running_sequences"),
+                  queue_wait_seconds=r.details.get("queue_wait_seconds"))
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
@@ -628,14 +637,14 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     replicas = 1
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
-        replicas, tps, per_user = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context, output_tokens,
-                                                hardware_files, hr, fields)
+        replicas, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
+                                                       output_tokens, hardware_files, hr, fields)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
                 f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
                 f"of {c.tokens_per_second:g}",))
         reasons.append(f"{replicas} replicas to reach {c.tokens_per_second:g} tokens/s ({tps:.0f})")
-        opt = _replace(opt, tokens_per_second_per_user=per_user)
+        opt = _replace(opt, tokens_per_second_per_user=per_user, **queue)
     price = cand.price * replicas if cand.price is not None else None
     cpm = cost_per_million_tokens(price, tps) if price is not None and tps else None
     opt = _replace(opt, replicas=replicas, tokens_per_second=tps, price_per_hour=price, cost_per_million_tokens=cpm,
@@ -651,8 +660,9 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
                   output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float,
-                  fields: Mapping[str, Any] | None) -> tuple[int, float | None, float | None]:
-    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly).
+                  fields: Mapping[str, Any] | None) -> tuple[int, float | None, float | None, dict[str, Any]]:
+    """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly), its
+    tokens/s, per user, and its queue (the sequences all replicas run at once, a queued request's wait).
     Each replica's speed is ``fit``'s, with the option's engine and format and the same workload (KV dtype,
     media, link, engine settings): one answer with ``fit`` at the per-replica concurrency."""
     guess = max(2, math.ceil(target / (opt.tokens_per_second or 1.0)))
@@ -664,12 +674,14 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
                   hardware_files=hardware_files, **(fields or {}))
         sp, one_total = one.speed, one.tokens_per_second_total
         if sp is None or one_total is None:
-            return r, None, None
+            return r, None, None, {}
         # each instance is fitted at ``per`` sequences; instances beyond the users' add no tokens/s
         total = one_total * min(r, max(1, concurrency) / per)
         if total >= target:
-            return r, total, sp.tokens_per_second_per_user
-    return MAX_REPLICAS, None, None
+            running = min(concurrency, int(one.details.get("running_sequences", per)) * r)
+            return r, total, sp.tokens_per_second_per_user, {"running_sequences": running,
+                                                              "queue_wait_seconds": one.details.get("queue_wait_seconds")}
+    return MAX_REPLICAS, None, None, {}
 
 
 def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option], c: Constraints,

@@ -499,15 +499,21 @@ def test_plan_alternatives_are_searched_on_the_jobs_engine() -> None:
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_a_stated_running_cap_below_the_concurrency_does_not_fit_on_either_pool_engine(engine: str) -> None:
-    """--max-num-seqs 4 with 8 sequences requested: that server runs 4 at once, on vLLM (max_num_seqs) as on SGLang
-    (max_running_requests). Before, vLLM said fits (exit 0) from its pool alone while SGLang said it does not."""
-    base = ("infer", "llama-3.1-8b", "--memory", "80GiB", "--engine", engine, "--concurrency", "8")
+def test_a_stated_running_cap_below_the_concurrency_queues_the_rest_on_either_pool_engine(engine: str) -> None:
+    """--max-num-seqs 4 with 8 sequences requested: that server runs 4 at once and the other 4 wait in its queue (vLLM
+    max_num_seqs, SGLang max_running_requests), one rule for both engines. Before it was 'does not fit' (exit 1);
+    the KV is now sized for the 4 running (8 x 8192 tokens of Llama-3.1-8B's 128 KiB per token would be 8 GiB)."""
+    base = ("infer", "llama-3.1-8b", "--memory", "80GiB", "--engine", engine, "--concurrency", "8", "--context", "8192")
     code, out = run_json(*base, "--max-num-seqs", "4")
-    assert code == 1 and out["details"]["fits"] is False
-    assert "max_num_seqs 4 (stated)" in out["details"]["verdict"]
-    code, out = run_json(*base, "--max-num-seqs", "16")
     assert code == 0 and out["details"]["fits"] is True
+    assert out["details"]["running_sequences"] == 4
+    queue = [a for a in out["assumptions"] if a["name"] == "running_sequences"]
+    assert queue and queue[0]["value"] == 4 and "4 of the 8 requests wait in its queue" in queue[0]["why"]
+    # 4 sequences x 8192 tokens x (2 x 8 KV heads x 128 x 2 B x 32 layers): the model's config, not our output
+    assert out["details"]["kv_needed_bytes"] == 4 * 8192 * 2 * 8 * 128 * 2 * 32
+    code, out = run_json(*base, "--max-num-seqs", "16")
+    assert code == 0 and out["details"]["running_sequences"] == 8
+    assert not [a for a in out["assumptions"] if a["name"] == "running_sequences"]
 
 
 def _service(model: str, resources: str, engine: str, quant: str, context: int, concurrency: int,

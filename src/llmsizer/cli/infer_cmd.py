@@ -112,4 +112,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         say(f"largest concurrency that fits: {reverse['max_concurrency']:,} sequences of {workload.context:,} tokens"
               if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
               "does not")
+        cap = est.details.get("running_cap")
+        if cap is not None and reverse["max_concurrency"] == cap:
+            say(f"note: that is the engine's {est.details.get('running_cap_name')} ({cap:,}), the sequences it runs at "
+                "once; more requests wait in its queue (--max-num-seqs / --max-running-requests raises it)")
     return code

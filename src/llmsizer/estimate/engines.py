@@ -370,6 +370,15 @@ SGLANG_BIG_GPU_MIN_RESERVED_MIB = 10 * 1024
 VLLM_KERNEL_BLOCK_ALIGNMENT = 16
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9  # vLLM EngineArgs default (docs: "gpu_memory_utilization ... default 0.9")
+# `vllm serve`'s batch defaults (usage context OPENAI_API_SERVER; the LLM class takes the same max_num_seqs), set when
+# the user leaves them unset: vllm/engine/arg_utils.py EngineArgs._set_default_args @99d7eb5d (newer releases:
+# EngineArgs.get_batch_defaults). A GPU of at least 70 GiB whose name does not contain "a100" gets the large pair,
+# every other GPU the small one; then max_num_seqs = min(that, max_num_batched_tokens). SchedulerConfig's own
+# DEFAULT_MAX_NUM_SEQS = 128 (vllm/config/scheduler.py:32 @01230b40) is "mainly for convenience when testing" (its
+# docstring, :44-49): `vllm serve` never leaves it in force. Read by estimate/inference/vllm.py vllm_batch_defaults.
+VLLM_BIG_GPU_BYTES = 70 * GiB
+VLLM_MAX_NUM_SEQS_BIG, VLLM_MAX_NUM_BATCHED_TOKENS_BIG = 1024, 8192
+VLLM_MAX_NUM_SEQS, VLLM_MAX_NUM_BATCHED_TOKENS = 256, 2048
 LLAMACPP_N_UBATCH = 512  # llama.cpp common.h n_ubatch default (physical batch)
 LLAMACPP_KV_PAD = 256  # llama.cpp pads n_ctx / KV cells to a multiple of 256 (llama-context.cpp, llama-kv-cache.cpp)
 

@@ -20,6 +20,8 @@ from typing import Any, NamedTuple
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
+from ..formulas.network import request_seconds
+from ..formulas.serving_queue import queue_wait_seconds
 from ..formulas.speed import PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
 from ..formulas.weight_formats import GROUP_SIZE_DEFAULT, OTHER_BYTES_DEFAULT
@@ -226,7 +228,8 @@ class FitResult:
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
             "details": self.details,
-            **({"cost": self.cost} if self.kind == "inference" else {}),
+            **({"cost": self.cost, "running_sequences": self.details.get("running_sequences")}
+               if self.kind == "inference" else {}),
         }
 
     def __str__(self) -> str:
@@ -533,9 +536,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 int(det.get("group_size", GROUP_SIZE_DEFAULT)),  # a grouped format's group, as the memory sized it
                 int(det.get("other_bytes", OTHER_BYTES_DEFAULT)))  # its unquantized tensors' bytes, likewise
 
-    def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False) -> SpeedEstimate:
-        """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work); ``decode_only``: its
-        decode alone (speed.speed_model), to rank the degrees by."""
+    def speed_at(t: int, work: tuple[Any, ...], decode_only: bool = False, running: int | None = None) -> SpeedEstimate:
+        """One replica's speed at tensor parallelism ``t`` of the workload ``work`` (speed_work), at the sequences it
+        runs at once (``running``: at most its share of the load; the others queue); ``decode_only``: its decode alone
+        (speed.speed_model), to rank the degrees by."""
         wf, pr, kvd, states, ub, kvu, same, group, other = work
 
         def model() -> SpeedLayout:
@@ -552,6 +556,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         link = links[0] if t > 1 else None
         mesh = nvlink_mesh_for(device, instance, t, hardware_files) if t > 1 else None
         per = per_replica(concurrency, 1 if split else n // t)
+        per = per if running is None else max(1, min(per, running))
         if decode_only:
             return model()(t, None, per, link, mesh, True)
         return _speed_cached(spec, device, t, wf, pr, out, per, kvd, "latent", link, states, ub, kvu, same, eng,
@@ -573,7 +578,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     layout_tps: dict[int, float | None] = {}
     if len(rankable) > 1:
         first = speed_work(tried[within[0]].details)
-        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first, True), n // t, concurrency) for t in rankable}
+        cap = tried[within[0]].details.get("running_cap")  # each layout ranked at the sequences it runs at once
+        layout_tps = {t: replicas_tokens_per_second(speed_at(t, first, True, cap), n // t, concurrency)
+                      for t in rankable}
     tp = within[0] if not across else across[-1]  # none fits: the largest degree shown (as before this choice)
     for t in (*(fastest_first(layout_tps) if layout_tps else rankable), *across):
         if t not in tried:
@@ -584,6 +591,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     est = tried[tp]
     replicas = 1 if split else n // tp
     per_rep = per_replica(concurrency, replicas)
+    run = running_per_replica(per_rep, est.details)
     fitted = {t: bool(e.details["fits"]) for t, e in tried.items()}
     spread = (f"{replicas} replicas, the load split evenly ({per_rep} of {concurrency} sequences on the fullest)"
               if replicas > 1 else "no replicas")
@@ -632,19 +640,56 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                 named.append(Assumption("output_tokens", out, True, "not given: min(256, context / 2) generated "
                                         "tokens, the rest of the context is the prompt the TTFT is timed on "
                                         "(specs/workload.py default_output_tokens)"))
-            sp = speed_at(tp, speed_work(d))  # (the layout-independent part computed once with the ranking's decodes)
+            # (the layout-independent part computed once with the ranking's decodes), at the sequences run at once
+            sp = speed_at(tp, speed_work(d), running=run)
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
-                              prompt + int(d.get("media_tokens", 0)), out, per_rep, sp, said)
+                              prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
+        queue = queue_details(concurrency, replicas, per_rep, run, sp, out)
+        if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
+            named.append(queue_note(queue, per_rep, run, d))
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
                          hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
-                          "busy_replicas": busy_replicas(concurrency, replicas),
+                          "busy_replicas": busy_replicas(concurrency, replicas), **queue,
                           **({"tensor_parallel_layouts": layouts} if layouts else {})},
                          cost=serving_cost(device, n, instance, kwh_price, replicas_tokens_per_second(sp, replicas, concurrency)))
 
     return MemoryFit(fits, result)
+
+
+def running_per_replica(per: int, details: dict[str, Any]) -> int:
+    """Sequences one replica runs at once of the ``per`` it is given: its estimate's ``running_sequences``
+    (estimate/inference/common.py eq. R1: the engine's cap, the KV pool), at least 1 (the speed of one sequence where
+    none fits)."""
+    return max(1, min(per, int(details.get("running_sequences", per))))
+
+
+def queue_details(concurrency: int, replicas: int, per: int, running: int, sp: SpeedEstimate | None,
+                  output_tokens: int) -> dict[str, Any]:
+    """The queue of a serving fit: the sequences all replicas run at once (min(concurrency, running x replicas)), those
+    waiting, and, with a speed, the mean wait of a queued request on the fullest replica (formulas/serving_queue.py
+    eq. Q3 over its ``per`` in flight, ``running`` slots each held one request's time, formulas/network.py eq. 9)."""
+    total = min(concurrency, running * replicas)
+    wait = None
+    if sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user:
+        held = request_seconds(sp.ttft_seconds, output_tokens, sp.tokens_per_second_per_user)
+        wait = queue_wait_seconds(per, running, held)
+    return {"running_sequences": total, "queued_sequences": concurrency - total, "queue_wait_seconds": wait}
+
+
+def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str, Any]) -> Assumption:
+    """The assumption that names the queue and its effect on time to first token and throughput."""
+    wait = queue["queue_wait_seconds"]
+    cap = details.get("running_cap_name", "its cap")
+    effect = (f"a queued request waits {wait:.2f} s on average before its prefill (W x (C / R - 1), C {per} in flight "
+              f"and R {running} running per replica)" if wait is not None else "its wait is unknown (no speed)")
+    return Assumption("queue", queue["queued_sequences"], True,
+                      f"{queue['queued_sequences']} requests wait for a running slot ({cap} {running} per replica): "
+                      f"{effect}; the time to first token shown is the running request's, the tokens/s the "
+                      f"{running} running sequences' (queued ones add none): formulas/serving_queue.py eqs. Q1-Q3, "
+                      "Little's law")
 
 
 def tensor_parallel_why(tp: int, count: int, per_node: int, concurrency: int, within: list[int], across: list[int],

@@ -2,7 +2,8 @@
 
     budget = device memory x (1 - headroom)                                                   (1)
     fits   = expected need <= budget                                                          (2)
-    vLLM:  fits = sequences the KV pool admits >= concurrency, with gpu_memory_utilization = 1 - headroom   (3)
+    vLLM:  fits = sequences the KV pool admits >= sequences run at once, with gpu_memory_utilization = 1 - headroom
+           (run at once: min(concurrency, max_num_seqs), estimate/inference/common.py eq. R1)                 (3)
 
 (1)-(2): the headroom is a policy default (``DEFAULT_HEADROOM``, 10 %): memory kept free for allocator
 fragmentation, other processes and, for RAM, no swapping. It is recorded as an assumption wherever it applies,
@@ -108,17 +109,19 @@ def memory_verdict(need: int, need_high: int, usable: int, headroom: float,
 
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,
                       utilization: float, *, engine: str = "vLLM", pool: str = "KV pool",
-                      knob: str = "gpu_memory_utilization") -> Verdict:
+                      knob: str = "gpu_memory_utilization", requested: int | None = None) -> Verdict:
     """Eq. (3): a pool engine (vLLM; SGLang with its token pool and mem_fraction_static) fits when its pool admits
-    ``concurrency`` sequences of ``context`` tokens."""
+    ``concurrency`` sequences of ``context`` tokens: those it runs at once (``requested`` more are asked, the others
+    wait in its queue: estimate/inference/common.py eq. R1)."""
     fits = admitted >= concurrency
+    asked = "requested" if requested is None or requested == concurrency else f"run at once of {requested} requested"
     budget = usable  # the engine sizes its pool from the whole device (utilization x memory)
     at = "utilization" if knob == "gpu_memory_utilization" else knob
     reason = (f"{engine} {pool} holds {admitted} sequence(s) of {context} tokens at {at} {utilization:.2f}"
-              + ("" if fits else f"; {concurrency} requested"))
+              + ("" if fits else f"; {concurrency} {asked}"))
     warnings: tuple[str, ...] = ()
     if not fits:
         warnings = (f"does not fit: {engine} admits {admitted} sequence(s) of {context} tokens at once, "
-                    f"{concurrency} requested ({knob} {utilization:.2f} of {format_bytes(usable)})",)
+                    f"{concurrency} {asked} ({knob} {utilization:.2f} of {format_bytes(usable)})",)
     basis = "vllm-admission" if engine == "vLLM" else f"{engine.lower()}-admission"
     return Verdict(fits, need, need, usable, 1 - utilization, budget, basis, reason, warnings)

@@ -120,7 +120,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                          hardware_files=ctx.hardware_files, catalog=ctx.cat(), quantization_advice=False,
                          media=job.media.fields(), engine=job.engine,
                          **{k: v for k, v in engine_settings(job, job.engine).items()
-                            if k in ("kv_unified", "engine_version")})
+                            if k in ("kv_unified", "engine_version", "max_num_seqs")})
     except _Skip:
         pass
     except LlmsizerError as e:
@@ -271,13 +271,21 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                     f"{rule.mode}: " + ("added to every decode step (formulas/speed.py eq. 7)" if rule.mode == "serial"
                                         else "a decode step takes max(device, host) (formulas/speed.py eq. 14)")
                     + ("" if rule.established else "; not established, 0 s used"), "estimate/engines.py STEP_HOST")
+    queued = f_peak.details.get("queued_sequences") if f_peak is not None and f_peak.fits else None
+    if queued and f_peak is not None:  # above the engine's running cap the rest of the users wait (fit's queue, one answer)
+        spd.add("queue_wait_peak", "wait for a running slot, peak (queued requests)",
+                f_peak.details.get("queue_wait_seconds"), "s",
+                f"{queued} of {per_replica(conc_peak, machines)} requests per machine above the engine's running cap "
+                "(estimate/inference/common.py eq. R1) wait W x (C / R - 1)", "formulas/serving_queue.py eq. (Q3)")
     spd.add("ttft_required", "time to first token required", job.latency.ttft, "s", "latency.ttft")
     spd.add("tps_user_required", "tokens/s per user required", job.latency.tokens_per_second_per_user, "tokens/s")
     notes.facts.update({"ttft_peak": sp_peak.ttft_seconds if sp_peak else None,
                         "tps_user_peak": sp_peak.tokens_per_second_per_user if sp_peak else None})
 
     # ---- network ----
-    net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes)
+    # the requests in service: above the engine's running cap the others wait and add no requests/s (eq. Q1)
+    net = _network(job, sp_typ, sp_peak, conc_typ, conc_peak, ctx_typ, ctx_peak, out_typ, out_peak, notes,
+                   {"typical": _in_service(f_typ, conc_typ, machines), "peak": _in_service(f_peak, conc_peak, machines)})
     # ---- storage ----
     st = _storage(job, spec, fmt_used, adapters, net, notes)
     # ---- cost ----
@@ -343,6 +351,13 @@ def _media_figures(job: InferenceJob, est: Estimate | None, ctx_peak: int, mem: 
             else f"({ctx_peak:,} text tokens + {media}, their tokens not sized)")
 
 
+def _in_service(f: FitResult | None, concurrency: int, machines: int) -> int:
+    """The requests the ``machines`` serve at once of ``concurrency`` (each machine's fit at its share runs
+    ``running_sequences``: estimate/inference/common.py eq. R1); the rest wait in the engines' queues."""
+    running = f.details.get("running_sequences") if f is not None else None
+    return concurrency if running is None else min(concurrency, int(running) * machines)
+
+
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,
           job: InferenceJob, on_cpu: bool, batch: dict[str, Any] | None = None) -> Estimate | None:
     """What the workload needs on one device of a replica (no memory budget, so vLLM reports its need).
@@ -352,7 +367,7 @@ def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int
         return estimate_inference(spec, engine=engine, weights=fmt, context=context, concurrency=max(1, concurrency),
                                   output_tokens=output, **split_or_tp(engine, tp, on_cpu),
                                   kv_dtype=job.kv_cache_dtype, dtype=job.precision, device="cpu" if on_cpu else "gpu",
-                                  **job.media.fields(), **engine_settings(job, engine), **(batch or {}))
+                                  **job.media.fields(), **{**engine_settings(job, engine), **(batch or {})})
     except InputError:
         return None
 
@@ -388,7 +403,10 @@ def _adapters(job: InferenceJob, spec: ModelSpec, src: TrainingJob | None, tp: i
 
 
 def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_peak: int, ctx_typ: int,
-             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes) -> Sec:
+             ctx_peak: int, out_typ: int, out_peak: int, notes: JobNotes, served: dict[str, int] | None = None) -> Sec:
+    """The network section; ``served``: the requests in service at each level (the rest queue above the engine's
+    running cap: ``_in_service``), the in-flight concurrency where not given."""
+    served = served or {}
     net = Sec("network", "Network")
     stream = job.access.stream if job.access.stream is not None else True
     if job.access.stream is None:
@@ -401,8 +419,11 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
             rate, how = given, "traffic.requests_per_second"
         elif sp is not None and sp.ttft_seconds is not None and (sp.tokens_per_second_per_user or out == 0):
             w = N.request_seconds(sp.ttft_seconds, out, sp.tokens_per_second_per_user)
-            rate = N.littles_law_rate(conc, w)
-            how = f"Little's law: {conc} in flight / {w:.1f} s per request (TTFT + {out} tokens at the decode speed)"
+            in_service = served.get(level, conc)  # above the engine's running cap the others wait (eq. Q1)
+            rate = N.littles_law_rate(in_service, w)
+            how = (f"Little's law: {in_service} in service / {w:.1f} s per request (TTFT + {out} tokens at the decode "
+                   "speed)" + (f"; the other {conc - in_service} of {conc} wait in the engine's queue "
+                               "(formulas/serving_queue.py eq. Q1)" if in_service < conc else ""))
         else:
             rate, how = None, "unknown: give traffic.requests_per_second"
         rates[level] = rate

@@ -50,6 +50,13 @@ def render_fit(r: FitResult) -> str:
                        f"at {s.concurrency} of the {conc} sequences"
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
+        queued, wait = r.details.get("queued_sequences"), r.details.get("queue_wait_seconds")
+        if queued and r.fits:
+            out.append(f"queue: {queued:,} of {int(r.details.get('concurrency', 0)):,} requests wait for a running slot "
+                       f"({int(r.details.get('running_sequences', 0)):,} run at once)"
+                       + (f"; mean wait {wait:.2f} s before the prefill, so TTFT {wait + (s.ttft_seconds or 0):.2f} s"
+                          if wait is not None else "")
+                       + "; the tokens/s are the running sequences' (formulas/serving_queue.py eqs. Q1-Q3)")
         for w in s.warnings:
             out.append(f"warning: {w}")
     layouts = layouts_line(r)

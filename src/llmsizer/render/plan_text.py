@@ -66,6 +66,8 @@ def _job_lines(j: JobPlan) -> list[str]:
                       "the peak context" if adm is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
                    f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user"
+                   + (f"; at peak, requests above the engine's running cap wait {_v(j, 'speed', 'queue_wait_peak')} "
+                      "for a slot" if j.section("speed").get("queue_wait_peak") is not None else "")
                    + _host_step(j))
         net = j.section("network")
         extras = [x for x in (net.value("isolation"), "fixed address" if net.value("fixed_address") else None) if x]

@@ -20,7 +20,8 @@ def option_rows(rec: Recommendation, top: int = 8) -> tuple[list[list[str]], lis
 
     if rec.kind == "inference":
         rows = [[o.status, o.target, hw(o), o.weights_format.removeprefix("gguf:"), _price(o),
-                 f"{o.ttft_seconds:.2f} s" if o.ttft_seconds is not None else "?",
+                 (f"{o.ttft_seconds:.2f} s" + (f" (+{o.queue_wait_seconds:.2f} s queue)" if o.queue_wait_seconds else ""))
+                 if o.ttft_seconds is not None else "?",
                  f"{o.tokens_per_second_per_user:.1f}" if o.tokens_per_second_per_user else "?",
                  f"{o.tokens_per_second:,.0f}" if o.tokens_per_second else "?",
                  f"${o.cost_per_million_tokens:.2f}" if o.cost_per_million_tokens is not None else "-"]
@@ -47,7 +48,11 @@ def render_recommendation(rec: Recommendation, top: int = 8) -> str:
     if rows:
         out.append(table(rows, header))
     if rec.chosen is not None:
-        out.append("chosen: " + rec.chosen.target + " - " + "; ".join(rec.chosen.reasons))
+        c = rec.chosen
+        queue = (f"; {c.running_sequences:,} run at once, the other requests wait {c.queue_wait_seconds:.2f} s for a "
+                 "slot on average (formulas/serving_queue.py eq. Q3)" if c.queue_wait_seconds and c.running_sequences
+                 else "")
+        out.append("chosen: " + c.target + " - " + "; ".join(c.reasons) + queue)
     for a in rec.advice:
         out.append("advice: " + a)
     for q in rec.quantization:

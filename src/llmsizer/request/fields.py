@@ -347,6 +347,9 @@ INFERENCE = (
           template=False),
         F("kv_unified", "bool", "llama.cpp -kvu: one KV buffer shared by all sequences; default: llama-server's "
           "with -np N, one stream per sequence", True, template=False),
+        F("max_num_seqs", "int", "vLLM --max-num-seqs / SGLang --max-running-requests: sequences run at once, the "
+          "other requests wait in the engine's queue (default: the engine's)", 256, bounds=CONCURRENCY,
+          template=False),
     )),
     F("adapters", "section", "LoRA adapters on the served model", kinds=("inference",), template=False, fields=(
         F("mode", "enum", "merged into the weights, or loaded dynamically by the server", "merged",

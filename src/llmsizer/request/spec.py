@@ -207,6 +207,7 @@ class EngineSettings:
     tensor_split: tuple[float, ...] | None = None  # llama.cpp -ts
     n_cpu_moe: int | None = None  # llama.cpp --n-cpu-moe
     mem_fraction_static: float | None = None  # SGLang --mem-fraction-static
+    max_num_seqs: int | None = None  # vLLM --max-num-seqs / SGLang --max-running-requests: the rest queue
     kv_unified: bool | None = None  # llama.cpp -kvu: one KV buffer for all sequences; None: llama-server's with -np N
 
     def fields(self) -> dict[str, Any]:

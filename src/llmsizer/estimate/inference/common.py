@@ -43,6 +43,24 @@ class Context:
     dtype: str = "bf16"  # the compute (activation) dtype
 
 
+def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None = None) -> int:
+    """Sequences the engine runs at once; the rest of ``w.concurrency`` wait in its queue:
+
+        running = min(concurrency, cap, admits)                                                    (R1)
+
+    ``cap``: the engine's limit on running sequences, given or its default (vLLM ``max_num_seqs``: the scheduler
+    takes no waiting request once ``len(self.running) == self.max_num_running_reqs``, which is
+    ``scheduler_config.max_num_seqs``, vllm/v1/core/sched/scheduler.py ``Scheduler.schedule``; its default by GPU in
+    ``vllm.py`` ``vllm_max_num_seqs``; SGLang ``max_running_requests``,
+    ``sglang.py`` eq. 4); None: the engine batches every sequence it is given (transformers, llama.cpp's slots).
+    ``admits``: the sequences of the full context the engine's KV pool holds, where the engine keeps the others
+    waiting (vLLM, SGLang: a request is scheduled only when its KV blocks can be allocated, preempted when they
+    cannot); None: no pool (the engine allocates for every sequence). Memory is sized for ``min(concurrency, cap)``:
+    what the engine would run with room for it; fewer (``admits``) is the fit's 'does not fit'."""
+    bounds = [w.concurrency] + [b for b in (cap, admits) if b is not None]
+    return max(0, min(bounds))
+
+
 def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None, note: str = "") -> Item:
     parts = ", ".join(f"{k} {format_bytes(v)}" for k, v in sorted(wb.by_storage.items(), key=lambda kv: -kv[1]))
     return Item("weights", wb.total if nbytes is None else nbytes, location,

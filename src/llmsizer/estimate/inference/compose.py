@@ -19,7 +19,7 @@ from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_pa
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
 from ...result import Assumption, Estimate, Notes
 from ...specs import InferenceWorkload, ModelSpec
-from ...specs.workload import check_pool_shares
+from ...specs.workload import ENGINE_NAMES, check_pool_shares
 from .. import engines as E
 from .. import ranges as R
 from ..allocator import INFERENCE, apply_metric, calibrated_need
@@ -32,7 +32,7 @@ from ..device import (
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
-from .common import Acc, Context, state_dtypes, state_of
+from .common import Acc, Context, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
 
@@ -326,6 +326,14 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
+    # the sequences run at once (common.py eq. R1): an engine without a cap runs every one; above a cap the rest queue
+    ctx.details.setdefault("running_sequences", w.concurrency)
+    cap = ctx.details.get("running_cap")
+    if cap is not None and running_sequences(w, cap) < w.concurrency:
+        ctx.details["queued_sequences"] = w.concurrency - running_sequences(w, cap)
+        acc.assumptions.append(queue_assumption(ENGINE_NAMES[str(w.engine)], w.concurrency,
+                                                running_sequences(w, cap), str(ctx.details["running_cap_name"]),
+                                                int(cap), w.max_num_seqs is None))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         device="cpu" if w.device == "cpu" else w.gpu_runtime,
                                         kv_pool=w.engine in ("vllm", "sglang")))
@@ -366,9 +374,26 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
 
 def _pool_admits(est: Estimate) -> int:
     """Sequences of the context a pool engine's pool holds (vLLM's KV blocks, SGLang's token pool). One rule for
-    both engines: the verdict is the pool's; the engine's default cap on running sequences only warns (a
-    deployment raises it), while a cap the user states is checked in ``_check_fit``."""
+    both engines: the verdict is whether the pool holds the sequences the engine runs at once (``_to_run``)."""
     return int(est.details.get("max_concurrency_at_context", 0))
+
+
+def _to_run(est: Estimate, w: InferenceWorkload) -> int:
+    """The sequences a pool engine runs at once with room for them: min(concurrency, its cap) (common.py eq. R1
+    without the pool's bound); the others wait in its queue, which is no reason not to fit."""
+    return running_sequences(w, est.details.get("running_cap"))
+
+
+def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str, cap: int,
+                     default: bool = True) -> Assumption:
+    """The named assumption that the requests above an engine's running cap wait in its queue (``default``: the cap
+    is the engine's default, not one the user stated)."""
+    return Assumption("running_sequences", running, default,
+                      f"{engine} runs at most {cap_name} = {cap} sequences at once: {concurrency - running} of the "
+                      f"{concurrency} requests wait in its queue (vLLM: vllm/v1/core/sched/scheduler.py "
+                      "Scheduler.schedule takes no waiting request once max_num_running_reqs run; SGLang: "
+                      "max_running_requests); memory is sized for the running ones, the wait is the fit's "
+                      "queue_wait_seconds (formulas/serving_queue.py eq. Q2)")
 
 
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
@@ -377,13 +402,14 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
-        v = admission_verdict(_pool_admits(est), w.concurrency, w.context, est.total("device")[1], mem, util)
+        v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context, est.total("device")[1], mem, util,
+                              requested=w.concurrency)
     elif w.engine == "sglang":
         mfs = float(est.details.get("mem_fraction_static") or 0.0)
-        v = admission_verdict(_pool_admits(est), w.concurrency, w.context,
+        v = admission_verdict(_pool_admits(est), _to_run(est, w), w.context,
                               est.total("device")[1], mem, mfs, engine="SGLang",
                               pool=f"token pool ({int(est.details.get('max_total_num_tokens', 0)):,} tokens)",
-                              knob="mem_fraction_static")
+                              knob="mem_fraction_static", requested=w.concurrency)
         if est.details.get("sglang_too_small"):  # no pool at all: say why, not "0 tokens at a fraction"
             v = dataclasses.replace(v, reason=str(est.details["sglang_too_small"]),
                                     warnings=(f"does not fit: {est.details['sglang_too_small']}",))
@@ -399,9 +425,5 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
         v = memory_verdict(mid, hi, mem, check_headroom(w.headroom), est.details.get("calibrated_range"))
-    if w.engine in ("vllm", "sglang") and v.fits and w.max_num_seqs is not None and w.max_num_seqs < w.concurrency:
-        # a stated --max-num-seqs / --max-running-requests: that server runs no more at once
-        cap = f"max_num_seqs {w.max_num_seqs} (stated) caps the sequences run at once; {w.concurrency} requested"
-        v = dataclasses.replace(v, fits=False, reason=cap, warnings=(f"does not fit: {cap}",))
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)

@@ -20,9 +20,12 @@ from . import estimate_inference
 from .compose import inference_workload
 
 
-def _fits(spec: ModelSpec, w: InferenceWorkload, level: int) -> bool:
-    """The verdict of estimate/verdict.py at the chosen end of the range (vLLM: what its pool admits)."""
+def _fits(spec: ModelSpec, w: InferenceWorkload, level: int, all_run: bool = False) -> bool:
+    """The verdict of estimate/verdict.py at the chosen end of the range (vLLM: what its pool admits); ``all_run``:
+    and every sequence runs at once (none waits in the engine's queue above its cap: common.py eq. R1)."""
     est = estimate_inference(spec, w)
+    if all_run and int(est.details.get("running_sequences", w.concurrency)) < w.concurrency:
+        return False
     if w.engine == "vllm" or level == 1:
         return bool(est.details["fits"])
     loc = "host" if w.device == "cpu" else "device"
@@ -33,7 +36,7 @@ def _largest(spec: ModelSpec, w: InferenceWorkload, field: str, upper: int, leve
     """Largest value in [lowest, upper] that fits, or 0 when ``lowest`` itself does not (asked first)."""
     def fits(k: int) -> bool:
         changes: dict[str, Any] = {field: k}
-        return _fits(spec, replace(w, **changes), level)
+        return _fits(spec, replace(w, **changes), level, field == "concurrency")
     return largest_true(fits, lowest, upper) if fits(lowest) else 0
 
 
@@ -71,7 +74,8 @@ def max_context(model: ModelSpec | str, memory: int | None = None, *, level: str
 def max_concurrency(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
                     **kwargs: Any) -> int:
     """Largest number of concurrent sequences of ``context`` tokens that fits ``memory`` bytes (None: the memory of
-    ``device=``, as ``infer --device --max-concurrency``)."""
+    ``device=``, as ``infer --device --max-concurrency``) and runs at once: above vLLM's max_num_seqs or SGLang's
+    max_running_requests more requests fit only as a queue (estimate/inference/common.py eq. R1)."""
     spec, w = _prepare(model, memory, kwargs)
     return _largest(spec, w, "concurrency", int(CONCURRENCY.high), _level(level))
 

@@ -43,7 +43,7 @@ from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
 from ...units import MiB, format_bytes
 from .. import engines as E
-from .common import Context, kv_item, weights_item
+from .common import Context, kv_item, running_sequences, weights_item
 
 
 def prefill_graph_sizes(max_bs: int) -> list[int]:
@@ -84,7 +84,10 @@ def compose_sglang(ctx: Context) -> None:
                             "not modelled: every layer is counted as full attention (fewer tokens than SGLang)")
     acc.items.append(weights_item(ctx.wb, "device"))
     ctx.details.update({"kv_cell_bytes": cell})
-    need = kv_item(ctx, w.context, w.concurrency, "device", block=1, window_extra=0)
+    # without a memory SGLang's default max_running_requests (eq. 4, from the pool) is unknown: a stated one caps
+    need = kv_item(ctx, w.context, running_sequences(w, w.max_num_seqs), "device", block=1, window_extra=0)
+    ctx.details.update({"running_cap": w.max_num_seqs, "running_cap_name": "max_running_requests",
+                        "running_sequences": running_sequences(w, w.max_num_seqs)})
     if w.memory is None:
         acc.items.append(need)
         acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
@@ -101,6 +104,7 @@ def compose_sglang(ctx: Context) -> None:
         ctx.details.update({
             "sglang_too_small": too_small, "mem_fraction_static": None, "max_total_num_tokens": 0, "kv_tokens": 0,
             "max_running_requests": 0, "max_concurrency_at_context": 0, "admitted_sequences": 0,
+            "running_sequences": 0,
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
             "workload_bytes": ctx.wb.total + need.bytes + E.CUDA_CONTEXT.expected,
             "workload_budget_bytes": 0})  # the reserve takes the whole device: nothing is left for the workload
@@ -122,6 +126,8 @@ def compose_sglang(ctx: Context) -> None:
     max_running = min(w.max_num_seqs, tokens // 2) if w.max_num_seqs is not None else min(est_reqs, tokens // 2)
     fits_one = tokens // w.context
     admitted = min(fits_one, max_running)
+    if max_running != w.max_num_seqs:  # the pool's default cap: the need is for what it runs (common.py eq. R1)
+        need = kv_item(ctx, w.context, running_sequences(w, max_running), "device", block=1, window_extra=0)
     reserve = pre - int(mfs * pre)
     acc.items.append(Item("kv_cache", pool, "device",
                           formula=f"{mfs} x (memory - CUDA context) {format_bytes(pre)} - weights = "
@@ -139,6 +145,7 @@ def compose_sglang(ctx: Context) -> None:
         "mem_fraction_static": mfs, "kv_pool_bytes": pool, "max_total_num_tokens": tokens, "kv_tokens": tokens,
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
+        "running_cap": max_running, "running_sequences": running_sequences(w, max_running, fits_one),
         "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected + comm,
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         "kv_needed_bytes": need.bytes})
@@ -148,8 +155,6 @@ def compose_sglang(ctx: Context) -> None:
     elif fits_one < 1:
         acc.warnings.append(f"one sequence of {w.context} tokens needs more than the {tokens:,} tokens SGLang's pool "
                             "holds")
-    if max_running < w.concurrency:
-        acc.warnings.append(f"max_running_requests {max_running} caps concurrency below the {w.concurrency} requested")
     acc.assumptions.append(_radix_note())
     _compare_vllm(ctx, tokens)
 

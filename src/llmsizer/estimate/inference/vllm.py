@@ -30,26 +30,32 @@ from ...formulas.activations import prefill_activation_bytes
 from ...formulas.kv_cache import kv_cache
 from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
-from ...units import GiB, format_bytes
+from ...units import format_bytes
 from .. import engines as E
-from .common import Context, kv_item, state_item, state_of, weights_item
+from .common import Context, kv_item, running_sequences, state_item, state_of, weights_item
 
 
-def _defaults(ctx: Context) -> tuple[int, int]:
-    """vLLM's max_num_seqs / max_num_batched_tokens defaults for `vllm serve` (EngineArgs batch defaults)."""
-    big = ctx.w.memory is not None and ctx.w.memory >= 70 * GiB
-    return (1024, 8192) if big else (256, 2048)
+def vllm_batch_defaults(memory: int | None) -> tuple[int, int]:
+    """vLLM's (max_num_seqs, max_num_batched_tokens) defaults for `vllm serve` on a GPU of ``memory`` bytes
+    (estimate/engines.py VLLM_MAX_NUM_SEQS*: EngineArgs._set_default_args). Without a memory the smaller pair."""
+    if memory is not None and memory >= E.VLLM_BIG_GPU_BYTES:
+        return E.VLLM_MAX_NUM_SEQS_BIG, E.VLLM_MAX_NUM_BATCHED_TOKENS_BIG
+    return E.VLLM_MAX_NUM_SEQS, E.VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 def compose_vllm(ctx: Context) -> None:
     spec, w, acc = ctx.spec, ctx.w, ctx.acc
-    seqs_default, tokens_default = _defaults(ctx)
-    why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; A100 excepted)"
-           if seqs_default == 1024 else "vllm serve default on GPUs under 70 GiB (or memory not given)")
+    seqs_default, tokens_default = vllm_batch_defaults(w.memory)
+    why = ("vllm serve default on GPUs with >= 70 GiB (EngineArgs batch defaults; vLLM gives an A100 the smaller "
+           "pair, which the memory alone does not tell: give --max-num-seqs 256 --max-num-batched-tokens 2048 there)"
+           if seqs_default == E.VLLM_MAX_NUM_SEQS_BIG else "vllm serve default on GPUs under 70 GiB (or memory not given)")
     util = acc.assume("gpu_memory_utilization", E.VLLM_GPU_MEMORY_UTILIZATION, w.gpu_memory_utilization,
                       "vLLM CacheConfig default (0.92 on the newest main; 0.9 in released docs)")
     mnbt = acc.assume("max_num_batched_tokens", tokens_default, w.max_num_batched_tokens, why)
-    mns = acc.assume("max_num_seqs", seqs_default, w.max_num_seqs, why)
+    # vLLM's default is capped at max_num_batched_tokens (EngineArgs._set_default_args: min(table, mnbt))
+    mns = acc.assume("max_num_seqs", min(seqs_default, mnbt), w.max_num_seqs,
+                     why + ("" if seqs_default <= mnbt else f"; min(its {seqs_default}, max_num_batched_tokens)"))
+    running = running_sequences(w, mns)  # what the scheduler runs at once with room for it (common.py eq. R1)
     block = acc.assume("block_size", 16, w.paged_block_size, "vLLM default KV block (tokens)")
     tp = w.tensor_parallel
     page = None  # a recurrent layer's state page per sequence (padded to the attention page in a hybrid)
@@ -92,11 +98,12 @@ def compose_vllm(ctx: Context) -> None:
                        indexer_cache=E.VLLM.dsa_indexer_cache,
                        window_extra=extra, block_size=block).total_bytes
     one_seq = per_device(one_seq + _sliding_spare_block(ctx, block), share)
-    need = kv_item(ctx, w.context, w.concurrency, "device", block=block, window_extra=extra)
-    state = state_item(ctx, w.concurrency, "device", padded_layer_bytes=page) if page is not None else None
+    need = kv_item(ctx, w.context, running, "device", block=block, window_extra=extra)
+    state = state_item(ctx, running, "device", padded_layer_bytes=page) if page is not None else None
     state_one = state_item(ctx, 1, "device", padded_layer_bytes=page).bytes if page is not None else 0
     one_seq += state_one
-    ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq})
+    ctx.details.update({"kv_needed_bytes": need.bytes, "kv_bytes_per_sequence": one_seq, "running_cap": mns,
+                        "running_cap_name": "max_num_seqs", "running_sequences": running})
     if state is not None:
         ctx.details.update({"recurrent_state_needed_bytes": state.bytes, "recurrent_state_bytes_per_sequence":
                             state_one})
@@ -128,7 +135,8 @@ def compose_vllm(ctx: Context) -> None:
     blocks = max(kv_only, 0) // max(int(per_token_layers * block), 1) if spec.kv_cache_layers else 0
     ctx.details.update({"gpu_memory_utilization": util, "kv_pool_bytes": kv_avail, "kv_blocks": int(blocks), "kv_tokens": int(blocks * block),
                         "max_concurrency_at_context": int(admitted),
-                        "admitted_sequences": int(min(admitted, mns))})
+                        "admitted_sequences": int(min(admitted, mns)),
+                        "running_sequences": running_sequences(w, mns, int(admitted))})
     if not spec.kv_cache_layers:  # attention-free: the pool is whole-request state pages, not token blocks
         ctx.details["recurrent_state_pages"] = int(admitted)
     pool_what = f"{int(blocks)} blocks of {block} tokens" if spec.kv_cache_layers else "recurrent state pages"
@@ -146,8 +154,6 @@ def compose_vllm(ctx: Context) -> None:
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
-    if mns < w.concurrency:
-        acc.warnings.append(f"max_num_seqs {mns} caps concurrency below the {w.concurrency} requested")
     if E.CUDA_CONTEXT.expected > w.memory - pool:
         acc.warnings.append(f"the CUDA context (~{format_bytes(E.CUDA_CONTEXT.expected)}) may not fit the "
                             f"{1 - util:.0%} left outside the vLLM pool")
