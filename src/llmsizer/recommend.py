@@ -64,7 +64,7 @@ from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
 from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
 from .formulas.cost import cost_per_million_tokens
-from .formulas.kv_cache import kv_dtype_bytes
+from .formulas.kv_cache import kv_dtype_name
 from .formulas.params import count_params
 from .formulas.training_time import device_hours
 from .frozen import fast_init
@@ -468,7 +468,7 @@ def _check_workload(fields: Mapping[str, Any], context: int, concurrency: int, o
             raise InputError(f"{name} applies to engine {' or '.join(owners)}; give engine {owners[0]} "
                              f"(--engine {owners[0]})")
     if fields.get("kv_dtype") is not None:
-        kv_dtype_bytes(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
+        kv_dtype_name(str(fields["kv_dtype"]))  # an unknown name: the KV table's own message
     check_pool_shares(eng, headroom, fields.get("gpu_memory_utilization"))
     if eng is not None and fields.get("kv_dtype") is not None:  # a KV dtype the stated engine cannot store
         check_engine_kv_dtype(eng, str(fields["kv_dtype"]))

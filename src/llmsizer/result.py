@@ -76,9 +76,10 @@ class Assumption:
     @property
     def mark(self) -> str:
         """How a rendered line marks it after ``name=value``: '' when given, ' (default)', or, for a default chosen
-        for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'."""
+        for the device (its ``why`` begins 'default for'), that reason: ' (default for rtx-4090: llama.cpp ...)'; a
+        given ``auto`` resolved to ``value`` (its ``why`` begins 'auto -> '), that: ' (auto -> fp16: the model's ...)'."""
         if not self.default:
-            return ""
+            return f" ({self.why})" if self.why.startswith("auto -> ") else ""
         return f" ({self.why})" if self.why.startswith("default for ") else " (default)"
 
 

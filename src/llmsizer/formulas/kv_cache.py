@@ -86,19 +86,39 @@ INDEXER_CACHE_KINDS = ("kv", "fp8_scaled")
 INDEXER_FP8_SCALE_BLOCK = 128
 
 
+# the KV cache in the model's own (activation) dtype: vLLM vllm/utils/torch_utils.py kv_cache_dtype_str_to_dtype
+# (``if kv_cache_dtype == "auto": return model_config.dtype``; vllm/config/cache.py CacheDType), SGLang
+# model_executor/model_runner.py (``kv_cache_dtype == "auto"``: ``self.kv_cache_dtype = self.dtype``)
+KV_DTYPE_AUTO = "auto"
+
+
 def kv_dtype_name(kv_dtype: str) -> str:
-    """The canonical name of a KV cache dtype (``float16``/``f16`` -> ``fp16``, ...); InputError if unknown."""
+    """The canonical name of a KV cache dtype (``float16``/``f16`` -> ``fp16``, ...; ``auto`` stays ``auto``: it
+    has no size until ``resolve_kv_dtype`` gives it the model's dtype); InputError if unknown."""
     key = kv_dtype.strip().lower().replace("-", "_")
-    key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32",
-           "auto": "bf16"}.get(key, key)
-    if key not in KV_DTYPE_BYTES:
-        raise InputError(f"unknown KV cache dtype {kv_dtype!r}{did_you_mean(key, KV_DTYPE_BYTES)} "
-                         f"(known: {', '.join(sorted(KV_DTYPE_BYTES))})")
+    key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32"}.get(key, key)
+    if key != KV_DTYPE_AUTO and key not in KV_DTYPE_BYTES:
+        known = [*sorted(KV_DTYPE_BYTES), KV_DTYPE_AUTO]
+        raise InputError(f"unknown KV cache dtype {kv_dtype!r}{did_you_mean(key, known)} (known: {', '.join(known)})")
     return key
 
 
+def resolve_kv_dtype(kv_dtype: str, model_dtype: str) -> str:
+    """The canonical KV cache dtype, ``auto`` -> ``model_dtype`` (the model's activation dtype, KV_DTYPE_AUTO).
+
+    >>> resolve_kv_dtype("auto", "float16"), resolve_kv_dtype("fp8", "bf16")
+    ('fp16', 'fp8')
+    """
+    name = kv_dtype_name(kv_dtype)
+    return kv_dtype_name(model_dtype) if name == KV_DTYPE_AUTO else name
+
+
 def kv_dtype_bytes(kv_dtype: str) -> float:
-    return KV_DTYPE_BYTES[kv_dtype_name(kv_dtype)]
+    """Bytes per element of a KV cache dtype; ``auto`` must be resolved first (``resolve_kv_dtype``)."""
+    name = kv_dtype_name(kv_dtype)
+    if name == KV_DTYPE_AUTO:
+        raise InputError("KV cache dtype 'auto' is the model's dtype: resolve it with the model (resolve_kv_dtype)")
+    return KV_DTYPE_BYTES[name]
 
 
 def kv_elements_per_token_layer(spec: ModelSpec, mla_mode: str = "latent", repeated_kv: bool = False) -> int:

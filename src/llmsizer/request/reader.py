@@ -613,8 +613,8 @@ class _Reader:
             self.jerr(i, j, "service.ongoing", "give service.duration or ongoing: true, not both")
         if j.kv_cache_dtype is not None:
             try:
-                from ..formulas.kv_cache import kv_dtype_bytes
-                kv_dtype_bytes(j.kv_cache_dtype)
+                from ..formulas.kv_cache import kv_dtype_name
+                kv_dtype_name(j.kv_cache_dtype)
             except InputError as e:
                 self.jerr(i, j, "kv_cache_dtype", str(e))
         if j.engine_version is not None:  # the workload field's own checks (specs/workload.py), with the line

@@ -13,7 +13,7 @@ from typing import Any
 from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.kv_cache import kv_cache, kv_dtype_name
+from ...formulas.kv_cache import KV_DTYPE_AUTO, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
@@ -58,6 +58,8 @@ def check_engine_kv_dtype(engine: str, kvd: str) -> None:
     sized), naming the engines that can; read by every estimate, and by recommend before its search."""
     profile = E.PROFILES[engine]
     name = kv_dtype_name(kvd)  # validates the name
+    if name == KV_DTYPE_AUTO:  # the model's dtype (fp32, fp16 or bf16), checked again once resolved (_kv_dtype)
+        return
     if name not in profile.kv_dtypes:
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
         raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
@@ -66,10 +68,17 @@ def check_engine_kv_dtype(engine: str, kvd: str) -> None:
 
 
 def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
-    default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
-    kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
+    """The KV cache dtype, the one place it is resolved: the engine's default, or the given one, ``auto`` being the
+    model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang)."""
+    if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) == KV_DTYPE_AUTO:
+        kvd = resolve_kv_dtype(w.kv_dtype, dtype)
+        acc.assumptions.append(Assumption("kv_dtype", kvd, False, f"auto -> {kvd}: the model's dtype, as vLLM's and "
+                                          "SGLang's kv_cache_dtype=auto"))
+    else:
+        default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
+        kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
     check_engine_kv_dtype(profile.name, kvd)
-    if profile.name == "transformers" and kvd not in ("fp32", "fp16", "bf16"):
+    if profile.name == "transformers" and kv_dtype_name(kvd) not in ("fp32", "fp16", "bf16"):
         acc.warnings.append("transformers' default DynamicCache stores K/V in the activation dtype; a "
                             f"{kvd} KV cache needs a QuantizedCache (quanto/HQQ backends)")
     return kvd
