@@ -732,9 +732,16 @@ def _warnings(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc
     if ctx.optimizer.paged:
         acc.warnings.append("paged optimizer states are in CUDA unified memory: listed as a host item; they occupy "
                             "GPU memory when it is free and torch.cuda.max_memory_allocated does not count them")
-    if w.pp > 1:
-        acc.warnings.append(f"memory of the most loaded pipeline stage ({st.stage}); the first stage keeps "
-                            f"{min(w.pp, w.grad_accumulation)} micro-batches in flight under 1F1B")
+    if w.pp > 1:  # the schedule the timeline modelled (estimate/training/timeline.py stage_timeline)
+        if tl.inflight_by_stage:  # formulas/parallelism.py interleaved_peak_inflight
+            held = tl.inflight_by_stage
+            how = (f"under Interleaved1F1B ({w.virtual_stages} stages a rank) it holds {sum(held)} micro-batches in "
+                   f"flight at its fullest point ({' + '.join(map(str, held))} on its local stages)")
+        else:  # formulas/parallelism.py inflight_microbatches
+            how = (f"under 1F1B it keeps {tl.inflight} micro-batch{'es' if tl.inflight > 1 else ''} in flight "
+                   f"(min(pp - rank, micro-batches) = "
+                   f"min({w.pp - st.stage}, {w.grad_accumulation}))")
+        acc.warnings.append(f"memory of the most loaded pipeline rank ({st.stage} of {w.pp}); {how}")
         if w.grad_accumulation < w.pp:
             acc.warnings.append(f"pipeline with {w.grad_accumulation} micro-batches < {w.pp} stages leaves bubbles; "
                                 "set grad_accumulation >= pp")
