@@ -2,8 +2,9 @@
 `fit --device D` (its ``memory`` object) and ``estimate_inference(..., device=D)``: the same breakdown and totals, the
 same assumptions (the device named first, where its memory came from, the engine's default for it) and the same
 warnings. Before, `fit`'s estimate was sized on the device's kind alone and named neither the device nor its memory,
-and its engine line was the profile's as if the engine had been given (estimate/device.py ``named_device_notes``, the
-one home `infer --device` and `fit --train` already went through). The device each names is the catalog's own entry
+its engine line was the profile's as if the engine had been given (estimate/device.py ``named_device_notes``, the one
+home `infer --device` and `fit --train` already went through), and a T4's "vLLM runs bf16 as fp16" was fit's own
+warning only, not its estimate's. The device each names is the catalog's own entry
 (``load_catalog().find``), not a value copied from our output."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from llmsizer.estimate.inference import estimate_inference
 CASES: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
     ("llama-3.1-8b", "h100-sxm", ("--context", "8k", "--concurrency", "4"), {"context": 8192, "concurrency": 4}),
     ("llama-3.1-8b", "rtx-4090", (), {}),
+    ("llama-3.1-8b", "t4", (), {}),  # vLLM runs bf16 as fp16 below compute capability 8.0: the device's warning
     ("qwen2.5-7b", "apple-m2-ultra-64gb", (), {}),
     ("llama-3.1-8b", "aws-m7i.4xlarge", (), {}),
     ("llama-3.1-8b", "gpu", ("--memory", "40GiB"), {"memory": 40 * 2**30}),

@@ -634,10 +634,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
+    if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
+        est = est.but(warnings=(*est.warnings, dtype_note))
     # (the device's warnings, which the estimate says first, are said above already)
     warnings.extend(filterfalse(_PER_DEVICE_NOTE, est.warnings[len(est_notes.warnings):]))
-    if dtype_note is not None:
-        warnings.append(dtype_note)
 
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them
