@@ -273,8 +273,9 @@ def workload_on_device(fields: dict[str, Any], asker: str, hardware_files: Seque
 
 def named_device_notes(device: Device, notes: Notes) -> Notes:
     """``target_memory``'s notes as an estimate on ``device`` states them: the device named first, then where its
-    memory came from; cpu / gpu (known only by kind) add nothing to the answer. `infer --device`, `train --device`
-    (through ``fit_training``), ``estimate_inference(device=)`` and ``estimate_training(device=)`` name it so."""
+    memory came from; cpu / gpu (known only by kind) add nothing to the answer. `infer --device`, `fit` (through
+    ``fit_memory``), `train --device` (through ``fit_training``), ``estimate_inference(device=)`` and
+    ``estimate_training(device=)`` name it so."""
     if device.origin == "generic":
         return Notes()
     notes.assumptions.insert(0, Assumption("device", device.id, False, device.name))

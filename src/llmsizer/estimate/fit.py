@@ -48,6 +48,7 @@ from .device import (
 from .engines import llamacpp_layer_split
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
+from .inference.compose import with_serving_notes
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, with_device_notes
@@ -512,16 +513,21 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if usable is None:
         raise InputError(f"{device.id} has no sourced memory size; give one with --memory (e.g. 64GiB; "
                          "memory= in Python, resources.memory in a request file)")
+    # the estimate names the device, its memory and the engine's default as estimate_inference(device=) does (so
+    # `infer --device`): the device's notes (named_device_notes), its warnings first, through the one path
+    est_notes = named_device_notes(device, notes)
+    if engine is None:
+        est_notes.assumptions.append(engine_note)
     on_cpu = workload_device_kind(device) == "cpu"
     dev = device_fields(device)
 
     def sized(t: int) -> Estimate:
         """The memory estimate of one replica at tensor parallelism ``t`` (its share of the load)."""
         per = per_replica(concurrency, 1 if split else n // t)  # the fullest replica's: its memory and speed are reported
-        return estimate_inference(spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})},
-                                  output_tokens=output_tokens,
-                                  weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"],
-                                  tensor_parallel=t, kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload)
+        return with_serving_notes(estimate_inference(
+            spec, **{**given, **({"concurrency": per} if "concurrency" in given else {})}, output_tokens=output_tokens,
+            weights=weights, engine=eng, device=dev["device"], gpu_runtime=dev["gpu_runtime"], tensor_parallel=t,
+            kv_dtype=kv_dtype, memory=usable, headroom=headroom, **workload), est_notes)
 
     models: dict[tuple[Any, ...], SpeedLayout] = {}  # speed.speed_model per workload (the same at every t)
     links: list[float | None] = []
@@ -628,9 +634,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
-    warnings.extend(filterfalse(_PER_DEVICE_NOTE, est.warnings))
-    if dtype_note is not None:
-        warnings.append(dtype_note)
+    if dtype_note is not None:  # last, where estimate_inference(device=) says it (it was sized on the device's kind)
+        est = est.but(warnings=(*est.warnings, dtype_note))
+    # (the device's warnings, which the estimate says first, are said above already)
+    warnings.extend(filterfalse(_PER_DEVICE_NOTE, est.warnings[len(est_notes.warnings):]))
 
     def result(speed: bool) -> FitResult:
         named, said = list(assumptions), list(warnings)  # this result's own: the speed stage adds to them

@@ -120,7 +120,7 @@ def estimate_inference(model: ModelSpec | str, workload: InferenceWorkload | Non
     w, notes, device = _workload_on_its_device(kwargs if workload is None else workload, "estimate_inference",
                                                spec)
     check_engine_on_device(str(w.engine), device)  # a named device: Apple silicon is a 'gpu' workload, not CUDA
-    est = _with_notes(_estimate(spec, w), notes)
+    est = with_serving_notes(_estimate(spec, w), notes)
     # a format the engine will not load on this GPU, or a dtype it replaces (fit applies the same rules)
     fmt = str(est.details.get("weights_format"))
     check_engine_runs(str(w.engine), fmt, device, spec)
@@ -215,9 +215,11 @@ def _assumed(est: Estimate, name: str) -> str:
     return next((str(a.value) for a in est.assumptions if a.name == name), "")
 
 
-def _with_notes(est: Estimate, notes: Notes) -> Estimate:
-    """``est`` with the device's assumptions and warnings first (``estimate/device.py`` ``target_memory``, as fit
-    says them) and the engine's default, when chosen, in place of the engine profile's line."""
+def with_serving_notes(est: Estimate, notes: Notes) -> Estimate:
+    """``est`` with the device's assumptions and warnings first (``estimate/device.py`` ``target_memory`` and
+    ``named_device_notes``, as fit says them) and the engine's default, when chosen, in place of the engine profile's
+    line. The one path: ``estimate_inference(device=)`` (so `infer --device`) and ``fit``'s estimate (``fit_memory``)
+    both state a named device so."""
     if not notes.assumptions and not notes.warnings:
         return est
     engine = [a for a in notes.assumptions if a.name == "engine"]
