@@ -64,7 +64,8 @@ def test_output_tokens_has_one_bound_that_admits_zero():
     traffic = next(f for f in JOB_FIELDS if f.name == "traffic")
     assert traffic.child("output").bounds is OUTPUT_TOKENS  # type: ignore[union-attr]
     for cmd in (["infer"], ["fit", "--device", "h100"], ["recommend"]):
-        assert build_parser().parse_args([*cmd, "llama-3.1-8b", "--output-tokens", "0"]).output_tokens == 0
+        argv = [*cmd, "llama-3.1-8b", "--output-tokens", "0"]  # the parser of argv's command, not of pytest's argv
+        assert build_parser(argv).parse_args(argv).output_tokens == 0
     assert _one_line("infer", "llama-3.1-8b", "--output-tokens", "-1").startswith("argument --output-tokens: ")
 
 
