@@ -64,3 +64,55 @@ def test_the_metric_words_follow_the_device() -> None:
     assert "CUDA context" in words[NVIDIA]
     assert words[CPU].startswith("host total")
     assert "Metal" in words[APPLE]
+
+
+# An AMD GPU, an Intel Gaudi and a TPU are not CUDA devices (their vendors' runtimes: ROCm/HIP, SynapseAI, XLA), yet
+# they were silently charged "the CUDA context" with no word of it. They keep CUDA's span (no measurement of their
+# own exists) but say it stands in, on every engine's path (vLLM and SGLang added their own context item before).
+NON_CUDA = {"mi300x": "ROCm", "gaudi2": "Gaudi", "tpu-v5e": "TPU"}
+SERVING_ENGINES = ("vllm", "sglang", "transformers", "llamacpp")
+
+
+@pytest.mark.parametrize("device", sorted(NON_CUDA))
+@pytest.mark.parametrize("engine", SERVING_ENGINES)
+def test_a_non_cuda_accelerator_names_the_stand_in(device: str, engine: str) -> None:
+    est = estimate_inference("llama-3.2-1b", device=device, engine=engine, context=4096)
+    stand_in = [a for a in est.assumptions if a.name == "device_context"]
+    assert len(stand_in) == 1 and NON_CUDA[device] in str(stand_in[0].value), (device, engine)
+    ctx = [i for i in est.items if i.name == "cuda_context"]
+    assert len(ctx) == 1 and NON_CUDA[device] in (ctx[0].formula or "")
+    metric = next(str(a.value) for a in est.assumptions if a.name == "metric")
+    assert NON_CUDA[device] in metric and "stand-in" in metric
+
+
+@pytest.mark.parametrize("engine", SERVING_ENGINES)
+def test_the_stand_in_is_cuda_s_span_and_nothing_else_moves(engine: str) -> None:
+    """The same workload on a generic CUDA GPU and on ROCm: the same item bytes (the span is CUDA's), only words."""
+    mem = 192 * 2**30
+    cuda = estimate_inference("llama-3.2-1b", device="gpu", engine=engine, context=4096, memory=mem)
+    rocm = estimate_inference("llama-3.2-1b", device="gpu", gpu_runtime="rocm", engine=engine, context=4096,
+                              memory=mem)
+    assert [(i.name, i.bytes, i.low, i.high) for i in cuda.items] == [(i.name, i.bytes, i.low, i.high)
+                                                                       for i in rocm.items]
+    assert not any(a.name == "device_context" for a in cuda.assumptions)
+
+
+def test_every_catalog_device_runs_its_vendor_s_runtime() -> None:
+    """The runtime follows the catalog row's vendor and kind: only NVIDIA GPUs are CUDA devices."""
+    from llmsizer.catalog.hardware import builtin_catalog
+    from llmsizer.estimate.device import device_fields
+
+    expected = {("NVIDIA", "gpu"): "cuda", ("AMD", "gpu"): "rocm", ("Intel", "accelerator"): "hpu",
+                ("Google", "tpu"): "xla", ("Apple", "apple"): "metal"}
+    seen = set()
+    for dev in builtin_catalog().devices.values():
+        if dev.kind == "cpu":
+            continue
+        assert device_fields(dev)["gpu_runtime"] == expected[(dev.vendor, dev.kind)], dev.id
+        seen.add((dev.vendor, dev.kind))
+    assert seen == set(expected)
+
+
+def test_training_on_rocm_names_the_stand_in() -> None:
+    est = estimate_training("llama-3.2-1b", device="mi300x", method="lora")
+    assert any(a.name == "device_context" and "ROCm" in str(a.value) for a in est.assumptions)

@@ -22,7 +22,10 @@ span (estimate/engines.py ``CUDA_CONTEXT``).
 The fixed context a device holds beside the tensors is the device's runtime's (``device_context``, the one place it
 is added): the CUDA context on an NVIDIA GPU (``gpu_runtime`` 'cuda'); none on an Apple chip (Metal: no CUDA
 context, and Metal's own command queues and compiled kernels are not modelled, named as the ``device_context``
-assumption); none on a CPU, whose process is the ``host_runtime`` item. The default metric's words say the same.
+assumption); none on a CPU, whose process is the ``host_runtime`` item. An AMD GPU (ROCm/HIP), an Intel Gaudi (its
+SynapseAI runtime) and a TPU (XLA) hold a runtime context too, but no figure was measured for any of them: they get
+the CUDA span as a stand-in, in the same ``cuda_context`` item, and the ``device_context`` assumption says so
+(``STAND_IN_WHY``). The default metric's words say the same.
 
 Segments are returned to the driver only by ``torch.cuda.empty_cache()`` (or an out-of-memory retry): what was
 reserved while the model was built (a QLoRA quantizer's transient, formulas/nf4_quantization.py) stays reserved, and
@@ -114,6 +117,12 @@ RESERVE = {
     INFERENCE: ReserveRatio(INFERENCE, 1.0085, 1.0091, 1.0097, ("AL01", "AL02")),
 }
 
+# the runtimes without a measured context of their own (specs/workload.py GPU_RUNTIMES): their names for the words
+STAND_INS = {"rocm": "AMD ROCm (HIP)", "hpu": "Intel Gaudi (SynapseAI)", "xla": "Google TPU (XLA)"}
+STAND_IN_WHY = ("no measured context of this runtime: the span of estimate/engines.py CUDA_CONTEXT (CUDA tools' "
+                "constants) stands in for its context, kernels and library handles; measure the runtime's own with "
+                "its SMI tool (rocm-smi, hl-smi) before relying on the last few hundred MiB")
+
 METRIC_WHY = ("what the figure is compared with: allocated = torch.cuda.max_memory_allocated, reserved = "
               "max_memory_reserved, nvidia-smi = reserved + CUDA context (--metric)")
 DEFAULT_TEXT = "device total: live tensors + CUDA context, no allocator reserve expected"
@@ -121,7 +130,9 @@ DEFAULT_TEXT = "device total: live tensors + CUDA context, no allocator reserve 
 DEFAULT_TEXTS = {"cuda": DEFAULT_TEXT,
                  "metal": "device total: live tensors (Apple Metal: no device context modelled), no allocator "
                           "reserve expected",
-                 "cpu": "host total: tensors in RAM + the process (host_runtime)"}
+                 "cpu": "host total: tensors in RAM + the process (host_runtime)",
+                 **{r: f"device total: live tensors + the {name} context (CUDA's span as a stand-in), no allocator "
+                       "reserve expected" for r, name in STAND_INS.items()}}
 METAL_CONTEXT_WHY = ("an Apple chip runs Metal, not CUDA: no CUDA context is added; Metal's own command queues and "
                      "compiled kernels are not modelled (no measurement: every constant of estimate/engines.py "
                      "CUDA_CONTEXT is a CUDA tool's), and the process's own memory is the host_runtime item")
@@ -129,21 +140,28 @@ METAL_CONTEXT_WHY = ("an Apple chip runs Metal, not CUDA: no CUDA context is add
 
 def context_span(gpu_runtime: str) -> E.Span:
     """The fixed context one GPU of ``gpu_runtime`` holds beside the tensors (specs/workload.py GPU_RUNTIMES): the
-    CUDA context's span, or nothing on Metal (``METAL_CONTEXT_WHY``)."""
-    return E.CUDA_CONTEXT if gpu_runtime == "cuda" else E.Span(0, 0, 0, METAL_CONTEXT_WHY)
+    CUDA context's span (also the stand-in of the runtimes of ``STAND_INS``), or nothing on Metal
+    (``METAL_CONTEXT_WHY``)."""
+    return E.Span(0, 0, 0, METAL_CONTEXT_WHY) if gpu_runtime == "metal" else E.CUDA_CONTEXT
 
 
 def device_context(items: list[Item], assumptions: list[Assumption], gpu_runtime: str, gpus: int = 1,
                    formula: str = "") -> None:
-    """Add the device's runtime context for ``gpus`` GPUs of ``gpu_runtime``: the ``cuda_context`` item on CUDA, the
+    """Add the device's runtime context for ``gpus`` GPUs of ``gpu_runtime``: the ``cuda_context`` item on CUDA (and,
+    as a stand-in named by the ``device_context`` assumption, on the runtimes of ``STAND_INS``), the
     ``device_context`` assumption naming its absence on Metal. The one place a composition adds it."""
-    if gpu_runtime != "cuda":
+    if gpu_runtime == "metal":
         assumptions.append(Assumption("device_context", "none (Metal)", True, METAL_CONTEXT_WHY))
         return
-    c = E.CUDA_CONTEXT
+    c = context_span(gpu_runtime)
+    stand_in = STAND_INS.get(gpu_runtime)
+    if stand_in is not None:
+        assumptions.append(Assumption("device_context", f"CUDA's span as a stand-in ({stand_in})", True, STAND_IN_WHY))
+    what = formula or "named constant (estimate/engines.py)"
+    if stand_in is not None:
+        what += f"; stands in for the {stand_in} context"
     items.append(Item(CONTEXT_ITEM, gpus * c.expected, "device", gpus * c.low, gpus * c.high,
-                      (formula or "named constant (estimate/engines.py)") + (f" x {gpus} GPUs" if gpus > 1 else ""),
-                      c.source))
+                      what + (f" x {gpus} GPUs" if gpus > 1 else ""), c.source))
 
 
 def check_metric(metric: str | None) -> str | None:

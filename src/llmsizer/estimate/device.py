@@ -129,9 +129,23 @@ def workload_device_kind(device: Device) -> str:
 
 def device_fields(device: Device) -> dict[str, str]:
     """The workload fields a catalog device decides: its ``device`` kind (``workload_device_kind``) and, for a GPU,
-    the runtime whose context it holds (``gpu_runtime``: 'metal' on an Apple chip, else 'cuda'; specs/workload.py
-    GPU_RUNTIMES). Every caller that puts a workload on a named device sets both through this."""
-    return {"device": workload_device_kind(device), "gpu_runtime": "metal" if device.kind == "apple" else "cuda"}
+    the runtime whose context it holds (``gpu_runtime``). Every caller that puts a workload on a named device sets
+    both through this."""
+    return {"device": workload_device_kind(device), "gpu_runtime": gpu_runtime(device)}
+
+
+def gpu_runtime(device: Device) -> str:
+    """The runtime a device's memory is driven by (specs/workload.py GPU_RUNTIMES): 'metal' on an Apple chip, 'xla'
+    on a TPU, 'hpu' on an Intel Gaudi, 'rocm' on an AMD GPU, else 'cuda' (NVIDIA, and any device of a hardware file
+    that names no other vendor). estimate/allocator.py device_context adds what each one holds."""
+    vendor = device.vendor.lower()
+    if device.kind == "apple":
+        return "metal"
+    if device.kind == "tpu":
+        return "xla"
+    if device.kind == "accelerator" and vendor == "intel":
+        return "hpu"
+    return "rocm" if vendor == "amd" and device.kind == "gpu" else "cuda"
 
 
 def usable_memory(device: Device, memory: int | None = None, source: str = "given", record: bool = True

@@ -50,7 +50,7 @@ DEVICES = ("gpu", "cpu")
 # The runtime a GPU workload runs under, which decides the fixed context its device holds beside the tensors
 # (estimate/allocator.py ``device_context``): NVIDIA's CUDA, or Apple's Metal (an Apple chip named from the catalog:
 # estimate/device.py ``device_fields``). A CPU (device 'cpu') has neither.
-GPU_RUNTIMES = ("cuda", "metal")
+GPU_RUNTIMES = ("cuda", "metal", "rocm", "hpu", "xla")  # estimate/device.py gpu_runtime
 ATTENTION_IMPLS = ("sdpa", "flash", "eager")
 DTYPES = ("bf16", "fp16", "fp32")
 # InferenceWorkload fields that only some engines' profiles read -> those engines (one home: the workload's own

@@ -43,6 +43,7 @@ from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
 from ...units import MiB, format_bytes
 from .. import engines as E
+from ..allocator import context_span, device_context
 from .common import Context, kv_item, running_sequences, weights_item
 
 
@@ -90,7 +91,7 @@ def compose_sglang(ctx: Context) -> None:
                         "running_sequences": running_sequences(w, w.max_num_seqs)})
     if w.memory is None:
         acc.items.append(need)
-        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+        device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, before the pool is sized")
         acc.warnings.append("SGLang sizes its token pool from the GPU's memory (--mem-fraction-static); give --memory "
                             "to see its max_total_num_tokens and what it admits")
         return
@@ -100,13 +101,13 @@ def compose_sglang(ctx: Context) -> None:
                      f"{parts['reserved_mib']:,.0f} MiB SGLang's default mem_fraction_static keeps back for "
                      "activations and CUDA graphs (memory_hook.py:289-339), so no token pool is left")
         acc.items.append(need)
-        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+        device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, before the pool is sized")
         ctx.details.update({
             "sglang_too_small": too_small, "mem_fraction_static": None, "max_total_num_tokens": 0, "kv_tokens": 0,
             "max_running_requests": 0, "max_concurrency_at_context": 0, "admitted_sequences": 0,
             "running_sequences": 0,
             "sglang_reserved_mib": parts["reserved_mib"], "kv_needed_bytes": need.bytes,
-            "workload_bytes": ctx.wb.total + need.bytes + E.CUDA_CONTEXT.expected,
+            "workload_bytes": ctx.wb.total + need.bytes + context_span(w.gpu_runtime).expected,
             "workload_budget_bytes": 0})  # the reserve takes the whole device: nothing is left for the workload
         return
     mfs = float(acc.assume("mem_fraction_static", default, w.mem_fraction_static,
@@ -117,7 +118,7 @@ def compose_sglang(ctx: Context) -> None:
     # measured after the parallel groups exist (distributed/bootstrap.py measure_pre_model_load_memory: "Call after
     # parallel initialization"): with TP, NCCL's communicator buffers are already allocated
     comm = E.VLLM_NON_TORCH_TP.expected if tp > 1 else 0
-    pre = w.memory - E.CUDA_CONTEXT.expected - comm
+    pre = w.memory - context_span(w.gpu_runtime).expected - comm
     pool = max(int(mfs * pre) - ctx.wb.total, 0)
     page = 1
     tokens = pool // cell // page * page if cell else 0
@@ -137,7 +138,7 @@ def compose_sglang(ctx: Context) -> None:
     acc.items.append(Item("runtime_reserve", reserve, "device",
                           formula=f"(1 - {mfs}) x {format_bytes(pre)}: left for activations and CUDA graphs",
                           source="SGLang memory_hook.py:289-339 (eq. 1)"))
-    acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, before the pool is sized")
+    device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, before the pool is sized")
     if tp > 1:
         acc.span("communicators", E.VLLM_NON_TORCH_TP,
                  formula="NCCL communicator buffers with TP, allocated before the pool is sized")
@@ -146,7 +147,7 @@ def compose_sglang(ctx: Context) -> None:
         "max_running_requests": max_running, "max_concurrency_at_context": fits_one,
         "admitted_sequences": admitted, "sglang_reserved_mib": parts["reserved_mib"],
         "running_cap": max_running, "running_sequences": running_sequences(w, max_running, fits_one),
-        "workload_bytes": ctx.wb.total + need.bytes + reserve + E.CUDA_CONTEXT.expected + comm,
+        "workload_bytes": ctx.wb.total + need.bytes + reserve + context_span(w.gpu_runtime).expected + comm,
         "workload_budget_bytes": w.memory,  # workload_bytes <= memory exactly when the need fits the token pool
         "kv_needed_bytes": need.bytes})
     if pool <= 0:

@@ -32,6 +32,7 @@ from ...formulas.tensor_parallel import kv_fraction_per_device, per_device
 from ...result import Item
 from ...units import format_bytes
 from .. import engines as E
+from ..allocator import context_span, device_context
 from .common import Context, kv_item, running_sequences, state_item, state_of, weights_item
 
 
@@ -113,19 +114,19 @@ def compose_vllm(ctx: Context) -> None:
         if state is not None:
             acc.items.append(state)
         total = fixed + need.bytes + (state.bytes if state is not None else 0)
-        ctx.details["memory_needed"] = int(total / util) + E.CUDA_CONTEXT.expected
+        ctx.details["memory_needed"] = int(total / util) + context_span(w.gpu_runtime).expected
         acc.warnings.append(f"vLLM pre-allocates KV to fill {util:.0%} of GPU memory; give --memory to see what it "
                             f"admits. This workload needs a GPU of at least "
                             f"{format_bytes(ctx.details['memory_needed'])}")
-        acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
+        device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
         return
     # what this workload occupies of the pool (+ the context): the need plan and fit report beside the reservation
     ctx.details["workload_bytes"] = int(fixed + need.bytes + (state.bytes if state is not None else 0)
-                                        + E.CUDA_CONTEXT.expected)
+                                        + context_span(w.gpu_runtime).expected)
     pool = int(util * w.memory)
     # what workload_bytes is compared with: the pool (gpu_memory_utilization x memory, eq. 1) + the CUDA context
     # outside it; the rest of the device is left free by vLLM whatever the load
-    ctx.details["workload_budget_bytes"] = pool + E.CUDA_CONTEXT.expected
+    ctx.details["workload_budget_bytes"] = pool + context_span(w.gpu_runtime).expected
     kv_avail = pool - fixed
     admitted = max(kv_avail, 0) // one_seq if one_seq else 0
     per_token_layers = kv_cache(spec, 1, 1, ctx.kv_dtype, mla_mode="latent",
@@ -147,15 +148,15 @@ def compose_vllm(ctx: Context) -> None:
                           formula=f"{util} x {format_bytes(w.memory)} - weights - activations - non_torch - "
                                   f"cuda_graphs = {pool_what}",
                           source="vLLM gpu_worker.determine_available_memory (eq. 1 of estimate/inference/vllm.py)"))
-    acc.span("cuda_context", E.CUDA_CONTEXT, formula="CUDA context, outside the vLLM pool")
+    device_context(acc.items, acc.assumptions, w.gpu_runtime, formula="CUDA context, outside the vLLM pool")
     if kv_avail <= 0:
         acc.warnings.append("vLLM would fail at start-up ('No available memory for the cache blocks'): weights + "
                             f"activations + overhead exceed {util:.0%} of {format_bytes(w.memory)}")
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
-    if E.CUDA_CONTEXT.expected > w.memory - pool:
-        acc.warnings.append(f"the CUDA context (~{format_bytes(E.CUDA_CONTEXT.expected)}) may not fit the "
+    if context_span(w.gpu_runtime).expected > w.memory - pool:
+        acc.warnings.append(f"the CUDA context (~{format_bytes(context_span(w.gpu_runtime).expected)}) may not fit the "
                             f"{1 - util:.0%} left outside the vLLM pool")
 
 
