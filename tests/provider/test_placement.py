@@ -12,6 +12,7 @@ from llmsizer.provider.placement import (
     Booking,
     Item,
     JobNeed,
+    Quantized,
     check_job,
     check_needs,
     earliest,
@@ -202,13 +203,28 @@ def test_deadline_and_alternatives():
     # an alternative whose own run time misses the deadline is not offered
     slow = replace(need, run_seconds=lambda d, n, k: 30 * H)
     assert not any("other device type" in a for a in check_job(slow, mixed, [busy]).alternatives)
-    svc = serve(device="h100-sxm", devices=2, seconds=10 * D)
-    c = check_job(svc, inv("""
+    # a service on 2 devices where nodes have 1: a quantized serving on 1 device is offered when the estimate
+    # (need.quantized, plan/inference.py quantized_fit in a real check) says one device holds it, and only then
+    one = inv("""
         sites: [{id: s1}]
         nodes: [{id: v, site: s1, device: h100-sxm, devices: 1, pools: [serving]}]
-    """), [])
+    """)
+    said: list[tuple[str, int, int]] = []
+
+    def quantized(device: str, devices: int, ram: int) -> Quantized | None:
+        said.append((device, devices, ram))
+        return Quantized("awq-int4", "vllm", "gpu", 50 * 2**30, "memory per device 50.00 GiB of ...") \
+            if devices == 1 else None
+
+    svc = serve(device="h100-sxm", devices=2, seconds=10 * D)
+    c = check_job(replace(svc, quantized=quantized), one, [])
     assert c.binding == "node-size"
-    assert any("quantized" in a for a in c.alternatives)
+    assert ("serve a quantized model: awq-int4 on vllm, 1 x h100-sxm at s1 (`llmsizer fit --weights awq-int4` at "
+            "the plan's peak load: memory per device 50.00 GiB of ...)") in c.alternatives, c.alternatives
+    assert said == [("h100-sxm", 1, 0)]  # the node's 1 device: at most what a node holds is asked
+    assert not any("quantized" in a for a in check_job(replace(svc, quantized=lambda d, n, r: None), one,
+                                                       []).alternatives)
+    assert not any("quantized" in a for a in check_job(svc, one, []).alternatives)  # no estimate: no guess
 
 
 def test_alternative_device_is_timed_like_a_plan_for_that_device(tmp_path):

@@ -6,13 +6,15 @@ modules."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
-from ..estimate.formats import unquantized_format, weights_asked
+from ..estimate.formats import rung_bytes, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
 from ..formulas import network as N
@@ -22,7 +24,7 @@ from ..formulas.lora import lora_params
 from ..formulas.params import count_params
 from ..formulas.weight_formats import normalize_format, stored_format, weight_bytes
 from ..models import load_model
-from ..recommend import Constraints, recommend_inference
+from ..recommend import Constraints, best_option_on, recommend_inference
 from ..request.quantities import HOURS_PER_MONTH
 from ..request.spec import UNQUANTIZED, InferenceJob, Request, TrainingJob
 from ..result import Assumption, Estimate
@@ -80,6 +82,61 @@ def pinned_weights(job: InferenceJob, spec: ModelSpec, notes: JobNotes) -> str |
     return fmt
 
 
+def peak_load(job: InferenceJob, notes: JobNotes) -> tuple[int, int, int]:
+    """(context, concurrency, output tokens) of the job's peak load: traffic's worst, else the defaults (named in
+    ``notes``) every estimate takes. The plan sizes its hardware at it, and the provider's quantized alternative
+    (``quantized_fit``) re-estimates the same load."""
+    t = job.traffic
+    context = int(notes.assume("context", InferenceWorkload.context, t.context.worst,
+                               f"no traffic.context given: {InferenceWorkload.context} tokens"))
+    output = int(notes.assume("output", prompt_and_output(context, None)[1], t.output.worst,
+                              "no traffic.output given: min(256, context / 2) tokens (specs/workload.py "
+                              "default_output_tokens, the one default of every estimate)"))
+    return context, int(t.concurrency.worst or 1), output
+
+
+def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, *, memory: int | None = None,
+                  hardware_files: Sequence[str | Path] = ()) -> FitResult | None:
+    """The job's peak load (``peak_load``) served on ``count`` x ``device`` at a weight format smaller than the
+    plan's ``plan_format``: the format is the one recommend's evaluation of one candidate picks
+    (``recommend.best_option_on``: the engine's formats best first, ``estimate/formats.py`` ``format_ladder``; the
+    first that fits with the job's headroom and meets its latency limits, or reading speed when it states none), and
+    the answer is ``fit`` at that format, the numbers ``llmsizer fit --weights FORMAT`` (and ``infer --weights
+    FORMAT --device``) give for the same load. The job's engine, engine settings, KV and compute dtypes and media are
+    the plan's (``_fit``); ``memory``: the request's ``resources.memory`` where ``device`` is the job's own. No price
+    limit: the devices are a provider's own. A request that pins its format (``quantization``) is offered it as it is
+    offered another device: an alternative changes the request. None (no alternative, never a guessed one) when the
+    job serves dynamic LoRA adapters (their slots take memory the search does not hold back), no format fits and
+    meets the limits, or the one that does is no smaller than the plan's (its own format fits there: nothing to
+    quantize)."""
+    if job.adapters.mode == "dynamic":
+        return None
+    spec = load_model(str(job.model.name))
+    context, concurrency, output = peak_load(job, JobNotes())
+    fields: dict[str, Any] = dict(context=context, concurrency=concurrency, output_tokens=output, memory=memory,
+                                  kv_dtype=job.kv_cache_dtype, dtype=job.precision, hardware_files=hardware_files,
+                                  **job.media.fields(), **engine_settings(job, job.engine))
+    limits = Constraints(max_ttft=job.latency.ttft, user_tokens_per_second=job.latency.tokens_per_second_per_user,
+                         headroom=job.resources.headroom)
+    try:
+        option = best_option_on(spec, device, count, constraints=limits, engine=job.engine, **fields)
+        if option.status != "meets" or not _smaller(spec, option.weights_format, plan_format):
+            return None
+        return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
+                   headroom=job.resources.headroom, **fields)
+    except InputError:  # the device cannot run the workload at all (no sourced memory, an engine it refuses)
+        return None
+
+
+def _smaller(spec: ModelSpec, fmt: str, than: str) -> bool:
+    """Whether format ``fmt`` holds fewer weight bytes than ``than`` (``rung_bytes``, the measure the format ladder
+    ranks its rungs by; a model file's own bytes for "file")."""
+    def size(f: str) -> int:
+        fw = spec.file_weights
+        return fw.total_bytes if f == "file" and fw is not None else rung_bytes(spec, f)
+    return fmt != than and size(fmt) < size(than)
+
+
 def lora_slot_bytes(spec: ModelSpec, rank: int, slots: int, tp: int = 1) -> int:
     """Device memory a server reserves for ``slots`` LoRA adapters of rank ``rank`` on every linear layer it can
     adapt (vLLM ``LoRAModelManager``: stacked A/B buffers of max_loras x max_lora_rank per supported module), in
@@ -93,14 +150,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     spec = load_model(str(job.model.name))
     pc = count_params(spec)
     t = job.traffic
-    conc_peak = int(t.concurrency.worst or 1)
+    ctx_peak, conc_peak, out_peak = peak_load(job, notes)
     conc_typ = int(t.concurrency.typical or conc_peak)
-    ctx_peak = int(notes.assume("context", InferenceWorkload.context, t.context.worst,
-                                f"no traffic.context given: {InferenceWorkload.context} tokens"))
     ctx_typ = int(t.context.typical or ctx_peak)
-    out_peak = int(notes.assume("output", prompt_and_output(ctx_peak, None)[1], t.output.worst,
-                                "no traffic.output given: min(256, context / 2) tokens (specs/workload.py "
-                                "default_output_tokens, the one default of every estimate)"))
     out_typ = int(t.output.typical or min(out_peak, ctx_typ // 2))
     pinned = pinned_weights(job, spec, notes)
     fmt = pinned or job.precision
@@ -244,7 +296,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
              need_est.details.get("weights_bytes") if need_est else None)
     mem.add("weights", "weights per device", w_dev, "B",
             f"{fmt_used}" + ((f", the fullest GPU of a {tp}-GPU split" if split else f", / TP {tp}") if tp > 1 else ""))
-    notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev})
+    notes.facts.update({"fits": fits, "memory_need": need, "memory_budget": budget_dev, "weights_format": fmt_used})
 
     # ---- speed ----
     spd = Sec("speed", "Speed")

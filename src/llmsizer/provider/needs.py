@@ -12,7 +12,7 @@ from typing import Any
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
 from ..units import format_bytes
-from .placement import ONGOING_END, JobNeed
+from .placement import ONGOING_END, JobNeed, Quantized
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
@@ -28,6 +28,37 @@ def _timer(job: Any, hardware_files: Sequence[str | Path]) -> Callable[[str, int
     def seconds_on(device: str, devices: int, nodes: int) -> float | None:
         return run_seconds(job, load_catalog(hardware_files).device(device), devices, nodes)
     return seconds_on
+
+
+def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
+               ) -> Callable[[str, int, int], Quantized | None] | None:
+    """The service ``job`` re-estimated at a smaller weight format on (device, devices, RAM per device of the node):
+    plan/inference.py ``quantized_fit`` (the format recommend's chooser picks, sized by ``fit``), its memory said
+    as ``fit`` says it (render/fit_text.py ``memory_line``). The memory given: a CPU's, the RAM per device of the
+    inventory's node (which the placement holds); a GPU's, the request's ``resources.memory`` on the job's own device,
+    else the catalog's. Each question asked once. None when the plan names no weight format (nothing to compare
+    a format with)."""
+    from ..catalog.hardware import load_catalog
+    from ..plan.inference import quantized_fit
+    from ..render.fit_text import memory_line
+
+    plan_format = jp.facts.get("weights_format")
+    if not plan_format:
+        return None
+    answers: dict[tuple[str, int, int], Quantized | None] = {}
+
+    def at(device: str, devices: int, ram: int) -> Quantized | None:
+        key = (device, devices, ram)
+        if key not in answers:
+            dev = load_catalog(hardware_files).device(device)
+            # a CPU holds the model in its node's RAM (what the placement holds of it); a GPU has its own memory
+            memory = ram if dev.kind == "cpu" and ram else \
+                job.resources.memory if device == jp.hardware.device else None
+            r = quantized_fit(job, str(plan_format), device, devices, memory=memory, hardware_files=hardware_files)
+            answers[key] = None if r is None or r.memory_per_device is None else Quantized(
+                r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r))
+        return answers[key]
+    return at
 
 
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
@@ -80,6 +111,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         maintenance_windows=(*(service.maintenance_windows or ()), *(service.interruptible or ())) if service
         else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
+        quantized=_quantizer(job, jp, hardware_files) if jp.kind == "inference" else None,
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
         team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown)

@@ -84,6 +84,18 @@ class Booking:
 
 
 @dataclass(frozen=True)
+class Quantized:
+    """A service re-estimated at a smaller weight format on some devices (plan/inference.py ``quantized_fit``: the
+    format recommend's chooser picks, sized by ``fit`` at that format)."""
+
+    weights_format: str
+    engine: str
+    device_kind: str
+    memory_per_device: int  # [B] fit's memory per device (a CPU's: the RAM it holds)
+    memory: str  # fit's memory line (render/fit_text.py memory_line): per device against its budget
+
+
+@dataclass(frozen=True)
 class JobNeed:
     """What one job needs from the provider, in base units (bytes, seconds)."""
 
@@ -118,6 +130,10 @@ class JobNeed:
     # (plan/training.py run_seconds -> estimate/duration.py): how long an alternative device runs. None: not known
     # (alternatives that change the device or the count are then not offered for training)
     run_seconds: Callable[[str, int, int], float | None] | None = field(default=None, compare=False, repr=False)
+    # a service re-estimated at a smaller weight format on (device, devices; the RAM per device of that device's
+    # largest node, which a CPU holds its model in), from the estimate core (plan/inference.py quantized_fit via
+    # provider/needs.py); None: not known (a training run, a hand-made need), and no quantized alternative is offered
+    quantized: Callable[[str, int, int], Quantized | None] | None = field(default=None, compare=False, repr=False)
     # the request's resources.pool (a pool the job must run in), resources.jurisdiction (where it must run: a
     # site's jurisdiction or one of its regions) and the network per node the plan assumed [B/s] (a multi-node
     # job's fabric must give at least that)
@@ -151,7 +167,7 @@ class JobNeed:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "run_seconds"}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("run_seconds", "quantized")}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
@@ -658,7 +674,7 @@ def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]
 def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
     """Concrete alternatives that fit in the requested window. A training alternative is timed on its own device
     and count by the one duration rule (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that
-    time; the quantized-service alternative is a rough rule and says so."""
+    time; a service's quantized alternative is the estimate's at that format (``_quantized``)."""
     out: list[str] = []
     # another device type of the same pool: enough memory per device; a training run takes its own time there
     for dev in inv.device_types:
@@ -700,24 +716,38 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
                            f"about {format_seconds(alt.seconds)} (linear scaling assumed)")
                 break
     elif need.kind != "training":
-        # a quantized model: 8-bit weights roughly halve the memory a replica needs
-        if need.devices > 1:
-            alt = replace(need, devices=max(1, need.devices // 2), nodes=1)
-            if _fits_by_deadline(alt, inv, bookings) is not None:
-                out.append(f"serve a quantized model (8-bit weights): {alt.devices} x {need.device} instead of "
-                           f"{need.devices}")
-        elif need.memory_need:
-            for dev in inv.device_types:
-                mem = inv.device_memory.get(dev, 0)
-                if dev != need.device and mem and mem >= need.memory_need * 0.6:
-                    alt = replace(need, device=dev, memory_need=int(need.memory_need * 0.6))
-                    p = _fits_by_deadline(alt, inv, bookings)
-                    if p is not None:
-                        out.append(f"serve a quantized model (8-bit weights, about "
-                                   f"{format_bytes(alt.memory_need)} per device: a rough 0.6 x the plan's "
-                                   f"{format_bytes(need.memory_need)}, against the {format_bytes(mem)} of one {dev}): "
-                                   f"1 x {dev} at {p.site}")
-                        break
+        out += _quantized(need, inv, bookings)
+    return out
+
+
+def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
+    """The service at a smaller weight format, as the estimate sizes it (``need.quantized``: plan/inference.py
+    ``quantized_fit``, the format recommend's chooser picks on those devices, None where the plan's own format
+    fits them): on its own device type with at most as many devices, and on each other serving device type; per
+    device type the fewest devices (1, 2, 4, ... up to its largest serving node) that hold it and are free in
+    the requested window, one line each naming the format, the engine and fit's memory per device. Nothing when the
+    need cannot be re-estimated (``need.quantized`` None): no guessed memory."""
+    if need.quantized is None:
+        return []
+    out: list[str] = []
+    for dev in (need.device, *(d for d in inv.device_types if d != need.device)):
+        nodes = [n for n in inv.nodes if n.device == dev and need.label in n.pools]
+        if not nodes:
+            continue
+        largest = max(nodes, key=lambda n: (n.devices, n.ram))
+        most = min(largest.devices, need.devices) if dev == need.device else largest.devices
+        counts = sorted({2 ** k for k in range(most.bit_length())} | ({most} if most > 0 else set()))
+        for count in counts:
+            q = need.quantized(dev, count, largest.ram // max(1, largest.devices))
+            if q is None:
+                continue
+            alt = replace(need, device=dev, devices=count, nodes=1, device_kind=q.device_kind,
+                          memory_need=q.memory_per_device, memory_verdict="")
+            p = _fits_by_deadline(alt, inv, bookings)
+            if p is not None:
+                out.append(f"serve a quantized model: {q.weights_format} on {q.engine}, {count} x {dev} at {p.site} "
+                           f"(`llmsizer fit --weights {q.weights_format}` at the plan's peak load: {q.memory})")
+                break
     return out
 
 
