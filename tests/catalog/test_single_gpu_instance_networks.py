@@ -17,7 +17,9 @@ pkg/providers/instancetype/zz_generated.bandwidth.go @ 01a436f). Azure's 'Max Ba
 (azure-nca100v4). Google Cloud's 'Maximum network bandwidth (Gbps)' per machine type ('GPU machine types',
 docs.cloud.google.com/compute/docs/gpus, last updated 2026-04-14; a stored copy): 'a2-highgpu-1g | 12 | 85 | Yes |
 24 | 1 | 40', 'a2-ultragpu-1g | 12 | 170 | 375 | 24 | 1 | 80', 'a3-highgpu-1g | 26 | 234 | 750 | 1 | 25 | 1 | 80',
-'g2-standard-4 | 4 | 16 | 16 to 32 | 375 | 10 | 1 | 24' (the Gb/s column is the one before the GPU count).
+'g2-standard-4 | 4 | 16 | 16 to 32 | 375 | 10 | 1 | 24', 'g2-standard-8 | 8 | 32 | 32 to 54 | 375 | 16 | 1 | 24',
+'g2-standard-12 | 12 | 48 | 48 to 54 | 375 | 16 | 1 | 24', 'g2-standard-16 | 16 | 64 | 54 to 64 | 375 | 32 | 1 | 24',
+'g2-standard-32 | 32 | 128 | 96 to 128 | 375 | 32 | 1 | 24' (the Gb/s column is the one before the GPU count).
 
 The second test reads every 1-GPU instance's network from the catalog JSON files raw (value and unit, converted here,
 not by the loader) and checks the estimate states that bandwidth as the one its collectives cross."""
@@ -49,6 +51,10 @@ STATED = {  # 1-GPU instance: sustained Gb/s per machine, as the provider states
     "gcp-a2-ultragpu-1g": 24.0,
     "gcp-a3-highgpu-1g": 25.0,
     "gcp-g2-standard-4": 10.0,
+    "gcp-g2-standard-8": 16.0,
+    "gcp-g2-standard-12": 16.0,
+    "gcp-g2-standard-16": 32.0,
+    "gcp-g2-standard-32": 32.0,
 }
 BYTES_PER_S = {"Gb/s": 1e9 / 8, "Mb/s": 1e6 / 8}  # a unit as the instance files write it -> bytes/s
 
@@ -106,7 +112,10 @@ def test_two_single_gpu_instances_collect_over_the_instance_network(iid: str,
 # 'Standard_NC80adis_H100_v5 | 4 | 80,000' (ncadsh100v5-series.md @ 02affc8), 'Standard_NC64as_T4_v3 | 8 | 32000'
 # (ncast4v3-series.md @ dcab08d), 'Standard_NV72ads_A10_v5 | 8 | 80000' (nvadsa10v5-series.md @ de83e2c). Google
 # Cloud's machine-type tables ('GPU machine types', as above): 'a2-highgpu-2g | 24 | 170 | Yes | 32 | 2 | 80',
-# 'a2-highgpu-4g | 48 | 340 | Yes | 50 | 4 | 160', 'a3-highgpu-2g | 52 | 468 | 1,500 | 1 | 50 | 2 | 160'.
+# 'a2-highgpu-4g | 48 | 340 | Yes | 50 | 4 | 160', 'a3-highgpu-2g | 52 | 468 | 1,500 | 1 | 50 | 2 | 160',
+# 'a3-highgpu-4g | 104 | 936 | 3,000 | 1 | 100 | 4 | 320', 'g2-standard-24 | 24 | 96 | 96 to 108 | 750 | 32 | 2 | 48',
+# 'g2-standard-48 | 48 | 192 | 192 to 216 | 1,500 | 50 | 4 | 96', 'g2-standard-96 | 96 | 384 | 384 to 432 | 3,000 | 100 | 8 |
+# 192'.
 STATED_MULTI = {  # multi-GPU instance: (devices, Gb/s per machine) as the provider states it
     "aws-g5.12xlarge": (4, 40.0),
     "aws-g4dn.12xlarge": (4, 50.0),
@@ -120,6 +129,10 @@ STATED_MULTI = {  # multi-GPU instance: (devices, Gb/s per machine) as the provi
     "gcp-a2-highgpu-2g": (2, 32.0),
     "gcp-a2-highgpu-4g": (4, 50.0),
     "gcp-a3-highgpu-2g": (2, 50.0),
+    "gcp-a3-highgpu-4g": (4, 100.0),
+    "gcp-g2-standard-24": (2, 32.0),
+    "gcp-g2-standard-48": (4, 50.0),
+    "gcp-g2-standard-96": (8, 100.0),
 }
 
 
