@@ -52,7 +52,13 @@ Serving
 Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
 system, so with C requests in flight each taking W seconds::
 
-    lambda = C / W,   W = TTFT + O / r_user                                               (9)
+    lambda = C / W,   W = TTFT + O / r_user          (O > 0)
+                      W = T_prefill(C)               (O = 0)                              (9)
+
+A request that generates no token (embeddings, scoring, prefill-only) is in service for its prefill alone, and the
+C in service are prefilled together: T_prefill(C) = max(C t_c, t_m) + C t_comm + t_overhead (eq. 3 of
+formulas/speed.py over C prompts; estimate/speed.py SpeedEstimate.prefill_batch_seconds, eq. P1), not one prompt's
+TTFT on an idle replica. Compute-bound, lambda = 1 / t_c: the replica's prefill tokens/s / P.
 
 Traffic in and out: prompt text of P tokens and generated text of O tokens at c bytes per token (about 4 B of
 UTF-8 per token of English, OpenAI's rule of thumb), plus a fixed envelope per request and response; streamed
@@ -157,7 +163,9 @@ def ring_bus_bandwidth(intra_bandwidth: float, nodes: int, node_bandwidth: float
 
 def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float | None) -> float:
     """Eq. (9): time one request spends in the server: prefill then decode of its output (no output: the prefill
-    alone, whatever the decode speed, which a prefill-only workload does not have)."""
+    alone, whatever the decode speed, which a prefill-only workload does not have). ``ttft``: the prefill time of
+    the request as served; with no output every request in service is in its prefill, so it is the prefill of the C
+    prompts in service together (T_prefill(C), estimate/speed.py SpeedEstimate.request_seconds)."""
     if output_tokens == 0:
         return ttft
     if tokens_per_second_per_user is None or tokens_per_second_per_user <= 0:
