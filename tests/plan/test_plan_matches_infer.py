@@ -118,3 +118,46 @@ def test_prefill_only_rate_is_bounded_by_prefill(level: str, concurrency: int, c
     assert rate == pytest.approx(1 / f["speed"]["ttft_seconds"], rel=1e-12)
     if level == "typical":  # the logs kept: the typical rate x 30 days x 1024 B per request (formulas/storage.py)
         assert j.section("storage").value("logs") == math.ceil(rate * 30 * 86400 * 1024)
+
+
+@pytest.mark.parametrize("model, resources, fit_args, engine, machines", [
+    ("qwen3-0.6b", "{device: l4, count: 1}", ["--device", "l4"], "vllm", 1),  # 600 in flight: 344 queue
+    ("llama-3.1-8b", "{device: l4, count: 2}", ["--device", "l4", "--count", "2"], "llamacpp", 1),  # layer split
+    ("llama-3.1-8b", "{device: h100-sxm, count: 8, nodes: 2}", ["--device", "h100-sxm", "--count", "4"], "vllm", 2),
+])
+def test_plan_figures_are_fits(model: str, resources: str, fit_args: list[str], engine: str, machines: int,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Each figure a serving plan shares with ``fit --json`` (one machine at its share of the load) is fit's: the
+    layout, memory, speeds, the queue's wait, and the request rate by Little's law over the requests fit runs at once
+    (formulas/network.py eq. 9, formulas/serving_queue.py eq. Q1)."""
+    ct, cp, xt, xp, ot, op = (64, 600, 512, 512, 100, 200) if engine == "vllm" and machines == 1 else \
+        (2, 4, 2048, 4096, 200, 400) if engine == "llamacpp" else (64, 128, 2048, 4096, 256, 512)
+    j = _job(f"""\
+    model: {{name: {model}}}
+    engine: {engine}
+    traffic: {{concurrency: {{typical: {ct}, peak: {cp}}}, context: {{typical: {xt}, peak: {xp}}}, output: {{typical: {ot}, peak: {op}}}}}
+    resources: {resources}
+    """)
+    mem, spd, net = j.section("memory"), j.section("speed"), j.section("network")
+    fits = {}
+    for level, c, x, o in (("typical", ct, xt, ot), ("peak", cp, xp, op)):
+        _, fits[level] = answer(["fit", model, *fit_args, "--engine", engine, "--context", str(x), "--concurrency",
+                                 str(-(-c // machines)), "--output-tokens", str(o)], capsys)
+    fp, ft = fits["peak"], fits["typical"]
+    assert j.hardware.engine == fp["engine"] and j.hardware.tensor_parallel == fp["tensor_parallel"]
+    assert j.hardware.replicas == fp["replicas"] * machines
+    assert mem.value("fits") == fp["fits"]
+    assert mem.value("reserved") == (fp["memory_per_device"] if engine == "vllm" else None)
+    assert mem.value("need_peak") == fp["memory"]["details"].get("workload_bytes", fp["memory_per_device"])
+    for level, f, c, o in (("typical", ft, ct, ot), ("peak", fp, cp, op)):
+        sp = f["speed"]
+        assert spd.value(f"ttft_{level}") == sp["ttft_seconds"]
+        assert spd.value(f"tps_user_{level}") == sp["tokens_per_second_per_user"]
+        in_service = min(c, f["running_sequences"] * machines)
+        held = sp["ttft_seconds"] + o / sp["tokens_per_second_per_user"]
+        assert net.value(f"requests_{level}") == pytest.approx(in_service / held, rel=1e-12)
+    assert spd.value("tps_total_typical") == pytest.approx(ft["tokens_per_second_total"] * machines, rel=1e-12)
+    assert spd.value("queue_wait_peak") == (fp["details"]["queue_wait_seconds"] if fp["details"]["queued_sequences"]
+                                            else None)
+    if engine == "vllm" and machines == 1:  # the case is the one with a queue: 600 in flight, max_num_seqs 256
+        assert fp["details"]["queued_sequences"] == 600 - 256 and spd.value("queue_wait_peak") > 0

@@ -161,10 +161,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines  # a llama.cpp split: 1 replica
             if machines > 1:
                 notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
-                                                    f"replicas of {tp} (tensor parallel within a machine); the load "
-                                                    "is split evenly"))
+                                                    f"replicas of {tp} ("
+                                                    + ("a llama.cpp layer split" if f_peak.layer_split
+                                                       else "tensor parallel") + " within a machine); the load is "
+                                                    "split evenly"))
+            # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
-                             "tensor_parallel": tp, "replicas": replicas})
+                             "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})
     if hw is None:
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
