@@ -90,25 +90,27 @@ def test_plan_text_says_both_counts(tmp_path, capsys: pytest.CaptureFixture[str]
             f"{d['max_concurrency_at_context']} of the peak context)") in out
 
 
+@pytest.mark.parametrize("output", [0, 1])
 @pytest.mark.parametrize("level, concurrency, context", [("typical", 8, 2048), ("peak", 16, 4096)])
-def test_prefill_only_rate_is_bounded_by_prefill(level: str, concurrency: int, context: int,
+def test_prefill_only_rate_is_bounded_by_prefill(level: str, concurrency: int, context: int, output: int,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Output 0 on an L4: the requests in service are prefilled together, so a request is held for the batch's
     prefill, not for one prompt's TTFT on an idle replica (which made 8 in service / 25 ms = 318 requests/s, more
-    FLOP/s than the L4 has: 2.3 TB of request logs a year)."""
-    j = _job("""\
-    model: {name: qwen3-0.6b}
+    FLOP/s than the L4 has: 2.3 TB of request logs a year). One output token changes little: the prefill of the
+    prompts in service still bounds the time each is held (it made 8 / (25 ms + 14 ms) = 205 requests/s)."""
+    j = _job(f"""\
+    model: {{name: qwen3-0.6b}}
     engine: vllm
-    traffic: {concurrency: {typical: 8, peak: 16}, context: {typical: 2k, peak: 4k}, output: {typical: 0, peak: 0}}
-    resources: {device: l4, count: 1}
-    operations: {logs: {retention: 30 days}}
+    traffic: {{concurrency: {{typical: 8, peak: 16}}, context: {{typical: 2k, peak: 4k}}, output: {{typical: {output}, peak: {output}}}}}
+    resources: {{device: l4, count: 1}}
+    operations: {{logs: {{retention: 30 days}}}}
     """)
     rate = j.section("network").value(f"requests_{level}")
     # independent bound: every prompt token costs at least 2 N FLOPs (Kaplan Table 1), at most the L4's dense peak
     assert rate * context * 2 * NON_EMBEDDING_PARAMS <= L4_BF16_DENSE
     # the same fit's speed (fit --json): the batch's prefill throughput (eq. 3 over the prompts in service) / prompt
     _, f = answer(["fit", "qwen3-0.6b", "--device", "l4", "--engine", "vllm", "--context", str(context),
-                   "--concurrency", str(concurrency), "--output-tokens", "0"], capsys)
+                   "--concurrency", str(concurrency), "--output-tokens", str(output)], capsys)
     p, b = f["speed"]["prefill"], f["speed"]["concurrency"]
     assert b == f["running_sequences"] == concurrency
     batch = max(b * p["compute_seconds"], p["memory_seconds"]) + b * p["comm_seconds"] + p["overhead_seconds"]

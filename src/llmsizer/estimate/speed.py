@@ -150,15 +150,15 @@ class SpeedEstimate:
     def request_seconds(self) -> float | None:
         """Time one of the ``concurrency`` requests in service is held (formulas/network.py eq. 9, the W of
         Little's law and of formulas/serving_queue.py eqs. Q1-Q3): its TTFT then its output tokens at the decode
-        speed; a prefill-only request (output 0) is held for the prefill of every prompt in service, which the
-        replica prefills together (eq. P1 at ``concurrency``), not for one prompt's alone on an idle replica.
-        None without the speeds it needs."""
-        if self.output_tokens == 0:
-            t = self.prefill_batch_seconds()
-            return None if t is None else NW.request_seconds(t, 0, None)
-        if self.ttft_seconds is None or not self.tokens_per_second_per_user:
+        speed, and never less than the prefill of every prompt in service (eq. P1 at ``concurrency``): the replica
+        cannot finish its C requests faster than it prefills their C prompts, so C / W stays within its prefill
+        throughput / prompt tokens. A prefill-only request (output 0) is held for exactly that batch prefill, not for
+        one prompt's alone on an idle replica. (Chunked prefill, which shares decode steps with prefill chunks, is not
+        modelled beyond that bound.) None without the speeds it needs."""
+        if self.ttft_seconds is None or (self.output_tokens and not self.tokens_per_second_per_user):
             return None
-        return NW.request_seconds(self.ttft_seconds, self.output_tokens, self.tokens_per_second_per_user)
+        return NW.request_seconds(self.ttft_seconds, self.output_tokens, self.tokens_per_second_per_user,
+                                  self.prefill_batch_seconds())
 
     @property
     def static_batch_seconds(self) -> float | None:

@@ -452,9 +452,11 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
             w = sp.request_seconds  # the fit's speed at the sequences each replica runs (estimate/speed.py)
             in_service = served.get(level, conc)  # above the engine's running cap the others wait (eq. Q1)
             rate = N.littles_law_rate(in_service, w)
-            held = (f"TTFT + {out} tokens at the decode speed" if out else
-                    f"no output: the prefill of the {sp.concurrency} prompts each replica has in service together, "
-                    "estimate/speed.py eq. P1")
+            batch = f"the prefill of the {sp.concurrency} prompts each replica has in service together, " \
+                "estimate/speed.py eq. P1"
+            held = (f"no output: {batch}" if not out else
+                    f"{batch}, longer than TTFT + {out} tokens at the decode speed" if w == sp.prefill_batch_seconds()
+                    else f"TTFT + {out} tokens at the decode speed")
             how = (f"Little's law: {in_service} in service / {w:.3g} s per request ({held})"
                    + (f"; the other {conc - in_service} of {conc} wait in the engine's queue "
                       "(formulas/serving_queue.py eq. Q1)" if in_service < conc else ""))
