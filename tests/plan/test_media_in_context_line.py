@@ -44,7 +44,7 @@ def test_the_context_line_splits_text_and_image_tokens(tmp_path: Path) -> None:
     assert code == 0, err
     md = (tmp_path / "p.md").read_text()
     assert line in md
-    assert f"sequences of (4096 text + {2 * each} image/video) tokens the KV pool admits" in md
+    assert f"sequences of (4096 text + {2 * each} image/video) tokens the KV pool has room for" in md
 
 
 def test_a_text_request_keeps_its_line(tmp_path: Path) -> None:

@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 from ..catalog.hardware import Device, Instance, Value, load_catalog
 from ..errors import InputError
 from ..formulas.cost import cost_per_million_tokens, power_price_per_hour
-from ..formulas.network import request_seconds
 from ..formulas.serving_queue import queue_wait_seconds
 from ..formulas.speed import PhaseTime
 from ..formulas.tensor_parallel import serving_tensor_parallel_refusal
@@ -652,7 +651,7 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
             # image/video tokens are prompt tokens too (estimate/inference/media.py)
             sp = _split_speed(spec, est, device, host_device, hardware_files, instance, fmt,
                               prompt + int(d.get("media_tokens", 0)), out, run, sp, said)
-        queue = queue_details(concurrency, replicas, per_rep, run, sp, out)
+        queue = queue_details(concurrency, replicas, per_rep, run, sp)
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
@@ -673,16 +672,15 @@ def running_per_replica(per: int, details: dict[str, Any]) -> int:
     return max(1, min(per, int(details.get("running_sequences", per))))
 
 
-def queue_details(concurrency: int, replicas: int, per: int, running: int, sp: SpeedEstimate | None,
-                  output_tokens: int) -> dict[str, Any]:
+def queue_details(concurrency: int, replicas: int, per: int, running: int,
+                  sp: SpeedEstimate | None) -> dict[str, Any]:
     """The queue of a serving fit: the sequences all replicas run at once (min(concurrency, running x replicas)), those
     waiting, and, with a speed, the mean wait of a queued request on the fullest replica (formulas/serving_queue.py
-    eq. Q3 over its ``per`` in flight, ``running`` slots each held one request's time, formulas/network.py eq. 9)."""
+    eq. Q3 over its ``per`` in flight, ``running`` slots each held one request's time: the speed's
+    ``request_seconds``, formulas/network.py eq. 9)."""
     total = min(concurrency, running * replicas)
-    wait = None
-    if sp is not None and sp.ttft_seconds is not None and sp.tokens_per_second_per_user:
-        held = request_seconds(sp.ttft_seconds, output_tokens, sp.tokens_per_second_per_user)
-        wait = queue_wait_seconds(per, running, held)
+    held = sp.request_seconds if sp is not None else None
+    wait = queue_wait_seconds(per, running, held) if held is not None else None
     return {"running_sequences": total, "queued_sequences": concurrency - total, "queue_wait_seconds": wait}
 
 

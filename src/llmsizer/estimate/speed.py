@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import InputError
 from ..formulas import encoder_decoder_serving as ED
 from ..formulas import flash_attention as FA
+from ..formulas import network as NW
 from ..formulas.dtypes import DTYPE_BYTES
 from ..formulas.kv_cache import cross_attention_kv, kv_cache
 from ..formulas.params import count_params
@@ -127,17 +128,47 @@ class SpeedEstimate:
     def prefill_tokens_per_second(self) -> float | None:
         return self.prompt_tokens / self.prefill.seconds if self.prefill and self.prefill.seconds else None
 
+    def prefill_batch_seconds(self, prompts: int | None = None) -> float | None:
+        """Wall time of ``prompts`` (default: ``concurrency``) prompts prefilled together: eq. (3) of
+        formulas/speed.py over the b prompts, b times one prompt's FLOPs, attention and communication against one
+        read of the weights::
+
+            T_prefill(b) = max(b t_c, t_m) + b (t_comm + t_attn) + t_overhead                        (P1)
+
+        (b = 1: the TTFT). A compute-bound prefill (b t_c >= t_m) so takes b times one prompt's: batching prompts
+        adds no prefill throughput beyond 1 / t_c prompts per second. An engine that splits the batch into steps
+        of max_num_batched_tokens reads the weights once per step, which a compute-bound step hides."""
+        if self.prefill is None:
+            return None
+        p, b = self.prefill, self.concurrency if prompts is None else prompts
+        if b < 1:
+            raise InputError(f"prompts must be >= 1, got {b}")
+        return (max(b * p.compute_seconds, p.memory_seconds) + b * (p.comm_seconds + p.attention_seconds)
+                + p.overhead_seconds)
+
+    @property
+    def request_seconds(self) -> float | None:
+        """Time one of the ``concurrency`` requests in service is held (formulas/network.py eq. 9, the W of
+        Little's law and of formulas/serving_queue.py eqs. Q1-Q3): its TTFT then its output tokens at the decode
+        speed, and never less than the prefill of every prompt in service (eq. P1 at ``concurrency``): the replica
+        cannot finish its C requests faster than it prefills their C prompts, so C / W stays within its prefill
+        throughput / prompt tokens. A prefill-only request (output 0) is held for exactly that batch prefill, not for
+        one prompt's alone on an idle replica. (Chunked prefill, which shares decode steps with prefill chunks, is not
+        modelled beyond that bound.) None without the speeds it needs."""
+        if self.ttft_seconds is None or (self.output_tokens and not self.tokens_per_second_per_user):
+            return None
+        return NW.request_seconds(self.ttft_seconds, self.output_tokens, self.tokens_per_second_per_user,
+                                  self.prefill_batch_seconds())
+
     @property
     def static_batch_seconds(self) -> float | None:
-        """Wall time of one static batch: ``concurrency`` prompts prefilled together, then decoded to
-        ``output_tokens`` each (an offline batch job; vLLM's benchmarks/benchmark_latency.py times this). The batch's
-        prefill is eq. (3) over the b prompts: b times one prompt's FLOPs and communication against one read of the
-        weights (max(b t_c, t_m)); the first token comes from the prefill, the other output_tokens - 1 from decode
-        steps of the b sequences at the mid-generation context."""
-        if self.prefill is None or self.decode is None:
+        """Wall time of one static batch: ``concurrency`` prompts prefilled together (eq. P1), then decoded to
+        ``output_tokens`` each (an offline batch job; vLLM's benchmarks/benchmark_latency.py times this); the first
+        token comes from the prefill, the other output_tokens - 1 from decode steps of the b sequences at the
+        mid-generation context."""
+        prefill = self.prefill_batch_seconds()
+        if prefill is None or self.decode is None:
             return None
-        p, b = self.prefill, self.concurrency
-        prefill = max(b * p.compute_seconds, p.memory_seconds) + b * p.comm_seconds + p.overhead_seconds
         return prefill + max(self.output_tokens - 1, 0) * self.decode.seconds
 
     @property

@@ -52,7 +52,13 @@ Serving
 Little's law (Little 1961, Operations Research 9(3)): requests in the system = arrival rate x time in the
 system, so with C requests in flight each taking W seconds::
 
-    lambda = C / W,   W = TTFT + O / r_user                                               (9)
+    lambda = C / W,   W = max(TTFT + O / r_user, T_prefill(C))                            (9)
+
+The C requests in service are also prefilled, together: T_prefill(C) = max(C t_c, t_m) + C t_comm + t_overhead
+(eq. 3 of formulas/speed.py over C prompts; estimate/speed.py SpeedEstimate.prefill_batch_seconds, eq. P1), so a
+replica serves them no faster than that (lambda <= its prefill tokens/s / P; compute-bound, lambda <= 1 / t_c). A
+request that generates no token (embeddings, scoring, prefill-only, O = 0) is in service for that batch prefill
+alone, not for one prompt's TTFT on an idle replica. (estimate/speed.py SpeedEstimate.request_seconds.)
 
 Traffic in and out: prompt text of P tokens and generated text of O tokens at c bytes per token (about 4 B of
 UTF-8 per token of English, OpenAI's rule of thumb), plus a fixed envelope per request and response; streamed
@@ -155,14 +161,22 @@ def ring_bus_bandwidth(intra_bandwidth: float, nodes: int, node_bandwidth: float
     return min(intra_bandwidth, node_bandwidth)
 
 
-def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float | None) -> float:
-    """Eq. (9): time one request spends in the server: prefill then decode of its output (no output: the prefill
-    alone, whatever the decode speed, which a prefill-only workload does not have)."""
+def request_seconds(ttft: float, output_tokens: float, tokens_per_second_per_user: float | None,
+                    batch_prefill: float | None = None) -> float:
+    """Eq. (9): time one of C requests in service spends in the server [s]: its prefill (``ttft``, one prompt's)
+    then the decode of its output, and no less than ``batch_prefill``, T_prefill(C), the prefill of the C prompts
+    in service together (None: not bounded). No output: the batch prefill alone (``ttft`` when not given), whatever
+    the decode speed, which a prefill-only workload does not have.
+
+    >>> request_seconds(0.025, 0, None, batch_prefill=0.2), request_seconds(0.025, 100, 50.0, batch_prefill=0.2)
+    (0.2, 2.025)
+    """
+    floor = ttft if batch_prefill is None else max(ttft, batch_prefill)
     if output_tokens == 0:
-        return ttft
+        return floor
     if tokens_per_second_per_user is None or tokens_per_second_per_user <= 0:
         raise InputError("tokens_per_second_per_user must be positive")
-    return ttft + output_tokens / tokens_per_second_per_user
+    return max(floor, ttft + output_tokens / tokens_per_second_per_user)
 
 
 def littles_law_rate(concurrency: float, seconds_per_request: float) -> float:

@@ -213,10 +213,13 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines  # a llama.cpp split: 1 replica
             if machines > 1:
                 notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
-                                                    f"replicas of {tp} (tensor parallel within a machine); the load "
-                                                    "is split evenly"))
+                                                    f"replicas of {tp} ("
+                                                    + ("a llama.cpp layer split" if f_peak.layer_split
+                                                       else "tensor parallel") + " within a machine); the load is "
+                                                    "split evenly"))
+            # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
-                             "tensor_parallel": tp, "replicas": replicas})
+                             "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})
     if hw is None:
         hw = none_hardware(job.resources)
     # no fit (no hardware, or the devices cannot run it): the engine the one rule gives the devices named, else a
@@ -245,7 +248,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         need = _workload_need(f_peak, need)  # workload_bytes): SGLang sizes activations and graphs from the card
     # each sequence's tokens: the text context, plus what the request's images and video add (estimate's details)
     media_tokens = _media_tokens(f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est)
-    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per replica)",
+    sized = f_peak.estimate if f_peak is not None and f_peak.estimate is not None else need_est
+    mem.add("need_peak", f"needed at peak ({per_rep_peak} x {_tokens_words(ctx_peak, media_tokens)} per replica"
+            f"{_sized_for(sized, per_rep_peak)})",
             need, "B",
             "weights + KV cache + activations + runtime (estimate_inference)", "estimate/inference/compose.py")
     if f_peak is not None and f_peak.estimate is not None and "workload_bytes" in f_peak.estimate.details:
@@ -255,7 +260,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     need_typ_est = None if unfitted else _need(spec, engine, fmt_used, ctx_typ, per_replica(conc_typ, replicas),
                                                out_typ, tp, job, on_cpu, batch)
     need_typ = need_per_device(need_typ_est, on_cpu)[0] if need_typ_est else None
-    mem.add("need_typical", f"needed at typical load ({conc_typ} x {_tokens_words(ctx_typ, media_tokens)})",
+    per_rep_typ = per_replica(conc_typ, replicas)
+    mem.add("need_typical", f"needed at typical load ({per_rep_typ} x {_tokens_words(ctx_typ, media_tokens)} per "
+            f"replica{_sized_for(need_typ_est, per_rep_typ)})",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
     headroom = f_peak.headroom if f_peak else check_headroom(job.resources.headroom)
@@ -288,9 +295,8 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             pass
     mem.add("fits", "peak load fits", fits, "bool", f_peak.reasons[0] if f_peak and f_peak.reasons else "")
     if f_peak is not None and f_peak.estimate is not None and "max_concurrency_at_context" in f_peak.estimate.details:
-        mem.add("admitted", f"sequences of {_tokens_words(ctx_peak, media_tokens)} the KV pool admits per replica",
-                f_peak.estimate.details["max_concurrency_at_context"], "count",
-                f"{ENGINE_NAMES.get(engine, engine)} KV pool / KV per sequence")
+        _pool_figures(mem, f_peak.estimate.details, ENGINE_NAMES.get(engine, engine),
+                      _tokens_words(ctx_peak, media_tokens), per_replica(conc_peak, replicas))
     split = need_est.details.get("split") if need_est else None
     w_dev = (max(int(d["weights"]) for d in split["devices"] if d["device"] != "host") if split else
              need_est.details.get("weights_bytes") if need_est else None)
@@ -360,6 +366,31 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
                                                    if not (a.name == "replicas" and machines > 1)) if f_peak else ()),
                    tuple(notes.warnings) + (tuple(f_peak.warnings) if f_peak else ()), tuple(notes.advice), charts,
                    tuple(options), dict(notes.facts))
+
+
+def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flight: int) -> None:
+    """A pool engine's two counts at peak, per replica, read from its fit's estimate (the numbers ``infer --json``
+    gives in ``details``): the sequences its KV pool has room for (``max_concurrency_at_context``:
+    estimate/inference/vllm.py pool / KV per sequence, sglang.py max_total_num_tokens / context) and the sequences it
+    runs at once (``running_sequences``: estimate/inference/common.py eq. R1, min(in flight, its running cap, the
+    pool's room)); the rest of the ``in_flight`` wait in its queue."""
+    room, running, cap = int(d["max_concurrency_at_context"]), int(d["running_sequences"]), d.get("running_cap")
+    mem.add("kv_room", f"sequences of {tokens} the KV pool has room for per replica", room, "count",
+            f"{engine} KV pool / KV per sequence",
+            "estimate/inference/vllm.py, sglang.py (max_concurrency_at_context)")
+    bounds = f"{in_flight} in flight" + (f", {d.get('running_cap_name', 'running cap')} {int(cap)}" if cap is not None
+                                         else "") + f", pool room {room}"
+    mem.add("running", f"sequences {engine} runs at once per replica at peak"
+            + (f" (the other {in_flight - running} of {in_flight} wait in its queue)" if running < in_flight else ""),
+            running, "count", f"min({bounds})", "estimate/inference/common.py eq. R1 (running_sequences)")
+
+
+def _sized_for(est: Estimate | None, in_flight: int) -> str:
+    """Words for a need sized for fewer sequences than are in flight: above the engine's running cap the rest wait in
+    its queue and the estimate sizes memory for the running ones (its ``queued_sequences``,
+    estimate/inference/compose.py); '' when every sequence runs."""
+    queued = int(est.details.get("queued_sequences", 0)) if est is not None else 0
+    return f", memory for the {in_flight - queued} run at once" if queued else ""
 
 
 def _media_tokens(est: Estimate | None) -> int | None:
@@ -469,13 +500,18 @@ def _network(job: InferenceJob, sp_typ: Any, sp_peak: Any, conc_typ: int, conc_p
         given = getattr(job.traffic.requests_per_second, level)
         if given is not None:
             rate, how = given, "traffic.requests_per_second"
-        elif sp is not None and sp.ttft_seconds is not None and (sp.tokens_per_second_per_user or out == 0):
-            w = N.request_seconds(sp.ttft_seconds, out, sp.tokens_per_second_per_user)
+        elif sp is not None and sp.request_seconds is not None:
+            w = sp.request_seconds  # the fit's speed at the sequences each replica runs (estimate/speed.py)
             in_service = served.get(level, conc)  # above the engine's running cap the others wait (eq. Q1)
             rate = N.littles_law_rate(in_service, w)
-            how = (f"Little's law: {in_service} in service / {w:.1f} s per request (TTFT + {out} tokens at the decode "
-                   "speed)" + (f"; the other {conc - in_service} of {conc} wait in the engine's queue "
-                               "(formulas/serving_queue.py eq. Q1)" if in_service < conc else ""))
+            batch = f"the prefill of the {sp.concurrency} prompts each replica has in service together, " \
+                "estimate/speed.py eq. P1"
+            held = (f"no output: {batch}" if not out else
+                    f"{batch}, longer than TTFT + {out} tokens at the decode speed" if w == sp.prefill_batch_seconds()
+                    else f"TTFT + {out} tokens at the decode speed")
+            how = (f"Little's law: {in_service} in service / {w:.3g} s per request ({held})"
+                   + (f"; the other {conc - in_service} of {conc} wait in the engine's queue "
+                      "(formulas/serving_queue.py eq. Q1)" if in_service < conc else ""))
         else:
             rate, how = None, "unknown: give traffic.requests_per_second"
         rates[level] = rate

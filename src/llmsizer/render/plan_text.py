@@ -53,7 +53,7 @@ def _job_lines(j: JobPlan) -> list[str]:
     else:
         fits = mem.value("fits")
         unfitted = "not fitted: see the error above" if j.facts.get("fit_error") else "budget unknown"
-        adm = mem.get("admitted")
+        room, running = mem.get("kv_room"), mem.get("running")
         reserved = mem.get("reserved")
         need = mem.get("need_peak")
         offered = mem.value("budget")  # a pool engine's budget: what its pool offers (workload_budget_bytes)
@@ -62,8 +62,9 @@ def _job_lines(j: JobPlan) -> list[str]:
                 if reserved is not None and need is not None and need.value is not None else "")
         out.append(f"  memory    {_v(j, 'memory', 'need_peak')} per device at peak, budget {_v(j, 'memory', 'budget')}"
                    f" ({'fits' if fits else 'DOES NOT FIT' if fits is False else unfitted}{_budget_is(j)})"
-                   + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} admits {adm.value} sequences of "
-                      "the peak context" if adm is not None else "") + pool)
+                   + (f"; {ENGINE_NAMES.get(j.hardware.engine or '', 'the engine')} runs {running.value} sequences at "
+                      f"once per replica (KV pool room for {room.value} of the peak context)"
+                      if room is not None and running is not None else "") + pool)
         out.append(f"  speed     TTFT {_v(j, 'speed', 'ttft_typical')} typical / {_v(j, 'speed', 'ttft_peak')} peak; "
                    f"{_v(j, 'speed', 'tps_user_typical')} / {_v(j, 'speed', 'tps_user_peak')} per user"
                    + (f"; at peak, requests above the engine's running cap wait {_v(j, 'speed', 'queue_wait_peak')} "
