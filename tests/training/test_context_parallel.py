@@ -9,6 +9,12 @@ plus the plain SDPA backward's dq, dk, dv (which llmsizer counts in every layer'
 gloo's all-gather stages its result in a copy of its own ((ranks - 1) x the input on the CPU; NCCL gathers into the
 output tensor): the step measures that copy alone on a tensor of the local K/V's size, and it is added to the
 prediction (one all-gather in the forward, one in the backward) for this CPU comparison.
+
+gloo's worker threads would keep a collective's tensors alive past its wait for as long as they are descheduled (the
+backward once read +921,600 B under CPU load); the step runs each collective on copies the tracker does not count
+(``CollectivesOnCopies``). The ``cp2-held`` case keeps gloo's copies to the end of the step, a worker thread that
+never lets go: the measurement must stay within the tolerance (with gloo holding the counted tensors themselves it
+reads the flaky +921,600 B, +16.7 % against the prediction).
 """
 
 from __future__ import annotations
@@ -33,10 +39,11 @@ HERE = Path(__file__).resolve().parent
 CASES: list[tuple[int, dict[str, Any], float]] = [
     (2, dict(batch=1, heads=4, kv_heads=4, local_seq=512, head_dim=64), 0.10),
     (4, dict(batch=2, heads=2, kv_heads=2, local_seq=256, head_dim=128), 0.10),
+    (2, dict(batch=1, heads=4, kv_heads=4, local_seq=512, head_dim=64, hold_collective_tensors=True), 0.10),
 ]
 
 
-@pytest.mark.parametrize(("cp", "case", "tol"), CASES, ids=["cp2", "cp4"])
+@pytest.mark.parametrize(("cp", "case", "tol"), CASES, ids=["cp2", "cp4", "cp2-held"])
 def test_ring_attention_buffers(cp: int, case: dict[str, Any], tol: float) -> None:
     m = run_ranks(HERE / "ring_attention_step.py", case, cp)
     t = case["batch"] * case["local_seq"]

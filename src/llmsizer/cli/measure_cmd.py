@@ -8,8 +8,9 @@ from typing import Any
 
 from ..numbers import CONCURRENCY, COUNT, LORA_RANK, SECONDS, SEED, WIDTH
 from ..render.safe import say
+from ..specs.workload import OUTPUT_TOKENS
 from .commands import COMMAND_HELP
-from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg
+from .common import bytes_arg, count_in, emit_json, float_arg, int_arg, needs_subcommand, tokens_arg, tokens_in
 
 EPILOG = """examples:
   llmsizer measure infer qwen2.5-0.5b --context 4096 --concurrency 4
@@ -56,7 +57,8 @@ def register(sub: Any) -> None:
     pi.add_argument("--context", type=tokens_arg, default=1024,
                     help="tokens per sequence at the end, prompt + output (default 1024)")
     pi.add_argument("--concurrency", type=count_in(CONCURRENCY), default=1, help="sequences at once (default 1)")
-    pi.add_argument("--output-tokens", type=tokens_arg, default=16, help="tokens decoded per sequence (default 16)")
+    pi.add_argument("--output-tokens", type=tokens_in(OUTPUT_TOKENS), default=16,
+                    help="tokens decoded per sequence (default 16); 0: prefill only, as infer's (no decode timed)")
     pi.add_argument("--dtype", choices=("bf16", "fp16", "fp32"), help="default: bf16 on CUDA, fp32 on CPU")
     pi.add_argument("--weights", choices=("nf4", "nf4-dq"), help="bitsandbytes 4-bit weights (CUDA)")
     pi.set_defaults(func=cmd_measure, kind="inference")

@@ -90,6 +90,9 @@ INDEXER_FP8_SCALE_BLOCK = 128
 # (``if kv_cache_dtype == "auto": return model_config.dtype``; vllm/config/cache.py CacheDType), SGLang
 # model_executor/model_runner.py (``kv_cache_dtype == "auto"``: ``self.kv_cache_dtype = self.dtype``)
 KV_DTYPE_AUTO = "auto"
+# every KV cache dtype name a workload takes (kv_dtype_name); which of them an engine stores: estimate/inference/
+# compose.py engine_kv_dtypes
+KV_DTYPE_NAMES: tuple[str, ...] = (*sorted(KV_DTYPE_BYTES), KV_DTYPE_AUTO)
 
 
 def kv_dtype_name(kv_dtype: str) -> str:
@@ -97,9 +100,9 @@ def kv_dtype_name(kv_dtype: str) -> str:
     has no size until ``resolve_kv_dtype`` gives it the model's dtype); InputError if unknown."""
     key = kv_dtype.strip().lower().replace("-", "_")
     key = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "f16": "fp16", "f32": "fp32"}.get(key, key)
-    if key != KV_DTYPE_AUTO and key not in KV_DTYPE_BYTES:
-        known = [*sorted(KV_DTYPE_BYTES), KV_DTYPE_AUTO]
-        raise InputError(f"unknown KV cache dtype {kv_dtype!r}{did_you_mean(key, known)} (known: {', '.join(known)})")
+    if key not in KV_DTYPE_NAMES:
+        raise InputError(f"unknown KV cache dtype {kv_dtype!r}{did_you_mean(key, KV_DTYPE_NAMES)} "
+                         f"(known: {', '.join(KV_DTYPE_NAMES)})")
     return key
 
 

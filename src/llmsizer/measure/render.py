@@ -50,6 +50,8 @@ def render_record(rec: dict[str, Any]) -> str:
         timing.append(f"prefill {t['prefill_seconds'] * 1e3:.1f} ms")
     if t.get("decode_tokens_per_second"):
         timing.append(f"decode {t['decode_tokens_per_second']:,.1f} tokens/s")
+    elif rec.get("kind") == "inference" and s.get("output_tokens") == 0:
+        timing.append("decode not timed (output tokens 0: prefill only)")
     if t.get("step_seconds"):
         timing.append(f"step {t['step_seconds']:.3f} s ({t['tokens_per_second']:,.0f} tokens/s)")
     if t.get("total_seconds"):

@@ -290,11 +290,10 @@ def _inference(s: MeasureSettings, ref: dict[str, Any], device: str, where: Wher
         progress(r + 1, s.timed_steps, "timed passes")
     timed = runs or [tracked]
     pre = statistics.median(x["prefill_seconds"] for x in timed)
-    dec = statistics.median(x["decode_seconds"] for x in timed)
+    dec = statistics.median(x["decode_seconds"] for x in timed) if s.output_tokens else None  # 0: prefill only
     timing.update({"prefill_seconds": pre, "decode_seconds": dec, "timed_with_tracker": not runs,
                    "prefill_tokens_per_second": s.concurrency * s.prompt_tokens / pre if pre > 0 else None,
-                   "decode_tokens_per_second": (s.concurrency * s.output_tokens / dec
-                                                if dec > 0 and s.output_tokens else None)})
+                   "decode_tokens_per_second": s.concurrency * s.output_tokens / dec if dec else None})
 
 
 def _training(s: MeasureSettings, ref: dict[str, Any], device: str, where: Where, m: dict[str, Any],

@@ -122,7 +122,7 @@ class _Forward:
 def inference_pass(model: Any, s: MeasureSettings, ids: Any, where: Where, holder: dict[str, Any],
                    report: Callable[[int, int, str], None] | None = None) -> dict[str, float]:
     """One prefill + decode pass. ``holder['cache']`` is kept pointing at the live cache (the tracker's split
-    reads it). Returns seconds for prefill and decode."""
+    reads it). Returns seconds for prefill and decode (no decode with ``output_tokens`` 0: prefill only)."""
     import torch
 
     fwd = _Forward(model)
@@ -138,6 +138,8 @@ def inference_pass(model: Any, s: MeasureSettings, ids: Any, where: Where, holde
         t1 = time.perf_counter()
         if report:
             report(1, total, "prefill")
+        if not s.output_tokens:  # prefill only (embeddings, scoring): no decode step to time
+            return {"prefill_seconds": t1 - t0}
         for i in range(s.output_tokens):
             where("decode", 2 + i)
             nxt, holder["cache"] = fwd(nxt, holder["cache"])

@@ -26,8 +26,8 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import JSONResponse, Response
 
 from ..estimate.device import ENGINE_DEFAULT_NAME
+from ..estimate.inference.compose import engine_kv_dtypes
 from ..estimate.verdict import DEFAULT_HEADROOM
-from ..formulas.kv_cache import KV_DTYPE_BYTES
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
@@ -160,8 +160,11 @@ def choices() -> dict[str, Any]:
             "grad_checkpointing": list(GRAD_CHECKPOINTING), "fsdp": list(FSDP_MODES), "offload": list(OFFLOAD),
             "grad_sync": list(GRAD_SYNC),
             "zero_stages": list(range(int(ZERO_STAGE.low), int(ZERO_STAGE.high) + 1)),
-            "kv_dtypes": sorted(KV_DTYPE_BYTES), "weight_formats": list(format_names()),
+            "kv_dtypes": list(engine_kv_dtypes(None)), "weight_formats": list(format_names()),
         },
+        # the KV dtypes each engine takes, as the CLI (estimate/inference/compose.py engine_kv_dtypes): the
+        # calculator offers the chosen engine's, and "kv_dtypes" with the engine left to the device
+        "kv_dtypes_by_engine": {e: list(engine_kv_dtypes(e)) for e in ENGINES},
         "defaults": defaults,
         "engine_names": dict(ENGINE_NAMES),  # what the answers call each engine (render/text.py pool_and_need)
     }

@@ -13,7 +13,7 @@ from typing import Any
 from ...catalog.hardware import Device
 from ...errors import InputError
 from ...formulas.dtypes import DTYPE_BYTES
-from ...formulas.kv_cache import KV_DTYPE_AUTO, kv_cache, kv_dtype_name, resolve_kv_dtype
+from ...formulas.kv_cache import KV_DTYPE_AUTO, KV_DTYPE_NAMES, kv_cache, kv_dtype_name, resolve_kv_dtype
 from ...formulas.params import count_params
 from ...formulas.tensor_parallel import check_tensor_parallel, serving_tensor_parallel_refusal, shard_weights
 from ...formulas.weight_formats import GROUP_SIZE_DEFAULT, weight_bytes
@@ -53,14 +53,22 @@ def _compute_dtype(spec: ModelSpec, w: InferenceWorkload, fmt: str, acc: Acc) ->
     return str(acc.assume("dtype", default, w.dtype, why + "; activations and unquantized tensors use it"))
 
 
+def engine_kv_dtypes(engine: str | None) -> tuple[str, ...]:
+    """The KV cache dtypes a workload on ``engine`` takes, the one list: the ones the engine stores
+    (E.EngineProfile.kv_dtypes) and ``auto`` (_kv_dtype resolves it for every engine); no engine (chosen later by
+    the device): every name (formulas/kv_cache.py KV_DTYPE_NAMES). check_engine_kv_dtype refuses the others; the
+    web's KV dtype select offers these (web/pages.py choices)."""
+    if engine is None:
+        return KV_DTYPE_NAMES
+    return (*E.PROFILES[engine].kv_dtypes, KV_DTYPE_AUTO)
+
+
 def check_engine_kv_dtype(engine: str, kvd: str) -> None:
-    """InputError when ``engine`` cannot store a KV cache of dtype ``kvd`` (E.EngineProfile.kv_dtypes: refused, not
-    sized), naming the engines that can; read by every estimate, and by recommend before its search."""
+    """InputError when ``engine`` cannot store a KV cache of dtype ``kvd`` (engine_kv_dtypes: refused, not sized),
+    naming the engines that can; read by every estimate, and by recommend before its search."""
     profile = E.PROFILES[engine]
     name = kv_dtype_name(kvd)  # validates the name
-    if name == KV_DTYPE_AUTO:  # the model's dtype (fp32, fp16 or bf16), checked again once resolved (_kv_dtype)
-        return
-    if name not in profile.kv_dtypes:
+    if name not in engine_kv_dtypes(engine):
         owners = [p.name for p in E.PROFILES.values() if name in p.kv_dtypes]
         raise InputError(f"engine {profile.name} has no {kvd!r} KV cache; it stores {', '.join(profile.kv_dtypes)}"
                          + (f" ({kvd}: engine {', '.join(owners[:-1])}{' or ' if len(owners) > 1 else ''}{owners[-1]})"
@@ -69,11 +77,16 @@ def check_engine_kv_dtype(engine: str, kvd: str) -> None:
 
 def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
     """The KV cache dtype, the one place it is resolved: the engine's default, or the given one, ``auto`` being the
-    model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang)."""
+    model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang), or, for an engine with no
+    'auto' (llama.cpp), its default (E.EngineProfile.kv_dtype_auto), said in the assumption."""
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) == KV_DTYPE_AUTO:
-        kvd = resolve_kv_dtype(w.kv_dtype, dtype)
-        acc.assumptions.append(Assumption("kv_dtype", kvd, False, f"auto -> {kvd}: the model's dtype, as vLLM's and "
-                                          "SGLang's kv_cache_dtype=auto"))
+        if profile.kv_dtype_auto is None:
+            kvd = resolve_kv_dtype(w.kv_dtype, dtype)
+            why = f"auto -> {kvd}: the model's dtype, as vLLM's and SGLang's kv_cache_dtype=auto"
+        else:
+            kvd, source = profile.kv_dtype_auto
+            why = f"auto -> {kvd}: {source}"
+        acc.assumptions.append(Assumption("kv_dtype", kvd, False, why))
     else:
         default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
         kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))

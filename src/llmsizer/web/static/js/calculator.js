@@ -19,6 +19,7 @@ let tab = "infer";
 let instances = [];
 let defaults = {}; // the estimator's defaults (/pages/choices.json)
 let engineNames = {}; // each engine's name in the answers (/pages/choices.json)
+let kvDtypes = { all: [], byEngine: {} }; // the KV dtypes the CLI takes, per engine (/pages/choices.json)
 let current = null; // AbortController of the request in flight
 let gridCurrent = null;
 let seq = 0;
@@ -264,12 +265,23 @@ const computeSoon = debounce(compute, 250);
 const gridSoon = debounce(grid, 400);
 const visionSoon = debounce(checkVision, 250);
 
+/** The KV dtype select offers what the CLI takes for the chosen engine (every name with the engine left to the
+ * device); a choice the engine does not take goes back to the engine's default. */
+function offerKvDtypes() {
+  const sel = $("kv_dtype");
+  const keep = sel.value;
+  const names = kvDtypes.byEngine[$("engine").value] || kvDtypes.all;
+  sel.replaceChildren(sel.options[0], ...names.map((v) => el("option", { value: v }, v)));
+  sel.value = names.includes(keep) ? keep : "";
+}
+
 function changed() {
   delete $("fits-grid").dataset.answered; // the grid on show answers the previous input until it is asked again
   saveToUrl(state());
   computeSoon();
 }
 
+$("engine").addEventListener("input", offerKvDtypes); // before the form's listener reads the KV dtype
 form.addEventListener("input", changed);
 form.addEventListener("submit", (e) => e.preventDefault());
 
@@ -288,7 +300,9 @@ async function start() {
   fillChoices(form, choices);
   defaults = choices.defaults;
   engineNames = choices.engine_names || {};
+  kvDtypes = { all: choices.choices.kv_dtypes || [], byEngine: choices.kv_dtypes_by_engine || {} };
   if (q) for (const c of form.querySelectorAll("select[name]")) c.value = q.get(c.name) ?? ""; // now offered
+  offerKvDtypes();
   await checkVision();
   document.body.dataset.ready = "1";
   changed();
