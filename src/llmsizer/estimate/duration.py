@@ -87,7 +87,9 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
+from .training.gather_units import CollectiveVolume, backward_layout, fsdp_collective_volume
 from .training.setup import compiled_loss, qlora_base_format
+from .training.states import stage_states
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -541,6 +543,22 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     return Float8Time(flops, cast, gathered)
 
 
+FSDP_VOLUME_WHY = ("estimate/training/gather_units.py fsdp_collective_volume: per micro-step, every FSDP unit "
+                   "all-gathered in its all-gather dtype in the forward (adapters with their unit, torchao float8 "
+                   "weights at 1 B), the units resharded after their forward again in the backward, and the "
+                   "gradients autograd produced reduce-scattered (LoRA: the adapters'; FSDP1 with the adapters in "
+                   "their layer's unit: every element of the unit); payloads, each ring moving (s-1)/s of them")
+
+
+@lru_cache(maxsize=1024)
+def fsdp_volume(spec: ModelSpec, w: TrainingWorkload) -> CollectiveVolume:
+    """The FSDP collective payloads of ``w``'s first stage (gather_units.py ``fsdp_collective_volume``) from the
+    context the memory estimate resolves; memoized on its immutable arguments (the same for every device of a
+    catalog search)."""
+    ctx = training_context(spec, w)
+    return fsdp_collective_volume(ctx, stage_states(ctx, 0))
+
+
 def moe_kinds(spec: ModelSpec) -> list[bool]:
     """Per decoder layer, whether it runs routed experts (an MoE layer of an MoE model): the one layer-kind split of
     the duration's float8 linears and kernel counts."""
@@ -714,11 +732,19 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     comm: DataParallelComm | None = None
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
-        wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
-        if f8 is not None and w.fsdp is not None and w.float8_recipe == "torchao":
-            # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
-            wb -= f8.gathered_elements * (2.0 - 1.0)
-        gb = float(fl.trained_params) * reduced_grad_bytes(w)
+        wb_again: float | None = None  # the backward's re-gathers: W, DeepSpeed ZeRO-3 (every module released)
+        if w.fsdp is not None:  # the units the memory gathers (gather_units.py): adapters, float8, FSDP1 flat params
+            vol = fsdp_volume(spec, w)
+            wb, wb_again = float(vol.forward), float(vol.backward)
+            gb = float(vol.reduced_elements) * reduced_grad_bytes(w)
+            notes.append(Assumption("fsdp_collective_bytes", {"all_gather_forward": vol.forward,
+                                                              "all_gather_backward": vol.backward,
+                                                              "reduce_scatter": gb}, True, FSDP_VOLUME_WHY
+                                    + f" (backward: formulas/fsdp2_units.py eq. (U5), layout "
+                                      f"{backward_layout(w)!r})"))
+        else:
+            wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
+            gb = float(fl.trained_params) * reduced_grad_bytes(w)
         host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
@@ -738,7 +764,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             ub = float(fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's 16-bit weights
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
-                                      sync, ub)
+                                      sync, ub, wb_again)
             if w.offload == "params" and w.fsdp is not None:
                 comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation
