@@ -69,6 +69,12 @@ def duration(fields: dict[str, Any]) -> Duration:
     return training_duration_for(spec, dev, N, 1e6, dict(micro_batch=2, seq_len=64, fsdp="full", **fields))
 
 
+def volume(d: Duration) -> dict[str, int]:
+    """The payloads the duration's step time used (its assumptions) [bytes]."""
+    notes = {a.name: a.value for a in d.assumptions}
+    return {k: notes[f"fsdp_{k}_bytes"] for k in ("all_gather_forward", "all_gather_backward", "reduce_scatter")}
+
+
 def payloads(calls: list[list[Any]]) -> dict[str, int]:
     """Summed payloads of one step: forward and backward all-gathers, reduce-scatters [bytes]."""
     out = {"all_gather_forward": 0, "all_gather_backward": 0, "reduce_scatter": 0}
@@ -87,8 +93,7 @@ def test_step_time_collectives_carry_what_torch_sends(name: str) -> None:
     m = run_step(script, dict(config=TINY_LLAMA, batch=2, seq=64, **case), N)
     measured = payloads(m["collectives"])
     d = duration(fields)
-    notes = {a.name: a.value for a in d.assumptions}
-    predicted = notes["fsdp_collective_bytes"]
+    predicted = volume(d)
     print(f"\n{name}: torch sent {measured}; llmsizer {predicted}")
     assert predicted == measured
     assert d.step is not None
@@ -112,10 +117,10 @@ def test_lora_reduces_only_the_adapters_and_gathers_the_base() -> None:
     adapters = sum(p.numel() for p in model.parameters() if p.requires_grad)
     everything = sum(p.numel() for p in model.parameters())
     assert adapters < everything and torch.float32 == next(model.parameters()).dtype
-    lora = {a.name: a.value for a in duration(dict(LORA, precision="fsdp-bf16-mixed")).assumptions}
-    full = {a.name: a.value for a in duration(dict(precision="fsdp-bf16-mixed")).assumptions}
-    assert lora["fsdp_collective_bytes"]["reduce_scatter"] == adapters * 4  # reduce_dtype fp32
-    assert lora["fsdp_collective_bytes"]["all_gather_forward"] == everything * 2  # param_dtype bf16, base + adapters
-    assert full["fsdp_collective_bytes"]["all_gather_forward"] == (everything - adapters) * 2
-    with_layers = {a.name: a.value for a in duration(dict(FSDP1_LORA, fsdp1_lora_wrap="with-layers")).assumptions}
-    assert with_layers["fsdp_collective_bytes"]["reduce_scatter"] == everything * 2  # every element, bf16
+    lora = volume(duration(dict(LORA, precision="fsdp-bf16-mixed")))
+    full = volume(duration(dict(precision="fsdp-bf16-mixed")))
+    assert lora["reduce_scatter"] == adapters * 4  # reduce_dtype fp32
+    assert lora["all_gather_forward"] == everything * 2  # param_dtype bf16, base + adapters
+    assert full["all_gather_forward"] == (everything - adapters) * 2
+    with_layers = volume(duration(dict(FSDP1_LORA, fsdp1_lora_wrap="with-layers")))
+    assert with_layers["reduce_scatter"] == everything * 2  # every element, bf16
