@@ -18,8 +18,9 @@ before the model is built, so FSDP1's storage resizes of its unsharded flat para
 peak live bytes of the second step, the bytes live before it, the sharded flat gradients' bytes after its backward,
 the flat parameters' bytes, and (``unsharded``) the unsharded flat parameter bytes of each unit after every
 all-gather and at the loss backward of its last micro-batch, and (``unsharded_at_peak``) the units unsharded over
-the stretch of the second step that holds its peak (a mark after every all-gather and every reshard). Nothing here
-imports llmsizer.
+the stretch of the second step that holds its peak (a mark after every all-gather and every reshard), and
+(``collectives``) every all-gather and reduce-scatter payload of the second step by pass (ranks.py
+``count_collectives``). Nothing here imports llmsizer.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import peft
     import torch
     from measure_step import AllocatorBytes
-    from ranks import end_rank, rank_model
+    from ranks import count_collectives, end_rank, rank_model
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     from torch.distributed.fsdp import ShardingStrategy
     from torch.distributed.fsdp.wrap import lambda_auto_wrap_policy
@@ -71,8 +72,10 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             at_mark.append(_unsharded(fsdp, layer_cls))
 
         layouts = _follow_unsharded(fsdp, layer_cls, mark)
+        sent = count_collectives(lambda: "backward" if torch._C._current_graph_task_id() != -1 else "forward")
         grads = 0
         for step in range(2):
+            sent.clear()
             gc.collect()  # nothing left in a reference cycle counted as held
             first = len(at_mark)
             mark()
@@ -95,7 +98,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     units = {"trained": sum(1 for f in flat if f.requires_grad), "frozen": sum(1 for f in flat if not f.requires_grad)}
     return end_rank({"peak": counter.peak(first), "before": counter.level(first), "after": counter.level(last),
                      "flat_grad_bytes": grads, "unsharded_at_peak": at_mark[top], "units": units, "unsharded": layouts,
-                     "flat_param_bytes": sum(f.numel() * f.element_size() for f in flat)})
+                     "flat_param_bytes": sum(f.numel() * f.element_size() for f in flat), "collectives": sent})
 
 
 def _unsharded(fsdp: Any, layer_cls: type) -> dict[str, int]:

@@ -25,7 +25,9 @@ stage.py ``backward_maybe_with_nosync``; with ``accumulate`` micro-batches), ``d
 'bf16', else fp32), ``mp`` (False: no MixedPrecisionPolicy, each parameter all-gathered in its own dtype), the
 adapters' ``lora["dtype"]`` (cast to it after the injection), ``float8`` (torchao's ``convert_to_float8_training`` on
 every linear but lm_head with ``enable_fsdp_float8_all_gather=True``, as torchtitan's float8 converter applies it).
-Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT set; rank 0 prints one JSON object.
+Every ``torch.distributed`` all-gather and reduce-scatter of the last step is counted (``collectives``: [pass, op,
+payload bytes], ranks.py ``count_collectives``). Run as a script with RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT
+set; rank 0 prints one JSON object.
 Nothing here imports llmsizer.
 """
 
@@ -39,7 +41,7 @@ from typing import Any
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed.fsdp._fully_shard._fsdp_param_group as param_group
-    from ranks import end_rank, rank_model
+    from ranks import count_collectives, end_rank, rank_model
     from torch.distributed.fsdp import FSDPModule, MixedPrecisionPolicy, fully_shard
 
     conf, model = rank_model(case, torch.bfloat16 if case.get("dtype") == "bf16" else None)
@@ -131,11 +133,13 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
             return g
 
     param_group.foreach_all_gather = followed  # FSDPParamGroup.unshard calls it by this module-level name
+    sent = count_collectives(lambda: where[0])  # every all-gather / reduce-scatter payload, by pass
     param_group.FSDPParamGroup.wait_for_unshard = waited  # type: ignore[method-assign]
     storages: dict[int, int] = {}
     grad_bytes = views = 0
     refs: dict[str, weakref.ref[torch.Tensor]] = {}
     for step in range(2):
+        sent.clear()
         gathers.clear()
         inputs.clear()
         copied_out.clear()
@@ -171,7 +175,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     gc.collect()
     return end_rank({"storage_bytes": sorted(storages.values()), "grad_bytes": grad_bytes, "views": views,
                      "params": len(list(model.parameters())), "all_gathers": gathers, "gather_inputs": inputs,
-                     "copied_out": copied_out,
+                     "copied_out": copied_out, "collectives": sent,
                      "at_loss_backward": at_loss_backward,
                      "alive_after_zero_grad": sorted(n for n, r in refs.items() if r() is not None)})
 

@@ -1,8 +1,8 @@
 """Launch a step script as N real torch.distributed ranks (gloo on 127.0.0.1) and return rank 0's JSON result: the
 launcher the DeepSpeed ZeRO-3, FSDP1, FSDP2 and context-parallel memory tests share (``run_ranks``; ``run_step`` by
 script name), with the tiny Llama most of them build (``TINY_LLAMA``); and, inside a rank, the set-up and ending the
-FSDP step scripts share (``rank_model``, ``end_rank``, ``rank_main``). Nothing here imports llmsizer,
-and torch and transformers only inside a rank."""
+FSDP step scripts share (``rank_model``, ``end_rank``, ``rank_main``, ``count_collectives``). Nothing here imports
+llmsizer, and torch and transformers only inside a rank."""
 
 from __future__ import annotations
 
@@ -79,6 +79,46 @@ def end_rank(out: dict[str, Any]) -> dict[str, Any] | None:
     rank = dist.get_rank()
     dist.destroy_process_group()
     return out if rank == 0 else None
+
+
+def count_collectives(phase: Callable[[], str]) -> list[list[Any]]:
+    """In a rank: wrap ``torch.distributed``'s all-gathers and reduce-scatters so that each call appends [phase(), op,
+    payload bytes] to the list returned; the payload is every rank's elements: the all-gather's output, the
+    reduce-scatter's input. Wrapped: ``all_gather_single`` / ``reduce_scatter_single``, which FSDP2's
+    ``_fsdp_collectives.py`` and FSDP1's ``_flat_param.py`` / ``_runtime_utils.py`` call through the module, their
+    deprecated names ``all_gather_into_tensor`` / ``reduce_scatter_tensor``, and ``all_gather`` into a list, which
+    FSDP1 calls for a CPU flat parameter (torch 2.13 ``_flat_param.py`` lines 1466-1474, "HACK this should be
+    handled by C10D"). A call made inside another wrapped one is not counted again."""
+    import torch.distributed as dist
+
+    sent: list[list[Any]] = []
+    depth = [0]
+
+    def nbytes(t: Any) -> int:
+        return int(t.numel() * t.element_size())
+
+    def wrap(name: str, op: str, payload: Callable[[tuple[Any, ...], dict[str, Any]], int]) -> None:
+        fn = getattr(dist, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            if not depth[0]:
+                sent.append([phase(), op, payload(args, kwargs)])
+            depth[0] += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+        setattr(dist, name, counted)
+
+    def arg(args: tuple[Any, ...], kwargs: dict[str, Any], position: int, keyword: str) -> Any:
+        return args[position] if len(args) > position else kwargs[keyword]
+
+    for name in ("all_gather_single", "all_gather_into_tensor"):
+        wrap(name, "all_gather", lambda a, k: nbytes(arg(a, k, 0, "output_tensor")))
+    wrap("all_gather", "all_gather", lambda a, k: sum(map(nbytes, arg(a, k, 0, "tensor_list"))))
+    for name in ("reduce_scatter_single", "reduce_scatter_tensor"):
+        wrap(name, "reduce_scatter", lambda a, k: nbytes(arg(a, k, 1, "input")))
+    return sent
 
 
 def rank_main(main: Callable[[dict[str, Any]], dict[str, Any] | None]) -> None:

@@ -87,7 +87,9 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
+from .training.gather_units import CollectiveVolume, backward_layout, fsdp_collective_volume
 from .training.setup import compiled_loss, qlora_base_format
+from .training.states import stage_states
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -492,12 +494,11 @@ def _weight_format(w: TrainingWorkload, spec: ModelSpec) -> str:
 @dataclass(frozen=True)
 class Float8Time:
     """The float8 share of a micro-step (formulas/float8_training.py): FLOPs per token of the converted linears
-    (forward, backward and recomputed forward), their cast bytes per micro-step, the weight elements all-gathered
-    in float8."""
+    (forward, backward and recomputed forward) and their cast bytes per micro-step (the weights FSDP all-gathers in
+    float8: gather_units.py, read by ``fsdp_volume``)."""
 
     flops_per_token: float
     cast_bytes: float
-    gathered_elements: float
 
 
 @lru_cache(maxsize=1024)
@@ -513,9 +514,9 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
     again = 1.0 if recompute == "full" else 0.5
     sharded = w.fsdp is not None and w.float8_recipe == "torchao"
     share = 1.0 / max(1, w.gpus // max(1, w.tp * w.pp)) if sharded else 1.0
-    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes, weight
-    # elements) once per kind; the sums below still run layer by layer, so every float is the same
-    per_kind: dict[bool, tuple[float, float, float, int]] = {}
+    # a layer's float8 linears depend on it only through being MoE: (FLOPs, forward and backward cast bytes) once
+    # per kind; the sums below still run layer by layer, so every float is the same
+    per_kind: dict[bool, tuple[float, float, float]] = {}
     kinds = moe_kinds(spec)
     for moe in dict.fromkeys(kinds):
         linears = layer_linears(spec, tp)[:4] if moe else layer_linears(spec, tp)
@@ -525,20 +526,47 @@ def float8_time(spec: ModelSpec, w: TrainingWorkload, tokens: int) -> Float8Time
             fa, ba = float8_cast_bytes(tokens, a, b, c, w.float8_recipe, w.compile, share, same)
             fwd += fa
             bwd += ba
-        per_kind[moe] = (f, fwd, bwd, sum(a * b for a, b in linears))
+        per_kind[moe] = (f, fwd, bwd)
     # each layer's addends, per (kind, recomputed): the sums run layer by layer in order (running_sum: the floats a
     # += loop makes)
     layer_kinds = list(zip(kinds, map(ckpt.__contains__, range(len(kinds))), strict=True))
-    addends: dict[tuple[bool, bool], tuple[float, float, int]] = {}
+    addends: dict[tuple[bool, bool], tuple[float, float]] = {}
     for moe, again_i in dict.fromkeys(layer_kinds):
-        f, fwd, bwd, elems = per_kind[moe]
+        f, fwd, bwd = per_kind[moe]
         addends[moe, again_i] = (f * (3.0 + (again if again_i else 0.0)),
-                                 fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd, elems)
+                                 fwd * (1.0 + (1.0 if again_i else 0.0)) + bwd)
     rows = list(map(addends.__getitem__, layer_kinds))
     flops = running_sum(map(itemgetter(0), rows))
     cast = running_sum(map(itemgetter(1), rows))
-    gathered = running_sum(map(itemgetter(2), rows))
-    return Float8Time(flops, cast, gathered)
+    return Float8Time(flops, cast)
+
+
+FSDP_VOLUME_WHY = ("estimate/training/gather_units.py fsdp_collective_volume: per micro-step, every FSDP unit "
+                   "all-gathered in its all-gather dtype in the forward (adapters with their unit, torchao float8 "
+                   "weights at 1 B), the units resharded after their forward again in the backward, and the "
+                   "gradients autograd produced reduce-scattered (LoRA: the adapters'; FSDP1 with the adapters in "
+                   "their layer's unit: every element of the unit); payloads, each ring moving (s-1)/s of them")
+
+
+def fsdp_volume_notes(w: TrainingWorkload, forward: float, backward: float, reduced: float) -> list[Assumption]:
+    """The FSDP collective payloads a step time used, per micro-step [bytes] (``fsdp_volume``)."""
+    return [Assumption("fsdp_all_gather_forward_bytes", round(forward), True, FSDP_VOLUME_WHY),
+            Assumption("fsdp_all_gather_backward_bytes", round(backward), True,
+                       f"the units resharded after their forward, formulas/fsdp2_units.py eq. (U5), layout "
+                       f"{backward_layout(w)!r}" + (" (torch's defaults: every block resharded, the root kept)"
+                                                    if backward_layout(w) != w.fsdp2_units else "")
+                       + ("; none under SHARD_GRAD_OP (reshard_after_forward=False)" if w.fsdp == "grad_op" else "")),
+            Assumption("fsdp_reduce_scatter_bytes", round(reduced), True,
+                       f"the gradients autograd produced, {reduced_grad_bytes(w)} B each (reduced_grad_bytes)")]
+
+
+@lru_cache(maxsize=1024)
+def fsdp_volume(spec: ModelSpec, w: TrainingWorkload) -> CollectiveVolume:
+    """The FSDP collective payloads of ``w``'s first stage (gather_units.py ``fsdp_collective_volume``) from the
+    context the memory estimate resolves; memoized on its immutable arguments (the same for every device of a
+    catalog search)."""
+    ctx = training_context(spec, w)
+    return fsdp_collective_volume(ctx, stage_states(ctx, 0))
 
 
 def moe_kinds(spec: ModelSpec) -> list[bool]:
@@ -714,11 +742,14 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     comm: DataParallelComm | None = None
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
-        wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
-        if f8 is not None and w.fsdp is not None and w.float8_recipe == "torchao":
-            # torchao enable_fsdp_float8_all_gather: the float8 linears' weights travel as 1 byte per element
-            wb -= f8.gathered_elements * (2.0 - 1.0)
-        gb = float(fl.trained_params) * reduced_grad_bytes(w)
+        wb_again: float | None = None  # the backward's re-gathers: W for DeepSpeed ZeRO-3 (every module released)
+        vol = fsdp_volume(spec, w) if w.fsdp is not None else None
+        if vol is not None:  # the units the memory gathers (gather_units.py): adapters, float8, FSDP1 flat params
+            wb, wb_again = float(vol.forward), float(vol.backward)
+            gb = float(vol.reduced_elements) * reduced_grad_bytes(w)
+        else:
+            wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
+            gb = float(fl.trained_params) * reduced_grad_bytes(w)
         host = device.kind == "gpu" and not peer_to_peer(device)
         bw = E.HOST_STAGED_COLLECTIVE_BANDWIDTH.expected if host else link_bandwidth
         per_node = min(n, w.gpus_per_node)
@@ -738,7 +769,9 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             ub = float(fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's 16-bit weights
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
-                                      sync, ub)
+                                      sync, ub, wb_again)
+            if vol is not None:
+                notes.extend(fsdp_volume_notes(w, wb, 0.0 if mode == "grad_op" else wb_again or 0.0, gb))
             if w.offload == "params" and w.fsdp is not None:
                 comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation

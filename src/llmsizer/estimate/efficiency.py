@@ -551,12 +551,14 @@ def training_utilization(architecture: str) -> tuple[Factor, bool]:
 # GeForce RTX 40-series cards have no peer-to-peer access (NVIDIA/nccl#1127: "It is for sure that 4090 does not
 # support it"); NCCL then stages every transfer through host memory, a path the devices share (eq. 7). Its
 # bandwidth is CALIBRATED on one named row: torchtune Llama2-7B LoRA FSDP on 2 x RTX 4090, 2768 tokens/s (PM0022),
-# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.633 GB/s (4.555 GB/s when the whole step's communication
-# overlapped its whole compute; the forward all-gather now overlaps only the forward, formulas/training_time.py
-# eq. (8')); re-derived by tests/hardware/test_training_calibration.py. Which devices lack it is data: a device's
+# with TRAINING_DEVICE_UTILIZATION for the compute -> 4.546 GB/s (4.555 GB/s when the whole step's communication
+# overlapped its whole compute; 4.633 GB/s when the forward all-gather overlapped only the forward,
+# formulas/training_time.py eq. (8'), and the collectives carried the bf16 base alone both ways; since they carry
+# the FSDP units the memory gathers, the adapters with their block and the root unit kept for the backward,
+# estimate/training/gather_units.py fsdp_collective_volume); re-derived by tests/hardware/test_training_calibration.py. Which devices lack it is data: a device's
 # ``peer_to_peer`` field (the catalog's rtx-4090 row: false, NVIDIA/nccl#1127), read by estimate/device.py peer_to_peer.
 HOST_STAGED_COLLECTIVE_BANDWIDTH = Factor(
-    "host_staged_collective_bandwidth", 4.633e9, 4.633e9, 4.633e9,
+    "host_staged_collective_bandwidth", 4.546e9, 4.546e9, 4.546e9,
     "calibrated: torchtune Llama2-7B LoRA FSDP 2 x RTX 4090 2768 tokens/s (PM0022); bytes/s shared by all devices")
 # Host seconds per launched kernel of an eager training step (formulas/launch_overhead.py eq. K1: the micro-step
 # takes max(device time, kernels x tau)). CALIBRATED on one named row, PM0720 (Qwen-7B LoRA r64 on every linear,

@@ -73,6 +73,24 @@ def unsharded_bytes(units: str, moment: str, root: int, block: int) -> int:
     return root + block
 
 
+def backward_gathers_of(units: str, root: int, blocks: list[int]) -> list[int]:
+    """Eq. (U5): the units all-gathered again in the backward, in the order gathered (``root`` and ``blocks``: the
+    units' unsharded bytes, blocks in forward order), for a traced ``units`` layout: every unit resharded after its
+    forward (module doc), i.e. every block but torchtitan's last, and the root only when resharded
+    ('torchtitan-resharded', re-gathered for the output's backward, before the blocks)::
+
+        W_b = sum of the blocks [less torchtitan's last] + [R: 'torchtitan-resharded']                     (U5)
+
+    'torchtune' is also torch's own default for a model whose blocks and root are wrapped without a
+    ``reshard_after_forward`` argument (every block True, the root kept: ``_fsdp_state.py`` lines 203-207), and
+    FSDP1's (the root not resharded after forward, ``_runtime_utils.py`` lines 494-499; every other unit under
+    FULL_SHARD is: formulas/fsdp_flat_param.py eqs. W2, W3)."""
+    if units not in FSDP2_UNITS[1:]:
+        raise InputError(f"no traced FSDP2 layout {units!r}; choose one of: {', '.join(FSDP2_UNITS[1:])}")
+    again = list(reversed(blocks if units == "torchtune" else blocks[:-1]))  # torchtitan keeps the last block
+    return ([root] if units == "torchtitan-resharded" and root else []) + again
+
+
 def copy_in_events(units: str, root: int, blocks: list[int], shards: int,
                    backward_gathers: bool = True) -> list[tuple[str, int]]:
     """The all-gather copy-in stream's allocations and frees in one step (module doc), for formulas/
@@ -100,9 +118,6 @@ def copy_in_events(units: str, root: int, blocks: list[int], shards: int,
         ev.append(("free", prev))  # the root's post-forward frees the last one
     if not backward_gathers:
         return ev
-    again = list(reversed(blocks if units == "torchtune" else blocks[:-1]))  # torchtitan keeps the last block
-    if units == "torchtitan-resharded" and root:
-        again = [root] + again  # re-gathered for the output's backward, before the blocks
-    for size in again:
+    for size in backward_gathers_of(units, root, blocks):
         ev.append(("free", gather(size)))
     return ev

@@ -66,9 +66,13 @@ while in a communication-bound phase one unit's compute is the part the collecti
 phi = forward FLOPs / executed FLOPs (1/3 for full training without recomputation); per device and micro-step, on
 s = devices sharing the parameters (all n for FULL_SHARD / SHARD_GRAD_OP, the g devices of one machine for HYBRID),
 bus bandwidth B_bus (formulas/network.py eq. (11): min(intra-machine link, machine network) when the ring spans
-machines)::
+machines), W_b the weights all-gathered again in the backward (those of the units resharded after their forward;
+W when every unit is, as DeepSpeed ZeRO-3 is timed) and, under FSDP, W, W_b and G the payloads of
+estimate/training/gather_units.py ``fsdp_collective_volume`` (each unit in its all-gather dtype; FSDP keeps its
+root unit gathered from forward to backward, formulas/fsdp2_units.py eq. (U5); G only the gradients autograd
+produced, a LoRA step's adapters')::
 
-    FULL_SHARD / ZeRO-3:   c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s (W + G) / B_bus            (7c)
+    FULL_SHARD / ZeRO-3:   c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s (W_b + G) / B_bus          (7c)
     SHARD_GRAD_OP:         c_f = (s-1)/s W / B_bus,   c_b = (s-1)/s G / B_bus
     HYBRID (HSDP):         FULL_SHARD within the machine (B_bus = B_intra), and each device all-reduces its
                            gradient shard over the r = n/g machines at its share of the network,
@@ -348,13 +352,15 @@ class DataParallelComm(NamedTuple):
 def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float, grad_bytes: float, mode: str,
                        units: int, intra_bandwidth: float, node_bandwidth: float | None = None,
                        host_staged: bool = False, grad_sync: str = "micro-step",
-                       updated_bytes: float | None = None) -> DataParallelComm:
+                       updated_bytes: float | None = None, regathered_bytes: float | None = None
+                       ) -> DataParallelComm:
     """Eqs. (7c)-(7e) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
     sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
     ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
     without peer-to-peer access, whose transfers all share the host path (t = n b / B_host, one machine);
     ``grad_sync`` (DDP only): the all-reduce once per 'optimizer-step' (``no_sync``) or every 'micro-step';
-    ``updated_bytes``: the trained weights ZeRO-1/2 all-gather after the update (default G).
+    ``updated_bytes``: the trained weights ZeRO-1/2 all-gather after the update (default G); ``regathered_bytes``:
+    W_b, the weights FULL_SHARD / HYBRID all-gather again in the backward (default W: every unit resharded).
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
     >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
@@ -367,7 +373,8 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         raise InputError(f"unknown sharding {mode!r}; choose one of: {', '.join(SHARDING_MODES)}")
     if grad_sync not in GRAD_SYNC:
         raise InputError(f"unknown grad_sync {grad_sync!r}; choose one of: {', '.join(GRAD_SYNC)}")
-    if devices < 1 or devices_per_node < 1 or units < 1 or weight_bytes < 0 or grad_bytes < 0:
+    if (devices < 1 or devices_per_node < 1 or units < 1 or weight_bytes < 0 or grad_bytes < 0
+            or (regathered_bytes or 0.0) < 0):
         raise InputError("devices, devices per node and units must be >= 1, byte counts not negative")
     n = devices
     g = min(n, devices_per_node)
@@ -394,7 +401,8 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
     inter = 0.0
     f = all_gather_bytes(weight_bytes, s)
     last = reduce_scatter_bytes(grad_bytes, s)
-    b = (f if mode != "grad_op" else 0.0) + last
+    again = f if regathered_bytes is None else all_gather_bytes(regathered_bytes, s)
+    b = (again if mode != "grad_op" else 0.0) + last
     c_f, c_b = f / bus, b / bus
     if mode == "hybrid" and nodes > 1:
         if node_bandwidth is None or node_bandwidth <= 0:

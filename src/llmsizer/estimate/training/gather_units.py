@@ -26,6 +26,29 @@ under pipeline parallelism, ``offload='params'`` and the traced layouts of formu
   plain nn.Linear, torchtitan's float8 converter filters ``output``), stays in ``param_dtype``.
 
 Measured against real 2-rank FSDP2 steps (tests/training/test_fsdp_gather_units.py).
+
+**Collective volume** (``fsdp_collective_volume``: what the step time's FSDP all-gathers and reduce-scatters carry,
+formulas/training_time.py eq. (7c), read by estimate/duration.py): the payloads of one micro-step, every rank's
+elements (the ring moves (s-1)/s of each per device, formulas/network.py):
+
+- **forward**: every unit above, once (``FSDPParamGroup.pre_forward`` -> ``unshard`` -> ``foreach_all_gather``, whose
+  flat output is the unit's unsharded parameters in their all-gather dtypes: torch 2.13.0
+  ``distributed/fsdp/_fully_shard/_fsdp_collectives.py`` lines 325-384, ``dist.all_gather_single``), plus FSDP1's
+  adapter units wrapped apart (each LoRA matrix its own flat parameter, formulas/fsdp_flat_param.py eq. W2);
+- **backward**: the units resharded after their forward, gathered again by their pre-backward
+  (``_fsdp_param_group.py`` ``pre_backward`` lines 576-585): formulas/fsdp2_units.py eq. (U5) for the traced
+  layout, else torch's defaults (every block resharded, the root kept: ``_fsdp_state.py`` lines 203-207; FSDP1
+  likewise, ``_runtime_utils.py`` lines 494-499; its adapter units are resharded too);
+- **reduced**: the gradient elements reduce-scattered. FSDP2 reduces only the parameters autograd gave a gradient:
+  ``post_backward`` collects ``fsdp_param.unsharded_param.grad`` where it is not None (``_fsdp_param_group.py``
+  lines 618-636; a frozen parameter never gets one, and ``reduce_scatter_unused_params`` only adds unused
+  parameters that require grad), then ``foreach_reduce`` copies them into one flat reduce-scatter input in
+  ``reduce_dtype`` (``_fsdp_collectives.py`` lines 522-620, ``dist.reduce_scatter_single``): a LoRA step
+  reduce-scatters its adapters' gradients only, while its frozen base is all-gathered whole (PEFT 0.21.2
+  ``tuners/tuners_utils.py`` ``_mark_only_adapters_as_trainable`` lines 506-523 sets ``requires_grad = False`` on
+  every parameter but the adapters' and modules_to_save's).
+  FSDP1 with the adapters in their layer's unit reduce-scatters each unit's whole flat gradient, frozen elements
+  included (torch ``_flat_param.py`` lines 804-836; ``StageStates.reduced_elements``, the memory's own count).
 """
 
 from __future__ import annotations
@@ -33,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
+from ...formulas.fsdp2_units import backward_gathers_of
 from ...specs.training import TrainingWorkload
 from .setup import TrainingContext
 from .states import StageStates
@@ -81,3 +105,31 @@ def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
         return b
 
     return GatherUnits(unit(-1), unit(-2), tuple(map(unit, st.layers)))
+
+
+@dataclass(frozen=True)
+class CollectiveVolume:
+    """One micro-step's FSDP collective payloads of a stage (module doc, "Collective volume")."""
+
+    forward: int  # bytes all-gathered in the forward: every unit once
+    backward: int  # bytes all-gathered again in the backward: the units resharded after their forward
+    reduced_elements: int  # gradient elements reduce-scattered (in the gradient reduce dtype, estimate/duration.py)
+
+
+def backward_layout(w: TrainingWorkload) -> str:
+    """The formulas/fsdp2_units.py layout whose eq. (U5) says which units ``w``'s backward gathers again: FSDP2's
+    traced ``fsdp2_units``; 'largest-two' (wrapping not traced) and FSDP1 take torch's defaults, 'torchtune' (every
+    block resharded after its forward, the root kept)."""
+    return w.fsdp2_units if w.fsdp_version == 2 and w.fsdp2_units != "largest-two" else "torchtune"
+
+
+def fsdp_collective_volume(ctx: TrainingContext, st: StageStates) -> CollectiveVolume:
+    """What stage ``st``'s FSDP all-gathers and reduce-scatters carry per micro-step (module doc) [bytes, elements]."""
+    w = ctx.w
+    units = fsdp_gather_units(ctx, st)
+    apart = 0  # FSDP1, adapters wrapped apart: each LoRA matrix its own unit, gathered and resharded as a block
+    if w.adapters and w.fsdp_version == 1 and w.fsdp1_lora_wrap == "adapters-apart":
+        mixed = ctx.recipe.compute_bytes if w.precision == "fsdp-bf16-mixed" else 0
+        apart = (sum(st.layer_adapter_elements.values()) * mixed if mixed else sum(st.layer_adapters.values()))
+    again = backward_gathers_of(backward_layout(w), units.root, list(units.blocks))
+    return CollectiveVolume(sum(units.units) + apart, sum(again) + apart, st.reduced_elements)

@@ -66,6 +66,9 @@ class StageStates:
     optimizer: int = 0
     paged_optimizer: int = 0
     trained_elements: int = 0  # on this device, before ZeRO sharding
+    # gradient elements the data-parallel reduction takes, unsharded: the trained ones; FSDP1 with the adapters in
+    # their layer's unit, every element of a unit with a trained one (frozen included; formulas/fsdp_flat_param.py)
+    reduced_elements: int = 0
     largest_trained: int = 0
     layer_grads: dict[int, int] = field(default_factory=dict)  # unsharded gradient bytes per layer
     head_grads: int = 0  # lm_head, final norm (and a tied embedding): produced first in the backward
@@ -226,6 +229,7 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
             unit_elems.append(rest)
     else:
         unit_elems = [trained_elems]  # every trained element's gradient, unsharded
+    st.reduced_elements = sum(unit_elems)
     if w.fsdp is not None and w.fsdp_version == 1 and w.grad_sync == "optimizer-step" and w.grad_accumulation > 1:
         # FSDP1 no_sync: each unit's whole flat gradient accumulates unsharded until the sync micro-batch (eq. N1)
         # in the unsharded flat parameter's dtype: param_dtype under MixedPrecision (no cast before the hook returns)
