@@ -525,12 +525,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             r.parts["gradients"] = fwd_grads
         phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
+    head_saved = _sum(head.saved, skip="lm_head autocast") if head else 0  # the head's saved terms (once)
     f = Phase("forward end", dict(base))
     f.parts["activations"] = fwd_kept
     if copies_fwd + head_copy:
         f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
-        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
+        f.parts["head_activations"] = head_saved - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
     if persist and fwd_grads:
@@ -546,7 +547,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         copies_bwd = (sum(map(mul, held_fwd, copies_c)) if held_fwd else m * sum(copies_kept)) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
-        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
+        b.parts["head_activations"] = head_saved - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
         if persist and head_grads_bwd:
@@ -570,7 +571,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if copies_bwd:
             hb.parts["autocast_weight_copies"] = copies_bwd
         loss_saved = sum(t.bytes for t in head.saved if t.name.startswith(("loss log-softmax", "loss input logits")))
-        hb.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm - loss_saved
+        hb.parts["head_activations"] = head_saved - final_norm - loss_saved
         hb.parts["logits_and_loss"] = dlogits
         hb.parts["rotary_and_masks"] = shared_saved
         hb.parts["gradients"] = (grads_all if persist else 0) + dweight
