@@ -22,8 +22,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from itertools import accumulate, compress, repeat
-from operator import add, attrgetter, ge, gt, mul, sub
+from itertools import accumulate, repeat
+from operator import add, attrgetter, ge, mul, sub
 
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
@@ -363,14 +363,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if inter is not None:
         chunks = pipeline_rank_chunks(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages, st.stage)
     if inter is not None and inter_grads:
-        g_chunk = [sum(map(st.layer_grads.get, r, repeat(0))) for r in chunks]
+        g_chunk = [sum(st.layer_grads.get(i, 0) for i in r) for r in chunks]
         g_chunk[-1] += st.head_grads  # the head is on the last stage, this rank's last local stage
         # the rest (the embedding's) with the first stage, rank 0's first local stage
         g_chunk[0 if st.has_embedding else -1] += max(0, grads_all - sum(g_chunk))
         fwd_grads = sum(g for g, live in zip(g_chunk, interleaved_forward_accumulating(
             st.stage, w.pp, w.virtual_stages, w.grad_accumulation), strict=True) if live)
-        head_grads_bwd = max(sum(compress(g_chunk, others)) + (st.head_grads if first else g_chunk[c])
-                             for c, first, _, others in dict.fromkeys(inter) if c == len(chunks) - 1)
+        head_grads_bwd = max(sum(g for g, live in zip(g_chunk, others, strict=True) if live)
+                             + (st.head_grads if first else g_chunk[c]) for c, first, _, others in inter
+                             if c == len(chunks) - 1)
     if st.no_sync_grads:  # FSDP1 no_sync: the unsharded flat gradients held until the sync micro-batch (eq. N1)
         grads_all = st.no_sync_grads + st.main_grads
     if w.offload == "params":  # the two largest units, whole: the rank's shard is on the host
@@ -626,38 +627,22 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         prefix = list(accumulate(act_kept, initial=0))
         c_prefix = list(accumulate(copies_kept, initial=0))
         best: dict[tuple[int, bool], tuple[int, int, int]] = {}
-        # (each distinct backward state once: an equal one met again is not larger, so it changes nothing)
-        for c_i, first_i, held_i, live_i in dict.fromkeys(inter):
+        for c_i, first_i, held_i, live_i in inter:
             o = (sum(map(mul, held_i, kept_c)), sum(map(mul, held_i, copies_c)),
-                 sum(compress(g_chunk, live_i)) if inter_grads else 0)
+                 sum(g_c for g_c, on in zip(g_chunk, live_i, strict=True) if on) if inter_grads else 0)
             if sum(o) > sum(best.get((c_i, first_i), (-1, 0, 0))):
                 best[(c_i, first_i)] = o
         persistent = grads_at
         act_at, copies_at, grads_at = [-1] * n_layers, [0] * n_layers, [0] * n_layers
         for (c_i, first_i), (o_act, o_cp, o_g) in best.items():
-            b0, b1 = bounds[c_i], bounds[c_i + 1]  # the local stage's layers: positions b0 .. b1 - 1
-            # (integers, so the sums below are those of a layer-by-layer loop) its layers below and the recompute,
-            # and the autocast copies, at each position p of the stage
-            a_c = list(map(add, map(add, map(sub, prefix[b0 + 1:b1 + 1], repeat(prefix[b0])), recompute[b0:b1]),
-                           repeat(o_act)))
-            cp_c = list(map(add, map(add, map(sub, c_prefix[b0 + 1:b1 + 1], repeat(c_prefix[b0])),
-                                     map(mul, copies[b0:b1], ckpt[b0:b1])), repeat(o_cp)))
-            if not inter_grads:
-                g_c = persistent[b0:b1]
-            elif first_i:  # the accumulators above p in the stage's first backward (the head's on the last stage)
-                top_down = map(st.layer_grads.get, reversed(layers[b0:b1]), repeat(0))
-                above = list(accumulate(top_down, initial=st.head_grads if c_i == len(chunks) - 1 else 0))
-                g_c = list(map(add, repeat(o_g), above[-2::-1]))
-            else:
-                g_c = [o_g + g_chunk[c_i]] * (b1 - b0)
-            # taken where its total is larger than the one held (the first state of a stage: everywhere)
-            take = list(map(gt, map(add, map(add, a_c, cp_c), g_c),
-                            map(add, map(add, act_at[b0:b1], copies_at[b0:b1]), grads_at[b0:b1])))
-            if all(take):
-                act_at[b0:b1], copies_at[b0:b1], grads_at[b0:b1] = a_c, cp_c, g_c
-            else:
-                for p in compress(range(b0, b1), take):
-                    act_at[p], copies_at[p], grads_at[p] = a_c[p - b0], cp_c[p - b0], g_c[p - b0]
+            above_i = st.head_grads if c_i == len(chunks) - 1 else 0
+            for p in range(bounds[c_i + 1] - 1, bounds[c_i] - 1, -1):  # the stage's layers, top down
+                a_p = prefix[p + 1] - prefix[bounds[c_i]] + recompute[p] + o_act
+                cp_p = c_prefix[p + 1] - c_prefix[bounds[c_i]] + copies[p] * ckpt[p] + o_cp
+                g_p = o_g + (above_i if first_i else g_chunk[c_i]) if inter_grads else persistent[p]
+                if a_p + cp_p + g_p > act_at[p] + copies_at[p] + grads_at[p]:
+                    act_at[p], copies_at[p], grads_at[p] = a_p, cp_p, g_p
+                above_i += st.layer_grads.get(layers[p], 0)
     gather_at = list(map(gather_bwd.get, layers, repeat(gather))) if live_gather else [0] * n_layers
     # bitsandbytes 0.42: a layer whose backward has run keeps its matmul inputs while the graph lives (eq. G1)
     if act.frozen_keeps_input:
