@@ -82,6 +82,11 @@ def training_in_process(repeat: int) -> dict[str, float]:
     return out
 
 
+_TITAN_405B: dict[str, Any] = dict(
+    method="full", precision="fsdp-bf16-mixed", seq_len=8192, grad_checkpointing="full", fsdp="full", optimizer="adamw",
+    compile=True, compile_scope="layers", float8=True, sequence_parallel=True, loss="ce-loss-parallel",
+    batch_shapes="fixed", fsdp2_units="torchtitan", tp=8, pp=8, micro_batch=4, grad_accumulation=8,
+    tp_comm_overlap=True, pipeline_split="torchtitan-9dec370")
 DURATION_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
     ("llama-3.1-8b full, ckpt, 1 x h100-sxm", "llama-3.1-8b", "h100-sxm", None,
      dict(method="full", micro_batch=1, seq_len=4096, grad_checkpointing="full")),
@@ -89,6 +94,13 @@ DURATION_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
      dict(method="qlora", micro_batch=2, seq_len=2048)),
     ("qwen3-30b-a3b FSDP float8, 8 x h100-sxm", "qwen3-30b-a3b", "h100-sxm", 8,
      dict(method="full", micro_batch=1, seq_len=4096, fsdp="full", float8=True, compile=True)),
+]
+# pipeline-parallel durations (not in the table above; bench/count_instructions.py fit3 / fit4): torchtitan's 3D-parallel
+# rows (validation_cases.py PM1062 / PM1063: FSDP 8 x TP 8 x PP 8 on 512 H100, their settings), 1F1B and interleaved
+PIPELINE_CASES: list[tuple[str, str, str, int | None, dict[str, Any]]] = [
+    ("llama-3.1-405b FSDP+TP 8+PP 8 1F1B, 512 x h100-sxm", "llama-3.1-405b", "h100-sxm", 512, _TITAN_405B),
+    ("llama-3.1-405b FSDP+TP 8+PP 8 interleaved, 512 x h100-sxm", "llama-3.1-405b", "h100-sxm", 512,
+     dict(_TITAN_405B, virtual_stages=2)),
 ]
 
 

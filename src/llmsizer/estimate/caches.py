@@ -14,6 +14,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     ``_stage_adapters``, duration.py ``_adapted_linears``): "warm", the same model asked again with other settings."""
     from ..formulas import (
         encoder_decoder_serving,
+        float8_training,
         kv_cache,
         lora,
         parallelism,
@@ -38,8 +39,8 @@ def clear_caches(estimates_only: bool = False) -> None:
     for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
-              duration.fsdp_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops, formats.format_ladder,
-              speed_formulas._expected_tiles):
+              duration.fsdp_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
+              formats.format_ladder, speed_formulas._expected_tiles, float8_training.float8_layer_backward_peak):
         g.cache_clear()
     if estimates_only:
         return
@@ -47,13 +48,13 @@ def clear_caches(estimates_only: bool = False) -> None:
               weight_formats.weight_bytes, tensor_parallel.replicated_elements, lora.adapted_layout, lora.adapted_modules,
               lora._alike_modules, lora.adapted_roles, duration._adapted_linears,
               lora._role_target, kv_cache.kv_cache, format_bytes, llamacpp_split._layer_devices,
-              training_states._layer_stages, parallelism.pipeline_stage_layers,
+              training_states._layer_stages, parallelism.pipeline_stage_layers, model_parallel._layer_kind_loads,
               parallelism.interleaved_backward_states, parallelism.interleaved_forward_accumulating,
               parallelism.pipeline_rank_boundary_bytes, parallelism.interleaved_peak_inflight, training_states._expert_elements, training_states._embedding_and_head,
               training_states._trained_base, training_states._autocast_copies,
               training_states._stage_adapters, training_compose._stages_to_evaluate, duration.quantized_weights,
               weight_formats.largest_quantized_matrix, weight_formats.largest_quantized_layer,
-              encoder_decoder_serving.t5_params):
+              encoder_decoder_serving.t5_params, float8_training.layer_linears, float8_training.float8_weight_elements):
         f.cache_clear()
     tensor_parallel._SHARD_MEMO.clear()
     fit._VM_SHARE.clear()

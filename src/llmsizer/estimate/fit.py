@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import filterfalse
+from itertools import filterfalse, repeat
 from operator import attrgetter, methodcaller
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -775,7 +775,11 @@ def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     type, so a catalog-wide search evaluates each (device count, ZeRO stage, memory) once, not once per device.
     Keyed on each field's value and its type (seq_len 4096 and 4096.0 are two questions, the second refused:
     tests/consistency/test_training_memo_types.py)."""
-    key = (id(spec), tuple(sorted((k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in fields.items())))
+    types = tuple(map(type, fields.values()))
+    if any(map(issubclass, types, repeat(list))):
+        key = (id(spec), tuple(sorted((k, type(v), tuple(v) if isinstance(v, list) else v) for k, v in fields.items())))
+    else:  # no list among the values: the same (name, type, value) triples, zipped in C (the names are distinct)
+        key = (id(spec), tuple(sorted(zip(fields, types, fields.values(), strict=True))))
     hit = _TRAINING_CACHE.get(key)
     if hit is None or hit[0] is not spec:
         if len(_TRAINING_CACHE) > 4096:

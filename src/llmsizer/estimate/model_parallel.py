@@ -41,27 +41,37 @@ DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optim
                        "formulas/model_parallel_time.py eq. (P5))")
 
 
+@lru_cache(maxsize=256)
+def _layer_kind_loads(spec: ModelSpec) -> tuple[tuple[tuple[bool, str], ...], dict[tuple[bool, str], tuple[float, bool]]]:
+    """Each decoder layer's kind (MoE, layer type) and, per kind, its forward FLOPs per token / 2 without the
+    attention core's sequence term (its matmul weights and an MoE layer's top-k routed experts) and whether it runs
+    an attention core: what ``_layer_loads`` reads of the model alone, memoized on it (``_layer_loads`` adds the
+    sequence term of its ``seq_len``)."""
+    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=1)
+    has_moe = spec.moe is not None
+    keys = tuple((bool(m) and has_moe, t) for m, t in zip(spec.moe_layers, spec.layer_types, strict=True))
+    base: dict[tuple[bool, str], tuple[float, bool]] = {}
+    for i, key in enumerate(keys):
+        if key in base:
+            continue
+        moe = key[0]
+        f = float(sum(a * b for _, a, b, _ in layer_matmul_shapes(spec, i, st)))
+        if moe and spec.moe is not None:
+            m = spec.moe
+            f += m.experts_per_token * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
+                * m.expert_intermediate_size
+        base[key] = (f, spec.layer_types[i] != "none")
+    return keys, base
+
+
 def _layer_loads(spec: ModelSpec, seq_len: int) -> tuple[list[float], float]:
     """Forward FLOPs per token / 2 of each decoder layer (its matmul weights, an MoE layer's top-k routed experts,
     and the attention core's 2 d s) and of the lm_head: the relative work of each pipeline stage."""
-    st = ActivationSetup(batch=1, seq=1, full=True, adapted=frozenset(), rank=0, tp=1)
+    keys, base = _layer_kind_loads(spec)
     width = attention_width(spec)
-    loads: list[float] = []
-    memo: dict[tuple[bool, str], float] = {}
-    for i in range(spec.num_layers):
-        moe = bool(spec.moe_layers[i] and spec.moe is not None)
-        key = (moe, spec.layer_types[i])
-        if key not in memo:
-            f = float(sum(a * b for _, a, b, _ in layer_matmul_shapes(spec, i, st)))
-            if moe and spec.moe is not None:
-                m = spec.moe
-                f += m.experts_per_token * (3 if m.expert_gated else 2) * (m.latent_size or spec.hidden_size) \
-                    * m.expert_intermediate_size
-            if spec.layer_types[i] != "none":
-                f += 2.0 * width * seq_len
-            memo[key] = f
-        loads.append(memo[key])
-    return loads, float(spec.hidden_size * spec.vocab_size)
+    # the same float operations in the same order as layer by layer: (matmuls [+ experts]) [+ 2 d s]
+    memo = {k: f + 2.0 * width * seq_len if attends else f for k, (f, attends) in base.items()}
+    return list(map(memo.__getitem__, keys)), float(spec.hidden_size * spec.vocab_size)
 
 
 def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
@@ -71,7 +81,8 @@ def stage_share(spec: ModelSpec, w: TrainingWorkload) -> float:
     if w.pp <= 1:
         return 1.0
     loads, head = _layer_loads(spec, w.seq_len)
-    stages = [sum(loads[j] for j in r) for r in pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)]
+    stages = [sum(map(loads.__getitem__, r)) for r in pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split,
+                                                                              w.virtual_stages)]
     stages[-1] += head
     return max(stages) / sum(stages)
 
@@ -102,7 +113,7 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
     ranges = pipeline_stage_layers(spec.num_layers, pp, w.pipeline_split, v)
     layers = max(len(r) for r in ranges)
     busiest = max(ranges, key=len)
-    again = sum(1 for i in recomputed if i in busiest)
+    again = sum(map(busiest.__contains__, recomputed))  # (ints: True counts 1)
     inf = float("inf")
     intra = link_bandwidth if link_bandwidth else inf
     if not link_bandwidth:

@@ -75,6 +75,8 @@ With FSDP's float8 all-gather the weight casts run on each device's shard before
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..errors import InputError
 from ..specs import ModelSpec
 from .training_activations import _head_dims
@@ -182,6 +184,7 @@ def float8_gathered_bytes(elements: int, float8_elements: int, param_bytes: int)
     return (elements - float8_elements) * param_bytes + float8_elements * FLOAT8_BYTES
 
 
+@lru_cache(maxsize=256)
 def float8_weight_elements(spec: ModelSpec, tp: int = 1, moe: bool = False) -> int:
     """Weight elements on one device of a decoder layer's Float8Linears (:func:`layer_linears`; an MoE layer's
     attention projections only: its routed experts are grouped GEMMs that ``convert_to_float8_training`` does not
@@ -190,10 +193,12 @@ def float8_weight_elements(spec: ModelSpec, tp: int = 1, moe: bool = False) -> i
     return sum(i * o for i, o in (linears[:4] if moe else linears))
 
 
-def layer_linears(spec: ModelSpec, tp: int = 1) -> list[tuple[int, int]]:
+@lru_cache(maxsize=256)
+def layer_linears(spec: ModelSpec, tp: int = 1) -> tuple[tuple[int, int], ...]:
     """(in_features, out_features) on one device of each linear in a dense decoder layer that Float8Linear
     replaces: q, k, v, o and the MLP (gate, up, down; MoE layers: the shared expert and the router stay out of
-    this list, the routed experts are grouped GEMMs that convert_to_float8_training does not touch)."""
+    this list, the routed experts are grouped GEMMs that convert_to_float8_training does not touch); memoized on its
+    immutable arguments (a tuple: read-only)."""
     q_w, k_w, v_w, o_w = (-(-x // tp) for x in _head_dims(spec))
     h, i_w = spec.hidden_size, -(-spec.intermediate_size // tp)
     out = [(h, q_w), (h, k_w), (h, v_w), (o_w, h)]
@@ -201,9 +206,10 @@ def layer_linears(spec: ModelSpec, tp: int = 1) -> list[tuple[int, int]]:
         out += [(h, i_w), (h, i_w), (i_w, h)]
     else:
         out += [(h, i_w), (i_w, h)]
-    return out
+    return tuple(out)
 
 
+@lru_cache(maxsize=256)
 def float8_layer_backward_peak(spec: ModelSpec, tokens: int, compute_bytes: int, residual_bytes: int,
                                tp: int = 1, compiled: bool = True, weight_gathered_fp8: bool = False) -> int:
     """Peak bytes of a dense decoder layer's backward inside its Float8Linears [bytes]: the incoming and outgoing

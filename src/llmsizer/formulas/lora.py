@@ -255,8 +255,10 @@ def rank_ceiling(layout: AdaptedLayout) -> tuple[int, str] | None:
     is in units of the LoRA rank r: the fused experts' gate_up adapter has rank 2 r (``rank_mult``, eq. 2), so its
     ceiling is min(in, out) // 2; each expert's own matrix bounds its share (eq. 2 stacks E adapters of rank r')."""
     best: tuple[int, str] | None = None
-    # each group once (the layers alike share one tuple): the layer index does not change a module's features
-    for m in chain(*layout.experts, layout.head, *dict.fromkeys(layout.layers), layout.tail):
+    # each group once (the layers alike share one tuple, taken once by its identity: no hash of its modules; an equal
+    # tuple met again cannot lower the ceiling found): the layer index does not change a module's features
+    for m in chain(*layout.experts, layout.head, *dict(zip(map(id, layout.layers), layout.layers, strict=True)).values(),
+                   layout.tail):
         ceiling = min(m.in_features, m.out_features) // m.rank_mult
         if best is None or ceiling < best[0]:
             best = (ceiling, _role_target(m.role) or T5_CROSS_TARGET.get(m.role, m.role))

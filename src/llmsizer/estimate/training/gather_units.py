@@ -54,6 +54,7 @@ elements (the ring moves (s-1)/s of each per device, formulas/network.py):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
 from ...formulas.fsdp2_units import backward_gathers_of
@@ -104,7 +105,15 @@ def fsdp_gather_units(ctx: TrainingContext, st: StageStates) -> GatherUnits:
             b += st.layer_adapter_elements.get(key, 0) * mixed if mixed else st.layer_adapters.get(key, 0)
         return b
 
-    return GatherUnits(unit(-1), unit(-2), tuple(map(unit, st.layers)))
+    # a block's unit depends on it only through its weight bytes, its MoE flag (under the float8 all-gather) and its
+    # adapters: each distinct combination once (a stage's layers alike share it), the same integers
+    lw, moe_of = st.layer_weights, spec.moe_layers
+    adapters = st.layer_adapter_elements if mixed else st.layer_adapters
+    keys = list(zip(map(lw.get, st.layers, repeat(0)), map(moe_of.__getitem__, st.layers),
+                    map(adapters.get, st.layers, repeat(0)), strict=True))
+    first = dict(zip(reversed(keys), reversed(st.layers), strict=True))  # each combination's first layer
+    per = {k: unit(i) for k, i in first.items()}
+    return GatherUnits(unit(-1), unit(-2), tuple(map(per.__getitem__, keys)))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
-from operator import mul
+from operator import add, mul
 from typing import Any
 
 from ...formulas.dtypes import DTYPE_BYTES
@@ -149,12 +149,11 @@ def stage_states(ctx: TrainingContext, stage: int) -> StageStates:
                 adapter_counts[shp] += m.count * k
             if max(sizes) > st.largest_trained:
                 st.largest_trained = max(sizes)
-        for layers, parts in alike.layers:
+        for layers, parts in alike.layers:  # (the groups partition the layers: each layer once, in order, in C)
             n_layer = sum(n_alike[g] * k for g, k in parts)
-            for i in layers:
-                per_layer_elems[i] = per_layer_elems.get(i, 0) + n_layer
-                st.layer_adapters[i] = st.layer_adapters.get(i, 0) + n_layer * ctx.adapter_bytes
-                st.layer_adapter_elements[i] = st.layer_adapter_elements.get(i, 0) + n_layer
+            for d, add_n in ((per_layer_elems, n_layer), (st.layer_adapters, n_layer * ctx.adapter_bytes),
+                             (st.layer_adapter_elements, n_layer)):
+                d.update(zip(layers, map(add, map(d.get, layers, repeat(0)), repeat(add_n)), strict=True))
         for key, mods in ((-1, alike.embedding), (-2, alike.head)):
             n_outside = sum(n_alike[g] * k for g, k in mods)
             if n_outside:

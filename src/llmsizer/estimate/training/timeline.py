@@ -23,7 +23,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from itertools import accumulate, repeat
-from operator import add, mul
+from operator import add, attrgetter, ge, mul, sub
 
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
@@ -122,8 +122,13 @@ class StageTimeline:
         return max(self.phases, key=lambda p: p.total)
 
 
+_BYTES = attrgetter("bytes")
+
+
 def _sum(terms: tuple[Term, ...], skip: str = "") -> int:
-    return sum(t.bytes for t in terms if not (skip and t.name.startswith(skip)))
+    if not skip:  # the same additions in the same order, picked in C
+        return sum(map(_BYTES, terms))
+    return sum(t.bytes for t in terms if not t.name.startswith(skip))
 
 
 def _exact_ints(xs: list[int]) -> bool:
@@ -520,12 +525,13 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
             r.parts["gradients"] = fwd_grads
         phases.append(r)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
+    head_saved = _sum(head.saved, skip="lm_head autocast") if head else 0  # the head's saved terms (once)
     f = Phase("forward end", dict(base))
     f.parts["activations"] = fwd_kept
     if copies_fwd + head_copy:
         f.parts["autocast_weight_copies"] = copies_fwd + head_copy
     if head:
-        f.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
+        f.parts["head_activations"] = head_saved - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
     f.parts["rotary_and_masks"] = shared_fwd
     if persist and fwd_grads:
@@ -541,7 +547,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         copies_bwd = (sum(map(mul, held_fwd, copies_c)) if held_fwd else m * sum(copies_kept)) + head_copy
         if copies_bwd:
             b.parts["autocast_weight_copies"] = copies_bwd
-        b.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm
+        b.parts["head_activations"] = head_saved - final_norm
         b.parts["logits_and_loss"] = head.loss_backward
         b.parts["rotary_and_masks"] = shared_saved
         if persist and head_grads_bwd:
@@ -565,7 +571,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if copies_bwd:
             hb.parts["autocast_weight_copies"] = copies_bwd
         loss_saved = sum(t.bytes for t in head.saved if t.name.startswith(("loss log-softmax", "loss input logits")))
-        hb.parts["head_activations"] = _sum(head.saved, skip="lm_head autocast") - final_norm - loss_saved
+        hb.parts["head_activations"] = head_saved - final_norm - loss_saved
         hb.parts["logits_and_loss"] = dlogits
         hb.parts["rotary_and_masks"] = shared_saved
         hb.parts["gradients"] = (grads_all if persist else 0) + dweight
@@ -586,7 +592,9 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         act_at = list(map(add, map(add, accumulate(act_kept), recompute), repeat((m - 1) * all_kept)))
     copies_at = list(map(add, map(add, accumulate(copies_kept), map(mul, copies, ckpt)),
                          repeat((m - 1) * all_copies_kept)))
-    if w.offload != "none" or persist or in_bwd:
+    if w.offload == "none" and persist and not in_bwd:  # grads_part(i) of every layer: all of them (grads_all)
+        grads_at = [grads_all] * n_layers
+    elif w.offload != "none" or persist or in_bwd:
         grads_at = [grads_part(i) for i in layers]
     else:  # grads_part(i) of each layer, as it computes it
         scale = grads_all / max(1, st.grads) if st.grads else 1
@@ -601,10 +609,16 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if first_backward_grows and not w.activation_offload:
         # the first backward holds the m - 1 other micro-batches and the accumulators of the layers above (and the
         # head's); the second, m - 2 others and every accumulator: at each layer the larger of the two
-        firsts = [(a, st.head_grads + grads_above(i)) for a, i in zip(act_at, layers, strict=True)]
-        seconds = [(a - all_kept, grads_all) for a in act_at] if m > 1 else firsts
-        chosen = [max(f, s2, key=sum) for f, s2 in zip(firsts, seconds, strict=True)]
-        act_at, grads_at = [a for a, _ in chosen], [g for _, g in chosen]
+        # (the first unless the second holds more: max(first, second, key=sum), integers)
+        first_g = [st.head_grads + grads_above(i) for i in layers]
+        if m > 1:
+            firsts = list(map(add, act_at, first_g))
+            seconds = map(add, map(sub, act_at, repeat(all_kept)), repeat(grads_all))
+            keep = list(map(ge, firsts, seconds))
+            act_at = [a if k else a - all_kept for a, k in zip(act_at, keep, strict=True)]
+            grads_at = [g if k else grads_all for g, k in zip(first_g, keep, strict=True)]
+        else:
+            grads_at = first_g
     elif inter is not None:
         # each backward of local stage c: its micro-batch's layers below (and the recompute) and autocast copies,
         # the other forwarded micro-batches of every local stage; under FSDP2 the other local stages' live
