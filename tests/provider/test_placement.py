@@ -10,6 +10,7 @@ import pytest
 
 from llmsizer.provider.placement import (
     Booking,
+    DeviceFit,
     Item,
     JobNeed,
     Quantized,
@@ -188,18 +189,29 @@ def test_deadline_and_alternatives():
         asked.append((device, devices, nodes))
         return {"h100-sxm": 6 * H, "a100-pcie-80gb": 17 * H}[device] * 8 / devices
 
-    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1), run_seconds=timer)
+    sized: list[tuple[str, int, int, int]] = []
+
+    def fit_on(device: str, devices: int, nodes: int, ram: int) -> DeviceFit:  # what `fit --train` answers there
+        sized.append((device, devices, nodes, ram))
+        return DeviceFit("gpu", 30 * 2**30, "memory per device 30.00 GiB of ...")
+
+    need = train(devices=8, seconds=6 * H, deadline=T0 + dt.timedelta(days=1), run_seconds=timer, fit_on=fit_on)
     c = check_job(need, mixed, [busy])
     assert not c.fits and c.binding == "busy"
     texts = " | ".join(c.alternatives)
     assert "after the deadline" in texts  # start later
-    # the alternative carries ITS OWN run time (17 h on the A100s), not the original's 6 h, and is placed for it
-    assert "other device type: 8 x a100-pcie-80gb on 1 node(s) at s1, about 17.0 h on a100-pcie-80gb " \
-           "(estimate/duration.py), ends 2025-10-01 17:00" in texts
-    assert ("a100-pcie-80gb", 8, 1) in asked
+    # the alternative carries ITS OWN run time (17 h on the A100s), not the original's 6 h, and is placed for it;
+    # 1, 2 and 4 A100s hold it too, but their runs (136, 68, 34 h) end after the one-day deadline
+    assert "other device type: 8 x a100-pcie-80gb on 1 node(s) at s1 (`llmsizer fit --train`: memory per device " \
+           "30.00 GiB of ...), about 17.0 h on a100-pcie-80gb (estimate/duration.py), ends 2025-10-01 17:00" in texts
+    assert [a for a in asked if a[0] == "a100-pcie-80gb"] == [("a100-pcie-80gb", n, 1) for n in (1, 2, 4, 8)]
+    assert [s[:3] for s in sized] == [("a100-pcie-80gb", n, 1) for n in (1, 2, 4, 8)]
     # without a way to time it, no other device is offered for a training run (no guessed duration)
     assert not any("other device type" in a for a in check_job(replace(need, run_seconds=None), mixed,
                                                                [busy]).alternatives)
+    # without a way to size it (a hand-made need, or fit says it fits nowhere), none either (no guessed memory)
+    for unsized in (replace(need, fit_on=None), replace(need, fit_on=lambda d, n, k, r: None)):
+        assert not any("other device type" in a for a in check_job(unsized, mixed, [busy]).alternatives)
     # an alternative whose own run time misses the deadline is not offered
     slow = replace(need, run_seconds=lambda d, n, k: 30 * H)
     assert not any("other device type" in a for a in check_job(slow, mixed, [busy]).alternatives)

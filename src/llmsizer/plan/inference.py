@@ -48,16 +48,16 @@ VLLM_DEFAULT_MAX_LORA_RANK = 16  # vLLM EngineArgs --max-lora-rank default
 
 
 def _fit(spec: ModelSpec, target: Any, count: int | None, job: InferenceJob, fmt: str | None, engine: str | None,
-         context: int, concurrency: int, output: int, ctx: PlanContext, memory: int | None,
-         layout: FitResult | None = None) -> FitResult:
+         context: int, concurrency: int, output: int, hardware_files: Sequence[str | Path], memory: int | None,
+         layout: FitResult | None = None, speed: bool = True) -> FitResult:
     """``fit`` of one machine at this load; with ``layout`` (the peak load's fit) on that fit's tensor parallelism:
     one deployment serves every load, so the typical load is timed on the layout fit chose for the peak."""
     pinned = (layout.tensor_parallel  # (not a llama.cpp split: one replica over every GPU, no tensor parallelism)
               if layout is not None and layout.count > 1 and not layout.layer_split else None)
     return fit(spec, target, count, engine=engine, weights=fmt, context=context, concurrency=concurrency,
                output_tokens=output, memory=memory, headroom=job.resources.headroom, kv_dtype=job.kv_cache_dtype,
-               dtype=job.precision, tensor_parallel=pinned,
-               hardware_files=ctx.hardware_files, **job.media.fields(), **engine_settings(job, engine))
+               dtype=job.precision, tensor_parallel=pinned, speed=speed,
+               hardware_files=hardware_files, **job.media.fields(), **engine_settings(job, engine))
 
 
 def engine_settings(job: InferenceJob, engine: str | None) -> dict[str, Any]:
@@ -125,6 +125,28 @@ def quantized_fit(job: InferenceJob, plan_format: str, device: str, count: int, 
         return fit(spec, device, count, weights=weights_asked(option.weights_format), engine=option.engine,
                    headroom=job.resources.headroom, **fields)
     except InputError:  # the device cannot run the workload at all (no sourced memory, an engine it refuses)
+        return None
+
+
+def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None = None,
+               hardware_files: Sequence[str | Path] = ()) -> FitResult | None:
+    """The job's peak load (``peak_load``) served on ``count`` x ``device``, one machine, sized as the plan sizes its
+    own devices (``_fit``: the job's engine, engine settings, weight format (``pinned_weights``, else its precision),
+    KV and compute dtypes, media and headroom): the numbers ``llmsizer fit MODEL --device DEVICE --count N`` gives
+    for the same load. The provider's other-device alternative reads ``fits`` and the memory per device. ``memory``:
+    the RAM a CPU holds the model in (None: the catalog's memory). No speed estimate (the verdict does not need
+    it). None (no alternative, never a guessed one) when the job serves dynamic LoRA adapters (their slots take
+    memory this does not hold back) or the device cannot run the workload (``fit`` refuses it: no sourced memory,
+    an engine it does not run)."""
+    if job.adapters.mode == "dynamic":
+        return None
+    spec = load_model(str(job.model.name))
+    notes = JobNotes()
+    context, concurrency, output = peak_load(job, notes)
+    try:
+        return _fit(spec, device, count, job, pinned_weights(job, spec, notes) or job.precision, job.engine, context,
+                    concurrency, output, hardware_files, memory, speed=False)
+    except InputError:
         return None
 
 
@@ -203,9 +225,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         machines = hw.nodes * (hw.per_node if one_each else 1)
         try:
             f_peak = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_peak, per_replica(conc_peak, machines),
-                          out_peak, ctx, job.resources.memory)
+                          out_peak, ctx.hardware_files, job.resources.memory)
             f_typ = _fit(spec, fit_target, fit_count, job, fmt, job.engine, ctx_typ, per_replica(conc_typ, machines), out_typ,
-                         ctx, job.resources.memory, f_peak)
+                         ctx.hardware_files, job.resources.memory, f_peak)
         except InputError as e:
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
@@ -288,7 +310,7 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
     if f_peak is not None and adapters["mode"] == "dynamic" and adapters["slot_bytes"] and usable:
         try:
             f_dyn = _fit(spec, fit_target, fit_count, job, fmt_used, engine, ctx_peak, per_replica(conc_peak, machines),
-                         out_peak, ctx, usable - adapters["slot_bytes"], f_peak)
+                         out_peak, ctx.hardware_files, usable - adapters["slot_bytes"], f_peak)
             fits = f_dyn.fits
             f_peak = f_dyn
         except InputError:

@@ -6,13 +6,15 @@ modules or a formula module (``formulas/storage.py``, ``formulas/network.py``, `
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import device_fields
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import training_on_memory, vm_share_device
+from ..estimate.fit import FitResult, fit_training, training_on_memory, vm_share_device
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED
 from ..estimate.verdict import DEFAULT_HEADROOM
@@ -84,8 +86,9 @@ def _tokens(job: TrainingJob, seq_len: int, notes: JobNotes) -> tuple[int | None
 
 
 def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) -> float | None:
-    """Wall-clock seconds of ``job`` on ``devices`` x ``device`` over ``nodes`` machines: the same tokens, settings
-    and utilization as :func:`plan_training`, through the one duration rule (``estimate/duration.py``). None when
+    """Wall-clock seconds of ``job`` on ``devices`` x ``device`` over ``nodes`` machines: the same tokens, settings,
+    utilization and ZeRO stage (the one the memory takes there, ``device_fit``) as :func:`plan_training`, through the
+    one duration rule (``estimate/duration.py``). None when
     the tokens are unknown or the device has no sourced peak. Used to time an alternative device (provider check)."""
     spec = load_model(str(job.model.name))
     seq_len = job.settings.seq_len or TrainingWorkload.seq_len
@@ -93,9 +96,31 @@ def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) 
     if not tokens:
         return None
     fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
+    sized = device_fit(job, device, devices, nodes) if "fsdp" not in fields else None
+    zero = next((a.value for a in sized.estimate.assumptions if a.name == "zero"), None) \
+        if sized is not None and sized.estimate is not None else None
+    if zero is not None:  # the ZeRO stage the memory takes on these devices is the run timed (as plan_training)
+        fields["zero"] = zero
     if nodes > 1 and job.resources.network:  # resources.network, per machine (as plan_training times it)
         fields["network"] = f"{job.resources.network * 8 / 1e9:g} Gb/s"
     return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
+
+
+def device_fit(job: TrainingJob, device: str | Device, devices: int, nodes: int = 1, *, memory: int | None = None,
+               hardware_files: Sequence[str | Path] = ()) -> FitResult | None:
+    """``job`` on ``devices`` x ``device`` over ``nodes`` machines as ``fit --train`` sizes it (``estimate/fit.py``
+    ``fit_training``: the request's workload fields, ``workload_fields``, and its headroom; on several devices with
+    no sharding named, the least-sharded ZeRO stage that fits, the one rule the plan takes): the numbers ``llmsizer
+    fit MODEL --train --device DEVICE --count N --gpus-per-node P`` gives. ``memory``: overrides the catalog's
+    memory per device. None when the device cannot take the workload at all (``fit_training`` refuses it: no sourced
+    memory, a layout the count does not allow)."""
+    spec = load_model(str(job.model.name))
+    fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
+    try:
+        return fit_training(spec, device, devices, headroom=job.resources.headroom, memory=memory,
+                            hardware_files=hardware_files, **fields)
+    except InputError:
+        return None
 
 
 def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:

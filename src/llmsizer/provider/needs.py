@@ -12,7 +12,7 @@ from typing import Any
 from ..plan.result import JobPlan, Plan
 from ..request.spec import Request
 from ..units import format_bytes
-from .placement import ONGOING_END, JobNeed, Quantized
+from .placement import ONGOING_END, DeviceFit, JobNeed, Quantized
 
 
 def _day(d: _dt.date | None) -> _dt.datetime | None:
@@ -59,6 +59,35 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
                 r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r))
         return answers[key]
     return at
+
+
+def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
+            ) -> Callable[[str, int, int, int], DeviceFit | None]:
+    """``job`` sized by ``fit`` on (device, devices, nodes, RAM per device of the node): a service through
+    plan/inference.py ``device_fit`` (one node: ``fit MODEL --device D --count N`` at the plan's engine, weights and
+    peak load), a training run through plan/training.py ``device_fit`` (``fit --train`` over ``nodes`` machines);
+    its memory said as ``fit`` says it (render/fit_text.py ``memory_line``). The memory given: a CPU's, the RAM
+    per device of the inventory's node (which the placement holds); a GPU's, the catalog's. None where it does not
+    fit. Each question asked once."""
+    from ..catalog.hardware import load_catalog
+    from ..plan.inference import device_fit as serving_fit
+    from ..plan.training import device_fit as training_fit
+    from ..render.fit_text import memory_line
+
+    answers: dict[tuple[str, int, int, int], DeviceFit | None] = {}
+
+    def on(device: str, devices: int, nodes: int, ram: int) -> DeviceFit | None:
+        key = (device, devices, nodes, ram)
+        if key not in answers:
+            dev = load_catalog(hardware_files).device(device)
+            memory = ram if dev.kind == "cpu" and ram else None  # a CPU holds the job in its node's RAM
+            r = training_fit(job, device, devices, nodes, memory=memory, hardware_files=hardware_files) \
+                if jp.kind == "training" else serving_fit(job, device, devices, memory=memory,
+                                                          hardware_files=hardware_files)
+            answers[key] = None if r is None or not r.fits or r.memory_per_device is None or \
+                r.budget_per_device is None else DeviceFit(dev.kind, r.memory_per_device, memory_line(r))
+        return answers[key]
+    return on
 
 
 def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
@@ -112,6 +141,7 @@ def need_of(jp: JobPlan, job: Any, request: Request, now: _dt.datetime,
         else (), sensitivity=getattr(data, "sensitivity", None), offsite_allowed=getattr(data, "offsite_allowed", None),
         run_seconds=_timer(job, hardware_files) if jp.kind == "training" else None,
         quantized=_quantizer(job, jp, hardware_files) if jp.kind == "inference" else None,
+        fit_on=_fitter(job, jp, hardware_files),
         pool=job.resources.pool, jurisdiction=job.resources.jurisdiction,
         network=jp.value("network", "node_bandwidth") if hw.nodes > 1 else None, ongoing=ongoing,
         team=request.team, memory_verdict=_memory_verdict(jp), duration_basis=basis, duration_verdict=unknown)

@@ -96,6 +96,17 @@ class Quantized:
 
 
 @dataclass(frozen=True)
+class DeviceFit:
+    """A job sized by ``fit`` on some devices of another type (a service: plan/inference.py ``device_fit``, ``fit
+    MODEL --device D --count N`` at the plan's engine, weights and peak load; a training run: plan/training.py
+    ``device_fit``, ``fit --train``), given only where it fits there."""
+
+    device_kind: str
+    memory_per_device: int  # [B] fit's memory per device (a CPU's: the RAM it holds)
+    memory: str  # fit's memory line (render/fit_text.py memory_line): per device against its budget
+
+
+@dataclass(frozen=True)
 class JobNeed:
     """What one job needs from the provider, in base units (bytes, seconds)."""
 
@@ -134,6 +145,11 @@ class JobNeed:
     # largest node, which a CPU holds its model in), from the estimate core (plan/inference.py quantized_fit via
     # provider/needs.py); None: not known (a training run, a hand-made need), and no quantized alternative is offered
     quantized: Callable[[str, int, int], Quantized | None] | None = field(default=None, compare=False, repr=False)
+    # the job on (device, devices, nodes; the RAM per device of that device's largest node, which a CPU holds its
+    # model in) as `fit` sizes it, from the estimate core (plan/inference.py and plan/training.py device_fit via
+    # provider/needs.py); the answer None where it does not fit there; the field None: not known (a hand-made need),
+    # and no other device type is offered
+    fit_on: Callable[[str, int, int, int], DeviceFit | None] | None = field(default=None, compare=False, repr=False)
     # the request's resources.pool (a pool the job must run in), resources.jurisdiction (where it must run: a
     # site's jurisdiction or one of its regions) and the network per node the plan assumed [B/s] (a multi-node
     # job's fabric must give at least that)
@@ -167,7 +183,7 @@ class JobNeed:
         return self.storage_fixed + self.checkpoint_bytes * self.checkpoints_max
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("run_seconds", "quantized")}
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("run_seconds", "quantized", "fit_on")}
         for k in ("start", "deadline"):
             d[k] = d[k].isoformat() if d[k] else None
         return d
@@ -672,34 +688,11 @@ def _fits_by_deadline(need: JobNeed, inv: Inventory, bookings: Sequence[Booking]
 
 
 def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
-    """Concrete alternatives that fit in the requested window. A training alternative is timed on its own device
-    and count by the one duration rule (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that
-    time; a service's quantized alternative is the estimate's at that format (``_quantized``)."""
-    out: list[str] = []
-    # another device type of the same pool: enough memory per device; a training run takes its own time there
-    for dev in inv.device_types:
-        if dev == need.device or not any(dev == n.device and need.label in n.pools for n in inv.nodes):
-            continue
-        mem = inv.device_memory.get(dev, 0)
-        if not mem:
-            continue
-        count = need.devices if not need.memory_need or mem >= need.memory_need * 1.0 else \
-            math.ceil(need.devices * need.memory_need / mem)
-        largest = max(n.devices for n in inv.nodes if n.device == dev)
-        nodes = max(need.nodes, math.ceil(count / largest))
-        count = math.ceil(count / nodes) * nodes
-        seconds: float | None = need.seconds
-        if need.kind == "training":
-            seconds = need.run_seconds(dev, count, nodes) if need.run_seconds is not None else None
-            if not seconds:
-                continue  # cannot time the run on this device: no claim
-        alt = replace(need, device=dev, devices=count, nodes=nodes, seconds=float(seconds or need.seconds),
-                      memory_need=min(need.memory_need, mem), duration_basis="", duration_verdict="")  # timed there
-        p = _fits_by_deadline(alt, inv, bookings)
-        if p is not None:
-            out.append(f"other device type: {count} x {dev} on {nodes} node(s) at {p.site}"
-                       + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
-                          f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
+    """Concrete alternatives that fit in the requested window. Another device type is sized by ``fit``
+    (``_other_devices``); a training alternative is timed on its own device and count by the one duration rule
+    (``need.run_seconds``: estimate/duration.py eq. (3)), and placed for that time; a service's quantized
+    alternative is the estimate's at that format (``_quantized``)."""
+    out = _other_devices(need, inv, bookings)
     if need.kind == "training" and need.run_seconds is not None:
         # more devices for a shorter run (eq. (3) scales linearly with devices: an upper bound on the gain)
         for factor in (2, 4):
@@ -720,6 +713,61 @@ def alternatives(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | He
     return out
 
 
+def _counts(most: int) -> list[int]:
+    """1, 2, 4, ... up to ``most``, and ``most`` itself: the device counts an alternative tries, fewest first."""
+    return sorted({2 ** k for k in range(most.bit_length())} | ({most} if most > 0 else set()))
+
+
+def _other_devices(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
+    """Each other device type of the job's pool: the fewest devices of it that hold the job as ``fit`` sizes it
+    (``need.fit_on``: a service, ``fit MODEL --device D --count N`` at the plan's engine, weights, peak load and
+    headroom on one node of that type, 1, 2, 4, ... devices up to its largest; a training run, ``fit --train`` over
+    as few nodes as the count needs, up to every device of that type in the pool) and are free in the requested
+    window (a training run timed there by ``need.run_seconds`` and ending by its deadline). One line per device type
+    naming the count, the device and fit's memory line; the alternative's need takes fit's memory per device and
+    the device's kind. Nothing when the need cannot be sized (``need.fit_on`` None, or a training run with no
+    ``run_seconds``): no guessed memory or time."""
+    if need.fit_on is None or (need.kind == "training" and need.run_seconds is None):
+        return []
+    out: list[str] = []
+    for dev in inv.device_types:
+        nodes = [n for n in inv.nodes if n.device == dev and need.label in n.pools]
+        if dev == need.device or not nodes:
+            continue
+        largest = max(nodes, key=lambda n: (n.devices, n.ram))
+        if largest.devices < 1:
+            continue
+        most = sum(n.devices for n in nodes) if need.kind == "training" else largest.devices
+        tried: set[int] = set()
+        for want in _counts(most):
+            n_nodes = math.ceil(want / largest.devices)
+            count = math.ceil(want / n_nodes) * n_nodes  # whole nodes of equal share
+            if count in tried:
+                continue
+            tried.add(count)
+            f = need.fit_on(dev, count, n_nodes, largest.ram // largest.devices)
+            if f is None:
+                continue
+            seconds: float | None = need.seconds
+            if need.kind == "training":
+                seconds = need.run_seconds(dev, count, n_nodes) if need.run_seconds is not None else None
+                if not seconds:
+                    break  # cannot time the run on this device: no claim
+            alt = replace(need, device=dev, devices=count, nodes=n_nodes, seconds=float(seconds or need.seconds),
+                          device_kind=f.device_kind, memory_need=f.memory_per_device, memory_verdict="",
+                          duration_basis="", duration_verdict="")  # sized and timed there
+            p = _fits_by_deadline(alt, inv, bookings)
+            if p is not None:
+                fit_cli = "`llmsizer fit --train`" if need.kind == "training" else \
+                    "`llmsizer fit` at the plan's peak load"
+                out.append(f"other device type: {count} x {dev} on {n_nodes} node(s) at {p.site} ({fit_cli}: "
+                           f"{f.memory})"
+                           + (f", about {format_seconds(alt.seconds)} on {dev} (estimate/duration.py), ends "
+                              f"{p.end:%Y-%m-%d %H:%M}" if need.kind == "training" else ""))
+                break
+    return out
+
+
 def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held) -> list[str]:
     """The service at a smaller weight format, as the estimate sizes it (``need.quantized``: plan/inference.py
     ``quantized_fit``, the format recommend's chooser picks on those devices, None where the plan's own format
@@ -736,8 +784,7 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
             continue
         largest = max(nodes, key=lambda n: (n.devices, n.ram))
         most = min(largest.devices, need.devices) if dev == need.device else largest.devices
-        counts = sorted({2 ** k for k in range(most.bit_length())} | ({most} if most > 0 else set()))
-        for count in counts:
+        for count in _counts(most):
             q = need.quantized(dev, count, largest.ram // max(1, largest.devices))
             if q is None:
                 continue
