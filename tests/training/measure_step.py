@@ -60,6 +60,16 @@ def _reset_peak_rss() -> bool:
         return False
 
 
+def _holds_memory(storage: Any) -> bool:
+    """Whether a tensor storage has memory behind it: a wrapper subclass's storage (``_make_wrapper_subclass``) is
+    an "invalid python storage" whose ``data_ptr()`` raises; its ``nbytes()`` is only the wrapper's nominal size."""
+    try:
+        storage.data_ptr()
+    except RuntimeError:
+        return False
+    return True
+
+
 def _tensor_bytes(t: Any) -> int:
     return int(t.numel() * t.element_size())
 
@@ -107,13 +117,13 @@ class LiveTensorBytes:
 
         if t.device.type == "meta":
             return
-        if is_traceable_wrapper_subclass(t) and type(t).__module__.startswith("torchao."):
-            # torchao's wrapper (Float8TrainingTensor) owns no storage of its own: its untyped_storage() reports
-            # numel x the wrapper's nominal dtype (bf16), bytes that do not exist; its inner tensors are the
-            # outputs of the operators that made them and are tracked there. Other wrappers (torch's
-            # AsyncCollectiveTensor around gloo's all-gather, test_context_parallel) keep being counted as before.
-            return
         st = t.untyped_storage()
+        if is_traceable_wrapper_subclass(t) and not _holds_memory(st):
+            # A wrapper subclass made by ``_make_wrapper_subclass`` (torchao's Float8TrainingTensor, torch's
+            # AsyncCollectiveTensor around a functional collective's result) owns no memory: its untyped_storage()
+            # reports numel x the wrapper's nominal dtype, bytes with no allocation behind them (its data pointer is
+            # invalid); its inner tensors are the outputs of the operators that made them and are tracked there.
+            return
         key = st._cdata
         nbytes = st.nbytes()
         if key in self.live:

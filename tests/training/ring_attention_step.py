@@ -3,9 +3,14 @@ torch/distributed/tensor/experimental/_context_parallel/_attention.py, the funct
 to) on CPU ranks over gloo, with the CPU flash kernel (``aten._scaled_dot_product_flash_attention_for_cpu`` and its
 backward) as the per-block op, head-tail load balancing and the default all-gather K/V rotation, as on CUDA.
 
-Rank 0 prints one JSON object: the peak of live tensor bytes (``measure_step.LiveTensorBytes``) above the inputs
-during the forward and during the backward, the op's own results (output, log-sum-exp; dq, dk, dv) taken out, and
-the staging copy gloo's all-gather makes of a tensor of the local K/V's size (a CPU-backend artifact).
+Rank 0 prints one JSON object: for every rank (head-tail load balancing gives the ranks different block shapes,
+so different peaks), the bytes of each storage live at the peak of live tensor bytes (``measure_step.LiveTensorBytes``)
+during the forward and during the backward that is not an input (q, k, v, grad_out; out, lse) nor one of the op's own
+results (none exists yet at either peak). The live set is recorded at the peak itself: a result made after it, or a
+buffer freed before it, does not enter. torch's ``AsyncCollectiveTensor`` (the wrapper ``ft_c.all_gather_single`` and
+``permute_tensor`` return until waited) counts 0 B: it owns no memory (``LiveTensorBytes`` skips wrapper subclasses
+whose storage has no data pointer); the collective's result inside it is counted. gloo's own staging copies are made
+on its worker thread, on the untracked copies below.
 Nothing here imports llmsizer.
 
 gloo runs each collective on a worker thread that keeps its input and output (``at::Tensor`` copies in the work)
@@ -62,10 +67,28 @@ class CollectivesOnCopies:
         self.mode = _Mode()
 
 
+def _tracker(inputs: list[Any]) -> Any:
+    """A LiveTensorBytes that records, at each new peak, every live storage (a weak reference to it) and its bytes;
+    ``inputs`` tracked from the start."""
+    from measure_step import LiveTensorBytes
+
+    tracker = LiveTensorBytes(lambda live: [(tracker._refs[key], n) for key, n in live.items()])
+    for t in inputs:
+        tracker.track(t)
+    return tracker
+
+
+def _extra_at_peak(tracker: Any, known: list[Any]) -> list[int]:
+    """The bytes of each storage live at the tracker's peak that is none of ``known`` (the inputs, and the op's
+    results if they exist yet; told by the storage object itself, not by an address a freed storage may have
+    handed on), largest first: what ring attention holds at its peak beyond its inputs."""
+    storages = [t.untyped_storage() for t in known]
+    return sorted((n for ref, n in tracker.peak_breakdown if not any(ref() is st for st in storages)), reverse=True)
+
+
 def main(case: dict[str, Any]) -> dict[str, Any] | None:
     import torch
     import torch.distributed as dist
-    from measure_step import LiveTensorBytes
     from torch.distributed.tensor.experimental._context_parallel._attention import (
         _templated_ring_attention,
         _templated_ring_attention_backward,
@@ -85,39 +108,23 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
     copies = CollectivesOnCopies(bool(case.get("hold_collective_tensors")))
     bwd_op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default
 
-    # gloo's all-gather holds its own staging copy ((ranks - 1) x the input on CPU; NCCL gathers into the output):
-    # measured alone on a tensor of the local K/V's size, so the caller can tell it from ring attention's buffers
-    import torch.distributed._functional_collectives as ft_c
-
-    kv = torch.cat([k.flatten(), v.flatten()])
-    ag = LiveTensorBytes(lambda live: {})
-    ag.track(kv)
-    with copies.mode, ag.mode:
-        gathered = ft_c.wait_tensor(ft_c.all_gather_single(kv, gather_dim=0, group=dist.group.WORLD))
-    gloo_copy = ag.peak - ag.live[kv.untyped_storage()._cdata] - gathered.untyped_storage().nbytes()
-    del gathered, kv
-
-    tracker = LiveTensorBytes(lambda live: {})
-    for t in (q, k, v, go):
-        tracker.track(t)
-    base = tracker.current
+    inputs = [q, k, v, go]
+    tracker = _tracker(inputs)
     with copies.mode, tracker.mode:
         out, lse = _templated_ring_attention(group, 2, fwd_op, q, k, v, is_causal=True)[:2]
-    fwd_peak = tracker.peak - base - out.untyped_storage().nbytes() - lse.untyped_storage().nbytes()
+    fwd = _extra_at_peak(tracker, inputs + [out, lse])
     out, lse = out.to(dt), lse
-    tracker2 = LiveTensorBytes(lambda live: {})
-    for t in (q, k, v, go, out, lse):
-        tracker2.track(t)
-    base2 = tracker2.current
-    with copies.mode, tracker2.mode:
+    inputs += [out, lse]
+    tracker = _tracker(inputs)
+    with copies.mode, tracker.mode:
         dq, dk, dv = _templated_ring_attention_backward(group, 2, bwd_op, go, "grad_out", q, k, v, out, lse, True,
                                                         dropout_p=0.0)[:3]
-    results = {x.untyped_storage()._cdata: x.untyped_storage().nbytes() for x in (dq, dk, dv)}  # dk, dv: one storage
-    bwd_peak = tracker2.peak - base2 - sum(results.values())
+    bwd = _extra_at_peak(tracker, inputs + [dq, dk, dv])
+    ranks: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(ranks, {"forward_extra_at_peak": fwd, "backward_extra_at_peak": bwd})
     rank = dist.get_rank()
     dist.destroy_process_group()
-    return ({"forward_extra_bytes": fwd_peak, "backward_extra_bytes": bwd_peak, "gloo_all_gather_copy_bytes": gloo_copy}
-            if rank == 0 else None)
+    return {"ranks": ranks} if rank == 0 else None
 
 
 if __name__ == "__main__":
