@@ -83,7 +83,8 @@ def test_a_pool_too_small_for_the_running_sequences_still_does_not_fit() -> None
     d = out["details"]
     assert code == 1 and d["fits"] is False
     assert d["running_sequences"] == d["max_concurrency_at_context"] < 1024
-    assert "1024 run at once of 2000 requested" in d["verdict"]
+    assert d["queued_sequences"] == 2000 - d["running_sequences"]  # the rest wait (one rule: eq. R1)
+    assert "1024 would run at once (its running cap) of 2000 requested" in d["verdict"]
 
 
 def test_max_concurrency_is_what_runs_at_once() -> None:

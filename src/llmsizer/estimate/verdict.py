@@ -114,7 +114,8 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
     ``concurrency`` sequences of ``context`` tokens: those it runs at once (``requested`` more are asked, the others
     wait in its queue: estimate/inference/common.py eq. R1)."""
     fits = admitted >= concurrency
-    asked = "requested" if requested is None or requested == concurrency else f"run at once of {requested} requested"
+    asked = ("requested" if requested is None or requested == concurrency
+             else f"would run at once (its running cap) of {requested} requested")
     budget = usable  # the engine sizes its pool from the whole device (utilization x memory)
     at = "utilization" if knob == "gpu_memory_utilization" else knob
     reason = (f"{engine} {pool} holds {admitted} sequence(s) of {context} tokens at {at} {utilization:.2f}"

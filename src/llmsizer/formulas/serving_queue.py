@@ -1,7 +1,8 @@
-"""Requests above a serving engine's running cap: the wait in its queue.
+"""Requests a serving engine does not run at once: the wait in its queue.
 
-A server that runs at most R sequences at once (vLLM ``max_num_seqs``, SGLang ``max_running_requests``) while C > R
-requests are in flight keeps C - R of them waiting. With every running request in service for W seconds (its time
+A server that runs R sequences at once (estimate/inference/common.py eq. R1: min(C, its running cap -- vLLM
+``max_num_seqs``, SGLang ``max_running_requests`` --, the sequences its KV pool holds)) while C > R requests are in
+flight keeps C - R of them waiting. With every running request in service for W seconds (its time
 to first token plus its output tokens at the decode speed, formulas/network.py eq. 9's W) and the server saturated
 (a finished request's slot goes to the next waiting one), Little's law (Little 1961, Operations Research 9(3):
 L = lambda x W) applied to the R requests in service gives the throughput, and applied to all C in flight their

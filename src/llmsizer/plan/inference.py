@@ -408,11 +408,11 @@ def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flig
 
 
 def _sized_for(est: Estimate | None, in_flight: int) -> str:
-    """Words for a need sized for fewer sequences than are in flight: above the engine's running cap the rest wait in
-    its queue and the estimate sizes memory for the running ones (its ``queued_sequences``,
-    estimate/inference/compose.py); '' when every sequence runs."""
-    queued = int(est.details.get("queued_sequences", 0)) if est is not None else 0
-    return f", memory for the {in_flight - queued} run at once" if queued else ""
+    """Words for a need sized for fewer sequences than are in flight: the engine runs at most its running cap and
+    the estimate sizes memory for min(in flight, cap) (its ``need_sequences``, estimate/inference/compose.py; fewer
+    than that run when the pool is the limit, which is 'does not fit'); '' when every sequence runs."""
+    sized = est.details.get("need_sequences") if est is not None else None
+    return f", memory for the {int(sized)} run at once with room" if sized is not None and sized < in_flight else ""
 
 
 def _media_tokens(est: Estimate | None) -> int | None:

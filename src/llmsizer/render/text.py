@@ -80,9 +80,12 @@ def estimate_facts(est: Estimate) -> list[str]:
                    f"{d['admitted_sequences']} sequences of this length at once")
         if "engines_differ_because" in d:
             out.append(f"vs vLLM on the same memory: {d['engines_differ_because']}")
-    if d.get("queued_sequences"):  # above the engine's running cap (estimate/inference/compose.py)
-        out.append(f"queue: {d['running_cap_name']} {d['running_cap']:,} runs at most that many at once: "
-                   f"{d['queued_sequences']:,} requests wait in the engine's queue, memory is sized for the running ones")
+    if d.get("queued_sequences"):  # not run at once (estimate/inference/common.py eq. R1, compose.py)
+        room = f", pool room {d['max_concurrency_at_context']:,}" if "max_concurrency_at_context" in d else ""
+        asked = int(d["running_sequences"]) + int(d["queued_sequences"])  # the concurrency (compose.py)
+        out.append(f"queue: {d['running_sequences']:,} run at once (min({asked:,} requests, {d['running_cap_name']} "
+                   f"{d['running_cap']:,}{room})), {d['queued_sequences']:,} requests wait in the engine's queue; "
+                   f"memory is sized for the {d['need_sequences']:,} it would run with room for them")
     if "split" in d:
         sp = d["split"]
         out.append(f"llama.cpp placement (-sm {sp['split_mode']}, -ngl {sp['n_gpu_layers']}"

@@ -54,9 +54,15 @@ def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None 
     ``vllm.py`` ``vllm_max_num_seqs``; SGLang ``max_running_requests``,
     ``sglang.py`` eq. 4); None: the engine batches every sequence it is given (transformers, llama.cpp's slots).
     ``admits``: the sequences of the full context the engine's KV pool holds, where the engine keeps the others
-    waiting (vLLM, SGLang: a request is scheduled only when its KV blocks can be allocated, preempted when they
-    cannot); None: no pool (the engine allocates for every sequence). Memory is sized for ``min(concurrency, cap)``:
-    what the engine would run with room for it; fewer (``admits``) is the fit's 'does not fit'."""
+    waiting (vLLM: in ``Scheduler.schedule``'s loop over the waiting queue a request whose
+    ``kv_cache_manager.allocate_slots`` returns None ends the loop ("The request cannot be scheduled": it stays in
+    ``self.waiting``), and a running request that cannot grow preempts the newest running one back to the waiting
+    queue, vllm/v1/core/sched/scheduler.py @00024d31; SGLang: a request is admitted only while the token pool has room
+    for it); None: no pool (the engine allocates for every sequence). Every surface reads this one number: the
+    queued requests are ``concurrency - running`` (compose.py ``queued_sequences``), the queue's wait is
+    formulas/serving_queue.py eq. Q3 over ``running`` slots. Memory is sized for ``min(concurrency, cap)``
+    (``need_sequences``): what the engine would run with room for it; a pool that holds fewer (``admits``) is the
+    fit's 'does not fit', with ``admits`` running and the rest queued."""
     bounds = [w.concurrency] + [b for b in (cap, admits) if b is not None]
     return max(0, min(bounds))
 

@@ -350,14 +350,19 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     else:
         from .hf_transformers import compose_transformers
         compose_transformers(ctx)
-    # the sequences run at once (common.py eq. R1): an engine without a cap runs every one; above a cap the rest queue
+    # the sequences run at once (common.py eq. R1, set by the engine's composition: min(concurrency, its cap, its
+    # pool's room)); an engine without a cap runs every one; the rest of the concurrency wait in its queue
     ctx.details.setdefault("running_sequences", w.concurrency)
     cap = ctx.details.get("running_cap")
-    if cap is not None and running_sequences(w, cap) < w.concurrency:
-        ctx.details["queued_sequences"] = w.concurrency - running_sequences(w, cap)
-        acc.assumptions.append(queue_assumption(ENGINE_NAMES[str(w.engine)], w.concurrency,
-                                                running_sequences(w, cap), str(ctx.details["running_cap_name"]),
-                                                int(cap), w.max_num_seqs is None))
+    running = int(ctx.details["running_sequences"])
+    if cap is not None and running < w.concurrency:
+        ctx.details["queued_sequences"] = w.concurrency - running
+        # what memory is sized for: the sequences the engine would run with room for them, min(concurrency, cap)
+        ctx.details["need_sequences"] = running_sequences(w, cap)
+        room = ctx.details.get("max_concurrency_at_context")
+        acc.assumptions.append(queue_assumption(ENGINE_NAMES[str(w.engine)], w.concurrency, running,
+                                                str(ctx.details["running_cap_name"]), int(cap),
+                                                w.max_num_seqs is None, None if room is None else int(room)))
     acc.assumptions.append(apply_metric(acc.items, w.metric, INFERENCE, pytorch=w.engine != "llamacpp",
                                         device="cpu" if w.device == "cpu" else w.gpu_runtime,
                                         kv_pool=w.engine in ("vllm", "sglang")))
@@ -405,19 +410,27 @@ def _pool_admits(est: Estimate) -> int:
 def _to_run(est: Estimate, w: InferenceWorkload) -> int:
     """The sequences a pool engine runs at once with room for them: min(concurrency, its cap) (common.py eq. R1
     without the pool's bound); the others wait in its queue, which is no reason not to fit."""
-    return running_sequences(w, est.details.get("running_cap"))
+    return int(est.details.get("need_sequences", running_sequences(w, est.details.get("running_cap"))))
 
 
 def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str, cap: int,
-                     default: bool = True) -> Assumption:
-    """The named assumption that the requests above an engine's running cap wait in its queue (``default``: the cap
-    is the engine's default, not one the user stated)."""
+                     default: bool = True, room: int | None = None) -> Assumption:
+    """The named assumption that the requests the engine does not run at once wait in its queue: ``running`` is
+    common.py eq. R1, min(concurrency, its running cap, ``room``: the sequences of the context its pool holds, None
+    where not known); ``default``: the cap is the engine's default, not one the user stated."""
+    bounds = f"min({concurrency} requests, {cap_name} {cap}" + (f", KV pool room {room}" if room is not None else "")
+    pool_bound = room is not None and running == room < min(concurrency, cap)
+    why = (f"its KV pool holds {room} sequences of this context, fewer than {cap_name} {cap}, and a request whose KV "
+           "blocks cannot be allocated stays in the waiting queue" if pool_bound
+           else f"it runs at most {cap_name} = {cap} sequences at once")
     return Assumption("running_sequences", running, default,
-                      f"{engine} runs at most {cap_name} = {cap} sequences at once: {concurrency - running} of the "
-                      f"{concurrency} requests wait in its queue (vLLM: vllm/v1/core/sched/scheduler.py "
-                      "Scheduler.schedule takes no waiting request once max_num_running_reqs run; SGLang: "
-                      "max_running_requests); memory is sized for the running ones, the wait is the fit's "
-                      "queue_wait_seconds (formulas/serving_queue.py eq. Q2)")
+                      f"{engine} runs {running} sequences at once = {bounds}) (estimate/inference/common.py eq. R1): "
+                      f"{why}; {concurrency - running} of the {concurrency} requests wait in its queue (vLLM: "
+                      "vllm/v1/core/sched/scheduler.py Scheduler.schedule takes no waiting request once "
+                      "max_num_running_reqs run, and stops at the first whose allocate_slots returns None; SGLang: "
+                      "python/sglang/srt/managers/scheduler.py get_new_batch_prefill takes none once "
+                      "max_running_requests run, and its PrefillAdder only while the token pool has room); the wait is the fit's queue_wait_seconds "
+                      "(formulas/serving_queue.py eqs. Q1-Q3 over the running ones)")
 
 
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
