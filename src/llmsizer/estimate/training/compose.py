@@ -77,6 +77,11 @@ COMPONENT_FORMULA = {
     "backward_transient": ("gradients alive inside one layer's backward (with .grads kept across micro-batches, at "
                            "least the MLP down projection's new weight gradient beside its own, eq. A2; not under autocast)",
                            ACT_SRC + " layer_backward_transient, layer_fresh_gradient_bytes"),
+    "ring_attention_forward": ("context parallelism: one layer's ring-attention forward buffers on the worst rank "
+                               "(the K/V gathered from every cp rank, + the larger of step 0's and a whole-q "
+                               "merge's), live while the last layer's attention runs",
+                               "formulas/context_parallel.py ring_attention_forward_bytes (torch 2.13 "
+                               "_context_parallel/_attention.py lines 186, 214, 273-302, 317-487)"),
     "tied_embedding_gradients": ("a trained tied embedding at the backward end: the lm_head's gradient waiting in "
                                  "the parameter's input buffer, the embedding's own and their sum, above the one "
                                  "gradient counted",
@@ -490,7 +495,8 @@ def _items(ctx: TrainingContext, st: StageStates, tl: StageTimeline, acc: Acc) -
                                   f"param ({opt.description}){where}",
                           source="formulas/training_states.py optimizer table; " + opt.source))
     for name in ("activations", "autocast_weight_copies", "head_activations", "logits_and_loss", "kept_logits",
-                 "kept_graph_inputs", "rotary_and_masks", "backward_transient", "tied_embedding_gradients",
+                 "kept_graph_inputs", "rotary_and_masks", "backward_transient", "ring_attention_forward",
+                 "tied_embedding_gradients",
                  "embedding_gradient_accumulation", "gradient_buckets", "gathered_params", "pipeline_buffers",
                  "dequant_buffer",
                  "quantization_transient"):
@@ -767,7 +773,8 @@ def _details(ctx: TrainingContext, st: StageStates, tl: StageTimeline,
     spec, w = ctx.spec, ctx.w
     pc = count_params(spec)
     first, last = min(tl.layer_terms), max(tl.layer_terms)
-    keep = {"model init", "forward end", "loss backward", "backward end", "optimizer step", f"backward layer {first}",
+    keep = {"model init", "forward, last layer attention", "forward end", "loss backward", "backward end",
+            "optimizer step", f"backward layer {first}",
             f"backward layer {last}"}
     return {
         "params_total": pc.total, "params_active": pc.active, "attention": spec.attention_kind,

@@ -5,6 +5,10 @@ gradients appear) and the optimizer step. With ``zero_grad(set_to_none=True)`` (
 what HF Trainer does) gradients do not exist during the forward of a step's first micro-batch; with gradient
 accumulation or pipeline micro-batches they persist. The peak is the largest of:
 
+- ``forward, last layer attention`` (context parallelism only): the layers below saved, the last layer's saves
+  before its attention and q, k, v, and ring attention's forward buffers (formulas/context_parallel.py
+  ``ring_attention_forward_bytes``; live one layer at a time and not bounded by the backward's ring buffers: for
+  grouped K/V the whole-q merge outgrows them);
 - ``forward end``: every layer's saved activations, the logits and their fp32 upcast, all autocast weight
   copies (they stay in the autocast cache until the forward leaves the autocast context, even with
   checkpointing, except where the cache does not take them: frozen weights and FSDP1's views);
@@ -28,7 +32,7 @@ from operator import add, attrgetter, ge, mul, sub
 from ...formulas import unsloth_kernels
 from ...formulas.activation_offload import offload_host_bytes, offload_stash_bytes, repeated_saves
 from ...formulas.compiled_activations import compiled_layer_terms
-from ...formulas.context_parallel import ring_attention_backward_bytes
+from ...formulas.context_parallel import ring_attention_backward_bytes, ring_attention_forward_bytes
 from ...formulas.deepspeed_zero import (
     gather_copy_bytes,
     held_after_forward,
@@ -227,12 +231,15 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     shared_input = checkpoint_input_bytes(spec, act) if act.residual == 4 else 0
     # buffers a layer's backward adds on top of its gradients: ring attention's (context parallelism,
     # formulas/context_parallel.py)
-    extra_transient = 0
+    # ... and those a layer's attention forward holds while it runs (the "forward, last layer attention" moment)
+    extra_transient = ring_forward = ring_inputs = 0
     if w.context_parallel > 1:
-        q_w, k_w, v_w, _ = (_div(x, w.tp) for x in _head_dims(spec))
+        q_w, k_w, v_w, o_w = (_div(x, w.tp) for x in _head_dims(spec))
         if spec.kv_expanded_in_attention:  # the ring runs on the K/V the module expanded to every query head
             k_w = v_w = q_w
         extra_transient += ring_attention_backward_bytes(act.tokens, q_w, k_w, v_w, w.context_parallel, act.compute)
+        ring_forward = ring_attention_forward_bytes(act.tokens, k_w, v_w, o_w, w.context_parallel, act.compute)
+        ring_inputs = act.tokens * (q_w + k_w + v_w) * act.compute  # the op's q, k, v (the formula counts beyond)
     # a Float8Linear's backward peak (its float8 casts, formulas/float8_training.py) comes after the elementwise
     # backward that made its grad_output: the layer's transient is the larger of the two, not their sum
     float8_peak = 0
@@ -524,6 +531,31 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if persist and fwd_grads:
             r.parts["gradients"] = fwd_grads
         phases.append(r)
+    if ring_forward:
+        # context parallelism: the last layer's ring-attention forward buffers (formulas/context_parallel.py), live
+        # while its attention runs, one layer at a time, the head not run yet. Beside them the layers below (and the
+        # other micro-batches), and of the last layer its saved terms before the attention with the op's q, k, v;
+        # a checkpointed (or offloaded) last layer saves nothing then: its q, k, v beside what it keeps. The
+        # autocast copies are forward end's (an upper bound by the last layer's MLP copies)
+        last_terms = rows[-1][0]
+        at = next((n for n, x in enumerate(last_terms) if x.name.startswith("attention q")), None)
+        if ckpt[-1] or w.activation_offload or at is None:
+            fwd_at_attention = fwd_kept + ring_inputs
+        else:
+            fwd_at_attention = fwd_kept - act_kept[-1] + _sum(last_terms[:at]) + ring_inputs
+        a = Phase("forward, last layer attention", dict(base))
+        a.parts["activations"] = fwd_at_attention
+        if copies_fwd:
+            a.parts["autocast_weight_copies"] = copies_fwd
+        a.parts["rotary_and_masks"] = shared_fwd
+        if persist and fwd_grads:
+            a.parts["gradients"] = fwd_grads
+        if gather or gather_fwd:
+            a.parts["gathered_params"] = gather_fwd.get("forward", gather)
+        if dequant:
+            a.parts["dequant_buffer"] = dequant
+        a.parts["ring_attention_forward"] = ring_forward
+        phases.append(a)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
     head_saved = _sum(head.saved, skip="lm_head autocast") if head else 0  # the head's saved terms (once)
     f = Phase("forward end", dict(base))
