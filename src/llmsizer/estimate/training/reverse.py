@@ -74,3 +74,16 @@ def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected",
 def seq_len_step(context_parallel: int) -> int:
     """The step (and shortest length) of :func:`max_seq_len`'s search: 2 x cp under context parallelism, else 1."""
     return 2 * context_parallel if context_parallel > 1 else 1
+
+
+def reverse_notes(spec: ModelSpec, reverse: dict[str, int]) -> list[str]:
+    """What the reverse answers ``reverse`` (``max_micro_batch``, ``max_seq_len``) mean beyond their number: the one
+    home of these notes, which `train` prints and its ``--json`` (and so the web API) carries as ``reverse_notes``
+    (the inference questions' are estimate/inference/reverse.py ``reverse_notes``)."""
+    notes = []
+    seq = reverse.get("max_seq_len")
+    window = spec.max_position_embeddings
+    if seq and window and seq > window:
+        notes.append(f"the longest sequence that fits ({seq:,} tokens) is past the model's max_position_embeddings "
+                     f"({window:,}): memory allows it, the model was not trained for it")
+    return notes

@@ -1,0 +1,50 @@
+"""One answer across surfaces, from a new user's consistency probe (issues #12/#16): the same question asked through
+the CLI's text, its ``--json``, the web API and the Python API gets the same numbers and the same notes. Each test
+failed before its fix. The truths are published values (a model's config.json) and the other surface's answer,
+never a number copied from our output."""
+
+from __future__ import annotations
+
+import pytest
+
+from cli_capture import run
+
+# meta-llama/Llama-3.1-8B config.json: "max_position_embeddings": 131072 (the published checkpoint)
+LLAMA_WINDOW = 131072
+
+
+@pytest.fixture(scope="module")
+def client():
+    from fastapi.testclient import TestClient
+
+    from llmsizer.web.app import create_app
+    with TestClient(create_app(), raise_server_exceptions=False) as c:
+        yield c
+
+
+def notes_in(text: str) -> list[str]:
+    return [ln.removeprefix("note: ") for ln in text.splitlines() if ln.startswith("note: ")]
+
+
+@pytest.mark.parametrize("command, body, flags, answer", [
+    ("infer", {"device": "h100-sxm", "max_num_seqs": 8, "max_context": True, "max_concurrency": True},
+     ["--device", "h100-sxm", "--max-num-seqs", "8", "--max-context", "--max-concurrency"], "max_context"),
+    ("train", {"method": "lora", "memory": "1000TiB", "max_seq": True},
+     ["--method", "lora", "--memory", "1000TiB", "--max-seq"], "max_seq_len"),
+])
+def test_the_reverse_answers_notes_reach_the_web_as_the_cli_prints_them(client, command: str, body: dict,
+                                                                        flags: list[str], answer: str) -> None:
+    """Before, `infer --max-context` printed "note: that is past the model's max_position_embeddings" and the
+    engine's running-cap note from the renderer alone: `--json` and the web calculator (which shows the reverse
+    answers) said 421,360 tokens on an H100 for a model of a 131,072-token window, with no word of it; `train
+    --max-seq` said it nowhere. The notes are now the core's (estimate/*/reverse.py ``reverse_notes``)."""
+    r = client.post(f"/api/v1/{command}", json={"model": "llama-3.1-8b", **body})
+    assert r.status_code == 200, r.text
+    data = r.json()
+    assert data["reverse"][answer] > LLAMA_WINDOW  # the memory allows more than the window (the question's premise)
+    assert any(f"max_position_embeddings ({LLAMA_WINDOW:,})" in n for n in data["reverse_notes"]), data
+    if command == "infer":  # max_num_seqs 8 caps the sequences run at once: the largest concurrency is that cap
+        assert data["reverse"]["max_concurrency"] == 8
+        assert any("max_num_seqs" in n for n in data["reverse_notes"]), data
+    code, out, _ = run(command, "llama-3.1-8b", *flags)
+    assert code == 0 and notes_in(out) == data["reverse_notes"]
