@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli_capture import run
+from cli_capture import run, run_json
 
 # meta-llama/Llama-3.1-8B config.json: "max_position_embeddings": 131072 (the published checkpoint)
 LLAMA_WINDOW = 131072
@@ -48,3 +48,27 @@ def test_the_reverse_answers_notes_reach_the_web_as_the_cli_prints_them(client, 
         assert any("max_num_seqs" in n for n in data["reverse_notes"]), data
     code, out, _ = run(command, "llama-3.1-8b", *flags)
     assert code == 0 and notes_in(out) == data["reverse_notes"]
+
+
+@pytest.mark.parametrize("device", ["apple-m3-max-48gb", "aws-m7i.4xlarge", "h100-sxm"])
+def test_the_longest_sequence_on_a_device_is_the_one_train_says_fits_there(device: str) -> None:
+    """Before, `train --device D --max-seq` searched on a CUDA GPU whatever D was (the device's kind and runtime were
+    dropped on the way to the search): on an M3 Max it said 2,078 tokens while `train --device D --seq 2079` (and
+    longer) fit, on a CPU instance 5,256 while 5,257 fit. And the Python ``max_seq_len`` / ``max_micro_batch`` did
+    not take ``device=`` (a memory was required) where ``max_context`` and ``estimate_training`` do. The truth is
+    `train --seq`'s own verdict on the same device: the answer fits, one token more does not."""
+    import llmsizer
+
+    flags = ("--device", device, "--method", "lora")
+    code, data = run_json("train", "llama-3.1-8b", *flags, "--max-seq")
+    longest = data["reverse"]["max_seq_len"]
+    assert code == 0 and longest > 0
+
+    def fits(seq: int) -> bool:
+        return run("train", "llama-3.1-8b", *flags, "--seq", str(seq))[0] == 0
+
+    assert fits(longest) and not fits(longest + 1)
+    assert llmsizer.max_seq_len("llama-3.1-8b", device=device, method="lora") == longest
+    _, data = run_json("train", "llama-3.1-8b", *flags, "--seq", "1024", "--max-batch")
+    assert llmsizer.max_micro_batch("llama-3.1-8b", device=device, method="lora", seq_len=1024) == \
+        data["reverse"]["max_micro_batch"]

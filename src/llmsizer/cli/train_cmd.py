@@ -101,6 +101,8 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
         if memory is None:
             raise InputError("--max-batch and --max-seq need --memory or --device")
         rest = {k: v for k, v in est_fields(est, fields).items()}
+        if args.device:  # where the step runs (a CPU: in RAM, no CUDA context; Apple: Metal), as the estimate above;
+            rest.update(device_fields(device))  # `memory` is the device's usable memory already
         if args.max_batch:
             reverse["max_micro_batch"] = max_micro_batch(spec, memory, headroom=args.headroom,
                                                          **{k: v for k, v in rest.items() if k != "micro_batch"})
