@@ -72,3 +72,27 @@ def test_the_longest_sequence_on_a_device_is_the_one_train_says_fits_there(devic
     _, data = run_json("train", "llama-3.1-8b", *flags, "--seq", "1024", "--max-batch")
     assert llmsizer.max_micro_batch("llama-3.1-8b", device=device, method="lora", seq_len=1024) == \
         data["reverse"]["max_micro_batch"]
+
+
+@pytest.mark.parametrize("surface", ["recommend", "models --fits-on"])
+def test_an_options_replicas_are_the_model_copies_fit_runs(surface: str) -> None:
+    """Falcon-7B has 71 attention heads (its config.json), which no tensor-parallel degree above 1 divides, so on
+    2 x H100 fit runs it as 2 replicas of TP 1. Before, `recommend` and `models --fits-on` (and the web's /fits
+    page) called their scale-out instances "replicas": the same question answered "tensor_parallel 1, replicas 1"
+    on 2 devices there (one device idle, read plainly) and "replicas 2" in fit. Now ``replicas`` is fit's word in
+    every answer, and the instances added for a throughput target or a deadline are ``instances``."""
+    flags = ("--context", "8k", "--concurrency", "8")
+    if surface == "recommend":
+        _, rec = run_json("recommend", "falcon-7b-instruct", *flags, "--provider", "aws", "--top", "500")
+        opts = [o for o in rec["options"] if o["device"] == "h100-sxm" and o["count"] == 8][:1]
+        hw = ("--device", opts[0]["target"]) if opts else ()
+    else:
+        _, data = run_json("models", "falcon-7b", "--fits-on", "h100-sxm", "--count", "2", *flags)
+        opts = [o for o in data["models"] if o["id"] == "tiiuae/falcon-7b-instruct"]
+        hw = ("--device", "h100-sxm", "--count", "2")
+    (o,) = opts
+    assert o["status"] != "rejected" and o["instances"] == 1
+    _, f = run_json("fit", "falcon-7b-instruct", *hw, *flags, "--weights", o["weights_format"])
+    assert f["tensor_parallel"] == 1 and f["replicas"] == f["count"] > 1  # 71 heads: TP 1, one copy per device
+    assert (o["tensor_parallel"], o["replicas"]) == (f["tensor_parallel"], f["replicas"])
+
