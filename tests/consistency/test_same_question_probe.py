@@ -96,3 +96,23 @@ def test_an_options_replicas_are_the_model_copies_fit_runs(surface: str) -> None
     assert f["tensor_parallel"] == 1 and f["replicas"] == f["count"] > 1  # 71 heads: TP 1, one copy per device
     assert (o["tensor_parallel"], o["replicas"]) == (f["tensor_parallel"], f["replicas"])
 
+
+@pytest.mark.parametrize("field, flag, value", [
+    ("micro_batch", "--batch", 2_000_000), ("micro_batch", "--batch", 0), ("gpus", "--gpus", 0),
+    ("grad_accumulation", "--grad-accumulation", -1), ("seq_len", "--seq", 2**32),
+])
+def test_a_training_count_out_of_range_is_refused_from_python_with_the_clis_line(field: str, flag: str,
+                                                                                  value: int) -> None:
+    """Before, the training workload checked its counts for >= 1 only and in its own words: ``micro_batch=2_000_000``
+    was sized from Python while `train --batch 2000000` refused it (exit 2), and ``micro_batch=0`` said "must be a
+    positive integer" where the CLI names the range. Now both read numbers.py's range (COUNT; seq_len TOKENS)."""
+    import llmsizer
+
+    code, _, err = run("train", "qwen2.5-0.5b", flag, str(value))
+    assert code == 2 and err.count("\n") == 1 and " is out of range; " in err
+    with pytest.raises(llmsizer.InputError) as e:
+        llmsizer.estimate_training("qwen2.5-0.5b", **{field: value})
+    # the same range and words after the value (the CLI writes 2^32 as 4.29497e+09)
+    assert str(e.value).startswith(f"{field}: ")
+    assert str(e.value).partition(" is out of range; ")[2] == \
+        err.strip().removesuffix(" (see --help)").partition(" is out of range; ")[2]

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK
+from ..numbers import COUNT, DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK, TOKENS, check_number
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
 
@@ -395,10 +395,13 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
         counts = _COUNT_VALUES(self)
-        if not (set(map(type, counts)) == {int} and min(counts) >= 1):  # (every one a plain int >= 1: in C)
+        if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
+            # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
+            # is the CLI's line: one rule for the command line, the request file and the Python API
             for name, v in zip(_COUNTS, counts, strict=True):
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                if isinstance(v, bool):
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
+                self.__dict__[name] = check_number(v, name, TOKENS if name == "seq_len" else COUNT)  # 2.0 -> 2
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
