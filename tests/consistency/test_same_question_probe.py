@@ -116,3 +116,26 @@ def test_a_training_count_out_of_range_is_refused_from_python_with_the_clis_line
     assert str(e.value).startswith(f"{field}: ")
     assert str(e.value).partition(" is out of range; ")[2] == \
         err.strip().removesuffix(" (see --help)").partition(" is out of range; ")[2]
+
+
+@pytest.mark.parametrize("estimate, alias, field, body", [
+    ("estimate_training", "tensor_parallel", "tp", {"gpus": 2, "method": "lora"}),
+    ("estimate_training", "batch", "micro_batch", {"method": "lora"}),
+    ("estimate_inference", "tp", "tensor_parallel", {"engine": "vllm"}),
+])
+def test_a_python_caller_writing_the_web_apis_name_is_told_the_field(client, estimate: str, alias: str, field: str,
+                                                                    body: dict) -> None:
+    """The web API takes ``tp`` and ``tensor_parallel`` (``batch`` and ``micro_batch``) for one field, and the two
+    workloads name the tensor-parallel degree differently (``tp`` in training, ``tensor_parallel`` in serving):
+    before, ``estimate_training(tensor_parallel=2)`` was a bare TypeError ("unexpected keyword argument"). Now it is
+    a one-line InputError naming the field, and the field gives the web's answer."""
+    import llmsizer
+
+    fn = getattr(llmsizer, estimate)
+    with pytest.raises(llmsizer.InputError, match=f"has no field '{alias}'; the field is '{field}'"):
+        fn("llama-3.1-8b", **body, **{alias: 2})
+    r = client.post("/api/v1/" + ("train" if estimate == "estimate_training" else "infer"),
+                    json={"model": "llama-3.1-8b", **body, alias: 2})
+    assert r.status_code == 200, r.text
+    assert __import__("json").loads(__import__("json").dumps(fn("llama-3.1-8b", **body, **{field: 2}).to_dict())) \
+        == r.json()

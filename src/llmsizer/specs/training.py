@@ -305,6 +305,10 @@ class TrainingWorkload:
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
     """
 
+    # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
+    # caller who writes one is told the field's name; a class attribute, not a field: unannotated)
+    OTHER_NAMES = {"tensor_parallel": "tp", "batch": "micro_batch", "seq": "seq_len", "pipeline_parallel": "pp",
+                   "expert_parallel": "ep", "cp": "context_parallel"}
     method: str = "full"
     rank: int = 16
     alpha: float | None = None

@@ -187,6 +187,11 @@ class InferenceWorkload:
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
+    # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
+    # caller who writes one is told the field's name)
+    # (a class attribute, not a field: unannotated)
+    OTHER_NAMES = {"tp": "tensor_parallel", "ubatch": "n_ubatch", "block_size": "paged_block_size",
+                   "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs"}
     context: int = 4096
     concurrency: int = 1
     output_tokens: int | None = None
