@@ -139,3 +139,21 @@ def test_a_python_caller_writing_the_web_apis_name_is_told_the_field(client, est
     assert r.status_code == 200, r.text
     assert __import__("json").loads(__import__("json").dumps(fn("llama-3.1-8b", **body, **{field: 2}).to_dict())) \
         == r.json()
+
+
+@pytest.mark.parametrize("call", ["estimate_inference", "estimate_training", "fit", "fit_training"])
+def test_a_headroom_the_command_line_refuses_is_refused_from_python_with_its_line(call: str) -> None:
+    """The headroom had three homes: numbers.HEADROOM ([0, 0.99], the flags and request files), the workloads'
+    share range [0, 1] and estimate/verdict.py's [0, 1): ``headroom=0.995`` was sized from Python (a budget of
+    0.5 % of the device) while `fit --headroom 0.995` and a request file refused it. Now one range, one line."""
+    import llmsizer
+
+    code, _, err = run("fit", "llama-3.1-8b", "--device", "h100-sxm", "--headroom", "0.995")
+    assert code == 2
+    words = err.strip().removesuffix(" (see --help)").partition(" is out of range; ")[2]
+    assert words.startswith("expected a number in [0, 0.99]")
+    args: dict = {"memory": 80 * 2**30} if call.startswith("estimate") else {}
+    fn = getattr(llmsizer, call)
+    with pytest.raises(llmsizer.InputError) as e:
+        fn("llama-3.1-8b", *(("h100-sxm",) if call.startswith("fit") else ()), headroom=0.995, **args)
+    assert str(e.value) == f"headroom: 0.995 is out of range; {words}"

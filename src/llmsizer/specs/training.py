@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import COUNT, DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK, TOKENS, check_number
+from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, check_number
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
 
@@ -580,4 +580,4 @@ _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "v
            "loss_chunks", "checkpoint_every", "context_parallel")
 _COUNT_VALUES = attrgetter(*_COUNTS)
 # the ranged numbers (numbers.py), each the range its CLI flag and request field check
-_NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", FRACTION), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))
+_NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", HEADROOM), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))
