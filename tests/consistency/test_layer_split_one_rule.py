@@ -76,7 +76,9 @@ def test_fit_recommend_and_plan_agree_on_the_split(case: tuple[str, str, str, st
                                                  count=count), source="split.yaml"), alternatives=False).job("chat")
     assert "fit_error" not in job.facts, job.facts
     assert (job.hardware.engine, job.hardware.replicas) == (engine, f.replicas)
-    assert job.hardware.tensor_parallel == count // f.replicas  # devices per replica
+    # fit's layout, as recommend's above (a split is TP 1: llama.cpp runs no tensor parallelism; before, the plan
+    # recorded the devices one replica spans, count // replicas, under this name)
+    assert job.hardware.tensor_parallel == f.tensor_parallel
     mem = next(s for s in job.sections if s.key == "memory")
     figures = {x.key: x for x in mem.figures}
     # (a pool engine's fit reports what it reserves, the plan's "reserved" figure; the others' need)

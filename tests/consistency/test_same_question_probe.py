@@ -157,3 +157,27 @@ def test_a_headroom_the_command_line_refuses_is_refused_from_python_with_its_lin
     with pytest.raises(llmsizer.InputError) as e:
         fn("llama-3.1-8b", *(("h100-sxm",) if call.startswith("fit") else ()), headroom=0.995, **args)
     assert str(e.value) == f"headroom: 0.995 is out of range; {words}"
+
+
+def test_a_plans_llamacpp_split_has_fits_layout(tmp_path) -> None:
+    """llama.cpp splits one model over the GPUs by layers and runs no tensor parallelism: `fit` on 2 x RTX 3090 says
+    tensor_parallel 1, 1 replica. Before, the plan's hardware said tensor_parallel 2 for the same job (it recorded
+    the devices one replica spans)."""
+    req = tmp_path / "split.yaml"
+    req.write_text("""version: 1
+title: split
+jobs:
+  - name: chat
+    kind: inference
+    model: {name: llama-3.1-8b}
+    quantization: q8_0
+    resources: {device: rtx-3090, count: 2}
+    traffic: {concurrency: {typical: 2, peak: 2}, context: {typical: 16k, peak: 16k}, output: {typical: 256, peak: 256}}
+    service: {duration: 1 month}
+""", encoding="utf-8")
+    _, plan = run_json("plan", str(req))
+    hw = plan["jobs"][0]["hardware"]
+    _, f = run_json("fit", "llama-3.1-8b", "--device", "rtx-3090", "--count", "2", "--weights", "q8_0",
+                    "--context", "16k", "--concurrency", "2", "--output-tokens", "256")
+    assert f["engine"] == hw["engine"] == "llamacpp" and f["count"] == hw["count"] == 2  # one model over both GPUs
+    assert (hw["tensor_parallel"], hw["replicas"]) == (f["tensor_parallel"], f["replicas"]) == (1, 1)
