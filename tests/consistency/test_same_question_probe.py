@@ -181,3 +181,19 @@ jobs:
                     "--context", "16k", "--concurrency", "2", "--output-tokens", "256")
     assert f["engine"] == hw["engine"] == "llamacpp" and f["count"] == hw["count"] == 2  # one model over both GPUs
     assert (hw["tensor_parallel"], hw["replicas"]) == (f["tensor_parallel"], f["replicas"]) == (1, 1)
+
+
+def test_what_fits_takes_the_output_and_kv_dtype_fit_takes(client) -> None:
+    """`fit`, `infer` and `recommend` take --output-tokens and --kv-dtype; `models --fits-on` (and the web's /fits) did
+    not ("unrecognized arguments"), so a question with a long answer or a quantized KV cache could not be asked of
+    it. Now each model's row is fit's answer for the same flags at the format the row names."""
+    flags = ("--context", "8k", "--output-tokens", "2k", "--kv-dtype", "q8_0")
+    code, data = run_json("models", "llama-3.1-8b", "--fits-on", "rtx-4090", *flags)
+    (o,) = data["models"]
+    assert code == 0 and (data["output_tokens"], data["kv_dtype"]) == (2048, "q8_0")
+    _, f = run_json("fit", "llama-3.1-8b", "--device", "rtx-4090", *flags, "--weights", o["weights_format"])
+    assert f["fits"] and (o["engine"], o["memory_per_device"]) == (f["engine"], f["memory_per_device"])
+    assert o["tokens_per_second_per_user"] == f["speed"]["tokens_per_second_per_user"]
+    r = client.get("/api/v1/models/fits-on", params={"fits_on": "rtx-4090", "query": "llama-3.1-8b", "context": "8k",
+                                                     "output_tokens": "2k", "kv_dtype": "q8_0"})
+    assert r.status_code == 200 and r.json() == data
