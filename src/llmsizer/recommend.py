@@ -12,8 +12,8 @@ Search (inference):
   where the unquantized checkpoint gets transformers); the first that fits with the headroom and meets the latency
   limits is taken;
 - the devices laid out as ``fit`` lays them (``fit.serving_layout``: tensor parallelism over a candidate's GPUs, a
-  llama.cpp split, or several CPUs or Apple chips as replicas of one model each); replicas (more instances)
-  are added until an aggregate tokens/s target is met;
+  llama.cpp split, or several CPUs or Apple chips as replicas of one model each); instances (more copies of the
+  option) are added until an aggregate tokens/s target is met;
 - rank: on-demand $/h (owned hardware: power at the user's $/kWh, else unpriced and listed after priced ones).
 
 CPU vs GPU follows the seed's reasoning with numbers: small models, low traffic and quantization can serve on
@@ -158,6 +158,10 @@ class Option:
     # and a queued request's mean wait before its prefill (formulas/serving_queue.py eq. Q3), as fit gives them
     running_sequences: int | None = None
     queue_wait_seconds: float | None = None
+    # copies of the option (instances; local devices: copies of the group) added for a throughput target or a
+    # deadline, each of ``count`` devices; ``replicas`` is what fit calls replicas: the model copies over all the
+    # option's devices (tensor_parallel x replicas = count x instances for a serving option that is not a split)
+    instances: int = 1
 
     @property
     def is_cpu(self) -> bool:
@@ -615,7 +619,8 @@ def _latency_failures(sp: Any, c: Constraints, wait: float | None = None) -> lis
 
 def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: list[str]) -> Option:
     sp = r.speed
-    return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "engine": r.engine}, weights_format=r.weights_format,
+    return Option(**{**stub, "tensor_parallel": r.tensor_parallel, "replicas": r.replicas, "engine": r.engine},
+                  weights_format=r.weights_format,
                   status=status, reasons=tuple(reasons), memory_per_device=r.memory_per_device,
                   budget_per_device=r.budget_per_device,
                   ttft_seconds=sp.ttft_seconds if sp else None,
@@ -634,21 +639,21 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
     if opt.status != "meets":
         return opt
     reasons = list(opt.reasons)
-    replicas = 1
+    instances = 1
     tps = opt.tokens_per_second
     if c.tokens_per_second is not None and tps is not None and tps < c.tokens_per_second:
-        replicas, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
-                                                       output_tokens, hardware_files, hr, fields)
+        instances, tps, per_user, queue = _replicas_for(spec, cand, opt, c.tokens_per_second, concurrency, context,
+                                                        output_tokens, hardware_files, hr, fields)
         if tps is None or tps < c.tokens_per_second:
             return _replace(opt, status="rejected", reasons=(
-                f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} replicas fall short "
+                f"{opt.tokens_per_second:.0f} tokens/s per instance; even {MAX_REPLICAS} instances fall short "
                 f"of {c.tokens_per_second:g}",))
-        reasons.append(f"{replicas} replicas to reach {c.tokens_per_second:g} tokens/s ({tps:.0f})")
+        reasons.append(f"{instances} instances to reach {c.tokens_per_second:g} tokens/s ({tps:.0f})")
         opt = _replace(opt, tokens_per_second_per_user=per_user, **queue)
-    price = cand.price * replicas if cand.price is not None else None
+    price = cand.price * instances if cand.price is not None else None
     cpm = cost_per_million_tokens(price, tps) if price is not None and tps else None
-    opt = _replace(opt, replicas=replicas, tokens_per_second=tps, price_per_hour=price, cost_per_million_tokens=cpm,
-                   reasons=tuple(reasons + cand.notes))
+    opt = _replace(opt, instances=instances, replicas=opt.replicas * instances, tokens_per_second=tps,
+                   price_per_hour=price, cost_per_million_tokens=cpm, reasons=tuple(reasons + cand.notes))
     if c.max_cost_per_hour is not None:
         if price is None:
             return _replace(opt, status="rejected", reasons=("no hourly price to compare with the budget",))
@@ -820,7 +825,7 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
             continue
         cand = sized
         # the instances the option is (--gpus N over several whole instances), before any added for a deadline;
-        # an option's count is its devices per instance and its replicas the instances, as a deadline's scale-out
+        # an option's count is its devices per instance and its instances the instances, as a deadline's scale-out
         per_option = instances_for(cand.count, cand.instance) if cand.instance is not None else 1
         stub["count"] = cand.count // per_option
         peak, key, _ = training_peak(dev, str(wl.get("precision", TrainingWorkload.precision)))
@@ -861,7 +866,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         if c.deadline is not None and one > c.deadline:
             nodes = math.ceil(one / c.deadline)
             if gpus is not None:  # the devices were given: no instances are added
-                rejected.append(Option(**stub, replicas=per_option, status="rejected", training_seconds=one,
+                rejected.append(Option(**stub, replicas=fr.replicas, instances=per_option, status="rejected",
+                                       training_seconds=one,
                                        reasons=(f"{format_seconds(one)} on {cand.count} devices (--gpus) misses the "
                                                 f"{format_seconds(c.deadline)} deadline",)))
                 continue
@@ -881,7 +887,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
                     break
                 nodes = min(MAX_NODES, max(nodes + 1, math.ceil(nodes * secs / c.deadline)))
             if not many.fits or secs > c.deadline:
-                rejected.append(Option(**stub, replicas=nodes, status="rejected", training_seconds=secs,
+                rejected.append(Option(**stub, replicas=many.replicas, instances=nodes, status="rejected",
+                                       training_seconds=secs,
                                        reasons=many.reasons if not many.fits else (
                                            f"{format_seconds(secs)} on {nodes} instances misses the "
                                            f"{format_seconds(c.deadline)} deadline",)))
@@ -893,7 +900,8 @@ def recommend_training(model: ModelSpec | str, *, tokens: float, utilization: fl
         devices = cand.count * nodes
         price = cand.price * nodes if cand.price is not None else None
         total = price * secs / 3600 if price is not None else None
-        opt = Option(**stub, replicas=nodes * per_option, status="meets", reasons=tuple(reasons), price_per_hour=price,
+        opt = Option(**stub, replicas=fr.replicas, instances=nodes * per_option, status="meets", reasons=tuple(reasons),
+                     price_per_hour=price,
                      cost_basis=cand.cost_basis, training_seconds=secs, device_hours=device_hours(secs, devices),
                      run_cost=total, memory_per_device=fr.memory_per_device, budget_per_device=fr.budget_per_device)
         if c.max_cost is not None and (total is None or total > c.max_cost):

@@ -67,9 +67,10 @@ def test_recommend_scales_out_over_the_network_as_fit_times_it() -> None:
     """An option of several instances is timed as ``fit --train --count N x devices`` (the network included), not
     by dividing one instance's time by N."""
     rec = recommend_training("llama-3.1-8b", tokens=20e9, constraints=Constraints(deadline=2 * 86400))
-    many = [o for o in rec.options if o.replicas > 1 and o.target == "aws-p5.48xlarge"]
+    many = [o for o in rec.options if o.instances > 1 and o.target == "aws-p5.48xlarge"]
     assert many
     o = many[0]
-    fr = fit_training("llama-3.1-8b", o.target, o.count * o.replicas, tokens=20e9)
+    fr = fit_training("llama-3.1-8b", o.target, o.count * o.instances, tokens=20e9)
     assert fr.duration is not None and o.training_seconds == pytest.approx(fr.duration.seconds, rel=1e-12)
-    assert o.price_per_hour == pytest.approx(o.replicas * ROW["price"]["value"])
+    assert o.price_per_hour == pytest.approx(o.instances * ROW["price"]["value"])
+    assert o.replicas == fr.replicas  # fit's model copies over all the devices (data parallelism), not the instances

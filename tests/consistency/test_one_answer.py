@@ -116,7 +116,7 @@ def test_recommend_training_options_are_fit_train_and_the_duration_rule() -> Non
         r = fit_training("llama-3.1-8b", o.target, **fields)
         assert r.fits
         inst = cat.instances[o.target]
-        assert o.replicas == 1  # no deadline: one instance
+        assert o.instances == 1 and o.replicas == r.replicas  # no deadline: one instance, fit's data parallelism
         # every field reaches the duration (micro_batch=2 included: it was timed at the default batch before), and
         # the ZeRO stage the memory took on several devices is the run that is timed (as the plan times it)
         zero = [a.value for a in r.assumptions if a.name == "zero"]
@@ -465,16 +465,16 @@ def test_recommend_replicas_for_a_throughput_target_run_at_fits_speed() -> None:
 
     rec = recommend_inference("llama-3.1-70b-instruct", context=4096, concurrency=256,
                               constraints=Constraints(providers=("aws",), tokens_per_second=10000))
-    replicated = [o for o in rec.options if o.replicas > 1]
+    replicated = [o for o in rec.options if o.instances > 1]
     assert any(o.tensor_parallel > 1 for o in replicated)  # 256 users' KV: more than the weights' TP
     for o in replicated[:4]:
-        per = max(1, math.ceil(256 / o.replicas))
+        per = max(1, math.ceil(256 / o.instances))
         r = fit("llama-3.1-70b-instruct", o.target, engine=o.engine, weights=o.weights_format, context=4096,
                 concurrency=per)
         assert r.speed is not None and r.speed.tokens_per_second is not None
         # the users there are produce tokens: instances beyond 256 / per add none (fit's own rule inside one)
         assert r.tokens_per_second_total is not None
-        assert o.tokens_per_second == pytest.approx(r.tokens_per_second_total * min(o.replicas, 256 / per),
+        assert o.tokens_per_second == pytest.approx(r.tokens_per_second_total * min(o.instances, 256 / per),
                                                     rel=1e-12)
         assert o.tokens_per_second_per_user == r.speed.tokens_per_second_per_user
 

@@ -61,9 +61,9 @@ TRAINING = [
 def test_recommend_chosen_training_option_equals_fit_train_and_train(flags: list[str]) -> None:
     rec = cli("recommend", "--train", "--tokens", "1B", *flags, "--provider", "aws")
     chosen = rec["options"][0]
-    assert chosen["status"] == "chosen" and chosen["replicas"] == 1  # no deadline: one instance, its own time
+    assert chosen["status"] == "chosen" and chosen["instances"] == 1  # no deadline: one instance, its own time
     f = cli("fit", "--train", "--tokens", "1B", *flags, "--device", chosen["target"])
-    assert f["fits"]
+    assert f["fits"] and chosen["replicas"] == f["replicas"]  # fit's data-parallel copies on the instance
     assert chosen["memory_per_device"] == f["memory_per_device"]
     assert chosen["training_seconds"] == f["training_time"]["seconds"]
     t = cli("train", "--tokens", "1B", *flags, "--device", chosen["target"])

@@ -31,7 +31,7 @@ def _one_line(exc: BaseException) -> str:
     (dict(gpus=3, tp=2), ["gpus", "tp x pp"]),
     (dict(zero=2, fsdp="full"), ["ZeRO", "FSDP"]),
     (dict(offload="params", zero=2, gpus=2), ["offload='params'", "zero=3"]),
-    (dict(micro_batch=0), ["micro_batch", "positive"]),
+    (dict(micro_batch=0), ["micro_batch", "out of range", "[1, 1,048,576]"]),
     (dict(method="qlora", precision="fp32"), ["qlora", "bf16"]),
     (dict(sequence_parallel=True), ["sequence_parallel", "tp > 1"]),
     (dict(optimizer_in_backward=True, grad_accumulation=4), ["optimizer_in_backward", "grad_accumulation"]),

@@ -67,7 +67,7 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     data = est.to_dict()
     reverse: dict[str, int] = {}
     if args.max_context or args.max_concurrency:
-        from ..estimate.inference.reverse import max_concurrency, max_context
+        from ..estimate.inference.reverse import max_concurrency, max_context, reverse_notes
 
         memory: Any = workload.memory  # None: the reverse questions say a budget is needed
         # the device's kind and the engine as the estimate decided them (a named device's memory is in `memory`)
@@ -79,6 +79,7 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
             reverse["max_concurrency"] = max_concurrency(spec, memory,
                                                          **{k: v for k, v in rest.items() if k != "concurrency"})
         data["reverse"] = reverse
+        data["reverse_notes"] = reverse_notes(spec, est, reverse)
     return data, exit_code(est.details.get("fits")), est, workload
 
 
@@ -88,32 +89,22 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(data)
         return code
-    from ..numbers import TOKENS
     from ..render.safe import say  # the text answer only (--json is the start-up the benchmark times)
     from ..render.text import render_estimate
 
     reverse = data.get("reverse", {})
     say(render_estimate(est, verbose=args.verbose))
     if "max_context" in reverse:
-        mpe = spec.max_position_embeddings
         # the exact count, as `train --max-seq` says it: "40.19K" (decimal) read back as --context 40k (= 40,960:
         # k is 1024 for tokens) would not fit
         say(f"largest context that fits: {reverse['max_context']:,} tokens at concurrency {workload.concurrency}"
             if reverse["max_context"] else
             f"no context fits: even {max(1, workload.output_tokens or 0):,} token(s) (the shortest context, which "
             f"holds the output) at concurrency {workload.concurrency} do not")
-        if reverse["max_context"] >= TOKENS.high:
-            say(f"note: that is the largest context an input may state ({int(TOKENS.high):,}, numbers.TOKENS): memory "
-                "would allow more")
-        if mpe and reverse["max_context"] > mpe:
-            say(f"note: that is past the model's max_position_embeddings ({mpe:,}): memory allows it, the model "
-                  "was not trained for it")
     if "max_concurrency" in reverse:
         say(f"largest concurrency that fits: {reverse['max_concurrency']:,} sequences of {workload.context:,} tokens"
               if reverse["max_concurrency"] else f"no concurrency fits: one sequence of {workload.context:,} tokens "
               "does not")
-        cap = est.details.get("running_cap")
-        if cap is not None and reverse["max_concurrency"] == cap:
-            say(f"note: that is the engine's {est.details.get('running_cap_name')} ({cap:,}), the sequences it runs at "
-                "once; more requests wait in its queue (--max-num-seqs / --max-running-requests raises it)")
+    for note in data.get("reverse_notes", ()):  # the core's (estimate/inference/reverse.py reverse_notes)
+        say(f"note: {note}")
     return code

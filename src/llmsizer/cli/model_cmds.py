@@ -13,11 +13,21 @@ from ..numbers import CONCURRENCY, COUNT
 from ..render.safe import say
 from ..render.text import table
 from ..specs import ENGINES, InferenceWorkload, ModelSpec, normalize_engine
-from ..specs.workload import engine_rule_text
+from ..specs.workload import OUTPUT_TOKENS, engine_rule_text
 from ..units import format_bytes, format_count
 from .commands import COMMAND_HELP
-from .common import add_model_args, bytes_arg, count_in, emit_json, exit_code, int_arg, resolve_model, tokens_arg
-from .workload_args import add_engine_version_arg, add_headroom_arg
+from .common import (
+    add_model_args,
+    bytes_arg,
+    count_in,
+    emit_json,
+    exit_code,
+    int_arg,
+    resolve_model,
+    tokens_arg,
+    tokens_in,
+)
+from .workload_args import add_engine_version_arg, add_headroom_arg, kv_dtype_arg
 
 
 def register(sub: Any) -> None:
@@ -41,6 +51,10 @@ def register(sub: Any) -> None:
                    f"{InferenceWorkload.context})")
     p.add_argument("--concurrency", type=count_in(CONCURRENCY), help=f"sequences at once, with --fits-on (default "
                    f"{InferenceWorkload.concurrency})")
+    p.add_argument("--output-tokens", type=tokens_in(OUTPUT_TOKENS), help="tokens generated per sequence (part of "
+                   "--context), with --fits-on, as `fit --output-tokens` (default min(256, context / 2))")
+    p.add_argument("--kv-dtype", type=kv_dtype_arg, help="KV cache dtype, with --fits-on, as `fit --kv-dtype` "
+                   "(default: the engine's)")
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
                    f"hardware: {engine_rule_text('--fits-on gpu')})")
     add_engine_version_arg(p)
@@ -103,6 +117,7 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
     if args.fits_on:
         return
     given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
+                            ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
                             ("--memory", args.memory), ("--headroom", args.headroom)) if v is not None]
     if given:
@@ -121,9 +136,11 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     engine = normalize_engine(args.engine) if args.engine else None
     constraints = Constraints(headroom=args.headroom)
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
-                               hardware_files=args.hardware_file, engine=engine, memory=args.memory,
-                               constraints=constraints, engine_version=args.engine_version)) for e in found]
-    given = {k: v for k, v in (("engine", engine), ("engine_version", args.engine_version), ("memory", args.memory),
+                               output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
+                               memory=args.memory, constraints=constraints, engine_version=args.engine_version,
+                               kv_dtype=args.kv_dtype)) for e in found]
+    given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
+                               ("engine_version", args.engine_version), ("memory", args.memory),
                                ("headroom", args.headroom)) if v is not None}
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)

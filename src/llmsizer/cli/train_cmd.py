@@ -10,7 +10,7 @@ from ..estimate.device import device_budget, device_fields
 from ..estimate.duration import Duration, training_time_on
 from ..estimate.fit import fit_training, training_on_memory
 from ..estimate.training import estimate_training, max_micro_batch, max_seq_len
-from ..estimate.training.reverse import seq_len_step
+from ..estimate.training.reverse import reverse_notes, seq_len_step
 from ..numbers import COUNT
 from ..render.safe import say
 from ..render.text import render_estimate
@@ -101,6 +101,8 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
         if memory is None:
             raise InputError("--max-batch and --max-seq need --memory or --device")
         rest = {k: v for k, v in est_fields(est, fields).items()}
+        if args.device:  # where the step runs (a CPU: in RAM, no CUDA context; Apple: Metal), as the estimate above;
+            rest.update(device_fields(device))  # `memory` is the device's usable memory already
         if args.max_batch:
             reverse["max_micro_batch"] = max_micro_batch(spec, memory, headroom=args.headroom,
                                                          **{k: v for k, v in rest.items() if k != "micro_batch"})
@@ -108,6 +110,7 @@ def train_answer(spec: ModelSpec, args: argparse.Namespace
             reverse["max_seq_len"] = max_seq_len(spec, memory, headroom=args.headroom,
                                                  **{k: v for k, v in rest.items() if k != "seq_len"})
         data["reverse"] = reverse
+        data["reverse_notes"] = reverse_notes(spec, reverse)
     fits = est.details.get("fits")
     if reverse and 0 in reverse.values():
         fits = False
@@ -134,6 +137,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         say(f"longest sequence that fits: {reverse['max_seq_len']:,} tokens at micro-batch {batch}"
               if reverse["max_seq_len"] else f"no sequence fits at micro-batch {batch}: even {shortest:,} token(s) "
               "do not" + (f" (context parallelism {cp} splits a sequence into 2 x {cp} chunks)" if cp > 1 else ""))
+    for note in data.get("reverse_notes", ()):  # the core's (estimate/training/reverse.py reverse_notes)
+        say(f"note: {note}")
     if duration is not None:
         say(render_duration(duration))
         if data["duration"]["cost"] is not None:  # the price fit --train prints (estimate/fit.py hourly_price)

@@ -773,7 +773,7 @@ _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, type, Any], ...]], Any] = {}
 def _training_estimate(spec: ModelSpec, fields: dict[str, Any]) -> Estimate:
     """estimate_training memoised per (spec, fields): per-device training memory does not depend on the device
     type, so a catalog-wide search evaluates each (device count, ZeRO stage, memory) once, not once per device.
-    Keyed on each field's value and its type (seq_len 4096 and 4096.0 are two questions, the second refused:
+    Keyed on each field's value and its type (micro_batch 1 and True are two questions, the second refused:
     tests/consistency/test_training_memo_types.py)."""
     types = tuple(map(type, fields.values()))
     if any(map(issubclass, types, repeat(list))):

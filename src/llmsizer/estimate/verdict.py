@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InputError
 from ..frozen import fast_init
+from ..numbers import HEADROOM, check_number
 from ..result import Assumption
 from ..units import format_bytes
 
@@ -33,9 +33,8 @@ def check_headroom(headroom: float | None) -> float:
     """The headroom in force: ``headroom`` validated, or DEFAULT_HEADROOM when None."""
     if headroom is None:
         return DEFAULT_HEADROOM
-    if not 0 <= headroom < 1:
-        raise InputError(f"headroom must be in [0, 1), got {headroom}")
-    return float(headroom)
+    # the range the command line and request files take (numbers.HEADROOM), with their words
+    return float(check_number(headroom, "headroom", HEADROOM))
 
 
 def headroom_assumption(headroom: float | None) -> Assumption:

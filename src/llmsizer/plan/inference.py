@@ -232,13 +232,16 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             notes.warnings.append(f"cannot fit on {hw.label}: {e}")
             notes.facts["fit_error"] = str(e)
         if f_peak is not None:
-            tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines  # a llama.cpp split: 1 replica
+            # tp: the devices one replica spans (a llama.cpp split: all of the machine's GPUs, as one replica), what
+            # the need is sized over; the hardware records fit's own tensor parallelism (a split's is 1: llama.cpp runs
+            # none), as `fit --json` reports the layout
+            tp, replicas = f_peak.count // f_peak.replicas, f_peak.replicas * machines
             if machines > 1:
                 notes.assumptions.append(Assumption("replicas", replicas, True, f"{hw.count} devices as {replicas} "
-                                                    f"replicas of {tp} ("
-                                                    + ("a llama.cpp layer split" if f_peak.layer_split
-                                                       else "tensor parallel") + " within a machine); the load is "
-                                                    "split evenly"))
+                                                    f"replicas of {tp} device{'s' if tp > 1 else ''} (" + (
+                                                        f"a llama.cpp {tp}-GPU split" if f_peak.layer_split else
+                                                        "tensor parallel") + " within a machine); the load is split "
+                                                    "evenly"))
             # the layout fit chose, as fit --json names it: a llama.cpp split is tensor parallel 1 over its devices
             hw = Hardware(**{**{k: getattr(hw, k) for k in hw.__dataclass_fields__}, "engine": f_peak.engine,
                              "tensor_parallel": f_peak.tensor_parallel, "replicas": replicas})

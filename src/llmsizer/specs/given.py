@@ -15,6 +15,9 @@ from itertools import compress, repeat
 from operator import is_not
 from typing import Any, TypeVar
 
+from ..errors import InputError
+from ..suggest import did_you_mean
+
 T = TypeVar("T")
 
 
@@ -24,10 +27,24 @@ def tracks_given(cls: type[T]) -> type[T]:
     init = cls.__init__
     names = [f.name for f in fields(cls) if f.init and f.name != "given"]  # type: ignore[arg-type]
 
+    known = frozenset(names)
+    # the names the command line and the web API give a field (their flags' spellings): a Python caller who writes
+    # one is told the field's name here, not a bare TypeError (``OTHER_NAMES`` on the class: spelling -> field)
+    other_names: dict[str, str] = getattr(cls, "OTHER_NAMES", {})
+
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         given = kwargs.pop("given", None)
-        init(self, *args, **kwargs)
+        try:
+            init(self, *args, **kwargs)
+        except TypeError:
+            unknown = [k for k in kwargs if k not in known]
+            if not unknown:
+                raise
+            word = unknown[0]
+            hint = (f"; the field is {other_names[word]!r}" if word in other_names
+                    else did_you_mean(word, names))
+            raise InputError(f"{cls.__name__} has no field {word!r}{hint}") from None
         if given is None:  # the names passed with a value other than None (keywords only: picked in C)
             given = compress(kwargs, map(is_not, kwargs.values(), repeat(None)))
             if args:

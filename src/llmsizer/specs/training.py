@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import DEVICE_MEMORY, FRACTION, LORA_ALPHA, LORA_RANK
+from ..numbers import COUNT, DEVICE_MEMORY, HEADROOM, LORA_ALPHA, LORA_RANK, TOKENS, check_number
 from .given import tracks_given
 from .workload import DEVICES, GPU_RUNTIMES, check_memory_target, check_numbers
 
@@ -305,6 +305,10 @@ class TrainingWorkload:
         host RAM: no CUDA context, and the process's own runtime counts against that same memory).
     """
 
+    # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
+    # caller who writes one is told the field's name; a class attribute, not a field: unannotated)
+    OTHER_NAMES = {"tensor_parallel": "tp", "batch": "micro_batch", "seq": "seq_len", "pipeline_parallel": "pp",
+                   "expert_parallel": "ep", "cp": "context_parallel"}
     method: str = "full"
     rank: int = 16
     alpha: float | None = None
@@ -395,10 +399,13 @@ class TrainingWorkload:
             if opt_value is not None and opt_value not in opt_allowed:
                 raise InputError(f"unknown {opt_name} {opt_value!r}; choose one of: {', '.join(opt_allowed)}")
         counts = _COUNT_VALUES(self)
-        if not (set(map(type, counts)) == {int} and min(counts) >= 1):  # (every one a plain int >= 1: in C)
+        if not (set(map(type, counts)) == {int} and min(counts) >= 1 and max(counts) <= COUNT.high):  # (in C)
+            # each through its flag's range (numbers.py: COUNT, seq_len TOKENS), so micro_batch=0 or 2e6 from Python
+            # is the CLI's line: one rule for the command line, the request file and the Python API
             for name, v in zip(_COUNTS, counts, strict=True):
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                if isinstance(v, bool):
                     raise InputError(f"{name} must be a positive integer, got {v!r}")
+                self.__dict__[name] = check_number(v, name, TOKENS if name == "seq_len" else COUNT)  # 2.0 -> 2
         if self.target_len is not None and (not isinstance(self.target_len, int) or isinstance(self.target_len, bool)
                                             or self.target_len < 1):
             raise InputError(f"target_len must be a positive integer, got {self.target_len!r}")
@@ -573,4 +580,4 @@ _COUNTS = ("micro_batch", "seq_len", "grad_accumulation", "gpus", "tp", "pp", "v
            "loss_chunks", "checkpoint_every", "context_parallel")
 _COUNT_VALUES = attrgetter(*_COUNTS)
 # the ranged numbers (numbers.py), each the range its CLI flag and request field check
-_NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", FRACTION), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))
+_NUMBERS = (("memory", DEVICE_MEMORY), ("headroom", HEADROOM), ("rank", LORA_RANK), ("alpha", LORA_ALPHA))

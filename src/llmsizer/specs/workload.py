@@ -17,6 +17,7 @@ from ..numbers import (
     FRACTION,
     GPU_LAYERS,
     GROUP_SIZE,
+    HEADROOM,
     IMAGES,
     LLAMACPP_GPUS,
     PIXELS,
@@ -136,11 +137,10 @@ def check_numbers(workload: object, fields: tuple[tuple[str, Range], ...]) -> No
 
 def check_memory_target(memory: int | None, headroom: float | None, metric: str | None) -> None:
     """The memory a workload is sized against, as both workloads take it: ``memory`` bytes per device (positive),
-    ``headroom`` the share kept free ([0, 1)) and ``metric`` the figure compared (MEMORY_METRICS)."""
+    ``headroom`` the share kept free (numbers.HEADROOM, checked with the workload's other numbers by
+    ``check_numbers`` before this) and ``metric`` the figure compared (MEMORY_METRICS)."""
     if memory is not None and memory <= 0:
         raise InputError(f"memory must be positive, got {memory}")
-    if headroom is not None and not 0 <= headroom < 1:
-        raise InputError(f"headroom must be in [0, 1), got {headroom}")
     if metric is not None and metric not in MEMORY_METRICS:
         raise InputError(f"unknown metric {metric!r}; choose one of: {', '.join(MEMORY_METRICS)}")
 
@@ -148,7 +148,7 @@ def check_memory_target(memory: int | None, headroom: float | None, metric: str 
 # the numeric fields of InferenceWorkload and their ranges (the CLI flags' and request fields' ranges)
 INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("context", TOKENS), ("concurrency", CONCURRENCY), ("output_tokens", OUTPUT_TOKENS), ("memory", DEVICE_MEMORY),
-    ("headroom", FRACTION), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
+    ("headroom", HEADROOM), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
     ("n_cpu_moe", CPU_MOE_LAYERS))
@@ -187,6 +187,11 @@ class InferenceWorkload:
     given: the names of the fields the caller passed (set by the constructor, specs/given.py).
     """
 
+    # the command line's and the web API's spellings of fields named otherwise here (specs/given.py: a Python
+    # caller who writes one is told the field's name)
+    # (a class attribute, not a field: unannotated)
+    OTHER_NAMES = {"tp": "tensor_parallel", "ubatch": "n_ubatch", "block_size": "paged_block_size",
+                   "ngl": "n_gpu_layers", "max_running_requests": "max_num_seqs"}
     context: int = 4096
     concurrency: int = 1
     output_tokens: int | None = None

@@ -118,6 +118,7 @@ def index(request: Request) -> dict[str, Any]:
 async def models(request: Request, query: str | None = Query(None, description="text to search in ids and names"),
                  fits_on: str | None = Query(None, description="a device or instance: which models fit it"),
                  count: str | None = None, context: str | None = None, concurrency: str | None = None,
+                 output_tokens: str | None = None, kv_dtype: str | None = None,
                  engine: str | None = None, engine_version: str | None = None, memory: str | None = None,
                  headroom: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
@@ -136,7 +137,8 @@ async def models_fits_on(request: Request,
                          fits_on: str = Query(description="a device or instance (hardware list): which models fit it"),
                          query: str | None = Query(None, description="text to search in ids and names"),
                          count: str | None = None, context: str | None = None,
-                         concurrency: str | None = None, engine: str | None = None,
+                         concurrency: str | None = None, output_tokens: str | None = None,
+                         kv_dtype: str | None = None, engine: str | None = None,
                          engine_version: str | None = None, memory: str | None = None,
                          headroom: str | None = None) -> Response:
     """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""

@@ -14,6 +14,7 @@ from typing import Any
 from ...errors import InputError
 from ...models import load_model
 from ...numbers import CONCURRENCY, DEVICE_MEMORY, TOKENS, check_number
+from ...result import Estimate
 from ...specs import InferenceWorkload, ModelSpec
 from ..search import largest_true
 from . import estimate_inference
@@ -85,3 +86,25 @@ def _level(level: str) -> int:
     if level not in levels:
         raise InputError(f"level must be one of {', '.join(levels)}, got {level!r}")
     return levels[level]
+
+
+def reverse_notes(spec: ModelSpec, est: Estimate, reverse: dict[str, int]) -> list[str]:
+    """What the reverse answers ``reverse`` (``max_context``, ``max_concurrency``) mean beyond their number, for
+    ``est``, the estimate of the workload they were asked for: the one home of these notes, which `infer` prints
+    and its ``--json`` (and so the web API) carries as ``reverse_notes``."""
+    notes = []
+    context = reverse.get("max_context")
+    if context:
+        if context >= TOKENS.high:  # the search's upper end (the largest context an input may state), not memory's
+            notes.append(f"the largest context that fits ({context:,} tokens) is the largest context an input may "
+                         f"state ({int(TOKENS.high):,}, numbers.TOKENS): memory would allow more")
+        window = spec.max_position_embeddings
+        if window and context > window:
+            notes.append(f"the largest context that fits ({context:,} tokens) is past the model's "
+                         f"max_position_embeddings ({window:,}): memory allows it, the model was not trained for it")
+    cap = est.details.get("running_cap")
+    if cap is not None and reverse.get("max_concurrency") == cap:
+        notes.append(f"the largest concurrency that fits ({cap:,}) is the engine's {est.details.get('running_cap_name')}"
+                     ", the sequences it runs at once; more requests wait in its queue (--max-num-seqs / "
+                     "--max-running-requests raises it)")
+    return notes

@@ -13,8 +13,9 @@ from dataclasses import replace
 from typing import Any
 
 from ...errors import InputError
-from ...numbers import COUNT, TOKENS
+from ...numbers import COUNT, DEVICE_MEMORY, TOKENS, check_number
 from ...specs import ModelSpec, TrainingWorkload
+from ..device import workload_on_device
 from ..search import largest_true
 from ..verdict import check_headroom, memory_budget
 from .compose import _load, estimate_training, sharded_workload
@@ -37,10 +38,20 @@ def _largest(spec: ModelSpec, w: TrainingWorkload, field: str, upper: int, memor
 
 def _prepare(model: ModelSpec | str, memory: int | None, level: str,
              kwargs: dict[str, Any]) -> tuple[ModelSpec, TrainingWorkload, int, int]:
-    if memory is None or memory <= 0:
-        raise InputError("a positive memory budget is needed (e.g. --memory 80GiB)")
+    """The model, the workload the question grows, the budget and the level. ``memory`` when given, else a named
+    ``device``'s (estimate/device.py workload_on_device, the one resolver, as ``estimate_training(device=)`` and
+    `train --device --max-batch` take it); a named device also decides where the step runs (a CPU: in RAM, no CUDA
+    context; an Apple chip: Metal), as the estimate it answers for does."""
     if level not in LEVELS:
         raise InputError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+    if memory is not None:  # "24GiB" or 24 from Python: one line naming the field, as the estimate's own check
+        memory = int(check_number(memory, "memory", DEVICE_MEMORY))
+    if kwargs.get("device") is not None:
+        kwargs, _, _, _ = workload_on_device({**kwargs, "memory": memory}, "estimate_training")
+        memory = kwargs.get("memory")
+    if memory is None:
+        raise InputError("a memory budget is needed: memory=... in bytes or a device=... of known memory (on the "
+                         "command line --memory 80GiB or --device NAME)")
     kwargs.pop("memory", None)
     headroom = kwargs.pop("headroom", None)
     budget = memory_budget(memory, check_headroom(headroom))
@@ -51,9 +62,11 @@ def _prepare(model: ModelSpec | str, memory: int | None, level: str,
     return spec, replace(w, memory=None, headroom=None), budget, LEVELS[level]
 
 
-def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
+def max_micro_batch(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
+                    **kwargs: Any) -> int:
     """Largest micro-batch (sequences per device per forward) of ``seq_len`` tokens that fits ``memory`` bytes
-    per device (less the headroom); 0 if even one sequence does not fit.
+    per device (less the headroom; None: the memory of ``device=``, a catalog device or instance, as `train --device
+    --max-batch`); 0 if even one sequence does not fit.
 
     >>> max_micro_batch("qwen2.5-0.5b", 80 * 2**30, seq_len=2048) > 1
     True
@@ -62,8 +75,10 @@ def max_micro_batch(model: ModelSpec | str, memory: int, *, level: str = "expect
     return _largest(spec, w, "micro_batch", int(COUNT.high), mem, lv)  # the largest --batch takes: no search ceiling
 
 
-def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected", **kwargs: Any) -> int:
-    """Longest sequence (tokens) at ``micro_batch`` sequences that fits ``memory`` bytes per device; 0 if none."""
+def max_seq_len(model: ModelSpec | str, memory: int | None = None, *, level: str = "expected",
+                **kwargs: Any) -> int:
+    """Longest sequence (tokens) at ``micro_batch`` sequences that fits ``memory`` bytes per device (None: the memory
+    of ``device=``, as `train --device --max-seq`); 0 if none."""
     spec, w, mem, lv = _prepare(model, memory, level, kwargs)
     # the largest any input may state (no search ceiling), in whole steps of the 2 x cp chunks context parallelism
     # splits a sequence into (specs/training.py: any other length is refused)
@@ -74,3 +89,16 @@ def max_seq_len(model: ModelSpec | str, memory: int, *, level: str = "expected",
 def seq_len_step(context_parallel: int) -> int:
     """The step (and shortest length) of :func:`max_seq_len`'s search: 2 x cp under context parallelism, else 1."""
     return 2 * context_parallel if context_parallel > 1 else 1
+
+
+def reverse_notes(spec: ModelSpec, reverse: dict[str, int]) -> list[str]:
+    """What the reverse answers ``reverse`` (``max_micro_batch``, ``max_seq_len``) mean beyond their number: the one
+    home of these notes, which `train` prints and its ``--json`` (and so the web API) carries as ``reverse_notes``
+    (the inference questions' are estimate/inference/reverse.py ``reverse_notes``)."""
+    notes = []
+    seq = reverse.get("max_seq_len")
+    window = spec.max_position_embeddings
+    if seq and window and seq > window:
+        notes.append(f"the longest sequence that fits ({seq:,} tokens) is past the model's max_position_embeddings "
+                     f"({window:,}): memory allows it, the model was not trained for it")
+    return notes

@@ -166,6 +166,8 @@ function render(d) {
     cards.push(rv("rev-context", "largest context", r.max_context, "token", r.max_context === 0 ? "no context fits" : ""));
     cards.push(rv("rev-concurrency", "largest concurrency", r.max_concurrency, "sequence", r.max_concurrency === 0 ? "not even one" : ""));
   }
+  // what the answers mean beyond their number (past the model's context window, the engine's running cap): the API's
+  for (const note of d.reverse_notes || []) cards.push(el("div", { class: "small muted reverse-note" }, `note: ${note}`));
   if (!d.reverse) cards.push(el("div", { class: "small muted" }, "Give a memory per device (or, training, a device) to see the largest workload that fits."));
   $("reverse").replaceChildren(...cards);
   const du = d.duration;
