@@ -11,27 +11,15 @@ against the CLI a user would run for the same workload; where no other device ty
 from __future__ import annotations
 
 import datetime as dt
-import textwrap
 from dataclasses import replace
 from pathlib import Path
 
 from cli_capture import run_json
 from llmsizer.units import format_bytes, format_seconds
 
+from .inventory_text import one_site_inventory
+
 NOW = ("--now", "2026-12-01")
-
-
-def _inventory(nodes: str) -> str:
-    return f"""\
-version: 1
-provider: test
-sites:
-  - {{id: s1, operator: provider, jurisdiction: DE}}
-nodes:
-{textwrap.indent(textwrap.dedent(nodes), "  ")}
-storage:
-  - {{id: st, site: s1, capacity: 100 TB}}
-"""
 
 
 def _service(model: str, device: str) -> str:
@@ -93,7 +81,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_the_fewest_h100s_fit_says(tm
     """Llama 3.1 70B at 4 x 8k tokens does not fit one A100 in bf16. On the H100 node, `fit` (vLLM, bf16) says 2
     do not hold it (vLLM's pool offers less than the 4 sequences need) and 4 do: the alternative is 4 x h100-sxm
     with fit's memory per device. Two L4s (the L4 node's all) do not hold it: no L4 line."""
-    inventory = _inventory("""\
+    inventory = one_site_inventory("""\
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
@@ -117,7 +105,7 @@ def test_a_training_run_gets_the_fewest_l4s_fit_train_says_and_the_plans_hours(t
     """A full fine-tune of Llama 3.2 1B (seq 4096, micro-batch 1, full recomputation): the request's A100 is only in
     the serving pool. `fit --train` says one L4 does not hold it and two do (ZeRO-1); the alternative is 2 x l4 with
     that memory, timed as the plan of the same request on 2 x l4 times it (the ZeRO stage its memory takes)."""
-    inventory = _inventory("""\
+    inventory = one_site_inventory("""\
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 8, cpus: 64, ram: 512 GiB, pools: [training]}""")
     c = _check(tmp_path, inventory, TUNE.replace("DEVICE", "a100-pcie-80gb").replace("COUNT", "1"))
@@ -139,7 +127,7 @@ def test_a_training_run_gets_the_fewest_l4s_fit_train_says_and_the_plans_hours(t
 
 def test_no_other_device_type_fits_no_alternative(tmp_path: Path) -> None:
     """Llama 3.1 405B in bf16 holds more weights than 8 H100s or 2 L4s have memory: no other device type."""
-    inventory = _inventory("""\
+    inventory = one_site_inventory("""\
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
@@ -163,8 +151,9 @@ def test_the_alternative_takes_the_devices_kind_a_cpu_holds_its_ram(tmp_path: Pa
     req = parse_request(_service("llama-3.2-1b", "h100-sxm"), source="req.yaml")
     (need,) = needs_from_plan(make_plan(req, alternatives=False), req, dt.datetime(2026, 12, 1))
     cpu = "intel-xeon-spr-8ch"
-    inv = parse_inventory(_inventory(f"- {{id: c, site: s1, device: {cpu}, devices: 2, cpus: 112, ram: 64 GiB, "
-                                     "pools: [serving]}"), source="inv.yaml")
+    inv = parse_inventory(one_site_inventory(
+        f"- {{id: c, site: s1, device: {cpu}, devices: 2, cpus: 112, ram: 64 GiB, pools: [serving]}}"),
+        source="inv.yaml")
     busy = Booking("x", "other", "inference", (Item("node:c", 1, need.start, need.start + dt.timedelta(days=90)),
                                                Item("ram:c", 40 * 2**30, need.start,
                                                     need.start + dt.timedelta(days=90))))

@@ -14,20 +14,9 @@ from pathlib import Path
 from cli_capture import run_json
 from llmsizer.units import format_bytes
 
+from .inventory_text import one_site_inventory
+
 NOW = ("--now", "2026-12-01")
-
-
-def _inventory(nodes: str) -> str:
-    return f"""\
-version: 1
-provider: test
-sites:
-  - {{id: s1, operator: provider, jurisdiction: DE}}
-nodes:
-{nodes}
-storage:
-  - {{id: st, site: s1, capacity: 100 TB}}
-"""
 
 
 def _request(model: str, device: str, engine: str = "", concurrency: int = 4) -> str:
@@ -52,7 +41,7 @@ jobs:
 PEAK = ("--context", "8192", "--concurrency", "4", "--output-tokens", "512")  # the request's traffic peak
 PEAK_2 = ("--context", "8192", "--concurrency", "2", "--output-tokens", "512")
 
-A100_AND_L4 = _inventory("""\
+A100_AND_L4 = one_site_inventory("""\
   - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
   - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
 
@@ -92,7 +81,7 @@ def test_llama_cpp_takes_the_best_gguf_rung_that_fits(tmp_path: Path) -> None:
     """Llama 3.1 8B on llama.cpp on an 8 GB card, 2 x 8k tokens: the checkpoint's bf16 GGUF does not fit; the
     alternative is the highest-quality GGUF type that does (Q4_K_M), with infer's memory for it, and the type above
     it (Q5_K_M) does not fit."""
-    inventory = _inventory("  - {id: g, site: s1, device: rtx-5060, devices: 1, cpus: 16, ram: 64 GiB, "
+    inventory = one_site_inventory("  - {id: g, site: s1, device: rtx-5060, devices: 1, cpus: 16, ram: 64 GiB, "
                            "pools: [serving]}")
     c = _check(tmp_path, inventory, _request("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2))
     (line,) = _quantized(c)

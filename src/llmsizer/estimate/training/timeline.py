@@ -531,6 +531,17 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         if persist and fwd_grads:
             r.parts["gradients"] = fwd_grads
         phases.append(r)
+    def forward_shared(p: Phase) -> None:
+        """The parts every forward moment from the last layer on holds alike: rotary tables and masks, persistent
+        gradients, the gathered parameters of the forward, the dequantization buffer."""
+        p.parts["rotary_and_masks"] = shared_fwd
+        if persist and fwd_grads:
+            p.parts["gradients"] = fwd_grads
+        if gather or gather_fwd:
+            p.parts["gathered_params"] = gather_fwd.get("forward", gather)
+        if dequant:
+            p.parts["dequant_buffer"] = dequant
+
     if ring_forward:
         # context parallelism: the last layer's ring-attention forward buffers (formulas/context_parallel.py), live
         # while its attention runs, one layer at a time, the head not run yet. Beside them the layers below (and the
@@ -547,13 +558,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
         a.parts["activations"] = fwd_at_attention
         if copies_fwd:
             a.parts["autocast_weight_copies"] = copies_fwd
-        a.parts["rotary_and_masks"] = shared_fwd
-        if persist and fwd_grads:
-            a.parts["gradients"] = fwd_grads
-        if gather or gather_fwd:
-            a.parts["gathered_params"] = gather_fwd.get("forward", gather)
-        if dequant:
-            a.parts["dequant_buffer"] = dequant
+        forward_shared(a)
         a.parts["ring_attention_forward"] = ring_forward
         phases.append(a)
     # forward end (the last stage computes the loss; other stages end their forward with their last layer)
@@ -565,13 +570,7 @@ def stage_timeline(ctx: TrainingContext, st: StageStates) -> StageTimeline:
     if head:
         f.parts["head_activations"] = head_saved - final_norm
         f.parts["logits_and_loss"] = head.logits_forward
-    f.parts["rotary_and_masks"] = shared_fwd
-    if persist and fwd_grads:
-        f.parts["gradients"] = fwd_grads
-    if gather or gather_fwd:
-        f.parts["gathered_params"] = gather_fwd.get("forward", gather)
-    if dequant:
-        f.parts["dequant_buffer"] = dequant
+    forward_shared(f)
     phases.append(f)
     if head:
         b = Phase("loss backward", dict(base))
