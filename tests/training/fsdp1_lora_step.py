@@ -17,10 +17,15 @@ Followed by ``measure_step.AllocatorBytes`` (torch.profiler's records of every C
 before the model is built, so FSDP1's storage resizes of its unsharded flat parameters are seen): rank 0 prints the
 peak live bytes of the second step, the bytes live before it, the sharded flat gradients' bytes after its backward,
 the flat parameters' bytes, and (``unsharded``) the unsharded flat parameter bytes of each unit after every
-all-gather and at the loss backward of its last micro-batch, and (``unsharded_at_peak``) the units unsharded over
-the stretch of the second step that holds its peak (a mark after every all-gather and every reshard), and
-(``collectives``) every all-gather and reduce-scatter payload of the second step by pass (ranks.py
+all-gather and at the loss backward of its last micro-batch, and (``collectives``) every all-gather and reduce-scatter payload of the second step by pass (ranks.py
 ``count_collectives``). Nothing here imports llmsizer.
+
+Which units are unsharded at the step's peak is not read from the allocator records: a reduce-scatter's unsharded
+gradient (one block's bytes) is freed by whichever thread drops it last, the rank's or gloo's worker, and a free on
+the worker goes unseen (``AllocatorBytes``), so the live bytes after it stay a block too high for the rest of the
+step, in some runs and not others, and the stretch between two all-gather/reshard marks that holds the highest
+count moves between layer 1's backward (root and two blocks) and layer 0's (root and one block). ``unsharded`` is
+FSDP's own state at each all-gather, the same in every run.
 """
 
 from __future__ import annotations
@@ -65,11 +70,12 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
         opt = torch.optim.AdamW([p for p in fsdp.parameters() if p.requires_grad], lr=1e-4)
         ids = torch.randint(0, conf.vocab_size, (case["batch"], case["seq"]))
         flat = [m._flat_param for m in FSDP.fsdp_modules(fsdp) if getattr(m, "_flat_param", None) is not None]
-        at_mark: list[dict[str, int]] = []  # the unsharded bytes per unit at each mark
+        marks = 0
 
         def mark() -> None:
+            nonlocal marks
             counter.mark()
-            at_mark.append(_unsharded(fsdp, layer_cls))
+            marks += 1
 
         layouts = _follow_unsharded(fsdp, layer_cls, mark)
         sent = count_collectives(lambda: "backward" if torch._C._current_graph_task_id() != -1 else "forward")
@@ -77,7 +83,7 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
         for step in range(2):
             sent.clear()
             gc.collect()  # nothing left in a reference cycle counted as held
-            first = len(at_mark)
+            first = marks
             mark()
             for _ in range(case.get("accumulate", 1)):  # micro-batches, each reduce-scattered (no no_sync)
                 layouts.clear()
@@ -90,14 +96,11 @@ def main(case: dict[str, Any]) -> dict[str, Any] | None:
                 grads = sum(f.grad.numel() * f.grad.element_size() for f in flat if f.grad is not None)
             opt.step()
             opt.zero_grad(set_to_none=True)
-        last = len(at_mark)
+        last = marks
         mark()
-    # the unsharded units over the stretch of the second step that holds its peak (a mark after every all-gather and
-    # reshard: the units stay as they are until the next mark)
-    top = max(range(first, last), key=lambda i: counter.peak(i, i + 1))
     units = {"trained": sum(1 for f in flat if f.requires_grad), "frozen": sum(1 for f in flat if not f.requires_grad)}
     return end_rank({"peak": counter.peak(first), "before": counter.level(first), "after": counter.level(last),
-                     "flat_grad_bytes": grads, "unsharded_at_peak": at_mark[top], "units": units, "unsharded": layouts,
+                     "flat_grad_bytes": grads, "units": units, "unsharded": layouts,
                      "flat_param_bytes": sum(f.numel() * f.element_size() for f in flat), "collectives": sent})
 
 
