@@ -124,4 +124,5 @@ def admission_verdict(admitted: int, concurrency: int, context: int, need: int, 
         warnings = (f"does not fit: {engine} admits {admitted} sequence(s) of {context} tokens at once, "
                     f"{concurrency} {asked} ({knob} {utilization:.2f} of {format_bytes(usable)})",)
     basis = "vllm-admission" if engine == "vLLM" else f"{engine.lower()}-admission"
-    return Verdict(fits, need, need, usable, 1 - utilization, budget, basis, reason, warnings)
+    # the headroom the pool leaves, 1 - utilization, to the digits a headroom is given in (0.1, not 1 - 0.9 in floats)
+    return Verdict(fits, need, need, usable, round(1 - utilization, 9), budget, basis, reason, warnings)
