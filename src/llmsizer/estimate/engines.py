@@ -87,8 +87,9 @@ class EngineProfile:
     kv_dtypes: tuple[str, ...] = ()
     kv_dtypes_source: str = ""
     # what a given ``auto`` KV dtype is (compose._kv_dtype): None, the model's dtype (vLLM's and SGLang's own
-    # kv_cache_dtype=auto, transformers' DynamicCache); a dtype, the engine's default, where it has no 'auto' (why)
-    kv_dtype_auto: tuple[str, str] | None = None
+    # kv_cache_dtype=auto, transformers' DynamicCache); else the engine has no 'auto' and this says why its default
+    # (``kv_dtype_default``) stands for it
+    kv_dtype_auto_why: str | None = None
     # the engine runs the model's own transformers module, which repeats K/V to every query head before caching
     # when ModelSpec.kv_repeated_in_transformers (Falcon new_decoder_architecture): formulas/kv_cache.py repeated_kv
     caches_repeated_kv: bool = False
@@ -138,9 +139,8 @@ LLAMACPP = EngineProfile(
     kv_dtypes=("fp32", "fp16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"),
     kv_dtypes_source="llama.cpp common/arg.cpp kv_cache_types {F32, F16, BF16, Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, "
                      "Q5_1}; kv_cache_type_from_str throws 'Unsupported cache type' on any other -ctk/-ctv",
-    kv_dtype_auto=("fp16", "llama.cpp has no 'auto' cache type (common/arg.cpp:304-322 kv_cache_types); its "
-                           "default -ctk/-ctv, common/common.h:589-590 cache_type_k/v = GGML_TYPE_F16 "
-                           "(ggml-org/llama.cpp@0c1e57098)"),
+    kv_dtype_auto_why="llama.cpp has no 'auto' cache type (common/arg.cpp:304-322 kv_cache_types); its default "
+                      "-ctk/-ctv, common/common.h:589-590 cache_type_k/v = GGML_TYPE_F16 (ggml-org/llama.cpp@0c1e57098)",
     description="llama.cpp: GGUF weights (token embeddings stay in host memory; -ngl layers offloaded), a KV "
                 "cache of n_ctx cells (f16 by default; one stream per sequence, or one unified buffer with -kvu), "
                 "compute buffers sized for n_ubatch tokens.",

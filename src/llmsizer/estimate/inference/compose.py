@@ -78,17 +78,16 @@ def check_engine_kv_dtype(engine: str, kvd: str) -> None:
 def _kv_dtype(w: InferenceWorkload, profile: E.EngineProfile, dtype: str, acc: Acc) -> str:
     """The KV cache dtype, the one place it is resolved: the engine's default, or the given one, ``auto`` being the
     model's activation dtype ``dtype`` (formulas/kv_cache.py KV_DTYPE_AUTO: vLLM, SGLang), or, for an engine with no
-    'auto' (llama.cpp), its default (E.EngineProfile.kv_dtype_auto), said in the assumption."""
+    'auto' (llama.cpp), its default (E.EngineProfile.kv_dtype_auto_why says why), said in the assumption."""
+    default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
     if w.kv_dtype is not None and kv_dtype_name(w.kv_dtype) == KV_DTYPE_AUTO:
-        if profile.kv_dtype_auto is None:
+        if profile.kv_dtype_auto_why is None:
             kvd = resolve_kv_dtype(w.kv_dtype, dtype)
             why = f"auto -> {kvd}: the model's dtype, as vLLM's and SGLang's kv_cache_dtype=auto"
         else:
-            kvd, source = profile.kv_dtype_auto
-            why = f"auto -> {kvd}: {source}"
+            kvd, why = default, f"auto -> {default}: {profile.kv_dtype_auto_why}"
         acc.assumptions.append(Assumption("kv_dtype", kvd, False, why))
     else:
-        default = dtype if profile.kv_dtype_default == "model" else profile.kv_dtype_default
         kvd = str(acc.assume("kv_dtype", default, w.kv_dtype, f"{profile.name} default KV cache dtype"))
     check_engine_kv_dtype(profile.name, kvd)
     if profile.name == "transformers" and kv_dtype_name(kvd) not in ("fp32", "fp16", "bf16"):
