@@ -94,6 +94,12 @@ class Node:
     pools: tuple[str, ...] = ()
     line: int = 0
 
+    @property
+    def ram_per_device(self) -> int:
+        """The node's RAM shared evenly by its devices [bytes]: what a CPU device's job may hold (a CPU runs the model
+        in host RAM), the memory the provider's alternatives size a CPU device with."""
+        return self.ram // max(1, self.devices)
+
 
 @dataclass(frozen=True)
 class StoragePool:

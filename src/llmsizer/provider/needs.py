@@ -51,14 +51,19 @@ def _quantizer(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
         key = (device, devices, ram)
         if key not in answers:
             dev = load_catalog(hardware_files).device(device)
-            # a CPU holds the model in its node's RAM (what the placement holds of it); a GPU has its own memory
-            memory = ram if dev.kind == "cpu" and ram else \
-                job.resources.memory if device == jp.hardware.device else None
+            memory = _cpu_memory(dev.kind, ram) or (job.resources.memory if device == jp.hardware.device else None)
             r = quantized_fit(job, str(plan_format), device, devices, memory=memory, hardware_files=hardware_files)
             answers[key] = None if r is None or r.memory_per_device is None else Quantized(
                 r.weights_format, r.engine, dev.kind, r.memory_per_device, memory_line(r))
         return answers[key]
     return at
+
+
+def _cpu_memory(kind: str, ram: int) -> int | None:
+    """The memory an alternative on a device of ``kind`` is sized with: a CPU holds the job in its node's RAM per
+    device (inventory.py ``Node.ram_per_device``, what the placement holds of it); a GPU has its own (None: the
+    catalog's)."""
+    return ram if kind == "cpu" and ram else None
 
 
 def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
@@ -80,7 +85,7 @@ def _fitter(job: Any, jp: JobPlan, hardware_files: Sequence[str | Path]
         key = (device, devices, nodes, ram)
         if key not in answers:
             dev = load_catalog(hardware_files).device(device)
-            memory = ram if dev.kind == "cpu" and ram else None  # a CPU holds the job in its node's RAM
+            memory = _cpu_memory(dev.kind, ram)
             r = training_fit(job, device, devices, nodes, memory=memory, hardware_files=hardware_files) \
                 if jp.kind == "training" else serving_fit(job, device, devices, memory=memory,
                                                           hardware_files=hardware_files)

@@ -745,7 +745,7 @@ def _other_devices(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | 
             if count in tried:
                 continue
             tried.add(count)
-            f = need.fit_on(dev, count, n_nodes, largest.ram // largest.devices)
+            f = need.fit_on(dev, count, n_nodes, largest.ram_per_device)
             if f is None:
                 continue
             seconds: float | None = need.seconds
@@ -785,7 +785,7 @@ def _quantized(need: JobNeed, inv: Inventory, bookings: Sequence[Booking] | Held
         largest = max(nodes, key=lambda n: (n.devices, n.ram))
         most = min(largest.devices, need.devices) if dev == need.device else largest.devices
         for count in _counts(most):
-            q = need.quantized(dev, count, largest.ram // max(1, largest.devices))
+            q = need.quantized(dev, count, largest.ram_per_device)
             if q is None:
                 continue
             alt = replace(need, device=dev, devices=count, nodes=1, device_kind=q.device_kind,
