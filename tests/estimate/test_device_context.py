@@ -116,3 +116,12 @@ def test_every_catalog_device_runs_its_vendor_s_runtime() -> None:
 def test_training_on_rocm_names_the_stand_in() -> None:
     est = estimate_training("llama-3.2-1b", device="mi300x", method="lora")
     assert any(a.name == "device_context" and "ROCm" in str(a.value) for a in est.assumptions)
+
+
+def test_vllm_s_context_warning_names_the_device_s_runtime() -> None:
+    """vLLM's 'the context may not fit outside the pool' warning said 'CUDA' on an AMD GPU too."""
+    def warning(device: str) -> str:
+        est = estimate_inference("qwen3-0.6b", device=device, engine="vllm", gpu_memory_utilization=0.999)
+        return next(x for x in est.warnings if "may not fit the" in x)
+    assert warning("h100-sxm").startswith("the CUDA context")
+    assert warning("mi300x").startswith("the rocm runtime context")

@@ -155,9 +155,11 @@ def compose_vllm(ctx: Context) -> None:
     elif admitted < 1:
         acc.warnings.append(f"vLLM would refuse to start: one sequence of {w.context} tokens needs "
                             f"{format_bytes(one_seq)} of KV but the pool holds {format_bytes(kv_avail)}")
-    if context_span(w.gpu_runtime).expected > w.memory - pool:
-        acc.warnings.append(f"the CUDA context (~{format_bytes(context_span(w.gpu_runtime).expected)}) may not fit the "
-                            f"{1 - util:.0%} left outside the vLLM pool")
+    context = context_span(w.gpu_runtime).expected
+    if context > w.memory - pool:
+        runtime = "CUDA" if w.gpu_runtime == "cuda" else f"{w.gpu_runtime} runtime"
+        acc.warnings.append(f"the {runtime} context (~{format_bytes(context)}) may not fit the {1 - util:.0%} left "
+                            "outside the vLLM pool")
 
 
 def _sliding_spare_block(ctx: Context, block: int) -> int:
