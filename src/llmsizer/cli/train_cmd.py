@@ -148,10 +148,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def est_fields(est: Any, fields: dict[str, Any]) -> dict[str, Any]:
     """The workload fields for the reverse questions: the user's plus the ZeRO stage fit chose, if any."""
+    from ..estimate.fit import zero_chosen
+
     out = dict(fields)
-    for a in est.assumptions:
-        if a.name == "zero" and "zero" not in out and "fsdp" not in out:
-            out["zero"] = a.value
+    taken = zero_chosen(est) if "zero" not in out and "fsdp" not in out else None
+    if taken is not None:
+        out["zero"] = taken.value
     return out
 
 

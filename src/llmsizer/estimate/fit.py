@@ -766,7 +766,6 @@ def _split_speed(spec: ModelSpec, est: Estimate, device: Device, host_device: st
     return replace(sp, decode=t, decode_single=t, details=details)
 
 
-_WHY = attrgetter("why")
 _TRAINING_CACHE: dict[tuple[int, tuple[tuple[str, type, Any], ...]], Any] = {}
 
 
@@ -795,6 +794,14 @@ def training_on_memory(spec: ModelSpec, fields: dict[str, Any], memory: int, hea
     one rule) is taken and recorded as the ``zero`` assumption (none is chosen when
     ``grad_sync``, a DDP setting, is given)."""
     return _training_estimate(spec, dict(fields, memory=memory, headroom=headroom))
+
+
+def zero_chosen(est: Estimate) -> Assumption | None:
+    """The ZeRO stage ``training_on_memory`` chose for ``est`` (its ``zero`` assumption with ``ZERO_WHY`` or
+    ``ZERO_NONE_FITS_WHY``); None where the stage was given, or none was needed. The one reading of "the stage the
+    memory took", at which the run is timed (fit --train, the plan, the provider's alternatives) and which the
+    reverse questions keep."""
+    return next((a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)), None)
 
 
 def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, count: int | None = None, *,
@@ -830,8 +837,8 @@ def fit_training(model: ModelSpec | str, hardware: str | Device | Instance, coun
     # the device and its memory named by the estimate (which `train --device` renders), its warnings first, as
     # estimate_training(device=) names and says them
     est = with_device_notes(training_on_memory(spec, fields, usable, headroom), named_device_notes(device, notes))
-    chosen = ([a for a in est.assumptions if a.name == "zero" and a.why in (ZERO_WHY, ZERO_NONE_FITS_WHY)]
-              if ZERO_WHY in map(_WHY, est.assumptions) or ZERO_NONE_FITS_WHY in map(_WHY, est.assumptions) else [])
+    taken = zero_chosen(est)
+    chosen = [taken] if taken is not None else []
     assumptions += chosen
     d = est.details
     lo, need, hi = est.total("device")

@@ -14,7 +14,7 @@ from ..catalog.hardware import Device
 from ..errors import InputError, LlmsizerError
 from ..estimate.device import device_fields
 from ..estimate.duration import Duration, training_duration_for
-from ..estimate.fit import FitResult, fit_training, training_on_memory, vm_share_device
+from ..estimate.fit import FitResult, fit_training, training_on_memory, vm_share_device, zero_chosen
 from ..estimate.inference import inference_sized
 from ..estimate.training.compose import INFERENCE_SIZED
 from ..estimate.verdict import DEFAULT_HEADROOM
@@ -97,10 +97,9 @@ def run_seconds(job: TrainingJob, device: Device, devices: int, nodes: int = 1) 
         return None
     fields = workload_fields(job, devices, math.ceil(devices / max(1, nodes)))
     sized = device_fit(job, device, devices, nodes) if "fsdp" not in fields else None
-    zero = next((a.value for a in sized.estimate.assumptions if a.name == "zero"), None) \
-        if sized is not None and sized.estimate is not None else None
+    zero = zero_chosen(sized.estimate) if sized is not None and sized.estimate is not None else None
     if zero is not None:  # the ZeRO stage the memory takes on these devices is the run timed (as plan_training)
-        fields["zero"] = zero
+        fields["zero"] = zero.value
     if nodes > 1 and job.resources.network:  # resources.network, per machine (as plan_training times it)
         fields["network"] = f"{job.resources.network * 8 / 1e9:g} Gb/s"
     return training_duration_for(spec, device, devices, tokens, fields, job.settings.utilization).seconds
@@ -167,8 +166,8 @@ def plan_training(job: TrainingJob, req: Request, ctx: PlanContext) -> JobPlan:
     # least-sharded ZeRO stage that fits, as train --device and fit --train take it
     est = training_on_memory(spec, fields, usable, job.resources.headroom) if usable else _estimate(spec, fields)
     if usable:
-        fields = dict(fields, zero=next((a.value for a in est.assumptions if a.name == "zero"), 0)) \
-            if "fsdp" not in fields else fields
+        taken = zero_chosen(est) if "fsdp" not in fields else None
+        fields = dict(fields, zero=taken.value) if taken is not None else fields
     w_prec = str(fields.get("precision", TrainingWorkload.precision))
 
     # ---- memory: the training estimate's verdict (estimate/verdict.py) ----
