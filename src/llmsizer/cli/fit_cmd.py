@@ -112,13 +112,13 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         return r.to_dict(), exit_code(r.fits), r, r.duration
     fields = inference_fields(args)
     fields.pop("gpus", None)  # --gpus is the training flag here; serving uses --count
-    if args.tp is not None:
-        raise InputError("--tp applies to --train; serving on N devices, fit picks the tensor parallelism from --count "
-                         "and --concurrency (of the degrees dividing the count that vLLM can shard the heads over, the "
-                         "fastest layout that fits within a machine, else the smallest across machines; the other "
-                         "devices run replicas)")
+    # --tp serving: the degree each replica runs (estimate/fit.py fit's ``tensor_parallel``, as the Python API takes
+    # it); left out, fit picks it from --count and --concurrency
+    pinned_tp, args.tp = args.tp, None
     refuse_training_flags(args)
     if args.auto or args.free or args.fit_target is not None:
+        if pinned_tp is not None:
+            raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:
             raise InputError("--engine-version applies to vllm and sglang, not to llama.cpp's --auto")
         auto = _auto(spec, args, fields)
@@ -129,7 +129,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         fields["attention"] = args.attention
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
             hardware_files=args.hardware_file, host_device=args.host_device,
-            kwh_price=args.kwh_price, **fields)
+            kwh_price=args.kwh_price, tensor_parallel=pinned_tp, **fields)
     return r.to_dict(), exit_code(r.fits), r, None
 
 
