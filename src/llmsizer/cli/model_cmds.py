@@ -27,7 +27,7 @@ from .common import (
     tokens_arg,
     tokens_in,
 )
-from .workload_args import add_engine_version_arg, add_headroom_arg, kv_dtype_arg
+from .workload_args import add_engine_version_arg, add_headroom_arg, add_media_args, kv_dtype_arg, media_fields
 
 
 def register(sub: Any) -> None:
@@ -58,6 +58,8 @@ def register(sub: Any) -> None:
     p.add_argument("--engine", choices=ENGINES, help="serving engine, with --fits-on (default: each model's on that "
                    f"hardware: {engine_rule_text('--fits-on gpu')})")
     add_engine_version_arg(p)
+    add_media_args(p.add_argument_group("images and video, with --fits-on (as `fit`; only models with a vision "
+                                        "encoder are listed)"))
     p.add_argument("--memory", type=bytes_arg, help="memory per device, with --fits-on, overriding the catalog (RAM "
                    "for a CPU), as `fit --memory`")
     add_headroom_arg(p, engines="defaults")
@@ -119,7 +121,8 @@ def _fits_on_flags_need_fits_on(args: argparse.Namespace) -> None:
     given = [f for f, v in (("--count", args.count), ("--context", args.context), ("--concurrency", args.concurrency),
                             ("--output-tokens", args.output_tokens), ("--kv-dtype", args.kv_dtype),
                             ("--engine", args.engine), ("--engine-version", args.engine_version),
-                            ("--memory", args.memory), ("--headroom", args.headroom)) if v is not None]
+                            ("--memory", args.memory), ("--headroom", args.headroom),
+                            *(("--" + k.replace("_", "-"), v) for k, v in media_fields(args).items())) if v is not None]
     if given:
         raise InputError(f"{', '.join(given)} need{'s' if len(given) == 1 else ''} --fits-on DEVICE (the hardware the "
                          "models are sized on)")
@@ -135,13 +138,21 @@ def fits_on_answer(found: list[Any], args: argparse.Namespace) -> tuple[dict[str
     concurrency = args.concurrency or InferenceWorkload.concurrency
     engine = normalize_engine(args.engine) if args.engine else None
     constraints = Constraints(headroom=args.headroom)
+    media = media_fields(args)
+    text_only = 0
+    if media.get("images") or media.get("video_frames"):  # images apply to models with a vision encoder only
+        seen = len(found)
+        found = [e for e in found if e.spec().vision is not None]
+        text_only = seen - len(found)
     opts = [(e, best_option_on(e.spec(), args.fits_on, args.count, context=context, concurrency=concurrency,
                                output_tokens=args.output_tokens, hardware_files=args.hardware_file, engine=engine,
                                memory=args.memory, constraints=constraints, engine_version=args.engine_version,
-                               kv_dtype=args.kv_dtype)) for e in found]
+                               kv_dtype=args.kv_dtype, **media)) for e in found]
     given = {k: v for k, v in (("output_tokens", args.output_tokens), ("kv_dtype", args.kv_dtype), ("engine", engine),
                                ("engine_version", args.engine_version), ("memory", args.memory),
-                               ("headroom", args.headroom)) if v is not None}
+                               ("headroom", args.headroom), *media.items()) if v is not None}
+    if text_only:
+        given["text_only_left_out"] = text_only
     newer = newer_release_note(engine, args.engine_version) if engine else None  # fit's warning, as recommend's
     # a device of unknown bandwidth: judged on memory only, said once (each fitting model's reasons say it too)
     unchecked = reading_floor_unchecked(target_and_count(args.fits_on, args.count, args.hardware_file)[0])
@@ -169,13 +180,17 @@ def _fits_on(found: list[Any], args: argparse.Namespace) -> int:
                      "yes" if ok else "no: " + "; ".join(o.reasons)[:90]])
     on = "".join(f", {k} {v}" for k, v in (("engine", args.engine), ("release", args.engine_version),
                                             ("memory", args.memory and format_bytes(args.memory)),
-                                            ("headroom", args.headroom)) if v is not None)
+                                            ("headroom", args.headroom),
+                                            *((k.replace("_", " "), "x".join(map(str, v)) if isinstance(v, tuple) else v)
+                                              for k, v in media_fields(args).items())) if v is not None)
     floor = "in memory (decode speed unknown: see the warning)" if unchecked else "at reading speed or faster"
     say(f"models on {args.fits_on}{on}: {context:,} tokens x {concurrency} sequence(s), the highest-quality format "
         f"that fits {floor}")
     say(table(rows, ["name", "params", "format", "memory/device", "tok/s/user", "fits"]))
     n = sum(o.status == "meets" for _, o in opts)
     say(f"{n} of {len(opts)} models fit")
+    if data.get("text_only_left_out"):
+        say(f"{data['text_only_left_out']} text-only model(s) left out: images and video do not apply to them")
     for w in data["warnings"]:
         say(f"warning: {w}")
     return exit_code(n > 0)
