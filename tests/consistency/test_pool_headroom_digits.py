@@ -1,7 +1,12 @@
-"""A pool engine's verdict states the headroom the user gave (or the 10 % default), not 1 - utilization in binary
-floating point: `fit --engine vllm --json` said "headroom": 0.1 at the top and 0.09999999999999998 in the estimate's
-verdict details (found by the session-16 probe). (SGLang's verdict states 1 - mem_fraction_static, its own rule
-beside fit's headroom: a different question, noted for a later change.)"""
+"""A fit states one headroom: the one its verdict applied (found by the session-16 probe).
+
+- vLLM: `fit --engine vllm --json` said "headroom": 0.1 at the top and 0.09999999999999998 (1 - 0.9 in binary
+  floating point) in the estimate's verdict; with --gpu-memory-utilization 0.8 the top still said 0.1 and a
+  "headroom=0.1 (default)" assumption, though vLLM's pool is 0.8 of the memory (the verdict's headroom 0.2).
+- SGLang: the top said 0.1, the verdict 1 - mem_fraction_static (0.17 on an H100: SGLang's own default, eq. 1 of
+  estimate/inference/sglang.py), and no headroom was applied.
+Expected values are the engines' own settings: 1 - the stated utilization, SGLang's mem_fraction_static read from
+the answer's own assumption."""
 
 from __future__ import annotations
 
@@ -21,13 +26,21 @@ def _headrooms(x: Any) -> list[float]:
     return []
 
 
-@pytest.mark.parametrize("engine, headroom", [("vllm", None), ("vllm", "0.15"), ("vllm", "0.3")])
-def test_every_headroom_of_a_pool_fit_is_the_one_given(engine: str, headroom: str | None) -> None:
-    args = ["fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", engine]
-    if headroom is not None:
-        args += ["--headroom", headroom]
-    code, out = run_json(*args)
+@pytest.mark.parametrize("flags, expected, assumed", [
+    (["--engine", "vllm"], 0.1, True),
+    (["--engine", "vllm", "--headroom", "0.15"], 0.15, True),
+    (["--engine", "vllm", "--gpu-memory-utilization", "0.8"], 0.2, False),
+    (["--engine", "transformers", "--headroom", "0.3"], 0.3, True),
+])
+def test_every_headroom_of_a_fit_is_the_one_applied(flags: list[str], expected: float, assumed: bool) -> None:
+    code, out = run_json("fit", "llama-3.1-8b", "--device", "h100-sxm", *flags)
     assert code == 0
-    found = _headrooms(out)
-    assert found, out.keys()
-    assert set(found) == {float(headroom or 0.1)}, found
+    assert set(_headrooms(out)) == {expected}, _headrooms(out)
+    assert any(a["name"] == "headroom" for a in out["assumptions"]) is assumed
+
+
+def test_sglang_states_its_own_pool_share() -> None:
+    code, out = run_json("fit", "llama-3.1-8b", "--device", "h100-sxm", "--engine", "sglang")
+    mfs = next(a["value"] for a in out["memory"]["assumptions"] if a["name"] == "mem_fraction_static")
+    assert set(_headrooms(out)) == {round(1 - float(mfs), 9)}
+    assert not any(a["name"] == "headroom" for a in out["assumptions"])

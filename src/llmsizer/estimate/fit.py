@@ -470,8 +470,10 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
                                           spec)
     if engine_version is not None:  # a workload field: the estimate checks and records it, the speed reads it
         workload["engine_version"] = engine_version
-    # SGLang keeps no headroom (its pool is mem_fraction_static of the memory): no headroom assumption there
-    assumptions: list[Assumption] = [headroom_assumption(headroom)] if eng != "sglang" else []
+    # SGLang keeps no headroom (its pool is mem_fraction_static of the memory), nor vLLM given its
+    # gpu_memory_utilization (its pool is that share; the verdict's headroom is 1 - it): no headroom assumption there
+    own_pool = eng == "sglang" or (eng == "vllm" and workload.get("gpu_memory_utilization") is not None)
+    assumptions: list[Assumption] = [] if own_pool else [headroom_assumption(headroom)]
     assumptions.append(engine_note)
     check_engine_on_device(eng, device)
     if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer
@@ -630,6 +632,9 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     dtype_note = engine_dtype_note(eng, fmt, str(est.assumptions[est_names.index("dtype")].value) if "dtype" in est_names else "",
                                    device)
     fits, budget = bool(d["fits"]), int(d["memory_budget"])
+    # the headroom the verdict applied (estimate/verdict.py): the one given, or a pool engine's own (vLLM 1 -
+    # gpu_memory_utilization; SGLang 1 - mem_fraction_static), so the answer states one headroom
+    verdict_headroom = float(d.get("headroom", hr))
     mid, hi = need_per_device(est, on_cpu)
     mem_used = mid
     reasons = [str(d["verdict"])]
@@ -655,7 +660,8 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
         if queue["queued_sequences"] and fits:  # (one that does not fit says why: the verdict)
             named.append(queue_note(queue, per_rep, run, d))
         return FitResult("inference", spec.name, target, device.id, n, tp, replicas, eng, fmt, fits, mem_used,
-                         hi if eng not in ("vllm", "sglang") else mem_used, budget, hr, est, sp, None, tuple(reasons),
+                         hi if eng not in ("vllm", "sglang") else mem_used, budget, verdict_headroom, est, sp, None,
+                         tuple(reasons),
                          tuple(named), tuple(said),
                          {"usable_memory_per_device": usable, "context": context, "concurrency": concurrency,
                           "busy_replicas": busy_replicas(concurrency, replicas), **queue,
