@@ -1,8 +1,12 @@
-"""A one-site provider inventory around the node lines a provider test needs (shared by the alternative tests)."""
+"""The texts the provider's alternative tests share: a one-site inventory around their node lines, a month-long chat
+service request, and its traffic peak as `infer`/`fit` flags."""
 
 from __future__ import annotations
 
 import textwrap
+
+NOW = ("--now", "2026-12-01")
+PEAK = ("--context", "8192", "--concurrency", "4", "--output-tokens", "512")  # the chat service's traffic peak
 
 
 def one_site_inventory(nodes: str) -> str:
@@ -17,4 +21,25 @@ nodes:
 {textwrap.indent(textwrap.dedent(nodes), "  ")}
 storage:
   - {{id: st, site: s1, capacity: 100 TB}}
+"""
+
+
+def chat_service(model: str, device: str, engine: str = "", concurrency: int = 4) -> str:
+    """A request for a month of chat on one ``device`` from 2027-01-04: up to ``concurrency`` sequences of 8k tokens
+    (512 generated) at peak."""
+    return f"""\
+version: 1
+title: a chat service
+jobs:
+  - name: chat
+    kind: inference
+    model: {{name: {model}}}
+{f"    engine: {engine}" if engine else ""}
+    start: 2027-01-04
+    resources: {{device: {device}, count: 1}}
+    traffic:
+      concurrency: {{typical: 1, peak: {concurrency}}}
+      context: {{typical: 4k, peak: 8k}}
+      output: {{typical: 256, peak: 512}}
+    service: {{duration: 1 month}}
 """

@@ -17,30 +17,7 @@ from pathlib import Path
 from cli_capture import run_json
 from llmsizer.units import format_bytes, format_seconds
 
-from .inventory_text import one_site_inventory
-
-NOW = ("--now", "2026-12-01")
-
-
-def _service(model: str, device: str) -> str:
-    return f"""\
-version: 1
-title: a chat service
-jobs:
-  - name: chat
-    kind: inference
-    model: {{name: {model}}}
-    start: 2027-01-04
-    resources: {{device: {device}, count: 1}}
-    traffic:
-      concurrency: {{typical: 1, peak: 4}}
-      context: {{typical: 4k, peak: 8k}}
-      output: {{typical: 256, peak: 512}}
-    service: {{duration: 1 month}}
-"""
-
-
-PEAK = ("--context", "8192", "--concurrency", "4", "--output-tokens", "512")  # the service's traffic peak
+from .inventory_text import NOW, PEAK, chat_service, one_site_inventory
 
 TUNE = """\
 version: 1
@@ -85,7 +62,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_the_fewest_h100s_fit_says(tm
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
-    c = _check(tmp_path, inventory, _service("llama-3.1-70b", "a100-pcie-80gb"))
+    c = _check(tmp_path, inventory, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
     assert c["binding"] == "memory", c  # the premise: the plan's devices do not hold it
     fits = {}
     for dev, n in (("h100-sxm", 1), ("h100-sxm", 2), ("h100-sxm", 4), ("l4", 1), ("l4", 2)):
@@ -134,7 +111,7 @@ def test_no_other_device_type_fits_no_alternative(tmp_path: Path) -> None:
     for dev, n in (("h100-sxm", 8), ("l4", 2)):
         code, f = run_json("fit", "llama-3.1-405b", "--device", dev, "--count", str(n), *PEAK)
         assert code == 1 and not f["fits"], f  # the premise, as fit says it
-    c = _check(tmp_path, inventory, _service("llama-3.1-405b", "a100-pcie-80gb"))
+    c = _check(tmp_path, inventory, chat_service("llama-3.1-405b", "a100-pcie-80gb"))
     assert _other(c) == [], c["alternatives"]
 
 
@@ -148,7 +125,7 @@ def test_the_alternative_takes_the_devices_kind_a_cpu_holds_its_ram(tmp_path: Pa
     from llmsizer.provider.placement import Booking, Item, check_job
     from llmsizer.request import parse_request
 
-    req = parse_request(_service("llama-3.2-1b", "h100-sxm"), source="req.yaml")
+    req = parse_request(chat_service("llama-3.2-1b", "h100-sxm"), source="req.yaml")
     (need,) = needs_from_plan(make_plan(req, alternatives=False), req, dt.datetime(2026, 12, 1))
     cpu = "intel-xeon-spr-8ch"
     inv = parse_inventory(one_site_inventory(

@@ -14,31 +14,8 @@ from pathlib import Path
 from cli_capture import run_json
 from llmsizer.units import format_bytes
 
-from .inventory_text import one_site_inventory
+from .inventory_text import NOW, PEAK, chat_service, one_site_inventory
 
-NOW = ("--now", "2026-12-01")
-
-
-def _request(model: str, device: str, engine: str = "", concurrency: int = 4) -> str:
-    return f"""\
-version: 1
-title: a chat service
-jobs:
-  - name: chat
-    kind: inference
-    model: {{name: {model}}}
-{f"    engine: {engine}" if engine else ""}
-    start: 2027-01-04
-    resources: {{device: {device}, count: 1}}
-    traffic:
-      concurrency: {{typical: 1, peak: {concurrency}}}
-      context: {{typical: 4k, peak: 8k}}
-      output: {{typical: 256, peak: 512}}
-    service: {{duration: 1 month}}
-"""
-
-
-PEAK = ("--context", "8192", "--concurrency", "4", "--output-tokens", "512")  # the request's traffic peak
 PEAK_2 = ("--context", "8192", "--concurrency", "2", "--output-tokens", "512")
 
 A100_AND_L4 = one_site_inventory("""\
@@ -67,7 +44,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_int4_with_infers_memory(tmp_
     assert code == 1 and not bf16["details"]["fits"]  # the CLI's own answer: unquantized does not fit
     code, int4 = run_json("infer", "llama-3.1-70b", "--weights", "awq-int4", "--device", "a100-pcie-80gb", *PEAK)
     assert code == 0 and int4["details"]["fits"]
-    c = _check(tmp_path, A100_AND_L4, _request("llama-3.1-70b", "a100-pcie-80gb"))
+    c = _check(tmp_path, A100_AND_L4, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
     (line,) = _quantized(c)
     assert line.startswith("serve a quantized model: awq-int4 on vllm, 1 x a100-pcie-80gb at s1"), line
     # the memory per device is infer's total on the device for the same load and format (one answer)
@@ -83,7 +60,7 @@ def test_llama_cpp_takes_the_best_gguf_rung_that_fits(tmp_path: Path) -> None:
     it (Q5_K_M) does not fit."""
     inventory = one_site_inventory("  - {id: g, site: s1, device: rtx-5060, devices: 1, cpus: 16, ram: 64 GiB, "
                            "pools: [serving]}")
-    c = _check(tmp_path, inventory, _request("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2))
+    c = _check(tmp_path, inventory, chat_service("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2))
     (line,) = _quantized(c)
     assert line.startswith("serve a quantized model: gguf:q4_k_m on llamacpp, 1 x rtx-5060 at s1"), line
     args = ("llama-3.1-8b", "--engine", "llamacpp", "--device", "rtx-5060", *PEAK_2)
@@ -100,5 +77,5 @@ def test_no_format_fits_no_alternative(tmp_path: Path) -> None:
     code, int4 = run_json("infer", "llama-3.1-405b", "--weights", "awq-int4", *PEAK)
     weights = next(i["bytes"] for i in int4["items"] if i["name"] == "weights")
     assert weights > 80 * 2**30 and weights > 2 * 24 * 10**9  # more than either node's devices hold
-    c = _check(tmp_path, A100_AND_L4, _request("llama-3.1-405b", "a100-pcie-80gb"))
+    c = _check(tmp_path, A100_AND_L4, chat_service("llama-3.1-405b", "a100-pcie-80gb"))
     assert _quantized(c) == [], c["alternatives"]
