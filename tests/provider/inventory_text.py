@@ -4,6 +4,9 @@ service request, and its traffic peak as `infer`/`fit` flags."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
+
+from cli_capture import run_json
 
 NOW = ("--now", "2026-12-01")
 PEAK = ("--context", "8192", "--concurrency", "4", "--output-tokens", "512")  # the chat service's traffic peak
@@ -43,3 +46,15 @@ jobs:
       output: {{typical: 256, peak: 512}}
     service: {{duration: 1 month}}
 """
+
+
+def failing_check(tmp_path: Path, inventory: str, request: str) -> dict:
+    """`capacity check REQUEST --inventory INVENTORY --no-db` of a one-job request that does not fit as planned (exit
+    1): that job's check, whose alternatives the tests read."""
+    (tmp_path / "inv.yaml").write_text(inventory)
+    (tmp_path / "req.yaml").write_text(request)
+    code, checks = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory",
+                            str(tmp_path / "inv.yaml"), "--no-db", *NOW)
+    (c,) = checks
+    assert code == 1 and not c["fits"], c
+    return c

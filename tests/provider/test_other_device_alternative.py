@@ -17,7 +17,7 @@ from pathlib import Path
 from cli_capture import run_json
 from llmsizer.units import format_bytes, format_seconds
 
-from .inventory_text import NOW, PEAK, chat_service, one_site_inventory
+from .inventory_text import PEAK, chat_service, failing_check, one_site_inventory
 
 TUNE = """\
 version: 1
@@ -35,14 +35,6 @@ jobs:
 TUNE_FLAGS = ("--train", "--seq", "4096", "--batch", "1", "--grad-checkpointing", "full")  # TUNE's settings
 
 
-def _check(tmp_path: Path, inventory: str, request: str) -> dict:
-    (tmp_path / "inv.yaml").write_text(inventory)
-    (tmp_path / "req.yaml").write_text(request)
-    code, checks = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory",
-                            str(tmp_path / "inv.yaml"), "--no-db", *NOW)
-    (c,) = checks
-    assert code == 1 and not c["fits"], c
-    return c
 
 
 def _other(c: dict) -> list[str]:
@@ -62,7 +54,7 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_the_fewest_h100s_fit_says(tm
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: h, site: s1, device: h100-sxm, devices: 8, cpus: 64, ram: 1 TiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 2, cpus: 16, ram: 128 GiB, pools: [serving]}""")
-    c = _check(tmp_path, inventory, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
+    c = failing_check(tmp_path, inventory, chat_service("llama-3.1-70b", "a100-pcie-80gb"))
     assert c["binding"] == "memory", c  # the premise: the plan's devices do not hold it
     fits = {}
     for dev, n in (("h100-sxm", 1), ("h100-sxm", 2), ("h100-sxm", 4), ("l4", 1), ("l4", 2)):
@@ -85,7 +77,7 @@ def test_a_training_run_gets_the_fewest_l4s_fit_train_says_and_the_plans_hours(t
     inventory = one_site_inventory("""\
         - {id: a, site: s1, device: a100-pcie-80gb, devices: 1, cpus: 32, ram: 256 GiB, pools: [serving]}
         - {id: l, site: s1, device: l4, devices: 8, cpus: 64, ram: 512 GiB, pools: [training]}""")
-    c = _check(tmp_path, inventory, TUNE.replace("DEVICE", "a100-pcie-80gb").replace("COUNT", "1"))
+    c = failing_check(tmp_path, inventory, TUNE.replace("DEVICE", "a100-pcie-80gb").replace("COUNT", "1"))
     assert c["binding"] == "pool", c
     code, one = run_json("fit", "llama-3.2-1b", "--device", "l4", "--count", "1", *TUNE_FLAGS)
     assert code == 1 and not one["fits"]
@@ -111,7 +103,7 @@ def test_no_other_device_type_fits_no_alternative(tmp_path: Path) -> None:
     for dev, n in (("h100-sxm", 8), ("l4", 2)):
         code, f = run_json("fit", "llama-3.1-405b", "--device", dev, "--count", str(n), *PEAK)
         assert code == 1 and not f["fits"], f  # the premise, as fit says it
-    c = _check(tmp_path, inventory, chat_service("llama-3.1-405b", "a100-pcie-80gb"))
+    c = failing_check(tmp_path, inventory, chat_service("llama-3.1-405b", "a100-pcie-80gb"))
     assert _other(c) == [], c["alternatives"]
 
 

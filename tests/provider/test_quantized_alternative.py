@@ -14,7 +14,7 @@ from pathlib import Path
 from cli_capture import run_json
 from llmsizer.units import format_bytes
 
-from .inventory_text import NOW, PEAK, chat_service, one_site_inventory
+from .inventory_text import PEAK, chat_service, failing_check, one_site_inventory
 
 PEAK_2 = ("--context", "8192", "--concurrency", "2", "--output-tokens", "512")
 
@@ -24,12 +24,8 @@ A100_AND_L4 = one_site_inventory("""\
 
 
 def _check(tmp_path: Path, inventory: str, request: str) -> dict:
-    (tmp_path / "inv.yaml").write_text(inventory)
-    (tmp_path / "req.yaml").write_text(request)
-    code, checks = run_json("capacity", "check", str(tmp_path / "req.yaml"), "--inventory",
-                            str(tmp_path / "inv.yaml"), "--no-db", *NOW)
-    (c,) = checks
-    assert code == 1 and not c["fits"] and c["binding"] == "memory", c  # the premise: the plan's format does not fit
+    c = failing_check(tmp_path, inventory, request)
+    assert c["binding"] == "memory", c  # the premise: the plan's format does not fit
     return c
 
 
