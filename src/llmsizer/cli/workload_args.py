@@ -307,8 +307,8 @@ def add_training_args(p: argparse.ArgumentParser, *, attention: bool = True,
                    f"devices with a memory budget, {budget}: the least-sharded stage that fits)")
     g.add_argument("--fsdp", choices=FSDP_MODES, help="PyTorch FSDP sharding strategy")
     g.add_argument("--tp", "--tensor-parallel", type=int_arg(COUNT), dest="tp",
-                   help="tensor-parallel degree (default 1; fit without --train: the degree of each serving replica, "
-                        "default fit's choice)")
+                   help="tensor-parallel degree (default 1; fit sizing serving: the degree of each replica, default "
+                        "fit's choice)")
     g.add_argument("--pp", type=int_arg(COUNT), help="pipeline-parallel stages (default 1)")
     g.add_argument("--virtual-stages", type=int_arg(COUNT), help="with --pp: model chunks per device of Megatron's "
                    "interleaved schedule, for the duration's pipeline bubble (default 1: plain 1F1B)")
