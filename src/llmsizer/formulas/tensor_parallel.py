@@ -71,17 +71,37 @@ def shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicate
 _SHARD_MEMO: dict[tuple[object, ...], tuple[ModelSpec, WeightBytes, WeightBytes]] = {}
 
 
+@lru_cache(maxsize=256)  # per spec, like model_tensors
+def replicated_by_place(spec: ModelSpec) -> tuple[tuple[int, ...], dict[str, int]]:
+    """The 1-D elements of ``replicated_elements`` by where they sit: per decoder layer, and per component."""
+    layers = [0] * spec.num_layers
+    comps: dict[str, int] = {}
+    for t in model_tensors(spec):
+        if len(t.shape) == 1:
+            if 0 <= t.layer < spec.num_layers:
+                layers[t.layer] += t.numel
+            comps[t.component] = comps.get(t.component, 0) + t.numel
+    return tuple(layers), comps
+
+
 def _shard_weights(spec: ModelSpec, wb: WeightBytes, tp: int, bytes_per_replicated: float) -> WeightBytes:
     rep = int(replicated_elements(spec) * bytes_per_replicated)
     rep = min(rep, wb.total)
 
-    def share(x: int) -> int:
+    def share(x: int) -> int:  # the 1-D share in proportion to the bytes (where their place is not known)
         frac = x / wb.total if wb.total else 0.0
         return int((x - rep * frac) / tp + rep * frac)
 
-    return replace(wb, total=share(wb.total), by_component={k: share(v) for k, v in wb.by_component.items()},
-                   by_storage={k: share(v) for k, v in wb.by_storage.items()},
-                   layer_bytes=tuple(share(v) for v in wb.layer_bytes),
+    def exact(x: int, elements: int) -> int:  # a part whose own 1-D elements are known stay whole, the rest / tp
+        r = min(x, int(elements * bytes_per_replicated))
+        return int((x - r) / tp + r)
+
+    per_layer, per_comp = replicated_by_place(spec)
+    layers = (tuple(map(exact, wb.layer_bytes, per_layer)) if len(wb.layer_bytes) == len(per_layer)
+              else tuple(share(v) for v in wb.layer_bytes))
+    return replace(wb, total=share(wb.total),
+                   by_component={k: exact(v, per_comp.get(k, 0)) for k, v in wb.by_component.items()},
+                   by_storage={k: share(v) for k, v in wb.by_storage.items()}, layer_bytes=layers,
                    notes=wb.notes + (f"per device under tensor parallel {tp}",))
 
 
