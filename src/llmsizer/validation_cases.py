@@ -824,11 +824,13 @@ def torchtitan_mp_case(r: dict[str, str]) -> Case:
                 "tokens/s/GPU", *within_tolerance(TRAINING_SPEED, pred, value),
                 source=r["source"],
                 note="an H100 96GB HBM2e at 500 W (h100-sxm taken, as for PM0501); TP 8 with sequence parallelism "
-                "in each host, FSDP across hosts (its parameter all-gathers are not counted beside TP/PP: a warning), "
+                "in each host, FSDP across hosts (its all-gathers and reduce-scatters over the data-parallel group: "
+                "formulas/model_parallel_time.py eq. (P7)), "
                 f"{TORCHTITAN_NETWORK} RDMA per host between the {n // 8} hosts" + (
                     f"; per micro-batch stage compute {mp.stage_seconds:.2f} s, tensor-parallel {mp.tp_seconds:.2f} s "
                     f"({'async TP: overlapped' if mp.tp_overlap else 'not overlapped'}), bubble {mp.bubble:.3f}, "
-                    f"gradient reduction {mp.dp_seconds:.2f} s per step" if mp else ""))
+                    f"FSDP collectives {mp.dp_seconds:.2f} s per step ({mp.dp_exposed_seconds:.3f} s not hidden)"
+                    if mp else ""))
 
 
 def cpu_gpt2_spec() -> Any:

@@ -16,6 +16,7 @@ from llmsizer.formulas.model_parallel_time import (
     pipeline_p2p_bytes,
     tensor_parallel_bytes,
 )
+from llmsizer.formulas.training_time import data_parallel_comm
 
 
 @pytest.mark.parametrize("module", [model_parallel_time, eager_attention_traffic])
@@ -109,6 +110,21 @@ def test_communication_adds_to_every_micro_batch_and_the_bubble() -> None:
     micro = 1.0 + 0.5 + 0.1
     assert s.step_seconds == pytest.approx((4 + 1) * micro + 3.0)
     assert s.comm_share == pytest.approx((4 * 0.6 + 3.0) / s.step_seconds)
+
+
+def test_fsdp_beside_pipeline_is_once_per_step_and_without_it_every_micro_batch() -> None:
+    """Eq. (P7): inside torch's pipeline stages the gathers and the reduce-scatter come once per step (their bytes and
+    exposed time do not grow with the micro-batches; the reduce-scatter after the last backward is never hidden);
+    without pipeline parallelism every micro-batch runs eq. (7c)'s collectives, a compute-bound one hiding all but
+    the first unit's gather and the last unit's reduction (eq. (8'))."""
+    c = data_parallel_comm(4, 4, 400.0, 800.0, "full", 8, 100.0, regathered_bytes=0.0)  # c_f 3 s, c_b 6 s
+    piped = [model_parallel_step(10.0, m, 4, 1, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, fsdp=c) for m in (4, 8)]
+    assert piped[0].dp_bytes == piped[1].dp_bytes == c.bytes
+    assert piped[0].dp_exposed_seconds == piped[1].dp_exposed_seconds >= c.backward_seconds
+    plain = [model_parallel_step(100.0, m, 1, 1, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, fsdp=c) for m in (1, 2)]
+    assert plain[1].dp_bytes == 2 * plain[0].dp_bytes == 2 * c.bytes
+    assert plain[0].dp_exposed_seconds == pytest.approx(c.first_seconds + c.last_seconds)
+    assert plain[0].step_seconds == pytest.approx(100.0 + c.first_seconds + c.last_seconds)
 
 
 def test_bad_inputs() -> None:

@@ -81,9 +81,10 @@ def end_rank(out: dict[str, Any]) -> dict[str, Any] | None:
     return out if rank == 0 else None
 
 
-def count_collectives(phase: Callable[[], str]) -> list[list[Any]]:
+def count_collectives(phase: Callable[[], str], groups: bool = False) -> list[list[Any]]:
     """In a rank: wrap ``torch.distributed``'s all-gathers and reduce-scatters so that each call appends [phase(), op,
-    payload bytes] to the list returned; the payload is every rank's elements: the all-gather's output, the
+    payload bytes] to the list returned (``groups``: and the global ranks of the call's process group, the default
+    group's when none is given); the payload is every rank's elements: the all-gather's output, the
     reduce-scatter's input. Wrapped: ``all_gather_single`` / ``reduce_scatter_single``, which FSDP2's
     ``_fsdp_collectives.py`` and FSDP1's ``_flat_param.py`` / ``_runtime_utils.py`` call through the module, their
     deprecated names ``all_gather_into_tensor`` / ``reduce_scatter_tensor``, and ``all_gather`` into a list, which
@@ -102,7 +103,9 @@ def count_collectives(phase: Callable[[], str]) -> list[list[Any]]:
 
         def counted(*args: Any, **kwargs: Any) -> Any:
             if not depth[0]:
-                sent.append([phase(), op, payload(args, kwargs)])
+                sent.append([phase(), op, payload(args, kwargs)]
+                            + ([dist.get_process_group_ranks(kwargs.get("group") or dist.group.WORLD)] if groups
+                               else []))
             depth[0] += 1
             try:
                 return fn(*args, **kwargs)

@@ -11,7 +11,9 @@ compiled (formulas/elementwise_traffic.py eq. (E7)), the optimizer update and gr
 (formulas/optimizer_step.py), data-parallel communication over the interconnect and paged-optimizer traffic over
 the host link (eqs. (6)-(8)); tensor/pipeline-parallel runs take the same utilisation on each device's share of
 the GEMMs (hidden / tp) and add the tensor-parallel collectives, the pipeline's point-to-point transfers and bubble
-and the gradient all-reduce between replicas (formulas/model_parallel_time.py, ``model_parallel.py`` here). The
+and the gradient all-reduce between replicas, or FSDP's all-gathers and reduce-scatters of each device's
+tensor-parallel shard of its stage (eq. (P7), payloads from ``fsdp_volume`` per stage) (formulas/model_parallel_time.py,
+``model_parallel.py`` here). The
 calibrated range of the result: estimate/ranges.py.
 """
 
@@ -47,7 +49,7 @@ from ..formulas.lora import AdaptedModule, adapted_layout, adapted_roles, lora_p
 from ..formulas.model_parallel_time import ModelParallelStep
 from ..formulas.optimizer_step import SOURCE as OPTIMIZER_STEP_SOURCE
 from ..formulas.optimizer_step import accumulation_bytes, optimizer_step_bytes
-from ..formulas.parallelism import zero_shards
+from ..formulas.parallelism import pipeline_stage_layers, zero_shards
 from ..formulas.params import count_params
 from ..formulas.selective_checkpointing import (
     full_recompute_flops,
@@ -84,12 +86,13 @@ from . import efficiency as E
 from . import ranges as R
 from .device import device_fields, peer_to_peer, peer_to_peer_why, resolve_target
 from .fit import hourly_price, link_bandwidth_for, vm_share_device
-from .model_parallel import model_parallel_time, stage_share
+from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
 from .training.gather_units import CollectiveVolume, backward_layout, fsdp_collective_volume
 from .training.setup import compiled_loss, qlora_base_format
 from .training.states import stage_states
+from .training.timeline import pipeline_fsdp2
 
 ADAPTER_METHODS = ("lora", "dora", "qlora")
 # eager attention's dropout over the scores (formulas/eager_attention_traffic.py D): Megatron-LM's GPT default
@@ -549,9 +552,12 @@ FSDP_VOLUME_WHY = ("estimate/training/gather_units.py fsdp_collective_volume: pe
 
 
 def fsdp_volume_notes(w: TrainingWorkload, forward: float, backward: float, reduced: float) -> list[Assumption]:
-    """The FSDP collective payloads a step time used, per micro-step [bytes] (``fsdp_volume``)."""
+    """The FSDP collective payloads a step time used, per micro-step (per step inside pipeline stages, eq. (P7))
+    [bytes] (``fsdp_volume``)."""
     return [Assumption("fsdp_all_gather_forward_bytes", round(forward), True, FSDP_VOLUME_WHY),
             Assumption("fsdp_all_gather_backward_bytes", round(backward), True,
+                       "none: inside torch's pipeline stages the units stay gathered through the step "
+                       "(formulas/model_parallel_time.py eq. (P7))" if pipeline_fsdp2(w) else
                        f"the units resharded after their forward, formulas/fsdp2_units.py eq. (U5), layout "
                        f"{backward_layout(w)!r}" + (" (torch's defaults: every block resharded, the root kept)"
                                                     if backward_layout(w) != w.fsdp2_units else "")
@@ -561,12 +567,33 @@ def fsdp_volume_notes(w: TrainingWorkload, forward: float, backward: float, redu
 
 
 @lru_cache(maxsize=1024)
-def fsdp_volume(spec: ModelSpec, w: TrainingWorkload) -> CollectiveVolume:
-    """The FSDP collective payloads of ``w``'s first stage (gather_units.py ``fsdp_collective_volume``) from the
-    context the memory estimate resolves; memoized on its immutable arguments (the same for every device of a
-    catalog search)."""
+def fsdp_volume(spec: ModelSpec, w: TrainingWorkload, stage: int = 0) -> CollectiveVolume:
+    """The FSDP collective payloads of ``w``'s pipeline stage ``stage`` (gather_units.py ``fsdp_collective_volume``;
+    a device's tensor-parallel shard of its units) from the context the memory estimate resolves; memoized on its
+    immutable arguments (the same for every device of a catalog search)."""
     ctx = training_context(spec, w)
-    return fsdp_collective_volume(ctx, stage_states(ctx, 0))
+    return fsdp_collective_volume(ctx, stage_states(ctx, stage))
+
+
+def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
+    """FSDP's payloads beside tensor / pipeline parallelism (formulas/model_parallel_time.py eq. (P7)), of the stage
+    that moves the most: FULL_SHARD / SHARD_GRAD_OP without pipeline parallelism (each micro-batch as plain FSDP),
+    FSDP2 fully sharded inside torch's pipeline stages (timeline.py ``pipeline_fsdp2``: gathered once per step, no
+    re-gather in the backward); None for what eq. (P7) does not time (HSDP, parameter offload, FSDP1 under PP,
+    DeepSpeed ZeRO-3) or without data parallelism."""
+    if (w.fsdp not in ("full", "grad_op") or w.offload != "none" or w.gpus // (w.tp * w.pp) <= 1
+            or (w.pp > 1 and not pipeline_fsdp2(w))):
+        return None
+    per = reduced_grad_bytes(w)
+    ranges = pipeline_stage_layers(spec.num_layers, w.pp, w.pipeline_split, w.virtual_stages)
+    best: FsdpStage | None = None
+    for stage, layers in enumerate(ranges):
+        vol = fsdp_volume(spec, w, stage)
+        one = FsdpStage(float(vol.forward), float(vol.backward) if w.pp == 1 else 0.0,
+                        float(vol.reduced_elements) * per, len(layers))
+        if best is None or one.forward + one.backward + one.reduced > best.forward + best.backward + best.reduced:
+            best = one
+    return best
 
 
 def moe_kinds(spec: ModelSpec) -> list[bool]:
@@ -803,10 +830,13 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     if w.tp * w.pp > 1:
         topology = "model-parallel"
         full = recompute_mode(w.grad_checkpointing) == "full"
+        fsdp = fsdp_stage(spec, w)
         mp = model_parallel_time(spec, w, t_c, float(fl.trained_params) * reduced_grad_bytes(w),
                                  checkpointed_layers(spec.num_layers, w.checkpoint_every) if full else [],
                                  link_bandwidth, network.bandwidth if network is not None else None, notes, warnings,
-                                 peak * u * e if device.kind == "gpu" else 0.0)
+                                 peak * u * e if device.kind == "gpu" else 0.0, fsdp, fl.forward_share)
+        if fsdp is not None and link_bandwidth:
+            notes.extend(fsdp_volume_notes(w, fsdp.forward, fsdp.backward, fsdp.reduced))
     if device.kind == "cpu" and n == 1:
         topology = "cpu"
     t_p = 0.0
@@ -824,7 +854,7 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
         tps = step_tokens_per_second(n // (w.tp * w.pp), tokens, k, t_steps, t_p, t_opt + (k - 1) * t_acc)
         t_m = (mp.tp_seconds + mp.p2p_seconds) + mp.dp_seconds / k
         comm_b = mp.tp_bytes + mp.p2p_bytes + mp.dp_bytes / k
-        exposed = mp.exposed_tp_seconds + mp.p2p_seconds + mp.dp_seconds / k
+        exposed = mp.exposed_tp_seconds + mp.p2p_seconds + mp.dp_exposed_seconds / k
         return StepTime(t_c, t_m, t_p, k, tps, comm_b, topology, e, t_dq, t_ew, t_opt, t_acc, t_f8, exposed,
                         t_launch, attention_seconds=t_attn / tp_div * share,
                         tokens_per_device_micro=tokens / (w.tp * w.pp), devices=n, bus_bandwidth=mp.dp_bandwidth,

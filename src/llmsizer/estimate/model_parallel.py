@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import NamedTuple
 
 from ..formulas.gemm_shapes import tally
 from ..formulas.model_parallel_time import (
@@ -21,6 +22,7 @@ from ..formulas.parallelism import pipeline_stage_layers
 from ..formulas.selective_checkpointing import layer_matmul_shapes
 from ..formulas.tensors import layer_keys
 from ..formulas.training_activations import ActivationSetup
+from ..formulas.training_time import data_parallel_comm
 from ..result import Assumption
 from ..specs import ModelSpec, TrainingWorkload
 from .speed import attention_width
@@ -35,6 +37,16 @@ TP_BACKWARD_OVERLAP_WHY = ("Megatron-LM LinearWithGradAccumulationAndAsyncCommun
 # the column-parallel linears of a decoder layer (formulas/selective_checkpointing.py layer_matmul_shapes names), per
 # block: their input gradient is what the block's backward collective carries (Megatron fuses each block's into one)
 COLUMN_PARALLEL_BLOCKS = (frozenset({"q", "k", "v"}), frozenset({"gate", "up"}))
+FSDP_BESIDE_MP_WHY = {
+    False: ("formulas/model_parallel_time.py eq. (P7), p = 1: FSDP over the data-parallel group of the tensor-parallel "
+            "shards gathers, re-gathers and reduce-scatters every micro-batch as plain FSDP does (eq. (7c)), "
+            "overlapped by phase (eq. (8'))"),
+    True: ("formulas/model_parallel_time.py eq. (P7), p > 1: each stage's units gathered once per step and kept "
+           "(torchtitan reshard_after_forward_policy 'default' = not pp_enabled, @b5bcd76 "
+           "torchtitan/distributed/fsdp.py lines 129-132; torch 2.13 pipelining/stage.py lines 844-847: no reshard "
+           "after backward, no gradient sync), one reduce-scatter after the last micro-batch's backward "
+           "(perform_reduce_grad, stage.py lines 1164-1191), not hidden"),
+}
 DP_GRAD_OVERLAP_WHY = ("Megatron's default: gradients all-reduced once per optimizer step after the last micro-batch's "
                        "backward, not overlapped (SC21 megatron/training.py @6985e58 lines 369-374; Megatron-Core "
                        "DistributedDataParallelConfig.overlap_grad_reduce = False, @d98e8a6 line 18; "
@@ -97,14 +109,27 @@ def column_parallel_block_flops(spec: ModelSpec, layer: int, tp: int, tokens: in
     return tuple(2.0 * tokens * sum(a * b for name, a, b, _ in mm if name in block) for block in COLUMN_PARALLEL_BLOCKS)
 
 
+class FsdpStage(NamedTuple):
+    """One pipeline stage's FSDP payloads on its data-parallel group (estimate/training/gather_units.py
+    ``fsdp_collective_volume`` of the stage's states: tensor-parallel shards) [bytes], as eq. (P7) reads them."""
+
+    forward: float  # all-gathered in the forward (every unit once)
+    backward: float  # all-gathered again in the backward (0 under pipeline parallelism: the units stay gathered)
+    reduced: float  # gradients reduce-scattered, in the reduce dtype
+    units: int  # the stage's wrapped units U (its decoder layers)
+
+
 def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: float, grad_bytes: float,
                         recomputed: Sequence[int], link_bandwidth: float | None, network: float | None,
-                        notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0) -> ModelParallelStep:
-    """Eqs. (T1)-(P6) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
+                        notes: list[Assumption], warnings: list[str], gemm_rate: float = 0.0,
+                        fsdp: FsdpStage | None = None, forward_share: float = 1.0 / 3.0) -> ModelParallelStep:
+    """Eqs. (T1)-(P7) of formulas/model_parallel_time.py for one device of ``w``: ``stage_seconds`` its stage's
     compute per micro-batch, ``grad_bytes`` the whole model's reduced gradients (estimate/duration.py
     ``reduced_grad_bytes``), ``recomputed`` the fully recomputed layers, ``link_bandwidth`` the link inside a
     machine and ``network`` a machine's whole network (per direction); ``gemm_rate``: the FLOP/s its GEMMs run at
-    (for eq. (T4) under ``w.tp_backward_overlap``)."""
+    (for eq. (T4) under ``w.tp_backward_overlap``); ``fsdp``: FSDP's payloads on the data-parallel group (eq. (P7)
+    in place of the gradient all-reduce of eq. (P5); None: FSDP not timed beside tensor/pipeline parallelism),
+    ``forward_share`` phi of eq. (8')."""
     tp, pp, v = w.tp, w.pp, w.virtual_stages if w.pp > 1 else 1
     n, g = w.gpus, min(w.gpus, w.gpus_per_node)
     dp = n // (tp * pp)
@@ -152,12 +177,24 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
         bwd += regather
     p2p = pipeline_p2p_bytes(tokens, spec.hidden_size, a, tp, v) if pp > 1 else 0.0
     dp_b = allreduce_bytes(grad_bytes / (tp * pp), dp) if dp > 1 else 0.0
-    if dp > 1 and (w.zero >= 1 or w.fsdp is not None):
-        warnings.append("ZeRO / FSDP beside tensor or pipeline parallelism: the data-parallel traffic is counted as "
-                        "one gradient all-reduce (or reduce-scatter + all-gather) of each device's shard per step; "
-                        "ZeRO-3 / FSDP parameter all-gathers are not counted")
+    fsdp_comm = None
+    if dp > 1 and fsdp is not None:  # eq. (P7): eq. (7c)'s collectives over the dp ranks at B_dp
+        fsdp_comm = data_parallel_comm(dp, dp, fsdp.forward, fsdp.reduced, "grad_op" if w.fsdp == "grad_op" else "full",
+                                       max(1, fsdp.units), b_dp, regathered_bytes=fsdp.backward)
+        dp_b = 0.0
+    elif dp > 1 and w.shard_stage >= 3:  # what eq. (P7) does not time (estimate/duration.py fsdp_stage)
+        what = ("DeepSpeed ZeRO-3" if w.fsdp is None else "HSDP" if w.fsdp == "hybrid"
+                else "parameter offload" if w.offload != "none" else "FSDP1 under pipeline parallelism")
+        warnings.append(f"{what} beside tensor or pipeline parallelism: the data-parallel traffic is counted as one "
+                        "gradient all-reduce of each device's shard per step; its parameter all-gathers are not "
+                        "counted")
+    elif dp > 1 and (w.zero >= 1 or w.fsdp is not None):
+        warnings.append("ZeRO-1/2 / SHARD_GRAD_OP beside tensor or pipeline parallelism: the data-parallel traffic "
+                        "is counted as one gradient all-reduce (or reduce-scatter + all-gather) of each device's "
+                        "shard per step")
     mp = model_parallel_step(stage_seconds, w.grad_accumulation, pp, v, fwd + bwd, b_tp, p2p, b_p2p, dp_b, b_dp,
-                             w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0)
+                             w.tp_comm_overlap, min(hidden_s, (fwd + bwd) / b_tp) if hidden_s else 0.0, fsdp_comm,
+                             forward_share)
     if tp > 1:
         given = w.given is not None and "tp_comm_overlap" in w.given
         notes.append(Assumption("tp_comm_overlap", w.tp_comm_overlap, not given,
@@ -191,7 +228,12 @@ def model_parallel_time(spec: ModelSpec, w: TrainingWorkload, stage_seconds: flo
                                 "formulas/model_parallel_time.py eq. (P1): activations forward + gradients backward "
                                 f"x {v} chunks, 1/{tp} per device (Megatron scatter/gather), blocking"
                                 + (f", at {b_p2p / 1e9:.4g} GB/s" if b_p2p != inf else "")))
-    if dp > 1:
+    if fsdp_comm is not None:
+        notes.append(Assumption("fsdp_beside_model_parallel", "once per step" if pp > 1 else "every micro-batch",
+                                True, FSDP_BESIDE_MP_WHY[pp > 1] + f": {round(mp.dp_bytes)} B per step and device "
+                                f"over {dp} data-parallel ranks" + (f" at {b_dp / 1e9:.4g} GB/s" if b_dp != inf else "")
+                                + f", {mp.dp_exposed_seconds * 1e3:.4g} ms of it not hidden"))
+    elif dp > 1:
         notes.append(Assumption("dp_grad_overlap", False, True, DP_GRAD_OVERLAP_WHY))
     if pp > 1 and w.grad_accumulation < pp:
         warnings.append(f"{w.grad_accumulation} micro-batches per step on {pp} pipeline stages: the bubble "

@@ -92,6 +92,36 @@ one data-parallel group sit on different machines once t p >= g, each ring leavi
     B_dp = B_intra (one machine), else min(B_intra, g_d B_node / g), g_d = max(1, g / (t p))   (P5)
     t_step = t_pipe + c_dp                                                                      (P6)
 
+FSDP / ZeRO-3 over the d replicas (torchtitan's 2D / 3D runs: ``fully_shard`` over the data-parallel mesh of the
+tensor-parallel DTensors) replaces the gradient all-reduce of (P5) by FSDP's own collectives, each on one data-parallel
+group: every unit of the device's stage all-gathers its tensor-parallel shard of the parameters (a unit's bytes are
+already 1/t), and the gradients of the stage's shard are reduce-scattered. Their payloads, in their own dtypes, are
+formulas/training_time.py eq. (7c)'s W, W_b and G for the units of the stage (estimate/training/gather_units.py
+``fsdp_collective_volume`` on the stage's states), at B_dp of (P5):
+
+- without pipeline parallelism (p = 1) every micro-batch gathers, re-gathers and reduce-scatters as plain FSDP does,
+  overlapped by phase with the micro-batch (its compute and its tensor-parallel collectives, which run in line on
+  the compute stream) as eq. (8'), phi the forward's share::
+
+      t_micro' = max(phi t_micro + a_1, c_f + phi t_micro / U) + max((1 - phi) t_micro + r_U, c_b + (1 - phi) t_micro / U)
+
+- under torch's pipeline stages (p > 1) each stage gathers once per step and reduce-scatters once per step: torchtitan
+  does not reshard after the forward when PP is on (``reshard_after_forward_policy`` 'default' -> ``not
+  pp_enabled``, pytorch/torchtitan @b5bcd76 ``torchtitan/distributed/fsdp.py`` lines 129-132, "For PP, by default do
+  not reshard after forward to avoid per-microbatch all-gathers"; the policy's default, ``config/configs.py`` line
+  145; @9dec370 ``parallelize_llama.py`` lines 326-339), torch's pipeline stage runs every micro-batch's backward
+  with ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)`` (torch 2.13
+  ``distributed/pipelining/stage.py`` ``backward_maybe_with_nosync`` lines 844-847), and ``perform_reduce_grad``
+  (lines 1164-1191), which the schedule calls after the last micro-batch's backward (``schedules.py`` line 960,
+  1177; 2607 for the multi-stage schedules), turns both on and runs every unit's ``post_backward``: the one
+  reduce-scatter of the step, after the last compute. The first micro-batch's forward hides the gathers as the
+  forward of eq. (8'); the reduce-scatter is not hidden::
+
+      c_fsdp = max(phi t_micro + a_1, c_f + phi t_micro / U) - phi t_micro + c_b,   W_b = 0       (P7)
+      t_step = t_pipe + c_fsdp
+
+  (each stage's first forward waits for its own gathers; the stage with the longest c_fsdp is taken, once).
+
 Ring latency (the alpha term) is not counted: per-layer messages are T h a = tens to hundreds of MB at the
 micro-batch sizes of these runs (formulas/network.py, bandwidth term dominant).
 """
@@ -103,6 +133,7 @@ from typing import NamedTuple
 
 from ..errors import InputError
 from .network import all_gather_bytes, allreduce_bytes, reduce_scatter_bytes
+from .training_time import DataParallelComm, micro_step_seconds
 
 
 def tensor_parallel_bytes(layers: int, recomputed_layers: int, tokens: int, hidden: int, act_bytes: float,
@@ -216,6 +247,9 @@ class ModelParallelStep(NamedTuple):
     micro_batches: int
     tp_overlap: bool = False  # eq. (T3'): the collectives overlap the GEMMs
     tp_hidden_seconds: float = 0.0  # eq. (T4): per micro-batch, backward collectives hidden behind their GEMMs
+    # per optimizer step, the data-parallel time compute does not hide: c_dp (P5), FSDP's exposed part (P7)
+    dp_exposed_seconds: float = 0.0
+    fsdp: bool = False  # the data-parallel traffic is FSDP's all-gathers and reduce-scatters (P7), not (P5)
 
     @property
     def exposed_tp_seconds(self) -> float:
@@ -249,21 +283,30 @@ class ModelParallelStep(NamedTuple):
     def comm_share(self) -> float:
         """Share of the step spent in communication compute does not hide: m (c_tp + c_p2p) + c_dp over t_step
         (with eq. (T3') only the tensor-parallel time beyond the compute)."""
-        comm = self.micro_batches * (self.exposed_tp_seconds + self.p2p_seconds) + self.dp_seconds
+        comm = self.micro_batches * (self.exposed_tp_seconds + self.p2p_seconds) + self.dp_exposed_seconds
         return comm / self.step_seconds if self.step_seconds > 0 else 0.0
 
 
 def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, virtual: int, tp_bytes: float,
                         tp_bandwidth: float, p2p_bytes: float, p2p_bandwidth: float, dp_bytes: float,
                         dp_bandwidth: float, tp_overlap: bool = False,
-                        tp_hidden_seconds: float = 0.0) -> ModelParallelStep:
-    """Eqs. (P3)-(P6): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
+                        tp_hidden_seconds: float = 0.0, fsdp: DataParallelComm | None = None,
+                        forward_share: float = 1.0 / 3.0) -> ModelParallelStep:
+    """Eqs. (P3)-(P7): one optimizer step of one device from its stage's compute per micro-batch and the bytes it
     moves (tensor-parallel and point-to-point per micro-batch, data-parallel per step) at their bandwidths;
-    ``tp_hidden_seconds``: the tensor-parallel time per micro-batch Megatron's backward overlap hides (eq. (T4)).
+    ``tp_hidden_seconds``: the tensor-parallel time per micro-batch Megatron's backward overlap hides (eq. (T4));
+    ``fsdp``: FSDP's collectives on the data-parallel group (formulas/training_time.py eq. (7c) of the stage's
+    payloads at B_dp; ``dp_bytes`` then 0), every micro-batch without pipeline parallelism, once per step with it
+    (eq. (P7)); ``forward_share``: phi of eq. (8').
 
     >>> s = model_parallel_step(1.0, 8, 4, 1, 10.0, 100.0, 0.0, 1.0, 0.0, 1.0)
     >>> round(s.step_seconds, 4), round(s.bubble_seconds, 4)
     (12.1, 3.3)
+    >>> from llmsizer.formulas.training_time import data_parallel_comm
+    >>> c = data_parallel_comm(2, 2, 100.0, 200.0, "full", 4, 100.0, regathered_bytes=0.0)  # c_f 0.5 s, c_b 1 s
+    >>> f = model_parallel_step(3.0, 8, 4, 1, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, fsdp=c)  # (8 + 3) x 3 s + a_1 + c_b
+    >>> f.step_seconds, f.dp_exposed_seconds   # the gathers (0.5 s) hide behind the first forward (1 s) but a_1
+    (34.125, 1.125)
     """
     if stage_seconds < 0 or micro_batches < 1 or stages < 1 or virtual < 1:
         raise InputError("stage seconds must not be negative; micro-batches, stages, virtual stages >= 1")
@@ -277,9 +320,18 @@ def model_parallel_step(stage_seconds: float, micro_batches: int, stages: int, v
     c_dp = dp_bytes / dp_bandwidth
     micro = (max(stage_seconds, c_tp) if tp_overlap
              else stage_seconds + c_tp - tp_hidden_seconds if tp_hidden_seconds else stage_seconds + c_tp) + c_p2p
+    exposed = c_dp
+    if fsdp is not None and stages == 1:  # every micro-batch, overlapped by phase (eq. (8'))
+        with_fsdp = micro_step_seconds(micro, forward_share, fsdp)
+        exposed, micro = micro_batches * (with_fsdp - micro), with_fsdp
+        c_dp, dp_bytes = micro_batches * (fsdp.forward_seconds + fsdp.backward_seconds), micro_batches * fsdp.bytes
+    elif fsdp is not None:  # once per step: the first forward's gathers, the reduce-scatter after the last backward
+        t_f = forward_share * micro
+        exposed = max(t_f + fsdp.first_seconds, fsdp.forward_seconds + t_f / fsdp.units) - t_f + fsdp.backward_seconds
+        c_dp, dp_bytes = fsdp.forward_seconds + fsdp.backward_seconds, fsdp.bytes
     bubble = (stages - 1) / virtual * micro
     pipe = micro_batches * micro + bubble
-    return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + c_dp, tp_bytes,
-                             p2p_bytes if stages > 1 else 0.0, dp_bytes,
+    after = 0.0 if fsdp is not None and stages == 1 else exposed  # what the micro-batches do not already hold
+    return ModelParallelStep(stage_seconds, c_tp, c_p2p, c_dp, bubble, pipe + after, tp_bytes, p2p_bytes if stages > 1 else 0.0, dp_bytes,
                              bubble_fraction(stages, micro_batches, virtual), tp_bandwidth, p2p_bandwidth,
-                             dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds)
+                             dp_bandwidth, micro_batches, tp_overlap, tp_hidden_seconds, exposed, fsdp is not None)

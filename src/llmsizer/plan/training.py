@@ -498,14 +498,23 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
                 "(p - 1) / (v m)", "Narayanan et al. 2021 section 2.2; formulas/model_parallel_time.py eq. (P4)")
         net.add("bubble_seconds", "pipeline bubble per step", mp.bubble_seconds, "s", "idle stages",
                 "formulas/model_parallel_time.py eq. (P4)")
-        net.add("mp_dp_bytes", "gradient all-reduce between replicas per step and device", mp.dp_bytes, "B_disk",
-                f"{dp} replicas, each device's 1/(tp x pp) of the gradients", "formulas/model_parallel_time.py eq. (P5)")
-        net.add("mp_dp_seconds", "gradient all-reduce time per step (after the backward)", mp.dp_seconds, "s",
-                "bytes / bus bandwidth", "formulas/model_parallel_time.py eq. (P5)")
+        if mp.fsdp:
+            net.add("mp_dp_bytes", "FSDP all-gathers + reduce-scatters between replicas per step and device",
+                    mp.dp_bytes, "B_disk", f"{dp} replicas, each device's tensor-parallel shard of its stage's units",
+                    "formulas/model_parallel_time.py eq. (P7)")
+            net.add("mp_dp_seconds", "FSDP collective time per step (overlapped by phase)", mp.dp_seconds, "s",
+                    f"bytes / bus bandwidth; {mp.dp_exposed_seconds:.3g} s of it not hidden",
+                    "formulas/model_parallel_time.py eq. (P7)")
+        else:
+            net.add("mp_dp_bytes", "gradient all-reduce between replicas per step and device", mp.dp_bytes,
+                    "B_disk", f"{dp} replicas, each device's 1/(tp x pp) of the gradients",
+                    "formulas/model_parallel_time.py eq. (P5)")
+            net.add("mp_dp_seconds", "gradient all-reduce time per step (after the backward)", mp.dp_seconds, "s",
+                    "bytes / bus bandwidth", "formulas/model_parallel_time.py eq. (P5)")
         net.add("compute_seconds", "compute per step (slowest stage)", mp.compute_seconds_per_step, "s",
                 "from the duration estimate")
         net.add("comm_share", "share of a step spent in communication compute does not hide", mp.comm_share,
-                "share", "tensor-parallel + point-to-point + gradient all-reduce / step time",
+                "share", "tensor-parallel + point-to-point + data-parallel time not hidden / step time",
                 "formulas/model_parallel_time.py eq. (P6)")
         notes.facts["comm_share"] = mp.comm_share
     if tp > hw.per_node >= 1:

@@ -31,7 +31,7 @@ def _job_lines(j: JobPlan) -> list[str]:
                    f"{_v(j, 'storage', 'checkpoints')}")
         if j.hardware.count > 1 and j.section("network").get("tp_seconds") is not None:
             out.append(f"  network   tensor-parallel {_v(j, 'network', 'tp_seconds')}, pipeline point-to-point "
-                       f"{_v(j, 'network', 'pp_seconds')}, gradient all-reduce {_v(j, 'network', 'mp_dp_seconds')} "
+                       f"{_v(j, 'network', 'pp_seconds')}, data-parallel {_v(j, 'network', 'mp_dp_seconds')} "
                        f"per step beside {_v(j, 'network', 'compute_seconds')} of compute "
                        f"({_v(j, 'network', 'comm_share')} of the step not hidden by compute); pipeline bubble "
                        f"{_v(j, 'network', 'bubble')}")
