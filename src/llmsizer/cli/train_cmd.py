@@ -190,7 +190,9 @@ def render_duration(d: Duration) -> str:
                        else f"{mp.tp_hidden_seconds:.3g} s tensor-parallel behind the backward GEMMs, the rest not "
                        "overlapped" if mp.tp_hidden_seconds else "not overlapped")
                     + f"), pipeline bubble {mp.bubble:.3g}, "
-                    f"{mp.dp_seconds:.3g} s gradient all-reduce per step"
+                    + (f"{mp.dp_seconds:.3g} s FSDP all-gathers + reduce-scatters per step "
+                       f"({mp.dp_exposed_seconds:.3g} s not hidden by compute)" if mp.fsdp
+                       else f"{mp.dp_seconds:.3g} s gradient all-reduce per step")
                     if (mp := st.model_parallel) is not None else "")
                  + "".join(f" over {a.why.split(':')[0]}" for a in d.assumptions if a.name == "inter_node_network")
                  + (f", {st.paging_seconds:.3g} s optimizer paging per step" if st.paging_seconds else "")
