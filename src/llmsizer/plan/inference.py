@@ -14,7 +14,7 @@ from ..errors import InputError, LlmsizerError
 from ..estimate.device import default_engine, generic_device, one_replica_per_device
 from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
-from ..estimate.formats import rung_bytes, unquantized_format, weights_asked
+from ..estimate.formats import rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
 from ..formulas import network as N
@@ -151,11 +151,14 @@ def device_fit(job: InferenceJob, device: str, count: int, *, memory: int | None
 
 
 def _smaller(spec: ModelSpec, fmt: str, than: str) -> bool:
-    """Whether format ``fmt`` holds fewer weight bytes than ``than`` (``rung_bytes``, the measure the format ladder
-    ranks its rungs by; a model file's own bytes for "file")."""
+    """Whether format ``fmt`` holds fewer weight bytes than ``than``: the measure the format ladder and recommend
+    rank rungs by (``rung_bytes`` at ``rung_group_size``: the checkpoint's own GPTQ/AWQ group for its stored format,
+    the default group for any other; a model file's own bytes for "file")."""
     def size(f: str) -> int:
         fw = spec.file_weights
-        return fw.total_bytes if f == "file" and fw is not None else rung_bytes(spec, f)
+        if f == "file" and fw is not None:
+            return fw.total_bytes
+        return rung_bytes(spec, f, rung_group_size(spec, f, None))
     return fmt != than and size(fmt) < size(than)
 
 
