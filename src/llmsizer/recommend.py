@@ -59,6 +59,7 @@ from .estimate.formats import (
     rung_group_size,
     weights_asked,
 )
+from .estimate.inference.common import running_and_queued
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
@@ -683,7 +684,7 @@ def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float,
         # each instance is fitted at ``per`` sequences; instances beyond the users' add no tokens/s
         total = one_total * min(r, max(1, concurrency) / per)
         if total >= target:
-            running = min(concurrency, int(one.details.get("running_sequences", per)) * r)
+            running = running_and_queued(concurrency, int(one.details.get("running_sequences", per)) * r)[0]
             return r, total, sp.tokens_per_second_per_user, {"running_sequences": running,
                                                               "queue_wait_seconds": one.details.get("queue_wait_seconds")}
     return MAX_REPLICAS, None, None, {}

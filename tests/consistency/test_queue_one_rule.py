@@ -18,12 +18,14 @@ pool // bytes per token, over 1024 tokens per sequence).
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 
 from cli.cli_run import answer
+from llmsizer.estimate.inference.common import running_and_queued
 from llmsizer.plan import make_plan
 from llmsizer.request import parse_request
 
@@ -128,3 +130,36 @@ def test_web_api_says_what_the_cli_says(engine: str, device: str, limit: str,
         assert wi["details"][key] == i["details"][key] == wf["details"][key] == f["details"][key]
     assert wi["details"]["running_sequences"] + wi["details"]["queued_sequences"] == CONCURRENCY
     assert wf["details"]["queue_wait_seconds"] == f["details"]["queue_wait_seconds"]
+
+
+def _name(node: ast.expr) -> str:
+    """The last name of ``node`` (``w.concurrency`` -> concurrency, ``int(running)`` -> running), '' for others."""
+    while isinstance(node, ast.Call) and node.args:
+        node = node.args[0]
+    if isinstance(node, ast.BinOp):
+        return _name(node.left)
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+
+
+def test_eqs_r1_r2_have_one_home() -> None:
+    """running = min(concurrency, bounds) and queued = concurrency - running are computed only in
+    estimate/inference/common.py ``running_and_queued``: fit's queue, the estimate's queued_sequences and
+    running_sequences assumption, the plan's running figures and recommend's replicas all call it (before, fit.py,
+    compose.py, plan/inference.py and recommend.py each spelled one or both)."""
+    src = Path(__file__).resolve().parents[2] / "src" / "llmsizer"
+    in_flight = {"concurrency", "in_flight"}
+    spelled = []
+    for f in sorted(src.rglob("*.py")):
+        if f == src / "estimate" / "inference" / "common.py":  # the home
+            continue
+        for node in ast.walk(ast.parse(f.read_text("utf-8"))):
+            if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and _name(node.left) in in_flight
+                    and any(k in _name(node.right) for k in ("running", "total"))):
+                spelled.append(f"{f.relative_to(src)}:{node.lineno} {ast.unparse(node)}")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "min"
+                    and len(node.args) > 1 and _name(node.args[0]) in in_flight
+                    and any("running" in ast.unparse(a) for a in node.args[1:])):
+                spelled.append(f"{f.relative_to(src)}:{node.lineno} {ast.unparse(node)}")
+    assert spelled == [], spelled
+    assert running_and_queued(10, 4, None) == (4, 6) and running_and_queued(3, 4) == (3, 0)
+    assert running_and_queued(5, None) == (5, 0) and running_and_queued(5, 0) == (0, 5)

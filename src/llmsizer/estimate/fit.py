@@ -47,6 +47,7 @@ from .device import (
 from .engines import llamacpp_layer_split
 from .formats import check_engine_runs, engine_dtype_note
 from .inference import estimate_inference
+from .inference.common import running_and_queued
 from .inference.compose import with_serving_notes
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
@@ -684,10 +685,10 @@ def queue_details(concurrency: int, replicas: int, per: int, running: int,
     waiting, and, with a speed, the mean wait of a queued request on the fullest replica (formulas/serving_queue.py
     eq. Q3 over its ``per`` in flight, ``running`` slots each held one request's time: the speed's
     ``request_seconds``, formulas/network.py eq. 9)."""
-    total = min(concurrency, running * replicas)
+    total, queued = running_and_queued(concurrency, running * replicas)  # estimate/inference/common.py eqs. R1-R2
     held = sp.request_seconds if sp is not None else None
     wait = queue_wait_seconds(per, running, held) if held is not None else None
-    return {"running_sequences": total, "queued_sequences": concurrency - total, "queue_wait_seconds": wait}
+    return {"running_sequences": total, "queued_sequences": queued, "queue_wait_seconds": wait}
 
 
 def queue_note(queue: dict[str, Any], per: int, running: int, details: dict[str, Any]) -> Assumption:

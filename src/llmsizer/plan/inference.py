@@ -16,6 +16,7 @@ from ..estimate.engines import llamacpp_layer_split, step_host
 from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
+from ..estimate.inference.common import running_and_queued
 from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
@@ -403,13 +404,14 @@ def _pool_figures(mem: Sec, d: dict[str, Any], engine: str, tokens: str, in_flig
     runs at once (``running_sequences``: estimate/inference/common.py eq. R1, min(in flight, its running cap, the
     pool's room)); the rest of the ``in_flight`` wait in its queue."""
     room, running, cap = int(d["max_concurrency_at_context"]), int(d["running_sequences"]), d.get("running_cap")
+    queued = running_and_queued(in_flight, running)[1]
     mem.add("kv_room", f"sequences of {tokens} the KV pool has room for per replica", room, "count",
             f"{engine} KV pool / KV per sequence",
             "estimate/inference/vllm.py, sglang.py (max_concurrency_at_context)")
     bounds = f"{in_flight} in flight" + (f", {d.get('running_cap_name', 'running cap')} {int(cap)}" if cap is not None
                                          else "") + f", pool room {room}"
     mem.add("running", f"sequences {engine} runs at once per replica at peak"
-            + (f" (the other {in_flight - running} of {in_flight} wait in its queue)" if running < in_flight else ""),
+            + (f" (the other {queued} of {in_flight} wait in its queue)" if queued else ""),
             running, "count", f"min({bounds})", "estimate/inference/common.py eq. R1 (running_sequences)")
 
 
@@ -466,7 +468,7 @@ def _in_service(f: FitResult | None, concurrency: int, machines: int) -> int:
     """The requests the ``machines`` serve at once of ``concurrency`` (each machine's fit at its share runs
     ``running_sequences``: estimate/inference/common.py eq. R1); the rest wait in the engines' queues."""
     running = f.details.get("running_sequences") if f is not None else None
-    return concurrency if running is None else min(concurrency, int(running) * machines)
+    return running_and_queued(concurrency, None if running is None else int(running) * machines)[0]
 
 
 def _need(spec: ModelSpec, engine: str, fmt: str, context: int, concurrency: int, output: int, tp: int,

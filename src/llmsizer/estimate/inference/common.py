@@ -59,12 +59,23 @@ def running_sequences(w: InferenceWorkload, cap: int | None, admits: int | None 
     ``self.waiting``), and a running request that cannot grow preempts the newest running one back to the waiting
     queue, vllm/v1/core/sched/scheduler.py @00024d31; SGLang: a request is admitted only while the token pool has room
     for it); None: no pool (the engine allocates for every sequence). Every surface reads this one number: the
-    queued requests are ``concurrency - running`` (compose.py ``queued_sequences``), the queue's wait is
+    queued requests are eq. (R2) ``concurrency - running`` (compose.py ``queued_sequences``), the queue's wait is
     formulas/serving_queue.py eq. Q3 over ``running`` slots. Memory is sized for ``min(concurrency, cap)``
     (``need_sequences``): what the engine would run with room for it; a pool that holds fewer (``admits``) is the
-    fit's 'does not fit', with ``admits`` running and the rest queued."""
-    bounds = [w.concurrency] + [b for b in (cap, admits) if b is not None]
-    return max(0, min(bounds))
+    fit's 'does not fit', with ``admits`` running and the rest queued. The arithmetic: ``running_and_queued``."""
+    return running_and_queued(w.concurrency, cap, admits)[0]
+
+
+def running_and_queued(concurrency: int, *bounds: int | None) -> tuple[int, int]:
+    """Eq. (R1) and its remainder, the one home of both (every surface calls this): of ``concurrency`` requests in
+    flight, (running, queued) where ``bounds`` limit the sequences run at once (an engine's running cap, its pool's
+    room; over r replicas, one replica's running x r); None: no bound::
+
+        running = max(0, min(concurrency, *bounds))                                                (R1)
+        queued = concurrency - running                                                             (R2)
+    """
+    running = max(0, min([concurrency, *(b for b in bounds if b is not None)]))
+    return running, concurrency - running
 
 
 def weights_item(wb: WeightBytes, location: Location, nbytes: int | None = None, note: str = "") -> Item:

@@ -32,7 +32,7 @@ from ..device import (
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
 from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
-from .common import Acc, Context, running_sequences, state_dtypes, state_of
+from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
 
@@ -353,9 +353,9 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     # pool's room)); an engine without a cap runs every one; the rest of the concurrency wait in its queue
     ctx.details.setdefault("running_sequences", w.concurrency)
     cap = ctx.details.get("running_cap")
-    running = int(ctx.details["running_sequences"])
-    if cap is not None and running < w.concurrency:
-        ctx.details["queued_sequences"] = w.concurrency - running
+    running, queued = running_and_queued(w.concurrency, int(ctx.details["running_sequences"]))
+    if cap is not None and queued:
+        ctx.details["queued_sequences"] = queued
         # what memory is sized for: the sequences the engine would run with room for them, min(concurrency, cap)
         ctx.details["need_sequences"] = running_sequences(w, cap)
         room = ctx.details.get("max_concurrency_at_context")
@@ -424,7 +424,7 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
            else f"it runs at most {cap_name} = {cap} sequences at once")
     return Assumption("running_sequences", running, default,
                       f"{engine} runs {running} sequences at once = {bounds}) (estimate/inference/common.py eq. R1): "
-                      f"{why}; {concurrency - running} of the {concurrency} requests wait in its queue (vLLM: "
+                      f"{why}; {running_and_queued(concurrency, running)[1]} of the {concurrency} requests wait in its queue (vLLM: "
                       "vllm/v1/core/sched/scheduler.py Scheduler.schedule takes no waiting request once "
                       "max_num_running_reqs run, and stops at the first whose allocate_slots returns None; SGLang: "
                       "python/sglang/srt/managers/scheduler.py get_new_batch_prefill takes none once "
