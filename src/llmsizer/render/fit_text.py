@@ -44,16 +44,15 @@ def render_fit(r: FitResult) -> str:
             out.append(f"split decode (one sequence, eq. 8): {parts} + PCIe {sd['transfer_seconds'] * 1e3:.2f} ms + "
                        f"launch overhead {sd['overhead_seconds'] * 1e3:.1f} ms = {sd['seconds'] * 1e3:.1f} ms/token")
         if r.replicas > 1 and r.tokens_per_second_total is not None:  # the table is one replica's share
-            conc = int(r.details.get("concurrency", s.concurrency))
-            busy = int(r.details.get("busy_replicas", r.replicas))
+            conc, busy = int(r.details["concurrency"]), int(r.details["busy_replicas"])
             out.append(f"all {r.replicas} replicas: {r.tokens_per_second_total:,.1f} tokens/s (the table: one replica "
                        f"at {s.concurrency} of the {conc} sequences"
                        + (f"; {busy} replica{'s' if busy > 1 else ''} busy, the others idle)" if busy < r.replicas
                           else ")"))
         queued, wait = r.details.get("queued_sequences"), r.details.get("queue_wait_seconds")
         if queued and r.fits:
-            out.append(f"queue: {queued:,} of {int(r.details.get('concurrency', 0)):,} requests wait for a running slot "
-                       f"({int(r.details.get('running_sequences', 0)):,} run at once)"
+            out.append(f"queue: {queued:,} of {int(r.details['concurrency']):,} requests wait for a running slot "
+                       f"({int(r.details['running_sequences']):,} run at once)"
                        + (f"; mean wait {wait:.2f} s before the prefill, so TTFT {wait + (s.ttft_seconds or 0):.2f} s"
                           if wait is not None else "")
                        + "; the tokens/s are the running sequences' (formulas/serving_queue.py eqs. Q1-Q3)")
@@ -96,7 +95,7 @@ def layouts_line(r: FitResult) -> str | None:
     ranked = r.details.get("tensor_parallel_layouts")
     if not ranked:
         return None
-    conc = int(r.details.get("concurrency", 1))
+    conc = int(r.details["concurrency"])
     parts = [f"TP {d['tensor_parallel']} x {d['replicas']} "
              + (f"{d['tokens_per_second']:,.0f}" if d["tokens_per_second"] is not None else "")
              + (" (taken)" if d["tensor_parallel"] == r.tensor_parallel else

@@ -82,8 +82,8 @@ def estimate_facts(est: Estimate) -> list[str]:
             out.append(f"vs vLLM on the same memory: {d['engines_differ_because']}")
     if d.get("queued_sequences"):  # not run at once (estimate/inference/common.py eq. R1, compose.py)
         room = f", pool room {d['max_concurrency_at_context']:,}" if "max_concurrency_at_context" in d else ""
-        asked = int(d["running_sequences"]) + int(d["queued_sequences"])  # the concurrency (compose.py)
-        out.append(f"queue: {d['running_sequences']:,} run at once (min({asked:,} requests, {d['running_cap_name']} "
+        out.append(f"queue: {d['running_sequences']:,} run at once (min({d['concurrency']:,} requests, "
+                   f"{d['running_cap_name']} "
                    f"{d['running_cap']:,}{room})), {d['queued_sequences']:,} requests wait in the engine's queue; "
                    f"memory is sized for the {d['need_sequences']:,} it would run with room for them")
     if "split" in d:

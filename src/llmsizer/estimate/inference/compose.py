@@ -368,6 +368,8 @@ def _estimate(spec: ModelSpec, w: InferenceWorkload) -> Estimate:
     pc = count_params(spec)
     details = ctx.details
     details.update({
+        # the requests in flight the estimate was sized at (the running ones and the queued: eqs. R1-R2)
+        "concurrency": w.concurrency,
         "params_total": pc.total, "params_active": pc.active, "weights_format": fmt,
         "weights_bytes": wb.total, "weights_by_storage": dict(wb.by_storage), "kv_dtype": kvd,
         "kv_bytes_per_token": kv_cache(spec, 1, 1, kvd, mla_mode=profile.mla_mode,
