@@ -106,3 +106,37 @@ def test_plan_and_train_agree_for_tensor_and_pipeline_parallelism(capsys: pytest
     assert net.value("bubble_seconds") == pytest.approx(mp["bubble_seconds"], rel=1e-12)
     assert net.value("mp_dp_seconds") == pytest.approx(mp["dp_seconds"], rel=1e-12)
     assert net.value("dp_bytes") is None
+
+
+def test_the_communication_share_is_the_step_estimates(capsys: pytest.CaptureFixture[str]) -> None:
+    """The plan's comm_share (its 'Communication-bound' check reads it) is the step estimate's own ``comm_share``,
+    which ``train --json`` prints, not a share the plan recomputes: data-parallel, exposed communication x
+    micro-steps / step time (formulas/training_time.py eq. (8'')); model-parallel, eq. (P6). Checked against the
+    step's own times written out."""
+    j = _plan_job("""\
+    method: full
+    settings: {micro_batch: 1, seq_len: 2048, grad_accumulation: 2}
+    resources: {device: h100-sxm, count: 8, nodes: 2, network: 100 Gb/s}
+    """)
+    st = _train(["--device", "h100-sxm", "--gpus", "8", "--gpus-per-node", "4", "--network", "100 Gb/s",
+                 "--grad-accumulation", "2"], j.section("duration").value("tokens"), capsys)["step"]
+    share = st["exposed_comm_seconds"] * st["micro_steps"] / st["step_seconds"]
+    assert share > 0
+    assert st["comm_share"] == pytest.approx(share, rel=1e-12)
+    assert j.section("network").value("comm_share") == j.facts["comm_share"] == st["comm_share"]
+
+    j = _plan_job("""\
+    method: full
+    settings: {micro_batch: 2, seq_len: 1024, grad_accumulation: 3, tp: 2, pp: 2}
+    resources: {device: h100-sxm, count: 8}
+    """)
+    st = _train(["--device", "h100-sxm", "--gpus", "8", "--tp", "2", "--pp", "2", "--batch", "2", "--seq", "1024",
+                 "--grad-accumulation", "3"], j.section("duration").value("tokens"), capsys)["step"]
+    mp = st["model_parallel"]
+    assert not mp["tp_overlap"]  # the tensor-parallel time a micro-batch waits for: c_tp less what the backward hides
+    exposed_tp = mp["tp_seconds"] - mp["tp_hidden_seconds"]
+    # the data-parallel time not hidden (the gradient all-reduce after the backward, eq. (P5): all of it)
+    assert mp["dp_exposed_seconds"] == mp["dp_seconds"] > 0
+    share = (mp["micro_batches"] * (exposed_tp + mp["p2p_seconds"]) + mp["dp_exposed_seconds"]) / mp["step_seconds"]
+    assert st["comm_share"] == pytest.approx(share, rel=1e-12) and share > 0
+    assert j.section("network").value("comm_share") == j.facts["comm_share"] == st["comm_share"]

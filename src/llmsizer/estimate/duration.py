@@ -467,6 +467,17 @@ class StepTime:
         """Wall-clock seconds of one optimizer step on every device [s]."""
         return self.micro_steps * self.tokens_per_device_micro / self.tokens_per_second * self.devices
 
+    @property
+    def comm_share(self) -> float:
+        """Share of a step spent in communication compute does not hide: a model-parallel run's
+        (formulas/model_parallel_time.py eq. (P6)); else the exposed data-parallel communication per micro-step
+        (formulas/training_time.py eqs. (8'), (8'')) x micro-steps over the step time; 0 for a step of no time. The
+        one home of the share the plan's network section shows and its 'network-bound' check reads."""
+        if self.model_parallel is not None:
+            return self.model_parallel.comm_share
+        step = self.step_seconds
+        return self.exposed_comm_seconds * self.micro_steps / step if step > 0 else 0.0
+
     tokens_per_device_micro: float = 0.0
     devices: int = 1
     bus_bandwidth: float = 0.0  # B_bus of the data-parallel collectives (formulas/network.py eq. (11)) [B/s]
@@ -481,7 +492,8 @@ class StepTime:
                 "dequant_seconds": self.dequant_seconds, "elementwise_seconds": self.elementwise_seconds,
                 "optimizer_seconds": self.optimizer_seconds, "accumulation_seconds": self.accumulation_seconds,
                 "float8_cast_seconds": self.float8_cast_seconds, "launch_seconds": self.launch_seconds,
-                "exposed_comm_seconds": self.exposed_comm_seconds, "sharding": self.sharding,
+                "exposed_comm_seconds": self.exposed_comm_seconds, "comm_share": self.comm_share,
+                "sharding": self.sharding,
                 "grad_sync": self.grad_sync, "comm_seconds_per_step": self.comm_seconds_per_step,
                 "comm_bytes_per_step": self.comm_bytes_per_step, "step_seconds": self.step_seconds,
                 "bus_bandwidth": self.bus_bandwidth, "attention_seconds": self.attention_seconds,

@@ -473,14 +473,14 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
                 "formulas/training_time.py eqs. (8'), (8'')")
         net.add("compute_seconds", "compute per step", st.compute_seconds * st.micro_steps, "s",
                 "from the duration estimate")
-        share = st.exposed_comm_seconds * st.micro_steps / st.step_seconds if st.step_seconds else None
-        net.add("comm_share", "share of a step spent in communication compute does not hide", share, "share",
-                "exposed communication / step time", "formulas/training_time.py eq. (8'')")
-        notes.facts["comm_share"] = share
+        net.add("comm_share", "share of a step spent in communication compute does not hide", st.comm_share,
+                "share", "exposed communication / step time (the step estimate's comm_share)",
+                "formulas/training_time.py eq. (8'')")
+        notes.facts["comm_share"] = st.comm_share
     elif st is not None and st.topology not in ("model-parallel",):
         notes.facts["network_unknown"] = ["data-parallel traffic"]
     mp = st.model_parallel if st is not None else None
-    if mp is not None:
+    if st is not None and mp is not None:
         k = mp.micro_batches
         net.add("tp_bytes", "tensor-parallel traffic per step and device", mp.tp_bytes_per_step, "B_disk",
                 f"{k} micro-batches x 4 all-reduces per layer (+2 per recomputed layer) of {micro} x {seq} x "
@@ -513,10 +513,10 @@ def _network(job: TrainingJob, spec: ModelSpec, hw: Hardware, gpus: int, d: Dura
                     "bytes / bus bandwidth", "formulas/model_parallel_time.py eq. (P5)")
         net.add("compute_seconds", "compute per step (slowest stage)", mp.compute_seconds_per_step, "s",
                 "from the duration estimate")
-        net.add("comm_share", "share of a step spent in communication compute does not hide", mp.comm_share,
-                "share", "tensor-parallel + point-to-point + data-parallel time not hidden / step time",
-                "formulas/model_parallel_time.py eq. (P6)")
-        notes.facts["comm_share"] = mp.comm_share
+        net.add("comm_share", "share of a step spent in communication compute does not hide", st.comm_share,
+                "share", "tensor-parallel + point-to-point + data-parallel time not hidden / step time (the step "
+                "estimate's comm_share)", "formulas/model_parallel_time.py eq. (P6)")
+        notes.facts["comm_share"] = st.comm_share
     if tp > hw.per_node >= 1:
         notes.warnings.append(f"tensor parallelism {tp} spans machines ({hw.per_node} devices each): keep TP "
                               "within one machine's fast links")
