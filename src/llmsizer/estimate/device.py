@@ -148,6 +148,23 @@ def gpu_runtime(device: Device) -> str:
     return "rocm" if vendor == "amd" and device.kind == "gpu" else "cuda"
 
 
+def runtime_stand_in(device: Device) -> Assumption | None:
+    """The named assumption when ``gpu_runtime`` takes CUDA for a GPU or accelerator it has no rule for: one whose
+    vendor is not NVIDIA (a hardware file's entry with no ``vendor``, or one no rule above maps to its runtime), so
+    CUDA's context (estimate/engines.py CUDA_CONTEXT) stands in for its runtime's; None for an NVIDIA device, a
+    device of another runtime, and a GPU known only by its kind (``gpu``: CUDA is the default every estimate
+    names)."""
+    if (device.kind not in ("gpu", "accelerator") or device.origin == "generic" or gpu_runtime(device) != "cuda"
+            or device.vendor.lower() == "nvidia"):
+        return None
+    vendor = f"unknown vendor {device.vendor!r}" if device.vendor else "no vendor"
+    where = "the catalog" if device.origin == "catalog" else device.origin
+    return Assumption("gpu_runtime", "cuda", True,
+                      f"{vendor} for {device.id} ({device.kind}) in {where}: CUDA's context used as stand-in (runtime "
+                      "rules: NVIDIA -> CUDA, AMD GPU -> ROCm, Intel accelerator -> Gaudi, TPU -> XLA, Apple -> Metal; "
+                      "give the entry's vendor)")
+
+
 def usable_memory(device: Device, memory: int | None = None, source: str = "given", record: bool = True
                   ) -> tuple[int | None, list[Assumption]]:
     """Bytes a model may use on one ``device`` (before headroom), and the assumptions behind it: ``memory`` when
@@ -293,6 +310,9 @@ def named_device_notes(device: Device, notes: Notes) -> Notes:
     if device.origin == "generic":
         return Notes()
     notes.assumptions.insert(0, Assumption("device", device.id, False, device.name))
+    stand_in = runtime_stand_in(device)
+    if stand_in is not None:  # the runtime whose context the estimate holds, when no rule knew the device's
+        notes.assumptions.insert(1, stand_in)
     return notes
 
 

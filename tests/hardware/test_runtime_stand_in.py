@@ -1,0 +1,59 @@
+"""A hardware file's GPU whose vendor no runtime rule knows (none given, or one such as 'Acme') is sized with CUDA's
+context, and the answer says so: a ``gpu_runtime`` assumption naming the vendor, the device and the file, on
+`infer`, `fit` and `train` (issue #12/#16). Before, estimate/device.py ``gpu_runtime`` took CUDA silently.
+
+docs/hardware.md: ``vendor`` is optional in a hardware file (the loader reads ``raw.get("vendor", "")``), so the
+missing or unknown vendor is a named assumption, not a refusal. The rules themselves: NVIDIA -> CUDA, an AMD GPU ->
+ROCm, an Intel accelerator -> Gaudi (estimate/device.py ``gpu_runtime``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.cli_run import answer
+
+GPU = {"kind": "gpu", "form_factor": "datacenter", "memory": "64GiB", "memory_bandwidth": "2000 GB/s",
+       "flops": {"bf16": "400 TFLOP/s"}, "tdp": "500 W"}
+HARDWARE = {"devices": [{"id": "acme-x1", "name": "Acme X1", "vendor": "Acme", **GPU},
+                        {"id": "no-vendor", "name": "No vendor", **GPU},
+                        {"id": "green-x1", "name": "An NVIDIA card", "vendor": "NVIDIA", **GPU},
+                        {"id": "red-x1", "name": "An AMD card", "vendor": "AMD", **GPU}]}
+
+
+@pytest.fixture()
+def hw(tmp_path: Path) -> Path:
+    p = tmp_path / "runtime-hardware.json"
+    p.write_text(json.dumps(HARDWARE), "utf-8")
+    return p
+
+
+def _runtime(out: dict) -> list[dict]:
+    nested = [out[k] for k in ("memory", "estimate") if isinstance(out.get(k), dict)]  # fit's memory estimate
+    return [a for d in (out, *nested) for a in d.get("assumptions", []) if a["name"] == "gpu_runtime"]
+
+
+@pytest.mark.parametrize("command", [["infer"], ["fit"], ["train", "--method", "lora"]])
+@pytest.mark.parametrize("device, said", [("acme-x1", "unknown vendor 'Acme'"), ("no-vendor", "no vendor")])
+def test_an_unknown_vendor_is_a_named_stand_in(command: list[str], device: str, said: str, hw: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = answer([command[0], "qwen2.5-0.5b", *command[1:], "--device", device, "--hardware-file", str(hw)], capsys)
+    (named,) = {json.dumps(a, sort_keys=True) for a in _runtime(out)}
+    a = json.loads(named)
+    assert a["value"] == "cuda" and a["default"] is True
+    assert said in a["why"] and device in a["why"] and str(hw) in a["why"], a
+    assert "CUDA's context used as stand-in" in a["why"]
+
+
+@pytest.mark.parametrize("device", ["green-x1", "red-x1"])
+def test_a_vendor_with_a_rule_adds_none(device: str, hw: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = answer(["infer", "qwen2.5-0.5b", "--device", device, "--hardware-file", str(hw)], capsys)
+    assert _runtime(out) == []
+
+
+def test_catalog_devices_add_none(capsys: pytest.CaptureFixture[str]) -> None:
+    for device in ("h100-sxm", "mi300x", "gpu"):
+        _, out = answer(["infer", "qwen2.5-0.5b", "--device", device], capsys)
+        assert _runtime(out) == [], device
