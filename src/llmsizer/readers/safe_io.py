@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import accumulate
 from pathlib import Path
@@ -123,10 +123,13 @@ def json_shape(raw: bytes) -> tuple[int, int, int]:
 
 
 def loads_bounded(raw: bytes, where: str, what: str = "JSON", max_objects: int | None = None,
-                  objects_are: str = "objects") -> Any:
+                  objects_are: str = "objects",
+                  object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """``json.loads`` of untrusted bytes after checking depth and size; every failure is one ModelFileError.
 
     ``max_objects`` caps the number of JSON objects (a safetensors header holds one per tensor).
+    ``object_pairs_hook``: ``json.loads``'s (the web API's body refuses a key given twice with it; an exception it
+    raises that is no ValueError passes through as it is).
     """
     try:
         text = raw.decode("utf-8")
@@ -140,7 +143,7 @@ def loads_bounded(raw: bytes, where: str, what: str = "JSON", max_objects: int |
     if max_objects is not None and objects > max_objects:
         raise ModelFileError(f"{where}: {what} holds {objects:,} {objects_are}; the limit is {max_objects:,}")
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as e:
         raise ModelFileError(f"{where}: {what} is not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
     except (RecursionError, ValueError) as e:  # belt and braces: the depth check above should make these impossible

@@ -84,7 +84,7 @@ async def body_of(request: Request) -> dict[str, Any]:
         raise Problem(415, f"send the request as JSON (Content-Type: application/json), not {kind or 'no type'}")
     raw = await request.body()
     try:
-        data = loads_bounded(raw, "request body", "the body")
+        data = loads_bounded(raw, "request body", "the body", object_pairs_hook=bridge.unique_pairs)
     except LlmsizerError as e:
         raise Problem(400, str(e)) from None
     if not isinstance(data, dict):
@@ -123,7 +123,8 @@ async def models(request: Request, query: str | None = Query(None, description="
                  headroom: str | None = None, images: str | None = None, image_size: str | None = None,
                  video_frames: str | None = None, video_size: str | None = None) -> Response:
     from ..cli.model_cmds import models_answer
-    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
+    # all of them, to the CLI's parser (the arguments above document them); one value per field
+    params = bridge.query_fields(("models",), request.query_params.multi_items())
     q = params.pop("query", None)
 
     def work() -> Response:
@@ -145,7 +146,8 @@ async def models_fits_on(request: Request,
                          video_frames: str | None = None, video_size: str | None = None) -> Response:
     """`models [QUERY] --fits-on DEVICE --json`: the CLI's own answer function (`models_answer`), byte for byte."""
     from ..cli.model_cmds import models_answer
-    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
+    # all of them, to the CLI's parser (the arguments above document them); one value per field
+    params = bridge.query_fields(("models",), request.query_params.multi_items())
     q = params.pop("query", None)
     if not fits_on.strip():
         return Problem(400, "field 'fits_on': give a device or instance (GET /api/v1/hardware lists them)",
@@ -237,7 +239,8 @@ async def hardware(request: Request, query: str | None = Query(None, description
                    kind: str | None = Query(None, description="gpu, tpu, accelerator, apple, cpu, instance"),
                    provider: str | None = Query(None, description="aws, gcp, azure")) -> Response:
     from ..cli.hardware_cmd import list_answer
-    params = dict(request.query_params)  # all of them, to the CLI's parser (the arguments above document them)
+    # all of them, to the CLI's parser (the arguments above document them); one value per field
+    params = bridge.query_fields(("hardware", "list"), request.query_params.multi_items())
     q = params.pop("query", None)
 
     def work() -> Response:
@@ -251,8 +254,8 @@ async def hardware_one(request: Request, name: str) -> Response:
     from ..cli.hardware_cmd import show_answer
 
     def work() -> Response:
-        return json_answer(show_answer(bridge.parse(("hardware", "show"), dict(request.query_params),
-                                                    positionals=[name])))
+        params = bridge.query_fields(("hardware", "show"), request.query_params.multi_items())
+        return json_answer(show_answer(bridge.parse(("hardware", "show"), params, positionals=[name])))
     return await run(request, work, not_found=True)
 
 

@@ -121,6 +121,40 @@ def _check_shape(key: str, value: Any, action: argparse.Action | None) -> None:
         raise Problem(400, f"field '{key}': true or false expected (an on/off option), got {short(value, 40)}", key)
 
 
+def given_twice(key: str) -> Problem:
+    """The 400 of a field a request gives twice (a JSON key twice, a query parameter repeated that is no repeatable
+    option): the API takes one value per field, never silently the last."""
+    return Problem(400, f"field '{key}' given twice; give it once", key)
+
+
+def unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s ``object_pairs_hook`` for a request body: the object, refusing a key given twice
+    (``given_twice``; plain ``json.loads`` keeps the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise given_twice(key)
+        out[key] = value
+    return out
+
+
+def query_fields(command: tuple[str, ...], items: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """Query parameters as the fields of ``command``: a repeatable option's repeats (as the CLI takes
+    --hardware-file twice) gathered into a list; any other parameter given twice refused (``given_twice``; before, the
+    last one was taken)."""
+    repeatable = {o[2:].replace("-", "_") for a in subparser(command)._actions
+                  if isinstance(a, argparse._AppendAction) for o in a.option_strings if o.startswith("--")}
+    out: dict[str, Any] = {}
+    for key, value in items:
+        if key not in out:
+            out[key] = [value] if key in repeatable else value
+        elif key in repeatable:
+            out[key].append(value)
+        else:
+            raise given_twice(key)
+    return out
+
+
 def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable[str] = (),
           positionals: Iterable[str] = ()) -> argparse.Namespace:
     """Parse ``fields`` (a JSON body or query parameters) as the command line of ``command``; ``skip`` are fields
@@ -129,6 +163,7 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
     words: list[str] = [*command]
     given: dict[str, str] = {}  # option -> field
     actions = {o: a for a in subparser(command)._actions for o in a.option_strings}
+    by_action: dict[int, str] = {}  # the field that set each option (two names of one option: refused)
     negatable = {o for o, a in actions.items() if isinstance(a, argparse.BooleanOptionalAction)}
     for key, value in fields.items():
         if key in skipped:
@@ -142,6 +177,11 @@ def parse(command: tuple[str, ...], fields: Mapping[str, Any], *, skip: Iterable
             raise Problem(400, f"field '{key}': {TEXT_ONLY[key]}, got the number {value!r}", key)
         given[_option(key)] = key
         action = actions.get(_option(key))
+        if action is not None and value is not None:
+            first = by_action.setdefault(id(action), key)
+            if first != key:  # batch and micro_batch (--batch/--micro-batch): before, the last one was taken
+                raise Problem(400, f"field '{key}': the same option as field '{first}' "
+                                   f"({'/'.join(action.option_strings)}); give one of them", key)
         if isinstance(value, list) and action is not None and getattr(action.type, "comma_separated", False):
             value = ",".join(str(v) for v in value)  # --free 22GiB,11GiB: one value of comma-separated parts
         _check_shape(key, value, action)
