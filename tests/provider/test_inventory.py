@@ -100,3 +100,19 @@ def test_errors_are_all_collected_in_line_order():
 def test_parse_time():
     assert parse_time("2025-10-01 06:00").hour == 6
     assert parse_time("2025-10-01T06:00+02:00").hour == 4
+
+
+def test_device_memory_has_one_home_the_device_entry():
+    """An inventory states no device memory (issue #12/#16): a node's devices have their device entry's memory (the
+    catalog's, or a --hardware-file entry overriding it), the one figure the plan, fit and the placement read. The
+    reader kept a second copy (``Inventory.device_memory``, from the catalog) that nothing read; it is gone, and a
+    node that states ``memory`` is told where memory is stated instead of 'unknown key'."""
+    import dataclasses
+
+    from llmsizer.provider.inventory import Inventory
+
+    assert "device_memory" not in {f.name for f in dataclasses.fields(Inventory)}
+    for key in ("memory", "device_memory"):
+        errs = errors(GOOD.replace("ram: 1 TiB", f"ram: 1 TiB, {key}: 40 GiB"))
+        assert len(errs) == 1 and errs[0].startswith("inv.yaml:6: nodes[0]: unknown key"), errs
+        assert "device's entry" in errs[0] and "--hardware-file" in errs[0], errs

@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,6 @@ class Inventory:
     maintenance: tuple[Maintenance, ...] = ()
     source: str = "<inventory>"
     provider: str = ""
-    device_memory: dict[str, int] = field(default_factory=dict)  # device id -> bytes per device
     quotas: tuple[Quota, ...] = ()
 
     def site(self, ident: str) -> Site:
@@ -169,6 +168,12 @@ SITE_KEYS = ("id", "name", "operator", "jurisdiction", "regions", "max_sensitivi
              "isolated_segments", "fabrics")
 FABRIC_KEYS = ("id", "bandwidth")
 NODE_KEYS = ("id", "site", "device", "devices", "cpus", "ram", "disk", "fabric", "pools", "count")
+# keys a node does not take, and where what they would say is stated instead
+NOT_INVENTORY_KEYS = {
+    "memory": "a node's device memory is its device's entry: the hardware catalog's, or a --hardware-file entry "
+              "that overrides it (the plan, fit and the placement read that one figure)",
+}
+NOT_INVENTORY_KEYS["device_memory"] = NOT_INVENTORY_KEYS["memory"]
 STORAGE_KEYS = ("id", "site", "capacity")
 MAINT_KEYS = ("start", "end", "nodes", "site", "note")
 # A 10,000-node inventory is about 1 MB of YAML; past 8 MiB the file is a mistake (reading it would take seconds).
@@ -202,7 +207,9 @@ class _Reader:
         out: dict[str, tuple[Any, Any]] = {}
         for k, v in node.value:
             key = str(k.value) if isinstance(k, self.yaml.ScalarNode) else "?"
-            if key not in allowed:
+            if key not in allowed and allowed is NODE_KEYS and key in NOT_INVENTORY_KEYS:
+                self.err(k, where, f"unknown key {short(key)}: {NOT_INVENTORY_KEYS[key]}")
+            elif key not in allowed:
                 self.err(k, where, f"unknown key {short(key)}{_closest(key, allowed)} (allowed: {', '.join(allowed)})")
             elif key in out:
                 self.err(k, where, f"{key}: given twice (first on line {out[key][0].start_mark.line + 1})")
@@ -298,14 +305,7 @@ class _Reader:
         quotas = self.quotas(top)
         if self.errors:
             return None
-        from ..catalog.hardware import load_catalog
-        cat = load_catalog(self.hardware_files)
-        mem: dict[str, int] = {}
-        for n in nodes:
-            if n.device not in mem:
-                d = cat.device(n.device)
-                mem[d.id] = int(d.memory_bytes or 0)
-        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider, mem,
+        return Inventory(tuple(sites), tuple(nodes), tuple(storage), tuple(maint), self.source, provider,
                          tuple(quotas))
 
     def quotas(self, top: dict[str, tuple[Any, Any]]) -> list[Quota]:
