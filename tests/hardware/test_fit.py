@@ -16,7 +16,7 @@ def test_budget_is_usable_memory_times_one_minus_headroom(hw_file: Path) -> None
     for hr in (0.0, 0.1, 0.25):
         r = fit("qwen2.5-0.5b", "test-gpu", engine="transformers", headroom=hr, hardware_files=[hw_file])
         assert r.budget_per_device == int(80 * GiB * (1 - hr))
-        assert r.fits and r.headroom_bytes == r.budget_per_device - r.memory_per_device
+        assert r.fits and r.budget_left_bytes == r.budget_per_device - r.memory_per_device
 
 
 def test_a_larger_headroom_can_turn_a_fit_into_a_miss(hw_file: Path) -> None:

@@ -211,10 +211,18 @@ class FitResult:
         return tuple(out)
 
     @property
-    def headroom_bytes(self) -> int | None:
+    def budget_left_bytes(self) -> int | None:
+        """The budget per device the memory per device leaves, budget - need [bytes] (negative: does not fit); None
+        when either is unknown. (Not the headroom, the share of the device kept free before the budget.)"""
         if self.memory_per_device is None or self.budget_per_device is None:
             return None
         return self.budget_per_device - self.memory_per_device
+
+    @property
+    def headroom_bytes(self) -> int | None:
+        """Deprecated name of ``budget_left_bytes`` (the same number; it never held the headroom), kept for one
+        release."""
+        return self.budget_left_bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -224,7 +232,9 @@ class FitResult:
             "tokens_per_second_total": self.tokens_per_second_total,
             "fits": self.fits, "memory_per_device": self.memory_per_device,
             "memory_high_per_device": self.memory_high_per_device, "budget_per_device": self.budget_per_device,
-            "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "reasons": list(self.reasons),
+            "headroom": self.headroom, "budget_left_bytes": self.budget_left_bytes,
+            "headroom_bytes": self.budget_left_bytes,  # deprecated name of budget_left_bytes, kept for one release
+            "reasons": list(self.reasons),
             "memory": self.estimate.to_dict() if self.estimate else None,
             "speed": self.speed.to_dict() if self.speed else None, "training_time": self.training_time,
             "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),

@@ -75,12 +75,17 @@ class Verdict:
     high_basis: str = "high end"  # which high end the reason and warnings quote ("calibrated high end": ranges.py)
 
     @property
-    def headroom_bytes(self) -> int:
+    def budget_left_bytes(self) -> int:
+        """The budget the need leaves, budget - need [bytes]; negative when it does not fit. (Not the headroom: that
+        is the share of the device kept free before the budget, ``usable - budget``.)"""
         return self.budget - self.need
 
     def details(self) -> dict[str, object]:
+        # headroom_bytes: the deprecated name of budget_left_bytes (the same number), kept for one release
+        # (docs/nomenclature.md)
         return {"fits": self.fits, "memory_budget": self.budget, "device_memory": self.usable,
-                "headroom": self.headroom, "headroom_bytes": self.headroom_bytes, "verdict_basis": self.basis,
+                "headroom": self.headroom, "budget_left_bytes": self.budget_left_bytes,
+                "headroom_bytes": self.budget_left_bytes, "verdict_basis": self.basis,
                 "verdict_high": self.need_high, "verdict_high_basis": self.high_basis, "verdict": self.reason}
 
 

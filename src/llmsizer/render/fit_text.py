@@ -110,7 +110,7 @@ def memory_line(r: FitResult) -> str:
     term = budget_term(str(details.get("verdict_basis", "expected")))  # a pool engine's is the device memory
     of = f"a {format_bytes(r.budget_per_device or 0)} {term}" if term == "budget" else \
         f"{format_bytes(r.budget_per_device or 0)} {term}"
-    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {format_bytes(r.headroom_bytes or 0)} left"
+    line = f"memory per device {format_bytes(r.memory_per_device or 0)} of {of}, {format_bytes(r.budget_left_bytes or 0)} left"
     need, offered = details.get("workload_bytes"), details.get("workload_budget_bytes")
     if need is not None:  # vLLM and SGLang reserve their pool whatever the load: say what this workload needs of it
         line += "; " + pool_and_need(r.engine, r.memory_per_device or 0, int(need), offered)

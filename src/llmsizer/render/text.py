@@ -109,7 +109,7 @@ def estimate_facts(est: Estimate) -> list[str]:
                    f"measured/predicted {c['band_low']:g}-{c['band_high']:g} of {c['rows']} {c['kind']} validation "
                    f"rows, {c['engine']}; estimate/ranges.py)")
     if "fits" in d:
-        left = (f"; {format_bytes(d['headroom_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
+        left = (f"; {format_bytes(d['budget_left_bytes'])} of the budget left" if d.get("verdict_basis") == "expected"
                 and d["fits"] else "")
         out.append(f"fits: {'yes' if d['fits'] else 'NO'} ({d['verdict']}{left})")
     return out
