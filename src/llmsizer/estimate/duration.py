@@ -32,6 +32,12 @@ from ..errors import InputError
 from ..formulas.cost import run_cost
 from ..formulas.cpu_offload_time import SOURCE as OFFLOAD_SOURCE
 from ..formulas.cpu_offload_time import host_link_traffic, host_step_seconds, offloaded_comm
+from ..formulas.deepspeed_zero import (
+    MAX_REUSE_DISTANCE,
+    PARAM_PERSISTENCE_THRESHOLD,
+    PREFETCH_BUCKET_SIZE,
+    Zero3Volume,
+)
 from ..formulas.eager_attention_traffic import eager_attention_bytes_per_token, score_gemm_seconds_per_token
 from ..formulas.elementwise_traffic import (
     SOURCE_COMPILED,
@@ -89,7 +95,12 @@ from .fit import hourly_price, link_bandwidth_for, vm_share_device
 from .model_parallel import FsdpStage, model_parallel_time, stage_share
 from .speed import attention_width
 from .training.compose import estimate_items, training_context, training_workload
-from .training.gather_units import CollectiveVolume, backward_layout, fsdp_collective_volume
+from .training.gather_units import (
+    CollectiveVolume,
+    backward_layout,
+    deepspeed_zero3_volume,
+    fsdp_collective_volume,
+)
 from .training.setup import compiled_loss, qlora_base_format
 from .training.states import stage_states
 from .training.timeline import pipeline_fsdp2
@@ -608,6 +619,42 @@ def fsdp_stage(spec: ModelSpec, w: TrainingWorkload) -> FsdpStage | None:
     return best
 
 
+DS3_VOLUME_WHY = ("formulas/deepspeed_zero.py zero3_collective_elements over gather_units.py "
+                  "deepspeed_zero3_uses: a steady step (the trace recorded; the first step gathers every parameter "
+                  "again in the backward), each parameter's N ceil(n / N) elements; measured to the byte against "
+                  "DeepSpeed 0.19.8 (tests/training/test_deepspeed_zero3_volume.py)")
+
+
+def deepspeed_volume_notes(v: Zero3Volume, reduced: float) -> list[Assumption]:
+    """DeepSpeed ZeRO-3's config values the step time's collectives follow (their defaults) and the payloads they
+    give [bytes] (``deepspeed_volume``)."""
+    return [Assumption("stage3_param_persistence_threshold", PARAM_PERSISTENCE_THRESHOLD, True,
+                       "DeepSpeed's default (runtime/zero/config.py): parameters of at most this many elements are "
+                       "never released, so never gathered in a micro-step; all-gathered once after each optimizer "
+                       "step (stage3.py _post_step)"),
+            Assumption("stage3_max_reuse_distance", MAX_REUSE_DISTANCE, True,
+                       "DeepSpeed's default: a parameter used again within this many elements of the module order "
+                       "stays gathered from its forward to its backward (partitioned_param_coordinator.py "
+                       "__params_to_release)"),
+            Assumption("stage3_prefetch_bucket_size", PREFETCH_BUCKET_SIZE, True,
+                       "DeepSpeed's default: a model whose partitioned parameters fit it is queued whole by the "
+                       "first prefetch and nothing is gathered again in the backward"),
+            Assumption("zero3_all_gather_forward_bytes", v.forward, True, DS3_VOLUME_WHY),
+            Assumption("zero3_all_gather_backward_bytes", v.backward, True, DS3_VOLUME_WHY),
+            Assumption("zero3_reduce_scatter_bytes", round(reduced), True,
+                       "every parameter that requires grad, persistent ones included, reduce-scattered each "
+                       "micro-step in communication_data_type (reduced_grad_bytes)"),
+            Assumption("zero3_persistent_all_gather_bytes", v.persistent, True,
+                       "the persistent parameters, all-gathered once after each optimizer step, not hidden")]
+
+
+@lru_cache(maxsize=1024)
+def deepspeed_volume(spec: ModelSpec, w: TrainingWorkload) -> Zero3Volume:
+    """DeepSpeed ZeRO-3's collective payloads of ``w`` (gather_units.py ``deepspeed_zero3_volume``) from the context
+    the memory estimate resolves; memoized on its immutable arguments."""
+    return deepspeed_zero3_volume(training_context(spec, w))
+
+
 def moe_kinds(spec: ModelSpec) -> list[bool]:
     """Per decoder layer, whether it runs routed experts (an MoE layer of an MoE model): the one layer-kind split of
     the duration's float8 linears and kernel counts."""
@@ -781,11 +828,16 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
     comm: DataParallelComm | None = None
     topology = "single"
     if n > 1 and w.tp * w.pp == 1:
-        wb_again: float | None = None  # the backward's re-gathers: W for DeepSpeed ZeRO-3 (every module released)
+        wb_again: float | None = None  # the backward's re-gathers (None: W again)
         vol = fsdp_volume(spec, w) if w.fsdp is not None else None
+        ds3 = deepspeed_volume(spec, w) if w.zero == 3 and w.fsdp is None and w.method != "qlora" else None
+        after = 0.0  # gathered once after each optimizer update (DeepSpeed ZeRO-3's persistent parameters)
         if vol is not None:  # the units the memory gathers (gather_units.py): adapters, float8, FSDP1 flat params
             wb, wb_again = float(vol.forward), float(vol.backward)
             gb = float(vol.reduced_elements) * reduced_grad_bytes(w)
+        elif ds3 is not None:  # DeepSpeed's own rule (gather_units.py deepspeed_zero3_volume)
+            wb, wb_again, after = float(ds3.forward), float(ds3.backward), float(ds3.persistent)
+            gb = float(ds3.reduced) * reduced_grad_bytes(w)
         else:
             wb = float(weight_bytes(spec, _weight_format(w, spec)).total)
             gb = float(fl.trained_params) * reduced_grad_bytes(w)
@@ -808,9 +860,11 @@ def step_time(spec: ModelSpec, device: Device, w: TrainingWorkload, fl: Training
             ub = float(fl.trained_params) * (4 if w.precision == "fp32" else 2)  # ZeRO-1/2's 16-bit weights
             comm = data_parallel_comm(n, per_node, wb, gb, mode, spec.num_layers, bw,
                                       network.bandwidth if network is not None and nodes > 1 else None, host,
-                                      sync, ub, wb_again)
+                                      sync, ub, wb_again, after)
             if vol is not None:
                 notes.extend(fsdp_volume_notes(w, wb, 0.0 if mode == "grad_op" else wb_again or 0.0, gb))
+            if ds3 is not None:
+                notes.extend(deepspeed_volume_notes(ds3, gb))
             if w.offload == "params" and w.fsdp is not None:
                 comm = _offload_copies(spec, w, comm, mode, float(fl.trained_params), notes)
             k = w.grad_accumulation

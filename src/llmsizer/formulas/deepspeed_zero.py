@@ -41,11 +41,45 @@ Read from DeepSpeed (deepspeedai/DeepSpeed at commit edaa722, 2026-08-22):
   0.19.8 lines 1388-1402; v0.8.1 lines 839-856): both live together, 1/N of the parameter beyond the gathered
   one. A single rank: since v0.9.0 (commit 4d27225, ``_no_gather_coalesced``) the device copy *is* the
   parameter, nothing more; before, it went through the same gather: the whole parameter again.
+
+**Collective volume** (``zero3_collective_elements``: what a steady training step hands to the collectives, read
+by the step time; line numbers at DeepSpeed 0.19.8, the release the tests run):
+
+- **Persistent parameters.** ``mark_persistent_parameters`` (runtime/zero/parameter_offload.py lines 317-335) marks
+  every parameter of at most ``stage3_param_persistence_threshold`` elements (1e5, config.py line 228; up to
+  ``stage3_model_persistence_threshold``, default sys.maxsize, line 235) ``ds_persist``: once gathered it is never
+  released (``__params_to_release`` skips it, partitioned_param_coordinator.py line 640), so no forward or
+  backward gathers it. The optimizer step partitions every parameter (stage3.py ``step`` line 2878,
+  ``_partition_all_parameters``) and ``_post_step`` all-gathers the persistent ones again (lines 2839-2841): once
+  per optimizer step, not per micro-step. Their gradients are reduced like every other (below).
+- **Forward.** Every other parameter is all-gathered when its module runs (``fetch_sub_module``, line 310, or
+  ahead of it by the prefetch, lines 452-478), in its own dtype, each rank's ceil(n / N) partition:
+  ``_all_gather_dtype`` (partition_parameters.py lines 1329-1362) gathers ``partition_sz x world_size`` elements,
+  N ceil(n / N) per parameter.
+- **Backward.** After a module runs, its parameters are released (``release_sub_module``, line 494) unless
+  ``__params_to_release`` (lines 634-665) keeps them: a parameter used again by a module reached before
+  ``stage3_max_reuse_distance`` elements (1e9, line 251) of the recorded module order (forward then backward,
+  every module's parameters counted, persistent ones included) have been traversed, or one whose next use the
+  prefetcher has already queued (lines 648-651). A released parameter is gathered again when its module's
+  backward runs. The prefetcher pops the trace until ``stage3_prefetch_bucket_size`` (5e7, line 222) elements not
+  yet gathered are queued (lines 452-478, within ``stage3_max_live_parameters``): when the partitioned parameters
+  total no more than that, the first module's prefetch queues the whole step and nothing is released before its
+  last use. Otherwise the queued uses lie within 5e7 elements of the module running, nearer than the reuse
+  distance keeps (1e9 spans 2 x 5e8 in forward and backward), and the reuse distance decides alone. A module whose
+  backward does not run (a frozen embedding, the frozen layers that read only its output) gathers nothing again.
+  The first step records the trace (coordinator ``reset_step`` lines 251-290) and releases every parameter after
+  each module, persistent ones too: a one-off, not counted here.
+- **Gradients.** Every parameter that requires grad (``create_reduce_and_remove_grad_hooks``, stage3.py lines
+  1487-1505; a frozen one has no hook) goes to the reduce bucket and is reduce-scattered every micro-step by
+  ``reduce_scatter_coalesced`` (runtime/comm/coalesced_collectives.py lines 81-130: each tensor padded to
+  N ceil(n / N)) in ``communication_data_type``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
 
 REDUCE_BUCKET_SIZE = 500_000_000  # zero/config.py line 113, elements
 SUB_GROUP_SIZE = 1_000_000_000  # line 175
@@ -130,3 +164,76 @@ def prefetch_bytes(unit_elements: Sequence[int], elem_bytes: int, prefetch: int 
     if not unit_elements:
         return 0
     return min(prefetch, max(unit_elements)) * elem_bytes
+
+
+@dataclass(frozen=True)
+class Zero3Use:
+    """One use of a parameter by the module running it, in forward order (module doc, "Collective volume"):
+    ``key`` names the parameter (a tied lm_head uses the embedding's key again), ``numel`` its elements."""
+
+    key: Hashable
+    numel: int
+    elem: int = 2  # bytes per element of the stored (and gathered) parameter
+    trained: bool = True  # requires grad: reduce-scattered
+    backward: bool = True  # its module's backward runs (and gathers it again if released)
+
+
+class Zero3Volume(NamedTuple):
+    """A steady ZeRO-3 step's collective payloads, every rank's: N ceil(n / N) elements per parameter."""
+
+    forward: int  # bytes all-gathered in each micro-step's forward
+    backward: int  # bytes all-gathered again in each micro-step's backward
+    reduced: int  # gradient elements reduce-scattered each micro-step (in communication_data_type)
+    persistent: int  # bytes of the persistent parameters, all-gathered once after each optimizer step
+
+
+def padded(numel: int, ranks: int) -> int:
+    """Elements a collective moves for a parameter of ``numel`` over ``ranks``: each rank's ceil(n / N) partition
+    (partition_parameters.py ``_all_gather_dtype``; coalesced_collectives.py lines 95-100).
+
+    >>> padded(1001, 2), padded(1001, 1)
+    (1002, 1001)
+    """
+    return -(-numel // max(1, ranks)) * max(1, ranks)
+
+
+def zero3_collective_elements(uses: Sequence[Zero3Use], ranks: int,
+                              persistence: int = PARAM_PERSISTENCE_THRESHOLD,
+                              max_reuse: int = MAX_REUSE_DISTANCE, prefetch: int = PREFETCH_BUCKET_SIZE,
+                              max_live: int = MAX_LIVE_PARAMETERS) -> Zero3Volume:
+    """What a steady ZeRO-3 step all-gathers and reduce-scatters for the parameter ``uses`` in forward order, the
+    backward running them in reverse (module doc, "Collective volume") [bytes; reduced: elements].
+
+    >>> uses = [Zero3Use("e", 400), Zero3Use("n", 10), Zero3Use("w", 301), Zero3Use("h", 200)]
+    >>> zero3_collective_elements(uses, 2, persistence=10, max_reuse=1000, prefetch=0)  # w, h kept: 2 x 200 < 1000
+    Zero3Volume(forward=1804, backward=800, reduced=912, persistent=20)
+    >>> zero3_collective_elements(uses, 2, persistence=10, max_reuse=1000)  # the prefetch queues all 901: none again
+    Zero3Volume(forward=1804, backward=0, reduced=912, persistent=20)
+    """
+    params = {u.key: u for u in uses}
+    persist = {k for k, u in params.items() if u.numel <= persistence}
+    trace = list(uses) + [u for u in reversed(uses) if u.backward]
+    before = [0]  # elements of the trace before each position (persistent parameters count, line 663)
+    for u in trace:
+        before.append(before[-1] + u.numel)
+    nxt: list[int | None] = [None] * len(trace)
+    seen: dict[Hashable, int] = {}
+    for t in range(len(trace) - 1, -1, -1):
+        nxt[t] = seen.get(trace[t].key)
+        seen[trace[t].key] = t
+    partitioned = sum(u.numel for k, u in params.items() if k not in persist)
+    whole = 0 < prefetch and partitioned <= min(prefetch, max_live)  # the first prefetch queues the whole step
+    gathered: set[Hashable] = set()
+    moved = [0, 0]
+    for t, u in enumerate(trace):
+        if u.key in persist:
+            continue
+        if u.key not in gathered:
+            moved[t >= len(uses)] += padded(u.numel, ranks) * u.elem
+            gathered.add(u.key)
+        n = nxt[t]
+        if n is None or (not whole and before[n] - before[t + 1] >= max_reuse):
+            gathered.discard(u.key)
+    reduced = sum(padded(u.numel, ranks) for u in params.values() if u.trained)
+    return Zero3Volume(moved[0], moved[1], reduced, sum(padded(params[k].numel, ranks) * params[k].elem
+                                                        for k in persist))

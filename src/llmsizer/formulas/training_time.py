@@ -352,15 +352,17 @@ class DataParallelComm(NamedTuple):
 def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float, grad_bytes: float, mode: str,
                        units: int, intra_bandwidth: float, node_bandwidth: float | None = None,
                        host_staged: bool = False, grad_sync: str = "micro-step",
-                       updated_bytes: float | None = None, regathered_bytes: float | None = None
-                       ) -> DataParallelComm:
+                       updated_bytes: float | None = None, regathered_bytes: float | None = None,
+                       step_gathered_bytes: float = 0.0) -> DataParallelComm:
     """Eqs. (7c)-(7e) for ``devices`` in machines of ``devices_per_node``, W = ``weight_bytes``, G = ``grad_bytes``,
     sharding ``mode`` (SHARDING_MODES) over ``units`` wrapped units; ``intra_bandwidth`` per direction,
     ``node_bandwidth`` the machine's whole network (needed when the devices span machines); ``host_staged``: devices
     without peer-to-peer access, whose transfers all share the host path (t = n b / B_host, one machine);
     ``grad_sync`` (DDP only): the all-reduce once per 'optimizer-step' (``no_sync``) or every 'micro-step';
     ``updated_bytes``: the trained weights ZeRO-1/2 all-gather after the update (default G); ``regathered_bytes``:
-    W_b, the weights FULL_SHARD / HYBRID all-gather again in the backward (default W: every unit resharded).
+    W_b, the weights FULL_SHARD / HYBRID all-gather again in the backward (default W: every unit resharded);
+    ``step_gathered_bytes``: what FULL_SHARD all-gathers once after each optimizer update (DeepSpeed ZeRO-3's
+    persistent parameters, formulas/deepspeed_zero.py), not hidden.
 
     >>> c = data_parallel_comm(16, 8, 100.0, 100.0, "full", 10, 4.0, 2.0)   # 2 machines: B_bus = min(4, 2)
     >>> round(c.forward_seconds, 4), round(c.backward_seconds, 4), round(c.first_seconds, 4), round(c.last_seconds, 4)
@@ -411,7 +413,9 @@ def data_parallel_comm(devices: int, devices_per_node: int, weight_bytes: float,
         c_b = max(c_b, inter / device_share_of_node_bandwidth(node_bandwidth, g))
     r_last = max(last / bus, inter / device_share_of_node_bandwidth(node_bandwidth, g)
                  if inter and node_bandwidth else 0.0) / units
-    return DataParallelComm(c_f, c_b, f / bus / units, r_last, f + b + inter, bus, nodes, units)
+    after = all_gather_bytes(step_gathered_bytes, s) if mode == "full" else 0.0
+    return DataParallelComm(c_f, c_b, f / bus / units, r_last, f + b + inter, bus, nodes, units,
+                            after_step_seconds=after / bus, step_bytes=after)
 
 
 def micro_step_seconds(compute_seconds: float, forward_share: float, comm: DataParallelComm | None,

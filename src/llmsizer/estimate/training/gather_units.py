@@ -56,8 +56,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import repeat
 
+from ...formulas.deepspeed_zero import Zero3Use, Zero3Volume, zero3_collective_elements
 from ...formulas.float8_training import float8_gathered_bytes, float8_weight_elements
 from ...formulas.fsdp2_units import backward_gathers_of
+from ...formulas.tensors import model_tensors
 from ...specs.training import TrainingWorkload
 from .setup import TrainingContext
 from .states import StageStates
@@ -142,3 +144,53 @@ def fsdp_collective_volume(ctx: TrainingContext, st: StageStates) -> CollectiveV
         apart = (sum(st.layer_adapter_elements.values()) * mixed if mixed else sum(st.layer_adapters.values()))
     again = backward_gathers_of(backward_layout(w), units.root, list(units.blocks))
     return CollectiveVolume(sum(units.units) + apart, sum(again) + apart, st.reduced_elements)
+
+
+# the layer-0 tensors that read only the embedding's output: with a frozen embedding their modules' outputs need no
+# gradient, so their backward (and its re-gather) never runs (measured: tests/training/test_deepspeed_zero3_volume.py)
+_READ_EMBEDDING = frozenset({"layer_norm_0", "layer_norm_0.bias", "attn_q", "attn_k", "attn_v", "attn_qkv",
+                             "attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_qkv.bias"})
+
+
+def deepspeed_zero3_uses(ctx: TrainingContext) -> list[Zero3Use]:
+    """The parameters a DeepSpeed ZeRO-3 model runs, in forward order, as formulas/deepspeed_zero.py
+    ``zero3_collective_elements`` reads them: every tensor of the inventory (formulas/tensors.py; ``count`` identical
+    tensors are as many parameters), each LoRA / DoRA adapter's A, B (and magnitude) right after its base weight, a
+    tied lm_head as a second use of the embedding. Trained: every parameter under full training, else the adapters
+    and the modules_to_save copies (PEFT ``_mark_only_adapters_as_trainable``, tuners_utils.py lines 506-523). With a
+    frozen embedding its backward, and that of the layer-0 norm and q/k/v projections reading only its output, does
+    not run. Order within a layer as the inventory lists it (attention, feed-forward, norms), a vision tower after
+    the text stack: only the reuse distances of the backward re-gathers depend on it."""
+    spec, w = ctx.spec, ctx.w
+    saved = set(w.modules_to_save)
+    adapters: dict[tuple[str, int], list[Zero3Use]] = {}
+    if ctx.lora is not None:
+        for m in ctx.lora.modules:
+            for j in range(m.count):
+                for s, shape in enumerate(ctx.lora.module_shapes(m)):
+                    n = 1
+                    for d in shape:
+                        n *= d
+                    adapters.setdefault((m.role, m.layer), []).append(
+                        Zero3Use(("adapter", m.role, m.layer, j, s), n, ctx.adapter_bytes))
+    embed_trained = not w.adapters or "embed" in saved or ("token_embd", -1) in adapters
+    uses: list[Zero3Use] = []
+    for t in model_tensors(spec):
+        trained = not w.adapters or (t.component == "embedding" and "embed" in saved) or (
+            t.component == "lm_head" and "lm_head" in saved)
+        backward = embed_trained or not (t.component == "embedding" or (t.layer == 0 and t.role in _READ_EMBEDDING))
+        each = t.numel // max(1, t.count)
+        for j in range(t.count):
+            uses.append(Zero3Use((t.role, t.layer, j), each, ctx.base_bytes, trained, backward))
+        uses += adapters.pop((t.role, t.layer), [])
+        if t.role == "output_norm" and spec.tie_word_embeddings:  # the lm_head runs on the embedding's weight
+            uses.append(next(u for u in uses if u.key == ("token_embd", -1, 0)))
+    for rest in adapters.values():
+        uses += rest
+    return uses
+
+
+def deepspeed_zero3_volume(ctx: TrainingContext) -> Zero3Volume:
+    """A steady DeepSpeed ZeRO-3 step's collectives (formulas/deepspeed_zero.py ``zero3_collective_elements``, its
+    config defaults) over the data-parallel group [bytes; reduced: elements]."""
+    return zero3_collective_elements(deepspeed_zero3_uses(ctx), ctx.w.shard_group)
