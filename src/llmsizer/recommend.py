@@ -519,6 +519,10 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     if usable is None:
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
     kind = workload_device_kind(dev)
+    try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
+        budget = margin_rule(engine, kind, hr, (fields or {}).get("fit_target")).budget(usable)
+    except InputError as e:
+        return Option(**stub, weights_format="", status="rejected", reasons=(str(e),))
     # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
     given = fields or {}
     offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
@@ -550,7 +554,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = rung_bytes(spec, fmt, group)
         except InputError:
             continue
-        try:  # the margin fit keeps for this rung's engine (llama.cpp on a GPU: its --fit-target)
+        try:  # the margin fit keeps for this rung's engine (a rung may name another engine)
             margin = margin_rule(eng, kind, hr, (fields or {}).get("fit_target"))
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
@@ -584,7 +588,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
     need: int | None = None
-    budget_shown: int | None = None
+    budget_shown: int | None = budget
     if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
         failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"

@@ -159,3 +159,14 @@ def test_cli_python_and_web_give_one_answer(margin: dict) -> None:
         r = client.post("/api/v1/fit", json=body)
     assert r.status_code == 200, r.text
     assert r.text == out and r.headers["x-llmsizer-exit-code"] == str(code)
+
+
+def test_recommend_and_fits_on_keep_the_same_margin_as_fit() -> None:
+    """`models --fits-on` and recommend evaluate a candidate with fit (recommend.best_option_on): the issue's case at
+    the context --auto chose fits there too, on the same budget; their weights-alone check keeps the same margin."""
+    from llmsizer.recommend import best_option_on
+    opt = best_option_on("llama-3.1-70b", "rtx-3090", 2, context=17408, weights="q4_k_m", engine="llamacpp")
+    plain = fit("llama-3.1-70b", "rtx-3090", 2, engine="llamacpp", weights="q4_k_m", context=17408, speed=False)
+    assert opt.status in ("meets", "chosen") and plain.fits
+    assert opt.budget_per_device == plain.budget_per_device == RTX_3090 - LLAMACPP_FIT_TARGET
+    assert opt.memory_per_device == plain.memory_per_device

@@ -434,7 +434,8 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
 
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
     """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
-    need against memory x (1 - headroom)."""
+    need against memory less the margin ``margin_rule`` keeps: x (1 - headroom), or llama.cpp on a GPU - fit_target
+    (its own --fit-target, the margin of fit --auto)."""
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
