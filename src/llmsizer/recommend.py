@@ -33,7 +33,13 @@ from typing import Any
 from .catalog.hardware import Device, HardwareCatalog, Instance, load_catalog
 from .errors import InputError
 from .estimate import efficiency as E
-from .estimate.device import check_engine_on_device, default_engine, target_memory, usable_memory
+from .estimate.device import (
+    check_engine_on_device,
+    default_engine,
+    target_memory,
+    usable_memory,
+    workload_device_kind,
+)
 from .estimate.duration import flops_per_token, recompute_mode, training_peak
 from .estimate.engines import newer_release_note
 from .estimate.fit import (
@@ -63,7 +69,7 @@ from .estimate.inference.common import running_and_queued
 from .estimate.inference.compose import check_engine_kv_dtype
 from .estimate.inference.media import media_in_context
 from .estimate.model_warnings import refuse_unmodelled
-from .estimate.verdict import check_headroom, headroom_assumption, memory_budget
+from .estimate.verdict import check_headroom, margin_rule, search_margin_assumption
 from .formulas.cost import cost_per_million_tokens
 from .formulas.kv_cache import kv_dtype_name
 from .formulas.params import count_params
@@ -327,7 +333,8 @@ def best_option_on(model: ModelSpec | str, hardware: str | Device | Instance, co
     cand = _instance_candidate(instance) if instance is not None else _device_candidate(device, c, n)
     if memory is not None:  # what fit(memory=...) is given: the same number, so the same usable memory and verdict
         cand.memory = int(memory)
-    hr = check_headroom(c.headroom)
+    check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
+    hr = c.headroom
     base = _evaluate(spec, cand, context, concurrency, output_tokens, weights, c, hr, cat, hardware_files, engine,
                      fields)
     opt = _priced(base, cand, c, concurrency, context, output_tokens, spec, hardware_files, hr, fields)
@@ -406,7 +413,8 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
     if reading_floor:  # no speed limit given: each user gets at least reading speed (efficiency.py)
         c = dataclasses.replace(c, user_tokens_per_second=round(E.READING_RATE_TOKENS_PER_SECOND, 2))
     cat = catalog or load_catalog(hardware_files)
-    hr = check_headroom(c.headroom)
+    check_headroom(c.headroom)  # checked once; each option's margin is its engine's (estimate/verdict.py margin_rule)
+    hr = c.headroom
     cands, rejected = _candidates(cat, c, training=False)
     meets: list[Option] = []
     memo: dict[tuple[Any, ...], Option] = {}
@@ -429,7 +437,7 @@ def recommend_inference(model: ModelSpec | str, *, context: int = InferenceWorkl
                if first.price_per_hour is not None else "fits and meets every constraint; no option with a price does")
         meets[0] = _replace(first, status="chosen", reasons=(why, *first.reasons))
     rejected.sort(key=lambda o: (o.price_per_hour is None, o.price_per_hour or 0.0))
-    assumptions = [headroom_assumption(c.headroom),
+    assumptions = [search_margin_assumption(c.headroom),
                    Assumption("context", context, False, "tokens per sequence (prompt + output)"),
                    Assumption("concurrency", concurrency, False, "sequences served at once")]
     if found is not None:
@@ -494,7 +502,7 @@ def _replace(o: Option, **kw: Any) -> Option:
 
 
 def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int, output_tokens: int | None,
-              weights: str | None, c: Constraints, hr: float, cat: HardwareCatalog,
+              weights: str | None, c: Constraints, hr: float | None, cat: HardwareCatalog,
               hardware_files: Sequence[str | Path], engine_given: str | None = None,
               fields: Mapping[str, Any] | None = None) -> Option:
     """Best weight format for one device x count (price-independent part); status meets/rejected."""
@@ -511,7 +519,11 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
                                 device_kind=dev.kind, count=n, tensor_parallel=tp, replicas=1, engine=engine)
     if usable is None:
         return Option(**stub, weights_format="", status="rejected", reasons=("device memory unknown",))
-    budget = memory_budget(usable, hr)
+    kind = workload_device_kind(dev)
+    try:  # the margin fit keeps on this candidate (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
+        budget = margin_rule(engine, kind, hr, (fields or {}).get("fit_target")).budget(usable)
+    except InputError as e:
+        return Option(**stub, weights_format="", status="rejected", reasons=(str(e),))
     # llama.cpp keeping layers or experts in host memory (-ngl, --n-cpu-moe): the device need not hold every weight
     given = fields or {}
     offloaded = engine == "llamacpp" and (given.get("n_gpu_layers") is not None or given.get("n_cpu_moe") is not None)
@@ -520,12 +532,11 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
     # default (above 0.9 on large cards, estimate/inference/sglang.py eq. 1) may hold more, up to the whole device
     own_share = (engine == "sglang" or given.get("gpu_memory_utilization") is not None
                  or given.get("mem_fraction_static") is not None)
-    weights_limit = usable if own_share else budget
     first_fit: FitResult | None = None
     first_reasons: list[str] = []
     # the smallest format tried that does not fit: (the weights' bytes per device, format, fit's memory stage when
     # fit was asked: its answer is built only for the one reported)
-    smallest: tuple[int, str, MemoryFit | None] | None = None
+    smallest: tuple[int, str, MemoryFit | None, Any] | None = None
     refused: str | None = None
     for fmt in ladder:
         # each rung on the engine `fit --weights RUNG` runs it on (estimate/device.py engine_rule): a smaller rung
@@ -544,8 +555,13 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
             wb = rung_bytes(spec, fmt, group)
         except InputError:
             continue
+        try:  # the margin fit keeps for this rung's engine (a rung may name another engine)
+            margin = margin_rule(eng, kind, hr, (fields or {}).get("fit_target"))
+        except InputError as e:
+            return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
+        weights_limit = usable if own_share else margin.budget(usable)
         if wb / spread > weights_limit and not offloaded:  # the weights alone cannot fit (not asked; fit decides
-            smallest = (int(wb / spread), fmt, None)          # every rung that passes)
+            smallest = (int(wb / spread), fmt, None, margin)  # every rung that passes)
             continue
         # the user's headroom (None: the default, which every engine accepts; an explicit one SGLang refuses)
         args: dict[str, Any] = dict(headroom=c.headroom, engine=eng, weights=weights_asked(fmt), context=context,
@@ -558,7 +574,7 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         except InputError as e:
             return Option(**stub, weights_format=fmt, status="rejected", reasons=(str(e),))
         if not sized.fits:
-            smallest = (int(wb / spread), fmt, sized)
+            smallest = (int(wb / spread), fmt, sized, margin)
             continue
         r = sized.result(True)
         sp = r.speed
@@ -573,15 +589,16 @@ def _evaluate(spec: ModelSpec, cand: _Candidate, context: int, concurrency: int,
         return _option_from_fit(stub, first_fit, "rejected", first_reasons or ["fails a latency limit"])
     why = "does not fit"
     need: int | None = None
-    budget_shown: int | None = int(budget)
+    budget_shown: int | None = budget
     if smallest is not None and smallest[2] is not None:  # fit's own verdict, reason and numbers (one answer)
         failed = smallest[2].result(False)
         why = f"does not fit at the smallest format tried ({_fmt_name(smallest[1])}): {failed.reasons[0]}"
         need, budget_shown = failed.memory_per_device, failed.budget_per_device
         stub = {**stub, "engine": failed.engine}  # the rung's engine, whose numbers these are
     elif smallest is not None:
+        budget_shown = usable if own_share else smallest[3].budget(usable)
         limit = (f"the device's {format_bytes(usable)}" if own_share else
-                 f"the {format_bytes(int(budget))} budget ({format_bytes(usable)} x (1 - {hr:g} headroom))")
+                 f"the {format_bytes(budget_shown)} budget ({smallest[3].words(usable)})")
         why = (f"does not fit: the weights alone at the smallest format tried ({_fmt_name(smallest[1])}) need "
                f"{format_bytes(smallest[0])} per device, more than {limit}")
     if refused is not None:
@@ -632,7 +649,7 @@ def _option_from_fit(stub: dict[str, Any], r: FitResult, status: str, reasons: l
 
 
 def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, context: int,
-            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float,
+            output_tokens: int | None, spec: ModelSpec, hardware_files: Sequence[str | Path], hr: float | None,
             fields: Mapping[str, Any] | None = None) -> Option:
     """Attach the candidate's identity and price, add replicas for a throughput target, apply the budget."""
     opt = _replace(base, target=cand.target, name=cand.name, provider=cand.provider, price_per_hour=cand.price,
@@ -665,7 +682,7 @@ def _priced(base: Option, cand: _Candidate, c: Constraints, concurrency: int, co
 
 
 def _replicas_for(spec: ModelSpec, cand: _Candidate, opt: Option, target: float, concurrency: int, context: int,
-                  output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float,
+                  output_tokens: int | None, hardware_files: Sequence[str | Path], hr: float | None,
                   fields: Mapping[str, Any] | None) -> tuple[int, float | None, float | None, dict[str, Any]]:
     """Smallest replica count whose aggregate decode throughput reaches ``target`` (concurrency split evenly), its
     tokens/s, per user, and its queue (the sequences all replicas run at once, a queued request's wait).
@@ -739,7 +756,7 @@ def _cpu_gpu_advice(spec: ModelSpec, meets: list[Option], rejected: list[Option]
 
 
 def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, concurrency: int,
-                         hr: float, fields: Mapping[str, Any] | None = None) -> list[str]:
+                         hr: float | None, fields: Mapping[str, Any] | None = None) -> list[str]:
     """Highest-quality GGUF format per common single-card memory size (e.g. 'fits a 24 GB card at Q4_K_M'), at the
     requested context and concurrency, judged by the one fit rule against the smallest card sold with that label
     (an RTX 4090's 24564 MiB and an L4's 23034 MiB are both "24 GB")."""
@@ -753,10 +770,14 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
     ctx_txt = f"{context // 1024}k" if context % 1024 == 0 else str(context)
     last = None
     ladder = format_ladder(spec, "llamacpp")
+    try:  # llama.cpp's margin on a GPU (estimate/verdict.py margin_rule), the one its estimate's verdict keeps
+        margin = margin_rule("llamacpp", "gpu", hr, (fields or {}).get("fit_target"))
+    except InputError:
+        return []
     for gb, memory in sorted(smallest.items()):
         found = None
         for fmt in ladder:
-            if rung_bytes(spec, fmt) > memory_budget(memory, hr):
+            if rung_bytes(spec, fmt) > margin.budget(memory):
                 continue
             try:
                 est = estimate_inference(spec, context=context, concurrency=concurrency, weights=weights_asked(fmt),
@@ -771,8 +792,7 @@ def _quantization_advice(spec: ModelSpec, cat: HardwareCatalog, context: int, co
         last = found[0]
         out.append(f"fits a {gb} GB card at {_fmt_name(found[0])} on llama.cpp with {ctx_txt} context x "
                    f"{concurrency} "
-                   f"(needs {format_bytes(found[1])} of a {format_bytes(found[3])} budget: {format_bytes(found[2])} "
-                   f"x (1 - {hr:g} headroom))")
+                   f"(needs {format_bytes(found[1])} of a {format_bytes(found[3])} budget: {margin.words(found[2])})")
         if found[0] == ladder[0]:
             break
     return out

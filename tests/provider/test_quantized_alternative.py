@@ -52,19 +52,19 @@ def test_a_70b_that_does_not_fit_an_a100_is_offered_int4_with_infers_memory(tmp_
 
 def test_llama_cpp_takes_the_best_gguf_rung_that_fits(tmp_path: Path) -> None:
     """Llama 3.1 8B on llama.cpp on an 8 GB card, 2 x 8k tokens: the checkpoint's bf16 GGUF does not fit; the
-    alternative is the highest-quality GGUF type that does (Q4_K_M), with infer's memory for it, and the type above
-    it (Q5_K_M) does not fit."""
+    alternative is the highest-quality GGUF type that does (Q3_K_M: 7.96 GiB less llama.cpp's own 1024 MiB margin,
+    common/common.h:483, leaves 6.96 GiB), with infer's memory for it, and the type above it (Q4_K_M) does not fit."""
     inventory = one_site_inventory("  - {id: g, site: s1, device: rtx-5060, devices: 1, cpus: 16, ram: 64 GiB, "
                            "pools: [serving]}")
     c = _check(tmp_path, inventory, chat_service("llama-3.1-8b", "rtx-5060", engine="llamacpp", concurrency=2))
     (line,) = _quantized(c)
-    assert line.startswith("serve a quantized model: gguf:q4_k_m on llamacpp, 1 x rtx-5060 at s1"), line
+    assert line.startswith("serve a quantized model: gguf:q3_k_m on llamacpp, 1 x rtx-5060 at s1"), line
     args = ("llama-3.1-8b", "--engine", "llamacpp", "--device", "rtx-5060", *PEAK_2)
-    code, q4 = run_json("infer", *args, "--weights", "q4_k_m")
-    assert code == 0 and q4["details"]["fits"]
-    assert f"memory per device {format_bytes(q4['totals']['device']['bytes'])} of" in line, (line, q4["totals"])
-    code, q5 = run_json("infer", *args, "--weights", "q5_k_m")  # the rung above Q4_K_M in llama.cpp's types
-    assert code == 1 and not q5["details"]["fits"]
+    code, q3 = run_json("infer", *args, "--weights", "q3_k_m")
+    assert code == 0 and q3["details"]["fits"]
+    assert f"memory per device {format_bytes(q3['totals']['device']['bytes'])} of" in line, (line, q3["totals"])
+    code, q4 = run_json("infer", *args, "--weights", "q4_k_m")  # the rung above Q3_K_M in llama.cpp's types
+    assert code == 1 and not q4["details"]["fits"]
 
 
 def test_no_format_fits_no_alternative(tmp_path: Path) -> None:

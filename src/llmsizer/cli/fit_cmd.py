@@ -8,18 +8,17 @@ from typing import Any
 from ..errors import InputError
 from ..estimate.duration import Duration
 from ..estimate.fit import FitResult, fit, fit_training, target_and_count
-from ..estimate.llamacpp_fit import FIT_TARGET, LlamaCppFit, fit_llamacpp, gpu_free
-from ..numbers import COUNT, MAX_GPUS, MONEY, SIZE
+from ..estimate.llamacpp_fit import LlamaCppFit, fit_llamacpp, gpu_free
+from ..numbers import COUNT, MAX_GPUS, MONEY
 from ..render.fit_text import render_fit
 from ..render.safe import say
 from ..specs import ModelSpec
 from ..specs.workload import engine_rule_text, normalize_engine
-from ..units import MiB, format_usd
+from ..units import format_usd
 from .commands import COMMAND_HELP
 from .common import (
     add_model_args,
     bytes_arg,
-    bytes_in,
     emit_json,
     exit_code,
     float_arg,
@@ -29,6 +28,7 @@ from .common import (
 )
 from .train_cmd import render_duration
 from .workload_args import (
+    add_fit_target_arg,
     add_headroom_arg,
     add_inference_args,
     add_metric_arg,
@@ -59,6 +59,8 @@ devices run replicas. The text lists each layout's tokens/s, fastest first.
 
 --auto (llama.cpp): choose the context (unless --context is given), -ngl, --tensor-split and --n-cpu-moe so that
 each GPU keeps --fit-target free, in the order of llama.cpp's own --fit (common/fit.cpp), and print the flags.
+Every llama.cpp answer on a GPU keeps llama.cpp's margin, --fit-target (default 1024 MiB per GPU,
+common/common.h:483), or the --headroom share given instead: fit of the printed flags gives --auto's verdict.
 
 exit code: 0 it fits, 1 it does not, 2 bad input
 """
@@ -76,14 +78,13 @@ def register(sub: Any) -> None:
     p.add_argument("--count", type=int_arg(COUNT), help="devices (default: the instance's count, else 1); with an "
                    "instance, a whole multiple of its devices is that many instances")
     add_headroom_arg(p)
+    add_fit_target_arg(p)  # fit and fit --auto keep the same margin (estimate/verdict.py margin_rule)
     add_metric_arg(p)
     p.add_argument("--memory", type=bytes_arg, help="memory per device, overriding the catalog (RAM for a CPU)")
     p.add_argument("--train", action="store_true", help="fit a training run instead of serving")
     a = p.add_argument_group("llama.cpp auto-fit")
     a.add_argument("--auto", action="store_true",
                    help="llama.cpp: choose -c, -ngl, -ts and --n-cpu-moe to fit each GPU (prints the flags)")
-    a.add_argument("--fit-target", type=bytes_in(SIZE), help="memory left free on each GPU with --auto "
-                   f"(llama.cpp --fit-target; default {FIT_TARGET // MiB} MiB)")
     a.add_argument("--free", type=list_of(bytes_arg, "sizes", MAX_GPUS),
                    help="free memory of each GPU for --auto, e.g. 23GiB,11GiB, each at most the --device's memory "
                         "(mixed cards: name the largest) (default: --memory or the catalog memory, x --count)")
@@ -116,7 +117,7 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
     # it); left out, fit picks it from --count and --concurrency
     pinned_tp, args.tp = args.tp, None
     refuse_training_flags(args)
-    if args.auto or args.free or args.fit_target is not None:
+    if args.auto or args.free:
         if pinned_tp is not None:
             raise InputError("--tp applies to a tensor-parallel layout (vLLM, SGLang), not to llama.cpp's --auto")
         if args.engine_version is not None:
@@ -127,6 +128,8 @@ def fit_answer(spec: ModelSpec, args: argparse.Namespace
         raise InputError("--host-memory applies to --auto")
     if args.attention is not None:
         fields["attention"] = args.attention
+    if args.fit_target is not None:  # a workload field (InferenceWorkload.fit_target): llama.cpp's margin
+        fields["fit_target"] = args.fit_target
     r = fit(spec, args.device, args.count, headroom=args.headroom, memory=args.memory,
             hardware_files=args.hardware_file, host_device=args.host_device,
             kwh_price=args.kwh_price, tensor_parallel=pinned_tp, **fields)
@@ -155,11 +158,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
 def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaCppFit:
     """`fit --auto`: llama.cpp's auto-fit (estimate/llamacpp_fit.py) on the GPUs named by --free or --device."""
     if not args.auto:
-        raise InputError("--free and --fit-target apply to --auto")
+        raise InputError("--free applies to --auto")
     if fields.get("engine") is not None and normalize_engine(fields["engine"]) != "llamacpp":
         raise InputError("--auto fits llama.cpp; drop --engine or use --engine llamacpp")
-    if args.headroom is not None:
-        raise InputError("--auto keeps --fit-target free on each GPU (llama.cpp's margin); drop --headroom")
     device, count, _, _ = target_and_count(args.device, args.count, args.hardware_file)
     if device.kind in ("cpu", "apple"):
         raise InputError(f"--auto places layers on GPUs; {device.id} is {device.kind}")
@@ -167,4 +168,5 @@ def _auto(spec: Any, args: argparse.Namespace, fields: dict[str, Any]) -> LlamaC
         raise InputError(f"--free gives {len(args.free)} GPU(s) but --count is {args.count}")
     free = gpu_free(device, count, args.free, args.memory)
     context = fields.pop("context", None)
-    return fit_llamacpp(spec, free, margin=args.fit_target, context=context, host_memory=args.host_memory, **fields)
+    return fit_llamacpp(spec, free, fit_target=args.fit_target, headroom=args.headroom, context=context,
+                        host_memory=args.host_memory, **fields)

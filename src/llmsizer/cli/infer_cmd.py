@@ -12,7 +12,7 @@ from ..result import Estimate
 from ..specs import InferenceWorkload, ModelSpec
 from .commands import COMMAND_HELP
 from .common import add_model_args, bytes_arg, emit_json, exit_code, resolve_model
-from .workload_args import add_headroom_arg, add_inference_args, add_metric_arg, inference_fields
+from .workload_args import add_fit_target_arg, add_headroom_arg, add_inference_args, add_metric_arg, inference_fields
 
 EPILOG = """examples:
   llmsizer infer llama-3.1-8b --context 8192 --concurrency 4
@@ -41,6 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--hardware-file", action="append", default=[], metavar="FILE",
                    help="extra hardware (JSON/YAML) for --device, as in `fit` and `train`")
     add_headroom_arg(p)
+    add_fit_target_arg(p)
     add_metric_arg(p)
     p.add_argument("--max-context", action="store_true", help="report the largest context that fits --memory")
     p.add_argument("--max-concurrency", action="store_true", help="report the largest concurrency that fits --memory")
@@ -53,7 +54,7 @@ def infer_answer(spec: ModelSpec, args: argparse.Namespace) -> tuple[dict[str, A
     """The answer of `infer` (its ``--json`` data and exit code) for ``spec`` and the parsed flags; the web API
     returns the same data."""
     fields = inference_fields(args)
-    for k in ("memory", "headroom"):
+    for k in ("memory", "headroom", "fit_target"):
         if getattr(args, k) is not None:
             fields[k] = getattr(args, k)
     if args.device is not None:  # what fit and train size for (estimate/device.py workload_on_device)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..estimate.engines import CURRENT_VERSION
-from ..estimate.verdict import DEFAULT_HEADROOM
+from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.kv_cache import kv_dtype_name
 from ..formulas.weight_formats import normalize_format
 from ..numbers import (
@@ -29,6 +29,7 @@ from ..numbers import (
     LORA_ALPHA,
     LORA_RANK,
     MAX_GPUS,
+    SIZE,
     SPLIT_SHARE,
     TOKENS,
     TRAIN_TOKENS,
@@ -62,8 +63,8 @@ from ..specs.training import (
     STATE_DTYPES,
 )
 from ..specs.workload import ENGINE_RULE_TEXT, MEMORY_METRICS, OUTPUT_TOKENS
-from ..units import parse_image_size
-from .common import argtype, count_in, float_arg, int_arg, list_of, share_in, tokens_arg, tokens_in
+from ..units import MiB, parse_image_size
+from .common import argtype, bytes_in, count_in, float_arg, int_arg, list_of, share_in, tokens_arg, tokens_in
 
 IW, TW = InferenceWorkload, TrainingWorkload
 
@@ -89,9 +90,13 @@ headroom_arg = share_in(HEADROOM)
 share_arg = share_in(UTILIZATION)  # --gpu-memory-utilization, --mem-fraction-static, --utilization
 
 
+# (llama.cpp's flag named without its dashes: a help names only its own command's flags)
+_LLAMACPP_MARGIN = (f"; llama.cpp on a GPU: {LLAMACPP_FIT_TARGET // MiB} MiB per GPU instead, llama.cpp's own "
+                    "fit-target default (estimate/verdict.py margin_rule)")
 _HEADROOM_ENGINES = {
-    "flags": "; vLLM: 1 - --gpu-memory-utilization; SGLang keeps none: use --mem-fraction-static",
-    "defaults": "; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: its default mem_fraction_static",
+    "flags": f"{_LLAMACPP_MARGIN}; vLLM: 1 - --gpu-memory-utilization; SGLang keeps none: use --mem-fraction-static",
+    "defaults": f"{_LLAMACPP_MARGIN}; vLLM: gpu_memory_utilization = 1 - headroom; SGLang keeps none: its default "
+                "mem_fraction_static",
     "none": "",
 }
 
@@ -101,7 +106,16 @@ def add_headroom_arg(p: argparse.ArgumentParser | Any, *, engines: str = "flags"
     (the command has --gpu-memory-utilization and --mem-fraction-static), 'defaults' (it serves on them with their
     defaults: `models --fits-on`) or 'none' (training)."""
     p.add_argument("--headroom", type=headroom_arg,
-                   help=f"share of device memory kept free, 0.1 or 10%% (default {DEFAULT_HEADROOM}{_HEADROOM_ENGINES[engines]})")
+                   help=f"share of device memory kept free, 0.1 or 10%% (default per engine: {DEFAULT_HEADROOM}"
+                        f"{_HEADROOM_ENGINES[engines]})" if engines != "none" else
+                   f"share of device memory kept free, 0.1 or 10%% (default {DEFAULT_HEADROOM})")
+
+
+def add_fit_target_arg(p: argparse.ArgumentParser | Any) -> None:
+    """--fit-target (InferenceWorkload.fit_target): llama.cpp's margin in bytes, instead of a --headroom share."""
+    p.add_argument("--fit-target", type=bytes_in(SIZE), help="llama.cpp: memory kept free on each GPU instead of a "
+                   "--headroom share, e.g. 512MiB, as llama.cpp --fit-target (default: llama.cpp's own, "
+                   f"{LLAMACPP_FIT_TARGET // MiB} MiB per GPU, when no --headroom is given)")
 
 
 def add_metric_arg(p: argparse.ArgumentParser | Any) -> None:

@@ -52,7 +52,7 @@ from .inference.compose import with_serving_notes
 from .speed import SpeedEstimate, SpeedLayout, estimate_speed, for_device, speed_model, split_decode
 from .training import estimate_training
 from .training.compose import ZERO_NONE_FITS_WHY, ZERO_WHY, with_device_notes
-from .verdict import check_headroom, headroom_assumption
+from .verdict import check_headroom, headroom_assumption, margin_rule
 
 # Devices of one machine when the target is a device name, not an instance (an instance is one machine of its own
 # devices): an HGX/DGX board's 8, the training layout's default too (specs/training.py ``gpus_per_node``)
@@ -482,9 +482,12 @@ def fit_memory(model: ModelSpec | str, hardware: str | Device | Instance, count:
     if engine_version is not None:  # a workload field: the estimate checks and records it, the speed reads it
         workload["engine_version"] = engine_version
     # SGLang keeps no headroom (its pool is mem_fraction_static of the memory), nor vLLM given its
-    # gpu_memory_utilization (its pool is that share; the verdict's headroom is 1 - it): no headroom assumption there
+    # gpu_memory_utilization (its pool is that share; the verdict's headroom is 1 - it): no headroom assumption there;
+    # the others the margin the estimate's verdict keeps (estimate/verdict.py margin_rule: llama.cpp on a GPU its
+    # --fit-target, the margin fit --auto keeps)
     own_pool = eng == "sglang" or (eng == "vllm" and workload.get("gpu_memory_utilization") is not None)
-    assumptions: list[Assumption] = [] if own_pool else [headroom_assumption(headroom)]
+    assumptions: list[Assumption] = [] if own_pool else [
+        margin_rule(eng, workload_device_kind(device), headroom, workload.get("fit_target")).assumption()]
     assumptions.append(engine_note)
     check_engine_on_device(eng, device)
     if host_device is not None:  # checked up front: before, a typo or another engine was ignored when no layer

@@ -8,7 +8,10 @@ the flags printed end with ``-fit off``):
 
 1. Projected use (common/fit.cpp:261-371) with the defaults (every layer offloaded, split by free memory) against ``free - margin`` on
    each device; nothing changes when it fits. The margin is ``--fit-target``, 1024 MiB per device by default
-   (common/common.h:483); the context, when not given, starts at the model's training context (n_ctx_train).
+   (common/common.h:483); it is the margin of every llama.cpp verdict on a GPU (estimate/verdict.py ``margin_rule``,
+   eq. 1'), so ``fit`` of the flags printed gives the same verdict; a headroom given instead keeps that share of
+   each GPU's free memory, as ``fit --headroom`` does. The context, when not given, starts at the model's training
+   context (n_ctx_train).
 2. (common/fit.cpp:373-460) Reduce the context, when it was not given, down to at least ``--fit-ctx`` 4096 (common/common.h:480), aligned
    to 256 tokens ("round down context for CUDA backend"). llama.cpp interpolates linearly between two
    measurements; memory is linear in the context here, so the largest aligned context that fits is solved for.
@@ -37,12 +40,13 @@ from ..errors import InputError
 from ..models import load_model
 from ..result import Assumption, Estimate
 from ..specs import ModelSpec
-from ..units import MiB, format_bytes
+from ..units import format_bytes
 from .device import usable_memory
 from .inference import estimate_inference
 from .search import largest_true, smallest_true
+from .verdict import LLAMACPP_FIT_TARGET, margin_rule
 
-FIT_TARGET = 1024 * MiB  # common/common.h:483: fit_params_target, 1024 MiB per device
+FIT_TARGET = LLAMACPP_FIT_TARGET  # common/common.h:483: fit_params_target, 1024 MiB per device (estimate/verdict.py)
 FIT_MIN_CTX = 4096  # common/common.h:480: fit_params_min_ctx
 CTX_ALIGN = 256  # common/fit.cpp: "round down context for CUDA backend" (align = 256 x n_streams)
 FIT_SOURCE = "llama.cpp common/fit.cpp common_params_fit_impl (ggml-org/llama.cpp@0c1e57098)"
@@ -54,7 +58,7 @@ class LlamaCppFit:
 
     model: str
     free: tuple[int, ...]  # free memory per GPU [bytes]
-    margin: int  # bytes left free on each GPU (--fit-target)
+    margins: tuple[int, ...]  # bytes kept free on each GPU (--fit-target, or the headroom's share of its free memory)
     context: int
     n_gpu_layers: int
     n_layer: int
@@ -94,7 +98,7 @@ class LlamaCppFit:
             row = dict(dev)
             if dev["device"] != "host":
                 i = int(dev["device"][3:])
-                row["free"], row["target"] = self.free[i], self.free[i] - self.margin
+                row["free"], row["target"] = self.free[i], self.free[i] - self.margins[i]
                 row["left"] = self.free[i] - dev["total"]
             elif self.host_memory is not None:
                 row["free"], row["target"], row["left"] = self.host_memory, self.host_memory, self.host_memory - dev["total"]
@@ -105,7 +109,7 @@ class LlamaCppFit:
         return {"schema_version": 1, "kind": "llamacpp-fit", "model": self.model, "fits": self.fits,
                 "full_offload": self.full_offload, "flags": self.flags(), "command": " ".join(self.flags()),
                 "context": self.context, "n_gpu_layers": self.n_gpu_layers, "tensor_split": list(self.tensor_split),
-                "n_cpu_moe": self.n_cpu_moe, "margin": self.margin, "free": list(self.free),
+                "n_cpu_moe": self.n_cpu_moe, "margin": list(self.margins), "free": list(self.free),
                 "host_memory": self.host_memory, "devices": self.devices(), "steps": list(self.steps),
                 "assumptions": [a.to_dict() for a in self.assumptions], "warnings": list(self.warnings),
                 "memory": self.estimate.to_dict(), "details": self.details}
@@ -134,11 +138,13 @@ def gpu_free(device: Device, count: int, free: Sequence[int] | None = None, memo
     return list(free)
 
 
-def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | None = None,
-                 context: int | None = None, min_context: int = FIT_MIN_CTX, host_memory: int | None = None,
-                 **workload: Any) -> LlamaCppFit:
-    """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4). ``context`` None: the
-    largest that fits, from the model's training context down to ``min_context``; given: kept."""
+def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, fit_target: int | None = None,
+                 headroom: float | None = None, context: int | None = None, min_context: int = FIT_MIN_CTX,
+                 host_memory: int | None = None, **workload: Any) -> LlamaCppFit:
+    """Auto-fit llama.cpp on GPUs with ``free`` bytes each (module docstring, steps 1-4), each keeping the margin of
+    every llama.cpp verdict (estimate/verdict.py ``margin_rule``): ``fit_target`` bytes, or a ``headroom`` share of its
+    free memory; neither: llama.cpp's --fit-target default. ``context`` None: the largest that fits, from the model's
+    training context down to ``min_context``; given: kept."""
     spec = load_model(model) if isinstance(model, str) else model
     if not free or any(f <= 0 for f in free):
         raise InputError(f"free memory must be given for each GPU and be positive, got {list(free)}")
@@ -146,13 +152,10 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
         if workload.get(key) is not None:
             raise InputError(f"{key} is what the auto-fit chooses; drop it (or size those flags with infer/fit)")
     workload.pop("engine", None)
-    margin = FIT_TARGET if margin is None else margin
-    if margin < 0:
-        raise InputError(f"fit target margin must not be negative, got {margin}")
+    margin = margin_rule("llamacpp", "gpu", headroom, fit_target)  # the one rule (fit's verdict keeps the same)
     nd, n = len(free), spec.num_layers
-    targets = [f - margin for f in free]
-    assumptions = [Assumption("fit_target", format_bytes(margin), margin == FIT_TARGET,
-                              "memory left free on each GPU (llama.cpp --fit-target, common/common.h:483)")]
+    targets = [margin.budget(f) for f in free]
+    assumptions = [margin.assumption()]
     steps: list[str] = []
     n_ctx_train = spec.max_position_embeddings or max(context or 0, min_context)  # llama.cpp: n_ctx_train
     ctx_max: int = context if context is not None else n_ctx_train
@@ -193,7 +196,7 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
     if all(u <= t for u, t in zip(used(default), targets, strict=True)):
         steps.append(f"step 1: every layer offloaded at context {ctx_max} fits each GPU's target: no changes needed")
         counts = [d["n_layers"] for d in default.details["split"]["devices"][:nd]]
-        return _result(spec, free, margin, ctx_max, counts, 0, run(ctx_max, counts, 0), steps, assumptions,
+        return _result(spec, free, targets, ctx_max, counts, 0, run(ctx_max, counts, 0), steps, assumptions,
                        host_memory, workload)
     steps.append(f"step 1: every layer offloaded at context {ctx_max} exceeds a GPU's target (free - margin)")
     ctx = ctx_max
@@ -235,19 +238,19 @@ def fit_llamacpp(model: ModelSpec | str, free: Sequence[int], *, margin: int | N
                              f"{n_cpu_moe} stay in host memory (--n-cpu-moe {n_cpu_moe})")
     assert counts_found is not None
     est = run(ctx, counts_found, n_cpu_moe)
-    return _result(spec, free, margin, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload)
+    return _result(spec, free, targets, ctx, counts_found, n_cpu_moe, est, steps, assumptions, host_memory, workload)
 
 
-def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts: Sequence[int], n_cpu_moe: int,
+def _result(spec: ModelSpec, free: Sequence[int], targets: Sequence[int], ctx: int, counts: Sequence[int], n_cpu_moe: int,
             est: Estimate, steps: list[str], assumptions: list[Assumption], host_memory: int | None,
             workload: dict[str, Any]) -> LlamaCppFit:
     nd = len(free)
     devs = est.details["split"]["devices"]
     warnings = [w for w in est.warnings if not w.startswith("MoE: every expert")]
-    fits = all(d["total"] <= f - margin for d, f in zip(devs[:nd], free, strict=True))
+    fits = all(d["total"] <= t for d, t in zip(devs[:nd], targets, strict=True))
     if not fits:
         warnings.append("not even the CUDA context and compute buffer fit a GPU's target; lower --fit-target or "
-                        "use a smaller model or format")
+                        "--headroom, or use a smaller model or format")
     host = devs[-1]
     if host_memory is not None and host["total"] > host_memory:
         fits = False
@@ -263,7 +266,8 @@ def _result(spec: ModelSpec, free: Sequence[int], margin: int, ctx: int, counts:
     if sum(counts) < spec.num_layers + 1:
         warnings.append(f"{spec.num_layers + 1 - sum(counts)} layer(s) run on the CPU: decode speed is bound by host "
                         "memory bandwidth for them")
-    return LlamaCppFit(spec.name, tuple(free), margin, ctx, sum(counts), spec.num_layers,
+    return LlamaCppFit(spec.name, tuple(free), tuple(f - t for f, t in zip(free, targets, strict=True)), ctx,
+                       sum(counts), spec.num_layers,
                        tuple(counts) if nd > 1 else (), n_cpu_moe, fits, est, tuple(steps), tuple(assumptions),
                        tuple(warnings), host_memory,
                        {"source": FIT_SOURCE, "concurrency": workload.get("concurrency", 1),

@@ -1,6 +1,7 @@
 """Does it fit? The one rule every command uses: headroom, budget and verdict.
 
     budget = device memory x (1 - headroom)                                                   (1)
+    llama.cpp on a GPU: budget = device memory - fit_target (bytes kept free per device)      (1')
     fits   = expected need <= budget                                                          (2)
     vLLM:  fits = sequences the KV pool admits >= sequences run at once, with gpu_memory_utilization = 1 - headroom
            (run at once: min(concurrency, max_num_seqs), estimate/inference/common.py eq. R1)                 (3)
@@ -12,16 +13,27 @@ warning says so, naming which high end: the components' ranges or, where the kin
 calibrated range (estimate/ranges.py via estimate/allocator.py ``calibrated_need``), whichever is higher. (3): vLLM reserves ``gpu_memory_utilization`` x memory at start-up and admits the sequences
 its KV pool holds (vllm/worker/gpu_worker.py ``determine_available_memory``); its default 0.9 equals
 1 - DEFAULT_HEADROOM, so the two conventions coincide when neither is given.
+
+(1'): llama.cpp keeps its own margin, an absolute one: its ``--fit`` accepts a layout when each device's free
+memory minus the projected use is at least ``--fit-target`` (ggml-org/llama.cpp@0c1e57098bba43ac29e6e3b677cdceebdd22334f
+common/fit.cpp:353 one device, :361 several, :650 the per-device targets ``free - margins[id]``), 1024 MiB per device
+by default (common/common.h:483 ``fit_params_target``; common/arg.cpp:2896-2918 ``-fitt/--fit-target``, MiB per
+device). A llama.cpp answer on a GPU takes that margin by default (``margin_rule``), so ``fit`` and ``fit --auto``
+(estimate/llamacpp_fit.py) judge one layout alike; a headroom or fit_target the user gives applies to both. On a
+CPU (device 'cpu', RAM) the headroom stays: the RAM also holds the system and must not swap, and llama.cpp's own
+CPU-only check compares with the total, not the free, host memory (common/fit.cpp:318-326).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..errors import InputError
 from ..frozen import fast_init
-from ..numbers import HEADROOM, check_number
+from ..numbers import HEADROOM, SIZE, check_number
 from ..result import Assumption
-from ..units import format_bytes
+from ..specs.workload import MARGIN_CONFLICT
+from ..units import MiB, format_bytes
 
 # Memory kept free on top of the estimate (allocator fragmentation, other processes, swap-free margin for RAM).
 # A policy default, not a measurement: recorded as an assumption and settable (--headroom).
@@ -39,6 +51,87 @@ def check_headroom(headroom: float | None) -> float:
 
 def headroom_assumption(headroom: float | None) -> Assumption:
     return Assumption("headroom", check_headroom(headroom), headroom is None, HEADROOM_WHY)
+
+
+# llama.cpp's --fit-target default: common/common.h:483 (ggml-org/llama.cpp@0c1e57098) ``fit_params_target``,
+# 1024 * 1024*1024 bytes per device; its help (common/arg.cpp:2896-2898) says "target margin per device for --fit"
+LLAMACPP_FIT_TARGET = 1024 * MiB
+FIT_TARGET_SOURCE = "llama.cpp --fit-target, common/common.h:483 (ggml-org/llama.cpp@0c1e57098)"
+FIT_TARGET_WHY = (f"memory left free on each GPU: llama.cpp's own margin ({FIT_TARGET_SOURCE}; its --fit keeps free - "
+                  "use >= it on every device, common/fit.cpp:353-361), the one margin of fit and fit --auto")
+# the defaults in words, for the help texts and the pages (each engine's own)
+MARGIN_DEFAULTS_TEXT = (f"{DEFAULT_HEADROOM:g}; llama.cpp on a GPU keeps its own {LLAMACPP_FIT_TARGET // MiB} MiB "
+                        "per GPU instead (--fit-target)")
+
+
+@fast_init
+@dataclass(frozen=True)
+class Margin:
+    """The memory a verdict keeps free on each device: a share of it (``share``, the headroom, eq. 1) or a fixed
+    amount (``fixed`` bytes, llama.cpp's --fit-target, eq. 1'). ``default``: not given by the user."""
+
+    share: float | None
+    fixed: int | None
+    default: bool
+
+    def budget(self, usable: int) -> int:
+        """Eq. (1) or (1'): bytes a workload may use on a device of ``usable`` bytes."""
+        if self.fixed is None:
+            return memory_budget(usable, float(self.share or 0.0))
+        return max(0, usable - self.fixed)
+
+    def headroom(self, usable: int) -> float:
+        """The share of ``usable`` kept free: the headroom given, or a fixed margin's share (4 decimals)."""
+        if self.fixed is None:
+            return float(self.share or 0.0)
+        return round(min(1.0, self.fixed / usable), 4) if usable > 0 else 1.0
+
+    def words(self, usable: int | str) -> str:
+        """How the budget follows from the device memory (bytes, or its name), e.g. '24.00 GiB x (1 - 0.1 headroom)',
+        '24.00 GiB - 1.00 GiB fit_target'."""
+        memory = usable if isinstance(usable, str) else format_bytes(usable)
+        if self.fixed is None:
+            return f"{memory} x (1 - {float(self.share or 0.0):g} headroom)"
+        return f"{memory} - {format_bytes(self.fixed)} fit_target"
+
+    def assumption(self) -> Assumption:
+        if self.fixed is None:
+            return Assumption("headroom", self.share, self.default, HEADROOM_WHY)
+        return Assumption("fit_target", format_bytes(self.fixed), self.default,
+                          FIT_TARGET_WHY if self.default else
+                          f"given: memory left free on each GPU, as llama.cpp --fit-target ({FIT_TARGET_SOURCE})")
+
+
+def search_margin_assumption(headroom: float | None) -> Assumption:
+    """The margin a search over engines and devices states once (``recommend``): the headroom given, or the
+    default share with llama.cpp's own margin named (each option's verdict keeps its engine's, ``margin_rule``)."""
+    if headroom is not None:
+        return headroom_assumption(headroom)
+    return Assumption("headroom", DEFAULT_HEADROOM, True,
+                      f"{HEADROOM_WHY}; llama.cpp options on a GPU keep llama.cpp's own {LLAMACPP_FIT_TARGET // MiB} "
+                      "MiB per GPU instead (--fit-target default), as fit does; each option's verdict says which")
+
+
+def share_margin(headroom: float | None) -> Margin:
+    """The margin of a headroom (None: DEFAULT_HEADROOM), eq. (1)."""
+    return Margin(check_headroom(headroom), None, headroom is None)
+
+
+def margin_rule(engine: str | None, device: str, headroom: float | None = None,
+                fit_target: int | None = None) -> Margin:
+    """The one rule for the memory a serving verdict keeps free on each device (module docstring): a ``headroom``
+    given (a share) or a ``fit_target`` given (bytes, llama.cpp's) applies as given; none given, llama.cpp on a GPU
+    keeps LLAMACPP_FIT_TARGET (eq. 1') and every other engine and device DEFAULT_HEADROOM (eq. 1). Both given is a
+    conflict; a fit_target for another engine is refused (it is llama.cpp's flag)."""
+    if fit_target is not None:
+        if headroom is not None:
+            raise InputError(MARGIN_CONFLICT)
+        if engine is not None and engine != "llamacpp":
+            raise InputError(f"fit_target applies to engine llamacpp, not {engine}")  # the workload's words
+        return Margin(None, int(check_number(fit_target, "fit_target", SIZE)), False)
+    if headroom is None and engine == "llamacpp" and device == "gpu":
+        return Margin(None, LLAMACPP_FIT_TARGET, True)
+    return share_margin(headroom)
 
 
 def budget_term(basis: str) -> str:
@@ -89,26 +182,28 @@ class Verdict:
                 "verdict_high": self.need_high, "verdict_high_basis": self.high_basis, "verdict": self.reason}
 
 
-def memory_verdict(need: int, need_high: int, usable: int, headroom: float,
+def memory_verdict(need: int, need_high: int, usable: int, headroom: float | Margin,
                    calibrated: dict[str, object] | None = None) -> Verdict:
-    """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]. With ``calibrated`` (the
-    calibrated range of the need, estimate/allocator.py ``calibrated_need``) the high end is the larger of the
-    components' high end and the calibrated high, and the reason names which one it is."""
-    budget = memory_budget(usable, headroom)
+    """Eqs. (1)-(2) for an expected need and the high end of its range [bytes per device]; ``headroom`` a share
+    (eq. 1) or a Margin (``margin_rule``: eq. 1 or 1'). With ``calibrated`` (the calibrated range of the need,
+    estimate/allocator.py ``calibrated_need``) the high end is the larger of the components' high end and the
+    calibrated high, and the reason names which one it is."""
+    margin = headroom if isinstance(headroom, Margin) else Margin(headroom, None, False)
+    budget, words = margin.budget(usable), margin.words(usable)
     fits = need <= budget
     bound = "high end"
     if calibrated is not None and int(calibrated["high"]) > need_high:  # type: ignore[call-overload]
         need_high, bound = int(calibrated["high"]), "calibrated high end"  # type: ignore[call-overload]
     reason = (f"needs {format_bytes(need)} per device (the expected value; {bound} {format_bytes(need_high)}) "
-              f"of a {format_bytes(budget)} budget ({format_bytes(usable)} x (1 - {headroom:g} headroom))")
+              f"of a {format_bytes(budget)} budget ({words})")
     warnings: tuple[str, ...] = ()
     if not fits:
         warnings = (f"does not fit: needs {format_bytes(need)} ({bound} {format_bytes(need_high)}) but the budget "
-                    f"is {format_bytes(budget)} ({format_bytes(usable)} x (1 - {headroom:g} headroom))",)
+                    f"is {format_bytes(budget)} ({words})",)
     elif need_high > budget:
         warnings = (f"fits at the expected {format_bytes(need)} but not at the {bound} {format_bytes(need_high)} "
                     f"of the range (budget {format_bytes(budget)})",)
-    return Verdict(fits, need, need_high, usable, headroom, budget, "expected", reason, warnings, bound)
+    return Verdict(fits, need, need_high, usable, margin.headroom(usable), budget, "expected", reason, warnings, bound)
 
 
 def admission_verdict(admitted: int, concurrency: int, context: int, need: int, usable: int,

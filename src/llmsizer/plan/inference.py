@@ -17,7 +17,7 @@ from ..estimate.fit import FitResult, fit, need_per_device, per_replica
 from ..estimate.formats import rung_bytes, rung_group_size, unquantized_format, weights_asked
 from ..estimate.inference import estimate_inference
 from ..estimate.inference.common import running_and_queued
-from ..estimate.verdict import check_headroom, memory_budget, pool_budget_words
+from ..estimate.verdict import margin_rule, pool_budget_words
 from ..formulas import network as N
 from ..formulas import storage as S
 from ..formulas.cost import cost_per_million_tokens
@@ -294,8 +294,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
             f"replica{_sized_for(need_typ_est, per_rep_typ)})",
             _workload_need(f_typ, need_typ) if engine == "sglang" else need_typ, "B")
     usable = hw.memory_per_device
-    headroom = f_peak.headroom if f_peak else check_headroom(job.resources.headroom)
-    budget_dev = f_peak.budget_per_device if f_peak else (memory_budget(usable, headroom) if usable else None)
+    # the margin the verdict keeps (estimate/verdict.py margin_rule: llama.cpp on a GPU its --fit-target)
+    margin = margin_rule(engine, "cpu" if on_cpu else "gpu", job.resources.headroom)
+    budget_dev = f_peak.budget_per_device if f_peak else (margin.budget(usable) if usable else None)
     mem.add("usable", "memory of one device", usable, "B", "resources.memory" if job.resources.memory else "catalog")
     pool = f_peak is not None and f_peak.estimate is not None and \
         str(f_peak.estimate.details.get("verdict_basis", "")).endswith("-admission")
@@ -306,8 +307,9 @@ def plan_inference(job: InferenceJob, req: Request, ctx: PlanContext, sources: d
         budget_dev = f_peak.estimate.details["workload_budget_bytes"]
     mem.add("budget", "budget per device", budget_dev, "B",
             pool_budget_words(ENGINE_NAMES.get(engine, engine)) if pool
-            else f"device memory x (1 - {headroom:g} headroom)",
-            "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool else "estimate/verdict.py eq. (1)")
+            else margin.words("device memory"),
+            "estimate/inference/vllm.py, sglang.py (workload_budget_bytes)" if pool
+            else "estimate/verdict.py eq. (1)" if margin.fixed is None else "estimate/verdict.py eq. (1')")
     adapters = _adapters(job, spec, src, tp, notes)
     if adapters["mode"] == "dynamic":
         mem.add("adapter_slots", f"LoRA adapter slots ({adapters['slots']} x rank {adapters['rank']})",

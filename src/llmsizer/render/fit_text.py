@@ -164,7 +164,9 @@ def render_llamacpp_fit(r: Any) -> str:
                      format_bytes(d["compute_buffer"]), format_bytes(d["total"]),
                      format_bytes(d["free"]) if "free" in d else "", format_bytes(d["left"]) if "left" in d else ""])
     out.append(table(rows, ["device", "holds", "weights", "KV", "compute", "total", "free", "left"]))
-    out.append(f"margin kept free on each GPU: {format_bytes(r.margin)}")
+    kept = sorted(set(r.margins))
+    out.append("margin kept free on each GPU: " + (format_bytes(kept[0]) if len(kept) == 1 else
+                                                   ", ".join(format_bytes(m) for m in r.margins)))
     out += [f"  {s}" for s in r.steps]
     out.append("assumptions: " + "; ".join(f"{a.name}={a.value}{a.mark}"
                                            for a in r.assumptions))

@@ -21,6 +21,7 @@ from ..numbers import (
     IMAGES,
     LLAMACPP_GPUS,
     PIXELS,
+    SIZE,
     TOKENS,
     VIDEO_FRAMES,
     Range,
@@ -63,6 +64,7 @@ ENGINE_SETTINGS: dict[str, tuple[str, ...]] = {
     "max_num_seqs": ("vllm", "sglang"), "max_num_batched_tokens": ("vllm", "sglang"),
     "split_mode": ("llamacpp",), "tensor_split": ("llamacpp",), "n_cpu_moe": ("llamacpp",),
     "engine_version": ("vllm", "sglang"),  # the releases of estimate/engines.py STEP_HOST
+    "fit_target": ("llamacpp",),  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
 }
 LLAMACPP_SPLIT_FIELDS = ("split_mode", "tensor_split", "n_cpu_moe")
 _ENGINE_SETTING_VALUES = attrgetter(*(n for n in ENGINE_SETTINGS if n not in LLAMACPP_SPLIT_FIELDS))
@@ -85,6 +87,11 @@ def parse_engine_version(version: str) -> tuple[int, int]:
     if m is None:
         raise InputError(f"engine_version must look like 0.19 or 0.19.1, got {version!r}")
     return int(m.group(1)), int(m.group(2))
+
+
+# headroom and fit_target both given (estimate/verdict.py margin_rule; the workload refuses it up front)
+MARGIN_CONFLICT = ("give headroom or fit_target, not both: each is the memory kept free on each device (a share, or "
+                   "bytes as llama.cpp's --fit-target)")
 
 
 def check_pool_shares(engine: str | None, headroom: float | None, gpu_memory_utilization: float | None) -> None:
@@ -151,7 +158,7 @@ INFERENCE_NUMBERS: tuple[tuple[str, Range], ...] = (
     ("headroom", HEADROOM), ("gpu_memory_utilization", FRACTION), ("mem_fraction_static", FRACTION),
     ("group_size", GROUP_SIZE), ("paged_block_size", COUNT), ("max_num_seqs", COUNT), ("max_num_batched_tokens", TOKENS),
     ("n_gpu_layers", GPU_LAYERS), ("n_ubatch", TOKENS), ("tensor_parallel", COUNT), ("gpus", LLAMACPP_GPUS),
-    ("n_cpu_moe", CPU_MOE_LAYERS))
+    ("n_cpu_moe", CPU_MOE_LAYERS), ("fit_target", SIZE))
 
 
 @tracks_given
@@ -167,8 +174,11 @@ class InferenceWorkload:
     weights: weight format (see ``llmsizer formats``); None: the checkpoint's stored format.
     kv_dtype: KV cache dtype; None: the engine default.
     memory: device memory [bytes] (GPU memory, or RAM for device='cpu'); None: not checked.
-    headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: DEFAULT_HEADROOM, or for vLLM
-        1 - gpu_memory_utilization.
+    headroom: share of ``memory`` kept free (estimate/verdict.py eq. 1); None: the engine's own margin
+        (estimate/verdict.py ``margin_rule``): llama.cpp on a GPU LLAMACPP_FIT_TARGET bytes (eq. 1'), vLLM
+        1 - gpu_memory_utilization, the others DEFAULT_HEADROOM.
+    fit_target: bytes of ``memory`` kept free on each GPU instead of a headroom, as llama.cpp's --fit-target
+        (estimate/verdict.py eq. 1'); llama.cpp only; None: ``margin_rule``'s default.
     images: images in each sequence's prompt [images]; their tokens (formulas/vision_tokens.py) add to ``context``.
     image_size: (width, height) of each image [pixels]; None: the vision encoder's own input size.
     video_frames: sampled frames of one video in each sequence's prompt [frames]; 0: no video.
@@ -203,6 +213,7 @@ class InferenceWorkload:
     engine_version: str | None = None  # vllm/sglang release (estimate/engines.py step_host); None: the current one
     memory: int | None = None
     headroom: float | None = None
+    fit_target: int | None = None  # llama.cpp --fit-target: bytes kept free per GPU (estimate/verdict.py eq. 1')
     metric: str | None = None  # 'allocated' | 'reserved' | 'nvidia-smi' (estimate/allocator.py); None: device total
     attention: str = "sdpa"
     dtype: str | None = None  # compute dtype for activations and unquantized tensors: bf16 | fp16 | fp32
@@ -303,6 +314,8 @@ class InferenceWorkload:
             if getattr(self, name) is not None and self.engine is not None and self.engine not in owners:  # read by these
                 # profiles only: refused, not ignored (engine None: checked once the estimate has chosen it)
                 raise InputError(f"{name} applies to engine {' or '.join(owners)}, not {self.engine}")
+        if self.headroom is not None and self.fit_target is not None:  # two margins for one device: refused
+            raise InputError(MARGIN_CONFLICT)
         if self.headroom is not None and self.engine == "sglang":  # its pool takes a fraction of the memory: no
             raise InputError("headroom does not apply to engine sglang: its token pool takes mem_fraction_static of "
                              "the memory; give mem_fraction_static instead")  # margin to keep free (refused, not ignored)

@@ -27,7 +27,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ..estimate.device import ENGINE_DEFAULT_NAME
 from ..estimate.inference.compose import engine_kv_dtypes
-from ..estimate.verdict import DEFAULT_HEADROOM
+from ..estimate.verdict import DEFAULT_HEADROOM, LLAMACPP_FIT_TARGET
 from ..formulas.weight_formats import format_names
 from ..numbers import ZERO_STAGE
 from ..specs import ATTENTION_IMPLS, DEVICES, DTYPES, ENGINES, InferenceWorkload, TrainingWorkload
@@ -151,6 +151,7 @@ def choices() -> dict[str, Any]:
             if f.default is not None and f.default is not dataclasses.MISSING and not isinstance(f.default, (tuple, bool)):
                 defaults.setdefault(f.name, f.default)
     defaults["headroom"] = DEFAULT_HEADROOM
+    defaults["fit_target"] = LLAMACPP_FIT_TARGET  # llama.cpp on a GPU keeps it instead (estimate/verdict.py margin_rule)
     defaults["engine"] = ENGINE_DEFAULT_NAME  # the device's (estimate/device.py engine_rule), as infer and fit choose
     defaults["output_tokens"] = f"min({DEFAULT_OUTPUT_TOKENS}, context / 2)"  # specs/workload.py default_output_tokens
     return {

@@ -31,7 +31,7 @@ from ..device import (
 )
 from ..formats import GROUPED, check_engine_runs, engine_dtype_note, engine_weights
 from ..model_warnings import model_warnings, refuse_serving, refuse_unmodelled
-from ..verdict import admission_verdict, check_headroom, headroom_assumption, memory_verdict
+from ..verdict import admission_verdict, check_headroom, margin_rule, memory_verdict
 from .common import Acc, Context, running_and_queued, running_sequences, state_dtypes, state_of
 from .media import media_in_context
 
@@ -436,7 +436,8 @@ def queue_assumption(engine: str, concurrency: int, running: int, cap_name: str,
 
 def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
     """The fit verdict (estimate/verdict.py): vLLM by the sequences its pool admits, the others by the expected
-    need against memory x (1 - headroom)."""
+    need against memory less the margin ``margin_rule`` keeps: x (1 - headroom), or llama.cpp on a GPU - fit_target
+    (its own --fit-target, the margin of fit --auto)."""
     mem = w.memory or 0
     if w.engine == "vllm":
         util = float(est.details.get("gpu_memory_utilization") or 1 - check_headroom(w.headroom))
@@ -453,15 +454,17 @@ def _check_fit(est: Estimate, w: InferenceWorkload, acc: Acc) -> None:
                                     warnings=(f"does not fit: {est.details['sglang_too_small']}",))
     elif E.llamacpp_layer_split(w.engine, w.gpus) and w.device == "gpu":
         # a split: each GPU holds its own part, the verdict is the fullest GPU's (estimate/inference/llamacpp.py)
-        acc.assumptions.append(headroom_assumption(w.headroom))
+        margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # llama.cpp's own: --fit-target
+        acc.assumptions.append(margin.assumption())
         gpus = [d for d in est.details["split"]["devices"] if d["device"] != "host"]
         worst = max(gpus, key=lambda d: d["total"])
-        v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, check_headroom(w.headroom))
+        v = memory_verdict(worst["total"], max(d["total_high"] for d in gpus), mem, margin)
         v = dataclasses.replace(v, reason=v.reason.replace("per device", f"on the fullest GPU ({worst['device']})", 1))
     else:
-        acc.assumptions.append(headroom_assumption(w.headroom))
+        margin = margin_rule(w.engine, w.device, w.headroom, w.fit_target)  # eq. (1), llama.cpp on a GPU eq. (1')
+        acc.assumptions.append(margin.assumption())
         loc = "host" if w.device == "cpu" else "device"
         lo, mid, hi = est.total(loc)  # type: ignore[arg-type]
-        v = memory_verdict(mid, hi, mem, check_headroom(w.headroom), est.details.get("calibrated_range"))
+        v = memory_verdict(mid, hi, mem, margin, est.details.get("calibrated_range"))
     est.details.update(v.details())
     acc.warnings.extend(v.warnings)

@@ -102,7 +102,9 @@ async function start() {
       const engine = $("engine");
       for (const v of choices.choices.engines || []) engine.append(el("option", { value: v }, v));
       if (q) engine.value = q.get("engine") ?? ""; // now offered
-      $("headroom").placeholder = `default ${choices.defaults.headroom}`; // estimate/verdict.py DEFAULT_HEADROOM
+      // estimate/verdict.py DEFAULT_HEADROOM, and LLAMACPP_FIT_TARGET: the margin llama.cpp keeps on a GPU instead
+      $("headroom").placeholder = `default ${choices.defaults.headroom}; llama.cpp on a GPU: ` +
+        `${choices.defaults.fit_target / 2 ** 20} MiB`;
     }).catch(() => {}),
     get("/models").then((ms) => {
       params = new Map(ms.map((m) => [m.id, m.params]));
