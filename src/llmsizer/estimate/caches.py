@@ -39,7 +39,7 @@ def clear_caches(estimates_only: bool = False) -> None:
     for g in (duration._matmul_setup, engines._ring_last_cell, lora.lora_params,
               duration.flops_per_token, duration.step_linear_blocks, duration.elementwise_bytes_per_token,
               duration.kernels_per_micro_step, duration.float8_time, duration._optimizer_step_setup,
-              duration.fsdp_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
+              duration.fsdp_volume, duration.deepspeed_volume, ranges.serving_scope, model_parallel.column_parallel_block_flops,
               formats.format_ladder, speed_formulas._expected_tiles, float8_training.float8_layer_backward_peak):
         g.cache_clear()
     if estimates_only:
